@@ -1,0 +1,262 @@
+#include "ir/kernel/builder.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::kir {
+
+namespace {
+
+KernelBuilder* builder_of(Val a, Val b) {
+  if (!a.valid() || !b.valid()) throw std::invalid_argument("kernel builder: use of an empty Val");
+  if (a.builder() != b.builder()) throw std::invalid_argument("kernel builder: operands from two different kernels");
+  return a.builder();
+}
+
+void same_type(Op op, Val a, Val b) {
+  if (a.type() != b.type())
+    throw std::invalid_argument(fmt::format("kernel builder: {} of {} and {}: operand types differ (use cast)",
+                                            op_name(op), type_name(a.type()), type_name(b.type())));
+}
+
+Val binary(Op op, Val a, Val b) {
+  auto* kb = builder_of(a, b);
+  same_type(op, a, b);
+  return kb->emit(op, a.type(), {a, b});
+}
+
+Val compare(Op op, Val a, Val b) {
+  auto* kb = builder_of(a, b);
+  same_type(op, a, b);
+  return kb->emit(op, Type::Bool, {a, b});
+}
+
+Val unary(Op op, Val a) {
+  if (!a.valid()) throw std::invalid_argument("kernel builder: use of an empty Val");
+  return a.builder()->emit(op, a.type(), {a});
+}
+
+}  // namespace
+
+KernelBuilder::KernelBuilder(std::string name, std::array<uint32_t, 3> workgroup_size) {
+  k_.name = std::move(name);
+  k_.workgroup_size = workgroup_size;
+  blocks_.push_back(&k_.body);
+}
+
+Buf KernelBuilder::buffer(std::string name, Type elem, Access access) {
+  k_.buffers.push_back({std::move(name), elem, access});
+  k_.features |= features_for_type(elem);
+  return Buf(this, uint32_t(k_.buffers.size() - 1), elem);
+}
+
+Val KernelBuilder::scalar(std::string name, Type type) {
+  k_.scalars.push_back({std::move(name), type});
+  k_.features |= features_for_type(type);
+  return emit(Op::ReadScalar, type, {}, uint32_t(k_.scalars.size() - 1));
+}
+
+Shared KernelBuilder::shared(std::string name, Type elem, uint32_t count) {
+  k_.shared.push_back({std::move(name), elem, count});
+  k_.features |= features_for_type(elem);
+  return Shared(this, uint32_t(k_.shared.size() - 1), elem);
+}
+
+Var KernelBuilder::var(std::string name, Type type) {
+  k_.vars.push_back({std::move(name), type});
+  k_.features |= features_for_type(type);
+  return Var(this, VarId(k_.vars.size() - 1), type);
+}
+
+Var KernelBuilder::var(std::string name, Val init) {
+  Var v = var(std::move(name), init.type());
+  v = init;
+  return v;
+}
+
+Val KernelBuilder::builtin(Builtin b) { return emit(Op::ReadBuiltin, Type::U32, {}, uint32_t(b)); }
+
+Val KernelBuilder::constant(Type t, double v) {
+  ValueId id = ValueId(k_.value_types.size());
+  k_.value_types.push_back(t);
+  k_.features |= features_for_type(t);
+  Instr in{};
+  in.result = id;
+  in.op = Op::Const;
+  in.type = t;
+  switch (t) {
+    case Type::Bool: in.imm.i = v != 0 ? 1 : 0; break;
+    case Type::I32: in.imm.i = int32_t(v); break;
+    case Type::U32: in.imm.i = int64_t(uint32_t(int64_t(v))); break;
+    case Type::I64: in.imm.i = int64_t(v); break;
+    case Type::F32: in.imm.f = double(float(v)); break;
+    case Type::F16: in.imm.f = double(float(v)); break;  // backends round to half
+    case Type::F64: in.imm.f = v; break;
+  }
+  current()->stmts.emplace_back(in);
+  return Val(this, id, t);
+}
+
+Val KernelBuilder::i64(int64_t v) {
+  Val c = constant(Type::I64, 0);
+  std::get<Instr>(current()->stmts.back()).imm.i = v;  // exact, beyond double's 53 bits
+  return c;
+}
+
+Val KernelBuilder::emit(Op op, Type type, std::initializer_list<Val> operands, uint32_t index) {
+  if (finished_) throw std::logic_error("kernel builder: emit after finish()");
+  Instr in{};
+  in.result = ValueId(k_.value_types.size());
+  in.op = op;
+  in.type = type;
+  in.index = index;
+  size_t i = 0;
+  for (const Val& v : operands) {
+    if (!v.valid()) throw std::invalid_argument(fmt::format("kernel builder: {} given an empty Val", op_name(op)));
+    if (v.builder() != this) throw std::invalid_argument("kernel builder: operand from another kernel");
+    in.operands[i++] = v.id();
+  }
+  k_.value_types.push_back(type);
+  k_.features |= features_for_type(type);
+  current()->stmts.emplace_back(in);
+  return Val(this, in.result, type);
+}
+
+void KernelBuilder::emit_stmt(Stmt s) { current()->stmts.push_back(std::move(s)); }
+
+void KernelBuilder::if_(Val cond, const std::function<void()>& then_body) {
+  If s{cond.id(), std::make_unique<Block>(), nullptr};
+  Block* then_block = s.then_body.get();
+  current()->stmts.emplace_back(std::move(s));
+  blocks_.push_back(then_block);
+  then_body();
+  blocks_.pop_back();
+}
+
+void KernelBuilder::if_else(Val cond, const std::function<void()>& then_body, const std::function<void()>& else_body) {
+  If s{cond.id(), std::make_unique<Block>(), std::make_unique<Block>()};
+  Block* then_block = s.then_body.get();
+  Block* else_block = s.else_body.get();
+  current()->stmts.emplace_back(std::move(s));
+  blocks_.push_back(then_block);
+  then_body();
+  blocks_.pop_back();
+  blocks_.push_back(else_block);
+  else_body();
+  blocks_.pop_back();
+}
+
+void KernelBuilder::for_(Val begin, Val end, Val step, const std::function<void(Val)>& body) {
+  if (!is_int(begin.type())) throw std::invalid_argument("kernel builder: for_ needs an integer loop variable");
+  same_type(Op::Lt, begin, end);
+  same_type(Op::Add, begin, step);
+  Var v = var(fmt::format("i{}", k_.vars.size()), begin.type());
+  For s{v.id(), begin.id(), end.id(), step.id(), std::make_unique<Block>()};
+  Block* body_block = s.body.get();
+  current()->stmts.emplace_back(std::move(s));
+  blocks_.push_back(body_block);
+  body(v.get());
+  blocks_.pop_back();
+}
+
+void KernelBuilder::for_(Val begin, Val end, const std::function<void(Val)>& body) {
+  for_(begin, end, like(begin, 1), body);
+}
+
+void KernelBuilder::barrier() { current()->stmts.emplace_back(Barrier{}); }
+
+Kernel KernelBuilder::finish() {
+  if (blocks_.size() != 1) throw std::logic_error("kernel builder: finish() inside a nested block");
+  std::string err = verify(k_);
+  if (!err.empty()) throw std::invalid_argument("kernel '" + k_.name + "' is malformed: " + err);
+  finished_ = true;
+  return std::move(k_);
+}
+
+Val ElemRef::load() const {
+  const Kernel& k = b_->peek();
+  Type t = shared_ ? k.shared[index_].elem : k.buffers[index_].elem;
+  return b_->emit(shared_ ? Op::LoadShared : Op::LoadBuffer, t, {elem_}, index_);
+}
+
+const ElemRef& ElemRef::operator=(Val v) const {
+  if (shared_)
+    b_->emit_stmt(StoreShared{index_, elem_.id(), v.id()});
+  else
+    b_->emit_stmt(StoreBuffer{index_, elem_.id(), v.id()});
+  return *this;
+}
+
+const ElemRef& ElemRef::operator+=(Val v) const { return *this = load() + v; }
+
+Val Buf::atomic_add(Val i, Val v) const {
+  b_->require(elem_ == Type::F32 ? Feature::AtomicAddF32 : Feature::AtomicAddInt);
+  return b_->emit(Op::AtomicAdd, elem_, {i, v}, index_);
+}
+
+Val Var::get() const { return b_->emit(Op::LoadVar, type_, {}, id_); }
+const Var& Var::operator=(Val v) const {
+  if (v.type() != type_)
+    throw std::invalid_argument(fmt::format("kernel builder: assigning {} to variable of type {}", type_name(v.type()), type_name(type_)));
+  b_->emit_stmt(StoreVar{id_, v.id()});
+  return *this;
+}
+const Var& Var::operator+=(Val v) const { return *this = get() + v; }
+
+Val operator+(Val a, Val b) { return binary(Op::Add, a, b); }
+Val operator-(Val a, Val b) { return binary(Op::Sub, a, b); }
+Val operator*(Val a, Val b) { return binary(Op::Mul, a, b); }
+Val operator/(Val a, Val b) { return binary(Op::Div, a, b); }
+Val operator%(Val a, Val b) { return binary(Op::Rem, a, b); }
+Val operator&(Val a, Val b) { return binary(Op::And, a, b); }
+Val operator|(Val a, Val b) { return binary(Op::Or, a, b); }
+Val operator^(Val a, Val b) { return binary(Op::Xor, a, b); }
+Val operator<<(Val a, Val b) { return binary(Op::Shl, a, b); }
+Val operator>>(Val a, Val b) { return binary(Op::Shr, a, b); }
+Val operator-(Val a) { return unary(Op::Neg, a); }
+Val operator!(Val a) { return unary(Op::Not, a); }
+Val operator<(Val a, Val b) { return compare(Op::Lt, a, b); }
+Val operator<=(Val a, Val b) { return compare(Op::Le, a, b); }
+Val operator>(Val a, Val b) { return compare(Op::Gt, a, b); }
+Val operator>=(Val a, Val b) { return compare(Op::Ge, a, b); }
+Val operator==(Val a, Val b) { return compare(Op::Eq, a, b); }
+Val operator!=(Val a, Val b) { return compare(Op::Ne, a, b); }
+
+Val min(Val a, Val b) { return binary(Op::Min, a, b); }
+Val max(Val a, Val b) { return binary(Op::Max, a, b); }
+Val pow(Val a, Val b) { return binary(Op::Pow, a, b); }
+Val exp(Val a) { return unary(Op::Exp, a); }
+Val log(Val a) { return unary(Op::Log, a); }
+Val sqrt(Val a) { return unary(Op::Sqrt, a); }
+Val rsqrt(Val a) { return unary(Op::Rsqrt, a); }
+Val tanh(Val a) { return unary(Op::Tanh, a); }
+Val abs(Val a) { return unary(Op::Abs, a); }
+Val floor(Val a) { return unary(Op::Floor, a); }
+
+Val select(Val cond, Val a, Val b) {
+  auto* kb = builder_of(cond, a);
+  builder_of(a, b);
+  if (cond.type() != Type::Bool) throw std::invalid_argument("kernel builder: select condition must be bool");
+  same_type(Op::Select, a, b);
+  return kb->emit(Op::Select, a.type(), {cond, a, b});
+}
+
+Val cast(Val a, Type t) {
+  if (!a.valid()) throw std::invalid_argument("kernel builder: cast of an empty Val");
+  if (a.type() == t) return a;
+  if (t == Type::Bool) return a != like(a, 0);
+  if (a.type() == Type::Bool) {
+    auto* kb = a.builder();
+    return select(a, kb->constant(t, 1), kb->constant(t, 0));
+  }
+  return a.builder()->emit(Op::Convert, t, {a});
+}
+
+Val like(Val v, double c) {
+  if (!v.valid()) throw std::invalid_argument("kernel builder: constant next to an empty Val");
+  return v.builder()->constant(v.type(), c);
+}
+
+}  // namespace spire::kir

@@ -1,0 +1,247 @@
+// A C++ builder that makes a kernel read like the code it is:
+//
+//   KernelBuilder kb("relu", {256});
+//   auto x = kb.buffer("x", Type::F32, Access::Read);
+//   auto y = kb.buffer("y", Type::F32, Access::Write);
+//   auto n = kb.scalar("n", Type::U32);
+//   auto i = kb.global_id();
+//   kb.if_(i < n, [&] { y[i] = max(x[i], 0.0f); });
+//   Kernel k = kb.finish();
+//
+// Operands of a binary op must have the same type; a C++ number next to a Val takes the Val's type.
+// Conversions are explicit: cast(v, Type::F32).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <type_traits>
+#include <utility>
+
+#include "ir/kernel/kernel.h"
+
+namespace spire::kir {
+
+class KernelBuilder;
+
+// An SSA value under construction.
+class Val {
+ public:
+  Val() = default;
+  Val(KernelBuilder* b, ValueId id, Type t) : b_(b), id_(id), type_(t) {}
+  ValueId id() const { return id_; }
+  Type type() const { return type_; }
+  KernelBuilder* builder() const { return b_; }
+  bool valid() const { return b_ != nullptr; }
+
+ private:
+  KernelBuilder* b_ = nullptr;
+  ValueId id_ = kNoValue;
+  Type type_ = Type::U32;
+};
+
+template <class T>
+concept Number = std::is_arithmetic_v<T>;
+
+// Element reference of a buffer or shared array: reads when converted to Val, writes on assignment.
+class ElemRef {
+ public:
+  ElemRef(KernelBuilder* b, bool shared, uint32_t index, Val elem) : b_(b), shared_(shared), index_(index), elem_(elem) {}
+  Val load() const;
+  operator Val() const { return load(); }
+  const ElemRef& operator=(Val v) const;
+  // Copying an element reference copies the element (never rebinds the reference).
+  const ElemRef& operator=(const ElemRef& other) const { return *this = other.load(); }
+  const ElemRef& operator=(const ElemRef& other) { return std::as_const(*this) = other.load(); }
+  ElemRef(const ElemRef&) = default;
+  template <Number T> const ElemRef& operator=(T c) const;
+  const ElemRef& operator+=(Val v) const;
+
+ private:
+  KernelBuilder* b_;
+  bool shared_;
+  uint32_t index_;
+  Val elem_;
+};
+
+class Buf {
+ public:
+  Buf() = default;
+  Buf(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
+  ElemRef operator[](Val i) const { return ElemRef(b_, false, index_, i); }
+  template <Number T> ElemRef operator[](T i) const;
+  // Atomically adds v to element i and returns the old value.
+  Val atomic_add(Val i, Val v) const;
+  uint32_t index() const { return index_; }
+  Type elem() const { return elem_; }
+
+ private:
+  KernelBuilder* b_ = nullptr;
+  uint32_t index_ = 0;
+  Type elem_ = Type::F32;
+};
+
+class Shared {
+ public:
+  Shared() = default;
+  Shared(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
+  ElemRef operator[](Val i) const { return ElemRef(b_, true, index_, i); }
+  template <Number T> ElemRef operator[](T i) const;
+  Type elem() const { return elem_; }
+
+ private:
+  KernelBuilder* b_ = nullptr;
+  uint32_t index_ = 0;
+  Type elem_ = Type::F32;
+};
+
+// A mutable local variable.
+class Var {
+ public:
+  Var() = default;
+  Var(KernelBuilder* b, VarId id, Type t) : b_(b), id_(id), type_(t) {}
+  Val get() const;
+  operator Val() const { return get(); }
+  const Var& operator=(Val v) const;
+  // Assigning a Var stores its value (never rebinds): `acc = other` is a store into acc.
+  const Var& operator=(const Var& other) const { return *this = other.get(); }
+  const Var& operator=(const Var& other) { return std::as_const(*this) = other.get(); }
+  Var(const Var&) = default;
+  template <Number T> const Var& operator=(T c) const;
+  const Var& operator+=(Val v) const;
+  template <Number T> const Var& operator+=(T c) const;
+  VarId id() const { return id_; }
+  Type type() const { return type_; }
+
+ private:
+  KernelBuilder* b_ = nullptr;
+  VarId id_ = 0;
+  Type type_ = Type::F32;
+};
+
+class KernelBuilder {
+ public:
+  explicit KernelBuilder(std::string name, std::array<uint32_t, 3> workgroup_size = {64, 1, 1});
+  explicit KernelBuilder(std::string name, uint32_t workgroup_size) : KernelBuilder(std::move(name), {workgroup_size, 1, 1}) {}
+
+  // Parameters and storage.
+  Buf buffer(std::string name, Type elem, Access access);
+  Val scalar(std::string name, Type type);
+  Shared shared(std::string name, Type elem, uint32_t count);
+  Var var(std::string name, Type type);
+  Var var(std::string name, Val init);
+  void require(Features f) { k_.features |= f; }
+
+  // Builtins (u32, linear; see kernel.h's grid model).
+  Val global_id() { return builtin(Builtin::GlobalId); }
+  Val local_id() { return builtin(Builtin::LocalId); }
+  Val group_id() { return builtin(Builtin::GroupId); }
+  Val num_groups() { return builtin(Builtin::NumGroups); }
+  Val workgroup_size() { return builtin(Builtin::WorkgroupSize); }
+  Val global_size() { return builtin(Builtin::GlobalSize); }
+  Val builtin(Builtin b);
+
+  // Constants.
+  Val constant(Type t, double v);
+  Val f32(float v) { return constant(Type::F32, v); }
+  Val f64(double v) { return constant(Type::F64, v); }
+  Val i32(int32_t v) { return constant(Type::I32, v); }
+  Val u32(uint32_t v) { return constant(Type::U32, v); }
+  Val i64(int64_t v);
+  Val boolean(bool v) { return constant(Type::Bool, v ? 1 : 0); }
+
+  // Structured control flow.
+  void if_(Val cond, const std::function<void()>& then_body);
+  void if_else(Val cond, const std::function<void()>& then_body, const std::function<void()>& else_body);
+  // for (i = begin; i < end; i += step), step > 0; i has begin's type.
+  void for_(Val begin, Val end, Val step, const std::function<void(Val)>& body);
+  void for_(Val begin, Val end, const std::function<void(Val)>& body);
+  void barrier();
+
+  // Low level: appends a value-defining instruction to the current block.
+  Val emit(Op op, Type type, std::initializer_list<Val> operands, uint32_t index = 0);
+  void emit_stmt(Stmt s);
+
+  // Verifies and returns the kernel; throws std::invalid_argument with the verifier's message on error.
+  Kernel finish();
+  const Kernel& peek() const { return k_; }
+
+ private:
+  Block* current() { return blocks_.back(); }
+  Kernel k_;
+  std::vector<Block*> blocks_;
+  bool finished_ = false;
+};
+
+// Arithmetic (same-type operands; numbers take the Val's type).
+Val operator+(Val a, Val b);
+Val operator-(Val a, Val b);
+Val operator*(Val a, Val b);
+Val operator/(Val a, Val b);
+Val operator%(Val a, Val b);
+Val operator&(Val a, Val b);
+Val operator|(Val a, Val b);
+Val operator^(Val a, Val b);
+Val operator<<(Val a, Val b);
+Val operator>>(Val a, Val b);
+Val operator-(Val a);
+Val operator!(Val a);
+Val operator<(Val a, Val b);
+Val operator<=(Val a, Val b);
+Val operator>(Val a, Val b);
+Val operator>=(Val a, Val b);
+Val operator==(Val a, Val b);
+Val operator!=(Val a, Val b);
+
+Val min(Val a, Val b);
+Val max(Val a, Val b);
+Val pow(Val a, Val b);
+Val exp(Val a);
+Val log(Val a);
+Val sqrt(Val a);
+Val rsqrt(Val a);
+Val tanh(Val a);
+Val abs(Val a);
+Val floor(Val a);
+Val select(Val cond, Val a, Val b);
+Val cast(Val a, Type t);
+
+// A number as a constant of v's type.
+Val like(Val v, double c);
+
+#define SPIRE_KIR_NUMBER_OPS(OP)                                             \
+  template <Number T> Val operator OP(Val a, T c) { return a OP like(a, double(c)); } \
+  template <Number T> Val operator OP(T c, Val a) { return like(a, double(c)) OP a; }
+SPIRE_KIR_NUMBER_OPS(+)
+SPIRE_KIR_NUMBER_OPS(-)
+SPIRE_KIR_NUMBER_OPS(*)
+SPIRE_KIR_NUMBER_OPS(/)
+SPIRE_KIR_NUMBER_OPS(%)
+SPIRE_KIR_NUMBER_OPS(&)
+SPIRE_KIR_NUMBER_OPS(|)
+SPIRE_KIR_NUMBER_OPS(<<)
+SPIRE_KIR_NUMBER_OPS(>>)
+SPIRE_KIR_NUMBER_OPS(<)
+SPIRE_KIR_NUMBER_OPS(<=)
+SPIRE_KIR_NUMBER_OPS(>)
+SPIRE_KIR_NUMBER_OPS(>=)
+SPIRE_KIR_NUMBER_OPS(==)
+SPIRE_KIR_NUMBER_OPS(!=)
+#undef SPIRE_KIR_NUMBER_OPS
+template <Number T> Val min(Val a, T c) { return min(a, like(a, double(c))); }
+template <Number T> Val max(Val a, T c) { return max(a, like(a, double(c))); }
+template <Number T> Val min(T c, Val a) { return min(like(a, double(c)), a); }
+template <Number T> Val max(T c, Val a) { return max(like(a, double(c)), a); }
+template <Number T> Val pow(Val a, T c) { return pow(a, like(a, double(c))); }
+template <Number T> Val select(Val cond, Val a, T c) { return select(cond, a, like(a, double(c))); }
+template <Number T> Val select(Val cond, T c, Val b) { return select(cond, like(b, double(c)), b); }
+
+template <Number T> ElemRef Buf::operator[](T i) const { return (*this)[b_->u32(uint32_t(i))]; }
+template <Number T> ElemRef Shared::operator[](T i) const { return (*this)[b_->u32(uint32_t(i))]; }
+template <Number T> const ElemRef& ElemRef::operator=(T c) const {
+  Type t = shared_ ? b_->peek().shared[index_].elem : b_->peek().buffers[index_].elem;
+  return *this = b_->constant(t, double(c));
+}
+template <Number T> const Var& Var::operator=(T c) const { return *this = b_->constant(type_, double(c)); }
+template <Number T> const Var& Var::operator+=(T c) const { return *this += b_->constant(type_, double(c)); }
+
+}  // namespace spire::kir

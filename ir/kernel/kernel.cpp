@@ -1,0 +1,296 @@
+#include "ir/kernel/kernel.h"
+
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+namespace spire::kir {
+
+std::string_view access_name(Access a) {
+  switch (a) {
+    case Access::Read: return "read";
+    case Access::Write: return "write";
+    case Access::ReadWrite: return "readwrite";
+  }
+  return "?";
+}
+
+std::string_view builtin_name(Builtin b) {
+  switch (b) {
+    case Builtin::GlobalId: return "global_id";
+    case Builtin::LocalId: return "local_id";
+    case Builtin::GroupId: return "group_id";
+    case Builtin::NumGroups: return "num_groups";
+    case Builtin::WorkgroupSize: return "workgroup_size";
+    case Builtin::GlobalSize: return "global_size";
+    case Builtin::LocalIdX: return "local_id.x";
+    case Builtin::LocalIdY: return "local_id.y";
+    case Builtin::LocalIdZ: return "local_id.z";
+  }
+  return "?";
+}
+
+std::string_view op_name(Op op) {
+  switch (op) {
+    case Op::Const: return "const";
+    case Op::ReadBuiltin: return "builtin";
+    case Op::ReadScalar: return "param";
+    case Op::LoadVar: return "loadvar";
+    case Op::Add: return "add";
+    case Op::Sub: return "sub";
+    case Op::Mul: return "mul";
+    case Op::Div: return "div";
+    case Op::Rem: return "rem";
+    case Op::Min: return "min";
+    case Op::Max: return "max";
+    case Op::Pow: return "pow";
+    case Op::And: return "and";
+    case Op::Or: return "or";
+    case Op::Xor: return "xor";
+    case Op::Shl: return "shl";
+    case Op::Shr: return "shr";
+    case Op::Eq: return "eq";
+    case Op::Ne: return "ne";
+    case Op::Lt: return "lt";
+    case Op::Le: return "le";
+    case Op::Gt: return "gt";
+    case Op::Ge: return "ge";
+    case Op::Neg: return "neg";
+    case Op::Not: return "not";
+    case Op::Abs: return "abs";
+    case Op::Exp: return "exp";
+    case Op::Log: return "log";
+    case Op::Sqrt: return "sqrt";
+    case Op::Rsqrt: return "rsqrt";
+    case Op::Tanh: return "tanh";
+    case Op::Floor: return "floor";
+    case Op::Select: return "select";
+    case Op::Convert: return "convert";
+    case Op::LoadBuffer: return "load";
+    case Op::LoadShared: return "load_shared";
+    case Op::AtomicAdd: return "atomic_add";
+  }
+  return "?";
+}
+
+int op_arity(Op op) {
+  switch (op) {
+    case Op::Const: case Op::ReadBuiltin: case Op::ReadScalar: case Op::LoadVar: return 0;
+    case Op::Neg: case Op::Not: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
+    case Op::Tanh: case Op::Floor: case Op::Convert: case Op::LoadBuffer: case Op::LoadShared: return 1;
+    case Op::Select: return 3;
+    default: return 2;
+  }
+}
+
+uint32_t Kernel::shared_bytes() const {
+  uint32_t total = 0;
+  for (const auto& s : shared) {
+    uint32_t b = type_bytes(s.elem);
+    total = (total + b - 1) / b * b + b * s.count;
+  }
+  return total;
+}
+
+std::vector<uint32_t> Kernel::scalar_offsets() const {
+  std::vector<uint32_t> offs;
+  uint32_t at = 0;
+  for (const auto& s : scalars) {
+    uint32_t b = type_bytes(s.type);
+    at = (at + b - 1) / b * b;
+    offs.push_back(at);
+    at += b;
+  }
+  return offs;
+}
+
+uint32_t Kernel::scalar_block_bytes() const {
+  if (scalars.empty()) return 0;
+  auto offs = scalar_offsets();
+  uint32_t end = offs.back() + type_bytes(scalars.back().type);
+  return (end + 3) / 4 * 4;
+}
+
+namespace {
+
+struct Verifier {
+  const Kernel& k;
+  std::vector<std::unordered_set<ValueId>> scopes;
+  std::unordered_set<ValueId> defined_anywhere;
+  std::string error;
+
+  bool fail(std::string msg) {
+    if (error.empty()) error = std::move(msg);
+    return false;
+  }
+  bool visible(ValueId v) const {
+    for (const auto& s : scopes)
+      if (s.count(v)) return true;
+    return false;
+  }
+  Type type_of(ValueId v) const { return k.value_types[v]; }
+  bool use(ValueId v, const char* what) {
+    if (v == kNoValue || v >= k.value_types.size()) return fail(fmt::format("{}: operand %{} does not exist", what, v));
+    if (!visible(v)) return fail(fmt::format("{}: %{} is used where it is not visible (defined later or in another block)", what, v));
+    return true;
+  }
+  bool index_ok(ValueId v, const char* what) {
+    if (!use(v, what)) return false;
+    Type t = type_of(v);
+    if (t != Type::U32 && t != Type::I32) return fail(fmt::format("{}: index %{} must be u32 or i32, is {}", what, v, type_name(t)));
+    return true;
+  }
+
+  bool instr(const Instr& in) {
+    if (in.result >= k.value_types.size() || k.value_types[in.result] != in.type)
+      return fail(fmt::format("%{}: result id/type table mismatch", in.result));
+    if (defined_anywhere.count(in.result)) return fail(fmt::format("%{} defined twice", in.result));
+    auto name = fmt::format("%{} = {}", in.result, op_name(in.op));
+    int arity = op_arity(in.op);
+    for (int i = 0; i < arity; ++i)
+      if (!use(in.operands[i], name.c_str())) return false;
+    auto t0 = arity > 0 ? type_of(in.operands[0]) : in.type;
+    auto t1 = arity > 1 ? type_of(in.operands[1]) : in.type;
+    switch (in.op) {
+      case Op::Const: break;
+      case Op::ReadBuiltin:
+        if (in.index > uint32_t(Builtin::LocalIdZ) || in.type != Type::U32) return fail(name + ": bad builtin");
+        break;
+      case Op::ReadScalar:
+        if (in.index >= k.scalars.size() || k.scalars[in.index].type != in.type) return fail(name + ": bad scalar index/type");
+        break;
+      case Op::LoadVar:
+        if (in.index >= k.vars.size() || k.vars[in.index].type != in.type) return fail(name + ": bad variable index/type");
+        break;
+      case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max:
+        if (t0 != t1 || t0 != in.type || in.type == Type::Bool) return fail(name + ": operand types must match the result and be numeric");
+        break;
+      case Op::Pow:
+        if (t0 != t1 || t0 != in.type || !is_float(in.type)) return fail(name + ": pow needs float operands of the result type");
+        break;
+      case Op::And: case Op::Or: case Op::Xor:
+        if (t0 != t1 || t0 != in.type || is_float(in.type)) return fail(name + ": bitwise ops need int or bool operands of the result type");
+        break;
+      case Op::Shl: case Op::Shr:
+        if (t0 != t1 || t0 != in.type || !is_int(in.type)) return fail(name + ": shifts need int operands of the result type");
+        break;
+      case Op::Eq: case Op::Ne: case Op::Lt: case Op::Le: case Op::Gt: case Op::Ge:
+        if (t0 != t1 || in.type != Type::Bool) return fail(name + ": comparison needs same-type operands and a bool result");
+        if (t0 == Type::Bool && in.op != Op::Eq && in.op != Op::Ne) return fail(name + ": ordering compare of bools");
+        break;
+      case Op::Neg: case Op::Abs:
+        if (t0 != in.type || in.type == Type::Bool || in.type == Type::U32) return fail(name + ": needs a signed numeric operand of the result type");
+        break;
+      case Op::Not:
+        if (t0 != in.type || is_float(in.type)) return fail(name + ": not needs an int or bool operand");
+        break;
+      case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt: case Op::Tanh: case Op::Floor:
+        if (t0 != in.type || !is_float(in.type)) return fail(name + ": needs a float operand of the result type");
+        break;
+      case Op::Select:
+        if (t0 != Type::Bool || t1 != in.type || type_of(in.operands[2]) != in.type) return fail(name + ": select(bool, T, T) -> T");
+        break;
+      case Op::Convert:
+        if (t0 == Type::Bool || in.type == Type::Bool) return fail(name + ": convert from/to bool: use select or a comparison");
+        break;
+      case Op::LoadBuffer:
+        if (in.index >= k.buffers.size()) return fail(name + ": buffer index out of range");
+        if (k.buffers[in.index].elem != in.type) return fail(name + ": type differs from the buffer's element type");
+        if (k.buffers[in.index].access == Access::Write) return fail(name + ": load from write-only buffer " + k.buffers[in.index].name);
+        if (!index_ok(in.operands[0], name.c_str())) return false;
+        break;
+      case Op::LoadShared:
+        if (in.index >= k.shared.size() || k.shared[in.index].elem != in.type) return fail(name + ": bad shared array index/type");
+        if (!index_ok(in.operands[0], name.c_str())) return false;
+        break;
+      case Op::AtomicAdd:
+        if (in.index >= k.buffers.size() || k.buffers[in.index].elem != in.type || t1 != in.type)
+          return fail(name + ": atomic_add type differs from the buffer's element type");
+        if (k.buffers[in.index].access != Access::ReadWrite) return fail(name + ": atomic_add needs a readwrite buffer");
+        if (!index_ok(in.operands[0], name.c_str())) return false;
+        if (in.type != Type::I32 && in.type != Type::U32 && in.type != Type::F32) return fail(name + ": atomic_add on i32, u32 or f32 only");
+        break;
+    }
+    scopes.back().insert(in.result);
+    defined_anywhere.insert(in.result);
+    return true;
+  }
+
+  bool block(const Block& b) {
+    scopes.emplace_back();
+    for (const auto& s : b.stmts) {
+      bool ok = std::visit([&](const auto& st) { return stmt(st); }, s);
+      if (!ok) return false;
+    }
+    scopes.pop_back();
+    return true;
+  }
+
+  bool stmt(const Instr& in) { return instr(in); }
+  bool stmt(const StoreBuffer& s) {
+    if (s.buffer >= k.buffers.size()) return fail("store: buffer index out of range");
+    const auto& b = k.buffers[s.buffer];
+    if (b.access == Access::Read) return fail("store to read-only buffer " + b.name);
+    if (!index_ok(s.index, "store") || !use(s.value, "store")) return false;
+    if (type_of(s.value) != b.elem) return fail(fmt::format("store to {}: value is {}, buffer holds {}", b.name, type_name(type_of(s.value)), type_name(b.elem)));
+    return true;
+  }
+  bool stmt(const StoreShared& s) {
+    if (s.array >= k.shared.size()) return fail("store_shared: array index out of range");
+    if (!index_ok(s.index, "store_shared") || !use(s.value, "store_shared")) return false;
+    if (type_of(s.value) != k.shared[s.array].elem) return fail("store_shared: value type differs from the array's element type");
+    return true;
+  }
+  bool stmt(const StoreVar& s) {
+    if (s.var >= k.vars.size()) return fail("storevar: variable out of range");
+    if (!use(s.value, "storevar")) return false;
+    if (type_of(s.value) != k.vars[s.var].type) return fail("storevar " + k.vars[s.var].name + ": type mismatch");
+    return true;
+  }
+  bool stmt(const Barrier&) { return true; }
+  bool stmt(const If& s) {
+    if (!use(s.cond, "if") ) return false;
+    if (type_of(s.cond) != Type::Bool) return fail("if: condition must be bool");
+    if (!s.then_body || !block(*s.then_body)) return error.empty() ? fail("if: missing then block") : false;
+    if (s.else_body && !block(*s.else_body)) return false;
+    return true;
+  }
+  bool stmt(const For& s) {
+    if (s.var >= k.vars.size()) return fail("for: variable out of range");
+    Type t = k.vars[s.var].type;
+    if (!is_int(t)) return fail("for: loop variable must be an integer");
+    for (ValueId v : {s.begin, s.end, s.step}) {
+      if (!use(v, "for")) return false;
+      if (type_of(v) != t) return fail("for: begin/end/step must have the loop variable's type");
+    }
+    if (!s.body) return fail("for: missing body");
+    return block(*s.body);
+  }
+};
+
+}  // namespace
+
+std::string verify(const Kernel& k) {
+  if (k.name.empty()) return "kernel has no name";
+  for (uint32_t d : k.workgroup_size)
+    if (d == 0) return "workgroup size has a zero dimension";
+  for (const auto& b : k.buffers)
+    if (b.elem == Type::Bool) return "buffer " + b.name + " holds bool; use u32";
+  for (const auto& s : k.shared)
+    if (s.elem == Type::Bool || s.count == 0) return "shared array " + s.name + " must hold a non-bool type and at least one element";
+  for (const auto& s : k.scalars)
+    if (s.type == Type::Bool) return "scalar " + s.name + " is bool; use u32";
+  Features implied;
+  auto add = [&](Type t) { implied |= features_for_type(t); };
+  for (const auto& b : k.buffers) add(b.elem);
+  for (const auto& s : k.scalars) add(s.type);
+  for (const auto& s : k.shared) add(s.elem);
+  for (Type t : k.value_types) add(t);
+  auto missing = implied.missing_from(k.features);
+  if (!missing.empty()) return "kernel uses types needing undeclared features: " + features_to_string(missing);
+  Verifier v{k, {}, {}, {}};
+  v.block(k.body);
+  return v.error;
+}
+
+}  // namespace spire::kir

@@ -1,0 +1,153 @@
+// The SIMT kernel IR: one invocation's scalar program with structured control flow.
+//
+// A kernel is what both backends (SPIR-V, PTX) consume. It is deliberately small:
+//  * parameters: typed storage buffers (binding order = declaration order) and scalars (push constants /
+//    kernel params, in declaration order);
+//  * workgroup (shared) arrays of fixed size and mutable local variables;
+//  * a body: a tree of statements. Pure operations define SSA values (`ValueId`); a value is visible in the
+//    block that defines it and in blocks nested inside it, after its definition. Values that change across
+//    loop iterations or branches live in local variables (`VarId`), read with LoadVar and written with
+//    StoreVar; backends map variables to registers (PTX) or Function-storage variables (SPIR-V).
+//
+// Grid model: the runtime launches a 1D logical grid of workgroups and may fold it into 2D/3D to respect a
+// device's limits; the backend reconstructs the linear ids, so kernels only ever see linear builtins.
+// Folding can launch more workgroups than asked for (up to the next multiple of the fold width), so a
+// kernel must bounds-check its own problem size, which every well-formed kernel does anyway.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "ir/kernel/types.h"
+
+namespace spire::kir {
+
+using ValueId = uint32_t;
+using VarId = uint32_t;
+inline constexpr ValueId kNoValue = ~0u;
+
+enum class Access : uint8_t { Read, Write, ReadWrite };
+std::string_view access_name(Access a);
+
+struct BufferParam {
+  std::string name;
+  Type elem;
+  Access access;
+};
+
+struct ScalarParam {
+  std::string name;
+  Type type;
+};
+
+struct SharedArray {
+  std::string name;
+  Type elem;
+  uint32_t count;
+};
+
+struct LocalVar {
+  std::string name;
+  Type type;
+};
+
+// Builtins, all u32 and all linear (see the grid model above).
+enum class Builtin : uint8_t {
+  GlobalId,       // group_id * workgroup_size + local_id
+  LocalId,        // 0 .. workgroup_size-1 (linearized when the workgroup is 2D/3D)
+  GroupId,        // linear workgroup index in the logical grid
+  NumGroups,      // workgroups launched (>= the logical count asked for; see folding)
+  WorkgroupSize,  // invocations per workgroup (product of the three dims)
+  GlobalSize,     // NumGroups * WorkgroupSize, for grid-stride loops
+  LocalIdX, LocalIdY, LocalIdZ,  // per-dimension local ids, for 2D/3D workgroups
+};
+std::string_view builtin_name(Builtin b);
+
+enum class Op : uint8_t {
+  // Leaves
+  Const,        // imm holds the bits (see Instr::imm)
+  ReadBuiltin,  // index = Builtin
+  ReadScalar,   // index = scalar parameter
+  LoadVar,      // index = variable
+  // Binary arithmetic (operands same type as result)
+  Add, Sub, Mul, Div, Rem, Min, Max, Pow,
+  // Bitwise / logical (ints; And/Or/Xor also on Bool)
+  And, Or, Xor, Shl, Shr,
+  // Comparisons (operands same type, result Bool)
+  Eq, Ne, Lt, Le, Gt, Ge,
+  // Unary
+  Neg, Not, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Floor,
+  // select(cond: Bool, a, b) -> a if cond else b
+  Select,
+  // Numeric conversion to the result type (float->int truncates toward zero; int->float rounds to nearest)
+  Convert,
+  // Memory reads (index operand is u32 or i32 element index)
+  LoadBuffer,   // index = buffer parameter; operands = {elem_index}
+  LoadShared,   // index = shared array;     operands = {elem_index}
+  // Atomic add on a buffer element; returns the old value. index = buffer; operands = {elem_index, value}
+  AtomicAdd,
+};
+std::string_view op_name(Op op);
+int op_arity(Op op);  // number of value operands (-1 none fixed)
+
+// A value-defining instruction.
+struct Instr {
+  ValueId result;
+  Op op;
+  Type type;
+  uint32_t index = 0;  // buffer/shared/var/scalar/builtin index where the op names one
+  std::array<ValueId, 3> operands{kNoValue, kNoValue, kNoValue};
+  // Constant payload: the value converted to the constant's type; backends read the member of that type.
+  union {
+    int64_t i;   // I32, I64, U32 (zero-extended), Bool (0/1)
+    double f;    // F16, F32, F64 (already rounded to the type's precision)
+  } imm{0};
+};
+
+struct Block;
+
+struct StoreBuffer { uint32_t buffer; ValueId index; ValueId value; };
+struct StoreShared { uint32_t array; ValueId index; ValueId value; };
+struct StoreVar { VarId var; ValueId value; };
+struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
+struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Block> else_body; };
+// for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
+struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
+
+using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For>;
+
+struct Block {
+  std::vector<Stmt> stmts;
+};
+
+struct Kernel {
+  std::string name;
+  std::array<uint32_t, 3> workgroup_size{64, 1, 1};
+  Features features;  // declared device needs (the builder adds those its types and ops imply)
+  std::vector<BufferParam> buffers;
+  std::vector<ScalarParam> scalars;
+  std::vector<SharedArray> shared;
+  std::vector<LocalVar> vars;
+  std::vector<Type> value_types;  // type of every ValueId
+  Block body;
+
+  uint32_t workgroup_invocations() const {
+    return workgroup_size[0] * workgroup_size[1] * workgroup_size[2];
+  }
+  uint32_t shared_bytes() const;
+  // Byte offset of each scalar in the packed parameter block (push constants / param space): scalars are
+  // laid out in declaration order, each aligned to its own size. Runtimes and backends share this layout.
+  std::vector<uint32_t> scalar_offsets() const;
+  uint32_t scalar_block_bytes() const;
+};
+
+// Structural checks every backend relies on: operand ids defined and visible, types consistent,
+// indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a
+// message naming the first problem.
+std::string verify(const Kernel& k);
+
+}  // namespace spire::kir

@@ -1,0 +1,98 @@
+#include "ir/kernel/printer.h"
+
+#include <fmt/format.h>
+
+namespace spire::kir {
+
+namespace {
+
+struct Printer {
+  const Kernel& k;
+  std::string out;
+
+  void line(int depth, const std::string& s) {
+    out.append(size_t(depth) * 2, ' ');
+    out += s;
+    out += '\n';
+  }
+
+  std::string v(ValueId id) const { return fmt::format("%{}", id); }
+
+  std::string constant(const Instr& in) const {
+    switch (in.type) {
+      case Type::Bool: return in.imm.i ? "true" : "false";
+      case Type::I32: case Type::U32: case Type::I64: return fmt::format("{}", in.imm.i);
+      default: return fmt::format("{}", in.imm.f);
+    }
+  }
+
+  std::string instr(const Instr& in) const {
+    std::string rhs;
+    switch (in.op) {
+      case Op::Const: rhs = "const " + constant(in); break;
+      case Op::ReadBuiltin: rhs = fmt::format("builtin {}", builtin_name(Builtin(in.index))); break;
+      case Op::ReadScalar: rhs = "param " + k.scalars[in.index].name; break;
+      case Op::LoadVar: rhs = "loadvar " + k.vars[in.index].name; break;
+      case Op::LoadBuffer: rhs = fmt::format("load {}[{}]", k.buffers[in.index].name, v(in.operands[0])); break;
+      case Op::LoadShared: rhs = fmt::format("load_shared {}[{}]", k.shared[in.index].name, v(in.operands[0])); break;
+      case Op::AtomicAdd:
+        rhs = fmt::format("atomic_add {}[{}], {}", k.buffers[in.index].name, v(in.operands[0]), v(in.operands[1]));
+        break;
+      default: {
+        rhs = std::string(op_name(in.op));
+        int n = op_arity(in.op);
+        for (int i = 0; i < n; ++i) rhs += (i ? ", " : " ") + v(in.operands[i]);
+      }
+    }
+    return fmt::format("{} = {} : {}", v(in.result), rhs, type_name(in.type));
+  }
+
+  void block(const Block& b, int depth) {
+    for (const auto& s : b.stmts) {
+      if (auto* in = std::get_if<Instr>(&s)) {
+        line(depth, instr(*in));
+      } else if (auto* st = std::get_if<StoreBuffer>(&s)) {
+        line(depth, fmt::format("store {}[{}], {}", k.buffers[st->buffer].name, v(st->index), v(st->value)));
+      } else if (auto* st = std::get_if<StoreShared>(&s)) {
+        line(depth, fmt::format("store_shared {}[{}], {}", k.shared[st->array].name, v(st->index), v(st->value)));
+      } else if (auto* st = std::get_if<StoreVar>(&s)) {
+        line(depth, fmt::format("storevar {}, {}", k.vars[st->var].name, v(st->value)));
+      } else if (std::holds_alternative<Barrier>(s)) {
+        line(depth, "barrier");
+      } else if (auto* st = std::get_if<If>(&s)) {
+        line(depth, fmt::format("if {} {{", v(st->cond)));
+        block(*st->then_body, depth + 1);
+        if (st->else_body) {
+          line(depth, "} else {");
+          block(*st->else_body, depth + 1);
+        }
+        line(depth, "}");
+      } else if (auto* st = std::get_if<For>(&s)) {
+        line(depth, fmt::format("for {} = {} to {} step {} {{", k.vars[st->var].name, v(st->begin), v(st->end), v(st->step)));
+        block(*st->body, depth + 1);
+        line(depth, "}");
+      }
+    }
+  }
+};
+
+}  // namespace
+
+std::string print(const Kernel& k) {
+  Printer p{k, {}};
+  const auto& wg = k.workgroup_size;
+  p.line(0, fmt::format("kernel {} workgroup({}, {}, {}) features({})", k.name, wg[0], wg[1], wg[2], features_to_string(k.features)));
+  for (size_t i = 0; i < k.buffers.size(); ++i)
+    p.line(1, fmt::format("buffer {}: {}[] {}  // binding {}", k.buffers[i].name, type_name(k.buffers[i].elem), access_name(k.buffers[i].access), i));
+  auto offs = k.scalar_offsets();
+  for (size_t i = 0; i < k.scalars.size(); ++i)
+    p.line(1, fmt::format("scalar {}: {}  // offset {}", k.scalars[i].name, type_name(k.scalars[i].type), offs[i]));
+  for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, type_name(s.elem), s.count));
+  for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, type_name(var.type)));
+  p.line(0, "{");
+  p.block(k.body, 1);
+  p.line(0, "}");
+  return p.out;
+}
+
+}  // namespace spire::kir

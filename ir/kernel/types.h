@@ -1,0 +1,54 @@
+// Scalar types and device features of the kernel IR.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace spire::kir {
+
+// Scalar types a kernel computes with. Bool exists only in registers (comparisons, select conditions);
+// buffers and workgroup arrays hold the other types.
+enum class Type : uint8_t { Bool, I32, U32, I64, F16, F32, F64 };
+
+std::string_view type_name(Type t);
+uint32_t type_bytes(Type t);  // 0 for Bool
+bool is_float(Type t);
+bool is_int(Type t);          // I32, U32, I64
+bool is_signed_int(Type t);   // I32, I64
+
+// Device capabilities a kernel may need beyond the Vulkan 1.1 / sm_75 baseline. A kernel declares them;
+// the runtime refuses, by name, a device that lacks one.
+enum class Feature : uint32_t {
+  None = 0,
+  Float16 = 1u << 0,       // f16 arithmetic and f16 in buffers
+  Float64 = 1u << 1,       // f64 arithmetic and buffers
+  Int64 = 1u << 2,         // i64 arithmetic and buffers
+  AtomicAddInt = 1u << 3,  // atomic add on i32/u32 storage (core everywhere, declared for clarity)
+  AtomicAddF32 = 1u << 4,  // atomic add on f32 storage (VK_EXT_shader_atomic_float)
+};
+
+// A set of features, as bits.
+struct Features {
+  uint32_t bits = 0;
+  constexpr Features() = default;
+  constexpr Features(Feature f) : bits(uint32_t(f)) {}
+  constexpr bool has(Feature f) const { return (bits & uint32_t(f)) != 0; }
+  constexpr bool contains(Features other) const { return (bits & other.bits) == other.bits; }
+  constexpr Features& operator|=(Features o) { bits |= o.bits; return *this; }
+  constexpr friend Features operator|(Features a, Features b) { a |= b; return a; }
+  constexpr friend bool operator==(Features a, Features b) { return a.bits == b.bits; }
+  // Features in `this` that `available` lacks.
+  constexpr Features missing_from(Features available) const {
+    Features m; m.bits = bits & ~available.bits; return m;
+  }
+  constexpr bool empty() const { return bits == 0; }
+};
+
+std::string_view feature_name(Feature f);
+std::string features_to_string(Features f);  // "float64, int64" or "none"
+
+// Features a value of this type needs (Float16 for F16, ...).
+Features features_for_type(Type t);
+
+}  // namespace spire::kir

@@ -1,0 +1,118 @@
+#include "runtime/device.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "runtime/backend_registry.h"
+
+namespace spire::rt {
+
+std::string_view backend_name(Backend b) { return b == Backend::Vulkan ? "vulkan" : "cuda"; }
+
+std::string_view device_type_name(DeviceType t) {
+  switch (t) {
+    case DeviceType::DiscreteGpu: return "discrete GPU";
+    case DeviceType::IntegratedGpu: return "integrated GPU";
+    case DeviceType::VirtualGpu: return "virtual GPU";
+    case DeviceType::Cpu: return "CPU";
+    case DeviceType::Other: return "other";
+  }
+  return "?";
+}
+
+std::array<uint32_t, 3> fold_grid(uint64_t groups, const std::array<uint32_t, 3>& max_count) {
+  if (groups == 0) return {0, 0, 0};
+  uint64_t mx = max_count[0], my = max_count[1], mz = max_count[2];
+  if (groups <= mx) return {uint32_t(groups), 1, 1};
+  // Two dimensions: x full width, y = ceil(groups / x). Keep x as large as allowed so few groups idle.
+  uint64_t y = (groups + mx - 1) / mx;
+  if (y <= my) {
+    // Shrink x to the smallest width that still fits in y rows, to launch as few extra groups as possible.
+    uint64_t x = (groups + y - 1) / y;
+    return {uint32_t(x), uint32_t(y), 1};
+  }
+  uint64_t plane = mx * my;
+  uint64_t z = (groups + plane - 1) / plane;
+  if (z > mz)
+    throw Error(fmt::format("grid of {} workgroups exceeds the device limit of {} x {} x {}", groups, mx, my, mz));
+  uint64_t yy = (groups + mx * z - 1) / (mx * z);
+  return {uint32_t(mx), uint32_t(yy), uint32_t(z)};
+}
+
+ScalarArgs& ScalarArgs::push(const void* p, size_t n) {
+  size_t at = (bytes_.size() + n - 1) / n * n;  // same packing as kir::Kernel::scalar_offsets()
+  bytes_.resize(at + n);
+  std::memcpy(bytes_.data() + at, p, n);
+  ++count_;
+  return *this;
+}
+
+void Device::dispatch_now(const Kernel& k, std::span<const BufferView> buffers, const ScalarArgs& scalars, Grid grid) {
+  auto s = record();
+  s->dispatch(k, buffers, scalars, grid);
+  run(*s);
+}
+
+std::string missing_feature_message(const kir::Kernel& k, const DeviceInfo& d) {
+  return fmt::format("kernel '{}' needs {} which device {} ({}) does not support", k.name,
+                     kir::features_to_string(k.features.missing_from(d.features)), d.id, d.name);
+}
+
+std::vector<DeviceInfo> list_devices() {
+  std::vector<DeviceInfo> all = vulkan::list_devices();
+  for (auto& d : cuda::list_devices()) all.push_back(std::move(d));
+  return all;
+}
+
+namespace {
+
+int rank(const DeviceInfo& d) {
+  int r = 0;
+  switch (d.type) {
+    case DeviceType::DiscreteGpu: r = 40; break;
+    case DeviceType::IntegratedGpu: r = 30; break;
+    case DeviceType::VirtualGpu: r = 20; break;
+    case DeviceType::Other: r = 10; break;
+    case DeviceType::Cpu: r = 0; break;
+  }
+  if (d.backend == Backend::Cuda) r += 1;  // on the same NVIDIA GPU prefer the native driver
+  return r;
+}
+
+std::string names_of(const std::vector<DeviceInfo>& ds) {
+  std::string s;
+  for (const auto& d : ds) s += (s.empty() ? "" : ", ") + d.id;
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace
+
+std::unique_ptr<Device> open_device(const std::string& name) {
+  std::vector<DeviceInfo> ds = list_devices();
+  if (name.empty() || name == "default") {
+    if (ds.empty())
+      throw Error("no compute device found: no Vulkan device (install mesa-vulkan-drivers for lavapipe, the CPU "
+                  "device) and no CUDA driver");
+    auto best = std::max_element(ds.begin(), ds.end(), [](const auto& a, const auto& b) { return rank(a) < rank(b); });
+    return best->backend == Backend::Vulkan ? vulkan::open(best->index) : cuda::open(best->index);
+  }
+  auto colon = name.find(':');
+  std::string backend = name.substr(0, colon);
+  int index = -1;
+  if (colon != std::string::npos) {
+    const char* b = name.data() + colon + 1;
+    const char* e = name.data() + name.size();
+    auto [p, ec] = std::from_chars(b, e, index);
+    if (ec != std::errc() || p != e || b == e) index = -1;
+  }
+  if ((backend != "vulkan" && backend != "cuda") || index < 0)
+    throw Error(fmt::format("'{}' is not a device name: use vulkan:N or cuda:N (present: {})", name, names_of(ds)));
+  for (const auto& d : ds)
+    if (d.id == name) return d.backend == Backend::Vulkan ? vulkan::open(d.index) : cuda::open(d.index);
+  throw Error(fmt::format("no device named {} (present: {})", name, names_of(ds)));
+}
+
+}  // namespace spire::rt

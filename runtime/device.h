@@ -1,0 +1,185 @@
+// The runtime contract: one small interface every backend implements (runtime/vulkan, runtime/cuda).
+//
+// A Device owns buffers, compiles ir/kernel kernels into its own binaries, records command streams that
+// can be submitted many times, and times them with its own clock. The runtime knows binaries, buffers and
+// grids, never graphs.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/kernel.h"
+
+namespace spire::rt {
+
+// Every runtime failure the user can cause or meet (unknown device, missing feature, out of memory, a
+// driver error) is a spire::rt::Error whose message names the device and the problem.
+class Error : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+class MissingFeature : public Error {
+ public:
+  using Error::Error;
+};
+
+enum class Backend : uint8_t { Vulkan, Cuda };
+enum class DeviceType : uint8_t { DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu, Other };
+std::string_view backend_name(Backend b);      // "vulkan", "cuda"
+std::string_view device_type_name(DeviceType t);  // "discrete GPU", ...
+
+struct DeviceInfo {
+  std::string id;           // "vulkan:0", "cuda:0"
+  Backend backend = Backend::Vulkan;
+  int index = 0;            // N in the id
+  std::string name;         // "NVIDIA H100 80GB HBM3", "llvmpipe (LLVM 15.0.6, 256 bits)"
+  std::string vendor;       // "NVIDIA", "AMD", "Intel", "Mesa"
+  std::string driver;       // driver name and version
+  DeviceType type = DeviceType::Other;
+  uint32_t subgroup_size = 0;
+  uint32_t shared_memory_bytes = 0;          // per workgroup
+  uint32_t max_workgroup_invocations = 0;
+  std::array<uint32_t, 3> max_workgroup_size{};
+  std::array<uint32_t, 3> max_workgroup_count{};
+  uint64_t max_buffer_bytes = 0;             // largest single binding (maxStorageBufferRange on Vulkan)
+  uint64_t memory_bytes = 0;                 // device-local memory
+  uint32_t min_storage_offset_alignment = 4; // offsets of buffer views must be multiples of this
+  uint32_t compute_capability = 0;           // CUDA: 90 for sm_90; 0 elsewhere
+  kir::Features features;                    // what kernels may require
+};
+
+enum class Memory : uint8_t {
+  DeviceLocal,  // fastest for kernels; upload/download go through staging where needed
+  HostVisible,  // mapped memory the host reads and writes directly
+};
+
+class Buffer {
+ public:
+  virtual ~Buffer() = default;
+  virtual uint64_t size() const = 0;
+  virtual Memory memory() const = 0;
+};
+
+// A view of part of a buffer, as a kernel binding or a copy operand. size 0 means "to the end".
+struct BufferView {
+  Buffer* buffer = nullptr;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+  BufferView() = default;
+  BufferView(Buffer& b, uint64_t off = 0, uint64_t sz = 0) : buffer(&b), offset(off), size(sz) {}
+  BufferView(const std::shared_ptr<Buffer>& b, uint64_t off = 0, uint64_t sz = 0) : buffer(b.get()), offset(off), size(sz) {}
+  uint64_t bytes() const { return size ? size : buffer->size() - offset; }
+};
+
+// A kernel compiled for one device.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual const kir::Kernel& ir() const = 0;
+};
+
+// The launch size a caller asks for; the runtime turns it into a grid within the device's limits,
+// folding into 2D/3D when one dimension would exceed maxComputeWorkGroupCount.
+struct Grid {
+  uint64_t groups = 1;  // logical workgroups (the kernel sees linear ids 0..groups-1, maybe more; see kir)
+  static Grid threads(uint64_t n, uint32_t workgroup_invocations) {
+    return Grid{n == 0 ? 0 : (n + workgroup_invocations - 1) / workgroup_invocations};
+  }
+  static Grid workgroups(uint64_t g) { return Grid{g}; }
+};
+
+// Folds a 1D count of workgroups into (x, y, z) with x*y*z >= groups, each within max_count. Shared by
+// every runtime so all fold identically; throws Error when even three dimensions cannot hold it.
+std::array<uint32_t, 3> fold_grid(uint64_t groups, const std::array<uint32_t, 3>& max_count);
+
+// Argument values of the kernel's scalar parameters, packed per kir::Kernel::scalar_offsets().
+class ScalarArgs {
+ public:
+  ScalarArgs& u32(uint32_t v) { return push(&v, 4); }
+  ScalarArgs& i32(int32_t v) { return push(&v, 4); }
+  ScalarArgs& f32(float v) { return push(&v, 4); }
+  ScalarArgs& i64(int64_t v) { return push(&v, 8); }
+  ScalarArgs& f64(double v) { return push(&v, 8); }
+  const std::vector<uint8_t>& bytes() const { return bytes_; }
+  size_t count() const { return count_; }
+
+ private:
+  ScalarArgs& push(const void* p, size_t n);
+  std::vector<uint8_t> bytes_;
+  size_t count_ = 0;
+};
+
+// A recorded sequence of work. Record once, submit many times: replaying costs a few microseconds per
+// dispatch instead of tens for a fresh submission.
+class CommandStream {
+ public:
+  virtual ~CommandStream() = default;
+  // Binds buffers in the kernel's declaration order and launches `grid`. Throws Error on a binding count
+  // or scalar count mismatch, or a misaligned view offset.
+  virtual void dispatch(const Kernel& k, std::span<const BufferView> buffers, const ScalarArgs& scalars, Grid grid) = 0;
+  // Makes all earlier writes visible to all later reads and writes (compute and copies).
+  virtual void barrier() = 0;
+  virtual void copy(BufferView src, BufferView dst) = 0;  // same byte count; dst.size 0 = src.bytes()
+  virtual void fill(BufferView dst, uint32_t pattern) = 0;  // every 32-bit word set to pattern
+  // Records a device timestamp; returns its index. After the stream completes, elapsed_ms(a, b) reads the
+  // device time between two timestamps of the last completed submission.
+  virtual uint32_t timestamp() = 0;
+  virtual double elapsed_ms(uint32_t from, uint32_t to) const = 0;
+  // Ends recording; later dispatch/copy calls throw. submit() finishes it implicitly.
+  virtual void finish() = 0;
+};
+
+class Fence {
+ public:
+  virtual ~Fence() = default;
+  virtual void wait() = 0;
+  virtual bool ready() = 0;
+};
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual const DeviceInfo& info() const = 0;
+
+  virtual std::shared_ptr<Buffer> alloc(uint64_t bytes, Memory memory = Memory::DeviceLocal) = 0;
+  // Synchronous transfers (they wait for the device); offsets in bytes.
+  virtual void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) = 0;
+  virtual void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) = 0;
+  virtual void fill(Buffer& dst, uint32_t pattern) = 0;
+
+  // Compiles for this device; throws MissingFeature when the kernel needs what the device lacks (the message
+  // names kernel, feature and device) and Error when the backend rejects it.
+  virtual std::shared_ptr<Kernel> compile(const kir::Kernel& k) = 0;
+
+  virtual std::unique_ptr<CommandStream> record() = 0;
+  // Submits a recorded stream (a stream may be submitted again once its previous submission completed).
+  virtual std::unique_ptr<Fence> submit(CommandStream& s) = 0;
+  void run(CommandStream& s) { submit(s)->wait(); }
+  virtual void wait_idle() = 0;
+
+  // Convenience: record, submit and wait for one dispatch.
+  void dispatch_now(const Kernel& k, std::span<const BufferView> buffers, const ScalarArgs& scalars, Grid grid);
+};
+
+// All devices of all backends present, in name order (vulkan:0.., cuda:0..). Backends that cannot load
+// (no Vulkan loader, no libcuda) contribute nothing; this never throws for a missing driver.
+std::vector<DeviceInfo> list_devices();
+
+// Opens a device by name ("vulkan:0", "cuda:1") or, for "" or "default", the best present: discrete GPU,
+// then integrated, then virtual, then CPU (CUDA before Vulkan on the same discrete GPU). Throws Error for an
+// unknown or malformed name (listing the names that exist) and when no device is present.
+std::unique_ptr<Device> open_device(const std::string& name = "");
+
+// Shared by both runtimes: the message MissingFeature carries.
+std::string missing_feature_message(const kir::Kernel& k, const DeviceInfo& d);
+
+}  // namespace spire::rt
