@@ -1,0 +1,13 @@
+// Each group of `spire` subcommands lives in its own file and registers itself on the CLI11 app.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace spire::cli {
+
+void register_device_commands(CLI::App& app);  // spire devices            (cmd_devices.cpp)
+void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)
+void register_graph_commands(CLI::App& app);   // spire graph print|eval|grad  (cmd_graph.cpp)
+void register_lenet_commands(CLI::App& app);   // spire lenet export, spire train/eval lenet (cmd_lenet.cpp)
+
+}  // namespace spire::cli

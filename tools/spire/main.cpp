@@ -1,0 +1,25 @@
+// spire: the command-line front door (devices, kernels, graphs, LeNet).
+#include <cstdio>
+#include <exception>
+
+#include <CLI/CLI.hpp>
+
+#include "tools/spire/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"spire: one graph, compiled once, runs on every Vulkan device (SPIR-V) and on NVIDIA (PTX)"};
+  app.require_subcommand(1);
+  spire::cli::register_device_commands(app);
+  spire::cli::register_kernel_commands(app);
+  spire::cli::register_graph_commands(app);
+  spire::cli::register_lenet_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "spire: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
