@@ -1,0 +1,112 @@
+// The builder produces the IR its code reads as: right ops, types, features and nesting.
+#include <gtest/gtest.h>
+
+#include "ir/kernel/builder.h"
+
+using namespace spire::kir;
+
+namespace {
+
+const Instr& instr_at(const Block& b, size_t i) { return std::get<Instr>(b.stmts.at(i)); }
+
+TEST(KernelBuilder, VectorAddHasBoundsCheckAndStore) {
+  KernelBuilder kb("add", 128);
+  auto a = kb.buffer("a", Type::F32, Access::Read);
+  auto c = kb.buffer("c", Type::F32, Access::Write);
+  auto n = kb.scalar("n", Type::U32);
+  auto i = kb.global_id();
+  kb.if_(i < n, [&] { c[i] = a[i] + 1.0f; });
+  Kernel k = kb.finish();
+  EXPECT_EQ(k.workgroup_size, (std::array<uint32_t, 3>{128, 1, 1}));
+  ASSERT_EQ(k.buffers.size(), 2u);
+  EXPECT_EQ(k.buffers[1].access, Access::Write);
+  ASSERT_EQ(k.body.stmts.size(), 4u);  // param n, builtin, lt, if
+  EXPECT_EQ(instr_at(k.body, 0).op, Op::ReadScalar);
+  EXPECT_EQ(instr_at(k.body, 1).op, Op::ReadBuiltin);
+  EXPECT_EQ(instr_at(k.body, 2).op, Op::Lt);
+  EXPECT_EQ(instr_at(k.body, 2).type, Type::Bool);
+  const auto& iff = std::get<If>(k.body.stmts[3]);
+  ASSERT_TRUE(iff.then_body);
+  EXPECT_FALSE(iff.else_body);
+  const auto& body = iff.then_body->stmts;
+  ASSERT_EQ(body.size(), 4u);  // load, const, add, store
+  EXPECT_EQ(instr_at(*iff.then_body, 0).op, Op::LoadBuffer);
+  EXPECT_EQ(instr_at(*iff.then_body, 1).op, Op::Const);
+  EXPECT_DOUBLE_EQ(instr_at(*iff.then_body, 1).imm.f, 1.0);
+  EXPECT_EQ(instr_at(*iff.then_body, 2).op, Op::Add);
+  EXPECT_TRUE(std::holds_alternative<StoreBuffer>(body[3]));
+  EXPECT_TRUE(k.features.empty());
+}
+
+TEST(KernelBuilder, NumbersTakeTheValsType) {
+  KernelBuilder kb("k");
+  auto x = kb.scalar("x", Type::I32);
+  Val y = x * 3 + 2;
+  EXPECT_EQ(y.type(), Type::I32);
+  Val f = kb.f32(1.5f) * 2;
+  EXPECT_EQ(f.type(), Type::F32);
+}
+
+TEST(KernelBuilder, MixedTypesNeedACast) {
+  KernelBuilder kb("k");
+  auto x = kb.scalar("x", Type::I32);
+  auto y = kb.scalar("y", Type::F32);
+  EXPECT_THROW(x + y, std::invalid_argument);
+  Val z = cast(x, Type::F32) + y;
+  EXPECT_EQ(z.type(), Type::F32);
+}
+
+TEST(KernelBuilder, TypesImplyFeatures) {
+  KernelBuilder kb("k");
+  kb.buffer("d", Type::F64, Access::ReadWrite);
+  kb.buffer("h", Type::F16, Access::Read);
+  auto l = kb.scalar("l", Type::I64);
+  (void)l;
+  Kernel k = kb.finish();
+  EXPECT_TRUE(k.features.has(Feature::Float64));
+  EXPECT_TRUE(k.features.has(Feature::Float16));
+  EXPECT_TRUE(k.features.has(Feature::Int64));
+  EXPECT_FALSE(k.features.has(Feature::AtomicAddF32));
+}
+
+TEST(KernelBuilder, AtomicAddDeclaresItsFeature) {
+  KernelBuilder kb("k");
+  auto b = kb.buffer("b", Type::F32, Access::ReadWrite);
+  b.atomic_add(kb.u32(0), kb.f32(1));
+  EXPECT_TRUE(kb.finish().features.has(Feature::AtomicAddF32));
+}
+
+TEST(KernelBuilder, ForLoopAccumulatesThroughAVariable) {
+  KernelBuilder kb("k");
+  auto out = kb.buffer("out", Type::I32, Access::Write);
+  auto acc = kb.var("acc", kb.i32(0));
+  kb.for_(kb.i32(0), kb.i32(10), [&](Val i) { acc += i; });
+  out[0] = acc;
+  Kernel k = kb.finish();
+  ASSERT_EQ(k.vars.size(), 2u);  // acc and the loop counter
+  size_t loops = 0;
+  for (const auto& s : k.body.stmts) loops += std::holds_alternative<For>(s);
+  EXPECT_EQ(loops, 1u);
+}
+
+TEST(KernelBuilder, AssigningAVarStoresRatherThanRebinding) {
+  KernelBuilder kb("k");
+  auto a = kb.var("a", kb.f32(1));
+  auto b = kb.var("b", kb.f32(2));
+  a = b;  // must emit loadvar b; storevar a
+  Kernel k = kb.finish();
+  const auto& last = k.body.stmts.back();
+  ASSERT_TRUE(std::holds_alternative<StoreVar>(last));
+  EXPECT_EQ(std::get<StoreVar>(last).var, 0u);
+}
+
+TEST(KernelBuilder, UseOutsideItsBlockIsRejected) {
+  KernelBuilder kb("k");
+  auto o = kb.buffer("o", Type::U32, Access::Write);
+  Val inner;
+  kb.if_(kb.global_id() < 4u, [&] { inner = kb.global_id() + 1u; });
+  o[0] = inner;  // inner is defined inside the if: not visible here
+  EXPECT_THROW(kb.finish(), std::invalid_argument);
+}
+
+}  // namespace
