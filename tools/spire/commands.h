@@ -7,6 +7,7 @@ namespace spire::cli {
 
 void register_device_commands(CLI::App& app);  // spire devices            (cmd_devices.cpp)
 void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)
+void register_example_commands(CLI::App& app); // spire examples          (cmd_examples.cpp)
 void register_graph_commands(CLI::App& app);   // spire graph print|eval|grad  (cmd_graph.cpp)
 void register_lenet_commands(CLI::App& app);   // spire lenet export, spire train/eval lenet (cmd_lenet.cpp)
 

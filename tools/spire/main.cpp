@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   spire::cli::register_device_commands(app);
   spire::cli::register_kernel_commands(app);
+  spire::cli::register_example_commands(app);
   spire::cli::register_graph_commands(app);
   spire::cli::register_lenet_commands(app);
   try {
