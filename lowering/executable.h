@@ -1,0 +1,46 @@
+// compile(graph, device) -> an Executable: the graph lowered to kernels, compiled for the device, and one
+// training/inference step recorded once as a command stream that each step() replays.
+//
+// Parameters and optimizer state stay on the device across steps (the graph's state updates are copied
+// into their targets at the end of each step, inside the same stream); only what get() asks for is
+// downloaded.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "ir/graph/tensor.h"
+#include "runtime/device.h"
+
+namespace spire::lowering {
+
+struct CompileOptions {
+  bool verbose = false;  // print the plan while compiling
+};
+
+class Executable {
+ public:
+  virtual ~Executable() = default;
+  // Uploads an input, parameter or state by node name; throws graph::GraphError for an unknown name or a
+  // dtype/shape differing from the graph's declaration (naming both).
+  virtual void set(const std::string& name, const graph::Tensor& t) = 0;
+  // Fast path for inputs fed every step: raw host data already in the device type (f32 for f32 inputs, i32
+  // for i32/i64 inputs), exactly the value's element count.
+  virtual void set_raw(const std::string& name, const void* data, size_t bytes) = 0;
+  // Runs one step (submit + wait).
+  virtual void step() = 0;
+  // Downloads a graph output (by output name), parameter or state (by node name), in the value's dtype.
+  virtual graph::Tensor get(const std::string& name) = 0;
+  // Raw download of an f32 output into `out` (element count must match).
+  virtual void get_raw(const std::string& name, void* out, size_t bytes) = 0;
+  // The plan as text: buffers, kernels, launches in order.
+  virtual std::string plan_text() const = 0;
+  // Device time of the last step in milliseconds (from the device's timestamps).
+  virtual double last_step_ms() const = 0;
+};
+
+std::unique_ptr<Executable> compile(const graph::Graph& g, rt::Device& device, const CompileOptions& opt = {});
+
+}  // namespace spire::lowering

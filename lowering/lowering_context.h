@@ -1,0 +1,56 @@
+// What lowering an op produces, and the context an op's lowering writes into.
+//
+// Lowering turns each node of a graph into zero or more kernel launches over device buffers. Shapes are
+// static, so every kernel is generated for its node's exact shapes (sizes and strides are constants in the
+// kernel, which lets the device compiler fold all index arithmetic); identical kernels are deduplicated by
+// the plan. Every launch is followed by a barrier in the recorded stream (fusion comes later).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "ir/kernel/kernel.h"
+#include "runtime/device.h"
+
+namespace spire::lowering {
+
+// How each graph dtype is stored on the device. i64 is stored as i32 (labels and indices fit; the executor
+// checks the range on upload); bool as u32 (0 or 1).
+kir::Type device_type(graph::DType t);
+
+// A buffer of the plan: one per graph value that needs storage, plus scratch.
+struct BufferSlot {
+  std::string name;       // the value's node name, or "scratch.N"
+  kir::Type type;
+  int64_t elements = 0;
+};
+
+// One kernel launch.
+struct Launch {
+  int32_t kernel = -1;              // index into Plan::kernels
+  std::vector<int32_t> buffers;     // buffer slots, in the kernel's buffer declaration order
+  rt::ScalarArgs scalars;
+  uint64_t groups = 0;              // logical workgroups (rt::Grid::workgroups)
+  std::string node;                 // the graph node this launch computes (for plans and errors)
+};
+
+class LoweringContext {
+ public:
+  virtual ~LoweringContext() = default;
+  virtual const graph::Graph& graph() const = 0;
+  // The buffer slot holding a value (allocated on first use). A reshape/flatten result may alias its input.
+  virtual int32_t buffer_of(graph::Value v) = 0;
+  // Makes `alias` share `source`'s buffer (same element count): lowering reshape/flatten moves no data.
+  virtual void alias(graph::Value alias, graph::Value source) = 0;
+  // A temporary buffer private to the current node.
+  virtual int32_t scratch(kir::Type type, int64_t elements) = 0;
+  // Appends a launch of `kernel` (deduplicated by its text) over `buffers` with `groups` workgroups.
+  virtual void launch(kir::Kernel kernel, std::vector<int32_t> buffers, rt::ScalarArgs scalars, uint64_t groups) = 0;
+};
+
+// Workgroups to cover `n` items with `per_group` items each.
+inline uint64_t groups_for(int64_t n, int64_t per_group) { return uint64_t((n + per_group - 1) / per_group); }
+
+}  // namespace spire::lowering
