@@ -86,19 +86,24 @@ enum class OpKind : uint8_t {
   State,          // persistent, optimizer-owned; attr init (float): initial fill value
   Constant,       // attr value (float): scalar broadcast to the result type (ints hold exact integers)
 
-  // Elementwise binary, numpy broadcasting; both inputs have the same dtype
+  // Elementwise binary, numpy broadcasting; both inputs have the same dtype (no implicit promotion).
+  // add sub mul maximum minimum: f32 f64 i32 i64; div and pow: float only.
   Add, Sub, Mul, Div,
-  Pow,            // a ** b (float)
+  Pow,            // a ** b
   Maximum, Minimum,
   Compare,        // attr mode (string: lt le gt ge eq ne); result dtype bool
 
-  // Elementwise unary (float)
-  Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu, Silu,
+  // Elementwise unary, float only (neg and relu also accept i32/i64)
+  Neg, Exp, Log, Sqrt, Tanh, Sigmoid, Relu,
+  Silu,           // x * sigmoid(x)
   Gelu,           // tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 
   Where,          // where(cond: bool, a, b), all three broadcast together; a and b same dtype
+  Cast,           // attr to (string: a dtype name): converts elementwise (to int: truncation toward zero;
+                  // to bool: x != 0; from bool: 0 or 1)
 
-  // Reductions over `axes` (sorted, non-negative, unique; may be empty = identity); attr keepdim (bool)
+  // Reductions over `axes` (attr ints: sorted, non-negative, unique; empty = no axis, the identity) and
+  // attr keepdim (bool: reduced dims stay as size 1). sum: not bool; mean: float only; max (PyTorch amax).
   Sum, Mean, Max,
 
   // Layout
@@ -118,7 +123,7 @@ enum class OpKind : uint8_t {
   CrossEntropy,   // (logits [N,C] float, labels [N] i32/i64) -> scalar: mean over N of -log_softmax[n, label]
 
   // Backward-only ops (what VJPs emit; ordinary ops in every other way)
-  ReluGrad,         // (grad, x): grad where x > 0 else 0 (PyTorch threshold_backward)
+  ReluGrad,         // (grad, y): grad where y > 0 else 0, y = relu(x) or x (PyTorch threshold_backward)
   SiluGrad,         // (grad, x): grad * d silu / dx
   GeluGrad,         // (grad, x): grad * d gelu_tanh / dx
   Conv2dGradInput,  // (grad_out, w); conv2d attrs + input_shape (4 ints)
@@ -249,6 +254,7 @@ class Graph {
   Value minimum(Value a, Value b);
   Value compare(Value a, Value b, CompareMode mode);
   Value where(Value cond, Value a, Value b);
+  Value cast(Value x, DType to);
 
   // ---- elementwise unary
   Value neg(Value x);

@@ -34,10 +34,19 @@ struct ShapeContext {
 
 using ShapeRule = TensorType (*)(const ShapeContext&);
 
-// A VJP rule: given the node (whose result is `out`) and the gradient of the loss with respect to its
-// result, appends ops to `g` and returns one gradient per input, each of that input's type, or an invalid
-// Value for an input that gets no gradient (integer labels, where's condition, compare's inputs).
-using VjpRule = std::vector<Value> (*)(Graph& g, Value out, Value grad_out);
+// What a VJP rule sees: the graph to append to, the node's result `out` (its node: g.node(out)), the
+// gradient of the loss with respect to `out` (same type), and which inputs need a gradient at all.
+struct VjpContext {
+  Graph& g;
+  Value out;
+  Value grad_out;
+  std::vector<bool> wanted;  // one per input
+  bool wants(size_t i) const { return i < wanted.size() && wanted[i]; }
+};
+
+// A VJP rule appends ops to ctx.g and returns one gradient per input, each of that input's exact type, or
+// an invalid Value for an input that gets no gradient (not wanted, integer labels, where's condition).
+using VjpRule = std::vector<Value> (*)(VjpContext& ctx);
 
 struct OpInfo {
   OpKind kind;
@@ -58,6 +67,7 @@ TensorType binary(const ShapeContext&);       // add sub mul div pow maximum min
 TensorType compare(const ShapeContext&);
 TensorType unary_float(const ShapeContext&);  // neg exp log ...
 TensorType where(const ShapeContext&);
+TensorType cast(const ShapeContext&);
 TensorType reduce(const ShapeContext&);
 TensorType reshape(const ShapeContext&);
 TensorType flatten(const ShapeContext&);
@@ -69,7 +79,8 @@ TensorType conv2d(const ShapeContext&);
 TensorType pool2d(const ShapeContext&);
 TensorType softmax(const ShapeContext&);
 TensorType cross_entropy(const ShapeContext&);
-TensorType grad_like_second(const ShapeContext&);   // relu_grad silu_grad gelu_grad max_pool2d_grad
+TensorType activation_grad(const ShapeContext&);    // relu_grad silu_grad gelu_grad
+TensorType max_pool2d_grad(const ShapeContext&);
 TensorType conv2d_grad_input(const ShapeContext&);
 TensorType conv2d_grad_weight(const ShapeContext&);
 TensorType avg_pool2d_grad(const ShapeContext&);
@@ -77,37 +88,38 @@ TensorType cross_entropy_grad(const ShapeContext&);
 }  // namespace shape_rules
 
 namespace vjp_rules {
-std::vector<Value> add(Graph&, Value, Value);
-std::vector<Value> sub(Graph&, Value, Value);
-std::vector<Value> mul(Graph&, Value, Value);
-std::vector<Value> div(Graph&, Value, Value);
-std::vector<Value> pow(Graph&, Value, Value);
-std::vector<Value> maximum(Graph&, Value, Value);
-std::vector<Value> minimum(Graph&, Value, Value);
-std::vector<Value> neg(Graph&, Value, Value);
-std::vector<Value> exp(Graph&, Value, Value);
-std::vector<Value> log(Graph&, Value, Value);
-std::vector<Value> sqrt(Graph&, Value, Value);
-std::vector<Value> tanh(Graph&, Value, Value);
-std::vector<Value> sigmoid(Graph&, Value, Value);
-std::vector<Value> relu(Graph&, Value, Value);
-std::vector<Value> silu(Graph&, Value, Value);
-std::vector<Value> gelu(Graph&, Value, Value);
-std::vector<Value> where(Graph&, Value, Value);
-std::vector<Value> sum(Graph&, Value, Value);
-std::vector<Value> mean(Graph&, Value, Value);
-std::vector<Value> max(Graph&, Value, Value);
-std::vector<Value> reshape(Graph&, Value, Value);   // reshape and flatten
-std::vector<Value> permute(Graph&, Value, Value);
-std::vector<Value> broadcast_to(Graph&, Value, Value);
-std::vector<Value> sum_to(Graph&, Value, Value);
-std::vector<Value> matmul(Graph&, Value, Value);
-std::vector<Value> conv2d(Graph&, Value, Value);
-std::vector<Value> max_pool2d(Graph&, Value, Value);
-std::vector<Value> avg_pool2d(Graph&, Value, Value);
-std::vector<Value> softmax(Graph&, Value, Value);
-std::vector<Value> log_softmax(Graph&, Value, Value);
-std::vector<Value> cross_entropy(Graph&, Value, Value);
+std::vector<Value> add(VjpContext&);
+std::vector<Value> sub(VjpContext&);
+std::vector<Value> mul(VjpContext&);
+std::vector<Value> div(VjpContext&);
+std::vector<Value> pow(VjpContext&);
+std::vector<Value> maximum(VjpContext&);
+std::vector<Value> minimum(VjpContext&);
+std::vector<Value> neg(VjpContext&);
+std::vector<Value> exp(VjpContext&);
+std::vector<Value> log(VjpContext&);
+std::vector<Value> sqrt(VjpContext&);
+std::vector<Value> tanh(VjpContext&);
+std::vector<Value> sigmoid(VjpContext&);
+std::vector<Value> relu(VjpContext&);
+std::vector<Value> silu(VjpContext&);
+std::vector<Value> gelu(VjpContext&);
+std::vector<Value> where(VjpContext&);
+std::vector<Value> sum(VjpContext&);
+std::vector<Value> mean(VjpContext&);
+std::vector<Value> max(VjpContext&);
+std::vector<Value> reshape(VjpContext&);   // reshape and flatten
+std::vector<Value> permute(VjpContext&);
+std::vector<Value> broadcast_to(VjpContext&);
+std::vector<Value> sum_to(VjpContext&);
+std::vector<Value> cast(VjpContext&);
+std::vector<Value> matmul(VjpContext&);
+std::vector<Value> conv2d(VjpContext&);
+std::vector<Value> max_pool2d(VjpContext&);
+std::vector<Value> avg_pool2d(VjpContext&);
+std::vector<Value> softmax(VjpContext&);
+std::vector<Value> log_softmax(VjpContext&);
+std::vector<Value> cross_entropy(VjpContext&);
 }  // namespace vjp_rules
 
 }  // namespace spire::graph
