@@ -1,0 +1,29 @@
+// compile(): kernel IR -> validated SPIR-V words.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "backends/spirv/kernel_emitter.h"
+#include "backends/spirv/spirv_backend.h"
+#include "ir/kernel/printer.h"
+
+namespace spire::spirv {
+
+std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
+  // The emitter trusts the IR's structural invariants; a malformed kernel is the caller's error, reported
+  // as such rather than as a validator complaint about the module it would produce.
+  std::string problem = kir::verify(k);
+  if (!problem.empty())
+    throw std::invalid_argument(fmt::format("kernel '{}' is malformed: {}", k.name, problem));
+
+  std::vector<uint32_t> words = KernelEmitter(k).emit();
+  if (opt.validate) {
+    std::string message = validate(words);
+    if (!message.empty())
+      throw CompileError(fmt::format("SPIR-V for kernel '{}' failed validation (a compiler bug): {}\n{}", k.name,
+                                     message, kir::print(k)));
+  }
+  return words;
+}
+
+}  // namespace spire::spirv

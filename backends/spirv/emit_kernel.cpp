@@ -1,0 +1,364 @@
+// The module around the kernel's function, and the function's statements and structured control flow.
+#include <fmt/format.h>
+
+#include <stdexcept>
+#include <utility>
+
+#include "backends/spirv/kernel_emitter.h"
+
+namespace spire::spirv {
+
+namespace {
+
+// Temporarily redirects instruction writing (e.g. into the prologue), restoring on scope exit.
+class WriteInto {
+ public:
+  WriteInto(Words*& current, Words& target) : current_(current), saved_(current) { current_ = &target; }
+  ~WriteInto() { current_ = saved_; }
+  WriteInto(const WriteInto&) = delete;
+  WriteInto& operator=(const WriteInto&) = delete;
+
+ private:
+  Words*& current_;
+  Words* saved_;
+};
+
+}  // namespace
+
+KernelEmitter::KernelEmitter(const kir::Kernel& k) : k_(k), values_(k.value_types.size(), 0) {}
+
+Words KernelEmitter::emit() {
+  declare_capabilities();
+  m_.set_memory_model(SpvAddressingModelLogical, SpvMemoryModelGLSL450);
+
+  Id void_type = m_.type_void();
+  Id function_type = m_.type_function(void_type, {});
+  Id function = m_.new_id();
+  m_.name(function, k_.name);
+
+  declare_buffers();
+  declare_scalars();
+  declare_shared_arrays();
+  declare_local_variables();
+
+  current_ = &body_;
+  block(k_.body);
+
+  m_.add_entry_point(SpvExecutionModelGLCompute, function, "main", interface_);
+  m_.add_execution_mode(function, SpvExecutionModeLocalSize,
+                        {k_.workgroup_size[0], k_.workgroup_size[1], k_.workgroup_size[2]});
+
+  Words& f = m_.functions();
+  append_instruction(f, SpvOpFunction, {void_type, function, uint32_t(SpvFunctionControlMaskNone), function_type});
+  append_instruction(f, SpvOpLabel, {m_.new_id()});
+  f.insert(f.end(), locals_.begin(), locals_.end());
+  f.insert(f.end(), prologue_.begin(), prologue_.end());
+  f.insert(f.end(), body_.begin(), body_.end());
+  append_instruction(f, SpvOpReturn, {});
+  append_instruction(f, SpvOpFunctionEnd, {});
+  return m_.assemble(kSpirvVersion);
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Capabilities and resources
+
+void KernelEmitter::declare_capabilities() {
+  m_.add_capability(SpvCapabilityShader);
+  bool f16 = false, f64 = false, i64 = false;
+  auto note = [&](kir::Type t) {
+    f16 |= t == kir::Type::F16;
+    f64 |= t == kir::Type::F64;
+    i64 |= t == kir::Type::I64;
+  };
+  for (kir::Type t : k_.value_types) note(t);
+  for (const auto& b : k_.buffers) note(b.elem);
+  for (const auto& s : k_.scalars) note(s.type);
+  for (const auto& s : k_.shared) note(s.elem);
+  for (const auto& v : k_.vars) note(v.type);
+  if (f16) m_.add_capability(SpvCapabilityFloat16);
+  if (f64) m_.add_capability(SpvCapabilityFloat64);
+  if (i64) m_.add_capability(SpvCapabilityInt64);
+
+  // 16-bit values in interface memory need the 16-bit storage capabilities (core in SPIR-V 1.3, declared
+  // as an extension too so that tools and drivers reading the module see where they come from).
+  bool f16_buffer = false, f16_scalar = false;
+  for (const auto& b : k_.buffers) f16_buffer |= b.elem == kir::Type::F16;
+  for (const auto& s : k_.scalars) f16_scalar |= s.type == kir::Type::F16;
+  if (f16_buffer) m_.add_capability(SpvCapabilityStorageBuffer16BitAccess);
+  if (f16_scalar) m_.add_capability(SpvCapabilityStoragePushConstant16);
+  if (f16_buffer || f16_scalar) m_.add_extension("SPV_KHR_16bit_storage");
+}
+
+void KernelEmitter::declare_buffers() {
+  for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
+    const kir::BufferParam& b = k_.buffers[i];
+    Id runtime_array = m_.type_runtime_array(type(b.elem), kir::type_bytes(b.elem));
+    Id block_type = m_.type_struct({runtime_array});
+    m_.decorate(block_type, SpvDecorationBlock);
+    m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
+    if (b.access == kir::Access::Read) m_.member_decorate(block_type, 0, SpvDecorationNonWritable);
+    if (b.access == kir::Access::Write) m_.member_decorate(block_type, 0, SpvDecorationNonReadable);
+    Id var = m_.global_variable(m_.type_pointer(SpvStorageClassStorageBuffer, block_type), SpvStorageClassStorageBuffer);
+    m_.decorate(var, SpvDecorationDescriptorSet, {0});
+    m_.decorate(var, SpvDecorationBinding, {i});
+    m_.name(block_type, b.name + "_block");
+    m_.member_name(block_type, 0, "data");
+    m_.name(var, b.name);
+    buffer_vars_.push_back(var);
+  }
+}
+
+void KernelEmitter::declare_scalars() {
+  scalar_values_.assign(k_.scalars.size(), 0);
+  if (k_.scalars.empty()) return;
+  std::vector<Id> members;
+  for (const auto& s : k_.scalars) members.push_back(type(s.type));
+  Id block_type = m_.type_struct(members);
+  m_.decorate(block_type, SpvDecorationBlock);
+  m_.name(block_type, "Params");
+  std::vector<uint32_t> offsets = k_.scalar_offsets();
+  for (uint32_t i = 0; i < k_.scalars.size(); ++i) {
+    m_.member_decorate(block_type, i, SpvDecorationOffset, {offsets[i]});
+    m_.member_name(block_type, i, k_.scalars[i].name);
+  }
+  push_constants_ = m_.global_variable(m_.type_pointer(SpvStorageClassPushConstant, block_type),
+                                       SpvStorageClassPushConstant);
+  m_.name(push_constants_, "params");
+}
+
+void KernelEmitter::declare_shared_arrays() {
+  for (const auto& s : k_.shared) {
+    // No ArrayStride: Workgroup memory has no explicit layout in Vulkan (it would be an error).
+    Id array = m_.type_array(type(s.elem), s.count);
+    Id var = m_.global_variable(m_.type_pointer(SpvStorageClassWorkgroup, array), SpvStorageClassWorkgroup);
+    m_.name(var, s.name);
+    shared_vars_.push_back(var);
+  }
+}
+
+void KernelEmitter::declare_local_variables() {
+  for (const auto& v : k_.vars) {
+    Id pointer = m_.type_pointer(SpvStorageClassFunction, type(v.type));
+    Id var = m_.new_id();
+    append_instruction(locals_, SpvOpVariable, {pointer, var, uint32_t(SpvStorageClassFunction)});
+    m_.name(var, v.name);
+    local_vars_.push_back(var);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Builtins and scalar parameters, loaded once in the prologue
+
+Id KernelEmitter::builtin_input(SpvBuiltIn builtin, Id value_type, const char* name) {
+  auto it = builtin_loads_.find(uint32_t(builtin));
+  if (it != builtin_loads_.end()) return it->second;
+  Id var = m_.global_variable(m_.type_pointer(SpvStorageClassInput, value_type), SpvStorageClassInput);
+  m_.decorate(var, SpvDecorationBuiltIn, {uint32_t(builtin)});
+  m_.name(var, name);
+  interface_.push_back(var);
+  WriteInto into(current_, prologue_);
+  Id loaded = op(SpvOpLoad, value_type, {var});
+  builtin_loads_.emplace(uint32_t(builtin), loaded);
+  return loaded;
+}
+
+Id KernelEmitter::builtin_value(kir::Builtin b) {
+  auto it = builtin_values_.find(b);
+  if (it != builtin_values_.end()) return it->second;
+  Id u32 = m_.type_int(32, false);
+  Id uvec3 = m_.type_vector(u32, 3);
+  Id result = 0;
+  auto component = [&](Id vec, uint32_t i) {
+    WriteInto into(current_, prologue_);
+    return op(SpvOpCompositeExtract, u32, {vec, i});
+  };
+  auto multiply = [&](Id a, Id b) {
+    WriteInto into(current_, prologue_);
+    return op(SpvOpIMul, u32, {a, b});
+  };
+  auto add = [&](Id a, Id b) {
+    WriteInto into(current_, prologue_);
+    return op(SpvOpIAdd, u32, {a, b});
+  };
+  switch (b) {
+    case kir::Builtin::LocalId:
+      result = builtin_input(SpvBuiltInLocalInvocationIndex, u32, "local_invocation_index");
+      break;
+    case kir::Builtin::LocalIdX:
+    case kir::Builtin::LocalIdY:
+    case kir::Builtin::LocalIdZ: {
+      Id local = builtin_input(SpvBuiltInLocalInvocationId, uvec3, "local_invocation_id");
+      result = component(local, uint32_t(b) - uint32_t(kir::Builtin::LocalIdX));
+      break;
+    }
+    case kir::Builtin::GroupId: {
+      // The runtime may fold a long 1D grid into 2D/3D; x is the fastest dimension:
+      // group = id.x + nx * (id.y + ny * id.z).
+      Id id = builtin_input(SpvBuiltInWorkgroupId, uvec3, "workgroup_id");
+      Id n = builtin_input(SpvBuiltInNumWorkgroups, uvec3, "num_workgroups");
+      Id yz = add(component(id, 1), multiply(component(n, 1), component(id, 2)));
+      result = add(component(id, 0), multiply(component(n, 0), yz));
+      break;
+    }
+    case kir::Builtin::NumGroups: {
+      Id n = builtin_input(SpvBuiltInNumWorkgroups, uvec3, "num_workgroups");
+      result = multiply(multiply(component(n, 0), component(n, 1)), component(n, 2));
+      break;
+    }
+    case kir::Builtin::WorkgroupSize:
+      result = m_.constant_u32(k_.workgroup_invocations());
+      break;
+    case kir::Builtin::GlobalId:
+      result = add(multiply(builtin_value(kir::Builtin::GroupId), builtin_value(kir::Builtin::WorkgroupSize)),
+                   builtin_value(kir::Builtin::LocalId));
+      break;
+    case kir::Builtin::GlobalSize:
+      result = multiply(builtin_value(kir::Builtin::NumGroups), builtin_value(kir::Builtin::WorkgroupSize));
+      break;
+  }
+  if (result == 0) throw std::logic_error(fmt::format("SPIR-V backend: unknown builtin {}", int(b)));
+  builtin_values_.emplace(b, result);
+  return result;
+}
+
+Id KernelEmitter::scalar_value(uint32_t index) {
+  if (scalar_values_[index] != 0) return scalar_values_[index];
+  Id t = type(k_.scalars[index].type);
+  WriteInto into(current_, prologue_);
+  Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassPushConstant, t),
+                  {push_constants_, m_.constant_u32(index)});
+  scalar_values_[index] = op(SpvOpLoad, t, {pointer});
+  return scalar_values_[index];
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Statements
+
+void KernelEmitter::block(const kir::Block& b) {
+  for (const kir::Stmt& s : b.stmts) std::visit([&](const auto& st) { stmt(st); }, s);
+}
+
+void KernelEmitter::stmt(const kir::Instr& s) { values_[s.result] = instr(s); }
+
+void KernelEmitter::stmt(const kir::StoreBuffer& s) {
+  op_void(SpvOpStore, {buffer_element(s.buffer, s.index), value(s.value)});
+}
+
+void KernelEmitter::stmt(const kir::StoreShared& s) {
+  op_void(SpvOpStore, {shared_element(s.array, s.index), value(s.value)});
+}
+
+void KernelEmitter::stmt(const kir::StoreVar& s) { op_void(SpvOpStore, {local_vars_.at(s.var), value(s.value)}); }
+
+void KernelEmitter::stmt(const kir::Barrier&) {
+  // Every invocation of the workgroup waits here, and its earlier writes to workgroup memory and to
+  // storage buffers are visible to the others afterwards.
+  Id workgroup = m_.constant_u32(SpvScopeWorkgroup);
+  Id semantics = m_.constant_u32(SpvMemorySemanticsAcquireReleaseMask | SpvMemorySemanticsWorkgroupMemoryMask |
+                                 SpvMemorySemanticsUniformMemoryMask);
+  op_void(SpvOpControlBarrier, {workgroup, workgroup, semantics});
+}
+
+void KernelEmitter::stmt(const kir::If& s) {
+  Id then_label = m_.new_id();
+  Id merge_label = m_.new_id();
+  Id else_label = s.else_body ? m_.new_id() : merge_label;
+  op_void(SpvOpSelectionMerge, {merge_label, uint32_t(SpvSelectionControlMaskNone)});
+  op_void(SpvOpBranchConditional, {value(s.cond), then_label, else_label});
+  label(then_label);
+  block(*s.then_body);
+  branch(merge_label);
+  if (s.else_body) {
+    label(else_label);
+    block(*s.else_body);
+    branch(merge_label);
+  }
+  label(merge_label);
+}
+
+void KernelEmitter::stmt(const kir::For& s) {
+  // for (var = begin; var < end; var += step) body, as a structured loop:
+  //   header:    OpLoopMerge merge continue; -> condition
+  //   condition: var < end ? body : merge
+  //   body:      ...; -> continue
+  //   continue:  var += step; -> header (the back edge)
+  //   merge:
+  kir::Type t = k_.vars.at(s.var).type;
+  Id var = local_vars_.at(s.var);
+  Id vt = type(t);
+  Id header = m_.new_id(), condition = m_.new_id(), body = m_.new_id(), continue_target = m_.new_id(),
+     merge = m_.new_id();
+
+  op_void(SpvOpStore, {var, value(s.begin)});
+  branch(header);
+
+  label(header);
+  op_void(SpvOpLoopMerge, {merge, continue_target, uint32_t(SpvLoopControlMaskNone)});
+  branch(condition);
+
+  label(condition);
+  Id i = op(SpvOpLoad, vt, {var});
+  Id in_range = op(kir::is_signed_int(t) ? SpvOpSLessThan : SpvOpULessThan, bool_type(), {i, value(s.end)});
+  op_void(SpvOpBranchConditional, {in_range, body, merge});
+
+  label(body);
+  block(*s.body);
+  branch(continue_target);
+
+  label(continue_target);
+  Id current = op(SpvOpLoad, vt, {var});
+  op_void(SpvOpStore, {var, op(SpvOpIAdd, vt, {current, value(s.step)})});
+  branch(header);
+
+  label(merge);
+}
+
+void KernelEmitter::label(Id id) { append_instruction(*current_, SpvOpLabel, {id}); }
+void KernelEmitter::branch(Id target) { append_instruction(*current_, SpvOpBranch, {target}); }
+
+// ---------------------------------------------------------------------------------------------------------
+// Instruction writing, types, constants
+
+Id KernelEmitter::op(SpvOp opcode, Id result_type, std::initializer_list<Id> operands) {
+  Id result = m_.new_id();
+  Words w{result_type, result};
+  w.insert(w.end(), operands.begin(), operands.end());
+  append_instruction(*current_, opcode, w);
+  return result;
+}
+
+void KernelEmitter::op_void(SpvOp opcode, std::initializer_list<uint32_t> operands) {
+  append_instruction(*current_, opcode, operands);
+}
+
+Id KernelEmitter::ext(GLSLstd450 inst, Id result_type, std::initializer_list<Id> operands) {
+  Id result = m_.new_id();
+  Words w{result_type, result, m_.glsl_std_450(), uint32_t(inst)};
+  w.insert(w.end(), operands.begin(), operands.end());
+  append_instruction(*current_, SpvOpExtInst, w);
+  return result;
+}
+
+Id KernelEmitter::value(kir::ValueId v) const {
+  if (v >= values_.size() || values_[v] == 0)
+    throw std::logic_error(fmt::format("SPIR-V backend: value %{} used before it was emitted", v));
+  return values_[v];
+}
+
+Id KernelEmitter::type(kir::Type t) {
+  switch (t) {
+    case kir::Type::Bool: return m_.type_bool();
+    case kir::Type::I32: return m_.type_int(32, true);
+    case kir::Type::U32: return m_.type_int(32, false);
+    case kir::Type::I64: return m_.type_int(64, true);
+    case kir::Type::F16: return m_.type_float(16);
+    case kir::Type::F32: return m_.type_float(32);
+    case kir::Type::F64: return m_.type_float(64);
+  }
+  throw std::logic_error("SPIR-V backend: unknown type");
+}
+
+Id KernelEmitter::unsigned_type(kir::Type t) { return m_.type_int(kir::type_bytes(t) * 8, false); }
+Id KernelEmitter::signed_type(kir::Type t) { return m_.type_int(kir::type_bytes(t) * 8, true); }
+
+}  // namespace spire::spirv

@@ -1,0 +1,108 @@
+// Walks one kir::Kernel and writes its SPIR-V module through a ModuleBuilder (private to the backend).
+//
+// The work is split by purpose:
+//  * emit_kernel.cpp: the module around the function (capabilities, resources, builtins, entry point) and
+//    the statements and structured control flow of the body;
+//  * emit_ops.cpp: one kir::Op -> the SPIR-V instruction of the right signed/unsigned/float variant;
+//  * emit_math.cpp: operations whose SPIR-V/Vulkan form differs from C semantics (signed remainder, pow,
+//    tanh) or does not exist for a type (GLSL.std.450 exp/log/pow/tanh take no f64).
+#pragma once
+
+#include <spirv/unified1/GLSL.std.450.h>
+
+#include <initializer_list>
+#include <map>
+#include <vector>
+
+#include "backends/spirv/module_builder.h"
+#include "ir/kernel/kernel.h"
+
+namespace spire::spirv {
+
+// SPIR-V 1.3: the version every Vulkan 1.1 device accepts.
+inline constexpr uint32_t kSpirvVersion = 0x00010300;
+
+class KernelEmitter {
+ public:
+  explicit KernelEmitter(const kir::Kernel& k);
+  // The whole module; call once.
+  Words emit();
+
+ private:
+  // --- module around the function (emit_kernel.cpp)
+  void declare_capabilities();
+  void declare_buffers();
+  void declare_scalars();
+  void declare_shared_arrays();
+  void declare_local_variables();
+  Id builtin_input(SpvBuiltIn builtin, Id type, const char* name);  // loaded once, in the prologue
+  Id builtin_value(kir::Builtin b);
+  Id scalar_value(uint32_t index);
+
+  // --- statements and control flow (emit_kernel.cpp)
+  void block(const kir::Block& b);
+  void stmt(const kir::Instr& s);
+  void stmt(const kir::StoreBuffer& s);
+  void stmt(const kir::StoreShared& s);
+  void stmt(const kir::StoreVar& s);
+  void stmt(const kir::Barrier& s);
+  void stmt(const kir::If& s);
+  void stmt(const kir::For& s);
+  void label(Id id);
+  void branch(Id target);
+
+  // --- one value-defining instruction (emit_ops.cpp)
+  Id instr(const kir::Instr& in);
+  Id constant(const kir::Instr& in);
+  Id arithmetic(const kir::Instr& in);
+  Id comparison(const kir::Instr& in);
+  Id unary(const kir::Instr& in);
+  Id convert(Id v, kir::Type from, kir::Type to);
+  Id buffer_element(uint32_t buffer, kir::ValueId index);  // pointer
+  Id shared_element(uint32_t array, kir::ValueId index);   // pointer
+  Id atomic_add(const kir::Instr& in);
+
+  // --- C semantics on top of SPIR-V (emit_math.cpp)
+  Id signed_remainder(kir::Type t, Id a, Id b);
+  Id pow_c(kir::Type t, Id x, Id y);
+  Id tanh_safe(kir::Type t, Id x);
+  Id exp_any(kir::Type t, Id x);
+  Id log_any(kir::Type t, Id x);
+  Id exp_f64(Id x);
+  Id log_f64(Id x);
+  Id tanh_f64(Id x);
+
+  // --- writing instructions into the current block
+  Id op(SpvOp opcode, Id result_type, std::initializer_list<Id> operands);
+  void op_void(SpvOp opcode, std::initializer_list<uint32_t> operands);
+  Id ext(GLSLstd450 inst, Id result_type, std::initializer_list<Id> operands);
+  Id value(kir::ValueId v) const;
+
+  // --- types and constants of kir types
+  Id type(kir::Type t);
+  Id unsigned_type(kir::Type t);  // the unsigned integer type of t's width
+  Id signed_type(kir::Type t);    // the signed integer type of t's width
+  Id bool_type() { return m_.type_bool(); }
+  Id float_constant(kir::Type t, double v);
+  Id int_constant(kir::Type t, int64_t v);  // also for the unsigned internal types via `type_id`
+  Id int_constant_of(Id type_id, uint32_t width, int64_t v);
+
+  const kir::Kernel& k_;
+  ModuleBuilder m_;
+  std::vector<Id> values_;  // kir ValueId -> SPIR-V id
+
+  std::vector<Id> buffer_vars_, shared_vars_, local_vars_;
+  Id push_constants_ = 0;
+  std::vector<Id> scalar_values_;  // 0 until first read
+  std::map<kir::Builtin, Id> builtin_values_;
+  std::map<uint32_t, Id> builtin_loads_;  // SpvBuiltIn -> value loaded in the prologue
+  std::vector<Id> interface_;             // Input variables the entry point lists (SPIR-V 1.3 rule)
+
+  // The entry block is written as three parts so that values discovered late can still go first:
+  // OpVariables (must open the entry block), then the prologue (builtins and scalars, loaded once and
+  // dominating everything), then the body.
+  Words locals_, prologue_, body_;
+  Words* current_ = &body_;
+};
+
+}  // namespace spire::spirv
