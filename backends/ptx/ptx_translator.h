@@ -1,0 +1,61 @@
+// Walks one kir::Kernel and writes its PTX entry. Split in two files by concern:
+//  * ptx_translator.cpp: the module frame (header, parameters, shared arrays), builtins, memory and
+//    structured control flow;
+//  * ptx_ops.cpp: value-defining operations, from a table of templates per op and type class, after a
+//    legalization step (f16 computed in f32, 64-bit shift amounts narrowed, bool compares and selects as
+//    predicate logic, f32 transcendentals expanded by ptx_math).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "backends/ptx/ptx_backend.h"
+#include "backends/ptx/ptx_writer.h"
+#include "ir/kernel/kernel.h"
+
+namespace spire::ptx {
+
+class Translator {
+ public:
+  Translator(const kir::Kernel& k, const Target& target);
+  std::string module();
+
+ private:
+  // ptx_translator.cpp
+  void block(const kir::Block& b);
+  void stmt(const kir::Instr& in);
+  void stmt(const kir::StoreBuffer& s);
+  void stmt(const kir::StoreShared& s);
+  void stmt(const kir::StoreVar& s);
+  void stmt(const kir::Barrier& s);
+  void stmt(const kir::If& s);
+  void stmt(const kir::For& s);
+  void builtin(kir::Builtin b, const std::string& dst);
+  std::string buffer_address(uint32_t buffer, kir::ValueId index);
+  std::string shared_address(uint32_t array, kir::ValueId index);
+  void memory_op(const kir::Instr& in, const std::string& dst);
+  std::string entry_params() const;
+
+  // ptx_ops.cpp
+  void value_op(const kir::Instr& in, const std::string& dst);
+  void constant(const kir::Instr& in, const std::string& dst);
+  void compute(kir::Op op, kir::Type t, const std::string& dst, const std::vector<std::string>& src);
+  void compare(kir::Op op, kir::Type t, const std::string& dst, const std::string& a, const std::string& b);
+  void convert(kir::Type from, kir::Type to, const std::string& dst, const std::string& src);
+  void compute_f16(const kir::Instr& in, const std::string& dst);
+
+  [[noreturn]] void fail(const std::string& problem) const;
+  const std::string& val(kir::ValueId v) const { return values_[v]; }
+  kir::Type type_of(kir::ValueId v) const { return k_.value_types[v]; }
+
+  const kir::Kernel& k_;
+  Target target_;
+  std::string entry_;
+  PtxWriter w_;
+  std::vector<std::string> values_;   // register of each ValueId
+  std::vector<std::string> vars_;     // register of each variable
+  std::vector<std::string> buffers_;  // global base address of each buffer (.b64)
+  std::vector<std::string> shared_;   // shared-window base address of each array (.b32)
+};
+
+}  // namespace spire::ptx

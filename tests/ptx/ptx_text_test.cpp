@@ -1,0 +1,187 @@
+// The shape of the emitted PTX: the interface runtime/cuda relies on and the instruction choices that carry
+// C/IEEE semantics. These hold whether or not ptxas is installed.
+#include <gtest/gtest.h>
+
+#include <regex>
+
+#include "backends/ptx/ptx_backend.h"
+#include "ir/kernel/builder.h"
+#include "tests/ptx/test_kernels.h"
+
+namespace spire::ptx::testing {
+namespace {
+
+using namespace kir;
+
+bool has(const std::string& ptx, const std::string& what) { return ptx.find(what) != std::string::npos; }
+
+TEST(PtxVersionTable, LowestIsaPerTarget) {
+  EXPECT_EQ(ptx_version_for(75), "6.3");
+  EXPECT_EQ(ptx_version_for(80), "7.0");
+  EXPECT_EQ(ptx_version_for(86), "7.1");
+  EXPECT_EQ(ptx_version_for(87), "7.4");
+  EXPECT_EQ(ptx_version_for(89), "7.8");
+  EXPECT_EQ(ptx_version_for(90), "7.8");
+  EXPECT_EQ(ptx_version_for(100), "8.6");
+  EXPECT_EQ(ptx_version_for(120), "8.7");
+}
+
+TEST(PtxVersionTable, UnknownCapabilityUsesNewestKnownTargetBelow) {
+  EXPECT_EQ(ptx_target_for(85), 80u);
+  EXPECT_EQ(ptx_version_for(85), "7.0");
+  EXPECT_EQ(ptx_target_for(95), 90u);
+  EXPECT_EQ(ptx_target_for(130), 121u);
+  std::string ptx = compile(vector_add_kernel(), Target{85});
+  EXPECT_TRUE(has(ptx, ".target sm_80\n")) << ptx;
+}
+
+TEST(PtxVersionTable, BelowBaselineIsRefusedByName) {
+  try {
+    ptx_version_for(70);
+    FAIL() << "sm_70 accepted";
+  } catch (const CompileError& e) {
+    EXPECT_TRUE(has(e.what(), "sm_70")) << e.what();
+    EXPECT_TRUE(has(e.what(), "sm_75")) << e.what();
+  }
+}
+
+TEST(PtxText, HeaderEntryAndParameters) {
+  KernelBuilder kb("saxpy", {128, 2, 1});
+  auto x = kb.buffer("x", Type::F32, Access::Read);
+  auto y = kb.buffer("y", Type::F32, Access::ReadWrite);
+  auto a = kb.scalar("a", Type::F32);
+  auto n = kb.scalar("n", Type::U32);
+  auto big = kb.scalar("big", Type::I64);
+  auto i = kb.global_id();
+  kb.if_(i < n, [&] { y[i] = a * x[i] + y[i] + cast(big, Type::F32); });
+  Kernel k = kb.finish();
+  std::string ptx = compile(k, Target{90});
+  EXPECT_TRUE(has(ptx, ".version 7.8\n.target sm_90\n.address_size 64\n")) << ptx;
+  // Buffers first (one .u64 each), then scalars in declaration order, each with its own type.
+  std::regex params(R"(\.visible \.entry saxpy\(\s*\.param \.u64 p_buf0,[^\n]*\n\s*\.param \.u64 p_buf1,[^\n]*\n)"
+                    R"(\s*\.param \.f32 p_arg0,[^\n]*\n\s*\.param \.u32 p_arg1,[^\n]*\n\s*\.param \.s64 p_arg2 [^\n]*\n\))");
+  EXPECT_TRUE(std::regex_search(ptx, params)) << ptx;
+  EXPECT_TRUE(has(ptx, ".reqntid 128, 2, 1\n")) << ptx;
+  EXPECT_TRUE(has(ptx, "cvta.to.global.u64")) << ptx;
+  // Float arithmetic is explicitly rounded, so ptxas cannot contract a*x+y into an fma.
+  EXPECT_TRUE(has(ptx, "mul.rn.f32")) << ptx;
+  EXPECT_TRUE(has(ptx, "add.rn.f32")) << ptx;
+  EXPECT_FALSE(has(ptx, "fma")) << ptx;
+  // Unsigned bound check.
+  EXPECT_TRUE(has(ptx, "setp.lo.u32")) << ptx;
+}
+
+TEST(PtxText, EntryNameIsSanitized) {
+  KernelBuilder kb("fused.add-relu/3", 32);
+  auto o = kb.buffer("o", Type::F32, Access::Write);
+  o[kb.global_id()] = kb.f32(1.0f);
+  Kernel k = kb.finish();
+  EXPECT_EQ(entry_name(k), "fused_add_relu_3");
+  EXPECT_TRUE(has(compile(k), ".visible .entry fused_add_relu_3(")) << compile(k);
+  k.name = "3d";
+  EXPECT_EQ(entry_name(k), "_3d");
+}
+
+TEST(PtxText, LinearBuiltinsFromFoldedGrid) {
+  std::string ptx = compile(builtins_kernel());
+  for (const char* sreg : {"%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z", "%tid.x",
+                           "%tid.y", "%tid.z"})
+    EXPECT_TRUE(has(ptx, sreg)) << sreg << "\n" << ptx;
+  EXPECT_TRUE(has(ptx, ".reqntid 8, 4, 2")) << ptx;
+  EXPECT_TRUE(has(ptx, "mov.u32 %r")) << ptx;
+  // Workgroup size is a constant 8*4*2 = 64.
+  EXPECT_TRUE(has(ptx, ", 64, ")) << ptx;
+}
+
+TEST(PtxText, SemanticsCarryingInstructions) {
+  std::string f32 = compile(arithmetic_kernel(Type::F32));
+  EXPECT_TRUE(has(f32, "div.rn.f32")) << f32;
+  EXPECT_TRUE(has(f32, "sqrt.rn.f32")) << f32;
+  EXPECT_TRUE(has(f32, "setp.neu.f32")) << f32;  // != is true on NaN, as in C
+  EXPECT_TRUE(has(f32, "cvt.rmi.f32.f32")) << f32;
+  EXPECT_TRUE(has(f32, "ex2.approx.ftz.f32")) << f32;
+  EXPECT_FALSE(has(f32, "tanh.approx")) << f32;  // needs PTX 7.0; tanh is computed from exp instead
+  EXPECT_FALSE(has(f32, "lg2.approx")) << f32;   // absolute error near 1 is too large for log
+
+  std::string i32 = compile(arithmetic_kernel(Type::I32));
+  EXPECT_TRUE(has(i32, "div.s32")) << i32;
+  EXPECT_TRUE(has(i32, "rem.s32")) << i32;
+  EXPECT_TRUE(has(i32, "shr.s32")) << i32;
+  EXPECT_TRUE(has(i32, "setp.lt.s32")) << i32;
+
+  std::string u32 = compile(arithmetic_kernel(Type::U32));
+  EXPECT_TRUE(has(u32, "div.u32")) << u32;
+  EXPECT_TRUE(has(u32, "rem.u32")) << u32;
+  EXPECT_TRUE(has(u32, "shr.u32")) << u32;
+  for (const char* c : {"setp.lo.u32", "setp.ls.u32", "setp.hi.u32", "setp.hs.u32"}) EXPECT_TRUE(has(u32, c)) << c;
+
+  std::string f64 = compile(arithmetic_kernel(Type::F64));
+  EXPECT_TRUE(has(f64, "div.rn.f64")) << f64;
+  EXPECT_TRUE(has(f64, "sqrt.rn.f64")) << f64;
+  EXPECT_TRUE(has(f64, "cvt.rmi.f64.f64")) << f64;
+
+  std::string f16 = compile(arithmetic_kernel(Type::F16));
+  EXPECT_TRUE(has(f16, "cvt.f32.f16")) << f16;
+  EXPECT_TRUE(has(f16, "cvt.rn.f16.f32")) << f16;
+  EXPECT_TRUE(has(f16, "ld.global.b16")) << f16;
+}
+
+TEST(PtxText, ConversionsRoundAsC) {
+  std::string from_f32 = compile(conversion_kernel(Type::F32));
+  EXPECT_TRUE(has(from_f32, "cvt.rzi.s32.f32")) << from_f32;
+  EXPECT_TRUE(has(from_f32, "cvt.rzi.u32.f32")) << from_f32;
+  EXPECT_TRUE(has(from_f32, "cvt.rzi.s64.f32")) << from_f32;
+  EXPECT_TRUE(has(from_f32, "cvt.rn.f16.f32")) << from_f32;
+  EXPECT_TRUE(has(from_f32, "cvt.f64.f32")) << from_f32;
+  std::string from_i32 = compile(conversion_kernel(Type::I32));
+  EXPECT_TRUE(has(from_i32, "cvt.rn.f32.s32")) << from_i32;
+  EXPECT_TRUE(has(from_i32, "cvt.s64.s32")) << from_i32;  // sign extension
+  std::string from_u32 = compile(conversion_kernel(Type::U32));
+  EXPECT_TRUE(has(from_u32, "cvt.u64.u32")) << from_u32;  // zero extension
+  std::string from_f64 = compile(conversion_kernel(Type::F64));
+  EXPECT_TRUE(has(from_f64, "cvt.rn.f32.f64")) << from_f64;
+}
+
+TEST(PtxText, SharedMemoryBarrierAndAtomics) {
+  std::string red = compile(shared_reduce_kernel());
+  EXPECT_TRUE(has(red, ".shared .align 16 .b8 s_shared0[512];")) << red;
+  EXPECT_TRUE(has(red, ".shared .align 16 .b8 s_shared1[16];")) << red;
+  EXPECT_TRUE(has(red, "bar.sync 0;")) << red;
+  EXPECT_TRUE(has(red, "ld.shared.f32")) << red;
+  EXPECT_TRUE(has(red, "st.shared.f32")) << red;
+  std::string at = compile(atomics_kernel());
+  for (const char* a : {"atom.global.add.s32", "atom.global.add.u32", "atom.global.add.f32"})
+    EXPECT_TRUE(has(at, a)) << a << "\n" << at;
+}
+
+TEST(PtxText, LoopComparesBySignedness) {
+  EXPECT_TRUE(has(compile(loops_kernel(Type::I32)), "setp.ge.s32"));
+  EXPECT_TRUE(has(compile(loops_kernel(Type::U32)), "setp.hs.u32"));
+  EXPECT_TRUE(has(compile(loops_kernel(Type::I64)), "setp.ge.s64"));
+}
+
+TEST(PtxText, ConstantsAreExactBits) {
+  KernelBuilder kb("consts", 32);
+  auto o = kb.buffer("o", Type::F32, Access::Write);
+  auto d = kb.buffer("d", Type::F64, Access::Write);
+  auto l = kb.buffer("l", Type::I64, Access::Write);
+  auto h = kb.buffer("h", Type::F16, Access::Write);
+  auto i = kb.global_id();
+  o[i] = kb.f32(0.1f);
+  d[i] = kb.f64(0.1);
+  l[i] = kb.i64(-2);
+  h[i] = kb.constant(Type::F16, 1.0);
+  std::string ptx = compile(kb.finish());
+  EXPECT_TRUE(has(ptx, "0f3DCCCCCD")) << ptx;
+  EXPECT_TRUE(has(ptx, "0d3FB999999999999A")) << ptx;
+  EXPECT_TRUE(has(ptx, "0xFFFFFFFFFFFFFFFE")) << ptx;
+  EXPECT_TRUE(has(ptx, "0x3C00")) << ptx;
+}
+
+TEST(PtxText, SameKernelGivesSameText) {
+  // runtime/cuda caches modules by PTX text: compilation must be deterministic.
+  EXPECT_EQ(compile(shared_reduce_kernel(), Target{80}), compile(shared_reduce_kernel(), Target{80}));
+}
+
+}  // namespace
+}  // namespace spire::ptx::testing
