@@ -1,0 +1,141 @@
+#include "runtime/vulkan/vulkan_context.h"
+
+#include <fmt/format.h>
+
+#include "runtime/vulkan/vulkan_kernel.h"
+
+namespace spire::rt::vulkan {
+
+std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
+  const std::string id = facts.info.id;
+  if (facts.queue_family == ~0u) throw Error(fmt::format("{} ({}) has no compute queue", id, facts.info.name));
+  std::shared_ptr<Context> ctx(new Context());
+  ctx->facts = std::move(facts);
+  const PhysicalDeviceFacts& f = ctx->facts;
+  kir::Features want = f.info.features;
+
+  float priority = 1.0f;
+  VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  qi.queueFamilyIndex = f.queue_family;
+  qi.queueCount = 1;
+  qi.pQueuePriorities = &priority;
+
+  // Enable exactly what the (masked) feature set promises, so a kernel that forgot to declare a feature
+  // fails validation here as it would on a device without it.
+  std::vector<const char*> extensions;
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  void** tail = &feats.pNext;
+  feats.features.shaderFloat64 = want.has(kir::Feature::Float64);
+  feats.features.shaderInt64 = want.has(kir::Feature::Int64);
+  if (want.has(kir::Feature::Float16)) {
+    storage16.storageBuffer16BitAccess = VK_TRUE;
+    storage16.storagePushConstant16 = f.has_push_constant_16bit;
+    *tail = &storage16;
+    tail = &storage16.pNext;
+    f16.shaderFloat16 = VK_TRUE;
+    *tail = &f16;
+    tail = &f16.pNext;
+    if (!f.float16_int8_core) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  }
+  if (want.has(kir::Feature::AtomicAddF32)) {
+    atomic_float.shaderBufferFloat32AtomicAdd = VK_TRUE;
+    *tail = &atomic_float;
+    tail = &atomic_float.pNext;
+    extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  }
+  if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
+
+  VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  ci.pNext = &feats;
+  ci.queueCreateInfoCount = 1;
+  ci.pQueueCreateInfos = &qi;
+  ci.enabledExtensionCount = uint32_t(extensions.size());
+  ci.ppEnabledExtensionNames = extensions.data();
+  check(vkCreateDevice(f.handle, &ci, nullptr, &ctx->device), "vkCreateDevice", id);
+  vkGetDeviceQueue(ctx->device, f.queue_family, 0, &ctx->queue);
+
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pi.queueFamilyIndex = f.queue_family;
+  check(vkCreateCommandPool(ctx->device, &pi, nullptr, &ctx->transfer_pool_), "vkCreateCommandPool", id);
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = ctx->transfer_pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(vkAllocateCommandBuffers(ctx->device, &ai, &ctx->transfer_cmd_), "vkAllocateCommandBuffers", id);
+  ctx->transfer_fence_ = ctx->acquire_fence();
+  return ctx;
+}
+
+Context::~Context() {
+  if (!device) return;
+  vkDeviceWaitIdle(device);  // nothing may be in flight while its objects are destroyed; a failure cannot be reported
+  pipelines.clear();
+  release(*this, staging_);
+  if (transfer_fence_) vkDestroyFence(device, transfer_fence_, nullptr);
+  for (VkFence f : free_fences_) vkDestroyFence(device, f, nullptr);
+  if (transfer_pool_) vkDestroyCommandPool(device, transfer_pool_, nullptr);
+  vkDestroyDevice(device, nullptr);
+}
+
+void Context::submit(const VkSubmitInfo& si, VkFence fence) {
+  std::lock_guard lock(queue_mutex_);
+  check(vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit", id());
+}
+
+void Context::wait_idle() {
+  std::lock_guard lock(queue_mutex_);
+  check(vkQueueWaitIdle(queue), "vkQueueWaitIdle", id());
+}
+
+VkFence Context::acquire_fence() {
+  {
+    std::lock_guard lock(fence_mutex_);
+    if (!free_fences_.empty()) {
+      VkFence f = free_fences_.back();
+      free_fences_.pop_back();
+      return f;
+    }
+  }
+  VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence f = VK_NULL_HANDLE;
+  check(vkCreateFence(device, &fi, nullptr, &f), "vkCreateFence", id());
+  return f;
+}
+
+void Context::recycle_fence(VkFence f) {
+  if (vkResetFences(device, 1, &f) != VK_SUCCESS) {
+    vkDestroyFence(device, f, nullptr);
+    return;
+  }
+  std::lock_guard lock(fence_mutex_);
+  free_fences_.push_back(f);
+}
+
+void Context::run_now(const std::function<void(VkCommandBuffer)>& record) {
+  check(vkResetCommandBuffer(transfer_cmd_, 0), "vkResetCommandBuffer", id());
+  VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(transfer_cmd_, &bi), "vkBeginCommandBuffer", id());
+  record(transfer_cmd_);
+  check(vkEndCommandBuffer(transfer_cmd_), "vkEndCommandBuffer", id());
+  VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  si.commandBufferCount = 1;
+  si.pCommandBuffers = &transfer_cmd_;
+  check(vkResetFences(device, 1, &transfer_fence_), "vkResetFences", id());
+  submit(si, transfer_fence_);
+  check(vkWaitForFences(device, 1, &transfer_fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", id());
+}
+
+Allocation& Context::staging(uint64_t bytes) {
+  if (staging_.vk_bytes < bytes) {
+    release(*this, staging_);
+    staging_ = allocate(*this, bytes, Memory::HostVisible);
+  }
+  return staging_;
+}
+
+}  // namespace spire::rt::vulkan

@@ -1,0 +1,202 @@
+#include "runtime/vulkan/vulkan_device_info.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include <fmt/format.h>
+
+namespace spire::rt::vulkan {
+
+std::string vendor_name(uint32_t vendor_id) {
+  switch (vendor_id) {
+    case 0x10DE: return "NVIDIA";
+    case 0x1002: case 0x1022: return "AMD";
+    case 0x8086: return "Intel";
+    case 0x10005: return "Mesa";
+    case 0x13B5: return "ARM";
+    case 0x5143: return "Qualcomm";
+    case 0x106B: return "Apple";
+    case 0x1010: return "Imagination";
+    case 0x14E4: return "Broadcom";
+    case 0x1AE0: return "Google";
+    case 0x1414: return "Microsoft";
+    case 0x10002: return "VeriSilicon";
+    case 0x10004: return "Codeplay";
+    case 0x10006: return "PoCL";
+    default: return fmt::format("0x{:04X}", vendor_id);
+  }
+}
+
+namespace {
+
+std::string trim(std::string s) {
+  auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  s.erase(s.begin(), std::find_if(s.begin(), s.end(), not_space));
+  s.erase(std::find_if(s.rbegin(), s.rend(), not_space).base(), s.end());
+  return s;
+}
+
+DeviceType device_type(VkPhysicalDeviceType t) {
+  switch (t) {
+    case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return DeviceType::DiscreteGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return DeviceType::IntegratedGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return DeviceType::VirtualGpu;
+    case VK_PHYSICAL_DEVICE_TYPE_CPU: return DeviceType::Cpu;
+    default: return DeviceType::Other;
+  }
+}
+
+bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  return std::any_of(exts.begin(), exts.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
+}
+
+std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice pd) {
+  uint32_t n = 0;
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return {};
+  std::vector<VkExtensionProperties> exts(n);
+  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()) < 0) return {};
+  exts.resize(n);
+  return exts;
+}
+
+// The driver's own version encoding where it is known (NVIDIA packs 10.8.8.6 bits), else Vulkan's.
+std::string driver_version_text(uint32_t vendor, uint32_t v) {
+  if (vendor == 0x10DE) return fmt::format("{}.{}.{}", v >> 22, (v >> 14) & 0xFF, (v >> 6) & 0xFF);
+  return fmt::format("{}.{}.{}", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v), VK_API_VERSION_PATCH(v));
+}
+
+// Picks the queue family: compute with timestamps first; among those, the first in the list (the universal
+// graphics+compute queue on most drivers, which every driver schedules best).
+void choose_queue_family(PhysicalDeviceFacts& f) {
+  uint32_t n = 0;
+  vkGetPhysicalDeviceQueueFamilyProperties(f.handle, &n, nullptr);
+  std::vector<VkQueueFamilyProperties> fams(n);
+  vkGetPhysicalDeviceQueueFamilyProperties(f.handle, &n, fams.data());
+  for (int pass = 0; pass < 2 && f.queue_family == ~0u; ++pass) {
+    for (uint32_t i = 0; i < n; ++i) {
+      if (!(fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || fams[i].queueCount == 0) continue;
+      if (pass == 0 && fams[i].timestampValidBits == 0) continue;
+      f.queue_family = i;
+      f.timestamp_valid_bits = fams[i].timestampValidBits;
+      break;
+    }
+  }
+}
+
+}  // namespace
+
+kir::Features apply_feature_mask(kir::Features available) {
+  const char* env = std::getenv("SPIRE_MASK_FEATURES");
+  if (!env || !*env) return available;
+  std::string list = env;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = trim(list.substr(start, comma - start));
+    start = comma + 1;
+    if (name.empty()) continue;
+    bool known = false;
+    for (uint32_t bit = 1; bit <= uint32_t(kir::Feature::AtomicAddF32); bit <<= 1) {
+      if (kir::feature_name(kir::Feature(bit)) == name) {
+        available.bits &= ~bit;
+        known = true;
+      }
+    }
+    if (!known) std::fprintf(stderr, "spire: SPIRE_MASK_FEATURES names an unknown feature '%s' (ignored)\n", name.c_str());
+  }
+  return available;
+}
+
+PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
+  PhysicalDeviceFacts f;
+  f.handle = pd;
+  VkPhysicalDeviceProperties base{};
+  vkGetPhysicalDeviceProperties(pd, &base);
+  f.api_version = base.apiVersion;
+  auto exts = device_extensions(pd);
+  bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
+
+  // Properties: subgroup and maintenance3 are core in 1.1; driver properties in 1.2 or by extension.
+  VkPhysicalDeviceProperties2 props{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+  VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+  VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
+  VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  props.pNext = &subgroup;
+  subgroup.pNext = &maint3;
+  bool has_driver_props = v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
+  if (has_driver_props) maint3.pNext = &driver;
+  vkGetPhysicalDeviceProperties2(pd, &props);
+
+  // Features: 16-bit storage is core in 1.1; float16 arithmetic in 1.2 or by extension; atomic float by extension.
+  f.float16_int8_core = v12;
+  f.has_float16_int8_extension = has_extension(exts, VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+  f.has_atomic_float_extension = has_extension(exts, VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
+  VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  void** tail = &feats.pNext;
+  *tail = &storage16;
+  tail = &storage16.pNext;
+  if (f.float16_int8_core || f.has_float16_int8_extension) {
+    *tail = &f16;
+    tail = &f16.pNext;
+  }
+  if (f.has_atomic_float_extension) {
+    *tail = &atomic_float;
+    tail = &atomic_float.pNext;
+  }
+  vkGetPhysicalDeviceFeatures2(pd, &feats);
+  f.has_float16_arith = f16.shaderFloat16;
+  f.has_storage_buffer_16bit = storage16.storageBuffer16BitAccess;
+  f.has_push_constant_16bit = storage16.storagePushConstant16;
+  f.has_atomic_float_add = f.has_atomic_float_extension && atomic_float.shaderBufferFloat32AtomicAdd;
+
+  vkGetPhysicalDeviceMemoryProperties(pd, &f.memory);
+  choose_queue_family(f);
+  f.timestamp_period_ns = base.limits.timestampPeriod;
+  f.max_push_constant_bytes = base.limits.maxPushConstantsSize;
+  f.max_storage_buffers_per_stage = base.limits.maxPerStageDescriptorStorageBuffers;
+  f.has_portability_subset = has_extension(exts, "VK_KHR_portability_subset");
+  f.max_allocation_bytes = maint3.maxMemoryAllocationSize;
+
+  DeviceInfo& d = f.info;
+  d.id = fmt::format("vulkan:{}", index);
+  d.backend = Backend::Vulkan;
+  d.index = index;
+  d.name = base.deviceName;
+  d.vendor = vendor_name(base.vendorID);
+  if (has_driver_props)
+    d.driver = trim(fmt::format("{} {}", driver.driverName, driver.driverInfo));
+  else
+    d.driver = driver_version_text(base.vendorID, base.driverVersion);
+  d.type = device_type(base.deviceType);
+  d.subgroup_size = subgroup.subgroupSize;
+  d.shared_memory_bytes = base.limits.maxComputeSharedMemorySize;
+  d.max_workgroup_invocations = base.limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) {
+    d.max_workgroup_size[i] = base.limits.maxComputeWorkGroupSize[i];
+    d.max_workgroup_count[i] = base.limits.maxComputeWorkGroupCount[i];
+  }
+  d.max_buffer_bytes = base.limits.maxStorageBufferRange;
+  for (uint32_t h = 0; h < f.memory.memoryHeapCount; ++h)
+    if (f.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+      d.memory_bytes = std::max<uint64_t>(d.memory_bytes, f.memory.memoryHeaps[h].size);
+  d.min_storage_offset_alignment = uint32_t(std::max<VkDeviceSize>(4, base.limits.minStorageBufferOffsetAlignment));
+  d.compute_capability = 0;
+
+  kir::Features have = kir::Feature::AtomicAddInt;  // 32-bit storage-buffer atomics are core Vulkan
+  if (feats.features.shaderFloat64) have |= kir::Feature::Float64;
+  if (feats.features.shaderInt64) have |= kir::Feature::Int64;
+  if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
+  if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
+  d.features = apply_feature_mask(have);
+  return f;
+}
+
+}  // namespace spire::rt::vulkan

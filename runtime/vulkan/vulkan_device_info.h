@@ -1,0 +1,46 @@
+// What runtime/vulkan learns about a physical device: the public DeviceInfo, plus the facts open() and the
+// allocator need (queue family, memory types, which optional features and extensions exist).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "runtime/device.h"
+#include "runtime/vulkan/vulkan_api.h"
+
+namespace spire::rt::vulkan {
+
+struct PhysicalDeviceFacts {
+  VkPhysicalDevice handle = VK_NULL_HANDLE;
+  DeviceInfo info;  // features already reduced by SPIRE_MASK_FEATURES
+  uint32_t api_version = 0;
+  uint32_t queue_family = ~0u;  // a family with compute (timestamps preferred); ~0u when none
+  uint32_t timestamp_valid_bits = 0;
+  float timestamp_period_ns = 1.0f;
+  uint32_t max_push_constant_bytes = 128;
+  uint32_t max_storage_buffers_per_stage = 4;  // maxPerStageDescriptorStorageBuffers
+  uint64_t max_allocation_bytes = 0;  // maxMemoryAllocationSize
+  VkPhysicalDeviceMemoryProperties memory{};
+  // Optional capabilities present on the device (before masking), which open() may enable.
+  bool has_float16_arith = false;        // shaderFloat16
+  bool has_storage_buffer_16bit = false; // storageBuffer16BitAccess
+  bool has_push_constant_16bit = false;  // storagePushConstant16
+  bool float16_int8_core = false;        // Vulkan 1.2: no extension to enable for shaderFloat16
+  bool has_float16_int8_extension = false;
+  bool has_atomic_float_extension = false;
+  bool has_atomic_float_add = false;     // shaderBufferFloat32AtomicAdd
+  bool has_portability_subset = false;   // VK_KHR_portability_subset must then be enabled (MoltenVK)
+};
+
+// Queries one physical device; N is its index in vkEnumeratePhysicalDevices order.
+PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index);
+
+// The features left after removing those named in SPIRE_MASK_FEATURES (comma list of kir feature names such
+// as "float64,float16"). Read on every call so tests and users can change it at run time; an unknown name is
+// reported on stderr and ignored.
+kir::Features apply_feature_mask(kir::Features available);
+
+// "NVIDIA", "AMD", "Intel", "Mesa", ..., or the id in hex.
+std::string vendor_name(uint32_t vendor_id);
+
+}  // namespace spire::rt::vulkan

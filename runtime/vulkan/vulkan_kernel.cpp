@@ -1,0 +1,127 @@
+#include "runtime/vulkan/vulkan_kernel.h"
+
+#include <fmt/format.h>
+
+#include "runtime/vulkan/vulkan_kernel_copy.h"
+#ifdef SPIRE_HAVE_SPIRV_BACKEND
+#include "backends/spirv/spirv_backend.h"
+#endif
+
+namespace spire::rt::vulkan {
+
+Pipeline::~Pipeline() {
+  if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
+  if (layout) vkDestroyPipelineLayout(device, layout, nullptr);
+  if (set_layout) vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
+  if (module) vkDestroyShaderModule(device, module, nullptr);
+}
+
+namespace {
+
+// Limits a kernel can exceed, checked before the driver sees it so the message names kernel and device.
+void check_limits(const Context& ctx, const kir::Kernel& k) {
+  const DeviceInfo& d = ctx.info();
+  auto fail = [&](const std::string& what) {
+    return Error(fmt::format("kernel '{}' {} on {} ({})", k.name, what, d.id, d.name));
+  };
+  for (int i = 0; i < 3; ++i)
+    if (k.workgroup_size[i] == 0 || k.workgroup_size[i] > d.max_workgroup_size[i])
+      throw fail(fmt::format("has workgroup size {} in dimension {}, beyond the limit {}", k.workgroup_size[i], "xyz"[i],
+                             d.max_workgroup_size[i]));
+  if (uint64_t(k.workgroup_size[0]) * k.workgroup_size[1] * k.workgroup_size[2] > d.max_workgroup_invocations)
+    throw fail(fmt::format("has {} invocations per workgroup, beyond the limit {}", k.workgroup_invocations(),
+                           d.max_workgroup_invocations));
+  if (k.shared_bytes() > d.shared_memory_bytes)
+    throw fail(fmt::format("uses {} bytes of workgroup memory, beyond the limit {}", k.shared_bytes(), d.shared_memory_bytes));
+  if (k.buffers.size() > ctx.facts.max_storage_buffers_per_stage)
+    throw fail(fmt::format("binds {} storage buffers, beyond the limit {}", k.buffers.size(),
+                           ctx.facts.max_storage_buffers_per_stage));
+  if (k.scalar_block_bytes() > ctx.facts.max_push_constant_bytes)
+    throw fail(fmt::format("has {} bytes of scalar parameters, beyond the push-constant limit {}", k.scalar_block_bytes(),
+                           ctx.facts.max_push_constant_bytes));
+  for (const auto& s : k.scalars)
+    if (s.type == kir::Type::F16 && !ctx.facts.has_push_constant_16bit)
+      throw MissingFeature(fmt::format("kernel '{}' has the f16 scalar '{}', but {} ({}) lacks 16-bit push constants",
+                                       k.name, s.name, d.id, d.name));
+}
+
+std::vector<uint32_t> to_spirv(const Context& ctx, const kir::Kernel& k) {
+#ifdef SPIRE_HAVE_SPIRV_BACKEND
+  try {
+    return spirv::compile(k);
+  } catch (const spirv::CompileError& e) {
+    throw Error(fmt::format("the SPIR-V backend rejected kernel '{}' for {}: {}", k.name, ctx.id(), e.what()));
+  } catch (const std::invalid_argument& e) {
+    throw Error(fmt::format("kernel '{}' is malformed ({}): {}", k.name, ctx.id(), e.what()));
+  }
+#else
+  throw Error(fmt::format("cannot compile kernel '{}' for {}: this build has no SPIR-V backend (backends/spirv)", k.name,
+                          ctx.id()));
+#endif
+}
+
+std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k, const std::vector<uint32_t>& words) {
+  const std::string& id = ctx.id();
+  auto p = std::make_shared<Pipeline>();
+  p->device = ctx.device;
+  p->bindings = uint32_t(k.buffers.size());
+  p->push_constant_bytes = k.scalar_block_bytes();
+
+  VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  mi.codeSize = words.size() * sizeof(uint32_t);
+  mi.pCode = words.data();
+  check(vkCreateShaderModule(ctx.device, &mi, nullptr, &p->module), "vkCreateShaderModule", id);
+
+  std::vector<VkDescriptorSetLayoutBinding> bindings(p->bindings);
+  for (uint32_t i = 0; i < p->bindings; ++i) {
+    bindings[i].binding = i;
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  li.bindingCount = p->bindings;
+  li.pBindings = bindings.data();
+  check(vkCreateDescriptorSetLayout(ctx.device, &li, nullptr, &p->set_layout), "vkCreateDescriptorSetLayout", id);
+
+  VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_constant_bytes};
+  VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  pli.setLayoutCount = 1;
+  pli.pSetLayouts = &p->set_layout;
+  pli.pushConstantRangeCount = p->push_constant_bytes ? 1 : 0;
+  pli.pPushConstantRanges = &range;
+  check(vkCreatePipelineLayout(ctx.device, &pli, nullptr, &p->layout), "vkCreatePipelineLayout", id);
+
+  VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  ci.stage.module = p->module;
+  ci.stage.pName = "main";
+  ci.layout = p->layout;
+  VkResult r = vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &ci, nullptr, &p->pipeline);
+  if (r < 0)
+    throw Error(fmt::format("vkCreateComputePipelines failed with {} on {} for kernel '{}'", result_name(r), id, k.name));
+  return p;
+}
+
+}  // namespace
+
+std::shared_ptr<Kernel> compile_kernel(const std::shared_ptr<Context>& ctx, const kir::Kernel& k) {
+  const DeviceInfo& d = ctx->info();
+  if (!d.features.contains(k.features)) throw MissingFeature(missing_feature_message(k, d));
+  check_limits(*ctx, k);
+  std::vector<uint32_t> words = to_spirv(*ctx, k);
+
+  std::lock_guard lock(ctx->pipeline_mutex);
+  auto it = ctx->pipelines.find(words);
+  std::shared_ptr<Pipeline> p;
+  if (it != ctx->pipelines.end()) {
+    p = it->second;
+  } else {
+    p = make_pipeline(*ctx, k, words);
+    ctx->pipelines.emplace(std::move(words), p);
+  }
+  return std::make_shared<VulkanKernel>(ctx, copy_kernel(k), std::move(p));
+}
+
+}  // namespace spire::rt::vulkan
