@@ -1,0 +1,80 @@
+// The op table: one entry per OpKind, in order, with consistent names, arities and rules.
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "ir/graph/op_table.h"
+
+namespace spire::graph {
+namespace {
+
+TEST(OpTable, HasOneEntryPerOpKindInOrder) {
+  ASSERT_EQ(op_table().size(), size_t(kNumOps));
+  for (int i = 0; i < kNumOps; ++i) EXPECT_EQ(int(op_info(OpKind(i)).kind), i) << op_table()[size_t(i)].name;
+}
+
+TEST(OpTable, NamesAreUniqueAndRoundTrip) {
+  std::set<std::string_view> names;
+  for (const OpInfo& info : op_table()) {
+    EXPECT_TRUE(names.insert(info.name).second) << "duplicate op name " << info.name;
+    auto back = op_from_name(info.name);
+    ASSERT_TRUE(back.has_value()) << info.name;
+    EXPECT_EQ(*back, info.kind);
+    EXPECT_EQ(op_name(info.kind), info.name);
+  }
+  EXPECT_FALSE(op_from_name("conv3d").has_value());
+}
+
+TEST(OpTable, LeavesHaveNoInputsAndNoRules) {
+  for (const OpInfo& info : op_table()) {
+    if (is_leaf(info.kind)) {
+      EXPECT_EQ(info.arity, 0) << info.name;
+      EXPECT_EQ(info.shape, nullptr) << info.name;
+      EXPECT_EQ(info.vjp, nullptr) << info.name;
+    } else {
+      EXPECT_GT(info.arity, 0) << info.name;
+      EXPECT_NE(info.shape, nullptr) << info.name << " has no shape rule";
+    }
+  }
+}
+
+TEST(OpTable, ForwardOpsAreDifferentiableExceptCompare) {
+  // Every forward op up to cross_entropy has a VJP except compare (a boolean result); backward-only ops have
+  // none (no double backward).
+  for (const OpInfo& info : op_table()) {
+    if (is_leaf(info.kind)) continue;
+    bool backward_only = int(info.kind) > int(OpKind::CrossEntropy);
+    bool expect_vjp = !backward_only && info.kind != OpKind::Compare;
+    EXPECT_EQ(info.vjp != nullptr, expect_vjp) << info.name;
+  }
+}
+
+TEST(OpTable, AttributeNamesAreUniquePerOp) {
+  for (const OpInfo& info : op_table()) {
+    std::set<std::string_view> names;
+    for (const AttrSpec& a : info.attrs) EXPECT_TRUE(names.insert(a.name).second) << info.name << "." << a.name;
+  }
+}
+
+TEST(Types, DTypeNamesRoundTrip) {
+  for (DType t : {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64}) {
+    auto back = dtype_from_name(dtype_name(t));
+    ASSERT_TRUE(back.has_value());
+    EXPECT_EQ(*back, t);
+  }
+  EXPECT_FALSE(dtype_from_name("f16").has_value());
+  EXPECT_EQ(dtype_bytes(DType::F64), 8u);
+  EXPECT_EQ(dtype_bytes(DType::I32), 4u);
+}
+
+TEST(Types, BroadcastShapes) {
+  EXPECT_EQ(broadcast_shapes({8, 1, 6, 1}, {7, 1, 5}), (Shape{8, 7, 6, 5}));
+  EXPECT_EQ(broadcast_shapes({}, {2, 3}), (Shape{2, 3}));
+  EXPECT_EQ(broadcast_shapes({3}, {2, 1}), (Shape{2, 3}));
+  EXPECT_FALSE(broadcast_shapes({2, 3}, {3, 2}).has_value());
+  EXPECT_EQ(TensorType({DType::F32, {8, 6, 28, 28}}).to_string(), "f32[8,6,28,28]");
+  EXPECT_EQ(TensorType({DType::I64, {}}).to_string(), "i64[]");
+}
+
+}  // namespace
+}  // namespace spire::graph
