@@ -71,6 +71,7 @@ class KernelEmitter {
   Id exp_f64(Id x);
   Id log_f64(Id x);
   Id tanh_f64(Id x);
+  Id expm1_poly_f64(Id r);  // e^r - 1 for |r| <= ln2/2
 
   // --- writing instructions into the current block
   Id op(SpvOp opcode, Id result_type, std::initializer_list<Id> operands);
@@ -93,6 +94,7 @@ class KernelEmitter {
 
   std::vector<Id> buffer_vars_, shared_vars_, local_vars_;
   Id push_constants_ = 0;
+  Id frexp_struct_ = 0;  // {f64, i32}, the result of GLSL.std.450 FrexpStruct
   std::vector<Id> scalar_values_;  // 0 until first read
   std::map<kir::Builtin, Id> builtin_values_;
   std::map<uint32_t, Id> builtin_loads_;  // SpvBuiltIn -> value loaded in the prologue

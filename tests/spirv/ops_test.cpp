@@ -110,10 +110,14 @@ std::vector<OpCase> all_cases() {
     v.push_back({Op::Pow, f.t, {glsl("FAbs", f.n), glsl("Pow", f.n), glsl("Floor", f.n)}, {}});
     // Clamped to [-20, 20] before Tanh (drivers that overflow e^2x give NaN otherwise).
     std::string bounds = f.t == Type::F16 ? "%half_n0x1_4p_4 %half_0x1_4p_4" : "%float_n20 %float_20";  // +-20
-    v.push_back({Op::Tanh, f.t, {glsl("FClamp", f.n) + "%\\w+ " + bounds, glsl("Tanh", f.n)}, {}});
+    v.push_back({Op::Tanh, f.t, {glsl("FClamp", f.n) + "%\\w+ " + bounds, glsl("Tanh", f.n), "OpIsNan %bool"}, {}});
   }
-  for (Op op : {Op::Exp, Op::Log, Op::Pow, Op::Tanh})
-    v.push_back({op, Type::F64, {}, {glsl("(Exp|Log|Pow|Tanh)", F64)}});
+  // f64 has no GLSL.std.450 Exp/Log/Pow/Tanh: range reduction (RoundEven, Ldexp, FrexpStruct) and series.
+  const std::string no_f32_detour = "OpFConvert %float";
+  v.push_back({Op::Exp, Type::F64, {glsl("RoundEven", F64), glsl("Ldexp", F64)}, {glsl("(Exp|Log|Pow|Tanh)", F64), no_f32_detour}});
+  v.push_back({Op::Log, Type::F64, {"= OpExtInst %\\w+ %\\w+ FrexpStruct %\\w+"}, {glsl("(Exp|Log|Pow|Tanh)", F64), no_f32_detour}});
+  v.push_back({Op::Pow, Type::F64, {"FrexpStruct", glsl("Ldexp", F64)}, {glsl("(Exp|Log|Pow|Tanh)", F64), no_f32_detour}});
+  v.push_back({Op::Tanh, Type::F64, {glsl("Ldexp", F64), inst("OpFDiv", F64)}, {glsl("(Exp|Log|Pow|Tanh)", F64), no_f32_detour}});
   for (const T& s : signed_ints) {
     v.push_back({Op::Add, s.t, {inst("OpIAdd", s.n)}, {}});
     v.push_back({Op::Sub, s.t, {inst("OpISub", s.n)}, {}});
