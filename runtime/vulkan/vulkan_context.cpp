@@ -1,5 +1,7 @@
 #include "runtime/vulkan/vulkan_context.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include "runtime/vulkan/vulkan_kernel.h"
@@ -11,6 +13,8 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   if (facts.queue_family == ~0u) throw Error(fmt::format("{} ({}) has no compute queue", id, facts.info.name));
   std::shared_ptr<Context> ctx(new Context());
   ctx->facts = std::move(facts);
+  const char* staging = std::getenv("SPIRE_VULKAN_FORCE_STAGING");
+  ctx->force_staging = staging && std::string(staging) == "1";
   const PhysicalDeviceFacts& f = ctx->facts;
   kir::Features want = f.info.features;
 

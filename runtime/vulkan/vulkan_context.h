@@ -22,6 +22,9 @@ struct Context {
   PhysicalDeviceFacts facts;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
+  // SPIRE_VULKAN_FORCE_STAGING=1 at open: device-local buffers are never mapped, so transfers take the staging
+  // path that discrete GPUs need, even on lavapipe or an integrated GPU where all memory is host-visible.
+  bool force_staging = false;
 
   const DeviceInfo& info() const { return facts.info; }
   const std::string& id() const { return facts.info.id; }

@@ -21,7 +21,7 @@ bool env_is_one(const char* name) {
 
 // Diagnostics about a missing loader are noise for a user without a GPU, so they are printed only on request.
 void note(const char* what) {
-  if (env_is_one("SPIRE_VULKAN_VALIDATION") || env_is_one("SPIRE_VULKAN_VERBOSE"))
+  if (std::getenv("SPIRE_VULKAN_VALIDATION") || env_is_one("SPIRE_VULKAN_VERBOSE"))
     std::fprintf(stderr, "spire: Vulkan unavailable: %s\n", what);
 }
 
@@ -68,7 +68,10 @@ Instance* create_instance() {
   bool portability = has_extension(exts, VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
   if (portability) extensions.push_back(VK_KHR_PORTABILITY_ENUMERATION_EXTENSION_NAME);
 
-  bool want_validation = env_is_one("SPIRE_VULKAN_VALIDATION");
+  // "1": core validation. "sync": also synchronization validation (missing barriers between dispatches), slower.
+  const char* validation_env = std::getenv("SPIRE_VULKAN_VALIDATION");
+  bool want_sync = validation_env && std::strcmp(validation_env, "sync") == 0;
+  bool want_validation = env_is_one("SPIRE_VULKAN_VALIDATION") || want_sync;
   bool validation = false;
   if (want_validation) {
     const char* layer = "VK_LAYER_KHRONOS_validation";
@@ -86,6 +89,14 @@ Instance* create_instance() {
         layers.push_back(layer);
         extensions.push_back(VK_EXT_DEBUG_UTILS_EXTENSION_NAME);
         validation = true;
+        if (want_sync) {
+          if (has_extension(instance_extensions(layer), VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME))
+            extensions.push_back(VK_EXT_VALIDATION_FEATURES_EXTENSION_NAME);
+          else {
+            std::fprintf(stderr, "spire: the validation layer lacks VK_EXT_validation_features: no synchronization validation\n");
+            want_sync = false;
+          }
+        }
       }
     }
   }
@@ -103,7 +114,12 @@ Instance* create_instance() {
   if (portability) ci.flags |= VK_INSTANCE_CREATE_ENUMERATE_PORTABILITY_BIT_KHR;
   // Chained so that messages about instance creation itself are reported too.
   VkDebugUtilsMessengerCreateInfoEXT messenger_info = debug_messenger_create_info();
+  VkValidationFeatureEnableEXT sync_feature = VK_VALIDATION_FEATURE_ENABLE_SYNCHRONIZATION_VALIDATION_EXT;
+  VkValidationFeaturesEXT features{VK_STRUCTURE_TYPE_VALIDATION_FEATURES_EXT};
+  features.enabledValidationFeatureCount = 1;
+  features.pEnabledValidationFeatures = &sync_feature;
   if (validation) ci.pNext = &messenger_info;
+  if (validation && want_sync) messenger_info.pNext = &features;
 
   VkResult r = vkCreateInstance(&ci, nullptr, &inst->handle);
   if (r != VK_SUCCESS) {
@@ -116,6 +132,7 @@ Instance* create_instance() {
   if (validation) {
     VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
     // The messenger lives as long as the instance, which lives as long as the process.
+    messenger_info.pNext = nullptr;
     if (vkCreateDebugUtilsMessengerEXT(inst->handle, &messenger_info, nullptr, &messenger) != VK_SUCCESS) {
       std::fprintf(stderr, "spire: vkCreateDebugUtilsMessengerEXT failed: validation messages will not be counted\n");
     }

@@ -90,7 +90,8 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
     constexpr VkMemoryPropertyFlags coherent = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     // Device-local memory that is also host-visible (integrated GPUs, lavapipe, resizable BAR) is mapped too, so
     // transfers skip the staging copy.
-    if ((flags & coherent) == coherent)
+    bool staged = kind == Memory::DeviceLocal && ctx.force_staging;
+    if ((flags & coherent) == coherent && !staged)
       check(vkMapMemory(ctx.device, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory", id);
   } catch (...) {
     release(ctx, a);
