@@ -1,0 +1,42 @@
+// 2D convolution (NCHW input, [Cout, Cin/groups, kh, kw] weights) with stride, padding, dilation and groups,
+// and its two gradients. Deterministic: no atomics anywhere.
+//
+//  * conv2d_kernel: one invocation per output element (n, co, ho, wo) looping over its group's input
+//    channels and the kernel window. Buffers: x (read), w (read), y (write).
+//  * conv2d_grad_input_kernel: one invocation per input element gathering from every output position whose
+//    window covers it. Buffers: grad_y (read), w (read), grad_x (write).
+//  * conv2d_grad_weight_kernel: one workgroup per weight element; its invocations stride over the N x Ho x Wo
+//    sum and a shared-memory tree adds their partial sums. Buffers: grad_y (read), x (read), grad_w (write).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lowering/heavy_kernels/heavy_kernel.h"
+
+namespace spire::lowering::heavy {
+
+struct Conv2dShape {
+  int64_t n = 0, cin = 0, h = 0, w = 0;  // input [N, Cin, H, W]
+  int64_t cout = 0, kh = 0, kw = 0;      // weights [Cout, Cin/groups, kh, kw]
+  int64_t ho = 0, wo = 0;                // output [N, Cout, Ho, Wo]
+  int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
+
+  int64_t cin_per_group() const { return cin / groups; }
+  int64_t cout_per_group() const { return cout / groups; }
+  // "n8_c1_h28_w28_k6_r5x5_s1x1_p2x2_d1x1_g1": what kernel names carry.
+  std::string text() const;
+};
+
+// Validates the geometry (ranks 4, channels divisible by groups, window fits) and computes Ho, Wo; throws
+// std::invalid_argument naming the problem. stride, padding and dilation are (height, width) pairs.
+Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_t>& w,
+                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+                         const std::vector<int64_t>& dilation, int64_t groups);
+
+HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t);
+HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t);
+HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t);
+
+}  // namespace spire::lowering::heavy

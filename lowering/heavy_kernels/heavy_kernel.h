@@ -1,0 +1,50 @@
+// What every heavy-op kernel template returns, and the small helpers the templates share.
+//
+// A template takes an op's static shapes and an element type and returns a kernel specialised to them (every
+// size, stride and padding is a constant, so the device compiler folds the index arithmetic) together with
+// the number of workgroups to launch. Templates depend only on ir/kernel, never on the graph IR, so they can
+// be tested and reused on their own; lowering/lower_*.cpp translate graph nodes into their shapes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/builder.h"
+
+namespace spire::lowering::heavy {
+
+struct HeavyKernel {
+  kir::Kernel kernel;
+  uint64_t groups = 0;  // logical workgroups to launch (0: nothing to compute, launch nothing)
+};
+
+// Throws std::invalid_argument naming `what` unless 0 <= value < 2^31: kernels index with 32-bit integers
+// (a Vulkan binding holds at most a few hundred million elements anyway).
+uint32_t index_u32(int64_t value, const std::string& what);
+
+// "f32" / "f64": the element-type suffix of kernel names. Throws std::invalid_argument for a non-float type,
+// naming `op`.
+std::string float_suffix(kir::Type t, const std::string& op);
+
+// "2x3" for {2, 3}; "" for {}.
+std::string dims_text(const std::vector<int64_t>& dims);
+
+// A kernel that does nothing, for results with no elements (returned with groups = 0: launch nothing).
+HeavyKernel empty_result(const std::string& name);
+
+// Workgroups of `wg` invocations for one invocation per item.
+inline uint64_t groups_for_threads(uint64_t items, uint32_t wg) { return (items + wg - 1) / wg; }
+
+// Smallest power of two >= n (n >= 1), clamped to [lo, hi].
+uint32_t pow2_clamped(uint64_t n, uint32_t lo, uint32_t hi);
+
+enum class TreeOp { Sum, Max };
+
+// Reduces `value` over the workgroup (size `wg`, a power of two) through shared array `scratch` (>= wg
+// elements) with a deterministic tree; every invocation must call it (it contains barriers). On return every
+// invocation may read the result in scratch[0]; write `scratch` again only after another barrier.
+void workgroup_tree_reduce(kir::KernelBuilder& kb, kir::Shared scratch, kir::Val lid, kir::Val value, uint32_t wg,
+                           TreeOp op = TreeOp::Sum);
+
+}  // namespace spire::lowering::heavy

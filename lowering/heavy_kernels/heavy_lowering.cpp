@@ -1,0 +1,35 @@
+#include "lowering/heavy_kernels/heavy_lowering.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::lowering::heavy {
+
+kir::Type float_type_of(const graph::Node& node, graph::DType dtype) {
+  if (dtype == graph::DType::F32) return kir::Type::F32;
+  if (dtype == graph::DType::F64) return kir::Type::F64;
+  throw graph::GraphError(fmt::format("{} '{}': no kernel for dtype {} (f32 or f64 only)", graph::op_name(node.op),
+                                      node.name, graph::dtype_name(dtype)));
+}
+
+void launch_heavy(LoweringContext& ctx, const graph::Node& node, const std::function<HeavyKernel()>& make,
+                  std::vector<int32_t> buffers) {
+  HeavyKernel k;
+  try {
+    k = make();
+  } catch (const std::invalid_argument& e) {
+    throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(node.op), node.name, e.what()));
+  }
+  if (k.groups == 0) return;
+  ctx.launch(std::move(k.kernel), std::move(buffers), rt::ScalarArgs{}, k.groups);
+}
+
+std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v) {
+  std::vector<int32_t> out;
+  for (graph::Value in : ctx.graph().node(v).inputs) out.push_back(ctx.buffer_of(in));
+  out.push_back(ctx.buffer_of(v));
+  return out;
+}
+
+}  // namespace spire::lowering::heavy

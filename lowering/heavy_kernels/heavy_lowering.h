@@ -1,0 +1,25 @@
+// What lower_matmul.cpp, lower_conv2d.cpp, lower_pool2d.cpp and lower_softmax.cpp share: the element type of
+// a heavy op's node, and launching a template's kernel with errors that name the node.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "lowering/heavy_kernels/heavy_kernel.h"
+#include "lowering/lowering_context.h"
+
+namespace spire::lowering::heavy {
+
+// kir::Type::F32 or F64 for a float dtype; throws graph::GraphError naming the node otherwise.
+kir::Type float_type_of(const graph::Node& node, graph::DType dtype);
+
+// Builds the node's kernel with `make` (turning a template's std::invalid_argument into a graph::GraphError
+// "<op> '<node>': ...") and launches it over `buffers`; launches nothing for an empty result.
+void launch_heavy(LoweringContext& ctx, const graph::Node& node, const std::function<HeavyKernel()>& make,
+                  std::vector<int32_t> buffers);
+
+// The buffers of a node's inputs, in order, followed by the node's own.
+std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v);
+
+}  // namespace spire::lowering::heavy

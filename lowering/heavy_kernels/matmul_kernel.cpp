@@ -1,0 +1,181 @@
+#include "lowering/heavy_kernels/matmul_kernel.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::lowering::heavy {
+
+using namespace kir;
+
+int64_t MatmulShape::batch_count() const {
+  int64_t c = 1;
+  for (int64_t d : batch) c *= d;
+  return c;
+}
+
+MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+  if (a.size() < 2 || b.size() < 2)
+    throw std::invalid_argument(fmt::format("matmul: operands need rank >= 2, got [{}] and [{}]", dims_text(a), dims_text(b)));
+  MatmulShape s;
+  s.m = a[a.size() - 2];
+  s.k = a[a.size() - 1];
+  s.n = b[b.size() - 1];
+  if (b[b.size() - 2] != s.k)
+    throw std::invalid_argument(fmt::format("matmul: inner dimensions differ: [{}] x [{}]", dims_text(a), dims_text(b)));
+  s.a_batch.assign(a.begin(), a.end() - 2);
+  s.b_batch.assign(b.begin(), b.end() - 2);
+  size_t rank = std::max(s.a_batch.size(), s.b_batch.size());
+  s.batch.assign(rank, 1);
+  s.a_batch_strides.assign(rank, 0);
+  s.b_batch_strides.assign(rank, 0);
+  // Walk from the innermost batch dim outwards (numpy aligns from the right), keeping each operand's
+  // running element stride; a size-1 or missing dim broadcasts (stride 0).
+  int64_t a_stride = s.m * s.k, b_stride = s.k * s.n;
+  for (size_t i = 0; i < rank; ++i) {
+    size_t d = rank - 1 - i;
+    int64_t da = i < s.a_batch.size() ? s.a_batch[s.a_batch.size() - 1 - i] : 1;
+    int64_t db = i < s.b_batch.size() ? s.b_batch[s.b_batch.size() - 1 - i] : 1;
+    if (da != db && da != 1 && db != 1)
+      throw std::invalid_argument(
+          fmt::format("matmul: batch dimensions of [{}] and [{}] do not broadcast", dims_text(a), dims_text(b)));
+    s.batch[d] = std::max(da, db);
+    if (da == 0 || db == 0) s.batch[d] = 0;
+    s.a_batch_strides[d] = da == 1 ? 0 : a_stride;
+    s.b_batch_strides[d] = db == 1 ? 0 : b_stride;
+    a_stride *= da;
+    b_stride *= db;
+  }
+  return s;
+}
+
+MatmulTiling choose_matmul_tiling(const MatmulShape& s) {
+  if (s.m >= 64 && s.n >= 64) return MatmulTiling{64, 64, 16, 4, 4};
+  return MatmulTiling{16, 16, 16, 1, 1};
+}
+
+namespace {
+
+// Element offset of batch `b` (linear over s.batch, last dim fastest) in an operand with `strides`.
+Val batch_offset(KernelBuilder& kb, const MatmulShape& s, Val b, const std::vector<int64_t>& strides) {
+  Val off = kb.u32(0);
+  Val rest = b;
+  for (size_t i = s.batch.size(); i-- > 0;) {
+    uint32_t size = index_u32(s.batch[i], "matmul batch dimension");
+    if (size == 1) continue;
+    Val idx = rest % size;
+    rest = rest / size;
+    if (strides[i] != 0) off = off + idx * index_u32(strides[i], "matmul batch stride");
+  }
+  return off;
+}
+
+}  // namespace
+
+HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
+  std::string suffix = float_suffix(t, "matmul");
+  if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
+    throw std::invalid_argument(fmt::format("matmul: tiling {}x{}x{} with {}x{} per invocation is inconsistent",
+                                            tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n));
+  const uint32_t M = index_u32(s.m, "matmul M"), K = index_u32(s.k, "matmul K"), N = index_u32(s.n, "matmul N");
+  const uint32_t batches = index_u32(s.batch_count(), "matmul batch count");
+  index_u32(s.batch_count() * s.m * s.n, "matmul result elements");
+  const uint32_t threads = tl.invocations();
+  const uint32_t threads_n = tl.tile_n / tl.reg_n, threads_m = tl.tile_m / tl.reg_m;
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
+  // A's slice is stored k-major (a_tile[kk][row]) so the inner loop reads a row of it per kk; one element of
+  // padding per row keeps the transposing store from hitting a single memory bank.
+  const uint32_t a_ld = tl.tile_m + 1;
+
+  std::string name = fmt::format("matmul_m{}_k{}_n{}", M, K, N);
+  if (!s.batch.empty()) name += fmt::format("_a{}_b{}", s.a_batch.empty() ? "1" : dims_text(s.a_batch),
+                                            s.b_batch.empty() ? "1" : dims_text(s.b_batch));
+  name += fmt::format("_t{}x{}x{}_r{}x{}_{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n, suffix);
+
+  if (M == 0 || N == 0 || batches == 0) return empty_result(name);
+
+  KernelBuilder kb(name, threads);
+  Buf A = kb.buffer("a", t, Access::Read);
+  Buf B = kb.buffer("b", t, Access::Read);
+  Buf C = kb.buffer("c", t, Access::Write);
+  Shared a_tile = kb.shared("a_tile", t, tl.tile_k * a_ld);
+  Shared b_tile = kb.shared("b_tile", t, tl.tile_k * tl.tile_n);
+  Val lid = kb.local_id();
+  Val group = kb.group_id();
+
+  Val tile_col = group % tiles_n;
+  Val tile_row = (group / tiles_n) % tiles_m;
+  Val batch = group / (tiles_n * tiles_m);
+  // Whole workgroups beyond the problem (a folded grid) skip everything, barriers included: the condition is
+  // uniform across the workgroup.
+  kb.if_(batch < batches, [&] {
+    Val a_base = batch_offset(kb, s, batch, s.a_batch_strides);
+    Val b_base = batch_offset(kb, s, batch, s.b_batch_strides);
+    Val c_base = batch * (M * N);
+    Val row0 = tile_row * tl.tile_m;
+    Val col0 = tile_col * tl.tile_n;
+    Val tx = lid % threads_n;
+    Val ty = lid / threads_n;
+
+    std::vector<Var> acc;
+    for (uint32_t i = 0; i < tl.reg_m * tl.reg_n; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+
+    if (k_tiles > 0) {
+      kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+        Val k0 = kt * tl.tile_k;
+        // Stage A[row0 .. +tile_m, k0 .. +tile_k] (consecutive invocations read consecutive k: coalesced).
+        // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed.
+        const uint32_t a_elems = tl.tile_m * tl.tile_k;
+        for (uint32_t base = 0; base < a_elems; base += threads) {
+          auto stage = [&] {
+            Val idx = lid + base;
+            Val r = idx / tl.tile_k, c = idx % tl.tile_k;
+            Val gr = row0 + r, gk = k0 + c;
+            Val v = A[a_base + min(gr, M - 1) * K + min(gk, K - 1)];
+            a_tile[c * a_ld + r] = select((gr < M) & (gk < K), v, kb.constant(t, 0));
+          };
+          if (base + threads <= a_elems) stage();
+          else kb.if_(lid + base < a_elems, stage);
+        }
+        // Stage B[k0 .. +tile_k, col0 .. +tile_n] (consecutive invocations read consecutive columns).
+        const uint32_t b_elems = tl.tile_k * tl.tile_n;
+        for (uint32_t base = 0; base < b_elems; base += threads) {
+          auto stage = [&] {
+            Val idx = lid + base;
+            Val r = idx / tl.tile_n, c = idx % tl.tile_n;
+            Val gk = k0 + r, gc = col0 + c;
+            Val v = B[b_base + min(gk, K - 1) * N + min(gc, N - 1)];
+            b_tile[idx] = select((gk < K) & (gc < N), v, kb.constant(t, 0));
+          };
+          if (base + threads <= b_elems) stage();
+          else kb.if_(lid + base < b_elems, stage);
+        }
+        kb.barrier();
+        // The slice's products, unrolled: each invocation's outputs are strided by the thread grid so that
+        // neighbouring invocations read neighbouring shared elements and write neighbouring outputs.
+        for (uint32_t kk = 0; kk < tl.tile_k; ++kk) {
+          std::vector<Val> a_vals, b_vals;
+          for (uint32_t i = 0; i < tl.reg_m; ++i) a_vals.push_back(a_tile[ty + (kk * a_ld + i * threads_m)]);
+          for (uint32_t j = 0; j < tl.reg_n; ++j) b_vals.push_back(b_tile[tx + (kk * tl.tile_n + j * threads_n)]);
+          for (uint32_t i = 0; i < tl.reg_m; ++i)
+            for (uint32_t j = 0; j < tl.reg_n; ++j) acc[i * tl.reg_n + j] += a_vals[i] * b_vals[j];
+        }
+        kb.barrier();
+      });
+    }
+
+    for (uint32_t i = 0; i < tl.reg_m; ++i) {
+      Val r = row0 + ty + i * threads_m;
+      for (uint32_t j = 0; j < tl.reg_n; ++j) {
+        Val c = col0 + tx + j * threads_n;
+        kb.if_((r < M) & (c < N), [&] { C[c_base + r * N + c] = acc[i * tl.reg_n + j].get(); });
+      }
+    }
+  });
+
+  uint64_t groups = uint64_t(batches) * tiles_m * tiles_n;
+  return {kb.finish(), groups};
+}
+
+}  // namespace spire::lowering::heavy

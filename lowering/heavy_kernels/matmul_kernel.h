@@ -1,0 +1,47 @@
+// Matrix multiply [.., M, K] x [.., K, N] -> [.., M, N] with numpy-broadcast batch dimensions.
+//
+// Tiled: one workgroup computes one tile_m x tile_n block of one batch's output, staging tile_k-wide slices
+// of A and B through workgroup memory between barriers; each invocation accumulates a reg_m x reg_n block
+// of outputs in registers. Edges are masked (sizes need not be multiples of a tile). The linear workgroup id
+// is decomposed into (batch, tile row, tile column), tile column fastest.
+//
+// Buffers, in order: a (read), b (read), c (write). No scalars.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "lowering/heavy_kernels/heavy_kernel.h"
+
+namespace spire::lowering::heavy {
+
+struct MatmulShape {
+  std::vector<int64_t> batch;            // the result's batch dimensions
+  std::vector<int64_t> a_batch_strides;  // per result batch dim: A's element stride (0 where A broadcasts)
+  std::vector<int64_t> b_batch_strides;  // same for B
+  std::vector<int64_t> a_batch;          // A's own batch dims and B's (for the kernel's name)
+  std::vector<int64_t> b_batch;
+  int64_t m = 0, k = 0, n = 0;
+
+  int64_t batch_count() const;
+};
+
+// The shape of matmul(a, b) for operand shapes a [.., M, K] and b [.., K, N]; throws std::invalid_argument
+// when ranks are below 2, the inner dimensions differ or the batch dimensions do not broadcast.
+MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b);
+
+struct MatmulTiling {
+  uint32_t tile_m = 16, tile_n = 16, tile_k = 16;  // output block per workgroup, K slice per stage
+  uint32_t reg_m = 1, reg_n = 1;                   // outputs per invocation (strided by tile/reg)
+  uint32_t invocations() const { return (tile_m / reg_m) * (tile_n / reg_n); }
+};
+
+// The tiling the lowering uses for a shape: 64x64 blocks with 4x4 outputs per invocation when the output is
+// large enough to fill them, else 16x16 blocks with one output per invocation.
+MatmulTiling choose_matmul_tiling(const MatmulShape& s);
+
+// Throws std::invalid_argument for a non-float type or an inconsistent tiling.
+HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
+inline HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t) { return matmul_kernel(s, t, choose_matmul_tiling(s)); }
+
+}  // namespace spire::lowering::heavy

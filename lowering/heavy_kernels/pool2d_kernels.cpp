@@ -1,0 +1,222 @@
+#include "lowering/heavy_kernels/pool2d_kernels.h"
+
+#include <functional>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::lowering::heavy {
+
+using namespace kir;
+
+std::string Pool2dShape::text() const {
+  return fmt::format("n{}_c{}_h{}_w{}_k{}x{}_s{}x{}_p{}x{}", n, c, h, w, kh, kw, stride_h, stride_w, pad_h, pad_w);
+}
+
+Pool2dShape pool2d_shape(const std::vector<int64_t>& x, const std::vector<int64_t>& kernel,
+                         const std::vector<int64_t>& stride, const std::vector<int64_t>& padding) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument(fmt::format("pool2d over [{}] with kernel [{}], stride [{}], padding [{}]: {}",
+                                            dims_text(x), dims_text(kernel), dims_text(stride), dims_text(padding), why));
+  };
+  if (x.size() != 4) fail("the input must have rank 4");
+  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2) fail("kernel, stride and padding need 2 entries");
+  for (int i = 0; i < 2; ++i) {
+    if (kernel[i] < 1 || stride[i] < 1 || padding[i] < 0) fail("kernel and stride must be >= 1 and padding >= 0");
+    // Also guarantees that every window holds at least one real element (a max always exists).
+    if (2 * padding[i] > kernel[i]) fail("padding must be at most half the kernel");
+  }
+  Pool2dShape s;
+  s.n = x[0], s.c = x[1], s.h = x[2], s.w = x[3];
+  s.kh = kernel[0], s.kw = kernel[1];
+  s.stride_h = stride[0], s.stride_w = stride[1];
+  s.pad_h = padding[0], s.pad_w = padding[1];
+  int64_t span_h = s.h + 2 * s.pad_h - s.kh, span_w = s.w + 2 * s.pad_w - s.kw;
+  if (span_h < 0 || span_w < 0) fail("the window does not fit the padded input");
+  s.ho = span_h / s.stride_h + 1;
+  s.wo = span_w / s.stride_w + 1;
+  return s;
+}
+
+namespace {
+
+constexpr uint32_t kThreads = 256;
+constexpr int64_t kMaxUnrolledTaps = 49;
+
+void check_sizes(const Pool2dShape& s) {
+  index_u32(s.n * s.c * s.h * s.w, "pool2d input elements");
+  index_u32(s.n * s.c * s.ho * s.wo, "pool2d output elements");
+}
+
+// One element of a window: its index within the input plane (clamped into range) and whether it is a real
+// element (invalid Val: statically always real, when there is no padding).
+struct WindowTap {
+  Val ok;
+  Val plane_index;
+};
+
+// Calls tap() for every element of the window whose top-left corner is (h0, w0) (signed, may be in the
+// padding), in row-major window order: unrolled in C++ for small windows, kernel loops otherwise.
+void for_each_window_tap(KernelBuilder& kb, const Pool2dShape& s, Val h0, Val w0,
+                         const std::function<void(const WindowTap&)>& tap) {
+  auto emit = [&](Val r, Val c) {
+    Val hi = h0 + r, wi = w0 + c;
+    Val ok;
+    Val h_idx = cast(hi, Type::U32), w_idx = cast(wi, Type::U32);
+    if (s.pad_h > 0) {
+      ok = (hi >= 0) & (hi < int32_t(s.h));
+      h_idx = cast(min(max(hi, 0), int32_t(s.h - 1)), Type::U32);
+    }
+    if (s.pad_w > 0) {
+      Val w_ok = (wi >= 0) & (wi < int32_t(s.w));
+      ok = ok.valid() ? ok & w_ok : w_ok;
+      w_idx = cast(min(max(wi, 0), int32_t(s.w - 1)), Type::U32);
+    }
+    tap(WindowTap{ok, h_idx * uint32_t(s.w) + w_idx});
+  };
+  if (s.kh * s.kw <= kMaxUnrolledTaps) {
+    for (int64_t r = 0; r < s.kh; ++r)
+      for (int64_t c = 0; c < s.kw; ++c) emit(kb.i32(int32_t(r)), kb.i32(int32_t(c)));
+  } else {
+    kb.for_(kb.i32(0), kb.i32(int32_t(s.kh)), [&](Val r) {
+      kb.for_(kb.i32(0), kb.i32(int32_t(s.kw)), [&](Val c) { emit(r, c); });
+    });
+  }
+}
+
+// Output windows that contain input coordinate i along one axis: [lo, hi) over the output axis. Window o
+// covers [o*stride - pad, o*stride - pad + k), so o*stride lies in (i + pad - k, i + pad].
+std::pair<Val, Val> covering_windows(Val i, int64_t k, int64_t stride, int64_t pad, int64_t out) {
+  Val lo = (max(i + int32_t(pad - k + 1), 0) + int32_t(stride - 1)) / int32_t(stride);
+  Val hi = min((i + int32_t(pad)) / int32_t(stride) + 1, int32_t(out));
+  return {lo, hi};
+}
+
+// The first maximal element of a window in row-major order, as PyTorch picks it: a later element replaces
+// the best only when strictly greater, or NaN (NaN propagates). The first real element is always taken.
+struct WindowMax {
+  Var best;
+  Var best_index;  // plane index of the winner (i32), -1 before the first real element
+};
+
+WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, Buf x, Val plane_base, Val h0, Val w0, Type t) {
+  WindowMax m{kb.var("best", kb.constant(t, -std::numeric_limits<double>::infinity())), kb.var("best_index", kb.i32(-1))};
+  for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
+    Val v = x[plane_base + tap.plane_index];
+    Val take = (v > m.best.get()) | (v != v) | (m.best_index.get() < 0);
+    if (tap.ok.valid()) take = take & tap.ok;
+    m.best = select(take, v, m.best.get());
+    m.best_index = select(take, cast(tap.plane_index, Type::I32), m.best_index.get());
+  });
+  return m;
+}
+
+}  // namespace
+
+HeavyKernel max_pool2d_kernel(const Pool2dShape& s, Type t) {
+  std::string name = "max_pool2d_" + s.text() + "_" + float_suffix(t, "max_pool2d");
+  check_sizes(s);
+  const uint32_t total = uint32_t(s.n * s.c * s.ho * s.wo);
+  if (total == 0) return empty_result(name);
+  const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  KernelBuilder kb(name, kThreads);
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf y = kb.buffer("y", t, Access::Write);
+  Val o = kb.global_id();
+  kb.if_(o < total, [&] {
+    Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
+    Val h0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+    Val w0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
+    WindowMax m = window_max(kb, s, x, nc * uint32_t(s.h * s.w), h0, w0, t);
+    y[o] = m.best.get();
+  });
+  return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
+  std::string name = "max_pool2d_grad_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad");
+  check_sizes(s);
+  const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
+  if (total == 0) return empty_result(name);
+  const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  KernelBuilder kb(name, kThreads);
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  Val o = kb.global_id();
+  kb.if_(o < total, [&] {
+    Val pos = o % (H * W), nc = o / (H * W);
+    Val hi = cast(pos / W, Type::I32), wi = cast(pos % W, Type::I32);
+    Val me = cast(pos, Type::I32);
+    Val plane_base = nc * (H * W);
+    Val grad_base = nc * (Ho * Wo);
+    auto [oh_lo, oh_hi] = covering_windows(hi, s.kh, s.stride_h, s.pad_h, s.ho);
+    auto [ow_lo, ow_hi] = covering_windows(wi, s.kw, s.stride_w, s.pad_w, s.wo);
+    Var acc = kb.var("acc", kb.constant(t, 0));
+    kb.for_(oh_lo, oh_hi, [&](Val oh) {
+      kb.for_(ow_lo, ow_hi, [&](Val ow) {
+        Val h0 = oh * int32_t(s.stride_h) - int32_t(s.pad_h);
+        Val w0 = ow * int32_t(s.stride_w) - int32_t(s.pad_w);
+        WindowMax m = window_max(kb, s, x, plane_base, h0, w0, t);
+        kb.if_(m.best_index.get() == me, [&] {
+          acc += gy[grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32)];
+        });
+      });
+    });
+    gx[o] = acc.get();
+  });
+  return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+HeavyKernel avg_pool2d_kernel(const Pool2dShape& s, Type t) {
+  std::string name = "avg_pool2d_" + s.text() + "_" + float_suffix(t, "avg_pool2d");
+  check_sizes(s);
+  const uint32_t total = uint32_t(s.n * s.c * s.ho * s.wo);
+  if (total == 0) return empty_result(name);
+  const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  KernelBuilder kb(name, kThreads);
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf y = kb.buffer("y", t, Access::Write);
+  Val o = kb.global_id();
+  kb.if_(o < total, [&] {
+    Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
+    Val h0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+    Val w0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
+    Val plane_base = nc * uint32_t(s.h * s.w);
+    Var acc = kb.var("acc", kb.constant(t, 0));
+    for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
+      Val v = x[plane_base + tap.plane_index];
+      acc += tap.ok.valid() ? select(tap.ok, v, kb.constant(t, 0)) : v;
+    });
+    y[o] = acc.get() / double(s.kh * s.kw);
+  });
+  return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+HeavyKernel avg_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
+  std::string name = "avg_pool2d_grad_" + s.text() + "_" + float_suffix(t, "avg_pool2d_grad");
+  check_sizes(s);
+  const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
+  if (total == 0) return empty_result(name);
+  const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  KernelBuilder kb(name, kThreads);
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  Val o = kb.global_id();
+  kb.if_(o < total, [&] {
+    Val pos = o % (H * W), nc = o / (H * W);
+    Val hi = cast(pos / W, Type::I32), wi = cast(pos % W, Type::I32);
+    Val grad_base = nc * (Ho * Wo);
+    auto [oh_lo, oh_hi] = covering_windows(hi, s.kh, s.stride_h, s.pad_h, s.ho);
+    auto [ow_lo, ow_hi] = covering_windows(wi, s.kw, s.stride_w, s.pad_w, s.wo);
+    Var acc = kb.var("acc", kb.constant(t, 0));
+    kb.for_(oh_lo, oh_hi, [&](Val oh) {
+      kb.for_(ow_lo, ow_hi, [&](Val ow) { acc += gy[grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32)]; });
+    });
+    gx[o] = acc.get() / double(s.kh * s.kw);
+  });
+  return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,163 @@
+#include "lowering/heavy_kernels/softmax_kernels.h"
+
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::lowering::heavy {
+
+using namespace kir;
+
+SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis) {
+  if (axis < 0 || axis >= int64_t(shape.size()))
+    throw std::invalid_argument(fmt::format("softmax: axis {} is out of range for [{}]", axis, dims_text(shape)));
+  SoftmaxShape s;
+  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[size_t(d)];
+  s.axis = shape[size_t(axis)];
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  return s;
+}
+
+namespace {
+
+constexpr uint32_t kThreads = 256;
+
+Val neg_inf(KernelBuilder& kb, Type t) { return kb.constant(t, -std::numeric_limits<double>::infinity()); }
+
+// One invocation per row: three passes over the row's L elements at stride `inner`.
+HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& s, Type t, bool log) {
+  const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
+  const uint32_t rows = uint32_t(s.outer * s.inner);
+  KernelBuilder kb(name, kThreads);
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf y = kb.buffer("y", t, Access::Write);
+  Val row = kb.global_id();
+  kb.if_(row < rows, [&] {
+    Val base = (row / inner) * (L * inner) + row % inner;
+    Var m = kb.var("row_max", neg_inf(kb, t));
+    kb.for_(kb.u32(0), kb.u32(L), [&](Val j) { m = max(m.get(), x[base + j * inner].load()); });
+    Var sum = kb.var("row_sum", kb.constant(t, 0));
+    kb.for_(kb.u32(0), kb.u32(L), [&](Val j) { sum += exp(x[base + j * inner].load() - m.get()); });
+    if (log) {
+      Val shift = m.get() + kir::log(sum.get());
+      kb.for_(kb.u32(0), kb.u32(L), [&](Val j) { y[base + j * inner] = x[base + j * inner].load() - shift; });
+    } else {
+      Val inv = like(sum.get(), 1.0) / sum.get();
+      kb.for_(kb.u32(0), kb.u32(L), [&](Val j) { y[base + j * inner] = exp(x[base + j * inner].load() - m.get()) * inv; });
+    }
+  });
+  return {kb.finish(), groups_for_threads(rows, kThreads)};
+}
+
+// One workgroup per row: each pass strides over the row, then a tree combines the invocations.
+HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log) {
+  const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
+  const uint32_t rows = uint32_t(s.outer * s.inner);
+  const uint32_t wg = pow2_clamped(L, 32, 256);
+  KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf y = kb.buffer("y", t, Access::Write);
+  Shared scratch = kb.shared("scratch", t, wg);
+  Val lid = kb.local_id();
+  Val row = kb.group_id();
+  kb.if_(row < rows, [&] {  // uniform per workgroup
+    Val base = (row / inner) * (L * inner) + row % inner;
+    Var m = kb.var("part_max", neg_inf(kb, t));
+    kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { m = max(m.get(), x[base + j * inner].load()); });
+    workgroup_tree_reduce(kb, scratch, lid, m.get(), wg, TreeOp::Max);
+    Val row_max = scratch[0u];
+    kb.barrier();  // everyone has read the max before the sum reuses the scratch
+    Var sum = kb.var("part_sum", kb.constant(t, 0));
+    kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { sum += exp(x[base + j * inner].load() - row_max); });
+    workgroup_tree_reduce(kb, scratch, lid, sum.get(), wg, TreeOp::Sum);
+    Val row_sum = scratch[0u];
+    if (log) {
+      Val shift = row_max + kir::log(row_sum);
+      kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { y[base + j * inner] = x[base + j * inner].load() - shift; });
+    } else {
+      Val inv = like(row_sum, 1.0) / row_sum;
+      kb.for_(lid, kb.u32(L), kb.u32(wg),
+              [&](Val j) { y[base + j * inner] = exp(x[base + j * inner].load() - row_max) * inv; });
+    }
+  });
+  return {kb.finish(), rows};
+}
+
+// The max and the sum of exp(x - max) of row `row_base .. + C` of the logits.
+std::pair<Val, Val> row_stats(KernelBuilder& kb, Buf logits, Val row_base, uint32_t C, Type t) {
+  Var m = kb.var("row_max", neg_inf(kb, t));
+  kb.for_(kb.u32(0), kb.u32(C), [&](Val j) { m = max(m.get(), logits[row_base + j].load()); });
+  Val row_max = m.get();
+  Var sum = kb.var("row_sum", kb.constant(t, 0));
+  kb.for_(kb.u32(0), kb.u32(C), [&](Val j) { sum += exp(logits[row_base + j].load() - row_max); });
+  return {row_max, sum.get()};
+}
+
+}  // namespace
+
+HeavyKernel softmax_kernel(const SoftmaxShape& s, Type t, bool log) {
+  std::string op = log ? "log_softmax" : "softmax";
+  std::string name = fmt::format("{}_o{}_l{}_i{}_{}", op, s.outer, s.axis, s.inner, float_suffix(t, op));
+  index_u32(s.outer * s.axis * s.inner, op + " elements");
+  if (s.outer * s.axis * s.inner == 0) return empty_result(name);
+  if (s.axis >= kSoftmaxWorkgroupRowFrom) return softmax_per_workgroup(name, s, t, log);
+  return softmax_per_invocation(name, s, t, log);
+}
+
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t) {
+  std::string name = fmt::format("cross_entropy_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy"));
+  index_u32(n * c, "cross_entropy logits elements");
+  if (c < 1) throw std::invalid_argument(fmt::format("cross_entropy: logits [{}, {}] have no classes", n, c));
+  const uint32_t N = uint32_t(n), C = uint32_t(c);
+  const uint32_t wg = pow2_clamped(N, 32, 256);
+  KernelBuilder kb(name, wg);
+  Buf logits = kb.buffer("logits", t, Access::Read);
+  Buf labels = kb.buffer("labels", Type::I32, Access::Read);
+  Buf loss = kb.buffer("loss", t, Access::Write);
+  Shared scratch = kb.shared("partial", t, wg);
+  Val lid = kb.local_id();
+  kb.if_(kb.group_id() == 0u, [&] {  // uniform: only the first workgroup works (a grid is never folded to 1)
+    Var partial = kb.var("partial", kb.constant(t, 0));
+    if (N > 0) {
+      kb.for_(lid, kb.u32(N), kb.u32(wg), [&](Val row) {
+        Val row_base = row * C;
+        auto [row_max, row_sum] = row_stats(kb, logits, row_base, C, t);
+        Val label = labels[row].load();
+        Val in_range = (label >= 0) & (label < int32_t(C));
+        Val picked = logits[row_base + cast(min(max(label, 0), int32_t(C - 1)), Type::U32)].load();
+        Val nll = row_max + kir::log(row_sum) - picked;
+        partial += select(in_range, nll, kb.constant(t, std::numeric_limits<double>::quiet_NaN()));
+      });
+    }
+    workgroup_tree_reduce(kb, scratch, lid, partial.get(), wg);
+    // The mean of no rows is NaN, as PyTorch's is.
+    kb.if_(lid == 0u, [&] { loss[0u] = scratch[0u].load() / double(N); });
+  });
+  return {kb.finish(), 1};
+}
+
+HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t) {
+  std::string name = fmt::format("cross_entropy_grad_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy_grad"));
+  index_u32(n * c, "cross_entropy_grad logits elements");
+  const uint32_t N = uint32_t(n), C = uint32_t(c);
+  const uint32_t total = N * C;
+  if (total == 0) return empty_result(name);
+  KernelBuilder kb(name, kThreads);
+  Buf grad_loss = kb.buffer("grad_loss", t, Access::Read);
+  Buf logits = kb.buffer("logits", t, Access::Read);
+  Buf labels = kb.buffer("labels", Type::I32, Access::Read);
+  Buf grad = kb.buffer("grad_logits", t, Access::Write);
+  Val o = kb.global_id();
+  kb.if_(o < total, [&] {
+    Val row = o / C, col = o % C;
+    auto [row_max, row_sum] = row_stats(kb, logits, row * C, C, t);
+    Val p = exp(logits[o].load() - row_max) / row_sum;
+    Val label = labels[row].load();
+    Val one_hot = select(cast(col, Type::I32) == label, kb.constant(t, 1), kb.constant(t, 0));
+    grad[o] = grad_loss[0u].load() * (p - one_hot) / double(N);
+  });
+  return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,46 @@
+// max_pool2d, avg_pool2d and their gradients -> one kernel each (lowering/heavy_kernels/pool2d_kernels.h).
+#include "lowering/heavy_kernels/heavy_lowering.h"
+#include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "lowering/op_lowering.h"
+
+namespace spire::lowering {
+
+namespace {
+
+heavy::Pool2dShape shape_of(const graph::Node& node, const graph::Shape& x) {
+  graph::Pool2dOptions o = graph::pool2d_options(node);
+  return heavy::pool2d_shape(x, o.kernel, o.stride, o.padding);
+}
+
+using Template = heavy::HeavyKernel (*)(const heavy::Pool2dShape&, kir::Type);
+
+// `x_shape` is the pooled input's shape (an input's type, or the result's for the gradients).
+void lower_pool(LoweringContext& ctx, graph::Value v, Template make, const graph::Shape& x_shape) {
+  const graph::Node& node = ctx.graph().node(v);
+  kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  heavy::launch_heavy(ctx, node, [&] { return make(shape_of(node, x_shape), t); }, heavy::io_buffers(ctx, v));
+}
+
+}  // namespace
+
+void lower_max_pool2d(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  lower_pool(ctx, v, heavy::max_pool2d_kernel, g.type(g.node(v).inputs[0]).shape);
+}
+
+// (grad_out, x) -> grad_x.
+void lower_max_pool2d_grad(LoweringContext& ctx, graph::Value v) {
+  lower_pool(ctx, v, heavy::max_pool2d_grad_kernel, ctx.graph().node(v).type.shape);
+}
+
+void lower_avg_pool2d(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  lower_pool(ctx, v, heavy::avg_pool2d_kernel, g.type(g.node(v).inputs[0]).shape);
+}
+
+// (grad_out) with attr input_shape -> grad_x.
+void lower_avg_pool2d_grad(LoweringContext& ctx, graph::Value v) {
+  lower_pool(ctx, v, heavy::avg_pool2d_grad_kernel, ctx.graph().node(v).type.shape);
+}
+
+}  // namespace spire::lowering
