@@ -1,0 +1,169 @@
+// conv2d and its two gradients, with stride, padding, dilation and groups (PyTorch's cross-correlation:
+// out[n, co, oh, ow] = sum over ci, kh, kw of x[n, g*Cg + ci, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] *
+// w[co, ci, kh, kw], g = co / (Cout / groups), Cg = Cin / groups; taps that land in the padding read 0).
+//
+// The three ops share one walk over (n, co, ci, kh, kw, oh) and differ only in their innermost row loop:
+//   conv2d:             out[oh, ow]   += w        * x[ih, iw]
+//   conv2d_grad_input:  gx[ih, iw]    += w        * gout[oh, ow]
+//   conv2d_grad_weight: gw[kh, kw]    += gout[oh, ow] * x[ih, iw]
+// The range of ow whose tap lands inside the input is computed once per kernel column, so the inner loops
+// have no bounds checks and run over contiguous rows.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "ir/graph/eval_ops.h"
+
+namespace spire::graph::eval {
+
+namespace {
+
+struct ConvGeometry {
+  int64_t batch, in_channels, in_h, in_w;
+  int64_t out_channels, group_in, group_out;  // channels per group
+  int64_t kh, kw, out_h, out_w;
+  int64_t sh, sw, ph, pw, dh, dw;
+};
+
+// Output positions [lo, hi) whose tap `k` lands inside an input of `in_size` (a padding tap reads zero).
+struct TapRange {
+  int64_t lo = 0, hi = 0;
+};
+
+int64_t ceil_div_nonneg(int64_t a, int64_t b) { return a <= 0 ? 0 : (a + b - 1) / b; }
+
+std::vector<TapRange> tap_ranges(int64_t in_size, int64_t out_size, int64_t taps, int64_t stride, int64_t pad,
+                                 int64_t dilation) {
+  std::vector<TapRange> ranges(static_cast<size_t>(taps));
+  for (int64_t k = 0; k < taps; ++k) {
+    const int64_t shift = k * dilation - pad;  // input index = o * stride + shift
+    TapRange& r = ranges[size_t(k)];
+    r.lo = std::min(out_size, ceil_div_nonneg(-shift, stride));                 // o * stride + shift >= 0
+    r.hi = std::min(out_size, ceil_div_nonneg(in_size - shift, stride));        // o * stride + shift < in_size
+    r.hi = std::max(r.hi, r.lo);
+  }
+  return ranges;
+}
+
+int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
+  return (in + 2 * p - d * (k - 1) - 1) / s + 1;
+}
+
+ConvGeometry geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y) {
+  if (x.size() != 4 || w.size() != 4 || y.size() != 4)
+    fail(n, fmt::format("needs 4-d input, weight and output, got {}, {}, {}", shape_to_string(x),
+                        shape_to_string(w), shape_to_string(y)));
+  const Conv2dOptions o = conv2d_options(n);
+  if (o.stride.size() != 2 || o.padding.size() != 2 || o.dilation.size() != 2)
+    fail(n, "stride, padding and dilation need 2 values each");
+  ConvGeometry g{};
+  g.batch = x[0], g.in_channels = x[1], g.in_h = x[2], g.in_w = x[3];
+  g.out_channels = w[0], g.kh = w[2], g.kw = w[3];
+  g.out_h = y[2], g.out_w = y[3];
+  g.sh = o.stride[0], g.sw = o.stride[1], g.ph = o.padding[0], g.pw = o.padding[1];
+  g.dh = o.dilation[0], g.dw = o.dilation[1];
+  const int64_t groups = o.groups;
+  if (groups < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
+    fail(n, "groups, stride and dilation must be >= 1 and padding >= 0");
+  if (g.in_channels % groups != 0 || g.out_channels % groups != 0 || w[1] * groups != g.in_channels)
+    fail(n, fmt::format("input {} and weight {} do not fit groups={}", shape_to_string(x), shape_to_string(w),
+                        groups));
+  g.group_in = g.in_channels / groups;
+  g.group_out = g.out_channels / groups;
+  if (y[0] != g.batch || y[1] != g.out_channels || g.out_h != conv_out_size(g.in_h, g.kh, g.sh, g.ph, g.dh) ||
+      g.out_w != conv_out_size(g.in_w, g.kw, g.sw, g.pw, g.dw))
+    fail(n, fmt::format("output {} does not match input {} and weight {}", shape_to_string(y), shape_to_string(x),
+                        shape_to_string(w)));
+  return g;
+}
+
+// Calls row(n, co, c, kh, kw, oh, ih, ow_lo, ow_hi, iw_shift) for every (image, output channel, input channel of
+// its group, tap, output row) whose tap row lands inside the input; the tap then reads input column
+// ow * sw + iw_shift for ow in [ow_lo, ow_hi).
+template <class Row>
+void walk(const ConvGeometry& g, Row&& row) {
+  const std::vector<TapRange> rows = tap_ranges(g.in_h, g.out_h, g.kh, g.sh, g.ph, g.dh);
+  const std::vector<TapRange> cols = tap_ranges(g.in_w, g.out_w, g.kw, g.sw, g.pw, g.dw);
+  for (int64_t n = 0; n < g.batch; ++n)
+    for (int64_t co = 0; co < g.out_channels; ++co) {
+      const int64_t first_c = (co / g.group_out) * g.group_in;
+      for (int64_t ci = 0; ci < g.group_in; ++ci)
+        for (int64_t kh = 0; kh < g.kh; ++kh)
+          for (int64_t kw = 0; kw < g.kw; ++kw) {
+            const TapRange& cr = cols[size_t(kw)];
+            if (cr.lo >= cr.hi) continue;
+            const TapRange& rr = rows[size_t(kh)];
+            for (int64_t oh = rr.lo; oh < rr.hi; ++oh)
+              row(n, co, first_c + ci, ci, kh, kw, oh, oh * g.sh - g.ph + kh * g.dh, cr.lo, cr.hi,
+                  kw * g.dw - g.pw);
+          }
+    }
+}
+
+// Flat offsets of rows in NCHW tensors.
+int64_t x_row(const ConvGeometry& g, int64_t n, int64_t c, int64_t ih) { return ((n * g.in_channels + c) * g.in_h + ih) * g.in_w; }
+int64_t y_row(const ConvGeometry& g, int64_t n, int64_t co, int64_t oh) {
+  return ((n * g.out_channels + co) * g.out_h + oh) * g.out_w;
+}
+int64_t w_at(const ConvGeometry& g, int64_t co, int64_t ci, int64_t kh, int64_t kw) {
+  return ((co * g.group_in + ci) * g.kh + kh) * g.kw + kw;
+}
+
+}  // namespace
+
+Tensor conv2d(const Node& n, Inputs in) {
+  const Tensor& x = *in[0];
+  const Tensor& w = *in[1];
+  Tensor y = result_of(n);
+  const ConvGeometry g = geometry(n, x.shape, w.shape, y.shape);
+  const double* px = x.data.data();
+  const double* pw = w.data.data();
+  double* py = y.data.data();
+  walk(g, [&](int64_t b, int64_t co, int64_t c, int64_t ci, int64_t kh, int64_t kw, int64_t oh, int64_t ih,
+              int64_t lo, int64_t hi, int64_t shift) {
+    const double wv = pw[w_at(g, co, ci, kh, kw)];
+    const double* xr = px + x_row(g, b, c, ih);
+    double* yr = py + y_row(g, b, co, oh);
+    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * g.sw + shift];
+  });
+  return y;
+}
+
+Tensor conv2d_grad_input(const Node& n, Inputs in) {
+  const Tensor& gy = *in[0];
+  const Tensor& w = *in[1];
+  Tensor gx = result_of(n);
+  const ConvGeometry g = geometry(n, gx.shape, w.shape, gy.shape);
+  const double* pgy = gy.data.data();
+  const double* pw = w.data.data();
+  double* pgx = gx.data.data();
+  walk(g, [&](int64_t b, int64_t co, int64_t c, int64_t ci, int64_t kh, int64_t kw, int64_t oh, int64_t ih,
+              int64_t lo, int64_t hi, int64_t shift) {
+    const double wv = pw[w_at(g, co, ci, kh, kw)];
+    double* xr = pgx + x_row(g, b, c, ih);
+    const double* yr = pgy + y_row(g, b, co, oh);
+    for (int64_t ow = lo; ow < hi; ++ow) xr[ow * g.sw + shift] += wv * yr[ow];
+  });
+  return gx;
+}
+
+Tensor conv2d_grad_weight(const Node& n, Inputs in) {
+  const Tensor& gy = *in[0];
+  const Tensor& x = *in[1];
+  Tensor gw = result_of(n);
+  const ConvGeometry g = geometry(n, x.shape, gw.shape, gy.shape);
+  const double* pgy = gy.data.data();
+  const double* px = x.data.data();
+  double* pgw = gw.data.data();
+  walk(g, [&](int64_t b, int64_t co, int64_t c, int64_t ci, int64_t kh, int64_t kw, int64_t oh, int64_t ih,
+              int64_t lo, int64_t hi, int64_t shift) {
+    const double* xr = px + x_row(g, b, c, ih);
+    const double* yr = pgy + y_row(g, b, co, oh);
+    double acc = 0;
+    for (int64_t ow = lo; ow < hi; ++ow) acc += yr[ow] * xr[ow * g.sw + shift];
+    pgw[w_at(g, co, ci, kh, kw)] += acc;
+  });
+  return gw;
+}
+
+}  // namespace spire::graph::eval
