@@ -229,7 +229,7 @@ TEST_F(DispatchTest, BindingAndScalarMismatchesThrowNamingTheKernel) {
   EXPECT_NE(msg.find("vector_add"), std::string::npos) << msg;
 }
 
-TEST_F(DispatchTest, MisalignedOrOversizedViewsThrow) {
+TEST_F(DispatchTest, MisalignedOrOverrunningViewsThrow) {
   const uint32_t align = dev().info().min_storage_offset_alignment;
   auto a = dev().alloc(4096);
   auto s = dev().record();
@@ -239,12 +239,17 @@ TEST_F(DispatchTest, MisalignedOrOversizedViewsThrow) {
   EXPECT_NE(msg.find("alignment"), std::string::npos) << msg;
   BufferView overrun[] = {BufferView(a, 0, 8192), BufferView(a), BufferView(a)};
   EXPECT_THROW(s->dispatch(*add_, overrun, ScalarArgs().u32(1), Grid{1}), rt::Error);
+}
+
+TEST_F(DispatchTest, ViewBeyondTheBindingLimitThrows) {
+  auto a = dev().alloc(4096);
+  auto s = dev().record();
   uint64_t too_big = dev().info().max_buffer_bytes + 16;
   if (too_big > (uint64_t(1) << 31) || too_big > dev().info().memory_bytes / 4)
     GTEST_SKIP() << "the binding limit is too large to exceed cheaply here";
   auto big = dev().alloc(too_big);
   BufferView huge[] = {BufferView(big), BufferView(a), BufferView(a)};
-  msg = error_of([&] { s->dispatch(*add_, huge, ScalarArgs().u32(1), Grid{1}); });
+  std::string msg = error_of([&] { s->dispatch(*add_, huge, ScalarArgs().u32(1), Grid{1}); });
   EXPECT_NE(msg.find(std::to_string(dev().info().max_buffer_bytes)), std::string::npos) << msg;
 }
 

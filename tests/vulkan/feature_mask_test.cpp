@@ -28,16 +28,23 @@ class FeatureMaskTest : public VulkanTest {
 };
 
 TEST_F(FeatureMaskTest, MaskedFeaturesVanishFromListAndOpen) {
-  int index = dev().info().index;
+  const std::string id = dev().info().id;
+  auto features_of = [&] {
+    for (const auto& d : vulkan::list_devices())
+      if (d.id == id) return d.features;
+    ADD_FAILURE() << id << " is not listed";
+    return Features{};
+  };
   unsetenv("SPIRE_MASK_FEATURES");
-  Features full = vulkan::list_devices()[index].features;
+  Features full = features_of();
+  EXPECT_EQ(full, dev().info().features);
   setenv("SPIRE_MASK_FEATURES", "float64, int64", 1);
-  Features masked = vulkan::list_devices()[index].features;
+  Features masked = features_of();
   EXPECT_FALSE(masked.has(Feature::Float64));
   EXPECT_FALSE(masked.has(Feature::Int64));
   EXPECT_EQ(masked.has(Feature::Float16), full.has(Feature::Float16)) << "only the named features go";
   EXPECT_TRUE(masked.has(Feature::AtomicAddInt));
-  auto d = vulkan::open(index);
+  auto d = vulkan::open(dev().info().index);
   EXPECT_EQ(d->info().features, masked);
 }
 

@@ -10,9 +10,10 @@ namespace spire::rt::vulkan::test {
 Device* shared_device() {
   static std::unique_ptr<Device> dev = [] {
     std::unique_ptr<Device> d;
-    if (vulkan::list_devices().empty()) return d;
+    auto listed = vulkan::list_devices();
+    if (listed.empty()) return d;
     const char* pick = std::getenv("SPIRE_VULKAN_TEST_DEVICE");
-    d = vulkan::open(pick ? std::atoi(pick) : 0);
+    d = vulkan::open(pick ? std::atoi(pick) : listed[0].index);
     return d;
   }();
   return dev.get();

@@ -13,7 +13,8 @@
 
 namespace spire::rt::vulkan::test {
 
-// The Vulkan device the tests run on: SPIRE_VULKAN_TEST_DEVICE (an index) or vulkan:0. nullptr when none.
+// The Vulkan device the tests run on: index SPIRE_VULKAN_TEST_DEVICE (N of vulkan:N), else the first listed.
+// nullptr when there is none.
 Device* shared_device();
 
 class VulkanTest : public ::testing::Test {
