@@ -1,0 +1,16 @@
+#include "lowering/lowering_context.h"
+
+namespace spire::lowering {
+
+kir::Type device_type(graph::DType t) {
+  switch (t) {
+    case graph::DType::Bool: return kir::Type::U32;
+    case graph::DType::I32: return kir::Type::I32;
+    case graph::DType::I64: return kir::Type::I32;  // range-checked on upload (executor.cpp)
+    case graph::DType::F32: return kir::Type::F32;
+    case graph::DType::F64: return kir::Type::F64;
+  }
+  return kir::Type::F32;
+}
+
+}  // namespace spire::lowering

@@ -1,0 +1,241 @@
+// compile(): plan -> device kernels and buffers -> one recorded command stream that every step() replays.
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "lowering/executable.h"
+#include "lowering/plan.h"
+
+namespace spire::lowering {
+
+namespace {
+
+// Written into every buffer at allocation: as f32 (0x7FF80000) and as f64 (0x7FF800007FF80000) a NaN, as an
+// integer a large number, as a bool neither 0 nor 1. A value nobody wrote stays visibly wrong.
+constexpr uint32_t kPoison = 0x7FF80000u;
+
+// Host values of a tensor in the device type's bytes.
+std::vector<uint8_t> to_device_bytes(const graph::Tensor& t, kir::Type type, const std::string& name) {
+  std::vector<uint8_t> out(size_t(t.numel()) * kir::type_bytes(type));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.data[size_t(i)];
+    uint8_t* p = out.data() + size_t(i) * kir::type_bytes(type);
+    switch (type) {
+      case kir::Type::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+      case kir::Type::F64: std::memcpy(p, &v, 8); break;
+      case kir::Type::I32: {
+        if (!(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()))
+          throw graph::GraphError(fmt::format("'{}': element {} = {} is outside the 32-bit range {} values are stored "
+                                              "in on devices", name, i, v, graph::dtype_name(t.dtype)));
+        int32_t x = int32_t(v);
+        std::memcpy(p, &x, 4);
+        break;
+      }
+      case kir::Type::U32: { uint32_t x = v != 0 ? 1 : 0; std::memcpy(p, &x, 4); break; }
+      default: throw graph::GraphError(fmt::format("'{}': no host conversion to device type {}", name, kir::type_name(type)));
+    }
+  }
+  return out;
+}
+
+// Device bytes back into a host tensor. A stored bool other than 0/1 is kept as is: it can only be a value no
+// kernel wrote (the poison), and a comparison must see that.
+graph::Tensor from_device_bytes(const std::vector<uint8_t>& bytes, kir::Type type, const graph::TensorType& tt) {
+  graph::Tensor t;
+  t.dtype = tt.dtype;
+  t.shape = tt.shape;
+  t.data.resize(size_t(tt.numel()));
+  for (int64_t i = 0; i < tt.numel(); ++i) {
+    const uint8_t* p = bytes.data() + size_t(i) * kir::type_bytes(type);
+    double v = 0;
+    switch (type) {
+      case kir::Type::F32: { float f; std::memcpy(&f, p, 4); v = f; break; }
+      case kir::Type::F64: std::memcpy(&v, p, 8); break;
+      case kir::Type::I32: { int32_t x; std::memcpy(&x, p, 4); v = x; break; }
+      case kir::Type::U32: { uint32_t x; std::memcpy(&x, p, 4); v = x; break; }
+      default: break;
+    }
+    t.data[size_t(i)] = v;
+  }
+  return t;
+}
+
+std::string names_of_launches_using(const Plan& p, int32_t kernel) {
+  std::string s;
+  int shown = 0;
+  for (const auto& l : p.launches)
+    if (l.kernel == kernel && shown++ < 3) s += (s.empty() ? "" : ", ") + l.node;
+  return s;
+}
+
+class CompiledStep final : public Executable {
+ public:
+  CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt) : dev_(dev) {
+    plan_ = lower(g, dev.info());
+    if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
+    compile_kernels();
+    allocate();
+    record();
+  }
+
+  void set(const std::string& name, const graph::Tensor& t) override {
+    const NamedValue& nv = leaf(name);
+    if (t.dtype != nv.type.dtype || t.shape != nv.type.shape)
+      throw graph::GraphError(fmt::format("set('{}'): the graph declares {}, the tensor is {}", name,
+                                          nv.type.to_string(), t.type().to_string()));
+    if (int64_t(t.data.size()) != t.numel())
+      throw graph::GraphError(fmt::format("set('{}'): the tensor holds {} values for shape {}", name, t.data.size(),
+                                          graph::shape_to_string(t.shape)));
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    auto bytes = to_device_bytes(t, b.slot.type, name);
+    if (!bytes.empty()) dev_.upload(*owned_[size_t(nv.buffer)], bytes.data(), bytes.size());
+  }
+
+  void set_raw(const std::string& name, const void* data, size_t bytes) override {
+    const NamedValue& nv = leaf(name);
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    if (bytes != b.bytes())
+      throw graph::GraphError(fmt::format("set_raw('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
+                                          bytes));
+    if (bytes) dev_.upload(*owned_[size_t(nv.buffer)], data, bytes);
+  }
+
+  void step() override {
+    dev_.submit(*stream_)->wait();
+    last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
+  }
+
+  graph::Tensor get(const std::string& name) override {
+    const NamedValue& nv = readable(name);
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    std::vector<uint8_t> bytes(b.bytes());
+    if (!bytes.empty()) dev_.download(*owned_[size_t(nv.buffer)], bytes.data(), bytes.size());
+    return from_device_bytes(bytes, b.slot.type, nv.type);
+  }
+
+  void get_raw(const std::string& name, void* out, size_t bytes) override {
+    const NamedValue& nv = readable(name);
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    if (bytes != b.bytes())
+      throw graph::GraphError(fmt::format("get_raw('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
+                                          nv.type.to_string(), b.bytes(), b.slot.elements,
+                                          kir::type_name(b.slot.type), bytes));
+    if (bytes) dev_.download(*owned_[size_t(nv.buffer)], out, bytes);
+  }
+
+  std::string plan_text() const override { return lowering::plan_text(plan_); }
+  double last_step_ms() const override { return last_ms_; }
+
+ private:
+  std::string known_names(bool outputs_too) const {
+    std::string s;
+    for (const auto& [n, v] : plan_.leaves) s += (s.empty() ? "" : ", ") + n;
+    if (outputs_too)
+      for (const auto& [n, v] : plan_.outputs) s += (s.empty() ? "" : ", ") + n;
+    return s.empty() ? "(none)" : s;
+  }
+
+  const NamedValue& leaf(const std::string& name) const {
+    auto it = plan_.leaves.find(name);
+    if (it != plan_.leaves.end()) return it->second;
+    if (plan_.outputs.count(name))
+      throw graph::GraphError(fmt::format("set('{}'): that is an output of the graph, not an input, parameter or state",
+                                          name));
+    throw graph::GraphError(fmt::format("set('{}'): the graph has no input, parameter or state of that name (it has: {})",
+                                        name, known_names(false)));
+  }
+
+  const NamedValue& readable(const std::string& name) const {
+    auto it = plan_.outputs.find(name);
+    if (it != plan_.outputs.end()) return it->second;
+    auto jt = plan_.leaves.find(name);
+    if (jt != plan_.leaves.end()) return jt->second;
+    throw graph::GraphError(fmt::format("get('{}'): no output, input, parameter or state of that name (the graph has: "
+                                        "{}); intermediate values are not kept, make them outputs",
+                                        name, known_names(true)));
+  }
+
+  void compile_kernels() {
+    for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+      try {
+        kernels_.push_back(dev_.compile(plan_.kernels[k]));
+      } catch (const rt::MissingFeature& e) {
+        throw rt::MissingFeature(fmt::format("{} (needed by {})", e.what(), names_of_launches_using(plan_, int32_t(k))));
+      } catch (const std::exception& e) {
+        throw rt::Error(fmt::format("compiling kernel '{}' (for {}) on {}: {}", plan_.kernels[k].name,
+                                    names_of_launches_using(plan_, int32_t(k)), dev_.info().id, e.what()));
+      }
+    }
+  }
+
+  void allocate() {
+    const uint64_t max_binding = dev_.info().max_buffer_bytes;
+    owned_.resize(plan_.buffers.size());
+    views_.resize(plan_.buffers.size());
+    if (plan_.arena_bytes) {
+      arena_ = dev_.alloc(plan_.arena_bytes);
+      dev_.fill(*arena_, kPoison);
+    }
+    for (size_t i = 0; i < plan_.buffers.size(); ++i) {
+      const PlannedBuffer& b = plan_.buffers[i];
+      uint64_t bytes = std::max<uint64_t>(b.bytes(), 4);
+      if (max_binding && b.bytes() > max_binding)
+        throw rt::Error(fmt::format("buffer '{}' needs {} bytes, more than the {} bytes device {} can bind at once",
+                                    b.slot.name, b.bytes(), max_binding, dev_.info().id));
+      if (!b.persistent()) {
+        if (b.first_use >= 0) views_[i] = rt::BufferView(*arena_, uint64_t(b.arena_offset), bytes);
+        continue;
+      }
+      owned_[i] = dev_.alloc(bytes);
+      views_[i] = rt::BufferView(owned_[i], 0, bytes);
+      dev_.fill(*owned_[i], kPoison);
+      if (b.fill) {
+        graph::Tensor t(graph::DType::F64, {b.slot.elements}, *b.fill);
+        auto data = to_device_bytes(t, b.slot.type, b.slot.name);
+        if (!data.empty()) dev_.upload(*owned_[i], data.data(), data.size());
+      }
+    }
+  }
+
+  void record() {
+    stream_ = dev_.record();
+    t_begin_ = stream_->timestamp();
+    std::vector<rt::BufferView> views;
+    for (const Launch& l : plan_.launches) {
+      views.clear();
+      for (int32_t b : l.buffers) views.push_back(views_[size_t(b)]);
+      stream_->dispatch(*kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups));
+      stream_->barrier();
+    }
+    for (const StateCopy& c : plan_.copies) {
+      rt::BufferView from = views_[size_t(c.from)], to = views_[size_t(c.to)];
+      from.size = to.size = plan_.buffers[size_t(c.to)].bytes();
+      if (from.size) stream_->copy(from, to);
+    }
+    if (!plan_.copies.empty()) stream_->barrier();
+    t_end_ = stream_->timestamp();
+    stream_->finish();
+  }
+
+  rt::Device& dev_;
+  Plan plan_;
+  std::vector<std::shared_ptr<rt::Kernel>> kernels_;
+  std::shared_ptr<rt::Buffer> arena_;
+  std::vector<std::shared_ptr<rt::Buffer>> owned_;  // persistent buffers (null for arena-placed ones)
+  std::vector<rt::BufferView> views_;               // every buffer's binding
+  std::unique_ptr<rt::CommandStream> stream_;
+  uint32_t t_begin_ = 0, t_end_ = 0;
+  double last_ms_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Executable> compile(const graph::Graph& g, rt::Device& device, const CompileOptions& opt) {
+  return std::make_unique<CompiledStep>(g, device, opt);
+}
+
+}  // namespace spire::lowering

@@ -1,0 +1,167 @@
+// Pass 3, emit: runs every scheduled node's lowering against a LoweringContext that records buffers and
+// launches into a Plan, then fixes what outlives the step (leaves, outputs, state updates) and hands the
+// plan to memory planning.
+#include <fmt/format.h>
+
+#include <unordered_map>
+
+#include "ir/kernel/printer.h"
+#include "lowering/decompose.h"
+#include "lowering/kernel_templates.h"
+#include "lowering/memory_plan.h"
+#include "lowering/op_lowering.h"
+#include "lowering/plan.h"
+#include "lowering/schedule.h"
+
+namespace spire::lowering {
+
+namespace {
+
+BufferRole role_of(graph::OpKind op) {
+  switch (op) {
+    case graph::OpKind::Input: return BufferRole::Input;
+    case graph::OpKind::Parameter: return BufferRole::Parameter;
+    case graph::OpKind::State: return BufferRole::State;
+    case graph::OpKind::Constant: return BufferRole::Constant;
+    default: return BufferRole::Transient;
+  }
+}
+
+class PlanBuilder final : public LoweringContext {
+ public:
+  explicit PlanBuilder(const graph::Graph& g) : g_(g), buffer_of_value_(size_t(g.size()), -1) {}
+
+  const graph::Graph& graph() const override { return g_; }
+
+  int32_t buffer_of(graph::Value v) override {
+    int32_t& b = buffer_of_value_.at(size_t(v.id));
+    if (b >= 0) return b;
+    const graph::Node& n = g_.node(v);
+    PlannedBuffer pb;
+    pb.slot = {n.name, device_type(n.type.dtype), n.type.numel()};
+    pb.role = role_of(n.op);
+    pb.values.push_back(n.name);
+    if (n.op == graph::OpKind::Constant) pb.fill = n.attrs.get_float("value");
+    if (n.op == graph::OpKind::State) pb.fill = n.attrs.get_float("init");
+    b = int32_t(plan_.buffers.size());
+    plan_.buffers.push_back(std::move(pb));
+    return b;
+  }
+
+  void alias(graph::Value alias, graph::Value source) override {
+    if (g_.type(alias).numel() != g_.type(source).numel() ||
+        device_type(g_.type(alias).dtype) != device_type(g_.type(source).dtype))
+      throw graph::GraphError(fmt::format("lowering: '{}' ({}) cannot alias '{}' ({}): element count or type differs",
+                                          g_.node(alias).name, g_.type(alias).to_string(), g_.node(source).name,
+                                          g_.type(source).to_string()));
+    int32_t b = buffer_of(source);
+    int32_t& a = buffer_of_value_.at(size_t(alias.id));
+    if (a >= 0 && a != b)
+      throw graph::GraphError(fmt::format("lowering: '{}' already has a buffer", g_.node(alias).name));
+    a = b;
+    plan_.buffers[size_t(b)].values.push_back(g_.node(alias).name);
+  }
+
+  int32_t scratch(kir::Type type, int64_t elements) override {
+    PlannedBuffer pb;
+    pb.slot = {fmt::format("scratch.{}", scratch_count_++), type, elements};
+    pb.values.push_back(fmt::format("(scratch of {})", current_node_));
+    plan_.buffers.push_back(std::move(pb));
+    return int32_t(plan_.buffers.size() - 1);
+  }
+
+  void launch(kir::Kernel kernel, std::vector<int32_t> buffers, rt::ScalarArgs scalars, uint64_t groups) override {
+    if (buffers.size() != kernel.buffers.size())
+      throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' declares {} buffers, launch binds {}",
+                                         current_node_, kernel.name, kernel.buffers.size(), buffers.size()));
+    for (size_t i = 0; i < buffers.size(); ++i) {
+      const PlannedBuffer& pb = plan_.buffers.at(size_t(buffers[i]));
+      if (pb.slot.type != kernel.buffers[i].elem)
+        throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' buffer {} ('{}') is {}, bound to '{}' of {}",
+                                           current_node_, kernel.name, i, kernel.buffers[i].name,
+                                           kir::type_name(kernel.buffers[i].elem), pb.slot.name,
+                                           kir::type_name(pb.slot.type)));
+    }
+    if (scalars.count() != kernel.scalars.size())
+      throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' declares {} scalars, launch passes {}",
+                                         current_node_, kernel.name, kernel.scalars.size(), scalars.count()));
+    if (groups == 0) return;  // an empty tensor: nothing to compute
+    std::string text = kir::print(kernel);
+    auto [it, inserted] = kernel_by_text_.emplace(std::move(text), int32_t(plan_.kernels.size()));
+    if (inserted) plan_.kernels.push_back(std::move(kernel));
+    plan_.launches.push_back({it->second, std::move(buffers), std::move(scalars), groups, current_node_});
+  }
+
+  void set_current(const std::string& node) { current_node_ = node; }
+  bool has_buffer(graph::Value v) const { return buffer_of_value_[size_t(v.id)] >= 0; }
+  Plan& plan() { return plan_; }
+
+ private:
+  const graph::Graph& g_;
+  std::vector<int32_t> buffer_of_value_;
+  std::unordered_map<std::string, int32_t> kernel_by_text_;
+  Plan plan_;
+  std::string current_node_;
+  int scratch_count_ = 0;
+};
+
+// A fresh buffer holding a copy of `v`, for a value that must not share storage with a state-update
+// target (the end-of-step copies would overwrite it before the user reads it, or read it after writing).
+int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
+  const graph::Graph& g = ctx.graph();
+  int32_t from = ctx.buffer_of(v);
+  int32_t to = int32_t(ctx.plan().buffers.size());
+  PlannedBuffer pb;
+  pb.slot = {g.node(v).name + ".snapshot", device_type(g.type(v).dtype), g.type(v).numel()};
+  pb.role = BufferRole::Output;
+  pb.values.push_back(why);
+  ctx.plan().buffers.push_back(std::move(pb));
+  ctx.set_current(g.node(v).name + " (snapshot)");
+  int64_t n = g.type(v).numel();
+  ctx.launch(copy_kernel(device_type(g.type(v).dtype), n), {from, to}, {}, groups_for(n, kPointwiseWorkgroup));
+  return to;
+}
+
+}  // namespace
+
+Plan lower(const graph::Graph& original, const rt::DeviceInfo& info) {
+  graph::Graph g = decompose(original);
+  PlanBuilder ctx(g);
+  for (graph::Value v : schedule(g)) {
+    ctx.set_current(g.node(v).name);
+    lower_node(ctx, v);
+  }
+  Plan& plan = ctx.plan();
+
+  // Every leaf the user can set gets its own persistent buffer, used or not.
+  for (graph::Value v : g.values()) {
+    const graph::Node& n = g.node(v);
+    if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter || n.op == graph::OpKind::State)
+      plan.leaves[n.name] = {ctx.buffer_of(v), n.type, n.op};
+  }
+
+  std::vector<int32_t> targets;
+  for (const graph::StateUpdate& u : g.state_updates()) targets.push_back(ctx.buffer_of(u.target));
+  auto is_target = [&](int32_t b) { return std::find(targets.begin(), targets.end(), b) != targets.end(); };
+
+  for (const graph::NamedOutput& o : g.outputs()) {
+    int32_t b = ctx.buffer_of(o.value);
+    // An output stored in a parameter's buffer would show the updated parameter after the step.
+    if (is_target(b)) b = snapshot(ctx, o.value, fmt::format("(output {} before the state updates)", o.name));
+    if (plan.buffers[size_t(b)].role == BufferRole::Transient) plan.buffers[size_t(b)].role = BufferRole::Output;
+    plan.outputs[o.name] = {b, g.type(o.value), g.node(o.value).op};
+  }
+  for (const graph::StateUpdate& u : g.state_updates()) {
+    int32_t from = ctx.buffer_of(u.value), to = ctx.buffer_of(u.target);
+    if (from == to) continue;  // the new value already lives in the target
+    // Updates read old values: a new value stored in another target must be copied before any update.
+    if (is_target(from)) from = snapshot(ctx, u.value, fmt::format("(new value of {})", g.node(u.target).name));
+    if (plan.buffers[size_t(from)].role == BufferRole::Transient) plan.buffers[size_t(from)].role = BufferRole::Output;
+    plan.copies.push_back({from, to, g.node(u.target).name});
+  }
+
+  plan_memory(plan, info);
+  return std::move(plan);
+}
+
+}  // namespace spire::lowering

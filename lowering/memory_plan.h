@@ -1,0 +1,18 @@
+// Pass 4, memory planning: transient buffers (intermediates and scratch) share one arena; each gets a byte
+// offset, aligned to the device's minimum storage-buffer offset alignment, such that two buffers overlap in
+// memory only if their lifetimes (first to last launch touching them) are disjoint. Persistent buffers
+// (leaves, constants, outputs) keep their own device buffers.
+#pragma once
+
+#include "lowering/plan.h"
+
+namespace spire::lowering {
+
+// Fills first_use/last_use of every buffer and arena_offset of every transient one, plan.arena_bytes and
+// plan.arena_alignment.
+void plan_memory(Plan& plan, const rt::DeviceInfo& info);
+
+// Checks the invariant above; returns "" or a message naming two conflicting buffers (used by tests).
+std::string check_memory_plan(const Plan& plan);
+
+}  // namespace spire::lowering

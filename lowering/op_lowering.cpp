@@ -1,0 +1,55 @@
+// The dispatch table from op to lowering function. Every OpKind has an entry (or is a leaf).
+#include "lowering/op_lowering.h"
+
+#include <array>
+
+#include <fmt/format.h>
+
+namespace spire::lowering {
+
+namespace {
+
+using Lowering = void (*)(LoweringContext&, graph::Value);
+
+std::array<Lowering, graph::kNumOps> build_table() {
+  using K = graph::OpKind;
+  std::array<Lowering, graph::kNumOps> t{};
+  auto set = [&](K k, Lowering f) { t[size_t(k)] = f; };
+  set(K::Constant, lower_constant);
+  for (K k : {K::Add, K::Sub, K::Mul, K::Div, K::Pow, K::Maximum, K::Minimum, K::Compare, K::Neg, K::Exp, K::Log,
+              K::Sqrt, K::Tanh, K::Sigmoid, K::Relu, K::Silu, K::Gelu, K::Where, K::Cast, K::ReluGrad, K::SiluGrad,
+              K::GeluGrad})
+    set(k, lower_elementwise);
+  for (K k : {K::Sum, K::Mean, K::Max, K::SumTo}) set(k, lower_reduce);
+  set(K::Reshape, lower_reshape);
+  set(K::Flatten, lower_reshape);
+  set(K::Permute, lower_permute);
+  set(K::BroadcastTo, lower_broadcast_to);
+  set(K::Matmul, lower_matmul);
+  set(K::Conv2d, lower_conv2d);
+  set(K::Conv2dGradInput, lower_conv2d_grad_input);
+  set(K::Conv2dGradWeight, lower_conv2d_grad_weight);
+  set(K::MaxPool2d, lower_max_pool2d);
+  set(K::MaxPool2dGrad, lower_max_pool2d_grad);
+  set(K::AvgPool2d, lower_avg_pool2d);
+  set(K::AvgPool2dGrad, lower_avg_pool2d_grad);
+  set(K::Softmax, lower_softmax);
+  set(K::LogSoftmax, lower_softmax);
+  set(K::CrossEntropy, lower_cross_entropy);
+  set(K::CrossEntropyGrad, lower_cross_entropy_grad);
+  return t;
+}
+
+}  // namespace
+
+void lower_node(LoweringContext& ctx, graph::Value v) {
+  static const std::array<Lowering, graph::kNumOps> table = build_table();
+  const graph::Node& n = ctx.graph().node(v);
+  Lowering f = table[size_t(n.op)];
+  // Input, parameter and state leaves need no launch: their buffers are filled by the caller.
+  if (graph::is_leaf(n.op) && n.op != graph::OpKind::Constant) return;
+  if (!f) throw graph::GraphError(fmt::format("op {} ('{}'): no lowering", graph::op_name(n.op), n.name));
+  f(ctx, v);
+}
+
+}  // namespace spire::lowering

@@ -1,0 +1,75 @@
+// The plan: what lowering decided, before any device work. Buffers (with the values living in each),
+// the distinct kernels, the launches in order, and the state-update copies that end each step.
+//
+// The executor (executor.cpp) turns a plan into device buffers and one recorded command stream; plan_text()
+// shows it to the user.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "ir/kernel/kernel.h"
+#include "lowering/lowering_context.h"
+#include "runtime/device.h"
+
+namespace spire::lowering {
+
+// Why a buffer exists; everything but Transient lives across steps and gets its own device buffer.
+enum class BufferRole : uint8_t {
+  Transient,  // an intermediate or scratch: placed in the arena, its bytes reused once it is dead
+  Input,      // fed by set() before a step
+  Parameter,  // persistent, set() once, updated by state updates
+  State,      // persistent, initialised to its init value, updated by state updates
+  Constant,   // filled once at compile time
+  Output,     // a graph output or a state update's new value: must survive the step
+};
+std::string_view buffer_role_name(BufferRole r);
+
+struct PlannedBuffer {
+  BufferSlot slot;                  // name, device element type, element count
+  BufferRole role = BufferRole::Transient;
+  std::vector<std::string> values;  // node names of the values stored here (more than one: aliases)
+  std::optional<double> fill;       // Constant and State: the value every element starts with
+  int32_t first_use = -1;           // launch indices (inclusive); -1: no launch touches it
+  int32_t last_use = -1;
+  int64_t arena_offset = -1;        // Transient: byte offset in the arena (memory_plan.cpp)
+
+  uint64_t bytes() const { return uint64_t(slot.elements) * kir::type_bytes(slot.type); }
+  bool persistent() const { return role != BufferRole::Transient; }
+};
+
+// A value the user reaches by name: a leaf for set(), an output / parameter / state for get().
+struct NamedValue {
+  int32_t buffer = -1;
+  graph::TensorType type;
+  graph::OpKind kind = graph::OpKind::Input;  // Input, Parameter, State for leaves; the producer for outputs
+};
+
+struct StateCopy {
+  int32_t from = -1;  // buffer of the new value
+  int32_t to = -1;    // buffer of the parameter or state
+  std::string target; // its name
+};
+
+struct Plan {
+  std::vector<PlannedBuffer> buffers;
+  std::vector<kir::Kernel> kernels;   // distinct kernels (deduplicated by their text)
+  std::vector<Launch> launches;       // in execution order; a barrier follows each
+  std::vector<StateCopy> copies;      // after the launches, in the same stream
+  std::map<std::string, NamedValue> leaves;   // Input, Parameter and State leaves by node name
+  std::map<std::string, NamedValue> outputs;  // graph outputs by output name
+  uint64_t arena_bytes = 0;           // bytes of the transient arena (memory_plan.cpp)
+  uint32_t arena_alignment = 4;
+};
+
+// Lowers `g` (decompose, schedule, lower every node, plan memory) for a device with `info`'s limits.
+Plan lower(const graph::Graph& g, const rt::DeviceInfo& info);
+
+// The plan as text: buffers (role, type, size, arena offset, values), kernels, launches in order, copies.
+std::string plan_text(const Plan& p);
+
+}  // namespace spire::lowering
