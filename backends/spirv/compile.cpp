@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "backends/spirv/kernel_emitter.h"
+#include "backends/spirv/optimize.h"
 #include "backends/spirv/spirv_backend.h"
 #include "ir/kernel/printer.h"
 
@@ -16,12 +17,18 @@ std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
   if (!problem.empty())
     throw std::invalid_argument(fmt::format("kernel '{}' is malformed: {}", k.name, problem));
 
-  std::vector<uint32_t> words = KernelEmitter(k).emit();
-  if (opt.validate) {
+  auto check = [&](const std::vector<uint32_t>& words, const char* stage) {
+    if (!opt.validate) return;
     std::string message = validate(words);
     if (!message.empty())
-      throw CompileError(fmt::format("SPIR-V for kernel '{}' failed validation (a compiler bug): {}\n{}", k.name,
-                                     message, kir::print(k)));
+      throw CompileError(fmt::format("SPIR-V for kernel '{}' failed validation{} (a compiler bug): {}\n{}", k.name,
+                                     stage, message, kir::print(k)));
+  };
+  std::vector<uint32_t> words = KernelEmitter(k).emit();
+  check(words, "");
+  if (opt.optimize) {
+    words = optimize_module(words, k.name);
+    check(words, " after spirv-opt");
   }
   return words;
 }

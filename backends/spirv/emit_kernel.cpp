@@ -324,6 +324,8 @@ Id KernelEmitter::op(SpvOp opcode, Id result_type, std::initializer_list<Id> ope
   Words w{result_type, result};
   w.insert(w.end(), operands.begin(), operands.end());
   append_instruction(*current_, opcode, w);
+  if (no_contraction_ && (opcode == SpvOpFAdd || opcode == SpvOpFSub || opcode == SpvOpFMul || opcode == SpvOpFDiv))
+    m_.decorate(result, SpvDecorationNoContraction);
   return result;
 }
 

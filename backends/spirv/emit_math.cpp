@@ -78,9 +78,23 @@ constexpr double kLog2e = 1.44269504088896338700e+00;
 constexpr double kExpOverflow = 7.09782712893383973096e+02;
 constexpr double kExpUnderflow = -7.45133219101941108420e+02;
 
+// Marks the float arithmetic written in its scope NoContraction.
+class NoContraction {
+ public:
+  explicit NoContraction(bool& flag) : flag_(flag), saved_(flag) { flag_ = true; }
+  ~NoContraction() { flag_ = saved_; }
+  NoContraction(const NoContraction&) = delete;
+  NoContraction& operator=(const NoContraction&) = delete;
+
+ private:
+  bool& flag_;
+  bool saved_;
+};
+
 }  // namespace
 
 Id KernelEmitter::expm1_poly_f64(Id r) {
+  NoContraction exact_order(no_contraction_);
   // e^r - 1 = r * sum_{j=0..12} r^j / (j+1)!, by Horner; for |r| <= ln2/2 the first omitted term,
   // r^14/14!, is below 5e-18.
   Id dt = type(Type::F64);
@@ -97,6 +111,7 @@ Id KernelEmitter::expm1_poly_f64(Id r) {
 }
 
 Id KernelEmitter::exp_f64(Id x) {
+  NoContraction exact_order(no_contraction_);
   // e^x = 2^k e^r with k = round(x / ln2) and r = x - k ln2 in [-ln2/2, ln2/2].
   Type D = Type::F64;
   Id dt = type(D), it = type(Type::I32), b = bool_type();
@@ -116,6 +131,7 @@ Id KernelEmitter::exp_f64(Id x) {
 }
 
 Id KernelEmitter::log_f64(Id x) {
+  NoContraction exact_order(no_contraction_);
   // x = m 2^e with m in [sqrt(1/2), sqrt(2)); log m = 2 atanh(s) = 2 s sum_j s^2j/(2j+1), s = (m-1)/(m+1),
   // |s| <= 0.172, so twelve terms leave an error below 1e-18.
   Type D = Type::F64;
@@ -150,6 +166,7 @@ Id KernelEmitter::log_f64(Id x) {
 }
 
 Id KernelEmitter::tanh_f64(Id x) {
+  NoContraction exact_order(no_contraction_);
   // tanh|x| = u / (u + 2) with u = e^(2|x|) - 1, taken from the series while 2|x| is small (no cancellation)
   // and from exp above. tanh is exactly 1 in f64 beyond |x| = 19.1, so |x| is clamped to 20 (and u stays
   // finite).

@@ -179,8 +179,4 @@ Id KernelEmitter::int_constant(Type t, int64_t v) {
   return m_.constant(type(t), int_constant_words(kir::type_bytes(t) * 8, v));
 }
 
-Id KernelEmitter::int_constant_of(Id type_id, uint32_t width, int64_t v) {
-  return m_.constant(type_id, int_constant_words(width, v));
-}
-
 }  // namespace spire::spirv

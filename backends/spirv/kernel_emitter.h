@@ -85,8 +85,7 @@ class KernelEmitter {
   Id signed_type(kir::Type t);    // the signed integer type of t's width
   Id bool_type() { return m_.type_bool(); }
   Id float_constant(kir::Type t, double v);
-  Id int_constant(kir::Type t, int64_t v);  // also for the unsigned internal types via `type_id`
-  Id int_constant_of(Id type_id, uint32_t width, int64_t v);
+  Id int_constant(kir::Type t, int64_t v);
 
   const kir::Kernel& k_;
   ModuleBuilder m_;
@@ -105,6 +104,9 @@ class KernelEmitter {
   // dominating everything), then the body.
   Words locals_, prologue_, body_;
   Words* current_ = &body_;
+  // While set, float arithmetic is decorated NoContraction (emit_math.cpp's f64 series rely on their
+  // exact evaluation order; spirv-opt would otherwise fuse and reassociate them).
+  bool no_contraction_ = false;
 };
 
 }  // namespace spire::spirv
