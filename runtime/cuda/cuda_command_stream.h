@@ -1,0 +1,69 @@
+// A recorded CUDA command stream. Recording validates everything and prepares each launch's packed
+// parameter array once; finish() then captures the whole list into a CUDA graph, which submit() launches
+// with a single call. When capture is unavailable or fails (old driver, SPIRE_CUDA_GRAPHS=0), submit()
+// replays the prepared list instead: still no allocation or validation per replay.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "runtime/cuda/cuda_context.h"
+
+namespace spire::rt::cuda {
+
+class CudaCommandStream final : public CommandStream {
+ public:
+  explicit CudaCommandStream(std::shared_ptr<Context> ctx);
+  ~CudaCommandStream() override;
+
+  void dispatch(const Kernel& k, std::span<const BufferView> buffers, const ScalarArgs& scalars, Grid grid) override;
+  void barrier() override;
+  void copy(BufferView src, BufferView dst) override;
+  void fill(BufferView dst, uint32_t pattern) override;
+  uint32_t timestamp() override;
+  double elapsed_ms(uint32_t from, uint32_t to) const override;
+  void finish() override;
+
+  // Enqueues the recorded work on `stream` (finishing the recording first). Used by CudaDevice::submit.
+  void enqueue(CUstream stream);
+
+  const Context* context() const { return ctx_.get(); }
+  bool uses_graph() const { return exec_ != nullptr; }
+  // Why the stream replays a launch list instead of a graph ("" when it uses a graph or is not finished).
+  const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
+
+ private:
+  struct Launch {
+    CUfunction fn;
+    std::string kernel;  // for error messages
+    std::array<unsigned, 3> grid;
+    std::array<unsigned, 3> block;
+    std::vector<CUdeviceptr> pointers;  // one per buffer binding, offset applied
+    std::vector<uint8_t> scalar_bytes;  // packed per kir::Kernel::scalar_offsets()
+    std::vector<uint32_t> scalar_offsets;
+    std::vector<void*> params;          // cuLaunchKernel's kernelParams, built by finish()
+  };
+  struct Copy { CUdeviceptr src, dst; uint64_t bytes; };
+  struct Fill { CUdeviceptr dst; uint64_t words; uint32_t pattern; };
+  struct Timestamp { uint32_t index; };
+  using Command = std::variant<Launch, Copy, Fill, Timestamp>;
+
+  void require_recording(const char* what) const;
+  CUdeviceptr view_pointer(const BufferView& v, const char* what, const std::string& where) const;
+  void replay(CUstream stream, bool capturing);
+  void try_capture();
+
+  std::shared_ptr<Context> ctx_;
+  std::vector<Command> commands_;
+  std::vector<CUevent> timestamps_;
+  bool finished_ = false;
+  bool submitted_ = false;
+  CUgraph graph_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  std::string graph_fallback_reason_;
+};
+
+}  // namespace spire::rt::cuda

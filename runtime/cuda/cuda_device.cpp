@@ -1,0 +1,230 @@
+#include "runtime/cuda/cuda_device.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "backends/ptx/ptx_backend.h"
+#include "runtime/cuda/cuda_command_stream.h"
+#include "runtime/cuda/cuda_device_info.h"
+#include "runtime/cuda/cuda_kernel_copy.h"
+
+namespace spire::rt::cuda {
+
+namespace {
+
+class CudaFence final : public Fence {
+ public:
+  CudaFence(std::shared_ptr<Context> ctx, CUevent e) : ctx_(std::move(ctx)), event_(e) {}
+  ~CudaFence() override { ctx_->return_fence_event(event_); }
+  void wait() override {
+    ctx_->make_current();
+    ctx_->check(ctx_->api().cuEventSynchronize(event_), "cuEventSynchronize", "(waiting for a submitted command stream)");
+  }
+  bool ready() override {
+    ctx_->make_current();
+    CUresult r = ctx_->api().cuEventQuery(event_);
+    if (r == CUDA_ERROR_NOT_READY) return false;
+    ctx_->check(r, "cuEventQuery", "(polling a submitted command stream)");
+    return true;
+  }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  CUevent event_;
+};
+
+// Where a PTX module the driver rejected is saved, so the failure can be reproduced with ptxas.
+std::string save_rejected_ptx(const std::string& ptx, const std::string& entry) {
+  static std::atomic<int> counter{0};
+  auto path = std::filesystem::temp_directory_path() /
+              fmt::format("spire-rejected-{}-{}-{}.ptx", entry, ::getpid(), counter++);
+  std::ofstream out(path);
+  out << ptx;
+  return out ? path.string() : std::string("(could not save the PTX)");
+}
+
+}  // namespace
+
+CudaBuffer::~CudaBuffer() {
+  if (!ptr_) return;
+  try {
+    ctx_->make_current();
+  } catch (...) {  // destructors must not throw
+  }
+  ctx_->api().cuMemFree(ptr_);
+}
+
+Module::~Module() {
+  try {
+    ctx_->make_current();
+  } catch (...) {
+  }
+  ctx_->api().cuModuleUnload(module_);
+}
+
+CudaDevice::~CudaDevice() {
+  try {
+    wait_idle();
+  } catch (...) {  // a faulted context: nothing left to wait for
+  }
+}
+
+const CudaBuffer& CudaDevice::own(const Buffer& b, const char* what) const {
+  auto* cb = dynamic_cast<const CudaBuffer*>(&b);
+  if (!cb) throw Error(fmt::format("{}: {}: the buffer does not belong to a CUDA device", ctx_->id(), what));
+  if (cb->context() != ctx_.get())
+    throw Error(fmt::format("{}: {}: the buffer belongs to {}", ctx_->id(), what, cb->context()->id()));
+  return *cb;
+}
+
+std::shared_ptr<Buffer> CudaDevice::alloc(uint64_t bytes, Memory memory) {
+  const DeviceInfo& d = info();
+  if (bytes > d.memory_bytes)
+    throw OutOfMemory(fmt::format("{} ({}): cannot allocate {} bytes ({}): the device has {} bytes ({}) in all", d.id,
+                                  d.name, bytes, bytes_text(bytes), d.memory_bytes, bytes_text(d.memory_bytes)));
+  if (bytes == 0) return std::make_shared<CudaBuffer>(ctx_, 0, 0, memory);
+  ctx_->make_current();
+  CUdeviceptr p = 0;
+  CUresult r = ctx_->api().cuMemAlloc(&p, bytes);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    throw OutOfMemory(fmt::format("{} ({}): out of memory allocating {} bytes ({}) of its {}: {}", d.id, d.name, bytes,
+                                  bytes_text(bytes), bytes_text(d.memory_bytes), result_text(ctx_->driver(), r)));
+  ctx_->check(r, "cuMemAlloc", fmt::format("({} bytes)", bytes));
+  return std::make_shared<CudaBuffer>(ctx_, p, bytes, memory);
+}
+
+void CudaDevice::upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset) {
+  const CudaBuffer& b = own(dst, "upload");
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw Error(fmt::format("{}: upload of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), bytes,
+                            offset, b.size()));
+  if (!bytes) return;
+  ctx_->make_current();
+  ctx_->check(ctx_->api().cuMemcpyHtoDAsync(b.ptr() + offset, src, bytes, ctx_->stream()), "cuMemcpyHtoDAsync");
+  ctx_->check(ctx_->api().cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after an upload)");
+}
+
+void CudaDevice::download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset) {
+  const CudaBuffer& b = own(src, "download");
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw Error(fmt::format("{}: download of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), bytes,
+                            offset, b.size()));
+  if (!bytes) return;
+  ctx_->make_current();
+  ctx_->check(ctx_->api().cuMemcpyDtoHAsync(dst, b.ptr() + offset, bytes, ctx_->stream()), "cuMemcpyDtoHAsync");
+  ctx_->check(ctx_->api().cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after a download)");
+}
+
+void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
+  const CudaBuffer& b = own(dst, "fill");
+  if (!b.size()) return;
+  ctx_->make_current();
+  const DriverApi& a = ctx_->api();
+  uint64_t words = b.size() / 4;
+  if (words) ctx_->check(a.cuMemsetD32Async(b.ptr(), pattern, words, ctx_->stream()), "cuMemsetD32Async");
+  // A size that is not a multiple of 4 ends with the first bytes of the (little-endian) pattern.
+  for (uint64_t i = words * 4; i < b.size(); ++i) {
+    auto byte = static_cast<unsigned char>(pattern >> (8 * (i % 4)));
+    ctx_->check(a.cuMemsetD8Async(b.ptr() + i, byte, 1, ctx_->stream()), "cuMemsetD8Async");
+  }
+  ctx_->check(a.cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after a fill)");
+}
+
+std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const kir::Kernel& k) {
+  std::lock_guard lock(modules_mutex_);
+  if (auto it = modules_.find(ptx); it != modules_.end()) return it->second;
+  ctx_->make_current();
+  std::string info_log(16 * 1024, '\0'), error_log(16 * 1024, '\0');
+  CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                            CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* values[] = {info_log.data(), reinterpret_cast<void*>(uintptr_t(info_log.size())), error_log.data(),
+                    reinterpret_cast<void*>(uintptr_t(error_log.size()))};
+  CUmodule m = nullptr;
+  CUresult r = ctx_->api().cuModuleLoadDataEx(&m, ptx.c_str(), 4, options, values);
+  if (r != CUDA_SUCCESS) {
+    auto text = [](const std::string& log) { return std::string(log.c_str()); };  // up to the first NUL
+    std::string path = save_rejected_ptx(ptx, ptx::entry_name(k));
+    throw Error(fmt::format("{} ({}): the CUDA driver rejected the PTX of kernel '{}' (sm_{}, PTX {}): {}\n"
+                            "JIT error log: {}\nJIT info log: {}\nPTX saved to {}",
+                            ctx_->id(), info().name, k.name, info().compute_capability,
+                            ptx::ptx_version_for(info().compute_capability), result_text(ctx_->driver(), r),
+                            text(error_log).empty() ? "(empty)" : text(error_log),
+                            text(info_log).empty() ? "(empty)" : text(info_log), path));
+  }
+  auto module = std::make_shared<Module>(ctx_, m);
+  modules_.emplace(ptx, module);
+  return module;
+}
+
+std::shared_ptr<Kernel> CudaDevice::compile(const kir::Kernel& k) {
+  const DeviceInfo& d = info();
+  if (!k.features.missing_from(d.features).empty()) throw MissingFeature(missing_feature_message(k, d));
+  std::string problem = kir::verify(k);
+  if (!problem.empty()) throw Error(fmt::format("{}: kernel '{}' is malformed: {}", d.id, k.name, problem));
+  for (int i = 0; i < 3; ++i)
+    if (k.workgroup_size[i] > d.max_workgroup_size[i] || k.workgroup_invocations() > d.max_workgroup_invocations)
+      throw Error(fmt::format("{}: kernel '{}' has workgroup {}x{}x{}; the device allows {}x{}x{} and {} invocations",
+                              d.id, k.name, k.workgroup_size[0], k.workgroup_size[1], k.workgroup_size[2],
+                              d.max_workgroup_size[0], d.max_workgroup_size[1], d.max_workgroup_size[2],
+                              d.max_workgroup_invocations));
+  if (k.shared_bytes() > d.shared_memory_bytes)
+    throw Error(fmt::format("{}: kernel '{}' needs {} bytes of workgroup memory; the device allows {}", d.id, k.name,
+                            k.shared_bytes(), d.shared_memory_bytes));
+  std::string text;
+  try {
+    text = ptx::compile(k, ptx::Target{d.compute_capability});
+  } catch (const ptx::CompileError& e) {
+    throw Error(fmt::format("{} ({}): {}", d.id, d.name, e.what()));
+  }
+  std::shared_ptr<Module> module = load_module(text, k);
+  std::string entry = ptx::entry_name(k);
+  ctx_->make_current();
+  CUfunction fn = nullptr;
+  ctx_->check(ctx_->api().cuModuleGetFunction(&fn, module->get(), entry.c_str()), "cuModuleGetFunction",
+              fmt::format("(entry '{}')", entry));
+  // Register pressure can lower the block size a function can launch with below what the kernel asks.
+  int max_threads = 0, regs = 0;
+  ctx_->check(ctx_->api().cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, fn),
+              "cuFuncGetAttribute");
+  if (uint32_t(max_threads) < k.workgroup_invocations()) {
+    ctx_->api().cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, fn);
+    throw Error(fmt::format("{}: kernel '{}' uses {} registers per thread, which allows at most {} threads per "
+                            "workgroup; it asks for {}: use a smaller workgroup",
+                            d.id, k.name, regs, max_threads, k.workgroup_invocations()));
+  }
+  return std::make_shared<CudaKernel>(copy_kernel(k), std::move(module), fn, ctx_.get());
+}
+
+size_t CudaDevice::loaded_module_count() const {
+  std::lock_guard lock(modules_mutex_);
+  return modules_.size();
+}
+
+std::unique_ptr<CommandStream> CudaDevice::record() { return std::make_unique<CudaCommandStream>(ctx_); }
+
+std::unique_ptr<Fence> CudaDevice::submit(CommandStream& s) {
+  auto* cs = dynamic_cast<CudaCommandStream*>(&s);
+  if (!cs) throw Error(fmt::format("{}: submit of a command stream recorded by another backend", ctx_->id()));
+  if (cs->context() != ctx_.get())
+    throw Error(fmt::format("{}: submit of a command stream recorded on {}", ctx_->id(), cs->context()->id()));
+  cs->enqueue(ctx_->stream());
+  CUevent e = ctx_->take_fence_event();
+  CUresult r = ctx_->api().cuEventRecord(e, ctx_->stream());
+  if (r != CUDA_SUCCESS) {
+    ctx_->return_fence_event(e);
+    ctx_->check(r, "cuEventRecord", "(fence)");
+  }
+  return std::make_unique<CudaFence>(ctx_, e);
+}
+
+void CudaDevice::wait_idle() {
+  ctx_->make_current();
+  ctx_->check(ctx_->api().cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(wait_idle)");
+}
+
+}  // namespace spire::rt::cuda

@@ -1,0 +1,46 @@
+// spire::rt::Device on the CUDA driver.
+//
+// All work of a device runs in order on one non-blocking stream of its primary context: uploads, downloads
+// and fills are enqueued there and waited for, and submit() enqueues a recorded stream (a CUDA graph
+// launch, or its prepared launch list) followed by a fence event. Methods may be called from any thread;
+// one device is not meant to be driven by several threads at once, except compile(), which is thread-safe.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_resources.h"
+
+namespace spire::rt::cuda {
+
+class CudaDevice final : public Device {
+ public:
+  explicit CudaDevice(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  ~CudaDevice() override;
+
+  const DeviceInfo& info() const override { return ctx_->info(); }
+  std::shared_ptr<Buffer> alloc(uint64_t bytes, Memory memory = Memory::DeviceLocal) override;
+  void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) override;
+  void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) override;
+  void fill(Buffer& dst, uint32_t pattern) override;
+  std::shared_ptr<Kernel> compile(const kir::Kernel& k) override;
+  std::unique_ptr<CommandStream> record() override;
+  std::unique_ptr<Fence> submit(CommandStream& s) override;
+  void wait_idle() override;
+
+  // Modules loaded so far: one per distinct PTX text (compiling the same kernel again reuses its module).
+  size_t loaded_module_count() const;
+
+ private:
+  const CudaBuffer& own(const Buffer& b, const char* what) const;
+  std::shared_ptr<Module> load_module(const std::string& ptx, const kir::Kernel& k);
+
+  std::shared_ptr<Context> ctx_;
+  mutable std::mutex modules_mutex_;
+  std::unordered_map<std::string, std::shared_ptr<Module>> modules_;  // by PTX text
+};
+
+}  // namespace spire::rt::cuda

@@ -1,0 +1,100 @@
+#include "runtime/cuda/cuda_device_info.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace spire::rt::cuda {
+
+namespace {
+
+std::string trim(std::string s) {
+  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+kir::Features apply_feature_mask(kir::Features available) {
+  const char* env = std::getenv("SPIRE_MASK_FEATURES");
+  if (!env || !*env) return available;
+  std::string list = env;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = list.find(',', start);
+    if (comma == std::string::npos) comma = list.size();
+    std::string name = trim(list.substr(start, comma - start));
+    start = comma + 1;
+    if (name.empty()) continue;
+    bool known = false;
+    for (uint32_t bit = 1; bit <= uint32_t(kir::Feature::AtomicAddF32); bit <<= 1) {
+      if (kir::feature_name(kir::Feature(bit)) == name) {
+        available.bits &= ~bit;
+        known = true;
+      }
+    }
+    if (!known) std::fprintf(stderr, "spire: SPIRE_MASK_FEATURES names an unknown feature '%s' (ignored)\n", name.c_str());
+  }
+  return available;
+}
+
+std::string bytes_text(uint64_t bytes) {
+  const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  if (bytes < 1024) return fmt::format("{} bytes", bytes);
+  double v = double(bytes);
+  int u = -1;
+  while (v >= 1024 && u < 5) {
+    v /= 1024;
+    ++u;
+  }
+  return fmt::format("{:.1f} {}", v, units[u]);
+}
+
+DeviceInfo describe_device(const Driver& d, int index) {
+  const DriverApi& a = d.api;
+  DeviceInfo info;
+  info.id = fmt::format("cuda:{}", index);
+  info.backend = Backend::Cuda;
+  info.index = index;
+  auto check = [&](CUresult r, const char* call) { cuda::check(d, r, info.id, call); };
+  CUdevice dev = 0;
+  check(a.cuDeviceGet(&dev, index), "cuDeviceGet");
+  char name[256] = {};
+  check(a.cuDeviceGetName(name, sizeof(name) - 1, dev), "cuDeviceGetName");
+  info.name = name;
+  info.vendor = "NVIDIA";
+  info.driver = driver_version_text(d.version);
+  auto attr = [&](CUdevice_attribute at) {
+    int v = 0;
+    cuda::check(d, a.cuDeviceGetAttribute(&v, at, dev), info.id, "cuDeviceGetAttribute", fmt::format("(attribute {})", at));
+    return v;
+  };
+  info.type = attr(CU_DEVICE_ATTRIBUTE_INTEGRATED) ? DeviceType::IntegratedGpu : DeviceType::DiscreteGpu;
+  info.subgroup_size = uint32_t(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
+  // Static shared memory per block (48 KiB); more needs dynamic shared memory and an opt-in we do not use.
+  info.shared_memory_bytes = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+  info.max_workgroup_invocations = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
+  info.max_workgroup_size = {uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)),
+                             uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)),
+                             uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z))};
+  info.max_workgroup_count = {uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X)),
+                              uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y)),
+                              uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z))};
+  size_t total = 0;
+  check(a.cuDeviceTotalMem(&total, dev), "cuDeviceTotalMem");
+  info.memory_bytes = total;
+  info.max_buffer_bytes = total;  // CUDA has no per-binding limit: a kernel takes raw pointers
+  // Element alignment is all a CUDA kernel needs; 16 keeps views usable by vectorized kernels as well.
+  info.min_storage_offset_alignment = 16;
+  info.compute_capability = uint32_t(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                                     attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
+  // Every GPU the PTX backend targets (sm_75 and newer) has native f16 conversion, f64, 64-bit integers and
+  // global atomic add on 32-bit ints and f32.
+  kir::Features all = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
+                      kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32;
+  info.features = apply_feature_mask(all);
+  return info;
+}
+
+}  // namespace spire::rt::cuda

@@ -1,0 +1,126 @@
+// The few CUDA driver API types, constants and entry points runtime/cuda uses, declared here so that spire
+// builds without the CUDA toolkit (cuda.h is not a Debian package) and never links libcuda.
+//
+// Everything below mirrors the driver's C ABI, which NVIDIA keeps stable: handle types are opaque pointers,
+// CUdeviceptr is 64-bit, enum values are those of cuda.h. Each function pointer type is the ABI of the
+// function version that cuGetProcAddress returns when asked for kRequestedApiVersion (CUDA 12.0): e.g.
+// "cuMemAlloc" then resolves to the 64-bit cuMemAlloc_v2. Do not change that version without re-checking
+// every signature below against the matching PFN_*_vNNNN typedefs of <cudaTypedefs.h>.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace spire::rt::cuda {
+
+// The API version whose function variants the pointers below describe (CUDA 12.0).
+inline constexpr int kRequestedApiVersion = 12000;
+
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = struct CUctx_st*;
+using CUmodule = struct CUmod_st*;
+using CUfunction = struct CUfunc_st*;
+using CUstream = struct CUstream_st*;
+using CUevent = struct CUevent_st*;
+using CUgraph = struct CUgraph_st*;
+using CUgraphExec = struct CUgraphExec_st*;
+using CUjit_option = int;
+using CUdevice_attribute = int;
+using CUfunction_attribute = int;
+using CUstreamCaptureMode = int;
+
+// CUresult values we act on (others are reported by cuGetErrorName/cuGetErrorString).
+inline constexpr CUresult CUDA_SUCCESS = 0;
+inline constexpr CUresult CUDA_ERROR_OUT_OF_MEMORY = 2;
+inline constexpr CUresult CUDA_ERROR_NO_DEVICE = 100;
+inline constexpr CUresult CUDA_ERROR_NOT_READY = 600;
+
+// CUdevice_attribute
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_INTEGRATED = 18;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
+inline constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+
+// CUfunction_attribute
+inline constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
+inline constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_NUM_REGS = 4;
+
+// CUjit_option
+inline constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER = 3;
+inline constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
+inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
+inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+
+// Flags
+inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
+inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
+inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
+inline constexpr unsigned CU_EVENT_RECORD_EXTERNAL = 0x1;  // in stream capture: an event record node
+inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr uint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
+
+// Entry points (CUDA 12.0 variants; see the top of this file).
+struct DriverApi {
+  CUresult (*cuInit)(unsigned flags) = nullptr;
+  CUresult (*cuDriverGetVersion)(int* version) = nullptr;
+  CUresult (*cuGetErrorName)(CUresult error, const char** str) = nullptr;
+  CUresult (*cuGetErrorString)(CUresult error, const char** str) = nullptr;
+  CUresult (*cuDeviceGetCount)(int* count) = nullptr;
+  CUresult (*cuDeviceGet)(CUdevice* device, int ordinal) = nullptr;
+  CUresult (*cuDeviceGetName)(char* name, int len, CUdevice dev) = nullptr;
+  CUresult (*cuDeviceGetAttribute)(int* value, CUdevice_attribute attrib, CUdevice dev) = nullptr;
+  CUresult (*cuDeviceTotalMem)(size_t* bytes, CUdevice dev) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext* ctx, CUdevice dev) = nullptr;
+  CUresult (*cuDevicePrimaryCtxRelease)(CUdevice dev) = nullptr;
+  CUresult (*cuCtxSetCurrent)(CUcontext ctx) = nullptr;
+  CUresult (*cuModuleLoadDataEx)(CUmodule* module, const void* image, unsigned num_options, CUjit_option* options,
+                                 void** option_values) = nullptr;
+  CUresult (*cuModuleGetFunction)(CUfunction* fn, CUmodule module, const char* name) = nullptr;
+  CUresult (*cuModuleUnload)(CUmodule module) = nullptr;
+  CUresult (*cuFuncGetAttribute)(int* value, CUfunction_attribute attrib, CUfunction fn) = nullptr;
+  CUresult (*cuMemAlloc)(CUdeviceptr* ptr, size_t bytes) = nullptr;
+  CUresult (*cuMemFree)(CUdeviceptr ptr) = nullptr;
+  CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream) = nullptr;
+  CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) = nullptr;
+  CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;
+  CUresult (*cuStreamDestroy)(CUstream stream) = nullptr;
+  CUresult (*cuStreamSynchronize)(CUstream stream) = nullptr;
+  CUresult (*cuEventCreate)(CUevent* event, unsigned flags) = nullptr;
+  CUresult (*cuEventDestroy)(CUevent event) = nullptr;
+  CUresult (*cuEventRecord)(CUevent event, CUstream stream) = nullptr;
+  CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
+  CUresult (*cuEventQuery)(CUevent event) = nullptr;
+  CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end) = nullptr;
+  CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shared_bytes, CUstream stream, void** params,
+                             void** extra) = nullptr;
+  // Optional (graph replay; a missing one means the launch-list replay is used).
+  CUresult (*cuEventRecordWithFlags)(CUevent event, CUstream stream, unsigned flags) = nullptr;
+  CUresult (*cuStreamBeginCapture)(CUstream stream, CUstreamCaptureMode mode) = nullptr;
+  CUresult (*cuStreamEndCapture)(CUstream stream, CUgraph* graph) = nullptr;
+  CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec* exec, CUgraph graph, unsigned long long flags) = nullptr;
+  CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
+  CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
+  CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
+
+  bool has_graphs() const {
+    return cuEventRecordWithFlags && cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
+           cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;
+  }
+};
+
+}  // namespace spire::rt::cuda

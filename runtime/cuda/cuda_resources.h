@@ -1,0 +1,60 @@
+// Device memory and loaded kernels of the CUDA runtime.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string>
+
+#include "runtime/cuda/cuda_context.h"
+
+namespace spire::rt::cuda {
+
+// Device memory from cuMemAlloc. Memory::HostVisible is device memory too: CUDA has no mapped device-local
+// memory to offer, and upload/download behave the same for both kinds (a staging copy through the driver).
+class CudaBuffer final : public Buffer {
+ public:
+  CudaBuffer(std::shared_ptr<Context> ctx, CUdeviceptr ptr, uint64_t bytes, Memory memory)
+      : ctx_(std::move(ctx)), ptr_(ptr), bytes_(bytes), memory_(memory) {}
+  ~CudaBuffer() override;
+  uint64_t size() const override { return bytes_; }
+  Memory memory() const override { return memory_; }
+  CUdeviceptr ptr() const { return ptr_; }
+  const Context* context() const { return ctx_.get(); }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  CUdeviceptr ptr_;
+  uint64_t bytes_;
+  Memory memory_;
+};
+
+// A module loaded from PTX; unloaded when the last kernel using it and the device's cache let go.
+class Module {
+ public:
+  Module(std::shared_ptr<Context> ctx, CUmodule m) : ctx_(std::move(ctx)), module_(m) {}
+  ~Module();
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+  CUmodule get() const { return module_; }
+
+ private:
+  std::shared_ptr<Context> ctx_;
+  CUmodule module_;
+};
+
+class CudaKernel final : public Kernel {
+ public:
+  CudaKernel(kir::Kernel ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx)
+      : ir_(std::move(ir)), module_(std::move(module)), fn_(fn), ctx_(ctx) {}
+  const kir::Kernel& ir() const override { return ir_; }
+  CUfunction function() const { return fn_; }
+  const Context* context() const { return ctx_; }
+
+ private:
+  kir::Kernel ir_;
+  std::shared_ptr<Module> module_;
+  CUfunction fn_;
+  const Context* ctx_;
+};
+
+}  // namespace spire::rt::cuda
