@@ -186,5 +186,17 @@ TEST(SpirvSharedMemory, SeveralArraysOfSeveralTypes) {
   EXPECT_TRUE(has_line(text, R"(OpTypeArray %int %uint_17)")) << text;
 }
 
+TEST(SpirvInterface, EmptyKernel) {
+  KernelBuilder kb("nothing", 1);
+  std::string text = compile_to_text(kb.finish());
+  EXPECT_TRUE(has_line(text, R"(OpEntryPoint GLCompute %nothing "main"$)")) << text;
+  EXPECT_FALSE(has_line(text, "OpVariable")) << text;
+}
+
+TEST(SpirvInterface, OutputIsDeterministic) {
+  // runtime/vulkan caches pipelines by the words: the same kernel must give the same module.
+  EXPECT_EQ(compile(relu()), compile(relu()));
+}
+
 }  // namespace
 }  // namespace spire::spirv

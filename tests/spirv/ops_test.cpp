@@ -178,6 +178,16 @@ std::vector<OpCase> all_cases() {
 INSTANTIATE_TEST_SUITE_P(AllOps, SpirvOps, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<OpCase>& info) { return case_name(info.param); });
 
+TEST(SpirvOpsCoverage, EveryArithmeticOpHasACase) {
+  // A new kir::Op between Add and Floor needs its cases here (and its lowering in emit_ops.cpp).
+  auto cases = all_cases();
+  for (int o = int(Op::Add); o <= int(Op::Floor); ++o) {
+    bool found = false;
+    for (const auto& c : cases) found |= int(c.op) == o;
+    EXPECT_TRUE(found) << op_name(Op(o)) << " has no test case";
+  }
+}
+
 TEST(SpirvOps, SelectOnEveryType) {
   for (Type t : {Type::I32, Type::U32, Type::I64, Type::F16, Type::F32, Type::F64}) {
     KernelBuilder kb(std::string("select_") + std::string(type_name(t)), 64);
