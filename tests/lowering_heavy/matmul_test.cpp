@@ -1,0 +1,129 @@
+// matmul on every device: every (M, K, N) in {1, 7, 16, 33, 65}^3 (edges of 16- and 64-wide tiles), batched
+// and broadcast batches, f64, and every tiling of the template on awkward shapes.
+//
+// Tolerance: f32 results may differ from the float64 reference by the rounding of a K-term dot product:
+// |error| <= 1e-5 * sum_k |a_ik b_kj| (K <= 130 here, so K * 2^-24 < 1e-5). f64: 1e-12 of the same.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "ir/graph/evaluator.h"
+#include "lowering/heavy_kernels/matmul_kernel.h"
+#include "tests/lowering_heavy/device_run.h"
+#include "tests/lowering_heavy/op_check.h"
+
+using namespace spire;
+using namespace spire::heavy_test;
+namespace heavy = spire::lowering::heavy;
+
+namespace {
+
+struct MatmulCase {
+  graph::Shape a, b;
+  graph::DType dtype = graph::DType::F32;
+};
+
+std::vector<MatmulCase> matmul_cases() {
+  std::vector<MatmulCase> cases;
+  const int64_t sizes[] = {1, 7, 16, 33, 65};
+  for (int64_t m : sizes)
+    for (int64_t k : sizes)
+      for (int64_t n : sizes) cases.push_back({{m, k}, {k, n}});
+  // Batches: equal, broadcast on either side, rank-2 against batched, and size-1 dims on both sides.
+  cases.push_back({{2, 3, 7, 16}, {3, 16, 5}});
+  cases.push_back({{1, 7, 16}, {4, 16, 33}});
+  cases.push_back({{7, 16}, {2, 16, 9}});
+  cases.push_back({{2, 1, 5, 3}, {1, 4, 3, 6}});
+  cases.push_back({{3, 65, 33}, {3, 33, 65}});
+  cases.push_back({{130, 70}, {70, 129}});  // several 64x64 tiles, edges in both directions
+  cases.push_back({{8, 400}, {400, 120}});  // LeNet's first fully connected layer
+  cases.push_back({{33, 65}, {65, 7}, graph::DType::F64});
+  cases.push_back({{2, 16, 33}, {33, 16}, graph::DType::F64});
+  cases.push_back({{65, 33}, {33, 66}, graph::DType::F64});
+  return cases;
+}
+
+std::string shape_name(const graph::Shape& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
+Tolerance tolerance_for(graph::DType t) { return t == graph::DType::F64 ? Tolerance{1e-12, 0} : Tolerance{1e-5, 0}; }
+
+using MatmulParam = std::tuple<std::string, MatmulCase>;
+class MatmulOnDevice : public testing::TestWithParam<MatmulParam> {};
+
+TEST_P(MatmulOnDevice, MatchesTheReference) {
+  const auto& [device_id, c] = GetParam();
+  graph::Graph g;
+  auto a = g.input("a", c.dtype, c.a);
+  auto b = g.input("b", c.dtype, c.b);
+  g.output("y", g.matmul(a, b));
+  std::map<std::string, graph::Tensor> inputs{{"a", random_tensor(c.dtype, c.a, 1)}, {"b", random_tensor(c.dtype, c.b, 2)}};
+  check_against_reference(device_id, g, inputs, tolerance_for(c.dtype), Scale::AbsoluteInputs);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulOnDevice, testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(matmul_cases())),
+                         [](const testing::TestParamInfo<MatmulParam>& p) {
+                           const MatmulCase& c = std::get<1>(p.param);
+                           return fmt::format("{}_{}_by_{}_{}", test_name_of(std::get<0>(p.param)), shape_name(c.a),
+                                              shape_name(c.b), graph::dtype_name(c.dtype));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulOnDevice);
+
+// The template's tilings, forced, on shapes that leave partial tiles everywhere.
+struct TilingCase {
+  heavy::MatmulTiling tiling;
+  graph::Shape a, b;
+};
+
+std::vector<TilingCase> tiling_cases() {
+  const heavy::MatmulTiling tilings[] = {{16, 16, 16, 1, 1}, {64, 64, 16, 4, 4}, {32, 32, 8, 2, 2}, {16, 64, 16, 1, 4},
+                                         {64, 16, 32, 4, 1}, {8, 8, 3, 1, 1}};
+  const std::pair<graph::Shape, graph::Shape> shapes[] = {
+      {{1, 1}, {1, 1}}, {{7, 33}, {33, 65}}, {{65, 16}, {16, 7}}, {{33, 65}, {65, 33}}, {{2, 70, 5}, {5, 67}}};
+  std::vector<TilingCase> out;
+  for (const auto& t : tilings)
+    for (const auto& [a, b] : shapes) out.push_back({t, a, b});
+  return out;
+}
+
+using TilingParam = std::tuple<std::string, TilingCase>;
+class MatmulTilingOnDevice : public testing::TestWithParam<TilingParam> {};
+
+TEST_P(MatmulTilingOnDevice, MatchesTheReference) {
+  const auto& [device_id, c] = GetParam();
+  graph::Graph g;
+  auto a = g.input("a", graph::DType::F32, c.a);
+  auto b = g.input("b", graph::DType::F32, c.b);
+  auto y = g.matmul(a, b);
+  g.output("y", y);
+  std::map<std::string, graph::Tensor> inputs{{"a", random_tensor(graph::DType::F32, c.a, 3)},
+                                              {"b", random_tensor(graph::DType::F32, c.b, 4)}};
+  auto reference = graph::evaluate(g, inputs);
+  auto scale = graph::evaluate(g, abs_of(inputs));
+
+  rt::Device& dev = device(device_id);
+  uint64_t messages_before = validation_messages();
+  DeviceRun run(dev, g);
+  run.set(a, inputs["a"]);
+  run.set(b, inputs["b"]);
+  heavy::HeavyKernel k = heavy::matmul_kernel(heavy::matmul_shape(c.a, c.b), kir::Type::F32, c.tiling);
+  run.launch(std::move(k.kernel), {run.buffer_of(a), run.buffer_of(b), run.buffer_of(y)}, {}, k.groups);
+  run.run();
+  EXPECT_EQ(compare(run.get(y), reference.at("y"), {1e-5, 0}, &scale.at("y")), "") << run.kernels().at(0).name;
+  EXPECT_EQ(validation_messages(), messages_before) << "the Vulkan validation layer reported messages";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulTilingOnDevice,
+                         testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(tiling_cases())),
+                         [](const testing::TestParamInfo<TilingParam>& p) {
+                           const TilingCase& c = std::get<1>(p.param);
+                           const auto& t = c.tiling;
+                           return fmt::format("{}_t{}x{}x{}_r{}x{}_{}_by_{}", test_name_of(std::get<0>(p.param)), t.tile_m,
+                                              t.tile_n, t.tile_k, t.reg_m, t.reg_n, shape_name(c.a), shape_name(c.b));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulTilingOnDevice);
+
+}  // namespace
