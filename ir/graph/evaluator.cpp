@@ -170,9 +170,11 @@ std::vector<int64_t> row_major_strides(const Shape& s) {
 }
 
 std::vector<int64_t> broadcast_strides(const Shape& in, const Shape& out) {
+  if (in.size() > out.size())
+    throw GraphError(fmt::format("cannot broadcast {} to the lower rank {}", shape_to_string(in), shape_to_string(out)));
   std::vector<int64_t> in_strides = row_major_strides(in);
   std::vector<int64_t> result(out.size(), 0);
-  const size_t lead = out.size() - in.size();  // the shape rules guarantee in.size() <= out.size()
+  const size_t lead = out.size() - in.size();
   for (size_t i = 0; i < in.size(); ++i)
     result[lead + i] = (in[i] == 1 && out[lead + i] != 1) ? 0 : in_strides[i];
   return result;

@@ -111,6 +111,29 @@ TEST(EvalDriver, SgdMomentumStepAsStateUpdates) {
   expect_values(out["w_norm2"], {}, {5.76}, 1e-14);
 }
 
+TEST(EvalDriver, AdamFirstStepAsStateUpdates) {
+  // Adam at step 1 from zero moments: m = (1 - b1) g, v = (1 - b2) g^2, and after bias correction
+  // m_hat = g, v_hat = g^2, so w' = w - lr g / (|g| + eps).
+  const double b1 = 0.9, b2 = 0.999, lr = 0.1, eps = 1e-8;
+  Graph g;
+  Value w = g.parameter("w", DType::F64, {2});
+  Value m = g.state("w.m", DType::F64, {2});
+  Value v = g.state("w.v", DType::F64, {2});
+  Value grad = g.input("grad", DType::F64, {2});
+  Value m_new = g.add(g.mul(m, b1), g.mul(grad, 1 - b1));
+  Value v_new = g.add(g.mul(v, b2), g.mul(g.mul(grad, grad), 1 - b2));
+  Value m_hat = g.div(m_new, 1 - b1);
+  Value v_hat = g.div(v_new, 1 - b2);
+  g.state_update(m, m_new);
+  g.state_update(v, v_new);
+  g.state_update(w, g.sub(w, g.mul(g.div(m_hat, g.add(g.sqrt(v_hat), eps)), lr)));
+  auto out = evaluate(g, {{"w", f64({2}, {1, -1})}, {"w.m", f64({2}, {0, 0})}, {"w.v", f64({2}, {0, 0})},
+                          {"grad", f64({2}, {0.5, -2})}});
+  expect_values(out["w.m"], {2}, {0.05, -0.2}, 1e-15);
+  expect_values(out["w.v"], {2}, {0.00025, 0.004}, 1e-15);
+  expect_values(out["w"], {2}, {1 - lr * 0.5 / (0.5 + eps), -1 + lr * 2 / (2 + eps)}, 1e-12);
+}
+
 TEST(EvalDriver, AValueReadByManyNodesSurvivesUntilItsLastUse) {
   // h feeds three nodes spread through the graph; intermediates are freed after their last reader only.
   Graph g;
