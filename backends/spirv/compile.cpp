@@ -5,10 +5,18 @@
 
 #include "backends/spirv/kernel_emitter.h"
 #include "backends/spirv/optimize.h"
+#include "backends/spirv/require_valid.h"
 #include "backends/spirv/spirv_backend.h"
 #include "ir/kernel/printer.h"
 
 namespace spire::spirv {
+
+void require_valid(const std::vector<uint32_t>& words, const kir::Kernel& k, const char* stage) {
+  std::string message = validate(words);
+  if (!message.empty())
+    throw CompileError(fmt::format("SPIR-V for kernel '{}' failed validation{} (a compiler bug): {}\n{}", k.name, stage,
+                                   message, kir::print(k)));
+}
 
 std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
   // The emitter trusts the IR's structural invariants; a malformed kernel is the caller's error, reported
@@ -17,18 +25,11 @@ std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
   if (!problem.empty())
     throw std::invalid_argument(fmt::format("kernel '{}' is malformed: {}", k.name, problem));
 
-  auto check = [&](const std::vector<uint32_t>& words, const char* stage) {
-    if (!opt.validate) return;
-    std::string message = validate(words);
-    if (!message.empty())
-      throw CompileError(fmt::format("SPIR-V for kernel '{}' failed validation{} (a compiler bug): {}\n{}", k.name,
-                                     stage, message, kir::print(k)));
-  };
   std::vector<uint32_t> words = KernelEmitter(k).emit();
-  check(words, "");
+  if (opt.validate) require_valid(words, k);
   if (opt.optimize) {
     words = optimize_module(words, k.name);
-    check(words, " after spirv-opt");
+    if (opt.validate) require_valid(words, k, " after spirv-opt");
   }
   return words;
 }

@@ -217,6 +217,7 @@ Id KernelEmitter::builtin_value(kir::Builtin b) {
       break;
   }
   if (result == 0) throw std::logic_error(fmt::format("SPIR-V backend: unknown builtin {}", int(b)));
+  if (b != kir::Builtin::WorkgroupSize) m_.name(result, kir::builtin_name(b));  // a constant keeps its own name
   builtin_values_.emplace(b, result);
   return result;
 }
@@ -228,6 +229,7 @@ Id KernelEmitter::scalar_value(uint32_t index) {
   Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassPushConstant, t),
                   {push_constants_, m_.constant_u32(index)});
   scalar_values_[index] = op(SpvOpLoad, t, {pointer});
+  m_.name(scalar_values_[index], k_.scalars[index].name);
   return scalar_values_[index];
 }
 

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "backends/spirv/require_valid.h"
 #include "backends/spirv/spirv_backend.h"
 #include "ir/kernel/builder.h"
 #include "ir/kernel/printer.h"
@@ -92,12 +93,27 @@ TEST(SpirvValidation, MalformedKernelIsRefusedByName) {
   }
 }
 
-TEST(SpirvValidation, CompileErrorMessageFormat) {
-  // CompileError is what compile() throws when its own output fails validation; check the type hierarchy
-  // callers rely on (catching std::runtime_error catches it).
+TEST(SpirvValidation, CompileErrorNamesTheKernelAndShowsItsText) {
+  // What compile() throws when its own module fails validation, fed a module broken on purpose.
+  Kernel k = saxpy();
+  std::vector<uint32_t> words = compile(k);
+  EXPECT_NO_THROW(require_valid(words, k));
+  size_t at = find_instruction(words, SpvOpIAdd);
+  ASSERT_NE(at, 0u);
+  words[at] = (words[at] & 0xFFFF0000u) | uint32_t(SpvOpFAdd);
+  try {
+    require_valid(words, k);
+    FAIL() << "a broken module passed";
+  } catch (const CompileError& e) {
+    std::string m = e.what();
+    EXPECT_EQ(m.rfind("SPIR-V for kernel 'saxpy' failed validation (a compiler bug): ", 0), 0u) << m;
+    EXPECT_NE(m.find("FAdd"), std::string::npos) << "the validator's words\n" << m;
+    EXPECT_NE(m.find("\n" + print(k)), std::string::npos) << "the kernel's text\n" << m;
+  }
+  const std::runtime_error* base = nullptr;
   CompileError e("x");
-  const std::runtime_error& base = e;
-  EXPECT_STREQ(base.what(), "x");
+  base = &e;
+  EXPECT_STREQ(base->what(), "x");
 }
 
 TEST(SpirvValidation, SpirvValToolAgrees) {
