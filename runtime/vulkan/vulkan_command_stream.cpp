@@ -130,7 +130,12 @@ void VulkanCommandStream::dispatch(const Kernel& k, std::span<const BufferView> 
     // An empty view still needs a valid range; the kernel must not touch it, so any word of the buffer will do.
     infos[i] = v.bytes() == 0 ? VkDescriptorBufferInfo{b.handle(), 0, 4} : VkDescriptorBufferInfo{b.handle(), v.offset, v.bytes()};
   }
-  std::array<uint32_t, 3> groups = fold_grid(grid.groups, d.max_workgroup_count);
+  std::array<uint32_t, 3> groups{};
+  try {
+    groups = fold_grid(grid.groups, d.max_workgroup_count);
+  } catch (const Error& e) {
+    throw Error(fmt::format("dispatch of kernel '{}' on {}: {}", ir.name, id, e.what()));
+  }
   if (grid.groups == 0) return;  // nothing to launch
 
   const Pipeline& p = *vk->pipeline();

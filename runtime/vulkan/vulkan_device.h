@@ -1,4 +1,15 @@
 // rt::Device for Vulkan: ties the context, buffers, kernels and streams of one logical device together.
+//
+// Environment, read when the instance is created (validation) or when a device is listed or opened (the rest):
+//   SPIRE_VULKAN_VALIDATION=1     Khronos validation layer on; every warning/error printed and counted
+//                                 (vulkan_validation.h); =sync adds synchronization validation.
+//   SPIRE_MASK_FEATURES=a,b       hide kir features (float64, float16, int64, atomic-add-f32, ...) from a device,
+//                                 to check portability on a device that has them.
+//   SPIRE_VULKAN_FORCE_STAGING=1  never map device-local memory: transfers take the discrete-GPU staging path.
+//   SPIRE_VULKAN_VERBOSE=1        say why Vulkan is unavailable (no loader, no driver) instead of staying quiet.
+//
+// Thread safety: a Device may be used from several threads (allocation, compilation, transfers, submission are
+// synchronized); one CommandStream must be recorded by one thread at a time.
 #pragma once
 
 #include <memory>
