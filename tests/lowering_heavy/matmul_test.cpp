@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <ostream>
+
 #include "ir/graph/evaluator.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "tests/lowering_heavy/device_run.h"
@@ -49,6 +51,10 @@ std::string shape_name(const graph::Shape& s) {
   return out;
 }
 
+void PrintTo(const MatmulCase& c, std::ostream* os) {
+  *os << shape_name(c.a) << " x " << shape_name(c.b) << " " << graph::dtype_name(c.dtype);
+}
+
 Tolerance tolerance_for(graph::DType t) { return t == graph::DType::F64 ? Tolerance{1e-12, 0} : Tolerance{1e-5, 0}; }
 
 using MatmulParam = std::tuple<std::string, MatmulCase>;
@@ -87,6 +93,11 @@ std::vector<TilingCase> tiling_cases() {
   for (const auto& t : tilings)
     for (const auto& [a, b] : shapes) out.push_back({t, a, b});
   return out;
+}
+
+void PrintTo(const TilingCase& c, std::ostream* os) {
+  *os << "tiling " << c.tiling.tile_m << "x" << c.tiling.tile_n << "x" << c.tiling.tile_k << " on " << shape_name(c.a)
+      << " x " << shape_name(c.b);
 }
 
 using TilingParam = std::tuple<std::string, TilingCase>;
