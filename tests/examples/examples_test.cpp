@@ -20,6 +20,8 @@ struct Case {
   uint64_t n;
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.device << " " << c.example << " n=" << c.n; }
+
 // Elements each example gives one workgroup, to size the "more than 65535 workgroups" case.
 uint64_t elements_per_group(const std::string& example) {
   return example == "relu" ? examples::kReluBlock : 256;
