@@ -173,9 +173,10 @@ void emit_tanh_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
   I(w, "neg.f32 {}, {};", num, em);
   I(w, "add.rn.f32 {}, {}, 0f40000000;", den, em);
   I(w, "div.rn.f32 {}, {}, {};", r, num, den);  // in [0, 1]; NaN stays NaN
-  // copysign(r, x): r is +0 or positive here, so or-ing the sign bit of x is enough.
+  // copysign(r, x). r is mathematically >= 0 but is -0 when em is +0 (-(+0)/2), so clear its sign first.
   auto rb = w.reg(RegClass::B32);
   auto sb = w.reg(RegClass::B32);
+  I(w, "abs.f32 {}, {};", r, r);
   I(w, "mov.b32 {}, {};", rb, r);
   I(w, "mov.b32 {}, {};", sb, x);
   I(w, "and.b32 {}, {}, 0x80000000;", sb, sb);
