@@ -9,6 +9,8 @@ void register_device_commands(CLI::App& app);  // spire devices            (cmd_
 void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)
 void register_example_commands(CLI::App& app); // spire examples          (cmd_examples.cpp)
 void register_graph_commands(CLI::App& app);   // spire graph print|eval|grad  (cmd_graph.cpp)
-void register_lenet_commands(CLI::App& app);   // spire lenet export, spire train/eval lenet (cmd_lenet.cpp)
+void register_lenet_commands(CLI::App& app);   // spire lenet export|init     (cmd_lenet.cpp)
+void register_train_commands(CLI::App& app);   // spire train lenet, spire eval lenet (cmd_train.cpp)
+void register_test_ops_commands(CLI::App& app); // spire test-ops              (cmd_test_ops.cpp)
 
 }  // namespace spire::cli

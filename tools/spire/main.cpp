@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
   spire::cli::register_example_commands(app);
   spire::cli::register_graph_commands(app);
   spire::cli::register_lenet_commands(app);
+  spire::cli::register_train_commands(app);
+  spire::cli::register_test_ops_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

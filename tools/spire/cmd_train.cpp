@@ -1,0 +1,39 @@
+// spire train lenet / spire eval lenet: LeNet on Fashion-MNIST on any device.
+#include <fmt/format.h>
+
+#include "tools/spire/commands.h"
+#include "training/lenet_trainer.h"
+
+namespace spire::cli {
+
+void register_train_commands(CLI::App& app) {
+  auto t = std::make_shared<training::TrainOptions>();
+  auto* train = app.add_subcommand("train", "Train a model on a device");
+  train->require_subcommand(1);
+  auto* lenet = train->add_subcommand("lenet", "Train LeNet on Fashion-MNIST (SGD with momentum; one compiled graph per step)");
+  lenet->add_option("--device", t->device, "Device (vulkan:N, cuda:N); default: the best present");
+  lenet->add_option("--epochs", t->epochs, "Epochs (default 5)");
+  lenet->add_option("--batch", t->batch, "Minibatch size (default 64; the last partial batch of an epoch is dropped)");
+  lenet->add_option("--lr", t->lr, "Learning rate (default 0.05)");
+  lenet->add_option("--momentum", t->momentum, "SGD momentum (default 0.9)");
+  lenet->add_option("--weight-decay", t->weight_decay, "SGD weight decay (default 0)");
+  lenet->add_option("--seed", t->seed, "Seed of initialisation and shuffling (default 0)");
+  lenet->add_option("--limit", t->limit, "Train on the first N images only (default: all 60000)");
+  lenet->add_option("--load", t->load, "Start from these parameters (safetensors, PyTorch names)");
+  lenet->add_option("--save", t->save, "Write the trained parameters here (safetensors, PyTorch names)");
+  lenet->add_option("--data", t->data_dir, "Folder of the Fashion-MNIST IDX files (default: Debian's dataset-fashion-mnist)");
+  lenet->add_option("--eval-batch", t->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
+  lenet->callback([t] { training::train_lenet(*t, stdout); });
+
+  auto e = std::make_shared<training::EvalOptions>();
+  auto* eval = app.add_subcommand("eval", "Evaluate a trained model on a device");
+  eval->require_subcommand(1);
+  auto* elenet = eval->add_subcommand("lenet", "Test-set accuracy of LeNet weights on Fashion-MNIST");
+  elenet->add_option("--load", e->load, "Parameters to evaluate (safetensors, PyTorch names)")->required();
+  elenet->add_option("--device", e->device, "Device (vulkan:N, cuda:N); default: the best present");
+  elenet->add_option("--data", e->data_dir, "Folder of the Fashion-MNIST IDX files");
+  elenet->add_option("--eval-batch", e->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
+  elenet->callback([e] { training::eval_lenet(*e, stdout); });
+}
+
+}  // namespace spire::cli

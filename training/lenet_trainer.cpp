@@ -1,0 +1,163 @@
+#include "training/lenet_trainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "frontend/lenet.h"
+#include "io/tensor_file.h"
+#include "lowering/executable.h"
+#include "runtime/device.h"
+#include "training/batches.h"
+#include "training/progress_bar.h"
+
+namespace spire::training {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// The forward pass alone, for evaluation: x [batch,1,28,28] -> logits [batch,10].
+graph::Graph lenet_forward_graph(int64_t batch) {
+  graph::Graph g;
+  auto x = g.input("x", graph::DType::F32, {batch, 1, 28, 28});
+  g.output("logits", nn::make_lenet().forward(nn::Scope(g, graph::DType::F32), x));
+  return g;
+}
+
+// Parameters by PyTorch name: loaded from a checkpoint (checked against LeNet's names and shapes) or
+// freshly initialised as PyTorch would.
+nn::NamedTensors initial_parameters(const std::string& load, uint64_t seed) {
+  nn::NamedTensors fresh = nn::lenet_initial_parameters(seed, graph::DType::F32);
+  if (load.empty()) return fresh;
+  auto loaded = io::load_tensors(load);
+  nn::NamedTensors out;
+  for (const auto& [name, init] : fresh) {
+    auto it = loaded.find(name);
+    if (it == loaded.end()) throw std::runtime_error(fmt::format("{}: no tensor '{}' (LeNet needs it)", load, name));
+    graph::Tensor t = it->second;
+    if (t.shape != init.shape)
+      throw std::runtime_error(fmt::format("{}: tensor '{}' has shape {}, LeNet needs {}", load, name,
+                                           graph::shape_to_string(t.shape), graph::shape_to_string(init.shape)));
+    if (t.dtype != graph::DType::F32) {  // f64 checkpoints (from PyTorch's double models) load rounded
+      t.dtype = graph::DType::F32;
+      t.round_to_dtype();
+    }
+    out.emplace_back(name, std::move(t));
+  }
+  return out;
+}
+
+int32_t argmax10(const float* logits) {
+  int32_t best = 0;
+  for (int32_t c = 1; c < 10; ++c)
+    if (logits[c] > logits[best]) best = c;
+  return best;
+}
+
+// Accuracy of the parameters currently set in `forward` over the whole test set.
+double test_accuracy(lowering::Executable& forward, const io::FashionMnist& test, int64_t eval_batch) {
+  Batches batches(test, eval_batch);
+  std::vector<float> x, logits(size_t(eval_batch * 10));
+  std::vector<int32_t> y;
+  int64_t correct = 0, seen = 0;
+  for (int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
+    batches.fill(b, x, y);
+    forward.set_raw("x", x.data(), x.size() * sizeof(float));
+    forward.step();
+    forward.get_raw("logits", logits.data(), logits.size() * sizeof(float));
+    for (int64_t k = 0; k < eval_batch; ++k) correct += argmax10(&logits[size_t(k * 10)]) == y[size_t(k)];
+    seen += eval_batch;
+  }
+  return double(correct) / double(seen);
+}
+
+void check_eval_batch(int64_t eval_batch, const io::FashionMnist& test) {
+  if (eval_batch <= 0 || test.images.count % eval_batch != 0)
+    throw std::invalid_argument(fmt::format("--eval-batch {} must divide the {} test images", eval_batch, test.images.count));
+}
+
+}  // namespace
+
+std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
+  if (opt.epochs <= 0) throw std::invalid_argument("--epochs must be positive");
+  if (!(opt.lr > 0)) throw std::invalid_argument("--lr must be positive");
+  io::FashionMnist train = io::load_fashion_mnist(opt.data_dir, io::Split::Train);
+  io::FashionMnist test = io::load_fashion_mnist(opt.data_dir, io::Split::Test);
+  check_eval_batch(opt.eval_batch, test);
+  Batches batches(train, opt.batch, opt.limit);
+
+  auto device = rt::open_device(opt.device);
+  fmt::print(log, "device {} ({}), {} training images, batch {}, lr {}, momentum {}, {} epochs\n", device->info().id,
+             device->info().name, batches.images(), opt.batch, opt.lr, opt.momentum, opt.epochs);
+
+  nn::LeNetGraphOptions gopt;
+  gopt.batch = opt.batch;
+  gopt.sgd = true;
+  gopt.sgd_options = {.lr = opt.lr, .momentum = opt.momentum, .weight_decay = opt.weight_decay};
+  auto t0 = Clock::now();
+  auto step = lowering::compile(nn::build_lenet_graph(gopt), *device);
+  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
+  fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
+             std::chrono::duration<double>(Clock::now() - t0).count());
+
+  for (const auto& [name, t] : initial_parameters(opt.load, opt.seed)) step->set(name, t);
+
+  std::vector<EpochReport> reports;
+  std::vector<float> x;
+  std::vector<int32_t> y;
+  for (int epoch = 1; epoch <= opt.epochs; ++epoch) {
+    batches.shuffle(opt.seed, epoch);
+    ProgressBar bar(fmt::format("epoch {}/{}", epoch, opt.epochs), uint64_t(batches.batches_per_epoch() * opt.batch), log);
+    double loss_sum = 0;
+    float loss = 0;
+    auto start = Clock::now();
+    for (int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
+      batches.fill(b, x, y);
+      step->set_raw("x", x.data(), x.size() * sizeof(float));
+      step->set_raw("y", y.data(), y.size() * sizeof(int32_t));
+      step->step();
+      step->get_raw("loss", &loss, sizeof(float));
+      if (!std::isfinite(loss))
+        throw std::runtime_error(fmt::format("the loss became {} at epoch {}, batch {}: lower --lr", loss, epoch, b));
+      loss_sum += loss;
+      if (opt.progress) bar.update(uint64_t((b + 1) * opt.batch), fmt::format("loss {:.4f}", loss_sum / double(b + 1)));
+    }
+    EpochReport r;
+    r.epoch = epoch;
+    r.train_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    r.mean_loss = loss_sum / double(batches.batches_per_epoch());
+    r.images_per_second = double(batches.batches_per_epoch() * opt.batch) / r.train_seconds;
+    if (opt.progress) bar.finish(fmt::format("loss {:.4f}", r.mean_loss));
+    for (const auto& p : nn::make_lenet().parameters()) forward->set(p.name, step->get(p.name));
+    r.test_accuracy = test_accuracy(*forward, test, opt.eval_batch);
+    fmt::print(log, "epoch {}: loss {:.4f}, test accuracy {:.2f}%, {:.2f} s ({:.0f} images/s)\n", epoch, r.mean_loss,
+               100 * r.test_accuracy, r.train_seconds, r.images_per_second);
+    reports.push_back(r);
+  }
+  if (!opt.save.empty()) {
+    io::NamedTensors params;
+    for (const auto& p : nn::make_lenet().parameters()) params.emplace_back(p.name, step->get(p.name));
+    io::save_tensors(opt.save, params, {{"model", "lenet"}, {"trained_on", device->info().id}});
+    fmt::print(log, "saved the parameters to {}\n", opt.save);
+  }
+  return reports;
+}
+
+double eval_lenet(const EvalOptions& opt, std::FILE* log) {
+  if (opt.load.empty()) throw std::invalid_argument("--load W.safetensors is required");
+  io::FashionMnist test = io::load_fashion_mnist(opt.data_dir, io::Split::Test);
+  check_eval_batch(opt.eval_batch, test);
+  auto params = initial_parameters(opt.load, 0);
+  auto device = rt::open_device(opt.device);
+  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
+  for (const auto& [name, t] : params) forward->set(name, t);
+  double acc = test_accuracy(*forward, test, opt.eval_batch);
+  fmt::print(log, "device {}: test accuracy {:.2f}% ({} images)\n", device->info().id, 100 * acc, test.images.count);
+  return acc;
+}
+
+}  // namespace spire::training

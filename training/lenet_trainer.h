@@ -1,0 +1,52 @@
+// Trains and evaluates the seed article's LeNet on Fashion-MNIST on any device: one compiled graph is one
+// full training step (forward, cross-entropy, backward, SGD with momentum), replayed every minibatch, with
+// the parameters and momentum buffers resident on the device.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "io/idx.h"
+
+namespace spire::training {
+
+struct TrainOptions {
+  std::string device;           // "" = the best device present
+  int epochs = 5;
+  int64_t batch = 64;
+  double lr = 0.05;
+  double momentum = 0.9;
+  double weight_decay = 0.0;
+  uint64_t seed = 0;            // parameter initialisation and shuffling
+  int64_t limit = 0;            // use the first N training images (0 = all 60000)
+  std::string load;             // safetensors with PyTorch's parameter names to start from
+  std::string save;             // where to write the trained parameters
+  std::string data_dir = std::string(io::kFashionMnistDir);
+  int64_t eval_batch = 500;     // batch of the test-set forward graph (must divide 10000)
+  bool progress = true;
+};
+
+struct EpochReport {
+  int epoch = 0;
+  double mean_loss = 0;         // over the epoch's minibatches
+  double test_accuracy = 0;     // fraction of the 10000 test images classified right
+  double train_seconds = 0;     // wall time of the epoch's training steps (data preparation included)
+  double images_per_second = 0;
+};
+
+// Prints progress and one line per epoch to `log`; returns the per-epoch figures.
+std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log = stderr);
+
+struct EvalOptions {
+  std::string device;
+  std::string load;             // required: the parameters to evaluate
+  std::string data_dir = std::string(io::kFashionMnistDir);
+  int64_t eval_batch = 500;
+};
+
+// Test-set accuracy of the given weights on the given device.
+double eval_lenet(const EvalOptions& opt, std::FILE* log = stderr);
+
+}  // namespace spire::training
