@@ -19,9 +19,8 @@ void lower_conv2d(LoweringContext& ctx, graph::Value v) {
   const graph::Node& node = g.node(v);
   kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::launch_heavy(
-      ctx, node,
-      [&] { return heavy::conv2d_kernel(shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape), t); },
-      heavy::io_buffers(ctx, v));
+      ctx, v,
+      [&] { return heavy::conv2d_kernel(shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape), t); });
 }
 
 // (grad_out, w) with attr input_shape -> grad_x.
@@ -30,8 +29,7 @@ void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {
   const graph::Node& node = g.node(v);
   kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::launch_heavy(
-      ctx, node, [&] { return heavy::conv2d_grad_input_kernel(shape_of(node, node.type.shape, g.type(node.inputs[1]).shape), t); },
-      heavy::io_buffers(ctx, v));
+      ctx, v, [&] { return heavy::conv2d_grad_input_kernel(shape_of(node, node.type.shape, g.type(node.inputs[1]).shape), t); });
 }
 
 // (grad_out, x) with attr weight_shape -> grad_w.
@@ -40,8 +38,7 @@ void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v) {
   const graph::Node& node = g.node(v);
   kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::launch_heavy(
-      ctx, node, [&] { return heavy::conv2d_grad_weight_kernel(shape_of(node, g.type(node.inputs[1]).shape, node.type.shape), t); },
-      heavy::io_buffers(ctx, v));
+      ctx, v, [&] { return heavy::conv2d_grad_weight_kernel(shape_of(node, g.type(node.inputs[1]).shape, node.type.shape), t); });
 }
 
 }  // namespace spire::lowering

@@ -10,9 +10,8 @@ void lower_matmul(LoweringContext& ctx, graph::Value v) {
   const graph::Node& node = g.node(v);
   kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::launch_heavy(
-      ctx, node,
-      [&] { return heavy::matmul_kernel(heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape), t); },
-      heavy::io_buffers(ctx, v));
+      ctx, v,
+      [&] { return heavy::matmul_kernel(heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape), t); });
 }
 
 }  // namespace spire::lowering

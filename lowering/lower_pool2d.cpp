@@ -18,7 +18,7 @@ using Template = heavy::HeavyKernel (*)(const heavy::Pool2dShape&, kir::Type);
 void lower_pool(LoweringContext& ctx, graph::Value v, Template make, const graph::Shape& x_shape) {
   const graph::Node& node = ctx.graph().node(v);
   kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  heavy::launch_heavy(ctx, node, [&] { return make(shape_of(node, x_shape), t); }, heavy::io_buffers(ctx, v));
+  heavy::launch_heavy(ctx, v, [&] { return make(shape_of(node, x_shape), t); });
 }
 
 }  // namespace

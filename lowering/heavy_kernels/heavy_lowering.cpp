@@ -13,8 +13,19 @@ kir::Type float_type_of(const graph::Node& node, graph::DType dtype) {
                                       node.name, graph::dtype_name(dtype)));
 }
 
-void launch_heavy(LoweringContext& ctx, const graph::Node& node, const std::function<HeavyKernel()>& make,
-                  std::vector<int32_t> buffers) {
+namespace {
+
+std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v) {
+  std::vector<int32_t> out;
+  for (graph::Value in : ctx.graph().node(v).inputs) out.push_back(ctx.buffer_of(in));
+  out.push_back(ctx.buffer_of(v));
+  return out;
+}
+
+}  // namespace
+
+void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<HeavyKernel()>& make) {
+  const graph::Node& node = ctx.graph().node(v);
   HeavyKernel k;
   try {
     k = make();
@@ -22,14 +33,8 @@ void launch_heavy(LoweringContext& ctx, const graph::Node& node, const std::func
     throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(node.op), node.name, e.what()));
   }
   if (k.groups == 0) return;
+  std::vector<int32_t> buffers = io_buffers(ctx, v);
   ctx.launch(std::move(k.kernel), std::move(buffers), rt::ScalarArgs{}, k.groups);
-}
-
-std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v) {
-  std::vector<int32_t> out;
-  for (graph::Value in : ctx.graph().node(v).inputs) out.push_back(ctx.buffer_of(in));
-  out.push_back(ctx.buffer_of(v));
-  return out;
 }
 
 }  // namespace spire::lowering::heavy

@@ -14,12 +14,10 @@ namespace spire::lowering::heavy {
 // kir::Type::F32 or F64 for a float dtype; throws graph::GraphError naming the node otherwise.
 kir::Type float_type_of(const graph::Node& node, graph::DType dtype);
 
-// Builds the node's kernel with `make` (turning a template's std::invalid_argument into a graph::GraphError
-// "<op> '<node>': ...") and launches it over `buffers`; launches nothing for an empty result.
-void launch_heavy(LoweringContext& ctx, const graph::Node& node, const std::function<HeavyKernel()>& make,
-                  std::vector<int32_t> buffers);
-
-// The buffers of a node's inputs, in order, followed by the node's own.
-std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v);
+// Builds node v's kernel with `make` (turning a template's std::invalid_argument into a graph::GraphError
+// "<op> '<node>': ...") and launches it over the buffers of v's inputs, in order, then v's own. Buffers are
+// asked for only once the kernel exists (a refused shape allocates nothing); an empty result launches
+// nothing.
+void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<HeavyKernel()>& make);
 
 }  // namespace spire::lowering::heavy

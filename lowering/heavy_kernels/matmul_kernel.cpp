@@ -49,8 +49,8 @@ MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_
   return s;
 }
 
-MatmulTiling choose_matmul_tiling(const MatmulShape& s) {
-  if (s.m >= 64 && s.n >= 64) return MatmulTiling{64, 64, 16, 4, 4};
+MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
+  if (s.m >= 64 && s.n >= 64) return MatmulTiling{64, 64, t == Type::F64 ? 8u : 16u, 4, 4};
   return MatmulTiling{16, 16, 16, 1, 1};
 }
 
@@ -80,6 +80,11 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   const uint32_t M = index_u32(s.m, "matmul M"), K = index_u32(s.k, "matmul K"), N = index_u32(s.n, "matmul N");
   const uint32_t batches = index_u32(s.batch_count(), "matmul batch count");
   index_u32(s.batch_count() * s.m * s.n, "matmul result elements");
+  int64_t a_elems = s.m * s.k, b_elems = s.k * s.n;
+  for (int64_t d : s.a_batch) a_elems *= d;
+  for (int64_t d : s.b_batch) b_elems *= d;
+  index_u32(a_elems, "matmul A elements");
+  index_u32(b_elems, "matmul B elements");
   const uint32_t threads = tl.invocations();
   const uint32_t threads_n = tl.tile_n / tl.reg_n, threads_m = tl.tile_m / tl.reg_m;
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;

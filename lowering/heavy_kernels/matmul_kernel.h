@@ -37,11 +37,12 @@ struct MatmulTiling {
 };
 
 // The tiling the lowering uses for a shape: 64x64 blocks with 4x4 outputs per invocation when the output is
-// large enough to fill them, else 16x16 blocks with one output per invocation.
-MatmulTiling choose_matmul_tiling(const MatmulShape& s);
+// large enough to fill them, else 16x16 blocks with one output per invocation. The K slice keeps workgroup
+// memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
+MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
 
 // Throws std::invalid_argument for a non-float type or an inconsistent tiling.
 HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
-inline HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t) { return matmul_kernel(s, t, choose_matmul_tiling(s)); }
+inline HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t) { return matmul_kernel(s, t, choose_matmul_tiling(s, t)); }
 
 }  // namespace spire::lowering::heavy
