@@ -50,7 +50,11 @@ MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_
 }
 
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
-  if (s.m >= 64 && s.n >= 64) return MatmulTiling{64, 64, t == Type::F64 ? 8u : 16u, 4, 4};
+  const bool f64 = t == Type::F64;
+  auto blocks = [&](int64_t tile) { return s.batch_count() * ((s.m + tile - 1) / tile) * ((s.n + tile - 1) / tile); };
+  // 128 and 32 workgroups: enough to occupy a large GPU's cores at least once.
+  if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) return MatmulTiling{128, 128, f64 ? 4u : 8u, 8, 8};
+  if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) return MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
   return MatmulTiling{16, 16, 16, 1, 1};
 }
 

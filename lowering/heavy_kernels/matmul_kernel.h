@@ -36,8 +36,9 @@ struct MatmulTiling {
   uint32_t invocations() const { return (tile_m / reg_m) * (tile_n / reg_n); }
 };
 
-// The tiling the lowering uses for a shape: 64x64 blocks with 4x4 outputs per invocation when the output is
-// large enough to fill them, else 16x16 blocks with one output per invocation. The K slice keeps workgroup
+// The tiling the lowering uses for a shape: the largest block that still gives the device enough
+// workgroups to spread over its cores: 128x128 blocks with 8x8 outputs per invocation for large products,
+// 64x64 with 4x4 for medium ones, else 16x16 with one output per invocation. The K slice keeps workgroup
 // memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
 

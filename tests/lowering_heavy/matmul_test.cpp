@@ -37,7 +37,9 @@ std::vector<MatmulCase> matmul_cases() {
   cases.push_back({{7, 16}, {2, 16, 9}});
   cases.push_back({{2, 1, 5, 3}, {1, 4, 3, 6}});
   cases.push_back({{3, 65, 33}, {3, 33, 65}});
-  cases.push_back({{130, 70}, {70, 129}});  // several 64x64 tiles, edges in both directions
+  cases.push_back({{130, 70}, {70, 129}});  // edges in both directions
+  cases.push_back({{2, 300, 70}, {70, 270}});  // 64x64 blocks (2 x 5 x 5 of them)
+  cases.push_back({{8, 300, 33}, {33, 700}});  // 128x128 blocks (8 x 3 x 6 of them)
   cases.push_back({{8, 400}, {400, 120}});  // LeNet's first fully connected layer
   cases.push_back({{33, 65}, {65, 7}, graph::DType::F64});
   cases.push_back({{2, 16, 33}, {33, 16}, graph::DType::F64});
@@ -86,7 +88,7 @@ struct TilingCase {
 
 std::vector<TilingCase> tiling_cases() {
   const heavy::MatmulTiling tilings[] = {{16, 16, 16, 1, 1}, {64, 64, 16, 4, 4}, {32, 32, 8, 2, 2}, {16, 64, 16, 1, 4},
-                                         {64, 16, 32, 4, 1}, {8, 8, 3, 1, 1}};
+                                         {64, 16, 32, 4, 1}, {8, 8, 3, 1, 1}, {128, 128, 8, 8, 8}};
   const std::pair<graph::Shape, graph::Shape> shapes[] = {
       {{1, 1}, {1, 1}}, {{7, 33}, {33, 65}}, {{65, 16}, {16, 7}}, {{33, 65}, {65, 33}}, {{2, 70, 5}, {5, 67}}};
   std::vector<TilingCase> out;

@@ -40,7 +40,8 @@ std::vector<TemplateCase> template_cases() {
     std::string ts(kir::type_name(t));
     const bool f64 = t == kir::Type::F64;
     for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
-             {{1, 1}, {1, 1}}, {{8, 400}, {400, 120}}, {{2, 65, 33}, {33, 129}}, {{130, 70}, {3, 1, 70, 129}}}) {
+             {{1, 1}, {1, 1}}, {{8, 400}, {400, 120}}, {{2, 65, 33}, {33, 129}}, {{130, 70}, {3, 1, 70, 129}},
+             {{2, 300, 70}, {70, 270}}, {{8, 300, 33}, {33, 700}}}) {
       auto s = heavy::matmul_shape(a, b);
       out.push_back({fmt::format("matmul_{}_{}x{}x{}_{}", heavy::dims_text(s.batch), s.m, s.k, s.n, ts),
                      [s, t] { return heavy::matmul_kernel(s, t); }, 0});
@@ -116,6 +117,19 @@ TEST(TemplateNames, CarryTheShape) {
   auto p = heavy::pool2d_shape({8, 6, 28, 28}, {2, 2}, {2, 2}, {0, 0});
   EXPECT_EQ(heavy::max_pool2d_kernel(p, kir::Type::F64).kernel.name, "max_pool2d_n8_c6_h28_w28_k2x2_s2x2_p0x0_f64");
   EXPECT_TRUE(heavy::max_pool2d_kernel(p, kir::Type::F64).kernel.features.has(kir::Feature::Float64));
+}
+
+TEST(TemplateShapes, TilingGrowsWithTheProduct) {
+  auto tile = [](std::vector<int64_t> a, std::vector<int64_t> b, kir::Type t = kir::Type::F32) {
+    auto tl = heavy::choose_matmul_tiling(heavy::matmul_shape(a, b), t);
+    return fmt::format("{}x{}x{}/{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
+  };
+  EXPECT_EQ(tile({8, 400}, {400, 120}), "16x16x16/1x1");
+  EXPECT_EQ(tile({130, 70}, {70, 129}), "16x16x16/1x1");  // 9 blocks of 64: too few to fill a GPU
+  EXPECT_EQ(tile({2, 300, 70}, {70, 270}), "64x64x16/4x4");
+  EXPECT_EQ(tile({8, 300, 33}, {33, 700}), "128x128x8/8x8");
+  EXPECT_EQ(tile({8, 300, 33}, {33, 700}, kir::Type::F64), "128x128x4/8x8");
+  EXPECT_EQ(tile({2048, 2048}, {2048, 2048}), "128x128x8/8x8");
 }
 
 TEST(TemplateShapes, BroadcastBatchStrides) {
