@@ -1,5 +1,6 @@
 #include "frontend/nn/layers.h"
 
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 
@@ -130,7 +131,17 @@ std::string Flatten::repr(int) const { return fmt::format("Flatten(start_dim={},
 // ---- Sequential
 
 graph::Value Sequential::forward(const Scope& s, graph::Value x) const {
-  for (size_t i = 0; i < children_.size(); ++i) x = children_[i]->forward(s.child(std::to_string(i)), x);
+  for (size_t i = 0; i < children_.size(); ++i) {
+    const std::string index = std::to_string(i);
+    const graph::Value y = children_[i]->forward(s.child(index), x);
+    // Name each child's result after the child ("convnet.2"), as torch.fx does, so the printed graph reads
+    // like the model. A child that returns its input or a leaf creates no value of its own to name; at the
+    // top level (no prefix) the name would start with a digit, which the text form does not allow.
+    const std::string name = s.prefix() + index;
+    const bool nameable = std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_';
+    if (nameable && y != x && !graph::is_leaf(s.graph().node(y).op)) s.graph().name(y, name);
+    x = y;
+  }
   return x;
 }
 

@@ -19,7 +19,8 @@ namespace spire::nn {
 
 using NamedTensors = std::vector<std::pair<std::string, graph::Tensor>>;
 
-// Where a module builds its ops.
+// Where a module builds its ops. Graph names start with a letter or '_', so a Sequential whose children
+// have parameters needs a prefix ("model.") where PyTorch's bare Sequential would say "0.weight".
 class Scope {
  public:
   Scope(graph::Graph& g, graph::DType dtype, std::string prefix = {})

@@ -26,6 +26,10 @@ TEST(NnModules, SequentialNamesChildrenByIndexAndSkipsParameterlessOnes) {
   const graph::Value x = g.input("x", DType::F64, {5, 3});
   const graph::Value y = mlp.forward(Scope(g, DType::F64, "head."), x);
   EXPECT_EQ(g.type(y), (graph::TensorType{DType::F64, {5, 2}}));
+  // Each child's result is named after the child, as torch.fx names them.
+  EXPECT_EQ(g.node(y).name, "head.2");
+  EXPECT_EQ(g.type(g.at("head.1")), (graph::TensorType{DType::F64, {5, 4}}));
+  EXPECT_EQ(g.node(g.at("head.1")).op, graph::OpKind::Relu);
   const auto params = g.parameters();
   ASSERT_EQ(params.size(), specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -42,6 +46,23 @@ TEST(NnModules, NestedSequentialAndCopies) {
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].name, "0.0.weight");
   EXPECT_EQ(specs[3].name, "2.0.bias");
+  // Graph names may not start with a digit, so a bare Sequential needs a prefix for its parameters...
+  graph::Graph g;
+  const graph::Value x = g.input("x", DType::F32, {1, 2});
+  EXPECT_THROW(outer.forward(Scope(g, DType::F32), x), graph::GraphError);
+  // ...and with one, results are named after the outermost child that produced them.
+  graph::Graph g2;
+  const graph::Value y = outer.forward(Scope(g2, DType::F32, "model."), g2.input("x", DType::F32, {1, 2}));
+  EXPECT_EQ(g2.type(y).shape, (graph::Shape{1, 1}));
+  EXPECT_EQ(g2.node(y).name, "model.2");
+  EXPECT_EQ(g2.node(g2.at("model.0")).op, graph::OpKind::Add);  // inner Linear's bias add
+  EXPECT_EQ(g2.node(g2.at("model.1")).op, graph::OpKind::Silu);
+  EXPECT_TRUE(g2.find("model.0.0.weight").has_value());
+  // Without parameters, a bare Sequential works and leaves generated names (no name may start with a digit).
+  graph::Graph g3;
+  const graph::Value z = Sequential(ReLU(), SiLU()).forward(Scope(g3, DType::F32), g3.input("x", DType::F32, {3}));
+  EXPECT_EQ(g3.node(z).op, graph::OpKind::Silu);
+  EXPECT_FALSE(g3.find("1").has_value());
   const Sequential copy = outer;  // shares the immutable children
   EXPECT_EQ(copy.size(), 3u);
   EXPECT_EQ(parameters(copy).size(), 4u);

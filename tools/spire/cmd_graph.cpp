@@ -1,6 +1,205 @@
-// spire graph print|eval|grad (to be written with the graph IR).
+// spire graph print|eval|grad: read, run and differentiate graph text files.
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "autograd/grad.h"
+#include "io/tensor_file.h"
+#include "ir/graph/evaluator.h"
+#include "ir/graph/graph.h"
+#include "ir/graph/text_form.h"
 #include "tools/spire/commands.h"
 
 namespace spire::cli {
-void register_graph_commands(CLI::App&) {}
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error(fmt::format("{}: cannot open: {}", path, std::strerror(errno)));
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (in.bad()) throw std::runtime_error(fmt::format("{}: read error", path));
+  return s.str();
+}
+
+// "-" writes to standard output.
+void write_text(const std::string& path, const std::string& text) {
+  if (path == "-") {
+    fmt::print("{}", text);
+    return;
+  }
+  std::ofstream out(path, std::ios::binary);
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot create: {}", path, std::strerror(errno)));
+  out << text;
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("{}: write error", path));
+}
+
+// Parses a graph file; syntax errors come back as "FILE:LINE:COLUMN: message", the form editors jump to.
+graph::Graph load_graph(const std::string& path) {
+  const std::string text = read_text(path);
+  try {
+    return graph::parse(text);
+  } catch (const graph::ParseError& e) {
+    throw std::runtime_error(fmt::format("{}:{}:{}: {}", path, e.line(), e.column(), e.message()));
+  } catch (const graph::GraphError& e) {
+    throw std::runtime_error(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+const char* leaf_kind(graph::OpKind op) {
+  switch (op) {
+    case graph::OpKind::Input: return "input";
+    case graph::OpKind::Parameter: return "parameter";
+    case graph::OpKind::State: return "state";
+    default: return "leaf";
+  }
+}
+
+// ---- spire graph print
+
+void run_print(const std::string& file) { fmt::print("{}", graph::print(load_graph(file))); }
+
+// ---- spire graph eval
+
+struct EvalOptions {
+  std::string file;
+  std::string inputs;
+  std::string outputs;
+  std::string dtype;  // empty: compute in f64, write each output in its graph dtype
+};
+
+// Every Input, Parameter and State leaf of g, taken by name from the file and checked against its
+// declaration, so that the user hears about a wrong file before any arithmetic runs.
+std::map<std::string, graph::Tensor> gather_leaves(const graph::Graph& g, const std::string& path) {
+  const auto available = io::load_tensors(path);
+  std::map<std::string, graph::Tensor> feeds;
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op != graph::OpKind::Input && n.op != graph::OpKind::Parameter && n.op != graph::OpKind::State) continue;
+    auto it = available.find(n.name);
+    if (it == available.end()) {
+      std::vector<std::string> names;
+      for (const auto& [name, t] : available) names.push_back(fmt::format("{} {}", name, t.type().to_string()));
+      throw std::runtime_error(fmt::format("{} has no tensor '{}' (the graph's {} of type {}); it has: {}", path,
+                                           n.name, leaf_kind(n.op), n.type.to_string(),
+                                           names.empty() ? "no tensors" : fmt::format("{}", fmt::join(names, ", "))));
+    }
+    if (it->second.type() != n.type) {
+      throw std::runtime_error(fmt::format("{} '{}' is {} in the graph but {} in {}", leaf_kind(n.op), n.name,
+                                           n.type.to_string(), it->second.type().to_string(), path));
+    }
+    feeds.emplace(n.name, it->second);
+  }
+  return feeds;
+}
+
+void run_eval(const EvalOptions& o) {
+  const graph::Graph g = load_graph(o.file);
+  const auto feeds = gather_leaves(g, o.inputs);
+  std::optional<graph::DType> requested;
+  if (!o.dtype.empty()) requested = graph::dtype_from_name(o.dtype);
+
+  // The reference evaluator on the CPU. A --device option will branch here to the compiler and a runtime
+  // device (lowering/ + runtime/), writing the same outputs; until it exists there is no such option.
+  auto results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
+
+  // Outputs in the graph's order, then the state updates' new values under their targets' names.
+  io::NamedTensors written;
+  auto add = [&](const std::string& name) {
+    graph::Tensor t = std::move(results.at(name));
+    if (requested && graph::is_float(t.dtype)) {
+      t.dtype = *requested;
+      t.round_to_dtype();
+    }
+    written.emplace_back(name, std::move(t));
+  };
+  for (const auto& out : g.outputs()) add(out.name);
+  for (const auto& u : g.state_updates()) add(g.node(u.target).name);
+  io::save_tensors(o.outputs, written);
+}
+
+// ---- spire graph grad
+
+struct GradOptions {
+  std::string file;
+  std::string loss;
+  std::vector<std::string> wrt;
+  std::string output;
+};
+
+graph::Value resolve(const graph::Graph& g, const std::string& name, const std::string& what) {
+  if (auto v = g.find_output(name)) return *v;
+  if (auto v = g.find(name)) return *v;
+  throw std::runtime_error(fmt::format("{} '{}' is neither an output nor a value of the graph", what, name));
+}
+
+void run_grad(const GradOptions& o) {
+  graph::Graph g = load_graph(o.file);
+  const graph::Value loss = resolve(g, o.loss, "--loss");
+  std::vector<graph::Value> wrt;
+  for (const auto& name : o.wrt) wrt.push_back(resolve(g, name, "--wrt"));
+  const auto grads = autograd::grad(g, loss, wrt);
+  for (size_t i = 0; i < wrt.size(); ++i) g.output("grad." + o.wrt[i], grads[i]);
+  write_text(o.output, graph::print(g));
+}
+
+}  // namespace
+
+void register_graph_commands(CLI::App& app) {
+  auto* group = app.add_subcommand("graph", "Print, evaluate or differentiate a graph text file");
+  group->require_subcommand(1);
+
+  {
+    auto file = std::make_shared<std::string>();
+    auto* cmd = group->add_subcommand(
+        "print", "Parse a graph file and print its canonical text form (a syntax error reports FILE:LINE:COLUMN)");
+    cmd->add_option("file", *file, "Graph text file")->required();
+    cmd->callback([file] { run_print(*file); });
+  }
+  {
+    auto o = std::make_shared<EvalOptions>();
+    auto* cmd = group->add_subcommand(
+        "eval",
+        "Run a graph on the CPU with the reference evaluator. Every input, parameter and state of the graph is "
+        "read by name from --inputs (dtype and shape must match the graph exactly; extra tensors are ignored). "
+        "Every graph output, and the new value of every state update (under its target's name), is written to "
+        "--outputs.");
+    cmd->add_option("file", o->file, "Graph text file")->required();
+    cmd->add_option("--inputs", o->inputs, "safetensors file holding the graph's inputs, parameters and states")
+        ->required();
+    cmd->add_option("--outputs", o->outputs, "safetensors file to write the results to")->required();
+    cmd->add_option("--dtype", o->dtype,
+                    "Precision: f64 computes every float op in double, f32 rounds every float op's result to "
+                    "float; float results are written in that precision. Default: compute in f64 and write each "
+                    "result in its graph dtype")
+        ->check(CLI::IsMember({"f32", "f64"}));
+    cmd->callback([o] { run_eval(*o); });
+  }
+  {
+    auto o = std::make_shared<GradOptions>();
+    auto* cmd = group->add_subcommand(
+        "grad",
+        "Append the backward graph of a scalar loss and output grad.<name> for each --wrt value (a value the "
+        "loss does not depend on gets zeros)");
+    cmd->add_option("file", o->file, "Graph text file")->required();
+    cmd->add_option("--loss", o->loss, "The loss: an output name or a value name (a float scalar)")->required();
+    cmd->add_option("--wrt", o->wrt, "Values to differentiate with respect to, comma-separated (e.g. w,b)")
+        ->required()
+        ->delimiter(',');
+    cmd->add_option("-o,--output", o->output, "Graph file to write the joint forward+backward graph to ('-': stdout)")
+        ->required();
+    cmd->callback([o] { run_grad(*o); });
+  }
+}
+
 }  // namespace spire::cli
