@@ -1,0 +1,11 @@
+# Sourced at the start of every run on the lent GPU machine: Debian's Vulkan loader (into /), the
+# validation layers and libfmt (into /tmp/gl, so nothing else of the image is touched), NVIDIA's ICD.
+for f in .gl/libvulkan1*.deb; do dpkg -x "$f" /; done
+ldconfig
+mkdir -p /tmp/gl
+for f in .gl/vulkan-validationlayers*.deb .gl/libfmt9*.deb; do dpkg -x "$f" /tmp/gl; done
+export LD_LIBRARY_PATH=/tmp/gl/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+export VK_LAYER_PATH=/tmp/gl/usr/share/vulkan/explicit_layer.d
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export PATH=/usr/local/cuda/bin:$PATH
+B=.gpu/bin
