@@ -143,6 +143,41 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t) {
   const uint32_t N = uint32_t(n), C = uint32_t(c);
   const uint32_t total = N * C;
   if (total == 0) return empty_result(name);
+  auto value = [&](KernelBuilder& kb, Val x, Val col, Val label, Val row_max, Val row_sum, Val g) {
+    Val p = exp(x - row_max) / row_sum;
+    Val one_hot = select(cast(col, Type::I32) == label, kb.constant(t, 1), kb.constant(t, 0));
+    return g * (p - one_hot) / double(N);
+  };
+  if (c >= kSoftmaxWorkgroupRowFrom) {
+    // Long rows: one workgroup per row computes the row's max and sum once (trees), then writes the row.
+    const uint32_t wg = pow2_clamped(C, 32, 256);
+    KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
+    Buf grad_loss = kb.buffer("grad_loss", t, Access::Read);
+    Buf logits = kb.buffer("logits", t, Access::Read);
+    Buf labels = kb.buffer("labels", Type::I32, Access::Read);
+    Buf grad = kb.buffer("grad_logits", t, Access::Write);
+    Shared scratch = kb.shared("scratch", t, wg);
+    Val lid = kb.local_id();
+    Val row = kb.group_id();
+    kb.if_(row < N, [&] {  // uniform per workgroup
+      Val base = row * C;
+      Var m = kb.var("part_max", neg_inf(kb, t));
+      kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) { m = max(m.get(), logits[base + j].load()); });
+      workgroup_tree_reduce(kb, scratch, lid, m.get(), wg, TreeOp::Max);
+      Val row_max = scratch[0u];
+      kb.barrier();
+      Var sum = kb.var("part_sum", kb.constant(t, 0));
+      kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) { sum += exp(logits[base + j].load() - row_max); });
+      workgroup_tree_reduce(kb, scratch, lid, sum.get(), wg, TreeOp::Sum);
+      Val row_sum = scratch[0u];
+      Val label = labels[row].load();
+      Val g = grad_loss[0u].load();
+      kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) {
+        grad[base + j] = value(kb, logits[base + j].load(), j, label, row_max, row_sum, g);
+      });
+    });
+    return {kb.finish(), N};
+  }
   KernelBuilder kb(name, kThreads);
   Buf grad_loss = kb.buffer("grad_loss", t, Access::Read);
   Buf logits = kb.buffer("logits", t, Access::Read);
@@ -152,10 +187,7 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t) {
   kb.if_(o < total, [&] {
     Val row = o / C, col = o % C;
     auto [row_max, row_sum] = row_stats(kb, logits, row * C, C, t);
-    Val p = exp(logits[o].load() - row_max) / row_sum;
-    Val label = labels[row].load();
-    Val one_hot = select(cast(col, Type::I32) == label, kb.constant(t, 1), kb.constant(t, 0));
-    grad[o] = grad_loss[0u].load() * (p - one_hot) / double(N);
+    grad[o] = value(kb, logits[o].load(), col, labels[row].load(), row_max, row_sum, grad_loss[0u].load());
   });
   return {kb.finish(), groups_for_threads(total, kThreads)};
 }

@@ -8,9 +8,10 @@
 //    -log_softmax[n, label]. One workgroup; each invocation handles rows n = lid, lid + wg, ...; a tree in
 //    shared memory adds the per-invocation sums (deterministic). A label outside [0, C) gives NaN.
 //    Buffers: logits (read), labels (read), loss (write, 1 element).
-//  * cross_entropy_grad_kernel: grad_out (scalar), logits, labels -> [N, C]: one invocation per element,
-//    grad * (softmax - one_hot) / N, recomputing its row's max and sum. Buffers: grad_loss (read), logits
-//    (read), labels (read), grad_logits (write).
+//  * cross_entropy_grad_kernel: grad_out (scalar), logits, labels -> [N, C] = grad * (softmax - one_hot) / N.
+//    Short rows: one invocation per element, recomputing its row's max and sum. Long rows (C >=
+//    kSoftmaxWorkgroupRowFrom): one workgroup per row, max and sum computed once by trees. Buffers: grad_loss
+//    (read), logits (read), labels (read), grad_logits (write).
 #pragma once
 
 #include <cstdint>
@@ -28,7 +29,7 @@ struct SoftmaxShape {
 // From a shape and the (non-negative) axis; throws std::invalid_argument if the axis is out of range.
 SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis);
 
-// A workgroup per row from this axis length on (one invocation per row below it).
+// A workgroup per row from this axis length (or class count) on; one invocation per row (or element) below.
 inline constexpr int64_t kSoftmaxWorkgroupRowFrom = 256;
 
 HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log);

@@ -85,6 +85,8 @@ std::vector<LossCase> loss_cases() {
       {"i64_600x3", 600, 3, graph::DType::I64},
       {"one_row_one_class", 1, 1},
       {"wide_4x100", 4, 100},
+      {"workgroup_rows_5x300", 5, 300},
+      {"workgroup_rows_3x1000_i64", 3, 1000, graph::DType::I64},
   };
 }
 

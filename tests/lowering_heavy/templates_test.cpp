@@ -75,6 +75,7 @@ std::vector<TemplateCase> template_cases() {
     }
     out.push_back({"cross_entropy_300x7_" + ts, [t] { return heavy::cross_entropy_kernel(300, 7, t); }, 0, f64});
     out.push_back({"cross_entropy_grad_8x10_" + ts, [t] { return heavy::cross_entropy_grad_kernel(8, 10, t); }, 80, f64});
+    out.push_back({"cross_entropy_grad_5x300_" + ts, [t] { return heavy::cross_entropy_grad_kernel(5, 300, t); }, 0, f64});
   }
   return out;
 }
