@@ -13,12 +13,23 @@ Kernel relu_kernel() {
   auto y = kb.buffer("y", Type::F32, Access::Write);
   auto n = kb.scalar("n", Type::U32);
   auto block_start = kb.group_id() * kReluBlock;
-  auto lane = kb.local_id();
-  // Four independent loads per invocation keep enough memory requests in flight to approach bandwidth.
-  for (uint32_t k = 0; k < kPerThread; ++k) {
-    auto i = block_start + (lane + k * kThreads);
-    kb.if_(i < n, [&] { y[i] = max(x[i], 0.0f); });
-  }
+  auto first = block_start + kb.local_id();
+  // Full blocks issue all four loads before any store, so four memory requests per invocation are in flight
+  // at once (a store between loads would make the compiler keep them in order, one round trip each).
+  auto full = (block_start < n) & (n - block_start >= kReluBlock);
+  kb.if_else(
+      full,
+      [&] {
+        Val v[kPerThread];
+        for (uint32_t k = 0; k < kPerThread; ++k) v[k] = x[first + k * kThreads];
+        for (uint32_t k = 0; k < kPerThread; ++k) y[first + k * kThreads] = max(v[k], 0.0f);
+      },
+      [&] {  // the masked tail: the last, partial block
+        for (uint32_t k = 0; k < kPerThread; ++k) {
+          auto i = first + k * kThreads;
+          kb.if_(i < n, [&] { y[i] = max(x[i], 0.0f); });
+        }
+      });
   return kb.finish();
 }
 
