@@ -46,11 +46,19 @@ Val compare(graph::CompareMode m, Val a, Val b) {
   return a == b;
 }
 
-// d gelu_tanh(x) / dx.
+// The tanh form of GELU through 1 + tanh(u) = 2 sigmoid(2u): the same function, but for very negative x it
+// divides by a large number instead of cancelling 1 + tanh(u) ~ 1 - 1 in float32 (which loses every digit).
+Val gelu_gate(Val x) {  // sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
+  Val u = kGeluScale * (x + kGeluCubic * x * x * x);
+  return 1.0 / (1.0 + kir::exp(-2.0 * u));
+}
+
+Val gelu(Val x) { return x * gelu_gate(x); }
+
+// d gelu / dx = s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u) (since 1 - tanh^2 = 4 s (1 - s)).
 Val gelu_derivative(Val x) {
-  Val x2 = x * x;
-  Val t = kir::tanh(kGeluScale * (x + kGeluCubic * x2 * x));
-  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kGeluScale * (1.0 + 3.0 * kGeluCubic * x2);
+  Val s = gelu_gate(x);
+  return s + x * s * (1.0 - s) * (2.0 * kGeluScale) * (1.0 + 3.0 * kGeluCubic * x * x);
 }
 
 }  // namespace
@@ -169,10 +177,7 @@ void lower_elementwise(LoweringContext& ctx, graph::Value v) {
       case K::Sigmoid: return sigmoid(a[0]);
       case K::Relu: return kir::select(a[0] > 0, a[0], kir::like(a[0], 0));
       case K::Silu: return a[0] * sigmoid(a[0]);
-      case K::Gelu: {
-        Val x = a[0];
-        return 0.5 * x * (1.0 + kir::tanh(kGeluScale * (x + kGeluCubic * x * x * x)));
-      }
+      case K::Gelu: return gelu(a[0]);
       case K::Where: return kir::select(as_bool(a[0]), a[1], a[2]);
       case K::Cast: {
         graph::DType from = g.type(n.inputs[0]).dtype;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 
 #include <fmt/format.h>
@@ -250,6 +251,17 @@ TEST_P(OnDevice, UnsetParametersReadAsNan) {
 INSTANTIATE_TEST_SUITE_P(AllDevices, OnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OnDevice);
+
+TEST(Executor, ValidationLayerIsOnWhenAsked) {
+  // ctest sets SPIRE_VULKAN_VALIDATION=1: the "no validation message" checks above mean something only if the
+  // layer really runs.
+  const char* env = std::getenv("SPIRE_VULKAN_VALIDATION");
+  bool vulkan_present = false;
+  for (const auto& d : rt::list_devices()) vulkan_present = vulkan_present || d.backend == rt::Backend::Vulkan;
+  if (!env || std::string(env) != "1" || !vulkan_present)
+    GTEST_SKIP() << "SPIRE_VULKAN_VALIDATION=1 not set or no Vulkan device: nothing to check";
+  EXPECT_TRUE(rt::vulkan::validation_enabled()) << "install vulkan-validationlayers";
+}
 
 TEST(Executor, AtLeastOneDeviceIsPresent) {
   EXPECT_FALSE(rt::list_devices().empty()) << "no Vulkan or CUDA device: install mesa-vulkan-drivers";

@@ -1,0 +1,78 @@
+// The cross-backend op harness: every op of the graph IR, forward and backward, on a device through
+// compile(), against the float64 reference evaluator.
+//
+// A case builds a tiny graph: inputs -> op -> y, and for a float y also loss = sum(y * w) with w a fixed
+// random tensor; autograd::grad(loss) appends the backward ops. The compiled step's outputs (y and each
+// float input's gradient) are compared with graph::evaluate(..., F64) under the op's tolerance
+// (op_tolerances.h). Inputs are random with fixed seeds; every device buffer starts as NaN (the executor
+// poisons at allocation), so an element no kernel wrote fails.
+//
+// Used by tests/lowering (one GoogleTest per case and device) and by `spire test-ops`.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "ir/graph/tensor.h"
+#include "runtime/device.h"
+
+namespace spire::lowering {
+
+// How an input's random values are drawn.
+enum class Draw : uint8_t {
+  Uniform,         // uniform in [lo, hi]
+  AwayFromZero,    // uniform in [lo, hi] with a random sign (divisors)
+  Integers,        // whole numbers in [lo, hi] (ties for compare and max; exact integer inputs)
+  Bools,           // 0 or 1
+};
+
+struct OpInput {
+  graph::TensorType type;
+  Draw draw = Draw::Uniform;
+  double lo = -1, hi = 1;
+};
+
+struct OpCase {
+  graph::OpKind op;                 // the op under test
+  std::string label;                // its inputs and attributes: "f32[7,33], f32[33]"
+  std::vector<OpInput> inputs;      // fed as in0, in1, ...
+  // Appends the op to g given the input values; returns its result.
+  std::function<graph::Value(graph::Graph&, const std::vector<graph::Value>&)> build;
+  bool backward = true;             // also check the gradients of every float input
+};
+
+enum class Outcome : uint8_t { Pass, Fail, Skip };
+std::string_view outcome_name(Outcome o);  // "pass", "FAIL", "skip"
+
+// One compared result: the op's output ("forward") or one input's gradient ("grad in1").
+struct OpRow {
+  std::string op;
+  std::string label;
+  std::string device;
+  std::string check;
+  double max_error = 0;   // max-norm relative error (op_tolerances.h); inf for NaN/poison
+  double tolerance = 0;
+  Outcome outcome = Outcome::Fail;
+  std::string note;       // why it failed or was skipped
+};
+
+// Every case: each op of the graph IR over several shapes (1, 7, 33, 257, broadcasting, non-square),
+// f32 throughout and f64 for a selection.
+const std::vector<OpCase>& op_cases();
+
+// Runs one case on `dev` (inputs drawn with `seed`); one row per compared output, or a single row when
+// the case could not run (its note says why: a lowering error fails, a device without float64 skips).
+std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed = 1);
+
+// The error measure of op_tolerances.h: max |got - want| / max(1, max |want|); infinite for a NaN, infinity or
+// poison value where the reference has a number. Shapes must match (the caller checks).
+double max_norm_error(const graph::Tensor& got, const graph::Tensor& want);
+
+// The table `spire test-ops` prints.
+std::string format_row_header();
+std::string format_row(const OpRow& r);
+
+}  // namespace spire::lowering

@@ -1,0 +1,75 @@
+// spire test-ops: the cross-backend op harness (lowering/op_harness.h) as a table: every op of the graph IR,
+// forward and backward, on one device or all of them, against the float64 reference evaluator.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "ir/graph/graph.h"
+#include "lowering/op_harness.h"
+#include "runtime/device.h"
+#include "tools/spire/commands.h"
+
+namespace spire::cli {
+
+namespace {
+
+struct TestOpsOptions {
+  std::string device;
+  std::string op;
+  uint64_t seed = 1;
+  bool failures_only = false;
+};
+
+struct Totals {
+  int pass = 0, fail = 0, skip = 0;
+};
+
+void run_on(rt::Device& dev, const TestOpsOptions& o, Totals& t) {
+  for (const auto& c : lowering::op_cases()) {
+    if (!o.op.empty() && graph::op_name(c.op) != o.op) continue;
+    for (const auto& r : lowering::run_op_case(c, dev, o.seed)) {
+      (r.outcome == lowering::Outcome::Pass ? t.pass : r.outcome == lowering::Outcome::Fail ? t.fail : t.skip)++;
+      if (!o.failures_only || r.outcome == lowering::Outcome::Fail) fmt::print("{}\n", lowering::format_row(r));
+    }
+  }
+}
+
+void run(const TestOpsOptions& o) {
+  if (!o.op.empty() && !graph::op_from_name(o.op))
+    throw std::runtime_error(fmt::format("--op {}: no op of that name (names as in the graph text form, e.g. add, "
+                                         "conv2d, max_pool2d_grad)", o.op));
+  std::vector<std::string> ids;
+  if (o.device == "all") {
+    for (const auto& d : rt::list_devices()) ids.push_back(d.id);
+    if (ids.empty()) throw rt::Error("no compute device found");
+  } else {
+    ids.push_back(o.device);
+  }
+  fmt::print("{}\n", lowering::format_row_header());
+  Totals t;
+  for (const auto& id : ids) {
+    auto dev = rt::open_device(id);
+    run_on(*dev, o, t);
+  }
+  fmt::print("{} passed, {} failed, {} skipped\n", t.pass, t.fail, t.skip);
+  if (t.pass + t.fail == 0 && t.skip == 0) throw std::runtime_error("no case matched");
+  if (t.fail) throw std::runtime_error(fmt::format("{} op result(s) differ from the float64 reference beyond their "
+                                                   "tolerance (rows marked FAIL above)", t.fail));
+}
+
+}  // namespace
+
+void register_test_ops_commands(CLI::App& app) {
+  auto o = std::make_shared<TestOpsOptions>();
+  auto* cmd = app.add_subcommand(
+      "test-ops",
+      "Check every graph op, forward and backward, on a device against the float64 reference evaluator; prints one "
+      "row per compared result (max relative error vs tolerance) and exits non-zero if any fails");
+  cmd->add_option("--device", o->device, "Device name (vulkan:N, cuda:N), 'all', or empty for the best present");
+  cmd->add_option("--op", o->op, "Only this op (its text-form name, e.g. add, sum, conv2d_grad_input)");
+  cmd->add_option("--seed", o->seed, "Seed of the random inputs (default 1)");
+  cmd->add_flag("--failures", o->failures_only, "Print only the rows that fail");
+  cmd->callback([o] { run(*o); });
+}
+
+}  // namespace spire::cli
