@@ -36,10 +36,12 @@ void ProgressBar::update(uint64_t done, const std::string& status) {
 
 void ProgressBar::finish(const std::string& status) {
   done_ = total_;
-  draw(status, true);
+  // In a log the 100% line may already be there; print it again only if the status changed it.
+  if (tty_ || last_decile_ != 10 || status != last_status_) draw(status, true);
 }
 
 void ProgressBar::draw(const std::string& status, bool final) {
+  last_status_ = status;
   constexpr int kWidth = 30;
   double frac = double(done_) / double(total_);
   int filled = int(frac * kWidth);

@@ -27,6 +27,7 @@ class ProgressBar {
   FILE* out_;
   bool tty_;
   int last_decile_ = -1;
+  std::string last_status_;
   std::chrono::steady_clock::time_point start_, last_draw_;
 };
 
