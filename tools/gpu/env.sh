@@ -1,6 +1,6 @@
 # Sourced at the start of every run on the lent GPU machine: Debian's Vulkan loader (into /), the
 # validation layers and libfmt (into /tmp/gl, so nothing else of the image is touched), NVIDIA's ICD.
-for f in .gl/libvulkan1*.deb; do dpkg -x "$f" /; done
+for f in .gl/libvulkan1*.deb .gl/libegl1*.deb .gl/libglvnd0*.deb .gl/libopengl0*.deb .gl/libgl1*.deb .gl/libglx0*.deb .gl/libgles2*.deb; do dpkg -x "$f" /; done
 ldconfig
 mkdir -p /tmp/gl
 for f in .gl/vulkan-validationlayers*.deb .gl/libfmt9*.deb; do dpkg -x "$f" /tmp/gl; done
