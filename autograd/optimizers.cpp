@@ -93,7 +93,7 @@ std::vector<Value> adam_step(Graph& g, const std::vector<Value>& params, const s
   for (size_t i = 0; i < params.size(); ++i) {
     Value p = params[i];
     const graph::TensorType type = g.type(p);
-    const std::string& name = g.node(p).name;
+    const std::string name = g.node(p).name;  // a copy: appending nodes moves node storage
     Value grad = with_weight_decay(g, p, grads[i], opt.weight_decay);
     Value m = g.state("adam.exp_avg." + name, dt, type.shape, 0.0);
     Value v = g.state("adam.exp_avg_sq." + name, dt, type.shape, 0.0);

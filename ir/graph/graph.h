@@ -56,7 +56,7 @@ bool is_float(DType t);
 bool is_int(DType t);                                  // I32, I64 (not Bool)
 uint32_t dtype_bytes(DType t);                         // Bool: 1
 
-// Static shape; rank 0 ([]) is a scalar. Every dimension is >= 1... or 0 for an empty tensor.
+// Static shape; rank 0 ([]) is a scalar. Every dimension is >= 0.
 using Shape = std::vector<int64_t>;
 
 int64_t num_elements(const Shape& s);                  // 1 for a scalar
@@ -321,10 +321,13 @@ class Graph {
   void state_update(Value target, Value new_value);     // target: parameter or state; same type; once each
 
   // ---- accessors
+  // node() returns a reference into the node storage: appending a node may move it, so copy what you need
+  // before building more (g.type() returns a copy for that reason: g.add(x, y) inside an expression that
+  // also reads g.type(...) is safe).
   int32_t size() const { return int32_t(nodes_.size()); }
   const Node& node(Value v) const;
   const Node& node(int32_t id) const { return node(Value{id}); }
-  const TensorType& type(Value v) const { return node(v).type; }
+  TensorType type(Value v) const { return node(v).type; }
   const std::vector<Node>& nodes() const { return nodes_; }
   std::vector<Value> values() const;                    // every value, in topological order
   std::vector<Value> inputs() const;                    // Input leaves, in order
