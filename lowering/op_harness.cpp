@@ -178,7 +178,7 @@ void reduction_cases(CaseList& cl) {
   const std::vector<S> shapes = {
       {{7, 33}, {1}, false},       {{7, 33}, {0}, true},        {{257}, {0}, false},       {{2, 3, 5}, {0, 2}, false},
       {{3, 4, 5, 6}, {1, 3}, true}, {{3, 1000}, {1}, false},    {{1000, 3}, {0}, false},   {{1}, {0}, false},
-      {{7, 33}, {}, false},        {{33, 257}, {0, 1}, false},
+      {{7, 33}, {}, false},        {{33, 257}, {0, 1}, false},  {{4, 40000}, {1}, false},  // split in chunks
   };
   for (const auto& r : ops) {
     auto fn = r.fn;

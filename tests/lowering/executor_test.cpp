@@ -133,6 +133,74 @@ TEST_P(OnDevice, LargeReductionUsesWorkgroupsAndIsReproducible) {
   }
 }
 
+TEST_P(OnDevice, ReductionWithMoreWorkgroupsThanOneGridDimension) {
+  // 70000 outputs of 130 elements: one workgroup per output, more than lavapipe's 65535 per dimension, so the
+  // runtime folds the grid and the kernel must ignore the extra groups.
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {70000, 130});
+  g.output("s", g.sum(x, {1}));
+  auto exe = lowering::compile(g, *dev_);
+  std::vector<double> xv(70000 * 130);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = double((i * 7919) % 13) - 6;  // small integers: exact sums
+  exe->set("x", Tensor::from(DType::F32, {70000, 130}, xv));
+  exe->step();
+  Tensor s = exe->get("s");
+  for (size_t r = 0; r < 70000; ++r) {
+    double want = 0;
+    for (size_t k = 0; k < 130; ++k) want += xv[r * 130 + k];
+    ASSERT_EQ(s.data[r], want) << "row " << r;
+  }
+}
+
+TEST_P(OnDevice, SplitReductionOfAWholeTensor) {
+  // One output over a million elements is cut into chunks (two launches); mean scales only once, at the end.
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {1000, 1000});
+  g.output("s", g.sum(x));
+  g.output("m", g.mean(x));
+  g.output("mx", g.max(x, {0, 1}));
+  auto exe = lowering::compile(g, *dev_);
+  EXPECT_NE(exe->plan_text().find("split"), std::string::npos) << exe->plan_text();
+  std::vector<double> xv(1000000);
+  for (size_t i = 0; i < xv.size(); ++i) xv[i] = double((i * 7919) % 101) - 50;
+  xv[777777] = 1000;
+  exe->set("x", Tensor::from(DType::F32, {1000, 1000}, xv));
+  exe->step();
+  double want = 0;
+  for (double v : xv) want += v;
+  EXPECT_EQ(exe->get("s").data[0], want);  // integers below 2^24 in every partial: exact
+  EXPECT_NEAR(exe->get("m").data[0], want / 1e6, 1e-6 * std::abs(want / 1e6));
+  EXPECT_EQ(exe->get("mx").data[0], 1000);
+}
+
+TEST_P(OnDevice, EmptyTensors) {
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {0, 3});
+  g.output("y", g.exp(x));
+  g.output("s", g.sum(x, {0}));  // the sum over nothing is 0
+  auto exe = lowering::compile(g, *dev_);
+  exe->set("x", Tensor(DType::F32, {0, 3}));
+  exe->step();
+  EXPECT_EQ(exe->get("y").numel(), 0);
+  EXPECT_EQ(exe->get("s").data, (std::vector<double>{0, 0, 0}));
+}
+
+TEST_P(OnDevice, RawUploadAndDownload) {
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {4});
+  auto labels = g.input("labels", DType::I64, {4});
+  g.output("y", g.add(x, g.cast(labels, DType::F32)));
+  auto exe = lowering::compile(g, *dev_);
+  float xs[4] = {0.5f, 1.5f, -2.0f, 8.0f};
+  int32_t ls[4] = {1, 2, 3, -4};  // i64 inputs travel as i32
+  exe->set_raw("x", xs, sizeof xs);
+  exe->set_raw("labels", ls, sizeof ls);
+  exe->step();
+  float ys[4];
+  exe->get_raw("y", ys, sizeof ys);
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(ys[i], xs[i] + float(ls[i]));
+}
+
 TEST_P(OnDevice, StateUpdatesPersistAcrossSteps) {
   // momentum SGD by hand: m <- 0.9 m + g; w <- w - 0.5 m; with g = w (the gradient of w^2 / 2).
   graph::Graph g;
