@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -139,94 +140,252 @@ void emit_log_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
   I(w, "selp.f32 {}, {}, {}, {};", dst, res, sp, pok);
 }
 
-void emit_tanh_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
-  w.comment("tanh.f32: -expm1(-2|x|) / (2 + expm1(-2|x|)), sign of x");
-  auto t = w.reg(RegClass::F32);
-  auto y = w.reg(RegClass::F32);
-  I(w, "abs.f32 {}, {};", t, x);
-  I(w, "add.rn.f32 {}, {}, {};", y, t, t);
-  I(w, "neg.f32 {}, {};", y, y);  // y = -2|x| <= 0, exact
-  // expm1(y) for |y| < 0.7 by Taylor to y^10/10! (truncation below 1e-9 relative): y + y^2 * q(y).
-  auto q = w.reg(RegClass::F32);
-  double fact = 3628800.0;  // 10!
-  I(w, "fma.rn.f32 {}, {}, {}, {};", q, y, f(float(1.0 / fact)), f(float(1.0 / (fact / 10))));
-  fact /= 10;  // 9!
-  for (int k = 8; k >= 2; --k) {
-    fact /= (k + 1);  // k!
-    I(w, "fma.rn.f32 {}, {}, {}, {};", q, y, q, f(float(1.0 / fact)));
-  }
-  auto yy = w.reg(RegClass::F32);
-  auto em_small = w.reg(RegClass::F32);
-  I(w, "mul.rn.f32 {}, {}, {};", yy, y, y);
-  I(w, "fma.rn.f32 {}, {}, {}, {};", em_small, yy, q, y);
+namespace {
+
+// What the precision-generic routines (tanh, pow) need to know about f32 or f64.
+struct Precision {
+  RegClass reg;        // F32 / F64
+  RegClass bits_reg;   // B32 / B64
+  const char* t;       // "f32" / "f64"
+  const char* b;       // "b32" / "b64"
+  const char* s;       // "s32" / "s64"
+  int expm1_degree;    // Taylor degree that makes expm1 exact to the type's precision for |y| < 0.7
+  void (*exp)(PtxWriter&, const std::string&, const std::string&);
+  void (*log)(PtxWriter&, const std::string&, const std::string&);
+  std::string imm(double v) const { return reg == RegClass::F32 ? f32_imm(float(v)) : f64_imm(v); }
+  const char* sign_mask() const { return reg == RegClass::F32 ? "0x80000000" : "0x8000000000000000"; }
+};
+
+const Precision kF32{RegClass::F32, RegClass::B32, "f32", "b32", "s32", 10, emit_exp_f32, emit_log_f32};
+const Precision kF64{RegClass::F64, RegClass::B64, "f64", "b64", "s64", 16, emit_exp_f64, emit_log_f64};
+
+void emit_tanh(PtxWriter& w, const Precision& P, const std::string& dst, const std::string& x) {
+  w.comment(fmt::format("tanh.{}: -expm1(-2|x|) / (2 + expm1(-2|x|)), sign of x", P.t));
+  auto t = w.reg(P.reg);
+  auto y = w.reg(P.reg);
+  I(w, "abs.{} {}, {};", P.t, t, x);
+  I(w, "add.rn.{} {}, {}, {};", P.t, y, t, t);
+  I(w, "neg.{} {}, {};", P.t, y, y);  // y = -2|x| <= 0, exact
+  // expm1(y) for |y| < 0.7 by its Taylor series (truncation below the type's rounding): y + y^2 * q(y),
+  // q = 1/2! + y/3! + ... + y^(d-2)/d!.
+  auto q = w.reg(P.reg);
+  std::vector<double> inv_fact(P.expm1_degree + 1);
+  double fact = 1;
+  for (int k = 1; k <= P.expm1_degree; ++k) inv_fact[k] = 1.0 / (fact *= k);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, q, y, P.imm(inv_fact[P.expm1_degree]), P.imm(inv_fact[P.expm1_degree - 1]));
+  for (int k = P.expm1_degree - 2; k >= 2; --k) I(w, "fma.rn.{} {}, {}, {}, {};", P.t, q, y, q, P.imm(inv_fact[k]));
+  auto yy = w.reg(P.reg);
+  auto em_small = w.reg(P.reg);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, yy, y, y);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, em_small, yy, q, y);
   // expm1(y) = exp(y) - 1 for |y| >= 0.7, where exp(y) <= 0.5 so the subtraction loses nothing.
-  auto ey = w.reg(RegClass::F32);
-  emit_exp_f32(w, ey, y);
-  auto em = w.reg(RegClass::F32);
+  auto ey = w.reg(P.reg);
+  P.exp(w, ey, y);
+  auto em = w.reg(P.reg);
   auto psmall = w.reg(RegClass::Pred);
-  I(w, "sub.rn.f32 {}, {}, 0f3F800000;", em, ey);
-  I(w, "setp.lt.f32 {}, {}, {};", psmall, t, f(0.35f));
-  I(w, "selp.f32 {}, {}, {}, {};", em, em_small, em, psmall);
-  auto num = w.reg(RegClass::F32);
-  auto den = w.reg(RegClass::F32);
-  auto r = w.reg(RegClass::F32);
-  I(w, "neg.f32 {}, {};", num, em);
-  I(w, "add.rn.f32 {}, {}, 0f40000000;", den, em);
-  I(w, "div.rn.f32 {}, {}, {};", r, num, den);  // in [0, 1]; NaN stays NaN
+  I(w, "sub.rn.{} {}, {}, {};", P.t, em, ey, P.imm(1.0));
+  I(w, "setp.lt.{} {}, {}, {};", P.t, psmall, t, P.imm(0.35));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, em, em_small, em, psmall);
+  auto num = w.reg(P.reg);
+  auto den = w.reg(P.reg);
+  auto r = w.reg(P.reg);
+  I(w, "neg.{} {}, {};", P.t, num, em);
+  I(w, "add.rn.{} {}, {}, {};", P.t, den, em, P.imm(2.0));
+  I(w, "div.rn.{} {}, {}, {};", P.t, r, num, den);  // in [0, 1]; NaN stays NaN
   // copysign(r, x). r is mathematically >= 0 but is -0 when em is +0 (-(+0)/2), so clear its sign first.
-  auto rb = w.reg(RegClass::B32);
-  auto sb = w.reg(RegClass::B32);
-  I(w, "abs.f32 {}, {};", r, r);
-  I(w, "mov.b32 {}, {};", rb, r);
-  I(w, "mov.b32 {}, {};", sb, x);
-  I(w, "and.b32 {}, {}, 0x80000000;", sb, sb);
-  I(w, "or.b32 {}, {}, {};", rb, rb, sb);
-  I(w, "mov.b32 {}, {};", dst, rb);
+  auto rb = w.reg(P.bits_reg);
+  auto sb = w.reg(P.bits_reg);
+  I(w, "abs.{} {}, {};", P.t, r, r);
+  I(w, "mov.{} {}, {};", P.b, rb, r);
+  I(w, "mov.{} {}, {};", P.b, sb, x);
+  I(w, "and.{} {}, {}, {};", P.b, sb, sb, P.sign_mask());
+  I(w, "or.{} {}, {}, {};", P.b, rb, rb, sb);
+  I(w, "mov.{} {}, {};", P.b, dst, rb);
 }
 
-void emit_pow_f32(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {
-  w.comment("pow.f32: exp(y * log|x|) with C's special cases");
-  auto ax = w.reg(RegClass::F32);
-  auto l = w.reg(RegClass::F32);
-  auto t = w.reg(RegClass::F32);
-  auto r = w.reg(RegClass::F32);
-  I(w, "abs.f32 {}, {};", ax, x);
-  emit_log_f32(w, l, ax);
-  I(w, "mul.rn.f32 {}, {}, {};", t, y, l);
-  emit_exp_f32(w, r, t);
+void emit_pow(PtxWriter& w, const Precision& P, const std::string& dst, const std::string& x, const std::string& y) {
+  w.comment(fmt::format("pow.{}: exp(y * log|x|) with C's special cases", P.t));
+  const std::string one = P.imm(1.0), zero = P.imm(0.0), half = P.imm(0.5);
+  const std::string nan = P.reg == RegClass::F32 ? "0f7FFFFFFF" : "0d7FFFFFFFFFFFFFFF";
+  auto ax = w.reg(P.reg);
+  auto l = w.reg(P.reg);
+  auto t = w.reg(P.reg);
+  auto r = w.reg(P.reg);
+  I(w, "abs.{} {}, {};", P.t, ax, x);
+  P.log(w, l, ax);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, t, y, l);
+  P.exp(w, r, t);
   // Is y integral, and odd? (+-inf counts as even and integral, NaN as neither.)
-  auto yi = w.reg(RegClass::F32);
-  auto hy = w.reg(RegClass::F32);
-  auto hyi = w.reg(RegClass::F32);
+  auto yi = w.reg(P.reg);
+  auto hy = w.reg(P.reg);
+  auto hyi = w.reg(P.reg);
   auto pint = w.reg(RegClass::Pred);
   auto podd = w.reg(RegClass::Pred);
-  I(w, "cvt.rzi.f32.f32 {}, {};", yi, y);
-  I(w, "setp.eq.f32 {}, {}, {};", pint, yi, y);
-  I(w, "mul.rn.f32 {}, {}, 0f3F000000;", hy, y);
-  I(w, "cvt.rzi.f32.f32 {}, {};", hyi, hy);
-  I(w, "setp.ne.and.f32 {}, {}, {}, {};", podd, hyi, hy, pint);
+  I(w, "cvt.rzi.{}.{} {}, {};", P.t, P.t, yi, y);
+  I(w, "setp.eq.{} {}, {}, {};", P.t, pint, yi, y);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, hy, y, half);
+  I(w, "cvt.rzi.{}.{} {}, {};", P.t, P.t, hyi, hy);
+  I(w, "setp.ne.and.{} {}, {}, {}, {};", P.t, podd, hyi, hy, pint);
   // pow(+-1, y) = 1 (the sign fix below makes pow(-1, odd) = -1).
   auto pone = w.reg(RegClass::Pred);
-  I(w, "setp.eq.f32 {}, {}, 0f3F800000;", pone, ax);
-  I(w, "selp.f32 {}, 0f3F800000, {}, {};", r, r, pone);
+  I(w, "setp.eq.{} {}, {}, {};", P.t, pone, ax, one);
+  I(w, "selp.{} {}, {}, {}, {};", P.t, r, one, r, pone);
   // A negative x (sign bit set, so -0 too) with odd integral y gives a negative result.
-  auto xb = w.reg(RegClass::B32);
+  auto xb = w.reg(P.bits_reg);
   auto pflip = w.reg(RegClass::Pred);
-  auto rn = w.reg(RegClass::F32);
-  I(w, "mov.b32 {}, {};", xb, x);
-  I(w, "setp.lt.and.s32 {}, {}, 0, {};", pflip, xb, podd);
-  I(w, "neg.f32 {}, {};", rn, r);
-  I(w, "selp.f32 {}, {}, {}, {};", r, rn, r, pflip);
+  auto rn = w.reg(P.reg);
+  I(w, "mov.{} {}, {};", P.b, xb, x);
+  I(w, "setp.lt.and.{} {}, {}, 0, {};", P.s, pflip, xb, podd);
+  I(w, "neg.{} {}, {};", P.t, rn, r);
+  I(w, "selp.{} {}, {}, {}, {};", P.t, r, rn, r, pflip);
   // x < 0 with non-integral y: NaN.
   auto pnan = w.reg(RegClass::Pred);
   auto pnint = w.reg(RegClass::Pred);
   I(w, "not.pred {}, {};", pnint, pint);
-  I(w, "setp.lt.and.f32 {}, {}, 0f00000000, {};", pnan, x, pnint);
-  I(w, "selp.f32 {}, 0f7FFFFFFF, {}, {};", r, r, pnan);
+  I(w, "setp.lt.and.{} {}, {}, {}, {};", P.t, pnan, x, zero, pnint);
+  I(w, "selp.{} {}, {}, {}, {};", P.t, r, nan, r, pnan);
   // pow(x, +-0) = 1 for every x, NaN included.
   auto pyz = w.reg(RegClass::Pred);
-  I(w, "setp.eq.f32 {}, {}, 0f00000000;", pyz, y);
-  I(w, "selp.f32 {}, 0f3F800000, {}, {};", dst, r, pyz);
+  I(w, "setp.eq.{} {}, {}, {};", P.t, pyz, y, zero);
+  I(w, "selp.{} {}, {}, {}, {};", P.t, dst, one, r, pyz);
+}
+
+}  // namespace
+
+void emit_tanh_f32(PtxWriter& w, const std::string& dst, const std::string& x) { emit_tanh(w, kF32, dst, x); }
+void emit_tanh_f64(PtxWriter& w, const std::string& dst, const std::string& x) { emit_tanh(w, kF64, dst, x); }
+void emit_pow_f32(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {
+  emit_pow(w, kF32, dst, x, y);
+}
+void emit_pow_f64(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {
+  emit_pow(w, kF64, dst, x, y);
+}
+
+void emit_exp_f64(PtxWriter& w, const std::string& dst, const std::string& x) {
+  w.comment("exp.f64: x = n*ln2 + r, exp(r) = 1 + expm1(r) by Taylor to r^13, times 2^n");
+  const std::string dt = "f64";
+  auto d = [](double v) { return f64_imm(v); };
+  // Clamp with compare+select (NaN passes through): exp(710) = inf and exp(-746) = 0 in f64.
+  auto p = w.reg(RegClass::Pred);
+  auto c = w.reg(RegClass::F64);
+  I(w, "setp.gt.f64 {}, {}, {};", p, x, d(710.0));
+  I(w, "selp.f64 {}, {}, {}, {};", c, d(710.0), x, p);
+  I(w, "setp.lt.f64 {}, {}, {};", p, c, d(-746.0));
+  I(w, "selp.f64 {}, {}, {}, {};", c, d(-746.0), c, p);
+  // ln 2 as fdlibm splits it: n * kLn2Hi64 is exact for |n| < 2^20.
+  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  auto t = w.reg(RegClass::F64);
+  auto nf = w.reg(RegClass::F64);
+  auto nneg = w.reg(RegClass::F64);
+  auto r = w.reg(RegClass::F64);
+  I(w, "mul.rn.f64 {}, {}, {};", t, c, d(1.4426950408889634074));
+  I(w, "cvt.rni.f64.f64 {}, {};", nf, t);
+  I(w, "neg.f64 {}, {};", nneg, nf);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", r, nneg, d(ln2_hi), c);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", r, nneg, d(ln2_lo), r);  // |r| <= 0.3466
+  // expm1(r) = r + r^2 * (1/2! + r/3! + ... + r^11/13!); the next term is below 1e-17 relative.
+  auto q = w.reg(RegClass::F64);
+  double inv_fact[14];
+  double fact = 1;
+  for (int k = 1; k <= 13; ++k) inv_fact[k] = 1.0 / (fact *= k);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", q, r, d(inv_fact[13]), d(inv_fact[12]));
+  for (int k = 11; k >= 2; --k) I(w, "fma.rn.f64 {}, {}, {}, {};", q, r, q, d(inv_fact[k]));
+  auto rr = w.reg(RegClass::F64);
+  auto em = w.reg(RegClass::F64);
+  auto e = w.reg(RegClass::F64);
+  I(w, "mul.rn.f64 {}, {}, {};", rr, r, r);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", em, rr, q, r);
+  I(w, "add.rn.f64 {}, {}, {};", e, em, d(1.0));
+  // Scale by 2^n as 2^(n/2) * 2^(n - n/2): each factor is a normal double for n in [-1077, 1025].
+  auto n = w.reg(RegClass::B32);
+  auto n1 = w.reg(RegClass::B32);
+  auto n2 = w.reg(RegClass::B32);
+  I(w, "cvt.rzi.s32.f64 {}, {};", n, nf);  // NaN -> 0; the NaN still flows through e
+  I(w, "shr.s32 {}, {}, 1;", n1, n);
+  I(w, "sub.s32 {}, {}, {};", n2, n, n1);
+  auto pow2 = [&](const std::string& k) {
+    auto k64 = w.reg(RegClass::B64);
+    auto out = w.reg(RegClass::F64);
+    I(w, "cvt.s64.s32 {}, {};", k64, k);
+    I(w, "add.s64 {}, {}, 1023;", k64, k64);
+    I(w, "shl.b64 {}, {}, 52;", k64, k64);
+    I(w, "mov.b64 {}, {};", out, k64);
+    return out;
+  };
+  auto s1 = pow2(n1);
+  auto s2 = pow2(n2);
+  I(w, "mul.rn.f64 {}, {}, {};", e, e, s1);
+  I(w, "mul.rn.f64 {}, {}, {};", dst, e, s2);
+}
+
+void emit_log_f64(PtxWriter& w, const std::string& dst, const std::string& x) {
+  w.comment("log.f64: x = m*2^e, m in [sqrt(1/2), sqrt(2)), log(m) = 2*atanh((m-1)/(m+1))");
+  auto d = [](double v) { return f64_imm(v); };
+  auto psub = w.reg(RegClass::Pred);
+  auto xs = w.reg(RegClass::F64);
+  auto xm = w.reg(RegClass::F64);
+  auto adj = w.reg(RegClass::B64);
+  // Subnormals: scale by 2^54 first so the exponent field is meaningful.
+  I(w, "setp.lt.f64 {}, {}, {};", psub, x, d(std::numeric_limits<double>::min()));
+  I(w, "mul.rn.f64 {}, {}, {};", xs, x, d(18014398509481984.0));
+  I(w, "selp.f64 {}, {}, {}, {};", xm, xs, x, psub);
+  I(w, "selp.b64 {}, -54, 0, {};", adj, psub);
+  auto bits = w.reg(RegClass::B64);
+  auto e = w.reg(RegClass::B64);
+  auto mb = w.reg(RegClass::B64);
+  auto m = w.reg(RegClass::F64);
+  I(w, "mov.b64 {}, {};", bits, xm);
+  I(w, "shr.u64 {}, {}, 52;", e, bits);  // only positive finite x reach the result
+  I(w, "sub.s64 {}, {}, 1023;", e, e);
+  I(w, "add.s64 {}, {}, {};", e, e, adj);
+  I(w, "and.b64 {}, {}, 0x000FFFFFFFFFFFFF;", mb, bits);
+  I(w, "or.b64 {}, {}, 0x3FF0000000000000;", mb, mb);  // exponent of 1.0: m in [1, 2)
+  I(w, "mov.b64 {}, {};", m, mb);
+  auto pbig = w.reg(RegClass::Pred);
+  auto mh = w.reg(RegClass::F64);
+  auto inc = w.reg(RegClass::B64);
+  I(w, "setp.gt.f64 {}, {}, {};", pbig, m, d(1.4142135623730951));
+  I(w, "mul.rn.f64 {}, {}, {};", mh, m, d(0.5));
+  I(w, "selp.f64 {}, {}, {}, {};", m, mh, m, pbig);
+  I(w, "selp.b64 {}, 1, 0, {};", inc, pbig);
+  I(w, "add.s64 {}, {}, {};", e, e, inc);
+  auto fr = w.reg(RegClass::F64);
+  auto den = w.reg(RegClass::F64);
+  auto s = w.reg(RegClass::F64);
+  auto s2 = w.reg(RegClass::F64);
+  auto q = w.reg(RegClass::F64);
+  I(w, "sub.rn.f64 {}, {}, {};", fr, m, d(1.0));  // exact (Sterbenz)
+  I(w, "add.rn.f64 {}, {}, {};", den, fr, d(2.0));
+  I(w, "div.rn.f64 {}, {}, {};", s, fr, den);     // |s| <= 0.1716
+  I(w, "mul.rn.f64 {}, {}, {};", s2, s, s);
+  // 2*atanh(s) = 2s * (1 + s^2/3 + s^4/5 + ... + s^20/21); the next term is below 1e-18 relative.
+  I(w, "fma.rn.f64 {}, {}, {}, {};", q, s2, d(1.0 / 21), d(1.0 / 19));
+  for (int k = 17; k >= 3; k -= 2) I(w, "fma.rn.f64 {}, {}, {}, {};", q, s2, q, d(1.0 / k));
+  auto two_s = w.reg(RegClass::F64);
+  auto tail = w.reg(RegClass::F64);
+  auto lm = w.reg(RegClass::F64);
+  I(w, "add.rn.f64 {}, {}, {};", two_s, s, s);
+  I(w, "mul.rn.f64 {}, {}, {};", tail, s2, q);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", lm, two_s, tail, two_s);
+  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
+  auto ef = w.reg(RegClass::F64);
+  auto res = w.reg(RegClass::F64);
+  I(w, "cvt.rn.f64.s64 {}, {};", ef, e);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", res, ef, d(ln2_lo), lm);
+  I(w, "fma.rn.f64 {}, {}, {}, {};", res, ef, d(ln2_hi), res);
+  // Special values: log(+-0) = -inf, log(+inf) = +inf, log(<0) = log(-inf) = log(NaN) = NaN.
+  const double inf = std::numeric_limits<double>::infinity();
+  auto pz = w.reg(RegClass::Pred);
+  auto pinf = w.reg(RegClass::Pred);
+  auto pok = w.reg(RegClass::Pred);
+  auto sp = w.reg(RegClass::F64);
+  I(w, "setp.eq.f64 {}, {}, {};", pz, x, d(0.0));
+  I(w, "selp.f64 {}, {}, 0d7FFFFFFFFFFFFFFF, {};", sp, d(-inf), pz);
+  I(w, "setp.eq.f64 {}, {}, {};", pinf, x, d(inf));
+  I(w, "selp.f64 {}, {}, {}, {};", sp, d(inf), sp, pinf);
+  I(w, "setp.gt.f64 {}, {}, {};", pok, x, d(0.0));
+  I(w, "setp.lt.and.f64 {}, {}, {}, {};", pok, x, d(inf), pok);
+  I(w, "selp.f64 {}, {}, {}, {};", dst, res, sp, pok);
 }
 
 void emit_fmod_f64(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {

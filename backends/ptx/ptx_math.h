@@ -29,6 +29,14 @@ void emit_tanh_f32(PtxWriter& w, const std::string& dst, const std::string& x);
 // pow(-1, NaN)), negative x gives NaN unless y is integral, and odd integral y keeps the sign of x.
 void emit_pow_f32(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y);
 
+// The same four in f64 (relative error a few ulp of double; pow's grows with |y * log x| as in f32):
+// exp by Cody-Waite reduction and Taylor series, log by the same atanh series carried further, tanh and pow
+// as above. No approximate instruction is used, so the results are reproducible everywhere.
+void emit_exp_f64(PtxWriter& w, const std::string& dst, const std::string& x);
+void emit_log_f64(PtxWriter& w, const std::string& dst, const std::string& x);
+void emit_tanh_f64(PtxWriter& w, const std::string& dst, const std::string& x);
+void emit_pow_f64(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y);
+
 // fmod(x, y) (C semantics: the sign of x), f64 registers: x - trunc(x/y)*y with fma and a one-step fix
 // when the rounded quotient overshoots. Exact while |x/y| < 2^53 and the result is representable.
 void emit_fmod_f64(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y);

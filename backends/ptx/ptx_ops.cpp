@@ -132,16 +132,15 @@ void Translator::compute(Op op, Type t, const std::string& dst, const std::vecto
       break;
     }
     case Op::Floor: emit(fmt::format("cvt.rmi.{}.{} {}, {};", ty, ty, dst, s[0])); break;
-    case Op::Exp: case Op::Log: case Op::Tanh: case Op::Pow:
-      if (t != Type::F32)
-        fail(fmt::format("{} on {} is not supported by the PTX backend (no accurate {} {} sequence yet); compute it "
-                         "in f32 or add one to backends/ptx/ptx_math.cpp",
-                         kir::op_name(op), kir::type_name(t), kir::type_name(t), kir::op_name(op)));
-      if (op == Op::Exp) emit_exp_f32(w_, dst, s[0]);
-      else if (op == Op::Log) emit_log_f32(w_, dst, s[0]);
-      else if (op == Op::Tanh) emit_tanh_f32(w_, dst, s[0]);
-      else emit_pow_f32(w_, dst, s[0], s[1]);
+    case Op::Exp: case Op::Log: case Op::Tanh: case Op::Pow: {
+      // f32 and f64 only: f16 was widened to f32 by value_op.
+      const bool d = t == Type::F64;
+      if (op == Op::Exp) (d ? emit_exp_f64 : emit_exp_f32)(w_, dst, s[0]);
+      else if (op == Op::Log) (d ? emit_log_f64 : emit_log_f32)(w_, dst, s[0]);
+      else if (op == Op::Tanh) (d ? emit_tanh_f64 : emit_tanh_f32)(w_, dst, s[0]);
+      else (d ? emit_pow_f64 : emit_pow_f32)(w_, dst, s[0], s[1]);
       break;
+    }
     case Op::Select:
       if (t == Type::Bool) {
         // selp has no .pred form: (c and a) or (not c and b).

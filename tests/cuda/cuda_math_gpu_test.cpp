@@ -282,5 +282,29 @@ TEST_F(CudaMath, DoubleArithmeticIsExact) {
   }
 }
 
+TEST_F(CudaMath, DoubleTranscendentalsToAFewUlp) {
+  std::mt19937_64 rng(22);
+  std::uniform_real_distribution<double> wide(-700, 700), unit(-3, 3), mag(-1000, 1000);
+  std::vector<double> ex, lg, th;
+  for (int i = 0; i < 20000; ++i) {
+    ex.push_back(wide(rng));
+    lg.push_back(std::exp2(mag(rng)));
+    th.push_back(unit(rng));
+  }
+  auto check = [&](const char* name, const std::vector<double>& x, std::function<Val(Val)> op, double (*ref)(double)) {
+    auto y = run_unary<double>(name, Type::F64, Type::F64, x, op);
+    double worst = 0;
+    for (size_t i = 0; i < x.size(); ++i) {
+      double want = ref(x[i]), e = std::abs(y[i] - want) / std::abs(want);
+      worst = std::max(worst, e);
+      ASSERT_LE(e, 1e-15) << name << "(" << x[i] << ") = " << y[i] << ", want " << want;
+    }
+    std::cout << name << ": worst relative error " << worst << "\n";
+  };
+  check("t_exp64", ex, [](Val v) { return exp(v); }, [](double v) { return std::exp(v); });
+  check("t_log64", lg, [](Val v) { return log(v); }, [](double v) { return std::log(v); });
+  check("t_tanh64", th, [](Val v) { return tanh(v); }, [](double v) { return std::tanh(v); });
+}
+
 }  // namespace
 }  // namespace spire::rt::cuda::testing

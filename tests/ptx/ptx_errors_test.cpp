@@ -18,30 +18,6 @@ std::string error_of(const Kernel& k, uint32_t sm = 75) {
   return "";
 }
 
-Kernel unary_f64(const char* name, Val (*op)(Val)) {
-  KernelBuilder kb(name, 32);
-  auto x = kb.buffer("x", Type::F64, Access::Read);
-  auto y = kb.buffer("y", Type::F64, Access::Write);
-  auto i = kb.global_id();
-  y[i] = op(x[i]);
-  return kb.finish();
-}
-
-TEST(PtxErrors, F64TranscendentalsAreRefusedByName) {
-  struct { const char* name; Val (*op)(Val); const char* op_name; } cases[] = {
-      {"exp64", [](Val v) { return exp(v); }, "exp"},
-      {"log64", [](Val v) { return log(v); }, "log"},
-      {"tanh64", [](Val v) { return tanh(v); }, "tanh"},
-      {"pow64", [](Val v) { return pow(v, v); }, "pow"},
-  };
-  for (const auto& c : cases) {
-    std::string msg = error_of(unary_f64(c.name, c.op));
-    ASSERT_FALSE(msg.empty()) << c.name << " compiled";
-    EXPECT_NE(msg.find(std::string("'") + c.name + "'"), std::string::npos) << msg;  // the kernel
-    EXPECT_NE(msg.find(std::string(c.op_name) + " on f64"), std::string::npos) << msg;  // op and type
-  }
-}
-
 TEST(PtxErrors, TooMuchSharedMemory) {
   KernelBuilder kb("big_shared", 64);
   auto o = kb.buffer("o", Type::F32, Access::Write);

@@ -157,6 +157,114 @@ TEST(PtxMathSim, PowWithinDocumentedBound) {
   }
 }
 
+// The f64 routines: no approximate instruction, so one model; libm's double results as the reference.
+double run64(Emit1 emit, double x) {
+  static std::map<Emit1, std::pair<std::unique_ptr<PtxSim>, std::string>> cache;
+  auto& [sim, dst] = cache[emit];
+  if (!sim) {
+    PtxWriter w;
+    dst = w.reg(RegClass::F64);
+    emit(w, dst, "%in0");
+    sim = std::make_unique<PtxSim>(w.body());
+  }
+  sim->set_f64("%in0", x);
+  sim->run();
+  return sim->f64(dst);
+}
+
+bool same64(double a, double b) { return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b)); }
+
+void check_unary64(Emit1 emit, const std::vector<double>& xs, double (*ref)(double), double rel, const char* what) {
+  double worst = 0, worst_x = 0;
+  for (double x : xs) {
+    double want = ref(x), got = run64(emit, x);
+    if (std::fpclassify(want) == FP_SUBNORMAL) {
+      ASSERT_NEAR(got, want, rel * std::abs(want) + 2 * std::numeric_limits<double>::denorm_min()) << what << "(" << x << ")";
+      continue;
+    }
+    if (std::isnan(want) || std::isinf(want) || want == 0) {
+      ASSERT_TRUE(same64(got, want)) << what << "(" << x << ") = " << got << ", want " << want;
+      continue;
+    }
+    double e = std::abs(got - want) / std::abs(want);
+    if (e > worst) worst = e, worst_x = x;
+    ASSERT_LE(e, rel) << what << "(" << x << ") = " << got << ", want " << want;
+  }
+  std::cout << what << ": worst relative error " << worst << " at " << worst_x << "\n";
+}
+
+std::vector<double> uniform64(double lo, double hi, size_t n, uint32_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+const double kInf64 = std::numeric_limits<double>::infinity(), kNaN64 = std::numeric_limits<double>::quiet_NaN();
+
+TEST(PtxMathSim, ExpF64) {
+  auto xs = uniform64(-745.0, 709.7, 40000, 7);
+  auto small = uniform64(-1, 1, 10000, 8);
+  xs.insert(xs.end(), small.begin(), small.end());
+  for (double s : {0.0, -0.0, 1e-300, -1e-20, 709.78, 709.79, 710.0, -744.4, -745.2, -800.0, kInf64, -kInf64, kNaN64})
+    xs.push_back(s);
+  check_unary64(emit_exp_f64, xs, [](double v) { return std::exp(v); }, 1e-15, "exp.f64");
+}
+
+TEST(PtxMathSim, LogF64) {
+  std::vector<double> xs;
+  std::mt19937_64 rng(9);
+  std::uniform_real_distribution<double> e(-1074, 1024), near(-1e-6, 1e-6);
+  for (int i = 0; i < 25000; ++i) xs.push_back(std::exp2(e(rng)));
+  for (int i = 0; i < 15000; ++i) xs.push_back(1.0 + near(rng));
+  for (double s : {1.0, 2.0, 0.5, 1.4142135623730951, 0.7071067811865476, 4.9e-324, 1e-310, 1.7e308, 0.0, -0.0,
+                   -1.0, kInf64, -kInf64, kNaN64})
+    xs.push_back(s);
+  check_unary64(emit_log_f64, xs, [](double v) { return std::log(v); }, 1e-15, "log.f64");
+}
+
+TEST(PtxMathSim, TanhF64) {
+  auto xs = uniform64(-25, 25, 30000, 10);
+  auto small = uniform64(-0.5, 0.5, 20000, 11);
+  xs.insert(xs.end(), small.begin(), small.end());
+  for (double s : {0.0, -0.0, 1e-300, -1e-20, 1e-8, 0.35, 19.0, 20.0, 400.0, kInf64, -kInf64, kNaN64}) xs.push_back(s);
+  check_unary64(emit_tanh_f64, xs, [](double v) { return std::tanh(v); }, 1e-15, "tanh.f64");
+}
+
+TEST(PtxMathSim, PowF64WithinDocumentedBound) {
+  PtxWriter w;
+  std::string dst = w.reg(RegClass::F64);
+  emit_pow_f64(w, dst, "%in0", "%in1");
+  PtxSim sim(w.body());
+  auto pow_sim = [&](double x, double y) {
+    sim.set_f64("%in0", x);
+    sim.set_f64("%in1", y);
+    sim.run();
+    return sim.f64(dst);
+  };
+  std::mt19937_64 rng(12);
+  std::uniform_real_distribution<double> bx(1e-3, 1e3), by(-40, 40);
+  double worst = 0;
+  for (int i = 0; i < 20000; ++i) {
+    double x = bx(rng), y = by(rng), want = std::pow(x, y);
+    double bound = std::abs(y * std::log(x)) * 4e-16 + 1e-15;
+    double e = std::abs(pow_sim(x, y) - want) / want;
+    worst = std::max(worst, e / bound);
+    ASSERT_LE(e, bound) << "pow(" << x << ", " << y << ")";
+  }
+  std::cout << "pow.f64: worst error " << worst << " of the documented bound\n";
+  const double cases[][2] = {{-2, 3}, {-2, 0.5}, {5, 0}, {kNaN64, 0}, {1, kNaN64}, {0, -1}, {-0.0, -3}, {-0.0, 0.5},
+                             {-1, kInf64}, {0.5, kInf64}, {-8, 1.0 / 3}, {-kInf64, 3}, {2, 10}, {10, -2}};
+  for (const auto& c : cases) {
+    double want = std::pow(c[0], c[1]), got = pow_sim(c[0], c[1]);
+    if (std::isfinite(want) && want != 0)
+      EXPECT_NEAR(got, want, 1e-15 * std::abs(want)) << "pow(" << c[0] << ", " << c[1] << ")";
+    else
+      EXPECT_TRUE(same64(got, want)) << "pow(" << c[0] << ", " << c[1] << ") = " << got << ", want " << want;
+  }
+}
+
 TEST(PtxMathSim, FmodIsExactCFmod) {
   PtxWriter w;
   std::string dst = w.reg(RegClass::F64);

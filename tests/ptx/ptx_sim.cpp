@@ -120,6 +120,9 @@ void PtxSim::exec(const Instr& in) {
     if (type == "s32") {
       int32_t x = int32_t(u32(1)), y = int32_t(u32(2));
       r = compare(op[1], double(x), double(y));
+    } else if (type == "s64") {
+      int64_t x = int64_t(read(a[1])), y = int64_t(read(a[2]));
+      r = compare(op[1], double(x > y) - double(x < y), 0.0);  // exact for any int64 pair
     } else {
       r = compare(op[1], fl(1), fl(2));
     }
@@ -162,10 +165,14 @@ void PtxSim::exec(const Instr& in) {
   } else if (name == "cvt") {
     // cvt[.rnd].dst.src
     std::string rnd = op.size() == 4 ? op[1] : "", dst = op[op.size() - 2], src = op.back();
-    double v = src == "s32" ? double(int32_t(u32(1))) : src == "f64" ? as_f64(read(a[1])) : double(as_f32(read(a[1])));
+    double v = src == "s32"   ? double(int32_t(u32(1)))
+               : src == "s64" ? double(int64_t(read(a[1])))
+               : src == "f64" ? as_f64(read(a[1]))
+                              : double(as_f32(read(a[1])));
     if (rnd == "rni") v = std::nearbyint(v);
     if (rnd == "rzi") v = std::trunc(v);
     if (dst == "s32") set(uint32_t(to_s32(v)));
+    else if (dst == "s64") set(uint64_t(int64_t(v)));  // only exact small integers reach here
     else if (dst == "f32") set(bits(float(v)));  // .rn narrowing or exact
     else if (dst == "f64") set(bits(v));
     else throw std::runtime_error("sim: cvt to " + dst);
@@ -180,10 +187,15 @@ void PtxSim::exec(const Instr& in) {
     else if (name == "shr") r = y >= 32 ? 0 : x >> y;
     else throw std::runtime_error("sim: unknown instruction");
     set(r);
-  } else if (type == "b64") {
+  } else if (type == "b64" || type == "s64" || type == "u64") {
     uint64_t x = read(a[1]), y = read(a[2]);
     if (name == "and") set(x & y);
     else if (name == "or") set(x | y);
+    else if (name == "add") set(x + y);
+    else if (name == "sub") set(x - y);
+    else if (name == "shl") set(y >= 64 ? 0 : x << y);
+    else if (name == "shr" && type == "s64") set(uint64_t(int64_t(x) >> std::min<uint64_t>(y, 63)));
+    else if (name == "shr") set(y >= 64 ? 0 : x >> y);
     else throw std::runtime_error("sim: unknown instruction");
   } else if (type == "pred") {
     bool x = read(a[1]) != 0;
