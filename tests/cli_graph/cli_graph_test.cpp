@@ -148,6 +148,23 @@ TEST_F(CliGraph, EvalNamesMissingAndMismatchedInputs) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("input 'x' is f32[3] in the graph but f64[3] in"), std::string::npos) << r.out;
 
+  // Extra tensors are ignored, even of dtypes the graph IR lacks; a needed one of such a dtype is named.
+  io::SafetensorsFile raw;
+  raw.tensors.push_back({"pixels", io::StDtype::U8, {2}, {1, 2}});
+  raw.tensors.push_back(io::to_st_tensor("x", Tensor(DType::F32, {3}, 1.0)));
+  raw.tensors.push_back(io::to_st_tensor("w", Tensor::from(DType::F32, {3}, {1, 2, 3})));
+  io::write_safetensors(path("extra.safetensors"), raw);
+  r = spire(fmt::format("graph eval {} --inputs {} --outputs {}", path("g.graph"), path("extra.safetensors"),
+                        path("o.safetensors")));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(io::load_tensors(path("o.safetensors")).at("s").data, (std::vector<double>{6}));
+  raw.tensors[1] = {"x", io::StDtype::U8, {3}, {1, 2, 3}};
+  io::write_safetensors(path("u8.safetensors"), raw);
+  r = spire(fmt::format("graph eval {} --inputs {} --outputs {}", path("g.graph"), path("u8.safetensors"),
+                        path("o.safetensors")));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("input 'x' is f32[3] in the graph but u8[3] in"), std::string::npos) << r.out;
+
   r = spire(fmt::format("graph eval {} --inputs {} --outputs {}", path("g.graph"), path("absent.safetensors"),
                         path("o.safetensors")));
   EXPECT_EQ(r.exit_code, 1);

@@ -1,4 +1,5 @@
 // spire graph print|eval|grad: read, run and differentiate graph text files.
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -82,26 +83,35 @@ struct EvalOptions {
   std::string device; // empty: the reference evaluator; else compile for that device (lowering/) and run there
 };
 
+// "x f32[3]" for messages; a dtype the graph IR lacks shows as the format's own ("pixels u8[2]").
+std::string describe(const io::StTensor& t) {
+  std::string dtype(io::st_dtype_name(t.dtype));
+  for (char& c : dtype) c = char(std::tolower(static_cast<unsigned char>(c)));
+  return fmt::format("{} {}{}", t.name, dtype, graph::shape_to_string(t.shape));
+}
+
 // Every Input, Parameter and State leaf of g, taken by name from the file and checked against its
-// declaration, so that the user hears about a wrong file before any arithmetic runs.
+// declaration, so that the user hears about a wrong file before any arithmetic runs. Only the tensors the
+// graph needs are converted: extra ones are ignored whatever their dtype.
 std::map<std::string, graph::Tensor> gather_leaves(const graph::Graph& g, const std::string& path) {
-  const auto available = io::load_tensors(path);
+  const io::SafetensorsFile file = io::read_safetensors(path);
   std::map<std::string, graph::Tensor> feeds;
   for (const graph::Node& n : g.nodes()) {
     if (n.op != graph::OpKind::Input && n.op != graph::OpKind::Parameter && n.op != graph::OpKind::State) continue;
-    auto it = available.find(n.name);
-    if (it == available.end()) {
+    const io::StTensor* st = file.find(n.name);
+    if (st == nullptr) {
       std::vector<std::string> names;
-      for (const auto& [name, t] : available) names.push_back(fmt::format("{} {}", name, t.type().to_string()));
+      for (const auto& t : file.tensors) names.push_back(describe(t));
       throw std::runtime_error(fmt::format("{} has no tensor '{}' (the graph's {} of type {}); it has: {}", path,
                                            n.name, leaf_kind(n.op), n.type.to_string(),
                                            names.empty() ? "no tensors" : fmt::format("{}", fmt::join(names, ", "))));
     }
-    if (it->second.type() != n.type) {
+    const std::string have = describe(*st).substr(st->name.size() + 1);
+    if (have != n.type.to_string()) {
       throw std::runtime_error(fmt::format("{} '{}' is {} in the graph but {} in {}", leaf_kind(n.op), n.name,
-                                           n.type.to_string(), it->second.type().to_string(), path));
+                                           n.type.to_string(), have, path));
     }
-    feeds.emplace(n.name, it->second);
+    feeds.emplace(n.name, io::to_graph_tensor(*st, path));
   }
   return feeds;
 }
