@@ -1,4 +1,4 @@
-// Pass 3, emit: runs every scheduled node's lowering against a LoweringContext that records buffers and
+// Pass 4, emit: runs every scheduled node's lowering against a LoweringContext that records buffers and
 // launches into a Plan, then fixes what outlives the step (leaves, outputs, state updates) and hands the
 // plan to memory planning.
 #include <fmt/format.h>
@@ -7,6 +7,7 @@
 
 #include "ir/kernel/printer.h"
 #include "lowering/decompose.h"
+#include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/memory_plan.h"
 #include "lowering/op_lowering.h"
@@ -29,11 +30,16 @@ BufferRole role_of(graph::OpKind op) {
 
 class PlanBuilder final : public LoweringContext {
  public:
-  explicit PlanBuilder(const graph::Graph& g) : g_(g), buffer_of_value_(size_t(g.size()), -1) {}
+  PlanBuilder(const graph::Graph& g, std::vector<bool> fused)
+      : g_(g), buffer_of_value_(size_t(g.size()), -1), fused_(std::move(fused)) {}
 
   const graph::Graph& graph() const override { return g_; }
 
+  bool fused(graph::Value v) const override { return fused_.at(size_t(v.id)); }
+
   int32_t buffer_of(graph::Value v) override {
+    if (fused_.at(size_t(v.id)))
+      throw std::logic_error(fmt::format("lowering: '{}' is fused into its user and has no buffer", g_.node(v).name));
     int32_t& b = buffer_of_value_.at(size_t(v.id));
     if (b >= 0) return b;
     const graph::Node& n = g_.node(v);
@@ -99,6 +105,7 @@ class PlanBuilder final : public LoweringContext {
  private:
   const graph::Graph& g_;
   std::vector<int32_t> buffer_of_value_;
+  std::vector<bool> fused_;
   std::unordered_map<std::string, int32_t> kernel_by_text_;
   Plan plan_;
   std::string current_node_;
@@ -126,8 +133,9 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info) {
   graph::Graph g = decompose(original);
-  PlanBuilder ctx(g);
+  PlanBuilder ctx(g, fuse_pointwise(g));
   for (graph::Value v : schedule(g)) {
+    if (ctx.fused(v)) continue;  // computed inside its user's kernel
     ctx.set_current(g.node(v).name);
     lower_node(ctx, v);
   }

@@ -1,10 +1,13 @@
 // Pointwise ops: one invocation per output element, numpy broadcasting through per-input index maps,
-// arithmetic in the value's device type (f32, f64, or i32 for integers; bool is u32 0/1).
+// arithmetic in the value's device type (f32, f64, or i32 for integers; bool is u32 0/1). A node's kernel
+// also computes every input fused into it (fuse.h), recursively, so a chain of pointwise ops is one launch.
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 
@@ -63,70 +66,6 @@ Val gelu_derivative(Val x) {
 
 }  // namespace
 
-std::string pointwise_kernel_name(const graph::Graph& g, graph::Value v, std::string_view op) {
-  const graph::Node& n = g.node(v);
-  std::string name = fmt::format("{}_{}_{}", op, graph::dtype_name(n.type.dtype), shape_tag(n.type.shape));
-  bool same = true;
-  for (graph::Value in : n.inputs) same = same && g.type(in).shape == n.type.shape;
-  if (!same) {
-    name += "_from";
-    for (graph::Value in : n.inputs) name += "_" + shape_tag(g.type(in).shape);
-  }
-  return name;
-}
-
-std::vector<PointwiseOperand> pointwise_operands(const graph::Graph& g, graph::Value v) {
-  const graph::Node& n = g.node(v);
-  std::vector<PointwiseOperand> ops;
-  for (graph::Value in : n.inputs) {
-    const graph::Node& src = g.node(in);
-    PointwiseOperand o;
-    o.value = in;
-    o.type = device_type(src.type.dtype);
-    if (src.op == graph::OpKind::Constant) {
-      o.folded = true;
-      o.constant = device_constant(src, src.attrs.get_float("value"));
-    } else {
-      o.map = IndexMap::broadcast(n.type.shape, src.type.shape);
-    }
-    ops.push_back(std::move(o));
-  }
-  return ops;
-}
-
-void launch_pointwise(LoweringContext& ctx, graph::Value v, const std::string& kernel_name,
-                      const std::vector<PointwiseOperand>& operands,
-                      const std::function<Val(kir::KernelBuilder&, const std::vector<Val>&)>& body) {
-  const graph::Graph& g = ctx.graph();
-  const graph::TensorType& out_type = g.type(v);
-  int64_t n = out_type.numel();
-  kir::KernelBuilder kb(kernel_name, kPointwiseWorkgroup);
-  std::vector<kir::Buf> bufs(operands.size());
-  std::vector<int32_t> bindings;
-  for (size_t k = 0; k < operands.size(); ++k) {
-    if (operands[k].folded) continue;
-    bufs[k] = kb.buffer(fmt::format("in{}", k), operands[k].type, kir::Access::Read);
-    bindings.push_back(ctx.buffer_of(operands[k].value));
-  }
-  Type out_dt = device_type(out_type.dtype);
-  kir::Buf out = kb.buffer("out", out_dt, kir::Access::Write);
-  bindings.push_back(ctx.buffer_of(v));
-  Val i = kb.global_id();
-  kb.if_(i < kb.u32(uint32_t(n)), [&] {
-    std::vector<Val> args;
-    for (size_t k = 0; k < operands.size(); ++k) {
-      if (operands[k].folded) args.push_back(kb.constant(operands[k].type, operands[k].constant));
-      else args.push_back(bufs[k][operands[k].map.is_identity() ? i : operands[k].map.emit(kb, i)]);
-    }
-    Val r = body(kb, args);
-    if (r.type() != out_dt)
-      throw std::logic_error(fmt::format("pointwise kernel {} computes {} for a {} output", kernel_name,
-                                         kir::type_name(r.type()), kir::type_name(out_dt)));
-    out[i] = r;
-  });
-  ctx.launch(kb.finish(), std::move(bindings), {}, groups_for(n, kPointwiseWorkgroup));
-}
-
 kir::Kernel copy_kernel(Type type, int64_t n) {
   return gather_kernel(fmt::format("copy_{}_{}", kir::type_name(type), n), type, n, IndexMap::strided({n}, {1}));
 }
@@ -140,62 +79,148 @@ kir::Kernel gather_kernel(const std::string& name, Type type, int64_t n, const I
   return kb.finish();
 }
 
+namespace {
+
+// One element of node `v` from its operands' values (already loaded or computed, in device types).
+Val pointwise_body(kir::KernelBuilder& kb, const graph::Graph& g, graph::Value v, const std::vector<Val>& a) {
+  using K = graph::OpKind;
+  const graph::Node& n = g.node(v);
+  Type out_dt = device_type(n.type.dtype);
+  switch (n.op) {
+    case K::Add: return a[0] + a[1];
+    case K::Sub: return a[0] - a[1];
+    case K::Mul: return a[0] * a[1];
+    case K::Div: return a[0] / a[1];
+    case K::Pow: return kir::pow(a[0], a[1]);
+    case K::Maximum: return kir::max(a[0], a[1]);
+    case K::Minimum: return kir::min(a[0], a[1]);
+    case K::Compare: {
+      auto mode = graph::compare_mode_from_name(n.attrs.get_string("mode"));
+      return from_bool(kb, compare(*mode, a[0], a[1]));
+    }
+    case K::Neg: return -a[0];
+    case K::Exp: return kir::exp(a[0]);
+    case K::Log: return kir::log(a[0]);
+    case K::Sqrt: return kir::sqrt(a[0]);
+    case K::Tanh: return kir::tanh(a[0]);
+    case K::Sigmoid: return sigmoid(a[0]);
+    case K::Relu: return kir::select(a[0] > 0, a[0], kir::like(a[0], 0));
+    case K::Silu: return a[0] * sigmoid(a[0]);
+    case K::Gelu: return gelu(a[0]);
+    case K::Where: return kir::select(as_bool(a[0]), a[1], a[2]);
+    case K::Cast: {
+      graph::DType from = g.type(n.inputs[0]).dtype;
+      if (n.type.dtype == graph::DType::Bool) return from_bool(kb, a[0] != kir::like(a[0], 0));
+      if (from == graph::DType::Bool) return kir::select(as_bool(a[0]), kb.constant(out_dt, 1), kb.constant(out_dt, 0));
+      return kir::cast(a[0], out_dt);
+    }
+    case K::ReluGrad: return kir::select(a[1] > 0, a[0], kir::like(a[0], 0));
+    case K::SiluGrad: {
+      Val s = sigmoid(a[1]);
+      return a[0] * (s * (1.0 + a[1] * (1.0 - s)));
+    }
+    case K::GeluGrad: return a[0] * gelu_derivative(a[1]);
+    default:
+      throw graph::GraphError(fmt::format("op {} ('{}') is not pointwise", graph::op_name(n.op), n.name));
+  }
+}
+
+// Emits the expression tree rooted at a node: fused inputs are computed in place, other inputs loaded
+// (one buffer binding per distinct value), scalar constants folded.
+class TreeEmitter {
+ public:
+  TreeEmitter(LoweringContext& ctx, kir::KernelBuilder& kb) : ctx_(ctx), g_(ctx.graph()), kb_(kb) {}
+
+  // The value of `v`'s element `index` (an element index in v's own shape).
+  Val value(graph::Value v, Val index) {
+    const graph::Node& n = g_.node(v);
+    if (n.op == graph::OpKind::Constant)
+      return kb_.constant(device_type(n.type.dtype), device_constant(n, n.attrs.get_float("value")));
+    if (ctx_.fused(v)) return compute(v, index);
+    return buffer(v)[index];
+  }
+
+  // `v` computed from its inputs at `index`.
+  Val compute(graph::Value v, Val index) {
+    const graph::Node& n = g_.node(v);
+    ops_.push_back(std::string(graph::op_name(n.op)));
+    std::vector<Val> args;
+    for (graph::Value in : n.inputs) {
+      IndexMap map = IndexMap::broadcast(n.type.shape, g_.type(in).shape);
+      args.push_back(value(in, map.is_identity() ? index : map.emit(kb_, index)));
+    }
+    return pointwise_body(kb_, g_, v, args);
+  }
+
+  std::vector<int32_t> bindings() const { return bindings_; }
+  const std::vector<std::string>& ops() const { return ops_; }
+  const std::vector<graph::Value>& loaded() const { return loaded_; }
+
+ private:
+  kir::Buf buffer(graph::Value v) {
+    auto it = bufs_.find(v.id);
+    if (it != bufs_.end()) return it->second;
+    kir::Buf b = kb_.buffer(fmt::format("in{}", bufs_.size()), device_type(g_.type(v).dtype), kir::Access::Read);
+    bufs_.emplace(v.id, b);
+    bindings_.push_back(ctx_.buffer_of(v));
+    loaded_.push_back(v);
+    return b;
+  }
+
+  LoweringContext& ctx_;
+  const graph::Graph& g_;
+  kir::KernelBuilder& kb_;
+  std::map<int32_t, kir::Buf> bufs_;
+  std::vector<int32_t> bindings_;
+  std::vector<graph::Value> loaded_;
+  std::vector<std::string> ops_;
+};
+
+}  // namespace
+
 void lower_elementwise(LoweringContext& ctx, graph::Value v) {
   using K = graph::OpKind;
   const graph::Graph& g = ctx.graph();
   const graph::Node& n = g.node(v);
-  if (n.type.numel() > int64_t(std::numeric_limits<uint32_t>::max()))
+  int64_t count = n.type.numel();
+  if (count > int64_t(std::numeric_limits<uint32_t>::max()))
     throw graph::GraphError(fmt::format("{} '{}': {} elements exceed the 2^32 a kernel indexes", graph::op_name(n.op),
-                                        n.name, n.type.numel()));
-  if (n.op == K::Cast && device_type(n.type.dtype) == device_type(g.type(n.inputs[0]).dtype)) {
+                                        n.name, count));
+  if (n.op == K::Cast && device_type(n.type.dtype) == device_type(g.type(n.inputs[0]).dtype) &&
+      !ctx.fused(n.inputs[0])) {
     ctx.alias(v, n.inputs[0]);  // i32 <-> i64 (both stored as i32), or a cast to the same dtype
     return;
   }
-  std::string op(graph::op_name(n.op));
-  if (n.op == K::Compare) op += "_" + n.attrs.get_string("mode");
-  if (n.op == K::Cast) op += "_from_" + std::string(graph::dtype_name(g.type(n.inputs[0]).dtype));
-  auto operands = pointwise_operands(g, v);
   Type out_dt = device_type(n.type.dtype);
-  auto body = [&](kir::KernelBuilder& kb, const std::vector<Val>& a) -> Val {
-    switch (n.op) {
-      case K::Add: return a[0] + a[1];
-      case K::Sub: return a[0] - a[1];
-      case K::Mul: return a[0] * a[1];
-      case K::Div: return a[0] / a[1];
-      case K::Pow: return kir::pow(a[0], a[1]);
-      case K::Maximum: return kir::max(a[0], a[1]);
-      case K::Minimum: return kir::min(a[0], a[1]);
-      case K::Compare: {
-        auto mode = graph::compare_mode_from_name(n.attrs.get_string("mode"));
-        return from_bool(kb, compare(*mode, a[0], a[1]));
-      }
-      case K::Neg: return -a[0];
-      case K::Exp: return kir::exp(a[0]);
-      case K::Log: return kir::log(a[0]);
-      case K::Sqrt: return kir::sqrt(a[0]);
-      case K::Tanh: return kir::tanh(a[0]);
-      case K::Sigmoid: return sigmoid(a[0]);
-      case K::Relu: return kir::select(a[0] > 0, a[0], kir::like(a[0], 0));
-      case K::Silu: return a[0] * sigmoid(a[0]);
-      case K::Gelu: return gelu(a[0]);
-      case K::Where: return kir::select(as_bool(a[0]), a[1], a[2]);
-      case K::Cast: {
-        graph::DType from = g.type(n.inputs[0]).dtype;
-        if (n.type.dtype == graph::DType::Bool) return from_bool(kb, a[0] != kir::like(a[0], 0));
-        if (from == graph::DType::Bool) return kir::select(as_bool(a[0]), kb.constant(out_dt, 1), kb.constant(out_dt, 0));
-        return kir::cast(a[0], out_dt);
-      }
-      case K::ReluGrad: return kir::select(a[1] > 0, a[0], kir::like(a[0], 0));
-      case K::SiluGrad: {
-        Val s = sigmoid(a[1]);
-        return a[0] * (s * (1.0 + a[1] * (1.0 - s)));
-      }
-      case K::GeluGrad: return a[0] * gelu_derivative(a[1]);
-      default:
-        throw graph::GraphError(fmt::format("op {} ('{}') is not pointwise", graph::op_name(n.op), n.name));
-    }
-  };
-  launch_pointwise(ctx, v, pointwise_kernel_name(g, v, op), operands, body);
+  // The kernel's name lists the ops it computes (root first) and the shapes it reads; its text is the key
+  // that deduplicates it, so the name only has to be readable.
+  kir::KernelBuilder kb("pointwise", kPointwiseWorkgroup);
+  kir::Buf out = kb.buffer("out", out_dt, kir::Access::Write);
+  TreeEmitter tree(ctx, kb);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(count)), [&] {
+    Val r = tree.compute(v, i);
+    if (r.type() != out_dt)
+      throw std::logic_error(fmt::format("pointwise kernel of '{}' computes {} for a {} output", n.name,
+                                         kir::type_name(r.type()), kir::type_name(out_dt)));
+    out[i] = r;
+  });
+  kir::Kernel k = kb.finish();
+  std::string name;
+  for (const auto& op : tree.ops()) name += (name.empty() ? "" : "_") + op;
+  if (n.op == K::Compare) name += "_" + n.attrs.get_string("mode");
+  if (n.op == K::Cast) name += "_from_" + std::string(graph::dtype_name(g.type(n.inputs[0]).dtype));
+  name += fmt::format("_{}_{}", graph::dtype_name(n.type.dtype), shape_tag(n.type.shape));
+  bool same = true;
+  for (graph::Value in : tree.loaded()) same = same && g.type(in).shape == n.type.shape;
+  if (!same) {
+    name += "_from";
+    for (graph::Value in : tree.loaded()) name += "_" + shape_tag(g.type(in).shape);
+  }
+  k.name = name;
+  std::vector<int32_t> bindings{ctx.buffer_of(v)};
+  for (int32_t b : tree.bindings()) bindings.push_back(b);
+  ctx.launch(std::move(k), std::move(bindings), {}, groups_for(count, kPointwiseWorkgroup));
 }
 
 }  // namespace spire::lowering

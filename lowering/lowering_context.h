@@ -48,6 +48,9 @@ class LoweringContext {
   virtual int32_t scratch(kir::Type type, int64_t elements) = 0;
   // Appends a launch of `kernel` (deduplicated by its text) over `buffers` with `groups` workgroups.
   virtual void launch(kir::Kernel kernel, std::vector<int32_t> buffers, rt::ScalarArgs scalars, uint64_t groups) = 0;
+  // True when `v` is computed inside its only user's kernel (pointwise fusion, fuse.h): it gets no buffer and
+  // no launch of its own; the user's lowering emits its arithmetic. Heavy ops never see a fused input.
+  virtual bool fused(graph::Value v) const { return false; }
 };
 
 // Workgroups to cover `n` items with `per_group` items each.

@@ -1,4 +1,4 @@
-// Pass 4, memory planning: transient buffers (intermediates and scratch) share one arena; each gets a byte
+// Pass 5, memory planning: transient buffers (intermediates and scratch) share one arena; each gets a byte
 // offset, aligned to the device's minimum storage-buffer offset alignment, such that two buffers overlap in
 // memory only if their lifetimes (first to last launch touching them) are disjoint. Persistent buffers
 // (leaves, constants, outputs) keep their own device buffers.

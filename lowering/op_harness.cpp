@@ -89,10 +89,14 @@ void binary_cases(CaseList& cl) {
              build);
     }
   }
-  // Scalar constants are folded into the kernel; shaped constants get a buffer filled at compile time.
+  // Constants feeding pointwise kernels are folded into them; one feeding a heavy op gets a buffer filled once
+  // at compile time.
   cl.add(OpKind::Constant, {f32({7, 33})},
          [](Graph& g, const std::vector<Value>& x) { return g.add(x[0], g.constant(2.5, DType::F32, {7, 33})); },
-         "+ constant 2.5 of shape [7,33]");
+         "+ constant 2.5 of shape [7,33] (folded)");
+  cl.add(OpKind::Constant, {f32({7, 33})},
+         [](Graph& g, const std::vector<Value>& x) { return g.matmul(x[0], g.constant(-0.5, DType::F32, {33, 5})); },
+         "matmul by constant -0.5 of shape [33,5] (a buffer)");
   cl.add(OpKind::Constant, {f32({257})}, [](Graph& g, const std::vector<Value>& x) { return g.mul(x[0], -3.0); },
          "* scalar constant -3");
 }

@@ -39,11 +39,13 @@ std::array<Entry, graph::kNumOps> build() {
   const Tolerance exact{1e-6, 1e-14, kExact}, copy{0, 0, kCopy}, sum_bwd{1e-5, 1e-13, kSumBackward},
       trans{1e-5, 1e-12, kTranscendental}, red{1e-5, 1e-13, kReduction}, heavy{1e-5, 1e-13, kHeavy},
       soft{1e-5, 1e-12, kSoftmax};
-  // Leaves: constants are filled, not computed.
+  // Leaves: inputs, parameters and states are uploaded, not computed.
   set(K::Input, copy, copy);
   set(K::Parameter, copy, copy);
   set(K::State, copy, copy);
-  set(K::Constant, copy, copy);
+  // The constant cases read a constant through add, mul (folded into the kernel) and matmul (a buffer).
+  set(K::Constant, {1e-5, 1e-13, "read through add, mul and matmul: matmul's bound (a dot product of 33 terms)"},
+      {1e-5, 1e-13, "the gradients of those ops: matmul's bound"});
   // Binary: one rounded op forward; backward also sums over broadcast dims.
   set(K::Add, exact, sum_bwd);
   set(K::Sub, exact, sum_bwd);

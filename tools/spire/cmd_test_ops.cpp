@@ -45,12 +45,11 @@ void run(const TestOpsOptions& o) {
   } else {
     ids.push_back(o.device);
   }
+  std::vector<std::unique_ptr<rt::Device>> devices;
+  for (const auto& id : ids) devices.push_back(rt::open_device(id));  // a bad name fails before any output
   fmt::print("{}\n", lowering::format_row_header());
   Totals t;
-  for (const auto& id : ids) {
-    auto dev = rt::open_device(id);
-    run_on(*dev, o, t);
-  }
+  for (auto& dev : devices) run_on(*dev, o, t);
   fmt::print("{} passed, {} failed, {} skipped\n", t.pass, t.fail, t.skip);
   if (t.pass + t.fail == 0 && t.skip == 0) throw std::runtime_error("no case matched");
   if (t.fail) throw std::runtime_error(fmt::format("{} op result(s) differ from the float64 reference beyond their "

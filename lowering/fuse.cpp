@@ -1,0 +1,39 @@
+#include "lowering/fuse.h"
+
+#include <algorithm>
+
+namespace spire::lowering {
+
+bool is_pointwise(graph::OpKind op) {
+  using K = graph::OpKind;
+  switch (op) {
+    case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Pow: case K::Maximum: case K::Minimum:
+    case K::Compare: case K::Neg: case K::Exp: case K::Log: case K::Sqrt: case K::Tanh: case K::Sigmoid:
+    case K::Relu: case K::Silu: case K::Gelu: case K::Where: case K::Cast: case K::ReluGrad: case K::SiluGrad:
+    case K::GeluGrad:
+      return true;
+    default:
+      return false;
+  }
+}
+
+std::vector<bool> fuse_pointwise(const graph::Graph& g) {
+  std::vector<bool> fused(size_t(g.size()), false);
+  std::vector<bool> must_store(size_t(g.size()), false);
+  for (const auto& o : g.outputs()) must_store[size_t(o.value.id)] = true;
+  for (const auto& u : g.state_updates()) must_store[size_t(u.value.id)] = true;
+  auto users = g.users();
+  for (int32_t id = 0; id < g.size(); ++id) {
+    const graph::Node& n = g.node(id);
+    if (!is_pointwise(n.op) || must_store[size_t(id)]) continue;
+    auto& us = users[size_t(id)];
+    if (us.empty() || std::any_of(us.begin(), us.end(), [&](graph::Value u) { return u != us[0]; })) continue;
+    const graph::Node& user = g.node(us[0]);
+    int uses = int(std::count(user.inputs.begin(), user.inputs.end(), graph::Value{id}));
+    if (uses != 1 || !is_pointwise(user.op) || user.type.shape != n.type.shape) continue;
+    fused[size_t(id)] = true;
+  }
+  return fused;
+}
+
+}  // namespace spire::lowering
