@@ -4,7 +4,8 @@
 
 namespace spire::training {
 
-Batches::Batches(const io::FashionMnist& data, int64_t batch, int64_t limit) : data_(data), batch_(batch) {
+Batches::Batches(const io::FashionMnist& data, int64_t batch, int64_t limit, float mean, float std)
+    : data_(data), batch_(batch), mean_(mean), std_(std) {
   if (batch <= 0) throw std::invalid_argument("batch size must be positive");
   count_ = data.images.count;
   if (limit > 0 && limit < count_) count_ = limit;
@@ -31,7 +32,7 @@ void Batches::fill(int64_t b, std::vector<float>& x, std::vector<int32_t>& y) co
     int64_t img = order_[size_t(b * batch_ + k)];
     const uint8_t* src = data_.images.pixels.data() + img * pixels;
     float* dst = x.data() + k * pixels;
-    for (int64_t p = 0; p < pixels; ++p) dst[p] = (float(src[p]) / 255.0f - kFashionMean) / kFashionStd;
+    for (int64_t p = 0; p < pixels; ++p) dst[p] = (float(src[p]) / 255.0f - mean_) / std_;
     y[size_t(k)] = data_.labels[size_t(img)];
   }
 }

@@ -18,8 +18,9 @@ inline constexpr float kFashionStd = 0.3530f;
 
 class Batches {
  public:
-  // Keeps the first `limit` images when limit > 0.
-  Batches(const io::FashionMnist& data, int64_t batch, int64_t limit = 0);
+  // Keeps the first `limit` images when limit > 0. Pixels become (p/255 - mean) / std.
+  Batches(const io::FashionMnist& data, int64_t batch, int64_t limit = 0, float mean = kFashionMean,
+          float std = kFashionStd);
   int64_t batch() const { return batch_; }
   int64_t images() const { return count_; }
   int64_t batches_per_epoch() const { return count_ / batch_; }
@@ -35,6 +36,7 @@ class Batches {
   const io::FashionMnist& data_;
   int64_t batch_;
   int64_t count_;
+  float mean_, std_;
   std::vector<int64_t> order_;
 };
 

@@ -26,6 +26,9 @@ struct TrainOptions {
   std::string data_dir = std::string(io::kFashionMnistDir);
   int64_t eval_batch = 500;     // batch of the test-set forward graph (must divide 10000)
   bool progress = true;
+  // Pixels in [0, 1] as torchvision's ToTensor gives them (the recipe that reaches 87.5%+ in 5 epochs);
+  // true standardizes them with Fashion-MNIST's mean and std instead.
+  bool normalize = false;
 };
 
 struct EpochReport {
@@ -44,6 +47,7 @@ struct EvalOptions {
   std::string load;             // required: the parameters to evaluate
   std::string data_dir = std::string(io::kFashionMnistDir);
   int64_t eval_batch = 500;
+  bool normalize = false;       // must match how the weights were trained
 };
 
 // Test-set accuracy of the given weights on the given device.

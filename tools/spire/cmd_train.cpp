@@ -23,6 +23,8 @@ void register_train_commands(CLI::App& app) {
   lenet->add_option("--save", t->save, "Write the trained parameters here (safetensors, PyTorch names)");
   lenet->add_option("--data", t->data_dir, "Folder of the Fashion-MNIST IDX files (default: Debian's dataset-fashion-mnist)");
   lenet->add_option("--eval-batch", t->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
+  lenet->add_flag("--normalize", t->normalize, "Standardize pixels with Fashion-MNIST's mean and std (default: pixels in [0, 1], as ToTensor)");
+  lenet->add_flag("--quiet", [t](int64_t) { t->progress = false; }, "No progress bar, only the per-epoch lines");
   lenet->callback([t] { training::train_lenet(*t, stdout); });
 
   auto e = std::make_shared<training::EvalOptions>();
@@ -33,6 +35,7 @@ void register_train_commands(CLI::App& app) {
   elenet->add_option("--device", e->device, "Device (vulkan:N, cuda:N); default: the best present");
   elenet->add_option("--data", e->data_dir, "Folder of the Fashion-MNIST IDX files");
   elenet->add_option("--eval-batch", e->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
+  elenet->add_flag("--normalize", e->normalize, "Standardize pixels (for weights trained with --normalize)");
   elenet->callback([e] { training::eval_lenet(*e, stdout); });
 }
 
