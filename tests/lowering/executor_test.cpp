@@ -231,6 +231,24 @@ TEST_P(OnDevice, StateUpdatesPersistAcrossSteps) {
   }
 }
 
+TEST_P(OnDevice, OutputsReadParametersBeforeTheirUpdate) {
+  // An output that is (a view of) an updated parameter shows the value the step read, as the reference does.
+  graph::Graph g;
+  auto w = g.parameter("w", DType::F32, {2, 3});
+  auto x = g.input("x", DType::F32, {2, 3});
+  g.output("w_seen", g.reshape(w, {6}));
+  g.state_update(w, g.add(w, x));
+  auto exe = lowering::compile(g, *dev_);
+  exe->set("w", Tensor::from(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6}));
+  exe->set("x", Tensor(DType::F32, {2, 3}, 10.0));
+  exe->step();
+  EXPECT_EQ(exe->get("w_seen").data, (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  EXPECT_EQ(exe->get("w").data, (std::vector<double>{11, 12, 13, 14, 15, 16}));
+  exe->step();
+  EXPECT_EQ(exe->get("w_seen").data, (std::vector<double>{11, 12, 13, 14, 15, 16}));
+  EXPECT_EQ(exe->get("w").data, (std::vector<double>{21, 22, 23, 24, 25, 26}));
+}
+
 TEST_P(OnDevice, IntegerAndBoolValues) {
   graph::Graph g;
   auto labels = g.input("labels", DType::I64, {6});
