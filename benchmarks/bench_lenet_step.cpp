@@ -1,0 +1,115 @@
+// LeNet training step, launch by launch: lowers the step graph, times every launch alone with the device's
+// timestamps (median of several runs), and the whole recorded step through the executor. Shows where a
+// step's time goes on each device.
+//
+//   spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15]
+#include <algorithm>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "frontend/lenet.h"
+#include "lowering/executable.h"
+#include "lowering/plan.h"
+#include "runtime/device.h"
+
+using namespace spire;
+
+namespace {
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+void bench(rt::Device& dev, int64_t batch, int runs, int top) {
+  nn::LeNetGraphOptions gopt;
+  gopt.batch = batch;
+  gopt.sgd = true;
+  gopt.sgd_options = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0};
+  graph::Graph g = nn::build_lenet_graph(gopt);
+
+  // The whole step, as training runs it.
+  auto exe = lowering::compile(g, dev);
+  for (const auto& [name, t] : nn::lenet_initial_parameters(1)) exe->set(name, t);
+  std::vector<float> x(size_t(batch * 784), 0.5f);
+  std::vector<int32_t> y(size_t(batch), 3);
+  exe->set_raw("x", x.data(), x.size() * 4);
+  exe->set_raw("y", y.data(), y.size() * 4);
+  std::vector<double> step_ms;
+  for (int i = 0; i < runs + 3; ++i) {
+    exe->step();
+    if (i >= 3) step_ms.push_back(exe->last_step_ms());
+  }
+
+  // Each launch alone, on buffers of the planned sizes (contents: a small constant, labels 0).
+  lowering::Plan plan = lowering::lower(g, dev.info());
+  std::vector<std::shared_ptr<rt::Buffer>> buffers;
+  for (const auto& b : plan.buffers) {
+    buffers.push_back(dev.alloc(std::max<uint64_t>(b.bytes(), 4)));
+    dev.fill(*buffers.back(), b.slot.type == kir::Type::F32 ? 0x3c23d70a : 0);  // 0.01f or 0
+  }
+  std::vector<std::shared_ptr<rt::Kernel>> kernels;
+  for (const auto& k : plan.kernels) kernels.push_back(dev.compile(k));
+  struct Row { std::string node, kernel; double ms; };
+  std::vector<Row> rows;
+  double sum = 0;
+  for (const auto& l : plan.launches) {
+    std::vector<rt::BufferView> views;
+    for (int32_t b : l.buffers) views.emplace_back(buffers[size_t(b)]);
+    auto s = dev.record();
+    uint32_t t0 = s->timestamp();
+    s->dispatch(*kernels[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups));
+    uint32_t t1 = s->timestamp();
+    std::vector<double> ms;
+    for (int i = 0; i < runs + 2; ++i) {
+      dev.run(*s);
+      if (i >= 2) ms.push_back(s->elapsed_ms(t0, t1));
+    }
+    rows.push_back({l.node, plan.kernels[size_t(l.kernel)].name, median(ms)});
+    sum += rows.back().ms;
+  }
+  std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
+  fmt::print("{} ({}): batch {}, {} launches, step {:.3f} ms (median of {}), launches alone sum to {:.3f} ms\n",
+             dev.info().id, dev.info().name, batch, plan.launches.size(), median(step_ms), runs, sum);
+  fmt::print("  {:>9} {:>6}  {:<28} {}\n", "ms", "share", "node", "kernel");
+  for (int i = 0; i < std::min<int>(top, int(rows.size())); ++i)
+    fmt::print("  {:>9.4f} {:>5.1f}%  {:<28} {}\n", rows[size_t(i)].ms, 100 * rows[size_t(i)].ms / sum,
+               rows[size_t(i)].node, rows[size_t(i)].kernel);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string device = "all";
+  int64_t batch = 64;
+  int runs = 20, top = 15;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--device") device = v;
+    else if (a == "--batch") batch = std::stoll(v);
+    else if (a == "--runs") runs = std::stoi(v);
+    else if (a == "--top") top = std::stoi(v);
+  }
+  if (argc % 2 == 0) {
+    fmt::print("usage: spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15]\n");
+    return 2;
+  }
+  try {
+    std::vector<std::string> ids;
+    if (device == "all")
+      for (const auto& d : rt::list_devices()) ids.push_back(d.id);
+    else
+      ids.push_back(device);
+    for (const auto& id : ids) {
+      auto dev = rt::open_device(id);
+      bench(*dev, batch, runs, top);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spire_bench_lenet_step: error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
