@@ -41,6 +41,9 @@ class CudaGpu : public ::testing::Test {
     return out;
   }
 
+  // The mock driver (tests/cuda/mock_driver) interprets kernels on the CPU: tests size heavy work down there.
+  bool on_mock() const { return dev->info().name == "Mock GPU"; }
+
   std::unique_ptr<Device> dev;
 };
 

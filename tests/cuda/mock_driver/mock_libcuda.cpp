@@ -2,13 +2,14 @@
 //
 // It models the slice of the driver runtime/cuda uses: one device, host memory as "device" memory (so
 // uploads, downloads, fills and copies give real results), streams that run work immediately, stream
-// capture into graphs that replay it, events stamped with the host clock, and modules whose entries and
-// parameter lists are read from the PTX text. Kernels are not executed: launches are checked against the
-// entry's signature and .reqntid and logged for the tests to inspect (mock_cuda_* functions at the end).
+// capture into graphs that replay it, events stamped with the host clock, and modules parsed and kernels run
+// by the PTX interpreter of tests/ptx/interp (so kernels compute real results, slowly, and an out-of-bounds
+// access faults with CUDA_ERROR_ILLEGAL_ADDRESS as on a GPU). Launches are checked against the entry's
+// signature and .reqntid and logged for the tests to inspect (mock_cuda_* functions at the end).
 //
 // Misbehaviour on purpose, keyed by the entry name: "mock_reject" modules fail to load with a JIT log,
 // "mock_fault" launches leave a sticky CUDA_ERROR_ILLEGAL_ADDRESS, "mock_no_capture" launches cannot be
-// captured. Every call that needs a context fails with CUDA_ERROR_INVALID_CONTEXT when the calling thread
+// captured, "mock_noexec" launches are logged but not run. Every call that needs a context fails with CUDA_ERROR_INVALID_CONTEXT when the calling thread
 // has none current, which checks that the runtime makes its context current on every entry point.
 #include <chrono>
 #include <cstdint>
@@ -18,10 +19,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "tests/ptx/interp/ptx_interp.h"
 
 namespace {
 
@@ -31,12 +33,20 @@ constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED
                    NOT_READY = 600, ILLEGAL_ADDRESS = 700, CAPTURE_INVALIDATED = 901;
 constexpr uint64_t kTotalMemory = uint64_t(1) << 30;
 
+namespace interp = spire::ptx::interp;
+
+struct Module;
 struct Entry {
   std::string name;
   std::vector<int> param_sizes;
   unsigned reqntid[3] = {0, 0, 0};
+  const interp::Entry* code = nullptr;
+  Module* module = nullptr;
 };
-struct Module { std::vector<std::unique_ptr<Entry>> entries; };
+struct Module {
+  std::unique_ptr<interp::Module> program;
+  std::vector<std::unique_ptr<Entry>> entries;
+};
 struct Event { bool recorded = false; std::chrono::steady_clock::time_point at; };
 using Op = std::function<CUresult()>;
 struct Graph { std::vector<Op> ops; };
@@ -56,6 +66,7 @@ struct State {
   std::map<uint64_t, uint64_t> allocations;  // base -> bytes
   int module_loads = 0;
   std::vector<LaunchRecord> launches;
+  std::string last_fault;
 };
 State& st() {
   static State s;
@@ -90,13 +101,6 @@ CUresult submit(void* s, Op op) {
     return OK;
   }
   return op();
-}
-
-int param_size(const std::string& type) {
-  if (type == "u64" || type == "s64" || type == "f64" || type == "b64") return 8;
-  if (type == "u32" || type == "s32" || type == "f32" || type == "b32") return 4;
-  if (type == "b16" || type == "f16" || type == "u16" || type == "s16") return 2;
-  return -1;
 }
 
 }  // namespace
@@ -205,21 +209,21 @@ CUresult cuModuleLoadDataEx(void** module, const void* image, unsigned n, int* o
     return INVALID_PTX;
   }
   auto m = std::make_unique<Module>();
-  std::regex entry_re(R"(\.visible \.entry (\w+)\(([^)]*)\)\s*\.reqntid (\d+), (\d+), (\d+))");
-  std::regex param_re(R"(\.param \.(\w+) \w+)");
-  for (std::sregex_iterator it(ptx.begin(), ptx.end(), entry_re), end; it != end; ++it) {
+  try {
+    m->program = interp::Module::parse(ptx);
+  } catch (const interp::Error& e) {
+    if (error_log && error_size) std::snprintf(error_log, error_size, "%s", e.what());
+    return INVALID_PTX;
+  }
+  for (const interp::Entry& ie : m->program->entries()) {
     auto e = std::make_unique<Entry>();
-    e->name = (*it)[1];
-    std::string params = (*it)[2];
-    for (std::sregex_iterator p(params.begin(), params.end(), param_re); p != end; ++p) {
-      int size = param_size((*p)[1]);
-      if (size < 0) return INVALID_PTX;
-      e->param_sizes.push_back(size);
-    }
-    for (int d = 0; d < 3; ++d) e->reqntid[d] = unsigned(std::stoul((*it)[3 + d]));
+    e->name = ie.name;
+    for (const auto& p : ie.params) e->param_sizes.push_back(p.bytes);
+    for (int d = 0; d < 3; ++d) e->reqntid[d] = ie.reqntid[d];
+    e->code = &ie;
+    e->module = m.get();
     m->entries.push_back(std::move(e));
   }
-  if (m->entries.empty()) return INVALID_PTX;
   std::lock_guard lock(st().m);
   ++st().module_loads;
   *module = m.release();
@@ -363,11 +367,34 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     stream->invalidated = true;
     return CAPTURE_INVALIDATED;
   }
-  return submit(s, [rec] {
+  auto values = std::make_shared<std::vector<uint64_t>>(rec.args);
+  return submit(s, [rec, values, e] {
     std::this_thread::sleep_for(std::chrono::microseconds(200));  // so timestamps around it differ
-    std::lock_guard lock(st().m);
-    st().launches.push_back(rec);
-    if (rec.name.find("mock_fault") != std::string::npos) st().sticky = ILLEGAL_ADDRESS;
+    {
+      std::lock_guard lock(st().m);
+      st().launches.push_back(rec);
+    }
+    if (rec.name.find("mock_fault") != std::string::npos) {
+      st().sticky = ILLEGAL_ADDRESS;
+      return OK;
+    }
+    if (rec.name.find("mock_noexec") != std::string::npos) return OK;  // logged, not run (huge grids)
+    std::vector<void*> params;
+    for (auto& v : *values) params.push_back(&v);
+    try {
+      e->module->program->launch(*e->code, {rec.grid[0], rec.grid[1], rec.grid[2]},
+                                 {rec.block[0], rec.block[1], rec.block[2]}, params.data(),
+                                 [](uint64_t a, uint32_t n) {
+                                   if (!in_allocation(a, n))
+                                     throw std::runtime_error("address " + std::to_string(a) + " (" + std::to_string(n) +
+                                                              " bytes) is outside every allocation");
+                                 });
+    } catch (const std::exception& ex) {
+      // A fault on a GPU is sticky and reported at the next synchronization; say what happened on stderr.
+      std::fprintf(stderr, "mock libcuda: kernel %s faulted: %s\n", rec.name.c_str(), ex.what());
+      st().last_fault = ex.what();
+      st().sticky = ILLEGAL_ADDRESS;
+    }
     return OK;
   });
 }
@@ -491,5 +518,6 @@ int mock_cuda_launch(int i, char* name, int name_len, unsigned* grid, unsigned* 
   return int(r.args.size());
 }
 void mock_cuda_clear_sticky_error() { st().sticky = OK; }
+const char* mock_cuda_last_fault() { return st().last_fault.c_str(); }
 
 }  // extern "C"

@@ -1,0 +1,44 @@
+// The lowering's op harness (every graph op forward and backward against the float64 evaluator, under the
+// per-op tolerances) run on cuda:0 through the mock driver, whose kernels the PTX interpreter executes: the
+// PTX backend, the CUDA runtime and the lowering checked end to end without a GPU. ctest runs it with the
+// mock on LD_LIBRARY_PATH; without the mock it skips and says so.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include "lowering/op_harness.h"
+#include "runtime/backend_registry.h"
+#include "runtime/cuda/cuda_driver.h"
+
+namespace spire::rt::cuda::testing {
+namespace {
+
+bool mock_loaded() {
+  (void)driver();
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  return h && ::dlsym(h, "mock_cuda_launch_count");
+}
+
+class OpHarnessOnMock : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpHarnessOnMock, MatchesTheFloat64Evaluator) {
+  if (!mock_loaded()) GTEST_SKIP() << "not running against the mock CUDA driver; driver: " << driver_status();
+  static std::unique_ptr<Device> dev = cuda::open(0);
+  const lowering::OpCase& c = lowering::op_cases().at(GetParam());
+  for (const lowering::OpRow& row : lowering::run_op_case(c, *dev)) {
+    EXPECT_EQ(row.outcome, lowering::Outcome::Pass)
+        << row.op << " " << row.label << " " << row.check << ": error " << row.max_error << " > " << row.tolerance
+        << " " << row.note;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllCases, OpHarnessOnMock, ::testing::Range<size_t>(0, lowering::op_cases().size()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           const auto& c = lowering::op_cases().at(info.param);
+                           std::string name = std::to_string(info.param) + "_" + std::string(graph::op_name(c.op));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
+}  // namespace
+}  // namespace spire::rt::cuda::testing
