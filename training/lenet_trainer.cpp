@@ -59,8 +59,9 @@ int32_t argmax10(const float* logits) {
 }
 
 // Accuracy of the parameters currently set in `forward` over the whole test set.
-double test_accuracy(lowering::Executable& forward, const io::FashionMnist& test, int64_t eval_batch, bool normalize) {
-  Batches batches(test, eval_batch, 0, normalize ? kFashionMean : 0.0f, normalize ? kFashionStd : 1.0f);
+double test_accuracy(lowering::Executable& forward, const io::FashionMnist& test, int64_t eval_batch, float mean,
+                     float std) {
+  Batches batches(test, eval_batch, 0, mean, std);
   std::vector<float> x, logits(size_t(eval_batch * 10));
   std::vector<int32_t> y;
   int64_t correct = 0, seen = 0;
@@ -85,10 +86,11 @@ void check_eval_batch(int64_t eval_batch, const io::FashionMnist& test) {
 std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   if (opt.epochs <= 0) throw std::invalid_argument("--epochs must be positive");
   if (!(opt.lr > 0)) throw std::invalid_argument("--lr must be positive");
+  if (!(opt.pixel_std > 0)) throw std::invalid_argument("--normalize: the standard deviation must be positive");
   io::FashionMnist train = io::load_fashion_mnist(opt.data_dir, io::Split::Train);
   io::FashionMnist test = io::load_fashion_mnist(opt.data_dir, io::Split::Test);
   check_eval_batch(opt.eval_batch, test);
-  Batches batches(train, opt.batch, opt.limit, opt.normalize ? kFashionMean : 0.0f, opt.normalize ? kFashionStd : 1.0f);
+  Batches batches(train, opt.batch, opt.limit, opt.pixel_mean, opt.pixel_std);
 
   auto device = rt::open_device(opt.device);
   fmt::print(log, "device {} ({}), {} training images, batch {}, lr {}, momentum {}, {} epochs\n", device->info().id,
@@ -133,7 +135,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     r.images_per_second = double(batches.batches_per_epoch() * opt.batch) / r.train_seconds;
     if (opt.progress) bar.finish(fmt::format("loss {:.4f}", r.mean_loss));
     for (const auto& p : nn::make_lenet().parameters()) forward->set(p.name, step->get(p.name));
-    r.test_accuracy = test_accuracy(*forward, test, opt.eval_batch, opt.normalize);
+    r.test_accuracy = test_accuracy(*forward, test, opt.eval_batch, opt.pixel_mean, opt.pixel_std);
     fmt::print(log, "epoch {}: loss {:.4f}, test accuracy {:.2f}%, {:.2f} s ({:.0f} images/s)\n", epoch, r.mean_loss,
                100 * r.test_accuracy, r.train_seconds, r.images_per_second);
     reports.push_back(r);
@@ -155,7 +157,7 @@ double eval_lenet(const EvalOptions& opt, std::FILE* log) {
   auto device = rt::open_device(opt.device);
   auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
   for (const auto& [name, t] : params) forward->set(name, t);
-  double acc = test_accuracy(*forward, test, opt.eval_batch, opt.normalize);
+  double acc = test_accuracy(*forward, test, opt.eval_batch, opt.pixel_mean, opt.pixel_std);
   fmt::print(log, "device {}: test accuracy {:.2f}% ({} images)\n", device->info().id, 100 * acc, test.images.count);
   return acc;
 }

@@ -1,10 +1,10 @@
 """Writes a safetensors file holding LeNet parameters (copied from a safetensors file) plus one test batch:
-x [N,1,28,28] f32 (pixels in [0, 1], as the trainer feeds them by default) and y [N] i64, from the Fashion-MNIST IDX files.
+x [N,1,28,28] f32 (pixels scaled to [-1, 1], as the trainer feeds them by default) and y [N] i64, from the Fashion-MNIST IDX files.
 Pure Python (no numpy), so it runs on any machine:
     make_batch.py WEIGHTS.safetensors DATA_DIR N OUT.safetensors"""
 import gzip, json, struct, sys
 
-MEAN, STD = 0.0, 1.0
+MEAN, STD = 0.5, 0.5
 
 def read_safetensors(path):
     raw = open(path, "rb").read()

@@ -23,7 +23,11 @@ void register_train_commands(CLI::App& app) {
   lenet->add_option("--save", t->save, "Write the trained parameters here (safetensors, PyTorch names)");
   lenet->add_option("--data", t->data_dir, "Folder of the Fashion-MNIST IDX files (default: Debian's dataset-fashion-mnist)");
   lenet->add_option("--eval-batch", t->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
-  lenet->add_flag("--normalize", t->normalize, "Standardize pixels with Fashion-MNIST's mean and std (default: pixels in [0, 1], as ToTensor)");
+  lenet->add_option_function<std::vector<float>>(
+            "--normalize", [t](const std::vector<float>& v) { t->pixel_mean = v[0]; t->pixel_std = v[1]; },
+            "Feed pixels as (p/255 - MEAN) / STD (default 0.5,0.5: pixels in [-1, 1]; 0,1 keeps them in [0, 1]; "
+            "Fashion-MNIST's own statistics are 0.2860,0.3530)")
+      ->expected(2)->delimiter(',')->type_name("MEAN,STD");
   lenet->add_flag("--quiet", [t](int64_t) { t->progress = false; }, "No progress bar, only the per-epoch lines");
   lenet->callback([t] { training::train_lenet(*t, stdout); });
 
@@ -35,7 +39,10 @@ void register_train_commands(CLI::App& app) {
   elenet->add_option("--device", e->device, "Device (vulkan:N, cuda:N); default: the best present");
   elenet->add_option("--data", e->data_dir, "Folder of the Fashion-MNIST IDX files");
   elenet->add_option("--eval-batch", e->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
-  elenet->add_flag("--normalize", e->normalize, "Standardize pixels (for weights trained with --normalize)");
+  elenet->add_option_function<std::vector<float>>(
+            "--normalize", [e](const std::vector<float>& v) { e->pixel_mean = v[0]; e->pixel_std = v[1]; },
+            "Pixels as (p/255 - MEAN) / STD: the values the weights were trained with (default 0.5,0.5)")
+      ->expected(2)->delimiter(',')->type_name("MEAN,STD");
   elenet->callback([e] { training::eval_lenet(*e, stdout); });
 }
 
