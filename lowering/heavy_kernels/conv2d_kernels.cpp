@@ -1,5 +1,6 @@
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 
+#include <algorithm>
 #include <functional>
 #include <stdexcept>
 
@@ -96,6 +97,63 @@ void check_sizes(const Conv2dShape& s) {
   index_u32(s.cout * s.cin_per_group() * s.kh * s.kw, "conv2d weight elements");
 }
 
+// The row path of conv2d and conv2d_grad_input: one invocation computes a whole row of the result (at most
+// kMaxRowCols columns, each a constant in the kernel). Which source column feeds result column j through
+// tap column k is then known while generating the kernel, so the column bounds/stride checks vanish, each
+// source element of a row is loaded once for every (j, k) it feeds, and each weight once for the whole row.
+constexpr int64_t kMaxRowCols = 32;
+// Rows of the window are unrolled (their offsets computed once, outside the channel loop) up to this many
+// multiply-adds per window.
+constexpr int64_t kMaxUnrolledRowFmas = 2048;
+
+struct RowGather {
+  uint32_t out_cols = 0, kh = 0, kw = 0, channels = 0;
+  // Source column read by result column j through tap column k, or -1 when that tap falls outside.
+  std::function<int64_t(int64_t, int64_t)> src_col;
+  // Tap row r -> validity (invalid Val: always valid) and the source row's offset in elements.
+  std::function<TapAxis(Val)> row;
+  Val src_base, w_base;            // element offsets of channel 0
+  uint32_t src_channel_stride = 0, w_channel_stride = 0;
+};
+
+// Emits the row's sums and returns them, one per result column.
+std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, const RowGather& g) {
+  std::vector<Var> acc;
+  for (uint32_t j = 0; j < g.out_cols; ++j) acc.push_back(kb.var(fmt::format("acc{}", j), kb.constant(t, 0)));
+  // Columns of the source row that some (j, k) reads, in order.
+  std::vector<int64_t> used;
+  for (int64_t j = 0; j < g.out_cols; ++j)
+    for (int64_t k = 0; k < g.kw; ++k)
+      if (int64_t c = g.src_col(j, k); c >= 0 && std::find(used.begin(), used.end(), c) == used.end()) used.push_back(c);
+  std::sort(used.begin(), used.end());
+  auto one_row = [&](const TapAxis& rr, Val r, Val src_c, Val w_c) {
+    Val w_row = w_c + r * g.kw;
+    std::vector<Val> wv;
+    for (uint32_t k = 0; k < g.kw; ++k) wv.push_back(w[w_row + k]);
+    std::vector<Val> sv(used.empty() ? 0 : size_t(used.back() + 1));
+    for (int64_t c : used) sv[size_t(c)] = masked(rr.ok, src[src_c + rr.offset + uint32_t(c)]);
+    for (int64_t j = 0; j < g.out_cols; ++j)
+      for (int64_t k = 0; k < g.kw; ++k)
+        if (int64_t c = g.src_col(j, k); c >= 0) acc[size_t(j)] += sv[size_t(c)] * wv[size_t(k)];
+  };
+  const bool unroll_rows = int64_t(g.kh) * g.kw * g.out_cols <= kMaxUnrolledRowFmas;
+  std::vector<TapAxis> rows;
+  if (unroll_rows)
+    for (uint32_t r = 0; r < g.kh; ++r) rows.push_back(g.row(kb.u32(r)));
+  kb.for_(kb.u32(0), kb.u32(g.channels), [&](Val c) {
+    Val src_c = g.src_base + c * g.src_channel_stride, w_c = g.w_base + c * g.w_channel_stride;
+    if (unroll_rows) {
+      for (uint32_t r = 0; r < g.kh; ++r) one_row(rows[r], kb.u32(r), src_c, w_c);
+    } else {
+      kb.for_(kb.u32(0), kb.u32(g.kh), [&](Val r) { one_row(g.row(r), r, src_c, w_c); });
+    }
+  });
+  return acc;
+}
+
+// The row path's workgroup: small, so that a batch of short rows still spreads over many workgroups.
+constexpr uint32_t kRowThreads = 64;
+
 }  // namespace
 
 HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
@@ -106,6 +164,38 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
+
+  if (s.wo <= kMaxRowCols && s.kw <= kMaxRowCols) {
+    const uint32_t rows_total = uint32_t(s.n * s.cout * s.ho);
+    KernelBuilder kb(name, kRowThreads);
+    Buf x = kb.buffer("x", t, Access::Read);
+    Buf w = kb.buffer("w", t, Access::Read);
+    Buf y = kb.buffer("y", t, Access::Write);
+    Val o = kb.global_id();
+    kb.if_(o < rows_total, [&] {
+      Val ho = o % Ho, t1 = o / Ho;
+      Val co = t1 % uint32_t(s.cout), n = t1 / uint32_t(s.cout);
+      Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+      RowGather g;
+      g.out_cols = Wo, g.kh = uint32_t(s.kh), g.kw = uint32_t(s.kw), g.channels = cpg;
+      g.src_col = [&](int64_t j, int64_t k) {
+        int64_t wi = j * s.stride_w - s.pad_w + k * s.dil_w;
+        return wi >= 0 && wi < s.w ? wi : -1;
+      };
+      g.row = [&](Val r) {
+        Val hi = hi0 + cast(r, Type::I32) * int32_t(s.dil_h);
+        if (s.pad_h == 0) return TapAxis{Val(), cast(hi, Type::U32) * W, Val()};
+        return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamp_index(hi, H) * W, Val()};
+      };
+      g.src_base = (n * uint32_t(s.cin) + (co / opg) * cpg) * (H * W);
+      g.w_base = co * (cpg * taps);
+      g.src_channel_stride = H * W, g.w_channel_stride = taps;
+      std::vector<Var> acc = emit_row_gather(kb, t, x, w, g);
+      Val y_row = o * Wo;
+      for (uint32_t j = 0; j < Wo; ++j) y[y_row + j] = acc[j].get();
+    });
+    return {kb.finish(), groups_for_threads(rows_total, kRowThreads)};
+  }
 
   KernelBuilder kb(name, kThreads);
   Buf x = kb.buffer("x", t, Access::Read);
@@ -159,6 +249,43 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
+  if (s.w <= kMaxRowCols && s.kw <= kMaxRowCols) {
+    const uint32_t rows_total = uint32_t(s.n * s.cin * s.h);
+    KernelBuilder kb(name, kRowThreads);
+    Buf gy = kb.buffer("grad_y", t, Access::Read);
+    Buf w = kb.buffer("w", t, Access::Read);
+    Buf gx = kb.buffer("grad_x", t, Access::Write);
+    Val o = kb.global_id();
+    kb.if_(o < rows_total, [&] {
+      Val hi = o % H, t1 = o / H;
+      Val ci = t1 % uint32_t(s.cin), n = t1 / uint32_t(s.cin);
+      Val g_idx = ci / cpg, cil = ci % cpg;
+      RowGather g;
+      g.out_cols = W, g.kh = uint32_t(s.kh), g.kw = uint32_t(s.kw), g.channels = opg;
+      // Tap k of output column wo reads input column wo*stride - pad + k*dil.
+      g.src_col = [&](int64_t j, int64_t k) -> int64_t {
+        int64_t tw = j + s.pad_w - k * s.dil_w;
+        if (tw < 0 || tw % s.stride_w != 0 || tw / s.stride_w >= s.wo) return -1;
+        return tw / s.stride_w;
+      };
+      g.row = [&](Val r) {
+        Val th = cast(hi, Type::I32) + int32_t(s.pad_h) - cast(r, Type::I32) * int32_t(s.dil_h);
+        Val thc = max(th, 0);
+        Val oh = thc / int32_t(s.stride_h);
+        Val ok = (th >= 0) & (oh < int32_t(Ho));
+        if (s.stride_h > 1) ok = ok & (thc % int32_t(s.stride_h) == 0);
+        return TapAxis{ok, clamp_index(oh, Ho) * Wo, Val()};
+      };
+      g.src_base = (n * uint32_t(s.cout) + g_idx * opg) * (Ho * Wo);
+      g.w_base = (g_idx * opg * cpg + cil) * taps;
+      g.src_channel_stride = Ho * Wo, g.w_channel_stride = cpg * taps;
+      std::vector<Var> acc = emit_row_gather(kb, t, gy, w, g);
+      Val x_row = o * W;
+      for (uint32_t j = 0; j < W; ++j) gx[x_row + j] = acc[j].get();
+    });
+    return {kb.finish(), groups_for_threads(rows_total, kRowThreads)};
+  }
+
   KernelBuilder kb(name, kThreads);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
@@ -202,57 +329,170 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
   return {kb.finish(), groups_for_threads(total, kThreads)};
 }
 
+namespace {
+
+// How conv2d_grad_weight tiles its work: a workgroup owns one (cout, cin-in-group) pair, a block of
+// rows x cols taps of the window, and one split of the N x Ho x Wo sum. Each invocation keeps one running sum
+// per tap of its block in registers, so every grad_y element it reads (and the index decoding) serves all
+// those taps at once.
+struct GradWeightTiling {
+  uint32_t rows = 1, cols = 1;          // taps per block along kh and kw
+  uint32_t row_blocks = 1, col_blocks = 1;
+  uint32_t wg = 32;                     // invocations per workgroup
+  uint32_t splits = 1;                  // workgroups sharing one sum over N x Ho x Wo (partials, then a sum launch)
+  uint32_t terms = 0;                   // N x Ho x Wo
+  uint32_t blocks() const { return row_blocks * col_blocks; }
+};
+
+// At most this many per-tap sums live in registers per invocation.
+constexpr uint32_t kMaxBlockTaps = 32;
+// Every Vulkan device offers 16 KiB of workgroup memory; the per-tap reduction arrays must fit in it.
+constexpr uint32_t kSharedBytes = 16384;
+
+GradWeightTiling grad_weight_tiling(const Conv2dShape& s, Type t) {
+  GradWeightTiling g;
+  g.terms = index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
+  g.cols = uint32_t(std::min<int64_t>(s.kw, kMaxBlockTaps));
+  g.rows = uint32_t(std::max<int64_t>(1, std::min<int64_t>(s.kh, kMaxBlockTaps / g.cols)));
+  g.row_blocks = uint32_t((s.kh + g.rows - 1) / g.rows);
+  g.col_blocks = uint32_t((s.kw + g.cols - 1) / g.cols);
+  const uint32_t block_taps = g.rows * g.cols;
+  const uint32_t elem = t == Type::F64 ? 8 : 4;
+  uint32_t wg = 256;
+  while (wg > 32 && block_taps * wg * elem > kSharedBytes) wg /= 2;
+  g.wg = std::min(wg, pow2_clamped(std::max<uint32_t>(g.terms, 1), 32, 256));
+  // Enough workgroups to fill a large GPU (~264: two per SM of an H100) where the sum is long enough to keep
+  // at least ~8 terms per invocation; at least one split per 32 terms per invocation so no invocation loops
+  // long; never more than 64 partials per weight.
+  const uint64_t pairs = uint64_t(s.cout) * uint64_t(s.cin_per_group()) * g.blocks();
+  const uint64_t per_wg_min = uint64_t(g.wg) * 8, per_wg_max = uint64_t(g.wg) * 32;
+  uint64_t want = std::max<uint64_t>((g.terms + per_wg_max - 1) / per_wg_max, (264 + pairs - 1) / std::max<uint64_t>(pairs, 1));
+  want = std::min<uint64_t>(want, (g.terms + per_wg_min - 1) / per_wg_min);
+  g.splits = uint32_t(std::clamp<uint64_t>(want, 1, 64));
+  return g;
+}
+
+}  // namespace
+
+uint32_t conv2d_grad_weight_splits(const Conv2dShape& s, Type t) { return grad_weight_tiling(s, t).splits; }
+
 HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t) {
+  return conv2d_grad_weight_kernel(s, t, 1);
+}
+
+HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, uint32_t splits) {
   std::string name = "conv2d_grad_weight_" + s.text() + "_" + float_suffix(t, "conv2d_grad_weight");
   check_sizes(s);
   const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
   if (weights == 0) return empty_result(name);
+  if (splits < 1 || splits > 64) throw std::invalid_argument(fmt::format("conv2d_grad_weight: {} splits (1..64)", splits));
+  index_u32(int64_t(weights) * splits, "conv2d_grad_weight partial sums");
+  GradWeightTiling g = grad_weight_tiling(s, t);
+  g.splits = splits;
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
-  const uint32_t KH = uint32_t(s.kh), KW = uint32_t(s.kw);
-  const uint32_t terms = index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
-  const uint32_t wg = pow2_clamped(terms, 32, 256);
+  const uint32_t KH = uint32_t(s.kh), KW = uint32_t(s.kw), taps = KH * KW;
+  const uint32_t wg = g.wg, block_taps = g.rows * g.cols;
+  const uint32_t pairs = uint32_t(s.cout) * cpg;
+  const uint32_t chunk = (g.terms + splits - 1) / splits;  // terms per split
+  const uint64_t groups = uint64_t(pairs) * g.blocks() * splits;
 
-  KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
+  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}", wg, g.rows, g.cols, splits), wg);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
-  Buf gw = kb.buffer("grad_w", t, Access::Write);
-  Shared scratch = kb.shared("partial", t, wg);
+  // splits == 1: grad_w itself; otherwise partial sums [splits][weights] that conv2d_grad_weight_sum_kernel adds.
+  Buf out = kb.buffer(splits == 1 ? "grad_w" : "partial_grad_w", t, Access::Write);
+  Shared part = kb.shared("partial", t, block_taps * wg);
   Val lid = kb.local_id();
   Val e = kb.group_id();
-  // Uniform per workgroup: groups past the weights (a folded grid) skip everything, barriers included.
-  kb.if_(e < weights, [&] {
-    Val c = e % KW, t1 = e / KW;
-    Val r = t1 % KH, t2 = t1 / KH;
-    Val cil = t2 % cpg, co = t2 / cpg;
+  // Uniform per workgroup: groups past the work (a folded grid) skip everything, barriers included.
+  kb.if_(e < uint32_t(groups), [&] {
+    Val pair = e % pairs, t1 = e / pairs;
+    Val block = t1 % g.blocks(), split = t1 / g.blocks();
+    Val cil = pair % cpg, co = pair / cpg;
     Val ci = (co / opg) * cpg + cil;
-    Val h_off = cast(r, Type::I32) * int32_t(s.dil_h) - int32_t(s.pad_h);
-    Val w_off = cast(c, Type::I32) * int32_t(s.dil_w) - int32_t(s.pad_w);
-    Var partial = kb.var("partial", kb.constant(t, 0));
-    if (terms > 0) {
-      kb.for_(lid, kb.u32(terms), kb.u32(wg), [&](Val idx) {
+    // The block's first tap; constant 0 when one block covers the axis.
+    Val r0 = g.row_blocks == 1 ? kb.u32(0) : (block / g.col_blocks) * g.rows;
+    Val c0 = g.col_blocks == 1 ? kb.u32(0) : (block % g.col_blocks) * g.cols;
+    const bool rows_ragged = KH % g.rows != 0, cols_ragged = KW % g.cols != 0;
+    std::vector<Var> acc;
+    for (uint32_t i = 0; i < block_taps; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+    Val begin = split * chunk;
+    Val end = splits == 1 ? kb.u32(g.terms) : min(begin + chunk, g.terms);
+    if (g.terms > 0) {
+      kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {
         Val pos = idx % (Ho * Wo), n = idx / (Ho * Wo);
         Val ho = pos / Wo, wo = pos % Wo;
-        Val hi = cast(ho, Type::I32) * int32_t(s.stride_h) + h_off;
-        Val wi = cast(wo, Type::I32) * int32_t(s.stride_w) + w_off;
-        Val ok, h_idx = cast(hi, Type::U32), w_idx = cast(wi, Type::U32);
-        if (s.pad_h > 0) {
-          ok = both(ok, (hi >= 0) & (hi < int32_t(H)));
-          h_idx = clamp_index(hi, H);
-        }
-        if (s.pad_w > 0) {
-          ok = both(ok, (wi >= 0) & (wi < int32_t(W)));
-          w_idx = clamp_index(wi, W);
-        }
         Val gv = gy[(n * uint32_t(s.cout) + co) * (Ho * Wo) + pos];
-        Val xv = x[(n * uint32_t(s.cin) + ci) * (H * W) + h_idx * W + w_idx];
-        partial += masked(ok, gv * xv);
+        Val x_base = (n * uint32_t(s.cin) + ci) * (H * W);
+        Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+        Val wi0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
+        // Per row and per column of the block: the index offset (clamped into range) and its validity. Taps
+        // past a ragged window edge read a clamped element and are masked (their sums are never written).
+        auto axis = [&](Val start, Val base0, uint32_t i, int64_t dil, int64_t pad, uint32_t size, bool ragged,
+                        uint32_t extent, uint32_t scale) {
+          Val tap = start + i;
+          Val v = base0 + cast(tap, Type::I32) * int32_t(dil);
+          Val ok;
+          if (pad > 0 || ragged) ok = (v >= 0) & (v < int32_t(size));
+          Val offset = (pad > 0 || ragged) ? clamp_index(v, size) : cast(v, Type::U32);
+          if (ragged) ok = ok & (tap < extent);
+          return TapAxis{ok, offset * scale, Val()};
+        };
+        std::vector<TapAxis> rows, cols;
+        for (uint32_t i = 0; i < g.rows; ++i) rows.push_back(axis(r0, hi0, i, s.dil_h, s.pad_h, H, rows_ragged, KH, W));
+        for (uint32_t i = 0; i < g.cols; ++i) cols.push_back(axis(c0, wi0, i, s.dil_w, s.pad_w, W, cols_ragged, KW, 1));
+        for (uint32_t i = 0; i < g.rows; ++i)
+          for (uint32_t j = 0; j < g.cols; ++j) {
+            Val xv = x[x_base + rows[i].offset + cols[j].offset];
+            acc[i * g.cols + j] += masked(both(rows[i].ok, cols[j].ok), gv * xv);
+          }
       });
     }
-    workgroup_tree_reduce(kb, scratch, lid, partial.get(), wg);
-    kb.if_(lid == 0u, [&] { gw[e] = scratch[0u]; });
+    // One tree per tap, all taps level by level: part[tap][lid], and at each level the tap x half additions
+    // are spread over the whole workgroup. The pairing is fixed, so results do not depend on scheduling.
+    for (uint32_t i = 0; i < block_taps; ++i) part[lid + i * wg] = acc[i].get();
+    kb.barrier();
+    for (uint32_t half = wg / 2; half > 0; half /= 2) {
+      const uint32_t items = block_taps * half;
+      kb.for_(lid, kb.u32(items), kb.u32(wg), [&](Val j) {
+        Val at = (j / half) * wg + j % half;
+        part[at] = part[at] + part[at + half];
+      });
+      kb.barrier();
+    }
+    kb.if_(lid < block_taps, [&] {
+      Val r = r0 + lid / g.cols, c = c0 + lid % g.cols;
+      Val inside = (r < KH) & (c < KW);
+      if (!rows_ragged && !cols_ragged) inside = kb.boolean(true);
+      kb.if_(inside, [&] {
+        Val widx = pair * taps + r * KW + c;
+        if (splits == 1)
+          out[widx] = part[lid * wg];
+        else
+          out[split * weights + widx] = part[lid * wg];
+      });
+    });
   });
-  return {kb.finish(), weights};
+  return {kb.finish(), groups};
+}
+
+HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, Type t, uint32_t splits) {
+  std::string name = "conv2d_grad_weight_sum_" + s.text() + fmt::format("_s{}_", splits) + float_suffix(t, "conv2d_grad_weight");
+  check_sizes(s);
+  const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
+  if (weights == 0) return empty_result(name);
+  KernelBuilder kb(name, kThreads);
+  Buf partial = kb.buffer("partial_grad_w", t, Access::Read);
+  Buf gw = kb.buffer("grad_w", t, Access::Write);
+  Val e = kb.global_id();
+  kb.if_(e < weights, [&] {
+    // Splits in order: the same sum on every run and device.
+    Val acc = partial[e];
+    for (uint32_t sp = 1; sp < splits; ++sp) acc = acc + partial[e + sp * weights];
+    gw[e] = acc;
+  });
+  return {kb.finish(), groups_for_threads(weights, kThreads)};
 }
 
 }  // namespace spire::lowering::heavy

@@ -5,8 +5,12 @@
 //    channels and the kernel window. Buffers: x (read), w (read), y (write).
 //  * conv2d_grad_input_kernel: one invocation per input element gathering from every output position whose
 //    window covers it. Buffers: grad_y (read), w (read), grad_x (write).
-//  * conv2d_grad_weight_kernel: one workgroup per weight element; its invocations stride over the N x Ho x Wo
-//    sum and a shared-memory tree adds their partial sums. Buffers: grad_y (read), x (read), grad_w (write).
+//  * conv2d_grad_weight_kernel: one workgroup per (cout, cin-in-group) pair, block of window taps (all of a
+//    window of up to 32 taps) and split of the N x Ho x Wo sum. Its invocations stride over their split,
+//    keeping one sum per tap in registers (each grad_y element read once serves every tap), then one
+//    shared-memory tree per tap adds them. With splits == 1 it writes grad_w; otherwise partial sums
+//    [splits][weights] that conv2d_grad_weight_sum_kernel adds in a fixed order (no atomics).
+//    Buffers: grad_y (read), x (read), grad_w or partial_grad_w (write).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +41,14 @@ Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
 
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t);
 HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t);
+// How many workgroups share each weight's N x Ho x Wo sum (1..64): enough workgroups to fill a large GPU
+// without leaving each invocation only a few terms.
+uint32_t conv2d_grad_weight_splits(const Conv2dShape& s, kir::Type t);
+HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t, uint32_t splits);
+// The single-launch form (splits = 1 whatever conv2d_grad_weight_splits says): writes grad_w directly.
 HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t);
+// Adds the partial sums of conv2d_grad_weight_kernel(s, t, splits > 1). Buffers: partial_grad_w (read),
+// grad_w (write).
+HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, kir::Type t, uint32_t splits);
 
 }  // namespace spire::lowering::heavy

@@ -1,6 +1,7 @@
 // conv2d and its input and weight gradients on every device, over geometries that exercise each index
 // path: LeNet's two layers, stride 2 with padding and odd sizes, dilation 2, groups 2, depthwise, unequal
-// stride/dilation per axis, 1x1 kernels, a window too large to unroll (8x8 = 64 taps), and f64.
+// stride/dilation per axis, 1x1 kernels, a window too large to unroll (8x8 = 64 taps), windows that tile
+// raggedly or exceed a tap block (35 taps, 34 columns), and f64.
 //
 // Tolerance: every result is a dot product (over Cin/groups x kh x kw, or Cout/groups x taps, or N x Ho x Wo
 // for the weight gradient), so the f32 error is bounded relative to the same op evaluated on |inputs|:
@@ -40,6 +41,10 @@ std::vector<ConvCase> conv_cases() {
       {"depthwise", {1, 4, 6, 6}, {4, 1, 3, 3}, O{.padding = {1, 1}, .groups = 4}},
       {"mixed_axes", {2, 3, 10, 7}, {5, 3, 3, 2}, O{.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}}},
       {"big_window", {1, 2, 12, 12}, {2, 2, 8, 8}, O{.padding = {3, 3}}},
+      // 5x7 = 35 taps: the weight gradient's tap blocks (4 rows x 7 columns) leave a ragged last block.
+      {"ragged_taps", {2, 2, 12, 14}, {3, 2, 5, 7}, O{.padding = {1, 2}}},
+      // 40 columns: wider than one tap block, and rows too wide for a per-invocation row of outputs.
+      {"wide", {1, 1, 3, 40}, {2, 1, 2, 34}, O{.padding = {0, 1}}},
       {"all_at_once", {2, 6, 11, 9}, {4, 3, 3, 3}, O{.stride = {3, 2}, .padding = {2, 1}, .dilation = {2, 1}, .groups = 2}},
       {"pointwise", {3, 5, 4, 4}, {7, 5, 1, 1}, O{}},
       {"stride2_pad1_f64", {2, 3, 9, 11}, {4, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}, graph::DType::F64},

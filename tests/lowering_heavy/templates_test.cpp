@@ -5,6 +5,7 @@
 // launch nothing, and shapes the kernels cannot index are refused with a GraphError naming the node.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <ostream>
 #include <stdexcept>
@@ -51,10 +52,17 @@ std::vector<TemplateCase> template_cases() {
                                                    {"all", {2, 6, 11, 9}, {4, 3, 3, 3}, {3, 2}, {2, 1}, {2, 1}, 2},
                                                    {"big", {1, 2, 12, 12}, {2, 2, 8, 8}, {1, 1}, {3, 3}, {1, 1}, 1}}) {
       auto s = heavy::conv2d_shape(c.x, c.w, c.stride, c.pad, c.dil, c.groups);
-      uint64_t out_n = uint64_t(s.n * s.cout * s.ho * s.wo), in_n = uint64_t(s.n * s.cin * s.h * s.w);
+      // Rows, not elements: the forward and input-gradient kernels compute a whole row per invocation where
+      // rows are short, so the bound they must reach is one invocation per row.
+      uint64_t out_n = uint64_t(s.n * s.cout * s.ho), in_n = uint64_t(s.n * s.cin * s.h);
       out.push_back({"conv2d_" + c.name + "_" + ts, [s, t] { return heavy::conv2d_kernel(s, t); }, out_n});
       out.push_back({"conv2d_grad_input_" + c.name + "_" + ts, [s, t] { return heavy::conv2d_grad_input_kernel(s, t); }, in_n});
       out.push_back({"conv2d_grad_weight_" + c.name + "_" + ts, [s, t] { return heavy::conv2d_grad_weight_kernel(s, t); }, 0});
+      // The split form (partial sums, then a launch that adds them) at the split count the lowering picks.
+      uint32_t splits = std::max(2u, heavy::conv2d_grad_weight_splits(s, t));
+      uint64_t w_n = uint64_t(s.cout * s.cin_per_group() * s.kh * s.kw);
+      out.push_back({"conv2d_grad_weight_split_" + c.name + "_" + ts, [s, t, splits] { return heavy::conv2d_grad_weight_kernel(s, t, splits); }, 0});
+      out.push_back({"conv2d_grad_weight_sum_" + c.name + "_" + ts, [s, t, splits] { return heavy::conv2d_grad_weight_sum_kernel(s, t, splits); }, w_n});
     }
     struct PoolGeom { std::string name; std::vector<int64_t> x, k, s, p; };
     for (const PoolGeom& c : std::vector<PoolGeom>{{"lenet", {8, 6, 28, 28}, {2, 2}, {2, 2}, {0, 0}},
@@ -207,7 +215,24 @@ TEST(HeavyLowering, BindsInputsThenResult) {
   EXPECT_EQ(l.buffers, (std::vector<int32_t>{ctx.slots.at(x.id), ctx.slots.at(w.id), ctx.slots.at(y.id)}));
   EXPECT_EQ(l.kernel.buffers.size(), 3u);
   EXPECT_EQ(l.kernel.buffers[2].access, kir::Access::Write);
-  EXPECT_GE(l.groups * l.kernel.workgroup_invocations(), uint64_t(8 * 6 * 28 * 28));
+  EXPECT_GE(l.groups * l.kernel.workgroup_invocations(), uint64_t(8 * 6 * 28));  // one invocation per output row
+}
+
+// A long weight-gradient sum is split: partial sums into a scratch buffer, then a second launch adds them.
+TEST(HeavyLowering, SplitWeightGradientGoesThroughScratch) {
+  graph::Graph g;
+  auto gy = g.input("gy", graph::DType::F32, {64, 6, 28, 28});
+  auto x = g.input("x", graph::DType::F32, {64, 1, 28, 28});
+  auto gw = g.conv2d_grad_weight(gy, x, {.padding = {2, 2}}, {6, 1, 5, 5});
+  RecordingContext ctx(g);
+  lowering::lower_conv2d_grad_weight(ctx, gw);
+  auto s = heavy::conv2d_shape({64, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  ASSERT_GT(heavy::conv2d_grad_weight_splits(s, kir::Type::F32), 1u);
+  ASSERT_EQ(ctx.launches.size(), 2u);
+  const int32_t scratch = -1;  // what RecordingContext::scratch hands out
+  EXPECT_EQ(ctx.launches[0].buffers, (std::vector<int32_t>{ctx.slots.at(gy.id), ctx.slots.at(x.id), scratch}));
+  EXPECT_EQ(ctx.launches[1].buffers, (std::vector<int32_t>{scratch, ctx.slots.at(gw.id)}));
+  EXPECT_GE(ctx.launches[1].groups * ctx.launches[1].kernel.workgroup_invocations(), 6u * 25u);
 }
 
 TEST(HeavyLowering, LabelsAreI32OnTheDevice) {
