@@ -340,7 +340,8 @@ struct GradWeightTiling {
   uint32_t row_blocks = 1, col_blocks = 1;
   uint32_t wg = 32;                     // invocations per workgroup
   uint32_t splits = 1;                  // workgroups sharing one sum over N x Ho x Wo (partials, then a sum launch)
-  uint32_t terms = 0;                   // N x Ho x Wo
+  uint32_t terms = 0;                   // N x Ho x Wo, or N x Ho in row mode
+  bool row_mode = false;
   uint32_t blocks() const { return row_blocks * col_blocks; }
 };
 
@@ -351,22 +352,27 @@ constexpr uint32_t kSharedBytes = 16384;
 
 GradWeightTiling grad_weight_tiling(const Conv2dShape& s, Type t) {
   GradWeightTiling g;
-  g.terms = index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
   g.cols = uint32_t(std::min<int64_t>(s.kw, kMaxBlockTaps));
   g.rows = uint32_t(std::max<int64_t>(1, std::min<int64_t>(s.kh, kMaxBlockTaps / g.cols)));
   g.row_blocks = uint32_t((s.kh + g.rows - 1) / g.rows);
   g.col_blocks = uint32_t((s.kw + g.cols - 1) / g.cols);
+  // Row mode: an invocation takes whole output rows (n, ho), so grad_y's row and each input row it needs are
+  // loaded once for all the taps they feed; needs the whole window width in one block and short rows.
+  g.row_mode = g.col_blocks == 1 && s.wo <= kMaxRowCols;
+  g.terms = g.row_mode ? index_u32(s.n * s.ho, "conv2d_grad_weight rows per weight")
+                       : index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
   const uint32_t block_taps = g.rows * g.cols;
   const uint32_t elem = t == Type::F64 ? 8 : 4;
-  uint32_t wg = 256;
+  uint32_t wg = g.row_mode ? 64 : 256;
   while (wg > 32 && block_taps * wg * elem > kSharedBytes) wg /= 2;
   g.wg = std::min(wg, pow2_clamped(std::max<uint32_t>(g.terms, 1), 32, 256));
-  // Enough workgroups to fill a large GPU (~264: two per SM of an H100) where the sum is long enough to keep
-  // at least ~8 terms per invocation; at least one split per 32 terms per invocation so no invocation loops
-  // long; never more than 64 partials per weight.
+  // Enough workgroups to fill a large GPU (~132: one per SM of an H100) where the sum is long enough to keep
+  // each invocation busy (>= 8 terms, or 2 rows); one split per 32 terms (8 rows) per invocation at least, so
+  // no invocation loops long; never more than 64 partials per weight. Each split costs a reduction, which
+  // is what a CPU device pays most for, so no more than that.
   const uint64_t pairs = uint64_t(s.cout) * uint64_t(s.cin_per_group()) * g.blocks();
-  const uint64_t per_wg_min = uint64_t(g.wg) * 8, per_wg_max = uint64_t(g.wg) * 32;
-  uint64_t want = std::max<uint64_t>((g.terms + per_wg_max - 1) / per_wg_max, (264 + pairs - 1) / std::max<uint64_t>(pairs, 1));
+  const uint64_t per_wg_min = uint64_t(g.wg) * (g.row_mode ? 2 : 8), per_wg_max = uint64_t(g.wg) * (g.row_mode ? 8 : 32);
+  uint64_t want = std::max<uint64_t>((g.terms + per_wg_max - 1) / per_wg_max, (132 + pairs - 1) / std::max<uint64_t>(pairs, 1));
   want = std::min<uint64_t>(want, (g.terms + per_wg_min - 1) / per_wg_min);
   g.splits = uint32_t(std::clamp<uint64_t>(want, 1, 64));
   return g;
@@ -397,7 +403,7 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, uint32_t spl
   const uint32_t chunk = (g.terms + splits - 1) / splits;  // terms per split
   const uint64_t groups = uint64_t(pairs) * g.blocks() * splits;
 
-  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}", wg, g.rows, g.cols, splits), wg);
+  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}", wg, g.rows, g.cols, splits, g.row_mode ? "_rows" : ""), wg);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   // splits == 1: grad_w itself; otherwise partial sums [splits][weights] that conv2d_grad_weight_sum_kernel adds.
@@ -419,7 +425,44 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, uint32_t spl
     for (uint32_t i = 0; i < block_taps; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
     Val begin = split * chunk;
     Val end = splits == 1 ? kb.u32(g.terms) : min(begin + chunk, g.terms);
-    if (g.terms > 0) {
+    if (g.terms > 0 && g.row_mode) {
+      // Row mode: one output row (n, ho) per step; every column of it, and every column of the window (one
+      // block covers them all, starting at column 0), is a constant here.
+      kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {
+        Val ho = idx % Ho, n = idx / Ho;
+        Val gy_row = (n * uint32_t(s.cout) + co) * (Ho * Wo) + ho * Wo;
+        std::vector<Val> gv;
+        for (uint32_t j = 0; j < Wo; ++j) gv.push_back(gy[gy_row + j]);
+        Val x_base = (n * uint32_t(s.cin) + ci) * (H * W);
+        Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+        auto src_col = [&](int64_t j, int64_t c) -> int64_t {
+          int64_t wi = j * s.stride_w - s.pad_w + c * s.dil_w;
+          return wi >= 0 && wi < s.w ? wi : -1;
+        };
+        for (uint32_t i = 0; i < g.rows; ++i) {
+          Val tap = r0 + i;
+          Val hi = hi0 + cast(tap, Type::I32) * int32_t(s.dil_h);
+          Val ok;
+          if (s.pad_h > 0 || rows_ragged) ok = (hi >= 0) & (hi < int32_t(H));
+          if (rows_ragged) ok = ok & (tap < KH);
+          Val x_row = x_base + ((s.pad_h > 0 || rows_ragged) ? clamp_index(hi, H) : cast(hi, Type::U32)) * W;
+          std::vector<Val> xv(size_t(s.w));
+          for (int64_t j = 0; j < s.wo; ++j)
+            for (int64_t c = 0; c < s.kw; ++c)
+              if (int64_t col = src_col(j, c); col >= 0 && !xv[size_t(col)].valid())
+                xv[size_t(col)] = masked(ok, x[x_row + uint32_t(col)]);
+          for (uint32_t c = 0; c < KW; ++c) {
+            Val sum;
+            for (int64_t j = 0; j < s.wo; ++j)
+              if (int64_t col = src_col(j, c); col >= 0) {
+                Val p = gv[size_t(j)] * xv[size_t(col)];
+                sum = sum.valid() ? sum + p : p;
+              }
+            if (sum.valid()) acc[i * g.cols + c] += sum;
+          }
+        }
+      });
+    } else if (g.terms > 0) {
       kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {
         Val pos = idx % (Ho * Wo), n = idx / (Ho * Wo);
         Val ho = pos / Wo, wo = pos % Wo;
