@@ -153,6 +153,9 @@ std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, cons
 
 // The row path's workgroup: small, so that a batch of short rows still spreads over many workgroups.
 constexpr uint32_t kRowThreads = 64;
+// The row path gives each invocation a row's worth of work; with fewer rows than this (small batches of few
+// channels) a GPU would run few, long invocations, so the per-element kernel is kept there.
+constexpr int64_t kMinRowInvocations = 1024;
 
 }  // namespace
 
@@ -165,7 +168,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
-  if (s.wo <= kMaxRowCols && s.kw <= kMaxRowCols) {
+  if (s.wo <= kMaxRowCols && s.kw <= kMaxRowCols && s.n * s.cout * s.ho >= kMinRowInvocations) {
     const uint32_t rows_total = uint32_t(s.n * s.cout * s.ho);
     KernelBuilder kb(name, kRowThreads);
     Buf x = kb.buffer("x", t, Access::Read);
@@ -249,7 +252,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
-  if (s.w <= kMaxRowCols && s.kw <= kMaxRowCols) {
+  if (s.w <= kMaxRowCols && s.kw <= kMaxRowCols && s.n * s.cin * s.h >= kMinRowInvocations) {
     const uint32_t rows_total = uint32_t(s.n * s.cin * s.h);
     KernelBuilder kb(name, kRowThreads);
     Buf gy = kb.buffer("grad_y", t, Access::Read);

@@ -1,12 +1,15 @@
 // 2D convolution (NCHW input, [Cout, Cin/groups, kh, kw] weights) with stride, padding, dilation and groups,
 // and its two gradients. Deterministic: no atomics anywhere.
 //
-//  * conv2d_kernel: one invocation per output element (n, co, ho, wo) looping over its group's input
-//    channels and the kernel window. Buffers: x (read), w (read), y (write).
-//  * conv2d_grad_input_kernel: one invocation per input element gathering from every output position whose
-//    window covers it. Buffers: grad_y (read), w (read), grad_x (write).
+//  * conv2d_kernel: one invocation per output row (n, co, ho) where rows are at most 32 wide (and there are
+//    >= 1024 of them), else per output element, looping over its group's input channels and the window.
+//    In the row form every column is a constant, so each input element and weight is loaded once per row.
+//    Buffers: x (read), w (read), y (write).
+//  * conv2d_grad_input_kernel: the same shape of kernel over input rows (or elements), gathering from every
+//    output position whose window covers them. Buffers: grad_y (read), w (read), grad_x (write).
 //  * conv2d_grad_weight_kernel: one workgroup per (cout, cin-in-group) pair, block of window taps (all of a
-//    window of up to 32 taps) and split of the N x Ho x Wo sum. Its invocations stride over their split,
+//    window of up to 32 taps) and split of the N x Ho x Wo sum. Its invocations stride over their split
+//    (whole output rows where Wo <= 32 and the block spans the window's width, else single positions),
 //    keeping one sum per tap in registers (each grad_y element read once serves every tap), then one
 //    shared-memory tree per tap adds them. With splits == 1 it writes grad_w; otherwise partial sums
 //    [splits][weights] that conv2d_grad_weight_sum_kernel adds in a fixed order (no atomics).
