@@ -145,6 +145,10 @@ struct Kernel {
   uint32_t scalar_block_bytes() const;
 };
 
+// A deep copy (blocks own their children through unique_ptr, so Kernel is move-only). Runtimes keep one so
+// a compiled kernel's ir() outlives the caller's kernel.
+Kernel clone(const Kernel& k);
+
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,
 // indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a
 // message naming the first problem.

@@ -11,7 +11,6 @@
 #include "backends/ptx/ptx_backend.h"
 #include "runtime/cuda/cuda_command_stream.h"
 #include "runtime/cuda/cuda_device_info.h"
-#include "runtime/cuda/cuda_kernel_copy.h"
 
 namespace spire::rt::cuda {
 
@@ -197,7 +196,7 @@ std::shared_ptr<Kernel> CudaDevice::compile(const kir::Kernel& k) {
                             "workgroup; it asks for {}: use a smaller workgroup",
                             d.id, k.name, regs, max_threads, k.workgroup_invocations()));
   }
-  return std::make_shared<CudaKernel>(copy_kernel(k), std::move(module), fn, ctx_.get());
+  return std::make_shared<CudaKernel>(kir::clone(k), std::move(module), fn, ctx_.get());
 }
 
 size_t CudaDevice::loaded_module_count() const {

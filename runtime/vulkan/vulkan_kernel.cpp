@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "runtime/vulkan/vulkan_kernel_copy.h"
 #ifdef SPIRE_HAVE_SPIRV_BACKEND
 #include "backends/spirv/spirv_backend.h"
 #endif
@@ -121,7 +120,7 @@ std::shared_ptr<Kernel> compile_kernel(const std::shared_ptr<Context>& ctx, cons
     p = make_pipeline(*ctx, k, words);
     ctx->pipelines.emplace(std::move(words), p);
   }
-  return std::make_shared<VulkanKernel>(ctx, copy_kernel(k), std::move(p));
+  return std::make_shared<VulkanKernel>(ctx, kir::clone(k), std::move(p));
 }
 
 }  // namespace spire::rt::vulkan

@@ -10,7 +10,7 @@
 #include "runtime/backend_registry.h"
 #include "runtime/cuda/cuda_device_info.h"
 #include "runtime/cuda/cuda_driver.h"
-#include "runtime/cuda/cuda_kernel_copy.h"
+#include "ir/kernel/kernel.h"
 #include "runtime/device.h"
 
 namespace spire::rt::cuda {
@@ -173,7 +173,7 @@ TEST(KernelCopy, DeepCopyPrintsTheSame) {
   }, [&] { acc = kb.f32(-1); });
   y[i] = acc.get();
   kir::Kernel k = kb.finish();
-  kir::Kernel c = copy_kernel(k);
+  kir::Kernel c = kir::clone(k);
   EXPECT_EQ(print(c), print(k));
   EXPECT_EQ(verify(c), "");
 }

@@ -16,7 +16,7 @@
 #include "ir/kernel/printer.h"
 #include "lowering/op_harness.h"
 #include "lowering/plan.h"
-#include "runtime/cuda/cuda_kernel_copy.h"
+#include "ir/kernel/kernel.h"
 #include "tests/ptx/ptxas_runner.h"
 
 namespace spire::ptx::testing {
@@ -89,7 +89,7 @@ class CompileOnlyDevice final : public rt::Device {
   }
   std::shared_ptr<rt::Kernel> compile(const kir::Kernel& k) override {
     checker_.check(k);
-    return std::make_shared<IrKernel>(rt::cuda::copy_kernel(k));
+    return std::make_shared<IrKernel>(kir::clone(k));
   }
   std::unique_ptr<rt::CommandStream> record() override { return std::make_unique<NullStream>(); }
   std::unique_ptr<rt::Fence> submit(rt::CommandStream&) override { return std::make_unique<DoneFence>(); }

@@ -1,8 +1,8 @@
-#include "runtime/vulkan/vulkan_kernel_copy.h"
+#include "ir/kernel/kernel.h"
 
 #include <type_traits>
 
-namespace spire::rt::vulkan {
+namespace spire::kir {
 
 namespace {
 
@@ -34,8 +34,8 @@ std::unique_ptr<kir::Block> copy_block_ptr(const std::unique_ptr<kir::Block>& b)
 
 }  // namespace
 
-kir::Kernel copy_kernel(const kir::Kernel& k) {
-  kir::Kernel out;
+Kernel clone(const Kernel& k) {
+  Kernel out;
   out.name = k.name;
   out.workgroup_size = k.workgroup_size;
   out.features = k.features;
@@ -48,4 +48,4 @@ kir::Kernel copy_kernel(const kir::Kernel& k) {
   return out;
 }
 
-}  // namespace spire::rt::vulkan
+}  // namespace spire::kir
