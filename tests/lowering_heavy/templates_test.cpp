@@ -30,7 +30,6 @@ struct TemplateCase {
   std::string label;
   std::function<heavy::HeavyKernel()> make;
   uint64_t min_invocations = 0;  // the launch must start at least this many invocations
-  bool f64_transcendental = false;  // f64 exp/log: the PTX backend does not implement them
 };
 
 void PrintTo(const TemplateCase& c, std::ostream* os) { *os << c.label; }
@@ -79,11 +78,11 @@ std::vector<TemplateCase> template_cases() {
       auto s = heavy::softmax_shape(shape, axis);
       for (bool log : {false, true})
         out.push_back({fmt::format("{}_{}_{}", log ? "log_softmax" : "softmax", heavy::dims_text(shape), ts),
-                       [s, t, log] { return heavy::softmax_kernel(s, t, log); }, 0, f64});
+                       [s, t, log] { return heavy::softmax_kernel(s, t, log); }, 0});
     }
-    out.push_back({"cross_entropy_300x7_" + ts, [t] { return heavy::cross_entropy_kernel(300, 7, t); }, 0, f64});
-    out.push_back({"cross_entropy_grad_8x10_" + ts, [t] { return heavy::cross_entropy_grad_kernel(8, 10, t); }, 80, f64});
-    out.push_back({"cross_entropy_grad_5x300_" + ts, [t] { return heavy::cross_entropy_grad_kernel(5, 300, t); }, 0, f64});
+    out.push_back({"cross_entropy_300x7_" + ts, [t] { return heavy::cross_entropy_kernel(300, 7, t); }, 0});
+    out.push_back({"cross_entropy_grad_8x10_" + ts, [t] { return heavy::cross_entropy_grad_kernel(8, 10, t); }, 80});
+    out.push_back({"cross_entropy_grad_5x300_" + ts, [t] { return heavy::cross_entropy_grad_kernel(5, 300, t); }, 0});
   }
   return out;
 }
@@ -102,7 +101,6 @@ TEST_P(Template, BuildsVerifiesAndValidatesAsSpirv) {
 }
 
 TEST_P(Template, AssemblesWithPtxas) {
-  if (GetParam().f64_transcendental) GTEST_SKIP() << "the PTX backend does not implement f64 exp/log (ptx_backend.h)";
   auto ptxas = ptx::testing::find_ptxas();
   heavy::HeavyKernel k = GetParam().make();
   for (uint32_t sm : {75u, 90u}) {
