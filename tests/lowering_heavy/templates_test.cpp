@@ -38,7 +38,6 @@ std::vector<TemplateCase> template_cases() {
   std::vector<TemplateCase> out;
   for (kir::Type t : {kir::Type::F32, kir::Type::F64}) {
     std::string ts(kir::type_name(t));
-    const bool f64 = t == kir::Type::F64;
     for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
              {{1, 1}, {1, 1}}, {{8, 400}, {400, 120}}, {{2, 65, 33}, {33, 129}}, {{130, 70}, {3, 1, 70, 129}},
              {{2, 300, 70}, {70, 270}}, {{8, 300, 33}, {33, 700}}}) {
