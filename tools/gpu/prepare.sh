@@ -9,6 +9,7 @@ targets="spire spire_bench_foundation spire_examples_tests spire_cuda_tests spir
 cmake --build build -j2 --target $targets
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/data
 cp build/bin/spire build/bin/spire_bench_foundation .gpu/bin/
+[ -f build/bin/spire_bench_lenet_step ] && cp build/bin/spire_bench_lenet_step .gpu/bin/
 for t in $targets; do
   f=$(find build/tests -type f -name "$t" | head -1)
   [ -n "$f" ] && cp "$f" .gpu/bin/

@@ -7,7 +7,7 @@ source tools/gpu/env.sh
 D=.gpu/data
 for dev in cuda:0 vulkan:0; do
   tag=${dev/:/}
-  timeout 200 $B/spire train lenet --device $dev --data $D --save $OUT/w_$tag.safetensors 2>&1 | grep -v '%' | tee $OUT/train_$tag.txt
+  timeout 200 $B/spire train lenet --device $dev --data $D --save $OUT/w_$tag.safetensors 2>&1 | grep -E "^(device|compiled|epoch [0-9]:|saved)" | tee $OUT/train_$tag.txt
 done
 $B/spire eval lenet --device vulkan:0 --data $D --load $OUT/w_cuda0.safetensors
 $B/spire eval lenet --device cuda:0 --data $D --load $OUT/w_vulkan0.safetensors
