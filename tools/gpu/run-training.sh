@@ -13,7 +13,7 @@ $B/spire eval lenet --device vulkan:0 --data $D --load $OUT/w_cuda0.safetensors
 $B/spire eval lenet --device cuda:0 --data $D --load $OUT/w_vulkan0.safetensors
 if [ -f $D/logits_in.safetensors ]; then
   for dev in cuda:0 vulkan:0; do
-    $B/spire graph eval $D/lenet_forward.graph --inputs $D/logits_in.safetensors --outputs $OUT/logits_${dev/:/}.safetensors --device $dev
+    $B/spire graph eval $D/lenet_forward.graph --inputs $D/logits_in.safetensors --outputs /tmp/logits_${dev/:/}.safetensors --device $dev
   done
-  python3 tools/gpu/compare_logits.py $D/logits_lavapipe.safetensors $OUT/logits_cuda0.safetensors $OUT/logits_vulkan0.safetensors $D/logits_f64.safetensors
+  python3 tools/gpu/compare_logits.py $D/logits_lavapipe.safetensors /tmp/logits_cuda0.safetensors /tmp/logits_vulkan0.safetensors $D/logits_f64.safetensors
 fi
