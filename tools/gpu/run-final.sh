@@ -13,7 +13,7 @@ echo "== test-ops"; $B/spire test-ops --device all > $OUT/test_ops.txt 2>&1; ech
 $B/spire_bench_foundation --device all --mib 256 --runs 50 2>&1 | tee $OUT/bench.txt
 python3 benchmarks/torch_foundation.py 256 2>&1 | tee -a $OUT/bench.txt
 $B/spire_bench_lenet_step --device all --runs 20 --top 6 2>&1 | tee $OUT/lenet_step.txt
-bash tools/gpu/run-issue3-reference.sh 2>&1 | tail -1
+bash tools/gpu/run-issue3-reference.sh 2>&1 | tail -3
 bash tools/gpu/run-training.sh 2>&1 | grep -v "^$"
 for w in cuda0 vulkan0; do for dev in cuda:0 vulkan:0; do
   echo -n "weights from $w on $dev: "; $B/spire eval lenet --device $dev --data .gpu/data --load $OUT/w_$w.safetensors 2>&1 | tail -1
