@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -54,6 +56,32 @@ void Device::dispatch_now(const Kernel& k, std::span<const BufferView> buffers, 
   auto s = record();
   s->dispatch(k, buffers, scalars, grid);
   run(*s);
+}
+
+kir::Features apply_feature_mask(kir::Features available) {
+  const char* env = std::getenv("SPIRE_MASK_FEATURES");
+  if (!env || !*env) return available;
+  std::string_view list = env;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string_view name = list.substr(start, comma - start);
+    start = comma + 1;
+    while (!name.empty() && (name.front() == ' ' || name.front() == '\t')) name.remove_prefix(1);
+    while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
+    if (name.empty()) continue;
+    bool known = false;
+    for (uint32_t bit = 1; bit <= uint32_t(kir::Feature::AtomicAddF32); bit <<= 1) {
+      if (kir::feature_name(kir::Feature(bit)) == name) {
+        available.bits &= ~bit;
+        known = true;
+      }
+    }
+    if (!known)
+      std::fprintf(stderr, "spire: SPIRE_MASK_FEATURES names an unknown feature '%.*s' (ignored)\n", int(name.size()),
+                   name.data());
+  }
+  return available;
 }
 
 std::string missing_feature_message(const kir::Kernel& k, const DeviceInfo& d) {

@@ -179,6 +179,12 @@ std::vector<DeviceInfo> list_devices();
 // unknown or malformed name (listing the names that exist) and when no device is present.
 std::unique_ptr<Device> open_device(const std::string& name = "");
 
+// Removes the features named in the environment variable SPIRE_MASK_FEATURES (a comma list of kir feature
+// names such as "float64,float16") from `available`, so users and tests can check that kernels are refused
+// clearly where a feature is missing. Unknown names are reported on stderr and ignored. Both runtimes apply
+// it to every device they list and open.
+kir::Features apply_feature_mask(kir::Features available);
+
 // Shared by both runtimes: the message MissingFeature carries.
 std::string missing_feature_message(const kir::Kernel& k, const DeviceInfo& d);
 

@@ -7,38 +7,6 @@
 
 namespace spire::rt::cuda {
 
-namespace {
-
-std::string trim(std::string s) {
-  size_t b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
-  return b == std::string::npos ? std::string() : s.substr(b, e - b + 1);
-}
-
-}  // namespace
-
-kir::Features apply_feature_mask(kir::Features available) {
-  const char* env = std::getenv("SPIRE_MASK_FEATURES");
-  if (!env || !*env) return available;
-  std::string list = env;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    std::string name = trim(list.substr(start, comma - start));
-    start = comma + 1;
-    if (name.empty()) continue;
-    bool known = false;
-    for (uint32_t bit = 1; bit <= uint32_t(kir::Feature::AtomicAddF32); bit <<= 1) {
-      if (kir::feature_name(kir::Feature(bit)) == name) {
-        available.bits &= ~bit;
-        known = true;
-      }
-    }
-    if (!known) std::fprintf(stderr, "spire: SPIRE_MASK_FEATURES names an unknown feature '%s' (ignored)\n", name.c_str());
-  }
-  return available;
-}
-
 std::string bytes_text(uint64_t bytes) {
   const char* units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
   if (bytes < 1024) return fmt::format("{} bytes", bytes);
@@ -93,7 +61,7 @@ DeviceInfo describe_device(const Driver& d, int index) {
   // global atomic add on 32-bit ints and f32.
   kir::Features all = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
                       kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32;
-  info.features = apply_feature_mask(all);
+  info.features = rt::apply_feature_mask(all);
   return info;
 }
 

@@ -89,29 +89,6 @@ void choose_queue_family(PhysicalDeviceFacts& f) {
 
 }  // namespace
 
-kir::Features apply_feature_mask(kir::Features available) {
-  const char* env = std::getenv("SPIRE_MASK_FEATURES");
-  if (!env || !*env) return available;
-  std::string list = env;
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    std::string name = trim(list.substr(start, comma - start));
-    start = comma + 1;
-    if (name.empty()) continue;
-    bool known = false;
-    for (uint32_t bit = 1; bit <= uint32_t(kir::Feature::AtomicAddF32); bit <<= 1) {
-      if (kir::feature_name(kir::Feature(bit)) == name) {
-        available.bits &= ~bit;
-        known = true;
-      }
-    }
-    if (!known) std::fprintf(stderr, "spire: SPIRE_MASK_FEATURES names an unknown feature '%s' (ignored)\n", name.c_str());
-  }
-  return available;
-}
-
 PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
   PhysicalDeviceFacts f;
   f.handle = pd;
@@ -195,7 +172,7 @@ PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
   if (feats.features.shaderInt64) have |= kir::Feature::Int64;
   if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
   if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
-  d.features = apply_feature_mask(have);
+  d.features = rt::apply_feature_mask(have);
   return f;
 }
 

@@ -35,10 +35,6 @@ struct PhysicalDeviceFacts {
 // Queries one physical device; N is its index in vkEnumeratePhysicalDevices order.
 PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index);
 
-// The features left after removing those named in SPIRE_MASK_FEATURES (comma list of kir feature names such
-// as "float64,float16"). Read on every call so tests and users can change it at run time; an unknown name is
-// reported on stderr and ignored.
-kir::Features apply_feature_mask(kir::Features available);
 
 // "NVIDIA", "AMD", "Intel", "Mesa", ..., or the id in hex.
 std::string vendor_name(uint32_t vendor_id);

@@ -138,18 +138,18 @@ class FeatureMask : public ::testing::Test {
 
 TEST_F(FeatureMask, UnsetLeavesEverything) {
   ::unsetenv("SPIRE_MASK_FEATURES");
-  EXPECT_EQ(apply_feature_mask(all), all);
+  EXPECT_EQ(rt::apply_feature_mask(all), all);
 }
 
 TEST_F(FeatureMask, RemovesNamedFeatures) {
   ::setenv("SPIRE_MASK_FEATURES", "float64, float16", 1);
-  Features f = apply_feature_mask(all);
+  Features f = rt::apply_feature_mask(all);
   EXPECT_FALSE(f.has(Feature::Float64));
   EXPECT_FALSE(f.has(Feature::Float16));
   EXPECT_TRUE(f.has(Feature::Int64));
   EXPECT_TRUE(f.has(Feature::AtomicAddF32));
   ::setenv("SPIRE_MASK_FEATURES", "atomic-add-f32,,bogus", 1);  // unknown names are reported and ignored
-  f = apply_feature_mask(all);
+  f = rt::apply_feature_mask(all);
   EXPECT_FALSE(f.has(Feature::AtomicAddF32));
   EXPECT_TRUE(f.has(Feature::Float64));
 }
