@@ -26,5 +26,18 @@ TEST(NoVulkanDriver, ListIsEmptyAndOpenFailsClearly) {
   }
 }
 
+TEST(NoVulkanDriver, NoDeviceAtAllIsAClearError) {
+  if (!std::getenv("SPIRE_TEST_EXPECT_NO_VULKAN"))
+    GTEST_SKIP() << "meant to run under ctest with VK_DRIVER_FILES pointing nowhere (SPIRE_TEST_EXPECT_NO_VULKAN=1)";
+  if (!rt::list_devices().empty()) GTEST_SKIP() << "a CUDA device is present, so the default device exists";
+  try {
+    rt::open_device("");
+    FAIL() << "opened a default device with no device present";
+  } catch (const rt::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no compute device found"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("mesa-vulkan-drivers"), std::string::npos) << "says how to get lavapipe";
+  }
+}
+
 }  // namespace
 }  // namespace spire::rt::vulkan::test
