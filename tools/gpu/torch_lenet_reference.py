@@ -46,7 +46,9 @@ def compare(ref, got):
         print(f"{k:<22} max rel err {err:.3e}")
     print(f"worst relative error {worst:.3e} ({'PASS' if worst <= 1e-9 else 'FAIL'} at 1e-9)")
 
-if sys.argv[1] == "make":
+if __name__ != "__main__":
+    pass
+elif sys.argv[1] == "make":
     args = sys.argv[2:]
     batch = int(args[args.index("--batch") + 1]) if "--batch" in args else 8
     seed = int(args[args.index("--seed") + 1]) if "--seed" in args else 0
