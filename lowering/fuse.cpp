@@ -2,20 +2,11 @@
 
 #include <algorithm>
 
+#include "ir/graph/op_table.h"
+
 namespace spire::lowering {
 
-bool is_pointwise(graph::OpKind op) {
-  using K = graph::OpKind;
-  switch (op) {
-    case K::Add: case K::Sub: case K::Mul: case K::Div: case K::Pow: case K::Maximum: case K::Minimum:
-    case K::Compare: case K::Neg: case K::Exp: case K::Log: case K::Sqrt: case K::Tanh: case K::Sigmoid:
-    case K::Relu: case K::Silu: case K::Gelu: case K::Where: case K::Cast: case K::ReluGrad: case K::SiluGrad:
-    case K::GeluGrad:
-      return true;
-    default:
-      return false;
-  }
-}
+bool is_pointwise(graph::OpKind op) { return graph::op_category(op) == graph::OpCategory::Pointwise; }
 
 std::vector<bool> fuse_pointwise(const graph::Graph& g) {
   std::vector<bool> fused(size_t(g.size()), false);

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/graph/op_table.h"
 #include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
@@ -18,15 +19,6 @@ using kir::Val;
 
 namespace {
 
-// sqrt(2 / pi) and the cubic coefficient of the tanh form of GELU.
-constexpr double kGeluScale = 0.7978845608028654;
-constexpr double kGeluCubic = 0.044715;
-
-Val as_bool(Val u) { return u != 0u; }  // a stored bool (u32 0/1) as a register bool
-Val from_bool(kir::KernelBuilder& kb, Val b) { return kir::select(b, kb.u32(1), kb.u32(0)); }
-
-Val sigmoid(Val x) { return 1.0 / (1.0 + kir::exp(-x)); }
-
 // Bits that fit the device type: bool 0/1, i64 must fit the i32 it is stored as.
 double device_constant(const graph::Node& n, double value) {
   if (n.type.dtype == graph::DType::Bool) return value != 0 ? 1 : 0;
@@ -35,33 +27,6 @@ double device_constant(const graph::Node& n, double value) {
     throw graph::GraphError(fmt::format("constant '{}' = {} does not fit the 32-bit integers i64 is stored as on "
                                         "devices", n.name, value));
   return value;
-}
-
-Val compare(graph::CompareMode m, Val a, Val b) {
-  switch (m) {
-    case graph::CompareMode::Lt: return a < b;
-    case graph::CompareMode::Le: return a <= b;
-    case graph::CompareMode::Gt: return a > b;
-    case graph::CompareMode::Ge: return a >= b;
-    case graph::CompareMode::Eq: return a == b;
-    case graph::CompareMode::Ne: return a != b;
-  }
-  return a == b;
-}
-
-// The tanh form of GELU through 1 + tanh(u) = 2 sigmoid(2u): the same function, but for very negative x it
-// divides by a large number instead of cancelling 1 + tanh(u) ~ 1 - 1 in float32 (which loses every digit).
-Val gelu_gate(Val x) {  // sigmoid(2u), u = sqrt(2/pi) (x + 0.044715 x^3)
-  Val u = kGeluScale * (x + kGeluCubic * x * x * x);
-  return 1.0 / (1.0 + kir::exp(-2.0 * u));
-}
-
-Val gelu(Val x) { return x * gelu_gate(x); }
-
-// d gelu / dx = s + x s (1 - s) 2 sqrt(2/pi) (1 + 3 * 0.044715 x^2), s = sigmoid(2u) (since 1 - tanh^2 = 4 s (1 - s)).
-Val gelu_derivative(Val x) {
-  Val s = gelu_gate(x);
-  return s + x * s * (1.0 - s) * (2.0 * kGeluScale) * (1.0 + 3.0 * kGeluCubic * x * x);
 }
 
 }  // namespace
@@ -81,48 +46,16 @@ kir::Kernel gather_kernel(const std::string& name, Type type, int64_t n, const I
 
 namespace {
 
-// One element of node `v` from its operands' values (already loaded or computed, in device types).
+// One element of node `v` from its operands' values (already loaded or computed, in device types): the
+// formula of the op's table entry.
 Val pointwise_body(kir::KernelBuilder& kb, const graph::Graph& g, graph::Value v, const std::vector<Val>& a) {
-  using K = graph::OpKind;
   const graph::Node& n = g.node(v);
-  Type out_dt = device_type(n.type.dtype);
-  switch (n.op) {
-    case K::Add: return a[0] + a[1];
-    case K::Sub: return a[0] - a[1];
-    case K::Mul: return a[0] * a[1];
-    case K::Div: return a[0] / a[1];
-    case K::Pow: return kir::pow(a[0], a[1]);
-    case K::Maximum: return kir::max(a[0], a[1]);
-    case K::Minimum: return kir::min(a[0], a[1]);
-    case K::Compare: {
-      auto mode = graph::compare_mode_from_name(n.attrs.get_string("mode"));
-      return from_bool(kb, compare(*mode, a[0], a[1]));
-    }
-    case K::Neg: return -a[0];
-    case K::Exp: return kir::exp(a[0]);
-    case K::Log: return kir::log(a[0]);
-    case K::Sqrt: return kir::sqrt(a[0]);
-    case K::Tanh: return kir::tanh(a[0]);
-    case K::Sigmoid: return sigmoid(a[0]);
-    case K::Relu: return kir::select(a[0] > 0, a[0], kir::like(a[0], 0));
-    case K::Silu: return a[0] * sigmoid(a[0]);
-    case K::Gelu: return gelu(a[0]);
-    case K::Where: return kir::select(as_bool(a[0]), a[1], a[2]);
-    case K::Cast: {
-      graph::DType from = g.type(n.inputs[0]).dtype;
-      if (n.type.dtype == graph::DType::Bool) return from_bool(kb, a[0] != kir::like(a[0], 0));
-      if (from == graph::DType::Bool) return kir::select(as_bool(a[0]), kb.constant(out_dt, 1), kb.constant(out_dt, 0));
-      return kir::cast(a[0], out_dt);
-    }
-    case K::ReluGrad: return kir::select(a[1] > 0, a[0], kir::like(a[0], 0));
-    case K::SiluGrad: {
-      Val s = sigmoid(a[1]);
-      return a[0] * (s * (1.0 + a[1] * (1.0 - s)));
-    }
-    case K::GeluGrad: return a[0] * gelu_derivative(a[1]);
-    default:
-      throw graph::GraphError(fmt::format("op {} ('{}') is not pointwise", graph::op_name(n.op), n.name));
-  }
+  const graph::OpInfo& info = graph::op_info(n.op);
+  if (!info.formula)
+    throw graph::GraphError(fmt::format("op {} ('{}') is not pointwise", graph::op_name(n.op), n.name));
+  std::vector<graph::DType> in_dtypes;
+  for (graph::Value in : n.inputs) in_dtypes.push_back(g.type(in).dtype);
+  return info.formula({kb, n, in_dtypes, a, device_type(n.type.dtype)});
 }
 
 // Emits the expression tree rooted at a node: fused inputs are computed in place, other inputs loaded

@@ -1,7 +1,9 @@
-// The dispatch table from op to lowering function. Every OpKind has an entry (or is a leaf).
+// The dispatch table from op to lowering function: every op has one (leaves other than constants need none).
 #include "lowering/op_lowering.h"
 
-#include <array>
+#include <vector>
+
+#include "ir/graph/op_table.h"
 
 #include <fmt/format.h>
 
@@ -11,15 +13,13 @@ namespace {
 
 using Lowering = void (*)(LoweringContext&, graph::Value);
 
-std::array<Lowering, graph::kNumOps> build_table() {
+// The lowering of each named non-pointwise op. Pointwise ops need none: their kernel is generated from the
+// formulas of their op table entries (lower_pointwise.cpp).
+std::vector<Lowering> build_table() {
   using K = graph::OpKind;
-  std::array<Lowering, graph::kNumOps> t{};
+  std::vector<Lowering> t(size_t(graph::op_count()), nullptr);
   auto set = [&](K k, Lowering f) { t[size_t(k)] = f; };
   set(K::Constant, lower_constant);
-  for (K k : {K::Add, K::Sub, K::Mul, K::Div, K::Pow, K::Maximum, K::Minimum, K::Compare, K::Neg, K::Exp, K::Log,
-              K::Sqrt, K::Tanh, K::Sigmoid, K::Relu, K::Silu, K::Gelu, K::Where, K::Cast, K::ReluGrad, K::SiluGrad,
-              K::GeluGrad})
-    set(k, lower_elementwise);
   for (K k : {K::Sum, K::Mean, K::Max, K::SumTo}) set(k, lower_reduce);
   set(K::Reshape, lower_reshape);
   set(K::Flatten, lower_reshape);
@@ -37,13 +37,15 @@ std::array<Lowering, graph::kNumOps> build_table() {
   set(K::LogSoftmax, lower_softmax);
   set(K::CrossEntropy, lower_cross_entropy);
   set(K::CrossEntropyGrad, lower_cross_entropy_grad);
+  for (const graph::OpInfo& info : graph::op_table())
+    if (info.category == graph::OpCategory::Pointwise) t[size_t(info.kind)] = lower_elementwise;
   return t;
 }
 
 }  // namespace
 
 void lower_node(LoweringContext& ctx, graph::Value v) {
-  static const std::array<Lowering, graph::kNumOps> table = build_table();
+  static const std::vector<Lowering> table = build_table();
   const graph::Node& n = ctx.graph().node(v);
   Lowering f = table[size_t(n.op)];
   // Input, parameter and state leaves need no launch: their buffers are filled by the caller.

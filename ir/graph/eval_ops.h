@@ -71,12 +71,8 @@ void for_each_index(const Shape& out, const std::array<const std::vector<int64_t
 Tensor result_of(const Node& n);
 
 // ---- eval_pointwise.cpp
-Tensor binary(const Node& n, Inputs in);     // add sub mul div pow maximum minimum
-Tensor compare(const Node& n, Inputs in);
-Tensor unary(const Node& n, Inputs in);      // neg exp log sqrt tanh sigmoid relu silu gelu
-Tensor where(const Node& n, Inputs in);
-Tensor cast(const Node& n, Inputs in);
-Tensor unary_grad(const Node& n, Inputs in); // relu_grad silu_grad gelu_grad
+// Any pointwise op, through its op table entry's scalar reference.
+Tensor pointwise(const Node& n, Inputs in);
 
 // ---- eval_reduce.cpp
 Tensor reduce(const Node& n, Inputs in);     // sum mean max

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "ir/graph/eval_ops.h"
+#include "ir/graph/op_table.h"
 
 namespace spire::graph {
 
@@ -54,38 +55,13 @@ Tensor feed_leaf(const Node& n, const std::map<std::string, Tensor>& inputs) {
   return copy;
 }
 
+// Every op's reference is its op table entry: the scalar reference of a pointwise op (walked over the
+// broadcast result), or the whole-op reference of the others.
 Tensor run_op(const Node& n, Inputs in) {
-  switch (n.op) {
-    case OpKind::Add: case OpKind::Sub: case OpKind::Mul: case OpKind::Div: case OpKind::Pow:
-    case OpKind::Maximum: case OpKind::Minimum:
-      return eval::binary(n, in);
-    case OpKind::Compare: return eval::compare(n, in);
-    case OpKind::Neg: case OpKind::Exp: case OpKind::Log: case OpKind::Sqrt: case OpKind::Tanh:
-    case OpKind::Sigmoid: case OpKind::Relu: case OpKind::Silu: case OpKind::Gelu:
-      return eval::unary(n, in);
-    case OpKind::Where: return eval::where(n, in);
-    case OpKind::Cast: return eval::cast(n, in);
-    case OpKind::Sum: case OpKind::Mean: case OpKind::Max: return eval::reduce(n, in);
-    case OpKind::Reshape: case OpKind::Flatten: return eval::reshape(n, in);
-    case OpKind::Permute: return eval::permute(n, in);
-    case OpKind::BroadcastTo: return eval::broadcast_to(n, in);
-    case OpKind::SumTo: return eval::sum_to(n, in);
-    case OpKind::Matmul: return eval::matmul(n, in);
-    case OpKind::Conv2d: return eval::conv2d(n, in);
-    case OpKind::MaxPool2d: return eval::max_pool2d(n, in);
-    case OpKind::AvgPool2d: return eval::avg_pool2d(n, in);
-    case OpKind::Softmax: case OpKind::LogSoftmax: return eval::softmax(n, in);
-    case OpKind::CrossEntropy: return eval::cross_entropy(n, in);
-    case OpKind::ReluGrad: case OpKind::SiluGrad: case OpKind::GeluGrad: return eval::unary_grad(n, in);
-    case OpKind::Conv2dGradInput: return eval::conv2d_grad_input(n, in);
-    case OpKind::Conv2dGradWeight: return eval::conv2d_grad_weight(n, in);
-    case OpKind::MaxPool2dGrad: return eval::max_pool2d_grad(n, in);
-    case OpKind::AvgPool2dGrad: return eval::avg_pool2d_grad(n, in);
-    case OpKind::CrossEntropyGrad: return eval::cross_entropy_grad(n, in);
-    case OpKind::Input: case OpKind::Parameter: case OpKind::State: case OpKind::Constant:
-      break;
-  }
-  eval::fail(n, "the evaluator has no implementation for this op");
+  const OpInfo& info = op_info(n.op);
+  if (info.category == OpCategory::Pointwise) return eval::pointwise(n, in);
+  if (!info.reference) eval::fail(n, "the evaluator has no implementation for this op");
+  return info.reference(n, in);
 }
 
 }  // namespace

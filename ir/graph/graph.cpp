@@ -101,6 +101,12 @@ Value Graph::add_node(OpKind op, std::vector<Value> inputs, Attrs attrs, std::st
   return append(std::move(n));
 }
 
+Value Graph::op(std::string_view op_name_text, std::vector<Value> inputs, Attrs attrs) {
+  std::optional<OpKind> op = op_from_name(op_name_text);
+  if (!op) throw GraphError(fmt::format("unknown op '{}'", op_name_text));
+  return add_node(*op, std::move(inputs), std::move(attrs));
+}
+
 Value Graph::add_leaf(OpKind op, std::string name, TensorType type, Attrs attrs) {
   const OpInfo& info = op_info(op);
   if (!is_leaf(op)) throw GraphError(fmt::format("{} is not a leaf: use add_node", info.name));

@@ -76,10 +76,12 @@ struct TensorType {
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
 // ---------------------------------------------------------------------------------------------------------
-// Ops. One enum value per op; each has one entry in the op table (op_table.h). Keep this list and the
-// table in the same order.
+// Ops. Every op is one entry of the op table (op_table.h, entries in ir/graph/ops/). The ops the compiler
+// itself refers to by name have an enumerator here; ops defined only by their entry (most pointwise ops, the
+// ONNX-only ops, user ops) get OpKind values after these when the table is built: find them with
+// op_from_name("abs"). An OpKind value is therefore any index of the table, not only an enumerator.
 
-enum class OpKind : uint8_t {
+enum class OpKind : uint16_t {
   // Leaves (arity 0)
   Input,          // fed by the caller every step
   Parameter,      // persistent, trained
@@ -134,8 +136,8 @@ enum class OpKind : uint8_t {
   CrossEntropyGrad, // (grad_out scalar, logits, labels) -> [N,C]: grad * (softmax(logits) - one_hot(labels)) / N
 };
 
-// Number of ops in OpKind (the op table has exactly this many entries).
-inline constexpr int kNumOps = int(OpKind::CrossEntropyGrad) + 1;
+// Number of named ops (enumerators of OpKind); op_count() in op_table.h counts every op.
+inline constexpr int kNumNamedOps = int(OpKind::CrossEntropyGrad) + 1;
 
 std::string_view op_name(OpKind op);                          // "conv2d", "max_pool2d_grad", ...
 std::optional<OpKind> op_from_name(std::string_view name);
@@ -305,6 +307,9 @@ class Graph {
   Value max_pool2d_grad(Value grad_out, Value x, const Pool2dOptions& opt);
   Value avg_pool2d_grad(Value grad_out, const Pool2dOptions& opt, Shape input_shape);
   Value cross_entropy_grad(Value grad_out, Value logits, Value labels);
+
+  // ---- any op of the table by its name ("abs", "leaky_relu"), e.g. ops without a builder method
+  Value op(std::string_view op_name, std::vector<Value> inputs, Attrs attrs = {});
 
   // ---- generic construction (what the builder methods and the parser use)
   // Appends a non-leaf node after checking arity, attributes and shapes. `name` empty = generated.

@@ -1,108 +1,89 @@
-// The op table: one entry per op (name, arity, attributes, shape rule, VJP rule). The entries are listed
-// in OpKind order; op_table() checks that once, at first use.
+// The op table: gathers the entries of every op family (ir/graph/ops/*.cpp), places the named ops at their
+// OpKind and numbers the others after them, and checks the table once, at first use.
 #include "ir/graph/op_table.h"
-
-#include <array>
 
 #include <fmt/format.h>
 
 namespace spire::graph {
 namespace {
 
-using K = AttrKind;
-namespace S = shape_rules;
-namespace V = vjp_rules;
-
-const std::vector<AttrSpec> kNoAttrs = {};
-const std::vector<AttrSpec> kReduceAttrs = {{"axes", K::Ints}, {"keepdim", K::Bool}};
-const std::vector<AttrSpec> kConvAttrs = {
-    {"stride", K::Ints}, {"padding", K::Ints}, {"dilation", K::Ints}, {"groups", K::Int}};
-const std::vector<AttrSpec> kPoolAttrs = {{"kernel", K::Ints}, {"stride", K::Ints}, {"padding", K::Ints}};
-
-std::vector<AttrSpec> with(std::vector<AttrSpec> base, AttrSpec extra) {
-  base.push_back(extra);
-  return base;
+void check_entry(const OpInfo& e) {
+  auto bad = [&](const char* what) {
+    throw std::logic_error(fmt::format("op table entry '{}': {}", e.name, what));
+  };
+  if (e.name.empty()) bad("has no name");
+  const bool leaf = e.category == OpCategory::Leaf;
+  if (leaf != (e.arity == 0)) bad("leaves and only leaves take no inputs");
+  if (!leaf && !e.shape) bad("has no shape rule");
+  if (e.category == OpCategory::Pointwise && (!e.scalar || !e.formula))
+    bad("is pointwise but lacks its scalar reference or device formula");
+  if (!leaf && e.category != OpCategory::Pointwise && !e.reference) bad("has no float64 reference");
+  if (e.forward.why.empty() || e.backward.why.empty()) bad("gives no reason for its tolerance");
+  if (e.test.generate && e.category != OpCategory::Pointwise) bad("only pointwise ops generate harness cases");
+  if (e.test.inputs.size() > size_t(e.arity)) bad("its test domain has more inputs than the op");
 }
 
 std::vector<OpInfo> build_table() {
-  return {
-      // kind, name, arity, attributes, shape rule, VJP rule
-      {OpKind::Input, "input", 0, kNoAttrs, nullptr, nullptr},
-      {OpKind::Parameter, "parameter", 0, kNoAttrs, nullptr, nullptr},
-      {OpKind::State, "state", 0, {{"init", K::Float}}, nullptr, nullptr},
-      {OpKind::Constant, "constant", 0, {{"value", K::Float}}, nullptr, nullptr},
-
-      {OpKind::Add, "add", 2, kNoAttrs, S::binary, V::add},
-      {OpKind::Sub, "sub", 2, kNoAttrs, S::binary, V::sub},
-      {OpKind::Mul, "mul", 2, kNoAttrs, S::binary, V::mul},
-      {OpKind::Div, "div", 2, kNoAttrs, S::binary, V::div},
-      {OpKind::Pow, "pow", 2, kNoAttrs, S::binary, V::pow},
-      {OpKind::Maximum, "maximum", 2, kNoAttrs, S::binary, V::maximum},
-      {OpKind::Minimum, "minimum", 2, kNoAttrs, S::binary, V::minimum},
-      {OpKind::Compare, "compare", 2, {{"mode", K::String}}, S::compare, nullptr},
-
-      {OpKind::Neg, "neg", 1, kNoAttrs, S::unary_float, V::neg},
-      {OpKind::Exp, "exp", 1, kNoAttrs, S::unary_float, V::exp},
-      {OpKind::Log, "log", 1, kNoAttrs, S::unary_float, V::log},
-      {OpKind::Sqrt, "sqrt", 1, kNoAttrs, S::unary_float, V::sqrt},
-      {OpKind::Tanh, "tanh", 1, kNoAttrs, S::unary_float, V::tanh},
-      {OpKind::Sigmoid, "sigmoid", 1, kNoAttrs, S::unary_float, V::sigmoid},
-      {OpKind::Relu, "relu", 1, kNoAttrs, S::unary_float, V::relu},
-      {OpKind::Silu, "silu", 1, kNoAttrs, S::unary_float, V::silu},
-      {OpKind::Gelu, "gelu", 1, kNoAttrs, S::unary_float, V::gelu},
-
-      {OpKind::Where, "where", 3, kNoAttrs, S::where, V::where},
-      {OpKind::Cast, "cast", 1, {{"to", K::String}}, S::cast, V::cast},
-
-      {OpKind::Sum, "sum", 1, kReduceAttrs, S::reduce, V::sum},
-      {OpKind::Mean, "mean", 1, kReduceAttrs, S::reduce, V::mean},
-      {OpKind::Max, "max", 1, kReduceAttrs, S::reduce, V::max},
-
-      {OpKind::Reshape, "reshape", 1, {{"shape", K::Ints}}, S::reshape, V::reshape},
-      {OpKind::Flatten, "flatten", 1, {{"start_dim", K::Int}, {"end_dim", K::Int}}, S::flatten, V::reshape},
-      {OpKind::Permute, "permute", 1, {{"perm", K::Ints}}, S::permute, V::permute},
-      {OpKind::BroadcastTo, "broadcast_to", 1, {{"shape", K::Ints}}, S::broadcast_to, V::broadcast_to},
-      {OpKind::SumTo, "sum_to", 1, {{"shape", K::Ints}}, S::sum_to, V::sum_to},
-
-      {OpKind::Matmul, "matmul", 2, kNoAttrs, S::matmul, V::matmul},
-      {OpKind::Conv2d, "conv2d", 2, kConvAttrs, S::conv2d, V::conv2d},
-      {OpKind::MaxPool2d, "max_pool2d", 1, kPoolAttrs, S::pool2d, V::max_pool2d},
-      {OpKind::AvgPool2d, "avg_pool2d", 1, kPoolAttrs, S::pool2d, V::avg_pool2d},
-      {OpKind::Softmax, "softmax", 1, {{"axis", K::Int}}, S::softmax, V::softmax},
-      {OpKind::LogSoftmax, "log_softmax", 1, {{"axis", K::Int}}, S::softmax, V::log_softmax},
-      {OpKind::CrossEntropy, "cross_entropy", 2, kNoAttrs, S::cross_entropy, V::cross_entropy},
-
-      // Backward-only ops: not differentiable themselves (no double backward).
-      {OpKind::ReluGrad, "relu_grad", 2, kNoAttrs, S::activation_grad, nullptr},
-      {OpKind::SiluGrad, "silu_grad", 2, kNoAttrs, S::activation_grad, nullptr},
-      {OpKind::GeluGrad, "gelu_grad", 2, kNoAttrs, S::activation_grad, nullptr},
-      {OpKind::Conv2dGradInput, "conv2d_grad_input", 2, with(kConvAttrs, {"input_shape", K::Ints}),
-       S::conv2d_grad_input, nullptr},
-      {OpKind::Conv2dGradWeight, "conv2d_grad_weight", 2, with(kConvAttrs, {"weight_shape", K::Ints}),
-       S::conv2d_grad_weight, nullptr},
-      {OpKind::MaxPool2dGrad, "max_pool2d_grad", 2, kPoolAttrs, S::max_pool2d_grad, nullptr},
-      {OpKind::AvgPool2dGrad, "avg_pool2d_grad", 1, with(kPoolAttrs, {"input_shape", K::Ints}),
-       S::avg_pool2d_grad, nullptr},
-      {OpKind::CrossEntropyGrad, "cross_entropy_grad", 3, kNoAttrs, S::cross_entropy_grad, nullptr},
-  };
+  std::vector<OpInfo> named(static_cast<size_t>(kNumNamedOps));
+  std::vector<bool> placed(static_cast<size_t>(kNumNamedOps), false);
+  std::vector<OpInfo> unnamed;
+  for (auto family : {ops::leaves, ops::binary, ops::unary, ops::select_cast, ops::reductions, ops::layout,
+                      ops::heavy, ops::backward_only}) {
+    for (OpInfo& e : family()) {
+      check_entry(e);
+      if (e.kind == kUnnamedOp) {
+        unnamed.push_back(std::move(e));
+        continue;
+      }
+      const size_t k = size_t(e.kind);
+      if (k >= named.size() || placed[k]) throw std::logic_error(fmt::format("op '{}': bad or repeated OpKind", e.name));
+      placed[k] = true;
+      named[k] = std::move(e);
+    }
+  }
+  for (size_t k = 0; k < placed.size(); ++k)
+    if (!placed[k]) throw std::logic_error(fmt::format("OpKind {} has no op table entry", k));
+  for (OpInfo& e : unnamed) {
+    e.kind = OpKind(named.size());
+    named.push_back(std::move(e));
+  }
+  for (size_t i = 0; i < named.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (named[i].name == named[j].name) throw std::logic_error(fmt::format("op name '{}' defined twice", named[i].name));
+  return named;
 }
 
 const std::vector<OpInfo>& table() {
-  static const std::vector<OpInfo> t = [] {
-    std::vector<OpInfo> t = build_table();
-    if (t.size() != size_t(kNumOps))
-      throw std::logic_error(fmt::format("op table has {} entries, OpKind has {}", t.size(), kNumOps));
-    for (size_t i = 0; i < t.size(); ++i)
-      if (size_t(t[i].kind) != i)
-        throw std::logic_error(fmt::format("op table entry {} ('{}') is out of OpKind order", i, t[i].name));
-    return t;
-  }();
+  static const std::vector<OpInfo> t = build_table();
   return t;
 }
 
 }  // namespace
 
-const OpInfo& op_info(OpKind op) { return table().at(size_t(op)); }
+const OpInfo& op_info(OpKind op) {
+  const auto& t = table();
+  if (size_t(op) >= t.size()) throw GraphError(fmt::format("op number {} is not in the op table", int(op)));
+  return t[size_t(op)];
+}
 std::span<const OpInfo> op_table() { return table(); }
+int op_count() { return int(table().size()); }
+OpCategory op_category(OpKind op) { return op_info(op).category; }
+
+double op_tolerance(OpKind op, bool backward, DType dtype) {
+  if (!is_float(dtype)) return 0;
+  const Tolerance& t = backward ? op_info(op).backward : op_info(op).forward;
+  return dtype == DType::F64 ? t.f64 : t.f32;
+}
+
+std::string_view op_category_name(OpCategory c) {
+  switch (c) {
+    case OpCategory::Leaf: return "leaf";
+    case OpCategory::Pointwise: return "pointwise";
+    case OpCategory::Reduction: return "reduction";
+    case OpCategory::Layout: return "layout";
+    case OpCategory::Heavy: return "heavy";
+  }
+  return "?";
+}
 
 }  // namespace spire::graph

@@ -1,6 +1,15 @@
-// The op table: one entry per OpKind with everything the rest of the compiler needs to know about an op.
-// Adding an op = one OpKind value in graph.h, one entry in op_table.cpp (name, arity, attributes, shape
-// rule, VJP rule), its evaluator kernel, and tests.
+// The op table: ONE definition per op, read by every layer of the compiler.
+//
+// An entry (OpInfo) holds everything about its op: name, arity, attributes, category, shape rule, VJP rule,
+// float64 reference, device formula (pointwise ops), test tolerance with its reason, and the input domain the
+// op harness draws its cases from. The graph builder and parser read the shape rule, autograd the VJP, the
+// reference evaluator the reference, fusion the category, lowering the formula (pointwise ops; other
+// categories have a lowering function in lowering/op_lowering.cpp, keyed by op), the op harness the
+// tolerance and test domain.
+//
+// The entries live in ir/graph/ops/, one file per family. Adding a pointwise op is one entry in its family
+// file: it needs no OpKind enumerator (only ops the compiler itself names have one), and the op harness
+// generates its cases from the entry's test domain.
 #pragma once
 
 #include <functional>
@@ -9,6 +18,8 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "ir/graph/tensor.h"
+#include "ir/kernel/builder.h"
 
 namespace spire::graph {
 
@@ -48,24 +59,118 @@ struct VjpContext {
 // an invalid Value for an input that gets no gradient (not wanted, integer labels, where's condition).
 using VjpRule = std::vector<Value> (*)(VjpContext& ctx);
 
-struct OpInfo {
-  OpKind kind;
-  std::string_view name;        // the text form's name
-  int arity;                    // number of inputs
-  std::vector<AttrSpec> attrs;  // in printing order
-  ShapeRule shape;              // nullptr for leaves (their type is declared)
-  VjpRule vjp;                  // nullptr: not differentiable (its inputs receive no gradient)
+// What the op is, for the passes that treat ops by kind: fusion fuses pointwise chains, lowering picks the
+// generic pointwise kernel for them; the other categories name what their lowering does.
+enum class OpCategory : uint8_t {
+  Leaf,       // input, parameter, state, constant
+  Pointwise,  // one result element from the same-index (broadcast) elements of the inputs
+  Reduction,  // sums / maxima over axes
+  Layout,     // moves elements without arithmetic (reshape, permute, broadcast, slices)
+  Heavy,      // a kernel template of its own (matmul, convolution, pooling, softmax family)
+};
+std::string_view op_category_name(OpCategory c);
+
+// The f64 reference of a whole op: the node (attributes, result type) and its input tensors, values in double;
+// returns a tensor of exactly the node's type (the evaluator rounds it to the compute precision).
+using ReferenceRule = Tensor (*)(const Node& node, std::span<const Tensor* const> inputs);
+
+// The f64 reference of ONE element of a pointwise op: the inputs' elements at that index (broadcast already
+// applied). The evaluator walks the result with it. Throws GraphError for a value it cannot take.
+using ScalarReference = double (*)(const Node& node, std::span<const double> x);
+
+// One element of a pointwise op as a kernel computes it. x holds the operands in device types (f32, f64, i32;
+// bool as u32 0/1, i64 as i32), out is the result's device type.
+struct PointwiseEmit {
+  kir::KernelBuilder& kb;
+  const Node& node;
+  std::span<const DType> input_dtypes;
+  std::span<const kir::Val> x;
+  kir::Type out;
+};
+using PointwiseFormula = kir::Val (*)(const PointwiseEmit& e);
+
+// How far a device result may be from the float64 reference, with the reason. The error is the max-norm
+// relative error of a whole tensor, with magnitudes below 1 judged absolutely:
+//     max_i |device_i - reference_i| / max(1, max_i |reference_i|)
+// Scaling by the tensor's largest value keeps cancellation (a gradient summed from many random-sign terms
+// landing near zero) from turning an ordinary float32 rounding into a failure, while a wrong element of
+// ordinary size still shows as an O(1) error. A NaN or poison value where the reference has a number is an
+// infinite error. Integer and bool results must match exactly. Bounds are about ten times what the precision
+// rules of Vulkan and CUDA and the op's arithmetic give, so a correct kernel passes on every conforming device
+// while a wrong index or formula (errors of 1e-2 to 1) cannot.
+struct Tolerance {
+  double f32 = 0;  // results computed in float32
+  double f64 = 0;  // results computed in float64
+  std::string_view why;
 };
 
-// The entry for an op. The table is indexed by OpKind; op_info(k).kind == k for every k.
+// Where the op harness draws an input from.
+struct InputDomain {
+  double lo = -1, hi = 1;
+  bool away_from_zero = false;  // |x| in [lo, hi] with a random sign (divisors)
+};
+
+// The cases the op harness generates for a pointwise op from its entry (other ops list their cases in the
+// harness, op_harness/cases_*.cpp). Shapes cover a scalar-like [1], [7,33], [257], [2,3,5] and broadcasting.
+struct TestDomain {
+  bool generate = false;              // generate the standard pointwise cases from this entry
+  std::vector<InputDomain> inputs;    // one per input (missing ones: [-1, 1])
+  bool integers = false;              // also i32 (and for binary ops i64) cases, drawn as whole numbers
+  bool backward = true;               // also check the VJP (every float input's gradient)
+  bool broadcast = true;              // inputs of different (broadcastable) shapes are allowed
+  Attrs attrs;                        // the attributes of the generated cases
+};
+
+// Marks an entry whose OpKind is assigned when the table is built.
+inline constexpr OpKind kUnnamedOp = OpKind(0xFFFF);
+
+struct OpInfo {
+  // The enumerator of an op the compiler names (OpKind::Add); kUnnamedOp for ops defined only by their entry,
+  // which get the next free OpKind value when the table is built.
+  OpKind kind = kUnnamedOp;
+  std::string_view name;          // the text form's name
+  int arity = 0;                  // number of inputs
+  std::vector<AttrSpec> attrs;    // in printing order
+  OpCategory category = OpCategory::Heavy;
+  ShapeRule shape = nullptr;      // nullptr for leaves (their type is declared)
+  VjpRule vjp = nullptr;          // nullptr: not differentiable (its inputs receive no gradient)
+  ReferenceRule reference = nullptr;   // whole-op f64 reference (non-pointwise ops)
+  ScalarReference scalar = nullptr;    // per-element f64 reference (pointwise ops)
+  PointwiseFormula formula = nullptr;  // per-element device formula (pointwise ops)
+  Tolerance forward;              // tolerance of the op's result
+  Tolerance backward;             // tolerance of the gradients its VJP produces (the chain of ops it emits)
+  TestDomain test;                // pointwise ops: the harness's generated cases
+};
+
+// The entry for an op. The table is indexed by OpKind: the named ops first, in enum order, then the others in
+// the order their family files define them; op_info(k).kind == k for every k.
 const OpInfo& op_info(OpKind op);
 std::span<const OpInfo> op_table();
+int op_count();
+OpCategory op_category(OpKind op);
+
+// The tolerance for a result of dtype `dtype` (0 for integer and bool results: they must match exactly).
+double op_tolerance(OpKind op, bool backward, DType dtype);
+
+// The op families (ir/graph/ops/*.cpp), each returning its entries; op_table() gathers them.
+namespace ops {
+std::vector<OpInfo> leaves();
+std::vector<OpInfo> binary();
+std::vector<OpInfo> unary();
+std::vector<OpInfo> select_cast();
+std::vector<OpInfo> reductions();
+std::vector<OpInfo> layout();
+std::vector<OpInfo> heavy();
+std::vector<OpInfo> backward_only();
+}  // namespace ops
 
 // The shape rules and VJP rules the table points at (shape_rules.cpp, vjp_rules.cpp).
 namespace shape_rules {
-TensorType binary(const ShapeContext&);       // add sub mul div pow maximum minimum
+TensorType binary(const ShapeContext&);       // numeric (not bool), same dtypes, broadcast: add sub mul ...
+TensorType binary_float(const ShapeContext&); // float, same dtypes, broadcast: div pow
 TensorType compare(const ShapeContext&);
-TensorType unary_float(const ShapeContext&);  // neg exp log ...
+TensorType unary_float(const ShapeContext&);  // float in, same type out: exp log ...
+TensorType unary_numeric(const ShapeContext&);  // numeric in, same type out: neg relu abs ...
 TensorType where(const ShapeContext&);
 TensorType cast(const ShapeContext&);
 TensorType reduce(const ShapeContext&);

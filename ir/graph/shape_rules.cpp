@@ -119,8 +119,13 @@ void require_shape(const ShapeContext& c, size_t i, const Shape& expected, const
 
 TensorType binary(const ShapeContext& c) {
   require_same_dtype(c, 0, 1);
-  if (c.op == OpKind::Div || c.op == OpKind::Pow) require_float(c, 0);
-  else require_numeric(c, 0);
+  require_numeric(c, 0);
+  return {c.inputs[0].dtype, broadcast_or_fail(c, c.inputs[0].shape, 0, c.inputs[1].shape, 1)};
+}
+
+TensorType binary_float(const ShapeContext& c) {
+  require_same_dtype(c, 0, 1);
+  require_float(c, 0);
   return {c.inputs[0].dtype, broadcast_or_fail(c, c.inputs[0].shape, 0, c.inputs[1].shape, 1)};
 }
 
@@ -133,8 +138,12 @@ TensorType compare(const ShapeContext& c) {
 }
 
 TensorType unary_float(const ShapeContext& c) {
-  if (c.op == OpKind::Neg || c.op == OpKind::Relu) require_numeric(c, 0);
-  else require_float(c, 0);
+  require_float(c, 0);
+  return c.inputs[0];
+}
+
+TensorType unary_numeric(const ShapeContext& c) {
+  require_numeric(c, 0);
   return c.inputs[0];
 }
 

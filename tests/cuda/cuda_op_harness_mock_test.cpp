@@ -5,7 +5,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
-#include "lowering/op_harness.h"
+#include "op_harness/op_harness.h"
 #include "runtime/backend_registry.h"
 #include "runtime/cuda/cuda_driver.h"
 
@@ -23,17 +23,17 @@ class OpHarnessOnMock : public ::testing::TestWithParam<size_t> {};
 TEST_P(OpHarnessOnMock, MatchesTheFloat64Evaluator) {
   if (!mock_loaded()) GTEST_SKIP() << "not running against the mock CUDA driver; driver: " << driver_status();
   static std::unique_ptr<Device> dev = cuda::open(0);
-  const lowering::OpCase& c = lowering::op_cases().at(GetParam());
-  for (const lowering::OpRow& row : lowering::run_op_case(c, *dev)) {
-    EXPECT_EQ(row.outcome, lowering::Outcome::Pass)
+  const harness::OpCase& c = harness::op_cases().at(GetParam());
+  for (const harness::OpRow& row : harness::run_op_case(c, *dev)) {
+    EXPECT_EQ(row.outcome, harness::Outcome::Pass)
         << row.op << " " << row.label << " " << row.check << ": error " << row.max_error << " > " << row.tolerance
         << " " << row.note;
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllCases, OpHarnessOnMock, ::testing::Range<size_t>(0, lowering::op_cases().size()),
+INSTANTIATE_TEST_SUITE_P(AllCases, OpHarnessOnMock, ::testing::Range<size_t>(0, harness::op_cases().size()),
                          [](const ::testing::TestParamInfo<size_t>& info) {
-                           const auto& c = lowering::op_cases().at(info.param);
+                           const auto& c = harness::op_cases().at(info.param);
                            std::string name = std::to_string(info.param) + "_" + std::string(graph::op_name(c.op));
                            for (char& ch : name)
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';

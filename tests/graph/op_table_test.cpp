@@ -1,4 +1,4 @@
-// The op table: one entry per OpKind, in order, with consistent names, arities and rules.
+// The op table: the named ops at their OpKind, every other op after them, each entry complete for its category.
 #include <set>
 
 #include <gtest/gtest.h>
@@ -9,8 +9,26 @@ namespace spire::graph {
 namespace {
 
 TEST(OpTable, HasOneEntryPerOpKindInOrder) {
-  ASSERT_EQ(op_table().size(), size_t(kNumOps));
-  for (int i = 0; i < kNumOps; ++i) EXPECT_EQ(int(op_info(OpKind(i)).kind), i) << op_table()[size_t(i)].name;
+  ASSERT_GE(op_table().size(), size_t(kNumNamedOps));
+  ASSERT_EQ(op_table().size(), size_t(op_count()));
+  for (int i = 0; i < op_count(); ++i) EXPECT_EQ(int(op_info(OpKind(i)).kind), i) << op_table()[size_t(i)].name;
+  EXPECT_EQ(op_info(OpKind::Conv2d).name, "conv2d");
+  EXPECT_THROW(op_info(OpKind(op_count())), GraphError);
+}
+
+// What each layer reads from an entry is there: pointwise ops have both formulas, every computed op a
+// reference, every tolerance a reason.
+TEST(OpTable, EntriesAreCompleteForTheirCategory) {
+  for (const OpInfo& info : op_table()) {
+    EXPECT_FALSE(info.forward.why.empty()) << info.name;
+    EXPECT_FALSE(info.backward.why.empty()) << info.name;
+    if (info.category == OpCategory::Pointwise) {
+      EXPECT_NE(info.scalar, nullptr) << info.name;
+      EXPECT_NE(info.formula, nullptr) << info.name;
+    } else if (info.category != OpCategory::Leaf) {
+      EXPECT_NE(info.reference, nullptr) << info.name;
+    }
+  }
 }
 
 TEST(OpTable, NamesAreUniqueAndRoundTrip) {

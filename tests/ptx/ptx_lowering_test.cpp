@@ -14,7 +14,7 @@
 #include "backends/ptx/ptx_backend.h"
 #include "frontend/lenet.h"
 #include "ir/kernel/printer.h"
-#include "lowering/op_harness.h"
+#include "op_harness/op_harness.h"
 #include "lowering/plan.h"
 #include "ir/kernel/kernel.h"
 #include "tests/ptx/ptxas_runner.h"
@@ -156,14 +156,14 @@ TEST(PtxLowering, EveryOpHarnessCaseAssembles) {
   PtxChecker checker(*ptxas);
   CompileOnlyDevice dev(checker);
   std::vector<std::string> lowering_errors;
-  for (const lowering::OpCase& c : lowering::op_cases()) {
+  for (const harness::OpCase& c : harness::op_cases()) {
     // Outcomes are meaningless here (nothing runs); a row whose note is not about values is a lowering
     // problem worth seeing, but only the PTX failures are this test's business.
-    for (const auto& row : lowering::run_op_case(c, dev))
-      if (row.check == "all" && row.outcome == lowering::Outcome::Fail)
+    for (const auto& row : harness::run_op_case(c, dev))
+      if (row.check == "all" && row.outcome == harness::Outcome::Fail)
         lowering_errors.push_back(fmt::format("{} {}: {}", row.op, row.label, row.note));
   }
-  std::cout << checker.distinct() << " distinct kernels assembled for sm_90 over " << lowering::op_cases().size()
+  std::cout << checker.distinct() << " distinct kernels assembled for sm_90 over " << harness::op_cases().size()
             << " op cases\n";
   for (const auto& e : lowering_errors) std::cout << "note (not a PTX failure): " << e << "\n";
   EXPECT_TRUE(checker.failures().empty()) << joined(checker.failures());

@@ -1,11 +1,11 @@
-// spire test-ops: the cross-backend op harness (lowering/op_harness.h) as a table: every op of the graph IR,
+// spire test-ops: the cross-backend op harness (op_harness/op_harness.h) as a table: every op of the graph IR,
 // forward and backward, on one device or all of them, against the float64 reference evaluator.
 #include <fmt/format.h>
 
 #include <stdexcept>
 
 #include "ir/graph/graph.h"
-#include "lowering/op_harness.h"
+#include "op_harness/op_harness.h"
 #include "runtime/device.h"
 #include "tools/spire/commands.h"
 
@@ -25,11 +25,11 @@ struct Totals {
 };
 
 void run_on(rt::Device& dev, const TestOpsOptions& o, Totals& t) {
-  for (const auto& c : lowering::op_cases()) {
+  for (const auto& c : harness::op_cases()) {
     if (!o.op.empty() && graph::op_name(c.op) != o.op) continue;
-    for (const auto& r : lowering::run_op_case(c, dev, o.seed)) {
-      (r.outcome == lowering::Outcome::Pass ? t.pass : r.outcome == lowering::Outcome::Fail ? t.fail : t.skip)++;
-      if (!o.failures_only || r.outcome == lowering::Outcome::Fail) fmt::print("{}\n", lowering::format_row(r));
+    for (const auto& r : harness::run_op_case(c, dev, o.seed)) {
+      (r.outcome == harness::Outcome::Pass ? t.pass : r.outcome == harness::Outcome::Fail ? t.fail : t.skip)++;
+      if (!o.failures_only || r.outcome == harness::Outcome::Fail) fmt::print("{}\n", harness::format_row(r));
     }
   }
 }
@@ -47,7 +47,7 @@ void run(const TestOpsOptions& o) {
   }
   std::vector<std::unique_ptr<rt::Device>> devices;
   for (const auto& id : ids) devices.push_back(rt::open_device(id));  // a bad name fails before any output
-  fmt::print("{}\n", lowering::format_row_header());
+  fmt::print("{}\n", harness::format_row_header());
   Totals t;
   for (auto& dev : devices) run_on(*dev, o, t);
   fmt::print("{} passed, {} failed, {} skipped\n", t.pass, t.fail, t.skip);

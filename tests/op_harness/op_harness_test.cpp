@@ -1,6 +1,6 @@
-// The cross-backend op harness (lowering/op_harness.h) as GoogleTests: one test per case and device, every
+// The cross-backend op harness (op_harness/op_harness.h) as GoogleTests: one test per case and device, every
 // op of the graph IR forward and backward against the float64 reference evaluator, with the tolerance
-// table of lowering/op_tolerances.cpp. Validation layer on; any message fails.
+// op table entries (ir/graph/ops/). Validation layer on; any message fails.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,8 +9,8 @@
 #include <fmt/format.h>
 
 #include "lowering/executable.h"
-#include "lowering/op_harness.h"
-#include "lowering/op_tolerances.h"
+#include "op_harness/op_harness.h"
+#include "ir/graph/op_table.h"
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_validation.h"
 #include "tests/lowering/device_list.h"
@@ -27,31 +27,31 @@ struct Param {
 std::vector<Param> params() {
   std::vector<Param> out;
   for (const auto& id : lowering::testing_support::device_ids())
-    for (size_t i = 0; i < lowering::op_cases().size(); ++i) out.push_back({id, i});
+    for (size_t i = 0; i < harness::op_cases().size(); ++i) out.push_back({id, i});
   return out;
 }
 
 void PrintTo(const Param& p, std::ostream* os) {
-  *os << p.device << " case " << p.index << " (" << graph::op_name(lowering::op_cases()[p.index].op) << " "
-      << lowering::op_cases()[p.index].label << ")";
+  *os << p.device << " case " << p.index << " (" << graph::op_name(harness::op_cases()[p.index].op) << " "
+      << harness::op_cases()[p.index].label << ")";
 }
 
 class OpOnDevice : public testing::TestWithParam<Param> {};
 
 TEST_P(OpOnDevice, MatchesTheFloat64Reference) {
-  const auto& c = lowering::op_cases()[GetParam().index];
+  const auto& c = harness::op_cases()[GetParam().index];
   auto dev = rt::open_device(GetParam().device);
   uint64_t before = rt::vulkan::validation_message_count();
-  auto rows = lowering::run_op_case(c, *dev, 1);
+  auto rows = harness::run_op_case(c, *dev, 1);
   ASSERT_FALSE(rows.empty());
   bool skipped = false;
   for (const auto& r : rows) {
-    SCOPED_TRACE(lowering::format_row(r));
-    if (r.outcome == lowering::Outcome::Skip) {
+    SCOPED_TRACE(harness::format_row(r));
+    if (r.outcome == harness::Outcome::Skip) {
       skipped = true;
       continue;
     }
-    EXPECT_EQ(r.outcome, lowering::Outcome::Pass) << r.note;
+    EXPECT_EQ(r.outcome, harness::Outcome::Pass) << r.note;
     EXPECT_LE(r.max_error, r.tolerance);
   }
   EXPECT_EQ(rt::vulkan::validation_message_count(), before) << "the Vulkan validation layer reported messages";
@@ -59,7 +59,7 @@ TEST_P(OpOnDevice, MatchesTheFloat64Reference) {
 }
 
 std::string name(const testing::TestParamInfo<Param>& p) {
-  const auto& c = lowering::op_cases()[p.param.index];
+  const auto& c = harness::op_cases()[p.param.index];
   return fmt::format("{}_{}_{}", lowering::testing_support::test_name(p.param.device), graph::op_name(c.op), p.param.index);
 }
 
@@ -68,8 +68,8 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpOnDevice);
 
 TEST(OpHarness, EveryOpOfTheGraphIrHasACase) {
   std::set<graph::OpKind> covered;
-  for (const auto& c : lowering::op_cases()) covered.insert(c.op);
-  for (int k = 0; k < graph::kNumOps; ++k) {
+  for (const auto& c : harness::op_cases()) covered.insert(c.op);
+  for (int k = 0; k < graph::op_count(); ++k) {
     auto op = graph::OpKind(k);
     // Input leaves are what every case feeds; parameters and states are read the same way (executor tests).
     if (op == graph::OpKind::Input || op == graph::OpKind::Parameter || op == graph::OpKind::State) continue;
@@ -78,10 +78,10 @@ TEST(OpHarness, EveryOpOfTheGraphIrHasACase) {
 }
 
 TEST(OpHarness, EveryToleranceHasAReason) {
-  for (int k = 0; k < graph::kNumOps; ++k)
+  for (const graph::OpInfo& info : graph::op_table())
     for (bool backward : {false, true}) {
-      const auto& t = lowering::op_tolerance(graph::OpKind(k), backward);
-      EXPECT_FALSE(t.why.empty()) << graph::op_name(graph::OpKind(k)) << (backward ? " backward" : " forward");
+      const auto& t = backward ? info.backward : info.forward;
+      EXPECT_FALSE(t.why.empty()) << info.name << (backward ? " backward" : " forward");
       EXPECT_LT(t.f32, 1e-3) << "a tolerance this loose would hide wrong results";
       EXPECT_LE(t.f64, t.f32);
     }
@@ -92,17 +92,17 @@ TEST(OpHarness, EveryToleranceHasAReason) {
 TEST(OpHarness, ErrorMeasureCatchesWrongNanAndUnwrittenElements) {
   using graph::DType;
   auto want = graph::Tensor::from(DType::F32, {4}, {1, -2, 3, 0.5});
-  EXPECT_EQ(lowering::max_norm_error(want, want), 0);
+  EXPECT_EQ(harness::max_norm_error(want, want), 0);
   auto off = want;
   off.data[1] = -2.01;
-  EXPECT_NEAR(lowering::max_norm_error(off, want), 0.01 / 3, 1e-12);
+  EXPECT_NEAR(harness::max_norm_error(off, want), 0.01 / 3, 1e-12);
   auto nan = want;
   nan.data[3] = std::nan("");
-  EXPECT_TRUE(std::isinf(lowering::max_norm_error(nan, want)));
+  EXPECT_TRUE(std::isinf(harness::max_norm_error(nan, want)));
   // Small results are judged absolutely (op_tolerances.h): 1e-9 off on 1e-6 is fine, 1e-3 off is not.
   auto tiny = graph::Tensor::from(DType::F32, {1}, {1e-6});
-  EXPECT_LT(lowering::max_norm_error(graph::Tensor::from(DType::F32, {1}, {1e-6 + 1e-9}), tiny), 1e-8);
-  EXPECT_GT(lowering::max_norm_error(graph::Tensor::from(DType::F32, {1}, {1e-3}), tiny), 1e-4);
+  EXPECT_LT(harness::max_norm_error(graph::Tensor::from(DType::F32, {1}, {1e-6 + 1e-9}), tiny), 1e-8);
+  EXPECT_GT(harness::max_norm_error(graph::Tensor::from(DType::F32, {1}, {1e-3}), tiny), 1e-4);
 
   for (const auto& id : lowering::testing_support::device_ids()) {
     auto dev = rt::open_device(id);
@@ -112,8 +112,8 @@ TEST(OpHarness, ErrorMeasureCatchesWrongNanAndUnwrittenElements) {
     g.output("y", g.exp(x));
     g.output("flags", g.compare(x, g.scalar(0, DType::F32), graph::CompareMode::Lt));
     auto exe = lowering::compile(g, *dev);
-    EXPECT_TRUE(std::isinf(lowering::max_norm_error(exe->get("y"), graph::Tensor(DType::F32, {33}, 1.0))));
-    EXPECT_GT(lowering::max_norm_error(exe->get("flags"), graph::Tensor(DType::Bool, {33}, 0.0)), 1.0)
+    EXPECT_TRUE(std::isinf(harness::max_norm_error(exe->get("y"), graph::Tensor(DType::F32, {33}, 1.0))));
+    EXPECT_GT(harness::max_norm_error(exe->get("flags"), graph::Tensor(DType::Bool, {33}, 0.0)), 1.0)
         << "an unwritten bool must not read as 0 or 1";
   }
 }
@@ -121,14 +121,14 @@ TEST(OpHarness, ErrorMeasureCatchesWrongNanAndUnwrittenElements) {
 TEST(OpHarness, ACaseThatCannotBeBuiltFailsWithTheReason) {
   for (const auto& id : lowering::testing_support::device_ids()) {
     auto dev = rt::open_device(id);
-    lowering::OpCase broken;
+    harness::OpCase broken;
     broken.op = graph::OpKind::Matmul;
     broken.label = "f32[8] (wrong on purpose)";
-    broken.inputs = {{{graph::DType::F32, {8}}, lowering::Draw::Uniform, 1, 2}};
+    broken.inputs = {{{graph::DType::F32, {8}}, harness::Draw::Uniform, 1, 2}};
     broken.build = [](graph::Graph& g, const std::vector<graph::Value>& x) { return g.matmul(x[0], x[0]); };
-    auto rows = lowering::run_op_case(broken, *dev);
+    auto rows = harness::run_op_case(broken, *dev);
     ASSERT_EQ(rows.size(), 1u);
-    EXPECT_EQ(rows[0].outcome, lowering::Outcome::Fail);
+    EXPECT_EQ(rows[0].outcome, harness::Outcome::Fail);
     EXPECT_NE(rows[0].note.find("rank"), std::string::npos) << rows[0].note;
   }
 }

@@ -4,7 +4,7 @@
 // A case builds a tiny graph: inputs -> op -> y, and for a float y also loss = sum(y * w) with w a fixed
 // random tensor; autograd::grad(loss) appends the backward ops. The compiled step's outputs (y and each
 // float input's gradient) are compared with graph::evaluate(..., F64) under the op's tolerance
-// (op_tolerances.h). Inputs are random with fixed seeds; every device buffer starts as NaN (the executor
+// (its op table entry, op_table.h). Inputs are random with fixed seeds; every device buffer starts as NaN (the executor
 // poisons at allocation), so an element no kernel wrote fails.
 //
 // Used by tests/lowering (one GoogleTest per case and device) and by `spire test-ops`.
@@ -19,7 +19,7 @@
 #include "ir/graph/tensor.h"
 #include "runtime/device.h"
 
-namespace spire::lowering {
+namespace spire::harness {
 
 // How an input's random values are drawn.
 enum class Draw : uint8_t {
@@ -53,21 +53,22 @@ struct OpRow {
   std::string label;
   std::string device;
   std::string check;
-  double max_error = 0;   // max-norm relative error (op_tolerances.h); inf for NaN/poison
+  double max_error = 0;   // max-norm relative error (op_table.h's Tolerance); inf for NaN/poison
   double tolerance = 0;
   Outcome outcome = Outcome::Fail;
   std::string note;       // why it failed or was skipped
 };
 
 // Every case: each op of the graph IR over several shapes (1, 7, 33, 257, broadcasting, non-square),
-// f32 throughout and f64 for a selection.
+// f32 throughout and f64 for a selection. Pointwise ops with a test domain in their op table entry get their
+// cases generated (cases_generated.cpp); the others are listed by family (cases_*.cpp).
 const std::vector<OpCase>& op_cases();
 
 // Runs one case on `dev` (inputs drawn with `seed`); one row per compared output, or a single row when
 // the case could not run (its note says why: a lowering error fails, a device without float64 skips).
 std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed = 1);
 
-// The error measure of op_tolerances.h: max |got - want| / max(1, max |want|); infinite for a NaN, infinity or
+// The error measure of op_table.h's Tolerance: max |got - want| / max(1, max |want|); infinite for a NaN, infinity or
 // poison value where the reference has a number. Shapes must match (the caller checks).
 double max_norm_error(const graph::Tensor& got, const graph::Tensor& want);
 
@@ -75,4 +76,4 @@ double max_norm_error(const graph::Tensor& got, const graph::Tensor& want);
 std::string format_row_header();
 std::string format_row(const OpRow& r);
 
-}  // namespace spire::lowering
+}  // namespace spire::harness

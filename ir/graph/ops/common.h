@@ -1,0 +1,59 @@
+// What the op family files (ir/graph/ops/*.cpp) share: the rule namespaces, and the tolerance reasons that
+// several entries give. Internal to ir/graph/ops.
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <span>
+
+#include <fmt/format.h>
+
+#include "ir/graph/eval_ops.h"
+#include "ir/graph/op_table.h"
+
+namespace spire::graph::ops {
+
+namespace S = shape_rules;
+namespace V = vjp_rules;
+using K = AttrKind;
+using kir::Val;
+
+// Tolerance reasons (units: op_table.h's Tolerance). f32's unit roundoff is 6e-8, f64's 1.1e-16. Vulkan's
+// precision rules allow 3 ulp + 2|x| ulp for exp, 3 ulp (or 2^-21 absolute near 1) for log, 2.5 ulp for
+// division, and inherit tanh and pow from exp/log formulas; CUDA's fast paths are similar.
+inline constexpr std::string_view kExactWhy = "one correctly rounded operation (or none): at most half an ulp";
+inline constexpr std::string_view kCopyWhy = "moves values without arithmetic: exact";
+inline constexpr std::string_view kSumBackwardWhy =
+    "gradient is the upstream gradient summed over broadcast dims: a float sum";
+inline constexpr std::string_view kTranscendentalWhy =
+    "exp/log/tanh/pow are a few ulp on GPUs (Vulkan allows 3 + 2|x| ulp for exp on |x| <= 6); composed with "
+    "a division and a multiply";
+inline constexpr std::string_view kReductionWhy =
+    "float sums of up to a few thousand terms; error grows with the number of terms (about sqrt(n) ulp of "
+    "the partial sums for a tree)";
+inline constexpr std::string_view kHeavyWhy =
+    "dot products of up to a few hundred terms in the device's precision, then an epilogue";
+inline constexpr std::string_view kSoftmaxWhy = "exp, a sum over the row and a division (or log): a few ulp of each";
+
+inline constexpr Tolerance kExact{1e-6, 1e-14, kExactWhy};
+inline constexpr Tolerance kCopy{0, 0, kCopyWhy};
+inline constexpr Tolerance kSumBackward{1e-5, 1e-13, kSumBackwardWhy};
+inline constexpr Tolerance kTranscendental{1e-5, 1e-12, kTranscendentalWhy};
+inline constexpr Tolerance kReduction{1e-5, 1e-13, kReductionWhy};
+inline constexpr Tolerance kHeavy{1e-5, 1e-13, kHeavyWhy};
+inline constexpr Tolerance kSoftmax{1e-5, 1e-12, kSoftmaxWhy};
+
+inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+inline double sigmoid_of(double x) { return 1.0 / (1.0 + std::exp(-x)); }
+inline Val sigmoid_of(Val x) { return 1.0 / (1.0 + kir::exp(-x)); }
+
+// A stored bool (u32 0/1) as a register bool, and back.
+inline Val as_bool(Val u) { return u != 0u; }
+inline Val from_bool(kir::KernelBuilder& kb, Val b) { return kir::select(b, kb.u32(1), kb.u32(0)); }
+
+// d gelu(x) / dx of the tanh form, on devices and in double (ops/unary.cpp; used by gelu_grad).
+Val gelu_derivative(Val x);
+double gelu_derivative(double x);
+
+}  // namespace spire::graph::ops
