@@ -27,7 +27,7 @@ std::vector<OpInfo> build_table() {
   std::vector<OpInfo> named(static_cast<size_t>(kNumNamedOps));
   std::vector<bool> placed(static_cast<size_t>(kNumNamedOps), false);
   std::vector<OpInfo> unnamed;
-  for (auto family : {ops::leaves, ops::binary, ops::unary, ops::select_cast, ops::reductions, ops::layout,
+  for (auto family : {ops::leaves, ops::binary, ops::unary, ops::activations, ops::select_cast, ops::reductions, ops::layout,
                       ops::heavy, ops::backward_only}) {
     for (OpInfo& e : family()) {
       check_entry(e);

@@ -157,6 +157,7 @@ namespace ops {
 std::vector<OpInfo> leaves();
 std::vector<OpInfo> binary();
 std::vector<OpInfo> unary();
+std::vector<OpInfo> activations();
 std::vector<OpInfo> select_cast();
 std::vector<OpInfo> reductions();
 std::vector<OpInfo> layout();

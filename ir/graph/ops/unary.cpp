@@ -10,6 +10,15 @@ namespace {
 constexpr double kBeta = 0.7978845608028654;
 constexpr double kKappa = 0.044715;
 
+// The input of the node whose gradient is being formed (copied: appending to the graph moves node storage).
+Value input_of(const VjpContext& c) { return c.g.node(c.out).inputs[0]; }
+
+// A zero gradient of the result's type (ceil, floor, sign: PyTorch's gradient is zero almost everywhere).
+std::vector<Value> zero_grad(VjpContext& c) {
+  const TensorType t = c.g.type(c.out);
+  return {c.g.constant(0.0, t.dtype, t.shape)};
+}
+
 double gelu_ref(double v) { return 0.5 * v * (1.0 + std::tanh(kBeta * (v + kKappa * v * v * v))); }
 
 // On devices through 1 + tanh(u) = 2 sigmoid(2u): the same function, but for very negative x it divides by a
@@ -74,6 +83,45 @@ std::vector<OpInfo> unary() {
        .formula = [](const PointwiseEmit& e) { return e.x[0] * gelu_gate(e.x[0]); },
        .forward = {2e-5, 1e-12, "tanh of a cubic, where the cubic's rounding is amplified by up to 3x"},
        .backward = {2e-5, 1e-12, "the derivative of the tanh form: tanh, its square and a cubic"}, .test = on(-5, 5)},
+
+      // ---- ops without an enumerator: defined by their entry alone (ONNX's Abs Ceil Floor Sign Reciprocal).
+      {.name = "abs", .arity = 1, .category = P, .shape = S::unary_numeric,
+       // PyTorch's sgn(x) * g: zero at x = 0.
+       .vjp = [](VjpContext& c) -> std::vector<Value> {
+         Value x = input_of(c);
+         return {c.g.mul(c.grad_out, c.g.op("sign", {x}))};
+       },
+       .scalar = [](const Node&, std::span<const double> x) { return std::abs(x[0]); },
+       .formula = [](const PointwiseEmit& e) { return kir::abs(e.x[0]); },
+       .forward = kExact, .backward = kExact, .test = {.generate = true, .integers = true}},
+      {.name = "ceil", .arity = 1, .category = P, .shape = S::unary_float, .vjp = zero_grad,
+       .scalar = [](const Node&, std::span<const double> x) { return std::ceil(x[0]); },
+       .formula = [](const PointwiseEmit& e) { return -kir::floor(-e.x[0]); },
+       .forward = kExact, .backward = kCopy, .test = on(-5, 5)},
+      {.name = "floor", .arity = 1, .category = P, .shape = S::unary_float, .vjp = zero_grad,
+       .scalar = [](const Node&, std::span<const double> x) { return std::floor(x[0]); },
+       .formula = [](const PointwiseEmit& e) { return kir::floor(e.x[0]); },
+       .forward = kExact, .backward = kCopy, .test = on(-5, 5)},
+      // -1, 0 or 1 (NaN stays NaN, as in PyTorch and numpy).
+      {.name = "sign", .arity = 1, .category = P, .shape = S::unary_numeric, .vjp = zero_grad,
+       .scalar = [](const Node&, std::span<const double> x) {
+         return std::isnan(x[0]) ? x[0] : double((x[0] > 0) - (x[0] < 0));
+       },
+       .formula = [](const PointwiseEmit& e) {
+         Val x = e.x[0];
+         Val s = kir::select(x > 0, kir::like(x, 1), kir::select(x < 0, kir::like(x, -1), kir::like(x, 0)));
+         return kir::select(x != x, x, s);  // NaN is the only value unequal to itself
+       },
+       .forward = kCopy, .backward = kCopy, .test = {.generate = true, .integers = true}},
+      {.name = "reciprocal", .arity = 1, .category = P, .shape = S::unary_float,
+       .vjp = [](VjpContext& c) -> std::vector<Value> {  // d(1/x) = -g / x^2 = -g y^2
+         return {c.g.neg(c.g.mul(c.grad_out, c.g.mul(c.out, c.out)))};
+       },
+       .scalar = [](const Node&, std::span<const double> x) { return 1.0 / x[0]; },
+       .formula = [](const PointwiseEmit& e) { return 1.0 / e.x[0]; },
+       .forward = {2e-6, 1e-14, "division is 2.5 ulp on Vulkan (not correctly rounded on GPUs)"},
+       .backward = {1e-5, 1e-13, "a division and two products"},
+       .test = {.generate = true, .inputs = {{0.5, 2, true}}}},
   };
 }
 
