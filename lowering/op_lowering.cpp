@@ -37,6 +37,13 @@ std::vector<Lowering> build_table() {
   set(K::LogSoftmax, lower_softmax);
   set(K::CrossEntropy, lower_cross_entropy);
   set(K::CrossEntropyGrad, lower_cross_entropy_grad);
+  // Ops without an enumerator, by name.
+  auto by_name = [&](std::string_view name, Lowering f) { t[size_t(*graph::op_from_name(name))] = f; };
+  by_name("slice", lower_slice);
+  by_name("pad", lower_pad);
+  by_name("concat", lower_concat);
+  by_name("gather", lower_gather);
+  by_name("gather_grad", lower_gather_grad);
   for (const graph::OpInfo& info : graph::op_table())
     if (info.category == graph::OpCategory::Pointwise) t[size_t(info.kind)] = lower_elementwise;
   return t;

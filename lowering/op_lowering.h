@@ -19,6 +19,13 @@ void lower_permute(LoweringContext& ctx, graph::Value v);
 void lower_broadcast_to(LoweringContext& ctx, graph::Value v);
 void lower_reduce(LoweringContext& ctx, graph::Value v);        // sum, mean, max, sum_to
 
+// Indexing ops (lower_indexing.cpp).
+void lower_slice(LoweringContext& ctx, graph::Value v);
+void lower_pad(LoweringContext& ctx, graph::Value v);
+void lower_concat(LoweringContext& ctx, graph::Value v);
+void lower_gather(LoweringContext& ctx, graph::Value v);
+void lower_gather_grad(LoweringContext& ctx, graph::Value v);
+
 // Heavy ops (lower_matmul.cpp, lower_conv2d.cpp, lower_pool2d.cpp, lower_softmax.cpp).
 void lower_matmul(LoweringContext& ctx, graph::Value v);
 void lower_conv2d(LoweringContext& ctx, graph::Value v);

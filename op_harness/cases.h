@@ -43,6 +43,7 @@ void generated_pointwise_cases(CaseList& cl);  // cases_generated.cpp: from the 
 void pointwise_cases(CaseList& cl);            // cases_pointwise.cpp: constants, compare, where, cast
 void reduction_cases(CaseList& cl);            // cases_reduction.cpp
 void layout_cases(CaseList& cl);               // cases_layout.cpp
+void indexing_cases(CaseList& cl);             // cases_indexing.cpp
 void heavy_cases(CaseList& cl);                // cases_heavy.cpp
 
 }  // namespace spire::harness

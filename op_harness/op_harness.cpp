@@ -89,6 +89,7 @@ const std::vector<OpCase>& op_cases() {
     pointwise_cases(cl);
     reduction_cases(cl);
     layout_cases(cl);
+    indexing_cases(cl);
     heavy_cases(cl);
     return cl.take();
   }();

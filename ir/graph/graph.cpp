@@ -78,8 +78,9 @@ Value Graph::append(Node n) {
 Value Graph::add_node(OpKind op, std::vector<Value> inputs, Attrs attrs, std::string name) {
   const OpInfo& info = op_info(op);
   if (is_leaf(op)) throw GraphError(fmt::format("{} is a leaf: use add_leaf", info.name));
-  if (int(inputs.size()) != info.arity)
-    throw GraphError(fmt::format("{} takes {} input(s), got {}", info.name, info.arity, inputs.size()));
+  if (info.arity < 0 ? inputs.empty() : int(inputs.size()) != info.arity)
+    throw GraphError(info.arity < 0 ? fmt::format("{} takes one or more inputs, got none", info.name)
+                                    : fmt::format("{} takes {} input(s), got {}", info.name, info.arity, inputs.size()));
   std::vector<TensorType> types;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].valid() || inputs[i].id >= size())

@@ -129,7 +129,7 @@ struct OpInfo {
   // which get the next free OpKind value when the table is built.
   OpKind kind = kUnnamedOp;
   std::string_view name;          // the text form's name
-  int arity = 0;                  // number of inputs
+  int arity = 0;                  // number of inputs; -1: one or more (concat)
   std::vector<AttrSpec> attrs;    // in printing order
   OpCategory category = OpCategory::Heavy;
   ShapeRule shape = nullptr;      // nullptr for leaves (their type is declared)
@@ -161,6 +161,7 @@ std::vector<OpInfo> activations();
 std::vector<OpInfo> select_cast();
 std::vector<OpInfo> reductions();
 std::vector<OpInfo> layout();
+std::vector<OpInfo> indexing();
 std::vector<OpInfo> heavy();
 std::vector<OpInfo> backward_only();
 }  // namespace ops

@@ -1,0 +1,217 @@
+// Kernels of the indexing ops (ir/graph/ops/indexing.cpp): slice, pad, concat, gather, gather_grad. Each is one
+// invocation per written element with every size a constant; indices are computed in i32 (a slice may step
+// backwards) and every load is clamped into its buffer before a select discards what was out of range.
+#include <fmt/format.h>
+
+#include "lowering/kernel_templates.h"
+#include "lowering/op_lowering.h"
+
+namespace spire::lowering {
+
+using kir::Type;
+using kir::Val;
+
+namespace {
+
+void check_count(const graph::Node& n, int64_t count) {
+  if (count > int64_t(INT32_MAX))
+    throw graph::GraphError(fmt::format("{} '{}': {} elements exceed the 2^31 an indexing kernel addresses",
+                                        graph::op_name(n.op), n.name, count));
+}
+
+// (i / divisor) % modulus, as i32.
+Val coordinate(Val i, int64_t divisor, int64_t modulus) {
+  Val c = divisor == 1 ? i : i / uint32_t(divisor);
+  return kir::cast(c % uint32_t(modulus), Type::I32);
+}
+
+std::string name_of(const graph::Graph& g, const graph::Node& n) {
+  std::string s = fmt::format("{}_{}_{}", graph::op_name(n.op), graph::dtype_name(n.type.dtype), shape_tag(n.type.shape));
+  for (graph::Value in : n.inputs) s += "_" + shape_tag(g.type(in).shape);
+  return s;
+}
+
+}  // namespace
+
+void lower_slice(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const graph::Shape& in = g.type(n.inputs[0]).shape;
+  const auto& starts = n.attrs.get_ints("starts");
+  const auto& steps = n.attrs.get_ints("steps");
+  const int64_t count = n.type.numel();
+  if (count == 0) return;
+  check_count(n, std::max(count, graph::num_elements(in)));
+  const std::vector<int64_t> in_strides = row_major_strides(in), out_strides = row_major_strides(n.type.shape);
+  const Type t = device_type(n.type.dtype);
+  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
+  kir::Buf x = kb.buffer("x", t, kir::Access::Read);
+  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(count)), [&] {
+    int64_t base = 0;
+    for (size_t d = 0; d < in.size(); ++d) base += starts[d] * in_strides[d];
+    Val src = kb.i32(int32_t(base));
+    for (size_t d = 0; d < in.size(); ++d)
+      if (n.type.shape[d] > 1)
+        src = src + coordinate(i, out_strides[d], n.type.shape[d]) * int32_t(steps[d] * in_strides[d]);
+    y[i] = x[kir::cast(src, Type::U32)];
+  });
+  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
+}
+
+void lower_pad(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const graph::Shape& in = g.type(n.inputs[0]).shape;
+  const auto& starts = n.attrs.get_ints("starts");
+  const auto& steps = n.attrs.get_ints("steps");
+  const int64_t count = n.type.numel();
+  if (count == 0) return;
+  check_count(n, count);
+  const std::vector<int64_t> in_strides = row_major_strides(in), out_strides = row_major_strides(n.type.shape);
+  const Type t = device_type(n.type.dtype);
+  const bool empty_input = graph::num_elements(in) == 0;
+  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
+  kir::Buf x = kb.buffer("x", t, kir::Access::Read);
+  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(count)), [&] {
+    Val fill = kb.constant(t, n.attrs.get_float("value"));
+    if (empty_input) {
+      y[i] = fill;
+      return;
+    }
+    Val ok = kb.boolean(true);
+    Val src = kb.i32(0);
+    for (size_t d = 0; d < in.size(); ++d) {
+      // This output coordinate relative to where the input starts, walked in the input's direction.
+      const int64_t step = steps[d] < 0 ? -steps[d] : steps[d];
+      Val rel = coordinate(i, out_strides[d], n.type.shape[d]) - int32_t(starts[d]);
+      if (steps[d] < 0) rel = -rel;
+      Val k = step == 1 ? rel : rel / int32_t(step);
+      Val hit = (rel >= 0) & (k < int32_t(in[d]));
+      if (step != 1) hit = hit & (rel % int32_t(step) == 0);
+      ok = ok & hit;
+      src = src + kir::select(hit, k, kb.i32(0)) * int32_t(in_strides[d]);
+    }
+    y[i] = kir::select(ok, x[kir::cast(src, Type::U32)].load(), fill);
+  });
+  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
+}
+
+void lower_concat(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const size_t axis = size_t(n.attrs.get_int("axis"));
+  check_count(n, n.type.numel());
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < n.type.shape.size(); ++d) inner *= n.type.shape[d];
+  const int64_t out_block = n.type.shape[axis] * inner;
+  const Type t = device_type(n.type.dtype);
+  // One launch per input, each copying its block of rows into place: out = outer * out_block + offset + rest.
+  int64_t offset = 0;
+  for (graph::Value part : n.inputs) {
+    const int64_t rows = g.type(part).shape[axis], count = g.type(part).numel(), block = rows * inner;
+    if (count > 0) {
+      kir::KernelBuilder kb(fmt::format("concat_part_{}_{}_at{}_of_{}", graph::dtype_name(n.type.dtype),
+                                        shape_tag(g.type(part).shape), offset, shape_tag(n.type.shape)),
+                            kPointwiseWorkgroup);
+      kir::Buf x = kb.buffer("x", t, kir::Access::Read);
+      kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+      Val i = kb.global_id();
+      kb.if_(i < kb.u32(uint32_t(count)), [&] {
+        Val outer = i / uint32_t(block), rest = i % uint32_t(block);
+        y[outer * uint32_t(out_block) + uint32_t(offset * inner) + rest] = x[i];
+      });
+      ctx.launch(kb.finish(), {ctx.buffer_of(part), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
+    }
+    offset += rows;
+  }
+}
+
+namespace {
+
+struct GatherDims {
+  int64_t outer = 1, rows = 1, count = 1, inner = 1;  // data [outer, rows, inner], indices of `count` elements
+};
+
+GatherDims gather_dims(const graph::Shape& data, int64_t axis, int64_t count) {
+  GatherDims d;
+  for (int64_t k = 0; k < axis; ++k) d.outer *= data[size_t(k)];
+  for (size_t k = size_t(axis) + 1; k < data.size(); ++k) d.inner *= data[k];
+  d.rows = data[size_t(axis)];
+  d.count = count;
+  return d;
+}
+
+// The row an index names: negative indices count from the end; `ok` is false outside the axis.
+Val wrapped_row(Val index, int64_t rows, Val* ok) {
+  Val row = kir::select(index < 0, index + int32_t(rows), index);
+  *ok = (row >= 0) & (row < int32_t(rows));
+  return kir::select(*ok, row, kir::like(row, 0));
+}
+
+}  // namespace
+
+void lower_gather(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const graph::Shape& data = g.type(n.inputs[0]).shape;
+  const int64_t total = n.type.numel();
+  if (total == 0) return;
+  check_count(n, std::max(total, graph::num_elements(data)));
+  const GatherDims d = gather_dims(data, n.attrs.get_int("axis"), g.type(n.inputs[1]).numel());
+  const Type t = device_type(n.type.dtype);
+  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
+  kir::Buf x = kb.buffer("data", t, kir::Access::Read);
+  kir::Buf idx = kb.buffer("indices", Type::I32, kir::Access::Read);
+  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(total)), [&] {
+    Val outer = i / uint32_t(d.count * d.inner);
+    Val k = (i / uint32_t(d.inner)) % uint32_t(d.count);
+    Val rest = i % uint32_t(d.inner);
+    Val ok;
+    Val row = kir::cast(wrapped_row(idx[k].load(), d.rows, &ok), Type::U32);
+    Val value = x[(outer * uint32_t(d.rows) + row) * uint32_t(d.inner) + rest].load();
+    y[i] = kir::select(ok, value, kb.constant(t, 0));  // an index outside the axis reads 0 (the reference refuses it)
+  });
+  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(n.inputs[1]), ctx.buffer_of(v)}, {},
+             groups_for(total, kPointwiseWorkgroup));
+}
+
+// Each data element sums, in index order, the gradients of every position whose index names its row: a loop
+// over the indices instead of atomics, so the sum is deterministic.
+void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const int64_t total = n.type.numel();
+  if (total == 0) return;
+  check_count(n, std::max(total, g.type(n.inputs[0]).numel()));
+  const GatherDims d = gather_dims(n.type.shape, n.attrs.get_int("axis"), g.type(n.inputs[1]).numel());
+  const Type t = device_type(n.type.dtype);
+  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
+  kir::Buf grad = kb.buffer("grad", t, kir::Access::Read);
+  kir::Buf idx = kb.buffer("indices", Type::I32, kir::Access::Read);
+  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(total)), [&] {
+    Val outer = i / uint32_t(d.rows * d.inner);
+    Val row = kir::cast((i / uint32_t(d.inner)) % uint32_t(d.rows), Type::I32);
+    Val rest = i % uint32_t(d.inner);
+    kir::Var acc = kb.var("acc", kb.constant(t, 0));
+    kb.for_(kb.u32(0), kb.u32(uint32_t(d.count)), [&](Val k) {
+      Val ok;
+      Val named = wrapped_row(idx[k].load(), d.rows, &ok);
+      kb.if_(ok & (named == row), [&] {
+        acc += grad[(outer * uint32_t(d.count) + k) * uint32_t(d.inner) + rest].load();
+      });
+    });
+    y[i] = acc.get();
+  });
+  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(n.inputs[1]), ctx.buffer_of(v)}, {},
+             groups_for(total, kPointwiseWorkgroup));
+}
+
+}  // namespace spire::lowering
