@@ -33,71 +33,72 @@ std::string name_of(const graph::Graph& g, const graph::Node& n) {
 
 }  // namespace
 
-void lower_slice(LoweringContext& ctx, graph::Value v) {
+namespace {
+
+// What slice and pad share: one input x, and an embedding (starts, steps) of the smaller tensor in the larger.
+struct Embedding {
+  const graph::Node& node;
+  graph::Shape in;
+  std::vector<int64_t> starts, steps, in_strides, out_strides;
+};
+
+// One invocation per result element of a one-input op: body(kb, i, x, y, embedding) writes y[i].
+template <class Body>
+void per_result_element(LoweringContext& ctx, graph::Value v, Body&& body) {
   const graph::Graph& g = ctx.graph();
   const graph::Node& n = g.node(v);
-  const graph::Shape& in = g.type(n.inputs[0]).shape;
-  const auto& starts = n.attrs.get_ints("starts");
-  const auto& steps = n.attrs.get_ints("steps");
+  Embedding e{n, g.type(n.inputs[0]).shape, n.attrs.get_ints("starts"), n.attrs.get_ints("steps"), {}, {}};
+  e.in_strides = row_major_strides(e.in);
+  e.out_strides = row_major_strides(n.type.shape);
   const int64_t count = n.type.numel();
   if (count == 0) return;
-  check_count(n, std::max(count, graph::num_elements(in)));
-  const std::vector<int64_t> in_strides = row_major_strides(in), out_strides = row_major_strides(n.type.shape);
+  check_count(n, std::max(count, graph::num_elements(e.in)));
   const Type t = device_type(n.type.dtype);
   kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
   kir::Buf x = kb.buffer("x", t, kir::Access::Read);
   kir::Buf y = kb.buffer("y", t, kir::Access::Write);
   Val i = kb.global_id();
-  kb.if_(i < kb.u32(uint32_t(count)), [&] {
-    int64_t base = 0;
-    for (size_t d = 0; d < in.size(); ++d) base += starts[d] * in_strides[d];
-    Val src = kb.i32(int32_t(base));
-    for (size_t d = 0; d < in.size(); ++d)
-      if (n.type.shape[d] > 1)
-        src = src + coordinate(i, out_strides[d], n.type.shape[d]) * int32_t(steps[d] * in_strides[d]);
-    y[i] = x[kir::cast(src, Type::U32)];
-  });
+  kb.if_(i < kb.u32(uint32_t(count)), [&] { body(kb, i, x, y, e); });
   ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
 }
 
+}  // namespace
+
+void lower_slice(LoweringContext& ctx, graph::Value v) {
+  per_result_element(ctx, v, [](kir::KernelBuilder& kb, Val i, kir::Buf x, kir::Buf y, const Embedding& e) {
+    const graph::Shape& out = e.node.type.shape;
+    int64_t base = 0;
+    for (size_t d = 0; d < e.in.size(); ++d) base += e.starts[d] * e.in_strides[d];
+    Val src = kb.i32(int32_t(base));
+    for (size_t d = 0; d < e.in.size(); ++d)
+      if (out[d] > 1) src = src + coordinate(i, e.out_strides[d], out[d]) * int32_t(e.steps[d] * e.in_strides[d]);
+    y[i] = x[kir::cast(src, Type::U32)];
+  });
+}
+
 void lower_pad(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
-  const graph::Node& n = g.node(v);
-  const graph::Shape& in = g.type(n.inputs[0]).shape;
-  const auto& starts = n.attrs.get_ints("starts");
-  const auto& steps = n.attrs.get_ints("steps");
-  const int64_t count = n.type.numel();
-  if (count == 0) return;
-  check_count(n, count);
-  const std::vector<int64_t> in_strides = row_major_strides(in), out_strides = row_major_strides(n.type.shape);
-  const Type t = device_type(n.type.dtype);
-  const bool empty_input = graph::num_elements(in) == 0;
-  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
-  kir::Buf x = kb.buffer("x", t, kir::Access::Read);
-  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
-  Val i = kb.global_id();
-  kb.if_(i < kb.u32(uint32_t(count)), [&] {
-    Val fill = kb.constant(t, n.attrs.get_float("value"));
-    if (empty_input) {
+  per_result_element(ctx, v, [](kir::KernelBuilder& kb, Val i, kir::Buf x, kir::Buf y, const Embedding& e) {
+    const graph::Shape& out = e.node.type.shape;
+    Val fill = kb.constant(device_type(e.node.type.dtype), e.node.attrs.get_float("value"));
+    if (graph::num_elements(e.in) == 0) {
       y[i] = fill;
       return;
     }
     Val ok = kb.boolean(true);
     Val src = kb.i32(0);
-    for (size_t d = 0; d < in.size(); ++d) {
+    for (size_t d = 0; d < e.in.size(); ++d) {
       // This output coordinate relative to where the input starts, walked in the input's direction.
-      const int64_t step = steps[d] < 0 ? -steps[d] : steps[d];
-      Val rel = coordinate(i, out_strides[d], n.type.shape[d]) - int32_t(starts[d]);
-      if (steps[d] < 0) rel = -rel;
+      const int64_t step = e.steps[d] < 0 ? -e.steps[d] : e.steps[d];
+      Val rel = coordinate(i, e.out_strides[d], out[d]) - int32_t(e.starts[d]);
+      if (e.steps[d] < 0) rel = -rel;
       Val k = step == 1 ? rel : rel / int32_t(step);
-      Val hit = (rel >= 0) & (k < int32_t(in[d]));
+      Val hit = (rel >= 0) & (k < int32_t(e.in[d]));
       if (step != 1) hit = hit & (rel % int32_t(step) == 0);
       ok = ok & hit;
-      src = src + kir::select(hit, k, kb.i32(0)) * int32_t(in_strides[d]);
+      src = src + kir::select(hit, k, kb.i32(0)) * int32_t(e.in_strides[d]);
     }
     y[i] = kir::select(ok, x[kir::cast(src, Type::U32)].load(), fill);
   });
-  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
 }
 
 void lower_concat(LoweringContext& ctx, graph::Value v) {
