@@ -15,10 +15,15 @@ while [ $# -gt 0 ]; do
     *) cmake_args+=("$1"); shift ;;
   esac
 done
+launcher=()
 if command -v ccache >/dev/null 2>&1; then
-  cmake_args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+elif grep -qs '^CMAKE_CXX_COMPILER_LAUNCHER.*=ccache$' "$root/build/CMakeCache.txt"; then
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER= -DCMAKE_CXX_COMPILER_LAUNCHER=)  # ccache was removed since
 fi
-cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${cmake_args[@]+"${cmake_args[@]}"} >/dev/null
+# The caller's own arguments come last, so a launcher given there wins.
+cmake -S "$root" -B "$root/build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo ${launcher[@]+"${launcher[@]}"} \
+  ${cmake_args[@]+"${cmake_args[@]}"} >/dev/null
 if [ ${#targets[@]} -gt 0 ]; then
   cmake --build "$root/build" -j "$(nproc)" --target "${targets[@]}"
 else
