@@ -55,12 +55,16 @@ def main(argv):
     print(f"\n{total} tests: {len(passed)} passed, {len(skipped)} skipped (not counted as passed), "
           f"{len(failed)} failed")
     if skipped:
-        print(f"\nSkipped tests and their reasons ({len(skipped)}):")
+        # Grouped by reason, in order of first appearance: a missing GPU skips dozens of tests with one reason.
+        by_reason = {}
         for name, reason in skipped:
-            first, *rest = reason.splitlines()
-            print(f"  SKIPPED {name}: {first}")
-            for line in rest:
-                print(f"          {line}")
+            by_reason.setdefault(reason, []).append(name)
+        print(f"\nSkipped tests and their reasons ({len(skipped)}):")
+        for reason, names in by_reason.items():
+            for name in names:
+                print(f"  SKIPPED {name}")
+            for i, line in enumerate(reason.splitlines()):
+                print(f"    {'because: ' if i == 0 else ' ' * 9}{line}")
     if failed:
         print(f"\nFailed tests ({len(failed)}): " + ", ".join(failed))
     return 0
