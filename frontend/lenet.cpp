@@ -11,8 +11,9 @@ namespace spire::nn {
 
 LeNet make_lenet() {
   return LeNet{
-      Sequential(Conv2d(1, 6, 5, {.padding = 2}), ReLU(), MaxPool2d(2), Conv2d(6, 16, 5), ReLU(), MaxPool2d(2)),
-      Sequential(Flatten(), Linear(16 * 5 * 5, 120), ReLU(), Linear(120, 84), ReLU(), Linear(84, 10)),
+      Sequential(Conv2d(1, 6, 5, {.padding = 2}), ReLU(), MaxPool2d(2), Conv2d(6, 16, 5, {.padding = 2}), ReLU(),
+                 MaxPool2d(2)),
+      Sequential(Flatten(), Linear(16 * 7 * 7, 120), ReLU(), Linear(120, 84), ReLU(), Linear(84, 10)),
   };
 }
 
@@ -54,6 +55,32 @@ graph::Graph build_lenet_graph(const LeNetGraphOptions& options) {
 
 NamedTensors lenet_initial_parameters(uint64_t seed, graph::DType dtype) {
   return init_parameters(make_lenet().parameters(), dtype, seed);
+}
+
+NamedTensors lenet_parameters_from(const std::map<std::string, graph::Tensor>& loaded, const std::string& source,
+                                   graph::DType dtype) {
+  NamedTensors out;
+  for (const ParameterSpec& p : make_lenet().parameters()) {
+    auto it = loaded.find(p.name);
+    if (it == loaded.end()) throw std::runtime_error(fmt::format("{}: no tensor '{}' (LeNet needs it)", source, p.name));
+    graph::Tensor t = it->second;
+    if (t.shape != p.shape) {
+      // The one mismatch users meet in practice: weights trained before conv2 got its padding.
+      const bool old_lenet = p.name == "fc.1.weight" && t.shape == graph::Shape{120, 16 * 5 * 5};
+      throw std::runtime_error(fmt::format(
+          "{}: parameter '{}' has shape {} but LeNet expects {}{}", source, p.name, graph::shape_to_string(t.shape),
+          graph::shape_to_string(p.shape),
+          old_lenet ? " (these are weights of spire's earlier LeNet, whose unpadded conv2 gave 16*5*5 = 400 features; "
+                      "the seed article's pads both convolutions, giving 16*7*7 = 784: train them again)"
+                    : ""));
+    }
+    if (t.dtype != dtype) {  // e.g. f64 checkpoints from PyTorch's double models, rounded to f32
+      t.dtype = dtype;
+      t.round_to_dtype();
+    }
+    out.emplace_back(p.name, std::move(t));
+  }
+  return out;
 }
 
 }  // namespace spire::nn

@@ -1,12 +1,17 @@
 // LeNet-5 as the seed article defines it, in one place: its modules, its parameters, its initial values,
 // and the training-step graph built from them.
 //
-//   convnet = Sequential(Conv2d(1, 6, 5, padding=2), ReLU(), MaxPool2d(2), Conv2d(6, 16, 5), ReLU(), MaxPool2d(2))
-//   fc      = Sequential(Flatten(), Linear(16*5*5, 120), ReLU(), Linear(120, 84), ReLU(), Linear(84, 10))
+//   convnet = Sequential(Conv2d(1, 6, 5, padding=2), ReLU(), MaxPool2d(2), Conv2d(6, 16, 5, padding=2), ReLU(),
+//                        MaxPool2d(2))
+//   fc      = Sequential(Flatten(), Linear(16*7*7, 120), ReLU(), Linear(120, 84), ReLU(), Linear(84, 10))
 //   logits  = fc(convnet(x)),  x [N, 1, 28, 28]
+// Both convolutions pad by 2, so each keeps its input's size: 28x28 -> pool 14x14 -> 14x14 -> pool 7x7, and
+// the classifier reads 16*7*7 = 784 features (fc.1.weight [120, 784]). An earlier spire LeNet left conv2
+// unpadded (16*5*5 = 400 features); its weight files no longer load.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,7 +26,8 @@ struct LeNet {
 
   // Appends the forward pass under parameter names "convnet.*" and "fc.*"; returns logits [N, 10].
   graph::Value forward(const Scope& s, graph::Value x) const;
-  // convnet.0.weight [6,1,5,5], convnet.0.bias [6], convnet.3.*, fc.1.*, fc.3.*, fc.5.* (state_dict order).
+  // convnet.0.weight [6,1,5,5], convnet.0.bias [6], convnet.3.*, fc.1.weight [120,784], fc.1.bias, fc.3.*, fc.5.*
+  // (state_dict order).
   std::vector<ParameterSpec> parameters() const;
   std::string repr() const;  // PyTorch's print(model)
 };
@@ -44,5 +50,12 @@ graph::Graph build_lenet_graph(const LeNetGraphOptions& options);
 
 // PyTorch-default initial parameters (see nn/init.h) under PyTorch's names, in state_dict order.
 NamedTensors lenet_initial_parameters(uint64_t seed, graph::DType dtype = graph::DType::F32);
+
+// Parameters read from a weights file (`source` names it in messages), checked against LeNet's names and
+// shapes and converted to `dtype`, in state_dict order; tensors LeNet does not use are ignored. A missing
+// tensor or a wrong shape is refused naming the parameter and both shapes, because a file of another
+// architecture (the earlier 400-feature LeNet's fc.1.weight [120, 400]) would otherwise fail far from here.
+NamedTensors lenet_parameters_from(const std::map<std::string, graph::Tensor>& loaded, const std::string& source,
+                                   graph::DType dtype = graph::DType::F32);
 
 }  // namespace spire::nn

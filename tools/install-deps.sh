@@ -7,6 +7,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev vulkan-validationlayers vulkan-tools mesa-vulkan-drivers
   spirv-headers spirv-tools glslang-dev glslc
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
+  python3
   dataset-fashion-mnist
 )
 

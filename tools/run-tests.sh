@@ -1,12 +1,20 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, and runs the whole suite under ctest on every device
-# present (lavapipe when there is no GPU), with the Khronos validation layer on for Vulkan tests.
+# The test command: installs what is missing, builds everything, and runs the whole suite under ctest on every
+# device present (lavapipe when there is no GPU), with the Khronos validation layer on for Vulkan tests; then
+# prints the real pass/skip/fail counts and every skipped test with its reason.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/tools/install-deps.sh"
 "$root/tools/build.sh"
 cd "$root/build"
-ctest --output-on-failure -j "$(nproc)" --timeout 900
+# ctest's "100% tests passed" counts skipped tests as passed and never says why they skipped: its JUnit file
+# has each test's output, from which tools/ctest-summary.py prints the real counts and every skip's reason.
+junit="$root/build/ctest-junit.xml"
+rm -f "$junit"
+status=0
+ctest --output-on-failure -j "$(nproc)" --timeout 900 --output-junit "$junit" || status=$?
+python3 "$root/tools/ctest-summary.py" "$junit" || true
+[ "$status" -eq 0 ] || exit "$status"
 # The parsers that read untrusted files (safetensors, IDX) and the graph text parser run again under
 # AddressSanitizer + UBSan (any report fails: -fno-sanitize-recover), in a separate Debug build.
 if [ "${SPIRE_SKIP_ASAN:-0}" != "1" ]; then

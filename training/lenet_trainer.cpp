@@ -31,24 +31,8 @@ graph::Graph lenet_forward_graph(int64_t batch) {
 // Parameters by PyTorch name: loaded from a checkpoint (checked against LeNet's names and shapes) or
 // freshly initialised as PyTorch would.
 nn::NamedTensors initial_parameters(const std::string& load, uint64_t seed) {
-  nn::NamedTensors fresh = nn::lenet_initial_parameters(seed, graph::DType::F32);
-  if (load.empty()) return fresh;
-  auto loaded = io::load_tensors(load);
-  nn::NamedTensors out;
-  for (const auto& [name, init] : fresh) {
-    auto it = loaded.find(name);
-    if (it == loaded.end()) throw std::runtime_error(fmt::format("{}: no tensor '{}' (LeNet needs it)", load, name));
-    graph::Tensor t = it->second;
-    if (t.shape != init.shape)
-      throw std::runtime_error(fmt::format("{}: tensor '{}' has shape {}, LeNet needs {}", load, name,
-                                           graph::shape_to_string(t.shape), graph::shape_to_string(init.shape)));
-    if (t.dtype != graph::DType::F32) {  // f64 checkpoints (from PyTorch's double models) load rounded
-      t.dtype = graph::DType::F32;
-      t.round_to_dtype();
-    }
-    out.emplace_back(name, std::move(t));
-  }
-  return out;
+  if (load.empty()) return nn::lenet_initial_parameters(seed, graph::DType::F32);
+  return nn::lenet_parameters_from(io::load_tensors(load), load, graph::DType::F32);
 }
 
 int32_t argmax10(const float* logits) {
@@ -87,6 +71,8 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   if (opt.epochs <= 0) throw std::invalid_argument("--epochs must be positive");
   if (!(opt.lr > 0)) throw std::invalid_argument("--lr must be positive");
   if (!(opt.pixel_std > 0)) throw std::invalid_argument("--normalize: the standard deviation must be positive");
+  // The weights first: a file of the wrong architecture is refused before the data loads and the step compiles.
+  const nn::NamedTensors params = initial_parameters(opt.load, opt.seed);
   io::FashionMnist train = io::load_fashion_mnist(opt.data_dir, io::Split::Train);
   io::FashionMnist test = io::load_fashion_mnist(opt.data_dir, io::Split::Test);
   check_eval_batch(opt.eval_batch, test);
@@ -106,7 +92,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());
 
-  for (const auto& [name, t] : initial_parameters(opt.load, opt.seed)) step->set(name, t);
+  for (const auto& [name, t] : params) step->set(name, t);
 
   std::vector<EpochReport> reports;
   std::vector<float> x;
@@ -151,9 +137,9 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
 
 double eval_lenet(const EvalOptions& opt, std::FILE* log) {
   if (opt.load.empty()) throw std::invalid_argument("--load W.safetensors is required");
+  auto params = initial_parameters(opt.load, 0);
   io::FashionMnist test = io::load_fashion_mnist(opt.data_dir, io::Split::Test);
   check_eval_batch(opt.eval_batch, test);
-  auto params = initial_parameters(opt.load, 0);
   auto device = rt::open_device(opt.device);
   auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
   for (const auto& [name, t] : params) forward->set(name, t);

@@ -1,4 +1,5 @@
-// `spire graph print|eval|grad` and `spire lenet export|init`, run as a user runs them.
+// `spire graph print|eval|grad` and `spire lenet export|init`, run as a user runs them, with their exit codes
+// (0 success, 1 a failed run, 2 an argument error).
 #include <gtest/gtest.h>
 
 #include <sys/wait.h>
@@ -207,6 +208,45 @@ TEST_F(CliGraph, PrintReportsFileLineAndColumn) {
   const auto missing = spire("graph print " + path("missing.graph"));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.out.find("missing.graph: cannot open"), std::string::npos) << missing.out;
+}
+
+// Argument errors exit 2 (not CLI11's internal codes such as 106) and name the offending option, so a script
+// can tell a usage mistake (2) from a failed run (1).
+TEST_F(CliGraph, ArgumentErrorsExitWith2AndNameTheOption) {
+  write("g.graph", "x = input() : f32[3]\noutput x = x\n");
+  auto r = spire("graph eval " + path("g.graph"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--inputs"), std::string::npos) << r.out;
+  r = spire("graph eval " + path("g.graph") + " --inputs " + path("in.safetensors"));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--outputs"), std::string::npos) << r.out;
+  r = spire("graph grad " + path("g.graph") + " --loss x -o -");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--wrt"), std::string::npos) << r.out;
+  r = spire("graph print " + path("g.graph") + " --no-such-option");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--no-such-option"), std::string::npos) << r.out;
+  r = spire("lenet export --batch 0 -o -");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--batch"), std::string::npos) << r.out;
+  r = spire("train lenet --epochs 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--epochs"), std::string::npos) << r.out;
+  EXPECT_EQ(spire("").exit_code, 2);  // no subcommand
+  EXPECT_EQ(spire("--help").exit_code, 0);
+}
+
+// Weights of another architecture (here the earlier 400-feature LeNet) are refused before any data or device
+// is touched, naming the parameter and both shapes.
+TEST_F(CliGraph, EvalLenetRefusesWeightsOfTheOldArchitecture) {
+  io::NamedTensors old;
+  for (auto& [name, t] : nn::lenet_initial_parameters(1))
+    old.emplace_back(name, name == "fc.1.weight" ? Tensor(DType::F32, {120, 400}, 0.0) : t);
+  io::save_tensors(path("old.safetensors"), old);
+  const auto r = spire("eval lenet --load " + path("old.safetensors") + " --data " + path("no_data_here"));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("parameter 'fc.1.weight' has shape [120,400] but LeNet expects [120,784]"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(CliGraph, HelpTextDescribesTheCommands) {

@@ -1,4 +1,4 @@
-// LeNet-5 (as in the project's examples: conv 6@5x5 pad 2, pool, conv 16@5x5, pool, 400-120-84-10) with its
+// LeNet-5 (the seed article's: conv 6@5x5 pad 2, pool, conv 16@5x5 pad 2, pool, 784-120-84-10) with its
 // backward pass written out with the backward ops, so the evaluator tests can run a whole training step's
 // arithmetic without depending on autograd.
 #pragma once
@@ -28,10 +28,10 @@ inline LeNet build_lenet(int64_t batch, DType dtype) {
   Value labels = g.input("labels", DType::I64, {batch});
   Value w1 = param("conv1.weight", {6, 1, 5, 5}), b1 = param("conv1.bias", {6});
   Value w2 = param("conv2.weight", {16, 6, 5, 5}), b2 = param("conv2.bias", {16});
-  Value w3 = param("fc1.weight", {120, 400}), b3 = param("fc1.bias", {120});
+  Value w3 = param("fc1.weight", {120, 16 * 7 * 7}), b3 = param("fc1.bias", {120});
   Value w4 = param("fc2.weight", {84, 120}), b4 = param("fc2.bias", {84});
   Value w5 = param("fc3.weight", {10, 84}), b5 = param("fc3.bias", {10});
-  const Conv2dOptions c1{.padding = {2, 2}}, c2{};
+  const Conv2dOptions c1{.padding = {2, 2}}, c2{.padding = {2, 2}};
   const Pool2dOptions pool{};
 
   // Forward.

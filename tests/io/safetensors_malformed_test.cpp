@@ -118,8 +118,8 @@ TEST(SafetensorsMalformed, BadOffsets) {
 
 TEST(SafetensorsMalformed, ByteCountMustMatchShape) {
   expect_format_error(
-      raw_file("{" + entry("fc.1.weight", "F32", "[120,400]", "[0,100]") + "}", std::vector<uint8_t>(100)),
-      {"tensor 'fc.1.weight': data_offsets [0, 100] hold 100 bytes but shape [120, 400] of F32 needs 192000"});
+      raw_file("{" + entry("fc.1.weight", "F32", "[120,784]", "[0,100]") + "}", std::vector<uint8_t>(100)),
+      {"tensor 'fc.1.weight': data_offsets [0, 100] hold 100 bytes but shape [120, 784] of F32 needs 376320"});
   expect_format_error(raw_file("{" + entry("s", "F64", "[]", "[0,4]") + "}", std::vector<uint8_t>(4)),
                       {"shape [] of F64 needs 8"});
 }

@@ -34,9 +34,9 @@ std::vector<ConvCase> conv_cases() {
   using O = graph::Conv2dOptions;
   return {
       {"lenet1", {8, 1, 28, 28}, {6, 1, 5, 5}, O{.padding = {2, 2}}},
-      {"lenet2", {8, 6, 14, 14}, {16, 6, 5, 5}, O{}},
+      {"lenet2", {8, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}},
       // Batch 16: enough rows (>= 1024) for the one-row-per-invocation forms of the forward and input gradient.
-      {"lenet2_batch16", {16, 6, 14, 14}, {16, 6, 5, 5}, O{}},
+      {"lenet2_batch16", {16, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}},
       {"rows_stride2_f64", {16, 8, 12, 13}, {12, 8, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}, graph::DType::F64},
       {"stride2_pad1", {2, 3, 9, 11}, {4, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}},
       {"dilation2", {1, 2, 13, 10}, {3, 2, 3, 3}, O{.padding = {2, 2}, .dilation = {2, 2}}},

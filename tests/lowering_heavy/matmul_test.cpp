@@ -40,7 +40,7 @@ std::vector<MatmulCase> matmul_cases() {
   cases.push_back({{130, 70}, {70, 129}});  // edges in both directions
   cases.push_back({{2, 300, 70}, {70, 270}});  // 64x64 blocks (2 x 5 x 5 of them)
   cases.push_back({{8, 300, 33}, {33, 700}});  // 128x128 blocks (8 x 3 x 6 of them)
-  cases.push_back({{8, 400}, {400, 120}});  // LeNet's first fully connected layer
+  cases.push_back({{8, 784}, {784, 120}});  // LeNet's first fully connected layer (16*7*7 features)
   cases.push_back({{33, 65}, {65, 7}, graph::DType::F64});
   cases.push_back({{2, 16, 33}, {33, 16}, graph::DType::F64});
   cases.push_back({{65, 33}, {33, 66}, graph::DType::F64});

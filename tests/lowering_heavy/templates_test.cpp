@@ -39,7 +39,7 @@ std::vector<TemplateCase> template_cases() {
   for (kir::Type t : {kir::Type::F32, kir::Type::F64}) {
     std::string ts(kir::type_name(t));
     for (auto [a, b] : std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>>{
-             {{1, 1}, {1, 1}}, {{8, 400}, {400, 120}}, {{2, 65, 33}, {33, 129}}, {{130, 70}, {3, 1, 70, 129}},
+             {{1, 1}, {1, 1}}, {{8, 784}, {784, 120}}, {{2, 65, 33}, {33, 129}}, {{130, 70}, {3, 1, 70, 129}},
              {{2, 300, 70}, {70, 270}}, {{8, 300, 33}, {33, 700}}}) {
       auto s = heavy::matmul_shape(a, b);
       out.push_back({fmt::format("matmul_{}_{}x{}x{}_{}", heavy::dims_text(s.batch), s.m, s.k, s.n, ts),
@@ -118,8 +118,8 @@ INSTANTIATE_TEST_SUITE_P(Heavy, Template, testing::ValuesIn(template_cases()),
 TEST(TemplateNames, CarryTheShape) {
   auto s = heavy::conv2d_shape({8, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_EQ(heavy::conv2d_kernel(s, kir::Type::F32).kernel.name, "conv2d_n8_c1_h28_w28_k6_r5x5_s1x1_p2x2_d1x1_g1_f32");
-  auto m = heavy::matmul_shape({8, 400}, {400, 120});
-  EXPECT_EQ(heavy::matmul_kernel(m, kir::Type::F32).kernel.name, "matmul_m8_k400_n120_t16x16x16_r1x1_f32");
+  auto m = heavy::matmul_shape({8, 784}, {784, 120});  // LeNet's fc.1 at batch 8
+  EXPECT_EQ(heavy::matmul_kernel(m, kir::Type::F32).kernel.name, "matmul_m8_k784_n120_t16x16x16_r1x1_f32");
   auto p = heavy::pool2d_shape({8, 6, 28, 28}, {2, 2}, {2, 2}, {0, 0});
   EXPECT_EQ(heavy::max_pool2d_kernel(p, kir::Type::F64).kernel.name, "max_pool2d_n8_c6_h28_w28_k2x2_s2x2_p0x0_f64");
   EXPECT_TRUE(heavy::max_pool2d_kernel(p, kir::Type::F64).kernel.features.has(kir::Feature::Float64));
@@ -130,7 +130,7 @@ TEST(TemplateShapes, TilingGrowsWithTheProduct) {
     auto tl = heavy::choose_matmul_tiling(heavy::matmul_shape(a, b), t);
     return fmt::format("{}x{}x{}/{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
   };
-  EXPECT_EQ(tile({8, 400}, {400, 120}), "16x16x16/1x1");
+  EXPECT_EQ(tile({8, 784}, {784, 120}), "16x16x16/1x1");
   EXPECT_EQ(tile({130, 70}, {70, 129}), "16x16x16/1x1");  // 9 blocks of 64: too few to fill a GPU
   EXPECT_EQ(tile({2, 300, 70}, {70, 270}), "64x64x16/4x4");
   EXPECT_EQ(tile({8, 300, 33}, {33, 700}), "128x128x8/8x8");

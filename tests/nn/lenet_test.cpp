@@ -1,6 +1,6 @@
 // LeNet: parameter names and shapes as PyTorch's state_dict lists them, init bounds, the forward pass
 // through the reference evaluator against a naive CPU LeNet written here, gradients against finite
-// differences of that naive LeNet, and the SGD-with-momentum step.
+// differences of that naive LeNet, the SGD-with-momentum step, and the checks on weights read from a file.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -19,7 +19,7 @@ using Params = std::map<std::string, Tensor>;
 
 const std::vector<std::pair<std::string, graph::Shape>> kExpected = {
     {"convnet.0.weight", {6, 1, 5, 5}}, {"convnet.0.bias", {6}},   {"convnet.3.weight", {16, 6, 5, 5}},
-    {"convnet.3.bias", {16}},           {"fc.1.weight", {120, 400}}, {"fc.1.bias", {120}},
+    {"convnet.3.bias", {16}},           {"fc.1.weight", {120, 784}}, {"fc.1.bias", {120}},
     {"fc.3.weight", {84, 120}},         {"fc.3.bias", {84}},         {"fc.5.weight", {10, 84}},
     {"fc.5.bias", {10}},
 };
@@ -86,9 +86,9 @@ std::vector<double> naive_logits(const Tensor& x, const Params& p) {
   auto a = conv(x.data, N, 1, 28, 28, p.at("convnet.0.weight"), p.at("convnet.0.bias"), 2, h, w);
   relu(a);
   a = pool2(a, N, 6, h, w);
-  a = conv(a, N, 6, h / 2, w / 2, p.at("convnet.3.weight"), p.at("convnet.3.bias"), 0, h, w);
+  a = conv(a, N, 6, h / 2, w / 2, p.at("convnet.3.weight"), p.at("convnet.3.bias"), 2, h, w);
   relu(a);
-  a = pool2(a, N, 16, h, w);  // [N,16,5,5], flattened row-major = PyTorch's Flatten
+  a = pool2(a, N, 16, h, w);  // [N,16,7,7], flattened row-major = PyTorch's Flatten
   a = linear(a, N, p.at("fc.1.weight"), p.at("fc.1.bias"));
   relu(a);
   a = linear(a, N, p.at("fc.3.weight"), p.at("fc.3.bias"));
@@ -152,8 +152,8 @@ TEST(LeNet, ParameterNamesAndShapesAreTorchsStateDict) {
 }
 
 TEST(LeNet, InitialValuesWithinPyTorchsDefaultBounds) {
-  // fan_in by hand: conv1 1*5*5, conv2 6*5*5, fc1 400, fc2 120, fc3 84; weight and bias share the bound.
-  const std::map<std::string, double> fan_in = {{"convnet.0", 25}, {"convnet.3", 150}, {"fc.1", 400},
+  // fan_in by hand: conv1 1*5*5, conv2 6*5*5, fc1 16*7*7 = 784, fc2 120, fc3 84; weight and bias share the bound.
+  const std::map<std::string, double> fan_in = {{"convnet.0", 25}, {"convnet.3", 150}, {"fc.1", 784},
                                                 {"fc.3", 120},     {"fc.5", 84}};
   for (const auto& [name, t] : lenet_initial_parameters(123, DType::F64)) {
     const double bound = 1.0 / std::sqrt(fan_in.at(name.substr(0, name.rfind('.'))));
@@ -287,6 +287,43 @@ TEST(LeNet, SgdGraphIsOneTrainingStep) {
   EXPECT_LT(losses.back(), losses.front() - 0.1) << "loss went " << losses.front() << " -> " << losses.back();
 }
 
+TEST(LeNet, ParametersFromAFileAreCheckedByNameAndShape) {
+  std::map<std::string, Tensor> file;
+  for (const auto& [name, t] : lenet_initial_parameters(5, DType::F64)) file[name] = t;
+  file["unused"] = Tensor(DType::F32, {1});
+  const NamedTensors ok = lenet_parameters_from(file, "w.safetensors");
+  ASSERT_EQ(ok.size(), kExpected.size());
+  for (size_t i = 0; i < ok.size(); ++i) {
+    EXPECT_EQ(ok[i].first, kExpected[i].first);
+    EXPECT_EQ(ok[i].second.dtype, DType::F32) << "f64 files load rounded to the requested f32";
+  }
+
+  auto message = [](const std::map<std::string, Tensor>& f) -> std::string {
+    try {
+      lenet_parameters_from(f, "w.safetensors");
+    } catch (const std::runtime_error& e) {
+      return e.what();
+    }
+    return "(accepted)";
+  };
+  // The earlier spire LeNet (conv2 unpadded, 400 features) is named as such.
+  auto old = file;
+  old["fc.1.weight"] = Tensor(DType::F32, {120, 400});
+  const std::string m = message(old);
+  EXPECT_NE(m.find("w.safetensors: parameter 'fc.1.weight' has shape [120,400] but LeNet expects [120,784]"),
+            std::string::npos) << m;
+  EXPECT_NE(m.find("400 features"), std::string::npos) << m;
+
+  auto other = file;
+  other["convnet.3.weight"] = Tensor(DType::F32, {16, 6, 3, 3});
+  EXPECT_NE(message(other).find("parameter 'convnet.3.weight' has shape [16,6,3,3] but LeNet expects [16,6,5,5]"),
+            std::string::npos) << message(other);
+
+  auto missing = file;
+  missing.erase("fc.5.bias");
+  EXPECT_NE(message(missing).find("no tensor 'fc.5.bias'"), std::string::npos) << message(missing);
+}
+
 TEST(LeNet, ReprIsTorchsPrintOfTheModel) {
   EXPECT_EQ(make_lenet().repr(),
             "LeNet(\n"
@@ -294,13 +331,13 @@ TEST(LeNet, ReprIsTorchsPrintOfTheModel) {
             "    (0): Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))\n"
             "    (1): ReLU()\n"
             "    (2): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)\n"
-            "    (3): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))\n"
+            "    (3): Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))\n"
             "    (4): ReLU()\n"
             "    (5): MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)\n"
             "  )\n"
             "  (fc): Sequential(\n"
             "    (0): Flatten(start_dim=1, end_dim=-1)\n"
-            "    (1): Linear(in_features=400, out_features=120, bias=True)\n"
+            "    (1): Linear(in_features=784, out_features=120, bias=True)\n"
             "    (2): ReLU()\n"
             "    (3): Linear(in_features=120, out_features=84, bias=True)\n"
             "    (4): ReLU()\n"

@@ -93,7 +93,7 @@ TEST(NnModules, ConvolutionShapesGroupsAndBounds) {
 TEST(NnModules, ReprsMatchPyTorch) {
   EXPECT_EQ(Conv2d(1, 6, 5, {.padding = 2}).repr(), "Conv2d(1, 6, kernel_size=(5, 5), stride=(1, 1), padding=(2, 2))");
   EXPECT_EQ(Conv2d(6, 16, 5).repr(), "Conv2d(6, 16, kernel_size=(5, 5), stride=(1, 1))");
-  EXPECT_EQ(Linear(400, 120).repr(), "Linear(in_features=400, out_features=120, bias=True)");
+  EXPECT_EQ(Linear(784, 120).repr(), "Linear(in_features=784, out_features=120, bias=True)");
   EXPECT_EQ(MaxPool2d(2).repr(), "MaxPool2d(kernel_size=2, stride=2, padding=0, dilation=1, ceil_mode=False)");
   EXPECT_EQ(Flatten().repr(), "Flatten(start_dim=1, end_dim=-1)");
   EXPECT_EQ(Sequential(ReLU(), SiLU()).repr(), "Sequential(\n  (0): ReLU()\n  (1): SiLU()\n)");

@@ -12,8 +12,8 @@ class LeNet(nn.Module):
     def __init__(self):
         super().__init__()
         self.convnet = nn.Sequential(nn.Conv2d(1, 6, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2),
-                                     nn.Conv2d(6, 16, 5), nn.ReLU(), nn.MaxPool2d(2))
-        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(16 * 5 * 5, 120), nn.ReLU(),
+                                     nn.Conv2d(6, 16, 5, padding=2), nn.ReLU(), nn.MaxPool2d(2))
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(16 * 7 * 7, 120), nn.ReLU(),
                                 nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
     def forward(self, x):
         return self.fc(self.convnet(x))

@@ -70,7 +70,7 @@ void register_lenet_commands(CLI::App& app) {
         "PyTorch's state_dict (convnet.0.weight, ..., fc.5.bias), outputs logits, loss (mean cross-entropy) and "
         "grad.<parameter>. With --sgd, also the SGD-with-momentum update (states momentum.<parameter>, written "
         "back as state updates), so the graph is one full training step");
-    cmd->add_option("--batch", o->batch, "Batch size N")->required()->check(CLI::PositiveNumber);
+    cmd->add_option("--batch", o->batch, "Batch size N")->required()->check(positive_number());
     cmd->add_option("--dtype", o->dtype, "Float type of x, the parameters and the arithmetic (default f32)")
         ->check(CLI::IsMember({"f32", "f64"}));
     cmd->add_flag("--sgd", o->sgd, "Append the optimizer step (torch.optim.SGD semantics)");

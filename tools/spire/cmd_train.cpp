@@ -12,13 +12,15 @@ void register_train_commands(CLI::App& app) {
   train->require_subcommand(1);
   auto* lenet = train->add_subcommand("lenet", "Train LeNet on Fashion-MNIST (SGD with momentum; one compiled graph per step)");
   lenet->add_option("--device", t->device, "Device (vulkan:N, cuda:N); default: the best present");
-  lenet->add_option("--epochs", t->epochs, "Epochs (default 5)");
-  lenet->add_option("--batch", t->batch, "Minibatch size (default 64; the last partial batch of an epoch is dropped)");
-  lenet->add_option("--lr", t->lr, "Learning rate (default 0.05)");
+  lenet->add_option("--epochs", t->epochs, "Epochs (default 5)")->check(positive_number());
+  lenet->add_option("--batch", t->batch, "Minibatch size (default 64; the last partial batch of an epoch is dropped)")
+      ->check(positive_number());
+  lenet->add_option("--lr", t->lr, "Learning rate (default 0.05)")->check(positive_number());
   lenet->add_option("--momentum", t->momentum, "SGD momentum (default 0.9)");
   lenet->add_option("--weight-decay", t->weight_decay, "SGD weight decay (default 0)");
   lenet->add_option("--seed", t->seed, "Seed of initialisation and shuffling (default 0)");
-  lenet->add_option("--limit", t->limit, "Train on the first N images only (default: all 60000)");
+  lenet->add_option("--limit", t->limit, "Train on the first N images only (default: all 60000)")
+      ->check(positive_number(true));
   lenet->add_option("--load", t->load, "Start from these parameters (safetensors, PyTorch names)");
   lenet->add_option("--save", t->save, "Write the trained parameters here (safetensors, PyTorch names)");
   lenet->add_option("--data", t->data_dir, "Folder of the Fashion-MNIST IDX files (default: Debian's dataset-fashion-mnist)");

@@ -1,9 +1,26 @@
 // Each group of `spire` subcommands lives in its own file and registers itself on the CLI11 app.
 #pragma once
 
+#include <cstdlib>
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace spire::cli {
+
+// A number above (or, with allow_zero, at least) zero. CLI11's PositiveNumber reports 0 as "not in range
+// 0.000000 to 1797693...": this says the rule in words.
+inline CLI::Validator positive_number(bool allow_zero = false) {
+  return CLI::Validator(
+      [allow_zero](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        const bool ok = end != text.c_str() && *end == '\0' && (allow_zero ? v >= 0 : v > 0);
+        if (ok) return {};
+        return std::string("must be a ") + (allow_zero ? "non-negative" : "positive") + " number, not '" + text + "'";
+      },
+      allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
+}
 
 void register_device_commands(CLI::App& app);  // spire devices            (cmd_devices.cpp)
 void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)

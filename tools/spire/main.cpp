@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // app.exit prints the message (or the help). CLI11's own codes (106 for a missing required option, ...)
+    // mean nothing to a shell script; every argument error is 2, as in most Unix tools, --help stays 0.
+    return app.exit(e) == static_cast<int>(CLI::ExitCodes::Success) ? 0 : 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "spire: error: %s\n", e.what());
     return 1;

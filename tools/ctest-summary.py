@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""Reads the JUnit file ctest writes (ctest --output-junit FILE) and prints what ctest's own summary hides:
+its "100% tests passed" counts skipped tests as passed and never shows why they were skipped. This prints
+the real counts, then every test that did not run with its reason: for GoogleTest, the message given to
+GTEST_SKIP() (the lines between "file:line: Skipped" and "[  SKIPPED ]"); otherwise ctest's own reason.
+    ctest-summary.py JUNIT.xml
+Exit status: 0, whatever the tests did (ctest's status is the one to act on); 2 if the file cannot be read.
+Standard library only."""
+import re
+import sys
+import xml.etree.ElementTree as ET
+
+
+def gtest_skip_reason(output):
+    """The GTEST_SKIP() message in a test's output, '' if it gave none, None if the output has no skip."""
+    lines = output.splitlines()
+    for i, line in enumerate(lines):
+        if re.search(r":\d+: Skipped$", line) or line.strip() == "Skipped":
+            reason = []
+            for following in lines[i + 1:]:
+                if following.startswith("[  SKIPPED ]"):
+                    break
+                reason.append(following)
+            return "\n".join(reason).strip()
+    return None
+
+
+def main(argv):
+    if len(argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    try:
+        suite = ET.parse(argv[1]).getroot()
+    except (OSError, ET.ParseError) as e:
+        print(f"ctest-summary: cannot read {argv[1]}: {e}", file=sys.stderr)
+        return 2
+    passed, failed, skipped = [], [], []
+    for case in suite.iter("testcase"):
+        name = case.get("name", "?")
+        status = case.get("status", "")
+        if status == "notrun" or case.find("skipped") is not None:
+            out = case.findtext("system-out") or ""
+            reason = gtest_skip_reason(out)
+            if reason is None:  # not a GoogleTest skip: disabled, missing executable, output cut short, ...
+                why = case.find("skipped")
+                reason = f"(ctest: {why.get('message') if why is not None else status}; " \
+                         f"run `ctest -R '^{re.escape(name)}$' -V` for its output)"
+            skipped.append((name, reason or "(GTEST_SKIP() gave no message)"))
+        elif status == "fail" or case.find("failure") is not None:
+            failed.append(name)
+        else:
+            passed.append(name)
+
+    total = len(passed) + len(failed) + len(skipped)
+    print(f"\n{total} tests: {len(passed)} passed, {len(skipped)} skipped (not counted as passed), "
+          f"{len(failed)} failed")
+    if skipped:
+        # Grouped by reason, in order of first appearance: a missing GPU skips dozens of tests with one reason.
+        by_reason = {}
+        for name, reason in skipped:
+            by_reason.setdefault(reason, []).append(name)
+        print(f"\nSkipped tests and their reasons ({len(skipped)}):")
+        for reason, names in by_reason.items():
+            for name in names:
+                print(f"  SKIPPED {name}")
+            for i, line in enumerate(reason.splitlines()):
+                print(f"    {'because: ' if i == 0 else ' ' * 9}{line}")
+    if failed:
+        print(f"\nFailed tests ({len(failed)}): " + ", ".join(failed))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
