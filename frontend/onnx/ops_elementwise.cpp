@@ -1,0 +1,205 @@
+// Elementwise arithmetic, comparison, selection and casts: Add Sub Mul Div Pow Max Min Sum Mean Equal
+// Greater Less GreaterOrEqual LessOrEqual Not Where Cast Abs Neg Exp Log Sqrt Reciprocal Ceil Floor Sign.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/node_context.h"
+
+namespace spire::onnx_import {
+namespace {
+
+using graph::CompareMode;
+using graph::DType;
+using graph::Tensor;
+using graph::Value;
+
+void same_dtype(NodeContext& c, int a, int b) {
+  if (c.type(a).dtype != c.type(b).dtype)
+    c.refuse(fmt::format("inputs {} and {} have different types ({} and {})", a, b, graph::dtype_name(c.type(a).dtype),
+                         graph::dtype_name(c.type(b).dtype)));
+}
+
+void need_float(NodeContext& c, int i) {
+  if (!graph::is_float(c.type(i).dtype))
+    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i,
+                         graph::dtype_name(c.type(i).dtype)));
+}
+
+// Binary ops with numpy broadcasting: `emit` builds the graph op, `host` folds constants.
+void binary(OpTable& t, const std::string& op, std::function<Value(NodeContext&, Value, Value)> emit,
+            std::function<double(double, double, DType)> host) {
+  t[op] = {[emit](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             c.set_output(0, emit(c, c.value(0), c.value(1)));
+           },
+           [host](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             const DType dt = c.type(0).dtype;
+             c.set_output(0, host_binary(*c.constant(0), *c.constant(1), dt,
+                                         [&](double a, double b) { return host(a, b, dt); }));
+           }};
+}
+
+void compare(OpTable& t, const std::string& op, CompareMode mode, std::function<bool(double, double)> host) {
+  t[op] = {[mode](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             c.set_output(0, c.g().compare(c.value(0), c.value(1), mode));
+           },
+           [host](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             c.set_output(0, host_binary(*c.constant(0), *c.constant(1), DType::Bool,
+                                         [&](double a, double b) { return host(a, b) ? 1.0 : 0.0; }));
+           }};
+}
+
+// Unary float ops that map to one graph op.
+void unary(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value)) {
+  t[op] = {[f](NodeContext& c) {
+             need_float(c, 0);
+             c.set_output(0, (c.g().*f)(c.value(0)));
+           },
+           {}};
+}
+
+// Variadic Sum/Mean/Max/Min: a chain of binary ops.
+void variadic(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value, Value), bool mean) {
+  t[op] = {[f, mean](NodeContext& c) {
+             Value acc = c.value(0);
+             for (int i = 1; i < c.num_inputs(); ++i) {
+               same_dtype(c, 0, i);
+               acc = (c.g().*f)(acc, c.value(i));
+             }
+             if (mean) {
+               need_float(c, 0);
+               acc = c.g().div(acc, double(c.num_inputs()));
+             }
+             // A single input still yields a fresh value of the broadcast shape (here: itself).
+             c.set_output(0, acc);
+           },
+           {}};
+}
+
+// floor/ceil without a rounding op: truncate through an integer cast (exact for |x| < 2^23, where float
+// still has a fraction; larger floats are whole already and pass through unchanged, as do inf and nan).
+Value round_toward(NodeContext& c, Value x, bool up) {
+  auto& g = c.g();
+  const DType dt = g.type(x).dtype;
+  const Value t = g.cast(g.cast(x, DType::I32), dt);
+  const Value one = g.scalar(1.0, dt), zero = g.scalar(0.0, dt);
+  const Value fix = up ? g.where(g.compare(t, x, CompareMode::Lt), one, zero)
+                       : g.where(g.compare(t, x, CompareMode::Gt), g.neg(one), zero);
+  const Value absx = g.maximum(x, g.neg(x));
+  const Value small = g.compare(absx, g.scalar(8388608.0, dt), CompareMode::Lt);
+  return g.where(small, g.add(t, fix), x);
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpTable& t) {
+  auto& G = t;
+  binary(G, "Add", [](NodeContext& c, Value a, Value b) { return c.g().add(a, b); },
+         [](double a, double b, DType) { return a + b; });
+  binary(G, "Sub", [](NodeContext& c, Value a, Value b) { return c.g().sub(a, b); },
+         [](double a, double b, DType) { return a - b; });
+  binary(G, "Mul", [](NodeContext& c, Value a, Value b) { return c.g().mul(a, b); },
+         [](double a, double b, DType) { return a * b; });
+  binary(G, "Div",
+         [](NodeContext& c, Value a, Value b) {
+           if (!graph::is_float(c.g().type(a).dtype))
+             c.refuse("integer Div computed at run time is not supported (spire's div is float-only)");
+           return c.g().div(a, b);
+         },
+         [](double a, double b, DType dt) {
+           if (graph::is_int(dt)) {
+             if (b == 0) throw std::invalid_argument("integer division by zero");
+             return std::trunc(a / b);
+           }
+           return a / b;
+         });
+  t["Pow"] = {[](NodeContext& c) {
+                need_float(c, 0);
+                Value e = c.value(1);
+                // ONNX lets the exponent have another type; spire's pow takes one dtype.
+                if (c.type(1).dtype != c.type(0).dtype) e = c.g().cast(e, c.type(0).dtype);
+                c.set_output(0, c.g().pow(c.value(0), e));
+              },
+              {}};
+  variadic(G, "Sum", &graph::Graph::add, false);
+  variadic(G, "Mean", &graph::Graph::add, true);
+  variadic(G, "Max", &graph::Graph::maximum, false);
+  variadic(G, "Min", &graph::Graph::minimum, false);
+
+  compare(G, "Equal", CompareMode::Eq, [](double a, double b) { return a == b; });
+  compare(G, "Greater", CompareMode::Gt, [](double a, double b) { return a > b; });
+  compare(G, "Less", CompareMode::Lt, [](double a, double b) { return a < b; });
+  compare(G, "GreaterOrEqual", CompareMode::Ge, [](double a, double b) { return a >= b; });
+  compare(G, "LessOrEqual", CompareMode::Le, [](double a, double b) { return a <= b; });
+  t["Not"] = {[](NodeContext& c) {
+                if (c.type(0).dtype != DType::Bool) c.refuse("Not takes a bool tensor");
+                auto& g = c.g();
+                c.set_output(0, g.compare(c.value(0), g.scalar(0.0, DType::Bool), CompareMode::Eq));
+              },
+              {}};
+
+  t["Where"] = {[](NodeContext& c) {
+                  if (c.type(0).dtype != DType::Bool) c.refuse("the condition must be bool");
+                  same_dtype(c, 1, 2);
+                  c.set_output(0, c.g().where(c.value(0), c.value(1), c.value(2)));
+                },
+                [](NodeContext& c) {
+                  same_dtype(c, 1, 2);
+                  c.set_output(0, host_where(*c.constant(0), *c.constant(1), *c.constant(2)));
+                }};
+  t["Cast"] = {[](NodeContext& c) {
+                 const DType to = dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type");
+                 const Value x = c.value(0);
+                 c.set_output(0, c.type(0).dtype == to ? x : c.g().cast(x, to));
+               },
+               [](NodeContext& c) {
+                 c.set_output(0, host_cast(*c.constant(0), dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type")));
+               }};
+
+  t["Neg"] = {[](NodeContext& c) { c.set_output(0, c.g().neg(c.value(0))); },
+              [](NodeContext& c) {
+                Tensor r = *c.constant(0);
+                for (double& v : r.data) v = -v;
+                c.set_output(0, r.round_to_dtype());
+              }};
+  t["Abs"] = {[](NodeContext& c) {
+                const Value x = c.value(0);
+                c.set_output(0, c.g().maximum(x, c.g().neg(x)));
+              },
+              {}};
+  unary(G, "Exp", &graph::Graph::exp);
+  unary(G, "Log", &graph::Graph::log);
+  unary(G, "Sqrt", &graph::Graph::sqrt);
+  t["Reciprocal"] = {[](NodeContext& c) {
+                       need_float(c, 0);
+                       auto& g = c.g();
+                       c.set_output(0, g.div(g.scalar(1.0, c.type(0).dtype), c.value(0)));
+                     },
+                     {}};
+  t["Floor"] = {[](NodeContext& c) {
+                  need_float(c, 0);
+                  c.set_output(0, round_toward(c, c.value(0), false));
+                },
+                {}};
+  t["Ceil"] = {[](NodeContext& c) {
+                 need_float(c, 0);
+                 c.set_output(0, round_toward(c, c.value(0), true));
+               },
+               {}};
+  t["Sign"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = c.value(0);
+                 const DType dt = c.type(0).dtype;
+                 const Value zero = g.scalar(0.0, dt);
+                 c.set_output(0, g.where(g.compare(x, zero, CompareMode::Gt), g.scalar(1.0, dt),
+                                         g.where(g.compare(x, zero, CompareMode::Lt), g.scalar(-1.0, dt), x)));
+               },
+               {}};
+}
+
+}  // namespace spire::onnx_import
