@@ -45,13 +45,17 @@ class Importer {
   // Graph names: ONNX names may hold '/', ':' or start with a digit; the text form takes letters, digits,
   // '_' and '.', not starting with a digit or '.'.
   std::string unique_name(const std::string& onnx_name) {
-    std::string s;
-    for (char ch : onnx_name) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.') ? ch : '_';
-    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') s = "v_" + s;
+    std::string s = sanitize(onnx_name);
     std::string name = s;
     for (int k = 1; used_.count(name) || model_.graph.find(name); ++k) name = fmt::format("{}_{}", s, k);
     used_.insert(name);
     return name;
+  }
+  static std::string sanitize(const std::string& onnx_name) {
+    std::string s;
+    for (char ch : onnx_name) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.') ? ch : '_';
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') s = "v_" + s;
+    return s;
   }
 
   graph::Value materialize(const std::string& onnx_name) {
@@ -109,7 +113,8 @@ void Importer::load(onnx::ModelProto& m) {
   if (!m.has_graph() || m.ir_version() <= 0)
     throw ImportError(fmt::format("{}: not an ONNX model (no ir_version or no graph)", path_.string()));
   try {
-    onnx::checker::check_model(m);
+    // The path form: it knows the model's folder, where external data files are looked up.
+    onnx::checker::check_model(path_.string());
   } catch (const std::exception& e) {
     throw ImportError(fmt::format("{}: the ONNX checker rejects the model: {}", path_.string(), e.what()));
   }
@@ -126,7 +131,9 @@ void Importer::bind_input_dims(onnx::ModelProto& m) {
     if (it == opt_.input_shapes.end() || !in.type().has_tensor_type()) continue;
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
     if (shape->dim_size() != int(it->second.size())) continue;  // import_inputs reports the rank mismatch
-    for (int d = 0; d < shape->dim_size(); ++d) shape->mutable_dim(d)->set_dim_value(it->second[size_t(d)]);
+    // Fixed dims stay: import_inputs compares them with the given shape and reports a mismatch.
+    for (int d = 0; d < shape->dim_size(); ++d)
+      if (!shape->dim(d).has_dim_value()) shape->mutable_dim(d)->set_dim_value(it->second[size_t(d)]);
   }
 }
 
@@ -252,7 +259,10 @@ void Importer::import_outputs(const onnx::GraphProto& gp) {
         throw ImportError(fmt::format("{}: output '{}' is {} in the model but the import computes {}", path_.string(),
                                       out.name(), graph::dtype_name(want), graph::dtype_name(type.dtype)));
     }
-    std::string name = unique_name(out.name());
+    // Output names are their own namespace in the graph: only other outputs can clash.
+    std::string name = sanitize(out.name());
+    for (int k = 1; names.count(name); ++k) name = fmt::format("{}_{}", sanitize(out.name()), k);
+    names.insert(name);
     model_.graph.output(name, v);
     model_.outputs.push_back({out.name(), name, type.dtype, type.shape});
   }

@@ -96,6 +96,7 @@ g = oh.make_graph([node], "unsupported", [oh.make_tensor_value_info("x", onnx.Te
                   [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [])])
 onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 13)]), os.path.join(OUT, "unsupported.onnx"))
 
+write_safetensors(os.path.join(OUT, "unsupported.in.safetensors"), {"x": np.eye(3, dtype=np.float32)})
 # Inputs with a wrong shape and with a missing tensor.
 write_safetensors(os.path.join(OUT, "cnn.wrongshape.safetensors"), {"x": np.zeros((2, 3, 15, 16), np.float32)})
 write_safetensors(os.path.join(OUT, "cnn.wrongname.safetensors"), {"image": np.zeros((2, 3, 16, 16), np.float32)})
