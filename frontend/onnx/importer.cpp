@@ -189,11 +189,11 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
         throw ImportError(fmt::format("{} is {} in the model but the given value is {}", what, graph::dtype_name(dtype),
                                       graph::dtype_name(k->second.dtype)));
       e.constant = k->second;
-    } else {
-      const std::string name = unique_name(in.name());
-      e.value = model_.graph.input(name, dtype, bound);
-      model_.inputs.push_back({in.name(), name, dtype, bound});
+      e.runtime = true;
     }
+    const std::string name = unique_name(in.name());
+    e.value = model_.graph.input(name, dtype, bound);
+    model_.inputs.push_back({in.name(), name, dtype, bound});
     env_[in.name()] = std::move(e);
   }
 }
@@ -330,7 +330,7 @@ graph::Value NodeContext::value(int i) {
 
 bool NodeContext::all_inputs_constant() const {
   for (int i = 0; i < num_inputs(); ++i)
-    if (has_input(i) && !constant(i)) return false;
+    if (has_input(i) && (!entry(i).constant || entry(i).runtime)) return false;
   return true;
 }
 

@@ -23,6 +23,9 @@ struct Entry {
   graph::TensorType type;
   std::optional<graph::Tensor> constant;
   graph::Value value;  // invalid until materialised
+  // A graph input whose value was given at import: its constant serves where a value must be known at
+  // import (a shape), while the ops that merely compute with it still run on the device.
+  bool runtime = false;
 };
 
 class Importer;  // import_model's state (importer.cpp)

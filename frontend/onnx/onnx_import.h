@@ -31,9 +31,9 @@ struct ImportOptions {
   // Shapes of graph inputs by ONNX name; required for inputs with symbolic or unknown dimensions, checked
   // against the model's fixed dimensions otherwise.
   std::map<std::string, graph::Shape> input_shapes;
-  // Values of inputs known at import (by ONNX name). Such an input becomes a folded constant instead of
-  // a graph input: this is how an integer input that feeds a shape (Reshape's shape, Slice's starts) can
-  // be specialised for one run.
+  // Values of inputs known at import (by ONNX name). Such an input stays a graph input, but where a value
+  // must be known at import (Reshape's shape, Slice's starts, ...) the given value is used: this is how an
+  // integer input that feeds a shape is specialised for one run.
   std::map<std::string, graph::Tensor> known_inputs;
   // Added to the message when an input's shape is needed and not given (e.g. "it is missing from in.st").
   std::string missing_shape_hint;
@@ -51,7 +51,7 @@ struct IoBinding {
 struct ImportedModel {
   graph::Graph graph;
   io::NamedTensors weights;          // one per parameter leaf, by the leaf's name
-  std::vector<IoBinding> inputs;     // graph inputs (not initializers, not known_inputs), in model order
+  std::vector<IoBinding> inputs;     // graph inputs (not initializers), in model order
   std::vector<IoBinding> outputs;    // in model order
   int64_t opset = 0;                 // of the default ("" / ai.onnx) domain
 };

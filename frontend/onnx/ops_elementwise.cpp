@@ -119,11 +119,18 @@ void register_elementwise_ops(OpTable& t) {
            return a / b;
          });
   t["Pow"] = {[](NodeContext& c) {
-                need_float(c, 0);
-                Value e = c.value(1);
-                // ONNX lets the exponent have another type; spire's pow takes one dtype.
-                if (c.type(1).dtype != c.type(0).dtype) e = c.g().cast(e, c.type(0).dtype);
-                c.set_output(0, c.g().pow(c.value(0), e));
+                auto& g = c.g();
+                const DType dt = c.type(0).dtype;
+                if (dt == DType::Bool) c.refuse("Pow of bool");
+                // spire's pow is float-only and takes one dtype; ONNX lets the exponent's type differ and
+                // allows integer bases (computed in float here, then truncated back: exact for the small
+                // integer powers float32 holds exactly).
+                const DType ft = graph::is_float(dt) ? dt : DType::F32;
+                Value b = c.value(0), e = c.value(1);
+                if (dt != ft) b = g.cast(b, ft);
+                if (c.type(1).dtype != ft) e = g.cast(e, ft);
+                Value y = g.pow(b, e);
+                c.set_output(0, dt == ft ? y : g.cast(y, dt));
               },
               {}};
   variadic(G, "Sum", &graph::Graph::add, false);

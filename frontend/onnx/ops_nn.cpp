@@ -132,11 +132,10 @@ void pool(NodeContext& c, bool max) {
         c.refuse("ceil_mode=1 adds a partial window here; spire's pools use floor mode only");
     }
   }
-  if (!max) {
-    const bool padded = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
-    if (padded && c.attr_int("count_include_pad", 0) == 0)
-      c.refuse("count_include_pad=0 with padding is not supported (spire's avg_pool2d counts padding in the divisor)");
-  }
+  // avg_pool2d counts padding in the divisor; ONNX's default (count_include_pad=0) does not. The ratio of
+  // the pooled input to the pooled ones-of-the-same-shape gives the average over real elements only.
+  const bool exclude_pad = !max && c.attr_int("count_include_pad", 0) == 0 &&
+                           std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
   graph::Pool2dOptions o;
   Value x = c.value(0);
   if (rank == 1) {
@@ -150,6 +149,11 @@ void pool(NodeContext& c, bool max) {
     o.padding = pads;
   }
   Value y = max ? g.max_pool2d(x, o) : g.avg_pool2d(x, o);
+  if (exclude_pad) {
+    graph::Shape ones = g.type(x).shape;
+    ones[0] = ones[1] = 1;
+    y = g.div(y, g.avg_pool2d(g.constant(1.0, g.type(x).dtype, ones), o));
+  }
   if (rank == 1) {
     Shape s = g.type(y).shape;
     s.erase(s.begin() + 2);
@@ -190,8 +194,6 @@ void batch_norm(NodeContext& c) {
 
 void layer_norm(NodeContext& c) {
   auto& g = c.g();
-  for (int i = 1; i < c.num_outputs(); ++i)
-    if (c.output_used(i)) c.refuse("the Mean and InvStdDev outputs are not supported");
   if (!graph::is_float(c.type(0).dtype)) c.refuse("spire runs this op on float tensors only");
   const int64_t rank = c.type(0).rank();
   const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank);
@@ -199,9 +201,14 @@ void layer_norm(NodeContext& c) {
   for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
   const DType dt = c.type(0).dtype;
   const Value x = c.value(0);
-  const Value d = g.sub(x, g.mean(x, axes, true));
+  const Value mean = g.mean(x, axes, true);
+  const Value d = g.sub(x, mean);
   const Value var = g.mean(g.mul(d, d), axes, true);
-  Value y = g.div(d, g.sqrt(g.add(var, g.scalar(c.attr_float("epsilon", 1e-5f), dt))));
+  const Value stddev = g.sqrt(g.add(var, g.scalar(c.attr_float("epsilon", 1e-5f), dt)));
+  // The optional outputs keep the reduced dims as 1 (ONNX's Mean and InvStdDev shapes).
+  c.set_output(1, mean);
+  if (c.output_used(2)) c.set_output(2, g.div(g.scalar(1.0, dt), stddev));
+  Value y = g.div(d, stddev);
   y = g.mul(y, c.value(1));
   if (c.has_input(2)) y = g.add(y, c.value(2));
   c.set_output(0, y);

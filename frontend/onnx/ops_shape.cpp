@@ -282,12 +282,13 @@ void register_shape_ops(OpTable& t) {
                     [](NodeContext& c) { c.set_output(0, host_permute(*c.constant(0), perm_of(c))); }};
   t["Identity"] = {pass_through, pass_through};
   t["Dropout"] = {[](NodeContext& c) {
-                    if (c.output_used(1)) c.refuse("the mask output is not supported");
                     if (c.has_input(2)) {
                       const Tensor& training = c.require_constant(2, "training_mode");
                       if (!training.data.empty() && training.data[0] != 0) c.refuse("training_mode=true is not supported");
                     }
                     pass_through(c);
+                    // Inference keeps every element: the mask is all true.
+                    if (c.output_used(1)) c.set_output(1, c.g().constant(1.0, DType::Bool, c.type(0).shape));
                   },
                   {}};
 

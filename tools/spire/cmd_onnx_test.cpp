@@ -67,7 +67,7 @@ std::string run_one(const fs::path& dir, rt::Device* device) {
       given[t.name()] = std::move(tensor);
     }
     const std::string src = set.string();
-    LoadedModel m = load_onnx((dir / "model.onnx").string(), given, src);
+    LoadedModel m = load_onnx((dir / "model.onnx").string(), given, src, /*known_scalars=*/true);
     const auto feeds = input_feeds(m, given, src);
     const auto results = device ? run_on_device(m, feeds, *device) : run_reference(m, feeds);
     const auto outs = sorted_files(set, "output_");

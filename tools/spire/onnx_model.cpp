@@ -14,12 +14,13 @@
 namespace spire::cli {
 
 LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph::Tensor>& given,
-                      const std::string& given_source) {
+                      const std::string& given_source, bool known_scalars) {
   onnx_import::ImportOptions opt;
   opt.missing_shape_hint = fmt::format("it is missing from {}", given_source);
   for (const auto& [name, t] : given) {
     opt.input_shapes[name] = t.shape;
-    if (graph::is_int(t.dtype)) opt.known_inputs[name] = t;
+    if (graph::is_int(t.dtype) || (known_scalars && (t.dtype == graph::DType::Bool || t.rank() == 0)))
+      opt.known_inputs[name] = t;
   }
   onnx_import::ImportedModel im = onnx_import::import_model(path, opt);
   LoadedModel m{std::move(im.graph), {}, std::move(im.inputs), std::move(im.outputs)};
