@@ -70,7 +70,7 @@ mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Lin
 export("mlp", mlp, [torch.randn(5, 16)], ["x"], dynamic_batch=True)
 export("cnn", Cnn(), [torch.randn(2, 3, 16, 16)], ["x"], dynamic_batch=True)
 resnet = torchvision.models.resnet18()
-export("resnet18", resnet, [torch.randn(1, 3, 64, 64)], ["x"])
+export("resnet18", resnet, [torch.randn(1, 3, 224, 224)], ["x"])
 
 # The same MLP with its weights in an external data file (data_location EXTERNAL).
 m = onnx.load(os.path.join(OUT, "mlp.onnx"))
