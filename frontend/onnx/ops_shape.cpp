@@ -284,7 +284,14 @@ void register_shape_ops(OpTable& t) {
   t["Dropout"] = {[](NodeContext& c) {
                     if (c.has_input(2)) {
                       const Tensor& training = c.require_constant(2, "training_mode");
-                      if (!training.data.empty() && training.data[0] != 0) c.refuse("training_mode=true is not supported");
+                      // Training with ratio 0 drops nothing; any other ratio draws random numbers.
+                      double ratio = 0.5;
+                      if (c.has_input(1)) {
+                        const Tensor& r = c.require_constant(1, "ratio");
+                        if (r.data.size() == 1) ratio = r.data[0];
+                      }
+                      if (!training.data.empty() && training.data[0] != 0 && ratio != 0)
+                        c.refuse("training_mode=true with a non-zero ratio (random dropout) is not supported");
                     }
                     pass_through(c);
                     // Inference keeps every element: the mask is all true.

@@ -6,9 +6,11 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdio>
 #include <random>
 
 #include "frontend/onnx/onnx_import.h"
+#include "frontend/onnx/tensor_proto.h"
 #include "tests/onnx/onnx_test_util.h"
 
 namespace spire {
@@ -48,6 +50,47 @@ TEST(OnnxFuzz, MutatedModelsNeverCrash) {
   fs::remove_all(dir);
   EXPECT_EQ(imported + refused, 400);
   EXPECT_GT(refused, 0);
+}
+
+}  // namespace
+}  // namespace spire
+
+namespace spire {
+namespace {
+
+// Every model of ONNX's backend node tests (when libonnx-testdata is installed), imported with its first
+// data set's shapes: a broad corpus of valid and unsupported nodes through every handler, which must
+// import or refuse, never crash (under ASan in tools/run-tests.sh).
+TEST(OnnxCorpus, EveryNodeTestModelImportsOrIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path root = "/usr/share/libonnx-testdata/data/node";
+  if (!fs::is_directory(root)) GTEST_SKIP() << "libonnx-testdata is not installed";
+  int imported = 0, refused = 0;
+  for (const auto& dir : fs::directory_iterator(root)) {
+    onnx_import::ImportOptions opt;
+    const fs::path set = dir.path() / "test_data_set_0";
+    std::error_code ec;
+    for (const auto& f : fs::directory_iterator(set, ec)) {
+      if (f.path().filename().string().rfind("input_", 0) != 0) continue;
+      try {
+        std::ifstream in(f.path(), std::ios::binary);
+        onnx::TensorProto t;
+        if (!t.ParseFromIstream(&in) || t.name().empty()) continue;
+        graph::Tensor v = onnx_import::read_tensor_file(f.path());
+        opt.input_shapes[t.name()] = v.shape;
+        if (graph::is_int(v.dtype) || v.rank() == 0 || v.dtype == graph::DType::Bool) opt.known_inputs[t.name()] = v;
+      } catch (const std::exception&) {
+      }
+    }
+    try {
+      onnx_import::import_model(dir.path() / "model.onnx", opt);
+      ++imported;
+    } catch (const std::exception&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(imported, 300);
+  std::printf("node test models: %d imported, %d refused\n", imported, refused);
 }
 
 }  // namespace
