@@ -38,11 +38,11 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def export(name, model, inputs, input_names, dynamic_batch=False):
+def export(name, model, inputs, input_names, dynamic_batch=False, opset=13):
     model.eval()
     path = os.path.join(OUT, name + ".onnx")
     dyn = {n: {0: "batch"} for n in input_names + ["y"]} if dynamic_batch else None
-    torch.onnx.export(model, tuple(inputs), path, opset_version=13, input_names=input_names, output_names=["y"],
+    torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names, output_names=["y"],
                       dynamic_axes=dyn)
     with torch.no_grad():
         y = model(*inputs)
@@ -64,11 +64,32 @@ class Cnn(torch.nn.Module):
         return self.fc(h.view(h.size(0), -1))
 
 
+class AttentionBlock(torch.nn.Module):
+    """Single-head self-attention and a GELU MLP, each with a LayerNorm: MatMul, Transpose, Div, Softmax,
+    LayerNormalization (opset 17) or its decomposition (ReduceMean, Pow, Sqrt at opset 13), and Erf."""
+
+    def __init__(self, d=16):
+        super().__init__()
+        self.q, self.k, self.v = (torch.nn.Linear(d, d) for _ in range(3))
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 32), torch.nn.GELU(), torch.nn.Linear(32, d))
+        self.scale = d ** -0.5
+
+    def forward(self, x):
+        h = self.ln1(x)
+        a = torch.softmax(self.q(h) @ self.k(h).transpose(-2, -1) * self.scale, dim=-1)
+        x = x + a @ self.v(h)
+        return x + self.mlp(self.ln2(x))
+
+
 torch.manual_seed(0)
 mlp = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 32), torch.nn.Tanh(),
                           torch.nn.Linear(32, 4), torch.nn.Softmax(dim=-1))
 export("mlp", mlp, [torch.randn(5, 16)], ["x"], dynamic_batch=True)
 export("cnn", Cnn(), [torch.randn(2, 3, 16, 16)], ["x"], dynamic_batch=True)
+export("attention13", AttentionBlock(), [torch.randn(2, 8, 16)], ["x"])
+torch.manual_seed(1)
+export("attention17", AttentionBlock(), [torch.randn(2, 8, 16)], ["x"], opset=17)
 resnet = torchvision.models.resnet18()
 export("resnet18", resnet, [torch.randn(1, 3, 224, 224)], ["x"])
 

@@ -82,6 +82,14 @@ TEST_F(OnnxModels, CnnMatchesPyTorchOnReferenceAndDevice) {
   run_and_compare("cnn", "");
 }
 
+// LayerNorm decomposed (opset 13) and as LayerNormalization (opset 17), softmax attention, GELU via Erf.
+TEST_F(OnnxModels, AttentionBlockMatchesPyTorchAtOpsets13And17) {
+  for (const char* name : {"attention13", "attention17"}) {
+    run_and_compare(name, "reference");
+    run_and_compare(name, "");
+  }
+}
+
 TEST_F(OnnxModels, Resnet18MatchesPyTorchOnReferenceAndDevice) {
   run_and_compare("resnet18", "reference");
   run_and_compare("resnet18", "");

@@ -84,8 +84,8 @@ void register_run_commands(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "run",
       "Run an ONNX model (or a graph made by `spire import`) once: each model input is read from --inputs by its "
-      "ONNX name; each output is written to --outputs under its ONNX name in the model's dtype. Integer inputs of "
-      "an .onnx model are folded in as known values (so an input that feeds a shape works)");
+      "ONNX name; each output is written to --outputs under its ONNX name in the model's dtype. The values of an .onnx "
+      "model's integer inputs are also used at import where a shape needs them (the graph is specialised to them)");
   cmd->add_option("model", o->model, "MODEL.onnx or MODEL.graph")->required();
   cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs")->required();
   cmd->add_option("--outputs", o->outputs, "safetensors file to write the outputs to")->required();
