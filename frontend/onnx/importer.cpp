@@ -97,6 +97,10 @@ class Importer {
   std::map<std::string, Entry, std::less<>> env_;
   std::set<std::string> used_;
   std::map<std::string, const onnx::TypeProto*> inferred_;
+  // Input dims that were symbolic in the file and bound from the given shapes (and their names).
+  std::set<std::pair<std::string, int>> bound_dims_;
+  std::map<std::pair<std::string, int>, std::string> bound_params_;
+  bool shape_was_bound(const std::string& input, int d) const { return bound_dims_.count({input, d}) > 0; }
 };
 
 void Importer::load(onnx::ModelProto& m) {
@@ -133,7 +137,13 @@ void Importer::bind_input_dims(onnx::ModelProto& m) {
     if (shape->dim_size() != int(it->second.size())) continue;  // import_inputs reports the rank mismatch
     // Fixed dims stay: import_inputs compares them with the given shape and reports a mismatch.
     for (int d = 0; d < shape->dim_size(); ++d)
-      if (!shape->dim(d).has_dim_value()) shape->mutable_dim(d)->set_dim_value(it->second[size_t(d)]);
+      if (!shape->dim(d).has_dim_value()) {
+        bound_dims_.insert({in.name(), d});
+        // set_dim_value clears dim_param (a oneof): keep the name for messages.
+        const std::string param = shape->dim(d).dim_param();
+        shape->mutable_dim(d)->set_dim_value(it->second[size_t(d)]);
+        bound_params_[{in.name(), d}] = param;
+      }
   }
 }
 
@@ -172,10 +182,19 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
       if (bound.size() != shape.size())
         throw ImportError(fmt::format("{} has rank {} ({}) but is given shape {}", what, shape.size(),
                                       graph::shape_to_string(shape), graph::shape_to_string(bound)));
-      for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] >= 0 && bound[d] != shape[d])
-          throw ImportError(fmt::format("{} has shape {} in the model but is given shape {}", what,
-                                        graph::shape_to_string(shape), graph::shape_to_string(bound)));
+      // The model's shape as it declares it, symbolic dims by name: "[batch,3,224,224]".
+    std::vector<std::string> declared;
+    for (int d = 0; d < tt.shape().dim_size(); ++d) {
+      const auto& dim = tt.shape().dim(d);
+      std::string param = shape_was_bound(in.name(), d) ? bound_params_.at({in.name(), d}) : dim.dim_param();
+      if (param.empty()) param = "?";
+      declared.push_back(dim.has_dim_value() && !shape_was_bound(in.name(), d) ? std::to_string(dim.dim_value()) : param);
+    }
+    const std::string model_shape = fmt::format("[{}]", fmt::join(declared, ","));
+    for (size_t d = 0; d < shape.size(); ++d) {
+        if (shape[d] >= 0 && !shape_was_bound(in.name(), int(d)) && bound[d] != shape[d])
+          throw ImportError(fmt::format("{} has shape {} in the model but is given shape {}", what, model_shape,
+                                        graph::shape_to_string(bound)));
         if (bound[d] < 0) {
           const auto& dim = tt.shape().dim(int(d));
           throw ImportError(fmt::format("{} has a symbolic dimension {} ('{}'): {}", what, d, dim.dim_param(), hint));
@@ -326,6 +345,16 @@ std::vector<int64_t> NodeContext::require_ints(int i, const std::string& what) c
 graph::Value NodeContext::value(int i) {
   entry(i);
   return imp_.materialize(node_.input(i));
+}
+
+graph::Value NodeContext::constant_value(const graph::Tensor& t, const std::string& name) {
+  // A fresh env entry under a name no ONNX value has ("<node output>/<name>"), materialised like any constant.
+  const std::string key = node_.output(0) + "/" + name;
+  Entry e;
+  e.type = t.type();
+  e.constant = t;
+  imp_.env()[key] = std::move(e);
+  return imp_.materialize(key);
 }
 
 bool NodeContext::all_inputs_constant() const {

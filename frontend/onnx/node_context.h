@@ -48,6 +48,7 @@ class NodeContext {
   const graph::Tensor& require_constant(int i, const std::string& what) const;  // refuses when not known
   std::vector<int64_t> require_ints(int i, const std::string& what) const;      // a constant int tensor's values
   graph::Value value(int i);                                         // materialises a constant as a leaf
+  graph::Value constant_value(const graph::Tensor& t, const std::string& name);  // a host tensor as a leaf
   bool all_inputs_constant() const;
 
   // Outputs: an optional output may be unused ("" or absent).

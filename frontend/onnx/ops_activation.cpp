@@ -137,6 +137,39 @@ void register_activation_ops(OpTable& t) {
                 c.set_output(0, where_nonneg(c, x, e, g.neg(e)));
               },
               {}};
+  t["ThresholdedRelu"] = {[](NodeContext& c) {
+                            auto& g = c.g();
+                            const Value x = float_input(c, 0);
+                            const DType dt = c.type(0).dtype;
+                            const Value above = g.compare(x, g.scalar(c.attr_float("alpha", 1.0f), dt), CompareMode::Gt);
+                            c.set_output(0, g.where(above, x, g.scalar(0.0, dt)));
+                          },
+                          {}};
+  t["Celu"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = float_input(c, 0);
+                 const double alpha = c.attr_float("alpha", 1.0f);
+                 // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+                 const Value e = g.mul(g.sub(g.exp(g.div(x, alpha)), 1.0), alpha);
+                 c.set_output(0, where_nonneg(c, x, x, e));
+               },
+               {}};
+  t["Mish"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = float_input(c, 0);
+                 c.set_output(0, g.mul(x, g.tanh(g.log(g.add(g.exp(x), 1.0)))));
+               },
+               {}};
+  t["Shrink"] = {[](NodeContext& c) {
+                   auto& g = c.g();
+                   const Value x = float_input(c, 0);
+                   const DType dt = c.type(0).dtype;
+                   const double lambd = c.attr_float("lambd", 0.5f), bias = c.attr_float("bias", 0.0f);
+                   const Value lo = g.compare(x, g.scalar(-lambd, dt), CompareMode::Lt);
+                   const Value hi = g.compare(x, g.scalar(lambd, dt), CompareMode::Gt);
+                   c.set_output(0, g.where(lo, g.add(x, bias), g.where(hi, g.sub(x, bias), g.scalar(0.0, dt))));
+                 },
+                 {}};
   t["Softmax"] = {[](NodeContext& c) { softmax_like(c, false); }, {}};
   t["LogSoftmax"] = {[](NodeContext& c) { softmax_like(c, true); }, {}};
 }

@@ -150,6 +150,60 @@ void register_elementwise_ops(OpTable& t) {
               },
               {}};
 
+  // Boolean logic through where/compare: And(a, b) = a ? b : false, Or(a, b) = a ? true : b, Xor = a != b.
+  auto logic = [&t](const std::string& op, int kind) {
+    t[op] = {[kind](NodeContext& c) {
+               if (c.type(0).dtype != DType::Bool || c.type(1).dtype != DType::Bool) c.refuse("inputs must be bool");
+               auto& g = c.g();
+               const Value a = c.value(0), b = c.value(1);
+               if (kind == 2) return c.set_output(0, g.compare(a, b, CompareMode::Ne));
+               const Value k = g.scalar(kind == 0 ? 0.0 : 1.0, DType::Bool);
+               c.set_output(0, kind == 0 ? g.where(a, b, k) : g.where(a, k, b));
+             },
+             {}};
+  };
+  logic("And", 0);
+  logic("Or", 1);
+  logic("Xor", 2);
+  t["IsNaN"] = {[](NodeContext& c) {
+                  const Value x = c.value(0);
+                  c.set_output(0, c.g().compare(x, x, CompareMode::Ne));
+                },
+                {}};
+  t["IsInf"] = {[](NodeContext& c) {
+                  auto& g = c.g();
+                  need_float(c, 0);
+                  const Value x = c.value(0);
+                  const DType dt = c.type(0).dtype;
+                  const Value pos = g.compare(x, g.scalar(INFINITY, dt), CompareMode::Eq);
+                  const Value neg = g.compare(x, g.scalar(-INFINITY, dt), CompareMode::Eq);
+                  const Value f = g.scalar(0.0, DType::Bool);
+                  const Value p = c.attr_int("detect_positive", 1) ? pos : g.constant(0.0, DType::Bool, c.type(0).shape);
+                  c.set_output(0, c.attr_int("detect_negative", 1) ? g.where(neg, g.scalar(1.0, DType::Bool), p)
+                                                                  : g.where(p, g.scalar(1.0, DType::Bool), f));
+                },
+                {}};
+  // Trilu keeps the upper (or lower) triangle of the last two dims: a where with a constant mask.
+  t["Trilu"] = {[](NodeContext& c) {
+                  auto& g = c.g();
+                  const graph::Shape s = c.type(0).shape;
+                  if (s.size() < 2) c.refuse("the input needs rank >= 2");
+                  int64_t k = 0;
+                  if (c.has_input(1)) {
+                    const auto ks = c.require_ints(1, "k");
+                    if (ks.size() != 1) c.refuse("k must be one value");
+                    k = ks[0];
+                  }
+                  const bool upper = c.attr_int("upper", 1) != 0;
+                  const int64_t rows = s[s.size() - 2], cols = s.back();
+                  Tensor mask(DType::Bool, {rows, cols});
+                  for (int64_t i = 0; i < rows; ++i)
+                    for (int64_t j = 0; j < cols; ++j) mask.data[size_t(i * cols + j)] = (upper ? j - i >= k : j - i <= k) ? 1 : 0;
+                  c.set_output(0, g.where(c.constant_value(mask, "trilu_mask"), c.value(0),
+                                          g.scalar(0.0, c.type(0).dtype)));
+                },
+                {}};
+
   t["Where"] = {[](NodeContext& c) {
                   if (c.type(0).dtype != DType::Bool) c.refuse("the condition must be bool");
                   same_dtype(c, 1, 2);

@@ -1,5 +1,6 @@
 #include "tools/spire/onnx_model.h"
 
+#include <filesystem>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -36,7 +37,8 @@ LoadedModel load_graph_model(const std::string& path, const std::string& weights
   } catch (const graph::ParseError& e) {
     throw std::runtime_error(fmt::format("{}:{}:{}: {}", path, e.line(), e.column(), e.message()));
   }
-  if (!m.graph.parameters().empty() || !weights_path.empty()) {
+  // The weights file also holds the ONNX names (metadata): read it when the graph needs weights or it exists.
+  if (!m.graph.parameters().empty() || std::filesystem::exists(weights_path)) {
     const io::SafetensorsFile file = io::read_safetensors(weights_path);
     for (const auto& t : file.tensors) m.weights.emplace(t.name, io::to_graph_tensor(t, weights_path));
     onnx_import::read_bindings_metadata(file.metadata, m.inputs, m.outputs);
