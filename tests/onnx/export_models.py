@@ -38,12 +38,12 @@ def write_safetensors(path, tensors):
         f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
 
 
-def export(name, model, inputs, input_names, dynamic_batch=False, opset=13):
+def export(name, model, inputs, input_names, dynamic_batch=False, opset=13, fold=True):
     model.eval()
     path = os.path.join(OUT, name + ".onnx")
     dyn = {n: {0: "batch"} for n in input_names + ["y"]} if dynamic_batch else None
     torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names, output_names=["y"],
-                      dynamic_axes=dyn)
+                      dynamic_axes=dyn, do_constant_folding=fold)
     with torch.no_grad():
         y = model(*inputs)
     write_safetensors(os.path.join(OUT, name + ".in.safetensors"), {n: x.numpy() for n, x in zip(input_names, inputs)})
@@ -62,6 +62,25 @@ class Cnn(torch.nn.Module):
         # x.view(x.size(0), -1) exports the Shape -> Gather -> Unsqueeze -> Concat -> Reshape chain the
         # importer folds.
         return self.fc(h.view(h.size(0), -1))
+
+
+class MixedOps(torch.nn.Module):
+    """BatchNormalization kept as a node (no constant folding), HardSwish (HardSigmoid before opset 14),
+    GlobalAveragePool, Flatten, Gemm, LayerNorm, LeakyRelu, Unsqueeze/Squeeze, LogSoftmax and Clip, whose
+    ONNX forms change across opsets 11..17."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = torch.nn.Conv2d(3, 4, 3, padding=1), torch.nn.BatchNorm2d(4)
+        self.fc, self.ln = torch.nn.Linear(4, 5), torch.nn.LayerNorm(5)
+        self.bn.running_mean.uniform_(-1, 1)
+        self.bn.running_var.uniform_(0.5, 2)
+
+    def forward(self, x):
+        h = torch.nn.functional.hardswish(self.bn(self.conv(x)))
+        h = torch.nn.functional.adaptive_avg_pool2d(h, 1).flatten(1)
+        h = torch.nn.functional.leaky_relu(self.ln(self.fc(h)), 0.1)
+        return torch.log_softmax(h.unsqueeze(1).squeeze(1), dim=1) * torch.clamp(h, -0.5, 0.5)
 
 
 class AttentionBlock(torch.nn.Module):
@@ -90,6 +109,9 @@ export("cnn", Cnn(), [torch.randn(2, 3, 16, 16)], ["x"], dynamic_batch=True)
 export("attention13", AttentionBlock(), [torch.randn(2, 8, 16)], ["x"])
 torch.manual_seed(1)
 export("attention17", AttentionBlock(), [torch.randn(2, 8, 16)], ["x"], opset=17)
+for opset in (11, 13, 15, 17):
+    torch.manual_seed(2)
+    export(f"mixed{opset}", MixedOps(), [torch.randn(2, 3, 8, 8)], ["x"], opset=opset, fold=False)
 resnet = torchvision.models.resnet18()
 export("resnet18", resnet, [torch.randn(1, 3, 224, 224)], ["x"])
 

@@ -90,6 +90,13 @@ TEST_F(OnnxModels, AttentionBlockMatchesPyTorchAtOpsets13And17) {
   }
 }
 
+TEST_F(OnnxModels, MixedOpsMatchPyTorchAtOpsets11To17) {
+  for (const char* name : {"mixed11", "mixed13", "mixed15", "mixed17"}) {
+    run_and_compare(name, "reference");
+    run_and_compare(name, "");
+  }
+}
+
 TEST_F(OnnxModels, Resnet18MatchesPyTorchOnReferenceAndDevice) {
   run_and_compare("resnet18", "reference");
   run_and_compare("resnet18", "");
