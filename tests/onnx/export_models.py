@@ -43,7 +43,10 @@ def export(name, model, inputs, input_names, dynamic_batch=False, opset=13, fold
     path = os.path.join(OUT, name + ".onnx")
     dyn = {n: {0: "batch"} for n in input_names + ["y"]} if dynamic_batch else None
     torch.onnx.export(model, tuple(inputs), path, opset_version=opset, input_names=input_names, output_names=["y"],
-                      dynamic_axes=dyn, do_constant_folding=fold)
+                      dynamic_axes=dyn, do_constant_folding=fold,
+                      # PRESERVE (the model is in eval mode) keeps BatchNormalization nodes that EVAL would
+                      # fuse into the convolution.
+                      training=torch.onnx.TrainingMode.EVAL if fold else torch.onnx.TrainingMode.PRESERVE)
     with torch.no_grad():
         y = model(*inputs)
     write_safetensors(os.path.join(OUT, name + ".in.safetensors"), {n: x.numpy() for n, x in zip(input_names, inputs)})
