@@ -201,6 +201,13 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
         }
       }
     }
+    // Bounded so that no shape arithmetic downstream can overflow.
+    int64_t numel = 1;
+    for (int64_t d : bound) {
+      if (d < 0 || d > (int64_t(1) << 40) || (d > 0 && numel > (int64_t(1) << 40) / d))
+        throw ImportError(fmt::format("{} has shape {}, beyond what spire handles", what, graph::shape_to_string(bound)));
+      numel *= d;
+    }
     Entry e;
     e.type = {dtype, bound};
     if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) {
@@ -262,7 +269,6 @@ void Importer::import_node(const onnx::NodeProto& n) {
     if (v.valid() && v.id >= first_new && !graph::is_leaf(model_.graph.node(v).op))
       model_.graph.name(v, unique_name(n.output(i)));
   }
-  check_inferred(n);
 }
 
 void Importer::import_outputs(const onnx::GraphProto& gp) {
@@ -290,18 +296,22 @@ void Importer::import_outputs(const onnx::GraphProto& gp) {
 ImportedModel Importer::run() {
   onnx::ModelProto m;
   load(m);
+  // The nodes are mapped first and ONNX's shape inference runs after, on a model whose every node a
+  // handler has accepted: libonnx 1.12's inference reads out of bounds on some malformed attributes (a
+  // LayerNormalization axis far out of range crashed it in the fuzz test), which the handlers refuse first.
+  const auto& gp = m.graph();
+  import_inputs(gp);
+  for (const auto& n : gp.node()) import_node(n);
+  import_outputs(gp);
   bind_input_dims(m);
   try {
     onnx::shape_inference::InferShapes(m);
   } catch (const std::exception& e) {
     throw ImportError(fmt::format("{}: ONNX shape inference fails: {}", path_.string(), e.what()));
   }
-  const auto& gp = m.graph();
-  for (const auto& vi : gp.value_info()) inferred_[vi.name()] = &vi.type();
-  for (const auto& vi : gp.output()) inferred_[vi.name()] = &vi.type();
-  import_inputs(gp);
-  for (const auto& n : gp.node()) import_node(n);
-  import_outputs(gp);
+  for (const auto& vi : m.graph().value_info()) inferred_[vi.name()] = &vi.type();
+  for (const auto& vi : m.graph().output()) inferred_[vi.name()] = &vi.type();
+  for (const auto& n : m.graph().node()) check_inferred(n);
   return std::move(model_);
 }
 

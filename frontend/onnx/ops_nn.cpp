@@ -57,6 +57,7 @@ std::vector<int64_t> symmetric_pads(NodeContext& c, int64_t rank, const Shape& i
   }
   for (int64_t d = 0; d < rank; ++d) {
     if (begin[size_t(d)] < 0 || end[size_t(d)] < 0) c.refuse("negative pads");
+    if (begin[size_t(d)] > (int64_t(1) << 30) || end[size_t(d)] > (int64_t(1) << 30)) c.refuse("pads out of range");
     if (begin[size_t(d)] != end[size_t(d)])
       c.refuse(fmt::format("asymmetric padding (begin {} and end {} in spatial dim {}) is not supported yet",
                            begin[size_t(d)], end[size_t(d)], d));
@@ -68,7 +69,7 @@ std::vector<int64_t> ints_of_rank(NodeContext& c, const std::string& name, int64
   auto v = c.attr_ints(name, std::vector<int64_t>(size_t(rank), fill));
   if (int64_t(v.size()) != rank) c.refuse(fmt::format("{} has {} entries, not {}", name, v.size(), rank));
   for (int64_t x : v)
-    if (x <= 0) c.refuse(fmt::format("{} must be positive", name));
+    if (x <= 0 || x > (int64_t(1) << 30)) c.refuse(fmt::format("{} must be positive and at most 2^30", name));
   return v;
 }
 
@@ -117,7 +118,7 @@ void pool(NodeContext& c, bool max) {
   const auto kernel = c.attr_ints("kernel_shape");
   if (int64_t(kernel.size()) != rank) c.refuse("kernel_shape is missing or has the wrong length");
   for (int64_t k : kernel)
-    if (k <= 0) c.refuse("kernel_shape must be positive");
+    if (k <= 0 || k > (int64_t(1) << 30)) c.refuse("kernel_shape must be positive and at most 2^30");
   const auto strides = ints_of_rank(c, "strides", rank, 1);
   const auto dilations = ints_of_rank(c, "dilations", rank, 1);
   for (int64_t d : dilations)

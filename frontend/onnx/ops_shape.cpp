@@ -3,6 +3,8 @@
 // (refused when those are computed at run time), then either folds on the host (every input constant) or
 // emits graph ops. Concat, Slice, Split, Gather and Pad of run-time data have no graph op yet: their
 // `emit` refuses by name; when the op table gains such ops only that branch needs filling in.
+#include <cstdint>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -16,6 +18,12 @@ using graph::DType;
 using graph::Shape;
 using graph::Tensor;
 using graph::Value;
+
+// Bounds on values read from the model, so that shape arithmetic never overflows int64.
+constexpr int64_t kMaxDim = int64_t(1) << 40;
+
+// ceil(a / b) for a >= 0, b > 0, without the overflow of (a + b - 1) / b.
+int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
 
 Tensor reshaped(Tensor t, Shape s) {
   t.shape = std::move(s);
@@ -51,6 +59,7 @@ Shape reshape_target(NodeContext& c) {
     } else if (s[d] < 0) {
       c.refuse(fmt::format("target shape {} has a negative dimension", graph::shape_to_string(s)));
     } else {
+      if (s[d] > kMaxDim || (s[d] > 0 && known > kMaxDim / s[d])) c.refuse("the target shape is too large");
       known *= s[d];
     }
   }
@@ -180,11 +189,11 @@ SliceSpec slice_spec(NodeContext& c) {
     if (step > 0) {
       b = std::clamp<int64_t>(b, 0, dim);
       e = std::clamp<int64_t>(e, 0, dim);
-      count = e > b ? (e - b + step - 1) / step : 0;
+      count = e > b ? ceil_div(e - b, step) : 0;
     } else {
       b = std::clamp<int64_t>(b, 0, dim - 1);
       e = std::clamp<int64_t>(e, -1, dim - 1);
-      count = b > e ? (b - e + (-step) - 1) / (-step) : 0;
+      count = b > e ? ceil_div(b - e, step == INT64_MIN ? INT64_MAX : -step) : 0;
     }
     s.starts[size_t(a)] = count > 0 ? b : 0;
     s.steps[size_t(a)] = step;
@@ -203,7 +212,7 @@ std::vector<int64_t> split_sizes(NodeContext& c, int64_t dim) {
   const int64_t n = c.num_outputs();
   if (sizes.empty()) {
     const int64_t parts = c.attr_int("num_outputs", n);
-    if (parts <= 0) c.refuse("no outputs");
+    if (parts <= 0 || parts != n) c.refuse("num_outputs differs from the number of outputs");
     const int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i) sizes.push_back(std::clamp<int64_t>(dim - i * chunk, 0, chunk));
   }
@@ -211,6 +220,7 @@ std::vector<int64_t> split_sizes(NodeContext& c, int64_t dim) {
   int64_t total = 0;
   for (int64_t s : sizes) {
     if (s < 0) c.refuse("negative split size");
+    if (s > dim) c.refuse(fmt::format("split size {} exceeds the dim {}", s, dim));
     total += s;
   }
   if (total != dim) c.refuse(fmt::format("split sizes {} do not add up to {}", sizes, dim));
@@ -234,7 +244,7 @@ TileSpec tile_spec(NodeContext& c) {
   if (reps.size() != in.size()) c.refuse("repeats must have one entry per dimension");
   TileSpec t;
   for (size_t d = 0; d < in.size(); ++d) {
-    if (reps[d] < 0) c.refuse("negative repeat");
+    if (reps[d] < 0 || reps[d] > kMaxDim) c.refuse("repeat out of range");
     t.interleaved.insert(t.interleaved.end(), {1, in[d]});
     t.broadcast.insert(t.broadcast.end(), {reps[d], in[d]});
     t.result.push_back(reps[d] * in[d]);
@@ -247,6 +257,8 @@ std::vector<int64_t> pads_of(NodeContext& c, int64_t rank) {
   std::vector<int64_t> pads = c.opset() < 11 ? c.attr_ints("pads") : c.require_ints(1, "pads");
   if (c.opset() >= 18 && c.has_input(3)) c.refuse("the axes input is not supported");
   if (int64_t(pads.size()) != 2 * rank) c.refuse(fmt::format("pads has {} entries, not {}", pads.size(), 2 * rank));
+  for (int64_t p : pads)
+    if (p > kMaxDim || p < -kMaxDim) c.refuse("pads out of range");
   return pads;
 }
 
