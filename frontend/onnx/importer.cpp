@@ -1,6 +1,7 @@
 // import_model: read and check the model, bind inputs, walk the nodes through the op table, bind outputs.
 #include <algorithm>
 #include <fstream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -86,6 +87,7 @@ class Importer {
  private:
   void load(onnx::ModelProto& m);
   void bind_input_dims(onnx::ModelProto& m);
+  graph::Shape bind_shape(const onnx::ValueInfoProto& in, const std::string& what) const;
   void import_inputs(const onnx::GraphProto& gp);
   void import_node(const onnx::NodeProto& n);
   void check_inferred(const onnx::NodeProto& n);
@@ -97,10 +99,6 @@ class Importer {
   std::map<std::string, Entry, std::less<>> env_;
   std::set<std::string> used_;
   std::map<std::string, const onnx::TypeProto*> inferred_;
-  // Input dims that were symbolic in the file and bound from the given shapes (and their names).
-  std::set<std::pair<std::string, int>> bound_dims_;
-  std::map<std::pair<std::string, int>, std::string> bound_params_;
-  bool shape_was_bound(const std::string& input, int d) const { return bound_dims_.count({input, d}) > 0; }
 };
 
 void Importer::load(onnx::ModelProto& m) {
@@ -127,24 +125,58 @@ void Importer::load(onnx::ModelProto& m) {
   if (model_.opset == 0) throw ImportError(fmt::format("{}: the model imports no ai.onnx opset", path_.string()));
 }
 
-// Symbolic dims of the inputs are replaced by the given shapes before shape inference, so that inference
-// computes the concrete shapes the graph will have (and check_inferred can compare them with ours).
+// Symbolic dims of the inputs are replaced by the bound shapes before shape inference, so that inference
+// computes the concrete shapes the graph has (and check_inferred can compare them with ours).
 void Importer::bind_input_dims(onnx::ModelProto& m) {
   for (auto& in : *m.mutable_graph()->mutable_input()) {
-    auto it = opt_.input_shapes.find(in.name());
-    if (it == opt_.input_shapes.end() || !in.type().has_tensor_type()) continue;
+    auto b = std::find_if(model_.inputs.begin(), model_.inputs.end(),
+                          [&](const IoBinding& x) { return x.onnx_name == in.name(); });
+    if (b == model_.inputs.end() || !in.type().has_tensor_type()) continue;
     auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
-    if (shape->dim_size() != int(it->second.size())) continue;  // import_inputs reports the rank mismatch
-    // Fixed dims stay: import_inputs compares them with the given shape and reports a mismatch.
-    for (int d = 0; d < shape->dim_size(); ++d)
-      if (!shape->dim(d).has_dim_value()) {
-        bound_dims_.insert({in.name(), d});
-        // set_dim_value clears dim_param (a oneof): keep the name for messages.
-        const std::string param = shape->dim(d).dim_param();
-        shape->mutable_dim(d)->set_dim_value(it->second[size_t(d)]);
-        bound_params_[{in.name(), d}] = param;
-      }
+    shape->clear_dim();
+    for (int64_t d : b->shape) shape->add_dim()->set_dim_value(d);
   }
+}
+
+graph::Shape Importer::bind_shape(const onnx::ValueInfoProto& in, const std::string& what) const {
+  const auto& tt = in.type().tensor_type();
+  const std::string hint = opt_.missing_shape_hint.empty()
+                               ? fmt::format("give its shape (--input-shape {}=D0,D1,...)", in.name())
+                               : opt_.missing_shape_hint;
+  std::optional<graph::Shape> given;
+  if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) given = k->second.shape;
+  else if (auto s = opt_.input_shapes.find(in.name()); s != opt_.input_shapes.end()) given = s->second;
+  if (!tt.has_shape()) {
+    if (!given) throw ImportError(fmt::format("{} has no shape in the model: {}", what, hint));
+    return *given;
+  }
+  // The model's shape as it declares it, symbolic dims by name: "[batch,3,224,224]".
+  std::vector<std::string> declared;
+  for (const auto& dim : tt.shape().dim())
+    declared.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                                           : (dim.dim_param().empty() ? "?" : dim.dim_param()));
+  const std::string model_shape = fmt::format("[{}]", fmt::join(declared, ","));
+  if (!given) {
+    for (int d = 0; d < tt.shape().dim_size(); ++d)
+      if (!tt.shape().dim(d).has_dim_value())
+        throw ImportError(fmt::format("{} has a symbolic dimension {} ('{}'): {}", what, d, declared[size_t(d)], hint));
+    given = graph::Shape{};
+    for (const auto& dim : tt.shape().dim()) given->push_back(dim.dim_value());
+  }
+  bool fits = int(given->size()) == tt.shape().dim_size();
+  for (int d = 0; fits && d < tt.shape().dim_size(); ++d)
+    if (tt.shape().dim(d).has_dim_value() && tt.shape().dim(d).dim_value() != (*given)[size_t(d)]) fits = false;
+  if (!fits)
+    throw ImportError(fmt::format("{} has shape {} in the model but is given shape {}", what, model_shape,
+                                  graph::shape_to_string(*given)));
+  // Bounded so that no shape arithmetic downstream can overflow.
+  int64_t numel = 1;
+  for (int64_t d : *given) {
+    if (d < 0 || d > (int64_t(1) << 40) || (d > 0 && numel > (int64_t(1) << 40) / d))
+      throw ImportError(fmt::format("{} has shape {}, beyond what spire handles", what, graph::shape_to_string(*given)));
+    numel *= d;
+  }
+  return *given;
 }
 
 void Importer::import_inputs(const onnx::GraphProto& gp) {
@@ -161,55 +193,10 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
     if (env_.count(in.name())) continue;  // an initializer listed as an input (IR < 4): a constant
     const std::string what = fmt::format("{}: input '{}'", path_.string(), in.name());
     if (!in.type().has_tensor_type()) throw ImportError(what + " is not a tensor");
-    const auto& tt = in.type().tensor_type();
-    const DType dtype = dtype_of_onnx(tt.elem_type(), what);
-    graph::Shape shape;
-    auto given = opt_.input_shapes.find(in.name());
-    if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) given = opt_.input_shapes.end();
-    const std::string hint = opt_.missing_shape_hint.empty()
-                                 ? fmt::format("give its shape (--input-shape {}=D0,D1,...)", in.name())
-                                 : opt_.missing_shape_hint;
-    if (!tt.has_shape() && given == opt_.input_shapes.end() && !opt_.known_inputs.count(in.name()))
-      throw ImportError(fmt::format("{} has no shape in the model: {}", what, hint));
-    for (int d = 0; d < tt.shape().dim_size(); ++d) {
-      const auto& dim = tt.shape().dim(d);
-      shape.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
-    }
-    graph::Shape bound = shape;
-    if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) bound = k->second.shape;
-    else if (given != opt_.input_shapes.end()) bound = given->second;
-    if (tt.has_shape()) {
-      if (bound.size() != shape.size())
-        throw ImportError(fmt::format("{} has rank {} ({}) but is given shape {}", what, shape.size(),
-                                      graph::shape_to_string(shape), graph::shape_to_string(bound)));
-      // The model's shape as it declares it, symbolic dims by name: "[batch,3,224,224]".
-    std::vector<std::string> declared;
-    for (int d = 0; d < tt.shape().dim_size(); ++d) {
-      const auto& dim = tt.shape().dim(d);
-      std::string param = shape_was_bound(in.name(), d) ? bound_params_.at({in.name(), d}) : dim.dim_param();
-      if (param.empty()) param = "?";
-      declared.push_back(dim.has_dim_value() && !shape_was_bound(in.name(), d) ? std::to_string(dim.dim_value()) : param);
-    }
-    const std::string model_shape = fmt::format("[{}]", fmt::join(declared, ","));
-    for (size_t d = 0; d < shape.size(); ++d) {
-        if (shape[d] >= 0 && !shape_was_bound(in.name(), int(d)) && bound[d] != shape[d])
-          throw ImportError(fmt::format("{} has shape {} in the model but is given shape {}", what, model_shape,
-                                        graph::shape_to_string(bound)));
-        if (bound[d] < 0) {
-          const auto& dim = tt.shape().dim(int(d));
-          throw ImportError(fmt::format("{} has a symbolic dimension {} ('{}'): {}", what, d, dim.dim_param(), hint));
-        }
-      }
-    }
-    // Bounded so that no shape arithmetic downstream can overflow.
-    int64_t numel = 1;
-    for (int64_t d : bound) {
-      if (d < 0 || d > (int64_t(1) << 40) || (d > 0 && numel > (int64_t(1) << 40) / d))
-        throw ImportError(fmt::format("{} has shape {}, beyond what spire handles", what, graph::shape_to_string(bound)));
-      numel *= d;
-    }
+    const DType dtype = dtype_of_onnx(in.type().tensor_type().elem_type(), what);
+    const graph::Shape shape = bind_shape(in, what);
     Entry e;
-    e.type = {dtype, bound};
+    e.type = {dtype, shape};
     if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) {
       if (k->second.dtype != dtype)
         throw ImportError(fmt::format("{} is {} in the model but the given value is {}", what, graph::dtype_name(dtype),
@@ -218,8 +205,8 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
       e.runtime = true;
     }
     const std::string name = unique_name(in.name());
-    e.value = model_.graph.input(name, dtype, bound);
-    model_.inputs.push_back({in.name(), name, dtype, bound});
+    e.value = model_.graph.input(name, dtype, shape);
+    model_.inputs.push_back({in.name(), name, dtype, shape});
     env_[in.name()] = std::move(e);
   }
 }
