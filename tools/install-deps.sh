@@ -9,6 +9,7 @@ packages=(
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
   python3
   dataset-fashion-mnist
+  libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-torch python3-torchvision python3-onnx python3-numpy
 )
 
 missing=()

@@ -15,12 +15,13 @@ status=0
 ctest --output-on-failure -j "$(nproc)" --timeout 900 --output-junit "$junit" || status=$?
 python3 "$root/tools/ctest-summary.py" "$junit" || true
 [ "$status" -eq 0 ] || exit "$status"
-# The parsers that read untrusted files (safetensors, IDX) and the graph text parser run again under
+# The parsers that read untrusted files (safetensors, IDX, ONNX models) and the graph text parser run again under
 # AddressSanitizer + UBSan (any report fails: -fno-sanitize-recover), in a separate Debug build.
 if [ "${SPIRE_SKIP_ASAN:-0}" != "1" ]; then
   cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DSPIRE_ASAN=ON >/dev/null
-  cmake --build "$root/build-asan" -j "$(nproc)" --target test_io test_io_tensor_file spire_graph_tests
+  cmake --build "$root/build-asan" -j "$(nproc)" --target test_io test_io_tensor_file spire_graph_tests test_onnx_import
   "$root/build-asan/tests/io/test_io" --gtest_brief=1
   "$root/build-asan/tests/io/test_io_tensor_file" --gtest_brief=1
   "$root/build-asan/tests/graph/spire_graph_tests" --gtest_brief=1
+  "$root/build-asan/tests/onnx/test_onnx_import" --gtest_brief=1
 fi

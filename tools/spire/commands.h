@@ -29,5 +29,8 @@ void register_graph_commands(CLI::App& app);   // spire graph print|eval|grad  (
 void register_lenet_commands(CLI::App& app);   // spire lenet export|init     (cmd_lenet.cpp)
 void register_train_commands(CLI::App& app);   // spire train lenet, spire eval lenet (cmd_train.cpp)
 void register_test_ops_commands(CLI::App& app); // spire test-ops              (cmd_test_ops.cpp)
+void register_import_commands(CLI::App& app);   // spire import MODEL.onnx     (cmd_import.cpp)
+void register_run_commands(CLI::App& app);      // spire run MODEL             (cmd_run.cpp)
+void register_onnx_test_commands(CLI::App& app); // spire onnx-test DIR...     (cmd_onnx_test.cpp)
 
 }  // namespace spire::cli

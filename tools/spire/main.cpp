@@ -16,6 +16,11 @@ int main(int argc, char** argv) {
   spire::cli::register_lenet_commands(app);
   spire::cli::register_train_commands(app);
   spire::cli::register_test_ops_commands(app);
+#ifdef SPIRE_HAVE_ONNX
+  spire::cli::register_import_commands(app);
+  spire::cli::register_run_commands(app);
+  spire::cli::register_onnx_test_commands(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,464 @@
+// import_model: read and check the model, bind inputs, walk the nodes through the op table, bind outputs.
+#include <algorithm>
+#include <fstream>
+#include <optional>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <onnx/checker.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/node_context.h"
+#include "frontend/onnx/onnx_import.h"
+#include "frontend/onnx/tensor_proto.h"
+
+namespace spire::onnx_import {
+namespace fs = std::filesystem;
+using graph::DType;
+
+graph::DType dtype_of_onnx(int elem_type, const std::string& what) {
+  switch (elem_type) {
+    case onnx::TensorProto::FLOAT: return DType::F32;
+    case onnx::TensorProto::DOUBLE: return DType::F64;
+    case onnx::TensorProto::INT32: return DType::I32;
+    case onnx::TensorProto::INT64: return DType::I64;
+    case onnx::TensorProto::BOOL: return DType::Bool;
+    default: break;
+  }
+  const std::string name = onnx::TensorProto::DataType_IsValid(elem_type)
+                               ? onnx::TensorProto::DataType_Name(onnx::TensorProto::DataType(elem_type))
+                               : fmt::format("#{}", elem_type);
+  throw ImportError(fmt::format("{} has element type {}, which spire does not support (float, double, int32, "
+                                "int64 and bool are)", what, name));
+}
+
+// ---------------------------------------------------------------------------------------------------------
+
+class Importer {
+ public:
+  Importer(fs::path path, const ImportOptions& opt) : path_(std::move(path)), opt_(opt) {}
+  ImportedModel run();
+
+  // Graph names: ONNX names may hold '/', ':' or start with a digit; the text form takes letters, digits,
+  // '_' and '.', not starting with a digit or '.'.
+  std::string unique_name(const std::string& onnx_name) {
+    std::string s = sanitize(onnx_name);
+    std::string name = s;
+    for (int k = 1; used_.count(name) || model_.graph.find(name); ++k) name = fmt::format("{}_{}", s, k);
+    used_.insert(name);
+    return name;
+  }
+  static std::string sanitize(const std::string& onnx_name) {
+    std::string s;
+    for (char ch : onnx_name) s += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '.') ? ch : '_';
+    if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') s = "v_" + s;
+    return s;
+  }
+
+  graph::Value materialize(const std::string& onnx_name) {
+    Entry& e = env_.at(onnx_name);
+    if (e.value.valid()) return e.value;
+    const graph::Tensor& t = *e.constant;
+    const bool uniform = !t.data.empty() && std::all_of(t.data.begin(), t.data.end(), [&](double v) {
+      return v == t.data[0] || (std::isnan(v) && std::isnan(t.data[0]));
+    });
+    if (uniform || t.data.empty()) {
+      e.value = model_.graph.constant(t.data.empty() ? 0.0 : t.data[0], t.dtype, t.shape);
+    } else {
+      const std::string name = unique_name(onnx_name);
+      e.value = model_.graph.parameter(name, t.dtype, t.shape);
+      model_.weights.emplace_back(name, t);
+    }
+    return e.value;
+  }
+
+  [[noreturn]] void refuse_node(const onnx::NodeProto& n, int64_t opset, const std::string& reason) const {
+    throw ImportError(fmt::format("{}: node '{}' ({}, opset {}): {}", path_.string(), n.name(), n.op_type(), opset,
+                                  reason));
+  }
+
+  graph::Graph& g() { return model_.graph; }
+  std::map<std::string, Entry, std::less<>>& env() { return env_; }
+
+ private:
+  void load(onnx::ModelProto& m);
+  void bind_input_dims(onnx::ModelProto& m);
+  graph::Shape bind_shape(const onnx::ValueInfoProto& in, const std::string& what) const;
+  void import_inputs(const onnx::GraphProto& gp);
+  void import_node(const onnx::NodeProto& n);
+  void check_inferred(const onnx::NodeProto& n);
+  void import_outputs(const onnx::GraphProto& gp);
+
+  fs::path path_;
+  const ImportOptions& opt_;
+  ImportedModel model_;
+  std::map<std::string, Entry, std::less<>> env_;
+  std::set<std::string> used_;
+  std::map<std::string, const onnx::TypeProto*> inferred_;
+};
+
+void Importer::load(onnx::ModelProto& m) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path_, ec)) throw ImportError(fmt::format("{}: no such file", path_.string()));
+  std::ifstream in(path_, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  if (!in) throw ImportError(fmt::format("{}: cannot read", path_.string()));
+  const std::string bytes = s.str();
+  if (bytes.empty() || !m.ParseFromString(bytes))
+    throw ImportError(fmt::format("{}: not an ONNX model (the file does not parse as an ONNX ModelProto; "
+                                  "truncated or not ONNX)", path_.string()));
+  if (!m.has_graph() || m.ir_version() <= 0)
+    throw ImportError(fmt::format("{}: not an ONNX model (no ir_version or no graph)", path_.string()));
+  try {
+    // The path form: it knows the model's folder, where external data files are looked up.
+    onnx::checker::check_model(path_.string());
+  } catch (const std::exception& e) {
+    throw ImportError(fmt::format("{}: the ONNX checker rejects the model: {}", path_.string(), e.what()));
+  }
+  for (const auto& op : m.opset_import())
+    if (op.domain().empty() || op.domain() == "ai.onnx") model_.opset = op.version();
+  if (model_.opset == 0) throw ImportError(fmt::format("{}: the model imports no ai.onnx opset", path_.string()));
+}
+
+// Symbolic dims of the inputs are replaced by the bound shapes before shape inference, so that inference
+// computes the concrete shapes the graph has (and check_inferred can compare them with ours).
+void Importer::bind_input_dims(onnx::ModelProto& m) {
+  for (auto& in : *m.mutable_graph()->mutable_input()) {
+    auto b = std::find_if(model_.inputs.begin(), model_.inputs.end(),
+                          [&](const IoBinding& x) { return x.onnx_name == in.name(); });
+    if (b == model_.inputs.end() || !in.type().has_tensor_type()) continue;
+    auto* shape = in.mutable_type()->mutable_tensor_type()->mutable_shape();
+    shape->clear_dim();
+    for (int64_t d : b->shape) shape->add_dim()->set_dim_value(d);
+  }
+}
+
+graph::Shape Importer::bind_shape(const onnx::ValueInfoProto& in, const std::string& what) const {
+  const auto& tt = in.type().tensor_type();
+  const std::string hint = opt_.missing_shape_hint.empty()
+                               ? fmt::format("give its shape (--input-shape {}=D0,D1,...)", in.name())
+                               : opt_.missing_shape_hint;
+  std::optional<graph::Shape> given;
+  if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) given = k->second.shape;
+  else if (auto s = opt_.input_shapes.find(in.name()); s != opt_.input_shapes.end()) given = s->second;
+  if (!tt.has_shape()) {
+    if (!given) throw ImportError(fmt::format("{} has no shape in the model: {}", what, hint));
+    return *given;
+  }
+  // The model's shape as it declares it, symbolic dims by name: "[batch,3,224,224]".
+  std::vector<std::string> declared;
+  for (const auto& dim : tt.shape().dim())
+    declared.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
+                                           : (dim.dim_param().empty() ? "?" : dim.dim_param()));
+  const std::string model_shape = fmt::format("[{}]", fmt::join(declared, ","));
+  if (!given) {
+    for (int d = 0; d < tt.shape().dim_size(); ++d)
+      if (!tt.shape().dim(d).has_dim_value())
+        throw ImportError(fmt::format("{} has a symbolic dimension {} ('{}'): {}", what, d, declared[size_t(d)], hint));
+    given = graph::Shape{};
+    for (const auto& dim : tt.shape().dim()) given->push_back(dim.dim_value());
+  }
+  bool fits = int(given->size()) == tt.shape().dim_size();
+  for (int d = 0; fits && d < tt.shape().dim_size(); ++d)
+    if (tt.shape().dim(d).has_dim_value() && tt.shape().dim(d).dim_value() != (*given)[size_t(d)]) fits = false;
+  if (!fits)
+    throw ImportError(fmt::format("{} has shape {} in the model but is given shape {}", what, model_shape,
+                                  graph::shape_to_string(*given)));
+  // Bounded so that no shape arithmetic downstream can overflow.
+  int64_t numel = 1;
+  for (int64_t d : *given) {
+    if (d < 0 || d > (int64_t(1) << 40) || (d > 0 && numel > (int64_t(1) << 40) / d))
+      throw ImportError(fmt::format("{} has shape {}, beyond what spire handles", what, graph::shape_to_string(*given)));
+    numel *= d;
+  }
+  return *given;
+}
+
+void Importer::import_inputs(const onnx::GraphProto& gp) {
+  const fs::path dir = path_.parent_path();
+  for (const auto& init : gp.initializer()) {
+    Entry e;
+    e.constant = read_tensor_proto(init, dir, init.name());
+    e.type = e.constant->type();
+    env_[init.name()] = std::move(e);
+  }
+  if (gp.sparse_initializer_size() > 0)
+    throw ImportError(fmt::format("{}: sparse initializers are not supported", path_.string()));
+  for (const auto& in : gp.input()) {
+    if (env_.count(in.name())) continue;  // an initializer listed as an input (IR < 4): a constant
+    const std::string what = fmt::format("{}: input '{}'", path_.string(), in.name());
+    if (!in.type().has_tensor_type()) throw ImportError(what + " is not a tensor");
+    const DType dtype = dtype_of_onnx(in.type().tensor_type().elem_type(), what);
+    const graph::Shape shape = bind_shape(in, what);
+    Entry e;
+    e.type = {dtype, shape};
+    if (auto k = opt_.known_inputs.find(in.name()); k != opt_.known_inputs.end()) {
+      if (k->second.dtype != dtype)
+        throw ImportError(fmt::format("{} is {} in the model but the given value is {}", what, graph::dtype_name(dtype),
+                                      graph::dtype_name(k->second.dtype)));
+      e.constant = k->second;
+      e.runtime = true;
+    }
+    const std::string name = unique_name(in.name());
+    e.value = model_.graph.input(name, dtype, shape);
+    model_.inputs.push_back({in.name(), name, dtype, shape});
+    env_[in.name()] = std::move(e);
+  }
+}
+
+// The shapes ONNX's inference found for a node's outputs must be the ones our graph has: a mismatch is an
+// importer bug, and it is better refused than run wrong.
+void Importer::check_inferred(const onnx::NodeProto& n) {
+  for (const auto& out : n.output()) {
+    auto it = inferred_.find(out);
+    auto e = env_.find(out);
+    if (it == inferred_.end() || e == env_.end() || !it->second->has_tensor_type()) continue;
+    const auto& tt = it->second->tensor_type();
+    if (!tt.has_shape()) continue;
+    graph::Shape s;
+    for (const auto& d : tt.shape().dim()) {
+      if (!d.has_dim_value()) return;
+      s.push_back(d.dim_value());
+    }
+    if (s != e->second.type.shape)
+      refuse_node(n, model_.opset, fmt::format("output '{}' has shape {} here but ONNX shape inference says {}", out,
+                                               graph::shape_to_string(e->second.type.shape), graph::shape_to_string(s)));
+  }
+}
+
+void Importer::import_node(const onnx::NodeProto& n) {
+  if (!n.domain().empty() && n.domain() != "ai.onnx")
+    refuse_node(n, model_.opset, fmt::format("unsupported op: domain '{}' is not supported", n.domain()));
+  const auto& table = op_table();
+  auto row = table.find(n.op_type());
+  if (row == table.end()) refuse_node(n, model_.opset, "unsupported op: spire's ONNX importer has no mapping for it");
+  NodeContext c(*this, n, model_.opset);
+  const int32_t first_new = model_.graph.size();
+  try {
+    if (row->second.fold && c.all_inputs_constant()) row->second.fold(c);
+    else row->second.emit(c);
+  } catch (const ImportError&) {
+    throw;
+  } catch (const std::exception& e) {
+    refuse_node(n, model_.opset, e.what());
+  }
+  for (int i = 0; i < n.output_size(); ++i) {
+    if (n.output(i).empty()) continue;
+    auto e = env_.find(n.output(i));
+    if (e == env_.end()) refuse_node(n, model_.opset, fmt::format("output {} ('{}') is not supported", i, n.output(i)));
+    // Name the new graph value after the ONNX value, so the printed graph reads like the model.
+    const graph::Value v = e->second.value;
+    if (v.valid() && v.id >= first_new && !graph::is_leaf(model_.graph.node(v).op))
+      model_.graph.name(v, unique_name(n.output(i)));
+  }
+}
+
+void Importer::import_outputs(const onnx::GraphProto& gp) {
+  std::set<std::string> names;
+  for (const auto& out : gp.output()) {
+    auto e = env_.find(out.name());
+    if (e == env_.end()) throw ImportError(fmt::format("{}: output '{}' is not computed by any node", path_.string(), out.name()));
+    const graph::Value v = materialize(out.name());
+    const graph::TensorType type = model_.graph.type(v);
+    if (out.type().has_tensor_type()) {
+      const DType want = dtype_of_onnx(out.type().tensor_type().elem_type(), fmt::format("output '{}'", out.name()));
+      if (want != type.dtype)
+        throw ImportError(fmt::format("{}: output '{}' is {} in the model but the import computes {}", path_.string(),
+                                      out.name(), graph::dtype_name(want), graph::dtype_name(type.dtype)));
+    }
+    // Output names are their own namespace in the graph: only other outputs can clash.
+    std::string name = sanitize(out.name());
+    for (int k = 1; names.count(name); ++k) name = fmt::format("{}_{}", sanitize(out.name()), k);
+    names.insert(name);
+    model_.graph.output(name, v);
+    model_.outputs.push_back({out.name(), name, type.dtype, type.shape});
+  }
+}
+
+ImportedModel Importer::run() {
+  onnx::ModelProto m;
+  load(m);
+  // The nodes are mapped first and ONNX's shape inference runs after, on a model whose every node a
+  // handler has accepted: libonnx 1.12's inference reads out of bounds on some malformed attributes (a
+  // LayerNormalization axis far out of range crashed it in the fuzz test), which the handlers refuse first.
+  const auto& gp = m.graph();
+  import_inputs(gp);
+  for (const auto& n : gp.node()) import_node(n);
+  import_outputs(gp);
+  bind_input_dims(m);
+  try {
+    onnx::shape_inference::InferShapes(m);
+  } catch (const std::exception& e) {
+    throw ImportError(fmt::format("{}: ONNX shape inference fails: {}", path_.string(), e.what()));
+  }
+  for (const auto& vi : m.graph().value_info()) inferred_[vi.name()] = &vi.type();
+  for (const auto& vi : m.graph().output()) inferred_[vi.name()] = &vi.type();
+  for (const auto& n : m.graph().node()) check_inferred(n);
+  return std::move(model_);
+}
+
+ImportedModel import_model(const fs::path& path, const ImportOptions& options) {
+  return Importer(path, options).run();
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// NodeContext
+
+graph::Graph& NodeContext::g() { return imp_.g(); }
+
+const Entry& NodeContext::entry(int i) const {
+  if (!has_input(i)) refuse(fmt::format("input {} is required", i));
+  auto it = imp_.env().find(node_.input(i));
+  if (it == imp_.env().end()) refuse(fmt::format("input '{}' is not defined before this node", node_.input(i)));
+  return it->second;
+}
+
+const graph::Tensor* NodeContext::constant(int i) const {
+  const Entry& e = entry(i);
+  return e.constant ? &*e.constant : nullptr;
+}
+
+const graph::Tensor& NodeContext::require_constant(int i, const std::string& what) const {
+  const graph::Tensor* t = constant(i);
+  if (!t) refuse(fmt::format("{} (input '{}') must be known at import (an initializer, a Constant, or computed "
+                             "from shapes); it is computed at run time, which spire does not support",
+                             what, node_.input(i)));
+  return *t;
+}
+
+std::vector<int64_t> NodeContext::require_ints(int i, const std::string& what) const {
+  const graph::Tensor& t = require_constant(i, what);
+  if (!graph::is_int(t.dtype)) refuse(fmt::format("{} must be an integer tensor", what));
+  std::vector<int64_t> r;
+  for (double v : t.data) r.push_back(to_int64(v));
+  return r;
+}
+
+graph::Value NodeContext::value(int i) {
+  entry(i);
+  return imp_.materialize(node_.input(i));
+}
+
+graph::Value NodeContext::constant_value(const graph::Tensor& t, const std::string& name) {
+  // A fresh env entry under a name no ONNX value has ("<node output>/<name>"), materialised like any constant.
+  const std::string key = node_.output(0) + "/" + name;
+  Entry e;
+  e.type = t.type();
+  e.constant = t;
+  imp_.env()[key] = std::move(e);
+  return imp_.materialize(key);
+}
+
+bool NodeContext::all_inputs_constant() const {
+  for (int i = 0; i < num_inputs(); ++i)
+    if (has_input(i) && (!entry(i).constant || entry(i).runtime)) return false;
+  return true;
+}
+
+void NodeContext::set_output(int i, graph::Value v) {
+  if (!output_used(i)) return;
+  Entry e;
+  e.type = g().type(v);
+  e.value = v;
+  imp_.env()[node_.output(i)] = std::move(e);
+}
+
+void NodeContext::set_output(int i, graph::Tensor t) {
+  if (!output_used(i)) return;
+  Entry e;
+  e.type = t.type();
+  e.constant = std::move(t);
+  imp_.env()[node_.output(i)] = std::move(e);
+}
+
+const onnx::AttributeProto* NodeContext::attr(const std::string& name) const {
+  for (const auto& a : node_.attribute())
+    if (a.name() == name) return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::attr_int(const std::string& name, int64_t fallback) const {
+  const auto* a = attr(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::INT) refuse(fmt::format("attribute {} must be an int", name));
+  return a->i();
+}
+
+float NodeContext::attr_float(const std::string& name, float fallback) const {
+  const auto* a = attr(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::FLOAT) refuse(fmt::format("attribute {} must be a float", name));
+  return a->f();
+}
+
+std::vector<int64_t> NodeContext::attr_ints(const std::string& name, std::vector<int64_t> fallback) const {
+  const auto* a = attr(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::INTS) refuse(fmt::format("attribute {} must be a list of ints", name));
+  return {a->ints().begin(), a->ints().end()};
+}
+
+std::string NodeContext::attr_string(const std::string& name, std::string fallback) const {
+  const auto* a = attr(name);
+  if (!a) return fallback;
+  if (a->type() != onnx::AttributeProto::STRING) refuse(fmt::format("attribute {} must be a string", name));
+  return a->s();
+}
+
+void NodeContext::refuse(const std::string& reason) const { imp_.refuse_node(node_, opset_, reason); }
+
+int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank) {
+  if (axis < -rank || axis >= rank) c.refuse(fmt::format("axis {} is out of range for rank {}", axis, rank));
+  return axis < 0 ? axis + rank : axis;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Bindings as metadata
+
+namespace {
+nlohmann::json to_json(const std::vector<IoBinding>& bs) {
+  nlohmann::json a = nlohmann::json::array();
+  for (const auto& b : bs)
+    a.push_back({{"onnx", b.onnx_name}, {"graph", b.graph_name}, {"dtype", graph::dtype_name(b.dtype)}, {"shape", b.shape}});
+  return a;
+}
+std::vector<IoBinding> from_json(const nlohmann::json& a) {
+  std::vector<IoBinding> bs;
+  for (const auto& j : a) {
+    IoBinding b;
+    b.onnx_name = j.at("onnx").get<std::string>();
+    b.graph_name = j.at("graph").get<std::string>();
+    auto dt = graph::dtype_from_name(j.at("dtype").get<std::string>());
+    if (!dt) throw ImportError("spire.onnx.io metadata: unknown dtype");
+    b.dtype = *dt;
+    b.shape = j.at("shape").get<graph::Shape>();
+    bs.push_back(std::move(b));
+  }
+  return bs;
+}
+}  // namespace
+
+std::map<std::string, std::string> bindings_metadata(const ImportedModel& m) {
+  nlohmann::json j = {{"inputs", to_json(m.inputs)}, {"outputs", to_json(m.outputs)}, {"opset", m.opset}};
+  return {{"spire.onnx.io", j.dump()}};
+}
+
+void read_bindings_metadata(const std::map<std::string, std::string>& metadata, std::vector<IoBinding>& inputs,
+                            std::vector<IoBinding>& outputs) {
+  auto it = metadata.find("spire.onnx.io");
+  if (it == metadata.end()) return;
+  try {
+    const auto j = nlohmann::json::parse(it->second);
+    inputs = from_json(j.at("inputs"));
+    outputs = from_json(j.at("outputs"));
+  } catch (const nlohmann::json::exception& e) {
+    throw ImportError(std::string("spire.onnx.io metadata is malformed: ") + e.what());
+  }
+}
+
+}  // namespace spire::onnx_import

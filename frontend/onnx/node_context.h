@@ -1,0 +1,99 @@
+// What an op handler sees of the import: one ONNX node, its inputs as graph values or host constants, its
+// attributes, and the graph to append ops to. Handlers live in ops_*.cpp, one file per op family.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/graph/graph.h"
+#include "ir/graph/tensor.h"
+
+namespace spire::onnx_import {
+
+// A value of the ONNX graph during import: a graph value, a host constant (known at import), or both
+// (a constant that has been materialised as a leaf because a graph op needed it).
+struct Entry {
+  graph::TensorType type;
+  std::optional<graph::Tensor> constant;
+  graph::Value value;  // invalid until materialised
+  // A graph input whose value was given at import: its constant serves where a value must be known at
+  // import (a shape), while the ops that merely compute with it still run on the device.
+  bool runtime = false;
+};
+
+class Importer;  // import_model's state (importer.cpp)
+
+class NodeContext {
+ public:
+  NodeContext(Importer& imp, const onnx::NodeProto& node, int64_t opset) : imp_(imp), node_(node), opset_(opset) {}
+
+  graph::Graph& g();
+  const onnx::NodeProto& node() const { return node_; }
+  int64_t opset() const { return opset_; }
+  const std::string& op_type() const { return node_.op_type(); }
+
+  // Inputs: an optional input may be absent (missing or named "").
+  int num_inputs() const { return node_.input_size(); }
+  bool has_input(int i) const { return i < node_.input_size() && !node_.input(i).empty(); }
+  const Entry& entry(int i) const;
+  graph::TensorType type(int i) const { return entry(i).type; }
+  const graph::Tensor* constant(int i) const;                        // nullptr when not known at import
+  const graph::Tensor& require_constant(int i, const std::string& what) const;  // refuses when not known
+  std::vector<int64_t> require_ints(int i, const std::string& what) const;      // a constant int tensor's values
+  graph::Value value(int i);                                         // materialises a constant as a leaf
+  graph::Value constant_value(const graph::Tensor& t, const std::string& name);  // a host tensor as a leaf
+  bool all_inputs_constant() const;
+
+  // Outputs: an optional output may be unused ("" or absent).
+  int num_outputs() const { return node_.output_size(); }
+  bool output_used(int i) const { return i < node_.output_size() && !node_.output(i).empty(); }
+  void set_output(int i, graph::Value v);
+  void set_output(int i, graph::Tensor constant);
+
+  // Attributes, with the ONNX default when absent.
+  const onnx::AttributeProto* attr(const std::string& name) const;
+  int64_t attr_int(const std::string& name, int64_t fallback) const;
+  float attr_float(const std::string& name, float fallback) const;
+  std::vector<int64_t> attr_ints(const std::string& name, std::vector<int64_t> fallback = {}) const;
+  std::string attr_string(const std::string& name, std::string fallback = {}) const;
+
+  // Refuses the node: ImportError "<file>: node '<name>' (<op> , opset N): <reason>".
+  [[noreturn]] void refuse(const std::string& reason) const;
+
+ private:
+  Importer& imp_;
+  const onnx::NodeProto& node_;
+  int64_t opset_;
+};
+
+// One row of the op table. `fold` runs instead of `emit` when every present input is a host constant
+// (the result is then a host constant too: how shape subgraphs disappear at import); an op without a
+// folder is emitted as graph ops whatever its inputs.
+using Handler = std::function<void(NodeContext&)>;
+struct OpHandlers {
+  Handler emit;
+  Handler fold;
+};
+using OpTable = std::map<std::string, OpHandlers, std::less<>>;
+
+// The families (ops_*.cpp) each add their rows.
+void register_elementwise_ops(OpTable& t);
+void register_activation_ops(OpTable& t);
+void register_nn_ops(OpTable& t);
+void register_shape_ops(OpTable& t);
+void register_reduce_ops(OpTable& t);
+void register_constant_ops(OpTable& t);
+
+const OpTable& op_table();  // every family's rows (op_table.cpp)
+
+// A normalised axis in [0, rank) (ONNX allows -rank..rank-1); refuses out-of-range axes.
+int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank);
+
+}  // namespace spire::onnx_import

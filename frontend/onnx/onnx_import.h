@@ -1,0 +1,70 @@
+// The ONNX importer: an .onnx file -> a spire graph plus the weights its parameters hold.
+//
+// The model is read with ONNX's own protobuf classes (libonnx-dev), checked with ONNX's checker and run
+// through ONNX's shape inference before any node is mapped. Each node maps onto graph ops through a table
+// (one file per op family, see op_registry.h); an op outside the table is refused by name, node and opset.
+// Initializers and Constant nodes become `parameter` leaves (their values go into `weights`) or scalar
+// `constant` fills; integer values that feed shapes are folded on the host at import, so the graph that
+// comes out has static shapes only. Symbolic dimensions are bound from the shapes the caller gives.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "io/tensor_file.h"
+#include "ir/graph/graph.h"
+#include "ir/graph/tensor.h"
+
+namespace spire::onnx_import {
+
+// Every import failure (unreadable or malformed file, checker failure, unsupported op, missing shape):
+// the message names the file, and where there is one the node, its op type and the opset.
+class ImportError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct ImportOptions {
+  // Shapes of graph inputs by ONNX name; required for inputs with symbolic or unknown dimensions, checked
+  // against the model's fixed dimensions otherwise.
+  std::map<std::string, graph::Shape> input_shapes;
+  // Values of inputs known at import (by ONNX name). Such an input stays a graph input, but where a value
+  // must be known at import (Reshape's shape, Slice's starts, ...) the given value is used: this is how an
+  // integer input that feeds a shape is specialised for one run.
+  std::map<std::string, graph::Tensor> known_inputs;
+  // Added to the message when an input's shape is needed and not given (e.g. "it is missing from in.st").
+  std::string missing_shape_hint;
+};
+
+// One ONNX graph input or output: its ONNX name, the graph's name for it (ONNX names may hold characters
+// the graph text form does not), and its dtype and (bound) shape, which are the model's.
+struct IoBinding {
+  std::string onnx_name;
+  std::string graph_name;
+  graph::DType dtype = graph::DType::F32;
+  graph::Shape shape;
+};
+
+struct ImportedModel {
+  graph::Graph graph;
+  io::NamedTensors weights;          // one per parameter leaf, by the leaf's name
+  std::vector<IoBinding> inputs;     // graph inputs (not initializers), in model order
+  std::vector<IoBinding> outputs;    // in model order
+  int64_t opset = 0;                 // of the default ("" / ai.onnx) domain
+};
+
+ImportedModel import_model(const std::filesystem::path& path, const ImportOptions& options = {});
+
+// The ONNX input/output bindings as safetensors metadata (key "spire.onnx.io"), so that `spire run` on an
+// imported .graph file reads and writes tensors under their ONNX names; and back.
+std::map<std::string, std::string> bindings_metadata(const ImportedModel& m);
+void read_bindings_metadata(const std::map<std::string, std::string>& metadata, std::vector<IoBinding>& inputs,
+                            std::vector<IoBinding>& outputs);
+
+// The ONNX element types spire maps (FLOAT, DOUBLE, INT32, INT64, BOOL); ImportError naming `what` else.
+graph::DType dtype_of_onnx(int elem_type, const std::string& what);
+
+}  // namespace spire::onnx_import

@@ -1,0 +1,20 @@
+// The op table: every family's rows, built once.
+#include "frontend/onnx/node_context.h"
+
+namespace spire::onnx_import {
+
+const OpTable& op_table() {
+  static const OpTable table = [] {
+    OpTable t;
+    register_elementwise_ops(t);
+    register_activation_ops(t);
+    register_nn_ops(t);
+    register_shape_ops(t);
+    register_reduce_ops(t);
+    register_constant_ops(t);
+    return t;
+  }();
+  return table;
+}
+
+}  // namespace spire::onnx_import

@@ -1,0 +1,177 @@
+// Activations and the softmax family: Relu Sigmoid Tanh LeakyRelu PRelu Elu Selu HardSigmoid HardSwish
+// Softplus Softsign Clip Erf Softmax LogSoftmax.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx/node_context.h"
+
+namespace spire::onnx_import {
+namespace {
+
+using graph::CompareMode;
+using graph::DType;
+using graph::Value;
+
+Value float_input(NodeContext& c, int i) {
+  if (!graph::is_float(c.type(i).dtype))
+    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i, graph::dtype_name(c.type(i).dtype)));
+  return c.value(i);
+}
+
+// where(x >= 0, x, neg) — the shape of LeakyRelu, PRelu, Elu, Selu.
+Value where_nonneg(NodeContext& c, Value x, Value pos, Value neg) {
+  auto& g = c.g();
+  return g.where(g.compare(x, g.scalar(0.0, g.type(x).dtype), CompareMode::Ge), pos, neg);
+}
+
+// The softmax family. Opset >= 13: along one axis. Before: the input is seen as 2-D [prod(dims < axis),
+// prod(dims >= axis)] and normalised along the second dim.
+void softmax_like(NodeContext& c, bool log) {
+  auto& g = c.g();
+  const Value x = float_input(c, 0);
+  const graph::Shape shape = c.type(0).shape;
+  const int64_t rank = int64_t(shape.size());
+  if (c.opset() >= 13) {
+    const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), std::max<int64_t>(rank, 1));
+    c.set_output(0, log ? g.log_softmax(x, axis) : g.softmax(x, axis));
+    return;
+  }
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 1), std::max<int64_t>(rank, 1));
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= shape[size_t(d)];
+  const Value flat = g.reshape(x, {outer, inner});
+  const Value y = log ? g.log_softmax(flat, 1) : g.softmax(flat, 1);
+  c.set_output(0, g.reshape(y, shape));
+}
+
+}  // namespace
+
+void register_activation_ops(OpTable& t) {
+  t["Relu"] = {[](NodeContext& c) { c.set_output(0, c.g().relu(c.value(0))); }, {}};
+  t["Sigmoid"] = {[](NodeContext& c) { c.set_output(0, c.g().sigmoid(float_input(c, 0))); }, {}};
+  t["Tanh"] = {[](NodeContext& c) { c.set_output(0, c.g().tanh(float_input(c, 0))); }, {}};
+  t["LeakyRelu"] = {[](NodeContext& c) {
+                      const Value x = float_input(c, 0);
+                      c.set_output(0, where_nonneg(c, x, x, c.g().mul(x, double(c.attr_float("alpha", 0.01f)))));
+                    },
+                    {}};
+  t["PRelu"] = {[](NodeContext& c) {
+                  const Value x = float_input(c, 0);
+                  c.set_output(0, where_nonneg(c, x, x, c.g().mul(x, c.value(1))));
+                },
+                {}};
+  t["Elu"] = {[](NodeContext& c) {
+                auto& g = c.g();
+                const Value x = float_input(c, 0);
+                const double alpha = c.attr_float("alpha", 1.0f);
+                c.set_output(0, where_nonneg(c, x, x, g.mul(g.sub(g.exp(x), 1.0), alpha)));
+              },
+              {}};
+  t["Selu"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = float_input(c, 0);
+                 const double alpha = c.attr_float("alpha", 1.67326319217681884765625f);
+                 const double gamma = c.attr_float("gamma", 1.05070102214813232421875f);
+                 // ONNX: gamma * x for x > 0, gamma * alpha * (exp(x) - 1) otherwise.
+                 const Value y = where_nonneg(c, x, x, g.mul(g.sub(g.exp(x), 1.0), alpha));
+                 c.set_output(0, g.mul(y, gamma));
+               },
+               {}};
+  t["HardSigmoid"] = {[](NodeContext& c) {
+                        auto& g = c.g();
+                        const Value x = float_input(c, 0);
+                        const DType dt = c.type(0).dtype;
+                        const double alpha = c.attr_float("alpha", 0.2f), beta = c.attr_float("beta", 0.5f);
+                        const Value lin = g.add(g.mul(x, alpha), beta);
+                        c.set_output(0, g.maximum(g.scalar(0.0, dt), g.minimum(g.scalar(1.0, dt), lin)));
+                      },
+                      {}};
+  t["HardSwish"] = {[](NodeContext& c) {
+                      auto& g = c.g();
+                      const Value x = float_input(c, 0);
+                      const DType dt = c.type(0).dtype;
+                      // x * max(0, min(1, x/6 + 1/2))
+                      const Value lin = g.add(g.mul(x, 1.0 / 6.0), 0.5);
+                      c.set_output(0, g.mul(x, g.maximum(g.scalar(0.0, dt), g.minimum(g.scalar(1.0, dt), lin))));
+                    },
+                    {}};
+  t["Softplus"] = {[](NodeContext& c) {
+                     auto& g = c.g();
+                     c.set_output(0, g.log(g.add(g.exp(float_input(c, 0)), 1.0)));
+                   },
+                   {}};
+  t["Softsign"] = {[](NodeContext& c) {
+                     auto& g = c.g();
+                     const Value x = float_input(c, 0);
+                     c.set_output(0, g.div(x, g.add(g.maximum(x, g.neg(x)), 1.0)));
+                   },
+                   {}};
+  t["Clip"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 Value y = c.value(0);
+                 const DType dt = c.type(0).dtype;
+                 if (c.opset() < 11) {
+                   if (c.attr("min")) y = g.maximum(y, g.scalar(c.attr_float("min", 0), dt));
+                   if (c.attr("max")) y = g.minimum(y, g.scalar(c.attr_float("max", 0), dt));
+                 } else {
+                   if (c.has_input(1)) y = g.maximum(y, c.value(1));
+                   if (c.has_input(2)) y = g.minimum(y, c.value(2));
+                 }
+                 c.set_output(0, y);
+               },
+               {}};
+  // erf has no graph op: Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7 for every x (below float32's
+  // resolution near 1, and well inside the 1e-5 absolute tolerance of ONNX's tests).
+  t["Erf"] = {[](NodeContext& c) {
+                auto& g = c.g();
+                const Value x = float_input(c, 0);
+                const DType dt = c.type(0).dtype;
+                const Value ax = g.maximum(x, g.neg(x));
+                const Value tt = g.div(g.scalar(1.0, dt), g.add(g.mul(ax, 0.3275911), 1.0));
+                Value poly = g.scalar(1.061405429, dt);
+                for (double a : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
+                  poly = g.add(g.mul(poly, tt), a);
+                poly = g.mul(poly, tt);
+                const Value e = g.sub(g.scalar(1.0, dt), g.mul(poly, g.exp(g.neg(g.mul(ax, ax)))));
+                c.set_output(0, where_nonneg(c, x, e, g.neg(e)));
+              },
+              {}};
+  t["ThresholdedRelu"] = {[](NodeContext& c) {
+                            auto& g = c.g();
+                            const Value x = float_input(c, 0);
+                            const DType dt = c.type(0).dtype;
+                            const Value above = g.compare(x, g.scalar(c.attr_float("alpha", 1.0f), dt), CompareMode::Gt);
+                            c.set_output(0, g.where(above, x, g.scalar(0.0, dt)));
+                          },
+                          {}};
+  t["Celu"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = float_input(c, 0);
+                 const double alpha = c.attr_float("alpha", 1.0f);
+                 // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+                 const Value e = g.mul(g.sub(g.exp(g.div(x, alpha)), 1.0), alpha);
+                 c.set_output(0, where_nonneg(c, x, x, e));
+               },
+               {}};
+  t["Mish"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = float_input(c, 0);
+                 c.set_output(0, g.mul(x, g.tanh(g.log(g.add(g.exp(x), 1.0)))));
+               },
+               {}};
+  t["Shrink"] = {[](NodeContext& c) {
+                   auto& g = c.g();
+                   const Value x = float_input(c, 0);
+                   const DType dt = c.type(0).dtype;
+                   const double lambd = c.attr_float("lambd", 0.5f), bias = c.attr_float("bias", 0.0f);
+                   const Value lo = g.compare(x, g.scalar(-lambd, dt), CompareMode::Lt);
+                   const Value hi = g.compare(x, g.scalar(lambd, dt), CompareMode::Gt);
+                   c.set_output(0, g.where(lo, g.add(x, bias), g.where(hi, g.sub(x, bias), g.scalar(0.0, dt))));
+                 },
+                 {}};
+  t["Softmax"] = {[](NodeContext& c) { softmax_like(c, false); }, {}};
+  t["LogSoftmax"] = {[](NodeContext& c) { softmax_like(c, true); }, {}};
+}
+
+}  // namespace spire::onnx_import

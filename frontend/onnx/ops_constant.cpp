@@ -1,0 +1,68 @@
+// Ops whose results are known at import: Constant, ConstantOfShape, Range. They always fold.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/node_context.h"
+#include "frontend/onnx/tensor_proto.h"
+
+namespace spire::onnx_import {
+namespace {
+
+using graph::DType;
+using graph::Tensor;
+
+void constant(NodeContext& c) {
+  if (c.node().attribute_size() != 1) c.refuse("a Constant needs exactly one value attribute");
+  const auto& a = c.node().attribute(0);
+  const std::string& n = a.name();
+  if (n == "value") c.set_output(0, read_tensor_proto(a.t(), {}, c.node().output(0)));
+  else if (n == "value_float") c.set_output(0, Tensor::scalar(DType::F32, a.f()));
+  else if (n == "value_int") c.set_output(0, Tensor::scalar(DType::I64, double(a.i())));
+  else if (n == "value_floats") {
+    std::vector<double> v(a.floats().begin(), a.floats().end());
+    c.set_output(0, Tensor::from(DType::F32, {int64_t(v.size())}, v));
+  } else if (n == "value_ints") {
+    std::vector<double> v;
+    for (int64_t x : a.ints()) v.push_back(double(x));
+    c.set_output(0, Tensor::from(DType::I64, {int64_t(v.size())}, v));
+  } else {
+    c.refuse(fmt::format("attribute '{}' is not supported", n));
+  }
+}
+
+void constant_of_shape(NodeContext& c) {
+  const auto dims = c.require_ints(0, "the shape");
+  checked_numel(dims);
+  Tensor fill = Tensor::scalar(DType::F32, 0.0);
+  if (const auto* a = c.attr("value")) {
+    fill = read_tensor_proto(a->t(), {}, "value");
+    if (fill.data.size() != 1) c.refuse("value must hold one element");
+  }
+  c.set_output(0, Tensor(fill.dtype, dims, fill.data[0]));
+}
+
+void range(NodeContext& c) {
+  const Tensor& s = c.require_constant(0, "start");
+  const Tensor& l = c.require_constant(1, "limit");
+  const Tensor& d = c.require_constant(2, "delta");
+  if (s.data.size() != 1 || l.data.size() != 1 || d.data.size() != 1) c.refuse("start, limit and delta must be scalars");
+  const double start = s.data[0], limit = l.data[0], delta = d.data[0];
+  if (delta == 0) c.refuse("delta is 0");
+  const double n = std::max(0.0, std::ceil((limit - start) / delta));
+  if (!(n <= double(kMaxHostElements))) c.refuse("the range is too long");
+  std::vector<double> v;
+  for (int64_t i = 0; i < int64_t(n); ++i) v.push_back(start + double(i) * delta);
+  c.set_output(0, Tensor::from(s.dtype, {int64_t(v.size())}, v));
+}
+
+}  // namespace
+
+void register_constant_ops(OpTable& t) {
+  t["Constant"] = {constant, constant};
+  t["ConstantOfShape"] = {constant_of_shape, constant_of_shape};
+  t["Range"] = {range, range};
+}
+
+}  // namespace spire::onnx_import

@@ -1,0 +1,266 @@
+// Elementwise arithmetic, comparison, selection and casts: Add Sub Mul Div Pow Max Min Sum Mean Equal
+// Greater Less GreaterOrEqual LessOrEqual Not Where Cast Abs Neg Exp Log Sqrt Reciprocal Ceil Floor Sign.
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/node_context.h"
+
+namespace spire::onnx_import {
+namespace {
+
+using graph::CompareMode;
+using graph::DType;
+using graph::Tensor;
+using graph::Value;
+
+void same_dtype(NodeContext& c, int a, int b) {
+  if (c.type(a).dtype != c.type(b).dtype)
+    c.refuse(fmt::format("inputs {} and {} have different types ({} and {})", a, b, graph::dtype_name(c.type(a).dtype),
+                         graph::dtype_name(c.type(b).dtype)));
+}
+
+void need_float(NodeContext& c, int i) {
+  if (!graph::is_float(c.type(i).dtype))
+    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i,
+                         graph::dtype_name(c.type(i).dtype)));
+}
+
+// Binary ops with numpy broadcasting: `emit` builds the graph op, `host` folds constants.
+void binary(OpTable& t, const std::string& op, std::function<Value(NodeContext&, Value, Value)> emit,
+            std::function<double(double, double, DType)> host) {
+  t[op] = {[emit](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             c.set_output(0, emit(c, c.value(0), c.value(1)));
+           },
+           [host](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             const DType dt = c.type(0).dtype;
+             c.set_output(0, host_binary(*c.constant(0), *c.constant(1), dt,
+                                         [&](double a, double b) { return host(a, b, dt); }));
+           }};
+}
+
+void compare(OpTable& t, const std::string& op, CompareMode mode, std::function<bool(double, double)> host) {
+  t[op] = {[mode](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             c.set_output(0, c.g().compare(c.value(0), c.value(1), mode));
+           },
+           [host](NodeContext& c) {
+             same_dtype(c, 0, 1);
+             c.set_output(0, host_binary(*c.constant(0), *c.constant(1), DType::Bool,
+                                         [&](double a, double b) { return host(a, b) ? 1.0 : 0.0; }));
+           }};
+}
+
+// Unary float ops that map to one graph op.
+void unary(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value)) {
+  t[op] = {[f](NodeContext& c) {
+             need_float(c, 0);
+             c.set_output(0, (c.g().*f)(c.value(0)));
+           },
+           {}};
+}
+
+// Variadic Sum/Mean/Max/Min: a chain of binary ops.
+void variadic(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value, Value), bool mean) {
+  t[op] = {[f, mean](NodeContext& c) {
+             Value acc = c.value(0);
+             for (int i = 1; i < c.num_inputs(); ++i) {
+               same_dtype(c, 0, i);
+               acc = (c.g().*f)(acc, c.value(i));
+             }
+             if (mean) {
+               need_float(c, 0);
+               acc = c.g().div(acc, double(c.num_inputs()));
+             }
+             // A single input still yields a fresh value of the broadcast shape (here: itself).
+             c.set_output(0, acc);
+           },
+           {}};
+}
+
+// floor/ceil without a rounding op: truncate through an integer cast (exact for |x| < 2^23, where float
+// still has a fraction; larger floats are whole already and pass through unchanged, as do inf and nan).
+Value round_toward(NodeContext& c, Value x, bool up) {
+  auto& g = c.g();
+  const DType dt = g.type(x).dtype;
+  const Value t = g.cast(g.cast(x, DType::I32), dt);
+  const Value one = g.scalar(1.0, dt), zero = g.scalar(0.0, dt);
+  const Value fix = up ? g.where(g.compare(t, x, CompareMode::Lt), one, zero)
+                       : g.where(g.compare(t, x, CompareMode::Gt), g.neg(one), zero);
+  const Value absx = g.maximum(x, g.neg(x));
+  const Value small = g.compare(absx, g.scalar(8388608.0, dt), CompareMode::Lt);
+  return g.where(small, g.add(t, fix), x);
+}
+
+}  // namespace
+
+void register_elementwise_ops(OpTable& t) {
+  auto& G = t;
+  binary(G, "Add", [](NodeContext& c, Value a, Value b) { return c.g().add(a, b); },
+         [](double a, double b, DType) { return a + b; });
+  binary(G, "Sub", [](NodeContext& c, Value a, Value b) { return c.g().sub(a, b); },
+         [](double a, double b, DType) { return a - b; });
+  binary(G, "Mul", [](NodeContext& c, Value a, Value b) { return c.g().mul(a, b); },
+         [](double a, double b, DType) { return a * b; });
+  binary(G, "Div",
+         [](NodeContext& c, Value a, Value b) {
+           if (!graph::is_float(c.g().type(a).dtype))
+             c.refuse("integer Div computed at run time is not supported (spire's div is float-only)");
+           return c.g().div(a, b);
+         },
+         [](double a, double b, DType dt) {
+           if (graph::is_int(dt)) {
+             if (b == 0) throw std::invalid_argument("integer division by zero");
+             return std::trunc(a / b);
+           }
+           return a / b;
+         });
+  t["Pow"] = {[](NodeContext& c) {
+                auto& g = c.g();
+                const DType dt = c.type(0).dtype;
+                if (dt == DType::Bool) c.refuse("Pow of bool");
+                // spire's pow is float-only and takes one dtype; ONNX lets the exponent's type differ and
+                // allows integer bases (computed in float here, then truncated back: exact for the small
+                // integer powers float32 holds exactly).
+                const DType ft = graph::is_float(dt) ? dt : DType::F32;
+                Value b = c.value(0), e = c.value(1);
+                if (dt != ft) b = g.cast(b, ft);
+                if (c.type(1).dtype != ft) e = g.cast(e, ft);
+                Value y = g.pow(b, e);
+                c.set_output(0, dt == ft ? y : g.cast(y, dt));
+              },
+              {}};
+  variadic(G, "Sum", &graph::Graph::add, false);
+  variadic(G, "Mean", &graph::Graph::add, true);
+  variadic(G, "Max", &graph::Graph::maximum, false);
+  variadic(G, "Min", &graph::Graph::minimum, false);
+
+  compare(G, "Equal", CompareMode::Eq, [](double a, double b) { return a == b; });
+  compare(G, "Greater", CompareMode::Gt, [](double a, double b) { return a > b; });
+  compare(G, "Less", CompareMode::Lt, [](double a, double b) { return a < b; });
+  compare(G, "GreaterOrEqual", CompareMode::Ge, [](double a, double b) { return a >= b; });
+  compare(G, "LessOrEqual", CompareMode::Le, [](double a, double b) { return a <= b; });
+  t["Not"] = {[](NodeContext& c) {
+                if (c.type(0).dtype != DType::Bool) c.refuse("Not takes a bool tensor");
+                auto& g = c.g();
+                c.set_output(0, g.compare(c.value(0), g.scalar(0.0, DType::Bool), CompareMode::Eq));
+              },
+              {}};
+
+  // Boolean logic through where/compare: And(a, b) = a ? b : false, Or(a, b) = a ? true : b, Xor = a != b.
+  auto logic = [&t](const std::string& op, int kind) {
+    t[op] = {[kind](NodeContext& c) {
+               if (c.type(0).dtype != DType::Bool || c.type(1).dtype != DType::Bool) c.refuse("inputs must be bool");
+               auto& g = c.g();
+               const Value a = c.value(0), b = c.value(1);
+               if (kind == 2) return c.set_output(0, g.compare(a, b, CompareMode::Ne));
+               const Value k = g.scalar(kind == 0 ? 0.0 : 1.0, DType::Bool);
+               c.set_output(0, kind == 0 ? g.where(a, b, k) : g.where(a, k, b));
+             },
+             {}};
+  };
+  logic("And", 0);
+  logic("Or", 1);
+  logic("Xor", 2);
+  t["IsNaN"] = {[](NodeContext& c) {
+                  const Value x = c.value(0);
+                  c.set_output(0, c.g().compare(x, x, CompareMode::Ne));
+                },
+                {}};
+  t["IsInf"] = {[](NodeContext& c) {
+                  auto& g = c.g();
+                  need_float(c, 0);
+                  const Value x = c.value(0);
+                  const DType dt = c.type(0).dtype;
+                  const Value pos = g.compare(x, g.scalar(INFINITY, dt), CompareMode::Eq);
+                  const Value neg = g.compare(x, g.scalar(-INFINITY, dt), CompareMode::Eq);
+                  const Value f = g.scalar(0.0, DType::Bool);
+                  const Value p = c.attr_int("detect_positive", 1) ? pos : g.constant(0.0, DType::Bool, c.type(0).shape);
+                  c.set_output(0, c.attr_int("detect_negative", 1) ? g.where(neg, g.scalar(1.0, DType::Bool), p)
+                                                                  : g.where(p, g.scalar(1.0, DType::Bool), f));
+                },
+                {}};
+  // Trilu keeps the upper (or lower) triangle of the last two dims: a where with a constant mask.
+  t["Trilu"] = {[](NodeContext& c) {
+                  auto& g = c.g();
+                  const graph::Shape s = c.type(0).shape;
+                  if (s.size() < 2) c.refuse("the input needs rank >= 2");
+                  int64_t k = 0;
+                  if (c.has_input(1)) {
+                    const auto ks = c.require_ints(1, "k");
+                    if (ks.size() != 1) c.refuse("k must be one value");
+                    k = ks[0];
+                  }
+                  const bool upper = c.attr_int("upper", 1) != 0;
+                  const int64_t rows = s[s.size() - 2], cols = s.back();
+                  Tensor mask(DType::Bool, {rows, cols});
+                  for (int64_t i = 0; i < rows; ++i)
+                    for (int64_t j = 0; j < cols; ++j) mask.data[size_t(i * cols + j)] = (upper ? j - i >= k : j - i <= k) ? 1 : 0;
+                  c.set_output(0, g.where(c.constant_value(mask, "trilu_mask"), c.value(0),
+                                          g.scalar(0.0, c.type(0).dtype)));
+                },
+                {}};
+
+  t["Where"] = {[](NodeContext& c) {
+                  if (c.type(0).dtype != DType::Bool) c.refuse("the condition must be bool");
+                  same_dtype(c, 1, 2);
+                  c.set_output(0, c.g().where(c.value(0), c.value(1), c.value(2)));
+                },
+                [](NodeContext& c) {
+                  same_dtype(c, 1, 2);
+                  c.set_output(0, host_where(*c.constant(0), *c.constant(1), *c.constant(2)));
+                }};
+  t["Cast"] = {[](NodeContext& c) {
+                 const DType to = dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type");
+                 const Value x = c.value(0);
+                 c.set_output(0, c.type(0).dtype == to ? x : c.g().cast(x, to));
+               },
+               [](NodeContext& c) {
+                 c.set_output(0, host_cast(*c.constant(0), dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type")));
+               }};
+
+  t["Neg"] = {[](NodeContext& c) { c.set_output(0, c.g().neg(c.value(0))); },
+              [](NodeContext& c) {
+                Tensor r = *c.constant(0);
+                for (double& v : r.data) v = -v;
+                c.set_output(0, r.round_to_dtype());
+              }};
+  t["Abs"] = {[](NodeContext& c) {
+                const Value x = c.value(0);
+                c.set_output(0, c.g().maximum(x, c.g().neg(x)));
+              },
+              {}};
+  unary(G, "Exp", &graph::Graph::exp);
+  unary(G, "Log", &graph::Graph::log);
+  unary(G, "Sqrt", &graph::Graph::sqrt);
+  t["Reciprocal"] = {[](NodeContext& c) {
+                       need_float(c, 0);
+                       auto& g = c.g();
+                       c.set_output(0, g.div(g.scalar(1.0, c.type(0).dtype), c.value(0)));
+                     },
+                     {}};
+  t["Floor"] = {[](NodeContext& c) {
+                  need_float(c, 0);
+                  c.set_output(0, round_toward(c, c.value(0), false));
+                },
+                {}};
+  t["Ceil"] = {[](NodeContext& c) {
+                 need_float(c, 0);
+                 c.set_output(0, round_toward(c, c.value(0), true));
+               },
+               {}};
+  t["Sign"] = {[](NodeContext& c) {
+                 auto& g = c.g();
+                 const Value x = c.value(0);
+                 const DType dt = c.type(0).dtype;
+                 const Value zero = g.scalar(0.0, dt);
+                 c.set_output(0, g.where(g.compare(x, zero, CompareMode::Gt), g.scalar(1.0, dt),
+                                         g.where(g.compare(x, zero, CompareMode::Lt), g.scalar(-1.0, dt), x)));
+               },
+               {}};
+}
+
+}  // namespace spire::onnx_import

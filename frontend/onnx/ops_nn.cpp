@@ -1,0 +1,270 @@
+// Neural-network ops: Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
+// LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "frontend/onnx/node_context.h"
+
+namespace spire::onnx_import {
+namespace {
+
+using graph::DType;
+using graph::Shape;
+using graph::Value;
+
+// Spatial rank of an [N, C, spatial...] input: 1 or 2, refused otherwise.
+int64_t spatial_rank(NodeContext& c, int i) {
+  const int64_t r = c.type(i).rank() - 2;
+  if (r != 1 && r != 2) c.refuse(fmt::format("input {} has rank {}; spire supports 1-D and 2-D (rank 3 and 4) here",
+                                             i, r + 2));
+  if (!graph::is_float(c.type(i).dtype)) c.refuse("spire runs this op on float tensors only");
+  return r;
+}
+
+// [N, C, L] -> [N, C, 1, L]: a 1-D op is the 2-D op with a height of 1.
+Value lift_1d(NodeContext& c, Value x) {
+  Shape s = c.g().type(x).shape;
+  s.insert(s.begin() + 2, 1);
+  return c.g().reshape(x, s);
+}
+std::vector<int64_t> lift_1d(std::vector<int64_t> v, int64_t fill) {
+  v.insert(v.begin(), fill);
+  return v;
+}
+
+// Symmetric padding per spatial dim from pads / auto_pad; asymmetric padding is refused.
+std::vector<int64_t> symmetric_pads(NodeContext& c, int64_t rank, const Shape& in, const std::vector<int64_t>& kernel,
+                                    const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> begin(size_t(rank), 0), end(size_t(rank), 0);
+  if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t x = in[size_t(d)], s = strides[size_t(d)];
+      const int64_t out = (x + s - 1) / s;
+      const int64_t total = std::max<int64_t>(0, (out - 1) * s + (kernel[size_t(d)] - 1) * dilations[size_t(d)] + 1 - x);
+      begin[size_t(d)] = auto_pad == "SAME_UPPER" ? total / 2 : total - total / 2;
+      end[size_t(d)] = total - begin[size_t(d)];
+    }
+  } else if (auto_pad == "NOTSET") {
+    const auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * rank), 0));
+    if (int64_t(pads.size()) != 2 * rank) c.refuse(fmt::format("pads has {} entries, not {}", pads.size(), 2 * rank));
+    for (int64_t d = 0; d < rank; ++d) {
+      begin[size_t(d)] = pads[size_t(d)];
+      end[size_t(d)] = pads[size_t(d + rank)];
+    }
+  } else if (auto_pad != "VALID") {
+    c.refuse(fmt::format("auto_pad '{}' is not an ONNX value", auto_pad));
+  }
+  for (int64_t d = 0; d < rank; ++d) {
+    if (begin[size_t(d)] < 0 || end[size_t(d)] < 0) c.refuse("negative pads");
+    if (begin[size_t(d)] > (int64_t(1) << 30) || end[size_t(d)] > (int64_t(1) << 30)) c.refuse("pads out of range");
+    if (begin[size_t(d)] != end[size_t(d)])
+      c.refuse(fmt::format("asymmetric padding (begin {} and end {} in spatial dim {}) is not supported yet",
+                           begin[size_t(d)], end[size_t(d)], d));
+  }
+  return begin;
+}
+
+std::vector<int64_t> ints_of_rank(NodeContext& c, const std::string& name, int64_t rank, int64_t fill) {
+  auto v = c.attr_ints(name, std::vector<int64_t>(size_t(rank), fill));
+  if (int64_t(v.size()) != rank) c.refuse(fmt::format("{} has {} entries, not {}", name, v.size(), rank));
+  for (int64_t x : v)
+    if (x <= 0 || x > (int64_t(1) << 30)) c.refuse(fmt::format("{} must be positive and at most 2^30", name));
+  return v;
+}
+
+void conv(NodeContext& c) {
+  auto& g = c.g();
+  const int64_t rank = spatial_rank(c, 0);
+  const Shape xs = c.type(0).shape, ws = c.type(1).shape;
+  if (int64_t(ws.size()) != rank + 2) c.refuse("the weight's rank does not match the input's");
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  if (c.attr("kernel_shape") && c.attr_ints("kernel_shape") != kernel)
+    c.refuse("kernel_shape differs from the weight's shape");
+  const auto strides = ints_of_rank(c, "strides", rank, 1);
+  const auto dilations = ints_of_rank(c, "dilations", rank, 1);
+  const Shape spatial(xs.begin() + 2, xs.end());
+  auto pads = symmetric_pads(c, rank, spatial, kernel, strides, dilations);
+  graph::Conv2dOptions o;
+  o.groups = c.attr_int("group", 1);
+  Value x = c.value(0), w = c.value(1);
+  if (rank == 1) {
+    x = lift_1d(c, x);
+    w = lift_1d(c, w);
+    o.stride = lift_1d(strides, 1);
+    o.dilation = lift_1d(dilations, 1);
+    o.padding = lift_1d(pads, 0);
+  } else {
+    o.stride = strides;
+    o.dilation = dilations;
+    o.padding = pads;
+  }
+  Value y = g.conv2d(x, w, o);
+  if (c.has_input(2)) y = g.add(y, g.reshape(c.value(2), {1, ws[0], 1, 1}));
+  if (rank == 1) {
+    Shape s = g.type(y).shape;
+    s.erase(s.begin() + 2);
+    y = g.reshape(y, s);
+  }
+  c.set_output(0, y);
+}
+
+void pool(NodeContext& c, bool max) {
+  auto& g = c.g();
+  const int64_t rank = spatial_rank(c, 0);
+  if (max && c.output_used(1)) c.refuse("the Indices output is not supported");
+  if (c.attr_int("storage_order", 0) != 0) c.refuse("storage_order 1 is not supported");
+  const Shape xs = c.type(0).shape;
+  const auto kernel = c.attr_ints("kernel_shape");
+  if (int64_t(kernel.size()) != rank) c.refuse("kernel_shape is missing or has the wrong length");
+  for (int64_t k : kernel)
+    if (k <= 0 || k > (int64_t(1) << 30)) c.refuse("kernel_shape must be positive and at most 2^30");
+  const auto strides = ints_of_rank(c, "strides", rank, 1);
+  const auto dilations = ints_of_rank(c, "dilations", rank, 1);
+  for (int64_t d : dilations)
+    if (d != 1) c.refuse("dilated pooling is not supported");
+  const Shape spatial(xs.begin() + 2, xs.end());
+  const auto pads = symmetric_pads(c, rank, spatial, kernel, strides, dilations);
+  if (c.attr_int("ceil_mode", 0) != 0) {
+    // ceil_mode only matters where it adds a window; where it does not, the floor-mode op is exact.
+    for (int64_t d = 0; d < rank; ++d) {
+      const int64_t span = spatial[size_t(d)] + 2 * pads[size_t(d)] - kernel[size_t(d)];
+      if (span % strides[size_t(d)] != 0)
+        c.refuse("ceil_mode=1 adds a partial window here; spire's pools use floor mode only");
+    }
+  }
+  // avg_pool2d counts padding in the divisor; ONNX's default (count_include_pad=0) does not. The ratio of
+  // the pooled input to the pooled ones-of-the-same-shape gives the average over real elements only.
+  const bool exclude_pad = !max && c.attr_int("count_include_pad", 0) == 0 &&
+                           std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  graph::Pool2dOptions o;
+  Value x = c.value(0);
+  if (rank == 1) {
+    x = lift_1d(c, x);
+    o.kernel = lift_1d(kernel, 1);
+    o.stride = lift_1d(strides, 1);
+    o.padding = lift_1d(pads, 0);
+  } else {
+    o.kernel = kernel;
+    o.stride = strides;
+    o.padding = pads;
+  }
+  Value y = max ? g.max_pool2d(x, o) : g.avg_pool2d(x, o);
+  if (exclude_pad) {
+    graph::Shape ones = g.type(x).shape;
+    ones[0] = ones[1] = 1;
+    y = g.div(y, g.avg_pool2d(g.constant(1.0, g.type(x).dtype, ones), o));
+  }
+  if (rank == 1) {
+    Shape s = g.type(y).shape;
+    s.erase(s.begin() + 2);
+    y = g.reshape(y, s);
+  }
+  c.set_output(0, y);
+}
+
+void global_pool(NodeContext& c, bool max) {
+  const int64_t rank = c.type(0).rank();
+  if (rank < 3) c.refuse("the input needs rank >= 3 ([N, C, spatial...])");
+  if (!graph::is_float(c.type(0).dtype)) c.refuse("spire runs this op on float tensors only");
+  std::vector<int64_t> axes;
+  for (int64_t d = 2; d < rank; ++d) axes.push_back(d);
+  c.set_output(0, max ? c.g().max(c.value(0), axes, true) : c.g().mean(c.value(0), axes, true));
+}
+
+// Inference-mode batch norm: (x - mean) * (scale / sqrt(var + eps)) + bias, per channel (dim 1).
+void batch_norm(NodeContext& c) {
+  auto& g = c.g();
+  if (c.attr_int("training_mode", 0) != 0) c.refuse("training_mode=1 is not supported (inference only)");
+  for (int i = 1; i < c.num_outputs(); ++i)
+    if (c.output_used(i)) c.refuse("the running mean/var outputs (training mode) are not supported");
+  const int64_t rank = c.type(0).rank();
+  if (rank < 2) c.refuse("the input needs rank >= 2");
+  const int64_t channels = c.type(0).shape[1];
+  Shape per_channel(size_t(rank - 1), 1);
+  per_channel[0] = channels;
+  auto channel = [&](int i) {
+    if (c.type(i).shape != Shape{channels}) c.refuse(fmt::format("input {} must have shape [{}]", i, channels));
+    return g.reshape(c.value(i), per_channel);
+  };
+  const DType dt = c.type(0).dtype;
+  const Value scale = channel(1), bias = channel(2), mean = channel(3), var = channel(4);
+  const Value factor = g.div(scale, g.sqrt(g.add(var, g.scalar(c.attr_float("epsilon", 1e-5f), dt))));
+  c.set_output(0, g.add(g.mul(g.sub(c.value(0), mean), factor), bias));
+}
+
+void layer_norm(NodeContext& c) {
+  auto& g = c.g();
+  if (!graph::is_float(c.type(0).dtype)) c.refuse("spire runs this op on float tensors only");
+  const int64_t rank = c.type(0).rank();
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank);
+  std::vector<int64_t> axes;
+  for (int64_t d = axis; d < rank; ++d) axes.push_back(d);
+  const DType dt = c.type(0).dtype;
+  const Value x = c.value(0);
+  const Value mean = g.mean(x, axes, true);
+  const Value d = g.sub(x, mean);
+  const Value var = g.mean(g.mul(d, d), axes, true);
+  const Value stddev = g.sqrt(g.add(var, g.scalar(c.attr_float("epsilon", 1e-5f), dt)));
+  // The optional outputs keep the reduced dims as 1 (ONNX's Mean and InvStdDev shapes).
+  c.set_output(1, mean);
+  if (c.output_used(2)) c.set_output(2, g.div(g.scalar(1.0, dt), stddev));
+  Value y = g.div(d, stddev);
+  y = g.mul(y, c.value(1));
+  if (c.has_input(2)) y = g.add(y, c.value(2));
+  c.set_output(0, y);
+}
+
+// y = alpha * A' B' + beta * C, A' and B' optionally transposed.
+void gemm(NodeContext& c) {
+  auto& g = c.g();
+  if (c.type(0).rank() != 2 || c.type(1).rank() != 2) c.refuse("A and B must be 2-D");
+  if (!graph::is_float(c.type(0).dtype)) c.refuse("spire runs this op on float tensors only");
+  Value a = c.value(0), b = c.value(1);
+  if (c.attr_int("transA", 0)) a = g.transpose(a);
+  if (c.attr_int("transB", 0)) b = g.transpose(b);
+  Value y = g.matmul(a, b);
+  const double alpha = c.attr_float("alpha", 1.0f), beta = c.attr_float("beta", 1.0f);
+  if (alpha != 1.0) y = g.mul(y, alpha);
+  if (c.has_input(2) && beta != 0.0) {
+    Value cc = c.value(2);
+    if (beta != 1.0) cc = g.mul(cc, beta);
+    y = g.add(y, cc);
+  }
+  c.set_output(0, y);
+}
+
+// numpy matmul: a 1-D operand is a row (left) or a column (right) whose dim is removed afterwards.
+void matmul(NodeContext& c) {
+  auto& g = c.g();
+  if (!graph::is_float(c.type(0).dtype)) c.refuse("spire runs MatMul on float tensors only");
+  Value a = c.value(0), b = c.value(1);
+  const bool a1 = c.type(0).rank() == 1, b1 = c.type(1).rank() == 1;
+  if (c.type(0).rank() == 0 || c.type(1).rank() == 0) c.refuse("MatMul of a scalar");
+  if (a1) a = g.reshape(a, {1, c.type(0).shape[0]});
+  if (b1) b = g.reshape(b, {c.type(1).shape[0], 1});
+  Value y = g.matmul(a, b);
+  if (a1 || b1) {
+    Shape s = g.type(y).shape;
+    if (b1) s.pop_back();
+    if (a1) s.erase(s.end() - 1 - (b1 ? 0 : 1));
+    y = g.reshape(y, s);
+  }
+  c.set_output(0, y);
+}
+
+}  // namespace
+
+void register_nn_ops(OpTable& t) {
+  t["Conv"] = {conv, {}};
+  t["MaxPool"] = {[](NodeContext& c) { pool(c, true); }, {}};
+  t["AveragePool"] = {[](NodeContext& c) { pool(c, false); }, {}};
+  t["GlobalAveragePool"] = {[](NodeContext& c) { global_pool(c, false); }, {}};
+  t["GlobalMaxPool"] = {[](NodeContext& c) { global_pool(c, true); }, {}};
+  t["BatchNormalization"] = {batch_norm, {}};
+  t["LayerNormalization"] = {layer_norm, {}};
+  t["Gemm"] = {gemm, {}};
+  t["MatMul"] = {matmul, {}};
+}
+
+}  // namespace spire::onnx_import

@@ -1,0 +1,82 @@
+// Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum
+// ReduceLogSumExp. Axes come from the attribute, or from input 1 (ReduceSum from opset 13, the others from
+// opset 18); empty axes reduce everything unless noop_with_empty_axes says to pass the input through.
+#include <fmt/format.h>
+
+#include "frontend/onnx/node_context.h"
+
+namespace spire::onnx_import {
+namespace {
+
+using graph::Value;
+
+enum class Kind { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
+
+void reduce(NodeContext& c, Kind kind, int64_t axes_input_opset) {
+  auto& g = c.g();
+  const int64_t rank = c.type(0).rank();
+  std::vector<int64_t> axes;
+  if (c.opset() >= axes_input_opset) {
+    if (c.has_input(1)) axes = c.require_ints(1, "axes");
+  } else {
+    axes = c.attr_ints("axes");
+  }
+  const bool keep = c.attr_int("keepdims", 1) != 0;
+  Value x = c.value(0);
+  if (axes.empty()) {
+    if (c.attr_int("noop_with_empty_axes", 0) != 0) return c.set_output(0, x);
+    for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+  }
+  for (int64_t& a : axes) a = normalize_axis(c, a, rank);
+  std::sort(axes.begin(), axes.end());
+  if (std::adjacent_find(axes.begin(), axes.end()) != axes.end()) c.refuse("repeated axis");
+  const bool is_float = graph::is_float(c.type(0).dtype);
+  if (kind != Kind::Sum && kind != Kind::Max && kind != Kind::Min && !is_float)
+    c.refuse(fmt::format("spire runs this reduction on float tensors only (the input is {})", graph::dtype_name(c.type(0).dtype)));
+  if (c.type(0).dtype == graph::DType::Bool) c.refuse("reductions of bool tensors are not supported");
+  Value y;
+  switch (kind) {
+    case Kind::Sum: y = g.sum(x, axes, keep); break;
+    case Kind::Mean: y = g.mean(x, axes, keep); break;
+    case Kind::Max: y = g.max(x, axes, keep); break;
+    case Kind::Min: y = g.neg(g.max(g.neg(x), axes, keep)); break;
+    case Kind::SumSquare: y = g.sum(g.mul(x, x), axes, keep); break;
+    case Kind::L1: y = g.sum(g.maximum(x, g.neg(x)), axes, keep); break;
+    case Kind::L2: y = g.sqrt(g.sum(g.mul(x, x), axes, keep)); break;
+    case Kind::LogSum: y = g.log(g.sum(x, axes, keep)); break;
+    case Kind::LogSumExp: {
+      // Shifted by the max so that large inputs do not overflow exp.
+      const Value m = g.max(x, axes, true);
+      Value s = g.log(g.sum(g.exp(g.sub(x, m)), axes, true));
+      s = g.add(s, m);
+      if (!keep) {
+        graph::Shape shape;
+        for (int64_t d = 0; d < rank; ++d)
+          if (!std::binary_search(axes.begin(), axes.end(), d)) shape.push_back(c.type(0).shape[size_t(d)]);
+        s = g.reshape(s, shape);
+      }
+      y = s;
+      break;
+    }
+  }
+  c.set_output(0, y);
+}
+
+}  // namespace
+
+void register_reduce_ops(OpTable& t) {
+  auto row = [&](const char* op, Kind k, int64_t axes_input_opset) {
+    t[op] = {[k, axes_input_opset](NodeContext& c) { reduce(c, k, axes_input_opset); }, {}};
+  };
+  row("ReduceSum", Kind::Sum, 13);
+  row("ReduceMean", Kind::Mean, 18);
+  row("ReduceMax", Kind::Max, 18);
+  row("ReduceMin", Kind::Min, 18);
+  row("ReduceSumSquare", Kind::SumSquare, 18);
+  row("ReduceL1", Kind::L1, 18);
+  row("ReduceL2", Kind::L2, 18);
+  row("ReduceLogSum", Kind::LogSum, 18);
+  row("ReduceLogSumExp", Kind::LogSumExp, 18);
+}
+
+}  // namespace spire::onnx_import

@@ -1,0 +1,131 @@
+#include "frontend/onnx/tensor_proto.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/onnx_import.h"
+
+namespace spire::onnx_import {
+namespace fs = std::filesystem;
+using graph::DType;
+
+namespace {
+
+// Little-endian bytes of `count` elements of the ONNX type -> doubles.
+void decode(const uint8_t* p, int64_t count, DType dtype, std::vector<double>& out) {
+  out.resize(size_t(count));
+  for (int64_t i = 0; i < count; ++i) {
+    switch (dtype) {
+      case DType::F32: { float v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
+      case DType::F64: { double v; std::memcpy(&v, p + 8 * i, 8); out[size_t(i)] = v; break; }
+      case DType::I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
+      case DType::I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[size_t(i)] = double(v); break; }
+      case DType::Bool: out[size_t(i)] = p[i] != 0 ? 1 : 0; break;
+    }
+  }
+}
+
+std::string read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
+                          uint64_t expected) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto& e : t.external_data()) {
+    auto number = [&](const std::string& s) {
+      uint64_t v = 0;
+      if (s.empty() || s.size() > 19 || s.find_first_not_of("0123456789") != std::string::npos)
+        throw ImportError(fmt::format("tensor '{}': external data {} '{}' is not a number", what, e.key(), s));
+      for (char ch : s) v = v * 10 + uint64_t(ch - '0');
+      return v;
+    };
+    if (e.key() == "location") location = e.value();
+    else if (e.key() == "offset") offset = number(e.value());
+    else if (e.key() == "length") length = number(e.value());
+  }
+  if (location.empty()) throw ImportError(fmt::format("tensor '{}': external data without a location", what));
+  const fs::path rel(location);
+  // The file must lie beside the model: an absolute path or '..' could read anything on the machine.
+  if (rel.is_absolute() || location.find("..") != std::string::npos)
+    throw ImportError(fmt::format("tensor '{}': external data location '{}' is outside the model's folder", what, location));
+  const fs::path file = model_dir / rel;
+  std::error_code ec;
+  const uint64_t size = fs::file_size(file, ec);
+  if (ec) throw ImportError(fmt::format("tensor '{}': external data file '{}' is missing or unreadable ({})", what,
+                                        file.string(), ec.message()));
+  const uint64_t len = length.value_or(expected);
+  if (len != expected)
+    throw ImportError(fmt::format("tensor '{}': external data length {} but its shape and type need {} bytes", what,
+                                  len, expected));
+  if (offset > size || len > size - offset)
+    throw ImportError(fmt::format("tensor '{}': external data offset {} + length {} exceeds the size {} of '{}'",
+                                  what, offset, len, size, file.string()));
+  std::ifstream in(file, std::ios::binary);
+  std::string bytes(size_t(len), '\0');
+  in.seekg(std::streamoff(offset));
+  in.read(bytes.data(), std::streamsize(len));
+  if (!in) throw ImportError(fmt::format("tensor '{}': cannot read external data from '{}'", what, file.string()));
+  return bytes;
+}
+
+}  // namespace
+
+graph::Tensor read_tensor_proto(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what) {
+  const DType dtype = dtype_of_onnx(t.data_type(), fmt::format("tensor '{}'", what));
+  graph::Tensor r;
+  r.dtype = dtype;
+  r.shape.assign(t.dims().begin(), t.dims().end());
+  int64_t n = 0;
+  try {
+    n = checked_numel(r.shape);
+  } catch (const std::invalid_argument& e) {
+    throw ImportError(fmt::format("tensor '{}': {}", what, e.what()));
+  }
+  const uint64_t elem = dtype == DType::Bool ? 1 : graph::dtype_bytes(dtype);
+  const uint64_t bytes = uint64_t(n) * elem;
+  auto check_count = [&](int64_t have) {
+    if (have != n)
+      throw ImportError(fmt::format("tensor '{}' of shape {} holds {} values instead of {}", what,
+                                    graph::shape_to_string(r.shape), have, n));
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    const std::string raw = read_external(t, model_dir, what, bytes);
+    decode(reinterpret_cast<const uint8_t*>(raw.data()), n, dtype, r.data);
+  } else if (t.has_raw_data()) {
+    if (t.raw_data().size() != bytes)
+      throw ImportError(fmt::format("tensor '{}' of type {} and shape {} has {} bytes of raw data instead of {}", what,
+                                    graph::dtype_name(dtype), graph::shape_to_string(r.shape), t.raw_data().size(), bytes));
+    decode(reinterpret_cast<const uint8_t*>(t.raw_data().data()), n, dtype, r.data);
+  } else {
+    switch (dtype) {
+      case DType::F32: check_count(t.float_data_size()); r.data.assign(t.float_data().begin(), t.float_data().end()); break;
+      case DType::F64: check_count(t.double_data_size()); r.data.assign(t.double_data().begin(), t.double_data().end()); break;
+      case DType::I64:
+        check_count(t.int64_data_size());
+        for (int64_t v : t.int64_data()) r.data.push_back(double(v));
+        break;
+      case DType::I32:
+      case DType::Bool:
+        check_count(t.int32_data_size());
+        for (int32_t v : t.int32_data()) r.data.push_back(dtype == DType::Bool ? (v != 0) : v);
+        break;
+    }
+  }
+  return r;
+}
+
+graph::Tensor read_tensor_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw ImportError(fmt::format("{}: cannot open", path.string()));
+  std::ostringstream s;
+  s << in.rdbuf();
+  const std::string bytes = s.str();
+  onnx::TensorProto t;
+  if (!t.ParseFromString(bytes)) throw ImportError(fmt::format("{}: not a serialized ONNX TensorProto", path.string()));
+  return read_tensor_proto(t, path.parent_path(), path.filename().string());
+}
+
+}  // namespace spire::onnx_import

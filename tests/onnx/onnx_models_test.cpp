@@ -1,0 +1,148 @@
+// `spire run` / `spire import` on models PyTorch exported at test setup (export_models.py), compared with
+// PyTorch's own outputs, and the CLI's answers to bad files and bad inputs.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "io/tensor_file.h"
+
+namespace spire {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+Result spire(const std::string& args) {
+  const std::string cmd = std::string(SPIRE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string model(const std::string& name) { return std::string(MODELS_DIR) + "/" + name; }
+
+class OnnxModels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spire_onnx_models_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& n) const { return (dir_ / n).string(); }
+
+  // Runs NAME.onnx on `device` ("" = the default) and checks every output against PyTorch's within 1e-4
+  // relative (L2 norm of the difference over the norm of PyTorch's output).
+  void run_and_compare(const std::string& name, const std::string& device, const std::string& file = "") {
+    const std::string out = path(name + ".out.safetensors");
+    const auto r = spire("run " + (file.empty() ? model(name + ".onnx") : file) + " --inputs " +
+                         model(name + ".in.safetensors") + " --outputs " + out +
+                         (device.empty() ? "" : " --device " + device));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const auto got = io::load_tensors(out);
+    const auto want = io::load_tensors(model(name + ".torch.safetensors"));
+    for (const auto& [n, w] : want) {
+      ASSERT_TRUE(got.count(n)) << n;
+      const auto& g = got.at(n);
+      ASSERT_EQ(g.type(), w.type()) << n;
+      double diff = 0, norm = 0;
+      for (size_t i = 0; i < w.data.size(); ++i) {
+        diff += (g.data[i] - w.data[i]) * (g.data[i] - w.data[i]);
+        norm += w.data[i] * w.data[i];
+      }
+      EXPECT_LE(std::sqrt(diff / norm), 1e-4) << name << " output " << n << " on " << device;
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(OnnxModels, MlpMatchesPyTorchOnReferenceAndDevice) {
+  run_and_compare("mlp", "reference");
+  run_and_compare("mlp", "");
+}
+
+TEST_F(OnnxModels, CnnMatchesPyTorchOnReferenceAndDevice) {
+  run_and_compare("cnn", "reference");
+  run_and_compare("cnn", "");
+}
+
+// LayerNorm decomposed (opset 13) and as LayerNormalization (opset 17), softmax attention, GELU via Erf.
+TEST_F(OnnxModels, AttentionBlockMatchesPyTorchAtOpsets13And17) {
+  for (const char* name : {"attention13", "attention17"}) {
+    run_and_compare(name, "reference");
+    run_and_compare(name, "");
+  }
+}
+
+TEST_F(OnnxModels, MixedOpsMatchPyTorchAtOpsets11To17) {
+  for (const char* name : {"mixed11", "mixed13", "mixed15", "mixed17"}) {
+    run_and_compare(name, "reference");
+    run_and_compare(name, "");
+  }
+}
+
+TEST_F(OnnxModels, Resnet18MatchesPyTorchOnReferenceAndDevice) {
+  run_and_compare("resnet18", "reference");
+  run_and_compare("resnet18", "");
+}
+
+TEST_F(OnnxModels, ExternalDataModelRuns) { run_and_compare("mlp", "reference", model("mlp_ext.onnx")); }
+
+TEST_F(OnnxModels, ImportWritesAGraphThatRunRuns) {
+  const auto r = spire("import " + model("cnn.onnx") + " -o " + path("cnn.graph") + " --input-shape x=2,3,16,16");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_TRUE(fs::exists(path("cnn.safetensors")));
+  run_and_compare("cnn", "reference", path("cnn.graph"));
+  run_and_compare("cnn", "", path("cnn.graph"));
+}
+
+TEST_F(OnnxModels, DeviceAllPrintsADifferenceTable) {
+  const auto r = spire("run " + model("mlp.onnx") + " --inputs " + model("mlp.in.safetensors") + " --outputs " +
+                       path("o.safetensors") + " --device all");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("max abs diff"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0"), std::string::npos) << r.out;
+}
+
+// Each bad case: non-zero exit and a message holding `expect`.
+void expect_error(const std::string& args, const std::string& expect) {
+  const auto r = spire(args);
+  EXPECT_NE(r.exit_code, 0) << args << "\n" << r.out;
+  EXPECT_NE(r.out.find(expect), std::string::npos) << args << "\n" << r.out;
+  EXPECT_EQ(r.out.find("Segmentation"), std::string::npos) << r.out;
+}
+
+TEST_F(OnnxModels, BadFilesAndInputsGiveClearErrors) {
+  const std::string o = " --outputs " + path("o.safetensors") + " --device reference";
+  expect_error("run " + model("garbage.onnx") + " --inputs " + model("cnn.in.safetensors") + o, "not an ONNX model");
+  expect_error("run " + model("truncated.onnx") + " --inputs " + model("cnn.in.safetensors") + o, "not an ONNX model");
+  expect_error("run " + model("unsupported.onnx") + " --inputs " + model("unsupported.in.safetensors") + o,
+               "node 'the_det' (Det, opset 13): unsupported op");
+  expect_error("run " + model("cnn.onnx") + " --inputs " + model("cnn.wrongname.safetensors") + o,
+               "input 'x' has a symbolic dimension 0 ('batch'): it is missing from");
+  expect_error("run " + model("cnn.onnx") + " --inputs " + model("cnn.wrongshape.safetensors") + o,
+               "is given shape [2,3,15,16]");
+  expect_error("run " + model("cnn.onnx") + " --inputs " + model("cnn.wrongdtype.safetensors") + o,
+               "input 'x' is f32[2,3,16,16] in the model but f64[2,3,16,16]");
+  expect_error("run " + model("mlp_noext.onnx") + " --inputs " + model("mlp.in.safetensors") + o, "mlp_noext.weights");
+  expect_error("run " + path("nothing.onnx") + " --inputs " + model("mlp.in.safetensors") + o, "no such file");
+}
+
+}  // namespace
+}  // namespace spire

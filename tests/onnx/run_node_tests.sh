@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# ONNX backend node tests through `spire onnx-test`: the tests whose ops are all in the importer's target
+# list (select_node_tests.py) on DEVICE. Passes when at least MIN pass and no failure is a wrong result:
+# every failure must be a refusal at import, never a mismatch of numbers, dtypes or shapes.
+# Usage: run_node_tests.sh SPIRE DEVICE MIN
+set -uo pipefail
+spire=$1 device=$2 min=$3
+here=$(cd "$(dirname "$0")" && pwd)
+data=/usr/share/libonnx-testdata/data/node
+[ -d "$data" ] || { echo "libonnx-testdata is not installed: skipped"; exit 0; }
+mapfile -t dirs < <(/usr/bin/python3 "$here/select_node_tests.py" "$data")
+out=$("$spire" onnx-test "${dirs[@]}" --device "$device" 2>&1)
+echo "$out" | tail -1
+wrong=$(echo "$out" | grep '^FAIL' | grep -E 'differs at element|but the test expects|no output' || true)
+if [ -n "$wrong" ]; then echo "wrong results:"; echo "$wrong"; exit 1; fi
+passed=$(echo "$out" | grep -c '^PASS')
+[ "$passed" -ge "$min" ] || { echo "only $passed passed (expected at least $min)"; echo "$out" | grep '^FAIL'; exit 1; }

@@ -1,0 +1,32 @@
+"""Lists the ONNX backend node tests (libonnx-testdata) whose ops are all in the importer's target list and
+whose tensors are all float32/int32/int64/bool: the set docs/CONFORMANCE.md counts.
+
+Usage: /usr/bin/python3 select_node_tests.py [NODE_DIR] > dirs.txt
+"""
+import os
+import sys
+
+import onnx
+
+OPS = set("""Abs Add AveragePool BatchNormalization Cast Ceil Clip Concat Constant ConstantOfShape Conv Div Dropout
+Equal Erf Exp Expand Flatten Floor Gather Gemm GlobalAveragePool GlobalMaxPool Greater HardSigmoid HardSwish
+Identity LayerNormalization LeakyRelu Less Log LogSoftmax MatMul Max MaxPool Mean Min Mul Neg Pad Pow Range
+Reciprocal ReduceMax ReduceMean ReduceSum Relu Reshape Shape Sigmoid Sign Slice Softmax Softplus Split Sqrt
+Squeeze Sub Sum Tanh Tile Transpose Unsqueeze Where""".split())
+DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.BOOL}
+
+root = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/libonnx-testdata/data/node"
+for name in sorted(os.listdir(root)):
+    d = os.path.join(root, name)
+    try:
+        m = onnx.load(os.path.join(d, "model.onnx"))
+    except Exception:
+        continue
+    if not all(n.op_type in OPS and n.domain in ("", "ai.onnx") for n in m.graph.node):
+        continue
+    ok = True
+    for v in list(m.graph.input) + list(m.graph.output):
+        if not v.type.HasField("tensor_type") or v.type.tensor_type.elem_type not in DTYPES:
+            ok = False
+    if ok:
+        print(d)

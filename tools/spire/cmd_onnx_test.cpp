@@ -1,0 +1,125 @@
+// spire onnx-test DIR... [--device D]: ONNX backend node tests (model.onnx + test_data_set_N/input_K.pb and
+// output_K.pb, as libonnx-testdata installs them) run through the importer on a device or the reference,
+// compared with rtol 1e-3, atol 1e-5 (exactly for integers and bools). One PASS/FAIL line per test.
+#include <cmath>
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "frontend/onnx/tensor_proto.h"
+#include "tools/spire/commands.h"
+#include "tools/spire/onnx_model.h"
+
+namespace spire::cli {
+namespace {
+namespace fs = std::filesystem;
+
+struct OnnxTestCmd {
+  std::vector<std::string> dirs;
+  std::string device = "reference";
+};
+
+std::vector<fs::path> sorted_files(const fs::path& dir, const std::string& prefix) {
+  std::vector<std::pair<int, fs::path>> found;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(prefix, 0) == 0 && e.path().extension() == ".pb") found.emplace_back(std::stoi(n.substr(prefix.size())), e.path());
+  }
+  std::sort(found.begin(), found.end());
+  std::vector<fs::path> r;
+  for (auto& f : found) r.push_back(f.second);
+  return r;
+}
+
+// Empty when they agree; else the first disagreement.
+std::string compare(const std::string& name, const graph::Tensor& got, const graph::Tensor& want) {
+  if (got.dtype != want.dtype || got.shape != want.shape)
+    return fmt::format("output '{}' is {} but the test expects {}", name, got.type().to_string(), want.type().to_string());
+  const bool exact = !graph::is_float(want.dtype);
+  for (size_t i = 0; i < want.data.size(); ++i) {
+    const double a = got.data[i], e = want.data[i];
+    if (std::isnan(e) && std::isnan(a)) continue;
+    if (exact ? a == e : (a == e || std::fabs(a - e) <= 1e-5 + 1e-3 * std::fabs(e))) continue;
+    return fmt::format("output '{}' differs at element {}: {} instead of {}", name, i, a, e);
+  }
+  return {};
+}
+
+// One test directory: empty on success, else the reason.
+std::string run_one(const fs::path& dir, rt::Device* device) {
+  std::vector<fs::path> sets;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_directory() && e.path().filename().string().rfind("test_data_set_", 0) == 0) sets.push_back(e.path());
+  std::sort(sets.begin(), sets.end());
+  if (sets.empty()) return "no test_data_set_N folder";
+  for (const auto& set : sets) {
+    std::map<std::string, graph::Tensor> given, expected;
+    for (const auto& f : sorted_files(set, "input_")) {
+      onnx::TensorProto t;
+      auto tensor = onnx_import::read_tensor_file(f);
+      // The tensors carry their model names; read them again for the name only.
+      std::ifstream in(f, std::ios::binary);
+      if (!t.ParseFromIstream(&in) || t.name().empty()) return fmt::format("{}: tensor without a name", f.string());
+      given[t.name()] = std::move(tensor);
+    }
+    const std::string src = set.string();
+    LoadedModel m = load_onnx((dir / "model.onnx").string(), given, src, /*known_scalars=*/true);
+    const auto feeds = input_feeds(m, given, src);
+    const auto results = device ? run_on_device(m, feeds, *device) : run_reference(m, feeds);
+    const auto outs = sorted_files(set, "output_");
+    for (size_t k = 0; k < outs.size(); ++k) {
+      onnx::TensorProto t;
+      std::ifstream in(outs[k], std::ios::binary);
+      if (!t.ParseFromIstream(&in)) return fmt::format("{}: unreadable", outs[k].string());
+      const std::string name = t.name().empty() && k < m.outputs.size() ? m.outputs[k].onnx_name : t.name();
+      auto it = results.find(name);
+      if (it == results.end()) return fmt::format("no output '{}'", name);
+      const std::string diff = compare(name, it->second, onnx_import::read_tensor_file(outs[k]));
+      if (!diff.empty()) return diff;
+    }
+  }
+  return {};
+}
+
+void run_onnx_test(const OnnxTestCmd& o) {
+  std::unique_ptr<rt::Device> dev;
+  if (o.device != "reference") dev = rt::open_device(o.device);
+  int pass = 0, fail = 0;
+  for (const auto& d : o.dirs) {
+    std::string reason;
+    try {
+      reason = run_one(d, dev.get());
+    } catch (const std::exception& e) {
+      reason = e.what();
+    }
+    const std::string test = fs::path(d).filename().string();
+    if (reason.empty()) {
+      ++pass;
+      fmt::print("PASS {}\n", test);
+    } else {
+      ++fail;
+      for (char& ch : reason)
+        if (ch == '\n') ch = ' ';
+      fmt::print("FAIL {}: {}\n", test, reason);
+    }
+    std::fflush(stdout);
+  }
+  fmt::print("{} passed, {} failed on {}\n", pass, fail, o.device);
+  if (fail > 0) throw std::runtime_error(fmt::format("{} of {} ONNX node tests failed", fail, pass + fail));
+}
+
+}  // namespace
+
+void register_onnx_test_commands(CLI::App& app) {
+  auto o = std::make_shared<OnnxTestCmd>();
+  auto* cmd = app.add_subcommand("onnx-test", "Run ONNX backend node tests (folders holding model.onnx and test_data_set_N)");
+  cmd->add_option("dirs", o->dirs, "Test folders")->required();
+  cmd->add_option("--device", o->device, "vulkan:N, cuda:N, 'default' or 'reference' (the default)");
+  cmd->callback([o] { run_onnx_test(*o); });
+}
+
+}  // namespace spire::cli

@@ -1,0 +1,99 @@
+// spire run MODEL.onnx|MODEL.graph --inputs IN --outputs OUT [--device D]: one inference, tensors by their
+// ONNX names. --device all runs every device present and prints each one's distance from the reference.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "io/tensor_file.h"
+#include "tools/spire/commands.h"
+#include "tools/spire/onnx_model.h"
+
+namespace spire::cli {
+namespace {
+
+struct RunCmd {
+  std::string model, inputs, outputs, device, weights;
+};
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+struct Diff {
+  double abs = 0, rel = 0;
+};
+// Max-norm of the difference, absolute and relative to the reference's max-norm.
+Diff max_diff(const graph::Tensor& a, const graph::Tensor& ref) {
+  Diff d;
+  double norm = 0;
+  for (size_t i = 0; i < ref.data.size() && i < a.data.size(); ++i) {
+    const double e = std::fabs(a.data[i] - ref.data[i]);
+    d.abs = std::isnan(e) ? INFINITY : std::max(d.abs, e);
+    norm = std::max(norm, std::fabs(ref.data[i]));
+  }
+  d.rel = norm > 0 ? d.abs / norm : d.abs;
+  return d;
+}
+
+void run_run(const RunCmd& o) {
+  const auto given = io::load_tensors(o.inputs);
+  LoadedModel m;
+  if (ends_with(o.model, ".graph")) {
+    std::string weights = o.weights;
+    if (weights.empty()) weights = std::filesystem::path(o.model).replace_extension(".safetensors").string();
+    m = load_graph_model(o.model, weights);
+  } else {
+    m = load_onnx(o.model, given, o.inputs);
+  }
+  const auto feeds = input_feeds(m, given, o.inputs);
+
+  std::map<std::string, graph::Tensor> results;
+  if (o.device == "reference") {
+    results = run_reference(m, feeds);
+  } else if (o.device == "all") {
+    const auto ref = run_reference(m, feeds);
+    fmt::print("{:<24} {:<12} {:>14} {:>14}\n", "output", "device", "max abs diff", "max rel diff");
+    bool first = true;
+    for (const auto& info : rt::list_devices()) {
+      auto dev = rt::open_device(info.id);
+      auto r = run_on_device(m, feeds, *dev);
+      for (const auto& out : m.outputs) {
+        const Diff d = max_diff(r.at(out.onnx_name), ref.at(out.onnx_name));
+        fmt::print("{:<24} {:<12} {:>14.3e} {:>14.3e}\n", out.onnx_name, info.id, d.abs, d.rel);
+      }
+      if (first) results = std::move(r);
+      first = false;
+    }
+    if (first) results = ref;  // no device at all: the reference is what there is
+  } else {
+    auto dev = rt::open_device(o.device);
+    results = run_on_device(m, feeds, *dev);
+  }
+  io::NamedTensors written;
+  for (const auto& out : m.outputs) written.emplace_back(out.onnx_name, results.at(out.onnx_name));
+  io::save_tensors(o.outputs, written);
+}
+
+}  // namespace
+
+void register_run_commands(CLI::App& app) {
+  auto o = std::make_shared<RunCmd>();
+  auto* cmd = app.add_subcommand(
+      "run",
+      "Run an ONNX model (or a graph made by `spire import`) once: each model input is read from --inputs by its "
+      "ONNX name; each output is written to --outputs under its ONNX name in the model's dtype. The values of an .onnx "
+      "model's integer inputs are also used at import where a shape needs them (the graph is specialised to them)");
+  cmd->add_option("model", o->model, "MODEL.onnx or MODEL.graph")->required();
+  cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs")->required();
+  cmd->add_option("--outputs", o->outputs, "safetensors file to write the outputs to")->required();
+  cmd->add_option("--device", o->device,
+                  "vulkan:N, cuda:N, 'reference' (the float64 evaluator) or 'all' (every device, with a table of "
+                  "each one's difference from the reference); default: the best device present");
+  cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
+  cmd->callback([o] { run_run(*o); });
+}
+
+}  // namespace spire::cli

@@ -1,0 +1,94 @@
+#include "tools/spire/onnx_model.h"
+
+#include <filesystem>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "io/file_bytes.h"
+#include "io/tensor_file.h"
+#include "ir/graph/evaluator.h"
+#include "ir/graph/text_form.h"
+#include "lowering/executable.h"
+
+namespace spire::cli {
+
+LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph::Tensor>& given,
+                      const std::string& given_source, bool known_scalars) {
+  onnx_import::ImportOptions opt;
+  opt.missing_shape_hint = fmt::format("it is missing from {}", given_source);
+  for (const auto& [name, t] : given) {
+    opt.input_shapes[name] = t.shape;
+    if (graph::is_int(t.dtype) || (known_scalars && (t.dtype == graph::DType::Bool || t.rank() == 0)))
+      opt.known_inputs[name] = t;
+  }
+  onnx_import::ImportedModel im = onnx_import::import_model(path, opt);
+  LoadedModel m{std::move(im.graph), {}, std::move(im.inputs), std::move(im.outputs)};
+  for (auto& [name, t] : im.weights) m.weights.emplace(name, std::move(t));
+  return m;
+}
+
+LoadedModel load_graph_model(const std::string& path, const std::string& weights_path) {
+  LoadedModel m;
+  try {
+    const auto bytes = io::read_file_bytes(path);
+    m.graph = graph::parse(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  } catch (const graph::ParseError& e) {
+    throw std::runtime_error(fmt::format("{}:{}:{}: {}", path, e.line(), e.column(), e.message()));
+  }
+  // The weights file also holds the ONNX names (metadata): read it when the graph needs weights or it exists.
+  if (!m.graph.parameters().empty() || std::filesystem::exists(weights_path)) {
+    const io::SafetensorsFile file = io::read_safetensors(weights_path);
+    for (const auto& t : file.tensors) m.weights.emplace(t.name, io::to_graph_tensor(t, weights_path));
+    onnx_import::read_bindings_metadata(file.metadata, m.inputs, m.outputs);
+  }
+  // A graph not made by `spire import`: its own names are the tensor names.
+  if (m.inputs.empty() && m.outputs.empty()) {
+    for (graph::Value v : m.graph.inputs()) {
+      const auto& n = m.graph.node(v);
+      m.inputs.push_back({n.name, n.name, n.type.dtype, n.type.shape});
+    }
+    for (const auto& o : m.graph.outputs()) {
+      const auto t = m.graph.type(o.value);
+      m.outputs.push_back({o.name, o.name, t.dtype, t.shape});
+    }
+  }
+  return m;
+}
+
+std::map<std::string, graph::Tensor> input_feeds(const LoadedModel& m, const std::map<std::string, graph::Tensor>& given,
+                                                 const std::string& given_source) {
+  std::map<std::string, graph::Tensor> feeds = m.weights;
+  for (const auto& in : m.inputs) {
+    const std::string want = graph::TensorType{in.dtype, in.shape}.to_string();
+    auto it = given.find(in.onnx_name);
+    if (it == given.end())
+      throw std::runtime_error(fmt::format("input '{}' ({}) is missing from {}", in.onnx_name, want, given_source));
+    if (it->second.type().to_string() != want)
+      throw std::runtime_error(fmt::format("input '{}' is {} in the model but {} in {}", in.onnx_name, want,
+                                           it->second.type().to_string(), given_source));
+    feeds[in.graph_name] = it->second;
+  }
+  return feeds;
+}
+
+std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds) {
+  auto results = graph::evaluate(m.graph, feeds, graph::DType::F64);
+  std::map<std::string, graph::Tensor> out;
+  for (const auto& o : m.outputs) out[o.onnx_name] = std::move(results.at(o.graph_name));
+  return out;
+}
+
+std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
+                                                   rt::Device& device) {
+  auto exe = lowering::compile(m.graph, device);
+  for (const graph::Node& n : m.graph.nodes())
+    if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));
+  exe->step();
+  std::map<std::string, graph::Tensor> out;
+  for (const auto& o : m.outputs) out[o.onnx_name] = exe->get(o.graph_name);
+  return out;
+}
+
+}  // namespace spire::cli
