@@ -52,8 +52,8 @@ void register_activation_ops(OpTable& t) {
   t["Sigmoid"] = {[](NodeContext& c) { c.set_output(0, c.g().sigmoid(float_input(c, 0))); }, {}};
   t["Tanh"] = {[](NodeContext& c) { c.set_output(0, c.g().tanh(float_input(c, 0))); }, {}};
   t["LeakyRelu"] = {[](NodeContext& c) {
-                      const Value x = float_input(c, 0);
-                      c.set_output(0, where_nonneg(c, x, x, c.g().mul(x, double(c.attr_float("alpha", 0.01f)))));
+                      c.set_output(0, c.g().op("leaky_relu", {float_input(c, 0)},
+                                               {{"alpha", double(c.attr_float("alpha", 0.01f))}}));
                     },
                     {}};
   t["PRelu"] = {[](NodeContext& c) {
@@ -79,28 +79,13 @@ void register_activation_ops(OpTable& t) {
                },
                {}};
   t["HardSigmoid"] = {[](NodeContext& c) {
-                        auto& g = c.g();
-                        const Value x = float_input(c, 0);
-                        const DType dt = c.type(0).dtype;
-                        const double alpha = c.attr_float("alpha", 0.2f), beta = c.attr_float("beta", 0.5f);
-                        const Value lin = g.add(g.mul(x, alpha), beta);
-                        c.set_output(0, g.maximum(g.scalar(0.0, dt), g.minimum(g.scalar(1.0, dt), lin)));
+                        c.set_output(0, c.g().op("hard_sigmoid", {float_input(c, 0)},
+                                                 {{"alpha", double(c.attr_float("alpha", 0.2f))},
+                                                  {"beta", double(c.attr_float("beta", 0.5f))}}));
                       },
                       {}};
-  t["HardSwish"] = {[](NodeContext& c) {
-                      auto& g = c.g();
-                      const Value x = float_input(c, 0);
-                      const DType dt = c.type(0).dtype;
-                      // x * max(0, min(1, x/6 + 1/2))
-                      const Value lin = g.add(g.mul(x, 1.0 / 6.0), 0.5);
-                      c.set_output(0, g.mul(x, g.maximum(g.scalar(0.0, dt), g.minimum(g.scalar(1.0, dt), lin))));
-                    },
-                    {}};
-  t["Softplus"] = {[](NodeContext& c) {
-                     auto& g = c.g();
-                     c.set_output(0, g.log(g.add(g.exp(float_input(c, 0)), 1.0)));
-                   },
-                   {}};
+  t["HardSwish"] = {[](NodeContext& c) { c.set_output(0, c.g().op("hard_swish", {float_input(c, 0)})); }, {}};
+  t["Softplus"] = {[](NodeContext& c) { c.set_output(0, c.g().op("softplus", {float_input(c, 0)})); }, {}};
   t["Softsign"] = {[](NodeContext& c) {
                      auto& g = c.g();
                      const Value x = float_input(c, 0);
@@ -121,22 +106,7 @@ void register_activation_ops(OpTable& t) {
                  c.set_output(0, y);
                },
                {}};
-  // erf has no graph op: Abramowitz & Stegun 7.1.26, |error| <= 1.5e-7 for every x (below float32's
-  // resolution near 1, and well inside the 1e-5 absolute tolerance of ONNX's tests).
-  t["Erf"] = {[](NodeContext& c) {
-                auto& g = c.g();
-                const Value x = float_input(c, 0);
-                const DType dt = c.type(0).dtype;
-                const Value ax = g.maximum(x, g.neg(x));
-                const Value tt = g.div(g.scalar(1.0, dt), g.add(g.mul(ax, 0.3275911), 1.0));
-                Value poly = g.scalar(1.061405429, dt);
-                for (double a : {-1.453152027, 1.421413741, -0.284496736, 0.254829592})
-                  poly = g.add(g.mul(poly, tt), a);
-                poly = g.mul(poly, tt);
-                const Value e = g.sub(g.scalar(1.0, dt), g.mul(poly, g.exp(g.neg(g.mul(ax, ax)))));
-                c.set_output(0, where_nonneg(c, x, e, g.neg(e)));
-              },
-              {}};
+  t["Erf"] = {[](NodeContext& c) { c.set_output(0, c.g().op("erf", {float_input(c, 0)})); }, {}};
   t["ThresholdedRelu"] = {[](NodeContext& c) {
                             auto& g = c.g();
                             const Value x = float_input(c, 0);

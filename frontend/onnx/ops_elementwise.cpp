@@ -81,20 +81,6 @@ void variadic(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value,
            {}};
 }
 
-// floor/ceil without a rounding op: truncate through an integer cast (exact for |x| < 2^23, where float
-// still has a fraction; larger floats are whole already and pass through unchanged, as do inf and nan).
-Value round_toward(NodeContext& c, Value x, bool up) {
-  auto& g = c.g();
-  const DType dt = g.type(x).dtype;
-  const Value t = g.cast(g.cast(x, DType::I32), dt);
-  const Value one = g.scalar(1.0, dt), zero = g.scalar(0.0, dt);
-  const Value fix = up ? g.where(g.compare(t, x, CompareMode::Lt), one, zero)
-                       : g.where(g.compare(t, x, CompareMode::Gt), g.neg(one), zero);
-  const Value absx = g.maximum(x, g.neg(x));
-  const Value small = g.compare(absx, g.scalar(8388608.0, dt), CompareMode::Lt);
-  return g.where(small, g.add(t, fix), x);
-}
-
 }  // namespace
 
 void register_elementwise_ops(OpTable& t) {
@@ -228,39 +214,18 @@ void register_elementwise_ops(OpTable& t) {
                 for (double& v : r.data) v = -v;
                 c.set_output(0, r.round_to_dtype());
               }};
-  t["Abs"] = {[](NodeContext& c) {
-                const Value x = c.value(0);
-                c.set_output(0, c.g().maximum(x, c.g().neg(x)));
-              },
-              {}};
+  // Ops of the graph's op table by name, one graph op each (ir/graph/ops/unary.cpp).
+  for (auto [onnx_op, op] : {std::pair{"Abs", "abs"}, {"Sign", "sign"}})
+    t[onnx_op] = {[op = op](NodeContext& c) { c.set_output(0, c.g().op(op, {c.value(0)})); }, {}};
+  for (auto [onnx_op, op] : {std::pair{"Reciprocal", "reciprocal"}, {"Floor", "floor"}, {"Ceil", "ceil"}})
+    t[onnx_op] = {[op = op](NodeContext& c) {
+                    need_float(c, 0);
+                    c.set_output(0, c.g().op(op, {c.value(0)}));
+                  },
+                  {}};
   unary(G, "Exp", &graph::Graph::exp);
   unary(G, "Log", &graph::Graph::log);
   unary(G, "Sqrt", &graph::Graph::sqrt);
-  t["Reciprocal"] = {[](NodeContext& c) {
-                       need_float(c, 0);
-                       auto& g = c.g();
-                       c.set_output(0, g.div(g.scalar(1.0, c.type(0).dtype), c.value(0)));
-                     },
-                     {}};
-  t["Floor"] = {[](NodeContext& c) {
-                  need_float(c, 0);
-                  c.set_output(0, round_toward(c, c.value(0), false));
-                },
-                {}};
-  t["Ceil"] = {[](NodeContext& c) {
-                 need_float(c, 0);
-                 c.set_output(0, round_toward(c, c.value(0), true));
-               },
-               {}};
-  t["Sign"] = {[](NodeContext& c) {
-                 auto& g = c.g();
-                 const Value x = c.value(0);
-                 const DType dt = c.type(0).dtype;
-                 const Value zero = g.scalar(0.0, dt);
-                 c.set_output(0, g.where(g.compare(x, zero, CompareMode::Gt), g.scalar(1.0, dt),
-                                         g.where(g.compare(x, zero, CompareMode::Lt), g.scalar(-1.0, dt), x)));
-               },
-               {}};
 }
 
 }  // namespace spire::onnx_import

@@ -1,5 +1,8 @@
 // Neural-network ops: Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
 // LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1.
+#include <algorithm>
+#include <limits>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -32,9 +35,13 @@ std::vector<int64_t> lift_1d(std::vector<int64_t> v, int64_t fill) {
   return v;
 }
 
-// Symmetric padding per spatial dim from pads / auto_pad; asymmetric padding is refused.
-std::vector<int64_t> symmetric_pads(NodeContext& c, int64_t rank, const Shape& in, const std::vector<int64_t>& kernel,
-                                    const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
+// Padding before and after each spatial dim, from pads / auto_pad.
+struct WindowPads {
+  std::vector<int64_t> begin, end;
+  bool symmetric() const { return begin == end; }
+};
+WindowPads window_pads(NodeContext& c, int64_t rank, const Shape& in, const std::vector<int64_t>& kernel,
+                       const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations) {
   const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
   std::vector<int64_t> begin(size_t(rank), 0), end(size_t(rank), 0);
   if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
@@ -58,11 +65,17 @@ std::vector<int64_t> symmetric_pads(NodeContext& c, int64_t rank, const Shape& i
   for (int64_t d = 0; d < rank; ++d) {
     if (begin[size_t(d)] < 0 || end[size_t(d)] < 0) c.refuse("negative pads");
     if (begin[size_t(d)] > (int64_t(1) << 30) || end[size_t(d)] > (int64_t(1) << 30)) c.refuse("pads out of range");
-    if (begin[size_t(d)] != end[size_t(d)])
-      c.refuse(fmt::format("asymmetric padding (begin {} and end {} in spatial dim {}) is not supported yet",
-                           begin[size_t(d)], end[size_t(d)], d));
   }
-  return begin;
+  return {begin, end};
+}
+
+// [N, C, spatial...] embedded at `begin` in a tensor of `shape` filled with `fill`: explicit padding, for windows
+// the ops' symmetric padding cannot express (asymmetric pads, pads wider than half a pool's kernel, ceil mode).
+Value pad_spatial(NodeContext& c, Value x, const std::vector<int64_t>& begin, const Shape& shape, double fill) {
+  const size_t rank = shape.size();
+  std::vector<int64_t> starts(rank, 0), steps(rank, 1);
+  for (size_t d = 0; d < begin.size(); ++d) starts[d + 2] = begin[d];
+  return c.g().op("pad", {x}, {{"starts", starts}, {"steps", steps}, {"shape", shape}, {"value", fill}});
 }
 
 std::vector<int64_t> ints_of_rank(NodeContext& c, const std::string& name, int64_t rank, int64_t fill) {
@@ -84,10 +97,17 @@ void conv(NodeContext& c) {
   const auto strides = ints_of_rank(c, "strides", rank, 1);
   const auto dilations = ints_of_rank(c, "dilations", rank, 1);
   const Shape spatial(xs.begin() + 2, xs.end());
-  auto pads = symmetric_pads(c, rank, spatial, kernel, strides, dilations);
+  const WindowPads wp = window_pads(c, rank, spatial, kernel, strides, dilations);
+  std::vector<int64_t> pads = wp.begin;
   graph::Conv2dOptions o;
   o.groups = c.attr_int("group", 1);
   Value x = c.value(0), w = c.value(1);
+  if (!wp.symmetric()) {  // zeros placed explicitly, then an unpadded convolution
+    Shape padded = xs;
+    for (int64_t d = 0; d < rank; ++d) padded[size_t(d + 2)] += wp.begin[size_t(d)] + wp.end[size_t(d)];
+    x = pad_spatial(c, x, wp.begin, padded, 0.0);
+    pads.assign(size_t(rank), 0);
+  }
   if (rank == 1) {
     x = lift_1d(c, x);
     w = lift_1d(c, w);
@@ -124,37 +144,73 @@ void pool(NodeContext& c, bool max) {
   for (int64_t d : dilations)
     if (d != 1) c.refuse("dilated pooling is not supported");
   const Shape spatial(xs.begin() + 2, xs.end());
-  const auto pads = symmetric_pads(c, rank, spatial, kernel, strides, dilations);
-  if (c.attr_int("ceil_mode", 0) != 0) {
-    // ceil_mode only matters where it adds a window; where it does not, the floor-mode op is exact.
-    for (int64_t d = 0; d < rank; ++d) {
-      const int64_t span = spatial[size_t(d)] + 2 * pads[size_t(d)] - kernel[size_t(d)];
-      if (span % strides[size_t(d)] != 0)
-        c.refuse("ceil_mode=1 adds a partial window here; spire's pools use floor mode only");
+  const WindowPads wp = window_pads(c, rank, spatial, kernel, strides, dilations);
+  // Each dim's padded extent; ceil mode adds what the last partial window needs (a window must start inside
+  // the input or its begin padding, as in ONNX's and PyTorch's output-size rule).
+  const bool ceil = c.attr_int("ceil_mode", 0) != 0;
+  std::vector<int64_t> extra(size_t(rank), 0);
+  bool fits_op = wp.symmetric();  // the pool op pads symmetrically, by at most half the kernel
+  for (int64_t d = 0; d < rank; ++d) {
+    const size_t k = size_t(d);
+    const int64_t padded = spatial[k] + wp.begin[k] + wp.end[k];
+    if (padded < kernel[k]) c.refuse(fmt::format("the window {} does not fit the padded input {}", kernel[k], padded));
+    if (ceil) {
+      int64_t out = (padded - kernel[k] + strides[k] - 1) / strides[k] + 1;
+      if ((out - 1) * strides[k] >= spatial[k] + wp.begin[k]) --out;
+      extra[k] = std::max<int64_t>(0, (out - 1) * strides[k] + kernel[k] - padded);
     }
+    fits_op = fits_op && extra[k] == 0 && 2 * wp.begin[k] <= kernel[k];
   }
-  // avg_pool2d counts padding in the divisor; ONNX's default (count_include_pad=0) does not. The ratio of
-  // the pooled input to the pooled ones-of-the-same-shape gives the average over real elements only.
-  const bool exclude_pad = !max && c.attr_int("count_include_pad", 0) == 0 &&
-                           std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  const bool count_pad = max || c.attr_int("count_include_pad", 0) != 0;
   graph::Pool2dOptions o;
   Value x = c.value(0);
+  const DType dt = c.type(0).dtype;
+  // What the average divides by, where it is not the window's size: the pooled ones of the counted region.
+  Value counted;
+  if (fits_op) {
+    o.padding = wp.begin;
+    const bool any_pad = std::any_of(wp.begin.begin(), wp.begin.end(), [](int64_t p) { return p != 0; });
+    if (!count_pad && any_pad) {
+      Shape ones = xs;
+      ones[0] = ones[1] = 1;
+      counted = g.constant(1.0, dt, ones);
+    }
+  } else {
+    // Explicit padding: the lowest finite value for max (it never wins over a real element), zeros for the
+    // average (divided by what is counted: the real elements, or those and the explicit pads, never ceil's).
+    o.padding.assign(size_t(rank), 0);
+    Shape padded = xs, pads_only = xs;
+    pads_only[0] = pads_only[1] = 1;
+    for (int64_t d = 0; d < rank; ++d) {
+      const size_t k = size_t(d);
+      padded[k + 2] += wp.begin[k] + wp.end[k] + extra[k];
+      pads_only[k + 2] += wp.begin[k] + wp.end[k];
+    }
+    const double lowest = dt == DType::F64 ? -std::numeric_limits<double>::max() : -double(std::numeric_limits<float>::max());
+    x = pad_spatial(c, x, wp.begin, padded, max ? lowest : 0.0);
+    if (!max) {
+      Shape ones = xs, whole = padded;
+      ones[0] = ones[1] = whole[0] = whole[1] = 1;
+      if (count_pad) {
+        std::vector<int64_t> none(size_t(rank), 0);
+        counted = pad_spatial(c, g.constant(1.0, dt, pads_only), none, whole, 0.0);
+      } else {
+        counted = pad_spatial(c, g.constant(1.0, dt, ones), wp.begin, whole, 0.0);
+      }
+    }
+  }
   if (rank == 1) {
     x = lift_1d(c, x);
+    if (counted.valid()) counted = lift_1d(c, counted);
     o.kernel = lift_1d(kernel, 1);
     o.stride = lift_1d(strides, 1);
-    o.padding = lift_1d(pads, 0);
+    o.padding = lift_1d(o.padding, 0);
   } else {
     o.kernel = kernel;
     o.stride = strides;
-    o.padding = pads;
   }
   Value y = max ? g.max_pool2d(x, o) : g.avg_pool2d(x, o);
-  if (exclude_pad) {
-    graph::Shape ones = g.type(x).shape;
-    ones[0] = ones[1] = 1;
-    y = g.div(y, g.avg_pool2d(g.constant(1.0, g.type(x).dtype, ones), o));
-  }
+  if (counted.valid()) y = g.div(y, g.avg_pool2d(counted, o));
   if (rank == 1) {
     Shape s = g.type(y).shape;
     s.erase(s.begin() + 2);

@@ -1,8 +1,7 @@
 // Shape and layout ops: Shape Size Reshape Flatten Transpose Squeeze Unsqueeze Concat Slice Split Expand
 // Tile Gather Pad Identity Dropout. Each computes its result's shape from attributes and constant inputs
 // (refused when those are computed at run time), then either folds on the host (every input constant) or
-// emits graph ops. Concat, Slice, Split, Gather and Pad of run-time data have no graph op yet: their
-// `emit` refuses by name; when the op table gains such ops only that branch needs filling in.
+// emits graph ops (Concat, Slice, Split, Gather and Pad: the graph's concat, slice, gather and pad ops).
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -36,9 +35,10 @@ void reshape_to(NodeContext& c, const Shape& shape) {
   else c.set_output(0, c.g().reshape(c.value(0), shape));
 }
 
-[[noreturn]] void no_runtime_op(NodeContext& c, const std::string& what) {
-  c.refuse(fmt::format("{} of a tensor computed at run time is not supported yet (spire's graph has no {} op; "
-                       "only constant data is folded at import)", c.op_type(), what));
+// The graph's slice op: y[i] = x[starts + i * steps] with `counts` elements per dimension.
+Value emit_slice(NodeContext& c, Value x, const std::vector<int64_t>& starts, const std::vector<int64_t>& steps,
+                 const Shape& counts) {
+  return c.g().op("slice", {x}, {{"starts", starts}, {"steps", steps}, {"shape", counts}});
 }
 
 // ---- Reshape
@@ -333,7 +333,9 @@ void register_shape_ops(OpTable& t) {
                    for (int i = 0; i < c.num_inputs(); ++i)
                      if (c.type(i).shape.at(size_t(axis)) != 0) nonempty = i, ++count;
                    if (count == 1) return c.set_output(0, c.value(nonempty));
-                   no_runtime_op(c, "concat");
+                   std::vector<Value> parts;
+                   for (int i = 0; i < c.num_inputs(); ++i) parts.push_back(c.value(i));
+                   c.set_output(0, c.g().op("concat", parts, {{"axis", axis}}));
                  },
                  [](NodeContext& c) {
                    const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), c.type(0).rank());
@@ -345,7 +347,7 @@ void register_shape_ops(OpTable& t) {
                   const SliceSpec s = slice_spec(c);
                   if (s.identity) return c.set_output(0, c.value(0));
                   if (const Tensor* x = c.constant(0)) return c.set_output(0, host_strided_slice(*x, s.starts, s.steps, s.counts));
-                  no_runtime_op(c, "slice");
+                  c.set_output(0, emit_slice(c, c.value(0), s.starts, s.steps, s.counts));
                 },
                 [](NodeContext& c) {
                   const SliceSpec s = slice_spec(c);
@@ -356,15 +358,13 @@ void register_shape_ops(OpTable& t) {
     const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), int64_t(in.size()));
     const auto sizes = split_sizes(c, in[size_t(axis)]);
     const Tensor* x = c.constant(0);
-    if (!x) {
-      if (sizes.size() == 1) return c.set_output(0, c.value(0));
-      no_runtime_op(c, "slice");
-    }
+    if (!x && sizes.size() == 1) return c.set_output(0, c.value(0));
     std::vector<int64_t> starts(in.size(), 0), steps(in.size(), 1);
     for (size_t i = 0; i < sizes.size(); ++i) {
       Shape counts = in;
       counts[size_t(axis)] = sizes[i];
-      c.set_output(int(i), host_strided_slice(*x, starts, steps, counts));
+      if (x) c.set_output(int(i), host_strided_slice(*x, starts, steps, counts));
+      else c.set_output(int(i), emit_slice(c, c.value(0), starts, steps, counts));
       starts[size_t(axis)] += sizes[i];
     }
   };
@@ -372,16 +372,21 @@ void register_shape_ops(OpTable& t) {
   auto gather = [](NodeContext& c) {
     const int64_t rank = c.type(0).rank();
     const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank);
-    Tensor idx = c.require_constant(1, "the indices");
-    if (!graph::is_int(idx.dtype)) c.refuse("indices must be integers");
+    if (!graph::is_int(c.type(1).dtype)) c.refuse("indices must be integers");
+    const Tensor* known = c.constant(1);
+    if (!known) {  // indices computed at run time: the graph op wraps negative ones
+      c.set_output(0, c.g().op("gather", {c.value(0), c.value(1)}, {{"axis", axis}}));
+      return;
+    }
+    Tensor idx = *known;
     const int64_t dim = c.type(0).shape[size_t(axis)];
     for (double& v : idx.data) {
       if (v < -double(dim) || v >= double(dim)) c.refuse(fmt::format("index {} is out of range for a dim of {}", v, dim));
       if (v < 0) v += double(dim);
     }
-    const Tensor* x = c.constant(0);
-    if (!x) no_runtime_op(c, "gather");
-    c.set_output(0, host_gather(*x, idx, axis));
+    if (const Tensor* x = c.constant(0)) return c.set_output(0, host_gather(*x, idx, axis));
+    c.set_output(0, c.g().op("gather", {c.value(0), c.constant_value(idx, c.node().output(0) + ".indices")},
+                             {{"axis", axis}}));
   };
   t["Gather"] = {gather, gather};
   auto pad = [](NodeContext& c) {
@@ -392,7 +397,6 @@ void register_shape_ops(OpTable& t) {
     if (mode != "constant") c.refuse(fmt::format("mode '{}' is not supported (only 'constant')", mode));
     if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return pass_through(c);
     const Tensor* x = c.constant(0);
-    if (!x) no_runtime_op(c, "pad");
     double fill = c.opset() < 11 ? c.attr_float("value", 0.0f) : 0.0;
     if (c.opset() >= 11 && c.has_input(2)) {
       const Tensor& v = c.require_constant(2, "constant_value");
@@ -405,6 +409,23 @@ void register_shape_ops(OpTable& t) {
     for (int64_t v : out)
       if (v < 0) c.refuse("pads crop more than the tensor holds");
     checked_numel(out);
+    if (!x) {
+      // Run time: crop the negative pads with a slice, then embed in a tensor of the fill value.
+      const size_t r = static_cast<size_t>(rank);
+      std::vector<int64_t> starts(r, 0), steps(r, 1), at(r, 0);
+      Shape kept(r, 0);
+      for (int64_t d = 0; d < rank; ++d) {
+        const int64_t before = pads[size_t(d)], after = pads[size_t(d + rank)];
+        starts[size_t(d)] = before < 0 ? -before : 0;
+        kept[size_t(d)] = in[size_t(d)] - (before < 0 ? -before : 0) - (after < 0 ? -after : 0);
+        at[size_t(d)] = before > 0 ? before : 0;
+      }
+      Value v = c.value(0);
+      if (kept != in) v = emit_slice(c, v, starts, steps, kept);
+      if (kept != out)
+        v = c.g().op("pad", {v}, {{"starts", at}, {"steps", steps}, {"shape", out}, {"value", fill}});
+      return c.set_output(0, v);
+    }
     Tensor r(x->dtype, out, fill);
     const auto rs = r.strides();
     std::vector<int64_t> idx(in.size(), 0);

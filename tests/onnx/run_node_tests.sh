@@ -7,7 +7,7 @@ set -uo pipefail
 spire=$1 device=$2 min=$3
 here=$(cd "$(dirname "$0")" && pwd)
 data=/usr/share/libonnx-testdata/data/node
-[ -d "$data" ] || { echo "libonnx-testdata is not installed: skipped"; exit 0; }
+[ -d "$data" ] || { echo "libonnx-testdata is not installed (tools/install-deps.sh installs it)"; exit 1; }
 mapfile -t dirs < <(/usr/bin/python3 "$here/select_node_tests.py" "$data")
 out=$("$spire" onnx-test "${dirs[@]}" --device "$device" 2>&1)
 echo "$out" | tail -1
