@@ -117,6 +117,32 @@ for opset in (11, 13, 15, 17):
     export(f"mixed{opset}", MixedOps(), [torch.randn(2, 3, 8, 8)], ["x"], opset=opset, fold=False)
 resnet = torchvision.models.resnet18()
 export("resnet18", resnet, [torch.randn(1, 3, 224, 224)], ["x"])
+torch.manual_seed(3)
+export("mobilenet_v2", torchvision.models.mobilenet_v2(), [torch.randn(1, 3, 224, 224)], ["x"])
+
+
+class SeedLeNet(torch.nn.Module):
+    """The seed article's LeNet: padding=2 on both convolutions, so the first linear layer is 784 -> 120."""
+
+    def __init__(self):
+        super().__init__()
+        self.convnet = torch.nn.Sequential(
+            torch.nn.Conv2d(1, 6, kernel_size=5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(kernel_size=2, stride=2),
+            torch.nn.Conv2d(6, 16, kernel_size=5, padding=2), torch.nn.ReLU(), torch.nn.MaxPool2d(kernel_size=2, stride=2))
+        self.fc = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16 * 7 * 7, 120), torch.nn.ReLU(),
+                                      torch.nn.Linear(120, 84), torch.nn.ReLU(), torch.nn.Linear(84, 10))
+
+    def forward(self, x):
+        return self.fc(self.convnet(x))
+
+
+torch.manual_seed(4)
+export("lenet", SeedLeNet(), [torch.randn(4, 1, 28, 28)], ["x"], dynamic_batch=True)
+# PyTorch's own encoder layer, at both opsets the issue names (13 decomposes LayerNorm; 17 has the op).
+for opset in (13, 17):
+    torch.manual_seed(5)
+    layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True)
+    export(f"encoder{opset}", layer, [torch.randn(2, 10, 128)], ["x"], opset=opset)
 
 # The same MLP with its weights in an external data file (data_location EXTERNAL).
 m = onnx.load(os.path.join(OUT, "mlp.onnx"))

@@ -102,6 +102,33 @@ TEST_F(OnnxModels, Resnet18MatchesPyTorchOnReferenceAndDevice) {
   run_and_compare("resnet18", "");
 }
 
+TEST_F(OnnxModels, MobilenetV2MatchesPyTorchOnReferenceAndDevice) {
+  run_and_compare("mobilenet_v2", "reference");
+  run_and_compare("mobilenet_v2", "");
+}
+
+TEST_F(OnnxModels, SeedLeNetMatchesPyTorchOnReferenceAndDevice) {
+  run_and_compare("lenet", "reference");
+  run_and_compare("lenet", "");
+}
+
+TEST_F(OnnxModels, TransformerEncoderLayerMatchesPyTorchAtOpsets13And17) {
+  for (const char* name : {"encoder13", "encoder17"}) {
+    run_and_compare(name, "reference");
+    run_and_compare(name, "");
+  }
+}
+
+// The cross-vendor check on a real model: every device present and its largest difference from float64.
+TEST_F(OnnxModels, Resnet18OnEveryDeviceAgainstFloat64) {
+  const auto r = spire("run " + model("resnet18.onnx") + " --inputs " + model("resnet18.in.safetensors") +
+                       " --outputs " + path("o.safetensors") + " --device all");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  std::printf("%s", r.out.c_str());  // the table, into the test log
+  EXPECT_NE(r.out.find("max abs diff"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0"), std::string::npos) << r.out;
+}
+
 TEST_F(OnnxModels, ExternalDataModelRuns) { run_and_compare("mlp", "reference", model("mlp_ext.onnx")); }
 
 TEST_F(OnnxModels, ImportWritesAGraphThatRunRuns) {
