@@ -66,7 +66,11 @@ class Importer {
     const bool uniform = !t.data.empty() && std::all_of(t.data.begin(), t.data.end(), [&](double v) {
       return v == t.data[0] || (std::isnan(v) && std::isnan(t.data[0]));
     });
-    if (uniform || t.data.empty()) {
+    // A float initializer is a weight: it stays a parameter (so an imported model can be trained) even when
+    // its values are all equal, as a fresh LayerNorm's ones and zeros are. Other constants of one value fold
+    // into the kernels that read them.
+    const bool weight = e.initializer && graph::is_float(t.dtype) && !t.data.empty();
+    if (!weight && (uniform || t.data.empty())) {
       e.value = model_.graph.constant(t.data.empty() ? 0.0 : t.data[0], t.dtype, t.shape);
     } else {
       const std::string name = unique_name(onnx_name);
@@ -185,6 +189,7 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
     Entry e;
     e.constant = read_tensor_proto(init, dir, init.name());
     e.type = e.constant->type();
+    e.initializer = true;
     env_[init.name()] = std::move(e);
   }
   if (gp.sparse_initializer_size() > 0)

@@ -26,6 +26,8 @@ struct Entry {
   // A graph input whose value was given at import: its constant serves where a value must be known at
   // import (a shape), while the ops that merely compute with it still run on the device.
   bool runtime = false;
+  // One of the model's initializers (its weights), not a Constant node's value or a folded result.
+  bool initializer = false;
 };
 
 class Importer;  // import_model's state (importer.cpp)

@@ -117,6 +117,10 @@ for opset in (11, 13, 15, 17):
     export(f"mixed{opset}", MixedOps(), [torch.randn(2, 3, 8, 8)], ["x"], opset=opset, fold=False)
 resnet = torchvision.models.resnet18()
 export("resnet18", resnet, [torch.randn(1, 3, 224, 224)], ["x"])
+# A small input for the training test (tests/onnx/onnx_training_test.cpp): its backward graph runs on every
+# device and on the float64 evaluator.
+torch.manual_seed(6)
+export("resnet18_small", torchvision.models.resnet18(), [torch.randn(2, 3, 32, 32)], ["x"])
 torch.manual_seed(3)
 export("mobilenet_v2", torchvision.models.mobilenet_v2(), [torch.randn(1, 3, 224, 224)], ["x"])
 
@@ -142,6 +146,13 @@ export("lenet", SeedLeNet(), [torch.randn(4, 1, 28, 28)], ["x"], dynamic_batch=T
 for opset in (13, 17):
     torch.manual_seed(5)
     layer = torch.nn.TransformerEncoderLayer(d_model=128, nhead=4, dim_feedforward=256, batch_first=True)
+    # Fresh LayerNorms (ones and zeros) and zero attention biases are identical tensors the exporter merges;
+    # random ones keep every parameter its own initializer, as in a trained model.
+    with torch.no_grad():
+        for p in (layer.norm1.weight, layer.norm2.weight):
+            p.uniform_(0.5, 1.5)
+        for p in (layer.norm1.bias, layer.norm2.bias, layer.self_attn.in_proj_bias, layer.self_attn.out_proj.bias):
+            p.uniform_(-0.1, 0.1)
     export(f"encoder{opset}", layer, [torch.randn(2, 10, 128)], ["x"], opset=opset)
 
 # The same MLP with its weights in an external data file (data_location EXTERNAL).

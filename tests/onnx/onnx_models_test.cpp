@@ -2,7 +2,6 @@
 // PyTorch's own outputs, and the CLI's answers to bad files and bad inputs.
 #include <gtest/gtest.h>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -11,30 +10,12 @@
 #include <string>
 
 #include "io/tensor_file.h"
+#include "tests/onnx/spire_cli.h"
 
 namespace spire {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct Result {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-Result spire(const std::string& args) {
-  const std::string cmd = std::string(SPIRE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
-
-std::string model(const std::string& name) { return std::string(MODELS_DIR) + "/" + name; }
 
 class OnnxModels : public ::testing::Test {
  protected:

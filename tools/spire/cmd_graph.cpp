@@ -157,6 +157,7 @@ struct GradOptions {
   std::string file;
   std::string loss;
   std::vector<std::string> wrt;
+  bool parameters = false;
   std::string output;
 };
 
@@ -170,9 +171,13 @@ void run_grad(const GradOptions& o) {
   graph::Graph g = load_graph(o.file);
   const graph::Value loss = resolve(g, o.loss, "--loss");
   std::vector<graph::Value> wrt;
-  for (const auto& name : o.wrt) wrt.push_back(resolve(g, name, "--wrt"));
+  std::vector<std::string> names = o.wrt;
+  if (o.parameters)  // every float parameter: what training an imported model updates
+    for (graph::Value p : g.parameters())
+      if (graph::is_float(g.type(p).dtype)) names.push_back(g.node(p).name);
+  for (const auto& name : names) wrt.push_back(resolve(g, name, "--wrt"));
   const auto grads = autograd::grad(g, loss, wrt);
-  for (size_t i = 0; i < wrt.size(); ++i) g.output("grad." + o.wrt[i], grads[i]);
+  for (size_t i = 0; i < wrt.size(); ++i) g.output("grad." + names[i], grads[i]);
   write_text(o.output, graph::print(g));
 }
 
@@ -216,13 +221,15 @@ void register_graph_commands(CLI::App& app) {
     auto o = std::make_shared<GradOptions>();
     auto* cmd = group->add_subcommand(
         "grad",
-        "Append the backward graph of a scalar loss and output grad.<name> for each --wrt value (a value the "
-        "loss does not depend on gets zeros)");
+        "Append the backward graph of a scalar loss and output grad.<name> for each --wrt value, or for every "
+        "float parameter with --parameters (a value the loss does not depend on gets zeros)");
     cmd->add_option("file", o->file, "Graph text file")->required();
     cmd->add_option("--loss", o->loss, "The loss: an output name or a value name (a float scalar)")->required();
-    cmd->add_option("--wrt", o->wrt, "Values to differentiate with respect to, comma-separated (e.g. w,b)")
-        ->required()
+    auto* wrt = cmd->add_option_group("--wrt or --parameters", "What to differentiate with respect to");
+    wrt->add_option("--wrt", o->wrt, "Values to differentiate with respect to, comma-separated (e.g. w,b)")
         ->delimiter(',');
+    wrt->add_flag("--parameters", o->parameters, "Every float parameter of the graph (e.g. an imported model's weights)");
+    wrt->require_option(1, 2);
     cmd->add_option("-o,--output", o->output, "Graph file to write the joint forward+backward graph to ('-': stdout)")
         ->required();
     cmd->callback([o] { run_grad(*o); });

@@ -1,0 +1,30 @@
+// The ONNX model tests run the spire CLI as a user would: a command line in, its exit code and output back.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace spire {
+
+struct Result {
+  int exit_code;
+  std::string out;  // stdout and stderr together
+};
+
+inline Result spire(const std::string& args) {
+  const std::string cmd = std::string(SPIRE_BINARY) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return {-1, "popen failed"};
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline std::string model(const std::string& name) { return std::string(MODELS_DIR) + "/" + name; }
+
+}  // namespace spire
