@@ -16,6 +16,7 @@ namespace {
 
 struct RunCmd {
   std::string model, inputs, outputs, device, weights;
+  int bench = 0;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -51,7 +52,9 @@ void run_run(const RunCmd& o) {
   const auto feeds = input_feeds(m, given, o.inputs);
 
   std::map<std::string, graph::Tensor> results;
+  std::vector<std::pair<std::string, StepTiming>> times;
   if (o.device == "reference") {
+    if (o.bench > 0) throw std::runtime_error("--bench times a device; the reference evaluator is not timed");
     results = run_reference(m, feeds);
   } else if (o.device == "all") {
     const auto ref = run_reference(m, feeds);
@@ -59,7 +62,9 @@ void run_run(const RunCmd& o) {
     bool first = true;
     for (const auto& info : rt::list_devices()) {
       auto dev = rt::open_device(info.id);
-      auto r = run_on_device(m, feeds, *dev);
+      StepTiming timing{o.bench};
+      auto r = run_on_device(m, feeds, *dev, &timing);
+      if (o.bench > 0) times.push_back({info.id, timing});
       for (const auto& out : m.outputs) {
         const Diff d = max_diff(r.at(out.onnx_name), ref.at(out.onnx_name));
         fmt::print("{:<24} {:<12} {:>14.3e} {:>14.3e}\n", out.onnx_name, info.id, d.abs, d.rel);
@@ -70,7 +75,13 @@ void run_run(const RunCmd& o) {
     if (first) results = ref;  // no device at all: the reference is what there is
   } else {
     auto dev = rt::open_device(o.device);
-    results = run_on_device(m, feeds, *dev);
+    StepTiming timing{o.bench};
+    results = run_on_device(m, feeds, *dev, &timing);
+    if (o.bench > 0) times.push_back({dev->info().id, timing});
+  }
+  if (!times.empty()) {
+    fmt::print("{:<12} {:>8} {:>12} {:>12}\n", "device", "runs", "median ms", "min ms");
+    for (const auto& [id, t] : times) fmt::print("{:<12} {:>8} {:>12.4f} {:>12.4f}\n", id, t.runs, t.median_ms, t.min_ms);
   }
   io::NamedTensors written;
   for (const auto& out : m.outputs) written.emplace_back(out.onnx_name, results.at(out.onnx_name));
@@ -93,6 +104,10 @@ void register_run_commands(CLI::App& app) {
                   "vulkan:N, cuda:N, 'reference' (the float64 evaluator) or 'all' (every device, with a table of "
                   "each one's difference from the reference); default: the best device present");
   cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
+  cmd->add_option("--bench", o->bench,
+                  "Also replay the recorded inference N times after a warm-up and print the median and minimum "
+                  "device time (the device's own timestamps)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([o] { run_run(*o); });
 }
 

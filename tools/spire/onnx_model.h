@@ -37,7 +37,13 @@ std::map<std::string, graph::Tensor> input_feeds(const LoadedModel& m, const std
 // Runs the model on "reference" (the float64 evaluator) or on an open device; results by ONNX output name,
 // in the model's dtypes.
 std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds);
+// With `timing`, the recorded step is also replayed timing->runs more times after a warm-up, and the median and
+// minimum of the device's own timestamps are filled in.
+struct StepTiming {
+  int runs = 0;
+  double median_ms = 0, min_ms = 0;
+};
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
-                                                   rt::Device& device);
+                                                   rt::Device& device, StepTiming* timing = nullptr);
 
 }  // namespace spire::cli
