@@ -7,36 +7,21 @@ events (median of many runs after warm-up).
 usage: torch_models.py OUT_DIR        then spire run each OUT_DIR/NAME.onnx on NAME.bB.in.safetensors
 Prints one line per (model, batch): 'torch NAME bB eager_ms compile_ms'.
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
 
 from torch_timing import median_ms
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tools", "gpu"))
+from safetensors_io import write_safetensors  # noqa: E402
 import torchvision
 
 OUT = sys.argv[1]
 os.makedirs(OUT, exist_ok=True)
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def write_safetensors(path, tensors):
-    """8-byte little-endian header length, JSON header, packed little-endian data."""
-    header, blobs, offset = {}, [], 0
-    for name, a in tensors.items():
-        a = np.ascontiguousarray(a, dtype=np.float32)
-        data = a.tobytes()
-        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
 
 
 def export(name, model, example, opset):
@@ -63,8 +48,8 @@ def run(name, model, shape_of_batch, opset=13):
         x = torch.randn(*shape_of_batch(batch), generator=g)
         with torch.no_grad():
             y = model(x.to(DEV)).float().cpu()
-        write_safetensors(os.path.join(OUT, f"{name}.b{batch}.in.safetensors"), {"x": x.numpy()})
-        write_safetensors(os.path.join(OUT, f"{name}.b{batch}.torch.safetensors"), {"y": y.numpy()})
+        write_safetensors(os.path.join(OUT, f"{name}.b{batch}.in.safetensors"), {"x": x.numpy().astype(np.float32)})
+        write_safetensors(os.path.join(OUT, f"{name}.b{batch}.torch.safetensors"), {"y": y.numpy().astype(np.float32)})
         if DEV != "cuda":
             continue
         xd = x.to(DEV)

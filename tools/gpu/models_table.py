@@ -1,0 +1,52 @@
+"""The whole-model table: for each exported model and batch, spire's median device time on cuda:0 and vulkan:0
+(`spire run --bench`), PyTorch eager and torch.compile times from torch_models.py's lines, the ratio to eager,
+and spire's relative L2 error against PyTorch's output and ONNX Runtime's (CPU provider, a second reference).
+usage: models_table.py SPIRE MODELS_DIR TORCH_LINES"""
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from safetensors_io import read_safetensors
+
+spire, models, torch_lines = sys.argv[1:4]
+torch_ms = {}
+for line in open(torch_lines):
+    p = line.split()
+    if len(p) == 5 and p[0] == "torch":
+        torch_ms[(p[1], p[2])] = (float(p[3]), float(p[4]))
+
+try:
+    import onnxruntime as ort
+except ImportError:
+    ort = None
+
+
+def rel_l2(a, b):
+    return float(np.linalg.norm(a.astype(np.float64) - b) / np.linalg.norm(b.astype(np.float64)))
+
+
+print(f"{'model':<14} {'batch':>5} {'device':<9} {'spire ms':>9} {'eager ms':>9} {'compile ms':>10} "
+      f"{'spire/eager':>11} {'err vs torch':>12} {'err vs ORT':>10}")
+for (name, batch), (eager, compiled) in torch_ms.items():
+    onnx_path = f"{models}/{name}.onnx"
+    inp = f"{models}/{name}.{batch}.in.safetensors"
+    want = read_safetensors(f"{models}/{name}.{batch}.torch.safetensors")["y"]
+    ort_y = None
+    if ort is not None:
+        sess = ort.InferenceSession(onnx_path, providers=["CPUExecutionProvider"])
+        ort_y = sess.run(None, {"x": read_safetensors(inp)["x"]})[0]
+    for dev in ("cuda:0", "vulkan:0"):
+        out = f"/tmp/{name}.{batch}.{dev.replace(':', '')}.safetensors"
+        r = subprocess.run([spire, "run", onnx_path, "--inputs", inp, "--outputs", out, "--device", dev,
+                            "--bench", "50"], capture_output=True, text=True)
+        m = re.search(rf"^{re.escape(dev)}\s+\d+\s+([0-9.]+)", r.stdout, re.M)
+        if r.returncode != 0 or not m:
+            print(f"{name:<14} {batch:>5} {dev:<9} FAILED: {(r.stdout + r.stderr).strip()[-300:]}")
+            continue
+        ms = float(m.group(1))
+        got = read_safetensors(out)["y"]
+        ort_err = f"{rel_l2(got, ort_y):.2e}" if ort_y is not None else "-"
+        print(f"{name:<14} {batch:>5} {dev:<9} {ms:>9.3f} {eager:>9.3f} {compiled:>10.3f} {ms / eager:>11.2f} "
+              f"{rel_l2(got, want):>12.2e} {ort_err:>10}", flush=True)
