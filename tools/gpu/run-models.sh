@@ -6,5 +6,6 @@
 set -uo pipefail
 source tools/gpu/env.sh
 M=/tmp/models
+mkdir -p $M && cp .gpu/models/* $M/   # the encoder layers, exported here by Debian's torch 1.13 (prepare-onnx.sh)
 python3 benchmarks/torch_models.py $M 2>&1 | grep -v Warning | tee $OUT/torch_models.txt
 python3 tools/gpu/models_table.py $B/spire $M $OUT/torch_models.txt 2>&1 | tee $OUT/models_table.txt
