@@ -3,7 +3,9 @@
 its "100% tests passed" counts skipped tests as passed and never shows why they were skipped. This prints
 the real counts, then every test that did not run with its reason: for GoogleTest, the message given to
 GTEST_SKIP() (the lines between "file:line: Skipped" and "[  SKIPPED ]"); otherwise ctest's own reason.
-    ctest-summary.py JUNIT.xml
+    ctest-summary.py JUNIT.xml [--report REGEX]
+With --report, the tests whose name matches REGEX also have their results printed: the lines of their output
+that hold a measurement (the ONNX node-test pass counts, the cross-device table, gradient errors).
 Exit status: 0, whatever the tests did (ctest's status is the one to act on); 2 if the file cannot be read.
 Standard library only."""
 import re
@@ -25,7 +27,26 @@ def gtest_skip_reason(output):
     return None
 
 
+def measurement_lines(output):
+    """What a report test measured: its lines with numbers in them, without GoogleTest's framing."""
+    keep = []
+    for line in output.splitlines():
+        if line.startswith("[") or line.startswith("Running main()") or line.startswith("Note: Google Test"):
+            continue
+        if re.search(r"\d", line) and line.strip():
+            keep.append(line.rstrip())
+    return keep
+
+
 def main(argv):
+    report = None
+    if "--report" in argv:
+        i = argv.index("--report")
+        if i + 1 >= len(argv):
+            print(__doc__, file=sys.stderr)
+            return 2
+        report = re.compile(argv[i + 1])
+        argv = argv[:i] + argv[i + 2:]
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -34,10 +55,12 @@ def main(argv):
     except (OSError, ET.ParseError) as e:
         print(f"ctest-summary: cannot read {argv[1]}: {e}", file=sys.stderr)
         return 2
-    passed, failed, skipped = [], [], []
+    passed, failed, skipped, reports = [], [], [], []
     for case in suite.iter("testcase"):
         name = case.get("name", "?")
         status = case.get("status", "")
+        if report is not None and report.search(name):
+            reports.append((name, measurement_lines(case.findtext("system-out") or "")))
         if status == "notrun" or case.find("skipped") is not None:
             out = case.findtext("system-out") or ""
             reason = gtest_skip_reason(out)
@@ -51,6 +74,12 @@ def main(argv):
         else:
             passed.append(name)
 
+    if reports:
+        print("\nMeasured by the report tests:")
+        for name, lines in reports:
+            print(f"  {name}")
+            for line in lines[-12:]:
+                print(f"    {line}")
     total = len(passed) + len(failed) + len(skipped)
     print(f"\n{total} tests: {len(passed)} passed, {len(skipped)} skipped (not counted as passed), "
           f"{len(failed)} failed")

@@ -18,6 +18,7 @@
 #include "frontend/lenet.h"
 #include "io/tensor_file.h"
 #include "ir/graph/text_form.h"
+#include "tests/support/spire_cli.h"
 
 namespace spire {
 namespace {
@@ -25,23 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 using graph::DType;
 using graph::Tensor;
-
-struct Result {
-  int exit_code;
-  std::string out;  // stdout and stderr together
-};
-
-Result spire(const std::string& args) {
-  const std::string cmd = std::string(SPIRE_BINARY) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return {-1, "popen failed"};
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);

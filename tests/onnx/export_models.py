@@ -5,9 +5,7 @@ downloaded: weights come from torch.manual_seed. For each model NAME it writes N
 (the inputs, by ONNX input name) and NAME.torch.safetensors (PyTorch's own outputs, by ONNX output name).
 It also writes the malformed and unsupported models the error tests load.
 """
-import json
 import os
-import struct
 import sys
 
 import numpy as np
@@ -16,27 +14,12 @@ import onnx.helper as oh
 import torch
 import torchvision
 
+# One safetensors reader/writer for every Python script of the repository.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "gpu"))
+from safetensors_io import write_safetensors  # noqa: E402
+
 OUT = sys.argv[1]
 os.makedirs(OUT, exist_ok=True)
-
-ST_DTYPES = {np.dtype("float32"): "F32", np.dtype("float64"): "F64", np.dtype("int64"): "I64",
-             np.dtype("int32"): "I32", np.dtype("bool"): "BOOL"}
-
-
-def write_safetensors(path, tensors):
-    """safetensors by hand: 8-byte little-endian header length, JSON header, packed little-endian data."""
-    header, blobs, offset = {}, [], 0
-    for name, array in tensors.items():
-        a = np.ascontiguousarray(array)
-        data = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": ST_DTYPES[a.dtype], "shape": list(a.shape), "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    h = json.dumps(header).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)) + h + b"".join(blobs))
-
 
 def export(name, model, inputs, input_names, dynamic_batch=False, opset=13, fold=True):
     model.eval()

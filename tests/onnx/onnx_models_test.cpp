@@ -10,7 +10,7 @@
 #include <string>
 
 #include "io/tensor_file.h"
-#include "tests/onnx/spire_cli.h"
+#include "tests/support/spire_cli.h"
 
 namespace spire {
 namespace {

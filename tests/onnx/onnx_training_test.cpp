@@ -17,7 +17,7 @@
 
 #include "io/tensor_file.h"
 #include "runtime/device.h"
-#include "tests/onnx/spire_cli.h"
+#include "tests/support/spire_cli.h"
 
 namespace spire {
 namespace {

@@ -1,4 +1,5 @@
-// The ONNX model tests run the spire CLI as a user would: a command line in, its exit code and output back.
+// CLI tests run the spire CLI as a user would: a command line in, its exit code and output back. The test
+// target defines SPIRE_BINARY (the built spire) and, for the ONNX tests, MODELS_DIR.
 #pragma once
 
 #include <sys/wait.h>
@@ -25,6 +26,8 @@ inline Result spire(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+#ifdef MODELS_DIR
 inline std::string model(const std::string& name) { return std::string(MODELS_DIR) + "/" + name; }
+#endif
 
 }  // namespace spire
