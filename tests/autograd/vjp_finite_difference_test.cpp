@@ -100,6 +100,27 @@ std::vector<Case> cases() {
        [](Graph& g, const Vals& v) { return g.cross_entropy(v[0], v[1]); }},
       {"cross_entropy_i32", OpKind::CrossEntropy, {in("logits", {6, 3}, -2, 2), labels({6}, 3, DType::I32)},
        [](Graph& g, const Vals& v) { return g.cross_entropy(v[0], v[1]); }},
+      // Indexing ops (ir/graph/ops/indexing.cpp): strided and reversed slices, a pad that is its adjoint,
+      // concat of three, gather with repeated and negative indices (its VJP sums into repeated rows).
+      {"slice_strided_reversed", *graph::op_from_name("slice"), {in("x", {4, 7})},
+       [](Graph& g, const Vals& v) {
+         return g.op("slice", {v[0]}, {{"starts", std::vector<int64_t>{1, 6}}, {"steps", std::vector<int64_t>{2, -3}},
+                                       {"shape", graph::Shape{2, 3}}});
+       }},
+      {"pad_strided", *graph::op_from_name("pad"), {in("x", {2, 3})},
+       [](Graph& g, const Vals& v) {
+         return g.op("pad", {v[0]}, {{"starts", std::vector<int64_t>{1, 5}}, {"steps", std::vector<int64_t>{1, -2}},
+                                     {"shape", graph::Shape{4, 6}}, {"value", 0.25}});
+       }},
+      {"concat_three", *graph::op_from_name("concat"), {in("a", {2, 3}), in("b", {2, 1}), in("c", {2, 2})},
+       [](Graph& g, const Vals& v) { return g.op("concat", {v[0], v[1], v[2]}, {{"axis", int64_t(1)}}); }},
+      {"gather_repeated_negative", *graph::op_from_name("gather"), {in("x", {4, 3})},
+       [](Graph& g, const Vals& v) {
+         Value rows = g.cast(g.constant(-1.0, DType::F64, {4}), DType::I64);  // row -1 four times: all the last
+         Value cols = g.cast(g.constant(1.0, DType::F64, {3}), DType::I32);   // column 1 three times
+         return g.add(g.op("gather", {v[0], rows}, {{"axis", int64_t(0)}}),   // [4,3]
+                      g.op("gather", {v[0], cols}, {{"axis", int64_t(1)}}));  // [4,3]
+       }},
       // A small network: conv, bias, relu, pool, flatten, linear, cross entropy; parameters used once each
       // and an activation used twice (accumulation).
       {"small_cnn", OpKind::Conv2d,
@@ -110,6 +131,35 @@ std::vector<Case> cases() {
          return g.cross_entropy(g.linear(g.flatten(h), v[3]), v[4]);
        }},
   };
+}
+
+// Every pointwise op whose op table entry has a test domain and a VJP gets a case generated from the entry (so a
+// new pointwise op is checked here without a line of this file): float64 inputs drawn from its domain, the
+// second of two inputs broadcast, inputs kept 0.05 off zero (the kink of abs, leaky_relu, sign, relu).
+std::vector<Case> generated_cases() {
+  std::vector<Case> out;
+  for (const graph::OpInfo& info : graph::op_table()) {
+    if (!info.test.generate || !info.vjp || !info.test.backward) continue;
+    std::vector<InputSpec> inputs;
+    for (int k = 0; k < info.arity; ++k) {
+      graph::InputDomain d = size_t(k) < info.test.inputs.size() ? info.test.inputs[size_t(k)] : graph::InputDomain{};
+      graph::Shape shape = k == 0 || !info.test.broadcast ? graph::Shape{2, 5} : graph::Shape{5};
+      // A domain drawn away from zero with a random sign is |x| in [lo, hi]: here the interval [lo, hi] (the
+      // positive side) keeps divisors off zero the same way.
+      inputs.push_back({std::string(1, char('a' + k)), DType::F64, shape, d.lo, d.hi, true, d.away_from_zero ? 0.0 : 0.05});
+    }
+    const OpKind kind = info.kind;
+    const graph::Attrs attrs = info.test.attrs;
+    out.push_back({"generated_" + std::string(info.name), kind, inputs,
+                   [kind, attrs](Graph& g, const Vals& v) { return g.add_node(kind, v, attrs); }});
+  }
+  return out;
+}
+
+std::vector<Case> all_cases() {
+  std::vector<Case> c = cases();
+  for (Case& g : generated_cases()) c.push_back(std::move(g));
+  return c;
 }
 
 // GoogleTest prints a failing parameter with this (instead of its bytes).
@@ -125,13 +175,13 @@ TEST_P(VjpFiniteDifference, MatchesCentralDifferences) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllOps, VjpFiniteDifference, ::testing::ValuesIn(cases()),
+INSTANTIATE_TEST_SUITE_P(AllOps, VjpFiniteDifference, ::testing::ValuesIn(all_cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return info.param.name; });
 
 // Every op with a VJP rule has at least one finite-difference case above.
 TEST(VjpFiniteDifferenceCoverage, EveryDifferentiableOpHasACase) {
   std::set<OpKind> covered;
-  for (const Case& c : cases()) covered.insert(c.op);
+  for (const Case& c : all_cases()) covered.insert(c.op);
   for (const graph::OpInfo& info : graph::op_table()) {
     if (info.vjp) {
       EXPECT_TRUE(covered.contains(info.kind)) << info.name << " has a VJP rule but no test case";

@@ -1,5 +1,7 @@
 #include "tests/graph/every_op_graph.h"
 
+#include "ir/graph/op_table.h"
+
 namespace spire::graph::testing {
 
 Graph every_op_graph() {
@@ -31,6 +33,21 @@ Graph every_op_graph() {
   Value red = g.add(g.mean(g.max(logits, {1}, true)), g.sum(g.sum_to(g.broadcast_to(flat, {3, 2, 16}), {2, 16})));
   Value total = g.add(loss, g.cast(g.cast(red, DType::F64), f));
   g.output("loss", total);
+
+  // Ops without an enumerator: every generated pointwise op (one input, or two same-shape ones) on `flat`, and
+  // the indexing ops, so that new op table entries reach the text form's round trip without edits here.
+  for (const OpInfo& info : op_table()) {
+    if (int(info.kind) < kNumNamedOps || !info.test.generate) continue;
+    std::vector<Value> args(size_t(info.arity), flat);
+    g.output(std::string("op.") + std::string(info.name), g.add_node(info.kind, args, info.test.attrs));
+  }
+  Value sliced = g.op("slice", {flat}, {{"starts", std::vector<int64_t>{1, 15}}, {"steps", std::vector<int64_t>{1, -2}},
+                                        {"shape", Shape{1, 8}}});
+  Value padded = g.op("pad", {sliced}, {{"starts", std::vector<int64_t>{1, 0}}, {"steps", std::vector<int64_t>{1, 2}},
+                                        {"shape", Shape{3, 16}}, {"value", 0.5}});
+  Value joined = g.op("concat", {flat, padded, flat}, {{"axis", int64_t(0)}});
+  Value picked = g.op("gather", {joined, labels}, {{"axis", int64_t(0)}});
+  g.output("indexing", g.op("gather_grad", {picked, labels}, {{"axis", int64_t(0)}, {"shape", Shape{7, 16}}}));
 
   // Backward-only ops, fed with plausible gradients.
   Value one = g.scalar(1.0, f);
