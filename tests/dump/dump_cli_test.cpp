@@ -66,6 +66,41 @@ TEST_F(DumpCli, GraphEvalOnADeviceWritesEveryStageAndValidModules) {
   check_modules_with_tools(dump);
 }
 
+// spire run on a graph file: one dump per device with --device all, refused for the reference evaluator.
+TEST_F(DumpCli, RunDumpsPerDevice) {
+  if (spire("run --help").exit_code != 0) GTEST_SKIP() << "spire run is built only with the ONNX importer";
+  write_lenet();
+  const std::string common = fmt::format("run {} --weights {} --inputs {} --outputs {}", path("lenet.graph"),
+                                         path("in.safetensors"), path("in.safetensors"), path("out.safetensors"));
+  const auto all = spire(common + " --device all --stats --dump " + path("all"));
+  ASSERT_EQ(all.exit_code, 0) << all.out;
+  EXPECT_NE(all.out.find("total"), std::string::npos) << all.out;
+  size_t devices = 0;
+  for (const auto& e : fs::directory_iterator(dir_ / "all")) {
+    check_dump_folder(e.path(), /*joint=*/false);
+    ++devices;
+  }
+  if (devices == 0) GTEST_SKIP() << "no device present: " << all.out;
+  const auto ref = spire(common + " --device reference --dump " + path("ref"));
+  EXPECT_EQ(ref.exit_code, 1) << ref.out;
+  EXPECT_NE(ref.out.find("reference evaluator compiles nothing"), std::string::npos) << ref.out;
+}
+
+// spire train lenet --dump: 01-graph is the forward pass and the loss, 02-joint the whole training step.
+TEST_F(DumpCli, TrainLenetDumpsTheJointGraph) {
+  if (!fs::exists("/usr/share/datasets/fashion-mnist")) GTEST_SKIP() << "Fashion-MNIST is not installed";
+  const auto r = spire("train lenet --batch 2 --limit 8 --epochs 1 --eval-batch 1000 --quiet --dump " + path("train"));
+  if (r.exit_code != 0 && r.out.find("no device") != std::string::npos) GTEST_SKIP() << "no device: " << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const fs::path dump = dir_ / "train";
+  check_dump_folder(dump, /*joint=*/true);
+  const std::string built = slurp(dump / "01-graph.txt"), joint = slurp(dump / "02-joint.txt");
+  EXPECT_EQ(built.find("conv2d_grad_weight"), std::string::npos);
+  EXPECT_NE(joint.find("conv2d_grad_weight"), std::string::npos);
+  EXPECT_NE(joint.find("momentum.fc.5.bias"), std::string::npos);
+  EXPECT_NE(slurp(dump / "05-plan.txt").find("state updates"), std::string::npos);
+}
+
 TEST_F(DumpCli, DumpNeedsADevice) {
   write_lenet();
   const auto r = spire(fmt::format("graph eval {} --inputs {} --outputs {} --dump {}", path("lenet.graph"),
