@@ -2,6 +2,7 @@
 // the two backends), so the files show what a device gets, not a re-creation of it.
 #include "lowering/dump.h"
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -78,6 +79,24 @@ void dump_kernel(const fs::path& dir, size_t index, const kir::Kernel& k, const 
   }
 }
 
+// A smaller plan must not leave an earlier dump's kernels (or a graph eval after a training dump its
+// 02-joint.txt) behind. Only files a dump writes are removed: the folder may hold the user's own.
+void remove_earlier_dump(const fs::path& dir) {
+  fs::remove(dir / "02-joint.txt");
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(dir / "kernels")) {
+    const std::string name = e.path().filename().string();
+    const bool numbered = name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+                          std::isdigit(static_cast<unsigned char>(name[1])) &&
+                          std::isdigit(static_cast<unsigned char>(name[2])) && name[3] == '-';
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && numbered &&
+        (ext == ".kir" || ext == ".spv" || ext == ".spvasm" || ext == ".ptx" || ext == ".error"))
+      stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove(p);  // after the walk: removing during it is unspecified
+}
+
 }  // namespace
 
 std::string fusion_text(const graph::Graph& g, const std::vector<bool>& fused) {
@@ -127,10 +146,8 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
                          const DumpOptions& opt) {
   DumpReport report;
   const fs::path kernel_dir = dir / "kernels";
-  fs::create_directories(dir);
-  fs::remove_all(kernel_dir);  // a smaller plan must not leave an earlier dump's kernels behind
   fs::create_directories(kernel_dir);
-  fs::remove(dir / "02-joint.txt");
+  remove_earlier_dump(dir);
 
   const graph::Graph& compiled = joint ? *joint : built;
   write_text(dir / "01-graph.txt", graph::print(built), report);

@@ -38,7 +38,8 @@ struct DumpReport {
 
 // `built` is the graph as the user gave it; `joint`, when not null, is what is compiled (the built graph
 // with its backward pass and optimizer appended), else `built` is. Creates `dir` if needed; files of an
-// earlier dump in it are overwritten (stale kernel files of a bigger plan are removed first).
+// earlier dump in it are overwritten (its kernel files are removed first, so none of a bigger plan stays;
+// other files in the folder are left alone).
 DumpReport dump_pipeline(const std::filesystem::path& dir, const graph::Graph& built, const graph::Graph* joint,
                          const DumpOptions& opt);
 

@@ -54,9 +54,12 @@ TEST(DumpPipeline, TrainingStepForACompileOnlyTarget) {
   fs::remove_all(dir);
   fs::create_directories(dir / "kernels");
   std::ofstream(dir / "kernels" / "999-stale.kir") << "from an earlier, bigger dump";
+  std::ofstream(dir / "kernels" / "notes.txt") << "the user's own";
   const auto report = lowering::dump_pipeline(dir, built, &joint, {.target = h100_like()});
   EXPECT_TRUE(report.errors.empty()) << report.errors.front();
   EXPECT_FALSE(fs::exists(dir / "kernels" / "999-stale.kir"));
+  EXPECT_TRUE(fs::exists(dir / "kernels" / "notes.txt"));
+  fs::remove(dir / "kernels" / "notes.txt");
   check_dump_folder(dir, /*joint=*/true);
   EXPECT_EQ(slurp(dir / "01-graph.txt"), graph::print(built));
   EXPECT_EQ(slurp(dir / "02-joint.txt"), graph::print(joint));
