@@ -157,7 +157,13 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   write_text(dir / "04-fused.txt", fusion_text(decomposed, fuse_pointwise(decomposed)), report);
   const Plan plan = lower(compiled, opt.target);
   write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
-  write_text(dir / "06-stats.txt", stats_text(graph_stats(compiled)), report);
+  const uint64_t moved = plan_bytes(plan);
+  write_text(dir / "06-stats.txt",
+             stats_text(graph_stats(compiled)) +
+                 fmt::format("the plan's {} launches bind {} bytes ({:.3f} MB: each bound buffer once per launch, "
+                             "state copies read and written; fused values never reach memory)\n",
+                             plan.launches.size(), moved, double(moved) * 1e-6),
+             report);
   for (size_t k = 0; k < plan.kernels.size(); ++k) dump_kernel(kernel_dir, k, plan.kernels[k], opt, report);
   return report;
 }

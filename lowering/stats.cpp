@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "lowering/decompose.h"
+#include "lowering/plan.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
@@ -31,6 +32,14 @@ GraphStats graph_stats(const graph::Graph& original) {
   std::stable_sort(s.by_op.begin(), s.by_op.end(),
                    [](const OpKindStats& a, const OpKindStats& b) { return a.cost.flops > b.cost.flops; });
   return s;
+}
+
+uint64_t plan_bytes(const Plan& p) {
+  uint64_t b = 0;
+  for (const Launch& l : p.launches)
+    for (int32_t buf : l.buffers) b += p.buffers[size_t(buf)].bytes();
+  for (const StateCopy& c : p.copies) b += 2 * p.buffers[size_t(c.to)].bytes();
+  return b;
 }
 
 namespace {

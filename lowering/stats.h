@@ -4,7 +4,7 @@
 //
 // bytes are each op's own minimum (its inputs read once, its result written once), summed: what the ops
 // would move if every one were its own kernel. Fusion keeps fused values in registers, so the plan moves
-// less; the plan (plan_text) shows which values never reach memory.
+// less; plan_bytes() counts the plan's side.
 #pragma once
 
 #include <string>
@@ -30,5 +30,10 @@ GraphStats graph_stats(const graph::Graph& g);
 
 // A table: op, nodes, flops, bytes, flops per byte; then the totals.
 std::string stats_text(const GraphStats& s);
+
+struct Plan;
+// The other side of fusion: the bytes of every buffer each launch binds, once per launch, plus the state
+// copies (read and written). Fused values have no buffer, so this is what the plan moves at least.
+uint64_t plan_bytes(const Plan& p);
 
 }  // namespace spire::lowering
