@@ -63,6 +63,7 @@ TEST_F(DumpCli, GraphEvalOnADeviceWritesEveryStageAndValidModules) {
   const int64_t conv_flops = 2 * (2 * 6 * 28 * 28 * 25) + 2 * (2 * 16 * 14 * 14 * 150);
   EXPECT_NE(r.out.find(fmt::format("{:<22} {:>6} {:>16}", "conv2d", 2, conv_flops)), std::string::npos) << r.out;
   EXPECT_NE(slurp(dump / "06-stats.txt").find("total"), std::string::npos);
+  EXPECT_NE(slurp(dump / "06-stats.txt").find("launches bind"), std::string::npos);
   check_modules_with_tools(dump);
 }
 
