@@ -45,6 +45,7 @@ graph::Graph build_lenet_graph(const LeNetGraphOptions& options) {
   const graph::Value loss = g.cross_entropy(logits, y);
   g.output("logits", logits);
   g.output("loss", loss);
+  if (!options.backward) return g;
 
   const std::vector<graph::Value> params = g.parameters();
   const std::vector<graph::Value> grads = autograd::grad(g, loss, params);

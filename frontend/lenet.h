@@ -37,6 +37,7 @@ LeNet make_lenet();
 struct LeNetGraphOptions {
   int64_t batch = 64;
   graph::DType dtype = graph::DType::F32;  // of x, the parameters and every float value (f32 or f64)
+  bool backward = true;                    // false: only the forward pass and the loss (what autograd starts from)
   bool sgd = false;                        // append the optimizer step (one graph = one training step)
   autograd::SgdOptions sgd_options{.lr = 0.01, .momentum = 0.9, .weight_decay = 0.0};
 };

@@ -9,6 +9,7 @@
 
 #include "frontend/lenet.h"
 #include "io/tensor_file.h"
+#include "lowering/dump.h"
 #include "lowering/executable.h"
 #include "runtime/device.h"
 #include "training/batches.h"
@@ -86,8 +87,17 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   gopt.batch = opt.batch;
   gopt.sgd = true;
   gopt.sgd_options = {.lr = opt.lr, .momentum = opt.momentum, .weight_decay = opt.weight_decay};
+  const graph::Graph step_graph = nn::build_lenet_graph(gopt);
+  if (!opt.dump_dir.empty()) {
+    // 01-graph: the forward pass and the loss as built; 02-joint: with autograd's backward and the SGD update.
+    nn::LeNetGraphOptions forward_only = gopt;
+    forward_only.backward = false;
+    const auto report = lowering::dump_pipeline(opt.dump_dir, nn::build_lenet_graph(forward_only), &step_graph,
+                                                {.target = device->info()});
+    fmt::print(log, "{}", lowering::dump_summary(report, opt.dump_dir));
+  }
   auto t0 = Clock::now();
-  auto step = lowering::compile(nn::build_lenet_graph(gopt), *device);
+  auto step = lowering::compile(step_graph, *device);
   auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());

@@ -19,6 +19,7 @@ void check_entry(const OpInfo& e) {
     bad("is pointwise but lacks its scalar reference or device formula");
   if (!leaf && e.category != OpCategory::Pointwise && !e.reference) bad("has no float64 reference");
   if (e.forward.why.empty() || e.backward.why.empty()) bad("gives no reason for its tolerance");
+  if (e.category == OpCategory::Heavy && !e.cost) bad("is heavy but has no cost rule (its flops are its own)");
   if (e.test.generate && e.category != OpCategory::Pointwise) bad("only pointwise ops generate harness cases");
   if (e.arity >= 0 && e.test.inputs.size() > size_t(e.arity)) bad("its test domain has more inputs than the op");
 }

@@ -121,6 +121,17 @@ struct TestDomain {
   Attrs attrs;                        // the attributes of the generated cases
 };
 
+// What one node of an op costs, for `spire run --stats`: arithmetic and the least memory traffic any kernel
+// could get away with. A multiply-add counts 2 flops; a compare, exp or max counts 1 (a roofline count, not
+// an instruction count). bytes = every input read once + the result written once, in graph dtype sizes.
+struct OpCost {
+  int64_t flops = 0;
+  int64_t bytes = 0;
+  friend bool operator==(const OpCost&, const OpCost&) = default;
+};
+// A node (attributes, result type) and its input types -> its cost.
+using CostRule = OpCost (*)(const Node& node, std::span<const TensorType> inputs);
+
 // Marks an entry whose OpKind is assigned when the table is built.
 inline constexpr OpKind kUnnamedOp = OpKind(0xFFFF);
 
@@ -140,6 +151,10 @@ struct OpInfo {
   Tolerance forward;              // tolerance of the op's result
   Tolerance backward;             // tolerance of the gradients its VJP produces (the chain of ops it emits)
   TestDomain test;                // pointwise ops: the harness's generated cases
+  // nullptr: the category's default (op_cost in op_cost.cpp): pointwise 1 flop per result element,
+  // reduction 1 flop per input element, layout and leaves none; bytes = inputs + result. Heavy ops must
+  // give their own.
+  CostRule cost = nullptr;
 };
 
 // The entry for an op. The table is indexed by OpKind: the named ops first, in enum order, then the others in
@@ -148,6 +163,12 @@ const OpInfo& op_info(OpKind op);
 std::span<const OpInfo> op_table();
 int op_count();
 OpCategory op_category(OpKind op);
+
+// The cost of a node whose inputs have `inputs` types: its entry's rule, or the category default.
+OpCost op_cost(const Node& node, std::span<const TensorType> inputs);
+OpCost op_cost(const Graph& g, Value v);
+// bytes of every input once plus the result once: the default rules' traffic, for rules that keep it.
+int64_t io_bytes(const Node& node, std::span<const TensorType> inputs);
 
 // The tolerance for a result of dtype `dtype` (0 for integer and bool results: they must match exactly).
 double op_tolerance(OpKind op, bool backward, DType dtype);

@@ -19,7 +19,9 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/text_form.h"
+#include "lowering/dump.h"
 #include "lowering/executable.h"
+#include "lowering/stats.h"
 #include "runtime/device.h"
 #include "tools/spire/commands.h"
 
@@ -81,6 +83,8 @@ struct EvalOptions {
   std::string outputs;
   std::string dtype;  // empty: compute in f64, write each output in its graph dtype
   std::string device; // empty: the reference evaluator; else compile for that device (lowering/) and run there
+  std::string dump;   // with device: write every compilation stage here (lowering/dump.h)
+  bool stats = false; // print flops and bytes per op kind (lowering/stats.h)
 };
 
 // "x f32[3]" for messages; a dtype the graph IR lacks shows as the format's own ("pixels u8[2]").
@@ -124,11 +128,14 @@ void run_eval(const EvalOptions& o) {
 
   // The reference evaluator on the CPU, or with --device one step of the compiled graph on that device
   // (parameters and states read back after the step hold the state updates' new values, as evaluate() reports).
+  if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(g)));
   std::map<std::string, graph::Tensor> results;
   if (o.device.empty()) {
     results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
   } else {
     auto dev = rt::open_device(o.device);
+    if (!o.dump.empty())
+      fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(o.dump, g, nullptr, {.target = dev->info()}), o.dump));
     auto exe = lowering::compile(g, *dev);
     for (const auto& [name, t] : feeds) exe->set(name, t);
     exe->step();
@@ -215,6 +222,12 @@ void register_graph_commands(CLI::App& app) {
                     "Run the compiled graph on this device (vulkan:N, cuda:N, or 'default' for the best present) "
                     "instead of the reference evaluator; results are computed in the graph's own dtypes")
         ->excludes("--dtype");
+    cmd->add_option("--dump", o->dump,
+                    "With --device: write every compilation stage to this folder (graph, decomposed, fused, plan, "
+                    "stats, each kernel's IR, SPIR-V and PTX; docs/DUMP.md)")
+        ->needs("--device");
+    cmd->add_flag("--stats", o->stats,
+                  "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
     cmd->callback([o] { run_eval(*o); });
   }
   {

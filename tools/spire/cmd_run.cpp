@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "io/tensor_file.h"
+#include "lowering/dump.h"
+#include "lowering/stats.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
 
@@ -17,6 +19,8 @@ namespace {
 struct RunCmd {
   std::string model, inputs, outputs, device, weights;
   int bench = 0;
+  std::string dump;    // write every compilation stage here (lowering/dump.h)
+  bool stats = false;  // print flops and bytes per op kind (lowering/stats.h)
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -50,11 +54,20 @@ void run_run(const RunCmd& o) {
     m = load_onnx(o.model, given, o.inputs);
   }
   const auto feeds = input_feeds(m, given, o.inputs);
+  if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(m.graph)));
+  // The plan depends on the device's limits: one dump per device, in DIR/<device> when there are several.
+  auto dump_for = [&](const rt::DeviceInfo& info, bool several) {
+    if (o.dump.empty()) return;
+    std::filesystem::path dir = o.dump;
+    if (several) dir /= std::string(info.id).replace(info.id.find(':'), 1, "_");
+    fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(dir, m.graph, nullptr, {.target = info}), dir));
+  };
 
   std::map<std::string, graph::Tensor> results;
   std::vector<std::pair<std::string, StepTiming>> times;
   if (o.device == "reference") {
     if (o.bench > 0) throw std::runtime_error("--bench times a device; the reference evaluator is not timed");
+    if (!o.dump.empty()) throw std::runtime_error("--dump shows what is compiled for a device; the reference evaluator compiles nothing");
     results = run_reference(m, feeds);
   } else if (o.device == "all") {
     const auto ref = run_reference(m, feeds);
@@ -62,6 +75,7 @@ void run_run(const RunCmd& o) {
     bool first = true;
     for (const auto& info : rt::list_devices()) {
       auto dev = rt::open_device(info.id);
+      dump_for(dev->info(), true);
       StepTiming timing{o.bench};
       auto r = run_on_device(m, feeds, *dev, &timing);
       if (o.bench > 0) times.push_back({info.id, timing});
@@ -75,6 +89,7 @@ void run_run(const RunCmd& o) {
     if (first) results = ref;  // no device at all: the reference is what there is
   } else {
     auto dev = rt::open_device(o.device);
+    dump_for(dev->info(), false);
     StepTiming timing{o.bench};
     results = run_on_device(m, feeds, *dev, &timing);
     if (o.bench > 0) times.push_back({dev->info().id, timing});
@@ -108,6 +123,11 @@ void register_run_commands(CLI::App& app) {
                   "Also replay the recorded inference N times after a warm-up and print the median and minimum "
                   "device time (the device's own timestamps)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--dump", o->dump,
+                  "Write every compilation stage to this folder (graph, decomposed, fused, plan, stats, each kernel's "
+                  "IR, SPIR-V and PTX; docs/DUMP.md); with --device all, one subfolder per device");
+  cmd->add_flag("--stats", o->stats,
+                "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
   cmd->callback([o] { run_run(*o); });
 }
 

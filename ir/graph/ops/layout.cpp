@@ -4,14 +4,20 @@
 
 namespace spire::graph::ops {
 
+namespace {
+// Row-major storage makes a reshape a view: lowering aliases the input's buffer, nothing moves.
+OpCost view_cost(const Node&, std::span<const TensorType>) { return {}; }
+}  // namespace
+
 std::vector<OpInfo> layout() {
   const OpCategory L = OpCategory::Layout;
   return {
       {.kind = OpKind::Reshape, .name = "reshape", .arity = 1, .attrs = {{"shape", K::Ints}}, .category = L,
-       .shape = S::reshape, .vjp = V::reshape, .reference = eval::reshape, .forward = kCopy, .backward = kCopy},
+       .shape = S::reshape, .vjp = V::reshape, .reference = eval::reshape, .forward = kCopy, .backward = kCopy,
+       .cost = view_cost},
       {.kind = OpKind::Flatten, .name = "flatten", .arity = 1, .attrs = {{"start_dim", K::Int}, {"end_dim", K::Int}},
        .category = L, .shape = S::flatten, .vjp = V::reshape, .reference = eval::reshape, .forward = kCopy,
-       .backward = kCopy},
+       .backward = kCopy, .cost = view_cost},
       {.kind = OpKind::Permute, .name = "permute", .arity = 1, .attrs = {{"perm", K::Ints}}, .category = L,
        .shape = S::permute, .vjp = V::permute, .reference = eval::permute, .forward = kCopy, .backward = kCopy},
       {.kind = OpKind::BroadcastTo, .name = "broadcast_to", .arity = 1, .attrs = {{"shape", K::Ints}},

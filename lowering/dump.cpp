@@ -1,0 +1,171 @@
+// dump_pipeline(): each stage written by the same functions compile() runs (decompose, fuse_pointwise, lower,
+// the two backends), so the files show what a device gets, not a re-creation of it.
+#include "lowering/dump.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "backends/ptx/ptx_backend.h"
+#include "backends/spirv/spirv_backend.h"
+#include "ir/graph/text_form.h"
+#include "ir/kernel/printer.h"
+#include "lowering/decompose.h"
+#include "lowering/fuse.h"
+#include "lowering/plan.h"
+#include "lowering/schedule.h"
+#include "lowering/stats.h"
+
+namespace spire::lowering {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+void write_file(const fs::path& path, const void* data, size_t size, DumpReport& report) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw std::runtime_error(fmt::format("{}: cannot create: {}", path.string(), std::strerror(errno)));
+  out.write(static_cast<const char*>(data), std::streamsize(size));
+  out.close();
+  if (!out) throw std::runtime_error(fmt::format("{}: write error", path.string()));
+  report.files.push_back(path);
+}
+
+void write_text(const fs::path& path, const std::string& text, DumpReport& report) {
+  write_file(path, text.data(), text.size(), report);
+}
+
+// Kernel names hold shapes and dtypes ("conv2d_f32_2x1x28x28..."); anything a file name should not hold
+// becomes '_', and very long names are cut (the index keeps them unique).
+std::string file_stem(size_t index, const std::string& name) {
+  std::string s = fmt::format("{:03}-", index);
+  for (char c : name.substr(0, 96)) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  return s;
+}
+
+std::string target_text(const DumpOptions& opt) {
+  const rt::DeviceInfo& d = opt.target;
+  return fmt::format("target: {} ({}), subgroup {}, workgroup up to {} invocations, {} B shared memory, storage offsets "
+                     "aligned to {} B, features {}; PTX for sm_{}\n\n",
+                     d.id.empty() ? "unnamed" : d.id, d.name, d.subgroup_size, d.max_workgroup_invocations,
+                     d.shared_memory_bytes, d.min_storage_offset_alignment, kir::features_to_string(d.features),
+                     opt.ptx_sm);
+}
+
+// One kernel through both backends; a refusal is written down, not thrown, so the rest of the dump exists.
+void dump_kernel(const fs::path& dir, size_t index, const kir::Kernel& k, const DumpOptions& opt, DumpReport& report) {
+  const std::string stem = file_stem(index, k.name);
+  write_text(dir / (stem + ".kir"), kir::print(k), report);
+  auto refused = [&](const std::string& ext, const std::exception& e) {
+    write_text(dir / (stem + ext + ".error"), std::string(e.what()) + "\n", report);
+    report.errors.push_back(fmt::format("kernels/{}{}: {}", stem, ext, e.what()));
+  };
+  try {
+    const std::vector<uint32_t> words = spirv::compile(k);  // validated inside (Vulkan 1.1)
+    write_file(dir / (stem + ".spv"), words.data(), words.size() * sizeof(uint32_t), report);
+    write_text(dir / (stem + ".spvasm"), spirv::disassemble(words), report);
+  } catch (const std::exception& e) {
+    refused(".spv", e);
+  }
+  try {
+    write_text(dir / (stem + ".ptx"), ptx::compile(k, ptx::Target{opt.ptx_sm}), report);
+  } catch (const std::exception& e) {
+    refused(".ptx", e);
+  }
+}
+
+// A smaller plan must not leave an earlier dump's kernels (or a graph eval after a training dump its
+// 02-joint.txt) behind. Only files a dump writes are removed: the folder may hold the user's own.
+void remove_earlier_dump(const fs::path& dir) {
+  fs::remove(dir / "02-joint.txt");
+  std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(dir / "kernels")) {
+    const std::string name = e.path().filename().string();
+    const bool numbered = name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[0])) &&
+                          std::isdigit(static_cast<unsigned char>(name[1])) &&
+                          std::isdigit(static_cast<unsigned char>(name[2])) && name[3] == '-';
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && numbered &&
+        (ext == ".kir" || ext == ".spv" || ext == ".spvasm" || ext == ".ptx" || ext == ".error"))
+      stale.push_back(e.path());
+  }
+  for (const fs::path& p : stale) fs::remove(p);  // after the walk: removing during it is unspecified
+}
+
+}  // namespace
+
+std::string fusion_text(const graph::Graph& g, const std::vector<bool>& fused) {
+  // A fused value has exactly one user (fuse.h); following users up to a value that is not fused finds the
+  // kernel that computes it.
+  const auto users = g.users();
+  auto root_of = [&](graph::Value v) {
+    while (fused[size_t(v.id)]) v = users[size_t(v.id)].front();
+    return v;
+  };
+  std::map<int32_t, std::vector<graph::Value>> folded;  // root id -> fused values, in graph order
+  size_t count = 0, pointwise = 0;
+  const std::vector<graph::Value> scheduled = schedule(g);
+  for (graph::Value v : scheduled) {
+    if (is_pointwise(g.node(v).op)) ++pointwise;
+    if (!fused[size_t(v.id)]) continue;
+    folded[root_of(v).id].push_back(v);
+    ++count;
+  }
+  std::string s = fmt::format(
+      "# {} of the {} scheduled pointwise values are computed inside their user's kernel (no buffer, no launch);\n"
+      "# {} kernels fold them in. Each line: the kernel's root value, then what it computes inline.\n",
+      count, pointwise, folded.size());
+  for (graph::Value v : scheduled) {
+    auto it = folded.find(v.id);
+    if (it == folded.end()) continue;
+    const graph::Node& root = g.node(v);
+    s += fmt::format("{} = {} {}\n", root.name, graph::op_name(root.op), root.type.to_string());
+    for (graph::Value f : it->second) {
+      const graph::Node& n = g.node(f);
+      s += fmt::format("    folds {} = {} {}  (used by {})\n", n.name, graph::op_name(n.op), n.type.to_string(),
+                       g.node(users[size_t(f.id)].front()).name);
+    }
+  }
+  return s;
+}
+
+std::string dump_summary(const DumpReport& report, const fs::path& dir) {
+  size_t kernels = 0;
+  for (const fs::path& f : report.files) kernels += f.extension() == ".kir";
+  std::string s = fmt::format("dump: wrote {} files to {} ({} kernels)\n", report.files.size(), dir.string(), kernels);
+  for (const std::string& e : report.errors) s += fmt::format("dump: refused: {}\n", e);
+  return s;
+}
+
+DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const graph::Graph* joint,
+                         const DumpOptions& opt) {
+  DumpReport report;
+  const fs::path kernel_dir = dir / "kernels";
+  fs::create_directories(kernel_dir);
+  remove_earlier_dump(dir);
+
+  const graph::Graph& compiled = joint ? *joint : built;
+  write_text(dir / "01-graph.txt", graph::print(built), report);
+  if (joint) write_text(dir / "02-joint.txt", graph::print(*joint), report);
+  const graph::Graph decomposed = decompose(compiled);
+  write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
+  write_text(dir / "04-fused.txt", fusion_text(decomposed, fuse_pointwise(decomposed)), report);
+  const Plan plan = lower(compiled, opt.target);
+  write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
+  const uint64_t moved = plan_bytes(plan);
+  write_text(dir / "06-stats.txt",
+             stats_text(graph_stats(compiled)) +
+                 fmt::format("the plan's {} launches bind {} bytes ({:.3f} MB: each bound buffer once per launch, "
+                             "state copies read and written; fused values never reach memory)\n",
+                             plan.launches.size(), moved, double(moved) * 1e-6),
+             report);
+  for (size_t k = 0; k < plan.kernels.size(); ++k) dump_kernel(kernel_dir, k, plan.kernels[k], opt, report);
+  return report;
+}
+
+}  // namespace spire::lowering

@@ -1,0 +1,52 @@
+// Every stage of the pipeline as files, for a user who wants to see what the compiler did with a graph
+// (`--dump DIR` on spire run, spire graph eval and spire train lenet). Nothing runs: the plan is what
+// lower() makes for the target's limits, and every kernel is compiled to SPIR-V and to PTX offline.
+//
+//   DIR/01-graph.txt        the graph as imported or built (graph text form)
+//   DIR/02-joint.txt        the joint forward + backward (+ optimizer) graph, where there is one (training)
+//   DIR/03-decomposed.txt   after decompose (lowering/decompose.h)
+//   DIR/04-fused.txt        which pointwise values fusion computes inside their user's kernel (fuse.h)
+//   DIR/05-plan.txt         buffers, arena offsets, kernels, launches and grids (plan_text, memory_plan.h)
+//   DIR/06-stats.txt        flops and minimum bytes per op kind (stats.h)
+//   DIR/kernels/NNN-<kernel>.kir      kernel IR text (NNN: the kernel's index kNNN in the plan)
+//   DIR/kernels/NNN-<kernel>.spv      SPIR-V binary (Vulkan 1.1), validated; .spvasm its disassembly
+//   DIR/kernels/NNN-<kernel>.ptx      PTX for sm_<ptx_sm>
+// A kernel a backend refuses gets NNN-<kernel>.<ext>.error holding the reason instead, and the dump goes on:
+// a refused kernel is exactly what the dump is for.
+//
+// This is its own library (spire_dump), because it needs both backends and lowering does not.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "runtime/device.h"
+
+namespace spire::lowering {
+
+struct DumpOptions {
+  rt::DeviceInfo target;  // the limits the plan is made for: the device that will run it
+  uint32_t ptx_sm = 90;   // the PTX target (compute capability major*10+minor)
+};
+
+struct DumpReport {
+  std::vector<std::filesystem::path> files;  // every file written, in order
+  std::vector<std::string> errors;           // "kernels/003-foo.ptx: reason", one per refused kernel
+};
+
+// `built` is the graph as the user gave it; `joint`, when not null, is what is compiled (the built graph
+// with its backward pass and optimizer appended), else `built` is. Creates `dir` if needed; files of an
+// earlier dump in it are overwritten (its kernel files are removed first, so none of a bigger plan stays;
+// other files in the folder are left alone).
+DumpReport dump_pipeline(const std::filesystem::path& dir, const graph::Graph& built, const graph::Graph* joint,
+                         const DumpOptions& opt);
+
+// "wrote 57 files to DIR (23 kernels)", then one line per refused kernel: what a command prints after a dump.
+std::string dump_summary(const DumpReport& report, const std::filesystem::path& dir);
+
+// The contents of 04-fused.txt: for each kernel root, the pointwise values folded into it.
+std::string fusion_text(const graph::Graph& decomposed, const std::vector<bool>& fused);
+
+}  // namespace spire::lowering
