@@ -1,5 +1,6 @@
 // dump_pipeline() without a device: a small training step (linear, ReLU, sum loss, SGD) planned for an
 // H100-like target described by data, so the joint graph's file and the PTX are checked on any machine.
+#include "tests/support/h100_like_target.h"
 #include "autograd/grad.h"
 #include "autograd/optimizers.h"
 #include "ir/graph/text_form.h"
@@ -17,22 +18,7 @@ namespace {
 
 using namespace dump_testing;
 
-rt::DeviceInfo h100_like() {
-  rt::DeviceInfo d;
-  d.id = "compile-only:0";
-  d.backend = rt::Backend::Cuda;
-  d.name = "H100-like limits";
-  d.subgroup_size = 32;
-  d.shared_memory_bytes = 49152;
-  d.max_workgroup_invocations = 1024;
-  d.max_workgroup_size = {1024, 1024, 64};
-  d.max_workgroup_count = {2147483647u, 65535, 65535};
-  d.memory_bytes = d.max_buffer_bytes = uint64_t(80) << 30;
-  d.min_storage_offset_alignment = 16;
-  d.compute_capability = 90;
-  d.features = kir::Features(kir::Feature::Float64) | kir::Feature::Int64 | kir::Feature::AtomicAddF32;
-  return d;
-}
+rt::DeviceInfo h100_like() { return testing_support::h100_like_target("compile-only:0"); }
 
 graph::Graph forward() {
   graph::Graph g;

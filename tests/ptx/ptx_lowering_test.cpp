@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/h100_like_target.h"
 #include "backends/ptx/ptx_backend.h"
 #include "frontend/lenet.h"
 #include "ir/kernel/printer.h"
@@ -22,26 +23,7 @@
 namespace spire::ptx::testing {
 namespace {
 
-// The limits and features an H100 reports through runtime/cuda.
-rt::DeviceInfo h100_like() {
-  rt::DeviceInfo d;
-  d.id = "ptx-only:0";
-  d.backend = rt::Backend::Cuda;
-  d.name = "compile-only sm_90";
-  d.vendor = "NVIDIA";
-  d.type = rt::DeviceType::DiscreteGpu;
-  d.subgroup_size = 32;
-  d.shared_memory_bytes = 49152;
-  d.max_workgroup_invocations = 1024;
-  d.max_workgroup_size = {1024, 1024, 64};
-  d.max_workgroup_count = {2147483647u, 65535, 65535};
-  d.memory_bytes = d.max_buffer_bytes = uint64_t(80) << 30;
-  d.min_storage_offset_alignment = 16;
-  d.compute_capability = 90;
-  d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32;
-  return d;
-}
+rt::DeviceInfo h100_like() { return testing_support::h100_like_target("ptx-only:0"); }
 
 // Compiles every distinct kernel once (by PTX text) and remembers which failed and why.
 class PtxChecker {
