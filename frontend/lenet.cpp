@@ -9,11 +9,11 @@
 
 namespace spire::nn {
 
-LeNet make_lenet() {
+LeNet make_lenet(const std::string& relu_op) {
   return LeNet{
-      Sequential(Conv2d(1, 6, 5, {.padding = 2}), ReLU(), MaxPool2d(2), Conv2d(6, 16, 5, {.padding = 2}), ReLU(),
-                 MaxPool2d(2)),
-      Sequential(Flatten(), Linear(16 * 7 * 7, 120), ReLU(), Linear(120, 84), ReLU(), Linear(84, 10)),
+      Sequential(Conv2d(1, 6, 5, {.padding = 2}), ReLU(relu_op), MaxPool2d(2), Conv2d(6, 16, 5, {.padding = 2}),
+                 ReLU(relu_op), MaxPool2d(2)),
+      Sequential(Flatten(), Linear(16 * 7 * 7, 120), ReLU(relu_op), Linear(120, 84), ReLU(relu_op), Linear(84, 10)),
   };
 }
 
@@ -40,7 +40,7 @@ graph::Graph build_lenet_graph(const LeNetGraphOptions& options) {
   graph::Graph g;
   const graph::Value x = g.input("x", options.dtype, {options.batch, 1, 28, 28});
   const graph::Value y = g.input("y", graph::DType::I64, {options.batch});
-  const LeNet model = make_lenet();
+  const LeNet model = make_lenet(options.relu_op);
   const graph::Value logits = model.forward(Scope(g, options.dtype), x);
   const graph::Value loss = g.cross_entropy(logits, y);
   g.output("logits", logits);

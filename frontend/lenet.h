@@ -32,7 +32,8 @@ struct LeNet {
   std::string repr() const;  // PyTorch's print(model)
 };
 
-LeNet make_lenet();
+// `relu_op`: the op every ReLU() computes with ("relu", or a custom op's name; see nn::ReLU).
+LeNet make_lenet(const std::string& relu_op = "relu");
 
 struct LeNetGraphOptions {
   int64_t batch = 64;
@@ -40,6 +41,7 @@ struct LeNetGraphOptions {
   bool backward = true;                    // false: only the forward pass and the loss (what autograd starts from)
   bool sgd = false;                        // append the optimizer step (one graph = one training step)
   autograd::SgdOptions sgd_options{.lr = 0.01, .momentum = 0.9, .weight_decay = 0.0};
+  std::string relu_op = "relu";            // the op of every ReLU (a custom op's name: --relu custom)
 };
 
 // The training-step graph:

@@ -30,10 +30,11 @@ BufferRole role_of(graph::OpKind op) {
 
 class PlanBuilder final : public LoweringContext {
  public:
-  PlanBuilder(const graph::Graph& g, std::vector<bool> fused)
-      : g_(g), buffer_of_value_(size_t(g.size()), -1), fused_(std::move(fused)) {}
+  PlanBuilder(const graph::Graph& g, std::vector<bool> fused, const rt::DeviceInfo& info)
+      : g_(g), info_(info), buffer_of_value_(size_t(g.size()), -1), fused_(std::move(fused)) {}
 
   const graph::Graph& graph() const override { return g_; }
+  const rt::DeviceInfo& device() const override { return info_; }
 
   bool fused(graph::Value v) const override { return fused_.at(size_t(v.id)); }
 
@@ -104,6 +105,7 @@ class PlanBuilder final : public LoweringContext {
 
  private:
   const graph::Graph& g_;
+  const rt::DeviceInfo& info_;
   std::vector<int32_t> buffer_of_value_;
   std::vector<bool> fused_;
   std::unordered_map<std::string, int32_t> kernel_by_text_;
@@ -133,7 +135,7 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info) {
   graph::Graph g = decompose(original);
-  PlanBuilder ctx(g, fuse_pointwise(g));
+  PlanBuilder ctx(g, fuse_pointwise(g), info);
   for (graph::Value v : schedule(g)) {
     if (ctx.fused(v)) continue;  // computed inside its user's kernel
     ctx.set_current(g.node(v).name);

@@ -40,6 +40,8 @@ class LoweringContext {
  public:
   virtual ~LoweringContext() = default;
   virtual const graph::Graph& graph() const = 0;
+  // The device the plan is for (its backend and limits): custom ops' kernels are built against it.
+  virtual const rt::DeviceInfo& device() const = 0;
   // The buffer slot holding a value (allocated on first use). A reshape/flatten result may alias its input.
   virtual int32_t buffer_of(graph::Value v) = 0;
   // Makes `alias` share `source`'s buffer (same element count): lowering reshape/flatten moves no data.

@@ -54,7 +54,9 @@ std::vector<Lowering> build_table() {
 void lower_node(LoweringContext& ctx, graph::Value v) {
   static const std::vector<Lowering> table = build_table();
   const graph::Node& n = ctx.graph().node(v);
-  Lowering f = table[size_t(n.op)];
+  // Custom ops are registered after the table was built; they all lower the same way.
+  Lowering f = size_t(n.op) < table.size() ? table[size_t(n.op)] : nullptr;
+  if (graph::is_user_op(n.op)) f = lower_custom;
   // Input, parameter and state leaves need no launch: their buffers are filled by the caller.
   if (graph::is_leaf(n.op) && n.op != graph::OpKind::Constant) return;
   if (!f) throw graph::GraphError(fmt::format("op {} ('{}'): no lowering", graph::op_name(n.op), n.name));

@@ -39,4 +39,7 @@ void lower_softmax(LoweringContext& ctx, graph::Value v);       // softmax and l
 void lower_cross_entropy(LoweringContext& ctx, graph::Value v);
 void lower_cross_entropy_grad(LoweringContext& ctx, graph::Value v);
 
+// Custom ops: the kernel their author registered (lower_custom.cpp, custom_kernels.h).
+void lower_custom(LoweringContext& ctx, graph::Value v);
+
 }  // namespace spire::lowering

@@ -64,6 +64,10 @@ struct OpRow {
 // cases generated (cases_generated.cpp); the others are listed by family (cases_*.cpp).
 const std::vector<OpCase>& op_cases();
 
+// The cases of the custom ops registered so far (their authors' shapes and ranges; cases_custom.cpp). Not in
+// op_cases(): custom ops arrive at run time.
+std::vector<OpCase> custom_op_cases();
+
 // Runs one case on `dev` (inputs drawn with `seed`); one row per compared output, or a single row when
 // the case could not run (its note says why: a lowering error fails, a device without float64 skips).
 std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed = 1);

@@ -22,10 +22,10 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // The forward pass alone, for evaluation: x [batch,1,28,28] -> logits [batch,10].
-graph::Graph lenet_forward_graph(int64_t batch) {
+graph::Graph lenet_forward_graph(int64_t batch, const std::string& relu_op = "relu") {
   graph::Graph g;
   auto x = g.input("x", graph::DType::F32, {batch, 1, 28, 28});
-  g.output("logits", nn::make_lenet().forward(nn::Scope(g, graph::DType::F32), x));
+  g.output("logits", nn::make_lenet(relu_op).forward(nn::Scope(g, graph::DType::F32), x));
   return g;
 }
 
@@ -86,6 +86,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   nn::LeNetGraphOptions gopt;
   gopt.batch = opt.batch;
   gopt.sgd = true;
+  gopt.relu_op = opt.relu_op;
   gopt.sgd_options = {.lr = opt.lr, .momentum = opt.momentum, .weight_decay = opt.weight_decay};
   const graph::Graph step_graph = nn::build_lenet_graph(gopt);
   if (!opt.dump_dir.empty()) {
@@ -98,7 +99,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   }
   auto t0 = Clock::now();
   auto step = lowering::compile(step_graph, *device);
-  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
+  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch, opt.relu_op), *device);
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());
 

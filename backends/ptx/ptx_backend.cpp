@@ -1,5 +1,7 @@
 #include "backends/ptx/ptx_backend.h"
 
+#include <fmt/format.h>
+
 #include "backends/ptx/ptx_translator.h"
 
 namespace spire::ptx {
@@ -14,6 +16,12 @@ std::string entry_name(const kir::Kernel& k) {
   return out;
 }
 
-std::string compile(const kir::Kernel& k, const Target& target) { return Translator(k, target).module(); }
+std::string compile(const kir::Kernel& k, const Target& target) {
+  if (k.prebuilt())
+    throw CompileError(fmt::format("kernel '{}' exists only as a SPIR-V module (a GLSL kernel): it runs on Vulkan "
+                                   "devices, not through PTX",
+                                   k.name));
+  return Translator(k, target).module();
+}
 
 }  // namespace spire::ptx

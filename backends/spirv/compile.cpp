@@ -19,6 +19,12 @@ void require_valid(const std::vector<uint32_t>& words, const kir::Kernel& k, con
 }
 
 std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
+  if (k.prebuilt()) {
+    // A user's module (GLSL through shaderc): validated like ours, but its faults are the user's.
+    std::string message = validate(k.spirv_module);
+    if (!message.empty()) throw CompileError(fmt::format("the SPIR-V module of kernel '{}' is invalid: {}", k.name, message));
+    return k.spirv_module;
+  }
   // The emitter trusts the IR's structural invariants; a malformed kernel is the caller's error, reported
   // as such rather than as a validator complaint about the module it would produce.
   std::string problem = kir::verify(k);

@@ -96,7 +96,9 @@ std::string Linear::repr(int) const {
 
 // ---- activations, pooling, flatten
 
-graph::Value ReLU::forward(const Scope& s, graph::Value x) const { return s.graph().relu(x); }
+graph::Value ReLU::forward(const Scope& s, graph::Value x) const {
+  return op_ == "relu" ? s.graph().relu(x) : s.graph().op(op_, {x});
+}
 graph::Value SiLU::forward(const Scope& s, graph::Value x) const { return s.graph().silu(x); }
 
 MaxPool2d::MaxPool2d(int64_t kernel_size, int64_t stride, int64_t padding)

@@ -50,10 +50,16 @@ class Linear : public Module {
   bool bias_;
 };
 
+// ReLU(), or with `op` the name of another op computing it (a custom op such as the seed article's Triton
+// ReLU made a spire op): the graph then holds that op where it would hold relu.
 class ReLU : public Module {
  public:
+  explicit ReLU(std::string op = "relu") : op_(std::move(op)) {}
   graph::Value forward(const Scope& s, graph::Value x) const override;
-  std::string repr(int indent = 0) const override { return "ReLU()"; }
+  std::string repr(int indent = 0) const override { return op_ == "relu" ? "ReLU()" : "ReLU(op=" + op_ + ")"; }
+
+ private:
+  std::string op_;
 };
 
 class SiLU : public Module {

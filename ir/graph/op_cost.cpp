@@ -20,6 +20,7 @@ OpCost op_cost(const Node& node, std::span<const TensorType> inputs) {
     case OpCategory::Pointwise: return {node.type.numel(), io_bytes(node, inputs)};
     case OpCategory::Reduction: return {inputs.empty() ? 0 : inputs[0].numel(), io_bytes(node, inputs)};
     case OpCategory::Layout: return {0, io_bytes(node, inputs)};
+    case OpCategory::Custom: return {node.type.numel(), io_bytes(node, inputs)};  // unknown: as pointwise
     case OpCategory::Heavy: break;
   }
   // check_entry refuses such an entry; reaching here means the table was bypassed.

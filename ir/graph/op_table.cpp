@@ -2,6 +2,9 @@
 // OpKind and numbers the others after them, and checks the table once, at first use.
 #include "ir/graph/op_table.h"
 
+#include <cctype>
+#include <mutex>
+
 #include <fmt/format.h>
 
 namespace spire::graph {
@@ -54,12 +57,65 @@ std::vector<OpInfo> build_table() {
   return named;
 }
 
-const std::vector<OpInfo>& table() {
-  static const std::vector<OpInfo> t = build_table();
+// Custom ops are appended at run time, while op_info() hands out references into the table: reserving room
+// for them up front means appending never moves an entry.
+constexpr size_t kMaxUserOps = 1024;
+
+std::vector<OpInfo>& mutable_table() {
+  static std::vector<OpInfo> t = [] {
+    std::vector<OpInfo> built = build_table();
+    built.reserve(built.size() + kMaxUserOps);
+    return built;
+  }();
   return t;
 }
+const std::vector<OpInfo>& table() { return mutable_table(); }
+
+bool valid_op_name(std::string_view name) {
+  if (name.empty() || !(std::isalpha(static_cast<unsigned char>(name[0])) || name[0] == '_')) return false;
+  for (char c : name)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+// The rules of an entry of category Custom forward to its closures.
+const UserOpRules& rules_of(OpKind op) { return *op_info(op).user; }
 
 }  // namespace
+
+OpKind register_user_op(UserOpRules rules) {
+  static std::mutex mutex;
+  std::lock_guard lock(mutex);
+  if (!valid_op_name(rules.name))
+    throw GraphError(fmt::format("custom op name '{}': use letters, digits and '_', not starting with a digit",
+                                 rules.name));
+  if (auto existing = op_from_name(rules.name))
+    throw GraphError(fmt::format("custom op '{}': the name is taken by {} op", rules.name,
+                                 is_user_op(*existing) ? "an earlier custom" : "a built-in"));
+  if (rules.arity < 1) throw GraphError(fmt::format("custom op '{}': it must take at least one input", rules.name));
+  if (!rules.shape) throw GraphError(fmt::format("custom op '{}': it has no shape rule", rules.name));
+  if (!rules.reference) throw GraphError(fmt::format("custom op '{}': it has no CPU reference", rules.name));
+  std::vector<OpInfo>& t = mutable_table();
+  if (t.size() == t.capacity())
+    throw GraphError(fmt::format("custom op '{}': more than {} custom ops", rules.name, kMaxUserOps));
+  auto user = std::make_shared<const UserOpRules>(std::move(rules));
+  OpInfo e;
+  e.kind = OpKind(t.size());
+  e.name = user->name;
+  e.arity = user->arity;
+  e.category = OpCategory::Custom;
+  e.shape = [](const ShapeContext& c) { return rules_of(c.op).shape(c); };
+  if (user->vjp) e.vjp = [](VjpContext& c) { return rules_of(c.g.node(c.out).op).vjp(c); };
+  e.reference = [](const Node& n, std::span<const Tensor* const> in) { return rules_of(n.op).reference(n, in); };
+  e.forward = {user->forward_f32, 1e-12, user->tolerance_why};
+  e.backward = {user->backward_f32, 1e-12, user->tolerance_why};
+  e.user = user;
+  check_entry(e);
+  t.push_back(std::move(e));
+  return t.back().kind;
+}
+
+bool is_user_op(OpKind op) { return op_info(op).category == OpCategory::Custom; }
 
 const OpInfo& op_info(OpKind op) {
   const auto& t = table();
@@ -83,6 +139,7 @@ std::string_view op_category_name(OpCategory c) {
     case OpCategory::Reduction: return "reduction";
     case OpCategory::Layout: return "layout";
     case OpCategory::Heavy: return "heavy";
+    case OpCategory::Custom: return "custom";
   }
   return "?";
 }

@@ -13,7 +13,9 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +69,7 @@ enum class OpCategory : uint8_t {
   Reduction,  // sums / maxima over axes
   Layout,     // moves elements without arithmetic (reshape, permute, broadcast, slices)
   Heavy,      // a kernel template of its own (matmul, convolution, pooling, softmax family)
+  Custom,     // a user's op (register_user_op): an opaque kernel that fusion never looks inside
 };
 std::string_view op_category_name(OpCategory c);
 
@@ -132,6 +135,8 @@ struct OpCost {
 // A node (attributes, result type) and its input types -> its cost.
 using CostRule = OpCost (*)(const Node& node, std::span<const TensorType> inputs);
 
+struct UserOpRules;
+
 // Marks an entry whose OpKind is assigned when the table is built.
 inline constexpr OpKind kUnnamedOp = OpKind(0xFFFF);
 
@@ -155,7 +160,35 @@ struct OpInfo {
   // reduction 1 flop per input element, layout and leaves none; bytes = inputs + result. Heavy ops must
   // give their own.
   CostRule cost = nullptr;
+  // Custom ops only (register_user_op): the closures the rules above forward to, and the strings the
+  // entry's views point into.
+  std::shared_ptr<const UserOpRules> user;
 };
+
+// An op defined at run time, outside spire's sources (a custom op). Its rules are closures, so a program can
+// build them from data (an op file) or capture state. Every layer treats it as an ordinary entry of category
+// Custom: the text form names it, autograd calls its VJP, the evaluator its reference.
+struct UserOpRules {
+  std::string name;
+  int arity = 1;
+  // Result type from the input types; throw through ctx.fail() for inputs the op does not take.
+  std::function<TensorType(const ShapeContext&)> shape;
+  // Gradients of the inputs, appended to ctx.g with any ops (built-in or custom); empty: not differentiable.
+  std::function<std::vector<Value>(VjpContext&)> vjp;
+  // The float64 CPU reference (the evaluator's and the op harness's oracle): a tensor of node.type.
+  std::function<Tensor(const Node&, std::span<const Tensor* const>)> reference;
+  double forward_f32 = 1e-6, backward_f32 = 1e-5;  // tolerances of results computed in float32
+  std::string tolerance_why = "a custom op: tolerance given by its author";
+  // The harness's cases: each one input type per input (empty: one f32[7,33] case per input).
+  std::vector<std::vector<TensorType>> test_cases;
+  InputDomain test_domain;
+};
+
+// Adds a custom op to the op table and returns its OpKind. Throws GraphError when the name is taken (by a
+// built-in op or an earlier custom op), is not a valid op name, or the rules lack shape or reference.
+// Registration is meant for start-up: it must not run while another thread compiles or evaluates graphs.
+OpKind register_user_op(UserOpRules rules);
+bool is_user_op(OpKind op);
 
 // The entry for an op. The table is indexed by OpKind: the named ops first, in enum order, then the others in
 // the order their family files define them; op_info(k).kind == k for every k.

@@ -45,6 +45,7 @@ Kernel clone(const Kernel& k) {
   out.vars = k.vars;
   out.value_types = k.value_types;
   out.body = copy_block(k.body);
+  out.spirv_module = k.spirv_module;
   return out;
 }
 

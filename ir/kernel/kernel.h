@@ -134,6 +134,11 @@ struct Kernel {
   std::vector<LocalVar> vars;
   std::vector<Type> value_types;  // type of every ValueId
   Block body;
+  // A kernel given as a finished SPIR-V module (a custom op's GLSL compiled by shaderc) instead of a body:
+  // the parameters above declare its interface (bindings, push constants, workgroup size), which the module
+  // must follow (backends/spirv/spirv_backend.h). Only SPIR-V backends can run it; the body stays empty.
+  std::vector<uint32_t> spirv_module;
+  bool prebuilt() const { return !spirv_module.empty(); }
 
   uint32_t workgroup_invocations() const {
     return workgroup_size[0] * workgroup_size[1] * workgroup_size[2];

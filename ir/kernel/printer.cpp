@@ -89,6 +89,13 @@ std::string print(const Kernel& k) {
     p.line(1, fmt::format("scalar {}: {}  // offset {}", k.scalars[i].name, type_name(k.scalars[i].type), offs[i]));
   for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, type_name(s.elem), s.count));
   for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, type_name(var.type)));
+  if (k.prebuilt()) {
+    // The words themselves are the kernel: their hash tells two modules apart (the plan deduplicates by text).
+    uint64_t h = 1469598103934665603ull;  // FNV-1a
+    for (uint32_t w : k.spirv_module) h = (h ^ w) * 1099511628211ull;
+    p.line(0, fmt::format("{{ prebuilt SPIR-V module: {} words, fnv1a {:016x} }}", k.spirv_module.size(), h));
+    return p.out;
+  }
   p.line(0, "{");
   p.block(k.body, 1);
   p.line(0, "}");

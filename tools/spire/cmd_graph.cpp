@@ -199,6 +199,7 @@ void register_graph_commands(CLI::App& app) {
     auto* cmd = group->add_subcommand(
         "print", "Parse a graph file and print its canonical text form (a syntax error reports FILE:LINE:COLUMN)");
     cmd->add_option("file", *file, "Graph text file")->required();
+    add_ops_option(cmd);
     cmd->callback([file] { run_print(*file); });
   }
   {
@@ -228,6 +229,7 @@ void register_graph_commands(CLI::App& app) {
         ->needs("--device");
     cmd->add_flag("--stats", o->stats,
                   "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
+    add_ops_option(cmd);
     cmd->callback([o] { run_eval(*o); });
   }
   {
@@ -245,6 +247,7 @@ void register_graph_commands(CLI::App& app) {
     wrt->require_option(1, 2);
     cmd->add_option("-o,--output", o->output, "Graph file to write the joint forward+backward graph to ('-': stdout)")
         ->required();
+    add_ops_option(cmd);
     cmd->callback([o] { run_grad(*o); });
   }
 }

@@ -128,6 +128,7 @@ void register_run_commands(CLI::App& app) {
                   "IR, SPIR-V and PTX; docs/DUMP.md); with --device all, one subfolder per device");
   cmd->add_flag("--stats", o->stats,
                 "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
+  add_ops_option(cmd);
   cmd->callback([o] { run_run(*o); });
 }
 

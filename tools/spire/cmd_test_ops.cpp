@@ -25,7 +25,10 @@ struct Totals {
 };
 
 void run_on(rt::Device& dev, const TestOpsOptions& o, Totals& t) {
-  for (const auto& c : harness::op_cases()) {
+  // The built-in ops' cases, then those of the custom ops --ops loaded.
+  std::vector<harness::OpCase> cases = harness::op_cases();
+  for (auto& c : harness::custom_op_cases()) cases.push_back(std::move(c));
+  for (const auto& c : cases) {
     if (!o.op.empty() && graph::op_name(c.op) != o.op) continue;
     for (const auto& r : harness::run_op_case(c, dev, o.seed)) {
       (r.outcome == harness::Outcome::Pass ? t.pass : r.outcome == harness::Outcome::Fail ? t.fail : t.skip)++;
@@ -68,6 +71,7 @@ void register_test_ops_commands(CLI::App& app) {
   cmd->add_option("--op", o->op, "Only this op (its text-form name, e.g. add, sum, conv2d_grad_input)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs (default 1)");
   cmd->add_flag("--failures", o->failures_only, "Print only the rows that fail");
+  add_ops_option(cmd);
   cmd->callback([o] { run(*o); });
 }
 

@@ -1,6 +1,8 @@
 // spire train lenet / spire eval lenet: LeNet on Fashion-MNIST on any device.
 #include <fmt/format.h>
 
+#include "examples/custom_ops/seed_ops.h"
+#include "ir/graph/op_table.h"
 #include "tools/spire/commands.h"
 #include "training/lenet_trainer.h"
 
@@ -34,7 +36,23 @@ void register_train_commands(CLI::App& app) {
                     "Write every stage of the training step's compilation to this folder before training: graph, joint "
                     "graph, decomposed, fused, plan, stats, and each kernel's IR, SPIR-V and PTX (docs/DUMP.md)");
   lenet->add_flag("--quiet", [t](int64_t) { t->progress = false; }, "No progress bar, only the per-epoch lines");
-  lenet->callback([t] { training::train_lenet(*t, stdout); });
+  add_ops_option(lenet);
+  auto relu = std::make_shared<std::string>("builtin");
+  lenet->add_option("--relu", *relu,
+                    "The ReLU op: builtin (default; fused with the bias add), custom (the seed article's ReLU as a "
+                    "custom op with a GLSL kernel, examples/custom_ops/seed_relu.op: Vulkan devices only), "
+                    "custom-builder (the same op with a kernel-builder kernel: every device), or the name of a "
+                    "custom op loaded with --ops")
+      ->type_name("OP");
+  lenet->callback([t, relu] {
+    if (*relu == "custom") t->relu_op = examples::register_seed_relu_glsl();
+    else if (*relu == "custom-builder") t->relu_op = examples::register_seed_relu_builder();
+    else if (*relu == "builtin") t->relu_op = "relu";
+    else if (graph::op_from_name(*relu) && graph::is_user_op(*graph::op_from_name(*relu))) t->relu_op = *relu;
+    else throw CLI::ValidationError("--relu", fmt::format("'{}' is not builtin, custom, custom-builder or a custom op loaded with --ops", *relu));
+    if (t->relu_op != "relu") fmt::print("ReLU: custom op {}\n", t->relu_op);
+    training::train_lenet(*t, stdout);
+  });
 
   auto e = std::make_shared<training::EvalOptions>();
   auto* eval = app.add_subcommand("eval", "Evaluate a trained model on a device");

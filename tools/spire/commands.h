@@ -22,6 +22,10 @@ inline CLI::Validator positive_number(bool allow_zero = false) {
       allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
 }
 
+// --ops FILE_OR_DIR (repeatable): registers the custom ops of op files as the option is read
+// (custom_ops_option.cpp).
+void add_ops_option(CLI::App* cmd);
+
 void register_device_commands(CLI::App& app);  // spire devices            (cmd_devices.cpp)
 void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)
 void register_example_commands(CLI::App& app); // spire examples          (cmd_examples.cpp)

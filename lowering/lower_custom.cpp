@@ -1,0 +1,117 @@
+// Custom ops: the registry of their kernels and their lowering (custom_kernels.h).
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+
+#include "ir/graph/op_table.h"
+#include "lowering/custom_kernels.h"
+#include "lowering/op_lowering.h"
+
+namespace spire::lowering {
+
+namespace {
+
+std::map<graph::OpKind, CustomKernel>& registry() {
+  static std::map<graph::OpKind, CustomKernel> r;
+  return r;
+}
+std::mutex registry_mutex;
+
+// The contract of custom_kernels.h, checked on the kernel a user's function built.
+void check_contract(const kir::Kernel& k, const CustomKernelRequest& r, const std::string& source) {
+  auto fail = [&](const std::string& what) {
+    return graph::GraphError(fmt::format("custom op {} (node '{}'): its kernel '{}' from {} {}",
+                                         graph::op_name(r.node.op), r.node.name, k.name, source, what));
+  };
+  if (k.buffers.size() != r.inputs.size() + 1)
+    throw fail(fmt::format("declares {} buffers; it must declare {} (the {} inputs, then the result)", k.buffers.size(),
+                           r.inputs.size() + 1, r.inputs.size()));
+  for (size_t i = 0; i < r.inputs.size(); ++i)
+    if (k.buffers[i].elem != device_type(r.inputs[i].dtype))
+      throw fail(fmt::format("declares buffer {} as {}, but input {} is {}", i, kir::type_name(k.buffers[i].elem), i,
+                             r.inputs[i].to_string()));
+  if (k.buffers.back().elem != device_type(r.node.type.dtype))
+    throw fail(fmt::format("declares its result buffer as {}, but the result is {}", kir::type_name(k.buffers.back().elem),
+                           r.node.type.to_string()));
+  if (k.scalars.size() != 1 || k.scalars[0].type != kir::Type::U32)
+    throw fail("must declare exactly one scalar, the u32 element count of the result");
+}
+
+}  // namespace
+
+void register_custom_kernel(graph::OpKind op, CustomKernel k) {
+  std::lock_guard lock(registry_mutex);
+  const std::string name(graph::op_name(op));
+  if (!graph::is_user_op(op)) throw graph::GraphError(fmt::format("op '{}' is built in: it has its own lowering", name));
+  if (bool(k.build) == !k.spirv_module.empty())
+    throw graph::GraphError(fmt::format("custom op '{}': give exactly one kernel, a kernel-builder function or a SPIR-V module", name));
+  if (!registry().emplace(op, std::move(k)).second)
+    throw graph::GraphError(fmt::format("custom op '{}' already has a kernel", name));
+}
+
+const CustomKernel* custom_kernel(graph::OpKind op) {
+  std::lock_guard lock(registry_mutex);
+  auto it = registry().find(op);
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+kir::Kernel custom_kernel_for(const CustomKernel& ck, const CustomKernelRequest& r) {
+  const std::string op(graph::op_name(r.node.op));
+  if (!ck.spirv_module.empty()) {
+    if (r.device.backend != rt::Backend::Vulkan)
+      throw graph::GraphError(fmt::format(
+          "custom op {} (node '{}') has only a GLSL kernel ({}), which runs on Vulkan devices; {} cannot run it. Use "
+          "a vulkan:N device (`spire devices` lists them), or give the op a kernel-builder kernel",
+          op, r.node.name, ck.source, r.device.id));
+    kir::Kernel k;
+    k.name = op;
+    k.workgroup_size = ck.spirv_workgroup_size;
+    for (size_t i = 0; i < r.inputs.size(); ++i)
+      k.buffers.push_back({fmt::format("in{}", i), device_type(r.inputs[i].dtype), kir::Access::Read});
+    k.buffers.push_back({"out", device_type(r.node.type.dtype), kir::Access::Write});
+    k.scalars.push_back({"n", kir::Type::U32});
+    for (const kir::BufferParam& b : k.buffers)
+      if (b.elem == kir::Type::F64) k.features |= kir::Feature::Float64;
+    k.spirv_module = ck.spirv_module;
+    return k;
+  }
+  kir::Kernel k = ck.build(r);
+  if (k.prebuilt()) throw graph::GraphError(fmt::format("custom op {}: its kernel builder returned a prebuilt module", op));
+  std::string problem = kir::verify(k);
+  if (!problem.empty())
+    throw graph::GraphError(fmt::format("custom op {} (node '{}'): its kernel '{}' is malformed: {}", op, r.node.name, k.name, problem));
+  check_contract(k, r, ck.source);
+  return k;
+}
+
+uint64_t custom_kernel_groups(const CustomKernel& ck, const CustomKernelRequest& r, const kir::Kernel& k) {
+  if (ck.groups) return ck.groups(r);
+  const uint64_t per_group = ck.elements_per_workgroup ? ck.elements_per_workgroup : k.workgroup_invocations();
+  return groups_for(r.node.type.numel(), int64_t(per_group));
+}
+
+void lower_custom(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const CustomKernel* ck = custom_kernel(n.op);
+  if (!ck)
+    throw graph::GraphError(fmt::format("custom op {} (node '{}') has no kernel: register one (or load its op file) "
+                                        "before compiling for a device",
+                                        graph::op_name(n.op), n.name));
+  std::vector<graph::TensorType> types;
+  std::vector<int32_t> buffers;
+  for (graph::Value in : n.inputs) {
+    types.push_back(g.type(in));
+    buffers.push_back(ctx.buffer_of(in));
+  }
+  buffers.push_back(ctx.buffer_of(v));
+  const CustomKernelRequest request{n, types, ctx.device()};
+  kir::Kernel k = custom_kernel_for(*ck, request);
+  const uint64_t groups = custom_kernel_groups(*ck, request, k);
+  rt::ScalarArgs scalars;
+  scalars.u32(uint32_t(n.type.numel()));
+  ctx.launch(std::move(k), std::move(buffers), std::move(scalars), groups);
+}
+
+}  // namespace spire::lowering
