@@ -201,12 +201,16 @@ graph::Value build_node(graph::Graph& g, const ExprNode& n, const std::map<std::
   }
   // Operands first; numbers take the dtype of the first operand that is not a number.
   std::vector<graph::Value> operands(n.args.size());
-  std::optional<graph::DType> dtype;
+  // A bool operand (where's condition) does not type numbers unless nothing else does.
+  std::optional<graph::DType> dtype, bool_dtype;
   for (size_t i = 0; i < n.args.size(); ++i)
     if (n.args[i]->kind != ExprNode::Kind::Number) {
       operands[i] = build_node(g, *n.args[i], names);
-      if (!dtype) dtype = g.type(operands[i]).dtype;
+      const graph::DType t = g.type(operands[i]).dtype;
+      if (t == graph::DType::Bool) bool_dtype = t;
+      else if (!dtype) dtype = t;
     }
+  if (!dtype) dtype = bool_dtype;
   for (size_t i = 0; i < n.args.size(); ++i)
     if (n.args[i]->kind == ExprNode::Kind::Number) {
       if (!dtype)

@@ -8,7 +8,8 @@
 // An expression is built of names (the op's inputs, and in gradients `y`, the op's result, and `grad`, the
 // gradient of the result), numbers, calls of any op in the op table (built-in or custom) by its text-form
 // name with its attributes as `name=value` after the inputs, and + - * / with the usual precedence (and
-// unary minus). A number becomes a scalar constant of the dtype of the call's first non-number operand.
+// unary minus). A number becomes a scalar constant of the dtype of the call's first operand that is neither a
+// number nor bool (where's condition).
 // Building an expression appends ordinary nodes to a graph, so the same text serves as float64 reference
 // (evaluated on a small graph), shape rule (its result's type) and VJP (appended to the training graph).
 #pragma once

@@ -19,7 +19,10 @@ void add_ops_option(CLI::App* cmd) {
          },
          "Custom ops from an op file, or every *.op file of a directory (repeatable; format: "
          "examples/custom_ops/README.md)")
-      ->type_name("FILE_OR_DIR");
+      ->type_name("FILE_OR_DIR")
+      ->expected(1)
+      ->allow_extra_args(false)  // one path per --ops: a positional argument after it stays the command's
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
 }
 
 }  // namespace spire::cli
