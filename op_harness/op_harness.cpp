@@ -11,6 +11,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/op_table.h"
 #include "ir/graph/tensor.h"
+#include "lowering/custom_kernels.h"
 #include "lowering/executable.h"
 #include "op_harness/cases.h"
 
@@ -109,6 +110,12 @@ std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed) 
     if (o == Outcome::Fail) r.max_error = std::numeric_limits<double>::infinity();
     return std::vector<OpRow>{r};
   };
+
+  // A custom op whose only kernel is SPIR-V (GLSL) cannot run through PTX: not a wrong result, a device the op
+  // was not written for.
+  if (graph::is_user_op(c.op) && dev.info().backend != rt::Backend::Vulkan)
+    if (const lowering::CustomKernel* k = lowering::custom_kernel(c.op); k && !k->spirv_module.empty())
+      return single("all", Outcome::Skip, fmt::format("a GLSL kernel ({}): runs on Vulkan devices only", k->source));
 
   // The graph: in0.. -> op -> y; for a float y, loss = sum(y * loss_weight) and its gradients.
   Graph g;

@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   libvulkan-dev libvulkan-volk-dev vulkan-validationlayers vulkan-tools mesa-vulkan-drivers
-  spirv-headers spirv-tools glslang-dev glslc
+  spirv-headers spirv-tools glslang-dev glslc libshaderc-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
   python3
   dataset-fashion-mnist
