@@ -3,6 +3,7 @@
 // All times come from the device's own timestamps; each figure is the median of many runs after warm-up.
 //
 //   spire_bench_foundation [--device D|all] [--mib 256] [--runs 50]
+#include "backends/compile_kernel.h"
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -93,7 +94,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   double copy_ms = time_stream(dev, *copy, c0, c1, runs);
   double copy_gbs = 2.0 * double(bytes) / (copy_ms * 1e-3) / 1e9;
 
-  auto kcopy = dev.compile(copy_kernel());
+  auto kcopy = spire::backends::compile_and_load(dev, copy_kernel());
   auto ks = dev.record();
   rt::BufferView kviews[] = {rt::BufferView(a), rt::BufferView(b)};
   uint32_t k0 = ks->timestamp();
@@ -102,7 +103,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   double kcopy_gbs = 2.0 * double(bytes) / (time_stream(dev, *ks, k0, k1, runs) * 1e-3) / 1e9;
   double best_copy = std::max(copy_gbs, kcopy_gbs);
 
-  auto relu = dev.compile(examples::relu_kernel());
+  auto relu = spire::backends::compile_and_load(dev, examples::relu_kernel());
   auto rs = dev.record();
   rt::BufferView views[] = {rt::BufferView(a), rt::BufferView(b)};
   uint32_t r0 = rs->timestamp();
@@ -112,7 +113,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   double relu_gbs = 2.0 * double(bytes) / (relu_ms * 1e-3) / 1e9;
 
   // Dependent dispatches: K increments separated by barriers, against K = 1, so fixed costs cancel.
-  auto inc = dev.compile(increment_kernel());
+  auto inc = spire::backends::compile_and_load(dev, increment_kernel());
   auto x = dev.alloc(4);
   auto chain = [&](int k) {
     auto s = dev.record();

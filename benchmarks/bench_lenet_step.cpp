@@ -3,6 +3,7 @@
 // step's time goes on each device.
 //
 //   spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15]
+#include "backends/compile_kernel.h"
 #include <algorithm>
 #include <map>
 #include <string>
@@ -52,7 +53,7 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top) {
     dev.fill(*buffers.back(), b.slot.type == kir::Type::F32 ? 0x3c23d70a : 0);  // 0.01f or 0
   }
   std::vector<std::shared_ptr<rt::Kernel>> kernels;
-  for (const auto& k : plan.kernels) kernels.push_back(dev.compile(k));
+  for (const auto& k : plan.kernels) kernels.push_back(spire::backends::compile_and_load(dev, k));
   struct Row { std::string node, kernel; double ms; };
   std::vector<Row> rows;
   double sum = 0;

@@ -1,3 +1,4 @@
+#include "backends/compile_kernel.h"
 #include "examples/example_runner.h"
 
 #include <cmath>
@@ -52,7 +53,7 @@ void compare(ExampleResult& r, const std::vector<float>& got, const std::vector<
 // Runs one elementwise kernel over `inputs`, timing it with device timestamps.
 std::vector<float> run_elementwise(rt::Device& dev, const kir::Kernel& ir, const std::vector<std::vector<float>>& inputs,
                                    uint64_t n, uint64_t elems_per_group, double& ms) {
-  auto kernel = dev.compile(ir);
+  auto kernel = spire::backends::compile_and_load(dev, ir);
   std::vector<std::shared_ptr<rt::Buffer>> bufs;
   for (const auto& in : inputs) bufs.push_back(upload(dev, in));
   auto out = poisoned(dev, n);
@@ -118,7 +119,7 @@ ExampleResult run_add_relu(rt::Device& dev, uint64_t n, uint64_t seed) {
 ExampleResult run_sum(rt::Device& dev, uint64_t n, uint64_t seed) {
   ExampleResult r{"sum_reduce", n};
   auto x = random_floats(n, seed, -1, 1);
-  auto kernel = dev.compile(sum_reduce_pass_kernel());
+  auto kernel = spire::backends::compile_and_load(dev, sum_reduce_pass_kernel());
   std::vector<std::shared_ptr<rt::Buffer>> levels{upload(dev, x)};
   std::vector<uint64_t> sizes{n};
   while (sizes.back() > 1) {

@@ -1,4 +1,5 @@
 // compile(): plan -> device kernels and buffers -> one recorded command stream that every step() replays.
+#include "backends/compile_kernel.h"
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -162,7 +163,7 @@ class CompiledStep final : public Executable {
   void compile_kernels() {
     for (size_t k = 0; k < plan_.kernels.size(); ++k) {
       try {
-        kernels_.push_back(dev_.compile(plan_.kernels[k]));
+        kernels_.push_back(spire::backends::compile_and_load(dev_, plan_.kernels[k]));
       } catch (const rt::MissingFeature& e) {
         throw rt::MissingFeature(fmt::format("{} (needed by {})", e.what(), names_of_launches_using(plan_, int32_t(k))));
       } catch (const std::exception& e) {

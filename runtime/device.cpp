@@ -144,3 +144,9 @@ std::unique_ptr<Device> open_device(const std::string& name) {
 }
 
 }  // namespace spire::rt
+
+namespace spire::rt {
+
+std::string_view binary_format_name(BinaryFormat f) { return f == BinaryFormat::Ptx ? "PTX" : "SPIR-V"; }
+
+}  // namespace spire::rt

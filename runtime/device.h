@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "ir/kernel/kernel.h"
+#include "runtime/kernel_binary.h"
 
 namespace spire::rt {
 
@@ -80,10 +81,11 @@ struct BufferView {
   uint64_t bytes() const { return size ? size : buffer->size() - offset; }
 };
 
-// A kernel compiled for one device.
+// A kernel loaded on one device.
 class Kernel {
  public:
   virtual ~Kernel() = default;
+  // Its interface (kir::signature: no body): buffers, scalars, workgroup size.
   virtual const kir::Kernel& ir() const = 0;
 };
 
@@ -156,9 +158,12 @@ class Device {
   virtual void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) = 0;
   virtual void fill(Buffer& dst, uint32_t pattern) = 0;
 
-  // Compiles for this device; throws MissingFeature when the kernel needs what the device lacks (the message
-  // names kernel, feature and device) and Error when the backend rejects it.
-  virtual std::shared_ptr<Kernel> compile(const kir::Kernel& k) = 0;
+  // The binary format this device loads (SPIR-V on Vulkan, PTX on CUDA).
+  BinaryFormat binary_format() const { return info().backend == Backend::Cuda ? BinaryFormat::Ptx : BinaryFormat::Spirv; }
+  // Loads a compiled kernel (backends/compile_kernel.h compiles one; a bundle stores them). Throws
+  // MissingFeature when the kernel needs what the device lacks (naming kernel, feature and device) and Error for a
+  // binary of another format, a kernel beyond the device's limits, or one the driver rejects.
+  virtual std::shared_ptr<Kernel> load(const KernelBinary& binary) = 0;
 
   virtual std::unique_ptr<CommandStream> record() = 0;
   // Submits a recorded stream (a stream may be submitted again once its previous submission completed).

@@ -49,4 +49,15 @@ Kernel clone(const Kernel& k) {
   return out;
 }
 
+Kernel signature(const Kernel& k) {
+  Kernel out;
+  out.name = k.name;
+  out.workgroup_size = k.workgroup_size;
+  out.features = k.features;
+  out.buffers = k.buffers;
+  out.scalars = k.scalars;
+  out.shared = k.shared;
+  return out;
+}
+
 }  // namespace spire::kir

@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "backends/ptx/ptx_backend.h"
 #include "runtime/cuda/cuda_command_stream.h"
 #include "runtime/cuda/cuda_device_info.h"
 
@@ -134,7 +133,8 @@ void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
   ctx_->check(a.cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after a fill)");
 }
 
-std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const kir::Kernel& k) {
+std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const KernelBinary& binary) {
+  const kir::Kernel& k = binary.signature;
   std::lock_guard lock(modules_mutex_);
   if (auto it = modules_.find(ptx); it != modules_.end()) return it->second;
   ctx_->make_current();
@@ -147,11 +147,11 @@ std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const ki
   CUresult r = ctx_->api().cuModuleLoadDataEx(&m, ptx.c_str(), 4, options, values);
   if (r != CUDA_SUCCESS) {
     auto text = [](const std::string& log) { return std::string(log.c_str()); };  // up to the first NUL
-    std::string path = save_rejected_ptx(ptx, ptx::entry_name(k));
-    throw Error(fmt::format("{} ({}): the CUDA driver rejected the PTX of kernel '{}' (sm_{}, PTX {}): {}\n"
-                            "JIT error log: {}\nJIT info log: {}\nPTX saved to {}",
-                            ctx_->id(), info().name, k.name, info().compute_capability,
-                            ptx::ptx_version_for(info().compute_capability), result_text(ctx_->driver(), r),
+    std::string path = save_rejected_ptx(ptx, binary.entry);
+    throw Error(fmt::format("{} ({}): the CUDA driver rejected the PTX of kernel '{}' (generated for sm_{}, device "
+                            "sm_{}): {}\nJIT error log: {}\nJIT info log: {}\nPTX saved to {}",
+                            ctx_->id(), info().name, k.name, binary.ptx_sm, info().compute_capability,
+                            result_text(ctx_->driver(), r),
                             text(error_log).empty() ? "(empty)" : text(error_log),
                             text(info_log).empty() ? "(empty)" : text(info_log), path));
   }
@@ -160,11 +160,15 @@ std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const ki
   return module;
 }
 
-std::shared_ptr<Kernel> CudaDevice::compile(const kir::Kernel& k) {
+std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
   const DeviceInfo& d = info();
+  const kir::Kernel& k = binary.signature;
+  if (binary.format != BinaryFormat::Ptx || binary.ptx.empty())
+    throw Error(fmt::format("kernel '{}' is {}; {} ({}) loads PTX", k.name, binary_format_name(binary.format), d.id, d.name));
+  if (binary.ptx_sm > d.compute_capability)
+    throw Error(fmt::format("kernel '{}' was compiled for sm_{}; {} ({}) is sm_{}", k.name, binary.ptx_sm, d.id, d.name,
+                            d.compute_capability));
   if (!k.features.missing_from(d.features).empty()) throw MissingFeature(missing_feature_message(k, d));
-  std::string problem = kir::verify(k);
-  if (!problem.empty()) throw Error(fmt::format("{}: kernel '{}' is malformed: {}", d.id, k.name, problem));
   for (int i = 0; i < 3; ++i)
     if (k.workgroup_size[i] > d.max_workgroup_size[i] || k.workgroup_invocations() > d.max_workgroup_invocations)
       throw Error(fmt::format("{}: kernel '{}' has workgroup {}x{}x{}; the device allows {}x{}x{} and {} invocations",
@@ -174,14 +178,8 @@ std::shared_ptr<Kernel> CudaDevice::compile(const kir::Kernel& k) {
   if (k.shared_bytes() > d.shared_memory_bytes)
     throw Error(fmt::format("{}: kernel '{}' needs {} bytes of workgroup memory; the device allows {}", d.id, k.name,
                             k.shared_bytes(), d.shared_memory_bytes));
-  std::string text;
-  try {
-    text = ptx::compile(k, ptx::Target{d.compute_capability});
-  } catch (const ptx::CompileError& e) {
-    throw Error(fmt::format("{} ({}): {}", d.id, d.name, e.what()));
-  }
-  std::shared_ptr<Module> module = load_module(text, k);
-  std::string entry = ptx::entry_name(k);
+  std::shared_ptr<Module> module = load_module(binary.ptx, binary);
+  const std::string& entry = binary.entry;
   ctx_->make_current();
   CUfunction fn = nullptr;
   ctx_->check(ctx_->api().cuModuleGetFunction(&fn, module->get(), entry.c_str()), "cuModuleGetFunction",
@@ -196,7 +194,7 @@ std::shared_ptr<Kernel> CudaDevice::compile(const kir::Kernel& k) {
                             "workgroup; it asks for {}: use a smaller workgroup",
                             d.id, k.name, regs, max_threads, k.workgroup_invocations()));
   }
-  return std::make_shared<CudaKernel>(kir::clone(k), std::move(module), fn, ctx_.get());
+  return std::make_shared<CudaKernel>(kir::signature(k), std::move(module), fn, ctx_.get());
 }
 
 size_t CudaDevice::loaded_module_count() const {

@@ -26,7 +26,7 @@ class CudaDevice final : public Device {
   void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) override;
   void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) override;
   void fill(Buffer& dst, uint32_t pattern) override;
-  std::shared_ptr<Kernel> compile(const kir::Kernel& k) override;
+  std::shared_ptr<Kernel> load(const KernelBinary& binary) override;
   std::unique_ptr<CommandStream> record() override;
   std::unique_ptr<Fence> submit(CommandStream& s) override;
   void wait_idle() override;
@@ -36,7 +36,7 @@ class CudaDevice final : public Device {
 
  private:
   const CudaBuffer& own(const Buffer& b, const char* what) const;
-  std::shared_ptr<Module> load_module(const std::string& ptx, const kir::Kernel& k);
+  std::shared_ptr<Module> load_module(const std::string& ptx, const KernelBinary& binary);
 
   std::shared_ptr<Context> ctx_;
   mutable std::mutex modules_mutex_;

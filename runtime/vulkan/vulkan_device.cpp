@@ -22,7 +22,7 @@ void VulkanDevice::download(const Buffer& src, void* dst, uint64_t bytes, uint64
 
 void VulkanDevice::fill(Buffer& dst, uint32_t pattern) { vulkan::fill(*ctx_, vulkan_buffer(&dst, *ctx_, "fill"), pattern); }
 
-std::shared_ptr<Kernel> VulkanDevice::compile(const kir::Kernel& k) { return compile_kernel(ctx_, k); }
+std::shared_ptr<Kernel> VulkanDevice::load(const KernelBinary& binary) { return load_kernel(ctx_, binary); }
 
 std::unique_ptr<CommandStream> VulkanDevice::record() { return std::make_unique<VulkanCommandStream>(ctx_); }
 

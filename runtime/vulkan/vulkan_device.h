@@ -28,7 +28,7 @@ class VulkanDevice final : public Device {
   void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset) override;
   void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset) override;
   void fill(Buffer& dst, uint32_t pattern) override;
-  std::shared_ptr<Kernel> compile(const kir::Kernel& k) override;
+  std::shared_ptr<Kernel> load(const KernelBinary& binary) override;
   std::unique_ptr<CommandStream> record() override;
   std::unique_ptr<Fence> submit(CommandStream& s) override;
   void wait_idle() override;

@@ -2,9 +2,6 @@
 
 #include <fmt/format.h>
 
-#ifdef SPIRE_HAVE_SPIRV_BACKEND
-#include "backends/spirv/spirv_backend.h"
-#endif
 
 namespace spire::rt::vulkan {
 
@@ -42,21 +39,6 @@ void check_limits(const Context& ctx, const kir::Kernel& k) {
     if (s.type == kir::Type::F16 && !ctx.facts.has_push_constant_16bit)
       throw MissingFeature(fmt::format("kernel '{}' has the f16 scalar '{}', but {} ({}) lacks 16-bit push constants",
                                        k.name, s.name, d.id, d.name));
-}
-
-std::vector<uint32_t> to_spirv(const Context& ctx, const kir::Kernel& k) {
-#ifdef SPIRE_HAVE_SPIRV_BACKEND
-  try {
-    return spirv::compile(k);
-  } catch (const spirv::CompileError& e) {
-    throw Error(fmt::format("the SPIR-V backend rejected kernel '{}' for {}: {}", k.name, ctx.id(), e.what()));
-  } catch (const std::invalid_argument& e) {
-    throw Error(fmt::format("kernel '{}' is malformed ({}): {}", k.name, ctx.id(), e.what()));
-  }
-#else
-  throw Error(fmt::format("cannot compile kernel '{}' for {}: this build has no SPIR-V backend (backends/spirv)", k.name,
-                          ctx.id()));
-#endif
 }
 
 std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k, const std::vector<uint32_t>& words) {
@@ -105,11 +87,14 @@ std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k
 
 }  // namespace
 
-std::shared_ptr<Kernel> compile_kernel(const std::shared_ptr<Context>& ctx, const kir::Kernel& k) {
+std::shared_ptr<Kernel> load_kernel(const std::shared_ptr<Context>& ctx, const KernelBinary& binary) {
   const DeviceInfo& d = ctx->info();
+  const kir::Kernel& k = binary.signature;
+  if (binary.format != BinaryFormat::Spirv || binary.spirv.empty())
+    throw Error(fmt::format("kernel '{}' is {}; {} ({}) loads SPIR-V", k.name, binary_format_name(binary.format), d.id, d.name));
   if (!d.features.contains(k.features)) throw MissingFeature(missing_feature_message(k, d));
   check_limits(*ctx, k);
-  std::vector<uint32_t> words = to_spirv(*ctx, k);
+  std::vector<uint32_t> words = binary.spirv;
 
   std::lock_guard lock(ctx->pipeline_mutex);
   auto it = ctx->pipelines.find(words);
@@ -120,7 +105,7 @@ std::shared_ptr<Kernel> compile_kernel(const std::shared_ptr<Context>& ctx, cons
     p = make_pipeline(*ctx, k, words);
     ctx->pipelines.emplace(std::move(words), p);
   }
-  return std::make_shared<VulkanKernel>(ctx, kir::clone(k), std::move(p));
+  return std::make_shared<VulkanKernel>(ctx, kir::signature(k), std::move(p));
 }
 
 }  // namespace spire::rt::vulkan

@@ -1,4 +1,4 @@
-// Kernels compiled for a Vulkan device: SPIR-V from backends/spirv, then a compute pipeline whose layout is
+// Kernels loaded on a Vulkan device: a SPIR-V module (backends/compile_kernel.h), then a compute pipeline whose layout is
 // one storage-buffer binding per kernel buffer (set 0) and one push-constant range for the scalars.
 #pragma once
 
@@ -35,8 +35,8 @@ class VulkanKernel final : public Kernel {
   std::shared_ptr<Pipeline> pipeline_;
 };
 
-// Device::compile for Vulkan: checks features and limits (MissingFeature / Error naming kernel and device),
-// compiles to SPIR-V, and builds or reuses the pipeline.
-std::shared_ptr<Kernel> compile_kernel(const std::shared_ptr<Context>& ctx, const kir::Kernel& k);
+// Device::load for Vulkan: checks format, features and limits (MissingFeature / Error naming kernel and device)
+// and builds or reuses the pipeline of the module.
+std::shared_ptr<Kernel> load_kernel(const std::shared_ptr<Context>& ctx, const KernelBinary& binary);
 
 }  // namespace spire::rt::vulkan

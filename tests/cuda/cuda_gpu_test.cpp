@@ -1,4 +1,5 @@
 // The CUDA runtime on a real device: run where a CUDA device exists, skipped (with the reason) elsewhere.
+#include "backends/compile_kernel.h"
 #include <cmath>
 #include <cstdlib>
 #include <random>
@@ -69,7 +70,7 @@ TEST_F(CudaGpu, VectorAddMatchesCpuAndLeavesTailPoisoned) {
   auto ha = random_floats(n, 1), hb = random_floats(n, 2);
   auto a = make(ha), b = make(hb);
   auto c = poisoned<float>(padded);
-  auto k = dev->compile(vector_add());
+  auto k = spire::backends::compile_and_load(*dev, vector_add());
   BufferView views[] = {*a, *b, *c};
   dev->dispatch_now(*k, views, ScalarArgs().u32(n), Grid::threads(n, 256));
   auto out = read<float>(*c, padded);
@@ -99,7 +100,7 @@ TEST_F(CudaGpu, SharedMemoryAndBarrierReduce) {
     kb.barrier();
   }
   kb.if_(lid == 0u, [&] { partial[kb.group_id()] = tile[0u]; });
-  auto k = dev->compile(kb.finish());
+  auto k = spire::backends::compile_and_load(*dev, kb.finish());
 
   const uint32_t count = 100000, groups = (count + wg - 1) / wg;
   auto hx = random_floats(count, 3, 0, 1);
@@ -123,7 +124,7 @@ void replay_three_times(Device& dev, bool graphs) {
   dev.upload(*x, hx.data(), n * 4);
   dev.upload(*y, hy.data(), n * 4);
   dev.fill(*y2, 0xFFFFFFFFu);
-  auto k = dev.compile(accumulate());
+  auto k = spire::backends::compile_and_load(dev, accumulate());
   auto s = dev.record();
   BufferView views[] = {*x, *y};
   s->dispatch(*k, views, ScalarArgs().f32(0.5f).u32(n), Grid::threads(n, 128));
@@ -154,7 +155,7 @@ TEST_F(CudaGpu, TimestampsIncrease) {
   auto x = dev->alloc(n * 4), y = dev->alloc(n * 4);
   dev->fill(*x, 0);
   dev->fill(*y, 0);
-  auto k = dev->compile(accumulate());
+  auto k = spire::backends::compile_and_load(*dev, accumulate());
   auto s = dev->record();
   BufferView views[] = {*x, *y};
   uint32_t t0 = s->timestamp();
@@ -175,7 +176,7 @@ TEST_F(CudaGpu, TimestampsIncrease) {
 }
 
 TEST_F(CudaGpu, FenceReadyAfterWait) {
-  auto k = dev->compile(accumulate());
+  auto k = spire::backends::compile_and_load(*dev, accumulate());
   auto x = dev->alloc(4096), y = dev->alloc(4096);
   dev->fill(*x, 0);
   dev->fill(*y, 0);
@@ -210,29 +211,29 @@ TEST_F(CudaGpu, MaskedFeatureIsRefusedByName) {
   o[kb.global_id()] = kb.f64(1.0);
   kir::Kernel k = kb.finish();
   try {
-    masked->compile(k);
+    spire::backends::compile_and_load(*masked, k);
     FAIL() << "compiled a float64 kernel on a device with float64 masked";
   } catch (const MissingFeature& e) {
     EXPECT_TRUE(contains(e.what(), "needs_f64")) << e.what();
     EXPECT_TRUE(contains(e.what(), "float64")) << e.what();
     EXPECT_TRUE(contains(e.what(), "cuda:0")) << e.what();
   }
-  EXPECT_NO_THROW(dev->compile(k));  // the unmasked device takes it
+  EXPECT_NO_THROW(spire::backends::compile_and_load(*dev, k));  // the unmasked device takes it
 }
 
 TEST_F(CudaGpu, SameKernelLoadsOnce) {
   auto* cd = dynamic_cast<CudaDevice*>(dev.get());
   ASSERT_NE(cd, nullptr);
-  auto k1 = dev->compile(vector_add());
+  auto k1 = spire::backends::compile_and_load(*dev, vector_add());
   size_t after_first = cd->loaded_module_count();
-  auto k2 = dev->compile(vector_add());
+  auto k2 = spire::backends::compile_and_load(*dev, vector_add());
   EXPECT_EQ(cd->loaded_module_count(), after_first);
-  auto k3 = dev->compile(accumulate());
+  auto k3 = spire::backends::compile_and_load(*dev, accumulate());
   EXPECT_EQ(cd->loaded_module_count(), after_first + 1);
 }
 
 TEST_F(CudaGpu, DispatchChecksBindingsScalarsAndAlignment) {
-  auto k = dev->compile(vector_add());
+  auto k = spire::backends::compile_and_load(*dev, vector_add());
   auto a = dev->alloc(4096), b = dev->alloc(4096), c = dev->alloc(4096);
   auto s = dev->record();
   BufferView two[] = {*a, *b};
@@ -285,7 +286,7 @@ TEST_F(CudaGpu, BuiltinsOf3dWorkgroup) {
   out[g * 6u + 3u] = kb.num_groups();
   out[g * 6u + 4u] = kb.builtin(Builtin::LocalIdY);
   out[g * 6u + 5u] = kb.global_size();
-  auto k = dev->compile(kb.finish());
+  auto k = spire::backends::compile_and_load(*dev, kb.finish());
   const uint32_t groups = 5, total = groups * 64;
   auto b = poisoned<uint32_t>(total * 6);
   BufferView views[] = {*b};

@@ -1,5 +1,6 @@
 // The PTX backend's numerics on a real GPU, against independent host references: IEEE-exact operations must
 // match bit for bit, the f32 transcendentals within the bounds documented in backends/ptx/ptx_backend.h.
+#include "backends/compile_kernel.h"
 #include <cmath>
 #include <limits>
 #include <random>
@@ -30,7 +31,7 @@ class CudaMath : public CudaGpu {
     auto n = kb.scalar("n", Type::U32);
     auto i = kb.global_id();
     kb.if_(i < n, [&] { by[i] = body(bx[i]); });
-    auto k = dev->compile(kb.finish());
+    auto k = spire::backends::compile_and_load(*dev, kb.finish());
     auto in = make(x);
     auto out = poisoned<Out>(x.size());
     BufferView views[] = {*in, *out};
@@ -47,7 +48,7 @@ class CudaMath : public CudaGpu {
     auto n = kb.scalar("n", Type::U32);
     auto i = kb.global_id();
     kb.if_(i < n, [&] { by[i] = body(ba[i], bb[i]); });
-    auto k = dev->compile(kb.finish());
+    auto k = spire::backends::compile_and_load(*dev, kb.finish());
     auto da = make(a), db = make(b);
     auto out = poisoned<T>(a.size());
     BufferView views[] = {*da, *db, *out};

@@ -2,6 +2,7 @@
 // capture and its fallback, timestamps, the module cache, JIT and fault error reports, context handling
 // across threads and object lifetimes. ctest runs this binary with LD_LIBRARY_PATH pointing at the mock's
 // libcuda.so.1; run by hand without it, every test skips and says so.
+#include "backends/compile_kernel.h"
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -170,7 +171,7 @@ TEST_F(CudaMock, MemoryTransfersAndFills) {
 }
 
 TEST_F(CudaMock, DispatchPacksPointersAndScalars) {
-  auto k = dev->compile(scale_kernel());
+  auto k = spire::backends::compile_and_load(*dev, scale_kernel());
   auto x = dev->alloc(8192), y = dev->alloc(8192);
   int first = mock.launch_count();
   BufferView views[] = {BufferView(*x, 32), BufferView(*y, 4096, 4096)};
@@ -193,7 +194,7 @@ TEST_F(CudaMock, HugeGridsFoldWithinLimits) {
   KernelBuilder kb("mock_noexec_wide", 32);  // 5e9 workgroups: logged, not interpreted
   auto o = kb.buffer("o", Type::U32, Access::Write);
   o[kb.global_id() % 16u] = kb.group_id();
-  auto k = dev->compile(kb.finish());
+  auto k = spire::backends::compile_and_load(*dev, kb.finish());
   auto b = dev->alloc(64);
   int first = mock.launch_count();
   BufferView views[] = {*b};
@@ -217,7 +218,7 @@ std::string launch_name(const MockApi& mock, int i) {
 // fill, dispatch, copy in one stream, replayed three times.
 void record_and_replay(Device& dev, MockApi& mock, const std::string& kernel, bool expect_graph,
                        const std::string& expect_reason) {
-  auto k = dev.compile(scale_kernel(kernel));
+  auto k = spire::backends::compile_and_load(dev, scale_kernel(kernel));
   auto x = dev.alloc(4096), y = dev.alloc(4096), z = dev.alloc(4096);
   auto s = dev.record();
   s->fill(BufferView(*x, 0, 1024), 0x11111111u);
@@ -255,7 +256,7 @@ TEST_F(CudaMock, FailedCaptureFallsBackToLaunchList) {
 }
 
 void timestamps(Device& dev) {
-  auto k = dev.compile(scale_kernel());
+  auto k = spire::backends::compile_and_load(dev, scale_kernel());
   auto x = dev.alloc(4096), y = dev.alloc(4096);
   BufferView views[] = {*x, *y};
   auto s = dev.record();
@@ -281,10 +282,10 @@ TEST_F(CudaMock, TimestampsInLaunchList) {
 
 TEST_F(CudaMock, SamePtxLoadsOnce) {
   int loads = mock.module_loads();
-  auto a = dev->compile(scale_kernel());
-  auto b = dev->compile(scale_kernel());
+  auto a = spire::backends::compile_and_load(*dev, scale_kernel());
+  auto b = spire::backends::compile_and_load(*dev, scale_kernel());
   EXPECT_EQ(mock.module_loads(), loads + 1);
-  auto c = dev->compile(scale_kernel("other"));
+  auto c = spire::backends::compile_and_load(*dev, scale_kernel("other"));
   EXPECT_EQ(mock.module_loads(), loads + 2);
   EXPECT_EQ(dynamic_cast<CudaDevice&>(*dev).loaded_module_count(), 2u);
   EXPECT_EQ(a->ir().name, "scale");
@@ -292,7 +293,7 @@ TEST_F(CudaMock, SamePtxLoadsOnce) {
 
 TEST_F(CudaMock, RejectedPtxReportsTheJitLogAndSavesTheModule) {
   try {
-    dev->compile(scale_kernel("mock_reject_me"));
+    spire::backends::compile_and_load(*dev, scale_kernel("mock_reject_me"));
     FAIL() << "rejected module compiled";
   } catch (const Error& e) {
     std::string msg = e.what();
@@ -311,7 +312,7 @@ TEST_F(CudaMock, RejectedPtxReportsTheJitLogAndSavesTheModule) {
 }
 
 TEST_F(CudaMock, KernelFaultIsReportedAsSticky) {
-  auto k = dev->compile(scale_kernel("mock_fault"));
+  auto k = spire::backends::compile_and_load(*dev, scale_kernel("mock_fault"));
   auto x = dev->alloc(4096), y = dev->alloc(4096);
   BufferView views[] = {*x, *y};
   try {
@@ -343,7 +344,7 @@ TEST_F(CudaMock, BuffersAndKernelsMayOutliveTheDevice) {
   {
     auto d = cuda::open(0);
     b = d->alloc(128);
-    k = d->compile(scale_kernel());
+    k = spire::backends::compile_and_load(*d, scale_kernel());
   }
   EXPECT_EQ(mock.live_allocations(), before + 1);
   b.reset();
@@ -355,7 +356,7 @@ TEST_F(CudaMock, MaskedFeaturesAreRefused) {
   ::setenv("SPIRE_MASK_FEATURES", "int64", 1);
   auto masked = cuda::open(0);
   try {
-    masked->compile(scale_kernel("needs_int64"));
+    spire::backends::compile_and_load(*masked, scale_kernel("needs_int64"));
     FAIL() << "int64 kernel compiled with int64 masked";
   } catch (const MissingFeature& e) {
     EXPECT_TRUE(contains(e.what(), "needs_int64")) << e.what();
@@ -365,7 +366,7 @@ TEST_F(CudaMock, MaskedFeaturesAreRefused) {
 }
 
 TEST_F(CudaMock, DispatchValidation) {
-  auto k = dev->compile(scale_kernel());
+  auto k = spire::backends::compile_and_load(*dev, scale_kernel());
   auto x = dev->alloc(4096), y = dev->alloc(4096);
   auto s = dev->record();
   BufferView one[] = {*x};

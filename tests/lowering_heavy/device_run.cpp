@@ -1,3 +1,4 @@
+#include "backends/compile_kernel.h"
 #include "tests/lowering_heavy/device_run.h"
 
 #include <cstring>
@@ -109,7 +110,7 @@ void DeviceRun::run() {
   for (Slot& s : slots_)
     if (!s.uploaded) dev_.fill(*s.buffer, kPoisonNaN);
   std::vector<std::shared_ptr<rt::Kernel>> compiled;
-  for (const auto& k : kernels_) compiled.push_back(dev_.compile(k));
+  for (const auto& k : kernels_) compiled.push_back(spire::backends::compile_and_load(dev_, k));
   auto stream = dev_.record();
   for (const PendingLaunch& l : launches_) {
     std::vector<rt::BufferView> views;

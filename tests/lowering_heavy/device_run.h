@@ -32,6 +32,7 @@ class DeviceRun final : public lowering::LoweringContext {
 
   // LoweringContext
   const graph::Graph& graph() const override { return g_; }
+  const rt::DeviceInfo& device() const override { return dev_.info(); }
   int32_t buffer_of(graph::Value v) override;
   void alias(graph::Value alias, graph::Value source) override;
   int32_t scratch(kir::Type type, int64_t elements) override;

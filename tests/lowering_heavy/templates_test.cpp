@@ -179,6 +179,8 @@ class RecordingContext final : public lowering::LoweringContext {
  public:
   explicit RecordingContext(const graph::Graph& g) : g_(g) {}
   const graph::Graph& graph() const override { return g_; }
+  const rt::DeviceInfo& device() const override { return info_; }  // heavy templates do not read it
+  rt::DeviceInfo info_;
   int32_t buffer_of(graph::Value v) override {
     auto [it, added] = slots.emplace(v.id, int32_t(slots.size()));
     return it->second;

@@ -37,6 +37,10 @@ class PtxChecker {
       failures_.push_back(fmt::format("kernel '{}': {}\n{}", k.name, e.what(), kir::print(k)));
       return;
     }
+    check_text(ptx, k, sm);
+  }
+  // PTX already generated (a loaded binary): assembled once per distinct text.
+  void check_text(const std::string& ptx, const kir::Kernel& k, uint32_t sm = 90) {
     if (!seen_.insert(ptx).second) return;
     AssembleResult r = assemble(ptxas_, ptx, sm);
     if (!r.ok) failures_.push_back(fmt::format("kernel '{}':\n{}\n--- kernel ---\n{}", k.name, r.log, kir::print(k)));
@@ -69,9 +73,9 @@ class CompileOnlyDevice final : public rt::Device {
     auto& d = static_cast<HostBuffer&>(dst).data;
     for (size_t i = 0; i < d.size(); ++i) d[i] = uint8_t(pattern >> (8 * (i % 4)));
   }
-  std::shared_ptr<rt::Kernel> compile(const kir::Kernel& k) override {
-    checker_.check(k);
-    return std::make_shared<IrKernel>(kir::clone(k));
+  std::shared_ptr<rt::Kernel> load(const rt::KernelBinary& b) override {
+    checker_.check_text(b.ptx, b.signature, b.ptx_sm);
+    return std::make_shared<IrKernel>(kir::clone(b.signature));
   }
   std::unique_ptr<rt::CommandStream> record() override { return std::make_unique<NullStream>(); }
   std::unique_ptr<rt::Fence> submit(rt::CommandStream&) override { return std::make_unique<DoneFence>(); }

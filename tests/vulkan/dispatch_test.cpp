@@ -1,5 +1,6 @@
 // Kernels built with the KernelBuilder, compiled to SPIR-V and dispatched: results against the CPU, with
 // outputs poisoned first so a kernel that writes nothing cannot pass.
+#include "backends/compile_kernel.h"
 #include <cmath>
 #include <random>
 #include <string>
@@ -48,7 +49,7 @@ class DispatchTest : public VulkanTest {
     VulkanTest::SetUp();
     if (IsSkipped()) return;
     try {
-      add_ = dev().compile(vector_add(256));
+      add_ = spire::backends::compile_and_load(dev(), vector_add(256));
     } catch (const rt::Error& e) {
       std::string msg = e.what();
       if (msg.find("no SPIR-V backend") != std::string::npos) GTEST_SKIP() << msg;
@@ -87,7 +88,7 @@ TEST_F(DispatchTest, VectorAddAtAwkwardSizes) {
 
 TEST_F(DispatchTest, VectorAddBeyond65535WorkgroupsFoldsTheGrid) {
   const uint64_t n = 65536ull * 64 + 3;  // 65537 workgroups of 64: more than one dimension holds on many devices
-  auto k = dev().compile(vector_add(64));
+  auto k = spire::backends::compile_and_load(dev(), vector_add(64));
   auto groups = rt::fold_grid(Grid::threads(n, 64).groups, dev().info().max_workgroup_count);
   if (dev().info().max_workgroup_count[0] < 65537) {
     EXPECT_GT(groups[1], 1u) << "expected a 2D fold";
@@ -97,7 +98,7 @@ TEST_F(DispatchTest, VectorAddBeyond65535WorkgroupsFoldsTheGrid) {
 
 TEST_F(DispatchTest, ReplayedStreamAccumulates) {
   const uint32_t n = 1000;
-  auto k = dev().compile(accumulate());
+  auto k = spire::backends::compile_and_load(dev(), accumulate());
   std::vector<float> xs(n), ys(n);
   for (uint32_t i = 0; i < n; ++i) xs[i] = float(i % 97) - 40.0f, ys[i] = float(i) * 0.5f;
   auto x = dev().alloc(n * 4), y = dev().alloc(n * 4);
@@ -114,7 +115,7 @@ TEST_F(DispatchTest, ReplayedStreamAccumulates) {
 
 TEST_F(DispatchTest, DependentDispatchesInOneStreamWithBarriers) {
   const uint32_t n = 777;
-  auto k = dev().compile(accumulate());
+  auto k = spire::backends::compile_and_load(dev(), accumulate());
   std::vector<float> xs(n, 2.0f), ys(n, 1.0f);
   auto x = dev().alloc(n * 4), y = dev().alloc(n * 4);
   dev().upload(*x, xs.data(), n * 4);
@@ -142,7 +143,7 @@ TEST_F(DispatchTest, ScalarsOfSeveralTypesReachTheKernel) {
     yf[i] = Val(x[i]) * a;
     yi[i] = cast(i, Type::I32) + k;
   });
-  auto kernel = dev().compile(kb.finish());
+  auto kernel = spire::backends::compile_and_load(dev(), kb.finish());
   const uint32_t count = 300;
   auto xs = random_floats(count, 3);
   auto xb = dev().alloc(count * 4), yfb = dev().alloc(count * 4), yib = dev().alloc(count * 4);
@@ -170,7 +171,7 @@ TEST_F(DispatchTest, Float64ScalarIsAlignedInThePushConstants) {
   auto s = kb.scalar("s", Type::F64);  // offset 8, after 4 bytes of padding
   auto i = kb.global_id();
   kb.if_(i < n, [&] { y[i] = cast(i, Type::F64) * s; });
-  auto kernel = dev().compile(kb.finish());
+  auto kernel = spire::backends::compile_and_load(dev(), kb.finish());
   const uint32_t count = 100;
   auto yb = dev().alloc(count * 8);
   dev().fill(*yb, kNaN);
@@ -254,13 +255,13 @@ TEST_F(DispatchTest, ViewBeyondTheBindingLimitThrows) {
 }
 
 TEST_F(DispatchTest, CompilingTheSameKernelAgainReusesThePipeline) {
-  auto again = dev().compile(vector_add(256));
+  auto again = spire::backends::compile_and_load(dev(), vector_add(256));
   auto* a = dynamic_cast<const VulkanKernel*>(add_.get());
   auto* b = dynamic_cast<const VulkanKernel*>(again.get());
   ASSERT_TRUE(a && b);
   EXPECT_EQ(a->pipeline().get(), b->pipeline().get());
   EXPECT_EQ(b->ir().name, "vector_add");
-  auto other = dev().compile(vector_add(64));
+  auto other = spire::backends::compile_and_load(dev(), vector_add(64));
   EXPECT_NE(dynamic_cast<const VulkanKernel*>(other.get())->pipeline().get(), a->pipeline().get());
 }
 
@@ -268,7 +269,7 @@ TEST_F(DispatchTest, KernelOutlivesTheBuilderKernel) {
   std::shared_ptr<rt::Kernel> k;
   {
     kir::Kernel ir = vector_add(128);
-    k = dev().compile(ir);
+    k = spire::backends::compile_and_load(dev(), ir);
   }
   EXPECT_EQ(k->ir().name, "vector_add");
   EXPECT_EQ(k->ir().buffers.size(), 3u);
@@ -279,7 +280,7 @@ TEST_F(DispatchTest, DeviceTeardownIsClean) {
   // A fresh device, dropped before the objects made from it: they keep it alive, and destroying it all must
   // leave nothing for the validation layer to report.
   auto fresh = rt::open_device(dev().info().id);
-  auto k = fresh->compile(accumulate());
+  auto k = spire::backends::compile_and_load(*fresh, accumulate());
   auto x = fresh->alloc(256), y = fresh->alloc(256, Memory::HostVisible);
   auto s = fresh->record();
   BufferView views[] = {BufferView(x), BufferView(y)};

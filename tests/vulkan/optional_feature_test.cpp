@@ -1,5 +1,6 @@
 // Kernels that need optional device features: each runs where the device has the feature (the runtime must
 // then enable it, or the validation layer complains) and is skipped, visibly, where it does not.
+#include "backends/compile_kernel.h"
 #include <cmath>
 
 #include "ir/kernel/builder.h"
@@ -33,7 +34,7 @@ TEST_F(OptionalFeatureTest, Float16BuffersAndArithmetic) {
   auto n = kb.scalar("n", Type::U32);
   auto i = kb.global_id();
   kb.if_(i < n, [&] { y[i] = Val(x[i]) * 2.0 + Val(y[i]); });
-  auto k = dev().compile(kb.finish());
+  auto k = spire::backends::compile_and_load(dev(), kb.finish());
   const uint32_t count = 301;  // odd: the last element shares a 32-bit word with nothing
   std::vector<uint16_t> xs(count), ys(count), want(count);
   for (uint32_t j = 0; j < count; ++j) {
@@ -60,7 +61,7 @@ TEST_F(OptionalFeatureTest, Int64Arithmetic) {
     Val v = cast(i, Type::I64) + kb.i64(int64_t(3) << 31);  // beyond 32 bits
     y[i] = v * v - kb.i64(7);
   });
-  auto k = dev().compile(kb.finish());
+  auto k = spire::backends::compile_and_load(dev(), kb.finish());
   const uint32_t count = 100;
   auto yb = dev().alloc(count * 8);
   dev().fill(*yb, kPoison);
@@ -87,7 +88,7 @@ TEST_F(OptionalFeatureTest, AtomicAddOnIntegersAndFloats) {
     si.atomic_add(i % 4u, xi[i]);
     if (f32) sf.atomic_add(kb.u32(0), xf[i]);
   });
-  auto k = dev().compile(kb.finish());
+  auto k = spire::backends::compile_and_load(dev(), kb.finish());
   const uint32_t count = 10000;
   std::vector<uint32_t> xis(count);
   std::vector<float> xfs(count);
