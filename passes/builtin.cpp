@@ -17,6 +17,8 @@ Rule silu_rule() {
 
 std::vector<std::string> builtin_pass_names() { return {"silu"}; }
 
+std::string builtin_pass_help() { return "silu (x * sigmoid(x) -> silu(x))"; }
+
 Pass builtin_pass(std::string_view name) {
   if (name == "silu") return rewrite_pass("silu", {silu_rule()});
   throw std::invalid_argument(

@@ -19,6 +19,8 @@ Rule silu_rule();
 
 // The names of the built-in passes, in the order --help lists them.
 std::vector<std::string> builtin_pass_names();
+// One line for --help: "silu (x * sigmoid(x) -> silu(x))", each built-in pass and what it rewrites.
+std::string builtin_pass_help();
 
 // The built-in pass of that name; throws std::invalid_argument naming the known ones.
 Pass builtin_pass(std::string_view name);
