@@ -79,11 +79,38 @@ void dump_kernel(const fs::path& dir, size_t index, const kir::Kernel& k, const 
   }
 }
 
+// "01.02-": the prefix of a pass file (pass_file_name).
+bool is_pass_file(const std::string& name) {
+  auto digit = [&](size_t i) { return std::isdigit(static_cast<unsigned char>(name[i])) != 0; };
+  return name.size() > 10 && digit(0) && digit(1) && name[2] == '.' && digit(3) && digit(4) && name[5] == '-' &&
+         name.ends_with(".txt");
+}
+
+// After the stage file `stage` ("01"), the graph after the k-th pass (1-based) of that point: 01.01-silu.txt.
+// The stage number keeps files in pipeline order when listed by name.
+std::string pass_file_name(std::string_view stage, int k, const std::string& pass) {
+  std::string s = fmt::format("{}.{:02}-", stage, k);
+  for (char c : pass.substr(0, 64)) s += (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.') ? c : '_';
+  return s + ".txt";
+}
+
+// Writes each pass's result as the pipeline runs; the stage number of its point comes first.
+passes::PassObserver pass_writer(const fs::path& dir, DumpReport& report) {
+  return [&dir, &report, counts = std::map<passes::PassPoint, int>{}](passes::PassPoint point, const passes::Pass& pass,
+                                                                      const graph::Graph& after) mutable {
+    static constexpr std::string_view kStage[] = {"01", "02", "03"};  // after_import, after_autograd, before_fusion
+    write_text(dir / pass_file_name(kStage[size_t(point)], ++counts[point], pass.name), graph::print(after), report);
+  };
+}
+
 // A smaller plan must not leave an earlier dump's kernels (or a graph eval after a training dump its
-// 02-joint.txt) behind. Only files a dump writes are removed: the folder may hold the user's own.
+// 02-joint.txt, or a shorter pipeline an earlier pass's file) behind. Only files a dump writes are removed:
+// the folder may hold the user's own.
 void remove_earlier_dump(const fs::path& dir) {
   fs::remove(dir / "02-joint.txt");
   std::vector<fs::path> stale;
+  for (const auto& e : fs::directory_iterator(dir))
+    if (e.is_regular_file() && is_pass_file(e.path().filename().string())) stale.push_back(e.path());
   for (const auto& e : fs::directory_iterator(dir / "kernels")) {
     const std::string name = e.path().filename().string();
     const bool numbered = name.size() > 4 && std::isdigit(static_cast<unsigned char>(name[0])) &&
@@ -149,17 +176,23 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   fs::create_directories(kernel_dir);
   remove_earlier_dump(dir);
 
-  const graph::Graph& compiled = joint ? *joint : built;
+  // Each stage is written before the passes of its point run, each pass's result after it.
+  const passes::PassObserver write_pass = pass_writer(dir, report);
   write_text(dir / "01-graph.txt", graph::print(built), report);
-  if (joint) write_text(dir / "02-joint.txt", graph::print(*joint), report);
-  const graph::Graph decomposed = decompose(compiled);
+  graph::Graph compiled = opt.passes ? opt.passes->run(passes::PassPoint::AfterImport, built, write_pass) : built;
+  if (joint) {
+    write_text(dir / "02-joint.txt", graph::print(*joint), report);
+    compiled = opt.passes ? opt.passes->run(passes::PassPoint::AfterAutograd, *joint, write_pass) : *joint;
+  }
+  graph::Graph decomposed = decompose(compiled);
   write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
+  if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, fuse_pointwise(decomposed)), report);
-  const Plan plan = lower(compiled, opt.target);
+  const Plan plan = lower(compiled, opt.target, opt.passes);
   write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
   const uint64_t moved = plan_bytes(plan);
   write_text(dir / "06-stats.txt",
-             stats_text(graph_stats(compiled)) +
+             stats_text(graph_stats(compiled, opt.passes)) +
                  fmt::format("the plan's {} launches bind {} bytes ({:.3f} MB: each bound buffer once per launch, "
                              "state copies read and written; fused values never reach memory)\n",
                              plan.launches.size(), moved, double(moved) * 1e-6),

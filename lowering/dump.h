@@ -3,8 +3,11 @@
 // lower() makes for the target's limits, and every kernel is compiled to SPIR-V and to PTX offline.
 //
 //   DIR/01-graph.txt        the graph as imported or built (graph text form)
+//   DIR/01.NN-<pass>.txt    after each after_import rewrite pass, NN = 01, 02, ... in the order they ran
 //   DIR/02-joint.txt        the joint forward + backward (+ optimizer) graph, where there is one (training)
+//   DIR/02.NN-<pass>.txt    after each after_autograd rewrite pass (training)
 //   DIR/03-decomposed.txt   after decompose (lowering/decompose.h)
+//   DIR/03.NN-<pass>.txt    after each before_fusion rewrite pass
 //   DIR/04-fused.txt        which pointwise values fusion computes inside their user's kernel (fuse.h)
 //   DIR/05-plan.txt         buffers, arena offsets, kernels, launches and grids (plan_text, memory_plan.h)
 //   DIR/06-stats.txt        flops and minimum bytes per op kind (stats.h)
@@ -22,6 +25,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "passes/pipeline.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
@@ -29,6 +33,9 @@ namespace spire::lowering {
 struct DumpOptions {
   rt::DeviceInfo target;  // the limits the plan is made for: the device that will run it
   uint32_t ptx_sm = 90;   // the PTX target (compute capability major*10+minor)
+  // The rewrite passes the command compiles with (not owned; may be null). The dump runs them itself, at
+  // their points, and writes the graph after each.
+  const passes::PassPipeline* passes = nullptr;
 };
 
 struct DumpReport {
@@ -37,9 +44,12 @@ struct DumpReport {
 };
 
 // `built` is the graph as the user gave it; `joint`, when not null, is what is compiled (the built graph
-// with its backward pass and optimizer appended), else `built` is. Creates `dir` if needed; files of an
-// earlier dump in it are overwritten (its kernel files are removed first, so none of a bigger plan stays;
-// other files in the folder are left alone).
+// with its backward pass and optimizer appended), else `built` is. With opt.passes, both are taken as they
+// were BEFORE the passes of their point: `built` before the after_import passes (when there is no joint,
+// what is compiled is `built` after them) and `joint` before the after_autograd passes (it is the joint
+// graph of the built graph after its after_import passes). Creates `dir` if needed; files of an earlier dump
+// in it are overwritten (its kernel files and pass files are removed first, so none of a bigger plan or a
+// longer pipeline stays; other files in the folder are left alone).
 DumpReport dump_pipeline(const std::filesystem::path& dir, const graph::Graph& built, const graph::Graph* joint,
                          const DumpOptions& opt);
 

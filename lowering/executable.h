@@ -12,12 +12,16 @@
 
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
+#include "passes/pipeline.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
 
 struct CompileOptions {
   bool verbose = false;  // print the plan while compiling
+  // Rewrite passes to run inside lowering, at their before_fusion point (passes/pipeline.h); not owned, may
+  // be null. Passes at the other points belong to whoever builds the graph (import, autograd).
+  const passes::PassPipeline* passes = nullptr;
 };
 
 class Executable {

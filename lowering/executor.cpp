@@ -75,7 +75,7 @@ std::string names_of_launches_using(const Plan& p, int32_t kernel) {
 class CompiledStep final : public Executable {
  public:
   CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt) : dev_(dev) {
-    plan_ = lower(g, dev.info());
+    plan_ = lower(g, dev.info(), opt.passes);
     if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
     compile_kernels();
     allocate();

@@ -12,6 +12,7 @@
 #include "lowering/memory_plan.h"
 #include "lowering/op_lowering.h"
 #include "lowering/plan.h"
+#include "lowering/prepare.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
@@ -133,8 +134,8 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 
 }  // namespace
 
-Plan lower(const graph::Graph& original, const rt::DeviceInfo& info) {
-  graph::Graph g = decompose(original);
+Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes) {
+  graph::Graph g = prepare_for_fusion(original, passes);
   PlanBuilder ctx(g, fuse_pointwise(g), info);
   for (graph::Value v : schedule(g)) {
     if (ctx.fused(v)) continue;  // computed inside its user's kernel

@@ -14,6 +14,7 @@
 #include "ir/graph/graph.h"
 #include "ir/kernel/kernel.h"
 #include "lowering/lowering_context.h"
+#include "passes/pipeline.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
@@ -66,8 +67,9 @@ struct Plan {
   uint32_t arena_alignment = 4;
 };
 
-// Lowers `g` (decompose, schedule, lower every node, plan memory) for a device with `info`'s limits.
-Plan lower(const graph::Graph& g, const rt::DeviceInfo& info);
+// Lowers `g` (decompose, the before_fusion passes of `passes` when given, schedule, lower every node, plan
+// memory) for a device with `info`'s limits.
+Plan lower(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes = nullptr);
 
 // The plan as text: buffers (role, type, size, arena offset, values), kernels, launches in order, copies.
 std::string plan_text(const Plan& p);

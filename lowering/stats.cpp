@@ -5,16 +5,16 @@
 
 #include <fmt/format.h>
 
-#include "lowering/decompose.h"
+#include "lowering/prepare.h"
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
 
-GraphStats graph_stats(const graph::Graph& original) {
-  // The same graph lower() plans: decomposed (mean is a sum and a multiply there) and scheduled (dead nodes
-  // dropped), so the counts describe what runs.
-  const graph::Graph g = decompose(original);
+GraphStats graph_stats(const graph::Graph& original, const passes::PassPipeline* passes) {
+  // The same graph lower() plans: decomposed (mean is a sum and a multiply there), rewritten by the
+  // before_fusion passes, and scheduled (dead nodes dropped), so the counts describe what runs.
+  const graph::Graph g = prepare_for_fusion(original, passes);
   std::map<std::string, OpKindStats> by_name;
   GraphStats s;
   for (graph::Value v : schedule(g)) {

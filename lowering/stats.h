@@ -12,6 +12,7 @@
 
 #include "ir/graph/graph.h"
 #include "ir/graph/op_table.h"
+#include "passes/pipeline.h"
 
 namespace spire::lowering {
 
@@ -26,7 +27,8 @@ struct GraphStats {
   graph::OpCost total;
 };
 
-GraphStats graph_stats(const graph::Graph& g);
+// `passes`: the pipeline `g` is compiled with, whose before_fusion passes change what runs (may be null).
+GraphStats graph_stats(const graph::Graph& g, const passes::PassPipeline* passes = nullptr);
 
 // A table: op, nodes, flops, bytes, flops per byte; then the totals.
 std::string stats_text(const GraphStats& s);

@@ -348,6 +348,10 @@ class Graph {
   std::vector<std::vector<Value>> users() const;
 
  private:
+  // Tests reach the storage through it to build broken graphs for the verifier (tests/support/graph_surgery.h);
+  // nothing else may: every public method keeps the graph valid.
+  friend struct GraphTestAccess;
+
   Value append(Node n);
   std::string generate_name(OpKind op);
 

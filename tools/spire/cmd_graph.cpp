@@ -24,6 +24,7 @@
 #include "lowering/stats.h"
 #include "runtime/device.h"
 #include "tools/spire/commands.h"
+#include "tools/spire/passes_option.h"
 
 namespace spire::cli {
 namespace {
@@ -85,6 +86,7 @@ struct EvalOptions {
   std::string device; // empty: the reference evaluator; else compile for that device (lowering/) and run there
   std::string dump;   // with device: write every compilation stage here (lowering/dump.h)
   bool stats = false; // print flops and bytes per op kind (lowering/stats.h)
+  std::string passes; // --passes: built-in rewrite passes (passes_option.h)
 };
 
 // "x f32[3]" for messages; a dtype the graph IR lacks shows as the format's own ("pixels u8[2]").
@@ -121,22 +123,28 @@ std::map<std::string, graph::Tensor> gather_leaves(const graph::Graph& g, const 
 }
 
 void run_eval(const EvalOptions& o) {
-  const graph::Graph g = load_graph(o.file);
+  const passes::PassPipeline pipeline = passes_pipeline(o.passes);
+  if (!pipeline.empty(passes::PassPoint::BeforeFusion) && o.device.empty())
+    throw std::runtime_error("--passes: before_fusion passes run inside lowering, for a device: add --device");
+  const graph::Graph parsed = load_graph(o.file);
+  const graph::Graph g = pipeline.run(passes::PassPoint::AfterImport, parsed);
   const auto feeds = gather_leaves(g, o.inputs);
   std::optional<graph::DType> requested;
   if (!o.dtype.empty()) requested = graph::dtype_from_name(o.dtype);
 
   // The reference evaluator on the CPU, or with --device one step of the compiled graph on that device
   // (parameters and states read back after the step hold the state updates' new values, as evaluate() reports).
-  if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(g)));
+  if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(g, &pipeline)));
   std::map<std::string, graph::Tensor> results;
   if (o.device.empty()) {
     results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
   } else {
     auto dev = rt::open_device(o.device);
     if (!o.dump.empty())
-      fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(o.dump, g, nullptr, {.target = dev->info()}), o.dump));
-    auto exe = lowering::compile(g, *dev);
+      fmt::print("{}", lowering::dump_summary(
+                           lowering::dump_pipeline(o.dump, parsed, nullptr, {.target = dev->info(), .passes = &pipeline}),
+                           o.dump));
+    auto exe = lowering::compile(g, *dev, {.passes = &pipeline});
     for (const auto& [name, t] : feeds) exe->set(name, t);
     exe->step();
     for (const auto& out : g.outputs()) results[out.name] = exe->get(out.name);
@@ -166,6 +174,7 @@ struct GradOptions {
   std::vector<std::string> wrt;
   bool parameters = false;
   std::string output;
+  std::string passes;  // --passes: built-in rewrite passes (passes_option.h)
 };
 
 graph::Value resolve(const graph::Graph& g, const std::string& name, const std::string& what) {
@@ -175,7 +184,8 @@ graph::Value resolve(const graph::Graph& g, const std::string& name, const std::
 }
 
 void run_grad(const GradOptions& o) {
-  graph::Graph g = load_graph(o.file);
+  const passes::PassPipeline pipeline = passes_pipeline(o.passes);
+  graph::Graph g = pipeline.run(passes::PassPoint::AfterImport, load_graph(o.file));
   const graph::Value loss = resolve(g, o.loss, "--loss");
   std::vector<graph::Value> wrt;
   std::vector<std::string> names = o.wrt;
@@ -185,7 +195,7 @@ void run_grad(const GradOptions& o) {
   for (const auto& name : names) wrt.push_back(resolve(g, name, "--wrt"));
   const auto grads = autograd::grad(g, loss, wrt);
   for (size_t i = 0; i < wrt.size(); ++i) g.output("grad." + names[i], grads[i]);
-  write_text(o.output, graph::print(g));
+  write_text(o.output, graph::print(pipeline.run(passes::PassPoint::AfterAutograd, std::move(g))));
 }
 
 }  // namespace
@@ -230,6 +240,9 @@ void register_graph_commands(CLI::App& app) {
     cmd->add_flag("--stats", o->stats,
                   "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
     add_ops_option(cmd);
+    add_passes_option(cmd, o->passes, {passes::PassPoint::AfterImport, passes::PassPoint::BeforeFusion},
+                      "after_import (default: the parsed graph, what the reference evaluator and the device both "
+                      "run), before_fusion (inside lowering, after decompose; needs --device)");
     cmd->callback([o] { run_eval(*o); });
   }
   {
@@ -248,6 +261,9 @@ void register_graph_commands(CLI::App& app) {
     cmd->add_option("-o,--output", o->output, "Graph file to write the joint forward+backward graph to ('-': stdout)")
         ->required();
     add_ops_option(cmd);
+    add_passes_option(cmd, o->passes, {passes::PassPoint::AfterImport, passes::PassPoint::AfterAutograd},
+                      "after_import (default: the parsed graph, before autograd, which then differentiates the "
+                      "rewritten ops), after_autograd (the joint graph written by -o)");
     cmd->callback([o] { run_grad(*o); });
   }
 }

@@ -12,6 +12,7 @@
 #include "lowering/stats.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
+#include "tools/spire/passes_option.h"
 
 namespace spire::cli {
 namespace {
@@ -21,6 +22,7 @@ struct RunCmd {
   int bench = 0;
   std::string dump;    // write every compilation stage here (lowering/dump.h)
   bool stats = false;  // print flops and bytes per op kind (lowering/stats.h)
+  std::string passes;  // --passes: built-in rewrite passes (passes_option.h)
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -53,14 +55,22 @@ void run_run(const RunCmd& o) {
   } else {
     m = load_onnx(o.model, given, o.inputs);
   }
+  const passes::PassPipeline pipeline = passes_pipeline(o.passes);
+  if (!pipeline.empty(passes::PassPoint::BeforeFusion) && o.device == "reference")
+    throw std::runtime_error("--passes: before_fusion passes run inside lowering, for a device, not on the reference");
+  // The imported graph as it was, for the dump, which runs the passes itself and shows each one's result.
+  const graph::Graph imported = o.dump.empty() || pipeline.empty(passes::PassPoint::AfterImport) ? graph::Graph{} : m.graph;
+  m.graph = pipeline.run(passes::PassPoint::AfterImport, std::move(m.graph));
   const auto feeds = input_feeds(m, given, o.inputs);
-  if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(m.graph)));
+  if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(m.graph, &pipeline)));
   // The plan depends on the device's limits: one dump per device, in DIR/<device> when there are several.
   auto dump_for = [&](const rt::DeviceInfo& info, bool several) {
     if (o.dump.empty()) return;
     std::filesystem::path dir = o.dump;
     if (several) dir /= std::string(info.id).replace(info.id.find(':'), 1, "_");
-    fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(dir, m.graph, nullptr, {.target = info}), dir));
+    const graph::Graph& built = pipeline.empty(passes::PassPoint::AfterImport) ? m.graph : imported;
+    fmt::print("{}", lowering::dump_summary(
+                         lowering::dump_pipeline(dir, built, nullptr, {.target = info, .passes = &pipeline}), dir));
   };
 
   std::map<std::string, graph::Tensor> results;
@@ -77,7 +87,7 @@ void run_run(const RunCmd& o) {
       auto dev = rt::open_device(info.id);
       dump_for(dev->info(), true);
       StepTiming timing{o.bench};
-      auto r = run_on_device(m, feeds, *dev, &timing);
+      auto r = run_on_device(m, feeds, *dev, &timing, &pipeline);
       if (o.bench > 0) times.push_back({info.id, timing});
       for (const auto& out : m.outputs) {
         const Diff d = max_diff(r.at(out.onnx_name), ref.at(out.onnx_name));
@@ -91,7 +101,7 @@ void run_run(const RunCmd& o) {
     auto dev = rt::open_device(o.device);
     dump_for(dev->info(), false);
     StepTiming timing{o.bench};
-    results = run_on_device(m, feeds, *dev, &timing);
+    results = run_on_device(m, feeds, *dev, &timing, &pipeline);
     if (o.bench > 0) times.push_back({dev->info().id, timing});
   }
   if (!times.empty()) {
@@ -129,6 +139,10 @@ void register_run_commands(CLI::App& app) {
   cmd->add_flag("--stats", o->stats,
                 "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
   add_ops_option(cmd);
+  add_passes_option(cmd, o->passes, {passes::PassPoint::AfterImport, passes::PassPoint::BeforeFusion},
+                    "after_import (default: the imported graph, what the reference and every device run), "
+                    "before_fusion (inside lowering, after decompose: devices only; with --device all the "
+                    "reference runs the graph before them, so the table checks the rewrite too)");
   cmd->callback([o] { run_run(*o); });
 }
 

@@ -82,8 +82,9 @@ std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const s
 }
 
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
-                                                   rt::Device& device, StepTiming* timing) {
-  auto exe = lowering::compile(m.graph, device);
+                                                   rt::Device& device, StepTiming* timing,
+                                                   const passes::PassPipeline* passes) {
+  auto exe = lowering::compile(m.graph, device, {.passes = passes});
   for (const graph::Node& n : m.graph.nodes())
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));
   exe->step();

@@ -11,6 +11,7 @@
 #include "io/safetensors.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
+#include "passes/pipeline.h"
 #include "runtime/device.h"
 
 namespace spire::cli {
@@ -43,7 +44,9 @@ struct StepTiming {
   int runs = 0;
   double median_ms = 0, min_ms = 0;
 };
+// `passes`: the rewrite pipeline whose before_fusion passes run inside lowering (may be null).
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
-                                                   rt::Device& device, StepTiming* timing = nullptr);
+                                                   rt::Device& device, StepTiming* timing = nullptr,
+                                                   const passes::PassPipeline* passes = nullptr);
 
 }  // namespace spire::cli

@@ -1,0 +1,15 @@
+// The graph fusion and the kernels work on: the graph after decompose, then after the before_fusion rewrite
+// passes of the pipeline the caller compiles with (passes/pipeline.h), if any. lower(), graph_stats() and
+// the dump all start from it, so what they show is what runs.
+#pragma once
+
+#include "ir/graph/graph.h"
+#include "passes/pipeline.h"
+
+namespace spire::lowering {
+
+// `passes` may be null (no rewrite passes). Throws GraphError from a failing pass, naming it.
+graph::Graph prepare_for_fusion(const graph::Graph& g, const passes::PassPipeline* passes,
+                                const passes::PassObserver& observer = {});
+
+}  // namespace spire::lowering
