@@ -155,7 +155,7 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   const graph::Graph decomposed = decompose(compiled);
   write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, fuse_pointwise(decomposed)), report);
-  const Plan plan = lower(compiled, opt.target);
+  const Plan plan = lower(compiled, opt.target, opt.tuning);
   write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
   const uint64_t moved = plan_bytes(plan);
   write_text(dir / "06-stats.txt",

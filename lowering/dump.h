@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
@@ -29,6 +30,7 @@ namespace spire::lowering {
 struct DumpOptions {
   rt::DeviceInfo target;  // the limits the plan is made for: the device that will run it
   uint32_t ptx_sm = 90;   // the PTX target (compute capability major*10+minor)
+  const TuningChoices* tuning = nullptr;  // the tuner's choices for `target` (lower()), null: heuristics
 };
 
 struct DumpReport {

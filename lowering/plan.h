@@ -66,8 +66,9 @@ struct Plan {
   uint32_t arena_alignment = 4;
 };
 
-// Lowers `g` (decompose, schedule, lower every node, plan memory) for a device with `info`'s limits.
-Plan lower(const graph::Graph& g, const rt::DeviceInfo& info);
+// Lowers `g` (decompose, schedule, lower every node, plan memory) for a device with `info`'s limits. Tunable
+// nodes use `tuning`'s choice for their key where it has one, else their template's heuristic.
+Plan lower(const graph::Graph& g, const rt::DeviceInfo& info, const TuningChoices* tuning = nullptr);
 
 // The plan as text: buffers (role, type, size, arena offset, values), kernels, launches in order, copies.
 std::string plan_text(const Plan& p);
