@@ -24,6 +24,7 @@
 #include "lowering/stats.h"
 #include "runtime/device.h"
 #include "tools/spire/commands.h"
+#include "tools/spire/step_bench.h"
 
 namespace spire::cli {
 namespace {
@@ -85,6 +86,9 @@ struct EvalOptions {
   std::string device; // empty: the reference evaluator; else compile for that device (lowering/) and run there
   std::string dump;   // with device: write every compilation stage here (lowering/dump.h)
   bool stats = false; // print flops and bytes per op kind (lowering/stats.h)
+  int bench = 0;      // with device: replay the step N more times and print its median device time
+  bool profile = false;  // with device: print every launch's device time
+  tuning::TuningFlags tuning;
 };
 
 // "x f32[3]" for messages; a dtype the graph IR lacks shows as the format's own ("pixels u8[2]").
@@ -134,13 +138,22 @@ void run_eval(const EvalOptions& o) {
     results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
   } else {
     auto dev = rt::open_device(o.device);
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&g}, stdout);
     if (!o.dump.empty())
-      fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(o.dump, g, nullptr, {.target = dev->info()}), o.dump));
-    auto exe = lowering::compile(g, *dev);
+      fmt::print("{}", lowering::dump_summary(
+                           lowering::dump_pipeline(o.dump, g, nullptr, {.target = dev->info(), .tuning = &choices}), o.dump));
+    auto exe = lowering::compile(g, *dev, {.tuning = &choices, .profile = o.profile});
     for (const auto& [name, t] : feeds) exe->set(name, t);
     exe->step();
+    // The results are the first step's: timing replays it, and a graph with state updates changes its state.
     for (const auto& out : g.outputs()) results[out.name] = exe->get(out.name);
     for (const auto& u : g.state_updates()) results[g.node(u.target).name] = exe->get(g.node(u.target).name);
+    StepTiming timing;
+    timing.runs = o.bench;
+    timing.profile = o.profile;
+    bench_step(*exe, timing);
+    if (o.profile) fmt::print("{}", profile_table(dev->info().id, timing));
+    if (o.bench > 0) fmt::print("{}", bench_table({{dev->info().id, timing}}));
   }
 
   // Outputs in the graph's order, then the state updates' new values under their targets' names.
@@ -228,6 +241,18 @@ void register_graph_commands(CLI::App& app) {
         ->needs("--device");
     cmd->add_flag("--stats", o->stats,
                   "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
+    cmd->add_option("--bench", o->bench,
+                    "With --device: after the step whose results are written, replay it N more times after a warm-up "
+                    "and print the median and minimum device time (the device's own timestamps)")
+        ->check(CLI::PositiveNumber)
+        ->needs("--device");
+    cmd->add_flag("--profile", o->profile,
+                  "With --device: also print every launch of the step (node, kernel) with its median device time "
+                  "over the --bench runs (or one run), from a device timestamp after each launch")
+        ->needs("--device");
+    tuning::TuningFlags& flags = o->tuning;
+    add_tuning_options(cmd, flags);
+    cmd->get_option("--tune")->needs("--device");
     cmd->callback([o] { run_eval(*o); });
   }
   {
