@@ -1,5 +1,6 @@
 #include "tuning/tune_graph.h"
 
+#include <cmath>
 #include <cstdio>
 #include <stdexcept>
 
@@ -29,7 +30,11 @@ TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableO
   row.candidates = r.times.size();
   for (const CandidateTime& t : r.times)
     if (t.config == op.heuristic) row.heuristic_ms = t.ms;
-  cache.put({dk, op.key, r.best, r.best_ms, row.heuristic_ms});
+  if (std::isfinite(row.heuristic_ms) && row.best_ms > row.heuristic_ms * (1 - o.min_gain)) {
+    row.best = op.heuristic;
+    row.best_ms = row.heuristic_ms;
+  }
+  cache.put({dk, op.key, row.best, row.best_ms, row.heuristic_ms});
   return row;
 }
 
@@ -58,7 +63,8 @@ std::string tuning_table(const std::vector<TunedOp>& rows) {
                                 "heuristic ms", "best ms", "gain", "best config");
   double heuristic = 0, best = 0;
   for (const TunedOp& r : rows) {
-    const std::string gain = r.best_ms > 0 ? fmt::format("{:.2f}x", r.heuristic_ms / r.best_ms) : "-";
+    const bool both = r.best_ms > 0 && std::isfinite(r.heuristic_ms);
+    const std::string gain = both ? fmt::format("{:.2f}x", r.heuristic_ms / r.best_ms) : "-";
     out += fmt::format("{:<20} {:<44} {:<5} {:>12.4f} {:>10.4f} {:>7}  {}{}\n", r.key.op, r.key.shape, r.key.dtype,
                        r.heuristic_ms, r.best_ms, gain, r.best == r.heuristic ? "(heuristic) " : "", r.best.text());
     heuristic += r.heuristic_ms;

@@ -22,7 +22,8 @@ struct TunedOp {
 };
 
 // op's config for `device`: the cache's when it has one for this device and key (no timing), else the
-// fastest of op.candidates (tuner.h), which is put into the cache (not saved: the caller saves once).
+// fastest of op.candidates (tuner.h; the heuristic unless another is opt.min_gain faster), which is put into
+// the cache (not saved: the caller saves once).
 TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableOp& op, const TuneOptions& opt = {});
 
 // Every tunable node of `g` (lowering::tunable_ops) through tune_op, then the cache saved when anything

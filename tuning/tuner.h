@@ -25,6 +25,9 @@ struct TuneOptions {
   // A candidate whose first timed run is this many times slower than the best median so far is not run
   // again: its one time is kept (it cannot be the fastest unless that run was a very unlucky one).
   double give_up_factor = 4.0;
+  // tune_op keeps the heuristic unless a candidate's median beats it by at least this fraction: a gain
+  // within the timing noise is no reason to leave the config every untuned run uses.
+  double min_gain = 0.02;
   std::FILE* progress = stderr;  // where the progress line goes while tuning; nullptr: nowhere
   std::string label;             // what the progress line calls the op ("[3/12] conv2d n64_c1_... f32")
   uint64_t seed = 1;             // of the random inputs

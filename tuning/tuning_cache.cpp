@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <stdexcept>
@@ -45,7 +46,9 @@ std::vector<std::string> split(const std::string& line, char sep) {
   }
 }
 
-double parse_ms(const std::string& text, const std::string& what) {
+// A time in milliseconds; "inf" too where `may_be_inf` (a heuristic that could not run on the device).
+double parse_ms(const std::string& text, const std::string& what, bool may_be_inf = false) {
+  if (may_be_inf && text == "inf") return std::numeric_limits<double>::infinity();
   char* end = nullptr;
   errno = 0;
   const double v = std::strtod(text.c_str(), &end);
@@ -152,7 +155,7 @@ TuningCache::Entries TuningCache::parse(const std::string& text) {
         throw std::runtime_error(err.what());
       }
       e.ms = parse_ms(f[7], "the time");
-      e.heuristic_ms = parse_ms(f[8], "the heuristic's time");
+      e.heuristic_ms = parse_ms(f[8], "the heuristic's time", true);
       out[{e.device, e.key}] = std::move(e);
     } catch (const std::runtime_error& err) {
       throw std::runtime_error(fmt::format("line {}: {}", i + 1, err.what()));

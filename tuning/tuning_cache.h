@@ -41,7 +41,7 @@ struct CacheEntry {
   lowering::TuningKey key;
   lowering::heavy::Config config;
   double ms = 0;            // the winner's median device time when it was tuned
-  double heuristic_ms = 0;  // the heuristic config's, timed in the same run
+  double heuristic_ms = 0;  // the heuristic config's, timed in the same run (infinity: it could not run)
 };
 
 class TuningCache {

@@ -5,7 +5,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -74,6 +76,22 @@ TEST(TuningCache, RoundTrip) {
   ASSERT_EQ(choices.configs.size(), 1u);
   EXPECT_EQ(choices.find({"matmul", "m64_k784_n120", "f32"})->text(), "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4");
   EXPECT_FALSE(choices.find({"matmul", "m1_k1_n1", "f32"}));
+}
+
+TEST(TuningCache, AHeuristicThatCouldNotRunRoundTrips) {
+  auto path = tuning_test::scratch_dir() / "tuning.txt";
+  CacheEntry e = entry(kGpu, "m8_k8_n8");
+  e.heuristic_ms = std::numeric_limits<double>::infinity();
+  {
+    TuningCache c(path.string());
+    c.put(e);
+    c.save();
+  }
+  testing::internal::CaptureStderr();
+  TuningCache c(path.string());
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ASSERT_NE(c.find(e.device, e.key), nullptr);
+  EXPECT_TRUE(std::isinf(c.find(e.device, e.key)->heuristic_ms));
 }
 
 TEST(TuningCache, MissingFileIsEmptyAndSilent) {

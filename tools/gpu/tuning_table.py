@@ -1,7 +1,8 @@
 """What autotuning gains over the heuristic configs (issue 9, item 4), measured with spire's own device
 timestamps: for each device and workload, the step with every kernel's heuristic config (a tuning cache file
-that does not exist) and after `--tune` (which tunes into CACHE, then compiles with the winners), both timed
-by `--bench` with `--profile` (a timestamp after every launch).
+that does not exist) and after `--tune` (which tunes into CACHE, then compiles with the winners). The whole
+step is timed by `--bench` alone; each launch by a second run with `--profile` (a timestamp after every
+launch, which adds a little to the step, so the two are kept apart).
 
 Workloads: the LeNet training step at batch 64 and 8192 (`spire lenet bench`), resnet18 inference at batch 1
 and 64 (`spire run`; MODELS/resnet18.onnx and MODELS/resnet18.bB.in.safetensors from tuning_inputs.py).
@@ -9,7 +10,7 @@ Writes the summary table to stdout and per-launch comparisons (the resnet18 laye
 
 usage: tuning_table.py SPIRE MODELS CACHE LAYERS [DEVICE...]
 TUNING_WORKLOADS="lenet step b64,resnet18 b1" runs only those (a rerun of a part, or a check on a CPU);
-TUNING_RUNS=N times N replays instead of 30."""
+TUNING_RUNS=N and TUNING_PROFILE_RUNS=M time N and M replays instead of 30 and 10."""
 import os
 import re
 import subprocess
@@ -19,7 +20,8 @@ import time
 spire, models, cache, layers_path = sys.argv[1:5]
 devices = sys.argv[5:] or ["cuda:0", "vulkan:0"]
 no_cache = os.path.join(os.path.dirname(cache), "no-such-cache.txt")  # heuristics: a file that does not exist
-RUNS = os.environ.get("TUNING_RUNS", "30")  # timed replays of each step
+RUNS = os.environ.get("TUNING_RUNS", "30")  # timed replays of the whole step
+PROFILE_RUNS = os.environ.get("TUNING_PROFILE_RUNS", "10")  # and of the step with a timestamp after each launch
 LAUNCH = re.compile(r"^\s*(\d+)\s+([0-9.]+)\s+[0-9.]+%\s+(\S+)\s+(\S+)\s*$")
 
 
@@ -47,28 +49,37 @@ def parse(text, device):
 
 
 def workloads():
+    """(name, command for the whole step's time, command for each launch's)"""
     for batch in (64, 8192):
-        yield f"lenet step b{batch}", [spire, "lenet", "bench", "--batch", str(batch), "--runs", RUNS, "--profile"]
+        base = [spire, "lenet", "bench", "--batch", str(batch)]
+        yield f"lenet step b{batch}", base + ["--runs", RUNS], base + ["--runs", PROFILE_RUNS, "--profile"]
     for batch in (1, 64):
-        inp = os.path.join(models, f"resnet18.b{batch}.in.safetensors")
-        yield f"resnet18 b{batch}", [spire, "run", os.path.join(models, "resnet18.onnx"), "--inputs", inp, "--outputs",
-                                     f"/tmp/resnet18.b{batch}.out.safetensors", "--bench", RUNS, "--profile"]
+        base = [spire, "run", os.path.join(models, "resnet18.onnx"), "--inputs",
+                os.path.join(models, f"resnet18.b{batch}.in.safetensors"), "--outputs",
+                f"/tmp/resnet18.b{batch}.out.safetensors"]
+        yield f"resnet18 b{batch}", base + ["--bench", RUNS], base + ["--bench", PROFILE_RUNS, "--profile"]
 
 
 only = [w.strip() for w in os.environ.get("TUNING_WORKLOADS", "").split(",") if w.strip()]
 summary = []
 with open(layers_path, "w") as layers:
     for device in devices:
-        for name, args in workloads():
+        for name, bench, profile in workloads():
             if only and name not in only:
                 continue
-            args = args + ["--device", device]
-            rc_h, out_h, _ = run(args + ["--tuning-cache", no_cache], 120)
-            rc_t, out_t, secs = run(args + ["--tune", "--tuning-cache", cache], 240)
-            layers.write(f"==== {name} on {device}: heuristic run (rc {rc_h})\n{out_h}\n")
-            layers.write(f"==== {name} on {device}: --tune run (rc {rc_t}, {secs:.0f} s)\n{out_t}\n")
-            h_ms, h_nodes, _ = parse(out_h, device)
-            t_ms, t_nodes, t_kernels = parse(out_t, device)
+            dev = ["--device", device]
+            heuristic, tuned = ["--tuning-cache", no_cache], ["--tuning-cache", cache]
+            rc_t, out_t, secs = run(bench + dev + tuned + ["--tune"], 240)  # tunes, then times the tuned step
+            rc_h, out_h, _ = run(bench + dev + heuristic, 120)
+            rc_hp, out_hp, _ = run(profile + dev + heuristic, 120)
+            rc_tp, out_tp, _ = run(profile + dev + tuned, 120)
+            for what, rc, out in (("--tune and the tuned step", rc_t, out_t), ("the heuristic step", rc_h, out_h),
+                                  ("the heuristic launches", rc_hp, out_hp), ("the tuned launches", rc_tp, out_tp)):
+                layers.write(f"==== {name} on {device}: {what} (rc {rc})\n{out}\n")
+            h_ms, _, _ = parse(out_h, device)
+            t_ms, _, _ = parse(out_t, device)
+            _, h_nodes, _ = parse(out_hp, device)
+            _, t_nodes, t_kernels = parse(out_tp, device)
             if rc_h or rc_t or h_ms is None or t_ms is None:
                 tail = (out_t if rc_t else out_h).strip()[-300:]
                 summary.append(f"{name:<18} {device:<9} FAILED (rc {rc_h}/{rc_t}): {tail}")
@@ -82,8 +93,9 @@ with open(layers_path, "w") as layers:
             for node in sorted(h_nodes, key=lambda n: -h_nodes[n]):
                 t = t_nodes.get(node, float("nan"))
                 gain = h_nodes[node] / t if t > 0 else float("nan")
-                layers.write(f"{node:<34} {h_nodes[node]:>10.4f} {t:>10.4f} {gain:>6.2f}x  {' '.join(t_kernels.get(node, []))}\n")
-            layers.write("\n")
+                layers.write(f"{node:<34} {h_nodes[node]:>10.4f} {t:>10.4f} {gain:>6.2f}x  "
+                             f"{' '.join(t_kernels.get(node, []))}\n")
+            layers.write(f"{'sum of the launches':<34} {sum(h_nodes.values()):>10.4f} {sum(t_nodes.values()):>10.4f}\n\n")
 
 print()
 print(f"{'workload':<18} {'device':<9} {'heuristic ms':>12} {'tuned ms':>10} {'gain':>8} {'tuning s':>9}")
