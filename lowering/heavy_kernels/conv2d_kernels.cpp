@@ -160,16 +160,18 @@ constexpr int64_t kMinRowInvocations = 1024;
 // A whole result row per invocation needs the row and the window to be short (their columns are unrolled).
 bool rows_fit(int64_t cols, int64_t kw) { return cols <= kMaxRowCols && kw <= kMaxRowCols; }
 
-// Throws for a config this shape cannot take; `result_cols` is the result's row length.
-void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_cols, bool co_blocks, const char* op) {
+// Throws for a config this shape cannot take; `result_cols` is the result's row length and
+// `result_channels_per_group` its channels per group (c_block must divide them).
+void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_cols, int64_t result_channels_per_group,
+                  const char* op) {
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("{}: config '{}' {}", op, c.config().text(), why));
   };
   if (c.wg < 1 || c.wg > 1024) fail("needs a workgroup of 1..1024 invocations");
-  if (c.rows && !rows_fit(result_cols, s.kw)) fail(fmt::format("takes rows, but rows of {} columns (window {} wide) are longer than {}", result_cols, s.kw, kMaxRowCols));
-  if (c.co_block < 1 || (c.co_block > 1 && (!co_blocks || c.rows || s.cout_per_group() % c.co_block != 0)))
-    fail(co_blocks ? fmt::format("needs a co_block dividing the {} output channels per group, and no rows", s.cout_per_group())
-                   : "takes no co_block");
+  if (c.rows && !rows_fit(result_cols, s.kw))
+    fail(fmt::format("takes rows, but rows of {} columns (window {} wide) are longer than {}", result_cols, s.kw, kMaxRowCols));
+  if (c.c_block < 1 || (c.c_block > 1 && (c.rows || result_channels_per_group % c.c_block != 0)))
+    fail(fmt::format("needs a c_block dividing the {} result channels per group, and no rows", result_channels_per_group));
 }
 
 // The config's values after the kernel's name, where they are not what the name already implies (the
@@ -177,18 +179,18 @@ void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_co
 std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
   if (c == heuristic) return "";
   std::string out = fmt::format("_{}_wg{}", c.rows ? "rows" : "elems", c.wg);
-  if (c.co_block > 1) out += fmt::format("_co{}", c.co_block);
+  if (c.c_block > 1) out += fmt::format("_c{}", c.c_block);
   return out;
 }
 
 }  // namespace
 
-Config Conv2dConfig::config() const { return Config{{"rows", rows ? 1 : 0}, {"wg", wg}, {"co_block", co_block}}; }
+Config Conv2dConfig::config() const { return Config{{"rows", rows ? 1 : 0}, {"wg", wg}, {"c_block", c_block}}; }
 
 Conv2dConfig Conv2dConfig::from(const Config& c) {
-  int64_t rows = c.get("rows"), wg = c.get("wg"), co = c.get("co_block");
+  int64_t rows = c.get("rows"), wg = c.get("wg"), co = c.get("c_block");
   if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64)
-    throw std::invalid_argument(fmt::format("conv2d config '{}': rows 0 or 1, wg 1..1024, co_block 1..64", c.text()));
+    throw std::invalid_argument(fmt::format("conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64", c.text()));
   return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co)};
 }
 
@@ -204,36 +206,36 @@ Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s) {
 
 namespace {
 
+// Rows (where they fit) and elements of 1 to 8 channels (dividing `channels_per_group`), each with a few
+// workgroup sizes.
 std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t result_cols, int64_t kw,
-                                     std::vector<uint32_t> co_blocks, const Limits& limits) {
+                                     int64_t channels_per_group, const Limits& limits) {
   std::vector<Conv2dConfig> out{heuristic};
   auto add = [&](Conv2dConfig c) {
     if (c.wg <= limits.max_invocations && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
   if (rows_fit(result_cols, kw))
     for (uint32_t wg : {32u, 64u, 128u, 256u}) add({true, wg, 1});
-  for (uint32_t co : co_blocks)
-    for (uint32_t wg : {64u, 128u, 256u}) add({false, wg, co});
+  for (uint32_t cb : {1u, 2u, 3u, 4u, 6u, 8u})
+    if (channels_per_group % cb == 0)
+      for (uint32_t wg : {64u, 128u, 256u}) add({false, wg, cb});
   return out;
 }
 
 }  // namespace
 
 std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits) {
-  std::vector<uint32_t> co_blocks;
-  for (uint32_t co : {1u, 2u, 4u, 8u})
-    if (s.cout_per_group() % co == 0) co_blocks.push_back(co);
-  return candidates(conv2d_heuristic(s), s.wo, s.kw, co_blocks, limits);
+  return candidates(conv2d_heuristic(s), s.wo, s.kw, s.cout_per_group(), limits);
 }
 
 std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits) {
-  return candidates(conv2d_grad_input_heuristic(s), s.w, s.kw, {1}, limits);
+  return candidates(conv2d_grad_input_heuristic(s), s.w, s.kw, s.cin_per_group(), limits);
 }
 
 HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
   std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s));
   check_sizes(s);
-  check_config(s, c, s.wo, true, "conv2d");
+  check_config(s, c, s.wo, s.cout_per_group(), "conv2d");
   const uint32_t total = uint32_t(s.n * s.cout * s.ho * s.wo);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
@@ -272,9 +274,9 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
     return {kb.finish(), groups_for_threads(rows_total, c.wg)};
   }
 
-  // One invocation per result element of co_block neighbouring output channels (channel co .. co+cob-1 of
+  // One invocation per result element of c_block neighbouring output channels (channel co .. co+cob-1 of
   // one group): every input element it loads serves all of them.
-  const uint32_t cob = c.co_block, co_count = uint32_t(s.cout) / cob, items = total / cob;
+  const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob, items = total / cob;
   KernelBuilder kb(name, c.wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
@@ -335,7 +337,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
   std::string name = "conv2d_grad_input_" + s.text() + "_" + float_suffix(t, "conv2d_grad_input") +
                      name_suffix(c, conv2d_grad_input_heuristic(s));
   check_sizes(s);
-  check_config(s, c, s.w, false, "conv2d_grad_input");
+  check_config(s, c, s.w, s.cin_per_group(), "conv2d_grad_input");
   const uint32_t total = uint32_t(s.n * s.cin * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
@@ -379,15 +381,19 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
     return {kb.finish(), groups_for_threads(rows_total, c.wg)};
   }
 
+  // One invocation per result element of c_block neighbouring input channels (of one group): every grad_y
+  // element it loads serves all of them.
+  const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib, items = total / cib;
   KernelBuilder kb(name, c.wg);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
   Val o = kb.global_id();
-  kb.if_(o < total, [&] {
+  kb.if_(o < items, [&] {
     Val wi = o % W, t1 = o / W;
     Val hi = t1 % H, t2 = t1 / H;
-    Val ci = t2 % uint32_t(s.cin), n = t2 / uint32_t(s.cin);
+    Val cb = t2 % ci_count, n = t2 / ci_count;
+    Val ci = cib == 1 ? cb : cb * cib;
     Val g = ci / cpg, cil = ci % cpg;
     Val gy_base = (n * uint32_t(s.cout) + g * opg) * (Ho * Wo);
     Val w_base = (g * opg * cpg + cil) * taps;
@@ -404,7 +410,12 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
     };
     auto row = [&](Val r) { return axis(hi, r, s.pad_h, s.dil_h, s.stride_h, Ho, Wo, uint32_t(s.kw)); };
     auto col = [&](Val c) { return axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1); };
-    Var acc = kb.var("acc", kb.constant(t, 0));
+    std::vector<Var> acc;
+    std::vector<Val> w_bases;  // input channel j of the block's weights
+    for (uint32_t j = 0; j < cib; ++j) {
+      acc.push_back(kb.var(cib == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
+      w_bases.push_back(j == 0 ? w_base : w_base + j * taps);
+    }
     Val col_idx;  // output channel within the group, set by `around`
     auto around = [&](const std::function<void()>& taps_body) {
       kb.for_(kb.u32(0), kb.u32(opg), [&](Val c) {
@@ -414,12 +425,19 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
     };
     for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
       Val gv = gy[gy_base + col_idx * (Ho * Wo) + rr.offset + cc.offset];
-      Val wv = w[w_base + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
-      acc += masked(both(rr.ok, cc.ok), gv * wv);
+      for (uint32_t j = 0; j < cib; ++j) {
+        Val wv = w[w_bases[j] + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
+        acc[j] += masked(both(rr.ok, cc.ok), gv * wv);
+      }
     });
-    gx[o] = acc.get();
+    if (cib == 1) {
+      gx[o] = acc[0].get();
+    } else {
+      Val x0 = ((n * uint32_t(s.cin) + ci) * H + hi) * W + wi;
+      for (uint32_t j = 0; j < cib; ++j) gx[x0 + j * (H * W)] = acc[j].get();
+    }
   });
-  return {kb.finish(), groups_for_threads(total, c.wg)};
+  return {kb.finish(), groups_for_threads(items, c.wg)};
 }
 
 namespace {

@@ -45,14 +45,14 @@ Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
 
 // How conv2d and conv2d_grad_input spread their work (their config space): rows = 1 gives each invocation a
 // whole result row (only where rows are at most 32 columns and the window at most 32 wide), rows = 0 one
-// result element, or with co_block > 1 (conv2d only; it must divide the output channels per group) the same
-// element of co_block neighbouring output channels, so each input element loaded serves all of them. wg is
-// the workgroup size.
+// result element, or with c_block > 1 (it must divide the result's channels per group: output channels of
+// conv2d, input channels of conv2d_grad_input) the same element of c_block neighbouring channels, so each
+// element it loads serves all of them. wg is the workgroup size.
 struct Conv2dConfig {
   bool rows = false;
   uint32_t wg = 256;
-  uint32_t co_block = 1;
-  Config config() const;  // "rows=0,wg=256,co_block=1"
+  uint32_t c_block = 1;
+  Config config() const;  // "rows=0,wg=256,c_block=1"
   static Conv2dConfig from(const Config& c);
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
 };
@@ -64,8 +64,8 @@ Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s);
 std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits);
 std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits);
 
-// Throw std::invalid_argument for a config the shape cannot take (rows on long rows, a co_block that does not
-// divide the output channels per group, a workgroup size outside 1..1024).
+// Throw std::invalid_argument for a config the shape cannot take (rows on long rows, a c_block that does not
+// divide the result's channels per group, a workgroup size outside 1..1024).
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c);
 HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c);
 inline HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t) { return conv2d_kernel(s, t, conv2d_heuristic(s)); }

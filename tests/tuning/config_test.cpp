@@ -39,7 +39,7 @@ TEST(Config, TypedConfigsRoundTrip) {
   EXPECT_EQ(GradWeightConfig::from(g.config()), g);
   RowConfig r{true, 512};
   EXPECT_EQ(RowConfig::from(r.config()), r);
-  EXPECT_THROW(Conv2dConfig::from(Config::parse("rows=2,wg=64,co_block=1")), std::invalid_argument);
+  EXPECT_THROW(Conv2dConfig::from(Config::parse("rows=2,wg=64,c_block=1")), std::invalid_argument);
   EXPECT_THROW(MatmulTiling::from(Config::parse("tile_m=64")), std::invalid_argument);
 }
 
@@ -71,7 +71,7 @@ TEST(Candidates, Conv2dFamilies) {
   const Conv2dShape s = conv2d_shape({8, 16, 14, 14}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
   auto cs = conv2d_candidates(s, {});
   expect_distinct_with_heuristic_first(cs, conv2d_heuristic(s));
-  EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.co_block == 8; }));
+  EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.c_block == 8; }));
   EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows; }));
   for (const auto& c : cs) EXPECT_LE(c.wg, 256u);
   expect_distinct_with_heuristic_first(conv2d_grad_input_candidates(s, {}), conv2d_grad_input_heuristic(s));

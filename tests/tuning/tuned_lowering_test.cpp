@@ -64,11 +64,11 @@ TEST(TunedLowering, ChoicesSelectConvAndReductionConfigs) {
   g.output("s", g.sum(y, {0}));
   lowering::MapTuningChoices choices;
   choices.configs[{"conv2d", "n2_c4_h9_w11_k8_r3x3_s1x1_p1x1_d1x1_g1", "f32"}] =
-      lowering::heavy::Config::parse("rows=0,wg=128,co_block=2");
+      lowering::heavy::Config::parse("rows=0,wg=128,c_block=2");
   choices.configs[{"reduce_sum", "2x8x9x11_r0", "f32"}] = lowering::heavy::Config::parse("path=0,wg=64,chunks=1");
   const lowering::Plan plan = lowering::lower(g, target(), &choices);
   const auto names = kernel_names(plan);
-  EXPECT_TRUE(has(names, "conv2d_n2_c4_h9_w11_k8_r3x3_s1x1_p1x1_d1x1_g1_f32_elems_wg128_co2")) << lowering::plan_text(plan);
+  EXPECT_TRUE(has(names, "conv2d_n2_c4_h9_w11_k8_r3x3_s1x1_p1x1_d1x1_g1_f32_elems_wg128_c2")) << lowering::plan_text(plan);
   EXPECT_TRUE(has(names, "sum_f32_2x8x9x11_to_8x9x11_loop_w64")) << lowering::plan_text(plan);
   for (const auto& k : plan.kernels)
     if (k.name.find("conv2d") == 0) {
