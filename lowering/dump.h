@@ -26,6 +26,7 @@
 
 #include "ir/graph/graph.h"
 #include "passes/pipeline.h"
+#include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
@@ -36,6 +37,7 @@ struct DumpOptions {
   // The rewrite passes the command compiles with (not owned; may be null). The dump runs them itself, at
   // their points, and writes the graph after each.
   const passes::PassPipeline* passes = nullptr;
+  const TuningChoices* tuning = nullptr;  // the tuner's choices for `target` (lower()), null: heuristics
 };
 
 struct DumpReport {

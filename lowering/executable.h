@@ -13,6 +13,7 @@
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
 #include "passes/pipeline.h"
+#include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
@@ -22,6 +23,18 @@ struct CompileOptions {
   // Rewrite passes to run inside lowering, at their before_fusion point (passes/pipeline.h); not owned, may
   // be null. Passes at the other points belong to whoever builds the graph (import, autograd).
   const passes::PassPipeline* passes = nullptr;
+  // The tuner's choices for this device (tuning/tuning_cache.h); null: every template's heuristic. Must
+  // outlive compile() only.
+  const TuningChoices* tuning = nullptr;
+  // Record a timestamp after every launch, so last_launch_times() can tell where a step's time goes.
+  bool profile = false;
+};
+
+// One launch's device time in the last step (CompileOptions::profile).
+struct LaunchTime {
+  std::string node;    // the graph node it computes
+  std::string kernel;  // the kernel's name
+  double ms = 0;
 };
 
 class Executable {
@@ -43,6 +56,9 @@ class Executable {
   virtual std::string plan_text() const = 0;
   // Device time of the last step in milliseconds (from the device's timestamps).
   virtual double last_step_ms() const = 0;
+  // With CompileOptions::profile: every launch of the last step in plan order with its device time (each
+  // launch ends with a barrier, so the times add up to about the step's); else empty.
+  virtual std::vector<LaunchTime> last_launch_times() const { return {}; }
 };
 
 std::unique_ptr<Executable> compile(const graph::Graph& g, rt::Device& device, const CompileOptions& opt = {});

@@ -74,8 +74,8 @@ std::string names_of_launches_using(const Plan& p, int32_t kernel) {
 
 class CompiledStep final : public Executable {
  public:
-  CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt) : dev_(dev) {
-    plan_ = lower(g, dev.info(), opt.passes);
+  CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt) : dev_(dev), profile_(opt.profile) {
+    plan_ = lower(g, dev.info(), opt.passes, opt.tuning);
     if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
     compile_kernels();
     allocate();
@@ -130,6 +130,17 @@ class CompiledStep final : public Executable {
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
   double last_step_ms() const override { return last_ms_; }
+
+  std::vector<LaunchTime> last_launch_times() const override {
+    std::vector<LaunchTime> out;
+    if (!profile_) return out;
+    for (size_t i = 0; i < plan_.launches.size(); ++i) {
+      const Launch& l = plan_.launches[i];
+      out.push_back({l.node, plan_.kernels[size_t(l.kernel)].name,
+                     stream_->elapsed_ms(i == 0 ? t_begin_ : launch_ends_[i - 1], launch_ends_[i])});
+    }
+    return out;
+  }
 
  private:
   std::string known_names(bool outputs_too) const {
@@ -211,6 +222,7 @@ class CompiledStep final : public Executable {
       for (int32_t b : l.buffers) views.push_back(views_[size_t(b)]);
       stream_->dispatch(*kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups));
       stream_->barrier();
+      if (profile_) launch_ends_.push_back(stream_->timestamp());
     }
     for (const StateCopy& c : plan_.copies) {
       rt::BufferView from = views_[size_t(c.from)], to = views_[size_t(c.to)];
@@ -230,6 +242,8 @@ class CompiledStep final : public Executable {
   std::vector<rt::BufferView> views_;               // every buffer's binding
   std::unique_ptr<rt::CommandStream> stream_;
   uint32_t t_begin_ = 0, t_end_ = 0;
+  bool profile_ = false;
+  std::vector<uint32_t> launch_ends_;  // profile_: the timestamp after each launch
   double last_ms_ = 0;
 };
 

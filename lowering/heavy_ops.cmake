@@ -4,12 +4,14 @@
 #  * spire_heavy_kernels: the kernel templates (lowering/heavy_kernels/*_kernels.cpp), which know only
 #    ir/kernel, so they are tested and reused without a graph;
 #  * spire_heavy_lowering: lower_matmul.cpp, lower_conv2d.cpp, lower_pool2d.cpp, lower_softmax.cpp (graph
-#    nodes -> template shapes -> ctx.launch).
+#    nodes -> template shapes -> ctx.launch), and what tunable lowerings share (tunable.cpp: a node's
+#    config space and program; device_type.cpp: how graph dtypes are stored on devices).
 # lowering/CMakeLists.txt includes this file after add_library(spire_lowering ...); spire_lowering then links
 # spire_heavy_lowering. tests/lowering_heavy includes it on its own when the lowering library is not built.
 if(NOT TARGET spire_heavy_kernels)
   add_library(spire_heavy_kernels STATIC
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/heavy_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tuning_config.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/pool2d_kernels.cpp
@@ -18,6 +20,8 @@ if(NOT TARGET spire_heavy_kernels)
 
   add_library(spire_heavy_lowering STATIC
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/heavy_lowering.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/tunable.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/device_type.cpp
     ${CMAKE_CURRENT_LIST_DIR}/lower_matmul.cpp
     ${CMAKE_CURRENT_LIST_DIR}/lower_conv2d.cpp
     ${CMAKE_CURRENT_LIST_DIR}/lower_pool2d.cpp

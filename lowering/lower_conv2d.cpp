@@ -1,7 +1,9 @@
-// conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h).
+// conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
+// they spread their work tunable.
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/op_lowering.h"
+#include "lowering/tunable_ops.h"
 
 #include <stdexcept>
 
@@ -18,50 +20,73 @@ heavy::Conv2dShape shape_of(const graph::Node& node, const graph::Shape& x, cons
 
 }  // namespace
 
-void lower_conv2d(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
+TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
   const graph::Node& node = g.node(v);
-  kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  heavy::launch_heavy(
-      ctx, v,
-      [&] { return heavy::conv2d_kernel(shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape), t); });
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
+  TunableOp op;
+  op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
+  op.heuristic = heavy::conv2d_heuristic(s).config();
+  op.candidates = configs_of(heavy::conv2d_candidates(s, limits));
+  op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+    heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c));
+    return single_kernel_program(io, std::move(k.kernel), k.groups);
+  };
+  return op;
 }
 
 // (grad_out, w) with attr input_shape -> grad_x.
-void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
+TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
   const graph::Node& node = g.node(v);
-  kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  heavy::launch_heavy(
-      ctx, v, [&] { return heavy::conv2d_grad_input_kernel(shape_of(node, node.type.shape, g.type(node.inputs[1]).shape), t); });
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::Conv2dShape s = shape_of(node, node.type.shape, g.type(node.inputs[1]).shape);
+  TunableOp op;
+  op.key = {"conv2d_grad_input", s.text(), heavy::float_suffix(t, "conv2d_grad_input")};
+  op.heuristic = heavy::conv2d_grad_input_heuristic(s).config();
+  op.candidates = configs_of(heavy::conv2d_grad_input_candidates(s, limits));
+  op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+    heavy::HeavyKernel k = heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c));
+    return single_kernel_program(io, std::move(k.kernel), k.groups);
+  };
+  return op;
 }
 
 // (grad_out, x) with attr weight_shape -> grad_w. Long sums are split over several workgroups: their partial
 // sums go to a scratch buffer and a second launch adds them in a fixed order (deterministic, no atomics).
-void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
+TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
   const graph::Node& node = g.node(v);
-  kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  heavy::Conv2dShape s;
-  uint32_t splits = 1;
-  heavy::HeavyKernel partials, sum;
-  try {
-    s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
-    splits = heavy::conv2d_grad_weight_splits(s, t);
-    partials = heavy::conv2d_grad_weight_kernel(s, t, splits);
-    if (splits > 1) sum = heavy::conv2d_grad_weight_sum_kernel(s, t, splits);
-  } catch (const std::invalid_argument& e) {
-    throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(node.op), node.name, e.what()));
-  }
-  if (partials.groups == 0) return;
-  int32_t grad_y = ctx.buffer_of(node.inputs[0]), x = ctx.buffer_of(node.inputs[1]), grad_w = ctx.buffer_of(v);
-  if (splits == 1) {
-    ctx.launch(std::move(partials.kernel), {grad_y, x, grad_w}, rt::ScalarArgs{}, partials.groups);
-    return;
-  }
-  int32_t scratch = ctx.scratch(t, int64_t(splits) * s.cout * s.cin_per_group() * s.kh * s.kw);
-  ctx.launch(std::move(partials.kernel), {grad_y, x, scratch}, rt::ScalarArgs{}, partials.groups);
-  ctx.launch(std::move(sum.kernel), {scratch, grad_w}, rt::ScalarArgs{}, sum.groups);
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
+  TunableOp op;
+  op.key = {"conv2d_grad_weight", s.text(), heavy::float_suffix(t, "conv2d_grad_weight")};
+  op.heuristic = heavy::conv2d_grad_weight_heuristic(s, t).config();
+  op.candidates = configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits));
+  op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
+    const heavy::GradWeightConfig cfg = heavy::GradWeightConfig::from(c);
+    heavy::HeavyKernel partials = heavy::conv2d_grad_weight_kernel(s, t, cfg, limits);
+    if (cfg.splits == 1) return single_kernel_program(io, std::move(partials.kernel), partials.groups);
+    heavy::HeavyKernel sum = heavy::conv2d_grad_weight_sum_kernel(s, t, cfg.splits);
+    // Buffers: grad_y, x, grad_w, then the partial sums [splits][weights].
+    KernelProgram p;
+    p.buffers = io;
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(cfg.splits) * s.cout * s.cin_per_group() * s.kh * s.kw});
+    p.launches.push_back({std::move(partials.kernel), {0, 1, 3}, partials.groups, {}});
+    p.launches.push_back({std::move(sum.kernel), {3, 2}, sum.groups, {}});
+    return p;
+  };
+  return op;
+}
+
+void lower_conv2d(LoweringContext& ctx, graph::Value v) {
+  lower_tunable(ctx, v, [&] { return tunable_conv2d(ctx.graph(), v, ctx.limits()); });
+}
+
+void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {
+  lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_input(ctx.graph(), v, ctx.limits()); });
+}
+
+void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v) {
+  lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_weight(ctx.graph(), v, ctx.limits()); });
 }
 
 }  // namespace spire::lowering

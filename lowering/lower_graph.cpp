@@ -14,6 +14,7 @@
 #include "lowering/plan.h"
 #include "lowering/prepare.h"
 #include "lowering/schedule.h"
+#include "lowering/tunable.h"
 
 namespace spire::lowering {
 
@@ -31,13 +32,16 @@ BufferRole role_of(graph::OpKind op) {
 
 class PlanBuilder final : public LoweringContext {
  public:
-  PlanBuilder(const graph::Graph& g, std::vector<bool> fused, const rt::DeviceInfo& info)
-      : g_(g), info_(info), buffer_of_value_(size_t(g.size()), -1), fused_(std::move(fused)) {}
+  PlanBuilder(const graph::Graph& g, std::vector<bool> fused, const rt::DeviceInfo& info, const TuningChoices* tuning)
+      : g_(g), info_(info), buffer_of_value_(size_t(g.size()), -1), fused_(std::move(fused)), limits_(limits_of(info)),
+        tuning_(tuning) {}
 
   const graph::Graph& graph() const override { return g_; }
   const rt::DeviceInfo& device() const override { return info_; }
 
   bool fused(graph::Value v) const override { return fused_.at(size_t(v.id)); }
+  const TuningChoices* tuning() const override { return tuning_; }
+  heavy::Limits limits() const override { return limits_; }
 
   int32_t buffer_of(graph::Value v) override {
     if (fused_.at(size_t(v.id)))
@@ -109,6 +113,8 @@ class PlanBuilder final : public LoweringContext {
   const rt::DeviceInfo& info_;
   std::vector<int32_t> buffer_of_value_;
   std::vector<bool> fused_;
+  heavy::Limits limits_;
+  const TuningChoices* tuning_;
   std::unordered_map<std::string, int32_t> kernel_by_text_;
   Plan plan_;
   std::string current_node_;
@@ -134,9 +140,10 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 
 }  // namespace
 
-Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes) {
+Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
+           const TuningChoices* tuning) {
   graph::Graph g = prepare_for_fusion(original, passes);
-  PlanBuilder ctx(g, fuse_pointwise(g), info);
+  PlanBuilder ctx(g, fuse_pointwise(g), info, tuning);
   for (graph::Value v : schedule(g)) {
     if (ctx.fused(v)) continue;  // computed inside its user's kernel
     ctx.set_current(g.node(v).name);

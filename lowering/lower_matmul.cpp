@@ -1,17 +1,28 @@
-// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h).
+// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable.
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "lowering/op_lowering.h"
+#include "lowering/tunable_ops.h"
 
 namespace spire::lowering {
 
-void lower_matmul(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
+TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
   const graph::Node& node = g.node(v);
-  kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  heavy::launch_heavy(
-      ctx, v,
-      [&] { return heavy::matmul_kernel(heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape), t); });
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::MatmulShape s = heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
+  TunableOp op;
+  op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
+  op.heuristic = heavy::choose_matmul_tiling(s, t).config();
+  op.candidates = configs_of(heavy::matmul_candidates(s, t, limits));
+  op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+    heavy::HeavyKernel k = heavy::matmul_kernel(s, t, heavy::MatmulTiling::from(c));
+    return single_kernel_program(io, std::move(k.kernel), k.groups);
+  };
+  return op;
+}
+
+void lower_matmul(LoweringContext& ctx, graph::Value v) {
+  lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits()); });
 }
 
 }  // namespace spire::lowering

@@ -8,12 +8,15 @@
 //   * split: few outputs over a very long R (a loss over a whole batch): R is cut into chunks, one workgroup
 //     per (output, chunk) writes partial results to scratch, and a second launch reduces those.
 // R == 1 (no axes, or only size-1 axes) moves no data: the result aliases the input.
+// Which template, its workgroup size and the split count are tunable (tunable_reduce): "path=0|1" (loop |
+// workgroup), "wg=N", "chunks=C" (C > 1: the split form, whose second pass keeps the heuristic).
 #include <algorithm>
 
 #include <fmt/format.h>
 
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
+#include "lowering/tunable_ops.h"
 
 namespace spire::lowering {
 
@@ -27,6 +30,7 @@ constexpr uint32_t kReduceWorkgroup = 256;
 enum class Combine { Sum, Max };
 
 struct Reduction {
+  std::string key;       // "<input shape>_r<reduced dims>": the tuning key's shape
   Combine combine = Combine::Sum;
   bool mean = false;
   int64_t outputs = 0;   // O
@@ -56,6 +60,9 @@ Reduction describe(const graph::Graph& g, graph::Value v) {
     (reduce_dim[d] ? red_strides : kept_strides).push_back(strides[d]);
   }
   Reduction r;
+  r.key = shape_tag(in) + "_r";
+  for (size_t d = 0; d < in.size(); ++d)
+    if (reduce_dim[d]) r.key += fmt::format("{}{}", r.key.back() == 'r' ? "" : "_", d);
   r.combine = n.op == K::Max ? Combine::Max : Combine::Sum;
   r.mean = n.op == K::Mean;
   r.outputs = graph::num_elements(kept_sizes);
@@ -73,8 +80,8 @@ Val element(kir::KernelBuilder& kb, kir::Buf x, const Reduction& r, Val base, Va
   return x[r.over.terms.empty() ? base : base + r.over.emit(kb, k)];
 }
 
-kir::Kernel loop_kernel(const std::string& name, Type t, const Reduction& r) {
-  kir::KernelBuilder kb(name, kReduceWorkgroup);
+kir::Kernel loop_kernel(const std::string& name, Type t, const Reduction& r, uint32_t wg) {
+  kir::KernelBuilder kb(name, wg);
   kir::Buf x = kb.buffer("x", t, kir::Access::Read);
   kir::Buf y = kb.buffer("y", t, kir::Access::Write);
   Val o = kb.global_id();
@@ -93,8 +100,7 @@ kir::Kernel loop_kernel(const std::string& name, Type t, const Reduction& r) {
 // One workgroup per (output, chunk): with chunks == 1 a workgroup folds a whole output's R elements and stores
 // the result; with chunks > 1 each folds R / chunks of them into partials[output * chunks + chunk], which a
 // second launch combines (lower_reduce), so an output over millions of elements still spreads over the device.
-kir::Kernel workgroup_kernel(const std::string& name, Type t, const Reduction& r, int64_t chunks = 1) {
-  const uint32_t wg = kReduceWorkgroup;
+kir::Kernel workgroup_kernel(const std::string& name, Type t, const Reduction& r, uint32_t wg, int64_t chunks = 1) {
   const int64_t chunk_len = (r.reduced + chunks - 1) / chunks;
   kir::KernelBuilder kb(name, wg);
   kir::Buf x = kb.buffer("x", t, kir::Access::Read);
@@ -143,42 +149,110 @@ int64_t split_chunks(const Reduction& r) {
   return std::min(kMaxChunks, (r.reduced + kChunk - 1) / kChunk);
 }
 
-void launch_reduction(LoweringContext& ctx, const std::string& stem, Type t, const Reduction& r, int32_t in, int32_t out) {
-  if (r.reduced > 0 && use_workgroup(r))
-    ctx.launch(workgroup_kernel(stem + "_wg", t, r), {in, out}, {}, uint64_t(r.outputs));
+struct ReduceConfig {
+  bool workgroup = false;   // the workgroup template (else the loop)
+  uint32_t wg = kReduceWorkgroup;
+  int64_t chunks = 1;       // > 1: the split form (workgroup template, then a heuristic second pass)
+  heavy::Config config() const { return {{"path", workgroup ? 1 : 0}, {"wg", wg}, {"chunks", chunks}}; }
+  static ReduceConfig from(const heavy::Config& c) {
+    int64_t path = c.get("path"), wg = c.get("wg"), chunks = c.get("chunks");
+    if ((path != 0 && path != 1) || wg < 1 || wg > 1024 || chunks < 1 || chunks > 4096 || (chunks > 1 && path != 1) ||
+        (path == 1 && (wg & (wg - 1)) != 0))
+      throw std::invalid_argument(fmt::format("reduction config '{}': path 0 (loop) or 1 (workgroup, wg a power of two), "
+                                              "wg 1..1024, chunks 1..4096 (more than 1 only with path 1)", c.text()));
+    return ReduceConfig{path == 1, uint32_t(wg), chunks};
+  }
+  friend bool operator==(const ReduceConfig&, const ReduceConfig&) = default;
+};
+
+// Without tuning: the split form for few outputs over a very long extent, else the workgroup template where
+// use_workgroup() says so, 256 invocations per workgroup either way.
+ReduceConfig heuristic(const Reduction& r) {
+  if (int64_t chunks = split_chunks(r); chunks > 1) return {true, kReduceWorkgroup, chunks};
+  return {r.reduced > 0 && use_workgroup(r), kReduceWorkgroup, 1};
+}
+
+std::vector<ReduceConfig> candidates(const Reduction& r, const heavy::Limits& limits) {
+  std::vector<ReduceConfig> out{heuristic(r)};
+  auto add = [&](ReduceConfig c) {
+    if (c.wg <= limits.max_invocations && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  for (uint32_t wg : {64u, 128u, 256u, 512u}) add({false, wg, 1});
+  if (r.reduced > 0)
+    for (uint32_t wg : {32u, 64u, 128u, 256u, 512u}) add({true, wg, 1});
+  // Splits of about 1024, 4096 and 16384 elements per chunk, where there are few outputs to spread.
+  if (r.outputs < 1024)
+    for (int64_t per_chunk : {1024, 4096, 16384}) {
+      int64_t chunks = (r.reduced + per_chunk - 1) / per_chunk;
+      if (chunks >= 2 && chunks <= 1024) add({true, kReduceWorkgroup, chunks});
+    }
+  return out;
+}
+
+// The launches of one reduction from buffer `in` to buffer `out` (program buffer indices).
+void add_reduction(KernelProgram& p, const std::string& stem, const std::string& suffix, Type t, const Reduction& r,
+                   const ReduceConfig& c, int32_t in, int32_t out) {
+  if (c.workgroup)
+    p.launches.push_back({workgroup_kernel(stem + "_wg" + suffix, t, r, c.wg), {in, out}, uint64_t(r.outputs), {}});
   else
-    ctx.launch(loop_kernel(stem + "_loop", t, r), {in, out}, {}, groups_for(r.outputs, kReduceWorkgroup));
+    p.launches.push_back({loop_kernel(stem + "_loop" + suffix, t, r, c.wg), {in, out}, groups_for(r.outputs, c.wg), {}});
+}
+
+KernelProgram reduction_program(const std::string& stem, Type t, const Reduction& r, const ReduceConfig& c,
+                                std::vector<ProgramBuffer> io) {
+  // Two configs' kernels must differ in name where they differ at all: the heuristic's keep their old names.
+  const std::string suffix = c == heuristic(r) ? "" : fmt::format("_w{}", c.wg);
+  KernelProgram p;
+  if (c.chunks == 1) {
+    p.buffers = std::move(io);  // x, y
+    add_reduction(p, stem, suffix, t, r, c, 0, 1);
+    return p;
+  }
+  // Pass 1: partial results [outputs, chunks] in scratch; pass 2 reduces them like any other reduction. The
+  // scratch is the program's first buffer, so the plan numbers it before x and y, as it always has.
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, r.outputs * c.chunks});
+  p.buffers.insert(p.buffers.end(), io.begin(), io.end());  // then x, y
+  p.launches.push_back({workgroup_kernel(stem + fmt::format("_split{}", c.chunks) + suffix, t, r, c.wg, c.chunks), {1, 0},
+                        uint64_t(r.outputs * c.chunks), {}});
+  Reduction second = r;
+  second.reduced = c.chunks;
+  second.kept = IndexMap::strided({r.outputs}, {c.chunks});
+  second.over = IndexMap::strided({c.chunks}, {1});
+  add_reduction(p, stem + "_combine", "", t, second, heuristic(second), 0, 2);
+  return p;
 }
 
 }  // namespace
 
-void lower_reduce(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
+std::optional<TunableOp> tunable_reduce(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
   const graph::Node& n = g.node(v);
   graph::Value x = n.inputs[0];
   Reduction r = describe(g, v);
-  if (r.reduced == 1) {  // nothing is combined: same elements, same order
-    ctx.alias(v, x);
-    return;
-  }
-  if (r.outputs == 0) return;
+  if (r.reduced == 1 || r.outputs == 0) return std::nullopt;
   Type t = device_type(n.type.dtype);
   std::string stem = fmt::format("{}_{}_{}_to_{}", graph::op_name(n.op), graph::dtype_name(n.type.dtype),
                                  shape_tag(g.type(x).shape), shape_tag(n.type.shape));
-  int64_t chunks = split_chunks(r);
-  if (chunks > 1) {
-    // Pass 1: partial results [outputs, chunks] in scratch; pass 2 reduces them like any other reduction.
-    int32_t partials = ctx.scratch(t, r.outputs * chunks);
-    ctx.launch(workgroup_kernel(stem + fmt::format("_split{}", chunks), t, r, chunks), {ctx.buffer_of(x), partials}, {},
-               uint64_t(r.outputs * chunks));
-    Reduction second = r;
-    second.reduced = chunks;
-    second.kept = IndexMap::strided({r.outputs}, {chunks});
-    second.over = IndexMap::strided({chunks}, {1});
-    launch_reduction(ctx, stem + "_combine", t, second, partials, ctx.buffer_of(v));
+  TunableOp op;
+  op.key = {std::string("reduce_") + (r.combine == Combine::Max ? "max" : r.mean ? "mean" : "sum"), r.key,
+            std::string(kir::type_name(t))};
+  op.heuristic = heuristic(r).config();
+  for (const ReduceConfig& c : candidates(r, limits)) op.candidates.push_back(c.config());
+  op.build = [stem, t, r, io = io_buffers(g, v)](const heavy::Config& c) {
+    return reduction_program(stem, t, r, ReduceConfig::from(c), io);
+  };
+  return op;
+}
+
+void lower_reduce(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  Reduction r = describe(g, v);
+  if (r.reduced == 1) {  // nothing is combined: same elements, same order
+    ctx.alias(v, n.inputs[0]);
     return;
   }
-  launch_reduction(ctx, stem, t, r, ctx.buffer_of(x), ctx.buffer_of(v));
+  if (r.outputs == 0) return;
+  lower_tunable(ctx, v, [&] { return *tunable_reduce(g, v, ctx.limits()); });
 }
 
 }  // namespace spire::lowering

@@ -12,6 +12,8 @@
 
 #include "ir/graph/graph.h"
 #include "ir/kernel/kernel.h"
+#include "lowering/heavy_kernels/tuning_config.h"
+#include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
@@ -53,6 +55,10 @@ class LoweringContext {
   // True when `v` is computed inside its only user's kernel (pointwise fusion, fuse.h): it gets no buffer and
   // no launch of its own; the user's lowering emits its arithmetic. Heavy ops never see a fused input.
   virtual bool fused(graph::Value v) const { return false; }
+  // The tuner's choices for the device lowered for (tuning_choices.h); null: every template's heuristic.
+  virtual const TuningChoices* tuning() const { return nullptr; }
+  // The device's workgroup limits, which bound the candidate configs a tuning choice must be among.
+  virtual heavy::Limits limits() const { return {}; }
 };
 
 // Workgroups to cover `n` items with `per_group` items each.

@@ -68,8 +68,10 @@ struct Plan {
 };
 
 // Lowers `g` (decompose, the before_fusion passes of `passes` when given, schedule, lower every node, plan
-// memory) for a device with `info`'s limits.
-Plan lower(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes = nullptr);
+// memory) for a device with `info`'s limits. Tunable nodes use `tuning`'s choice for their key where it has one,
+// else their template's heuristic.
+Plan lower(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes = nullptr,
+           const TuningChoices* tuning = nullptr);
 
 // The plan as text: buffers (role, type, size, arena offset, values), kernels, launches in order, copies.
 std::string plan_text(const Plan& p);

@@ -14,6 +14,7 @@
 #include "runtime/device.h"
 #include "training/batches.h"
 #include "training/progress_bar.h"
+#include "tuning/tuning_setup.h"
 
 namespace spire::training {
 
@@ -89,17 +90,20 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   gopt.relu_op = opt.relu_op;
   gopt.sgd_options = {.lr = opt.lr, .momentum = opt.momentum, .weight_decay = opt.weight_decay};
   const graph::Graph step_graph = nn::build_lenet_graph(gopt);
+  const graph::Graph forward_graph = lenet_forward_graph(opt.eval_batch, opt.relu_op);
+  const lowering::MapTuningChoices choices =
+      tuning::prepare_tuning({opt.tune, opt.tuning_cache}, *device, {&step_graph, &forward_graph}, log);
   if (!opt.dump_dir.empty()) {
     // 01-graph: the forward pass and the loss as built; 02-joint: with autograd's backward and the SGD update.
     nn::LeNetGraphOptions forward_only = gopt;
     forward_only.backward = false;
     const auto report = lowering::dump_pipeline(opt.dump_dir, nn::build_lenet_graph(forward_only), &step_graph,
-                                                {.target = device->info()});
+                                                {.target = device->info(), .tuning = &choices});
     fmt::print(log, "{}", lowering::dump_summary(report, opt.dump_dir));
   }
   auto t0 = Clock::now();
-  auto step = lowering::compile(step_graph, *device);
-  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch, opt.relu_op), *device);
+  auto step = lowering::compile(step_graph, *device, {.tuning = &choices});
+  auto forward = lowering::compile(forward_graph, *device, {.tuning = &choices});
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());
 

@@ -28,6 +28,8 @@ struct TrainOptions {
   bool progress = true;
   std::string dump_dir;         // non-empty: write every stage of the training step there (lowering/dump.h)
   std::string relu_op = "relu"; // the op of LeNet's ReLUs: a custom op's name trains with it (--relu)
+  bool tune = false;            // tune the step's and the test pass's kernels first (tuning/tuning_setup.h)
+  std::string tuning_cache;     // the tuning cache file ("": the default, tuning/tuning_cache.h)
   // Pixels fed as (p/255 - pixel_mean) / pixel_std: by default ToTensor then Normalize((0.5,), (0.5,)), i.e.
   // [-1, 1]. Measured on the H100/H200 (docs/PERFORMANCE.md): it learns faster in a short run than [0, 1]
   // and ends 5 epochs at 88.0-88.7% over seeds 0-3.

@@ -157,20 +157,94 @@ constexpr uint32_t kRowThreads = 64;
 // channels) a GPU would run few, long invocations, so the per-element kernel is kept there.
 constexpr int64_t kMinRowInvocations = 1024;
 
+// A whole result row per invocation needs the row and the window to be short (their columns are unrolled).
+bool rows_fit(int64_t cols, int64_t kw) { return cols <= kMaxRowCols && kw <= kMaxRowCols; }
+
+// Throws for a config this shape cannot take; `result_cols` is the result's row length and
+// `result_channels_per_group` its channels per group (c_block must divide them).
+void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_cols, int64_t result_channels_per_group,
+                  const char* op) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument(fmt::format("{}: config '{}' {}", op, c.config().text(), why));
+  };
+  if (c.wg < 1 || c.wg > 1024) fail("needs a workgroup of 1..1024 invocations");
+  if (c.rows && !rows_fit(result_cols, s.kw))
+    fail(fmt::format("takes rows, but rows of {} columns (window {} wide) are longer than {}", result_cols, s.kw, kMaxRowCols));
+  if (c.c_block < 1 || (c.c_block > 1 && (c.rows || result_channels_per_group % c.c_block != 0)))
+    fail(fmt::format("needs a c_block dividing the {} result channels per group, and no rows", result_channels_per_group));
+}
+
+// The config's values after the kernel's name, where they are not what the name already implies (the
+// heuristic's): kernels of two configs must be told apart in plans.
+std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
+  if (c == heuristic) return "";
+  std::string out = fmt::format("_{}_wg{}", c.rows ? "rows" : "elems", c.wg);
+  if (c.c_block > 1) out += fmt::format("_c{}", c.c_block);
+  return out;
+}
+
 }  // namespace
 
-HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
-  std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d");
+Config Conv2dConfig::config() const { return Config{{"rows", rows ? 1 : 0}, {"wg", wg}, {"c_block", c_block}}; }
+
+Conv2dConfig Conv2dConfig::from(const Config& c) {
+  int64_t rows = c.get("rows"), wg = c.get("wg"), co = c.get("c_block");
+  if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64)
+    throw std::invalid_argument(fmt::format("conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64", c.text()));
+  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co)};
+}
+
+Conv2dConfig conv2d_heuristic(const Conv2dShape& s) {
+  if (rows_fit(s.wo, s.kw) && s.n * s.cout * s.ho >= kMinRowInvocations) return {true, kRowThreads, 1};
+  return {false, kThreads, 1};
+}
+
+Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s) {
+  if (rows_fit(s.w, s.kw) && s.n * s.cin * s.h >= kMinRowInvocations) return {true, kRowThreads, 1};
+  return {false, kThreads, 1};
+}
+
+namespace {
+
+// Rows (where they fit) and elements of 1 to 8 channels (dividing `channels_per_group`), each with a few
+// workgroup sizes.
+std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t result_cols, int64_t kw,
+                                     int64_t channels_per_group, const Limits& limits) {
+  std::vector<Conv2dConfig> out{heuristic};
+  auto add = [&](Conv2dConfig c) {
+    if (c.wg <= limits.max_invocations && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  if (rows_fit(result_cols, kw))
+    for (uint32_t wg : {32u, 64u, 128u, 256u}) add({true, wg, 1});
+  for (uint32_t cb : {1u, 2u, 3u, 4u, 6u, 8u})
+    if (channels_per_group % cb == 0)
+      for (uint32_t wg : {64u, 128u, 256u}) add({false, wg, cb});
+  return out;
+}
+
+}  // namespace
+
+std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits) {
+  return candidates(conv2d_heuristic(s), s.wo, s.kw, s.cout_per_group(), limits);
+}
+
+std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits) {
+  return candidates(conv2d_grad_input_heuristic(s), s.w, s.kw, s.cin_per_group(), limits);
+}
+
+HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
+  std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s));
   check_sizes(s);
+  check_config(s, c, s.wo, s.cout_per_group(), "conv2d");
   const uint32_t total = uint32_t(s.n * s.cout * s.ho * s.wo);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
-  if (s.wo <= kMaxRowCols && s.kw <= kMaxRowCols && s.n * s.cout * s.ho >= kMinRowInvocations) {
+  if (c.rows) {
     const uint32_t rows_total = uint32_t(s.n * s.cout * s.ho);
-    KernelBuilder kb(name, kRowThreads);
+    KernelBuilder kb(name, c.wg);
     Buf x = kb.buffer("x", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
     Buf y = kb.buffer("y", t, Access::Write);
@@ -197,18 +271,22 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
       Val y_row = o * Wo;
       for (uint32_t j = 0; j < Wo; ++j) y[y_row + j] = acc[j].get();
     });
-    return {kb.finish(), groups_for_threads(rows_total, kRowThreads)};
+    return {kb.finish(), groups_for_threads(rows_total, c.wg)};
   }
 
-  KernelBuilder kb(name, kThreads);
+  // One invocation per result element of c_block neighbouring output channels (channel co .. co+cob-1 of
+  // one group): every input element it loads serves all of them.
+  const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob, items = total / cob;
+  KernelBuilder kb(name, c.wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
   Val o = kb.global_id();
-  kb.if_(o < total, [&] {
+  kb.if_(o < items, [&] {
     Val wo = o % Wo, t1 = o / Wo;
     Val ho = t1 % Ho, t2 = t1 / Ho;
-    Val co = t2 % uint32_t(s.cout), n = t2 / uint32_t(s.cout);
+    Val cb = t2 % co_count, n = t2 / co_count;
+    Val co = cob == 1 ? cb : cb * cob;
     Val g = co / opg;
     Val x_base = (n * uint32_t(s.cin) + g * cpg) * (H * W);
     Val w_base = co * (cpg * taps);
@@ -225,7 +303,12 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
       if (s.pad_w == 0) return TapAxis{Val(), cast(wi, Type::U32), c};
       return TapAxis{(wi >= 0) & (wi < int32_t(W)), clamp_index(wi, W), c};
     };
-    Var acc = kb.var("acc", kb.constant(t, 0));
+    std::vector<Var> acc;
+    std::vector<Val> w_bases;  // channel j of the block's weights
+    for (uint32_t j = 0; j < cob; ++j) {
+      acc.push_back(kb.var(cob == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
+      w_bases.push_back(j == 0 ? w_base : w_base + j * (cpg * taps));
+    }
     Val ci;  // the channel loop's variable, set by `around`
     auto around = [&](const std::function<void()>& taps_body) {
       kb.for_(kb.u32(0), kb.u32(cpg), [&](Val c) {
@@ -235,26 +318,35 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t) {
     };
     for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
       Val xv = x[x_base + ci * (H * W) + rr.offset + cc.offset];
-      Val wv = w[w_base + ci * taps + rr.w_offset + cc.w_offset];
-      acc += masked(both(rr.ok, cc.ok), xv * wv);
+      for (uint32_t j = 0; j < cob; ++j) {
+        Val wv = w[w_bases[j] + ci * taps + rr.w_offset + cc.w_offset];
+        acc[j] += masked(both(rr.ok, cc.ok), xv * wv);
+      }
     });
-    y[o] = acc.get();
+    if (cob == 1) {
+      y[o] = acc[0].get();
+    } else {
+      Val y0 = ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo + wo;
+      for (uint32_t j = 0; j < cob; ++j) y[y0 + j * (Ho * Wo)] = acc[j].get();
+    }
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(items, c.wg)};
 }
 
-HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
-  std::string name = "conv2d_grad_input_" + s.text() + "_" + float_suffix(t, "conv2d_grad_input");
+HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
+  std::string name = "conv2d_grad_input_" + s.text() + "_" + float_suffix(t, "conv2d_grad_input") +
+                     name_suffix(c, conv2d_grad_input_heuristic(s));
   check_sizes(s);
+  check_config(s, c, s.w, s.cin_per_group(), "conv2d_grad_input");
   const uint32_t total = uint32_t(s.n * s.cin * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
-  if (s.w <= kMaxRowCols && s.kw <= kMaxRowCols && s.n * s.cin * s.h >= kMinRowInvocations) {
+  if (c.rows) {
     const uint32_t rows_total = uint32_t(s.n * s.cin * s.h);
-    KernelBuilder kb(name, kRowThreads);
+    KernelBuilder kb(name, c.wg);
     Buf gy = kb.buffer("grad_y", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
     Buf gx = kb.buffer("grad_x", t, Access::Write);
@@ -286,18 +378,22 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
       Val x_row = o * W;
       for (uint32_t j = 0; j < W; ++j) gx[x_row + j] = acc[j].get();
     });
-    return {kb.finish(), groups_for_threads(rows_total, kRowThreads)};
+    return {kb.finish(), groups_for_threads(rows_total, c.wg)};
   }
 
-  KernelBuilder kb(name, kThreads);
+  // One invocation per result element of c_block neighbouring input channels (of one group): every grad_y
+  // element it loads serves all of them.
+  const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib, items = total / cib;
+  KernelBuilder kb(name, c.wg);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
   Val o = kb.global_id();
-  kb.if_(o < total, [&] {
+  kb.if_(o < items, [&] {
     Val wi = o % W, t1 = o / W;
     Val hi = t1 % H, t2 = t1 / H;
-    Val ci = t2 % uint32_t(s.cin), n = t2 / uint32_t(s.cin);
+    Val cb = t2 % ci_count, n = t2 / ci_count;
+    Val ci = cib == 1 ? cb : cb * cib;
     Val g = ci / cpg, cil = ci % cpg;
     Val gy_base = (n * uint32_t(s.cout) + g * opg) * (Ho * Wo);
     Val w_base = (g * opg * cpg + cil) * taps;
@@ -314,7 +410,12 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
     };
     auto row = [&](Val r) { return axis(hi, r, s.pad_h, s.dil_h, s.stride_h, Ho, Wo, uint32_t(s.kw)); };
     auto col = [&](Val c) { return axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1); };
-    Var acc = kb.var("acc", kb.constant(t, 0));
+    std::vector<Var> acc;
+    std::vector<Val> w_bases;  // input channel j of the block's weights
+    for (uint32_t j = 0; j < cib; ++j) {
+      acc.push_back(kb.var(cib == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
+      w_bases.push_back(j == 0 ? w_base : w_base + j * taps);
+    }
     Val col_idx;  // output channel within the group, set by `around`
     auto around = [&](const std::function<void()>& taps_body) {
       kb.for_(kb.u32(0), kb.u32(opg), [&](Val c) {
@@ -324,12 +425,19 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t) {
     };
     for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
       Val gv = gy[gy_base + col_idx * (Ho * Wo) + rr.offset + cc.offset];
-      Val wv = w[w_base + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
-      acc += masked(both(rr.ok, cc.ok), gv * wv);
+      for (uint32_t j = 0; j < cib; ++j) {
+        Val wv = w[w_bases[j] + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
+        acc[j] += masked(both(rr.ok, cc.ok), gv * wv);
+      }
     });
-    gx[o] = acc.get();
+    if (cib == 1) {
+      gx[o] = acc[0].get();
+    } else {
+      Val x0 = ((n * uint32_t(s.cin) + ci) * H + hi) * W + wi;
+      for (uint32_t j = 0; j < cib; ++j) gx[x0 + j * (H * W)] = acc[j].get();
+    }
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(items, c.wg)};
 }
 
 namespace {
@@ -381,7 +489,83 @@ GradWeightTiling grad_weight_tiling(const Conv2dShape& s, Type t) {
   return g;
 }
 
+// Row mode needs the block to span the window's width and output rows short enough to unroll.
+bool row_mode_fits(const Conv2dShape& s, uint32_t block_cols) { return block_cols == s.kw && s.wo <= kMaxRowCols; }
+
+// The tiling a config asks for; throws std::invalid_argument for one the shape or the limits cannot take.
+GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig& c, const Limits& limits) {
+  auto fail = [&](const std::string& why) {
+    throw std::invalid_argument(fmt::format("conv2d_grad_weight: config '{}' {}", c.config().text(), why));
+  };
+  if (c.splits < 1 || c.splits > 64) fail(fmt::format("has {} splits (1..64)", c.splits));
+  if (c.block_rows < 1 || c.block_rows > s.kh || c.block_cols < 1 || c.block_cols > s.kw ||
+      c.block_rows * c.block_cols > kMaxBlockTaps)
+    fail(fmt::format("needs a block of at most {} taps within the {}x{} window", kMaxBlockTaps, s.kh, s.kw));
+  if (c.wg < 1 || c.wg > 1024 || (c.wg & (c.wg - 1)) != 0) fail("needs a power-of-two workgroup of 1..1024 invocations");
+  const uint32_t elem = t == Type::F64 ? 8 : 4;
+  if (uint64_t(c.block_rows) * c.block_cols * c.wg * elem > std::max(limits.shared_bytes, kSharedBytes))
+    fail("needs more workgroup memory than the device has");
+  if (c.row_mode && !row_mode_fits(s, c.block_cols)) fail("takes whole output rows, which this shape does not allow");
+  GradWeightTiling g;
+  g.rows = c.block_rows, g.cols = c.block_cols;
+  g.row_blocks = uint32_t((s.kh + g.rows - 1) / g.rows);
+  g.col_blocks = uint32_t((s.kw + g.cols - 1) / g.cols);
+  g.row_mode = c.row_mode;
+  g.terms = g.row_mode ? index_u32(s.n * s.ho, "conv2d_grad_weight rows per weight")
+                       : index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
+  g.wg = c.wg;
+  g.splits = c.splits;
+  return g;
+}
+
 }  // namespace
+
+Config GradWeightConfig::config() const {
+  return Config{{"block_rows", block_rows}, {"block_cols", block_cols}, {"wg", wg}, {"splits", splits},
+                {"row_mode", row_mode ? 1 : 0}};
+}
+
+GradWeightConfig GradWeightConfig::from(const Config& c) {
+  auto u = [&](const char* name, int64_t hi) {
+    int64_t v = c.get(name);
+    if (v < 0 || v > hi) throw std::invalid_argument(fmt::format("conv2d_grad_weight config '{}': {} must be 0..{}", c.text(), name, hi));
+    return uint32_t(v);
+  };
+  return GradWeightConfig{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", 64), u("row_mode", 1) == 1};
+}
+
+GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t) {
+  GradWeightTiling g = grad_weight_tiling(s, t);
+  return GradWeightConfig{g.rows, g.cols, g.wg, g.splits, g.row_mode};
+}
+
+std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s, Type t, const Limits& limits) {
+  const GradWeightConfig h = conv2d_grad_weight_heuristic(s, t);
+  std::vector<GradWeightConfig> out{h};
+  auto add = [&](GradWeightConfig c) {
+    if (c.wg > limits.max_invocations || std::find(out.begin(), out.end(), c) != out.end()) return;
+    try {
+      GradWeightTiling g = tiling_of(s, t, c, limits);
+      // Every split should give each invocation at least one term on average.
+      if (c.splits > 1 && uint64_t(c.splits) * c.wg > std::max<uint64_t>(g.terms, 1)) return;
+      out.push_back(c);
+    } catch (const std::invalid_argument&) {
+      // Not a config this shape takes: not a candidate.
+    }
+  };
+  std::vector<uint32_t> splits;
+  for (uint32_t sp : {1u, (h.splits + 1) / 2, h.splits, 2 * h.splits, 4 * h.splits})
+    if (sp <= 64 && std::find(splits.begin(), splits.end(), sp) == splits.end()) splits.push_back(sp);
+  std::vector<bool> modes{h.row_mode};
+  if (h.row_mode || row_mode_fits(s, h.block_cols)) modes.push_back(!h.row_mode);  // element mode always fits
+  for (bool mode : modes)
+    for (uint32_t wg : {32u, 64u, 128u, 256u})
+      for (uint32_t sp : splits) add({h.block_rows, h.block_cols, wg, sp, mode});
+  // One row of taps per block: fewer register sums, more workgroups.
+  if (h.block_rows > 1)
+    for (uint32_t sp : splits) add({1, h.block_cols, h.wg, sp, h.row_mode});
+  return out;
+}
 
 uint32_t conv2d_grad_weight_splits(const Conv2dShape& s, Type t) { return grad_weight_tiling(s, t).splits; }
 
@@ -392,12 +576,20 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t) {
 HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, uint32_t splits) {
   std::string name = "conv2d_grad_weight_" + s.text() + "_" + float_suffix(t, "conv2d_grad_weight");
   check_sizes(s);
+  if (s.cout * s.cin_per_group() * s.kh * s.kw == 0) return empty_result(name);
+  GradWeightConfig c = conv2d_grad_weight_heuristic(s, t);
+  c.splits = splits;
+  return conv2d_grad_weight_kernel(s, t, c);
+}
+
+HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWeightConfig& c, const Limits& limits) {
+  std::string name = "conv2d_grad_weight_" + s.text() + "_" + float_suffix(t, "conv2d_grad_weight");
+  check_sizes(s);
   const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
   if (weights == 0) return empty_result(name);
-  if (splits < 1 || splits > 64) throw std::invalid_argument(fmt::format("conv2d_grad_weight: {} splits (1..64)", splits));
+  const uint32_t splits = c.splits;
+  GradWeightTiling g = tiling_of(s, t, c, limits);
   index_u32(int64_t(weights) * splits, "conv2d_grad_weight partial sums");
-  GradWeightTiling g = grad_weight_tiling(s, t);
-  g.splits = splits;
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t KH = uint32_t(s.kh), KW = uint32_t(s.kw), taps = KH * KW;

@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lowering/heavy_kernels/heavy_kernel.h"
+#include "lowering/heavy_kernels/tuning_config.h"
 
 namespace spire::lowering::heavy {
 
@@ -42,8 +43,57 @@ Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
                          const std::vector<int64_t>& dilation, int64_t groups);
 
-HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t);
-HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t);
+// How conv2d and conv2d_grad_input spread their work (their config space): rows = 1 gives each invocation a
+// whole result row (only where rows are at most 32 columns and the window at most 32 wide), rows = 0 one
+// result element, or with c_block > 1 (it must divide the result's channels per group: output channels of
+// conv2d, input channels of conv2d_grad_input) the same element of c_block neighbouring channels, so each
+// element it loads serves all of them. wg is the workgroup size.
+struct Conv2dConfig {
+  bool rows = false;
+  uint32_t wg = 256;
+  uint32_t c_block = 1;
+  Config config() const;  // "rows=0,wg=256,c_block=1"
+  static Conv2dConfig from(const Config& c);
+  friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
+};
+// What the templates pick without tuning: rows where rows are short and there are >= 1024 of them (64 per
+// workgroup), else one element per invocation (256 per workgroup).
+Conv2dConfig conv2d_heuristic(const Conv2dShape& s);
+Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s);
+// The tuner's candidates (the heuristic first), within the device's workgroup size.
+std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits);
+std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits);
+
+// Throw std::invalid_argument for a config the shape cannot take (rows on long rows, a c_block that does not
+// divide the result's channels per group, a workgroup size outside 1..1024).
+HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c);
+HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c);
+inline HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t) { return conv2d_kernel(s, t, conv2d_heuristic(s)); }
+inline HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t) {
+  return conv2d_grad_input_kernel(s, t, conv2d_grad_input_heuristic(s));
+}
+
+// How conv2d_grad_weight tiles its work (its config space): a workgroup of wg invocations (a power of two)
+// owns one (cout, cin-in-group) pair, a block of block_rows x block_cols taps of the window (one register sum
+// per tap, at most 32) and one of `splits` parts of the N x Ho x Wo sum (1..64; more than one adds a second
+// launch, conv2d_grad_weight_sum_kernel). row_mode = 1 walks whole output rows (needs the block to span the
+// window's width and rows of at most 32 columns).
+struct GradWeightConfig {
+  uint32_t block_rows = 1, block_cols = 1;
+  uint32_t wg = 32;
+  uint32_t splits = 1;
+  bool row_mode = false;
+  Config config() const;  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1"
+  static GradWeightConfig from(const Config& c);
+  friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;
+};
+GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, kir::Type t);
+std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s, kir::Type t, const Limits& limits);
+// Throws std::invalid_argument for a config the shape or the 16 KiB of workgroup memory every device has
+// cannot take; `limits` allows more where the device has it.
+HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,
+                                      const Limits& limits = {});
+
 // How many workgroups share each weight's N x Ho x Wo sum (1..64): enough workgroups to fill a large GPU
 // without leaving each invocation only a few terms.
 uint32_t conv2d_grad_weight_splits(const Conv2dShape& s, kir::Type t);

@@ -1,5 +1,6 @@
 #include "lowering/heavy_kernels/matmul_kernel.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -12,6 +13,13 @@ int64_t MatmulShape::batch_count() const {
   int64_t c = 1;
   for (int64_t d : batch) c *= d;
   return c;
+}
+
+std::string MatmulShape::text() const {
+  std::string t = fmt::format("m{}_k{}_n{}", m, k, n);
+  if (!batch.empty())
+    t += fmt::format("_a{}_b{}", a_batch.empty() ? "1" : dims_text(a_batch), b_batch.empty() ? "1" : dims_text(b_batch));
+  return t;
 }
 
 MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
@@ -58,6 +66,43 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
   return MatmulTiling{16, 16, 16, 1, 1};
 }
 
+Config MatmulTiling::config() const {
+  return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
+}
+
+MatmulTiling MatmulTiling::from(const Config& c) {
+  auto u = [&](const char* name) {
+    int64_t v = c.get(name);
+    if (v < 1 || v > 1024) throw std::invalid_argument(fmt::format("matmul config '{}': {} must be 1..1024", c.text(), name));
+    return uint32_t(v);
+  };
+  return MatmulTiling{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};
+}
+
+std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const Limits& limits) {
+  const bool f64 = t == Type::F64;
+  const uint32_t elem = f64 ? 8 : 4;
+  std::vector<MatmulTiling> out{choose_matmul_tiling(s, t)};
+  // A block more than twice the (power-of-two rounded) extent only adds masked work.
+  auto fits_extent = [](uint32_t tile, int64_t extent) { return tile <= std::max<uint32_t>(16, pow2_clamped(uint64_t(std::max<int64_t>(extent, 1)), 1, 1u << 30)); };
+  // (tile_m, tile_n, reg_m, reg_n): square and 2:1 blocks of 64 to 512 invocations.
+  const uint32_t blocks[][4] = {{16, 16, 1, 1},  {32, 32, 2, 2},   {64, 32, 4, 2},   {32, 64, 2, 4},
+                                {64, 64, 4, 4},  {64, 64, 8, 8},   {64, 64, 4, 2},   {128, 64, 8, 4},
+                                {64, 128, 4, 8}, {128, 128, 8, 8}, {128, 128, 8, 4}};
+  const uint32_t depths_f32[] = {8, 16, 32}, depths_f64[] = {4, 8, 16};
+  for (const auto& b : blocks) {
+    for (uint32_t k : f64 ? depths_f64 : depths_f32) {
+      MatmulTiling tl{b[0], b[1], k, b[2], b[3]};
+      const uint64_t shared = uint64_t(tl.tile_k) * (tl.tile_m + 1 + tl.tile_n) * elem;
+      if (!fits_extent(tl.tile_m, s.m) || !fits_extent(tl.tile_n, s.n) || !fits_extent(tl.tile_k, s.k)) continue;
+      if (tl.invocations() > limits.max_invocations || shared > limits.shared_bytes) continue;
+      if (tl.tile_k * tl.reg_m * tl.reg_n > 1024) continue;
+      if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 // Element offset of batch `b` (linear over s.batch, last dim fastest) in an operand with `strides`.
@@ -97,9 +142,7 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   // padding per row keeps the transposing store from hitting a single memory bank.
   const uint32_t a_ld = tl.tile_m + 1;
 
-  std::string name = fmt::format("matmul_m{}_k{}_n{}", M, K, N);
-  if (!s.batch.empty()) name += fmt::format("_a{}_b{}", s.a_batch.empty() ? "1" : dims_text(s.a_batch),
-                                            s.b_batch.empty() ? "1" : dims_text(s.b_batch));
+  std::string name = "matmul_" + s.text();
   name += fmt::format("_t{}x{}x{}_r{}x{}_{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n, suffix);
 
   if (M == 0 || N == 0 || batches == 0) return empty_result(name);

@@ -9,9 +9,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "lowering/heavy_kernels/heavy_kernel.h"
+#include "lowering/heavy_kernels/tuning_config.h"
 
 namespace spire::lowering::heavy {
 
@@ -24,6 +26,8 @@ struct MatmulShape {
   int64_t m = 0, k = 0, n = 0;
 
   int64_t batch_count() const;
+  // "m64_k784_n120", with "_a<A's batch>_b<B's batch>" for batched products: what kernel names carry.
+  std::string text() const;
 };
 
 // The shape of matmul(a, b) for operand shapes a [.., M, K] and b [.., K, N]; throws std::invalid_argument
@@ -34,6 +38,10 @@ struct MatmulTiling {
   uint32_t tile_m = 16, tile_n = 16, tile_k = 16;  // output block per workgroup, K slice per stage
   uint32_t reg_m = 1, reg_n = 1;                   // outputs per invocation (strided by tile/reg)
   uint32_t invocations() const { return (tile_m / reg_m) * (tile_n / reg_n); }
+  // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" and back (throws std::invalid_argument for a missing value).
+  Config config() const;
+  static MatmulTiling from(const Config& c);
+  friend bool operator==(const MatmulTiling&, const MatmulTiling&) = default;
 };
 
 // The tiling the lowering uses for a shape: the largest block that still gives the device enough
@@ -41,6 +49,12 @@ struct MatmulTiling {
 // 64x64 with 4x4 for medium ones, else 16x16 with one output per invocation. The K slice keeps workgroup
 // memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
+
+// The tuner's candidates for a shape: the heuristic's tiling first, then blocks of 16 to 128 square and
+// 2:1 shapes with 1x1 to 8x8 outputs per invocation and 4- to 32-deep K slices, where the block is not far
+// larger than the product, the workgroup (64 to 512 invocations, within the device's limit) and its two
+// slices (within the device's workgroup memory) fit, and the unrolled slice stays at most 1024 multiply-adds.
+std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // Throws std::invalid_argument for a non-float type or an inconsistent tiling.
 HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);

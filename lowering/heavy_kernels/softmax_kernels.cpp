@@ -1,5 +1,6 @@
 #include "lowering/heavy_kernels/softmax_kernels.h"
 
+#include <algorithm>
 #include <limits>
 #include <stdexcept>
 
@@ -25,11 +26,25 @@ constexpr uint32_t kThreads = 256;
 
 Val neg_inf(KernelBuilder& kb, Type t) { return kb.constant(t, -std::numeric_limits<double>::infinity()); }
 
+bool pow2(uint32_t v) { return v > 0 && (v & (v - 1)) == 0; }
+
+void check_config(const RowConfig& c, const std::string& op) {
+  if (c.wg < 1 || c.wg > 1024 || (c.per_row && !pow2(c.wg)))
+    throw std::invalid_argument(fmt::format("{}: config '{}' needs a workgroup of 1..1024 invocations (a power of two "
+                                            "with per_row)", op, c.config().text()));
+}
+
+// The config after the kernel's name where it is not the heuristic's, so plans tell two configs apart.
+std::string name_suffix(const RowConfig& c, const RowConfig& heuristic) {
+  if (c == heuristic || c.per_row) return "";  // a per-row kernel's name carries its workgroup size already
+  return fmt::format("_elems_wg{}", c.wg);
+}
+
 // One invocation per row: three passes over the row's L elements at stride `inner`.
-HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& s, Type t, bool log) {
+HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg) {
   const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
   const uint32_t rows = uint32_t(s.outer * s.inner);
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
   Val row = kb.global_id();
@@ -47,14 +62,13 @@ HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& 
       kb.for_(kb.u32(0), kb.u32(L), [&](Val j) { y[base + j * inner] = exp(x[base + j * inner].load() - m.get()) * inv; });
     }
   });
-  return {kb.finish(), groups_for_threads(rows, kThreads)};
+  return {kb.finish(), groups_for_threads(rows, wg)};
 }
 
 // One workgroup per row: each pass strides over the row, then a tree combines the invocations.
-HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log) {
+HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg) {
   const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
   const uint32_t rows = uint32_t(s.outer * s.inner);
-  const uint32_t wg = pow2_clamped(L, 32, 256);
   KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
@@ -96,21 +110,66 @@ std::pair<Val, Val> row_stats(KernelBuilder& kb, Buf logits, Val row_base, uint3
 
 }  // namespace
 
-HeavyKernel softmax_kernel(const SoftmaxShape& s, Type t, bool log) {
-  std::string op = log ? "log_softmax" : "softmax";
-  std::string name = fmt::format("{}_o{}_l{}_i{}_{}", op, s.outer, s.axis, s.inner, float_suffix(t, op));
-  index_u32(s.outer * s.axis * s.inner, op + " elements");
-  if (s.outer * s.axis * s.inner == 0) return empty_result(name);
-  if (s.axis >= kSoftmaxWorkgroupRowFrom) return softmax_per_workgroup(name, s, t, log);
-  return softmax_per_invocation(name, s, t, log);
+Config RowConfig::config() const { return Config{{"per_row", per_row ? 1 : 0}, {"wg", wg}}; }
+
+RowConfig RowConfig::from(const Config& c) {
+  int64_t per_row = c.get("per_row"), wg = c.get("wg");
+  if ((per_row != 0 && per_row != 1) || wg < 1 || wg > 1024)
+    throw std::invalid_argument(fmt::format("row config '{}': per_row 0 or 1, wg 1..1024", c.text()));
+  return RowConfig{per_row == 1, uint32_t(wg)};
 }
 
-HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t) {
+RowConfig softmax_heuristic(const SoftmaxShape& s) {
+  if (s.axis >= kSoftmaxWorkgroupRowFrom) return {true, pow2_clamped(uint64_t(s.axis), 32, 256)};
+  return {false, kThreads};
+}
+
+RowConfig cross_entropy_grad_heuristic(int64_t n, int64_t c) {
+  if (c >= kSoftmaxWorkgroupRowFrom) return {true, pow2_clamped(uint64_t(c), 32, 256)};
+  return {false, kThreads};
+}
+
+std::vector<RowConfig> row_candidates(const RowConfig& heuristic, int64_t row_length, const Limits& limits) {
+  std::vector<RowConfig> out{heuristic};
+  auto add = [&](RowConfig c) {
+    if (c.wg <= limits.max_invocations && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  for (uint32_t wg : {64u, 128u, 256u, 512u}) add({false, wg});
+  // A workgroup wider than the row (rounded up to a power of two, 32 at least) only idles.
+  const uint32_t widest = pow2_clamped(uint64_t(std::max<int64_t>(row_length, 1)), 32, 1024);
+  for (uint32_t wg = 32; wg <= widest; wg *= 2) add({true, wg});
+  return out;
+}
+
+HeavyKernel softmax_kernel(const SoftmaxShape& s, Type t, bool log, const RowConfig& c) {
+  std::string op = log ? "log_softmax" : "softmax";
+  std::string name = fmt::format("{}_o{}_l{}_i{}_{}", op, s.outer, s.axis, s.inner, float_suffix(t, op)) +
+                     name_suffix(c, softmax_heuristic(s));
+  index_u32(s.outer * s.axis * s.inner, op + " elements");
+  if (s.outer * s.axis * s.inner == 0) return empty_result(name);
+  check_config(c, op);
+  if (c.per_row) return softmax_per_workgroup(name, s, t, log, c.wg);
+  return softmax_per_invocation(name, s, t, log, c.wg);
+}
+
+uint32_t cross_entropy_heuristic(int64_t n) { return pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, 256); }
+
+std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits) {
+  std::vector<uint32_t> out{cross_entropy_heuristic(n)};
+  const uint32_t widest = pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, 1024);
+  for (uint32_t wg = 32; wg <= widest && wg <= limits.max_invocations; wg *= 2)
+    if (std::find(out.begin(), out.end(), wg) == out.end()) out.push_back(wg);
+  return out;
+}
+
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg) {
   std::string name = fmt::format("cross_entropy_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy"));
+  if (wg != cross_entropy_heuristic(n)) name += fmt::format("_wg{}", wg);
   index_u32(n * c, "cross_entropy logits elements");
   if (c < 1) throw std::invalid_argument(fmt::format("cross_entropy: logits [{}, {}] have no classes", n, c));
+  if (!pow2(wg) || wg > 1024)
+    throw std::invalid_argument(fmt::format("cross_entropy: a workgroup of {} invocations (a power of two up to 1024)", wg));
   const uint32_t N = uint32_t(n), C = uint32_t(c);
-  const uint32_t wg = pow2_clamped(N, 32, 256);
   KernelBuilder kb(name, wg);
   Buf logits = kb.buffer("logits", t, Access::Read);
   Buf labels = kb.buffer("labels", Type::I32, Access::Read);
@@ -137,20 +196,22 @@ HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t) {
   return {kb.finish(), 1};
 }
 
-HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t) {
-  std::string name = fmt::format("cross_entropy_grad_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy_grad"));
+HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowConfig& cfg) {
+  std::string name = fmt::format("cross_entropy_grad_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy_grad")) +
+                     name_suffix(cfg, cross_entropy_grad_heuristic(n, c));
   index_u32(n * c, "cross_entropy_grad logits elements");
   const uint32_t N = uint32_t(n), C = uint32_t(c);
   const uint32_t total = N * C;
   if (total == 0) return empty_result(name);
+  check_config(cfg, "cross_entropy_grad");
   auto value = [&](KernelBuilder& kb, Val x, Val col, Val label, Val row_max, Val row_sum, Val g) {
     Val p = exp(x - row_max) / row_sum;
     Val one_hot = select(cast(col, Type::I32) == label, kb.constant(t, 1), kb.constant(t, 0));
     return g * (p - one_hot) / double(N);
   };
-  if (c >= kSoftmaxWorkgroupRowFrom) {
+  if (cfg.per_row) {
     // Long rows: one workgroup per row computes the row's max and sum once (trees), then writes the row.
-    const uint32_t wg = pow2_clamped(C, 32, 256);
+    const uint32_t wg = cfg.wg;
     KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
     Buf grad_loss = kb.buffer("grad_loss", t, Access::Read);
     Buf logits = kb.buffer("logits", t, Access::Read);
@@ -178,7 +239,7 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t) {
     });
     return {kb.finish(), N};
   }
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, cfg.wg);
   Buf grad_loss = kb.buffer("grad_loss", t, Access::Read);
   Buf logits = kb.buffer("logits", t, Access::Read);
   Buf labels = kb.buffer("labels", Type::I32, Access::Read);
@@ -189,7 +250,7 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t) {
     auto [row_max, row_sum] = row_stats(kb, logits, row * C, C, t);
     grad[o] = value(kb, logits[o].load(), col, labels[row].load(), row_max, row_sum, grad_loss[0u].load());
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(total, cfg.wg)};
 }
 
 }  // namespace spire::lowering::heavy

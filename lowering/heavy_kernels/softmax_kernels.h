@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "lowering/heavy_kernels/heavy_kernel.h"
+#include "lowering/heavy_kernels/tuning_config.h"
 
 namespace spire::lowering::heavy {
 
@@ -32,9 +33,41 @@ SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis);
 // A workgroup per row from this axis length (or class count) on; one invocation per row (or element) below.
 inline constexpr int64_t kSoftmaxWorkgroupRowFrom = 256;
 
-HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log);
+// The config space of softmax and of cross_entropy_grad: per_row = 1 gives each row a workgroup of wg
+// invocations (a power of two) that reduces through shared-memory trees, per_row = 0 one invocation per row
+// (softmax) or per element (cross_entropy_grad) in workgroups of wg.
+struct RowConfig {
+  bool per_row = false;
+  uint32_t wg = 256;
+  Config config() const;  // "per_row=0,wg=256"
+  static RowConfig from(const Config& c);
+  friend bool operator==(const RowConfig&, const RowConfig&) = default;
+};
+// Without tuning: a workgroup per row from kSoftmaxWorkgroupRowFrom on (as many invocations as the row has,
+// 32 to 256), else 256 invocations per workgroup.
+RowConfig softmax_heuristic(const SoftmaxShape& s);
+RowConfig cross_entropy_grad_heuristic(int64_t n, int64_t c);
+// The tuner's candidates (the heuristic first) for rows of `row_length` elements.
+std::vector<RowConfig> row_candidates(const RowConfig& heuristic, int64_t row_length, const Limits& limits);
 
-HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t);
-HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, kir::Type t);
+// Throw std::invalid_argument for a workgroup size outside 1..1024 (or per_row with one that is not a power
+// of two).
+HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log, const RowConfig& c);
+inline HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log) {
+  return softmax_kernel(s, t, log, softmax_heuristic(s));
+}
+
+// cross_entropy's one workgroup: its size (a power of two) is its whole config ("wg=64"); without tuning as
+// many invocations as rows, 32 to 256.
+uint32_t cross_entropy_heuristic(int64_t n);
+std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits);
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t, uint32_t wg);
+inline HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t) {
+  return cross_entropy_kernel(n, c, t, cross_entropy_heuristic(n));
+}
+HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, kir::Type t, const RowConfig& cfg);
+inline HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, kir::Type t) {
+  return cross_entropy_grad_kernel(n, c, t, cross_entropy_grad_heuristic(n, c));
+}
 
 }  // namespace spire::lowering::heavy

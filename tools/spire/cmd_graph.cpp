@@ -25,6 +25,7 @@
 #include "runtime/device.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/passes_option.h"
+#include "tools/spire/step_bench.h"
 
 namespace spire::cli {
 namespace {
@@ -87,6 +88,9 @@ struct EvalOptions {
   std::string dump;   // with device: write every compilation stage here (lowering/dump.h)
   bool stats = false; // print flops and bytes per op kind (lowering/stats.h)
   std::string passes; // --passes: built-in rewrite passes (passes_option.h)
+  int bench = 0;      // with device: replay the step N more times and print its median device time
+  bool profile = false;  // with device: print every launch's device time
+  tuning::TuningFlags tuning;
 };
 
 // "x f32[3]" for messages; a dtype the graph IR lacks shows as the format's own ("pixels u8[2]").
@@ -140,15 +144,24 @@ void run_eval(const EvalOptions& o) {
     results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
   } else {
     auto dev = rt::open_device(o.device);
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&g}, stdout);
     if (!o.dump.empty())
       fmt::print("{}", lowering::dump_summary(
-                           lowering::dump_pipeline(o.dump, parsed, nullptr, {.target = dev->info(), .passes = &pipeline}),
+                           lowering::dump_pipeline(o.dump, parsed, nullptr,
+                                                   {.target = dev->info(), .passes = &pipeline, .tuning = &choices}),
                            o.dump));
-    auto exe = lowering::compile(g, *dev, {.passes = &pipeline});
+    auto exe = lowering::compile(g, *dev, {.passes = &pipeline, .tuning = &choices, .profile = o.profile});
     for (const auto& [name, t] : feeds) exe->set(name, t);
     exe->step();
+    // The results are the first step's: timing replays it, and a graph with state updates changes its state.
     for (const auto& out : g.outputs()) results[out.name] = exe->get(out.name);
     for (const auto& u : g.state_updates()) results[g.node(u.target).name] = exe->get(g.node(u.target).name);
+    StepTiming timing;
+    timing.runs = o.bench;
+    timing.profile = o.profile;
+    bench_step(*exe, timing);
+    if (o.profile) fmt::print("{}", profile_table(dev->info().id, timing));
+    if (o.bench > 0) fmt::print("{}", bench_table({{dev->info().id, timing}}));
   }
 
   // Outputs in the graph's order, then the state updates' new values under their targets' names.
@@ -243,6 +256,18 @@ void register_graph_commands(CLI::App& app) {
     add_passes_option(cmd, o->passes, {passes::PassPoint::AfterImport, passes::PassPoint::BeforeFusion},
                       "after_import (default: the parsed graph, what the reference evaluator and the device both "
                       "run), before_fusion (inside lowering, after decompose; needs --device)");
+    cmd->add_option("--bench", o->bench,
+                    "With --device: after the step whose results are written, replay it N more times after a warm-up "
+                    "and print the median and minimum device time (the device's own timestamps)")
+        ->check(CLI::PositiveNumber)
+        ->needs("--device");
+    cmd->add_flag("--profile", o->profile,
+                  "With --device: also print every launch of the step (node, kernel) with its median device time "
+                  "over the --bench runs (or one run), from a device timestamp after each launch")
+        ->needs("--device");
+    tuning::TuningFlags& flags = o->tuning;
+    add_tuning_options(cmd, flags);
+    cmd->get_option("--tune")->needs("--device");
     cmd->callback([o] { run_eval(*o); });
   }
   {

@@ -1,8 +1,10 @@
-// spire lenet export|init: the seed article's LeNet as a graph file and as initial weights.
+// spire lenet export|init|bench: the seed article's LeNet as a graph file and as initial weights, and its
+// training step timed on a device.
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <random>
 #include <stdexcept>
 #include <string>
 
@@ -11,7 +13,10 @@
 #include "frontend/lenet.h"
 #include "io/tensor_file.h"
 #include "ir/graph/text_form.h"
+#include "lowering/executable.h"
+#include "runtime/device.h"
 #include "tools/spire/commands.h"
+#include "tools/spire/step_bench.h"
 
 namespace spire::cli {
 namespace {
@@ -57,10 +62,48 @@ void run_init(const InitOptions& o) {
                    {{"model", "lenet"}, {"init", "pytorch-default"}, {"seed", std::to_string(o.seed)}});
 }
 
+struct BenchOptions {
+  int64_t batch = 64;
+  std::string device;
+  int runs = 50;
+  bool profile = false;
+  tuning::TuningFlags tuning;
+};
+
+// One training step (forward, loss, backward, SGD with momentum) on random pixels and labels, timed by the
+// device: what an epoch of `spire train lenet` replays, without the data loading around it.
+void run_bench(const BenchOptions& o) {
+  nn::LeNetGraphOptions opt;
+  opt.batch = o.batch;
+  opt.sgd = true;
+  opt.sgd_options = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0};
+  const graph::Graph g = nn::build_lenet_graph(opt);
+  auto dev = rt::open_device(o.device);
+  const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&g}, stdout);
+  auto exe = lowering::compile(g, *dev, {.tuning = &choices, .profile = o.profile});
+  for (const auto& [name, t] : nn::lenet_initial_parameters(0)) exe->set(name, t);
+  std::mt19937 rng(1);
+  std::uniform_real_distribution<float> pixel(-1, 1);
+  std::vector<float> x(size_t(o.batch * 784));
+  std::vector<int32_t> y(size_t(o.batch));
+  for (float& v : x) v = pixel(rng);
+  for (int32_t& v : y) v = int32_t(rng() % 10);
+  exe->set_raw("x", x.data(), x.size() * sizeof(float));
+  exe->set_raw("y", y.data(), y.size() * sizeof(int32_t));
+  exe->step();
+  StepTiming timing;
+  timing.runs = o.runs;
+  timing.profile = o.profile;
+  bench_step(*exe, timing);
+  fmt::print("LeNet training step, batch {}, on {} ({})\n", o.batch, dev->info().id, dev->info().name);
+  if (o.profile) fmt::print("{}", profile_table(dev->info().id, timing));
+  fmt::print("{}", bench_table({{dev->info().id, timing}}));
+}
+
 }  // namespace
 
 void register_lenet_commands(CLI::App& app) {
-  auto* group = app.add_subcommand("lenet", "The seed article's LeNet-5: its training-step graph and initial weights");
+  auto* group = app.add_subcommand("lenet", "The seed article's LeNet-5: its training-step graph, initial weights and the step timed on a device");
   group->require_subcommand(1);
   {
     auto o = std::make_shared<ExportOptions>();
@@ -92,6 +135,21 @@ void register_lenet_commands(CLI::App& app) {
     cmd->add_option("--dtype", o->dtype, "F32 or F64 tensors (default f32)")->check(CLI::IsMember({"f32", "f64"}));
     cmd->add_option("-o,--output", o->output, "safetensors file to write")->required();
     cmd->callback([o] { run_init(*o); });
+  }
+  {
+    auto o = std::make_shared<BenchOptions>();
+    auto* cmd = group->add_subcommand(
+        "bench",
+        "Time LeNet's training step (forward, cross-entropy, backward, SGD with momentum; what `spire train lenet` "
+        "replays per minibatch) on a device, on random pixels and labels: the median and minimum device time of "
+        "--runs replays after a warm-up (the device's own timestamps)");
+    cmd->add_option("--batch", o->batch, "Batch size (default 64)")->check(positive_number());
+    cmd->add_option("--device", o->device, "Device (vulkan:N, cuda:N); default: the best present");
+    cmd->add_option("--runs", o->runs, "Timed replays (default 50)")->check(positive_number());
+    cmd->add_flag("--profile", o->profile,
+                  "Also print every launch of the step (node, kernel) with its median device time over the runs");
+    add_tuning_options(cmd, o->tuning);
+    cmd->callback([o] { run_bench(*o); });
   }
 }
 

@@ -23,6 +23,8 @@ struct RunCmd {
   std::string dump;    // write every compilation stage here (lowering/dump.h)
   bool stats = false;  // print flops and bytes per op kind (lowering/stats.h)
   std::string passes;  // --passes: built-in rewrite passes (passes_option.h)
+  bool profile = false;  // print every launch's device time
+  tuning::TuningFlags tuning;
 };
 
 bool ends_with(const std::string& s, const std::string& suffix) {
@@ -63,20 +65,35 @@ void run_run(const RunCmd& o) {
   m.graph = pipeline.run(passes::PassPoint::AfterImport, std::move(m.graph));
   const auto feeds = input_feeds(m, given, o.inputs);
   if (o.stats) fmt::print("{}", lowering::stats_text(lowering::graph_stats(m.graph, &pipeline)));
-  // The plan depends on the device's limits: one dump per device, in DIR/<device> when there are several.
-  auto dump_for = [&](const rt::DeviceInfo& info, bool several) {
+  std::map<std::string, graph::Tensor> results;
+  std::vector<std::pair<std::string, StepTiming>> times;
+  // The plan depends on the device's limits and tuning: one dump per device, in DIR/<device> when there are
+  // several.
+  auto dump_for = [&](const rt::DeviceInfo& info, const lowering::TuningChoices& choices, bool several) {
     if (o.dump.empty()) return;
     std::filesystem::path dir = o.dump;
     if (several) dir /= std::string(info.id).replace(info.id.find(':'), 1, "_");
     const graph::Graph& built = pipeline.empty(passes::PassPoint::AfterImport) ? m.graph : imported;
-    fmt::print("{}", lowering::dump_summary(
-                         lowering::dump_pipeline(dir, built, nullptr, {.target = info, .passes = &pipeline}), dir));
+    fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(dir, built, nullptr,
+                                                                    {.target = info, .passes = &pipeline, .tuning = &choices}),
+                                            dir));
+  };
+  // Tuning (when asked), then the run with the cache's choices for the device, timed and profiled as asked.
+  auto run_device = [&](rt::Device& dev, bool several) {
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, dev, {&m.graph}, stdout);
+    dump_for(dev.info(), choices, several);
+    StepTiming timing;
+    timing.runs = o.bench;
+    timing.profile = o.profile;
+    auto r = run_on_device(m, feeds, dev, &timing, {.passes = &pipeline, .tuning = &choices, .profile = o.profile});
+    if (o.bench > 0 || o.profile) times.push_back({dev.info().id, timing});
+    return r;
   };
 
-  std::map<std::string, graph::Tensor> results;
-  std::vector<std::pair<std::string, StepTiming>> times;
   if (o.device == "reference") {
-    if (o.bench > 0) throw std::runtime_error("--bench times a device; the reference evaluator is not timed");
+    if (o.bench > 0 || o.profile)
+      throw std::runtime_error("--bench and --profile time a device; the reference evaluator is not timed");
+    if (o.tuning.tune) throw std::runtime_error("--tune times kernels on a device; the reference evaluator runs none");
     if (!o.dump.empty()) throw std::runtime_error("--dump shows what is compiled for a device; the reference evaluator compiles nothing");
     results = run_reference(m, feeds);
   } else if (o.device == "all") {
@@ -85,10 +102,7 @@ void run_run(const RunCmd& o) {
     bool first = true;
     for (const auto& info : rt::list_devices()) {
       auto dev = rt::open_device(info.id);
-      dump_for(dev->info(), true);
-      StepTiming timing{o.bench};
-      auto r = run_on_device(m, feeds, *dev, &timing, &pipeline);
-      if (o.bench > 0) times.push_back({info.id, timing});
+      auto r = run_device(*dev, true);
       for (const auto& out : m.outputs) {
         const Diff d = max_diff(r.at(out.onnx_name), ref.at(out.onnx_name));
         fmt::print("{:<24} {:<12} {:>14.3e} {:>14.3e}\n", out.onnx_name, info.id, d.abs, d.rel);
@@ -99,15 +113,11 @@ void run_run(const RunCmd& o) {
     if (first) results = ref;  // no device at all: the reference is what there is
   } else {
     auto dev = rt::open_device(o.device);
-    dump_for(dev->info(), false);
-    StepTiming timing{o.bench};
-    results = run_on_device(m, feeds, *dev, &timing, &pipeline);
-    if (o.bench > 0) times.push_back({dev->info().id, timing});
+    results = run_device(*dev, false);
   }
-  if (!times.empty()) {
-    fmt::print("{:<12} {:>8} {:>12} {:>12}\n", "device", "runs", "median ms", "min ms");
-    for (const auto& [id, t] : times) fmt::print("{:<12} {:>8} {:>12.4f} {:>12.4f}\n", id, t.runs, t.median_ms, t.min_ms);
-  }
+  if (o.profile)
+    for (const auto& [id, t] : times) fmt::print("{}", profile_table(id, t));
+  if (o.bench > 0) fmt::print("{}", bench_table(times));
   io::NamedTensors written;
   for (const auto& out : m.outputs) written.emplace_back(out.onnx_name, results.at(out.onnx_name));
   io::save_tensors(o.outputs, written);
@@ -143,6 +153,10 @@ void register_run_commands(CLI::App& app) {
                     "after_import (default: the imported graph, what the reference and every device run), "
                     "before_fusion (inside lowering, after decompose: devices only; with --device all the "
                     "reference runs the graph before them, so the table checks the rewrite too)");
+  cmd->add_flag("--profile", o->profile,
+                "Also print every launch of the inference (node, kernel) with its median device time over the "
+                "--bench runs (or one run), from a device timestamp after each launch");
+  add_tuning_options(cmd, o->tuning);
   cmd->callback([o] { run_run(*o); });
 }
 

@@ -6,6 +6,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "tuning/tuning_setup.h"
+
 namespace spire::cli {
 
 // A number above (or, with allow_zero, at least) zero. CLI11's PositiveNumber reports 0 as "not in range
@@ -25,6 +27,18 @@ inline CLI::Validator positive_number(bool allow_zero = false) {
 // --ops FILE_OR_DIR (repeatable): registers the custom ops of op files as the option is read
 // (custom_ops_option.cpp).
 void add_ops_option(CLI::App* cmd);
+// --tune and --tuning-cache FILE (tuning/tuning_setup.h) on a command that compiles for a device.
+inline void add_tuning_options(CLI::App* cmd, tuning::TuningFlags& flags) {
+  cmd->add_flag("--tune", flags.tune,
+                "Before compiling, time every candidate config of each tunable kernel (matmul, conv2d and its "
+                "gradients, the reductions, softmax, cross-entropy) that the tuning cache has no result for on this "
+                "device and driver, keep the fastest in the cache and print a table of heuristic and tuned times. "
+                "Without --tune the results already in the cache are used, with no timing");
+  cmd->add_option("--tuning-cache", flags.cache_file,
+                  "The tuning cache file (default: $SPIRE_CACHE_DIR/tuning.txt, else $XDG_CACHE_HOME/spire/tuning.txt, "
+                  "else ~/.cache/spire/tuning.txt); a file that does not exist holds no results (every kernel's "
+                  "heuristic config)");
+}
 
 void register_device_commands(CLI::App& app);  // spire devices            (cmd_devices.cpp)
 void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)

@@ -1,5 +1,6 @@
-#include <algorithm>
 #include "tools/spire/onnx_model.h"
+
+#include <algorithm>
 
 #include <filesystem>
 #include <stdexcept>
@@ -83,22 +84,12 @@ std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const s
 
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
                                                    rt::Device& device, StepTiming* timing,
-                                                   const passes::PassPipeline* passes) {
-  auto exe = lowering::compile(m.graph, device, {.passes = passes});
+                                                   const lowering::CompileOptions& options) {
+  auto exe = lowering::compile(m.graph, device, options);
   for (const graph::Node& n : m.graph.nodes())
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));
   exe->step();
-  if (timing && timing->runs > 0) {
-    for (int i = 0; i < 5; ++i) exe->step();  // warm-up: first-dispatch pipeline compiles, clocks
-    std::vector<double> ms;
-    for (int i = 0; i < timing->runs; ++i) {
-      exe->step();
-      ms.push_back(exe->last_step_ms());
-    }
-    std::sort(ms.begin(), ms.end());
-    timing->median_ms = ms[ms.size() / 2];
-    timing->min_ms = ms.front();
-  }
+  if (timing) bench_step(*exe, *timing);
   std::map<std::string, graph::Tensor> out;
   for (const auto& o : m.outputs) out[o.onnx_name] = exe->get(o.graph_name);
   return out;

@@ -11,8 +11,9 @@
 #include "io/safetensors.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
-#include "passes/pipeline.h"
+#include "lowering/executable.h"
 #include "runtime/device.h"
+#include "tools/spire/step_bench.h"
 
 namespace spire::cli {
 
@@ -38,15 +39,10 @@ std::map<std::string, graph::Tensor> input_feeds(const LoadedModel& m, const std
 // Runs the model on "reference" (the float64 evaluator) or on an open device; results by ONNX output name,
 // in the model's dtypes.
 std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds);
-// With `timing`, the recorded step is also replayed timing->runs more times after a warm-up, and the median and
-// minimum of the device's own timestamps are filled in.
-struct StepTiming {
-  int runs = 0;
-  double median_ms = 0, min_ms = 0;
-};
-// `passes`: the rewrite pipeline whose before_fusion passes run inside lowering (may be null).
+// With `timing`, the recorded step is also replayed after a warm-up and timed (step_bench.h); `options` are
+// compile()'s (the tuning choices; profile must be set for timing->profile).
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
                                                    rt::Device& device, StepTiming* timing = nullptr,
-                                                   const passes::PassPipeline* passes = nullptr);
+                                                   const lowering::CompileOptions& options = {});
 
 }  // namespace spire::cli

@@ -1,0 +1,51 @@
+// A point of a kernel template's config space, and the device limits that bound the space.
+//
+// Each tunable template (matmul, conv2d and its gradients, the reductions, softmax) has its own typed config
+// (MatmulTiling, Conv2dConfig, ...) that converts to and from this generic form: named integers in a fixed
+// order, written as text "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4". The generic form is what the
+// tuner times, what the tuning cache stores and what custom ops declare, so none of them needs to know any
+// template's struct.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace spire::lowering::heavy {
+
+class Config {
+ public:
+  Config() = default;
+  Config(std::initializer_list<std::pair<std::string, int64_t>> values);
+
+  // The value of `name`; throws std::invalid_argument naming the config when it has none.
+  int64_t get(std::string_view name) const;
+  bool has(std::string_view name) const;
+  // Replaces the value of `name`, or appends it (the order of first setting is the text order).
+  Config& set(std::string_view name, int64_t value);
+  const std::vector<std::pair<std::string, int64_t>>& values() const { return values_; }
+  bool empty() const { return values_.empty(); }
+
+  // "tile_m=64,tile_n=64"; "" for no values.
+  std::string text() const;
+  // The inverse of text(); throws std::invalid_argument for anything else (names are [a-z0-9_]+, values
+  // decimal integers, no name twice).
+  static Config parse(std::string_view text);
+
+  friend bool operator==(const Config&, const Config&) = default;
+
+ private:
+  std::vector<std::pair<std::string, int64_t>> values_;
+};
+
+// What a device allows a workgroup: candidates must fit, so every config in a candidate list runs there.
+// The defaults are what every Vulkan device offers (16 KiB of workgroup memory) and what the templates'
+// heuristics already assume (256 invocations).
+struct Limits {
+  uint32_t shared_bytes = 16384;
+  uint32_t max_invocations = 256;
+};
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,84 @@
+#include "lowering/tunable.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::lowering {
+
+heavy::Limits limits_of(const rt::DeviceInfo& info) {
+  heavy::Limits l;
+  if (info.shared_memory_bytes) l.shared_bytes = info.shared_memory_bytes;
+  uint32_t inv = info.max_workgroup_invocations;
+  if (info.max_workgroup_size[0]) inv = inv ? std::min(inv, info.max_workgroup_size[0]) : info.max_workgroup_size[0];
+  if (inv) l.max_invocations = std::min<uint32_t>(inv, 1024);
+  return l;
+}
+
+heavy::Config choose_config(const TuningChoices* choices, const TunableOp& op) {
+  if (!choices) return op.heuristic;
+  std::optional<heavy::Config> c = choices->find(op.key);
+  if (!c) return op.heuristic;
+  if (std::find(op.candidates.begin(), op.candidates.end(), *c) != op.candidates.end()) return *c;
+  // Once per key and process: a graph may hold the same shape many times.
+  static std::mutex mutex;
+  static std::set<TuningKey> warned;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (warned.insert(op.key).second)
+    std::fprintf(stderr, "spire: warning: the tuning choice '%s' for %s is not a config this build tries; using '%s'\n",
+                 c->text().c_str(), op.key.text().c_str(), op.heuristic.text().c_str());
+  return op.heuristic;
+}
+
+void lower_tunable(LoweringContext& ctx, graph::Value v, const std::function<TunableOp()>& make) {
+  const graph::Node& node = ctx.graph().node(v);
+  KernelProgram p;
+  try {
+    TunableOp op = make();
+    p = op.build(choose_config(ctx.tuning(), op));
+  } catch (const std::invalid_argument& e) {
+    throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(node.op), node.name, e.what()));
+  }
+  if (std::none_of(p.launches.begin(), p.launches.end(), [](const ProgramLaunch& l) { return l.groups > 0; })) return;
+  std::vector<int32_t> slots;
+  for (const ProgramBuffer& b : p.buffers) {
+    switch (b.use) {
+      case ProgramBuffer::Use::Input: slots.push_back(ctx.buffer_of(node.inputs.at(size_t(b.input)))); break;
+      case ProgramBuffer::Use::Output: slots.push_back(ctx.buffer_of(v)); break;
+      case ProgramBuffer::Use::Scratch: slots.push_back(ctx.scratch(b.type, b.elements)); break;
+    }
+  }
+  for (ProgramLaunch& l : p.launches) {
+    std::vector<int32_t> bound;
+    for (int32_t b : l.buffers) bound.push_back(slots.at(size_t(b)));
+    ctx.launch(std::move(l.kernel), std::move(bound), std::move(l.scalars), l.groups);
+  }
+}
+
+std::vector<ProgramBuffer> io_buffers(const graph::Graph& g, graph::Value v) {
+  const graph::Node& node = g.node(v);
+  std::vector<ProgramBuffer> out;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const graph::TensorType& t = g.type(node.inputs[i]);
+    out.push_back({ProgramBuffer::Use::Input, int32_t(i), device_type(t.dtype), t.numel()});
+  }
+  out.push_back({ProgramBuffer::Use::Output, -1, device_type(node.type.dtype), node.type.numel()});
+  return out;
+}
+
+KernelProgram single_kernel_program(std::vector<ProgramBuffer> buffers, kir::Kernel kernel, uint64_t groups) {
+  KernelProgram p;
+  ProgramLaunch l;
+  for (size_t i = 0; i < buffers.size(); ++i) l.buffers.push_back(int32_t(i));
+  l.kernel = std::move(kernel);
+  l.groups = groups;
+  p.buffers = std::move(buffers);
+  p.launches.push_back(std::move(l));
+  return p;
+}
+
+}  // namespace spire::lowering

@@ -1,0 +1,50 @@
+// Which ops have a tunable template, and the tunable nodes of a whole graph.
+#include "lowering/tunable_ops.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "lowering/decompose.h"
+#include "lowering/schedule.h"
+
+namespace spire::lowering {
+
+std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+  using K = graph::OpKind;
+  switch (g.node(v).op) {
+    case K::Matmul: return tunable_matmul(g, v, limits);
+    case K::Conv2d: return tunable_conv2d(g, v, limits);
+    case K::Conv2dGradInput: return tunable_conv2d_grad_input(g, v, limits);
+    case K::Conv2dGradWeight: return tunable_conv2d_grad_weight(g, v, limits);
+    case K::Softmax:
+    case K::LogSoftmax: return tunable_softmax(g, v, limits);
+    case K::CrossEntropy: return tunable_cross_entropy(g, v, limits);
+    case K::CrossEntropyGrad: return tunable_cross_entropy_grad(g, v, limits);
+    case K::Sum:
+    case K::Mean:
+    case K::Max:
+    case K::SumTo: return tunable_reduce(g, v, limits);
+    default: return std::nullopt;
+  }
+}
+
+std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {
+  const graph::Graph g = decompose(original);
+  const heavy::Limits limits = limits_of(info);
+  std::vector<TunableOp> out;
+  std::set<TuningKey> seen;
+  for (graph::Value v : schedule(g)) {
+    std::optional<TunableOp> op;
+    try {
+      op = tunable_op(g, v, limits);
+    } catch (const std::invalid_argument& e) {
+      const graph::Node& n = g.node(v);
+      throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(n.op), n.name, e.what()));
+    }
+    if (op && seen.insert(op->key).second) out.push_back(std::move(*op));
+  }
+  return out;
+}
+
+}  // namespace spire::lowering

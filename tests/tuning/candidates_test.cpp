@@ -1,0 +1,179 @@
+// Every candidate config of every tunable template computes the right result: each case's graph is compiled
+// once per candidate of its tunable node (the candidate given to lowering as the tuning choice) on every
+// device present and compared with the float64 evaluator under the op's tolerance (op_table.h, the op
+// harness's measure). The executor poisons every buffer with NaN before the first step, so an element a
+// candidate fails to write fails the comparison.
+#include <gtest/gtest.h>
+
+#include <functional>
+
+#include <fmt/format.h>
+
+#include "ir/graph/evaluator.h"
+#include "ir/graph/op_table.h"
+#include "lowering/executable.h"
+#include "lowering/tunable_ops.h"
+#include "op_harness/op_harness.h"
+#include "tests/tuning/tuning_test_util.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Graph;
+using tuning_test::random_tensor;
+
+namespace {
+
+struct Case {
+  std::string name;
+  std::function<Graph()> build;                                 // output "y"
+  std::function<std::map<std::string, graph::Tensor>()> inputs;  // by input name
+};
+
+std::map<std::string, graph::Tensor> randoms(const Graph& g, uint64_t seed) {
+  std::map<std::string, graph::Tensor> in;
+  for (graph::Value v : g.inputs()) in[g.node(v).name] = random_tensor(g.type(v).dtype, g.type(v).shape, seed++);
+  return in;
+}
+
+// A case whose inputs are all uniform in [-1, 1] (integers in [-3, 3]).
+Case uniform(std::string name, std::function<Graph()> build) {
+  return Case{name, build, [build] { return randoms(build(), 7); }};
+}
+
+Graph matmul(std::vector<int64_t> a, std::vector<int64_t> b, DType t = DType::F32) {
+  Graph g;
+  g.output("y", g.matmul(g.input("a", t, a), g.input("b", t, b)));
+  return g;
+}
+
+Graph conv(std::vector<int64_t> x, std::vector<int64_t> w, graph::Conv2dOptions o, DType t = DType::F32) {
+  Graph g;
+  g.output("y", g.conv2d(g.input("x", t, x), g.input("w", t, w), o));
+  return g;
+}
+
+// The gradients on their own, with grad_out of the forward result's shape.
+Graph conv_grad_input(std::vector<int64_t> x, std::vector<int64_t> w, graph::Conv2dOptions o) {
+  Graph probe;
+  auto y = probe.conv2d(probe.input("x", DType::F32, x), probe.input("w", DType::F32, w), o);
+  Graph g;
+  g.output("y", g.conv2d_grad_input(g.input("gy", DType::F32, probe.type(y).shape), g.input("w", DType::F32, w), o, x));
+  return g;
+}
+
+Graph conv_grad_weight(std::vector<int64_t> x, std::vector<int64_t> w, graph::Conv2dOptions o) {
+  Graph probe;
+  auto y = probe.conv2d(probe.input("x", DType::F32, x), probe.input("w", DType::F32, w), o);
+  Graph g;
+  g.output("y", g.conv2d_grad_weight(g.input("gy", DType::F32, probe.type(y).shape), g.input("x", DType::F32, x), o, w));
+  return g;
+}
+
+Graph unary(std::vector<int64_t> shape, DType t, const std::function<graph::Value(Graph&, graph::Value)>& op) {
+  Graph g;
+  g.output("y", op(g, g.input("x", t, shape)));
+  return g;
+}
+
+Case cross_entropy_case(std::string name, int64_t n, int64_t c, bool grad) {
+  auto build = [=] {
+    Graph g;
+    auto logits = g.input("logits", DType::F32, {n, c});
+    auto labels = g.input("labels", DType::I64, {n});
+    if (grad) g.output("y", g.cross_entropy_grad(g.input("gy", DType::F32, {}), logits, labels));
+    else g.output("y", g.cross_entropy(logits, labels));
+    return g;
+  };
+  return Case{name, build, [=] {
+                std::map<std::string, graph::Tensor> in{{"logits", random_tensor(DType::F32, {n, c}, 3, -3, 3)},
+                                                        {"labels", random_tensor(DType::I64, {n}, 4, 0, double(c - 1))}};
+                if (grad) in["gy"] = graph::Tensor::scalar(DType::F32, 0.75);
+                return in;
+              }};
+}
+
+std::vector<Case> cases() {
+  using O = graph::Conv2dOptions;
+  return {
+      uniform("matmul_130x70x129", [] { return matmul({130, 70}, {70, 129}); }),
+      uniform("matmul_batched_broadcast", [] { return matmul({2, 33, 17}, {17, 40}); }),
+      uniform("matmul_f64", [] { return matmul({33, 20}, {20, 17}, DType::F64); }),
+      uniform("conv2d_pad1", [] { return conv({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_groups_stride2", [] { return conv({2, 4, 9, 10}, {4, 2, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}, .groups = 2}); }),
+      uniform("conv2d_long_rows", [] { return conv({1, 2, 5, 40}, {4, 2, 3, 3}, O{}); }),
+      uniform("conv2d_f64", [] { return conv({1, 2, 6, 6}, {2, 2, 3, 3}, O{.padding = {1, 1}}, DType::F64); }),
+      uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
+      uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),
+      uniform("conv2d_grad_weight_3x3", [] { return conv_grad_weight({4, 3, 16, 16}, {5, 3, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_grad_weight_5x5", [] { return conv_grad_weight({2, 2, 12, 12}, {3, 2, 5, 5}, O{.padding = {2, 2}}); }),
+      uniform("conv2d_grad_weight_long_rows", [] { return conv_grad_weight({1, 2, 4, 40}, {2, 2, 3, 3}, O{}); }),
+      uniform("sum_axis0", [] { return unary({300, 7}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x, {0}); }); }),
+      uniform("max_axis1", [] { return unary({5, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.max(x, {1}); }); }),
+      uniform("sum_all_split", [] { return unary({40000}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x); }); }),
+      uniform("sum_to", [] { return unary({30, 4, 5}, DType::F32, [](Graph& g, graph::Value x) { return g.sum_to(x, {1, 4, 1}); }); }),
+      uniform("sum_i32", [] { return unary({50, 3}, DType::I32, [](Graph& g, graph::Value x) { return g.sum(x, {0}); }); }),
+      uniform("softmax_long_rows", [] { return unary({4, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.softmax(x, 1); }); }),
+      uniform("log_softmax_inner", [] { return unary({3, 7, 5}, DType::F32, [](Graph& g, graph::Value x) { return g.log_softmax(x, 1); }); }),
+      uniform("softmax_f64", [] { return unary({6, 33}, DType::F64, [](Graph& g, graph::Value x) { return g.softmax(x, 1); }); }),
+      cross_entropy_case("cross_entropy", 37, 10, false),
+      cross_entropy_case("cross_entropy_grad_long_rows", 9, 300, true),
+      cross_entropy_case("cross_entropy_grad", 37, 10, true),
+  };
+}
+
+std::vector<std::string> case_names() {
+  std::vector<std::string> out;
+  for (const Case& c : cases()) out.push_back(c.name);
+  return out;
+}
+
+class EveryCandidate : public testing::TestWithParam<std::tuple<std::string, std::string>> {
+ protected:
+  void SetUp() override {
+    dev_ = rt::open_device(std::get<0>(GetParam()));
+    messages_before_ = rt::vulkan::validation_message_count();
+  }
+  void TearDown() override {
+    EXPECT_EQ(rt::vulkan::validation_message_count(), messages_before_) << "the Vulkan validation layer reported messages";
+  }
+  std::unique_ptr<rt::Device> dev_;
+  uint64_t messages_before_ = 0;
+};
+
+TEST_P(EveryCandidate, MatchesTheReference) {
+  Case c;
+  for (Case& k : cases())
+    if (k.name == std::get<1>(GetParam())) c = k;
+  const Graph g = c.build();
+  for (graph::Value v : g.values())
+    if (g.type(v).dtype == DType::F64 && !dev_->info().features.has(kir::Feature::Float64))
+      GTEST_SKIP() << dev_->info().id << " has no float64";
+  const auto inputs = c.inputs();
+  const graph::Tensor want = graph::evaluate(g, inputs, DType::F64).at("y");
+  const graph::Node& node = g.node(g.outputs().at(0).value);
+  const double tol = graph::op_tolerance(node.op, false, want.dtype);
+  const auto ops = lowering::tunable_ops(g, dev_->info());
+  ASSERT_EQ(ops.size(), 1u);
+  EXPECT_GT(ops[0].candidates.size(), 1u) << "a tunable template with one candidate tunes nothing";
+  for (const auto& config : ops[0].candidates) {
+    lowering::MapTuningChoices choices;
+    choices.configs[ops[0].key] = config;
+    auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+    for (const auto& [name, t] : inputs) exe->set(name, t);
+    exe->step();
+    const double err = harness::max_norm_error(exe->get("y"), want);
+    EXPECT_LE(err, tol) << ops[0].key.text() << " with " << config.text();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, EveryCandidate,
+                         testing::Combine(testing::ValuesIn(lowering::testing_support::device_ids()),
+                                          testing::ValuesIn(case_names())),
+                         [](const auto& info) {
+                           return lowering::testing_support::test_name(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param);
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(EveryCandidate);
+
+}  // namespace

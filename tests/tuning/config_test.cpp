@@ -1,0 +1,96 @@
+// Configs as text (the cache's and the user's form) and the templates' candidate lists: the heuristic first,
+// no duplicates, every candidate within the device's limits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "lowering/heavy_kernels/conv2d_kernels.h"
+#include "lowering/heavy_kernels/matmul_kernel.h"
+#include "lowering/heavy_kernels/softmax_kernels.h"
+#include "lowering/heavy_kernels/tuning_config.h"
+
+using namespace spire::lowering::heavy;
+
+namespace {
+
+TEST(Config, TextRoundTrip) {
+  Config c{{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 16}, {"reg_m", 4}, {"reg_n", 4}};
+  EXPECT_EQ(c.text(), "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4");
+  EXPECT_EQ(Config::parse(c.text()), c);
+  EXPECT_EQ(Config::parse(""), Config{});
+  EXPECT_EQ(Config::parse("a=-3").get("a"), -3);
+  c.set("tile_k", 8);
+  EXPECT_EQ(c.get("tile_k"), 8);
+  EXPECT_EQ(c.values().size(), 5u);
+}
+
+TEST(Config, ParseRefusesMalformedText) {
+  for (const char* bad : {"a", "a=", "=1", "a=1,", "a=1,,b=2", "a=x", "a=1,a=2", "A=1", "a b=1", "a=1.5"})
+    EXPECT_THROW(Config::parse(bad), std::invalid_argument) << bad;
+  EXPECT_THROW(Config{}.get("missing"), std::invalid_argument);
+}
+
+TEST(Config, TypedConfigsRoundTrip) {
+  MatmulTiling m{128, 64, 8, 8, 4};
+  EXPECT_EQ(MatmulTiling::from(m.config()), m);
+  Conv2dConfig c{false, 128, 4};
+  EXPECT_EQ(Conv2dConfig::from(Config::parse(c.config().text())), c);
+  GradWeightConfig g{1, 5, 64, 8, true};
+  EXPECT_EQ(GradWeightConfig::from(g.config()), g);
+  RowConfig r{true, 512};
+  EXPECT_EQ(RowConfig::from(r.config()), r);
+  EXPECT_THROW(Conv2dConfig::from(Config::parse("rows=2,wg=64,c_block=1")), std::invalid_argument);
+  EXPECT_THROW(MatmulTiling::from(Config::parse("tile_m=64")), std::invalid_argument);
+}
+
+template <class C>
+void expect_distinct_with_heuristic_first(const std::vector<C>& cs, const C& heuristic) {
+  ASSERT_FALSE(cs.empty());
+  EXPECT_EQ(cs.front(), heuristic);
+  for (size_t i = 0; i < cs.size(); ++i)
+    for (size_t j = i + 1; j < cs.size(); ++j) EXPECT_FALSE(cs[i] == cs[j]) << cs[i].config().text();
+}
+
+TEST(Candidates, MatmulFitTheLimits) {
+  const MatmulShape s = matmul_shape({512, 784}, {784, 512});
+  for (Limits limits : {Limits{16384, 256}, Limits{49152, 1024}}) {
+    auto cs = matmul_candidates(s, spire::kir::Type::F32, limits);
+    expect_distinct_with_heuristic_first(cs, choose_matmul_tiling(s, spire::kir::Type::F32));
+    EXPECT_GT(cs.size(), 10u);
+    for (const auto& c : cs) {
+      EXPECT_LE(c.invocations(), limits.max_invocations) << c.config().text();
+      EXPECT_LE(c.tile_k * (c.tile_m + 1 + c.tile_n) * 4, limits.shared_bytes) << c.config().text();
+    }
+  }
+  // A tiny product gets no 128-wide blocks.
+  for (const auto& c : matmul_candidates(matmul_shape({8, 8}, {8, 8}), spire::kir::Type::F32, {}))
+    EXPECT_LE(c.tile_m, 16u) << c.config().text();
+}
+
+TEST(Candidates, Conv2dFamilies) {
+  const Conv2dShape s = conv2d_shape({8, 16, 14, 14}, {32, 16, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  auto cs = conv2d_candidates(s, {});
+  expect_distinct_with_heuristic_first(cs, conv2d_heuristic(s));
+  EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.c_block == 8; }));
+  EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows; }));
+  for (const auto& c : cs) EXPECT_LE(c.wg, 256u);
+  expect_distinct_with_heuristic_first(conv2d_grad_input_candidates(s, {}), conv2d_grad_input_heuristic(s));
+  auto gw = conv2d_grad_weight_candidates(s, spire::kir::Type::F32, {});
+  expect_distinct_with_heuristic_first(gw, conv2d_grad_weight_heuristic(s, spire::kir::Type::F32));
+  EXPECT_GT(gw.size(), 4u);
+  // Rows longer than 32 columns: no row candidates.
+  const Conv2dShape wide = conv2d_shape({1, 2, 5, 40}, {4, 2, 3, 3}, {1, 1}, {0, 0}, {1, 1}, 1);
+  for (const auto& c : conv2d_candidates(wide, {})) EXPECT_FALSE(c.rows);
+}
+
+TEST(Candidates, RowsAndCrossEntropy) {
+  const SoftmaxShape s{4, 300, 1};
+  auto cs = row_candidates(softmax_heuristic(s), s.axis, {});
+  expect_distinct_with_heuristic_first(cs, softmax_heuristic(s));
+  for (const auto& c : cs) EXPECT_LE(c.wg, 256u);
+  auto ce = cross_entropy_candidates(1000, {64 * 1024, 1024});
+  EXPECT_EQ(ce.front(), cross_entropy_heuristic(1000));
+  EXPECT_TRUE(std::find(ce.begin(), ce.end(), 1024u) != ce.end());
+}
+
+}  // namespace

@@ -1,0 +1,119 @@
+// Lowering with tuning choices (no device needed): a choice puts that config's kernel into the plan, a choice
+// that is not a candidate is ignored with one warning, and the TunableOps the tuner times build exactly the
+// kernels lowering emits.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+
+#include "frontend/lenet.h"
+#include "ir/kernel/printer.h"
+#include "lowering/plan.h"
+#include "lowering/tunable_ops.h"
+
+using namespace spire;
+using graph::DType;
+
+namespace {
+
+rt::DeviceInfo target() {
+  rt::DeviceInfo d;
+  d.id = "test:0";
+  d.max_buffer_bytes = 1ull << 30;
+  d.shared_memory_bytes = 49152;
+  d.max_workgroup_invocations = 1024;
+  d.max_workgroup_size = {1024, 1024, 64};
+  return d;
+}
+
+std::vector<std::string> kernel_names(const lowering::Plan& p) {
+  std::vector<std::string> out;
+  for (const auto& k : p.kernels) out.push_back(k.name);
+  return out;
+}
+
+bool has(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+graph::Graph matmul_graph() {
+  graph::Graph g;
+  g.output("y", g.matmul(g.input("a", DType::F32, {64, 784}), g.input("b", DType::F32, {784, 120})));
+  return g;
+}
+
+TEST(TunedLowering, AChoiceSelectsItsMatmulTiling) {
+  const graph::Graph g = matmul_graph();
+  EXPECT_TRUE(has(kernel_names(lowering::lower(g, target())), "matmul_m64_k784_n120_t16x16x16_r1x1_f32"));
+  lowering::MapTuningChoices choices;
+  choices.configs[{"matmul", "m64_k784_n120", "f32"}] =
+      lowering::heavy::Config::parse("tile_m=32,tile_n=64,tile_k=16,reg_m=2,reg_n=4");
+  const lowering::Plan plan = lowering::lower(g, target(), nullptr, &choices);
+  ASSERT_EQ(plan.kernels.size(), 1u);
+  EXPECT_EQ(plan.kernels[0].name, "matmul_m64_k784_n120_t32x64x16_r2x4_f32");
+  EXPECT_EQ(plan.kernels[0].workgroup_invocations(), 256u);
+  EXPECT_EQ(plan.launches[0].groups, 2u * 2u);
+}
+
+TEST(TunedLowering, ChoicesSelectConvAndReductionConfigs) {
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {2, 4, 9, 11});
+  auto w = g.input("w", DType::F32, {8, 4, 3, 3});
+  auto y = g.conv2d(x, w, {.padding = {1, 1}});
+  g.output("y", y);
+  g.output("s", g.sum(y, {0}));
+  lowering::MapTuningChoices choices;
+  choices.configs[{"conv2d", "n2_c4_h9_w11_k8_r3x3_s1x1_p1x1_d1x1_g1", "f32"}] =
+      lowering::heavy::Config::parse("rows=0,wg=128,c_block=2");
+  choices.configs[{"reduce_sum", "2x8x9x11_r0", "f32"}] = lowering::heavy::Config::parse("path=0,wg=64,chunks=1");
+  const lowering::Plan plan = lowering::lower(g, target(), nullptr, &choices);
+  const auto names = kernel_names(plan);
+  EXPECT_TRUE(has(names, "conv2d_n2_c4_h9_w11_k8_r3x3_s1x1_p1x1_d1x1_g1_f32_elems_wg128_c2")) << lowering::plan_text(plan);
+  EXPECT_TRUE(has(names, "sum_f32_2x8x9x11_to_8x9x11_loop_w64")) << lowering::plan_text(plan);
+  for (const auto& k : plan.kernels)
+    if (k.name.find("conv2d") == 0) {
+      EXPECT_EQ(k.workgroup_invocations(), 128u);
+    }
+}
+
+TEST(TunedLowering, AChoiceThatIsNoCandidateIsIgnoredWithOneWarning) {
+  const graph::Graph g = matmul_graph();
+  lowering::MapTuningChoices choices;
+  choices.configs[{"matmul", "m64_k784_n120", "f32"}] =
+      lowering::heavy::Config::parse("tile_m=48,tile_n=48,tile_k=16,reg_m=3,reg_n=3");
+  testing::internal::CaptureStderr();
+  const lowering::Plan a = lowering::lower(g, target(), nullptr, &choices);
+  const lowering::Plan b = lowering::lower(g, target(), nullptr, &choices);
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(a.kernels[0].name, "matmul_m64_k784_n120_t16x16x16_r1x1_f32");
+  EXPECT_EQ(b.kernels[0].name, a.kernels[0].name);
+  EXPECT_NE(err.find("tile_m=48"), std::string::npos) << err;
+  EXPECT_EQ(err.find("warning"), err.rfind("warning")) << "warned more than once: " << err;
+}
+
+// What --tune times must be what lowering launches: each TunableOp's heuristic program has exactly the
+// kernels the plan has for that node, and every key is listed once.
+TEST(TunedLowering, TunableOpsBuildWhatLoweringEmits) {
+  nn::LeNetGraphOptions opt;
+  opt.batch = 16;
+  opt.sgd = true;
+  const graph::Graph g = nn::build_lenet_graph(opt);
+  const lowering::Plan plan = lowering::lower(g, target());
+  std::set<std::string> plan_kernels;
+  for (const auto& k : plan.kernels) plan_kernels.insert(kir::print(k));
+  const auto ops = lowering::tunable_ops(g, target());
+  std::set<std::string> ops_seen, keys;
+  for (const auto& op : ops) {
+    EXPECT_TRUE(keys.insert(op.key.text()).second) << op.key.text();
+    ops_seen.insert(op.key.op);
+    ASSERT_FALSE(op.candidates.empty());
+    EXPECT_EQ(op.candidates.front(), op.heuristic) << op.key.text();
+    for (const auto& l : op.build(op.heuristic).launches)
+      EXPECT_TRUE(plan_kernels.count(kir::print(l.kernel))) << op.key.text() << ": " << l.kernel.name;
+  }
+  for (const char* family : {"conv2d", "conv2d_grad_input", "conv2d_grad_weight", "matmul", "reduce_sum",
+                             "cross_entropy", "cross_entropy_grad"})
+    EXPECT_TRUE(ops_seen.count(family)) << family;
+}
+
+}  // namespace
