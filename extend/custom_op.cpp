@@ -164,6 +164,7 @@ lowering::CustomKernel kernel_for(const CustomOp& op) {
     throw graph::GraphError(fmt::format("custom op {}: give exactly one kernel, a kernel-builder function or GLSL", op.name));
   lowering::CustomKernel k;
   k.elements_per_workgroup = op.elements_per_workgroup;
+  k.configs = op.configs;
   k.groups = op.groups;
   if (op.kernel) {
     k.build = op.kernel;

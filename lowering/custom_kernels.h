@@ -13,21 +13,26 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "ir/graph/graph.h"
 #include "ir/kernel/kernel.h"
+#include "lowering/heavy_kernels/tuning_config.h"
+#include "lowering/lowering_context.h"
 #include "runtime/device.h"
 
 namespace spire::lowering {
 
-// What a kernel-builder kernel is built for: one node, its input types, and the device's limits.
+// What a kernel-builder kernel is built for: one node, its input types, the device's limits, and (for an op that
+// declares configs) the config to build: the tuner's choice, else the first.
 struct CustomKernelRequest {
   const graph::Node& node;
   std::span<const graph::TensorType> inputs;
   const rt::DeviceInfo& device;
+  const heavy::Config* config = nullptr;
 };
 
 struct CustomKernel {
@@ -38,6 +43,9 @@ struct CustomKernel {
   uint32_t elements_per_workgroup = 0;  // 0: one element per invocation (the kernel's workgroup size)
   std::function<uint64_t(const CustomKernelRequest&)> groups;  // optional: overrides the element rule
   std::string source;  // where the kernel came from, for messages ("relu.comp", "C++ kernel builder")
+  // Kernel-builder kernels only, as triton.autotune's configs: the points the tuner may time (tuning key
+  // "custom.<op>"); the first is used when nothing was tuned. Empty: one kernel, nothing to tune.
+  std::vector<heavy::Config> configs;
 };
 
 // Registers the kernel of custom op `op`; throws graph::GraphError when the op is not a custom op, already has a
@@ -48,5 +56,9 @@ const CustomKernel* custom_kernel(graph::OpKind op);  // nullptr: none registere
 // The kernel a launch of custom op node `n` uses (a prebuilt one carries the module), and its workgroup count.
 kir::Kernel custom_kernel_for(const CustomKernel& ck, const CustomKernelRequest& request);
 uint64_t custom_kernel_groups(const CustomKernel& ck, const CustomKernelRequest& request, const kir::Kernel& k);
+
+struct TunableOp;
+// Node v (a custom op whose kernel declares configs) as a tunable node for `device`; nullopt for one without configs.
+std::optional<TunableOp> tunable_custom(const graph::Graph& g, graph::Value v, const rt::DeviceInfo& device);
 
 }  // namespace spire::lowering

@@ -7,6 +7,7 @@
 #include "ir/graph/op_table.h"
 #include "lowering/custom_kernels.h"
 #include "lowering/op_lowering.h"
+#include "lowering/tunable.h"
 
 namespace spire::lowering {
 
@@ -46,6 +47,8 @@ void register_custom_kernel(graph::OpKind op, CustomKernel k) {
   if (!graph::is_user_op(op)) throw graph::GraphError(fmt::format("op '{}' is built in: it has its own lowering", name));
   if (bool(k.build) == !k.spirv_module.empty())
     throw graph::GraphError(fmt::format("custom op '{}': give exactly one kernel, a kernel-builder function or a SPIR-V module", name));
+  if (!k.configs.empty() && !k.build)
+    throw graph::GraphError(fmt::format("custom op '{}': only a kernel-builder kernel can take configs", name));
   if (!registry().emplace(op, std::move(k)).second)
     throw graph::GraphError(fmt::format("custom op '{}' already has a kernel", name));
 }
@@ -91,14 +94,53 @@ uint64_t custom_kernel_groups(const CustomKernel& ck, const CustomKernelRequest&
   return groups_for(r.node.type.numel(), int64_t(per_group));
 }
 
-void lower_custom(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
-  const graph::Node& n = g.node(v);
+namespace {
+
+const CustomKernel& kernel_of(const graph::Node& n) {
   const CustomKernel* ck = custom_kernel(n.op);
   if (!ck)
     throw graph::GraphError(fmt::format("custom op {} (node '{}') has no kernel: register one (or load its op file) "
                                         "before compiling for a device",
                                         graph::op_name(n.op), n.name));
+  return *ck;
+}
+
+}  // namespace
+
+std::optional<TunableOp> tunable_custom(const graph::Graph& g, graph::Value v, const rt::DeviceInfo& device) {
+  const graph::Node& n = g.node(v);
+  const CustomKernel& ck = kernel_of(n);
+  if (ck.configs.empty()) return std::nullopt;
+  std::vector<graph::TensorType> types;
+  std::string shape;
+  for (graph::Value in : n.inputs) {
+    types.push_back(g.type(in));
+    shape += (shape.empty() ? "" : "_") + graph::shape_to_string(g.type(in).shape);
+  }
+  TunableOp op;
+  op.key = {fmt::format("custom.{}", graph::op_name(n.op)), shape, std::string(graph::dtype_name(n.type.dtype))};
+  op.heuristic = ck.configs.front();
+  op.candidates = ck.configs;
+  // The program is built later (by lowering or the tuner): it copies what it needs, holding no graph reference.
+  op.build = [&ck, node = n, types, device, buffers = io_buffers(g, v)](const heavy::Config& c) {
+    const CustomKernelRequest request{node, types, device, &c};
+    kir::Kernel k = custom_kernel_for(ck, request);
+    const uint64_t groups = custom_kernel_groups(ck, request, k);
+    KernelProgram p = single_kernel_program(buffers, std::move(k), groups);
+    p.launches.at(0).scalars.u32(uint32_t(node.type.numel()));
+    return p;
+  };
+  return op;
+}
+
+void lower_custom(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const CustomKernel* ck = &kernel_of(n);
+  if (!ck->configs.empty()) {
+    lower_tunable(ctx, v, [&] { return *tunable_custom(g, v, ctx.device()); });
+    return;
+  }
   std::vector<graph::TensorType> types;
   std::vector<int32_t> buffers;
   for (graph::Value in : n.inputs) {
@@ -106,7 +148,7 @@ void lower_custom(LoweringContext& ctx, graph::Value v) {
     buffers.push_back(ctx.buffer_of(in));
   }
   buffers.push_back(ctx.buffer_of(v));
-  const CustomKernelRequest request{n, types, ctx.device()};
+  const CustomKernelRequest request{n, types, ctx.device(), nullptr};
   kir::Kernel k = custom_kernel_for(*ck, request);
   const uint64_t groups = custom_kernel_groups(*ck, request, k);
   rt::ScalarArgs scalars;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/graph/op_table.h"
+#include "lowering/custom_kernels.h"
 #include "lowering/decompose.h"
 #include "lowering/schedule.h"
 
@@ -37,7 +39,7 @@ std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::Devic
   for (graph::Value v : schedule(g)) {
     std::optional<TunableOp> op;
     try {
-      op = tunable_op(g, v, limits);
+      op = graph::is_user_op(g.node(v).op) ? tunable_custom(g, v, info) : tunable_op(g, v, limits);
     } catch (const std::invalid_argument& e) {
       const graph::Node& n = g.node(v);
       throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(n.op), n.name, e.what()));
