@@ -69,9 +69,14 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 
 }  // namespace spire::rt::conformance
 
-// Declares a suite of conformance tests and instantiates it for every device id.
-#define SPIRE_CONFORMANCE_SUITE(Suite)                                                                       \
-  class Suite : public ::spire::rt::conformance::Conformance {};                                            \
-  INSTANTIATE_TEST_SUITE_P(Devices, Suite, ::testing::ValuesIn(::spire::rt::conformance::device_ids()),    \
+// Instantiates the conformance suite `Suite` (a class derived from Conformance) for every device id; test names
+// read Conformance/Suite.Test/vulkan_0, so `ctest -R Conformance/` runs them all.
+#define SPIRE_CONFORMANCE_INSTANTIATE(Suite)                                                                 \
+  INSTANTIATE_TEST_SUITE_P(Conformance, Suite, ::testing::ValuesIn(::spire::rt::conformance::device_ids()), \
                            ::spire::rt::conformance::param_name);                                           \
   GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Suite)
+
+// Declares a suite of conformance tests that needs nothing beyond the fixture, and instantiates it.
+#define SPIRE_CONFORMANCE_SUITE(Suite)                              \
+  class Suite : public ::spire::rt::conformance::Conformance {};   \
+  SPIRE_CONFORMANCE_INSTANTIATE(Suite)

@@ -33,8 +33,7 @@ class DispatchTest : public Conformance {
     for (uint64_t i = n; i < n + slack; ++i) ASSERT_EQ(float_bits(zs[i]), kNaNBits) << "write past the end at " << i;
   }
 };
-INSTANTIATE_TEST_SUITE_P(Devices, DispatchTest, ::testing::ValuesIn(device_ids()), param_name);
-GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DispatchTest);
+SPIRE_CONFORMANCE_INSTANTIATE(DispatchTest);
 
 TEST_P(DispatchTest, VectorAddIsRightAtAwkwardSizes) {
   auto k = load(vector_add(256));
