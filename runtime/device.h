@@ -1,8 +1,9 @@
-// The runtime contract: one small interface every backend implements (runtime/vulkan, runtime/cuda).
+// The runtime contract: one small interface every backend implements (runtime/vulkan, runtime/cuda), held to it
+// by one conformance suite run against every driver (tests/runtime_conformance).
 //
-// A Device owns buffers, compiles ir/kernel kernels into its own binaries, records command streams that
-// can be submitted many times, and times them with its own clock. The runtime knows binaries, buffers and
-// grids, never graphs.
+// A Device owns buffers, loads kernels already compiled for it (backends/compile_kernel.h), records command
+// streams that can be submitted many times, and times them with its own clock. The runtime knows binaries,
+// buffers and grids, never graphs.
 #pragma once
 
 #include <array>
@@ -130,8 +131,11 @@ class CommandStream {
   virtual void dispatch(const Kernel& k, std::span<const BufferView> buffers, const ScalarArgs& scalars, Grid grid) = 0;
   // Makes all earlier writes visible to all later reads and writes (compute and copies).
   virtual void barrier() = 0;
-  virtual void copy(BufferView src, BufferView dst) = 0;  // same byte count; dst.size 0 = src.bytes()
-  virtual void fill(BufferView dst, uint32_t pattern) = 0;  // every 32-bit word set to pattern
+  // Same byte count (dst.size 0 = src.bytes()), at any byte offsets; the two views must not overlap.
+  virtual void copy(BufferView src, BufferView dst) = 0;
+  // Every 32-bit word set to pattern: offset and size are multiples of 4, except that a view reaching the end of
+  // its buffer may end in a partial word, which takes the pattern's first (little-endian) bytes.
+  virtual void fill(BufferView dst, uint32_t pattern) = 0;
   // Records a device timestamp; returns its index. After the stream completes, elapsed_ms(a, b) reads the
   // device time between two timestamps of the last completed submission.
   virtual uint32_t timestamp() = 0;
@@ -156,7 +160,7 @@ class Device {
   // Synchronous transfers (they wait for the device); offsets in bytes.
   virtual void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) = 0;
   virtual void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) = 0;
-  virtual void fill(Buffer& dst, uint32_t pattern) = 0;
+  virtual void fill(Buffer& dst, uint32_t pattern) = 0;  // the whole buffer, as CommandStream::fill fills a view
 
   // The binary format this device loads (SPIR-V on Vulkan, PTX on CUDA).
   BinaryFormat binary_format() const { return info().backend == Backend::Cuda ? BinaryFormat::Ptx : BinaryFormat::Spirv; }

@@ -119,16 +119,22 @@ void CudaCommandStream::copy(BufferView src, BufferView dst) {
   CUdeviceptr d = view_pointer(dst, "destination", "copy");
   if (dst.bytes() != bytes)
     throw Error(fmt::format("{}: copy of {} bytes into a view of {} bytes", ctx_->id(), bytes, dst.bytes()));
+  // The driver's device-to-device copy is undefined for overlapping ranges; Vulkan's is invalid.
+  if (s < d + bytes && d < s + bytes)
+    throw Error(fmt::format("{}: copy of {} bytes between overlapping views (offsets {} and {} of one buffer)",
+                            ctx_->id(), bytes, src.offset, dst.offset));
   if (bytes) commands_.emplace_back(Copy{s, d, bytes});
 }
 
 void CudaCommandStream::fill(BufferView dst, uint32_t pattern) {
   require_recording("fill");
   CUdeviceptr d = view_pointer(dst, "destination", "fill");
-  if (dst.offset % 4 != 0 || dst.bytes() % 4 != 0)
-    throw Error(fmt::format("{}: fill writes 32-bit words: view offset {} and size {} must be multiples of 4",
+  const bool to_end = dst.offset + dst.bytes() == dst.buffer->size();
+  if (dst.offset % 4 != 0 || (!to_end && dst.bytes() % 4 != 0))
+    throw Error(fmt::format("{}: fill writes 32-bit words: view offset {} and size {} must be multiples of 4 (only a "
+                            "view reaching the end of its buffer may end in a partial word)",
                             ctx_->id(), dst.offset, dst.bytes()));
-  if (dst.bytes()) commands_.emplace_back(Fill{d, dst.bytes() / 4, pattern});
+  if (dst.bytes()) commands_.emplace_back(Fill{d, dst.bytes() / 4, uint32_t(dst.bytes() % 4), pattern});
 }
 
 uint32_t CudaCommandStream::timestamp() {
@@ -233,7 +239,12 @@ void CudaCommandStream::replay(CUstream stream, bool capturing) {
     } else if (auto* cp = std::get_if<Copy>(&c)) {
       ctx_->check(a.cuMemcpyDtoDAsync(cp->dst, cp->src, cp->bytes, stream), "cuMemcpyDtoDAsync");
     } else if (auto* f = std::get_if<Fill>(&c)) {
-      ctx_->check(a.cuMemsetD32Async(f->dst, f->pattern, f->words, stream), "cuMemsetD32Async");
+      if (f->words) ctx_->check(a.cuMemsetD32Async(f->dst, f->pattern, f->words, stream), "cuMemsetD32Async");
+      // A cut-off last word takes the pattern's first (little-endian) bytes, as Device::fill's tail does.
+      for (uint32_t i = 0; i < f->tail_bytes; ++i)
+        ctx_->check(a.cuMemsetD8Async(f->dst + f->words * 4 + i, static_cast<unsigned char>(f->pattern >> (8 * i)), 1,
+                                      stream),
+                    "cuMemsetD8Async");
     } else if (auto* t = std::get_if<Timestamp>(&c)) {
       // In capture, a plain cuEventRecord would only mark a fork/join point; the EXTERNAL flag makes it an
       // event record node that records the event at each graph launch.

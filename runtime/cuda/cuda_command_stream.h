@@ -47,7 +47,7 @@ class CudaCommandStream final : public CommandStream {
     std::vector<void*> params;          // cuLaunchKernel's kernelParams, built by finish()
   };
   struct Copy { CUdeviceptr src, dst; uint64_t bytes; };
-  struct Fill { CUdeviceptr dst; uint64_t words; uint32_t pattern; };
+  struct Fill { CUdeviceptr dst; uint64_t words; uint32_t tail_bytes; uint32_t pattern; };  // tail: a cut-off last word
   struct Timestamp { uint32_t index; };
   using Command = std::variant<Launch, Copy, Fill, Timestamp>;
 

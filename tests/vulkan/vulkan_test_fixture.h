@@ -1,5 +1,5 @@
-// Shared by the Vulkan conformance tests: one device per process, and a check after every test that the
-// validation layer reported nothing while it ran.
+// Shared by the Vulkan-specific tests (the contract every backend keeps is tested in tests/runtime_conformance):
+// one device per process, and a check after every test that the validation layer reported nothing while it ran.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -36,14 +36,8 @@ inline uint32_t float_bits(float f) {
   std::memcpy(&u, &f, 4);
   return u;
 }
-inline float bits_float(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 constexpr uint32_t kPoison = 0xDEADBEEFu;
-constexpr uint32_t kNaN = 0x7fc00000u;
 
 template <class T>
 std::vector<T> download_vector(Device& d, const Buffer& b, size_t count, uint64_t offset = 0) {

@@ -4,7 +4,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-targets="spire spire_bench_foundation spire_examples_tests spire_cuda_tests spire_vulkan_tests"
+targets="spire spire_bench_foundation spire_examples_tests spire_runtime_conformance_tests spire_cuda_tests spire_vulkan_tests"
 [ -n "${EXTRA_TARGETS:-}" ] && targets="$targets $EXTRA_TARGETS"
 cmake --build build -j2 --target $targets
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/data

@@ -8,6 +8,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 $B/spire devices
 $B/spire examples --device all 2>&1 | tee $OUT/examples.txt
 echo "== examples tests (validation layer on)"; SPIRE_VULKAN_VALIDATION=1 $B/spire_examples_tests --gtest_brief=1 2>&1 | tail -3
+echo "== runtime conformance on every device (validation layer on)"
+SPIRE_VULKAN_VALIDATION=1 $B/spire_runtime_conformance_tests --gtest_brief=1 2>&1 | tail -3
 echo "== CUDA tests"; $B/spire_cuda_tests --gtest_brief=1 2>&1 | tail -3
 echo "== test-ops"; $B/spire test-ops --device all > $OUT/test_ops.txt 2>&1; echo "exit $?"; tail -1 $OUT/test_ops.txt
 $B/spire_bench_foundation --device all --mib 256 --runs 50 2>&1 | tee $OUT/bench.txt

@@ -7,6 +7,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --f
 $B/spire devices
 $B/spire examples --device all 2>&1 | tee $OUT/examples.txt
 SPIRE_VULKAN_VALIDATION=1 $B/spire_examples_tests --gtest_brief=1 2>&1 | tail -15
+SPIRE_VULKAN_VALIDATION=1 $B/spire_runtime_conformance_tests --gtest_brief=1 2>&1 | tail -15
 $B/spire_cuda_tests --gtest_brief=1 2>&1 | tail -15
 SPIRE_VULKAN_TEST_DEVICE=0 $B/spire_vulkan_tests --gtest_brief=1 2>&1 | tail -15
 $B/spire_bench_foundation --device all --mib 256 --runs 50 2>&1 | tee $OUT/bench.txt
