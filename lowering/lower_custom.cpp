@@ -107,10 +107,14 @@ const CustomKernel& kernel_of(const graph::Node& n) {
 
 }  // namespace
 
-std::optional<TunableOp> tunable_custom(const graph::Graph& g, graph::Value v, const rt::DeviceInfo& device) {
+namespace {
+
+// Node v as a TunableOp whatever its kernel: its configs are the candidates, the first the heuristic; an op
+// without configs has none and builds its one kernel (request.config null). Lowering and the tuner both go
+// through it, so what is timed is what is launched.
+TunableOp custom_op_of(const graph::Graph& g, graph::Value v, const rt::DeviceInfo& device) {
   const graph::Node& n = g.node(v);
   const CustomKernel& ck = kernel_of(n);
-  if (ck.configs.empty()) return std::nullopt;
   std::vector<graph::TensorType> types;
   std::string shape;
   for (graph::Value in : n.inputs) {
@@ -119,11 +123,11 @@ std::optional<TunableOp> tunable_custom(const graph::Graph& g, graph::Value v, c
   }
   TunableOp op;
   op.key = {fmt::format("custom.{}", graph::op_name(n.op)), shape, std::string(graph::dtype_name(n.type.dtype))};
-  op.heuristic = ck.configs.front();
+  if (!ck.configs.empty()) op.heuristic = ck.configs.front();
   op.candidates = ck.configs;
   // The program is built later (by lowering or the tuner): it copies what it needs, holding no graph reference.
   op.build = [&ck, node = n, types, device, buffers = io_buffers(g, v)](const heavy::Config& c) {
-    const CustomKernelRequest request{node, types, device, &c};
+    const CustomKernelRequest request{node, types, device, ck.configs.empty() ? nullptr : &c};
     kir::Kernel k = custom_kernel_for(ck, request);
     const uint64_t groups = custom_kernel_groups(ck, request, k);
     KernelProgram p = single_kernel_program(buffers, std::move(k), groups);
@@ -133,27 +137,16 @@ std::optional<TunableOp> tunable_custom(const graph::Graph& g, graph::Value v, c
   return op;
 }
 
+}  // namespace
+
+std::optional<TunableOp> tunable_custom(const graph::Graph& g, graph::Value v, const rt::DeviceInfo& device) {
+  TunableOp op = custom_op_of(g, v, device);
+  if (op.candidates.empty()) return std::nullopt;
+  return op;
+}
+
 void lower_custom(LoweringContext& ctx, graph::Value v) {
-  const graph::Graph& g = ctx.graph();
-  const graph::Node& n = g.node(v);
-  const CustomKernel* ck = &kernel_of(n);
-  if (!ck->configs.empty()) {
-    lower_tunable(ctx, v, [&] { return *tunable_custom(g, v, ctx.device()); });
-    return;
-  }
-  std::vector<graph::TensorType> types;
-  std::vector<int32_t> buffers;
-  for (graph::Value in : n.inputs) {
-    types.push_back(g.type(in));
-    buffers.push_back(ctx.buffer_of(in));
-  }
-  buffers.push_back(ctx.buffer_of(v));
-  const CustomKernelRequest request{n, types, ctx.device(), nullptr};
-  kir::Kernel k = custom_kernel_for(*ck, request);
-  const uint64_t groups = custom_kernel_groups(*ck, request, k);
-  rt::ScalarArgs scalars;
-  scalars.u32(uint32_t(n.type.numel()));
-  ctx.launch(std::move(k), std::move(buffers), std::move(scalars), groups);
+  lower_tunable(ctx, v, [&] { return custom_op_of(ctx.graph(), v, ctx.device()); });
 }
 
 }  // namespace spire::lowering

@@ -35,13 +35,7 @@ std::unique_ptr<kir::Block> copy_block_ptr(const std::unique_ptr<kir::Block>& b)
 }  // namespace
 
 Kernel clone(const Kernel& k) {
-  Kernel out;
-  out.name = k.name;
-  out.workgroup_size = k.workgroup_size;
-  out.features = k.features;
-  out.buffers = k.buffers;
-  out.scalars = k.scalars;
-  out.shared = k.shared;
+  Kernel out = signature(k);
   out.vars = k.vars;
   out.value_types = k.value_types;
   out.body = copy_block(k.body);

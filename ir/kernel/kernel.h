@@ -153,8 +153,8 @@ struct Kernel {
 // A deep copy (blocks own their children through unique_ptr, so Kernel is move-only). Runtimes keep one so
 // a compiled kernel's ir() outlives the caller's kernel.
 Kernel clone(const Kernel& k);
-// The kernel's interface without its body (name, workgroup size, features, buffers, scalars, shared arrays; a
-// prebuilt module stays): what a runtime needs to bind and launch a compiled binary.
+// The kernel's interface without its body (name, workgroup size, features, buffers, scalars, shared arrays; no
+// variables, values or prebuilt module): what a runtime needs to bind and launch a compiled binary.
 Kernel signature(const Kernel& k);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,

@@ -12,6 +12,7 @@
 #include "lowering/executable.h"
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_validation.h"
+#include "tests/support/on_device.h"
 #include "tests/lowering/device_list.h"
 
 using namespace spire;
@@ -20,18 +21,7 @@ using graph::Tensor;
 
 namespace {
 
-class OnDevice : public testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dev_ = rt::open_device(GetParam());
-    messages_before_ = rt::vulkan::validation_message_count();
-  }
-  void TearDown() override {
-    EXPECT_EQ(rt::vulkan::validation_message_count(), messages_before_) << "the Vulkan validation layer reported messages";
-  }
-  std::unique_ptr<rt::Device> dev_;
-  uint64_t messages_before_ = 0;
-};
+using testing_support::OnDevice;
 
 std::vector<double> random_values(size_t n, uint64_t seed, double lo = -1, double hi = 1) {
   std::mt19937_64 rng(seed);

@@ -12,6 +12,7 @@
 #include "ir/graph/tensor.h"
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_validation.h"
+#include "tests/support/on_device.h"
 #include "tests/lowering/device_list.h"
 
 namespace spire::tuning_test {
@@ -39,17 +40,6 @@ inline std::filesystem::path scratch_dir() {
   return dir;
 }
 
-class OnDevice : public testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    dev_ = rt::open_device(GetParam());
-    messages_before_ = rt::vulkan::validation_message_count();
-  }
-  void TearDown() override {
-    EXPECT_EQ(rt::vulkan::validation_message_count(), messages_before_) << "the Vulkan validation layer reported messages";
-  }
-  std::unique_ptr<rt::Device> dev_;
-  uint64_t messages_before_ = 0;
-};
+using OnDevice = testing_support::OnDevice;
 
 }  // namespace spire::tuning_test
