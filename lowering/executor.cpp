@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "lowering/executable.h"
+#include "lowering/device_bytes.h"
 #include "lowering/plan.h"
 
 namespace spire::lowering {
@@ -17,52 +18,6 @@ namespace {
 // Written into every buffer at allocation: as f32 (0x7FF80000) and as f64 (0x7FF800007FF80000) a NaN, as an
 // integer a large number, as a bool neither 0 nor 1. A value nobody wrote stays visibly wrong.
 constexpr uint32_t kPoison = 0x7FF80000u;
-
-// Host values of a tensor in the device type's bytes.
-std::vector<uint8_t> to_device_bytes(const graph::Tensor& t, kir::Type type, const std::string& name) {
-  std::vector<uint8_t> out(size_t(t.numel()) * kir::type_bytes(type));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    double v = t.data[size_t(i)];
-    uint8_t* p = out.data() + size_t(i) * kir::type_bytes(type);
-    switch (type) {
-      case kir::Type::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
-      case kir::Type::F64: std::memcpy(p, &v, 8); break;
-      case kir::Type::I32: {
-        if (!(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()))
-          throw graph::GraphError(fmt::format("'{}': element {} = {} is outside the 32-bit range {} values are stored "
-                                              "in on devices", name, i, v, graph::dtype_name(t.dtype)));
-        int32_t x = int32_t(v);
-        std::memcpy(p, &x, 4);
-        break;
-      }
-      case kir::Type::U32: { uint32_t x = v != 0 ? 1 : 0; std::memcpy(p, &x, 4); break; }
-      default: throw graph::GraphError(fmt::format("'{}': no host conversion to device type {}", name, kir::type_name(type)));
-    }
-  }
-  return out;
-}
-
-// Device bytes back into a host tensor. A stored bool other than 0/1 is kept as is: it can only be a value no
-// kernel wrote (the poison), and a comparison must see that.
-graph::Tensor from_device_bytes(const std::vector<uint8_t>& bytes, kir::Type type, const graph::TensorType& tt) {
-  graph::Tensor t;
-  t.dtype = tt.dtype;
-  t.shape = tt.shape;
-  t.data.resize(size_t(tt.numel()));
-  for (int64_t i = 0; i < tt.numel(); ++i) {
-    const uint8_t* p = bytes.data() + size_t(i) * kir::type_bytes(type);
-    double v = 0;
-    switch (type) {
-      case kir::Type::F32: { float f; std::memcpy(&f, p, 4); v = f; break; }
-      case kir::Type::F64: std::memcpy(&v, p, 8); break;
-      case kir::Type::I32: { int32_t x; std::memcpy(&x, p, 4); v = x; break; }
-      case kir::Type::U32: { uint32_t x; std::memcpy(&x, p, 4); v = x; break; }
-      default: break;
-    }
-    t.data[size_t(i)] = v;
-  }
-  return t;
-}
 
 std::string names_of_launches_using(const Plan& p, int32_t kernel) {
   std::string s;

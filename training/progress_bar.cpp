@@ -8,8 +8,8 @@
 
 namespace spire::training {
 
-ProgressBar::ProgressBar(std::string label, uint64_t total, FILE* out)
-    : label_(std::move(label)), total_(std::max<uint64_t>(total, 1)), out_(out), tty_(isatty(fileno(out)) != 0) {
+ProgressBar::ProgressBar(std::string label, uint64_t total, FILE* out, std::string unit)
+    : label_(std::move(label)), unit_(std::move(unit)), total_(std::max<uint64_t>(total, 1)), out_(out), tty_(isatty(fileno(out)) != 0) {
   start_ = last_draw_ = std::chrono::steady_clock::now();
 }
 
@@ -47,8 +47,8 @@ void ProgressBar::draw(const std::string& status, bool final) {
   int filled = int(frac * kWidth);
   std::string bar = std::string(size_t(filled), '#') + std::string(size_t(kWidth - filled), '.');
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::string line = fmt::format("{} [{}] {:3.0f}% {}/{} {:.0f} img/s {:.1f}s{}{}", label_, bar, frac * 100, done_,
-                                 total_, items_per_second(), secs, status.empty() ? "" : "  ", status);
+  std::string line = fmt::format("{} [{}] {:3.0f}% {}/{} {:.0f} {}/s {:.1f}s{}{}", label_, bar, frac * 100, done_,
+                                 total_, items_per_second(), unit_, secs, status.empty() ? "" : "  ", status);
   if (tty_)
     fmt::print(out_, "\r{}\033[K{}", line, final ? "\n" : "");
   else

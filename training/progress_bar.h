@@ -12,7 +12,8 @@ namespace spire::training {
 
 class ProgressBar {
  public:
-  ProgressBar(std::string label, uint64_t total, FILE* out = stderr);
+  // `unit` names the items in the rate ("img" prints "img/s").
+  ProgressBar(std::string label, uint64_t total, FILE* out = stderr, std::string unit = "img");
   // Sets the done count and redraws (at most ~10 times a second on a terminal).
   void update(uint64_t done, const std::string& status = {});
   // Draws the final state and ends the line.
@@ -22,6 +23,7 @@ class ProgressBar {
  private:
   void draw(const std::string& status, bool final);
   std::string label_;
+  std::string unit_;
   uint64_t total_;
   uint64_t done_ = 0;
   FILE* out_;

@@ -160,6 +160,15 @@ graph::Shape Importer::bind_shape(const onnx::ValueInfoProto& in, const std::str
     declared.push_back(dim.has_dim_value() ? std::to_string(dim.dim_value())
                                            : (dim.dim_param().empty() ? "?" : dim.dim_param()));
   const std::string model_shape = fmt::format("[{}]", fmt::join(declared, ","));
+  if (!given && opt_.batch > 0 && tt.shape().dim_size() > 0 && !tt.shape().dim(0).has_dim_value()) {
+    given = graph::Shape{opt_.batch};
+    for (int d = 1; d < tt.shape().dim_size(); ++d) {
+      if (!tt.shape().dim(d).has_dim_value())
+        throw ImportError(fmt::format("{} has a symbolic dimension {} ('{}') besides the batch: {}", what, d,
+                                      declared[size_t(d)], hint));
+      given->push_back(tt.shape().dim(d).dim_value());
+    }
+  }
   if (!given) {
     for (int d = 0; d < tt.shape().dim_size(); ++d)
       if (!tt.shape().dim(d).has_dim_value())

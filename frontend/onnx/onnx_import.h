@@ -35,6 +35,9 @@ struct ImportOptions {
   // must be known at import (Reshape's shape, Slice's starts, ...) the given value is used: this is how an
   // integer input that feeds a shape is specialised for one run.
   std::map<std::string, graph::Tensor> known_inputs;
+  // When > 0: the first dimension of every input whose first dimension is symbolic, where input_shapes gives
+  // none (how `spire compile` specialises a model exported with a dynamic batch to each batch it serves).
+  int64_t batch = 0;
   // Added to the message when an input's shape is needed and not given (e.g. "it is missing from in.st").
   std::string missing_shape_hint;
 };

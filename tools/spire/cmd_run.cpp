@@ -13,6 +13,7 @@
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
 #include "tools/spire/passes_option.h"
+#include "tools/spire/run_bundle.h"
 
 namespace spire::cli {
 namespace {
@@ -48,6 +49,13 @@ Diff max_diff(const graph::Tensor& a, const graph::Tensor& ref) {
 }
 
 void run_run(const RunCmd& o) {
+  if (ends_with(o.model, ".spire")) {
+    if (!o.dump.empty() || o.stats || !o.passes.empty() || o.profile || o.tuning.tune)
+      throw std::invalid_argument("a bundle is already compiled: --dump, --stats, --passes, --profile and --tune apply "
+                                  "to .onnx and .graph models");
+    run_bundle(o.model, o.inputs, o.outputs, o.device, o.bench);
+    return;
+  }
   const auto given = io::load_tensors(o.inputs);
   LoadedModel m;
   if (ends_with(o.model, ".graph")) {
@@ -132,7 +140,7 @@ void register_run_commands(CLI::App& app) {
       "Run an ONNX model (or a graph made by `spire import`) once: each model input is read from --inputs by its "
       "ONNX name; each output is written to --outputs under its ONNX name in the model's dtype. The values of an .onnx "
       "model's integer inputs are also used at import where a shape needs them (the graph is specialised to them)");
-  cmd->add_option("model", o->model, "MODEL.onnx or MODEL.graph")->required();
+  cmd->add_option("model", o->model, "MODEL.onnx, MODEL.graph, or MODEL.spire (a bundle from `spire compile`)")->required();
   cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs")->required();
   cmd->add_option("--outputs", o->outputs, "safetensors file to write the outputs to")->required();
   cmd->add_option("--device", o->device,

@@ -50,5 +50,6 @@ void register_test_ops_commands(CLI::App& app); // spire test-ops              (
 void register_import_commands(CLI::App& app);   // spire import MODEL.onnx     (cmd_import.cpp)
 void register_run_commands(CLI::App& app);      // spire run MODEL             (cmd_run.cpp)
 void register_onnx_test_commands(CLI::App& app); // spire onnx-test DIR...     (cmd_onnx_test.cpp)
+void register_compile_commands(CLI::App& app);   // spire compile MODEL -o B    (cmd_compile.cpp)
 
 }  // namespace spire::cli

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   spire::cli::register_import_commands(app);
   spire::cli::register_run_commands(app);
   spire::cli::register_onnx_test_commands(app);
+  spire::cli::register_compile_commands(app);
 #endif
   try {
     app.parse(argc, argv);

@@ -1,0 +1,219 @@
+#include "bundle/compiler/compile_bundle.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "backends/compile_kernel.h"
+#include "lowering/device_bytes.h"
+#include "lowering/plan.h"
+
+namespace spire::bundle {
+
+namespace {
+
+DType bundle_dtype(graph::DType t) {
+  switch (t) {
+    case graph::DType::F32: return DType::F32;
+    case graph::DType::F64: return DType::F64;
+    case graph::DType::I32: return DType::I32;
+    case graph::DType::I64: return DType::I64;
+    case graph::DType::Bool: return DType::Bool;
+  }
+  return DType::F32;
+}
+
+BufferRole bundle_role(lowering::BufferRole r) {
+  switch (r) {
+    case lowering::BufferRole::Transient: return BufferRole::Transient;
+    case lowering::BufferRole::Input: return BufferRole::Input;
+    case lowering::BufferRole::Parameter: return BufferRole::Parameter;
+    case lowering::BufferRole::State: return BufferRole::State;
+    case lowering::BufferRole::Constant: return BufferRole::Constant;
+    case lowering::BufferRole::Output: return BufferRole::Output;
+  }
+  return BufferRole::Transient;
+}
+
+// The graph type of a model tensor: an input is a leaf, an output a named graph output.
+graph::TensorType type_of(const graph::Graph& g, const ModelTensor& t, bool input) {
+  if (input) {
+    for (graph::Value v : g.inputs())
+      if (g.node(v).name == t.graph_name) return g.node(v).type;
+    throw std::invalid_argument(fmt::format("the graph has no input '{}'", t.graph_name));
+  }
+  for (const auto& o : g.outputs())
+    if (o.name == t.graph_name) return g.type(o.value);
+  throw std::invalid_argument(fmt::format("the graph has no output '{}'", t.graph_name));
+}
+
+// The named inputs' and outputs' types of the model at one batch.
+struct IoTypes {
+  std::vector<std::pair<std::string, graph::TensorType>> inputs, outputs;
+  explicit IoTypes(const ModelAtBatch& m) {
+    for (const ModelTensor& t : m.inputs) inputs.push_back({t.name, type_of(m.graph, t, true)});
+    for (const ModelTensor& t : m.outputs) outputs.push_back({t.name, type_of(m.graph, t, false)});
+  }
+};
+
+class BundleBuilder {
+ public:
+  explicit BundleBuilder(const CompileBundleOptions& o) : o_(o) {
+    b_.model = o.model_name;
+    b_.producer = "spire";
+    b_.dynamic_batch = o.dynamic_batch;
+    b_.max_batch = o.dynamic_batch ? o.max_batch : 0;
+  }
+
+  // The io specs from the model's io types at its smallest and largest batch: what varies is the batch dimension.
+  void describe_io(const IoTypes& small, int64_t small_batch, const IoTypes& large, int64_t large_batch) {
+    for (int io = 0; io < 2; ++io) {
+      const auto& a = io == 0 ? small.inputs : small.outputs;
+      const auto& z = io == 0 ? large.inputs : large.outputs;
+      for (size_t i = 0; i < z.size(); ++i) {
+        const auto& [name, tz] = z[i];
+        TensorSpec spec{name, bundle_dtype(tz.dtype), tz.shape, false};
+        const graph::TensorType& ta = a.at(i).second;
+        if (o_.dynamic_batch && ta.shape != tz.shape) {
+          std::vector<int64_t> expect = tz.shape;
+          if (!expect.empty()) expect[0] = small_batch;
+          if (tz.shape.empty() || tz.shape[0] != large_batch || ta.shape != expect)
+            throw std::invalid_argument(fmt::format(
+                "{} '{}' is {} at batch {} and {} at batch {}: only the first dimension may follow the batch",
+                io == 0 ? "input" : "output", name, graph::shape_to_string(ta.shape), small_batch,
+                graph::shape_to_string(tz.shape), large_batch));
+          spec.batched = true;
+        }
+        (io == 0 ? b_.inputs : b_.outputs).push_back(std::move(spec));
+      }
+    }
+  }
+
+  void add_plan(const ModelAtBatch& m, const rt::DeviceInfo& target, int64_t batch) {
+    const lowering::Plan plan = lowering::lower(m.graph, target);
+    DevicePlan p;
+    p.format = target.backend == rt::Backend::Cuda ? rt::BinaryFormat::Ptx : rt::BinaryFormat::Spirv;
+    p.ptx_sm = target.compute_capability;
+    p.target = target.id;
+    p.batch = o_.dynamic_batch ? batch : 0;
+    p.arena_bytes = plan.arena_bytes;
+    for (const lowering::PlannedBuffer& pb : plan.buffers) {
+      BufferSpec s;
+      s.name = pb.slot.name;
+      s.type = pb.slot.type;
+      s.elements = uint64_t(pb.slot.elements);
+      s.role = bundle_role(pb.role);
+      s.arena_offset = !pb.persistent() && pb.first_use >= 0 ? pb.arena_offset : -1;
+      s.fill = pb.fill;
+      if (pb.role == lowering::BufferRole::Parameter) s.weight = weight_index(m, pb);
+      p.buffers.push_back(std::move(s));
+    }
+    for (size_t k = 0; k < plan.kernels.size(); ++k) {
+      try {
+        p.kernels.push_back(backends::compile_kernel(plan.kernels[k], target));
+      } catch (const std::exception& e) {
+        throw std::runtime_error(fmt::format("compiling kernel '{}' for target {}: {}", plan.kernels[k].name, target.id,
+                                             e.what()));
+      }
+    }
+    for (const lowering::Launch& l : plan.launches) {
+      LaunchSpec s;
+      s.kernel = uint32_t(l.kernel);
+      for (int32_t b : l.buffers) s.buffers.push_back(uint32_t(b));
+      s.scalars = l.scalars.bytes();
+      s.scalars.resize(plan.kernels[size_t(l.kernel)].scalar_block_bytes(), 0);
+      s.groups = l.groups;
+      s.node = l.node;
+      p.launches.push_back(std::move(s));
+    }
+    for (const lowering::StateCopy& c : plan.copies) p.copies.push_back({uint32_t(c.from), uint32_t(c.to)});
+    for (const ModelTensor& t : m.inputs) {
+      auto it = plan.leaves.find(t.graph_name);
+      if (it == plan.leaves.end()) throw std::invalid_argument(fmt::format("the plan has no input '{}'", t.name));
+      p.input_buffers.push_back(uint32_t(it->second.buffer));
+    }
+    for (const ModelTensor& t : m.outputs) {
+      auto it = plan.outputs.find(t.graph_name);
+      if (it == plan.outputs.end()) throw std::invalid_argument(fmt::format("the plan has no output '{}'", t.name));
+      p.output_buffers.push_back(uint32_t(it->second.buffer));
+    }
+    b_.plans.push_back(std::move(p));
+  }
+
+  bool any_batched() const {
+    for (const auto* list : {&b_.inputs, &b_.outputs})
+      for (const TensorSpec& t : *list)
+        if (t.batched) return true;
+    return false;
+  }
+
+  Bundle take() {
+    validate(b_, o_.model_name);
+    return std::move(b_);
+  }
+
+ private:
+  // Weights are stored once by name, in the device type the plan gives them; every plan's parameter buffer of
+  // that name shares them, so they must agree.
+  int32_t weight_index(const ModelAtBatch& m, const lowering::PlannedBuffer& pb) {
+    const std::string& name = pb.values.empty() ? pb.slot.name : pb.values.front();
+    auto it = m.weights.find(name);
+    if (it == m.weights.end()) throw std::invalid_argument(fmt::format("parameter '{}' has no weight", name));
+    std::vector<uint8_t> bytes = lowering::to_device_bytes(it->second, pb.slot.type, name);
+    for (size_t i = 0; i < b_.weights.size(); ++i)
+      if (b_.weights[i].name == name) {
+        if (b_.weights[i].bytes != bytes || b_.weights[i].type != pb.slot.type)
+          throw std::invalid_argument(fmt::format("parameter '{}' differs between the plans", name));
+        return int32_t(i);
+      }
+    b_.weights.push_back({name, pb.slot.type, std::move(bytes)});
+    return int32_t(b_.weights.size() - 1);
+  }
+
+  const CompileBundleOptions& o_;
+  Bundle b_;
+};
+
+}  // namespace
+
+std::vector<int64_t> plan_batches(int64_t max_batch, bool exact) {
+  std::vector<int64_t> out;
+  if (exact) {
+    for (int64_t b = 1; b <= max_batch; ++b) out.push_back(b);
+    return out;
+  }
+  for (int64_t b = 1; b < max_batch; b *= 2) out.push_back(b);
+  out.push_back(max_batch);
+  return out;
+}
+
+Bundle compile_bundle(const std::function<ModelAtBatch(int64_t)>& model, const CompileBundleOptions& o) {
+  if (o.targets.empty()) throw std::invalid_argument("no target to compile for");
+  if (o.dynamic_batch && o.max_batch < 2)
+    throw std::invalid_argument(fmt::format("--dynamic-batch needs a largest batch of at least 2 (--batch N), not {}",
+                                            o.max_batch));
+  const std::vector<int64_t> batches = o.dynamic_batch ? plan_batches(o.max_batch, o.exact_batches) : std::vector<int64_t>{0};
+  BundleBuilder builder(o);
+  // One batch at a time, lowered for every target, then dropped: a model's weights are large.
+  std::vector<IoTypes> io;
+  size_t done = 0;
+  const size_t total = batches.size() * o.targets.size();
+  for (int64_t b : batches) {
+    const ModelAtBatch m = model(b);
+    io.emplace_back(m);
+    for (const rt::DeviceInfo& target : o.targets) {
+      if (o.progress) o.progress(done++, total, target.id, b);
+      builder.add_plan(m, target, b);
+    }
+  }
+  builder.describe_io(io.front(), batches.front(), io.back(), batches.back());
+  if (o.dynamic_batch && !builder.any_batched())
+    throw std::invalid_argument(fmt::format(
+        "{}: no input or output changes shape with the batch, so there is no batch to make dynamic (export the model "
+        "with a symbolic first dimension, e.g. torch.onnx.export(..., dynamic_axes={{'input': {{0: 'batch'}}}}))",
+        o.model_name));
+  return builder.take();
+}
+
+}  // namespace spire::bundle

@@ -1,0 +1,118 @@
+#include "tools/spire/run_bundle.h"
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bundle/bundle_file.h"
+#include "bundle/session.h"
+#include "io/tensor_file.h"
+
+namespace spire::cli {
+
+namespace {
+
+graph::DType graph_dtype(bundle::DType t) {
+  switch (t) {
+    case bundle::DType::F32: return graph::DType::F32;
+    case bundle::DType::F64: return graph::DType::F64;
+    case bundle::DType::I32: return graph::DType::I32;
+    case bundle::DType::I64: return graph::DType::I64;
+    case bundle::DType::Bool: return graph::DType::Bool;
+  }
+  return graph::DType::F32;
+}
+
+// A host tensor (doubles) as the bytes of `dtype`.
+std::vector<uint8_t> host_bytes(const graph::Tensor& t, bundle::DType dtype) {
+  std::vector<uint8_t> out(t.data.size() * bundle::dtype_bytes(dtype));
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    uint8_t* p = out.data() + i * bundle::dtype_bytes(dtype);
+    const double v = t.data[i];
+    switch (dtype) {
+      case bundle::DType::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
+      case bundle::DType::F64: std::memcpy(p, &v, 8); break;
+      case bundle::DType::I32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
+      case bundle::DType::I64: { int64_t x = int64_t(v); std::memcpy(p, &x, 8); break; }
+      case bundle::DType::Bool: *p = v != 0; break;
+    }
+  }
+  return out;
+}
+
+graph::Tensor from_host_bytes(const std::vector<uint8_t>& bytes, bundle::DType dtype, const std::vector<int64_t>& shape) {
+  graph::Tensor t;
+  t.dtype = graph_dtype(dtype);
+  t.shape = shape;
+  t.data.resize(bytes.size() / bundle::dtype_bytes(dtype));
+  for (size_t i = 0; i < t.data.size(); ++i) {
+    const uint8_t* p = bytes.data() + i * bundle::dtype_bytes(dtype);
+    switch (dtype) {
+      case bundle::DType::F32: { float f; std::memcpy(&f, p, 4); t.data[i] = f; break; }
+      case bundle::DType::F64: std::memcpy(&t.data[i], p, 8); break;
+      case bundle::DType::I32: { int32_t x; std::memcpy(&x, p, 4); t.data[i] = x; break; }
+      case bundle::DType::I64: { int64_t x; std::memcpy(&x, p, 8); t.data[i] = double(x); break; }
+      case bundle::DType::Bool: t.data[i] = *p; break;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+void run_bundle(const std::string& bundle_path, const std::string& inputs, const std::string& outputs,
+                const std::string& device, int bench) {
+  if (device == "reference" || device == "all")
+    throw std::invalid_argument(fmt::format("--device {}: a bundle runs on one device (vulkan:N or cuda:N); run the "
+                                            ".onnx model for the reference or all devices", device));
+  auto b = std::make_shared<const bundle::Bundle>(bundle::read_bundle(bundle_path));
+  const auto given = io::load_tensors(inputs);
+  auto dev = rt::open_device(device);
+  bundle::Session s(b, *dev);
+  // The batch from the batched inputs given (they must agree).
+  int64_t batch = 0;
+  for (const auto& spec : b->inputs) {
+    auto it = given.find(spec.name);
+    if (it == given.end()) throw std::invalid_argument(fmt::format("input '{}' is missing from {}", spec.name, inputs));
+    if (spec.batched && !it->second.shape.empty()) {
+      if (batch && it->second.shape[0] != batch)
+        throw std::invalid_argument(fmt::format("inputs disagree on the batch: {} and {}", batch, it->second.shape[0]));
+      batch = it->second.shape[0];
+    }
+  }
+  if (batch) s.set_batch(batch);
+  for (const auto& spec : b->inputs) {
+    const graph::Tensor& t = given.at(spec.name);
+    if (t.shape != s.shape(spec) || graph_dtype(spec.dtype) != t.dtype)
+      throw std::invalid_argument(fmt::format("input '{}' is {} {} in the bundle (at batch {}) but {} {} in {}", spec.name,
+                                              bundle::dtype_name(spec.dtype), graph::shape_to_string(s.shape(spec)),
+                                              s.batch(), graph::dtype_name(t.dtype), graph::shape_to_string(t.shape), inputs));
+    const auto bytes = host_bytes(t, spec.dtype);
+    s.set_input(spec.name, bytes.data(), bytes.size());
+  }
+  s.run();
+  io::NamedTensors written;
+  for (const auto& spec : b->outputs) {
+    std::vector<uint8_t> bytes(spec.elements_at(s.batch()) * bundle::dtype_bytes(spec.dtype));
+    s.get_output(spec.name, bytes.data(), bytes.size());
+    written.emplace_back(spec.name, from_host_bytes(bytes, spec.dtype, s.shape(spec)));
+  }
+  io::save_tensors(outputs, written);
+  if (bench > 0) {
+    for (int i = 0; i < 3; ++i) s.run();
+    std::vector<double> ms;
+    for (int i = 0; i < bench; ++i) {
+      s.run();
+      ms.push_back(s.last_run_ms());
+    }
+    std::sort(ms.begin(), ms.end());
+    fmt::print("{:<12} {:>6} {:>6} {:>12} {:>12}  (plan for batch {})\n", "device", "batch", "runs", "median ms", "min ms",
+               s.current_plan().batch);
+    fmt::print("{:<12} {:>6} {:>6} {:>12.4f} {:>12.4f}\n", dev->info().id, s.batch(), bench, ms[ms.size() / 2], ms.front());
+  }
+}
+
+}  // namespace spire::cli

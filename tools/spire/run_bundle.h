@@ -1,0 +1,14 @@
+// `spire run MODEL.spire`: a bundle run through bundle::Session, the same code libspire_runtime runs, so a
+// bundle can be checked against `spire run MODEL.onnx` from the command line.
+#pragma once
+
+#include <string>
+
+namespace spire::cli {
+
+// The batch is the first dimension of the batched inputs given. `bench` > 0 replays the run that many times and
+// prints the median and minimum device time.
+void run_bundle(const std::string& bundle_path, const std::string& inputs, const std::string& outputs,
+                const std::string& device, int bench);
+
+}  // namespace spire::cli
