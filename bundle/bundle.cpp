@@ -85,7 +85,7 @@ void validate(const Bundle& b, const std::string& source) {
       if (k.format != p.format) pfail(fmt::format("kernel '{}' is in another format", k.signature.name));
       if (k.format == rt::BinaryFormat::Spirv ? (k.spirv.size() < 5 || k.spirv[0] != 0x07230203u)
                                               : (k.ptx.empty() || k.entry.empty()))
-        pfail(fmt::format("kernel '{}' holds no {} module", k.signature.name, rt::binary_format_name(k.format)));
+        pfail(fmt::format("kernel '{}' holds no {} module", k.signature.name, k.format == rt::BinaryFormat::Spirv ? "SPIR-V" : "PTX"));
       for (uint32_t d : k.signature.workgroup_size)
         if (d == 0 || d > 1024) pfail(fmt::format("kernel '{}' has workgroup size {}", k.signature.name, d));
       for (const auto& s : k.signature.scalars)

@@ -22,6 +22,7 @@ class ByteWriter {
   void str(const std::string& s) { u64(s.size()); raw(s.data(), s.size()); }
   void bytes(const std::vector<uint8_t>& b) { u64(b.size()); raw(b.data(), b.size()); }
   void raw(const void* p, size_t n) {
+    if (n == 0) return;
     const auto* c = static_cast<const uint8_t*>(p);
     out_.insert(out_.end(), c, c + n);
   }
@@ -58,6 +59,7 @@ class ByteReader {
     return n;
   }
   void raw(void* p, size_t n) {
+    if (n == 0) return;  // p may be an empty vector's null data()
     if (n > left()) fail("truncated");
     std::memcpy(p, in_.data() + at_, n);
     at_ += n;

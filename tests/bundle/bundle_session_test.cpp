@@ -1,0 +1,191 @@
+// A model compiled to a bundle in this process (no file, no ONNX) and run through bundle::Session and the C API
+// on every Vulkan device present: each batch 1..4 of a dynamic bundle against the float64 evaluator, the
+// refusals a user meets (no plan for the device, a batch out of range, wrong sizes and names), and statuses.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "bundle/bundle_file.h"
+#include "bundle/compiler/compile_bundle.h"
+#include "bundle/compiler/target_profiles.h"
+#include "bundle/session.h"
+#include "ir/graph/evaluator.h"
+#include "ir/graph/text_form.h"
+#include "spire/spire.h"
+
+namespace spire::bundle {
+namespace {
+
+// A linear layer, a ReLU and a row softmax: every output row depends on its own input row only.
+graph::Graph mlp_at(int64_t batch) {
+  return graph::parse(fmt::format(R"(x = input() : f32[{0},6]
+w = parameter() : f32[6,5]
+b = parameter() : f32[5]
+mm = matmul(x, w) : f32[{0},5]
+h = add(mm, b) : f32[{0},5]
+r = relu(h) : f32[{0},5]
+y = softmax(r) {{axis=1}} : f32[{0},5]
+output y = y
+)", batch));
+}
+
+std::map<std::string, graph::Tensor> weights() {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<double> u(-1, 1);
+  graph::Tensor w(graph::DType::F32, {6, 5}, 0), b(graph::DType::F32, {5}, 0);
+  for (double& v : w.data) v = float(u(rng));
+  for (double& v : b.data) v = float(u(rng));
+  return {{"w", w}, {"b", b}};
+}
+
+Bundle compile_mlp(const std::string& targets, bool dynamic) {
+  CompileBundleOptions o;
+  o.targets = target_profiles(targets);
+  o.dynamic_batch = dynamic;
+  o.max_batch = dynamic ? 4 : 0;
+  o.model_name = "mlp";
+  return compile_bundle([](int64_t batch) { return ModelAtBatch{mlp_at(batch ? batch : 4), weights(), {{"x", "x"}}, {{"y", "y"}}}; }, o);
+}
+
+std::vector<float> input_rows(int64_t batch) {
+  std::mt19937 rng(uint32_t(100 + batch));
+  std::uniform_real_distribution<float> u(-2, 2);
+  std::vector<float> x(size_t(batch * 6));
+  for (float& v : x) v = u(rng);
+  return x;
+}
+
+std::vector<double> reference(int64_t batch, const std::vector<float>& x) {
+  auto feeds = weights();
+  graph::Tensor t(graph::DType::F32, {batch, 6}, 0);
+  for (size_t i = 0; i < x.size(); ++i) t.data[i] = x[i];
+  feeds["x"] = t;
+  return graph::evaluate(mlp_at(batch), feeds, graph::DType::F64).at("y").data;
+}
+
+std::vector<std::string> vulkan_devices() {
+  std::vector<std::string> out;
+  for (const auto& d : rt::list_devices())
+    if (d.backend == rt::Backend::Vulkan) out.push_back(d.id);
+  return out;
+}
+
+TEST(BundleSession, EveryBatchOfADynamicBundleMatchesTheEvaluator) {
+  const auto devices = vulkan_devices();
+  if (devices.empty()) GTEST_SKIP() << "no Vulkan device";
+  auto b = std::make_shared<const Bundle>(parse_bundle(serialize(compile_mlp("spirv,ptx", true)), "mlp.spire"));
+  ASSERT_EQ(b->plans.size(), 6u);  // batches 1, 2, 4 for two targets
+  for (const std::string& id : devices) {
+    auto dev = rt::open_device(id);
+    Session s(b, *dev);
+    for (int64_t batch : {1, 2, 3, 4, 3, 1}) {
+      s.set_batch(batch);
+      EXPECT_EQ(s.current_plan().batch, batch == 3 ? 4 : batch);
+      const std::vector<float> x = input_rows(batch);
+      s.set_input("x", x.data(), x.size() * 4);
+      s.run();
+      std::vector<float> y(size_t(batch * 5), std::nanf(""));
+      s.get_output("y", y.data(), y.size() * 4);
+      const std::vector<double> ref = reference(batch, x);
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-6) << id << " batch " << batch << " element " << i;
+    }
+  }
+}
+
+TEST(BundleSession, RefusesWhatTheUserGetsWrong) {
+  const auto devices = vulkan_devices();
+  if (devices.empty()) GTEST_SKIP() << "no Vulkan device";
+  auto dev = rt::open_device(devices.front());
+  auto ptx_only = std::make_shared<const Bundle>(compile_mlp("ptx", true));
+  try {
+    Session s(ptx_only, *dev);
+    FAIL() << "a PTX-only bundle was accepted by " << devices.front();
+  } catch (const BundleError& e) {
+    EXPECT_NE(std::string(e.what()).find("no SPIR-V plan"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("compiled for: ptx"), std::string::npos) << e.what();
+  }
+  Session s(std::make_shared<const Bundle>(compile_mlp("spirv", true)), *dev);
+  EXPECT_THROW(s.set_batch(5), std::invalid_argument);
+  EXPECT_THROW(s.set_batch(0), std::invalid_argument);
+  s.set_batch(2);
+  std::vector<float> x(12);
+  EXPECT_THROW(s.set_input("x", x.data(), 11 * 4), std::invalid_argument);
+  EXPECT_THROW(s.set_input("nope", x.data(), 12 * 4), std::out_of_range);
+  Session fixed(std::make_shared<const Bundle>(compile_mlp("spirv", false)), *dev);
+  EXPECT_EQ(fixed.bundle().max_batch, 0);
+  EXPECT_THROW(fixed.set_batch(3), std::invalid_argument);
+}
+
+// The C API, through libspire_runtime.so: statuses with codes and messages, never a crash.
+TEST(BundleCApi, RunsABundleAndReportsBadInputAsStatuses) {
+  const auto devices = vulkan_devices();
+  if (devices.empty()) GTEST_SKIP() << "no Vulkan device";
+  spire_device* dev = nullptr;
+  ASSERT_EQ(spire_device_open(devices.front().c_str(), &dev), nullptr);
+  EXPECT_EQ(std::string(spire_device_id(dev)), devices.front());
+
+  spire_device* none = nullptr;
+  spire_status st = spire_device_open("vulkan:99", &none);
+  ASSERT_NE(st, nullptr);
+  EXPECT_EQ(spire_status_get_code(st), SPIRE_STATUS_NOT_FOUND) << spire_status_message(st);
+  spire_status_free(st);
+
+  const std::vector<uint8_t> bytes = serialize(compile_mlp("spirv,ptx", true));
+  spire_model* model = nullptr;
+  // Damaged copies: each a BAD_BUNDLE status whose message names the damage.
+  for (auto [damage, expect] : {std::pair<int, const char*>{0, "truncated"}, {1, "checksum"}, {2, "format version"}}) {
+    std::vector<uint8_t> bad = bytes;
+    if (damage == 0) bad.resize(bad.size() - 100);
+    if (damage == 1) bad[bad.size() - 7] ^= 1;
+    if (damage == 2) bad[8] = 9;
+    st = spire_model_load_memory(dev, bad.data(), bad.size(), &model);
+    ASSERT_NE(st, nullptr);
+    EXPECT_EQ(spire_status_get_code(st), SPIRE_STATUS_BAD_BUNDLE);
+    EXPECT_NE(std::string(spire_status_message(st)).find(expect), std::string::npos) << spire_status_message(st);
+    EXPECT_EQ(model, nullptr);
+    spire_status_free(st);
+  }
+  st = spire_model_load(dev, "/no/such/model.spire", &model);
+  EXPECT_EQ(spire_status_get_code(st), SPIRE_STATUS_NOT_FOUND);
+  spire_status_free(st);
+
+  ASSERT_EQ(spire_model_load_memory(dev, bytes.data(), bytes.size(), &model), nullptr);
+  spire_device_release(dev);  // the model keeps the device alive
+  EXPECT_EQ(spire_model_max_batch(model), 4);
+  EXPECT_EQ(spire_model_dynamic_batch(model), 1);
+  ASSERT_EQ(spire_model_set_batch(model, 3), nullptr);
+  spire_tensor_info info;
+  ASSERT_EQ(spire_model_input_info(model, 0, &info), nullptr);
+  EXPECT_EQ(std::string(info.name), "x");
+  EXPECT_EQ(info.rank, 2);
+  EXPECT_EQ(info.shape[0], 3);
+  EXPECT_EQ(info.bytes, 3u * 6 * 4);
+  st = spire_model_input_info(model, 1, &info);
+  EXPECT_EQ(spire_status_get_code(st), SPIRE_STATUS_NOT_FOUND);
+  spire_status_free(st);
+
+  const std::vector<float> x = input_rows(3);
+  st = spire_model_set_input(model, "x", x.data(), 7);
+  EXPECT_EQ(spire_status_get_code(st), SPIRE_STATUS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(spire_status_message(st)).find("72 bytes"), std::string::npos) << spire_status_message(st);
+  spire_status_free(st);
+  st = spire_model_set_batch(model, 9);
+  EXPECT_EQ(spire_status_get_code(st), SPIRE_STATUS_INVALID_ARGUMENT);
+  spire_status_free(st);
+
+  ASSERT_EQ(spire_model_set_input(model, "x", x.data(), x.size() * 4), nullptr);
+  ASSERT_EQ(spire_model_run(model), nullptr);
+  std::vector<float> y(15, std::nanf(""));
+  ASSERT_EQ(spire_model_get_output(model, "y", y.data(), y.size() * 4), nullptr);
+  const std::vector<double> ref = reference(3, x);
+  for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-6) << i;
+  spire_model_release(model);
+  EXPECT_EQ(spire_status_get_code(nullptr), SPIRE_STATUS_OK);
+}
+
+}  // namespace
+}  // namespace spire::bundle
