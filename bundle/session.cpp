@@ -103,21 +103,14 @@ class PlanInstance {
   rt::BufferView view(uint32_t index) { return views_[index]; }
 
   void run(int64_t batch) {
-    if (!stream_ || recorded_batch_ != batch || recorded_inputs_ != bindings(s_.bound_inputs_) ||
-        recorded_outputs_ != bindings(s_.bound_outputs_))
-      record(batch);
+    // Recorded again only when the batch or the application's bound buffers changed: a replay allocates nothing.
+    if (!stream_ || recorded_batch_ != batch || recorded_bindings_ != s_.bindings_version_) record(batch);
     dev_.run(*stream_);
     last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
   }
   double last_ms() const { return last_ms_; }
 
  private:
-  static std::vector<std::pair<rt::Buffer*, uint64_t>> bindings(const std::vector<rt::BufferView>& v) {
-    std::vector<std::pair<rt::Buffer*, uint64_t>> out;
-    for (const auto& b : v) out.push_back({b.buffer, b.offset});
-    return out;
-  }
-
   void load_kernels() {
     for (const rt::KernelBinary& k : p_.kernels) {
       try {
@@ -211,8 +204,7 @@ class PlanInstance {
     if (copied_out) stream_->barrier();
     stream_->finish();
     recorded_batch_ = batch;
-    recorded_inputs_ = bindings(s_.bound_inputs_);
-    recorded_outputs_ = bindings(s_.bound_outputs_);
+    recorded_bindings_ = s_.bindings_version_;
   }
 
   // The launch's packed scalar bytes, pushed in the signature's order so the stream packs them identically.
@@ -242,7 +234,7 @@ class PlanInstance {
   std::vector<rt::BufferView> views_;
   std::unique_ptr<rt::CommandStream> stream_;
   int64_t recorded_batch_ = -1;
-  std::vector<std::pair<rt::Buffer*, uint64_t>> recorded_inputs_, recorded_outputs_;
+  uint64_t recorded_bindings_ = 0;
   uint32_t t_begin_ = 0, t_end_ = 0;
   double last_ms_ = 0;
 };
@@ -369,28 +361,25 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
 
 void Session::bind_input(const std::string& name, rt::BufferView view) {
   const size_t i = input_index(name);
-  if (view.buffer) {
-    const uint64_t need = bundle_->inputs[i].elements_at(bundle_->max_batch ? bundle_->max_batch : 0) *
-                          kir::type_bytes(current_plan().buffers[current_plan().input_buffers[i]].type);
-    if (view.offset > view.buffer->size() || view.bytes() < need)
-      throw std::invalid_argument(fmt::format("input '{}': the bound buffer holds {} bytes from offset {}, the largest "
-                                              "batch needs {}", name, view.offset > view.buffer->size() ? 0 : view.bytes(),
-                                              view.offset, need));
-  }
-  bound_inputs_[i] = view;
+  bind(bound_inputs_[i], view, bundle_->inputs[i], current_plan().input_buffers[i], "input");
 }
 
 void Session::bind_output(const std::string& name, rt::BufferView view) {
   const size_t i = output_index(name);
+  bind(bound_outputs_[i], view, bundle_->outputs[i], current_plan().output_buffers[i], "output");
+}
+
+void Session::bind(rt::BufferView& slot, rt::BufferView view, const TensorSpec& spec, uint32_t buffer, const char* what) {
   if (view.buffer) {
-    const uint64_t need = bundle_->outputs[i].elements_at(bundle_->max_batch ? bundle_->max_batch : 0) *
-                          kir::type_bytes(current_plan().buffers[current_plan().output_buffers[i]].type);
-    if (view.offset > view.buffer->size() || view.bytes() < need)
-      throw std::invalid_argument(fmt::format("output '{}': the bound buffer holds {} bytes from offset {}, the largest "
-                                              "batch needs {}", name, view.offset > view.buffer->size() ? 0 : view.bytes(),
-                                              view.offset, need));
+    const uint64_t need = spec.elements_at(bundle_->max_batch) * kir::type_bytes(current_plan().buffers[buffer].type);
+    const bool inside = view.offset <= view.buffer->size();
+    if (!inside || view.bytes() < need)
+      throw std::invalid_argument(fmt::format("{} '{}': the bound buffer holds {} bytes from offset {}, the largest "
+                                              "batch needs {}", what, spec.name, inside ? view.bytes() : 0, view.offset,
+                                              need));
   }
-  bound_outputs_[i] = view;
+  slot = view;
+  ++bindings_version_;
 }
 
 void Session::run() { instance().run(batch_); }

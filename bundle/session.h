@@ -32,8 +32,8 @@ class Session {
   const Bundle& bundle() const { return *bundle_; }
   rt::Device& device() { return device_; }
 
-  // The batch the next run uses: 1..max_batch for a dynamic bundle, else the bundle's own. Inputs set for
-  // another batch are forgotten. Throws std::invalid_argument out of range.
+  // The batch the next run uses: 1..max_batch for a dynamic bundle, else the bundle's own. Set the inputs after
+  // it (each batch's plan has its own input buffers). Throws std::invalid_argument out of range.
   int64_t batch() const { return batch_; }
   void set_batch(int64_t batch);
   // The shape of input or output `spec` at the current batch.
@@ -63,6 +63,8 @@ class Session {
   size_t output_index(const std::string& name) const;
   PlanInstance& instance();  // of the current batch, made on first use
   std::shared_ptr<rt::Buffer> weight_buffer(size_t index);
+  // Checks `view` against the largest batch's bytes of `spec` (plan buffer `buffer`) and stores it in `slot`.
+  void bind(rt::BufferView& slot, rt::BufferView view, const TensorSpec& spec, uint32_t buffer, const char* what);
 
   std::shared_ptr<const Bundle> bundle_;
   rt::Device& device_;
@@ -72,6 +74,7 @@ class Session {
   int64_t batch_ = 0;
   size_t plan_index_ = 0;
   std::vector<rt::BufferView> bound_inputs_, bound_outputs_;
+  uint64_t bindings_version_ = 0;  // bumped by every bind: a plan's stream recorded before it is recorded again
   friend class PlanInstance;
 };
 
