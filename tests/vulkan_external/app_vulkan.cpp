@@ -114,7 +114,13 @@ void AppVulkan::create_device(AppFeatures features) {
   if (features == AppFeatures::VulkanVersionStructs && props.apiVersion < VK_API_VERSION_1_2)
     features = AppFeatures::PerFeatureStructs;  // the 1.2 structures need a 1.2 device
 
-  // Ask what the device supports, then enable all of it, as an app that wants every feature would.
+  features2_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  vulkan11_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  vulkan12_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  storage16_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES;
+  float16_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES;
+  atomic_float_.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT;
+  // Ask what the device supports, then enable of it what spire can use, as an app that wants every feature would.
   std::vector<const char*> enabled_extensions;
   void** tail = &features2_.pNext;
   auto append = [&](auto& s) {

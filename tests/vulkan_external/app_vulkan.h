@@ -77,13 +77,13 @@ class AppVulkan {
 
   // The features chain given to vkCreateDevice, kept for external().enabled_features.
   bool has_chain_ = false;
-  VkPhysicalDeviceFeatures2 features2_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-  VkPhysicalDeviceVulkan11Features vulkan11_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES};
-  VkPhysicalDeviceVulkan12Features vulkan12_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
-  VkPhysicalDevice16BitStorageFeatures storage16_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-  VkPhysicalDeviceShaderFloat16Int8Features float16_{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
-  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float_{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
+  // (sType set in create_device: brace-initializing only sType here would warn in every file including this one)
+  VkPhysicalDeviceFeatures2 features2_{};
+  VkPhysicalDeviceVulkan11Features vulkan11_{};
+  VkPhysicalDeviceVulkan12Features vulkan12_{};
+  VkPhysicalDevice16BitStorageFeatures storage16_{};
+  VkPhysicalDeviceShaderFloat16Int8Features float16_{};
+  VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float_{};
 
   // The app's own function pointers: the few it calls, fetched from its own loader entry.
 #define SPIRE_APP_FUNCTIONS(X)                                                                             \
