@@ -13,8 +13,6 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   if (facts.queue_family == ~0u) throw Error(fmt::format("{} ({}) has no compute queue", id, facts.info.name));
   std::shared_ptr<Context> ctx(new Context());
   ctx->facts = std::move(facts);
-  const char* staging = std::getenv("SPIRE_VULKAN_FORCE_STAGING");
-  ctx->force_staging = staging && std::string(staging) == "1";
   const PhysicalDeviceFacts& f = ctx->facts;
   kir::Features want = f.info.features;
 
@@ -72,13 +70,13 @@ std::shared_ptr<Context> Context::adopt(PhysicalDeviceFacts facts, VkDevice devi
   ctx->device = device;
   ctx->queue = queue;
   ctx->host_queue_lock_ = lock;
-  const char* staging = std::getenv("SPIRE_VULKAN_FORCE_STAGING");
-  ctx->force_staging = staging && std::string(staging) == "1";
   ctx->finish_setup(ctx->facts.instance_functions.vkGetDeviceProcAddr);
   return ctx;
 }
 
 void Context::finish_setup(PFN_vkGetDeviceProcAddr get_device_proc_addr) {
+  const char* staging = std::getenv("SPIRE_VULKAN_FORCE_STAGING");
+  force_staging = staging && std::string(staging) == "1";
   fn = DeviceFunctions::load(get_device_proc_addr, device, id());
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;

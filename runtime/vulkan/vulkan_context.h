@@ -75,7 +75,8 @@ struct Context {
 
  private:
   Context() = default;
-  // Everything after the VkDevice exists: the function table, transfer command buffer, fence, pipeline cache.
+  // Everything after the VkDevice exists: SPIRE_VULKAN_FORCE_STAGING, the function table, the transfer command
+  // buffer and fence, the pipeline cache.
   void finish_setup(PFN_vkGetDeviceProcAddr get_device_proc_addr);
   // Holds the queue: spire's own mutex, then the host's lock when it gave one.
   class QueueGuard;
