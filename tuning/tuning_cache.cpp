@@ -19,6 +19,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/cache_dir.h"
+
 namespace spire::tuning {
 
 namespace fs = std::filesystem;
@@ -57,11 +59,6 @@ double parse_ms(const std::string& text, const std::string& what, bool may_be_in
   return v;
 }
 
-const char* env(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? v : nullptr;
-}
-
 // The whole file, or nullopt when it does not exist; throws std::runtime_error when it cannot be read.
 std::optional<std::string> read_file(const std::string& path) {
   std::error_code ec;
@@ -84,10 +81,8 @@ DeviceKey DeviceKey::of(const rt::DeviceInfo& info) {
 }
 
 std::string TuningCache::default_path() {
-  if (const char* dir = env("SPIRE_CACHE_DIR")) return (fs::path(dir) / "tuning.txt").string();
-  if (const char* xdg = env("XDG_CACHE_HOME")) return (fs::path(xdg) / "spire" / "tuning.txt").string();
-  if (const char* home = env("HOME")) return (fs::path(home) / ".cache" / "spire" / "tuning.txt").string();
-  return "spire-tuning.txt";
+  const fs::path dir = rt::cache_dir();  // the folder every spire cache shares
+  return dir.empty() ? "spire-tuning.txt" : (dir / "tuning.txt").string();
 }
 
 TuningCache::TuningCache(std::string path, std::FILE* warn) : path_(std::move(path)), warn_(warn) {

@@ -143,8 +143,9 @@ std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const Ke
                             CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
   void* values[] = {info_log.data(), reinterpret_cast<void*>(uintptr_t(info_log.size())), error_log.data(),
                     reinterpret_cast<void*>(uintptr_t(error_log.size()))};
-  CUmodule m = nullptr;
-  CUresult r = ctx_->api().cuModuleLoadDataEx(&m, ptx.c_str(), 4, options, values);
+  // The disk cache first; the JIT below is also the path that reports a module the driver rejects, with its logs.
+  CUmodule m = module_cache_.load(ptx);
+  CUresult r = m ? CUDA_SUCCESS : ctx_->api().cuModuleLoadDataEx(&m, ptx.c_str(), 4, options, values);
   if (r != CUDA_SUCCESS) {
     auto text = [](const std::string& log) { return std::string(log.c_str()); };  // up to the first NUL
     std::string path = save_rejected_ptx(ptx, binary.entry);

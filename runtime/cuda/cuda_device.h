@@ -1,5 +1,10 @@
 // spire::rt::Device on the CUDA driver.
 //
+// Environment:
+//   SPIRE_NO_DISK_CACHE=1   do not load or store compiled modules in spire's cache folder (cuda_module_cache.h;
+//                           the folder is runtime/cache_dir.h's: SPIRE_CACHE_DIR, XDG_CACHE_HOME, HOME).
+//   SPIRE_CUDA_GRAPHS=0     replay recorded streams as launch lists instead of CUDA graphs.
+//
 // All work of a device runs in order on one non-blocking stream of its primary context: uploads, downloads
 // and fills are enqueued there and waited for, and submit() enqueues a recorded stream (a CUDA graph
 // launch, or its prepared launch list) followed by a fence event. Methods may be called from any thread;
@@ -12,13 +17,14 @@
 #include <unordered_map>
 
 #include "runtime/cuda/cuda_context.h"
+#include "runtime/cuda/cuda_module_cache.h"
 #include "runtime/cuda/cuda_resources.h"
 
 namespace spire::rt::cuda {
 
 class CudaDevice final : public Device {
  public:
-  explicit CudaDevice(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  explicit CudaDevice(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)), module_cache_(*ctx_) {}
   ~CudaDevice() override;
 
   const DeviceInfo& info() const override { return ctx_->info(); }
@@ -33,12 +39,15 @@ class CudaDevice final : public Device {
 
   // Modules loaded so far: one per distinct PTX text (compiling the same kernel again reuses its module).
   size_t loaded_module_count() const;
+  // What the on-disk module cache did (hits, linker compilations, files stored).
+  ModuleCacheStats module_cache_stats() const { return module_cache_.stats(); }
 
  private:
   const CudaBuffer& own(const Buffer& b, const char* what) const;
   std::shared_ptr<Module> load_module(const std::string& ptx, const KernelBinary& binary);
 
   std::shared_ptr<Context> ctx_;
+  ModuleDiskCache module_cache_;
   mutable std::mutex modules_mutex_;
   std::unordered_map<std::string, std::shared_ptr<Module>> modules_;  // by PTX text
 };

@@ -95,6 +95,11 @@ Driver load() {
   res.get("cuGraphLaunch", a.cuGraphLaunch);
   res.get("cuGraphExecDestroy", a.cuGraphExecDestroy);
   res.get("cuGraphDestroy", a.cuGraphDestroy);
+  // The linker is optional too: without it, modules are JIT-compiled at every start (no disk cache).
+  res.get("cuLinkCreate", a.cuLinkCreate);
+  res.get("cuLinkAddData", a.cuLinkAddData);
+  res.get("cuLinkComplete", a.cuLinkComplete);
+  res.get("cuLinkDestroy", a.cuLinkDestroy);
 
   a.cuDriverGetVersion(&d.version);
   CUresult r = a.cuInit(0);

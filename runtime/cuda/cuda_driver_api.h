@@ -26,6 +26,8 @@ using CUstream = struct CUstream_st*;
 using CUevent = struct CUevent_st*;
 using CUgraph = struct CUgraph_st*;
 using CUgraphExec = struct CUgraphExec_st*;
+using CUlinkState = struct CUlinkState_st*;
+using CUjitInputType = int;
 using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
@@ -61,6 +63,9 @@ inline constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER = 3;
 inline constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
+
+// CUjitInputType
+inline constexpr CUjitInputType CU_JIT_INPUT_PTX = 1;
 
 // Flags
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
@@ -116,7 +121,15 @@ struct DriverApi {
   CUresult (*cuGraphLaunch)(CUgraphExec exec, CUstream stream) = nullptr;
   CUresult (*cuGraphExecDestroy)(CUgraphExec exec) = nullptr;
   CUresult (*cuGraphDestroy)(CUgraph graph) = nullptr;
+  // Optional (the on-disk module cache, cuda_module_cache.h; a missing one turns that cache off).
+  CUresult (*cuLinkCreate)(unsigned num_options, CUjit_option* options, void** option_values,
+                           CUlinkState* state) = nullptr;
+  CUresult (*cuLinkAddData)(CUlinkState state, CUjitInputType type, void* data, size_t size, const char* name,
+                            unsigned num_options, CUjit_option* options, void** option_values) = nullptr;
+  CUresult (*cuLinkComplete)(CUlinkState state, void** cubin, size_t* size) = nullptr;
+  CUresult (*cuLinkDestroy)(CUlinkState state) = nullptr;
 
+  bool has_linker() const { return cuLinkCreate && cuLinkAddData && cuLinkComplete && cuLinkDestroy; }
   bool has_graphs() const {
     return cuEventRecordWithFlags && cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
            cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;

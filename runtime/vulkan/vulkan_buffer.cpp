@@ -10,7 +10,15 @@ namespace spire::rt::vulkan {
 VulkanBuffer::VulkanBuffer(std::shared_ptr<Context> ctx, uint64_t bytes, Memory memory)
     : ctx_(std::move(ctx)), bytes_(bytes), memory_(memory), alloc_(allocate(*ctx_, bytes, memory)) {}
 
-VulkanBuffer::~VulkanBuffer() { release(*ctx_, alloc_); }
+VulkanBuffer::VulkanBuffer(std::shared_ptr<Context> ctx, VkBuffer host_buffer, uint64_t bytes, Adopted)
+    : ctx_(std::move(ctx)), bytes_(bytes), memory_(Memory::DeviceLocal), adopted_(true) {
+  alloc_.buffer = host_buffer;
+  alloc_.vk_bytes = bytes;
+}
+
+VulkanBuffer::~VulkanBuffer() {
+  if (!adopted_) release(*ctx_, alloc_);
+}
 
 const VulkanBuffer& vulkan_buffer(const Buffer* b, const Context& ctx, std::string_view what) {
   if (!b) throw Error(fmt::format("{}: no buffer given (null view) on {}", what, ctx.id()));
@@ -32,19 +40,19 @@ void check_range(const Context& ctx, const VulkanBuffer& b, uint64_t bytes, uint
 }
 
 // Work submitted earlier (already finished: the queue is idle) must be visible to the transfer that follows.
-void barrier_before_transfer(VkCommandBuffer cmd) {
+void barrier_before_transfer(const DeviceFunctions& fn, VkCommandBuffer cmd) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_HOST_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_TRANSFER_READ_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_TRANSFER_BIT, 0, 1, &mb, 0, nullptr, 0,
                        nullptr);
 }
 
-void barrier_transfer_to_host(VkCommandBuffer cmd) {
+void barrier_transfer_to_host(const DeviceFunctions& fn, VkCommandBuffer cmd) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 }  // namespace
@@ -63,9 +71,9 @@ void upload(Context& ctx, const VulkanBuffer& dst, const void* src, uint64_t byt
     Allocation& staging = ctx.staging(std::min(bytes, kStagingChunk));
     std::memcpy(staging.mapped, static_cast<const char*>(src) + done, n);
     ctx.run_now([&](VkCommandBuffer cmd) {
-      barrier_before_transfer(cmd);
+      barrier_before_transfer(ctx.fn, cmd);
       VkBufferCopy region{0, offset + done, n};
-      vkCmdCopyBuffer(cmd, staging.buffer, dst.handle(), 1, &region);
+      ctx.fn.vkCmdCopyBuffer(cmd, staging.buffer, dst.handle(), 1, &region);
     });
     done += n;
   }
@@ -84,10 +92,10 @@ void download(Context& ctx, const VulkanBuffer& src, void* dst, uint64_t bytes, 
     uint64_t n = std::min(bytes - done, kStagingChunk);
     Allocation& staging = ctx.staging(std::min(bytes, kStagingChunk));
     ctx.run_now([&](VkCommandBuffer cmd) {
-      barrier_before_transfer(cmd);
+      barrier_before_transfer(ctx.fn, cmd);
       VkBufferCopy region{offset + done, 0, n};
-      vkCmdCopyBuffer(cmd, src.handle(), staging.buffer, 1, &region);
-      barrier_transfer_to_host(cmd);
+      ctx.fn.vkCmdCopyBuffer(cmd, src.handle(), staging.buffer, 1, &region);
+      barrier_transfer_to_host(ctx.fn, cmd);
     });
     std::memcpy(static_cast<char*>(dst) + done, staging.mapped, n);
     done += n;
@@ -103,8 +111,9 @@ void fill(Context& ctx, const VulkanBuffer& dst, uint32_t pattern) {
   }
   std::lock_guard lock(ctx.transfer_mutex);
   ctx.run_now([&](VkCommandBuffer cmd) {
-    barrier_before_transfer(cmd);
-    vkCmdFillBuffer(cmd, dst.handle(), 0, VK_WHOLE_SIZE, pattern);
+    barrier_before_transfer(ctx.fn, cmd);
+    // Not VK_WHOLE_SIZE: an adopted buffer may be larger than the part the host lent spire.
+    ctx.fn.vkCmdFillBuffer(cmd, dst.handle(), 0, dst.vk_bytes(), pattern);
   });
 }
 

@@ -11,21 +11,30 @@ namespace spire::rt::vulkan {
 
 class VulkanBuffer final : public Buffer {
  public:
+  // A buffer spire allocates and frees.
   VulkanBuffer(std::shared_ptr<Context> ctx, uint64_t bytes, Memory memory);
+  // The host program's VkBuffer (vulkan_external.h): used, never freed. `bytes` is a multiple of 4. It is not
+  // mapped (spire does not know its memory), so transfers go through the staging buffer and memory() says
+  // DeviceLocal.
+  struct Adopted {};
+  VulkanBuffer(std::shared_ptr<Context> ctx, VkBuffer host_buffer, uint64_t bytes, Adopted);
   ~VulkanBuffer() override;
   uint64_t size() const override { return bytes_; }
   Memory memory() const override { return memory_; }
 
   VkBuffer handle() const { return alloc_.buffer; }
+  // The bytes fills may write: size() rounded up to whole 32-bit words (the VkBuffer's size for spire's own).
   uint64_t vk_bytes() const { return alloc_.vk_bytes; }
   void* mapped() const { return alloc_.mapped; }
   const Context& context() const { return *ctx_; }
+  bool adopted() const { return adopted_; }
 
  private:
   std::shared_ptr<Context> ctx_;
   uint64_t bytes_;
   Memory memory_;
-  Allocation alloc_;
+  Allocation alloc_;  // for an adopted buffer: the host's VkBuffer and no memory
+  bool adopted_ = false;
 };
 
 // The Vulkan buffer behind `b`, checked to belong to `ctx`; `what` names the use in the error message.

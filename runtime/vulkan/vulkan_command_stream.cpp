@@ -12,20 +12,20 @@ namespace {
 
 constexpr VkPipelineStageFlags kWorkStages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
 
-void global_barrier(VkCommandBuffer cmd) {
+void global_barrier(const DeviceFunctions& fn, VkCommandBuffer cmd) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                      VK_ACCESS_TRANSFER_WRITE_BIT;
-  vkCmdPipelineBarrier(cmd, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  fn.vkCmdPipelineBarrier(cmd, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 // Device writes reach the host only through a barrier to the host stage; the fence wait then orders them.
-void barrier_to_host(VkCommandBuffer cmd) {
+void barrier_to_host(const DeviceFunctions& fn, VkCommandBuffer cmd) {
   VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
   mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
   mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
-  vkCmdPipelineBarrier(cmd, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+  fn.vkCmdPipelineBarrier(cmd, kWorkStages, VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
 }
 
 }  // namespace
@@ -33,14 +33,14 @@ void barrier_to_host(VkCommandBuffer cmd) {
 VulkanCommandStream::VulkanCommandStream(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
   VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   pi.queueFamilyIndex = ctx_->facts.queue_family;
-  check(vkCreateCommandPool(ctx_->device, &pi, nullptr, &pool_), "vkCreateCommandPool", ctx_->id());
+  check(ctx_->fn.vkCreateCommandPool(ctx_->device, &pi, nullptr, &pool_), "vkCreateCommandPool", ctx_->id());
   VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
   ai.commandPool = pool_;
   ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
   ai.commandBufferCount = 1;
-  VkResult r = vkAllocateCommandBuffers(ctx_->device, &ai, &cmd_);
+  VkResult r = ctx_->fn.vkAllocateCommandBuffers(ctx_->device, &ai, &cmd_);
   if (r != VK_SUCCESS) {
-    vkDestroyCommandPool(ctx_->device, pool_, nullptr);
+    ctx_->fn.vkDestroyCommandPool(ctx_->device, pool_, nullptr);
     check(r, "vkAllocateCommandBuffers", ctx_->id());
   }
 }
@@ -55,9 +55,9 @@ VulkanCommandStream::~VulkanCommandStream() {
     }
   }
   last_.reset();
-  if (query_pool_) vkDestroyQueryPool(ctx_->device, query_pool_, nullptr);
-  for (VkDescriptorPool p : descriptor_pools_) vkDestroyDescriptorPool(ctx_->device, p, nullptr);
-  vkDestroyCommandPool(ctx_->device, pool_, nullptr);
+  if (query_pool_) ctx_->fn.vkDestroyQueryPool(ctx_->device, query_pool_, nullptr);
+  for (VkDescriptorPool p : descriptor_pools_) ctx_->fn.vkDestroyDescriptorPool(ctx_->device, p, nullptr);
+  ctx_->fn.vkDestroyCommandPool(ctx_->device, pool_, nullptr);
 }
 
 void VulkanCommandStream::check_recording(const char* what) const {
@@ -79,7 +79,7 @@ VkDescriptorSet VulkanCommandStream::allocate_set(const Pipeline& p) {
     ci.poolSizeCount = 1;
     ci.pPoolSizes = &size;
     VkDescriptorPool pool = VK_NULL_HANDLE;
-    check(vkCreateDescriptorPool(ctx_->device, &ci, nullptr, &pool), "vkCreateDescriptorPool", ctx_->id());
+    check(ctx_->fn.vkCreateDescriptorPool(ctx_->device, &ci, nullptr, &pool), "vkCreateDescriptorPool", ctx_->id());
     descriptor_pools_.push_back(pool);
     sets_left_ = sets;
     descriptors_left_ = descriptors;
@@ -89,7 +89,7 @@ VkDescriptorSet VulkanCommandStream::allocate_set(const Pipeline& p) {
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &p.set_layout;
   VkDescriptorSet set = VK_NULL_HANDLE;
-  check(vkAllocateDescriptorSets(ctx_->device, &ai, &set), "vkAllocateDescriptorSets", ctx_->id());
+  check(ctx_->fn.vkAllocateDescriptorSets(ctx_->device, &ai, &set), "vkAllocateDescriptorSets", ctx_->id());
   sets_left_ -= 1;
   descriptors_left_ -= need;
   return set;
@@ -151,7 +151,7 @@ void VulkanCommandStream::dispatch(const Kernel& k, std::span<const BufferView> 
       writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
       writes[i].pBufferInfo = &infos[i];
     }
-    vkUpdateDescriptorSets(ctx_->device, uint32_t(writes.size()), writes.data(), 0, nullptr);
+    ctx_->fn.vkUpdateDescriptorSets(ctx_->device, uint32_t(writes.size()), writes.data(), 0, nullptr);
   }
   std::vector<uint8_t> push = scalars.bytes();
   push.resize(p.push_constant_bytes, 0);
@@ -195,8 +195,9 @@ void VulkanCommandStream::fill(BufferView dst, uint32_t pattern) {
     throw Error(fmt::format("fill on {}: offset {} and size {} must be multiples of 4 (fills write 32-bit words)", id,
                             dst.offset, dst.bytes()));
   if (dst.bytes() == 0) return;
-  // Up to the end: the VkBuffer is rounded up to whole words, so VK_WHOLE_SIZE covers a ragged tail too.
-  commands_.push_back(FillCmd{t.handle(), dst.offset, to_end ? VK_WHOLE_SIZE : dst.bytes(), pattern});
+  // Up to the end: vk_bytes() is rounded up to whole words, so it covers a ragged tail too. Not VK_WHOLE_SIZE: an
+  // adopted buffer may be larger than the part the host lent spire.
+  commands_.push_back(FillCmd{t.handle(), dst.offset, to_end ? t.vk_bytes() - dst.offset : dst.bytes(), pattern});
 }
 
 uint32_t VulkanCommandStream::timestamp() {
@@ -217,7 +218,7 @@ double VulkanCommandStream::elapsed_ms(uint32_t from, uint32_t to) const {
   uint64_t t[2] = {0, 0};
   uint32_t idx[2] = {from, to};
   for (int i = 0; i < 2; ++i)
-    check(vkGetQueryPoolResults(ctx_->device, query_pool_, idx[i], 1, sizeof(uint64_t), &t[i], sizeof(uint64_t),
+    check(ctx_->fn.vkGetQueryPoolResults(ctx_->device, query_pool_, idx[i], 1, sizeof(uint64_t), &t[i], sizeof(uint64_t),
                                 VK_QUERY_RESULT_64_BIT),
           "vkGetQueryPoolResults", id);
   uint32_t bits = ctx_->facts.timestamp_valid_bits;
@@ -238,13 +239,13 @@ void VulkanCommandStream::encode() {
     VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
     qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
     qi.queryCount = timestamps_;
-    check(vkCreateQueryPool(ctx_->device, &qi, nullptr, &query_pool_), "vkCreateQueryPool", id);
+    check(ctx_->fn.vkCreateQueryPool(ctx_->device, &qi, nullptr, &query_pool_), "vkCreateQueryPool", id);
   }
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};  // no ONE_TIME_SUBMIT: it is replayed
-  check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer", id);
-  if (query_pool_) vkCmdResetQueryPool(cmd_, query_pool_, 0, timestamps_);
+  check(ctx_->fn.vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer", id);
+  if (query_pool_) ctx_->fn.vkCmdResetQueryPool(cmd_, query_pool_, 0, timestamps_);
   // Work from earlier submissions (other streams, earlier replays of this one) is visible to this one.
-  global_barrier(cmd_);
+  global_barrier(ctx_->fn, cmd_);
   const Pipeline* bound = nullptr;
   for (const Command& c : commands_) {
     std::visit(
@@ -253,27 +254,27 @@ void VulkanCommandStream::encode() {
           if constexpr (std::is_same_v<T, DispatchCmd>) {
             const Pipeline& p = *op.pipeline;
             if (bound != &p) {
-              vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
+              ctx_->fn.vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.pipeline);
               bound = &p;
             }
-            if (op.set) vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &op.set, 0, nullptr);
+            if (op.set) ctx_->fn.vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout, 0, 1, &op.set, 0, nullptr);
             if (!op.push.empty())
-              vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(op.push.size()), op.push.data());
-            vkCmdDispatch(cmd_, op.groups[0], op.groups[1], op.groups[2]);
+              ctx_->fn.vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(op.push.size()), op.push.data());
+            ctx_->fn.vkCmdDispatch(cmd_, op.groups[0], op.groups[1], op.groups[2]);
           } else if constexpr (std::is_same_v<T, BarrierCmd>) {
-            global_barrier(cmd_);
+            global_barrier(ctx_->fn, cmd_);
           } else if constexpr (std::is_same_v<T, CopyCmd>) {
-            vkCmdCopyBuffer(cmd_, op.src, op.dst, 1, &op.region);
+            ctx_->fn.vkCmdCopyBuffer(cmd_, op.src, op.dst, 1, &op.region);
           } else if constexpr (std::is_same_v<T, FillCmd>) {
-            vkCmdFillBuffer(cmd_, op.dst, op.offset, op.size, op.pattern);
+            ctx_->fn.vkCmdFillBuffer(cmd_, op.dst, op.offset, op.size, op.pattern);
           } else if constexpr (std::is_same_v<T, TimestampCmd>) {
-            vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, op.index);
+            ctx_->fn.vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, query_pool_, op.index);
           }
         },
         c);
   }
-  barrier_to_host(cmd_);
-  check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", id);
+  barrier_to_host(ctx_->fn, cmd_);
+  check(ctx_->fn.vkEndCommandBuffer(cmd_), "vkEndCommandBuffer", id);
 }
 
 std::shared_ptr<Submission> VulkanCommandStream::submit() {

@@ -13,8 +13,6 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   if (facts.queue_family == ~0u) throw Error(fmt::format("{} ({}) has no compute queue", id, facts.info.name));
   std::shared_ptr<Context> ctx(new Context());
   ctx->facts = std::move(facts);
-  const char* staging = std::getenv("SPIRE_VULKAN_FORCE_STAGING");
-  ctx->force_staging = staging && std::string(staging) == "1";
   const PhysicalDeviceFacts& f = ctx->facts;
   kir::Features want = f.info.features;
 
@@ -58,41 +56,85 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   ci.pQueueCreateInfos = &qi;
   ci.enabledExtensionCount = uint32_t(extensions.size());
   ci.ppEnabledExtensionNames = extensions.data();
-  check(vkCreateDevice(f.handle, &ci, nullptr, &ctx->device), "vkCreateDevice", id);
-  vkGetDeviceQueue(ctx->device, f.queue_family, 0, &ctx->queue);
-
-  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
-  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
-  pi.queueFamilyIndex = f.queue_family;
-  check(vkCreateCommandPool(ctx->device, &pi, nullptr, &ctx->transfer_pool_), "vkCreateCommandPool", id);
-  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-  ai.commandPool = ctx->transfer_pool_;
-  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-  ai.commandBufferCount = 1;
-  check(vkAllocateCommandBuffers(ctx->device, &ai, &ctx->transfer_cmd_), "vkAllocateCommandBuffers", id);
-  ctx->transfer_fence_ = ctx->acquire_fence();
+  const InstanceFunctions& vki = f.instance_functions;
+  check(vki.vkCreateDevice(f.handle, &ci, nullptr, &ctx->device), "vkCreateDevice", id);
+  ctx->finish_setup(vki.vkGetDeviceProcAddr);  // on a throw, ~Context destroys the device again
+  ctx->fn.vkGetDeviceQueue(ctx->device, f.queue_family, 0, &ctx->queue);
   return ctx;
 }
 
+std::shared_ptr<Context> Context::adopt(PhysicalDeviceFacts facts, VkDevice device, VkQueue queue, QueueLock lock) {
+  std::shared_ptr<Context> ctx(new Context());
+  ctx->facts = std::move(facts);
+  ctx->owns_device_ = false;
+  ctx->device = device;
+  ctx->queue = queue;
+  ctx->host_queue_lock_ = lock;
+  ctx->finish_setup(ctx->facts.instance_functions.vkGetDeviceProcAddr);
+  return ctx;
+}
+
+void Context::finish_setup(PFN_vkGetDeviceProcAddr get_device_proc_addr) {
+  const char* staging = std::getenv("SPIRE_VULKAN_FORCE_STAGING");
+  force_staging = staging && std::string(staging) == "1";
+  fn = DeviceFunctions::load(get_device_proc_addr, device, id());
+  VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT | VK_COMMAND_POOL_CREATE_TRANSIENT_BIT;
+  pi.queueFamilyIndex = facts.queue_family;
+  check(fn.vkCreateCommandPool(device, &pi, nullptr, &transfer_pool_), "vkCreateCommandPool", id());
+  VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  ai.commandPool = transfer_pool_;
+  ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  ai.commandBufferCount = 1;
+  check(fn.vkAllocateCommandBuffers(device, &ai, &transfer_cmd_), "vkAllocateCommandBuffers", id());
+  transfer_fence_ = acquire_fence();
+  pipeline_cache_ = std::make_unique<PipelineCache>(facts, device, fn, id());
+}
+
+class Context::QueueGuard {
+ public:
+  explicit QueueGuard(Context& ctx) : ctx_(ctx), mutex_(ctx.queue_mutex_) {
+    if (ctx_.host_queue_lock_.lock) ctx_.host_queue_lock_.lock(ctx_.host_queue_lock_.user_data);
+  }
+  ~QueueGuard() {
+    if (ctx_.host_queue_lock_.unlock) ctx_.host_queue_lock_.unlock(ctx_.host_queue_lock_.user_data);
+  }
+  QueueGuard(const QueueGuard&) = delete;
+  QueueGuard& operator=(const QueueGuard&) = delete;
+
+ private:
+  Context& ctx_;
+  std::lock_guard<std::mutex> mutex_;
+};
+
 Context::~Context() {
-  if (!device) return;
-  vkDeviceWaitIdle(device);  // nothing may be in flight while its objects are destroyed; a failure cannot be reported
+  if (!device || !fn.vkDestroyDevice) return;  // the device was never made, or its functions never loaded
+  // Nothing may be in flight while its objects are destroyed; a failure cannot be reported. Every submission
+  // already waited in its own destructor (each holds this context); this also covers a wait that failed.
+  // On an adopted device only spire's queue is waited for: vkDeviceWaitIdle would need every queue of the host.
+  if (owns_device_) {
+    fn.vkDeviceWaitIdle(device);
+  } else {
+    QueueGuard guard(*this);
+    fn.vkQueueWaitIdle(queue);
+  }
   pipelines.clear();
+  pipeline_cache_.reset();  // saves it to disk while the device is still alive
   release(*this, staging_);
-  if (transfer_fence_) vkDestroyFence(device, transfer_fence_, nullptr);
-  for (VkFence f : free_fences_) vkDestroyFence(device, f, nullptr);
-  if (transfer_pool_) vkDestroyCommandPool(device, transfer_pool_, nullptr);
-  vkDestroyDevice(device, nullptr);
+  if (transfer_fence_) fn.vkDestroyFence(device, transfer_fence_, nullptr);
+  for (VkFence f : free_fences_) fn.vkDestroyFence(device, f, nullptr);
+  if (transfer_pool_) fn.vkDestroyCommandPool(device, transfer_pool_, nullptr);
+  if (owns_device_) fn.vkDestroyDevice(device, nullptr);
 }
 
 void Context::submit(const VkSubmitInfo& si, VkFence fence) {
-  std::lock_guard lock(queue_mutex_);
-  check(vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit", id());
+  QueueGuard guard(*this);
+  check(fn.vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit", id());
 }
 
 void Context::wait_idle() {
-  std::lock_guard lock(queue_mutex_);
-  check(vkQueueWaitIdle(queue), "vkQueueWaitIdle", id());
+  QueueGuard guard(*this);
+  check(fn.vkQueueWaitIdle(queue), "vkQueueWaitIdle", id());
 }
 
 VkFence Context::acquire_fence() {
@@ -106,13 +148,13 @@ VkFence Context::acquire_fence() {
   }
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VkFence f = VK_NULL_HANDLE;
-  check(vkCreateFence(device, &fi, nullptr, &f), "vkCreateFence", id());
+  check(fn.vkCreateFence(device, &fi, nullptr, &f), "vkCreateFence", id());
   return f;
 }
 
 void Context::recycle_fence(VkFence f) {
-  if (vkResetFences(device, 1, &f) != VK_SUCCESS) {
-    vkDestroyFence(device, f, nullptr);
+  if (fn.vkResetFences(device, 1, &f) != VK_SUCCESS) {
+    fn.vkDestroyFence(device, f, nullptr);
     return;
   }
   std::lock_guard lock(fence_mutex_);
@@ -120,18 +162,18 @@ void Context::recycle_fence(VkFence f) {
 }
 
 void Context::run_now(const std::function<void(VkCommandBuffer)>& record) {
-  check(vkResetCommandBuffer(transfer_cmd_, 0), "vkResetCommandBuffer", id());
+  check(fn.vkResetCommandBuffer(transfer_cmd_, 0), "vkResetCommandBuffer", id());
   VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
   bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
-  check(vkBeginCommandBuffer(transfer_cmd_, &bi), "vkBeginCommandBuffer", id());
+  check(fn.vkBeginCommandBuffer(transfer_cmd_, &bi), "vkBeginCommandBuffer", id());
   record(transfer_cmd_);
-  check(vkEndCommandBuffer(transfer_cmd_), "vkEndCommandBuffer", id());
+  check(fn.vkEndCommandBuffer(transfer_cmd_), "vkEndCommandBuffer", id());
   VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
   si.commandBufferCount = 1;
   si.pCommandBuffers = &transfer_cmd_;
-  check(vkResetFences(device, 1, &transfer_fence_), "vkResetFences", id());
+  check(fn.vkResetFences(device, 1, &transfer_fence_), "vkResetFences", id());
   submit(si, transfer_fence_);
-  check(vkWaitForFences(device, 1, &transfer_fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", id());
+  check(fn.vkWaitForFences(device, 1, &transfer_fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", id());
 }
 
 Allocation& Context::staging(uint64_t bytes) {

@@ -1,6 +1,10 @@
-// The logical device and what every object made from it shares: queue, fences, pipeline cache, the command
-// buffer for synchronous transfers. Buffers, kernels and streams hold it by shared_ptr, so the VkDevice lives
-// until the last of them is gone, whatever order the caller drops them in.
+// The logical device and what every object made from it shares: its function table, queue, fences, pipeline
+// cache, the command buffer for synchronous transfers. Buffers, kernels and streams hold it by shared_ptr, so the
+// context lives until the last of them is gone, whatever order the caller drops them in.
+//
+// A context either created its VkDevice (open()) or adopted the host program's (vulkan_external.h). An adopted
+// context destroys only what spire created on that device; the VkDevice, its queue and the instance stay the
+// host's, and every use of the shared queue goes through the host's lock when it gave one.
 #pragma once
 
 #include <functional>
@@ -12,16 +16,26 @@
 
 #include "runtime/vulkan/vulkan_api.h"
 #include "runtime/vulkan/vulkan_device_info.h"
+#include "runtime/vulkan/vulkan_functions.h"
 #include "runtime/vulkan/vulkan_memory.h"
+#include "runtime/vulkan/vulkan_pipeline_cache.h"
 
 namespace spire::rt::vulkan {
 
 struct Pipeline;
 
+// How spire takes the host's queue lock around each use of an adopted queue (both null: no lock).
+struct QueueLock {
+  void (*lock)(void* user_data) = nullptr;
+  void (*unlock)(void* user_data) = nullptr;
+  void* user_data = nullptr;
+};
+
 struct Context {
   PhysicalDeviceFacts facts;
   VkDevice device = VK_NULL_HANDLE;
   VkQueue queue = VK_NULL_HANDLE;
+  DeviceFunctions fn;  // every device-level call goes through this table (vulkan_functions.h says why)
   // SPIRE_VULKAN_FORCE_STAGING=1 at open: device-local buffers are never mapped, so transfers take the staging
   // path that discrete GPUs need, even on lavapipe or an integrated GPU where all memory is host-visible.
   bool force_staging = false;
@@ -31,9 +45,13 @@ struct Context {
 
   // Creates the logical device with the features facts.info.features names (after masking).
   static std::shared_ptr<Context> create(PhysicalDeviceFacts facts);
+  // Wraps the host program's device and queue; facts.info.features must name only what the host enabled.
+  static std::shared_ptr<Context> adopt(PhysicalDeviceFacts facts, VkDevice device, VkQueue queue, QueueLock lock);
   ~Context();
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
+
+  bool owns_device() const { return owns_device_; }
 
   // Queue access is externally synchronized in Vulkan: every submit and wait goes through these.
   void submit(const VkSubmitInfo& si, VkFence fence);
@@ -52,9 +70,19 @@ struct Context {
   // Pipelines by SPIR-V words, so compiling the same kernel again costs a map lookup.
   std::mutex pipeline_mutex;
   std::map<std::vector<uint32_t>, std::shared_ptr<Pipeline>> pipelines;
+  // The on-disk VkPipelineCache every pipeline is created with (its handle is null when disk caching is off).
+  PipelineCache& pipeline_cache() { return *pipeline_cache_; }
 
  private:
   Context() = default;
+  // Everything after the VkDevice exists: SPIRE_VULKAN_FORCE_STAGING, the function table, the transfer command
+  // buffer and fence, the pipeline cache.
+  void finish_setup(PFN_vkGetDeviceProcAddr get_device_proc_addr);
+  // Holds the queue: spire's own mutex, then the host's lock when it gave one.
+  class QueueGuard;
+
+  bool owns_device_ = true;
+  QueueLock host_queue_lock_;
   std::mutex queue_mutex_;
   std::mutex fence_mutex_;
   std::vector<VkFence> free_fences_;
@@ -62,6 +90,7 @@ struct Context {
   VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;
   Allocation staging_;
+  std::unique_ptr<PipelineCache> pipeline_cache_;
 };
 
 }  // namespace spire::rt::vulkan

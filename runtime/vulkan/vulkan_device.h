@@ -7,6 +7,9 @@
 //                                 to check portability on a device that has them.
 //   SPIRE_VULKAN_FORCE_STAGING=1  never map device-local memory: transfers take the discrete-GPU staging path.
 //   SPIRE_VULKAN_VERBOSE=1        say why Vulkan is unavailable (no loader, no driver) instead of staying quiet.
+//   SPIRE_NO_DISK_CACHE=1         do not load or save the pipeline cache in spire's cache folder
+//                                 (vulkan_pipeline_cache.h; the folder is runtime/cache_dir.h's: SPIRE_CACHE_DIR,
+//                                 XDG_CACHE_HOME, HOME).
 //
 // Thread safety: a Device may be used from several threads (allocation, compilation, transfers, submission are
 // synchronized); one CommandStream must be recorded by one thread at a time.
@@ -32,6 +35,10 @@ class VulkanDevice final : public Device {
   std::unique_ptr<CommandStream> record() override;
   std::unique_ptr<Fence> submit(CommandStream& s) override;
   void wait_idle() override;
+
+  const std::shared_ptr<Context>& context() const { return ctx_; }
+  // What the on-disk pipeline cache did (loaded from disk, pipelines created), for tests and diagnostics.
+  PipelineCacheStats pipeline_cache_stats() const { return ctx_->pipeline_cache().stats(); }
 
  private:
   std::shared_ptr<Context> ctx_;

@@ -54,11 +54,11 @@ bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* n
   return std::any_of(exts.begin(), exts.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
 }
 
-std::vector<VkExtensionProperties> device_extensions(VkPhysicalDevice pd) {
+std::vector<VkExtensionProperties> device_extensions(const InstanceFunctions& vki, VkPhysicalDevice pd) {
   uint32_t n = 0;
-  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return {};
+  if (vki.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return {};
   std::vector<VkExtensionProperties> exts(n);
-  if (vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()) < 0) return {};
+  if (vki.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, exts.data()) < 0) return {};
   exts.resize(n);
   return exts;
 }
@@ -73,9 +73,9 @@ std::string driver_version_text(uint32_t vendor, uint32_t v) {
 // graphics+compute queue on most drivers, which every driver schedules best).
 void choose_queue_family(PhysicalDeviceFacts& f) {
   uint32_t n = 0;
-  vkGetPhysicalDeviceQueueFamilyProperties(f.handle, &n, nullptr);
+  f.instance_functions.vkGetPhysicalDeviceQueueFamilyProperties(f.handle, &n, nullptr);
   std::vector<VkQueueFamilyProperties> fams(n);
-  vkGetPhysicalDeviceQueueFamilyProperties(f.handle, &n, fams.data());
+  f.instance_functions.vkGetPhysicalDeviceQueueFamilyProperties(f.handle, &n, fams.data());
   for (int pass = 0; pass < 2 && f.queue_family == ~0u; ++pass) {
     for (uint32_t i = 0; i < n; ++i) {
       if (!(fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) || fams[i].queueCount == 0) continue;
@@ -89,13 +89,18 @@ void choose_queue_family(PhysicalDeviceFacts& f) {
 
 }  // namespace
 
-PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
+PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhysicalDevice pd, int index) {
   PhysicalDeviceFacts f;
   f.handle = pd;
+  f.instance_functions = vki;
   VkPhysicalDeviceProperties base{};
-  vkGetPhysicalDeviceProperties(pd, &base);
+  vki.vkGetPhysicalDeviceProperties(pd, &base);
   f.api_version = base.apiVersion;
-  auto exts = device_extensions(pd);
+  f.vendor_id = base.vendorID;
+  f.device_id = base.deviceID;
+  f.driver_version = base.driverVersion;
+  std::copy(std::begin(base.pipelineCacheUUID), std::end(base.pipelineCacheUUID), f.pipeline_cache_uuid);
+  auto exts = device_extensions(vki, pd);
   bool v12 = base.apiVersion >= VK_API_VERSION_1_2;
 
   // Properties: subgroup and maintenance3 are core in 1.1; driver properties in 1.2 or by extension.
@@ -107,7 +112,7 @@ PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
   subgroup.pNext = &maint3;
   bool has_driver_props = v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   if (has_driver_props) maint3.pNext = &driver;
-  vkGetPhysicalDeviceProperties2(pd, &props);
+  vki.vkGetPhysicalDeviceProperties2(pd, &props);
 
   // Features: 16-bit storage is core in 1.1; float16 arithmetic in 1.2 or by extension; atomic float by extension.
   f.float16_int8_core = v12;
@@ -128,13 +133,15 @@ PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
     *tail = &atomic_float;
     tail = &atomic_float.pNext;
   }
-  vkGetPhysicalDeviceFeatures2(pd, &feats);
+  vki.vkGetPhysicalDeviceFeatures2(pd, &feats);
+  f.has_float64 = feats.features.shaderFloat64;
+  f.has_int64 = feats.features.shaderInt64;
   f.has_float16_arith = f16.shaderFloat16;
   f.has_storage_buffer_16bit = storage16.storageBuffer16BitAccess;
   f.has_push_constant_16bit = storage16.storagePushConstant16;
   f.has_atomic_float_add = f.has_atomic_float_extension && atomic_float.shaderBufferFloat32AtomicAdd;
 
-  vkGetPhysicalDeviceMemoryProperties(pd, &f.memory);
+  vki.vkGetPhysicalDeviceMemoryProperties(pd, &f.memory);
   choose_queue_family(f);
   f.timestamp_period_ns = base.limits.timestampPeriod;
   f.max_push_constant_bytes = base.limits.maxPushConstantsSize;
@@ -167,13 +174,17 @@ PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index) {
   d.min_storage_offset_alignment = uint32_t(std::max<VkDeviceSize>(4, base.limits.minStorageBufferOffsetAlignment));
   d.compute_capability = 0;
 
+  d.features = offered_features(f);
+  return f;
+}
+
+kir::Features offered_features(const PhysicalDeviceFacts& f) {
   kir::Features have = kir::Feature::AtomicAddInt;  // 32-bit storage-buffer atomics are core Vulkan
-  if (feats.features.shaderFloat64) have |= kir::Feature::Float64;
-  if (feats.features.shaderInt64) have |= kir::Feature::Int64;
+  if (f.has_float64) have |= kir::Feature::Float64;
+  if (f.has_int64) have |= kir::Feature::Int64;
   if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
   if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
-  d.features = rt::apply_feature_mask(have);
-  return f;
+  return rt::apply_feature_mask(have);
 }
 
 }  // namespace spire::rt::vulkan

@@ -7,13 +7,20 @@
 
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_api.h"
+#include "runtime/vulkan/vulkan_functions.h"
 
 namespace spire::rt::vulkan {
 
 struct PhysicalDeviceFacts {
   VkPhysicalDevice handle = VK_NULL_HANDLE;
+  InstanceFunctions instance_functions;  // of the instance the physical device was enumerated from
   DeviceInfo info;  // features already reduced by SPIRE_MASK_FEATURES
   uint32_t api_version = 0;
+  // What names a driver build for the pipeline cache (vulkan_pipeline_cache.h).
+  uint32_t vendor_id = 0;
+  uint32_t device_id = 0;
+  uint32_t driver_version = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
   uint32_t queue_family = ~0u;  // a family with compute (timestamps preferred); ~0u when none
   uint32_t timestamp_valid_bits = 0;
   float timestamp_period_ns = 1.0f;
@@ -21,7 +28,10 @@ struct PhysicalDeviceFacts {
   uint32_t max_storage_buffers_per_stage = 4;  // maxPerStageDescriptorStorageBuffers
   uint64_t max_allocation_bytes = 0;  // maxMemoryAllocationSize
   VkPhysicalDeviceMemoryProperties memory{};
-  // Optional capabilities present on the device (before masking), which open() may enable.
+  // Optional capabilities present on the device (before masking), which open() may enable. For an adopted device
+  // (vulkan_external.h): only those the host program enabled.
+  bool has_float64 = false;              // shaderFloat64
+  bool has_int64 = false;                // shaderInt64
   bool has_float16_arith = false;        // shaderFloat16
   bool has_storage_buffer_16bit = false; // storageBuffer16BitAccess
   bool has_push_constant_16bit = false;  // storagePushConstant16
@@ -32,9 +42,12 @@ struct PhysicalDeviceFacts {
   bool has_portability_subset = false;   // VK_KHR_portability_subset must then be enabled (MoltenVK)
 };
 
-// Queries one physical device; N is its index in vkEnumeratePhysicalDevices order.
-PhysicalDeviceFacts describe_physical_device(VkPhysicalDevice pd, int index);
+// Queries one physical device through `instance_functions`; N is its index in vkEnumeratePhysicalDevices order.
+PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& instance_functions, VkPhysicalDevice pd, int index);
 
+// The kir features the capabilities in `f` (has_float64, has_float16_arith, ...) offer, less those
+// SPIRE_MASK_FEATURES hides: what DeviceInfo::features reports.
+kir::Features offered_features(const PhysicalDeviceFacts& f);
 
 // "NVIDIA", "AMD", "Intel", "Mesa", ..., or the id in hex.
 std::string vendor_name(uint32_t vendor_id);

@@ -129,6 +129,14 @@ Instance* create_instance() {
     return nullptr;
   }
   volkLoadInstance(inst->handle);
+  try {
+    inst->functions = InstanceFunctions::load(vkGetInstanceProcAddr, inst->handle);
+  } catch (const std::exception& e) {
+    note(e.what());
+    vkDestroyInstance(inst->handle, nullptr);
+    delete inst;
+    return nullptr;
+  }
   if (validation) {
     VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
     // The messenger lives as long as the instance, which lives as long as the process.

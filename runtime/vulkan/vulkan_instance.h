@@ -1,9 +1,11 @@
-// The process-wide VkInstance, created on first use and kept for the life of the process.
+// spire's own process-wide VkInstance, created on first use and kept for the life of the process. Devices adopted
+// from the host program (vulkan_external.h) never use it.
 #pragma once
 
 #include <cstdint>
 
 #include "runtime/vulkan/vulkan_api.h"
+#include "runtime/vulkan/vulkan_functions.h"
 
 namespace spire::rt::vulkan {
 
@@ -11,6 +13,7 @@ struct Instance {
   VkInstance handle = VK_NULL_HANDLE;
   uint32_t api_version = 0;      // the version asked for: min(loader, 1.3)
   bool validation = false;       // VK_LAYER_KHRONOS_validation enabled
+  InstanceFunctions functions;   // through volk's loader, for the physical devices of this instance
 };
 
 // The instance, or nullptr when there is no Vulkan loader or no instance can be created (then the reason was

@@ -6,10 +6,11 @@
 namespace spire::rt::vulkan {
 
 Pipeline::~Pipeline() {
-  if (pipeline) vkDestroyPipeline(device, pipeline, nullptr);
-  if (layout) vkDestroyPipelineLayout(device, layout, nullptr);
-  if (set_layout) vkDestroyDescriptorSetLayout(device, set_layout, nullptr);
-  if (module) vkDestroyShaderModule(device, module, nullptr);
+  const DeviceFunctions& fn = ctx->fn;
+  if (pipeline) fn.vkDestroyPipeline(ctx->device, pipeline, nullptr);
+  if (layout) fn.vkDestroyPipelineLayout(ctx->device, layout, nullptr);
+  if (set_layout) fn.vkDestroyDescriptorSetLayout(ctx->device, set_layout, nullptr);
+  if (module) fn.vkDestroyShaderModule(ctx->device, module, nullptr);
 }
 
 namespace {
@@ -41,17 +42,17 @@ void check_limits(const Context& ctx, const kir::Kernel& k) {
                                        k.name, s.name, d.id, d.name));
 }
 
-std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k, const std::vector<uint32_t>& words) {
+std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const kir::Kernel& k, const std::vector<uint32_t>& words) {
   const std::string& id = ctx.id();
   auto p = std::make_shared<Pipeline>();
-  p->device = ctx.device;
+  p->ctx = &ctx;
   p->bindings = uint32_t(k.buffers.size());
   p->push_constant_bytes = k.scalar_block_bytes();
 
   VkShaderModuleCreateInfo mi{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   mi.codeSize = words.size() * sizeof(uint32_t);
   mi.pCode = words.data();
-  check(vkCreateShaderModule(ctx.device, &mi, nullptr, &p->module), "vkCreateShaderModule", id);
+  check(ctx.fn.vkCreateShaderModule(ctx.device, &mi, nullptr, &p->module), "vkCreateShaderModule", id);
 
   std::vector<VkDescriptorSetLayoutBinding> bindings(p->bindings);
   for (uint32_t i = 0; i < p->bindings; ++i) {
@@ -63,7 +64,7 @@ std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k
   VkDescriptorSetLayoutCreateInfo li{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
   li.bindingCount = p->bindings;
   li.pBindings = bindings.data();
-  check(vkCreateDescriptorSetLayout(ctx.device, &li, nullptr, &p->set_layout), "vkCreateDescriptorSetLayout", id);
+  check(ctx.fn.vkCreateDescriptorSetLayout(ctx.device, &li, nullptr, &p->set_layout), "vkCreateDescriptorSetLayout", id);
 
   VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, p->push_constant_bytes};
   VkPipelineLayoutCreateInfo pli{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
@@ -71,7 +72,7 @@ std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k
   pli.pSetLayouts = &p->set_layout;
   pli.pushConstantRangeCount = p->push_constant_bytes ? 1 : 0;
   pli.pPushConstantRanges = &range;
-  check(vkCreatePipelineLayout(ctx.device, &pli, nullptr, &p->layout), "vkCreatePipelineLayout", id);
+  check(ctx.fn.vkCreatePipelineLayout(ctx.device, &pli, nullptr, &p->layout), "vkCreatePipelineLayout", id);
 
   VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
   ci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
@@ -79,9 +80,10 @@ std::shared_ptr<Pipeline> make_pipeline(const Context& ctx, const kir::Kernel& k
   ci.stage.module = p->module;
   ci.stage.pName = "main";
   ci.layout = p->layout;
-  VkResult r = vkCreateComputePipelines(ctx.device, VK_NULL_HANDLE, 1, &ci, nullptr, &p->pipeline);
+  VkResult r = ctx.fn.vkCreateComputePipelines(ctx.device, ctx.pipeline_cache().handle(), 1, &ci, nullptr, &p->pipeline);
   if (r < 0)
     throw Error(fmt::format("vkCreateComputePipelines failed with {} on {} for kernel '{}'", result_name(r), id, k.name));
+  ctx.pipeline_cache().note_pipeline_created();
   return p;
 }
 

@@ -9,9 +9,10 @@
 
 namespace spire::rt::vulkan {
 
-// Owned by the context's cache (keyed by SPIR-V words) and by every kernel that uses it.
+// Owned by the context's cache (keyed by SPIR-V words) and by every kernel that uses it; both keep the context
+// alive longer than the pipeline.
 struct Pipeline {
-  VkDevice device = VK_NULL_HANDLE;
+  const Context* ctx = nullptr;
   VkShaderModule module = VK_NULL_HANDLE;
   VkDescriptorSetLayout set_layout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;

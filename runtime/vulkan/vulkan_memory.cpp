@@ -57,42 +57,42 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
     if ((mp.memoryTypes[i].propertyFlags & want) == want)
       largest_heap = std::max<uint64_t>(largest_heap, mp.memoryHeaps[mp.memoryTypes[i].heapIndex].size);
   if (largest_heap && bytes > largest_heap) throw oom(fmt::format("its largest {} heap holds {}", kind_name, human_bytes(largest_heap)));
-  VkResult created = vkCreateBuffer(ctx.device, &bi, nullptr, &a.buffer);
+  VkResult created = ctx.fn.vkCreateBuffer(ctx.device, &bi, nullptr, &a.buffer);
   if (created == VK_ERROR_OUT_OF_DEVICE_MEMORY || created == VK_ERROR_OUT_OF_HOST_MEMORY)
     throw oom(fmt::format("vkCreateBuffer returned {}", result_name(created)));
   check(created, "vkCreateBuffer", id);
   VkMemoryRequirements req{};
-  vkGetBufferMemoryRequirements(ctx.device, a.buffer, &req);
+  ctx.fn.vkGetBufferMemoryRequirements(ctx.device, a.buffer, &req);
   int type = find_type(mp, req.memoryTypeBits, want);
   if (type < 0 && kind == Memory::DeviceLocal) type = find_type(mp, req.memoryTypeBits, 0);  // no device-local type
   if (type < 0) {
-    vkDestroyBuffer(ctx.device, a.buffer, nullptr);
+    ctx.fn.vkDestroyBuffer(ctx.device, a.buffer, nullptr);
     throw Error(fmt::format("{} ({}) has no {} memory type for storage buffers", id, ctx.info().name, kind_name));
   }
   uint64_t heap = mp.memoryHeaps[mp.memoryTypes[type].heapIndex].size;
   if (req.size > heap) {
-    vkDestroyBuffer(ctx.device, a.buffer, nullptr);
+    ctx.fn.vkDestroyBuffer(ctx.device, a.buffer, nullptr);
     throw oom(fmt::format("its memory heap holds {}", human_bytes(heap)));
   }
 
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = uint32_t(type);
-  VkResult r = vkAllocateMemory(ctx.device, &ai, nullptr, &a.memory);
+  VkResult r = ctx.fn.vkAllocateMemory(ctx.device, &ai, nullptr, &a.memory);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
-    vkDestroyBuffer(ctx.device, a.buffer, nullptr);
+    ctx.fn.vkDestroyBuffer(ctx.device, a.buffer, nullptr);
     throw oom(fmt::format("vkAllocateMemory returned {}", result_name(r)));
   }
   try {
     check(r, "vkAllocateMemory", id);
-    check(vkBindBufferMemory(ctx.device, a.buffer, a.memory, 0), "vkBindBufferMemory", id);
+    check(ctx.fn.vkBindBufferMemory(ctx.device, a.buffer, a.memory, 0), "vkBindBufferMemory", id);
     VkMemoryPropertyFlags flags = mp.memoryTypes[type].propertyFlags;
     constexpr VkMemoryPropertyFlags coherent = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
     // Device-local memory that is also host-visible (integrated GPUs, lavapipe, resizable BAR) is mapped too, so
     // transfers skip the staging copy.
     bool staged = kind == Memory::DeviceLocal && ctx.force_staging;
     if ((flags & coherent) == coherent && !staged)
-      check(vkMapMemory(ctx.device, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory", id);
+      check(ctx.fn.vkMapMemory(ctx.device, a.memory, 0, VK_WHOLE_SIZE, 0, &a.mapped), "vkMapMemory", id);
   } catch (...) {
     release(ctx, a);
     throw;
@@ -101,8 +101,8 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
 }
 
 void release(const Context& ctx, Allocation& a) {
-  if (a.buffer) vkDestroyBuffer(ctx.device, a.buffer, nullptr);
-  if (a.memory) vkFreeMemory(ctx.device, a.memory, nullptr);  // unmaps implicitly
+  if (a.buffer) ctx.fn.vkDestroyBuffer(ctx.device, a.buffer, nullptr);
+  if (a.memory) ctx.fn.vkFreeMemory(ctx.device, a.memory, nullptr);  // unmaps implicitly
   a = Allocation{};
 }
 

@@ -32,7 +32,7 @@ std::vector<DeviceInfo> list_devices() {
   try {
     auto pds = physical_devices();
     for (size_t i = 0; i < pds.size(); ++i) {
-      PhysicalDeviceFacts f = describe_physical_device(pds[i], int(i));
+      PhysicalDeviceFacts f = describe_physical_device(instance()->functions, pds[i], int(i));
       if (usable(f)) out.push_back(std::move(f.info));
     }
   } catch (const std::exception&) {
@@ -45,7 +45,7 @@ std::unique_ptr<Device> open(int index) {
   auto pds = physical_devices();
   if (index < 0 || size_t(index) >= pds.size())
     throw Error(fmt::format("no Vulkan device vulkan:{} ({} present)", index, pds.size()));
-  PhysicalDeviceFacts f = describe_physical_device(pds[index], index);
+  PhysicalDeviceFacts f = describe_physical_device(instance()->functions, pds[index], index);
   if (!usable(f))
     throw Error(fmt::format("vulkan:{} ({}) cannot run spire kernels: it needs Vulkan 1.1 and a compute queue", index,
                             f.info.name));

@@ -7,7 +7,7 @@ namespace spire::rt::vulkan {
 Submission::~Submission() {
   if (!done_) {
     // A destructor cannot throw; a lost device is reported and the fence abandoned rather than reused.
-    VkResult r = vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX);
+    VkResult r = ctx_->fn.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX);
     if (r != VK_SUCCESS) {
       std::fprintf(stderr, "spire: waiting for a submission on %s failed with %s\n", ctx_->id().c_str(),
                    std::string(result_name(r)).c_str());
@@ -19,13 +19,13 @@ Submission::~Submission() {
 
 void Submission::wait() {
   if (done_) return;
-  check(vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", ctx_->id());
+  check(ctx_->fn.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", ctx_->id());
   done_ = true;
 }
 
 bool Submission::ready() {
   if (done_) return true;
-  VkResult r = vkGetFenceStatus(ctx_->device, fence_);
+  VkResult r = ctx_->fn.vkGetFenceStatus(ctx_->device, fence_);
   if (r == VK_NOT_READY) return false;
   check(r, "vkGetFenceStatus", ctx_->id());
   done_ = true;

@@ -4,7 +4,9 @@
 //
 // Instances. spire_runtime_conformance_tests runs the suite on every device of rt::list_devices() (lavapipe
 // here; vulkan:0 and cuda:0 on the GPU machine) with the Khronos validation layer on: any validation message
-// fails the test. spire_runtime_conformance_mock_tests runs it on cuda:0 of the mock CUDA driver
+// fails the test. spire_runtime_conformance_adopted_tests runs it on "vulkan:app", a device a test app created
+// itself and handed to spire (runtime/vulkan/vulkan_external.h, tests/vulkan_external/app_vulkan.h), also
+// with the layer on. spire_runtime_conformance_mock_tests runs it on cuda:0 of the mock CUDA driver
 // (tests/cuda/mock_driver, found through that executable's RUNPATH). The mock runs kernels for real with the
 // PTX interpreter, so the whole suite is instantiated for it; two tests skip there, as on any CUDA device,
 // because CUDA's limits make them too costly or impossible: a grid past 2^31-1 workgroups in x, and a view
@@ -48,8 +50,15 @@
 
 namespace spire::rt::conformance {
 
-// The device ids this executable instantiates the suite for: all_devices.cpp or mock_driver_devices.cpp.
+// The device ids this executable instantiates the suite for: all_devices.cpp, mock_driver_devices.cpp or
+// adopted_device.cpp.
 std::vector<std::string> device_ids();
+// A new device of that id: open_device(id) for listed devices (listed_devices.cpp); the host app's device adopted
+// anew for "vulkan:app" (adopted_device.cpp).
+std::unique_ptr<Device> open_suite_device(const std::string& id);
+// What list_devices() says about the device of that id (for "vulkan:app": about the same physical device, with
+// the adopted id and index), or a test failure when it lists none.
+DeviceInfo listed_info(const std::string& id);
 // "vulkan:0" -> "vulkan_0", for test names.
 std::string param_name(const ::testing::TestParamInfo<std::string>& info);
 

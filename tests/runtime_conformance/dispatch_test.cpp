@@ -202,7 +202,7 @@ TEST_P(DispatchTest, AViewBeyondTheBindingLimitIsAnError) {
 TEST_P(DispatchTest, ObjectsMayOutliveTheirDevice) {
   // A fresh device dropped before everything made from it: they keep what they need alive, the submitted work
   // still completes, and tearing it all down leaves nothing for the validation layer to report.
-  auto fresh = open_device(GetParam());
+  auto fresh = open_suite_device(GetParam());
   auto k = backends::compile_and_load(*fresh, accumulate(64));
   auto x = fresh->alloc(256), y = fresh->alloc(256, Memory::HostVisible);
   fresh->fill(*x, float_bits(2.0f));

@@ -28,7 +28,7 @@ void Conformance::TearDown() {
 Device& Conformance::dev() {
   static std::map<std::string, std::unique_ptr<Device>> opened;
   auto& d = opened[GetParam()];
-  if (!d) d = open_device(GetParam());
+  if (!d) d = open_suite_device(GetParam());
   return *d;
 }
 
@@ -36,7 +36,7 @@ std::unique_ptr<Device> Conformance::open_masked(const std::string& mask) {
   ::setenv("SPIRE_MASK_FEATURES", mask.c_str(), 1);
   std::unique_ptr<Device> d;
   try {
-    d = open_device(GetParam());
+    d = open_suite_device(GetParam());
   } catch (...) {
     ::unsetenv("SPIRE_MASK_FEATURES");
     throw;

@@ -1,0 +1,39 @@
+#include "runtime/vulkan/vulkan_functions.h"
+
+#include <string>
+
+#include <fmt/format.h>
+
+#include "runtime/device.h"
+
+namespace spire::rt::vulkan {
+
+InstanceFunctions InstanceFunctions::load(PFN_vkGetInstanceProcAddr get_instance_proc_addr, VkInstance instance) {
+  if (!get_instance_proc_addr) throw Error("no vkGetInstanceProcAddr was given to load the Vulkan instance's functions");
+  InstanceFunctions f;
+  std::string missing;
+#define SPIRE_VULKAN_LOAD(name)                                                               \
+  f.name = reinterpret_cast<PFN_##name>(get_instance_proc_addr(instance, #name));              \
+  if (!f.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  SPIRE_VULKAN_INSTANCE_FUNCTIONS(SPIRE_VULKAN_LOAD)
+#undef SPIRE_VULKAN_LOAD
+  if (!missing.empty())
+    throw Error(fmt::format("the Vulkan instance lacks {} (spire needs an instance created for Vulkan 1.1 or newer)",
+                            missing));
+  return f;
+}
+
+DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_addr, VkDevice device,
+                                      std::string_view device_id) {
+  DeviceFunctions f;
+  std::string missing;
+#define SPIRE_VULKAN_LOAD(name)                                                   \
+  f.name = reinterpret_cast<PFN_##name>(get_device_proc_addr(device, #name));     \
+  if (!f.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  SPIRE_VULKAN_DEVICE_FUNCTIONS(SPIRE_VULKAN_LOAD)
+#undef SPIRE_VULKAN_LOAD
+  if (!missing.empty()) throw Error(fmt::format("{}: vkGetDeviceProcAddr found no {}", device_id, missing));
+  return f;
+}
+
+}  // namespace spire::rt::vulkan
