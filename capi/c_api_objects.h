@@ -2,6 +2,7 @@
 // another, so a device lives until the application released it and every model on it is gone.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -17,11 +18,15 @@ struct spire_status_object {
 struct spire_device : std::enable_shared_from_this<spire_device> {
   std::unique_ptr<spire::rt::Device> device;
   std::string id, name;
+  bool adopted = false;  // on the application's VkDevice (spire_vulkan.h): its VkBuffers can be bound
   std::shared_ptr<spire_device> self;  // the application's reference, dropped by spire_device_release
 };
 
 struct spire_model {
   std::shared_ptr<spire_device> device;  // declared first: destroyed after the session that uses it
+  // The application's VkBuffers bound as inputs and outputs (spire_vulkan.h), by name: the session's recorded
+  // stream refers to them, so they are destroyed after it.
+  std::map<std::string, std::shared_ptr<spire::rt::Buffer>> bound_inputs, bound_outputs;
   std::unique_ptr<spire::bundle::Session> session;
 };
 

@@ -11,42 +11,15 @@
 
 #include "bundle/bundle_file.h"
 #include "bundle/session.h"
+#include "capi/c_api_guard.h"
 #include "capi/c_api_objects.h"
 #include "runtime/device.h"
 
+using spire::capi::guarded;
 using spire::capi::make_status;
+using spire::capi::require;
 
 namespace {
-
-template <typename F>
-spire_status guarded(F&& f) {
-  try {
-    f();
-    return nullptr;
-  } catch (const spire::bundle::BundleError& e) {
-    return make_status(SPIRE_STATUS_BAD_BUNDLE, e.what());
-  } catch (const spire::rt::MissingFeature& e) {
-    return make_status(SPIRE_STATUS_UNSUPPORTED, e.what());
-  } catch (const spire::rt::OutOfMemory& e) {
-    return make_status(SPIRE_STATUS_OUT_OF_MEMORY, e.what());
-  } catch (const spire::rt::Error& e) {
-    return make_status(SPIRE_STATUS_DEVICE_ERROR, e.what());
-  } catch (const std::out_of_range& e) {
-    return make_status(SPIRE_STATUS_NOT_FOUND, e.what());
-  } catch (const std::invalid_argument& e) {
-    return make_status(SPIRE_STATUS_INVALID_ARGUMENT, e.what());
-  } catch (const std::bad_alloc&) {
-    return make_status(SPIRE_STATUS_OUT_OF_MEMORY, "out of host memory");
-  } catch (const std::exception& e) {
-    return make_status(SPIRE_STATUS_INTERNAL, e.what());
-  } catch (...) {
-    return make_status(SPIRE_STATUS_INTERNAL, "an unknown error");
-  }
-}
-
-void require(const void* p, const char* what) {
-  if (!p) throw std::invalid_argument(std::string(what) + " is NULL");
-}
 
 spire_status load(spire_device* device, std::vector<uint8_t> bytes, const std::string& source, spire_model** out) {
   return guarded([&] {

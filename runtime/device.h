@@ -33,6 +33,12 @@ class MissingFeature : public Error {
  public:
   using Error::Error;
 };
+// The caller handed the runtime something unusable (a null handle, a size out of range, a queue without compute):
+// theirs to fix, not a driver failure.
+class InvalidUse : public Error {
+ public:
+  using Error::Error;
+};
 
 enum class Backend : uint8_t { Vulkan, Cuda };
 enum class DeviceType : uint8_t { DiscreteGpu, IntegratedGpu, VirtualGpu, Cpu, Other };

@@ -62,7 +62,7 @@ EnabledFeatures read_enabled_features(const VkPhysicalDeviceFeatures2* chain) {
 }
 
 void require(bool present, const char* what) {
-  if (!present) throw Error(fmt::format("adopt_device: ExternalVulkan::{} is null", what));
+  if (!present) throw InvalidUse(fmt::format("adopt_device: ExternalVulkan::{} is null", what));
 }
 
 }  // namespace
@@ -74,7 +74,7 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
   require(app.queue, "queue");
   require(app.get_instance_proc_addr, "get_instance_proc_addr");
   if (bool(app.lock_queue) != bool(app.unlock_queue))
-    throw Error("adopt_device: give both ExternalVulkan::lock_queue and unlock_queue, or neither");
+    throw InvalidUse("adopt_device: give both ExternalVulkan::lock_queue and unlock_queue, or neither");
 
   PhysicalDeviceFacts facts = describe_physical_device(
       InstanceFunctions::load(app.get_instance_proc_addr, app.instance), app.physical_device, /*index=*/-1);
@@ -82,7 +82,7 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
   d.id = kAdoptedId;
   const uint32_t version = std::min(app.api_version, facts.api_version);
   if (version < VK_API_VERSION_1_1)
-    throw Error(fmt::format("adopt_device: {} ({}) is used at Vulkan {}.{}; spire needs Vulkan 1.1 (create the instance "
+    throw InvalidUse(fmt::format("adopt_device: {} ({}) is used at Vulkan {}.{}; spire needs Vulkan 1.1 (create the instance "
                             "with VkApplicationInfo::apiVersion 1.1 or newer and say so in ExternalVulkan::api_version)",
                             kAdoptedId, d.name, VK_API_VERSION_MAJOR(version), VK_API_VERSION_MINOR(version)));
 
@@ -92,7 +92,7 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
   std::vector<VkQueueFamilyProperties> props(families);
   facts.instance_functions.vkGetPhysicalDeviceQueueFamilyProperties(app.physical_device, &families, props.data());
   if (app.queue_family >= families || !(props[app.queue_family].queueFlags & VK_QUEUE_COMPUTE_BIT))
-    throw Error(fmt::format("adopt_device: queue family {} of {} ({}) {}", app.queue_family, kAdoptedId, d.name,
+    throw InvalidUse(fmt::format("adopt_device: queue family {} of {} ({}) {}", app.queue_family, kAdoptedId, d.name,
                             app.queue_family >= families ? fmt::format("does not exist ({} families)", families)
                                                          : std::string("has no compute support")));
   facts.queue_family = app.queue_family;
@@ -114,18 +114,18 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
 
 std::shared_ptr<Buffer> adopt_buffer(Device& device, VkBuffer buffer, uint64_t bytes) {
   auto* vd = dynamic_cast<VulkanDevice*>(&device);
-  if (!vd) throw Error(fmt::format("adopt_buffer: {} is not a Vulkan device", device.info().id));
+  if (!vd) throw InvalidUse(fmt::format("adopt_buffer: {} is not a Vulkan device", device.info().id));
   const std::shared_ptr<Context>& ctx = vd->context();
   const std::string& id = ctx->id();
-  if (!buffer) throw Error(fmt::format("adopt_buffer on {}: the VkBuffer is VK_NULL_HANDLE", id));
+  if (!buffer) throw InvalidUse(fmt::format("adopt_buffer on {}: the VkBuffer is VK_NULL_HANDLE", id));
   if (bytes == 0 || bytes % 4 != 0)
-    throw Error(fmt::format("adopt_buffer on {}: a size of {} bytes; it must be a positive multiple of 4 (fills and "
+    throw InvalidUse(fmt::format("adopt_buffer on {}: a size of {} bytes; it must be a positive multiple of 4 (fills and "
                             "copies write whole 32-bit words)",
                             id, bytes));
   VkMemoryRequirements req{};
   ctx->fn.vkGetBufferMemoryRequirements(ctx->device, buffer, &req);
   if (req.size < bytes)
-    throw Error(fmt::format("adopt_buffer on {}: {} bytes were asked for, but the VkBuffer holds at most {} (its memory "
+    throw InvalidUse(fmt::format("adopt_buffer on {}: {} bytes were asked for, but the VkBuffer holds at most {} (its memory "
                             "requirements)",
                             id, bytes, req.size));
   return std::make_shared<VulkanBuffer>(ctx, buffer, bytes, VulkanBuffer::Adopted{});

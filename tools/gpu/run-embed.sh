@@ -20,15 +20,29 @@ for dev in vulkan:0 cuda:0; do
   done
 done
 echo "== time from process start to the first result (embed_demo, batch 1; wall seconds)"
+# 'drivers': spire's caches off, the drivers' own shader/JIT caches on (what an app gets without spire's cache);
+# 'spire': spire's pipeline and module caches on, the drivers' off, so the gain is spire's own.
 for dev in vulkan:0 cuda:0; do
-  export SPIRE_CACHE_DIR=$W/cache-$dev XDG_CACHE_HOME=$W/xdg-$dev __GL_SHADER_DISK_CACHE_PATH=$W/nv-$dev CUDA_CACHE_PATH=$W/cu-$dev
-  rm -rf $W/cache-$dev $W/xdg-$dev $W/nv-$dev $W/cu-$dev
-  for run in cold warm1 warm2 warm3; do
-    s=$EPOCHREALTIME; $B/embed_demo $W/resnet18.spire $W/models/in_b1.safetensors $W/t.safetensors $dev > /dev/null; e=$EPOCHREALTIME
-    echo "$dev $run $(awk -v a=$s -v b=$e 'BEGIN {printf "%.3f", b - a}')"
+  for mode in drivers spire; do
+    export SPIRE_CACHE_DIR=$W/cache-$dev-$mode XDG_CACHE_HOME=$W/xdg-$dev-$mode
+    rm -rf $W/cache-$dev-$mode $W/xdg-$dev-$mode $W/nv-$dev $W/cu-$dev
+    if [ $mode = drivers ]; then
+      export SPIRE_NO_DISK_CACHE=1 __GL_SHADER_DISK_CACHE_PATH=$W/nv-$dev CUDA_CACHE_PATH=$W/cu-$dev
+    else
+      unset SPIRE_NO_DISK_CACHE; export __GL_SHADER_DISK_CACHE=0 CUDA_CACHE_DISABLE=1
+    fi
+    for run in cold warm1 warm2 warm3; do
+      s=$EPOCHREALTIME; $B/embed_demo $W/resnet18.spire $W/models/in_b1.safetensors $W/t.safetensors $dev > /dev/null; e=$EPOCHREALTIME
+      echo "$dev caches=$mode $run $(awk -v a=$s -v b=$e 'BEGIN {printf "%.3f", b - a}')"
+    done
+    unset SPIRE_CACHE_DIR XDG_CACHE_HOME __GL_SHADER_DISK_CACHE_PATH CUDA_CACHE_PATH __GL_SHADER_DISK_CACHE CUDA_CACHE_DISABLE SPIRE_NO_DISK_CACHE
   done
-  unset SPIRE_CACHE_DIR XDG_CACHE_HOME __GL_SHADER_DISK_CACHE_PATH CUDA_CACHE_PATH
 done | tee $OUT/startup.txt
+echo "== the C API on the test app's own VkDevice and VkBuffers (spire_vulkan.h), validation layer on"
+SPIRE_VULKAN_VALIDATION=1 $B/test_bundle_app_vulkan --gtest_brief=1 2>&1 | tail -6
+echo "== PyTorch AOTInductor: resnet18 package (dynamic batch 1..8), load + first run in a fresh process"
+python3 tools/gpu/aoti_resnet18.py build $W 2>&1 | grep -E "^aoti" | tail -2
+for run in first warm1 warm2; do python3 tools/gpu/aoti_resnet18.py first $W 2>&1 | grep -E "^aoti" | sed "s/^/$run: /"; done
 echo "== spire run of the bundle, replayed (device timestamps)"
 for dev in vulkan:0 cuda:0; do for b in 1 8; do
   $B/spire run $W/resnet18.spire --inputs $W/models/in_b$b.safetensors --outputs $W/r.safetensors --device $dev --bench 30 | tail -1
