@@ -3,6 +3,9 @@ convolutions (forward, input gradient, weight gradient) on the same GPU, timed w
 (torch_timing.median_ms). Strict float32 (TF32 off for matmul and cuDNN), as spire computes; a second column
 times PyTorch's TF32 path, which is faster but rounds inputs to 10-bit mantissas, so it is not the same
 arithmetic. Gradients go through aten.convolution_backward, what autograd calls for conv2d.
+Each time spans one eager call between two CUDA events, so for ops of a few tens of microseconds it includes
+the host's launch cost (the GPU waits for the launch), while spire's times are device time inside a recorded
+stream: read small rows (resnet18's fc at batch 1, say) with that in mind.
 
 usage: torch_matmul_conv.py [--out DIR] [--runs 50] [--small] [--cpu-check]
   --out DIR     also write DIR/torch_matmul.csv and DIR/torch_conv2d.csv (tools/gpu/speed_table.py joins them

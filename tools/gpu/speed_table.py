@@ -57,7 +57,9 @@ def table(title, keys, spire_rows, torch_rows):
 
     torch_name = torch_rows[0]["device_name"] if torch_rows else "PyTorch: no results"
     lines = [f"### {title}", "",
-             "spire: " + "; ".join(f"{d} = {names[d]}" for d in devices) + f". PyTorch: {torch_name}.", ""]
+             "spire: " + "; ".join(f"{d} = {names[d]}" for d in devices) + f". PyTorch: {torch_name}.",
+             "spire's times are device time inside a recorded stream; PyTorch's span one eager call between CUDA "
+             "events, so rows of a few tens of microseconds include its launch cost.", ""]
     header = keys + ["PyTorch fp32 ms", "PyTorch TF32 ms"]
     for d in devices:
         header += [f"{d} ms", f"{d} TFLOP/s", f"{d} % of PyTorch time"]
