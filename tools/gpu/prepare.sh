@@ -4,12 +4,14 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
-targets="spire spire_bench_foundation spire_examples_tests spire_runtime_conformance_tests spire_cuda_tests spire_vulkan_tests"
+targets="spire spire_bench_foundation spire_bench_matmul spire_bench_conv2d spire_examples_tests spire_runtime_conformance_tests spire_cuda_tests spire_vulkan_tests"
 [ -n "${EXTRA_TARGETS:-}" ] && targets="$targets $EXTRA_TARGETS"
 cmake --build build -j2 --target $targets
 rm -rf .gpu && mkdir -p .gpu/bin .gpu/data
 cp build/bin/spire build/bin/spire_bench_foundation .gpu/bin/
-[ -f build/bin/spire_bench_lenet_step ] && cp build/bin/spire_bench_lenet_step .gpu/bin/
+for b in spire_bench_lenet_step spire_bench_matmul spire_bench_conv2d; do
+  [ -f build/bin/$b ] && cp build/bin/$b .gpu/bin/
+done
 for t in $targets; do
   f=$(find build/tests -type f -name "$t" | head -1)
   [ -n "$f" ] && cp "$f" .gpu/bin/

@@ -1,0 +1,159 @@
+// Matmul speed on each device, as spire's users get it: a graph of one matmul lowered, compiled and run by
+// the executor with the tuning cache's config (else the template's heuristic), next to the device's fp32
+// peak. Shapes: large squares, resnet18's classifier, and the projections of a d_model 768 transformer at
+// 512 tokens. Each row is checked first (sampled elements against float64; nonzero exit if any is off),
+// then timed with the device's timestamps (median of --runs after warm-up). tools/gpu/speed_table.py puts
+// the CSV beside PyTorch's (benchmarks/torch_matmul_conv.py).
+//
+//   spire_bench_matmul [--device D|all] [--runs 50] [--small] [--shapes 1024,512x768x2304,...] [--csv FILE]
+//                      [--peak-tflops T] [--tuning-cache FILE] [--tune]
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "benchmarks/support/bench_flags.h"
+#include "benchmarks/support/dot_check.h"
+#include "benchmarks/support/fp32_peak.h"
+#include "benchmarks/support/result_table.h"
+#include "benchmarks/support/timed_graph.h"
+#include "ir/graph/graph.h"
+#include "runtime/device.h"
+#include "tuning/tuning_cache.h"
+
+using namespace spire;
+
+namespace {
+
+const char* kUsage =
+    "usage: spire_bench_matmul [--device D|all] [--runs 50] [--warmup 3] [--small] [--shapes LIST] [--csv FILE]\n"
+    "                          [--peak-tflops T] [--tuning-cache FILE] [--tune]\n"
+    "  --shapes: comma-separated MxKxN or N (N x N x N); default: 1024..8192 squares, resnet18 fc, transformer\n"
+    "  --small:  every dimension divided by 16 (at least 1), for a CPU Vulkan driver\n";
+
+struct MatmulCase {
+  std::string model;  // where the shape comes from
+  int64_t m, k, n;
+};
+
+std::vector<MatmulCase> default_cases() {
+  return {
+      {"square", 1024, 1024, 1024},
+      {"square", 2048, 2048, 2048},
+      {"square", 4096, 4096, 4096},
+      {"square", 8192, 8192, 8192},
+      {"resnet18 fc b1", 1, 512, 1000},
+      {"resnet18 fc b64", 64, 512, 1000},
+      // d_model 768, 512 tokens, MLP 4x wide: the four matmuls of a transformer layer besides attention's
+      {"d768 qkv proj", 512, 768, 2304},
+      {"d768 attn out", 512, 768, 768},
+      {"d768 mlp up", 512, 768, 3072},
+      {"d768 mlp down", 512, 3072, 768},
+  };
+}
+
+std::vector<MatmulCase> parse_cases(const std::string& list) {
+  std::vector<MatmulCase> out;
+  for (const std::string& item : bench::split_list(list)) {
+    std::vector<std::string> d = bench::split_list(item, 'x');
+    if (d.size() == 1)
+      out.push_back({"given", std::stoll(d[0]), std::stoll(d[0]), std::stoll(d[0])});
+    else if (d.size() == 3)
+      out.push_back({"given", std::stoll(d[0]), std::stoll(d[1]), std::stoll(d[2])});
+    else
+      throw std::invalid_argument("--shapes: '" + item + "' is neither MxKxN nor N");
+  }
+  return out;
+}
+
+// The largest error (dot_check.h) over the four corners and 60 random elements of y = a b, a [M,K], b [K,N];
+// infinity if any element of y is not finite (unwritten elements keep the executor's NaN poison).
+double max_error(const MatmulCase& c, const std::vector<float>& a, const std::vector<float>& b,
+                 const std::vector<float>& y) {
+  if (!std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }))
+    return std::numeric_limits<double>::infinity();
+  std::vector<std::pair<int64_t, int64_t>> at = {{0, 0}, {0, c.n - 1}, {c.m - 1, 0}, {c.m - 1, c.n - 1}};
+  std::mt19937 rng(7);
+  for (int i = 0; i < 60; ++i) at.push_back({int64_t(rng() % uint64_t(c.m)), int64_t(rng() % uint64_t(c.n))});
+  double worst = 0;
+  for (auto [i, j] : at) {
+    bench::DotReference ref;
+    for (int64_t k = 0; k < c.k; ++k) ref.add(a[size_t(i * c.k + k)], b[size_t(k * c.n + j)]);
+    worst = std::max(worst, ref.error(y[size_t(i * c.n + j)]));
+  }
+  return worst;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string shapes;
+  bench::BenchFlags flags = bench::parse_bench_flags(argc, argv, kUsage, [&](const std::string& f, const auto& value) {
+    if (f != "--shapes") return false;
+    shapes = value();
+    return true;
+  });
+  bench::ResultTable table({{"device", "device", 9, true},
+                            {"", "device_name", 0, true, false},
+                            {"shape MxKxN", "shape", 16, true},
+                            {"model", "model", 16, true},
+                            {"ms", "ms", 9},
+                            {"TFLOP/s", "tflops", 8},
+                            {"% peak", "peak_pct", 6},
+                            {"max rel err", "max_rel_err", 11},
+                            {"config from", "config_source", 11, true},
+                            {"config (tiling)", "config", 0, true}});
+  int failures = 0;
+  try {
+    std::vector<MatmulCase> cases = shapes.empty() ? default_cases() : parse_cases(shapes);
+    if (flags.small)
+      for (MatmulCase& c : cases)
+        c = {c.model, std::max<int64_t>(1, c.m / 16), std::max<int64_t>(1, c.k / 16), std::max<int64_t>(1, c.n / 16)};
+    const std::string cache = flags.tuning_cache.empty() ? tuning::TuningCache::default_path() : flags.tuning_cache;
+    fmt::print(
+        "fp32 matmul through the graph lowering; config from the tuning cache {} where 'tuned', else the "
+        "template's heuristic; median of {} runs (device timestamps)\n",
+        cache, flags.runs);
+    for (const std::string& id : bench::device_ids(flags.device)) {
+      auto dev = rt::open_device(id);
+      const rt::DeviceInfo& info = dev->info();
+      std::optional<double> peak = flags.peak_tflops ? flags.peak_tflops : bench::fp32_peak_tflops(info.name);
+      fmt::print("\n{} ({}), fp32 peak {}\n", info.id, info.name, peak ? fmt::format("{} TFLOP/s", *peak) : "n/a");
+      table.print_header();
+      for (const MatmulCase& c : cases) {
+        graph::Graph g;
+        auto a = g.input("a", graph::DType::F32, {c.m, c.k});
+        auto b = g.input("b", graph::DType::F32, {c.k, c.n});
+        g.output("y", g.matmul(a, b));
+        std::vector<bench::GraphInput> in = {{"a", bench::random_values(size_t(c.m * c.k), 1)},
+                                             {"b", bench::random_values(size_t(c.k * c.n), 2)}};
+        bench::TimedGraph t = bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup);
+        double err = max_error(c, in[0].data, in[1].data, t.output);
+        bool ok = err <= bench::kMaxRelativeError;
+        if (!ok) {
+          ++failures;
+          fmt::print(stderr, "spire_bench_matmul: {} {}x{}x{}: max relative error {:.3g} exceeds {:.0e}\n", id, c.m,
+                     c.k, c.n, err, bench::kMaxRelativeError);
+        }
+        bench::Cell err_cell(ok ? fmt::format("{:.1e}", err) : fmt::format("FAIL {:.1e}", err));
+        err_cell.csv = fmt::format("{:.3g}", err);
+        double tflops = 2.0 * double(c.m) * double(c.k) * double(c.n) / (t.ms * 1e-3) / 1e12;
+        table.add({id, info.name, fmt::format("{}x{}x{}", c.m, c.k, c.n), c.model, bench::Cell::number(t.ms, 4),
+                   bench::Cell::significant(tflops, 3), bench::Cell::number(peak ? 100 * tflops / *peak : NAN, 1),
+                   err_cell, t.tuned ? "tuned" : "heuristic", t.config});
+      }
+    }
+    if (!flags.csv.empty()) table.write_csv(flags.csv);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "spire_bench_matmul: error: {}\n", e.what());
+    return 1;
+  }
+  if (failures) {
+    fmt::print(stderr, "spire_bench_matmul: {} result(s) wrong (see FAIL rows)\n", failures);
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,41 @@
+// Runs a graph of one heavy op (matmul, conv2d, a conv2d gradient) the way spire runs every graph: the tuning
+// cache's choices (tuning/tuning_setup.h, as `spire run` reads them), lowering::compile and the executor's
+// recorded step. So a benchmark row measures exactly what a user's model gets for that op, the config
+// choice included, and not a hand-picked kernel.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/graph/graph.h"
+#include "runtime/device.h"
+
+namespace spire::bench {
+
+struct GraphInput {
+  std::string name;         // the graph's input node
+  std::vector<float> data;  // exactly its element count, f32
+};
+
+struct TuningUse {
+  std::string cache_file;  // "": the default cache file
+  bool tune = false;       // tune what the cache lacks first (a table on stderr)
+};
+
+struct TimedGraph {
+  std::string config;         // the tunable node's config text ("tile_m=128,...")
+  bool tuned = false;         // the config came from the tuning cache (else the template's heuristic)
+  std::vector<float> output;  // output "y" after the first step
+  double ms = 0;              // median device time of one step (its recorded stream's timestamps)
+};
+
+// Compiles `g` (inputs named as in `inputs`, one output "y") on `dev`, runs one step and downloads y, then
+// times `warmup` + `runs` more steps. The executor fills every buffer with a NaN pattern when it allocates
+// it, so any element of y the kernels do not write reads back as NaN.
+TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<GraphInput>& inputs,
+                      const TuningUse& tuning, int runs, int warmup);
+
+// n values uniform in [-1, 1) from a fixed seed: random (never zero) data, the same in every run.
+std::vector<float> random_values(size_t n, uint32_t seed);
+
+}  // namespace spire::bench
