@@ -12,8 +12,10 @@ if(NOT TARGET spire_heavy_kernels)
   add_library(spire_heavy_kernels STATIC
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/heavy_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tuning_config.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tiled_gemm.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_kernels.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_gemm_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/pool2d_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/softmax_kernels.cpp)
   target_link_libraries(spire_heavy_kernels PUBLIC spire_kernel_ir fmt::fmt)

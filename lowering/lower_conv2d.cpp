@@ -1,5 +1,7 @@
 // conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
-// they spread their work tunable.
+// they spread their work tunable; conv2d may instead be an implicit GEMM (conv2d_gemm_kernel.h), one more
+// family of points in the same config space.
+#include "lowering/heavy_kernels/conv2d_gemm_kernel.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/op_lowering.h"
@@ -18,6 +20,19 @@ heavy::Conv2dShape shape_of(const graph::Node& node, const graph::Shape& x, cons
   return heavy::conv2d_shape(x, w, o.stride, o.padding, o.dilation, o.groups);
 }
 
+// A config of the GEMM family carries a tiling (tile_m, ...); the direct family's carry rows, wg, c_block.
+bool is_gemm_config(const heavy::Config& c) { return c.has("tile_m"); }
+
+// The GEMM form where the tiled GEMM would use its large blocks (64x64 or more: many output channels and
+// positions); elsewhere the direct kernels, which have no staging overhead and spread small problems wider.
+heavy::Config conv2d_heuristic_config(const heavy::Conv2dShape& s, kir::Type t) {
+  if (s.groups == 1) {
+    const heavy::MatmulTiling g = heavy::choose_matmul_tiling(heavy::conv2d_gemm_shape(s), t);
+    if (g.tile_m >= 64) return g.config();
+  }
+  return heavy::conv2d_heuristic(s).config();
+}
+
 }  // namespace
 
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
@@ -26,10 +41,17 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
-  op.heuristic = heavy::conv2d_heuristic(s).config();
+  op.heuristic = conv2d_heuristic_config(s, t);
   op.candidates = configs_of(heavy::conv2d_candidates(s, limits));
+  if (s.groups == 1)
+    for (const heavy::Config& c : configs_of(heavy::matmul_candidates(heavy::conv2d_gemm_shape(s), t, limits)))
+      op.candidates.push_back(c);
+  // The heuristic is the first candidate, as for every tunable op.
+  std::erase(op.candidates, op.heuristic);
+  op.candidates.insert(op.candidates.begin(), op.heuristic);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
-    heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c));
+    heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
+                                             : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c));
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;

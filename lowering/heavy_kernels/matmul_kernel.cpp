@@ -1,4 +1,5 @@
 #include "lowering/heavy_kernels/matmul_kernel.h"
+#include "lowering/heavy_kernels/tiled_gemm.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -134,25 +135,17 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   for (int64_t d : s.b_batch) b_elems *= d;
   index_u32(a_elems, "matmul A elements");
   index_u32(b_elems, "matmul B elements");
-  const uint32_t threads = tl.invocations();
-  const uint32_t threads_n = tl.tile_n / tl.reg_n, threads_m = tl.tile_m / tl.reg_m;
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
-  const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
-  // A's slice is stored k-major (a_tile[kk][row]) so the inner loop reads a row of it per kk; one element of
-  // padding per row keeps the transposing store from hitting a single memory bank.
-  const uint32_t a_ld = tl.tile_m + 1;
 
   std::string name = "matmul_" + s.text();
   name += fmt::format("_t{}x{}x{}_r{}x{}_{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n, suffix);
 
   if (M == 0 || N == 0 || batches == 0) return empty_result(name);
 
-  KernelBuilder kb(name, threads);
+  KernelBuilder kb(name, tl.invocations());
   Buf A = kb.buffer("a", t, Access::Read);
   Buf B = kb.buffer("b", t, Access::Read);
   Buf C = kb.buffer("c", t, Access::Write);
-  Shared a_tile = kb.shared("a_tile", t, tl.tile_k * a_ld);
-  Shared b_tile = kb.shared("b_tile", t, tl.tile_k * tl.tile_n);
   Val lid = kb.local_id();
   Val group = kb.group_id();
 
@@ -165,65 +158,16 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
     Val a_base = batch_offset(kb, s, batch, s.a_batch_strides);
     Val b_base = batch_offset(kb, s, batch, s.b_batch_strides);
     Val c_base = batch * (M * N);
-    Val row0 = tile_row * tl.tile_m;
-    Val col0 = tile_col * tl.tile_n;
-    Val tx = lid % threads_n;
-    Val ty = lid / threads_n;
-
-    std::vector<Var> acc;
-    for (uint32_t i = 0; i < tl.reg_m * tl.reg_n; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
-
-    if (k_tiles > 0) {
-      kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
-        Val k0 = kt * tl.tile_k;
-        // Stage A[row0 .. +tile_m, k0 .. +tile_k] (consecutive invocations read consecutive k: coalesced).
-        // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed.
-        const uint32_t a_elems = tl.tile_m * tl.tile_k;
-        for (uint32_t base = 0; base < a_elems; base += threads) {
-          auto stage = [&] {
-            Val idx = lid + base;
-            Val r = idx / tl.tile_k, c = idx % tl.tile_k;
-            Val gr = row0 + r, gk = k0 + c;
-            Val v = A[a_base + min(gr, M - 1) * K + min(gk, K - 1)];
-            a_tile[c * a_ld + r] = select((gr < M) & (gk < K), v, kb.constant(t, 0));
-          };
-          if (base + threads <= a_elems) stage();
-          else kb.if_(lid + base < a_elems, stage);
-        }
-        // Stage B[k0 .. +tile_k, col0 .. +tile_n] (consecutive invocations read consecutive columns).
-        const uint32_t b_elems = tl.tile_k * tl.tile_n;
-        for (uint32_t base = 0; base < b_elems; base += threads) {
-          auto stage = [&] {
-            Val idx = lid + base;
-            Val r = idx / tl.tile_n, c = idx % tl.tile_n;
-            Val gk = k0 + r, gc = col0 + c;
-            Val v = B[b_base + min(gk, K - 1) * N + min(gc, N - 1)];
-            b_tile[idx] = select((gk < K) & (gc < N), v, kb.constant(t, 0));
-          };
-          if (base + threads <= b_elems) stage();
-          else kb.if_(lid + base < b_elems, stage);
-        }
-        kb.barrier();
-        // The slice's products, unrolled: each invocation's outputs are strided by the thread grid so that
-        // neighbouring invocations read neighbouring shared elements and write neighbouring outputs.
-        for (uint32_t kk = 0; kk < tl.tile_k; ++kk) {
-          std::vector<Val> a_vals, b_vals;
-          for (uint32_t i = 0; i < tl.reg_m; ++i) a_vals.push_back(a_tile[ty + (kk * a_ld + i * threads_m)]);
-          for (uint32_t j = 0; j < tl.reg_n; ++j) b_vals.push_back(b_tile[tx + (kk * tl.tile_n + j * threads_n)]);
-          for (uint32_t i = 0; i < tl.reg_m; ++i)
-            for (uint32_t j = 0; j < tl.reg_n; ++j) acc[i * tl.reg_n + j] += a_vals[i] * b_vals[j];
-        }
-        kb.barrier();
-      });
-    }
-
-    for (uint32_t i = 0; i < tl.reg_m; ++i) {
-      Val r = row0 + ty + i * threads_m;
-      for (uint32_t j = 0; j < tl.reg_n; ++j) {
-        Val c = col0 + tx + j * threads_n;
-        kb.if_((r < M) & (c < N), [&] { C[c_base + r * N + c] = acc[i * tl.reg_n + j].get(); });
-      }
-    }
+    GemmOperands io;
+    // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed.
+    io.a = [&](Val r, Val k) {
+      return select((r < M) & (k < K), Val(A[a_base + min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
+    };
+    io.b = [&](Val k, Val c) {
+      return select((k < K) & (c < N), Val(B[b_base + min(k, K - 1) * N + min(c, N - 1)]), kb.constant(t, 0));
+    };
+    io.store = [&](Val r, Val c, Val v) { C[c_base + r * N + c] = v; };
+    emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
   });
 
   uint64_t groups = uint64_t(batches) * tiles_m * tiles_n;

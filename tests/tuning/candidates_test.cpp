@@ -102,6 +102,11 @@ std::vector<Case> cases() {
       uniform("conv2d_groups_stride2", [] { return conv({2, 4, 9, 10}, {4, 2, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}, .groups = 2}); }),
       uniform("conv2d_long_rows", [] { return conv({1, 2, 5, 40}, {4, 2, 3, 3}, O{}); }),
       uniform("conv2d_f64", [] { return conv({1, 2, 6, 6}, {2, 2, 3, 3}, O{.padding = {1, 1}}, DType::F64); }),
+      // Large enough for the implicit GEMM's 64- and 128-wide blocks (70 channels, 2 x 9 x 15 positions), with
+      // every index path of its im2col gather: stride, padding and dilation differing per axis.
+      uniform("conv2d_gemm_mixed_axes", [] { return conv({2, 5, 17, 15}, {70, 5, 3, 2}, O{.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}}); }),
+      // resnet's downsampling: a 1x1 window at stride 2.
+      uniform("conv2d_gemm_1x1_stride2", [] { return conv({3, 16, 14, 14}, {40, 16, 1, 1}, O{.stride = {2, 2}}); }),
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),

@@ -1,0 +1,31 @@
+// The body every GEMM-shaped kernel shares: one workgroup computes one tile_m x tile_n block of a product
+// C[M, N] = A[M, K] x B[K, N], staging tile_k-deep slices of A and B through workgroup memory between barriers,
+// each invocation accumulating reg_m x reg_n outputs in registers.
+//
+// The operands are functions, not buffers: matmul reads A and B from memory, and the implicit-GEMM convolution
+// (conv2d_gemm_kernel) gathers its B from the input image on the fly (im2col without the matrix) and scatters
+// C into NCHW. So one tiling, one tuner space and one set of bank-conflict and coalescing decisions serve both.
+#pragma once
+
+#include <functional>
+
+#include "ir/kernel/builder.h"
+#include "lowering/heavy_kernels/matmul_kernel.h"
+
+namespace spire::lowering::heavy {
+
+struct GemmOperands {
+  // A[row, k] and B[k, col]. They are called with indices that may lie beyond M, N or K (a tile's edge) and
+  // must return zero there, without reading out of bounds (clamp the address, then select).
+  std::function<kir::Val(kir::Val row, kir::Val k)> a;
+  std::function<kir::Val(kir::Val k, kir::Val col)> b;
+  // Stores one result; called only for row < M and col < N.
+  std::function<void(kir::Val row, kir::Val col, kir::Val value)> store;
+};
+
+// Emits the block at (row0, col0) into `kb`, whose workgroup has tiling.invocations() invocations; `lid` is the
+// local invocation id. Contains barriers: every invocation of the workgroup must reach it.
+void emit_tiled_gemm(kir::KernelBuilder& kb, kir::Type t, const MatmulTiling& tiling, uint32_t M, uint32_t N,
+                     uint32_t K, kir::Val row0, kir::Val col0, kir::Val lid, const GemmOperands& io);
+
+}  // namespace spire::lowering::heavy
