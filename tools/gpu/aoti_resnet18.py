@@ -24,7 +24,7 @@ def build(folder):
     with torch.no_grad():
         exported = torch.export.export(model, (x,), dynamic_shapes=({0: batch},))
         path = torch._inductor.aoti_compile_and_package(exported, package_path=os.path.join(folder, "resnet18.pt2"))
-    print(f"aoti build: {time.time() - t0:.1f} s -> {path} ({os.path.getsize(path) / 1e6:.1f} MB)")
+    print(f"aoti build: {time.time() - t0:.1f} s -> {path} ({os.path.getsize(path) / 1e6:.1f} MB)", flush=True)
 
 
 def first(folder):
@@ -41,7 +41,7 @@ def first(folder):
     t_done = time.time()
     shape = tuple((y[0] if isinstance(y, (list, tuple)) else y).shape)
     print(f"aoti first result: {t_done - T_START:.3f} s from process start (import torch {t_import - T_START:.3f}, "
-          f"load package {t_load - t_import:.3f}, first run {t_done - t_load:.3f}); output {shape}")
+          f"load package {t_load - t_import:.3f}, first run {t_done - t_load:.3f}); output {shape}", flush=True)
 
 
 if __name__ == "__main__":
