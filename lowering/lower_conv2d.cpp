@@ -1,13 +1,17 @@
 // conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
-// they spread their work tunable; conv2d may instead be an implicit GEMM (conv2d_gemm_kernel.h), one more
-// family of points in the same config space.
-#include "lowering/heavy_kernels/conv2d_gemm_kernel.h"
+// they spread their work tunable; each may instead be an implicit GEMM (conv2d_gemm_kernels.h), one more family
+// of points in the same config space.
+#include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 
+#include <algorithm>
+#include <functional>
+#include <optional>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -23,14 +27,47 @@ heavy::Conv2dShape shape_of(const graph::Node& node, const graph::Shape& x, cons
 // A config of the GEMM family carries a tiling (tile_m, ...); the direct family's carry rows, wg, c_block.
 bool is_gemm_config(const heavy::Config& c) { return c.has("tile_m"); }
 
-// The GEMM form where the tiled GEMM would use its large blocks (64x64 or more: many output channels and
-// positions); elsewhere the direct kernels, which have no staging overhead and spread small problems wider.
-heavy::Config conv2d_heuristic_config(const heavy::Conv2dShape& s, kir::Type t) {
-  if (s.groups == 1) {
-    const heavy::MatmulTiling g = heavy::choose_matmul_tiling(heavy::conv2d_gemm_shape(s), t);
-    if (g.tile_m >= 64) return g.config();
-  }
-  return heavy::conv2d_heuristic(s).config();
+// The GEMM form where the tiled GEMM would use its large blocks (64x64 or more: many channels and positions);
+// elsewhere the direct kernels, which have no staging overhead and spread small problems wider.
+std::optional<heavy::MatmulTiling> gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm, kir::Type t) {
+  if (s.groups != 1) return std::nullopt;
+  const heavy::MatmulTiling g = heavy::choose_matmul_tiling(gemm, t);
+  if (g.tile_m < 64) return std::nullopt;
+  return g;
+}
+
+// The heuristic first, then the direct family's candidates, then the GEMM tilings (ungrouped convolutions).
+std::vector<heavy::Config> with_gemm_candidates(heavy::Config heuristic, std::vector<heavy::Config> direct,
+                                                const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm, kir::Type t,
+                                                const heavy::Limits& limits,
+                                                const std::function<heavy::Config(const heavy::MatmulTiling&)>& config) {
+  std::vector<heavy::Config> out{heuristic};
+  auto add = [&](const heavy::Config& c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  };
+  for (const heavy::Config& c : direct) add(c);
+  if (s.groups == 1)
+    for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(gemm, t, limits)) add(config(tl));
+  return out;
+}
+
+// The weight gradient's result is small and its K long: its blocks come from splitting K, so the GEMM pays
+// wherever a 64x64 block of the result is full, whatever the count of blocks.
+std::optional<heavy::MatmulTiling> grad_weight_gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm,
+                                                         kir::Type t) {
+  if (s.groups != 1 || gemm.m < 64 || gemm.n < 64 || gemm.k < 256) return std::nullopt;
+  const bool f64 = t == kir::Type::F64;
+  if (gemm.m >= 128 && gemm.n >= 128) return heavy::MatmulTiling{128, 128, f64 ? 4u : 8u, 8, 8};
+  return heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
+}
+
+heavy::Config plain_tiling(const heavy::MatmulTiling& tl) { return tl.config(); }
+
+// The weight gradient's GEMM configs carry their split of K.
+heavy::Config split_tiling(const heavy::Conv2dShape& s, const heavy::MatmulTiling& tl) {
+  heavy::Config c = tl.config();
+  c.set("splits", heavy::conv2d_grad_weight_gemm_splits(s, tl));
+  return c;
 }
 
 }  // namespace
@@ -41,14 +78,11 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
-  op.heuristic = conv2d_heuristic_config(s, t);
-  op.candidates = configs_of(heavy::conv2d_candidates(s, limits));
-  if (s.groups == 1)
-    for (const heavy::Config& c : configs_of(heavy::matmul_candidates(heavy::conv2d_gemm_shape(s), t, limits)))
-      op.candidates.push_back(c);
-  // The heuristic is the first candidate, as for every tunable op.
-  std::erase(op.candidates, op.heuristic);
-  op.candidates.insert(op.candidates.begin(), op.heuristic);
+  const heavy::MatmulShape gemm = heavy::conv2d_gemm_shape(s);
+  const auto tiling = gemm_pays(s, gemm, t);
+  op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s).config();
+  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits)), s, gemm, t, limits,
+                                       plain_tiling);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c));
@@ -64,10 +98,15 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   const heavy::Conv2dShape s = shape_of(node, node.type.shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d_grad_input", s.text(), heavy::float_suffix(t, "conv2d_grad_input")};
-  op.heuristic = heavy::conv2d_grad_input_heuristic(s).config();
-  op.candidates = configs_of(heavy::conv2d_grad_input_candidates(s, limits));
+  const heavy::MatmulShape gemm = heavy::conv2d_grad_input_gemm_shape(s);
+  const auto tiling = gemm_pays(s, gemm, t);
+  op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s).config();
+  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits)), s, gemm,
+                                       t, limits, plain_tiling);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
-    heavy::HeavyKernel k = heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c));
+    heavy::HeavyKernel k = is_gemm_config(c)
+                               ? heavy::conv2d_grad_input_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
+                               : heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c));
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;
@@ -81,17 +120,28 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
   TunableOp op;
   op.key = {"conv2d_grad_weight", s.text(), heavy::float_suffix(t, "conv2d_grad_weight")};
-  op.heuristic = heavy::conv2d_grad_weight_heuristic(s, t).config();
-  op.candidates = configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits));
+  const heavy::MatmulShape gemm = heavy::conv2d_grad_weight_gemm_shape(s);
+  const auto tiling = grad_weight_gemm_pays(s, gemm, t);
+  op.heuristic = tiling ? split_tiling(s, *tiling) : heavy::conv2d_grad_weight_heuristic(s, t).config();
+  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits)), s,
+                                       gemm, t, limits, [&](const heavy::MatmulTiling& tl) { return split_tiling(s, tl); });
   op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
-    const heavy::GradWeightConfig cfg = heavy::GradWeightConfig::from(c);
-    heavy::HeavyKernel partials = heavy::conv2d_grad_weight_kernel(s, t, cfg, limits);
-    if (cfg.splits == 1) return single_kernel_program(io, std::move(partials.kernel), partials.groups);
-    heavy::HeavyKernel sum = heavy::conv2d_grad_weight_sum_kernel(s, t, cfg.splits);
+    uint32_t splits = 1;
+    heavy::HeavyKernel partials;
+    if (is_gemm_config(c)) {
+      splits = uint32_t(c.get("splits"));
+      partials = heavy::conv2d_grad_weight_gemm_kernel(s, t, heavy::MatmulTiling::from(c), splits);
+    } else {
+      const heavy::GradWeightConfig cfg = heavy::GradWeightConfig::from(c);
+      splits = cfg.splits;
+      partials = heavy::conv2d_grad_weight_kernel(s, t, cfg, limits);
+    }
+    if (splits == 1) return single_kernel_program(io, std::move(partials.kernel), partials.groups);
+    heavy::HeavyKernel sum = heavy::conv2d_grad_weight_sum_kernel(s, t, splits);
     // Buffers: grad_y, x, grad_w, then the partial sums [splits][weights].
     KernelProgram p;
     p.buffers = io;
-    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(cfg.splits) * s.cout * s.cin_per_group() * s.kh * s.kw});
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(splits) * s.cout * s.cin_per_group() * s.kh * s.kw});
     p.launches.push_back({std::move(partials.kernel), {0, 1, 3}, partials.groups, {}});
     p.launches.push_back({std::move(sum.kernel), {3, 2}, sum.groups, {}});
     return p;

@@ -40,13 +40,19 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
         if (base + threads <= a_elems) stage();
         else kb.if_(lid + base < a_elems, stage);
       }
-      // Stage B[k0 .. +tile_k, col0 .. +tile_n]: consecutive invocations take consecutive columns.
+      // Stage B[k0 .. +tile_k, col0 .. +tile_n]: consecutive invocations take consecutive columns, or
+      // consecutive k when that is B's contiguous direction.
       const uint32_t b_elems = tl.tile_k * tl.tile_n;
       for (uint32_t base = 0; base < b_elems; base += threads) {
         auto stage = [&] {
           Val idx = lid + base;
-          Val r = idx / tl.tile_n, c = idx % tl.tile_n;
-          b_tile[idx] = io.b(k0 + r, col0 + c);
+          if (io.b_k_fastest) {
+            Val r = idx % tl.tile_k, c = idx / tl.tile_k;
+            b_tile[r * tl.tile_n + c] = io.b(k0 + r, col0 + c);
+          } else {
+            Val r = idx / tl.tile_n, c = idx % tl.tile_n;
+            b_tile[idx] = io.b(k0 + r, col0 + c);
+          }
         };
         if (base + threads <= b_elems) stage();
         else kb.if_(lid + base < b_elems, stage);

@@ -21,6 +21,9 @@ struct GemmOperands {
   std::function<kir::Val(kir::Val k, kir::Val col)> b;
   // Stores one result; called only for row < M and col < N.
   std::function<void(kir::Val row, kir::Val col, kir::Val value)> store;
+  // How consecutive invocations stage B: along its columns (false: a row-major B, as matmul's) or along k (true:
+  // a B whose k is the contiguous direction in memory, as the weight gradient's gathered input).
+  bool b_k_fastest = false;
 };
 
 // Emits the block at (row0, col0) into `kb`, whose workgroup has tiling.invocations() invocations; `lid` is the

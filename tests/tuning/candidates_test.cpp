@@ -110,6 +110,12 @@ std::vector<Case> cases() {
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),
+      // The GEMM forms of the gradients: 70 input channels for the input gradient's rows, every stride/padding/
+      // dilation path of its exact-division gather, and a 1x1 stride-2 window (3 of 4 positions get nothing).
+      uniform("conv2d_grad_input_gemm_mixed_axes", [] { return conv_grad_input({2, 70, 9, 11}, {6, 70, 3, 2}, O{.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}}); }),
+      uniform("conv2d_grad_input_gemm_1x1_stride2", [] { return conv_grad_input({2, 40, 14, 14}, {16, 40, 1, 1}, O{.stride = {2, 2}}); }),
+      // 70 x 144 weights over 198 positions: split-K with partial sums for the shallow slices, one split for the deep.
+      uniform("conv2d_grad_weight_gemm_split", [] { return conv_grad_weight({3, 16, 12, 13}, {70, 16, 3, 3}, O{.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}); }),
       uniform("conv2d_grad_weight_3x3", [] { return conv_grad_weight({4, 3, 16, 16}, {5, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_weight_5x5", [] { return conv_grad_weight({2, 2, 12, 12}, {3, 2, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_weight_long_rows", [] { return conv_grad_weight({1, 2, 4, 40}, {2, 2, 3, 3}, O{}); }),

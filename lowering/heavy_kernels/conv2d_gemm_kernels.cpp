@@ -1,0 +1,210 @@
+#include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "lowering/heavy_kernels/tiled_gemm.h"
+
+namespace spire::lowering::heavy {
+
+using namespace kir;
+
+MatmulShape conv2d_gemm_shape(const Conv2dShape& s) {
+  MatmulShape g;
+  g.m = s.cout;
+  g.k = s.cin_per_group() * s.kh * s.kw;
+  g.n = s.n * s.ho * s.wo;
+  return g;
+}
+
+namespace {
+
+// The kernel's name, after checking what every GEMM form needs.
+std::string checked_name(const char* op, const Conv2dShape& s, Type t, const MatmulTiling& tl) {
+  if (s.groups != 1)
+    throw std::invalid_argument(fmt::format("{} {}: the GEMM form takes ungrouped convolutions only", op, s.text()));
+  if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
+    throw std::invalid_argument(fmt::format("{} {}: tiling {}x{}x{} with {}x{} per invocation is inconsistent", op,
+                                            s.text(), tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n));
+  index_u32(s.n * s.cin * s.h * s.w, "conv2d input elements");
+  index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
+  return fmt::format("{}_{}_{}_gemm_t{}x{}x{}_r{}x{}", op, s.text(), float_suffix(t, op), tl.tile_m, tl.tile_n, tl.tile_k,
+                     tl.reg_m, tl.reg_n);
+}
+
+}  // namespace
+
+HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
+  const std::string name = checked_name("conv2d", s, t, tl);
+  const MatmulShape g = conv2d_gemm_shape(s);
+  const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
+  const uint32_t N = index_u32(g.n, "conv2d output positions");
+  if (M == 0 || N == 0) return empty_result(name);
+  const uint32_t Cin = uint32_t(s.cin), H = uint32_t(s.h), W = uint32_t(s.w), Wo = uint32_t(s.wo);
+  const uint32_t KW = uint32_t(s.kw), taps = uint32_t(s.kh * s.kw), P = uint32_t(s.ho * s.wo);
+  const uint32_t sh = uint32_t(s.stride_h), sw = uint32_t(s.stride_w), ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
+  const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+
+  KernelBuilder kb(name, tl.invocations());
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf w = kb.buffer("w", t, Access::Read);
+  Buf y = kb.buffer("y", t, Access::Write);
+  Val lid = kb.local_id();
+  Val group = kb.group_id();
+  Val tile_col = group % tiles_n;
+  Val tile_row = group / tiles_n;
+  // Workgroups beyond the problem (a folded grid) skip everything, barriers included (uniform per workgroup).
+  kb.if_(tile_row < tiles_m, [&] {
+    GemmOperands io;
+    io.a = [&](Val r, Val k) {
+      return select((r < M) & (k < K), Val(w[min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
+    };
+    // The im2col element (k = (ci, kh, kw), c = (n, ho, wo)). Rows and columns before the padding wrap around
+    // as unsigned numbers, so one `< H` / `< W` test catches both sides; the address is clamped either way.
+    io.b = [&](Val k, Val c) {
+      Val kc = min(k, K - 1), cc = min(c, N - 1);
+      Val ci = kc / taps, tap = kc % taps;
+      Val b = cc / P, p = cc % P;
+      Val ih = (p / Wo) * sh + (tap / KW) * dh - ph;
+      Val iw = (p % Wo) * sw + (tap % KW) * dw - pw;
+      Val inside = (k < K) & (c < N) & (ih < H) & (iw < W);
+      Val at = ((b * Cin + ci) * H + min(ih, H - 1)) * W + min(iw, W - 1);
+      return select(inside, Val(x[at]), kb.constant(t, 0));
+    };
+    io.store = [&](Val r, Val c, Val v) { y[((c / P) * M + r) * P + c % P] = v; };
+    emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+  });
+  return {kb.finish(), uint64_t(tiles_m) * tiles_n};
+}
+
+MatmulShape conv2d_grad_input_gemm_shape(const Conv2dShape& s) {
+  MatmulShape g;
+  g.m = s.cin;
+  g.k = s.cout_per_group() * s.kh * s.kw;
+  g.n = s.n * s.h * s.w;
+  return g;
+}
+
+HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
+  const std::string name = checked_name("conv2d_grad_input", s, t, tl);
+  const MatmulShape g = conv2d_grad_input_gemm_shape(s);
+  const uint32_t M = index_u32(g.m, "conv2d input channels"), K = index_u32(g.k, "conv2d output window");
+  const uint32_t N = index_u32(g.n, "conv2d input positions");
+  if (M == 0 || N == 0) return empty_result(name);
+  const uint32_t Cout = uint32_t(s.cout), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), W = uint32_t(s.w);
+  const uint32_t KW = uint32_t(s.kw), taps = uint32_t(s.kh * s.kw), HW = uint32_t(s.h * s.w), P = uint32_t(s.ho * s.wo);
+  const uint32_t sh = uint32_t(s.stride_h), sw = uint32_t(s.stride_w), ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
+  const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+
+  KernelBuilder kb(name, tl.invocations());
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf w = kb.buffer("w", t, Access::Read);
+  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  Val lid = kb.local_id();
+  Val group = kb.group_id();
+  Val tile_col = group % tiles_n;
+  Val tile_row = group / tiles_n;
+  kb.if_(tile_row < tiles_m, [&] {
+    GemmOperands io;
+    // W'[ci, (co, tap)] = w[co, ci, tap].
+    io.a = [&](Val r, Val k) {
+      Val rc = min(r, M - 1), kc = min(k, K - 1);
+      return select((r < M) & (k < K), Val(w[((kc / taps) * M + rc) * taps + kc % taps]), kb.constant(t, 0));
+    };
+    // The output row feeding input row h through tap row kh: (h + pad - kh * dil) / stride, when exact. Before
+    // the padding the numerator wraps around as an unsigned number and fails the `< Ho` test.
+    io.b = [&](Val k, Val c) {
+      Val kc = min(k, K - 1), cc = min(c, N - 1);
+      Val co = kc / taps, tap = kc % taps;
+      Val b = cc / HW, p = cc % HW;
+      Val th = (p / W) + ph - (tap / KW) * dh;
+      Val tw = (p % W) + pw - (tap % KW) * dw;
+      Val oh = th / sh, ow = tw / sw;
+      Val inside = (k < K) & (c < N) & (oh < Ho) & (ow < Wo);
+      if (sh > 1) inside = inside & (th % sh == 0u);
+      if (sw > 1) inside = inside & (tw % sw == 0u);
+      Val at = (b * Cout + co) * P + min(oh, Ho - 1) * Wo + min(ow, Wo - 1);
+      return select(inside, Val(gy[at]), kb.constant(t, 0));
+    };
+    io.store = [&](Val r, Val c, Val v) { gx[((c / HW) * M + r) * HW + c % HW] = v; };
+    emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+  });
+  return {kb.finish(), uint64_t(tiles_m) * tiles_n};
+}
+
+MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s) {
+  MatmulShape g;
+  g.m = s.cout;
+  g.k = s.n * s.ho * s.wo;
+  g.n = s.cin_per_group() * s.kh * s.kw;
+  return g;
+}
+
+uint32_t conv2d_grad_weight_gemm_splits(const Conv2dShape& s, const MatmulTiling& tl) {
+  const MatmulShape g = conv2d_grad_weight_gemm_shape(s);
+  const int64_t blocks = ((g.m + tl.tile_m - 1) / tl.tile_m) * ((g.n + tl.tile_n - 1) / tl.tile_n);
+  const int64_t k_slices = (g.k + tl.tile_k - 1) / tl.tile_k;
+  int64_t splits = std::max<int64_t>(1, 256 / std::max<int64_t>(blocks, 1));
+  splits = std::min<int64_t>({splits, std::max<int64_t>(1, k_slices / 8), 64});
+  return uint32_t(splits);
+}
+
+HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl, uint32_t splits) {
+  const std::string name = checked_name("conv2d_grad_weight", s, t, tl) + fmt::format("_s{}", splits);
+  if (splits < 1 || splits > 64)
+    throw std::invalid_argument(fmt::format("conv2d_grad_weight {}: splits must be 1..64, not {}", s.text(), splits));
+  const MatmulShape g = conv2d_grad_weight_gemm_shape(s);
+  const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d output positions");
+  const uint32_t N = index_u32(g.n, "conv2d window size");
+  index_u32(int64_t(splits) * g.m * g.n, "conv2d weight gradient partial sums");
+  if (M == 0 || N == 0) return empty_result(name);
+  const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), H = uint32_t(s.h), W = uint32_t(s.w);
+  const uint32_t Wo = uint32_t(s.wo), KW = uint32_t(s.kw), taps = uint32_t(s.kh * s.kw), P = uint32_t(s.ho * s.wo);
+  const uint32_t sh = uint32_t(s.stride_h), sw = uint32_t(s.stride_w), ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
+  const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  // Each split sums a whole number of K slices.
+  const uint32_t chunk = ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
+
+  KernelBuilder kb(name, tl.invocations());
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf x = kb.buffer("x", t, Access::Read);
+  Buf gw = kb.buffer(splits > 1 ? "partial_grad_w" : "grad_w", t, Access::Write);
+  Val lid = kb.local_id();
+  Val group = kb.group_id();
+  Val tile_col = group % tiles_n;
+  Val tile_row = (group / tiles_n) % tiles_m;
+  Val split = group / (tiles_n * tiles_m);
+  kb.if_(split < splits, [&] {
+    Val k_begin = split * chunk;
+    GemmOperands io;
+    // G[co, (n, p)] = grad_y[n, co, p]: k is the contiguous direction, as the staging of A expects.
+    io.a = [&](Val r, Val k) {
+      Val gk = k_begin + k;
+      Val kc = min(gk, K - 1), rc = min(r, M - 1);
+      return select((r < M) & (k < chunk) & (gk < K), Val(gy[((kc / P) * Cout + rc) * P + kc % P]), kb.constant(t, 0));
+    };
+    // X'[(n, ho, wo), (ci, kh, kw)]: consecutive k are consecutive output columns, so B is staged along k.
+    io.b = [&](Val k, Val c) {
+      Val gk = k_begin + k;
+      Val kc = min(gk, K - 1), cc = min(c, N - 1);
+      Val b = kc / P, p = kc % P;
+      Val ci = cc / taps, tap = cc % taps;
+      Val ih = (p / Wo) * sh + (tap / KW) * dh - ph;
+      Val iw = (p % Wo) * sw + (tap % KW) * dw - pw;
+      Val inside = (k < chunk) & (gk < K) & (c < N) & (ih < H) & (iw < W);
+      Val at = ((b * Cin + ci) * H + min(ih, H - 1)) * W + min(iw, W - 1);
+      return select(inside, Val(x[at]), kb.constant(t, 0));
+    };
+    io.b_k_fastest = true;
+    io.store = [&](Val r, Val c, Val v) { gw[split * (M * N) + r * N + c] = v; };
+    emit_tiled_gemm(kb, t, tl, M, N, chunk, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+  });
+  return {kb.finish(), uint64_t(splits) * tiles_m * tiles_n};
+}
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,45 @@
+// conv2d and its two gradients as implicit GEMMs (the forward described here; the gradients below).
+//
+// conv2d as an implicit GEMM: Y[co, (n, ho, wo)] = W[co, (ci, kh, kw)] x X'[(ci, kh, kw), (n, ho, wo)], where X'
+// is the im2col matrix of the input, never built: the tiled GEMM body (tiled_gemm.h) gathers each of its
+// elements from the NCHW input as it stages a slice, zero where the window hangs over the padding, and
+// scatters each result to its NCHW place. Weights are already the row-major [Cout, Cin*kh*kw] matrix.
+//
+// Where it pays: many output channels and positions (batches of images), where the direct kernels
+// (conv2d_kernels.h) re-read every input element once per output channel from memory, and the GEMM reuses it
+// from workgroup memory across a whole block of channels. The direct kernels stay for grouped convolutions
+// and small problems. Buffers, as conv2d_kernel's: x (read), w (read), y (write).
+#pragma once
+
+#include "lowering/heavy_kernels/conv2d_kernels.h"
+#include "lowering/heavy_kernels/matmul_kernel.h"
+
+namespace spire::lowering::heavy {
+
+// The GEMM a convolution is: M = Cout, K = Cin * kh * kw, N = batch * Ho * Wo (no batch dimensions).
+MatmulShape conv2d_gemm_shape(const Conv2dShape& s);
+
+// Throws std::invalid_argument for a grouped convolution or an inconsistent tiling.
+HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling);
+
+// The input gradient: grad_x[ci, (n, h, w)] = W'[ci, (co, kh, kw)] x G[(co, kh, kw), (n, h, w)], where G gathers
+// grad_y at the output position whose window puts tap (kh, kw) on input (h, w): oh = (h + pad - kh * dil) /
+// stride where that divides exactly and lands inside, else zero (with stride s, all but 1/s² of the terms of a
+// window are such zeros: the price of one GEMM for every stride). M = Cin, K = Cout * kh * kw, N = batch * H * W.
+// Buffers, as conv2d_grad_input_kernel's: grad_y (read), w (read), grad_x (write).
+MatmulShape conv2d_grad_input_gemm_shape(const Conv2dShape& s);
+HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling);
+
+// The weight gradient: grad_w[co, (ci, kh, kw)] = G[co, (n, ho, wo)] x X'[(n, ho, wo), (ci, kh, kw)], X' the
+// im2col matrix of the input. Its K (every output position of the batch) is long and its result small, so the K
+// range is split over `splits` workgroups per block (split-K); with splits > 1 each writes partial sums
+// [splits][weights] that conv2d_grad_weight_sum_kernel adds in a fixed order (deterministic, no atomics).
+// M = Cout, N = Cin * kh * kw, K = batch * Ho * Wo. Buffers: grad_y (read), x (read), grad_w or the partial sums
+// (write).
+MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s);
+// Splits that give the device about 256 workgroups, each still summing at least 8 of the tiling's K slices.
+uint32_t conv2d_grad_weight_gemm_splits(const Conv2dShape& s, const MatmulTiling& tiling);
+HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling,
+                                           uint32_t splits);
+
+}  // namespace spire::lowering::heavy
