@@ -99,7 +99,10 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   TunableOp op;
   op.key = {"conv2d_grad_input", s.text(), heavy::float_suffix(t, "conv2d_grad_input")};
   const heavy::MatmulShape gemm = heavy::conv2d_grad_input_gemm_shape(s);
-  const auto tiling = gemm_pays(s, gemm, t);
+  // With a stride, all but 1/stride² of each window's terms are zeros the GEMM still multiplies: measured on the
+  // H100 (docs/PERFORMANCE.md), 3x3 stride-2 layers ran slower than the direct kernel, 1x1 stride-2 ones faster.
+  const bool dense = (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
+  const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits)), s, gemm,
                                        t, limits, plain_tiling);
