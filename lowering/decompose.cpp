@@ -6,16 +6,11 @@
 
 namespace spire::lowering {
 
-namespace {
-
-// A name used by neither graph: `base`, else base_1, base_2, ...
 std::string fresh_name(const graph::Graph& original, const graph::Graph& out, const std::string& base) {
   std::string n = base;
   for (int k = 1; original.find(n) || out.find(n); ++k) n = fmt::format("{}_{}", base, k);
   return n;
 }
-
-}  // namespace
 
 graph::Graph decompose(const graph::Graph& g) {
   using graph::OpKind;

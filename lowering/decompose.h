@@ -6,10 +6,15 @@
 // node keeps its name (a decomposed node's name goes to the last op of its expansion).
 #pragma once
 
+#include <string>
+
 #include "ir/graph/graph.h"
 
 namespace spire::lowering {
 
 graph::Graph decompose(const graph::Graph& g);
+
+// A node name used by neither graph: `base`, else base_1, base_2, ... (for nodes a rewrite adds).
+std::string fresh_name(const graph::Graph& original, const graph::Graph& out, const std::string& base);
 
 }  // namespace spire::lowering

@@ -16,6 +16,7 @@
 #include "ir/graph/text_form.h"
 #include "ir/kernel/printer.h"
 #include "lowering/decompose.h"
+#include "lowering/prepare.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
@@ -184,7 +185,7 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
     write_text(dir / "02-joint.txt", graph::print(*joint), report);
     compiled = opt.passes ? opt.passes->run(passes::PassPoint::AfterAutograd, *joint, write_pass) : *joint;
   }
-  graph::Graph decomposed = decompose(compiled);
+  graph::Graph decomposed = canonicalize(compiled);  // decompose, then fold_transposes
   write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, fuse_pointwise(decomposed)), report);

@@ -8,6 +8,20 @@ namespace spire::lowering {
 
 bool is_pointwise(graph::OpKind op) { return graph::op_category(op) == graph::OpCategory::Pointwise; }
 
+bool absorbed_transpose(const graph::Graph& g, graph::Value v) {
+  const graph::Node& n = g.node(v);
+  if (n.op != graph::OpKind::Permute || n.type.shape.size() != 2 || n.attrs.get_ints("perm") != std::vector<int64_t>{1, 0})
+    return false;
+  for (const auto& o : g.outputs())
+    if (o.value == v) return false;
+  for (const auto& u : g.state_updates())
+    if (u.value == v) return false;
+  const auto users = g.users()[size_t(v.id)];
+  return !users.empty() && std::all_of(users.begin(), users.end(), [&](graph::Value u) {
+    return g.node(u).op == graph::OpKind::Matmul;
+  });
+}
+
 std::vector<bool> fuse_pointwise(const graph::Graph& g) {
   std::vector<bool> fused(size_t(g.size()), false);
   std::vector<bool> must_store(size_t(g.size()), false);
@@ -16,6 +30,10 @@ std::vector<bool> fuse_pointwise(const graph::Graph& g) {
   auto users = g.users();
   for (int32_t id = 0; id < g.size(); ++id) {
     const graph::Node& n = g.node(id);
+    if (n.op == graph::OpKind::Permute && absorbed_transpose(g, graph::Value{id})) {
+      fused[size_t(id)] = true;
+      continue;
+    }
     if (!is_pointwise(n.op) || must_store[size_t(id)]) continue;
     auto& us = users[size_t(id)];
     if (us.empty() || std::any_of(us.begin(), us.end(), [&](graph::Value u) { return u != us[0]; })) continue;

@@ -15,7 +15,11 @@ namespace spire::lowering {
 // Ops lower_elementwise computes one element at a time.
 bool is_pointwise(graph::OpKind op);
 
-// Index = value id: true when that value is fused into its user.
+// A 2D transpose that every user reads as a matrix-product operand (and that is not stored): the products read
+// its input in place (matmul_kernel's transposed operands), so it has no buffer and no launch.
+bool absorbed_transpose(const graph::Graph& g, graph::Value v);
+
+// Index = value id: true when that value is fused into its user (pointwise chains, absorbed transposes).
 std::vector<bool> fuse_pointwise(const graph::Graph& g);
 
 }  // namespace spire::lowering

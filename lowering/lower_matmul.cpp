@@ -1,4 +1,6 @@
-// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable.
+// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable; a 2D transpose
+// feeding it is read in place (lowering/fuse.h, absorbed_transpose).
+#include "lowering/fuse.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "lowering/op_lowering.h"
@@ -9,7 +11,10 @@ namespace spire::lowering {
 TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  const heavy::MatmulShape s = heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
+  heavy::MatmulShape s = heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
+  // Transposes the lowering absorbs are read in place: the operand's buffer is the transpose's input.
+  s.a_transposed = absorbed_transpose(g, node.inputs[0]);
+  s.b_transposed = absorbed_transpose(g, node.inputs[1]);
   TunableOp op;
   op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
   op.heuristic = heavy::choose_matmul_tiling(s, t).config();

@@ -53,7 +53,8 @@ class LoweringContext {
   // Appends a launch of `kernel` (deduplicated by its text) over `buffers` with `groups` workgroups.
   virtual void launch(kir::Kernel kernel, std::vector<int32_t> buffers, rt::ScalarArgs scalars, uint64_t groups) = 0;
   // True when `v` is computed inside its only user's kernel (pointwise fusion, fuse.h): it gets no buffer and
-  // no launch of its own; the user's lowering emits its arithmetic. Heavy ops never see a fused input.
+  // no launch of its own; the user's lowering emits its arithmetic. Heavy ops see only one kind of fused input: a
+  // 2D transpose a matmul reads in place (fuse.h, absorbed_transpose).
   virtual bool fused(graph::Value v) const { return false; }
   // The tuner's choices for the device lowered for (tuning_choices.h); null: every template's heuristic.
   virtual const TuningChoices* tuning() const { return nullptr; }

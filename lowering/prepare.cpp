@@ -1,12 +1,15 @@
 #include "lowering/prepare.h"
 
 #include "lowering/decompose.h"
+#include "lowering/fold_transposes.h"
 
 namespace spire::lowering {
 
+graph::Graph canonicalize(const graph::Graph& g) { return fold_transposes(decompose(g)); }
+
 graph::Graph prepare_for_fusion(const graph::Graph& g, const passes::PassPipeline* passes,
                                 const passes::PassObserver& observer) {
-  graph::Graph decomposed = decompose(g);
+  graph::Graph decomposed = canonicalize(g);
   if (!passes) return decomposed;
   return passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), observer);
 }

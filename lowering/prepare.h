@@ -1,4 +1,4 @@
-// The graph fusion and the kernels work on: the graph after decompose, then after the before_fusion rewrite
+// The graph fusion and the kernels work on: the graph after decompose and fold_transposes, then after the before_fusion rewrite
 // passes of the pipeline the caller compiles with (passes/pipeline.h), if any. lower(), graph_stats() and
 // the dump all start from it, so what they show is what runs.
 #pragma once
@@ -7,6 +7,10 @@
 #include "passes/pipeline.h"
 
 namespace spire::lowering {
+
+// The fixed passes before the user's: decompose, then fold_transposes. Also what the tuner and the dump start
+// from, so tuning keys and dumped stages are the ones lowering sees.
+graph::Graph canonicalize(const graph::Graph& g);
 
 // `passes` may be null (no rewrite passes). Throws GraphError from a failing pass, naming it.
 graph::Graph prepare_for_fusion(const graph::Graph& g, const passes::PassPipeline* passes,

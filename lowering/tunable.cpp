@@ -47,7 +47,13 @@ void lower_tunable(LoweringContext& ctx, graph::Value v, const std::function<Tun
   std::vector<int32_t> slots;
   for (const ProgramBuffer& b : p.buffers) {
     switch (b.use) {
-      case ProgramBuffer::Use::Input: slots.push_back(ctx.buffer_of(node.inputs.at(size_t(b.input)))); break;
+      case ProgramBuffer::Use::Input: {
+        graph::Value in = node.inputs.at(size_t(b.input));
+        // An absorbed transpose has no buffer: the kernel reads its input in place.
+        if (ctx.fused(in) && ctx.graph().node(in).op == graph::OpKind::Permute) in = ctx.graph().node(in).inputs[0];
+        slots.push_back(ctx.buffer_of(in));
+        break;
+      }
       case ProgramBuffer::Use::Output: slots.push_back(ctx.buffer_of(v)); break;
       case ProgramBuffer::Use::Scratch: slots.push_back(ctx.scratch(b.type, b.elements)); break;
     }

@@ -8,6 +8,7 @@
 #include "ir/graph/op_table.h"
 #include "lowering/custom_kernels.h"
 #include "lowering/decompose.h"
+#include "lowering/prepare.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
@@ -32,7 +33,7 @@ std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const
 }
 
 std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {
-  const graph::Graph g = decompose(original);
+  const graph::Graph g = canonicalize(original);  // as lowering sees it: the same keys
   const heavy::Limits limits = limits_of(info);
   std::vector<TunableOp> out;
   std::set<TuningKey> seen;

@@ -20,6 +20,8 @@ std::string MatmulShape::text() const {
   std::string t = fmt::format("m{}_k{}_n{}", m, k, n);
   if (!batch.empty())
     t += fmt::format("_a{}_b{}", a_batch.empty() ? "1" : dims_text(a_batch), b_batch.empty() ? "1" : dims_text(b_batch));
+  if (a_transposed) t += "_at";
+  if (b_transposed) t += "_bt";
   return t;
 }
 
@@ -124,6 +126,8 @@ Val batch_offset(KernelBuilder& kb, const MatmulShape& s, Val b, const std::vect
 
 HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
   std::string suffix = float_suffix(t, "matmul");
+  if ((s.a_transposed && !s.a_batch.empty()) || (s.b_transposed && !s.b_batch.empty()))
+    throw std::invalid_argument("matmul: only a rank-2 operand can be read transposed");
   if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul: tiling {}x{}x{} with {}x{} per invocation is inconsistent",
                                             tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n));
@@ -161,11 +165,18 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
     GemmOperands io;
     // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed.
     io.a = [&](Val r, Val k) {
-      return select((r < M) & (k < K), Val(A[a_base + min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
+      Val rc = min(r, M - 1), kc = min(k, K - 1);
+      Val at = s.a_transposed ? kc * M + rc : rc * K + kc;
+      return select((r < M) & (k < K), Val(A[a_base + at]), kb.constant(t, 0));
     };
     io.b = [&](Val k, Val c) {
-      return select((k < K) & (c < N), Val(B[b_base + min(k, K - 1) * N + min(c, N - 1)]), kb.constant(t, 0));
+      Val kc = min(k, K - 1), cc = min(c, N - 1);
+      Val at = s.b_transposed ? cc * K + kc : kc * N + cc;
+      return select((k < K) & (c < N), Val(B[b_base + at]), kb.constant(t, 0));
     };
+    // Stage each operand along its contiguous direction.
+    io.a_m_fastest = s.a_transposed;
+    io.b_k_fastest = s.b_transposed;
     io.store = [&](Val r, Val c, Val v) { C[c_base + r * N + c] = v; };
     emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
   });

@@ -24,9 +24,13 @@ struct MatmulShape {
   std::vector<int64_t> a_batch;          // A's own batch dims and B's (for the kernel's name)
   std::vector<int64_t> b_batch;
   int64_t m = 0, k = 0, n = 0;
+  // An operand read transposed in place: the buffer holds A^T [K, M] (or B^T [N, K]) of a rank-2 operand, whose
+  // transpose the lowering absorbed (lowering/fuse.h, absorbed_transpose).
+  bool a_transposed = false, b_transposed = false;
 
   int64_t batch_count() const;
-  // "m64_k784_n120", with "_a<A's batch>_b<B's batch>" for batched products: what kernel names carry.
+  // "m64_k784_n120", with "_a<A's batch>_b<B's batch>" for batched products and "_at" / "_bt" for transposed
+  // operands: what kernel names and tuning keys carry.
   std::string text() const;
 };
 

@@ -29,12 +29,13 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
     kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
       Val k0 = kt * tl.tile_k;
       // Stage A[row0 .. +tile_m, k0 .. +tile_k]: consecutive invocations take consecutive k (coalesced for a
-      // row-major A).
+      // row-major A), or consecutive rows for a transposed one.
       const uint32_t a_elems = tl.tile_m * tl.tile_k;
       for (uint32_t base = 0; base < a_elems; base += threads) {
         auto stage = [&] {
           Val idx = lid + base;
-          Val r = idx / tl.tile_k, c = idx % tl.tile_k;
+          Val r = io.a_m_fastest ? idx % tl.tile_m : idx / tl.tile_k;
+          Val c = io.a_m_fastest ? idx / tl.tile_m : idx % tl.tile_k;
           a_tile[c * a_ld + r] = io.a(row0 + r, k0 + c);
         };
         if (base + threads <= a_elems) stage();

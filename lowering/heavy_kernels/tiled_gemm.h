@@ -24,6 +24,8 @@ struct GemmOperands {
   // How consecutive invocations stage B: along its columns (false: a row-major B, as matmul's) or along k (true:
   // a B whose k is the contiguous direction in memory, as the weight gradient's gathered input).
   bool b_k_fastest = false;
+  // Likewise for A: along k (false: a row-major A) or along its rows (true: a transposed A, rows contiguous).
+  bool a_m_fastest = false;
 };
 
 // Emits the block at (row0, col0) into `kb`, whose workgroup has tiling.invocations() invocations; `lid` is the

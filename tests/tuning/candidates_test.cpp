@@ -98,6 +98,18 @@ std::vector<Case> cases() {
       uniform("matmul_130x70x129", [] { return matmul({130, 70}, {70, 129}); }),
       uniform("matmul_batched_broadcast", [] { return matmul({2, 33, 17}, {17, 40}); }),
       uniform("matmul_f64", [] { return matmul({33, 20}, {20, 17}, DType::F64); }),
+      // Both operands transposes the product reads in place (lowering/fuse.h, absorbed_transpose), and a batched
+      // product whose 2D right operand is one.
+      uniform("matmul_transposed_operands", [] {
+        Graph g;
+        g.output("y", g.matmul(g.transpose(g.input("a", DType::F32, {70, 130})), g.transpose(g.input("b", DType::F32, {129, 70}))));
+        return g;
+      }),
+      uniform("matmul_batched_transposed_b", [] {
+        Graph g;
+        g.output("y", g.matmul(g.input("a", DType::F32, {2, 33, 17}), g.transpose(g.input("b", DType::F32, {40, 17}))));
+        return g;
+      }),
       uniform("conv2d_pad1", [] { return conv({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_groups_stride2", [] { return conv({2, 4, 9, 10}, {4, 2, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}, .groups = 2}); }),
       uniform("conv2d_long_rows", [] { return conv({1, 2, 5, 40}, {4, 2, 3, 3}, O{}); }),
