@@ -1,6 +1,7 @@
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -34,6 +35,30 @@ std::string checked_name(const char* op, const Conv2dShape& s, Type t, const Mat
                      tl.reg_m, tl.reg_n);
 }
 
+// The geometry as the 32-bit constants the kernels fold in.
+struct Window {
+  uint32_t cin, cout, h, w, ho, wo, kw, taps, sh, sw, ph, pw, dh, dw;
+  explicit Window(const Conv2dShape& s)
+      : cin(uint32_t(s.cin)), cout(uint32_t(s.cout)), h(uint32_t(s.h)), w(uint32_t(s.w)), ho(uint32_t(s.ho)),
+        wo(uint32_t(s.wo)), kw(uint32_t(s.kw)), taps(uint32_t(s.kh * s.kw)), sh(uint32_t(s.stride_h)),
+        sw(uint32_t(s.stride_w)), ph(uint32_t(s.pad_h)), pw(uint32_t(s.pad_w)), dh(uint32_t(s.dil_h)),
+        dw(uint32_t(s.dil_w)) {}
+};
+
+// One workgroup per (split, block row, block column), block column fastest; `body` gets the block's first row and
+// column and the split. Workgroups beyond the problem (a folded grid) skip everything, barriers included (the
+// condition is uniform per workgroup). Returns the workgroup count.
+uint64_t for_each_block(KernelBuilder& kb, const MatmulTiling& tl, uint32_t M, uint32_t N, uint32_t splits,
+                        const std::function<void(Val row0, Val col0, Val split)>& body) {
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  Val group = kb.group_id();
+  Val tile_col = group % tiles_n;
+  Val tile_row = (group / tiles_n) % tiles_m;
+  Val split = group / (tiles_n * tiles_m);
+  kb.if_(split < splits, [&] { body(tile_row * tl.tile_m, tile_col * tl.tile_n, split); });
+  return uint64_t(splits) * tiles_m * tiles_n;
+}
+
 }  // namespace
 
 HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
@@ -42,22 +67,15 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
   const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
   const uint32_t N = index_u32(g.n, "conv2d output positions");
   if (M == 0 || N == 0) return empty_result(name);
-  const uint32_t Cin = uint32_t(s.cin), H = uint32_t(s.h), W = uint32_t(s.w), Wo = uint32_t(s.wo);
-  const uint32_t KW = uint32_t(s.kw), taps = uint32_t(s.kh * s.kw), P = uint32_t(s.ho * s.wo);
-  const uint32_t sh = uint32_t(s.stride_h), sw = uint32_t(s.stride_w), ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
-  const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
-  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, ph, pw, dh, dw] = Window(s);
+  const uint32_t P = Ho * Wo;
 
   KernelBuilder kb(name, tl.invocations());
   Buf x = kb.buffer("x", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
   Val lid = kb.local_id();
-  Val group = kb.group_id();
-  Val tile_col = group % tiles_n;
-  Val tile_row = group / tiles_n;
-  // Workgroups beyond the problem (a folded grid) skip everything, barriers included (uniform per workgroup).
-  kb.if_(tile_row < tiles_m, [&] {
+  const uint64_t groups = for_each_block(kb, tl, M, N, 1, [&](Val row0, Val col0, Val) {
     GemmOperands io;
     io.a = [&](Val r, Val k) {
       return select((r < M) & (k < K), Val(w[min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
@@ -75,9 +93,9 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
       return select(inside, Val(x[at]), kb.constant(t, 0));
     };
     io.store = [&](Val r, Val c, Val v) { y[((c / P) * M + r) * P + c % P] = v; };
-    emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+    emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
   });
-  return {kb.finish(), uint64_t(tiles_m) * tiles_n};
+  return {kb.finish(), groups};
 }
 
 MatmulShape conv2d_grad_input_gemm_shape(const Conv2dShape& s) {
@@ -94,21 +112,15 @@ HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, Type t, const Ma
   const uint32_t M = index_u32(g.m, "conv2d input channels"), K = index_u32(g.k, "conv2d output window");
   const uint32_t N = index_u32(g.n, "conv2d input positions");
   if (M == 0 || N == 0) return empty_result(name);
-  const uint32_t Cout = uint32_t(s.cout), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), W = uint32_t(s.w);
-  const uint32_t KW = uint32_t(s.kw), taps = uint32_t(s.kh * s.kw), HW = uint32_t(s.h * s.w), P = uint32_t(s.ho * s.wo);
-  const uint32_t sh = uint32_t(s.stride_h), sw = uint32_t(s.stride_w), ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
-  const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
-  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, ph, pw, dh, dw] = Window(s);
+  const uint32_t HW = H * W, P = Ho * Wo;
 
   KernelBuilder kb(name, tl.invocations());
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
   Val lid = kb.local_id();
-  Val group = kb.group_id();
-  Val tile_col = group % tiles_n;
-  Val tile_row = group / tiles_n;
-  kb.if_(tile_row < tiles_m, [&] {
+  const uint64_t groups = for_each_block(kb, tl, M, N, 1, [&](Val row0, Val col0, Val) {
     GemmOperands io;
     // W'[ci, (co, tap)] = w[co, ci, tap].
     io.a = [&](Val r, Val k) {
@@ -131,9 +143,9 @@ HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, Type t, const Ma
       return select(inside, Val(gy[at]), kb.constant(t, 0));
     };
     io.store = [&](Val r, Val c, Val v) { gx[((c / HW) * M + r) * HW + c % HW] = v; };
-    emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+    emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
   });
-  return {kb.finish(), uint64_t(tiles_m) * tiles_n};
+  return {kb.finish(), groups};
 }
 
 MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s) {
@@ -162,11 +174,8 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
   const uint32_t N = index_u32(g.n, "conv2d window size");
   index_u32(int64_t(splits) * g.m * g.n, "conv2d weight gradient partial sums");
   if (M == 0 || N == 0) return empty_result(name);
-  const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), H = uint32_t(s.h), W = uint32_t(s.w);
-  const uint32_t Wo = uint32_t(s.wo), KW = uint32_t(s.kw), taps = uint32_t(s.kh * s.kw), P = uint32_t(s.ho * s.wo);
-  const uint32_t sh = uint32_t(s.stride_h), sw = uint32_t(s.stride_w), ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
-  const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
-  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, ph, pw, dh, dw] = Window(s);
+  const uint32_t P = Ho * Wo;
   // Each split sums a whole number of K slices.
   const uint32_t chunk = ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
 
@@ -175,11 +184,7 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
   Buf x = kb.buffer("x", t, Access::Read);
   Buf gw = kb.buffer(splits > 1 ? "partial_grad_w" : "grad_w", t, Access::Write);
   Val lid = kb.local_id();
-  Val group = kb.group_id();
-  Val tile_col = group % tiles_n;
-  Val tile_row = (group / tiles_n) % tiles_m;
-  Val split = group / (tiles_n * tiles_m);
-  kb.if_(split < splits, [&] {
+  const uint64_t groups = for_each_block(kb, tl, M, N, splits, [&](Val row0, Val col0, Val split) {
     Val k_begin = split * chunk;
     GemmOperands io;
     // G[co, (n, p)] = grad_y[n, co, p]: k is the contiguous direction, as the staging of A expects.
@@ -202,9 +207,9 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
     };
     io.b_k_fastest = true;
     io.store = [&](Val r, Val c, Val v) { gw[split * (M * N) + r * N + c] = v; };
-    emit_tiled_gemm(kb, t, tl, M, N, chunk, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+    emit_tiled_gemm(kb, t, tl, M, N, chunk, row0, col0, lid, io);
   });
-  return {kb.finish(), uint64_t(splits) * tiles_m * tiles_n};
+  return {kb.finish(), groups};
 }
 
 }  // namespace spire::lowering::heavy

@@ -12,6 +12,7 @@
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
+#include "tests/support/h100_like_target.h"
 
 using namespace spire;
 using graph::DType;
@@ -81,16 +82,6 @@ TEST(FoldTransposes, KeepsATransposeThatIsAnOutputOrReadByOtherOps) {
   expect_same_results(g, f, {{"x", random({4, 6}, 3)}, {"w", random({6, 4}, 4)}});
 }
 
-rt::DeviceInfo target() {
-  rt::DeviceInfo d;
-  d.id = "test:0";
-  d.max_buffer_bytes = 1ull << 30;
-  d.shared_memory_bytes = 49152;
-  d.max_workgroup_invocations = 1024;
-  d.max_workgroup_size = {1024, 1024, 64};
-  return d;
-}
-
 TEST(FoldTransposes, LeNetsTrainingStepLaunchesNoTranspose) {
   nn::LeNetGraphOptions o;
   o.batch = 64;
@@ -98,7 +89,7 @@ TEST(FoldTransposes, LeNetsTrainingStepLaunchesNoTranspose) {
   o.sgd_options = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0};
   const Graph g = nn::build_lenet_graph(o);
   EXPECT_GE(count_scheduled(g, OpKind::Permute), 12) << "the step as autograd builds it is full of transposes";
-  const lowering::Plan plan = lowering::lower(g, target());
+  const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
   for (const auto& k : plan.kernels) EXPECT_NE(k.name.rfind("permute", 0), 0u) << k.name;
   // 69 launches at batch 64 before the transposes were folded, 57 after (spire_bench_lenet_step prints it).
   EXPECT_LE(plan.launches.size(), 57u);
