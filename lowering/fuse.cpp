@@ -16,10 +16,16 @@ bool absorbed_transpose(const graph::Graph& g, graph::Value v) {
     if (o.value == v) return false;
   for (const auto& u : g.state_updates())
     if (u.value == v) return false;
-  const auto users = g.users()[size_t(v.id)];
-  return !users.empty() && std::all_of(users.begin(), users.end(), [&](graph::Value u) {
-    return g.node(u).op == graph::OpKind::Matmul;
-  });
+  // Users come after v (the graph is topological); scanned directly, since lowering asks once per matmul operand
+  // and building the whole users table each time would be quadratic in allocations.
+  bool used = false;
+  for (int32_t id = v.id + 1; id < g.size(); ++id) {
+    const graph::Node& u = g.node(id);
+    if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
+    if (u.op != graph::OpKind::Matmul) return false;
+    used = true;
+  }
+  return used;
 }
 
 std::vector<bool> fuse_pointwise(const graph::Graph& g) {

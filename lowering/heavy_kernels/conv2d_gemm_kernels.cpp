@@ -45,6 +45,20 @@ struct Window {
         dw(uint32_t(s.dil_w)) {}
 };
 
+// X'[(ci, kh, kw), (n, ho, wo)], the im2col matrix of input x, at window index `tap_index` and output position
+// `position` (both already clamped into range); zero where `valid` is false or the window hangs over the
+// padding. Rows and columns before the padding wrap around as unsigned numbers, so one `< H` / `< W` test
+// catches both sides; the address is clamped either way.
+Val im2col_element(KernelBuilder& kb, Type t, Buf x, const Window& g, Val tap_index, Val position, Val valid) {
+  const uint32_t P = g.ho * g.wo;
+  Val ci = tap_index / g.taps, tap = tap_index % g.taps;
+  Val b = position / P, p = position % P;
+  Val ih = (p / g.wo) * g.sh + (tap / g.kw) * g.dh - g.ph;
+  Val iw = (p % g.wo) * g.sw + (tap % g.kw) * g.dw - g.pw;
+  Val at = ((b * g.cin + ci) * g.h + min(ih, g.h - 1)) * g.w + min(iw, g.w - 1);
+  return select(valid & (ih < g.h) & (iw < g.w), Val(x[at]), kb.constant(t, 0));
+}
+
 // One workgroup per (split, block row, block column), block column fastest; `body` gets the block's first row and
 // column and the split. Workgroups beyond the problem (a folded grid) skip everything, barriers included (the
 // condition is uniform per workgroup). Returns the workgroup count.
@@ -67,8 +81,8 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
   const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
   const uint32_t N = index_u32(g.n, "conv2d output positions");
   if (M == 0 || N == 0) return empty_result(name);
-  const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, ph, pw, dh, dw] = Window(s);
-  const uint32_t P = Ho * Wo;
+  const Window win(s);
+  const uint32_t P = win.ho * win.wo;
 
   KernelBuilder kb(name, tl.invocations());
   Buf x = kb.buffer("x", t, Access::Read);
@@ -80,18 +94,7 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
     io.a = [&](Val r, Val k) {
       return select((r < M) & (k < K), Val(w[min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
     };
-    // The im2col element (k = (ci, kh, kw), c = (n, ho, wo)). Rows and columns before the padding wrap around
-    // as unsigned numbers, so one `< H` / `< W` test catches both sides; the address is clamped either way.
-    io.b = [&](Val k, Val c) {
-      Val kc = min(k, K - 1), cc = min(c, N - 1);
-      Val ci = kc / taps, tap = kc % taps;
-      Val b = cc / P, p = cc % P;
-      Val ih = (p / Wo) * sh + (tap / KW) * dh - ph;
-      Val iw = (p % Wo) * sw + (tap % KW) * dw - pw;
-      Val inside = (k < K) & (c < N) & (ih < H) & (iw < W);
-      Val at = ((b * Cin + ci) * H + min(ih, H - 1)) * W + min(iw, W - 1);
-      return select(inside, Val(x[at]), kb.constant(t, 0));
-    };
+    io.b = [&](Val k, Val c) { return im2col_element(kb, t, x, win, min(k, K - 1), min(c, N - 1), (k < K) & (c < N)); };
     io.store = [&](Val r, Val c, Val v) { y[((c / P) * M + r) * P + c % P] = v; };
     emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
   });
@@ -174,8 +177,8 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
   const uint32_t N = index_u32(g.n, "conv2d window size");
   index_u32(int64_t(splits) * g.m * g.n, "conv2d weight gradient partial sums");
   if (M == 0 || N == 0) return empty_result(name);
-  const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, ph, pw, dh, dw] = Window(s);
-  const uint32_t P = Ho * Wo;
+  const Window win(s);
+  const uint32_t Cout = win.cout, P = win.ho * win.wo;
   // Each split sums a whole number of K slices.
   const uint32_t chunk = ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
 
@@ -196,14 +199,7 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
     // X'[(n, ho, wo), (ci, kh, kw)]: consecutive k are consecutive output columns, so B is staged along k.
     io.b = [&](Val k, Val c) {
       Val gk = k_begin + k;
-      Val kc = min(gk, K - 1), cc = min(c, N - 1);
-      Val b = kc / P, p = kc % P;
-      Val ci = cc / taps, tap = cc % taps;
-      Val ih = (p / Wo) * sh + (tap / KW) * dh - ph;
-      Val iw = (p % Wo) * sw + (tap % KW) * dw - pw;
-      Val inside = (k < chunk) & (gk < K) & (c < N) & (ih < H) & (iw < W);
-      Val at = ((b * Cin + ci) * H + min(ih, H - 1)) * W + min(iw, W - 1);
-      return select(inside, Val(x[at]), kb.constant(t, 0));
+      return im2col_element(kb, t, x, win, min(c, N - 1), min(gk, K - 1), (k < chunk) & (gk < K) & (c < N));
     };
     io.b_k_fastest = true;
     io.store = [&](Val r, Val c, Val v) { gw[split * (M * N) + r * N + c] = v; };
