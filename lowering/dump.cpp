@@ -127,7 +127,8 @@ void remove_earlier_dump(const fs::path& dir) {
 
 }  // namespace
 
-std::string fusion_text(const graph::Graph& g, const std::vector<bool>& fused) {
+std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
+  const std::vector<bool>& fused = fusion.fused;
   // A fused value has exactly one user (fuse.h); following users up to a value that is not fused finds the
   // kernel that computes it.
   const auto users = g.users();
@@ -159,6 +160,23 @@ std::string fusion_text(const graph::Graph& g, const std::vector<bool>& fused) {
                        g.node(users[size_t(f.id)].front()).name);
     }
   }
+  std::string epilogues;
+  for (graph::Value v : scheduled)
+    if (fusion.epilogue[size_t(v.id)] >= 0) {
+      const graph::Node& host = g.node(v);
+      const graph::Node& root = g.node(fusion.epilogue[size_t(v.id)]);
+      epilogues += fmt::format("{} = {} {}\n    stores {} = {} {}\n", host.name, graph::op_name(host.op),
+                               host.type.to_string(), root.name, graph::op_name(root.op), root.type.to_string());
+    }
+  if (!epilogues.empty())
+    s += "# Epilogues: each heavy kernel computes the pointwise root above it from its results before storing them\n"
+         "# (unless it turns out to launch nothing, an alias; then the root has its own launch).\n" + epilogues;
+  if (!fusion.final_group.empty()) {
+    s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "
+                     "(more where the device binds fewer buffers).\n", fusion.final_group.size());
+    for (graph::Value v : fusion.final_group)
+      s += fmt::format("final {} = {} {}\n", g.node(v).name, graph::op_name(g.node(v).op), g.node(v).type.to_string());
+  }
   return s;
 }
 
@@ -188,7 +206,7 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   graph::Graph decomposed = canonicalize(compiled);  // decompose, then fold_transposes
   write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
-  write_text(dir / "04-fused.txt", fusion_text(decomposed, fuse_pointwise(decomposed)), report);
+  write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);
   const Plan plan = lower(compiled, opt.target, opt.passes, opt.tuning);
   write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
   const uint64_t moved = plan_bytes(plan);

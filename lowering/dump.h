@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "lowering/fuse.h"
 #include "passes/pipeline.h"
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"
@@ -58,7 +59,8 @@ DumpReport dump_pipeline(const std::filesystem::path& dir, const graph::Graph& b
 // "wrote 57 files to DIR (23 kernels)", then one line per refused kernel: what a command prints after a dump.
 std::string dump_summary(const DumpReport& report, const std::filesystem::path& dir);
 
-// The contents of 04-fused.txt: for each kernel root, the pointwise values folded into it.
-std::string fusion_text(const graph::Graph& decomposed, const std::vector<bool>& fused);
+// The contents of 04-fused.txt: for each kernel root, the pointwise values folded into it; then the heavy kernels
+// that store a pointwise root (epilogues) and the final group (fuse.h).
+std::string fusion_text(const graph::Graph& decomposed, const Fusion& fusion);
 
 }  // namespace spire::lowering

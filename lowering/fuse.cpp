@@ -3,14 +3,35 @@
 #include <algorithm>
 
 #include "ir/graph/op_table.h"
+#include "lowering/schedule.h"
 
 namespace spire::lowering {
 
-bool is_pointwise(graph::OpKind op) { return graph::op_category(op) == graph::OpCategory::Pointwise; }
+using graph::OpKind;
+using graph::Value;
 
-bool absorbed_transpose(const graph::Graph& g, graph::Value v) {
+bool is_pointwise(OpKind op) { return graph::op_category(op) == graph::OpCategory::Pointwise; }
+
+bool takes_epilogue(OpKind op) {
+  switch (op) {
+    case OpKind::Matmul:
+    case OpKind::Conv2d:
+    case OpKind::Conv2dGradInput:
+    case OpKind::Conv2dGradWeight:
+    case OpKind::MaxPool2d:
+    case OpKind::MaxPool2dGrad:
+    case OpKind::AvgPool2d:
+    case OpKind::AvgPool2dGrad:
+    case OpKind::Softmax:
+    case OpKind::LogSoftmax:
+    case OpKind::CrossEntropyGrad: return true;
+    default: return false;
+  }
+}
+
+bool absorbed_transpose(const graph::Graph& g, Value v) {
   const graph::Node& n = g.node(v);
-  if (n.op != graph::OpKind::Permute || n.type.shape.size() != 2 || n.attrs.get_ints("perm") != std::vector<int64_t>{1, 0})
+  if (n.op != OpKind::Permute || n.type.shape.size() != 2 || n.attrs.get_ints("perm") != std::vector<int64_t>{1, 0})
     return false;
   for (const auto& o : g.outputs())
     if (o.value == v) return false;
@@ -22,33 +43,140 @@ bool absorbed_transpose(const graph::Graph& g, graph::Value v) {
   for (int32_t id = v.id + 1; id < g.size(); ++id) {
     const graph::Node& u = g.node(id);
     if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
-    if (u.op != graph::OpKind::Matmul) return false;
+    if (u.op != OpKind::Matmul) return false;
     used = true;
   }
   return used;
 }
 
-std::vector<bool> fuse_pointwise(const graph::Graph& g) {
-  std::vector<bool> fused(size_t(g.size()), false);
-  std::vector<bool> must_store(size_t(g.size()), false);
-  for (const auto& o : g.outputs()) must_store[size_t(o.value.id)] = true;
-  for (const auto& u : g.state_updates()) must_store[size_t(u.value.id)] = true;
-  auto users = g.users();
-  for (int32_t id = 0; id < g.size(); ++id) {
-    const graph::Node& n = g.node(id);
-    if (n.op == graph::OpKind::Permute && absorbed_transpose(g, graph::Value{id})) {
-      fused[size_t(id)] = true;
-      continue;
-    }
-    if (!is_pointwise(n.op) || must_store[size_t(id)]) continue;
-    auto& us = users[size_t(id)];
-    if (us.empty() || std::any_of(us.begin(), us.end(), [&](graph::Value u) { return u != us[0]; })) continue;
-    const graph::Node& user = g.node(us[0]);
-    int uses = int(std::count(user.inputs.begin(), user.inputs.end(), graph::Value{id}));
-    if (uses != 1 || !is_pointwise(user.op) || user.type.shape != n.type.shape) continue;
-    fused[size_t(id)] = true;
+namespace {
+
+class Planner {
+ public:
+  explicit Planner(const graph::Graph& g)
+      : g_(g), users_(g.users()), must_store_(size_t(g.size()), false), needed_(size_t(g.size()), false) {
+    for (const auto& o : g.outputs()) must_store_[size_t(o.value.id)] = true;
+    for (const auto& u : g.state_updates()) must_store_[size_t(u.value.id)] = true;
+    for (Value v : schedule(g)) needed_[size_t(v.id)] = true;
+    f_.fused.assign(size_t(g.size()), false);
+    f_.epilogue.assign(size_t(g.size()), -1);
+    f_.is_epilogue.assign(size_t(g.size()), false);
   }
-  return fused;
+
+  Fusion run() {
+    fuse_chains();
+    for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
+    find_final_group();
+    return std::move(f_);
+  }
+
+ private:
+  // The users that run (a dead node's reads do not count).
+  std::vector<Value> live_users(Value v) const {
+    std::vector<Value> out;
+    for (Value u : users_[size_t(v.id)])
+      if (needed_[size_t(u.id)] && std::find(out.begin(), out.end(), u) == out.end()) out.push_back(u);
+    return out;
+  }
+
+  void fuse_chains() {
+    for (int32_t id = 0; id < g_.size(); ++id) {
+      const graph::Node& n = g_.node(id);
+      if (n.op == OpKind::Permute && absorbed_transpose(g_, Value{id})) {
+        f_.fused[size_t(id)] = true;
+        continue;
+      }
+      if (!is_pointwise(n.op) || must_store_[size_t(id)]) continue;
+      auto& us = users_[size_t(id)];
+      if (us.empty() || std::any_of(us.begin(), us.end(), [&](Value u) { return u != us[0]; })) continue;
+      const graph::Node& user = g_.node(us[0]);
+      int uses = int(std::count(user.inputs.begin(), user.inputs.end(), Value{id}));
+      if (uses != 1 || !is_pointwise(user.op) || user.type.shape != n.type.shape) continue;
+      f_.fused[size_t(id)] = true;
+    }
+  }
+
+  // The root whose kernel computes v (v itself when it is not fused).
+  Value root_of(Value v) const {
+    while (f_.fused[size_t(v.id)]) v = users_[size_t(v.id)][0];
+    return v;
+  }
+
+  // Every value root r's kernel loads (not fused into it, not a constant), besides `except`.
+  void loaded_leaves(Value r, Value except, std::vector<Value>& out) const {
+    for (Value in : g_.node(r).inputs) {
+      if (in == except || g_.node(in).op == OpKind::Constant) continue;
+      if (f_.fused[size_t(in.id)]) loaded_leaves(in, except, out);
+      else out.push_back(in);
+    }
+  }
+
+  // True when l holds its value before v's kernel runs: a leaf, a value scheduled before v, or a reshape (an alias,
+  // lower_reshape) of such a value, as a layer's bias reshaped to [1, C, 1, 1] is.
+  bool ready_before(Value l, Value v) const {
+    while (g_.node(l).op == OpKind::Reshape || g_.node(l).op == OpKind::Flatten) l = g_.node(l).inputs[0];
+    return graph::is_leaf(g_.node(l).op) || l.id < v.id;
+  }
+
+  void find_epilogue(Value v) {
+    const graph::Node& n = g_.node(v);
+    if (!needed_[size_t(v.id)] || !takes_epilogue(n.op) || must_store_[size_t(v.id)]) return;
+    const std::vector<Value> us = live_users(v);
+    if (us.size() != 1) return;
+    const Value u = us[0];
+    const graph::Node& user = g_.node(u);
+    if (!is_pointwise(user.op) || user.type.shape != n.type.shape ||
+        std::count(user.inputs.begin(), user.inputs.end(), v) != 1)
+      return;
+    const Value r = root_of(u);
+    const graph::Node& root = g_.node(r);
+    // The epilogue writes the root's elements through the heavy kernel's stores: same type, and a cast that
+    // lower_elementwise would turn into an alias has no kernel to fold in.
+    if (root.type.dtype != n.type.dtype || root.op == OpKind::Cast || f_.is_epilogue[size_t(r.id)]) return;
+    std::vector<Value> leaves;
+    loaded_leaves(r, v, leaves);
+    for (Value l : leaves)
+      if (!ready_before(l, v)) return;
+    f_.epilogue[size_t(v.id)] = r.id;
+    f_.is_epilogue[size_t(r.id)] = true;
+  }
+
+  // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;
+  // scanned from the end, since users come after their inputs. Graph outputs stay where they are: moving an
+  // inference graph's results to the end would only keep their inputs alive longer.
+  void find_final_group() {
+    std::vector<bool> in(size_t(g_.size()), false), output(size_t(g_.size()), false);
+    for (const auto& o : g_.outputs()) output[size_t(o.value.id)] = true;
+    for (int32_t id = g_.size(); id-- > 0;) {
+      const Value v{id};
+      const graph::Node& n = g_.node(id);
+      if (!needed_[size_t(id)] || !is_pointwise(n.op) || f_.fused[size_t(id)] || f_.is_epilogue[size_t(id)] ||
+          n.op == OpKind::Cast || output[size_t(id)])
+        continue;
+      const std::vector<Value> us = live_users(v);
+      if (us.empty() && !must_store_[size_t(id)]) continue;
+      // A user fused into a root is computed by that root's kernel: v is in the group when that root is.
+      in[size_t(id)] = std::all_of(us.begin(), us.end(), [&](Value u) { return bool(in[size_t(root_of(u).id)]); });
+    }
+    for (int32_t id = 0; id < g_.size(); ++id)
+      if (in[size_t(id)]) f_.final_group.push_back(Value{id});
+    if (f_.final_group.size() < 2) f_.final_group.clear();  // one root is simply launched where it stands
+  }
+
+  const graph::Graph& g_;
+  std::vector<std::vector<Value>> users_;
+  std::vector<bool> must_store_, needed_;
+  Fusion f_;
+};
+
+}  // namespace
+
+bool Fusion::in_final_group(Value v) const {
+  return std::find(final_group.begin(), final_group.end(), v) != final_group.end();
 }
+
+Fusion plan_fusion(const graph::Graph& g) { return Planner(g).run(); }
+
+std::vector<bool> fuse_pointwise(const graph::Graph& g) { return plan_fusion(g).fused; }
 
 }  // namespace spire::lowering

@@ -1,9 +1,16 @@
-// Pass 3, fuse: chains of pointwise ops become one kernel. A pointwise value is computed inside its user's
-// kernel (no buffer, no launch, no round trip through memory) when
-//   * its only use is as one input of one pointwise op of the same shape (so nothing is computed twice), and
-//   * it is not a graph output nor a state update's new value (those must land in memory).
-// Trees of such values end at a root, whose lowering (lower_elementwise) emits the whole tree. The bias add
-// and ReLU of a layer, and an optimizer's update arithmetic, each become one launch.
+// Pass 3, fuse: decides which values get no launch of their own.
+//
+//  * Pointwise chains. A pointwise value is computed inside its user's kernel (no buffer, no launch, no round
+//    trip through memory) when its only use is as one input of one pointwise op of the same shape (so nothing
+//    is computed twice), and it is not a graph output nor a state update's new value (those must land in
+//    memory). Trees of such values end at a root, whose kernel (lower_elementwise) emits the whole tree.
+//  * Absorbed transposes: a 2D transpose every user of which is a matrix product reads its input in place.
+//  * Epilogues. A heavy op (matmul, convolution, pooling, ...) whose only user is a pointwise tree of its own
+//    shape computes that tree from each result before storing it: the layer's bias add and activation, or a
+//    ReLU's gradient mask after a product, cost no launch and no round trip. The tree's other inputs must be
+//    ready before the heavy op runs (computed earlier in the schedule).
+//  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
+//    parameter and its momentum) run last, all in one launch.
 #pragma once
 
 #include <vector>
@@ -15,11 +22,26 @@ namespace spire::lowering {
 // Ops lower_elementwise computes one element at a time.
 bool is_pointwise(graph::OpKind op);
 
+// Ops whose kernels store each result element once, without reading it back: their stores can take an
+// epilogue (kir::KernelBuilder::rewrite_stores).
+bool takes_epilogue(graph::OpKind op);
+
 // A 2D transpose that every user reads as a matrix-product operand (and that is not stored): the products read
 // its input in place (matmul_kernel's transposed operands), so it has no buffer and no launch.
 bool absorbed_transpose(const graph::Graph& g, graph::Value v);
 
-// Index = value id: true when that value is fused into its user (pointwise chains, absorbed transposes).
+struct Fusion {
+  std::vector<bool> fused;                // index = value id: computed inside its user's kernel
+  std::vector<int32_t> epilogue;          // index = heavy value id: the root its kernel computes before storing, or -1
+  std::vector<bool> is_epilogue;          // index = value id: a root computed by the heavy kernel under it
+  std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
+
+  bool in_final_group(graph::Value v) const;
+};
+
+Fusion plan_fusion(const graph::Graph& g);
+
+// plan_fusion(g).fused: what the pointwise chains and absorbed transposes leave without a launch.
 std::vector<bool> fuse_pointwise(const graph::Graph& g);
 
 }  // namespace spire::lowering

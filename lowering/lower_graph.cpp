@@ -12,6 +12,7 @@
 #include "lowering/memory_plan.h"
 #include "lowering/op_lowering.h"
 #include "lowering/plan.h"
+#include "lowering/pointwise_tree.h"
 #include "lowering/prepare.h"
 #include "lowering/schedule.h"
 #include "lowering/tunable.h"
@@ -32,23 +33,28 @@ BufferRole role_of(graph::OpKind op) {
 
 class PlanBuilder final : public LoweringContext {
  public:
-  PlanBuilder(const graph::Graph& g, std::vector<bool> fused, const rt::DeviceInfo& info, const TuningChoices* tuning)
-      : g_(g), info_(info), buffer_of_value_(size_t(g.size()), -1), fused_(std::move(fused)), limits_(limits_of(info)),
-        tuning_(tuning) {}
+  PlanBuilder(const graph::Graph& g, Fusion fusion, const rt::DeviceInfo& info, const TuningChoices* tuning)
+      : g_(g), info_(info), buffer_of_value_(size_t(g.size()), -1), fusion_(std::move(fusion)),
+        epilogue_applied_(size_t(g.size()), false), limits_(limits_of(info)), tuning_(tuning) {}
 
   const graph::Graph& graph() const override { return g_; }
   const rt::DeviceInfo& device() const override { return info_; }
 
-  bool fused(graph::Value v) const override { return fused_.at(size_t(v.id)); }
+  bool fused(graph::Value v) const override { return fusion_.fused.at(size_t(v.id)); }
   const TuningChoices* tuning() const override { return tuning_; }
   heavy::Limits limits() const override { return limits_; }
 
   int32_t buffer_of(graph::Value v) override {
-    if (fused_.at(size_t(v.id)))
+    if (fusion_.fused.at(size_t(v.id)))
       throw std::logic_error(fmt::format("lowering: '{}' is fused into its user and has no buffer", g_.node(v).name));
     int32_t& b = buffer_of_value_.at(size_t(v.id));
     if (b >= 0) return b;
     const graph::Node& n = g_.node(v);
+    // A reshape is an alias (lower_reshape); an epilogue may read one before its turn in the schedule.
+    if (n.op == graph::OpKind::Reshape || n.op == graph::OpKind::Flatten) {
+      alias(v, n.inputs[0]);
+      return buffer_of_value_[size_t(v.id)];
+    }
     PlannedBuffer pb;
     pb.slot = {n.name, device_type(n.type.dtype), n.type.numel()};
     pb.role = role_of(n.op);
@@ -98,13 +104,60 @@ class PlanBuilder final : public LoweringContext {
       throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' declares {} scalars, launch passes {}",
                                          current_node_, kernel.name, kernel.scalars.size(), scalars.count()));
     if (groups == 0) return;  // an empty tensor: nothing to compute
+    apply_epilogue(kernel, buffers);
     std::string text = kir::print(kernel);
     auto [it, inserted] = kernel_by_text_.emplace(std::move(text), int32_t(plan_.kernels.size()));
     if (inserted) plan_.kernels.push_back(std::move(kernel));
     plan_.launches.push_back({it->second, std::move(buffers), std::move(scalars), groups, current_node_});
   }
 
-  void set_current(const std::string& node) { current_node_ = node; }
+  // A launch of a heavy node with an epilogue (fuse.h) that stores the node's result: its stores compute the
+  // epilogue's root from each result instead, into the root's buffer. Launches that do not store the result
+  // (a split-K's partial sums) stay as they are; a node lowered as an alias launches nothing, and its root is then
+  // lowered in its own turn.
+  void apply_epilogue(kir::Kernel& kernel, std::vector<int32_t>& buffers) {
+    if (!current_value_.valid()) return;
+    const int32_t root_id = fusion_.epilogue.at(size_t(current_value_.id));
+    const int32_t own = buffer_of_value_.at(size_t(current_value_.id));
+    if (root_id < 0 || own < 0) return;
+    auto slot = std::find(buffers.begin(), buffers.end(), own);
+    if (slot == buffers.end()) return;
+    const uint32_t index = uint32_t(slot - buffers.begin());
+    if (kernel.buffers[index].access == kir::Access::Read) return;
+    const graph::Value root{root_id};
+    if (epilogue_applied_[size_t(root_id)])
+      throw std::logic_error(fmt::format("lowering of '{}': a second launch stores the result its epilogue '{}' was "
+                                         "folded into", current_node_, g_.node(root).name));
+    kir::KernelBuilder kb(std::move(kernel));
+    PointwiseTree tree(*this, kb);
+    std::vector<std::string> ops;
+    try {
+      kb.rewrite_stores(index, [&](kir::Val at, kir::Val value) {
+        tree.substitute(current_value_, value);
+        tree.forget_computed();  // each store is another element
+        kir::Val r = tree.root(root, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
+        if (ops.empty()) ops = tree.ops();
+        return r;
+      });
+    } catch (const std::invalid_argument& e) {
+      throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's takes_epilogue lists an op whose kernels "
+                                         "read their result)", current_node_, e.what()));
+    }
+    kernel = kb.finish();
+    for (const std::string& op : ops) kernel.name += "_" + op;
+    buffers[index] = buffer_of(root);
+    for (int32_t b : tree.bindings()) buffers.push_back(b);
+    epilogue_applied_[size_t(root_id)] = true;
+  }
+
+  // The node being lowered (its launches may take its epilogue); an invalid value for launches of no node.
+  void set_current(const std::string& node, graph::Value v = {}) {
+    current_node_ = node;
+    current_value_ = v;
+  }
+  const Fusion& fusion() const { return fusion_; }
+  // True once a heavy kernel stored root r's elements (r needs no launch of its own).
+  bool epilogue_applied(graph::Value r) const { return epilogue_applied_.at(size_t(r.id)); }
   bool has_buffer(graph::Value v) const { return buffer_of_value_[size_t(v.id)] >= 0; }
   Plan& plan() { return plan_; }
 
@@ -112,7 +165,9 @@ class PlanBuilder final : public LoweringContext {
   const graph::Graph& g_;
   const rt::DeviceInfo& info_;
   std::vector<int32_t> buffer_of_value_;
-  std::vector<bool> fused_;
+  Fusion fusion_;
+  std::vector<bool> epilogue_applied_;
+  graph::Value current_value_;
   heavy::Limits limits_;
   const TuningChoices* tuning_;
   std::unordered_map<std::string, int32_t> kernel_by_text_;
@@ -143,11 +198,18 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
            const TuningChoices* tuning) {
   graph::Graph g = prepare_for_fusion(original, passes);
-  PlanBuilder ctx(g, fuse_pointwise(g), info, tuning);
+  PlanBuilder ctx(g, plan_fusion(g), info, tuning);
+  const Fusion& fusion = ctx.fusion();
   for (graph::Value v : schedule(g)) {
-    if (ctx.fused(v)) continue;  // computed inside its user's kernel
-    ctx.set_current(g.node(v).name);
+    if (ctx.fused(v)) continue;                         // computed inside its user's kernel
+    if (fusion.in_final_group(v)) continue;             // lowered last, below
+    if (fusion.is_epilogue[size_t(v.id)] && ctx.epilogue_applied(v)) continue;  // stored by the heavy kernel under it
+    ctx.set_current(g.node(v).name, v);
     lower_node(ctx, v);
+  }
+  if (!fusion.final_group.empty()) {
+    ctx.set_current(fmt::format("final group ({} results)", fusion.final_group.size()));
+    lower_final_group(ctx, fusion.final_group);
   }
   Plan& plan = ctx.plan();
 

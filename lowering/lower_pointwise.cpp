@@ -11,25 +11,12 @@
 #include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
+#include "lowering/pointwise_tree.h"
 
 namespace spire::lowering {
 
 using kir::Type;
 using kir::Val;
-
-namespace {
-
-// Bits that fit the device type: bool 0/1, i64 must fit the i32 it is stored as.
-double device_constant(const graph::Node& n, double value) {
-  if (n.type.dtype == graph::DType::Bool) return value != 0 ? 1 : 0;
-  if (n.type.dtype == graph::DType::I64 &&
-      (value < std::numeric_limits<int32_t>::min() || value > std::numeric_limits<int32_t>::max()))
-    throw graph::GraphError(fmt::format("constant '{}' = {} does not fit the 32-bit integers i64 is stored as on "
-                                        "devices", n.name, value));
-  return value;
-}
-
-}  // namespace
 
 kir::Kernel copy_kernel(Type type, int64_t n) {
   return gather_kernel(fmt::format("copy_{}_{}", kir::type_name(type), n), type, n, IndexMap::strided({n}, {1}));
@@ -43,73 +30,6 @@ kir::Kernel gather_kernel(const std::string& name, Type type, int64_t n, const I
   kb.if_(i < kb.u32(uint32_t(n)), [&] { y[i] = x[map.is_identity() ? i : map.emit(kb, i)]; });
   return kb.finish();
 }
-
-namespace {
-
-// One element of node `v` from its operands' values (already loaded or computed, in device types): the
-// formula of the op's table entry.
-Val pointwise_body(kir::KernelBuilder& kb, const graph::Graph& g, graph::Value v, const std::vector<Val>& a) {
-  const graph::Node& n = g.node(v);
-  const graph::OpInfo& info = graph::op_info(n.op);
-  if (!info.formula)
-    throw graph::GraphError(fmt::format("op {} ('{}') is not pointwise", graph::op_name(n.op), n.name));
-  std::vector<graph::DType> in_dtypes;
-  for (graph::Value in : n.inputs) in_dtypes.push_back(g.type(in).dtype);
-  return info.formula({kb, n, in_dtypes, a, device_type(n.type.dtype)});
-}
-
-// Emits the expression tree rooted at a node: fused inputs are computed in place, other inputs loaded
-// (one buffer binding per distinct value), scalar constants folded.
-class TreeEmitter {
- public:
-  TreeEmitter(LoweringContext& ctx, kir::KernelBuilder& kb) : ctx_(ctx), g_(ctx.graph()), kb_(kb) {}
-
-  // The value of `v`'s element `index` (an element index in v's own shape).
-  Val value(graph::Value v, Val index) {
-    const graph::Node& n = g_.node(v);
-    if (n.op == graph::OpKind::Constant)
-      return kb_.constant(device_type(n.type.dtype), device_constant(n, n.attrs.get_float("value")));
-    if (ctx_.fused(v)) return compute(v, index);
-    return buffer(v)[index];
-  }
-
-  // `v` computed from its inputs at `index`.
-  Val compute(graph::Value v, Val index) {
-    const graph::Node& n = g_.node(v);
-    ops_.push_back(std::string(graph::op_name(n.op)));
-    std::vector<Val> args;
-    for (graph::Value in : n.inputs) {
-      IndexMap map = IndexMap::broadcast(n.type.shape, g_.type(in).shape);
-      args.push_back(value(in, map.is_identity() ? index : map.emit(kb_, index)));
-    }
-    return pointwise_body(kb_, g_, v, args);
-  }
-
-  std::vector<int32_t> bindings() const { return bindings_; }
-  const std::vector<std::string>& ops() const { return ops_; }
-  const std::vector<graph::Value>& loaded() const { return loaded_; }
-
- private:
-  kir::Buf buffer(graph::Value v) {
-    auto it = bufs_.find(v.id);
-    if (it != bufs_.end()) return it->second;
-    kir::Buf b = kb_.buffer(fmt::format("in{}", bufs_.size()), device_type(g_.type(v).dtype), kir::Access::Read);
-    bufs_.emplace(v.id, b);
-    bindings_.push_back(ctx_.buffer_of(v));
-    loaded_.push_back(v);
-    return b;
-  }
-
-  LoweringContext& ctx_;
-  const graph::Graph& g_;
-  kir::KernelBuilder& kb_;
-  std::map<int32_t, kir::Buf> bufs_;
-  std::vector<int32_t> bindings_;
-  std::vector<graph::Value> loaded_;
-  std::vector<std::string> ops_;
-};
-
-}  // namespace
 
 void lower_elementwise(LoweringContext& ctx, graph::Value v) {
   using K = graph::OpKind;
@@ -129,10 +49,10 @@ void lower_elementwise(LoweringContext& ctx, graph::Value v) {
   // that deduplicates it, so the name only has to be readable.
   kir::KernelBuilder kb("pointwise", kPointwiseWorkgroup);
   kir::Buf out = kb.buffer("out", out_dt, kir::Access::Write);
-  TreeEmitter tree(ctx, kb);
+  PointwiseTree tree(ctx, kb);
   Val i = kb.global_id();
   kb.if_(i < kb.u32(uint32_t(count)), [&] {
-    Val r = tree.compute(v, i);
+    Val r = tree.root(v, i);
     if (r.type() != out_dt)
       throw std::logic_error(fmt::format("pointwise kernel of '{}' computes {} for a {} output", n.name,
                                          kir::type_name(r.type()), kir::type_name(out_dt)));

@@ -4,6 +4,8 @@
 // Kernel templates are written with the kernel builder (ir/kernel/builder.h).
 #pragma once
 
+#include <vector>
+
 #include "lowering/lowering_context.h"
 
 namespace spire::lowering {
@@ -38,6 +40,10 @@ void lower_avg_pool2d_grad(LoweringContext& ctx, graph::Value v);
 void lower_softmax(LoweringContext& ctx, graph::Value v);       // softmax and log_softmax
 void lower_cross_entropy(LoweringContext& ctx, graph::Value v);
 void lower_cross_entropy_grad(LoweringContext& ctx, graph::Value v);
+
+// The final group of fuse.h: pointwise roots nothing reads but memory, in as few launches as the device's binding
+// limit allows (lower_final_group.cpp).
+void lower_final_group(LoweringContext& ctx, const std::vector<graph::Value>& group);
 
 // Custom ops: the kernel their author registered (lower_custom.cpp, custom_kernels.h).
 void lower_custom(LoweringContext& ctx, graph::Value v);

@@ -1,7 +1,9 @@
 // A tunable node as data: its key, its template's heuristic config, the candidate configs and a function
 // from a config to what the node launches (a KernelProgram). Lowering builds the chosen config's program and
 // binds it to the plan's buffers; the tuner (tuning/) builds every candidate's and times it on its own
-// buffers. Both go through the same TunableOp, so what is timed is exactly what is later launched.
+// buffers. Both go through the same TunableOp, so what is timed is what is later launched, but for one thing:
+// lowering may fold an epilogue into the kernel's stores (fuse.h), which the tuner leaves out. An epilogue costs
+// the same few loads and operations per stored element whatever the config, so it does not change the ranking.
 //
 // A KernelProgram is also the tuner's input for custom ops: any kernel factory that maps a config to kernels
 // and grids can be timed without a graph (tuning/tuner.h).

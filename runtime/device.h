@@ -59,6 +59,9 @@ struct DeviceInfo {
   std::array<uint32_t, 3> max_workgroup_size{};
   std::array<uint32_t, 3> max_workgroup_count{};
   uint64_t max_buffer_bytes = 0;             // largest single binding (maxStorageBufferRange on Vulkan)
+  // Storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers on Vulkan; CUDA passes pointers in
+  // its 4 KiB parameter space). Lowering splits a launch that would bind more (the final group, fuse.h).
+  uint32_t max_kernel_buffers = 8;
   uint64_t memory_bytes = 0;                 // device-local memory
   uint32_t min_storage_offset_alignment = 4; // offsets of buffer views must be multiples of this
   uint32_t compute_capability = 0;           // CUDA: 90 for sm_90; 0 elsewhere

@@ -20,6 +20,7 @@ rt::DeviceInfo portable_vulkan() {
   d.max_workgroup_size = {256, 256, 64};
   d.max_workgroup_count = {65535, 65535, 65535};
   d.max_buffer_bytes = uint64_t(1) << 30;
+  d.max_kernel_buffers = 24;  // what mobile GPUs offer; desktop drivers offer thousands
   d.memory_bytes = uint64_t(1) << 32;
   d.min_storage_offset_alignment = 256;
   d.features = kir::Features(kir::Feature::Float64) | kir::Feature::Int64 | kir::Feature::AtomicAddInt;
@@ -39,6 +40,7 @@ rt::DeviceInfo nvidia_ptx(uint32_t sm) {
   d.max_workgroup_size = {1024, 1024, 64};
   d.max_workgroup_count = {2147483647u, 65535, 65535};
   d.max_buffer_bytes = d.memory_bytes = uint64_t(8) << 30;
+  d.max_kernel_buffers = 256;
   d.min_storage_offset_alignment = 16;
   d.compute_capability = sm;
   d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |

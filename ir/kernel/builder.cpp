@@ -46,6 +46,72 @@ KernelBuilder::KernelBuilder(std::string name, std::array<uint32_t, 3> workgroup
   blocks_.push_back(&k_.body);
 }
 
+KernelBuilder::KernelBuilder(Kernel existing) : k_(std::move(existing)) {
+  if (k_.prebuilt()) throw std::invalid_argument(fmt::format("kernel builder: '{}' is a prebuilt module", k_.name));
+  blocks_.push_back(&k_.body);
+}
+
+namespace {
+
+// True when any instruction of `block` (or of a block nested in it) loads or atomically updates `buffer`.
+bool reads_buffer(const Block& block, uint32_t buffer) {
+  for (const Stmt& s : block.stmts) {
+    if (const auto* in = std::get_if<Instr>(&s)) {
+      if ((in->op == Op::LoadBuffer || in->op == Op::AtomicAdd) && in->index == buffer) return true;
+    } else if (const auto* i = std::get_if<If>(&s)) {
+      if ((i->then_body && reads_buffer(*i->then_body, buffer)) || (i->else_body && reads_buffer(*i->else_body, buffer)))
+        return true;
+    } else if (const auto* f = std::get_if<For>(&s)) {
+      if (reads_buffer(*f->body, buffer)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void KernelBuilder::rewrite_stores(uint32_t buffer, const std::function<Val(Val, Val)>& replace) {
+  if (buffer >= k_.buffers.size())
+    throw std::invalid_argument(fmt::format("kernel '{}' has no buffer {}", k_.name, buffer));
+  if (reads_buffer(k_.body, buffer))
+    throw std::invalid_argument(fmt::format("kernel '{}' reads its buffer '{}' as well as writing it: its stores cannot "
+                                            "be rewritten", k_.name, k_.buffers[buffer].name));
+  rewrite_stores_in(k_.body, buffer, replace);
+}
+
+void KernelBuilder::rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace) {
+  for (size_t i = 0; i < block.stmts.size(); ++i) {
+    Stmt& s = block.stmts[i];
+    if (auto* in = std::get_if<If>(&s)) {
+      if (in->then_body) rewrite_stores_in(*in->then_body, buffer, replace);
+      if (in->else_body) rewrite_stores_in(*in->else_body, buffer, replace);
+      continue;
+    }
+    if (auto* f = std::get_if<For>(&s)) {
+      rewrite_stores_in(*f->body, buffer, replace);
+      continue;
+    }
+    auto* store = std::get_if<StoreBuffer>(&s);
+    if (!store || store->buffer != buffer) continue;
+    const StoreBuffer old = *store;
+    Block prelude;
+    blocks_.push_back(&prelude);
+    const Val value = replace(Val(this, old.index, k_.value_types[old.index]), Val(this, old.value, k_.value_types[old.value]));
+    blocks_.pop_back();
+    if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_stores given a Val of another kernel");
+    if (value.type() != k_.buffers[buffer].elem)
+      throw std::invalid_argument(fmt::format("kernel '{}': a rewritten store into '{}' ({}) has type {}", k_.name,
+                                              k_.buffers[buffer].name, type_name(k_.buffers[buffer].elem),
+                                              type_name(value.type())));
+    const size_t added = prelude.stmts.size();
+    // `s` dangles once the prelude is inserted in front of it: the store is addressed by position.
+    block.stmts.insert(block.stmts.begin() + ptrdiff_t(i), std::make_move_iterator(prelude.stmts.begin()),
+                       std::make_move_iterator(prelude.stmts.end()));
+    i += added;
+    std::get<StoreBuffer>(block.stmts[i]).value = value.id();
+  }
+}
+
 Buf KernelBuilder::buffer(std::string name, Type elem, Access access) {
   k_.buffers.push_back({std::move(name), elem, access});
   k_.features |= features_for_type(elem);

@@ -122,6 +122,18 @@ class KernelBuilder {
  public:
   explicit KernelBuilder(std::string name, std::array<uint32_t, 3> workgroup_size = {64, 1, 1});
   explicit KernelBuilder(std::string name, uint32_t workgroup_size) : KernelBuilder(std::move(name), {workgroup_size, 1, 1}) {}
+  // Goes on building a finished kernel (its parameters, values and body kept): how a template's kernel is
+  // rewritten after the fact, e.g. with a pointwise epilogue fused into its stores (rewrite_stores).
+  explicit KernelBuilder(Kernel existing);
+  // Blocks point into the kernel this builder owns: a copy or a move would leave them pointing at the old one.
+  KernelBuilder(const KernelBuilder&) = delete;
+  KernelBuilder& operator=(const KernelBuilder&) = delete;
+
+  // Gives every store into buffer `buffer` the value `replace` returns; what `replace` emits (loads of new
+  // buffers, arithmetic) goes right before that store, in its block. `replace` receives the store's element
+  // index and value. Throws std::invalid_argument when the kernel also reads or atomically updates the buffer:
+  // a store is then not the element's final value, so rewriting it would change what the kernel computes.
+  void rewrite_stores(uint32_t buffer, const std::function<Val(Val index, Val value)>& replace);
 
   // Parameters and storage.
   Buf buffer(std::string name, Type elem, Access access);
@@ -167,6 +179,7 @@ class KernelBuilder {
 
  private:
   Block* current() { return blocks_.back(); }
+  void rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace);
   Kernel k_;
   std::vector<Block*> blocks_;
   bool finished_ = false;

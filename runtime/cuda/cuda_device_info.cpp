@@ -53,6 +53,7 @@ DeviceInfo describe_device(const Driver& d, int index) {
   check(a.cuDeviceTotalMem(&total, dev), "cuDeviceTotalMem");
   info.memory_bytes = total;
   info.max_buffer_bytes = total;  // CUDA has no per-binding limit: a kernel takes raw pointers
+  info.max_kernel_buffers = 256;  // 8-byte pointers in the 4 KiB of kernel parameters, with room for scalars
   // Element alignment is all a CUDA kernel needs; 16 keeps views usable by vectorized kernels as well.
   info.min_storage_offset_alignment = 16;
   info.compute_capability = uint32_t(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +

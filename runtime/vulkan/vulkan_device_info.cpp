@@ -168,6 +168,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     d.max_workgroup_count[i] = base.limits.maxComputeWorkGroupCount[i];
   }
   d.max_buffer_bytes = base.limits.maxStorageBufferRange;
+  d.max_kernel_buffers = base.limits.maxPerStageDescriptorStorageBuffers;
   for (uint32_t h = 0; h < f.memory.memoryHeapCount; ++h)
     if (f.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       d.memory_bytes = std::max<uint64_t>(d.memory_bytes, f.memory.memoryHeaps[h].size);

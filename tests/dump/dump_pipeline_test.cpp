@@ -57,10 +57,12 @@ TEST(DumpPipeline, TrainingStepForACompileOnlyTarget) {
 
 TEST(DumpPipeline, FusionTextNamesRootsAndWhatTheyFold) {
   const graph::Graph g = lowering::decompose(forward());
-  const std::string text = lowering::fusion_text(g, lowering::fuse_pointwise(g));
+  const std::string text = lowering::fusion_text(g, lowering::plan_fusion(g));
   // linear's bias add is folded into the ReLU.
   EXPECT_NE(text.find("= relu f32[4,3]\n    folds "), std::string::npos) << text;
   EXPECT_NE(text.find("= add f32[4,3]"), std::string::npos) << text;
+  // The product under them stores the ReLU directly (an epilogue).
+  EXPECT_NE(text.find("= matmul f32[4,3]\n    stores "), std::string::npos) << text;
 }
 
 }  // namespace

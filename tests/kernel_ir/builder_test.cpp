@@ -38,6 +38,54 @@ TEST(KernelBuilder, VectorAddHasBoundsCheckAndStore) {
   EXPECT_TRUE(k.features.empty());
 }
 
+TEST(KernelBuilder, RewriteStoresWrapsEveryStoreOfOneBuffer) {
+  KernelBuilder kb("two_stores", 64);
+  auto a = kb.buffer("a", Type::F32, Access::Read);
+  auto c = kb.buffer("c", Type::F32, Access::Write);
+  auto d = kb.buffer("d", Type::F32, Access::Write);
+  auto i = kb.global_id();
+  kb.if_(i < 10u, [&] {
+    c[i] = a[i];
+    kb.for_(kb.u32(0), kb.u32(2), [&](Val j) { c[i + j] = a[j]; });  // a nested store
+    d[i] = a[i];
+  });
+  KernelBuilder rw(kb.finish());
+  auto bias = rw.buffer("bias", Type::F32, Access::Read);
+  int calls = 0;
+  rw.rewrite_stores(1, [&](Val index, Val value) {
+    ++calls;
+    return max(value + bias[index], 0.0f);
+  });
+  Kernel k = rw.finish();
+  EXPECT_EQ(calls, 2);
+  ASSERT_EQ(k.buffers.size(), 4u);
+  EXPECT_EQ(k.buffers[3].name, "bias");
+  // The first store into c now stores max(load + load(bias), 0), computed right before it; d's store is untouched.
+  const Block& body = *std::get<If>(k.body.stmts.back()).then_body;
+  const auto& store_c = std::get<StoreBuffer>(body.stmts[5]);  // load a, load bias, add, const, max, store
+  EXPECT_EQ(store_c.buffer, 1u);
+  EXPECT_EQ(instr_at(body, 4).op, Op::Max);
+  EXPECT_EQ(store_c.value, instr_at(body, 4).result);
+  const auto& store_d = std::get<StoreBuffer>(body.stmts.back());
+  EXPECT_EQ(store_d.buffer, 2u);
+  EXPECT_EQ(instr_at(body, body.stmts.size() - 2).op, Op::LoadBuffer);
+  EXPECT_EQ(store_d.value, instr_at(body, body.stmts.size() - 2).result);
+}
+
+TEST(KernelBuilder, RewriteStoresRefusesABufferTheKernelReads) {
+  KernelBuilder kb("accumulate", 64);
+  auto c = kb.buffer("c", Type::F32, Access::ReadWrite);
+  auto i = kb.global_id();
+  c[i] = c[i] + 1.0f;
+  KernelBuilder rw(kb.finish());
+  try {
+    rw.rewrite_stores(0, [](Val, Val v) { return v; });
+    FAIL() << "a kernel that reads its result was rewritten";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("reads its buffer 'c'"), std::string::npos) << e.what();
+  }
+}
+
 TEST(KernelBuilder, NumbersTakeTheValsType) {
   KernelBuilder kb("k");
   auto x = kb.scalar("x", Type::I32);

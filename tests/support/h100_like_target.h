@@ -21,6 +21,7 @@ inline rt::DeviceInfo h100_like_target(std::string id = "compile-only:0") {
   d.max_workgroup_size = {1024, 1024, 64};
   d.max_workgroup_count = {2147483647u, 65535, 65535};
   d.memory_bytes = d.max_buffer_bytes = uint64_t(80) << 30;
+  d.max_kernel_buffers = 256;
   d.min_storage_offset_alignment = 16;
   d.compute_capability = 90;
   d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |

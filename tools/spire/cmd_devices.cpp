@@ -22,8 +22,9 @@ void list() {
     fmt::print("    subgroup {}, shared memory {} KiB, workgroup <= {} invocations ({} x {} x {})\n", d.subgroup_size,
                d.shared_memory_bytes / 1024, d.max_workgroup_invocations, d.max_workgroup_size[0],
                d.max_workgroup_size[1], d.max_workgroup_size[2]);
-    fmt::print("    workgroup count <= {} x {} x {}, buffer binding <= {}, memory {}\n", d.max_workgroup_count[0],
-               d.max_workgroup_count[1], d.max_workgroup_count[2], mib(d.max_buffer_bytes), mib(d.memory_bytes));
+    fmt::print("    workgroup count <= {} x {} x {}, buffer binding <= {}, <= {} buffers per kernel, memory {}\n",
+               d.max_workgroup_count[0], d.max_workgroup_count[1], d.max_workgroup_count[2], mib(d.max_buffer_bytes),
+               d.max_kernel_buffers, mib(d.memory_bytes));
     fmt::print("    features: {}{}\n", kir::features_to_string(d.features),
                d.compute_capability ? fmt::format(", compute capability sm_{}", d.compute_capability) : "");
   }

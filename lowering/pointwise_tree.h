@@ -1,0 +1,60 @@
+// One element of a pointwise expression tree, emitted into any kernel: the pointwise op's own kernel
+// (lower_pointwise.cpp), the one launch that runs a step's final updates (lower_final_group.cpp), and a heavy
+// kernel's epilogue (lower_graph.cpp, fuse.h), which computes the tree from its result before storing it.
+//
+// Values fused into their user (fuse.h) are computed in place; other inputs are loaded, one buffer binding per
+// distinct value, through numpy broadcasting's index maps; scalar constants are folded.
+#pragma once
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/kernel/builder.h"
+#include "lowering/lowering_context.h"
+
+namespace spire::lowering {
+
+class PointwiseTree {
+ public:
+  PointwiseTree(LoweringContext& ctx, kir::KernelBuilder& kb) : ctx_(ctx), g_(ctx.graph()), kb_(kb) {}
+
+  // `v` is also computed in place, though it has a buffer: in the final group a root may read another root,
+  // which the same launch is writing (maybe in another workgroup), so it recomputes it instead of loading it.
+  void compute_in_place(graph::Value v) { in_place_.insert(v.id); }
+  // Wherever the tree reads `v` at the root's own element, it takes `value` (an epilogue's accumulator, which
+  // is v's element there). Reaching v through a broadcast is a logic error: no other element of v exists.
+  void substitute(graph::Value v, kir::Val value) { substitutes_[v.id] = value; }
+  // Forgets the values computed so far: call when the next root is emitted in another block of the kernel,
+  // where the earlier ones are not visible.
+  void forget_computed() { computed_.clear(); }
+
+  // Root `v`'s element `index` (an element index in v's shape). Values reached at that same element are
+  // computed once and reused, across calls, until forget_computed().
+  kir::Val root(graph::Value v, kir::Val index) { return compute(v, index, true); }
+
+  // The slots of the buffers loaded, in declaration order (after whatever the kernel declared before).
+  const std::vector<int32_t>& bindings() const { return bindings_; }
+  // The ops computed, root first (for the kernel's name).
+  const std::vector<std::string>& ops() const { return ops_; }
+  const std::vector<graph::Value>& loaded() const { return loaded_; }
+
+ private:
+  kir::Val value(graph::Value v, kir::Val index, bool at_root_element);
+  kir::Val compute(graph::Value v, kir::Val index, bool at_root_element);
+  kir::Buf buffer(graph::Value v);
+
+  LoweringContext& ctx_;
+  const graph::Graph& g_;
+  kir::KernelBuilder& kb_;
+  std::set<int32_t> in_place_;
+  std::map<int32_t, kir::Val> substitutes_;
+  std::map<int32_t, kir::Val> computed_;  // at the root's element
+  std::map<int32_t, kir::Buf> bufs_;
+  std::vector<int32_t> bindings_;
+  std::vector<graph::Value> loaded_;
+  std::vector<std::string> ops_;
+};
+
+}  // namespace spire::lowering

@@ -1,0 +1,238 @@
+// Fusion beyond pointwise chains (lowering/fuse.h): epilogues folded into the heavy kernel that feeds them, and
+// the final group that runs an optimizer's updates of every parameter in one launch. Each case checks the plan
+// (what launches) on an H100-like target and the results on every device present against the float64
+// evaluator (outputs poisoned by the executor, the Vulkan validation layer on).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "frontend/lenet.h"
+#include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "lowering/fuse.h"
+#include "lowering/plan.h"
+#include "tests/lowering/device_list.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/on_device.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Graph;
+using graph::Tensor;
+using graph::Value;
+
+namespace {
+
+Tensor random(const graph::Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor t(DType::F32, shape, 0);
+  for (double& x : t.data) x = double(float(u(rng)));
+  return t;
+}
+
+// Every leaf that needs a value, filled with seeded random numbers.
+std::map<std::string, Tensor> random_leaves(const Graph& g, uint32_t seed) {
+  std::map<std::string, Tensor> in;
+  for (Value v : g.values()) {
+    const graph::Node& n = g.node(v);
+    if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter || n.op == graph::OpKind::State)
+      in[n.name] = random(n.type.shape, seed++);
+  }
+  return in;
+}
+
+// Compiles g on the device, sets `in`, runs `steps` steps and compares every output (and, with state updates, the
+// targets after the last step) with the float64 evaluator run as many times.
+void expect_matches_reference(rt::Device& dev, const Graph& g, std::map<std::string, Tensor> in, int steps = 1) {
+  auto exe = lowering::compile(g, dev);
+  for (const auto& [name, t] : in) exe->set(name, t);
+  std::map<std::string, Tensor> want;
+  for (int s = 0; s < steps; ++s) {
+    exe->step();
+    want = graph::evaluate(g, in, DType::F64);
+    for (const graph::StateUpdate& u : g.state_updates()) in[g.node(u.target).name] = want.at(g.node(u.target).name);
+  }
+  std::vector<std::string> names;
+  for (const auto& o : g.outputs()) names.push_back(o.name);
+  for (const graph::StateUpdate& u : g.state_updates()) names.push_back(g.node(u.target).name);
+  for (const std::string& name : names) {
+    const Tensor got = exe->get(name), ref = want.at(name);
+    ASSERT_EQ(got.data.size(), ref.data.size()) << name;
+    for (size_t i = 0; i < ref.data.size(); ++i)
+      ASSERT_NEAR(got.data[i], ref.data[i], 1e-4 * (1 + std::abs(ref.data[i]))) << name << " element " << i;
+  }
+}
+
+// The nodes the plan's launches compute, in order.
+std::vector<std::string> launched_nodes(const Graph& g, const rt::DeviceInfo& target = testing_support::h100_like_target()) {
+  std::vector<std::string> out;
+  for (const lowering::Launch& l : lowering::lower(g, target).launches) out.push_back(l.node);
+  return out;
+}
+
+// A heavy op whose result feeds a pointwise tree of its own shape.
+struct EpilogueCase {
+  std::string name;
+  std::function<Value(Graph&)> host;                 // builds the heavy op
+  std::function<Value(Graph&, Value host)> epilogue;  // the pointwise tree over it
+};
+
+Value bias_relu(Graph& g, Value h) {
+  const graph::Shape& s = g.type(h).shape;
+  graph::Shape bias_shape(s.size(), 1);
+  bias_shape[1] = s[1];  // per channel (dim 1), as a layer's bias
+  return g.relu(g.add(h, g.reshape(g.parameter("bias", DType::F32, {s[1]}), bias_shape)));
+}
+
+Value relu_grad_mask(Graph& g, Value h) { return g.relu_grad(h, g.input("forward", DType::F32, g.type(h).shape)); }
+
+std::vector<EpilogueCase> epilogue_cases() {
+  using graph::Conv2dOptions;
+  const Conv2dOptions pad1{.padding = {1, 1}};
+  auto input = [](Graph& g, const char* name, graph::Shape s) { return g.input(name, DType::F32, std::move(s)); };
+  return {
+      {"matmul_bias_relu", [=](Graph& g) { return g.matmul(input(g, "a", {37, 50}), input(g, "b", {50, 29})); }, bias_relu},
+      {"matmul_large_tiles_relu_grad",
+       [=](Graph& g) { return g.matmul(input(g, "a", {192, 64}), input(g, "b", {64, 160})); }, relu_grad_mask},
+      {"conv2d_direct_bias_relu",
+       [=](Graph& g) { return g.conv2d(input(g, "x", {2, 3, 9, 9}), input(g, "w", {5, 3, 3, 3}), pad1); }, bias_relu},
+      {"conv2d_gemm_bias_relu",
+       [=](Graph& g) { return g.conv2d(input(g, "x", {2, 16, 16, 16}), input(g, "w", {64, 16, 3, 3}), pad1); },
+       bias_relu},
+      {"conv2d_grad_input_relu_grad",
+       [=](Graph& g) {
+         return g.conv2d_grad_input(input(g, "gy", {2, 64, 16, 16}), input(g, "w", {64, 16, 3, 3}), pad1, {2, 16, 16, 16});
+       },
+       relu_grad_mask},
+      {"conv2d_grad_weight_split_k_scaled",
+       [=](Graph& g) {
+         return g.conv2d_grad_weight(input(g, "gy", {2, 64, 16, 16}), input(g, "x", {2, 16, 16, 16}), pad1, {64, 16, 3, 3});
+       },
+       [](Graph& g, Value h) { return g.mul(h, 0.5); }},
+      {"max_pool2d_grad_relu_grad",
+       [=](Graph& g) { return g.max_pool2d_grad(input(g, "gy", {2, 4, 5, 5}), input(g, "x", {2, 4, 10, 10}), {}); },
+       relu_grad_mask},
+      {"avg_pool2d_add", [=](Graph& g) { return g.avg_pool2d(input(g, "x", {2, 4, 10, 10})); },
+       [](Graph& g, Value h) { return g.add(h, g.input("other", DType::F32, g.type(h).shape)); }},
+      {"softmax_tanh", [=](Graph& g) { return g.softmax(input(g, "x", {6, 33})); },
+       [](Graph& g, Value h) { return g.tanh(h); }},
+  };
+}
+
+class Epilogue : public testing_support::OnDevice {};
+
+TEST(EpiloguePlan, EveryHostComputesItsPointwiseTreeWithNoLaunchOfItsOwn) {
+  for (const EpilogueCase& c : epilogue_cases()) {
+    Graph g;
+    const Value h = c.host(g);
+    g.output("y", c.epilogue(g, h));
+    const std::vector<std::string> nodes = launched_nodes(g);
+    ASSERT_FALSE(nodes.empty()) << c.name;
+    for (const std::string& n : nodes) EXPECT_EQ(n, g.node(h).name) << c.name << ": a launch of its own for " << n;
+    EXPECT_GE(lowering::plan_fusion(g).epilogue[size_t(h.id)], 0) << c.name;
+  }
+}
+
+TEST_P(Epilogue, EveryHostMatchesTheReference) {
+  uint32_t seed = 10;
+  for (const EpilogueCase& c : epilogue_cases()) {
+    SCOPED_TRACE(c.name);
+    Graph g;
+    g.output("y", c.epilogue(g, c.host(g)));
+    expect_matches_reference(*dev_, g, random_leaves(g, seed += 10));
+  }
+}
+
+TEST_P(Epilogue, NotTakenWhenTheTreeReadsAValueComputedAfterTheHost) {
+  Graph g;
+  const Value m = g.matmul(g.input("a", DType::F32, {8, 12}), g.input("b", DType::F32, {12, 8}));
+  const Value later = g.sum(g.input("c", DType::F32, {8, 8, 3}), {2});  // scheduled after the matmul
+  g.output("y", g.relu(g.add(m, later)));
+  EXPECT_LT(lowering::plan_fusion(g).epilogue[size_t(m.id)], 0);
+  EXPECT_EQ(launched_nodes(g).size(), 3u);  // matmul, sum, relu(add)
+  expect_matches_reference(*dev_, g, random_leaves(g, 3));
+}
+
+TEST_P(Epilogue, NotTakenWhenTheHostResultIsAlsoAnOutput) {
+  Graph g;
+  const Value m = g.matmul(g.input("a", DType::F32, {8, 12}), g.input("b", DType::F32, {12, 8}));
+  g.output("m", m);
+  g.output("y", g.relu(m));
+  EXPECT_LT(lowering::plan_fusion(g).epilogue[size_t(m.id)], 0);
+  expect_matches_reference(*dev_, g, random_leaves(g, 4));
+}
+
+// Three parameters of different shapes (and two of one shape), each updated by SGD with momentum from a gradient
+// fed as an input: the updates are state updates that nothing else reads.
+Graph sgd_graph() {
+  Graph g;
+  int k = 0;
+  for (graph::Shape s : {graph::Shape{30, 7}, graph::Shape{7}, graph::Shape{3, 5, 2}, graph::Shape{30, 7}}) {
+    const std::string name = fmt::format("p{}", k++);
+    const Value p = g.parameter(name, DType::F32, s);
+    const Value m = g.state("momentum." + name, DType::F32, s);
+    const Value grad = g.input("grad." + name, DType::F32, s);
+    const Value m2 = g.add(g.mul(m, 0.9), grad);
+    g.state_update(m, m2);
+    g.state_update(p, g.sub(p, g.mul(m2, 0.05)));
+  }
+  return g;
+}
+
+TEST(FinalGroupPlan, SgdUpdatesOfEveryParameterAreOneLaunch) {
+  const Graph g = sgd_graph();
+  EXPECT_EQ(lowering::plan_fusion(g).final_group.size(), 8u);
+  EXPECT_EQ(launched_nodes(g).size(), 1u);
+}
+
+TEST(FinalGroupPlan, SplitsWhereTheDeviceBindsFewerBuffers) {
+  const Graph g = sgd_graph();
+  rt::DeviceInfo small = testing_support::h100_like_target();
+  small.max_kernel_buffers = 8;  // each parameter's segment binds 5: p', m' written; p, m, grad read
+  const lowering::Plan plan = lowering::lower(g, small);
+  EXPECT_GT(plan.launches.size(), 1u);
+  std::multiset<int32_t> written;
+  for (const lowering::Launch& l : plan.launches) {
+    const kir::Kernel& k = plan.kernels[size_t(l.kernel)];
+    EXPECT_LE(k.buffers.size(), 8u) << k.name;
+    for (size_t i = 0; i < k.buffers.size(); ++i)
+      if (k.buffers[i].access != kir::Access::Read) written.insert(l.buffers[i]);
+  }
+  EXPECT_EQ(written.size(), 8u);  // every new value once
+  EXPECT_EQ(std::set<int32_t>(written.begin(), written.end()).size(), 8u);
+}
+
+class FinalGroup : public testing_support::OnDevice {};
+
+TEST_P(FinalGroup, SgdStepsMatchTheReference) {
+  const Graph g = sgd_graph();
+  expect_matches_reference(*dev_, g, random_leaves(g, 20), 3);
+}
+
+TEST(LeNetLaunches, TrainingStepAtMost30) {
+  nn::LeNetGraphOptions o;
+  o.batch = 64;
+  o.sgd = true;
+  o.sgd_options = {.lr = 0.05, .momentum = 0.9, .weight_decay = 0};
+  const Graph g = nn::build_lenet_graph(o);
+  // 69 launches before transposes were folded into products, 57 after, 29 with the epilogues and the final
+  // group (the goal: at most 30).
+  const std::vector<std::string> nodes = launched_nodes(g);
+  EXPECT_LE(nodes.size(), 30u);
+  EXPECT_EQ(std::count_if(nodes.begin(), nodes.end(), [](const std::string& n) { return n.rfind("final group", 0) == 0; }), 1);
+}
+
+auto devices() { return testing::ValuesIn(lowering::testing_support::device_ids()); }
+auto device_test_name = [](const auto& p) { return lowering::testing_support::test_name(p.param); };
+INSTANTIATE_TEST_SUITE_P(AllDevices, Epilogue, devices(), device_test_name);
+INSTANTIATE_TEST_SUITE_P(AllDevices, FinalGroup, devices(), device_test_name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Epilogue);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FinalGroup);
+
+}  // namespace

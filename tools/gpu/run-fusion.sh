@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Issue 10, items 4 and 5, on the GPU machine: the fusion tests (epilogues, the final group) and the whole-graph
+# tests on cuda:0 and vulkan:0 with the validation layer on; LeNet's training step at batch 64 and 8192 launch by
+# launch next to PyTorch eager and torch.compile; one training epoch on each backend (seconds per epoch).
+# Pack first: EXTRA_TARGETS="spire_bench_lenet_step spire_lowering_tests spire_lowering_heavy_tests" WITH_DATA=1 bash tools/gpu/prepare.sh
+set -uo pipefail
+source tools/gpu/env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+echo "== lowering tests (fusion, executor, LeNet launches; validation layer on)"
+SPIRE_VULKAN_VALIDATION=1 $B/spire_lowering_tests --gtest_brief=1 2>&1 | tail -4
+echo "== heavy-op lowering tests incl. the LeNet chain and training step vs float64"
+SPIRE_VULKAN_VALIDATION=1 $B/spire_lowering_heavy_tests --gtest_brief=1 2>&1 | tail -4
+for b in 64 8192; do
+  $B/spire_bench_lenet_step --device all --batch $b --runs 50 --top 8 2>&1 | tee $OUT/lenet_step_b$b.txt
+done
+python3 benchmarks/torch_lenet_step.py 64 8192 2>&1 | grep -v Warning | tee $OUT/torch_lenet_step.txt
+for dev in cuda:0 vulkan:0; do
+  timeout 120 $B/spire train lenet --device $dev --data .gpu/data --epochs 2 2>&1 | grep -E "^(device|compiled|epoch [0-9]:)" | tee $OUT/train_${dev/:/}.txt
+done
