@@ -20,8 +20,17 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.heuristic = heavy::choose_matmul_tiling(s, t).config();
   op.candidates = configs_of(heavy::matmul_candidates(s, t, limits));
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
-    heavy::HeavyKernel k = heavy::matmul_kernel(s, t, heavy::MatmulTiling::from(c));
-    return single_kernel_program(io, std::move(k.kernel), k.groups);
+    const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
+    heavy::HeavyKernel k = heavy::matmul_kernel(s, t, tiling);
+    if (tiling.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);
+    // Split-K: partial sums [splits][M][N] in scratch, then a second launch adds them into the result.
+    heavy::HeavyKernel sum = heavy::matmul_split_sum_kernel(s, t, tiling);
+    KernelProgram p;
+    p.buffers = io;  // a, b, c
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tiling.splits) * s.m * s.n});
+    p.launches.push_back({std::move(k.kernel), {0, 1, 3}, k.groups, {}});
+    p.launches.push_back({std::move(sum.kernel), {3, 2}, sum.groups, {}});
+    return p;
   };
   return op;
 }

@@ -1,4 +1,5 @@
 #include "lowering/heavy_kernels/conv2d_kernels.h"
+#include "lowering/heavy_kernels/split_sum_kernel.h"
 
 #include <algorithm>
 #include <functional>
@@ -718,19 +719,7 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
 HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, Type t, uint32_t splits) {
   std::string name = "conv2d_grad_weight_sum_" + s.text() + fmt::format("_s{}_", splits) + float_suffix(t, "conv2d_grad_weight");
   check_sizes(s);
-  const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
-  if (weights == 0) return empty_result(name);
-  KernelBuilder kb(name, kThreads);
-  Buf partial = kb.buffer("partial_grad_w", t, Access::Read);
-  Buf gw = kb.buffer("grad_w", t, Access::Write);
-  Val e = kb.global_id();
-  kb.if_(e < weights, [&] {
-    // Splits in order: the same sum on every run and device.
-    Val acc = partial[e];
-    for (uint32_t sp = 1; sp < splits; ++sp) acc = acc + partial[e + sp * weights];
-    gw[e] = acc;
-  });
-  return {kb.finish(), groups_for_threads(weights, kThreads)};
+  return split_sum_kernel(name, t, uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw), splits);
 }
 
 }  // namespace spire::lowering::heavy

@@ -1,4 +1,5 @@
 #include "lowering/heavy_kernels/matmul_kernel.h"
+#include "lowering/heavy_kernels/split_sum_kernel.h"
 #include "lowering/heavy_kernels/tiled_gemm.h"
 
 #include <algorithm>
@@ -66,11 +67,22 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
   // 128 and 32 workgroups: enough to occupy a large GPU's cores at least once.
   if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) return MatmulTiling{128, 128, f64 ? 4u : 8u, 8, 8};
   if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) return MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
-  return MatmulTiling{16, 16, 16, 1, 1};
+  MatmulTiling small{16, 16, 16, 1, 1};
+  if (s.batch_count() == 1 && s.k >= 2048) {
+    // Few blocks and a long K: enough workgroups come from splitting K (about 128 in all), each split keeping
+    // at least 8 slices of K so that the second launch's additions stay a small part of the work.
+    MatmulTiling split = s.m >= 64 && s.n >= 64 ? MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4} : small;
+    const int64_t b = blocks(split.tile_m), slices = (s.k + split.tile_k - 1) / split.tile_k;
+    split.splits = uint32_t(std::clamp<int64_t>((128 + b - 1) / b, 1, std::min<int64_t>(64, slices / 8)));
+    if (split.splits >= 2) return split;
+  }
+  return small;
 }
 
 Config MatmulTiling::config() const {
-  return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
+  Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
+  if (splits > 1) c.set("splits", splits);  // unsplit configs keep the text tuning caches already hold
+  return c;
 }
 
 MatmulTiling MatmulTiling::from(const Config& c) {
@@ -79,7 +91,9 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (v < 1 || v > 1024) throw std::invalid_argument(fmt::format("matmul config '{}': {} must be 1..1024", c.text(), name));
     return uint32_t(v);
   };
-  return MatmulTiling{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};
+  MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};
+  if (c.has("splits")) t.splits = u("splits");
+  return t;
 }
 
 std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const Limits& limits) {
@@ -103,6 +117,16 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const 
       if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
     }
   }
+  // Split-K for an unbatched long K: the small and medium blocks with 2 to 16 splits of at least 8 slices each.
+  if (s.batch_count() == 1 && s.k >= 2048)
+    for (MatmulTiling tl : {MatmulTiling{16, 16, 16, 1, 1}, MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4}})
+      for (uint32_t splits : {2u, 4u, 8u, 16u}) {
+        tl.splits = splits;
+        if (!fits_extent(tl.tile_m, s.m) || !fits_extent(tl.tile_n, s.n) || tl.invocations() > limits.max_invocations)
+          continue;
+        if ((s.k + tl.tile_k - 1) / tl.tile_k < 8 * int64_t(splits)) continue;
+        if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+      }
   return out;
 }
 
@@ -142,47 +166,67 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
 
   std::string name = "matmul_" + s.text();
-  name += fmt::format("_t{}x{}x{}_r{}x{}_{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n, suffix);
+  name += fmt::format("_t{}x{}x{}_r{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
+  if (tl.splits > 1) name += fmt::format("_s{}", tl.splits);
+  name += "_" + suffix;
 
+  const uint32_t splits = tl.splits;
+  if (splits < 1 || splits > 64) throw std::invalid_argument(fmt::format("matmul: splits must be 1..64, not {}", splits));
+  if (splits > 1 && batches != 1) throw std::invalid_argument("matmul: split-K is for unbatched products");
+  index_u32(int64_t(splits) * s.m * s.n, "matmul partial sums");
   if (M == 0 || N == 0 || batches == 0) return empty_result(name);
+  // Each split sums a whole number of K slices.
+  const uint32_t chunk = splits == 1 ? K : ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
 
   KernelBuilder kb(name, tl.invocations());
   Buf A = kb.buffer("a", t, Access::Read);
   Buf B = kb.buffer("b", t, Access::Read);
-  Buf C = kb.buffer("c", t, Access::Write);
+  Buf C = kb.buffer(splits > 1 ? "partial_c" : "c", t, Access::Write);
   Val lid = kb.local_id();
   Val group = kb.group_id();
 
   Val tile_col = group % tiles_n;
   Val tile_row = (group / tiles_n) % tiles_m;
-  Val batch = group / (tiles_n * tiles_m);
+  // The batch, or (split-K, unbatched) the split.
+  Val outer = group / (tiles_n * tiles_m);
   // Whole workgroups beyond the problem (a folded grid) skip everything, barriers included: the condition is
   // uniform across the workgroup.
-  kb.if_(batch < batches, [&] {
+  kb.if_(outer < batches * splits, [&] {
+    Val batch = splits > 1 ? kb.u32(0) : outer;
+    Val k0 = splits > 1 ? outer * chunk : kb.u32(0);
     Val a_base = batch_offset(kb, s, batch, s.a_batch_strides);
     Val b_base = batch_offset(kb, s, batch, s.b_batch_strides);
-    Val c_base = batch * (M * N);
+    Val c_base = outer * (M * N);  // the batch's result, or the split's partial sums
+    // k < chunk and k0 + k < K: within this split and the product (the first is implied when unsplit).
+    auto k_in = [&](Val k, Val gk) { return splits > 1 ? (k < chunk) & (gk < K) : gk < K; };
     GemmOperands io;
     // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed.
     io.a = [&](Val r, Val k) {
-      Val rc = min(r, M - 1), kc = min(k, K - 1);
+      Val gk = splits > 1 ? k0 + k : k;
+      Val rc = min(r, M - 1), kc = min(gk, K - 1);
       Val at = s.a_transposed ? kc * M + rc : rc * K + kc;
-      return select((r < M) & (k < K), Val(A[a_base + at]), kb.constant(t, 0));
+      return select((r < M) & k_in(k, gk), Val(A[a_base + at]), kb.constant(t, 0));
     };
     io.b = [&](Val k, Val c) {
-      Val kc = min(k, K - 1), cc = min(c, N - 1);
+      Val gk = splits > 1 ? k0 + k : k;
+      Val kc = min(gk, K - 1), cc = min(c, N - 1);
       Val at = s.b_transposed ? cc * K + kc : kc * N + cc;
-      return select((k < K) & (c < N), Val(B[b_base + at]), kb.constant(t, 0));
+      return select(k_in(k, gk) & (c < N), Val(B[b_base + at]), kb.constant(t, 0));
     };
     // Stage each operand along its contiguous direction.
     io.a_m_fastest = s.a_transposed;
     io.b_k_fastest = s.b_transposed;
     io.store = [&](Val r, Val c, Val v) { C[c_base + r * N + c] = v; };
-    emit_tiled_gemm(kb, t, tl, M, N, K, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
+    emit_tiled_gemm(kb, t, tl, M, N, chunk, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
   });
 
-  uint64_t groups = uint64_t(batches) * tiles_m * tiles_n;
+  uint64_t groups = uint64_t(batches) * splits * tiles_m * tiles_n;
   return {kb.finish(), groups};
+}
+
+HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
+  return split_sum_kernel(fmt::format("matmul_sum_{}_s{}_{}", s.text(), tl.splits, float_suffix(t, "matmul")), t,
+                          index_u32(s.m * s.n, "matmul result elements"), tl.splits);
 }
 
 }  // namespace spire::lowering::heavy

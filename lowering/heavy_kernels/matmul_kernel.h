@@ -41,8 +41,12 @@ MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_
 struct MatmulTiling {
   uint32_t tile_m = 16, tile_n = 16, tile_k = 16;  // output block per workgroup, K slice per stage
   uint32_t reg_m = 1, reg_n = 1;                   // outputs per invocation (strided by tile/reg)
+  // Split-K (matmul only, unbatched): this many workgroups share each block's K range and write partial sums
+  // [splits][M][N] that split_sum_kernel adds in order; for products with few blocks and a long K.
+  uint32_t splits = 1;
   uint32_t invocations() const { return (tile_m / reg_m) * (tile_n / reg_n); }
-  // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" and back (throws std::invalid_argument for a missing value).
+  // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split) and back (throws
+  // std::invalid_argument for a missing value; a missing splits is 1).
   Config config() const;
   static MatmulTiling from(const Config& c);
   friend bool operator==(const MatmulTiling&, const MatmulTiling&) = default;
@@ -50,7 +54,8 @@ struct MatmulTiling {
 
 // The tiling the lowering uses for a shape: the largest block that still gives the device enough
 // workgroups to spread over its cores: 128x128 blocks with 8x8 outputs per invocation for large products,
-// 64x64 with 4x4 for medium ones, else 16x16 with one output per invocation. The K slice keeps workgroup
+// 64x64 with 4x4 for medium ones, else 16x16 with one output per invocation. A product with too few blocks for
+// that and a long K (a weight gradient over a large batch) splits K instead. The K slice keeps workgroup
 // memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
 
@@ -60,8 +65,10 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
 // slices (within the device's workgroup memory) fit, and the unrolled slice stays at most 1024 multiply-adds.
 std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, kir::Type t, const Limits& limits);
 
-// Throws std::invalid_argument for a non-float type or an inconsistent tiling.
+// Throws std::invalid_argument for a non-float type or an inconsistent tiling. With tiling.splits > 1 its buffer c
+// holds the partial sums [splits][M][N], which matmul_split_sum_kernel adds into the result.
 HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
+HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
 inline HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t) { return matmul_kernel(s, t, choose_matmul_tiling(s, t)); }
 
 }  // namespace spire::lowering::heavy

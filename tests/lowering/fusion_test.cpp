@@ -127,6 +127,29 @@ std::vector<EpilogueCase> epilogue_cases() {
 
 class Epilogue : public testing_support::OnDevice {};
 
+// A weight gradient's product over a long batch splits K: partial sums, then a launch that adds them, which is the
+// one storing the result and so the one that takes the epilogue.
+Graph split_k_relu() {
+  Graph g;
+  const Value m = g.matmul(g.transpose(g.input("a", DType::F32, {4096, 20})), g.input("b", DType::F32, {4096, 24}));
+  g.output("y", g.relu(m));
+  return g;
+}
+
+TEST(EpiloguePlan, ASplitKProductAppliesItInTheLaunchThatAddsThePartialSums) {
+  const lowering::Plan plan = lowering::lower(split_k_relu(), testing_support::h100_like_target());
+  ASSERT_EQ(plan.launches.size(), 2u);
+  EXPECT_EQ(plan.kernels[size_t(plan.launches[0].kernel)].name.find("_relu"), std::string::npos);
+  const std::string sum = plan.kernels[size_t(plan.launches[1].kernel)].name;
+  EXPECT_EQ(sum.rfind("matmul_sum_", 0), 0u) << sum;
+  EXPECT_NE(sum.find("_relu"), std::string::npos) << sum;
+}
+
+TEST_P(Epilogue, ASplitKProductMatchesTheReference) {
+  const Graph g = split_k_relu();
+  expect_matches_reference(*dev_, g, random_leaves(g, 7));
+}
+
 TEST(EpiloguePlan, EveryHostComputesItsPointwiseTreeWithNoLaunchOfItsOwn) {
   for (const EpilogueCase& c : epilogue_cases()) {
     Graph g;

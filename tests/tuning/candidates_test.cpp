@@ -110,6 +110,13 @@ std::vector<Case> cases() {
         g.output("y", g.matmul(g.input("a", DType::F32, {2, 33, 17}), g.transpose(g.input("b", DType::F32, {40, 17}))));
         return g;
       }),
+      // A long K with few blocks: the split-K configs (partial sums, then a second launch adds them), on a weight
+      // gradient's shape (A read transposed).
+      uniform("matmul_long_k_split", [] {
+        Graph g;
+        g.output("y", g.matmul(g.transpose(g.input("a", DType::F32, {2304, 20})), g.input("b", DType::F32, {2304, 24})));
+        return g;
+      }),
       uniform("conv2d_pad1", [] { return conv({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_groups_stride2", [] { return conv({2, 4, 9, 10}, {4, 2, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}, .groups = 2}); }),
       uniform("conv2d_long_rows", [] { return conv({1, 2, 5, 40}, {4, 2, 3, 3}, O{}); }),

@@ -2,7 +2,9 @@
 (`spire run --bench`), PyTorch eager (strict float32 and default TF32) and torch.compile times from
 torch_models.py's lines, the ratio to strict-float32 eager,
 and spire's relative L2 error against PyTorch's output and ONNX Runtime's (CPU provider, a second reference).
-usage: models_table.py SPIRE MODELS_DIR TORCH_LINES"""
+usage: models_table.py SPIRE MODELS_DIR TORCH_LINES
+SPIRE_RUN_ARGS (environment) adds arguments to every `spire run`, e.g. "--tune --tuning-cache /tmp/tc.txt"."""
+import os
 import re
 import subprocess
 import sys
@@ -41,7 +43,8 @@ for (name, batch), (eager, eager_default, compiled) in torch_ms.items():
     for dev in ("cuda:0", "vulkan:0"):
         out = f"/tmp/{name}.{batch}.{dev.replace(':', '')}.safetensors"
         r = subprocess.run([spire, "run", onnx_path, "--inputs", inp, "--outputs", out, "--device", dev,
-                            "--bench", "50"], capture_output=True, text=True)
+                            "--bench", "50"] + os.environ.get("SPIRE_RUN_ARGS", "").split(),
+                           capture_output=True, text=True)
         m = re.search(rf"^{re.escape(dev)}\s+\d+\s+([0-9.]+)", r.stdout, re.M)
         if r.returncode != 0 or not m:
             print(f"{name:<14} {batch:>5} {dev:<9} FAILED: {(r.stdout + r.stderr).strip()[-300:]}")

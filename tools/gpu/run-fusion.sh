@@ -14,6 +14,7 @@ for b in 64 8192; do
   $B/spire_bench_lenet_step --device all --batch $b --runs 50 --top 8 2>&1 | tee $OUT/lenet_step_b$b.txt
 done
 python3 benchmarks/torch_lenet_step.py 64 8192 2>&1 | grep -v Warning | tee $OUT/torch_lenet_step.txt
-for dev in cuda:0 vulkan:0; do
+[ -d .gpu/data ] && for dev in cuda:0 vulkan:0; do
   timeout 120 $B/spire train lenet --device $dev --data .gpu/data --epochs 2 2>&1 | grep -E "^(device|compiled|epoch [0-9]:)" | tee $OUT/train_${dev/:/}.txt
 done
+bash tools/gpu/run-models.sh 2>&1 | tail -12
