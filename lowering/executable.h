@@ -3,7 +3,8 @@
 //
 // Parameters and optimizer state stay on the device across steps (the graph's state updates are copied
 // into their targets at the end of each step, inside the same stream); only what get() asks for is
-// downloaded.
+// downloaded. Inputs fed and outputs read every step can be streamed (CompileOptions::streamed_inputs and
+// streamed_outputs), so that a whole step, feeding and reading included, is one submit and one wait.
 #pragma once
 
 #include <memory>
@@ -28,6 +29,21 @@ struct CompileOptions {
   const TuningChoices* tuning = nullptr;
   // Record a timestamp after every launch, so last_launch_times() can tell where a step's time goes.
   bool profile = false;
+  // Streamed values: graph inputs fed before every step and graph outputs read after every step (a training
+  // step's minibatch and its loss). Without streaming, each set() and get() is a transfer of its own: a submit
+  // and a wait, tens of microseconds on a GPU, several per step. A streamed value instead has a host-visible
+  // buffer that the step's own recorded stream copies from at its start (inputs) and into at its end (outputs),
+  // so set()/set_raw() of a streamed input and get()/get_raw() of a streamed output are host memcpys, and a step
+  // that feeds and reads only streamed values costs one submit and one wait on every backend.
+  //   streamed_inputs: names of graph inputs (parameters and state are refused: the copy at the start of every
+  //     step would overwrite their updates). The step sees the value last set before it; get() returns that value.
+  //   streamed_outputs: graph output names. get()/get_raw() return what the last step() produced, the same
+  //     values as without streaming; before the first step() they throw graph::GraphError (there is no value).
+  // compile() refuses (graph::GraphError) a name the graph does not have as such, or a name given twice, naming
+  // it and listing the graph's inputs or outputs.
+  // ({}: designated initializers may leave these out without a -Wmissing-field-initializers warning)
+  std::vector<std::string> streamed_inputs{};
+  std::vector<std::string> streamed_outputs{};
 };
 
 // One launch's device time in the last step (CompileOptions::profile).
@@ -41,14 +57,16 @@ class Executable {
  public:
   virtual ~Executable() = default;
   // Uploads an input, parameter or state by node name; throws graph::GraphError for an unknown name or a
-  // dtype/shape differing from the graph's declaration (naming both).
+  // dtype/shape differing from the graph's declaration (naming both). A streamed input is only stored on the
+  // host: the next step() copies it in.
   virtual void set(const std::string& name, const graph::Tensor& t) = 0;
   // Fast path for inputs fed every step: raw host data already in the device type (f32 for f32 inputs, i32
-  // for i32/i64 inputs), exactly the value's element count.
+  // for i32/i64 inputs), exactly the value's element count. Fastest for a streamed input (a memcpy).
   virtual void set_raw(const std::string& name, const void* data, size_t bytes) = 0;
   // Runs one step (submit + wait).
   virtual void step() = 0;
-  // Downloads a graph output (by output name), parameter or state (by node name), in the value's dtype.
+  // Downloads a graph output (by output name), parameter or state (by node name), in the value's dtype. A
+  // streamed output or input is read from its host copy, with no device work.
   virtual graph::Tensor get(const std::string& name) = 0;
   // Raw download of an f32 output into `out` (element count must match).
   virtual void get_raw(const std::string& name, void* out, size_t bytes) = 0;

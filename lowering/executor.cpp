@@ -10,14 +10,12 @@
 #include "lowering/executable.h"
 #include "lowering/device_bytes.h"
 #include "lowering/plan.h"
+#include "lowering/poison.h"
+#include "lowering/streamed_values.h"
 
 namespace spire::lowering {
 
 namespace {
-
-// Written into every buffer at allocation: as f32 (0x7FF80000) and as f64 (0x7FF800007FF80000) a NaN, as an
-// integer a large number, as a bool neither 0 nor 1. A value nobody wrote stays visibly wrong.
-constexpr uint32_t kPoison = 0x7FF80000u;
 
 std::string names_of_launches_using(const Plan& p, int32_t kernel) {
   std::string s;
@@ -32,6 +30,8 @@ class CompiledStep final : public Executable {
   CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt) : dev_(dev), profile_(opt.profile) {
     plan_ = lower(g, dev.info(), opt.passes, opt.tuning);
     if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
+    // Before the kernels compile, so a wrong name is refused at once.
+    streamed_ = std::make_unique<StreamedValues>(dev_, plan_, opt.streamed_inputs, opt.streamed_outputs);
     compile_kernels();
     allocate();
     record();
@@ -47,7 +47,10 @@ class CompiledStep final : public Executable {
                                           graph::shape_to_string(t.shape)));
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     auto bytes = to_device_bytes(t, b.slot.type, name);
-    if (!bytes.empty()) dev_.upload(*owned_[size_t(nv.buffer)], bytes.data(), bytes.size());
+    if (streamed_->is_input(name))
+      streamed_->write_input(name, bytes.data(), bytes.size());
+    else if (!bytes.empty())
+      dev_.upload(*owned_[size_t(nv.buffer)], bytes.data(), bytes.size());
   }
 
   void set_raw(const std::string& name, const void* data, size_t bytes) override {
@@ -57,11 +60,16 @@ class CompiledStep final : public Executable {
       throw graph::GraphError(fmt::format("set_raw('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
                                           nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
                                           bytes));
-    if (bytes) dev_.upload(*owned_[size_t(nv.buffer)], data, bytes);
+    if (streamed_->is_input(name))
+      streamed_->write_input(name, data, bytes);
+    else if (bytes)
+      dev_.upload(*owned_[size_t(nv.buffer)], data, bytes);
   }
 
   void step() override {
+    streamed_->before_step();
     dev_.submit(*stream_)->wait();
+    streamed_->after_step();
     last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
   }
 
@@ -69,7 +77,7 @@ class CompiledStep final : public Executable {
     const NamedValue& nv = readable(name);
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     std::vector<uint8_t> bytes(b.bytes());
-    if (!bytes.empty()) dev_.download(*owned_[size_t(nv.buffer)], bytes.data(), bytes.size());
+    read(name, nv, bytes.data(), bytes.size(), "get");
     return from_device_bytes(bytes, b.slot.type, nv.type);
   }
 
@@ -80,7 +88,7 @@ class CompiledStep final : public Executable {
       throw graph::GraphError(fmt::format("get_raw('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
                                           nv.type.to_string(), b.bytes(), b.slot.elements,
                                           kir::type_name(b.slot.type), bytes));
-    if (bytes) dev_.download(*owned_[size_t(nv.buffer)], out, bytes);
+    read(name, nv, out, bytes, "get_raw");
   }
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
@@ -92,7 +100,7 @@ class CompiledStep final : public Executable {
     for (size_t i = 0; i < plan_.launches.size(); ++i) {
       const Launch& l = plan_.launches[i];
       out.push_back({l.node, plan_.kernels[size_t(l.kernel)].name,
-                     stream_->elapsed_ms(i == 0 ? t_begin_ : launch_ends_[i - 1], launch_ends_[i])});
+                     stream_->elapsed_ms(i == 0 ? launches_begin_ : launch_ends_[i - 1], launch_ends_[i])});
     }
     return out;
   }
@@ -114,6 +122,17 @@ class CompiledStep final : public Executable {
                                           name));
     throw graph::GraphError(fmt::format("set('{}'): the graph has no input, parameter or state of that name (it has: {})",
                                         name, known_names(false)));
+  }
+
+  // The bytes of a value readable() found: a streamed output's or input's from its host copy, anything else by a
+  // download.
+  void read(const std::string& name, const NamedValue& nv, void* out, size_t bytes, const char* what) const {
+    if (plan_.outputs.count(name)) {
+      if (streamed_->is_output(name)) return streamed_->read_output(name, out, bytes, what);
+    } else if (streamed_->is_input(name)) {
+      return streamed_->read_input(name, out, bytes);
+    }
+    if (bytes) dev_.download(*owned_[size_t(nv.buffer)], out, bytes);
   }
 
   const NamedValue& readable(const std::string& name) const {
@@ -171,6 +190,9 @@ class CompiledStep final : public Executable {
   void record() {
     stream_ = dev_.record();
     t_begin_ = stream_->timestamp();
+    streamed_->record_feeds(*stream_, views_);
+    // The first launch's time starts after the streamed inputs' copies (profiling only: a timestamp costs time).
+    launches_begin_ = profile_ ? stream_->timestamp() : t_begin_;
     std::vector<rt::BufferView> views;
     for (const Launch& l : plan_.launches) {
       views.clear();
@@ -185,6 +207,7 @@ class CompiledStep final : public Executable {
       if (from.size) stream_->copy(from, to);
     }
     if (!plan_.copies.empty()) stream_->barrier();
+    streamed_->record_readbacks(*stream_, views_);
     t_end_ = stream_->timestamp();
     stream_->finish();
   }
@@ -195,8 +218,9 @@ class CompiledStep final : public Executable {
   std::shared_ptr<rt::Buffer> arena_;
   std::vector<std::shared_ptr<rt::Buffer>> owned_;  // persistent buffers (null for arena-placed ones)
   std::vector<rt::BufferView> views_;               // every buffer's binding
+  std::unique_ptr<StreamedValues> streamed_;  // before stream_: the recorded copies use its buffers, so it goes last
   std::unique_ptr<rt::CommandStream> stream_;
-  uint32_t t_begin_ = 0, t_end_ = 0;
+  uint32_t t_begin_ = 0, t_end_ = 0, launches_begin_ = 0;
   bool profile_ = false;
   std::vector<uint32_t> launch_ends_;  // profile_: the timestamp after each launch
   double last_ms_ = 0;

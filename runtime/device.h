@@ -78,6 +78,13 @@ class Buffer {
   virtual ~Buffer() = default;
   virtual uint64_t size() const = 0;
   virtual Memory memory() const = 0;
+  // Where the host reads and writes the buffer's bytes directly: never null for Memory::HostVisible (when size() > 0);
+  // for DeviceLocal, the address where that memory is host visible too and the runtime mapped it (lavapipe,
+  // integrated GPUs on Vulkan), else null. It lets a caller feed and read a recorded stream through copies inside
+  // the stream, with a plain memcpy and no transfer of its own. The host may touch these bytes only while no
+  // submitted work uses the buffer: what it wrote before submit() is what that submission reads, and what the
+  // submission wrote is readable once its fence was waited for.
+  virtual void* mapped() const = 0;
 };
 
 // A view of part of a buffer, as a kernel binding or a copy operand. size 0 means "to the end".
@@ -160,10 +167,19 @@ class Fence {
   virtual bool ready() = 0;
 };
 
+// How often the host handed work to a device and how often it blocked until the device was done, since the device
+// was opened. Each is a round trip of tens of microseconds on a GPU, the cost that recorded streams and mapped
+// buffers exist to avoid; tests read the counts to hold a training step to one submit and one wait.
+struct SyncCounts {
+  uint64_t submits = 0;  // submit() of a stream, and each synchronous transfer or fill that ran on the device
+  uint64_t waits = 0;    // wait() on a fence not yet seen complete, wait_idle(), and a synchronous transfer's or fill's
+};
+
 class Device {
  public:
   virtual ~Device() = default;
   virtual const DeviceInfo& info() const = 0;
+  virtual SyncCounts sync_counts() const = 0;
 
   virtual std::shared_ptr<Buffer> alloc(uint64_t bytes, Memory memory = Memory::DeviceLocal) = 0;
   // Synchronous transfers (they wait for the device); offsets in bytes.

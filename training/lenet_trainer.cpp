@@ -22,14 +22,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// The forward pass alone, for evaluation: x [batch,1,28,28] -> logits [batch,10].
-graph::Graph lenet_forward_graph(int64_t batch, const std::string& relu_op = "relu") {
-  graph::Graph g;
-  auto x = g.input("x", graph::DType::F32, {batch, 1, 28, 28});
-  g.output("logits", nn::make_lenet(relu_op).forward(nn::Scope(g, graph::DType::F32), x));
-  return g;
-}
-
 // Parameters by PyTorch name: loaded from a checkpoint (checked against LeNet's names and shapes) or
 // freshly initialised as PyTorch would.
 nn::NamedTensors initial_parameters(const std::string& load, uint64_t seed) {
@@ -69,6 +61,21 @@ void check_eval_batch(int64_t eval_batch, const io::FashionMnist& test) {
 
 }  // namespace
 
+graph::Graph lenet_forward_graph(int64_t batch, const std::string& relu_op) {
+  graph::Graph g;
+  auto x = g.input("x", graph::DType::F32, {batch, 1, 28, 28});
+  g.output("logits", nn::make_lenet(relu_op).forward(nn::Scope(g, graph::DType::F32), x));
+  return g;
+}
+
+lowering::CompileOptions lenet_step_compile_options(const lowering::TuningChoices* tuning) {
+  return {.tuning = tuning, .streamed_inputs = {"x", "y"}, .streamed_outputs = {"loss"}};
+}
+
+lowering::CompileOptions lenet_forward_compile_options(const lowering::TuningChoices* tuning) {
+  return {.tuning = tuning, .streamed_inputs = {"x"}, .streamed_outputs = {"logits"}};
+}
+
 std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   if (opt.epochs <= 0) throw std::invalid_argument("--epochs must be positive");
   if (!(opt.lr > 0)) throw std::invalid_argument("--lr must be positive");
@@ -102,8 +109,8 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     fmt::print(log, "{}", lowering::dump_summary(report, opt.dump_dir));
   }
   auto t0 = Clock::now();
-  auto step = lowering::compile(step_graph, *device, {.tuning = &choices});
-  auto forward = lowering::compile(forward_graph, *device, {.tuning = &choices});
+  auto step = lowering::compile(step_graph, *device, lenet_step_compile_options(&choices));
+  auto forward = lowering::compile(forward_graph, *device, lenet_forward_compile_options(&choices));
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());
 
@@ -156,7 +163,7 @@ double eval_lenet(const EvalOptions& opt, std::FILE* log) {
   io::FashionMnist test = io::load_fashion_mnist(opt.data_dir, io::Split::Test);
   check_eval_batch(opt.eval_batch, test);
   auto device = rt::open_device(opt.device);
-  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device);
+  auto forward = lowering::compile(lenet_forward_graph(opt.eval_batch), *device, lenet_forward_compile_options());
   for (const auto& [name, t] : params) forward->set(name, t);
   double acc = test_accuracy(*forward, test, opt.eval_batch, opt.pixel_mean, opt.pixel_std);
   fmt::print(log, "device {}: test accuracy {:.2f}% ({} images)\n", device->info().id, 100 * acc, test.images.count);

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "io/idx.h"
+#include "ir/graph/graph.h"
+#include "lowering/executable.h"
 
 namespace spire::training {
 
@@ -44,6 +46,15 @@ struct EpochReport {
   double train_seconds = 0;     // wall time of the epoch's training steps (data preparation included)
   double images_per_second = 0;
 };
+
+// The forward pass alone, for the test set: x [batch,1,28,28] -> logits [batch,10].
+graph::Graph lenet_forward_graph(int64_t batch, const std::string& relu_op = "relu");
+
+// How the training step and the test-set forward pass are compiled: what they take and give every minibatch is
+// streamed (x and y in, the loss out; x in, the logits out), so each minibatch costs one submit and one wait
+// instead of a round trip per transfer (lowering/executable.h). The tests hold a step to that.
+lowering::CompileOptions lenet_step_compile_options(const lowering::TuningChoices* tuning = nullptr);
+lowering::CompileOptions lenet_forward_compile_options(const lowering::TuningChoices* tuning = nullptr);
 
 // Prints progress and one line per epoch to `log`; returns the per-epoch figures.
 std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log = stderr);

@@ -119,7 +119,7 @@ void CudaCommandStream::copy(BufferView src, BufferView dst) {
   CUdeviceptr d = view_pointer(dst, "destination", "copy");
   if (dst.bytes() != bytes)
     throw Error(fmt::format("{}: copy of {} bytes into a view of {} bytes", ctx_->id(), bytes, dst.bytes()));
-  // The driver's device-to-device copy is undefined for overlapping ranges; Vulkan's is invalid.
+  // The driver's copy is undefined for overlapping ranges; Vulkan's is invalid.
   if (s < d + bytes && d < s + bytes)
     throw Error(fmt::format("{}: copy of {} bytes between overlapping views (offsets {} and {} of one buffer)",
                             ctx_->id(), bytes, src.offset, dst.offset));
@@ -237,7 +237,8 @@ void CudaCommandStream::replay(CUstream stream, bool capturing) {
                     fmt::format("(kernel '{}', grid {}x{}x{}, block {}x{}x{})", l->kernel, l->grid[0], l->grid[1],
                                 l->grid[2], l->block[0], l->block[1], l->block[2]));
     } else if (auto* cp = std::get_if<Copy>(&c)) {
-      ctx_->check(a.cuMemcpyDtoDAsync(cp->dst, cp->src, cp->bytes, stream), "cuMemcpyDtoDAsync");
+      // Unified addressing: either side may be host-visible (pinned host) memory.
+      ctx_->check(a.cuMemcpyAsync(cp->dst, cp->src, cp->bytes, stream), "cuMemcpyAsync");
     } else if (auto* f = std::get_if<Fill>(&c)) {
       if (f->words) ctx_->check(a.cuMemsetD32Async(f->dst, f->pattern, f->words, stream), "cuMemsetD32Async");
       // A cut-off last word takes the pattern's first (little-endian) bytes, as Device::fill's tail does.

@@ -26,6 +26,11 @@ Context::~Context() {
 
 void Context::make_current() const { check(api().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
 
+void Context::synchronize(std::string_view what) {
+  count_wait();
+  check(api().cuStreamSynchronize(stream_), "cuStreamSynchronize", what);
+}
+
 CUevent Context::take_fence_event() {
   {
     std::lock_guard lock(pool_mutex_);

@@ -3,6 +3,7 @@
 // so the context outlives the last of them whatever order the user drops them in.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,13 @@ class Context {
   CUevent take_fence_event();
   void return_fence_event(CUevent e);
 
+  // Device::sync_counts: every submit of work from the host and every host wait for the device is counted here.
+  void count_submit() { ++submits_; }
+  void count_wait() { ++waits_; }
+  SyncCounts sync_counts() const { return {submits_.load(), waits_.load()}; }
+  // Waits (counted) until everything enqueued on stream() is done; `what` says after what, for the error message.
+  void synchronize(std::string_view what);
+
  private:
   const Driver& driver_;
   DeviceInfo info_;
@@ -45,6 +53,7 @@ class Context {
   CUstream stream_ = nullptr;
   std::mutex pool_mutex_;
   std::vector<CUevent> free_events_;
+  std::atomic<uint64_t> submits_{0}, waits_{0};
 };
 
 }  // namespace spire::rt::cuda

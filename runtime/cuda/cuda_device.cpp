@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -20,20 +21,26 @@ class CudaFence final : public Fence {
   CudaFence(std::shared_ptr<Context> ctx, CUevent e) : ctx_(std::move(ctx)), event_(e) {}
   ~CudaFence() override { ctx_->return_fence_event(event_); }
   void wait() override {
+    if (done_) return;
     ctx_->make_current();
+    ctx_->count_wait();
     ctx_->check(ctx_->api().cuEventSynchronize(event_), "cuEventSynchronize", "(waiting for a submitted command stream)");
+    done_ = true;
   }
   bool ready() override {
+    if (done_) return true;
     ctx_->make_current();
     CUresult r = ctx_->api().cuEventQuery(event_);
     if (r == CUDA_ERROR_NOT_READY) return false;
     ctx_->check(r, "cuEventQuery", "(polling a submitted command stream)");
+    done_ = true;
     return true;
   }
 
  private:
   std::shared_ptr<Context> ctx_;
   CUevent event_;
+  bool done_ = false;  // seen complete: a second wait() neither calls the driver nor counts as a wait
 };
 
 // Where a PTX module the driver rejected is saved, so the failure can be reproduced with ptxas.
@@ -54,7 +61,10 @@ CudaBuffer::~CudaBuffer() {
     ctx_->make_current();
   } catch (...) {  // destructors must not throw
   }
-  ctx_->api().cuMemFree(ptr_);
+  if (host_)
+    ctx_->api().cuMemFreeHost(host_);
+  else
+    ctx_->api().cuMemFree(ptr_);
 }
 
 Module::~Module() {
@@ -87,6 +97,7 @@ std::shared_ptr<Buffer> CudaDevice::alloc(uint64_t bytes, Memory memory) {
                                   d.name, bytes, bytes_text(bytes), d.memory_bytes, bytes_text(d.memory_bytes)));
   if (bytes == 0) return std::make_shared<CudaBuffer>(ctx_, 0, 0, memory);
   ctx_->make_current();
+  if (memory == Memory::HostVisible) return alloc_host_visible(bytes);
   CUdeviceptr p = 0;
   CUresult r = ctx_->api().cuMemAlloc(&p, bytes);
   if (r == CUDA_ERROR_OUT_OF_MEMORY)
@@ -96,6 +107,24 @@ std::shared_ptr<Buffer> CudaDevice::alloc(uint64_t bytes, Memory memory) {
   return std::make_shared<CudaBuffer>(ctx_, p, bytes, memory);
 }
 
+std::shared_ptr<Buffer> CudaDevice::alloc_host_visible(uint64_t bytes) {
+  const DeviceInfo& d = info();
+  const DriverApi& a = ctx_->api();
+  void* host = nullptr;
+  CUresult r = a.cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_DEVICEMAP);
+  if (r == CUDA_ERROR_OUT_OF_MEMORY)
+    throw OutOfMemory(fmt::format("{} ({}): out of pinned host memory allocating {} bytes ({}) of host-visible memory: {}",
+                                  d.id, d.name, bytes, bytes_text(bytes), result_text(ctx_->driver(), r)));
+  ctx_->check(r, "cuMemHostAlloc", fmt::format("({} bytes of host-visible memory)", bytes));
+  CUdeviceptr p = 0;
+  r = a.cuMemHostGetDevicePointer(&p, host, 0);
+  if (r != CUDA_SUCCESS) {
+    a.cuMemFreeHost(host);
+    ctx_->check(r, "cuMemHostGetDevicePointer", "(of new host-visible memory)");
+  }
+  return std::make_shared<CudaBuffer>(ctx_, p, bytes, Memory::HostVisible, host);
+}
+
 void CudaDevice::upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset) {
   const CudaBuffer& b = own(dst, "upload");
   if (offset > b.size() || bytes > b.size() - offset)
@@ -103,8 +132,14 @@ void CudaDevice::upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t o
                             offset, b.size()));
   if (!bytes) return;
   ctx_->make_current();
+  if (b.mapped()) {  // host memory: once the work that may use it is done, the host writes it itself
+    ctx_->synchronize("(before writing host-visible memory)");
+    std::memcpy(static_cast<char*>(b.mapped()) + offset, src, bytes);
+    return;
+  }
+  ctx_->count_submit();
   ctx_->check(ctx_->api().cuMemcpyHtoDAsync(b.ptr() + offset, src, bytes, ctx_->stream()), "cuMemcpyHtoDAsync");
-  ctx_->check(ctx_->api().cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after an upload)");
+  ctx_->synchronize("(after an upload)");
 }
 
 void CudaDevice::download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset) {
@@ -114,14 +149,27 @@ void CudaDevice::download(const Buffer& src, void* dst, uint64_t bytes, uint64_t
                             offset, b.size()));
   if (!bytes) return;
   ctx_->make_current();
+  if (b.mapped()) {
+    ctx_->synchronize("(before reading host-visible memory)");
+    std::memcpy(dst, static_cast<const char*>(b.mapped()) + offset, bytes);
+    return;
+  }
+  ctx_->count_submit();
   ctx_->check(ctx_->api().cuMemcpyDtoHAsync(dst, b.ptr() + offset, bytes, ctx_->stream()), "cuMemcpyDtoHAsync");
-  ctx_->check(ctx_->api().cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after a download)");
+  ctx_->synchronize("(after a download)");
 }
 
 void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
   const CudaBuffer& b = own(dst, "fill");
   if (!b.size()) return;
   ctx_->make_current();
+  if (b.mapped()) {
+    ctx_->synchronize("(before filling host-visible memory)");
+    auto* bytes = static_cast<unsigned char*>(b.mapped());
+    for (uint64_t i = 0; i < b.size(); ++i) bytes[i] = static_cast<unsigned char>(pattern >> (8 * (i % 4)));
+    return;
+  }
+  ctx_->count_submit();
   const DriverApi& a = ctx_->api();
   uint64_t words = b.size() / 4;
   if (words) ctx_->check(a.cuMemsetD32Async(b.ptr(), pattern, words, ctx_->stream()), "cuMemsetD32Async");
@@ -130,7 +178,7 @@ void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
     auto byte = static_cast<unsigned char>(pattern >> (8 * (i % 4)));
     ctx_->check(a.cuMemsetD8Async(b.ptr() + i, byte, 1, ctx_->stream()), "cuMemsetD8Async");
   }
-  ctx_->check(a.cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(after a fill)");
+  ctx_->synchronize("(after a fill)");
 }
 
 std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const KernelBinary& binary) {
@@ -210,6 +258,7 @@ std::unique_ptr<Fence> CudaDevice::submit(CommandStream& s) {
   if (!cs) throw Error(fmt::format("{}: submit of a command stream recorded by another backend", ctx_->id()));
   if (cs->context() != ctx_.get())
     throw Error(fmt::format("{}: submit of a command stream recorded on {}", ctx_->id(), cs->context()->id()));
+  ctx_->count_submit();
   cs->enqueue(ctx_->stream());
   CUevent e = ctx_->take_fence_event();
   CUresult r = ctx_->api().cuEventRecord(e, ctx_->stream());
@@ -222,7 +271,7 @@ std::unique_ptr<Fence> CudaDevice::submit(CommandStream& s) {
 
 void CudaDevice::wait_idle() {
   ctx_->make_current();
-  ctx_->check(ctx_->api().cuStreamSynchronize(ctx_->stream()), "cuStreamSynchronize", "(wait_idle)");
+  ctx_->synchronize("(wait_idle)");
 }
 
 }  // namespace spire::rt::cuda

@@ -6,7 +6,8 @@
 //   SPIRE_CUDA_GRAPHS=0     replay recorded streams as launch lists instead of CUDA graphs.
 //
 // All work of a device runs in order on one non-blocking stream of its primary context: uploads, downloads
-// and fills are enqueued there and waited for, and submit() enqueues a recorded stream (a CUDA graph
+// and fills of device memory are enqueued there and waited for (those of host-visible memory wait for the
+// stream, then the host does them in place), and submit() enqueues a recorded stream (a CUDA graph
 // launch, or its prepared launch list) followed by a fence event. Methods may be called from any thread;
 // one device is not meant to be driven by several threads at once, except compile(), which is thread-safe.
 #pragma once
@@ -28,6 +29,7 @@ class CudaDevice final : public Device {
   ~CudaDevice() override;
 
   const DeviceInfo& info() const override { return ctx_->info(); }
+  SyncCounts sync_counts() const override { return ctx_->sync_counts(); }
   std::shared_ptr<Buffer> alloc(uint64_t bytes, Memory memory = Memory::DeviceLocal) override;
   void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) override;
   void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) override;
@@ -44,6 +46,7 @@ class CudaDevice final : public Device {
 
  private:
   const CudaBuffer& own(const Buffer& b, const char* what) const;
+  std::shared_ptr<Buffer> alloc_host_visible(uint64_t bytes);
   std::shared_ptr<Module> load_module(const std::string& ptx, const KernelBinary& binary);
 
   std::shared_ptr<Context> ctx_;

@@ -71,6 +71,10 @@ Driver load() {
   need("cuMemcpyHtoDAsync", a.cuMemcpyHtoDAsync);
   need("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync);
   need("cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
+  need("cuMemcpyAsync", a.cuMemcpyAsync);
+  need("cuMemHostAlloc", a.cuMemHostAlloc);
+  need("cuMemFreeHost", a.cuMemFreeHost);
+  need("cuMemHostGetDevicePointer", a.cuMemHostGetDevicePointer);
   need("cuMemsetD32Async", a.cuMemsetD32Async);
   need("cuMemsetD8Async", a.cuMemsetD8Async);
   need("cuStreamCreate", a.cuStreamCreate);

@@ -73,6 +73,7 @@ inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
 inline constexpr unsigned CU_EVENT_DISABLE_TIMING = 0x2;
 inline constexpr unsigned CU_EVENT_RECORD_EXTERNAL = 0x1;  // in stream capture: an event record node
 inline constexpr CUstreamCaptureMode CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+inline constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x02;  // pinned host memory the device can address
 inline constexpr uint64_t CU_GET_PROC_ADDRESS_DEFAULT = 0;
 
 // Entry points (CUDA 12.0 variants; see the top of this file).
@@ -99,6 +100,11 @@ struct DriverApi {
   CUresult (*cuMemcpyHtoDAsync)(CUdeviceptr dst, const void* src, size_t bytes, CUstream stream) = nullptr;
   CUresult (*cuMemcpyDtoHAsync)(void* dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
   CUresult (*cuMemcpyDtoDAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  // Unified addressing: the direction follows from the pointers (device memory or pinned host memory).
+  CUresult (*cuMemcpyAsync)(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) = nullptr;
+  CUresult (*cuMemHostAlloc)(void** host, size_t bytes, unsigned flags) = nullptr;
+  CUresult (*cuMemFreeHost)(void* host) = nullptr;
+  CUresult (*cuMemHostGetDevicePointer)(CUdeviceptr* ptr, void* host, unsigned flags) = nullptr;
   CUresult (*cuMemsetD32Async)(CUdeviceptr dst, unsigned value, size_t count, CUstream stream) = nullptr;
   CUresult (*cuMemsetD8Async)(CUdeviceptr dst, unsigned char value, size_t count, CUstream stream) = nullptr;
   CUresult (*cuStreamCreate)(CUstream* stream, unsigned flags) = nullptr;

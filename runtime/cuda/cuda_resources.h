@@ -9,15 +9,19 @@
 
 namespace spire::rt::cuda {
 
-// Device memory from cuMemAlloc. Memory::HostVisible is device memory too: CUDA has no mapped device-local
-// memory to offer, and upload/download behave the same for both kinds (a staging copy through the driver).
+// Memory::DeviceLocal is device memory from cuMemAlloc, which the host reaches only through the driver's copies.
+// Memory::HostVisible is pinned host memory mapped into the device's address space (cuMemHostAlloc with
+// DEVICEMAP): the host reads and writes it in place (mapped()), kernels and in-stream copies reach it through
+// ptr(), and a copy in a recorded stream moves it to or from device memory with no transfer of its own.
 class CudaBuffer final : public Buffer {
  public:
-  CudaBuffer(std::shared_ptr<Context> ctx, CUdeviceptr ptr, uint64_t bytes, Memory memory)
-      : ctx_(std::move(ctx)), ptr_(ptr), bytes_(bytes), memory_(memory) {}
+  // `host`: the pinned allocation of a HostVisible buffer (ptr is its device address), null for device memory.
+  CudaBuffer(std::shared_ptr<Context> ctx, CUdeviceptr ptr, uint64_t bytes, Memory memory, void* host = nullptr)
+      : ctx_(std::move(ctx)), ptr_(ptr), bytes_(bytes), memory_(memory), host_(host) {}
   ~CudaBuffer() override;
   uint64_t size() const override { return bytes_; }
   Memory memory() const override { return memory_; }
+  void* mapped() const override { return host_; }
   CUdeviceptr ptr() const { return ptr_; }
   const Context* context() const { return ctx_.get(); }
 
@@ -26,6 +30,7 @@ class CudaBuffer final : public Buffer {
   CUdeviceptr ptr_;
   uint64_t bytes_;
   Memory memory_;
+  void* host_;
 };
 
 // A module loaded from PTX; unloaded when the last kernel using it and the device's cache let go.

@@ -25,7 +25,7 @@ class VulkanBuffer final : public Buffer {
   VkBuffer handle() const { return alloc_.buffer; }
   // The bytes fills may write: size() rounded up to whole 32-bit words (the VkBuffer's size for spire's own).
   uint64_t vk_bytes() const { return alloc_.vk_bytes; }
-  void* mapped() const { return alloc_.mapped; }
+  void* mapped() const override { return alloc_.mapped; }
   const Context& context() const { return *ctx_; }
   bool adopted() const { return adopted_; }
 

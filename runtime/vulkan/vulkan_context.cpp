@@ -129,12 +129,19 @@ Context::~Context() {
 
 void Context::submit(const VkSubmitInfo& si, VkFence fence) {
   QueueGuard guard(*this);
+  ++submits_;
   check(fn.vkQueueSubmit(queue, 1, &si, fence), "vkQueueSubmit", id());
 }
 
 void Context::wait_idle() {
   QueueGuard guard(*this);
+  ++waits_;
   check(fn.vkQueueWaitIdle(queue), "vkQueueWaitIdle", id());
+}
+
+VkResult Context::wait_for_fence(VkFence fence) {
+  ++waits_;
+  return fn.vkWaitForFences(device, 1, &fence, VK_TRUE, UINT64_MAX);
 }
 
 VkFence Context::acquire_fence() {
@@ -173,7 +180,7 @@ void Context::run_now(const std::function<void(VkCommandBuffer)>& record) {
   si.pCommandBuffers = &transfer_cmd_;
   check(fn.vkResetFences(device, 1, &transfer_fence_), "vkResetFences", id());
   submit(si, transfer_fence_);
-  check(fn.vkWaitForFences(device, 1, &transfer_fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", id());
+  check(wait_for_fence(transfer_fence_), "vkWaitForFences", id());
 }
 
 Allocation& Context::staging(uint64_t bytes) {

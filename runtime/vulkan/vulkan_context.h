@@ -7,6 +7,7 @@
 // host's, and every use of the shared queue goes through the host's lock when it gave one.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -56,6 +57,11 @@ struct Context {
   // Queue access is externally synchronized in Vulkan: every submit and wait goes through these.
   void submit(const VkSubmitInfo& si, VkFence fence);
   void wait_idle();
+  // Waits for one fence and returns vkWaitForFences' result unchecked (destructors wait too, and cannot throw).
+  // Every fence wait goes through it, so sync_counts() counts them all.
+  [[nodiscard]] VkResult wait_for_fence(VkFence fence);
+  // Device::sync_counts: queue submissions and host waits so far.
+  SyncCounts sync_counts() const { return {submits_.load(), waits_.load()}; }
 
   // Fences are recycled: a replayed stream should not create one per submission.
   VkFence acquire_fence();
@@ -86,6 +92,7 @@ struct Context {
   std::mutex queue_mutex_;
   std::mutex fence_mutex_;
   std::vector<VkFence> free_fences_;
+  std::atomic<uint64_t> submits_{0}, waits_{0};
   VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;
   VkFence transfer_fence_ = VK_NULL_HANDLE;

@@ -26,6 +26,7 @@ class VulkanDevice final : public Device {
  public:
   explicit VulkanDevice(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
   const DeviceInfo& info() const override { return ctx_->info(); }
+  SyncCounts sync_counts() const override { return ctx_->sync_counts(); }
 
   std::shared_ptr<Buffer> alloc(uint64_t bytes, Memory memory) override;
   void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset) override;

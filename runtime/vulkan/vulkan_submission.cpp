@@ -7,7 +7,7 @@ namespace spire::rt::vulkan {
 Submission::~Submission() {
   if (!done_) {
     // A destructor cannot throw; a lost device is reported and the fence abandoned rather than reused.
-    VkResult r = ctx_->fn.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX);
+    VkResult r = ctx_->wait_for_fence(fence_);
     if (r != VK_SUCCESS) {
       std::fprintf(stderr, "spire: waiting for a submission on %s failed with %s\n", ctx_->id().c_str(),
                    std::string(result_name(r)).c_str());
@@ -19,7 +19,7 @@ Submission::~Submission() {
 
 void Submission::wait() {
   if (done_) return;
-  check(ctx_->fn.vkWaitForFences(ctx_->device, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", ctx_->id());
+  check(ctx_->wait_for_fence(fence_), "vkWaitForFences", ctx_->id());
   done_ = true;
 }
 

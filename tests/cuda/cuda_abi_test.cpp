@@ -35,6 +35,10 @@ SPIRE_MINE(cuMemFree)
 SPIRE_MINE(cuMemcpyHtoDAsync)
 SPIRE_MINE(cuMemcpyDtoHAsync)
 SPIRE_MINE(cuMemcpyDtoDAsync)
+SPIRE_MINE(cuMemcpyAsync)
+SPIRE_MINE(cuMemHostAlloc)
+SPIRE_MINE(cuMemFreeHost)
+SPIRE_MINE(cuMemHostGetDevicePointer)
 SPIRE_MINE(cuMemsetD32Async)
 SPIRE_MINE(cuMemsetD8Async)
 SPIRE_MINE(cuStreamCreate)
@@ -55,6 +59,8 @@ SPIRE_MINE(cuGraphLaunch)
 SPIRE_MINE(cuGraphExecDestroy)
 SPIRE_MINE(cuGraphDestroy)
 #undef SPIRE_MINE
+// cuda.h defines this flag as a macro, which would rename ours too.
+constexpr unsigned kMemHostAllocDeviceMap = spire::rt::cuda::CU_MEMHOSTALLOC_DEVICEMAP;
 }  // namespace mine
 
 #include <cuda.h>
@@ -101,6 +107,10 @@ SPIRE_CHECK(cuMemFree, PFN_cuMemFree_v3020)
 SPIRE_CHECK(cuMemcpyHtoDAsync, PFN_cuMemcpyHtoDAsync_v3020)
 SPIRE_CHECK(cuMemcpyDtoHAsync, PFN_cuMemcpyDtoHAsync_v3020)
 SPIRE_CHECK(cuMemcpyDtoDAsync, PFN_cuMemcpyDtoDAsync_v3020)
+SPIRE_CHECK(cuMemcpyAsync, PFN_cuMemcpyAsync_v4000)
+SPIRE_CHECK(cuMemHostAlloc, PFN_cuMemHostAlloc_v2020)
+SPIRE_CHECK(cuMemFreeHost, PFN_cuMemFreeHost_v2000)
+SPIRE_CHECK(cuMemHostGetDevicePointer, PFN_cuMemHostGetDevicePointer_v3020)
 SPIRE_CHECK(cuMemsetD32Async, PFN_cuMemsetD32Async_v3020)
 SPIRE_CHECK(cuMemsetD8Async, PFN_cuMemsetD8Async_v3020)
 SPIRE_CHECK(cuStreamCreate, PFN_cuStreamCreate_v2000)
@@ -142,6 +152,7 @@ static_assert(spire::rt::cuda::CU_STREAM_NON_BLOCKING == ::CU_STREAM_NON_BLOCKIN
 static_assert(spire::rt::cuda::CU_EVENT_DISABLE_TIMING == ::CU_EVENT_DISABLE_TIMING);
 static_assert(spire::rt::cuda::CU_EVENT_RECORD_EXTERNAL == ::CU_EVENT_RECORD_EXTERNAL);
 static_assert(spire::rt::cuda::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL == ::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+static_assert(mine::kMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP);
 static_assert(spire::rt::cuda::CUDA_ERROR_OUT_OF_MEMORY == ::CUDA_ERROR_OUT_OF_MEMORY);
 static_assert(spire::rt::cuda::CUDA_ERROR_NOT_READY == ::CUDA_ERROR_NOT_READY);
 static_assert(sizeof(spire::rt::cuda::CUdeviceptr) == sizeof(::CUdeviceptr));

@@ -59,6 +59,7 @@ class CompileOnlyDevice final : public rt::Device {
  public:
   explicit CompileOnlyDevice(PtxChecker& checker) : checker_(checker), info_(h100_like()) {}
   const rt::DeviceInfo& info() const override { return info_; }
+  rt::SyncCounts sync_counts() const override { return {}; }
 
   std::shared_ptr<rt::Buffer> alloc(uint64_t bytes, rt::Memory memory) override {
     return std::make_shared<HostBuffer>(bytes, memory);
@@ -86,6 +87,7 @@ class CompileOnlyDevice final : public rt::Device {
     HostBuffer(uint64_t bytes, rt::Memory m) : data(bytes), mem(m) {}
     uint64_t size() const override { return data.size(); }
     rt::Memory memory() const override { return mem; }
+    void* mapped() const override { return const_cast<uint8_t*>(data.data()); }
     std::vector<uint8_t> data;
     rt::Memory mem;
   };

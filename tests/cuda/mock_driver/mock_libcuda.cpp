@@ -1,7 +1,8 @@
 // A stand-in libcuda.so.1 for testing runtime/cuda's plumbing on machines without a GPU.
 //
 // It models the slice of the driver runtime/cuda uses: one device, host memory as "device" memory (so
-// uploads, downloads, fills and copies give real results), streams that run work immediately, stream
+// uploads, downloads, fills and copies give real results), pinned host memory whose device address is its host
+// address (unified addressing), streams that run work immediately, stream
 // capture into graphs that replay it, events stamped with the host clock, and modules parsed and kernels run
 // by the PTX interpreter of tests/ptx/interp (so kernels compute real results, slowly, and an out-of-bounds
 // access faults with CUDA_ERROR_ILLEGAL_ADDRESS as on a GPU). Launches are checked against the entry's
@@ -63,7 +64,8 @@ struct State {
   bool initialized = false;
   int retained = 0;
   CUresult sticky = OK;
-  std::map<uint64_t, uint64_t> allocations;  // base -> bytes
+  std::map<uint64_t, uint64_t> allocations;  // base -> bytes, of device and pinned host memory alike
+  std::map<uint64_t, bool> pinned;            // the bases of cuMemHostAlloc's allocations
   int module_loads = 0;
   std::vector<LaunchRecord> launches;
   std::string last_fault;
@@ -264,8 +266,37 @@ CUresult cuMemAlloc_v2(uint64_t* p, size_t bytes) {
 CUresult cuMemFree_v2(uint64_t p) {
   if (!has_context()) return INVALID_CONTEXT;
   std::lock_guard lock(st().m);
-  if (!st().allocations.erase(p)) return INVALID_VALUE;
+  if (st().pinned.count(p) || !st().allocations.erase(p)) return INVALID_VALUE;
   std::free(reinterpret_cast<void*>(p));
+  return OK;
+}
+// Pinned host memory: with unified addressing its device address is the host address, as on a 64-bit GPU.
+CUresult cuMemHostAlloc(void** host, size_t bytes, unsigned flags) {
+  NEED_CONTEXT();
+  if (bytes == 0 || flags & ~7u) return INVALID_VALUE;
+  if (bytes > kTotalMemory) return OUT_OF_MEMORY;
+  void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
+  if (!mem) return OUT_OF_MEMORY;
+  std::lock_guard lock(st().m);
+  *host = mem;
+  st().allocations[reinterpret_cast<uint64_t>(mem)] = bytes;
+  st().pinned[reinterpret_cast<uint64_t>(mem)] = true;
+  return OK;
+}
+CUresult cuMemFreeHost(void* host) {
+  if (!has_context()) return INVALID_CONTEXT;
+  std::lock_guard lock(st().m);
+  auto p = reinterpret_cast<uint64_t>(host);
+  if (!st().pinned.erase(p)) return INVALID_VALUE;
+  st().allocations.erase(p);
+  std::free(host);
+  return OK;
+}
+CUresult cuMemHostGetDevicePointer_v2(uint64_t* ptr, void* host, unsigned flags) {
+  NEED_CONTEXT();
+  std::lock_guard lock(st().m);
+  if (flags != 0 || !st().pinned.count(reinterpret_cast<uint64_t>(host))) return INVALID_VALUE;
+  *ptr = reinterpret_cast<uint64_t>(host);
   return OK;
 }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void* src, size_t bytes, void* s) {
@@ -279,6 +310,11 @@ CUresult cuMemcpyDtoHAsync_v2(void* dst, uint64_t src, size_t bytes, void* s) {
   return submit(s, [=] { std::memcpy(dst, reinterpret_cast<void*>(src), bytes); return OK; });
 }
 CUresult cuMemcpyDtoDAsync_v2(uint64_t dst, uint64_t src, size_t bytes, void* s) {
+  NEED_CONTEXT();
+  if (!in_allocation(dst, bytes) || !in_allocation(src, bytes)) return INVALID_VALUE;
+  return submit(s, [=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes); return OK; });
+}
+CUresult cuMemcpyAsync(uint64_t dst, uint64_t src, size_t bytes, void* s) {
   NEED_CONTEXT();
   if (!in_allocation(dst, bytes) || !in_allocation(src, bytes)) return INVALID_VALUE;
   return submit(s, [=] { std::memmove(reinterpret_cast<void*>(dst), reinterpret_cast<void*>(src), bytes); return OK; });
@@ -466,6 +502,10 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, uint64_
       {"cuMemcpyHtoDAsync", (void*)&cuMemcpyHtoDAsync_v2},
       {"cuMemcpyDtoHAsync", (void*)&cuMemcpyDtoHAsync_v2},
       {"cuMemcpyDtoDAsync", (void*)&cuMemcpyDtoDAsync_v2},
+      {"cuMemcpyAsync", (void*)&cuMemcpyAsync},
+      {"cuMemHostAlloc", (void*)&cuMemHostAlloc},
+      {"cuMemFreeHost", (void*)&cuMemFreeHost},
+      {"cuMemHostGetDevicePointer", (void*)&cuMemHostGetDevicePointer_v2},
       {"cuMemsetD32Async", (void*)&cuMemsetD32Async},
       {"cuMemsetD8Async", (void*)&cuMemsetD8Async},
       {"cuStreamCreate", (void*)&cuStreamCreate},
