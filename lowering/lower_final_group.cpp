@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "lowering/index_map.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 #include "lowering/pointwise_tree.h"

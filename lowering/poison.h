@@ -6,15 +6,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "runtime/device.h"
+
 namespace spire::lowering {
 
 constexpr uint32_t kPoison = 0x7FF80000u;
 
-// Writes the pattern over `bytes` bytes of host memory as rt::Device::fill does: whole little-endian words, a last
-// partial word cut off.
-inline void poison_host_bytes(void* data, size_t bytes) {
-  auto* p = static_cast<unsigned char*>(data);
-  for (size_t i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(kPoison >> (8 * (i % 4)));
-}
+// Writes the pattern over `bytes` bytes of host memory as rt::Device::fill writes a buffer.
+inline void poison_host_bytes(void* data, size_t bytes) { rt::fill_host_bytes(data, bytes, kPoison); }
 
 }  // namespace spire::lowering

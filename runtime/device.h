@@ -73,6 +73,13 @@ enum class Memory : uint8_t {
   HostVisible,  // mapped memory the host reads and writes directly
 };
 
+// Writes `pattern` over `bytes` bytes of host memory the way Device::fill and CommandStream::fill write a buffer:
+// whole little-endian words, a last partial word cut off (its first bytes).
+inline void fill_host_bytes(void* data, uint64_t bytes, uint32_t pattern) {
+  auto* p = static_cast<unsigned char*>(data);
+  for (uint64_t i = 0; i < bytes; ++i) p[i] = static_cast<unsigned char>(pattern >> (8 * (i % 4)));
+}
+
 class Buffer {
  public:
   virtual ~Buffer() = default;

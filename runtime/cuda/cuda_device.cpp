@@ -165,8 +165,7 @@ void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
   ctx_->make_current();
   if (b.mapped()) {
     ctx_->synchronize("(before filling host-visible memory)");
-    auto* bytes = static_cast<unsigned char*>(b.mapped());
-    for (uint64_t i = 0; i < b.size(); ++i) bytes[i] = static_cast<unsigned char>(pattern >> (8 * (i % 4)));
+    fill_host_bytes(b.mapped(), b.size(), pattern);
     return;
   }
   ctx_->count_submit();
