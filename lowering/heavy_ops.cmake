@@ -11,6 +11,7 @@
 if(NOT TARGET spire_heavy_kernels)
   add_library(spire_heavy_kernels STATIC
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/heavy_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/workgroup_reduce.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tuning_config.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tiled_gemm.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/split_sum_kernel.cpp

@@ -3,8 +3,9 @@
 // The input splits into kept dims (one output element each) and reduced dims (R elements folded into
 // each output); each side's element offset comes from an IndexMap. Two templates:
 //   * loop: one invocation per output element walks its R elements (small R, or many outputs);
-//   * workgroup: one workgroup per output element; each invocation strides over R, then a shared-memory
-//     tree with barriers combines the partial results (large R);
+//   * workgroup: one workgroup per output element; each invocation strides over R, then the workgroup combines
+//     the partial results (heavy_kernels/workgroup_reduce.h: subgroup shuffles where the device has them, a
+//     shared-memory tree otherwise, in the same order either way) (large R);
 //   * split: few outputs over a very long R (a loss over a whole batch): R is cut into chunks, one workgroup
 //     per (output, chunk) writes partial results to scratch, and a second launch reduces those.
 // R == 1 (no axes, or only size-1 axes) moves no data: the result aliases the input.
@@ -14,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "lowering/heavy_kernels/workgroup_reduce.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
@@ -100,13 +102,15 @@ kir::Kernel loop_kernel(const std::string& name, Type t, const Reduction& r, uin
 // One workgroup per (output, chunk): with chunks == 1 a workgroup folds a whole output's R elements and stores
 // the result; with chunks > 1 each folds R / chunks of them into partials[output * chunks + chunk], which a
 // second launch combines (lower_reduce), so an output over millions of elements still spreads over the device.
-kir::Kernel workgroup_kernel(const std::string& name, Type t, const Reduction& r, uint32_t wg, int64_t chunks = 1) {
+kir::Kernel workgroup_kernel(const std::string& name, Type t, const Reduction& r, uint32_t wg, uint32_t subgroup,
+                             int64_t chunks = 1) {
   const int64_t chunk_len = (r.reduced + chunks - 1) / chunks;
   kir::KernelBuilder kb(name, wg);
   kir::Buf x = kb.buffer("x", t, kir::Access::Read);
   kir::Buf y = kb.buffer(chunks == 1 ? "y" : "partials", t, kir::Access::Write);
   kir::Shared tile = kb.shared("tile", t, wg);
-  Val group = kb.group_id(), lid = kb.local_id();
+  heavy::WorkgroupReduce reduce(kb, wg, heavy::reduce_subgroup_size(subgroup, wg, t));
+  Val group = kb.group_id(), lid = reduce.element();
   Val groups = kb.u32(uint32_t(r.outputs * chunks));
   // Groups past the last one (a folded grid launches a few) redo the last group's work but never store, so
   // every invocation reaches every barrier.
@@ -122,12 +126,7 @@ kir::Kernel workgroup_kernel(const std::string& name, Type t, const Reduction& r
                         : kb.var("acc", kb.constant(t, 0));
   Val first = is_max ? begin + lid + wg : begin + lid;
   kb.for_(first, end, kb.u32(wg), [&](Val k) { acc = combine(r.combine, acc, element(kb, x, r, base, k)); });
-  tile[lid] = acc.get();
-  kb.barrier();
-  for (uint32_t stride = wg / 2; stride > 0; stride /= 2) {
-    kb.if_(lid < stride, [&] { tile[lid] = combine(r.combine, tile[lid], tile[lid + stride]); });
-    kb.barrier();
-  }
+  reduce.reduce(tile, acc.get(), r.combine == Combine::Sum ? heavy::TreeOp::Sum : heavy::TreeOp::Max);
   kb.if_((lid == 0u) & (group < groups), [&] {
     Val v = tile[0u];
     y[group] = chunks == 1 ? finalize(r, v) : v;
@@ -191,34 +190,34 @@ std::vector<ReduceConfig> candidates(const Reduction& r, const heavy::Limits& li
 
 // The launches of one reduction from buffer `in` to buffer `out` (program buffer indices).
 void add_reduction(KernelProgram& p, const std::string& stem, const std::string& suffix, Type t, const Reduction& r,
-                   const ReduceConfig& c, int32_t in, int32_t out) {
+                   const ReduceConfig& c, uint32_t subgroup, int32_t in, int32_t out) {
   if (c.workgroup)
-    p.launches.push_back({workgroup_kernel(stem + "_wg" + suffix, t, r, c.wg), {in, out}, uint64_t(r.outputs), {}});
+    p.launches.push_back({workgroup_kernel(stem + "_wg" + suffix, t, r, c.wg, subgroup), {in, out}, uint64_t(r.outputs), {}});
   else
     p.launches.push_back({loop_kernel(stem + "_loop" + suffix, t, r, c.wg), {in, out}, groups_for(r.outputs, c.wg), {}});
 }
 
 KernelProgram reduction_program(const std::string& stem, Type t, const Reduction& r, const ReduceConfig& c,
-                                std::vector<ProgramBuffer> io) {
+                                uint32_t subgroup, std::vector<ProgramBuffer> io) {
   // Two configs' kernels must differ in name where they differ at all: the heuristic's keep their old names.
   const std::string suffix = c == heuristic(r) ? "" : fmt::format("_w{}", c.wg);
   KernelProgram p;
   if (c.chunks == 1) {
     p.buffers = std::move(io);  // x, y
-    add_reduction(p, stem, suffix, t, r, c, 0, 1);
+    add_reduction(p, stem, suffix, t, r, c, subgroup, 0, 1);
     return p;
   }
   // Pass 1: partial results [outputs, chunks] in scratch; pass 2 reduces them like any other reduction. The
   // scratch is the program's first buffer, so the plan numbers it before x and y, as it always has.
   p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, r.outputs * c.chunks});
   p.buffers.insert(p.buffers.end(), io.begin(), io.end());  // then x, y
-  p.launches.push_back({workgroup_kernel(stem + fmt::format("_split{}", c.chunks) + suffix, t, r, c.wg, c.chunks), {1, 0},
+  p.launches.push_back({workgroup_kernel(stem + fmt::format("_split{}", c.chunks) + suffix, t, r, c.wg, subgroup, c.chunks), {1, 0},
                         uint64_t(r.outputs * c.chunks), {}});
   Reduction second = r;
   second.reduced = c.chunks;
   second.kept = IndexMap::strided({r.outputs}, {c.chunks});
   second.over = IndexMap::strided({c.chunks}, {1});
-  add_reduction(p, stem + "_combine", "", t, second, heuristic(second), 0, 2);
+  add_reduction(p, stem + "_combine", "", t, second, heuristic(second), subgroup, 0, 2);
   return p;
 }
 
@@ -237,8 +236,8 @@ std::optional<TunableOp> tunable_reduce(const graph::Graph& g, graph::Value v, c
             std::string(kir::type_name(t))};
   op.heuristic = heuristic(r).config();
   for (const ReduceConfig& c : candidates(r, limits)) op.candidates.push_back(c.config());
-  op.build = [stem, t, r, io = io_buffers(g, v)](const heavy::Config& c) {
-    return reduction_program(stem, t, r, ReduceConfig::from(c), io);
+  op.build = [stem, t, r, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& c) {
+    return reduction_program(stem, t, r, ReduceConfig::from(c), sg, io);
   };
   return op;
 }

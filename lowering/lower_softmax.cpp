@@ -19,8 +19,8 @@ TunableOp tunable_softmax(const graph::Graph& g, graph::Value v, const heavy::Li
             heavy::float_suffix(t, "softmax")};
   op.heuristic = heavy::softmax_heuristic(s).config();
   op.candidates = configs_of(heavy::row_candidates(heavy::softmax_heuristic(s), s.axis, limits));
-  op.build = [s, t, log, io = io_buffers(g, v)](const heavy::Config& c) {
-    heavy::HeavyKernel k = heavy::softmax_kernel(s, t, log, heavy::RowConfig::from(c));
+  op.build = [s, t, log, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& c) {
+    heavy::HeavyKernel k = heavy::softmax_kernel(s, t, log, heavy::RowConfig::from(c), sg);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;
@@ -36,10 +36,10 @@ TunableOp tunable_cross_entropy(const graph::Graph& g, graph::Value v, const hea
   op.key = {"cross_entropy", fmt::format("n{}_c{}", n, c), heavy::float_suffix(t, "cross_entropy")};
   op.heuristic = heavy::Config{{"wg", heavy::cross_entropy_heuristic(n)}};
   for (uint32_t wg : heavy::cross_entropy_candidates(n, limits)) op.candidates.push_back(heavy::Config{{"wg", wg}});
-  op.build = [n, c, t, io = io_buffers(g, v)](const heavy::Config& cfg) {
+  op.build = [n, c, t, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& cfg) {
     const int64_t wg = cfg.get("wg");
     if (wg < 1 || wg > 1024) throw std::invalid_argument(fmt::format("cross_entropy: config '{}': wg 1..1024", cfg.text()));
-    heavy::HeavyKernel k = heavy::cross_entropy_kernel(n, c, t, uint32_t(wg));
+    heavy::HeavyKernel k = heavy::cross_entropy_kernel(n, c, t, uint32_t(wg), sg);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;
@@ -54,8 +54,8 @@ TunableOp tunable_cross_entropy_grad(const graph::Graph& g, graph::Value v, cons
   op.key = {"cross_entropy_grad", fmt::format("n{}_c{}", n, c), heavy::float_suffix(t, "cross_entropy_grad")};
   op.heuristic = heavy::cross_entropy_grad_heuristic(n, c).config();
   op.candidates = configs_of(heavy::row_candidates(heavy::cross_entropy_grad_heuristic(n, c), c, limits));
-  op.build = [n, c, t, io = io_buffers(g, v)](const heavy::Config& cfg) {
-    heavy::HeavyKernel k = heavy::cross_entropy_grad_kernel(n, c, t, heavy::RowConfig::from(cfg));
+  op.build = [n, c, t, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& cfg) {
+    heavy::HeavyKernel k = heavy::cross_entropy_grad_kernel(n, c, t, heavy::RowConfig::from(cfg), sg);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;

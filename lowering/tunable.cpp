@@ -16,6 +16,8 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   uint32_t inv = info.max_workgroup_invocations;
   if (info.max_workgroup_size[0]) inv = inv ? std::min(inv, info.max_workgroup_size[0]) : info.max_workgroup_size[0];
   if (inv) l.max_invocations = std::min<uint32_t>(inv, 1024);
+  const uint32_t s = info.subgroup_size;
+  if (info.features.has(kir::Feature::SubgroupShuffle) && s >= 2 && s <= 128 && (s & (s - 1)) == 0) l.subgroup_size = s;
   return l;
 }
 

@@ -71,7 +71,7 @@ kir::Features apply_feature_mask(kir::Features available) {
     while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
     if (name.empty()) continue;
     bool known = false;
-    for (uint32_t bit = 1; bit <= uint32_t(kir::Feature::AtomicAddF32); bit <<= 1) {
+    for (uint32_t bit = 1; bit <= uint32_t(kir::kLastFeature); bit <<= 1) {
       if (kir::feature_name(kir::Feature(bit)) == name) {
         available.bits &= ~bit;
         known = true;

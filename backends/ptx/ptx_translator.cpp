@@ -74,6 +74,9 @@ std::string Translator::module() {
   if (k_.shared_bytes() > 48u * 1024)
     fail(fmt::format("{} bytes of workgroup memory exceed the 48 KiB static shared memory a CUDA block may declare",
                      k_.shared_bytes()));
+  if (k_.features.has(kir::Feature::SubgroupShuffle) && k_.workgroup_invocations() % 32 != 0)
+    fail(fmt::format("a kernel with subgroup operations needs whole warps, and its workgroup has {} invocations (not a "
+                     "multiple of 32)", k_.workgroup_invocations()));
 
   uint32_t target_sm = ptx_target_for(target_.sm);  // throws below the baseline
   std::string version = ptx_version_for(target_.sm);
@@ -126,6 +129,7 @@ void Translator::stmt(const kir::Instr& in) {
       w_.ins(fmt::format("mov.{} {}, {};", ptx_bits(in.type), dst, vars_[in.index]));
       break;
     case kir::Op::LoadBuffer: case kir::Op::LoadShared: case kir::Op::AtomicAdd: memory_op(in, dst); break;
+    case kir::Op::ShuffleXor: shuffle_xor(in, dst); break;
     default: value_op(in, dst); break;
   }
 }
@@ -181,7 +185,32 @@ void Translator::builtin(kir::Builtin b, const std::string& dst) {
     case Builtin::LocalIdX: w_.ins(fmt::format("mov.u32 {}, %tid.x;", dst)); break;
     case Builtin::LocalIdY: w_.ins(fmt::format("mov.u32 {}, %tid.y;", dst)); break;
     case Builtin::LocalIdZ: w_.ins(fmt::format("mov.u32 {}, %tid.z;", dst)); break;
+    // A warp is 32 consecutive linear thread ids (x fastest, the order local_id() rebuilds).
+    case Builtin::SubgroupSize: w_.ins(fmt::format("mov.u32 {}, 32;", dst)); break;
+    case Builtin::SubgroupId: {
+      auto l = w_.reg(RegClass::B32);
+      local_id(l);
+      w_.ins(fmt::format("shr.u32 {}, {}, 5;", dst, l));
+      break;
+    }
+    case Builtin::SubgroupLocalId: w_.ins(fmt::format("mov.u32 {}, %laneid;", dst)); break;
   }
+}
+
+// shfl.sync names every lane of the warp in its member mask, so every lane must exist and arrive: the kernel's
+// workgroup must be whole warps (checked in translate()) and the call in uniform control flow (kir's rule).
+void Translator::shuffle_xor(const kir::Instr& in, const std::string& dst) {
+  const std::string mask = val(in.operands[1]);
+  if (kir::type_bytes(in.type) == 4) {
+    w_.ins(fmt::format("shfl.sync.bfly.b32 {}, {}, {}, 31, -1;", dst, val(in.operands[0]), mask));
+    return;
+  }
+  if (kir::type_bytes(in.type) != 8) fail(fmt::format("shuffle_xor of {} (32- and 64-bit values only)", kir::type_name(in.type)));
+  auto lo = w_.reg(RegClass::B32), hi = w_.reg(RegClass::B32);
+  w_.ins(fmt::format("mov.b64 {{{}, {}}}, {};", lo, hi, val(in.operands[0])));
+  w_.ins(fmt::format("shfl.sync.bfly.b32 {}, {}, {}, 31, -1;", lo, lo, mask));
+  w_.ins(fmt::format("shfl.sync.bfly.b32 {}, {}, {}, 31, -1;", hi, hi, mask));
+  w_.ins(fmt::format("mov.b64 {}, {{{}, {}}};", dst, lo, hi));
 }
 
 std::string Translator::buffer_address(uint32_t buffer, kir::ValueId index) {

@@ -31,6 +31,7 @@ class Translator {
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
   void builtin(kir::Builtin b, const std::string& dst);
+  void shuffle_xor(const kir::Instr& in, const std::string& dst);
   std::string buffer_address(uint32_t buffer, kir::ValueId index);
   std::string shared_address(uint32_t array, kir::ValueId index);
   void memory_op(const kir::Instr& in, const std::string& dst);

@@ -78,6 +78,11 @@ void KernelEmitter::declare_capabilities() {
   if (f16) m_.add_capability(SpvCapabilityFloat16);
   if (f64) m_.add_capability(SpvCapabilityFloat64);
   if (i64) m_.add_capability(SpvCapabilityInt64);
+  // Subgroup builtins need GroupNonUniform; shuffle-xor GroupNonUniformShuffle (both core in SPIR-V 1.3).
+  if (k_.features.has(kir::Feature::SubgroupShuffle)) {
+    m_.add_capability(SpvCapabilityGroupNonUniform);
+    m_.add_capability(SpvCapabilityGroupNonUniformShuffle);
+  }
 
   // 16-bit values in interface memory need the 16-bit storage capabilities (core in SPIR-V 1.3, declared
   // as an extension too so that tools and drivers reading the module see where they come from).
@@ -214,6 +219,15 @@ Id KernelEmitter::builtin_value(kir::Builtin b) {
       break;
     case kir::Builtin::GlobalSize:
       result = multiply(builtin_value(kir::Builtin::NumGroups), builtin_value(kir::Builtin::WorkgroupSize));
+      break;
+    case kir::Builtin::SubgroupSize:
+      result = builtin_input(SpvBuiltInSubgroupSize, u32, "subgroup_size");
+      break;
+    case kir::Builtin::SubgroupId:
+      result = builtin_input(SpvBuiltInSubgroupId, u32, "subgroup_id");
+      break;
+    case kir::Builtin::SubgroupLocalId:
+      result = builtin_input(SpvBuiltInSubgroupLocalInvocationId, u32, "subgroup_local_invocation_id");
       break;
   }
   if (result == 0) throw std::logic_error(fmt::format("SPIR-V backend: unknown builtin {}", int(b)));

@@ -31,6 +31,9 @@ Id KernelEmitter::instr(const kir::Instr& in) {
     case Op::LoadBuffer: return op(SpvOpLoad, type(in.type), {buffer_element(in.index, in.operands[0])});
     case Op::LoadShared: return op(SpvOpLoad, type(in.type), {shared_element(in.index, in.operands[0])});
     case Op::AtomicAdd: return atomic_add(in);
+    case Op::ShuffleXor:
+      return op(SpvOpGroupNonUniformShuffleXor, type(in.type),
+                {m_.constant_u32(SpvScopeSubgroup), value(in.operands[0]), value(in.operands[1])});
   }
   throw std::logic_error(fmt::format("SPIR-V backend: unhandled op {}", kir::op_name(in.op)));
 }

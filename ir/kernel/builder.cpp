@@ -142,7 +142,16 @@ Var KernelBuilder::var(std::string name, Val init) {
   return v;
 }
 
-Val KernelBuilder::builtin(Builtin b) { return emit(Op::ReadBuiltin, Type::U32, {}, uint32_t(b)); }
+Val KernelBuilder::builtin(Builtin b) {
+  if (b == Builtin::SubgroupSize || b == Builtin::SubgroupId || b == Builtin::SubgroupLocalId)
+    require(Feature::SubgroupShuffle);
+  return emit(Op::ReadBuiltin, Type::U32, {}, uint32_t(b));
+}
+
+Val KernelBuilder::shuffle_xor(Val value, uint32_t mask) {
+  require(Feature::SubgroupShuffle);
+  return emit(Op::ShuffleXor, value.type(), {value, u32(mask)});
+}
 
 Val KernelBuilder::constant(Type t, double v) {
   ValueId id = ValueId(k_.value_types.size());

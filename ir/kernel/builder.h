@@ -150,6 +150,11 @@ class KernelBuilder {
   Val num_groups() { return builtin(Builtin::NumGroups); }
   Val workgroup_size() { return builtin(Builtin::WorkgroupSize); }
   Val global_size() { return builtin(Builtin::GlobalSize); }
+  // Subgroup builtins and shuffles declare Feature::SubgroupShuffle (see Op::ShuffleXor for the rules).
+  Val subgroup_size() { return builtin(Builtin::SubgroupSize); }
+  Val subgroup_id() { return builtin(Builtin::SubgroupId); }
+  Val subgroup_local_id() { return builtin(Builtin::SubgroupLocalId); }
+  Val shuffle_xor(Val value, uint32_t mask);
   Val builtin(Builtin b);
 
   // Constants.

@@ -26,6 +26,9 @@ std::string_view builtin_name(Builtin b) {
     case Builtin::LocalIdX: return "local_id.x";
     case Builtin::LocalIdY: return "local_id.y";
     case Builtin::LocalIdZ: return "local_id.z";
+    case Builtin::SubgroupSize: return "subgroup_size";
+    case Builtin::SubgroupId: return "subgroup_id";
+    case Builtin::SubgroupLocalId: return "subgroup_local_id";
   }
   return "?";
 }
@@ -69,6 +72,7 @@ std::string_view op_name(Op op) {
     case Op::LoadBuffer: return "load";
     case Op::LoadShared: return "load_shared";
     case Op::AtomicAdd: return "atomic_add";
+    case Op::ShuffleXor: return "shuffle_xor";
   }
   return "?";
 }
@@ -154,7 +158,7 @@ struct Verifier {
     switch (in.op) {
       case Op::Const: break;
       case Op::ReadBuiltin:
-        if (in.index > uint32_t(Builtin::LocalIdZ) || in.type != Type::U32) return fail(name + ": bad builtin");
+        if (in.index > uint32_t(Builtin::SubgroupLocalId) || in.type != Type::U32) return fail(name + ": bad builtin");
         break;
       case Op::ReadScalar:
         if (in.index >= k.scalars.size() || k.scalars[in.index].type != in.type) return fail(name + ": bad scalar index/type");
@@ -209,6 +213,9 @@ struct Verifier {
         if (k.buffers[in.index].access != Access::ReadWrite) return fail(name + ": atomic_add needs a readwrite buffer");
         if (!index_ok(in.operands[0], name.c_str())) return false;
         if (in.type != Type::I32 && in.type != Type::U32 && in.type != Type::F32) return fail(name + ": atomic_add on i32, u32 or f32 only");
+        break;
+      case Op::ShuffleXor:
+        if (t0 != in.type || in.type == Type::Bool || t1 != Type::U32) return fail(name + ": shuffle_xor(T value, u32 mask) -> T");
         break;
     }
     scopes.back().insert(in.result);

@@ -64,6 +64,11 @@ enum class Builtin : uint8_t {
   WorkgroupSize,  // invocations per workgroup (product of the three dims)
   GlobalSize,     // NumGroups * WorkgroupSize, for grid-stride loops
   LocalIdX, LocalIdY, LocalIdZ,  // per-dimension local ids, for 2D/3D workgroups
+  // Subgroups (Feature::SubgroupShuffle). The size is the one the device runs, which may differ from the size it
+  // reports (Intel), so kernels that bake a size in must check this one; PTX's is always 32.
+  SubgroupSize,
+  SubgroupId,       // 0 .. subgroups per workgroup - 1
+  SubgroupLocalId,  // 0 .. SubgroupSize - 1
 };
 std::string_view builtin_name(Builtin b);
 
@@ -90,6 +95,10 @@ enum class Op : uint8_t {
   LoadShared,   // index = shared array;     operands = {elem_index}
   // Atomic add on a buffer element; returns the old value. index = buffer; operands = {elem_index, value}
   AtomicAdd,
+  // The value `operands[0]` of the invocation whose subgroup-local id is this one's xor `operands[1]` (u32, the
+  // same in every invocation of the subgroup). Every invocation of the subgroup must execute it together
+  // (uniform control flow), and the partner must exist: kernels use it only with full subgroups.
+  ShuffleXor,
 };
 std::string_view op_name(Op op);
 int op_arity(Op op);  // number of value operands (-1 none fixed)

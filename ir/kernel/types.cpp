@@ -37,6 +37,7 @@ std::string_view feature_name(Feature f) {
     case Feature::Int64: return "int64";
     case Feature::AtomicAddInt: return "atomic-add-int";
     case Feature::AtomicAddF32: return "atomic-add-f32";
+    case Feature::SubgroupShuffle: return "subgroup-shuffle";
   }
   return "?";
 }

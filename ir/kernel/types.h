@@ -26,7 +26,11 @@ enum class Feature : uint32_t {
   Int64 = 1u << 2,         // i64 arithmetic and buffers
   AtomicAddInt = 1u << 3,  // atomic add on i32/u32 storage (core everywhere, declared for clarity)
   AtomicAddF32 = 1u << 4,  // atomic add on f32 storage (VK_EXT_shader_atomic_float)
+  // Subgroup builtins and shuffle-xor in compute kernels (Vulkan 1.1 subgroupSupportedOperations' basic and shuffle
+  // bits in the compute stage; every CUDA device, as shfl.sync).
+  SubgroupShuffle = 1u << 5,
 };
+inline constexpr Feature kLastFeature = Feature::SubgroupShuffle;  // for loops over every feature bit
 
 // A set of features, as bits.
 struct Features {

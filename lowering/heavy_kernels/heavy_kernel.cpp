@@ -38,16 +38,4 @@ uint32_t pow2_clamped(uint64_t n, uint32_t lo, uint32_t hi) {
   return uint32_t(p);
 }
 
-void workgroup_tree_reduce(kir::KernelBuilder& kb, kir::Shared scratch, kir::Val lid, kir::Val value, uint32_t wg,
-                           TreeOp op) {
-  scratch[lid] = value;
-  kb.barrier();
-  // Levels unrolled in C++: the pairing is fixed, so the sum is the same on every run and every device.
-  for (uint32_t half = wg / 2; half > 0; half /= 2) {
-    kb.if_(lid < half, [&] { kir::Val a = scratch[lid], b = scratch[lid + half];
-      scratch[lid] = op == TreeOp::Sum ? a + b : kir::max(a, b); });
-    kb.barrier();
-  }
-}
-
 }  // namespace spire::lowering::heavy

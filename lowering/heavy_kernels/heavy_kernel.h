@@ -39,12 +39,7 @@ inline uint64_t groups_for_threads(uint64_t items, uint32_t wg) { return (items 
 // Smallest power of two >= n (n >= 1), clamped to [lo, hi].
 uint32_t pow2_clamped(uint64_t n, uint32_t lo, uint32_t hi);
 
+// How a workgroup reduction combines (workgroup_reduce.h).
 enum class TreeOp { Sum, Max };
-
-// Reduces `value` over the workgroup (size `wg`, a power of two) through shared array `scratch` (>= wg
-// elements) with a deterministic tree; every invocation must call it (it contains barriers). On return every
-// invocation may read the result in scratch[0]; write `scratch` again only after another barrier.
-void workgroup_tree_reduce(kir::KernelBuilder& kb, kir::Shared scratch, kir::Val lid, kir::Val value, uint32_t wg,
-                           TreeOp op = TreeOp::Sum);
 
 }  // namespace spire::lowering::heavy

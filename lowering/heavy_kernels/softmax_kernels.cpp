@@ -1,4 +1,5 @@
 #include "lowering/heavy_kernels/softmax_kernels.h"
+#include "lowering/heavy_kernels/workgroup_reduce.h"
 
 #include <algorithm>
 #include <limits>
@@ -66,25 +67,27 @@ HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& 
 }
 
 // One workgroup per row: each pass strides over the row, then a tree combines the invocations.
-HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg) {
+HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg,
+                                  uint32_t subgroup) {
   const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
   const uint32_t rows = uint32_t(s.outer * s.inner);
   KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
   Shared scratch = kb.shared("scratch", t, wg);
-  Val lid = kb.local_id();
+  WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
+  Val lid = reduce.element();
   Val row = kb.group_id();
   kb.if_(row < rows, [&] {  // uniform per workgroup
     Val base = (row / inner) * (L * inner) + row % inner;
     Var m = kb.var("part_max", neg_inf(kb, t));
     kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { m = max(m.get(), x[base + j * inner].load()); });
-    workgroup_tree_reduce(kb, scratch, lid, m.get(), wg, TreeOp::Max);
+    reduce.reduce(scratch, m.get(), TreeOp::Max);
     Val row_max = scratch[0u];
     kb.barrier();  // everyone has read the max before the sum reuses the scratch
     Var sum = kb.var("part_sum", kb.constant(t, 0));
     kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { sum += exp(x[base + j * inner].load() - row_max); });
-    workgroup_tree_reduce(kb, scratch, lid, sum.get(), wg, TreeOp::Sum);
+    reduce.reduce(scratch, sum.get(), TreeOp::Sum);
     Val row_sum = scratch[0u];
     if (log) {
       Val shift = row_max + kir::log(row_sum);
@@ -141,14 +144,14 @@ std::vector<RowConfig> row_candidates(const RowConfig& heuristic, int64_t row_le
   return out;
 }
 
-HeavyKernel softmax_kernel(const SoftmaxShape& s, Type t, bool log, const RowConfig& c) {
+HeavyKernel softmax_kernel(const SoftmaxShape& s, Type t, bool log, const RowConfig& c, uint32_t subgroup) {
   std::string op = log ? "log_softmax" : "softmax";
   std::string name = fmt::format("{}_o{}_l{}_i{}_{}", op, s.outer, s.axis, s.inner, float_suffix(t, op)) +
                      name_suffix(c, softmax_heuristic(s));
   index_u32(s.outer * s.axis * s.inner, op + " elements");
   if (s.outer * s.axis * s.inner == 0) return empty_result(name);
   check_config(c, op);
-  if (c.per_row) return softmax_per_workgroup(name, s, t, log, c.wg);
+  if (c.per_row) return softmax_per_workgroup(name, s, t, log, c.wg, subgroup);
   return softmax_per_invocation(name, s, t, log, c.wg);
 }
 
@@ -162,7 +165,7 @@ std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits) 
   return out;
 }
 
-HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg) {
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg, uint32_t subgroup) {
   std::string name = fmt::format("cross_entropy_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy"));
   if (wg != cross_entropy_heuristic(n)) name += fmt::format("_wg{}", wg);
   index_u32(n * c, "cross_entropy logits elements");
@@ -175,7 +178,8 @@ HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg) {
   Buf labels = kb.buffer("labels", Type::I32, Access::Read);
   Buf loss = kb.buffer("loss", t, Access::Write);
   Shared scratch = kb.shared("partial", t, wg);
-  Val lid = kb.local_id();
+  WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
+  Val lid = reduce.element();
   kb.if_(kb.group_id() == 0u, [&] {  // uniform: only the first workgroup works (a grid is never folded to 1)
     Var partial = kb.var("partial", kb.constant(t, 0));
     if (N > 0) {
@@ -189,14 +193,14 @@ HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg) {
         partial += select(in_range, nll, kb.constant(t, std::numeric_limits<double>::quiet_NaN()));
       });
     }
-    workgroup_tree_reduce(kb, scratch, lid, partial.get(), wg);
+    reduce.reduce(scratch, partial.get(), TreeOp::Sum);
     // The mean of no rows is NaN, as PyTorch's is.
     kb.if_(lid == 0u, [&] { loss[0u] = scratch[0u].load() / double(N); });
   });
   return {kb.finish(), 1};
 }
 
-HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowConfig& cfg) {
+HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowConfig& cfg, uint32_t subgroup) {
   std::string name = fmt::format("cross_entropy_grad_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy_grad")) +
                      name_suffix(cfg, cross_entropy_grad_heuristic(n, c));
   index_u32(n * c, "cross_entropy_grad logits elements");
@@ -218,18 +222,19 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowCon
     Buf labels = kb.buffer("labels", Type::I32, Access::Read);
     Buf grad = kb.buffer("grad_logits", t, Access::Write);
     Shared scratch = kb.shared("scratch", t, wg);
-    Val lid = kb.local_id();
+    WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
+    Val lid = reduce.element();
     Val row = kb.group_id();
     kb.if_(row < N, [&] {  // uniform per workgroup
       Val base = row * C;
       Var m = kb.var("part_max", neg_inf(kb, t));
       kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) { m = max(m.get(), logits[base + j].load()); });
-      workgroup_tree_reduce(kb, scratch, lid, m.get(), wg, TreeOp::Max);
+      reduce.reduce(scratch, m.get(), TreeOp::Max);
       Val row_max = scratch[0u];
       kb.barrier();
       Var sum = kb.var("part_sum", kb.constant(t, 0));
       kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) { sum += exp(logits[base + j].load() - row_max); });
-      workgroup_tree_reduce(kb, scratch, lid, sum.get(), wg, TreeOp::Sum);
+      reduce.reduce(scratch, sum.get(), TreeOp::Sum);
       Val row_sum = scratch[0u];
       Val label = labels[row].load();
       Val g = grad_loss[0u].load();

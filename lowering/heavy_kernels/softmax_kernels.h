@@ -51,8 +51,9 @@ RowConfig cross_entropy_grad_heuristic(int64_t n, int64_t c);
 std::vector<RowConfig> row_candidates(const RowConfig& heuristic, int64_t row_length, const Limits& limits);
 
 // Throw std::invalid_argument for a workgroup size outside 1..1024 (or per_row with one that is not a power
-// of two).
-HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log, const RowConfig& c);
+// of two). `subgroup`: the device's Limits::subgroup_size, which the workgroup reductions shuffle across
+// (workgroup_reduce.h; the results are the same bits either way); 0 = shared memory alone.
+HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log, const RowConfig& c, uint32_t subgroup = 0);
 inline HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log) {
   return softmax_kernel(s, t, log, softmax_heuristic(s));
 }
@@ -61,11 +62,11 @@ inline HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log) 
 // many invocations as rows, 32 to 256.
 uint32_t cross_entropy_heuristic(int64_t n);
 std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits);
-HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t, uint32_t wg);
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t, uint32_t wg, uint32_t subgroup = 0);
 inline HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t) {
   return cross_entropy_kernel(n, c, t, cross_entropy_heuristic(n));
 }
-HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, kir::Type t, const RowConfig& cfg);
+HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, kir::Type t, const RowConfig& cfg, uint32_t subgroup = 0);
 inline HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, kir::Type t) {
   return cross_entropy_grad_kernel(n, c, t, cross_entropy_grad_heuristic(n, c));
 }

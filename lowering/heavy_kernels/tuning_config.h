@@ -46,6 +46,9 @@ class Config {
 struct Limits {
   uint32_t shared_bytes = 16384;
   uint32_t max_invocations = 256;
+  // The subgroup size workgroup reductions may shuffle across (workgroup_reduce.h): the device's, where it has
+  // Feature::SubgroupShuffle and reports a power of two; 0 = none (the shared-memory tree alone).
+  uint32_t subgroup_size = 0;
 };
 
 }  // namespace spire::lowering::heavy

@@ -140,6 +140,9 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   f.has_storage_buffer_16bit = storage16.storageBuffer16BitAccess;
   f.has_push_constant_16bit = storage16.storagePushConstant16;
   f.has_atomic_float_add = f.has_atomic_float_extension && atomic_float.shaderBufferFloat32AtomicAdd;
+  const VkSubgroupFeatureFlags shuffle_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+  f.has_subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                           (subgroup.supportedOperations & shuffle_ops) == shuffle_ops;
 
   vki.vkGetPhysicalDeviceMemoryProperties(pd, &f.memory);
   choose_queue_family(f);
@@ -185,6 +188,7 @@ kir::Features offered_features(const PhysicalDeviceFacts& f) {
   if (f.has_int64) have |= kir::Feature::Int64;
   if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
   if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
+  if (f.has_subgroup_shuffle) have |= kir::Feature::SubgroupShuffle;
   return rt::apply_feature_mask(have);
 }
 

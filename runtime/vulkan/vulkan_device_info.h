@@ -39,6 +39,7 @@ struct PhysicalDeviceFacts {
   bool has_float16_int8_extension = false;
   bool has_atomic_float_extension = false;
   bool has_atomic_float_add = false;     // shaderBufferFloat32AtomicAdd
+  bool has_subgroup_shuffle = false;     // basic and shuffle subgroup operations in the compute stage (core 1.1 query)
   bool has_portability_subset = false;   // VK_KHR_portability_subset must then be enabled (MoltenVK)
 };
 

@@ -82,6 +82,17 @@ std::vector<TemplateCase> template_cases() {
     out.push_back({"cross_entropy_300x7_" + ts, [t] { return heavy::cross_entropy_kernel(300, 7, t); }, 0});
     out.push_back({"cross_entropy_grad_8x10_" + ts, [t] { return heavy::cross_entropy_grad_kernel(8, 10, t); }, 80});
     out.push_back({"cross_entropy_grad_5x300_" + ts, [t] { return heavy::cross_entropy_grad_kernel(5, 300, t); }, 0});
+    // With subgroup shuffles baked in (workgroup_reduce.h): NVIDIA's 32, and 8, which PTX keeps as the unused path.
+    for (uint32_t sg : {32u, 8u}) {
+      auto s = heavy::softmax_shape({2, 700, 3}, 1);
+      out.push_back({fmt::format("softmax_2x700x3_sg{}_{}", sg, ts),
+                     [s, t, sg] { return heavy::softmax_kernel(s, t, false, heavy::softmax_heuristic(s), sg); }, 0});
+      out.push_back({fmt::format("cross_entropy_300x7_sg{}_{}", sg, ts),
+                     [t, sg] { return heavy::cross_entropy_kernel(300, 7, t, heavy::cross_entropy_heuristic(300), sg); }, 0});
+      out.push_back({fmt::format("cross_entropy_grad_5x300_sg{}_{}", sg, ts), [t, sg] {
+                       return heavy::cross_entropy_grad_kernel(5, 300, t, heavy::cross_entropy_grad_heuristic(5, 300), sg);
+                     }, 0});
+    }
   }
   return out;
 }

@@ -155,6 +155,25 @@ Kernel builtins_kernel() {
   return kb.finish();
 }
 
+// Subgroup builtins and shuffle_xor on every 32- and 64-bit type.
+Kernel subgroup_kernel() {
+  KernelBuilder kb("subgroup", 64);
+  auto fx = kb.buffer("fx", Type::F32, Access::Read);
+  auto dx = kb.buffer("dx", Type::F64, Access::Read);
+  auto lx = kb.buffer("lx", Type::I64, Access::Read);
+  auto out_f = kb.buffer("out_f", Type::F32, Access::Write);
+  auto out_d = kb.buffer("out_d", Type::F64, Access::Write);
+  auto out_l = kb.buffer("out_l", Type::I64, Access::Write);
+  auto out_u = kb.buffer("out_u", Type::U32, Access::Write);
+  auto g = kb.global_id();
+  out_f[g] = kb.shuffle_xor(fx[g], 3);
+  out_d[g] = kb.shuffle_xor(dx[g], 5);
+  out_l[g] = kb.shuffle_xor(lx[g], 16);
+  Val u = kb.shuffle_xor(kb.subgroup_local_id() + kb.subgroup_id() * kb.subgroup_size(), 1);
+  out_u[g] = u + cast(kb.shuffle_xor(cast(u, Type::I32), 2), Type::U32);
+  return kb.finish();
+}
+
 Kernel bool_logic_kernel() {
   KernelBuilder kb("bool_logic", 64);
   auto x = kb.buffer("x", Type::U32, Access::Read);
@@ -209,6 +228,7 @@ std::vector<NamedKernel> coverage_kernels() {
   ks.push_back({"shared_reduce", shared_reduce_kernel});
   ks.push_back({"atomics", atomics_kernel});
   ks.push_back({"builtins", builtins_kernel});
+  ks.push_back({"subgroup", subgroup_kernel});
   ks.push_back({"bool_logic", bool_logic_kernel});
   ks.push_back({"scalars", scalars_kernel});
   return ks;

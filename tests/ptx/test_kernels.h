@@ -27,6 +27,7 @@ kir::Kernel control_flow_kernel();
 kir::Kernel shared_reduce_kernel();
 kir::Kernel atomics_kernel();
 kir::Kernel builtins_kernel();
+kir::Kernel subgroup_kernel();
 kir::Kernel bool_logic_kernel();
 kir::Kernel scalars_kernel();
 kir::Kernel loops_kernel(kir::Type loop_type);

@@ -39,7 +39,7 @@ bool is_signed(Ty t) { return t == Ty::S32 || t == Ty::S64; }
 
 enum class Op : uint8_t {
   LdParam, LdGlobal, StGlobal, LdShared, StShared, AtomAdd, Cvta, Mov, Mad, MulLo, MulWide, Add, Sub, Mul, Div,
-  Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Bra, Ret
+  Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Shfl, Bra, Ret
 };
 
 enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Neu };
@@ -66,9 +66,12 @@ struct Ins {
   std::string text;
 };
 
-// Special registers: tid, ntid, ctaid, nctaid (x, y, z each).
-const char* const kSpecials[] = {"%tid.x",   "%tid.y",   "%tid.z",    "%ntid.x",   "%ntid.y",   "%ntid.z",
-                                  "%ctaid.x", "%ctaid.y", "%ctaid.z", "%nctaid.x", "%nctaid.y", "%nctaid.z"};
+// Special registers: tid, ntid, ctaid, nctaid (x, y, z each), and the lane in the warp.
+constexpr uint32_t kSpecialCount = 13;
+const char* const kSpecials[kSpecialCount] = {"%tid.x",   "%tid.y",   "%tid.z",    "%ntid.x",   "%ntid.y",
+                                              "%ntid.z",  "%ctaid.x", "%ctaid.y", "%ctaid.z",  "%nctaid.x",
+                                              "%nctaid.y", "%nctaid.z", "%laneid"};
+constexpr uint32_t kWarp = 32;
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
@@ -135,7 +138,7 @@ struct Module::Impl {
     }
     if (s.empty()) fail(line, text, "empty operand");
     if (s[0] == '%') {
-      for (uint32_t i = 0; i < 12; ++i)
+      for (uint32_t i = 0; i < kSpecialCount; ++i)
         if (s == kSpecials[i]) {
           o.kind = Opnd::Special;
           o.index = i;
@@ -306,6 +309,11 @@ struct Module::Impl {
         else if (space == "global") ins.op = name == "ld" ? Op::LdGlobal : Op::StGlobal;
         else if (space == "shared") ins.op = name == "ld" ? Op::LdShared : Op::StShared;
         else fail(line, ins.text, "unsupported state space");
+      } else if (name == "shfl") {
+        // shfl.sync.bfly.b32 d, a, lane_mask, 31, -1: the only form the backend writes (shuffle_xor over the warp).
+        if (parts.size() != 4 || parts[1] != "sync" || parts[2] != "bfly" || ins.a.size() != 5 || ins.a[3].imm != 31)
+          fail(line, ins.text, "only shfl.sync.bfly.b32 d, a, mask, 31, membermask");
+        ins.op = Op::Shfl;
       } else if (name == "atom") {
         if (parts.size() != 4 || parts[1] != "global" || parts[2] != "add") fail(line, ins.text, "only atom.global.add");
         ins.op = Op::AtomAdd;
@@ -370,8 +378,9 @@ namespace {
 struct Thread {
   std::vector<uint64_t> regs;
   uint32_t pc = 0;
-  enum State : uint8_t { Running, AtBarrier, Exited } state = Running;
-  uint32_t special[12];
+  // AtShuffle: stopped at a shfl.sync until every lane of its warp is there too (pc still on the shfl).
+  enum State : uint8_t { Running, AtBarrier, AtShuffle, Exited } state = Running;
+  uint32_t special[kSpecialCount];
 };
 
 bool compare(Cmp c, Ty t, uint64_t a, uint64_t b) {
@@ -675,6 +684,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           break;
         }
         case Op::Bar: th.state = Thread::AtBarrier; break;
+        case Op::Shfl: th.state = Thread::AtShuffle; continue;  // resolved per warp below
         case Op::Bra: th.pc = in.target; continue;
         case Op::Ret: th.state = Thread::Exited; continue;
       }
@@ -693,14 +703,43 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           th.pc = entry_pc;
           th.state = Thread::Running;
           unsigned tx = i % block[0], ty = (i / block[0]) % block[1], tz = i / (block[0] * block[1]);
-          uint32_t sp[12] = {tx, ty, tz, block[0], block[1], block[2], gx, gy, gz, grid[0], grid[1], grid[2]};
+          uint32_t sp[kSpecialCount] = {tx, ty, tz, block[0], block[1], block[2], gx, gy, gz, grid[0], grid[1], grid[2],
+                                        i % kWarp};
           std::memcpy(th.special, sp, sizeof sp);
         }
-        // Run every thread up to its next barrier (or exit); release the barrier when all got there.
+        // Run every thread up to its next barrier, shuffle or exit. A warp whose lanes all stopped at one shfl
+        // exchanges values and runs on; the barrier is released when every thread got there.
         for (;;) {
           bool waiting = false;
-          for (Thread& th : ts) {
+          for (Thread& th : ts)
             if (th.state == Thread::Running) run_thread(th);
+          bool shuffled = false;
+          for (unsigned w = 0; w < threads; w += kWarp) {
+            const unsigned end = std::min(threads, w + kWarp);
+            if (ts[w].state != Thread::AtShuffle) continue;
+            for (unsigned i = w; i < end; ++i)
+              if (ts[i].state != Thread::AtShuffle || ts[i].pc != ts[w].pc)
+                throw Error("PTX interpreter: the lanes of a warp do not all reach the same shfl.sync (divergence, "
+                            "or a partial warp)");
+            if (end - w != kWarp) throw Error("PTX interpreter: shfl.sync names 32 lanes, but the warp is partial");
+            const Ins& in = code[ts[w].pc];
+            auto value = [&](Thread& th, const Opnd& o) {
+              return o.kind == Opnd::Reg ? th.regs[o.index] : o.kind == Opnd::Special ? th.special[o.index] : o.imm;
+            };
+            std::vector<uint64_t> source(kWarp);
+            for (unsigned i = w; i < end; ++i) source[i - w] = value(ts[i], in.a[1]) & 0xffffffffu;
+            for (unsigned i = w; i < end; ++i) {
+              const uint32_t from = ((i - w) ^ uint32_t(value(ts[i], in.a[2]))) & 31u;
+              ts[i].regs[in.a[0].index] = source[from];
+              ts[i].pc++;
+              ts[i].state = Thread::Running;
+            }
+            shuffled = true;
+          }
+          if (shuffled) continue;
+          for (Thread& th : ts) {
+            if (th.state == Thread::AtShuffle)
+              throw Error("PTX interpreter: a warp waits at shfl.sync while others wait at a barrier");
             waiting |= th.state == Thread::AtBarrier;
           }
           if (!waiting) break;

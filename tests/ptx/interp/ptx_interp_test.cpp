@@ -197,6 +197,38 @@ TEST(PtxInterp, BuiltinsOf3dWorkgroupAndFoldedGrid) {
   }
 }
 
+// shuffle_xor reads the partner lane's value within the warp (32 lanes: warps of a 2D workgroup are 32 consecutive
+// linear ids), and the subgroup builtins name the warp and the lane.
+TEST(PtxInterp, ShuffleXorAndSubgroupBuiltins) {
+  KernelBuilder kb("shuffles", {16, 4, 1});
+  auto x = kb.buffer("x", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto ids = kb.buffer("ids", Type::U32, Access::Write);
+  auto g = kb.global_id();
+  Val v = x[g];
+  uint32_t k = 0;
+  for (uint32_t mask : {1u, 6u, 16u, 31u}) out[g * 4u + k++] = kb.shuffle_xor(v, mask);
+  ids[g * 3u + 0u] = kb.subgroup_size();
+  ids[g * 3u + 1u] = kb.subgroup_id();
+  ids[g * 3u + 2u] = kb.subgroup_local_id();
+  Kernel k2 = kb.finish();
+  EXPECT_TRUE(k2.features.has(Feature::SubgroupShuffle));
+  const uint32_t groups = 3, n = groups * 64;
+  std::vector<float> hx(n);
+  for (uint32_t i = 0; i < n; ++i) hx[i] = float(i) * 0.5f - 7.0f;
+  std::vector<float> ho(n * 4, -1.0f);
+  std::vector<uint32_t> hi(n * 3, 0xFFFFFFFFu);
+  run(k2, {buf(hx), buf(ho), buf(hi)}, {}, groups);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint32_t lane = i % 32, warp_base = i - lane;
+    uint32_t j = 0;
+    for (uint32_t mask : {1u, 6u, 16u, 31u}) ASSERT_EQ(ho[i * 4 + j++], hx[warp_base + (lane ^ mask)]) << i << " mask " << mask;
+    ASSERT_EQ(hi[i * 3 + 0], 32u);
+    ASSERT_EQ(hi[i * 3 + 1], (i % 64) / 32) << i;
+    ASSERT_EQ(hi[i * 3 + 2], lane) << i;
+  }
+}
+
 TEST(PtxInterp, Atomics) {
   KernelBuilder kb("atoms", 64);
   auto ci = kb.buffer("ci", Type::I32, Access::ReadWrite);
