@@ -133,7 +133,7 @@ class FeatureMask : public ::testing::Test {
  protected:
   void TearDown() override { ::unsetenv("SPIRE_MASK_FEATURES"); }
   const Features all = Features(Feature::Float16) | Feature::Float64 | Feature::Int64 | Feature::AtomicAddInt |
-                       Feature::AtomicAddF32;
+                       Feature::AtomicAddF32 | Feature::SubgroupShuffle;
 };
 
 TEST_F(FeatureMask, UnsetLeavesEverything) {
@@ -152,6 +152,10 @@ TEST_F(FeatureMask, RemovesNamedFeatures) {
   f = rt::apply_feature_mask(all);
   EXPECT_FALSE(f.has(Feature::AtomicAddF32));
   EXPECT_TRUE(f.has(Feature::Float64));
+  // The last feature bit is reachable by name too (the mask walks every bit up to kir::kLastFeature).
+  EXPECT_TRUE(f.has(Feature::SubgroupShuffle));
+  ::setenv("SPIRE_MASK_FEATURES", "subgroup-shuffle", 1);
+  EXPECT_FALSE(rt::apply_feature_mask(all).has(Feature::SubgroupShuffle));
 }
 
 TEST(BytesText, HumanUnits) {

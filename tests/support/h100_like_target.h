@@ -25,7 +25,7 @@ inline rt::DeviceInfo h100_like_target(std::string id = "compile-only:0") {
   d.min_storage_offset_alignment = 16;
   d.compute_capability = 90;
   d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32;
+               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle;
   return d;
 }
 
