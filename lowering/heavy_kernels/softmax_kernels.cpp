@@ -66,11 +66,18 @@ HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& 
   return {kb.finish(), groups_for_threads(rows, wg)};
 }
 
-// One workgroup per row: each pass strides over the row, then a tree combines the invocations.
+// Rows of at most this many elements per invocation stay in registers: one read of the row instead of three.
+constexpr uint32_t kCachedPerInvocation = 8;
+
+// One workgroup per row: each invocation takes elements lid, lid + wg, ... of the row; the workgroup reduces their
+// max, then their sum of exp(x - max) (workgroup_reduce.h), then writes the row. Up to kCachedPerInvocation
+// elements per invocation are loaded once and kept (with their exponentials); longer rows are read in each pass.
+// Both forms fold an invocation's elements in the same order, so they give the same bits.
 HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg,
                                   uint32_t subgroup) {
   const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
   const uint32_t rows = uint32_t(s.outer * s.inner);
+  const uint32_t per_invocation = (L + wg - 1) / wg;
   KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
@@ -80,6 +87,33 @@ HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s
   Val row = kb.group_id();
   kb.if_(row < rows, [&] {  // uniform per workgroup
     Val base = (row / inner) * (L * inner) + row % inner;
+    if (per_invocation <= kCachedPerInvocation) {
+      // Element k of this invocation is lid + k * wg; past the row it counts as -inf (exp gives 0, max ignores it).
+      std::vector<Val> v, e;
+      Val m = neg_inf(kb, t);
+      for (uint32_t k = 0; k < per_invocation; ++k) {
+        Val j = lid + k * wg;
+        v.push_back(select(j < L, x[base + min(j, kb.u32(L - 1)) * inner].load(), neg_inf(kb, t)));
+        m = max(m, v.back());
+      }
+      reduce.reduce(scratch, m, TreeOp::Max);
+      Val row_max = scratch[0u];
+      kb.barrier();  // everyone has read the max before the sum reuses the scratch
+      Val sum = kb.constant(t, 0);
+      for (uint32_t k = 0; k < per_invocation; ++k) {
+        e.push_back(exp(v[k] - row_max));
+        sum = sum + e.back();
+      }
+      reduce.reduce(scratch, sum, TreeOp::Sum);
+      Val row_sum = scratch[0u];
+      Val shift = log ? row_max + kir::log(row_sum) : Val();
+      Val inv = log ? Val() : like(row_sum, 1.0) / row_sum;
+      for (uint32_t k = 0; k < per_invocation; ++k) {
+        Val j = lid + k * wg;
+        kb.if_(j < L, [&] { y[base + j * inner] = log ? v[k] - shift : e[k] * inv; });
+      }
+      return;
+    }
     Var m = kb.var("part_max", neg_inf(kb, t));
     kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { m = max(m.get(), x[base + j * inner].load()); });
     reduce.reduce(scratch, m.get(), TreeOp::Max);

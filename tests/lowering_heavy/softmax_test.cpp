@@ -1,8 +1,8 @@
 // softmax, log_softmax, cross_entropy and cross_entropy_grad on every device.
 //
 // softmax/log_softmax: every axis of a rank-3 tensor (strided rows), LeNet's [8, 10], axes long enough for a
-// workgroup per row (300, 700 with an inner stride, 1000), a one-element row, and logits spread over
-// [-50, 100] (exp would overflow without the max subtraction). cross_entropy(+grad): i32 and i64 labels,
+// workgroup per row (300, 700 with an inner stride, 1000: kept in registers; 5000: read in each pass), a one-element
+// row, and logits spread over [-50, 100] (exp would overflow without the max subtraction). cross_entropy(+grad): i32 and i64 labels,
 // N above the 256 invocations of the loss's workgroup, one row of one class, and an out-of-range label.
 //
 // Tolerances (f32; each row of length L): a softmax value is exp(x - max) / sum, where exp and x - max round
@@ -41,6 +41,7 @@ std::vector<SoftmaxCase> softmax_cases() {
       {"long_row", {3, 300}, 1},
       {"long_strided", {2, 700, 3}, 1},
       {"wide_1000", {5, 1000}, 1},
+      {"row_5000_read_per_pass", {2, 5000}, 1},  // more than 8 elements per invocation: not kept in registers
       {"one_element", {1, 1}, 0},
       {"vector", {7}, 0},
       {"large_logits", {6, 33}, 1, -50, 100},
