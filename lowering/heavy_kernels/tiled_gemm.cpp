@@ -1,6 +1,8 @@
 #include "lowering/heavy_kernels/tiled_gemm.h"
 
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -25,40 +27,49 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   std::vector<Var> acc;
   for (uint32_t i = 0; i < tl.reg_m * tl.reg_n; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
 
+  // Staging is software-pipelined: the invocation's share of slice kt + 1 is loaded from global memory into
+  // registers before the products of slice kt, so the loads' latency hides behind the arithmetic (the GPU does
+  // not move loads across the barriers itself). Loads past K return zero (GemmOperands), so the last iteration's
+  // look-ahead needs no branch.
+  const uint32_t a_elems = tl.tile_m * tl.tile_k, b_elems = tl.tile_k * tl.tile_n;
+  struct Staged {
+    Var value;
+    uint32_t base;  // this invocation's element is lid + base of the slice
+    bool partial;   // the last round, where only some invocations have an element
+  };
+  std::vector<Staged> a_staged, b_staged;
+  // Where element idx of A's slice comes from: consecutive invocations take consecutive k (coalesced for a
+  // row-major A), or consecutive rows for a transposed one.
+  auto a_rc = [&](Val idx) {
+    return io.a_m_fastest ? std::pair{idx % tl.tile_m, idx / tl.tile_m} : std::pair{idx / tl.tile_k, idx % tl.tile_k};
+  };
+  // B's: consecutive columns, or consecutive k when that is B's contiguous direction.
+  auto b_rc = [&](Val idx) {
+    return io.b_k_fastest ? std::pair{idx % tl.tile_k, idx / tl.tile_k} : std::pair{idx / tl.tile_n, idx % tl.tile_n};
+  };
+  auto guarded = [&](const Staged& st, uint32_t elems, const std::function<void()>& body) {
+    if (st.partial) kb.if_(lid + st.base < elems, body);
+    else body();
+  };
+  auto load_slice = [&](Val k0) {
+    for (Staged& st : a_staged)
+      guarded(st, a_elems, [&] { auto [r, c] = a_rc(lid + st.base); st.value = io.a(row0 + r, k0 + c); });
+    for (Staged& st : b_staged)
+      guarded(st, b_elems, [&] { auto [r, c] = b_rc(lid + st.base); st.value = io.b(k0 + r, col0 + c); });
+  };
   if (k_tiles > 0) {
+    for (uint32_t base = 0; base < a_elems; base += threads)
+      a_staged.push_back({kb.var(fmt::format("a_next{}", a_staged.size()), kb.constant(t, 0)), base, base + threads > a_elems});
+    for (uint32_t base = 0; base < b_elems; base += threads)
+      b_staged.push_back({kb.var(fmt::format("b_next{}", b_staged.size()), kb.constant(t, 0)), base, base + threads > b_elems});
+    load_slice(kb.u32(0));
     kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
-      Val k0 = kt * tl.tile_k;
-      // Stage A[row0 .. +tile_m, k0 .. +tile_k]: consecutive invocations take consecutive k (coalesced for a
-      // row-major A), or consecutive rows for a transposed one.
-      const uint32_t a_elems = tl.tile_m * tl.tile_k;
-      for (uint32_t base = 0; base < a_elems; base += threads) {
-        auto stage = [&] {
-          Val idx = lid + base;
-          Val r = io.a_m_fastest ? idx % tl.tile_m : idx / tl.tile_k;
-          Val c = io.a_m_fastest ? idx / tl.tile_m : idx % tl.tile_k;
-          a_tile[c * a_ld + r] = io.a(row0 + r, k0 + c);
-        };
-        if (base + threads <= a_elems) stage();
-        else kb.if_(lid + base < a_elems, stage);
-      }
-      // Stage B[k0 .. +tile_k, col0 .. +tile_n]: consecutive invocations take consecutive columns, or
-      // consecutive k when that is B's contiguous direction.
-      const uint32_t b_elems = tl.tile_k * tl.tile_n;
-      for (uint32_t base = 0; base < b_elems; base += threads) {
-        auto stage = [&] {
-          Val idx = lid + base;
-          if (io.b_k_fastest) {
-            Val r = idx % tl.tile_k, c = idx / tl.tile_k;
-            b_tile[r * tl.tile_n + c] = io.b(k0 + r, col0 + c);
-          } else {
-            Val r = idx / tl.tile_n, c = idx % tl.tile_n;
-            b_tile[idx] = io.b(k0 + r, col0 + c);
-          }
-        };
-        if (base + threads <= b_elems) stage();
-        else kb.if_(lid + base < b_elems, stage);
-      }
+      for (const Staged& st : a_staged)
+        guarded(st, a_elems, [&] { auto [r, c] = a_rc(lid + st.base); a_tile[c * a_ld + r] = st.value.get(); });
+      for (const Staged& st : b_staged)
+        guarded(st, b_elems, [&] { auto [r, c] = b_rc(lid + st.base); b_tile[r * tl.tile_n + c] = st.value.get(); });
       kb.barrier();
+      load_slice((kt + 1u) * tl.tile_k);
       // The slice's products, unrolled: each invocation's outputs are strided by the thread grid so that
       // neighbouring invocations read neighbouring shared elements and write neighbouring outputs.
       for (uint32_t kk = 0; kk < tl.tile_k; ++kk) {
