@@ -24,7 +24,7 @@ bool computes_in_f32_for_f16(Op op) {
   switch (op) {
     case Op::Add: case Op::Sub: case Op::Mul: case Op::Div: case Op::Rem: case Op::Min: case Op::Max:
     case Op::Pow: case Op::Neg: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
-    case Op::Tanh: case Op::Floor:
+    case Op::Tanh: case Op::Floor: case Op::Fma:
       return true;
     default: return false;
   }
@@ -88,6 +88,10 @@ void Translator::compute(Op op, Type t, const std::string& dst, const std::vecto
     case Op::Sub: emit(fmt::format("sub{}.{} {}, {}, {};", flt ? ".rn" : "", ty, dst, s[0], s[1])); break;
     case Op::Mul: emit(fmt::format("mul{}.{} {}, {}, {};", flt ? ".rn" : ".lo", ty, dst, s[0], s[1])); break;
     case Op::Div: emit(fmt::format("div{}.{} {}, {}, {};", flt ? ".rn" : "", ty, dst, s[0], s[1])); break;
+    case Op::Fma:
+      if (!flt) unsupported();
+      emit(fmt::format("fma.rn.{} {}, {}, {}, {};", ty, dst, s[0], s[1], s[2]));
+      break;
     case Op::Rem:
       if (!flt) {
         emit(fmt::format("rem.{} {}, {}, {};", ty, dst, s[0], s[1]));  // C: truncating, sign of the dividend

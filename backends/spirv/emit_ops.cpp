@@ -27,6 +27,8 @@ Id KernelEmitter::instr(const kir::Instr& in) {
       return unary(in);
     case Op::Select:
       return op(SpvOpSelect, type(in.type), {value(in.operands[0]), value(in.operands[1]), value(in.operands[2])});
+    case Op::Fma:
+      return ext(GLSLstd450Fma, type(in.type), {value(in.operands[0]), value(in.operands[1]), value(in.operands[2])});
     case Op::Convert: return convert(value(in.operands[0]), k_.value_types[in.operands[0]], in.type);
     case Op::LoadBuffer: return op(SpvOpLoad, type(in.type), {buffer_element(in.index, in.operands[0])});
     case Op::LoadShared: return op(SpvOpLoad, type(in.type), {shared_element(in.index, in.operands[0])});

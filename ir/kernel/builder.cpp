@@ -318,6 +318,15 @@ Val select(Val cond, Val a, Val b) {
   return kb->emit(Op::Select, a.type(), {cond, a, b});
 }
 
+Val fma(Val a, Val b, Val c) {
+  auto* kb = builder_of(a, b);
+  builder_of(b, c);
+  same_type(Op::Fma, a, b);
+  same_type(Op::Fma, b, c);
+  if (!is_float(a.type())) throw std::invalid_argument("kernel builder: fma needs float operands");
+  return kb->emit(Op::Fma, a.type(), {a, b, c});
+}
+
 Val cast(Val a, Type t) {
   if (!a.valid()) throw std::invalid_argument("kernel builder: cast of an empty Val");
   if (a.type() == t) return a;

@@ -221,6 +221,7 @@ Val tanh(Val a);
 Val abs(Val a);
 Val floor(Val a);
 Val select(Val cond, Val a, Val b);
+Val fma(Val a, Val b, Val c);  // a * b + c, rounded once (kir::Op::Fma)
 Val cast(Val a, Type t);
 
 // A number as a constant of v's type.

@@ -68,6 +68,7 @@ std::string_view op_name(Op op) {
     case Op::Tanh: return "tanh";
     case Op::Floor: return "floor";
     case Op::Select: return "select";
+    case Op::Fma: return "fma";
     case Op::Convert: return "convert";
     case Op::LoadBuffer: return "load";
     case Op::LoadShared: return "load_shared";
@@ -82,7 +83,7 @@ int op_arity(Op op) {
     case Op::Const: case Op::ReadBuiltin: case Op::ReadScalar: case Op::LoadVar: return 0;
     case Op::Neg: case Op::Not: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
     case Op::Tanh: case Op::Floor: case Op::Convert: case Op::LoadBuffer: case Op::LoadShared: return 1;
-    case Op::Select: return 3;
+    case Op::Select: case Op::Fma: return 3;
     default: return 2;
   }
 }
@@ -193,6 +194,10 @@ struct Verifier {
         break;
       case Op::Select:
         if (t0 != Type::Bool || t1 != in.type || type_of(in.operands[2]) != in.type) return fail(name + ": select(bool, T, T) -> T");
+        break;
+      case Op::Fma:
+        if (t0 != in.type || t1 != in.type || type_of(in.operands[2]) != in.type || !is_float(in.type))
+          return fail(name + ": fma(T, T, T) -> T on floats");
         break;
       case Op::Convert:
         if (t0 == Type::Bool || in.type == Type::Bool) return fail(name + ": convert from/to bool: use select or a comparison");

@@ -88,6 +88,9 @@ enum class Op : uint8_t {
   Neg, Not, Abs, Exp, Log, Sqrt, Rsqrt, Tanh, Floor,
   // select(cond: Bool, a, b) -> a if cond else b
   Select,
+  // fma(a, b, c) = a * b + c rounded once (floats). Products that accumulate use it: a backend keeps a separate
+  // multiply and add apart (PTX's .rn forbids contraction), so without it an inner product costs two instructions.
+  Fma,
   // Numeric conversion to the result type (float->int truncates toward zero; int->float rounds to nearest)
   Convert,
   // Memory reads (index operand is u32 or i32 element index)

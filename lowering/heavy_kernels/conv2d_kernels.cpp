@@ -135,7 +135,7 @@ std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, cons
     for (int64_t c : used) sv[size_t(c)] = masked(rr.ok, src[src_c + rr.offset + uint32_t(c)]);
     for (int64_t j = 0; j < g.out_cols; ++j)
       for (int64_t k = 0; k < g.kw; ++k)
-        if (int64_t c = g.src_col(j, k); c >= 0) acc[size_t(j)] += sv[size_t(c)] * wv[size_t(k)];
+        if (int64_t c = g.src_col(j, k); c >= 0) acc[size_t(j)] = fma(sv[size_t(c)], wv[size_t(k)], acc[size_t(j)]);
   };
   const bool unroll_rows = int64_t(g.kh) * g.kw * g.out_cols <= kMaxUnrolledRowFmas;
   std::vector<TapAxis> rows;
@@ -318,10 +318,11 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
       });
     };
     for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
-      Val xv = x[x_base + ci * (H * W) + rr.offset + cc.offset];
+      // Masking the input (not the product) leaves one fma per tap and output channel.
+      Val xv = masked(both(rr.ok, cc.ok), x[x_base + ci * (H * W) + rr.offset + cc.offset]);
       for (uint32_t j = 0; j < cob; ++j) {
         Val wv = w[w_bases[j] + ci * taps + rr.w_offset + cc.w_offset];
-        acc[j] += masked(both(rr.ok, cc.ok), xv * wv);
+        acc[j] = fma(xv, wv, acc[j]);
       }
     });
     if (cob == 1) {
@@ -425,10 +426,10 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       });
     };
     for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
-      Val gv = gy[gy_base + col_idx * (Ho * Wo) + rr.offset + cc.offset];
+      Val gv = masked(both(rr.ok, cc.ok), gy[gy_base + col_idx * (Ho * Wo) + rr.offset + cc.offset]);
       for (uint32_t j = 0; j < cib; ++j) {
         Val wv = w[w_bases[j] + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
-        acc[j] += masked(both(rr.ok, cc.ok), gv * wv);
+        acc[j] = fma(gv, wv, acc[j]);
       }
     });
     if (cib == 1) {
@@ -683,8 +684,8 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
         for (uint32_t i = 0; i < g.cols; ++i) cols.push_back(axis(c0, wi0, i, s.dil_w, s.pad_w, W, cols_ragged, KW, 1));
         for (uint32_t i = 0; i < g.rows; ++i)
           for (uint32_t j = 0; j < g.cols; ++j) {
-            Val xv = x[x_base + rows[i].offset + cols[j].offset];
-            acc[i * g.cols + j] += masked(both(rows[i].ok, cols[j].ok), gv * xv);
+            Val xv = masked(both(rows[i].ok, cols[j].ok), x[x_base + rows[i].offset + cols[j].offset]);
+            acc[i * g.cols + j] = fma(gv, xv, acc[i * g.cols + j]);
           }
       });
     }

@@ -77,7 +77,7 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
         for (uint32_t i = 0; i < tl.reg_m; ++i) a_vals.push_back(a_tile[ty + (kk * a_ld + i * threads_m)]);
         for (uint32_t j = 0; j < tl.reg_n; ++j) b_vals.push_back(b_tile[tx + (kk * tl.tile_n + j * threads_n)]);
         for (uint32_t i = 0; i < tl.reg_m; ++i)
-          for (uint32_t j = 0; j < tl.reg_n; ++j) acc[i * tl.reg_n + j] += a_vals[i] * b_vals[j];
+          for (uint32_t j = 0; j < tl.reg_n; ++j) acc[i * tl.reg_n + j] = fma(a_vals[i], b_vals[j], acc[i * tl.reg_n + j]);
       }
       kb.barrier();
     });

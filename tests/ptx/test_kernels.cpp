@@ -52,6 +52,7 @@ Kernel arithmetic_kernel(Type t) {
       put(log(x));
       put(tanh(x));
       put(pow(x, y));
+      put(fma(x, y, x));
     }
   });
   return kb.finish();

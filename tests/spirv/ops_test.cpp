@@ -50,6 +50,7 @@ Kernel op_kernel(const OpCase& c) {
   Val r;
   int arity = op_arity(c.op);
   if (arity == 1) r = kb.emit(c.op, result, {av});
+  else if (arity == 3) r = kb.emit(c.op, result, {av, bv, av});
   else r = kb.emit(c.op, result, {av, bv});
   out[i] = result == Type::Bool ? select(r, kb.u32(1), kb.u32(0)) : r;
   return kb.finish();
@@ -101,6 +102,7 @@ std::vector<OpCase> all_cases() {
     v.push_back({Op::Sqrt, f.t, {glsl("Sqrt", f.n)}, {}});
     v.push_back({Op::Rsqrt, f.t, {glsl("InverseSqrt", f.n)}, {}});
     v.push_back({Op::Floor, f.t, {glsl("Floor", f.n)}, {}});
+    v.push_back({Op::Fma, f.t, {glsl("Fma", f.n)}, {inst("OpFMul", f.n)}});
   }
   // GLSL.std.450 Exp/Log/Pow/Tanh exist for 16/32-bit floats only.
   for (const T& f : {floats[0], floats[1]}) {

@@ -229,6 +229,20 @@ TEST(PtxInterp, ShuffleXorAndSubgroupBuiltins) {
   }
 }
 
+// fma rounds once: (1 + 2^-20)^2 - (1 + 2^-19) is 2^-40 fused, 0 through a rounded product.
+TEST(PtxInterp, FmaRoundsOnce) {
+  KernelBuilder kb("fma", 32);
+  auto a = kb.buffer("a", Type::F32, Access::Read);
+  auto c = kb.buffer("c", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto i = kb.global_id();
+  out[i] = fma(a[i], a[i], c[i]);
+  Kernel k = kb.finish();
+  std::vector<float> ha(32, 1.0f + 0x1p-20f), hc(32, -(1.0f + 0x1p-19f)), ho(32, -1.0f);
+  run(k, {buf(ha), buf(hc), buf(ho)}, {}, 1);
+  for (float v : ho) ASSERT_EQ(v, 0x1p-40f);
+}
+
 TEST(PtxInterp, Atomics) {
   KernelBuilder kb("atoms", 64);
   auto ci = kb.buffer("ci", Type::I32, Access::ReadWrite);
