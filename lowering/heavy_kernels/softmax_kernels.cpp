@@ -2,6 +2,7 @@
 #include "lowering/heavy_kernels/workgroup_reduce.h"
 
 #include <algorithm>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 
@@ -69,15 +70,74 @@ HeavyKernel softmax_per_invocation(const std::string& name, const SoftmaxShape& 
 // Rows of at most this many elements per invocation stay in registers: one read of the row instead of three.
 constexpr uint32_t kCachedPerInvocation = 8;
 
-// One workgroup per row: each invocation takes elements lid, lid + wg, ... of the row; the workgroup reduces their
-// max, then their sum of exp(x - max) (workgroup_reduce.h), then writes the row. Up to kCachedPerInvocation
-// elements per invocation are loaded once and kept (with their exponentials); longer rows are read in each pass.
-// Both forms fold an invocation's elements in the same order, so they give the same bits.
+// A row's max and sum of exp(x - max), reduced over a workgroup whose invocations take elements lid, lid + wg, ...
+// (workgroup_reduce.h). Up to kCachedPerInvocation elements per invocation are loaded once and kept with their
+// exponentials (x, e: element k is lid + k * wg, -inf and 0 past the row) for the pass that writes the row; longer
+// rows are read again in each pass (x, e empty). Both forms fold an invocation's elements in the same order, so they
+// give the same bits. Every invocation must call it (uniform control flow).
+struct RowStats {
+  Val max, sum;
+  std::vector<Val> x, e;
+  bool kept() const { return !x.empty(); }
+};
+
+RowStats workgroup_row_stats(KernelBuilder& kb, WorkgroupReduce& reduce, Shared scratch, Val lid, uint32_t L,
+                             uint32_t wg, Type t, const std::function<Val(Val j)>& load) {
+  RowStats r;
+  const uint32_t per_invocation = (L + wg - 1) / wg;
+  if (per_invocation <= kCachedPerInvocation) {
+    Val m = neg_inf(kb, t);
+    for (uint32_t k = 0; k < per_invocation; ++k) {
+      Val j = lid + k * wg;
+      r.x.push_back(select(j < L, load(min(j, kb.u32(L - 1))), neg_inf(kb, t)));
+      m = max(m, r.x.back());
+    }
+    reduce.reduce(scratch, m, TreeOp::Max);
+    r.max = scratch[0u];
+    kb.barrier();  // everyone has read the max before the sum reuses the scratch
+    Val sum = kb.constant(t, 0);
+    for (uint32_t k = 0; k < per_invocation; ++k) {
+      r.e.push_back(exp(r.x[k] - r.max));
+      sum = sum + r.e.back();
+    }
+    reduce.reduce(scratch, sum, TreeOp::Sum);
+    r.sum = scratch[0u];
+    return r;
+  }
+  Var m = kb.var("part_max", neg_inf(kb, t));
+  kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { m = max(m.get(), load(j)); });
+  reduce.reduce(scratch, m.get(), TreeOp::Max);
+  r.max = scratch[0u];
+  kb.barrier();
+  Var sum = kb.var("part_sum", kb.constant(t, 0));
+  kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { sum += exp(load(j) - r.max); });
+  reduce.reduce(scratch, sum.get(), TreeOp::Sum);
+  r.sum = scratch[0u];
+  return r;
+}
+
+// Calls write(j, x_j, exp(x_j - max)) for this invocation's elements of the row: from registers when the stats kept
+// them, else loading them again.
+void for_row_elements(KernelBuilder& kb, const RowStats& r, Val lid, uint32_t L, uint32_t wg,
+                      const std::function<Val(Val j)>& load, const std::function<void(Val j, Val x, Val e)>& write) {
+  if (r.kept()) {
+    for (uint32_t k = 0; k < r.x.size(); ++k) {
+      Val j = lid + k * wg;
+      kb.if_(j < L, [&] { write(j, r.x[k], r.e[k]); });
+    }
+    return;
+  }
+  kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) {
+    Val x = load(j);
+    write(j, x, exp(x - r.max));
+  });
+}
+
+// One workgroup per row: workgroup_row_stats, then the row's values.
 HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg,
                                   uint32_t subgroup) {
   const uint32_t L = uint32_t(s.axis), inner = uint32_t(s.inner);
   const uint32_t rows = uint32_t(s.outer * s.inner);
-  const uint32_t per_invocation = (L + wg - 1) / wg;
   KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
@@ -87,50 +147,14 @@ HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s
   Val row = kb.group_id();
   kb.if_(row < rows, [&] {  // uniform per workgroup
     Val base = (row / inner) * (L * inner) + row % inner;
-    if (per_invocation <= kCachedPerInvocation) {
-      // Element k of this invocation is lid + k * wg; past the row it counts as -inf (exp gives 0, max ignores it).
-      std::vector<Val> v, e;
-      Val m = neg_inf(kb, t);
-      for (uint32_t k = 0; k < per_invocation; ++k) {
-        Val j = lid + k * wg;
-        v.push_back(select(j < L, x[base + min(j, kb.u32(L - 1)) * inner].load(), neg_inf(kb, t)));
-        m = max(m, v.back());
-      }
-      reduce.reduce(scratch, m, TreeOp::Max);
-      Val row_max = scratch[0u];
-      kb.barrier();  // everyone has read the max before the sum reuses the scratch
-      Val sum = kb.constant(t, 0);
-      for (uint32_t k = 0; k < per_invocation; ++k) {
-        e.push_back(exp(v[k] - row_max));
-        sum = sum + e.back();
-      }
-      reduce.reduce(scratch, sum, TreeOp::Sum);
-      Val row_sum = scratch[0u];
-      Val shift = log ? row_max + kir::log(row_sum) : Val();
-      Val inv = log ? Val() : like(row_sum, 1.0) / row_sum;
-      for (uint32_t k = 0; k < per_invocation; ++k) {
-        Val j = lid + k * wg;
-        kb.if_(j < L, [&] { y[base + j * inner] = log ? v[k] - shift : e[k] * inv; });
-      }
-      return;
-    }
-    Var m = kb.var("part_max", neg_inf(kb, t));
-    kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { m = max(m.get(), x[base + j * inner].load()); });
-    reduce.reduce(scratch, m.get(), TreeOp::Max);
-    Val row_max = scratch[0u];
-    kb.barrier();  // everyone has read the max before the sum reuses the scratch
-    Var sum = kb.var("part_sum", kb.constant(t, 0));
-    kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { sum += exp(x[base + j * inner].load() - row_max); });
-    reduce.reduce(scratch, sum.get(), TreeOp::Sum);
-    Val row_sum = scratch[0u];
-    if (log) {
-      Val shift = row_max + kir::log(row_sum);
-      kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) { y[base + j * inner] = x[base + j * inner].load() - shift; });
-    } else {
-      Val inv = like(row_sum, 1.0) / row_sum;
-      kb.for_(lid, kb.u32(L), kb.u32(wg),
-              [&](Val j) { y[base + j * inner] = exp(x[base + j * inner].load() - row_max) * inv; });
-    }
+    auto load = [&](Val j) { return x[base + j * inner].load(); };
+    RowStats r = workgroup_row_stats(kb, reduce, scratch, lid, L, wg, t, load);
+    // log_softmax never needs the exponentials: where they are not kept, the write pass computes none (the
+    // device compiler drops an unused exp).
+    Val shift = log ? r.max + kir::log(r.sum) : Val();
+    Val inv = log ? Val() : like(r.sum, 1.0) / r.sum;
+    for_row_elements(kb, r, lid, L, wg, load,
+                     [&](Val j, Val xj, Val ej) { y[base + j * inner] = log ? xj - shift : ej * inv; });
   });
   return {kb.finish(), rows};
 }
@@ -248,7 +272,7 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowCon
     return g * (p - one_hot) / double(N);
   };
   if (cfg.per_row) {
-    // Long rows: one workgroup per row computes the row's max and sum once (trees), then writes the row.
+    // Long rows: one workgroup per row computes the row's max and sum once (workgroup_row_stats), then writes it.
     const uint32_t wg = cfg.wg;
     KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
     Buf grad_loss = kb.buffer("grad_loss", t, Access::Read);
@@ -261,20 +285,12 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowCon
     Val row = kb.group_id();
     kb.if_(row < N, [&] {  // uniform per workgroup
       Val base = row * C;
-      Var m = kb.var("part_max", neg_inf(kb, t));
-      kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) { m = max(m.get(), logits[base + j].load()); });
-      reduce.reduce(scratch, m.get(), TreeOp::Max);
-      Val row_max = scratch[0u];
-      kb.barrier();
-      Var sum = kb.var("part_sum", kb.constant(t, 0));
-      kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) { sum += exp(logits[base + j].load() - row_max); });
-      reduce.reduce(scratch, sum.get(), TreeOp::Sum);
-      Val row_sum = scratch[0u];
+      auto load = [&](Val j) { return logits[base + j].load(); };
+      RowStats r = workgroup_row_stats(kb, reduce, scratch, lid, C, wg, t, load);
       Val label = labels[row].load();
       Val g = grad_loss[0u].load();
-      kb.for_(lid, kb.u32(C), kb.u32(wg), [&](Val j) {
-        grad[base + j] = value(kb, logits[base + j].load(), j, label, row_max, row_sum, g);
-      });
+      for_row_elements(kb, r, lid, C, wg, load,
+                       [&](Val j, Val xj, Val) { grad[base + j] = value(kb, xj, j, label, r.max, r.sum, g); });
     });
     return {kb.finish(), N};
   }
