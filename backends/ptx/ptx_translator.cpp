@@ -234,7 +234,11 @@ void Translator::memory_op(const kir::Instr& in, const std::string& dst) {
   switch (in.op) {
     case kir::Op::LoadBuffer: {
       auto addr = buffer_address(in.index, in.operands[0]);
-      w_.ins(fmt::format("ld.global.{} {}, [{}];", memory_type(in.type), dst, addr));
+      // A buffer the kernel only reads goes through the non-coherent (read-only) cache path. Bindings never
+      // alias (the contract the SPIR-V side states too: its storage buffers are not decorated Aliased, and
+      // read-only ones NonWritable), so nothing this kernel writes can be read through it.
+      const bool read_only = k_.buffers[in.index].access == kir::Access::Read;
+      w_.ins(fmt::format("ld.global{}.{} {}, [{}];", read_only ? ".nc" : "", memory_type(in.type), dst, addr));
       break;
     }
     case kir::Op::LoadShared: {

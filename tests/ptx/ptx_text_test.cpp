@@ -14,6 +14,11 @@ namespace {
 using namespace kir;
 
 bool has(const std::string& ptx, const std::string& what) { return ptx.find(what) != std::string::npos; }
+size_t count_of(const std::string& ptx, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = ptx.find(what); at != std::string::npos; at = ptx.find(what, at + 1)) ++n;
+  return n;
+}
 
 TEST(PtxVersionTable, LowestIsaPerTarget) {
   EXPECT_EQ(ptx_version_for(75), "6.3");
@@ -123,7 +128,22 @@ TEST(PtxText, SemanticsCarryingInstructions) {
   std::string f16 = compile(arithmetic_kernel(Type::F16));
   EXPECT_TRUE(has(f16, "cvt.f32.f16")) << f16;
   EXPECT_TRUE(has(f16, "cvt.rn.f16.f32")) << f16;
-  EXPECT_TRUE(has(f16, "ld.global.b16")) << f16;
+  // The inputs are read-only buffers: loaded through the non-coherent path; the output is stored as usual.
+  EXPECT_TRUE(has(f16, "ld.global.nc.b16")) << f16;
+  EXPECT_TRUE(has(f16, "st.global.b16")) << f16;
+}
+
+// A buffer the kernel also writes must not be read through the non-coherent cache: it would miss the kernel's own
+// stores.
+TEST(PtxText, OnlyReadOnlyBuffersLoadThroughTheNonCoherentPath) {
+  KernelBuilder kb("read_write", 64);
+  auto in = kb.buffer("in", Type::F32, Access::Read);
+  auto inout = kb.buffer("inout", Type::F32, Access::ReadWrite);
+  auto i = kb.global_id();
+  inout[i] = inout[i].load() + in[i].load();
+  std::string text = compile(kb.finish());
+  EXPECT_EQ(count_of(text, "ld.global.nc.f32"), 1u) << text;
+  EXPECT_EQ(count_of(text, "ld.global.f32"), 1u) << text;
 }
 
 TEST(PtxText, ConversionsRoundAsC) {
