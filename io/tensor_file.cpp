@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/kernel/half_bits.h"
+
 namespace spire::io {
 namespace {
 
@@ -30,6 +32,17 @@ void encode_value(double v, uint8_t* dst) {
   std::memcpy(dst, &x, sizeof(T));
 }
 
+void decode_half(const std::vector<uint8_t>& bytes, std::vector<double>& out, float (*value_of)(uint16_t)) {
+  out.resize(bytes.size() / 2);
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + i * 2, 2);
+    out[i] = value_of(h);
+  }
+}
+
+void encode_half(uint16_t bits, uint8_t* dst) { std::memcpy(dst, &bits, 2); }
+
 }  // namespace
 
 StDtype st_dtype_of(graph::DType t) {
@@ -39,6 +52,8 @@ StDtype st_dtype_of(graph::DType t) {
     case graph::DType::I64: return StDtype::I64;
     case graph::DType::F32: return StDtype::F32;
     case graph::DType::F64: return StDtype::F64;
+    case graph::DType::F16: return StDtype::F16;
+    case graph::DType::BF16: return StDtype::BF16;
   }
   return StDtype::F32;
 }
@@ -50,10 +65,12 @@ graph::DType graph_dtype_of(StDtype t, std::string_view source, std::string_view
     case StDtype::I64: return graph::DType::I64;
     case StDtype::F32: return graph::DType::F32;
     case StDtype::F64: return graph::DType::F64;
+    case StDtype::F16: return graph::DType::F16;
+    case StDtype::BF16: return graph::DType::BF16;
     default: break;
   }
   throw_format_error(source, fmt::format("tensor '{}': dtype {} has no graph IR equivalent (spire reads BOOL, I32, "
-                                         "I64, F32, F64)", tensor, st_dtype_name(t)));
+                                         "I64, F16, BF16, F32, F64)", tensor, st_dtype_name(t)));
 }
 
 graph::Tensor to_graph_tensor(const StTensor& t, std::string_view source) {
@@ -77,6 +94,8 @@ graph::Tensor to_graph_tensor(const StTensor& t, std::string_view source) {
     case StDtype::I64: decode<int64_t>(t.data, out.data); break;
     case StDtype::F32: decode<float>(t.data, out.data); break;
     case StDtype::F64: decode<double>(t.data, out.data); break;
+    case StDtype::F16: decode_half(t.data, out.data, kir::f16_bits_to_f32); break;
+    case StDtype::BF16: decode_half(t.data, out.data, kir::bf16_bits_to_f32); break;
     default: break;  // refused above
   }
   return out;
@@ -119,6 +138,9 @@ StTensor to_st_tensor(std::string name, const graph::Tensor& t, std::string_view
         break;
       }
       case graph::DType::F64: std::memcpy(dst, &v, 8); break;
+      // Rounded first: a hand-made tensor may hold values its dtype cannot.
+      case graph::DType::F16: encode_half(kir::f32_to_f16_bits(float(kir::round_to_f16(v))), dst); break;
+      case graph::DType::BF16: encode_half(kir::f32_to_bf16_bits(float(kir::round_to_bf16(v))), dst); break;
     }
   }
   out.name = std::move(name);

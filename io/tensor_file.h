@@ -1,7 +1,7 @@
 // safetensors files of graph Tensors: checkpoints, evaluator inputs and outputs.
 //
-// The graph IR's dtypes map to the format's: bool <-> BOOL, i32 <-> I32, i64 <-> I64, f32 <-> F32,
-// f64 <-> F64. Other safetensors dtypes (U8, F16, BF16, ...) are refused by name when loading.
+// The graph IR's dtypes map to the format's: bool <-> BOOL, i32 <-> I32, i64 <-> I64, f16 <-> F16, bf16 <-> BF16,
+// f32 <-> F32, f64 <-> F64. Other safetensors dtypes (U8, F8_E4M3, ...) are refused by name when loading.
 #pragma once
 
 #include <filesystem>

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/kernel/half_bits.h"
+
 namespace spire::lowering {
 
 std::vector<uint8_t> to_device_bytes(const graph::Tensor& t, kir::Type type, const std::string& name) {
@@ -15,6 +17,9 @@ std::vector<uint8_t> to_device_bytes(const graph::Tensor& t, kir::Type type, con
     switch (type) {
       case kir::Type::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
       case kir::Type::F64: std::memcpy(p, &v, 8); break;
+      // The tensor holds values its dtype can hold (Tensor::round_to_dtype), so these encodings are exact.
+      case kir::Type::F16: { uint16_t h = kir::f32_to_f16_bits(float(v)); std::memcpy(p, &h, 2); break; }
+      case kir::Type::BF16: { uint16_t h = kir::f32_to_bf16_bits(float(v)); std::memcpy(p, &h, 2); break; }
       case kir::Type::I32: {
         if (!(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()))
           throw graph::GraphError(fmt::format("'{}': element {} = {} is outside the 32-bit range {} values are stored "
@@ -41,6 +46,8 @@ graph::Tensor from_device_bytes(const std::vector<uint8_t>& bytes, kir::Type typ
     switch (type) {
       case kir::Type::F32: { float f; std::memcpy(&f, p, 4); v = f; break; }
       case kir::Type::F64: std::memcpy(&v, p, 8); break;
+      case kir::Type::F16: { uint16_t h; std::memcpy(&h, p, 2); v = kir::f16_bits_to_f32(h); break; }
+      case kir::Type::BF16: { uint16_t h; std::memcpy(&h, p, 2); v = kir::bf16_bits_to_f32(h); break; }
       case kir::Type::I32: { int32_t x; std::memcpy(&x, p, 4); v = x; break; }
       case kir::Type::U32: { uint32_t x; std::memcpy(&x, p, 4); v = x; break; }
       default: break;

@@ -9,6 +9,8 @@ kir::Type device_type(graph::DType t) {
     case graph::DType::I64: return kir::Type::I32;  // range-checked on upload (executor.cpp)
     case graph::DType::F32: return kir::Type::F32;
     case graph::DType::F64: return kir::Type::F64;
+    case graph::DType::F16: return kir::Type::F16;
+    case graph::DType::BF16: return kir::Type::BF16;
   }
   return kir::Type::F32;
 }

@@ -203,7 +203,7 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
     write_text(dir / "02-joint.txt", graph::print(*joint), report);
     compiled = opt.passes ? opt.passes->run(passes::PassPoint::AfterAutograd, *joint, write_pass) : *joint;
   }
-  graph::Graph decomposed = canonicalize(compiled);  // decompose, then fold_transposes
+  graph::Graph decomposed = canonicalize(compiled);  // compute_in_f32, decompose, then fold_transposes
   write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);

@@ -168,7 +168,8 @@ class CompiledStep final : public Executable {
     }
     for (size_t i = 0; i < plan_.buffers.size(); ++i) {
       const PlannedBuffer& b = plan_.buffers[i];
-      uint64_t bytes = std::max<uint64_t>(b.bytes(), 4);
+      // Whole words: fills write 32-bit patterns, and an odd count of 16-bit elements ends mid-word.
+      uint64_t bytes = (std::max<uint64_t>(b.bytes(), 4) + 3) & ~uint64_t(3);
       if (max_binding && b.bytes() > max_binding)
         throw rt::Error(fmt::format("buffer '{}' needs {} bytes, more than the {} bytes device {} can bind at once",
                                     b.slot.name, b.bytes(), max_binding, dev_.info().id));

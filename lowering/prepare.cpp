@@ -1,11 +1,12 @@
 #include "lowering/prepare.h"
 
+#include "lowering/compute_in_f32.h"
 #include "lowering/decompose.h"
 #include "lowering/fold_transposes.h"
 
 namespace spire::lowering {
 
-graph::Graph canonicalize(const graph::Graph& g) { return fold_transposes(decompose(g)); }
+graph::Graph canonicalize(const graph::Graph& g) { return fold_transposes(decompose(compute_in_f32(g))); }
 
 graph::Graph prepare_for_fusion(const graph::Graph& g, const passes::PassPipeline* passes,
                                 const passes::PassObserver& observer) {

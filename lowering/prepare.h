@@ -1,4 +1,4 @@
-// The graph fusion and the kernels work on: the graph after decompose and fold_transposes, then after the before_fusion rewrite
+// The graph fusion and the kernels work on: the graph after compute_in_f32, decompose and fold_transposes, then after the before_fusion rewrite
 // passes of the pipeline the caller compiles with (passes/pipeline.h), if any. lower(), graph_stats() and
 // the dump all start from it, so what they show is what runs.
 #pragma once
@@ -8,7 +8,7 @@
 
 namespace spire::lowering {
 
-// The fixed passes before the user's: decompose, then fold_transposes. Also what the tuner and the dump start
+// The fixed passes before the user's: compute_in_f32, decompose, then fold_transposes. Also what the tuner and the dump start
 // from, so tuning keys and dumped stages are the ones lowering sees.
 graph::Graph canonicalize(const graph::Graph& g);
 

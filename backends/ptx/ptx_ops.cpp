@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "backends/ptx/half.h"
+#include "ir/kernel/half_bits.h"
 #include "backends/ptx/ptx_math.h"
 #include "backends/ptx/ptx_translator.h"
 
@@ -53,9 +53,10 @@ void Translator::constant(const kir::Instr& in, const std::string& dst) {
       w_.ins(fmt::format("mov.b32 {}, 0x{:08X};", dst, uint32_t(in.imm.i)));
       break;
     case Type::I64: w_.ins(fmt::format("mov.b64 {}, 0x{:016X};", dst, uint64_t(in.imm.i))); break;
-    case Type::F16: w_.ins(fmt::format("mov.b16 {}, 0x{:04X};", dst, f32_to_f16_bits(float(in.imm.f)))); break;
+    case Type::F16: w_.ins(fmt::format("mov.b16 {}, 0x{:04X};", dst, kir::f32_to_f16_bits(float(in.imm.f)))); break;
     case Type::F32: w_.ins(fmt::format("mov.f32 {}, {};", dst, f32_imm(float(in.imm.f)))); break;
     case Type::F64: w_.ins(fmt::format("mov.f64 {}, {};", dst, f64_imm(in.imm.f))); break;
+    case Type::BF16: fail("internal: a bf16 constant (the builder makes them from f32)"); break;
   }
 }
 
@@ -200,6 +201,7 @@ void Translator::convert(Type from, Type to, const std::string& dst, const std::
     w_.ins(fmt::format("mov.{} {}, {};", ptx_bits(to), dst, src));
     return;
   }
+  if (from == Type::BF16 || to == Type::BF16) return convert_bf16(to, dst, src);
   // f16 converts as its own cvt type; registers are .b16.
   auto cvt_type = [](Type t) { return std::string(ptx_type(t)); };
   const bool ff = kir::is_float(from), ft = kir::is_float(to);
@@ -221,6 +223,31 @@ void Translator::convert(Type from, Type to, const std::string& dst, const std::
   } else {
     w_.ins(fmt::format("cvt.rn.{}.{} {}, {};", cvt_type(to), cvt_type(from), dst, src));
   }
+}
+
+// bf16 <-> f32 on the bits (the verifier allows only f32 on the other side), with integer instructions rather than
+// cvt's bf16 forms (sm_80 / sm_90): f32 -> bf16 rounds half to even and keeps a NaN quiet, bit for bit what
+// kir::f32_to_bf16_bits and the SPIR-V backend do.
+void Translator::convert_bf16(Type to, const std::string& dst, const std::string& src) {
+  const std::string wide = w_.reg(RegClass::B32);
+  if (to == Type::F32) {
+    w_.ins(fmt::format("cvt.u32.u16 {}, {};", wide, src));
+    w_.ins(fmt::format("shl.b32 {}, {}, 16;", wide, wide));
+    w_.ins(fmt::format("mov.b32 {}, {};", dst, wide));
+    return;
+  }
+  const std::string high = w_.reg(RegClass::B32), bias = w_.reg(RegClass::B32), quiet = w_.reg(RegClass::B32);
+  const std::string nan = w_.reg(RegClass::Pred);
+  w_.ins(fmt::format("mov.b32 {}, {};", wide, src));
+  w_.ins(fmt::format("shr.u32 {}, {}, 16;", high, wide));
+  w_.ins(fmt::format("and.b32 {}, {}, 1;", bias, high));
+  w_.ins(fmt::format("add.u32 {}, {}, 32767;", bias, bias));
+  w_.ins(fmt::format("add.u32 {}, {}, {};", wide, wide, bias));
+  w_.ins(fmt::format("shr.u32 {}, {}, 16;", wide, wide));
+  w_.ins(fmt::format("or.b32 {}, {}, 64;", quiet, high));
+  w_.ins(fmt::format("setp.nan.f32 {}, {}, {};", nan, src, src));
+  w_.ins(fmt::format("selp.b32 {}, {}, {}, {};", wide, quiet, wide, nan));
+  w_.ins(fmt::format("cvt.u16.u32 {}, {};", dst, wide));
 }
 
 }  // namespace spire::ptx

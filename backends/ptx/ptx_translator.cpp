@@ -10,7 +10,7 @@ namespace {
 
 std::string param_type(Type t) {
   switch (t) {
-    case Type::F16: return "b16";
+    case Type::F16: case Type::BF16: return "b16";
     case Type::I32: return "s32";
     case Type::U32: return "u32";
     case Type::I64: return "s64";
@@ -21,8 +21,8 @@ std::string param_type(Type t) {
   return "?";
 }
 
-// The type suffix of ld/st/atom for a memory element: f16 moves as raw bits.
-std::string_view memory_type(Type t) { return t == Type::F16 ? "b16" : ptx_type(t); }
+// The type suffix of ld/st/atom for a memory element: f16 and bf16 move as raw bits.
+std::string_view memory_type(Type t) { return t == Type::F16 || t == Type::BF16 ? "b16" : ptx_type(t); }
 
 std::string buffer_param(uint32_t i) { return fmt::format("p_buf{}", i); }
 std::string scalar_param(uint32_t i) { return fmt::format("p_arg{}", i); }

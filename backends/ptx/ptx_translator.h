@@ -43,6 +43,7 @@ class Translator {
   void compute(kir::Op op, kir::Type t, const std::string& dst, const std::vector<std::string>& src);
   void compare(kir::Op op, kir::Type t, const std::string& dst, const std::string& a, const std::string& b);
   void convert(kir::Type from, kir::Type to, const std::string& dst, const std::string& src);
+  void convert_bf16(kir::Type to, const std::string& dst, const std::string& src);  // bf16 <-> f32 on the bits
   void compute_f16(const kir::Instr& in, const std::string& dst);
 
   [[noreturn]] void fail(const std::string& problem) const;

@@ -28,7 +28,7 @@ constexpr std::array<ClassInfo, kRegClassCount> kClasses = {{
 RegClass reg_class_of(kir::Type t) {
   switch (t) {
     case kir::Type::Bool: return RegClass::Pred;
-    case kir::Type::F16: return RegClass::B16;
+    case kir::Type::F16: case kir::Type::BF16: return RegClass::B16;
     case kir::Type::I32: case kir::Type::U32: return RegClass::B32;
     case kir::Type::I64: return RegClass::B64;
     case kir::Type::F32: return RegClass::F32;
@@ -46,6 +46,7 @@ std::string_view ptx_type(kir::Type t) {
     case kir::Type::F16: return "f16";
     case kir::Type::F32: return "f32";
     case kir::Type::F64: return "f64";
+    case kir::Type::BF16: return "b16";  // no arithmetic on it (types.h): moves and converts as bits
   }
   return "?";
 }
@@ -53,7 +54,7 @@ std::string_view ptx_type(kir::Type t) {
 std::string_view ptx_bits(kir::Type t) {
   switch (t) {
     case kir::Type::Bool: return "pred";
-    case kir::Type::F16: return "b16";
+    case kir::Type::F16: case kir::Type::BF16: return "b16";
     case kir::Type::I32: case kir::Type::U32: case kir::Type::F32: return "b32";
     case kir::Type::I64: case kir::Type::F64: return "b64";
   }

@@ -87,7 +87,10 @@ void KernelEmitter::declare_capabilities() {
   // 16-bit values in interface memory need the 16-bit storage capabilities (core in SPIR-V 1.3, declared
   // as an extension too so that tools and drivers reading the module see where they come from).
   bool f16_buffer = false, f16_scalar = false;
-  for (const auto& b : k_.buffers) f16_buffer |= b.elem == kir::Type::F16;
+  for (const auto& b : k_.buffers) f16_buffer |= b.elem == kir::Type::F16 || b.elem == kir::Type::BF16;
+  // A bf16 value is a 16-bit integer, which without Int16 only the 16-bit storage capability lets a module
+  // declare, even when no buffer holds one (a bf16 constant converted on to f32).
+  for (kir::Type t : k_.value_types) f16_buffer |= t == kir::Type::BF16;
   for (const auto& s : k_.scalars) f16_scalar |= s.type == kir::Type::F16;
   if (f16_buffer) m_.add_capability(SpvCapabilityStorageBuffer16BitAccess);
   if (f16_scalar) m_.add_capability(SpvCapabilityStoragePushConstant16);
@@ -372,6 +375,7 @@ Id KernelEmitter::type(kir::Type t) {
     case kir::Type::F16: return m_.type_float(16);
     case kir::Type::F32: return m_.type_float(32);
     case kir::Type::F64: return m_.type_float(64);
+    case kir::Type::BF16: return m_.type_int(16, false);  // a 16-bit word: the top half of an f32 (emit_ops.cpp)
   }
   throw std::logic_error("SPIR-V backend: unknown type");
 }

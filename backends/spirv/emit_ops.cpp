@@ -128,6 +128,7 @@ Id KernelEmitter::unary(const kir::Instr& in) {
 
 Id KernelEmitter::convert(Id v, Type from, Type to) {
   if (from == to) return v;
+  if (from == Type::BF16 || to == Type::BF16) return convert_bf16(v, to);
   bool from_float = kir::is_float(from), to_float = kir::is_float(to);
   if (from_float && to_float) return op(SpvOpFConvert, type(to), {v});
   if (from_float) {
@@ -144,6 +145,25 @@ Id KernelEmitter::convert(Id v, Type from, Type to) {
   Id resized = from_signed ? op(SpvOpSConvert, signed_type(to), {v}) : op(SpvOpUConvert, unsigned_type(to), {v});
   if (from_signed == kir::is_signed_int(to)) return resized;
   return op(SpvOpBitcast, type(to), {resized});
+}
+
+// bf16 is the top half of an f32 (types.h), held as a 16-bit word; the verifier allows only f32 on the other side.
+// f32 -> bf16 rounds half to even on the dropped 16 bits (adding 0x7FFF plus the kept lowest bit carries exactly
+// then) and keeps a NaN quiet, bit for bit what kir::f32_to_bf16_bits and the PTX backend do.
+Id KernelEmitter::convert_bf16(Id v, Type to) {
+  const Id u32 = type(Type::U32), u16 = type(Type::BF16);
+  auto c = [&](uint32_t x) { return m_.constant_u32(x); };
+  if (to == Type::F32) {
+    Id wide = op(SpvOpUConvert, u32, {v});
+    return op(SpvOpBitcast, type(Type::F32), {op(SpvOpShiftLeftLogical, u32, {wide, c(16)})});
+  }
+  Id bits = op(SpvOpBitcast, u32, {v});
+  Id high = op(SpvOpShiftRightLogical, u32, {bits, c(16)});
+  Id bias = op(SpvOpIAdd, u32, {c(0x7FFF), op(SpvOpBitwiseAnd, u32, {high, c(1)})});
+  Id rounded = op(SpvOpShiftRightLogical, u32, {op(SpvOpIAdd, u32, {bits, bias}), c(16)});
+  Id quiet_nan = op(SpvOpBitwiseOr, u32, {high, c(0x40)});
+  Id picked = op(SpvOpSelect, u32, {op(SpvOpIsNan, type(Type::Bool), {v}), quiet_nan, rounded});
+  return op(SpvOpUConvert, u16, {picked});
 }
 
 Id KernelEmitter::buffer_element(uint32_t buffer, kir::ValueId index) {

@@ -58,6 +58,7 @@ class KernelEmitter {
   Id comparison(const kir::Instr& in);
   Id unary(const kir::Instr& in);
   Id convert(Id v, kir::Type from, kir::Type to);
+  Id convert_bf16(Id v, kir::Type to);  // bf16 <-> f32 on the bits
   Id buffer_element(uint32_t buffer, kir::ValueId index);  // pointer
   Id shared_element(uint32_t array, kir::ValueId index);   // pointer
   Id atomic_add(const kir::Instr& in);

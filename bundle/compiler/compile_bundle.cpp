@@ -20,6 +20,10 @@ DType bundle_dtype(graph::DType t) {
     case graph::DType::I32: return DType::I32;
     case graph::DType::I64: return DType::I64;
     case graph::DType::Bool: return DType::Bool;
+    case graph::DType::F16: case graph::DType::BF16:
+      // The bundle format and the C API have no 16-bit types yet.
+      throw graph::GraphError(fmt::format("bundles do not hold {} values yet: cast the model's inputs, outputs and "
+                                          "weights to f32 before compiling a bundle", graph::dtype_name(t)));
   }
   return DType::F32;
 }

@@ -44,7 +44,8 @@ rt::DeviceInfo nvidia_ptx(uint32_t sm) {
   d.min_storage_offset_alignment = 16;
   d.compute_capability = sm;
   d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle;
+               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
+               kir::Feature::BFloat16;
   return d;
 }
 

@@ -24,6 +24,8 @@ graph::DType dtype_of_onnx(int elem_type, const std::string& what) {
   switch (elem_type) {
     case onnx::TensorProto::FLOAT: return DType::F32;
     case onnx::TensorProto::DOUBLE: return DType::F64;
+    case onnx::TensorProto::FLOAT16: return DType::F16;
+    case onnx::TensorProto::BFLOAT16: return DType::BF16;
     case onnx::TensorProto::INT32: return DType::I32;
     case onnx::TensorProto::INT64: return DType::I64;
     case onnx::TensorProto::BOOL: return DType::Bool;

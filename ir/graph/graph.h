@@ -48,11 +48,14 @@ class GraphError : public std::runtime_error {
 // Types
 
 // Element types. Bool is what `compare` yields and what `where` takes as its condition.
-enum class DType : uint8_t { Bool, I32, I64, F32, F64 };
+// F16 and BF16 are storage precisions: kernels compute them in f32 and round each op's result once
+// (lowering/compute_in_f32.h), as PyTorch's half kernels do.
+enum class DType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16 };
 
-std::string_view dtype_name(DType t);                  // "bool", "i32", "i64", "f32", "f64"
+std::string_view dtype_name(DType t);                  // "bool", "i32", "i64", "f32", "f64", "f16", "bf16"
 std::optional<DType> dtype_from_name(std::string_view name);
-bool is_float(DType t);
+bool is_float(DType t);                                // F16, BF16, F32, F64
+bool is_half(DType t);                                 // F16, BF16
 bool is_int(DType t);                                  // I32, I64 (not Bool)
 uint32_t dtype_bytes(DType t);                         // Bool: 1
 

@@ -204,6 +204,8 @@ OpCost op_cost(const Graph& g, Value v);
 int64_t io_bytes(const Node& node, std::span<const TensorType> inputs);
 
 // The tolerance for a result of dtype `dtype` (0 for integer and bool results: they must match exactly).
+// f16 and bf16 results add to the f32 bound 2 unit roundoffs (f16: 2^-11, bf16: 2^-8) forward and 8
+// backward: their ops compute in float32 and round each result once (op_table.cpp says why).
 double op_tolerance(OpKind op, bool backward, DType dtype);
 
 // The op families (ir/graph/ops/*.cpp), each returning its entries; op_table() gathers them.

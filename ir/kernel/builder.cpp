@@ -154,6 +154,7 @@ Val KernelBuilder::shuffle_xor(Val value, uint32_t mask) {
 }
 
 Val KernelBuilder::constant(Type t, double v) {
+  if (t == Type::BF16) return cast(constant(Type::F32, v), Type::BF16);  // no bf16 immediates (types.h)
   ValueId id = ValueId(k_.value_types.size());
   k_.value_types.push_back(t);
   k_.features |= features_for_type(t);
@@ -169,6 +170,7 @@ Val KernelBuilder::constant(Type t, double v) {
     case Type::F32: in.imm.f = double(float(v)); break;
     case Type::F16: in.imm.f = double(float(v)); break;  // backends round to half
     case Type::F64: in.imm.f = v; break;
+    case Type::BF16: break;  // made from an f32 constant below
   }
   current()->stmts.emplace_back(in);
   return Val(this, id, t);
@@ -335,6 +337,9 @@ Val cast(Val a, Type t) {
     auto* kb = a.builder();
     return select(a, kb->constant(t, 1), kb->constant(t, 0));
   }
+  // bf16 converts only to and from f32 (types.h): other conversions go through f32.
+  if ((a.type() == Type::BF16 && t != Type::F32) || (t == Type::BF16 && a.type() != Type::F32))
+    return cast(cast(a, Type::F32), t);
   return a.builder()->emit(Op::Convert, t, {a});
 }
 

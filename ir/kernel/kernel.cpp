@@ -156,6 +156,10 @@ struct Verifier {
       if (!use(in.operands[i], name.c_str())) return false;
     auto t0 = arity > 0 ? type_of(in.operands[0]) : in.type;
     auto t1 = arity > 1 ? type_of(in.operands[1]) : in.type;
+    // bf16 is stored, loaded and converted to or from f32, nothing else (types.h).
+    if ((in.type == Type::BF16 || t0 == Type::BF16 || t1 == Type::BF16) && in.op != Op::LoadBuffer &&
+        !(in.op == Op::Convert && (in.type == Type::F32 || t0 == Type::F32)))
+      return fail(name + ": bf16 values are only loaded, stored and converted to or from f32");
     switch (in.op) {
       case Op::Const: break;
       case Op::ReadBuiltin:
@@ -292,6 +296,14 @@ std::string verify(const Kernel& k) {
     if (s.elem == Type::Bool || s.count == 0) return "shared array " + s.name + " must hold a non-bool type and at least one element";
   for (const auto& s : k.scalars)
     if (s.type == Type::Bool) return "scalar " + s.name + " is bool; use u32";
+  // bf16 lives in buffers only: 16-bit words in workgroup memory, push constants or variables would need
+  // capabilities beyond 16-bit storage on Vulkan.
+  for (const auto& s : k.shared)
+    if (s.elem == Type::BF16) return "shared array " + s.name + " holds bf16; stage it as f32";
+  for (const auto& s : k.scalars)
+    if (s.type == Type::BF16) return "scalar " + s.name + " is bf16; pass it as f32";
+  for (const auto& v : k.vars)
+    if (v.type == Type::BF16) return "variable " + v.name + " is bf16; keep it as f32";
   Features implied;
   auto add = [&](Type t) { implied |= features_for_type(t); };
   for (const auto& b : k.buffers) add(b.elem);

@@ -11,6 +11,7 @@ std::string_view type_name(Type t) {
     case Type::F16: return "f16";
     case Type::F32: return "f32";
     case Type::F64: return "f64";
+    case Type::BF16: return "bf16";
   }
   return "?";
 }
@@ -18,14 +19,14 @@ std::string_view type_name(Type t) {
 uint32_t type_bytes(Type t) {
   switch (t) {
     case Type::Bool: return 0;
-    case Type::F16: return 2;
+    case Type::F16: case Type::BF16: return 2;
     case Type::I32: case Type::U32: case Type::F32: return 4;
     case Type::I64: case Type::F64: return 8;
   }
   return 0;
 }
 
-bool is_float(Type t) { return t == Type::F16 || t == Type::F32 || t == Type::F64; }
+bool is_float(Type t) { return t == Type::F16 || t == Type::F32 || t == Type::F64 || t == Type::BF16; }
 bool is_int(Type t) { return t == Type::I32 || t == Type::U32 || t == Type::I64; }
 bool is_signed_int(Type t) { return t == Type::I32 || t == Type::I64; }
 
@@ -38,6 +39,7 @@ std::string_view feature_name(Feature f) {
     case Feature::AtomicAddInt: return "atomic-add-int";
     case Feature::AtomicAddF32: return "atomic-add-f32";
     case Feature::SubgroupShuffle: return "subgroup-shuffle";
+    case Feature::BFloat16: return "bfloat16";
   }
   return "?";
 }
@@ -56,6 +58,7 @@ std::string features_to_string(Features f) {
 Features features_for_type(Type t) {
   switch (t) {
     case Type::F16: return Feature::Float16;
+    case Type::BF16: return Feature::BFloat16;
     case Type::F64: return Feature::Float64;
     case Type::I64: return Feature::Int64;
     default: return {};

@@ -8,12 +8,14 @@
 namespace spire::kir {
 
 // Scalar types a kernel computes with. Bool exists only in registers (comparisons, select conditions);
-// buffers and workgroup arrays hold the other types.
-enum class Type : uint8_t { Bool, I32, U32, I64, F16, F32, F64 };
+// buffers and workgroup arrays hold the other types. BF16 is a storage type: a kernel loads it from and stores it
+// to buffers and converts it to and from F32, and computes nothing in it (no device's shaders all have bf16
+// arithmetic; f32 arithmetic then one rounding is also what PyTorch's bf16 kernels do).
+enum class Type : uint8_t { Bool, I32, U32, I64, F16, F32, F64, BF16 };
 
 std::string_view type_name(Type t);
 uint32_t type_bytes(Type t);  // 0 for Bool
-bool is_float(Type t);
+bool is_float(Type t);         // F16, F32, F64, BF16
 bool is_int(Type t);          // I32, U32, I64
 bool is_signed_int(Type t);   // I32, I64
 
@@ -29,8 +31,10 @@ enum class Feature : uint32_t {
   // Subgroup builtins and shuffle-xor in compute kernels (Vulkan 1.1 subgroupSupportedOperations' basic and shuffle
   // bits in the compute stage; every CUDA device, as shfl.sync).
   SubgroupShuffle = 1u << 5,
+  // bf16 in buffers, as 16-bit words (Vulkan's storageBuffer16BitAccess; every CUDA device).
+  BFloat16 = 1u << 6,
 };
-inline constexpr Feature kLastFeature = Feature::SubgroupShuffle;  // for loops over every feature bit
+inline constexpr Feature kLastFeature = Feature::BFloat16;  // for loops over every feature bit
 
 // A set of features, as bits.
 struct Features {
@@ -52,7 +56,7 @@ struct Features {
 std::string_view feature_name(Feature f);
 std::string features_to_string(Features f);  // "float64, int64" or "none"
 
-// Features a value of this type needs (Float16 for F16, ...).
+// Features a value of this type needs (Float16 for F16, BFloat16 for BF16, ...).
 Features features_for_type(Type t);
 
 }  // namespace spire::kir

@@ -61,7 +61,8 @@ DeviceInfo describe_device(const Driver& d, int index) {
   // Every GPU the PTX backend targets (sm_75 and newer) has native f16 conversion, f64, 64-bit integers and
   // global atomic add on 32-bit ints and f32, and warp shuffles (shfl.sync).
   kir::Features all = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-                      kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle;
+                      kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
+               kir::Feature::BFloat16;
   info.features = rt::apply_feature_mask(all);
   return info;
 }

@@ -33,11 +33,13 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   void** tail = &feats.pNext;
   feats.features.shaderFloat64 = want.has(kir::Feature::Float64);
   feats.features.shaderInt64 = want.has(kir::Feature::Int64);
-  if (want.has(kir::Feature::Float16)) {
+  if (want.has(kir::Feature::Float16) || want.has(kir::Feature::BFloat16)) {  // both store 16-bit words
     storage16.storageBuffer16BitAccess = VK_TRUE;
-    storage16.storagePushConstant16 = f.has_push_constant_16bit;
+    storage16.storagePushConstant16 = want.has(kir::Feature::Float16) && f.has_push_constant_16bit;
     *tail = &storage16;
     tail = &storage16.pNext;
+  }
+  if (want.has(kir::Feature::Float16)) {
     f16.shaderFloat16 = VK_TRUE;
     *tail = &f16;
     tail = &f16.pNext;

@@ -187,6 +187,7 @@ kir::Features offered_features(const PhysicalDeviceFacts& f) {
   if (f.has_float64) have |= kir::Feature::Float64;
   if (f.has_int64) have |= kir::Feature::Int64;
   if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
+  if (f.has_storage_buffer_16bit) have |= kir::Feature::BFloat16;  // bf16 kernels compute in f32 (kir/types.h)
   if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
   if (f.has_subgroup_shuffle) have |= kir::Feature::SubgroupShuffle;
   return rt::apply_feature_mask(have);

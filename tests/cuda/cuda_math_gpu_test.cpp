@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "backends/ptx/half.h"
+#include "ir/kernel/half_bits.h"
 #include "ir/kernel/builder.h"
 #include "tests/cuda/cuda_gpu_fixture.h"
 
@@ -232,7 +232,7 @@ TEST_F(CudaMath, ConversionsRoundAsDocumented) {
   auto to_h = run_unary<uint16_t>("t_f2h", Type::F32, Type::F16, x, [](Val v) { return cast(v, Type::F16); });
   for (size_t i = 0; i < x.size(); ++i) {
     ASSERT_EQ(to_i[i], int32_t(std::min(std::max(x[i], -2e9f), 2e9f))) << x[i];
-    ASSERT_EQ(to_h[i], ptx::f32_to_f16_bits(x[i])) << x[i];
+    ASSERT_EQ(to_h[i], kir::f32_to_f16_bits(x[i])) << x[i];
   }
   std::vector<int32_t> ints;
   std::mt19937 rng(19);
@@ -256,14 +256,14 @@ TEST_F(CudaMath, HalfArithmeticRoundsThroughF32) {
   std::uniform_real_distribution<float> d(-300, 300);
   std::vector<uint16_t> a, b;
   for (int i = 0; i < 20000; ++i) {
-    a.push_back(ptx::f32_to_f16_bits(d(rng)));
-    b.push_back(ptx::f32_to_f16_bits(d(rng)));
+    a.push_back(kir::f32_to_f16_bits(d(rng)));
+    b.push_back(kir::f32_to_f16_bits(d(rng)));
   }
   auto y = run_binary<uint16_t>("t_hmul_add", Type::F16, a, b, [](Val p, Val q) { return p * q + p; });
   for (size_t i = 0; i < a.size(); ++i) {
-    float pa = ptx::f16_bits_to_f32(a[i]), pb = ptx::f16_bits_to_f32(b[i]);
-    float prod = ptx::f16_bits_to_f32(ptx::f32_to_f16_bits(pa * pb));
-    uint16_t want = ptx::f32_to_f16_bits(prod + pa);
+    float pa = kir::f16_bits_to_f32(a[i]), pb = kir::f16_bits_to_f32(b[i]);
+    float prod = kir::f16_bits_to_f32(kir::f32_to_f16_bits(pa * pb));
+    uint16_t want = kir::f32_to_f16_bits(prod + pa);
     ASSERT_EQ(y[i], want) << pa << " * " << pb << " + " << pa;
   }
 }

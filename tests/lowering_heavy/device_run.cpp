@@ -11,17 +11,6 @@
 
 namespace spire::heavy_test {
 
-kir::Type device_type_of(graph::DType t) {
-  switch (t) {
-    case graph::DType::F32: return kir::Type::F32;
-    case graph::DType::F64: return kir::Type::F64;
-    case graph::DType::I32:
-    case graph::DType::I64: return kir::Type::I32;
-    case graph::DType::Bool: return kir::Type::U32;
-  }
-  throw std::invalid_argument("unknown dtype");
-}
-
 DeviceRun::DeviceRun(rt::Device& device, const graph::Graph& g) : dev_(device), g_(g) {}
 
 int32_t DeviceRun::add_slot(kir::Type type, int64_t elements, std::string name) {
@@ -34,7 +23,7 @@ int32_t DeviceRun::buffer_of(graph::Value v) {
   auto it = slot_of_value_.find(v.id);
   if (it != slot_of_value_.end()) return it->second;
   const graph::Node& n = g_.node(v);
-  int32_t s = add_slot(device_type_of(n.type.dtype), n.type.numel(), n.name);
+  int32_t s = add_slot(lowering::device_type(n.type.dtype), n.type.numel(), n.name);
   slot_of_value_[v.id] = s;
   return s;
 }

@@ -24,7 +24,6 @@ namespace spire::heavy_test {
 inline constexpr uint32_t kPoisonNaN = 0x7ff80000u;
 
 // The device type heavy kernels use for a graph dtype: f32, f64, and i32 for i32/i64 labels.
-kir::Type device_type_of(graph::DType t);
 
 class DeviceRun final : public lowering::LoweringContext {
  public:

@@ -2,6 +2,8 @@
 // exact GELU). None has an OpKind enumerator: each is defined by its entry alone.
 #include "ir/graph/ops/common.h"
 
+#include <utility>
+
 namespace spire::graph::ops {
 
 namespace {
@@ -40,10 +42,14 @@ std::vector<OpInfo> activations() {
          Value x = input_of(c);
          const double alpha = g.node(c.out).attrs.get_float("alpha"), beta = g.node(c.out).attrs.get_float("beta");
          const DType t = g.type(x).dtype;
-         Value v = g.add(g.mul(x, alpha), beta);
          Value zero = g.scalar(0.0, t);
-         Value below_one = g.where(g.compare(v, g.scalar(1.0, t), CompareMode::Lt), g.mul(c.grad_out, alpha), zero);
-         return {g.where(g.compare(v, zero, CompareMode::Gt), below_one, zero)};
+         if (alpha == 0) return {g.mul(c.grad_out, zero)};
+         // The linear part is lo < x < hi, tested on x itself: alpha x + beta rounded to x's dtype (f16, bf16)
+         // would land on 0 or 1 for x just inside and drop the gradient there.
+         double lo = -beta / alpha, hi = (1 - beta) / alpha;
+         if (alpha < 0) std::swap(lo, hi);
+         Value inside_hi = g.where(g.compare(x, g.scalar(hi, t), CompareMode::Lt), g.mul(c.grad_out, alpha), zero);
+         return {g.where(g.compare(x, g.scalar(lo, t), CompareMode::Gt), inside_hi, zero)};
        },
        .scalar = [](const Node& n, std::span<const double> x) { return hard_sigmoid_ref(n, x[0]); },
        .formula = [](const PointwiseEmit& e) {

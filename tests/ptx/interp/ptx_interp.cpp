@@ -9,9 +9,11 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "backends/ptx/half.h"
+#include "ir/kernel/half_bits.h"
 
 namespace spire::ptx::interp {
+
+using kir::f16_bits_to_f32;
 
 namespace {
 
@@ -42,7 +44,7 @@ enum class Op : uint8_t {
   Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Shfl, Bra, Ret
 };
 
-enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Neu };
+enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Neu, Nan };
 enum class Comb : uint8_t { None, And, Or };
 enum class Rnd : uint8_t { None, Rn, Rz, Rni, Rzi, Rmi };
 
@@ -106,7 +108,7 @@ uint16_t f64_to_f16(double x) {
     uint32_t b = std::bit_cast<uint32_t>(f) | 1u;
     f = std::bit_cast<float>(b);
   }
-  return spire::ptx::f32_to_f16_bits(f);
+  return spire::kir::f32_to_f16_bits(f);
 }
 
 }  // namespace
@@ -343,7 +345,7 @@ struct Module::Impl {
         ins.op = Op::Setp;
         static const std::map<std::string, Cmp> cmps = {
             {"eq", Cmp::Eq}, {"ne", Cmp::Ne}, {"lt", Cmp::Lt}, {"le", Cmp::Le}, {"gt", Cmp::Gt}, {"ge", Cmp::Ge},
-            {"lo", Cmp::Lo}, {"ls", Cmp::Ls}, {"hi", Cmp::Hi}, {"hs", Cmp::Hs}, {"neu", Cmp::Neu}};
+            {"lo", Cmp::Lo}, {"ls", Cmp::Ls}, {"hi", Cmp::Hi}, {"hs", Cmp::Hs}, {"neu", Cmp::Neu}, {"nan", Cmp::Nan}};
         auto it = cmps.find(parts[1]);
         if (it == cmps.end()) fail(line, ins.text, "unsupported comparison");
         ins.cmp = it->second;
@@ -392,6 +394,7 @@ bool compare(Cmp c, Ty t, uint64_t a, uint64_t b) {
       case Cmp::Eq: return !un && x == y;
       case Cmp::Ne: return !un && x != y;
       case Cmp::Neu: return un || x != y;
+      case Cmp::Nan: return un;
       case Cmp::Lt: return !un && x < y;
       case Cmp::Le: return !un && x <= y;
       case Cmp::Gt: return !un && x > y;
@@ -406,6 +409,7 @@ bool compare(Cmp c, Ty t, uint64_t a, uint64_t b) {
   switch (c) {
     case Cmp::Eq: return ux == uy;
     case Cmp::Ne: case Cmp::Neu: return ux != uy;
+    case Cmp::Nan: throw Error("PTX interpreter: setp.nan on integers");
     case Cmp::Lt: return sgn ? sx < sy : ux < uy;
     case Cmp::Le: return sgn ? sx <= sy : ux <= uy;
     case Cmp::Gt: return sgn ? sx > sy : ux > uy;
@@ -454,9 +458,11 @@ uint64_t float_bits(Ty t, double v) {
 uint64_t convert(const Ins& in, uint64_t s) {
   Ty d = in.t, st = in.src;
   if (!is_float(st) && !is_float(d)) {
+    if (type_bytes(st) == 2) s &= 0xFFFF;  // u16 / b16 sources (no s16 in the subset)
     int64_t v = is_signed(st) ? (type_bytes(st) == 8 ? int64_t(s) : int64_t(int32_t(uint32_t(s))))
                               : int64_t(type_bytes(st) == 8 ? s : uint64_t(uint32_t(s)));
-    return type_bytes(d) == 8 ? uint64_t(v) : uint64_t(uint32_t(v));
+    const int bytes = type_bytes(d);
+    return bytes == 8 ? uint64_t(v) : bytes == 2 ? uint64_t(v) & 0xFFFF : uint64_t(uint32_t(v));
   }
   if (!is_float(st)) {  // int -> float, round to nearest
     if (d == Ty::F32) {

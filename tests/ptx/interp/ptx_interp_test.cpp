@@ -11,7 +11,7 @@
 #include <limits>
 #include <random>
 
-#include "backends/ptx/half.h"
+#include "ir/kernel/half_bits.h"
 #include "backends/ptx/ptx_backend.h"
 #include "ir/kernel/builder.h"
 #include "tests/ptx/interp/ptx_interp.h"

@@ -1,0 +1,78 @@
+#include "lowering/compute_in_f32.h"
+
+#include <optional>
+#include <vector>
+
+#include "lowering/decompose.h"
+
+namespace spire::lowering {
+
+namespace {
+
+using graph::DType;
+using graph::OpKind;
+using graph::Value;
+
+bool moves_elements_only(OpKind op) {
+  return op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Permute || op == OpKind::BroadcastTo;
+}
+
+class Rewriter {
+ public:
+  explicit Rewriter(const graph::Graph& g) : g_(g), map_(size_t(g.size())), up_(size_t(g.size())) {}
+
+  graph::Graph run() {
+    for (Value v : g_.values()) map_[size_t(v.id)] = rewrite(v);
+    for (const graph::NamedOutput& o : g_.outputs()) out_.output(o.name, map_[size_t(o.value.id)]);
+    for (const graph::StateUpdate& u : g_.state_updates())
+      out_.state_update(map_[size_t(u.target.id)], map_[size_t(u.value.id)]);
+    return std::move(out_);
+  }
+
+ private:
+  Value rewrite(Value v) {
+    const graph::Node& n = g_.node(v);
+    if (graph::is_leaf(n.op)) return out_.add_leaf(n.op, n.name, n.type, n.attrs);
+    std::vector<Value> inputs;
+    bool touches_half = graph::is_half(n.type.dtype);
+    for (Value in : n.inputs) {
+      inputs.push_back(map_[size_t(in.id)]);
+      touches_half |= graph::is_half(g_.type(in).dtype);
+    }
+    if (!touches_half || moves_elements_only(n.op)) return out_.add_node(n.op, inputs, n.attrs, n.name);
+    if (n.op == OpKind::Cast) {
+      const DType from = g_.type(n.inputs[0]).dtype, to = n.type.dtype;
+      if (from == DType::F32 || to == DType::F32) return out_.add_node(n.op, inputs, n.attrs, n.name);
+      return out_.add_node(OpKind::Cast, {in_f32(n.inputs[0])}, n.attrs, n.name);
+    }
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (graph::is_half(g_.type(n.inputs[i]).dtype)) inputs[i] = in_f32(n.inputs[i]);
+    if (!graph::is_half(n.type.dtype)) return out_.add_node(n.op, inputs, n.attrs, n.name);
+    const Value wide = out_.add_node(n.op, inputs, n.attrs, fresh_name(g_, out_, n.name + ".f32"));
+    return out_.add_node(OpKind::Cast, {wide}, {{"to", std::string(graph::dtype_name(n.type.dtype))}}, n.name);
+  }
+
+  // The original value `v` (of a half dtype) cast up to f32 in the output graph, once however many ops read it.
+  Value in_f32(Value v) {
+    std::optional<Value>& up = up_[size_t(v.id)];
+    if (!up)
+      up = out_.add_node(OpKind::Cast, {map_[size_t(v.id)]}, {{"to", std::string("f32")}},
+                         fresh_name(g_, out_, g_.node(v).name + ".to_f32"));
+    return *up;
+  }
+
+  const graph::Graph& g_;
+  graph::Graph out_;
+  std::vector<Value> map_;
+  std::vector<std::optional<Value>> up_;
+};
+
+}  // namespace
+
+graph::Graph compute_in_f32(const graph::Graph& g) {
+  for (Value v : g.values())
+    if (graph::is_half(g.type(v).dtype)) return Rewriter(g).run();
+  return g;
+}
+
+}  // namespace spire::lowering
