@@ -45,5 +45,6 @@ void reduction_cases(CaseList& cl);            // cases_reduction.cpp
 void layout_cases(CaseList& cl);               // cases_layout.cpp
 void indexing_cases(CaseList& cl);             // cases_indexing.cpp
 void heavy_cases(CaseList& cl);                // cases_heavy.cpp
+void half_cases(CaseList& cl);                 // cases_half.cpp: f16 and bf16
 
 }  // namespace spire::harness

@@ -13,6 +13,7 @@
 #include "ir/graph/tensor.h"
 #include "lowering/custom_kernels.h"
 #include "lowering/executable.h"
+#include "lowering/lowering_context.h"
 #include "op_harness/cases.h"
 
 namespace spire::harness {
@@ -75,10 +76,14 @@ double max_norm_error(const graph::Tensor& got, const graph::Tensor& want) {
 
 namespace {
 
-bool uses_f64(const OpCase& c, const Graph& g) {
+// The features the graph's dtypes need that `dev` lacks (float64, float16, bfloat16): a case refused for
+// one of these is skipped, not failed; any other refusal fails.
+kir::Features dtype_features_missing(const Graph& g, const rt::Device& dev) {
+  kir::Features needed;
   for (const auto& n : g.nodes())
-    if (n.type.dtype == DType::F64) return true;
-  return false;
+    if (graph::is_float(n.type.dtype) && n.type.dtype != DType::F32)
+      needed |= kir::features_for_type(lowering::device_type(n.type.dtype));
+  return needed.missing_from(dev.info().features);
 }
 
 }  // namespace
@@ -92,6 +97,7 @@ const std::vector<OpCase>& op_cases() {
     layout_cases(cl);
     indexing_cases(cl);
     heavy_cases(cl);
+    half_cases(cl);
     return cl.take();
   }();
   return all;
@@ -170,8 +176,8 @@ std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed) 
     exe->step();
     for (const auto& [name, is_grad] : checks) got[name] = exe->get(name);
   } catch (const rt::MissingFeature& e) {
-    if (uses_f64(c, g) && !dev.info().features.has(kir::Feature::Float64))
-      return single("all", Outcome::Skip, fmt::format("{} has no float64", dev.info().id));
+    if (kir::Features missing = dtype_features_missing(g, dev); missing.bits != 0)
+      return single("all", Outcome::Skip, fmt::format("{} has no {}", dev.info().id, kir::features_to_string(missing)));
     return single("all", Outcome::Fail, e.what());
   } catch (const std::exception& e) {
     return single("all", Outcome::Fail, e.what());

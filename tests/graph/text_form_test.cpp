@@ -41,6 +41,20 @@ TEST(TextForm, PrintParsePrintIsIdentical) {
   EXPECT_EQ(back.state_updates()[0].value, g.state_updates()[0].value);
 }
 
+TEST(TextForm, HalfDtypesParseAndPrint) {
+  const std::string text =
+      "x = input() : bf16[4,8]\n"
+      "w = parameter() : f16[8,3]\n"
+      "xh = cast(x) {to=f16} : f16[4,8]\n"
+      "y = matmul(xh, w) : f16[4,3]\n"
+      "output y = y\n";
+  Graph g = parse(text);
+  ASSERT_TRUE(g.find("x") && g.find("y"));
+  EXPECT_EQ(g.type(*g.find("x")).dtype, DType::BF16);
+  EXPECT_EQ(g.type(*g.find("y")), (TensorType{DType::F16, {4, 3}}));
+  EXPECT_EQ(print(g), text);
+}
+
 TEST(TextForm, PrintsOneLinePerValueWithAttributesAndTypes) {
   Graph g;
   Value x = g.input("x", DType::F32, {8, 1, 28, 28});

@@ -25,6 +25,8 @@ TEST(TensorFile, EveryGraphDtypeRoundTripsThroughAFile) {
   in.emplace_back("i32", Tensor::from(DType::I32, {2}, {-2147483648.0, 2147483647.0}));
   in.emplace_back("i64", Tensor::from(DType::I64, {2}, {-9007199254740992.0, 42}));
   in.emplace_back("bool", Tensor::from(DType::Bool, {3}, {1, 0, 1}));
+  in.emplace_back("f16", Tensor::from(DType::F16, {4}, {1.0 / 3, -65504, 0x1p-24, 1e5}));  // 1e5: infinity
+  in.emplace_back("bf16", Tensor::from(DType::BF16, {3}, {1.0 / 3, -3e38, 0x1p-133}));
   in.emplace_back("scalar", Tensor::scalar(DType::F32, 2.0));
   save_tensors(path, in, {{"who", "test"}});
 
@@ -50,6 +52,19 @@ TEST(TensorFile, BytesAreTheFormatsLittleEndianEncoding) {
   EXPECT_EQ(st.data, (std::vector<uint8_t>{1, 0, 0, 0, 0xfe, 0xff, 0xff, 0xff}));
   const StTensor f = to_st_tensor("y", Tensor::from(DType::F32, {1}, {1.0}));
   EXPECT_EQ(f.data, (std::vector<uint8_t>{0, 0, 0x80, 0x3f}));
+}
+
+// F16 and BF16 are the IEEE half and bfloat16 bit patterns, little-endian, rounded to nearest even.
+TEST(TensorFile, HalfDtypesAreTheirBitPatterns) {
+  const StTensor h = to_st_tensor("h", Tensor::from(DType::F16, {3}, {1.0, -2.0, 1.0 / 3}));
+  EXPECT_EQ(h.dtype, StDtype::F16);
+  EXPECT_EQ(h.data, (std::vector<uint8_t>{0x00, 0x3c, 0x00, 0xc0, 0x55, 0x35}));
+  const StTensor b = to_st_tensor("b", Tensor::from(DType::BF16, {3}, {1.0, -2.0, 1.0 / 3}));
+  EXPECT_EQ(b.dtype, StDtype::BF16);
+  EXPECT_EQ(b.data, (std::vector<uint8_t>{0x80, 0x3f, 0x00, 0xc0, 0xab, 0x3e}));
+  const Tensor back = to_graph_tensor(b, "b.safetensors");
+  EXPECT_EQ(back.dtype, DType::BF16);
+  EXPECT_EQ(back.data, (std::vector<double>{1.0, -2.0, 0x1.56p-2}));
 }
 
 TEST(TensorFile, RefusesForeignDtypesAndUnrepresentableValues) {

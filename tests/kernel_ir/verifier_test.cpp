@@ -58,4 +58,55 @@ TEST(KernelVerifier, ScalarLayoutAlignsEachToItsSize) {
   EXPECT_EQ(k.scalar_block_bytes(), 20u);
 }
 
+// bf16 is storage only (types.h): loaded, stored, converted to or from f32.
+TEST(KernelVerifier, AcceptsBFloat16LoadConvertStore) {
+  KernelBuilder kb("k");
+  auto x = kb.buffer("x", Type::BF16, Access::Read);
+  auto y = kb.buffer("y", Type::BF16, Access::Write);
+  Val i = kb.global_id();
+  y[i] = cast(cast(x[i].load(), Type::F32) * kb.f32(2), Type::BF16);
+  Kernel k = kb.finish();
+  EXPECT_TRUE(k.features.has(Feature::BFloat16));
+}
+
+TEST(KernelVerifier, BuilderRoutesOtherBFloat16ConversionsThroughF32) {
+  KernelBuilder kb("k");
+  auto x = kb.buffer("x", Type::BF16, Access::Read);
+  auto y = kb.buffer("y", Type::I32, Access::Write);
+  Val i = kb.global_id();
+  y[i] = cast(x[i].load(), Type::I32);  // bf16 -> f32 -> i32
+  EXPECT_NO_THROW(kb.finish());
+}
+
+TEST(KernelVerifier, RejectsBFloat16Arithmetic) {
+  KernelBuilder kb("k");
+  auto x = kb.buffer("x", Type::BF16, Access::Read);
+  auto y = kb.buffer("y", Type::BF16, Access::Write);
+  Val i = kb.global_id();
+  y[i] = x[i].load() + x[i].load();
+  try {
+    kb.finish();
+    FAIL() << "a bf16 add was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("bf16 values are only loaded, stored and converted"), std::string::npos) << e.what();
+  }
+}
+
+TEST(KernelVerifier, RejectsBFloat16OutsideBuffers) {
+  {
+    KernelBuilder kb("k");
+    kb.scalar("s", Type::BF16);
+    auto o = kb.buffer("o", Type::F32, Access::Write);
+    o[kb.global_id()] = kb.f32(1);
+    EXPECT_NE(verify(kb.peek()).find("scalar s is bf16"), std::string::npos) << verify(kb.peek());
+  }
+  {
+    KernelBuilder kb("k");
+    kb.shared("tile", Type::BF16, 64);
+    auto o = kb.buffer("o", Type::F32, Access::Write);
+    o[kb.global_id()] = kb.f32(1);
+    EXPECT_NE(verify(kb.peek()).find("shared array tile holds bf16"), std::string::npos) << verify(kb.peek());
+  }
+}
+
 }  // namespace

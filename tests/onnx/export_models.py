@@ -5,18 +5,20 @@ downloaded: weights come from torch.manual_seed. For each model NAME it writes N
 (the inputs, by ONNX input name) and NAME.torch.safetensors (PyTorch's own outputs, by ONNX output name).
 It also writes the malformed and unsupported models the error tests load.
 """
+import copy
 import os
 import sys
 
 import numpy as np
 import onnx
 import onnx.helper as oh
+import onnx.numpy_helper
 import torch
 import torchvision
 
 # One safetensors reader/writer for every Python script of the repository.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools", "gpu"))
-from safetensors_io import write_safetensors  # noqa: E402
+from safetensors_io import Bf16Bits, write_safetensors  # noqa: E402
 
 OUT = sys.argv[1]
 os.makedirs(OUT, exist_ok=True)
@@ -147,6 +149,47 @@ m = onnx.load(os.path.join(OUT, "mlp.onnx"))
 onnx.save_model(m, os.path.join(OUT, "mlp_noext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
                 location="mlp_noext.weights", size_threshold=0)
 os.remove(os.path.join(OUT, "mlp_noext.weights"))
+
+# The MLP in half precision: float16 and bfloat16 initializers, input and output (ONNX's FLOAT16 and BFLOAT16
+# tensors). PyTorch's reference: bf16 natively (its CPU kernels compute in f32 and round each op's result, as
+# spire does); f16 has no CPU matmul in PyTorch, so the f32 model on f16-rounded weights and input, the result
+# rounded to f16.
+def bf16_bits(t):
+    return Bf16Bits(t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16))
+
+
+def half_mlp(half):
+    elem = onnx.TensorProto.FLOAT16 if half == "f16" else onnx.TensorProto.BFLOAT16
+    m = onnx.load(os.path.join(OUT, "mlp.onnx"))
+    for init in m.graph.initializer:
+        a = onnx.numpy_helper.to_array(init)
+        if half == "f16":
+            init.CopyFrom(onnx.numpy_helper.from_array(a.astype(np.float16), init.name))
+        else:
+            init.CopyFrom(oh.make_tensor(init.name, elem, a.shape, bf16_bits(torch.from_numpy(a.copy())).bits.tobytes(),
+                                         raw=True))
+    for vi in list(m.graph.input) + list(m.graph.output) + list(m.graph.value_info):
+        vi.type.tensor_type.elem_type = elem
+    onnx.checker.check_model(m)
+    onnx.save(m, os.path.join(OUT, f"mlp_{half}.onnx"))
+    torch.manual_seed(6)
+    x = torch.randn(5, 16)
+    with torch.no_grad():
+        if half == "bf16":
+            y = copy.deepcopy(mlp).to(torch.bfloat16)(x.to(torch.bfloat16))
+            inputs, outputs = {"x": bf16_bits(x)}, {"y": bf16_bits(y)}
+        else:
+            rounded = copy.deepcopy(mlp)
+            for p in rounded.parameters():
+                p.copy_(p.half().float())
+            y = rounded(x.half().float()).half()
+            inputs, outputs = {"x": x.half().numpy()}, {"y": y.numpy()}
+    write_safetensors(os.path.join(OUT, f"mlp_{half}.in.safetensors"), inputs)
+    write_safetensors(os.path.join(OUT, f"mlp_{half}.torch.safetensors"), outputs)
+
+
+half_mlp("f16")
+half_mlp("bf16")
 
 # Malformed files: not ONNX at all, and a model cut in half.
 with open(os.path.join(OUT, "garbage.onnx"), "wb") as f:

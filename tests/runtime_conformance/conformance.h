@@ -24,6 +24,8 @@
 //                      max_workgroup_count[0] where that is cheap; scalars of 32 and 64 bits; views at aligned
 //                      offsets; empty grids and buffers; binding-count, scalar, alignment, range and
 //                      binding-limit errors; objects that outlive their device.
+//   half_conversion_test.cpp  f32 <-> bf16 bit for bit (ties, NaNs, denormals) on devices with bfloat16; a
+//                      masked bfloat16 refuses the kernel by name.
 //   stream_test.cpp    record once, submit many; barriers between kernels, fills and copies; fills and copies
 //                      in a stream and the views they refuse; timestamps; finish() and submit() end recording.
 //   sync_test.cpp      fences (waited, polled) and wait_idle.

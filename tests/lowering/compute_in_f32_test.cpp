@@ -1,0 +1,98 @@
+// compute_in_f32 (lowering/compute_in_f32.h): ops on f16/bf16 compute in f32 between one cast up per half value
+// and one cast down per half result, element moves stay in half, casts between halves go through f32, and the
+// rewritten graph computes what the original does (float64 evaluator).
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "ir/graph/evaluator.h"
+#include "lowering/compute_in_f32.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Graph;
+using graph::OpKind;
+
+namespace {
+
+const graph::Node& node(const Graph& g, const std::string& name) {
+  auto v = g.find(name);
+  if (!v) throw std::runtime_error("no value named " + name);
+  return g.node(*v);
+}
+
+Graph half_mlp() {
+  Graph g;
+  auto x = g.input("x", DType::BF16, {4, 8});
+  auto w = g.parameter("w", DType::BF16, {8, 3});
+  auto h = g.name(g.matmul(x, w), "h");
+  auto a = g.name(g.relu(h), "a");
+  auto r = g.name(g.reshape(a, {12}), "r");
+  auto s = g.name(g.add(h, a), "s");  // h is read twice: still one cast up
+  auto f = g.name(g.cast(s, DType::F16), "f");
+  g.output("r", r);
+  g.output("f", f);
+  return g;
+}
+
+TEST(ComputeInF32, HalfOpsRunInF32BetweenCasts) {
+  const Graph g = lowering::compute_in_f32(half_mlp());
+  // matmul: bf16 inputs cast up, the product in f32, cast down under the original name.
+  EXPECT_EQ(node(g, "h.f32").op, OpKind::Matmul);
+  EXPECT_EQ(node(g, "h.f32").type.dtype, DType::F32);
+  EXPECT_EQ(node(g, "x.to_f32").op, OpKind::Cast);
+  EXPECT_EQ(node(g, "h").op, OpKind::Cast);
+  EXPECT_EQ(node(g, "h").type.dtype, DType::BF16);
+  EXPECT_EQ(node(g, "a").type.dtype, DType::BF16);
+  // reshape copies 16-bit words: no casts around it.
+  EXPECT_EQ(node(g, "r").op, OpKind::Reshape);
+  EXPECT_EQ(node(g, "r").type.dtype, DType::BF16);
+  EXPECT_EQ(g.node(node(g, "r").inputs[0]).name, "a");
+  // bf16 -> f16 goes through f32.
+  const graph::Node& f = node(g, "f");
+  EXPECT_EQ(f.op, OpKind::Cast);
+  EXPECT_EQ(g.type(f.inputs[0]).dtype, DType::F32);
+  int casts_of_h_up = 0;
+  for (const graph::Node& n : g.nodes())
+    casts_of_h_up += n.op == OpKind::Cast && !n.inputs.empty() && g.node(n.inputs[0]).name == "h" &&
+                     n.type.dtype == DType::F32;
+  EXPECT_EQ(casts_of_h_up, 1);
+  // The half graph computes only through f32 ops now: nothing but casts and moves touch a half dtype.
+  for (const graph::Node& n : g.nodes()) {
+    if (graph::is_leaf(n.op) || n.op == OpKind::Cast || n.op == OpKind::Reshape) continue;
+    EXPECT_FALSE(graph::is_half(n.type.dtype)) << n.name;
+    for (graph::Value in : n.inputs) EXPECT_FALSE(graph::is_half(g.type(in).dtype)) << n.name;
+  }
+}
+
+TEST(ComputeInF32, ComputesWhatTheOriginalDoes) {
+  const Graph original = half_mlp();
+  const Graph rewritten = lowering::compute_in_f32(original);
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<double> u(-1, 1);
+  std::map<std::string, graph::Tensor> in;
+  for (const char* name : {"x", "w"}) {
+    const graph::TensorType& t = original.type(*original.find(name));
+    graph::Tensor x(t.dtype, t.shape);
+    for (double& v : x.data) v = u(rng);
+    in[name] = x.round_to_dtype();
+  }
+  const auto want = graph::evaluate(original, in, DType::F64), got = graph::evaluate(rewritten, in, DType::F64);
+  // The float64 evaluator keeps the original's intermediate values exact, while the rewritten graph rounds each
+  // to bf16 at its cast down: a few bf16 units apart (2^-8 each), not more.
+  for (const char* name : {"r", "f"}) {
+    const graph::Tensor &a = got.at(name), &b = want.at(name);
+    EXPECT_EQ(a.dtype, b.dtype) << name;
+    ASSERT_EQ(a.data.size(), b.data.size()) << name;
+    for (size_t i = 0; i < a.data.size(); ++i) EXPECT_NEAR(a.data[i], b.data[i], 0x1p-5) << name << " " << i;
+  }
+}
+
+TEST(ComputeInF32, GraphsWithoutHalfValuesAreUnchanged) {
+  Graph g;
+  auto x = g.input("x", DType::F32, {3});
+  g.output("y", g.relu(x));
+  EXPECT_EQ(lowering::compute_in_f32(g).size(), g.size());
+}
+
+}  // namespace
