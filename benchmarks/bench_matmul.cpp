@@ -6,7 +6,9 @@
 // the CSV beside PyTorch's (benchmarks/torch_matmul_conv.py).
 //
 //   spire_bench_matmul [--device D|all] [--runs 50] [--small] [--shapes 1024,512x768x2304,...] [--csv FILE]
-//                      [--peak-tflops T] [--tuning-cache FILE] [--tune]
+//                      [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]
+// With --dtype f16 or bf16, a and b and y are of that dtype; the product accumulates in f32 (the graph's half ops
+// compute in f32, lowering/compute_in_f32.h), so the time includes the casts up and down.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -21,6 +23,7 @@
 #include "benchmarks/support/result_table.h"
 #include "benchmarks/support/timed_graph.h"
 #include "ir/graph/graph.h"
+#include "ir/graph/tensor.h"
 #include "runtime/device.h"
 #include "tuning/tuning_cache.h"
 
@@ -30,8 +33,9 @@ namespace {
 
 const char* kUsage =
     "usage: spire_bench_matmul [--device D|all] [--runs 50] [--warmup 3] [--small] [--shapes LIST] [--csv FILE]\n"
-    "                          [--peak-tflops T] [--tuning-cache FILE] [--tune]\n"
+    "                          [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]\n"
     "  --shapes: comma-separated MxKxN or N (N x N x N); default: 1024..8192 squares, resnet18 fc, transformer\n"
+    "  --dtype:  the dtype of a, b and y (default f32); f16 and bf16 accumulate in f32\n"
     "  --small:  every dimension divided by 16 (at least 1), for a CPU Vulkan driver\n";
 
 struct MatmulCase {
@@ -71,6 +75,12 @@ std::vector<MatmulCase> parse_cases(const std::string& list) {
 
 // The largest error (dot_check.h) over the four corners and 60 random elements of y = a b, a [M,K], b [K,N];
 // infinity if any element of y is not finite (unwritten elements keep the executor's NaN poison).
+// The inputs the device sees: random values rounded to the benchmark's dtype.
+std::vector<float> rounded(std::vector<float> v, graph::DType t) {
+  for (float& x : v) x = float(graph::round_to(t, double(x)));
+  return v;
+}
+
 double max_error(const MatmulCase& c, const std::vector<float>& a, const std::vector<float>& b,
                  const std::vector<float>& y) {
   if (!std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }))
@@ -91,11 +101,25 @@ double max_error(const MatmulCase& c, const std::vector<float>& a, const std::ve
 
 int main(int argc, char** argv) {
   std::string shapes;
+  graph::DType dtype = graph::DType::F32;
   bench::BenchFlags flags = bench::parse_bench_flags(argc, argv, kUsage, [&](const std::string& f, const auto& value) {
-    if (f != "--shapes") return false;
-    shapes = value();
-    return true;
+    if (f == "--shapes") {
+      shapes = value();
+      return true;
+    }
+    if (f == "--dtype") {
+      const std::string d = value();
+      if (d == "f32") dtype = graph::DType::F32;
+      else if (d == "f16") dtype = graph::DType::F16;
+      else if (d == "bf16") dtype = graph::DType::BF16;
+      else throw std::invalid_argument("--dtype: '" + d + "' is not f32, f16 or bf16");
+      return true;
+    }
+    return false;
   });
+  // A half result is rounded once more than the f32 dot product: its unit roundoff on top of the f32 limit.
+  const double max_relative_error =
+      bench::kMaxRelativeError + (dtype == graph::DType::F16 ? 0x1p-11 : dtype == graph::DType::BF16 ? 0x1p-8 : 0.0);
   bench::ResultTable table({{"device", "device", 9, true},
                             {"", "device_name", 0, true, false},
                             {"shape MxKxN", "shape", 16, true},
@@ -114,9 +138,12 @@ int main(int argc, char** argv) {
         c = {c.model, std::max<int64_t>(1, c.m / 16), std::max<int64_t>(1, c.k / 16), std::max<int64_t>(1, c.n / 16)};
     const std::string cache = flags.tuning_cache.empty() ? tuning::TuningCache::default_path() : flags.tuning_cache;
     fmt::print(
-        "fp32 matmul through the graph lowering; config from the tuning cache {} where 'tuned', else the "
+        "{} matmul through the graph lowering; config from the tuning cache {} where 'tuned', else the "
         "template's heuristic; median of {} runs (device timestamps)\n",
-        cache, flags.runs);
+        graph::dtype_name(dtype), cache, flags.runs);
+    if (dtype != graph::DType::F32)
+      fmt::print("{} runs on the fp32 units (no tensor-core kernel yet): % peak is of the fp32 peak\n",
+                 graph::dtype_name(dtype));
     for (const std::string& id : bench::device_ids(flags.device)) {
       auto dev = rt::open_device(id);
       const rt::DeviceInfo& info = dev->info();
@@ -125,18 +152,18 @@ int main(int argc, char** argv) {
       table.print_header();
       for (const MatmulCase& c : cases) {
         graph::Graph g;
-        auto a = g.input("a", graph::DType::F32, {c.m, c.k});
-        auto b = g.input("b", graph::DType::F32, {c.k, c.n});
+        auto a = g.input("a", dtype, {c.m, c.k});
+        auto b = g.input("b", dtype, {c.k, c.n});
         g.output("y", g.matmul(a, b));
-        std::vector<bench::GraphInput> in = {{"a", bench::random_values(size_t(c.m * c.k), 1)},
-                                             {"b", bench::random_values(size_t(c.k * c.n), 2)}};
+        std::vector<bench::GraphInput> in = {{"a", rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
+                                             {"b", rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
         bench::TimedGraph t = bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup);
         double err = max_error(c, in[0].data, in[1].data, t.output);
-        bool ok = err <= bench::kMaxRelativeError;
+        bool ok = err <= max_relative_error;
         if (!ok) {
           ++failures;
           fmt::print(stderr, "spire_bench_matmul: {} {}x{}x{}: max relative error {:.3g} exceeds {:.0e}\n", id, c.m,
-                     c.k, c.n, err, bench::kMaxRelativeError);
+                     c.k, c.n, err, max_relative_error);
         }
         bench::Cell err_cell(ok ? fmt::format("{:.1e}", err) : fmt::format("FAIL {:.1e}", err));
         err_cell.csv = fmt::format("{:.3g}", err);

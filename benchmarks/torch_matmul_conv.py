@@ -2,16 +2,18 @@
 convolutions (forward, input gradient, weight gradient) on the same GPU, timed with CUDA events
 (torch_timing.median_ms). Strict float32 (TF32 off for matmul and cuDNN), as spire computes; a second column
 times PyTorch's TF32 path, which is faster but rounds inputs to 10-bit mantissas, so it is not the same
-arithmetic. Gradients go through aten.convolution_backward, what autograd calls for conv2d.
+arithmetic. Matmuls also run in bf16 (cuBLAS's tensor cores, f32 accumulation), the yardstick of
+spire_bench_matmul --dtype bf16. Gradients go through aten.convolution_backward, what autograd calls for conv2d.
 Each time spans one eager call between two CUDA events, so for ops of a few tens of microseconds it includes
 the host's launch cost (the GPU waits for the launch), while spire's times are device time inside a recorded
 stream: read small rows (resnet18's fc at batch 1, say) with that in mind.
 
-usage: torch_matmul_conv.py [--out DIR] [--runs 50] [--small] [--cpu-check]
+usage: torch_matmul_conv.py [--out DIR] [--runs 50] [--small] [--cpu-check] [--matmul-only]
   --out DIR     also write DIR/torch_matmul.csv and DIR/torch_conv2d.csv (tools/gpu/speed_table.py joins them
                 with spire's CSVs)
   --small       the benchmarks' tiny sizes (every matmul dimension / 16; batch 1, conv1 and layer2 only)
   --cpu-check   no GPU: run the small sizes on the CPU with a wall-clock timer, to check the script itself
+  --matmul-only the matmul table alone
 The shapes and layer names must stay those of benchmarks/bench_matmul.cpp and bench_conv2d.cpp.
 """
 import argparse
@@ -97,20 +99,27 @@ def cell(v, width, spec):
 def matmul_rows(args, dev, cuda):
     g = torch.Generator().manual_seed(0)
     rows = []
-    print(f"{'shape MxKxN':<16}  {'model':<16}  {'fp32 ms':>9}  {'TFLOP/s':>8}  {'TF32 ms':>9}  {'TFLOP/s':>8}")
+    print(f"{'shape MxKxN':<16}  {'model':<16}  {'fp32 ms':>9}  {'TFLOP/s':>8}  {'TF32 ms':>9}  {'TFLOP/s':>8}  "
+          f"{'bf16 ms':>9}  {'TFLOP/s':>8}")
     for model, m, k, n in MATMUL_CASES:
         if args.small:
             m, k, n = max(1, m // 16), max(1, k // 16), max(1, n // 16)
         a = (torch.rand(m, k, generator=g) * 2 - 1).to(dev)
         b = (torch.rand(k, n, generator=g) * 2 - 1).to(dev)
         ms, ms_tf32 = timed(lambda: torch.mm(a, b), args.runs, cuda)
+        # bf16 through cuBLAS's tensor-core kernels (f32 accumulation): what spire_bench_matmul --dtype bf16
+        # is measured against.
+        ab, bb = a.to(torch.bfloat16), b.to(torch.bfloat16)
+        ms_bf16 = median_ms(lambda: torch.mm(ab, bb), runs=args.runs) if cuda else None
         flops = 2.0 * m * k * n
         shape = f"{m}x{k}x{n}"
         row = {"shape": shape, "model": model, "ms": ms, "tflops": tflops(flops, ms),
-               "ms_tf32": ms_tf32, "tflops_tf32": tflops(flops, ms_tf32) if ms_tf32 else None}
+               "ms_tf32": ms_tf32, "tflops_tf32": tflops(flops, ms_tf32) if ms_tf32 else None,
+               "ms_bf16": ms_bf16, "tflops_bf16": tflops(flops, ms_bf16) if ms_bf16 else None}
         rows.append(row)
         print(f"{shape:<16}  {model:<16}  {ms:>9.4f}  {row['tflops']:>8.3g}  {cell(ms_tf32, 9, '.4f')}  "
-              f"{cell(row['tflops_tf32'], 8, '.3g')}", flush=True)
+              f"{cell(row['tflops_tf32'], 8, '.3g')}  {cell(ms_bf16, 9, '.4f')}  {cell(row['tflops_bf16'], 8, '.3g')}",
+              flush=True)
     return rows
 
 
@@ -163,6 +172,7 @@ def main():
     p.add_argument("--runs", type=int, default=50)
     p.add_argument("--small", action="store_true")
     p.add_argument("--cpu-check", action="store_true")
+    p.add_argument("--matmul-only", action="store_true")
     args = p.parse_args()
     cuda = not args.cpu_check
     if cuda and not torch.cuda.is_available():
@@ -178,12 +188,15 @@ def main():
           + (" (CUDA events)" if cuda else " (wall clock)"))
     print("\nmatmul (torch.mm)")
     mm = matmul_rows(args, dev, cuda)
-    print("\nresnet18 convolutions (conv2d; aten.convolution_backward for the gradients)")
-    conv = conv_rows(args, dev, cuda)
+    conv = None
+    if not args.matmul_only:
+        print("\nresnet18 convolutions (conv2d; aten.convolution_backward for the gradients)")
+        conv = conv_rows(args, dev, cuda)
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         write_csv(os.path.join(args.out, "torch_matmul.csv"), mm, device, device_name)
-        write_csv(os.path.join(args.out, "torch_conv2d.csv"), conv, device, device_name)
+        if conv:
+            write_csv(os.path.join(args.out, "torch_conv2d.csv"), conv, device, device_name)
 
 
 if __name__ == "__main__":

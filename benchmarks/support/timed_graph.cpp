@@ -1,8 +1,11 @@
 #include "benchmarks/support/timed_graph.h"
 
 #include <algorithm>
+#include <cstring>
+#include <stdexcept>
 #include <random>
 
+#include "ir/kernel/half_bits.h"
 #include "lowering/executable.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
@@ -15,6 +18,37 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// f32 values as the bytes of a graph value of dtype `t` (f32, f16 or bf16), rounding to nearest even.
+std::vector<uint8_t> encode(const std::vector<float>& v, graph::DType t) {
+  if (t != graph::DType::F16 && t != graph::DType::BF16) {
+    if (t != graph::DType::F32) throw std::invalid_argument("time_graph: inputs must be f32, f16 or bf16");
+    std::vector<uint8_t> out(v.size() * 4);
+    std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  std::vector<uint8_t> out(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    uint16_t h = t == graph::DType::F16 ? kir::f32_to_f16_bits(v[i]) : kir::f32_to_bf16_bits(v[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+std::vector<float> decode(const std::vector<uint8_t>& bytes, graph::DType t) {
+  const bool half = t == graph::DType::F16 || t == graph::DType::BF16;
+  std::vector<float> out(bytes.size() / (half ? 2 : 4));
+  if (!half) {
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+    return out;
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes.data() + 2 * i, 2);
+    out[i] = t == graph::DType::F16 ? kir::f16_bits_to_f32(h) : kir::bf16_bits_to_f32(h);
+  }
+  return out;
 }
 
 }  // namespace
@@ -35,10 +69,17 @@ TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<
   }
 
   auto exe = lowering::compile(g, dev, {.tuning = &choices});
-  for (const GraphInput& in : inputs) exe->set_raw(in.name, in.data.data(), in.data.size() * sizeof(float));
+  for (const GraphInput& in : inputs) {
+    auto v = g.find(in.name);
+    if (!v) throw std::invalid_argument("time_graph: the graph has no input " + in.name);
+    std::vector<uint8_t> bytes = encode(in.data, g.type(*v).dtype);
+    exe->set_raw(in.name, bytes.data(), bytes.size());
+  }
   exe->step();
-  r.output.resize(size_t(graph::num_elements(g.type(g.outputs().at(0).value).shape)));
-  exe->get_raw("y", r.output.data(), r.output.size() * sizeof(float));
+  const graph::TensorType& y = g.type(g.outputs().at(0).value);
+  std::vector<uint8_t> bytes(size_t(graph::num_elements(y.shape)) * size_t(graph::dtype_bytes(y.dtype)));
+  exe->get_raw("y", bytes.data(), bytes.size());
+  r.output = decode(bytes, y.dtype);
 
   for (int i = 0; i < warmup; ++i) exe->step();
   std::vector<double> ms;

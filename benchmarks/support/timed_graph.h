@@ -14,7 +14,7 @@ namespace spire::bench {
 
 struct GraphInput {
   std::string name;         // the graph's input node
-  std::vector<float> data;  // exactly its element count, f32
+  std::vector<float> data;  // exactly its element count, as f32 (rounded to the input's dtype: f32, f16, bf16)
 };
 
 struct TuningUse {
@@ -25,7 +25,7 @@ struct TuningUse {
 struct TimedGraph {
   std::string config;         // the tunable node's config text ("tile_m=128,...")
   bool tuned = false;         // the config came from the tuning cache (else the template's heuristic)
-  std::vector<float> output;  // output "y" after the first step
+  std::vector<float> output;  // output "y" after the first step (f16 and bf16 widened to f32)
   double ms = 0;              // median device time of one step (its recorded stream's timestamps)
 };
 

@@ -247,9 +247,9 @@ class Parser {
   TensorType type(const std::string& value_name) {
     skip_spaces();
     Pos p = here();
-    std::string dt = name(fmt::format("a dtype for '{}' (bool, i32, i64, f32, f64)", value_name));
+    std::string dt = name(fmt::format("a dtype for '{}' (bool, i32, i64, f32, f64, f16, bf16)", value_name));
     auto d = dtype_from_name(dt);
-    if (!d) fail(p, fmt::format("unknown dtype '{}' (expected bool, i32, i64, f32 or f64)", dt));
+    if (!d) fail(p, fmt::format("unknown dtype '{}' (expected bool, i32, i64, f32, f64, f16 or bf16)", dt));
     return {*d, int_list(fmt::format("the shape of '{}'", value_name))};
   }
 

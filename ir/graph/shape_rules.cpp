@@ -161,7 +161,7 @@ TensorType where(const ShapeContext& c) {
 TensorType cast(const ShapeContext& c) {
   const std::string& to = c.attrs.get_string("to");
   auto t = dtype_from_name(to);
-  if (!t) c.fail(fmt::format("attribute to must be a dtype (bool, i32, i64, f32, f64); got '{}'", to));
+  if (!t) c.fail(fmt::format("attribute to must be a dtype (bool, i32, i64, f32, f64, f16, bf16); got '{}'", to));
   return {*t, c.inputs[0].shape};
 }
 

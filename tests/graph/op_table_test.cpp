@@ -75,14 +75,17 @@ TEST(OpTable, AttributeNamesAreUniquePerOp) {
 }
 
 TEST(Types, DTypeNamesRoundTrip) {
-  for (DType t : {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64}) {
+  for (DType t : {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64, DType::F16, DType::BF16}) {
     auto back = dtype_from_name(dtype_name(t));
     ASSERT_TRUE(back.has_value());
     EXPECT_EQ(*back, t);
   }
-  EXPECT_FALSE(dtype_from_name("f16").has_value());
+  EXPECT_FALSE(dtype_from_name("f8").has_value());
+  EXPECT_FALSE(dtype_from_name("float16").has_value());
   EXPECT_EQ(dtype_bytes(DType::F64), 8u);
   EXPECT_EQ(dtype_bytes(DType::I32), 4u);
+  EXPECT_EQ(dtype_bytes(DType::BF16), 2u);
+  EXPECT_TRUE(is_half(DType::F16) && is_half(DType::BF16) && !is_half(DType::F32));
 }
 
 TEST(Types, BroadcastShapes) {

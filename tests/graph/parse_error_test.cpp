@@ -58,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(
         BadInput{"shape rule failure", kHeader + "y = add(x, w) : f32[1]\n", 3, 5, "cannot broadcast"},
         BadInput{"missing equals", "x input() : f32[2]\n", 1, 3, "expected '=' after value name 'x'"},
         BadInput{"missing type", "x = input()\n", 1, 12, "expected ':' and the type of 'x'"},
-        BadInput{"unknown dtype", "x = input() : f16[2]\n", 1, 15, "unknown dtype 'f16'"},
+        BadInput{"unknown dtype", "x = input() : f8[2]\n", 1, 15, "unknown dtype 'f8'"},
         BadInput{"bad dimension", "x = input() : f32[2,x]\n", 1, 21, "expected an integer in the shape of 'x'"},
         BadInput{"duplicate name", "x = input() : f32[2]\nx = input() : f32[2]\n", 2, 1,
                  "duplicate value name 'x' (first defined on line 1)"},
