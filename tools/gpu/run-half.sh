@@ -10,6 +10,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noh
 export SPIRE_VULKAN_VALIDATION=1
 echo "== bf16 conversions on every device"
 $B/spire_runtime_conformance_tests --gtest_filter='*HalfConversion*' 2>&1 | grep -E "OK|FAILED|Failure|Skipped|PASSED"
+echo "== the CUDA tests (f16 math among them)"
+$B/spire_cuda_tests --gtest_brief=1 2>&1 | tail -3
 echo "== seed 001's bf16 SiLU MLP on every device"
 $B/spire_lowering_tests --gtest_filter='*SiluMlpBf16*:*ComputeInF32*' 2>&1 | grep -E "OK|FAILED|Failure|Skipped|PASSED"
 for dev in cuda:0 vulkan:0; do
