@@ -205,6 +205,9 @@ Bundle compile_bundle(const std::function<ModelAtBatch(int64_t)>& model, const C
   const size_t total = batches.size() * o.targets.size();
   for (int64_t b : batches) {
     const ModelAtBatch m = model(b);
+    // Half values anywhere (weights, activations) are refused before any kernel is compiled: the bundle format
+    // and the C API have no 16-bit types, and the generic Vulkan target lacks 16-bit storage.
+    for (graph::Value v : m.graph.values()) bundle_dtype(m.graph.type(v).dtype);
     io.emplace_back(m);
     for (const rt::DeviceInfo& target : o.targets) {
       if (o.progress) o.progress(done++, total, target.id, b);

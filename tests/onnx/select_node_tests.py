@@ -1,5 +1,6 @@
 """Lists the ONNX backend node tests (libonnx-testdata) whose ops are all in the importer's target list and
-whose tensors are all float32/int32/int64/bool: the set docs/CONFORMANCE.md counts.
+whose tensors are all float32/float16/bfloat16/int32/int64/bool, less EXCLUDED: the set docs/CONFORMANCE.md
+counts.
 
 Usage: /usr/bin/python3 select_node_tests.py [NODE_DIR] > dirs.txt
 """
@@ -13,10 +14,22 @@ Equal Erf Exp Expand Flatten Floor Gather Gemm GlobalAveragePool GlobalMaxPool G
 Identity LayerNormalization LeakyRelu Less Log LogSoftmax MatMul Max MaxPool Mean Min Mul Neg Pad Pow Range
 Reciprocal ReduceMax ReduceMean ReduceSum Relu Reshape Shape Sigmoid Sign Slice Softmax Softplus Split Sqrt
 Squeeze Sub Sum Tanh Tile Transpose Unsqueeze Where""".split())
-DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.BOOL}
+DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.BOOL,
+          onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
+
+# Tests whose expected data contradict the behaviour spire keeps on purpose, with the reason.
+EXCLUDED = {
+    # ONNX 1.12's data truncate float to bfloat16; spire rounds to nearest even, as PyTorch does and as later
+    # ONNX versions specify (a truncated value is up to one bfloat16 unit off).
+    "test_cast_FLOAT_to_BFLOAT16",
+    "test_castlike_FLOAT_to_BFLOAT16",
+    "test_castlike_FLOAT_to_BFLOAT16_expanded",
+}
 
 root = sys.argv[1] if len(sys.argv) > 1 else "/usr/share/libonnx-testdata/data/node"
 for name in sorted(os.listdir(root)):
+    if name in EXCLUDED:
+        continue
     d = os.path.join(root, name)
     try:
         m = onnx.load(os.path.join(d, "model.onnx"))
