@@ -17,6 +17,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/op_table.h"
 #include "ir/graph/text_form.h"
+#include "tests/support/graph_file_step.h"
 #include "io/idx.h"
 #include "lowering/executable.h"
 #include "op_harness/op_harness.h"
@@ -107,15 +108,7 @@ TEST(CustomOpsOnDevices, LeNetWithTheCustomReluFollowsTheBuiltInLossCurve) {
 
 // Seed 001's SiLU MLP with its custom SiLU (examples/custom_ops/silu_mlp.graph) and its parameter gradients.
 graph::Graph silu_mlp_step() {
-  std::ifstream f(SPIRE_SOURCE_DIR "/examples/custom_ops/silu_mlp.graph");
-  std::stringstream text;
-  text << f.rdbuf();
-  graph::Graph g = graph::parse(text.str());
-  graph::Value loss = g.outputs().at(1).value;
-  const auto params = g.parameters();
-  const auto grads = autograd::grad(g, loss, params);
-  for (size_t i = 0; i < params.size(); ++i) g.output("grad." + g.node(params[i]).name, grads[i]);
-  return g;
+  return testing_support::graph_file_step(SPIRE_SOURCE_DIR "/examples/custom_ops/silu_mlp.graph");
 }
 
 TEST(CustomOpsOnDevices, TheSiluMlpMatchesTheFloat64EvaluatorOnEveryVulkanDevice) {

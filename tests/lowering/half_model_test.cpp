@@ -13,6 +13,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/op_table.h"
 #include "ir/graph/text_form.h"
+#include "tests/support/graph_file_step.h"
 #include "lowering/executable.h"
 #include "op_harness/op_harness.h"
 #include "runtime/vulkan/vulkan_validation.h"
@@ -24,15 +25,7 @@ using graph::DType;
 namespace {
 
 graph::Graph silu_mlp_bf16_step() {
-  std::ifstream f(SPIRE_SOURCE_DIR "/examples/models/silu_mlp_bf16.graph");
-  std::stringstream text;
-  text << f.rdbuf();
-  graph::Graph g = graph::parse(text.str());
-  graph::Value loss = g.outputs().at(1).value;
-  const auto params = g.parameters();
-  const auto grads = autograd::grad(g, loss, params);
-  for (size_t i = 0; i < params.size(); ++i) g.output("grad." + g.node(params[i]).name, grads[i]);
-  return g;
+  return testing_support::graph_file_step(SPIRE_SOURCE_DIR "/examples/models/silu_mlp_bf16.graph");
 }
 
 std::map<std::string, graph::Tensor> seed_inputs(const graph::Graph& g) {
