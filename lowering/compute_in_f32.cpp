@@ -53,11 +53,18 @@ class Rewriter {
   }
 
   // The original value `v` (of a half dtype) cast up to f32 in the output graph, once however many ops read it.
+  // A value that only moves the elements of another half value is moved again after the cast instead: the
+  // cast reads the source, and the move stays next to its reader, where matmul reads a transpose in place
+  // (fuse.h, absorbed_transpose) and pointwise kernels fold reshapes into their indexing.
   Value in_f32(Value v) {
     std::optional<Value>& up = up_[size_t(v.id)];
-    if (!up)
-      up = out_.add_node(OpKind::Cast, {map_[size_t(v.id)]}, {{"to", std::string("f32")}},
-                         fresh_name(g_, out_, g_.node(v).name + ".to_f32"));
+    if (up) return *up;
+    const graph::Node& n = g_.node(v);
+    const std::string name = fresh_name(g_, out_, n.name + ".to_f32");
+    if (moves_elements_only(n.op) && n.inputs.size() == 1 && graph::is_half(g_.type(n.inputs[0]).dtype))
+      up = out_.add_node(n.op, {in_f32(n.inputs[0])}, n.attrs, name);
+    else
+      up = out_.add_node(OpKind::Cast, {map_[size_t(v.id)]}, {{"to", std::string("f32")}}, name);
     return *up;
   }
 

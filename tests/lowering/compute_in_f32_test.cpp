@@ -65,6 +65,24 @@ TEST(ComputeInF32, HalfOpsRunInF32BetweenCasts) {
   }
 }
 
+// A transpose of a half weight feeding a matmul: the cast moves before the transpose, so the matmul reads an f32
+// transpose in place (no transpose kernel, fuse.h) and the half transpose is left unread.
+TEST(ComputeInF32, CastsMoveBeforeElementMoves) {
+  Graph g0;
+  auto x = g0.input("x", DType::BF16, {4, 8});
+  auto w = g0.parameter("w", DType::BF16, {3, 8});
+  auto wt = g0.name(g0.permute(w, {1, 0}), "wt");
+  g0.output("y", g0.name(g0.matmul(x, wt), "y"));
+  const Graph g = lowering::compute_in_f32(g0);
+  const graph::Node& mm = node(g, "y.f32");
+  ASSERT_EQ(mm.op, OpKind::Matmul);
+  const graph::Node& b = g.node(mm.inputs[1]);
+  EXPECT_EQ(b.op, OpKind::Permute);
+  EXPECT_EQ(b.type.dtype, DType::F32);
+  EXPECT_EQ(g.node(b.inputs[0]).op, OpKind::Cast);
+  EXPECT_EQ(g.node(g.node(b.inputs[0]).inputs[0]).name, "w");
+}
+
 TEST(ComputeInF32, ComputesWhatTheOriginalDoes) {
   const Graph original = half_mlp();
   const Graph rewritten = lowering::compute_in_f32(original);
