@@ -51,6 +51,46 @@ bool absorbed_transpose(const graph::Graph& g, Value v) {
 
 namespace {
 
+bool stored(const graph::Graph& g, Value v) {
+  for (const auto& o : g.outputs())
+    if (o.value == v) return true;
+  for (const auto& u : g.state_updates())
+    if (u.value == v) return true;
+  return false;
+}
+
+}  // namespace
+
+bool absorbed_upcast(const graph::Graph& g, Value v) {
+  const graph::Node& n = g.node(v);
+  if (n.op != OpKind::Cast || n.type.dtype != graph::DType::F32 || !graph::is_half(g.type(n.inputs[0]).dtype) ||
+      stored(g, v))
+    return false;
+  bool used = false;
+  for (int32_t id = v.id + 1; id < g.size(); ++id) {
+    const graph::Node& u = g.node(id);
+    if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
+    if (u.op != OpKind::Matmul && !(u.op == OpKind::Permute && absorbed_transpose(g, Value{id}))) return false;
+    used = true;
+  }
+  return used;
+}
+
+InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {
+  InPlaceOperand r{v};
+  if (absorbed_transpose(g, r.source)) {
+    r.transposed = true;
+    r.source = g.node(r.source).inputs[0];
+  }
+  if (absorbed_upcast(g, r.source)) {
+    r.source = g.node(r.source).inputs[0];
+    r.half = g.type(r.source).dtype;
+  }
+  return r;
+}
+
+namespace {
+
 class Planner {
  public:
   explicit Planner(const graph::Graph& g)
@@ -82,13 +122,16 @@ class Planner {
   void fuse_chains() {
     for (int32_t id = 0; id < g_.size(); ++id) {
       const graph::Node& n = g_.node(id);
-      if (n.op == OpKind::Permute && absorbed_transpose(g_, Value{id})) {
+      if ((n.op == OpKind::Permute && absorbed_transpose(g_, Value{id})) ||
+          (n.op == OpKind::Cast && absorbed_upcast(g_, Value{id}))) {
         f_.fused[size_t(id)] = true;
         continue;
       }
       if (!is_pointwise(n.op) || must_store_[size_t(id)]) continue;
       auto& us = users_[size_t(id)];
       if (us.empty() || std::any_of(us.begin(), us.end(), [&](Value u) { return u != us[0]; })) continue;
+      // An absorbed cast has no kernel to compute v in: the product reads v from memory.
+      if (g_.node(us[0]).op == OpKind::Cast && absorbed_upcast(g_, us[0])) continue;
       const graph::Node& user = g_.node(us[0]);
       int uses = int(std::count(user.inputs.begin(), user.inputs.end(), Value{id}));
       if (uses != 1 || !is_pointwise(user.op) || user.type.shape != n.type.shape) continue;

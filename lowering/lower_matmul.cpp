@@ -1,5 +1,5 @@
-// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable; a 2D transpose
-// feeding it is read in place (lowering/fuse.h, absorbed_transpose).
+// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable; a 2D transpose or a
+// cast up from f16/bf16 feeding it is read in place (lowering/fuse.h, in_place_operand).
 #include "lowering/fuse.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
@@ -12,9 +12,12 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::MatmulShape s = heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
-  // Transposes the lowering absorbs are read in place: the operand's buffer is the transpose's input.
-  s.a_transposed = absorbed_transpose(g, node.inputs[0]);
-  s.b_transposed = absorbed_transpose(g, node.inputs[1]);
+  // Transposes and casts up the lowering absorbs are read in place: the operand's buffer is their source.
+  const InPlaceOperand a = in_place_operand(g, node.inputs[0]), b = in_place_operand(g, node.inputs[1]);
+  s.a_transposed = a.transposed;
+  s.b_transposed = b.transposed;
+  if (a.half) s.a_half = device_type(*a.half);
+  if (b.half) s.b_half = device_type(*b.half);
   TunableOp op;
   op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
   op.heuristic = heavy::choose_matmul_tiling(s, t).config();

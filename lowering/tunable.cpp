@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "lowering/fuse.h"
+
 namespace spire::lowering {
 
 heavy::Limits limits_of(const rt::DeviceInfo& info) {
@@ -51,8 +53,10 @@ void lower_tunable(LoweringContext& ctx, graph::Value v, const std::function<Tun
     switch (b.use) {
       case ProgramBuffer::Use::Input: {
         graph::Value in = node.inputs.at(size_t(b.input));
-        // An absorbed transpose has no buffer: the kernel reads its input in place.
-        if (ctx.fused(in) && ctx.graph().node(in).op == graph::OpKind::Permute) in = ctx.graph().node(in).inputs[0];
+        // An absorbed transpose or cast up has no buffer: the kernel reads its source in place.
+        const graph::OpKind op = ctx.graph().node(in).op;
+        if (ctx.fused(in) && (op == graph::OpKind::Permute || op == graph::OpKind::Cast))
+          in = in_place_operand(ctx.graph(), in).source;
         slots.push_back(ctx.buffer_of(in));
         break;
       }
@@ -71,7 +75,10 @@ std::vector<ProgramBuffer> io_buffers(const graph::Graph& g, graph::Value v) {
   const graph::Node& node = g.node(v);
   std::vector<ProgramBuffer> out;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const graph::TensorType& t = g.type(node.inputs[i]);
+    // A matrix product's operand may be read in place from a half source (fuse.h): the buffer is of that type.
+    graph::Value in = node.inputs[i];
+    if (node.op == graph::OpKind::Matmul) in = in_place_operand(g, in).source;
+    const graph::TensorType& t = g.type(in);
     out.push_back({ProgramBuffer::Use::Input, int32_t(i), device_type(t.dtype), t.numel()});
   }
   out.push_back({ProgramBuffer::Use::Output, -1, device_type(node.type.dtype), node.type.numel()});

@@ -23,6 +23,8 @@ std::string MatmulShape::text() const {
     t += fmt::format("_a{}_b{}", a_batch.empty() ? "1" : dims_text(a_batch), b_batch.empty() ? "1" : dims_text(b_batch));
   if (a_transposed) t += "_at";
   if (b_transposed) t += "_bt";
+  if (a_half) t += "_a" + std::string(kir::type_name(*a_half));
+  if (b_half) t += "_b" + std::string(kir::type_name(*b_half));
   return t;
 }
 
@@ -179,8 +181,10 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   const uint32_t chunk = splits == 1 ? K : ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
 
   KernelBuilder kb(name, tl.invocations());
-  Buf A = kb.buffer("a", t, Access::Read);
-  Buf B = kb.buffer("b", t, Access::Read);
+  Buf A = kb.buffer("a", s.a_half.value_or(t), Access::Read);
+  Buf B = kb.buffer("b", s.b_half.value_or(t), Access::Read);
+  // Half operands widen as they load; the workgroup tiles and the sums stay in t.
+  auto widened = [&](Val v) { return v.type() == t ? v : cast(v, t); };
   Buf C = kb.buffer(splits > 1 ? "partial_c" : "c", t, Access::Write);
   Val lid = kb.local_id();
   Val group = kb.group_id();
@@ -205,13 +209,13 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
       Val gk = splits > 1 ? k0 + k : k;
       Val rc = min(r, M - 1), kc = min(gk, K - 1);
       Val at = s.a_transposed ? kc * M + rc : rc * K + kc;
-      return select((r < M) & k_in(k, gk), Val(A[a_base + at]), kb.constant(t, 0));
+      return select((r < M) & k_in(k, gk), widened(A[a_base + at]), kb.constant(t, 0));
     };
     io.b = [&](Val k, Val c) {
       Val gk = splits > 1 ? k0 + k : k;
       Val kc = min(gk, K - 1), cc = min(c, N - 1);
       Val at = s.b_transposed ? cc * K + kc : kc * N + cc;
-      return select(k_in(k, gk) & (c < N), Val(B[b_base + at]), kb.constant(t, 0));
+      return select(k_in(k, gk) & (c < N), widened(B[b_base + at]), kb.constant(t, 0));
     };
     // Stage each operand along its contiguous direction.
     io.a_m_fastest = s.a_transposed;

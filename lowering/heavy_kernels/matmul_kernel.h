@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,10 +28,13 @@ struct MatmulShape {
   // An operand read transposed in place: the buffer holds A^T [K, M] (or B^T [N, K]) of a rank-2 operand, whose
   // transpose the lowering absorbed (lowering/fuse.h, absorbed_transpose).
   bool a_transposed = false, b_transposed = false;
+  // An operand stored in f16 or bf16 that the kernel widens to the product's type as it loads (lowering/fuse.h,
+  // absorbed_upcast); unset: stored in the product's type.
+  std::optional<kir::Type> a_half, b_half;
 
   int64_t batch_count() const;
-  // "m64_k784_n120", with "_a<A's batch>_b<B's batch>" for batched products and "_at" / "_bt" for transposed
-  // operands: what kernel names and tuning keys carry.
+  // "m64_k784_n120", with "_a<A's batch>_b<B's batch>" for batched products, "_at" / "_bt" for transposed
+  // operands and "_abf16" / "_bf16" (f16 likewise) for half ones: what kernel names and tuning keys carry.
   std::string text() const;
 };
 

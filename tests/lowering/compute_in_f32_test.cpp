@@ -7,6 +7,7 @@
 
 #include "ir/graph/evaluator.h"
 #include "lowering/compute_in_f32.h"
+#include "lowering/fuse.h"
 
 using namespace spire;
 using graph::DType;
@@ -81,6 +82,32 @@ TEST(ComputeInF32, CastsMoveBeforeElementMoves) {
   EXPECT_EQ(b.type.dtype, DType::F32);
   EXPECT_EQ(g.node(b.inputs[0]).op, OpKind::Cast);
   EXPECT_EQ(g.node(g.node(b.inputs[0]).inputs[0]).name, "w");
+}
+
+// ... and the product reads x and w as stored, in bf16 and transposed: the casts up and the transpose get no
+// launch (fuse.h, in_place_operand).
+TEST(ComputeInF32, MatmulsReadHalfOperandsInPlace) {
+  Graph g0;
+  auto x = g0.input("x", DType::BF16, {4, 8});
+  auto w = g0.parameter("w", DType::BF16, {3, 8});
+  g0.output("y", g0.name(g0.matmul(x, g0.permute(w, {1, 0})), "y"));
+  const Graph g = lowering::compute_in_f32(g0);
+  const graph::Node& mm = node(g, "y.f32");
+  const lowering::InPlaceOperand a = lowering::in_place_operand(g, mm.inputs[0]);
+  const lowering::InPlaceOperand b = lowering::in_place_operand(g, mm.inputs[1]);
+  EXPECT_EQ(g.node(a.source).name, "x");
+  EXPECT_FALSE(a.transposed);
+  EXPECT_EQ(a.half, DType::BF16);
+  EXPECT_EQ(g.node(b.source).name, "w");
+  EXPECT_TRUE(b.transposed);
+  EXPECT_EQ(b.half, DType::BF16);
+  const std::vector<bool> fused = lowering::fuse_pointwise(g);
+  EXPECT_TRUE(fused[size_t(mm.inputs[0].id)]) << "the cast up of x has a launch";
+  EXPECT_TRUE(fused[size_t(mm.inputs[1].id)]) << "the transpose of w has a launch";
+  // A cast up that is also an output is stored: not read in place.
+  Graph g1 = g;
+  g1.output("x32", mm.inputs[0]);
+  EXPECT_FALSE(lowering::in_place_operand(g1, mm.inputs[0]).half.has_value());
 }
 
 TEST(ComputeInF32, ComputesWhatTheOriginalDoes) {
