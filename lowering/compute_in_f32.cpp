@@ -19,7 +19,7 @@ bool moves_elements_only(OpKind op) {
 
 class Rewriter {
  public:
-  explicit Rewriter(const graph::Graph& g) : g_(g), map_(size_t(g.size())), up_(size_t(g.size())) {}
+  explicit Rewriter(const graph::Graph& g) : g_(g), users_(g.users()), map_(size_t(g.size())), up_(size_t(g.size())) {}
 
   graph::Graph run() {
     for (Value v : g_.values()) map_[size_t(v.id)] = rewrite(v);
@@ -32,7 +32,19 @@ class Rewriter {
  private:
   Value rewrite(Value v) {
     const graph::Node& n = g_.node(v);
-    if (graph::is_leaf(n.op)) return out_.add_leaf(n.op, n.name, n.type, n.attrs);
+    if (graph::is_leaf(n.op)) {
+      map_[size_t(v.id)] = out_.add_leaf(n.op, n.name, n.type, n.attrs);
+      // A half leaf that ops will read in f32 is cast right after it, ahead of every op: a matmul or convolution
+      // can then take the ops that read the cast as its epilogue (fuse.h wants an epilogue's inputs computed
+      // before the heavy op).
+      if (graph::is_half(n.type.dtype))
+        for (Value u : users_[size_t(v.id)])
+          if (g_.node(u).op != OpKind::Cast && !moves_elements_only(g_.node(u).op)) {
+            in_f32(v);
+            break;
+          }
+      return map_[size_t(v.id)];
+    }
     std::vector<Value> inputs;
     bool touches_half = graph::is_half(n.type.dtype);
     for (Value in : n.inputs) {
@@ -69,6 +81,7 @@ class Rewriter {
   }
 
   const graph::Graph& g_;
+  std::vector<std::vector<Value>> users_;
   graph::Graph out_;
   std::vector<Value> map_;
   std::vector<std::optional<Value>> up_;

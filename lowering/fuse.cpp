@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "ir/graph/op_table.h"
+#include "lowering/lowering_context.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
@@ -173,9 +174,11 @@ class Planner {
       return;
     const Value r = root_of(u);
     const graph::Node& root = g_.node(r);
-    // The epilogue writes the root's elements through the heavy kernel's stores: same type, and a cast that
-    // lower_elementwise would turn into an alias has no kernel to fold in.
-    if (root.type.dtype != n.type.dtype || root.op == OpKind::Cast || f_.is_epilogue[size_t(r.id)]) return;
+    // The epilogue writes the root's elements through the heavy kernel's stores: the same type, or a half one (the
+    // result rounded to f16/bf16, as compute_in_f32.h leaves every half op), and not a cast that lower_elementwise
+    // would turn into an alias, which has no kernel to fold in.
+    if ((root.type.dtype != n.type.dtype && !graph::is_half(root.type.dtype)) || f_.is_epilogue[size_t(r.id)]) return;
+    if (root.op == OpKind::Cast && device_type(root.type.dtype) == device_type(g_.type(root.inputs[0]).dtype)) return;
     std::vector<Value> leaves;
     loaded_leaves(r, v, leaves);
     for (Value l : leaves)

@@ -3,6 +3,7 @@
 // plan to memory planning.
 #include <fmt/format.h>
 
+#include <optional>
 #include <unordered_map>
 
 #include "ir/kernel/printer.h"
@@ -128,6 +129,10 @@ class PlanBuilder final : public LoweringContext {
     if (epilogue_applied_[size_t(root_id)])
       throw std::logic_error(fmt::format("lowering of '{}': a second launch stores the result its epilogue '{}' was "
                                          "folded into", current_node_, g_.node(root).name));
+    // The root may be of another type than the node (a product rounded to bf16, fuse.h): the buffer changes type.
+    const kir::Type root_type = device_type(g_.node(root).type.dtype);
+    std::optional<kir::Type> store_as;
+    if (root_type != kernel.buffers[index].elem) store_as = root_type;
     kir::KernelBuilder kb(std::move(kernel));
     PointwiseTree tree(*this, kb);
     std::vector<std::string> ops;
@@ -138,7 +143,7 @@ class PlanBuilder final : public LoweringContext {
         kir::Val r = tree.root(root, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
         if (ops.empty()) ops = tree.ops();
         return r;
-      });
+      }, store_as);
     } catch (const std::invalid_argument& e) {
       throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's takes_epilogue lists an op whose kernels "
                                          "read their result)", current_node_, e.what()));

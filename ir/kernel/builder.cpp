@@ -70,12 +70,17 @@ bool reads_buffer(const Block& block, uint32_t buffer) {
 
 }  // namespace
 
-void KernelBuilder::rewrite_stores(uint32_t buffer, const std::function<Val(Val, Val)>& replace) {
+void KernelBuilder::rewrite_stores(uint32_t buffer, const std::function<Val(Val, Val)>& replace,
+                                   std::optional<Type> store_as) {
   if (buffer >= k_.buffers.size())
     throw std::invalid_argument(fmt::format("kernel '{}' has no buffer {}", k_.name, buffer));
   if (reads_buffer(k_.body, buffer))
     throw std::invalid_argument(fmt::format("kernel '{}' reads its buffer '{}' as well as writing it: its stores cannot "
                                             "be rewritten", k_.name, k_.buffers[buffer].name));
+  if (store_as) {
+    k_.buffers[buffer].elem = *store_as;
+    k_.features |= features_for_type(*store_as);
+  }
   rewrite_stores_in(k_.body, buffer, replace);
 }
 

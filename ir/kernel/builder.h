@@ -13,6 +13,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -133,7 +134,10 @@ class KernelBuilder {
   // buffers, arithmetic) goes right before that store, in its block. `replace` receives the store's element
   // index and value. Throws std::invalid_argument when the kernel also reads or atomically updates the buffer:
   // a store is then not the element's final value, so rewriting it would change what the kernel computes.
-  void rewrite_stores(uint32_t buffer, const std::function<Val(Val index, Val value)>& replace);
+  // With `store_as`, the buffer holds that type from now on and `replace` returns values of it (an epilogue that
+  // rounds an f32 product to bf16); the old stores are its only writes, so nothing else sees the change.
+  void rewrite_stores(uint32_t buffer, const std::function<Val(Val index, Val value)>& replace,
+                      std::optional<Type> store_as = std::nullopt);
 
   // Parameters and storage.
   Buf buffer(std::string name, Type elem, Access access);
