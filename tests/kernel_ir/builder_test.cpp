@@ -86,6 +86,22 @@ TEST(KernelBuilder, RewriteStoresRefusesABufferTheKernelReads) {
   }
 }
 
+// An epilogue that rounds an f32 result to bf16: the buffer becomes bf16 and the kernel needs bfloat16.
+TEST(KernelBuilder, RewriteStoresCanChangeTheBuffersType) {
+  KernelBuilder kb("product", 64);
+  auto a = kb.buffer("a", Type::F32, Access::Read);
+  auto c = kb.buffer("c", Type::F32, Access::Write);
+  auto i = kb.global_id();
+  c[i] = a[i] * 2.0f;
+  KernelBuilder rw(kb.finish());
+  rw.rewrite_stores(1, [](Val, Val v) { return cast(v, Type::BF16); }, Type::BF16);
+  Kernel k = rw.finish();
+  EXPECT_EQ(k.buffers[1].elem, Type::BF16);
+  EXPECT_TRUE(k.features.has(Feature::BFloat16));
+  KernelBuilder wrong(std::move(k));
+  EXPECT_THROW(wrong.rewrite_stores(1, [](Val, Val v) { return cast(v, Type::F32); }), std::invalid_argument);
+}
+
 TEST(KernelBuilder, NumbersTakeTheValsType) {
   KernelBuilder kb("k");
   auto x = kb.scalar("x", Type::I32);

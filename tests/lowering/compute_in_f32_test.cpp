@@ -110,6 +110,27 @@ TEST(ComputeInF32, MatmulsReadHalfOperandsInPlace) {
   EXPECT_FALSE(lowering::in_place_operand(g1, mm.inputs[0]).half.has_value());
 }
 
+// A linear layer in bf16: the product's kernel computes the bias add and the rounding to bf16 as it stores
+// (an epilogue whose root is bf16, fuse.h), and the bias is cast up before the product runs.
+TEST(ComputeInF32, MatmulStoresItsHalfEpilogue) {
+  Graph g0;
+  auto x = g0.input("x", DType::BF16, {4, 8});
+  auto w = g0.parameter("w", DType::BF16, {8, 3});
+  auto b = g0.parameter("b", DType::BF16, {3});
+  g0.output("y", g0.name(g0.relu(g0.add(g0.matmul(x, w), b)), "y"));
+  const Graph g = lowering::compute_in_f32(g0);
+  const lowering::Fusion f = lowering::plan_fusion(g);
+  graph::Value mm;
+  for (graph::Value v : g.values())
+    if (g.node(v).op == OpKind::Matmul) mm = v;
+  ASSERT_TRUE(mm.valid());
+  ASSERT_TRUE(g.find("b.to_f32").has_value());
+  EXPECT_LT(g.find("b.to_f32")->id, mm.id) << "the bias is cast up after the product";
+  ASSERT_GE(f.epilogue[size_t(mm.id)], 0) << "the product stores no epilogue";
+  EXPECT_EQ(g.node(graph::Value{f.epilogue[size_t(mm.id)]}).name, "y");
+  EXPECT_EQ(g.type(graph::Value{f.epilogue[size_t(mm.id)]}).dtype, DType::BF16);
+}
+
 TEST(ComputeInF32, ComputesWhatTheOriginalDoes) {
   const Graph original = half_mlp();
   const Graph rewritten = lowering::compute_in_f32(original);
