@@ -21,6 +21,23 @@ for dev in cuda:0 vulkan:0; do
   echo "f16/bf16 rows passed: $(grep -E '^\S+ +b?f16\[' $OUT/test-ops-${dev/:/}.txt | grep -c ' pass')"
   tail -1 $OUT/test-ops-${dev/:/}.txt
 done
+echo "== seed 001's bf16 MLP forward, launch by launch"
+python3 - <<'PY'
+import sys
+sys.path.insert(0, "tools/gpu")
+import numpy as np
+from safetensors_io import write_safetensors, Bf16Bits
+rng = np.random.default_rng(0)
+def bf16(shape, scale=1.0):
+    a = (rng.uniform(-1, 1, shape) * scale).astype(np.float32)
+    return Bf16Bits((a.view(np.uint32) >> 16).astype(np.uint16))
+write_safetensors("/tmp/mlp_in.safetensors", {"x": bf16((8, 128), 2), "linear1.weight": bf16((64, 128)),
+    "linear1.bias": bf16((64,)), "linear2.weight": bf16((128, 64)), "linear2.bias": bf16((128,))})
+PY
+for dev in cuda:0 vulkan:0; do
+  $B/spire graph eval examples/models/silu_mlp_bf16.graph --inputs /tmp/mlp_in.safetensors --outputs /tmp/mlp_out.safetensors \
+    --device $dev --profile 2>&1 | tail -12
+done
 unset SPIRE_VULKAN_VALIDATION
 shapes=1024,4096,8192,512x768x3072,512x3072x768
 for dt in bf16 f16 f32; do
