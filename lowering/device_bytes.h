@@ -1,5 +1,5 @@
-// Host tensors <-> the bytes devices store them in (f32 as f32, f16/bf16 as 16-bit words, i64 as i32, bool as u32): what the executor uploads
-// and downloads, and what a bundle stores its weights as.
+// Host tensors <-> the bytes devices store them in (f32 as f32, f16/bf16 as 16-bit words, i64 as i32, bool as
+// u32): what the executor uploads and downloads, and what a bundle stores its weights as.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,7 @@
 #include "lowering/fuse.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "ir/graph/op_table.h"
 #include "lowering/lowering_context.h"
@@ -30,51 +31,44 @@ bool takes_epilogue(OpKind op) {
   }
 }
 
-bool absorbed_transpose(const graph::Graph& g, Value v) {
-  const graph::Node& n = g.node(v);
-  if (n.op != OpKind::Permute || n.type.shape.size() != 2 || n.attrs.get_ints("perm") != std::vector<int64_t>{1, 0})
-    return false;
+namespace {
+
+// True when v is no graph output or state update, has at least one user, and every user passes `reads_in_place`:
+// a value the products read through, with no buffer of its own. Users come after v (the graph is topological);
+// scanned directly, since lowering asks once per matmul operand and building the whole users table each time
+// would be quadratic in allocations.
+bool read_in_place_only(const graph::Graph& g, Value v, const std::function<bool(Value)>& reads_in_place) {
   for (const auto& o : g.outputs())
     if (o.value == v) return false;
   for (const auto& u : g.state_updates())
     if (u.value == v) return false;
-  // Users come after v (the graph is topological); scanned directly, since lowering asks once per matmul operand
-  // and building the whole users table each time would be quadratic in allocations.
   bool used = false;
   for (int32_t id = v.id + 1; id < g.size(); ++id) {
     const graph::Node& u = g.node(id);
     if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
-    if (u.op != OpKind::Matmul) return false;
+    if (!reads_in_place(Value{id})) return false;
     used = true;
   }
   return used;
-}
-
-namespace {
-
-bool stored(const graph::Graph& g, Value v) {
-  for (const auto& o : g.outputs())
-    if (o.value == v) return true;
-  for (const auto& u : g.state_updates())
-    if (u.value == v) return true;
-  return false;
 }
 
 }  // namespace
 
+bool absorbed_transpose(const graph::Graph& g, Value v) {
+  const graph::Node& n = g.node(v);
+  if (n.op != OpKind::Permute || n.type.shape.size() != 2 || n.attrs.get_ints("perm") != std::vector<int64_t>{1, 0})
+    return false;
+  return read_in_place_only(g, v, [&](Value u) { return g.node(u).op == OpKind::Matmul; });
+}
+
 bool absorbed_upcast(const graph::Graph& g, Value v) {
   const graph::Node& n = g.node(v);
-  if (n.op != OpKind::Cast || n.type.dtype != graph::DType::F32 || !graph::is_half(g.type(n.inputs[0]).dtype) ||
-      stored(g, v))
+  if (n.op != OpKind::Cast || n.type.dtype != graph::DType::F32 || !graph::is_half(g.type(n.inputs[0]).dtype))
     return false;
-  bool used = false;
-  for (int32_t id = v.id + 1; id < g.size(); ++id) {
-    const graph::Node& u = g.node(id);
-    if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
-    if (u.op != OpKind::Matmul && !(u.op == OpKind::Permute && absorbed_transpose(g, Value{id}))) return false;
-    used = true;
-  }
-  return used;
+  return read_in_place_only(g, v, [&](Value u) {
+    const OpKind op = g.node(u).op;
+    return op == OpKind::Matmul || (op == OpKind::Permute && absorbed_transpose(g, u));
+  });
 }
 
 InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {

@@ -60,8 +60,8 @@ struct OpRow {
 };
 
 // Every case: each op of the graph IR over several shapes (1, 7, 33, 257, broadcasting, non-square),
-// f32 throughout, f64 for a selection, and f16/bf16 (cases_half.cpp). Pointwise ops with a test domain in their op table entry get their
-// cases generated (cases_generated.cpp); the others are listed by family (cases_*.cpp).
+// f32 throughout, f64 for a selection, and f16/bf16 (cases_half.cpp). Pointwise ops with a test domain in their
+// op table entry get their cases generated (cases_generated.cpp); the others are listed by family (cases_*.cpp).
 const std::vector<OpCase>& op_cases();
 
 // The cases of the custom ops registered so far (their authors' shapes and ranges; cases_custom.cpp). Not in

@@ -51,18 +51,6 @@ std::string compare(const std::string& name, const graph::Tensor& got, const gra
   return {};
 }
 
-// A test tensor file and its name. ONNX's older test data store bfloat16 tensors as UINT16 (numpy has no
-// bfloat16): where the model declares the value BFLOAT16 (`declared`, or 0 when unknown), the bits are read as
-// bfloat16.
-std::pair<std::string, graph::Tensor> read_test_tensor(const fs::path& f, int declared) {
-  std::ifstream in(f, std::ios::binary);
-  onnx::TensorProto t;
-  if (!in || !t.ParseFromIstream(&in)) throw std::runtime_error(f.string() + ": not a serialized ONNX TensorProto");
-  if (t.data_type() == onnx::TensorProto::UINT16 && declared == onnx::TensorProto::BFLOAT16)
-    t.set_data_type(onnx::TensorProto::BFLOAT16);
-  return {t.name(), onnx_import::read_tensor_proto(t, f.parent_path(), f.filename().string())};
-}
-
 // The element types the model declares for its graph inputs and outputs, by name.
 std::map<std::string, int> declared_types(const fs::path& model_file) {
   std::ifstream in(model_file, std::ios::binary);
@@ -75,9 +63,20 @@ std::map<std::string, int> declared_types(const fs::path& model_file) {
   return types;
 }
 
-int declared_type(const std::map<std::string, int>& types, const std::string& name) {
-  auto it = types.find(name);
-  return it == types.end() ? 0 : it->second;
+// A test tensor file and its name (`unnamed` when the file gives none). ONNX's older test data store bfloat16
+// tensors as UINT16 (numpy has no bfloat16): where the model declares the value BFLOAT16, the bits are read as
+// bfloat16.
+std::pair<std::string, graph::Tensor> read_test_tensor(const fs::path& f, const std::map<std::string, int>& types,
+                                                       const std::string& unnamed = "") {
+  std::ifstream in(f, std::ios::binary);
+  onnx::TensorProto t;
+  if (!in || !t.ParseFromIstream(&in)) throw std::runtime_error(f.string() + ": not a serialized ONNX TensorProto");
+  const std::string name = t.name().empty() ? unnamed : t.name();
+  auto declared = types.find(name);
+  if (t.data_type() == onnx::TensorProto::UINT16 && declared != types.end() &&
+      declared->second == onnx::TensorProto::BFLOAT16)
+    t.set_data_type(onnx::TensorProto::BFLOAT16);
+  return {name, onnx_import::read_tensor_proto(t, f.parent_path(), f.filename().string())};
 }
 
 // One test directory: empty on success, else the reason.
@@ -91,11 +90,9 @@ std::string run_one(const fs::path& dir, rt::Device* device) {
   for (const auto& set : sets) {
     std::map<std::string, graph::Tensor> given, expected;
     for (const auto& f : sorted_files(set, "input_")) {
-      // The tensors carry their model names; a first parse reads the name, to know the declared type.
-      onnx::TensorProto named;
-      std::ifstream in(f, std::ios::binary);
-      if (!named.ParseFromIstream(&in) || named.name().empty()) return fmt::format("{}: tensor without a name", f.string());
-      given[named.name()] = read_test_tensor(f, declared_type(types, named.name())).second;
+      auto [name, tensor] = read_test_tensor(f, types);
+      if (name.empty()) return fmt::format("{}: tensor without a name", f.string());
+      given[name] = std::move(tensor);
     }
     const std::string src = set.string();
     LoadedModel m = load_onnx((dir / "model.onnx").string(), given, src, /*known_scalars=*/true);
@@ -103,13 +100,10 @@ std::string run_one(const fs::path& dir, rt::Device* device) {
     const auto results = device ? run_on_device(m, feeds, *device) : run_reference(m, feeds);
     const auto outs = sorted_files(set, "output_");
     for (size_t k = 0; k < outs.size(); ++k) {
-      onnx::TensorProto named;
-      std::ifstream in(outs[k], std::ios::binary);
-      if (!named.ParseFromIstream(&in)) return fmt::format("{}: unreadable", outs[k].string());
-      const std::string name = named.name().empty() && k < m.outputs.size() ? m.outputs[k].onnx_name : named.name();
+      auto [name, want] = read_test_tensor(outs[k], types, k < m.outputs.size() ? m.outputs[k].onnx_name : "");
       auto it = results.find(name);
       if (it == results.end()) return fmt::format("no output '{}'", name);
-      const std::string diff = compare(name, it->second, read_test_tensor(outs[k], declared_type(types, name)).second);
+      const std::string diff = compare(name, it->second, want);
       if (!diff.empty()) return diff;
     }
   }
