@@ -58,6 +58,8 @@ bool reads_buffer(const Block& block, uint32_t buffer) {
   for (const Stmt& s : block.stmts) {
     if (const auto* in = std::get_if<Instr>(&s)) {
       if ((in->op == Op::LoadBuffer || in->op == Op::AtomicAdd) && in->index == buffer) return true;
+    } else if (const auto* c = std::get_if<CopyToShared>(&s)) {
+      if (c->buffer == buffer) return true;
     } else if (const auto* i = std::get_if<If>(&s)) {
       if ((i->then_body && reads_buffer(*i->then_body, buffer)) || (i->else_body && reads_buffer(*i->else_body, buffer)))
         return true;
@@ -248,6 +250,31 @@ void KernelBuilder::for_(Val begin, Val end, const std::function<void(Val)>& bod
 }
 
 void KernelBuilder::barrier() { current()->stmts.emplace_back(Barrier{}); }
+
+Fragment KernelBuilder::fragment(std::string name, MatrixUse use, Type elem, bool column_major) {
+  k_.fragments.push_back({std::move(name), use, elem, column_major});
+  k_.features |= features_for_type(elem) | Feature::CooperativeMatrix;
+  return Fragment{uint32_t(k_.fragments.size() - 1)};
+}
+
+void KernelBuilder::matrix_fill(Fragment f, Val value) { current()->stmts.emplace_back(MatrixFill{f.index, value.id()}); }
+
+void KernelBuilder::matrix_load(Fragment f, const Shared& array, Val index, uint32_t stride) {
+  current()->stmts.emplace_back(MatrixLoad{f.index, array.index(), index.id(), stride});
+}
+
+void KernelBuilder::matrix_store(const Shared& array, Val index, uint32_t stride, Fragment f) {
+  current()->stmts.emplace_back(MatrixStore{f.index, array.index(), index.id(), stride});
+}
+
+void KernelBuilder::copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid) {
+  require(Feature::AsyncCopy);
+  current()->stmts.emplace_back(CopyToShared{to.index(), dst.id(), from.index(), src.id(), valid.id()});
+}
+
+void KernelBuilder::matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c) {
+  current()->stmts.emplace_back(MatrixMulAdd{d.index, a.index, b.index, c.index});
+}
 
 Kernel KernelBuilder::finish() {
   if (blocks_.size() != 1) throw std::logic_error("kernel builder: finish() inside a nested block");

@@ -88,11 +88,17 @@ class Shared {
   ElemRef operator[](Val i) const { return ElemRef(b_, true, index_, i); }
   template <Number T> ElemRef operator[](T i) const;
   Type elem() const { return elem_; }
+  uint32_t index() const { return index_; }
 
  private:
   KernelBuilder* b_ = nullptr;
   uint32_t index_ = 0;
   Type elem_ = Type::F32;
+};
+
+// A cooperative matrix fragment (kernel.h's MatrixFragment), named by its index.
+struct Fragment {
+  uint32_t index = 0;
 };
 
 // A mutable local variable.
@@ -146,6 +152,17 @@ class KernelBuilder {
   Var var(std::string name, Type type);
   Var var(std::string name, Val init);
   void require(Features f) { k_.features |= f; }
+
+  // Cooperative matrices (kernel.h; each declares Feature::CooperativeMatrix). Every invocation of the subgroup
+  // runs these together, with the same index.
+  Fragment fragment(std::string name, MatrixUse use, Type elem, bool column_major = false);
+  void matrix_fill(Fragment f, Val value);
+  void matrix_load(Fragment f, const Shared& array, Val index, uint32_t stride);
+  void matrix_store(const Shared& array, Val index, uint32_t stride, Fragment f);
+  void matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c);
+  // kernel.h's CopyToShared (declares Feature::AsyncCopy): 16 bytes of `from` at element src into `to` at dst,
+  // zeros where `valid` is false; complete at the next barrier.
+  void copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid);
 
   // Builtins (u32, linear; see kernel.h's grid model).
   Val global_id() { return builtin(Builtin::GlobalId); }

@@ -37,6 +37,7 @@ std::unique_ptr<kir::Block> copy_block_ptr(const std::unique_ptr<kir::Block>& b)
 Kernel clone(const Kernel& k) {
   Kernel out = signature(k);
   out.vars = k.vars;
+  out.fragments = k.fragments;
   out.value_types = k.value_types;
   out.body = copy_block(k.body);
   out.spirv_module = k.spirv_module;

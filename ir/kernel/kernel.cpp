@@ -15,6 +15,15 @@ std::string_view access_name(Access a) {
   return "?";
 }
 
+std::string_view matrix_use_name(MatrixUse u) {
+  switch (u) {
+    case MatrixUse::A: return "a";
+    case MatrixUse::B: return "b";
+    case MatrixUse::Accumulator: return "accumulator";
+  }
+  return "?";
+}
+
 std::string_view builtin_name(Builtin b) {
   switch (b) {
     case Builtin::GlobalId: return "global_id";
@@ -264,6 +273,60 @@ struct Verifier {
     return true;
   }
   bool stmt(const Barrier&) { return true; }
+  bool fragment_ok(uint32_t f, const char* what) {
+    if (f >= k.fragments.size()) return fail(fmt::format("{}: fragment {} does not exist", what, f));
+    return true;
+  }
+  bool is_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::Accumulator; }
+  // The shared array and stride a fragment moves through: same element type, a stride of whole 16-byte units
+  // and at least a row (what PTX's wmma and Vulkan's cooperative matrix loads require).
+  bool matrix_memory_ok(uint32_t f, uint32_t array, ValueId index, uint32_t stride, const char* what) {
+    if (!fragment_ok(f, what)) return false;
+    if (array >= k.shared.size()) return fail(fmt::format("{}: shared array {} does not exist", what, array));
+    const MatrixFragment& m = k.fragments[f];
+    if (k.shared[array].elem != m.elem)
+      return fail(fmt::format("{} {}: fragment holds {}, array {} holds {}", what, m.name, type_name(m.elem),
+                              k.shared[array].name, type_name(k.shared[array].elem)));
+    const uint32_t bytes = type_bytes(m.elem);
+    if (stride < kMatrixTile || (stride * bytes) % 16 != 0)
+      return fail(fmt::format("{} {}: stride {} must be at least {} and a multiple of 16 bytes", what, m.name, stride,
+                              kMatrixTile));
+    return index_ok(index, what);
+  }
+  bool stmt(const MatrixFill& s) {
+    if (!fragment_ok(s.fragment, "matrix_fill") || !use(s.value, "matrix_fill")) return false;
+    if (!is_accumulator(s.fragment)) return fail("matrix_fill: only accumulators are filled");
+    if (type_of(s.value) != Type::F32) return fail("matrix_fill: the value must be f32");
+    return true;
+  }
+  bool stmt(const MatrixLoad& s) { return matrix_memory_ok(s.fragment, s.array, s.index, s.stride, "matrix_load"); }
+  bool stmt(const MatrixStore& s) {
+    if (!matrix_memory_ok(s.fragment, s.array, s.index, s.stride, "matrix_store")) return false;
+    if (!is_accumulator(s.fragment)) return fail("matrix_store: only accumulators are stored");
+    return true;
+  }
+  bool stmt(const CopyToShared& s) {
+    if (s.array >= k.shared.size() || s.buffer >= k.buffers.size()) return fail("copy_to_shared: array or buffer out of range");
+    if (k.shared[s.array].elem != k.buffers[s.buffer].elem)
+      return fail(fmt::format("copy_to_shared: buffer {} holds {}, array {} holds {}", k.buffers[s.buffer].name,
+                              type_name(k.buffers[s.buffer].elem), k.shared[s.array].name,
+                              type_name(k.shared[s.array].elem)));
+    if (k.buffers[s.buffer].access == Access::Write) return fail("copy_to_shared: from write-only buffer " + k.buffers[s.buffer].name);
+    if (!k.features.has(Feature::AsyncCopy)) return fail("copy_to_shared: the kernel does not declare async-copy");
+    if (!index_ok(s.dst, "copy_to_shared") || !index_ok(s.src, "copy_to_shared") || !use(s.valid, "copy_to_shared"))
+      return false;
+    if (type_of(s.valid) != Type::Bool) return fail("copy_to_shared: valid must be bool");
+    return true;
+  }
+  bool stmt(const MatrixMulAdd& s) {
+    for (uint32_t f : {s.d, s.a, s.b, s.c})
+      if (!fragment_ok(f, "matrix_mul_add")) return false;
+    const auto& fs = k.fragments;
+    if (!is_accumulator(s.d) || !is_accumulator(s.c) || fs[s.a].use != MatrixUse::A || fs[s.b].use != MatrixUse::B)
+      return fail("matrix_mul_add: d = a x b + c needs accumulators d and c, an A fragment a and a B fragment b");
+    if (fs[s.a].elem != fs[s.b].elem) return fail("matrix_mul_add: a and b hold different types");
+    return true;
+  }
   bool stmt(const If& s) {
     if (!use(s.cond, "if") ) return false;
     if (type_of(s.cond) != Type::Bool) return fail("if: condition must be bool");
@@ -297,9 +360,18 @@ std::string verify(const Kernel& k) {
   for (const auto& s : k.scalars)
     if (s.type == Type::Bool) return "scalar " + s.name + " is bool; use u32";
   // bf16 lives in buffers only: 16-bit words in workgroup memory, push constants or variables would need
-  // capabilities beyond 16-bit storage on Vulkan.
+  // capabilities beyond 16-bit storage on Vulkan. Kernels with cooperative matrices stage their bf16 operands in
+  // workgroup memory, which every device with that feature has.
+  const bool matrices = k.features.has(Feature::CooperativeMatrix);
   for (const auto& s : k.shared)
-    if (s.elem == Type::BF16) return "shared array " + s.name + " holds bf16; stage it as f32";
+    if (s.elem == Type::BF16 && !matrices) return "shared array " + s.name + " holds bf16; stage it as f32";
+  for (const auto& f : k.fragments) {
+    const bool operand_type = f.elem == Type::F16 || f.elem == Type::BF16;
+    if (f.use == MatrixUse::Accumulator ? f.elem != Type::F32 : !operand_type)
+      return fmt::format("fragment {} ({}) holds {}: operands hold f16 or bf16, accumulators f32", f.name,
+                         matrix_use_name(f.use), type_name(f.elem));
+  }
+  if (!k.fragments.empty() && !matrices) return "kernel has matrix fragments but does not declare cooperative-matrix";
   for (const auto& s : k.scalars)
     if (s.type == Type::BF16) return "scalar " + s.name + " is bf16; pass it as f32";
   for (const auto& v : k.vars)
@@ -310,6 +382,7 @@ std::string verify(const Kernel& k) {
   for (const auto& s : k.scalars) add(s.type);
   for (const auto& s : k.shared) add(s.elem);
   for (Type t : k.value_types) add(t);
+  for (const auto& f : k.fragments) add(f.elem);
   auto missing = implied.missing_from(k.features);
   if (!missing.empty()) return "kernel uses types needing undeclared features: " + features_to_string(missing);
   Verifier v{k, {}, {}, {}};

@@ -55,6 +55,23 @@ struct LocalVar {
   Type type;
 };
 
+// A cooperative matrix fragment (Feature::CooperativeMatrix): a 16x16 tile held jointly by the 32 invocations
+// of a subgroup, in a layout only the device knows (PTX wmma fragments, Vulkan cooperative matrices). A kernel
+// only fills, loads, multiplies-and-accumulates and stores whole fragments, so it never depends on the layout.
+// An A operand is 16 (rows) x 16 (k), a B operand 16 (k) x 16 (columns), an accumulator 16 x 16.
+enum class MatrixUse : uint8_t { A, B, Accumulator };
+std::string_view matrix_use_name(MatrixUse u);
+inline constexpr uint32_t kMatrixTile = 16;  // rows, columns and depth of every fragment
+
+struct MatrixFragment {
+  std::string name;
+  MatrixUse use;
+  Type elem;  // A and B: F16 or BF16 (both the same); accumulators: F32
+  // How loads and stores lay it out in memory: row-major (element (r, c) at index + r * stride + c) or
+  // column-major (at index + c * stride + r), e.g. an operand staged from a transposed buffer.
+  bool column_major = false;
+};
+
 // Builtins, all u32 and all linear (see the grid model above).
 enum class Builtin : uint8_t {
   GlobalId,       // group_id * workgroup_size + local_id
@@ -126,11 +143,27 @@ struct StoreBuffer { uint32_t buffer; ValueId index; ValueId value; };
 struct StoreShared { uint32_t array; ValueId index; ValueId value; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
+// Cooperative matrix statements. Every invocation of a subgroup executes them together (uniform control flow
+// across the subgroup, whole subgroups of 32: PTX's warp and the only size the Vulkan path accepts), and every
+// invocation passes the same index. A fragment's element (r, c) lives at shared[index + r * stride + c] (or
+// c * stride + r, MatrixFragment::column_major); the index times the element size must be a multiple of 32 bytes
+// and the stride of 16 bytes.
+struct MatrixFill { uint32_t fragment; ValueId value; };  // every element of an accumulator = value (f32)
+struct MatrixLoad { uint32_t fragment; uint32_t array; ValueId index; uint32_t stride; };
+struct MatrixStore { uint32_t fragment; uint32_t array; ValueId index; uint32_t stride; };  // accumulators only
+// d = a x b + c, products and sums in f32 (d and c may be the same accumulator).
+struct MatrixMulAdd { uint32_t d, a, b, c; };
+// Feature::AsyncCopy: copies 16 bytes from buffer element `src` on into shared element `dst` on, or writes 16 zero
+// bytes when `valid` (bool) is false (the buffer is then not read). The copy may land any time before the next
+// Barrier, which waits for it: nothing may read or write those shared bytes in between. Both element offsets
+// must be multiples of 16 bytes, and buffer and array must hold the same type.
+struct CopyToShared { uint32_t array; ValueId dst; uint32_t buffer; ValueId src; ValueId valid; };
 struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Block> else_body; };
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
-using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For>;
+using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
+                          MatrixStore, MatrixMulAdd, CopyToShared>;
 
 struct Block {
   std::vector<Stmt> stmts;
@@ -144,6 +177,7 @@ struct Kernel {
   std::vector<ScalarParam> scalars;
   std::vector<SharedArray> shared;
   std::vector<LocalVar> vars;
+  std::vector<MatrixFragment> fragments;
   std::vector<Type> value_types;  // type of every ValueId
   Block body;
   // A kernel given as a finished SPIR-V module (a custom op's GLSL compiled by shaderc) instead of a body:

@@ -57,6 +57,21 @@ struct Printer {
         line(depth, fmt::format("store_shared {}[{}], {}", k.shared[st->array].name, v(st->index), v(st->value)));
       } else if (auto* st = std::get_if<StoreVar>(&s)) {
         line(depth, fmt::format("storevar {}, {}", k.vars[st->var].name, v(st->value)));
+      } else if (auto* st = std::get_if<MatrixFill>(&s)) {
+        line(depth, fmt::format("matrix_fill {}, {}", k.fragments[st->fragment].name, v(st->value)));
+      } else if (auto* st = std::get_if<MatrixLoad>(&s)) {
+        line(depth, fmt::format("matrix_load {}, {}[{}] stride {}", k.fragments[st->fragment].name,
+                                k.shared[st->array].name, v(st->index), st->stride));
+      } else if (auto* st = std::get_if<MatrixStore>(&s)) {
+        line(depth, fmt::format("matrix_store {}[{}] stride {}, {}", k.shared[st->array].name, v(st->index),
+                                st->stride, k.fragments[st->fragment].name));
+      } else if (auto* st = std::get_if<MatrixMulAdd>(&s)) {
+        const auto& f = k.fragments;
+        line(depth, fmt::format("matrix_mul_add {} = {} x {} + {}", f[st->d].name, f[st->a].name, f[st->b].name,
+                                f[st->c].name));
+      } else if (auto* st = std::get_if<CopyToShared>(&s)) {
+        line(depth, fmt::format("copy_to_shared {}[{}], {}[{}] if {}", k.shared[st->array].name, v(st->dst),
+                                k.buffers[st->buffer].name, v(st->src), v(st->valid)));
       } else if (std::holds_alternative<Barrier>(s)) {
         line(depth, "barrier");
       } else if (auto* st = std::get_if<If>(&s)) {
@@ -89,6 +104,9 @@ std::string print(const Kernel& k) {
     p.line(1, fmt::format("scalar {}: {}  // offset {}", k.scalars[i].name, type_name(k.scalars[i].type), offs[i]));
   for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, type_name(s.elem), s.count));
   for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, type_name(var.type)));
+  for (const auto& f : k.fragments)
+    p.line(1, fmt::format("fragment {}: {} {}[16x16]{}", f.name, matrix_use_name(f.use), type_name(f.elem),
+                          f.column_major ? " column-major" : ""));
   if (k.prebuilt()) {
     // The words themselves are the kernel: their hash tells two modules apart (the plan deduplicates by text).
     uint64_t h = 1469598103934665603ull;  // FNV-1a

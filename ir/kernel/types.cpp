@@ -40,6 +40,8 @@ std::string_view feature_name(Feature f) {
     case Feature::AtomicAddF32: return "atomic-add-f32";
     case Feature::SubgroupShuffle: return "subgroup-shuffle";
     case Feature::BFloat16: return "bfloat16";
+    case Feature::CooperativeMatrix: return "cooperative-matrix";
+    case Feature::AsyncCopy: return "async-copy";
   }
   return "?";
 }

@@ -109,4 +109,59 @@ TEST(KernelVerifier, RejectsBFloat16OutsideBuffers) {
   }
 }
 
+// A one-subgroup tensor-core kernel: c = a x b through shared memory, every statement of kernel.h's cooperative
+// matrices once.
+Kernel matrix_kernel(Type half = Type::BF16, uint32_t stride = 16) {
+  KernelBuilder kb("mma", 32);
+  auto a_tile = kb.shared("a", half, 256), b_tile = kb.shared("b", half, 256);
+  auto c_tile = kb.shared("c", Type::F32, 256);
+  auto a = kb.fragment("fa", MatrixUse::A, half), b = kb.fragment("fb", MatrixUse::B, half);
+  auto acc = kb.fragment("acc", MatrixUse::Accumulator, Type::F32);
+  auto o = kb.buffer("o", Type::F32, Access::Write);
+  kb.matrix_fill(acc, kb.f32(0));
+  kb.matrix_load(a, a_tile, kb.u32(0), stride);
+  kb.matrix_load(b, b_tile, kb.u32(0), stride);
+  kb.matrix_mul_add(acc, a, b, acc);
+  kb.matrix_store(c_tile, kb.u32(0), 16, acc);
+  kb.barrier();
+  o[kb.local_id()] = c_tile[kb.local_id()];
+  return kb.finish();
+}
+
+TEST(KernelVerifier, AcceptsCooperativeMatricesAndDeclaresTheFeature) {
+  for (Type half : {Type::BF16, Type::F16}) {
+    const Kernel k = matrix_kernel(half);
+    EXPECT_EQ(verify(k), "");
+    EXPECT_TRUE(k.features.has(Feature::CooperativeMatrix));
+  }
+}
+
+TEST(KernelVerifier, RejectsMisusedFragments) {
+  {
+    Kernel k = matrix_kernel(Type::F16);  // (bf16 tiles would be refused first: bf16 in shared memory)
+    k.features = Features(Feature::Float16);
+    EXPECT_NE(verify(k).find("does not declare cooperative-matrix"), std::string::npos) << verify(k);
+  }
+  {
+    Kernel k = matrix_kernel();
+    k.fragments[2].elem = Type::F16;  // an f16 accumulator
+    EXPECT_NE(verify(k).find("accumulators f32"), std::string::npos) << verify(k);
+  }
+  {
+    Kernel k = matrix_kernel();
+    k.fragments[1].elem = Type::F16;  // a bf16 A with an f16 B
+    k.features |= Feature::Float16;
+    EXPECT_NE(verify(k), "");
+  }
+  {
+    Kernel k = matrix_kernel();
+    std::swap(k.fragments[0], k.fragments[1]);  // A where B belongs
+    EXPECT_NE(verify(k).find("matrix_mul_add"), std::string::npos) << verify(k);
+  }
+  // A stride that is not whole 16 bytes (or shorter than a row) is refused.
+  EXPECT_THROW(matrix_kernel(Type::BF16, 20), std::invalid_argument);
+  EXPECT_THROW(matrix_kernel(Type::BF16, 8), std::invalid_argument);
+  EXPECT_NO_THROW(matrix_kernel(Type::BF16, 24));
+}
+
 }  // namespace

@@ -41,8 +41,13 @@ bool is_signed(Ty t) { return t == Ty::S32 || t == Ty::S64; }
 
 enum class Op : uint8_t {
   LdParam, LdGlobal, StGlobal, LdShared, StShared, AtomAdd, Cvta, Mov, Mad, MulLo, MulWide, Add, Sub, Mul, Div,
-  Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Shfl, Bra, Ret
+  Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Shfl, WmmaLoad,
+  WmmaMma, WmmaStore, CpAsync, CpAsyncWait, Bra, Ret
 };
+
+// The element type of a wmma fragment: bf16 and f16 fragments (a, b) pack two elements into each register, f32
+// ones (c, d) hold one. bf16 is no type of the rest of the subset, so it is not in Ty.
+enum class Frag : uint8_t { BF16, F16, F32 };
 
 enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Neu, Nan };
 enum class Comb : uint8_t { None, And, Or };
@@ -64,8 +69,14 @@ struct Ins {
   int guard = -1;
   bool guard_neg = false;
   uint32_t target = 0;
-  std::vector<Opnd> a;
+  std::vector<Opnd> a;  // wmma.load / wmma.store: the address ([...]) and the stride (elements)
   std::string text;
+  // wmma: the element type (of the memory side for load / store, of a and b for mma), .col (load / store: the
+  // matrix is column-major in memory), .global (else .shared), and the {...} register lists in operand order:
+  // the fragment for load / store; d, a, b, c for mma.
+  Frag frag = Frag::F32;
+  bool col = false, global = false;
+  std::vector<std::vector<uint32_t>> frags;
 };
 
 // Special registers: tid, ntid, ctaid, nctaid (x, y, z each), and the lane in the warp.
@@ -78,6 +89,24 @@ constexpr uint32_t kWarp = 32;
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+// Splits an operand list at the commas outside braces, so that a {...} vector operand stays one piece.
+std::vector<std::string> split_operands(const std::string& s) {
+  std::vector<std::string> out;
+  std::string cur;
+  int depth = 0;
+  for (char c : s) {
+    depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    if (c == ',' && depth == 0) {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += c;
+    }
+  }
+  out.push_back(trim(cur));
+  return out;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -173,6 +202,77 @@ struct Module::Impl {
     o.kind = Opnd::Symbol;
     o.index = it->second;
     return o;
+  }
+
+  // wmma.load, wmma.mma and wmma.store of shape m16n16k16, in the forms backends/ptx writes:
+  //   wmma.load.{a,b}.sync.aligned.{row,col}.m16n16k16.{shared,global}.{bf16,f16} {frag}, [addr], stride;
+  //   wmma.load.c.sync.aligned.{row,col}.m16n16k16.{shared,global}.f32 {frag}, [addr], stride;
+  //   wmma.store.d.sync.aligned.{row,col}.m16n16k16.{shared,global}.f32 [addr], {frag}, stride;
+  //   wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16.f32.bf16.bf16.f32 {d}, {a}, {b}, {c};
+  //   wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16.f32.f32 {d}, {a}, {b}, {c};  (f16 a and b)
+  // A fragment is 4 registers for bf16 a / b, 8 for f16 a / b and for f32 c / d. The mma's layouts must be those the
+  // fragments were loaded with; the fragments do not record them, so the interpreter cannot check that and takes
+  // any. The launch checks what depends on values (one address and stride for the warp, alignment, bounds).
+  void parse_wmma(Ins& ins, const std::vector<std::string>& parts, const std::string& rest, int line) {
+    const std::string& text = ins.text;
+    // A guard could leave some lanes out, and wmma needs the whole warp; the backend writes none.
+    if (ins.guard >= 0) fail(line, text, "guarded wmma is not in the subset");
+    const std::vector<std::string> ops = split_operands(rest);
+    auto regs = [&](const std::string& s, size_t count) {
+      if (s.size() < 2 || s.front() != '{' || s.back() != '}') fail(line, text, "register list {...} expected");
+      std::vector<uint32_t> out;
+      for (const auto& r : split(s.substr(1, s.size() - 2), ',')) {
+        Opnd o = operand(r, line, text);
+        if (o.kind != Opnd::Reg || o.memory) fail(line, text, "a wmma fragment is a list of registers");
+        out.push_back(o.index);
+      }
+      if (out.size() != count) fail(line, text, "a fragment of " + std::to_string(count) + " registers expected");
+      return out;
+    };
+    auto frag_regs = [](Frag f) { return f == Frag::BF16 ? size_t(4) : size_t(8); };
+    auto layout = [](const std::string& p) { return p == "row" || p == "col"; };
+    const std::string kind = parts.size() > 1 ? parts[1] : "";
+    if (kind == "load" || kind == "store") {
+      const bool load = kind == "load";
+      if (parts.size() != 9 || parts[3] != "sync" || parts[4] != "aligned" || !layout(parts[5]) ||
+          parts[6] != "m16n16k16" || (parts[7] != "shared" && parts[7] != "global"))
+        fail(line, text, "only wmma." + kind + ".M.sync.aligned.{row,col}.m16n16k16.{shared,global}.TYPE");
+      const std::string &matrix = parts[2], &type = parts[8];
+      const bool ok = load ? ((matrix == "a" || matrix == "b") && (type == "bf16" || type == "f16")) ||
+                                 (matrix == "c" && type == "f32")
+                           : matrix == "d" && type == "f32";
+      if (!ok) fail(line, text, "unsupported wmma matrix or type (a, b: bf16 or f16; c, d: f32)");
+      ins.op = load ? Op::WmmaLoad : Op::WmmaStore;
+      ins.frag = type == "bf16" ? Frag::BF16 : type == "f16" ? Frag::F16 : Frag::F32;
+      ins.col = parts[5] == "col";
+      ins.global = parts[7] == "global";
+      if (ops.size() != 3) fail(line, text, "wmma." + kind + " takes a fragment, an address and a stride");
+      ins.frags.push_back(regs(load ? ops[0] : ops[1], frag_regs(ins.frag)));
+      Opnd addr = operand(load ? ops[1] : ops[0], line, text);
+      if (!addr.memory || (addr.kind != Opnd::Reg && addr.kind != Opnd::Symbol))
+        fail(line, text, "a wmma address is [register] or [shared array]");
+      if (addr.kind == Opnd::Symbol && (ins.global || symbol_param[addr.index] >= 0))
+        fail(line, text, "a wmma address names a register or a shared array");
+      Opnd stride = operand(ops[2], line, text);
+      if (stride.memory || (stride.kind != Opnd::Reg && stride.kind != Opnd::Imm))
+        fail(line, text, "a wmma stride is a register or an immediate");
+      ins.a = {addr, stride};
+      return;
+    }
+    if (kind == "mma") {
+      if (parts.size() < 7 || parts[2] != "sync" || parts[3] != "aligned" || !layout(parts[4]) || !layout(parts[5]) ||
+          parts[6] != "m16n16k16")
+        fail(line, text, "only wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16");
+      const std::vector<std::string> types(parts.begin() + 7, parts.end());
+      if (types == std::vector<std::string>{"f32", "bf16", "bf16", "f32"}) ins.frag = Frag::BF16;
+      else if (types == std::vector<std::string>{"f32", "f32"}) ins.frag = Frag::F16;
+      else fail(line, text, "only wmma.mma of f32.bf16.bf16.f32 or (f16 operands) f32.f32");
+      ins.op = Op::WmmaMma;
+      if (ops.size() != 4) fail(line, text, "wmma.mma takes the fragments d, a, b, c");
+      for (size_t i = 0; i < 4; ++i) ins.frags.push_back(regs(ops[i], i == 1 || i == 2 ? frag_regs(ins.frag) : 8));
+      return;
+    }
+    fail(line, text, "only wmma.load, wmma.mma and wmma.store are in the subset");
   }
 
   void parse(const std::string& ptx) {
@@ -303,6 +403,27 @@ struct Module::Impl {
         code.push_back(std::move(ins));
         continue;
       }
+      if (name == "wmma") {
+        parse_wmma(ins, parts, rest, line);
+        code.push_back(std::move(ins));
+        continue;
+      }
+      if (name == "cp") {
+        // cp.async.cg.shared.global [dst], [src], 16, src_bytes: the only forms the backend writes, and
+        // cp.async.wait_all.
+        if (opcode == "cp.async.wait_all") {
+          ins.op = Op::CpAsyncWait;
+          code.push_back(std::move(ins));
+          continue;
+        }
+        if (opcode != "cp.async.cg.shared.global") fail(line, ins.text, "only cp.async.cg.shared.global and cp.async.wait_all");
+        for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
+        if (ins.a.size() != 4 || !ins.a[0].memory || !ins.a[1].memory || ins.a[2].kind != Opnd::Imm || ins.a[2].imm != 16)
+          fail(line, ins.text, "cp.async needs [shared], [global], 16, source bytes");
+        ins.op = Op::CpAsync;
+        code.push_back(std::move(ins));
+        continue;
+      }
       for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
       ins.t = type_at(parts.size() - 1);
       if (name == "ld" || name == "st") {
@@ -380,9 +501,14 @@ namespace {
 struct Thread {
   std::vector<uint64_t> regs;
   uint32_t pc = 0;
-  // AtShuffle: stopped at a shfl.sync until every lane of its warp is there too (pc still on the shfl).
-  enum State : uint8_t { Running, AtBarrier, AtShuffle, Exited } state = Running;
+  // AtWarpOp: stopped at a warp-collective instruction (shfl.sync, wmma) until every lane of its warp is there too
+  // (pc still on it); the launch then runs it for the whole warp.
+  enum State : uint8_t { Running, AtBarrier, AtWarpOp, Exited } state = Running;
   uint32_t special[kSpecialCount];
+  // cp.async copies issued and not yet waited for: they land at the thread's cp.async.wait_all (any time before it
+  // is allowed, so landing last is the schedule that exposes a missing wait), the source read then too.
+  struct PendingCopy { uint32_t shared_offset; uint64_t source; uint32_t bytes; size_t pc; };
+  std::vector<PendingCopy> pending;
 };
 
 bool compare(Cmp c, Ty t, uint64_t a, uint64_t b) {
@@ -502,6 +628,113 @@ uint64_t convert(const Ins& in, uint64_t s) {
   }
   if (d == Ty::F32 && st == Ty::F64) return bits_of(float(v));  // one rounding, to nearest
   return float_bits(d, v);
+}
+
+// Runs a wmma instruction for the 32 lanes of a warp. The fragments' layout across lanes is opaque in PTX (a program
+// can only load, mma and store them), so the interpreter picks its own: element (r, c) of a 16 x 16 matrix has the
+// index e = 16 r + c, and lane l holds the elements 8 l .. 8 l + 7. An f32 fragment's register j holds element
+// 8 l + j; a bf16 or f16 fragment's register j (0..3) holds element 8 l + 2 j in its low half and 8 l + 2 j + 1 in
+// its high half, and an f16 fragment's registers 4..7 repeat 0..3 (the hardware's f16 fragments have 8 registers;
+// mma reads the first 4).
+void warp_wmma(const Ins& in, Thread* lanes, std::vector<uint8_t>& shared, const std::vector<uint32_t>& symbol_offset,
+               const GlobalCheck& check) {
+  constexpr unsigned kElems = 256;
+  if (in.op == Op::WmmaMma) {
+    // Every input is read before d is written: d may name c's registers (accumulating in place).
+    auto widen = [&](uint32_t h) {
+      return in.frag == Frag::BF16 ? kir::bf16_bits_to_f32(uint16_t(h)) : f16_bits_to_f32(uint16_t(h));
+    };
+    std::array<float, kElems> a, b, c, d;
+    for (unsigned l = 0; l < kWarp; ++l) {
+      const std::vector<uint64_t>& regs = lanes[l].regs;
+      for (unsigned j = 0; j < 8; ++j) {
+        const unsigned e = 8 * l + j, half = 16 * (j % 2);
+        a[e] = widen(uint32_t(regs[in.frags[1][j / 2]]) >> half & 0xFFFFu);
+        b[e] = widen(uint32_t(regs[in.frags[2][j / 2]]) >> half & 0xFFFFu);
+        c[e] = f32_of(regs[in.frags[3][j]]);
+      }
+    }
+    // D = C + A B, each element a chain of f32 fmas in k order starting from C.
+    for (unsigned i = 0; i < 16; ++i)
+      for (unsigned j = 0; j < 16; ++j) {
+        float acc = c[16 * i + j];
+        for (unsigned k = 0; k < 16; ++k) acc = std::fma(a[16 * i + k], b[16 * k + j], acc);
+        d[16 * i + j] = acc;
+      }
+    for (unsigned l = 0; l < kWarp; ++l)
+      for (unsigned j = 0; j < 8; ++j) lanes[l].regs[in.frags[0][j]] = bits_of(d[8 * l + j]);
+    return;
+  }
+  auto value = [&](const Thread& th, const Opnd& o) -> uint64_t {
+    switch (o.kind) {
+      case Opnd::Reg: return th.regs[o.index];
+      case Opnd::Imm: return o.imm;
+      case Opnd::Special: return th.special[o.index];
+      case Opnd::Symbol: return symbol_offset[o.index];
+    }
+    return 0;
+  };
+  // The PTX ISA has every lane pass the same address and stride.
+  const uint64_t base = in.global ? value(lanes[0], in.a[0]) : uint32_t(value(lanes[0], in.a[0]));
+  const uint64_t stride = uint32_t(value(lanes[0], in.a[1]));
+  for (unsigned l = 1; l < kWarp; ++l)
+    if ((in.global ? value(lanes[l], in.a[0]) : uint32_t(value(lanes[l], in.a[0]))) != base ||
+        uint32_t(value(lanes[l], in.a[1])) != stride)
+      throw Error("PTX interpreter: lanes of a warp pass different addresses or strides to wmma at: " + in.text);
+  // ... and asks for a 32-byte aligned address (shared: from the window's base) and a stride of whole 16 bytes.
+  const unsigned bytes = in.frag == Frag::F32 ? 4 : 2;
+  if (base % 32 != 0)
+    throw Error("PTX interpreter: wmma address " + std::to_string(base) + " is not 32-byte aligned at: " + in.text);
+  if (stride * bytes % 16 != 0)
+    throw Error("PTX interpreter: wmma stride " + std::to_string(stride) +
+                " (elements) is not a multiple of 16 bytes at: " + in.text);
+  // Every element's place, checked before any is read or written.
+  std::array<uint8_t*, kElems> at;
+  for (unsigned e = 0; e < kElems; ++e) {
+    const uint64_t r = e / 16, c = e % 16;
+    const uint64_t addr = base + (in.col ? c * stride + r : r * stride + c) * bytes;
+    if (in.global) {
+      try {
+        check(addr, bytes);
+      } catch (const std::exception& x) {
+        throw Error(std::string("PTX interpreter: ") + x.what() + " at: " + in.text);
+      }
+      at[e] = reinterpret_cast<uint8_t*>(addr);
+    } else {
+      if (addr + bytes > shared.size())
+        throw Error("PTX interpreter: shared memory access at " + std::to_string(addr) + " past " +
+                    std::to_string(shared.size()) + " bytes at: " + in.text);
+      at[e] = shared.data() + addr;
+    }
+  }
+  const std::vector<uint32_t>& frag = in.frags[0];
+  if (in.op == Op::WmmaStore) {
+    for (unsigned l = 0; l < kWarp; ++l)
+      for (unsigned j = 0; j < 8; ++j) {
+        const uint32_t v = uint32_t(lanes[l].regs[frag[j]]);
+        std::memcpy(at[8 * l + j], &v, 4);
+      }
+    return;
+  }
+  for (unsigned l = 0; l < kWarp; ++l) {
+    std::vector<uint64_t>& regs = lanes[l].regs;
+    for (unsigned j = 0; j < 8; ++j) {
+      uint32_t v = 0;
+      if (in.frag == Frag::F32) {
+        std::memcpy(&v, at[8 * l + j], 4);
+      } else {
+        if (j >= 4) {
+          if (in.frag == Frag::F16) regs[frag[j]] = regs[frag[j - 4]];
+          continue;
+        }
+        uint16_t lo, hi;
+        std::memcpy(&lo, at[8 * l + 2 * j], 2);
+        std::memcpy(&hi, at[8 * l + 2 * j + 1], 2);
+        v = uint32_t(lo) | uint32_t(hi) << 16;
+      }
+      regs[frag[j]] = v;
+    }
+  }
 }
 
 }  // namespace
@@ -689,10 +922,43 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           th.regs[in.a[0].index] = bits_of(r);
           break;
         }
+        case Op::CpAsync: {
+          const uint32_t bytes = uint32_t(rd(in.a[3]));
+          if (bytes != 0 && bytes != 16) throw Error("PTX interpreter: cp.async source size must be 0 or 16 here: " + in.text);
+          const uint32_t dst = uint32_t(rd(in.a[0]));
+          if (dst % 16 != 0) throw Error("PTX interpreter: cp.async shared address not 16-byte aligned at: " + in.text);
+          shared_addr(in.a[0], 16);  // bounds
+          if (bytes) {
+            const uint64_t src = rd(in.a[1]);
+            if (src % 16 != 0) throw Error("PTX interpreter: cp.async global address not 16-byte aligned at: " + in.text);
+          }
+          th.pending.push_back({dst, rd(in.a[1]), bytes, th.pc});
+          break;
+        }
+        case Op::CpAsyncWait:
+          for (const Thread::PendingCopy& c : th.pending) {
+            uint8_t chunk[16] = {};
+            if (c.bytes) {
+              try {
+                check(c.source, 16);
+              } catch (const std::exception& e) {
+                throw Error(std::string("PTX interpreter: ") + e.what() + " at: " + code[c.pc].text);
+              }
+              std::memcpy(chunk, reinterpret_cast<const uint8_t*>(c.source), 16);
+            }
+            std::memcpy(shared.data() + c.shared_offset, chunk, 16);
+          }
+          th.pending.clear();
+          break;
         case Op::Bar: th.state = Thread::AtBarrier; break;
-        case Op::Shfl: th.state = Thread::AtShuffle; continue;  // resolved per warp below
+        case Op::Shfl: case Op::WmmaLoad: case Op::WmmaMma: case Op::WmmaStore:
+          th.state = Thread::AtWarpOp;  // run for the whole warp below
+          continue;
         case Op::Bra: th.pc = in.target; continue;
-        case Op::Ret: th.state = Thread::Exited; continue;
+        case Op::Ret:
+          if (!th.pending.empty()) throw Error("PTX interpreter: a thread exits with cp.async copies it never waited for");
+          th.state = Thread::Exited;
+          continue;
       }
       ++th.pc;
     }
@@ -706,6 +972,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
         for (unsigned i = 0; i < threads; ++i) {
           Thread& th = ts[i];
           th.regs.assign(m.registers, 0);
+          th.pending.clear();
           th.pc = entry_pc;
           th.state = Thread::Running;
           unsigned tx = i % block[0], ty = (i / block[0]) % block[1], tz = i / (block[0] * block[1]);
@@ -713,41 +980,49 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
                                         i % kWarp};
           std::memcpy(th.special, sp, sizeof sp);
         }
-        // Run every thread up to its next barrier, shuffle or exit. A warp whose lanes all stopped at one shfl
-        // exchanges values and runs on; the barrier is released when every thread got there.
+        // Run every thread up to its next barrier, warp-collective instruction (shfl.sync, wmma) or exit. A warp whose
+        // lanes all stopped at one such instruction runs it and runs on; the barrier is released when every thread
+        // got there.
         for (;;) {
-          bool waiting = false;
           for (Thread& th : ts)
             if (th.state == Thread::Running) run_thread(th);
-          bool shuffled = false;
+          bool resolved = false;
           for (unsigned w = 0; w < threads; w += kWarp) {
             const unsigned end = std::min(threads, w + kWarp);
-            if (ts[w].state != Thread::AtShuffle) continue;
+            unsigned first = w;
+            while (first < end && ts[first].state != Thread::AtWarpOp) ++first;
+            if (first == end) continue;
+            const Ins& in = code[ts[first].pc];
+            const std::string what = in.op == Op::Shfl ? "shfl.sync" : "wmma";
+            // One lane there means all must be: the others cannot be running (every thread ran until it stopped).
             for (unsigned i = w; i < end; ++i)
-              if (ts[i].state != Thread::AtShuffle || ts[i].pc != ts[w].pc)
-                throw Error("PTX interpreter: the lanes of a warp do not all reach the same shfl.sync (divergence, "
-                            "or a partial warp)");
-            if (end - w != kWarp) throw Error("PTX interpreter: shfl.sync names 32 lanes, but the warp is partial");
-            const Ins& in = code[ts[w].pc];
-            auto value = [&](Thread& th, const Opnd& o) {
-              return o.kind == Opnd::Reg ? th.regs[o.index] : o.kind == Opnd::Special ? th.special[o.index] : o.imm;
-            };
-            std::vector<uint64_t> source(kWarp);
-            for (unsigned i = w; i < end; ++i) source[i - w] = value(ts[i], in.a[1]) & 0xffffffffu;
+              if (ts[i].state != Thread::AtWarpOp || ts[i].pc != ts[first].pc)
+                throw Error("PTX interpreter: the lanes of a warp do not all reach the same " + what +
+                            " (divergence, or a partial warp) at: " + in.text);
+            if (end - w != kWarp) throw Error("PTX interpreter: " + what + " names 32 lanes, but the warp is partial");
+            if (in.op == Op::Shfl) {
+              auto value = [&](Thread& th, const Opnd& o) {
+                return o.kind == Opnd::Reg ? th.regs[o.index] : o.kind == Opnd::Special ? th.special[o.index] : o.imm;
+              };
+              std::vector<uint64_t> source(kWarp);
+              for (unsigned i = w; i < end; ++i) source[i - w] = value(ts[i], in.a[1]) & 0xffffffffu;
+              for (unsigned i = w; i < end; ++i) {
+                const uint32_t from = ((i - w) ^ uint32_t(value(ts[i], in.a[2]))) & 31u;
+                ts[i].regs[in.a[0].index] = source[from];
+              }
+            } else {
+              warp_wmma(in, &ts[w], shared, m.symbol_offset, check);
+            }
             for (unsigned i = w; i < end; ++i) {
-              const uint32_t from = ((i - w) ^ uint32_t(value(ts[i], in.a[2]))) & 31u;
-              ts[i].regs[in.a[0].index] = source[from];
               ts[i].pc++;
               ts[i].state = Thread::Running;
             }
-            shuffled = true;
+            resolved = true;
           }
-          if (shuffled) continue;
-          for (Thread& th : ts) {
-            if (th.state == Thread::AtShuffle)
-              throw Error("PTX interpreter: a warp waits at shfl.sync while others wait at a barrier");
-            waiting |= th.state == Thread::AtBarrier;
-          }
+          if (resolved) continue;
+          // No thread runs or waits at a warp-collective instruction: all wait at a barrier or have exited.
+          bool waiting = false;
+          for (Thread& th : ts) waiting |= th.state == Thread::AtBarrier;
           if (!waiting) break;
           for (Thread& th : ts)
             if (th.state == Thread::AtBarrier) th.state = Thread::Running;  // pc is already past bar.sync

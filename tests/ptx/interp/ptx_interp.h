@@ -6,6 +6,9 @@
 // without a GPU. Arithmetic follows the PTX ISA's definitions (IEEE round-to-nearest for .rn, saturating
 // float-to-int conversions, PTX's results for integer division by zero); ex2.approx is modelled as the
 // correctly rounded 2^x. Anything outside the subset is refused when the module is parsed, naming the line.
+// Warp-collective instructions (shfl.sync; wmma.load, wmma.mma and wmma.store of shape m16n16k16) run for a whole
+// warp once all 32 of its lanes reach them; wmma fragments are spread over the lanes in a layout of the
+// interpreter's own (PTX leaves it opaque: see warp_wmma in ptx_interp.cpp).
 #pragma once
 
 #include <array>

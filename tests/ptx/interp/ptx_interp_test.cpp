@@ -4,6 +4,7 @@
 // hardware agrees.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -427,6 +428,273 @@ TEST(PtxInterp, HalfValuesComputeInF32) {
   }
 }
 
+// Hand-written PTX: one entry `k` whose parameters p0, p1, ... are the buffers (.u64 pointers), run as one workgroup
+// of `threads` threads. Returns the interpreter's error, or "" when the launch ran.
+std::string run_ptx(const std::string& body, std::vector<std::pair<void*, size_t>> buffers, unsigned threads = 32) {
+  std::string ptx = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n";
+  for (size_t i = 0; i < buffers.size(); ++i)
+    ptx += "  .param .u64 p" + std::to_string(i) + (i + 1 < buffers.size() ? ",\n" : "\n");
+  ptx += ")\n.reqntid " + std::to_string(threads) + ", 1, 1\n{\n" + body + "}\n";
+  try {
+    auto m = interp::Module::parse(ptx);
+    Memory mem;
+    std::vector<uint64_t> ptrs;
+    for (auto [p, n] : buffers) {
+      mem.add(p, n);
+      ptrs.push_back(reinterpret_cast<uint64_t>(p));
+    }
+    std::vector<void*> params;
+    for (auto& p : ptrs) params.push_back(&p);
+    m->launch(m->entries().at(0), {1, 1, 1}, {threads, 1, 1}, params.data(), mem.checker());
+  } catch (const interp::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+template <class T, size_t N>
+std::pair<void*, size_t> buf(std::array<T, N>& v) { return {v.data(), sizeof(T) * N}; }
+
+// "{%f1, %f2, ..., %f8}": a wmma fragment operand of `count` registers.
+std::string frag(const std::string& prefix, int first, int count = 8) {
+  std::string s = "{";
+  for (int i = 0; i < count; ++i) s += (i ? ", " : "") + prefix + std::to_string(first + i);
+  return s + "}";
+}
+
+// mov.f32 of 0 into %f<first> .. %f<first + 7>: a zero accumulator.
+std::string zero_f32(int first) {
+  std::string s;
+  for (int i = 0; i < 8; ++i) s += "  mov.f32 %f" + std::to_string(first + i) + ", 0f00000000;\n";
+  return s;
+}
+
+std::array<uint16_t, 256> random_16bit(std::mt19937& rng, bool bf16) {
+  std::uniform_real_distribution<float> d(-2, 2);
+  std::array<uint16_t, 256> m;
+  for (auto& v : m) v = bf16 ? f32_to_bf16_bits(d(rng)) : f32_to_f16_bits(d(rng));
+  return m;
+}
+
+// Checks got(i, j) against C + A B in double for A, B 16 x 16 (row-major, exact values), C (or 0): within 1e-5 of
+// the terms' magnitudes, which the f32 fma chain easily meets, and a wrong element or layout does not.
+void expect_product(const std::function<float(int, int)>& got, const std::function<double(int, int)>& a,
+                    const std::function<double(int, int)>& b, const std::function<double(int, int)>& c) {
+  for (int i = 0; i < 16; ++i)
+    for (int j = 0; j < 16; ++j) {
+      double want = c(i, j), magnitude = std::abs(c(i, j));
+      for (int k = 0; k < 16; ++k) {
+        want += a(i, k) * b(k, j);
+        magnitude += std::abs(a(i, k) * b(k, j));
+      }
+      ASSERT_LE(std::abs(double(got(i, j)) - want), 1e-5 * magnitude) << "D[" << i << "][" << j << "] = " << got(i, j)
+                                                                       << ", want " << want;
+    }
+}
+
+constexpr float kPoison = -12345.0f;  // what the outputs hold before the launch: an unwritten element shows
+
+// bf16 A and B copied from global to shared memory (rows padded to 24 elements) with ld / st, loaded with
+// wmma.load from there (the address once a shared array, once a register; the stride once an immediate, once a
+// register), multiplied into a zero accumulator and stored to global memory with rows of 20 elements.
+TEST(PtxInterp, WmmaBf16FromSharedMemory) {
+  std::mt19937 rng(11);
+  alignas(32) std::array<uint16_t, 256> a = random_16bit(rng, true), b = random_16bit(rng, true);
+  alignas(32) std::array<float, 16 * 20> out;
+  out.fill(kPoison);
+  // Lane l copies the 8 elements (16 bytes) of row l / 2 from column 8 (l % 2): global row r at 32 r bytes, shared
+  // row r at 48 r.
+  std::string body = R"(
+  .shared .align 32 .b8 sa[768];
+  .shared .align 32 .b8 sb[768];
+  ld.param.u64 %rd1, [p0];
+  ld.param.u64 %rd2, [p1];
+  ld.param.u64 %rd3, [p2];
+  mov.u32 %r1, %laneid;
+  shr.u32 %r2, %r1, 1;
+  and.b32 %r3, %r1, 1;
+  shl.b32 %r4, %r3, 4;
+  mad.lo.u32 %r5, %r2, 32, %r4;
+  mad.lo.u32 %r6, %r2, 48, %r4;
+  cvt.u64.u32 %rd4, %r5;
+  add.u64 %rd5, %rd1, %rd4;
+  add.u64 %rd6, %rd2, %rd4;
+  mov.u32 %r7, sa;
+  add.u32 %r8, %r7, %r6;
+  mov.u32 %r9, sb;
+  add.u32 %r10, %r9, %r6;
+)";
+  for (int w = 0; w < 4; ++w)
+    body += R"(
+  ld.global.b32 %r11, [%rd5];
+  st.shared.b32 [%r8], %r11;
+  ld.global.b32 %r11, [%rd6];
+  st.shared.b32 [%r10], %r11;
+  add.u64 %rd5, %rd5, 4;
+  add.u64 %rd6, %rd6, 4;
+  add.u32 %r8, %r8, 4;
+  add.u32 %r10, %r10, 4;
+)";
+  body += "  bar.sync 0;\n";
+  body += "  wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 " + frag("%r", 20, 4) + ", [sa], 24;\n";
+  body += "  mov.u32 %r24, 24;\n";
+  body += "  wmma.load.b.sync.aligned.row.m16n16k16.shared.bf16 " + frag("%r", 25, 4) + ", [%r9], %r24;\n";
+  body += zero_f32(1);
+  body += "  wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32 " + frag("%f", 11) + ", " + frag("%r", 20, 4) +
+          ", " + frag("%r", 25, 4) + ", " + frag("%f", 1) + ";\n";
+  body += "  wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd3], " + frag("%f", 11) + ", 20;\n  ret;\n";
+  ASSERT_EQ(run_ptx(body, {buf(a), buf(b), buf(out)}), "");
+  auto bf = [](const std::array<uint16_t, 256>& m) {
+    return [&m](int r, int c) { return double(bf16_bits_to_f32(m[size_t(r * 16 + c)])); };
+  };
+  expect_product([&](int i, int j) { return out[size_t(i * 20 + j)]; }, bf(a), bf(b), [](int, int) { return 0.0; });
+  for (int i = 0; i < 16; ++i)
+    for (int j = 16; j < 20; ++j) ASSERT_EQ(out[size_t(i * 20 + j)], kPoison) << i << ", " << j;  // the row padding
+}
+
+// f16 A, B and an f32 C loaded with wmma.load from global memory, accumulated in place (d names c's registers),
+// stored to shared memory (rows of 24 elements) and copied out with ld / st.
+TEST(PtxInterp, WmmaF16WithAccumulatorThroughGlobalMemory) {
+  std::mt19937 rng(12);
+  alignas(32) std::array<uint16_t, 256> a = random_16bit(rng, false), b = random_16bit(rng, false);
+  alignas(32) std::array<float, 256> c, out;
+  std::uniform_real_distribution<float> d(-8, 8);
+  for (auto& v : c) v = d(rng);
+  out.fill(kPoison);
+  std::string body = R"(
+  .shared .align 32 .b8 sd[1536];
+  ld.param.u64 %rd1, [p0];
+  ld.param.u64 %rd2, [p1];
+  ld.param.u64 %rd3, [p2];
+  ld.param.u64 %rd4, [p3];
+)";
+  body += "  wmma.load.a.sync.aligned.row.m16n16k16.global.f16 " + frag("%r", 11) + ", [%rd1], 16;\n";
+  body += "  wmma.load.b.sync.aligned.row.m16n16k16.global.f16 " + frag("%r", 21) + ", [%rd2], 16;\n";
+  body += "  wmma.load.c.sync.aligned.row.m16n16k16.global.f32 " + frag("%f", 1) + ", [%rd3], 16;\n";
+  body += "  wmma.mma.sync.aligned.row.row.m16n16k16.f32.f32 " + frag("%f", 1) + ", " + frag("%r", 11) + ", " +
+          frag("%r", 21) + ", " + frag("%f", 1) + ";\n";
+  body += "  wmma.store.d.sync.aligned.row.m16n16k16.shared.f32 [sd], " + frag("%f", 1) + ", 24;\n";
+  // Lane l copies the 8 elements of row l / 2 from column 8 (l % 2): shared row r at 96 r bytes, global at 64 r.
+  body += R"(
+  mov.u32 %r1, %laneid;
+  shr.u32 %r2, %r1, 1;
+  and.b32 %r3, %r1, 1;
+  shl.b32 %r4, %r3, 5;
+  mad.lo.u32 %r5, %r2, 64, %r4;
+  mad.lo.u32 %r6, %r2, 96, %r4;
+  mov.u32 %r7, sd;
+  add.u32 %r8, %r7, %r6;
+  cvt.u64.u32 %rd5, %r5;
+  add.u64 %rd6, %rd4, %rd5;
+)";
+  for (int w = 0; w < 8; ++w)
+    body += R"(
+  ld.shared.f32 %f20, [%r8];
+  st.global.f32 [%rd6], %f20;
+  add.u32 %r8, %r8, 4;
+  add.u64 %rd6, %rd6, 4;
+)";
+  body += "  ret;\n";
+  ASSERT_EQ(run_ptx(body, {buf(a), buf(b), buf(c), buf(out)}), "");
+  auto half = [](const std::array<uint16_t, 256>& m) {
+    return [&m](int r, int col) { return double(f16_bits_to_f32(m[size_t(r * 16 + col)])); };
+  };
+  expect_product([&](int i, int j) { return out[size_t(i * 16 + j)]; }, half(a), half(b),
+                 [&](int i, int j) { return double(c[size_t(i * 16 + j)]); });
+}
+
+// .col reads the matrix column-major: B loaded .col from a row-major M is M^T (so D = A M^T), and D stored .col
+// with a stride of 20 puts D[i][j] at 20 j + i.
+TEST(PtxInterp, WmmaColumnMajorLoadAndStore) {
+  std::mt19937 rng(13);
+  alignas(32) std::array<uint16_t, 256> a = random_16bit(rng, true), m = random_16bit(rng, true);
+  alignas(32) std::array<float, 16 * 20> out;
+  out.fill(kPoison);
+  std::string body = R"(
+  ld.param.u64 %rd1, [p0];
+  ld.param.u64 %rd2, [p1];
+  ld.param.u64 %rd3, [p2];
+)";
+  body += "  wmma.load.a.sync.aligned.row.m16n16k16.global.bf16 " + frag("%r", 1, 4) + ", [%rd1], 16;\n";
+  body += "  wmma.load.b.sync.aligned.col.m16n16k16.global.bf16 " + frag("%r", 5, 4) + ", [%rd2], 16;\n";
+  body += zero_f32(1);
+  body += "  wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32 " + frag("%f", 11) + ", " + frag("%r", 1, 4) +
+          ", " + frag("%r", 5, 4) + ", " + frag("%f", 1) + ";\n";
+  body += "  wmma.store.d.sync.aligned.col.m16n16k16.global.f32 [%rd3], " + frag("%f", 11) + ", 20;\n  ret;\n";
+  ASSERT_EQ(run_ptx(body, {buf(a), buf(m), buf(out)}), "");
+  expect_product([&](int i, int j) { return out[size_t(j * 20 + i)]; },
+                 [&](int r, int c) { return double(bf16_bits_to_f32(a[size_t(r * 16 + c)])); },
+                 [&](int k, int n) { return double(bf16_bits_to_f32(m[size_t(n * 16 + k)])); },
+                 [](int, int) { return 0.0; });
+  for (int j = 0; j < 16; ++j)
+    for (int i = 16; i < 20; ++i) ASSERT_EQ(out[size_t(j * 20 + i)], kPoison) << i << ", " << j;  // column padding
+}
+
+// A wmma.load of a 16 x 16 tile in shared memory at `addr` (a register expression on sa) with `stride`.
+std::string load_tile(const std::string& type, const std::string& addr, const std::string& stride,
+                      unsigned shared_bytes = 4096, const std::string& setup = "") {
+  const bool wide = type == "f32";
+  return "  .shared .align 32 .b8 sa[" + std::to_string(shared_bytes) + "];\n  mov.u32 %r1, %laneid;\n" + setup +
+         "  mov.u32 %r2, sa;\n  add.u32 %r3, %r2, " + addr + ";\n  wmma.load." + (wide ? "c" : "a") +
+         ".sync.aligned.row.m16n16k16.shared." + type + " " + frag(wide ? "%f" : "%r", 10, wide ? 8 : 4) + ", [%r3], " +
+         stride + ";\n  ret;\n";
+}
+
+// The PTX ISA asks for a 32-byte aligned address and a stride of whole 16 bytes (8 elements of 16 bits, 4 of 32).
+TEST(PtxInterp, WmmaRefusesMisalignedAddressesAndStrides) {
+  EXPECT_EQ(run_ptx(load_tile("bf16", "0", "8"), {}), "");
+  EXPECT_EQ(run_ptx(load_tile("bf16", "64", "24"), {}), "");
+  EXPECT_EQ(run_ptx(load_tile("f32", "32", "4"), {}), "");
+  std::string e = run_ptx(load_tile("bf16", "0", "12"), {});
+  EXPECT_NE(e.find("stride 12 (elements) is not a multiple of 16 bytes"), std::string::npos) << e;
+  EXPECT_NE(e.find("wmma.load.a"), std::string::npos) << e;
+  e = run_ptx(load_tile("f32", "0", "6"), {});
+  EXPECT_NE(e.find("stride 6"), std::string::npos) << e;
+  e = run_ptx(load_tile("bf16", "16", "16"), {});
+  EXPECT_NE(e.find("address 16 is not 32-byte aligned"), std::string::npos) << e;
+  // global: the absolute address
+  alignas(32) std::array<uint16_t, 272> g{};
+  const std::string global_load = "  ld.param.u64 %rd1, [p0];\n  add.u64 %rd2, %rd1, 2;\n"
+                                  "  wmma.load.a.sync.aligned.row.m16n16k16.global.bf16 " + frag("%r", 10, 4) +
+                                  ", [%rd2], 16;\n  ret;\n";
+  e = run_ptx(global_load, {buf(g)});
+  EXPECT_NE(e.find("is not 32-byte aligned"), std::string::npos) << e;
+}
+
+// Every element is checked: shared accesses stay in the CTA's shared memory, global ones in the launch's buffers.
+TEST(PtxInterp, WmmaAccessesAreBoundsChecked) {
+  std::string e = run_ptx(load_tile("bf16", "0", "16", 480), {});  // 16 rows of 32 bytes need 512
+  EXPECT_NE(e.find("shared memory access at 480 past 480 bytes"), std::string::npos) << e;
+  alignas(32) std::array<float, 255> g{};  // one element short
+  const std::string body = "  ld.param.u64 %rd1, [p0];\n" + zero_f32(1) +
+                           "  wmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd1], " + frag("%f", 1) +
+                           ", 16;\n  ret;\n";
+  e = run_ptx(body, {buf(g)});
+  EXPECT_NE(e.find("out-of-bounds global access"), std::string::npos) << e;
+  EXPECT_NE(e.find("wmma.store.d"), std::string::npos) << e;
+  std::array<float, 256> whole{};
+  EXPECT_EQ(run_ptx(body, {buf(whole)}).find("out-of-bounds"), std::string::npos);
+}
+
+// wmma is warp-wide: every lane passes the same address and stride, the whole warp reaches it, and no guard may
+// leave a lane out.
+TEST(PtxInterp, WmmaNeedsTheWholeWarpInAgreement) {
+  std::string e = run_ptx(load_tile("bf16", "%r4", "16", 32 * 512, "  mul.lo.u32 %r4, %r1, 32;\n"), {});
+  EXPECT_NE(e.find("lanes of a warp pass different addresses or strides to wmma"), std::string::npos) << e;
+  e = run_ptx(load_tile("bf16", "0", "%r4", 4096, "  and.b32 %r5, %r1, 1;\n  mad.lo.u32 %r4, %r5, 8, 16;\n"), {});
+  EXPECT_NE(e.find("lanes of a warp pass different addresses or strides to wmma"), std::string::npos) << e;
+  // lane 0 branches around the load
+  const std::string diverging = "  .shared .align 32 .b8 sa[4096];\n  mov.u32 %r1, %laneid;\n"
+                                "  setp.eq.u32 %p1, %r1, 0;\n  @%p1 bra DONE;\n"
+                                "  wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 " + frag("%r", 10, 4) +
+                                ", [sa], 16;\nDONE:\n  ret;\n";
+  e = run_ptx(diverging, {});
+  EXPECT_NE(e.find("do not all reach the same wmma"), std::string::npos) << e;
+  e = run_ptx(load_tile("bf16", "0", "16"), {}, 16);
+  EXPECT_NE(e.find("wmma names 32 lanes, but the warp is partial"), std::string::npos) << e;
+  EXPECT_EQ(run_ptx(load_tile("bf16", "0", "16"), {}, 64), "");  // two whole warps
+}
+
 TEST(PtxInterp, RefusesInstructionsOutsideTheSubset) {
   std::string ptx = ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n)\n{\n  brev.b32 %r0, %r1;\n}\n";
   try {
@@ -437,5 +705,80 @@ TEST(PtxInterp, RefusesInstructionsOutsideTheSubset) {
   }
 }
 
+// wmma beyond the forms the backend writes is refused when the module is parsed, naming the line.
+TEST(PtxInterp, RefusesWmmaOutsideTheSubset) {
+  const std::string a4 = "{%r1, %r2, %r3, %r4}", f8 = "{%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}";
+  const std::string good = "wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 " + a4 + ", [%r9], 16";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"@%p1 " + good, "guarded wmma"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.bf16 " + a4 + ", [%rd9], 16", "only wmma.load"},  // generic space
+      {"wmma.load.a.sync.aligned.row.m32n8k16.shared.bf16 " + a4 + ", [%r9], 16", "only wmma.load"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 {%r1, %r2, %r3}, [%r9], 16", "4 registers"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 " + a4 + ", [%r9], 16", "8 registers"},
+      {"wmma.load.c.sync.aligned.row.m16n16k16.shared.f16 " + f8 + ", [%r9], 16", "matrix or type"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.s8 " + a4 + ", [%r9], 16", "matrix or type"},
+      {"wmma.store.d.sync.aligned.row.m16n16k16.shared.bf16 [%r9], " + a4 + ", 16", "matrix or type"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 " + a4 + ", %r9, 16", "address"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 " + a4 + ", [%r9]", "a fragment, an address and a stride"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 {%r1, %r2, %r3, 7}, [%r9], 16", "list of registers"},
+      {"wmma.mma.sync.aligned.row.row.m16n16k16.f16.f16 " + f8 + ", " + f8 + ", " + f8 + ", " + f8, "only wmma.mma"},
+      {"wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32.satfinite " + f8 + ", " + a4 + ", " + a4 + ", " + f8,
+       "only wmma.mma"},
+      {"wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32 " + f8 + ", " + a4 + ", " + a4,
+       "fragments d, a, b, c"},
+      {"wmma.mma.sync.aligned.row.row.m16n16k16.f32.bf16.bf16.f32 " + f8 + ", " + f8 + ", " + a4 + ", " + f8,
+       "4 registers"},
+      {"wmma.load.a.sync.aligned.row.m16n16k16.shared.b16 " + a4 + ", [%r9], 16", "matrix or type"},
+  };
+  auto module = [](const std::string& ins) {
+    return ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n)\n{\n  " + ins + ";\n}\n";
+  };
+  EXPECT_NO_THROW(interp::Module::parse(module(good)));
+  for (const auto& [ins, why] : bad) {
+    try {
+      interp::Module::parse(module(ins));
+      ADD_FAILURE() << "accepted: " << ins;
+    } catch (const interp::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("line 7"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
-}  // namespace spire::ptx::testing
+// cp.async: each of 32 threads copies 16 bytes (thread 5 with source size 0: zeros) from global into shared memory;
+// after cp.async.wait_all and bar.sync, each copies a word of its neighbour's chunk back out. Without the wait the
+// copies have not landed (the interpreter lands them at the wait, as late as PTX allows), so the garbage shows;
+// a thread that exits with copies pending is an error.
+TEST(PtxInterp, CpAsyncLandsAtWaitAllAndZeroFillsAnEmptySource) {
+  std::array<uint32_t, 128> in;
+  for (uint32_t i = 0; i < 128; ++i) in[i] = 1000 + i;
+  auto kernel = [](bool wait, bool exit_pending) {
+    std::string b =
+        "  .reg .b32 %r<20>;\n  .reg .b64 %rd<8>;\n  .reg .pred %p<2>;\n  .shared .align 16 .b8 sh[512];\n"
+        "  ld.param.u64 %rd1, [p0];\n  ld.param.u64 %rd2, [p1];\n  mov.u32 %r1, %tid.x;\n"
+        "  mul.wide.u32 %rd3, %r1, 16;\n  add.s64 %rd4, %rd1, %rd3;\n  mov.u32 %r2, sh;\n  mad.lo.u32 %r3, %r1, 16, %r2;\n"
+        "  setp.ne.u32 %p1, %r1, 5;\n  selp.b32 %r4, 16, 0, %p1;\n"
+        "  cp.async.cg.shared.global [%r3], [%rd4], 16, %r4;\n";
+    if (exit_pending) return b + "  ret;\n";
+    if (wait) b += "  cp.async.wait_all;\n";
+    b += "  bar.sync 0;\n  add.u32 %r5, %r1, 1;\n  and.b32 %r5, %r5, 31;\n  mad.lo.u32 %r6, %r5, 16, %r2;\n"
+         "  ld.shared.b32 %r7, [%r6];\n  mul.wide.u32 %rd5, %r1, 4;\n  add.s64 %rd6, %rd2, %rd5;\n"
+         "  st.global.b32 [%rd6], %r7;\n";
+    if (!wait) b += "  cp.async.wait_all;\n";
+    return b + "  ret;\n";
+  };
+  std::array<uint32_t, 32> out;
+  out.fill(0xDEADBEEF);
+  ASSERT_EQ(run_ptx(kernel(true, false), {buf(in), buf(out)}), "");
+  for (uint32_t t = 0; t < 32; ++t) {
+    const uint32_t from = (t + 1) % 32;
+    EXPECT_EQ(out[t], from == 5 ? 0u : 1000 + 4 * from) << t;
+  }
+  out.fill(0xDEADBEEF);
+  ASSERT_EQ(run_ptx(kernel(false, false), {buf(in), buf(out)}), "");
+  EXPECT_NE(out[0], 1000u + 4) << "a copy landed before its wait: a missing wait would go unseen";
+  EXPECT_NE(run_ptx(kernel(true, true), {buf(in), buf(out)}).find("never waited"), std::string::npos);
+}
+
+}  // namespace
