@@ -74,7 +74,8 @@ std::string Translator::module() {
   if (k_.shared_bytes() > 48u * 1024)
     fail(fmt::format("{} bytes of workgroup memory exceed the 48 KiB static shared memory a CUDA block may declare",
                      k_.shared_bytes()));
-  if (k_.features.has(kir::Feature::SubgroupShuffle) && k_.workgroup_invocations() % 32 != 0)
+  const bool warp_ops = k_.features.has(kir::Feature::SubgroupShuffle) || k_.features.has(kir::Feature::CooperativeMatrix);
+  if (warp_ops && k_.workgroup_invocations() % 32 != 0)
     fail(fmt::format("a kernel with subgroup operations needs whole warps, and its workgroup has {} invocations (not a "
                      "multiple of 32)", k_.workgroup_invocations()));
 
@@ -94,6 +95,7 @@ std::string Translator::module() {
     shared_.push_back(r);
   }
   for (uint32_t v = 0; v < k_.vars.size(); ++v) vars_[v] = w_.reg(k_.vars[v].type);
+  declare_fragments();
   block(k_.body);
   w_.ins("ret;");
 
@@ -105,7 +107,8 @@ std::string Translator::module() {
   out += w_.declarations();
   for (uint32_t i = 0; i < k_.shared.size(); ++i) {
     const auto& s = k_.shared[i];
-    out += fmt::format("  .shared .align 16 .b8 {}[{}];  // {}: {} x {}\n", shared_symbol(i),
+    // 32-byte alignment: what wmma.load and wmma.store demand of their addresses.
+    out += fmt::format("  .shared .align 32 .b8 {}[{}];  // {}: {} x {}\n", shared_symbol(i),
                        uint64_t(s.count) * kir::type_bytes(s.elem), one_line(s.name), s.count, kir::type_name(s.elem));
   }
   out += "\n";
@@ -273,7 +276,9 @@ void Translator::stmt(const kir::StoreVar& s) {
 
 void Translator::stmt(const kir::Barrier&) {
   // bar.sync orders all memory accesses of the CTA's threads around it (shared and global), which is the
-  // workgroup execution + memory barrier kir promises.
+  // workgroup execution + memory barrier kir promises. Asynchronous copies are not ordered by it: each thread
+  // first waits for its own (kir's CopyToShared completes at the next barrier).
+  if (k_.features.has(kir::Feature::AsyncCopy)) w_.ins("cp.async.wait_all;");
   w_.ins("bar.sync 0;");
 }
 

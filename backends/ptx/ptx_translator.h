@@ -30,6 +30,14 @@ class Translator {
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
+  // ptx_matrix.cpp: cooperative matrices as wmma m16n16k16 fragments.
+  void stmt(const kir::MatrixFill& s);
+  void stmt(const kir::MatrixLoad& s);
+  void stmt(const kir::MatrixStore& s);
+  void stmt(const kir::MatrixMulAdd& s);
+  void stmt(const kir::CopyToShared& s);
+  void declare_fragments();
+  std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
   void builtin(kir::Builtin b, const std::string& dst);
   void shuffle_xor(const kir::Instr& in, const std::string& dst);
   std::string buffer_address(uint32_t buffer, kir::ValueId index);
@@ -58,6 +66,7 @@ class Translator {
   std::vector<std::string> vars_;     // register of each variable
   std::vector<std::string> buffers_;  // global base address of each buffer (.b64)
   std::vector<std::string> shared_;   // shared-window base address of each array (.b32)
+  std::vector<std::vector<std::string>> fragments_;  // the registers of each matrix fragment
 };
 
 }  // namespace spire::ptx

@@ -12,6 +12,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <stdexcept>
 #include <vector>
 
 #include "backends/spirv/module_builder.h"
@@ -48,6 +49,13 @@ class KernelEmitter {
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
+  // Refused before emission (compile.cpp): no Vulkan path for cooperative matrices or async copies yet.
+  [[noreturn]] void stmt(const kir::MatrixFill&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::MatrixLoad&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::MatrixStore&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::MatrixMulAdd&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::CopyToShared&) { unsupported(); }
+  [[noreturn]] static void unsupported() { throw std::logic_error("SPIR-V backend: cooperative matrices and async copies are not emitted"); }
   void label(Id id);
   void branch(Id target);
 

@@ -46,6 +46,8 @@ rt::DeviceInfo nvidia_ptx(uint32_t sm) {
   d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
                kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
                kir::Feature::BFloat16;
+  if (sm >= 80) d.features |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;  // as runtime/cuda
+
   return d;
 }
 

@@ -63,6 +63,8 @@ DeviceInfo describe_device(const Driver& d, int index) {
   kir::Features all = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
                       kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
                kir::Feature::BFloat16;
+  // Tensor cores through wmma on bf16 fragments, and cp.async: sm_80 (Ampere) and newer.
+  if (info.compute_capability >= 80) all |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;
   info.features = rt::apply_feature_mask(all);
   return info;
 }

@@ -133,7 +133,8 @@ class FeatureMask : public ::testing::Test {
  protected:
   void TearDown() override { ::unsetenv("SPIRE_MASK_FEATURES"); }
   const Features all = Features(Feature::Float16) | Feature::Float64 | Feature::Int64 | Feature::AtomicAddInt |
-                       Feature::AtomicAddF32 | Feature::SubgroupShuffle;
+                       Feature::AtomicAddF32 | Feature::SubgroupShuffle | Feature::BFloat16 |
+                       Feature::CooperativeMatrix | Feature::AsyncCopy;
 };
 
 TEST_F(FeatureMask, UnsetLeavesEverything) {
@@ -152,10 +153,15 @@ TEST_F(FeatureMask, RemovesNamedFeatures) {
   f = rt::apply_feature_mask(all);
   EXPECT_FALSE(f.has(Feature::AtomicAddF32));
   EXPECT_TRUE(f.has(Feature::Float64));
-  // The last feature bit is reachable by name too (the mask walks every bit up to kir::kLastFeature).
+  // The last feature bits are reachable by name too (the mask walks every bit up to kir::kLastFeature).
   EXPECT_TRUE(f.has(Feature::SubgroupShuffle));
-  ::setenv("SPIRE_MASK_FEATURES", "subgroup-shuffle", 1);
-  EXPECT_FALSE(rt::apply_feature_mask(all).has(Feature::SubgroupShuffle));
+  ::setenv("SPIRE_MASK_FEATURES", "subgroup-shuffle, cooperative-matrix, async-copy", 1);
+  f = rt::apply_feature_mask(all);
+  EXPECT_FALSE(f.has(Feature::SubgroupShuffle));
+  EXPECT_FALSE(f.has(Feature::CooperativeMatrix));
+  EXPECT_FALSE(f.has(Feature::AsyncCopy));
+  EXPECT_TRUE(f.has(Feature::BFloat16));
+  static_assert(kir::kLastFeature == Feature::AsyncCopy, "name the new last feature here");
 }
 
 TEST(BytesText, HumanUnits) {

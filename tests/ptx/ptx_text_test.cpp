@@ -164,8 +164,8 @@ TEST(PtxText, ConversionsRoundAsC) {
 
 TEST(PtxText, SharedMemoryBarrierAndAtomics) {
   std::string red = compile(shared_reduce_kernel());
-  EXPECT_TRUE(has(red, ".shared .align 16 .b8 s_shared0[512];")) << red;
-  EXPECT_TRUE(has(red, ".shared .align 16 .b8 s_shared1[16];")) << red;
+  EXPECT_TRUE(has(red, ".shared .align 32 .b8 s_shared0[512];")) << red;
+  EXPECT_TRUE(has(red, ".shared .align 32 .b8 s_shared1[16];")) << red;
   EXPECT_TRUE(has(red, "bar.sync 0;")) << red;
   EXPECT_TRUE(has(red, "ld.shared.f32")) << red;
   EXPECT_TRUE(has(red, "st.shared.f32")) << red;

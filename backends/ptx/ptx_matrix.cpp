@@ -1,0 +1,83 @@
+// Cooperative matrices (kir::MatrixFragment) as PTX wmma fragments of shape m16n16k16.
+//
+// wmma's fragment layout is opaque, like Vulkan's cooperative matrices, which is why kir exposes nothing but
+// fill, load, multiply-add and store. Registers per fragment (PTX ISA, "Matrix Fragments for WMMA"): a bf16
+// A or B operand is 4 .b32 registers (two elements each), an f16 one 8, an f32 accumulator 8 .f32 registers.
+// Loads and stores go through shared memory only, row- or column-major as the fragment says, with the kernel's
+// stride; the multiply names the A and B fragments' layouts to match. bf16 fragments need sm_80. Also here:
+// kir's CopyToShared as cp.async (sm_80), which feeds the fragments' shared tiles without passing through
+// registers.
+#include "backends/ptx/ptx_translator.h"
+
+#include <fmt/format.h>
+
+namespace spire::ptx {
+
+using kir::MatrixUse;
+using kir::Type;
+
+namespace {
+
+std::string_view operand_letter(MatrixUse u) { return u == MatrixUse::A ? "a" : u == MatrixUse::B ? "b" : "c"; }
+std::string_view wmma_type(Type t) { return t == Type::BF16 ? "bf16" : t == Type::F16 ? "f16" : "f32"; }
+std::string_view layout(const kir::MatrixFragment& f) { return f.column_major ? "col" : "row"; }
+
+}  // namespace
+
+void Translator::declare_fragments() {
+  if (k_.fragments.empty()) return;
+  if (target_.sm < 80)
+    fail(fmt::format("cooperative matrices need sm_80 or newer (wmma on bf16), and the target is sm_{}", target_.sm));
+  for (const kir::MatrixFragment& f : k_.fragments) {
+    const bool acc = f.use == MatrixUse::Accumulator;
+    const int count = acc || f.elem == Type::F16 ? 8 : 4;
+    std::vector<std::string> regs;
+    for (int i = 0; i < count; ++i) regs.push_back(w_.reg(acc ? RegClass::F32 : RegClass::B32));
+    fragments_.push_back(std::move(regs));
+  }
+}
+
+std::string Translator::fragment_list(uint32_t fragment) const {
+  std::string out = "{";
+  for (const std::string& r : fragments_[fragment]) out += (out.size() > 1 ? ", " : "") + r;
+  return out + "}";
+}
+
+void Translator::stmt(const kir::MatrixFill& s) {
+  for (const std::string& r : fragments_[s.fragment]) w_.ins(fmt::format("mov.f32 {}, {};", r, val(s.value)));
+}
+
+void Translator::stmt(const kir::MatrixLoad& s) {
+  const kir::MatrixFragment& f = k_.fragments[s.fragment];
+  w_.ins(fmt::format("wmma.load.{}.sync.aligned.{}.m16n16k16.shared.{} {}, [{}], {};", operand_letter(f.use),
+                     layout(f), wmma_type(f.elem), fragment_list(s.fragment), shared_address(s.array, s.index),
+                     s.stride));
+}
+
+void Translator::stmt(const kir::MatrixStore& s) {
+  w_.ins(fmt::format("wmma.store.d.sync.aligned.{}.m16n16k16.shared.f32 [{}], {}, {};",
+                     layout(k_.fragments[s.fragment]), shared_address(s.array, s.index), fragment_list(s.fragment),
+                     s.stride));
+}
+
+void Translator::stmt(const kir::MatrixMulAdd& s) {
+  // f16 operands: the instruction names only the accumulator types (.f32.f32); bf16 names all four.
+  const Type t = k_.fragments[s.a].elem;
+  const std::string types = t == Type::BF16 ? "f32.bf16.bf16.f32" : "f32.f32";
+  w_.ins(fmt::format("wmma.mma.sync.aligned.{}.{}.m16n16k16.{} {}, {}, {}, {};", layout(k_.fragments[s.a]),
+                     layout(k_.fragments[s.b]), types, fragment_list(s.d), fragment_list(s.a), fragment_list(s.b),
+                     fragment_list(s.c)));
+}
+
+void Translator::stmt(const kir::CopyToShared& s) {
+  if (target_.sm < 80) fail(fmt::format("asynchronous copies need sm_80 or newer, and the target is sm_{}", target_.sm));
+  // An invalid copy reads nothing (source size 0 fills the 16 bytes with zeros), so its address may be anything;
+  // the buffer's base keeps it harmless all the same.
+  auto src = buffer_address(s.buffer, s.src);
+  auto from = w_.reg(RegClass::B64), bytes = w_.reg(RegClass::B32);
+  w_.ins(fmt::format("selp.b64 {}, {}, {}, {};", from, src, buffers_[s.buffer], val(s.valid)));
+  w_.ins(fmt::format("selp.b32 {}, 16, 0, {};", bytes, val(s.valid)));
+  w_.ins(fmt::format("cp.async.cg.shared.global [{}], [{}], 16, {};", shared_address(s.array, s.dst), from, bytes));
+}
+
+}  // namespace spire::ptx
