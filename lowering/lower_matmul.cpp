@@ -3,6 +3,7 @@
 #include "lowering/fuse.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
+#include "lowering/heavy_kernels/matmul_mma_kernel.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 
@@ -20,10 +21,16 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (b.half) s.b_half = device_type(*b.half);
   TunableOp op;
   op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
-  op.heuristic = heavy::choose_matmul_tiling(s, t).config();
-  op.candidates = configs_of(heavy::matmul_candidates(s, t, limits));
-  op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+  // 16-bit operands on a device with tensor cores: the tensor-core kernel, whatever the shape.
+  const bool tensor_cores = limits.cooperative_matrix && heavy::matmul_fits_tensor_cores(s, t);
+  op.heuristic = (tensor_cores ? heavy::choose_matmul_mma_tiling(s) : heavy::choose_matmul_tiling(s, t)).config();
+  op.candidates = configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits));
+  op.build = [s, t, async = limits.async_copy, io = io_buffers(g, v)](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
+    if (tiling.tensor_cores()) {
+      heavy::HeavyKernel k = heavy::matmul_mma_kernel(s, tiling, async);
+      return single_kernel_program(io, std::move(k.kernel), k.groups);
+    }
     heavy::HeavyKernel k = heavy::matmul_kernel(s, t, tiling);
     if (tiling.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);
     // Split-K: partial sums [splits][M][N] in scratch, then a second launch adds them into the result.

@@ -82,6 +82,8 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
 }
 
 Config MatmulTiling::config() const {
+  if (tensor_cores())
+    return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"warps_m", warps_m}, {"warps_n", warps_n}};
   Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
   if (splits > 1) c.set("splits", splits);  // unsplit configs keep the text tuning caches already hold
   return c;
@@ -93,6 +95,12 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (v < 1 || v > 1024) throw std::invalid_argument(fmt::format("matmul config '{}': {} must be 1..1024", c.text(), name));
     return uint32_t(v);
   };
+  if (c.has("warps_m")) {
+    MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), 1, 1};
+    t.warps_m = u("warps_m");
+    t.warps_n = u("warps_n");
+    return t;
+  }
   MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};
   if (c.has("splits")) t.splits = u("splits");
   return t;
@@ -132,10 +140,7 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const 
   return out;
 }
 
-namespace {
-
-// Element offset of batch `b` (linear over s.batch, last dim fastest) in an operand with `strides`.
-Val batch_offset(KernelBuilder& kb, const MatmulShape& s, Val b, const std::vector<int64_t>& strides) {
+Val matmul_batch_offset(KernelBuilder& kb, const MatmulShape& s, Val b, const std::vector<int64_t>& strides) {
   Val off = kb.u32(0);
   Val rest = b;
   for (size_t i = s.batch.size(); i-- > 0;) {
@@ -148,26 +153,32 @@ Val batch_offset(KernelBuilder& kb, const MatmulShape& s, Val b, const std::vect
   return off;
 }
 
-}  // namespace
-
-HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
-  std::string suffix = float_suffix(t, "matmul");
+std::string matmul_checked_name(const MatmulShape& s) {
   if ((s.a_transposed && !s.a_batch.empty()) || (s.b_transposed && !s.b_batch.empty()))
     throw std::invalid_argument("matmul: only a rank-2 operand can be read transposed");
-  if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
-    throw std::invalid_argument(fmt::format("matmul: tiling {}x{}x{} with {}x{} per invocation is inconsistent",
-                                            tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n));
-  const uint32_t M = index_u32(s.m, "matmul M"), K = index_u32(s.k, "matmul K"), N = index_u32(s.n, "matmul N");
-  const uint32_t batches = index_u32(s.batch_count(), "matmul batch count");
+  index_u32(s.m, "matmul M");
+  index_u32(s.k, "matmul K");
+  index_u32(s.n, "matmul N");
+  index_u32(s.batch_count(), "matmul batch count");
   index_u32(s.batch_count() * s.m * s.n, "matmul result elements");
   int64_t a_elems = s.m * s.k, b_elems = s.k * s.n;
   for (int64_t d : s.a_batch) a_elems *= d;
   for (int64_t d : s.b_batch) b_elems *= d;
   index_u32(a_elems, "matmul A elements");
   index_u32(b_elems, "matmul B elements");
+  return "matmul_" + s.text();
+}
+
+HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
+  std::string suffix = float_suffix(t, "matmul");
+  if (tl.tensor_cores()) throw std::invalid_argument("matmul: a tensor-core tiling goes to matmul_mma_kernel");
+  std::string name = matmul_checked_name(s);
+  if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
+    throw std::invalid_argument(fmt::format("matmul: tiling {}x{}x{} with {}x{} per invocation is inconsistent",
+                                            tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n));
+  const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
 
-  std::string name = "matmul_" + s.text();
   name += fmt::format("_t{}x{}x{}_r{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
   if (tl.splits > 1) name += fmt::format("_s{}", tl.splits);
   name += "_" + suffix;
@@ -198,8 +209,8 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   kb.if_(outer < batches * splits, [&] {
     Val batch = splits > 1 ? kb.u32(0) : outer;
     Val k0 = splits > 1 ? outer * chunk : kb.u32(0);
-    Val a_base = batch_offset(kb, s, batch, s.a_batch_strides);
-    Val b_base = batch_offset(kb, s, batch, s.b_batch_strides);
+    Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
+    Val b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
     Val c_base = outer * (M * N);  // the batch's result, or the split's partial sums
     // k < chunk and k0 + k < K: within this split and the product (the first is implied when unsplit).
     auto k_in = [&](Val k, Val gk) { return splits > 1 ? (k < chunk) & (gk < K) : gk < K; };

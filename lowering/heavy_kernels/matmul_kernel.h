@@ -48,9 +48,17 @@ struct MatmulTiling {
   // Split-K (matmul only, unbatched): this many workgroups share each block's K range and write partial sums
   // [splits][M][N] that split_sum_kernel adds in order; for products with few blocks and a long K.
   uint32_t splits = 1;
-  uint32_t invocations() const { return (tile_m / reg_m) * (tile_n / reg_n); }
-  // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split) and back (throws
-  // std::invalid_argument for a missing value; a missing splits is 1).
+  // Tensor cores (matmul_mma_kernel.h): warps_m x warps_n subgroups of 32, each owning a (tile_m / warps_m) x
+  // (tile_n / warps_n) part of the block as 16x16 cooperative matrix fragments; reg_m and reg_n are then unused
+  // (1). 0: the SIMT kernel above.
+  uint32_t warps_m = 0, warps_n = 0;
+  bool tensor_cores() const { return warps_m > 0; }
+  uint32_t invocations() const {
+    return tensor_cores() ? warps_m * warps_n * 32 : (tile_m / reg_m) * (tile_n / reg_n);
+  }
+  // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
+  // warps_m=2,warps_n=4" for tensor cores) and back (throws std::invalid_argument for a missing value; a missing
+  // splits is 1).
   Config config() const;
   static MatmulTiling from(const Config& c);
   friend bool operator==(const MatmulTiling&, const MatmulTiling&) = default;
@@ -74,5 +82,13 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, kir::Type t, c
 HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
 HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
 inline HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t) { return matmul_kernel(s, t, choose_matmul_tiling(s, t)); }
+
+// Element offset of batch `b` (linear over s.batch, last dim fastest) in an operand with `strides`
+// (s.a_batch_strides or s.b_batch_strides).
+kir::Val matmul_batch_offset(kir::KernelBuilder& kb, const MatmulShape& s, kir::Val b, const std::vector<int64_t>& strides);
+
+// Checks the parts of a product every matmul kernel indexes with 32 bits (throws std::invalid_argument) and
+// returns its name stem "matmul_<shape>".
+std::string matmul_checked_name(const MatmulShape& s);
 
 }  // namespace spire::lowering::heavy

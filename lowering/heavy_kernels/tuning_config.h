@@ -49,6 +49,11 @@ struct Limits {
   // The subgroup size workgroup reductions may shuffle across (workgroup_reduce.h): the device's, where it has
   // Feature::SubgroupShuffle and reports a power of two; 0 = none (the shared-memory tree alone).
   uint32_t subgroup_size = 0;
+  // Feature::CooperativeMatrix with 32-wide subgroups: 16-bit products may run on tensor cores
+  // (matmul_mma_kernel.h).
+  bool cooperative_matrix = false;
+  // Feature::AsyncCopy: tiles may be fed by 16-byte asynchronous copies.
+  bool async_copy = false;
 };
 
 }  // namespace spire::lowering::heavy

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "ir/kernel/half_bits.h"
 #include "lowering/op_lowering.h"
 #include "runtime/vulkan/vulkan_validation.h"
 
@@ -62,6 +63,9 @@ void DeviceRun::upload(int32_t slot, const graph::Tensor& t) {
       case kir::Type::F64: std::memcpy(p, &v, 8); break;
       case kir::Type::I32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
       case kir::Type::U32: { uint32_t x = uint32_t(v); std::memcpy(p, &x, 4); break; }
+      // The tensor holds values of its dtype already (round_to_dtype), so these conversions are exact.
+      case kir::Type::F16: { uint16_t h = kir::f32_to_f16_bits(float(v)); std::memcpy(p, &h, 2); break; }
+      case kir::Type::BF16: { uint16_t h = kir::f32_to_bf16_bits(float(v)); std::memcpy(p, &h, 2); break; }
       default: throw std::invalid_argument("upload: unsupported slot type");
     }
   }

@@ -1,0 +1,256 @@
+#include "lowering/heavy_kernels/matmul_mma_kernel.h"
+
+#include <algorithm>
+#include <functional>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace spire::lowering::heavy {
+
+using namespace kir;
+
+namespace {
+
+constexpr uint32_t kWarp = 32;
+constexpr uint32_t kFrag = kMatrixTile;                 // 16
+constexpr uint32_t kPad16 = 8;                          // 16 bytes of 16-bit elements: one row's padding
+constexpr uint32_t kStage = kMatrixTile * kMatrixTile;  // one subgroup's f32 staging tile
+
+MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
+  MatmulTiling t{tile_m, tile_n, tile_k, 1, 1};
+  t.warps_m = warps_m;
+  t.warps_n = warps_n;
+  return t;
+}
+
+}  // namespace
+
+MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
+  MmaStaging p;
+  // 16-byte chunks along the contiguous direction: rows (and batches) must start on 16 bytes.
+  p.a_copies = async_copies && (s.a_transposed ? s.m : s.k) % 8 == 0;
+  p.b_copies = async_copies && (s.b_transposed ? s.k : s.n) % 8 == 0;
+  p.stages = p.a_copies && p.b_copies ? 2 : 1;
+  const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16);
+  const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + kPad16);
+  p.shared_bytes = p.stages * (a + b) * 2 + uint64_t(tl.warps_m) * tl.warps_n * kStage * 4;
+  return p;
+}
+
+bool matmul_fits_tensor_cores(const MatmulShape& s, Type t) {
+  return t == Type::F32 && s.a_half && s.b_half && *s.a_half == *s.b_half;
+}
+
+MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s) {
+  auto blocks = [&](int64_t tile) { return s.batch_count() * ((s.m + tile - 1) / tile) * ((s.n + tile - 1) / tile); };
+  // As for the SIMT kernel: about one workgroup per core at least (132 on an H100).
+  if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) return mma_tiling(128, 128, 32, 2, 4);
+  if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) return mma_tiling(64, 64, 32, 2, 2);
+  return mma_tiling(32, 32, 32, 2, 2);
+}
+
+std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits) {
+  auto shared_bytes = [&](const MatmulTiling& tl) { return mma_staging(s, tl, limits.async_copy).shared_bytes; };
+  std::vector<MatmulTiling> out{choose_matmul_mma_tiling(s)};
+  const uint32_t shapes[][4] = {{32, 32, 2, 2},  {64, 64, 2, 2},  {64, 64, 4, 1},   {128, 64, 4, 2},
+                                {64, 128, 2, 4}, {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 128, 4, 4}};
+  for (const auto& sh : shapes)
+    for (uint32_t k : {16u, 32u, 64u}) {
+      MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+      if (tl.invocations() > limits.max_invocations || shared_bytes(tl) > limits.shared_bytes) continue;
+      // A block more than twice the (rounded up) extent only adds masked work.
+      if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
+      if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+    }
+  return out;
+}
+
+namespace {
+
+// How one operand moves into its workgroup tile: `outer` x `inner` elements per K slice, `inner` along the
+// operand's contiguous direction in memory (so neighbouring invocations read neighbouring addresses), each tile
+// row padded by 16 bytes (the fragment loads of neighbouring rows then fall in different banks).
+struct Staging {
+  const Buf* buffer;
+  Shared tile;
+  uint32_t outer, inner, ld, elems;  // elems: one stage's tile, padding included
+  bool edges;                        // some slice reaches past the product: mask
+  bool copies;                       // 16-byte asynchronous copies (else element by element)
+  std::function<Val(Val kt_k0, Val o, Val i)> in_range, address;
+};
+
+}  // namespace
+
+HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
+  if (!matmul_fits_tensor_cores(s, Type::F32))
+    throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16");
+  if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kFrag) || tl.tile_n % (tl.warps_n * kFrag) ||
+      tl.tile_k % kFrag || tl.tile_k == 0)
+    throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
+                                            "16x16 fragments", tl.config().text()));
+  const MmaStaging plan = mma_staging(s, tl, async_copies);
+  std::string name = matmul_checked_name(s) +
+                     fmt::format("_t{}x{}x{}_w{}x{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
+                                 plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "");
+  const Type h = *s.a_half;
+  const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
+  if (M == 0 || N == 0 || batches == 0) return empty_result(name);
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
+  const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
+  const uint32_t threads = tl.invocations(), warps = tl.warps_m * tl.warps_n;
+  const uint32_t warp_m = tl.tile_m / tl.warps_m, warp_n = tl.tile_n / tl.warps_n;
+  const uint32_t frags_m = warp_m / kFrag, frags_n = warp_n / kFrag;
+
+  KernelBuilder kb(name, threads);
+  Buf A = kb.buffer("a", h, Access::Read);
+  Buf B = kb.buffer("b", h, Access::Read);
+  Buf C = kb.buffer("c", Type::F32, Access::Write);
+  // A's tile is [row][k], or [k][row] for a transposed A (its fragments then column-major); B's is [k][column], or
+  // [column][k] for a transposed B.
+  const uint32_t a_ld = (s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16;
+  const uint32_t b_ld = (s.b_transposed ? tl.tile_k : tl.tile_n) + kPad16;
+  const uint32_t a_elems = (s.a_transposed ? tl.tile_k : tl.tile_m) * a_ld;
+  const uint32_t b_elems = (s.b_transposed ? tl.tile_n : tl.tile_k) * b_ld;
+  Shared a_tile = kb.shared("a_tile", h, plan.stages * a_elems);
+  Shared b_tile = kb.shared("b_tile", h, plan.stages * b_elems);
+  Shared c_stage = kb.shared("c_stage", Type::F32, warps * kStage);
+  std::vector<Fragment> acc, a_frag, b_frag;
+  for (uint32_t i = 0; i < frags_m * frags_n; ++i) acc.push_back(kb.fragment(fmt::format("acc{}", i), MatrixUse::Accumulator, Type::F32));
+  for (uint32_t i = 0; i < frags_m; ++i) a_frag.push_back(kb.fragment(fmt::format("a{}", i), MatrixUse::A, h, s.a_transposed));
+  for (uint32_t j = 0; j < frags_n; ++j) b_frag.push_back(kb.fragment(fmt::format("b{}", j), MatrixUse::B, h, s.b_transposed));
+
+  Val lid = kb.local_id();
+  Val group = kb.group_id();
+  // Fragments belong to subgroups; the device's subgroups must be the 32-wide ones the tiling assumes.
+  Val warp = kb.subgroup_id();
+  Val lane = kb.subgroup_local_id();
+  Val warp_row = warp / tl.warps_n, warp_col = warp % tl.warps_n;
+  Val tile_col = group % tiles_n;
+  Val tile_row = (group / tiles_n) % tiles_m;
+  Val batch = group / (tiles_n * tiles_m);
+  // Uniform across the workgroup (a folded grid's extra workgroups skip everything, barriers included).
+  kb.if_(batch < batches, [&] {
+    Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
+    Val b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
+    Val c_base = batch * (M * N);
+    Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
+    // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
+    Val zero = cast(kb.f32(0), h);
+    for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
+
+    // (outer, inner) of a slice starting at k0 -> whether it lies in the product, and its buffer element.
+    Staging a_st{&A, a_tile, 0, 0, a_ld, a_elems, false, plan.a_copies, {}, {}};
+    if (!s.a_transposed) {
+      a_st.outer = tl.tile_m, a_st.inner = tl.tile_k, a_st.edges = M % tl.tile_m || K % tl.tile_k;
+      a_st.in_range = [&](Val k0, Val o, Val i) { return (row0 + o < M) & (k0 + i < K); };
+      a_st.address = [&](Val k0, Val o, Val i) { return a_base + (row0 + o) * K + (k0 + i); };
+    } else {
+      a_st.outer = tl.tile_k, a_st.inner = tl.tile_m, a_st.edges = M % tl.tile_m || K % tl.tile_k;
+      a_st.in_range = [&](Val k0, Val o, Val i) { return (k0 + o < K) & (row0 + i < M); };
+      a_st.address = [&](Val k0, Val o, Val i) { return (k0 + o) * M + (row0 + i); };
+    }
+    Staging b_st{&B, b_tile, 0, 0, b_ld, b_elems, false, plan.b_copies, {}, {}};
+    if (!s.b_transposed) {
+      b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.edges = N % tl.tile_n || K % tl.tile_k;
+      b_st.in_range = [&](Val k0, Val o, Val i) { return (k0 + o < K) & (col0 + i < N); };
+      b_st.address = [&](Val k0, Val o, Val i) { return b_base + (k0 + o) * N + (col0 + i); };
+    } else {
+      b_st.outer = tl.tile_n, b_st.inner = tl.tile_k, b_st.edges = N % tl.tile_n || K % tl.tile_k;
+      b_st.in_range = [&](Val k0, Val o, Val i) { return (col0 + o < N) & (k0 + i < K); };
+      b_st.address = [&](Val k0, Val o, Val i) { return (col0 + o) * K + (k0 + i); };
+    }
+
+    // One slice of an operand into stage `at` (an element offset): consecutive invocations take consecutive
+    // elements (or 8-element chunks, 16 bytes) along the contiguous direction, so the reads coalesce. Elements
+    // outside the product become zeros and are not read.
+    auto stage = [&](const Staging& st, Val k0, Val at) {
+      const uint32_t step = st.copies ? 8 : 1, per_row = st.inner / step, items = st.outer * per_row;
+      for (uint32_t base = 0; base < items; base += threads) {
+        auto one = [&] {
+          Val idx = lid + base;
+          Val o = idx / per_row, i = (idx % per_row) * step;
+          Val to = at + (o * st.ld + i);
+          if (st.copies) {
+            kb.copy_to_shared(st.tile, to, *st.buffer, st.address(k0, o, i),
+                              st.edges ? st.in_range(k0, o, i) : kb.boolean(true));
+          } else if (st.edges) {
+            kb.if_else(st.in_range(k0, o, i), [&] { st.tile[to] = (*st.buffer)[st.address(k0, o, i)]; },
+                       [&] { st.tile[to] = zero; });
+          } else {
+            st.tile[to] = (*st.buffer)[st.address(k0, o, i)];
+          }
+        };
+        if (base + threads > items) kb.if_(lid + base < items, one);
+        else one();
+      }
+    };
+    // The products of one staged slice.
+    auto multiply = [&](Val a_at, Val b_at) {
+      for (uint32_t kk = 0; kk < tl.tile_k; kk += kFrag) {
+        for (uint32_t i = 0; i < frags_m; ++i) {
+          const uint32_t r = i * kFrag;
+          Val at = s.a_transposed ? a_at + (warp_row * warp_m + (kk * a_ld + r)) : a_at + ((warp_row * warp_m + r) * a_ld + kk);
+          kb.matrix_load(a_frag[i], a_tile, at, a_ld);
+        }
+        for (uint32_t j = 0; j < frags_n; ++j) {
+          const uint32_t c = j * kFrag;
+          Val at = s.b_transposed ? b_at + ((warp_col * warp_n + c) * b_ld + kk) : b_at + (warp_col * warp_n + (kk * b_ld + c));
+          kb.matrix_load(b_frag[j], b_tile, at, b_ld);
+        }
+        for (uint32_t i = 0; i < frags_m; ++i)
+          for (uint32_t j = 0; j < frags_n; ++j)
+            kb.matrix_mul_add(acc[i * frags_n + j], a_frag[i], b_frag[j], acc[i * frags_n + j]);
+      }
+    };
+
+    if (plan.stages == 2) {
+      // Two stages: the copies of slice kt + 1 fly while slice kt is multiplied. The barrier at the top of each
+      // round waits for slice kt's copies and for every subgroup to have finished with the stage they overwrite.
+      stage(a_st, kb.u32(0), kb.u32(0));
+      stage(b_st, kb.u32(0), kb.u32(0));
+      kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+        kb.barrier();
+        Val next = (kt + 1u) % 2u;
+        kb.if_(kt + 1u < k_tiles, [&] {
+          stage(a_st, (kt + 1u) * tl.tile_k, next * a_elems);
+          stage(b_st, (kt + 1u) * tl.tile_k, next * b_elems);
+        });
+        Val cur = kt % 2u;
+        multiply(cur * a_elems, cur * b_elems);
+      });
+      kb.barrier();
+    } else {
+      kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+        stage(a_st, kt * tl.tile_k, kb.u32(0));
+        stage(b_st, kt * tl.tile_k, kb.u32(0));
+        kb.barrier();
+        multiply(kb.u32(0), kb.u32(0));
+        kb.barrier();
+      });
+    }
+
+    // Each accumulator leaves through the subgroup's staging tile: lane l takes elements l, l + 32, ... (two rows
+    // of 16 per step), so each half-subgroup stores 16 consecutive columns.
+    Val stage_at = warp * kStage;
+    for (uint32_t i = 0; i < frags_m; ++i)
+      for (uint32_t j = 0; j < frags_n; ++j) {
+        kb.matrix_store(c_stage, stage_at, kFrag, acc[i * frags_n + j]);
+        kb.barrier();
+        Val r0 = row0 + warp_row * warp_m + i * kFrag, c0 = col0 + warp_col * warp_n + j * kFrag;
+        for (uint32_t e = 0; e < kStage / kWarp; ++e) {
+          Val idx = lane + e * kWarp;
+          Val r = r0 + idx / kFrag, c = c0 + idx % kFrag;
+          auto store = [&] { C[c_base + r * N + c] = c_stage[stage_at + idx]; };
+          if (M % tl.tile_m || N % tl.tile_n) kb.if_((r < M) & (c < N), store);
+          else store();
+        }
+        kb.barrier();  // the next accumulator reuses the staging tile
+      }
+  });
+  uint64_t groups = uint64_t(batches) * tiles_m * tiles_n;
+  return {kb.finish(), groups};
+}
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,43 @@
+// Matrix multiply on tensor cores: f16 or bf16 operands, f32 products and sums, through kir's cooperative
+// matrices (16x16x16 fragments per subgroup of 32; PTX wmma).
+//
+// One workgroup computes one tile_m x tile_n block of one batch's output with warps_m x warps_n subgroups, each
+// owning a (tile_m / warps_m) x (tile_n / warps_n) part of it as 16x16 accumulators. The operands are staged
+// tile_k deep through workgroup memory in their 16-bit form (rows padded by 16 bytes, so the fragment loads of
+// neighbouring rows fall in different banks); the result leaves through a per-subgroup 16x16 f32 staging tile,
+// so every element is stored by one invocation with an ordinary store (masked edges; epilogues fused into the
+// stores work as for the SIMT kernel). Same buffers as matmul_kernel: a (read), b (read), c (write, f32).
+//
+// It needs Feature::CooperativeMatrix, so the lowering picks it only on devices that report that
+// (heavy::Limits::cooperative_matrix), and only for products whose operands are both f16 or both bf16.
+#pragma once
+
+#include "lowering/heavy_kernels/matmul_kernel.h"
+
+namespace spire::lowering::heavy {
+
+// Whether the tensor-core kernel computes this product: both operands stored in the same 16-bit float type
+// (read in place, MatmulShape::a_half and b_half) and an f32 product.
+bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
+
+// The tiling for a shape: 128x128 blocks of 8 subgroups (2 x 4, 64x32 each) when that still gives the device
+// enough workgroups, else 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each); K slices of 32.
+MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s);
+// The tuner's candidates: the choice above first, then the other block shapes that fit `limits`.
+std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits);
+
+// How the kernel stages its operands: with 16-byte asynchronous copies (Feature::AsyncCopy) where the operand's
+// rows start on 16 bytes, two stages deep when both operands copy (the next slice lands while this one is
+// multiplied), else element by element through registers, one stage.
+struct MmaStaging {
+  bool a_copies = false, b_copies = false;
+  uint32_t stages = 1;
+  uint64_t shared_bytes = 0;  // workgroup memory the kernel declares
+};
+MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tiling, bool async_copies);
+
+// Throws std::invalid_argument when the shape does not fit (matmul_fits_tensor_cores) or the tiling is not a
+// tensor-core one whose subgroups own whole fragments. `async_copies`: the device has Feature::AsyncCopy.
+HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tiling, bool async_copies);
+
+}  // namespace spire::lowering::heavy

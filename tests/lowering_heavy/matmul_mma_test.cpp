@@ -1,0 +1,222 @@
+// matmul on tensor cores (lowering/heavy_kernels/matmul_mma_kernel.h) on every device that reports
+// cooperative-matrix (cuda:0 of sm_80 and newer; ctest also runs these under the mock CUDA driver, whose PTX
+// interpreter emulates wmma), and refused by the feature's name on devices without it.
+//
+// Operands are fresh random f16/bf16 values; the reference is the float64 product of those same values. The
+// products of two 16-bit values are exact in f32 and the sums are f32, so the error bound is the f32 one of a
+// K-term dot product: |error| <= 1e-5 * sum_k |a_ik b_kj| (K <= 130 here).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "backends/ptx/ptx_backend.h"
+#include "ir/graph/graph.h"
+#include "lowering/heavy_kernels/matmul_mma_kernel.h"
+#include "runtime/device.h"
+#include "tests/lowering_heavy/compare.h"
+#include "tests/lowering_heavy/device_run.h"
+#include "tests/ptx/ptxas_runner.h"
+
+using namespace spire;
+using namespace spire::heavy_test;
+namespace heavy = spire::lowering::heavy;
+
+namespace {
+
+heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn) {
+  heavy::MatmulTiling t{tm, tn, tk, 1, 1};
+  t.warps_m = wm;
+  t.warps_n = wn;
+  return t;
+}
+
+struct MmaCase {
+  graph::DType half;
+  heavy::MatmulTiling tiling;
+  int64_t batch, m, k, n;
+  bool a_transposed = false, b_transposed = false;
+};
+
+std::string case_name(const MmaCase& c) {
+  const auto& t = c.tiling;
+  return fmt::format("{}_t{}x{}x{}_w{}x{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k,
+                     t.warps_m, t.warps_n, c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n,
+                     c.a_transposed ? "_at" : "", c.b_transposed ? "_bt" : "");
+}
+
+void PrintTo(const MmaCase& c, std::ostream* os) { *os << case_name(c); }
+
+std::vector<MmaCase> mma_cases() {
+  std::vector<MmaCase> out;
+  const heavy::MatmulTiling tilings[] = {mma(32, 32, 32, 2, 2), mma(64, 64, 16, 2, 2), mma(64, 64, 32, 4, 1),
+                                         mma(128, 128, 32, 2, 4), mma(128, 64, 32, 4, 2),
+                                         mma(64, 64, 64, 2, 2)};
+  // Whole tiles, one element of everything, and edges in every direction (K not a multiple of the slice).
+  const int64_t shapes[][3] = {{64, 64, 64}, {1, 1, 1}, {33, 65, 70}, {130, 17, 129}};
+  for (graph::DType h : {graph::DType::BF16, graph::DType::F16})
+    for (const auto& t : tilings)
+      for (const auto& s : shapes) out.push_back({h, t, 1, s[0], s[1], s[2]});
+  // Operands read transposed in place, and a batch, on the heuristic's tiling for each.
+  for (graph::DType h : {graph::DType::BF16, graph::DType::F16}) {
+    out.push_back({h, mma(64, 64, 32, 2, 2), 1, 70, 40, 90, true, false});
+    out.push_back({h, mma(64, 64, 32, 2, 2), 1, 70, 40, 90, false, true});
+    out.push_back({h, mma(32, 32, 32, 2, 2), 3, 33, 48, 20});
+  }
+  return out;
+}
+
+heavy::MatmulShape shape_of(const MmaCase& c) {
+  heavy::MatmulShape s = c.batch > 1 ? heavy::matmul_shape({c.batch, c.m, c.k}, {c.batch, c.k, c.n})
+                                     : heavy::matmul_shape({c.m, c.k}, {c.k, c.n});
+  s.a_transposed = c.a_transposed;
+  s.b_transposed = c.b_transposed;
+  const kir::Type h = c.half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  s.a_half = s.b_half = h;
+  return s;
+}
+
+using MmaParam = std::tuple<std::string, MmaCase>;
+class MatmulMmaOnDevice : public testing::TestWithParam<MmaParam> {};
+
+TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
+  const auto& [device_id, c] = GetParam();
+  rt::Device& dev = device(device_id);
+  if (!dev.info().features.has(kir::Feature::CooperativeMatrix))
+    GTEST_SKIP() << device_id << " has no cooperative-matrix (the refusal is tested below)";
+  // The buffers hold what the kernel reads: A (or A^T) and B (or B^T), batch-major.
+  const graph::Shape a_shape = c.a_transposed ? graph::Shape{c.k, c.m} : graph::Shape{c.batch, c.m, c.k};
+  const graph::Shape b_shape = c.b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.batch, c.k, c.n};
+  const graph::Tensor a = random_tensor(c.half, a_shape, 11), b = random_tensor(c.half, b_shape, 12);
+  graph::Tensor want(graph::DType::F64, {c.batch, c.m, c.n}), scale(graph::DType::F64, {c.batch, c.m, c.n});
+  for (int64_t p = 0; p < c.batch; ++p)
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        double sum = 0, mag = 0;
+        for (int64_t q = 0; q < c.k; ++q) {
+          const double x = c.a_transposed ? a[q * c.m + i] : a[(p * c.m + i) * c.k + q];
+          const double y = c.b_transposed ? b[j * c.k + q] : b[(p * c.k + q) * c.n + j];
+          sum += x * y;
+          mag += std::abs(x * y);
+        }
+        want[(p * c.m + i) * c.n + j] = sum;
+        scale[(p * c.m + i) * c.n + j] = mag;
+      }
+
+  // Both ways of staging the operands: element by element, and 16-byte asynchronous copies where the device has
+  // them (and the shape allows: otherwise the kernel falls back, which the name shows).
+  for (bool copies : {false, true}) {
+    if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
+    graph::Graph none;
+    DeviceRun run(dev, none);
+    const kir::Type h = c.half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+    const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
+    const int32_t c_slot = run.add_slot(kir::Type::F32, c.batch * c.m * c.n, "c");  // poisoned by run()
+    run.upload(a_slot, a);
+    run.upload(b_slot, b);
+    heavy::HeavyKernel k = heavy::matmul_mma_kernel(shape_of(c), c.tiling, copies);
+    run.launch(std::move(k.kernel), {a_slot, b_slot, c_slot}, {}, k.groups);
+    run.run();
+    const graph::Tensor got = run.download(c_slot, graph::DType::F32, {c.batch, c.m, c.n});
+    EXPECT_EQ(compare(got, want, {1e-5, 0}, &scale), "") << run.kernels().at(0).name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulMmaOnDevice,
+                         testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(mma_cases())),
+                         [](const testing::TestParamInfo<MmaParam>& p) {
+                           return test_name_of(std::get<0>(p.param)) + "_" + case_name(std::get<1>(p.param));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulMmaOnDevice);
+
+class MatmulMmaRefusal : public testing::TestWithParam<std::string> {};
+
+TEST_P(MatmulMmaRefusal, DevicesWithoutCooperativeMatricesRefuseTheKernelByName) {
+  rt::Device& dev = device(GetParam());
+  if (dev.info().features.has(kir::Feature::CooperativeMatrix)) GTEST_SKIP() << GetParam() << " has cooperative-matrix";
+  graph::Graph none;
+  DeviceRun run(dev, none);
+  const int32_t a = run.add_slot(kir::Type::BF16, 64 * 64, "a"), b = run.add_slot(kir::Type::BF16, 64 * 64, "b");
+  const int32_t c = run.add_slot(kir::Type::F32, 64 * 64, "c");
+  heavy::HeavyKernel k = heavy::matmul_mma_kernel(shape_of({graph::DType::BF16, mma(64, 64, 32, 2, 2), 1, 64, 64, 64}),
+                                                  mma(64, 64, 32, 2, 2), false);
+  run.launch(std::move(k.kernel), {a, b, c}, {}, k.groups);
+  try {
+    run.run();
+    FAIL() << "a cooperative-matrix kernel ran on " << GetParam();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("cooperative-matrix"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulMmaRefusal, testing::ValuesIn(device_ids()),
+                         [](const testing::TestParamInfo<std::string>& p) { return test_name_of(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulMmaRefusal);
+
+TEST(MatmulMmaKernel, RefusesShapesAndTilingsItCannotCompute) {
+  const heavy::MatmulShape f32 = heavy::matmul_shape({64, 64}, {64, 64});
+  EXPECT_THROW(heavy::matmul_mma_kernel(f32, mma(64, 64, 32, 2, 2), true), std::invalid_argument);  // f32 operands
+  heavy::MatmulShape mixed = f32;
+  mixed.a_half = kir::Type::BF16;
+  mixed.b_half = kir::Type::F16;
+  EXPECT_THROW(heavy::matmul_mma_kernel(mixed, mma(64, 64, 32, 2, 2), true), std::invalid_argument);
+  heavy::MatmulShape bf16 = f32;
+  bf16.a_half = bf16.b_half = kir::Type::BF16;
+  EXPECT_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 64, 24, 2, 2), true), std::invalid_argument);  // K slice of 24
+  EXPECT_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 48, 32, 2, 2), true), std::invalid_argument);  // 24 columns a warp
+  EXPECT_THROW(heavy::matmul_mma_kernel(bf16, heavy::MatmulTiling{64, 64, 16, 4, 4}, true), std::invalid_argument);  // SIMT
+  EXPECT_NO_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 48, 32, 2, 3), true));
+}
+
+TEST(MatmulMmaKernel, CopiesWhereRowsStartOn16BytesAndPipelinesWhenBothOperandsDo) {
+  heavy::MatmulShape s = shape_of({graph::DType::BF16, {}, 1, 100, 64, 200});
+  const heavy::MatmulTiling t = mma(64, 64, 32, 2, 2);
+  heavy::MmaStaging p = heavy::mma_staging(s, t, true);
+  EXPECT_TRUE(p.a_copies && p.b_copies);
+  EXPECT_EQ(p.stages, 2u);
+  EXPECT_NE(heavy::matmul_mma_kernel(s, t, true).kernel.name.find("_c2_"), std::string::npos);
+  EXPECT_EQ(heavy::mma_staging(s, t, false).stages, 1u);
+  s.n = 201;  // B's rows no longer start on 16 bytes
+  p = heavy::mma_staging(s, t, true);
+  EXPECT_TRUE(p.a_copies);
+  EXPECT_FALSE(p.b_copies);
+  EXPECT_EQ(p.stages, 1u);
+}
+
+// Every tiling the tuner may pick, in both 16-bit types, assembles for sm_80 and sm_90 (where the GPU is absent
+// this is as far as the PTX gets here), and the backend refuses sm_75, whose wmma has no bf16.
+TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
+  const auto ptxas = ptx::testing::find_ptxas();
+  heavy::Limits cuda;
+  cuda.shared_bytes = 49152;
+  cuda.max_invocations = 1024;
+  int assembled = 0;
+  for (graph::DType half : {graph::DType::BF16, graph::DType::F16}) {
+    const heavy::MatmulShape s = shape_of({half, {}, 1, 304, 200, 504});
+    cuda.async_copy = half == graph::DType::BF16;  // both staging paths
+    for (const heavy::MatmulTiling& t : heavy::matmul_mma_candidates(s, cuda)) {
+      const kir::Kernel k = heavy::matmul_mma_kernel(s, t, cuda.async_copy).kernel;
+      EXPECT_THROW(ptx::compile(k, ptx::Target{75}), ptx::CompileError) << k.name;
+      for (uint32_t sm : {80u, 90u}) {
+        const std::string text = ptx::compile(k, ptx::Target{sm});
+        EXPECT_NE(text.find("wmma.mma.sync.aligned.row.row.m16n16k16"), std::string::npos) << k.name;
+        if (!ptxas) continue;
+        const ptx::testing::AssembleResult r = ptx::testing::assemble(*ptxas, text, sm);
+        EXPECT_TRUE(r.ok) << k.name << " for sm_" << sm << ":\n" << r.log;
+        ++assembled;
+      }
+    }
+  }
+  if (!ptxas) GTEST_SKIP() << "ptxas not found: the tensor-core PTX was generated but not assembled";
+  EXPECT_GE(assembled, 20);
+}
+
+TEST(MatmulMmaKernel, TilingRoundTripsThroughItsConfigText) {
+  const heavy::MatmulTiling t = mma(128, 128, 32, 2, 4);
+  EXPECT_EQ(t.config().text(), "tile_m=128,tile_n=128,tile_k=32,warps_m=2,warps_n=4");
+  EXPECT_EQ(heavy::MatmulTiling::from(t.config()), t);
+  EXPECT_EQ(t.invocations(), 256u);
+}
+
+}  // namespace
