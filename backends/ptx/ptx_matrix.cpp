@@ -80,4 +80,8 @@ void Translator::stmt(const kir::CopyToShared& s) {
   w_.ins(fmt::format("cp.async.cg.shared.global [{}], [{}], 16, {};", shared_address(s.array, s.dst), from, bytes));
 }
 
+void Translator::stmt(const kir::CopyCommit&) { w_.ins("cp.async.commit_group;"); }
+
+void Translator::stmt(const kir::CopyWait& s) { w_.ins(fmt::format("cp.async.wait_group {};", s.pending)); }
+
 }  // namespace spire::ptx

@@ -276,9 +276,8 @@ void Translator::stmt(const kir::StoreVar& s) {
 
 void Translator::stmt(const kir::Barrier&) {
   // bar.sync orders all memory accesses of the CTA's threads around it (shared and global), which is the
-  // workgroup execution + memory barrier kir promises. Asynchronous copies are not ordered by it: each thread
-  // first waits for its own (kir's CopyToShared completes at the next barrier).
-  if (k_.features.has(kir::Feature::AsyncCopy)) w_.ins("cp.async.wait_all;");
+  // workgroup execution + memory barrier kir promises. Asynchronous copies are not ordered by it: the kernel
+  // waits for its own first (kir's CopyWait, cp.async.wait_group).
   w_.ins("bar.sync 0;");
 }
 

@@ -36,6 +36,8 @@ class Translator {
   void stmt(const kir::MatrixStore& s);
   void stmt(const kir::MatrixMulAdd& s);
   void stmt(const kir::CopyToShared& s);
+  void stmt(const kir::CopyCommit& s);
+  void stmt(const kir::CopyWait& s);
   void declare_fragments();
   std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
   void builtin(kir::Builtin b, const std::string& dst);

@@ -55,6 +55,8 @@ class KernelEmitter {
   [[noreturn]] void stmt(const kir::MatrixStore&) { unsupported(); }
   [[noreturn]] void stmt(const kir::MatrixMulAdd&) { unsupported(); }
   [[noreturn]] void stmt(const kir::CopyToShared&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::CopyCommit&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::CopyWait&) { unsupported(); }
   [[noreturn]] static void unsupported() { throw std::logic_error("SPIR-V backend: cooperative matrices and async copies are not emitted"); }
   void label(Id id);
   void branch(Id target);

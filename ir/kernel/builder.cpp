@@ -272,6 +272,16 @@ void KernelBuilder::copy_to_shared(const Shared& to, Val dst, const Buf& from, V
   current()->stmts.emplace_back(CopyToShared{to.index(), dst.id(), from.index(), src.id(), valid.id()});
 }
 
+void KernelBuilder::copy_commit() {
+  require(Feature::AsyncCopy);
+  current()->stmts.emplace_back(CopyCommit{});
+}
+
+void KernelBuilder::copy_wait(uint32_t pending) {
+  require(Feature::AsyncCopy);
+  current()->stmts.emplace_back(CopyWait{pending});
+}
+
 void KernelBuilder::matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c) {
   current()->stmts.emplace_back(MatrixMulAdd{d.index, a.index, b.index, c.index});
 }

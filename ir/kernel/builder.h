@@ -161,8 +161,10 @@ class KernelBuilder {
   void matrix_store(const Shared& array, Val index, uint32_t stride, Fragment f);
   void matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c);
   // kernel.h's CopyToShared (declares Feature::AsyncCopy): 16 bytes of `from` at element src into `to` at dst,
-  // zeros where `valid` is false; complete at the next barrier.
+  // zeros where `valid` is false; it lands by a copy_wait covering its batch (see kernel.h).
   void copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid);
+  void copy_commit();                  // closes the open batch of copies
+  void copy_wait(uint32_t pending);    // until at most `pending` closed batches are in flight
 
   // Builtins (u32, linear; see kernel.h's grid model).
   Val global_id() { return builtin(Builtin::GlobalId); }

@@ -318,6 +318,12 @@ struct Verifier {
     if (type_of(s.valid) != Type::Bool) return fail("copy_to_shared: valid must be bool");
     return true;
   }
+  bool stmt(const CopyCommit&) {
+    return k.features.has(Feature::AsyncCopy) || fail("copy_commit: the kernel does not declare async-copy");
+  }
+  bool stmt(const CopyWait&) {
+    return k.features.has(Feature::AsyncCopy) || fail("copy_wait: the kernel does not declare async-copy");
+  }
   bool stmt(const MatrixMulAdd& s) {
     for (uint32_t f : {s.d, s.a, s.b, s.c})
       if (!fragment_ok(f, "matrix_mul_add")) return false;

@@ -154,16 +154,22 @@ struct MatrixStore { uint32_t fragment; uint32_t array; ValueId index; uint32_t 
 // d = a x b + c, products and sums in f32 (d and c may be the same accumulator).
 struct MatrixMulAdd { uint32_t d, a, b, c; };
 // Feature::AsyncCopy: copies 16 bytes from buffer element `src` on into shared element `dst` on, or writes 16 zero
-// bytes when `valid` (bool) is false (the buffer is then not read). The copy may land any time before the next
-// Barrier, which waits for it: nothing may read or write those shared bytes in between. Both element offsets
-// must be multiples of 16 bytes, and buffer and array must hold the same type.
+// bytes when `valid` (bool) is false (the buffer is then not read). The copy joins the invocation's open batch and
+// may land any time until a CopyWait that covers that batch; nothing may read or write those shared bytes in
+// between, and other invocations see them only after a Barrier that follows the wait. Both element offsets must
+// be multiples of 16 bytes, and buffer and array must hold the same type.
 struct CopyToShared { uint32_t array; ValueId dst; uint32_t buffer; ValueId src; ValueId valid; };
+// Closes the invocation's open batch of copies (an empty batch is allowed: pipelines commit one every round).
+struct CopyCommit {};
+// Waits until at most `pending` of the invocation's closed batches are still in flight (the newest ones); copies
+// of the open batch are not waited for. A pipeline of S stages waits with pending = S - 2.
+struct CopyWait { uint32_t pending; };
 struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Block> else_body; };
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
 using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
-                          MatrixStore, MatrixMulAdd, CopyToShared>;
+                          MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait>;
 
 struct Block {
   std::vector<Stmt> stmts;

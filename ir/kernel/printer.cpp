@@ -72,6 +72,10 @@ struct Printer {
       } else if (auto* st = std::get_if<CopyToShared>(&s)) {
         line(depth, fmt::format("copy_to_shared {}[{}], {}[{}] if {}", k.shared[st->array].name, v(st->dst),
                                 k.buffers[st->buffer].name, v(st->src), v(st->valid)));
+      } else if (std::holds_alternative<CopyCommit>(s)) {
+        line(depth, "copy_commit");
+      } else if (auto* st = std::get_if<CopyWait>(&s)) {
+        line(depth, fmt::format("copy_wait pending={}", st->pending));
       } else if (std::holds_alternative<Barrier>(s)) {
         line(depth, "barrier");
       } else if (auto* st = std::get_if<If>(&s)) {

@@ -83,7 +83,8 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
 
 Config MatmulTiling::config() const {
   if (tensor_cores())
-    return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"warps_m", warps_m}, {"warps_n", warps_n}};
+    return Config{{"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},
+                  {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages}};
   Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
   if (splits > 1) c.set("splits", splits);  // unsplit configs keep the text tuning caches already hold
   return c;
@@ -99,6 +100,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), 1, 1};
     t.warps_m = u("warps_m");
     t.warps_n = u("warps_n");
+    if (c.has("stages")) t.stages = u("stages");
     return t;
   }
   MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};

@@ -52,13 +52,16 @@ struct MatmulTiling {
   // (tile_n / warps_n) part of the block as 16x16 cooperative matrix fragments; reg_m and reg_n are then unused
   // (1). 0: the SIMT kernel above.
   uint32_t warps_m = 0, warps_n = 0;
+  // Tensor cores: K slices in flight when both operands are fed by asynchronous copies (a pipeline of `stages`
+  // shared-memory buffers per operand).
+  uint32_t stages = 2;
   bool tensor_cores() const { return warps_m > 0; }
   uint32_t invocations() const {
     return tensor_cores() ? warps_m * warps_n * 32 : (tile_m / reg_m) * (tile_n / reg_n);
   }
   // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
-  // warps_m=2,warps_n=4" for tensor cores) and back (throws std::invalid_argument for a missing value; a missing
-  // splits is 1).
+  // warps_m=2,warps_n=4,stages=3" for tensor cores) and back (throws std::invalid_argument for a missing value; a
+  // missing splits is 1, a missing stages 2).
   Config config() const;
   static MatmulTiling from(const Config& c);
   friend bool operator==(const MatmulTiling&, const MatmulTiling&) = default;

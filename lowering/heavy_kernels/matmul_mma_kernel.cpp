@@ -17,6 +17,7 @@ constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFrag = kMatrixTile;                 // 16
 constexpr uint32_t kPad16 = 8;                          // 16 bytes of 16-bit elements: one row's padding
 constexpr uint32_t kStage = kMatrixTile * kMatrixTile;  // one subgroup's f32 staging tile
+constexpr uint32_t kBand = 8;                           // tile rows of a workgroup band (L2 reuse)
 
 MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
   MatmulTiling t{tile_m, tile_n, tile_k, 1, 1};
@@ -32,7 +33,7 @@ MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_
   // 16-byte chunks along the contiguous direction: rows (and batches) must start on 16 bytes.
   p.a_copies = async_copies && (s.a_transposed ? s.m : s.k) % 8 == 0;
   p.b_copies = async_copies && (s.b_transposed ? s.k : s.n) % 8 == 0;
-  p.stages = p.a_copies && p.b_copies ? 2 : 1;
+  p.stages = p.a_copies && p.b_copies ? std::max<uint32_t>(tl.stages, 2) : 1;
   const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16);
   const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + kPad16);
   p.shared_bytes = p.stages * (a + b) * 2 + uint64_t(tl.warps_m) * tl.warps_n * kStage * 4;
@@ -54,16 +55,23 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s) {
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits) {
   auto shared_bytes = [&](const MatmulTiling& tl) { return mma_staging(s, tl, limits.async_copy).shared_bytes; };
   std::vector<MatmulTiling> out{choose_matmul_mma_tiling(s)};
-  const uint32_t shapes[][4] = {{32, 32, 2, 2},  {64, 64, 2, 2},  {64, 64, 4, 1},   {128, 64, 4, 2},
-                                {64, 128, 2, 4}, {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 128, 4, 4}};
+  // Larger blocks read fewer bytes per product (a 128x128 block of bf16 needs 64 flops per byte from L2, more
+  // than an H100's L2 gives at its tensor-core rate); 64x64 per subgroup reads fewer shared-memory bytes too.
+  const uint32_t shapes[][4] = {{32, 32, 2, 2},   {64, 64, 2, 2},   {64, 64, 4, 1},   {128, 64, 4, 2},
+                                {64, 128, 2, 4},  {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 128, 4, 4},
+                                {128, 128, 2, 2}, {256, 128, 4, 2}, {128, 256, 2, 4}};
+  const bool pipelined = mma_staging(s, out[0], limits.async_copy).stages > 1;
   for (const auto& sh : shapes)
-    for (uint32_t k : {16u, 32u, 64u}) {
-      MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
-      if (tl.invocations() > limits.max_invocations || shared_bytes(tl) > limits.shared_bytes) continue;
-      // A block more than twice the (rounded up) extent only adds masked work.
-      if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
-      if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
-    }
+    for (uint32_t k : {16u, 32u, 64u})
+      for (uint32_t stages : {2u, 3u, 4u}) {
+        if (stages > 2 && !pipelined) continue;  // more stages than 2 only where both operands copy
+        MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+        tl.stages = stages;
+        if (tl.invocations() > limits.max_invocations || shared_bytes(tl) > limits.shared_bytes) continue;
+        // A block more than twice the (rounded up) extent only adds masked work.
+        if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
+        if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+      }
   return out;
 }
 
@@ -91,6 +99,7 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
                                             "16x16 fragments", tl.config().text()));
   const MmaStaging plan = mma_staging(s, tl, async_copies);
+  if (tl.stages < 2 || tl.stages > 8) throw std::invalid_argument(fmt::format("matmul on tensor cores: {} stages", tl.stages));
   std::string name = matmul_checked_name(s) +
                      fmt::format("_t{}x{}x{}_w{}x{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
                                  plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "");
@@ -127,9 +136,16 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
   Val warp = kb.subgroup_id();
   Val lane = kb.subgroup_local_id();
   Val warp_row = warp / tl.warps_n, warp_col = warp % tl.warps_n;
-  Val tile_col = group % tiles_n;
-  Val tile_row = (group / tiles_n) % tiles_m;
+  // Workgroups run in bands of kBand tile rows, column by column within a band: the workgroups resident at once
+  // then share a few rows of A and a few columns of B, which stay in L2 (row by row, every band would stream all
+  // of B from memory again).
   Val batch = group / (tiles_n * tiles_m);
+  Val in_batch = group % (tiles_n * tiles_m);
+  const uint32_t band = kBand * tiles_n;
+  Val first_row = (in_batch / band) * kBand;
+  Val band_rows = min(kb.u32(tiles_m) - first_row, kBand);
+  Val tile_row = first_row + (in_batch % band) % band_rows;
+  Val tile_col = (in_batch % band) / band_rows;
   // Uniform across the workgroup (a folded grid's extra workgroups skip everything, barriers included).
   kb.if_(batch < batches, [&] {
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
@@ -205,26 +221,42 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       }
     };
 
-    if (plan.stages == 2) {
-      // Two stages: the copies of slice kt + 1 fly while slice kt is multiplied. The barrier at the top of each
-      // round waits for slice kt's copies and for every subgroup to have finished with the stage they overwrite.
-      stage(a_st, kb.u32(0), kb.u32(0));
-      stage(b_st, kb.u32(0), kb.u32(0));
+    if (plan.stages >= 2) {
+      // A pipeline of S stages: the copies of slices kt + 1 .. kt + S - 1 fly while slice kt is multiplied, one
+      // batch of copies per slice (an empty batch past the end keeps the count). Round kt waits until at most S - 2
+      // batches fly (slice kt has landed), then the barrier shows it to every subgroup and tells the round that
+      // every subgroup has finished with slice kt - 1, whose stage it refills with slice kt + S - 1.
+      const uint32_t S = plan.stages;
+      for (uint32_t p = 0; p + 1 < S; ++p) {
+        if (p < k_tiles) {
+          stage(a_st, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
+          stage(b_st, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
+        }
+        kb.copy_commit();
+      }
       kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+        kb.copy_wait(S - 2);
         kb.barrier();
-        Val next = (kt + 1u) % 2u;
-        kb.if_(kt + 1u < k_tiles, [&] {
-          stage(a_st, (kt + 1u) * tl.tile_k, next * a_elems);
-          stage(b_st, (kt + 1u) * tl.tile_k, next * b_elems);
+        Val ahead = kt + (S - 1);
+        kb.if_(ahead < k_tiles, [&] {
+          Val slot = ahead % S;
+          stage(a_st, ahead * tl.tile_k, slot * a_elems);
+          stage(b_st, ahead * tl.tile_k, slot * b_elems);
         });
-        Val cur = kt % 2u;
+        kb.copy_commit();
+        Val cur = kt % S;
         multiply(cur * a_elems, cur * b_elems);
       });
-      kb.barrier();
+      kb.copy_wait(0);  // only empty batches are left
     } else {
+      const bool any_copies = plan.a_copies || plan.b_copies;
       kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
         stage(a_st, kt * tl.tile_k, kb.u32(0));
         stage(b_st, kt * tl.tile_k, kb.u32(0));
+        if (any_copies) {
+          kb.copy_commit();
+          kb.copy_wait(0);
+        }
         kb.barrier();
         multiply(kb.u32(0), kb.u32(0));
         kb.barrier();

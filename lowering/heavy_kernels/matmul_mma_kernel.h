@@ -23,12 +23,13 @@ bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
 // The tiling for a shape: 128x128 blocks of 8 subgroups (2 x 4, 64x32 each) when that still gives the device
 // enough workgroups, else 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each); K slices of 32.
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s);
-// The tuner's candidates: the choice above first, then the other block shapes that fit `limits`.
+// The tuner's candidates: the choice above first, then the other block shapes, K slices and (where both operands
+// copy) pipeline depths of 2 to 4 that fit `limits`.
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits);
 
 // How the kernel stages its operands: with 16-byte asynchronous copies (Feature::AsyncCopy) where the operand's
-// rows start on 16 bytes, two stages deep when both operands copy (the next slice lands while this one is
-// multiplied), else element by element through registers, one stage.
+// rows start on 16 bytes, the tiling's stages deep (at least 2) when both operands copy (the next slices land while
+// this one is multiplied), else element by element through registers, one stage.
 struct MmaStaging {
   bool a_copies = false, b_copies = false;
   uint32_t stages = 1;

@@ -1,3 +1,4 @@
+#include <algorithm>
 // The verifier rejects malformed kernels with a message naming the problem.
 #include <gtest/gtest.h>
 
@@ -162,6 +163,36 @@ TEST(KernelVerifier, RejectsMisusedFragments) {
   EXPECT_THROW(matrix_kernel(Type::BF16, 20), std::invalid_argument);
   EXPECT_THROW(matrix_kernel(Type::BF16, 8), std::invalid_argument);
   EXPECT_NO_THROW(matrix_kernel(Type::BF16, 24));
+}
+
+// Asynchronous copies, their batches and waits declare async-copy; without the feature each is refused by name.
+TEST(KernelVerifier, AsynchronousCopiesNeedTheirFeature) {
+  KernelBuilder kb("copies", 32);
+  auto tile = kb.shared("tile", Type::F32, 128);
+  auto in = kb.buffer("in", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  kb.copy_to_shared(tile, kb.local_id() * 4u, in, kb.local_id() * 4u, kb.boolean(true));
+  kb.copy_commit();
+  kb.copy_wait(0);
+  kb.barrier();
+  out[kb.local_id()] = tile[kb.local_id()];
+  const Kernel k = kb.finish();
+  EXPECT_EQ(verify(k), "");
+  ASSERT_TRUE(k.features.has(Feature::AsyncCopy));
+  Kernel without = clone(k);
+  without.features = Features();
+  const std::string e = verify(without);
+  EXPECT_NE(e.find("copy_to_shared: the kernel does not declare async-copy"), std::string::npos) << e;
+  // The commit and the wait alone, each without the feature.
+  auto erase_first = [](Kernel& kernel, auto kind) {
+    auto& st = kernel.body.stmts;
+    st.erase(std::find_if(st.begin(), st.end(), [](const Stmt& x) { return std::holds_alternative<decltype(kind)>(x); }));
+  };
+  Kernel part = clone(without);
+  erase_first(part, CopyToShared{});
+  EXPECT_NE(verify(part).find("copy_commit: the kernel does not declare async-copy"), std::string::npos) << verify(part);
+  erase_first(part, CopyCommit{});
+  EXPECT_NE(verify(part).find("copy_wait: the kernel does not declare async-copy"), std::string::npos) << verify(part);
 }
 
 }  // namespace

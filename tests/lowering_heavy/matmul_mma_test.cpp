@@ -25,10 +25,11 @@ namespace heavy = spire::lowering::heavy;
 
 namespace {
 
-heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn) {
+heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn, uint32_t stages = 2) {
   heavy::MatmulTiling t{tm, tn, tk, 1, 1};
   t.warps_m = wm;
   t.warps_n = wn;
+  t.stages = stages;
   return t;
 }
 
@@ -41,8 +42,8 @@ struct MmaCase {
 
 std::string case_name(const MmaCase& c) {
   const auto& t = c.tiling;
-  return fmt::format("{}_t{}x{}x{}_w{}x{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k,
-                     t.warps_m, t.warps_n, c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n,
+  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k,
+                     t.warps_m, t.warps_n, t.stages, c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n,
                      c.a_transposed ? "_at" : "", c.b_transposed ? "_bt" : "");
 }
 
@@ -52,7 +53,7 @@ std::vector<MmaCase> mma_cases() {
   std::vector<MmaCase> out;
   const heavy::MatmulTiling tilings[] = {mma(32, 32, 32, 2, 2), mma(64, 64, 16, 2, 2), mma(64, 64, 32, 4, 1),
                                          mma(128, 128, 32, 2, 4), mma(128, 64, 32, 4, 2),
-                                         mma(64, 64, 64, 2, 2)};
+                                         mma(64, 64, 64, 2, 2), mma(64, 64, 16, 2, 2, 3), mma(32, 32, 16, 2, 2, 4)};
   // Whole tiles, one element of everything, and edges in every direction (K not a multiple of the slice).
   const int64_t shapes[][3] = {{64, 64, 64}, {1, 1, 1}, {33, 65, 70}, {130, 17, 129}};
   for (graph::DType h : {graph::DType::BF16, graph::DType::F16})
@@ -177,6 +178,11 @@ TEST(MatmulMmaKernel, CopiesWhereRowsStartOn16BytesAndPipelinesWhenBothOperandsD
   EXPECT_EQ(p.stages, 2u);
   EXPECT_NE(heavy::matmul_mma_kernel(s, t, true).kernel.name.find("_c2_"), std::string::npos);
   EXPECT_EQ(heavy::mma_staging(s, t, false).stages, 1u);
+  const heavy::MatmulTiling deep = mma(64, 64, 32, 2, 2, 3);
+  EXPECT_EQ(heavy::mma_staging(s, deep, true).stages, 3u);
+  // Three stages of both padded operand tiles (64 x 40 and 32 x 72 bf16) and four subgroups' 16x16 f32 tiles.
+  EXPECT_EQ(heavy::mma_staging(s, deep, true).shared_bytes, 3u * (64 * 40 + 32 * 72) * 2 + 4 * 256 * 4);
+  EXPECT_NE(heavy::matmul_mma_kernel(s, deep, true).kernel.name.find("_c3_"), std::string::npos);
   s.n = 201;  // B's rows no longer start on 16 bytes
   p = heavy::mma_staging(s, t, true);
   EXPECT_TRUE(p.a_copies);
@@ -214,9 +220,15 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
 
 TEST(MatmulMmaKernel, TilingRoundTripsThroughItsConfigText) {
   const heavy::MatmulTiling t = mma(128, 128, 32, 2, 4);
-  EXPECT_EQ(t.config().text(), "tile_m=128,tile_n=128,tile_k=32,warps_m=2,warps_n=4");
+  EXPECT_EQ(t.config().text(), "tile_m=128,tile_n=128,tile_k=32,warps_m=2,warps_n=4,stages=2");
   EXPECT_EQ(heavy::MatmulTiling::from(t.config()), t);
   EXPECT_EQ(t.invocations(), 256u);
+  const heavy::MatmulTiling deep = mma(64, 64, 16, 2, 2, 4);
+  EXPECT_EQ(heavy::MatmulTiling::from(deep.config()), deep);
+  // Configs tuned before pipelines had a depth were two stages deep.
+  EXPECT_EQ(heavy::MatmulTiling::from(heavy::Config{{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 32}, {"warps_m", 2},
+                                                    {"warps_n", 4}}),
+            t);
 }
 
 }  // namespace

@@ -42,7 +42,7 @@ bool is_signed(Ty t) { return t == Ty::S32 || t == Ty::S64; }
 enum class Op : uint8_t {
   LdParam, LdGlobal, StGlobal, LdShared, StShared, AtomAdd, Cvta, Mov, Mad, MulLo, MulWide, Add, Sub, Mul, Div,
   Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Shfl, WmmaLoad,
-  WmmaMma, WmmaStore, CpAsync, CpAsyncWait, Bra, Ret
+  WmmaMma, WmmaStore, CpAsync, CpAsyncCommit, CpAsyncWait, Bra, Ret
 };
 
 // The element type of a wmma fragment: bf16 and f16 fragments (a, b) pack two elements into each register, f32
@@ -52,6 +52,9 @@ enum class Frag : uint8_t { BF16, F16, F32 };
 enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Neu, Nan };
 enum class Comb : uint8_t { None, And, Or };
 enum class Rnd : uint8_t { None, Rn, Rz, Rni, Rzi, Rmi };
+
+// cp.async.wait_all's operand in Ins: commit the open group, then wait for every group.
+constexpr uint64_t kWaitAll = ~uint64_t(0);
 
 struct Opnd {
   enum Kind : uint8_t { Reg, Imm, Special, Symbol } kind = Imm;
@@ -409,14 +412,25 @@ struct Module::Impl {
         continue;
       }
       if (name == "cp") {
-        // cp.async.cg.shared.global [dst], [src], 16, src_bytes: the only forms the backend writes, and
-        // cp.async.wait_all.
-        if (opcode == "cp.async.wait_all") {
+        // cp.async.cg.shared.global [dst], [src], 16, src_bytes: the only copy the backend writes; and
+        // cp.async.commit_group, cp.async.wait_group N, cp.async.wait_all (a commit, then wait_group 0).
+        if (opcode == "cp.async.wait_all" || opcode == "cp.async.commit_group") {
+          ins.op = opcode == "cp.async.commit_group" ? Op::CpAsyncCommit : Op::CpAsyncWait;
+          ins.a.push_back(Opnd{});
+          ins.a[0].kind = Opnd::Imm;
+          ins.a[0].imm = opcode == "cp.async.wait_all" ? kWaitAll : 0;
+          code.push_back(std::move(ins));
+          continue;
+        }
+        if (opcode == "cp.async.wait_group") {
+          ins.a.push_back(operand(rest, line, ins.text));
+          if (ins.a[0].kind != Opnd::Imm || ins.a[0].imm >= kWaitAll) fail(line, ins.text, "cp.async.wait_group needs a count");
           ins.op = Op::CpAsyncWait;
           code.push_back(std::move(ins));
           continue;
         }
-        if (opcode != "cp.async.cg.shared.global") fail(line, ins.text, "only cp.async.cg.shared.global and cp.async.wait_all");
+        if (opcode != "cp.async.cg.shared.global")
+          fail(line, ins.text, "only cp.async.cg.shared.global, commit_group, wait_group and wait_all");
         for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
         if (ins.a.size() != 4 || !ins.a[0].memory || !ins.a[1].memory || ins.a[2].kind != Opnd::Imm || ins.a[2].imm != 16)
           fail(line, ins.text, "cp.async needs [shared], [global], 16, source bytes");
@@ -505,10 +519,12 @@ struct Thread {
   // (pc still on it); the launch then runs it for the whole warp.
   enum State : uint8_t { Running, AtBarrier, AtWarpOp, Exited } state = Running;
   uint32_t special[kSpecialCount];
-  // cp.async copies issued and not yet waited for: they land at the thread's cp.async.wait_all (any time before it
-  // is allowed, so landing last is the schedule that exposes a missing wait), the source read then too.
-  struct PendingCopy { uint32_t shared_offset; uint64_t source; uint32_t bytes; size_t pc; };
+  // cp.async copies issued and not yet waited for: they land at the thread's cp.async.wait_group that covers their
+  // group (any time before it is allowed, so landing last is the schedule that exposes a missing wait), the source
+  // read then too. `group`: how many groups the thread had committed when it issued the copy.
+  struct PendingCopy { uint32_t shared_offset; uint64_t source; uint32_t bytes; size_t pc; uint32_t group; };
   std::vector<PendingCopy> pending;
+  uint32_t committed = 0;
 };
 
 bool compare(Cmp c, Ty t, uint64_t a, uint64_t b) {
@@ -932,11 +948,21 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
             const uint64_t src = rd(in.a[1]);
             if (src % 16 != 0) throw Error("PTX interpreter: cp.async global address not 16-byte aligned at: " + in.text);
           }
-          th.pending.push_back({dst, rd(in.a[1]), bytes, th.pc});
+          th.pending.push_back({dst, rd(in.a[1]), bytes, th.pc, th.committed});
           break;
         }
-        case Op::CpAsyncWait:
+        case Op::CpAsyncCommit: ++th.committed; break;
+        case Op::CpAsyncWait: {
+          uint64_t keep = in.a[0].imm;
+          if (keep == kWaitAll) ++th.committed, keep = 0;
+          // Groups below `done` must have landed; the newest `keep` committed ones and the open one may fly on.
+          const uint32_t done = th.committed > keep ? th.committed - uint32_t(keep) : 0;
+          std::vector<Thread::PendingCopy> still;
           for (const Thread::PendingCopy& c : th.pending) {
+            if (c.group >= done) {
+              still.push_back(c);
+              continue;
+            }
             uint8_t chunk[16] = {};
             if (c.bytes) {
               try {
@@ -948,8 +974,9 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
             }
             std::memcpy(shared.data() + c.shared_offset, chunk, 16);
           }
-          th.pending.clear();
+          th.pending = std::move(still);
           break;
+        }
         case Op::Bar: th.state = Thread::AtBarrier; break;
         case Op::Shfl: case Op::WmmaLoad: case Op::WmmaMma: case Op::WmmaStore:
           th.state = Thread::AtWarpOp;  // run for the whole warp below

@@ -781,4 +781,40 @@ TEST(PtxInterp, CpAsyncLandsAtWaitAllAndZeroFillsAnEmptySource) {
   EXPECT_NE(run_ptx(kernel(true, true), {buf(in), buf(out)}).find("never waited"), std::string::npos);
 }
 
+// cp.async.wait_group N: each thread commits a group copying its first chunk, then one copying its second; after
+// wait_group 1 the first has landed and the second need not have (the interpreter lands it as late as allowed);
+// after wait_group 0 both have. An uncommitted copy is not covered by wait_group 0.
+TEST(PtxInterp, CpAsyncWaitGroupLeavesTheNewestGroupsInFlight) {
+  std::array<uint32_t, 256> in;
+  for (uint32_t i = 0; i < 256; ++i) in[i] = 5000 + i;
+  auto kernel = [](const std::string& wait_between) {
+    return "  .reg .b32 %r<20>;\n  .reg .b64 %rd<12>;\n  .shared .align 16 .b8 sh[1024];\n"
+           "  ld.param.u64 %rd1, [p0];\n  ld.param.u64 %rd2, [p1];\n  mov.u32 %r1, %tid.x;\n"
+           "  mul.wide.u32 %rd3, %r1, 16;\n  add.s64 %rd4, %rd1, %rd3;\n  add.s64 %rd5, %rd4, 512;\n"
+           "  mov.u32 %r2, sh;\n  mad.lo.u32 %r3, %r1, 16, %r2;\n  add.u32 %r4, %r3, 512;\n"
+           "  cp.async.cg.shared.global [%r3], [%rd4], 16, 16;\n  cp.async.commit_group;\n"
+           "  cp.async.cg.shared.global [%r4], [%rd5], 16, 16;\n  " + wait_between + "\n"
+           "  ld.shared.b32 %r5, [%r3];\n  ld.shared.b32 %r6, [%r4];\n"
+           "  mul.wide.u32 %rd6, %r1, 8;\n  add.s64 %rd7, %rd2, %rd6;\n"
+           "  add.s64 %rd8, %rd7, 4;\n  st.global.b32 [%rd7], %r5;\n  st.global.b32 [%rd8], %r6;\n  cp.async.wait_all;\n  ret;\n";
+  };
+  std::array<uint32_t, 64> out;
+  auto run = [&](const std::string& wait) {
+    out.fill(0xDEADBEEF);
+    return run_ptx(kernel(wait), {buf(in), buf(out)});
+  };
+  ASSERT_EQ(run("cp.async.commit_group;\n  cp.async.wait_group 1;"), "");
+  for (uint32_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[2 * t], 5000 + 4 * t) << t;
+    EXPECT_NE(out[2 * t + 1], 5128 + 4 * t) << t << ": the newest group landed before its wait";
+  }
+  ASSERT_EQ(run("cp.async.commit_group;\n  cp.async.wait_group 0;"), "");
+  for (uint32_t t = 0; t < 32; ++t) EXPECT_EQ(out[2 * t + 1], 5128 + 4 * t) << t;
+  ASSERT_EQ(run("cp.async.wait_group 0;"), "");  // the second copy is in the open group
+  for (uint32_t t = 0; t < 32; ++t) {
+    EXPECT_EQ(out[2 * t], 5000 + 4 * t) << t;
+    EXPECT_NE(out[2 * t + 1], 5128 + 4 * t) << t << ": wait_group covered an uncommitted copy";
+  }
+}
+
 }  // namespace
