@@ -85,6 +85,7 @@ void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferVie
   Launch l;
   l.fn = k->function();
   l.kernel = ir.name;
+  l.dynamic_shared = k->dynamic_shared_bytes();
   uint32_t align = ctx_->info().min_storage_offset_alignment;
   for (size_t i = 0; i < buffers.size(); ++i) {
     std::string where = fmt::format("kernel '{}' buffer {} ({})", ir.name, i, ir.buffers[i].name);
@@ -231,7 +232,7 @@ void CudaCommandStream::replay(CUstream stream, bool capturing) {
   for (Command& c : commands_) {
     if (auto* l = std::get_if<Launch>(&c)) {
       CUresult r = a.cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-                                    0, stream, l->params.empty() ? nullptr : l->params.data(), nullptr);
+                                    l->dynamic_shared, stream, l->params.empty() ? nullptr : l->params.data(), nullptr);
       if (r != CUDA_SUCCESS)
         ctx_->check(r, "cuLaunchKernel",
                     fmt::format("(kernel '{}', grid {}x{}x{}, block {}x{}x{})", l->kernel, l->grid[0], l->grid[1],

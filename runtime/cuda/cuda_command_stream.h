@@ -41,6 +41,7 @@ class CudaCommandStream final : public CommandStream {
     std::string kernel;  // for error messages
     std::array<unsigned, 3> grid;
     std::array<unsigned, 3> block;
+    uint32_t dynamic_shared = 0;        // bytes
     std::vector<CUdeviceptr> pointers;  // one per buffer binding, offset applied
     std::vector<uint8_t> scalar_bytes;  // packed per kir::Kernel::scalar_offsets()
     std::vector<uint32_t> scalar_offsets;

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/ptx/ptx_shared_layout.h"
 #include "runtime/cuda/cuda_command_stream.h"
 #include "runtime/cuda/cuda_device_info.h"
 
@@ -223,9 +224,10 @@ std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
                               d.id, k.name, k.workgroup_size[0], k.workgroup_size[1], k.workgroup_size[2],
                               d.max_workgroup_size[0], d.max_workgroup_size[1], d.max_workgroup_size[2],
                               d.max_workgroup_invocations));
-  if (k.shared_bytes() > d.shared_memory_bytes)
+  const ptx::SharedLayout shared = ptx::shared_layout(k);
+  if (shared.bytes > d.shared_memory_bytes)
     throw Error(fmt::format("{}: kernel '{}' needs {} bytes of workgroup memory; the device allows {}", d.id, k.name,
-                            k.shared_bytes(), d.shared_memory_bytes));
+                            shared.bytes, d.shared_memory_bytes));
   std::shared_ptr<Module> module = load_module(binary.ptx, binary);
   const std::string& entry = binary.entry;
   ctx_->make_current();
@@ -242,7 +244,11 @@ std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
                             "workgroup; it asks for {}: use a smaller workgroup",
                             d.id, k.name, regs, max_threads, k.workgroup_invocations()));
   }
-  return std::make_shared<CudaKernel>(kir::signature(k), std::move(module), fn, ctx_.get());
+  // Dynamic shared memory past 48 KiB must be asked for per function before the first launch.
+  if (shared.dynamic)
+    ctx_->check(ctx_->api().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared.bytes)),
+                "cuFuncSetAttribute", fmt::format("({} bytes of dynamic shared memory for kernel '{}')", shared.bytes, k.name));
+  return std::make_shared<CudaKernel>(kir::signature(k), std::move(module), fn, ctx_.get(), shared.dynamic_bytes());
 }
 
 size_t CudaDevice::loaded_module_count() const {

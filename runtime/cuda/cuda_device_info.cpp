@@ -1,5 +1,6 @@
 #include "runtime/cuda/cuda_device_info.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
@@ -40,8 +41,10 @@ DeviceInfo describe_device(const Driver& d, int index) {
   };
   info.type = attr(CU_DEVICE_ATTRIBUTE_INTEGRATED) ? DeviceType::IntegratedGpu : DeviceType::DiscreteGpu;
   info.subgroup_size = uint32_t(attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE));
-  // Static shared memory per block (48 KiB); more needs dynamic shared memory and an opt-in we do not use.
-  info.shared_memory_bytes = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK));
+  // Shared memory per block: 48 KiB declared statically, up to the opt-in limit (227 KiB on an H100) as dynamic
+  // shared memory, which the PTX backend uses past 48 KiB (backends/ptx/ptx_shared_layout.h).
+  info.shared_memory_bytes = uint32_t(std::max(attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK),
+                                               attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)));
   info.max_workgroup_invocations = uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK));
   info.max_workgroup_size = {uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X)),
                              uint32_t(attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y)),

@@ -66,6 +66,7 @@ Driver load() {
   need("cuModuleGetFunction", a.cuModuleGetFunction);
   need("cuModuleUnload", a.cuModuleUnload);
   need("cuFuncGetAttribute", a.cuFuncGetAttribute);
+  need("cuFuncSetAttribute", a.cuFuncSetAttribute);
   need("cuMemAlloc", a.cuMemAlloc);
   need("cuMemFree", a.cuMemFree);
   need("cuMemcpyHtoDAsync", a.cuMemcpyHtoDAsync);

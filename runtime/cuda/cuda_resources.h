@@ -49,10 +49,11 @@ class Module {
 
 class CudaKernel final : public Kernel {
  public:
-  CudaKernel(kir::Kernel ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx)
-      : ir_(std::move(ir)), module_(std::move(module)), fn_(fn), ctx_(ctx) {}
+  CudaKernel(kir::Kernel ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx, uint32_t dynamic_shared)
+      : ir_(std::move(ir)), module_(std::move(module)), fn_(fn), ctx_(ctx), dynamic_shared_(dynamic_shared) {}
   const kir::Kernel& ir() const override { return ir_; }
   CUfunction function() const { return fn_; }
+  uint32_t dynamic_shared_bytes() const { return dynamic_shared_; }  // each launch passes it
   const Context* context() const { return ctx_; }
 
  private:
@@ -60,6 +61,7 @@ class CudaKernel final : public Kernel {
   std::shared_ptr<Module> module_;
   CUfunction fn_;
   const Context* ctx_;
+  uint32_t dynamic_shared_;
 };
 
 }  // namespace spire::rt::cuda

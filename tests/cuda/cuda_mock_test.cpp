@@ -105,7 +105,7 @@ TEST_F(CudaMock, ListsAndDescribesTheDevice) {
   EXPECT_EQ(d.type, DeviceType::DiscreteGpu);
   EXPECT_EQ(d.compute_capability, 90u);
   EXPECT_EQ(d.subgroup_size, 32u);
-  EXPECT_EQ(d.shared_memory_bytes, 49152u);
+  EXPECT_EQ(d.shared_memory_bytes, 227u * 1024);  // the opt-in limit (dynamic shared memory)
   EXPECT_EQ(d.max_workgroup_invocations, 1024u);
   EXPECT_EQ(d.max_workgroup_size, (std::array<uint32_t, 3>{1024, 1024, 64}));
   EXPECT_EQ(d.max_workgroup_count, (std::array<uint32_t, 3>{2147483647u, 65535, 65535}));

@@ -5,6 +5,7 @@
 #include <regex>
 
 #include "backends/ptx/ptx_backend.h"
+#include "backends/ptx/ptx_shared_layout.h"
 #include "ir/kernel/builder.h"
 #include "tests/ptx/test_kernels.h"
 
@@ -172,6 +173,45 @@ TEST(PtxText, SharedMemoryBarrierAndAtomics) {
   std::string at = compile(atomics_kernel());
   for (const char* a : {"atom.global.add.s32", "atom.global.add.u32", "atom.global.add.f32"})
     EXPECT_TRUE(has(at, a)) << a << "\n" << at;
+}
+
+// Past 48 KiB the arrays move into one dynamic array, each at its 32-byte aligned offset, with no static arrays
+// left; the runtime passes the size at launch (ptx_shared_layout.h). More than the target can give is refused.
+Kernel big_shared_kernel(uint32_t first_count) {
+  KernelBuilder kb("big_shared", 64);
+  auto a = kb.shared("a", Type::F32, first_count);
+  auto b = kb.shared("b", Type::F32, 4096);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  a[kb.local_id()] = kb.f32(1);
+  b[kb.local_id()] = kb.f32(2);
+  kb.barrier();
+  out[kb.local_id()] = a[kb.local_id()] + b[kb.local_id()];
+  return kb.finish();
+}
+
+TEST(PtxText, SharedMemoryPast48KiBIsDynamic) {
+  const std::string small = compile(big_shared_kernel(8000), Target{90});  // 48,384 bytes in all
+  EXPECT_TRUE(has(small, ".shared .align 32 .b8 s_shared0[32000];")) << small;
+  EXPECT_FALSE(has(small, ".extern")) << small;
+  EXPECT_EQ(shared_layout(big_shared_kernel(8000)).dynamic_bytes(), 0u);
+
+  const Kernel k = big_shared_kernel(10001);  // 40,004 bytes, then b at 40,032
+  const std::string ptx = compile(k, Target{90});
+  EXPECT_TRUE(has(ptx, ".extern .shared .align 32 .b8 s_dynamic[];")) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(mov.u32 (%r\d+), s_dynamic;\n  add.u32 \1, \1, 40032;)"))) << ptx;
+  EXPECT_FALSE(has(ptx, "s_shared")) << ptx;
+  const SharedLayout layout = shared_layout(k);
+  EXPECT_TRUE(layout.dynamic);
+  EXPECT_EQ(layout.offsets, (std::vector<uint32_t>{0, 40032}));
+  EXPECT_EQ(layout.dynamic_bytes(), 40032u + 4096 * 4);
+
+  try {
+    compile(big_shared_kernel(20000), Target{75});  // 96,000 bytes; sm_75 gives 64 KiB
+    ADD_FAILURE() << "sm_75 accepted 96 KiB of shared memory";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("exceed the 65536 a block may have on sm_75"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(compile(big_shared_kernel(20000), Target{80}));
 }
 
 TEST(PtxText, LoopComparesBySignedness) {

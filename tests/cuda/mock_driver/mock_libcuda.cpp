@@ -33,6 +33,7 @@ constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED
                    INVALID_CONTEXT = 201, INVALID_PTX = 218, INVALID_HANDLE = 400, NOT_FOUND = 500,
                    NOT_READY = 600, ILLEGAL_ADDRESS = 700, CAPTURE_INVALIDATED = 901;
 constexpr uint64_t kTotalMemory = uint64_t(1) << 30;
+constexpr int kSharedOptIn = 227 * 1024;  // an H100's shared memory per block with the opt-in
 
 namespace interp = spire::ptx::interp;
 
@@ -41,6 +42,7 @@ struct Entry {
   std::string name;
   std::vector<int> param_sizes;
   unsigned reqntid[3] = {0, 0, 0};
+  int max_dynamic_shared = 48 * 1024;  // cuFuncSetAttribute raises it, up to the device's opt-in limit
   const interp::Entry* code = nullptr;
   Module* module = nullptr;
 };
@@ -172,6 +174,7 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
     case 18: *v = 0; break;                   // integrated
     case 75: *v = 9; break;                   // cc major
     case 76: *v = 0; break;                   // cc minor
+    case 97: *v = kSharedOptIn; break;        // shared memory per block with the opt-in
     default: return INVALID_VALUE;
   }
   return OK;
@@ -248,7 +251,16 @@ CUresult cuFuncGetAttribute(int* v, int attr, void* fn) {
   NEED_CONTEXT();
   if (attr == 0) *v = 1024;
   else if (attr == 4) *v = 32;
+  else if (attr == 8) *v = static_cast<Entry*>(fn)->max_dynamic_shared;
   else return INVALID_VALUE;
+  return OK;
+}
+// Only CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, as the driver checks it (the module's static shared memory
+// is left out: spire's kernels declare none when they go dynamic).
+CUresult cuFuncSetAttribute(void* fn, int attr, int value) {
+  NEED_CONTEXT();
+  if (attr != 8 || value < 0 || value > kSharedOptIn) return INVALID_VALUE;
+  static_cast<Entry*>(fn)->max_dynamic_shared = value;
   return OK;
 }
 
@@ -391,6 +403,7 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (!gx || !gy || !gz || gy > 65535 || gz > 65535 || extra) return INVALID_VALUE;
   if (bx != e->reqntid[0] || by != e->reqntid[1] || bz != e->reqntid[2]) return INVALID_VALUE;
   if (!e->param_sizes.empty() && !params) return INVALID_VALUE;
+  if (int(shared) > e->max_dynamic_shared) return INVALID_VALUE;  // past 48 KiB only after the opt-in
   // The driver copies the parameter values at launch (or capture) time; so does the mock.
   LaunchRecord rec{e->name, {gx, gy, gz}, {bx, by, bz}, {}};
   for (size_t i = 0; i < e->param_sizes.size(); ++i) {
@@ -404,7 +417,7 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     return CAPTURE_INVALIDATED;
   }
   auto values = std::make_shared<std::vector<uint64_t>>(rec.args);
-  return submit(s, [rec, values, e] {
+  return submit(s, [rec, values, e, shared] {
     std::this_thread::sleep_for(std::chrono::microseconds(200));  // so timestamps around it differ
     {
       std::lock_guard lock(st().m);
@@ -424,7 +437,8 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
                                    if (!in_allocation(a, n))
                                      throw std::runtime_error("address " + std::to_string(a) + " (" + std::to_string(n) +
                                                               " bytes) is outside every allocation");
-                                 });
+                                 },
+                                 shared);
     } catch (const std::exception& ex) {
       // A fault on a GPU is sticky and reported at the next synchronization; say what happened on stderr.
       std::fprintf(stderr, "mock libcuda: kernel %s faulted: %s\n", rec.name.c_str(), ex.what());
@@ -497,6 +511,7 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, uint64_
       {"cuModuleGetFunction", (void*)&cuModuleGetFunction},
       {"cuModuleUnload", (void*)&cuModuleUnload},
       {"cuFuncGetAttribute", (void*)&cuFuncGetAttribute},
+      {"cuFuncSetAttribute", (void*)&cuFuncSetAttribute},
       {"cuMemAlloc", (void*)&cuMemAlloc_v2},
       {"cuMemFree", (void*)&cuMemFree_v2},
       {"cuMemcpyHtoDAsync", (void*)&cuMemcpyHtoDAsync_v2},

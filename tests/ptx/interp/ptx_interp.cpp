@@ -153,7 +153,9 @@ struct Module::Impl {
   std::vector<std::string> symbols;     // params (by entry) and shared arrays
   std::vector<int> symbol_param;        // param index, or -1 for a shared array
   std::vector<uint32_t> symbol_offset;  // shared arrays: offset in the CTA's shared memory
-  uint32_t shared_bytes = 0;
+  uint32_t shared_bytes = 0;                // static arrays
+  uint32_t dynamic_align = 1, dynamic_offset = 0;  // where the .extern .shared array starts
+  std::vector<uint32_t> dynamic_symbols;
 
   std::unordered_map<std::string, uint32_t> reg_index;
   std::unordered_map<std::string, uint32_t> symbol_index;
@@ -294,6 +296,20 @@ struct Module::Impl {
       if (t.empty()) continue;
       if (!in_body) {
         if (t.rfind(".version", 0) == 0 || t.rfind(".target", 0) == 0 || t.rfind(".address_size", 0) == 0) continue;
+        if (t.rfind(".extern .shared ", 0) == 0) {
+          // .extern .shared .align A .b8 NAME[]; the launch sizes it, after the static arrays.
+          auto parts = split(t.substr(0, t.size() - (t.back() == ';' ? 1 : 0)), ' ');
+          if (parts.size() != 6 || parts[2] != ".align" || parts[4] != ".b8" || parts[5].find("[]") == std::string::npos)
+            fail(line, t, "unsupported .extern .shared form");
+          dynamic_align = std::max(dynamic_align, uint32_t(std::stoul(parts[3])));
+          const std::string name = parts[5].substr(0, parts[5].find('['));
+          symbol_index[name] = uint32_t(symbols.size());
+          symbols.push_back(name);
+          symbol_param.push_back(-1);
+          symbol_offset.push_back(0);  // set once the static arrays are known
+          dynamic_symbols.push_back(uint32_t(symbols.size() - 1));
+          continue;
+        }
         if (t.rfind(".visible .entry ", 0) == 0) {
           entries.push_back({});
           entry = &entries.back();
@@ -507,6 +523,8 @@ struct Module::Impl {
       if (it == labels.end()) throw Error("PTX interpreter: branch to unknown label " + label);
       code[at].target = it->second;
     }
+    dynamic_offset = (shared_bytes + dynamic_align - 1) / dynamic_align * dynamic_align;
+    for (uint32_t s : dynamic_symbols) symbol_offset[s] = dynamic_offset;
   }
 };
 
@@ -773,11 +791,11 @@ const Entry* Module::find(const std::string& name) const {
 }
 
 void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array<unsigned, 3> block, void** params,
-                    const GlobalCheck& check, uint64_t max_instructions) const {
+                    const GlobalCheck& check, uint32_t dynamic_shared_bytes, uint64_t max_instructions) const {
   const Impl& m = *impl_;
   const std::vector<Ins>& code = m.code;
   uint64_t budget = max_instructions;
-  std::vector<uint8_t> shared(m.shared_bytes);
+  std::vector<uint8_t> shared(m.dynamic_offset + dynamic_shared_bytes);
   unsigned threads = block[0] * block[1] * block[2];
   std::vector<Thread> ts(threads);
 

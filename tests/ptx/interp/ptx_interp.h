@@ -46,11 +46,13 @@ class Module {
   ~Module();
   const std::vector<Entry>& entries() const;
   const Entry* find(const std::string& name) const;
-  // Runs `entry` with the parameter values `params` (cuLaunchKernel's kernelParams). Throws Error on a
-  // fault (the check's exception is wrapped, naming the instruction), a shared memory overrun, or a launch
-  // that runs over `max_instructions` in all.
+  // Runs `entry` with the parameter values `params` (cuLaunchKernel's kernelParams) and `dynamic_shared_bytes`
+  // for the module's .extern .shared array (placed after the static ones). Throws Error on a fault (the check's
+  // exception is wrapped, naming the instruction), a shared memory overrun, or a launch that runs over
+  // `max_instructions` in all.
   void launch(const Entry& entry, std::array<unsigned, 3> grid, std::array<unsigned, 3> block, void** params,
-              const GlobalCheck& check, uint64_t max_instructions = 20'000'000'000ull) const;
+              const GlobalCheck& check, uint32_t dynamic_shared_bytes = 0,
+              uint64_t max_instructions = 20'000'000'000ull) const;
 
  private:
   struct Impl;
