@@ -23,7 +23,7 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
   // 16-bit operands on a device with tensor cores: the tensor-core kernel, whatever the shape.
   const bool tensor_cores = limits.cooperative_matrix && heavy::matmul_fits_tensor_cores(s, t);
-  op.heuristic = (tensor_cores ? heavy::choose_matmul_mma_tiling(s) : heavy::choose_matmul_tiling(s, t)).config();
+  op.heuristic = (tensor_cores ? heavy::choose_matmul_mma_tiling(s, limits) : heavy::choose_matmul_tiling(s, t)).config();
   op.candidates = configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits));
   op.build = [s, t, async = limits.async_copy, io = io_buffers(g, v)](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);

@@ -33,7 +33,27 @@ bool computes_in_f32_for_f16(Op op) {
 }  // namespace
 
 void Translator::value_op(const kir::Instr& in, const std::string& dst) {
-  if (in.op == Op::Const) return constant(in, dst);
+  if (in.op == Op::Const) {
+    if (kir::is_int(in.type)) int_constants_[in.result] = in.imm.i;
+    return constant(in, dst);
+  }
+  if ((in.op == Op::Div || in.op == Op::Rem) && kir::is_int(in.type)) {
+    // By a constant: ptxas expands a division by a register into the generic reciprocal sequence even when a mov
+    // just set that register, so name the divisor as an immediate (ptxas then multiplies by its inverse), and
+    // divide an unsigned value by a power of two with a shift or a mask.
+    auto c = int_constants_.find(in.operands[1]);
+    if (c != int_constants_.end() && c->second > 0) {
+      const uint64_t d = uint64_t(c->second);
+      const std::string a = val(in.operands[0]), bits(ptx_bits(in.type));
+      if (!kir::is_signed_int(in.type) && std::has_single_bit(d)) {
+        if (in.op == Op::Div) w_.ins(fmt::format("shr.{} {}, {}, {};", bits, dst, a, std::countr_zero(d)));
+        else w_.ins(fmt::format("and.{} {}, {}, {};", bits, dst, a, d - 1));
+      } else {
+        w_.ins(fmt::format("{}.{} {}, {}, {};", in.op == Op::Div ? "div" : "rem", ptx_type(in.type), dst, a, d));
+      }
+      return;
+    }
+  }
   int arity = kir::op_arity(in.op);
   if (is_comparison(in.op)) return compare(in.op, type_of(in.operands[0]), dst, val(in.operands[0]), val(in.operands[1]));
   if (in.op == Op::Convert) return convert(type_of(in.operands[0]), in.type, dst, val(in.operands[0]));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "backends/ptx/ptx_backend.h"
@@ -69,6 +70,7 @@ class Translator {
   std::vector<std::string> buffers_;  // global base address of each buffer (.b64)
   std::vector<std::string> shared_;   // shared-window base address of each array (.b32)
   std::vector<std::vector<std::string>> fragments_;  // the registers of each matrix fragment
+  std::unordered_map<kir::ValueId, int64_t> int_constants_;  // integer Const values seen so far (SSA: before use)
 };
 
 }  // namespace spire::ptx

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <utility>
 
@@ -44,18 +45,25 @@ bool matmul_fits_tensor_cores(const MatmulShape& s, Type t) {
   return t == Type::F32 && s.a_half && s.b_half && *s.a_half == *s.b_half;
 }
 
-MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s) {
+MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits) {
   auto blocks = [&](int64_t tile) { return s.batch_count() * ((s.m + tile - 1) / tile) * ((s.n + tile - 1) / tile); };
-  // As for the SIMT kernel: about one workgroup per core at least (132 on an H100).
-  // 64x64 per subgroup: on the H100 the tuner's pick for 4096 and 8192 squares (1.7x the 2 x 4 split).
-  if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) return mma_tiling(128, 128, 32, 2, 2);
-  if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) return mma_tiling(64, 64, 32, 2, 2);
-  return mma_tiling(32, 32, 32, 2, 2);
+  // As for the SIMT kernel: about one workgroup per core at least (132 on an H100). 64x64 per subgroup: on the
+  // H100 the tuner's pick for 2048 to 8192 squares (1.7x a 2 x 4 split of the same block).
+  MatmulTiling t = mma_tiling(32, 32, 32, 2, 2);
+  if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) t = mma_tiling(128, 128, 32, 2, 2);
+  else if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) t = mma_tiling(64, 64, 32, 2, 2);
+  // The deepest pipeline (up to 4 stages, the tuner's pick there too) the workgroup memory holds.
+  for (uint32_t stages : {4u, 3u}) {
+    t.stages = stages;
+    if (mma_staging(s, t, limits.async_copy).shared_bytes <= limits.shared_bytes) return t;
+  }
+  t.stages = 2;
+  return t;
 }
 
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits) {
   auto shared_bytes = [&](const MatmulTiling& tl) { return mma_staging(s, tl, limits.async_copy).shared_bytes; };
-  std::vector<MatmulTiling> out{choose_matmul_mma_tiling(s)};
+  std::vector<MatmulTiling> out{choose_matmul_mma_tiling(s, limits)};
   // Larger blocks read fewer bytes per product (a 128x128 block of bf16 needs 64 flops per byte from L2, more
   // than an H100's L2 gives at its tensor-core rate); 64x64 per subgroup reads fewer shared-memory bytes too.
   const uint32_t shapes[][4] = {{32, 32, 2, 2},   {64, 64, 2, 2},   {64, 64, 4, 1},   {128, 64, 4, 2},
@@ -87,7 +95,20 @@ struct Staging {
   uint32_t outer, inner, ld, elems;  // elems: one stage's tile, padding included
   bool edges;                        // some slice reaches past the product: mask
   bool copies;                       // 16-byte asynchronous copies (else element by element)
-  std::function<Val(Val kt_k0, Val o, Val i)> in_range, address;
+  bool k_inner;                      // K runs along `inner` (else along `outer`)
+  uint32_t k_stride;                 // buffer elements between neighbouring k
+  // (o, i) of the slice at k0 = 0 -> its buffer element, and whether its row (or column) lies in the product.
+  std::function<Val(Val o, Val i)> offset, in_range;
+};
+
+// What one invocation moves of each slice: worked out once, before the K loop, so that a slice costs an add per
+// element (ptxas does not hoist the divisions that place an invocation in the tile out of the loop).
+struct StagingItem {
+  Val to;                    // element in the stage
+  Val offset;                // buffer element at k0 = 0
+  Val kpos;                  // its k within the slice
+  std::optional<Val> in_range;  // its row (or column) lies in the product (edges only)
+  std::optional<Val> present;   // the invocation has this item (the last round of a tile may be partial)
 };
 
 }  // namespace
@@ -95,6 +116,8 @@ struct Staging {
 HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
   if (!matmul_fits_tensor_cores(s, Type::F32))
     throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16");
+  if ((s.a_transposed && !s.a_batch.empty()) || (s.b_transposed && !s.b_batch.empty()))
+    throw std::invalid_argument("matmul on tensor cores: only a rank-2 operand can be read transposed");
   if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kFrag) || tl.tile_n % (tl.warps_n * kFrag) ||
       tl.tile_k % kFrag || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
@@ -157,49 +180,62 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
     Val zero = cast(kb.f32(0), h);
     for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
 
-    // (outer, inner) of a slice starting at k0 -> whether it lies in the product, and its buffer element.
-    Staging a_st{&A, a_tile, 0, 0, a_ld, a_elems, false, plan.a_copies, {}, {}};
+    // (outer, inner) of the slice at k0 = 0 -> its buffer element, and whether its row (column) is in the product.
+    Staging a_st{&A, a_tile, 0, 0, a_ld, a_elems, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}};
     if (!s.a_transposed) {
-      a_st.outer = tl.tile_m, a_st.inner = tl.tile_k, a_st.edges = M % tl.tile_m || K % tl.tile_k;
-      a_st.in_range = [&](Val k0, Val o, Val i) { return (row0 + o < M) & (k0 + i < K); };
-      a_st.address = [&](Val k0, Val o, Val i) { return a_base + (row0 + o) * K + (k0 + i); };
+      a_st.outer = tl.tile_m, a_st.inner = tl.tile_k, a_st.k_stride = 1;
+      a_st.offset = [&](Val o, Val i) { return a_base + (row0 + o) * K + i; };
+      a_st.in_range = [&](Val o, Val) { return row0 + o < M; };
     } else {
-      a_st.outer = tl.tile_k, a_st.inner = tl.tile_m, a_st.edges = M % tl.tile_m || K % tl.tile_k;
-      a_st.in_range = [&](Val k0, Val o, Val i) { return (k0 + o < K) & (row0 + i < M); };
-      a_st.address = [&](Val k0, Val o, Val i) { return (k0 + o) * M + (row0 + i); };
+      a_st.outer = tl.tile_k, a_st.inner = tl.tile_m, a_st.k_stride = M;
+      a_st.offset = [&](Val o, Val i) { return o * M + (row0 + i); };
+      a_st.in_range = [&](Val, Val i) { return row0 + i < M; };
     }
-    Staging b_st{&B, b_tile, 0, 0, b_ld, b_elems, false, plan.b_copies, {}, {}};
+    Staging b_st{&B, b_tile, 0, 0, b_ld, b_elems, N % tl.tile_n || K % tl.tile_k, plan.b_copies, s.b_transposed, 0, {}, {}};
     if (!s.b_transposed) {
-      b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.edges = N % tl.tile_n || K % tl.tile_k;
-      b_st.in_range = [&](Val k0, Val o, Val i) { return (k0 + o < K) & (col0 + i < N); };
-      b_st.address = [&](Val k0, Val o, Val i) { return b_base + (k0 + o) * N + (col0 + i); };
+      b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = N;
+      b_st.offset = [&](Val o, Val i) { return b_base + o * N + (col0 + i); };
+      b_st.in_range = [&](Val, Val i) { return col0 + i < N; };
     } else {
-      b_st.outer = tl.tile_n, b_st.inner = tl.tile_k, b_st.edges = N % tl.tile_n || K % tl.tile_k;
-      b_st.in_range = [&](Val k0, Val o, Val i) { return (col0 + o < N) & (k0 + i < K); };
-      b_st.address = [&](Val k0, Val o, Val i) { return (col0 + o) * K + (k0 + i); };
+      b_st.outer = tl.tile_n, b_st.inner = tl.tile_k, b_st.k_stride = 1;
+      b_st.offset = [&](Val o, Val i) { return (col0 + o) * K + i; };
+      b_st.in_range = [&](Val o, Val) { return col0 + o < N; };
     }
-
-    // One slice of an operand into stage `at` (an element offset): consecutive invocations take consecutive
-    // elements (or 8-element chunks, 16 bytes) along the contiguous direction, so the reads coalesce. Elements
-    // outside the product become zeros and are not read.
-    auto stage = [&](const Staging& st, Val k0, Val at) {
+    // Consecutive invocations take consecutive elements (or 8-element chunks, 16 bytes) along the contiguous
+    // direction, so the reads coalesce.
+    auto items_of = [&](const Staging& st) {
       const uint32_t step = st.copies ? 8 : 1, per_row = st.inner / step, items = st.outer * per_row;
+      std::vector<StagingItem> out;
       for (uint32_t base = 0; base < items; base += threads) {
+        Val idx = lid + base;
+        Val o = idx / per_row, i = (idx % per_row) * step;
+        StagingItem it{o * st.ld + i, st.offset(o, i), st.k_inner ? i : o, std::nullopt, std::nullopt};
+        if (st.edges) it.in_range = st.in_range(o, i);
+        if (base + threads > items) it.present = idx < items;
+        out.push_back(it);
+      }
+      return out;
+    };
+    const std::vector<StagingItem> a_items = items_of(a_st), b_items = items_of(b_st);
+
+    // One slice of an operand into stage `at` (an element offset). Elements outside the product become zeros
+    // and are not read.
+    auto stage = [&](const Staging& st, const std::vector<StagingItem>& items, Val k0, Val at) {
+      for (const StagingItem& it : items) {
         auto one = [&] {
-          Val idx = lid + base;
-          Val o = idx / per_row, i = (idx % per_row) * step;
-          Val to = at + (o * st.ld + i);
+          Val to = at + it.to;
+          Val from = it.offset + (st.k_stride == 1 ? k0 : k0 * st.k_stride);
+          std::optional<Val> valid;
+          if (it.in_range) valid = *it.in_range & (k0 + it.kpos < K);
           if (st.copies) {
-            kb.copy_to_shared(st.tile, to, *st.buffer, st.address(k0, o, i),
-                              st.edges ? st.in_range(k0, o, i) : kb.boolean(true));
-          } else if (st.edges) {
-            kb.if_else(st.in_range(k0, o, i), [&] { st.tile[to] = (*st.buffer)[st.address(k0, o, i)]; },
-                       [&] { st.tile[to] = zero; });
+            kb.copy_to_shared(st.tile, to, *st.buffer, from, valid ? *valid : kb.boolean(true));
+          } else if (valid) {
+            kb.if_else(*valid, [&] { st.tile[to] = (*st.buffer)[from]; }, [&] { st.tile[to] = zero; });
           } else {
-            st.tile[to] = (*st.buffer)[st.address(k0, o, i)];
+            st.tile[to] = (*st.buffer)[from];
           }
         };
-        if (base + threads > items) kb.if_(lid + base < items, one);
+        if (it.present) kb.if_(*it.present, one);
         else one();
       }
     };
@@ -230,8 +266,8 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       const uint32_t S = plan.stages;
       for (uint32_t p = 0; p + 1 < S; ++p) {
         if (p < k_tiles) {
-          stage(a_st, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
-          stage(b_st, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
+          stage(a_st, a_items, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
+          stage(b_st, b_items, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
         }
         kb.copy_commit();
       }
@@ -241,8 +277,8 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
         Val ahead = kt + (S - 1);
         kb.if_(ahead < k_tiles, [&] {
           Val slot = ahead % S;
-          stage(a_st, ahead * tl.tile_k, slot * a_elems);
-          stage(b_st, ahead * tl.tile_k, slot * b_elems);
+          stage(a_st, a_items, ahead * tl.tile_k, slot * a_elems);
+          stage(b_st, b_items, ahead * tl.tile_k, slot * b_elems);
         });
         kb.copy_commit();
         Val cur = kt % S;
@@ -252,8 +288,8 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
     } else {
       const bool any_copies = plan.a_copies || plan.b_copies;
       kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
-        stage(a_st, kt * tl.tile_k, kb.u32(0));
-        stage(b_st, kt * tl.tile_k, kb.u32(0));
+        stage(a_st, a_items, kt * tl.tile_k, kb.u32(0));
+        stage(b_st, b_items, kt * tl.tile_k, kb.u32(0));
         if (any_copies) {
           kb.copy_commit();
           kb.copy_wait(0);

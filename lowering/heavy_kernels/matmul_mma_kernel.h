@@ -21,8 +21,9 @@ namespace spire::lowering::heavy {
 bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
 
 // The tiling for a shape: 128x128 blocks of 4 subgroups (2 x 2, 64x64 each) when that still gives the device
-// enough workgroups, else 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each); K slices of 32, 2 stages.
-MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s);
+// enough workgroups, else 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each); K slices of 32, and as
+// many stages (2 to 4) as `limits` holds.
+MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits);
 // The tuner's candidates: the choice above first, then the other block shapes, K slices and (where both operands
 // copy) pipeline depths of 2 to 4 that fit `limits`.
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits);

@@ -214,6 +214,26 @@ TEST(PtxText, SharedMemoryPast48KiBIsDynamic) {
   EXPECT_NO_THROW(compile(big_shared_kernel(20000), Target{80}));
 }
 
+// An unsigned division by a power-of-two constant is a shift and its remainder a mask; other constant divisors
+// are immediates (ptxas multiplies by their inverse only when it sees the divisor as one).
+TEST(PtxText, DivisionByConstants) {
+  KernelBuilder kb("div_const", 64);
+  auto o = kb.buffer("o", Type::U32, Access::Write);
+  auto so = kb.buffer("so", Type::I32, Access::Write);
+  Val x = kb.global_id();
+  o[x] = x / 16u + x % 16u + x / 40u + x % 136u;
+  Val sx = cast(x, Type::I32) - 100;
+  so[x] = sx / 4 + sx % 4;
+  const std::string ptx = compile(kb.finish());
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(shr\.b32 %r\d+, %r\d+, 4;)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(and\.b32 %r\d+, %r\d+, 15;)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(div\.u32 %r\d+, %r\d+, 40;)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(rem\.u32 %r\d+, %r\d+, 136;)"))) << ptx;
+  // Signed: truncating division is not a shift.
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(div\.s32 %r\d+, %r\d+, 4;)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(rem\.s32 %r\d+, %r\d+, 4;)"))) << ptx;
+}
+
 TEST(PtxText, LoopComparesBySignedness) {
   EXPECT_TRUE(has(compile(loops_kernel(Type::I32)), "setp.ge.s32"));
   EXPECT_TRUE(has(compile(loops_kernel(Type::U32)), "setp.hs.u32"));

@@ -344,6 +344,39 @@ TEST(PtxInterp, IntegerOpsHaveCSemantics) {
   });
 }
 
+// Division by a constant takes the backend's shortcuts (a shift or a mask for an unsigned power of two, an
+// immediate divisor otherwise); each must keep C's results, negative dividends and divisors included.
+TEST(PtxInterp, DivisionByConstantsKeepsCSemantics) {
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int32_t> d(-2000000000, 2000000000);
+  std::vector<int32_t> a(300), b(300, 1);
+  for (auto& x : a) x = d(rng);
+  a[0] = std::numeric_limits<int32_t>::min();
+  a[1] = -1;
+  binary_ops<int32_t>(Type::I32, a, b, {
+      {[](Val x, Val) { return x / 4; }, [](int32_t x, int32_t) { return x / 4; }},
+      {[](Val x, Val) { return x % 4; }, [](int32_t x, int32_t) { return x % 4; }},
+      {[](Val x, Val) { return x / 7 + x % 7; }, [](int32_t x, int32_t) { return x / 7 + x % 7; }},
+      {[](Val x, Val) { return x / -3 + x % -3; }, [](int32_t x, int32_t) { return x / -3 + x % -3; }},
+  });
+  std::vector<uint32_t> ua(300), ub(300, 1);
+  for (size_t j = 0; j < ua.size(); ++j) ua[j] = uint32_t(a[j]);
+  binary_ops<uint32_t>(Type::U32, ua, ub, {
+      {[](Val x, Val) { return x / 8u; }, [](uint32_t x, uint32_t) { return x / 8u; }},
+      {[](Val x, Val) { return x % 8u; }, [](uint32_t x, uint32_t) { return x % 8u; }},
+      {[](Val x, Val) { return x / 1u + x % 1u; }, [](uint32_t x, uint32_t) { return x; }},
+      {[](Val x, Val) { return x / 2147483648u + x % 2147483648u; },
+       [](uint32_t x, uint32_t) { return x / 2147483648u + x % 2147483648u; }},
+      {[](Val x, Val) { return x / 40u * 3u + x % 136u; }, [](uint32_t x, uint32_t) { return x / 40u * 3u + x % 136u; }},
+  });
+  std::vector<int64_t> la(300), lb(300, 1);
+  for (size_t j = 0; j < la.size(); ++j) la[j] = int64_t(a[j]) * 1000003;
+  binary_ops<int64_t>(Type::I64, la, lb, {
+      {[](Val x, Val) { return x / 16 - x % 16; }, [](int64_t x, int64_t) { return x / 16 - x % 16; }},
+      {[](Val x, Val) { return x / 1000 + x % 1000; }, [](int64_t x, int64_t) { return x / 1000 + x % 1000; }},
+  });
+}
+
 TEST(PtxInterp, FloatOpsAreIeee) {
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> d(-100, 100);
