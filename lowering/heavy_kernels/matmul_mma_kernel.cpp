@@ -46,19 +46,24 @@ bool matmul_fits_tensor_cores(const MatmulShape& s, Type t) {
 }
 
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits) {
-  auto blocks = [&](int64_t tile) { return s.batch_count() * ((s.m + tile - 1) / tile) * ((s.n + tile - 1) / tile); };
-  // As for the SIMT kernel: about one workgroup per core at least (132 on an H100). 64x64 per subgroup: on the
-  // H100 the tuner's pick for 2048 to 8192 squares (1.7x a 2 x 4 split of the same block).
-  MatmulTiling t = mma_tiling(32, 32, 32, 2, 2);
-  if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) t = mma_tiling(128, 128, 32, 2, 2);
-  else if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) t = mma_tiling(64, 64, 32, 2, 2);
-  // The deepest pipeline (up to 4 stages, the tuner's pick there too) the workgroup memory holds.
-  for (uint32_t stages : {4u, 3u}) {
-    t.stages = stages;
-    if (mma_staging(s, t, limits.async_copy).shared_bytes <= limits.shared_bytes) return t;
-  }
-  t.stages = 2;
-  return t;
+  auto blocks = [&](int64_t tm, int64_t tn) { return s.batch_count() * ((s.m + tm - 1) / tm) * ((s.n + tn - 1) / tn); };
+  // The deepest pipeline (2 to 4 stages) of `t` that the workgroup memory holds, if `min_stages` fits.
+  auto deepest = [&](MatmulTiling t, uint32_t min_stages) -> std::optional<MatmulTiling> {
+    for (t.stages = 4; t.stages >= min_stages; --t.stages)
+      if (mma_staging(s, t, limits.async_copy).shared_bytes <= limits.shared_bytes) return t;
+    return std::nullopt;
+  };
+  // As for the SIMT kernel: about one workgroup per core at least (132 on an H100). 64x64 per subgroup, and for
+  // large products 256x128 blocks with 64-deep slices 4 stages deep (225 KiB): the tuner's picks on the H100 for
+  // 2048 to 8192 squares (1.08x 128x128 blocks, 1.7x a 2 x 4 split of 128x128). Shallow pipelines of the large
+  // block lose to the 128x128 one, so it needs 3 stages (167 KiB, just past an A100's 163) or is passed over.
+  if (s.m >= 256 && s.n >= 128 && blocks(256, 128) >= 128)
+    if (auto t = deepest(mma_tiling(256, 128, 64, 4, 2), 3)) return *t;
+  if (s.m >= 128 && s.n >= 128 && blocks(128, 128) >= 128)
+    if (auto t = deepest(mma_tiling(128, 128, 32, 2, 2), 2)) return *t;
+  if (s.m >= 64 && s.n >= 64 && blocks(64, 64) >= 32)
+    if (auto t = deepest(mma_tiling(64, 64, 32, 2, 2), 2)) return *t;
+  return deepest(mma_tiling(32, 32, 32, 2, 2), 2).value_or(mma_tiling(32, 32, 32, 2, 2));
 }
 
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits) {

@@ -20,9 +20,10 @@ namespace spire::lowering::heavy {
 // (read in place, MatmulShape::a_half and b_half) and an f32 product.
 bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
 
-// The tiling for a shape: 128x128 blocks of 4 subgroups (2 x 2, 64x64 each) when that still gives the device
-// enough workgroups, else 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each); K slices of 32, and as
-// many stages (2 to 4) as `limits` holds.
+// The tiling for a shape: 256x128 blocks of 8 subgroups (4 x 2, 64x64 each, K slices of 64) where that still
+// gives the device enough workgroups and `limits` holds 3 or 4 stages of it, else 128x128 of 4 (2 x 2), else
+// 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each), K slices of 32, as many stages (2 to 4) as
+// `limits` holds.
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits);
 // The tuner's candidates: the choice above first, then the other block shapes, K slices and (where both operands
 // copy) pipeline depths of 2 to 4 that fit `limits`.

@@ -220,6 +220,28 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
   EXPECT_GE(assembled, 20);
 }
 
+// The heuristic's block and depth follow the workgroup memory: an H100's 227 KiB holds 4 stages of 256x128x64,
+// an A100's 163 KiB not even 3, so 128x128x32 4 deep; 48 KiB holds 2 of those. Small products take small blocks.
+TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
+  const heavy::MatmulShape big = shape_of({graph::DType::BF16, {}, 1, 8192, 8192, 8192});
+  heavy::Limits l;
+  l.async_copy = l.cooperative_matrix = true;
+  l.max_invocations = 1024;
+  l.shared_bytes = 227 * 1024;
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(256, 128, 64, 4, 2, 4));
+  l.shared_bytes = 163 * 1024;
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 128, 32, 2, 2, 4));
+  l.shared_bytes = 48 * 1024;
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 128, 32, 2, 2, 2));
+  l.async_copy = false;  // element-by-element staging is one stage, whatever the tiling says
+  EXPECT_EQ(heavy::mma_staging(big, heavy::choose_matmul_mma_tiling(big, l), false).stages, 1u);
+  l.async_copy = true;
+  l.shared_bytes = 227 * 1024;
+  EXPECT_LE(heavy::mma_staging(big, heavy::choose_matmul_mma_tiling(big, l), true).shared_bytes, l.shared_bytes);
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(shape_of({graph::DType::BF16, {}, 1, 512, 768, 3072}), l).tile_m, 64u);
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(shape_of({graph::DType::BF16, {}, 1, 40, 64, 40}), l).tile_m, 32u);
+}
+
 TEST(MatmulMmaKernel, TilingRoundTripsThroughItsConfigText) {
   const heavy::MatmulTiling t = mma(128, 128, 32, 2, 4);
   EXPECT_EQ(t.config().text(), "tile_m=128,tile_n=128,tile_k=32,warps_m=2,warps_n=4,stages=2");
