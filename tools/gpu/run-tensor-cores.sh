@@ -5,7 +5,8 @@
 # and seed 001's bf16 MLP; then matmul in bf16 and f16 (and f32, and bf16 on vulkan:0, which has no tensor-core
 # path yet) next to cuBLAS in the same run, the SIMT kernel forced (SPIRE_MASK_FEATURES=cooperative-matrix) for the
 # before/after, and the autotuner over the tensor-core tilings.
-# Pack first: EXTRA_TARGETS="spire_lowering_tests spire_lowering_heavy_tests" bash tools/gpu/prepare.sh; carry .gpu, .gl.
+# Pack first: EXTRA_TARGETS="spire_lowering_tests spire_lowering_heavy_tests spire_bench_lenet_step" bash tools/gpu/prepare.sh;
+# carry .gpu, .gl (delete the binaries it does not run from .gpu/bin to stay within the carry limit).
 set -uo pipefail
 source tools/gpu/env.sh
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -32,3 +33,8 @@ echo "== PyTorch, same GPU"
 python3 benchmarks/torch_matmul_conv.py --runs 30 --matmul-only 2>&1 | tee $OUT/torch_matmul.txt | tail -14
 echo "== the autotuner over the tensor-core tilings"
 $B/spire_bench_matmul --device cuda:0 --runs 10 --shapes 2048,4096,8192,512x3072x768 --dtype bf16 --tune --tuning-cache $OUT/tuning.json 2>&1 | grep -E "^cuda:0 "
+echo "== the mma.sync ceiling (register fragments only, no memory)"
+nvcc -O3 -arch=sm_90 -o /tmp/mma_ceiling tools/gpu/mma_sync_ceiling.cu && /tmp/mma_ceiling
+echo "== fp32 matmul 8192 tuned (dynamic shared memory lets larger SIMT tiles in) and LeNet's step at batch 8192"
+$B/spire_bench_matmul --device all --runs 10 --shapes 8192 --dtype f32 --tune --tuning-cache $OUT/tuning_f32.json 2>&1 | grep -E "^(cuda|vulkan):0 "
+[ -x $B/spire_bench_lenet_step ] && $B/spire_bench_lenet_step --device all --batch 8192 --runs 30 --top 4 2>&1 | tail -16
