@@ -170,6 +170,13 @@ std::vector<std::string> device_ids() {
   return ids;
 }
 
+std::vector<std::string> device_ids_with(kir::Feature feature) {
+  std::vector<std::string> ids;
+  for (const auto& d : rt::list_devices())
+    if (d.features.has(feature)) ids.push_back(d.id);
+  return ids;
+}
+
 std::string test_name_of(const std::string& device_id) {
   std::string s = device_id;
   for (char& c : s)

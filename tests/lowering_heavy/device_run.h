@@ -85,6 +85,8 @@ std::map<std::string, graph::Tensor> run_on_device(rt::Device& device, const gra
 rt::Device& device(const std::string& id);
 // Ids of every device present ("vulkan:0", ...).
 std::vector<std::string> device_ids();
+// Ids of the devices that report `feature` (SPIRE_MASK_FEATURES applied).
+std::vector<std::string> device_ids_with(kir::Feature feature);
 // "vulkan_0" from "vulkan:0", for test names.
 std::string test_name_of(const std::string& device_id);
 

@@ -5,6 +5,8 @@
 // Operands are fresh random f16/bf16 values; the reference is the float64 product of those same values. The
 // products of two 16-bit values are exact in f32 and the sums are f32, so the error bound is the f32 one of a
 // K-term dot product: |error| <= 1e-5 * sum_k |a_ik b_kj| (K <= 130 here).
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -86,8 +88,7 @@ class MatmulMmaOnDevice : public testing::TestWithParam<MmaParam> {};
 TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
   const auto& [device_id, c] = GetParam();
   rt::Device& dev = device(device_id);
-  if (!dev.info().features.has(kir::Feature::CooperativeMatrix))
-    GTEST_SKIP() << device_id << " has no cooperative-matrix (the refusal is tested below)";
+  ASSERT_TRUE(dev.info().features.has(kir::Feature::CooperativeMatrix)) << device_id;
   // The buffers hold what the kernel reads: A (or A^T) and B (or B^T), batch-major.
   const graph::Shape a_shape = c.a_transposed ? graph::Shape{c.k, c.m} : graph::Shape{c.batch, c.m, c.k};
   const graph::Shape b_shape = c.b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.batch, c.k, c.n};
@@ -126,12 +127,22 @@ TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
   }
 }
 
+// Only where the device has cooperative matrices (the others' refusal is tested below): on a machine without one
+// the suite is not instantiated, and ctest runs it again on the mock CUDA driver.
 INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulMmaOnDevice,
-                         testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(mma_cases())),
+                         testing::Combine(testing::ValuesIn(device_ids_with(kir::Feature::CooperativeMatrix)),
+                                          testing::ValuesIn(mma_cases())),
                          [](const testing::TestParamInfo<MmaParam>& p) {
                            return test_name_of(std::get<0>(p.param)) + "_" + case_name(std::get<1>(p.param));
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulMmaOnDevice);
+
+// Where a device with cooperative matrices is expected (the mock driver's ctest sets the variable), the cases above
+// must have had one to run on: an empty instantiation would pass without running a kernel.
+TEST(MatmulMmaKernel, TheExpectedDeviceWithCooperativeMatricesIsThere) {
+  if (!std::getenv("SPIRE_EXPECT_COOPERATIVE_MATRIX")) GTEST_SKIP() << "SPIRE_EXPECT_COOPERATIVE_MATRIX not set";
+  EXPECT_FALSE(device_ids_with(kir::Feature::CooperativeMatrix).empty());
+}
 
 class MatmulMmaRefusal : public testing::TestWithParam<std::string> {};
 
