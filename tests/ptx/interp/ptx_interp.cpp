@@ -94,29 +94,14 @@ std::string trim(const std::string& s) {
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// Splits an operand list at the commas outside braces, so that a {...} vector operand stays one piece.
-std::vector<std::string> split_operands(const std::string& s) {
+// Splits at `sep` outside braces (trimming each piece), so that a {...} vector operand stays one piece.
+std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
   int depth = 0;
   for (char c : s) {
     depth += c == '{' ? 1 : c == '}' ? -1 : 0;
-    if (c == ',' && depth == 0) {
-      out.push_back(trim(cur));
-      cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  out.push_back(trim(cur));
-  return out;
-}
-
-std::vector<std::string> split(const std::string& s, char sep) {
-  std::vector<std::string> out;
-  std::string cur;
-  for (char c : s) {
-    if (c == sep) {
+    if (c == sep && depth == 0) {
       out.push_back(trim(cur));
       cur.clear();
     } else {
@@ -222,7 +207,7 @@ struct Module::Impl {
     const std::string& text = ins.text;
     // A guard could leave some lanes out, and wmma needs the whole warp; the backend writes none.
     if (ins.guard >= 0) fail(line, text, "guarded wmma is not in the subset");
-    const std::vector<std::string> ops = split_operands(rest);
+    const std::vector<std::string> ops = split(rest, ',');
     auto regs = [&](const std::string& s, size_t count) {
       if (s.size() < 2 || s.front() != '{' || s.back() != '}') fail(line, text, "register list {...} expected");
       std::vector<uint32_t> out;

@@ -35,14 +35,11 @@ struct Memory {
   }
 };
 
-// Compiles `k`, binds `buffers` (host arrays) and `scalars` (raw values, each padded to 8 bytes) and runs
-// `groups` workgroups (folded like the runtime folds, with a small x limit to exercise the folding).
-void run(const Kernel& k, std::vector<std::pair<void*, size_t>> buffers, std::vector<uint64_t> scalars,
-         uint64_t groups, std::array<uint32_t, 3> max_grid = {65535, 65535, 65535}) {
-  std::string ptx = compile(k, Target{90});
-  auto m = interp::Module::parse(ptx);
-  const interp::Entry* e = m->find(entry_name(k));
-  ASSERT_NE(e, nullptr) << ptx;
+// Runs `entry` of `m` with `buffers` (host arrays, the only memory it may touch) and `scalars` (raw values, each
+// padded to 8 bytes) as its parameters, in that order.
+void launch(const interp::Module& m, const interp::Entry& entry, std::array<unsigned, 3> grid,
+            std::array<unsigned, 3> block, const std::vector<std::pair<void*, size_t>>& buffers,
+            std::vector<uint64_t> scalars = {}) {
   Memory mem;
   std::vector<uint64_t> ptrs;
   for (auto [p, n] : buffers) {
@@ -52,6 +49,17 @@ void run(const Kernel& k, std::vector<std::pair<void*, size_t>> buffers, std::ve
   std::vector<void*> params;
   for (auto& p : ptrs) params.push_back(&p);
   for (auto& s : scalars) params.push_back(&s);
+  m.launch(entry, grid, block, params.data(), mem.checker());
+}
+
+// Compiles `k`, binds `buffers` (host arrays) and `scalars` (raw values, each padded to 8 bytes) and runs
+// `groups` workgroups (folded like the runtime folds, with a small x limit to exercise the folding).
+void run(const Kernel& k, std::vector<std::pair<void*, size_t>> buffers, std::vector<uint64_t> scalars,
+         uint64_t groups, std::array<uint32_t, 3> max_grid = {65535, 65535, 65535}) {
+  std::string ptx = compile(k, Target{90});
+  auto m = interp::Module::parse(ptx);
+  const interp::Entry* e = m->find(entry_name(k));
+  ASSERT_NE(e, nullptr) << ptx;
   // fold as rt::fold_grid does (x fastest), without linking the runtime
   std::array<unsigned, 3> grid{1, 1, 1};
   if (groups <= max_grid[0]) {
@@ -60,8 +68,7 @@ void run(const Kernel& k, std::vector<std::pair<void*, size_t>> buffers, std::ve
     uint64_t y = (groups + max_grid[0] - 1) / max_grid[0];
     grid = {unsigned((groups + y - 1) / y), unsigned(y), 1};
   }
-  std::array<unsigned, 3> block{k.workgroup_size[0], k.workgroup_size[1], k.workgroup_size[2]};
-  m->launch(*e, grid, block, params.data(), mem.checker());
+  launch(*m, *e, grid, {k.workgroup_size[0], k.workgroup_size[1], k.workgroup_size[2]}, buffers, scalars);
 }
 
 template <class T>
@@ -470,15 +477,7 @@ std::string run_ptx(const std::string& body, std::vector<std::pair<void*, size_t
   ptx += ")\n.reqntid " + std::to_string(threads) + ", 1, 1\n{\n" + body + "}\n";
   try {
     auto m = interp::Module::parse(ptx);
-    Memory mem;
-    std::vector<uint64_t> ptrs;
-    for (auto [p, n] : buffers) {
-      mem.add(p, n);
-      ptrs.push_back(reinterpret_cast<uint64_t>(p));
-    }
-    std::vector<void*> params;
-    for (auto& p : ptrs) params.push_back(&p);
-    m->launch(m->entries().at(0), {1, 1, 1}, {threads, 1, 1}, params.data(), mem.checker());
+    launch(*m, m->entries().at(0), {1, 1, 1}, {threads, 1, 1}, buffers);
   } catch (const interp::Error& e) {
     return e.what();
   }
