@@ -35,6 +35,6 @@ echo "== the autotuner over the tensor-core tilings"
 $B/spire_bench_matmul --device cuda:0 --runs 10 --shapes 2048,4096,8192,512x3072x768 --dtype bf16 --tune --tuning-cache $OUT/tuning.json 2>&1 | grep -E "^cuda:0 "
 echo "== the mma.sync ceiling (register fragments only, no memory)"
 nvcc -O3 -arch=sm_90 -o /tmp/mma_ceiling tools/gpu/mma_sync_ceiling.cu && /tmp/mma_ceiling
-echo "== fp32 matmul 8192 tuned (dynamic shared memory lets larger SIMT tiles in) and LeNet's step at batch 8192"
+echo "== fp32 matmul 8192 tuned and LeNet's step at batch 8192"
 $B/spire_bench_matmul --device all --runs 10 --shapes 8192 --dtype f32 --tune --tuning-cache $OUT/tuning_f32.json 2>&1 | grep -E "^(cuda|vulkan):0 "
 [ -x $B/spire_bench_lenet_step ] && $B/spire_bench_lenet_step --device all --batch 8192 --runs 30 --top 4 2>&1 | tail -16
