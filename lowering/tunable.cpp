@@ -20,8 +20,7 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   if (inv) l.max_invocations = std::min<uint32_t>(inv, 1024);
   const uint32_t s = info.subgroup_size;
   if (info.features.has(kir::Feature::SubgroupShuffle) && s >= 2 && s <= 128 && (s & (s - 1)) == 0) l.subgroup_size = s;
-  l.cooperative_matrix = info.features.has(kir::Feature::CooperativeMatrix) &&
-                         info.features.has(kir::Feature::SubgroupShuffle) && s == 32;
+  l.cooperative_matrix = info.features.has(kir::Feature::CooperativeMatrix) && s == 32;
   l.async_copy = info.features.has(kir::Feature::AsyncCopy);
   return l;
 }

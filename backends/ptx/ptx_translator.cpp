@@ -73,8 +73,9 @@ std::string Translator::module() {
   if (wg[0] > 1024 || wg[1] > 1024 || wg[2] > 64 || k_.workgroup_invocations() > 1024)
     fail(fmt::format("workgroup {}x{}x{} exceeds CUDA's limits (x, y <= 1024, z <= 64, at most 1024 invocations)",
                      wg[0], wg[1], wg[2]));
-  if (shared_layout(k_).bytes > max_shared_bytes(target_.sm))
-    fail(fmt::format("{} bytes of workgroup memory exceed the {} a block may have on sm_{}", shared_layout(k_).bytes,
+  const SharedLayout layout = shared_layout(k_);
+  if (layout.bytes > max_shared_bytes(target_.sm))
+    fail(fmt::format("{} bytes of workgroup memory exceed the {} a block may have on sm_{}", layout.bytes,
                      max_shared_bytes(target_.sm), target_.sm));
   const bool warp_ops = k_.features.has(kir::Feature::SubgroupShuffle) || k_.features.has(kir::Feature::CooperativeMatrix);
   if (warp_ops && k_.workgroup_invocations() % 32 != 0)
@@ -91,7 +92,6 @@ std::string Translator::module() {
     w_.ins(fmt::format("cvta.to.global.u64 {}, {};", r, r));
     buffers_.push_back(r);
   }
-  const SharedLayout layout = shared_layout(k_);
   for (uint32_t i = 0; i < k_.shared.size(); ++i) {
     auto r = w_.reg(RegClass::B32);
     if (layout.dynamic) {

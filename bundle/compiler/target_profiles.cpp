@@ -47,7 +47,6 @@ rt::DeviceInfo nvidia_ptx(uint32_t sm) {
                kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
                kir::Feature::BFloat16;
   if (sm >= 80) d.features |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;  // as runtime/cuda
-
   return d;
 }
 

@@ -144,7 +144,7 @@ struct StoreShared { uint32_t array; ValueId index; ValueId value; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
 // Cooperative matrix statements. Every invocation of a subgroup executes them together (uniform control flow
-// across the subgroup, whole subgroups of 32: PTX's warp and the only size the Vulkan path accepts), and every
+// across the subgroup, whole subgroups of 32: PTX's warp), and every
 // invocation passes the same index. A fragment's element (r, c) lives at shared[index + r * stride + c] (or
 // c * stride + r, MatrixFragment::column_major); the index times the element size must be a multiple of 32 bytes
 // and the stride of 16 bytes.

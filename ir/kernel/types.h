@@ -36,8 +36,8 @@ enum class Feature : uint32_t {
   // 16x16x16 matrix multiply-accumulate on f16/bf16 fragments with f32 sums, by a subgroup of 32 (kernel.h's
   // MatrixFragment): tensor cores through PTX wmma (sm_80 and newer).
   CooperativeMatrix = 1u << 7,
-  // 16-byte copies from a buffer into workgroup memory that complete at the next barrier (kernel.h's
-  // CopyToShared): PTX cp.async (sm_80 and newer).
+  // 16-byte copies from a buffer into workgroup memory, in batches the kernel waits for (kernel.h's CopyToShared,
+  // CopyCommit, CopyWait): PTX cp.async (sm_80 and newer).
   AsyncCopy = 1u << 8,
 };
 inline constexpr Feature kLastFeature = Feature::AsyncCopy;  // for loops over every feature bit

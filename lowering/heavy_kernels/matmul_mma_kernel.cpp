@@ -97,7 +97,7 @@ namespace {
 struct Staging {
   const Buf* buffer;
   Shared tile;
-  uint32_t outer, inner, ld, elems;  // elems: one stage's tile, padding included
+  uint32_t outer, inner, ld;         // ld: a tile row, padding included
   bool edges;                        // some slice reaches past the product: mask
   bool copies;                       // 16-byte asynchronous copies (else element by element)
   bool k_inner;                      // K runs along `inner` (else along `outer`)
@@ -121,8 +121,6 @@ struct StagingItem {
 HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
   if (!matmul_fits_tensor_cores(s, Type::F32))
     throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16");
-  if ((s.a_transposed && !s.a_batch.empty()) || (s.b_transposed && !s.b_batch.empty()))
-    throw std::invalid_argument("matmul on tensor cores: only a rank-2 operand can be read transposed");
   if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kFrag) || tl.tile_n % (tl.warps_n * kFrag) ||
       tl.tile_k % kFrag || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
@@ -186,7 +184,7 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
     for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
 
     // (outer, inner) of the slice at k0 = 0 -> its buffer element, and whether its row (column) is in the product.
-    Staging a_st{&A, a_tile, 0, 0, a_ld, a_elems, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}};
+    Staging a_st{&A, a_tile, 0, 0, a_ld, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}};
     if (!s.a_transposed) {
       a_st.outer = tl.tile_m, a_st.inner = tl.tile_k, a_st.k_stride = 1;
       a_st.offset = [&](Val o, Val i) { return a_base + (row0 + o) * K + i; };
@@ -196,7 +194,7 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       a_st.offset = [&](Val o, Val i) { return o * M + (row0 + i); };
       a_st.in_range = [&](Val, Val i) { return row0 + i < M; };
     }
-    Staging b_st{&B, b_tile, 0, 0, b_ld, b_elems, N % tl.tile_n || K % tl.tile_k, plan.b_copies, s.b_transposed, 0, {}, {}};
+    Staging b_st{&B, b_tile, 0, 0, b_ld, N % tl.tile_n || K % tl.tile_k, plan.b_copies, s.b_transposed, 0, {}, {}};
     if (!s.b_transposed) {
       b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = N;
       b_st.offset = [&](Val o, Val i) { return b_base + o * N + (col0 + i); };

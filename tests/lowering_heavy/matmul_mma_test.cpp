@@ -180,7 +180,12 @@ TEST(MatmulMmaKernel, RefusesShapesAndTilingsItCannotCompute) {
   EXPECT_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 64, 24, 2, 2), true), std::invalid_argument);  // K slice of 24
   EXPECT_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 48, 32, 2, 2), true), std::invalid_argument);  // 24 columns a warp
   EXPECT_THROW(heavy::matmul_mma_kernel(bf16, heavy::MatmulTiling{64, 64, 16, 4, 4}, true), std::invalid_argument);  // SIMT
+  EXPECT_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 64, 32, 2, 2, 1), true), std::invalid_argument);  // 1 stage
   EXPECT_NO_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 48, 32, 2, 3), true));
+  // A batched operand read transposed in place (only rank-2 ones are).
+  heavy::MatmulShape batched = shape_of({graph::DType::BF16, {}, 3, 64, 64, 64});
+  batched.a_transposed = true;
+  EXPECT_THROW(heavy::matmul_mma_kernel(batched, mma(64, 64, 32, 2, 2), true), std::invalid_argument);
 }
 
 TEST(MatmulMmaKernel, CopiesWhereRowsStartOn16BytesAndPipelinesWhenBothOperandsDo) {

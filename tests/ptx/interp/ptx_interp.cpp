@@ -649,6 +649,17 @@ uint64_t convert(const Ins& in, uint64_t s) {
   return float_bits(d, v);
 }
 
+// A source operand's value for thread `th` (a symbol's value is its shared array's offset).
+uint64_t operand_value(const Thread& th, const Opnd& o, const std::vector<uint32_t>& symbol_offset) {
+  switch (o.kind) {
+    case Opnd::Reg: return th.regs[o.index];
+    case Opnd::Imm: return o.imm;
+    case Opnd::Special: return th.special[o.index];
+    case Opnd::Symbol: return symbol_offset[o.index];
+  }
+  return 0;
+}
+
 // Runs a wmma instruction for the 32 lanes of a warp. The fragments' layout across lanes is opaque in PTX (a program
 // can only load, mma and store them), so the interpreter picks its own: element (r, c) of a 16 x 16 matrix has the
 // index e = 16 r + c, and lane l holds the elements 8 l .. 8 l + 7. An f32 fragment's register j holds element
@@ -684,15 +695,7 @@ void warp_wmma(const Ins& in, Thread* lanes, std::vector<uint8_t>& shared, const
       for (unsigned j = 0; j < 8; ++j) lanes[l].regs[in.frags[0][j]] = bits_of(d[8 * l + j]);
     return;
   }
-  auto value = [&](const Thread& th, const Opnd& o) -> uint64_t {
-    switch (o.kind) {
-      case Opnd::Reg: return th.regs[o.index];
-      case Opnd::Imm: return o.imm;
-      case Opnd::Special: return th.special[o.index];
-      case Opnd::Symbol: return symbol_offset[o.index];
-    }
-    return 0;
-  };
+  auto value = [&](const Thread& th, const Opnd& o) { return operand_value(th, o, symbol_offset); };
   // The PTX ISA has every lane pass the same address and stride.
   const uint64_t base = in.global ? value(lanes[0], in.a[0]) : uint32_t(value(lanes[0], in.a[0]));
   const uint64_t stride = uint32_t(value(lanes[0], in.a[1]));
@@ -785,15 +788,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
   std::vector<Thread> ts(threads);
 
   auto run_thread = [&](Thread& th) {
-    auto rd = [&](const Opnd& o) -> uint64_t {
-      switch (o.kind) {
-        case Opnd::Reg: return th.regs[o.index];
-        case Opnd::Imm: return o.imm;
-        case Opnd::Special: return th.special[o.index];
-        case Opnd::Symbol: return m.symbol_offset[o.index];
-      }
-      return 0;
-    };
+    auto rd = [&](const Opnd& o) { return operand_value(th, o, m.symbol_offset); };
     while (th.state == Thread::Running) {
       if (budget-- == 0) throw Error("PTX interpreter: instruction budget exhausted (an endless loop?)");
       const Ins& in = code[th.pc];
@@ -1003,6 +998,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           Thread& th = ts[i];
           th.regs.assign(m.registers, 0);
           th.pending.clear();
+          th.committed = 0;
           th.pc = entry_pc;
           th.state = Thread::Running;
           unsigned tx = i % block[0], ty = (i / block[0]) % block[1], tz = i / (block[0] * block[1]);
@@ -1031,9 +1027,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
                             " (divergence, or a partial warp) at: " + in.text);
             if (end - w != kWarp) throw Error("PTX interpreter: " + what + " names 32 lanes, but the warp is partial");
             if (in.op == Op::Shfl) {
-              auto value = [&](Thread& th, const Opnd& o) {
-                return o.kind == Opnd::Reg ? th.regs[o.index] : o.kind == Opnd::Special ? th.special[o.index] : o.imm;
-              };
+              auto value = [&](const Thread& th, const Opnd& o) { return operand_value(th, o, m.symbol_offset); };
               std::vector<uint64_t> source(kWarp);
               for (unsigned i = w; i < end; ++i) source[i - w] = value(ts[i], in.a[1]) & 0xffffffffu;
               for (unsigned i = w; i < end; ++i) {
