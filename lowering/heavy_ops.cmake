@@ -17,6 +17,8 @@ if(NOT TARGET spire_heavy_kernels)
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/split_sum_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_mma_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_wgmma_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tile_order.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_gemm_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/pool2d_kernels.cpp

@@ -21,6 +21,7 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   const uint32_t s = info.subgroup_size;
   if (info.features.has(kir::Feature::SubgroupShuffle) && s >= 2 && s <= 128 && (s & (s - 1)) == 0) l.subgroup_size = s;
   l.cooperative_matrix = info.features.has(kir::Feature::CooperativeMatrix) && s == 32;
+  l.warpgroup_matrix = info.features.has(kir::Feature::WarpgroupMatrix) && s == 32;
   l.async_copy = info.features.has(kir::Feature::AsyncCopy);
   return l;
 }

@@ -29,6 +29,16 @@ void Translator::declare_fragments() {
   if (target_.sm < 80)
     fail(fmt::format("cooperative matrices need sm_80 or newer (wmma on bf16), and the target is sm_{}", target_.sm));
   for (const kir::MatrixFragment& f : k_.fragments) {
+    if (f.use == MatrixUse::WarpgroupAccumulator) {  // columns / 2 f32 registers per invocation (kernel.h's layout)
+      std::vector<std::string> regs;
+      for (uint32_t i = 0; i < f.columns / 2; ++i) regs.push_back(w_.reg(RegClass::F32));
+      fragments_.push_back(std::move(regs));
+      if (accumulate_.empty()) {
+        accumulate_ = w_.reg(RegClass::Pred);
+        w_.ins(fmt::format("setp.ne.u32 {}, 1, 0;", accumulate_));
+      }
+      continue;
+    }
     const bool acc = f.use == MatrixUse::Accumulator;
     const int count = acc || f.elem == Type::F16 ? 8 : 4;
     std::vector<std::string> regs;

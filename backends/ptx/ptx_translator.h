@@ -39,6 +39,11 @@ class Translator {
   void stmt(const kir::CopyToShared& s);
   void stmt(const kir::CopyCommit& s);
   void stmt(const kir::CopyWait& s);
+  // ptx_warpgroup.cpp: warpgroup matrices as Hopper's wgmma (sm_90a).
+  void stmt(const kir::WarpgroupMulAdd& s);
+  void stmt(const kir::WarpgroupCommit& s);
+  void stmt(const kir::WarpgroupWait& s);
+  std::string warpgroup_descriptor(const kir::WarpgroupOperand& o);  // a .b64 register
   void declare_fragments();
   std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
   void builtin(kir::Builtin b, const std::string& dst);
@@ -70,6 +75,7 @@ class Translator {
   std::vector<std::string> buffers_;  // global base address of each buffer (.b64)
   std::vector<std::string> shared_;   // shared-window base address of each array (.b32)
   std::vector<std::vector<std::string>> fragments_;  // the registers of each matrix fragment
+  std::string accumulate_;  // a predicate register that is true: wgmma's scale-d (D = A B + D)
   std::unordered_map<kir::ValueId, int64_t> int_constants_;  // integer Const values seen so far (SSA: before use)
 };
 

@@ -49,7 +49,7 @@ class KernelEmitter {
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
-  // Refused before emission (compile.cpp): no Vulkan path for cooperative matrices or async copies yet.
+  // Refused before emission (compile.cpp): no Vulkan path for cooperative matrices, warpgroup matrices or async copies yet.
   [[noreturn]] void stmt(const kir::MatrixFill&) { unsupported(); }
   [[noreturn]] void stmt(const kir::MatrixLoad&) { unsupported(); }
   [[noreturn]] void stmt(const kir::MatrixStore&) { unsupported(); }
@@ -57,7 +57,12 @@ class KernelEmitter {
   [[noreturn]] void stmt(const kir::CopyToShared&) { unsupported(); }
   [[noreturn]] void stmt(const kir::CopyCommit&) { unsupported(); }
   [[noreturn]] void stmt(const kir::CopyWait&) { unsupported(); }
-  [[noreturn]] static void unsupported() { throw std::logic_error("SPIR-V backend: cooperative matrices and async copies are not emitted"); }
+  [[noreturn]] void stmt(const kir::WarpgroupMulAdd&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::WarpgroupCommit&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::WarpgroupWait&) { unsupported(); }
+  [[noreturn]] static void unsupported() {
+    throw std::logic_error("SPIR-V backend: cooperative matrices, warpgroup matrices and async copies are not emitted");
+  }
   void label(Id id);
   void branch(Id target);
 

@@ -286,6 +286,38 @@ void KernelBuilder::matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment 
   current()->stmts.emplace_back(MatrixMulAdd{d.index, a.index, b.index, c.index});
 }
 
+Fragment KernelBuilder::warpgroup_accumulator(std::string name, uint32_t columns) {
+  MatrixFragment f{std::move(name), MatrixUse::WarpgroupAccumulator, Type::F32};
+  f.columns = columns;
+  k_.fragments.push_back(std::move(f));
+  require(Feature::WarpgroupMatrix);
+  return Fragment{uint32_t(k_.fragments.size() - 1)};
+}
+
+void KernelBuilder::warpgroup_mul_add(Fragment acc, const WarpgroupTile& a, const WarpgroupTile& b) {
+  require(Feature::WarpgroupMatrix);
+  auto operand = [](const WarpgroupTile& t) {
+    return WarpgroupOperand{t.array.index(), t.index.id(), t.k_block_stride, t.mn_block_stride, t.mn_major};
+  };
+  current()->stmts.emplace_back(WarpgroupMulAdd{acc.index, operand(a), operand(b)});
+}
+
+void KernelBuilder::warpgroup_commit() {
+  require(Feature::WarpgroupMatrix);
+  current()->stmts.emplace_back(WarpgroupCommit{});
+}
+
+void KernelBuilder::warpgroup_wait(uint32_t pending) {
+  require(Feature::WarpgroupMatrix);
+  current()->stmts.emplace_back(WarpgroupWait{pending});
+}
+
+Val KernelBuilder::matrix_element(Fragment acc, uint32_t element) {
+  Val v = emit(Op::MatrixElement, Type::F32, {}, acc.index);
+  std::get<Instr>(current()->stmts.back()).imm.i = element;
+  return v;
+}
+
 Kernel KernelBuilder::finish() {
   if (blocks_.size() != 1) throw std::logic_error("kernel builder: finish() inside a nested block");
   std::string err = verify(k_);

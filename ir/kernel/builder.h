@@ -165,6 +165,19 @@ class KernelBuilder {
   void copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid);
   void copy_commit();                  // closes the open batch of copies
   void copy_wait(uint32_t pending);    // until at most `pending` closed batches are in flight
+  // Warpgroup matrices (kernel.h's WarpgroupMulAdd; each declares Feature::WarpgroupMatrix). Every invocation of
+  // the warpgroup runs these together, with the same operands.
+  Fragment warpgroup_accumulator(std::string name, uint32_t columns);
+  struct WarpgroupTile {
+    const Shared& array;
+    Val index;
+    uint32_t k_block_stride, mn_block_stride;
+    bool mn_major;
+  };
+  void warpgroup_mul_add(Fragment acc, const WarpgroupTile& a, const WarpgroupTile& b);
+  void warpgroup_commit();
+  void warpgroup_wait(uint32_t pending);
+  Val matrix_element(Fragment acc, uint32_t element);  // kernel.h's Op::MatrixElement
 
   // Builtins (u32, linear; see kernel.h's grid model).
   Val global_id() { return builtin(Builtin::GlobalId); }

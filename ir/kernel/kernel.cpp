@@ -20,6 +20,7 @@ std::string_view matrix_use_name(MatrixUse u) {
     case MatrixUse::A: return "a";
     case MatrixUse::B: return "b";
     case MatrixUse::Accumulator: return "accumulator";
+    case MatrixUse::WarpgroupAccumulator: return "warpgroup_accumulator";
   }
   return "?";
 }
@@ -83,13 +84,14 @@ std::string_view op_name(Op op) {
     case Op::LoadShared: return "load_shared";
     case Op::AtomicAdd: return "atomic_add";
     case Op::ShuffleXor: return "shuffle_xor";
+    case Op::MatrixElement: return "matrix_element";
   }
   return "?";
 }
 
 int op_arity(Op op) {
   switch (op) {
-    case Op::Const: case Op::ReadBuiltin: case Op::ReadScalar: case Op::LoadVar: return 0;
+    case Op::Const: case Op::ReadBuiltin: case Op::ReadScalar: case Op::LoadVar: case Op::MatrixElement: return 0;
     case Op::Neg: case Op::Not: case Op::Abs: case Op::Exp: case Op::Log: case Op::Sqrt: case Op::Rsqrt:
     case Op::Tanh: case Op::Floor: case Op::Convert: case Op::LoadBuffer: case Op::LoadShared: return 1;
     case Op::Select: case Op::Fma: return 3;
@@ -235,6 +237,13 @@ struct Verifier {
       case Op::ShuffleXor:
         if (t0 != in.type || in.type == Type::Bool || t1 != Type::U32) return fail(name + ": shuffle_xor(T value, u32 mask) -> T");
         break;
+      case Op::MatrixElement:
+        if (in.index >= k.fragments.size() || !is_warpgroup_accumulator(in.index))
+          return fail(name + ": reads elements of warpgroup accumulators only");
+        if (in.type != Type::F32 || in.imm.i < 0 || in.imm.i >= int64_t(k.fragments[in.index].columns / 2))
+          return fail(fmt::format("{}: element {} of {} (f32, 0 .. {})", name, in.imm.i, k.fragments[in.index].name,
+                                  k.fragments[in.index].columns / 2 - 1));
+        break;
     }
     scopes.back().insert(in.result);
     defined_anywhere.insert(in.result);
@@ -278,6 +287,7 @@ struct Verifier {
     return true;
   }
   bool is_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::Accumulator; }
+  bool is_warpgroup_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::WarpgroupAccumulator; }
   // The shared array and stride a fragment moves through: same element type, a stride of whole 16-byte units
   // and at least a row (what PTX's wmma and Vulkan's cooperative matrix loads require).
   bool matrix_memory_ok(uint32_t f, uint32_t array, ValueId index, uint32_t stride, const char* what) {
@@ -295,7 +305,8 @@ struct Verifier {
   }
   bool stmt(const MatrixFill& s) {
     if (!fragment_ok(s.fragment, "matrix_fill") || !use(s.value, "matrix_fill")) return false;
-    if (!is_accumulator(s.fragment)) return fail("matrix_fill: only accumulators are filled");
+    if (!is_accumulator(s.fragment) && !is_warpgroup_accumulator(s.fragment))
+      return fail("matrix_fill: only accumulators are filled");
     if (type_of(s.value) != Type::F32) return fail("matrix_fill: the value must be f32");
     return true;
   }
@@ -333,6 +344,31 @@ struct Verifier {
     if (fs[s.a].elem != fs[s.b].elem) return fail("matrix_mul_add: a and b hold different types");
     return true;
   }
+  bool warpgroup_operand_ok(const WarpgroupOperand& o, const char* which) {
+    if (o.array >= k.shared.size()) return fail(fmt::format("warpgroup_mul_add: {}'s shared array does not exist", which));
+    const SharedArray& a = k.shared[o.array];
+    if (a.elem != Type::F16 && a.elem != Type::BF16)
+      return fail(fmt::format("warpgroup_mul_add: {} ({}) holds {}, not f16 or bf16", which, a.name, type_name(a.elem)));
+    if (o.k_block_stride % 8 || o.mn_block_stride % 8 || o.k_block_stride == 0 || o.mn_block_stride == 0)
+      return fail(fmt::format("warpgroup_mul_add: {}'s block strides ({}, {}) must be nonzero multiples of 8 elements",
+                              which, o.k_block_stride, o.mn_block_stride));
+    return index_ok(o.index, "warpgroup_mul_add");
+  }
+  bool stmt(const WarpgroupMulAdd& s) {
+    if (!k.features.has(Feature::WarpgroupMatrix))
+      return fail("warpgroup_mul_add: the kernel does not declare warpgroup-matrix");
+    if (!fragment_ok(s.acc, "warpgroup_mul_add")) return false;
+    if (!is_warpgroup_accumulator(s.acc)) return fail("warpgroup_mul_add: the accumulator is not a warpgroup accumulator");
+    if (!warpgroup_operand_ok(s.a, "a") || !warpgroup_operand_ok(s.b, "b")) return false;
+    if (k.shared[s.a.array].elem != k.shared[s.b.array].elem) return fail("warpgroup_mul_add: a and b hold different types");
+    return true;
+  }
+  bool stmt(const WarpgroupCommit&) {
+    return k.features.has(Feature::WarpgroupMatrix) || fail("warpgroup_commit: the kernel does not declare warpgroup-matrix");
+  }
+  bool stmt(const WarpgroupWait&) {
+    return k.features.has(Feature::WarpgroupMatrix) || fail("warpgroup_wait: the kernel does not declare warpgroup-matrix");
+  }
   bool stmt(const If& s) {
     if (!use(s.cond, "if") ) return false;
     if (type_of(s.cond) != Type::Bool) return fail("if: condition must be bool");
@@ -368,16 +404,31 @@ std::string verify(const Kernel& k) {
   // bf16 lives in buffers only: 16-bit words in workgroup memory, push constants or variables would need
   // capabilities beyond 16-bit storage on Vulkan. Kernels with cooperative matrices stage their bf16 operands in
   // workgroup memory, which every device with that feature has.
-  const bool matrices = k.features.has(Feature::CooperativeMatrix);
+  const bool matrices = k.features.has(Feature::CooperativeMatrix) || k.features.has(Feature::WarpgroupMatrix);
   for (const auto& s : k.shared)
     if (s.elem == Type::BF16 && !matrices) return "shared array " + s.name + " holds bf16; stage it as f32";
+  bool warpgroups = false;
   for (const auto& f : k.fragments) {
     const bool operand_type = f.elem == Type::F16 || f.elem == Type::BF16;
-    if (f.use == MatrixUse::Accumulator ? f.elem != Type::F32 : !operand_type)
+    const bool accumulator = f.use == MatrixUse::Accumulator || f.use == MatrixUse::WarpgroupAccumulator;
+    if (accumulator ? f.elem != Type::F32 : !operand_type)
       return fmt::format("fragment {} ({}) holds {}: operands hold f16 or bf16, accumulators f32", f.name,
                          matrix_use_name(f.use), type_name(f.elem));
+    if (f.use != MatrixUse::WarpgroupAccumulator) {
+      if (!k.features.has(Feature::CooperativeMatrix))
+        return "kernel has matrix fragments but does not declare cooperative-matrix";
+      continue;
+    }
+    warpgroups = true;
+    if (f.columns == 0 || f.columns % 8 || f.columns > kWarpgroupMaxColumns)
+      return fmt::format("warpgroup accumulator {} has {} columns: 8 to {}, a multiple of 8", f.name, f.columns,
+                         kWarpgroupMaxColumns);
   }
-  if (!k.fragments.empty() && !matrices) return "kernel has matrix fragments but does not declare cooperative-matrix";
+  if (warpgroups && !k.features.has(Feature::WarpgroupMatrix))
+    return "kernel has warpgroup accumulators but does not declare warpgroup-matrix";
+  if (k.features.has(Feature::WarpgroupMatrix) && k.workgroup_invocations() % kWarpgroupInvocations)
+    return fmt::format("kernel declares warpgroup-matrix with {} invocations per workgroup, not whole warpgroups of {}",
+                       k.workgroup_invocations(), kWarpgroupInvocations);
   for (const auto& s : k.scalars)
     if (s.type == Type::BF16) return "scalar " + s.name + " is bf16; pass it as f32";
   for (const auto& v : k.vars)

@@ -59,9 +59,18 @@ struct LocalVar {
 // of a subgroup, in a layout only the device knows (PTX wmma fragments, Vulkan cooperative matrices). A kernel
 // only fills, loads, multiplies-and-accumulates and stores whole fragments, so it never depends on the layout.
 // An A operand is 16 (rows) x 16 (k), a B operand 16 (k) x 16 (columns), an accumulator 16 x 16.
-enum class MatrixUse : uint8_t { A, B, Accumulator };
+//
+// A warpgroup accumulator (Feature::WarpgroupMatrix) is a 64 x `columns` f32 tile held by the 128 invocations of a
+// warpgroup: 4 consecutive subgroups of 32, the first a multiple of 4 (so the workgroup holds whole warpgroups). Its
+// layout is fixed (PTX's wgmma accumulator), since the kernel reads its elements one by one (Op::MatrixElement):
+// element i (0 .. columns/2 - 1) of warpgroup invocation t (local id % 128) is row 16 (t / 32) + (t % 32) / 4 +
+// 8 ((i / 2) % 2), column 8 (i / 4) + 2 (t % 4) + i % 2. (Checked on an H100: tools/gpu/wgmma_layout_probe.cu.)
+enum class MatrixUse : uint8_t { A, B, Accumulator, WarpgroupAccumulator };
 std::string_view matrix_use_name(MatrixUse u);
 inline constexpr uint32_t kMatrixTile = 16;  // rows, columns and depth of every fragment
+inline constexpr uint32_t kWarpgroupRows = 64;  // rows of a warpgroup accumulator and of its A operand
+inline constexpr uint32_t kWarpgroupInvocations = 128;
+inline constexpr uint32_t kWarpgroupMaxColumns = 256;
 
 struct MatrixFragment {
   std::string name;
@@ -70,6 +79,7 @@ struct MatrixFragment {
   // How loads and stores lay it out in memory: row-major (element (r, c) at index + r * stride + c) or
   // column-major (at index + c * stride + r), e.g. an operand staged from a transposed buffer.
   bool column_major = false;
+  uint32_t columns = kMatrixTile;  // warpgroup accumulators: 8 to 256, a multiple of 8
 };
 
 // Builtins, all u32 and all linear (see the grid model above).
@@ -119,6 +129,9 @@ enum class Op : uint8_t {
   // same in every invocation of the subgroup). Every invocation of the subgroup must execute it together
   // (uniform control flow), and the partner must exist: kernels use it only with full subgroups.
   ShuffleXor,
+  // Element imm.i of this invocation's share of warpgroup accumulator `index` (f32; see MatrixUse). Read it only
+  // after a WarpgroupWait covers every multiply into it.
+  MatrixElement,
 };
 std::string_view op_name(Op op);
 int op_arity(Op op);  // number of value operands (-1 none fixed)
@@ -164,12 +177,28 @@ struct CopyCommit {};
 // Waits until at most `pending` of the invocation's closed batches are still in flight (the newest ones); copies
 // of the open batch are not waited for. A pipeline of S stages waits with pending = S - 2.
 struct CopyWait { uint32_t pending; };
+// Feature::WarpgroupMatrix: acc (64 x N) += A (64 x 16) x B (16 x N), both operands read from workgroup memory,
+// products and sums in f32. Every invocation of the warpgroup executes it together with the same operands. An operand
+// tile is made of 8 x 8 blocks of 64 consecutive elements (16 bytes per row of a block); along K the blocks are
+// k_block_stride elements apart, along M (A) or N (B) mn_block_stride apart. Inside a block the 8 elements of a row
+// run along K (element (m, k) of A at index + (m / 8) mn_block_stride + (k / 8) k_block_stride + (m % 8) 8 + k % 8),
+// or along M or N when mn_major (at ... + (k % 8) 8 + m % 8): the latter is how rows of a buffer whose contiguous
+// direction is M or N land, 16 bytes at a time. Index and strides are multiples of 8 elements (16 bytes). Both
+// arrays hold f16, or both bf16.
+struct WarpgroupOperand { uint32_t array; ValueId index; uint32_t k_block_stride, mn_block_stride; bool mn_major; };
+// The multiply runs asynchronously: it joins the warpgroup's open batch and completes by a WarpgroupWait that covers
+// that batch. Until then nothing may write its operands' workgroup memory or touch its accumulator. Workgroup memory
+// the multiply reads must have been written before a Barrier (which orders it for the tensor cores too).
+struct WarpgroupMulAdd { uint32_t acc; WarpgroupOperand a, b; };
+struct WarpgroupCommit {};                  // closes the warpgroup's open batch of multiplies
+struct WarpgroupWait { uint32_t pending; };  // until at most `pending` closed batches are in flight (newest ones)
 struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Block> else_body; };
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
 using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
-                          MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait>;
+                          MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
+                          WarpgroupCommit, WarpgroupWait>;
 
 struct Block {
   std::vector<Stmt> stmts;

@@ -35,6 +35,7 @@ struct Printer {
       case Op::LoadVar: rhs = "loadvar " + k.vars[in.index].name; break;
       case Op::LoadBuffer: rhs = fmt::format("load {}[{}]", k.buffers[in.index].name, v(in.operands[0])); break;
       case Op::LoadShared: rhs = fmt::format("load_shared {}[{}]", k.shared[in.index].name, v(in.operands[0])); break;
+      case Op::MatrixElement: rhs = fmt::format("matrix_element {}[{}]", k.fragments[in.index].name, in.imm.i); break;
       case Op::AtomicAdd:
         rhs = fmt::format("atomic_add {}[{}], {}", k.buffers[in.index].name, v(in.operands[0]), v(in.operands[1]));
         break;
@@ -76,6 +77,17 @@ struct Printer {
         line(depth, "copy_commit");
       } else if (auto* st = std::get_if<CopyWait>(&s)) {
         line(depth, fmt::format("copy_wait pending={}", st->pending));
+      } else if (auto* st = std::get_if<WarpgroupMulAdd>(&s)) {
+        auto operand = [&](const WarpgroupOperand& o) {
+          return fmt::format("{}[{}] blocks k {} {} {}{}", k.shared[o.array].name, v(o.index), o.k_block_stride,
+                             o.mn_major ? "mn" : "m/n", o.mn_block_stride, o.mn_major ? " mn-major" : "");
+        };
+        line(depth, fmt::format("warpgroup_mul_add {} += {} x {}", k.fragments[st->acc].name, operand(st->a),
+                                operand(st->b)));
+      } else if (std::holds_alternative<WarpgroupCommit>(s)) {
+        line(depth, "warpgroup_commit");
+      } else if (auto* st = std::get_if<WarpgroupWait>(&s)) {
+        line(depth, fmt::format("warpgroup_wait pending={}", st->pending));
       } else if (std::holds_alternative<Barrier>(s)) {
         line(depth, "barrier");
       } else if (auto* st = std::get_if<If>(&s)) {
@@ -109,7 +121,8 @@ std::string print(const Kernel& k) {
   for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, type_name(s.elem), s.count));
   for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, type_name(var.type)));
   for (const auto& f : k.fragments)
-    p.line(1, fmt::format("fragment {}: {} {}[16x16]{}", f.name, matrix_use_name(f.use), type_name(f.elem),
+    p.line(1, fmt::format("fragment {}: {} {}[{}x{}]{}", f.name, matrix_use_name(f.use), type_name(f.elem),
+                          f.use == MatrixUse::WarpgroupAccumulator ? kWarpgroupRows : kMatrixTile, f.columns,
                           f.column_major ? " column-major" : ""));
   if (k.prebuilt()) {
     // The words themselves are the kernel: their hash tells two modules apart (the plan deduplicates by text).

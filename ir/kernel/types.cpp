@@ -42,6 +42,7 @@ std::string_view feature_name(Feature f) {
     case Feature::BFloat16: return "bfloat16";
     case Feature::CooperativeMatrix: return "cooperative-matrix";
     case Feature::AsyncCopy: return "async-copy";
+    case Feature::WarpgroupMatrix: return "warpgroup-matrix";
   }
   return "?";
 }

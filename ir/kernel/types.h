@@ -39,8 +39,12 @@ enum class Feature : uint32_t {
   // 16-byte copies from a buffer into workgroup memory, in batches the kernel waits for (kernel.h's CopyToShared,
   // CopyCommit, CopyWait): PTX cp.async (sm_80 and newer).
   AsyncCopy = 1u << 8,
+  // 64 x N matrix multiply-accumulate by a warpgroup of 4 subgroups, operands read from workgroup memory, f32 sums
+  // in registers (kernel.h's WarpgroupMulAdd): Hopper's wgmma, sm_90 only (PTX target sm_90a; later GPUs have
+  // other instructions).
+  WarpgroupMatrix = 1u << 9,
 };
-inline constexpr Feature kLastFeature = Feature::AsyncCopy;  // for loops over every feature bit
+inline constexpr Feature kLastFeature = Feature::WarpgroupMatrix;  // for loops over every feature bit
 
 // A set of features, as bits.
 struct Features {

@@ -82,6 +82,8 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
 }
 
 Config MatmulTiling::config() const {
+  if (warpgroup_mma())
+    return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"warpgroups", warpgroups}, {"stages", stages}};
   if (tensor_cores())
     return Config{{"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},
                   {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages}};
@@ -96,6 +98,12 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (v < 1 || v > 1024) throw std::invalid_argument(fmt::format("matmul config '{}': {} must be 1..1024", c.text(), name));
     return uint32_t(v);
   };
+  if (c.has("warpgroups")) {
+    MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), 1, 1};
+    t.warpgroups = u("warpgroups");
+    t.stages = u("stages");
+    return t;
+  }
   if (c.has("warps_m")) {
     MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), 1, 1};
     t.warps_m = u("warps_m");
@@ -173,7 +181,8 @@ std::string matmul_checked_name(const MatmulShape& s) {
 
 HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
   std::string suffix = float_suffix(t, "matmul");
-  if (tl.tensor_cores()) throw std::invalid_argument("matmul: a tensor-core tiling goes to matmul_mma_kernel");
+  if (tl.tensor_cores() || tl.warpgroup_mma())
+    throw std::invalid_argument("matmul: a tensor-core tiling goes to matmul_mma_kernel or matmul_wgmma_kernel");
   std::string name = matmul_checked_name(s);
   if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul: tiling {}x{}x{} with {}x{} per invocation is inconsistent",

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "lowering/heavy_kernels/tile_order.h"
+
 namespace spire::lowering::heavy {
 
 using namespace kir;
@@ -18,7 +20,6 @@ constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFrag = kMatrixTile;                 // 16
 constexpr uint32_t kPad16 = 8;                          // 16 bytes of 16-bit elements: one row's padding
 constexpr uint32_t kStage = kMatrixTile * kMatrixTile;  // one subgroup's f32 staging tile
-constexpr uint32_t kBand = 8;                           // tile rows of a workgroup band (L2 reuse)
 
 MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
   MatmulTiling t{tile_m, tile_n, tile_k, 1, 1};
@@ -163,16 +164,8 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
   Val warp = kb.subgroup_id();
   Val lane = kb.subgroup_local_id();
   Val warp_row = warp / tl.warps_n, warp_col = warp % tl.warps_n;
-  // Workgroups run in bands of kBand tile rows, column by column within a band: the workgroups resident at once
-  // then share a few rows of A and a few columns of B, which stay in L2 (row by row, every band would stream all
-  // of B from memory again).
-  Val batch = group / (tiles_n * tiles_m);
-  Val in_batch = group % (tiles_n * tiles_m);
-  const uint32_t band = kBand * tiles_n;
-  Val first_row = (in_batch / band) * kBand;
-  Val band_rows = min(kb.u32(tiles_m) - first_row, kBand);
-  Val tile_row = first_row + (in_batch % band) % band_rows;
-  Val tile_col = (in_batch % band) / band_rows;
+  const TilePosition at = banded_tile_position(kb, group, tiles_m, tiles_n);
+  Val batch = at.batch, tile_row = at.tile_row, tile_col = at.tile_col;
   // Uniform across the workgroup (a folded grid's extra workgroups skip everything, barriers included).
   kb.if_(batch < batches, [&] {
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);

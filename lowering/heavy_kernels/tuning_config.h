@@ -54,6 +54,9 @@ struct Limits {
   bool cooperative_matrix = false;
   // Feature::AsyncCopy: tiles may be fed by 16-byte asynchronous copies.
   bool async_copy = false;
+  // Feature::WarpgroupMatrix with 32-wide subgroups: 16-bit products may run on warpgroup MMA
+  // (matmul_wgmma_kernel.h).
+  bool warpgroup_matrix = false;
 };
 
 }  // namespace spire::lowering::heavy

@@ -68,6 +68,8 @@ DeviceInfo describe_device(const Driver& d, int index) {
                kir::Feature::BFloat16;
   // Tensor cores through wmma on bf16 fragments, and cp.async: sm_80 (Ampere) and newer.
   if (info.compute_capability >= 80) all |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;
+  // wgmma: compute capability 9.0 alone (sm_90a code runs nowhere else; Blackwell has other instructions).
+  if (info.compute_capability == 90) all |= kir::Feature::WarpgroupMatrix;
   info.features = rt::apply_feature_mask(all);
   return info;
 }

@@ -19,6 +19,7 @@
 #include "runtime/device.h"
 #include "tests/lowering_heavy/compare.h"
 #include "tests/lowering_heavy/device_run.h"
+#include "tests/lowering_heavy/matmul_reference.h"
 #include "tests/ptx/ptxas_runner.h"
 
 using namespace spire;
@@ -93,20 +94,7 @@ TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
   const graph::Shape a_shape = c.a_transposed ? graph::Shape{c.k, c.m} : graph::Shape{c.batch, c.m, c.k};
   const graph::Shape b_shape = c.b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.batch, c.k, c.n};
   const graph::Tensor a = random_tensor(c.half, a_shape, 11), b = random_tensor(c.half, b_shape, 12);
-  graph::Tensor want(graph::DType::F64, {c.batch, c.m, c.n}), scale(graph::DType::F64, {c.batch, c.m, c.n});
-  for (int64_t p = 0; p < c.batch; ++p)
-    for (int64_t i = 0; i < c.m; ++i)
-      for (int64_t j = 0; j < c.n; ++j) {
-        double sum = 0, mag = 0;
-        for (int64_t q = 0; q < c.k; ++q) {
-          const double x = c.a_transposed ? a[q * c.m + i] : a[(p * c.m + i) * c.k + q];
-          const double y = c.b_transposed ? b[j * c.k + q] : b[(p * c.k + q) * c.n + j];
-          sum += x * y;
-          mag += std::abs(x * y);
-        }
-        want[(p * c.m + i) * c.n + j] = sum;
-        scale[(p * c.m + i) * c.n + j] = mag;
-      }
+  const ReferenceProduct want = reference_product(a, b, c.batch, c.m, c.k, c.n, c.a_transposed, c.b_transposed);
 
   // Both ways of staging the operands: element by element, and 16-byte asynchronous copies where the device has
   // them (and the shape allows: otherwise the kernel falls back, which the name shows).
@@ -123,7 +111,7 @@ TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
     run.launch(std::move(k.kernel), {a_slot, b_slot, c_slot}, {}, k.groups);
     run.run();
     const graph::Tensor got = run.download(c_slot, graph::DType::F32, {c.batch, c.m, c.n});
-    EXPECT_EQ(compare(got, want, {1e-5, 0}, &scale), "") << run.kernels().at(0).name;
+    EXPECT_EQ(compare(got, want.product, {1e-5, 0}, &want.magnitude), "") << run.kernels().at(0).name;
   }
 }
 

@@ -37,8 +37,10 @@ AssembleResult assemble(const std::string& ptxas, const std::string& ptx, uint32
   fs::path dir(tmpl);
   fs::path in = dir / "in.ptx", out = dir / "out.cubin", log = dir / "log.txt";
   std::ofstream(in) << ptx;
-  std::string cmd = fmt::format("'{}' -arch=sm_{} '{}' -o '{}' > '{}' 2>&1", ptxas, sm, in.string(), out.string(),
-                                log.string());
+  // Architecture-specific PTX (.target sm_90a: wgmma) assembles only for that architecture.
+  const bool specific = ptx.find(fmt::format(".target sm_{}a", sm)) != std::string::npos;
+  std::string cmd = fmt::format("'{}' -arch=sm_{}{} '{}' -o '{}' > '{}' 2>&1", ptxas, sm, specific ? "a" : "", in.string(),
+                                out.string(), log.string());
   int status = std::system(cmd.c_str());
   std::stringstream text;
   text << std::ifstream(log).rdbuf();

@@ -1,0 +1,252 @@
+// matmul on Hopper's warpgroup MMA (lowering/heavy_kernels/matmul_wgmma_kernel.h) on every device that reports
+// warpgroup-matrix (cuda:0 of compute capability 9.0; ctest also runs these under the mock CUDA driver, whose PTX
+// interpreter emulates wgmma with the operand and accumulator layouts checked on an H100), and refused by the
+// feature's name on devices without it.
+//
+// Operands are fresh random f16/bf16 values; the reference is the float64 product of those same values, with the f32
+// error bound of a K-term dot product as in matmul_mma_test.cpp.
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <ostream>
+
+#include "backends/ptx/ptx_backend.h"
+#include "ir/graph/graph.h"
+#include "lowering/heavy_kernels/matmul_wgmma_kernel.h"
+#include "runtime/device.h"
+#include "tests/lowering_heavy/compare.h"
+#include "tests/lowering_heavy/device_run.h"
+#include "tests/lowering_heavy/matmul_reference.h"
+#include "tests/ptx/ptxas_runner.h"
+
+using namespace spire;
+using namespace spire::heavy_test;
+namespace heavy = spire::lowering::heavy;
+
+namespace {
+
+heavy::MatmulTiling wg(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t stages) {
+  heavy::MatmulTiling t{tm, tn, tk, 1, 1};
+  t.warpgroups = tm / 64;
+  t.stages = stages;
+  return t;
+}
+
+struct WgmmaCase {
+  graph::DType half;
+  heavy::MatmulTiling tiling;
+  int64_t batch, m, k, n;
+  bool a_transposed = false, b_transposed = false;
+};
+
+std::string case_name(const WgmmaCase& c) {
+  const auto& t = c.tiling;
+  return fmt::format("{}_t{}x{}x{}_s{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k, t.stages,
+                     c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n, c.a_transposed ? "_at" : "",
+                     c.b_transposed ? "_bt" : "");
+}
+
+void PrintTo(const WgmmaCase& c, std::ostream* os) { *os << case_name(c); }
+
+heavy::MatmulShape shape_of(const WgmmaCase& c) {
+  heavy::MatmulShape s = c.batch > 1 ? heavy::matmul_shape({c.batch, c.m, c.k}, {c.batch, c.k, c.n})
+                                     : heavy::matmul_shape({c.m, c.k}, {c.k, c.n});
+  s.a_transposed = c.a_transposed;
+  s.b_transposed = c.b_transposed;
+  s.a_half = s.b_half = c.half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  return s;
+}
+
+std::vector<WgmmaCase> wgmma_cases() {
+  std::vector<WgmmaCase> out;
+  // The heuristic's large block, 1 to 3 warpgroups, 24 columns (the narrowest multiply but one), 3 to 5 stages.
+  const heavy::MatmulTiling tilings[] = {wg(64, 64, 32, 3), wg(64, 128, 64, 4), wg(128, 256, 64, 4),
+                                         wg(192, 64, 32, 5), wg(64, 24, 16, 3)};
+  // Whole tiles, the least the copies allow (rows of 8), and edges in every direction (K not a multiple of the slice).
+  const int64_t shapes[][3] = {{64, 64, 64}, {8, 8, 8}, {72, 40, 136}, {130, 120, 24}};
+  for (graph::DType h : {graph::DType::BF16, graph::DType::F16})
+    for (const auto& t : tilings)
+      for (const auto& s : shapes) out.push_back({h, t, 1, s[0], s[1], s[2]});
+  // Operands read transposed in place (MN-major A, K-major B), and a batch.
+  for (graph::DType h : {graph::DType::BF16, graph::DType::F16}) {
+    out.push_back({h, wg(64, 64, 32, 3), 1, 72, 40, 136, true, false});
+    out.push_back({h, wg(128, 64, 32, 4), 1, 72, 40, 136, false, true});
+    out.push_back({h, wg(64, 64, 32, 3), 1, 136, 72, 40, true, true});
+    out.push_back({h, wg(64, 64, 32, 3), 3, 40, 48, 24});
+  }
+  return out;
+}
+
+using WgmmaParam = std::tuple<std::string, WgmmaCase>;
+class MatmulWarpgroupMmaOnDevice : public testing::TestWithParam<WgmmaParam> {};
+
+TEST_P(MatmulWarpgroupMmaOnDevice, MatchesTheFloat64Product) {
+  const auto& [device_id, c] = GetParam();
+  rt::Device& dev = device(device_id);
+  ASSERT_TRUE(dev.info().features.has(kir::Feature::WarpgroupMatrix)) << device_id;
+  const graph::Shape a_shape = c.a_transposed ? graph::Shape{c.k, c.m} : graph::Shape{c.batch, c.m, c.k};
+  const graph::Shape b_shape = c.b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.batch, c.k, c.n};
+  const graph::Tensor a = random_tensor(c.half, a_shape, 21), b = random_tensor(c.half, b_shape, 22);
+  const ReferenceProduct want = reference_product(a, b, c.batch, c.m, c.k, c.n, c.a_transposed, c.b_transposed);
+  graph::Graph none;
+  DeviceRun run(dev, none);
+  const kir::Type h = c.half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
+  const int32_t c_slot = run.add_slot(kir::Type::F32, c.batch * c.m * c.n, "c");  // poisoned by run()
+  run.upload(a_slot, a);
+  run.upload(b_slot, b);
+  heavy::HeavyKernel k = heavy::matmul_wgmma_kernel(shape_of(c), c.tiling);
+  run.launch(std::move(k.kernel), {a_slot, b_slot, c_slot}, {}, k.groups);
+  run.run();
+  const graph::Tensor got = run.download(c_slot, graph::DType::F32, {c.batch, c.m, c.n});
+  EXPECT_EQ(compare(got, want.product, {1e-5, 0}, &want.magnitude), "") << run.kernels().at(0).name;
+}
+
+// Only where the device has warpgroup matrices (the others' refusal is tested below); ctest runs these again on the
+// mock CUDA driver, whose device is a compute capability 9.0 one.
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulWarpgroupMmaOnDevice,
+                         testing::Combine(testing::ValuesIn(device_ids_with(kir::Feature::WarpgroupMatrix)),
+                                          testing::ValuesIn(wgmma_cases())),
+                         [](const testing::TestParamInfo<WgmmaParam>& p) {
+                           return test_name_of(std::get<0>(p.param)) + "_" + case_name(std::get<1>(p.param));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulWarpgroupMmaOnDevice);
+
+// The mock driver's ctest sets the variable: the cases above must have had a device to run on.
+TEST(MatmulWarpgroupMmaKernel, TheExpectedDeviceWithWarpgroupMatricesIsThere) {
+  if (!std::getenv("SPIRE_EXPECT_COOPERATIVE_MATRIX")) GTEST_SKIP() << "SPIRE_EXPECT_COOPERATIVE_MATRIX not set";
+  EXPECT_FALSE(device_ids_with(kir::Feature::WarpgroupMatrix).empty());
+}
+
+class MatmulWarpgroupMmaRefusal : public testing::TestWithParam<std::string> {};
+
+TEST_P(MatmulWarpgroupMmaRefusal, DevicesWithoutWarpgroupMatricesRefuseTheKernelByName) {
+  rt::Device& dev = device(GetParam());
+  if (dev.info().features.has(kir::Feature::WarpgroupMatrix)) GTEST_SKIP() << GetParam() << " has warpgroup-matrix";
+  graph::Graph none;
+  DeviceRun run(dev, none);
+  const int32_t a = run.add_slot(kir::Type::BF16, 64 * 64, "a"), b = run.add_slot(kir::Type::BF16, 64 * 64, "b");
+  const int32_t c = run.add_slot(kir::Type::F32, 64 * 64, "c");
+  heavy::HeavyKernel k = heavy::matmul_wgmma_kernel(shape_of({graph::DType::BF16, {}, 1, 64, 64, 64}), wg(64, 64, 32, 3));
+  run.launch(std::move(k.kernel), {a, b, c}, {}, k.groups);
+  try {
+    run.run();
+    FAIL() << "a warpgroup-matrix kernel ran on " << GetParam();
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("warpgroup-matrix"), std::string::npos) << e.what();
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulWarpgroupMmaRefusal, testing::ValuesIn(device_ids()),
+                         [](const testing::TestParamInfo<std::string>& p) { return test_name_of(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulWarpgroupMmaRefusal);
+
+TEST(MatmulWarpgroupMmaKernel, RefusesShapesAndTilingsItCannotCompute) {
+  const heavy::MatmulShape bf16 = shape_of({graph::DType::BF16, {}, 1, 64, 64, 64});
+  heavy::MatmulShape f32 = bf16;
+  f32.a_half = f32.b_half = std::nullopt;
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(f32, wg(64, 64, 32, 3)), std::invalid_argument);
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(shape_of({graph::DType::BF16, {}, 1, 64, 60, 64}), wg(64, 64, 32, 3)),
+               std::invalid_argument);  // A's rows of 60 elements: no 16-byte copies
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(bf16, wg(64, 64, 24, 3)), std::invalid_argument);   // K slice of 24
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(bf16, wg(64, 20, 32, 3)), std::invalid_argument);   // 20 columns
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(bf16, wg(64, 512, 32, 3)), std::invalid_argument);  // past 256 columns
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(bf16, wg(64, 64, 32, 2)), std::invalid_argument);   // 2 stages
+  heavy::MatmulTiling odd = wg(64, 64, 32, 3);
+  odd.tile_m = 96;  // not 64 rows per warpgroup
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(bf16, odd), std::invalid_argument);
+  EXPECT_THROW(heavy::matmul_wgmma_kernel(bf16, heavy::MatmulTiling{64, 64, 16, 4, 4}), std::invalid_argument);
+  EXPECT_NO_THROW(heavy::matmul_wgmma_kernel(bf16, wg(64, 24, 32, 3)));
+}
+
+heavy::Limits hopper() {
+  heavy::Limits l;
+  l.async_copy = l.cooperative_matrix = l.warpgroup_matrix = true;
+  l.max_invocations = 1024;
+  l.shared_bytes = 227 * 1024;
+  return l;
+}
+
+// Every tiling the tuner may pick, in both 16-bit types and all four operand layouts, assembles for sm_90a (where the
+// GPU is absent this is as far as the PTX gets here) and is refused for sm_80, which has no wgmma.
+TEST(MatmulWarpgroupMmaKernel, PtxAssemblesForHopperAndIsRefusedElsewhere) {
+  const auto ptxas = ptx::testing::find_ptxas();
+  int assembled = 0;
+  for (graph::DType half : {graph::DType::BF16, graph::DType::F16})
+    for (int layout = 0; layout < 4; ++layout) {
+      const heavy::MatmulShape s = shape_of({half, {}, 1, 304, 200, 504, (layout & 1) != 0, (layout & 2) != 0});
+      const std::vector<heavy::MatmulTiling> candidates = heavy::matmul_wgmma_candidates(s, hopper());
+      for (size_t i = 0; i < candidates.size(); ++i) {
+        // Every candidate in bf16 with plain operands; a few of each other combination (ptxas takes a while).
+        if ((half != graph::DType::BF16 || layout != 0) && i % 8 != 0) continue;
+        const kir::Kernel k = heavy::matmul_wgmma_kernel(s, candidates[i]).kernel;
+        EXPECT_THROW(ptx::compile(k, ptx::Target{80}), ptx::CompileError) << k.name;
+        const std::string text = ptx::compile(k, ptx::Target{90});
+        EXPECT_NE(text.find(".target sm_90a"), std::string::npos) << k.name;
+        EXPECT_NE(text.find("wgmma.mma_async.sync.aligned.m64n"), std::string::npos) << k.name;
+        if (!ptxas) continue;
+        const ptx::testing::AssembleResult r = ptx::testing::assemble(*ptxas, text, 90);
+        EXPECT_TRUE(r.ok) << k.name << ":\n" << r.log;
+        ++assembled;
+      }
+    }
+  if (!ptxas) GTEST_SKIP() << "ptxas not found: the wgmma PTX was generated but not assembled";
+  EXPECT_GE(assembled, 30);
+}
+
+// Each barrier is preceded by the proxy fence that shows copied operands to the tensor cores, and each run of
+// multiplies by wgmma.fence.
+TEST(MatmulWarpgroupMmaKernel, PtxFencesOperandsAndAccumulators) {
+  const kir::Kernel k = heavy::matmul_wgmma_kernel(shape_of({graph::DType::BF16, {}, 1, 256, 256, 256}), wg(128, 128, 64, 4)).kernel;
+  const std::string text = ptx::compile(k, ptx::Target{90});
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < text.size();) {
+    const size_t end = std::min(text.find('\n', at), text.size());
+    lines.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  size_t barriers = 0, fenced = 0;
+  for (size_t i = 1; i < lines.size(); ++i)
+    if (lines[i].find("bar.sync") != std::string::npos) {
+      ++barriers;
+      fenced += lines[i - 1].find("fence.proxy.async.shared::cta;") != std::string::npos;
+    }
+  EXPECT_GT(barriers, 0u);
+  EXPECT_EQ(fenced, barriers);
+  const size_t first_mma = text.find("wgmma.mma_async");
+  ASSERT_NE(first_mma, std::string::npos);
+  EXPECT_LT(text.rfind("wgmma.fence.sync.aligned;", first_mma), first_mma);
+  EXPECT_NE(text.find("wgmma.wait_group.sync.aligned 1;"), std::string::npos);
+}
+
+// An H100's 227 KiB holds 4 stages of 128x256x64 (192 KiB); 163 KiB (an A100-sized limit) only 3; smaller products
+// take smaller blocks; a device without the feature, or operands whose rows are not whole 16 bytes, get none.
+TEST(MatmulWarpgroupMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
+  const heavy::MatmulShape big = shape_of({graph::DType::BF16, {}, 1, 8192, 8192, 8192});
+  heavy::Limits l = hopper();
+  EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(big, l), wg(128, 256, 64, 4));
+  EXPECT_EQ(heavy::wgmma_shared_bytes(wg(128, 256, 64, 4)), 192u * 1024);
+  l.shared_bytes = 163 * 1024;
+  EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(big, l), wg(128, 256, 64, 3));
+  l = hopper();
+  EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(shape_of({graph::DType::BF16, {}, 1, 1024, 1024, 1024}), l), wg(64, 128, 64, 4));
+  EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(shape_of({graph::DType::BF16, {}, 1, 40, 64, 40}), l), wg(64, 64, 64, 4));
+  EXPECT_TRUE(heavy::matmul_fits_warpgroup_mma(big, kir::Type::F32, l));
+  EXPECT_FALSE(heavy::matmul_fits_warpgroup_mma(shape_of({graph::DType::BF16, {}, 1, 64, 64, 60}), kir::Type::F32, l));
+  l.warpgroup_matrix = false;
+  EXPECT_FALSE(heavy::matmul_fits_warpgroup_mma(big, kir::Type::F32, l));
+}
+
+TEST(MatmulWarpgroupMmaKernel, TilingRoundTripsThroughItsConfigText) {
+  const heavy::MatmulTiling t = wg(128, 256, 64, 4);
+  EXPECT_EQ(t.config().text(), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4");
+  EXPECT_EQ(heavy::MatmulTiling::from(t.config()), t);
+  EXPECT_EQ(t.invocations(), 256u);
+  EXPECT_TRUE(t.warpgroup_mma());
+  EXPECT_FALSE(t.tensor_cores());
+}
+
+}  // namespace
