@@ -1,6 +1,6 @@
 // Matmul speed on each device, as spire's users get it: a graph of one matmul lowered, compiled and run by
-// the executor with the tuning cache's config (else the template's heuristic), next to the device's fp32
-// peak. Shapes: large squares, resnet18's classifier, and the projections of a d_model 768 transformer at
+// the executor with the tuning cache's config (else the template's heuristic), next to the device's peak (fp32, or
+// for f16/bf16 on a device with tensor cores the dense tensor-core rate). Shapes: large squares, resnet18's classifier, and the projections of a d_model 768 transformer at
 // 512 tokens. Each row is checked first (sampled elements against float64; nonzero exit if any is off),
 // then timed with the device's timestamps (median of --runs after warm-up). tools/gpu/speed_table.py puts
 // the CSV beside PyTorch's (benchmarks/torch_matmul_conv.py).
@@ -141,14 +141,17 @@ int main(int argc, char** argv) {
         "{} matmul through the graph lowering; config from the tuning cache {} where 'tuned', else the "
         "template's heuristic; median of {} runs (device timestamps)\n",
         graph::dtype_name(dtype), cache, flags.runs);
-    if (dtype != graph::DType::F32)
-      fmt::print("{} runs on the fp32 units (no tensor-core kernel yet): % peak is of the fp32 peak\n",
-                 graph::dtype_name(dtype));
     for (const std::string& id : bench::device_ids(flags.device)) {
       auto dev = rt::open_device(id);
       const rt::DeviceInfo& info = dev->info();
-      std::optional<double> peak = flags.peak_tflops ? flags.peak_tflops : bench::fp32_peak_tflops(info.name);
-      fmt::print("\n{} ({}), fp32 peak {}\n", info.id, info.name, peak ? fmt::format("{} TFLOP/s", *peak) : "n/a");
+      // 16-bit products run on the tensor cores where the device has them (the lowering's choice), else on the fp32
+      // units: % peak is of the rate of the units that run them.
+      const bool tensor_cores = dtype != graph::DType::F32 && info.features.has(kir::Feature::CooperativeMatrix);
+      std::optional<double> peak = flags.peak_tflops ? flags.peak_tflops
+                                   : tensor_cores    ? bench::half_tensor_peak_tflops(info.name)
+                                                     : bench::fp32_peak_tflops(info.name);
+      fmt::print("\n{} ({}), {} peak {}\n", info.id, info.name, tensor_cores ? "16-bit tensor-core" : "fp32",
+                 peak ? fmt::format("{} TFLOP/s", *peak) : "n/a");
       table.print_header();
       for (const MatmulCase& c : cases) {
         graph::Graph g;

@@ -92,6 +92,9 @@ void validate(const Bundle& b, const std::string& source) {
         if (kir::type_bytes(s.type) == 0) pfail(fmt::format("kernel '{}' takes a bool scalar", k.signature.name));
       for (const auto& s : k.signature.buffers)
         if (kir::type_bytes(s.elem) == 0) pfail(fmt::format("kernel '{}' binds a buffer of bools", k.signature.name));
+      for (const auto& m : k.signature.tensor_maps)
+        if (m.buffer >= k.signature.buffers.size() || m.extents.empty() || m.extents.size() > 3)
+          pfail(fmt::format("kernel '{}' has a malformed tensor map '{}'", k.signature.name, m.name));
       for (const auto& s : k.signature.shared)
         if (kir::type_bytes(s.elem) == 0 || s.count > (1u << 20)) pfail(fmt::format("kernel '{}' shared array", k.signature.name));
     }

@@ -40,6 +40,22 @@ void write_signature(ByteWriter& w, const kir::Kernel& k) {
     w.u8(uint8_t(s.elem));
     w.u32(s.count);
   }
+  w.u64(k.tensor_maps.size());
+  for (const auto& m : k.tensor_maps) {
+    w.str(m.name);
+    w.u32(m.buffer);
+    w.u64(m.extents.size());
+    for (uint64_t e : m.extents) w.u64(e);
+    for (uint64_t st : m.strides) w.u64(st);
+    for (uint32_t b : m.box) w.u32(b);
+    w.u8(m.swizzle_128 ? 1 : 0);
+  }
+  w.u64(k.arrival_barriers.size());
+  for (const auto& b : k.arrival_barriers) {
+    w.str(b.name);
+    w.u32(b.count);
+    w.u32(b.arrivals);
+  }
 }
 
 void write_binary(ByteWriter& w, const rt::KernelBinary& b) {
@@ -108,7 +124,7 @@ E read_enum(ByteReader& r, uint8_t last, const char* what) {
   return E(v);
 }
 
-kir::Type read_type(ByteReader& r) { return read_enum<kir::Type>(r, uint8_t(kir::Type::F64), "element type"); }
+kir::Type read_type(ByteReader& r) { return read_enum<kir::Type>(r, uint8_t(kir::Type::BF16), "element type"); }
 
 kir::Kernel read_signature(ByteReader& r) {
   kir::Kernel k;
@@ -134,6 +150,24 @@ kir::Kernel read_signature(ByteReader& r) {
     s.elem = read_type(r);
     s.count = r.u32();
     k.shared.push_back(std::move(s));
+  }
+  for (uint64_t n = r.count(13, "tensor maps"), i = 0; i < n; ++i) {
+    kir::TensorMap m;
+    m.name = r.str();
+    m.buffer = r.u32();
+    const uint64_t rank = r.count(8, "tensor map dimensions");
+    for (uint64_t d = 0; d < rank; ++d) m.extents.push_back(r.u64());
+    for (uint64_t d = 1; d < rank; ++d) m.strides.push_back(r.u64());
+    for (uint64_t d = 0; d < rank; ++d) m.box.push_back(r.u32());
+    m.swizzle_128 = r.u8() != 0;
+    k.tensor_maps.push_back(std::move(m));
+  }
+  for (uint64_t n = r.count(16, "arrival barriers"), i = 0; i < n; ++i) {
+    kir::ArrivalBarriers b;
+    b.name = r.str();
+    b.count = r.u32();
+    b.arrivals = r.u32();
+    k.arrival_barriers.push_back(std::move(b));
   }
   return k;
 }

@@ -21,7 +21,7 @@
 
 namespace spire::bundle {
 
-inline constexpr uint32_t kBundleFormatVersion = 1;
+inline constexpr uint32_t kBundleFormatVersion = 2;  // 2: kernel signatures carry tensor maps and arrival barriers
 inline constexpr size_t kBundleHeaderBytes = 32;
 
 uint64_t fnv1a64(std::span<const uint8_t> bytes);

@@ -22,16 +22,19 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (b.half) s.b_half = device_type(*b.half);
   TunableOp op;
   op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
-  // 16-bit operands on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape. On Hopper the
-  // warpgroup (wgmma) kernel's tilings join the tuner's candidates where its copies fit the operands; it is not the
-  // default yet: measured on an H100 it reaches 195 TFLOP/s at 8192 against the wmma kernel's 355
-  // (docs/PERFORMANCE.md). Its multiplies reach 975 TFLOP/s from shared memory with or without swizzling; feeding them
-  // (cp.async by the same warps that multiply) is the limit, which a TMA producer warp would lift.
+  // 16-bit operands on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on Hopper the
+  // warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
+  // cuBLAS's speed at 8192 on an H100, docs/PERFORMANCE.md), with the wmma kernel's tilings as the tuner's other
+  // candidates.
   const bool tensor_cores = limits.cooperative_matrix && heavy::matmul_fits_tensor_cores(s, t);
-  op.heuristic = (tensor_cores ? heavy::choose_matmul_mma_tiling(s, limits) : heavy::choose_matmul_tiling(s, t)).config();
-  op.candidates = configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits));
-  if (heavy::matmul_fits_warpgroup_mma(s, t, limits))
-    for (const heavy::Config& c : configs_of(heavy::matmul_wgmma_candidates(s, limits))) op.candidates.push_back(c);
+  const bool warpgroups = heavy::matmul_fits_warpgroup_mma(s, t, limits);
+  op.heuristic = (warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
+                  : tensor_cores ? heavy::choose_matmul_mma_tiling(s, limits)
+                                 : heavy::choose_matmul_tiling(s, t)).config();
+  if (warpgroups) op.candidates = configs_of(heavy::matmul_wgmma_candidates(s, limits));
+  for (const heavy::Config& c :
+       configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
+    op.candidates.push_back(c);
   op.build = [s, t, async = limits.async_copy, io = io_buffers(g, v)](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
     if (tiling.warpgroup_mma()) {

@@ -22,6 +22,7 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   if (info.features.has(kir::Feature::SubgroupShuffle) && s >= 2 && s <= 128 && (s & (s - 1)) == 0) l.subgroup_size = s;
   l.cooperative_matrix = info.features.has(kir::Feature::CooperativeMatrix) && s == 32;
   l.warpgroup_matrix = info.features.has(kir::Feature::WarpgroupMatrix) && s == 32;
+  l.tensor_copy = info.features.has(kir::Feature::TensorCopy);
   l.async_copy = info.features.has(kir::Feature::AsyncCopy);
   return l;
 }

@@ -17,11 +17,17 @@ namespace spire::ptx {
 
 inline constexpr uint32_t kStaticSharedLimit = 48 * 1024;
 inline constexpr uint32_t kSharedAlign = 32;  // what wmma.load and wmma.store demand of their addresses
+// Kernels with tensor copies: where a 128-byte-swizzled copy lands, the swizzle pattern repeats every 1024 bytes, and
+// wgmma reads the pattern from the address bits, so every array starts on 1024 bytes.
+inline constexpr uint32_t kTensorCopyAlign = 1024;
+inline constexpr uint32_t kArrivalBarrierBytes = 8;  // an mbarrier object
 
 struct SharedLayout {
-  std::vector<uint32_t> offsets;  // per array, from the dynamic array's start (dynamic layouts only)
-  uint32_t bytes = 0;             // all arrays, each aligned to kSharedAlign
-  bool dynamic = false;           // past kStaticSharedLimit
+  std::vector<uint32_t> offsets;  // per array, from the start of the kernel's shared memory
+  std::vector<uint32_t> barrier_offsets;  // per kir::ArrivalBarriers, after the arrays (always in the dynamic array)
+  uint32_t align = kSharedAlign;  // of every array
+  uint32_t bytes = 0;             // all arrays and barriers
+  bool dynamic = false;           // past kStaticSharedLimit, or with arrival barriers
   uint32_t dynamic_bytes() const { return dynamic ? bytes : 0; }
 };
 
@@ -36,12 +42,19 @@ inline uint32_t max_shared_bytes(uint32_t sm) {
 
 inline SharedLayout shared_layout(const kir::Kernel& k) {
   SharedLayout l;
+  if (k.features.has(kir::Feature::TensorCopy)) l.align = kTensorCopyAlign;
   for (const kir::SharedArray& s : k.shared) {
-    l.bytes = (l.bytes + kSharedAlign - 1) / kSharedAlign * kSharedAlign;
+    l.bytes = (l.bytes + l.align - 1) / l.align * l.align;
     l.offsets.push_back(l.bytes);
     l.bytes += s.count * kir::type_bytes(s.elem);
   }
-  l.dynamic = l.bytes > kStaticSharedLimit;
+  l.bytes = (l.bytes + kArrivalBarrierBytes - 1) / kArrivalBarrierBytes * kArrivalBarrierBytes;
+  for (const kir::ArrivalBarriers& b : k.arrival_barriers) {
+    l.barrier_offsets.push_back(l.bytes);
+    l.bytes += b.count * kArrivalBarrierBytes;
+  }
+  // One dynamic array holds everything at known offsets (static arrays would each need a symbol).
+  l.dynamic = l.bytes > kStaticSharedLimit || !k.arrival_barriers.empty();
   return l;
 }
 

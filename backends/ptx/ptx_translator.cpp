@@ -27,8 +27,8 @@ std::string_view memory_type(Type t) { return t == Type::F16 || t == Type::BF16 
 
 std::string buffer_param(uint32_t i) { return fmt::format("p_buf{}", i); }
 std::string scalar_param(uint32_t i) { return fmt::format("p_arg{}", i); }
+std::string tensor_map_param(uint32_t i) { return fmt::format("p_map{}", i); }
 std::string shared_symbol(uint32_t i) { return fmt::format("s_shared{}", i); }
-constexpr const char* kDynamicShared = "s_dynamic";
 
 // User names go into // comments; a line break inside one would spill the rest into the PTX.
 std::string one_line(std::string s) {
@@ -59,6 +59,12 @@ std::string Translator::entry_params() const {
     const auto& sc = k_.scalars[i];
     ps.push_back({fmt::format(".param .{} {}", param_type(sc.type), scalar_param(i)),
                   fmt::format("scalar {}: {}", one_line(sc.name), kir::type_name(sc.type))});
+  }
+  for (uint32_t i = 0; i < k_.tensor_maps.size(); ++i) {
+    // The driver's 128-byte CUtensorMap, passed by value (cuTensorMapEncodeTiled fills it at dispatch).
+    ps.push_back({fmt::format(".param .align 64 .b8 {}[128]", tensor_map_param(i)),
+                  fmt::format("tensor map {} of buffer {}", one_line(k_.tensor_maps[i].name),
+                              one_line(k_.buffers[k_.tensor_maps[i].buffer].name))});
   }
   std::string out;
   for (size_t i = 0; i < ps.size(); ++i)
@@ -93,6 +99,12 @@ std::string Translator::module() {
     target_suffix = "a";
     version = "8.0";
   }
+  if (k_.features.has(kir::Feature::TensorCopy)) {
+    // cp.async.bulk.tensor and mbarrier transaction counts: Hopper and later, PTX ISA 8.0.
+    if (target_sm < 90)
+      fail(fmt::format("tensor copies need sm_90 (Hopper's tensor memory accelerator), and the target is sm_{}", target_.sm));
+    version = "8.0";
+  }
 
   // Buffer base addresses and shared-array bases are set up once at entry.
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
@@ -111,6 +123,19 @@ std::string Translator::module() {
     }
     shared_.push_back(r);
   }
+  for (uint32_t i = 0; i < layout.barrier_offsets.size(); ++i) {
+    auto r = w_.reg(RegClass::B32);
+    w_.ins(fmt::format("mov.u32 {}, {};", r, kDynamicShared));
+    w_.ins(fmt::format("add.u32 {}, {}, {};", r, r, layout.barrier_offsets[i]));
+    barriers_.push_back(r);
+  }
+  for (uint32_t i = 0; i < k_.tensor_maps.size(); ++i) {
+    auto r = w_.reg(RegClass::B64);
+    w_.ins(fmt::format("mov.b64 {}, {};", r, tensor_map_param(i)));
+    w_.ins(fmt::format("cvta.param.u64 {}, {};", r, r));
+    tensor_maps_.push_back(r);
+  }
+  init_arrival_barriers();
   for (uint32_t v = 0; v < k_.vars.size(); ++v) vars_[v] = w_.reg(k_.vars[v].type);
   declare_fragments();
   block(k_.body);
@@ -121,8 +146,10 @@ std::string Translator::module() {
   out += fmt::format(".version {}\n.target sm_{}{}\n.address_size 64\n\n", version, target_sm, target_suffix);
   if (layout.dynamic) {
     // Sized at launch (ptx_shared_layout.h); the arrays sit at their offsets in it.
-    out += fmt::format(".extern .shared .align {} .b8 {}[];  // {} bytes:", kSharedAlign, kDynamicShared, layout.bytes);
+    out += fmt::format(".extern .shared .align {} .b8 {}[];  // {} bytes:", layout.align, kDynamicShared, layout.bytes);
     for (uint32_t i = 0; i < k_.shared.size(); ++i) out += fmt::format(" {} at {}", one_line(k_.shared[i].name), layout.offsets[i]);
+    for (uint32_t i = 0; i < k_.arrival_barriers.size(); ++i)
+      out += fmt::format(" {} at {}", one_line(k_.arrival_barriers[i].name), layout.barrier_offsets[i]);
     out += "\n\n";
   }
   out += fmt::format(".visible .entry {}(\n{})\n", entry_, entry_params());

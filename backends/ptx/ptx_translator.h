@@ -16,6 +16,8 @@
 
 namespace spire::ptx {
 
+inline constexpr const char* kDynamicShared = "s_dynamic";  // the one .extern .shared array (ptx_shared_layout.h)
+
 class Translator {
  public:
   Translator(const kir::Kernel& k, const Target& target);
@@ -44,6 +46,12 @@ class Translator {
   void stmt(const kir::WarpgroupCommit& s);
   void stmt(const kir::WarpgroupWait& s);
   std::string warpgroup_descriptor(const kir::WarpgroupOperand& o);  // a .b64 register
+  // ptx_tensor_copy.cpp: tensor copies as cp.async.bulk.tensor, arrival barriers as mbarrier (sm_90).
+  void init_arrival_barriers();
+  std::string barrier_address(uint32_t barriers, kir::ValueId index);
+  void stmt(const kir::TensorCopy& s);
+  void stmt(const kir::Arrive& s);
+  void stmt(const kir::AwaitPhase& s);
   void declare_fragments();
   std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
   void builtin(kir::Builtin b, const std::string& dst);
@@ -74,6 +82,8 @@ class Translator {
   std::vector<std::string> vars_;     // register of each variable
   std::vector<std::string> buffers_;  // global base address of each buffer (.b64)
   std::vector<std::string> shared_;   // shared-window base address of each array (.b32)
+  std::vector<std::string> barriers_;  // shared-window base address of each kir::ArrivalBarriers (.b32)
+  std::vector<std::string> tensor_maps_;  // generic address of each tensor map parameter (.b64)
   std::vector<std::vector<std::string>> fragments_;  // the registers of each matrix fragment
   std::string accumulate_;  // a predicate register that is true: wgmma's scale-d (D = A B + D)
   std::unordered_map<kir::ValueId, int64_t> int_constants_;  // integer Const values seen so far (SSA: before use)

@@ -4,7 +4,8 @@
 // accumulator registers per thread, asynchronously: the kernel's batches and waits are wgmma.commit_group and
 // wgmma.wait_group. Each operand is named by a 64-bit shared-memory descriptor (PTX ISA, "Matrix Descriptor
 // Format"): bits 0-13 the start address, 16-29 the leading byte offset (between 8x8 core matrices along K), 32-45
-// the stride byte offset (along M or N), all in 16-byte units; swizzle bits 62-63 zero. kir's 8x8 blocks are those
+// the stride byte offset (along M or N), all in 16-byte units; swizzle bits 62-63 zero, or 1 for operands that
+// 128-byte-swizzled tensor copies laid out (kir's WarpgroupOperand::swizzled). kir's 8x8 blocks are those
 // core matrices; a block whose rows run along M or N is PTX's "MN-major" operand, which wgmma transposes as it reads
 // (imm-trans-a / imm-trans-b = 1; only 16-bit types may). tools/gpu/wgmma_layout_probe.cu checked these layouts
 // and the accumulator layout kir states on an H100.
@@ -22,7 +23,16 @@ constexpr uint32_t kDescriptorField = 0x3FFF;  // 14 bits of 16-byte units
 
 std::string Translator::warpgroup_descriptor(const kir::WarpgroupOperand& o) {
   const uint32_t bytes = kir::type_bytes(k_.shared[o.array].elem);
-  const uint64_t lbo = uint64_t(o.k_block_stride) * bytes / 16, sbo = uint64_t(o.mn_block_stride) * bytes / 16;
+  const uint64_t k_units = uint64_t(o.k_block_stride) * bytes / 16, mn_units = uint64_t(o.mn_block_stride) * bytes / 16;
+  // Which stride is "leading" depends on the layout (PTX ISA's canonical layouts, checked on an H100 by
+  // tools/gpu/wgmma_layout_probe.cu and tools/gpu/tma_gemm_probe.cu): without swizzling LBO runs along K and SBO along
+  // M or N; swizzled, a K-major operand has only SBO (its 8-row groups; LBO unused, 1) and an MN-major one has LBO
+  // between its 64-wide groups along M or N and SBO between its 8-row groups along K.
+  uint64_t lbo = k_units, sbo = mn_units;
+  if (o.swizzled) {
+    lbo = o.mn_major ? mn_units : 1;
+    sbo = o.mn_major ? k_units : mn_units;
+  }
   if (lbo > kDescriptorField || sbo > kDescriptorField)
     fail(fmt::format("warpgroup operand in {}: block strides of {} and {} elements exceed wgmma's 256 KiB",
                      k_.shared[o.array].name, o.k_block_stride, o.mn_block_stride));
@@ -32,7 +42,8 @@ std::string Translator::warpgroup_descriptor(const kir::WarpgroupOperand& o) {
   w_.ins(fmt::format("shr.u32 {}, {}, 4;", units, addr));
   w_.ins(fmt::format("and.b32 {}, {}, {};", units, units, kDescriptorField));
   w_.ins(fmt::format("cvt.u64.u32 {}, {};", desc, units));
-  w_.ins(fmt::format("or.b64 {}, {}, {};", desc, desc, lbo << 16 | sbo << 32));
+  const uint64_t swizzle_128 = o.swizzled ? uint64_t(1) << 62 : 0;  // layout type 1: 128-byte swizzle
+  w_.ins(fmt::format("or.b64 {}, {}, {};", desc, desc, lbo << 16 | sbo << 32 | swizzle_128));
   return desc;
 }
 

@@ -32,7 +32,8 @@ std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
     throw std::invalid_argument(fmt::format("kernel '{}' is malformed: {}", k.name, problem));
   // No Vulkan device reports the feature yet (runtime/vulkan/vulkan_device_info.cpp), so the lowering never
   // picks such a kernel for one; a direct caller learns why here.
-  for (kir::Feature f : {kir::Feature::CooperativeMatrix, kir::Feature::AsyncCopy, kir::Feature::WarpgroupMatrix})
+  for (kir::Feature f : {kir::Feature::CooperativeMatrix, kir::Feature::AsyncCopy, kir::Feature::WarpgroupMatrix,
+                         kir::Feature::TensorCopy})
     if (k.features.has(f))
       throw CompileError(fmt::format("kernel '{}' needs {}, which the SPIR-V backend does not emit yet", k.name,
                                      kir::feature_name(f)));

@@ -49,7 +49,8 @@ class KernelEmitter {
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
-  // Refused before emission (compile.cpp): no Vulkan path for cooperative matrices, warpgroup matrices or async copies yet.
+  // Refused before emission (compile.cpp): no Vulkan path for cooperative matrices, warpgroup matrices, async copies or
+  // tensor copies yet.
   [[noreturn]] void stmt(const kir::MatrixFill&) { unsupported(); }
   [[noreturn]] void stmt(const kir::MatrixLoad&) { unsupported(); }
   [[noreturn]] void stmt(const kir::MatrixStore&) { unsupported(); }
@@ -60,8 +61,11 @@ class KernelEmitter {
   [[noreturn]] void stmt(const kir::WarpgroupMulAdd&) { unsupported(); }
   [[noreturn]] void stmt(const kir::WarpgroupCommit&) { unsupported(); }
   [[noreturn]] void stmt(const kir::WarpgroupWait&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::TensorCopy&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::Arrive&) { unsupported(); }
+  [[noreturn]] void stmt(const kir::AwaitPhase&) { unsupported(); }
   [[noreturn]] static void unsupported() {
-    throw std::logic_error("SPIR-V backend: cooperative matrices, warpgroup matrices and async copies are not emitted");
+    throw std::logic_error("SPIR-V backend: cooperative matrices, warpgroup matrices, async and tensor copies are not emitted");
   }
   void label(Id id);
   void branch(Id target);

@@ -297,9 +297,40 @@ Fragment KernelBuilder::warpgroup_accumulator(std::string name, uint32_t columns
 void KernelBuilder::warpgroup_mul_add(Fragment acc, const WarpgroupTile& a, const WarpgroupTile& b) {
   require(Feature::WarpgroupMatrix);
   auto operand = [](const WarpgroupTile& t) {
-    return WarpgroupOperand{t.array.index(), t.index.id(), t.k_block_stride, t.mn_block_stride, t.mn_major};
+    return WarpgroupOperand{t.array.index(), t.index.id(), t.k_block_stride, t.mn_block_stride, t.mn_major, t.swizzled};
   };
   current()->stmts.emplace_back(WarpgroupMulAdd{acc.index, operand(a), operand(b)});
+}
+
+uint32_t KernelBuilder::tensor_map(std::string name, const Buf& buffer, std::vector<uint64_t> extents,
+                                   std::vector<uint64_t> strides, std::vector<uint32_t> box, bool swizzle_128) {
+  require(Feature::TensorCopy);
+  k_.tensor_maps.push_back({std::move(name), buffer.index(), std::move(extents), std::move(strides), std::move(box), swizzle_128});
+  return uint32_t(k_.tensor_maps.size() - 1);
+}
+
+uint32_t KernelBuilder::arrival_barriers(std::string name, uint32_t count, uint32_t arrivals) {
+  require(Feature::TensorCopy);
+  k_.arrival_barriers.push_back({std::move(name), count, arrivals});
+  return uint32_t(k_.arrival_barriers.size() - 1);
+}
+
+void KernelBuilder::tensor_copy(const Shared& to, Val index, uint32_t map, const std::vector<Val>& coords,
+                                uint32_t barriers, Val barrier) {
+  require(Feature::TensorCopy);
+  std::vector<ValueId> ids;
+  for (const Val& c : coords) ids.push_back(c.id());
+  current()->stmts.emplace_back(TensorCopy{map, to.index(), index.id(), std::move(ids), barriers, barrier.id()});
+}
+
+void KernelBuilder::arrive(uint32_t barriers, Val barrier, uint32_t expect_bytes) {
+  require(Feature::TensorCopy);
+  current()->stmts.emplace_back(Arrive{barriers, barrier.id(), expect_bytes});
+}
+
+void KernelBuilder::await_phase(uint32_t barriers, Val barrier, Val parity) {
+  require(Feature::TensorCopy);
+  current()->stmts.emplace_back(AwaitPhase{barriers, barrier.id(), parity.id()});
 }
 
 void KernelBuilder::warpgroup_commit() {

@@ -173,11 +173,20 @@ class KernelBuilder {
     Val index;
     uint32_t k_block_stride, mn_block_stride;
     bool mn_major;
+    bool swizzled = false;
   };
   void warpgroup_mul_add(Fragment acc, const WarpgroupTile& a, const WarpgroupTile& b);
   void warpgroup_commit();
   void warpgroup_wait(uint32_t pending);
   Val matrix_element(Fragment acc, uint32_t element);  // kernel.h's Op::MatrixElement
+  // Tensor copies and arrival barriers (kernel.h's TensorMap, ArrivalBarriers, TensorCopy, Arrive, AwaitPhase; each
+  // declares Feature::TensorCopy). Declarations return their index.
+  uint32_t tensor_map(std::string name, const Buf& buffer, std::vector<uint64_t> extents, std::vector<uint64_t> strides,
+                      std::vector<uint32_t> box, bool swizzle_128);
+  uint32_t arrival_barriers(std::string name, uint32_t count, uint32_t arrivals);
+  void tensor_copy(const Shared& to, Val index, uint32_t map, const std::vector<Val>& coords, uint32_t barriers, Val barrier);
+  void arrive(uint32_t barriers, Val barrier, uint32_t expect_bytes = 0);
+  void await_phase(uint32_t barriers, Val barrier, Val parity);
 
   // Builtins (u32, linear; see kernel.h's grid model).
   Val global_id() { return builtin(Builtin::GlobalId); }

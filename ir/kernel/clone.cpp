@@ -52,6 +52,8 @@ Kernel signature(const Kernel& k) {
   out.buffers = k.buffers;
   out.scalars = k.scalars;
   out.shared = k.shared;
+  out.tensor_maps = k.tensor_maps;
+  out.arrival_barriers = k.arrival_barriers;
   return out;
 }
 

@@ -349,7 +349,9 @@ struct Verifier {
     const SharedArray& a = k.shared[o.array];
     if (a.elem != Type::F16 && a.elem != Type::BF16)
       return fail(fmt::format("warpgroup_mul_add: {} ({}) holds {}, not f16 or bf16", which, a.name, type_name(a.elem)));
-    if (o.k_block_stride % 8 || o.mn_block_stride % 8 || o.k_block_stride == 0 || o.mn_block_stride == 0)
+    // A swizzled K-major operand's rows hold all of a multiply's K, so it has no stride along K.
+    const bool k_stride_used = !o.swizzled || o.mn_major;
+    if (o.k_block_stride % 8 || o.mn_block_stride % 8 || (k_stride_used && o.k_block_stride == 0) || o.mn_block_stride == 0)
       return fail(fmt::format("warpgroup_mul_add: {}'s block strides ({}, {}) must be nonzero multiples of 8 elements",
                               which, o.k_block_stride, o.mn_block_stride));
     return index_ok(o.index, "warpgroup_mul_add");
@@ -368,6 +370,32 @@ struct Verifier {
   }
   bool stmt(const WarpgroupWait&) {
     return k.features.has(Feature::WarpgroupMatrix) || fail("warpgroup_wait: the kernel does not declare warpgroup-matrix");
+  }
+  bool barrier_ok(uint32_t barriers, ValueId barrier, const char* what) {
+    if (!k.features.has(Feature::TensorCopy)) return fail(fmt::format("{}: the kernel does not declare tensor-copy", what));
+    if (barriers >= k.arrival_barriers.size()) return fail(fmt::format("{}: arrival barriers {} do not exist", what, barriers));
+    return index_ok(barrier, what);
+  }
+  bool stmt(const TensorCopy& s) {
+    if (!barrier_ok(s.barriers, s.barrier, "tensor_copy")) return false;
+    if (s.map >= k.tensor_maps.size()) return fail("tensor_copy: tensor map out of range");
+    if (s.array >= k.shared.size()) return fail("tensor_copy: shared array out of range");
+    const TensorMap& m = k.tensor_maps[s.map];
+    if (k.shared[s.array].elem != k.buffers[m.buffer].elem)
+      return fail(fmt::format("tensor_copy: map {} reads {}, array {} holds {}", m.name, type_name(k.buffers[m.buffer].elem),
+                              k.shared[s.array].name, type_name(k.shared[s.array].elem)));
+    if (s.coords.size() != m.extents.size())
+      return fail(fmt::format("tensor_copy: map {} has {} dimensions, the copy gives {} coordinates", m.name,
+                              m.extents.size(), s.coords.size()));
+    for (ValueId c : s.coords)
+      if (!index_ok(c, "tensor_copy")) return false;
+    return index_ok(s.index, "tensor_copy");
+  }
+  bool stmt(const Arrive& s) { return barrier_ok(s.barriers, s.barrier, "arrive"); }
+  bool stmt(const AwaitPhase& s) {
+    if (!barrier_ok(s.barriers, s.barrier, "await_phase") || !use(s.parity, "await_phase")) return false;
+    if (type_of(s.parity) != Type::U32) return fail("await_phase: the parity must be u32");
+    return true;
   }
   bool stmt(const If& s) {
     if (!use(s.cond, "if") ) return false;
@@ -429,6 +457,28 @@ std::string verify(const Kernel& k) {
   if (k.features.has(Feature::WarpgroupMatrix) && k.workgroup_invocations() % kWarpgroupInvocations)
     return fmt::format("kernel declares warpgroup-matrix with {} invocations per workgroup, not whole warpgroups of {}",
                        k.workgroup_invocations(), kWarpgroupInvocations);
+  if ((!k.tensor_maps.empty() || !k.arrival_barriers.empty()) && !k.features.has(Feature::TensorCopy))
+    return "kernel has tensor maps or arrival barriers but does not declare tensor-copy";
+  for (const auto& m : k.tensor_maps) {
+    if (m.buffer >= k.buffers.size()) return "tensor map " + m.name + " reads a buffer that does not exist";
+    const uint32_t bytes = type_bytes(k.buffers[m.buffer].elem);
+    const size_t rank = m.extents.size();
+    if (rank < 1 || rank > 3 || m.strides.size() != rank - 1 || m.box.size() != rank)
+      return fmt::format("tensor map {}: 1 to 3 dimensions, each with a box size and all but the first with a stride",
+                         m.name);
+    if (bytes != 2 && bytes != 4) return "tensor map " + m.name + " reads a buffer of 8-byte or 1-byte elements";
+    for (uint64_t st : m.strides)
+      if (st == 0 || st * bytes % 16) return fmt::format("tensor map {}: stride {} is not a nonzero multiple of 16 bytes", m.name, st);
+    for (uint32_t b : m.box)
+      if (b == 0 || b > 256) return fmt::format("tensor map {}: box dimension {} is not 1 to 256", m.name, b);
+    if (m.box[0] * bytes % 16) return fmt::format("tensor map {}: box rows of {} elements are not whole 16 bytes", m.name, m.box[0]);
+    if (m.swizzle_128 && m.box[0] * bytes != 128)
+      return fmt::format("tensor map {}: a 128-byte swizzle needs box rows of 128 bytes, not {}", m.name, m.box[0] * bytes);
+  }
+  for (const auto& b : k.arrival_barriers)
+    if (b.count == 0 || b.arrivals == 0 || b.arrivals > k.workgroup_invocations())
+      return fmt::format("arrival barriers {}: {} of them, each awaiting {} of the workgroup's {} invocations", b.name,
+                         b.count, b.arrivals, k.workgroup_invocations());
   for (const auto& s : k.scalars)
     if (s.type == Type::BF16) return "scalar " + s.name + " is bf16; pass it as f32";
   for (const auto& v : k.vars)

@@ -82,6 +82,32 @@ struct MatrixFragment {
   uint32_t columns = kMatrixTile;  // warpgroup accumulators: 8 to 256, a multiple of 8
 };
 
+// A tensor map (Feature::TensorCopy): how the copy engine reads tiles ("boxes") of a buffer viewed as a dense tensor
+// of 1 to 3 dimensions, innermost first. The runtime encodes it against the buffer bound at dispatch (its view's
+// start is element 0). Every stride and the view's start must be multiples of 16 bytes; each box dimension is 1 to
+// 256 elements. With swizzle_128, a box row (box[0] elements) is exactly 128 bytes and lands in workgroup memory with
+// its 16-byte pieces permuted within each 1024-byte group of 8 rows (the layout warpgroup operands read when
+// swizzled), and the destination must start on 1024 bytes (backends align every array of such kernels so).
+struct TensorMap {
+  std::string name;
+  uint32_t buffer;
+  std::vector<uint64_t> extents;  // elements per dimension, innermost first
+  std::vector<uint64_t> strides;  // elements between neighbours along dimensions 1.. (extents.size() - 1 of them)
+  std::vector<uint32_t> box;      // elements per dimension of one copy
+  bool swizzle_128 = false;
+};
+
+// Arrival barriers (Feature::TensorCopy): `count` counters in workgroup memory, each completing a phase once
+// `arrivals` invocations have arrived at it and every byte of tensor copies announced to it has landed, then starting
+// the next phase. Phases alternate parity 0, 1, 0, ...; waiting for parity p returns once the latest phase of that
+// parity has completed (at first, waiting for parity 1 returns at once). The backend initializes them before the
+// kernel's first statement.
+struct ArrivalBarriers {
+  std::string name;
+  uint32_t count;
+  uint32_t arrivals;
+};
+
 // Builtins, all u32 and all linear (see the grid model above).
 enum class Builtin : uint8_t {
   GlobalId,       // group_id * workgroup_size + local_id
@@ -185,20 +211,52 @@ struct CopyWait { uint32_t pending; };
 // or along M or N when mn_major (at ... + (k % 8) 8 + m % 8): the latter is how rows of a buffer whose contiguous
 // direction is M or N land, 16 bytes at a time. Index and strides are multiples of 8 elements (16 bytes). Both
 // arrays hold f16, or both bf16.
-struct WarpgroupOperand { uint32_t array; ValueId index; uint32_t k_block_stride, mn_block_stride; bool mn_major; };
+//
+// A swizzled operand is laid out as 128-byte-swizzled tensor copies leave it (TensorMap::swizzle_128), in rows of 64
+// elements: K-major, one row per m (or n) holding 64 consecutive k, 8-row groups mn_block_stride apart (element
+// (m, k) at index + (m / 8) mn_block_stride + (m % 8) 64 + k; k_block_stride unused, 0); MN-major, one row per k
+// holding 64 consecutive m (or n), 8-row groups k_block_stride apart and 64-wide groups mn_block_stride apart (at
+// index + (k / 8) k_block_stride + (m / 64) mn_block_stride + (k % 8) 64 + m % 64). Addresses are before the
+// swizzle, which permutes 16-byte pieces within each aligned 1024 bytes: the array must start on 1024 bytes, as
+// backends align it in kernels with tensor copies.
+struct WarpgroupOperand {
+  uint32_t array;
+  ValueId index;
+  uint32_t k_block_stride, mn_block_stride;
+  bool mn_major;
+  bool swizzled = false;
+};
 // The multiply runs asynchronously: it joins the warpgroup's open batch and completes by a WarpgroupWait that covers
 // that batch. Until then nothing may write its operands' workgroup memory or touch its accumulator. Workgroup memory
 // the multiply reads must have been written before a Barrier (which orders it for the tensor cores too).
 struct WarpgroupMulAdd { uint32_t acc; WarpgroupOperand a, b; };
 struct WarpgroupCommit {};                  // closes the warpgroup's open batch of multiplies
 struct WarpgroupWait { uint32_t pending; };  // until at most `pending` closed batches are in flight (newest ones)
+// Feature::TensorCopy. The copy engine copies the box of tensor map `map` whose first element sits at `coords`
+// (innermost first, i32 or u32, one per dimension; parts outside the tensor read as zeros) into shared `array` from
+// element `index` on, and announces its bytes' arrival (the whole box) to arrival barrier `barrier` of `barriers`,
+// which must have been told to expect them by an Arrive. One invocation issues it; nothing may touch the destination
+// until a wait for that barrier's phase returns.
+struct TensorCopy {
+  uint32_t map;
+  uint32_t array;
+  ValueId index;
+  std::vector<ValueId> coords;
+  uint32_t barriers;
+  ValueId barrier;
+};
+// Arrives at barrier `barrier` of `barriers`, first telling it to expect `expect_bytes` more bytes of tensor copies.
+struct Arrive { uint32_t barriers; ValueId barrier; uint32_t expect_bytes; };
+// Waits until barrier `barrier` of `barriers` has completed its latest phase of parity `parity` (u32, 0 or 1); what
+// the copies and arrivals of that phase wrote is then visible to this invocation.
+struct AwaitPhase { uint32_t barriers; ValueId barrier; ValueId parity; };
 struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Block> else_body; };
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
 using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
-                          WarpgroupCommit, WarpgroupWait>;
+                          WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase>;
 
 struct Block {
   std::vector<Stmt> stmts;
@@ -213,6 +271,8 @@ struct Kernel {
   std::vector<SharedArray> shared;
   std::vector<LocalVar> vars;
   std::vector<MatrixFragment> fragments;
+  std::vector<TensorMap> tensor_maps;  // launch parameters after the scalars
+  std::vector<ArrivalBarriers> arrival_barriers;
   std::vector<Type> value_types;  // type of every ValueId
   Block body;
   // A kernel given as a finished SPIR-V module (a custom op's GLSL compiled by shaderc) instead of a body:
@@ -234,8 +294,8 @@ struct Kernel {
 // A deep copy (blocks own their children through unique_ptr, so Kernel is move-only). Runtimes keep one so
 // a compiled kernel's ir() outlives the caller's kernel.
 Kernel clone(const Kernel& k);
-// The kernel's interface without its body (name, workgroup size, features, buffers, scalars, shared arrays; no
-// variables, values or prebuilt module): what a runtime needs to bind and launch a compiled binary.
+// The kernel's interface without its body (name, workgroup size, features, buffers, scalars, shared arrays, tensor
+// maps, arrival barriers; no variables, values or prebuilt module): what a runtime needs to bind and launch a compiled binary.
 Kernel signature(const Kernel& k);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,

@@ -1,6 +1,7 @@
 #include "ir/kernel/printer.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace spire::kir {
 
@@ -79,8 +80,8 @@ struct Printer {
         line(depth, fmt::format("copy_wait pending={}", st->pending));
       } else if (auto* st = std::get_if<WarpgroupMulAdd>(&s)) {
         auto operand = [&](const WarpgroupOperand& o) {
-          return fmt::format("{}[{}] blocks k {} {} {}{}", k.shared[o.array].name, v(o.index), o.k_block_stride,
-                             o.mn_major ? "mn" : "m/n", o.mn_block_stride, o.mn_major ? " mn-major" : "");
+          return fmt::format("{}[{}] blocks k {} {} {}{}{}", k.shared[o.array].name, v(o.index), o.k_block_stride,
+                             o.mn_major ? "mn" : "m/n", o.mn_block_stride, o.mn_major ? " mn-major" : "", o.swizzled ? " swizzled" : "");
         };
         line(depth, fmt::format("warpgroup_mul_add {} += {} x {}", k.fragments[st->acc].name, operand(st->a),
                                 operand(st->b)));
@@ -88,6 +89,18 @@ struct Printer {
         line(depth, "warpgroup_commit");
       } else if (auto* st = std::get_if<WarpgroupWait>(&s)) {
         line(depth, fmt::format("warpgroup_wait pending={}", st->pending));
+      } else if (auto* st = std::get_if<TensorCopy>(&s)) {
+        std::vector<std::string> coords;
+        for (ValueId c : st->coords) coords.push_back(v(c));
+        line(depth, fmt::format("tensor_copy {}[{}], {} at ({}) arrives at {}[{}]", k.shared[st->array].name, v(st->index),
+                                k.tensor_maps[st->map].name, fmt::join(coords, ", "),
+                                k.arrival_barriers[st->barriers].name, v(st->barrier)));
+      } else if (auto* st = std::get_if<Arrive>(&s)) {
+        line(depth, fmt::format("arrive {}[{}] expecting {} bytes", k.arrival_barriers[st->barriers].name, v(st->barrier),
+                                st->expect_bytes));
+      } else if (auto* st = std::get_if<AwaitPhase>(&s)) {
+        line(depth, fmt::format("await_phase {}[{}] parity {}", k.arrival_barriers[st->barriers].name, v(st->barrier),
+                                v(st->parity)));
       } else if (std::holds_alternative<Barrier>(s)) {
         line(depth, "barrier");
       } else if (auto* st = std::get_if<If>(&s)) {
@@ -124,6 +137,12 @@ std::string print(const Kernel& k) {
     p.line(1, fmt::format("fragment {}: {} {}[{}x{}]{}", f.name, matrix_use_name(f.use), type_name(f.elem),
                           f.use == MatrixUse::WarpgroupAccumulator ? kWarpgroupRows : kMatrixTile, f.columns,
                           f.column_major ? " column-major" : ""));
+  for (const auto& m : k.tensor_maps)
+    p.line(1, fmt::format("tensor_map {}: {} extents [{}] strides [{}] box [{}]{}", m.name, k.buffers[m.buffer].name,
+                          fmt::join(m.extents, ", "), fmt::join(m.strides, ", "), fmt::join(m.box, ", "),
+                          m.swizzle_128 ? " swizzle-128" : ""));
+  for (const auto& b : k.arrival_barriers)
+    p.line(1, fmt::format("arrival_barriers {}: {} x {} arrivals", b.name, b.count, b.arrivals));
   if (k.prebuilt()) {
     // The words themselves are the kernel: their hash tells two modules apart (the plan deduplicates by text).
     uint64_t h = 1469598103934665603ull;  // FNV-1a

@@ -43,8 +43,12 @@ enum class Feature : uint32_t {
   // in registers (kernel.h's WarpgroupMulAdd): Hopper's wgmma, sm_90 only (PTX target sm_90a; later GPUs have
   // other instructions).
   WarpgroupMatrix = 1u << 9,
+  // Tiles of a buffer copied into workgroup memory by the copy engine, described by tensor maps, with completion
+  // counted by arrival barriers in workgroup memory (kernel.h's TensorMap, TensorCopy, ArrivalBarrier*): Hopper's
+  // tensor memory accelerator (cp.async.bulk.tensor) and mbarrier, sm_90.
+  TensorCopy = 1u << 10,
 };
-inline constexpr Feature kLastFeature = Feature::WarpgroupMatrix;  // for loops over every feature bit
+inline constexpr Feature kLastFeature = Feature::TensorCopy;  // for loops over every feature bit
 
 // A set of features, as bits.
 struct Features {

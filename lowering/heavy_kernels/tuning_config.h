@@ -57,6 +57,8 @@ struct Limits {
   // Feature::WarpgroupMatrix with 32-wide subgroups: 16-bit products may run on warpgroup MMA
   // (matmul_wgmma_kernel.h).
   bool warpgroup_matrix = false;
+  // Feature::TensorCopy: tiles may be fed by the copy engine through tensor maps (Hopper's TMA).
+  bool tensor_copy = false;
 };
 
 }  // namespace spire::lowering::heavy

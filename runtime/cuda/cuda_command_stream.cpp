@@ -66,6 +66,37 @@ CUdeviceptr CudaCommandStream::view_pointer(const BufferView& v, const char* wha
   return b->ptr() + v.offset;
 }
 
+CudaCommandStream::TensorMapBytes CudaCommandStream::encode_tensor_map(const kir::Kernel& ir, const kir::TensorMap& m,
+                                                                      const BufferView& view, CUdeviceptr base) const {
+  const DriverApi& a = ctx_->api();
+  const std::string where = fmt::format("kernel '{}' tensor map {} (buffer {})", ir.name, m.name, ir.buffers[m.buffer].name);
+  if (!a.cuTensorMapEncodeTiled)
+    throw Error(fmt::format("{}: {}: the CUDA driver lacks cuTensorMapEncodeTiled (tensor copies need CUDA 12)", ctx_->id(), where));
+  const kir::Type elem = ir.buffers[m.buffer].elem;
+  const uint64_t bytes = kir::type_bytes(elem);
+  if (base % 16)
+    throw Error(fmt::format("{}: {}: the view starts at byte {} of its buffer, not on 16 bytes", ctx_->id(), where, view.offset));
+  // The copy engine reads anywhere inside the tensor's extents: they must lie inside the bound view.
+  uint64_t last = m.extents[0];
+  for (size_t d = 1; d < m.extents.size(); ++d) last += (m.extents[d] - 1) * m.strides[d - 1];
+  if (last * bytes > view.bytes())
+    throw Error(fmt::format("{}: {}: the tensor spans {} bytes and the view holds {}", ctx_->id(), where, last * bytes,
+                            view.bytes()));
+  const int type = elem == kir::Type::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                   : elem == kir::Type::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                            : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+  std::vector<unsigned long long> dims(m.extents.begin(), m.extents.end()), strides;
+  for (uint64_t st : m.strides) strides.push_back(st * bytes);
+  std::vector<unsigned> box(m.box.begin(), m.box.end()), element_strides(m.box.size(), 1);
+  TensorMapBytes out{};
+  ctx_->check(a.cuTensorMapEncodeTiled(out.bytes, type, unsigned(dims.size()), reinterpret_cast<void*>(base), dims.data(),
+                                       strides.data(), box.data(), element_strides.data(), CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                       m.swizzle_128 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+              "cuTensorMapEncodeTiled", "(" + where + ")");
+  return out;
+}
+
 void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferView> buffers, const ScalarArgs& scalars,
                                  Grid grid) {
   require_recording("dispatch");
@@ -94,6 +125,7 @@ void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferVie
                               ctx_->id(), where, buffers[i].offset, align));
     l.pointers.push_back(view_pointer(buffers[i], "binding", where));
   }
+  for (const kir::TensorMap& m : ir.tensor_maps) l.tensor_maps.push_back(encode_tensor_map(ir, m, buffers[m.buffer], l.pointers[m.buffer]));
   l.scalar_bytes = scalars.bytes();
   l.scalar_offsets = ir.scalar_offsets();
   l.block = {ir.workgroup_size[0], ir.workgroup_size[1], ir.workgroup_size[2]};
@@ -173,6 +205,7 @@ void CudaCommandStream::finish() {
       l->params.clear();
       for (CUdeviceptr& p : l->pointers) l->params.push_back(&p);
       for (uint32_t off : l->scalar_offsets) l->params.push_back(l->scalar_bytes.data() + off);
+      for (TensorMapBytes& m : l->tensor_maps) l->params.push_back(m.bytes);
     }
   }
   if (commands_.empty()) return;

@@ -36,6 +36,7 @@ class CudaCommandStream final : public CommandStream {
   const std::string& graph_fallback_reason() const { return graph_fallback_reason_; }
 
  private:
+  struct alignas(64) TensorMapBytes { unsigned char bytes[kTensorMapBytes]; };  // a CUtensorMap
   struct Launch {
     CUfunction fn;
     std::string kernel;  // for error messages
@@ -45,6 +46,7 @@ class CudaCommandStream final : public CommandStream {
     std::vector<CUdeviceptr> pointers;  // one per buffer binding, offset applied
     std::vector<uint8_t> scalar_bytes;  // packed per kir::Kernel::scalar_offsets()
     std::vector<uint32_t> scalar_offsets;
+    std::vector<TensorMapBytes> tensor_maps;  // encoded at dispatch, passed by value after the scalars
     std::vector<void*> params;          // cuLaunchKernel's kernelParams, built by finish()
   };
   struct Copy { CUdeviceptr src, dst; uint64_t bytes; };
@@ -53,6 +55,8 @@ class CudaCommandStream final : public CommandStream {
   using Command = std::variant<Launch, Copy, Fill, Timestamp>;
 
   void require_recording(const char* what) const;
+  TensorMapBytes encode_tensor_map(const kir::Kernel& ir, const kir::TensorMap& m, const BufferView& view,
+                                   CUdeviceptr base) const;
   CUdeviceptr view_pointer(const BufferView& v, const char* what, const std::string& where) const;
   void replay(CUstream stream, bool capturing);
   void try_capture();

@@ -70,6 +70,8 @@ DeviceInfo describe_device(const Driver& d, int index) {
   if (info.compute_capability >= 80) all |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;
   // wgmma: compute capability 9.0 alone (sm_90a code runs nowhere else; Blackwell has other instructions).
   if (info.compute_capability == 90) all |= kir::Feature::WarpgroupMatrix;
+  // The tensor memory accelerator and mbarrier transaction counts: sm_90 and newer, with a driver that encodes maps.
+  if (info.compute_capability >= 90 && a.cuTensorMapEncodeTiled) all |= kir::Feature::TensorCopy;
   info.features = rt::apply_feature_mask(all);
   return info;
 }

@@ -66,6 +66,17 @@ inline constexpr CUjit_option CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES = 4;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER = 5;
 inline constexpr CUjit_option CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES = 6;
 
+// cuTensorMapEncodeTiled's enums (CUtensorMapDataType, CUtensorMapSwizzle, CUtensorMapL2promotion, ...)
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_FLOAT16 = 6;
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_FLOAT32 = 7;
+inline constexpr int CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 = 9;
+inline constexpr int CU_TENSOR_MAP_INTERLEAVE_NONE = 0;
+inline constexpr int CU_TENSOR_MAP_SWIZZLE_NONE = 0;
+inline constexpr int CU_TENSOR_MAP_SWIZZLE_128B = 3;
+inline constexpr int CU_TENSOR_MAP_L2_PROMOTION_L2_256B = 3;
+inline constexpr int CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE = 0;  // out-of-bounds elements read as zeros
+inline constexpr size_t kTensorMapBytes = 128;
+
 // CUjitInputType
 inline constexpr CUjitInputType CU_JIT_INPUT_PTX = 1;
 
@@ -137,6 +148,13 @@ struct DriverApi {
                             unsigned num_options, CUjit_option* options, void** option_values) = nullptr;
   CUresult (*cuLinkComplete)(CUlinkState state, void** cubin, size_t* size) = nullptr;
   CUresult (*cuLinkDestroy)(CUlinkState state) = nullptr;
+
+  // Optional (tensor copies, kir::Feature::TensorCopy; CUDA 12.0 drivers and later have it). The types are CUDA's:
+  // CUtensorMap* (128 bytes, 64-aligned), then enums as ints and cuuint64_t / cuuint32_t arrays.
+  CUresult (*cuTensorMapEncodeTiled)(void* map, int data_type, unsigned rank, void* global_address,
+                                     const unsigned long long* global_dims, const unsigned long long* global_strides,
+                                     const unsigned* box_dims, const unsigned* element_strides, int interleave,
+                                     int swizzle, int l2_promotion, int oob_fill) = nullptr;
 
   bool has_linker() const { return cuLinkCreate && cuLinkAddData && cuLinkComplete && cuLinkDestroy; }
   bool has_graphs() const {

@@ -6,12 +6,15 @@
 // capture into graphs that replay it, events stamped with the host clock, and modules parsed and kernels run
 // by the PTX interpreter of tests/ptx/interp (so kernels compute real results, slowly, and an out-of-bounds
 // access faults with CUDA_ERROR_ILLEGAL_ADDRESS as on a GPU). Launches are checked against the entry's
-// signature and .reqntid and logged for the tests to inspect (mock_cuda_* functions at the end).
+// signature and .reqntid and logged for the tests to inspect (mock_cuda_* functions at the end). Tensor maps
+// (cuTensorMapEncodeTiled) are written in the mock's own format (mock_tensor_map.h), which the interpreter's tensor
+// copies read.
 //
 // Misbehaviour on purpose, keyed by the entry name: "mock_reject" modules fail to load with a JIT log,
 // "mock_fault" launches leave a sticky CUDA_ERROR_ILLEGAL_ADDRESS, "mock_no_capture" launches cannot be
 // captured, "mock_noexec" launches are logged but not run. Every call that needs a context fails with CUDA_ERROR_INVALID_CONTEXT when the calling thread
 // has none current, which checks that the runtime makes its context current on every entry point.
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
@@ -24,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/cuda/mock_driver/mock_tensor_map.h"
 #include "tests/ptx/interp/ptx_interp.h"
 
 namespace {
@@ -58,7 +62,7 @@ struct Stream { bool capturing = false; bool invalidated = false; std::vector<Op
 struct LaunchRecord {
   std::string name;
   unsigned grid[3], block[3];
-  std::vector<uint64_t> args;
+  std::vector<uint64_t> args;  // each parameter's first 8 bytes (a scalar or pointer: its value)
 };
 
 struct State {
@@ -404,11 +408,15 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (bx != e->reqntid[0] || by != e->reqntid[1] || bz != e->reqntid[2]) return INVALID_VALUE;
   if (!e->param_sizes.empty() && !params) return INVALID_VALUE;
   if (int(shared) > e->max_dynamic_shared) return INVALID_VALUE;  // past 48 KiB only after the opt-in
-  // The driver copies the parameter values at launch (or capture) time; so does the mock.
+  // The driver copies the parameter values at launch (or capture) time; so does the mock. A parameter may be wider
+  // than a pointer (a 128-byte tensor map passed by value).
   LaunchRecord rec{e->name, {gx, gy, gz}, {bx, by, bz}, {}};
+  auto values = std::make_shared<std::vector<std::vector<uint8_t>>>();
   for (size_t i = 0; i < e->param_sizes.size(); ++i) {
+    const auto* bytes = static_cast<const uint8_t*>(params[i]);
+    values->emplace_back(bytes, bytes + e->param_sizes[i]);
     uint64_t v = 0;
-    std::memcpy(&v, params[i], size_t(e->param_sizes[i]));
+    std::memcpy(&v, params[i], std::min(sizeof v, size_t(e->param_sizes[i])));
     rec.args.push_back(v);
   }
   auto* stream = static_cast<Stream*>(s);
@@ -416,7 +424,6 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     stream->invalidated = true;
     return CAPTURE_INVALIDATED;
   }
-  auto values = std::make_shared<std::vector<uint64_t>>(rec.args);
   return submit(s, [rec, values, e, shared] {
     std::this_thread::sleep_for(std::chrono::microseconds(200));  // so timestamps around it differ
     {
@@ -429,7 +436,7 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     }
     if (rec.name.find("mock_noexec") != std::string::npos) return OK;  // logged, not run (huge grids)
     std::vector<void*> params;
-    for (auto& v : *values) params.push_back(&v);
+    for (auto& v : *values) params.push_back(v.data());
     try {
       e->module->program->launch(*e->code, {rec.grid[0], rec.grid[1], rec.grid[2]},
                                  {rec.block[0], rec.block[1], rec.block[2]}, params.data(),
@@ -447,6 +454,16 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
     }
     return OK;
   });
+}
+
+// Encodes the map in the mock's format (tests/cuda/mock_driver/mock_tensor_map.h), refusing with
+// CUDA_ERROR_INVALID_VALUE what the real driver refuses and what the interpreter does not model. CUDA's types: a
+// 128-byte CUtensorMap, enums as ints, cuuint64_t and cuuint32_t arrays. Like the real one, it needs no context.
+CUresult cuTensorMapEncodeTiled(void* map, int data_type, uint32_t rank, void* global_address, const uint64_t* global_dims,
+                                const uint64_t* global_strides, const uint32_t* box_dims, const uint32_t* element_strides,
+                                int interleave, int swizzle, int l2_promotion, int oob_fill) {
+  return spire::mock::encode_tiled(map, data_type, rank, global_address, global_dims, global_strides, box_dims,
+                                   element_strides, interleave, swizzle, l2_promotion, oob_fill);
 }
 
 CUresult cuStreamBeginCapture_v2(void* s, int mode) {
@@ -540,6 +557,7 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, uint64_
       {"cuGraphLaunch", (void*)&cuGraphLaunch},
       {"cuGraphExecDestroy", (void*)&cuGraphExecDestroy},
       {"cuGraphDestroy", (void*)&cuGraphDestroy},
+      {"cuTensorMapEncodeTiled", (void*)&cuTensorMapEncodeTiled},
   };
   if (version != 12000) return INVALID_VALUE;  // runtime/cuda's ABI declarations are for 12.0 variants
   auto it = table.find(symbol);

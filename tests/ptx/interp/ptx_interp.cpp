@@ -4,12 +4,15 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <map>
 #include <sstream>
 #include <unordered_map>
 
 #include "ir/kernel/half_bits.h"
+#include "tests/cuda/mock_driver/mock_tensor_map.h"
+#include "tests/ptx/interp/ptx_interp_hopper.h"
 
 namespace spire::ptx::interp {
 
@@ -42,7 +45,10 @@ bool is_signed(Ty t) { return t == Ty::S32 || t == Ty::S64; }
 enum class Op : uint8_t {
   LdParam, LdGlobal, StGlobal, LdShared, StShared, AtomAdd, Cvta, Mov, Mad, MulLo, MulWide, Add, Sub, Mul, Div,
   Rem, Min, Max, Fma, Sqrt, Neg, Abs, Not, And, Or, Xor, Shl, Shr, Setp, Selp, Cvt, Ex2, Bar, Shfl, WmmaLoad,
-  WmmaMma, WmmaStore, CpAsync, CpAsyncCommit, CpAsyncWait, Bra, Ret
+  WmmaMma, WmmaStore, CpAsync, CpAsyncCommit, CpAsyncWait, Bra, Ret,
+  // Hopper (sm_90a): fences and register hints that change nothing here, generic addresses of kernel parameters,
+  // mbarrier objects, tensor copies, and warpgroup MMA (wgmma.fence, mma_async, commit_group, wait_group).
+  Nop, CvtaParam, MbarInit, MbarArrive, MbarTryWait, TensorCopy, WgFence, WgMma, WgCommit, WgWait
 };
 
 // The element type of a wmma fragment: bf16 and f16 fragments (a, b) pack two elements into each register, f32
@@ -88,19 +94,26 @@ const char* const kSpecials[kSpecialCount] = {"%tid.x",   "%tid.y",   "%tid.z", 
                                               "%ntid.z",  "%ctaid.x", "%ctaid.y", "%ctaid.z",  "%nctaid.x",
                                               "%nctaid.y", "%nctaid.z", "%laneid"};
 constexpr uint32_t kWarp = 32;
+constexpr uint32_t kWarpgroup = 4 * kWarp;
+
+// Generic addresses of the kernel's parameters (cvta.param): the parameter space's byte offsets from here. No host
+// pointer is non-canonical, so none falls in this window.
+constexpr uint64_t kParamWindow = uint64_t(1) << 62;
+constexpr uint64_t kParamWindowBytes = uint64_t(1) << 32;
 
 std::string trim(const std::string& s) {
   size_t b = s.find_first_not_of(" \t\r"), e = s.find_last_not_of(" \t\r");
   return b == std::string::npos ? "" : s.substr(b, e - b + 1);
 }
 
-// Splits at `sep` outside braces (trimming each piece), so that a {...} vector operand stays one piece.
+// Splits at `sep` outside braces and brackets (trimming each piece), so that a {...} vector operand and a
+// [map, {coordinates}] tensor operand stay one piece.
 std::vector<std::string> split(const std::string& s, char sep) {
   std::vector<std::string> out;
   std::string cur;
   int depth = 0;
   for (char c : s) {
-    depth += c == '{' ? 1 : c == '}' ? -1 : 0;
+    depth += c == '{' || c == '[' ? 1 : c == '}' || c == ']' ? -1 : 0;
     if (c == sep && depth == 0) {
       out.push_back(trim(cur));
       cur.clear();
@@ -137,7 +150,9 @@ struct Module::Impl {
   uint32_t registers = 0;
   std::vector<std::string> symbols;     // params (by entry) and shared arrays
   std::vector<int> symbol_param;        // param index, or -1 for a shared array
-  std::vector<uint32_t> symbol_offset;  // shared arrays: offset in the CTA's shared memory
+  // shared arrays: offset in the CTA's shared memory; params: offset in the entry's parameter space
+  std::vector<uint32_t> symbol_offset;
+  std::vector<std::vector<uint32_t>> param_offsets;  // by entry, then parameter
   uint32_t shared_bytes = 0;                // static arrays
   uint32_t dynamic_align = 1, dynamic_offset = 0;  // where the .extern .shared array starts
   std::vector<uint32_t> dynamic_symbols;
@@ -194,6 +209,137 @@ struct Module::Impl {
     return o;
   }
 
+  // A {...} list of `count` registers: a wmma fragment or wgmma's accumulators.
+  std::vector<uint32_t> register_list(const std::string& s, size_t count, const std::string& what, int line,
+                                      const std::string& text) {
+    if (s.size() < 2 || s.front() != '{' || s.back() != '}') fail(line, text, "register list {...} expected");
+    std::vector<uint32_t> out;
+    for (const auto& r : split(s.substr(1, s.size() - 2), ',')) {
+      Opnd o = operand(r, line, text);
+      if (o.kind != Opnd::Reg || o.memory) fail(line, text, "a " + what + " is a list of registers");
+      out.push_back(o.index);
+    }
+    if (out.size() != count) fail(line, text, "a fragment of " + std::to_string(count) + " registers expected");
+    return out;
+  }
+
+  // A value operand: a register or an immediate.
+  Opnd value_operand(const std::string& s, int line, const std::string& text) {
+    Opnd o = operand(s, line, text);
+    if (o.memory || (o.kind != Opnd::Reg && o.kind != Opnd::Imm)) fail(line, text, "a register or an immediate expected");
+    return o;
+  }
+
+  // A shared-memory address operand of the Hopper instructions: [register] or [shared array]; its value is the address.
+  Opnd shared_operand(const std::string& s, int line, const std::string& text) {
+    Opnd o = operand(s, line, text);
+    const bool shared_symbol = o.kind == Opnd::Symbol && symbol_param[o.index] < 0;
+    if (!o.memory || (o.kind != Opnd::Reg && !shared_symbol))
+      fail(line, text, "a shared address [register] or [shared array] expected");
+    return o;
+  }
+
+  // mbarrier objects, in the forms backends/ptx writes (PTX ISA 8.0; the arrival state result discarded):
+  //   mbarrier.init.shared::cta.b64 [bar], count;
+  //   mbarrier.arrive.shared::cta.b64 _, [bar];
+  //   mbarrier.arrive.expect_tx.shared::cta.b64 _, [bar], bytes;
+  //   mbarrier.try_wait.parity.shared::cta.b64 p, [bar], parity;
+  void parse_mbarrier(Ins& ins, const std::string& opcode, const std::string& rest, int line) {
+    const std::string& text = ins.text;
+    const std::vector<std::string> ops = split(rest, ',');
+    if (opcode == "mbarrier.init.shared::cta.b64") {
+      if (ops.size() != 2) fail(line, text, "mbarrier.init takes [bar], count");
+      ins.op = Op::MbarInit;
+      ins.a = {shared_operand(ops[0], line, text), value_operand(ops[1], line, text)};
+    } else if (opcode == "mbarrier.arrive.shared::cta.b64" || opcode == "mbarrier.arrive.expect_tx.shared::cta.b64") {
+      const bool tx = opcode == "mbarrier.arrive.expect_tx.shared::cta.b64";
+      if (ops.size() != (tx ? 3u : 2u) || ops[0] != "_")
+        fail(line, text, tx ? "mbarrier.arrive.expect_tx takes _, [bar], bytes" : "mbarrier.arrive takes _, [bar]");
+      ins.op = Op::MbarArrive;
+      ins.a = {shared_operand(ops[1], line, text)};
+      if (tx) ins.a.push_back(value_operand(ops[2], line, text));
+    } else if (opcode == "mbarrier.try_wait.parity.shared::cta.b64") {
+      if (ops.size() != 3) fail(line, text, "mbarrier.try_wait.parity takes p, [bar], parity");
+      Opnd p = operand(ops[0], line, text);
+      if (p.kind != Opnd::Reg || p.memory) fail(line, text, "try_wait's result is a predicate register");
+      ins.op = Op::MbarTryWait;
+      ins.a = {p, shared_operand(ops[1], line, text), value_operand(ops[2], line, text)};
+    } else {
+      fail(line, text, "only mbarrier.init, arrive, arrive.expect_tx and try_wait.parity of .shared::cta .b64 objects");
+    }
+  }
+
+  //   cp.async.bulk.tensor.Nd.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [map, {c0, ...}], [bar];
+  // dst and bar: shared addresses; map: a register holding the tensor map's generic address; N coordinates.
+  void parse_tensor_copy(Ins& ins, const std::vector<std::string>& parts, const std::string& rest, int line) {
+    const std::string& text = ins.text;
+    const std::string rank = parts.size() > 4 ? parts[4] : "";
+    if (parts.size() != 8 || parts[5] != "shared::cluster" || parts[6] != "global" ||
+        parts[7] != "mbarrier::complete_tx::bytes" || rank.size() != 2 || rank[1] != 'd' || rank[0] < '1' || rank[0] > '5')
+      fail(line, text, "only cp.async.bulk.tensor.{1..5}d.shared::cluster.global.mbarrier::complete_tx::bytes");
+    const std::vector<std::string> ops = split(rest, ',');
+    if (ops.size() != 3) fail(line, text, "a tensor copy takes [dst], [map, {coordinates}], [bar]");
+    const std::string& source = ops[1];
+    if (source.size() < 2 || source.front() != '[' || source.back() != ']')
+      fail(line, text, "[map, {coordinates}] expected");
+    const std::vector<std::string> inner = split(source.substr(1, source.size() - 2), ',');
+    if (inner.size() != 2 || inner[1].size() < 2 || inner[1].front() != '{' || inner[1].back() != '}')
+      fail(line, text, "[map, {coordinates}] expected");
+    Opnd map = operand(inner[0], line, text);
+    if (map.kind != Opnd::Reg || map.memory) fail(line, text, "the tensor map is a register holding its generic address");
+    ins.op = Op::TensorCopy;
+    ins.a = {shared_operand(ops[0], line, text), map, shared_operand(ops[2], line, text)};
+    for (const auto& c : split(inner[1].substr(1, inner[1].size() - 2), ',')) ins.a.push_back(value_operand(c, line, text));
+    if (ins.a.size() != 3 + size_t(rank[0] - '0'))
+      fail(line, text, "a " + rank + " tensor copy takes " + rank.substr(0, 1) + " coordinates");
+  }
+
+  // Warpgroup MMA, in the forms backends/ptx writes (PTX ISA 8.0, sm_90a):
+  //   wgmma.fence.sync.aligned;  wgmma.commit_group.sync.aligned;  wgmma.wait_group.sync.aligned N;
+  //   wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T {d}, desc-a, desc-b, scale-d, 1, 1, trans-a, trans-b;
+  // T bf16 or f16, N a multiple of 8 up to 256, N / 2 f32 accumulator registers, both operands in shared memory.
+  void parse_wgmma(Ins& ins, const std::vector<std::string>& parts, const std::string& opcode, const std::string& rest,
+                   int line) {
+    const std::string& text = ins.text;
+    // A guard could leave threads of the warpgroup out, and wgmma needs all 128; the backend writes none.
+    if (ins.guard >= 0) fail(line, text, "guarded wgmma is not in the subset");
+    if (opcode == "wgmma.fence.sync.aligned" || opcode == "wgmma.commit_group.sync.aligned") {
+      if (!rest.empty()) fail(line, text, "takes no operands");
+      ins.op = opcode == "wgmma.fence.sync.aligned" ? Op::WgFence : Op::WgCommit;
+      return;
+    }
+    if (opcode == "wgmma.wait_group.sync.aligned") {
+      Opnd n = operand(rest, line, text);
+      if (n.kind != Opnd::Imm || n.memory) fail(line, text, "wgmma.wait_group needs a count");
+      ins.op = Op::WgWait;
+      ins.a = {n};
+      return;
+    }
+    const std::string shape = parts.size() > 4 ? parts[4] : "";
+    uint32_t n = 0;
+    if (shape.size() > 7 && shape.rfind("m64n", 0) == 0 && shape.substr(shape.size() - 3) == "k16" &&
+        shape.find_first_not_of("0123456789", 4) == shape.size() - 3)
+      n = uint32_t(std::stoul(shape.substr(4, shape.size() - 7)));
+    if (parts.size() != 8 || parts[1] != "mma_async" || parts[2] != "sync" || parts[3] != "aligned" || n == 0 ||
+        n % 8 != 0 || n > 256 || parts[5] != "f32" || parts[6] != parts[7] || (parts[6] != "bf16" && parts[6] != "f16"))
+      fail(line, text, "only wgmma.mma_async.sync.aligned.m64nNk16.f32.T.T (N = 8 .. 256 by 8, T bf16 or f16), and "
+                       "wgmma.fence, commit_group, wait_group");
+    const std::vector<std::string> ops = split(rest, ',');
+    if (ops.size() != 8) fail(line, text, "wgmma.mma_async takes {d}, desc-a, desc-b, scale-d, 1, 1, trans-a, trans-b");
+    if (!ops[1].empty() && ops[1].front() == '{')
+      fail(line, text, "wgmma with A in registers is not in the subset (A and B are descriptors)");
+    ins.op = Op::WgMma;
+    ins.frag = parts[6] == "bf16" ? Frag::BF16 : Frag::F16;
+    ins.frags.push_back(register_list(ops[0], n / 2, "wgmma accumulator", line, text));
+    ins.a = {value_operand(ops[1], line, text), value_operand(ops[2], line, text), value_operand(ops[3], line, text)};
+    for (size_t i = 4; i < 8; ++i) {
+      Opnd o = operand(ops[i], line, text);
+      if (o.kind != Opnd::Imm || o.memory || (i < 6 ? o.imm != 1 : o.imm > 1))
+        fail(line, text, i < 6 ? "only scale-a and scale-b 1" : "trans-a and trans-b are 0 or 1");
+      if (i >= 6) ins.a.push_back(o);
+    }
+  }
+
   // wmma.load, wmma.mma and wmma.store of shape m16n16k16, in the forms backends/ptx writes:
   //   wmma.load.{a,b}.sync.aligned.{row,col}.m16n16k16.{shared,global}.{bf16,f16} {frag}, [addr], stride;
   //   wmma.load.c.sync.aligned.{row,col}.m16n16k16.{shared,global}.f32 {frag}, [addr], stride;
@@ -208,17 +354,7 @@ struct Module::Impl {
     // A guard could leave some lanes out, and wmma needs the whole warp; the backend writes none.
     if (ins.guard >= 0) fail(line, text, "guarded wmma is not in the subset");
     const std::vector<std::string> ops = split(rest, ',');
-    auto regs = [&](const std::string& s, size_t count) {
-      if (s.size() < 2 || s.front() != '{' || s.back() != '}') fail(line, text, "register list {...} expected");
-      std::vector<uint32_t> out;
-      for (const auto& r : split(s.substr(1, s.size() - 2), ',')) {
-        Opnd o = operand(r, line, text);
-        if (o.kind != Opnd::Reg || o.memory) fail(line, text, "a wmma fragment is a list of registers");
-        out.push_back(o.index);
-      }
-      if (out.size() != count) fail(line, text, "a fragment of " + std::to_string(count) + " registers expected");
-      return out;
-    };
+    auto regs = [&](const std::string& s, size_t count) { return register_list(s, count, "wmma fragment", line, text); };
     auto frag_regs = [](Frag f) { return f == Frag::BF16 ? size_t(4) : size_t(8); };
     auto layout = [](const std::string& p) { return p == "row" || p == "col"; };
     const std::string kind = parts.size() > 1 ? parts[1] : "";
@@ -297,6 +433,7 @@ struct Module::Impl {
         }
         if (t.rfind(".visible .entry ", 0) == 0) {
           entries.push_back({});
+          param_offsets.emplace_back();
           entry = &entries.back();
           size_t open = t.find('(');
           if (open == std::string::npos) fail(line, t, "entry without '('");
@@ -309,18 +446,36 @@ struct Module::Impl {
             in_params = false;
             continue;
           }
-          // .param .TYPE NAME[,]
+          // .param .TYPE NAME[,], or .param .align A .b8 NAME[BYTES][,] (a tensor map passed by value)
           std::string p = t;
           if (!p.empty() && p.back() == ',') p.pop_back();
           auto parts = split(p, ' ');
-          if (parts.size() != 3 || parts[0] != ".param") fail(line, t, "parameter expected");
-          Ty ty = parse_type(parts[1].substr(1));
-          if (ty == Ty::None) fail(line, t, "unknown parameter type");
-          entry->params.push_back({parts[2], type_bytes(ty)});
-          symbol_index[parts[2]] = uint32_t(symbols.size());
-          symbols.push_back(parts[2]);
+          std::string name;
+          uint32_t bytes = 0, align = 0;
+          if (parts.size() == 3 && parts[0] == ".param") {
+            Ty ty = parse_type(parts[1].substr(1));
+            if (ty == Ty::None) fail(line, t, "unknown parameter type");
+            name = parts[2];
+            bytes = align = uint32_t(type_bytes(ty));
+          } else if (parts.size() == 5 && parts[0] == ".param" && parts[1] == ".align" && parts[3] == ".b8") {
+            const size_t lb = parts[4].find('['), rb = parts[4].find(']');
+            if (lb == std::string::npos || rb != parts[4].size() - 1 || rb == lb + 1) fail(line, t, "NAME[BYTES] expected");
+            name = parts[4].substr(0, lb);
+            bytes = uint32_t(std::stoul(parts[4].substr(lb + 1, rb - lb - 1)));
+            align = uint32_t(std::stoul(parts[2]));
+            if (align == 0 || (align & (align - 1)) != 0) fail(line, t, "parameter alignment must be a power of two");
+          } else {
+            fail(line, t, "parameter expected");
+          }
+          // The parameter space lays the parameters out in order, each at its alignment.
+          std::vector<uint32_t>& offsets = param_offsets.back();
+          const uint32_t end = entry->params.empty() ? 0 : offsets.back() + uint32_t(entry->params.back().bytes);
+          offsets.push_back((end + align - 1) / align * align);
+          entry->params.push_back({name, int(bytes)});
+          symbol_index[name] = uint32_t(symbols.size());
+          symbols.push_back(name);
           symbol_param.push_back(int(entry->params.size() - 1));
-          symbol_offset.push_back(0);
+          symbol_offset.push_back(offsets.back());
           continue;
         }
         if (t.rfind(".reqntid", 0) == 0) {
@@ -412,6 +567,37 @@ struct Module::Impl {
         code.push_back(std::move(ins));
         continue;
       }
+      if (name == "wgmma") {
+        parse_wgmma(ins, parts, opcode, trim(rest), line);
+        code.push_back(std::move(ins));
+        continue;
+      }
+      if (name == "mbarrier") {
+        parse_mbarrier(ins, opcode, rest, line);
+        code.push_back(std::move(ins));
+        continue;
+      }
+      if (name == "fence" || name == "setmaxnreg") {
+        // The interpreter runs every access in program order on one memory, so the proxy and barrier-init fences order
+        // nothing more; setmaxnreg only moves the register budget between warpgroups.
+        if (opcode == "fence.mbarrier_init.release.cluster" || opcode == "fence.proxy.async.shared::cta") {
+          if (!trim(rest).empty()) fail(line, ins.text, "takes no operands");
+        } else if (opcode == "setmaxnreg.inc.sync.aligned.u32" || opcode == "setmaxnreg.dec.sync.aligned.u32") {
+          Opnd n = operand(trim(rest), line, ins.text);
+          if (n.kind != Opnd::Imm || n.imm < 24 || n.imm > 256 || n.imm % 8 != 0)
+            fail(line, ins.text, "setmaxnreg needs a count of 24 .. 256, a multiple of 8");
+        } else {
+          fail(line, ins.text, "only fence.mbarrier_init.release.cluster, fence.proxy.async.shared::cta and setmaxnreg");
+        }
+        ins.op = Op::Nop;
+        code.push_back(std::move(ins));
+        continue;
+      }
+      if (name == "cp" && parts.size() > 3 && parts[1] == "async" && parts[2] == "bulk" && parts[3] == "tensor") {
+        parse_tensor_copy(ins, parts, rest, line);
+        code.push_back(std::move(ins));
+        continue;
+      }
       if (name == "cp") {
         // cp.async.cg.shared.global [dst], [src], 16, src_bytes: the only copy the backend writes; and
         // cp.async.commit_group, cp.async.wait_group N, cp.async.wait_all (a commit, then wait_group 0).
@@ -456,7 +642,7 @@ struct Module::Impl {
         if (parts.size() != 4 || parts[1] != "global" || parts[2] != "add") fail(line, ins.text, "only atom.global.add");
         ins.op = Op::AtomAdd;
       } else if (name == "cvta") {
-        ins.op = Op::Cvta;
+        ins.op = parts[1] == "param" ? Op::CvtaParam : Op::Cvta;
       } else if (name == "mov") {
         ins.op = Op::Mov;
       } else if (name == "mad") {
@@ -519,8 +705,11 @@ struct Thread {
   std::vector<uint64_t> regs;
   uint32_t pc = 0;
   // AtWarpOp: stopped at a warp-collective instruction (shfl.sync, wmma) until every lane of its warp is there too
-  // (pc still on it); the launch then runs it for the whole warp.
-  enum State : uint8_t { Running, AtBarrier, AtWarpOp, Exited } state = Running;
+  // (pc still on it); the launch then runs it for the whole warp. AtWarpgroupOp: likewise for the 128 threads of a
+  // warpgroup (wgmma). Polling: an mbarrier.try_wait returned false (pc past it), so the thread lets the others run
+  // before it polls again; the launch resumes it once the phase it polled completes, or when nothing else can run.
+  enum State : uint8_t { Running, AtBarrier, AtWarpOp, AtWarpgroupOp, Polling, Exited } state = Running;
+  uint32_t poll_barrier = 0, poll_parity = 0;  // Polling: the mbarrier and the phase parity it waits for
   uint32_t special[kSpecialCount];
   // cp.async copies issued and not yet waited for: they land at the thread's cp.async.wait_group that covers their
   // group (any time before it is allowed, so landing last is the schedule that exposes a missing wait), the source
@@ -529,6 +718,52 @@ struct Thread {
   std::vector<PendingCopy> pending;
   uint32_t committed = 0;
 };
+
+// A wgmma.mma_async issued and not yet completed: it runs (reading shared memory and the accumulators then) when a
+// wgmma.wait_group covers its batch, as late as PTX allows, so that a missing wait shows. The descriptors and scale-d
+// are the values at issue.
+struct QueuedMultiply {
+  const Ins* ins;
+  uint64_t desc_a, desc_b;
+  bool accumulate;
+};
+
+// A warpgroup's wgmma batches: the open one (not yet committed) and the committed ones, oldest first.
+struct Warpgroup {
+  std::vector<QueuedMultiply> open;
+  std::deque<std::vector<QueuedMultiply>> committed;
+  bool idle() const { return open.empty() && committed.empty(); }
+};
+
+// Runs a queued wgmma for the 128 threads `group` of its warpgroup: D = A B (+ D with scale-d), A 64 x 16 and B 16 x N
+// read from shared memory through their descriptors, D in the threads' accumulator registers in PTX's layout. Products
+// of 16-bit floats are exact in f32; each element sums them in k order in f32, starting from D or 0.
+void complete_multiply(const QueuedMultiply& q, Thread* group, const std::vector<uint8_t>& shared) {
+  const Ins& in = *q.ins;
+  const std::vector<uint32_t>& acc = in.frags[0];
+  const uint32_t n = uint32_t(acc.size()) * 2;
+  const bool bf16 = in.frag == Frag::BF16;
+  const std::vector<float> a = hopper::read_operand(shared, q.desc_a, 64, in.a[3].imm != 0, bf16, in.text);
+  const std::vector<float> b = hopper::read_operand(shared, q.desc_b, n, in.a[4].imm != 0, bf16, in.text);
+  std::vector<float> d(size_t(64) * n, 0.0f);
+  if (q.accumulate)
+    for (uint32_t t = 0; t < kWarpgroup; ++t)
+      for (uint32_t i = 0; i < acc.size(); ++i) {
+        auto [row, col] = hopper::accumulator_element(t, i);
+        d[size_t(row) * n + col] = f32_of(group[t].regs[acc[i]]);
+      }
+  for (uint32_t row = 0; row < 64; ++row)
+    for (uint32_t col = 0; col < n; ++col) {
+      float sum = d[size_t(row) * n + col];
+      for (uint32_t k = 0; k < 16; ++k) sum = std::fma(a[size_t(row) * 16 + k], b[size_t(col) * 16 + k], sum);
+      d[size_t(row) * n + col] = sum;
+    }
+  for (uint32_t t = 0; t < kWarpgroup; ++t)
+    for (uint32_t i = 0; i < acc.size(); ++i) {
+      auto [row, col] = hopper::accumulator_element(t, i);
+      group[t].regs[acc[i]] = bits_of(d[size_t(row) * n + col]);
+    }
+}
 
 bool compare(Cmp c, Ty t, uint64_t a, uint64_t b) {
   if (is_float(t)) {
@@ -786,6 +1021,34 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
   std::vector<uint8_t> shared(m.dynamic_offset + dynamic_shared_bytes);
   unsigned threads = block[0] * block[1] * block[2];
   std::vector<Thread> ts(threads);
+  const std::vector<uint32_t>& param_offsets = m.param_offsets.at(size_t(&entry - m.entries.data()));
+  hopper::MBarriers mbarriers;                                             // the running block's
+  std::vector<Warpgroup> warpgroups((threads + kWarpgroup - 1) / kWarpgroup);  // the running block's
+
+  // The 128 bytes of the tensor map at generic address `address`: inside a kernel parameter (cvta.param, a map passed
+  // by value) or in global memory.
+  auto tensor_map_at = [&](uint64_t address, const Ins& in) {
+    const uint8_t* bytes = nullptr;
+    if (address >= kParamWindow && address < kParamWindow + kParamWindowBytes) {
+      const uint64_t offset = address - kParamWindow;
+      for (size_t i = 0; i < entry.params.size() && !bytes; ++i)
+        if (offset >= param_offsets[i] &&
+            offset + mock::kTensorMapBytes <= param_offsets[i] + uint64_t(entry.params[i].bytes))
+          bytes = static_cast<const uint8_t*>(params[i]) + (offset - param_offsets[i]);
+      if (!bytes) throw Error("PTX interpreter: the tensor map's 128 bytes are not inside a kernel parameter at: " + in.text);
+    } else {
+      try {
+        check(address, mock::kTensorMapBytes);
+      } catch (const std::exception& e) {
+        throw Error(std::string("PTX interpreter: ") + e.what() + " (the tensor map) at: " + in.text);
+      }
+      bytes = reinterpret_cast<const uint8_t*>(address);
+    }
+    mock::TensorMap map;
+    if (!mock::decode_tensor_map(bytes, map))
+      throw Error("PTX interpreter: no tensor map (as cuTensorMapEncodeTiled writes) at the map address at: " + in.text);
+    return map;
+  };
 
   auto run_thread = [&](Thread& th) {
     auto rd = [&](const Opnd& o) { return operand_value(th, o, m.symbol_offset); };
@@ -823,6 +1086,14 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
                       std::to_string(shared.size()) + " bytes at: " + in.text);
         return shared.data() + off;
       };
+      // An mbarrier object: 8 bytes of shared memory, 8-byte aligned.
+      auto barrier_addr = [&](const Opnd& o) {
+        const uint32_t addr = uint32_t(rd(o));
+        if (addr % 8 != 0)
+          throw Error("PTX interpreter: mbarrier address " + std::to_string(addr) + " is not 8-byte aligned at: " + in.text);
+        shared_addr(o, 8);  // bounds
+        return addr;
+      };
       auto load = [&](const uint8_t* p) {
         uint64_t v = 0;
         std::memcpy(&v, p, size_t(type_bytes(t)));
@@ -835,7 +1106,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           int pi = m.symbol_param[src.index];
           if (pi < 0) throw Error("PTX interpreter: ld.param of a non-parameter at: " + in.text);
           uint64_t v = 0;
-          std::memcpy(&v, params[pi], size_t(entry.params[size_t(pi)].bytes));
+          std::memcpy(&v, params[pi], std::min(sizeof v, size_t(entry.params[size_t(pi)].bytes)));
           set(v);
           break;
         }
@@ -976,12 +1247,43 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           break;
         }
         case Op::Bar: th.state = Thread::AtBarrier; break;
+        case Op::Nop: break;
+        case Op::CvtaParam: set(rd(in.a[1]) + kParamWindow); break;
+        case Op::MbarInit: mbarriers.init(barrier_addr(in.a[0]), rd(in.a[1]), in.text); break;
+        case Op::MbarArrive: mbarriers.arrive(barrier_addr(in.a[0]), in.a.size() > 1 ? u32(1) : 0, in.text); break;
+        case Op::MbarTryWait: {
+          const uint32_t bar = barrier_addr(in.a[1]), parity = u32(2) & 1u;
+          const bool done = mbarriers.phase_complete(bar, parity, in.text);
+          th.regs[in.a[0].index] = done;
+          if (!done) {  // a yield point: the others run before this thread polls again
+            th.state = Thread::Polling;
+            th.poll_barrier = bar;
+            th.poll_parity = parity;
+          }
+          break;
+        }
+        case Op::TensorCopy: {
+          // The copy lands at once (its barrier's phase cannot complete before it does anyway).
+          std::vector<int32_t> coords;
+          for (size_t i = 3; i < in.a.size(); ++i) coords.push_back(s32(i));
+          const uint32_t dst = u32(0), bar = barrier_addr(in.a[2]);
+          const uint32_t bytes = hopper::tensor_copy(tensor_map_at(rd(in.a[1]), in), coords, dst, shared, check, in.text);
+          if (mbarriers.overlaps(dst, uint64_t(dst) + bytes))
+            throw Error("PTX interpreter: a tensor copy overwrites an mbarrier at: " + in.text);
+          mbarriers.complete_tx(bar, bytes, in.text);
+          break;
+        }
+        case Op::WgFence: case Op::WgMma: case Op::WgCommit: case Op::WgWait:
+          th.state = Thread::AtWarpgroupOp;  // run for the whole warpgroup below
+          continue;
         case Op::Shfl: case Op::WmmaLoad: case Op::WmmaMma: case Op::WmmaStore:
           th.state = Thread::AtWarpOp;  // run for the whole warp below
           continue;
         case Op::Bra: th.pc = in.target; continue;
         case Op::Ret:
           if (!th.pending.empty()) throw Error("PTX interpreter: a thread exits with cp.async copies it never waited for");
+          if (!warpgroups[size_t(&th - ts.data()) / kWarpgroup].idle())
+            throw Error("PTX interpreter: a thread exits with wgmma multiplies its warpgroup never waited for");
           th.state = Thread::Exited;
           continue;
       }
@@ -989,11 +1291,121 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
     }
   };
 
+  auto value = [&](const Thread& th, const Opnd& o) { return operand_value(th, o, m.symbol_offset); };
+
+  // Whether the collective instruction some member of the group [begin, begin + size) (a warp, or a warpgroup of 4
+  // warps) stopped at (`at`) can run: every member is there, at the same instruction. A member that exited, waits at
+  // bar.sync or at another collective instruction never will come (divergence: a fault); one still running or polling
+  // an mbarrier may.
+  auto group_ready = [&](unsigned begin, unsigned size, Thread::State at) {
+    const unsigned end = std::min(threads, begin + size);
+    unsigned first = begin;
+    while (first < end && ts[first].state != at) ++first;
+    if (first == end) return false;
+    const Ins& in = code[ts[first].pc];
+    const bool warp = at == Thread::AtWarpOp;
+    const std::string what = in.op == Op::Shfl ? "shfl.sync" : warp ? "wmma" : "wgmma";
+    bool all = true;
+    for (unsigned i = begin; i < end; ++i) {
+      const Thread& th = ts[i];
+      if (th.state == at && th.pc == ts[first].pc) continue;
+      if (th.state == Thread::Running || th.state == Thread::Polling) {
+        all = false;
+        continue;
+      }
+      throw Error(warp ? "PTX interpreter: the lanes of a warp do not all reach the same " + what +
+                             " (divergence, or a partial warp) at: " + in.text
+                       : "PTX interpreter: the threads of a warpgroup do not all reach the same wgmma (divergence, or a "
+                         "partial warpgroup) at: " + in.text);
+    }
+    if (all && end - begin != size)
+      throw Error(warp ? "PTX interpreter: " + what + " names 32 lanes, but the warp is partial"
+                       : "PTX interpreter: wgmma needs the 128 threads of a warpgroup, but the warpgroup is partial at: " +
+                             in.text);
+    return all;
+  };
+
+  // Runs the warp-collective instruction the 32 lanes from `w` stopped at.
+  auto run_warp_op = [&](unsigned w) {
+    const Ins& in = code[ts[w].pc];
+    if (in.op != Op::Shfl) return warp_wmma(in, &ts[w], shared, m.symbol_offset, check);
+    std::vector<uint64_t> source(kWarp);
+    for (unsigned i = 0; i < kWarp; ++i) source[i] = value(ts[w + i], in.a[1]) & 0xffffffffu;
+    for (unsigned i = 0; i < kWarp; ++i) {
+      const uint32_t from = (i ^ uint32_t(value(ts[w + i], in.a[2]))) & 31u;
+      ts[w + i].regs[in.a[0].index] = source[from];
+    }
+  };
+
+  // Runs the wgmma instruction the 128 threads from `first` stopped at: mma_async joins the open batch, commit_group
+  // closes it, wait_group N completes every batch but the newest N (oldest first). wgmma.fence changes nothing here.
+  auto run_warpgroup_op = [&](unsigned first) {
+    const Ins& in = code[ts[first].pc];
+    Warpgroup& g = warpgroups[first / kWarpgroup];
+    if (in.op == Op::WgMma) {
+      // The PTX ISA has the whole warpgroup pass the same descriptors (and the backend the same scale-d).
+      const uint64_t desc_a = value(ts[first], in.a[0]), desc_b = value(ts[first], in.a[1]);
+      const bool accumulate = value(ts[first], in.a[2]) != 0;
+      for (unsigned i = first + 1; i < first + kWarpgroup; ++i)
+        if (value(ts[i], in.a[0]) != desc_a || value(ts[i], in.a[1]) != desc_b ||
+            (value(ts[i], in.a[2]) != 0) != accumulate)
+          throw Error("PTX interpreter: the threads of a warpgroup pass different descriptors or scale-d to wgmma at: " +
+                      in.text);
+      g.open.push_back({&in, desc_a, desc_b, accumulate});
+    } else if (in.op == Op::WgCommit) {
+      g.committed.push_back(std::move(g.open));
+      g.open.clear();
+    } else if (in.op == Op::WgWait) {
+      while (g.committed.size() > in.a[0].imm) {
+        for (const QueuedMultiply& q : g.committed.front()) complete_multiply(q, &ts[first], shared);
+        g.committed.pop_front();
+      }
+    }
+  };
+
+  // Everything of the block but global memory: equal at two points with only polling between them, it shows the
+  // polling threads loop without effect.
+  auto fingerprint = [&] {
+    uint64_t h = mbarriers.fingerprint();
+    auto mix = [&h](uint64_t v) {
+      h = (h ^ v) * 1099511628211ull;
+      h ^= h >> 32;
+    };
+    for (const Thread& th : ts) {
+      mix(uint64_t(th.state) << 32 | th.pc);
+      mix(uint64_t(th.poll_barrier) << 32 | th.poll_parity);
+      mix(uint64_t(th.pending.size()) << 32 | th.committed);
+      for (uint64_t r : th.regs) mix(r);
+    }
+    for (size_t i = 0; i < shared.size(); i += 8) {
+      uint64_t v = 0;
+      std::memcpy(&v, shared.data() + i, std::min<size_t>(8, shared.size() - i));
+      mix(v);
+    }
+    return h;
+  };
+
+  auto deadlock = [&](unsigned gx, unsigned gy, unsigned gz) {
+    unsigned polling = 0, at_barrier = 0;
+    std::string first_poll;
+    for (const Thread& th : ts) {
+      if (th.state == Thread::Polling && polling++ == 0)
+        first_poll = " (thread " + std::to_string(&th - ts.data()) + " at: " + code[th.pc - 1].text + ")";
+      at_barrier += th.state == Thread::AtBarrier;
+    }
+    return Error("PTX interpreter: deadlock in block (" + std::to_string(gx) + ", " + std::to_string(gy) + ", " +
+                 std::to_string(gz) + "): no thread can proceed; " + std::to_string(polling) +
+                 " poll mbarrier phases that never complete" + first_poll + ", " + std::to_string(at_barrier) +
+                 " wait at bar.sync");
+  };
+
   uint32_t entry_pc = m.entry_pc.at(size_t(&entry - m.entries.data()));
   for (unsigned gz = 0; gz < grid[2]; ++gz)
     for (unsigned gy = 0; gy < grid[1]; ++gy)
       for (unsigned gx = 0; gx < grid[0]; ++gx) {
         std::fill(shared.begin(), shared.end(), uint8_t(0xA5));  // shared memory starts as garbage
+        mbarriers.clear();
+        for (Warpgroup& g : warpgroups) g = Warpgroup{};
         for (unsigned i = 0; i < threads; ++i) {
           Thread& th = ts[i];
           th.regs.assign(m.registers, 0);
@@ -1001,55 +1413,77 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           th.committed = 0;
           th.pc = entry_pc;
           th.state = Thread::Running;
+          th.poll_barrier = th.poll_parity = 0;
           unsigned tx = i % block[0], ty = (i / block[0]) % block[1], tz = i / (block[0] * block[1]);
           uint32_t sp[kSpecialCount] = {tx, ty, tz, block[0], block[1], block[2], gx, gy, gz, grid[0], grid[1], grid[2],
                                         i % kWarp};
           std::memcpy(th.special, sp, sizeof sp);
         }
-        // Run every thread up to its next barrier, warp-collective instruction (shfl.sync, wmma) or exit. A warp whose
-        // lanes all stopped at one such instruction runs it and runs on; the barrier is released when every thread
-        // got there.
+        // The fingerprint when the pollers last ran with nothing else to run (valid while `idle`).
+        bool idle = false;
+        uint64_t idle_fingerprint = 0;
+        // Run every thread up to its next barrier, collective instruction (shfl.sync, wmma; wgmma), failed try_wait or
+        // exit. A polling thread runs again once its phase completed; a warp (warpgroup) whose threads all stopped at
+        // one collective instruction runs it and runs on; the barrier is released when every live thread got there.
         for (;;) {
           for (Thread& th : ts)
             if (th.state == Thread::Running) run_thread(th);
-          bool resolved = false;
-          for (unsigned w = 0; w < threads; w += kWarp) {
-            const unsigned end = std::min(threads, w + kWarp);
-            unsigned first = w;
-            while (first < end && ts[first].state != Thread::AtWarpOp) ++first;
-            if (first == end) continue;
-            const Ins& in = code[ts[first].pc];
-            const std::string what = in.op == Op::Shfl ? "shfl.sync" : "wmma";
-            // One lane there means all must be: the others cannot be running (every thread ran until it stopped).
-            for (unsigned i = w; i < end; ++i)
-              if (ts[i].state != Thread::AtWarpOp || ts[i].pc != ts[first].pc)
-                throw Error("PTX interpreter: the lanes of a warp do not all reach the same " + what +
-                            " (divergence, or a partial warp) at: " + in.text);
-            if (end - w != kWarp) throw Error("PTX interpreter: " + what + " names 32 lanes, but the warp is partial");
-            if (in.op == Op::Shfl) {
-              auto value = [&](const Thread& th, const Opnd& o) { return operand_value(th, o, m.symbol_offset); };
-              std::vector<uint64_t> source(kWarp);
-              for (unsigned i = w; i < end; ++i) source[i - w] = value(ts[i], in.a[1]) & 0xffffffffu;
-              for (unsigned i = w; i < end; ++i) {
-                const uint32_t from = ((i - w) ^ uint32_t(value(ts[i], in.a[2]))) & 31u;
-                ts[i].regs[in.a[0].index] = source[from];
-              }
-            } else {
-              warp_wmma(in, &ts[w], shared, m.symbol_offset, check);
+          // Pollers whose phase completed go first, before collective instructions: a producer refills a released
+          // stage before a wgmma.wait_group lets queued multiplies read it, so a stage released too early shows.
+          bool woke = false;
+          for (Thread& th : ts)
+            if (th.state == Thread::Polling &&
+                mbarriers.phase_complete(th.poll_barrier, th.poll_parity, code[th.pc - 1].text)) {
+              th.state = Thread::Running;
+              woke = true;
             }
-            for (unsigned i = w; i < end; ++i) {
+          if (woke) {
+            idle = false;
+            continue;
+          }
+          bool resolved = false;
+          auto resume = [&](unsigned first, unsigned count) {
+            for (unsigned i = first; i < first + count; ++i) {
               ts[i].pc++;
               ts[i].state = Thread::Running;
             }
             resolved = true;
+          };
+          for (unsigned w = 0; w < threads; w += kWarp)
+            if (group_ready(w, kWarp, Thread::AtWarpOp)) {
+              run_warp_op(w);
+              resume(w, kWarp);
+            }
+          for (unsigned g = 0; g < threads; g += kWarpgroup)
+            if (group_ready(g, kWarpgroup, Thread::AtWarpgroupOp)) {
+              run_warpgroup_op(g);
+              resume(g, kWarpgroup);
+            }
+          if (resolved) {
+            idle = false;
+            continue;
           }
-          if (resolved) continue;
-          // No thread runs or waits at a warp-collective instruction: all wait at a barrier or have exited.
-          bool waiting = false;
-          for (Thread& th : ts) waiting |= th.state == Thread::AtBarrier;
-          if (!waiting) break;
+          // No collective instruction can run: every live thread waits at bar.sync or polls a phase still under way.
+          unsigned live = 0, at_barrier = 0;
+          for (const Thread& th : ts) {
+            live += th.state != Thread::Exited;
+            at_barrier += th.state == Thread::AtBarrier;
+          }
+          if (live == 0) break;
+          if (at_barrier == live) {
+            for (Thread& th : ts)
+              if (th.state == Thread::AtBarrier) th.state = Thread::Running;  // pc is already past bar.sync
+            idle = false;
+            continue;
+          }
+          // No phase polled for completed, and nothing else can run: the pollers poll again (try_wait may return false
+          // any number of times). If they did so already and the block is as it was then, nothing will ever change.
+          const uint64_t now = fingerprint();
+          if (idle && idle_fingerprint == now) throw deadlock(gx, gy, gz);
+          idle = true;
+          idle_fingerprint = now;
           for (Thread& th : ts)
-            if (th.state == Thread::AtBarrier) th.state = Thread::Running;  // pc is already past bar.sync
+            if (th.state == Thread::Polling) th.state = Thread::Running;
         }
       }
 }

@@ -9,6 +9,13 @@
 // Warp-collective instructions (shfl.sync; wmma.load, wmma.mma and wmma.store of shape m16n16k16) run for a whole
 // warp once all 32 of its lanes reach them; wmma fragments are spread over the lanes in a layout of the
 // interpreter's own (PTX leaves it opaque: see warp_wmma in ptx_interp.cpp).
+//
+// Hopper (sm_90a, ptx_interp_hopper.h): mbarrier objects; tensor copies (cp.async.bulk.tensor) that land at once from
+// maps in the mock driver's format (tests/cuda/mock_driver/mock_tensor_map.h), passed by value as 128-byte parameters
+// and named by their generic address (cvta.param); and warpgroup MMA (wgmma), run for the 128 threads of a warpgroup
+// once all reach it, each multiply applied when a wgmma.wait_group covers its batch. A try_wait that returns false
+// lets the block's other threads run before its thread polls again; a block whose live threads can only poll phases
+// that never complete faults as a deadlock.
 #pragma once
 
 #include <array>
@@ -47,8 +54,9 @@ class Module {
   const std::vector<Entry>& entries() const;
   const Entry* find(const std::string& name) const;
   // Runs `entry` with the parameter values `params` (cuLaunchKernel's kernelParams) and `dynamic_shared_bytes`
-  // for the module's .extern .shared array (placed after the static ones). Throws Error on a fault (the check's
-  // exception is wrapped, naming the instruction), a shared memory overrun, or a launch that runs over
+  // for the module's .extern .shared array (placed after the static ones, at its alignment). A parameter's entry in
+  // `params` points at its bytes (8 for a scalar or pointer, 128 for a tensor map). Throws Error on a fault (the check's
+  // exception is wrapped, naming the instruction), a shared memory overrun, a deadlock, or a launch that runs over
   // `max_instructions` in all.
   void launch(const Entry& entry, std::array<unsigned, 3> grid, std::array<unsigned, 3> block, void** params,
               const GlobalCheck& check, uint32_t dynamic_shared_bytes = 0,
