@@ -153,7 +153,10 @@ std::string Translator::module() {
     out += "\n\n";
   }
   out += fmt::format(".visible .entry {}(\n{})\n", entry_, entry_params());
-  out += fmt::format(".reqntid {}, {}, {}\n{{\n", wg[0], wg[1], wg[2]);
+  out += fmt::format(".reqntid {}, {}, {}\n", wg[0], wg[1], wg[2]);
+  // ptxas then caps registers at what that many blocks of this size leave each thread.
+  if (k_.min_workgroups_per_core > 1) out += fmt::format(".minnctapersm {}\n", k_.min_workgroups_per_core);
+  out += "{\n";
   out += w_.declarations();
   for (uint32_t i = 0; i < k_.shared.size() && !layout.dynamic; ++i) {
     const auto& s = k_.shared[i];

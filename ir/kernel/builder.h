@@ -152,6 +152,8 @@ class KernelBuilder {
   Var var(std::string name, Type type);
   Var var(std::string name, Val init);
   void require(Features f) { k_.features |= f; }
+  // kernel.h's Kernel::min_workgroups_per_core.
+  void request_workgroups_per_core(uint32_t n) { k_.min_workgroups_per_core = n; }
 
   // Cooperative matrices (kernel.h; each declares Feature::CooperativeMatrix). Every invocation of the subgroup
   // runs these together, with the same index.

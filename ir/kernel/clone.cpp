@@ -48,6 +48,7 @@ Kernel signature(const Kernel& k) {
   Kernel out;
   out.name = k.name;
   out.workgroup_size = k.workgroup_size;
+  out.min_workgroups_per_core = k.min_workgroups_per_core;
   out.features = k.features;
   out.buffers = k.buffers;
   out.scalars = k.scalars;

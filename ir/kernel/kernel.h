@@ -265,6 +265,11 @@ struct Block {
 struct Kernel {
   std::string name;
   std::array<uint32_t, 3> workgroup_size{64, 1, 1};
+  // An occupancy request: at least this many workgroups should fit on one core (SM) at once, so a backend that
+  // allocates registers (PTX) keeps each invocation within the core's register file divided by that many
+  // workgroups. 0: no request. A kernel whose workgroups wait at barriers often asks for 2, so that one workgroup
+  // computes while the other waits.
+  uint32_t min_workgroups_per_core = 0;
   Features features;  // declared device needs (the builder adds those its types and ops imply)
   std::vector<BufferParam> buffers;
   std::vector<ScalarParam> scalars;

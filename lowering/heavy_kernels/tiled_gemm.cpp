@@ -38,6 +38,15 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
     bool partial;   // the last round, where only some invocations have an element
   };
   std::vector<Staged> a_staged, b_staged;
+  // Two workgroups per core, so that one multiplies while the other waits at its barriers, where the registers this
+  // body needs (accumulators, one slice step's operands, the staged look-ahead, ~40 for addresses and loop state;
+  // 64-bit values take two) leave room for two in a 64K register file. On an H100 ptxas takes 130 registers for the
+  // 8x8 tiling unasked (one 256-invocation workgroup per core); capped at 128 it needs no spills, and fp32 8192^3
+  // went from 39.1 to 34.8 ms (docs/PERFORMANCE.md).
+  const uint32_t words = type_bytes(t) > 4 ? 2 : 1;
+  const uint32_t staged = (a_elems + threads - 1) / threads + (b_elems + threads - 1) / threads;
+  const uint32_t registers = words * (tl.reg_m * tl.reg_n + tl.reg_m + tl.reg_n + staged) + 40;
+  if (threads >= 128 && uint64_t(registers) * threads * 2 <= 65536) kb.request_workgroups_per_core(2);
   // Where element idx of A's slice comes from: consecutive invocations take consecutive k (coalesced for a
   // row-major A), or consecutive rows for a transposed one.
   auto a_rc = [&](Val idx) {

@@ -139,4 +139,14 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulTilingOnDevice,
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulTilingOnDevice);
 
+// The GEMM body asks for two workgroups per core where its register estimate leaves room (the 8x8 fp32 tiling of 256
+// invocations: 128 registers each), and not where it would squeeze them (the same tiling in f64, a 64-invocation one).
+TEST(MatmulKernel, AsksForTwoWorkgroupsPerCoreWhereTheRegistersAllow) {
+  const heavy::MatmulShape s = heavy::matmul_shape({512, 512}, {512, 512});
+  const heavy::MatmulTiling big{128, 128, 8, 8, 8};
+  EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, big).kernel.min_workgroups_per_core, 2u);
+  EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F64, big).kernel.min_workgroups_per_core, 0u);
+  EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, heavy::MatmulTiling{32, 32, 8, 4, 4}).kernel.min_workgroups_per_core, 0u);
+}
+
 }  // namespace

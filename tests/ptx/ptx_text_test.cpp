@@ -2,6 +2,7 @@
 // C/IEEE semantics. These hold whether or not ptxas is installed.
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <regex>
 
 #include "backends/ptx/ptx_backend.h"
@@ -263,5 +264,76 @@ TEST(PtxText, SameKernelGivesSameText) {
   EXPECT_EQ(compile(shared_reduce_kernel(), Target{80}), compile(shared_reduce_kernel(), Target{80}));
 }
 
+TEST(PtxText, AnOccupancyRequestCapsRegistersThroughMinnctapersm) {
+  KernelBuilder kb("occupancy", 256);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  out[kb.global_id()] = kb.f32(1);
+  Kernel k = kb.finish();
+  EXPECT_FALSE(has(compile(k, Target{90}), ".minnctapersm")) << "no request, no directive";
+  k.min_workgroups_per_core = 2;
+  EXPECT_TRUE(has(compile(k, Target{90}), ".reqntid 256, 1, 1\n.minnctapersm 2\n{")) << compile(k, Target{90});
+}
+
+// A kernel with a tensor copy: the map is a 128-byte parameter named by its generic address, every shared array starts
+// on 1024 bytes and the arrival barriers follow them in the one dynamic array (even when small), one thread
+// initializes the barriers before a workgroup barrier, and sm_80 refuses it by the feature's purpose.
+Kernel tensor_copy_kernel() {
+  KernelBuilder kb("tma", 128);
+  auto src = kb.buffer("src", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto pad = kb.shared("pad", Type::F32, 3);
+  auto tile = kb.shared("tile", Type::F32, 32 * 8);
+  const uint32_t map = kb.tensor_map("src_map", src, {64, 16}, {64}, {32, 8}, /*swizzle_128=*/true);
+  const uint32_t ready = kb.arrival_barriers("ready", 2, 1);
+  Val lid = kb.local_id();
+  pad[lid % 3] = kb.f32(0);
+  kb.if_(lid == 0u, [&] {
+    kb.arrive(ready, kb.u32(1), 32 * 8 * 4);
+    kb.tensor_copy(tile, kb.u32(0), map, {kb.u32(32), kb.u32(8)}, ready, kb.u32(1));
+  });
+  kb.await_phase(ready, kb.u32(1), kb.u32(0));
+  out[lid] = tile[lid];
+  return kb.finish();
+}
+
+TEST(PtxText, TensorCopiesUseMapParametersAlignedArraysAndInitializedBarriers) {
+  const Kernel k = tensor_copy_kernel();
+  const SharedLayout layout = shared_layout(k);
+  EXPECT_TRUE(layout.dynamic);
+  EXPECT_EQ(layout.offsets, (std::vector<uint32_t>{0, 1024}));
+  EXPECT_EQ(layout.barrier_offsets, (std::vector<uint32_t>{1024 + 1024}));
+  EXPECT_EQ(layout.dynamic_bytes(), 2048u + 16);
+  const std::string ptx = compile(k, Target{90});
+  EXPECT_TRUE(has(ptx, ".extern .shared .align 1024 .b8 s_dynamic[];")) << ptx;
+  EXPECT_TRUE(has(ptx, ".param .align 64 .b8 p_map0[128]")) << ptx;
+  EXPECT_TRUE(has(ptx, "cvta.param.u64")) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(mbarrier.init.shared::cta.b64 \[%r\d+\], 1;[^]*mbarrier.init.shared::cta.b64 \[%r\d+\], 1;\n  fence.mbarrier_init.release.cluster;\n\$L\w+:\n  bar.sync 0;)"))) << ptx;
+  EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes")) << ptx;
+  EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [")) << ptx;
+  EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity.shared::cta.b64")) << ptx;
+  try {
+    compile(k, Target{80});
+    ADD_FAILURE() << "sm_80 accepted a tensor copy";
+  } catch (const CompileError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor copies need sm_90"), std::string::npos) << e.what();
+  }
+}
+
+TEST(PtxText, MalformedTensorMapsAreRefusedByTheVerifier) {
+  auto refused = [](const std::function<void(Kernel&)>& damage, const char* words) {
+    Kernel k = tensor_copy_kernel();
+    damage(k);
+    const std::string problem = verify(k);
+    EXPECT_NE(problem.find(words), std::string::npos) << problem;
+  };
+  refused([](Kernel& k) { k.tensor_maps[0].box[1] = 300; }, "box dimension 300");
+  refused([](Kernel& k) { k.tensor_maps[0].box[0] = 16; }, "128-byte swizzle needs box rows of 128 bytes");
+  refused([](Kernel& k) { k.tensor_maps[0].strides[0] = 6; }, "not a nonzero multiple of 16 bytes");
+  refused([](Kernel& k) { k.tensor_maps[0].buffer = 7; }, "reads a buffer that does not exist");
+  refused([](Kernel& k) { k.arrival_barriers[0].arrivals = 129; }, "awaiting 129 of the workgroup's 128");
+  refused([](Kernel& k) { k.features.bits &= ~uint32_t(Feature::TensorCopy); }, "tensor-copy");
+}
+
 }  // namespace
 }  // namespace spire::ptx::testing
+

@@ -484,6 +484,13 @@ struct Module::Impl {
           for (int d = 0; d < 3; ++d) entry->reqntid[d] = unsigned(std::stoul(dims[d]));
           continue;
         }
+        // An occupancy hint for ptxas's register allocation: nothing to emulate, but it must be a positive count.
+        if (t.rfind(".minnctapersm", 0) == 0) {
+          const std::string n = trim(t.substr(13));
+          if (!entry || n.empty() || n.find_first_not_of("0123456789") != std::string::npos || std::stoul(n) == 0)
+            fail(line, t, "bad .minnctapersm");
+          continue;
+        }
         if (t == "{") {
           if (!entry) fail(line, t, "body without entry");
           if (!code.empty()) fail(line, t, "more than one entry per module is not supported");

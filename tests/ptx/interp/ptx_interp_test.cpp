@@ -737,6 +737,17 @@ TEST(PtxInterp, RefusesInstructionsOutsideTheSubset) {
   }
 }
 
+// .minnctapersm (the backend's occupancy request) is a hint the interpreter accepts; a malformed one is refused.
+TEST(PtxInterp, AcceptsTheOccupancyHint) {
+  auto module = [](const std::string& hint) {
+    return ".version 7.8\n.target sm_90\n.address_size 64\n.visible .entry k(\n)\n.reqntid 256, 1, 1\n" + hint +
+           "\n{\n  ret;\n}\n";
+  };
+  EXPECT_NO_THROW(interp::Module::parse(module(".minnctapersm 2")));
+  EXPECT_THROW(interp::Module::parse(module(".minnctapersm 0")), interp::Error);
+  EXPECT_THROW(interp::Module::parse(module(".minnctapersm two")), interp::Error);
+}
+
 // wmma beyond the forms the backend writes is refused when the module is parsed, naming the line.
 TEST(PtxInterp, RefusesWmmaOutsideTheSubset) {
   const std::string a4 = "{%r1, %r2, %r3, %r4}", f8 = "{%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}";
