@@ -100,18 +100,8 @@ TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
   // them (and the shape allows: otherwise the kernel falls back, which the name shows).
   for (bool copies : {false, true}) {
     if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
-    graph::Graph none;
-    DeviceRun run(dev, none);
-    const kir::Type h = c.half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
-    const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
-    const int32_t c_slot = run.add_slot(kir::Type::F32, c.batch * c.m * c.n, "c");  // poisoned by run()
-    run.upload(a_slot, a);
-    run.upload(b_slot, b);
-    heavy::HeavyKernel k = heavy::matmul_mma_kernel(shape_of(c), c.tiling, copies);
-    run.launch(std::move(k.kernel), {a_slot, b_slot, c_slot}, {}, k.groups);
-    run.run();
-    const graph::Tensor got = run.download(c_slot, graph::DType::F32, {c.batch, c.m, c.n});
-    EXPECT_EQ(compare(got, want.product, {1e-5, 0}, &want.magnitude), "") << run.kernels().at(0).name;
+    EXPECT_EQ(run_half_product(dev, heavy::matmul_mma_kernel(shape_of(c), c.tiling, copies), a, b, c.batch, c.m, c.n, want),
+              "");
   }
 }
 

@@ -2,6 +2,10 @@
 
 #include <cmath>
 
+#include "ir/graph/graph.h"
+#include "tests/lowering_heavy/compare.h"
+#include "tests/lowering_heavy/device_run.h"
+
 namespace spire::heavy_test {
 
 ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& b, int64_t batch, int64_t m, int64_t k,
@@ -21,6 +25,22 @@ ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& 
         r.magnitude[(p * m + i) * n + j] = mag;
       }
   return r;
+}
+
+std::string run_half_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
+                             const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want) {
+  graph::Graph none;
+  DeviceRun run(dev, none);
+  const kir::Type h = a.dtype == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
+  const int32_t c_slot = run.add_slot(kir::Type::F32, batch * m * n, "c");  // poisoned by run()
+  run.upload(a_slot, a);
+  run.upload(b_slot, b);
+  run.launch(std::move(kernel.kernel), {a_slot, b_slot, c_slot}, {}, kernel.groups);
+  run.run();
+  const graph::Tensor got = run.download(c_slot, graph::DType::F32, {batch, m, n});
+  const std::string problem = compare(got, want.product, {1e-5, 0}, &want.magnitude);
+  return problem.empty() ? "" : run.kernels().at(0).name + ": " + problem;
 }
 
 }  // namespace spire::heavy_test

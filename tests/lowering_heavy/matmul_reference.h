@@ -4,6 +4,8 @@
 #include <cstdint>
 
 #include "ir/graph/tensor.h"
+#include "lowering/heavy_kernels/matmul_kernel.h"
+#include "runtime/device.h"
 
 namespace spire::heavy_test {
 
@@ -16,5 +18,11 @@ struct ReferenceProduct {
 // operands are rank 2, shared by every batch, as is b when b_shared ([k, n]).
 ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& b, int64_t batch, int64_t m, int64_t k,
                                    int64_t n, bool a_transposed, bool b_transposed, bool b_shared = false);
+
+// Runs a tensor-core product kernel on `dev` (its buffers: a and b, the 16-bit operands as given; c, f32 [batch, m, n],
+// poisoned before the run) and compares c with `want` within the f32 error bound of each dot product. Returns "" when
+// it matches, else the mismatches and the kernel's name.
+std::string run_half_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
+                             const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want);
 
 }  // namespace spire::heavy_test

@@ -106,18 +106,7 @@ TEST_P(MatmulWarpgroupMmaOnDevice, MatchesTheFloat64Product) {
                                               : graph::Shape{c.batch, c.k, c.n};
   const graph::Tensor a = random_tensor(c.half, a_shape, 21), b = random_tensor(c.half, b_shape, 22);
   const ReferenceProduct want = reference_product(a, b, c.batch, c.m, c.k, c.n, c.a_transposed, c.b_transposed, c.b_shared);
-  graph::Graph none;
-  DeviceRun run(dev, none);
-  const kir::Type h = c.half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
-  const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
-  const int32_t c_slot = run.add_slot(kir::Type::F32, c.batch * c.m * c.n, "c");  // poisoned by run()
-  run.upload(a_slot, a);
-  run.upload(b_slot, b);
-  heavy::HeavyKernel k = heavy::matmul_wgmma_kernel(shape_of(c), c.tiling);
-  run.launch(std::move(k.kernel), {a_slot, b_slot, c_slot}, {}, k.groups);
-  run.run();
-  const graph::Tensor got = run.download(c_slot, graph::DType::F32, {c.batch, c.m, c.n});
-  EXPECT_EQ(compare(got, want.product, {1e-5, 0}, &want.magnitude), "") << run.kernels().at(0).name;
+  EXPECT_EQ(run_half_product(dev, heavy::matmul_wgmma_kernel(shape_of(c), c.tiling), a, b, c.batch, c.m, c.n, want), "");
 }
 
 // Only where the device has both features (the others' refusal is tested below); ctest runs these again on the mock
