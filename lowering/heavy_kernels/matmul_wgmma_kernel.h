@@ -33,7 +33,8 @@ bool matmul_fits_warpgroup_mma(const MatmulShape& s, kir::Type t, const Limits& 
 uint64_t wgmma_shared_bytes(const MatmulTiling& tiling);
 
 // 128x256 blocks (2 consumer warpgroups) 4 stages deep (192 KiB) where that still gives about one workgroup per core
-// of an H100 (128) and fits, else 128x128, 64x128, 64x64, each with the deepest pipeline (up to 6 stages) that fits.
+// of an H100 (128) and fits, else 128x128, 64x128 (up to 6 stages), 64x64 (up to 8), each with the deepest pipeline
+// that fits.
 MatmulTiling choose_matmul_wgmma_tiling(const MatmulShape& s, const Limits& limits);
 // The tuner's candidates: the choice above first, then blocks of 64 to 256 rows (1 to 4 consumer warpgroups) by 64 to
 // 256 columns (multiples of 64), 2 to 8 stages, where they fit `limits` (and the register file).

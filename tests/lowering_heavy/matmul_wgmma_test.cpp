@@ -253,7 +253,7 @@ TEST(MatmulWarpgroupMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineTh
   EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(big, l), wg(128, 256, 3));
   l = hopper();
   EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(shape_of({graph::DType::BF16, {}, 1, 1024, 1024, 1024}), l), wg(64, 128, 6));
-  EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(shape_of({graph::DType::BF16, {}, 1, 40, 64, 40}), l), wg(64, 64, 6));
+  EXPECT_EQ(heavy::choose_matmul_wgmma_tiling(shape_of({graph::DType::BF16, {}, 1, 40, 64, 40}), l), wg(64, 64, 8));
   EXPECT_TRUE(heavy::matmul_fits_warpgroup_mma(big, kir::Type::F32, l));
   EXPECT_FALSE(heavy::matmul_fits_warpgroup_mma(shape_of({graph::DType::BF16, {}, 1, 64, 64, 60}), kir::Type::F32, l));
   EXPECT_FALSE(heavy::matmul_fits_warpgroup_mma(shape_of({graph::DType::BF16, {}, 1, 64, 0, 64}), kir::Type::F32, l));
