@@ -1,7 +1,7 @@
 // Matmul speed on each device, as spire's users get it: a graph of one matmul lowered, compiled and run by
 // the executor with the tuning cache's config (else the template's heuristic), next to the device's peak (fp32, or
-// for f16/bf16 on a device with tensor cores the dense tensor-core rate). Shapes: large squares, resnet18's classifier, and the projections of a d_model 768 transformer at
-// 512 tokens. Each row is checked first (sampled elements against float64; nonzero exit if any is off),
+// for f16/bf16 on a device with tensor cores the dense tensor-core rate). Shapes: large squares, resnet18's
+// classifier, and the projections of a d_model 768 transformer at 512 tokens. Each row is checked first (sampled elements against float64; nonzero exit if any is off),
 // then timed with the device's timestamps (median of --runs after warm-up). tools/gpu/speed_table.py puts
 // the CSV beside PyTorch's (benchmarks/torch_matmul_conv.py).
 //

@@ -100,10 +100,11 @@ std::string Translator::module() {
     version = "8.0";
   }
   if (k_.features.has(kir::Feature::TensorCopy)) {
-    // cp.async.bulk.tensor and mbarrier transaction counts: Hopper and later, PTX ISA 8.0.
+    // cp.async.bulk.tensor and mbarrier transaction counts: Hopper and later, PTX ISA 8.0 (newer targets' own
+    // minimum ISA is already later).
     if (target_sm < 90)
       fail(fmt::format("tensor copies need sm_90 (Hopper's tensor memory accelerator), and the target is sm_{}", target_.sm));
-    version = "8.0";
+    if (target_sm == 90) version = "8.0";
   }
 
   // Buffer base addresses and shared-array bases are set up once at entry.

@@ -57,7 +57,8 @@ DeviceInfo describe_device(const Driver& d, int index) {
   info.memory_bytes = total;
   info.max_buffer_bytes = total;  // CUDA has no per-binding limit: a kernel takes raw pointers
   info.max_kernel_buffers = 256;  // 8-byte pointers in the 4 KiB of kernel parameters, with room for scalars
-  // Element alignment is all a CUDA kernel needs; 16 keeps views usable by vectorized kernels as well.
+  // Element alignment is all a CUDA kernel needs; 16 keeps views usable by vectorized kernels as well, and is what
+  // a tensor map's start must be aligned to (CudaCommandStream::encode_tensor_map relies on it).
   info.min_storage_offset_alignment = 16;
   info.compute_capability = uint32_t(attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
                                      attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));

@@ -58,6 +58,7 @@ SPIRE_MINE(cuGraphInstantiateWithFlags)
 SPIRE_MINE(cuGraphLaunch)
 SPIRE_MINE(cuGraphExecDestroy)
 SPIRE_MINE(cuGraphDestroy)
+SPIRE_MINE(cuTensorMapEncodeTiled)
 #undef SPIRE_MINE
 // cuda.h defines this flag as a macro, which would rename ours too.
 constexpr unsigned kMemHostAllocDeviceMap = spire::rt::cuda::CU_MEMHOSTALLOC_DEVICEMAP;
@@ -130,9 +131,19 @@ SPIRE_CHECK(cuGraphInstantiateWithFlags, PFN_cuGraphInstantiateWithFlags_v11040)
 SPIRE_CHECK(cuGraphLaunch, PFN_cuGraphLaunch_v10000)
 SPIRE_CHECK(cuGraphExecDestroy, PFN_cuGraphExecDestroy_v10000)
 SPIRE_CHECK(cuGraphDestroy, PFN_cuGraphDestroy_v10000)
+SPIRE_CHECK(cuTensorMapEncodeTiled, PFN_cuTensorMapEncodeTiled_v12000)
 #undef SPIRE_CHECK
 
 // Constants we declared, against cuda.h's.
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_DATA_TYPE_FLOAT16 == ::CU_TENSOR_MAP_DATA_TYPE_FLOAT16);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_DATA_TYPE_FLOAT32 == ::CU_TENSOR_MAP_DATA_TYPE_FLOAT32);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 == ::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_INTERLEAVE_NONE == ::CU_TENSOR_MAP_INTERLEAVE_NONE);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_SWIZZLE_NONE == ::CU_TENSOR_MAP_SWIZZLE_NONE);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_SWIZZLE_128B == ::CU_TENSOR_MAP_SWIZZLE_128B);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_L2_PROMOTION_L2_256B == ::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
+static_assert(spire::rt::cuda::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE == ::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+static_assert(spire::rt::cuda::kTensorMapBytes == sizeof(CUtensorMap) && alignof(CUtensorMap) >= 64);
 static_assert(spire::rt::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 static_assert(spire::rt::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(spire::rt::cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK == ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);

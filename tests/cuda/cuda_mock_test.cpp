@@ -162,6 +162,50 @@ TEST_F(CudaMock, DispatchPacksPointersAndScalars) {
   EXPECT_EQ(l.args[5], std::bit_cast<uint64_t>(0.125));
 }
 
+// A tensor copy of an 8 x 32 box at (32, 8) of a 16 x 64 f32 tensor: one invocation arrives expecting the box's bytes
+// and issues the copy, every invocation waits for the phase and writes out its element of the box.
+kir::Kernel box_copy_kernel() {
+  KernelBuilder kb("box_copy", 256);
+  auto src = kb.buffer("src", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto tile = kb.shared("tile", Type::F32, 8 * 32);
+  const uint32_t map = kb.tensor_map("src_map", src, {64, 16}, {64}, {32, 8}, /*swizzle_128=*/false);
+  const uint32_t landed = kb.arrival_barriers("landed", 1, 1);
+  Val lid = kb.local_id();
+  kb.if_(lid == 0u, [&] {
+    kb.arrive(landed, kb.u32(0), 8 * 32 * 4);
+    kb.tensor_copy(tile, kb.u32(0), map, {kb.u32(32), kb.u32(8)}, landed, kb.u32(0));
+  });
+  kb.await_phase(landed, kb.u32(0), kb.u32(0));
+  out[lid] = tile[lid];
+  return kb.finish();
+}
+
+// Tensor maps are encoded at dispatch against the bound view (its start is element 0), and a view smaller than the
+// tensor the map describes is refused by name before anything runs.
+TEST_F(CudaMock, TensorMapsAreEncodedAgainstTheBoundView) {
+  ASSERT_TRUE(dev->info().features.has(Feature::TensorCopy));
+  auto k = spire::backends::compile_and_load(*dev, box_copy_kernel());
+  std::vector<float> src(64 * 16 + 4);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = float(i);
+  auto in = dev->alloc(src.size() * 4), out = dev->alloc(256 * 4);
+  dev->upload(*in, src.data(), src.size() * 4);
+  BufferView views[] = {BufferView(*in, 16), BufferView(*out)};  // the tensor starts at src[4]
+  dev->dispatch_now(*k, views, ScalarArgs(), Grid{1});
+  std::vector<float> got(256);
+  dev->download(*out, got.data(), got.size() * 4);
+  for (int i = 0; i < 256; ++i) ASSERT_EQ(got[i], float(4 + (8 + i / 32) * 64 + 32 + i % 32)) << i;
+
+  BufferView short_views[] = {BufferView(*in, 16, 64 * 16 * 4 - 16), BufferView(*out)};
+  try {
+    dev->dispatch_now(*k, short_views, ScalarArgs(), Grid{1});
+    FAIL() << "a view smaller than the tensor map was accepted";
+  } catch (const Error& e) {
+    EXPECT_TRUE(contains(e.what(), "tensor map src_map (buffer src): the tensor spans 4096 bytes and the view holds 4080"))
+        << e.what();
+  }
+}
+
 TEST_F(CudaMock, HugeGridsFoldWithinLimits) {
   KernelBuilder kb("mock_noexec_wide", 32);  // 5e9 workgroups: logged, not interpreted
   auto o = kb.buffer("o", Type::U32, Access::Write);

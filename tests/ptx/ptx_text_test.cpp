@@ -311,6 +311,9 @@ TEST(PtxText, TensorCopiesUseMapParametersAlignedArraysAndInitializedBarriers) {
   EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes")) << ptx;
   EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [")) << ptx;
   EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity.shared::cta.b64")) << ptx;
+  // sm_90 needs PTX 8.0 for it; a later target keeps its own, newer minimum.
+  EXPECT_TRUE(has(ptx, ".version 8.0\n.target sm_90\n")) << ptx;
+  EXPECT_TRUE(has(compile(k, Target{100}), ".version 8.6\n.target sm_100\n"));
   try {
     compile(k, Target{80});
     ADD_FAILURE() << "sm_80 accepted a tensor copy";
