@@ -2,6 +2,7 @@
 #include "backends/ptx/ptx_shared_layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace spire::ptx {
 
@@ -333,6 +334,16 @@ void Translator::stmt(const kir::StoreBuffer& s) {
 void Translator::stmt(const kir::StoreShared& s) {
   auto addr = shared_address(s.array, s.index);
   w_.ins(fmt::format("st.shared.{} [{}], {};", memory_type(k_.shared[s.array].elem), addr, val(s.value)));
+}
+
+// One ld.shared.v2/.v4: the index is a multiple of the lane count (kir's rule) and every array starts on
+// kSharedAlign bytes, so the address is aligned to the access's size, as PTX requires of vector accesses.
+void Translator::stmt(const kir::LoadSharedVector& s) {
+  const kir::Type t = k_.shared[s.array].elem;
+  auto addr = shared_address(s.array, s.index);
+  std::vector<std::string> regs;
+  for (kir::ValueId r : s.results) regs.push_back(values_[r] = w_.reg(t));
+  w_.ins(fmt::format("ld.shared.v{}.{} {{{}}}, [{}];", regs.size(), memory_type(t), fmt::join(regs, ", "), addr));
 }
 
 void Translator::stmt(const kir::StoreVar& s) {

@@ -29,6 +29,7 @@ class Translator {
   void stmt(const kir::Instr& in);
   void stmt(const kir::StoreBuffer& s);
   void stmt(const kir::StoreShared& s);
+  void stmt(const kir::LoadSharedVector& s);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);

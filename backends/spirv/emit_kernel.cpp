@@ -134,10 +134,31 @@ void KernelEmitter::declare_scalars() {
   m_.name(push_constants_, "params");
 }
 
+namespace {
+
+void note_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
+  for (const kir::Stmt& s : b.stmts) {
+    if (const auto* v = std::get_if<kir::LoadSharedVector>(&s)) lanes.at(v->array) = uint32_t(v->results.size());
+    else if (const auto* i = std::get_if<kir::If>(&s)) {
+      note_vector_loads(*i->then_body, lanes);
+      if (i->else_body) note_vector_loads(*i->else_body, lanes);
+    } else if (const auto* f = std::get_if<kir::For>(&s)) {
+      note_vector_loads(*f->body, lanes);
+    }
+  }
+}
+
+}  // namespace
+
 void KernelEmitter::declare_shared_arrays() {
-  for (const auto& s : k_.shared) {
+  shared_lanes_.assign(k_.shared.size(), 1);
+  note_vector_loads(k_.body, shared_lanes_);
+  for (uint32_t i = 0; i < k_.shared.size(); ++i) {
+    const auto& s = k_.shared[i];
+    const uint32_t lanes = shared_lanes_[i];  // kir::verify: the count is a multiple of it
     // No ArrayStride: Workgroup memory has no explicit layout in Vulkan (it would be an error).
-    Id array = m_.type_array(type(s.elem), s.count);
+    Id elem = lanes > 1 ? m_.type_vector(type(s.elem), lanes) : type(s.elem);
+    Id array = m_.type_array(elem, s.count / lanes);
     Id var = m_.global_variable(m_.type_pointer(SpvStorageClassWorkgroup, array), SpvStorageClassWorkgroup);
     m_.name(var, s.name);
     shared_vars_.push_back(var);
@@ -265,6 +286,16 @@ void KernelEmitter::stmt(const kir::StoreBuffer& s) {
 
 void KernelEmitter::stmt(const kir::StoreShared& s) {
   op_void(SpvOpStore, {shared_element(s.array, s.index), value(s.value)});
+}
+
+void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
+  const kir::Type t = k_.shared.at(s.array).elem;
+  const uint32_t lanes = uint32_t(s.results.size());
+  Id vector_type = m_.type_vector(type(t), lanes);
+  Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, vector_type),
+                  {shared_vars_.at(s.array), shared_vector_of(s.array, s.index)});
+  Id loaded = op(SpvOpLoad, vector_type, {pointer});
+  for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
 }
 
 void KernelEmitter::stmt(const kir::StoreVar& s) { op_void(SpvOpStore, {local_vars_.at(s.var), value(s.value)}); }

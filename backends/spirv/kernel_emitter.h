@@ -45,6 +45,7 @@ class KernelEmitter {
   void stmt(const kir::Instr& s);
   void stmt(const kir::StoreBuffer& s);
   void stmt(const kir::StoreShared& s);
+  void stmt(const kir::LoadSharedVector& s);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
@@ -80,6 +81,9 @@ class KernelEmitter {
   Id convert_bf16(Id v, kir::Type to);  // bf16 <-> f32 on the bits
   Id buffer_element(uint32_t buffer, kir::ValueId index);  // pointer
   Id shared_element(uint32_t array, kir::ValueId index);   // pointer
+  // An index into an array of vectors (shared_lanes_ > 1): which vector (index / lanes) and which lane.
+  Id shared_vector_of(uint32_t array, kir::ValueId index);
+  Id shared_lane_of(uint32_t array, kir::ValueId index);
   Id atomic_add(const kir::Instr& in);
 
   // --- C semantics on top of SPIR-V (emit_math.cpp)
@@ -112,6 +116,9 @@ class KernelEmitter {
   std::vector<Id> values_;  // kir ValueId -> SPIR-V id
 
   std::vector<Id> buffer_vars_, shared_vars_, local_vars_;
+  // Lanes of each shared array's vector loads (kir::LoadSharedVector), 1 for arrays read element by element only:
+  // an array with vector loads is declared as an array of vectors, so that a load of one vector is one access.
+  std::vector<uint32_t> shared_lanes_;
   Id push_constants_ = 0;
   Id frexp_struct_ = 0;  // {f64, i32}, the result of GLSL.std.450 FrexpStruct
   std::vector<Id> scalar_values_;  // 0 until first read

@@ -357,6 +357,22 @@ Kernel KernelBuilder::finish() {
   return std::move(k_);
 }
 
+std::vector<Val> KernelBuilder::load_shared_vector(const Shared& array, Val index, uint32_t lanes) {
+  if (finished_) throw std::logic_error("kernel builder: load_shared_vector after finish()");
+  if (!index.valid() || index.builder() != this) throw std::invalid_argument("kernel builder: load_shared_vector index from another kernel");
+  LoadSharedVector load{array.index(), index.id(), {}};
+  std::vector<Val> out;
+  for (uint32_t i = 0; i < lanes; ++i) {
+    load.results.push_back(ValueId(k_.value_types.size()));
+    out.emplace_back(this, load.results.back(), array.elem());
+    k_.value_types.push_back(array.elem());
+  }
+  emit_stmt(std::move(load));
+  return out;
+}
+
+std::vector<Val> Shared::load_vector(Val i, uint32_t lanes) const { return b_->load_shared_vector(*this, i, lanes); }
+
 Val ElemRef::load() const {
   const Kernel& k = b_->peek();
   Type t = shared_ ? k.shared[index_].elem : k.buffers[index_].elem;

@@ -17,6 +17,7 @@
 #include <string>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "ir/kernel/kernel.h"
 
@@ -87,6 +88,8 @@ class Shared {
   Shared(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
   ElemRef operator[](Val i) const { return ElemRef(b_, true, index_, i); }
   template <Number T> ElemRef operator[](T i) const;
+  // `lanes` (2 or 4) consecutive elements from element i on, i a multiple of lanes (kernel.h's LoadSharedVector).
+  std::vector<Val> load_vector(Val i, uint32_t lanes) const;
   Type elem() const { return elem_; }
   uint32_t index() const { return index_; }
 
@@ -150,6 +153,8 @@ class KernelBuilder {
   Val scalar(std::string name, Type type);
   Shared shared(std::string name, Type elem, uint32_t count);
   Var var(std::string name, Type type);
+  // kernel.h's LoadSharedVector: `lanes` consecutive elements of `array` from `index` (a multiple of lanes) on.
+  std::vector<Val> load_shared_vector(const Shared& array, Val index, uint32_t lanes);
   Var var(std::string name, Val init);
   void require(Features f) { k_.features |= f; }
   // kernel.h's Kernel::min_workgroups_per_core.

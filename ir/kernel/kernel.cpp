@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <unordered_map>
 #include <unordered_set>
 
 namespace spire::kir {
@@ -273,6 +274,27 @@ struct Verifier {
     if (s.array >= k.shared.size()) return fail("store_shared: array index out of range");
     if (!index_ok(s.index, "store_shared") || !use(s.value, "store_shared")) return false;
     if (type_of(s.value) != k.shared[s.array].elem) return fail("store_shared: value type differs from the array's element type");
+    return true;
+  }
+  std::unordered_map<uint32_t, size_t> vector_width;  // of each array read by LoadSharedVector
+  bool stmt(const LoadSharedVector& s) {
+    if (s.array >= k.shared.size()) return fail("load_shared_vector: array index out of range");
+    const SharedArray& a = k.shared[s.array];
+    const size_t lanes = s.results.size();
+    if (lanes != 2 && lanes != 4) return fail(fmt::format("load_shared_vector {}: {} lanes (2 or 4)", a.name, lanes));
+    if (type_bytes(a.elem) != 4) return fail(fmt::format("load_shared_vector {}: {} elements (32-bit only)", a.name, type_name(a.elem)));
+    if (a.count % lanes != 0) return fail(fmt::format("load_shared_vector {}: {} elements, not a multiple of {}", a.name, a.count, lanes));
+    auto [width, fresh] = vector_width.emplace(s.array, lanes);
+    if (width->second != lanes)
+      return fail(fmt::format("load_shared_vector {}: {} lanes where another load of it has {}", a.name, lanes, width->second));
+    if (!index_ok(s.index, "load_shared_vector")) return false;
+    for (ValueId r : s.results) {
+      if (r >= k.value_types.size() || k.value_types[r] != a.elem)
+        return fail(fmt::format("load_shared_vector {}: result %{} is not a {}", a.name, r, type_name(a.elem)));
+      if (defined_anywhere.count(r)) return fail(fmt::format("%{} defined twice", r));
+      scopes.back().insert(r);
+      defined_anywhere.insert(r);
+    }
     return true;
   }
   bool stmt(const StoreVar& s) {

@@ -180,6 +180,11 @@ struct Block;
 
 struct StoreBuffer { uint32_t buffer; ValueId index; ValueId value; };
 struct StoreShared { uint32_t array; ValueId index; ValueId value; };
+// Loads results.size() (2 or 4) consecutive elements of shared `array` from element `index` on, which must be a
+// multiple of that count, into the values `results` (each of the array's type, 32-bit): one wide access where the
+// device has it (PTX ld.shared.v4; a SPIR-V array of vectors), instead of one per element. Every vector load of an
+// array uses the same width, and the array's length is a multiple of it.
+struct LoadSharedVector { uint32_t array; ValueId index; std::vector<ValueId> results; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
 // Cooperative matrix statements. Every invocation of a subgroup executes them together (uniform control flow
@@ -254,7 +259,7 @@ struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Bloc
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
-using Stmt = std::variant<Instr, StoreBuffer, StoreShared, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
+using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
                           WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase>;
 

@@ -57,6 +57,11 @@ struct Printer {
         line(depth, fmt::format("store {}[{}], {}", k.buffers[st->buffer].name, v(st->index), v(st->value)));
       } else if (auto* st = std::get_if<StoreShared>(&s)) {
         line(depth, fmt::format("store_shared {}[{}], {}", k.shared[st->array].name, v(st->index), v(st->value)));
+      } else if (auto* st = std::get_if<LoadSharedVector>(&s)) {
+        std::vector<std::string> results;
+        for (ValueId r : st->results) results.push_back(v(r));
+        line(depth, fmt::format("{} = load_shared_vector {}[{}] : {}", fmt::join(results, ", "), k.shared[st->array].name,
+                                v(st->index), type_name(k.shared[st->array].elem)));
       } else if (auto* st = std::get_if<StoreVar>(&s)) {
         line(depth, fmt::format("storevar {}, {}", k.vars[st->var].name, v(st->value)));
       } else if (auto* st = std::get_if<MatrixFill>(&s)) {

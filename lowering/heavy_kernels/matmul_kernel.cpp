@@ -3,6 +3,7 @@
 #include "lowering/heavy_kernels/tiled_gemm.h"
 
 #include <algorithm>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -118,7 +119,6 @@ MatmulTiling MatmulTiling::from(const Config& c) {
 
 std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const Limits& limits) {
   const bool f64 = t == Type::F64;
-  const uint32_t elem = f64 ? 8 : 4;
   std::vector<MatmulTiling> out{choose_matmul_tiling(s, t)};
   // A block more than twice the (power-of-two rounded) extent only adds masked work.
   auto fits_extent = [](uint32_t tile, int64_t extent) { return tile <= std::max<uint32_t>(16, pow2_clamped(uint64_t(std::max<int64_t>(extent, 1)), 1, 1u << 30)); };
@@ -130,7 +130,7 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const 
   for (const auto& b : blocks) {
     for (uint32_t k : f64 ? depths_f64 : depths_f32) {
       MatmulTiling tl{b[0], b[1], k, b[2], b[3]};
-      const uint64_t shared = uint64_t(tl.tile_k) * (tl.tile_m + 1 + tl.tile_n) * elem;
+      const uint64_t shared = tiled_gemm_shared_bytes(tl, t);
       if (!fits_extent(tl.tile_m, s.m) || !fits_extent(tl.tile_n, s.n) || !fits_extent(tl.tile_k, s.k)) continue;
       if (tl.invocations() > limits.max_invocations || shared > limits.shared_bytes) continue;
       if (tl.tile_k * tl.reg_m * tl.reg_n > 1024) continue;
@@ -226,18 +226,31 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
     // k < chunk and k0 + k < K: within this split and the product (the first is implied when unsplit).
     auto k_in = [&](Val k, Val gk) { return splits > 1 ? (k < chunk) & (gk < K) : gk < K; };
     GemmOperands io;
-    // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed.
+    // Out-of-range elements read a clamped address and are replaced by zero, so no branch is needed. Extents that
+    // are multiples of their tile are never exceeded (GemmOperands): those checks go, 4 to 5 instructions an element
+    // in the staging of large products (split K keeps its checks: a split's range need not be whole slices).
+    const bool rows_whole = M % tl.tile_m == 0, cols_whole = N % tl.tile_n == 0;
+    const bool k_whole = splits == 1 && K % tl.tile_k == 0;
+    auto zero_outside = [&](std::optional<Val> inside, Val v) { return inside ? select(*inside, v, kb.constant(t, 0)) : v; };
+    auto both = [](std::optional<Val> x, std::optional<Val> y) -> std::optional<Val> {
+      if (x && y) return *x & *y;
+      return x ? x : y;
+    };
     io.a = [&](Val r, Val k) {
       Val gk = splits > 1 ? k0 + k : k;
-      Val rc = min(r, M - 1), kc = min(gk, K - 1);
+      Val rc = rows_whole ? r : min(r, M - 1), kc = k_whole ? gk : min(gk, K - 1);
       Val at = s.a_transposed ? kc * M + rc : rc * K + kc;
-      return select((r < M) & k_in(k, gk), widened(A[a_base + at]), kb.constant(t, 0));
+      std::optional<Val> inside = both(rows_whole ? std::nullopt : std::optional<Val>(r < M),
+                                       k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)));
+      return zero_outside(inside, widened(A[a_base + at]));
     };
     io.b = [&](Val k, Val c) {
       Val gk = splits > 1 ? k0 + k : k;
-      Val kc = min(gk, K - 1), cc = min(c, N - 1);
+      Val kc = k_whole ? gk : min(gk, K - 1), cc = cols_whole ? c : min(c, N - 1);
       Val at = s.b_transposed ? cc * K + kc : kc * N + cc;
-      return select(k_in(k, gk) & (c < N), widened(B[b_base + at]), kb.constant(t, 0));
+      std::optional<Val> inside = both(k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)),
+                                       cols_whole ? std::nullopt : std::optional<Val>(c < N));
+      return zero_outside(inside, widened(B[b_base + at]));
     };
     // Stage each operand along its contiguous direction.
     io.a_m_fastest = s.a_transposed;

@@ -16,7 +16,8 @@ namespace spire::lowering::heavy {
 
 struct GemmOperands {
   // A[row, k] and B[k, col]. They are called with indices that may lie beyond M, N or K (a tile's edge) and
-  // must return zero there, without reading out of bounds (clamp the address, then select).
+  // must return zero there, without reading out of bounds (clamp the address, then select). Indices stay within an
+  // extent that is a multiple of its tile size (tile_m, tile_n, tile_k), which then needs no such check.
   std::function<kir::Val(kir::Val row, kir::Val k)> a;
   std::function<kir::Val(kir::Val k, kir::Val col)> b;
   // Stores one result; called only for row < M and col < N.
@@ -27,6 +28,20 @@ struct GemmOperands {
   // Likewise for A: along k (false: a row-major A) or along its rows (true: a transposed A, rows contiguous).
   bool a_m_fastest = false;
 };
+
+// How the body lays out a tiling's work (a function of the tiling and type alone, so the tuner's memory check and the
+// kernel agree).
+struct GemmLayout {
+  // Outputs in groups of 4 contiguous rows and columns, read from workgroup memory 16 bytes at a time
+  // (kir::LoadSharedVector): 32-bit types with reg_m and reg_n multiples of 4.
+  bool vector_loads = false;
+  // Subgroups cover 8 x 4 patches of the invocation grid rather than whole rows (grids of whole patches).
+  bool patches = false;
+  uint32_t a_ld = 0;  // elements per k of A's staged slice (tile_m plus padding)
+};
+GemmLayout tiled_gemm_layout(const MatmulTiling& tiling, kir::Type t);
+// Workgroup memory the body declares.
+uint64_t tiled_gemm_shared_bytes(const MatmulTiling& tiling, kir::Type t);
 
 // Emits the block at (row0, col0) into `kb`, whose workgroup has tiling.invocations() invocations; `lid` is the
 // local invocation id. Contains barriers: every invocation of the workgroup must reach it.

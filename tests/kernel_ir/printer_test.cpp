@@ -1,6 +1,8 @@
 // The printer shows every part of a kernel: header, parameters, statements and nesting.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "ir/kernel/builder.h"
 #include "ir/kernel/printer.h"
 
@@ -48,6 +50,19 @@ TEST(KernelPrinter, ShowsLoopsSharedMemoryAndBarriers) {
   EXPECT_NE(text.find("\n  barrier\n"), std::string::npos) << text;
   EXPECT_NE(text.find("for i0 = "), std::string::npos) << text;
   EXPECT_NE(text.find("load_shared tile["), std::string::npos) << text;
+}
+
+TEST(KernelPrinter, ShowsVectorLoadsWithEveryResult) {
+  KernelBuilder kb("k", 64);
+  auto t = kb.shared("tile", Type::F32, 256);
+  auto o = kb.buffer("o", Type::F32, Access::Write);
+  t[kb.local_id()] = kb.f32(2);
+  kb.barrier();
+  std::vector<Val> v = t.load_vector(kb.local_id() * 4u, 4);
+  o[kb.local_id()] = v[0] + v[3];
+  std::string text = print(kb.finish());
+  const std::string line = fmt::format("%{}, %{}, %{}, %{} = load_shared_vector tile[", v[0].id(), v[1].id(), v[2].id(), v[3].id());
+  EXPECT_NE(text.find(line), std::string::npos) << line << "\n" << text;
 }
 
 }  // namespace

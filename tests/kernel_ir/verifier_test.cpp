@@ -196,3 +196,40 @@ TEST(KernelVerifier, AsynchronousCopiesNeedTheirFeature) {
 }
 
 }  // namespace
+
+namespace {
+
+// kir::LoadSharedVector: 2 or 4 lanes of a 32-bit array whose length they divide, one width per array, each result
+// defined once.
+TEST(KernelVerifier, ChecksVectorLoadsOfWorkgroupMemory) {
+  auto kernel = [](Type elem, uint32_t count, uint32_t lanes, uint32_t second_lanes) {
+    KernelBuilder kb("vec", 32);
+    auto out = kb.buffer("out", elem, Access::Write);
+    auto tile = kb.shared("tile", elem, count);
+    auto lid = kb.local_id();
+    tile[lid] = cast(lid, elem);
+    kb.barrier();
+    Val sum = tile.load_vector(lid * lanes, lanes)[0];
+    if (second_lanes) sum = sum + tile.load_vector(lid * second_lanes, second_lanes)[1];
+    out[lid] = sum;
+    return clone(kb.peek());  // unverified: finish() would throw
+  };
+  auto problem = [&](Type elem, uint32_t count, uint32_t lanes, uint32_t second = 0) {
+    return verify(kernel(elem, count, lanes, second));
+  };
+  EXPECT_EQ(problem(Type::F32, 128, 4), "");
+  EXPECT_EQ(problem(Type::U32, 64, 2, 2), "");
+  EXPECT_NE(problem(Type::F32, 96, 3).find("3 lanes (2 or 4)"), std::string::npos) << problem(Type::F32, 96, 3);
+  EXPECT_NE(problem(Type::F32, 130, 4).find("not a multiple of 4"), std::string::npos) << problem(Type::F32, 130, 4);
+  EXPECT_NE(problem(Type::F32, 128, 4, 2).find("another load of it has 4"), std::string::npos) << problem(Type::F32, 128, 4, 2);
+  EXPECT_NE(problem(Type::F64, 128, 2).find("32-bit only"), std::string::npos) << problem(Type::F64, 128, 2);
+
+  Kernel twice = kernel(Type::F32, 128, 4, 0);
+  std::vector<Stmt>& body = twice.body.stmts;
+  auto at = std::find_if(body.begin(), body.end(), [](const Stmt& s) { return std::holds_alternative<LoadSharedVector>(s); });
+  ASSERT_NE(at, body.end());
+  std::get<LoadSharedVector>(*at).results[1] = std::get<LoadSharedVector>(*at).results[0];
+  EXPECT_NE(verify(twice).find("defined twice"), std::string::npos) << verify(twice);
+}
+
+}  // namespace

@@ -10,7 +10,9 @@
 #include <ostream>
 
 #include "ir/graph/evaluator.h"
+#include "ir/kernel/printer.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
+#include "lowering/heavy_kernels/tiled_gemm.h"
 #include "tests/lowering_heavy/device_run.h"
 #include "tests/lowering_heavy/op_check.h"
 
@@ -88,7 +90,8 @@ struct TilingCase {
 
 std::vector<TilingCase> tiling_cases() {
   const heavy::MatmulTiling tilings[] = {{16, 16, 16, 1, 1}, {64, 64, 16, 4, 4}, {32, 32, 8, 2, 2}, {16, 64, 16, 1, 4},
-                                         {64, 16, 32, 4, 1}, {8, 8, 3, 1, 1}, {128, 128, 8, 8, 8}};
+                                         {64, 16, 32, 4, 1}, {8, 8, 3, 1, 1}, {128, 128, 8, 8, 8},
+                                         {64, 16, 8, 4, 4}};
   const std::pair<graph::Shape, graph::Shape> shapes[] = {
       {{1, 1}, {1, 1}}, {{7, 33}, {33, 65}}, {{65, 16}, {16, 7}}, {{33, 65}, {65, 33}}, {{2, 70, 5}, {5, 67}}};
   std::vector<TilingCase> out;
@@ -147,6 +150,23 @@ TEST(MatmulKernel, AsksForTwoWorkgroupsPerCoreWhereTheRegistersAllow) {
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, big).kernel.min_workgroups_per_core, 2u);
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F64, big).kernel.min_workgroups_per_core, 0u);
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, heavy::MatmulTiling{32, 32, 8, 4, 4}).kernel.min_workgroups_per_core, 0u);
+}
+
+// The body reads its operands' slices 16 bytes at a time where each invocation's outputs come in groups of 4 (fp32
+// with 4x4 or 8x8 outputs each), and element by element otherwise (f64; 2x2 outputs).
+TEST(MatmulKernel, ReadsWorkgroupMemoryInVectorsWhereOutputsComeInFours) {
+  const heavy::MatmulShape s = heavy::matmul_shape({512, 512}, {512, 512});
+  auto vector_loads = [&](kir::Type t, const heavy::MatmulTiling& tl) {
+    return kir::print(heavy::matmul_kernel(s, t, tl).kernel).find("load_shared_vector") != std::string::npos;
+  };
+  EXPECT_TRUE(vector_loads(kir::Type::F32, {128, 128, 8, 8, 8}));
+  EXPECT_TRUE(vector_loads(kir::Type::F32, {64, 16, 8, 4, 4}));
+  EXPECT_FALSE(vector_loads(kir::Type::F64, {128, 128, 8, 8, 8}));
+  EXPECT_FALSE(vector_loads(kir::Type::F32, {32, 32, 8, 2, 2}));
+  const heavy::GemmLayout l = heavy::tiled_gemm_layout({128, 128, 8, 8, 8}, kir::Type::F32);
+  EXPECT_TRUE(l.patches);
+  EXPECT_EQ(l.a_ld % 4, 0u) << "rows of A's slice must stay 16-byte aligned";
+  EXPECT_FALSE(heavy::tiled_gemm_layout({64, 16, 8, 4, 4}, kir::Type::F32).patches) << "a grid 4 wide has no 8-wide patches";
 }
 
 }  // namespace

@@ -186,6 +186,27 @@ TEST(SpirvSharedMemory, SeveralArraysOfSeveralTypes) {
   EXPECT_TRUE(has_line(text, R"(OpTypeArray %int %uint_17)")) << text;
 }
 
+// An array read by vector loads is an array of vectors: the vector load is one OpLoad of a vec4, and element
+// accesses pick the vector (index >> 2) and its lane (index & 3). compile() validates the module.
+TEST(SpirvSharedMemory, VectorLoadsMakeAnArrayOfVectors) {
+  KernelBuilder kb("vec", 64);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto tile = kb.shared("tile", Type::F32, 256);
+  auto plain = kb.shared("plain", Type::F32, 64);
+  auto lid = kb.local_id();
+  tile[lid] = cast(lid, Type::F32);
+  plain[lid] = tile[lid + 1u];
+  kb.barrier();
+  std::vector<Val> v = tile.load_vector(lid * 4u, 4);
+  out[lid] = v[0] + v[1] + v[2] + v[3] + plain[lid];
+  std::string text = compile_to_text(kb.finish());
+  EXPECT_TRUE(has_line(text, R"(OpTypeArray %v4float %uint_64)")) << text;
+  EXPECT_TRUE(has_line(text, R"(OpTypeArray %float %uint_64)")) << "arrays without vector loads stay scalar\n" << text;
+  EXPECT_EQ(count_lines(text, R"(= OpLoad %v4float )"), 1) << text;
+  EXPECT_EQ(count_lines(text, R"(= OpCompositeExtract %float %\w+ [0-3]$)"), 4) << text;
+  EXPECT_TRUE(has_line(text, R"(OpAccessChain %_ptr_Workgroup_float %tile %\w+ %\w+$)")) << text;
+}
+
 TEST(SpirvInterface, EmptyKernel) {
   KernelBuilder kb("nothing", 1);
   std::string text = compile_to_text(kb.finish());

@@ -632,8 +632,18 @@ struct Module::Impl {
         code.push_back(std::move(ins));
         continue;
       }
-      for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
+      if (name == "ld" && (has("v2") || has("v4"))) {
+        // ld.{shared,global}.v2/.v4.<32-bit type> {regs}, [addr]: the registers in frags[0], a[0] unused.
+        auto ops = split(rest, ',');
+        if (ops.size() != 2) fail(line, ins.text, "a vector load needs {registers}, [address]");
+        ins.frags.push_back(register_list(ops[0], has("v4") ? 4 : 2, "vector load's destination", line, ins.text));
+        ins.a = {Opnd{}, operand(ops[1], line, ins.text)};
+        if (!ins.a[1].memory) fail(line, ins.text, "a vector load reads [address]");
+      } else {
+        for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
+      }
       ins.t = type_at(parts.size() - 1);
+      if (!ins.frags.empty() && type_bytes(ins.t) != 4) fail(line, ins.text, "vector loads of 32-bit types only");
       if (name == "ld" || name == "st") {
         const std::string& space = parts[1];
         if (space == "param" && name == "ld") ins.op = Op::LdParam;
@@ -1117,9 +1127,26 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           set(v);
           break;
         }
-        case Op::LdGlobal: set(load(global_addr(in.a[1], uint32_t(type_bytes(t))))); break;
+        case Op::LdGlobal: case Op::LdShared: {
+          if (in.frags.empty()) {
+            set(load(in.op == Op::LdGlobal ? global_addr(in.a[1], uint32_t(type_bytes(t)))
+                                           : shared_addr(in.a[1], uint32_t(type_bytes(t)))));
+            break;
+          }
+          // A vector access must be aligned to its whole size (PTX ISA, "Vectors"); the hardware faults otherwise.
+          const uint32_t bytes = uint32_t(type_bytes(t) * in.frags[0].size());
+          if (rd(in.a[1]) % bytes != 0)
+            throw Error("PTX interpreter: " + std::to_string(bytes) + "-byte vector load from an address not aligned to " +
+                        std::to_string(bytes) + " at: " + in.text);
+          const uint8_t* p = in.op == Op::LdGlobal ? global_addr(in.a[1], bytes) : shared_addr(in.a[1], bytes);
+          for (size_t i = 0; i < in.frags[0].size(); ++i) {
+            uint32_t v;
+            std::memcpy(&v, p + 4 * i, 4);
+            th.regs[in.frags[0][i]] = v;
+          }
+          break;
+        }
         case Op::StGlobal: store(global_addr(in.a[0], uint32_t(type_bytes(t))), rd(in.a[1])); break;
-        case Op::LdShared: set(load(shared_addr(in.a[1], uint32_t(type_bytes(t))))); break;
         case Op::StShared: store(shared_addr(in.a[0], uint32_t(type_bytes(t))), rd(in.a[1])); break;
         case Op::AtomAdd: {
           uint8_t* p = global_addr(in.a[1], 4);
