@@ -346,6 +346,18 @@ void Translator::stmt(const kir::LoadSharedVector& s) {
   w_.ins(fmt::format("ld.shared.v{}.{} {{{}}}, [{}];", regs.size(), memory_type(t), fmt::join(regs, ", "), addr));
 }
 
+// One ld.global.v2/.v4 (through the non-coherent path for a read-only buffer, as element loads): views start on 16
+// bytes and the index is a multiple of the lane count (kir's rules), so the address is aligned to the access.
+void Translator::stmt(const kir::LoadBufferVector& s) {
+  const kir::Type t = k_.buffers[s.buffer].elem;
+  auto addr = buffer_address(s.buffer, s.index);
+  std::vector<std::string> regs;
+  for (kir::ValueId r : s.results) regs.push_back(values_[r] = w_.reg(t));
+  const bool read_only = k_.buffers[s.buffer].access == kir::Access::Read;
+  w_.ins(fmt::format("ld.global{}.v{}.{} {{{}}}, [{}];", read_only ? ".nc" : "", regs.size(), memory_type(t),
+                     fmt::join(regs, ", "), addr));
+}
+
 void Translator::stmt(const kir::StoreVar& s) {
   w_.ins(fmt::format("mov.{} {}, {};", ptx_bits(k_.vars[s.var].type), vars_[s.var], val(s.value)));
 }

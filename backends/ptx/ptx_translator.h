@@ -30,6 +30,7 @@ class Translator {
   void stmt(const kir::StoreBuffer& s);
   void stmt(const kir::StoreShared& s);
   void stmt(const kir::LoadSharedVector& s);
+  void stmt(const kir::LoadBufferVector& s);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);

@@ -298,6 +298,19 @@ void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
   for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
 }
 
+// Storage buffers are declared as arrays of scalars (an aliasing array of vectors would need its own binding
+// declaration per width), so the elements load one by one; drivers may merge neighbouring loads themselves.
+void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
+  const kir::Type t = k_.buffers.at(s.buffer).elem;
+  const kir::Type index_type = k_.value_types.at(s.index);
+  for (uint32_t i = 0; i < s.results.size(); ++i) {
+    Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
+    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
+                    {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
+    values_[s.results[i]] = op(SpvOpLoad, type(t), {pointer});
+  }
+}
+
 void KernelEmitter::stmt(const kir::StoreVar& s) { op_void(SpvOpStore, {local_vars_.at(s.var), value(s.value)}); }
 
 void KernelEmitter::stmt(const kir::Barrier&) {

@@ -46,6 +46,7 @@ class KernelEmitter {
   void stmt(const kir::StoreBuffer& s);
   void stmt(const kir::StoreShared& s);
   void stmt(const kir::LoadSharedVector& s);
+  void stmt(const kir::LoadBufferVector& s);  // element by element
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);

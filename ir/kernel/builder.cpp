@@ -60,6 +60,8 @@ bool reads_buffer(const Block& block, uint32_t buffer) {
       if ((in->op == Op::LoadBuffer || in->op == Op::AtomicAdd) && in->index == buffer) return true;
     } else if (const auto* c = std::get_if<CopyToShared>(&s)) {
       if (c->buffer == buffer) return true;
+    } else if (const auto* v = std::get_if<LoadBufferVector>(&s)) {
+      if (v->buffer == buffer) return true;
     } else if (const auto* i = std::get_if<If>(&s)) {
       if ((i->then_body && reads_buffer(*i->then_body, buffer)) || (i->else_body && reads_buffer(*i->else_body, buffer)))
         return true;
@@ -357,21 +359,36 @@ Kernel KernelBuilder::finish() {
   return std::move(k_);
 }
 
+std::vector<Val> KernelBuilder::new_values(Type t, uint32_t count, std::vector<ValueId>& ids) {
+  std::vector<Val> out;
+  for (uint32_t i = 0; i < count; ++i) {
+    ids.push_back(ValueId(k_.value_types.size()));
+    out.emplace_back(this, ids.back(), t);
+    k_.value_types.push_back(t);
+  }
+  return out;
+}
+
 std::vector<Val> KernelBuilder::load_shared_vector(const Shared& array, Val index, uint32_t lanes) {
   if (finished_) throw std::logic_error("kernel builder: load_shared_vector after finish()");
   if (!index.valid() || index.builder() != this) throw std::invalid_argument("kernel builder: load_shared_vector index from another kernel");
   LoadSharedVector load{array.index(), index.id(), {}};
-  std::vector<Val> out;
-  for (uint32_t i = 0; i < lanes; ++i) {
-    load.results.push_back(ValueId(k_.value_types.size()));
-    out.emplace_back(this, load.results.back(), array.elem());
-    k_.value_types.push_back(array.elem());
-  }
+  std::vector<Val> out = new_values(array.elem(), lanes, load.results);
+  emit_stmt(std::move(load));
+  return out;
+}
+
+std::vector<Val> KernelBuilder::load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes) {
+  if (finished_) throw std::logic_error("kernel builder: load_buffer_vector after finish()");
+  if (!index.valid() || index.builder() != this) throw std::invalid_argument("kernel builder: load_buffer_vector index from another kernel");
+  LoadBufferVector load{buffer.index(), index.id(), {}};
+  std::vector<Val> out = new_values(buffer.elem(), lanes, load.results);
   emit_stmt(std::move(load));
   return out;
 }
 
 std::vector<Val> Shared::load_vector(Val i, uint32_t lanes) const { return b_->load_shared_vector(*this, i, lanes); }
+std::vector<Val> Buf::load_vector(Val i, uint32_t lanes) const { return b_->load_buffer_vector(*this, i, lanes); }
 
 Val ElemRef::load() const {
   const Kernel& k = b_->peek();

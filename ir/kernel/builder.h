@@ -73,6 +73,8 @@ class Buf {
   template <Number T> ElemRef operator[](T i) const;
   // Atomically adds v to element i and returns the old value.
   Val atomic_add(Val i, Val v) const;
+  // `lanes` (2 or 4) consecutive elements from element i on, i a multiple of lanes (kernel.h's LoadBufferVector).
+  std::vector<Val> load_vector(Val i, uint32_t lanes) const;
   uint32_t index() const { return index_; }
   Type elem() const { return elem_; }
 
@@ -155,6 +157,8 @@ class KernelBuilder {
   Var var(std::string name, Type type);
   // kernel.h's LoadSharedVector: `lanes` consecutive elements of `array` from `index` (a multiple of lanes) on.
   std::vector<Val> load_shared_vector(const Shared& array, Val index, uint32_t lanes);
+  // kernel.h's LoadBufferVector.
+  std::vector<Val> load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes);
   Var var(std::string name, Val init);
   void require(Features f) { k_.features |= f; }
   // kernel.h's Kernel::min_workgroups_per_core.
@@ -236,6 +240,8 @@ class KernelBuilder {
 
  private:
   Block* current() { return blocks_.back(); }
+  // `count` fresh values of type t, their ids appended to `ids` (the results of a multi-value statement).
+  std::vector<Val> new_values(Type t, uint32_t count, std::vector<ValueId>& ids);
   void rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace);
   Kernel k_;
   std::vector<Block*> blocks_;

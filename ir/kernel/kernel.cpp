@@ -288,9 +288,22 @@ struct Verifier {
     if (width->second != lanes)
       return fail(fmt::format("load_shared_vector {}: {} lanes where another load of it has {}", a.name, lanes, width->second));
     if (!index_ok(s.index, "load_shared_vector")) return false;
-    for (ValueId r : s.results) {
-      if (r >= k.value_types.size() || k.value_types[r] != a.elem)
-        return fail(fmt::format("load_shared_vector {}: result %{} is not a {}", a.name, r, type_name(a.elem)));
+    return define_results(s.results, a.elem, "load_shared_vector " + a.name);
+  }
+  bool stmt(const LoadBufferVector& s) {
+    if (s.buffer >= k.buffers.size()) return fail("load_buffer_vector: buffer index out of range");
+    const BufferParam& b = k.buffers[s.buffer];
+    const size_t lanes = s.results.size();
+    if (lanes != 2 && lanes != 4) return fail(fmt::format("load_buffer_vector {}: {} lanes (2 or 4)", b.name, lanes));
+    if (type_bytes(b.elem) != 4) return fail(fmt::format("load_buffer_vector {}: {} elements (32-bit only)", b.name, type_name(b.elem)));
+    if (b.access == Access::Write) return fail("load_buffer_vector: from write-only buffer " + b.name);
+    if (!index_ok(s.index, "load_buffer_vector")) return false;
+    return define_results(s.results, b.elem, "load_buffer_vector " + b.name);
+  }
+  bool define_results(const std::vector<ValueId>& results, Type t, const std::string& what) {
+    for (ValueId r : results) {
+      if (r >= k.value_types.size() || k.value_types[r] != t)
+        return fail(fmt::format("{}: result %{} is not a {}", what, r, type_name(t)));
       if (defined_anywhere.count(r)) return fail(fmt::format("%{} defined twice", r));
       scopes.back().insert(r);
       defined_anywhere.insert(r);

@@ -185,6 +185,11 @@ struct StoreShared { uint32_t array; ValueId index; ValueId value; };
 // device has it (PTX ld.shared.v4; a SPIR-V array of vectors), instead of one per element. Every vector load of an
 // array uses the same width, and the array's length is a multiple of it.
 struct LoadSharedVector { uint32_t array; ValueId index; std::vector<ValueId> results; };
+// The same for a buffer the kernel reads: results.size() (2 or 4) consecutive 32-bit elements from `index` on, a
+// multiple of that count. Views start on 16 bytes (what dispatch asks of CUDA devices; memory plans align every
+// buffer so), so the access is aligned. PTX makes it one ld.global.v2/.v4; SPIR-V, whose storage buffers are arrays of
+// scalars here, loads the elements one by one.
+struct LoadBufferVector { uint32_t buffer; ValueId index; std::vector<ValueId> results; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
 // Cooperative matrix statements. Every invocation of a subgroup executes them together (uniform control flow
@@ -259,7 +264,7 @@ struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Bloc
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
-using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
+using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, LoadBufferVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
                           WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase>;
 

@@ -62,6 +62,11 @@ struct Printer {
         for (ValueId r : st->results) results.push_back(v(r));
         line(depth, fmt::format("{} = load_shared_vector {}[{}] : {}", fmt::join(results, ", "), k.shared[st->array].name,
                                 v(st->index), type_name(k.shared[st->array].elem)));
+      } else if (auto* st = std::get_if<LoadBufferVector>(&s)) {
+        std::vector<std::string> results;
+        for (ValueId r : st->results) results.push_back(v(r));
+        line(depth, fmt::format("{} = load_vector {}[{}] : {}", fmt::join(results, ", "), k.buffers[st->buffer].name,
+                                v(st->index), type_name(k.buffers[st->buffer].elem)));
       } else if (auto* st = std::get_if<StoreVar>(&s)) {
         line(depth, fmt::format("storevar {}, {}", k.vars[st->var].name, v(st->value)));
       } else if (auto* st = std::get_if<MatrixFill>(&s)) {

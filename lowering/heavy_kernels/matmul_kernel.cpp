@@ -252,6 +252,34 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
                                        cols_whole ? std::nullopt : std::optional<Val>(c < N));
       return zero_outside(inside, widened(B[b_base + at]));
     };
+    // 16-byte reads where the operand is fp32 (not widened) and the extent along its contiguous direction is a multiple
+    // of 4: rows (and batches) then start on 16 bytes, and 4 aligned neighbours are all inside an extent or all
+    // outside it, so one clamp and one check serve the four. 2 reads replace 8 on the 8x8 tiling's staging.
+    auto lanes_of = [&](Val base, Val at, std::optional<Val> inside, const Buf& buf) {
+      std::vector<Val> v = buf.load_vector(base + at, 4);
+      for (Val& x : v) x = zero_outside(inside, x);
+      return v;
+    };
+    const bool a_vector = !s.a_half && type_bytes(t) == 4 && (s.a_transposed ? M : K) % 4 == 0;
+    const bool b_vector = !s.b_half && type_bytes(t) == 4 && (s.b_transposed ? K : N) % 4 == 0;
+    if (a_vector)
+      io.a4 = [&](Val r, Val k) {
+        Val gk = splits > 1 ? k0 + k : k;
+        const uint32_t r_last = s.a_transposed ? M - 4 : M - 1, k_last = s.a_transposed ? K - 1 : K - 4;
+        Val rc = rows_whole ? r : min(r, r_last), kc = k_whole ? gk : min(gk, k_last);
+        std::optional<Val> inside = both(rows_whole ? std::nullopt : std::optional<Val>(r < M),
+                                         k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)));
+        return lanes_of(a_base, s.a_transposed ? kc * M + rc : rc * K + kc, inside, A);
+      };
+    if (b_vector)
+      io.b4 = [&](Val k, Val c) {
+        Val gk = splits > 1 ? k0 + k : k;
+        const uint32_t k_last = s.b_transposed ? K - 4 : K - 1, c_last = s.b_transposed ? N - 1 : N - 4;
+        Val kc = k_whole ? gk : min(gk, k_last), cc = cols_whole ? c : min(c, c_last);
+        std::optional<Val> inside = both(k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)),
+                                         cols_whole ? std::nullopt : std::optional<Val>(c < N));
+        return lanes_of(b_base, s.b_transposed ? cc * K + kc : kc * N + cc, inside, B);
+      };
     // Stage each operand along its contiguous direction.
     io.a_m_fastest = s.a_transposed;
     io.b_k_fastest = s.b_transposed;

@@ -67,10 +67,15 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   // registers before the products of slice kt, so the loads' latency hides behind the arithmetic (the GPU does
   // not move loads across the barriers itself).
   const uint32_t a_elems = tl.tile_m * tl.tile_k, b_elems = tl.tile_k * tl.tile_n;
+  // Each staging round moves one unit per invocation: an element, or 4 consecutive ones along the operand's contiguous
+  // direction where it offers vector reads (GemmOperands::a4 / b4) and the tile's extent along it holds whole fours.
+  const uint32_t a_lanes = io.a4 && (io.a_m_fastest ? tl.tile_m : tl.tile_k) % 4 == 0 ? 4 : 1;
+  const uint32_t b_lanes = io.b4 && (io.b_k_fastest ? tl.tile_k : tl.tile_n) % 4 == 0 ? 4 : 1;
+  const uint32_t a_units = a_elems / a_lanes, b_units = b_elems / b_lanes;
   struct Staged {
-    Var value;
-    uint32_t base;  // this invocation's element is lid + base of the slice
-    bool partial;   // the last round, where only some invocations have an element
+    std::vector<Var> values;  // the unit's elements
+    uint32_t base;            // this invocation's unit is lid + base of the slice's units
+    bool partial;             // the last round, where only some invocations have a unit
   };
   std::vector<Staged> a_staged, b_staged;
   // Two workgroups per core, so that one multiplies while the other waits at its barriers, where the registers this
@@ -83,7 +88,7 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   const uint32_t registers = words * (tl.reg_m * tl.reg_n + tl.reg_m + tl.reg_n + staged) + 40;
   if (threads >= 128 && uint64_t(registers) * threads * 2 <= 65536) kb.request_workgroups_per_core(2);
   // Where element idx of A's slice comes from: consecutive invocations take consecutive k (coalesced for a
-  // row-major A), or consecutive rows for a transposed one.
+  // row-major A), or consecutive rows for a transposed one. A unit's further elements follow along that direction.
   auto a_rc = [&](Val idx) {
     return io.a_m_fastest ? std::pair{idx % tl.tile_m, idx / tl.tile_m} : std::pair{idx / tl.tile_k, idx % tl.tile_k};
   };
@@ -91,27 +96,50 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   auto b_rc = [&](Val idx) {
     return io.b_k_fastest ? std::pair{idx % tl.tile_k, idx / tl.tile_k} : std::pair{idx / tl.tile_n, idx % tl.tile_n};
   };
-  auto guarded = [&](const Staged& st, uint32_t elems, const std::function<void()>& body) {
-    if (st.partial) kb.if_(lid + st.base < elems, body);
+  auto guarded = [&](const Staged& st, uint32_t units, const std::function<void()>& body) {
+    if (st.partial) kb.if_(lid + st.base < units, body);
     else body();
+  };
+  auto assign = [](Staged& st, const std::vector<Val>& v) {
+    for (size_t i = 0; i < v.size(); ++i) st.values[i] = v[i];
   };
   auto load_slice = [&](Val k0) {
     for (Staged& st : a_staged)
-      guarded(st, a_elems, [&] { auto [r, c] = a_rc(lid + st.base); st.value = io.a(row0 + r, k0 + c); });
+      guarded(st, a_units, [&] {
+        auto [r, c] = a_rc((lid + st.base) * a_lanes);
+        assign(st, a_lanes > 1 ? io.a4(row0 + r, k0 + c) : std::vector<Val>{io.a(row0 + r, k0 + c)});
+      });
     for (Staged& st : b_staged)
-      guarded(st, b_elems, [&] { auto [r, c] = b_rc(lid + st.base); st.value = io.b(k0 + r, col0 + c); });
+      guarded(st, b_units, [&] {
+        auto [r, c] = b_rc((lid + st.base) * b_lanes);
+        assign(st, b_lanes > 1 ? io.b4(k0 + r, col0 + c) : std::vector<Val>{io.b(k0 + r, col0 + c)});
+      });
+  };
+  auto stage_vars = [&](std::vector<Staged>& out, uint32_t units, uint32_t lanes, const char* name) {
+    for (uint32_t base = 0; base < units; base += threads) {
+      Staged st{{}, base, base + threads > units};
+      for (uint32_t i = 0; i < lanes; ++i)
+        st.values.push_back(kb.var(fmt::format("{}{}_{}", name, out.size(), i), kb.constant(t, 0)));
+      out.push_back(std::move(st));
+    }
   };
   if (k_tiles > 0) {
-    for (uint32_t base = 0; base < a_elems; base += threads)
-      a_staged.push_back({kb.var(fmt::format("a_next{}", a_staged.size()), kb.constant(t, 0)), base, base + threads > a_elems});
-    for (uint32_t base = 0; base < b_elems; base += threads)
-      b_staged.push_back({kb.var(fmt::format("b_next{}", b_staged.size()), kb.constant(t, 0)), base, base + threads > b_elems});
+    stage_vars(a_staged, a_units, a_lanes, "a_next");
+    stage_vars(b_staged, b_units, b_lanes, "b_next");
     load_slice(kb.u32(0));
     kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
       for (const Staged& st : a_staged)
-        guarded(st, a_elems, [&] { auto [r, c] = a_rc(lid + st.base); a_tile[c * a_ld + r] = st.value.get(); });
+        guarded(st, a_units, [&] {
+          auto [r, c] = a_rc((lid + st.base) * a_lanes);
+          Val at = c * a_ld + r;
+          for (uint32_t i = 0; i < a_lanes; ++i) a_tile[at + (io.a_m_fastest ? i : i * a_ld)] = st.values[i].get();
+        });
       for (const Staged& st : b_staged)
-        guarded(st, b_elems, [&] { auto [r, c] = b_rc(lid + st.base); b_tile[r * tl.tile_n + c] = st.value.get(); });
+        guarded(st, b_units, [&] {
+          auto [r, c] = b_rc((lid + st.base) * b_lanes);
+          Val at = r * tl.tile_n + c;
+          for (uint32_t i = 0; i < b_lanes; ++i) b_tile[at + (io.b_k_fastest ? i * tl.tile_n : i)] = st.values[i].get();
+        });
       kb.barrier();
       // The look-ahead stops at the last slice (a uniform branch), so operands are read past K only within a partial
       // last slice, and a product whose extents are multiples of the tile needs no edge checks (GemmOperands).

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <vector>
 
 #include "ir/kernel/builder.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
@@ -20,6 +21,12 @@ struct GemmOperands {
   // extent that is a multiple of its tile size (tile_m, tile_n, tile_k), which then needs no such check.
   std::function<kir::Val(kir::Val row, kir::Val k)> a;
   std::function<kir::Val(kir::Val k, kir::Val col)> b;
+  // Optional vector reads: 4 consecutive elements along the operand's contiguous direction (k for a row-major A, rows
+  // for a transposed one; columns for a row-major B, k for a transposed one) from a start that is a multiple of 4,
+  // with zeros outside as above. Given where the operand can (extents and offsets multiples of 4); the body then
+  // stages 4 elements per read where the tile allows.
+  std::function<std::vector<kir::Val>(kir::Val row, kir::Val k)> a4;
+  std::function<std::vector<kir::Val>(kir::Val k, kir::Val col)> b4;
   // Stores one result; called only for row < M and col < N.
   std::function<void(kir::Val row, kir::Val col, kir::Val value)> store;
   // How consecutive invocations stage B: along its columns (false: a row-major B, as matmul's) or along k (true:

@@ -232,4 +232,19 @@ TEST(KernelVerifier, ChecksVectorLoadsOfWorkgroupMemory) {
   EXPECT_NE(verify(twice).find("defined twice"), std::string::npos) << verify(twice);
 }
 
+TEST(KernelVerifier, ChecksVectorLoadsOfBuffers) {
+  auto problem = [](Type elem, Access access, uint32_t lanes) {
+    KernelBuilder kb("vec", 32);
+    auto x = kb.buffer("x", elem, access);
+    auto out = kb.buffer("out", elem, Access::Write);
+    out[kb.local_id()] = x.load_vector(kb.local_id() * lanes, lanes)[0];
+    return verify(clone(kb.peek()));
+  };
+  EXPECT_EQ(problem(Type::F32, Access::Read, 4), "");
+  EXPECT_EQ(problem(Type::I32, Access::ReadWrite, 2), "");
+  EXPECT_NE(problem(Type::F32, Access::Write, 4).find("write-only"), std::string::npos) << problem(Type::F32, Access::Write, 4);
+  EXPECT_NE(problem(Type::F32, Access::Read, 8).find("8 lanes"), std::string::npos) << problem(Type::F32, Access::Read, 8);
+  EXPECT_NE(problem(Type::F64, Access::Read, 2).find("32-bit only"), std::string::npos) << problem(Type::F64, Access::Read, 2);
+}
+
 }  // namespace

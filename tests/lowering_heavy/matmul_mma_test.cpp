@@ -100,7 +100,7 @@ TEST_P(MatmulMmaOnDevice, MatchesTheFloat64Product) {
   // them (and the shape allows: otherwise the kernel falls back, which the name shows).
   for (bool copies : {false, true}) {
     if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
-    EXPECT_EQ(run_half_product(dev, heavy::matmul_mma_kernel(shape_of(c), c.tiling, copies), a, b, c.batch, c.m, c.n, want),
+    EXPECT_EQ(run_product(dev, heavy::matmul_mma_kernel(shape_of(c), c.tiling, copies), a, b, c.batch, c.m, c.n, want),
               "");
   }
 }

@@ -27,11 +27,11 @@ ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& 
   return r;
 }
 
-std::string run_half_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
+std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
                              const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want) {
   graph::Graph none;
   DeviceRun run(dev, none);
-  const kir::Type h = a.dtype == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  const kir::Type h = a.dtype == graph::DType::BF16 ? kir::Type::BF16 : a.dtype == graph::DType::F16 ? kir::Type::F16 : kir::Type::F32;
   const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
   const int32_t c_slot = run.add_slot(kir::Type::F32, batch * m * n, "c");  // poisoned by run()
   run.upload(a_slot, a);

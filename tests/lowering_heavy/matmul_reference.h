@@ -19,10 +19,10 @@ struct ReferenceProduct {
 ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& b, int64_t batch, int64_t m, int64_t k,
                                    int64_t n, bool a_transposed, bool b_transposed, bool b_shared = false);
 
-// Runs a tensor-core product kernel on `dev` (its buffers: a and b, the 16-bit operands as given; c, f32 [batch, m, n],
+// Runs a product kernel on `dev` (its buffers: a and b, the f16, bf16 or f32 operands as given; c, f32 [batch, m, n],
 // poisoned before the run) and compares c with `want` within the f32 error bound of each dot product. Returns "" when
 // it matches, else the mismatches and the kernel's name.
-std::string run_half_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
+std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
                              const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want);
 
 }  // namespace spire::heavy_test

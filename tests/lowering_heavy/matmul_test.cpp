@@ -14,6 +14,7 @@
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "lowering/heavy_kernels/tiled_gemm.h"
 #include "tests/lowering_heavy/device_run.h"
+#include "tests/lowering_heavy/matmul_reference.h"
 #include "tests/lowering_heavy/op_check.h"
 
 using namespace spire;
@@ -150,6 +151,68 @@ TEST(MatmulKernel, AsksForTwoWorkgroupsPerCoreWhereTheRegistersAllow) {
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, big).kernel.min_workgroups_per_core, 2u);
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F64, big).kernel.min_workgroups_per_core, 0u);
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, heavy::MatmulTiling{32, 32, 8, 4, 4}).kernel.min_workgroups_per_core, 0u);
+}
+
+// Operands read in place transposed, and batches, with edges in every direction or none, on tilings whose staging
+// reads 4 elements at a time (extents along the contiguous direction multiples of 4) and on ones that cannot.
+struct TransposedCase {
+  heavy::MatmulTiling tiling;
+  int64_t batch, m, k, n;
+  bool a_transposed, b_transposed;
+};
+
+class MatmulTransposedOnDevice : public testing::TestWithParam<std::tuple<std::string, TransposedCase>> {};
+
+TEST_P(MatmulTransposedOnDevice, MatchesTheFloat64Product) {
+  const auto& [device_id, c] = GetParam();
+  const graph::Shape a_shape = c.a_transposed ? graph::Shape{c.k, c.m} : graph::Shape{c.batch, c.m, c.k};
+  const graph::Shape b_shape = c.b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.batch, c.k, c.n};
+  const graph::Tensor a = random_tensor(graph::DType::F32, a_shape, 21), b = random_tensor(graph::DType::F32, b_shape, 22);
+  const ReferenceProduct want = reference_product(a, b, c.batch, c.m, c.k, c.n, c.a_transposed, c.b_transposed);
+  heavy::MatmulShape s = c.batch > 1 ? heavy::matmul_shape({c.batch, c.m, c.k}, {c.batch, c.k, c.n})
+                                     : heavy::matmul_shape({c.m, c.k}, {c.k, c.n});
+  s.a_transposed = c.a_transposed;
+  s.b_transposed = c.b_transposed;
+  EXPECT_EQ(run_product(device(device_id), heavy::matmul_kernel(s, kir::Type::F32, c.tiling), a, b, c.batch, c.m, c.n, want), "");
+}
+
+std::vector<TransposedCase> transposed_cases() {
+  std::vector<TransposedCase> out;
+  const heavy::MatmulTiling tilings[] = {{64, 64, 16, 4, 4}, {128, 128, 8, 8, 8}, {16, 16, 16, 1, 1}, {8, 8, 3, 1, 1}};
+  // Whole tiles; edges everywhere with extents multiples of 4; extents that are not.
+  const int64_t shapes[][3] = {{128, 64, 128}, {36, 20, 44}, {33, 21, 35}};
+  for (const auto& t : tilings)
+    for (const auto& sh : shapes)
+      for (int tr = 0; tr < 4; ++tr) out.push_back({t, 1, sh[0], sh[1], sh[2], (tr & 1) != 0, (tr & 2) != 0});
+  out.push_back({{64, 64, 16, 4, 4}, 3, 36, 20, 44, false, false});
+  out.push_back({{16, 16, 16, 1, 1}, 2, 12, 8, 20, false, false});
+  return out;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, MatmulTransposedOnDevice,
+                         testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(transposed_cases())),
+                         [](const testing::TestParamInfo<std::tuple<std::string, TransposedCase>>& p) {
+                           const TransposedCase& c = std::get<1>(p.param);
+                           const auto& t = c.tiling;
+                           return fmt::format("{}_t{}x{}x{}_r{}x{}_{}x{}x{}x{}{}{}", test_name_of(std::get<0>(p.param)),
+                                              t.tile_m, t.tile_n, t.tile_k, t.reg_m, t.reg_n, c.batch, c.m, c.k, c.n,
+                                              c.a_transposed ? "_at" : "", c.b_transposed ? "_bt" : "");
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatmulTransposedOnDevice);
+
+// The staging reads 16 bytes at a time where the operand's contiguous extent is a multiple of 4 (and not for half
+// operands, which widen element by element).
+TEST(MatmulKernel, StagesFourElementsPerReadWhereExtentsAllow) {
+  auto vector_reads = [](heavy::MatmulShape s) {
+    const std::string text = kir::print(heavy::matmul_kernel(s, kir::Type::F32, {64, 64, 16, 4, 4}).kernel);
+    return int(text.find("= load_vector a[") != std::string::npos) + 2 * int(text.find("= load_vector b[") != std::string::npos);
+  };
+  EXPECT_EQ(vector_reads(heavy::matmul_shape({64, 32}, {32, 64})), 3) << "both";
+  EXPECT_EQ(vector_reads(heavy::matmul_shape({64, 33}, {33, 64})), 2) << "K = 33: A's rows are not 16-byte aligned";
+  EXPECT_EQ(vector_reads(heavy::matmul_shape({64, 32}, {32, 65})), 1) << "N = 65: B's rows are not";
+  heavy::MatmulShape half = heavy::matmul_shape({64, 32}, {32, 64});
+  half.a_half = kir::Type::BF16;
+  EXPECT_EQ(vector_reads(half), 2) << "a bf16 A widens element by element";
 }
 
 // The body reads its operands' slices 16 bytes at a time where each invocation's outputs come in groups of 4 (fp32

@@ -106,7 +106,7 @@ TEST_P(MatmulWarpgroupMmaOnDevice, MatchesTheFloat64Product) {
                                               : graph::Shape{c.batch, c.k, c.n};
   const graph::Tensor a = random_tensor(c.half, a_shape, 21), b = random_tensor(c.half, b_shape, 22);
   const ReferenceProduct want = reference_product(a, b, c.batch, c.m, c.k, c.n, c.a_transposed, c.b_transposed, c.b_shared);
-  EXPECT_EQ(run_half_product(dev, heavy::matmul_wgmma_kernel(shape_of(c), c.tiling), a, b, c.batch, c.m, c.n, want), "");
+  EXPECT_EQ(run_product(dev, heavy::matmul_wgmma_kernel(shape_of(c), c.tiling), a, b, c.batch, c.m, c.n, want), "");
 }
 
 // Only where the device has both features (the others' refusal is tested below); ctest runs these again on the mock

@@ -207,6 +207,19 @@ TEST(SpirvSharedMemory, VectorLoadsMakeAnArrayOfVectors) {
   EXPECT_TRUE(has_line(text, R"(OpAccessChain %_ptr_Workgroup_float %tile %\w+ %\w+$)")) << text;
 }
 
+// A buffer's vector load is element loads in SPIR-V (its storage buffers are arrays of scalars): 4 loads, none of
+// a vector type.
+TEST(SpirvBuffers, VectorLoadsOfBuffersLoadEachElement) {
+  KernelBuilder kb("vec", 64);
+  auto x = kb.buffer("x", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  std::vector<Val> v = x.load_vector(kb.global_id() * 4u, 4);
+  out[kb.global_id()] = v[0] - v[1] + v[2] * v[3];
+  std::string text = compile_to_text(kb.finish());
+  EXPECT_EQ(count_lines(text, R"(= OpLoad %float )"), 4) << text;
+  EXPECT_FALSE(has_line(text, R"(v4float)")) << text;
+}
+
 TEST(SpirvInterface, EmptyKernel) {
   KernelBuilder kb("nothing", 1);
   std::string text = compile_to_text(kb.finish());

@@ -185,9 +185,10 @@ TEST(PtxInterp, SharedMemoryReductionWithBarriers) {
   }
 }
 
-// Vector loads of workgroup memory (kir::LoadSharedVector as ld.shared.v2 / .v4): every lane lands in its own value,
-// in order, and a load from an index that is not a multiple of the width faults as the hardware does.
-Kernel vector_load_kernel(uint32_t lanes, uint32_t offset) {
+// Vector loads of workgroup memory and of buffers (kir::LoadSharedVector, LoadBufferVector as ld.shared / ld.global
+// .v2 / .v4): every lane lands in its own value, in order, and a load from an index that is not a multiple of the
+// width faults as the hardware does.
+Kernel vector_load_kernel(uint32_t lanes, uint32_t offset, bool from_buffer) {
   constexpr uint32_t wg = 32;
   KernelBuilder kb(fmt::format("vector_load{}", lanes), wg);
   auto x = kb.buffer("x", Type::F32, Access::Read);
@@ -197,30 +198,37 @@ Kernel vector_load_kernel(uint32_t lanes, uint32_t offset) {
   for (uint32_t i = 0; i < 4; ++i) tile[lid * 4u + i] = x[lid * 4u + i];
   kb.barrier();
   // Invocation l reads the lanes from element lanes * l (+ offset) and writes them reversed.
-  std::vector<Val> v = tile.load_vector(lid * lanes + offset, lanes);
+  Val at = lid * lanes + offset;
+  std::vector<Val> v = from_buffer ? x.load_vector(at, lanes) : tile.load_vector(at, lanes);
   for (uint32_t i = 0; i < lanes; ++i) out[lid * lanes + (lanes - 1 - i)] = v[i];
   return kb.finish();
 }
 
-TEST(PtxInterp, VectorLoadsOfSharedMemoryFillEveryLaneInOrder) {
-  for (uint32_t lanes : {2u, 4u}) {
-    std::vector<float> hx(128), ho(32 * lanes, -1);
-    for (size_t j = 0; j < hx.size(); ++j) hx[j] = float(j) + 0.5f;
-    const Kernel k = vector_load_kernel(lanes, 0);
-    EXPECT_TRUE(compile(k, Target{90}).find(fmt::format("ld.shared.v{}.f32", lanes)) != std::string::npos);
-    run(k, {buf(hx), buf(ho)}, {}, 1);
-    for (uint32_t l = 0; l < 32; ++l)
-      for (uint32_t i = 0; i < lanes; ++i) EXPECT_EQ(ho[l * lanes + lanes - 1 - i], hx[l * lanes + i]) << lanes << " " << l;
-  }
+TEST(PtxInterp, VectorLoadsFillEveryLaneInOrder) {
+  for (bool from_buffer : {false, true})
+    for (uint32_t lanes : {2u, 4u}) {
+      std::vector<float> hx(132), ho(32 * lanes, -1);
+      for (size_t j = 0; j < hx.size(); ++j) hx[j] = float(j) + 0.5f;
+      const Kernel k = vector_load_kernel(lanes, 0, from_buffer);
+      const std::string want = fmt::format("{}.v{}.f32", from_buffer ? "ld.global.nc" : "ld.shared", lanes);
+      EXPECT_TRUE(compile(k, Target{90}).find(want) != std::string::npos) << want;
+      run(k, {buf(hx), buf(ho)}, {}, 1);
+      for (uint32_t l = 0; l < 32; ++l)
+        for (uint32_t i = 0; i < lanes; ++i)
+          EXPECT_EQ(ho[l * lanes + lanes - 1 - i], hx[l * lanes + i]) << want << " " << l;
+    }
 }
 
 TEST(PtxInterp, MisalignedVectorLoadFaults) {
-  std::vector<float> hx(128), ho(128);
-  try {
-    run(vector_load_kernel(4, 2), {buf(hx), buf(ho)}, {}, 1);
-    ADD_FAILURE() << "a 16-byte load from an 8-byte aligned address ran";
-  } catch (const interp::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("not aligned"), std::string::npos) << e.what();
+  for (bool from_buffer : {false, true}) {
+    alignas(16) float hx[132] = {};
+    std::vector<float> ho(128);
+    try {
+      run(vector_load_kernel(4, 2, from_buffer), {{hx, sizeof hx}, buf(ho)}, {}, 1);
+      ADD_FAILURE() << "a 16-byte load from an 8-byte aligned address ran (" << (from_buffer ? "buffer" : "shared") << ")";
+    } catch (const interp::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("not aligned"), std::string::npos) << e.what();
+    }
   }
 }
 

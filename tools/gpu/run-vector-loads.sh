@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Issue 10 item 2 on the GPU machine: the fp32 tiled GEMM (matmul and every implicit-GEMM convolution) reading its
+# workgroup-memory slices 16 bytes at a time (kir::LoadSharedVector) over 8x4 subgroup patches, without edge checks
+# on whole-tile extents. Before and after in the same run: .gpu/old holds the binaries of the commit before, .gpu/bin
+# the new ones. Part 1 (default): fp32 matmul on cuda:0 and vulkan:0, LeNet's step at batch 8192 on both. Part 2
+# (`models`): the resnet18 convolutions at batch 64 on cuda:0, resnet18 / the encoder layer through `spire run`.
+# Pack: .gpu/{old,bin}/{spire,spire_bench_matmul,spire_bench_conv2d,spire_bench_lenet_step}, .gpu/models
+#   (benchmarks/torch_models.py --export-only encoder_op13 encoder_op17); carry .gpu, .gl.
+set -uo pipefail
+source tools/gpu/env.sh
+nvidia-smi --query-gpu=name,driver_version,clocks.sm --format=csv,noheader
+shapes=1024,2048,4096,8192,512x768x2304,512x3072x768,64x512x1000
+if [ "${1:-}" != models ]; then
+  python3 benchmarks/torch_matmul_conv.py --runs 30 --matmul-only 2>&1 | tee $OUT/torch_matmul.txt | tail -14
+  for dev in cuda:0 vulkan:0; do
+    for v in old bin; do
+      echo "== fp32 matmul on $dev ($v)"
+      timeout 200 .gpu/$v/spire_bench_matmul --device $dev --runs 20 --shapes $shapes 2>&1 | grep -E "^$dev " | tee $OUT/matmul_${dev%:0}_$v.txt
+    done
+  done
+  for dev in cuda:0 vulkan:0; do
+    for v in old bin; do
+      echo "== LeNet step at batch 8192 on $dev ($v)"
+      timeout 100 .gpu/$v/spire_bench_lenet_step --device $dev --batch 8192 --runs 20 --top 0 2>&1 | grep -E "step" | head -2
+    done
+  done
+  exit 0
+fi
+for v in old bin; do
+  echo "== resnet18 convolutions at batch 64 on cuda:0 ($v)"
+  timeout 250 .gpu/$v/spire_bench_conv2d --device cuda:0 --runs 10 --csv $OUT/conv_$v.csv > $OUT/conv_$v.txt 2>&1
+  tail -3 $OUT/conv_$v.txt
+done
+python3 - "$OUT" <<'PY'
+import csv, math, sys
+out = sys.argv[1]
+def rows(v):
+    with open(f"{out}/conv_{v}.csv") as f:
+        return {(r.get("layer", ""), r.get("pass", ""), r.get("batch", "")): float(r["ms"]) for r in csv.DictReader(f) if r.get("ms")}
+try:
+    old, new = rows("old"), rows("bin")
+    keys = [k for k in old if k in new]
+    g = math.exp(sum(math.log(new[k] / old[k]) for k in keys) / len(keys))
+    print(f"conv rows: {len(keys)}, geometric mean new/old time {g:.3f}")
+    for k in sorted(keys, key=lambda k: new[k] / old[k])[:5] + sorted(keys, key=lambda k: new[k] / old[k])[-5:]:
+        print(k, f"{old[k]:.4f} -> {new[k]:.4f} ms")
+except Exception as e:
+    print("conv table:", e)
+PY
+M=/tmp/models
+mkdir -p $M && cp .gpu/models/* $M/
+timeout 200 python3 benchmarks/torch_models.py $M 2>&1 | grep -v Warning > $OUT/torch_models.txt
+for v in old bin; do
+  echo "== models through spire run ($v)"
+  timeout 200 python3 tools/gpu/models_table.py .gpu/$v/spire $M $OUT/torch_models.txt 2>&1 | tail -8
+done
