@@ -63,7 +63,7 @@ struct DeviceInfo {
   // its 4 KiB parameter space). Lowering splits a launch that would bind more (the final group, fuse.h).
   uint32_t max_kernel_buffers = 8;
   uint64_t memory_bytes = 0;                 // device-local memory
-  uint32_t min_storage_offset_alignment = 4; // offsets of buffer views must be multiples of this
+  uint32_t min_storage_offset_alignment = 16; // offsets of buffer views must be multiples of this (16 at least)
   uint32_t compute_capability = 0;           // CUDA: 90 for sm_90; 0 elsewhere
   kir::Features features;                    // what kernels may require
 };

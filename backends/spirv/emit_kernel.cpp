@@ -1,6 +1,7 @@
 // The module around the kernel's function, and the function's statements and structured control flow.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <utility>
 
@@ -97,6 +98,30 @@ void KernelEmitter::declare_capabilities() {
   if (f16_buffer || f16_scalar) m_.add_extension("SPV_KHR_16bit_storage");
 }
 
+namespace {
+
+// The lanes of the vector loads (statement V, with .array or .buffer `target` and .results) of each target in `b`.
+template <class V, auto target>
+void note_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
+  for (const kir::Stmt& s : b.stmts) {
+    if (const auto* v = std::get_if<V>(&s)) {
+      uint32_t& l = lanes.at((*v).*target);
+      l = std::max(l, uint32_t(v->results.size()));
+    } else if (const auto* i = std::get_if<kir::If>(&s)) {
+      note_vector_loads<V, target>(*i->then_body, lanes);
+      if (i->else_body) note_vector_loads<V, target>(*i->else_body, lanes);
+    } else if (const auto* f = std::get_if<kir::For>(&s)) {
+      note_vector_loads<V, target>(*f->body, lanes);
+    }
+  }
+}
+
+}  // namespace
+
+void KernelEmitter::note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
+  note_vector_loads<kir::LoadBufferVector, &kir::LoadBufferVector::buffer>(b, lanes);
+}
+
 void KernelEmitter::declare_buffers() {
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
     const kir::BufferParam& b = k_.buffers[i];
@@ -113,6 +138,29 @@ void KernelEmitter::declare_buffers() {
     m_.member_name(block_type, 0, "data");
     m_.name(var, b.name);
     buffer_vars_.push_back(var);
+  }
+  // A read-only buffer with vector loads gets a second declaration at the same binding, as an array of vectors:
+  // variables sharing a binding alias one buffer (Vulkan's shader resource interface), and neither is written, so the
+  // two views need no Aliased decoration. Views start on 16 bytes (kir::LoadBufferVector), so vectors are aligned.
+  buffer_vector_vars_.assign(k_.buffers.size(), 0);
+  buffer_lanes_.assign(k_.buffers.size(), 1);
+  note_buffer_vector_loads(k_.body, buffer_lanes_);
+  for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
+    const kir::BufferParam& b = k_.buffers[i];
+    const uint32_t lanes = buffer_lanes_[i];
+    if (lanes == 1 || b.access != kir::Access::Read) continue;
+    Id runtime_array = m_.type_runtime_array(m_.type_vector(type(b.elem), lanes), kir::type_bytes(b.elem) * lanes);
+    Id block_type = m_.type_struct({runtime_array});
+    m_.decorate(block_type, SpvDecorationBlock);
+    m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
+    m_.member_decorate(block_type, 0, SpvDecorationNonWritable);
+    Id var = m_.global_variable(m_.type_pointer(SpvStorageClassStorageBuffer, block_type), SpvStorageClassStorageBuffer);
+    m_.decorate(var, SpvDecorationDescriptorSet, {0});
+    m_.decorate(var, SpvDecorationBinding, {i});
+    m_.name(block_type, b.name + "_vectors_block");
+    m_.member_name(block_type, 0, "data");
+    m_.name(var, b.name + "_vectors");
+    buffer_vector_vars_[i] = var;
   }
 }
 
@@ -134,25 +182,9 @@ void KernelEmitter::declare_scalars() {
   m_.name(push_constants_, "params");
 }
 
-namespace {
-
-void note_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
-  for (const kir::Stmt& s : b.stmts) {
-    if (const auto* v = std::get_if<kir::LoadSharedVector>(&s)) lanes.at(v->array) = uint32_t(v->results.size());
-    else if (const auto* i = std::get_if<kir::If>(&s)) {
-      note_vector_loads(*i->then_body, lanes);
-      if (i->else_body) note_vector_loads(*i->else_body, lanes);
-    } else if (const auto* f = std::get_if<kir::For>(&s)) {
-      note_vector_loads(*f->body, lanes);
-    }
-  }
-}
-
-}  // namespace
-
 void KernelEmitter::declare_shared_arrays() {
   shared_lanes_.assign(k_.shared.size(), 1);
-  note_vector_loads(k_.body, shared_lanes_);
+  note_vector_loads<kir::LoadSharedVector, &kir::LoadSharedVector::array>(k_.body, shared_lanes_);
   for (uint32_t i = 0; i < k_.shared.size(); ++i) {
     const auto& s = k_.shared[i];
     const uint32_t lanes = shared_lanes_[i];  // kir::verify: the count is a multiple of it
@@ -298,12 +330,22 @@ void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
   for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
 }
 
-// Storage buffers are declared as arrays of scalars (an aliasing array of vectors would need its own binding
-// declaration per width), so the elements load one by one; drivers may merge neighbouring loads themselves.
+// Through the buffer's array-of-vectors declaration where it has one (read-only buffers whose vector loads all have
+// this width); else element by element.
 void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
   const kir::Type t = k_.buffers.at(s.buffer).elem;
   const kir::Type index_type = k_.value_types.at(s.index);
-  for (uint32_t i = 0; i < s.results.size(); ++i) {
+  const uint32_t lanes = uint32_t(s.results.size());
+  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes) {
+    Id vector_type = m_.type_vector(type(t), lanes);
+    Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
+    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, vector_type),
+                    {buffer_vector_vars_[s.buffer], m_.constant_u32(0), which});
+    Id loaded = op(SpvOpLoad, vector_type, {pointer});
+    for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
+    return;
+  }
+  for (uint32_t i = 0; i < lanes; ++i) {
     Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
                     {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});

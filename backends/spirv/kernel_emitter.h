@@ -46,7 +46,7 @@ class KernelEmitter {
   void stmt(const kir::StoreBuffer& s);
   void stmt(const kir::StoreShared& s);
   void stmt(const kir::LoadSharedVector& s);
-  void stmt(const kir::LoadBufferVector& s);  // element by element
+  void stmt(const kir::LoadBufferVector& s);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
@@ -120,6 +120,11 @@ class KernelEmitter {
   // Lanes of each shared array's vector loads (kir::LoadSharedVector), 1 for arrays read element by element only:
   // an array with vector loads is declared as an array of vectors, so that a load of one vector is one access.
   std::vector<uint32_t> shared_lanes_;
+  // Likewise for buffers (the widest vector load of each): a read-only buffer with vector loads is declared a second
+  // time, as an array of vectors at the same binding (buffer_vector_vars_, 0 where not).
+  std::vector<uint32_t> buffer_lanes_;
+  std::vector<Id> buffer_vector_vars_;
+  static void note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes);
   Id push_constants_ = 0;
   Id frexp_struct_ = 0;  // {f64, i32}, the result of GLSL.std.450 FrexpStruct
   std::vector<Id> scalar_values_;  // 0 until first read

@@ -175,7 +175,9 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   for (uint32_t h = 0; h < f.memory.memoryHeapCount; ++h)
     if (f.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       d.memory_bytes = std::max<uint64_t>(d.memory_bytes, f.memory.memoryHeaps[h].size);
-  d.min_storage_offset_alignment = uint32_t(std::max<VkDeviceSize>(4, base.limits.minStorageBufferOffsetAlignment));
+  // 16 at least, as on CUDA: kernels read buffers 16 bytes at a time from any multiple-of-4 index
+  // (kir::LoadBufferVector), which needs every view to start on 16 bytes; memory plans align to 16 anyway.
+  d.min_storage_offset_alignment = uint32_t(std::max<VkDeviceSize>(16, base.limits.minStorageBufferOffsetAlignment));
   d.compute_capability = 0;
 
   d.features = offered_features(f);

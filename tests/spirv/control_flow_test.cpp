@@ -207,17 +207,21 @@ TEST(SpirvSharedMemory, VectorLoadsMakeAnArrayOfVectors) {
   EXPECT_TRUE(has_line(text, R"(OpAccessChain %_ptr_Workgroup_float %tile %\w+ %\w+$)")) << text;
 }
 
-// A buffer's vector load is element loads in SPIR-V (its storage buffers are arrays of scalars): 4 loads, none of
-// a vector type.
-TEST(SpirvBuffers, VectorLoadsOfBuffersLoadEachElement) {
+// A read-only buffer's vector loads go through a second declaration of its binding as an array of vec4 (one OpLoad
+// of a vector); a buffer the kernel also writes loads element by element, so that no two views of it are live.
+TEST(SpirvBuffers, VectorLoadsOfReadOnlyBuffersReadVectors) {
   KernelBuilder kb("vec", 64);
   auto x = kb.buffer("x", Type::F32, Access::Read);
-  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto y = kb.buffer("y", Type::F32, Access::ReadWrite);
   std::vector<Val> v = x.load_vector(kb.global_id() * 4u, 4);
-  out[kb.global_id()] = v[0] - v[1] + v[2] * v[3];
+  std::vector<Val> w = y.load_vector(kb.global_id() * 4u, 4);
+  y[kb.global_id()] = v[0] - v[1] + v[2] * v[3] + w[0] + w[3];
   std::string text = compile_to_text(kb.finish());
+  EXPECT_EQ(count_lines(text, R"(= OpLoad %v4float )"), 1) << text;
   EXPECT_EQ(count_lines(text, R"(= OpLoad %float )"), 4) << text;
-  EXPECT_FALSE(has_line(text, R"(v4float)")) << text;
+  EXPECT_EQ(count_lines(text, R"(OpDecorate %x(_vectors)? Binding 0$)"), 2) << text;
+  EXPECT_EQ(count_lines(text, R"(OpDecorate %y(_vectors)? Binding 1$)"), 1) << text;
+  EXPECT_TRUE(has_line(text, R"(OpDecorate %_runtimearr_v4float ArrayStride 16$)")) << text;
 }
 
 TEST(SpirvInterface, EmptyKernel) {
