@@ -127,7 +127,9 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
     stage_vars(a_staged, a_units, a_lanes, "a_next");
     stage_vars(b_staged, b_units, b_lanes, "b_next");
     load_slice(kb.u32(0));
-    kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+    // One slice: store the staged look-ahead into workgroup memory, load the next slice's (`look_ahead`), and
+    // multiply.
+    auto slice = [&](const std::function<void()>& look_ahead) {
       for (const Staged& st : a_staged)
         guarded(st, a_units, [&] {
           auto [r, c] = a_rc((lid + st.base) * a_lanes);
@@ -141,9 +143,7 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
           for (uint32_t i = 0; i < b_lanes; ++i) b_tile[at + (io.b_k_fastest ? i * tl.tile_n : i)] = st.values[i].get();
         });
       kb.barrier();
-      // The look-ahead stops at the last slice (a uniform branch), so operands are read past K only within a partial
-      // last slice, and a product whose extents are multiples of the tile needs no edge checks (GemmOperands).
-      kb.if_(kt + 1u < k_tiles, [&] { load_slice((kt + 1u) * tl.tile_k); });
+      look_ahead();
       // The slice's products, unrolled: each invocation's outputs are strided by the thread grid so that
       // neighbouring invocations read neighbouring shared elements and write neighbouring outputs.
       for (uint32_t kk = 0; kk < tl.tile_k; ++kk) {
@@ -161,7 +161,22 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
           for (uint32_t j = 0; j < tl.reg_n; ++j) acc[i * tl.reg_n + j] = fma(a_vals[i], b_vals[j], acc[i * tl.reg_n + j]);
       }
       kb.barrier();
-    });
+    };
+    // The last slice has no look-ahead, so operands are read past K only within a partial last slice, and a product
+    // whose extents are multiples of the tile needs no edge checks (GemmOperands). Where both operands stage by
+    // 16-byte reads the look-ahead is a few instructions, and it sits behind a uniform branch; else (a convolution's
+    // gathered operand: address arithmetic per element) the last slice is peeled off, so the loop's look-ahead is
+    // unconditional and ptxas interleaves it with the products, which it does not across a branch. Measured on an H100
+    // (docs/PERFORMANCE.md): peeling everywhere cost fp32 8192^3 7% (a 16-byte spill of the 8x8 tiling), the branch
+    // everywhere cost the 64x64-block convolutions of resnet18 up to 40%.
+    if (a_lanes == 4 && b_lanes == 4) {
+      kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+        slice([&] { kb.if_(kt + 1u < k_tiles, [&] { load_slice((kt + 1u) * tl.tile_k); }); });
+      });
+    } else {
+      kb.for_(kb.u32(0), kb.u32(k_tiles - 1), [&](Val kt) { slice([&] { load_slice((kt + 1u) * tl.tile_k); }); });
+      slice([] {});
+    }
   }
 
   for (uint32_t i = 0; i < tl.reg_m; ++i) {

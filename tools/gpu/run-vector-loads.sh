@@ -52,5 +52,6 @@ mkdir -p $M && cp .gpu/models/* $M/
 timeout 200 python3 benchmarks/torch_models.py $M 2>&1 | grep -v Warning > $OUT/torch_models.txt
 for v in old bin; do
   echo "== models through spire run ($v)"
-  timeout 200 python3 tools/gpu/models_table.py .gpu/$v/spire $M $OUT/torch_models.txt 2>&1 | tail -8
+  timeout 200 python3 tools/gpu/models_table.py .gpu/$v/spire $M $OUT/torch_models.txt > $OUT/models_$v.txt 2>&1
+  grep -E "resnet18|encoder_op17" $OUT/models_$v.txt
 done
