@@ -183,14 +183,9 @@ void KernelEmitter::declare_scalars() {
 }
 
 void KernelEmitter::declare_shared_arrays() {
-  shared_lanes_.assign(k_.shared.size(), 1);
-  note_vector_loads<kir::LoadSharedVector, &kir::LoadSharedVector::array>(k_.body, shared_lanes_);
-  for (uint32_t i = 0; i < k_.shared.size(); ++i) {
-    const auto& s = k_.shared[i];
-    const uint32_t lanes = shared_lanes_[i];  // kir::verify: the count is a multiple of it
+  for (const auto& s : k_.shared) {
     // No ArrayStride: Workgroup memory has no explicit layout in Vulkan (it would be an error).
-    Id elem = lanes > 1 ? m_.type_vector(type(s.elem), lanes) : type(s.elem);
-    Id array = m_.type_array(elem, s.count / lanes);
+    Id array = m_.type_array(type(s.elem), s.count);
     Id var = m_.global_variable(m_.type_pointer(SpvStorageClassWorkgroup, array), SpvStorageClassWorkgroup);
     m_.name(var, s.name);
     shared_vars_.push_back(var);
@@ -321,13 +316,16 @@ void KernelEmitter::stmt(const kir::StoreShared& s) {
 }
 
 void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
+  // Element by element: workgroup arrays stay arrays of scalars. Declared as arrays of vectors (so that a vector is one
+  // OpLoad), the element stores that fill them compile badly on NVIDIA's Vulkan driver: the resnet18 convolutions at
+  // batch 64 took 89 ms in all instead of 71 (docs/PERFORMANCE.md), one of them 3x as long.
   const kir::Type t = k_.shared.at(s.array).elem;
-  const uint32_t lanes = uint32_t(s.results.size());
-  Id vector_type = m_.type_vector(type(t), lanes);
-  Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, vector_type),
-                  {shared_vars_.at(s.array), shared_vector_of(s.array, s.index)});
-  Id loaded = op(SpvOpLoad, vector_type, {pointer});
-  for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
+  const kir::Type index_type = k_.value_types.at(s.index);
+  for (uint32_t i = 0; i < s.results.size(); ++i) {
+    Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
+    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, type(t)), {shared_vars_.at(s.array), index});
+    values_[s.results[i]] = op(SpvOpLoad, type(t), {pointer});
+  }
 }
 
 // Through the buffer's array-of-vectors declaration where it has one (read-only buffers whose vector loads all have

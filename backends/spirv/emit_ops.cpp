@@ -175,24 +175,8 @@ Id KernelEmitter::buffer_element(uint32_t buffer, kir::ValueId index) {
 
 Id KernelEmitter::shared_element(uint32_t array, kir::ValueId index) {
   Type elem = k_.shared.at(array).elem;
-  if (shared_lanes_.at(array) > 1)
-    return op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, type(elem)),
-              {shared_vars_.at(array), shared_vector_of(array, index), shared_lane_of(array, index)});
   return op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, type(elem)),
             {shared_vars_.at(array), value(index)});
-}
-
-// Lanes are 2 or 4 (kir::verify), so the division and remainder are a shift and a mask (an i32 index is never
-// negative when it addresses an array).
-Id KernelEmitter::shared_vector_of(uint32_t array, kir::ValueId index) {
-  const Type t = k_.value_types.at(index);
-  const int64_t shift = shared_lanes_.at(array) == 4 ? 2 : 1;
-  return op(SpvOpShiftRightLogical, type(t), {value(index), int_constant(t, shift)});
-}
-
-Id KernelEmitter::shared_lane_of(uint32_t array, kir::ValueId index) {
-  const Type t = k_.value_types.at(index);
-  return op(SpvOpBitwiseAnd, type(t), {value(index), int_constant(t, shared_lanes_.at(array) - 1)});
 }
 
 Id KernelEmitter::atomic_add(const kir::Instr& in) {

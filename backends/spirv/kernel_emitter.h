@@ -82,9 +82,6 @@ class KernelEmitter {
   Id convert_bf16(Id v, kir::Type to);  // bf16 <-> f32 on the bits
   Id buffer_element(uint32_t buffer, kir::ValueId index);  // pointer
   Id shared_element(uint32_t array, kir::ValueId index);   // pointer
-  // An index into an array of vectors (shared_lanes_ > 1): which vector (index / lanes) and which lane.
-  Id shared_vector_of(uint32_t array, kir::ValueId index);
-  Id shared_lane_of(uint32_t array, kir::ValueId index);
   Id atomic_add(const kir::Instr& in);
 
   // --- C semantics on top of SPIR-V (emit_math.cpp)
@@ -117,11 +114,8 @@ class KernelEmitter {
   std::vector<Id> values_;  // kir ValueId -> SPIR-V id
 
   std::vector<Id> buffer_vars_, shared_vars_, local_vars_;
-  // Lanes of each shared array's vector loads (kir::LoadSharedVector), 1 for arrays read element by element only:
-  // an array with vector loads is declared as an array of vectors, so that a load of one vector is one access.
-  std::vector<uint32_t> shared_lanes_;
-  // Likewise for buffers (the widest vector load of each): a read-only buffer with vector loads is declared a second
-  // time, as an array of vectors at the same binding (buffer_vector_vars_, 0 where not).
+  // The widest vector load of each buffer: a read-only buffer with vector loads is declared a second time, as an
+  // array of vectors at the same binding (buffer_vector_vars_, 0 where not).
   std::vector<uint32_t> buffer_lanes_;
   std::vector<Id> buffer_vector_vars_;
   static void note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes);

@@ -186,25 +186,22 @@ TEST(SpirvSharedMemory, SeveralArraysOfSeveralTypes) {
   EXPECT_TRUE(has_line(text, R"(OpTypeArray %int %uint_17)")) << text;
 }
 
-// An array read by vector loads is an array of vectors: the vector load is one OpLoad of a vec4, and element
-// accesses pick the vector (index >> 2) and its lane (index & 3). compile() validates the module.
-TEST(SpirvSharedMemory, VectorLoadsMakeAnArrayOfVectors) {
+// Workgroup arrays stay arrays of scalars, vector loads of them included (element stores into arrays of vectors
+// compile badly on NVIDIA's Vulkan driver): a vector load is 4 element loads of consecutive indices.
+TEST(SpirvSharedMemory, VectorLoadsOfWorkgroupArraysLoadEachElement) {
   KernelBuilder kb("vec", 64);
   auto out = kb.buffer("out", Type::F32, Access::Write);
   auto tile = kb.shared("tile", Type::F32, 256);
-  auto plain = kb.shared("plain", Type::F32, 64);
   auto lid = kb.local_id();
   tile[lid] = cast(lid, Type::F32);
-  plain[lid] = tile[lid + 1u];
   kb.barrier();
   std::vector<Val> v = tile.load_vector(lid * 4u, 4);
-  out[lid] = v[0] + v[1] + v[2] + v[3] + plain[lid];
+  out[lid] = v[0] + v[1] + v[2] + v[3];
   std::string text = compile_to_text(kb.finish());
-  EXPECT_TRUE(has_line(text, R"(OpTypeArray %v4float %uint_64)")) << text;
-  EXPECT_TRUE(has_line(text, R"(OpTypeArray %float %uint_64)")) << "arrays without vector loads stay scalar\n" << text;
-  EXPECT_EQ(count_lines(text, R"(= OpLoad %v4float )"), 1) << text;
-  EXPECT_EQ(count_lines(text, R"(= OpCompositeExtract %float %\w+ [0-3]$)"), 4) << text;
-  EXPECT_TRUE(has_line(text, R"(OpAccessChain %_ptr_Workgroup_float %tile %\w+ %\w+$)")) << text;
+  EXPECT_TRUE(has_line(text, R"(OpTypeArray %float %uint_256)")) << text;
+  EXPECT_FALSE(has_line(text, R"(v4float)")) << text;
+  EXPECT_EQ(count_lines(text, R"(= OpLoad %float )"), 4) << text;
+  EXPECT_EQ(count_lines(text, R"(= OpIAdd %uint %\w+ %uint_[123]$)"), 3) << text;
 }
 
 // A read-only buffer's vector loads go through a second declaration of its binding as an array of vec4 (one OpLoad
