@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Issue 10 item 2 on the GPU machine: the fp32 tiled GEMM (matmul and every implicit-GEMM convolution) reading its
-# workgroup-memory slices 16 bytes at a time (kir::LoadSharedVector) over 8x4 subgroup patches, without edge checks
-# on whole-tile extents. Before and after in the same run: .gpu/old holds the binaries of the commit before, .gpu/bin
+# workgroup-memory slices 16 bytes at a time (kir::LoadSharedVector) over 8x4 subgroup patches, staging A and B by
+# 16-byte reads (kir::LoadBufferVector), without edge checks on whole-tile extents. Before and after in the same run: .gpu/old holds the binaries of the commit before, .gpu/bin
 # the new ones. Part 1 (default): fp32 matmul on cuda:0 and vulkan:0, LeNet's step at batch 8192 on both. Part 2
 # (`models`): the resnet18 convolutions at batch 64 on cuda:0, resnet18 / the encoder layer through `spire run`.
 # Pack: .gpu/{old,bin}/{spire,spire_bench_matmul,spire_bench_conv2d,spire_bench_lenet_step}, .gpu/models
