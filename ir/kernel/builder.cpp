@@ -359,30 +359,30 @@ Kernel KernelBuilder::finish() {
   return std::move(k_);
 }
 
-std::vector<Val> KernelBuilder::new_values(Type t, uint32_t count, std::vector<ValueId>& ids) {
+std::vector<Val> KernelBuilder::vector_results(std::vector<ValueId>& results, Type t, Val index, uint32_t lanes,
+                                              const char* what) {
+  if (finished_) throw std::logic_error(fmt::format("kernel builder: {} after finish()", what));
+  if (!index.valid() || index.builder() != this)
+    throw std::invalid_argument(fmt::format("kernel builder: {} index from another kernel", what));
   std::vector<Val> out;
-  for (uint32_t i = 0; i < count; ++i) {
-    ids.push_back(ValueId(k_.value_types.size()));
-    out.emplace_back(this, ids.back(), t);
+  for (uint32_t i = 0; i < lanes; ++i) {
+    results.push_back(ValueId(k_.value_types.size()));
+    out.emplace_back(this, results.back(), t);
     k_.value_types.push_back(t);
   }
   return out;
 }
 
 std::vector<Val> KernelBuilder::load_shared_vector(const Shared& array, Val index, uint32_t lanes) {
-  if (finished_) throw std::logic_error("kernel builder: load_shared_vector after finish()");
-  if (!index.valid() || index.builder() != this) throw std::invalid_argument("kernel builder: load_shared_vector index from another kernel");
   LoadSharedVector load{array.index(), index.id(), {}};
-  std::vector<Val> out = new_values(array.elem(), lanes, load.results);
+  std::vector<Val> out = vector_results(load.results, array.elem(), index, lanes, "load_shared_vector");
   emit_stmt(std::move(load));
   return out;
 }
 
 std::vector<Val> KernelBuilder::load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes) {
-  if (finished_) throw std::logic_error("kernel builder: load_buffer_vector after finish()");
-  if (!index.valid() || index.builder() != this) throw std::invalid_argument("kernel builder: load_buffer_vector index from another kernel");
   LoadBufferVector load{buffer.index(), index.id(), {}};
-  std::vector<Val> out = new_values(buffer.elem(), lanes, load.results);
+  std::vector<Val> out = vector_results(load.results, buffer.elem(), index, lanes, "load_buffer_vector");
   emit_stmt(std::move(load));
   return out;
 }

@@ -240,8 +240,8 @@ class KernelBuilder {
 
  private:
   Block* current() { return blocks_.back(); }
-  // `count` fresh values of type t, their ids appended to `ids` (the results of a multi-value statement).
-  std::vector<Val> new_values(Type t, uint32_t count, std::vector<ValueId>& ids);
+  // `lanes` fresh values of type t, their ids appended to `results` (of a vector load `what` from `index`).
+  std::vector<Val> vector_results(std::vector<ValueId>& results, Type t, Val index, uint32_t lanes, const char* what);
   void rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace);
   Kernel k_;
   std::vector<Block*> blocks_;

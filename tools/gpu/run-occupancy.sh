@@ -18,31 +18,4 @@ for v in old bin; do
   echo "== LeNet step at batch 8192 on cuda:0 ($v)"
   timeout 100 .gpu/$v/spire_bench_lenet_step --device cuda:0 --batch 8192 --runs 20 --top 0 2>&1 | grep -E "step" | head -2
 done
-for v in old bin; do
-  echo "== resnet18 convolutions at batch 64 on cuda:0 ($v)"
-  timeout 250 .gpu/$v/spire_bench_conv2d --device cuda:0 --runs 10 --csv $OUT/conv_$v.csv > $OUT/conv_$v.txt 2>&1
-  tail -3 $OUT/conv_$v.txt
-done
-python3 - "$OUT" <<'PY'
-import csv, math, sys
-out = sys.argv[1]
-def rows(v):
-    with open(f"{out}/conv_{v}.csv") as f:
-        return {(r.get("layer", ""), r.get("pass", ""), r.get("batch", "")): float(r["ms"]) for r in csv.DictReader(f) if r.get("ms")}
-try:
-    old, new = rows("old"), rows("bin")
-    keys = [k for k in old if k in new]
-    g = math.exp(sum(math.log(new[k] / old[k]) for k in keys) / len(keys))
-    print(f"conv rows: {len(keys)}, geometric mean new/old time {g:.3f}")
-    for k in sorted(keys, key=lambda k: new[k] / old[k])[:5] + sorted(keys, key=lambda k: new[k] / old[k])[-5:]:
-        print(k, f"{old[k]:.4f} -> {new[k]:.4f} ms")
-except Exception as e:
-    print("conv table:", e)
-PY
-M=/tmp/models
-mkdir -p $M && cp .gpu/models/* $M/
-timeout 200 python3 benchmarks/torch_models.py $M 2>&1 | grep -v Warning > $OUT/torch_models.txt
-for v in old bin; do
-  echo "== models through spire run ($v)"
-  timeout 200 python3 tools/gpu/models_table.py .gpu/$v/spire $M $OUT/torch_models.txt 2>&1 | tail -8
-done
+bash tools/gpu/old-vs-new-models.sh
