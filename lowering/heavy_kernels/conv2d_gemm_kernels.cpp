@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -94,6 +95,18 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
     io.a = [&](Val r, Val k) {
       return select((r < M) & (k < K), Val(w[min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
     };
+    // The weights are a plain row-major [Cout, Cin * taps] matrix: where its rows hold whole fours, it stages by 16-byte
+    // reads (views start on 16 bytes), with the checks only on extents that are not whole tiles (GemmOperands).
+    if (type_bytes(t) == 4 && K % 4 == 0)
+      io.a4 = [&](Val r, Val k) {
+        const bool rows_whole = M % tl.tile_m == 0, k_whole = K % tl.tile_k == 0;
+        std::vector<Val> v = w.load_vector((rows_whole ? r : min(r, M - 1)) * K + (k_whole ? k : min(k, K - 4)), 4);
+        if (!rows_whole || !k_whole) {
+          Val inside = rows_whole ? k < K : k_whole ? r < M : (r < M) & (k < K);
+          for (Val& e : v) e = select(inside, e, kb.constant(t, 0));
+        }
+        return v;
+      };
     io.b = [&](Val k, Val c) { return im2col_element(kb, t, x, win, min(k, K - 1), min(c, N - 1), (k < K) & (c < N)); };
     io.store = [&](Val r, Val c, Val v) { y[((c / P) * M + r) * P + c % P] = v; };
     emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
