@@ -100,27 +100,21 @@ void KernelEmitter::declare_capabilities() {
 
 namespace {
 
-// The lanes of the vector loads (statement V, with .array or .buffer `target` and .results) of each target in `b`.
-template <class V, auto target>
-void note_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
+// The widest vector load of each buffer in `b` (lanes stays 1 for buffers without one).
+void note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
   for (const kir::Stmt& s : b.stmts) {
-    if (const auto* v = std::get_if<V>(&s)) {
-      uint32_t& l = lanes.at((*v).*target);
-      l = std::max(l, uint32_t(v->results.size()));
+    if (const auto* v = std::get_if<kir::LoadBufferVector>(&s)) {
+      lanes.at(v->buffer) = std::max(lanes.at(v->buffer), uint32_t(v->results.size()));
     } else if (const auto* i = std::get_if<kir::If>(&s)) {
-      note_vector_loads<V, target>(*i->then_body, lanes);
-      if (i->else_body) note_vector_loads<V, target>(*i->else_body, lanes);
+      note_buffer_vector_loads(*i->then_body, lanes);
+      if (i->else_body) note_buffer_vector_loads(*i->else_body, lanes);
     } else if (const auto* f = std::get_if<kir::For>(&s)) {
-      note_vector_loads<V, target>(*f->body, lanes);
+      note_buffer_vector_loads(*f->body, lanes);
     }
   }
 }
 
 }  // namespace
-
-void KernelEmitter::note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
-  note_vector_loads<kir::LoadBufferVector, &kir::LoadBufferVector::buffer>(b, lanes);
-}
 
 void KernelEmitter::declare_buffers() {
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {

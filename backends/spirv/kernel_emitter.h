@@ -118,7 +118,6 @@ class KernelEmitter {
   // array of vectors at the same binding (buffer_vector_vars_, 0 where not).
   std::vector<uint32_t> buffer_lanes_;
   std::vector<Id> buffer_vector_vars_;
-  static void note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes);
   Id push_constants_ = 0;
   Id frexp_struct_ = 0;  // {f64, i32}, the result of GLSL.std.450 FrexpStruct
   std::vector<Id> scalar_values_;  // 0 until first read

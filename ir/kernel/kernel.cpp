@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <unordered_map>
 #include <unordered_set>
 
 namespace spire::kir {
@@ -276,29 +275,22 @@ struct Verifier {
     if (type_of(s.value) != k.shared[s.array].elem) return fail("store_shared: value type differs from the array's element type");
     return true;
   }
-  std::unordered_map<uint32_t, size_t> vector_width;  // of each array read by LoadSharedVector
+  // A vector load of `lanes` 32-bit elements of type t from `index` into `results`, each defined here.
+  bool vector_load_ok(const std::string& what, Type t, ValueId index, const std::vector<ValueId>& results) {
+    if (results.size() != 2 && results.size() != 4) return fail(fmt::format("{}: {} lanes (2 or 4)", what, results.size()));
+    if (type_bytes(t) != 4) return fail(fmt::format("{}: {} elements (32-bit only)", what, type_name(t)));
+    if (!index_ok(index, what.c_str())) return false;
+    return define_results(results, t, what);
+  }
   bool stmt(const LoadSharedVector& s) {
     if (s.array >= k.shared.size()) return fail("load_shared_vector: array index out of range");
-    const SharedArray& a = k.shared[s.array];
-    const size_t lanes = s.results.size();
-    if (lanes != 2 && lanes != 4) return fail(fmt::format("load_shared_vector {}: {} lanes (2 or 4)", a.name, lanes));
-    if (type_bytes(a.elem) != 4) return fail(fmt::format("load_shared_vector {}: {} elements (32-bit only)", a.name, type_name(a.elem)));
-    if (a.count % lanes != 0) return fail(fmt::format("load_shared_vector {}: {} elements, not a multiple of {}", a.name, a.count, lanes));
-    auto [width, fresh] = vector_width.emplace(s.array, lanes);
-    if (width->second != lanes)
-      return fail(fmt::format("load_shared_vector {}: {} lanes where another load of it has {}", a.name, lanes, width->second));
-    if (!index_ok(s.index, "load_shared_vector")) return false;
-    return define_results(s.results, a.elem, "load_shared_vector " + a.name);
+    return vector_load_ok("load_shared_vector " + k.shared[s.array].name, k.shared[s.array].elem, s.index, s.results);
   }
   bool stmt(const LoadBufferVector& s) {
     if (s.buffer >= k.buffers.size()) return fail("load_buffer_vector: buffer index out of range");
     const BufferParam& b = k.buffers[s.buffer];
-    const size_t lanes = s.results.size();
-    if (lanes != 2 && lanes != 4) return fail(fmt::format("load_buffer_vector {}: {} lanes (2 or 4)", b.name, lanes));
-    if (type_bytes(b.elem) != 4) return fail(fmt::format("load_buffer_vector {}: {} elements (32-bit only)", b.name, type_name(b.elem)));
     if (b.access == Access::Write) return fail("load_buffer_vector: from write-only buffer " + b.name);
-    if (!index_ok(s.index, "load_buffer_vector")) return false;
-    return define_results(s.results, b.elem, "load_buffer_vector " + b.name);
+    return vector_load_ok("load_buffer_vector " + b.name, b.elem, s.index, s.results);
   }
   bool define_results(const std::vector<ValueId>& results, Type t, const std::string& what) {
     for (ValueId r : results) {

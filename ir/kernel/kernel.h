@@ -182,9 +182,7 @@ struct StoreBuffer { uint32_t buffer; ValueId index; ValueId value; };
 struct StoreShared { uint32_t array; ValueId index; ValueId value; };
 // Loads results.size() (2 or 4) consecutive elements of shared `array` from element `index` on, which must be a
 // multiple of that count, into the values `results` (each of the array's type, 32-bit): one wide access where the
-// backend makes it one (PTX ld.shared.v4; SPIR-V loads the elements, see backends/spirv/emit_kernel.cpp). Every vector
-// load of an array uses the same width, and the array's length is a multiple of it, so that a backend may declare the
-// array as vectors.
+// backend makes it one (PTX ld.shared.v4; SPIR-V loads the elements, see backends/spirv/emit_kernel.cpp).
 struct LoadSharedVector { uint32_t array; ValueId index; std::vector<ValueId> results; };
 // The same for a buffer the kernel reads: results.size() (2 or 4) consecutive 32-bit elements from `index` on, a
 // multiple of that count. Views start on 16 bytes (what dispatch asks of CUDA devices; memory plans align every

@@ -236,50 +236,47 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
       if (x && y) return *x & *y;
       return x ? x : y;
     };
-    io.a = [&](Val r, Val k) {
+    // Where element (r, k) of A, or (k, c) of B, lies in its buffer, and the check that it is inside the product (none
+    // where the extents are whole tiles). With `lanes` 4 it is the first of 4 along the operand's contiguous direction,
+    // clamped so that all four stay in bounds.
+    struct At {
+      Val index;
+      std::optional<Val> inside;
+    };
+    auto a_at = [&](Val r, Val k, uint32_t lanes) -> At {
       Val gk = splits > 1 ? k0 + k : k;
-      Val rc = rows_whole ? r : min(r, M - 1), kc = k_whole ? gk : min(gk, K - 1);
-      Val at = s.a_transposed ? kc * M + rc : rc * K + kc;
-      std::optional<Val> inside = both(rows_whole ? std::nullopt : std::optional<Val>(r < M),
-                                       k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)));
-      return zero_outside(inside, widened(A[a_base + at]));
+      const uint32_t r_last = M - (s.a_transposed ? lanes : 1), k_last = K - (s.a_transposed ? 1 : lanes);
+      Val rc = rows_whole ? r : min(r, r_last), kc = k_whole ? gk : min(gk, k_last);
+      return {a_base + (s.a_transposed ? kc * M + rc : rc * K + kc),
+              both(rows_whole ? std::nullopt : std::optional<Val>(r < M), k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)))};
+    };
+    auto b_at = [&](Val k, Val c, uint32_t lanes) -> At {
+      Val gk = splits > 1 ? k0 + k : k;
+      const uint32_t k_last = K - (s.b_transposed ? lanes : 1), c_last = N - (s.b_transposed ? 1 : lanes);
+      Val kc = k_whole ? gk : min(gk, k_last), cc = cols_whole ? c : min(c, c_last);
+      return {b_base + (s.b_transposed ? cc * K + kc : kc * N + cc),
+              both(k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)), cols_whole ? std::nullopt : std::optional<Val>(c < N))};
+    };
+    io.a = [&](Val r, Val k) {
+      At at = a_at(r, k, 1);
+      return zero_outside(at.inside, widened(A[at.index]));
     };
     io.b = [&](Val k, Val c) {
-      Val gk = splits > 1 ? k0 + k : k;
-      Val kc = k_whole ? gk : min(gk, K - 1), cc = cols_whole ? c : min(c, N - 1);
-      Val at = s.b_transposed ? cc * K + kc : kc * N + cc;
-      std::optional<Val> inside = both(k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)),
-                                       cols_whole ? std::nullopt : std::optional<Val>(c < N));
-      return zero_outside(inside, widened(B[b_base + at]));
+      At at = b_at(k, c, 1);
+      return zero_outside(at.inside, widened(B[at.index]));
     };
     // 16-byte reads where the operand is fp32 (not widened) and the extent along its contiguous direction is a multiple
     // of 4: rows (and batches) then start on 16 bytes, and 4 aligned neighbours are all inside an extent or all
     // outside it, so one clamp and one check serve the four. 2 reads replace 8 on the 8x8 tiling's staging.
-    auto lanes_of = [&](Val base, Val at, std::optional<Val> inside, const Buf& buf) {
-      std::vector<Val> v = buf.load_vector(base + at, 4);
-      for (Val& x : v) x = zero_outside(inside, x);
+    auto four = [&](const At& at, const Buf& buf) {
+      std::vector<Val> v = buf.load_vector(at.index, 4);
+      for (Val& x : v) x = zero_outside(at.inside, x);
       return v;
     };
-    const bool a_vector = !s.a_half && type_bytes(t) == 4 && (s.a_transposed ? M : K) % 4 == 0;
-    const bool b_vector = !s.b_half && type_bytes(t) == 4 && (s.b_transposed ? K : N) % 4 == 0;
-    if (a_vector)
-      io.a4 = [&](Val r, Val k) {
-        Val gk = splits > 1 ? k0 + k : k;
-        const uint32_t r_last = s.a_transposed ? M - 4 : M - 1, k_last = s.a_transposed ? K - 1 : K - 4;
-        Val rc = rows_whole ? r : min(r, r_last), kc = k_whole ? gk : min(gk, k_last);
-        std::optional<Val> inside = both(rows_whole ? std::nullopt : std::optional<Val>(r < M),
-                                         k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)));
-        return lanes_of(a_base, s.a_transposed ? kc * M + rc : rc * K + kc, inside, A);
-      };
-    if (b_vector)
-      io.b4 = [&](Val k, Val c) {
-        Val gk = splits > 1 ? k0 + k : k;
-        const uint32_t k_last = s.b_transposed ? K - 4 : K - 1, c_last = s.b_transposed ? N - 1 : N - 4;
-        Val kc = k_whole ? gk : min(gk, k_last), cc = cols_whole ? c : min(c, c_last);
-        std::optional<Val> inside = both(k_whole ? std::nullopt : std::optional<Val>(k_in(k, gk)),
-                                         cols_whole ? std::nullopt : std::optional<Val>(c < N));
-        return lanes_of(b_base, s.b_transposed ? cc * K + kc : kc * N + cc, inside, B);
-      };
+    if (!s.a_half && type_bytes(t) == 4 && (s.a_transposed ? M : K) % 4 == 0)
+      io.a4 = [&](Val r, Val k) { return four(a_at(r, k, 4), A); };
+    if (!s.b_half && type_bytes(t) == 4 && (s.b_transposed ? K : N) % 4 == 0)
+      io.b4 = [&](Val k, Val c) { return four(b_at(k, c, 4), B); };
     // Stage each operand along its contiguous direction.
     io.a_m_fastest = s.a_transposed;
     io.b_k_fastest = s.b_transposed;
