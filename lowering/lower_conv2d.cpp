@@ -1,7 +1,9 @@
 // conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
 // they spread their work tunable; each may instead be an implicit GEMM (conv2d_gemm_kernels.h), one more family
-// of points in the same config space.
+// of points in the same config space, and a 3x3 forward convolution at stride 1 a Winograd transform around a
+// batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+#include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/op_lowering.h"
@@ -63,6 +65,60 @@ std::optional<heavy::MatmulTiling> grad_weight_gemm_pays(const heavy::Conv2dShap
 
 heavy::Config plain_tiling(const heavy::MatmulTiling& tl) { return tl.config(); }
 
+// Winograd's F(2x2, 3x3) (conv2d_winograd_kernels.h): the batched product's tiling, marked "winograd=2" (the output
+// tile's size).
+heavy::Config winograd_config(const heavy::MatmulTiling& tl) { return tl.config().set("winograd", 2); }
+bool is_winograd_config(const heavy::Config& c) { return c.has("winograd"); }
+
+// The transformed input or product, the larger scratch buffer, in bytes.
+int64_t winograd_scratch_bytes(const heavy::Conv2dShape& s, kir::Type t) {
+  return 16 * std::max(s.cin, s.cout) * heavy::conv2d_winograd_tiles(s) * int64_t(kir::type_bytes(t));
+}
+
+// Where the transforms' passes over memory are small next to the product they save: channels enough for the product
+// to be the time (resnet18's 3x3 layers of 64 to 512 channels on the H100: docs/PERFORMANCE.md); and where the
+// scratch buffers, 4x the input and output, stay within 1 GiB each (a large image takes the implicit GEMM instead).
+bool winograd_pays(const heavy::Conv2dShape& s, kir::Type t) {
+  return s.cin >= 32 && s.cout >= 32 && winograd_scratch_bytes(s, t) <= (int64_t(1) << 30);
+}
+
+// The batched product's tiling: the matmul heuristic's, but where it takes 64x64 blocks (64 output channels), 8x8
+// outputs per invocation rather than 4x4 (resnet18's 64-channel layers at batch 64 on the H100: 0.467 -> 0.400 ms).
+heavy::MatmulTiling winograd_tiling(const heavy::MatmulShape& product, kir::Type t) {
+  heavy::MatmulTiling tl = heavy::choose_matmul_tiling(product, t);
+  if (t == kir::Type::F32 && tl == heavy::MatmulTiling{64, 64, 16, 4, 4}) tl.reg_m = tl.reg_n = 8;
+  return tl;
+}
+
+// Each config once, at its first place.
+std::vector<heavy::Config> unique_configs(const std::vector<heavy::Config>& configs) {
+  std::vector<heavy::Config> out;
+  for (const heavy::Config& c : configs)
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  return out;
+}
+
+// The four launches: weights to U, input to V, M = U x V (16 products), M to the NCHW result. Buffers: x, w, y, then
+// U [16][Cout][Cin], V [16][Cin][tiles] and M [16][Cout][tiles] as scratch.
+KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
+                               const heavy::MatmulTiling& tl) {
+  const int64_t tiles = heavy::conv2d_winograd_tiles(s);
+  heavy::HeavyKernel weights = heavy::conv2d_winograd_weight_kernel(s, t);
+  heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t);
+  heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_gemm_shape(s), t, tl);
+  heavy::HeavyKernel output = heavy::conv2d_winograd_output_kernel(s, t);
+  KernelProgram p;
+  p.buffers = std::move(io);
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cout * s.cin});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cin * tiles});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cout * tiles});
+  p.launches.push_back({std::move(weights.kernel), {1, 3}, weights.groups, {}});
+  p.launches.push_back({std::move(input.kernel), {0, 4}, input.groups, {}});
+  p.launches.push_back({std::move(product.kernel), {3, 4, 5}, product.groups, {}});
+  p.launches.push_back({std::move(output.kernel), {5, 2}, output.groups, {}});
+  return p;
+}
+
 // The weight gradient's GEMM configs carry their split of K.
 heavy::Config split_tiling(const heavy::Conv2dShape& s, const heavy::MatmulTiling& tl) {
   heavy::Config c = tl.config();
@@ -83,7 +139,19 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits)), s, gemm, t, limits,
                                        plain_tiling);
+  // Every Winograd config where its scratch is addressable with 32-bit indices.
+  if (heavy::conv2d_winograd_applies(s) && winograd_scratch_bytes(s, t) / kir::type_bytes(t) < (int64_t(1) << 31)) {
+    const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(s);
+    std::vector<heavy::Config> winograd;
+    for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
+      winograd.push_back(winograd_config(tl));
+    if (winograd_pays(s, t)) op.heuristic = winograd_config(winograd_tiling(product, t));
+    op.candidates.insert(op.candidates.begin(), op.heuristic);
+    for (const heavy::Config& c : winograd) op.candidates.push_back(c);
+    op.candidates = unique_configs(op.candidates);
+  }
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+    if (is_winograd_config(c)) return winograd_program(s, t, io, heavy::MatmulTiling::from(c));
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c));
     return single_kernel_program(io, std::move(k.kernel), k.groups);

@@ -28,6 +28,9 @@ void heavy_cases(CaseList& cl) {
   conv({1, 2, 7, 11}, {3, 2, 2, 4}, {.stride = {1, 2}, .padding = {1, 0}});
   conv({2, 1, 28, 28}, {6, 1, 5, 5}, {.padding = {2, 2}});  // LeNet's first layer
   conv({1, 3, 9, 9}, {4, 3, 3, 3}, {.padding = {1, 1}}, DType::F64);
+  // Channels enough for Winograd's F(2x2, 3x3) (conv2d_winograd_kernels.h), an odd output width.
+  conv({2, 32, 6, 7}, {32, 32, 3, 3}, {.padding = {1, 1}});
+  conv({1, 32, 6, 6}, {40, 32, 3, 3}, {.padding = {1, 1}}, DType::F64);
 
   auto pool = [&](OpKind op, Shape x, graph::Pool2dOptions o, DType t = DType::F32) {
     cl.add(op, {in(t, x)},

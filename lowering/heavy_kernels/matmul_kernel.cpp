@@ -122,10 +122,12 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const 
   std::vector<MatmulTiling> out{choose_matmul_tiling(s, t)};
   // A block more than twice the (power-of-two rounded) extent only adds masked work.
   auto fits_extent = [](uint32_t tile, int64_t extent) { return tile <= std::max<uint32_t>(16, pow2_clamped(uint64_t(std::max<int64_t>(extent, 1)), 1, 1u << 30)); };
-  // (tile_m, tile_n, reg_m, reg_n): square and 2:1 blocks of 64 to 512 invocations.
+  // (tile_m, tile_n, reg_m, reg_n): square, 2:1 and 4:1 blocks of 64 to 512 invocations. The 4:1 ones keep 8x8
+  // outputs per invocation where one extent is only 64 (a convolution with 64 channels).
   const uint32_t blocks[][4] = {{16, 16, 1, 1},  {32, 32, 2, 2},   {64, 32, 4, 2},   {32, 64, 2, 4},
                                 {64, 64, 4, 4},  {64, 64, 8, 8},   {64, 64, 4, 2},   {128, 64, 8, 4},
-                                {64, 128, 4, 8}, {128, 128, 8, 8}, {128, 128, 8, 4}};
+                                {64, 128, 4, 8}, {128, 128, 8, 8}, {128, 128, 8, 4}, {64, 256, 8, 8},
+                                {256, 64, 8, 8}, {128, 256, 8, 8}, {256, 128, 8, 8}};
   const uint32_t depths_f32[] = {8, 16, 32}, depths_f64[] = {4, 8, 16};
   for (const auto& b : blocks) {
     for (uint32_t k : f64 ? depths_f64 : depths_f32) {

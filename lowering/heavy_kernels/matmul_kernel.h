@@ -79,8 +79,8 @@ struct MatmulTiling {
 // memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
 
-// The tuner's candidates for a shape: the heuristic's tiling first, then blocks of 16 to 128 square and
-// 2:1 shapes with 1x1 to 8x8 outputs per invocation and 4- to 32-deep K slices, where the block is not far
+// The tuner's candidates for a shape: the heuristic's tiling first, then blocks of 16 to 256 rows or columns, square,
+// 2:1 and 4:1 shapes with 1x1 to 8x8 outputs per invocation and 4- to 32-deep K slices, where the block is not far
 // larger than the product, the workgroup (64 to 512 invocations, within the device's limit) and its two
 // slices (within the device's workgroup memory) fit, and the unrolled slice stays at most 1024 multiply-adds.
 std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, kir::Type t, const Limits& limits);

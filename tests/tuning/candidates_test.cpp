@@ -128,6 +128,10 @@ std::vector<Case> cases() {
       uniform("conv2d_gemm_1x1_stride2", [] { return conv({3, 16, 14, 14}, {40, 16, 1, 1}, O{.stride = {2, 2}}); }),
       // Weights staged by 16-byte reads (108 taps: whole fours, no whole slices; 64 channels: whole 64-row blocks).
       uniform("conv2d_gemm_vector_weights", [] { return conv({2, 12, 10, 10}, {64, 12, 3, 3}, O{.padding = {1, 1}}); }),
+      // Winograd's F(2x2, 3x3) (and the direct forms): an odd output on both axes (tiles over the edges), channels
+      // that are no multiple of 4; and no padding with channels that are.
+      uniform("conv2d_winograd_odd_edges", [] { return conv({2, 13, 9, 11}, {33, 13, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_winograd_unpadded", [] { return conv({1, 8, 10, 8}, {16, 8, 3, 3}, O{}); }),
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),

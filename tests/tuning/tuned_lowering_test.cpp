@@ -76,6 +76,35 @@ TEST(TunedLowering, ChoicesSelectConvAndReductionConfigs) {
     }
 }
 
+// A 3x3 convolution at stride 1 with many channels takes Winograd's F(2x2, 3x3) by default: four launches (weight and
+// input transforms, 16 batched products, output transform) with three scratch buffers; a stride-2 one and one with
+// few channels keep a single kernel. The choice of a direct-sum config turns it back into one launch.
+TEST(TunedLowering, WinogradForWideStrideOneThreeByThreeConvolutions) {
+  auto conv = [](int64_t c, int64_t stride) {
+    graph::Graph g;
+    g.output("y", g.conv2d(g.input("x", DType::F32, {2, c, 14, 14}), g.input("w", DType::F32, {c, c, 3, 3}),
+                           {.stride = {stride, stride}, .padding = {1, 1}}));
+    return g;
+  };
+  const lowering::Plan wide = lowering::lower(conv(64, 1), target());
+  const auto names = kernel_names(wide);
+  ASSERT_EQ(wide.launches.size(), 4u) << lowering::plan_text(wide);
+  EXPECT_TRUE(has(names, "conv2d_winograd_weights_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(wide);
+  EXPECT_TRUE(has(names, "conv2d_winograd_input_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(has(names, "conv2d_winograd_output_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("matmul_m64_k64_n98_a16_b16_t64x64x16_r8x8") == 0; }))
+      << lowering::plan_text(wide);
+  EXPECT_EQ(lowering::lower(conv(64, 2), target()).launches.size(), 1u);
+  EXPECT_EQ(lowering::lower(conv(16, 1), target()).launches.size(), 1u);
+
+  lowering::MapTuningChoices choices;
+  choices.configs[{"conv2d", "n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1", "f32"}] =
+      lowering::heavy::Config::parse("tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4");
+  const lowering::Plan direct = lowering::lower(conv(64, 1), target(), nullptr, &choices);
+  ASSERT_EQ(direct.launches.size(), 1u);
+  EXPECT_EQ(direct.kernels[0].name, "conv2d_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_gemm_t64x64x16_r4x4");
+}
+
 TEST(TunedLowering, AChoiceThatIsNoCandidateIsIgnoredWithOneWarning) {
   const graph::Graph g = matmul_graph();
   lowering::MapTuningChoices choices;

@@ -1,0 +1,43 @@
+// conv2d by Winograd's minimal filtering F(2x2, 3x3): 3x3 windows at stride 1 (no dilation, no groups) as 16
+// independent products of 2.25x fewer multiplies than the implicit GEMM's (conv2d_gemm_kernels.h).
+//
+// Each 2x2 block of outputs (a "tile") of one image and output channel is A^T [sum over ci of (G g G^T) .* (B^T d
+// B)] A, where d is the 4x4 input patch under the tile, g the 3x3 window and .* the elementwise product. Written
+// per element i of the 4x4 transformed domain, the sum over input channels is a matrix product:
+//   M[i][co, tile] = U[i][co, ci] x V[i][ci, tile],   U = G g G^T (weights),   V = B^T d B (input patches).
+// So a convolution is four launches: the weight transform (U, [16][Cout][Cin]), the input transform (V,
+// [16][Cin][tiles]), one batched matmul of 16 (matmul_kernel.h, any of its SIMT tilings) into M [16][Cout][tiles],
+// and the output transform (Y = A^T M A, scattered into NCHW). The transforms' constants are 0, +-1 and 1/2, exact in
+// binary, so the result differs from the direct sum only by the order of roundings (measured within the op's
+// tolerance in tests/tuning/candidates_test.cpp).
+//
+// Where it pays: many channels and positions, where the product is the time (cuDNN's forward convolutions in resnet18
+// reach more than the H100's fp32 peak in direct-sum terms by this); the transforms cost a few passes over the input
+// and output. Tiles are 2x2 outputs in NCHW order (tile x fastest); a tile over the bottom or right edge reads zeros
+// and stores only its outputs inside.
+#pragma once
+
+#include "lowering/heavy_kernels/conv2d_kernels.h"
+#include "lowering/heavy_kernels/matmul_kernel.h"
+
+namespace spire::lowering::heavy {
+
+// Whether a convolution has the geometry F(2x2, 3x3) computes: a 3x3 window at stride 1, no dilation, no groups.
+bool conv2d_winograd_applies(const Conv2dShape& s);
+
+// The tiles (2x2 output blocks) of the whole batch: N * ceil(Ho / 2) * ceil(Wo / 2).
+int64_t conv2d_winograd_tiles(const Conv2dShape& s);
+
+// The batched product: 16 x [Cout, Cin] x [Cin, tiles].
+MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s);
+
+// The three transforms, one invocation per element they produce. Each throws std::invalid_argument where the
+// geometry does not apply or an index exceeds 32 bits. Buffers:
+//   weights: w (read, [Cout, Cin, 3, 3]), u (write, [16][Cout][Cin])
+//   input:   x (read, NCHW), v (write, [16][Cin][tiles])
+//   output:  m (read, [16][Cout][tiles]), y (write, NCHW)
+HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, kir::Type t);
+HeavyKernel conv2d_winograd_input_kernel(const Conv2dShape& s, kir::Type t);
+HeavyKernel conv2d_winograd_output_kernel(const Conv2dShape& s, kir::Type t);
+
+}  // namespace spire::lowering::heavy
