@@ -1,7 +1,7 @@
 // conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
 // they spread their work tunable; each may instead be an implicit GEMM (conv2d_gemm_kernels.h), one more family
-// of points in the same config space, and a 3x3 forward convolution at stride 1 a Winograd transform around a
-// batched matmul (conv2d_winograd_kernels.h), a third.
+// of points in the same config space, and a 3x3 convolution at stride 1 (forward, and its input gradient) a Winograd
+// transform around a batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
 #include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
@@ -98,12 +98,13 @@ std::vector<heavy::Config> unique_configs(const std::vector<heavy::Config>& conf
   return out;
 }
 
-// The four launches: weights to U, input to V, M = U x V (16 products), M to the NCHW result. Buffers: x, w, y, then
-// U [16][Cout][Cin], V [16][Cin][tiles] and M [16][Cout][tiles] as scratch.
+// The four launches: weights to U, input to V, M = U x V (16 products), M to the NCHW result. Buffers: x, w, y (for
+// the input gradient: grad_y, w, grad_x, with s the equivalent forward convolution's shape and the weights flipped),
+// then U [16][Cout][Cin], V [16][Cin][tiles] and M [16][Cout][tiles] as scratch.
 KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
-                               const heavy::MatmulTiling& tl) {
+                               const heavy::MatmulTiling& tl, bool flipped = false) {
   const int64_t tiles = heavy::conv2d_winograd_tiles(s);
-  heavy::HeavyKernel weights = heavy::conv2d_winograd_weight_kernel(s, t);
+  heavy::HeavyKernel weights = heavy::conv2d_winograd_weight_kernel(s, t, flipped);
   heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t);
   heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_gemm_shape(s), t, tl);
   heavy::HeavyKernel output = heavy::conv2d_winograd_output_kernel(s, t);
@@ -126,6 +127,18 @@ heavy::Config split_tiling(const heavy::Conv2dShape& s, const heavy::MatmulTilin
   return c;
 }
 
+// Offers Winograd (of the forward convolution `e`) with every product tiling, where its scratch is addressable with
+// 32-bit indices, and makes it the heuristic where it pays.
+void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const heavy::Limits& limits) {
+  if (winograd_scratch_bytes(e, t) / kir::type_bytes(t) >= (int64_t(1) << 31)) return;
+  const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(e);
+  if (winograd_pays(e, t)) op.heuristic = winograd_config(winograd_tiling(product, t));
+  op.candidates.insert(op.candidates.begin(), op.heuristic);
+  for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
+    op.candidates.push_back(winograd_config(tl));
+  op.candidates = unique_configs(op.candidates);
+}
+
 }  // namespace
 
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
@@ -139,17 +152,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits)), s, gemm, t, limits,
                                        plain_tiling);
-  // Every Winograd config where its scratch is addressable with 32-bit indices.
-  if (heavy::conv2d_winograd_applies(s) && winograd_scratch_bytes(s, t) / kir::type_bytes(t) < (int64_t(1) << 31)) {
-    const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(s);
-    std::vector<heavy::Config> winograd;
-    for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
-      winograd.push_back(winograd_config(tl));
-    if (winograd_pays(s, t)) op.heuristic = winograd_config(winograd_tiling(product, t));
-    op.candidates.insert(op.candidates.begin(), op.heuristic);
-    for (const heavy::Config& c : winograd) op.candidates.push_back(c);
-    op.candidates = unique_configs(op.candidates);
-  }
+  if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c)) return winograd_program(s, t, io, heavy::MatmulTiling::from(c));
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
@@ -174,7 +177,12 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits)), s, gemm,
                                        t, limits, plain_tiling);
+  // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).
+  const bool winograd = heavy::conv2d_winograd_applies(s) && s.pad_h <= 2 && s.pad_w <= 2;
+  if (winograd) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+    if (is_winograd_config(c))
+      return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, heavy::MatmulTiling::from(c), true);
     heavy::HeavyKernel k = is_gemm_config(c)
                                ? heavy::conv2d_grad_input_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                : heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c));

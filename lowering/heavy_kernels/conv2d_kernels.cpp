@@ -115,12 +115,17 @@ struct RowGather {
   std::function<TapAxis(Val)> row;
   Val src_base, w_base;            // element offsets of channel 0
   uint32_t src_channel_stride = 0, w_channel_stride = 0;
+  // The same row of `blocks` neighbouring result channels, each source element loaded once for all of them; the
+  // weights of block b start w_block_stride elements after block b - 1's.
+  uint32_t blocks = 1, w_block_stride = 0;
 };
 
-// Emits the row's sums and returns them, one per result column.
+// Emits the row's sums and returns them, block by block, one per result column (acc[b * out_cols + j]).
 std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, const RowGather& g) {
   std::vector<Var> acc;
-  for (uint32_t j = 0; j < g.out_cols; ++j) acc.push_back(kb.var(fmt::format("acc{}", j), kb.constant(t, 0)));
+  for (uint32_t b = 0; b < g.blocks; ++b)
+    for (uint32_t j = 0; j < g.out_cols; ++j)
+      acc.push_back(kb.var(g.blocks == 1 ? fmt::format("acc{}", j) : fmt::format("acc{}_{}", b, j), kb.constant(t, 0)));
   // Columns of the source row that some (j, k) reads, in order.
   std::vector<int64_t> used;
   for (int64_t j = 0; j < g.out_cols; ++j)
@@ -128,16 +133,22 @@ std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, cons
       if (int64_t c = g.src_col(j, k); c >= 0 && std::find(used.begin(), used.end(), c) == used.end()) used.push_back(c);
   std::sort(used.begin(), used.end());
   auto one_row = [&](const TapAxis& rr, Val r, Val src_c, Val w_c) {
-    Val w_row = w_c + r * g.kw;
-    std::vector<Val> wv;
-    for (uint32_t k = 0; k < g.kw; ++k) wv.push_back(w[w_row + k]);
     std::vector<Val> sv(used.empty() ? 0 : size_t(used.back() + 1));
     for (int64_t c : used) sv[size_t(c)] = masked(rr.ok, src[src_c + rr.offset + uint32_t(c)]);
-    for (int64_t j = 0; j < g.out_cols; ++j)
-      for (int64_t k = 0; k < g.kw; ++k)
-        if (int64_t c = g.src_col(j, k); c >= 0) acc[size_t(j)] = fma(sv[size_t(c)], wv[size_t(k)], acc[size_t(j)]);
+    for (uint32_t b = 0; b < g.blocks; ++b) {
+      Val w_row = w_c + r * g.kw;
+      if (b > 0) w_row = w_row + b * g.w_block_stride;
+      std::vector<Val> wv;
+      for (uint32_t k = 0; k < g.kw; ++k) wv.push_back(w[w_row + k]);
+      for (int64_t j = 0; j < g.out_cols; ++j)
+        for (int64_t k = 0; k < g.kw; ++k)
+          if (int64_t c = g.src_col(j, k); c >= 0) {
+            Var& a = acc[size_t(b * g.out_cols + j)];
+            a = fma(sv[size_t(c)], wv[size_t(k)], a);
+          }
+    }
   };
-  const bool unroll_rows = int64_t(g.kh) * g.kw * g.out_cols <= kMaxUnrolledRowFmas;
+  const bool unroll_rows = int64_t(g.kh) * g.kw * g.out_cols * g.blocks <= kMaxUnrolledRowFmas;
   std::vector<TapAxis> rows;
   if (unroll_rows)
     for (uint32_t r = 0; r < g.kh; ++r) rows.push_back(g.row(kb.u32(r)));
@@ -160,6 +171,8 @@ constexpr int64_t kMinRowInvocations = 1024;
 
 // A whole result row per invocation needs the row and the window to be short (their columns are unrolled).
 bool rows_fit(int64_t cols, int64_t kw) { return cols <= kMaxRowCols && kw <= kMaxRowCols; }
+// Rows of c_block channels keep c_block x columns sums in registers: at most this many.
+constexpr int64_t kMaxRowSums = 64;
 
 // Throws for a config this shape cannot take; `result_cols` is the result's row length and
 // `result_channels_per_group` its channels per group (c_block must divide them).
@@ -171,8 +184,11 @@ void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_co
   if (c.wg < 1 || c.wg > 1024) fail("needs a workgroup of 1..1024 invocations");
   if (c.rows && !rows_fit(result_cols, s.kw))
     fail(fmt::format("takes rows, but rows of {} columns (window {} wide) are longer than {}", result_cols, s.kw, kMaxRowCols));
-  if (c.c_block < 1 || (c.c_block > 1 && (c.rows || result_channels_per_group % c.c_block != 0)))
-    fail(fmt::format("needs a c_block dividing the {} result channels per group, and no rows", result_channels_per_group));
+  if (c.c_block < 1 || (c.c_block > 1 && result_channels_per_group % c.c_block != 0))
+    fail(fmt::format("needs a c_block dividing the {} result channels per group", result_channels_per_group));
+  if (c.rows && result_cols * c.c_block > kMaxRowSums)
+    fail(fmt::format("takes rows of {} channels, more than {} sums per invocation for rows of {} columns", c.c_block,
+                     kMaxRowSums, result_cols));
 }
 
 // The config's values after the kernel's name, where they are not what the name already implies (the
@@ -195,13 +211,31 @@ Conv2dConfig Conv2dConfig::from(const Config& c) {
   return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co)};
 }
 
+namespace {
+
+// The row path's heuristic: where rows are many (`rows` of them, one channel each), rows of the most neighbouring
+// channels (dividing the channels per group) whose sums stay within 48 per invocation, in workgroups of 32 when that
+// is more than one. Measured on the H100 (LeNet's step, docs/PERFORMANCE.md): at batch 8192 the tuner's picks on
+// cuda:0 for all three row layers and on vulkan:0 for two; at batch 64 fewer, longer invocations cost cuda:0's step 7%,
+// so a block must leave at least 65536 invocations.
+Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_group) {
+  uint32_t cb = 1;
+  for (uint32_t c : {2u, 3u, 4u, 6u, 8u})
+    if (channels_per_group % c == 0 && cols * c <= 48 && rows / c >= 65536) cb = c;
+  return {true, cb > 1 ? 32u : kRowThreads, cb};
+}
+
+}  // namespace
+
 Conv2dConfig conv2d_heuristic(const Conv2dShape& s) {
-  if (rows_fit(s.wo, s.kw) && s.n * s.cout * s.ho >= kMinRowInvocations) return {true, kRowThreads, 1};
+  const int64_t rows = s.n * s.cout * s.ho;
+  if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.wo, s.cout_per_group());
   return {false, kThreads, 1};
 }
 
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s) {
-  if (rows_fit(s.w, s.kw) && s.n * s.cin * s.h >= kMinRowInvocations) return {true, kRowThreads, 1};
+  const int64_t rows = s.n * s.cin * s.h;
+  if (rows_fit(s.w, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.w, s.cin_per_group());
   return {false, kThreads, 1};
 }
 
@@ -215,8 +249,13 @@ std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t resu
   auto add = [&](Conv2dConfig c) {
     if (c.wg <= limits.max_invocations && std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
   };
-  if (rows_fit(result_cols, kw))
+  if (rows_fit(result_cols, kw)) {
     for (uint32_t wg : {32u, 64u, 128u, 256u}) add({true, wg, 1});
+    // Rows of several channels: each source element loaded once for all of them (small-channel layers: LeNet's).
+    for (uint32_t cb : {2u, 3u, 4u, 6u, 8u})
+      if (channels_per_group % cb == 0 && result_cols * cb <= kMaxRowSums)
+        for (uint32_t wg : {32u, 64u, 128u}) add({true, wg, cb});
+  }
   for (uint32_t cb : {1u, 2u, 3u, 4u, 6u, 8u})
     if (channels_per_group % cb == 0)
       for (uint32_t wg : {64u, 128u, 256u}) add({false, wg, cb});
@@ -244,7 +283,9 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
   if (c.rows) {
-    const uint32_t rows_total = uint32_t(s.n * s.cout * s.ho);
+    // One invocation per row of c_block neighbouring output channels.
+    const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob;
+    const uint32_t rows_total = uint32_t(s.n * co_count * s.ho);
     KernelBuilder kb(name, c.wg);
     Buf x = kb.buffer("x", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
@@ -252,7 +293,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
     Val o = kb.global_id();
     kb.if_(o < rows_total, [&] {
       Val ho = o % Ho, t1 = o / Ho;
-      Val co = t1 % uint32_t(s.cout), n = t1 / uint32_t(s.cout);
+      Val co = cob == 1 ? t1 % co_count : (t1 % co_count) * cob, n = t1 / co_count;
       Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
       RowGather g;
       g.out_cols = Wo, g.kh = uint32_t(s.kh), g.kw = uint32_t(s.kw), g.channels = cpg;
@@ -268,9 +309,11 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
       g.src_base = (n * uint32_t(s.cin) + (co / opg) * cpg) * (H * W);
       g.w_base = co * (cpg * taps);
       g.src_channel_stride = H * W, g.w_channel_stride = taps;
+      g.blocks = cob, g.w_block_stride = cpg * taps;
       std::vector<Var> acc = emit_row_gather(kb, t, x, w, g);
-      Val y_row = o * Wo;
-      for (uint32_t j = 0; j < Wo; ++j) y[y_row + j] = acc[j].get();
+      Val y_row = cob == 1 ? o * Wo : ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo;
+      for (uint32_t b = 0; b < cob; ++b)
+        for (uint32_t j = 0; j < Wo; ++j) y[y_row + (b * Ho * Wo + j)] = acc[b * Wo + j].get();
     });
     return {kb.finish(), groups_for_threads(rows_total, c.wg)};
   }
@@ -347,7 +390,9 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
   const uint32_t taps = uint32_t(s.kh * s.kw);
 
   if (c.rows) {
-    const uint32_t rows_total = uint32_t(s.n * s.cin * s.h);
+    // One invocation per row of c_block neighbouring input channels (of one group).
+    const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib;
+    const uint32_t rows_total = uint32_t(s.n * ci_count * s.h);
     KernelBuilder kb(name, c.wg);
     Buf gy = kb.buffer("grad_y", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
@@ -355,7 +400,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
     Val o = kb.global_id();
     kb.if_(o < rows_total, [&] {
       Val hi = o % H, t1 = o / H;
-      Val ci = t1 % uint32_t(s.cin), n = t1 / uint32_t(s.cin);
+      Val ci = cib == 1 ? t1 % ci_count : (t1 % ci_count) * cib, n = t1 / ci_count;
       Val g_idx = ci / cpg, cil = ci % cpg;
       RowGather g;
       g.out_cols = W, g.kh = uint32_t(s.kh), g.kw = uint32_t(s.kw), g.channels = opg;
@@ -376,9 +421,11 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       g.src_base = (n * uint32_t(s.cout) + g_idx * opg) * (Ho * Wo);
       g.w_base = (g_idx * opg * cpg + cil) * taps;
       g.src_channel_stride = Ho * Wo, g.w_channel_stride = cpg * taps;
+      g.blocks = cib, g.w_block_stride = taps;
       std::vector<Var> acc = emit_row_gather(kb, t, gy, w, g);
-      Val x_row = o * W;
-      for (uint32_t j = 0; j < W; ++j) gx[x_row + j] = acc[j].get();
+      Val x_row = cib == 1 ? o * W : ((n * uint32_t(s.cin) + ci) * H + hi) * W;
+      for (uint32_t b = 0; b < cib; ++b)
+        for (uint32_t j = 0; j < W; ++j) gx[x_row + (b * H * W + j)] = acc[b * W + j].get();
     });
     return {kb.finish(), groups_for_threads(rows_total, c.wg)};
   }

@@ -45,9 +45,9 @@ Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
 
 // How conv2d and conv2d_grad_input spread their work (their config space): rows = 1 gives each invocation a
 // whole result row (only where rows are at most 32 columns and the window at most 32 wide), rows = 0 one
-// result element, or with c_block > 1 (it must divide the result's channels per group: output channels of
-// conv2d, input channels of conv2d_grad_input) the same element of c_block neighbouring channels, so each
-// element it loads serves all of them. wg is the workgroup size.
+// result element; with c_block > 1 (it must divide the result's channels per group: output channels of
+// conv2d, input channels of conv2d_grad_input) that row or element of c_block neighbouring channels, so each
+// element it loads serves all of them (rows: at most 64 sums per invocation). wg is the workgroup size.
 struct Conv2dConfig {
   bool rows = false;
   uint32_t wg = 256;

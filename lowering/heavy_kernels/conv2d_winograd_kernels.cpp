@@ -55,6 +55,17 @@ bool conv2d_winograd_applies(const Conv2dShape& s) {
   return s.kh == 3 && s.kw == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.groups == 1;
 }
 
+Conv2dShape conv2d_winograd_grad_input_shape(const Conv2dShape& s) {
+  if (!conv2d_winograd_applies(s) || s.pad_h > 2 || s.pad_w > 2)
+    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: Winograd's F(2x2, 3x3) takes 3x3 windows at stride 1 "
+                                            "without dilation or groups, padded by at most 2", s.text()));
+  Conv2dShape e = s;
+  e.cin = s.cout, e.h = s.ho, e.w = s.wo;
+  e.cout = s.cin, e.ho = s.h, e.wo = s.w;
+  e.pad_h = 2 - s.pad_h, e.pad_w = 2 - s.pad_w;
+  return e;
+}
+
 int64_t conv2d_winograd_tiles(const Conv2dShape& s) { return s.n * ((s.ho + 1) / 2) * ((s.wo + 1) / 2); }
 
 MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s) {
@@ -70,18 +81,22 @@ MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s) {
   return g;
 }
 
-HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, Type t) {
-  std::string name = checked_name("weights", s, t);
-  const uint32_t pairs = uint32_t(s.cout * s.cin);  // (co, ci), ci fastest: U's rows are [Cout][Cin]
+HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, Type t, bool flipped) {
+  std::string name = checked_name(flipped ? "weights_flipped" : "weights", s, t);
+  const uint32_t cout = uint32_t(s.cout), cin = uint32_t(s.cin);
+  const uint32_t pairs = cout * cin;  // (co, ci), ci fastest: U's rows are [Cout][Cin]
   if (pairs == 0) return empty_result(name);
   KernelBuilder kb(std::move(name), kThreads);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf u = kb.buffer("u", t, Access::Write);
   Val e = kb.global_id();
   kb.if_(e < pairs, [&] {
+    // Tap (r, c) of the window: w[co, ci, r, c], or flipped w[ci, co, 2 - r, 2 - c] of the original [Cin, Cout] weights.
+    Val base = flipped ? ((e % cin) * cout + e / cin) * 9u : e * 9u;
+    auto tap = [&](uint32_t r, uint32_t c) { return flipped ? Val(w[base + ((2 - r) * 3 + (2 - c))]) : Val(w[base + (r * 3 + c)]); };
     // G g: each column of the window to 4 rows, then each of those rows to 4 columns (G g G^T).
     std::array<Vec4, 3> cols;
-    for (uint32_t c = 0; c < 3; ++c) cols[c] = weight_1d(Val(w[e * 9u + c]), Val(w[e * 9u + (3 + c)]), Val(w[e * 9u + (6 + c)]));
+    for (uint32_t c = 0; c < 3; ++c) cols[c] = weight_1d(tap(0, c), tap(1, c), tap(2, c));
     for (uint32_t r = 0; r < 4; ++r) {
       const Vec4 row = weight_1d(cols[0][r], cols[1][r], cols[2][r]);
       for (uint32_t c = 0; c < 4; ++c) u[e + (r * 4 + c) * pairs] = row[c];

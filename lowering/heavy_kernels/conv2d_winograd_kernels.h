@@ -15,6 +15,9 @@
 // reach more than the H100's fp32 peak in direct-sum terms by this); the transforms cost a few passes over the input
 // and output. Tiles are 2x2 outputs in NCHW order (tile x fastest); a tile over the bottom or right edge reads zeros
 // and stores only its outputs inside.
+//
+// The input gradient of a 3x3 stride-1 convolution is the same computation on grad_y with the weights turned by 180
+// degrees and transposed (conv2d_winograd_grad_input_shape; the weight transform reads them so, `flipped`).
 #pragma once
 
 #include "lowering/heavy_kernels/conv2d_kernels.h"
@@ -25,6 +28,11 @@ namespace spire::lowering::heavy {
 // Whether a convolution has the geometry F(2x2, 3x3) computes: a 3x3 window at stride 1, no dilation, no groups.
 bool conv2d_winograd_applies(const Conv2dShape& s);
 
+// The input gradient of such a convolution is itself one: grad_x = conv2d(grad_y, W') with W'[ci, co] the window of
+// W[co, ci] turned by 180 degrees, padding 2 - p. Returns that forward convolution's shape (N, Cout -> Cin, Ho x Wo
+// -> H x W); throws std::invalid_argument where s does not apply or its padding exceeds 2.
+Conv2dShape conv2d_winograd_grad_input_shape(const Conv2dShape& s);
+
 // The tiles (2x2 output blocks) of the whole batch: N * ceil(Ho / 2) * ceil(Wo / 2).
 int64_t conv2d_winograd_tiles(const Conv2dShape& s);
 
@@ -33,10 +41,11 @@ MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s);
 
 // The three transforms, one invocation per element they produce. Each throws std::invalid_argument where the
 // geometry does not apply or an index exceeds 32 bits. Buffers:
-//   weights: w (read, [Cout, Cin, 3, 3]), u (write, [16][Cout][Cin])
+//   weights: w (read, [Cout, Cin, 3, 3]; flipped: the original convolution's [Cin, Cout, 3, 3], each window read
+//            turned by 180 degrees: W' of the input gradient), u (write, [16][Cout][Cin])
 //   input:   x (read, NCHW), v (write, [16][Cin][tiles])
 //   output:  m (read, [16][Cout][tiles]), y (write, NCHW)
-HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, kir::Type t);
+HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, kir::Type t, bool flipped = false);
 HeavyKernel conv2d_winograd_input_kernel(const Conv2dShape& s, kir::Type t);
 HeavyKernel conv2d_winograd_output_kernel(const Conv2dShape& s, kir::Type t);
 

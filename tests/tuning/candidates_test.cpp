@@ -132,6 +132,10 @@ std::vector<Case> cases() {
       // that are no multiple of 4; and no padding with channels that are.
       uniform("conv2d_winograd_odd_edges", [] { return conv({2, 13, 9, 11}, {33, 13, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_winograd_unpadded", [] { return conv({1, 8, 10, 8}, {16, 8, 3, 3}, O{}); }),
+      // The input gradient of a 3x3 stride-1 convolution by Winograd too (a forward convolution of grad_y with the
+      // windows turned and padding 2 - p): odd sizes with padding 1, and no padding.
+      uniform("conv2d_grad_input_winograd_pad1", [] { return conv_grad_input({2, 33, 9, 11}, {13, 33, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_grad_input_winograd_unpadded", [] { return conv_grad_input({1, 16, 10, 9}, {8, 16, 3, 3}, O{}); }),
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),

@@ -83,6 +83,22 @@ TEST(Candidates, Conv2dFamilies) {
   for (const auto& c : conv2d_candidates(wide, {})) EXPECT_FALSE(c.rows);
 }
 
+// Rows of several channels where the rows are many (LeNet's second convolution at batch 8192: 2 output channels of 14
+// columns, 3 input channels for its input gradient), one channel per row at batch 64; rows of at most 64 sums among
+// the candidates.
+TEST(Candidates, Conv2dRowsOfSeveralChannels) {
+  const Conv2dShape big = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_heuristic(big), (Conv2dConfig{true, 32, 2}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(big), (Conv2dConfig{true, 32, 3}));
+  const Conv2dShape small = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_heuristic(small), (Conv2dConfig{true, 64, 1}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(small), (Conv2dConfig{true, 64, 1}));
+  const auto cs = conv2d_candidates(big, {});
+  EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows && c.c_block == 4; }));
+  for (const auto& c : cs)
+    if (c.rows) EXPECT_LE(14 * c.c_block, 64u) << c.config().text();
+}
+
 TEST(Candidates, RowsAndCrossEntropy) {
   const SoftmaxShape s{4, 300, 1};
   auto cs = row_candidates(softmax_heuristic(s), s.axis, {});
