@@ -149,8 +149,8 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
   const heavy::MatmulShape gemm = heavy::conv2d_gemm_shape(s);
   const auto tiling = gemm_pays(s, gemm, t);
-  op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s).config();
-  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits)), s, gemm, t, limits,
+  op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s, limits).config();
+  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        plain_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {

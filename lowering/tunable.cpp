@@ -24,6 +24,7 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   l.warpgroup_matrix = info.features.has(kir::Feature::WarpgroupMatrix) && s == 32;
   l.tensor_copy = info.features.has(kir::Feature::TensorCopy);
   l.async_copy = info.features.has(kir::Feature::AsyncCopy);
+  l.cpu = info.type == rt::DeviceType::Cpu;
   return l;
 }
 

@@ -52,16 +52,21 @@ struct Conv2dConfig {
   bool rows = false;
   uint32_t wg = 256;
   uint32_t c_block = 1;
-  Config config() const;  // "rows=0,wg=256,c_block=1"
+  // conv2d only, elements of every output channel (c_block = Cout, no groups): each workgroup first copies all the
+  // weights into workgroup memory, channel-fastest in fours, so an invocation reads 4 channels' weights of a tap per
+  // load, instead of loading every weight from memory itself (at most 16 KiB of weights).
+  bool shared_w = false;
+  Config config() const;  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set)
   static Conv2dConfig from(const Config& c);
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
 };
-// What the templates pick without tuning: rows where rows are short and there are >= 1024 of them (64 per
-// workgroup), else one element per invocation (256 per workgroup).
-Conv2dConfig conv2d_heuristic(const Conv2dShape& s);
+// What the templates pick without tuning: on a GPU (limits.cpu false, the default) elements of all output channels
+// with shared_w where there are at most 8; else rows where rows are short and there are >= 1024 of them (64 per
+// workgroup; several channels per row where rows are many), else one element per invocation (256 per workgroup).
+Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits = {});
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s);
 // The tuner's candidates (the heuristic first), within the device's workgroup size.
-std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits);
+std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits, kir::Type t = kir::Type::F32);
 std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits);
 
 // Throw std::invalid_argument for a config the shape cannot take (rows on long rows, a c_block that does not

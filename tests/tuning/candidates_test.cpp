@@ -136,6 +136,8 @@ std::vector<Case> cases() {
       // windows turned and padding 2 - p): odd sizes with padding 1, and no padding.
       uniform("conv2d_grad_input_winograd_pad1", [] { return conv_grad_input({2, 33, 9, 11}, {13, 33, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_winograd_unpadded", [] { return conv_grad_input({1, 16, 10, 9}, {8, 16, 3, 3}, O{}); }),
+      // Weights in workgroup memory (shared_w) for 6 output channels: a partial group of four, a 5x5 window as LeNet's.
+      uniform("conv2d_shared_weights", [] { return conv({3, 2, 9, 7}, {6, 2, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),

@@ -97,6 +97,16 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows && c.c_block == 4; }));
   for (const auto& c : cs)
     if (c.rows) EXPECT_LE(14 * c.c_block, 64u) << c.config().text();
+  // LeNet's first layer: elements of its 6 channels with the weights in workgroup memory on a GPU, rows on a CPU.
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_heuristic(first), (Conv2dConfig{false, 128, 6, true}));
+  Limits cpu;
+  cpu.cpu = true;
+  EXPECT_EQ(conv2d_heuristic(first, cpu), (Conv2dConfig{true, 64, 1}));
+  // Elements of all 16 channels with the weights (9.6 KB) in workgroup memory; not in f64 (19.2 KB).
+  EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.shared_w && c.c_block == 16; }));
+  const auto f64 = conv2d_candidates(big, {}, spire::kir::Type::F64);
+  EXPECT_TRUE(std::none_of(f64.begin(), f64.end(), [](const Conv2dConfig& c) { return c.shared_w; }));
 }
 
 TEST(Candidates, RowsAndCrossEntropy) {
