@@ -145,6 +145,24 @@ HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
   Buf x = kb.buffer("x", t, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
   Val o = kb.global_id();
+  // Windows that tile the input exactly (stride = window, no padding, no rows or columns left over: LeNet's 2x2
+  // pools): one invocation per window finds its maximum once and writes the whole window, the gradient where the
+  // maximum is and zeros elsewhere, instead of every input element finding its window's maximum again.
+  if (s.stride_h == s.kh && s.stride_w == s.kw && s.pad_h == 0 && s.pad_w == 0 && s.h == s.ho * s.kh &&
+      s.w == s.wo * s.kw && s.kh * s.kw <= kMaxUnrolledTaps) {
+    const uint32_t windows = uint32_t(s.n * s.c * s.ho * s.wo);
+    kb.if_(o < windows, [&] {
+      Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
+      Val plane_base = nc * (H * W);
+      Val h0 = cast(ho * uint32_t(s.kh), Type::I32), w0 = cast(wo * uint32_t(s.kw), Type::I32);
+      WindowMax m = window_max(kb, s, x, plane_base, h0, w0, t);
+      Val g = gy[o];
+      for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
+        gx[plane_base + tap.plane_index] = select(cast(tap.plane_index, Type::I32) == m.best_index.get(), g, kb.constant(t, 0));
+      });
+    });
+    return {kb.finish(), groups_for_threads(windows, kThreads)};
+  }
   kb.if_(o < total, [&] {
     Val pos = o % (H * W), nc = o / (H * W);
     Val hi = cast(pos / W, Type::I32), wi = cast(pos % W, Type::I32);

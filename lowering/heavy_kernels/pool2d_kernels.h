@@ -5,7 +5,9 @@
 //    window lies inside the padded input). Buffers: x (read), y (write).
 //  * max_pool2d_grad_kernel: one invocation per INPUT element; for every window containing it, it recomputes
 //    the window's argmax and takes the window's gradient only if it is the window's FIRST maximal element in
-//    row-major window order (PyTorch's rule). Buffers: grad_y (read), x (read), grad_x (write).
+//    row-major window order (PyTorch's rule); where the windows tile the input exactly (stride = window, no
+//    padding, nothing left over), one invocation per window instead, writing the whole window once. Buffers: grad_y
+//    (read), x (read), grad_x (write).
 //  * avg_pool2d_grad_kernel: one invocation per input element summing grad/(kh*kw) over the windows that
 //    contain it. Buffers: grad_y (read), grad_x (write).
 #pragma once

@@ -41,6 +41,10 @@ std::vector<PoolCase> pool_cases() {
       {"big_window", {1, 1, 16, 16}, O{.kernel = {8, 8}, .stride = {4, 4}, .padding = {4, 4}}},
       {"ties_overlapping", {2, 2, 9, 9}, O{.kernel = {3, 3}, .stride = {1, 1}, .padding = {1, 1}}, Values::SmallInts},
       {"ties_2x2", {2, 3, 8, 8}, O{}, Values::SmallInts},
+      // Windows tiling the input (the gradient writes whole windows) with 3x2 windows, and 2x2 ones leaving a row and
+      // a column uncovered (the per-element gradient, zeros there).
+      {"tiling_3x2", {2, 2, 9, 6}, O{.kernel = {3, 2}, .stride = {3, 2}}, Values::SmallInts},
+      {"leftover_2x2", {1, 2, 7, 9}, O{}},
       {"all_equal", {1, 2, 7, 7}, O{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, Values::AllEqual},
       {"negative_padded", {1, 2, 6, 5}, O{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, Values::Negative},
       {"k3_s2_p1_f64", {2, 3, 9, 7}, O{.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, Values::Random,

@@ -69,7 +69,11 @@ std::vector<TemplateCase> template_cases() {
       auto s = heavy::pool2d_shape(c.x, c.k, c.s, c.p);
       uint64_t out_n = uint64_t(s.n * s.c * s.ho * s.wo), in_n = uint64_t(s.n * s.c * s.h * s.w);
       out.push_back({"max_pool2d_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_kernel(s, t); }, out_n});
-      out.push_back({"max_pool2d_grad_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_grad_kernel(s, t); }, in_n});
+      // Windows that tile the input take one invocation per window (writing all of it), else one per input element.
+      const bool tiling = s.stride_h == s.kh && s.stride_w == s.kw && s.pad_h == 0 && s.pad_w == 0 &&
+                          s.h == s.ho * s.kh && s.w == s.wo * s.kw;
+      out.push_back({"max_pool2d_grad_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_grad_kernel(s, t); },
+                     tiling ? out_n : in_n});
       out.push_back({"avg_pool2d_" + c.name + "_" + ts, [s, t] { return heavy::avg_pool2d_kernel(s, t); }, out_n});
       out.push_back({"avg_pool2d_grad_" + c.name + "_" + ts, [s, t] { return heavy::avg_pool2d_grad_kernel(s, t); }, in_n});
     }
