@@ -567,11 +567,13 @@ struct GradWeightTiling {
   uint32_t splits = 1;                  // workgroups sharing one sum over N x Ho x Wo (partials, then a sum launch)
   uint32_t terms = 0;                   // N x Ho x Wo, or N x Ho in row mode
   bool row_mode = false;
+  uint32_t co_block = 1;                // output channels per workgroup
   uint32_t blocks() const { return row_blocks * col_blocks; }
 };
 
-// At most this many per-tap sums live in registers per invocation.
+// At most this many per-tap sums live in registers per invocation (and this many with several output channels).
 constexpr uint32_t kMaxBlockTaps = 32;
+constexpr uint32_t kMaxBlockSums = 64;
 // Every Vulkan device offers 16 KiB of workgroup memory; the per-tap reduction arrays must fit in it.
 constexpr uint32_t kSharedBytes = 16384;
 
@@ -616,8 +618,11 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
       c.block_rows * c.block_cols > kMaxBlockTaps)
     fail(fmt::format("needs a block of at most {} taps within the {}x{} window", kMaxBlockTaps, s.kh, s.kw));
   if (c.wg < 1 || c.wg > 1024 || (c.wg & (c.wg - 1)) != 0) fail("needs a power-of-two workgroup of 1..1024 invocations");
+  if (c.co_block < 1 || s.cout_per_group() % c.co_block != 0 || c.block_rows * c.block_cols * c.co_block > kMaxBlockSums)
+    fail(fmt::format("needs a co_block dividing the {} output channels per group, at most {} sums per invocation",
+                     s.cout_per_group(), kMaxBlockSums));
   const uint32_t elem = t == Type::F64 ? 8 : 4;
-  if (uint64_t(c.block_rows) * c.block_cols * c.wg * elem > std::max(limits.shared_bytes, kSharedBytes))
+  if (uint64_t(c.block_rows) * c.block_cols * c.co_block * c.wg * elem > std::max(limits.shared_bytes, kSharedBytes))
     fail("needs more workgroup memory than the device has");
   if (c.row_mode && !row_mode_fits(s, c.block_cols)) fail("takes whole output rows, which this shape does not allow");
   GradWeightTiling g;
@@ -629,14 +634,17 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
                        : index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
   g.wg = c.wg;
   g.splits = c.splits;
+  g.co_block = c.co_block;
   return g;
 }
 
 }  // namespace
 
 Config GradWeightConfig::config() const {
-  return Config{{"block_rows", block_rows}, {"block_cols", block_cols}, {"wg", wg}, {"splits", splits},
-                {"row_mode", row_mode ? 1 : 0}};
+  Config c{{"block_rows", block_rows}, {"block_cols", block_cols}, {"wg", wg}, {"splits", splits},
+           {"row_mode", row_mode ? 1 : 0}};
+  if (co_block > 1) c.set("co_block", co_block);  // configs without it keep the text tuning caches already hold
+  return c;
 }
 
 GradWeightConfig GradWeightConfig::from(const Config& c) {
@@ -645,7 +653,9 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
     if (v < 0 || v > hi) throw std::invalid_argument(fmt::format("conv2d_grad_weight config '{}': {} must be 0..{}", c.text(), name, hi));
     return uint32_t(v);
   };
-  return GradWeightConfig{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", 64), u("row_mode", 1) == 1};
+  GradWeightConfig g{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", 64), u("row_mode", 1) == 1};
+  if (c.has("co_block")) g.co_block = u("co_block", 64);
+  return g;
 }
 
 GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t) {
@@ -678,6 +688,10 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
   // One row of taps per block: fewer register sums, more workgroups.
   if (h.block_rows > 1)
     for (uint32_t sp : splits) add({1, h.block_cols, h.wg, sp, h.row_mode});
+  // Several output channels per workgroup, each input row loaded once for all of them (small-channel layers).
+  for (uint32_t cob : {2u, 4u})
+    for (uint32_t wg : {32u, 64u, 128u})
+      for (uint32_t sp : splits) add({h.block_rows, h.block_cols, wg, sp, h.row_mode, cob});
   return out;
 }
 
@@ -707,31 +721,34 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t KH = uint32_t(s.kh), KW = uint32_t(s.kw), taps = KH * KW;
-  const uint32_t wg = g.wg, block_taps = g.rows * g.cols;
-  const uint32_t pairs = uint32_t(s.cout) * cpg;
+  const uint32_t wg = g.wg, block_taps = g.rows * g.cols, cob = g.co_block, sums = block_taps * cob;
+  const uint32_t pairs = uint32_t(s.cout) / cob * cpg;  // (block of output channels, input channel in its group)
   const uint32_t chunk = (g.terms + splits - 1) / splits;  // terms per split
   const uint64_t groups = uint64_t(pairs) * g.blocks() * splits;
 
-  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}", wg, g.rows, g.cols, splits, g.row_mode ? "_rows" : ""), wg);
+  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}{}", wg, g.rows, g.cols, splits, g.row_mode ? "_rows" : "",
+                                      cob > 1 ? fmt::format("_co{}", cob) : ""),
+                   wg);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   // splits == 1: grad_w itself; otherwise partial sums [splits][weights] that conv2d_grad_weight_sum_kernel adds.
   Buf out = kb.buffer(splits == 1 ? "grad_w" : "partial_grad_w", t, Access::Write);
-  Shared part = kb.shared("partial", t, block_taps * wg);
+  Shared part = kb.shared("partial", t, sums * wg);
   Val lid = kb.local_id();
   Val e = kb.group_id();
   // Uniform per workgroup: groups past the work (a folded grid) skip everything, barriers included.
   kb.if_(e < uint32_t(groups), [&] {
     Val pair = e % pairs, t1 = e / pairs;
     Val block = t1 % g.blocks(), split = t1 / g.blocks();
-    Val cil = pair % cpg, co = pair / cpg;
+    Val cil = pair % cpg, co = cob == 1 ? pair / cpg : (pair / cpg) * cob;  // the block's first output channel
     Val ci = (co / opg) * cpg + cil;
     // The block's first tap; constant 0 when one block covers the axis.
     Val r0 = g.row_blocks == 1 ? kb.u32(0) : (block / g.col_blocks) * g.rows;
     Val c0 = g.col_blocks == 1 ? kb.u32(0) : (block % g.col_blocks) * g.cols;
     const bool rows_ragged = KH % g.rows != 0, cols_ragged = KW % g.cols != 0;
+    // acc[b * block_taps + tap of the block]: output channel co + b.
     std::vector<Var> acc;
-    for (uint32_t i = 0; i < block_taps; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+    for (uint32_t i = 0; i < sums; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
     Val begin = split * chunk;
     Val end = splits == 1 ? kb.u32(g.terms) : min(begin + chunk, g.terms);
     if (g.terms > 0 && g.row_mode) {
@@ -740,8 +757,9 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
       kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {
         Val ho = idx % Ho, n = idx / Ho;
         Val gy_row = (n * uint32_t(s.cout) + co) * (Ho * Wo) + ho * Wo;
-        std::vector<Val> gv;
-        for (uint32_t j = 0; j < Wo; ++j) gv.push_back(gy[gy_row + j]);
+        std::vector<std::vector<Val>> gv(cob);  // gv[b][j]: grad_y of channel co + b at column j
+        for (uint32_t b = 0; b < cob; ++b)
+          for (uint32_t j = 0; j < Wo; ++j) gv[b].push_back(gy[gy_row + (b * Ho * Wo + j)]);
         Val x_base = (n * uint32_t(s.cin) + ci) * (H * W);
         Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
         auto src_col = [&](int64_t j, int64_t c) -> int64_t {
@@ -760,22 +778,24 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
             for (int64_t c = 0; c < s.kw; ++c)
               if (int64_t col = src_col(j, c); col >= 0 && !xv[size_t(col)].valid())
                 xv[size_t(col)] = masked(ok, x[x_row + uint32_t(col)]);
-          for (uint32_t c = 0; c < KW; ++c) {
-            Val sum;
-            for (int64_t j = 0; j < s.wo; ++j)
-              if (int64_t col = src_col(j, c); col >= 0) {
-                Val p = gv[size_t(j)] * xv[size_t(col)];
-                sum = sum.valid() ? sum + p : p;
-              }
-            if (sum.valid()) acc[i * g.cols + c] += sum;
-          }
+          for (uint32_t b = 0; b < cob; ++b)
+            for (uint32_t c = 0; c < KW; ++c) {
+              Val sum;
+              for (int64_t j = 0; j < s.wo; ++j)
+                if (int64_t col = src_col(j, c); col >= 0) {
+                  Val p = gv[b][size_t(j)] * xv[size_t(col)];
+                  sum = sum.valid() ? sum + p : p;
+                }
+              if (sum.valid()) acc[b * block_taps + i * g.cols + c] += sum;
+            }
         }
       });
     } else if (g.terms > 0) {
       kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {
         Val pos = idx % (Ho * Wo), n = idx / (Ho * Wo);
         Val ho = pos / Wo, wo = pos % Wo;
-        Val gv = gy[(n * uint32_t(s.cout) + co) * (Ho * Wo) + pos];
+        std::vector<Val> gv;  // channel co + b
+        for (uint32_t b = 0; b < cob; ++b) gv.push_back(gy[(n * uint32_t(s.cout) + co) * (Ho * Wo) + (b * Ho * Wo) + pos]);
         Val x_base = (n * uint32_t(s.cin) + ci) * (H * W);
         Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
         Val wi0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
@@ -797,32 +817,36 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
         for (uint32_t i = 0; i < g.rows; ++i)
           for (uint32_t j = 0; j < g.cols; ++j) {
             Val xv = masked(both(rows[i].ok, cols[j].ok), x[x_base + rows[i].offset + cols[j].offset]);
-            acc[i * g.cols + j] = fma(gv, xv, acc[i * g.cols + j]);
+            for (uint32_t b = 0; b < cob; ++b) {
+              Var& a = acc[b * block_taps + i * g.cols + j];
+              a = fma(gv[b], xv, a);
+            }
           }
       });
     }
     // One tree per tap, all taps level by level: part[tap][lid], and at each level the tap x half additions
     // are spread over the whole workgroup. The pairing is fixed, so results do not depend on scheduling.
-    for (uint32_t i = 0; i < block_taps; ++i) part[lid + i * wg] = acc[i].get();
+    for (uint32_t i = 0; i < sums; ++i) part[lid + i * wg] = acc[i].get();
     kb.barrier();
     for (uint32_t half = wg / 2; half > 0; half /= 2) {
-      const uint32_t items = block_taps * half;
+      const uint32_t items = sums * half;
       kb.for_(lid, kb.u32(items), kb.u32(wg), [&](Val j) {
         Val at = (j / half) * wg + j % half;
         part[at] = part[at] + part[at + half];
       });
       kb.barrier();
     }
-    kb.if_(lid < block_taps, [&] {
-      Val r = r0 + lid / g.cols, c = c0 + lid % g.cols;
+    kb.for_(lid, kb.u32(sums), kb.u32(wg), [&](Val item) {
+      Val b = item / block_taps, tap = item % block_taps;
+      Val r = r0 + tap / g.cols, c = c0 + tap % g.cols;
       Val inside = (r < KH) & (c < KW);
       if (!rows_ragged && !cols_ragged) inside = kb.boolean(true);
       kb.if_(inside, [&] {
-        Val widx = pair * taps + r * KW + c;
+        Val widx = ((co + b) * cpg + cil) * taps + r * KW + c;
         if (splits == 1)
-          out[widx] = part[lid * wg];
+          out[widx] = part[item * wg];
         else
-          out[split * weights + widx] = part[lid * wg];
+          out[split * weights + widx] = part[item * wg];
       });
     });
   });

@@ -88,7 +88,10 @@ struct GradWeightConfig {
   uint32_t wg = 32;
   uint32_t splits = 1;
   bool row_mode = false;
-  Config config() const;  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1"
+  // Output channels per workgroup (dividing those per group): each input element loaded serves all of them, at
+  // block_rows x block_cols x co_block sums per invocation (at most 64).
+  uint32_t co_block = 1;
+  Config config() const;  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1)
   static GradWeightConfig from(const Config& c);
   friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;
 };

@@ -149,6 +149,9 @@ std::vector<Case> cases() {
       uniform("conv2d_grad_weight_gemm_split", [] { return conv_grad_weight({3, 16, 12, 13}, {70, 16, 3, 3}, O{.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}); }),
       uniform("conv2d_grad_weight_3x3", [] { return conv_grad_weight({4, 3, 16, 16}, {5, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_weight_5x5", [] { return conv_grad_weight({2, 2, 12, 12}, {3, 2, 5, 5}, O{.padding = {2, 2}}); }),
+      // Several output channels per workgroup (co_block 2 and 4): LeNet's 5x5 window with padding, and groups.
+      uniform("conv2d_grad_weight_channel_blocks", [] { return conv_grad_weight({3, 3, 10, 9}, {8, 3, 5, 5}, O{.padding = {2, 2}}); }),
+      uniform("conv2d_grad_weight_channel_blocks_groups", [] { return conv_grad_weight({2, 4, 10, 9}, {8, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),
       uniform("conv2d_grad_weight_long_rows", [] { return conv_grad_weight({1, 2, 4, 40}, {2, 2, 3, 3}, O{}); }),
       uniform("sum_axis0", [] { return unary({300, 7}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x, {0}); }); }),
       uniform("max_axis1", [] { return unary({5, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.max(x, {1}); }); }),

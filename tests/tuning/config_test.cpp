@@ -109,6 +109,20 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   EXPECT_TRUE(std::none_of(f64.begin(), f64.end(), [](const Conv2dConfig& c) { return c.shared_w; }));
 }
 
+// The weight gradient's candidates take 2 and 4 output channels per workgroup where the sums fit (LeNet's second
+// convolution: 25 taps x 2 = 50), and the config text carries co_block only when it is more than 1.
+TEST(Candidates, Conv2dGradWeightChannelBlocks) {
+  const Conv2dShape s = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  const auto gw = conv2d_grad_weight_candidates(s, spire::kir::Type::F32, {});
+  EXPECT_EQ(gw.front().co_block, 1u);
+  EXPECT_TRUE(std::any_of(gw.begin(), gw.end(), [](const GradWeightConfig& c) { return c.co_block == 2; }));
+  for (const auto& c : gw) EXPECT_LE(c.block_rows * c.block_cols * c.co_block, 64u) << c.config().text();
+  GradWeightConfig two = gw.front();
+  two.co_block = 2;
+  EXPECT_EQ(GradWeightConfig::from(two.config()), two);
+  EXPECT_EQ(gw.front().config().text().find("co_block"), std::string::npos);
+}
+
 TEST(Candidates, RowsAndCrossEntropy) {
   const SoftmaxShape s{4, 300, 1};
   auto cs = row_candidates(softmax_heuristic(s), s.axis, {});
