@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -16,20 +17,66 @@ namespace {
 
 constexpr uint32_t kThreads = 256;
 
-using Vec4 = std::array<Val, 4>;
+template <size_t N>
+using Vec = std::array<Val, N>;
+template <size_t N>
+using Square = std::array<Vec<N>, N>;  // [row][column]
 
 // B^T d (or d B, applied to a column instead of a row): the input transform along one axis.
-Vec4 input_1d(const Vec4& d) { return {d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}; }
+Vec<4> input_1d(const Vec<4>& d) { return {d[0] - d[2], d[1] + d[2], d[2] - d[1], d[1] - d[3]}; }
 
 // G g along one axis: 3 taps to 4.
-Vec4 weight_1d(Val g0, Val g1, Val g2) {
-  Val half_sum = (g0 + g2) * 0.5;
-  Val half_mid = g1 * 0.5;
-  return {g0, half_sum + half_mid, half_sum - half_mid, g2};
+Vec<4> weight_1d(const Vec<3>& g) {
+  Val half_sum = (g[0] + g[2]) * 0.5;
+  Val half_mid = g[1] * 0.5;
+  return {g[0], half_sum + half_mid, half_sum - half_mid, g[2]};
 }
 
 // A^T m along one axis: 4 to 2 outputs.
-std::array<Val, 2> output_1d(const Vec4& m) { return {m[0] + m[1] + m[2], m[1] - m[2] - m[3]}; }
+Vec<2> output_1d(const Vec<4>& m) { return {m[0] + m[1] + m[2], m[1] - m[2] - m[3]}; }
+
+// A transform X -> T X T^T of a square patch, given T along one axis (f): down each column, then along each row.
+template <size_t K, size_t L>
+Square<L> separable(const Square<K>& x, Vec<L> (*f)(const Vec<K>&)) {
+  std::array<Vec<L>, K> cols;  // cols[c] = T x[., c]
+  for (size_t c = 0; c < K; ++c) {
+    Vec<K> col;
+    for (size_t r = 0; r < K; ++r) col[r] = x[r][c];
+    cols[c] = f(col);
+  }
+  Square<L> out;
+  for (size_t r = 0; r < L; ++r) {
+    Vec<K> row;
+    for (size_t c = 0; c < K; ++c) row[c] = cols[c][r];
+    out[r] = f(row);
+  }
+  return out;
+}
+
+// The 16 planes of the transformed domain, each `stride` elements after the last: element e of each.
+void store_planes(Buf planes, Val e, uint32_t stride, const Square<4>& v) {
+  for (uint32_t r = 0; r < 4; ++r)
+    for (uint32_t c = 0; c < 4; ++c) planes[e + (r * 4 + c) * stride] = v[r][c];
+}
+Square<4> load_planes(Buf planes, Val e, uint32_t stride) {
+  Square<4> v;
+  for (uint32_t r = 0; r < 4; ++r)
+    for (uint32_t c = 0; c < 4; ++c) v[r][c] = Val(planes[e + (r * 4 + c) * stride]);
+  return v;
+}
+
+// A kernel of one invocation per element e < count, reading buffer `in` and writing `out` (what all three transforms
+// are).
+HeavyKernel per_element_kernel(std::string name, Type t, const char* in, const char* out, uint32_t count,
+                               const std::function<void(KernelBuilder&, Buf, Buf, Val)>& body) {
+  if (count == 0) return empty_result(name);
+  KernelBuilder kb(std::move(name), kThreads);
+  Buf src = kb.buffer(in, t, Access::Read);
+  Buf dst = kb.buffer(out, t, Access::Write);
+  Val e = kb.global_id();
+  kb.if_(e < count, [&] { body(kb, src, dst, e); });
+  return {kb.finish(), groups_for_threads(count, kThreads)};
+}
 
 std::string checked_name(const char* stage, const Conv2dShape& s, Type t) {
   if (!conv2d_winograd_applies(s))
@@ -48,6 +95,15 @@ struct Tiles {
       : across(uint32_t((s.wo + 1) / 2)), down(uint32_t((s.ho + 1) / 2)), per_image(across * down),
         all(uint32_t(conv2d_winograd_tiles(s))) {}
 };
+
+// Where element e of a [channels][tiles] plane set lies: its channel, image and the tile's first output row and column.
+struct TileAt {
+  Val channel, n, row, col;
+};
+TileAt tile_at(Val e, const Tiles& tiles) {
+  Val tile = e % tiles.all, in_image = tile % tiles.per_image;
+  return {e / tiles.all, tile / tiles.per_image, (in_image / tiles.across) * 2u, (in_image % tiles.across) * 2u};
+}
 
 }  // namespace
 
@@ -82,89 +138,52 @@ MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s) {
 }
 
 HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, Type t, bool flipped) {
-  std::string name = checked_name(flipped ? "weights_flipped" : "weights", s, t);
   const uint32_t cout = uint32_t(s.cout), cin = uint32_t(s.cin);
   const uint32_t pairs = cout * cin;  // (co, ci), ci fastest: U's rows are [Cout][Cin]
-  if (pairs == 0) return empty_result(name);
-  KernelBuilder kb(std::move(name), kThreads);
-  Buf w = kb.buffer("w", t, Access::Read);
-  Buf u = kb.buffer("u", t, Access::Write);
-  Val e = kb.global_id();
-  kb.if_(e < pairs, [&] {
+  return per_element_kernel(checked_name(flipped ? "weights_flipped" : "weights", s, t), t, "w", "u", pairs,
+                            [&](KernelBuilder&, Buf w, Buf u, Val e) {
     // Tap (r, c) of the window: w[co, ci, r, c], or flipped w[ci, co, 2 - r, 2 - c] of the original [Cin, Cout] weights.
     Val base = flipped ? ((e % cin) * cout + e / cin) * 9u : e * 9u;
-    auto tap = [&](uint32_t r, uint32_t c) { return flipped ? Val(w[base + ((2 - r) * 3 + (2 - c))]) : Val(w[base + (r * 3 + c)]); };
-    // G g: each column of the window to 4 rows, then each of those rows to 4 columns (G g G^T).
-    std::array<Vec4, 3> cols;
-    for (uint32_t c = 0; c < 3; ++c) cols[c] = weight_1d(tap(0, c), tap(1, c), tap(2, c));
-    for (uint32_t r = 0; r < 4; ++r) {
-      const Vec4 row = weight_1d(cols[0][r], cols[1][r], cols[2][r]);
-      for (uint32_t c = 0; c < 4; ++c) u[e + (r * 4 + c) * pairs] = row[c];
-    }
+    Square<3> g;
+    for (uint32_t r = 0; r < 3; ++r)
+      for (uint32_t c = 0; c < 3; ++c) g[r][c] = Val(w[base + (flipped ? (2 - r) * 3 + (2 - c) : r * 3 + c)]);
+    store_planes(u, e, pairs, separable(g, weight_1d));  // G g G^T
   });
-  return {kb.finish(), groups_for_threads(pairs, kThreads)};
 }
 
 HeavyKernel conv2d_winograd_input_kernel(const Conv2dShape& s, Type t) {
-  std::string name = checked_name("input", s, t);
   const Tiles tiles(s);
   const uint32_t cin = uint32_t(s.cin), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t ph = uint32_t(s.pad_h), pw = uint32_t(s.pad_w);
   const uint32_t count = cin * tiles.all;  // (ci, tile), tile fastest: V's rows are [Cin][tiles]
-  if (count == 0) return empty_result(name);
-  KernelBuilder kb(std::move(name), kThreads);
-  Buf x = kb.buffer("x", t, Access::Read);
-  Buf v = kb.buffer("v", t, Access::Write);
-  Val e = kb.global_id();
-  kb.if_(e < count, [&] {
-    Val ci = e / tiles.all, tile = e % tiles.all;
-    Val n = tile / tiles.per_image, in_image = tile % tiles.per_image;
+  return per_element_kernel(checked_name("input", s, t), t, "x", "v", count, [&](KernelBuilder& kb, Buf x, Buf v, Val e) {
+    const TileAt at = tile_at(e, tiles);
     // The patch's first row and column; before the padding they wrap around as unsigned numbers and fail `< H`.
-    Val row0 = (in_image / tiles.across) * 2u - ph, col0 = (in_image % tiles.across) * 2u - pw;
-    Val plane = (n * cin + ci) * (H * W);
-    std::array<Vec4, 4> d;  // d[r][c]
+    Val row0 = at.row - ph, col0 = at.col - pw;
+    Val plane = (at.n * cin + at.channel) * (H * W);
+    Square<4> d;
     for (uint32_t r = 0; r < 4; ++r)
       for (uint32_t c = 0; c < 4; ++c) {
         Val ih = row0 + r, iw = col0 + c;
         d[r][c] = select((ih < H) & (iw < W), Val(x[plane + min(ih, H - 1) * W + min(iw, W - 1)]), kb.constant(t, 0));
       }
-    // B^T d: along each column; then (B^T d) B along each row.
-    std::array<Vec4, 4> cols;
-    for (uint32_t c = 0; c < 4; ++c) cols[c] = input_1d({d[0][c], d[1][c], d[2][c], d[3][c]});
-    for (uint32_t r = 0; r < 4; ++r) {
-      const Vec4 row = input_1d({cols[0][r], cols[1][r], cols[2][r], cols[3][r]});
-      for (uint32_t c = 0; c < 4; ++c) v[e + (r * 4 + c) * count] = row[c];
-    }
+    store_planes(v, e, count, separable(d, input_1d));  // B^T d B
   });
-  return {kb.finish(), groups_for_threads(count, kThreads)};
 }
 
 HeavyKernel conv2d_winograd_output_kernel(const Conv2dShape& s, Type t) {
-  std::string name = checked_name("output", s, t);
   const Tiles tiles(s);
   const uint32_t cout = uint32_t(s.cout), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t count = cout * tiles.all;  // (co, tile), tile fastest: M's rows are [Cout][tiles]
-  if (count == 0) return empty_result(name);
-  KernelBuilder kb(std::move(name), kThreads);
-  Buf m = kb.buffer("m", t, Access::Read);
-  Buf y = kb.buffer("y", t, Access::Write);
-  Val e = kb.global_id();
-  kb.if_(e < count, [&] {
-    Val co = e / tiles.all, tile = e % tiles.all;
-    Val n = tile / tiles.per_image, in_image = tile % tiles.per_image;
-    Val oh = (in_image / tiles.across) * 2u, ow = (in_image % tiles.across) * 2u;
-    std::array<Vec4, 4> mm;
-    for (uint32_t r = 0; r < 4; ++r)
-      for (uint32_t c = 0; c < 4; ++c) mm[r][c] = Val(m[e + (r * 4 + c) * count]);
-    // A^T M along each column, then along each row.
-    std::array<std::array<Val, 2>, 4> cols;
-    for (uint32_t c = 0; c < 4; ++c) cols[c] = output_1d({mm[0][c], mm[1][c], mm[2][c], mm[3][c]});
-    Val at = ((n * cout + co) * Ho + oh) * Wo + ow;
+  return per_element_kernel(checked_name("output", s, t), t, "m", "y", count, [&](KernelBuilder& kb, Buf m, Buf y, Val e) {
+    const TileAt place = tile_at(e, tiles);
+    Val oh = place.row, ow = place.col;
+    const Square<2> ym = separable(load_planes(m, e, count), output_1d);  // A^T M A
+    Val at = ((place.n * cout + place.channel) * Ho + oh) * Wo + ow;
     for (uint32_t r = 0; r < 2; ++r) {
-      const std::array<Val, 2> row = output_1d({cols[0][r], cols[1][r], cols[2][r], cols[3][r]});
       for (uint32_t c = 0; c < 2; ++c) {
         // Only the bottom row and right column of tiles can hang over an odd edge.
-        auto store = [&] { y[at + (r * Wo + c)] = row[c]; };
+        auto store = [&] { y[at + (r * Wo + c)] = ym[r][c]; };
         std::optional<Val> inside;
         auto also = [&](Val cond) { inside = inside ? (*inside & cond) : cond; };
         if (r == 1 && Ho % 2) also(oh + 1u < Ho);
@@ -174,7 +193,6 @@ HeavyKernel conv2d_winograd_output_kernel(const Conv2dShape& s, Type t) {
       }
     }
   });
-  return {kb.finish(), groups_for_threads(count, kThreads)};
 }
 
 }  // namespace spire::lowering::heavy
