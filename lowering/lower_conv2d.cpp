@@ -178,8 +178,7 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits)), s, gemm,
                                        t, limits, plain_tiling);
   // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).
-  const bool winograd = heavy::conv2d_winograd_applies(s) && s.pad_h <= 2 && s.pad_w <= 2;
-  if (winograd) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
+  if (heavy::conv2d_winograd_grad_input_applies(s)) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
   op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c))
       return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, heavy::MatmulTiling::from(c), true);

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
-#include <string_view>
 
 #include <fmt/format.h>
 
@@ -198,11 +197,6 @@ void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_co
     fail(fmt::format("takes rows, but rows of {} columns (window {} wide) are longer than {}", result_cols, s.kw, kMaxRowCols));
   if (c.c_block < 1 || (c.c_block > 1 && result_channels_per_group % c.c_block != 0))
     fail(fmt::format("needs a c_block dividing the {} result channels per group", result_channels_per_group));
-  if (c.shared_w && (c.rows || std::string_view(op) != "conv2d" || c.c_block != result_channels_per_group ||
-                     !shared_w_fits(s, Type::F32)))
-    fail(fmt::format("keeps weights in workgroup memory, which needs elements of all {} output channels of an ungrouped "
-                     "conv2d, at most 32 channels, {} taps and {} bytes of weights", result_channels_per_group,
-                     kMaxUnrolledTaps, kSharedWeightBytes));
   if (c.rows && result_cols * c.c_block > kMaxRowSums)
     fail(fmt::format("takes rows of {} channels, more than {} sums per invocation for rows of {} columns", c.c_block,
                      kMaxRowSums, result_cols));
@@ -217,7 +211,6 @@ std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
   if (c.shared_w) out += "_sw";
   return out;
 }
-
 
 }  // namespace
 
@@ -313,6 +306,11 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
   std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s));
   check_sizes(s);
   check_config(s, c, s.wo, s.cout_per_group(), "conv2d");
+  if (c.shared_w && (c.rows || c.c_block != s.cout || !shared_w_fits(s, t)))
+    throw std::invalid_argument(fmt::format(
+        "conv2d {}: config '{}' keeps the weights in workgroup memory, which needs elements of all {} output channels "
+        "(no rows, no groups), at most 32 channels, {} taps and {} bytes of {} weights (these take {})",
+        s.text(), c.config().text(), s.cout, kMaxUnrolledTaps, kSharedWeightBytes, type_name(t), shared_w_bytes(s, t)));
   const uint32_t total = uint32_t(s.n * s.cout * s.ho * s.wo);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
@@ -358,9 +356,6 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
   // One invocation per result element of c_block neighbouring output channels (channel co .. co+cob-1 of
   // one group): every input element it loads serves all of them.
   const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob, items = total / cob;
-  if (c.shared_w && !shared_w_fits(s, t))
-    throw std::invalid_argument(fmt::format("conv2d {}: {} bytes of {} weights do not fit the {} bytes shared_w keeps",
-                                            s.text(), shared_w_bytes(s, t), type_name(t), kSharedWeightBytes));
   KernelBuilder kb(name, c.wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
@@ -448,6 +443,9 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
                      name_suffix(c, conv2d_grad_input_heuristic(s));
   check_sizes(s);
   check_config(s, c, s.w, s.cin_per_group(), "conv2d_grad_input");
+  if (c.shared_w)
+    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: config '{}': shared_w is conv2d's only", s.text(),
+                                            c.config().text()));
   const uint32_t total = uint32_t(s.n * s.cin * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);

@@ -111,8 +111,12 @@ bool conv2d_winograd_applies(const Conv2dShape& s) {
   return s.kh == 3 && s.kw == 3 && s.stride_h == 1 && s.stride_w == 1 && s.dil_h == 1 && s.dil_w == 1 && s.groups == 1;
 }
 
+bool conv2d_winograd_grad_input_applies(const Conv2dShape& s) {
+  return conv2d_winograd_applies(s) && s.pad_h <= 2 && s.pad_w <= 2;
+}
+
 Conv2dShape conv2d_winograd_grad_input_shape(const Conv2dShape& s) {
-  if (!conv2d_winograd_applies(s) || s.pad_h > 2 || s.pad_w > 2)
+  if (!conv2d_winograd_grad_input_applies(s))
     throw std::invalid_argument(fmt::format("conv2d_grad_input {}: Winograd's F(2x2, 3x3) takes 3x3 windows at stride 1 "
                                             "without dilation or groups, padded by at most 2", s.text()));
   Conv2dShape e = s;

@@ -30,7 +30,9 @@ bool conv2d_winograd_applies(const Conv2dShape& s);
 
 // The input gradient of such a convolution is itself one: grad_x = conv2d(grad_y, W') with W'[ci, co] the window of
 // W[co, ci] turned by 180 degrees, padding 2 - p. Returns that forward convolution's shape (N, Cout -> Cin, Ho x Wo
-// -> H x W); throws std::invalid_argument where s does not apply or its padding exceeds 2.
+// -> H x W); throws std::invalid_argument where conv2d_winograd_grad_input_applies(s) is false (s does not apply or its
+// padding exceeds 2).
+bool conv2d_winograd_grad_input_applies(const Conv2dShape& s);
 Conv2dShape conv2d_winograd_grad_input_shape(const Conv2dShape& s);
 
 // The tiles (2x2 output blocks) of the whole batch: N * ceil(Ho / 2) * ceil(Wo / 2).

@@ -123,6 +123,18 @@ TEST(Candidates, Conv2dGradWeightChannelBlocks) {
   EXPECT_EQ(gw.front().config().text().find("co_block"), std::string::npos);
 }
 
+// A shared_w config the shape cannot take is refused by name, not built: with rows, with fewer than all output
+// channels, on the input gradient, and with weights past 16 KiB (16 channels of 6 x 5x5 in f64 take 19.2 KB).
+TEST(Candidates, SharedWeightsRefusedWhereTheyDoNotFit) {
+  const Conv2dShape s = conv2d_shape({2, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  using spire::kir::Type;
+  EXPECT_NO_THROW(conv2d_kernel(s, Type::F32, Conv2dConfig{false, 128, 16, true}));
+  EXPECT_THROW(conv2d_kernel(s, Type::F32, Conv2dConfig{true, 32, 16, true}), std::invalid_argument);
+  EXPECT_THROW(conv2d_kernel(s, Type::F32, Conv2dConfig{false, 128, 8, true}), std::invalid_argument);
+  EXPECT_THROW(conv2d_kernel(s, Type::F64, Conv2dConfig{false, 128, 16, true}), std::invalid_argument);
+  EXPECT_THROW(conv2d_grad_input_kernel(s, Type::F32, Conv2dConfig{false, 128, 6, true}), std::invalid_argument);
+}
+
 TEST(Candidates, RowsAndCrossEntropy) {
   const SoftmaxShape s{4, 300, 1};
   auto cs = row_candidates(softmax_heuristic(s), s.axis, {});
