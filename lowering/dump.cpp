@@ -69,7 +69,13 @@ void dump_kernel(const fs::path& dir, size_t index, const kir::Kernel& k, const 
   try {
     const std::vector<uint32_t> words = spirv::compile(k);  // validated inside (Vulkan 1.1)
     write_file(dir / (stem + ".spv"), words.data(), words.size() * sizeof(uint32_t), report);
-    write_text(dir / (stem + ".spvasm"), spirv::disassemble(words), report);
+    if (k.fragments.empty()) {
+      write_text(dir / (stem + ".spvasm"), spirv::disassemble(words), report);
+    } else {
+      // Debian 12's spirv-dis predates SPV_KHR_cooperative_matrix (backends/spirv/compile.cpp): the .spv stands alone.
+      write_text(dir / (stem + ".spvasm"), "; cooperative-matrix module: this build's SPIRV-Tools cannot disassemble "
+                                           "SPV_KHR_cooperative_matrix; read the .spv with a newer spirv-dis\n", report);
+    }
   } catch (const std::exception& e) {
     refused(".spv", e);
   }

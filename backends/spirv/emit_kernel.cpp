@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backends/spirv/kernel_emitter.h"
+#include "backends/spirv/khr_matrix_enums.h"
 
 namespace spire::spirv {
 
@@ -26,11 +27,13 @@ class WriteInto {
 
 }  // namespace
 
-KernelEmitter::KernelEmitter(const kir::Kernel& k) : k_(k), values_(k.value_types.size(), 0) {}
+KernelEmitter::KernelEmitter(const kir::Kernel& k)
+    : k_(k), values_(k.value_types.size(), 0), vulkan_memory_model_(!k.fragments.empty()) {}
 
 Words KernelEmitter::emit() {
+  plan_copies();  // which shared arrays hold 16-byte vectors, which capabilities then need
   declare_capabilities();
-  m_.set_memory_model(SpvAddressingModelLogical, SpvMemoryModelGLSL450);
+  m_.set_memory_model(SpvAddressingModelLogical, vulkan_memory_model_ ? SpvMemoryModelVulkan : SpvMemoryModelGLSL450);
 
   Id void_type = m_.type_void();
   Id function_type = m_.type_function(void_type, {});
@@ -41,6 +44,8 @@ Words KernelEmitter::emit() {
   declare_scalars();
   declare_shared_arrays();
   declare_local_variables();
+  declare_fragments();
+  declare_copy_sites();
 
   current_ = &body_;
   block(k_.body);
@@ -76,6 +81,7 @@ void KernelEmitter::declare_capabilities() {
   for (const auto& s : k_.scalars) note(s.type);
   for (const auto& s : k_.shared) note(s.elem);
   for (const auto& v : k_.vars) note(v.type);
+  for (const auto& f : k_.fragments) note(f.elem);
   if (f16) m_.add_capability(SpvCapabilityFloat16);
   if (f64) m_.add_capability(SpvCapabilityFloat64);
   if (i64) m_.add_capability(SpvCapabilityInt64);
@@ -96,6 +102,24 @@ void KernelEmitter::declare_capabilities() {
   if (f16_buffer) m_.add_capability(SpvCapabilityStorageBuffer16BitAccess);
   if (f16_scalar) m_.add_capability(SpvCapabilityStoragePushConstant16);
   if (f16_buffer || f16_scalar) m_.add_extension("SPV_KHR_16bit_storage");
+
+  if (!k_.fragments.empty()) {
+    m_.add_capability(SpvCapability(khr::kCapabilityCooperativeMatrix));
+    m_.add_extension("SPV_KHR_cooperative_matrix");
+    m_.add_capability(SpvCapabilityVulkanMemoryModel);
+    m_.add_extension("SPV_KHR_vulkan_memory_model");  // core from SPIR-V 1.5; this module is 1.3
+    bool bf16_fragments = false, bf16_shared = false;
+    for (const auto& f : k_.fragments) bf16_fragments |= f.elem == kir::Type::BF16;
+    for (uint32_t i = 0; i < k_.shared.size(); ++i)
+      bf16_shared |= k_.shared[i].elem == kir::Type::BF16 && !shared_vectors_.at(i);
+    if (bf16_fragments) {
+      m_.add_capability(SpvCapability(khr::kCapabilityBFloat16Type));
+      m_.add_capability(SpvCapability(khr::kCapabilityBFloat16CooperativeMatrix));
+      m_.add_extension("SPV_KHR_bfloat16");
+    }
+    // bf16 operands are staged in workgroup memory as 16-bit words, which 16-bit storage does not cover there.
+    if (bf16_shared) m_.add_capability(SpvCapabilityInt16);
+  }
 }
 
 namespace {
@@ -177,9 +201,13 @@ void KernelEmitter::declare_scalars() {
 }
 
 void KernelEmitter::declare_shared_arrays() {
-  for (const auto& s : k_.shared) {
-    // No ArrayStride: Workgroup memory has no explicit layout in Vulkan (it would be an error).
-    Id array = m_.type_array(type(s.elem), s.count);
+  for (uint32_t i = 0; i < k_.shared.size(); ++i) {
+    const kir::SharedArray& s = k_.shared[i];
+    // No ArrayStride: Workgroup memory has no explicit layout in Vulkan (it would be an error). Copy destinations
+    // are arrays of 16-byte vectors (emit_copies.cpp).
+    Id array = shared_vectors_.at(i)
+                   ? m_.type_array(m_.type_vector(m_.type_int(32, false), 4), s.count * kir::type_bytes(s.elem) / 16)
+                   : m_.type_array(type(s.elem), s.count);
     Id var = m_.global_variable(m_.type_pointer(SpvStorageClassWorkgroup, array), SpvStorageClassWorkgroup);
     m_.name(var, s.name);
     shared_vars_.push_back(var);
@@ -302,11 +330,11 @@ void KernelEmitter::block(const kir::Block& b) {
 void KernelEmitter::stmt(const kir::Instr& s) { values_[s.result] = instr(s); }
 
 void KernelEmitter::stmt(const kir::StoreBuffer& s) {
-  op_void(SpvOpStore, {buffer_element(s.buffer, s.index), value(s.value)});
+  store_memory(buffer_element(s.buffer, s.index), value(s.value));
 }
 
 void KernelEmitter::stmt(const kir::StoreShared& s) {
-  op_void(SpvOpStore, {shared_element(s.array, s.index), value(s.value)});
+  store_memory(shared_element(s.array, s.index), value(s.value));
 }
 
 void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
@@ -317,8 +345,12 @@ void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
   const kir::Type index_type = k_.value_types.at(s.index);
   for (uint32_t i = 0; i < s.results.size(); ++i) {
     Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
+    if (shared_vectors_.at(s.array)) {
+      values_[s.results[i]] = load_from_vectors(s.array, index_type, index);
+      continue;
+    }
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, type(t)), {shared_vars_.at(s.array), index});
-    values_[s.results[i]] = op(SpvOpLoad, type(t), {pointer});
+    values_[s.results[i]] = load_memory(type(t), pointer);
   }
 }
 
@@ -333,7 +365,7 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
     Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, vector_type),
                     {buffer_vector_vars_[s.buffer], m_.constant_u32(0), which});
-    Id loaded = op(SpvOpLoad, vector_type, {pointer});
+    Id loaded = load_memory(vector_type, pointer);
     for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
     return;
   }
@@ -341,7 +373,7 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
     Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
                     {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
-    values_[s.results[i]] = op(SpvOpLoad, type(t), {pointer});
+    values_[s.results[i]] = load_memory(type(t), pointer);
   }
 }
 
@@ -350,9 +382,12 @@ void KernelEmitter::stmt(const kir::StoreVar& s) { op_void(SpvOpStore, {local_va
 void KernelEmitter::stmt(const kir::Barrier&) {
   // Every invocation of the workgroup waits here, and its earlier writes to workgroup memory and to
   // storage buffers are visible to the others afterwards.
+  // Under the Vulkan memory model the barrier must also make the writes available and visible (GLSL450 implies it).
   Id workgroup = m_.constant_u32(SpvScopeWorkgroup);
-  Id semantics = m_.constant_u32(SpvMemorySemanticsAcquireReleaseMask | SpvMemorySemanticsWorkgroupMemoryMask |
-                                 SpvMemorySemanticsUniformMemoryMask);
+  uint32_t bits = SpvMemorySemanticsAcquireReleaseMask | SpvMemorySemanticsWorkgroupMemoryMask |
+                  SpvMemorySemanticsUniformMemoryMask;
+  if (vulkan_memory_model_) bits |= SpvMemorySemanticsMakeAvailableMask | SpvMemorySemanticsMakeVisibleMask;
+  Id semantics = m_.constant_u32(bits);
   op_void(SpvOpControlBarrier, {workgroup, workgroup, semantics});
 }
 
@@ -436,6 +471,25 @@ Id KernelEmitter::ext(GLSLstd450 inst, Id result_type, std::initializer_list<Id>
   w.insert(w.end(), operands.begin(), operands.end());
   append_instruction(*current_, SpvOpExtInst, w);
   return result;
+}
+
+Words KernelEmitter::memory_operands() const {
+  if (!vulkan_memory_model_) return {};
+  return {uint32_t(SpvMemoryAccessNonPrivatePointerMask)};
+}
+
+Id KernelEmitter::load_memory(Id result_type, Id pointer) {
+  Id result = m_.new_id();
+  Words w{result_type, result, pointer};
+  for (uint32_t word : memory_operands()) w.push_back(word);
+  append_instruction(*current_, SpvOpLoad, w);
+  return result;
+}
+
+void KernelEmitter::store_memory(Id pointer, Id v) {
+  Words w{pointer, v};
+  for (uint32_t word : memory_operands()) w.push_back(word);
+  append_instruction(*current_, SpvOpStore, w);
 }
 
 Id KernelEmitter::value(kir::ValueId v) const {

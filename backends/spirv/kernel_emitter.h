@@ -12,6 +12,7 @@
 
 #include <initializer_list>
 #include <map>
+#include <utility>
 #include <stdexcept>
 #include <vector>
 
@@ -51,15 +52,26 @@ class KernelEmitter {
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
-  // Refused before emission (compile.cpp): no Vulkan path for cooperative matrices, warpgroup matrices, async copies or
-  // tensor copies yet.
-  [[noreturn]] void stmt(const kir::MatrixFill&) { unsupported(); }
-  [[noreturn]] void stmt(const kir::MatrixLoad&) { unsupported(); }
-  [[noreturn]] void stmt(const kir::MatrixStore&) { unsupported(); }
-  [[noreturn]] void stmt(const kir::MatrixMulAdd&) { unsupported(); }
-  [[noreturn]] void stmt(const kir::CopyToShared&) { unsupported(); }
-  [[noreturn]] void stmt(const kir::CopyCommit&) { unsupported(); }
-  [[noreturn]] void stmt(const kir::CopyWait&) { unsupported(); }
+  // Cooperative matrices (emit_matrix.cpp): SPV_KHR_cooperative_matrix, each fragment a Function variable.
+  void declare_fragments();
+  Id fragment_type(const kir::MatrixFragment& f);
+  std::pair<Id, Id> matrix_memory(uint32_t array, kir::ValueId index, uint32_t stride);  // pointer, stride
+  void stmt(const kir::MatrixFill& s);
+  void stmt(const kir::MatrixLoad& s);
+  void stmt(const kir::MatrixStore& s);
+  void stmt(const kir::MatrixMulAdd& s);
+  // Copies into workgroup memory (emit_copies.cpp): a 16-byte load into registers where the kernel issues the copy,
+  // its store deferred to the wait that covers it, so the load flies while the kernel computes in between.
+  void plan_copies();
+  void declare_copy_sites();
+  void flush_copy(uint32_t site);
+  Id copy_destination(uint32_t array, Id element_index);  // pointer to the 16-byte vector holding that element
+  // One element of a copy destination, read out of its 16-byte vector (index of kir type `index_type`).
+  Id load_from_vectors(uint32_t array, kir::Type index_type, Id index);
+  void stmt(const kir::CopyToShared& s);
+  void stmt(const kir::CopyCommit&) {}  // batches matter only to waits, whose flushes plan_copies() worked out
+  void stmt(const kir::CopyWait& s);
+  // Refused before emission (compile.cpp): no Vulkan path for warpgroup matrices or tensor copies.
   [[noreturn]] void stmt(const kir::WarpgroupMulAdd&) { unsupported(); }
   [[noreturn]] void stmt(const kir::WarpgroupCommit&) { unsupported(); }
   [[noreturn]] void stmt(const kir::WarpgroupWait&) { unsupported(); }
@@ -67,7 +79,7 @@ class KernelEmitter {
   [[noreturn]] void stmt(const kir::Arrive&) { unsupported(); }
   [[noreturn]] void stmt(const kir::AwaitPhase&) { unsupported(); }
   [[noreturn]] static void unsupported() {
-    throw std::logic_error("SPIR-V backend: cooperative matrices, warpgroup matrices, async and tensor copies are not emitted");
+    throw std::logic_error("SPIR-V backend: warpgroup matrices and tensor copies are not emitted");
   }
   void label(Id id);
   void branch(Id target);
@@ -100,6 +112,12 @@ class KernelEmitter {
   void op_void(SpvOp opcode, std::initializer_list<uint32_t> operands);
   Id ext(GLSLstd450 inst, Id result_type, std::initializer_list<Id> operands);
   Id value(kir::ValueId v) const;
+  // Loads and stores through buffer and workgroup pointers: under the Vulkan memory model (kernels with cooperative
+  // matrices) they carry NonPrivatePointer, so that barriers order them between invocations.
+  Id load_memory(Id result_type, Id pointer);
+  void store_memory(Id pointer, Id value);
+  // The optional Memory Operand words of such an access (empty under GLSL450's memory model).
+  Words memory_operands() const;
 
   // --- types and constants of kir types
   Id type(kir::Type t);
@@ -114,6 +132,22 @@ class KernelEmitter {
   std::vector<Id> values_;  // kir ValueId -> SPIR-V id
 
   std::vector<Id> buffer_vars_, shared_vars_, local_vars_;
+  std::vector<Id> fragment_vars_;  // Function variables of cooperative-matrix type, one per kir fragment
+  // Copies (emit_copies.cpp). A copy destination is declared as an array of uvec4 (16-byte vectors), which only
+  // copies and matrix loads and stores may then access; a copy source gets a uvec4 view at its binding.
+  std::vector<bool> shared_vectors_;  // per shared array
+  std::vector<Id> buffer_copy_views_;  // per buffer, 0 where no copy reads it
+  struct CopySite {
+    uint32_t array = 0;
+    Id data = 0, destination = 0, pending = 0;  // Function variables: uvec4 loaded, u32 element index, bool
+    bool flush_before = false;  // the site may run again before a wait flushed its previous copy
+  };
+  std::vector<CopySite> copy_sites_;
+  std::map<const kir::CopyToShared*, uint32_t> site_of_;
+  std::map<const kir::CopyWait*, std::vector<uint32_t>> flushes_at_wait_;
+  // SPV_KHR_cooperative_matrix requires the Vulkan memory model in shader modules, so kernels with fragments get it;
+  // the others keep GLSL450 (what every Vulkan 1.1 device takes).
+  bool vulkan_memory_model_ = false;
   // The widest vector load of each buffer: a read-only buffer with vector loads is declared a second time, as an
   // array of vectors at the same binding (buffer_vector_vars_, 0 where not).
   std::vector<uint32_t> buffer_lanes_;

@@ -1,5 +1,7 @@
 #include "backends/spirv/module_builder.h"
 
+#include "backends/spirv/khr_matrix_enums.h"
+
 #include <stdexcept>
 
 namespace spire::spirv {
@@ -109,6 +111,14 @@ Id ModuleBuilder::type_int(uint32_t width, bool is_signed) {
   return deduplicated(types_, SpvOpTypeInt, {width, is_signed ? 1u : 0u});
 }
 Id ModuleBuilder::type_float(uint32_t width) { return deduplicated(types_, SpvOpTypeFloat, {width}); }
+Id ModuleBuilder::type_bfloat16() {
+  return deduplicated(types_, SpvOpTypeFloat, {16, khr::kFPEncodingBFloat16});
+}
+Id ModuleBuilder::type_cooperative_matrix(Id component, uint32_t rows, uint32_t columns, uint32_t use) {
+  // The scope, sizes and use are <id>s of constants, created first: they must precede the type in the section.
+  Words operands{component, constant_u32(SpvScopeSubgroup), constant_u32(rows), constant_u32(columns), constant_u32(use)};
+  return deduplicated(types_, SpvOp(khr::kOpTypeCooperativeMatrix), operands);
+}
 Id ModuleBuilder::type_vector(Id component, uint32_t count) {
   return deduplicated(types_, SpvOpTypeVector, {component, count});
 }
@@ -176,6 +186,16 @@ Id ModuleBuilder::constant_bool(bool value) {
 }
 
 Id ModuleBuilder::constant_u32(uint32_t value) { return constant(type_int(32, false), {value}); }
+
+Id ModuleBuilder::constant_null(Id type) {
+  Words key{uint32_t(SpvOpConstantNull), type};
+  auto it = constants_.find(key);
+  if (it != constants_.end()) return it->second;
+  Id id = new_id();
+  constants_.emplace(std::move(key), id);
+  append_instruction(types_constants_globals_, SpvOpConstantNull, {type, id});
+  return id;
+}
 
 Id ModuleBuilder::global_variable(Id pointer_type, SpvStorageClass storage) {
   Id id = new_id();

@@ -53,6 +53,11 @@ class ModuleBuilder {
   Id type_bool();
   Id type_int(uint32_t width, bool is_signed);
   Id type_float(uint32_t width);
+  // bf16 as a float type of its own (SPV_KHR_bfloat16's OpTypeFloat 16 BFloat16KHR); only cooperative matrices use it.
+  Id type_bfloat16();
+  // SPV_KHR_cooperative_matrix's OpTypeCooperativeMatrixKHR: `rows` x `columns` of `component` held by a subgroup,
+  // for `use` (khr_matrix_enums.h).
+  Id type_cooperative_matrix(Id component, uint32_t rows, uint32_t columns, uint32_t use);
   Id type_vector(Id component, uint32_t count);
   Id type_array(Id element, uint32_t length);
   // A runtime array decorated with ArrayStride `stride`; one per (element, stride).
@@ -67,6 +72,7 @@ class ModuleBuilder {
   Id constant(Id type, const Words& bits);
   Id constant_bool(bool value);
   Id constant_u32(uint32_t value);  // of type_int(32, false)
+  Id constant_null(Id type);        // OpConstantNull: zeros of any type (a zero vector)
 
   // A module-scope OpVariable (Input, StorageBuffer, PushConstant, Workgroup...).
   Id global_variable(Id pointer_type, SpvStorageClass storage);

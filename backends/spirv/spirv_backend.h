@@ -37,6 +37,10 @@ struct Options {
 //    SPV_EXT_shader_atomic_float_add); enable the matching device features;
 //  * buffers are declared without the Aliased decoration, so SPIR-V lets the driver assume two bindings
 //    never overlap: do not bind overlapping ranges to one dispatch where either binding is written;
+//  * kernels with cooperative matrices (kir::Feature::CooperativeMatrix) use SPV_KHR_cooperative_matrix 16x16x16
+//    with subgroup scope, the Vulkan memory model (SPV_KHR_vulkan_memory_model), Int16 where bf16 operands are staged
+//    in workgroup memory, and SPV_KHR_bfloat16 for bf16 fragments: enable cooperativeMatrix, vulkanMemoryModel,
+//    shaderInt16 and shaderBFloat16Type/CooperativeMatrix; their modules are not run through SPIRV-Tools (compile.cpp);
 //  * a barrier is OpControlBarrier(Workgroup, Workgroup, AcquireRelease|WorkgroupMemory|UniformMemory):
 //    workgroup memory written before it is visible to the whole workgroup after it. Buffers are not
 //    decorated Coherent, so invocations that share data through storage buffers within one dispatch can

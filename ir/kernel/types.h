@@ -34,10 +34,12 @@ enum class Feature : uint32_t {
   // bf16 in buffers, as 16-bit words (Vulkan's storageBuffer16BitAccess; every CUDA device).
   BFloat16 = 1u << 6,
   // 16x16x16 matrix multiply-accumulate on f16/bf16 fragments with f32 sums, by a subgroup of 32 (kernel.h's
-  // MatrixFragment): tensor cores through PTX wmma (sm_80 and newer).
+  // MatrixFragment): tensor cores through PTX wmma (sm_80 and newer), or Vulkan's VK_KHR_cooperative_matrix where the
+  // driver offers both f16 and bf16 16x16x16 products (runtime/vulkan/vulkan_device_info.h).
   CooperativeMatrix = 1u << 7,
   // 16-byte copies from a buffer into workgroup memory, in batches the kernel waits for (kernel.h's CopyToShared,
-  // CopyCommit, CopyWait): PTX cp.async (sm_80 and newer).
+  // CopyCommit, CopyWait): PTX cp.async (sm_80 and newer); on Vulkan, 16-byte loads into registers whose stores the
+  // backend defers to the wait that covers them (backends/spirv/emit_copies.cpp), which every device runs.
   AsyncCopy = 1u << 8,
   // 64 x N matrix multiply-accumulate by a warpgroup of 4 subgroups, operands read from workgroup memory, f32 sums
   // in registers (kernel.h's WarpgroupMulAdd): Hopper's wgmma, sm_90 only (PTX target sm_90a; later GPUs have

@@ -60,6 +60,14 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
   // block lose to the 128x128 one, so it needs 3 stages (167 KiB, just past an A100's 163) or is passed over.
   if (s.m >= 256 && s.n >= 128 && blocks(256, 128) >= 128)
     if (auto t = deepest(mma_tiling(256, 128, 64, 4, 2), 3)) return *t;
+  // Where workgroup memory is too small for that (48 KiB: NVIDIA's Vulkan driver), 128x256 blocks of 2 x 4 subgroups
+  // (64x64 each) with 16-deep slices, 2 stages, were the fastest on the H100's vulkan:0 from 2048 to 8192 (each tiling
+  // timed in a fresh process: 4.61 ms at 8192 against 5.42 for 128x128x32 of 2 x 2, docs/PERFORMANCE.md).
+  if (limits.shared_bytes < 64 * 1024 && s.m >= 128 && s.n >= 256 && blocks(128, 256) >= 128)
+    if (auto t = deepest(mma_tiling(128, 256, 16, 2, 4), 2)) {
+      t->stages = 2;  // copies through registers (backends/spirv/emit_copies.cpp) gain nothing from more
+      return *t;
+    }
   if (s.m >= 128 && s.n >= 128 && blocks(128, 128) >= 128)
     if (auto t = deepest(mma_tiling(128, 128, 32, 2, 2), 2)) return *t;
   if (s.m >= 64 && s.n >= 64 && blocks(64, 64) >= 32)
@@ -267,6 +275,9 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
         }
         kb.copy_commit();
       }
+      // Waits for nothing (S - 1 batches may fly), but closes the prologue for backends that stage copies through
+      // registers (backends/spirv/emit_copies.cpp): its copies land here, so their registers are free in the loop.
+      kb.copy_wait(S - 1);
       kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
         kb.copy_wait(S - 2);
         kb.barrier();

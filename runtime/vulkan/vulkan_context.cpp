@@ -51,6 +51,23 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     tail = &atomic_float.pNext;
     extensions.push_back(VK_EXT_SHADER_ATOMIC_FLOAT_EXTENSION_NAME);
   }
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  if (want.has(kir::Feature::CooperativeMatrix)) {  // what backends/spirv/spirv_backend.h says such modules use
+    coop.cooperativeMatrix = VK_TRUE;
+    bf16.shaderBFloat16Type = VK_TRUE;
+    bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
+    memory_model.vulkanMemoryModel = VK_TRUE;
+    feats.features.shaderInt16 = VK_TRUE;
+    *tail = &coop;
+    coop.pNext = &bf16;
+    bf16.pNext = &memory_model;
+    tail = &memory_model.pNext;
+    extensions.push_back(VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
+    if (!f.memory_model_core) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
+  }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};

@@ -87,7 +87,32 @@ void choose_queue_family(PhysicalDeviceFacts& f) {
   }
 }
 
+// The driver's cooperative-matrix entries, empty when it has no such query.
+std::vector<VkCooperativeMatrixPropertiesKHR> cooperative_matrix_entries(const InstanceFunctions& vki, VkPhysicalDevice pd) {
+  auto query = vki.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR;
+  if (!query) return {};
+  uint32_t n = 0;
+  if (query(pd, &n, nullptr) != VK_SUCCESS || n == 0) return {};
+  std::vector<VkCooperativeMatrixPropertiesKHR> entries(n);
+  for (auto& e : entries) e = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+  if (query(pd, &n, entries.data()) < 0) return {};
+  entries.resize(n);
+  return entries;
+}
+
 }  // namespace
+
+bool offers_kir_matrix_shapes(const std::vector<VkCooperativeMatrixPropertiesKHR>& entries) {
+  auto offers = [&](VkComponentTypeKHR operand) {
+    for (const auto& e : entries)
+      if (e.MSize == 16 && e.NSize == 16 && e.KSize == 16 && e.AType == operand && e.BType == operand &&
+          e.CType == VK_COMPONENT_TYPE_FLOAT32_KHR && e.ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+          e.scope == VK_SCOPE_SUBGROUP_KHR)
+        return true;
+    return false;
+  };
+  return offers(VK_COMPONENT_TYPE_FLOAT16_KHR) && offers(VK_COMPONENT_TYPE_BFLOAT16_KHR);
+}
 
 PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhysicalDevice pd, int index) {
   PhysicalDeviceFacts f;
@@ -133,6 +158,20 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     *tail = &atomic_float;
     tail = &atomic_float.pNext;
   }
+  // Cooperative matrices: the extension's features, bf16's, and the Vulkan memory model's (core in 1.2).
+  f.memory_model_core = v12;
+  const bool coop_extensions = has_extension(exts, VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME) &&
+                               has_extension(exts, VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME) &&
+                               (v12 || has_extension(exts, VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME));
+  VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
+  VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
+  VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+  if (coop_extensions) {
+    *tail = &coop;
+    coop.pNext = &bf16;
+    bf16.pNext = &memory_model;
+    tail = &memory_model.pNext;
+  }
   vki.vkGetPhysicalDeviceFeatures2(pd, &feats);
   f.has_float64 = feats.features.shaderFloat64;
   f.has_int64 = feats.features.shaderInt64;
@@ -140,6 +179,10 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   f.has_storage_buffer_16bit = storage16.storageBuffer16BitAccess;
   f.has_push_constant_16bit = storage16.storagePushConstant16;
   f.has_atomic_float_add = f.has_atomic_float_extension && atomic_float.shaderBufferFloat32AtomicAdd;
+  f.has_int16 = feats.features.shaderInt16;
+  f.has_cooperative_matrix = coop_extensions && coop.cooperativeMatrix && bf16.shaderBFloat16Type &&
+                             bf16.shaderBFloat16CooperativeMatrix && memory_model.vulkanMemoryModel && f.has_int16 &&
+                             offers_kir_matrix_shapes(cooperative_matrix_entries(vki, pd));
   const VkSubgroupFeatureFlags shuffle_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
   f.has_subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                            (subgroup.supportedOperations & shuffle_ops) == shuffle_ops;
@@ -185,13 +228,18 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
 }
 
 kir::Features offered_features(const PhysicalDeviceFacts& f) {
-  kir::Features have = kir::Feature::AtomicAddInt;  // 32-bit storage-buffer atomics are core Vulkan
+  // 32-bit storage-buffer atomics are core Vulkan; copies into workgroup memory are plain SPIR-V loads and stores
+  // (backends/spirv/emit_copies.cpp), so every device has them.
+  kir::Features have = kir::Features(kir::Feature::AtomicAddInt) | kir::Feature::AsyncCopy;
   if (f.has_float64) have |= kir::Feature::Float64;
   if (f.has_int64) have |= kir::Feature::Int64;
   if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
   if (f.has_storage_buffer_16bit) have |= kir::Feature::BFloat16;  // bf16 kernels compute in f32 (kir/types.h)
   if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
   if (f.has_subgroup_shuffle) have |= kir::Feature::SubgroupShuffle;
+  // Fragments belong to subgroups of 32 (kir/kernel.h) and their kernels read subgroup builtins.
+  if (f.has_cooperative_matrix && f.has_subgroup_shuffle && f.info.subgroup_size == 32 && f.has_storage_buffer_16bit)
+    have |= kir::Feature::CooperativeMatrix;
   return rt::apply_feature_mask(have);
 }
 

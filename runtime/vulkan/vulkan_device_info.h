@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_api.h"
 #include "runtime/vulkan/vulkan_functions.h"
+#include "runtime/vulkan/vulkan_khr_matrix.h"
 
 namespace spire::rt::vulkan {
 
@@ -41,6 +43,13 @@ struct PhysicalDeviceFacts {
   bool has_atomic_float_add = false;     // shaderBufferFloat32AtomicAdd
   bool has_subgroup_shuffle = false;     // basic and shuffle subgroup operations in the compute stage (core 1.1 query)
   bool has_portability_subset = false;   // VK_KHR_portability_subset must then be enabled (MoltenVK)
+  bool has_int16 = false;                // shaderInt16
+  // Tensor-core matrices as kir's fragments use them (backends/spirv/emit_matrix.cpp): VK_KHR_cooperative_matrix
+  // with 16x16x16 subgroup products of f16 and of bf16 into f32 (VK_KHR_shader_bfloat16), the Vulkan memory model
+  // and shaderInt16 (bf16 staged in workgroup memory as 16-bit words). kir has one feature for both operand types,
+  // so a device offering only one of them is reported without it.
+  bool has_cooperative_matrix = false;
+  bool memory_model_core = false;        // Vulkan 1.2: no extension to enable for vulkanMemoryModel
 };
 
 // Queries one physical device through `instance_functions`; N is its index in vkEnumeratePhysicalDevices order.
@@ -49,6 +58,10 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& instance_f
 // The kir features the capabilities in `f` (has_float64, has_float16_arith, ...) offer, less those
 // SPIRE_MASK_FEATURES hides: what DeviceInfo::features reports.
 kir::Features offered_features(const PhysicalDeviceFacts& f);
+
+// Whether `entries` (a driver's VkCooperativeMatrixPropertiesKHR list) hold 16x16x16 subgroup products with f32 sums of
+// f16 operands and of bf16 ones: what kir's cooperative matrices need.
+bool offers_kir_matrix_shapes(const std::vector<VkCooperativeMatrixPropertiesKHR>& entries);
 
 // "NVIDIA", "AMD", "Intel", "Mesa", ..., or the id in hex.
 std::string vendor_name(uint32_t vendor_id);

@@ -106,6 +106,9 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
   facts.has_push_constant_16bit = facts.has_push_constant_16bit && on.push_constant_16bit;
   facts.has_float16_arith = facts.has_float16_arith && on.float16_arith;
   facts.has_atomic_float_add = facts.has_atomic_float_add && on.atomic_float_add;
+  // ExternalVulkan does not say whether the host enabled cooperative matrices (and the memory model and bf16 they
+  // need), so spire's kernels on an adopted device run without them.
+  facts.has_cooperative_matrix = false;
   d.features = offered_features(facts);
 
   QueueLock lock{app.lock_queue, app.unlock_queue, app.queue_lock_user_data};

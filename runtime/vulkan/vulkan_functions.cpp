@@ -20,6 +20,8 @@ InstanceFunctions InstanceFunctions::load(PFN_vkGetInstanceProcAddr get_instance
   if (!missing.empty())
     throw Error(fmt::format("the Vulkan instance lacks {} (spire needs an instance created for Vulkan 1.1 or newer)",
                             missing));
+  f.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
+      get_instance_proc_addr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
   return f;
 }
 

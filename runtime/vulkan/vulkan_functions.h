@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "runtime/vulkan/vulkan_api.h"
+#include "runtime/vulkan/vulkan_khr_matrix.h"
 
 namespace spire::rt::vulkan {
 
@@ -85,6 +86,8 @@ namespace spire::rt::vulkan {
 
 struct InstanceFunctions {
   SPIRE_VULKAN_INSTANCE_FUNCTIONS(SPIRE_VULKAN_DECLARE_FUNCTION)
+  // Optional (VK_KHR_cooperative_matrix): null where the instance's loader or drivers lack it.
+  PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR = nullptr;
 
   // Every function above through `get_instance_proc_addr` for `instance`. Throws rt::Error naming the ones
   // missing (an instance created for Vulkan 1.0 lacks vkGetPhysicalDeviceProperties2, for example).

@@ -1,0 +1,87 @@
+// kir's cooperative matrices (kernel.h's MatrixFragment and its four statements) as SPV_KHR_cooperative_matrix.
+//
+// Each fragment is a Function variable of cooperative-matrix type (the driver keeps it in registers, as it does the
+// kernel's other variables); a statement loads the fragments it reads and stores the one it writes. Loads and stores
+// go through a pointer to the workgroup array's element at the statement's index: the extension lets a matrix's
+// component type differ from the pointer's (bf16 operands are staged as 16-bit words, or as 16-byte vectors where
+// copies fill them), and counts the stride in the pointer's elements. The sizes are kir's fixed 16 x 16 (x 16) and the scope a subgroup.
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "backends/spirv/kernel_emitter.h"
+#include "backends/spirv/khr_matrix_enums.h"
+
+namespace spire::spirv {
+
+Id KernelEmitter::fragment_type(const kir::MatrixFragment& f) {
+  uint32_t use = 0;
+  switch (f.use) {
+    case kir::MatrixUse::A: use = khr::kMatrixA; break;
+    case kir::MatrixUse::B: use = khr::kMatrixB; break;
+    case kir::MatrixUse::Accumulator: use = khr::kMatrixAccumulator; break;
+    case kir::MatrixUse::WarpgroupAccumulator:
+      throw std::logic_error(fmt::format("SPIR-V backend: warpgroup accumulator {} has no Vulkan form", f.name));
+  }
+  const Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+  return m_.type_cooperative_matrix(component, kir::kMatrixTile, kir::kMatrixTile, use);
+}
+
+void KernelEmitter::declare_fragments() {
+  for (const kir::MatrixFragment& f : k_.fragments) {
+    Id var = m_.new_id();
+    append_instruction(locals_, SpvOpVariable,
+                       {m_.type_pointer(SpvStorageClassFunction, fragment_type(f)), var, uint32_t(SpvStorageClassFunction)});
+    m_.name(var, f.name);
+    fragment_vars_.push_back(var);
+  }
+}
+
+// A matrix's pointer and stride in the array's declared elements: 16-byte vectors for copy destinations
+// (emit_copies.cpp), whose matrices start on 32 bytes and whose strides are multiples of 16 bytes (kernel.h).
+std::pair<Id, Id> KernelEmitter::matrix_memory(uint32_t array, kir::ValueId index, uint32_t stride) {
+  if (!shared_vectors_.at(array)) return {shared_element(array, index), m_.constant_u32(stride)};
+  const uint32_t per_vector = 16 / kir::type_bytes(k_.shared.at(array).elem);
+  Id u32 = m_.type_int(32, false);
+  Id element = k_.value_types.at(index) == kir::Type::U32 ? value(index) : op(SpvOpBitcast, u32, {value(index)});
+  return {copy_destination(array, element), m_.constant_u32(stride / per_vector)};
+}
+
+void KernelEmitter::stmt(const kir::MatrixFill& s) {
+  // A composite of cooperative-matrix type takes one constituent, which every element gets.
+  Id t = fragment_type(k_.fragments.at(s.fragment));
+  op_void(SpvOpStore, {fragment_vars_.at(s.fragment), op(SpvOpCompositeConstruct, t, {value(s.value)})});
+}
+
+void KernelEmitter::stmt(const kir::MatrixLoad& s) {
+  const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
+  Id t = fragment_type(f);
+  Id layout = m_.constant_u32(f.column_major ? khr::kColumnMajor : khr::kRowMajor);
+  auto [pointer, stride] = matrix_memory(s.array, s.index, s.stride);
+  Words w{t, m_.new_id(), pointer, layout, stride};
+  for (uint32_t word : memory_operands()) w.push_back(word);
+  append_instruction(*current_, SpvOp(khr::kOpCooperativeMatrixLoad), w);
+  op_void(SpvOpStore, {fragment_vars_.at(s.fragment), w[1]});
+}
+
+void KernelEmitter::stmt(const kir::MatrixStore& s) {
+  const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
+  Id object = op(SpvOpLoad, fragment_type(f), {fragment_vars_.at(s.fragment)});
+  Id layout = m_.constant_u32(f.column_major ? khr::kColumnMajor : khr::kRowMajor);
+  auto [pointer, stride] = matrix_memory(s.array, s.index, s.stride);
+  Words w{pointer, object, layout, stride};
+  for (uint32_t word : memory_operands()) w.push_back(word);
+  append_instruction(*current_, SpvOp(khr::kOpCooperativeMatrixStore), w);
+}
+
+void KernelEmitter::stmt(const kir::MatrixMulAdd& s) {
+  auto load = [&](uint32_t fragment) {
+    return op(SpvOpLoad, fragment_type(k_.fragments.at(fragment)), {fragment_vars_.at(fragment)});
+  };
+  Id a = load(s.a), b = load(s.b), c = load(s.c);
+  // Float components: no signedness operands.
+  Id d = op(SpvOp(khr::kOpCooperativeMatrixMulAdd), fragment_type(k_.fragments.at(s.d)), {a, b, c});
+  op_void(SpvOpStore, {fragment_vars_.at(s.d), d});
+}
+
+}  // namespace spire::spirv

@@ -1,0 +1,66 @@
+// Vulkan declarations of VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16, which Debian 12's Vulkan headers
+// (1.3.239) predate. Values and layouts from the Vulkan registry (vk.xml); where newer headers already declare
+// them, theirs are used.
+#pragma once
+
+#include "runtime/vulkan/vulkan_api.h"
+
+#ifndef VK_KHR_cooperative_matrix
+#define VK_KHR_cooperative_matrix 1
+#define VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME "VK_KHR_cooperative_matrix"
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR = VkStructureType(1000506000);
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR = VkStructureType(1000506001);
+
+typedef enum VkComponentTypeKHR {
+  VK_COMPONENT_TYPE_FLOAT16_KHR = 0,
+  VK_COMPONENT_TYPE_FLOAT32_KHR = 1,
+  VK_COMPONENT_TYPE_MAX_ENUM_KHR = 0x7FFFFFFF
+} VkComponentTypeKHR;
+
+typedef enum VkScopeKHR {
+  VK_SCOPE_DEVICE_KHR = 1,
+  VK_SCOPE_WORKGROUP_KHR = 2,
+  VK_SCOPE_SUBGROUP_KHR = 3,
+  VK_SCOPE_QUEUE_FAMILY_KHR = 5,
+  VK_SCOPE_MAX_ENUM_KHR = 0x7FFFFFFF
+} VkScopeKHR;
+
+typedef struct VkPhysicalDeviceCooperativeMatrixFeaturesKHR {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 cooperativeMatrix;
+  VkBool32 cooperativeMatrixRobustBufferAccess;
+} VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
+
+typedef struct VkCooperativeMatrixPropertiesKHR {
+  VkStructureType sType;
+  void* pNext;
+  uint32_t MSize;
+  uint32_t NSize;
+  uint32_t KSize;
+  VkComponentTypeKHR AType;
+  VkComponentTypeKHR BType;
+  VkComponentTypeKHR CType;
+  VkComponentTypeKHR ResultType;
+  VkBool32 saturatingAccumulation;
+  VkScopeKHR scope;
+} VkCooperativeMatrixPropertiesKHR;
+
+typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR)(
+    VkPhysicalDevice physicalDevice, uint32_t* pPropertyCount, VkCooperativeMatrixPropertiesKHR* pProperties);
+#endif
+
+#ifndef VK_KHR_shader_bfloat16
+#define VK_KHR_shader_bfloat16 1
+#define VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME "VK_KHR_shader_bfloat16"
+inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR = VkStructureType(1000141000);
+inline constexpr VkComponentTypeKHR VK_COMPONENT_TYPE_BFLOAT16_KHR = VkComponentTypeKHR(1000141000);
+
+typedef struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
+  VkStructureType sType;
+  void* pNext;
+  VkBool32 shaderBFloat16Type;
+  VkBool32 shaderBFloat16DotProduct;
+  VkBool32 shaderBFloat16CooperativeMatrix;
+} VkPhysicalDeviceShaderBfloat16FeaturesKHR;
+#endif

@@ -1,0 +1,239 @@
+// Cooperative matrices in SPIR-V (backends/spirv/emit_matrix.cpp): the words of SPV_KHR_cooperative_matrix,
+// SPV_KHR_bfloat16 and the Vulkan memory model, checked against those specifications' instruction layouts. Debian
+// 12's SPIRV-Tools cannot read these modules (backends/spirv/compile.cpp), so the test decodes the words itself; the
+// expected numbers are the registry's (opcode 4456 OpTypeCooperativeMatrixKHR: Result, Component Type, Scope, Rows,
+// Columns, Use; 4457 Load: Result Type, Result, Pointer, Layout, Stride, Memory Operand; ...), written here from the
+// specifications rather than taken from the backend's header.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "backends/spirv/spirv_backend.h"
+#include "ir/kernel/builder.h"
+
+namespace spire::spirv {
+namespace {
+
+using namespace kir;
+
+struct Inst {
+  uint32_t opcode;
+  std::vector<uint32_t> operands;
+};
+
+struct Module {
+  std::vector<Inst> insts;
+  std::map<uint32_t, const Inst*> defs;  // result id -> defining instruction
+  std::vector<uint32_t> capabilities;
+  std::vector<std::string> extensions;
+
+  const Inst& def(uint32_t id) const {
+    auto it = defs.find(id);
+    if (it == defs.end()) throw std::runtime_error("no definition of %" + std::to_string(id));
+    return *it->second;
+  }
+  // The value of an OpConstant of 32 bits.
+  uint32_t constant(uint32_t id) const {
+    const Inst& c = def(id);
+    EXPECT_EQ(c.opcode, 43u) << "%" << id << " is not an OpConstant";
+    return c.operands.at(2);
+  }
+  std::vector<const Inst*> all(uint32_t opcode) const {
+    std::vector<const Inst*> out;
+    for (const Inst& i : insts)
+      if (i.opcode == opcode) out.push_back(&i);
+    return out;
+  }
+};
+
+std::string literal_string(const std::vector<uint32_t>& words, size_t from) {
+  std::string s;
+  for (size_t w = from; w < words.size(); ++w)
+    for (int b = 0; b < 4; ++b) {
+      char c = char((words[w] >> (8 * b)) & 0xFF);
+      if (c == 0) return s;
+      s += c;
+    }
+  return s;
+}
+
+Module decode(const std::vector<uint32_t>& words) {
+  Module m;
+  EXPECT_EQ(words.at(0), 0x07230203u);  // SPIR-V's magic number
+  size_t at = 5;
+  while (at < words.size()) {
+    const uint32_t count = words[at] >> 16, opcode = words[at] & 0xFFFF;
+    if (count == 0 || at + count > words.size()) throw std::runtime_error("malformed instruction stream");
+    m.insts.push_back({opcode, std::vector<uint32_t>(words.begin() + at + 1, words.begin() + at + count)});
+    at += count;
+  }
+  EXPECT_EQ(at, words.size());
+  for (const Inst& i : m.insts) {
+    const bool type_decl = (i.opcode >= 19 && i.opcode <= 39) || i.opcode == 4456;
+    // Instructions with a Result Type: the result is the second operand.
+    const bool typed_result = i.opcode == 43 || i.opcode == 44 || i.opcode == 59 || i.opcode == 61 || i.opcode == 65 ||
+                              i.opcode == 80 || i.opcode == 4457 || i.opcode == 4459;
+    if (type_decl) m.defs[i.operands.at(0)] = &i;
+    if (typed_result) m.defs[i.operands.at(1)] = &i;
+    if (i.opcode == 17) m.capabilities.push_back(i.operands.at(0));
+    if (i.opcode == 10) m.extensions.push_back(literal_string(i.operands, 0));
+  }
+  return m;
+}
+
+bool contains(const std::vector<uint32_t>& v, uint32_t x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+bool contains(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+
+// One subgroup: c = a x b through workgroup memory, B staged column-major, A's rows padded to 24 elements.
+Kernel matrix_kernel(Type half) {
+  KernelBuilder kb("mma", 32);
+  auto a_tile = kb.shared("a", half, 16 * 24), b_tile = kb.shared("b", half, 256);
+  auto c_tile = kb.shared("c", Type::F32, 256);
+  auto a = kb.fragment("fa", MatrixUse::A, half), b = kb.fragment("fb", MatrixUse::B, half, /*column_major=*/true);
+  auto acc = kb.fragment("acc", MatrixUse::Accumulator, Type::F32);
+  auto o = kb.buffer("o", Type::F32, Access::Write);
+  kb.matrix_fill(acc, kb.f32(0));
+  kb.matrix_load(a, a_tile, kb.u32(0), 24);
+  kb.matrix_load(b, b_tile, kb.u32(0), 16);
+  kb.matrix_mul_add(acc, a, b, acc);
+  kb.matrix_store(c_tile, kb.u32(0), 16, acc);
+  kb.barrier();
+  o[kb.local_id()] = c_tile[kb.local_id()];
+  return kb.finish();
+}
+
+// The storage class of the pointer type a pointer value (an OpAccessChain or OpVariable) has.
+uint32_t storage_class_of(const Module& m, uint32_t pointer) {
+  const Inst& p = m.def(m.def(pointer).operands.at(0));
+  EXPECT_EQ(p.opcode, 32u);  // OpTypePointer
+  return p.operands.at(1);
+}
+
+class SpirvCooperativeMatrix : public testing::TestWithParam<Type> {};
+
+TEST_P(SpirvCooperativeMatrix, WritesTheExtensionsInstructionsAsSpecified) {
+  const Type half = GetParam();
+  const Module m = decode(compile(matrix_kernel(half)));
+
+  // Capabilities and extensions: CooperativeMatrixKHR 6022, VulkanMemoryModel 5345; bf16: BFloat16TypeKHR 5116,
+  // BFloat16CooperativeMatrixKHR 5118, and Int16 (22) for its 16-bit words in workgroup memory; f16: Float16 (9).
+  EXPECT_TRUE(contains(m.capabilities, 6022));
+  EXPECT_TRUE(contains(m.capabilities, 5345));
+  EXPECT_TRUE(contains(m.extensions, "SPV_KHR_cooperative_matrix"));
+  EXPECT_TRUE(contains(m.extensions, "SPV_KHR_vulkan_memory_model"));
+  EXPECT_EQ(contains(m.capabilities, 5116), half == Type::BF16);
+  EXPECT_EQ(contains(m.capabilities, 5118), half == Type::BF16);
+  EXPECT_EQ(contains(m.extensions, "SPV_KHR_bfloat16"), half == Type::BF16);
+  EXPECT_EQ(contains(m.capabilities, 22), half == Type::BF16);
+  EXPECT_EQ(contains(m.capabilities, 9), half == Type::F16);
+
+  // OpMemoryModel (14) Logical (0) Vulkan (3).
+  ASSERT_EQ(m.all(14).size(), 1u);
+  EXPECT_EQ(m.all(14)[0]->operands, (std::vector<uint32_t>{0, 3}));
+
+  // Three matrix types: component, Subgroup scope (3), 16 x 16, uses A (0), B (1), accumulator (2).
+  std::map<uint32_t, uint32_t> use_of_type;  // type id -> use
+  for (const Inst* t : m.all(4456)) {
+    ASSERT_EQ(t->operands.size(), 6u);
+    EXPECT_EQ(m.constant(t->operands[2]), 3u);
+    EXPECT_EQ(m.constant(t->operands[3]), 16u);
+    EXPECT_EQ(m.constant(t->operands[4]), 16u);
+    const uint32_t use = m.constant(t->operands[5]);
+    use_of_type[t->operands[0]] = use;
+    const Inst& component = m.def(t->operands[1]);
+    EXPECT_EQ(component.opcode, 22u);  // OpTypeFloat
+    if (use == 2) {
+      EXPECT_EQ(component.operands, (std::vector<uint32_t>{component.operands[0], 32}));
+    } else if (half == Type::BF16) {
+      EXPECT_EQ(component.operands, (std::vector<uint32_t>{component.operands[0], 16, 0}));  // 16, BFloat16KHR
+    } else {
+      EXPECT_EQ(component.operands, (std::vector<uint32_t>{component.operands[0], 16}));  // IEEE half
+    }
+  }
+  ASSERT_EQ(use_of_type.size(), 3u);
+
+  // Loads: A row-major (0) with stride 24, B column-major (1) with stride 16, from workgroup (4) pointers, with
+  // NonPrivatePointer (0x20).
+  const auto loads = m.all(4457);
+  ASSERT_EQ(loads.size(), 2u);
+  for (const Inst* l : loads) {
+    ASSERT_EQ(l->operands.size(), 6u);
+    const uint32_t use = use_of_type.at(l->operands[0]);
+    EXPECT_EQ(storage_class_of(m, l->operands[2]), 4u);
+    EXPECT_EQ(m.constant(l->operands[3]), use == 1 ? 1u : 0u);
+    EXPECT_EQ(m.constant(l->operands[4]), use == 1 ? 16u : 24u);
+    EXPECT_EQ(l->operands[5], 0x20u);
+  }
+  // MulAdd: accumulator result from A, B and accumulator operands, no operand mask on float components.
+  const auto muls = m.all(4459);
+  ASSERT_EQ(muls.size(), 1u);
+  ASSERT_EQ(muls[0]->operands.size(), 5u);
+  EXPECT_EQ(use_of_type.at(muls[0]->operands[0]), 2u);
+  const uint32_t operand_uses[] = {0, 1, 2};
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(use_of_type.at(m.def(muls[0]->operands[2 + i]).operands[0]), operand_uses[i]);
+  // Store: pointer, object, row-major, stride 16, NonPrivatePointer.
+  const auto stores = m.all(4458);
+  ASSERT_EQ(stores.size(), 1u);
+  ASSERT_EQ(stores[0]->operands.size(), 5u);
+  EXPECT_EQ(storage_class_of(m, stores[0]->operands[0]), 4u);
+  EXPECT_EQ(use_of_type.at(m.def(stores[0]->operands[1]).operands[0]), 2u);
+  EXPECT_EQ(m.constant(stores[0]->operands[2]), 0u);
+  EXPECT_EQ(m.constant(stores[0]->operands[3]), 16u);
+  EXPECT_EQ(stores[0]->operands[4], 0x20u);
+  // The fill: a composite of the accumulator type with one constituent.
+  const auto fills = m.all(80);
+  ASSERT_EQ(fills.size(), 1u);
+  EXPECT_EQ(use_of_type.at(fills[0]->operands[0]), 2u);
+  EXPECT_EQ(fills[0]->operands.size(), 3u);
+
+  // Memory accesses through workgroup and storage-buffer pointers are non-private; those of Function variables
+  // (the fragments) carry no operand.
+  int non_private = 0;
+  for (const Inst& i : m.insts) {
+    if (i.opcode != 61 && i.opcode != 62) continue;  // OpLoad, OpStore
+    const uint32_t pointer = i.operands.at(i.opcode == 61 ? 2 : 0);
+    const uint32_t storage = storage_class_of(m, pointer);
+    const size_t plain = i.opcode == 61 ? 3 : 2;
+    if (storage == 4 || storage == 12) {  // Workgroup, StorageBuffer
+      ASSERT_EQ(i.operands.size(), plain + 1) << "opcode " << i.opcode;
+      EXPECT_EQ(i.operands[plain], 0x20u);
+      ++non_private;
+    } else if (storage == 7) {  // Function
+      EXPECT_EQ(i.operands.size(), plain);
+    }
+  }
+  EXPECT_EQ(non_private, 2);  // the c tile's load and the buffer's store
+
+  // The barrier makes the writes available and visible: AcquireRelease | WorkgroupMemory | UniformMemory |
+  // MakeAvailable | MakeVisible.
+  const auto barriers = m.all(224);
+  ASSERT_EQ(barriers.size(), 1u);
+  EXPECT_EQ(m.constant(barriers[0]->operands[2]), 0x8u | 0x100u | 0x40u | 0x2000u | 0x4000u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Operands, SpirvCooperativeMatrix, testing::Values(Type::BF16, Type::F16),
+                         [](const testing::TestParamInfo<Type>& p) { return std::string(type_name(p.param)); });
+
+// Kernels without fragments keep the GLSL450 memory model and plain accesses (and still pass the validator).
+TEST(SpirvCooperativeMatrix, OtherKernelsKeepTheGlsl450MemoryModel) {
+  KernelBuilder kb("plain", 64);
+  auto tile = kb.shared("t", Type::F32, 64);
+  auto o = kb.buffer("o", Type::F32, Access::Write);
+  tile[kb.local_id()] = kb.f32(1);
+  kb.barrier();
+  o[kb.local_id()] = tile[kb.local_id()];
+  const Module m = decode(compile(kb.finish()));
+  ASSERT_EQ(m.all(14).size(), 1u);
+  EXPECT_EQ(m.all(14)[0]->operands, (std::vector<uint32_t>{0, 1}));  // Logical GLSL450
+  EXPECT_FALSE(contains(m.capabilities, 5345));
+  for (const Inst& i : m.insts)
+    if (i.opcode == 61) EXPECT_EQ(i.operands.size(), 3u);
+  const auto barriers = m.all(224);
+  ASSERT_EQ(barriers.size(), 1u);
+  EXPECT_EQ(m.constant(barriers[0]->operands[2]), 0x8u | 0x100u | 0x40u);
+}
+
+}  // namespace
+}  // namespace spire::spirv

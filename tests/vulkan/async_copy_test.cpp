@@ -1,0 +1,84 @@
+// Copies into workgroup memory on Vulkan (backends/spirv/emit_copies.cpp: 16-byte loads whose stores land at the
+// wait that covers them): a two-stage pipeline like the tensor-core matmul's, in which each invocation copies one
+// 16-byte piece of the next chunk while the workgroup reads the current one across pieces, with a chunk of invalid
+// copies that must read as zeros. Outputs are poisoned with NaN first; the expectation is the input itself.
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "backends/compile_kernel.h"
+#include "ir/kernel/builder.h"
+#include "ir/kernel/half_bits.h"
+#include "tests/vulkan/vulkan_test_fixture.h"
+
+namespace spire::rt::vulkan::test {
+namespace {
+
+using namespace spire::kir;
+
+constexpr uint32_t kInvocations = 32, kChunks = 5, kZeroChunk = 2;
+
+// out[i] = f32(in[i]), except chunk kZeroChunk's elements = 0, through a pipeline of copies.
+kir::Kernel pipeline_kernel(Type t) {
+  const uint32_t per_piece = 16 / type_bytes(t), chunk = per_piece * kInvocations;
+  KernelBuilder kb(std::string("copy_pipeline_") + std::string(type_name(t)), kInvocations);
+  auto in = kb.buffer("in", t, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto tile = kb.shared("tile", t, 2 * chunk);
+  Val lid = kb.local_id();
+  auto copy = [&](Val c) {  // this invocation's piece of chunk c into stage c % 2
+    kb.copy_to_shared(tile, (c % 2) * chunk + lid * per_piece, in, c * chunk + lid * per_piece, c != kZeroChunk);
+  };
+  copy(kb.u32(0));
+  kb.copy_commit();
+  kb.for_(kb.u32(0), kb.u32(kChunks), [&](Val c) {
+    kb.copy_wait(0);
+    kb.barrier();
+    kb.if_(c + 1 < kChunks, [&] { copy(c + 1); });
+    kb.copy_commit();
+    // Element j of the chunk comes from piece j / per_piece: another invocation's copy for most j.
+    for (uint32_t e = 0; e < per_piece; ++e) {
+      Val j = lid + e * kInvocations;
+      out[c * chunk + j] = cast(Val(tile[(c % 2) * chunk + j]), Type::F32);
+    }
+  });
+  return kb.finish();
+}
+
+class VulkanAsyncCopy : public VulkanTest, public testing::WithParamInterface<Type> {};
+
+TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
+  const Type t = GetParam();
+  if (!dev().info().features.has(Feature::AsyncCopy)) GTEST_SKIP() << dev().info().id << " has no async-copy";
+  if (t == Type::F16 && !dev().info().features.has(Feature::Float16)) GTEST_SKIP() << dev().info().id << " has no float16";
+  const uint32_t bytes = type_bytes(t), per_piece = 16 / bytes, chunk = per_piece * kInvocations, n = kChunks * chunk;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  std::vector<float> want(n);
+  std::vector<uint8_t> raw(size_t(n) * bytes);
+  for (uint32_t i = 0; i < n; ++i) {
+    float v = dist(rng);
+    if (t == Type::F16) {
+      const uint16_t h = f32_to_f16_bits(v);
+      std::memcpy(&raw[size_t(i) * 2], &h, 2);
+      v = f16_bits_to_f32(h);
+    } else {
+      std::memcpy(&raw[size_t(i) * 4], &v, 4);
+    }
+    want[i] = i / chunk == kZeroChunk ? 0.0f : v;
+  }
+  auto k = spire::backends::compile_and_load(dev(), pipeline_kernel(t));
+  auto in = dev().alloc(raw.size()), out = dev().alloc(size_t(n) * 4);
+  dev().upload(*in, raw.data(), raw.size());
+  const std::vector<float> poison(n, std::nanf(""));
+  dev().upload(*out, poison.data(), poison.size() * 4);
+  BufferView views[] = {BufferView(in), BufferView(out)};
+  dev().dispatch_now(*k, views, ScalarArgs(), Grid::threads(kInvocations, kInvocations));
+  EXPECT_EQ(download_vector<float>(dev(), *out, n), want);
+}
+
+INSTANTIATE_TEST_SUITE_P(ElementTypes, VulkanAsyncCopy, testing::Values(Type::F32, Type::F16),
+                         [](const testing::TestParamInfo<Type>& p) { return std::string(type_name(p.param)); });
+
+}  // namespace
+}  // namespace spire::rt::vulkan::test
