@@ -60,11 +60,13 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
   // block lose to the 128x128 one, so it needs 3 stages (167 KiB, just past an A100's 163) or is passed over.
   if (s.m >= 256 && s.n >= 128 && blocks(256, 128) >= 128)
     if (auto t = deepest(mma_tiling(256, 128, 64, 4, 2), 3)) return *t;
-  // Where workgroup memory is too small for that (48 KiB: NVIDIA's Vulkan driver), 128x256 blocks of 2 x 4 subgroups
-  // (64x64 each) with 16-deep slices, 2 stages, were the fastest on the H100's vulkan:0 from 2048 to 8192 (each tiling
-  // timed in a fresh process: 4.61 ms at 8192 against 5.42 for 128x128x32 of 2 x 2, docs/PERFORMANCE.md).
-  if (limits.shared_bytes < 64 * 1024 && s.m >= 128 && s.n >= 256 && blocks(128, 256) >= 128)
-    if (auto t = deepest(mma_tiling(128, 256, 16, 2, 4), 2)) {
+  // Where workgroup memory is too small for that (48 KiB: NVIDIA's Vulkan driver), 128x256 blocks of 4 x 4 subgroups
+  // (32x64 each) with 16-deep slices, 2 stages, were the fastest on the H100's vulkan:0 at 4096 and 8192 (each tiling
+  // timed in a fresh process: 4.47 ms at 8192, 4.61 with 2 x 4 subgroups, 5.42 for 128x128x32 of 2 x 2,
+  // docs/PERFORMANCE.md).
+  if (limits.shared_bytes < 64 * 1024 && s.m >= 128 && s.n >= 256 && blocks(128, 256) >= 128 &&
+      limits.max_invocations >= 512)
+    if (auto t = deepest(mma_tiling(128, 256, 16, 4, 4), 2)) {
       t->stages = 2;  // copies through registers (backends/spirv/emit_copies.cpp) gain nothing from more
       return *t;
     }
@@ -82,7 +84,10 @@ std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limi
   // than an H100's L2 gives at its tensor-core rate); 64x64 per subgroup reads fewer shared-memory bytes too.
   const uint32_t shapes[][4] = {{32, 32, 2, 2},   {64, 64, 2, 2},   {64, 64, 4, 1},   {128, 64, 4, 2},
                                 {64, 128, 2, 4},  {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 128, 4, 4},
-                                {128, 128, 2, 2}, {256, 128, 4, 2}, {128, 256, 2, 4}};
+                                {128, 128, 2, 2}, {256, 128, 4, 2}, {128, 256, 2, 4},
+                                // 16 subgroups of 64x32 or 32x64: half the accumulator registers of 64x64 each, for
+                                // devices whose small workgroup memory caps the block's depth (vulkan:0, 48 KiB)
+                                {128, 256, 2, 8}, {128, 256, 4, 4}, {256, 128, 4, 4}};
   const bool pipelined = mma_staging(s, out[0], limits.async_copy).stages > 1;
   for (const auto& sh : shapes)
     for (uint32_t k : {16u, 32u, 64u})

@@ -58,7 +58,7 @@ std::vector<MmaCase> mma_cases() {
                                          mma(128, 128, 32, 2, 4), mma(128, 64, 32, 4, 2),
                                          mma(64, 64, 64, 2, 2), mma(64, 64, 16, 2, 2, 3), mma(32, 32, 16, 2, 2, 4),
                                          // vulkan:0's heuristic for large products (48 KiB of workgroup memory)
-                                         mma(128, 256, 16, 2, 4),
+                                         mma(128, 256, 16, 4, 4),
                                          // 78 KiB: dynamic shared memory on CUDA
                                          mma(128, 128, 32, 2, 2, 4)};
   // Whole tiles, one element of everything, and edges in every direction (K not a multiple of the slice).
@@ -236,7 +236,7 @@ TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
   l.shared_bytes = 163 * 1024;
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 128, 32, 2, 2, 4));
   l.shared_bytes = 48 * 1024;  // NVIDIA's Vulkan driver: 128x256 blocks with 16-deep slices (measured there)
-  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 256, 16, 2, 4, 2));
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 256, 16, 4, 4, 2));
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(shape_of({graph::DType::BF16, {}, 1, 1024, 1024, 1024}), l),
             mma(64, 64, 32, 2, 2, 4));  // 32 blocks of 128x256 (or 64 of 128x128) would leave most of an H100 idle
   l.async_copy = false;  // element-by-element staging is one stage, whatever the tiling says
