@@ -200,7 +200,7 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   op.key = {"conv2d_grad_weight", s.text(), heavy::float_suffix(t, "conv2d_grad_weight")};
   const heavy::MatmulShape gemm = heavy::conv2d_grad_weight_gemm_shape(s);
   const auto tiling = grad_weight_gemm_pays(s, gemm, t);
-  op.heuristic = tiling ? split_tiling(s, *tiling) : heavy::conv2d_grad_weight_heuristic(s, t).config();
+  op.heuristic = tiling ? split_tiling(s, *tiling) : heavy::conv2d_grad_weight_heuristic(s, t, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits)), s,
                                        gemm, t, limits, [&](const heavy::MatmulTiling& tl) { return split_tiling(s, tl); });
   op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {

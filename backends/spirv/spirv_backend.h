@@ -41,6 +41,8 @@ struct Options {
 //    with subgroup scope, the Vulkan memory model (SPV_KHR_vulkan_memory_model), Int16 where bf16 operands are staged
 //    in workgroup memory, and SPV_KHR_bfloat16 for bf16 fragments: enable cooperativeMatrix, vulkanMemoryModel,
 //    shaderInt16 and shaderBFloat16Type/CooperativeMatrix; their modules are not run through SPIRV-Tools (compile.cpp);
+//  * copies into workgroup memory (kir::CopyToShared) read their buffer through a second declaration of its binding
+//    as 16-byte vectors, and their destination arrays are declared as arrays of 16-byte vectors (emit_copies.cpp);
 //  * a barrier is OpControlBarrier(Workgroup, Workgroup, AcquireRelease|WorkgroupMemory|UniformMemory):
 //    workgroup memory written before it is visible to the whole workgroup after it. Buffers are not
 //    decorated Coherent, so invocations that share data through storage buffers within one dispatch can

@@ -656,13 +656,23 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
   return g;
 }
 
-GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t) {
+GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, const Limits& limits) {
   GradWeightTiling g = grad_weight_tiling(s, t);
-  return GradWeightConfig{g.rows, g.cols, g.wg, g.splits, g.row_mode};
+  GradWeightConfig c{g.rows, g.cols, g.wg, g.splits, g.row_mode};
+  // Rows of a few input channels feeding an even number of output channels (LeNet's second convolution, 6 -> 16):
+  // two output channels per workgroup of 32, each input row loaded once for both. Measured on the H100 at batch 8192
+  // (fresh processes): 0.648 -> 0.462 ms on cuda:0, 0.635 -> 0.425 ms on vulkan:0. Not on CPU devices, unmeasured
+  // there.
+  if (!limits.cpu && g.row_mode && s.cin_per_group() >= 2 && s.cin_per_group() <= 8 && s.cout_per_group() % 2 == 0 &&
+      g.rows * g.cols * 2 <= kMaxBlockSums) {
+    c.co_block = 2;
+    c.wg = 32;
+  }
+  return c;
 }
 
 std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s, Type t, const Limits& limits) {
-  const GradWeightConfig h = conv2d_grad_weight_heuristic(s, t);
+  const GradWeightConfig h = conv2d_grad_weight_heuristic(s, t, limits);
   std::vector<GradWeightConfig> out{h};
   auto add = [&](GradWeightConfig c) {
     if (c.wg > limits.max_invocations || std::find(out.begin(), out.end(), c) != out.end()) return;

@@ -95,7 +95,8 @@ struct GradWeightConfig {
   static GradWeightConfig from(const Config& c);
   friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;
 };
-GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, kir::Type t);
+// The heuristic config; on GPUs (not `limits.cpu`) small-channel row shapes take two output channels per workgroup.
+GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, kir::Type t, const Limits& limits = Limits{});
 std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s, kir::Type t, const Limits& limits);
 // Throws std::invalid_argument for a config the shape or the 16 KiB of workgroup memory every device has
 // cannot take; `limits` allows more where the device has it.

@@ -110,17 +110,23 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
 }
 
 // The weight gradient's candidates take 2 and 4 output channels per workgroup where the sums fit (LeNet's second
-// convolution: 25 taps x 2 = 50), and the config text carries co_block only when it is more than 1.
+// convolution: 25 taps x 2 = 50), and the config text carries co_block only when it is more than 1. The heuristic
+// takes 2 on GPUs for that convolution (measured on both backends), 1 on CPU devices and for LeNet's first (1 input
+// channel: the tuner kept 1 on vulkan:0).
 TEST(Candidates, Conv2dGradWeightChannelBlocks) {
   const Conv2dShape s = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   const auto gw = conv2d_grad_weight_candidates(s, spire::kir::Type::F32, {});
-  EXPECT_EQ(gw.front().co_block, 1u);
-  EXPECT_TRUE(std::any_of(gw.begin(), gw.end(), [](const GradWeightConfig& c) { return c.co_block == 2; }));
+  EXPECT_EQ(gw.front(), (GradWeightConfig{5, 5, 32, 64, true, 2}));
+  EXPECT_TRUE(std::any_of(gw.begin(), gw.end(), [](const GradWeightConfig& c) { return c.co_block == 1; }));
   for (const auto& c : gw) EXPECT_LE(c.block_rows * c.block_cols * c.co_block, 64u) << c.config().text();
-  GradWeightConfig two = gw.front();
-  two.co_block = 2;
-  EXPECT_EQ(GradWeightConfig::from(two.config()), two);
-  EXPECT_EQ(gw.front().config().text().find("co_block"), std::string::npos);
+  Limits cpu;
+  cpu.cpu = true;
+  const GradWeightConfig one = conv2d_grad_weight_heuristic(s, spire::kir::Type::F32, cpu);
+  EXPECT_EQ(one, (GradWeightConfig{5, 5, 64, 64, true, 1}));
+  EXPECT_EQ(one.config().text().find("co_block"), std::string::npos);
+  EXPECT_EQ(GradWeightConfig::from(gw.front().config()), gw.front());
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_grad_weight_heuristic(first, spire::kir::Type::F32).co_block, 1u);
 }
 
 // A shared_w config the shape cannot take is refused by name, not built: with rows, with fewer than all output
