@@ -120,18 +120,8 @@ void KernelEmitter::plan_copies() {
     if (!sources[i]) continue;
     // A second declaration of the binding as 16-byte vectors (as for vector loads, emit_kernel.cpp); copies read
     // only read-only buffers (kir::verify), so the views need no Aliased decoration.
-    Id uvec4 = m_.type_vector(m_.type_int(32, false), 4);
-    Id block_type = m_.type_struct({m_.type_runtime_array(uvec4, 16)});
-    m_.decorate(block_type, SpvDecorationBlock);
-    m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
-    m_.member_decorate(block_type, 0, SpvDecorationNonWritable);
-    Id var = m_.global_variable(m_.type_pointer(SpvStorageClassStorageBuffer, block_type), SpvStorageClassStorageBuffer);
-    m_.decorate(var, SpvDecorationDescriptorSet, {0});
-    m_.decorate(var, SpvDecorationBinding, {i});
-    m_.name(block_type, k_.buffers[i].name + "_copy_block");
-    m_.member_name(block_type, 0, "data");
-    m_.name(var, k_.buffers[i].name + "_copy_view");
-    buffer_copy_views_[i] = var;
+    buffer_copy_views_[i] = declare_read_only_view(i, m_.type_vector(m_.type_int(32, false), 4), 16,
+                                                   k_.buffers[i].name + "_copy_view");
   }
 }
 

@@ -167,19 +167,23 @@ void KernelEmitter::declare_buffers() {
     const kir::BufferParam& b = k_.buffers[i];
     const uint32_t lanes = buffer_lanes_[i];
     if (lanes == 1 || b.access != kir::Access::Read) continue;
-    Id runtime_array = m_.type_runtime_array(m_.type_vector(type(b.elem), lanes), kir::type_bytes(b.elem) * lanes);
-    Id block_type = m_.type_struct({runtime_array});
-    m_.decorate(block_type, SpvDecorationBlock);
-    m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
-    m_.member_decorate(block_type, 0, SpvDecorationNonWritable);
-    Id var = m_.global_variable(m_.type_pointer(SpvStorageClassStorageBuffer, block_type), SpvStorageClassStorageBuffer);
-    m_.decorate(var, SpvDecorationDescriptorSet, {0});
-    m_.decorate(var, SpvDecorationBinding, {i});
-    m_.name(block_type, b.name + "_vectors_block");
-    m_.member_name(block_type, 0, "data");
-    m_.name(var, b.name + "_vectors");
-    buffer_vector_vars_[i] = var;
+    buffer_vector_vars_[i] =
+        declare_read_only_view(i, m_.type_vector(type(b.elem), lanes), kir::type_bytes(b.elem) * lanes, b.name + "_vectors");
   }
+}
+
+Id KernelEmitter::declare_read_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name) {
+  Id block_type = m_.type_struct({m_.type_runtime_array(element, stride)});
+  m_.decorate(block_type, SpvDecorationBlock);
+  m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
+  m_.member_decorate(block_type, 0, SpvDecorationNonWritable);
+  Id var = m_.global_variable(m_.type_pointer(SpvStorageClassStorageBuffer, block_type), SpvStorageClassStorageBuffer);
+  m_.decorate(var, SpvDecorationDescriptorSet, {0});
+  m_.decorate(var, SpvDecorationBinding, {binding});
+  m_.name(block_type, name + "_block");
+  m_.member_name(block_type, 0, "data");
+  m_.name(var, name);
+  return var;
 }
 
 void KernelEmitter::declare_scalars() {

@@ -37,6 +37,9 @@ class KernelEmitter {
   void declare_scalars();
   void declare_shared_arrays();
   void declare_local_variables();
+  // A second declaration of buffer `binding` as a read-only runtime array of `element` (`stride` bytes apart): variables
+  // sharing a binding alias one buffer, and neither view is written, so they need no Aliased decoration.
+  Id declare_read_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name);
   Id builtin_input(SpvBuiltIn builtin, Id type, const char* name);  // loaded once, in the prologue
   Id builtin_value(kir::Builtin b);
   Id scalar_value(uint32_t index);

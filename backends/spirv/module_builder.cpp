@@ -157,45 +157,29 @@ Id ModuleBuilder::type_struct(const std::vector<Id>& members) {
   return id;
 }
 
-Id ModuleBuilder::constant(Id type, const Words& bits) {
-  Words operands{type};
-  operands.insert(operands.end(), bits.begin(), bits.end());
-  // OpConstant's result type comes before the result id, so it cannot go through deduplicated().
-  Words key{uint32_t(SpvOpConstant)};
-  key.insert(key.end(), operands.begin(), operands.end());
+Id ModuleBuilder::typed_constant(SpvOp op, Id type, const Words& bits) {
+  // A constant's result type comes before its result id, so it cannot go through deduplicated().
+  Words key{uint32_t(op), type};
+  key.insert(key.end(), bits.begin(), bits.end());
   auto it = constants_.find(key);
   if (it != constants_.end()) return it->second;
   Id id = new_id();
   constants_.emplace(std::move(key), id);
   Words instr{type, id};
   instr.insert(instr.end(), bits.begin(), bits.end());
-  append_instruction(types_constants_globals_, SpvOpConstant, instr);
+  append_instruction(types_constants_globals_, op, instr);
   return id;
 }
 
+Id ModuleBuilder::constant(Id type, const Words& bits) { return typed_constant(SpvOpConstant, type, bits); }
+
 Id ModuleBuilder::constant_bool(bool value) {
-  Id type = type_bool();
-  SpvOp op = value ? SpvOpConstantTrue : SpvOpConstantFalse;
-  Words key{uint32_t(op), type};
-  auto it = constants_.find(key);
-  if (it != constants_.end()) return it->second;
-  Id id = new_id();
-  constants_.emplace(std::move(key), id);
-  append_instruction(types_constants_globals_, op, {type, id});
-  return id;
+  return typed_constant(value ? SpvOpConstantTrue : SpvOpConstantFalse, type_bool(), {});
 }
 
 Id ModuleBuilder::constant_u32(uint32_t value) { return constant(type_int(32, false), {value}); }
 
-Id ModuleBuilder::constant_null(Id type) {
-  Words key{uint32_t(SpvOpConstantNull), type};
-  auto it = constants_.find(key);
-  if (it != constants_.end()) return it->second;
-  Id id = new_id();
-  constants_.emplace(std::move(key), id);
-  append_instruction(types_constants_globals_, SpvOpConstantNull, {type, id});
-  return id;
-}
+Id ModuleBuilder::constant_null(Id type) { return typed_constant(SpvOpConstantNull, type, {}); }
 
 Id ModuleBuilder::global_variable(Id pointer_type, SpvStorageClass storage) {
   Id id = new_id();

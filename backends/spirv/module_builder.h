@@ -85,6 +85,7 @@ class ModuleBuilder {
 
  private:
   Id deduplicated(std::map<Words, Id>& table, SpvOp op, const Words& operands_after_result);
+  Id typed_constant(SpvOp op, Id type, const Words& bits);  // OpConstant*, deduplicated by opcode, type and bits
 
   Id next_id_ = 1;
   std::set<uint32_t> capability_set_;
