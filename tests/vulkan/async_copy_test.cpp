@@ -1,5 +1,5 @@
 // Copies into workgroup memory on Vulkan (backends/spirv/emit_copies.cpp: 16-byte loads whose stores land at the
-// wait that covers them): a two-stage pipeline like the tensor-core matmul's, in which each invocation copies one
+// wait that covers them): pipelines 2 to 4 stages deep like the tensor-core matmul's, in which each invocation copies one
 // 16-byte piece of the next chunk while the workgroup reads the current one across pieces, with a chunk of invalid
 // copies that must read as zeros. Outputs are poisoned with NaN first; the expectation is the input itself.
 #include <cmath>
@@ -18,37 +18,40 @@ using namespace spire::kir;
 
 constexpr uint32_t kInvocations = 32, kChunks = 5, kZeroChunk = 2;
 
-// out[i] = f32(in[i]), except chunk kZeroChunk's elements = 0, through a pipeline of copies.
-kir::Kernel pipeline_kernel(Type t) {
+// out[i] = f32(in[i]), except chunk kZeroChunk's elements = 0, through a pipeline of copies `stages` deep: round c
+// waits until at most stages - 2 batches fly (chunk c has landed), reads chunk c and refills the stage chunk c - 1 used.
+kir::Kernel pipeline_kernel(Type t, uint32_t stages) {
   const uint32_t per_piece = 16 / type_bytes(t), chunk = per_piece * kInvocations;
   KernelBuilder kb(std::string("copy_pipeline_") + std::string(type_name(t)), kInvocations);
   auto in = kb.buffer("in", t, Access::Read);
   auto out = kb.buffer("out", Type::F32, Access::Write);
-  auto tile = kb.shared("tile", t, 2 * chunk);
+  auto tile = kb.shared("tile", t, stages * chunk);
   Val lid = kb.local_id();
-  auto copy = [&](Val c) {  // this invocation's piece of chunk c into stage c % 2
-    kb.copy_to_shared(tile, (c % 2) * chunk + lid * per_piece, in, c * chunk + lid * per_piece, c != kZeroChunk);
+  auto copy = [&](Val c) {  // this invocation's piece of chunk c into stage c % stages
+    kb.copy_to_shared(tile, (c % stages) * chunk + lid * per_piece, in, c * chunk + lid * per_piece, c != kZeroChunk);
   };
-  copy(kb.u32(0));
-  kb.copy_commit();
+  for (uint32_t c = 0; c + 1 < stages; ++c) {
+    copy(kb.u32(c));
+    kb.copy_commit();
+  }
   kb.for_(kb.u32(0), kb.u32(kChunks), [&](Val c) {
-    kb.copy_wait(0);
+    kb.copy_wait(stages - 2);
     kb.barrier();
-    kb.if_(c + 1 < kChunks, [&] { copy(c + 1); });
+    kb.if_(c + (stages - 1) < kChunks, [&] { copy(c + (stages - 1)); });
     kb.copy_commit();
     // Element j of the chunk comes from piece j / per_piece: another invocation's copy for most j.
     for (uint32_t e = 0; e < per_piece; ++e) {
       Val j = lid + e * kInvocations;
-      out[c * chunk + j] = cast(Val(tile[(c % 2) * chunk + j]), Type::F32);
+      out[c * chunk + j] = cast(Val(tile[(c % stages) * chunk + j]), Type::F32);
     }
   });
   return kb.finish();
 }
 
-class VulkanAsyncCopy : public VulkanTest, public testing::WithParamInterface<Type> {};
+class VulkanAsyncCopy : public VulkanTest, public testing::WithParamInterface<std::tuple<Type, uint32_t>> {};
 
 TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
-  const Type t = GetParam();
+  const auto [t, stages] = GetParam();
   if (!dev().info().features.has(Feature::AsyncCopy)) GTEST_SKIP() << dev().info().id << " has no async-copy";
   if (t == Type::F16 && !dev().info().features.has(Feature::Float16)) GTEST_SKIP() << dev().info().id << " has no float16";
   const uint32_t bytes = type_bytes(t), per_piece = 16 / bytes, chunk = per_piece * kInvocations, n = kChunks * chunk;
@@ -67,7 +70,7 @@ TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
     }
     want[i] = i / chunk == kZeroChunk ? 0.0f : v;
   }
-  auto k = spire::backends::compile_and_load(dev(), pipeline_kernel(t));
+  auto k = spire::backends::compile_and_load(dev(), pipeline_kernel(t, stages));
   auto in = dev().alloc(raw.size()), out = dev().alloc(size_t(n) * 4);
   dev().upload(*in, raw.data(), raw.size());
   const std::vector<float> poison(n, std::nanf(""));
@@ -77,8 +80,13 @@ TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
   EXPECT_EQ(download_vector<float>(dev(), *out, n), want);
 }
 
-INSTANTIATE_TEST_SUITE_P(ElementTypes, VulkanAsyncCopy, testing::Values(Type::F32, Type::F16),
-                         [](const testing::TestParamInfo<Type>& p) { return std::string(type_name(p.param)); });
+// 2 stages, and 3 and 4, whose waits leave the newest 1 or 2 batches in flight (here they land at every wait, early).
+INSTANTIATE_TEST_SUITE_P(ElementTypesAndStages, VulkanAsyncCopy,
+                         testing::Combine(testing::Values(Type::F32, Type::F16), testing::Values(2u, 3u, 4u)),
+                         [](const testing::TestParamInfo<std::tuple<Type, uint32_t>>& p) {
+                           return std::string(type_name(std::get<0>(p.param))) + "_" +
+                                  std::to_string(std::get<1>(p.param)) + "_stages";
+                         });
 
 }  // namespace
 }  // namespace spire::rt::vulkan::test
