@@ -75,7 +75,7 @@ class CopyPlanner {
 // Shared arrays copied into, and whether any statement writes one of them element by element (reads are fine:
 // load_from_vectors picks an element out of its vector).
 void note_copy_arrays(const kir::Block& b, std::vector<bool>& copied, std::vector<bool>& elementwise,
-                      std::vector<bool>& sources, const std::vector<kir::Type>& value_types) {
+                      std::vector<bool>& sources) {
   for (const kir::Stmt& s : b.stmts) {
     if (const auto* c = std::get_if<kir::CopyToShared>(&s)) {
       copied.at(c->array) = true;
@@ -83,10 +83,10 @@ void note_copy_arrays(const kir::Block& b, std::vector<bool>& copied, std::vecto
     } else if (const auto* st = std::get_if<kir::StoreShared>(&s)) {
       elementwise.at(st->array) = true;
     } else if (const auto* i = std::get_if<kir::If>(&s)) {
-      note_copy_arrays(*i->then_body, copied, elementwise, sources, value_types);
-      if (i->else_body) note_copy_arrays(*i->else_body, copied, elementwise, sources, value_types);
+      note_copy_arrays(*i->then_body, copied, elementwise, sources);
+      if (i->else_body) note_copy_arrays(*i->else_body, copied, elementwise, sources);
     } else if (const auto* f = std::get_if<kir::For>(&s)) {
-      note_copy_arrays(*f->body, copied, elementwise, sources, value_types);
+      note_copy_arrays(*f->body, copied, elementwise, sources);
     }
   }
 }
@@ -96,7 +96,7 @@ void note_copy_arrays(const kir::Block& b, std::vector<bool>& copied, std::vecto
 void KernelEmitter::plan_copies() {
   std::vector<bool> copied(k_.shared.size(), false), elementwise(k_.shared.size(), false),
       sources(k_.buffers.size(), false);
-  note_copy_arrays(k_.body, copied, elementwise, sources, k_.value_types);
+  note_copy_arrays(k_.body, copied, elementwise, sources);
   shared_vectors_ = copied;
   for (uint32_t a = 0; a < k_.shared.size(); ++a) {
     if (!copied[a]) continue;
@@ -144,28 +144,34 @@ void KernelEmitter::declare_copy_sites() {
   }
 }
 
-Id KernelEmitter::copy_destination(uint32_t array, Id element_index) {
-  Id u32 = m_.type_int(32, false);
-  Id vector_index = op(SpvOpShiftRightLogical, u32, {element_index, m_.constant_u32(log2_of(per_vector(k_.shared.at(array).elem)))});
-  return op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, m_.type_vector(u32, 4)),
-            {shared_vars_.at(array), vector_index});
+Id KernelEmitter::as_u32(kir::Type t, Id index) {
+  return t == kir::Type::U32 ? index : op(SpvOpBitcast, m_.type_int(32, false), {index});
 }
 
-Id KernelEmitter::load_from_vectors(uint32_t array, kir::Type index_type, Id index) {
+Id KernelEmitter::as_u32(kir::ValueId index) { return as_u32(k_.value_types.at(index), value(index)); }
+
+Id KernelEmitter::vector_index(kir::Type elem, Id element_index) {
+  return op(SpvOpShiftRightLogical, m_.type_int(32, false), {element_index, m_.constant_u32(log2_of(per_vector(elem)))});
+}
+
+Id KernelEmitter::copy_destination(uint32_t array, Id element_index) {
+  return op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, m_.type_vector(m_.type_int(32, false), 4)),
+            {shared_vars_.at(array), vector_index(k_.shared.at(array).elem, element_index)});
+}
+
+Id KernelEmitter::load_from_vectors(uint32_t array, Id element) {
   const kir::Type t = k_.shared.at(array).elem;
   const uint32_t bytes = kir::type_bytes(t);
   Id u32 = m_.type_int(32, false);
-  Id element = index_type == kir::Type::U32 ? index : op(SpvOpBitcast, u32, {index});
   // The 32-bit word holding the element: vector element / per_vector, word (element * bytes / 4) % 4.
   const uint32_t per_word = 4 / std::max<uint32_t>(bytes, 1);
   if (bytes != 4 && bytes != 2)
     throw std::logic_error(fmt::format("SPIR-V backend: reading {} elements of copied shared array {} one by one",
                                        kir::type_name(t), k_.shared.at(array).name));
-  Id vector_index = op(SpvOpShiftRightLogical, u32, {element, m_.constant_u32(log2_of(per_vector(t)))});
   Id word_index = op(SpvOpBitwiseAnd, u32, {op(SpvOpShiftRightLogical, u32, {element, m_.constant_u32(log2_of(per_word))}),
                                             m_.constant_u32(3)});
   Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, u32),
-                  {shared_vars_.at(array), vector_index, word_index});
+                  {shared_vars_.at(array), vector_index(t, element), word_index});
   Id word = load_memory(u32, pointer);
   if (bytes == 4) return t == kir::Type::U32 ? word : op(SpvOpBitcast, type(t), {word});
   // A 16-bit element: the word's low or high half.
@@ -197,18 +203,13 @@ void KernelEmitter::stmt(const kir::CopyToShared& s) {
   if (c.flush_before) flush_copy(site);
   Id u32 = m_.type_int(32, false);
   Id uvec4 = m_.type_vector(u32, 4);
-  auto as_u32 = [&](kir::ValueId v) {
-    return k_.value_types.at(v) == kir::Type::U32 ? value(v) : op(SpvOpBitcast, u32, {value(v)});
-  };
   // Invalid copies write zeros and read nothing.
   Id then_label = m_.new_id(), else_label = m_.new_id(), merge = m_.new_id();
   op_void(SpvOpSelectionMerge, {merge, uint32_t(SpvSelectionControlMaskNone)});
   op_void(SpvOpBranchConditional, {value(s.valid), then_label, else_label});
   label(then_label);
-  const uint32_t shift = log2_of(per_vector(k_.buffers.at(s.buffer).elem));
   Id source = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
-                 {buffer_copy_views_.at(s.buffer), m_.constant_u32(0),
-                  op(SpvOpShiftRightLogical, u32, {as_u32(s.src), m_.constant_u32(shift)})});
+                 {buffer_copy_views_.at(s.buffer), m_.constant_u32(0), vector_index(k_.buffers.at(s.buffer).elem, as_u32(s.src))});
   op_void(SpvOpStore, {c.data, load_memory(uvec4, source)});
   branch(merge);
   label(else_label);

@@ -350,7 +350,7 @@ void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
   for (uint32_t i = 0; i < s.results.size(); ++i) {
     Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
     if (shared_vectors_.at(s.array)) {
-      values_[s.results[i]] = load_from_vectors(s.array, index_type, index);
+      values_[s.results[i]] = load_from_vectors(s.array, as_u32(index_type, index));
       continue;
     }
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, type(t)), {shared_vars_.at(s.array), index});

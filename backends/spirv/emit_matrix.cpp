@@ -42,9 +42,7 @@ void KernelEmitter::declare_fragments() {
 std::pair<Id, Id> KernelEmitter::matrix_memory(uint32_t array, kir::ValueId index, uint32_t stride) {
   if (!shared_vectors_.at(array)) return {shared_element(array, index), m_.constant_u32(stride)};
   const uint32_t per_vector = 16 / kir::type_bytes(k_.shared.at(array).elem);
-  Id u32 = m_.type_int(32, false);
-  Id element = k_.value_types.at(index) == kir::Type::U32 ? value(index) : op(SpvOpBitcast, u32, {value(index)});
-  return {copy_destination(array, element), m_.constant_u32(stride / per_vector)};
+  return {copy_destination(array, as_u32(index)), m_.constant_u32(stride / per_vector)};
 }
 
 void KernelEmitter::stmt(const kir::MatrixFill& s) {

@@ -32,7 +32,7 @@ Id KernelEmitter::instr(const kir::Instr& in) {
     case Op::Convert: return convert(value(in.operands[0]), k_.value_types[in.operands[0]], in.type);
     case Op::LoadBuffer: return load_memory(type(in.type), buffer_element(in.index, in.operands[0]));
     case Op::LoadShared:
-      if (shared_vectors_.at(in.index)) return load_from_vectors(in.index, k_.value_types.at(in.operands[0]), value(in.operands[0]));
+      if (shared_vectors_.at(in.index)) return load_from_vectors(in.index, as_u32(in.operands[0]));
       return load_memory(type(in.type), shared_element(in.index, in.operands[0]));
     case Op::AtomicAdd: return atomic_add(in);
     case Op::ShuffleXor:

@@ -12,8 +12,8 @@
 
 #include <initializer_list>
 #include <map>
-#include <utility>
 #include <stdexcept>
+#include <utility>
 #include <vector>
 
 #include "backends/spirv/module_builder.h"
@@ -68,9 +68,12 @@ class KernelEmitter {
   void plan_copies();
   void declare_copy_sites();
   void flush_copy(uint32_t site);
+  Id as_u32(kir::Type t, Id index);                       // an i32 or u32 index as u32
+  Id as_u32(kir::ValueId index);
+  Id vector_index(kir::Type elem, Id element_index);      // u32 element index -> index of its 16-byte vector
   Id copy_destination(uint32_t array, Id element_index);  // pointer to the 16-byte vector holding that element
-  // One element of a copy destination, read out of its 16-byte vector (index of kir type `index_type`).
-  Id load_from_vectors(uint32_t array, kir::Type index_type, Id index);
+  // One element (u32 index) of a copy destination, read out of its 16-byte vector.
+  Id load_from_vectors(uint32_t array, Id element_index);
   void stmt(const kir::CopyToShared& s);
   void stmt(const kir::CopyCommit&) {}  // batches matter only to waits, whose flushes plan_copies() worked out
   void stmt(const kir::CopyWait& s);
@@ -137,7 +140,7 @@ class KernelEmitter {
   std::vector<Id> buffer_vars_, shared_vars_, local_vars_;
   std::vector<Id> fragment_vars_;  // Function variables of cooperative-matrix type, one per kir fragment
   // Copies (emit_copies.cpp). A copy destination is declared as an array of uvec4 (16-byte vectors), which only
-  // copies and matrix loads and stores may then access; a copy source gets a uvec4 view at its binding.
+  // copies and matrix stores may then write (element reads pick their word out); a copy source gets a uvec4 view.
   std::vector<bool> shared_vectors_;  // per shared array
   std::vector<Id> buffer_copy_views_;  // per buffer, 0 where no copy reads it
   struct CopySite {

@@ -64,12 +64,13 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
   // (32x64 each) with 16-deep slices, 2 stages, were the fastest on the H100's vulkan:0 at 4096 and 8192 (each tiling
   // timed in a fresh process: 4.47 ms at 8192, 4.61 with 2 x 4 subgroups, 5.42 for 128x128x32 of 2 x 2,
   // docs/PERFORMANCE.md).
+  // (Copies through registers, backends/spirv/emit_copies.cpp, gain nothing from more stages.)
   if (limits.shared_bytes < 64 * 1024 && s.m >= 128 && s.n >= 256 && blocks(128, 256) >= 128 &&
-      limits.max_invocations >= 512)
-    if (auto t = deepest(mma_tiling(128, 256, 16, 4, 4), 2)) {
-      t->stages = 2;  // copies through registers (backends/spirv/emit_copies.cpp) gain nothing from more
-      return *t;
-    }
+      limits.max_invocations >= 512) {
+    MatmulTiling t = mma_tiling(128, 256, 16, 4, 4);
+    t.stages = 2;
+    if (mma_staging(s, t, limits.async_copy).shared_bytes <= limits.shared_bytes) return t;
+  }
   if (s.m >= 128 && s.n >= 128 && blocks(128, 128) >= 128)
     if (auto t = deepest(mma_tiling(128, 128, 32, 2, 2), 2)) return *t;
   if (s.m >= 64 && s.n >= 64 && blocks(64, 64) >= 32)
