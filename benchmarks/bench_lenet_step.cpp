@@ -73,8 +73,8 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top) {
     sum += rows.back().ms;
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
-  fmt::print("{} ({}): batch {}, {} launches, step {:.3f} ms (median of {}), launches alone sum to {:.3f} ms\n",
-             dev.info().id, dev.info().name, batch, plan.launches.size(), median(step_ms), runs, sum);
+  fmt::print("{} ({}): batch {}, {} launches, {} barriers, step {:.3f} ms (median of {}), launches alone sum to {:.3f} ms\n",
+             dev.info().id, dev.info().name, batch, plan.launches.size(), exe->barriers(), median(step_ms), runs, sum);
   fmt::print("  {:>9} {:>6}  {:<28} {}\n", "ms", "share", "node", "kernel");
   for (int i = 0; i < std::min<int>(top, int(rows.size())); ++i)
     fmt::print("  {:>9.4f} {:>5.1f}%  {:<28} {}\n", rows[size_t(i)].ms, 100 * rows[size_t(i)].ms / sum,

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "runtime/launch_hazards.h"
+
 namespace spire::bundle {
 
 namespace {
@@ -179,13 +181,21 @@ class PlanInstance {
     if (copied_in) stream_->barrier();
     t_begin_ = stream_->timestamp();
     std::vector<rt::BufferView> views;
+    rt::LaunchHazards hazards;  // a barrier only before a launch that depends on one since the last
     for (const LaunchSpec& l : p_.launches) {
       views.clear();
       for (uint32_t i : l.buffers) views.push_back(views_[i]);
       rt::ScalarArgs scalars = scalar_args(l);
-      stream_->dispatch(*kernels_[l.kernel], views, scalars, rt::Grid::workgroups(l.groups));
-      stream_->barrier();
+      const rt::Kernel& k = *kernels_[l.kernel];
+      const std::vector<rt::BufferUse> uses = rt::launch_uses(k.ir(), views);
+      if (hazards.conflicts(uses)) {
+        stream_->barrier();
+        hazards.clear();
+      }
+      stream_->dispatch(k, views, scalars, rt::Grid::workgroups(l.groups));
+      hazards.add(uses);
     }
+    if (!p_.launches.empty()) stream_->barrier();  // the copies below read the launches' results
     for (const CopySpec& c : p_.copies) {
       rt::BufferView from = views_[c.from], to = views_[c.to];
       from.size = to.size = p_.buffers[c.to].bytes();

@@ -63,8 +63,16 @@ class Executable {
   // Fast path for inputs fed every step: raw host data already in the device type (f32 for f32 inputs, i32
   // for i32/i64 inputs), exactly the value's element count. Fastest for a streamed input (a memcpy).
   virtual void set_raw(const std::string& name, const void* data, size_t bytes) = 0;
-  // Runs one step (submit + wait).
-  virtual void step() = 0;
+  // Runs one step (submit + wait): start_step() then finish_step().
+  void step() {
+    start_step();
+    finish_step();
+  }
+  // The two halves of step(), so the host can prepare the next minibatch while the device runs this one. Between
+  // them the step is in flight: set(), set_raw(), get(), get_raw() and a second start_step() throw rt::Error (the
+  // device may still read the inputs and write the outputs), and finish_step() without a step in flight does too.
+  virtual void start_step() = 0;
+  virtual void finish_step() = 0;
   // Downloads a graph output (by output name), parameter or state (by node name), in the value's dtype. A
   // streamed output or input is read from its host copy, with no device work.
   virtual graph::Tensor get(const std::string& name) = 0;
@@ -74,6 +82,10 @@ class Executable {
   virtual std::string plan_text() const = 0;
   // Device time of the last step in milliseconds (from the device's timestamps).
   virtual double last_step_ms() const = 0;
+  // Barriers the recorded step has between and after its launches: one before each launch that reads or writes
+  // what a launch since the previous barrier wrote (or writes what it read), one after the last (after every launch
+  // with CompileOptions::profile).
+  virtual size_t barriers() const = 0;
   // With CompileOptions::profile: every launch of the last step in plan order with its device time (each
   // launch ends with a barrier, so the times add up to about the step's); else empty.
   virtual std::vector<LaunchTime> last_launch_times() const { return {}; }

@@ -12,6 +12,7 @@
 #include "lowering/plan.h"
 #include "lowering/poison.h"
 #include "lowering/streamed_values.h"
+#include "runtime/launch_hazards.h"
 
 namespace spire::lowering {
 
@@ -38,6 +39,7 @@ class CompiledStep final : public Executable {
   }
 
   void set(const std::string& name, const graph::Tensor& t) override {
+    not_in_flight("set");
     const NamedValue& nv = leaf(name);
     if (t.dtype != nv.type.dtype || t.shape != nv.type.shape)
       throw graph::GraphError(fmt::format("set('{}'): the graph declares {}, the tensor is {}", name,
@@ -54,6 +56,7 @@ class CompiledStep final : public Executable {
   }
 
   void set_raw(const std::string& name, const void* data, size_t bytes) override {
+    not_in_flight("set_raw");
     const NamedValue& nv = leaf(name);
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
@@ -66,14 +69,22 @@ class CompiledStep final : public Executable {
       dev_.upload(*owned_[size_t(nv.buffer)], data, bytes);
   }
 
-  void step() override {
+  void start_step() override {
+    not_in_flight("start_step");
     streamed_->before_step();
-    dev_.submit(*stream_)->wait();
+    in_flight_ = dev_.submit(*stream_);
+  }
+
+  void finish_step() override {
+    if (!in_flight_) throw rt::Error("finish_step(): no step is in flight (call start_step() first)");
+    std::unique_ptr<rt::Fence> f = std::move(in_flight_);  // in flight no more, even if the wait throws
+    f->wait();
     streamed_->after_step();
     last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
   }
 
   graph::Tensor get(const std::string& name) override {
+    not_in_flight("get");
     const NamedValue& nv = readable(name);
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     std::vector<uint8_t> bytes(b.bytes());
@@ -82,6 +93,7 @@ class CompiledStep final : public Executable {
   }
 
   void get_raw(const std::string& name, void* out, size_t bytes) override {
+    not_in_flight("get_raw");
     const NamedValue& nv = readable(name);
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
@@ -93,6 +105,7 @@ class CompiledStep final : public Executable {
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
   double last_step_ms() const override { return last_ms_; }
+  size_t barriers() const override { return barriers_; }
 
   std::vector<LaunchTime> last_launch_times() const override {
     std::vector<LaunchTime> out;
@@ -106,6 +119,11 @@ class CompiledStep final : public Executable {
   }
 
  private:
+  void not_in_flight(const char* what) const {
+    if (in_flight_)
+      throw rt::Error(fmt::format("{}() while a step is in flight on {}: call finish_step() first", what, dev_.info().id));
+  }
+
   std::string known_names(bool outputs_too) const {
     std::string s;
     for (const auto& [n, v] : plan_.leaves) s += (s.empty() ? "" : ", ") + n;
@@ -195,12 +213,33 @@ class CompiledStep final : public Executable {
     // The first launch's time starts after the streamed inputs' copies (profiling only: a timestamp costs time).
     launches_begin_ = profile_ ? stream_->timestamp() : t_begin_;
     std::vector<rt::BufferView> views;
+    // A barrier only where a launch depends on one since the last (profiling: after every launch, so each launch's
+    // time is its own).
+    rt::LaunchHazards hazards;
+    barriers_ = 0;
     for (const Launch& l : plan_.launches) {
       views.clear();
       for (int32_t b : l.buffers) views.push_back(views_[size_t(b)]);
-      stream_->dispatch(*kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups));
+      const rt::Kernel& k = *kernels_[size_t(l.kernel)];
+      const std::vector<rt::BufferUse> uses = rt::launch_uses(k.ir(), views);
+      if (hazards.conflicts(uses)) {
+        stream_->barrier();
+        ++barriers_;
+        hazards.clear();
+      }
+      stream_->dispatch(k, views, l.scalars, rt::Grid::workgroups(l.groups));
+      hazards.add(uses);
+      if (profile_) {
+        stream_->barrier();
+        ++barriers_;
+        hazards.clear();
+        launch_ends_.push_back(stream_->timestamp());
+      }
+    }
+    // The state copies and the streamed outputs' readbacks read the launches' results.
+    if (!plan_.launches.empty() && !profile_) {
       stream_->barrier();
-      if (profile_) launch_ends_.push_back(stream_->timestamp());
+      ++barriers_;
     }
     for (const StateCopy& c : plan_.copies) {
       rt::BufferView from = views_[size_t(c.from)], to = views_[size_t(c.to)];
@@ -223,6 +262,8 @@ class CompiledStep final : public Executable {
   std::unique_ptr<rt::CommandStream> stream_;
   uint32_t t_begin_ = 0, t_end_ = 0, launches_begin_ = 0;
   bool profile_ = false;
+  size_t barriers_ = 0;  // recorded between and after the launches
+  std::unique_ptr<rt::Fence> in_flight_;  // between start_step() and finish_step()
   std::vector<uint32_t> launch_ends_;  // profile_: the timestamp after each launch
   double last_ms_ = 0;
 };

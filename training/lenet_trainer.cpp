@@ -41,14 +41,18 @@ double test_accuracy(lowering::Executable& forward, const io::FashionMnist& test
                      float std) {
   Batches batches(test, eval_batch, 0, mean, std);
   std::vector<float> x, logits(size_t(eval_batch * 10));
-  std::vector<int32_t> y;
+  std::vector<int32_t> y, labels;
   int64_t correct = 0, seen = 0;
-  for (int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
-    batches.fill(b, x, y);
+  const int64_t n = batches.batches_per_epoch();
+  batches.fill(0, x, y);
+  for (int64_t b = 0; b < n; ++b) {
     forward.set_raw("x", x.data(), x.size() * sizeof(float));
-    forward.step();
+    labels.swap(y);
+    forward.start_step();
+    if (b + 1 < n) batches.fill(b + 1, x, y);  // while the device runs this batch
+    forward.finish_step();
     forward.get_raw("logits", logits.data(), logits.size() * sizeof(float));
-    for (int64_t k = 0; k < eval_batch; ++k) correct += argmax10(&logits[size_t(k * 10)]) == y[size_t(k)];
+    for (int64_t k = 0; k < eval_batch; ++k) correct += argmax10(&logits[size_t(k * 10)]) == labels[size_t(k)];
     seen += eval_batch;
   }
   return double(correct) / double(seen);
@@ -125,11 +129,14 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     double loss_sum = 0;
     float loss = 0;
     auto start = Clock::now();
-    for (int64_t b = 0; b < batches.batches_per_epoch(); ++b) {
-      batches.fill(b, x, y);
+    const int64_t n = batches.batches_per_epoch();
+    batches.fill(0, x, y);
+    for (int64_t b = 0; b < n; ++b) {
       step->set_raw("x", x.data(), x.size() * sizeof(float));
       step->set_raw("y", y.data(), y.size() * sizeof(int32_t));
-      step->step();
+      step->start_step();
+      if (b + 1 < n) batches.fill(b + 1, x, y);  // the next minibatch, while the device runs this one
+      step->finish_step();
       step->get_raw("loss", &loss, sizeof(float));
       if (!std::isfinite(loss))
         throw std::runtime_error(fmt::format("the loss became {} at epoch {}, batch {}: lower --lr", loss, epoch, b));

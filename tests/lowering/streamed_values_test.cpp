@@ -238,6 +238,41 @@ TEST_P(Streamed, AStepFedAndReadThroughStreamedValuesIsOneSubmitAndOneWait) {
   EXPECT_GE(c.waits, 5u);
 }
 
+TEST_P(Streamed, StartAndFinishStepGiveWhatStepGivesAndGuardTheStepInFlight) {
+  // The trainer's loop: start a step, prepare the next minibatch on the host while it runs, finish it.
+  const graph::Graph g = sgd_graph();
+  auto whole = lowering::compile(g, *dev_, streaming({"x", "t"}, {"loss", "pred"}));
+  auto halves = lowering::compile(g, *dev_, streaming({"x", "t"}, {"loss", "pred"}));
+  auto w0 = random_floats(40, 31);
+  for (auto* exe : {whole.get(), halves.get()}) exe->set_raw("w", w0.data(), w0.size() * 4);
+  for (int step = 0; step < 3; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    auto x = random_floats(32, 700 + uint64_t(step)), t = random_floats(20, 800 + uint64_t(step));
+    for (auto* exe : {whole.get(), halves.get()}) {
+      exe->set_raw("x", x.data(), x.size() * 4);
+      exe->set_raw("t", t.data(), t.size() * 4);
+    }
+    whole->step();
+    const rt::SyncCounts before = dev_->sync_counts();
+    halves->start_step();
+    // In flight: the device may still read the inputs and write the outputs.
+    float loss = 0;
+    EXPECT_THROW(halves->set_raw("x", x.data(), x.size() * 4), rt::Error);
+    EXPECT_THROW(halves->set("t", Tensor(DType::F32, {4, 5}, 0.0)), rt::Error);
+    EXPECT_THROW(halves->get_raw("loss", &loss, sizeof loss), rt::Error);
+    EXPECT_THROW(halves->get("w"), rt::Error);
+    EXPECT_THROW(halves->start_step(), rt::Error);
+    halves->finish_step();
+    const rt::SyncCounts after = dev_->sync_counts();
+    EXPECT_EQ(after.submits - before.submits, 1u);
+    EXPECT_EQ(after.waits - before.waits, 1u);
+    EXPECT_THROW(halves->finish_step(), rt::Error) << "no step is in flight any more";
+    EXPECT_TRUE(same_bits(get_raw<float>(*halves, "loss", 1), get_raw<float>(*whole, "loss", 1)));
+    EXPECT_TRUE(same_bits(get_raw<float>(*halves, "pred", 20), get_raw<float>(*whole, "pred", 20)));
+    EXPECT_EQ(halves->get("w").data, whole->get("w").data);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDevices, Streamed, testing::ValuesIn(lowering::testing_support::device_ids()),
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Streamed);
