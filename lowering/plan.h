@@ -59,7 +59,7 @@ struct StateCopy {
 struct Plan {
   std::vector<PlannedBuffer> buffers;
   std::vector<kir::Kernel> kernels;   // distinct kernels (deduplicated by their text)
-  std::vector<Launch> launches;       // in execution order; a barrier follows each
+  std::vector<Launch> launches;       // in execution order; a barrier before each that depends on one since the last
   std::vector<StateCopy> copies;      // after the launches, in the same stream
   std::map<std::string, NamedValue> leaves;   // Input, Parameter and State leaves by node name
   std::map<std::string, NamedValue> outputs;  // graph outputs by output name

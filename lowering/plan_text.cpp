@@ -57,7 +57,7 @@ std::string plan_text(const Plan& p) {
     s += fmt::format("  k{:<3} {}  workgroup {}  shared {}  needs {}\n", k, kn.name, kn.workgroup_invocations(),
                      bytes_text(kn.shared_bytes()), kir::features_to_string(kn.features));
   }
-  s += "launches (a barrier follows each):\n";
+  s += "launches (in order; a barrier before each that depends on one since the last):\n";
   for (size_t l = 0; l < p.launches.size(); ++l) {
     const auto& L = p.launches[l];
     std::string bufs;
