@@ -34,7 +34,7 @@ TunableOp tunable_cross_entropy(const graph::Graph& g, graph::Value v, const hea
   const int64_t n = logits.at(0), c = logits.at(1);
   TunableOp op;
   op.key = {"cross_entropy", fmt::format("n{}_c{}", n, c), heavy::float_suffix(t, "cross_entropy")};
-  op.heuristic = heavy::Config{{"wg", heavy::cross_entropy_heuristic(n)}};
+  op.heuristic = heavy::Config{{"wg", heavy::cross_entropy_heuristic(n, limits)}};
   for (uint32_t wg : heavy::cross_entropy_candidates(n, limits)) op.candidates.push_back(heavy::Config{{"wg", wg}});
   op.build = [n, c, t, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& cfg) {
     const int64_t wg = cfg.get("wg");

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -566,6 +567,7 @@ struct GradWeightTiling {
   uint32_t terms = 0;                   // N x Ho x Wo, or N x Ho in row mode
   bool row_mode = false;
   uint32_t co_block = 1;                // output channels per workgroup
+  bool staged = false;                  // row mode through workgroup memory; terms are then N (whole images)
   uint32_t blocks() const { return row_blocks * col_blocks; }
 };
 
@@ -574,6 +576,38 @@ constexpr uint32_t kMaxBlockTaps = 32;
 constexpr uint32_t kMaxBlockSums = 64;
 // Every Vulkan device offers 16 KiB of workgroup memory; the per-tap reduction arrays must fit in it.
 constexpr uint32_t kSharedBytes = 16384;
+// Partial sums per weight: the heuristic and the plain candidates stay within 64; staged configs, whose splits divide
+// whole images, may take up to this many (layers of few weights over long sums need them to fill a GPU).
+constexpr uint32_t kMaxSplits = 512;
+
+// The staged row mode's layout in workgroup memory, per step of `images` images: their grad_y planes of the
+// workgroup's co_block output channels, then their input planes of its input channel, each as in memory.
+struct StagedLayout {
+  uint32_t images = 0;                          // per step: invocations / output rows
+  uint32_t gy_per_image = 0, x_per_image = 0;   // elements
+  uint32_t gy_at = 0, x_at = 0;                 // element offsets of the two regions
+  uint32_t elements = 0;                        // both regions
+};
+
+StagedLayout staged_layout(const Conv2dShape& s, uint32_t wg, uint32_t co_block) {
+  StagedLayout l;
+  l.images = uint32_t(wg / std::max<int64_t>(s.ho, 1));
+  l.gy_per_image = uint32_t(co_block * s.ho * s.wo);
+  l.x_per_image = uint32_t(s.h * s.w);
+  l.gy_at = 0;
+  l.x_at = l.images * l.gy_per_image;
+  l.elements = l.x_at + l.images * l.x_per_image;
+  return l;
+}
+
+// Staged configs' splits: about ten workgroups per core of a 132-core GPU, each split at least two steps of images.
+uint32_t staged_splits(const Conv2dShape& s, uint32_t co_block, uint32_t wg) {
+  const uint64_t pairs = std::max<uint64_t>(1, uint64_t(s.cout / co_block) * uint64_t(s.cin_per_group()));
+  const uint64_t images_per_step = std::max<uint64_t>(1, wg / uint64_t(std::max<int64_t>(s.ho, 1)));
+  uint64_t want = (1320 + pairs - 1) / pairs;
+  want = std::min<uint64_t>(want, std::max<uint64_t>(1, uint64_t(s.n) / (2 * images_per_step)));
+  return uint32_t(std::clamp<uint64_t>(want, 1, kMaxSplits));
+}
 
 GradWeightTiling grad_weight_tiling(const Conv2dShape& s, Type t) {
   GradWeightTiling g;
@@ -611,7 +645,8 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d_grad_weight: config '{}' {}", c.config().text(), why));
   };
-  if (c.splits < 1 || c.splits > 64) fail(fmt::format("has {} splits (1..64)", c.splits));
+  const uint32_t max_splits = c.staged ? kMaxSplits : 64;
+  if (c.splits < 1 || c.splits > max_splits) fail(fmt::format("has {} splits (1..{})", c.splits, max_splits));
   if (c.block_rows < 1 || c.block_rows > s.kh || c.block_cols < 1 || c.block_cols > s.kw ||
       c.block_rows * c.block_cols > kMaxBlockTaps)
     fail(fmt::format("needs a block of at most {} taps within the {}x{} window", kMaxBlockTaps, s.kh, s.kw));
@@ -623,6 +658,14 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
   if (uint64_t(c.block_rows) * c.block_cols * c.co_block * c.wg * elem > std::max(limits.shared_bytes, kSharedBytes))
     fail("needs more workgroup memory than the device has");
   if (c.row_mode && !row_mode_fits(s, c.block_cols)) fail("takes whole output rows, which this shape does not allow");
+  if (c.staged) {
+    if (!c.row_mode) fail("stages rows through workgroup memory, which needs row_mode");
+    if (s.ho > c.wg) fail(fmt::format("stages whole images, which needs a workgroup of at least their {} output rows", s.ho));
+    const StagedLayout l = staged_layout(s, c.wg, c.co_block);
+    const uint64_t bytes = uint64_t(std::max(l.elements, c.block_rows * c.block_cols * c.co_block * c.wg)) * elem;
+    if (bytes > std::max(limits.shared_bytes, kSharedBytes))
+      fail(fmt::format("stages {} bytes of images in workgroup memory, more than the device has", bytes));
+  }
   GradWeightTiling g;
   g.rows = c.block_rows, g.cols = c.block_cols;
   g.row_blocks = uint32_t((s.kh + g.rows - 1) / g.rows);
@@ -630,6 +673,8 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
   g.row_mode = c.row_mode;
   g.terms = g.row_mode ? index_u32(s.n * s.ho, "conv2d_grad_weight rows per weight")
                        : index_u32(s.n * s.ho * s.wo, "conv2d_grad_weight terms per weight");
+  g.staged = c.staged;
+  if (g.staged) g.terms = index_u32(s.n, "conv2d_grad_weight images");
   g.wg = c.wg;
   g.splits = c.splits;
   g.co_block = c.co_block;
@@ -642,6 +687,7 @@ Config GradWeightConfig::config() const {
   Config c{{"block_rows", block_rows}, {"block_cols", block_cols}, {"wg", wg}, {"splits", splits},
            {"row_mode", row_mode ? 1 : 0}};
   if (co_block > 1) c.set("co_block", co_block);  // configs without it keep the text tuning caches already hold
+  if (staged) c.set("staged", 1);
   return c;
 }
 
@@ -651,8 +697,9 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
     if (v < 0 || v > hi) throw std::invalid_argument(fmt::format("conv2d_grad_weight config '{}': {} must be 0..{}", c.text(), name, hi));
     return uint32_t(v);
   };
-  GradWeightConfig g{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", 64), u("row_mode", 1) == 1};
+  GradWeightConfig g{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", kMaxSplits), u("row_mode", 1) == 1};
   if (c.has("co_block")) g.co_block = u("co_block", 64);
+  if (c.has("staged")) g.staged = u("staged", 1) == 1;
   return g;
 }
 
@@ -668,6 +715,21 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
     c.co_block = 2;
     c.wg = 32;
   }
+  // Few weights over a long sum (LeNet's first convolution at batch 8192: 6 (cout, cin) pairs): where the plain row
+  // mode wants more than its 64 splits and those leave fewer workgroups than a GPU has cores times four, stage whole
+  // images through workgroup memory instead, whose splits may go beyond 64. Measured on the H100 at batch 8192 (fresh processes): 0.268 -> 0.143 ms
+  // on cuda:0 (also the tuner's pick), 0.251 -> 0.143 ms on vulkan:0. The second convolution (48 pairs x 64 splits)
+  // gained nothing from staging (0.46 -> 0.44-0.62 ms on cuda:0, 0.43 -> 0.47-0.60 on vulkan:0), so it keeps rows.
+  if (!limits.cpu && g.row_mode && c.co_block == 1 && g.splits == 64 &&
+      uint64_t(s.cout) * uint64_t(s.cin_per_group()) * g.splits < 528) {
+    GradWeightConfig staged{g.rows, g.cols, 64, staged_splits(s, 1, 64), true, 1, true};
+    try {
+      tiling_of(s, t, staged, limits);
+      return staged;
+    } catch (const std::invalid_argument&) {
+      // Not for this shape (rows longer than the workgroup, images too large for workgroup memory): plain rows.
+    }
+  }
   return c;
 }
 
@@ -678,8 +740,9 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
     if (c.wg > limits.max_invocations || std::find(out.begin(), out.end(), c) != out.end()) return;
     try {
       GradWeightTiling g = tiling_of(s, t, c, limits);
-      // Every split should give each invocation at least one term on average.
-      if (c.splits > 1 && uint64_t(c.splits) * c.wg > std::max<uint64_t>(g.terms, 1)) return;
+      // Every split should give each invocation at least one term (staged: each step its images) on average.
+      const uint64_t per_split = c.staged ? staged_layout(s, c.wg, c.co_block).images : c.wg;
+      if (c.splits > 1 && uint64_t(c.splits) * per_split > std::max<uint64_t>(g.terms, 1)) return;
       out.push_back(c);
     } catch (const std::invalid_argument&) {
       // Not a config this shape takes: not a candidate.
@@ -700,6 +763,14 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
   for (uint32_t cob : {2u, 4u})
     for (uint32_t wg : {32u, 64u, 128u})
       for (uint32_t sp : splits) add({h.block_rows, h.block_cols, wg, sp, h.row_mode, cob});
+  // Rows staged through workgroup memory, whole images per step: splits divide the images.
+  if (row_mode_fits(s, h.block_cols))
+    for (uint32_t cob : {1u, 2u})
+      for (uint32_t wg : {32u, 64u, 128u}) {
+        const uint32_t base = staged_splits(s, cob, wg);
+        for (uint32_t sp : {base / 2, base, 2 * base})
+          if (sp >= 1 && sp <= kMaxSplits) add({h.block_rows, h.block_cols, wg, sp, true, cob, true});
+      }
   return out;
 }
 
@@ -734,14 +805,17 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
   const uint32_t chunk = (g.terms + splits - 1) / splits;  // terms per split
   const uint64_t groups = uint64_t(pairs) * g.blocks() * splits;
 
-  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}{}", wg, g.rows, g.cols, splits, g.row_mode ? "_rows" : "",
+  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}{}", wg, g.rows, g.cols, splits,
+                                      g.row_mode ? (g.staged ? "_rows_staged" : "_rows") : "",
                                       cob > 1 ? fmt::format("_co{}", cob) : ""),
                    wg);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   // splits == 1: grad_w itself; otherwise partial sums [splits][weights] that conv2d_grad_weight_sum_kernel adds.
   Buf out = kb.buffer(splits == 1 ? "grad_w" : "partial_grad_w", t, Access::Write);
-  Shared part = kb.shared("partial", t, sums * wg);
+  // Staged: one array holds the staged images and, after the last step, the reduction's partial sums.
+  const StagedLayout staged = g.staged ? staged_layout(s, wg, cob) : StagedLayout{};
+  Shared part = kb.shared(g.staged ? "staged" : "partial", t, std::max(sums * wg, staged.elements));
   Val lid = kb.local_id();
   Val e = kb.group_id();
   // Uniform per workgroup: groups past the work (a folded grid) skip everything, barriers included.
@@ -759,44 +833,92 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
     for (uint32_t i = 0; i < sums; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
     Val begin = split * chunk;
     Val end = splits == 1 ? kb.u32(g.terms) : min(begin + chunk, g.terms);
-    if (g.terms > 0 && g.row_mode) {
-      // Row mode: one output row (n, ho) per step; every column of it, and every column of the window (one
-      // block covers them all, starting at column 0), is a constant here.
+    // Row mode's body: output row ho of one image, whose grad_y row starts at gy_row (channel co; channel co + b is
+    // b x Ho x Wo further) and whose input channel ci starts at x_base, read through load_gy / load_x (memory, or the
+    // staged copy in workgroup memory). Every column of the row and of the window (one block covers them all,
+    // starting at column 0) is a constant here.
+    auto row_body = [&](Val ho, Val gy_row, Val x_base, const std::function<Val(Val)>& load_gy,
+                        const std::function<Val(Val)>& load_x) {
+      std::vector<std::vector<Val>> gv(cob);  // gv[b][j]: grad_y of channel co + b at column j
+      for (uint32_t b = 0; b < cob; ++b)
+        for (uint32_t j = 0; j < Wo; ++j) gv[b].push_back(load_gy(gy_row + (b * Ho * Wo + j)));
+      Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+      auto src_col = [&](int64_t j, int64_t c) -> int64_t {
+        int64_t wi = j * s.stride_w - s.pad_w + c * s.dil_w;
+        return wi >= 0 && wi < s.w ? wi : -1;
+      };
+      for (uint32_t i = 0; i < g.rows; ++i) {
+        Val tap = r0 + i;
+        Val hi = hi0 + cast(tap, Type::I32) * int32_t(s.dil_h);
+        Val ok;
+        if (s.pad_h > 0 || rows_ragged) ok = (hi >= 0) & (hi < int32_t(H));
+        if (rows_ragged) ok = ok & (tap < KH);
+        Val x_row = x_base + ((s.pad_h > 0 || rows_ragged) ? clamp_index(hi, H) : cast(hi, Type::U32)) * W;
+        std::vector<Val> xv(size_t(s.w));
+        for (int64_t j = 0; j < s.wo; ++j)
+          for (int64_t c = 0; c < s.kw; ++c)
+            if (int64_t col = src_col(j, c); col >= 0 && !xv[size_t(col)].valid())
+              xv[size_t(col)] = masked(ok, load_x(x_row + uint32_t(col)));
+        for (uint32_t b = 0; b < cob; ++b)
+          for (uint32_t c = 0; c < KW; ++c) {
+            Val sum;
+            for (int64_t j = 0; j < s.wo; ++j)
+              if (int64_t col = src_col(j, c); col >= 0) {
+                Val p = gv[b][size_t(j)] * xv[size_t(col)];
+                sum = sum.valid() ? sum + p : p;
+              }
+            if (sum.valid()) acc[b * block_taps + i * g.cols + c] += sum;
+          }
+      }
+    };
+    if (g.terms > 0 && g.staged) {
+      // Staged row mode: `staged.images` whole images per step (terms are images). The workgroup first copies their
+      // grad_y planes (channels co .. co + cob - 1: contiguous in memory) and input planes (channel ci) into
+      // workgroup memory, all loads issued before any store; then invocation lid < images x Ho takes output row
+      // lid % Ho of image lid / Ho from there.
+      const StagedLayout& l = staged;
+      const uint32_t N = uint32_t(s.n), plane = Ho * Wo;
+      const uint32_t gy_image = uint32_t(s.cout) * plane, x_image = uint32_t(s.cin) * (H * W);
+      kb.for_(begin, end, kb.u32(l.images), [&](Val img0) {
+        kb.barrier();  // every invocation is done with the previous step's images
+        // Images past N read the last one (their rows are skipped below).
+        struct Item { Val to, from; std::optional<Val> present; bool x_region; };
+        std::vector<Item> items;
+        auto plan = [&](uint32_t count, uint32_t per_image, uint32_t at, bool x_region) {
+          for (uint32_t base = 0; base < count; base += wg) {
+            Val idx = lid + base;
+            std::optional<Val> present;
+            if (base + wg > count) present = idx < count;
+            Val e = present ? min(idx, count - 1) : idx;
+            Val im = e / per_image, off = e % per_image;
+            Val n = min(img0 + im, N - 1);
+            Val from = x_region ? (n * x_image + ci * (H * W)) + off : (n * gy_image + co * plane) + off;
+            items.push_back({at + e, from, present, x_region});
+          }
+        };
+        plan(l.images * l.gy_per_image, l.gy_per_image, l.gy_at, false);
+        plan(l.images * l.x_per_image, l.x_per_image, l.x_at, true);
+        std::vector<Val> values;
+        for (const Item& it : items) values.push_back(it.x_region ? Val(x[it.from]) : Val(gy[it.from]));
+        for (size_t k = 0; k < items.size(); ++k) {
+          auto store = [&] { part[items[k].to] = values[k]; };
+          if (items[k].present) kb.if_(*items[k].present, store);
+          else store();
+        }
+        kb.barrier();
+        Val im = lid / Ho, ho = lid % Ho;
+        kb.if_((lid < l.images * Ho) & (img0 + im < end), [&] {
+          row_body(ho, l.gy_at + im * l.gy_per_image + ho * Wo, l.x_at + im * l.x_per_image,
+                   [&](Val i) { return Val(part[i]); }, [&](Val i) { return Val(part[i]); });
+        });
+      });
+      kb.barrier();  // the reduction below reuses the staged images' memory
+    } else if (g.terms > 0 && g.row_mode) {
+      // Row mode: one output row (n, ho) per step, straight from memory.
       kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {
         Val ho = idx % Ho, n = idx / Ho;
-        Val gy_row = (n * uint32_t(s.cout) + co) * (Ho * Wo) + ho * Wo;
-        std::vector<std::vector<Val>> gv(cob);  // gv[b][j]: grad_y of channel co + b at column j
-        for (uint32_t b = 0; b < cob; ++b)
-          for (uint32_t j = 0; j < Wo; ++j) gv[b].push_back(gy[gy_row + (b * Ho * Wo + j)]);
-        Val x_base = (n * uint32_t(s.cin) + ci) * (H * W);
-        Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
-        auto src_col = [&](int64_t j, int64_t c) -> int64_t {
-          int64_t wi = j * s.stride_w - s.pad_w + c * s.dil_w;
-          return wi >= 0 && wi < s.w ? wi : -1;
-        };
-        for (uint32_t i = 0; i < g.rows; ++i) {
-          Val tap = r0 + i;
-          Val hi = hi0 + cast(tap, Type::I32) * int32_t(s.dil_h);
-          Val ok;
-          if (s.pad_h > 0 || rows_ragged) ok = (hi >= 0) & (hi < int32_t(H));
-          if (rows_ragged) ok = ok & (tap < KH);
-          Val x_row = x_base + ((s.pad_h > 0 || rows_ragged) ? clamp_index(hi, H) : cast(hi, Type::U32)) * W;
-          std::vector<Val> xv(size_t(s.w));
-          for (int64_t j = 0; j < s.wo; ++j)
-            for (int64_t c = 0; c < s.kw; ++c)
-              if (int64_t col = src_col(j, c); col >= 0 && !xv[size_t(col)].valid())
-                xv[size_t(col)] = masked(ok, x[x_row + uint32_t(col)]);
-          for (uint32_t b = 0; b < cob; ++b)
-            for (uint32_t c = 0; c < KW; ++c) {
-              Val sum;
-              for (int64_t j = 0; j < s.wo; ++j)
-                if (int64_t col = src_col(j, c); col >= 0) {
-                  Val p = gv[b][size_t(j)] * xv[size_t(col)];
-                  sum = sum.valid() ? sum + p : p;
-                }
-              if (sum.valid()) acc[b * block_taps + i * g.cols + c] += sum;
-            }
-        }
+        row_body(ho, (n * uint32_t(s.cout) + co) * (Ho * Wo) + ho * Wo, (n * uint32_t(s.cin) + ci) * (H * W),
+                 [&](Val i) { return Val(gy[i]); }, [&](Val i) { return Val(x[i]); });
       });
     } else if (g.terms > 0) {
       kb.for_(begin + lid, end, kb.u32(wg), [&](Val idx) {

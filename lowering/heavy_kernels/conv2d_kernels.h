@@ -91,7 +91,14 @@ struct GradWeightConfig {
   // Output channels per workgroup (dividing those per group): each input element loaded serves all of them, at
   // block_rows x block_cols x co_block sums per invocation (at most 64).
   uint32_t co_block = 1;
-  Config config() const;  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1)
+  // Row mode through workgroup memory: each step the workgroup copies whole images' grad_y planes and input planes
+  // into workgroup memory, neighbouring invocations reading neighbouring elements, then each invocation takes one
+  // output row from there. Plain row mode reads each row straight from memory, and
+  // neighbouring invocations' rows lie a row apart, so every load instruction touches as many cache lines as the
+  // workgroup has rows. Needs row_mode and wg >= the output's rows; splits then divide the images, up to 512.
+  bool staged = false;
+  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1, ",staged=1" when staged)
+  Config config() const;
   static GradWeightConfig from(const Config& c);
   friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;
 };
@@ -103,7 +110,7 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
 HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,
                                       const Limits& limits = {});
 
-// How many workgroups share each weight's N x Ho x Wo sum (1..64): enough workgroups to fill a large GPU
+// How many workgroups share each weight's N x Ho x Wo sum (1..64 for the heuristic): enough workgroups to fill a large GPU
 // without leaving each invocation only a few terms.
 uint32_t conv2d_grad_weight_splits(const Conv2dShape& s, kir::Type t);
 HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t, uint32_t splits);

@@ -215,8 +215,13 @@ HeavyKernel softmax_kernel(const SoftmaxShape& s, Type t, bool log, const RowCon
 
 uint32_t cross_entropy_heuristic(int64_t n) { return pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, 256); }
 
+uint32_t cross_entropy_heuristic(int64_t n, const Limits& limits) {
+  if (limits.cpu) return cross_entropy_heuristic(n);
+  return pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, std::max<uint32_t>(256, std::min<uint32_t>(1024, limits.max_invocations)));
+}
+
 std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits) {
-  std::vector<uint32_t> out{cross_entropy_heuristic(n)};
+  std::vector<uint32_t> out{cross_entropy_heuristic(n, limits)};
   const uint32_t widest = pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, 1024);
   for (uint32_t wg = 32; wg <= widest && wg <= limits.max_invocations; wg *= 2)
     if (std::find(out.begin(), out.end(), wg) == out.end()) out.push_back(wg);

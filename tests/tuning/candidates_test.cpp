@@ -153,6 +153,10 @@ std::vector<Case> cases() {
       uniform("conv2d_grad_weight_channel_blocks", [] { return conv_grad_weight({3, 3, 10, 9}, {8, 3, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_weight_channel_blocks_groups", [] { return conv_grad_weight({2, 4, 10, 9}, {8, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),
       uniform("conv2d_grad_weight_long_rows", [] { return conv_grad_weight({1, 2, 4, 40}, {2, 2, 3, 3}, O{}); }),
+      // Row mode staged through workgroup memory (whole images per step) with strides, dilation and a ragged last
+      // step of images; and 7x5 windows, whose tap rows split into a ragged last block.
+      uniform("conv2d_grad_weight_staged_strided", [] { return conv_grad_weight({5, 2, 11, 13}, {4, 2, 3, 3}, O{.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}}); }),
+      uniform("conv2d_grad_weight_staged_ragged_taps", [] { return conv_grad_weight({5, 1, 12, 10}, {2, 1, 7, 5}, O{.padding = {3, 2}}); }),
       uniform("sum_axis0", [] { return unary({300, 7}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x, {0}); }); }),
       uniform("max_axis1", [] { return unary({5, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.max(x, {1}); }); }),
       uniform("sum_all_split", [] { return unary({40000}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x); }); }),

@@ -129,6 +129,39 @@ TEST(Candidates, Conv2dGradWeightChannelBlocks) {
   EXPECT_EQ(conv2d_grad_weight_heuristic(first, spire::kir::Type::F32).co_block, 1u);
 }
 
+// LeNet's first convolution at batch 8192 has 6 (cout, cin) pairs: the plain row mode's 64 splits make 384
+// workgroups, so GPUs stage whole images through workgroup memory with more splits (measured on both backends of the
+// H100); CPU devices, batch 64 (fewer splits than 64) and the second convolution (48 pairs) keep plain rows.
+TEST(Heuristics, Conv2dGradWeightStagesImagesWhereFewWeightsLeaveAGpuIdle) {
+  const Limits gpu{48 * 1024, 1024};
+  Limits cpu = gpu;
+  cpu.cpu = true;
+  const auto f32 = spire::kir::Type::F32;
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  const GradWeightConfig staged = conv2d_grad_weight_heuristic(first, f32, gpu);
+  EXPECT_TRUE(staged.staged);
+  EXPECT_TRUE(staged.row_mode);
+  EXPECT_EQ(staged.wg, 64u);
+  EXPECT_GT(staged.splits, 64u);
+  EXPECT_LE(staged.splits, 512u);
+  EXPECT_EQ(GradWeightConfig::from(staged.config()), staged);
+  EXPECT_NE(staged.config().text().find("staged=1"), std::string::npos);
+  const auto candidates = conv2d_grad_weight_candidates(first, f32, gpu);
+  EXPECT_EQ(candidates.front(), staged);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(first, f32, cpu).staged);
+  const Conv2dShape small = conv2d_shape({64, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(small, f32, gpu).staged);
+  const Conv2dShape second = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(second, f32, gpu).staged);
+  // A staged config needs row mode and a workgroup holding an image's output rows.
+  GradWeightConfig no_rows = staged;
+  no_rows.row_mode = false;
+  EXPECT_THROW(conv2d_grad_weight_kernel(first, f32, no_rows, gpu), std::invalid_argument);
+  GradWeightConfig narrow = staged;
+  narrow.wg = 16;
+  EXPECT_THROW(conv2d_grad_weight_kernel(first, f32, narrow, gpu), std::invalid_argument);
+}
+
 // A shared_w config the shape cannot take is refused by name, not built: with rows, with fewer than all output
 // channels, on the input gradient, and with weights past 16 KiB (16 channels of 6 x 5x5 in f64 take 19.2 KB).
 TEST(Candidates, SharedWeightsRefusedWhereTheyDoNotFit) {
@@ -146,9 +179,25 @@ TEST(Candidates, RowsAndCrossEntropy) {
   auto cs = row_candidates(softmax_heuristic(s), s.axis, {});
   expect_distinct_with_heuristic_first(cs, softmax_heuristic(s));
   for (const auto& c : cs) EXPECT_LE(c.wg, 256u);
-  auto ce = cross_entropy_candidates(1000, {64 * 1024, 1024});
-  EXPECT_EQ(ce.front(), cross_entropy_heuristic(1000));
+  const Limits gpu{64 * 1024, 1024};
+  auto ce = cross_entropy_candidates(1000, gpu);
+  EXPECT_EQ(ce.front(), cross_entropy_heuristic(1000, gpu));
+  EXPECT_TRUE(std::find(ce.begin(), ce.end(), 256u) != ce.end());
   EXPECT_TRUE(std::find(ce.begin(), ce.end(), 1024u) != ce.end());
+}
+
+TEST(Heuristics, CrossEntropyTakesTheWidestWorkgroupOnGpus) {
+  // One workgroup walks every row: on a GPU as wide as the device allows (up to 1024), on a CPU 256 at most.
+  const Limits gpu{64 * 1024, 1024};
+  Limits cpu = gpu;
+  cpu.cpu = true;
+  const Limits narrow{48 * 1024, 256};
+  EXPECT_EQ(cross_entropy_heuristic(8192, gpu), 1024u);
+  EXPECT_EQ(cross_entropy_heuristic(300, gpu), 512u);
+  EXPECT_EQ(cross_entropy_heuristic(64, gpu), 64u);
+  EXPECT_EQ(cross_entropy_heuristic(8192, cpu), 256u);
+  EXPECT_EQ(cross_entropy_heuristic(8192, narrow), 256u);
+  EXPECT_EQ(cross_entropy_heuristic(8192), 256u);
 }
 
 }  // namespace
