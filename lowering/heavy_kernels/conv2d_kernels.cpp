@@ -201,6 +201,8 @@ void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_co
   if (c.rows && result_cols * c.c_block > kMaxRowSums)
     fail(fmt::format("takes rows of {} channels, more than {} sums per invocation for rows of {} columns", c.c_block,
                      kMaxRowSums, result_cols));
+  if (c.pixels < 1 || c.pixels > 64 || (c.pixels > 1 && !c.shared_w))
+    fail("takes several elements per invocation (1..64), which needs the weights in workgroup memory (shared_w)");
 }
 
 // The config's values after the kernel's name, where they are not what the name already implies (the
@@ -210,6 +212,7 @@ std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
   std::string out = fmt::format("_{}_wg{}", c.rows ? "rows" : "elems", c.wg);
   if (c.c_block > 1) out += fmt::format("_c{}", c.c_block);
   if (c.shared_w) out += "_sw";
+  if (c.pixels > 1) out += fmt::format("_px{}", c.pixels);
   return out;
 }
 
@@ -218,16 +221,18 @@ std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
 Config Conv2dConfig::config() const {
   Config c{{"rows", rows ? 1 : 0}, {"wg", wg}, {"c_block", c_block}};
   if (shared_w) c.set("shared_w", 1);  // configs without it keep the text tuning caches already hold
+  if (pixels > 1) c.set("pixels", pixels);
   return c;
 }
 
 Conv2dConfig Conv2dConfig::from(const Config& c) {
   int64_t rows = c.get("rows"), wg = c.get("wg"), co = c.get("c_block");
   int64_t sw = c.has("shared_w") ? c.get("shared_w") : 0;
-  if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64 || (sw != 0 && sw != 1))
-    throw std::invalid_argument(
-        fmt::format("conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or 1", c.text()));
-  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1};
+  int64_t px = c.has("pixels") ? c.get("pixels") : 1;
+  if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64 || (sw != 0 && sw != 1) || px < 1 || px > 64)
+    throw std::invalid_argument(fmt::format(
+        "conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or 1, pixels 1..64", c.text()));
+  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px)};
 }
 
 namespace {
@@ -250,7 +255,15 @@ Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
   // Few output channels (LeNet's first layer) on a GPU: one element of all of them per invocation, the weights in
   // workgroup memory (at batch 8192, 6 channels: cuda:0 0.484 -> 0.192 ms against the row kernel; on lavapipe at batch
   // 64 it took 7.8 ms against the row kernel's 3.6). The f64 check keeps the config valid for either type.
-  if (!limits.cpu && s.cout <= 8 && shared_w_fits(s, Type::F64)) return {false, 128, uint32_t(s.cout), true};
+  if (!limits.cpu && s.cout <= 8 && shared_w_fits(s, Type::F64)) {
+    // Each workgroup copies the weights first. Where many elements leave enough workgroups (528: four per core of a
+    // 132-core GPU), 16 elements per invocation in workgroups of 64, the tuner's pick on the H100's cuda:0 for LeNet's
+    // first layer at batch 8192 (0.216 ms at one element in 128, 0.181 at 8 in 64, 0.153 at 16 in 64; vulkan:0
+    // 0.180 -> 0.174, docs/PERFORMANCE.md). Batch 64 keeps one element in 128.
+    const uint64_t elements = uint64_t(s.n * s.ho * s.wo);
+    if (elements / (64 * 16) >= 528) return {false, 64, uint32_t(s.cout), true, 16};
+    return {false, 128, uint32_t(s.cout), true, 1};
+  }
   const int64_t rows = s.n * s.cout * s.ho;
   if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.wo, s.cout_per_group());
   return {false, kThreads, 1};
@@ -292,10 +305,11 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
   // Elements of every output channel with the weights in workgroup memory.
   if (shared_w_fits(s, t) && shared_w_bytes(s, t) <= limits.shared_bytes)
     for (uint32_t wg : {64u, 128u, 256u})
-      if (wg <= limits.max_invocations) {
-        const Conv2dConfig c{false, wg, uint32_t(s.cout), true};
-        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-      }
+      for (uint32_t px : {1u, 4u, 8u, 16u})
+        if (wg <= limits.max_invocations) {
+          const Conv2dConfig c{false, wg, uint32_t(s.cout), true, px};
+          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        }
   return out;
 }
 
@@ -374,69 +388,77 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
     });
     kb.barrier();
   }
-  Val o = kb.global_id();
-  kb.if_(o < items, [&] {
-    Val wo = o % Wo, t1 = o / Wo;
-    Val ho = t1 % Ho, t2 = t1 / Ho;
-    Val cb = t2 % co_count, n = t2 / co_count;
-    Val co = cob == 1 ? cb : cb * cob;
-    Val g = co / opg;
-    Val x_base = (n * uint32_t(s.cin) + g * cpg) * (H * W);
-    Val w_base = co * (cpg * taps);
-    Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
-    Val wi0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
-    // Without padding every tap of every output lies inside the input: no checks at all.
-    auto row = [&](Val r) {
-      Val hi = hi0 + cast(r, Type::I32) * int32_t(s.dil_h);
-      if (s.pad_h == 0) return TapAxis{Val(), cast(hi, Type::U32) * W, r * uint32_t(s.kw)};
-      return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamp_index(hi, H) * W, r * uint32_t(s.kw)};
-    };
-    auto col = [&](Val c) {
-      Val wi = wi0 + cast(c, Type::I32) * int32_t(s.dil_w);
-      if (s.pad_w == 0) return TapAxis{Val(), cast(wi, Type::U32), c};
-      return TapAxis{(wi >= 0) & (wi < int32_t(W)), clamp_index(wi, W), c};
-    };
-    std::vector<Var> acc;
-    std::vector<Val> w_bases;  // channel j of the block's weights
-    for (uint32_t j = 0; j < cob; ++j) {
-      acc.push_back(kb.var(cob == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
-      w_bases.push_back(j == 0 ? w_base : w_base + j * (cpg * taps));
-    }
-    Val ci;  // the channel loop's variable, set by `around`
-    auto around = [&](const std::function<void()>& taps_body) {
-      kb.for_(kb.u32(0), kb.u32(cpg), [&](Val c) {
-        ci = c;
-        taps_body();
-      });
-    };
-    for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
-      // Masking the input (not the product) leaves one fma per tap and output channel.
-      Val xv = masked(both(rr.ok, cc.ok), x[x_base + ci * (H * W) + rr.offset + cc.offset]);
-      if (c.shared_w) {
-        // Four channels' weights of this tap per workgroup-memory read (lanes past Cout are never used).
-        Val at = (ci * taps + rr.w_offset + cc.w_offset) * cpad;
-        for (uint32_t q = 0; q < cpad; q += 4) {
-          std::vector<Val> wv;
-          if (w_vectors) wv = w_tile.load_vector(at + q, 4);
-          else
-            for (uint32_t l = 0; l < 4; ++l) wv.push_back(w_tile[at + (q + l)]);
-          for (uint32_t l = 0; l < 4 && q + l < cob; ++l) acc[q + l] = fma(xv, wv[l], acc[q + l]);
-        }
-        return;
-      }
+  // Result element o (c.pixels of them per invocation, each pass a workgroup's worth of neighbouring elements).
+  auto element = [&](Val o) {
+    kb.if_(o < items, [&] {
+      Val wo = o % Wo, t1 = o / Wo;
+      Val ho = t1 % Ho, t2 = t1 / Ho;
+      Val cb = t2 % co_count, n = t2 / co_count;
+      Val co = cob == 1 ? cb : cb * cob;
+      Val g = co / opg;
+      Val x_base = (n * uint32_t(s.cin) + g * cpg) * (H * W);
+      Val w_base = co * (cpg * taps);
+      Val hi0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
+      Val wi0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
+      // Without padding every tap of every output lies inside the input: no checks at all.
+      auto row = [&](Val r) {
+        Val hi = hi0 + cast(r, Type::I32) * int32_t(s.dil_h);
+        if (s.pad_h == 0) return TapAxis{Val(), cast(hi, Type::U32) * W, r * uint32_t(s.kw)};
+        return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamp_index(hi, H) * W, r * uint32_t(s.kw)};
+      };
+      auto col = [&](Val c) {
+        Val wi = wi0 + cast(c, Type::I32) * int32_t(s.dil_w);
+        if (s.pad_w == 0) return TapAxis{Val(), cast(wi, Type::U32), c};
+        return TapAxis{(wi >= 0) & (wi < int32_t(W)), clamp_index(wi, W), c};
+      };
+      std::vector<Var> acc;
+      std::vector<Val> w_bases;  // channel j of the block's weights
       for (uint32_t j = 0; j < cob; ++j) {
-        Val wv = w[w_bases[j] + ci * taps + rr.w_offset + cc.w_offset];
-        acc[j] = fma(xv, wv, acc[j]);
+        acc.push_back(kb.var(cob == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
+        w_bases.push_back(j == 0 ? w_base : w_base + j * (cpg * taps));
+      }
+      Val ci;  // the channel loop's variable, set by `around`
+      auto around = [&](const std::function<void()>& taps_body) {
+        kb.for_(kb.u32(0), kb.u32(cpg), [&](Val c) {
+          ci = c;
+          taps_body();
+        });
+      };
+      for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
+        // Masking the input (not the product) leaves one fma per tap and output channel.
+        Val xv = masked(both(rr.ok, cc.ok), x[x_base + ci * (H * W) + rr.offset + cc.offset]);
+        if (c.shared_w) {
+          // Four channels' weights of this tap per workgroup-memory read (lanes past Cout are never used).
+          Val at = (ci * taps + rr.w_offset + cc.w_offset) * cpad;
+          for (uint32_t q = 0; q < cpad; q += 4) {
+            std::vector<Val> wv;
+            if (w_vectors) wv = w_tile.load_vector(at + q, 4);
+            else
+              for (uint32_t l = 0; l < 4; ++l) wv.push_back(w_tile[at + (q + l)]);
+            for (uint32_t l = 0; l < 4 && q + l < cob; ++l) acc[q + l] = fma(xv, wv[l], acc[q + l]);
+          }
+          return;
+        }
+        for (uint32_t j = 0; j < cob; ++j) {
+          Val wv = w[w_bases[j] + ci * taps + rr.w_offset + cc.w_offset];
+          acc[j] = fma(xv, wv, acc[j]);
+        }
+      });
+      if (cob == 1) {
+        y[o] = acc[0].get();
+      } else {
+        Val y0 = ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo + wo;
+        for (uint32_t j = 0; j < cob; ++j) y[y0 + j * (Ho * Wo)] = acc[j].get();
       }
     });
-    if (cob == 1) {
-      y[o] = acc[0].get();
-    } else {
-      Val y0 = ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo + wo;
-      for (uint32_t j = 0; j < cob; ++j) y[y0 + j * (Ho * Wo)] = acc[j].get();
-    }
-  });
-  return {kb.finish(), groups_for_threads(items, c.wg)};
+  };
+  if (c.pixels == 1) {
+    element(kb.global_id());
+  } else {
+    Val first = kb.group_id() * (c.pixels * c.wg) + kb.local_id();
+    kb.for_(kb.u32(0), kb.u32(c.pixels), [&](Val k) { element(first + k * c.wg); });
+  }
+  return {kb.finish(), groups_for_threads(items, c.wg * c.pixels)};
 }
 
 HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {

@@ -56,12 +56,15 @@ struct Conv2dConfig {
   // weights into workgroup memory, channel-fastest in fours, so an invocation reads 4 channels' weights of a tap per
   // load, instead of loading every weight from memory itself (at most 16 KiB of weights).
   bool shared_w = false;
-  Config config() const;  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set)
+  // With shared_w: result elements per invocation, one after another, so the weights a workgroup copies serve this
+  // many times more elements (1..64).
+  uint32_t pixels = 1;
+  Config config() const;  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1)
   static Conv2dConfig from(const Config& c);
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
 };
 // What the templates pick without tuning: on a GPU (limits.cpu false, the default) elements of all output channels
-// with shared_w where there are at most 8; else rows where rows are short and there are >= 1024 of them (64 per
+// with shared_w where there are at most 8 (16 elements per invocation in 64 where that still leaves 528 workgroups); else rows where rows are short and there are >= 1024 of them (64 per
 // workgroup; several channels per row where rows are many), else one element per invocation (256 per workgroup).
 Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits = {});
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s);

@@ -97,9 +97,15 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows && c.c_block == 4; }));
   for (const auto& c : cs)
     if (c.rows) EXPECT_LE(14 * c.c_block, 64u) << c.config().text();
-  // LeNet's first layer: elements of its 6 channels with the weights in workgroup memory on a GPU, rows on a CPU.
+  // LeNet's first layer: elements of its 6 channels with the weights in workgroup memory on a GPU (16 per invocation
+  // in 64 at batch 8192, one in 128 at batch 64, where 16 would leave 49 workgroups), rows on a CPU.
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
-  EXPECT_EQ(conv2d_heuristic(first), (Conv2dConfig{false, 128, 6, true}));
+  EXPECT_EQ(conv2d_heuristic(first), (Conv2dConfig{false, 64, 6, true, 16}));
+  EXPECT_EQ(Conv2dConfig::from(conv2d_heuristic(first).config()), conv2d_heuristic(first));
+  const Conv2dShape first64 = conv2d_shape({64, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_heuristic(first64), (Conv2dConfig{false, 128, 6, true, 1}));
+  EXPECT_THROW(conv2d_kernel(first, spire::kir::Type::F32, Conv2dConfig{false, 128, 1, false, 8}), std::invalid_argument)
+      << "several elements per invocation need shared_w";
   Limits cpu;
   cpu.cpu = true;
   EXPECT_EQ(conv2d_heuristic(first, cpu), (Conv2dConfig{true, 64, 1}));
