@@ -174,7 +174,7 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   // H100 (docs/PERFORMANCE.md), 3x3 stride-2 layers ran slower than the direct kernel, 1x1 stride-2 ones faster.
   const bool dense = (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
   const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
-  op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s).config();
+  op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits)), s, gemm,
                                        t, limits, plain_tiling);
   // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).

@@ -119,6 +119,7 @@ struct RowGather {
   // The same row of `blocks` neighbouring result channels, each source element loaded once for all of them; the
   // weights of block b start w_block_stride elements after block b - 1's.
   uint32_t blocks = 1, w_block_stride = 0;
+  bool loop_rows = false;  // the window's rows as a loop in the kernel even where unrolling them is allowed
 };
 
 // Emits the row's sums and returns them, block by block, one per result column (acc[b * out_cols + j]).
@@ -149,7 +150,7 @@ std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, cons
           }
     }
   };
-  const bool unroll_rows = int64_t(g.kh) * g.kw * g.out_cols * g.blocks <= kMaxUnrolledRowFmas;
+  const bool unroll_rows = !g.loop_rows && int64_t(g.kh) * g.kw * g.out_cols * g.blocks <= kMaxUnrolledRowFmas;
   std::vector<TapAxis> rows;
   if (unroll_rows)
     for (uint32_t r = 0; r < g.kh; ++r) rows.push_back(g.row(kb.u32(r)));
@@ -203,6 +204,7 @@ void check_config(const Conv2dShape& s, const Conv2dConfig& c, int64_t result_co
                      kMaxRowSums, result_cols));
   if (c.pixels < 1 || c.pixels > 64 || (c.pixels > 1 && !c.shared_w))
     fail("takes several elements per invocation (1..64), which needs the weights in workgroup memory (shared_w)");
+  if (c.row_loop && !c.rows) fail("loops over the window's rows of a result row, which needs rows");
 }
 
 // The config's values after the kernel's name, where they are not what the name already implies (the
@@ -213,6 +215,7 @@ std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
   if (c.c_block > 1) out += fmt::format("_c{}", c.c_block);
   if (c.shared_w) out += "_sw";
   if (c.pixels > 1) out += fmt::format("_px{}", c.pixels);
+  if (c.row_loop) out += "_rl";
   return out;
 }
 
@@ -222,6 +225,7 @@ Config Conv2dConfig::config() const {
   Config c{{"rows", rows ? 1 : 0}, {"wg", wg}, {"c_block", c_block}};
   if (shared_w) c.set("shared_w", 1);  // configs without it keep the text tuning caches already hold
   if (pixels > 1) c.set("pixels", pixels);
+  if (row_loop) c.set("row_loop", 1);
   return c;
 }
 
@@ -229,10 +233,13 @@ Conv2dConfig Conv2dConfig::from(const Config& c) {
   int64_t rows = c.get("rows"), wg = c.get("wg"), co = c.get("c_block");
   int64_t sw = c.has("shared_w") ? c.get("shared_w") : 0;
   int64_t px = c.has("pixels") ? c.get("pixels") : 1;
-  if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64 || (sw != 0 && sw != 1) || px < 1 || px > 64)
+  int64_t rl = c.has("row_loop") ? c.get("row_loop") : 0;
+  if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64 || (sw != 0 && sw != 1) || px < 1 ||
+      px > 64 || (rl != 0 && rl != 1))
     throw std::invalid_argument(fmt::format(
-        "conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or 1, pixels 1..64", c.text()));
-  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px)};
+        "conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or 1, pixels 1..64, row_loop 0 or 1",
+        c.text()));
+  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px), rl == 1};
 }
 
 namespace {
@@ -242,11 +249,16 @@ namespace {
 // is more than one. Measured on the H100 (LeNet's step, docs/PERFORMANCE.md): at batch 8192 the tuner's picks on
 // cuda:0 for all three row layers and on vulkan:0 for two; at batch 64 fewer, longer invocations cost cuda:0's step 7%,
 // so a block must leave at least 65536 invocations.
-Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_group) {
+//
+// Rows of several channels on a GPU loop over the window's rows instead of unrolling them (row_loop): LeNet's second
+// convolution at batch 8192 then took 128 registers per invocation instead of 175 (forward) and 218 (input
+// gradient) on the H100's cuda:0, twice the resident warps, and 0.366 -> 0.346 ms / 0.308 -> 0.300 ms (vulkan:0
+// 0.293 -> 0.287 / 0.267 -> 0.260; fresh processes, docs/PERFORMANCE.md). One-channel rows (batch 64) stay unrolled.
+Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_group, bool gpu) {
   uint32_t cb = 1;
   for (uint32_t c : {2u, 3u, 4u, 6u, 8u})
     if (channels_per_group % c == 0 && cols * c <= 48 && rows / c >= 65536) cb = c;
-  return {true, cb > 1 ? 32u : kRowThreads, cb};
+  return {true, cb > 1 ? 32u : kRowThreads, cb, false, 1, gpu && cb > 1};
 }
 
 }  // namespace
@@ -265,13 +277,14 @@ Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
     return {false, 128, uint32_t(s.cout), true, 1};
   }
   const int64_t rows = s.n * s.cout * s.ho;
-  if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.wo, s.cout_per_group());
+  if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations)
+    return row_heuristic(rows, s.wo, s.cout_per_group(), !limits.cpu);
   return {false, kThreads, 1};
 }
 
-Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s) {
+Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& limits) {
   const int64_t rows = s.n * s.cin * s.h;
-  if (rows_fit(s.w, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.w, s.cin_per_group());
+  if (rows_fit(s.w, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.w, s.cin_per_group(), !limits.cpu);
   return {false, kThreads, 1};
 }
 
@@ -291,6 +304,10 @@ std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t resu
     for (uint32_t cb : {2u, 3u, 4u, 6u, 8u})
       if (channels_per_group % cb == 0 && result_cols * cb <= kMaxRowSums)
         for (uint32_t wg : {32u, 64u, 128u}) add({true, wg, cb});
+    // The window's rows as a loop: fewer registers, more invocations resident.
+    for (uint32_t cb : {1u, 2u, 3u})
+      if (channels_per_group % cb == 0 && result_cols * cb <= kMaxRowSums)
+        for (uint32_t wg : {32u, 64u}) add({true, wg, cb, false, 1, true});
   }
   for (uint32_t cb : {1u, 2u, 3u, 4u, 6u, 8u})
     if (channels_per_group % cb == 0)
@@ -314,7 +331,7 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
 }
 
 std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits) {
-  return candidates(conv2d_grad_input_heuristic(s), s.w, s.kw, s.cin_per_group(), limits);
+  return candidates(conv2d_grad_input_heuristic(s, limits), s.w, s.kw, s.cin_per_group(), limits);
 }
 
 HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
@@ -360,6 +377,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
       g.w_base = co * (cpg * taps);
       g.src_channel_stride = H * W, g.w_channel_stride = taps;
       g.blocks = cob, g.w_block_stride = cpg * taps;
+      g.loop_rows = c.row_loop;
       std::vector<Var> acc = emit_row_gather(kb, t, x, w, g);
       Val y_row = cob == 1 ? o * Wo : ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo;
       for (uint32_t b = 0; b < cob; ++b)
@@ -508,6 +526,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       g.w_base = (g_idx * opg * cpg + cil) * taps;
       g.src_channel_stride = Ho * Wo, g.w_channel_stride = cpg * taps;
       g.blocks = cib, g.w_block_stride = taps;
+      g.loop_rows = c.row_loop;
       std::vector<Var> acc = emit_row_gather(kb, t, gy, w, g);
       Val x_row = cib == 1 ? o * W : ((n * uint32_t(s.cin) + ci) * H + hi) * W;
       for (uint32_t b = 0; b < cib; ++b)

@@ -59,7 +59,12 @@ struct Conv2dConfig {
   // With shared_w: result elements per invocation, one after another, so the weights a workgroup copies serve this
   // many times more elements (1..64).
   uint32_t pixels = 1;
-  Config config() const;  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1)
+  // With rows: the window's rows as a loop in the kernel rather than unrolled. Unrolled, every row's loads of a
+  // channel are in flight at once (ILP), at the price of registers: LeNet's second convolution took 175-218 registers
+  // per invocation on the H100's cuda:0, which left 8 warps per core.
+  bool row_loop = false;
+  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1, ",row_loop=1" when set)
+  Config config() const;
   static Conv2dConfig from(const Config& c);
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
 };
@@ -67,7 +72,7 @@ struct Conv2dConfig {
 // with shared_w where there are at most 8 (16 elements per invocation in 64 where that still leaves 528 workgroups); else rows where rows are short and there are >= 1024 of them (64 per
 // workgroup; several channels per row where rows are many), else one element per invocation (256 per workgroup).
 Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits = {});
-Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s);
+Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& limits = {});
 // The tuner's candidates (the heuristic first), within the device's workgroup size.
 std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits, kir::Type t = kir::Type::F32);
 std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits);

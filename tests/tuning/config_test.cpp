@@ -84,12 +84,18 @@ TEST(Candidates, Conv2dFamilies) {
 }
 
 // Rows of several channels where the rows are many (LeNet's second convolution at batch 8192: 2 output channels of 14
-// columns, 3 input channels for its input gradient), one channel per row at batch 64; rows of at most 64 sums among
-// the candidates.
+// columns, 3 input channels for its input gradient), looping over the window's rows on GPUs (unrolled on CPUs), one
+// channel per row at batch 64; rows of at most 64 sums among the candidates.
 TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   const Conv2dShape big = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
-  EXPECT_EQ(conv2d_heuristic(big), (Conv2dConfig{true, 32, 2}));
-  EXPECT_EQ(conv2d_grad_input_heuristic(big), (Conv2dConfig{true, 32, 3}));
+  EXPECT_EQ(conv2d_heuristic(big), (Conv2dConfig{true, 32, 2, false, 1, true}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(big), (Conv2dConfig{true, 32, 3, false, 1, true}));
+  Limits cpu_limits;
+  cpu_limits.cpu = true;
+  EXPECT_EQ(conv2d_heuristic(big, cpu_limits), (Conv2dConfig{true, 32, 2}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(big, cpu_limits), (Conv2dConfig{true, 32, 3}));
+  EXPECT_EQ(Conv2dConfig::from(conv2d_heuristic(big).config()), conv2d_heuristic(big));
+  EXPECT_NE(conv2d_heuristic(big).config().text().find("row_loop=1"), std::string::npos);
   const Conv2dShape small = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_EQ(conv2d_heuristic(small), (Conv2dConfig{true, 64, 1}));
   EXPECT_EQ(conv2d_grad_input_heuristic(small), (Conv2dConfig{true, 64, 1}));
