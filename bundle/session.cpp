@@ -186,14 +186,7 @@ class PlanInstance {
       views.clear();
       for (uint32_t i : l.buffers) views.push_back(views_[i]);
       rt::ScalarArgs scalars = scalar_args(l);
-      const rt::Kernel& k = *kernels_[l.kernel];
-      const std::vector<rt::BufferUse> uses = rt::launch_uses(k.ir(), views);
-      if (hazards.conflicts(uses)) {
-        stream_->barrier();
-        hazards.clear();
-      }
-      stream_->dispatch(k, views, scalars, rt::Grid::workgroups(l.groups));
-      hazards.add(uses);
+      hazards.dispatch(*stream_, *kernels_[l.kernel], views, scalars, rt::Grid::workgroups(l.groups));
     }
     if (!p_.launches.empty()) stream_->barrier();  // the copies below read the launches' results
     for (const CopySpec& c : p_.copies) {

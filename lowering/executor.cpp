@@ -220,15 +220,8 @@ class CompiledStep final : public Executable {
     for (const Launch& l : plan_.launches) {
       views.clear();
       for (int32_t b : l.buffers) views.push_back(views_[size_t(b)]);
-      const rt::Kernel& k = *kernels_[size_t(l.kernel)];
-      const std::vector<rt::BufferUse> uses = rt::launch_uses(k.ir(), views);
-      if (hazards.conflicts(uses)) {
-        stream_->barrier();
+      if (hazards.dispatch(*stream_, *kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups)))
         ++barriers_;
-        hazards.clear();
-      }
-      stream_->dispatch(k, views, l.scalars, rt::Grid::workgroups(l.groups));
-      hazards.add(uses);
       if (profile_) {
         stream_->barrier();
         ++barriers_;

@@ -43,4 +43,17 @@ void LaunchHazards::clear() {
   writes_.clear();
 }
 
+bool LaunchHazards::dispatch(CommandStream& stream, const Kernel& kernel, std::span<const BufferView> views,
+                             const ScalarArgs& scalars, Grid grid) {
+  const std::vector<BufferUse> uses = launch_uses(kernel.ir(), views);
+  const bool barrier = conflicts(uses);
+  if (barrier) {
+    stream.barrier();
+    clear();
+  }
+  stream.dispatch(kernel, views, scalars, grid);
+  add(uses);
+  return barrier;
+}
+
 }  // namespace spire::rt

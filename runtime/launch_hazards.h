@@ -34,6 +34,10 @@ class LaunchHazards {
   void add(std::span<const BufferUse> uses);
   // A barrier was recorded: everything before it is complete and visible.
   void clear();
+  // What a recorder does per launch: a barrier into `stream` first if the launch conflicts (then clear()), the dispatch,
+  // then add(). Returns whether it recorded a barrier.
+  bool dispatch(CommandStream& stream, const Kernel& kernel, std::span<const BufferView> views, const ScalarArgs& scalars,
+                Grid grid);
 
  private:
   struct Range {
