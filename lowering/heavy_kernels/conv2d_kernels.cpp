@@ -617,8 +617,8 @@ constexpr uint32_t kMaxBlockTaps = 32;
 constexpr uint32_t kMaxBlockSums = 64;
 // Every Vulkan device offers 16 KiB of workgroup memory; the per-tap reduction arrays must fit in it.
 constexpr uint32_t kSharedBytes = 16384;
-// Partial sums per weight: the heuristic and the plain candidates stay within 64; staged configs, whose splits divide
-// whole images, may take up to this many (layers of few weights over long sums need them to fill a GPU).
+// Partial sums per weight: plain configs stay within 64; staged configs, whose splits divide whole images, may take up
+// to this many (layers of few weights over long sums need them to fill a GPU).
 constexpr uint32_t kMaxSplits = 512;
 
 // The staged row mode's layout in workgroup memory, per step of `images` images: their grad_y planes of the
@@ -644,7 +644,7 @@ StagedLayout staged_layout(const Conv2dShape& s, uint32_t wg, uint32_t co_block)
 // Staged configs' splits: about ten workgroups per core of a 132-core GPU, each split at least two steps of images.
 uint32_t staged_splits(const Conv2dShape& s, uint32_t co_block, uint32_t wg) {
   const uint64_t pairs = std::max<uint64_t>(1, uint64_t(s.cout / co_block) * uint64_t(s.cin_per_group()));
-  const uint64_t images_per_step = std::max<uint64_t>(1, wg / uint64_t(std::max<int64_t>(s.ho, 1)));
+  const uint64_t images_per_step = std::max<uint32_t>(1, staged_layout(s, wg, co_block).images);
   uint64_t want = (1320 + pairs - 1) / pairs;
   want = std::min<uint64_t>(want, std::max<uint64_t>(1, uint64_t(s.n) / (2 * images_per_step)));
   return uint32_t(std::clamp<uint64_t>(want, 1, kMaxSplits));
@@ -758,9 +758,10 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
   }
   // Few weights over a long sum (LeNet's first convolution at batch 8192: 6 (cout, cin) pairs): where the plain row
   // mode wants more than its 64 splits and those leave fewer workgroups than a GPU has cores times four, stage whole
-  // images through workgroup memory instead, whose splits may go beyond 64. Measured on the H100 at batch 8192 (fresh processes): 0.268 -> 0.143 ms
-  // on cuda:0 (also the tuner's pick), 0.251 -> 0.143 ms on vulkan:0. The second convolution (48 pairs x 64 splits)
-  // gained nothing from staging (0.46 -> 0.44-0.62 ms on cuda:0, 0.43 -> 0.47-0.60 on vulkan:0), so it keeps rows.
+  // images through workgroup memory instead, whose splits may go beyond 64. Measured on the H100 at batch 8192 (fresh
+  // processes): 0.268 -> 0.143 ms on cuda:0 (also the tuner's pick), 0.251 -> 0.143 ms on vulkan:0. The second
+  // convolution (48 pairs x 64 splits) gained nothing from staging (0.46 -> 0.44-0.62 ms on cuda:0, 0.43 -> 0.47-0.60
+  // on vulkan:0), so it keeps rows.
   if (!limits.cpu && g.row_mode && c.co_block == 1 && g.splits == 64 &&
       uint64_t(s.cout) * uint64_t(s.cin_per_group()) * g.splits < 528) {
     GradWeightConfig staged{g.rows, g.cols, 64, staged_splits(s, 1, 64), true, 1, true};
@@ -922,10 +923,11 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
       const uint32_t gy_image = uint32_t(s.cout) * plane, x_image = uint32_t(s.cin) * (H * W);
       kb.for_(begin, end, kb.u32(l.images), [&](Val img0) {
         kb.barrier();  // every invocation is done with the previous step's images
-        // Images past N read the last one (their rows are skipped below).
-        struct Item { Val to, from; std::optional<Val> present; bool x_region; };
+        // Every load is emitted here, every store after them. Images past N read the last one (their rows are
+        // skipped below).
+        struct Item { Val to, value; std::optional<Val> present; };
         std::vector<Item> items;
-        auto plan = [&](uint32_t count, uint32_t per_image, uint32_t at, bool x_region) {
+        auto load = [&](uint32_t count, uint32_t per_image, uint32_t at, const Buf& src, Val image_stride, Val plane0) {
           for (uint32_t base = 0; base < count; base += wg) {
             Val idx = lid + base;
             std::optional<Val> present;
@@ -933,17 +935,14 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
             Val e = present ? min(idx, count - 1) : idx;
             Val im = e / per_image, off = e % per_image;
             Val n = min(img0 + im, N - 1);
-            Val from = x_region ? (n * x_image + ci * (H * W)) + off : (n * gy_image + co * plane) + off;
-            items.push_back({at + e, from, present, x_region});
+            items.push_back({at + e, src[n * image_stride + plane0 + off], present});
           }
         };
-        plan(l.images * l.gy_per_image, l.gy_per_image, l.gy_at, false);
-        plan(l.images * l.x_per_image, l.x_per_image, l.x_at, true);
-        std::vector<Val> values;
-        for (const Item& it : items) values.push_back(it.x_region ? Val(x[it.from]) : Val(gy[it.from]));
-        for (size_t k = 0; k < items.size(); ++k) {
-          auto store = [&] { part[items[k].to] = values[k]; };
-          if (items[k].present) kb.if_(*items[k].present, store);
+        load(l.images * l.gy_per_image, l.gy_per_image, l.gy_at, gy, kb.u32(gy_image), co * plane);
+        load(l.images * l.x_per_image, l.x_per_image, l.x_at, x, kb.u32(x_image), ci * (H * W));
+        for (const Item& it : items) {
+          auto store = [&] { part[it.to] = it.value; };
+          if (it.present) kb.if_(*it.present, store);
           else store();
         }
         kb.barrier();

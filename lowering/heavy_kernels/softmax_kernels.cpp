@@ -217,7 +217,8 @@ uint32_t cross_entropy_heuristic(int64_t n) { return pow2_clamped(uint64_t(std::
 
 uint32_t cross_entropy_heuristic(int64_t n, const Limits& limits) {
   if (limits.cpu) return cross_entropy_heuristic(n);
-  return pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, std::max<uint32_t>(256, std::min<uint32_t>(1024, limits.max_invocations)));
+  const uint32_t widest = std::max<uint32_t>(256, std::min<uint32_t>(1024, limits.max_invocations));
+  return pow2_clamped(uint64_t(std::max<int64_t>(n, 1)), 32, widest);
 }
 
 std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits) {
