@@ -112,6 +112,14 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   EXPECT_EQ(conv2d_heuristic(first64), (Conv2dConfig{false, 128, 6, true, 1}));
   EXPECT_THROW(conv2d_kernel(first, spire::kir::Type::F32, Conv2dConfig{false, 128, 1, false, 8}), std::invalid_argument)
       << "several elements per invocation need shared_w";
+  try {
+    conv2d_kernel(big, spire::kir::Type::F32, Conv2dConfig{false, 64, 1, false, 1, true});
+    ADD_FAILURE() << "a row loop without rows was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("row_loop=1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("needs rows"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(Conv2dConfig::from(Config{{"rows", 1}, {"wg", 32}, {"c_block", 2}, {"row_loop", 2}}), std::invalid_argument);
   Limits cpu;
   cpu.cpu = true;
   EXPECT_EQ(conv2d_heuristic(first, cpu), (Conv2dConfig{true, 64, 1}));
