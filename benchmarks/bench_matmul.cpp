@@ -33,10 +33,12 @@ namespace {
 
 const char* kUsage =
     "usage: spire_bench_matmul [--device D|all] [--runs 50] [--warmup 3] [--small] [--shapes LIST] [--csv FILE]\n"
-    "                          [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]\n"
+    "                          [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16] [--b-transposed]\n"
     "  --shapes: comma-separated MxKxN or N (N x N x N); default: 1024..8192 squares, resnet18 fc, transformer\n"
     "  --dtype:  the dtype of a, b and y (default f32); f16 and bf16 accumulate in f32\n"
-    "  --small:  every dimension divided by 16 (at least 1), for a CPU Vulkan driver\n";
+    "  --small:  every dimension divided by 16 (at least 1), for a CPU Vulkan driver\n"
+    "  --b-transposed: b given as [N, K] and transposed in the graph (a Linear layer's weight), which the lowering\n"
+    "                  reads in place\n";
 
 struct MatmulCase {
   std::string model;  // where the shape comes from
@@ -82,7 +84,7 @@ std::vector<float> rounded(std::vector<float> v, graph::DType t) {
 }
 
 double max_error(const MatmulCase& c, const std::vector<float>& a, const std::vector<float>& b,
-                 const std::vector<float>& y) {
+                 const std::vector<float>& y, bool b_transposed) {
   if (!std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }))
     return std::numeric_limits<double>::infinity();
   std::vector<std::pair<int64_t, int64_t>> at = {{0, 0}, {0, c.n - 1}, {c.m - 1, 0}, {c.m - 1, c.n - 1}};
@@ -91,7 +93,7 @@ double max_error(const MatmulCase& c, const std::vector<float>& a, const std::ve
   double worst = 0;
   for (auto [i, j] : at) {
     bench::DotReference ref;
-    for (int64_t k = 0; k < c.k; ++k) ref.add(a[size_t(i * c.k + k)], b[size_t(k * c.n + j)]);
+    for (int64_t k = 0; k < c.k; ++k) ref.add(a[size_t(i * c.k + k)], b[size_t(b_transposed ? j * c.k + k : k * c.n + j)]);
     worst = std::max(worst, ref.error(y[size_t(i * c.n + j)]));
   }
   return worst;
@@ -102,9 +104,14 @@ double max_error(const MatmulCase& c, const std::vector<float>& a, const std::ve
 int main(int argc, char** argv) {
   std::string shapes;
   graph::DType dtype = graph::DType::F32;
+  bool b_transposed = false;
   bench::BenchFlags flags = bench::parse_bench_flags(argc, argv, kUsage, [&](const std::string& f, const auto& value) {
     if (f == "--shapes") {
       shapes = value();
+      return true;
+    }
+    if (f == "--b-transposed") {
+      b_transposed = true;
       return true;
     }
     if (f == "--dtype") {
@@ -156,12 +163,12 @@ int main(int argc, char** argv) {
       for (const MatmulCase& c : cases) {
         graph::Graph g;
         auto a = g.input("a", dtype, {c.m, c.k});
-        auto b = g.input("b", dtype, {c.k, c.n});
-        g.output("y", g.matmul(a, b));
+        auto b = g.input("b", dtype, b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.k, c.n});
+        g.output("y", g.matmul(a, b_transposed ? g.transpose(b) : b));
         std::vector<bench::GraphInput> in = {{"a", rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
                                              {"b", rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
         bench::TimedGraph t = bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup);
-        double err = max_error(c, in[0].data, in[1].data, t.output);
+        double err = max_error(c, in[0].data, in[1].data, t.output, b_transposed);
         bool ok = err <= max_relative_error;
         if (!ok) {
           ++failures;

@@ -18,6 +18,7 @@ if(NOT TARGET spire_heavy_kernels)
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_mma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_wgmma_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_workgroup_mma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tile_order.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_gemm_kernels.cpp

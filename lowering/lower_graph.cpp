@@ -125,6 +125,8 @@ class PlanBuilder final : public LoweringContext {
     if (slot == buffers.end()) return;
     const uint32_t index = uint32_t(slot - buffers.begin());
     if (kernel.buffers[index].access == kir::Access::Read) return;
+    // Stored as whole workgroup matrices: no store names an element, so the root is lowered in its own turn.
+    if (kir::stores_matrices_into(kernel, index)) return;
     const graph::Value root{root_id};
     if (epilogue_applied_[size_t(root_id)])
       throw std::logic_error(fmt::format("lowering of '{}': a second launch stores the result its epilogue '{}' was "

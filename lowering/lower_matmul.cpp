@@ -5,6 +5,7 @@
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "lowering/heavy_kernels/matmul_mma_kernel.h"
 #include "lowering/heavy_kernels/matmul_wgmma_kernel.h"
+#include "lowering/heavy_kernels/matmul_workgroup_mma_kernel.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 
@@ -25,9 +26,12 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   // 16-bit operands on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on Hopper the
   // warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
   // cuBLAS's speed at 8192 on an H100, docs/PERFORMANCE.md), with the wmma kernel's tilings as the tuner's other
-  // candidates.
+  // candidates. On Vulkan devices with workgroup matrices (NVIDIA's VK_NV_cooperative_matrix2) the workgroup-matrix
+  // kernel, whose tiles the driver stages, is a candidate after the subgroup kernel's tilings, not the heuristic: on
+  // an H200's vulkan:0 it was 20% slower at 8192 and 30% at 4096 (docs/PERFORMANCE.md).
   const bool tensor_cores = limits.cooperative_matrix && heavy::matmul_fits_tensor_cores(s, t);
   const bool warpgroups = heavy::matmul_fits_warpgroup_mma(s, t, limits);
+  const bool workgroup = limits.workgroup_matrix && tensor_cores && heavy::matmul_fits_workgroup_mma(s, t);
   op.heuristic = (warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
                   : tensor_cores ? heavy::choose_matmul_mma_tiling(s, limits)
                                  : heavy::choose_matmul_tiling(s, t)).config();
@@ -35,10 +39,16 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   for (const heavy::Config& c :
        configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
     op.candidates.push_back(c);
+  if (workgroup)
+    for (const heavy::Config& c : configs_of(heavy::matmul_workgroup_mma_candidates(s))) op.candidates.push_back(c);
   op.build = [s, t, async = limits.async_copy, io = io_buffers(g, v)](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
     if (tiling.warpgroup_mma()) {
       heavy::HeavyKernel k = heavy::matmul_wgmma_kernel(s, tiling);
+      return single_kernel_program(io, std::move(k.kernel), k.groups);
+    }
+    if (tiling.workgroup_matrix) {
+      heavy::HeavyKernel k = heavy::matmul_workgroup_mma_kernel(s, tiling);
       return single_kernel_program(io, std::move(k.kernel), k.groups);
     }
     if (tiling.tensor_cores()) {

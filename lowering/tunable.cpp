@@ -23,6 +23,7 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   l.cooperative_matrix = info.features.has(kir::Feature::CooperativeMatrix) && s == 32;
   l.warpgroup_matrix = info.features.has(kir::Feature::WarpgroupMatrix) && s == 32;
   l.tensor_copy = info.features.has(kir::Feature::TensorCopy);
+  l.workgroup_matrix = info.features.has(kir::Feature::WorkgroupMatrix) && l.max_invocations >= 256;
   l.async_copy = info.features.has(kir::Feature::AsyncCopy);
   l.cpu = info.type == rt::DeviceType::Cpu;
   return l;

@@ -90,6 +90,11 @@ std::string Translator::module() {
     fail(fmt::format("a kernel with subgroup operations needs whole warps, and its workgroup has {} invocations (not a "
                      "multiple of 32)", k_.workgroup_invocations()));
 
+  // VK_NV_cooperative_matrix2's workgroup matrices exist only on Vulkan; CUDA devices never report the feature, so
+  // the lowering never picks such a kernel for one.
+  if (k_.features.has(kir::Feature::WorkgroupMatrix))
+    fail("workgroup matrices (workgroup-matrix) are a Vulkan feature (VK_NV_cooperative_matrix2): no PTX form");
+
   uint32_t target_sm = ptx_target_for(target_.sm);  // throws below the baseline
   std::string version = ptx_version_for(target_.sm);
   std::string target_suffix;

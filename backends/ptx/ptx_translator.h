@@ -54,6 +54,9 @@ class Translator {
   void stmt(const kir::TensorCopy& s);
   void stmt(const kir::Arrive& s);
   void stmt(const kir::AwaitPhase& s);
+  // Refused before any statement (workgroup-matrix has no PTX form); never reached.
+  void stmt(const kir::MatrixLoadTensor&) {}
+  void stmt(const kir::MatrixStoreTensor&) {}
   void declare_fragments();
   std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
   void builtin(kir::Builtin b, const std::string& dst);

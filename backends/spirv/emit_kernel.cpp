@@ -7,6 +7,7 @@
 
 #include "backends/spirv/kernel_emitter.h"
 #include "backends/spirv/khr_matrix_enums.h"
+#include "backends/spirv/nv_matrix_enums.h"
 
 namespace spire::spirv {
 
@@ -119,6 +120,12 @@ void KernelEmitter::declare_capabilities() {
     }
     // bf16 operands are staged in workgroup memory as 16-bit words, which 16-bit storage does not cover there.
     if (bf16_shared) m_.add_capability(SpvCapabilityInt16);
+    if (k_.features.has(kir::Feature::WorkgroupMatrix)) {
+      m_.add_capability(SpvCapability(nv::kCapabilityCooperativeMatrixTensorAddressing));
+      m_.add_extension("SPV_NV_cooperative_matrix2");
+      m_.add_capability(SpvCapability(nv::kCapabilityTensorAddressing));
+      m_.add_extension("SPV_NV_tensor_addressing");
+    }
   }
 }
 

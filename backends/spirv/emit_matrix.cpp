@@ -5,12 +5,18 @@
 // go through a pointer to the workgroup array's element at the statement's index: the extension lets a matrix's
 // component type differ from the pointer's (bf16 operands are staged as 16-bit words, or as 16-byte vectors where
 // copies fill them), and counts the stride in the pointer's elements. The sizes are kir's fixed 16 x 16 (x 16) and the scope a subgroup.
+//
+// Workgroup matrices (Feature::WorkgroupMatrix) are the same types at workgroup scope, of the fragment's own sizes
+// (VK_NV_cooperative_matrix2's flexible dimensions), moved by SPV_NV_cooperative_matrix2's tensor loads and stores:
+// a 2-dimensional tensor layout of the buffer's matrix (clamped to zeros outside it), sliced to the block, through a
+// pointer to the buffer's element `base`; a column-major fragment reads the layout through a transposing tensor view.
 #include <fmt/format.h>
 
 #include <stdexcept>
 
 #include "backends/spirv/kernel_emitter.h"
 #include "backends/spirv/khr_matrix_enums.h"
+#include "backends/spirv/nv_matrix_enums.h"
 
 namespace spire::spirv {
 
@@ -24,6 +30,7 @@ Id KernelEmitter::fragment_type(const kir::MatrixFragment& f) {
       throw std::logic_error(fmt::format("SPIR-V backend: warpgroup accumulator {} has no Vulkan form", f.name));
   }
   const Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+  if (f.workgroup) return m_.type_cooperative_matrix(component, f.rows, f.columns, use, SpvScopeWorkgroup);
   return m_.type_cooperative_matrix(component, kir::kMatrixTile, kir::kMatrixTile, use);
 }
 
@@ -80,6 +87,56 @@ void KernelEmitter::stmt(const kir::MatrixMulAdd& s) {
   // Float components: no signedness operands.
   Id d = op(SpvOp(khr::kOpCooperativeMatrixMulAdd), fragment_type(k_.fragments.at(s.d)), {a, b, c});
   op_void(SpvOpStore, {fragment_vars_.at(s.d), d});
+}
+
+// The tensor layout and addressing operands of a workgroup matrix's block (kernel.h's MatrixLoadTensor): the
+// buffer's matrix in storage order (rows x columns, or columns x rows for a column-major fragment read through a
+// transposing view), sliced to the fragment's extent at (row, column).
+KernelEmitter::TensorAccess KernelEmitter::tensor_access(const kir::MatrixFragment& f, uint32_t buffer, kir::ValueId base,
+                                                         kir::ValueId row, kir::ValueId column, kir::ValueId rows,
+                                                         kir::ValueId columns) {
+  const Id layout_type = m_.type_tensor_layout(2, nv::kClampConstant);
+  Id layout = op(SpvOp(nv::kOpCreateTensorLayout), layout_type, {});
+  Id r = value(row), c = value(column), span_r = m_.constant_u32(f.rows), span_c = m_.constant_u32(f.columns);
+  if (!f.column_major) {
+    layout = op(SpvOp(nv::kOpTensorLayoutSetDimension), layout_type, {layout, value(rows), value(columns)});
+    layout = op(SpvOp(nv::kOpTensorLayoutSlice), layout_type, {layout, r, span_r, c, span_c});
+  } else {
+    layout = op(SpvOp(nv::kOpTensorLayoutSetDimension), layout_type, {layout, value(columns), value(rows)});
+    layout = op(SpvOp(nv::kOpTensorLayoutSlice), layout_type, {layout, c, span_c, r, span_r});
+  }
+  // No memory operand bits: these kernels read buffers other dispatches wrote and write ones later dispatches read,
+  // which the runtime's barriers between launches order; nothing inside a dispatch synchronizes on them, so the
+  // accesses may stay private (as glslang writes them; with NonPrivatePointer they ran no differently on an H200).
+  TensorAccess a{buffer_element(buffer, base), layout, {SpvMemoryAccessMaskNone}, {nv::kTensorAddressingNone}};
+  if (f.column_major) {
+    Id view = op(SpvOp(nv::kOpCreateTensorView), m_.type_tensor_view({1, 0}), {});
+    a.addressing = {nv::kTensorAddressingTensorView, view};
+  }
+  return a;
+}
+
+void KernelEmitter::stmt(const kir::MatrixLoadTensor& s) {
+  const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
+  TensorAccess a = tensor_access(f, s.buffer, s.base, s.row, s.column, s.rows, s.columns);
+  Id t = fragment_type(f);
+  // 'Object' gives the elements a view clips away; these views clip nothing, so it may be undefined.
+  Id undefined = op(SpvOpUndef, t, {});
+  Words w{t, m_.new_id(), a.pointer, undefined, a.layout};
+  w.insert(w.end(), a.memory.begin(), a.memory.end());
+  w.insert(w.end(), a.addressing.begin(), a.addressing.end());
+  append_instruction(*current_, SpvOp(nv::kOpCooperativeMatrixLoadTensor), w);
+  op_void(SpvOpStore, {fragment_vars_.at(s.fragment), w[1]});
+}
+
+void KernelEmitter::stmt(const kir::MatrixStoreTensor& s) {
+  const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
+  TensorAccess a = tensor_access(f, s.buffer, s.base, s.row, s.column, s.rows, s.columns);
+  Id object = op(SpvOpLoad, fragment_type(f), {fragment_vars_.at(s.fragment)});
+  Words w{a.pointer, object, a.layout};
+  w.insert(w.end(), a.memory.begin(), a.memory.end());
+  w.insert(w.end(), a.addressing.begin(), a.addressing.end());
+  append_instruction(*current_, SpvOp(nv::kOpCooperativeMatrixStoreTensor), w);
 }
 
 }  // namespace spire::spirv

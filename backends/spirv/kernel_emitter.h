@@ -63,6 +63,15 @@ class KernelEmitter {
   void stmt(const kir::MatrixLoad& s);
   void stmt(const kir::MatrixStore& s);
   void stmt(const kir::MatrixMulAdd& s);
+  // Workgroup matrices' tensor loads and stores (emit_matrix.cpp): SPV_NV_cooperative_matrix2.
+  struct TensorAccess {
+    Id pointer, layout;
+    Words memory, addressing;  // the Memory Operand and Tensor Addressing Operands words
+  };
+  TensorAccess tensor_access(const kir::MatrixFragment& f, uint32_t buffer, kir::ValueId base, kir::ValueId row,
+                             kir::ValueId column, kir::ValueId rows, kir::ValueId columns);
+  void stmt(const kir::MatrixLoadTensor& s);
+  void stmt(const kir::MatrixStoreTensor& s);
   // Copies into workgroup memory (emit_copies.cpp): a 16-byte load into registers where the kernel issues the copy,
   // its store deferred to the wait that covers it, so the load flies while the kernel computes in between.
   void plan_copies();

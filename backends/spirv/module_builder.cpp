@@ -1,6 +1,7 @@
 #include "backends/spirv/module_builder.h"
 
 #include "backends/spirv/khr_matrix_enums.h"
+#include "backends/spirv/nv_matrix_enums.h"
 
 #include <stdexcept>
 
@@ -114,10 +115,19 @@ Id ModuleBuilder::type_float(uint32_t width) { return deduplicated(types_, SpvOp
 Id ModuleBuilder::type_bfloat16() {
   return deduplicated(types_, SpvOpTypeFloat, {16, khr::kFPEncodingBFloat16});
 }
-Id ModuleBuilder::type_cooperative_matrix(Id component, uint32_t rows, uint32_t columns, uint32_t use) {
+Id ModuleBuilder::type_cooperative_matrix(Id component, uint32_t rows, uint32_t columns, uint32_t use, uint32_t scope) {
   // The scope, sizes and use are <id>s of constants, created first: they must precede the type in the section.
-  Words operands{component, constant_u32(SpvScopeSubgroup), constant_u32(rows), constant_u32(columns), constant_u32(use)};
+  Words operands{component, constant_u32(scope), constant_u32(rows), constant_u32(columns), constant_u32(use)};
   return deduplicated(types_, SpvOp(khr::kOpTypeCooperativeMatrix), operands);
+}
+Id ModuleBuilder::type_tensor_layout(uint32_t dims, uint32_t clamp_mode) {
+  Words operands{constant_u32(dims), constant_u32(clamp_mode)};
+  return deduplicated(types_, SpvOp(nv::kOpTypeTensorLayout), operands);
+}
+Id ModuleBuilder::type_tensor_view(const std::vector<uint32_t>& permutation) {
+  Words operands{constant_u32(uint32_t(permutation.size())), constant_bool(false)};
+  for (uint32_t p : permutation) operands.push_back(constant_u32(p));
+  return deduplicated(types_, SpvOp(nv::kOpTypeTensorView), operands);
 }
 Id ModuleBuilder::type_vector(Id component, uint32_t count) {
   return deduplicated(types_, SpvOpTypeVector, {component, count});

@@ -57,7 +57,12 @@ class ModuleBuilder {
   Id type_bfloat16();
   // SPV_KHR_cooperative_matrix's OpTypeCooperativeMatrixKHR: `rows` x `columns` of `component` held by a subgroup,
   // for `use` (khr_matrix_enums.h).
-  Id type_cooperative_matrix(Id component, uint32_t rows, uint32_t columns, uint32_t use);
+  Id type_cooperative_matrix(Id component, uint32_t rows, uint32_t columns, uint32_t use,
+                             uint32_t scope = SpvScopeSubgroup);
+  // SPV_NV_tensor_addressing (nv_matrix_enums.h): a tensor layout of `dims` dimensions and a clamp mode, and a tensor
+  // view of `dims` dimensions without its own (the layout's span gives them) that permutes them as `permutation`.
+  Id type_tensor_layout(uint32_t dims, uint32_t clamp_mode);
+  Id type_tensor_view(const std::vector<uint32_t>& permutation);
   Id type_vector(Id component, uint32_t count);
   Id type_array(Id element, uint32_t length);
   // A runtime array decorated with ArrayStride `stride`; one per (element, stride).

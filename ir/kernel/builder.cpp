@@ -62,6 +62,8 @@ bool reads_buffer(const Block& block, uint32_t buffer) {
       if (c->buffer == buffer) return true;
     } else if (const auto* v = std::get_if<LoadBufferVector>(&s)) {
       if (v->buffer == buffer) return true;
+    } else if (const auto* t = std::get_if<MatrixLoadTensor>(&s)) {
+      if (t->buffer == buffer) return true;
     } else if (const auto* i = std::get_if<If>(&s)) {
       if ((i->then_body && reads_buffer(*i->then_body, buffer)) || (i->else_body && reads_buffer(*i->else_body, buffer)))
         return true;
@@ -81,6 +83,9 @@ void KernelBuilder::rewrite_stores(uint32_t buffer, const std::function<Val(Val,
   if (reads_buffer(k_.body, buffer))
     throw std::invalid_argument(fmt::format("kernel '{}' reads its buffer '{}' as well as writing it: its stores cannot "
                                             "be rewritten", k_.name, k_.buffers[buffer].name));
+  if (stores_matrices_into(k_, buffer))
+    throw std::invalid_argument(fmt::format("kernel '{}' stores whole workgroup matrices into '{}': its stores cannot be "
+                                            "rewritten", k_.name, k_.buffers[buffer].name));
   if (store_as) {
     k_.buffers[buffer].elem = *store_as;
     k_.features |= features_for_type(*store_as);
@@ -286,6 +291,29 @@ void KernelBuilder::copy_wait(uint32_t pending) {
 
 void KernelBuilder::matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c) {
   current()->stmts.emplace_back(MatrixMulAdd{d.index, a.index, b.index, c.index});
+}
+
+Fragment KernelBuilder::workgroup_matrix(std::string name, MatrixUse use, Type elem, uint32_t rows, uint32_t columns,
+                                        bool column_major) {
+  MatrixFragment f{std::move(name), use, elem, column_major};
+  f.rows = rows;
+  f.columns = columns;
+  f.workgroup = true;
+  k_.fragments.push_back(std::move(f));
+  k_.features |= features_for_type(elem) | Feature::WorkgroupMatrix;
+  return Fragment{uint32_t(k_.fragments.size() - 1)};
+}
+
+void KernelBuilder::matrix_load_tensor(Fragment f, const Buf& buffer, Val base, Val row, Val column, Val rows,
+                                       Val columns) {
+  current()->stmts.emplace_back(
+      MatrixLoadTensor{f.index, buffer.index(), base.id(), row.id(), column.id(), rows.id(), columns.id()});
+}
+
+void KernelBuilder::matrix_store_tensor(const Buf& buffer, Val base, Val row, Val column, Val rows, Val columns,
+                                        Fragment f) {
+  current()->stmts.emplace_back(
+      MatrixStoreTensor{f.index, buffer.index(), base.id(), row.id(), column.id(), rows.id(), columns.id()});
 }
 
 Fragment KernelBuilder::warpgroup_accumulator(std::string name, uint32_t columns) {

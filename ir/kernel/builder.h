@@ -171,6 +171,14 @@ class KernelBuilder {
   void matrix_load(Fragment f, const Shared& array, Val index, uint32_t stride);
   void matrix_store(const Shared& array, Val index, uint32_t stride, Fragment f);
   void matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c);
+  // Workgroup matrices (kernel.h; each declares Feature::WorkgroupMatrix). Every invocation of the workgroup runs
+  // these (and matrix_fill / matrix_mul_add on them) together, with the same operands.
+  Fragment workgroup_matrix(std::string name, MatrixUse use, Type elem, uint32_t rows, uint32_t columns,
+                            bool column_major = false);
+  // kernel.h's MatrixLoadTensor / MatrixStoreTensor: the block at (row, column) of `buffer` from element `base` on,
+  // viewed as a rows x columns row-major matrix (its transpose for a column-major fragment).
+  void matrix_load_tensor(Fragment f, const Buf& buffer, Val base, Val row, Val column, Val rows, Val columns);
+  void matrix_store_tensor(const Buf& buffer, Val base, Val row, Val column, Val rows, Val columns, Fragment f);
   // kernel.h's CopyToShared (declares Feature::AsyncCopy): 16 bytes of `from` at element src into `to` at dst,
   // zeros where `valid` is false; it lands by a copy_wait covering its batch (see kernel.h).
   void copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid);

@@ -314,6 +314,7 @@ struct Verifier {
     return true;
   }
   bool is_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::Accumulator; }
+  bool is_workgroup(uint32_t f) const { return k.fragments[f].workgroup; }
   bool is_warpgroup_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::WarpgroupAccumulator; }
   // The shared array and stride a fragment moves through: same element type, a stride of whole 16-byte units
   // and at least a row (what PTX's wmma and Vulkan's cooperative matrix loads require).
@@ -321,6 +322,7 @@ struct Verifier {
     if (!fragment_ok(f, what)) return false;
     if (array >= k.shared.size()) return fail(fmt::format("{}: shared array {} does not exist", what, array));
     const MatrixFragment& m = k.fragments[f];
+    if (m.workgroup) return fail(fmt::format("{} {}: a workgroup matrix moves through buffers (matrix_load_tensor)", what, m.name));
     if (k.shared[array].elem != m.elem)
       return fail(fmt::format("{} {}: fragment holds {}, array {} holds {}", what, m.name, type_name(m.elem),
                               k.shared[array].name, type_name(k.shared[array].elem)));
@@ -369,8 +371,39 @@ struct Verifier {
     if (!is_accumulator(s.d) || !is_accumulator(s.c) || fs[s.a].use != MatrixUse::A || fs[s.b].use != MatrixUse::B)
       return fail("matrix_mul_add: d = a x b + c needs accumulators d and c, an A fragment a and a B fragment b");
     if (fs[s.a].elem != fs[s.b].elem) return fail("matrix_mul_add: a and b hold different types");
+    const bool wg = fs[s.d].workgroup;
+    if (fs[s.a].workgroup != wg || fs[s.b].workgroup != wg || fs[s.c].workgroup != wg)
+      return fail("matrix_mul_add: workgroup matrices multiply only with workgroup matrices");
+    if (wg && (fs[s.a].rows != fs[s.d].rows || fs[s.c].rows != fs[s.d].rows || fs[s.b].columns != fs[s.d].columns ||
+               fs[s.c].columns != fs[s.d].columns || fs[s.a].columns != fs[s.b].rows))
+      return fail(fmt::format("matrix_mul_add: {} ({}x{}) = {} ({}x{}) x {} ({}x{}) + {} ({}x{}): sizes do not match",
+                              fs[s.d].name, fs[s.d].rows, fs[s.d].columns, fs[s.a].name, fs[s.a].rows, fs[s.a].columns,
+                              fs[s.b].name, fs[s.b].rows, fs[s.b].columns, fs[s.c].name, fs[s.c].rows, fs[s.c].columns));
     return true;
   }
+  // A workgroup matrix's block of a buffer (kernel.h's MatrixLoadTensor and MatrixStoreTensor).
+  template <class S>
+  bool matrix_tensor_ok(const S& s, bool load, const char* what) {
+    if (!fragment_ok(s.fragment, what)) return false;
+    const MatrixFragment& m = k.fragments[s.fragment];
+    if (!m.workgroup) return fail(fmt::format("{} {}: not a workgroup matrix", what, m.name));
+    if (load == is_accumulator(s.fragment))
+      return fail(fmt::format("{} {}: operands (a, b) are loaded, accumulators stored", what, m.name));
+    if (s.buffer >= k.buffers.size()) return fail(fmt::format("{}: buffer {} does not exist", what, s.buffer));
+    const BufferParam& b = k.buffers[s.buffer];
+    if (b.elem != m.elem)
+      return fail(fmt::format("{} {}: fragment holds {}, buffer {} holds {}", what, m.name, type_name(m.elem), b.name,
+                              type_name(b.elem)));
+    if (b.access == (load ? Access::Write : Access::Read))
+      return fail(fmt::format("{} {}: buffer {} is {}", what, m.name, b.name, access_name(b.access)));
+    for (ValueId v : {s.base, s.row, s.column, s.rows, s.columns}) {
+      if (!use(v, what)) return false;
+      if (type_of(v) != Type::U32) return fail(fmt::format("{} {}: base, row, column and sizes are u32", what, m.name));
+    }
+    return true;
+  }
+  bool stmt(const MatrixLoadTensor& s) { return matrix_tensor_ok(s, true, "matrix_load_tensor"); }
+  bool stmt(const MatrixStoreTensor& s) { return matrix_tensor_ok(s, false, "matrix_store_tensor"); }
   bool warpgroup_operand_ok(const WarpgroupOperand& o, const char* which) {
     if (o.array >= k.shared.size()) return fail(fmt::format("warpgroup_mul_add: {}'s shared array does not exist", which));
     const SharedArray& a = k.shared[o.array];
@@ -446,6 +479,25 @@ struct Verifier {
 
 }  // namespace
 
+namespace {
+bool stores_matrices_into(const Block& block, uint32_t buffer) {
+  for (const Stmt& s : block.stmts) {
+    if (const auto* t = std::get_if<MatrixStoreTensor>(&s)) {
+      if (t->buffer == buffer) return true;
+    } else if (const auto* i = std::get_if<If>(&s)) {
+      if ((i->then_body && stores_matrices_into(*i->then_body, buffer)) ||
+          (i->else_body && stores_matrices_into(*i->else_body, buffer)))
+        return true;
+    } else if (const auto* f = std::get_if<For>(&s)) {
+      if (stores_matrices_into(*f->body, buffer)) return true;
+    }
+  }
+  return false;
+}
+}  // namespace
+
+bool stores_matrices_into(const Kernel& k, uint32_t buffer) { return stores_matrices_into(k.body, buffer); }
+
 std::string verify(const Kernel& k) {
   if (k.name.empty()) return "kernel has no name";
   for (uint32_t d : k.workgroup_size)
@@ -459,7 +511,8 @@ std::string verify(const Kernel& k) {
   // bf16 lives in buffers only: 16-bit words in workgroup memory, push constants or variables would need
   // capabilities beyond 16-bit storage on Vulkan. Kernels with cooperative matrices stage their bf16 operands in
   // workgroup memory, which every device with that feature has.
-  const bool matrices = k.features.has(Feature::CooperativeMatrix) || k.features.has(Feature::WarpgroupMatrix);
+  const bool matrices = k.features.has(Feature::CooperativeMatrix) || k.features.has(Feature::WarpgroupMatrix) ||
+                        k.features.has(Feature::WorkgroupMatrix);
   for (const auto& s : k.shared)
     if (s.elem == Type::BF16 && !matrices) return "shared array " + s.name + " holds bf16; stage it as f32";
   bool warpgroups = false;
@@ -469,6 +522,17 @@ std::string verify(const Kernel& k) {
     if (accumulator ? f.elem != Type::F32 : !operand_type)
       return fmt::format("fragment {} ({}) holds {}: operands hold f16 or bf16, accumulators f32", f.name,
                          matrix_use_name(f.use), type_name(f.elem));
+    if (f.workgroup) {
+      if (f.use == MatrixUse::WarpgroupAccumulator || f.rows % kMatrixTile || f.columns % kMatrixTile || f.rows == 0 ||
+          f.columns == 0 || f.rows > kWorkgroupMatrixMax || f.columns > kWorkgroupMatrixMax)
+        return fmt::format("workgroup matrix {} ({}) is {} x {}: a, b or accumulator of 16 to {} rows and columns, "
+                           "multiples of 16", f.name, matrix_use_name(f.use), f.rows, f.columns, kWorkgroupMatrixMax);
+      if (!k.features.has(Feature::WorkgroupMatrix))
+        return "kernel has workgroup matrices but does not declare workgroup-matrix";
+      continue;
+    }
+    if (f.rows != kMatrixTile || (f.use != MatrixUse::WarpgroupAccumulator && f.columns != kMatrixTile))
+      return fmt::format("fragment {} is {} x {}: subgroup fragments are 16 x 16", f.name, f.rows, f.columns);
     if (f.use != MatrixUse::WarpgroupAccumulator) {
       if (!k.features.has(Feature::CooperativeMatrix))
         return "kernel has matrix fragments but does not declare cooperative-matrix";

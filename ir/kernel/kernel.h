@@ -65,12 +65,20 @@ struct LocalVar {
 // layout is fixed (PTX's wgmma accumulator), since the kernel reads its elements one by one (Op::MatrixElement):
 // element i (0 .. columns/2 - 1) of warpgroup invocation t (local id % 128) is row 16 (t / 32) + (t % 32) / 4 +
 // 8 ((i / 2) % 2), column 8 (i / 4) + 2 (t % 4) + i % 2. (Checked on an H100: tools/gpu/wgmma_layout_probe.cu.)
+//
+// A workgroup matrix (`workgroup`, Feature::WorkgroupMatrix) is a `rows` x `columns` A, B or accumulator held by
+// every invocation of the workgroup together (16 to 1024 each way, multiples of 16; an A is rows x k, a B k x
+// columns), in a layout only the driver knows. It is filled, multiplied (MatrixMulAdd, all four workgroup
+// matrices of matching sizes), loaded straight from a buffer (MatrixLoadTensor) and stored straight into one
+// (MatrixStoreTensor); the driver stages the tiles through workgroup memory itself. Every invocation of the
+// workgroup executes those statements together, with the same operands.
 enum class MatrixUse : uint8_t { A, B, Accumulator, WarpgroupAccumulator };
 std::string_view matrix_use_name(MatrixUse u);
 inline constexpr uint32_t kMatrixTile = 16;  // rows, columns and depth of every fragment
 inline constexpr uint32_t kWarpgroupRows = 64;  // rows of a warpgroup accumulator and of its A operand
 inline constexpr uint32_t kWarpgroupInvocations = 128;
 inline constexpr uint32_t kWarpgroupMaxColumns = 256;
+inline constexpr uint32_t kWorkgroupMatrixMax = 1024;  // rows and columns of a workgroup matrix at most
 
 struct MatrixFragment {
   std::string name;
@@ -79,7 +87,9 @@ struct MatrixFragment {
   // How loads and stores lay it out in memory: row-major (element (r, c) at index + r * stride + c) or
   // column-major (at index + c * stride + r), e.g. an operand staged from a transposed buffer.
   bool column_major = false;
-  uint32_t columns = kMatrixTile;  // warpgroup accumulators: 8 to 256, a multiple of 8
+  uint32_t columns = kMatrixTile;  // warpgroup accumulators: 8 to 256, a multiple of 8; workgroup matrices
+  uint32_t rows = kMatrixTile;     // workgroup matrices
+  bool workgroup = false;
 };
 
 // A tensor map (Feature::TensorCopy): how the copy engine reads tiles ("boxes") of a buffer viewed as a dense tensor
@@ -201,6 +211,14 @@ struct MatrixLoad { uint32_t fragment; uint32_t array; ValueId index; uint32_t s
 struct MatrixStore { uint32_t fragment; uint32_t array; ValueId index; uint32_t stride; };  // accumulators only
 // d = a x b + c, products and sums in f32 (d and c may be the same accumulator).
 struct MatrixMulAdd { uint32_t d, a, b, c; };
+// Feature::WorkgroupMatrix. Buffer `buffer` from element `base` on (its byte offset a multiple of 16), viewed as a
+// dense row-major `rows` x `columns` matrix: the workgroup matrix's block whose first element is (row, column) of it
+// is loaded, elements outside the matrix reading as zeros, or stored, elements outside it not written. A
+// column-major fragment views the buffer as its transpose: a row-major `columns` x `rows` matrix whose element
+// (c, r) is element (r, c) of the view (an operand stored transposed). All five values are u32. The buffer holds the
+// fragment's type: f16 or bf16 operands, which are loaded; f32 accumulators, which are stored.
+struct MatrixLoadTensor { uint32_t fragment; uint32_t buffer; ValueId base, row, column, rows, columns; };
+struct MatrixStoreTensor { uint32_t fragment; uint32_t buffer; ValueId base, row, column, rows, columns; };
 // Feature::AsyncCopy: copies 16 bytes from buffer element `src` on into shared element `dst` on, or writes 16 zero
 // bytes when `valid` (bool) is false (the buffer is then not read). The copy joins the invocation's open batch and
 // may land any time until a CopyWait that covers that batch; nothing may read or write those shared bytes in
@@ -265,7 +283,8 @@ struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_pt
 
 using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, LoadBufferVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
-                          WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase>;
+                          WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase, MatrixLoadTensor,
+                          MatrixStoreTensor>;
 
 struct Block {
   std::vector<Stmt> stmts;
@@ -311,6 +330,10 @@ Kernel clone(const Kernel& k);
 // The kernel's interface without its body (name, workgroup size, features, buffers, scalars, shared arrays, tensor
 // maps, arrival barriers; no variables, values or prebuilt module): what a runtime needs to bind and launch a compiled binary.
 Kernel signature(const Kernel& k);
+
+// True when the kernel writes `buffer` with whole workgroup matrices (MatrixStoreTensor), whose elements no
+// StoreBuffer names: such stores cannot take a pointwise epilogue (KernelBuilder::rewrite_stores).
+bool stores_matrices_into(const Kernel& k, uint32_t buffer);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,
 // indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a

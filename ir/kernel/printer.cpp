@@ -77,6 +77,14 @@ struct Printer {
       } else if (auto* st = std::get_if<MatrixStore>(&s)) {
         line(depth, fmt::format("matrix_store {}[{}] stride {}, {}", k.shared[st->array].name, v(st->index),
                                 st->stride, k.fragments[st->fragment].name));
+      } else if (auto* st = std::get_if<MatrixLoadTensor>(&s)) {
+        line(depth, fmt::format("matrix_load_tensor {}, {}[{} + ({}, {}) of {} x {}]", k.fragments[st->fragment].name,
+                                k.buffers[st->buffer].name, v(st->base), v(st->row), v(st->column), v(st->rows),
+                                v(st->columns)));
+      } else if (auto* st = std::get_if<MatrixStoreTensor>(&s)) {
+        line(depth, fmt::format("matrix_store_tensor {}[{} + ({}, {}) of {} x {}], {}", k.buffers[st->buffer].name,
+                                v(st->base), v(st->row), v(st->column), v(st->rows), v(st->columns),
+                                k.fragments[st->fragment].name));
       } else if (auto* st = std::get_if<MatrixMulAdd>(&s)) {
         const auto& f = k.fragments;
         line(depth, fmt::format("matrix_mul_add {} = {} x {} + {}", f[st->d].name, f[st->a].name, f[st->b].name,
@@ -146,8 +154,9 @@ std::string print(const Kernel& k) {
   for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, type_name(s.elem), s.count));
   for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, type_name(var.type)));
   for (const auto& f : k.fragments)
-    p.line(1, fmt::format("fragment {}: {} {}[{}x{}]{}", f.name, matrix_use_name(f.use), type_name(f.elem),
-                          f.use == MatrixUse::WarpgroupAccumulator ? kWarpgroupRows : kMatrixTile, f.columns,
+    p.line(1, fmt::format("fragment {}: {}{} {}[{}x{}]{}", f.name, f.workgroup ? "workgroup " : "",
+                          matrix_use_name(f.use), type_name(f.elem),
+                          f.use == MatrixUse::WarpgroupAccumulator ? kWarpgroupRows : f.rows, f.columns,
                           f.column_major ? " column-major" : ""));
   for (const auto& m : k.tensor_maps)
     p.line(1, fmt::format("tensor_map {}: {} extents [{}] strides [{}] box [{}]{}", m.name, k.buffers[m.buffer].name,

@@ -43,6 +43,7 @@ std::string_view feature_name(Feature f) {
     case Feature::CooperativeMatrix: return "cooperative-matrix";
     case Feature::AsyncCopy: return "async-copy";
     case Feature::WarpgroupMatrix: return "warpgroup-matrix";
+    case Feature::WorkgroupMatrix: return "workgroup-matrix";
     case Feature::TensorCopy: return "tensor-copy";
   }
   return "?";

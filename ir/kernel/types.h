@@ -49,8 +49,14 @@ enum class Feature : uint32_t {
   // counted by arrival barriers in workgroup memory (kernel.h's TensorMap, TensorCopy, ArrivalBarrier*): Hopper's
   // tensor memory accelerator (cp.async.bulk.tensor) and mbarrier, sm_90.
   TensorCopy = 1u << 10,
+  // Matrices of up to 1024 x 1024 held by a whole workgroup, loaded from and stored to buffers directly and
+  // multiplied with f32 sums (kernel.h's workgroup MatrixFragment, MatrixLoadTensor, MatrixStoreTensor): Vulkan's
+  // VK_NV_cooperative_matrix2 (workgroup scope, flexible dimensions, tensor addressing), where the driver stages
+  // the tiles through workgroup memory itself. NVIDIA's driver offers it for 256-invocation workgroups in steps of
+  // 32 x 32 x 16 (runtime/vulkan/vulkan_device_info.h).
+  WorkgroupMatrix = 1u << 11,
 };
-inline constexpr Feature kLastFeature = Feature::TensorCopy;  // for loops over every feature bit
+inline constexpr Feature kLastFeature = Feature::WorkgroupMatrix;  // for loops over every feature bit
 
 // A set of features, as bits.
 struct Features {

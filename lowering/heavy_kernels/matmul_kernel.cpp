@@ -83,6 +83,8 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
 }
 
 Config MatmulTiling::config() const {
+  if (workgroup_matrix)
+    return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"workgroup_matrix", 1}, {"unroll", unroll}};
   if (warpgroup_mma())
     return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"warpgroups", warpgroups}, {"stages", stages}};
   if (tensor_cores())
@@ -99,6 +101,14 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (v < 1 || v > 1024) throw std::invalid_argument(fmt::format("matmul config '{}': {} must be 1..1024", c.text(), name));
     return uint32_t(v);
   };
+  if (c.has("workgroup_matrix")) {
+    if (c.get("workgroup_matrix") != 1)
+      throw std::invalid_argument(fmt::format("matmul config '{}': workgroup_matrix must be 1", c.text()));
+    MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), 1, 1};
+    t.workgroup_matrix = true;
+    t.unroll = u("unroll");
+    return t;
+  }
   if (c.has("warpgroups")) {
     MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), 1, 1};
     t.warpgroups = u("warpgroups");
@@ -183,8 +193,8 @@ std::string matmul_checked_name(const MatmulShape& s) {
 
 HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
   std::string suffix = float_suffix(t, "matmul");
-  if (tl.tensor_cores() || tl.warpgroup_mma())
-    throw std::invalid_argument("matmul: a tensor-core tiling goes to matmul_mma_kernel or matmul_wgmma_kernel");
+  if (tl.tensor_cores() || tl.warpgroup_mma() || tl.workgroup_matrix)
+    throw std::invalid_argument("matmul: a tensor-core tiling goes to matmul_mma_kernel, matmul_wgmma_kernel or matmul_workgroup_mma_kernel");
   std::string name = matmul_checked_name(s);
   if (tl.tile_m % tl.reg_m || tl.tile_n % tl.reg_n || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul: tiling {}x{}x{} with {}x{} per invocation is inconsistent",

@@ -58,14 +58,21 @@ struct MatmulTiling {
   // Warpgroup MMA (matmul_wgmma_kernel.h): this many warpgroups of 128 multiply, each owning 64 rows of the block
   // across its tile_n columns, and one more feeds them; warps_m, warps_n, reg_m and reg_n unused. 0: not that kernel.
   uint32_t warpgroups = 0;
+  // Workgroup matrices (matmul_workgroup_mma_kernel.h): the block is one workgroup matrix of 256 invocations, its K
+  // loop unrolled `unroll` slices deep; warps, reg_m, reg_n and stages unused.
+  bool workgroup_matrix = false;
+  uint32_t unroll = 1;
   bool tensor_cores() const { return warps_m > 0; }
   bool warpgroup_mma() const { return warpgroups > 0; }
   uint32_t invocations() const {
-    return warpgroup_mma() ? (warpgroups + 1) * 128 : tensor_cores() ? warps_m * warps_n * 32 : (tile_m / reg_m) * (tile_n / reg_n);
+    return workgroup_matrix ? 256
+           : warpgroup_mma() ? (warpgroups + 1) * 128
+           : tensor_cores()  ? warps_m * warps_n * 32
+                             : (tile_m / reg_m) * (tile_n / reg_n);
   }
   // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
   // warps_m=2,warps_n=4,stages=3" for tensor cores, "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for
-  // warpgroup MMA) and back (throws std::invalid_argument for a missing value; a
+  // warpgroup MMA, "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices) and back (throws std::invalid_argument for a missing value; a
   // missing splits is 1, a missing stages 2).
   Config config() const;
   static MatmulTiling from(const Config& c);

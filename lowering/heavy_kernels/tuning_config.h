@@ -59,6 +59,9 @@ struct Limits {
   bool warpgroup_matrix = false;
   // Feature::TensorCopy: tiles may be fed by the copy engine through tensor maps (Hopper's TMA).
   bool tensor_copy = false;
+  // Feature::WorkgroupMatrix with workgroups of 256: 16-bit products may run on workgroup matrices
+  // (matmul_workgroup_mma_kernel.h).
+  bool workgroup_matrix = false;
   // A CPU device (lavapipe): workgroup barriers and workgroup memory cost it far more than a GPU, so heuristics that
   // trade loads for them (conv2d's shared_w) stay off there.
   bool cpu = false;

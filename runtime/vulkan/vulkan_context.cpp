@@ -68,6 +68,15 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     extensions.push_back(VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME);
     if (!f.memory_model_core) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
   }
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coop2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  if (want.has(kir::Feature::WorkgroupMatrix)) {  // on top of the above (offered_features reports it only then)
+    coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
+    coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+    coop2.cooperativeMatrixTensorAddressing = VK_TRUE;
+    *tail = &coop2;
+    tail = &coop2.pNext;
+    extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};

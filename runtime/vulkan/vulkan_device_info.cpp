@@ -100,7 +100,34 @@ std::vector<VkCooperativeMatrixPropertiesKHR> cooperative_matrix_entries(const I
   return entries;
 }
 
+// The driver's flexible-dimension entries (VK_NV_cooperative_matrix2), empty when it has no such query.
+std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> flexible_matrix_entries(const InstanceFunctions& vki,
+                                                                                       VkPhysicalDevice pd) {
+  auto query = vki.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV;
+  if (!query) return {};
+  uint32_t n = 0;
+  if (query(pd, &n, nullptr) != VK_SUCCESS || n == 0) return {};
+  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> entries(n);
+  for (auto& e : entries) e = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
+  if (query(pd, &n, entries.data()) < 0) return {};
+  entries.resize(n);
+  return entries;
+}
+
 }  // namespace
+
+bool offers_kir_workgroup_matrices(const std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>& entries) {
+  auto offers = [&](VkComponentTypeKHR operand) {
+    for (const auto& e : entries)
+      if (e.scope == VK_SCOPE_WORKGROUP_KHR && e.workgroupInvocations == 256 && e.AType == operand &&
+          e.BType == operand && e.CType == VK_COMPONENT_TYPE_FLOAT32_KHR && e.ResultType == VK_COMPONENT_TYPE_FLOAT32_KHR &&
+          e.MGranularity && 32 % e.MGranularity == 0 && e.NGranularity && 32 % e.NGranularity == 0 && e.KGranularity &&
+          16 % e.KGranularity == 0)
+        return true;
+    return false;
+  };
+  return offers(VK_COMPONENT_TYPE_FLOAT16_KHR) && offers(VK_COMPONENT_TYPE_BFLOAT16_KHR);
+}
 
 bool offers_kir_matrix_shapes(const std::vector<VkCooperativeMatrixPropertiesKHR>& entries) {
   auto offers = [&](VkComponentTypeKHR operand) {
@@ -172,6 +199,12 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     bf16.pNext = &memory_model;
     tail = &memory_model.pNext;
   }
+  const bool coop2_extension = coop_extensions && has_extension(exts, VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  VkPhysicalDeviceCooperativeMatrix2FeaturesNV coop2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
+  if (coop2_extension) {
+    *tail = &coop2;
+    tail = &coop2.pNext;
+  }
   vki.vkGetPhysicalDeviceFeatures2(pd, &feats);
   f.has_float64 = feats.features.shaderFloat64;
   f.has_int64 = feats.features.shaderInt64;
@@ -183,6 +216,9 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   f.has_cooperative_matrix = coop_extensions && coop.cooperativeMatrix && bf16.shaderBFloat16Type &&
                              bf16.shaderBFloat16CooperativeMatrix && memory_model.vulkanMemoryModel && f.has_int16 &&
                              offers_kir_matrix_shapes(cooperative_matrix_entries(vki, pd));
+  f.has_workgroup_matrix = f.has_cooperative_matrix && coop2_extension && coop2.cooperativeMatrixWorkgroupScope &&
+                           coop2.cooperativeMatrixFlexibleDimensions && coop2.cooperativeMatrixTensorAddressing &&
+                           offers_kir_workgroup_matrices(flexible_matrix_entries(vki, pd));
   const VkSubgroupFeatureFlags shuffle_ops = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
   f.has_subgroup_shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
                            (subgroup.supportedOperations & shuffle_ops) == shuffle_ops;
@@ -240,6 +276,9 @@ kir::Features offered_features(const PhysicalDeviceFacts& f) {
   // Fragments belong to subgroups of 32 (kir/kernel.h) and their kernels read subgroup builtins.
   if (f.has_cooperative_matrix && f.has_subgroup_shuffle && f.info.subgroup_size == 32 && f.has_storage_buffer_16bit)
     have |= kir::Feature::CooperativeMatrix;
+  // On top of cooperative matrices (the same types, at workgroup scope), and for workgroups of 256 invocations.
+  if (have.has(kir::Feature::CooperativeMatrix) && f.has_workgroup_matrix && f.info.max_workgroup_invocations >= 256)
+    have |= kir::Feature::WorkgroupMatrix;
   return rt::apply_feature_mask(have);
 }
 

@@ -49,6 +49,11 @@ struct PhysicalDeviceFacts {
   // and shaderInt16 (bf16 staged in workgroup memory as 16-bit words). kir has one feature for both operand types,
   // so a device offering only one of them is reported without it.
   bool has_cooperative_matrix = false;
+  // Workgroup matrices as kir uses them (kir::Feature::WorkgroupMatrix): VK_NV_cooperative_matrix2's workgroup scope,
+  // flexible dimensions and tensor addressing, with flexible-dimension entries for f16 and bf16 products into f32 at
+  // workgroup scope by 256 invocations in steps that divide 32 x 32 x 16 (kir's workgroup matrix kernels use those
+  // multiples), on top of has_cooperative_matrix.
+  bool has_workgroup_matrix = false;
   bool memory_model_core = false;        // Vulkan 1.2: no extension to enable for vulkanMemoryModel
 };
 
@@ -62,6 +67,11 @@ kir::Features offered_features(const PhysicalDeviceFacts& f);
 // Whether `entries` (a driver's VkCooperativeMatrixPropertiesKHR list) hold 16x16x16 subgroup products with f32 sums of
 // f16 operands and of bf16 ones: what kir's cooperative matrices need.
 bool offers_kir_matrix_shapes(const std::vector<VkCooperativeMatrixPropertiesKHR>& entries);
+
+// Whether `entries` (a driver's VkCooperativeMatrixFlexibleDimensionsPropertiesNV list) hold workgroup-scope products
+// with f32 sums of f16 operands and of bf16 ones for workgroups of 256 invocations, in granularities that divide
+// 32 (M, N) and 16 (K): what kir's workgroup matrix kernels use.
+bool offers_kir_workgroup_matrices(const std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>& entries);
 
 // "NVIDIA", "AMD", "Intel", "Mesa", ..., or the id in hex.
 std::string vendor_name(uint32_t vendor_id);

@@ -109,6 +109,7 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
   // ExternalVulkan does not say whether the host enabled cooperative matrices (and the memory model and bf16 they
   // need), so spire's kernels on an adopted device run without them.
   facts.has_cooperative_matrix = false;
+  facts.has_workgroup_matrix = false;
   d.features = offered_features(facts);
 
   QueueLock lock{app.lock_queue, app.unlock_queue, app.queue_lock_user_data};

@@ -22,6 +22,9 @@ InstanceFunctions InstanceFunctions::load(PFN_vkGetInstanceProcAddr get_instance
                             missing));
   f.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR>(
       get_instance_proc_addr(instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+  f.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV =
+      reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+          get_instance_proc_addr(instance, "vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV"));
   return f;
 }
 

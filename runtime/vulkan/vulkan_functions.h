@@ -88,6 +88,9 @@ struct InstanceFunctions {
   SPIRE_VULKAN_INSTANCE_FUNCTIONS(SPIRE_VULKAN_DECLARE_FUNCTION)
   // Optional (VK_KHR_cooperative_matrix): null where the instance's loader or drivers lack it.
   PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR = nullptr;
+  // Optional (VK_NV_cooperative_matrix2), likewise.
+  PFN_vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV
+      vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV = nullptr;
 
   // Every function above through `get_instance_proc_addr` for `instance`. Throws rt::Error naming the ones
   // missing (an instance created for Vulkan 1.0 lacks vkGetPhysicalDeviceProperties2, for example).

@@ -134,7 +134,8 @@ class FeatureMask : public ::testing::Test {
   void TearDown() override { ::unsetenv("SPIRE_MASK_FEATURES"); }
   const Features all = Features(Feature::Float16) | Feature::Float64 | Feature::Int64 | Feature::AtomicAddInt |
                        Feature::AtomicAddF32 | Feature::SubgroupShuffle | Feature::BFloat16 |
-                       Feature::CooperativeMatrix | Feature::AsyncCopy | Feature::WarpgroupMatrix | Feature::TensorCopy;
+                       Feature::CooperativeMatrix | Feature::AsyncCopy | Feature::WarpgroupMatrix | Feature::TensorCopy |
+                       Feature::WorkgroupMatrix;
 };
 
 TEST_F(FeatureMask, UnsetLeavesEverything) {
@@ -155,15 +156,17 @@ TEST_F(FeatureMask, RemovesNamedFeatures) {
   EXPECT_TRUE(f.has(Feature::Float64));
   // The last feature bits are reachable by name too (the mask walks every bit up to kir::kLastFeature).
   EXPECT_TRUE(f.has(Feature::SubgroupShuffle));
-  ::setenv("SPIRE_MASK_FEATURES", "subgroup-shuffle, cooperative-matrix, async-copy, warpgroup-matrix, tensor-copy", 1);
+  ::setenv("SPIRE_MASK_FEATURES",
+           "subgroup-shuffle, cooperative-matrix, async-copy, warpgroup-matrix, tensor-copy, workgroup-matrix", 1);
   f = rt::apply_feature_mask(all);
   EXPECT_FALSE(f.has(Feature::SubgroupShuffle));
   EXPECT_FALSE(f.has(Feature::CooperativeMatrix));
   EXPECT_FALSE(f.has(Feature::AsyncCopy));
   EXPECT_FALSE(f.has(Feature::WarpgroupMatrix));
   EXPECT_FALSE(f.has(Feature::TensorCopy));
+  EXPECT_FALSE(f.has(Feature::WorkgroupMatrix));
   EXPECT_TRUE(f.has(Feature::BFloat16));
-  static_assert(kir::kLastFeature == Feature::TensorCopy, "name the new last feature here");
+  static_assert(kir::kLastFeature == Feature::WorkgroupMatrix, "name the new last feature here");
 }
 
 TEST(BytesText, HumanUnits) {

@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <functional>
+#include <stdexcept>
 // The verifier rejects malformed kernels with a message naming the problem.
 #include <gtest/gtest.h>
 
@@ -163,6 +165,61 @@ TEST(KernelVerifier, RejectsMisusedFragments) {
   EXPECT_THROW(matrix_kernel(Type::BF16, 20), std::invalid_argument);
   EXPECT_THROW(matrix_kernel(Type::BF16, 8), std::invalid_argument);
   EXPECT_NO_THROW(matrix_kernel(Type::BF16, 24));
+}
+
+// A workgroup's c (64 x 32) = a (64 x 16) x b (16 x 32), straight from and to buffers.
+Kernel workgroup_matrix_kernel() {
+  KernelBuilder kb("wgm", 256);
+  auto a_buf = kb.buffer("a", Type::BF16, Access::Read), b_buf = kb.buffer("b", Type::BF16, Access::Read);
+  auto c_buf = kb.buffer("c", Type::F32, Access::Write);
+  auto a = kb.workgroup_matrix("a", MatrixUse::A, Type::BF16, 64, 16);
+  auto b = kb.workgroup_matrix("b", MatrixUse::B, Type::BF16, 16, 32);
+  auto acc = kb.workgroup_matrix("acc", MatrixUse::Accumulator, Type::F32, 64, 32);
+  Val zero = kb.u32(0), rows = kb.u32(64), k = kb.u32(16), columns = kb.u32(32);
+  kb.matrix_fill(acc, kb.f32(0));
+  kb.matrix_load_tensor(a, a_buf, zero, zero, zero, rows, k);
+  kb.matrix_load_tensor(b, b_buf, zero, zero, zero, k, columns);
+  kb.matrix_mul_add(acc, a, b, acc);
+  kb.matrix_store_tensor(c_buf, zero, zero, zero, rows, columns, acc);
+  return kb.finish();
+}
+
+template <class S>
+S& first(Kernel& k) {
+  for (Stmt& s : k.body.stmts)
+    if (auto* x = std::get_if<S>(&s)) return *x;
+  throw std::logic_error("no such statement");
+}
+
+TEST(KernelVerifier, WorkgroupMatricesMoveThroughBuffersInMatchingSizes) {
+  const Kernel good = workgroup_matrix_kernel();
+  EXPECT_EQ(verify(good), "");
+  EXPECT_TRUE(good.features.has(Feature::WorkgroupMatrix));
+  EXPECT_FALSE(good.features.has(Feature::CooperativeMatrix));
+  EXPECT_TRUE(stores_matrices_into(good, 2));
+  EXPECT_FALSE(stores_matrices_into(good, 0));
+  auto refused = [&](const std::function<void(Kernel&)>& change, const std::string& why) {
+    Kernel k = clone(good);
+    change(k);
+    const std::string e = verify(k);
+    EXPECT_NE(e.find(why), std::string::npos) << "wanted '" << why << "', got '" << e << "'";
+  };
+  refused([](Kernel& k) { k.features = Features(Feature::BFloat16); }, "does not declare workgroup-matrix");
+  refused([](Kernel& k) { k.fragments[2].columns = 48; }, "sizes do not match");
+  refused([](Kernel& k) { k.fragments[0].rows = k.fragments[2].rows = 40; }, "multiples of 16");
+  refused([](Kernel& k) { k.fragments[1].workgroup = false; }, "subgroup fragments are 16 x 16");
+  refused([](Kernel& k) { first<MatrixLoadTensor>(k).fragment = 2; }, "operands (a, b) are loaded, accumulators stored");
+  refused([](Kernel& k) { first<MatrixStoreTensor>(k).fragment = 0; }, "operands (a, b) are loaded, accumulators stored");
+  refused([](Kernel& k) { first<MatrixLoadTensor>(k).buffer = 2; }, "fragment holds bf16, buffer c holds f32");
+  refused([](Kernel& k) { k.buffers[0].access = Access::Write; }, "buffer a is write");
+  refused([](Kernel& k) { first<MatrixStoreTensor>(k).rows = first<MatrixFill>(k).value; }, "are u32");
+  refused([](Kernel& k) {
+    k.shared.push_back({"t", Type::BF16, 1024});
+    k.body.stmts.push_back(MatrixLoad{0, 0, first<MatrixLoadTensor>(k).base, 16});
+  }, "a workgroup matrix moves through buffers");
+  // Its whole-matrix stores cannot take an epilogue.
+  KernelBuilder kb(clone(good));
+  EXPECT_THROW(kb.rewrite_stores(2, [](Val, Val v) { return v; }), std::invalid_argument);
 }
 
 // Asynchronous copies, their batches and waits declare async-copy; without the feature each is refused by name.

@@ -16,6 +16,7 @@
 #include "lowering/executable.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
+#include "lowering/tuning_choices.h"
 #include "tests/lowering/device_list.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -206,6 +207,38 @@ Graph sgd_graph() {
     g.state_update(p, g.sub(p, g.mul(m2, 0.05)));
   }
   return g;
+}
+
+// A product on workgroup matrices (a Vulkan target with VK_NV_cooperative_matrix2, its kernel chosen through the
+// tuning choices) stores whole matrices, which no epilogue can fold into: its pointwise tree gets a launch of its own.
+// The subgroup kernel (the heuristic) folds the same tree into its stores.
+TEST(EpiloguePlan, AWorkgroupMatrixProductLaunchesItsTreeOnItsOwn) {
+  rt::DeviceInfo target = testing_support::h100_like_target("vulkan-like:0");
+  target.backend = rt::Backend::Vulkan;
+  target.compute_capability = 0;
+  target.features |= kir::Features(kir::Feature::BFloat16) | kir::Feature::CooperativeMatrix | kir::Feature::AsyncCopy |
+                     kir::Feature::WorkgroupMatrix;
+  Graph g;
+  const Value a = g.input("a", DType::BF16, {256, 128}), b = g.input("b", DType::BF16, {128, 256});
+  g.output("y", g.relu(g.matmul(a, b)));
+  auto kernels_of = [&](const lowering::Plan& plan) {
+    std::vector<std::string> names;
+    for (const lowering::Launch& l : plan.launches) names.push_back(plan.kernels[size_t(l.kernel)].name);
+    return names;
+  };
+  const std::vector<std::string> folded = kernels_of(lowering::lower(g, target));
+  ASSERT_EQ(folded.size(), 1u);
+  EXPECT_NE(folded[0].find("_mma_f32"), std::string::npos) << folded[0];
+  EXPECT_NE(folded[0].find("relu"), std::string::npos) << folded[0];
+
+  lowering::MapTuningChoices choices;
+  choices.configs[{"matmul", "m256_k128_n256_abf16_bbf16", "f32"}] =
+      lowering::heavy::Config::parse("tile_m=128,tile_n=128,tile_k=32,workgroup_matrix=1,unroll=1");
+  const std::vector<std::string> apart = kernels_of(lowering::lower(g, target, nullptr, &choices));
+  ASSERT_EQ(apart.size(), 2u);
+  EXPECT_NE(apart[0].find("_workgroup_f32"), std::string::npos) << apart[0];
+  EXPECT_EQ(apart[0].find("relu"), std::string::npos) << apart[0];
+  EXPECT_NE(apart[1].find("relu"), std::string::npos) << apart[1];
 }
 
 TEST(FinalGroupPlan, SgdUpdatesOfEveryParameterAreOneLaunch) {

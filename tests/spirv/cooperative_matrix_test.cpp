@@ -3,7 +3,9 @@
 // 12's SPIRV-Tools cannot read these modules (backends/spirv/compile.cpp), so the test decodes the words itself; the
 // expected numbers are the registry's (opcode 4456 OpTypeCooperativeMatrixKHR: Result, Component Type, Scope, Rows,
 // Columns, Use; 4457 Load: Result Type, Result, Pointer, Layout, Stride, Memory Operand; ...), written here from the
-// specifications rather than taken from the backend's header.
+// specifications rather than taken from the backend's header. Workgroup matrices (SPV_NV_cooperative_matrix2 and
+// SPV_NV_tensor_addressing: 5367 OpCooperativeMatrixLoadTensorNV, 5368 Store, 5370 OpTypeTensorLayoutNV, ...) likewise,
+// from the registry's grammar and those extensions' specifications.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -71,10 +73,12 @@ Module decode(const std::vector<uint32_t>& words) {
   }
   EXPECT_EQ(at, words.size());
   for (const Inst& i : m.insts) {
-    const bool type_decl = (i.opcode >= 19 && i.opcode <= 39) || i.opcode == 4456;
+    const bool type_decl = (i.opcode >= 19 && i.opcode <= 39) || i.opcode == 4456 || i.opcode == 5370 || i.opcode == 5371;
     // Instructions with a Result Type: the result is the second operand.
-    const bool typed_result = i.opcode == 43 || i.opcode == 44 || i.opcode == 59 || i.opcode == 61 || i.opcode == 65 ||
-                              i.opcode == 80 || i.opcode == 4457 || i.opcode == 4459;
+    const bool typed_result = i.opcode == 41 || i.opcode == 42 || i.opcode == 43 || i.opcode == 44 || i.opcode == 1 ||
+                              i.opcode == 59 || i.opcode == 61 || i.opcode == 65 || i.opcode == 80 || i.opcode == 4457 ||
+                              i.opcode == 4459 || i.opcode == 5367 || i.opcode == 5372 || i.opcode == 5373 ||
+                              i.opcode == 5375 || i.opcode == 5377;
     if (type_decl) m.defs[i.operands.at(0)] = &i;
     if (typed_result) m.defs[i.operands.at(1)] = &i;
     if (i.opcode == 17) m.capabilities.push_back(i.operands.at(0));
@@ -233,6 +237,115 @@ TEST(SpirvCooperativeMatrix, OtherKernelsKeepTheGlsl450MemoryModel) {
   const auto barriers = m.all(224);
   ASSERT_EQ(barriers.size(), 1u);
   EXPECT_EQ(m.constant(barriers[0]->operands[2]), 0x8u | 0x100u | 0x40u);
+}
+
+// A workgroup's 64 x 32 block of c = a x b straight from and to buffers, b stored transposed (read through a view).
+Kernel workgroup_matrix_kernel() {
+  KernelBuilder kb("wgm", 256);
+  auto a_buf = kb.buffer("a", Type::BF16, Access::Read), b_buf = kb.buffer("b", Type::BF16, Access::Read);
+  auto c_buf = kb.buffer("c", Type::F32, Access::Write);
+  auto a = kb.workgroup_matrix("a", MatrixUse::A, Type::BF16, 64, 16);
+  auto b = kb.workgroup_matrix("b", MatrixUse::B, Type::BF16, 16, 32, /*column_major=*/true);
+  auto acc = kb.workgroup_matrix("acc", MatrixUse::Accumulator, Type::F32, 64, 32);
+  kb.matrix_fill(acc, kb.f32(0));
+  Val row = kb.group_id() * 64u, k0 = kb.u32(48);
+  kb.matrix_load_tensor(a, a_buf, kb.u32(8), row, k0, kb.u32(100), kb.u32(70));  // A: 100 x 70 from element 8
+  kb.matrix_load_tensor(b, b_buf, kb.u32(0), k0, kb.u32(32), kb.u32(70), kb.u32(50));  // B^T: 50 x 70
+  kb.matrix_mul_add(acc, a, b, acc);
+  kb.matrix_store_tensor(c_buf, kb.u32(4), row, kb.u32(32), kb.u32(100), kb.u32(50), acc);
+  return kb.finish();
+}
+
+TEST(SpirvWorkgroupMatrix, WritesTheTensorAddressingInstructionsAsSpecified) {
+  const Module m = decode(compile(workgroup_matrix_kernel()));
+  // CooperativeMatrixTensorAddressingNV 5433 (SPV_NV_cooperative_matrix2) and TensorAddressingNV 5439
+  // (SPV_NV_tensor_addressing), on top of the cooperative-matrix ones.
+  EXPECT_TRUE(contains(m.capabilities, 5433));
+  EXPECT_TRUE(contains(m.capabilities, 5439));
+  EXPECT_TRUE(contains(m.capabilities, 6022));
+  EXPECT_TRUE(contains(m.extensions, "SPV_NV_cooperative_matrix2"));
+  EXPECT_TRUE(contains(m.extensions, "SPV_NV_tensor_addressing"));
+
+  // Matrix types at Workgroup scope (2), of the fragments' sizes.
+  std::map<uint32_t, uint32_t> use_of_type;
+  for (const Inst* t : m.all(4456)) {
+    ASSERT_EQ(t->operands.size(), 6u);
+    EXPECT_EQ(m.constant(t->operands[2]), 2u);
+    const uint32_t use = m.constant(t->operands[5]);
+    use_of_type[t->operands[0]] = use;
+    const uint32_t rows[] = {64, 16, 64}, columns[] = {16, 32, 32};
+    EXPECT_EQ(m.constant(t->operands[3]), rows[use]);
+    EXPECT_EQ(m.constant(t->operands[4]), columns[use]);
+  }
+  ASSERT_EQ(use_of_type.size(), 3u);
+
+  // One layout type: 2 dimensions, clamp mode Constant (1). One view type: 2 dimensions, HasDimensions false,
+  // permutation (1, 0).
+  ASSERT_EQ(m.all(5370).size(), 1u);
+  const Inst& layout_type = *m.all(5370)[0];
+  EXPECT_EQ(m.constant(layout_type.operands[1]), 2u);
+  EXPECT_EQ(m.constant(layout_type.operands[2]), 1u);
+  ASSERT_EQ(m.all(5371).size(), 1u);
+  const Inst& view_type = *m.all(5371)[0];
+  ASSERT_EQ(view_type.operands.size(), 5u);
+  EXPECT_EQ(m.constant(view_type.operands[1]), 2u);
+  EXPECT_EQ(m.def(view_type.operands[2]).opcode, 42u);  // OpConstantFalse
+  EXPECT_EQ(m.constant(view_type.operands[3]), 1u);
+  EXPECT_EQ(m.constant(view_type.operands[4]), 0u);
+
+  // Each access: a fresh layout (5372), its dimensions in storage order (5373), sliced to the block (5375: offset,
+  // span per dimension), through a storage-buffer pointer (12) at the base element.
+  auto layout_of = [&](uint32_t id, std::vector<uint32_t> dims, std::vector<uint32_t> slice) {
+    const Inst& sl = m.def(id);
+    ASSERT_EQ(sl.opcode, 5375u);
+    ASSERT_EQ(sl.operands.size(), 7u);
+    EXPECT_EQ(sl.operands[0], layout_type.operands[0]);
+    for (int i = 0; i < 4; ++i)
+      if (slice[size_t(i)] != ~0u) EXPECT_EQ(m.constant(sl.operands[3 + size_t(i)]), slice[size_t(i)]) << i;
+    const Inst& d = m.def(sl.operands[2]);
+    ASSERT_EQ(d.opcode, 5373u);
+    ASSERT_EQ(d.operands.size(), 5u);
+    EXPECT_EQ(m.constant(d.operands[3]), dims[0]);
+    EXPECT_EQ(m.constant(d.operands[4]), dims[1]);
+    EXPECT_EQ(m.def(d.operands[2]).opcode, 5372u);
+  };
+  auto base_of = [&](uint32_t pointer) {
+    EXPECT_EQ(storage_class_of(m, pointer), 12u);
+    return m.constant(m.def(pointer).operands.at(4));  // OpAccessChain: type, result, base, 0, element
+  };
+  const auto loads = m.all(5367);
+  ASSERT_EQ(loads.size(), 2u);
+  for (const Inst* l : loads) {
+    const uint32_t use = use_of_type.at(l->operands[0]);
+    EXPECT_EQ(m.def(l->operands[3]).opcode, 1u);  // Object: OpUndef (no view clips)
+    EXPECT_EQ(l->operands[5], 0u);                // Memory Operand: None (private: nothing in the dispatch syncs)
+    if (use == 0) {
+      // A: 100 x 70 row-major, the block at (row, 48) of 64 x 16; no addressing operands.
+      ASSERT_EQ(l->operands.size(), 7u);
+      EXPECT_EQ(base_of(l->operands[2]), 8u);
+      layout_of(l->operands[4], {100, 70}, {~0u, 64, 48, 16});
+      EXPECT_EQ(l->operands[6], 0u);
+    } else {
+      // B stored transposed: the layout is its 50 x 70 storage, the slice (32, 32) x (48, 16), read through the view.
+      ASSERT_EQ(use, 1u);
+      ASSERT_EQ(l->operands.size(), 8u);
+      EXPECT_EQ(base_of(l->operands[2]), 0u);
+      layout_of(l->operands[4], {50, 70}, {32, 32, 48, 16});
+      EXPECT_EQ(l->operands[6], 1u);  // TensorView
+      const Inst& view = m.def(l->operands[7]);
+      EXPECT_EQ(view.opcode, 5377u);
+      EXPECT_EQ(view.operands[0], view_type.operands[0]);
+    }
+  }
+  // The store: pointer at element 4, the accumulator, a 100 x 50 layout sliced at (row, 32) to 64 x 32.
+  const auto stores = m.all(5368);
+  ASSERT_EQ(stores.size(), 1u);
+  ASSERT_EQ(stores[0]->operands.size(), 5u);
+  EXPECT_EQ(base_of(stores[0]->operands[0]), 4u);
+  EXPECT_EQ(use_of_type.at(m.def(stores[0]->operands[1]).operands[0]), 2u);
+  layout_of(stores[0]->operands[2], {100, 50}, {~0u, 64, 32, 32});
+  EXPECT_EQ(stores[0]->operands[3], 0u);
+  EXPECT_EQ(stores[0]->operands[4], 0u);
 }
 
 }  // namespace

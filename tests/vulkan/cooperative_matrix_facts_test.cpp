@@ -57,5 +57,58 @@ TEST(VulkanCooperativeMatrixFacts, ReportedOnlyWithSubgroupsOf32) {
   if (mask) ::setenv("SPIRE_MASK_FEATURES", saved.c_str(), 1);
 }
 
+VkCooperativeMatrixFlexibleDimensionsPropertiesNV flexible(uint32_t m, uint32_t n, uint32_t k, VkComponentTypeKHR operands,
+                                                           uint32_t invocations,
+                                                           VkScopeKHR scope = VK_SCOPE_WORKGROUP_KHR) {
+  VkCooperativeMatrixFlexibleDimensionsPropertiesNV e{VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
+  e.MGranularity = m, e.NGranularity = n, e.KGranularity = k;
+  e.AType = e.BType = operands;
+  e.CType = e.ResultType = kF32;
+  e.scope = scope;
+  e.workgroupInvocations = invocations;
+  return e;
+}
+
+// Workgroup matrices (VK_NV_cooperative_matrix2): workgroup-scope products of both half types into f32 for 256
+// invocations, in granularities that divide the kernels' 32 x 32 x 16 steps.
+TEST(VulkanCooperativeMatrixFacts, WorkgroupMatricesNeedBothHalfTypesAt256Invocations) {
+  const auto bf16 = VK_COMPONENT_TYPE_BFLOAT16_KHR;
+  // What NVIDIA's driver lists on an H200 (580.159.04), among other entries.
+  EXPECT_TRUE(offers_kir_workgroup_matrices({flexible(16, 16, 16, kF16, 32), flexible(32, 32, 16, kF16, 256),
+                                             flexible(32, 32, 16, bf16, 256), flexible(16, 16, 16, bf16, 0,
+                                                                                       VK_SCOPE_SUBGROUP_KHR)}));
+  EXPECT_FALSE(offers_kir_workgroup_matrices({}));
+  EXPECT_FALSE(offers_kir_workgroup_matrices({flexible(32, 32, 16, kF16, 256)}));  // no bf16
+  EXPECT_FALSE(offers_kir_workgroup_matrices({flexible(32, 32, 16, kF16, 128), flexible(32, 32, 16, bf16, 128)}));
+  EXPECT_FALSE(offers_kir_workgroup_matrices({flexible(64, 32, 16, kF16, 256), flexible(64, 32, 16, bf16, 256)}));
+  EXPECT_FALSE(offers_kir_workgroup_matrices({flexible(32, 32, 32, kF16, 256), flexible(32, 32, 32, bf16, 256)}));
+  EXPECT_FALSE(offers_kir_workgroup_matrices(
+      {flexible(16, 16, 16, kF16, 256, VK_SCOPE_SUBGROUP_KHR), flexible(16, 16, 16, bf16, 256, VK_SCOPE_SUBGROUP_KHR)}));
+}
+
+// Reported on top of cooperative matrices only, and for devices whose workgroups take 256 invocations.
+TEST(VulkanCooperativeMatrixFacts, WorkgroupMatricesOnTopOfCooperativeMatrices) {
+  const char* mask = std::getenv("SPIRE_MASK_FEATURES");
+  const std::string saved = mask ? mask : "";
+  ::unsetenv("SPIRE_MASK_FEATURES");
+  PhysicalDeviceFacts f;
+  f.has_cooperative_matrix = f.has_workgroup_matrix = true;
+  f.has_subgroup_shuffle = true;
+  f.has_storage_buffer_16bit = true;
+  f.info.subgroup_size = 32;
+  f.info.max_workgroup_invocations = 1024;
+  EXPECT_TRUE(offered_features(f).has(kir::Feature::WorkgroupMatrix));
+  f.info.max_workgroup_invocations = 128;
+  EXPECT_FALSE(offered_features(f).has(kir::Feature::WorkgroupMatrix));
+  f.info.max_workgroup_invocations = 1024;
+  f.info.subgroup_size = 64;  // no cooperative matrices, so none of these either
+  EXPECT_FALSE(offered_features(f).has(kir::Feature::WorkgroupMatrix));
+  f.info.subgroup_size = 32;
+  f.has_workgroup_matrix = false;
+  EXPECT_FALSE(offered_features(f).has(kir::Feature::WorkgroupMatrix));
+  EXPECT_TRUE(offered_features(f).has(kir::Feature::CooperativeMatrix));
+  if (mask) ::setenv("SPIRE_MASK_FEATURES", saved.c_str(), 1);
+}
+
 }  // namespace
 }  // namespace spire::rt::vulkan
