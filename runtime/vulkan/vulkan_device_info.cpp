@@ -87,31 +87,32 @@ void choose_queue_family(PhysicalDeviceFacts& f) {
   }
 }
 
-// The driver's cooperative-matrix entries, empty when it has no such query.
-std::vector<VkCooperativeMatrixPropertiesKHR> cooperative_matrix_entries(const InstanceFunctions& vki, VkPhysicalDevice pd) {
-  auto query = vki.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR;
+// A driver's list of `Entry` structures (of type `type`) through the two-call `query`; empty when the driver has no
+// such query or lists nothing.
+template <class Entry, class Query>
+std::vector<Entry> driver_entries(Query query, VkPhysicalDevice pd, VkStructureType type) {
   if (!query) return {};
   uint32_t n = 0;
   if (query(pd, &n, nullptr) != VK_SUCCESS || n == 0) return {};
-  std::vector<VkCooperativeMatrixPropertiesKHR> entries(n);
-  for (auto& e : entries) e = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR};
+  std::vector<Entry> entries(n);
+  for (auto& e : entries) e = {type};
   if (query(pd, &n, entries.data()) < 0) return {};
   entries.resize(n);
   return entries;
 }
 
-// The driver's flexible-dimension entries (VK_NV_cooperative_matrix2), empty when it has no such query.
+// The driver's cooperative-matrix entries.
+std::vector<VkCooperativeMatrixPropertiesKHR> cooperative_matrix_entries(const InstanceFunctions& vki, VkPhysicalDevice pd) {
+  return driver_entries<VkCooperativeMatrixPropertiesKHR>(vki.vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR, pd,
+                                                          VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR);
+}
+
+// The driver's flexible-dimension entries (VK_NV_cooperative_matrix2).
 std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> flexible_matrix_entries(const InstanceFunctions& vki,
                                                                                        VkPhysicalDevice pd) {
-  auto query = vki.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV;
-  if (!query) return {};
-  uint32_t n = 0;
-  if (query(pd, &n, nullptr) != VK_SUCCESS || n == 0) return {};
-  std::vector<VkCooperativeMatrixFlexibleDimensionsPropertiesNV> entries(n);
-  for (auto& e : entries) e = {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV};
-  if (query(pd, &n, entries.data()) < 0) return {};
-  entries.resize(n);
-  return entries;
+  return driver_entries<VkCooperativeMatrixFlexibleDimensionsPropertiesNV>(
+      vki.vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV, pd,
+      VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_FLEXIBLE_DIMENSIONS_PROPERTIES_NV);
 }
 
 }  // namespace

@@ -75,6 +75,22 @@ coop_fn = vk.vkGetInstanceProcAddr(inst, b"vkGetPhysicalDeviceCooperativeMatrixP
 get_coop = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_uint32), C.c_void_p)(coop_fn) if coop_fn else None
 flex_fn = vk.vkGetInstanceProcAddr(inst, b"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV")
 get_flex = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_uint32), C.c_void_p)(flex_fn) if flex_fn else None
+
+
+def entries(query, device, struct, stype):
+    """A driver's list of `struct` entries through the two-call `query` (None: the driver has no such query)."""
+    if not query:
+        return []
+    k = C.c_uint32()
+    if query(C.c_void_p(device), C.byref(k), None) != 0 or not k.value:
+        return []
+    props = (struct * k.value)()
+    for q in props:
+        q.sType = stype
+    query(C.c_void_p(device), C.byref(k), props)
+    return list(props)
+
+
 for d in devs:
     p = DevProps()
     vk.vkGetPhysicalDeviceProperties(C.c_void_p(d), C.byref(p))
@@ -87,16 +103,9 @@ for d in devs:
         name = e.name.decode()
         if any(k in name for k in ("cooperative", "bfloat16", "float16", "16bit", "subgroup_size", "shader_integer_dot")):
             print(f"  {name} v{e.version}")
-    if get_coop:
-        k = C.c_uint32()
-        if get_coop(C.c_void_p(d), C.byref(k), None) == 0 and k.value:
-            props = (CoopProps * k.value)()
-            for q in props:
-                q.sType = 1000506001
-            get_coop(C.c_void_p(d), C.byref(k), props)
-            for q in props:
-                print(f"  coopmat {q.M}x{q.N}x{q.K} A={TYPES.get(q.A, q.A)} B={TYPES.get(q.B, q.B)} "
-                      f"C={TYPES.get(q.Cc, q.Cc)} R={TYPES.get(q.R, q.R)} scope={q.scope}")
+    for q in entries(get_coop, d, CoopProps, 1000506001):
+        print(f"  coopmat {q.M}x{q.N}x{q.K} A={TYPES.get(q.A, q.A)} B={TYPES.get(q.B, q.B)} "
+              f"C={TYPES.get(q.Cc, q.Cc)} R={TYPES.get(q.R, q.R)} scope={q.scope}")
     if any(e.name.decode() == "VK_NV_cooperative_matrix2" for e in exts):
         f = Cm2Features(1000593000, None)
         f2 = Features2(1000059000, C.cast(C.pointer(f), C.c_void_p))
@@ -107,13 +116,6 @@ for d in devs:
         vk.vkGetPhysicalDeviceProperties2(C.c_void_p(d), C.byref(p2))
         print(f"  cooperative_matrix2 properties: workgroup scope max workgroup size {q2.maxWorkgroupSize}, flexible "
               f"dimensions max {q2.maxDimension}, reserved shared memory {q2.reservedSharedMemory}")
-        if get_flex:
-            k = C.c_uint32()
-            if get_flex(C.c_void_p(d), C.byref(k), None) == 0 and k.value:
-                props = (FlexProps * k.value)()
-                for q in props:
-                    q.sType = 1000593001
-                get_flex(C.c_void_p(d), C.byref(k), props)
-                for q in props:
-                    print(f"  flexible {q.M}x{q.N}x{q.K} A={TYPES.get(q.A, q.A)} B={TYPES.get(q.B, q.B)} "
-                          f"C={TYPES.get(q.Cc, q.Cc)} R={TYPES.get(q.R, q.R)} scope={q.scope} invocations={q.invocations}")
+        for q in entries(get_flex, d, FlexProps, 1000593001):
+            print(f"  flexible {q.M}x{q.N}x{q.K} A={TYPES.get(q.A, q.A)} B={TYPES.get(q.B, q.B)} "
+                  f"C={TYPES.get(q.Cc, q.Cc)} R={TYPES.get(q.R, q.R)} scope={q.scope} invocations={q.invocations}")
