@@ -729,6 +729,7 @@ Config GradWeightConfig::config() const {
            {"row_mode", row_mode ? 1 : 0}};
   if (co_block > 1) c.set("co_block", co_block);  // configs without it keep the text tuning caches already hold
   if (staged) c.set("staged", 1);
+  if (per_core > 0) c.set("per_core", per_core);
   return c;
 }
 
@@ -741,6 +742,7 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
   GradWeightConfig g{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", kMaxSplits), u("row_mode", 1) == 1};
   if (c.has("co_block")) g.co_block = u("co_block", 64);
   if (c.has("staged")) g.staged = u("staged", 1) == 1;
+  if (c.has("per_core")) g.per_core = u("per_core", 32);
   return g;
 }
 
@@ -756,6 +758,11 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
     c.co_block = 2;
     c.wg = 32;
   }
+  // Row mode's many sums (LeNet's second convolution: 25 taps x 2 channels, plus both grad_y rows) took 187 registers
+  // on cuda:0, 10 warps per core. Asking for 512 resident invocations per core caps them at 128: on an H200's cuda:0 at
+  // batch 8192, 0.461 -> 0.418 ms (640 invocations: 80 registers, spills, 0.581 ms; 1024: 1.79 ms). Other backends
+  // ignore the request.
+  if (!limits.cpu && g.row_mode && g.rows * g.cols * c.co_block >= 32) c.per_core = std::max<uint32_t>(1, 512 / c.wg);
   // Few weights over a long sum (LeNet's first convolution at batch 8192: 6 (cout, cin) pairs): where the plain row
   // mode wants more than its 64 splits and those leave fewer workgroups than a GPU has cores times four, stage whole
   // images through workgroup memory instead, whose splits may go beyond 64. Measured on the H100 at batch 8192 (fresh
@@ -805,6 +812,14 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
   for (uint32_t cob : {2u, 4u})
     for (uint32_t wg : {32u, 64u, 128u})
       for (uint32_t sp : splits) add({h.block_rows, h.block_cols, wg, sp, h.row_mode, cob});
+  // The heuristic's row mode with more or fewer registers per invocation: 384 to 768 invocations resident per core,
+  // or no request (GPUs only; PTX caps the registers, other backends ignore the request).
+  if (!limits.cpu && h.row_mode && !h.staged)
+    for (uint32_t resident : {0u, 384u, 512u, 640u, 768u}) {
+      GradWeightConfig c = h;
+      c.per_core = std::min<uint32_t>(32, resident / c.wg);
+      add(c);
+    }
   // Rows staged through workgroup memory, whole images per step: splits divide the images.
   if (row_mode_fits(s, h.block_cols))
     for (uint32_t cob : {1u, 2u})
@@ -847,10 +862,12 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
   const uint32_t chunk = (g.terms + splits - 1) / splits;  // terms per split
   const uint64_t groups = uint64_t(pairs) * g.blocks() * splits;
 
-  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}{}", wg, g.rows, g.cols, splits,
+  KernelBuilder kb(name + fmt::format("_wg{}_b{}x{}_s{}{}{}{}", wg, g.rows, g.cols, splits,
                                       g.row_mode ? (g.staged ? "_rows_staged" : "_rows") : "",
-                                      cob > 1 ? fmt::format("_co{}", cob) : ""),
+                                      cob > 1 ? fmt::format("_co{}", cob) : "",
+                                      c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : ""),
                    wg);
+  if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   // splits == 1: grad_w itself; otherwise partial sums [splits][weights] that conv2d_grad_weight_sum_kernel adds.

@@ -105,7 +105,12 @@ struct GradWeightConfig {
   // neighbouring invocations' rows lie a row apart, so every load instruction touches as many cache lines as the
   // workgroup has rows. Needs row_mode and wg >= the output's rows; splits then divide the images, up to 512.
   bool staged = false;
-  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1, ",staged=1" when staged)
+  // An occupancy request (kir::Kernel::min_workgroups_per_core; 0: none): this many workgroups per core, so that a
+  // backend that allocates registers (PTX) keeps each invocation within the register file's share. Row mode's sums
+  // and rows take many registers (LeNet's second convolution: 187, 10 warps per core).
+  uint32_t per_core = 0;
+  // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1, ",staged=1" when staged,
+  // ",per_core=16" when requested)
   Config config() const;
   static GradWeightConfig from(const Config& c);
   friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;
