@@ -216,6 +216,7 @@ std::string name_suffix(const Conv2dConfig& c, const Conv2dConfig& heuristic) {
   if (c.shared_w) out += "_sw";
   if (c.pixels > 1) out += fmt::format("_px{}", c.pixels);
   if (c.row_loop) out += "_rl";
+  if (c.per_core > 0) out += fmt::format("_pc{}", c.per_core);
   return out;
 }
 
@@ -226,6 +227,7 @@ Config Conv2dConfig::config() const {
   if (shared_w) c.set("shared_w", 1);  // configs without it keep the text tuning caches already hold
   if (pixels > 1) c.set("pixels", pixels);
   if (row_loop) c.set("row_loop", 1);
+  if (per_core > 0) c.set("per_core", per_core);
   return c;
 }
 
@@ -234,12 +236,13 @@ Conv2dConfig Conv2dConfig::from(const Config& c) {
   int64_t sw = c.has("shared_w") ? c.get("shared_w") : 0;
   int64_t px = c.has("pixels") ? c.get("pixels") : 1;
   int64_t rl = c.has("row_loop") ? c.get("row_loop") : 0;
+  int64_t pc = c.has("per_core") ? c.get("per_core") : 0;
   if ((rows != 0 && rows != 1) || wg < 1 || wg > 1024 || co < 1 || co > 64 || (sw != 0 && sw != 1) || px < 1 ||
-      px > 64 || (rl != 0 && rl != 1))
-    throw std::invalid_argument(fmt::format(
-        "conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or 1, pixels 1..64, row_loop 0 or 1",
-        c.text()));
-  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px), rl == 1};
+      px > 64 || (rl != 0 && rl != 1) || pc < 0 || pc > 32)
+    throw std::invalid_argument(fmt::format("conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or "
+                                            "1, pixels 1..64, row_loop 0 or 1, per_core 0..32",
+                                            c.text()));
+  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px), rl == 1, uint32_t(pc)};
 }
 
 namespace {
@@ -254,12 +257,20 @@ namespace {
 // convolution at batch 8192 then took 128 registers per invocation instead of 175 (forward) and 218 (input
 // gradient) on the H100's cuda:0, twice the resident warps, and 0.366 -> 0.346 ms / 0.308 -> 0.300 ms (vulkan:0
 // 0.293 -> 0.287 / 0.267 -> 0.260; fresh processes, docs/PERFORMANCE.md). One-channel rows (batch 64) stay unrolled.
-Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_group, bool gpu) {
+// Looped rows ask for `resident` invocations per core (per_core), which caps PTX's registers below those 128.
+Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_group, bool gpu, uint32_t resident) {
   uint32_t cb = 1;
   for (uint32_t c : {2u, 3u, 4u, 6u, 8u})
     if (channels_per_group % c == 0 && cols * c <= 48 && rows / c >= 65536) cb = c;
-  return {true, cb > 1 ? 32u : kRowThreads, cb, false, 1, gpu && cb > 1};
+  const uint32_t wg = cb > 1 ? 32u : kRowThreads;
+  const bool loop = gpu && cb > 1;
+  return {true, wg, cb, false, 1, loop, loop ? resident / wg : 0};
 }
+
+// The looped rows' occupancy requests, on an H200's cuda:0 at batch 8192 (LeNet's second convolution, fresh
+// processes, docs/PERFORMANCE.md): the forward 0.346 ms at 128 registers, 0.340 at 96 (640 resident), 0.328 at 80
+// (768), 0.335 at 64 (1024); the input gradient 0.300, 0.290, 0.303, 0.332.
+constexpr uint32_t kForwardResident = 768, kGradInputResident = 640;
 
 }  // namespace
 
@@ -278,13 +289,14 @@ Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
   }
   const int64_t rows = s.n * s.cout * s.ho;
   if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations)
-    return row_heuristic(rows, s.wo, s.cout_per_group(), !limits.cpu);
+    return row_heuristic(rows, s.wo, s.cout_per_group(), !limits.cpu, kForwardResident);
   return {false, kThreads, 1};
 }
 
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& limits) {
   const int64_t rows = s.n * s.cin * s.h;
-  if (rows_fit(s.w, s.kw) && rows >= kMinRowInvocations) return row_heuristic(rows, s.w, s.cin_per_group(), !limits.cpu);
+  if (rows_fit(s.w, s.kw) && rows >= kMinRowInvocations)
+    return row_heuristic(rows, s.w, s.cin_per_group(), !limits.cpu, kGradInputResident);
   return {false, kThreads, 1};
 }
 
@@ -308,6 +320,14 @@ std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t resu
     for (uint32_t cb : {1u, 2u, 3u})
       if (channels_per_group % cb == 0 && result_cols * cb <= kMaxRowSums)
         for (uint32_t wg : {32u, 64u}) add({true, wg, cb, false, 1, true});
+    // The heuristic's looped rows with more or fewer registers: no request, or 512 to 1024 invocations asked to be
+    // resident per core (GPUs only; PTX caps the registers, other backends ignore the request).
+    if (!limits.cpu && heuristic.rows && heuristic.row_loop)
+      for (uint32_t resident : {0u, 512u, 640u, 768u, 1024u}) {
+        Conv2dConfig c = heuristic;
+        c.per_core = std::min<uint32_t>(32, resident / c.wg);
+        add(c);
+      }
   }
   for (uint32_t cb : {1u, 2u, 3u, 4u, 6u, 8u})
     if (channels_per_group % cb == 0)
@@ -354,6 +374,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
     const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob;
     const uint32_t rows_total = uint32_t(s.n * co_count * s.ho);
     KernelBuilder kb(name, c.wg);
+    if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
     Buf x = kb.buffer("x", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
     Buf y = kb.buffer("y", t, Access::Write);
@@ -390,6 +411,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
   // one group): every input element it loads serves all of them.
   const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob, items = total / cob;
   KernelBuilder kb(name, c.wg);
+  if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
@@ -498,6 +520,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
     const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib;
     const uint32_t rows_total = uint32_t(s.n * ci_count * s.h);
     KernelBuilder kb(name, c.wg);
+    if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
     Buf gy = kb.buffer("grad_y", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
     Buf gx = kb.buffer("grad_x", t, Access::Write);
@@ -539,6 +562,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
   // element it loads serves all of them.
   const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib, items = total / cib;
   KernelBuilder kb(name, c.wg);
+  if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
@@ -760,9 +784,13 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
   }
   // Row mode's many sums (LeNet's second convolution: 25 taps x 2 channels, plus both grad_y rows) took 187 registers
   // on cuda:0, 10 warps per core. Asking for 512 resident invocations per core caps them at 128: on an H200's cuda:0 at
-  // batch 8192, 0.461 -> 0.418 ms (640 invocations: 80 registers, spills, 0.581 ms; 1024: 1.79 ms). Other backends
-  // ignore the request.
-  if (!limits.cpu && g.row_mode && g.rows * g.cols * c.co_block >= 32) c.per_core = std::max<uint32_t>(1, 512 / c.wg);
+  // batch 8192, 0.461 -> 0.418 ms (640 invocations: 80 registers, spills, 0.581 ms; 1024: 1.79 ms). Only where the
+  // launch has that many workgroups for each core of a 132-core GPU: at batch 64 (96 workgroups) the capped kernel
+  // made cuda:0's step 2% slower. Other backends ignore the request.
+  const uint32_t per_core = std::max<uint32_t>(1, 512 / c.wg);
+  const uint64_t groups = uint64_t(s.cout / c.co_block) * uint64_t(s.cin_per_group()) * g.blocks() * c.splits;
+  if (!limits.cpu && g.row_mode && g.rows * g.cols * c.co_block >= 32 && groups >= 132ull * per_core)
+    c.per_core = per_core;
   // Few weights over a long sum (LeNet's first convolution at batch 8192: 6 (cout, cin) pairs): where the plain row
   // mode wants more than its 64 splits and those leave fewer workgroups than a GPU has cores times four, stage whole
   // images through workgroup memory instead, whose splits may go beyond 64. Measured on the H100 at batch 8192 (fresh

@@ -63,7 +63,11 @@ struct Conv2dConfig {
   // channel are in flight at once (ILP), at the price of registers: LeNet's second convolution took 175-218 registers
   // per invocation on the H100's cuda:0, which left 8 warps per core.
   bool row_loop = false;
-  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1, ",row_loop=1" when set)
+  // An occupancy request (kir::Kernel::min_workgroups_per_core; 0: none): this many workgroups resident per core, so
+  // that a backend that allocates registers (PTX) keeps each invocation within the register file's share.
+  uint32_t per_core = 0;
+  // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1, ",row_loop=1" when set,
+  // ",per_core=20" when requested)
   Config config() const;
   static Conv2dConfig from(const Config& c);
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;

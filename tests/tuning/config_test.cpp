@@ -88,8 +88,14 @@ TEST(Candidates, Conv2dFamilies) {
 // channel per row at batch 64; rows of at most 64 sums among the candidates.
 TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   const Conv2dShape big = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
-  EXPECT_EQ(conv2d_heuristic(big), (Conv2dConfig{true, 32, 2, false, 1, true}));
-  EXPECT_EQ(conv2d_grad_input_heuristic(big), (Conv2dConfig{true, 32, 3, false, 1, true}));
+  // Looped rows on GPUs, asking for 768 (forward) and 640 (input gradient) resident invocations per core.
+  EXPECT_EQ(conv2d_heuristic(big), (Conv2dConfig{true, 32, 2, false, 1, true, 24}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(big), (Conv2dConfig{true, 32, 3, false, 1, true, 20}));
+  EXPECT_NE(conv2d_heuristic(big).config().text().find(",per_core=24"), std::string::npos);
+  const auto fwd = conv2d_candidates(big, {});
+  for (uint32_t per_core : {0u, 16u, 20u, 32u})
+    EXPECT_NE(std::find(fwd.begin(), fwd.end(), Conv2dConfig{true, 32, 2, false, 1, true, per_core}), fwd.end()) << per_core;
+  EXPECT_THROW(Conv2dConfig::from(Config::parse("rows=1,wg=32,c_block=2,row_loop=1,per_core=33")), std::invalid_argument);
   Limits cpu_limits;
   cpu_limits.cpu = true;
   EXPECT_EQ(conv2d_heuristic(big, cpu_limits), (Conv2dConfig{true, 32, 2}));
@@ -145,6 +151,9 @@ TEST(Candidates, Conv2dGradWeightChannelBlocks) {
     c.per_core = per_core;
     EXPECT_NE(std::find(gw.begin(), gw.end(), c), gw.end()) << c.config().text();
   }
+  // At batch 64 (96 workgroups) nothing asks for residency.
+  const Conv2dShape b64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_grad_weight_heuristic(b64, spire::kir::Type::F32).per_core, 0u);
   EXPECT_TRUE(std::any_of(gw.begin(), gw.end(), [](const GradWeightConfig& c) { return c.co_block == 1; }));
   for (const auto& c : gw) EXPECT_LE(c.block_rows * c.block_cols * c.co_block, 64u) << c.config().text();
   Limits cpu;
