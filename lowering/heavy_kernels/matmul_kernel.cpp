@@ -72,11 +72,16 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
   if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) return MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
   MatmulTiling small{16, 16, 16, 1, 1};
   if (s.batch_count() == 1 && s.k >= 2048) {
-    // Few blocks and a long K: enough workgroups come from splitting K (about 128 in all), each split keeping
-    // at least 8 slices of K so that the second launch's additions stay a small part of the work.
+    // Few blocks and a long K: enough workgroups come from splitting K (at least 256 in all, the splits a power of
+    // two: two or more per core of a 132-core GPU), each split keeping at least 8 slices of K so that the second
+    // launch's additions stay a small part of the work. LeNet's first weight gradient at batch 8192 (26 blocks) on an
+    // H200: 5 splits (about 128 workgroups, the rule before) 0.119 ms on cuda:0 and 0.114 on vulkan:0, 8 splits
+    // 0.088 / 0.094, 16 splits 0.090 / 0.082 (docs/PERFORMANCE.md).
     MatmulTiling split = s.m >= 64 && s.n >= 64 ? MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4} : small;
     const int64_t b = blocks(split.tile_m), slices = (s.k + split.tile_k - 1) / split.tile_k;
-    split.splits = uint32_t(std::clamp<int64_t>((128 + b - 1) / b, 1, std::min<int64_t>(64, slices / 8)));
+    int64_t want = 1;
+    while (want * b < 256) want *= 2;
+    split.splits = uint32_t(std::clamp<int64_t>(want, 1, std::min<int64_t>(64, slices / 8)));
     if (split.splits >= 2) return split;
   }
   return small;

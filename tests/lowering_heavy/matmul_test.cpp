@@ -153,6 +153,19 @@ TEST(MatmulKernel, AsksForTwoWorkgroupsPerCoreWhereTheRegistersAllow) {
   EXPECT_EQ(heavy::matmul_kernel(s, kir::Type::F32, heavy::MatmulTiling{32, 32, 8, 4, 4}).kernel.min_workgroups_per_core, 0u);
 }
 
+// Few blocks over a long K (LeNet's weight gradients at batch 8192) split K into a power of two of parts that gives at
+// least 256 workgroups, each part keeping at least 8 slices; short K or enough blocks do not split.
+TEST(MatmulKernel, SplitsKIntoEnoughWorkgroupsForTwoPerCore) {
+  auto tiling = [](int64_t m, int64_t k, int64_t n) { return heavy::choose_matmul_tiling(heavy::matmul_shape({m, k}, {k, n}), kir::Type::F32); };
+  EXPECT_EQ(tiling(120, 8192, 784), (heavy::MatmulTiling{64, 64, 16, 4, 4, 16}));  // 26 blocks of 64x64
+  EXPECT_EQ(tiling(84, 8192, 120), (heavy::MatmulTiling{64, 64, 16, 4, 4, 64}));   // 4 blocks
+  EXPECT_EQ(tiling(10, 8192, 84), (heavy::MatmulTiling{16, 16, 16, 1, 1, 64}));    // 6 blocks of 16x16
+  EXPECT_EQ(tiling(120, 2048, 784).splits, 16u);  // 128 slices: at most 16 parts of 8
+  EXPECT_EQ(tiling(120, 2048, 200).splits, 16u);  // 8 blocks would want 32
+  EXPECT_EQ(tiling(120, 1024, 784).splits, 1u);   // K too short to split
+  EXPECT_EQ(tiling(1024, 8192, 1024).splits, 1u); // enough blocks
+}
+
 // Operands read in place transposed, and batches, with edges in every direction or none, on tilings whose staging
 // reads 4 elements at a time (extents along the contiguous direction multiples of 4) and on ones that cannot.
 struct TransposedCase {
