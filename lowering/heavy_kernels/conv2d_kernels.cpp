@@ -338,7 +338,16 @@ std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t resu
 }  // namespace
 
 std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits, Type t) {
-  std::vector<Conv2dConfig> out = candidates(conv2d_heuristic(s, limits), s.wo, s.kw, s.cout_per_group(), limits);
+  const Conv2dConfig heuristic = conv2d_heuristic(s, limits);
+  std::vector<Conv2dConfig> out = candidates(heuristic, s.wo, s.kw, s.cout_per_group(), limits);
+  // The heuristic's weights-in-workgroup-memory elements (many sums per invocation) with 512 to 1024 invocations
+  // asked to be resident per core (GPUs only).
+  if (!limits.cpu && heuristic.shared_w)
+    for (uint32_t resident : {512u, 768u, 1024u}) {
+      Conv2dConfig c = heuristic;
+      c.per_core = std::min<uint32_t>(32, resident / c.wg);
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
   // Elements of every output channel with the weights in workgroup memory.
   if (shared_w_fits(s, t) && shared_w_bytes(s, t) <= limits.shared_bytes)
     for (uint32_t wg : {64u, 128u, 256u})
@@ -842,8 +851,8 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
       for (uint32_t sp : splits) add({h.block_rows, h.block_cols, wg, sp, h.row_mode, cob});
   // The heuristic's row mode with more or fewer registers per invocation: 384 to 768 invocations resident per core,
   // or no request (GPUs only; PTX caps the registers, other backends ignore the request).
-  if (!limits.cpu && h.row_mode && !h.staged)
-    for (uint32_t resident : {0u, 384u, 512u, 640u, 768u}) {
+  if (!limits.cpu && h.row_mode)
+    for (uint32_t resident : {0u, 384u, 512u, 640u, 768u, 1024u}) {
       GradWeightConfig c = h;
       c.per_core = std::min<uint32_t>(32, resident / c.wg);
       add(c);
