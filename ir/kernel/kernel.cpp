@@ -314,7 +314,6 @@ struct Verifier {
     return true;
   }
   bool is_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::Accumulator; }
-  bool is_workgroup(uint32_t f) const { return k.fragments[f].workgroup; }
   bool is_warpgroup_accumulator(uint32_t f) const { return k.fragments[f].use == MatrixUse::WarpgroupAccumulator; }
   // The shared array and stride a fragment moves through: same element type, a stride of whole 16-byte units
   // and at least a row (what PTX's wmma and Vulkan's cooperative matrix loads require).

@@ -2,6 +2,7 @@
 #include "lowering/heavy_kernels/split_sum_kernel.h"
 
 #include <algorithm>
+#include <initializer_list>
 #include <functional>
 #include <optional>
 #include <stdexcept>
@@ -247,6 +248,23 @@ Conv2dConfig Conv2dConfig::from(const Config& c) {
 
 namespace {
 
+// The occupancy request (Conv2dConfig / GradWeightConfig::per_core) that asks for `resident` invocations per core
+// from workgroups of `wg`: at most 32 workgroups, what a core holds; 0 (no request) for 0.
+uint32_t per_core_for(uint32_t resident, uint32_t wg) { return std::min<uint32_t>(32, resident / wg); }
+
+// A config with each of the `resident` occupancy requests, for the tuner (GPUs only: PTX caps the registers to fit
+// them, other backends ignore the request).
+template <class C>
+std::vector<C> with_requests(const C& config, std::initializer_list<uint32_t> resident) {
+  std::vector<C> out;
+  for (uint32_t r : resident) {
+    C c = config;
+    c.per_core = per_core_for(r, c.wg);
+    out.push_back(c);
+  }
+  return out;
+}
+
 // The row path's heuristic: where rows are many (`rows` of them, one channel each), rows of the most neighbouring
 // channels (dividing the channels per group) whose sums stay within 48 per invocation, in workgroups of 32 when that
 // is more than one. Measured on the H100 (LeNet's step, docs/PERFORMANCE.md): at batch 8192 the tuner's picks on
@@ -264,7 +282,7 @@ Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_grou
     if (channels_per_group % c == 0 && cols * c <= 48 && rows / c >= 65536) cb = c;
   const uint32_t wg = cb > 1 ? 32u : kRowThreads;
   const bool loop = gpu && cb > 1;
-  return {true, wg, cb, false, 1, loop, loop ? resident / wg : 0};
+  return {true, wg, cb, false, 1, loop, loop ? per_core_for(resident, wg) : 0};
 }
 
 // The looped rows' occupancy requests, on an H200's cuda:0 at batch 8192 (LeNet's second convolution, fresh
@@ -320,14 +338,9 @@ std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t resu
     for (uint32_t cb : {1u, 2u, 3u})
       if (channels_per_group % cb == 0 && result_cols * cb <= kMaxRowSums)
         for (uint32_t wg : {32u, 64u}) add({true, wg, cb, false, 1, true});
-    // The heuristic's looped rows with more or fewer registers: no request, or 512 to 1024 invocations asked to be
-    // resident per core (GPUs only; PTX caps the registers, other backends ignore the request).
+    // The heuristic's looped rows with more or fewer registers: no request, or 512 to 1024 invocations resident.
     if (!limits.cpu && heuristic.rows && heuristic.row_loop)
-      for (uint32_t resident : {0u, 512u, 640u, 768u, 1024u}) {
-        Conv2dConfig c = heuristic;
-        c.per_core = std::min<uint32_t>(32, resident / c.wg);
-        add(c);
-      }
+      for (const Conv2dConfig& c : with_requests(heuristic, {0, 512, 640, 768, 1024})) add(c);
   }
   for (uint32_t cb : {1u, 2u, 3u, 4u, 6u, 8u})
     if (channels_per_group % cb == 0)
@@ -341,13 +354,10 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
   const Conv2dConfig heuristic = conv2d_heuristic(s, limits);
   std::vector<Conv2dConfig> out = candidates(heuristic, s.wo, s.kw, s.cout_per_group(), limits);
   // The heuristic's weights-in-workgroup-memory elements (many sums per invocation) with 512 to 1024 invocations
-  // asked to be resident per core (GPUs only).
+  // resident.
   if (!limits.cpu && heuristic.shared_w)
-    for (uint32_t resident : {512u, 768u, 1024u}) {
-      Conv2dConfig c = heuristic;
-      c.per_core = std::min<uint32_t>(32, resident / c.wg);
+    for (const Conv2dConfig& c : with_requests(heuristic, {512, 768, 1024}))
       if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-    }
   // Elements of every output channel with the weights in workgroup memory.
   if (shared_w_fits(s, t) && shared_w_bytes(s, t) <= limits.shared_bytes)
     for (uint32_t wg : {64u, 128u, 256u})
@@ -796,7 +806,7 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
   // batch 8192, 0.461 -> 0.418 ms (640 invocations: 80 registers, spills, 0.581 ms; 1024: 1.79 ms). Only where the
   // launch has that many workgroups for each core of a 132-core GPU: at batch 64 (96 workgroups) the capped kernel
   // made cuda:0's step 2% slower. Other backends ignore the request.
-  const uint32_t per_core = std::max<uint32_t>(1, 512 / c.wg);
+  const uint32_t per_core = std::max<uint32_t>(1, per_core_for(512, c.wg));
   const uint64_t groups = uint64_t(s.cout / c.co_block) * uint64_t(s.cin_per_group()) * g.blocks() * c.splits;
   if (!limits.cpu && g.row_mode && g.rows * g.cols * c.co_block >= 32 && groups >= 132ull * per_core)
     c.per_core = per_core;
@@ -849,14 +859,10 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
   for (uint32_t cob : {2u, 4u})
     for (uint32_t wg : {32u, 64u, 128u})
       for (uint32_t sp : splits) add({h.block_rows, h.block_cols, wg, sp, h.row_mode, cob});
-  // The heuristic's row mode with more or fewer registers per invocation: 384 to 768 invocations resident per core,
-  // or no request (GPUs only; PTX caps the registers, other backends ignore the request).
+  // The heuristic's row mode (staged or not) with more or fewer registers per invocation: no request, or 384 to 1024
+  // invocations resident.
   if (!limits.cpu && h.row_mode)
-    for (uint32_t resident : {0u, 384u, 512u, 640u, 768u, 1024u}) {
-      GradWeightConfig c = h;
-      c.per_core = std::min<uint32_t>(32, resident / c.wg);
-      add(c);
-    }
+    for (const GradWeightConfig& c : with_requests(h, {0, 384, 512, 640, 768, 1024})) add(c);
   // Rows staged through workgroup memory, whole images per step: splits divide the images.
   if (row_mode_fits(s, h.block_cols))
     for (uint32_t cob : {1u, 2u})

@@ -43,4 +43,18 @@ std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, co
   return problem.empty() ? "" : run.kernels().at(0).name + ": " + problem;
 }
 
+std::string product_refusal(rt::Device& dev, lowering::heavy::HeavyKernel kernel) {
+  graph::Graph none;
+  DeviceRun run(dev, none);
+  const int32_t a = run.add_slot(kir::Type::BF16, 64 * 64, "a"), b = run.add_slot(kir::Type::BF16, 64 * 64, "b");
+  const int32_t c = run.add_slot(kir::Type::F32, 64 * 64, "c");
+  run.launch(std::move(kernel.kernel), {a, b, c}, {}, kernel.groups);
+  try {
+    run.run();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace spire::heavy_test

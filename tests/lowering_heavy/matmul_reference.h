@@ -25,4 +25,8 @@ ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& 
 std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
                              const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want);
 
+// Runs `kernel` (a 64 x 64 x 64 product of bf16 operands into f32: buffers a, b, c) on `dev` and returns what it
+// threw, or "" when it ran: for tests that a device lacking the kernel's features refuses it by name.
+std::string product_refusal(rt::Device& dev, lowering::heavy::HeavyKernel kernel);
+
 }  // namespace spire::heavy_test
