@@ -5,16 +5,16 @@
 // the classic register-staged pipeline: the loads fly while it computes.
 //
 // Each CopyToShared statement (a "site") keeps its last copy in Function variables: the 16 bytes, the destination
-// and a pending flag. plan_copies() walks the structured body once, tracking which sites may hold an unflushed copy:
-// a wait flushes those, and a site that may run again before any wait flushed it flushes its own first. Destinations
+// and a pending flag. copy_plan.h works out which wait lands which sites (those whose batch the wait's count covers),
+// and which sites may run again before a wait landed their previous copy: those land it first. Destinations
 // are declared as arrays of 16-byte vectors and sources get a vector view at their binding, so each copy is one
 // 16-byte load and one 16-byte store; element reads pick their word out of the vector.
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
 #include <stdexcept>
 
+#include "backends/spirv/copy_plan.h"
 #include "backends/spirv/kernel_emitter.h"
 
 namespace spire::spirv {
@@ -29,48 +29,6 @@ uint32_t log2_of(uint32_t x) {
   while ((1u << l) < x) ++l;
   return l;
 }
-
-// Which sites may hold an unflushed copy where; see the file comment.
-class CopyPlanner {
- public:
-  CopyPlanner(std::map<const kir::CopyToShared*, uint32_t>& site_of, std::map<const kir::CopyWait*, std::vector<uint32_t>>& flushes,
-              std::set<uint32_t>& flush_before)
-      : site_of_(site_of), flushes_(flushes), flush_before_(flush_before) {}
-
-  std::set<uint32_t> walk(const kir::Block& b, std::set<uint32_t> pending) {
-    for (const kir::Stmt& s : b.stmts) {
-      if (const auto* c = std::get_if<kir::CopyToShared>(&s)) {
-        auto [it, added] = site_of_.emplace(c, uint32_t(site_of_.size()));
-        if (pending.count(it->second)) flush_before_.insert(it->second);
-        pending.insert(it->second);
-      } else if (const auto* w = std::get_if<kir::CopyWait>(&s)) {
-        std::vector<uint32_t>& f = flushes_[w];
-        for (uint32_t site : pending)
-          if (std::find(f.begin(), f.end(), site) == f.end()) f.push_back(site);
-        pending.clear();
-      } else if (const auto* i = std::get_if<kir::If>(&s)) {
-        std::set<uint32_t> then_out = walk(*i->then_body, pending);
-        std::set<uint32_t> else_out = i->else_body ? walk(*i->else_body, pending) : pending;
-        pending = then_out;
-        pending.insert(else_out.begin(), else_out.end());
-      } else if (const auto* f = std::get_if<kir::For>(&s)) {
-        // The body runs zero or more times: iterate until what may be pending at its top stops growing.
-        for (;;) {
-          std::set<uint32_t> out = walk(*f->body, pending);
-          const size_t before = pending.size();
-          pending.insert(out.begin(), out.end());
-          if (pending.size() == before) break;
-        }
-      }
-    }
-    return pending;
-  }
-
- private:
-  std::map<const kir::CopyToShared*, uint32_t>& site_of_;
-  std::map<const kir::CopyWait*, std::vector<uint32_t>>& flushes_;
-  std::set<uint32_t>& flush_before_;
-};
 
 // Shared arrays copied into, and whether any statement writes one of them element by element (reads are fine:
 // load_from_vectors picks an element out of its vector).
@@ -108,12 +66,11 @@ void KernelEmitter::plan_copies() {
       throw std::logic_error(fmt::format("SPIR-V backend: shared array {} is copied into but is not a whole number of "
                                          "16-byte vectors", k_.shared[a].name));
   }
-  std::set<uint32_t> flush_before;
-  CopyPlanner(site_of_, flushes_at_wait_, flush_before).walk(k_.body, {});
-  copy_sites_.assign(site_of_.size(), CopySite{});
-  for (const auto& [stmt, site] : site_of_) {
+  copy_plan_ = plan_copy_sites(k_.body);
+  copy_sites_.assign(copy_plan_.site_of.size(), CopySite{});
+  for (const auto& [stmt, site] : copy_plan_.site_of) {
     copy_sites_[site].array = stmt->array;
-    copy_sites_[site].flush_before = flush_before.count(site) > 0;
+    copy_sites_[site].flush_before = copy_plan_.lands_before_rerun.count(site) > 0;
   }
   buffer_copy_views_.assign(k_.buffers.size(), 0);
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
@@ -198,7 +155,7 @@ void KernelEmitter::flush_copy(uint32_t site) {
 }
 
 void KernelEmitter::stmt(const kir::CopyToShared& s) {
-  const uint32_t site = site_of_.at(&s);
+  const uint32_t site = copy_plan_.site_of.at(&s);
   const CopySite& c = copy_sites_.at(site);
   if (c.flush_before) flush_copy(site);
   Id u32 = m_.type_int(32, false);
@@ -221,8 +178,8 @@ void KernelEmitter::stmt(const kir::CopyToShared& s) {
 }
 
 void KernelEmitter::stmt(const kir::CopyWait& s) {
-  auto it = flushes_at_wait_.find(&s);
-  if (it == flushes_at_wait_.end()) return;
+  auto it = copy_plan_.lands.find(&s);
+  if (it == copy_plan_.lands.end()) return;
   for (uint32_t site : it->second) flush_copy(site);
 }
 

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "backends/spirv/copy_plan.h"
 #include "backends/spirv/module_builder.h"
 #include "ir/kernel/kernel.h"
 
@@ -84,7 +85,7 @@ class KernelEmitter {
   // One element (u32 index) of a copy destination, read out of its 16-byte vector.
   Id load_from_vectors(uint32_t array, Id element_index);
   void stmt(const kir::CopyToShared& s);
-  void stmt(const kir::CopyCommit&) {}  // batches matter only to waits, whose flushes plan_copies() worked out
+  void stmt(const kir::CopyCommit&) {}  // batches matter only to waits, whose landings copy_plan.h worked out
   void stmt(const kir::CopyWait& s);
   // Refused before emission (compile.cpp): no Vulkan path for warpgroup matrices or tensor copies.
   [[noreturn]] void stmt(const kir::WarpgroupMulAdd&) { unsupported(); }
@@ -158,8 +159,7 @@ class KernelEmitter {
     bool flush_before = false;  // the site may run again before a wait flushed its previous copy
   };
   std::vector<CopySite> copy_sites_;
-  std::map<const kir::CopyToShared*, uint32_t> site_of_;
-  std::map<const kir::CopyWait*, std::vector<uint32_t>> flushes_at_wait_;
+  CopyPlan copy_plan_;
   // SPV_KHR_cooperative_matrix requires the Vulkan memory model in shader modules, so kernels with fragments get it;
   // the others keep GLSL450 (what every Vulkan 1.1 device takes).
   bool vulkan_memory_model_ = false;

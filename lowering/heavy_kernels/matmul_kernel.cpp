@@ -92,9 +92,12 @@ Config MatmulTiling::config() const {
     return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"workgroup_matrix", 1}, {"unroll", unroll}};
   if (warpgroup_mma())
     return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"warpgroups", warpgroups}, {"stages", stages}};
-  if (tensor_cores())
-    return Config{{"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},
-                  {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages}};
+  if (tensor_cores()) {
+    Config c{{"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},
+             {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages}};
+    if (unroll > 1) c.set("unroll", unroll);  // rolled configs keep the text tuning caches already hold
+    return c;
+  }
   Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
   if (splits > 1) c.set("splits", splits);  // unsplit configs keep the text tuning caches already hold
   return c;
@@ -125,6 +128,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     t.warps_m = u("warps_m");
     t.warps_n = u("warps_n");
     if (c.has("stages")) t.stages = u("stages");
+    if (c.has("unroll")) t.unroll = u("unroll");
     return t;
   }
   MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};

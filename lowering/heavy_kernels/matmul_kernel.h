@@ -53,13 +53,15 @@ struct MatmulTiling {
   // (1). 0: the SIMT kernel above.
   uint32_t warps_m = 0, warps_n = 0;
   // Tensor cores: K slices in flight when both operands are fed by asynchronous copies (a pipeline of `stages`
-  // shared-memory buffers per operand).
+  // shared-memory buffers per operand). `unroll` = stages there: the K loop unrolled that deep (see
+  // matmul_mma_kernel.h), else 1.
   uint32_t stages = 2;
   // Warpgroup MMA (matmul_wgmma_kernel.h): this many warpgroups of 128 multiply, each owning 64 rows of the block
   // across its tile_n columns, and one more feeds them; warps_m, warps_n, reg_m and reg_n unused. 0: not that kernel.
   uint32_t warpgroups = 0;
   // Workgroup matrices (matmul_workgroup_mma_kernel.h): the block is one workgroup matrix of 256 invocations, its K
-  // loop unrolled `unroll` slices deep; warps, reg_m, reg_n and stages unused.
+  // loop unrolled `unroll` slices deep; warps, reg_m, reg_n and stages unused. (`unroll` serves the tensor-core kernel
+  // too: above.)
   bool workgroup_matrix = false;
   uint32_t unroll = 1;
   bool tensor_cores() const { return warps_m > 0; }
@@ -71,7 +73,7 @@ struct MatmulTiling {
                              : (tile_m / reg_m) * (tile_n / reg_n);
   }
   // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
-  // warps_m=2,warps_n=4,stages=3" for tensor cores, "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for
+  // warps_m=2,warps_n=4,stages=3" for tensor cores (",unroll=3" when unrolled), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for
   // warpgroup MMA, "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices) and back (throws std::invalid_argument for a missing value; a
   // missing splits is 1, a missing stages 2).
   Config config() const;

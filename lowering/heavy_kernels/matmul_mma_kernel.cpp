@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <numeric>
 #include <optional>
 #include <stdexcept>
 #include <utility>
@@ -20,6 +21,9 @@ constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFrag = kMatrixTile;                 // 16
 constexpr uint32_t kPad16 = 8;                          // 16 bytes of 16-bit elements: one row's padding
 constexpr uint32_t kStage = kMatrixTile * kMatrixTile;  // one subgroup's f32 staging tile
+// An unrolled kernel stages its result through this many subgroups' tiles at a time, leaving its workgroup memory
+// to the operands' pipeline (48 KiB hold 3 stages of 128x256x16 and 4 staging tiles, not 16).
+constexpr uint32_t kUnrolledResultTiles = 4;
 
 MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
   MatmulTiling t{tile_m, tile_n, tile_k, 1, 1};
@@ -36,9 +40,11 @@ MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_
   p.a_copies = async_copies && (s.a_transposed ? s.m : s.k) % 8 == 0;
   p.b_copies = async_copies && (s.b_transposed ? s.k : s.n) % 8 == 0;
   p.stages = p.a_copies && p.b_copies ? std::max<uint32_t>(tl.stages, 2) : 1;
+  const uint32_t warps = tl.warps_m * tl.warps_n;
+  p.result_tiles = tl.unroll > 1 ? std::gcd(warps, kUnrolledResultTiles) : warps;
   const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16);
   const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + kPad16);
-  p.shared_bytes = p.stages * (a + b) * 2 + uint64_t(tl.warps_m) * tl.warps_n * kStage * 4;
+  p.shared_bytes = p.stages * (a + b) * 2 + uint64_t(p.result_tiles) * kStage * 4;
   return p;
 }
 
@@ -92,15 +98,20 @@ std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limi
   const bool pipelined = mma_staging(s, out[0], limits.async_copy).stages > 1;
   for (const auto& sh : shapes)
     for (uint32_t k : {16u, 32u, 64u})
-      for (uint32_t stages : {2u, 3u, 4u}) {
-        if (stages > 2 && !pipelined) continue;  // more stages than 2 only where both operands copy
-        MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
-        tl.stages = stages;
-        if (tl.invocations() > limits.max_invocations || shared_bytes(tl) > limits.shared_bytes) continue;
-        // A block more than twice the (rounded up) extent only adds masked work.
-        if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
-        if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
-      }
+      for (uint32_t stages : {2u, 3u, 4u})
+        for (bool unrolled : {false, true}) {
+          // More stages than 2, and unrolling by them, only where both operands copy. (Rolled, 2 stages already keep
+          // their one slice in flight through every backend.)
+          if ((stages > 2 || unrolled) && !pipelined) continue;
+          if (unrolled && stages == 2) continue;
+          MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+          tl.stages = stages;
+          tl.unroll = unrolled ? stages : 1;
+          if (tl.invocations() > limits.max_invocations || shared_bytes(tl) > limits.shared_bytes) continue;
+          // A block more than twice the (rounded up) extent only adds masked work.
+          if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
+          if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+        }
   return out;
 }
 
@@ -142,9 +153,16 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
                                             "16x16 fragments", tl.config().text()));
   const MmaStaging plan = mma_staging(s, tl, async_copies);
   if (tl.stages < 2 || tl.stages > 8) throw std::invalid_argument(fmt::format("matmul on tensor cores: {} stages", tl.stages));
+  if (tl.unroll != 1 && tl.unroll != tl.stages)
+    throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' unrolls the K loop {} deep; it unrolls "
+                                            "by the pipeline's stage count or not at all",
+                                            tl.config().text(), tl.unroll));
+  // Without a pipeline (an operand staged element by element) there is nothing to unroll for.
+  const bool unrolled = tl.unroll > 1 && plan.stages > 1;
   std::string name = matmul_checked_name(s) +
-                     fmt::format("_t{}x{}x{}_w{}x{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
-                                 plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "");
+                     fmt::format("_t{}x{}x{}_w{}x{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
+                                 plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "",
+                                 unrolled ? "_u" : "");
   const Type h = *s.a_half;
   const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
   if (M == 0 || N == 0 || batches == 0) return empty_result(name);
@@ -166,7 +184,7 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
   const uint32_t b_elems = (s.b_transposed ? tl.tile_n : tl.tile_k) * b_ld;
   Shared a_tile = kb.shared("a_tile", h, plan.stages * a_elems);
   Shared b_tile = kb.shared("b_tile", h, plan.stages * b_elems);
-  Shared c_stage = kb.shared("c_stage", Type::F32, warps * kStage);
+  Shared c_stage = kb.shared("c_stage", Type::F32, plan.result_tiles * kStage);
   std::vector<Fragment> acc, a_frag, b_frag;
   for (uint32_t i = 0; i < frags_m * frags_n; ++i) acc.push_back(kb.fragment(fmt::format("acc{}", i), MatrixUse::Accumulator, Type::F32));
   for (uint32_t i = 0; i < frags_m; ++i) a_frag.push_back(kb.fragment(fmt::format("a{}", i), MatrixUse::A, h, s.a_transposed));
@@ -281,22 +299,33 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
         }
         kb.copy_commit();
       }
-      // Waits for nothing (S - 1 batches may fly), but closes the prologue for backends that stage copies through
-      // registers (backends/spirv/emit_copies.cpp): its copies land here, so their registers are free in the loop.
-      kb.copy_wait(S - 1);
-      kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
+      // Round kt; `slot` is kt % S where the unrolled loop knows it.
+      auto round = [&](Val kt, std::optional<uint32_t> slot) {
         kb.copy_wait(S - 2);
         kb.barrier();
         Val ahead = kt + (S - 1);
         kb.if_(ahead < k_tiles, [&] {
-          Val slot = ahead % S;
-          stage(a_st, a_items, ahead * tl.tile_k, slot * a_elems);
-          stage(b_st, b_items, ahead * tl.tile_k, slot * b_elems);
+          Val at = slot ? kb.u32((*slot + S - 1) % S) : ahead % S;
+          stage(a_st, a_items, ahead * tl.tile_k, at * a_elems);
+          stage(b_st, b_items, ahead * tl.tile_k, at * b_elems);
         });
         kb.copy_commit();
-        Val cur = kt % S;
+        Val cur = slot ? kb.u32(*slot) : kt % S;
         multiply(cur * a_elems, cur * b_elems);
-      });
+      };
+      if (!unrolled) {
+        kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) { round(kt, std::nullopt); });
+      } else {
+        // Laps of S rounds, the rounds past the last whole lap after them: every stage's offsets are constants, and
+        // each round's copies are their own statements, so a backend that stages copies through registers keeps
+        // S - 1 slices in flight across the waits (backends/spirv/copy_plan.h; rolled, a round's copy lands when
+        // the next round issues its own).
+        const uint32_t laps = k_tiles / S;
+        kb.for_(kb.u32(0), kb.u32(laps), [&](Val lap) {
+          for (uint32_t j = 0; j < S; ++j) round(lap * S + j, j);
+        });
+        for (uint32_t kt = laps * S; kt < k_tiles; ++kt) round(kb.u32(kt), kt % S);
+      }
       kb.copy_wait(0);  // only empty batches are left
     } else {
       const bool any_copies = plan.a_copies || plan.b_copies;
@@ -313,23 +342,32 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       });
     }
 
-    // Each accumulator leaves through the subgroup's staging tile: lane l takes elements l, l + 32, ... (two rows
-    // of 16 per step), so each half-subgroup stores 16 consecutive columns.
-    Val stage_at = warp * kStage;
-    for (uint32_t i = 0; i < frags_m; ++i)
-      for (uint32_t j = 0; j < frags_n; ++j) {
-        kb.matrix_store(c_stage, stage_at, kFrag, acc[i * frags_n + j]);
-        kb.barrier();
-        Val r0 = row0 + warp_row * warp_m + i * kFrag, c0 = col0 + warp_col * warp_n + j * kFrag;
-        for (uint32_t e = 0; e < kStage / kWarp; ++e) {
-          Val idx = lane + e * kWarp;
-          Val r = r0 + idx / kFrag, c = c0 + idx % kFrag;
-          auto store = [&] { C[c_base + r * N + c] = c_stage[stage_at + idx]; };
-          if (M % tl.tile_m || N % tl.tile_n) kb.if_((r < M) & (c < N), store);
-          else store();
+    // Each accumulator leaves through a staging tile of the subgroup's own: lane l takes elements l, l + 32, ...
+    // (two rows of 16 per step), so each half-subgroup stores 16 consecutive columns. With fewer tiles than
+    // subgroups, the subgroups take turns (the barriers stay outside the turns: every invocation reaches them).
+    const uint32_t turns = warps / plan.result_tiles;
+    Val stage_at = (warp % plan.result_tiles) * kStage;
+    auto in_turn = [&](uint32_t turn, const std::function<void()>& body) {
+      if (turns == 1) body();
+      else kb.if_(warp / plan.result_tiles == turn, body);
+    };
+    for (uint32_t turn = 0; turn < turns; ++turn)
+      for (uint32_t i = 0; i < frags_m; ++i)
+        for (uint32_t j = 0; j < frags_n; ++j) {
+          in_turn(turn, [&] { kb.matrix_store(c_stage, stage_at, kFrag, acc[i * frags_n + j]); });
+          kb.barrier();
+          in_turn(turn, [&] {
+            Val r0 = row0 + warp_row * warp_m + i * kFrag, c0 = col0 + warp_col * warp_n + j * kFrag;
+            for (uint32_t e = 0; e < kStage / kWarp; ++e) {
+              Val idx = lane + e * kWarp;
+              Val r = r0 + idx / kFrag, c = c0 + idx % kFrag;
+              auto store = [&] { C[c_base + r * N + c] = c_stage[stage_at + idx]; };
+              if (M % tl.tile_m || N % tl.tile_n) kb.if_((r < M) & (c < N), store);
+              else store();
+            }
+          });
+          kb.barrier();  // the next accumulator reuses the staging tile
         }
-        kb.barrier();  // the next accumulator reuses the staging tile
-      }
   });
   uint64_t groups = uint64_t(batches) * tiles_m * tiles_n;
   return {kb.finish(), groups};

@@ -8,6 +8,11 @@
 // so every element is stored by one invocation with an ordinary store (masked edges; epilogues fused into the
 // stores work as for the SIMT kernel). Same buffers as matmul_kernel: a (read), b (read), c (write, f32).
 //
+// A tiling with unroll = stages unrolls the pipelined K loop by its depth: each slice's stage is a constant, and
+// each round's copies are distinct statements, which is what lets the SPIR-V backend (copies staged through
+// registers) keep stages - 1 slices in flight; its result then leaves through 4 subgroups' staging tiles in turns,
+// so that a 3-stage 128x256x16 pipeline fits NVIDIA's 48 KiB.
+//
 // It needs Feature::CooperativeMatrix, so the lowering picks it only on devices that report that
 // (heavy::Limits::cooperative_matrix), and only for products whose operands are both f16 or both bf16.
 #pragma once
@@ -27,7 +32,7 @@ bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
 // `limits` holds.
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits);
 // The tuner's candidates: the choice above first, then the other block shapes, K slices and (where both operands
-// copy) pipeline depths of 2 to 4 that fit `limits`.
+// copy) pipeline depths of 2 to 4, rolled and unrolled, that fit `limits`.
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits);
 
 // How the kernel stages its operands: with 16-byte asynchronous copies (Feature::AsyncCopy) where the operand's
@@ -36,6 +41,7 @@ std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limi
 struct MmaStaging {
   bool a_copies = false, b_copies = false;
   uint32_t stages = 1;
+  uint32_t result_tiles = 0;  // subgroups' 16x16 f32 tiles the result leaves through (every subgroup's unless unrolled)
   uint64_t shared_bytes = 0;  // workgroup memory the kernel declares
 };
 MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tiling, bool async_copies);

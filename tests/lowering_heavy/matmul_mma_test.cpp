@@ -14,6 +14,7 @@
 #include <ostream>
 
 #include "backends/ptx/ptx_backend.h"
+#include "backends/spirv/copy_plan.h"
 #include "ir/graph/graph.h"
 #include "lowering/heavy_kernels/matmul_mma_kernel.h"
 #include "runtime/device.h"
@@ -36,6 +37,12 @@ heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint
   return t;
 }
 
+// The same tiling with its K loop unrolled by its stage count.
+heavy::MatmulTiling unrolled(heavy::MatmulTiling t) {
+  t.unroll = t.stages;
+  return t;
+}
+
 struct MmaCase {
   graph::DType half;
   heavy::MatmulTiling tiling;
@@ -45,8 +52,8 @@ struct MmaCase {
 
 std::string case_name(const MmaCase& c) {
   const auto& t = c.tiling;
-  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k,
-                     t.warps_m, t.warps_n, t.stages, c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n,
+  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k,
+                     t.warps_m, t.warps_n, t.stages, t.unroll > 1 ? "u" : "", c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n,
                      c.a_transposed ? "_at" : "", c.b_transposed ? "_bt" : "");
 }
 
@@ -60,7 +67,11 @@ std::vector<MmaCase> mma_cases() {
                                          // vulkan:0's heuristic for large products (48 KiB of workgroup memory)
                                          mma(128, 256, 16, 4, 4),
                                          // 78 KiB: dynamic shared memory on CUDA
-                                         mma(128, 128, 32, 2, 2, 4)};
+                                         mma(128, 128, 32, 2, 2, 4),
+                                         // K loops unrolled by the depth (whole laps and the rounds after them, or
+                                         // none), results in turns of 4 subgroups
+                                         unrolled(mma(64, 64, 16, 2, 2, 3)), unrolled(mma(32, 32, 16, 2, 2, 2)),
+                                         unrolled(mma(128, 256, 16, 4, 4, 3))};
   // Whole tiles, one element of everything, and edges in every direction (K not a multiple of the slice).
   const int64_t shapes[][3] = {{64, 64, 64}, {1, 1, 1}, {33, 65, 70}, {130, 17, 129}};
   for (graph::DType h : {graph::DType::BF16, graph::DType::F16})
@@ -187,6 +198,40 @@ TEST(MatmulMmaKernel, CopiesWhereRowsStartOn16BytesAndPipelinesWhenBothOperandsD
   EXPECT_EQ(p.stages, 1u);
 }
 
+// Unrolled by its 3 stages, NVIDIA Vulkan's 128x256x16 pipeline fits 48 KiB (the result leaves through 4 subgroups'
+// tiles in turns, not 16), its slices' copies are distinct statements, so the SPIR-V backend lands each at the wait
+// that covers it (rolled, a round's copies land when the next round issues its own: one slice in flight), and the
+// unroll must be the depth.
+TEST(MatmulMmaKernel, UnrollingByTheDepthKeepsTheWholePipelineInFlightOnVulkan) {
+  const heavy::MatmulShape s = shape_of({graph::DType::BF16, {}, 1, 512, 512, 512});
+  const heavy::MatmulTiling rolled = mma(128, 256, 16, 4, 4, 3), t = unrolled(rolled);
+  const heavy::MmaStaging p = heavy::mma_staging(s, t, true);
+  EXPECT_EQ(p.result_tiles, 4u);
+  EXPECT_EQ(heavy::mma_staging(s, rolled, true).result_tiles, 16u);
+  // Three stages of 128 x (16 + 8) and 16 x (256 + 8) bf16, and four 16x16 f32 tiles.
+  EXPECT_EQ(p.shared_bytes, 3u * (128 * 24 + 16 * 264) * 2 + 4 * 256 * 4);
+  EXPECT_LE(p.shared_bytes, 48u * 1024);
+  EXPECT_GT(heavy::mma_staging(s, rolled, true).shared_bytes, 48u * 1024);
+
+  const kir::Kernel k = heavy::matmul_mma_kernel(s, t, true).kernel;
+  EXPECT_NE(k.name.find("_c3_u_"), std::string::npos) << k.name;
+  const spirv::CopyPlan plan = spirv::plan_copy_sites(k.body);
+  EXPECT_TRUE(plan.lands_before_rerun.empty());
+  // 32 slices: 2 before the loop, 3 in its lap (10 laps), the last 2 after it; each an A and a B copy (per
+  // invocation, one of each here).
+  EXPECT_EQ(plan.site_of.size(), 14u);
+  const spirv::CopyPlan rolled_plan = spirv::plan_copy_sites(heavy::matmul_mma_kernel(s, rolled, true).kernel.body);
+  EXPECT_EQ(rolled_plan.lands_before_rerun.size(), 2u);
+
+  heavy::MatmulTiling wrong = rolled;
+  wrong.unroll = 2;
+  EXPECT_THROW(heavy::matmul_mma_kernel(s, wrong, true), std::invalid_argument);
+  // Without copies there is no pipeline to unroll: the tiling runs rolled, one stage.
+  EXPECT_EQ(heavy::matmul_mma_kernel(s, t, false).kernel.name.find("_u_"), std::string::npos);
+  EXPECT_EQ(t.config().text(), "tile_m=128,tile_n=256,tile_k=16,warps_m=4,warps_n=4,stages=3,unroll=3");
+  EXPECT_EQ(heavy::MatmulTiling::from(t.config()), t);
+}
+
 // Every tiling the tuner may pick, in both 16-bit types, assembles for sm_80 and sm_90 (where the GPU is absent
 // this is as far as the PTX gets here), and the backend refuses sm_75, whose wmma has no bf16.
 TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
@@ -204,7 +249,8 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
       for (uint32_t sm : {80u, 90u}) {
         const std::string text = ptx::compile(k, ptx::Target{sm});
         EXPECT_NE(text.find("wmma.mma.sync.aligned.row.row.m16n16k16"), std::string::npos) << k.name;
-        if (!ptxas) continue;
+        // An unrolled tiling's PTX differs from its rolled twin's only in the loop: one architecture is enough.
+        if (!ptxas || (t.unroll > 1 && sm == 80)) continue;
         const ptx::testing::AssembleResult r = ptx::testing::assemble(*ptxas, text, sm);
         EXPECT_TRUE(r.ok) << k.name << " for sm_" << sm << ":\n" << r.log;
         ++assembled;

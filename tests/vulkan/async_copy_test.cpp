@@ -1,5 +1,5 @@
 // Copies into workgroup memory on Vulkan (backends/spirv/emit_copies.cpp: 16-byte loads whose stores land at the
-// wait that covers them): pipelines 2 to 4 stages deep like the tensor-core matmul's, in which each invocation copies one
+// wait that covers them): pipelines 2 to 4 stages deep like the tensor-core matmul's, rolled and unrolled, in which each invocation copies one
 // 16-byte piece of the next chunk while the workgroup reads the current one across pieces, with a chunk of invalid
 // copies that must read as zeros. Outputs are poisoned with NaN first; the expectation is the input itself.
 #include <cmath>
@@ -20,7 +20,9 @@ constexpr uint32_t kInvocations = 32, kChunks = 5, kZeroChunk = 2;
 
 // out[i] = f32(in[i]), except chunk kZeroChunk's elements = 0, through a pipeline of copies `stages` deep: round c
 // waits until at most stages - 2 batches fly (chunk c has landed), reads chunk c and refills the stage chunk c - 1 used.
-kir::Kernel pipeline_kernel(Type t, uint32_t stages) {
+// `unrolled`: the loop runs laps of `stages` rounds, each round its own copy statement (so the backend keeps
+// stages - 1 chunks in registers across the waits), the rounds past the last whole lap after it.
+kir::Kernel pipeline_kernel(Type t, uint32_t stages, bool unrolled) {
   const uint32_t per_piece = 16 / type_bytes(t), chunk = per_piece * kInvocations;
   KernelBuilder kb(std::string("copy_pipeline_") + std::string(type_name(t)), kInvocations);
   auto in = kb.buffer("in", t, Access::Read);
@@ -34,7 +36,7 @@ kir::Kernel pipeline_kernel(Type t, uint32_t stages) {
     copy(kb.u32(c));
     kb.copy_commit();
   }
-  kb.for_(kb.u32(0), kb.u32(kChunks), [&](Val c) {
+  auto round = [&](Val c) {
     kb.copy_wait(stages - 2);
     kb.barrier();
     kb.if_(c + (stages - 1) < kChunks, [&] { copy(c + (stages - 1)); });
@@ -44,14 +46,22 @@ kir::Kernel pipeline_kernel(Type t, uint32_t stages) {
       Val j = lid + e * kInvocations;
       out[c * chunk + j] = cast(Val(tile[(c % stages) * chunk + j]), Type::F32);
     }
+  };
+  if (!unrolled) {
+    kb.for_(kb.u32(0), kb.u32(kChunks), round);
+    return kb.finish();
+  }
+  kb.for_(kb.u32(0), kb.u32(kChunks / stages), [&](Val lap) {
+    for (uint32_t r = 0; r < stages; ++r) round(lap * stages + r);
   });
+  for (uint32_t c = kChunks / stages * stages; c < kChunks; ++c) round(kb.u32(c));
   return kb.finish();
 }
 
-class VulkanAsyncCopy : public VulkanTest, public testing::WithParamInterface<std::tuple<Type, uint32_t>> {};
+class VulkanAsyncCopy : public VulkanTest, public testing::WithParamInterface<std::tuple<Type, uint32_t, bool>> {};
 
 TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
-  const auto [t, stages] = GetParam();
+  const auto [t, stages, unrolled] = GetParam();
   if (!dev().info().features.has(Feature::AsyncCopy)) GTEST_SKIP() << dev().info().id << " has no async-copy";
   if (t == Type::F16 && !dev().info().features.has(Feature::Float16)) GTEST_SKIP() << dev().info().id << " has no float16";
   const uint32_t bytes = type_bytes(t), per_piece = 16 / bytes, chunk = per_piece * kInvocations, n = kChunks * chunk;
@@ -70,7 +80,7 @@ TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
     }
     want[i] = i / chunk == kZeroChunk ? 0.0f : v;
   }
-  auto k = spire::backends::compile_and_load(dev(), pipeline_kernel(t, stages));
+  auto k = spire::backends::compile_and_load(dev(), pipeline_kernel(t, stages, unrolled));
   auto in = dev().alloc(raw.size()), out = dev().alloc(size_t(n) * 4);
   dev().upload(*in, raw.data(), raw.size());
   const std::vector<float> poison(n, std::nanf(""));
@@ -80,12 +90,15 @@ TEST_P(VulkanAsyncCopy, PipelinedCopiesLandBeforeTheBarrierAfterTheirWait) {
   EXPECT_EQ(download_vector<float>(dev(), *out, n), want);
 }
 
-// 2 stages, and 3 and 4, whose waits leave the newest 1 or 2 batches in flight (here they land at every wait, early).
+// 2 stages, and 3 and 4, whose waits leave the newest 1 or 2 batches in flight (one copy statement per round: each
+// lands when it runs again; unrolled: at the wait that covers it, backends/spirv/copy_plan.h).
 INSTANTIATE_TEST_SUITE_P(ElementTypesAndStages, VulkanAsyncCopy,
-                         testing::Combine(testing::Values(Type::F32, Type::F16), testing::Values(2u, 3u, 4u)),
-                         [](const testing::TestParamInfo<std::tuple<Type, uint32_t>>& p) {
+                         testing::Combine(testing::Values(Type::F32, Type::F16), testing::Values(2u, 3u, 4u),
+                                          testing::Bool()),
+                         [](const testing::TestParamInfo<std::tuple<Type, uint32_t, bool>>& p) {
                            return std::string(type_name(std::get<0>(p.param))) + "_" +
-                                  std::to_string(std::get<1>(p.param)) + "_stages";
+                                  std::to_string(std::get<1>(p.param)) + "_stages" +
+                                  (std::get<2>(p.param) ? "_unrolled" : "");
                          });
 
 }  // namespace
