@@ -167,7 +167,7 @@ void KernelEmitter::stmt(const kir::CopyToShared& s) {
   label(then_label);
   Id source = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
                  {buffer_copy_views_.at(s.buffer), m_.constant_u32(0), vector_index(k_.buffers.at(s.buffer).elem, as_u32(s.src))});
-  op_void(SpvOpStore, {c.data, load_memory(uvec4, source)});
+  op_void(SpvOpStore, {c.data, load_buffer(s.buffer, uvec4, source)});
   branch(merge);
   label(else_label);
   op_void(SpvOpStore, {c.data, m_.constant_null(uvec4)});

@@ -376,7 +376,7 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
     Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, vector_type),
                     {buffer_vector_vars_[s.buffer], m_.constant_u32(0), which});
-    Id loaded = load_memory(vector_type, pointer);
+    Id loaded = load_buffer(s.buffer, vector_type, pointer);
     for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
     return;
   }
@@ -384,7 +384,7 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
     Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
                     {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
-    values_[s.results[i]] = load_memory(type(t), pointer);
+    values_[s.results[i]] = load_buffer(s.buffer, type(t), pointer);
   }
 }
 
@@ -495,6 +495,14 @@ Id KernelEmitter::load_memory(Id result_type, Id pointer) {
   for (uint32_t word : memory_operands()) w.push_back(word);
   append_instruction(*current_, SpvOpLoad, w);
   return result;
+}
+
+// A read-only buffer's contents come from earlier dispatches, which the runtime's pipeline barriers make visible to
+// every access; nothing inside the dispatch writes them, so its loads need not be non-private (which only shader-side
+// barriers look at) and stay free for the driver to cache and reorder.
+Id KernelEmitter::load_buffer(uint32_t buffer, Id result_type, Id pointer) {
+  if (k_.buffers.at(buffer).access != kir::Access::Read) return load_memory(result_type, pointer);
+  return op(SpvOpLoad, result_type, {pointer});
 }
 
 void KernelEmitter::store_memory(Id pointer, Id v) {

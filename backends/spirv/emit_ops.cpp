@@ -30,7 +30,7 @@ Id KernelEmitter::instr(const kir::Instr& in) {
     case Op::Fma:
       return ext(GLSLstd450Fma, type(in.type), {value(in.operands[0]), value(in.operands[1]), value(in.operands[2])});
     case Op::Convert: return convert(value(in.operands[0]), k_.value_types[in.operands[0]], in.type);
-    case Op::LoadBuffer: return load_memory(type(in.type), buffer_element(in.index, in.operands[0]));
+    case Op::LoadBuffer: return load_buffer(in.index, type(in.type), buffer_element(in.index, in.operands[0]));
     case Op::LoadShared:
       if (shared_vectors_.at(in.index)) return load_from_vectors(in.index, as_u32(in.operands[0]));
       return load_memory(type(in.type), shared_element(in.index, in.operands[0]));

@@ -131,6 +131,7 @@ class KernelEmitter {
   // Loads and stores through buffer and workgroup pointers: under the Vulkan memory model (kernels with cooperative
   // matrices) they carry NonPrivatePointer, so that barriers order them between invocations.
   Id load_memory(Id result_type, Id pointer);
+  Id load_buffer(uint32_t buffer, Id result_type, Id pointer);  // private where the kernel only reads the buffer
   void store_memory(Id pointer, Id value);
   // The optional Memory Operand words of such an access (empty under GLSL450's memory model).
   Words memory_operands() const;

@@ -113,8 +113,12 @@ struct GradWeightConfig {
   // backend that allocates registers (PTX) keeps each invocation within the register file's share. Row mode's sums
   // and rows take many registers (LeNet's second convolution: 187, 10 warps per core).
   uint32_t per_core = 0;
+  // Every weight in one workgroup, whole images staged per step (conv2d_grad_weight_images_kernel.h): needs row_mode
+  // and the whole window as the block; splits (up to 512) divide the images, each invocation owns co_block output
+  // channels x one input channel x one window row, wg covers them.
+  bool all_pairs = false;
   // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1, ",staged=1" when staged,
-  // ",per_core=16" when requested)
+  // ",per_core=16" when requested, ",all_pairs=1" when set)
   Config config() const;
   static GradWeightConfig from(const Config& c);
   friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "runtime/vulkan/vulkan_kernel.h"
+#include "runtime/vulkan/vulkan_pipeline_stats.h"
 
 namespace spire::rt::vulkan {
 
@@ -76,6 +77,18 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     *tail = &coop2;
     tail = &coop2.pNext;
     extensions.push_back(VK_NV_COOPERATIVE_MATRIX_2_EXTENSION_NAME);
+  }
+  VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
+      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+  if (pipeline_statistics_requested() && !f.has_pipeline_executable_properties)
+    fmt::print(stderr, "spire: SPIRE_VULKAN_PIPELINE_STATS: {} ({}) lacks VK_KHR_pipeline_executable_properties; no "
+                       "statistics\n", id, f.info.name);
+  if (pipeline_statistics_requested() && f.has_pipeline_executable_properties) {
+    executables.pipelineExecutableInfo = VK_TRUE;
+    *tail = &executables;
+    tail = &executables.pNext;
+    extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+    ctx->pipeline_stats = true;
   }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
 

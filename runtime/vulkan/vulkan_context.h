@@ -40,6 +40,9 @@ struct Context {
   // SPIRE_VULKAN_FORCE_STAGING=1 at open: device-local buffers are never mapped, so transfers take the staging
   // path that discrete GPUs need, even on lavapipe or an integrated GPU where all memory is host-visible.
   bool force_staging = false;
+  // SPIRE_VULKAN_PIPELINE_STATS=1 at create, on a device with VK_KHR_pipeline_executable_properties: pipelines
+  // capture their statistics and print them (vulkan_pipeline_stats.h).
+  bool pipeline_stats = false;
 
   const DeviceInfo& info() const { return facts.info; }
   const std::string& id() const { return facts.info.id; }

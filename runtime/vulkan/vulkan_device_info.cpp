@@ -230,6 +230,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   f.max_push_constant_bytes = base.limits.maxPushConstantsSize;
   f.max_storage_buffers_per_stage = base.limits.maxPerStageDescriptorStorageBuffers;
   f.has_portability_subset = has_extension(exts, "VK_KHR_portability_subset");
+  f.has_pipeline_executable_properties = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
   f.max_allocation_bytes = maint3.maxMemoryAllocationSize;
 
   DeviceInfo& d = f.info;

@@ -42,6 +42,7 @@ struct PhysicalDeviceFacts {
   bool has_atomic_float_extension = false;
   bool has_atomic_float_add = false;     // shaderBufferFloat32AtomicAdd
   bool has_subgroup_shuffle = false;     // basic and shuffle subgroup operations in the compute stage (core 1.1 query)
+  bool has_pipeline_executable_properties = false;  // VK_KHR_pipeline_executable_properties (vulkan_pipeline_stats.h)
   bool has_portability_subset = false;   // VK_KHR_portability_subset must then be enabled (MoltenVK)
   bool has_int16 = false;                // shaderInt16
   // Tensor-core matrices as kir's fragments use them (backends/spirv/emit_matrix.cpp): VK_KHR_cooperative_matrix

@@ -38,6 +38,10 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
   SPIRE_VULKAN_DEVICE_FUNCTIONS(SPIRE_VULKAN_LOAD)
 #undef SPIRE_VULKAN_LOAD
   if (!missing.empty()) throw Error(fmt::format("{}: vkGetDeviceProcAddr found no {}", device_id, missing));
+  f.vkGetPipelineExecutablePropertiesKHR = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+      get_device_proc_addr(device, "vkGetPipelineExecutablePropertiesKHR"));
+  f.vkGetPipelineExecutableStatisticsKHR = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+      get_device_proc_addr(device, "vkGetPipelineExecutableStatisticsKHR"));
   return f;
 }
 

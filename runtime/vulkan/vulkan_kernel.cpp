@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "runtime/vulkan/vulkan_pipeline_stats.h"
 
 namespace spire::rt::vulkan {
 
@@ -80,10 +81,14 @@ std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const kir::Kernel& k, cons
   ci.stage.module = p->module;
   ci.stage.pName = "main";
   ci.layout = p->layout;
+  if (ctx.pipeline_stats) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
   VkResult r = ctx.fn.vkCreateComputePipelines(ctx.device, ctx.pipeline_cache().handle(), 1, &ci, nullptr, &p->pipeline);
   if (r < 0)
     throw Error(fmt::format("vkCreateComputePipelines failed with {} on {} for kernel '{}'", result_name(r), id, k.name));
   ctx.pipeline_cache().note_pipeline_created();
+  if (ctx.pipeline_stats)
+    for (const std::string& line : pipeline_statistics(ctx, p->pipeline))
+      fmt::print(stderr, "spire: {} pipeline '{}': {}\n", id, k.name, line);
   return p;
 }
 

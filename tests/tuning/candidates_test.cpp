@@ -154,6 +154,8 @@ std::vector<Case> cases() {
       // Several output channels per workgroup (co_block 2 and 4): LeNet's 5x5 window with padding, and groups.
       uniform("conv2d_grad_weight_channel_blocks", [] { return conv_grad_weight({3, 3, 10, 9}, {8, 3, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_weight_channel_blocks_groups", [] { return conv_grad_weight({2, 4, 10, 9}, {8, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),
+      // Every weight in one workgroup (all_pairs): LeNet's second convolution over 5 images, 1, 2 and more splits.
+      uniform("conv2d_grad_weight_all_pairs", [] { return conv_grad_weight({5, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_weight_long_rows", [] { return conv_grad_weight({1, 2, 4, 40}, {2, 2, 3, 3}, O{}); }),
       // Row mode staged through workgroup memory (whole images per step) with strides, dilation and a ragged last
       // step of images; and 7x5 windows, whose tap rows split into a ragged last block.

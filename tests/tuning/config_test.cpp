@@ -199,6 +199,40 @@ TEST(Heuristics, Conv2dGradWeightStagesImagesWhereFewWeightsLeaveAGpuIdle) {
   EXPECT_THROW(conv2d_grad_weight_kernel(first, f32, narrow, gpu), std::invalid_argument);
 }
 
+// LeNet's second convolution at batch 8192 keeps every weight in one workgroup on GPUs (co_block 4: 120 invocations
+// own sums, 512 splits of 16 images; measured on both backends of the H100); CPU devices, batch 64, 16 KiB of
+// workgroup memory (the staged image takes 20 KB) and the first convolution (15 owners) keep their configs.
+TEST(Heuristics, Conv2dGradWeightKeepsEveryWeightInOneWorkgroupForManyImages) {
+  const Limits gpu{48 * 1024, 1024};
+  Limits cpu = gpu;
+  cpu.cpu = true;
+  const auto f32 = spire::kir::Type::F32;
+  const Conv2dShape second = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  GradWeightConfig want{5, 5, 128, 512, true, 4};
+  want.all_pairs = true;
+  EXPECT_EQ(conv2d_grad_weight_heuristic(second, f32, gpu), want);
+  EXPECT_EQ(want.config().text(), "block_rows=5,block_cols=5,wg=128,splits=512,row_mode=1,co_block=4,all_pairs=1");
+  EXPECT_EQ(GradWeightConfig::from(want.config()), want);
+  EXPECT_EQ(conv2d_grad_weight_candidates(second, f32, gpu).front(), want);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(second, f32, cpu).all_pairs);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(second, f32, Limits{16 * 1024, 1024}).all_pairs);
+  const Conv2dShape b64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(b64, f32, gpu).all_pairs);
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(first, f32, gpu).all_pairs);
+  // The candidates offer it at other splits and channel blocks, and on CPU devices too (the tuner decides there).
+  const auto on_cpu = conv2d_grad_weight_candidates(second, f32, cpu);
+  EXPECT_TRUE(std::any_of(on_cpu.begin(), on_cpu.end(), [](const GradWeightConfig& c) { return c.all_pairs && c.co_block == 2; }));
+  // Refused by name: a workgroup smaller than its owners, a strided shape, more splits than images.
+  GradWeightConfig narrow = want;
+  narrow.wg = 64;
+  EXPECT_THROW(conv2d_grad_weight_kernel(second, f32, narrow, gpu), std::invalid_argument);
+  const Conv2dShape strided = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 1);
+  EXPECT_THROW(conv2d_grad_weight_kernel(strided, f32, want, gpu), std::invalid_argument);
+  const Conv2dShape few = conv2d_shape({100, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_THROW(conv2d_grad_weight_kernel(few, f32, want, gpu), std::invalid_argument);
+}
+
 // A shared_w config the shape cannot take is refused by name, not built: with rows, with fewer than all output
 // channels, on the input gradient, and with weights past 16 KiB (16 channels of 6 x 5x5 in f64 take 19.2 KB).
 TEST(Candidates, SharedWeightsRefusedWhereTheyDoNotFit) {

@@ -1,0 +1,32 @@
+// The weight gradient of a small convolution over many images (LeNet's second: 6 -> 16 channels, 5x5 window, 14x14
+// outputs) with every weight in one workgroup: GradWeightConfig::all_pairs.
+//
+// Each workgroup takes a split of the batch's images, one image per step: it copies the image's grad_y planes (every
+// output channel) and input planes (every input channel, zero-padded) into workgroup memory, all loads issued before
+// any store, and then each invocation owns co_block output channels x one input channel x one window row, co_block x kw
+// sums, which it accumulates sliding along the image's output rows in workgroup memory: an output row (wo values) and
+// an input row (wo + kw - 1 values) in registers serve co_block x kw x wo products. Every image is read from memory
+// once per split (the row kernels of conv2d_kernels.h read it once per (output-channel block, input channel) pair),
+// and as no two invocations share a sum, there is no reduction: each writes its sums to its split's partials.
+// Stride 1, dilation 1, one group, rows of at most 32 columns. Buffers: grad_y (read), x (read), grad_w or
+// partial_grad_w (write), as conv2d_grad_weight_kernel's.
+#pragma once
+
+#include "lowering/heavy_kernels/conv2d_kernels.h"
+
+namespace spire::lowering::heavy {
+
+// Invocations that own sums: (cout / co_block) x cin x kh.
+uint32_t grad_weight_images_owners(const Conv2dShape& s, uint32_t co_block);
+// Workgroup memory the staged image takes, in elements: grad_y planes, then the padded input planes.
+uint64_t grad_weight_images_elements(const Conv2dShape& s);
+
+// Throws std::invalid_argument naming what the shape or config lacks: stride 1, dilation 1, one group, rows of at
+// most 32, co_block dividing the output channels with co_block x kw <= 64 sums, a power-of-two workgroup of at least
+// the owners, splits 1..512 and at most the images, and the staged image within the device's workgroup memory.
+void check_grad_weight_images(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c, const Limits& limits);
+
+HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,
+                                             const Limits& limits);
+
+}  // namespace spire::lowering::heavy
