@@ -153,10 +153,10 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        plain_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
-  op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+  op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c)) return winograd_program(s, t, io, heavy::MatmulTiling::from(c));
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
-                                             : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c));
+                                             : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;
@@ -175,16 +175,16 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   const bool dense = (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
   const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s, limits).config();
-  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits)), s, gemm,
+  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits, t)), s, gemm,
                                        t, limits, plain_tiling);
   // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_grad_input_applies(s)) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
-  op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+  op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c))
       return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, heavy::MatmulTiling::from(c), true);
     heavy::HeavyKernel k = is_gemm_config(c)
                                ? heavy::conv2d_grad_input_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
-                               : heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c));
+                               : heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
   };
   return op;

@@ -26,6 +26,7 @@ heavy::Limits limits_of(const rt::DeviceInfo& info) {
   l.workgroup_matrix = info.features.has(kir::Feature::WorkgroupMatrix) && l.max_invocations >= 256;
   l.async_copy = info.features.has(kir::Feature::AsyncCopy);
   l.cpu = info.type == rt::DeviceType::Cpu;
+  l.ptx = info.backend == rt::Backend::Cuda;
   return l;
 }
 

@@ -1,5 +1,7 @@
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 
+#include "lowering/heavy_kernels/staged_copy.h"
+
 #include <algorithm>
 #include <optional>
 #include <stdexcept>
@@ -87,30 +89,14 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
     Val begin = split * chunk, end = min(begin + chunk, N);
     kb.for_(begin, end, [&](Val n) {
       kb.barrier();  // every invocation is done with the previous image (and the padding is written)
-      // Every load first, then every store, so the loads fly together.
-      struct Item { Val to, value; std::optional<Val> present; };
-      std::vector<Item> items;
-      for (uint32_t base = 0; base < gy_image; base += wg) {
-        Val e = lid + base;
-        std::optional<Val> present;
-        if (base + wg > gy_image) present = e < gy_image;
-        Val from = present ? min(e, gy_image - 1) : e;
-        items.push_back({from, gy[n * gy_image + from], present});
-      }
-      for (uint32_t base = 0; base < x_image; base += wg) {
-        Val e = lid + base;
-        std::optional<Val> present;
-        if (base + wg > x_image) present = e < x_image;
-        Val from = present ? min(e, x_image - 1) : e;
-        Val ch = from / (H * W), hw = from % (H * W);
-        Val to = x_at + ch * padded_plane + (hw / W + uint32_t(s.pad_h)) * Wp + (hw % W + uint32_t(s.pad_w));
-        items.push_back({to, x[n * x_image + from], present});
-      }
-      for (const Item& it : items) {
-        auto store = [&] { image[it.to] = it.value; };
-        if (it.present) kb.if_(*it.present, store);
-        else store();
-      }
+      // grad_y's planes as they are, the input planes into the interiors of their padded copies.
+      StagedRange gy_range{gy_image, [&](Val e) -> std::pair<Val, Val> { return {e, gy[n * gy_image + e]}; }};
+      StagedRange x_range{x_image, [&](Val e) -> std::pair<Val, Val> {
+        Val ch = e / (H * W), hw = e % (H * W);
+        return {x_at + ch * padded_plane + (hw / W + uint32_t(s.pad_h)) * Wp + (hw % W + uint32_t(s.pad_w)),
+                x[n * x_image + e]};
+      }};
+      stage_ranges(kb, image, lid, wg, {gy_range, x_range});
       kb.barrier();
       kb.if_(lid < owners, [&] {
         kb.for_(kb.u32(0), kb.u32(Ho), [&](Val ho) {

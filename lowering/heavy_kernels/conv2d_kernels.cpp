@@ -1,6 +1,8 @@
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
+#include "lowering/heavy_kernels/conv2d_images_kernel.h"
+#include "lowering/heavy_kernels/staged_copy.h"
 #include "lowering/heavy_kernels/split_sum_kernel.h"
 
 #include <algorithm>
@@ -231,6 +233,7 @@ Config Conv2dConfig::config() const {
   if (pixels > 1) c.set("pixels", pixels);
   if (row_loop) c.set("row_loop", 1);
   if (per_core > 0) c.set("per_core", per_core);
+  if (images) c.set("images", 1);
   return c;
 }
 
@@ -245,7 +248,13 @@ Conv2dConfig Conv2dConfig::from(const Config& c) {
     throw std::invalid_argument(fmt::format("conv2d config '{}': rows 0 or 1, wg 1..1024, c_block 1..64, shared_w 0 or "
                                             "1, pixels 1..64, row_loop 0 or 1, per_core 0..32",
                                             c.text()));
-  return Conv2dConfig{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px), rl == 1, uint32_t(pc)};
+  Conv2dConfig out{rows == 1, uint32_t(wg), uint32_t(co), sw == 1, uint32_t(px), rl == 1, uint32_t(pc)};
+  if (c.has("images")) {
+    if (c.get("images") != 0 && c.get("images") != 1)
+      throw std::invalid_argument(fmt::format("conv2d config '{}': images 0 or 1", c.text()));
+    out.images = c.get("images") == 1;
+  }
+  return out;
 }
 
 namespace {
@@ -294,7 +303,11 @@ constexpr uint32_t kForwardResident = 768, kGradInputResident = 640;
 
 }  // namespace
 
-Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
+namespace {
+
+// The heuristic among the row and element kernels (conv2d_heuristic's where images do not apply, and the base of the
+// tuner's other candidates).
+Conv2dConfig direct_heuristic(const Conv2dShape& s, const Limits& limits) {
   // Few output channels (LeNet's first layer) on a GPU: one element of all of them per invocation, the weights in
   // workgroup memory (at batch 8192, 6 channels: cuda:0 0.484 -> 0.192 ms against the row kernel; on lavapipe at batch
   // 64 it took 7.8 ms against the row kernel's 3.6). The f64 check keeps the config valid for either type.
@@ -311,6 +324,32 @@ Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
   if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations)
     return row_heuristic(rows, s.wo, s.cout_per_group(), !limits.cpu, kForwardResident);
   return {false, kThreads, 1};
+}
+
+// Many images of a small convolution through ptxas (LeNet's second at batch 8192): whole images staged in workgroup
+// memory with every weight, one output row of one channel per invocation (conv2d_images_kernel.h). On the H100 (fresh
+// processes, forced configs): cuda:0 0.329 -> 0.260 ms against the looped rows; 2 or 4 channels per invocation took
+// 0.30-0.47 (their registers: 128 and 244). NVIDIA's Vulkan compiler makes the same kernel slower than its rows (0.305
+// against 0.287 ms), so other backends keep rows. Layers of at most 8 output channels keep their weights-in-workgroup-
+// memory elements.
+std::optional<Conv2dConfig> images_heuristic(const Conv2dShape& s, const Limits& limits) {
+  if (!limits.ptx || limits.cpu || s.n < 1024 || direct_heuristic(s, limits).shared_w) return std::nullopt;
+  Conv2dConfig images{true, conv2d_images_owners(s, 1), 1};
+  images.images = true;
+  try {
+    check_conv2d_images(s, Type::F64, images, limits);  // f64 takes twice the memory: valid for either type
+    if (images.wg >= 64) return images;
+  } catch (const std::invalid_argument&) {
+    // Not for this shape (strides, groups, long rows, too many channels or too little workgroup memory).
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
+  if (auto images = images_heuristic(s, limits)) return *images;
+  return direct_heuristic(s, limits);
 }
 
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& limits) {
@@ -353,8 +392,10 @@ std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t resu
 }  // namespace
 
 std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits, Type t) {
-  const Conv2dConfig heuristic = conv2d_heuristic(s, limits);
+  // The heuristic first; the others vary the row and element kernels' heuristic.
+  const Conv2dConfig heuristic = direct_heuristic(s, limits);
   std::vector<Conv2dConfig> out = candidates(heuristic, s.wo, s.kw, s.cout_per_group(), limits);
+  if (auto images = images_heuristic(s, limits)) out.insert(out.begin(), *images);
   // The heuristic's weights-in-workgroup-memory elements (many sums per invocation) with 512 to 1024 invocations
   // resident.
   if (!limits.cpu && heuristic.shared_w)
@@ -368,16 +409,53 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
           const Conv2dConfig c{false, wg, uint32_t(s.cout), true, px};
           if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
         }
+  // Whole images staged in workgroup memory with every weight: one image's invocations per workgroup, or two.
+  for (uint32_t cob : {1u, 2u, 4u, 8u}) {
+    if (s.cout % cob != 0) continue;
+    const uint32_t owners = conv2d_images_owners(s, cob);
+    for (uint32_t wg : {owners, 2 * owners})
+      for (bool row_loop : {false, true}) {
+        Conv2dConfig c{true, wg, cob, false, 1, row_loop};
+        c.images = true;
+        try {
+          check_conv2d_images(s, t, c, limits);
+          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        } catch (const std::invalid_argument&) {
+          // Not for this shape or device.
+        }
+      }
+  }
   return out;
 }
 
-std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits) {
-  return candidates(conv2d_grad_input_heuristic(s, limits), s.w, s.kw, s.cin_per_group(), limits);
+std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits, Type t) {
+  std::vector<Conv2dConfig> out = candidates(conv2d_grad_input_heuristic(s, limits), s.w, s.kw, s.cin_per_group(), limits);
+  // Whole images of grad_y staged with every weight (turned around): one image's invocations per workgroup, or two.
+  for (uint32_t cb : {1u, 2u, 3u}) {
+    if (s.cin % cb != 0) continue;
+    const uint32_t owners = conv2d_grad_input_images_owners(s, cb);
+    for (uint32_t wg : {owners, 2 * owners})
+      for (bool row_loop : {false, true}) {
+        Conv2dConfig c{true, wg, cb, false, 1, row_loop};
+        c.images = true;
+        try {
+          check_conv2d_grad_input_images(s, t, c, limits);
+          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        } catch (const std::invalid_argument&) {
+          // Not for this shape or device.
+        }
+      }
+  }
+  return out;
 }
 
-HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
+HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits) {
   std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s));
   check_sizes(s);
+  if (c.images) {
+    if (s.n * s.cout * s.ho * s.wo == 0) return empty_result(name);
+    return conv2d_images_kernel(s, t, c, limits);
+  }
   check_config(s, c, s.wo, s.cout_per_group(), "conv2d");
   if (c.shared_w && (c.rows || c.c_block != s.cout || !shared_w_fits(s, t)))
     throw std::invalid_argument(fmt::format(
@@ -522,11 +600,15 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
   return {kb.finish(), groups_for_threads(items, c.wg * c.pixels)};
 }
 
-HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c) {
+HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits) {
   std::string name = "conv2d_grad_input_" + s.text() + "_" + float_suffix(t, "conv2d_grad_input") +
                      name_suffix(c, conv2d_grad_input_heuristic(s));
   check_sizes(s);
   check_config(s, c, s.w, s.cin_per_group(), "conv2d_grad_input");
+  if (c.images) {
+    if (s.n * s.cin * s.h * s.w == 0) return empty_result(name);
+    return conv2d_grad_input_images_kernel(s, t, c, limits);
+  }
   if (c.shared_w)
     throw std::invalid_argument(fmt::format("conv2d_grad_input {}: config '{}': shared_w is conv2d's only", s.text(),
                                             c.config().text()));
@@ -818,9 +900,12 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
   return g;
 }
 
-GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, const Limits& limits) {
+namespace {
+
+// The heuristic among the row and element kernels (what conv2d_grad_weight_heuristic takes where all_pairs does not
+// apply, and the base of the tuner's other candidates).
+GradWeightConfig rows_heuristic(const Conv2dShape& s, Type t, const Limits& limits) {
   GradWeightTiling g = grad_weight_tiling(s, t);
-  if (auto all = all_pairs_heuristic(s, t, limits)) return *all;
   GradWeightConfig c{g.rows, g.cols, g.wg, g.splits, g.row_mode};
   // Rows of a few input channels feeding an even number of output channels (LeNet's second convolution, 6 -> 16):
   // two output channels per workgroup of 32, each input row loaded once for both. Measured on the H100 at batch 8192
@@ -859,14 +944,26 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
   return c;
 }
 
+}  // namespace
+
+GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, const Limits& limits) {
+  if (auto all = all_pairs_heuristic(s, t, limits)) return *all;
+  return rows_heuristic(s, t, limits);
+}
+
 std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s, Type t, const Limits& limits) {
-  const GradWeightConfig h = conv2d_grad_weight_heuristic(s, t, limits);
-  std::vector<GradWeightConfig> out{h};
+  // The heuristic first; the others vary the row and element kernels' heuristic.
+  const GradWeightConfig h = rows_heuristic(s, t, limits);
+  std::vector<GradWeightConfig> out{conv2d_grad_weight_heuristic(s, t, limits)};
   auto add = [&](GradWeightConfig c) {
     if (c.wg > limits.max_invocations || std::find(out.begin(), out.end(), c) != out.end()) return;
     try {
       if (c.all_pairs) {
         check_grad_weight_images(s, t, c, limits);
+        out.push_back(c);
+        return;
+      }
+      if (c == h) {  // the base heuristic is a candidate whatever the filter below says
         out.push_back(c);
         return;
       }
@@ -1029,28 +1126,17 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
       const uint32_t gy_image = uint32_t(s.cout) * plane, x_image = uint32_t(s.cin) * (H * W);
       kb.for_(begin, end, kb.u32(l.images), [&](Val img0) {
         kb.barrier();  // every invocation is done with the previous step's images
-        // Every load is emitted here, every store after them. Images past N read the last one (their rows are
-        // skipped below).
-        struct Item { Val to, value; std::optional<Val> present; };
-        std::vector<Item> items;
-        auto load = [&](uint32_t count, uint32_t per_image, uint32_t at, const Buf& src, Val image_stride, Val plane0) {
-          for (uint32_t base = 0; base < count; base += wg) {
-            Val idx = lid + base;
-            std::optional<Val> present;
-            if (base + wg > count) present = idx < count;
-            Val e = present ? min(idx, count - 1) : idx;
+        // Images past N read the last one (their rows are skipped below).
+        auto range = [&](uint32_t count, uint32_t per_image, uint32_t at, const Buf& src, Val image_stride, Val plane0) {
+          return StagedRange{count, [=, &src](Val e) -> std::pair<Val, Val> {
             Val im = e / per_image, off = e % per_image;
             Val n = min(img0 + im, N - 1);
-            items.push_back({at + e, src[n * image_stride + plane0 + off], present});
-          }
+            return {at + e, src[n * image_stride + plane0 + off]};
+          }};
         };
-        load(l.images * l.gy_per_image, l.gy_per_image, l.gy_at, gy, kb.u32(gy_image), co * plane);
-        load(l.images * l.x_per_image, l.x_per_image, l.x_at, x, kb.u32(x_image), ci * (H * W));
-        for (const Item& it : items) {
-          auto store = [&] { part[it.to] = it.value; };
-          if (it.present) kb.if_(*it.present, store);
-          else store();
-        }
+        stage_ranges(kb, part, lid, wg,
+                     {range(l.images * l.gy_per_image, l.gy_per_image, l.gy_at, gy, kb.u32(gy_image), co * plane),
+                      range(l.images * l.x_per_image, l.x_per_image, l.x_at, x, kb.u32(x_image), ci * (H * W))});
         kb.barrier();
         Val im = lid / Ho, ho = lid % Ho;
         kb.if_((lid < l.images * Ho) & (img0 + im < end), [&] {

@@ -66,8 +66,11 @@ struct Conv2dConfig {
   // An occupancy request (kir::Kernel::min_workgroups_per_core; 0: none): this many workgroups resident per core, so
   // that a backend that allocates registers (PTX) keeps each invocation within the register file's share.
   uint32_t per_core = 0;
+  // With rows: whole images staged in workgroup memory with every weight (conv2d_images_kernel.h), each workgroup
+  // wg / ((result channels / c_block) x result rows) images.
+  bool images = false;
   // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1, ",row_loop=1" when set,
-  // ",per_core=20" when requested)
+  // ",per_core=20" when requested, ",images=1" when set)
   Config config() const;
   static Conv2dConfig from(const Config& c);
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
@@ -79,12 +82,14 @@ Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits = {});
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& limits = {});
 // The tuner's candidates (the heuristic first), within the device's workgroup size.
 std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& limits, kir::Type t = kir::Type::F32);
-std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits);
+std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits,
+                                                      kir::Type t = kir::Type::F32);
 
 // Throw std::invalid_argument for a config the shape cannot take (rows on long rows, a c_block that does not
 // divide the result's channels per group, a workgroup size outside 1..1024).
-HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c);
-HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c);
+// `limits`: the device's, for configs that take more than the 16 KiB of workgroup memory every device has (images).
+HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits = {});
+HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits = {});
 inline HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t) { return conv2d_kernel(s, t, conv2d_heuristic(s)); }
 inline HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t) {
   return conv2d_grad_input_kernel(s, t, conv2d_grad_input_heuristic(s));

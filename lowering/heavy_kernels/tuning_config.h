@@ -65,6 +65,9 @@ struct Limits {
   // A CPU device (lavapipe): workgroup barriers and workgroup memory cost it far more than a GPU, so heuristics that
   // trade loads for them (conv2d's shared_w) stay off there.
   bool cpu = false;
+  // Kernels compile through ptxas (the CUDA backend), whose register allocation makes other configs pay than NVIDIA's
+  // Vulkan compiler does on the same GPU: heuristics that measured so on both may differ by it.
+  bool ptx = false;
 };
 
 }  // namespace spire::lowering::heavy

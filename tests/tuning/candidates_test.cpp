@@ -140,6 +140,11 @@ std::vector<Case> cases() {
       uniform("conv2d_shared_weights", [] { return conv({3, 2, 9, 7}, {6, 2, 5, 5}, O{.padding = {2, 2}}); }),
       // Enough elements that several per invocation (pixels) take every pass and leave a ragged last workgroup.
       uniform("conv2d_shared_weights_many_elements", [] { return conv({9, 1, 28, 27}, {6, 1, 5, 5}, O{.padding = {2, 2}}); }),
+      // Whole images staged with every weight (images): LeNet's second convolution over 5 images, one or two per
+      // workgroup (a ragged last workgroup).
+      uniform("conv2d_images", [] { return conv({5, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}); }),
+      // The input gradient the same way (grad_y staged, the weights turned around), on LeNet's second convolution.
+      uniform("conv2d_grad_input_images", [] { return conv_grad_input({5, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_grad_input_stride2", [] { return conv_grad_input({1, 3, 10, 9}, {2, 3, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_groups", [] { return conv_grad_input({2, 4, 9, 10}, {4, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),

@@ -108,7 +108,9 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   const auto cs = conv2d_candidates(big, {});
   EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows && c.c_block == 4; }));
   for (const auto& c : cs)
-    if (c.rows) EXPECT_LE(14 * c.c_block, 64u) << c.config().text();
+    if (c.rows) {
+      EXPECT_LE(14 * c.c_block, 64u) << c.config().text();
+    }
   // LeNet's first layer: elements of its 6 channels with the weights in workgroup memory on a GPU (16 per invocation
   // in 64 at batch 8192, one in 128 at batch 64, where 16 would leave 49 workgroups), rows on a CPU.
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
@@ -213,7 +215,12 @@ TEST(Heuristics, Conv2dGradWeightKeepsEveryWeightInOneWorkgroupForManyImages) {
   EXPECT_EQ(conv2d_grad_weight_heuristic(second, f32, gpu), want);
   EXPECT_EQ(want.config().text(), "block_rows=5,block_cols=5,wg=128,splits=512,row_mode=1,co_block=4,all_pairs=1");
   EXPECT_EQ(GradWeightConfig::from(want.config()), want);
-  EXPECT_EQ(conv2d_grad_weight_candidates(second, f32, gpu).front(), want);
+  const auto on_gpu = conv2d_grad_weight_candidates(second, f32, gpu);
+  EXPECT_EQ(on_gpu.front(), want);
+  // The rows the heuristic took before stay a candidate (tuning caches may hold them).
+  GradWeightConfig rows{5, 5, 32, 64, true, 2};
+  rows.per_core = 16;
+  EXPECT_NE(std::find(on_gpu.begin(), on_gpu.end(), rows), on_gpu.end());
   EXPECT_FALSE(conv2d_grad_weight_heuristic(second, f32, cpu).all_pairs);
   EXPECT_FALSE(conv2d_grad_weight_heuristic(second, f32, Limits{16 * 1024, 1024}).all_pairs);
   const Conv2dShape b64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
@@ -231,6 +238,51 @@ TEST(Heuristics, Conv2dGradWeightKeepsEveryWeightInOneWorkgroupForManyImages) {
   EXPECT_THROW(conv2d_grad_weight_kernel(strided, f32, want, gpu), std::invalid_argument);
   const Conv2dShape few = conv2d_shape({100, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_THROW(conv2d_grad_weight_kernel(few, f32, want, gpu), std::invalid_argument);
+}
+
+// LeNet's second convolution's forward pass at batch 8192 stages whole images with every weight where ptxas compiles it
+// (one channel's output row per invocation: 224 per image; measured faster than the rows on cuda:0, slower on vulkan:0),
+// not on other backends, not at batch 64; the first convolution keeps its weights-in-workgroup-memory elements.
+TEST(Heuristics, Conv2dStagesImagesThroughPtx) {
+  Limits ptx{227 * 1024, 1024};
+  ptx.ptx = true;
+  const Limits vulkan{48 * 1024, 1024};
+  const Conv2dShape second = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  Conv2dConfig want{true, 224, 1};
+  want.images = true;
+  EXPECT_EQ(conv2d_heuristic(second, ptx), want);
+  EXPECT_EQ(want.config().text(), "rows=1,wg=224,c_block=1,images=1");
+  EXPECT_EQ(Conv2dConfig::from(want.config()), want);
+  const auto on_ptx = conv2d_candidates(second, ptx);
+  EXPECT_EQ(on_ptx.front(), want);
+  // The looped rows the heuristic took before stay a candidate (tuning caches may hold them).
+  EXPECT_NE(std::find(on_ptx.begin(), on_ptx.end(), Conv2dConfig{true, 32, 2, false, 1, true, 24}), on_ptx.end());
+  EXPECT_FALSE(conv2d_heuristic(second, vulkan).images);
+  const Conv2dShape b64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_heuristic(b64, ptx).images);
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_TRUE(conv2d_heuristic(first, ptx).shared_w);
+  // Other backends have it among their candidates, with the window's rows looped too.
+  const auto on_vulkan = conv2d_candidates(second, vulkan);
+  Conv2dConfig looped{true, 112, 2, false, 1, true};
+  looped.images = true;
+  EXPECT_NE(std::find(on_vulkan.begin(), on_vulkan.end(), looped), on_vulkan.end());
+  EXPECT_EQ(Conv2dConfig::from(looped.config()), looped);
+  // Refused by name: fewer invocations than an image's rows, strides, the input gradient.
+  Conv2dConfig narrow = want;
+  narrow.wg = 128;
+  EXPECT_THROW(conv2d_kernel(second, spire::kir::Type::F32, narrow, ptx), std::invalid_argument);
+  const Conv2dShape strided = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 1);
+  EXPECT_THROW(conv2d_kernel(strided, spire::kir::Type::F32, want, ptx), std::invalid_argument);
+  // The input gradient stages grad_y's images the same way (84 invocations per image at one channel), a candidate
+  // wherever they fit; not for strides.
+  const auto grad_input = conv2d_grad_input_candidates(second, vulkan);
+  Conv2dConfig gi{true, 84, 1};
+  gi.images = true;
+  EXPECT_NE(std::find(grad_input.begin(), grad_input.end(), gi), grad_input.end());
+  EXPECT_NO_THROW(conv2d_grad_input_kernel(second, spire::kir::Type::F32, gi, vulkan));
+  EXPECT_THROW(conv2d_grad_input_kernel(second, spire::kir::Type::F32, gi, Limits{16 * 1024, 1024}), std::invalid_argument);
+  EXPECT_THROW(conv2d_grad_input_kernel(strided, spire::kir::Type::F32, gi, vulkan), std::invalid_argument);
 }
 
 // A shared_w config the shape cannot take is refused by name, not built: with rows, with fewer than all output
