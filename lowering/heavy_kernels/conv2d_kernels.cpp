@@ -361,6 +361,28 @@ Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& lim
 
 namespace {
 
+// Staged-image configs (conv2d_images_kernel.h) of each of `blocks` result channels per invocation that divides
+// `channels`: one image's invocations per workgroup, or two, the window's rows unrolled or looped; those `check`
+// refuses (the shape, the device's workgroup memory) are left out.
+void add_images_candidates(std::vector<Conv2dConfig>& out, int64_t channels, std::initializer_list<uint32_t> blocks,
+                           const std::function<uint32_t(uint32_t)>& owners,
+                           const std::function<void(const Conv2dConfig&)>& check) {
+  for (uint32_t cb : blocks) {
+    if (channels % cb != 0) continue;
+    for (uint32_t wg : {owners(cb), 2 * owners(cb)})
+      for (bool row_loop : {false, true}) {
+        Conv2dConfig c{true, wg, cb, false, 1, row_loop};
+        c.images = true;
+        try {
+          check(c);
+          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        } catch (const std::invalid_argument&) {
+          // Not for this shape or device.
+        }
+      }
+  }
+}
+
 // Rows (where they fit) and elements of 1 to 8 channels (dividing `channels_per_group`), each with a few
 // workgroup sizes.
 std::vector<Conv2dConfig> candidates(const Conv2dConfig& heuristic, int64_t result_cols, int64_t kw,
@@ -409,43 +431,17 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
           const Conv2dConfig c{false, wg, uint32_t(s.cout), true, px};
           if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
         }
-  // Whole images staged in workgroup memory with every weight: one image's invocations per workgroup, or two.
-  for (uint32_t cob : {1u, 2u, 4u, 8u}) {
-    if (s.cout % cob != 0) continue;
-    const uint32_t owners = conv2d_images_owners(s, cob);
-    for (uint32_t wg : {owners, 2 * owners})
-      for (bool row_loop : {false, true}) {
-        Conv2dConfig c{true, wg, cob, false, 1, row_loop};
-        c.images = true;
-        try {
-          check_conv2d_images(s, t, c, limits);
-          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-        } catch (const std::invalid_argument&) {
-          // Not for this shape or device.
-        }
-      }
-  }
+  // Whole images staged in workgroup memory with every weight.
+  add_images_candidates(out, s.cout, {1, 2, 4, 8}, [&](uint32_t cb) { return conv2d_images_owners(s, cb); },
+                        [&](const Conv2dConfig& c) { check_conv2d_images(s, t, c, limits); });
   return out;
 }
 
 std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, const Limits& limits, Type t) {
   std::vector<Conv2dConfig> out = candidates(conv2d_grad_input_heuristic(s, limits), s.w, s.kw, s.cin_per_group(), limits);
-  // Whole images of grad_y staged with every weight (turned around): one image's invocations per workgroup, or two.
-  for (uint32_t cb : {1u, 2u, 3u}) {
-    if (s.cin % cb != 0) continue;
-    const uint32_t owners = conv2d_grad_input_images_owners(s, cb);
-    for (uint32_t wg : {owners, 2 * owners})
-      for (bool row_loop : {false, true}) {
-        Conv2dConfig c{true, wg, cb, false, 1, row_loop};
-        c.images = true;
-        try {
-          check_conv2d_grad_input_images(s, t, c, limits);
-          if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-        } catch (const std::invalid_argument&) {
-          // Not for this shape or device.
-        }
-      }
-  }
+  // Whole images of grad_y staged with every weight (turned around).
+  add_images_candidates(out, s.cin, {1, 2, 3}, [&](uint32_t cb) { return conv2d_grad_input_images_owners(s, cb); },
+                        [&](const Conv2dConfig& c) { check_conv2d_grad_input_images(s, t, c, limits); });
   return out;
 }
 
