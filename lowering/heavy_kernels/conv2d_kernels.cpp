@@ -301,6 +301,11 @@ Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_grou
 // (768), 0.335 at 64 (1024); the input gradient 0.300, 0.290, 0.303, 0.332.
 constexpr uint32_t kForwardResident = 768, kGradInputResident = 640;
 
+// The staged-image heuristics (conv2d images, conv2d_grad_weight all_pairs) take them only where an image (and the
+// weights) in f32 stay within this much workgroup memory, as on LeNet's second convolution where they were measured
+// (17 and 20 KB): larger ones leave few workgroups per core, unmeasured.
+constexpr uint64_t kMeasuredStagedBytes = 24 * 1024;
+
 }  // namespace
 
 namespace {
@@ -338,7 +343,8 @@ std::optional<Conv2dConfig> images_heuristic(const Conv2dShape& s, const Limits&
   images.images = true;
   try {
     check_conv2d_images(s, Type::F64, images, limits);  // f64 takes twice the memory: valid for either type
-    if (images.wg >= 64) return images;
+    // Where it was measured to pay: a small image and few weights (LeNet's: 17 KB), so that many workgroups share a core.
+    if (images.wg >= 64 && conv2d_images_elements(s, 1) * 4 <= kMeasuredStagedBytes) return images;
   } catch (const std::invalid_argument&) {
     // Not for this shape (strides, groups, long rows, too many channels or too little workgroup memory).
   }
@@ -858,6 +864,8 @@ std::optional<GradWeightConfig> all_pairs_heuristic(const Conv2dShape& s, Type t
     if (s.cout % cob != 0) continue;
     const uint32_t owners = grad_weight_images_owners(s, cob);
     if (owners < 64 || owners > 1024) continue;
+    // Where it was measured to pay: a small staged image (LeNet's: 20 KB), so that many workgroups share a core.
+    if (grad_weight_images_elements(s) * 4 > kMeasuredStagedBytes) return std::nullopt;
     GradWeightConfig c{uint32_t(s.kh), uint32_t(s.kw), pow2_clamped(owners, 32, 1024), splits, true, cob};
     c.all_pairs = true;
     try {

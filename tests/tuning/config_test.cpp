@@ -227,6 +227,9 @@ TEST(Heuristics, Conv2dGradWeightKeepsEveryWeightInOneWorkgroupForManyImages) {
   EXPECT_FALSE(conv2d_grad_weight_heuristic(b64, f32, gpu).all_pairs);
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_FALSE(conv2d_grad_weight_heuristic(first, f32, gpu).all_pairs);
+  // Nor where the staged image is larger than measured (32 channels of 16x16: 74 KB), though it fits the device.
+  const Conv2dShape wide = conv2d_shape({8192, 32, 16, 16}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(wide, f32, Limits{227 * 1024, 1024}).all_pairs);
   // The candidates offer it at other splits and channel blocks, and on CPU devices too (the tuner decides there).
   const auto on_cpu = conv2d_grad_weight_candidates(second, f32, cpu);
   EXPECT_TRUE(std::any_of(on_cpu.begin(), on_cpu.end(), [](const GradWeightConfig& c) { return c.all_pairs && c.co_block == 2; }));
@@ -262,6 +265,9 @@ TEST(Heuristics, Conv2dStagesImagesThroughPtx) {
   EXPECT_FALSE(conv2d_heuristic(b64, ptx).images);
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_TRUE(conv2d_heuristic(first, ptx).shared_w);
+  // Nor where the image and weights are larger than measured (32 channels of 16x16: 78 KB), though they fit.
+  const Conv2dShape wide = conv2d_shape({8192, 32, 16, 16}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_FALSE(conv2d_heuristic(wide, ptx).images);
   // Other backends have it among their candidates, with the window's rows looped too.
   const auto on_vulkan = conv2d_candidates(second, vulkan);
   Conv2dConfig looped{true, 112, 2, false, 1, true};
