@@ -956,18 +956,15 @@ GradWeightConfig conv2d_grad_weight_heuristic(const Conv2dShape& s, Type t, cons
 }
 
 std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s, Type t, const Limits& limits) {
-  // The heuristic first; the others vary the row and element kernels' heuristic.
+  // The heuristic first, then the row and element kernels' heuristic (where they differ), whose variations follow.
   const GradWeightConfig h = rows_heuristic(s, t, limits);
   std::vector<GradWeightConfig> out{conv2d_grad_weight_heuristic(s, t, limits)};
+  if (out.front() != h) out.push_back(h);
   auto add = [&](GradWeightConfig c) {
     if (c.wg > limits.max_invocations || std::find(out.begin(), out.end(), c) != out.end()) return;
     try {
       if (c.all_pairs) {
         check_grad_weight_images(s, t, c, limits);
-        out.push_back(c);
-        return;
-      }
-      if (c == h) {  // the base heuristic is a candidate whatever the filter below says
         out.push_back(c);
         return;
       }
