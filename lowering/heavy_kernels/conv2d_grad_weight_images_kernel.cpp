@@ -25,8 +25,44 @@ uint32_t grad_weight_images_owners(const Conv2dShape& s, uint32_t co_block) {
   return uint32_t(s.cout / std::max<uint32_t>(co_block, 1) * s.cin * s.kh);
 }
 
-uint64_t grad_weight_images_elements(const Conv2dShape& s) {
-  return uint64_t(s.cout * s.ho * s.wo) + uint64_t(s.cin * (s.h + 2 * s.pad_h) * (s.w + 2 * s.pad_w));
+namespace {
+
+// Where the staged image lies in workgroup memory: grad_y's planes (rows gy_ld apart), then the padded input planes
+// (rows x_ld apart), the strides padded so that one read of the invocations' rows touches distinct banks.
+struct StagedImage {
+  uint32_t gy_ld = 0, gy_plane = 0, x_at = 0, x_ld = 0, x_plane = 0, elements = 0;
+  uint32_t sums_at_end = 0;  // the row groups' sums (owners x row_split x co_block x kw), 0 without row_split
+};
+
+StagedImage staged_image(const Conv2dShape& s, const GradWeightConfig& c) {
+  const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), Cin = uint32_t(s.cin);
+  const uint32_t cob = std::max<uint32_t>(c.co_block, 1), rs = std::max<uint32_t>(c.row_split, 1);
+  const uint32_t lanes = std::min(c.wg, grad_weight_images_owners(s, cob) * rs);
+  const uint32_t Hp = uint32_t(s.h + 2 * s.pad_h);
+  // Invocation lane: row group lane % rs of owner lane / rs = (output-channel block, input channel, window row);
+  // first output row (the row group's), first column.
+  StagedImage m;
+  m.gy_ld = bank_friendly_stride(Wo, lanes, [&](uint32_t lane, uint32_t ld) {
+    const uint32_t owner = lane / rs, k0 = (owner / (Cin * KH)) * cob;
+    return k0 * Ho * ld + (lane % rs) * ld;
+  });
+  m.gy_plane = Ho * m.gy_ld;
+  m.x_at = uint32_t(s.cout) * m.gy_plane;
+  m.x_ld = bank_friendly_stride(uint32_t(s.w + 2 * s.pad_w), lanes, [&](uint32_t lane, uint32_t ld) {
+    const uint32_t owner = lane / rs, ci = (owner / KH) % Cin, r = owner % KH;
+    return ci * Hp * ld + (lane % rs + r) * ld;
+  });
+  m.x_plane = Hp * m.x_ld;
+  m.elements = m.x_at + Cin * m.x_plane;
+  if (rs > 1) m.sums_at_end = grad_weight_images_owners(s, cob) * rs * cob * uint32_t(s.kw);
+  return m;
+}
+
+}  // namespace
+
+uint64_t grad_weight_images_elements(const Conv2dShape& s, const GradWeightConfig& c) {
+  const StagedImage m = staged_image(s, c);
+  return std::max(m.elements, m.sums_at_end);
 }
 
 void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConfig& c, const Limits& limits) {
@@ -41,13 +77,18 @@ void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConf
   if (c.co_block < 1 || s.cout % c.co_block != 0 || c.co_block * s.kw > kMaxSums)
     fail(fmt::format("needs a co_block dividing the {} output channels with at most {} sums per invocation", s.cout,
                      kMaxSums));
+  if (c.row_split < 1 || c.row_split > std::max<int64_t>(s.ho, 1))
+    fail(fmt::format("splits the {} output rows among {} invocations (1..{})", s.ho, c.row_split, s.ho));
   const uint32_t owners = grad_weight_images_owners(s, c.co_block);
-  if (c.wg < owners || c.wg > 1024 || (c.wg & (c.wg - 1)) != 0)
+  if (c.row_split == 1 && (c.wg < owners || c.wg > 1024 || (c.wg & (c.wg - 1)) != 0))
     fail(fmt::format("needs a power-of-two workgroup of at least its {} invocations that own sums", owners));
+  if (c.row_split > 1 && (c.wg < owners * c.row_split || c.wg > 1024))
+    fail(fmt::format("needs a workgroup of at least its {} invocations that own sums times {} row groups", owners,
+                     c.row_split));
   if (c.wg > limits.max_invocations) fail(fmt::format("needs {} invocations, beyond the device's {}", c.wg, limits.max_invocations));
   if (c.splits < 1 || c.splits > kMaxSplits || c.splits > std::max<int64_t>(s.n, 1))
     fail(fmt::format("has {} splits of the {} images (1..{})", c.splits, s.n, kMaxSplits));
-  const uint64_t bytes = grad_weight_images_elements(s) * type_bytes(t);
+  const uint64_t bytes = grad_weight_images_elements(s, c) * type_bytes(t);
   if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
     fail(fmt::format("stages {} bytes of an image in workgroup memory, more than the device has", bytes));
 }
@@ -58,54 +99,70 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
   const uint32_t N = index_u32(s.n, "conv2d_grad_weight images"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
   const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), cob = c.co_block, wg = c.wg, splits = c.splits;
-  const uint32_t Hp = H + 2 * uint32_t(s.pad_h), Wp = W + 2 * uint32_t(s.pad_w);
+  const uint32_t rs = c.row_split, sums = cob * KW;
   const uint32_t weights = Cout * Cin * KH * KW, owners = grad_weight_images_owners(s, cob);
   index_u32(int64_t(weights) * splits, "conv2d_grad_weight partial sums");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d_grad_weight grad_y elements");
   index_u32(s.n * s.cin * s.h * s.w, "conv2d_grad_weight input elements");
+  const StagedImage m = staged_image(s, c);
   const uint32_t plane = Ho * Wo, gy_image = Cout * plane, x_image = Cin * H * W;
-  const uint32_t x_at = gy_image, padded_plane = Hp * Wp, elements = uint32_t(grad_weight_images_elements(s));
   const uint32_t chunk = (N + splits - 1) / splits;  // images per split
 
   std::string name = "conv2d_grad_weight_" + s.text() + "_" + float_suffix(t, "conv2d_grad_weight") +
-                     fmt::format("_wg{}_s{}_all_pairs_co{}{}", wg, splits, cob,
+                     fmt::format("_wg{}_s{}_all_pairs_co{}{}{}", wg, splits, cob,
+                                 rs > 1 ? fmt::format("_rs{}", rs) : "",
                                  c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf out = kb.buffer(splits == 1 ? "grad_w" : "partial_grad_w", t, Access::Write);
-  Shared image = kb.shared("image", t, elements);
+  Shared image = kb.shared("image", t, uint32_t(grad_weight_images_elements(s, c)));
   Val lid = kb.local_id();
   Val split = kb.group_id();
+  // Where weight `owner`'s sum b x KW + col goes: its index in grad_w.
+  auto weight_index = [&](Val owner, uint32_t b, uint32_t col) {
+    Val k0 = (owner / (Cin * KH)) * cob, ci = (owner / KH) % Cin, r = owner % KH;
+    return ((k0 + b) * Cin + ci) * (KH * KW) + r * KW + col;
+  };
+  auto store = [&](Val widx, Val v) {
+    if (splits == 1) out[widx] = v;
+    else out[split * weights + widx] = v;
+  };
   kb.if_(split < splits, [&] {  // uniform: a folded grid's extra workgroups skip everything, barriers included
     // The padding around the input planes stays zero: the copies below write only their interiors.
-    kb.for_(lid, kb.u32(Cin * padded_plane), kb.u32(wg), [&](Val e) { image[x_at + e] = kb.constant(t, 0); });
-    // The invocation's sums: output channels k0 .. k0 + cob - 1, input channel ci, window row r.
-    Val owner = min(lid, owners - 1);
+    kb.for_(lid, kb.u32(Cin * m.x_plane), kb.u32(wg), [&](Val e) { image[m.x_at + e] = kb.constant(t, 0); });
+    // The invocation's sums: output channels k0 .. k0 + cob - 1, input channel ci, window row r; its output rows
+    // rg, rg + row_split, ...
+    Val owner = rs == 1 ? min(lid, owners - 1) : min(lid / rs, owners - 1);
+    Val rg = rs == 1 ? kb.u32(0) : lid % rs;
     Val k0 = (owner / (Cin * KH)) * cob, ci = (owner / KH) % Cin, r = owner % KH;
     std::vector<Var> acc;  // acc[b * KW + column]
-    for (uint32_t i = 0; i < cob * KW; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+    for (uint32_t i = 0; i < sums; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
     Val begin = split * chunk, end = min(begin + chunk, N);
     kb.for_(begin, end, [&](Val n) {
       kb.barrier();  // every invocation is done with the previous image (and the padding is written)
-      // grad_y's planes as they are, the input planes into the interiors of their padded copies.
-      StagedRange gy_range{gy_image, [&](Val e) -> std::pair<Val, Val> { return {e, gy[n * gy_image + e]}; }};
+      // grad_y's planes and the input planes into the interiors of their padded copies.
+      StagedRange gy_range{gy_image, [&](Val e) -> std::pair<Val, Val> {
+        if (m.gy_ld == Wo) return {e, gy[n * gy_image + e]};  // unpadded: as they are (no divisions per element)
+        Val ch = e / plane, hw = e % plane;
+        return {ch * m.gy_plane + (hw / Wo) * m.gy_ld + hw % Wo, gy[n * gy_image + e]};
+      }};
       StagedRange x_range{x_image, [&](Val e) -> std::pair<Val, Val> {
         Val ch = e / (H * W), hw = e % (H * W);
-        return {x_at + ch * padded_plane + (hw / W + uint32_t(s.pad_h)) * Wp + (hw % W + uint32_t(s.pad_w)),
+        return {m.x_at + ch * m.x_plane + (hw / W + uint32_t(s.pad_h)) * m.x_ld + (hw % W + uint32_t(s.pad_w)),
                 x[n * x_image + e]};
       }};
       stage_ranges(kb, image, lid, wg, {gy_range, x_range});
       kb.barrier();
-      kb.if_(lid < owners, [&] {
-        kb.for_(kb.u32(0), kb.u32(Ho), [&](Val ho) {
+      kb.if_(lid < owners * rs, [&] {
+        auto row = [&](Val ho) {
           // Input row ho + r of channel ci (padded: every column exists), then each output channel's row ho.
-          Val x_row = x_at + ci * padded_plane + (ho + r) * Wp;
+          Val x_row = m.x_at + ci * m.x_plane + (ho + r) * m.x_ld;
           std::vector<Val> xv;
           for (uint32_t j = 0; j < Wo + KW - 1; ++j) xv.push_back(image[x_row + j]);
           for (uint32_t b = 0; b < cob; ++b) {
-            Val gy_row = (k0 + b) * plane + ho * Wo;
+            Val gy_row = (k0 + b) * m.gy_plane + ho * m.gy_ld;
             std::vector<Val> gv;
             for (uint32_t j = 0; j < Wo; ++j) gv.push_back(image[gy_row + j]);
             for (uint32_t col = 0; col < KW; ++col) {
@@ -114,17 +171,34 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
               acc[b * KW + col] = sum;
             }
           }
-        });
+        };
+        if (rs == 1) kb.for_(kb.u32(0), kb.u32(Ho), row);
+        else kb.for_(rg, kb.u32(Ho), kb.u32(rs), row);
       });
     });
-    kb.if_(lid < owners, [&] {
-      for (uint32_t b = 0; b < cob; ++b)
-        for (uint32_t col = 0; col < KW; ++col) {
-          Val widx = ((k0 + b) * Cin + ci) * (KH * KW) + r * KW + col;
-          if (splits == 1) out[widx] = acc[b * KW + col].get();
-          else out[split * weights + widx] = acc[b * KW + col].get();
-        }
-    });
+    if (rs == 1) {
+      kb.if_(lid < owners, [&] {
+        for (uint32_t b = 0; b < cob; ++b)
+          for (uint32_t col = 0; col < KW; ++col) store(weight_index(owner, b, col), acc[b * KW + col].get());
+      });
+    } else {
+      // The row groups' sums through workgroup memory, each sum's row_split values together: sum i of owner o from
+      // row group g at (o x sums + i) x row_split + g.
+      kb.barrier();  // every invocation is done with the last image
+      kb.if_(lid < owners * rs, [&] {
+        for (uint32_t i = 0; i < sums; ++i) image[(owner * sums + i) * rs + rg] = acc[i].get();
+      });
+      kb.barrier();
+      kb.for_(lid, kb.u32(owners * sums), kb.u32(wg), [&](Val p) {
+        Val at = p * rs;
+        Val total = image[at];
+        for (uint32_t g = 1; g < rs; ++g) total = total + image[at + g];
+        Val o = p / sums, i = p % sums;
+        // i = b x KW + col: weight_index with b and col from a runtime i.
+        Val widx = weight_index(o, 0, 0) + (i / KW) * (Cin * KH * KW) + i % KW;
+        store(widx, total);
+      });
+    }
   });
   return {kb.finish(), splits};
 }

@@ -8,7 +8,10 @@
 // an input row (wo + kw - 1 values) in registers serve co_block x kw x wo products. Every image is read from memory
 // once per split (the row kernels of conv2d_kernels.h read it once per (output-channel block, input channel) pair),
 // and as no two invocations share a sum, there is no reduction: each writes its sums to its split's partials.
-// Stride 1, dilation 1, one group, rows of at most 32 columns. Buffers: grad_y (read), x (read), grad_w or
+// Where few invocations own sums (LeNet's first convolution: 6 output channels x 5 window rows), row_split gives each
+// owner's output rows to that many invocations (row r to invocation r % row_split), and workgroup memory adds their
+// sums at the end. The staged planes' rows are padded so that a subgroup reading rows of several owners or row
+// groups reads distinct banks. Stride 1, dilation 1, one group, rows of at most 32 columns. Buffers: grad_y (read), x (read), grad_w or
 // partial_grad_w (write), as conv2d_grad_weight_kernel's.
 #pragma once
 
@@ -16,14 +19,15 @@
 
 namespace spire::lowering::heavy {
 
-// Invocations that own sums: (cout / co_block) x cin x kh.
+// Invocations that own sums: (cout / co_block) x cin x kh (each of them row_split invocations with row_split).
 uint32_t grad_weight_images_owners(const Conv2dShape& s, uint32_t co_block);
-// Workgroup memory the staged image takes, in elements: grad_y planes, then the padded input planes.
-uint64_t grad_weight_images_elements(const Conv2dShape& s);
+// Workgroup memory the config takes, in elements: the staged image (grad_y planes, then the padded input planes, rows
+// padded against bank conflicts), or the row groups' sums where those take more.
+uint64_t grad_weight_images_elements(const Conv2dShape& s, const GradWeightConfig& c);
 
 // Throws std::invalid_argument naming what the shape or config lacks: stride 1, dilation 1, one group, rows of at
-// most 32, co_block dividing the output channels with co_block x kw <= 64 sums, a power-of-two workgroup of at least
-// the owners, splits 1..512 and at most the images, and the staged image within the device's workgroup memory.
+// most 32, co_block dividing the output channels with co_block x kw <= 64 sums, a row_split of 1..ho, a workgroup of
+// at least the owners times row_split (a power of two without row_split), splits 1..512 and at most the images, and the staged image within the device's workgroup memory.
 void check_grad_weight_images(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c, const Limits& limits);
 
 HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,

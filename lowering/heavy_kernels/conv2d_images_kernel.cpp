@@ -18,9 +18,6 @@ constexpr uint32_t kMaxRowCols = 32;
 constexpr uint32_t kMaxSums = 64;
 constexpr uint64_t kSharedBytes = 16384;  // what every Vulkan device offers
 
-// An index clamped into 0 .. size - 1 (its load is masked where it was outside).
-Val clamp_u32(Val v, uint32_t size) { return cast(min(max(v, 0), int32_t(size - 1)), Type::U32); }
-
 uint32_t images_per_workgroup(const Conv2dShape& s, const Conv2dConfig& c) {
   return c.wg / std::max<uint32_t>(1, conv2d_images_owners(s, c.c_block));
 }
@@ -102,7 +99,7 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
     Val hi = cast(hw / Wp, Type::I32) - int32_t(s.pad_h), wi = cast(hw % Wp, Type::I32) - int32_t(s.pad_w);
     Val n = first + im;
     Val inside = (hi >= 0) & (hi < int32_t(H)) & (wi >= 0) & (wi < int32_t(W)) & (n < N);
-    Val from = min(n, N - 1) * x_image + ch * (H * W) + clamp_u32(hi, H) * W + clamp_u32(wi, W);
+    Val from = min(n, N - 1) * x_image + ch * (H * W) + clamped_index(hi, H) * W + clamped_index(wi, W);
     return {weights + at, select(inside, Val(x[from]), kb.constant(t, 0))};
   }};
   stage_ranges(kb, sh, lid, wg, {weight_range, image_range});

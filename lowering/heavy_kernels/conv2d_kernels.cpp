@@ -1,6 +1,7 @@
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
+#include "lowering/heavy_kernels/conv2d_image_strips_kernel.h"
 #include "lowering/heavy_kernels/conv2d_images_kernel.h"
 #include "lowering/heavy_kernels/staged_copy.h"
 #include "lowering/heavy_kernels/split_sum_kernel.h"
@@ -92,9 +93,6 @@ void for_each_tap(KernelBuilder& kb, int64_t kh, int64_t kw, const std::function
     });
   }
 }
-
-// Clamps a signed coordinate into [0, size) and returns it as an unsigned index.
-Val clamp_index(Val v, int64_t size) { return cast(min(max(v, 0), int32_t(size - 1)), Type::U32); }
 
 Val masked(Val ok, Val v) { return ok.valid() ? select(ok, v, like(v, 0)) : v; }
 
@@ -301,9 +299,9 @@ Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_grou
 // (768), 0.335 at 64 (1024); the input gradient 0.300, 0.290, 0.303, 0.332.
 constexpr uint32_t kForwardResident = 768, kGradInputResident = 640;
 
-// The staged-image heuristics (conv2d images, conv2d_grad_weight all_pairs) take them only where an image (and the
-// weights) in f32 stay within this much workgroup memory, as on LeNet's second convolution where they were measured
-// (17 and 20 KB): larger ones leave few workgroups per core, unmeasured.
+// The staged-image heuristics (conv2d images and strips, conv2d_grad_weight all_pairs) take them only where an image
+// (and the weights) in f32 stay within this much workgroup memory, as on LeNet's convolutions where they were measured
+// (17 and 20 KB on the second, 5 KB on the first): larger ones leave few workgroups per core, unmeasured.
 constexpr uint64_t kMeasuredStagedBytes = 24 * 1024;
 
 }  // namespace
@@ -351,10 +349,32 @@ std::optional<Conv2dConfig> images_heuristic(const Conv2dShape& s, const Limits&
   return std::nullopt;
 }
 
+// Many images of a convolution with few output channels (LeNet's first at batch 8192), where the row and element
+// heuristic keeps the weights in workgroup memory: whole images staged too, strips of elements of every channel per
+// invocation (conv2d_image_strips_kernel.h), about 384 invocations per workgroup. On the H100 (fresh processes, forced
+// configs, the fused bias and ReLU included; the shared_w elements 0.180 ms on cuda:0, 0.177 on vulkan:0): strips of
+// 2 rows, one image per 392 invocations, 0.143 / 0.118 ms; of 4 rows, two images per 392, 0.166 / 0.112; 4 rows, one
+// image, 0.149 / 0.115; 7 rows 0.147-0.164 / 0.114-0.138; 8 rows 0.187-0.208 / 0.174-0.226. So ptxas's builds take 2
+// rows, other compilers 4.
+std::optional<Conv2dConfig> strips_heuristic(const Conv2dShape& s, const Limits& limits) {
+  if (limits.cpu || s.n < 1024 || !direct_heuristic(s, limits).shared_w) return std::nullopt;
+  const uint32_t pixels = limits.ptx ? 2 : 4, owners = conv2d_image_strips_owners(s, pixels);
+  Conv2dConfig strips{false, owners * std::max<uint32_t>(1, (384 + owners - 1) / owners), uint32_t(s.cout), false, pixels};
+  strips.images = true;
+  try {
+    check_conv2d_image_strips(s, Type::F64, strips, limits);  // f64 takes twice the memory: valid for either type
+    if (conv2d_image_strips_elements(s, strips) * 4 <= kMeasuredStagedBytes) return strips;
+  } catch (const std::invalid_argument&) {
+    // Not for this shape (strides, groups, too many channels or too little workgroup memory).
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits) {
   if (auto images = images_heuristic(s, limits)) return *images;
+  if (auto strips = strips_heuristic(s, limits)) return *strips;
   return direct_heuristic(s, limits);
 }
 
@@ -424,6 +444,7 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
   const Conv2dConfig heuristic = direct_heuristic(s, limits);
   std::vector<Conv2dConfig> out = candidates(heuristic, s.wo, s.kw, s.cout_per_group(), limits);
   if (auto images = images_heuristic(s, limits)) out.insert(out.begin(), *images);
+  if (auto strips = strips_heuristic(s, limits)) out.insert(out.begin(), *strips);
   // The heuristic's weights-in-workgroup-memory elements (many sums per invocation) with 512 to 1024 invocations
   // resident.
   if (!limits.cpu && heuristic.shared_w)
@@ -440,6 +461,18 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
   // Whole images staged in workgroup memory with every weight.
   add_images_candidates(out, s.cout, {1, 2, 4, 8}, [&](uint32_t cb) { return conv2d_images_owners(s, cb); },
                         [&](const Conv2dConfig& c) { check_conv2d_images(s, t, c, limits); });
+  // ... in strips of elements of every output channel (conv2d_image_strips_kernel.h), one to four images per workgroup.
+  for (uint32_t px : {2u, 4u, 7u, 8u, 14u})
+    for (uint32_t images : {1u, 2u, 4u}) {
+      Conv2dConfig c{false, images * conv2d_image_strips_owners(s, px), uint32_t(s.cout), false, px};
+      c.images = true;
+      try {
+        check_conv2d_image_strips(s, t, c, limits);
+        if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+      } catch (const std::invalid_argument&) {
+        // Not for this shape or device.
+      }
+    }
   return out;
 }
 
@@ -456,7 +489,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, c
   check_sizes(s);
   if (c.images) {
     if (s.n * s.cout * s.ho * s.wo == 0) return empty_result(name);
-    return conv2d_images_kernel(s, t, c, limits);
+    return c.rows ? conv2d_images_kernel(s, t, c, limits) : conv2d_image_strips_kernel(s, t, c, limits);
   }
   check_config(s, c, s.wo, s.cout_per_group(), "conv2d");
   if (c.shared_w && (c.rows || c.c_block != s.cout || !shared_w_fits(s, t)))
@@ -493,7 +526,7 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, c
       g.row = [&](Val r) {
         Val hi = hi0 + cast(r, Type::I32) * int32_t(s.dil_h);
         if (s.pad_h == 0) return TapAxis{Val(), cast(hi, Type::U32) * W, Val()};
-        return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamp_index(hi, H) * W, Val()};
+        return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamped_index(hi, H) * W, Val()};
       };
       g.src_base = (n * uint32_t(s.cin) + (co / opg) * cpg) * (H * W);
       g.w_base = co * (cpg * taps);
@@ -545,12 +578,12 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, c
       auto row = [&](Val r) {
         Val hi = hi0 + cast(r, Type::I32) * int32_t(s.dil_h);
         if (s.pad_h == 0) return TapAxis{Val(), cast(hi, Type::U32) * W, r * uint32_t(s.kw)};
-        return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamp_index(hi, H) * W, r * uint32_t(s.kw)};
+        return TapAxis{(hi >= 0) & (hi < int32_t(H)), clamped_index(hi, H) * W, r * uint32_t(s.kw)};
       };
       auto col = [&](Val c) {
         Val wi = wi0 + cast(c, Type::I32) * int32_t(s.dil_w);
         if (s.pad_w == 0) return TapAxis{Val(), cast(wi, Type::U32), c};
-        return TapAxis{(wi >= 0) & (wi < int32_t(W)), clamp_index(wi, W), c};
+        return TapAxis{(wi >= 0) & (wi < int32_t(W)), clamped_index(wi, W), c};
       };
       std::vector<Var> acc;
       std::vector<Val> w_bases;  // channel j of the block's weights
@@ -648,7 +681,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
         Val oh = thc / int32_t(s.stride_h);
         Val ok = (th >= 0) & (oh < int32_t(Ho));
         if (s.stride_h > 1) ok = ok & (thc % int32_t(s.stride_h) == 0);
-        return TapAxis{ok, clamp_index(oh, Ho) * Wo, Val()};
+        return TapAxis{ok, clamped_index(oh, Ho) * Wo, Val()};
       };
       g.src_base = (n * uint32_t(s.cout) + g_idx * opg) * (Ho * Wo);
       g.w_base = (g_idx * opg * cpg + cil) * taps;
@@ -689,7 +722,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       Val oh = thc / int32_t(stride);
       Val ok = (th >= 0) & (oh < int32_t(out));
       if (stride > 1) ok = ok & (thc % int32_t(stride) == 0);
-      return TapAxis{ok, clamp_index(oh, out) * out_scale, tap * w_scale};
+      return TapAxis{ok, clamped_index(oh, out) * out_scale, tap * w_scale};
     };
     auto row = [&](Val r) { return axis(hi, r, s.pad_h, s.dil_h, s.stride_h, Ho, Wo, uint32_t(s.kw)); };
     auto col = [&](Val c) { return axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1); };
@@ -856,24 +889,46 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
 // leaving at least 256 splits. LeNet's second convolution at batch 8192 on the H100 (fresh processes, forced
 // configs): 0.419 -> 0.214 ms on cuda:0 (co_block 4, 512 splits; 256: 0.228, co_block 2: 0.250, 8: 0.226) and
 // 0.427 -> 0.244 ms on vulkan:0 (256 splits: 0.243, but its partial sums' launch takes 0.010 ms instead of 0.018).
+//
+// Where fewer own sums (LeNet's first convolution: 6 output channels x 5 window rows), co_block 2 with each owner's
+// rows split among invocations (row_split), at least 192 of them, in 256 splits. LeNet's first convolution at batch
+// 8192 on the H100 (same method, the partial sums' launch included): the staged rows 0.148 ms on cuda:0 and 0.152 on
+// vulkan:0 against 0.121 and 0.112 (co_block 2, 14 row groups: 210 invocations; 512 splits 0.123 / 0.122, their
+// sums take longer; 28 row groups 0.136 / 0.117; co_block 3 or 6, or 1 with 7 row groups: 0.122-0.148 / 0.101-0.148).
 std::optional<GradWeightConfig> all_pairs_heuristic(const Conv2dShape& s, Type t, const Limits& limits) {
   if (limits.cpu) return std::nullopt;
   const uint32_t splits = uint32_t(std::min<int64_t>(s.n / 16, 512));
   if (splits < 256) return std::nullopt;
+  auto measured = [&](const GradWeightConfig& c) -> std::optional<GradWeightConfig> {
+    // Where it was measured to pay: a small staged image (LeNet's: 20 KB and 23 KB), so that many workgroups share
+    // a core.
+    if (grad_weight_images_elements(s, c) * 4 > kMeasuredStagedBytes) return std::nullopt;
+    try {
+      check_grad_weight_images(s, t, c, limits);
+      return c;
+    } catch (const std::invalid_argument&) {
+      return std::nullopt;  // not for this shape (strides, groups, long rows, an image too large for workgroup memory)
+    }
+  };
+  if (grad_weight_images_owners(s, 1) < 64) {
+    const uint32_t cob = s.cout % 2 == 0 ? 2 : 1, owners = grad_weight_images_owners(s, cob);
+    for (uint32_t rs : {4u, 7u, 14u, 28u})
+      if (rs <= s.ho && owners * rs >= 192 && owners * rs <= 1024) {
+        GradWeightConfig c{uint32_t(s.kh), uint32_t(s.kw), (owners * rs + 31) / 32 * 32, 256, true, cob};
+        c.all_pairs = true;
+        c.row_split = rs;
+        return measured(c);
+      }
+    return std::nullopt;
+  }
   for (uint32_t cob : {4u, 2u, 1u}) {
     if (s.cout % cob != 0) continue;
     const uint32_t owners = grad_weight_images_owners(s, cob);
     if (owners < 64 || owners > 1024) continue;
     // Where it was measured to pay: a small staged image (LeNet's: 20 KB), so that many workgroups share a core.
-    if (grad_weight_images_elements(s) * 4 > kMeasuredStagedBytes) return std::nullopt;
     GradWeightConfig c{uint32_t(s.kh), uint32_t(s.kw), pow2_clamped(owners, 32, 1024), splits, true, cob};
     c.all_pairs = true;
-    try {
-      check_grad_weight_images(s, t, c, limits);
-      return c;
-    } catch (const std::invalid_argument&) {
-      // Not for this shape (strides, groups, long rows, an image too large for workgroup memory).
-    }
+    return measured(c);
   }
   return std::nullopt;
 }
@@ -887,6 +942,7 @@ Config GradWeightConfig::config() const {
   if (staged) c.set("staged", 1);
   if (per_core > 0) c.set("per_core", per_core);
   if (all_pairs) c.set("all_pairs", 1);
+  if (row_split > 1) c.set("row_split", row_split);
   return c;
 }
 
@@ -901,6 +957,7 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
   if (c.has("staged")) g.staged = u("staged", 1) == 1;
   if (c.has("per_core")) g.per_core = u("per_core", 32);
   if (c.has("all_pairs")) g.all_pairs = u("all_pairs", 1) == 1;
+  if (c.has("row_split")) g.row_split = u("row_split", 1024);
   return g;
 }
 
@@ -1014,6 +1071,23 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
       add(c);
     }
   }
+  // ... with each owner's rows split among several invocations where few own sums (the first convolution's 5 window
+  // rows x 6 output channels), in workgroups of whole subgroups.
+  for (uint32_t cob : {1u, 2u, 3u, 6u}) {
+    if (s.cout % cob != 0) continue;
+    const uint32_t owners = uint32_t(s.cout / cob * s.cin * s.kh);
+    if (owners >= 64) continue;
+    for (uint32_t rs : {4u, 7u, 14u, 28u}) {
+      if (rs > s.ho || owners * rs > 1024) continue;
+      // Many splits for many images (at least 16 each), one or two for a few.
+      for (uint32_t sp : s.n >= 256 * 16 ? std::vector<uint32_t>{256, 512} : std::vector<uint32_t>{1, 2}) {
+        GradWeightConfig c{uint32_t(s.kh), uint32_t(s.kw), (owners * rs + 31) / 32 * 32, sp, true, cob};
+        c.all_pairs = true;
+        c.row_split = rs;
+        add(c);
+      }
+    }
+  }
   return out;
 }
 
@@ -1038,6 +1112,9 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
   const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
   if (weights == 0) return empty_result(name);
   if (c.all_pairs) return conv2d_grad_weight_images_kernel(s, t, c, limits);
+  if (c.row_split != 1)
+    throw std::invalid_argument(fmt::format("conv2d_grad_weight {}: config '{}' splits rows among invocations, which "
+                                            "only all_pairs does", s.text(), c.config().text()));
   const uint32_t splits = c.splits;
   GradWeightTiling g = tiling_of(s, t, c, limits);
   index_u32(int64_t(weights) * splits, "conv2d_grad_weight partial sums");
@@ -1099,7 +1176,7 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
         Val ok;
         if (s.pad_h > 0 || rows_ragged) ok = (hi >= 0) & (hi < int32_t(H));
         if (rows_ragged) ok = ok & (tap < KH);
-        Val x_row = x_base + ((s.pad_h > 0 || rows_ragged) ? clamp_index(hi, H) : cast(hi, Type::U32)) * W;
+        Val x_row = x_base + ((s.pad_h > 0 || rows_ragged) ? clamped_index(hi, H) : cast(hi, Type::U32)) * W;
         std::vector<Val> xv(size_t(s.w));
         for (int64_t j = 0; j < s.wo; ++j)
           for (int64_t c = 0; c < s.kw; ++c)
@@ -1170,7 +1247,7 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
           Val v = base0 + cast(tap, Type::I32) * int32_t(dil);
           Val ok;
           if (pad > 0 || ragged) ok = (v >= 0) & (v < int32_t(size));
-          Val offset = (pad > 0 || ragged) ? clamp_index(v, size) : cast(v, Type::U32);
+          Val offset = (pad > 0 || ragged) ? clamped_index(v, size) : cast(v, Type::U32);
           if (ragged) ok = ok & (tap < extent);
           return TapAxis{ok, offset * scale, Val()};
         };

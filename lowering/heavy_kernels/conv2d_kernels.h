@@ -67,7 +67,9 @@ struct Conv2dConfig {
   // that a backend that allocates registers (PTX) keeps each invocation within the register file's share.
   uint32_t per_core = 0;
   // With rows: whole images staged in workgroup memory with every weight (conv2d_images_kernel.h), each workgroup
-  // wg / ((result channels / c_block) x result rows) images.
+  // wg / ((result channels / c_block) x result rows) images. Without rows (conv2d only, c_block = every output
+  // channel): the same staging, each invocation a strip of `pixels` elements of one column
+  // (conv2d_image_strips_kernel.h), each workgroup wg / (ceil(ho / pixels) x wo) images.
   bool images = false;
   // "rows=0,wg=256,c_block=1" (",shared_w=1" when set, ",pixels=8" when more than 1, ",row_loop=1" when set,
   // ",per_core=20" when requested, ",images=1" when set)
@@ -76,8 +78,10 @@ struct Conv2dConfig {
   friend bool operator==(const Conv2dConfig&, const Conv2dConfig&) = default;
 };
 // What the templates pick without tuning: on a GPU (limits.cpu false, the default) elements of all output channels
-// with shared_w where there are at most 8 (16 elements per invocation in 64 where that still leaves 528 workgroups); else rows where rows are short and there are >= 1024 of them (64 per
-// workgroup; several channels per row where rows are many), else one element per invocation (256 per workgroup).
+// with shared_w where there are at most 8 (16 elements per invocation in 64 where that still leaves 528 workgroups;
+// at >= 1024 small images, strips of them staged whole instead: images with rows=0); else rows where rows are short
+// and there are >= 1024 of them (64 per workgroup; several channels per row where rows are many; small images staged
+// whole through ptxas: images), else one element per invocation (256 per workgroup).
 Conv2dConfig conv2d_heuristic(const Conv2dShape& s, const Limits& limits = {});
 Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& limits = {});
 // The tuner's candidates (the heuristic first), within the device's workgroup size.
@@ -122,8 +126,12 @@ struct GradWeightConfig {
   // and the whole window as the block; splits (up to 512) divide the images, each invocation owns co_block output
   // channels x one input channel x one window row, wg covers them.
   bool all_pairs = false;
+  // With all_pairs: each owner's output rows split among this many invocations (row r to invocation r % row_split),
+  // whose sums workgroup memory adds at the end: more invocations where few own sums (LeNet's first convolution: 5
+  // window rows x 6 output channels).
+  uint32_t row_split = 1;
   // "block_rows=5,block_cols=5,wg=64,splits=2,row_mode=1" (",co_block=2" when > 1, ",staged=1" when staged,
-  // ",per_core=16" when requested, ",all_pairs=1" when set)
+  // ",per_core=16" when requested, ",all_pairs=1" when set, ",row_split=28" when > 1)
   Config config() const;
   static GradWeightConfig from(const Config& c);
   friend bool operator==(const GradWeightConfig&, const GradWeightConfig&) = default;

@@ -23,4 +23,19 @@ struct StagedRange {
 void stage_ranges(kir::KernelBuilder& kb, const kir::Shared& to, kir::Val lid, uint32_t wg,
                   const std::vector<StagedRange>& ranges);
 
+// The row stride from min_stride on (at most 32 more) under which one read of `lanes` invocations, invocation i
+// reading the 4-byte element address(i, stride) and the ones after it, takes the fewest workgroup-memory wavefronts
+// (a bank serves one address per wavefront; invocations reading the same address share it), summed over subgroups of
+// 32; ties go to the shortest. Staged kernels pad their rows so: a subgroup spanning rows a power-of-two stride
+// apart reads one bank. The stride keeps min_stride's alignment (up to 4 elements, 16 bytes), so that compilers
+// still pair or quadruple neighbouring loads, and the cost counts such reads: a wide load of `align` elements per
+// invocation is served 32 / align invocations at a time. (On the H100, padding LeNet's second convolution's
+// 18-element rows to 19 made ptxas's build of its weight gradient 8% slower.)
+uint32_t bank_friendly_stride(uint32_t min_stride, uint32_t lanes,
+                              const std::function<uint32_t(uint32_t lane, uint32_t stride)>& address);
+
+// A signed index clamped into 0 .. size - 1, as u32: the index of a load that a select then masks where `v` was
+// outside (every invocation loads, none branches).
+kir::Val clamped_index(kir::Val v, int64_t size);
+
 }  // namespace spire::lowering::heavy

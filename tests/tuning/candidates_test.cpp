@@ -143,6 +143,11 @@ std::vector<Case> cases() {
       // Whole images staged with every weight (images): LeNet's second convolution over 5 images, one or two per
       // workgroup (a ragged last workgroup).
       uniform("conv2d_images", [] { return conv({5, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}); }),
+      // Whole images staged, strips of elements of every output channel per invocation (images with rows=0): LeNet's
+      // first convolution over 5 images (one, two or four per workgroup: ragged last workgroups), and 2 -> 3 channels
+      // with a 3x5 window over 9x11 outputs (strips reaching past the last row, channels not a multiple of four).
+      uniform("conv2d_image_strips", [] { return conv({5, 1, 28, 28}, {6, 1, 5, 5}, O{.padding = {2, 2}}); }),
+      uniform("conv2d_image_strips_ragged", [] { return conv({3, 2, 9, 11}, {3, 2, 3, 5}, O{.padding = {1, 2}}); }),
       // The input gradient the same way (grad_y staged, the weights turned around), on LeNet's second convolution.
       uniform("conv2d_grad_input_images", [] { return conv_grad_input({5, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}); }),
       uniform("conv2d_grad_input_pad1", [] { return conv_grad_input({2, 3, 9, 11}, {4, 3, 3, 3}, O{.padding = {1, 1}}); }),
@@ -161,6 +166,10 @@ std::vector<Case> cases() {
       uniform("conv2d_grad_weight_channel_blocks_groups", [] { return conv_grad_weight({2, 4, 10, 9}, {8, 2, 3, 3}, O{.padding = {1, 1}, .groups = 2}); }),
       // Every weight in one workgroup (all_pairs): LeNet's second convolution over 5 images, 1, 2 and more splits.
       uniform("conv2d_grad_weight_all_pairs", [] { return conv_grad_weight({5, 6, 14, 14}, {16, 6, 5, 5}, O{.padding = {2, 2}}); }),
+      // ... with each owner's rows split among invocations (row_split): LeNet's first convolution's channels and window
+      // over 5 images of 16x16, and 2 -> 3 channels with a 3x5 window over 9x11 outputs (row groups of unequal length).
+      uniform("conv2d_grad_weight_row_split", [] { return conv_grad_weight({5, 1, 16, 16}, {6, 1, 5, 5}, O{.padding = {2, 2}}); }),
+      uniform("conv2d_grad_weight_row_split_ragged", [] { return conv_grad_weight({3, 2, 9, 11}, {3, 2, 3, 5}, O{.padding = {1, 2}}); }),
       uniform("conv2d_grad_weight_long_rows", [] { return conv_grad_weight({1, 2, 4, 40}, {2, 2, 3, 3}, O{}); }),
       // Row mode staged through workgroup memory (whole images per step) with strides, dilation and a ragged last
       // step of images; and 7x5 windows, whose tap rows split into a ragged last block.

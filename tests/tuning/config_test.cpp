@@ -170,14 +170,17 @@ TEST(Candidates, Conv2dGradWeightChannelBlocks) {
 
 // LeNet's first convolution at batch 8192 has 6 (cout, cin) pairs: the plain row mode's 64 splits make 384
 // workgroups, so GPUs stage whole images through workgroup memory with more splits (measured on both backends of the
-// H100); CPU devices, batch 64 (fewer splits than 64) and the second convolution (48 pairs) keep plain rows.
+// H100); CPU devices, batch 64 (fewer splits than 64) and the second convolution (48 pairs) keep plain rows. (Where
+// workgroup memory holds every weight's image, 23 KB, all_pairs takes it first, below; the staged rows follow it
+// among the candidates.)
 TEST(Heuristics, Conv2dGradWeightStagesImagesWhereFewWeightsLeaveAGpuIdle) {
-  const Limits gpu{48 * 1024, 1024};
+  const Limits gpu{16 * 1024, 1024};
   Limits cpu = gpu;
   cpu.cpu = true;
   const auto f32 = spire::kir::Type::F32;
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   const GradWeightConfig staged = conv2d_grad_weight_heuristic(first, f32, gpu);
+  EXPECT_EQ(conv2d_grad_weight_candidates(first, f32, Limits{48 * 1024, 1024})[1], staged);
   EXPECT_TRUE(staged.staged);
   EXPECT_TRUE(staged.row_mode);
   EXPECT_EQ(staged.wg, 64u);
@@ -203,7 +206,8 @@ TEST(Heuristics, Conv2dGradWeightStagesImagesWhereFewWeightsLeaveAGpuIdle) {
 
 // LeNet's second convolution at batch 8192 keeps every weight in one workgroup on GPUs (co_block 4: 120 invocations
 // own sums, 512 splits of 16 images; measured on both backends of the H100); CPU devices, batch 64, 16 KiB of
-// workgroup memory (the staged image takes 20 KB) and the first convolution (15 owners) keep their configs.
+// workgroup memory (the staged image takes 20 KB) keep their configs; the first convolution (30 owners at most)
+// splits its rows (below).
 TEST(Heuristics, Conv2dGradWeightKeepsEveryWeightInOneWorkgroupForManyImages) {
   const Limits gpu{48 * 1024, 1024};
   Limits cpu = gpu;
@@ -226,7 +230,7 @@ TEST(Heuristics, Conv2dGradWeightKeepsEveryWeightInOneWorkgroupForManyImages) {
   const Conv2dShape b64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_FALSE(conv2d_grad_weight_heuristic(b64, f32, gpu).all_pairs);
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
-  EXPECT_FALSE(conv2d_grad_weight_heuristic(first, f32, gpu).all_pairs);
+  EXPECT_EQ(conv2d_grad_weight_heuristic(first, f32, gpu).row_split, 14u);
   // Nor where the staged image is larger than measured (32 channels of 16x16: 74 KB), though it fits the device.
   const Conv2dShape wide = conv2d_shape({8192, 32, 16, 16}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
   EXPECT_FALSE(conv2d_grad_weight_heuristic(wide, f32, Limits{227 * 1024, 1024}).all_pairs);
@@ -264,7 +268,7 @@ TEST(Heuristics, Conv2dStagesImagesThroughPtx) {
   const Conv2dShape b64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_FALSE(conv2d_heuristic(b64, ptx).images);
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
-  EXPECT_TRUE(conv2d_heuristic(first, ptx).shared_w);
+  EXPECT_FALSE(conv2d_heuristic(first, ptx).rows);
   // Nor where the image and weights are larger than measured (32 channels of 16x16: 78 KB), though they fit.
   const Conv2dShape wide = conv2d_shape({8192, 32, 16, 16}, {32, 32, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
   EXPECT_FALSE(conv2d_heuristic(wide, ptx).images);
@@ -289,6 +293,87 @@ TEST(Heuristics, Conv2dStagesImagesThroughPtx) {
   EXPECT_NO_THROW(conv2d_grad_input_kernel(second, spire::kir::Type::F32, gi, vulkan));
   EXPECT_THROW(conv2d_grad_input_kernel(second, spire::kir::Type::F32, gi, Limits{16 * 1024, 1024}), std::invalid_argument);
   EXPECT_THROW(conv2d_grad_input_kernel(strided, spire::kir::Type::F32, gi, vulkan), std::invalid_argument);
+}
+
+// LeNet's first convolution's weight gradient at batch 8192 keeps every weight in one workgroup too, its few owners'
+// rows split among invocations (co_block 2: 15 owners x 14 row groups, 256 splits; measured on both backends of the
+// H100); not on CPU devices, not at batch 64; the second convolution (120 owners) splits no rows. The staged rows it
+// took before stay a candidate; row_split is all_pairs' only and is refused by name elsewhere.
+TEST(Heuristics, Conv2dGradWeightSplitsTheRowsOfFewOwners) {
+  const Limits gpu{48 * 1024, 1024};
+  Limits cpu = gpu;
+  cpu.cpu = true;
+  const auto f32 = spire::kir::Type::F32;
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  GradWeightConfig want{5, 5, 224, 256, true, 2};
+  want.all_pairs = true;
+  want.row_split = 14;
+  EXPECT_EQ(conv2d_grad_weight_heuristic(first, f32, gpu), want);
+  EXPECT_EQ(want.config().text(), "block_rows=5,block_cols=5,wg=224,splits=256,row_mode=1,co_block=2,all_pairs=1,row_split=14");
+  EXPECT_EQ(GradWeightConfig::from(want.config()), want);
+  const auto on_gpu = conv2d_grad_weight_candidates(first, f32, gpu);
+  EXPECT_EQ(on_gpu.front(), want);
+  GradWeightConfig staged{5, 5, 64, 220, true, 1, true};
+  EXPECT_NE(std::find(on_gpu.begin(), on_gpu.end(), staged), on_gpu.end());
+  EXPECT_FALSE(conv2d_grad_weight_heuristic(first, f32, cpu).all_pairs);
+  const Conv2dShape b64 = conv2d_shape({64, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_grad_weight_heuristic(b64, f32, gpu).row_split, 1u);
+  const Conv2dShape second = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_grad_weight_heuristic(second, f32, gpu).row_split, 1u);
+  // Refused by name: fewer invocations than owners x row groups, more row groups than output rows, row_split
+  // without all_pairs.
+  GradWeightConfig narrow = want;
+  narrow.wg = 192;
+  EXPECT_THROW(conv2d_grad_weight_kernel(first, f32, narrow, gpu), std::invalid_argument);
+  GradWeightConfig many = want;
+  many.row_split = 29;
+  many.wg = 1024;
+  EXPECT_THROW(conv2d_grad_weight_kernel(first, f32, many, gpu), std::invalid_argument);
+  GradWeightConfig rows_only{5, 5, 64, 64, true};
+  rows_only.row_split = 2;
+  EXPECT_THROW(conv2d_grad_weight_kernel(first, f32, rows_only, gpu), std::invalid_argument);
+  EXPECT_NO_THROW(conv2d_grad_weight_kernel(first, f32, want, gpu));
+}
+
+// LeNet's first convolution's forward pass at batch 8192 stages whole images too, in strips of elements of all six
+// channels (measured on both backends of the H100: 2 rows per strip through ptxas, 4 elsewhere, about 384 invocations
+// per workgroup); not on CPU devices, not at batch 64 (too few workgroups), not for the second convolution (16
+// channels: rows).
+TEST(Heuristics, Conv2dStagesSmallChannelImagesInStrips) {
+  Limits ptx{227 * 1024, 1024};
+  ptx.ptx = true;
+  const Limits vulkan{48 * 1024, 1024};
+  const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  Conv2dConfig two{false, 392, 6, false, 2};  // 14 strips x 28 columns: one image
+  two.images = true;
+  Conv2dConfig four{false, 392, 6, false, 4};  // 7 strips x 28 columns: two images
+  four.images = true;
+  EXPECT_EQ(conv2d_heuristic(first, ptx), two);
+  EXPECT_EQ(conv2d_heuristic(first, vulkan), four);
+  EXPECT_EQ(four.config().text(), "rows=0,wg=392,c_block=6,pixels=4,images=1");
+  EXPECT_EQ(Conv2dConfig::from(four.config()), four);
+  EXPECT_EQ(conv2d_candidates(first, vulkan).front(), four);
+  // The weights-in-workgroup-memory elements it took before stay a candidate (tuning caches may hold them).
+  const auto on_vulkan = conv2d_candidates(first, vulkan);
+  EXPECT_NE(std::find(on_vulkan.begin(), on_vulkan.end(), Conv2dConfig{false, 64, 6, true, 16}), on_vulkan.end());
+  Limits cpu = vulkan;
+  cpu.cpu = true;
+  EXPECT_FALSE(conv2d_heuristic(first, cpu).images);
+  const Conv2dShape b64 = conv2d_shape({64, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_TRUE(conv2d_heuristic(b64, vulkan).shared_w);
+  const Conv2dShape second = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_TRUE(conv2d_heuristic(second, vulkan).rows);
+  // Refused by name: fewer invocations than an image's strips, fewer channels than all, strides, the input gradient.
+  Conv2dConfig narrow = four;
+  narrow.wg = 128;
+  EXPECT_THROW(conv2d_kernel(first, spire::kir::Type::F32, narrow, vulkan), std::invalid_argument);
+  Conv2dConfig some = four;
+  some.c_block = 3;
+  EXPECT_THROW(conv2d_kernel(first, spire::kir::Type::F32, some, vulkan), std::invalid_argument);
+  const Conv2dShape strided = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {2, 2}, {2, 2}, {1, 1}, 1);
+  EXPECT_THROW(conv2d_kernel(strided, spire::kir::Type::F32, four, vulkan), std::invalid_argument);
+  EXPECT_THROW(conv2d_grad_input_kernel(first, spire::kir::Type::F32, four, vulkan), std::invalid_argument);
+  EXPECT_NO_THROW(conv2d_kernel(first, spire::kir::Type::F32, four, vulkan));
 }
 
 // A shared_w config the shape cannot take is refused by name, not built: with rows, with fewer than all output
