@@ -177,6 +177,17 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
   if (!epilogues.empty())
     s += "# Epilogues: each heavy kernel computes the pointwise root above it from its results before storing them\n"
          "# (unless it turns out to launch nothing, an alias; then the root has its own launch).\n" + epilogues;
+  std::string prologues;
+  for (graph::Value v : scheduled)
+    if (fusion.prologue[size_t(v.id)] >= 0) {
+      const graph::Node& host = g.node(v);
+      const graph::Node& root = g.node(fusion.prologue[size_t(v.id)]);
+      prologues += fmt::format("{} = {} {}\n    loads {} = {} {}\n", host.name, graph::op_name(host.op),
+                               host.type.to_string(), root.name, graph::op_name(root.op), root.type.to_string());
+    }
+  if (!prologues.empty())
+    s += "# Prologues: each reduction computes the pointwise root it reads at every element it folds (never stored).\n" +
+         prologues;
   if (!fusion.final_group.empty()) {
     s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "
                      "(more where the device binds fewer buffers).\n", fusion.final_group.size());

@@ -96,11 +96,13 @@ class Planner {
     f_.fused.assign(size_t(g.size()), false);
     f_.epilogue.assign(size_t(g.size()), -1);
     f_.is_epilogue.assign(size_t(g.size()), false);
+    f_.prologue.assign(size_t(g.size()), -1);
   }
 
   Fusion run() {
     fuse_chains();
     for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
+    for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
     find_final_group();
     return std::move(f_);
   }
@@ -179,6 +181,25 @@ class Planner {
       if (!ready_before(l, v)) return;
     f_.epilogue[size_t(v.id)] = r.id;
     f_.is_epilogue[size_t(r.id)] = true;
+  }
+
+  // After the epilogues (a root one of them stores is no prologue): reduction v's input, a pointwise root read by
+  // nothing else and not stored, is computed in v's loads.
+  void find_prologue(Value v) {
+    const graph::Node& n = g_.node(v);
+    if (!needed_[size_t(v.id)] || (n.op != OpKind::Sum && n.op != OpKind::SumTo && n.op != OpKind::Max)) return;
+    const Value x = n.inputs[0];
+    const graph::Node& root = g_.node(x);
+    if (!is_pointwise(root.op) || f_.fused[size_t(x.id)] || f_.is_epilogue[size_t(x.id)] || must_store_[size_t(x.id)])
+      return;
+    // A cast lower_elementwise turns into an alias has no arithmetic to fold in.
+    if (root.op == OpKind::Cast && device_type(root.type.dtype) == device_type(g_.type(root.inputs[0]).dtype)) return;
+    const std::vector<Value> us = live_users(x);
+    if (us.size() != 1 || us[0] != v || std::count(n.inputs.begin(), n.inputs.end(), x) != 1) return;
+    // A reduction that folds nothing aliases its input (lower_reduce), which then needs a buffer.
+    if (root.type.numel() == n.type.numel() || n.type.numel() == 0) return;
+    f_.prologue[size_t(v.id)] = x.id;
+    f_.fused[size_t(x.id)] = true;
   }
 
   // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;

@@ -11,6 +11,10 @@
 //    shape computes that tree from each result before storing it: the layer's bias add and activation, or a
 //    ReLU's gradient mask after a product, cost no launch and no round trip. The tree's other inputs must be
 //    ready before the heavy op runs (computed earlier in the schedule).
+//  * Prologues. A pointwise root whose only user is a reduction (sum, sum_to, max) reading it whole is computed in
+//    the reduction's loads: the tree is evaluated at each element the reduction folds, and never stored (a bias
+//    gradient summed from a masked gradient reads the mask's inputs, not a materialized product). The root gets no
+//    buffer and no launch; its leaves are ready before the reduction, which comes after them in the schedule.
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -50,6 +54,7 @@ struct Fusion {
   std::vector<bool> fused;                // index = value id: computed inside its user's kernel
   std::vector<int32_t> epilogue;          // index = heavy value id: the root its kernel computes before storing, or -1
   std::vector<bool> is_epilogue;          // index = value id: a root computed by the heavy kernel under it
+  std::vector<int32_t> prologue;          // index = reduction value id: the root its loads compute (fused), or -1
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 
   bool in_final_group(graph::Value v) const;

@@ -93,6 +93,7 @@ class PlanBuilder final : public LoweringContext {
     if (buffers.size() != kernel.buffers.size())
       throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' declares {} buffers, launch binds {}",
                                          current_node_, kernel.name, kernel.buffers.size(), buffers.size()));
+    apply_prologue(kernel, buffers);
     for (size_t i = 0; i < buffers.size(); ++i) {
       const PlannedBuffer& pb = plan_.buffers.at(size_t(buffers[i]));
       if (pb.slot.type != kernel.buffers[i].elem)
@@ -155,6 +156,40 @@ class PlanBuilder final : public LoweringContext {
     buffers[index] = buffer_of(root);
     for (int32_t b : tree.bindings()) buffers.push_back(b);
     epilogue_applied_[size_t(root_id)] = true;
+  }
+
+  // A launch of a reduction with a prologue (fuse.h) binds its input to kFusedInputSlot: each load of that buffer
+  // computes the input's pointwise tree at the loaded element instead, reading the tree's leaves. The buffer stays
+  // declared, unread: it is bound to the first leaf's buffer (or a one-element scratch for a tree of constants).
+  void apply_prologue(kir::Kernel& kernel, std::vector<int32_t>& buffers) {
+    auto slot = std::find(buffers.begin(), buffers.end(), kFusedInputSlot);
+    if (slot == buffers.end()) return;
+    const int32_t root_id = current_value_.valid() ? fusion_.prologue.at(size_t(current_value_.id)) : -1;
+    if (root_id < 0)
+      throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' binds a fused input, but the node has no "
+                                         "prologue", current_node_, kernel.name));
+    const uint32_t index = uint32_t(slot - buffers.begin());
+    kir::KernelBuilder kb(std::move(kernel));
+    PointwiseTree tree(*this, kb);
+    std::vector<std::string> ops;
+    try {
+      kb.rewrite_loads(index, [&](kir::Val at) {
+        tree.forget_computed();  // each load is another element
+        kir::Val v = tree.root(graph::Value{root_id}, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
+        if (ops.empty()) ops = tree.ops();
+        return v;
+      });
+    } catch (const std::invalid_argument& e) {
+      throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's prologues are for reductions' element loads)",
+                                         current_node_, e.what()));
+    }
+    kernel = kb.finish();
+    for (const std::string& op : ops) kernel.name += "_" + op;
+    const kir::Type elem = kernel.buffers[index].elem;
+    auto same_type = std::find_if(tree.bindings().begin(), tree.bindings().end(),
+                                  [&](int32_t b) { return plan_.buffers.at(size_t(b)).slot.type == elem; });
+    buffers[index] = same_type != tree.bindings().end() ? *same_type : scratch(elem, 1);
+    for (int32_t b : tree.bindings()) buffers.push_back(b);
   }
 
   // The node being lowered (its launches may take its epilogue); an invalid value for launches of no node.

@@ -50,7 +50,8 @@ class LoweringContext {
   virtual void alias(graph::Value alias, graph::Value source) = 0;
   // A temporary buffer private to the current node.
   virtual int32_t scratch(kir::Type type, int64_t elements) = 0;
-  // Appends a launch of `kernel` (deduplicated by its text) over `buffers` with `groups` workgroups.
+  // Appends a launch of `kernel` (deduplicated by its text) over `buffers` with `groups` workgroups. A buffer bound
+  // to kFusedInputSlot is the current reduction's prologue (fuse.h): its loads compute the input's tree.
   virtual void launch(kir::Kernel kernel, std::vector<int32_t> buffers, rt::ScalarArgs scalars, uint64_t groups) = 0;
   // True when `v` is computed inside its only user's kernel (pointwise fusion, fuse.h): it gets no buffer and
   // no launch of its own; the user's lowering emits its arithmetic. Heavy ops see only one kind of fused input: a
@@ -61,6 +62,10 @@ class LoweringContext {
   // The device's workgroup limits, which bound the candidate configs a tuning choice must be among.
   virtual heavy::Limits limits() const { return {}; }
 };
+
+// The slot lower_tunable binds to a fused input of a reduction (its prologue, fuse.h): the launch computes that
+// input's pointwise tree in the kernel's loads instead of reading a buffer (LoweringContext::launch).
+inline constexpr int32_t kFusedInputSlot = -2;
 
 // Workgroups to cover `n` items with `per_group` items each.
 inline uint64_t groups_for(int64_t n, int64_t per_group) { return uint64_t((n + per_group - 1) / per_group); }

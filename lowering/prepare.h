@@ -1,5 +1,6 @@
-// The graph fusion and the kernels work on: the graph after compute_in_f32, decompose and fold_transposes, then after the before_fusion rewrite
-// passes of the pipeline the caller compiles with (passes/pipeline.h), if any. lower(), graph_stats() and
+// The graph fusion and the kernels work on: the graph after compute_in_f32, decompose, fold_transposes and
+// sum_through_max_pool, then after the before_fusion rewrite passes of the pipeline the caller compiles with
+// (passes/pipeline.h), if any. lower(), graph_stats() and
 // the dump all start from it, so what they show is what runs.
 #pragma once
 
@@ -8,8 +9,8 @@
 
 namespace spire::lowering {
 
-// The fixed passes before the user's: compute_in_f32, decompose, then fold_transposes. Also what the tuner and the dump start
-// from, so tuning keys and dumped stages are the ones lowering sees.
+// The fixed passes before the user's: compute_in_f32, decompose, fold_transposes, then sum_through_max_pool. Also what
+// the tuner and the dump start from, so tuning keys and dumped stages are the ones lowering sees.
 graph::Graph canonicalize(const graph::Graph& g);
 
 // `passes` may be null (no rewrite passes). Throws GraphError from a failing pass, naming it.

@@ -62,8 +62,14 @@ void lower_tunable(LoweringContext& ctx, graph::Value v, const std::function<Tun
         graph::Value in = node.inputs.at(size_t(b.input));
         // An absorbed transpose or cast up has no buffer: the kernel reads its source in place.
         const graph::OpKind op = ctx.graph().node(in).op;
-        if (ctx.fused(in) && (op == graph::OpKind::Permute || op == graph::OpKind::Cast))
+        if (ctx.fused(in) && ((op == graph::OpKind::Permute && absorbed_transpose(ctx.graph(), in)) ||
+                              (op == graph::OpKind::Cast && absorbed_upcast(ctx.graph(), in)))) {
           in = in_place_operand(ctx.graph(), in).source;
+        } else if (ctx.fused(in)) {
+          // A reduction's input fused into its loads (a prologue) has no buffer either: the launch computes it.
+          slots.push_back(kFusedInputSlot);
+          break;
+        }
         slots.push_back(ctx.buffer_of(in));
         break;
       }

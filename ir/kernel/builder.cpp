@@ -93,6 +93,81 @@ void KernelBuilder::rewrite_stores(uint32_t buffer, const std::function<Val(Val,
   rewrite_stores_in(k_.body, buffer, replace);
 }
 
+namespace {
+
+// True when `block` (or a block nested in it) writes `buffer` or reads it other than with element loads.
+bool writes_or_reads_wide(const Block& block, uint32_t buffer) {
+  for (const Stmt& s : block.stmts) {
+    if (const auto* in = std::get_if<Instr>(&s)) {
+      if (in->op == Op::AtomicAdd && in->index == buffer) return true;
+    } else if (const auto* st = std::get_if<StoreBuffer>(&s)) {
+      if (st->buffer == buffer) return true;
+    } else if (const auto* c = std::get_if<CopyToShared>(&s)) {
+      if (c->buffer == buffer) return true;
+    } else if (const auto* v = std::get_if<LoadBufferVector>(&s)) {
+      if (v->buffer == buffer) return true;
+    } else if (const auto* t = std::get_if<MatrixLoadTensor>(&s)) {
+      if (t->buffer == buffer) return true;
+    } else if (const auto* i = std::get_if<If>(&s)) {
+      if ((i->then_body && writes_or_reads_wide(*i->then_body, buffer)) ||
+          (i->else_body && writes_or_reads_wide(*i->else_body, buffer)))
+        return true;
+    } else if (const auto* f = std::get_if<For>(&s)) {
+      if (writes_or_reads_wide(*f->body, buffer)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void KernelBuilder::rewrite_loads(uint32_t buffer, const std::function<Val(Val)>& replace) {
+  if (buffer >= k_.buffers.size())
+    throw std::invalid_argument(fmt::format("kernel '{}' has no buffer {}", k_.name, buffer));
+  if (stores_matrices_into(k_, buffer) || writes_or_reads_wide(k_.body, buffer))
+    throw std::invalid_argument(fmt::format("kernel '{}' writes its buffer '{}' or reads it other than element by "
+                                            "element: its loads cannot be rewritten", k_.name, k_.buffers[buffer].name));
+  rewrite_loads_in(k_.body, buffer, replace);
+}
+
+void KernelBuilder::rewrite_loads_in(Block& block, uint32_t buffer, const std::function<Val(Val)>& replace) {
+  for (size_t i = 0; i < block.stmts.size(); ++i) {
+    Stmt& s = block.stmts[i];
+    if (auto* in = std::get_if<If>(&s)) {
+      if (in->then_body) rewrite_loads_in(*in->then_body, buffer, replace);
+      if (in->else_body) rewrite_loads_in(*in->else_body, buffer, replace);
+      continue;
+    }
+    if (auto* f = std::get_if<For>(&s)) {
+      rewrite_loads_in(*f->body, buffer, replace);
+      continue;
+    }
+    auto* load = std::get_if<Instr>(&s);
+    if (!load || load->op != Op::LoadBuffer || load->index != buffer) continue;
+    const Instr old = *load;
+    Block prelude;
+    blocks_.push_back(&prelude);
+    const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]));
+    // The load's result keeps its id (later instructions use it), now a select of the value with itself under a
+    // constant true: the same bits, whatever the type, which every backend's compiler folds away.
+    const Val always = boolean(true);
+    blocks_.pop_back();
+    if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_loads given a Val of another kernel");
+    if (value.type() != old.type)
+      throw std::invalid_argument(fmt::format("kernel '{}': a rewritten load from '{}' ({}) has type {}", k_.name,
+                                              k_.buffers[buffer].name, type_name(old.type), type_name(value.type())));
+    const size_t added = prelude.stmts.size();
+    // `s` dangles once the prelude is inserted in front of it: the load is addressed by position.
+    block.stmts.insert(block.stmts.begin() + ptrdiff_t(i), std::make_move_iterator(prelude.stmts.begin()),
+                       std::make_move_iterator(prelude.stmts.end()));
+    i += added;
+    Instr& now = std::get<Instr>(block.stmts[i]);
+    now.op = Op::Select;
+    now.index = 0;
+    now.operands = {always.id(), value.id(), value.id()};
+  }
+}
+
 void KernelBuilder::rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace) {
   for (size_t i = 0; i < block.stmts.size(); ++i) {
     Stmt& s = block.stmts[i];

@@ -149,6 +149,12 @@ class KernelBuilder {
   // rounds an f32 product to bf16); the old stores are its only writes, so nothing else sees the change.
   void rewrite_stores(uint32_t buffer, const std::function<Val(Val index, Val value)>& replace,
                       std::optional<Type> store_as = std::nullopt);
+  // The other way round: every element load from buffer `buffer` takes the value `replace` returns for its element
+  // index instead; what `replace` emits goes right before that load, in its block (a pointwise prologue fused into a
+  // reduction's loads). The buffer stays declared but is no longer read. Throws std::invalid_argument when the
+  // kernel also writes the buffer, reads it other than element by element (vector loads, copies, matrices), or
+  // `replace` returns a value of another type than the buffer's.
+  void rewrite_loads(uint32_t buffer, const std::function<Val(Val index)>& replace);
 
   // Parameters and storage.
   Buf buffer(std::string name, Type elem, Access access);
@@ -251,6 +257,7 @@ class KernelBuilder {
   // `lanes` fresh values of type t, their ids appended to `results` (of a vector load `what` from `index`).
   std::vector<Val> vector_results(std::vector<ValueId>& results, Type t, Val index, uint32_t lanes, const char* what);
   void rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace);
+  void rewrite_loads_in(Block& block, uint32_t buffer, const std::function<Val(Val)>& replace);
   Kernel k_;
   std::vector<Block*> blocks_;
   bool finished_ = false;

@@ -102,6 +102,57 @@ TEST(KernelBuilder, RewriteStoresCanChangeTheBuffersType) {
   EXPECT_THROW(wrong.rewrite_stores(1, [](Val, Val v) { return cast(v, Type::F32); }), std::invalid_argument);
 }
 
+// A prologue fused into a reduction's loads: every element load of `x` (here inside a loop) becomes the value the
+// callback computes for its index, emitted right before it; the load's result id now selects that value, so the
+// instructions after it are untouched. Buffers written, or read with vector loads, are refused by name.
+TEST(KernelBuilder, RewriteLoadsComputesEachLoadedElement) {
+  KernelBuilder kb("sum_rows", 64);
+  auto x = kb.buffer("x", Type::F32, Access::Read);
+  auto y = kb.buffer("y", Type::F32, Access::Write);
+  auto i = kb.global_id();
+  Var acc = kb.var("acc", kb.f32(0));
+  kb.for_(kb.u32(0), kb.u32(8), [&](Val k) { acc = acc + x[i * 8u + k]; });
+  y[i] = acc.get();
+  KernelBuilder rw(kb.finish());
+  auto g = rw.buffer("g", Type::F32, Access::Read);
+  auto p = rw.buffer("p", Type::F32, Access::Read);
+  int calls = 0;
+  rw.rewrite_loads(0, [&](Val index) {
+    ++calls;
+    return select(p[index] > 0.0f, Val(g[index]), rw.f32(0));
+  });
+  Kernel k = rw.finish();
+  EXPECT_EQ(calls, 1);
+  const Block* loop_body = nullptr;
+  for (const Stmt& s : k.body.stmts)
+    if (const auto* f = std::get_if<For>(&s)) loop_body = f->body.get();
+  ASSERT_NE(loop_body, nullptr);
+  const Block& loop = *loop_body;
+  size_t loads_of_x = 0, selects = 0;
+  for (const Stmt& s : loop.stmts)
+    if (const auto* in = std::get_if<Instr>(&s)) {
+      loads_of_x += in->op == Op::LoadBuffer && in->index == 0;
+      selects += in->op == Op::Select;
+    }
+  EXPECT_EQ(loads_of_x, 0u);
+  EXPECT_EQ(selects, 2u);  // the mask's, and the former load's (the value selected with itself)
+  KernelBuilder written([] {
+    KernelBuilder b("copy", 64);
+    auto a = b.buffer("a", Type::F32, Access::ReadWrite);
+    a[b.global_id()] = a[b.global_id()] * 2.0f;
+    return b.finish();
+  }());
+  EXPECT_THROW(written.rewrite_loads(0, [](Val i) { return cast(i, Type::F32); }), std::invalid_argument);
+  KernelBuilder typed([] {
+    KernelBuilder b("copy", 64);
+    auto a = b.buffer("a", Type::F32, Access::Read);
+    auto c = b.buffer("c", Type::F32, Access::Write);
+    c[b.global_id()] = a[b.global_id()];
+    return b.finish();
+  }());
+  EXPECT_THROW(typed.rewrite_loads(0, [](Val i) { return i; }), std::invalid_argument);  // u32 for an f32 buffer
+}
+
 TEST(KernelBuilder, NumbersTakeTheValsType) {
   KernelBuilder kb("k");
   auto x = kb.scalar("x", Type::I32);
