@@ -80,15 +80,17 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   }
   VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR executables{
       VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
-  if (pipeline_statistics_requested() && !f.has_pipeline_executable_properties)
-    fmt::print(stderr, "spire: SPIRE_VULKAN_PIPELINE_STATS: {} ({}) lacks VK_KHR_pipeline_executable_properties; no "
-                       "statistics\n", id, f.info.name);
-  if (pipeline_statistics_requested() && f.has_pipeline_executable_properties) {
+  const bool wants_executables = pipeline_statistics_requested() || !pipeline_ir_directory().empty();
+  if (wants_executables && !f.has_pipeline_executable_properties)
+    fmt::print(stderr, "spire: SPIRE_VULKAN_PIPELINE_STATS / _IR: {} ({}) lacks VK_KHR_pipeline_executable_properties; "
+                       "no statistics or internal representations\n", id, f.info.name);
+  if (wants_executables && f.has_pipeline_executable_properties) {
     executables.pipelineExecutableInfo = VK_TRUE;
     *tail = &executables;
     tail = &executables.pNext;
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
-    ctx->pipeline_stats = true;
+    ctx->pipeline_stats = pipeline_statistics_requested();
+    ctx->pipeline_ir_dir = pipeline_ir_directory();
   }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
 

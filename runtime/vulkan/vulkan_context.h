@@ -43,6 +43,9 @@ struct Context {
   // SPIRE_VULKAN_PIPELINE_STATS=1 at create, on a device with VK_KHR_pipeline_executable_properties: pipelines
   // capture their statistics and print them (vulkan_pipeline_stats.h).
   bool pipeline_stats = false;
+  // SPIRE_VULKAN_PIPELINE_IR=<dir> at device open (where the device offers the extension): every pipeline is created
+  // capturing the driver's internal representations, which are written into this directory (vulkan_pipeline_stats.h).
+  std::string pipeline_ir_dir;
 
   const DeviceInfo& info() const { return facts.info; }
   const std::string& id() const { return facts.info.id; }

@@ -42,6 +42,9 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
       get_device_proc_addr(device, "vkGetPipelineExecutablePropertiesKHR"));
   f.vkGetPipelineExecutableStatisticsKHR = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
       get_device_proc_addr(device, "vkGetPipelineExecutableStatisticsKHR"));
+  f.vkGetPipelineExecutableInternalRepresentationsKHR =
+      reinterpret_cast<PFN_vkGetPipelineExecutableInternalRepresentationsKHR>(
+          get_device_proc_addr(device, "vkGetPipelineExecutableInternalRepresentationsKHR"));
   return f;
 }
 

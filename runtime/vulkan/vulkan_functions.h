@@ -99,9 +99,11 @@ struct InstanceFunctions {
 
 struct DeviceFunctions {
   SPIRE_VULKAN_DEVICE_FUNCTIONS(SPIRE_VULKAN_DECLARE_FUNCTION)
-  // Optional (VK_KHR_pipeline_executable_properties, enabled only for SPIRE_VULKAN_PIPELINE_STATS): null otherwise.
+  // Optional (VK_KHR_pipeline_executable_properties, enabled only for SPIRE_VULKAN_PIPELINE_STATS or
+  // SPIRE_VULKAN_PIPELINE_IR): null otherwise.
   PFN_vkGetPipelineExecutablePropertiesKHR vkGetPipelineExecutablePropertiesKHR = nullptr;
   PFN_vkGetPipelineExecutableStatisticsKHR vkGetPipelineExecutableStatisticsKHR = nullptr;
+  PFN_vkGetPipelineExecutableInternalRepresentationsKHR vkGetPipelineExecutableInternalRepresentationsKHR = nullptr;
 
   // Every function above through `get_device_proc_addr` for `device`; throws rt::Error naming the ones missing.
   static DeviceFunctions load(PFN_vkGetDeviceProcAddr get_device_proc_addr, VkDevice device, std::string_view device_id);

@@ -82,6 +82,7 @@ std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const kir::Kernel& k, cons
   ci.stage.pName = "main";
   ci.layout = p->layout;
   if (ctx.pipeline_stats) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
+  if (!ctx.pipeline_ir_dir.empty()) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_INTERNAL_REPRESENTATIONS_BIT_KHR;
   VkResult r = ctx.fn.vkCreateComputePipelines(ctx.device, ctx.pipeline_cache().handle(), 1, &ci, nullptr, &p->pipeline);
   if (r < 0)
     throw Error(fmt::format("vkCreateComputePipelines failed with {} on {} for kernel '{}'", result_name(r), id, k.name));
@@ -89,6 +90,11 @@ std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const kir::Kernel& k, cons
   if (ctx.pipeline_stats)
     for (const std::string& line : pipeline_statistics(ctx, p->pipeline))
       fmt::print(stderr, "spire: {} pipeline '{}': {}\n", id, k.name, line);
+  if (!ctx.pipeline_ir_dir.empty()) {
+    const std::vector<std::string> files = write_pipeline_representations(ctx, p->pipeline, k.name, ctx.pipeline_ir_dir);
+    fmt::print(stderr, "spire: {} pipeline '{}': {} internal representations written to {}\n", id, k.name, files.size(),
+               ctx.pipeline_ir_dir);
+  }
   return p;
 }
 
