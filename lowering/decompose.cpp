@@ -12,8 +12,7 @@ std::string fresh_name(const graph::Graph& original, const graph::Graph& out, co
   return n;
 }
 
-graph::Graph decompose(const graph::Graph& g) {
-  using graph::OpKind;
+graph::Graph rebuild(const graph::Graph& g, const NodeCopy& copy) {
   graph::Graph out;
   std::vector<graph::Value> map(size_t(g.size()));
   for (graph::Value v : g.values()) {
@@ -24,6 +23,19 @@ graph::Graph decompose(const graph::Graph& g) {
     }
     std::vector<graph::Value> inputs;
     for (graph::Value in : n.inputs) inputs.push_back(map[size_t(in.id)]);
+    map[size_t(v.id)] = copy(out, v, std::move(inputs), map);
+  }
+  for (const graph::NamedOutput& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
+  for (const graph::StateUpdate& u : g.state_updates())
+    out.state_update(map[size_t(u.target.id)], map[size_t(u.value.id)]);
+  return out;
+}
+
+graph::Graph decompose(const graph::Graph& g) {
+  using graph::OpKind;
+  return rebuild(g, [&](graph::Graph& out, graph::Value v, std::vector<graph::Value> inputs,
+                        const std::vector<graph::Value>&) {
+    const graph::Node& n = g.node(v);
     if (n.op == OpKind::Mean) {
       // mean = sum * (1 / count): count is static, so the scale is a constant.
       const graph::Shape& in_shape = g.type(n.inputs[0]).shape;
@@ -35,15 +47,10 @@ graph::Graph decompose(const graph::Graph& g) {
       double scale = count == 0 ? std::numeric_limits<double>::infinity() : 1.0 / double(count);
       graph::Value c = out.add_leaf(OpKind::Constant, fresh_name(g, out, n.name + ".scale"), {n.type.dtype, {}},
                                     {{"value", scale}});
-      map[size_t(v.id)] = out.add_node(OpKind::Mul, {s, c}, {}, n.name);
-      continue;
+      return out.add_node(OpKind::Mul, {s, c}, {}, n.name);
     }
-    map[size_t(v.id)] = out.add_node(n.op, inputs, n.attrs, n.name);
-  }
-  for (const graph::NamedOutput& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
-  for (const graph::StateUpdate& u : g.state_updates())
-    out.state_update(map[size_t(u.target.id)], map[size_t(u.value.id)]);
-  return out;
+    return out.add_node(n.op, inputs, n.attrs, n.name);
+  });
 }
 
 }  // namespace spire::lowering

@@ -53,25 +53,36 @@ KernelBuilder::KernelBuilder(Kernel existing) : k_(std::move(existing)) {
 
 namespace {
 
-// True when any instruction of `block` (or of a block nested in it) loads or atomically updates `buffer`.
-bool reads_buffer(const Block& block, uint32_t buffer) {
+// True when `pred` holds for a statement of `block` or of a block nested in it.
+bool any_statement(const Block& block, const std::function<bool(const Stmt&)>& pred) {
   for (const Stmt& s : block.stmts) {
-    if (const auto* in = std::get_if<Instr>(&s)) {
-      if ((in->op == Op::LoadBuffer || in->op == Op::AtomicAdd) && in->index == buffer) return true;
-    } else if (const auto* c = std::get_if<CopyToShared>(&s)) {
-      if (c->buffer == buffer) return true;
-    } else if (const auto* v = std::get_if<LoadBufferVector>(&s)) {
-      if (v->buffer == buffer) return true;
-    } else if (const auto* t = std::get_if<MatrixLoadTensor>(&s)) {
-      if (t->buffer == buffer) return true;
-    } else if (const auto* i = std::get_if<If>(&s)) {
-      if ((i->then_body && reads_buffer(*i->then_body, buffer)) || (i->else_body && reads_buffer(*i->else_body, buffer)))
+    if (const auto* i = std::get_if<If>(&s)) {
+      if ((i->then_body && any_statement(*i->then_body, pred)) || (i->else_body && any_statement(*i->else_body, pred)))
         return true;
     } else if (const auto* f = std::get_if<For>(&s)) {
-      if (reads_buffer(*f->body, buffer)) return true;
+      if (any_statement(*f->body, pred)) return true;
+    } else if (pred(s)) {
+      return true;
     }
   }
   return false;
+}
+
+// True when `s` reads `buffer` other than with an element load: a vector load, a copy, a tensor load or an atomic.
+bool reads_wide(const Stmt& s, uint32_t buffer) {
+  if (const auto* in = std::get_if<Instr>(&s)) return in->op == Op::AtomicAdd && in->index == buffer;
+  if (const auto* c = std::get_if<CopyToShared>(&s)) return c->buffer == buffer;
+  if (const auto* v = std::get_if<LoadBufferVector>(&s)) return v->buffer == buffer;
+  if (const auto* t = std::get_if<MatrixLoadTensor>(&s)) return t->buffer == buffer;
+  return false;
+}
+
+// True when any statement of `block` (or of a block nested in it) loads or atomically updates `buffer`.
+bool reads_buffer(const Block& block, uint32_t buffer) {
+  return any_statement(block, [&](const Stmt& s) {
+    const auto* in = std::get_if<Instr>(&s);
+    return (in && in->op == Op::LoadBuffer && in->index == buffer) || reads_wide(s, buffer);
+  });
 }
 
 }  // namespace
@@ -93,111 +104,96 @@ void KernelBuilder::rewrite_stores(uint32_t buffer, const std::function<Val(Val,
   rewrite_stores_in(k_.body, buffer, replace);
 }
 
-namespace {
-
-// True when `block` (or a block nested in it) writes `buffer` or reads it other than with element loads.
-bool writes_or_reads_wide(const Block& block, uint32_t buffer) {
-  for (const Stmt& s : block.stmts) {
-    if (const auto* in = std::get_if<Instr>(&s)) {
-      if (in->op == Op::AtomicAdd && in->index == buffer) return true;
-    } else if (const auto* st = std::get_if<StoreBuffer>(&s)) {
-      if (st->buffer == buffer) return true;
-    } else if (const auto* c = std::get_if<CopyToShared>(&s)) {
-      if (c->buffer == buffer) return true;
-    } else if (const auto* v = std::get_if<LoadBufferVector>(&s)) {
-      if (v->buffer == buffer) return true;
-    } else if (const auto* t = std::get_if<MatrixLoadTensor>(&s)) {
-      if (t->buffer == buffer) return true;
-    } else if (const auto* i = std::get_if<If>(&s)) {
-      if ((i->then_body && writes_or_reads_wide(*i->then_body, buffer)) ||
-          (i->else_body && writes_or_reads_wide(*i->else_body, buffer)))
-        return true;
-    } else if (const auto* f = std::get_if<For>(&s)) {
-      if (writes_or_reads_wide(*f->body, buffer)) return true;
-    }
-  }
-  return false;
-}
-
-}  // namespace
 
 void KernelBuilder::rewrite_loads(uint32_t buffer, const std::function<Val(Val)>& replace) {
   if (buffer >= k_.buffers.size())
     throw std::invalid_argument(fmt::format("kernel '{}' has no buffer {}", k_.name, buffer));
-  if (stores_matrices_into(k_, buffer) || writes_or_reads_wide(k_.body, buffer))
+  const bool written_or_read_wide = any_statement(k_.body, [&](const Stmt& s) {
+    const auto* st = std::get_if<StoreBuffer>(&s);
+    return (st && st->buffer == buffer) || reads_wide(s, buffer);
+  });
+  if (stores_matrices_into(k_, buffer) || written_or_read_wide)
     throw std::invalid_argument(fmt::format("kernel '{}' writes its buffer '{}' or reads it other than element by "
                                             "element: its loads cannot be rewritten", k_.name, k_.buffers[buffer].name));
   rewrite_loads_in(k_.body, buffer, replace);
 }
 
 void KernelBuilder::rewrite_loads_in(Block& block, uint32_t buffer, const std::function<Val(Val)>& replace) {
-  for (size_t i = 0; i < block.stmts.size(); ++i) {
-    Stmt& s = block.stmts[i];
-    if (auto* in = std::get_if<If>(&s)) {
-      if (in->then_body) rewrite_loads_in(*in->then_body, buffer, replace);
-      if (in->else_body) rewrite_loads_in(*in->else_body, buffer, replace);
-      continue;
-    }
-    if (auto* f = std::get_if<For>(&s)) {
-      rewrite_loads_in(*f->body, buffer, replace);
-      continue;
-    }
-    auto* load = std::get_if<Instr>(&s);
-    if (!load || load->op != Op::LoadBuffer || load->index != buffer) continue;
-    const Instr old = *load;
-    Block prelude;
-    blocks_.push_back(&prelude);
-    const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]));
-    // The load's result keeps its id (later instructions use it), now a select of the value with itself under a
-    // constant true: the same bits, whatever the type, which every backend's compiler folds away.
-    const Val always = boolean(true);
-    blocks_.pop_back();
-    if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_loads given a Val of another kernel");
-    if (value.type() != old.type)
-      throw std::invalid_argument(fmt::format("kernel '{}': a rewritten load from '{}' ({}) has type {}", k_.name,
-                                              k_.buffers[buffer].name, type_name(old.type), type_name(value.type())));
-    const size_t added = prelude.stmts.size();
-    // `s` dangles once the prelude is inserted in front of it: the load is addressed by position.
-    block.stmts.insert(block.stmts.begin() + ptrdiff_t(i), std::make_move_iterator(prelude.stmts.begin()),
-                       std::make_move_iterator(prelude.stmts.end()));
-    i += added;
-    Instr& now = std::get<Instr>(block.stmts[i]);
-    now.op = Op::Select;
-    now.index = 0;
-    now.operands = {always.id(), value.id(), value.id()};
-  }
+  rewrite_each(
+      block,
+      [&](const Stmt& s) {
+        const auto* load = std::get_if<Instr>(&s);
+        return load && load->op == Op::LoadBuffer && load->index == buffer;
+      },
+      [&](const Stmt& s) -> std::function<void(Stmt&)> {
+        const Instr old = std::get<Instr>(s);
+        const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]));
+        // The load's result keeps its id (later instructions use it), now a select of the value with itself under a
+        // constant true: the same bits, whatever the type, which every backend's compiler folds away.
+        const Val always = boolean(true);
+        if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_loads given a Val of another kernel");
+        if (value.type() != old.type)
+          throw std::invalid_argument(fmt::format("kernel '{}': a rewritten load from '{}' ({}) has type {}", k_.name,
+                                                  k_.buffers[buffer].name, type_name(old.type), type_name(value.type())));
+        return [always, value](Stmt& now) {
+          Instr& in = std::get<Instr>(now);
+          in.op = Op::Select;
+          in.index = 0;
+          in.operands = {always.id(), value.id(), value.id()};
+        };
+      });
 }
 
 void KernelBuilder::rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace) {
+  rewrite_each(
+      block,
+      [&](const Stmt& s) {
+        const auto* store = std::get_if<StoreBuffer>(&s);
+        return store && store->buffer == buffer;
+      },
+      [&](const Stmt& s) -> std::function<void(Stmt&)> {
+        const StoreBuffer old = std::get<StoreBuffer>(s);
+        const Val value =
+            replace(Val(this, old.index, k_.value_types[old.index]), Val(this, old.value, k_.value_types[old.value]));
+        if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_stores given a Val of another kernel");
+        if (value.type() != k_.buffers[buffer].elem)
+          throw std::invalid_argument(fmt::format("kernel '{}': a rewritten store into '{}' ({}) has type {}", k_.name,
+                                                  k_.buffers[buffer].name, type_name(k_.buffers[buffer].elem),
+                                                  type_name(value.type())));
+        return [value](Stmt& now) { std::get<StoreBuffer>(now).value = value.id(); };
+      });
+}
+
+void KernelBuilder::rewrite_each(Block& block, const std::function<bool(const Stmt&)>& matches,
+                                 const std::function<std::function<void(Stmt&)>(const Stmt&)>& emit) {
   for (size_t i = 0; i < block.stmts.size(); ++i) {
     Stmt& s = block.stmts[i];
     if (auto* in = std::get_if<If>(&s)) {
-      if (in->then_body) rewrite_stores_in(*in->then_body, buffer, replace);
-      if (in->else_body) rewrite_stores_in(*in->else_body, buffer, replace);
+      if (in->then_body) rewrite_each(*in->then_body, matches, emit);
+      if (in->else_body) rewrite_each(*in->else_body, matches, emit);
       continue;
     }
     if (auto* f = std::get_if<For>(&s)) {
-      rewrite_stores_in(*f->body, buffer, replace);
+      rewrite_each(*f->body, matches, emit);
       continue;
     }
-    auto* store = std::get_if<StoreBuffer>(&s);
-    if (!store || store->buffer != buffer) continue;
-    const StoreBuffer old = *store;
+    if (!matches(s)) continue;
     Block prelude;
     blocks_.push_back(&prelude);
-    const Val value = replace(Val(this, old.index, k_.value_types[old.index]), Val(this, old.value, k_.value_types[old.value]));
+    std::function<void(Stmt&)> finish;
+    try {
+      finish = emit(s);
+    } catch (...) {
+      blocks_.pop_back();
+      throw;
+    }
     blocks_.pop_back();
-    if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_stores given a Val of another kernel");
-    if (value.type() != k_.buffers[buffer].elem)
-      throw std::invalid_argument(fmt::format("kernel '{}': a rewritten store into '{}' ({}) has type {}", k_.name,
-                                              k_.buffers[buffer].name, type_name(k_.buffers[buffer].elem),
-                                              type_name(value.type())));
     const size_t added = prelude.stmts.size();
-    // `s` dangles once the prelude is inserted in front of it: the store is addressed by position.
+    // `s` dangles once the prelude is inserted in front of it: the statement is addressed by position.
     block.stmts.insert(block.stmts.begin() + ptrdiff_t(i), std::make_move_iterator(prelude.stmts.begin()),
                        std::make_move_iterator(prelude.stmts.end()));
     i += added;
-    std::get<StoreBuffer>(block.stmts[i]).value = value.id();
+    finish(block.stmts[i]);
   }
 }
 

@@ -258,6 +258,10 @@ class KernelBuilder {
   std::vector<Val> vector_results(std::vector<ValueId>& results, Type t, Val index, uint32_t lanes, const char* what);
   void rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace);
   void rewrite_loads_in(Block& block, uint32_t buffer, const std::function<Val(Val)>& replace);
+  // Every statement of `block` (nested blocks included) that `matches`: `emit` builds what goes right before it (into
+  // a prelude block) and returns how to change the statement itself once the prelude is in place.
+  void rewrite_each(Block& block, const std::function<bool(const Stmt&)>& matches,
+                    const std::function<std::function<void(Stmt&)>(const Stmt&)>& emit);
   Kernel k_;
   std::vector<Block*> blocks_;
   bool finished_ = false;
