@@ -158,6 +158,11 @@ class Planner {
     return graph::is_leaf(g_.node(l).op) || l.id < v.id;
   }
 
+  // A cast lower_elementwise turns into an alias (same device type): no kernel, no arithmetic to fold anywhere.
+  bool lowered_as_alias(const graph::Node& n) const {
+    return n.op == OpKind::Cast && device_type(n.type.dtype) == device_type(g_.type(n.inputs[0]).dtype);
+  }
+
   void find_epilogue(Value v) {
     const graph::Node& n = g_.node(v);
     if (!needed_[size_t(v.id)] || !takes_epilogue(n.op) || must_store_[size_t(v.id)]) return;
@@ -171,10 +176,9 @@ class Planner {
     const Value r = root_of(u);
     const graph::Node& root = g_.node(r);
     // The epilogue writes the root's elements through the heavy kernel's stores: the same type, or a half one (the
-    // result rounded to f16/bf16, as compute_in_f32.h leaves every half op), and not a cast that lower_elementwise
-    // would turn into an alias, which has no kernel to fold in.
+    // result rounded to f16/bf16, as compute_in_f32.h leaves every half op), and not a cast lowered as an alias.
     if ((root.type.dtype != n.type.dtype && !graph::is_half(root.type.dtype)) || f_.is_epilogue[size_t(r.id)]) return;
-    if (root.op == OpKind::Cast && device_type(root.type.dtype) == device_type(g_.type(root.inputs[0]).dtype)) return;
+    if (lowered_as_alias(root)) return;
     std::vector<Value> leaves;
     loaded_leaves(r, v, leaves);
     for (Value l : leaves)
@@ -192,8 +196,7 @@ class Planner {
     const graph::Node& root = g_.node(x);
     if (!is_pointwise(root.op) || f_.fused[size_t(x.id)] || f_.is_epilogue[size_t(x.id)] || must_store_[size_t(x.id)])
       return;
-    // A cast lower_elementwise turns into an alias has no arithmetic to fold in.
-    if (root.op == OpKind::Cast && device_type(root.type.dtype) == device_type(g_.type(root.inputs[0]).dtype)) return;
+    if (lowered_as_alias(root)) return;
     const std::vector<Value> us = live_users(x);
     if (us.size() != 1 || us[0] != v || std::count(n.inputs.begin(), n.inputs.end(), x) != 1) return;
     // A reduction that folds nothing aliases its input (lower_reduce), which then needs a buffer.

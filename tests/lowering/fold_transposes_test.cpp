@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
 
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
@@ -13,6 +12,7 @@
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
 #include "tests/support/h100_like_target.h"
+#include "tests/support/random_tensor.h"
 
 using namespace spire;
 using graph::DType;
@@ -27,13 +27,7 @@ int count_scheduled(const Graph& g, OpKind op) {
   return n;
 }
 
-graph::Tensor random(const graph::Shape& shape, uint32_t seed, DType dtype = DType::F64) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  graph::Tensor t(dtype, shape, 0);
-  for (double& x : t.data) x = u(rng);
-  return t;
-}
+using testing_support::uniform_tensor;
 
 void expect_same_results(const Graph& a, const Graph& b, const std::map<std::string, graph::Tensor>& in) {
   const auto ra = graph::evaluate(a, in, DType::F64), rb = graph::evaluate(b, in, DType::F64);
@@ -66,7 +60,7 @@ TEST(FoldTransposes, CancelsPairsAndMovesTransposesOntoProductOperands) {
   EXPECT_EQ(count_scheduled(f, OpKind::Matmul), 1);
   for (graph::Value v : lowering::schedule(f))
     if (f.node(v).op == OpKind::Permute) EXPECT_TRUE(lowering::absorbed_transpose(f, v)) << f.node(v).name;
-  expect_same_results(g, f, {{"x", random({5, 7}, 1)}, {"w", random({3, 7}, 2)}});
+  expect_same_results(g, f, {{"x", uniform_tensor({5, 7}, 1)}, {"w", uniform_tensor({3, 7}, 2)}});
 }
 
 TEST(FoldTransposes, KeepsATransposeThatIsAnOutputOrReadByOtherOps) {
@@ -79,7 +73,7 @@ TEST(FoldTransposes, KeepsATransposeThatIsAnOutputOrReadByOtherOps) {
   EXPECT_EQ(count_scheduled(f, OpKind::Permute), 2);
   for (graph::Value v : lowering::schedule(f))
     if (f.node(v).op == OpKind::Permute) EXPECT_FALSE(lowering::absorbed_transpose(f, v)) << f.node(v).name;
-  expect_same_results(g, f, {{"x", random({4, 6}, 3)}, {"w", random({6, 4}, 4)}});
+  expect_same_results(g, f, {{"x", uniform_tensor({4, 6}, 3)}, {"w", uniform_tensor({6, 4}, 4)}});
 }
 
 TEST(FoldTransposes, LeNetsTrainingStepLaunchesNoTranspose) {
@@ -96,7 +90,7 @@ TEST(FoldTransposes, LeNetsTrainingStepLaunchesNoTranspose) {
   // The float64 evaluator on the folded graph gives the original step's loss and gradients.
   std::map<std::string, graph::Tensor> in;
   for (const auto& [name, t] : nn::lenet_initial_parameters(1)) in[name] = t;
-  graph::Tensor x = random({64, 1, 28, 28}, 5, DType::F32);
+  graph::Tensor x = uniform_tensor({64, 1, 28, 28}, 5, DType::F32);
   graph::Tensor y(DType::I64, {64}, 0);
   for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = double(i % 10);
   in["x"] = x;

@@ -5,7 +5,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <random>
 
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
@@ -15,6 +14,7 @@
 #include "lowering/schedule.h"
 #include "lowering/sum_through_max_pool.h"
 #include "tests/support/h100_like_target.h"
+#include "tests/support/random_tensor.h"
 
 using namespace spire;
 using graph::DType;
@@ -23,13 +23,7 @@ using graph::OpKind;
 
 namespace {
 
-graph::Tensor random(const graph::Shape& shape, uint32_t seed, DType dtype = DType::F64) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  graph::Tensor t(dtype, shape, 0);
-  for (double& x : t.data) x = u(rng);
-  return t;
-}
+using testing_support::uniform_tensor;
 
 void expect_close_results(const Graph& a, const Graph& b, const std::map<std::string, graph::Tensor>& in) {
   const auto ra = graph::evaluate(a, in, DType::F64), rb = graph::evaluate(b, in, DType::F64);
@@ -81,7 +75,7 @@ TEST(SumThroughMaxPool, SumsThePooledGradientMaskedAtTheMaxima) {
     EXPECT_EQ(r.node(summed(r, "per_position").inputs[0]).op, OpKind::MaxPool2dGrad);
     EXPECT_EQ(r.node(summed(r, "other_mask").inputs[0]).op, OpKind::MaxPool2dGrad);  // the mask of another tensor
     // x's signs mix, so the ReLU masks some maxima.
-    expect_close_results(g, r, {{"x", random({3, 4, 8, 8}, 1)}, {"g", random(pooled, 2)}});
+    expect_close_results(g, r, {{"x", uniform_tensor({3, 4, 8, 8}, 1)}, {"g", uniform_tensor(pooled, 2)}});
   }
 }
 
@@ -123,7 +117,7 @@ TEST(SumThroughMaxPool, LeNetsBiasGradientsSumThePooledGradients) {
   EXPECT_GE(sums_with_masks, 2);
   std::map<std::string, graph::Tensor> in;
   for (const auto& [name, t] : nn::lenet_initial_parameters(1)) in[name] = t;
-  in["x"] = random({16, 1, 28, 28}, 5, DType::F32);
+  in["x"] = uniform_tensor({16, 1, 28, 28}, 5, DType::F32);
   graph::Tensor y(DType::I64, {16}, 0);
   for (size_t i = 0; i < y.data.size(); ++i) y.data[i] = double(i % 10);
   in["y"] = y;

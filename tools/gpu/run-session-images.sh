@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # LeNet's step before and after a session's kernels, interleaved, fresh processes, twice each: "before" forces the
 # previous heuristics' configs through a tuning cache (nothing else of the step changed), "after" is the heuristic.
-# BEFORE: the script writing that cache (default tools/gpu/lenet_before_cache.sh: the second convolution's kernels
-# before GradWeightConfig::all_pairs and Conv2dConfig::images; tools/gpu/lenet_before_conv1_cache.sh: the first
-# convolution's before its strips and row_split). Batch 8192 and 64 on both
-# backends; the profile after; then 3 training epochs on each backend (Fashion-MNIST copied into .gpu/data from
-# Debian's dataset-fashion-mnist). Pack spire.
+# BEFORE: which layer's previous configs (tools/gpu/lenet_before_cache.sh: conv2, the default, or conv1).
+# Batch 8192 and 64 on both backends; the profile after; then 3 training epochs on each backend (Fashion-MNIST
+# copied into .gpu/data from Debian's dataset-fashion-mnist). Pack spire.
 set -uo pipefail
 source tools/gpu/env.sh
-source ${BEFORE:-tools/gpu/lenet_before_cache.sh}
+source tools/gpu/lenet_before_cache.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 step() { grep -E "^$1 |warning" | awk '/warning/ {printf "(a config was ignored!) "; next} {printf "%s", $3}'; }
 for batch in 8192 64; do

@@ -1,0 +1,20 @@
+// Inputs for tests that compare two graphs (or a graph and a device) on the float64 evaluator: a tensor of
+// uniform(-1, 1) values from a fixed seed.
+#pragma once
+
+#include <cstdint>
+#include <random>
+
+#include "ir/graph/tensor.h"
+
+namespace spire::testing_support {
+
+inline graph::Tensor uniform_tensor(const graph::Shape& shape, uint32_t seed, graph::DType dtype = graph::DType::F64) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  graph::Tensor t(dtype, shape, 0);
+  for (double& x : t.data) x = u(rng);
+  return t;
+}
+
+}  // namespace spire::testing_support
