@@ -186,7 +186,8 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
                                host.type.to_string(), root.name, graph::op_name(root.op), root.type.to_string());
     }
   if (!prologues.empty())
-    s += "# Prologues: each reduction computes the pointwise root it reads at every element it folds (never stored).\n" +
+    s += "# Prologues: each reduction computes the pointwise root it reads at every element it folds, each convolution's\n"
+         "# weight gradient its pooling gradient from the pooled gradient and the pooling's input (never stored).\n" +
          prologues;
   if (!fusion.final_group.empty()) {
     s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "

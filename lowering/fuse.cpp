@@ -5,6 +5,7 @@
 
 #include "ir/graph/op_table.h"
 #include "lowering/lowering_context.h"
+#include "lowering/tunable_ops.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
@@ -191,6 +192,7 @@ class Planner {
   // nothing else and not stored, is computed in v's loads.
   void find_prologue(Value v) {
     const graph::Node& n = g_.node(v);
+    if (needed_[size_t(v.id)] && n.op == OpKind::Conv2dGradWeight) return find_gathered_prologue(v);
     if (!needed_[size_t(v.id)] || (n.op != OpKind::Sum && n.op != OpKind::SumTo && n.op != OpKind::Max)) return;
     const Value x = n.inputs[0];
     const graph::Node& root = g_.node(x);
@@ -203,6 +205,25 @@ class Planner {
     if (root.type.numel() == n.type.numel() || n.type.numel() == 0) return;
     f_.prologue[size_t(v.id)] = x.id;
     f_.fused[size_t(x.id)] = true;
+  }
+
+  // A convolution's weight gradient (direct kernels) whose grad_out is a max pooling's gradient over windows that
+  // tile it, maybe under the ReLU's mask, read by nothing else: the pooling gradient gets no launch of its own and the
+  // weight gradient's kernels compute it from the pooled gradient and the pooling's input (lower_conv2d.cpp).
+  void find_gathered_prologue(Value v) {
+    const std::optional<PooledGradOutSource> src = pooled_grad_out(g_, v);
+    if (!src) return;
+    const Value x = src->grad_out, pool = src->pool;
+    if (f_.fused[size_t(x.id)] || must_store_[size_t(x.id)] || must_store_[size_t(pool.id)]) return;
+    const std::vector<Value> us = live_users(x);
+    if (us.size() != 1 || us[0] != v || g_.node(v).inputs[1] == x || !conv2d_grad_weight_direct(g_, v)) return;
+    // Under the mask, the pooling gradient's only user is the mask, its epilogue; without it, nothing else.
+    if (f_.epilogue[size_t(pool.id)] != (pool == x ? -1 : x.id)) return;
+    f_.epilogue[size_t(pool.id)] = -1;
+    f_.is_epilogue[size_t(x.id)] = false;
+    f_.fused[size_t(pool.id)] = true;
+    f_.fused[size_t(x.id)] = true;
+    f_.prologue[size_t(v.id)] = x.id;
   }
 
   // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;

@@ -15,6 +15,11 @@
 //    the reduction's loads: the tree is evaluated at each element the reduction folds, and never stored (a bias
 //    gradient summed from a masked gradient reads the mask's inputs, not a materialized product). The root gets no
 //    buffer and no launch; its leaves are ready before the reduction, which comes after them in the schedule.
+//    Gathered prologues: a convolution's weight gradient (direct kernels) whose grad_out is a max pooling's gradient
+//    over windows that tile it, maybe under the ReLU's mask of the pooling's input, read by nothing else, computes it
+//    from the pooled gradient and the pooling's input (lower_conv2d.cpp's pooled form: the staged kernels fill their
+//    copy of each image window by window; the others run the pooling gradient into a scratch buffer first). The
+//    pooling gradient, four times the pooled gradient's size, is never stored (LeNet's first convolution).
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -54,7 +59,8 @@ struct Fusion {
   std::vector<bool> fused;                // index = value id: computed inside its user's kernel
   std::vector<int32_t> epilogue;          // index = heavy value id: the root its kernel computes before storing, or -1
   std::vector<bool> is_epilogue;          // index = value id: a root computed by the heavy kernel under it
-  std::vector<int32_t> prologue;          // index = reduction value id: the root its loads compute (fused), or -1
+  std::vector<int32_t> prologue;          // index = reduction or conv2d_grad_weight value id: the root its loads
+                                          // compute (fused), or -1
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 
   bool in_final_group(graph::Value v) const;

@@ -3,6 +3,8 @@
 // of points in the same config space, and a 3x3 convolution at stride 1 (forward, and its input gradient) a Winograd
 // transform around a batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+#include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
+#include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
@@ -190,12 +192,102 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   return op;
 }
 
-// (grad_out, x) with attr weight_shape -> grad_w. Long sums are split over several workgroups: their partial
-// sums go to a scratch buffer and a second launch adds them in a fixed order (deterministic, no atomics).
-TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+namespace {
+
+// A weight gradient whose grad_out is a pooling's gradient (fuse.h's gathered prologues) reads the pooled gradient and
+// the pooling's input: all_pairs configs stage grad_y window by window from them (PooledGradOut); the other direct
+// configs first run the pooling's gradient (with the ReLU's mask) into a scratch buffer, as a launch of its own did
+// before. Buffers: pooled gradient, x, grad_w, pooling input, then the scratch grad_y and/or partial sums.
+TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Conv2dShape& s,
+                                            kir::Type t, const heavy::Limits& limits) {
+  const std::optional<PooledGradOutSource> src = pooled_grad_out(g, v);
+  if (!src)
+    throw std::logic_error(fmt::format("conv2d_grad_weight '{}': lowered from a pooling's gradient, but grad_out is not "
+                                       "one", g.node(v).name));
+  TunableOp op;
+  const heavy::PooledGradOut pooled = src->pooled;
+  op.key = {"conv2d_grad_weight",
+            fmt::format("{}_pooled_k{}x{}{}", s.text(), pooled.pool.kh, pooled.pool.kw, pooled.relu_mask ? "_relu" : ""),
+            heavy::float_suffix(t, "conv2d_grad_weight")};
+  op.heuristic = heavy::conv2d_grad_weight_heuristic(s, t, limits).config();
+  op.candidates = configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits));  // the heuristic first
+  std::vector<ProgramBuffer> io = io_buffers(g, v);
+  io[0] = {ProgramBuffer::Use::Value, -1, t, g.type(src->grad).numel(), src->grad.id};
+  io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(src->input).numel(), src->input.id});
+  op.build = [s, t, limits, pooled, io](const heavy::Config& c) {
+    const heavy::GradWeightConfig cfg = heavy::GradWeightConfig::from(c);
+    KernelProgram p;
+    p.buffers = io;
+    int32_t grad_y = 0;  // the pooled gradient, read by window (all_pairs), or the scratch grad_y
+    if (!cfg.all_pairs) {
+      grad_y = int32_t(p.buffers.size());
+      p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, s.n * s.cout * s.ho * s.wo});
+      heavy::HeavyKernel mask = heavy::max_pool2d_grad_kernel(pooled.pool, t, pooled.relu_mask);
+      p.launches.push_back({std::move(mask.kernel), {0, 3, grad_y}, mask.groups, {}});
+    }
+    heavy::HeavyKernel partials = cfg.all_pairs ? heavy::conv2d_grad_weight_images_kernel(s, t, cfg, limits, &pooled)
+                                                : heavy::conv2d_grad_weight_kernel(s, t, cfg, limits);
+    std::vector<int32_t> reads{grad_y, 1};
+    auto reads_then = [&](int32_t out) {
+      std::vector<int32_t> b = reads;
+      b.push_back(out);
+      if (cfg.all_pairs) b.push_back(3);
+      return b;
+    };
+    if (cfg.splits == 1) {
+      p.launches.push_back({std::move(partials.kernel), reads_then(2), partials.groups, {}});
+      return p;
+    }
+    const int32_t sums = int32_t(p.buffers.size());
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(cfg.splits) * s.cout * s.cin_per_group() * s.kh * s.kw});
+    heavy::HeavyKernel sum = heavy::conv2d_grad_weight_sum_kernel(s, t, cfg.splits);
+    p.launches.push_back({std::move(partials.kernel), reads_then(sums), partials.groups, {}});
+    p.launches.push_back({std::move(sum.kernel), {sums, 2}, sum.groups, {}});
+    return p;
+  };
+  return op;
+}
+
+}  // namespace
+
+bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
+  return !grad_weight_gemm_pays(s, heavy::conv2d_grad_weight_gemm_shape(s), t);
+}
+
+std::optional<PooledGradOutSource> pooled_grad_out(const graph::Graph& g, graph::Value v) {
+  const graph::Node& node = g.node(v);
+  if (node.op != graph::OpKind::Conv2dGradWeight) return std::nullopt;
+  PooledGradOutSource src;
+  src.grad_out = node.inputs[0];
+  src.pool = src.grad_out;
+  const graph::Node& r = g.node(src.grad_out);
+  if (r.op == graph::OpKind::ReluGrad) {
+    src.pool = r.inputs[0];
+    src.pooled.relu_mask = true;
+  }
+  const graph::Node& p = g.node(src.pool);
+  if (p.op != graph::OpKind::MaxPool2dGrad || p.type.dtype != graph::DType::F32) return std::nullopt;
+  src.grad = p.inputs[0];
+  src.input = p.inputs[1];
+  // The ReLU's mask must be that of the pooling's input (a ReLU's output), which the window's maximum tells.
+  if (src.pooled.relu_mask && r.inputs[1] != src.input) return std::nullopt;
+  const graph::Pool2dOptions o = graph::pool2d_options(p);
+  src.pooled.pool = heavy::pool2d_shape(p.type.shape, o.kernel, o.stride, o.padding);
+  if (!heavy::pool2d_windows_tile(src.pooled.pool)) return std::nullopt;
+  return src;
+}
+
+// (grad_out, x) with attr weight_shape -> grad_w. Long sums are split over several workgroups: their partial
+// sums go to a scratch buffer and a second launch adds them in a fixed order (deterministic, no atomics).
+TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits,
+                                     bool pooled_form) {
+  const graph::Node& node = g.node(v);
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
+  if (pooled_form) return tunable_pooled_conv2d_grad_weight(g, v, s, t, limits);
   TunableOp op;
   op.key = {"conv2d_grad_weight", s.text(), heavy::float_suffix(t, "conv2d_grad_weight")};
   const heavy::MatmulShape gemm = heavy::conv2d_grad_weight_gemm_shape(s);
@@ -236,7 +328,9 @@ void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {
 }
 
 void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v) {
-  lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_weight(ctx.graph(), v, ctx.limits()); });
+  // grad_out without a launch of its own: a pooling's gradient gathered by this node's kernels (fuse.h).
+  const bool pooled_form = ctx.fused(ctx.graph().node(v).inputs[0]);
+  lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_weight(ctx.graph(), v, ctx.limits(), pooled_form); });
 }
 
 }  // namespace spire::lowering

@@ -30,7 +30,8 @@ void lower_max_pool2d(LoweringContext& ctx, graph::Value v) {
 
 // (grad_out, x) -> grad_x.
 void lower_max_pool2d_grad(LoweringContext& ctx, graph::Value v) {
-  lower_pool(ctx, v, heavy::max_pool2d_grad_kernel, ctx.graph().node(v).type.shape);
+  lower_pool(ctx, v, [](const heavy::Pool2dShape& s, kir::Type t) { return heavy::max_pool2d_grad_kernel(s, t); },
+             ctx.graph().node(v).type.shape);
 }
 
 void lower_avg_pool2d(LoweringContext& ctx, graph::Value v) {

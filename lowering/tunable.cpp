@@ -75,6 +75,7 @@ void lower_tunable(LoweringContext& ctx, graph::Value v, const std::function<Tun
       }
       case ProgramBuffer::Use::Output: slots.push_back(ctx.buffer_of(v)); break;
       case ProgramBuffer::Use::Scratch: slots.push_back(ctx.scratch(b.type, b.elements)); break;
+      case ProgramBuffer::Use::Value: slots.push_back(ctx.buffer_of(graph::Value{b.value})); break;
     }
   }
   for (ProgramLaunch& l : p.launches) {

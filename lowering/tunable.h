@@ -25,11 +25,14 @@ namespace spire::lowering {
 // A buffer a program touches. Lowering binds Input buffers to the node's input `input`, the Output buffer to
 // the node's value and gives each Scratch buffer a fresh scratch slot; the tuner allocates them all itself.
 struct ProgramBuffer {
-  enum class Use : uint8_t { Input, Output, Scratch };
+  // Value: a value of the graph other than the node's inputs, which the node reads in place of a fused input (a
+  // pooling gradient's operands, fuse.h's gathered prologues).
+  enum class Use : uint8_t { Input, Output, Scratch, Value };
   Use use = Use::Scratch;
   int32_t input = -1;  // Use::Input: which input of the node
   kir::Type type = kir::Type::F32;
   int64_t elements = 0;
+  int32_t value = -1;  // Use::Value: the value's id
 };
 
 struct ProgramLaunch {

@@ -8,6 +8,7 @@
 #include "ir/graph/op_table.h"
 #include "lowering/custom_kernels.h"
 #include "lowering/decompose.h"
+#include "lowering/fuse.h"
 #include "lowering/prepare.h"
 #include "lowering/schedule.h"
 
@@ -35,12 +36,16 @@ std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const
 std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {
   const graph::Graph g = canonicalize(original);  // as lowering sees it: the same keys
   const heavy::Limits limits = limits_of(info);
+  const Fusion fusion = plan_fusion(g);  // a weight gradient with a gathered prologue is tuned in its pooled form
   std::vector<TunableOp> out;
   std::set<TuningKey> seen;
   for (graph::Value v : schedule(g)) {
     std::optional<TunableOp> op;
     try {
-      op = graph::is_user_op(g.node(v).op) ? tunable_custom(g, v, info) : tunable_op(g, v, limits);
+      if (graph::is_user_op(g.node(v).op)) op = tunable_custom(g, v, info);
+      else if (g.node(v).op == graph::OpKind::Conv2dGradWeight && fusion.prologue[size_t(v.id)] >= 0)
+        op = tunable_conv2d_grad_weight(g, v, limits, true);
+      else op = tunable_op(g, v, limits);
     } catch (const std::invalid_argument& e) {
       const graph::Node& n = g.node(v);
       throw graph::GraphError(fmt::format("{} '{}': {}", graph::op_name(n.op), n.name, e.what()));

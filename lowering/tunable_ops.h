@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
 
@@ -18,7 +19,20 @@ namespace spire::lowering {
 TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
-TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
+// pooled_form: grad_out is a pooling's gradient the kernels compute from the pooled gradient and the pooling's input
+// (fuse.h's gathered prologues; pooled_grad_out below).
+TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits,
+                                     bool pooled_form = false);
+// True when node v's (a conv2d_grad_weight) heuristic is the direct family (LeNet's sizes), not the implicit GEMM.
+bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v);
+// Where conv2d_grad_weight v's grad_out is a max pooling's gradient (f32) over windows that tile it, maybe under the
+// ReLU's mask of the pooling's input: relu_grad(max_pool2d_grad(grad, input), input) or max_pool2d_grad(grad, input).
+struct PooledGradOutSource {
+  graph::Value grad_out, pool;  // v's input, and the max_pool2d_grad value (the same without the mask)
+  graph::Value grad, input;     // the pooled gradient and the pooling's input
+  heavy::PooledGradOut pooled;
+};
+std::optional<PooledGradOutSource> pooled_grad_out(const graph::Graph& g, graph::Value v);
 TunableOp tunable_softmax(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);  // and log_softmax
 TunableOp tunable_cross_entropy(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 TunableOp tunable_cross_entropy_grad(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);

@@ -94,8 +94,12 @@ void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConf
 }
 
 HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const GradWeightConfig& c,
-                                             const Limits& limits) {
+                                             const Limits& limits, const PooledGradOut* pooled) {
   check_grad_weight_images(s, t, c, limits);
+  if (pooled && (pooled->pool.n != s.n || pooled->pool.c != s.cout || pooled->pool.h != s.ho || pooled->pool.w != s.wo ||
+                 !pool2d_windows_tile(pooled->pool)))
+    throw std::invalid_argument(fmt::format("conv2d_grad_weight: grad_y from a pooling over {} needs windows that tile "
+                                            "grad_y's [{}, {}, {}, {}]", pooled->pool.text(), s.n, s.cout, s.ho, s.wo));
   const uint32_t N = index_u32(s.n, "conv2d_grad_weight images"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
   const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), cob = c.co_block, wg = c.wg, splits = c.splits;
@@ -111,12 +115,17 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
   std::string name = "conv2d_grad_weight_" + s.text() + "_" + float_suffix(t, "conv2d_grad_weight") +
                      fmt::format("_wg{}_s{}_all_pairs_co{}{}{}", wg, splits, cob,
                                  rs > 1 ? fmt::format("_rs{}", rs) : "",
-                                 c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "");
+                                 c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
+                     (pooled ? fmt::format("_pooled_k{}x{}{}", pooled->pool.kh, pooled->pool.kw,
+                                           pooled->relu_mask ? "_relu" : "")
+                             : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
-  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf gy = kb.buffer(pooled ? "pooled_grad_y" : "grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf out = kb.buffer(splits == 1 ? "grad_w" : "partial_grad_w", t, Access::Write);
+  std::optional<Buf> pool_input;
+  if (pooled) pool_input = kb.buffer("pool_input", t, Access::Read);
   Shared image = kb.shared("image", t, uint32_t(grad_weight_images_elements(s, c)));
   Val lid = kb.local_id();
   Val split = kb.group_id();
@@ -148,6 +157,23 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
         Val ch = e / plane, hw = e % plane;
         return {ch * m.gy_plane + (hw / Wo) * m.gy_ld + hw % Wo, gy[n * gy_image + e]};
       }};
+      if (pooled) {
+        // One pooling window per item: its maximum found once, its kh x kw gradients staged together.
+        const Pool2dShape& p = pooled->pool;
+        const uint32_t PH = uint32_t(p.ho), PW = uint32_t(p.wo), windows = Cout * PH * PW;
+        gy_range = StagedRange{windows, {}, [&, PH, PW, windows](Val q) {  // the counts by value: they end with this block
+          Val ch = q / (PH * PW), wr = (q / PW) % PH, wc = q % PW;
+          Val h0 = wr * uint32_t(p.kh), w0 = wc * uint32_t(p.kw);
+          const std::vector<Val> grads = max_pool2d_window_grads(
+              kb, p, [&](Val i) { return (*pool_input)[i]; }, (n * Cout + ch) * plane, cast(h0, Type::I32),
+              cast(w0, Type::I32), gy[n * windows + q], t, pooled->relu_mask);
+          std::vector<std::pair<Val, Val>> staged;
+          for (uint32_t r = 0, k = 0; r < uint32_t(p.kh); ++r)
+            for (uint32_t col = 0; col < uint32_t(p.kw); ++col, ++k)
+              staged.push_back({ch * m.gy_plane + (h0 + r) * m.gy_ld + w0 + col, grads[k]});
+          return staged;
+        }};
+      }
       StagedRange x_range{x_image, [&](Val e) -> std::pair<Val, Val> {
         Val ch = e / (H * W), hw = e % (H * W);
         return {m.x_at + ch * m.x_plane + (hw / W + uint32_t(s.pad_h)) * m.x_ld + (hw % W + uint32_t(s.pad_w)),

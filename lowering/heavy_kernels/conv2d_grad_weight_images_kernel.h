@@ -16,6 +16,7 @@
 #pragma once
 
 #include "lowering/heavy_kernels/conv2d_kernels.h"
+#include "lowering/heavy_kernels/pool2d_kernels.h"
 
 namespace spire::lowering::heavy {
 
@@ -30,7 +31,16 @@ uint64_t grad_weight_images_elements(const Conv2dShape& s, const GradWeightConfi
 // at least the owners times row_split (a power of two without row_split), splits 1..512 and at most the images, and the staged image within the device's workgroup memory.
 void check_grad_weight_images(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c, const Limits& limits);
 
+// grad_y as a max pooling's gradient, maybe under a ReLU's mask (fuse.h's gathered prologues): the kernel reads the
+// pooled gradient and the pooling's input instead and fills its staged copy of grad_y window by window
+// (pool2d_kernels.h's max_pool2d_window_grads), so the pooling gradient is never stored. Buffers then: pooled_grad_y
+// (read), x (read), grad_w or partial_grad_w (write), pool_input (read).
+struct PooledGradOut {
+  Pool2dShape pool;  // over grad_y's shape [N, Cout, Ho, Wo], windows that tile it
+  bool relu_mask = false;
+};
+
 HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,
-                                             const Limits& limits);
+                                             const Limits& limits, const PooledGradOut* pooled = nullptr);
 
 }  // namespace spire::lowering::heavy

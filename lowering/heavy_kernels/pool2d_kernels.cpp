@@ -100,10 +100,11 @@ struct WindowMax {
   Var best_index;  // plane index of the winner (i32), -1 before the first real element
 };
 
-WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, Buf x, Val plane_base, Val h0, Val w0, Type t) {
+WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, const std::function<Val(Val)>& x_at, Val plane_base,
+                     Val h0, Val w0, Type t) {
   WindowMax m{kb.var("best", kb.constant(t, -std::numeric_limits<double>::infinity())), kb.var("best_index", kb.i32(-1))};
   for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
-    Val v = x[plane_base + tap.plane_index];
+    Val v = x_at(plane_base + tap.plane_index);
     Val take = (v > m.best.get()) | (v != v) | (m.best_index.get() < 0);
     if (tap.ok.valid()) take = take & tap.ok;
     m.best = select(take, v, m.best.get());
@@ -113,6 +114,26 @@ WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, Buf x, Val plane_b
 }
 
 }  // namespace
+
+bool pool2d_windows_tile(const Pool2dShape& s) {
+  return s.stride_h == s.kh && s.stride_w == s.kw && s.pad_h == 0 && s.pad_w == 0 && s.h == s.ho * s.kh &&
+         s.w == s.wo * s.kw && s.kh * s.kw <= kMaxUnrolledTaps;
+}
+
+std::vector<Val> max_pool2d_window_grads(KernelBuilder& kb, const Pool2dShape& s, const std::function<Val(Val)>& x_at,
+                                         Val plane_base, Val h0, Val w0, Val g, Type t, bool relu_mask) {
+  if (!pool2d_windows_tile(s))
+    throw std::invalid_argument(fmt::format("max_pool2d_grad over {}: a window's gradient is computed alone only where "
+                                            "the windows tile the input", s.text()));
+  WindowMax m = window_max(kb, s, x_at, plane_base, h0, w0, t);
+  // A NaN maximum fails `> 0`, as relu_grad's mask fails at a NaN input.
+  Val pass = relu_mask ? select(m.best.get() > kb.constant(t, 0), g, kb.constant(t, 0)) : g;
+  std::vector<Val> out;
+  for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
+    out.push_back(select(cast(tap.plane_index, Type::I32) == m.best_index.get(), pass, kb.constant(t, 0)));
+  });
+  return out;
+}
 
 HeavyKernel max_pool2d_kernel(const Pool2dShape& s, Type t) {
   std::string name = "max_pool2d_" + s.text() + "_" + float_suffix(t, "max_pool2d");
@@ -128,14 +149,14 @@ HeavyKernel max_pool2d_kernel(const Pool2dShape& s, Type t) {
     Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
     Val h0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
     Val w0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
-    WindowMax m = window_max(kb, s, x, nc * uint32_t(s.h * s.w), h0, w0, t);
+    WindowMax m = window_max(kb, s, [&](Val i) { return x[i]; }, nc * uint32_t(s.h * s.w), h0, w0, t);
     y[o] = m.best.get();
   });
   return {kb.finish(), groups_for_threads(total, kThreads)};
 }
 
-HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
-  std::string name = "max_pool2d_grad_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad");
+HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
+  std::string name = "max_pool2d_grad_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad") + (relu_mask ? "_relu_mask" : "");
   check_sizes(s);
   const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
   if (total == 0) return empty_result(name);
@@ -148,18 +169,16 @@ HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
   // Windows that tile the input exactly (stride = window, no padding, no rows or columns left over: LeNet's 2x2
   // pools): one invocation per window finds its maximum once and writes the whole window, the gradient where the
   // maximum is and zeros elsewhere, instead of every input element finding its window's maximum again.
-  if (s.stride_h == s.kh && s.stride_w == s.kw && s.pad_h == 0 && s.pad_w == 0 && s.h == s.ho * s.kh &&
-      s.w == s.wo * s.kw && s.kh * s.kw <= kMaxUnrolledTaps) {
+  if (pool2d_windows_tile(s)) {
     const uint32_t windows = uint32_t(s.n * s.c * s.ho * s.wo);
     kb.if_(o < windows, [&] {
       Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
       Val plane_base = nc * (H * W);
       Val h0 = cast(ho * uint32_t(s.kh), Type::I32), w0 = cast(wo * uint32_t(s.kw), Type::I32);
-      WindowMax m = window_max(kb, s, x, plane_base, h0, w0, t);
-      Val g = gy[o];
-      for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
-        gx[plane_base + tap.plane_index] = select(cast(tap.plane_index, Type::I32) == m.best_index.get(), g, kb.constant(t, 0));
-      });
+      const std::vector<Val> grads =
+          max_pool2d_window_grads(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, gy[o], t, relu_mask);
+      size_t k = 0;
+      for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) { gx[plane_base + tap.plane_index] = grads[k++]; });
     });
     return {kb.finish(), groups_for_threads(windows, kThreads)};
   }
@@ -176,13 +195,13 @@ HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
       kb.for_(ow_lo, ow_hi, [&](Val ow) {
         Val h0 = oh * int32_t(s.stride_h) - int32_t(s.pad_h);
         Val w0 = ow * int32_t(s.stride_w) - int32_t(s.pad_w);
-        WindowMax m = window_max(kb, s, x, plane_base, h0, w0, t);
+        WindowMax m = window_max(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, t);
         kb.if_(m.best_index.get() == me, [&] {
           acc += gy[grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32)];
         });
       });
     });
-    gx[o] = acc.get();
+    gx[o] = relu_mask ? select(x[o] > kb.constant(t, 0), acc.get(), kb.constant(t, 0)) : acc.get();
   });
   return {kb.finish(), groups_for_threads(total, kThreads)};
 }

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,24 @@ struct Pool2dShape {
 Pool2dShape pool2d_shape(const std::vector<int64_t>& x, const std::vector<int64_t>& kernel,
                          const std::vector<int64_t>& stride, const std::vector<int64_t>& padding);
 
+// True when the windows tile the input exactly (stride = window, no padding, no rows or columns left over: LeNet's
+// 2x2 pools): each input element lies in one window.
+bool pool2d_windows_tile(const Pool2dShape& s);
+
+// The gradient at each element of one window (row-major), for windows that tile the input: the window's gradient
+// `g` at its first maximal element and 0 elsewhere (max_pool2d_grad_kernel's rule); with relu_mask, also 0 unless
+// that maximum is > 0 (then it is relu_grad(max_pool2d_grad(g, x), x), x being a ReLU's output). x_at loads the
+// pooled input at an element index of its [N, C, H, W]; plane_base is the window's plane's first element, (h0, w0)
+// its top-left corner. Staged kernels fill their copy of a pooling gradient window by window with it
+// (conv2d_grad_weight_images_kernel.h's PooledGradOut).
+std::vector<kir::Val> max_pool2d_window_grads(kir::KernelBuilder& kb, const Pool2dShape& s,
+                                              const std::function<kir::Val(kir::Val)>& x_at, kir::Val plane_base,
+                                              kir::Val h0, kir::Val w0, kir::Val g, kir::Type t, bool relu_mask);
+
 HeavyKernel max_pool2d_kernel(const Pool2dShape& s, kir::Type t);
-HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, kir::Type t);
+// relu_mask: relu_grad(max_pool2d_grad(grad_y, x), x), the mask of a ReLU whose output x is (as a fused
+// gradient's fallback computes it, lower_conv2d.cpp).
+HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask = false);
 HeavyKernel avg_pool2d_kernel(const Pool2dShape& s, kir::Type t);
 HeavyKernel avg_pool2d_grad_kernel(const Pool2dShape& s, kir::Type t);
 

@@ -19,8 +19,13 @@ void stage_ranges(KernelBuilder& kb, const Shared& to, Val lid, uint32_t wg, con
       Val e = lid + base;
       std::optional<Val> present;
       if (base + wg > r.count) present = e < r.count;
-      auto [at, value] = r.element(present ? min(e, r.count - 1) : e);
-      items.push_back({at, value, present});
+      const Val item = present ? min(e, r.count - 1) : e;
+      if (r.elements) {
+        for (const auto& [at, value] : r.elements(item)) items.push_back({at, value, present});
+      } else {
+        auto [at, value] = r.element(item);
+        items.push_back({at, value, present});
+      }
     }
   for (const Item& it : items) {
     auto store = [&] { to[it.at] = it.value; };

@@ -5,7 +5,9 @@
 # OP: conv2d (default), conv2d_grad_input or conv2d_grad_weight. CONFIGS: config texts (each one of the op's
 # candidates; one that is not is ignored with a warning, which the line shows), e.g. for the staged kernels of
 # docs/PERFORMANCE.md: OP=conv2d "rows=1,wg=224,c_block=1,images=1"; OP=conv2d_grad_weight
-# "block_rows=5,block_cols=5,wg=128,splits=512,row_mode=1,co_block=4,all_pairs=1".
+# "block_rows=5,block_cols=5,wg=128,splits=512,row_mode=1,co_block=4,all_pairs=1". KEY_SUFFIX: appended to the shape
+# in the tuning key, e.g. "_pooled_k2x2_relu" for the first convolution's weight gradient computing its pooling
+# gradient (lower_conv2d.cpp's pooled form).
 set -uo pipefail
 source tools/gpu/env.sh
 name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
@@ -18,7 +20,7 @@ for dev in cuda:0 vulkan:0; do
   for c in heuristic ${CONFIGS:-}; do
     f=/tmp/tc_lenet_conv2.tsv
     printf "# spire tuning cache 1\n" > $f
-    [ $c != heuristic ] && printf "$backend\t$name\t$drv\t$op\t$shape\tf32\t$c\t1\t1\n" >> $f
+    [ $c != heuristic ] && printf "$backend\t$name\t$drv\t$op\t$shape${KEY_SUFFIX:-}\tf32\t$c\t1\t1\n" >> $f
     for run in 1 2; do
       r=$($B/spire lenet bench --batch 8192 --device $dev --runs 20 --profile --tuning-cache $f 2>&1 |
           grep -E " ${op}(_sum)?_${shape}|^$dev |warning" | awk '{printf "%s %s  ", $2, $NF}')

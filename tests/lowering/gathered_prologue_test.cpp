@@ -1,0 +1,207 @@
+// Gathered prologues (lowering/fuse.h): a convolution's weight gradient whose grad_out is a max pooling's gradient
+// (maybe under the ReLU's mask), read by nothing else, computes it from the pooled gradient and the pooling's input,
+// and the pooling gradient gets no launch of its own (lower_conv2d.cpp's pooled form: the all_pairs kernels stage
+// grad_y window by window; the other configs run the pooling gradient into a scratch buffer first). Checked: where the
+// plan takes it and where not (on an H100-like target), and the weight gradient of every config against the float64
+// evaluator on every device present, on inputs whose windows hold ties (the first maximum takes the gradient) and
+// ReLU zeros.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "frontend/lenet.h"
+#include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "lowering/fuse.h"
+#include "lowering/plan.h"
+#include "lowering/prepare.h"
+#include "lowering/tunable.h"
+#include "lowering/tunable_ops.h"
+#include "lowering/tuning_choices.h"
+#include "tests/lowering/device_list.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/on_device.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Graph;
+using graph::OpKind;
+using graph::Tensor;
+using graph::Value;
+
+namespace {
+
+// Small integers (ties in every other window once convolved with integer weights), or uniform values.
+Tensor integers(const graph::Shape& shape, uint32_t seed, int lo, int hi) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(lo, hi);
+  Tensor t(DType::F32, shape, 0);
+  for (double& x : t.data) x = u(rng);
+  return t;
+}
+
+Tensor uniform(const graph::Shape& shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor t(DType::F32, shape, 0);
+  for (double& x : t.data) x = double(float(u(rng)));
+  return t;
+}
+
+struct PoolCase {
+  graph::Pool2dOptions pool{{2, 2}, {2, 2}, {0, 0}};
+  bool relu = true;
+  bool grad_out_also_output = false;
+};
+
+// y = relu(conv2d(x, w)) (or without the ReLU), and the weight gradient of a loss whose gradient at max_pool2d(y) is
+// the input gp: conv2d_grad_weight(relu_grad(max_pool2d_grad(gp, y), y), x), as autograd writes it.
+Graph pooled_weight_gradient(const PoolCase& c) {
+  Graph g;
+  const graph::Conv2dOptions conv{.padding = {1, 1}};
+  Value x = g.input("x", DType::F32, {3, 2, 8, 8});
+  Value w = g.input("w", DType::F32, {4, 2, 3, 3});
+  Value pre = g.conv2d(x, w, conv);
+  Value y = c.relu ? g.relu(pre) : pre;
+  const int64_t ho = (8 + 2 * c.pool.padding[0] - c.pool.kernel[0]) / c.pool.stride[0] + 1;
+  const int64_t wo = (8 + 2 * c.pool.padding[1] - c.pool.kernel[1]) / c.pool.stride[1] + 1;
+  Value gp = g.input("gp", DType::F32, {3, 4, ho, wo});
+  Value grad = g.max_pool2d_grad(gp, y, c.pool);
+  if (c.relu) grad = g.relu_grad(grad, y);
+  g.output("grad_w", g.conv2d_grad_weight(grad, x, conv, {4, 2, 3, 3}));
+  if (c.grad_out_also_output) g.output("grad_y", grad);
+  return g;
+}
+
+// The value conv2d_grad_weight reads and the plan's fusion, as lowering sees the graph.
+struct Planned {
+  Graph g;
+  lowering::Fusion f;
+  Value conv, grad_out;
+};
+
+Planned plan_of(const Graph& original) {
+  Planned p{lowering::canonicalize(original), {}, {}, {}};
+  p.f = lowering::plan_fusion(p.g);
+  for (Value v : p.g.values())
+    if (p.g.node(v).op == OpKind::Conv2dGradWeight) p.conv = v;
+  p.grad_out = p.g.node(p.conv).inputs[0];
+  return p;
+}
+
+// The kernels the plan launches, in order, and the nodes they compute.
+std::vector<std::string> kernels_of(const lowering::Plan& plan) {
+  std::vector<std::string> out;
+  for (const lowering::Launch& l : plan.launches) out.push_back(plan.kernels.at(size_t(l.kernel)).name);
+  return out;
+}
+
+int count_prefix(const std::vector<std::string>& names, const std::string& prefix) {
+  return int(std::count_if(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }));
+}
+
+bool node_launched(const lowering::Plan& plan, const std::string& node) {
+  return std::any_of(plan.launches.begin(), plan.launches.end(), [&](const lowering::Launch& l) { return l.node == node; });
+}
+
+TEST(GatheredProloguePlan, TheWeightGradientComputesThePoolingGradientUnderTheReluMask) {
+  const Graph g = pooled_weight_gradient({});
+  const Planned p = plan_of(g);
+  ASSERT_EQ(p.g.node(p.grad_out).op, OpKind::ReluGrad);
+  EXPECT_EQ(p.f.prologue[size_t(p.conv.id)], p.grad_out.id);
+  const Value pool = p.g.node(p.grad_out).inputs[0];
+  EXPECT_TRUE(p.f.fused[size_t(p.grad_out.id)]);
+  EXPECT_TRUE(p.f.fused[size_t(pool.id)]);
+  EXPECT_EQ(p.f.epilogue[size_t(pool.id)], -1);
+  EXPECT_FALSE(p.f.is_epilogue[size_t(p.grad_out.id)]);
+  // At this batch the heuristic is a row kernel: the weight gradient's own launches run the masked pooling gradient
+  // into a scratch buffer first; neither the pooling gradient nor the mask is a node of its own any more.
+  const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
+  const std::vector<std::string> kernels = kernels_of(plan);
+  const auto mask = std::find_if(kernels.begin(), kernels.end(),
+                                 [](const std::string& k) { return k.rfind("max_pool2d_grad", 0) == 0; });
+  ASSERT_NE(mask, kernels.end());
+  EXPECT_NE(mask->find("_relu_mask"), std::string::npos) << *mask;
+  ASSERT_NE(mask + 1, kernels.end());
+  EXPECT_EQ((mask + 1)->rfind("conv2d_grad_weight_n3_", 0), 0u) << *(mask + 1);
+  EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad"), 1);
+  EXPECT_FALSE(node_launched(plan, p.g.node(pool).name));
+  EXPECT_FALSE(node_launched(plan, p.g.node(p.grad_out).name));
+}
+
+TEST(GatheredProloguePlan, WithoutTheReluThePoolingGradientItselfIsComputed) {
+  const Planned p = plan_of(pooled_weight_gradient({.relu = false}));
+  ASSERT_EQ(p.g.node(p.grad_out).op, OpKind::MaxPool2dGrad);
+  EXPECT_EQ(p.f.prologue[size_t(p.conv.id)], p.grad_out.id);
+  EXPECT_TRUE(p.f.fused[size_t(p.grad_out.id)]);
+}
+
+TEST(GatheredProloguePlan, NotTakenForOverlappingWindowsOrAStoredGradient) {
+  for (const PoolCase& c : {PoolCase{.pool = {{3, 3}, {2, 2}, {1, 1}}}, PoolCase{.grad_out_also_output = true}}) {
+    const Graph g = pooled_weight_gradient(c);
+    const Planned p = plan_of(g);
+    EXPECT_EQ(p.f.prologue[size_t(p.conv.id)], -1);
+    EXPECT_FALSE(p.f.fused[size_t(p.grad_out.id)]);
+    const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
+    EXPECT_TRUE(node_launched(plan, p.g.node(p.g.node(p.grad_out).inputs[0]).name));
+  }
+}
+
+// LeNet's step at batch 8192: the first convolution's weight gradient (all_pairs on a GPU) stages its pooling
+// gradient window by window, with no pooling-gradient kernel; the second convolution's masked gradient is read by its
+// input gradient too, so it stays one launch, stored.
+TEST(GatheredProloguePlan, LeNetsFirstConvolutionStagesItsPoolingGradient) {
+  nn::LeNetGraphOptions o;
+  o.batch = 8192;
+  const std::vector<std::string> kernels =
+      kernels_of(lowering::lower(nn::build_lenet_graph(o), testing_support::h100_like_target()));
+  EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad"), 1);
+  int pooled = 0;
+  for (const std::string& k : kernels)
+    pooled += k.rfind("conv2d_grad_weight_n8192_c1_", 0) == 0 && k.find("_all_pairs_") != std::string::npos &&
+              k.find("_pooled_k2x2_relu") != std::string::npos;
+  EXPECT_EQ(pooled, 1);
+}
+
+class GatheredPrologue : public testing_support::OnDevice {};
+
+// Integer inputs and weights make ties in many windows, and the ReLU zeros whole windows: the first maximum of each
+// window (PyTorch's rule) must take the gradient, as the float64 evaluator gives it. Every candidate config of the
+// pooled form (all_pairs ones stage windows, the others run the pooling gradient first), with and without the mask.
+TEST_P(GatheredPrologue, EveryConfigMatchesTheReferenceWithTiesAndZeros) {
+  const lowering::heavy::Limits limits = lowering::limits_of(dev_->info());
+  int all_pairs = 0;
+  for (const PoolCase& c : {PoolCase{}, PoolCase{.relu = false}}) {
+    const Graph g = pooled_weight_gradient(c);
+    const Planned p = plan_of(g);
+    const lowering::TunableOp op = lowering::tunable_conv2d_grad_weight(p.g, p.conv, limits, true);
+    std::map<std::string, Tensor> in{{"x", integers({3, 2, 8, 8}, 11, 0, 2)},
+                                     {"w", integers({4, 2, 3, 3}, 12, -1, 1)},
+                                     {"gp", uniform({3, 4, 4, 4}, 13)}};
+    const Tensor want = graph::evaluate(g, in, DType::F64).at("grad_w");
+    for (const lowering::heavy::Config& config : op.candidates) {
+      all_pairs += config.has("all_pairs");
+      lowering::MapTuningChoices choices;
+      choices.configs[op.key] = config;
+      auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+      ASSERT_NE(exe->plan_text().find(config.has("all_pairs") ? "_pooled_k2x2" : "max_pool2d_grad_n3"), std::string::npos)
+          << config.text();
+      for (const auto& [name, t] : in) exe->set(name, t);
+      exe->step();
+      const Tensor got = exe->get("grad_w");
+      ASSERT_EQ(got.data.size(), want.data.size());
+      for (size_t i = 0; i < want.data.size(); ++i)
+        ASSERT_NEAR(got.data[i], want.data[i], 1e-5 * (1 + std::abs(want.data[i])))
+            << "relu " << c.relu << ", config " << config.text() << ", element " << i;
+    }
+  }
+  EXPECT_GT(all_pairs, 0) << "no staged (all_pairs) candidate was checked";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, GatheredPrologue, testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GatheredPrologue);
+
+}  // namespace
