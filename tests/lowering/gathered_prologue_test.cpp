@@ -149,8 +149,8 @@ TEST(GatheredProloguePlan, NotTakenForOverlappingWindowsOrAStoredGradient) {
   }
 }
 
-// LeNet's step at batch 8192: the first convolution's weight gradient (all_pairs on a GPU) stages its pooling
-// gradient window by window, with no pooling-gradient kernel; the second convolution's masked gradient is read by its
+// LeNet's step at batch 8192: the first convolution's weight gradient (all_pairs on a GPU, with twice the heuristic's
+// row groups: 28) stages its pooling gradient window by window, with no pooling-gradient kernel; the second convolution's masked gradient is read by its
 // input gradient too, so it stays one launch, stored.
 TEST(GatheredProloguePlan, LeNetsFirstConvolutionStagesItsPoolingGradient) {
   nn::LeNetGraphOptions o;
@@ -160,7 +160,7 @@ TEST(GatheredProloguePlan, LeNetsFirstConvolutionStagesItsPoolingGradient) {
   EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad"), 1);
   int pooled = 0;
   for (const std::string& k : kernels)
-    pooled += k.rfind("conv2d_grad_weight_n8192_c1_", 0) == 0 && k.find("_all_pairs_") != std::string::npos &&
+    pooled += k.rfind("conv2d_grad_weight_n8192_c1_", 0) == 0 && k.find("_all_pairs_co2_rs28_") != std::string::npos &&
               k.find("_pooled_k2x2_relu") != std::string::npos;
   EXPECT_EQ(pooled, 1);
 }
