@@ -5,6 +5,8 @@
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace spire::lowering {
@@ -34,13 +36,34 @@ TunableOp tunable_cross_entropy(const graph::Graph& g, graph::Value v, const hea
   const int64_t n = logits.at(0), c = logits.at(1);
   TunableOp op;
   op.key = {"cross_entropy", fmt::format("n{}_c{}", n, c), heavy::float_suffix(t, "cross_entropy")};
-  op.heuristic = heavy::Config{{"wg", heavy::cross_entropy_heuristic(n, limits)}};
-  for (uint32_t wg : heavy::cross_entropy_candidates(n, limits)) op.candidates.push_back(heavy::Config{{"wg", wg}});
+  // Split configs ("splits": workgroups, each adding its rows; a second launch adds their sums) on GPUs from 2048
+  // rows, the heuristic there; one workgroup walking every row elsewhere.
+  auto split_config = [n](uint32_t wg, int64_t rows_per_split) {
+    return heavy::Config{{"wg", wg}, {"splits", std::min<int64_t>((n + rows_per_split - 1) / rows_per_split, 1024)}};
+  };
+  op.heuristic = heavy::cross_entropy_splits(n, limits) > 1 ? split_config(256, 256)
+                                                            : heavy::Config{{"wg", heavy::cross_entropy_heuristic(n, limits)}};
+  op.candidates.push_back(op.heuristic);
+  auto add = [&](const heavy::Config& c) {
+    if (std::find(op.candidates.begin(), op.candidates.end(), c) == op.candidates.end()) op.candidates.push_back(c);
+  };
+  if (n >= 2048)
+    for (int64_t per : {256, 1024, 128, 4096}) add(split_config(per >= 256 ? 256 : 128, per));
+  for (uint32_t wg : heavy::cross_entropy_candidates(n, limits)) add(heavy::Config{{"wg", wg}});
   op.build = [n, c, t, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& cfg) {
-    const int64_t wg = cfg.get("wg");
-    if (wg < 1 || wg > 1024) throw std::invalid_argument(fmt::format("cross_entropy: config '{}': wg 1..1024", cfg.text()));
-    heavy::HeavyKernel k = heavy::cross_entropy_kernel(n, c, t, uint32_t(wg), sg);
-    return single_kernel_program(io, std::move(k.kernel), k.groups);
+    const int64_t wg = cfg.get("wg"), splits = cfg.has("splits") ? cfg.get("splits") : 1;
+    if (wg < 1 || wg > 1024 || splits < 1 || splits > 1024)
+      throw std::invalid_argument(fmt::format("cross_entropy: config '{}': wg 1..1024, splits 1..1024", cfg.text()));
+    heavy::HeavyKernel k = heavy::cross_entropy_kernel(n, c, t, uint32_t(wg), sg, uint32_t(splits));
+    if (splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);
+    heavy::HeavyKernel combine = heavy::cross_entropy_combine_kernel(n, t, uint32_t(splits), sg);
+    // Buffers: logits, labels, loss, then the partial sums [splits].
+    KernelProgram p;
+    p.buffers = io;
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, splits});
+    p.launches.push_back({std::move(k.kernel), {0, 1, 3}, k.groups, {}});
+    p.launches.push_back({std::move(combine.kernel), {3, 2}, combine.groups, {}});
+    return p;
   };
   return op;
 }

@@ -229,25 +229,35 @@ std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits) 
   return out;
 }
 
-HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg, uint32_t subgroup) {
+uint32_t cross_entropy_splits(int64_t n, const Limits& limits) {
+  if (limits.cpu || n < 2048) return 1;
+  return uint32_t(std::min<int64_t>((n + 255) / 256, 1024));
+}
+
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg, uint32_t subgroup, uint32_t splits) {
   std::string name = fmt::format("cross_entropy_n{}_c{}_{}", n, c, float_suffix(t, "cross_entropy"));
   if (wg != cross_entropy_heuristic(n)) name += fmt::format("_wg{}", wg);
+  if (splits > 1) name += fmt::format("_s{}", splits);
   index_u32(n * c, "cross_entropy logits elements");
   if (c < 1) throw std::invalid_argument(fmt::format("cross_entropy: logits [{}, {}] have no classes", n, c));
   if (!pow2(wg) || wg > 1024)
     throw std::invalid_argument(fmt::format("cross_entropy: a workgroup of {} invocations (a power of two up to 1024)", wg));
-  const uint32_t N = uint32_t(n), C = uint32_t(c);
+  if (splits < 1 || splits > 1024 || (splits > 1 && int64_t(splits) > n))
+    throw std::invalid_argument(fmt::format("cross_entropy: {} splits of {} rows (1..1024, at most the rows)", splits, n));
+  const uint32_t N = uint32_t(n), C = uint32_t(c), rows = (N + splits - 1) / splits;  // rows per split
   KernelBuilder kb(name, wg);
   Buf logits = kb.buffer("logits", t, Access::Read);
   Buf labels = kb.buffer("labels", Type::I32, Access::Read);
-  Buf loss = kb.buffer("loss", t, Access::Write);
+  Buf loss = kb.buffer(splits > 1 ? "partial_loss" : "loss", t, Access::Write);
   Shared scratch = kb.shared("partial", t, wg);
   WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
   Val lid = reduce.element();
-  kb.if_(kb.group_id() == 0u, [&] {  // uniform: only the first workgroup works (a grid is never folded to 1)
+  Val split = kb.group_id();
+  kb.if_(split < splits, [&] {  // uniform: a folded grid's extra workgroups skip everything
     Var partial = kb.var("partial", kb.constant(t, 0));
     if (N > 0) {
-      kb.for_(lid, kb.u32(N), kb.u32(wg), [&](Val row) {
+      Val begin = split * rows, end = min(begin + rows, N);
+      kb.for_(begin + lid, end, kb.u32(wg), [&](Val row) {
         Val row_base = row * C;
         auto [row_max, row_sum] = row_stats(kb, logits, row_base, C, t);
         Val label = labels[row].load();
@@ -258,9 +268,27 @@ HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, Type t, uint32_t wg, uint
       });
     }
     reduce.reduce(scratch, partial.get(), TreeOp::Sum);
-    // The mean of no rows is NaN, as PyTorch's is.
-    kb.if_(lid == 0u, [&] { loss[0u] = scratch[0u].load() / double(N); });
+    // The mean of no rows is NaN, as PyTorch's is. Split: each workgroup's sum, which the combine divides.
+    kb.if_(lid == 0u, [&] {
+      if (splits > 1) loss[split] = scratch[0u].load();
+      else loss[0u] = scratch[0u].load() / double(N);
+    });
   });
+  return {kb.finish(), splits};
+}
+
+HeavyKernel cross_entropy_combine_kernel(int64_t n, Type t, uint32_t splits, uint32_t subgroup) {
+  const uint32_t wg = pow2_clamped(splits, 32, 1024);
+  KernelBuilder kb(fmt::format("cross_entropy_combine_n{}_s{}_{}", n, splits, float_suffix(t, "cross_entropy")), wg);
+  Buf partial = kb.buffer("partial_loss", t, Access::Read);
+  Buf loss = kb.buffer("loss", t, Access::Write);
+  Shared scratch = kb.shared("partial", t, wg);
+  WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
+  Val lid = reduce.element();
+  Var sum = kb.var("sum", kb.constant(t, 0));
+  kb.for_(lid, kb.u32(splits), kb.u32(wg), [&](Val i) { sum += partial[i].load(); });
+  reduce.reduce(scratch, sum.get(), TreeOp::Sum);
+  kb.if_(lid == 0u, [&] { loss[0u] = scratch[0u].load() / double(n); });
   return {kb.finish(), 1};
 }
 

@@ -65,7 +65,15 @@ inline HeavyKernel softmax_kernel(const SoftmaxShape& s, kir::Type t, bool log) 
 uint32_t cross_entropy_heuristic(int64_t n);
 uint32_t cross_entropy_heuristic(int64_t n, const Limits& limits);
 std::vector<uint32_t> cross_entropy_candidates(int64_t n, const Limits& limits);
-HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t, uint32_t wg, uint32_t subgroup = 0);
+// Split over workgroups (splits > 1; the kernel's grid): workgroup g adds rows [g R, (g + 1) R) with R = ceil(n /
+// splits) into partial_loss[g] (the kernel's output buffer then, splits elements), and cross_entropy_combine_kernel's
+// one workgroup adds the partials in a fixed order and divides by n. On a GPU from 2048 rows, one row per invocation
+// in workgroups of 256 (cross_entropy_splits): the single workgroup's rows were the step's latency (LeNet's loss at
+// batch 8192 on the H100: see docs/PERFORMANCE.md).
+uint32_t cross_entropy_splits(int64_t n, const Limits& limits);
+HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t, uint32_t wg, uint32_t subgroup = 0,
+                                 uint32_t splits = 1);
+HeavyKernel cross_entropy_combine_kernel(int64_t n, kir::Type t, uint32_t splits, uint32_t subgroup = 0);
 inline HeavyKernel cross_entropy_kernel(int64_t n, int64_t c, kir::Type t) {
   return cross_entropy_kernel(n, c, t, cross_entropy_heuristic(n));
 }

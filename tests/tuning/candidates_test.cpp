@@ -184,6 +184,7 @@ std::vector<Case> cases() {
       uniform("log_softmax_inner", [] { return unary({3, 7, 5}, DType::F32, [](Graph& g, graph::Value x) { return g.log_softmax(x, 1); }); }),
       uniform("softmax_f64", [] { return unary({6, 33}, DType::F64, [](Graph& g, graph::Value x) { return g.softmax(x, 1); }); }),
       cross_entropy_case("cross_entropy", 37, 10, false),
+      cross_entropy_case("cross_entropy_split", 2500, 10, false),  // split over workgroups, then combined
       cross_entropy_case("cross_entropy_grad_long_rows", 9, 300, true),
       cross_entropy_case("cross_entropy_grad", 37, 10, true),
   };

@@ -424,4 +424,16 @@ TEST(Heuristics, CrossEntropyTakesTheWidestWorkgroupOnGpus) {
   EXPECT_EQ(cross_entropy_heuristic(8192), 256u);
 }
 
+TEST(Heuristics, CrossEntropySplitsManyRowsOnGpus) {
+  // From 2048 rows on a GPU, one row per invocation in workgroups of 256 and a second launch adding their sums.
+  const Limits gpu{64 * 1024, 1024};
+  Limits cpu = gpu;
+  cpu.cpu = true;
+  EXPECT_EQ(cross_entropy_splits(8192, gpu), 32u);
+  EXPECT_EQ(cross_entropy_splits(2048, gpu), 8u);
+  EXPECT_EQ(cross_entropy_splits(2047, gpu), 1u);
+  EXPECT_EQ(cross_entropy_splits(8192, cpu), 1u);
+  EXPECT_EQ(cross_entropy_splits(1 << 20, gpu), 1024u);
+}
+
 }  // namespace
