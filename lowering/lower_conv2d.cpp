@@ -212,18 +212,24 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
   op.candidates = configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits));  // the heuristic first
   op.heuristic = op.candidates.front();
   // Staging a window's gradients (its maximum found, the mask applied) costs more than copying grad_y, so where the
-  // heuristic splits the owners' rows, twice the row groups share each image's staging, if that is a candidate: LeNet's
-  // first convolution at batch 8192 on the H100, 14 -> 28 row groups (448 invocations), 0.129 -> 0.124 ms on cuda:0 and
-  // 0.137 -> 0.131 on vulkan:0 (docs/PERFORMANCE.md).
-  heavy::GradWeightConfig wider = heavy::GradWeightConfig::from(op.heuristic);
-  if (wider.all_pairs && wider.row_split > 1) {
-    wider.row_split *= 2;
-    wider.wg = (heavy::grad_weight_images_owners(s, wider.co_block) * wider.row_split + 31) / 32 * 32;
-    auto it = std::find(op.candidates.begin(), op.candidates.end(), wider.config());
-    if (it != op.candidates.end()) {
-      op.heuristic = *it;
-      std::rotate(op.candidates.begin(), it, it + 1);  // the heuristic first, as everywhere
-    }
+  // heuristic splits the owners' rows, the pooled form spreads that staging differently, if the config is a
+  // candidate. Measured on LeNet's first convolution at batch 8192 on the H100, inside the step (docs/PERFORMANCE.md;
+  // the heuristic's co_block 2 with 14 row groups: 0.129 ms on cuda:0, 0.137 on vulkan:0): through ptxas, one output
+  // channel per owner with 4 row groups (120 invocations) in 512 splits, 0.116 ms; through NVIDIA's Vulkan compiler,
+  // twice the row groups (28: 448 invocations), 0.131 ms (the other's pick: 0.140 there, 0.124 on cuda:0).
+  auto prefer = [&](const heavy::GradWeightConfig& c) {
+    auto it = std::find(op.candidates.begin(), op.candidates.end(), c.config());
+    if (it == op.candidates.end()) return;
+    op.heuristic = *it;
+    std::rotate(op.candidates.begin(), it, it + 1);  // the heuristic first, as everywhere
+  };
+  const heavy::GradWeightConfig h = heavy::GradWeightConfig::from(op.heuristic);
+  if (h.all_pairs && h.row_split > 1) {
+    heavy::GradWeightConfig c = h;
+    if (limits.ptx) c.co_block = 1, c.row_split = 4, c.splits = 512;
+    else c.row_split *= 2;
+    c.wg = (heavy::grad_weight_images_owners(s, c.co_block) * c.row_split + 31) / 32 * 32;
+    prefer(c);
   }
   std::vector<ProgramBuffer> io = io_buffers(g, v);
   io[0] = {ProgramBuffer::Use::Value, -1, t, g.type(src->grad).numel(), src->grad.id};

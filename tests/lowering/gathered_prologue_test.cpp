@@ -149,20 +149,34 @@ TEST(GatheredProloguePlan, NotTakenForOverlappingWindowsOrAStoredGradient) {
   }
 }
 
-// LeNet's step at batch 8192: the first convolution's weight gradient (all_pairs on a GPU, with twice the heuristic's
-// row groups: 28) stages its pooling gradient window by window, with no pooling-gradient kernel; the second convolution's masked gradient is read by its
-// input gradient too, so it stays one launch, stored.
+// LeNet's step at batch 8192: the first convolution's weight gradient (all_pairs on a GPU) stages its pooling gradient
+// window by window, with no pooling-gradient kernel; the second convolution's masked gradient is read by its input
+// gradient too, so it stays one launch, stored. The pooled form's configs, measured per compiler (lower_conv2d.cpp):
+// through ptxas one output channel per owner with 4 row groups in 512 splits, else the heuristic's row groups doubled.
 TEST(GatheredProloguePlan, LeNetsFirstConvolutionStagesItsPoolingGradient) {
   nn::LeNetGraphOptions o;
   o.batch = 8192;
-  const std::vector<std::string> kernels =
-      kernels_of(lowering::lower(nn::build_lenet_graph(o), testing_support::h100_like_target()));
+  const rt::DeviceInfo target = testing_support::h100_like_target();  // a CUDA device: PTX
+  const std::vector<std::string> kernels = kernels_of(lowering::lower(nn::build_lenet_graph(o), target));
   EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad"), 1);
   int pooled = 0;
   for (const std::string& k : kernels)
-    pooled += k.rfind("conv2d_grad_weight_n8192_c1_", 0) == 0 && k.find("_all_pairs_co2_rs28_") != std::string::npos &&
+    pooled += k.rfind("conv2d_grad_weight_n8192_c1_", 0) == 0 && k.find("_wg128_s512_all_pairs_co1_rs4_") != std::string::npos &&
               k.find("_pooled_k2x2_relu") != std::string::npos;
   EXPECT_EQ(pooled, 1);
+  const Planned p = plan_of(nn::build_lenet_graph(o));
+  int gathered = 0;
+  for (Value v : p.g.values())
+    if (p.f.prologue[size_t(v.id)] >= 0 && p.g.node(v).op == OpKind::Conv2dGradWeight) {
+      lowering::heavy::Limits limits = lowering::limits_of(target);
+      EXPECT_EQ(lowering::tunable_conv2d_grad_weight(p.g, v, limits, true).heuristic.text(),
+                "block_rows=5,block_cols=5,wg=128,splits=512,row_mode=1,all_pairs=1,row_split=4");
+      limits.ptx = false;  // SPIR-V for the same GPU
+      EXPECT_EQ(lowering::tunable_conv2d_grad_weight(p.g, v, limits, true).heuristic.text(),
+                "block_rows=5,block_cols=5,wg=448,splits=256,row_mode=1,co_block=2,all_pairs=1,row_split=28");
+      ++gathered;
+    }
+  EXPECT_EQ(gathered, 1);
 }
 
 class GatheredPrologue : public testing_support::OnDevice {};
