@@ -20,6 +20,7 @@
 #include "tests/lowering/device_list.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
+#include "tests/support/random_tensor.h"
 
 using namespace spire;
 using graph::DType;
@@ -29,21 +30,13 @@ using graph::Value;
 
 namespace {
 
-Tensor random(const graph::Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Tensor t(DType::F32, shape, 0);
-  for (double& x : t.data) x = double(float(u(rng)));
-  return t;
-}
-
 // Every leaf that needs a value, filled with seeded random numbers.
 std::map<std::string, Tensor> random_leaves(const Graph& g, uint32_t seed) {
   std::map<std::string, Tensor> in;
   for (Value v : g.values()) {
     const graph::Node& n = g.node(v);
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter || n.op == graph::OpKind::State)
-      in[n.name] = random(n.type.shape, seed++);
+      in[n.name] = testing_support::uniform_tensor(n.type.shape, seed++, DType::F32);
   }
   return in;
 }

@@ -23,6 +23,7 @@
 #include "tests/lowering/device_list.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
+#include "tests/support/random_tensor.h"
 
 using namespace spire;
 using graph::DType;
@@ -33,20 +34,12 @@ using graph::Value;
 
 namespace {
 
-// Small integers (ties in every other window once convolved with integer weights), or uniform values.
+// Small integers: ties in every other window once convolved with integer weights.
 Tensor integers(const graph::Shape& shape, uint32_t seed, int lo, int hi) {
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> u(lo, hi);
   Tensor t(DType::F32, shape, 0);
   for (double& x : t.data) x = u(rng);
-  return t;
-}
-
-Tensor uniform(const graph::Shape& shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Tensor t(DType::F32, shape, 0);
-  for (double& x : t.data) x = double(float(u(rng)));
   return t;
 }
 
@@ -193,7 +186,7 @@ TEST_P(GatheredPrologue, EveryConfigMatchesTheReferenceWithTiesAndZeros) {
     const lowering::TunableOp op = lowering::tunable_conv2d_grad_weight(p.g, p.conv, limits, true);
     std::map<std::string, Tensor> in{{"x", integers({3, 2, 8, 8}, 11, 0, 2)},
                                      {"w", integers({4, 2, 3, 3}, 12, -1, 1)},
-                                     {"gp", uniform({3, 4, 4, 4}, 13)}};
+                                     {"gp", testing_support::uniform_tensor({3, 4, 4, 4}, 13, DType::F32)}};
     const Tensor want = graph::evaluate(g, in, DType::F64).at("grad_w");
     for (const lowering::heavy::Config& config : op.candidates) {
       all_pairs += config.has("all_pairs");

@@ -1,5 +1,6 @@
 // Inputs for tests that compare two graphs (or a graph and a device) on the float64 evaluator: a tensor of
-// uniform(-1, 1) values from a fixed seed.
+// uniform(-1, 1) values from a fixed seed, rounded to f32 for an f32 tensor (so a device reads exactly the values the
+// evaluator computes with).
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@ inline graph::Tensor uniform_tensor(const graph::Shape& shape, uint32_t seed, gr
   std::mt19937 rng(seed);
   std::uniform_real_distribution<double> u(-1, 1);
   graph::Tensor t(dtype, shape, 0);
-  for (double& x : t.data) x = u(rng);
+  for (double& x : t.data) x = dtype == graph::DType::F32 ? double(float(u(rng))) : u(rng);
   return t;
 }
 
