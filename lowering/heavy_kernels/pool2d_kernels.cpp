@@ -158,6 +158,9 @@ HeavyKernel max_pool2d_kernel(const Pool2dShape& s, Type t) {
 HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
   std::string name = "max_pool2d_grad_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad") + (relu_mask ? "_relu_mask" : "");
   check_sizes(s);
+  if (relu_mask && !pool2d_windows_tile(s))
+    throw std::invalid_argument(fmt::format("max_pool2d_grad over {}: the ReLU's mask is applied where the windows tile "
+                                            "the input only", s.text()));
   const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
@@ -201,7 +204,7 @@ HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask)
         });
       });
     });
-    gx[o] = relu_mask ? select(x[o] > kb.constant(t, 0), acc.get(), kb.constant(t, 0)) : acc.get();
+    gx[o] = acc.get();
   });
   return {kb.finish(), groups_for_threads(total, kThreads)};
 }

@@ -51,7 +51,8 @@ std::vector<kir::Val> max_pool2d_window_grads(kir::KernelBuilder& kb, const Pool
 
 HeavyKernel max_pool2d_kernel(const Pool2dShape& s, kir::Type t);
 // relu_mask: relu_grad(max_pool2d_grad(grad_y, x), x), the mask of a ReLU whose output x is (as a fused
-// gradient's fallback computes it, lower_conv2d.cpp).
+// gradient's fallback computes it, lower_conv2d.cpp); only where the windows tile the input (else
+// std::invalid_argument), the only pooling such a gradient is fused for.
 HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask = false);
 HeavyKernel avg_pool2d_kernel(const Pool2dShape& s, kir::Type t);
 HeavyKernel avg_pool2d_grad_kernel(const Pool2dShape& s, kir::Type t);

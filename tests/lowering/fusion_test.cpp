@@ -6,7 +6,6 @@
 
 #include <cmath>
 #include <functional>
-#include <random>
 #include <set>
 
 #include <fmt/format.h>

@@ -14,6 +14,7 @@
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
+#include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
 #include "lowering/prepare.h"
@@ -139,6 +140,22 @@ TEST(GatheredProloguePlan, NotTakenForOverlappingWindowsOrAStoredGradient) {
     EXPECT_FALSE(p.f.fused[size_t(p.grad_out.id)]);
     const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
     EXPECT_TRUE(node_launched(plan, p.g.node(p.g.node(p.grad_out).inputs[0]).name));
+  }
+}
+
+// The masked pooling gradient (the fallback configs' first launch) exists for windows that tile the input only, the
+// only pooling the pooled form takes; elsewhere the kernel is refused by name.
+TEST(GatheredProloguePlan, TheMaskedPoolingGradientNeedsTilingWindows) {
+  namespace heavy = lowering::heavy;
+  const heavy::Pool2dShape tiling = heavy::pool2d_shape({2, 3, 8, 8}, {2, 2}, {2, 2}, {0, 0});
+  EXPECT_NE(heavy::max_pool2d_grad_kernel(tiling, kir::Type::F32, true).kernel.name.find("_relu_mask"),
+            std::string::npos);
+  const heavy::Pool2dShape overlapping = heavy::pool2d_shape({2, 3, 8, 8}, {3, 3}, {2, 2}, {1, 1});
+  try {
+    heavy::max_pool2d_grad_kernel(overlapping, kir::Type::F32, true);
+    ADD_FAILURE() << "a masked gradient over overlapping windows was built";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("tile"), std::string::npos) << e.what();
   }
 }
 
