@@ -98,12 +98,15 @@ class Planner {
     f_.epilogue.assign(size_t(g.size()), -1);
     f_.is_epilogue.assign(size_t(g.size()), false);
     f_.prologue.assign(size_t(g.size()), -1);
+    f_.side_pool.assign(size_t(g.size()), -1);
+    f_.is_side_output.assign(size_t(g.size()), false);
   }
 
   Fusion run() {
     fuse_chains();
     for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
+    for (int32_t id = 0; id < g_.size(); ++id) find_side_pool(Value{id});
     find_final_group();
     return std::move(f_);
   }
@@ -226,6 +229,54 @@ class Planner {
     f_.prologue[size_t(v.id)] = x.id;
   }
 
+  // A max pooling over windows that tile its input (f32, no epilogue of its own) of a convolution's result, or of its
+  // epilogue's root where that tree commutes with the window's maximum: the convolution's launch stores it.
+  void find_side_pool(Value p) {
+    const graph::Node& n = g_.node(p);
+    if (!needed_[size_t(p.id)] || n.op != OpKind::MaxPool2d || n.type.dtype != graph::DType::F32 ||
+        f_.epilogue[size_t(p.id)] >= 0 || n.type.shape.size() != 4)
+      return;
+    const graph::Pool2dOptions o = graph::pool2d_options(n);
+    const graph::Shape& in_shape = g_.type(n.inputs[0]).shape;
+    if (o.padding != std::vector<int64_t>{0, 0} || o.stride != o.kernel || in_shape[2] % o.kernel[0] != 0 ||
+        in_shape[3] % o.kernel[1] != 0)
+      return;
+    const Value in = n.inputs[0];
+    Value conv = in;
+    if (f_.is_epilogue[size_t(in.id)]) {
+      for (int32_t id = 0; id < in.id; ++id)
+        if (f_.epilogue[size_t(id)] == in.id) conv = Value{id};
+      if (conv == in || !commutes_with_window_max(in, in, conv)) return;
+    }
+    const graph::Node& c = g_.node(conv);
+    if (c.op != OpKind::Conv2d || c.type.dtype != graph::DType::F32 || f_.side_pool[size_t(conv.id)] >= 0) return;
+    f_.side_pool[size_t(conv.id)] = p.id;
+    f_.is_side_output[size_t(p.id)] = true;
+  }
+
+  // True when the tree under root r (its fused values) is non-decreasing in x and its other operands are the same
+  // at every element of a pooling window: then the tree of the window's largest x is the window's largest value.
+  // ReLUs, and adds or subtractions of loaded values broadcast along H and W (a bias per channel) or constants.
+  bool commutes_with_window_max(Value v, Value root, Value x) const {
+    if (v == x) return true;
+    if (v != root && !f_.fused[size_t(v.id)]) return false;
+    const graph::Node& n = g_.node(v);
+    auto window_constant = [&](Value u) {
+      if (u == x || (f_.fused[size_t(u.id)] && g_.node(u).op != OpKind::Constant)) return false;
+      const graph::Shape& s = g_.type(u).shape;
+      const size_t r = s.size();
+      return (r < 1 || s[r - 1] == 1) && (r < 2 || s[r - 2] == 1);
+    };
+    switch (n.op) {
+      case OpKind::Relu: return commutes_with_window_max(n.inputs[0], root, x);
+      case OpKind::Add:
+        return (commutes_with_window_max(n.inputs[0], root, x) && window_constant(n.inputs[1])) ||
+               (commutes_with_window_max(n.inputs[1], root, x) && window_constant(n.inputs[0]));
+      case OpKind::Sub: return commutes_with_window_max(n.inputs[0], root, x) && window_constant(n.inputs[1]);
+      default: return false;
+    }
+  }
+
   // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;
   // scanned from the end, since users come after their inputs. Graph outputs stay where they are: moving an
   // inference graph's results to the end would only keep their inputs alive longer.
@@ -263,5 +314,10 @@ bool Fusion::in_final_group(Value v) const {
 Fusion plan_fusion(const graph::Graph& g) { return Planner(g).run(); }
 
 std::vector<bool> fuse_pointwise(const graph::Graph& g) { return plan_fusion(g).fused; }
+
+kir::Val pooled_plane_origin(kir::Val pooled_index, const graph::Shape& input, const graph::Shape& pooled) {
+  const uint32_t plane = uint32_t(input[2] * input[3]), pooled_plane = uint32_t(pooled[2] * pooled[3]);
+  return (pooled_index / pooled_plane) * plane;
+}
 
 }  // namespace spire::lowering

@@ -28,6 +28,7 @@ if(NOT TARGET spire_heavy_kernels)
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_gemm_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_winograd_kernels.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/pool2d_kernels.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/pooled_side_output.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/softmax_kernels.cpp)
   target_link_libraries(spire_heavy_kernels PUBLIC spire_kernel_ir fmt::fmt)
 

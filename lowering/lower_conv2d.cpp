@@ -112,13 +112,14 @@ KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::ve
   heavy::HeavyKernel output = heavy::conv2d_winograd_output_kernel(s, t);
   KernelProgram p;
   p.buffers = std::move(io);
+  const int32_t u = int32_t(p.buffers.size()), v = u + 1, m = u + 2;  // after the io list (a pooled form's is longer)
   p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cout * s.cin});
   p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cin * tiles});
   p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cout * tiles});
-  p.launches.push_back({std::move(weights.kernel), {1, 3}, weights.groups, {}});
-  p.launches.push_back({std::move(input.kernel), {0, 4}, input.groups, {}});
-  p.launches.push_back({std::move(product.kernel), {3, 4, 5}, product.groups, {}});
-  p.launches.push_back({std::move(output.kernel), {5, 2}, output.groups, {}});
+  p.launches.push_back({std::move(weights.kernel), {1, u}, weights.groups, {}});
+  p.launches.push_back({std::move(input.kernel), {0, v}, input.groups, {}});
+  p.launches.push_back({std::move(product.kernel), {u, v, m}, product.groups, {}});
+  p.launches.push_back({std::move(output.kernel), {m, 2}, output.groups, {}});
   return p;
 }
 
@@ -143,23 +144,83 @@ void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const
 
 }  // namespace
 
-TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+namespace {
+
+// The pooling `pool` (a max_pool2d value) of convolution v's result or of its epilogue's root, as a kernel shape.
+heavy::Pool2dShape side_pool_shape(const graph::Graph& g, graph::Value pool) {
+  const graph::Node& p = g.node(pool);
+  const graph::Pool2dOptions o = graph::pool2d_options(p);
+  return heavy::pool2d_shape(g.type(p.inputs[0]).shape, o.kernel, o.stride, o.padding);
+}
+
+// A convolution whose launch also stores a max pooling of its result (fuse.h's pooled side outputs): the configs whose
+// kernels can (rows, staged images) store each window's largest sum into the pooling's buffer, which the lowering's
+// epilogue turns into the largest epilogue value; the others run the pooling over the stored result (the epilogue's
+// root) in a second launch of the same program, as its own launch did before. Buffers: x, w, y, the pooled result,
+// the pooling's input (the epilogue's root, or y itself).
+KernelProgram pooled_conv2d_program(const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits,
+                                    const heavy::Pool2dShape& pool, KernelProgram p, const heavy::Config& c) {
+  const int32_t pooled = 3, pool_input = 4;
+  if (!is_gemm_config(c) && !is_winograd_config(c)) {
+    const heavy::Conv2dConfig cfg = heavy::Conv2dConfig::from(c);
+    if (heavy::conv2d_pools_in_kernel(s, cfg, pool, limits)) {
+      heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, cfg, limits, pool);
+      p.launches.clear();
+      p.launches.push_back({std::move(k.kernel), {0, 1, 2, pooled}, k.groups, {}});
+      return p;
+    }
+  }
+  heavy::HeavyKernel k = heavy::max_pool2d_kernel(pool, t);
+  p.launches.push_back({std::move(k.kernel), {pool_input, pooled}, k.groups, {}});
+  return p;
+}
+
+}  // namespace
+
+TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value side_pool) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
+  std::optional<heavy::Pool2dShape> pool;
+  if (side_pool.valid()) {
+    pool = side_pool_shape(g, side_pool);
+    op.key.shape += fmt::format("_pooled_k{}x{}", pool->kh, pool->kw);
+  }
   const heavy::MatmulShape gemm = heavy::conv2d_gemm_shape(s);
   const auto tiling = gemm_pays(s, gemm, t);
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        plain_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
-  op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
+  auto plain = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c)) return winograd_program(s, t, io, heavy::MatmulTiling::from(c));
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
+  };
+  if (!pool) {
+    op.build = plain;
+    return op;
+  }
+  // The pooled result and the pooling's input join the buffers after y (a Winograd program's scratch buffers come
+  // after these: they are appended to its io list).
+  std::vector<ProgramBuffer> io = io_buffers(g, v);
+  const graph::Value pool_input = g.node(side_pool).inputs[0];
+  io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(side_pool).numel(), side_pool.id});
+  io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(pool_input).numel(), pool_input.id});
+  op.build = [s, t, limits, io, pool = *pool](const heavy::Config& c) {
+    KernelProgram base;
+    if (is_winograd_config(c)) {
+      base = winograd_program(s, t, io, heavy::MatmulTiling::from(c));
+    } else {
+      heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
+                                               : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
+      base.buffers = io;
+      base.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
+    }
+    return pooled_conv2d_program(s, t, limits, pool, std::move(base), c);
   };
   return op;
 }
@@ -340,7 +401,7 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
 }
 
 void lower_conv2d(LoweringContext& ctx, graph::Value v) {
-  lower_tunable(ctx, v, [&] { return tunable_conv2d(ctx.graph(), v, ctx.limits()); });
+  lower_tunable(ctx, v, [&] { return tunable_conv2d(ctx.graph(), v, ctx.limits(), ctx.side_pool(v)); });
 }
 
 void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {

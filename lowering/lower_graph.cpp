@@ -42,6 +42,7 @@ class PlanBuilder final : public LoweringContext {
   const rt::DeviceInfo& device() const override { return info_; }
 
   bool fused(graph::Value v) const override { return fusion_.fused.at(size_t(v.id)); }
+  graph::Value side_pool(graph::Value v) const override { return graph::Value{fusion_.side_pool.at(size_t(v.id))}; }
   const TuningChoices* tuning() const override { return tuning_; }
   heavy::Limits limits() const override { return limits_; }
 
@@ -151,6 +152,21 @@ class PlanBuilder final : public LoweringContext {
       throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's takes_epilogue lists an op whose kernels "
                                          "read their result)", current_node_, e.what()));
     }
+    // A pooled side output (fuse.h) holds each window's largest raw result: the same tree, evaluated where its other
+    // operands hold the window's values, gives the window's largest root value.
+    const int32_t side = fusion_.side_pool.at(size_t(current_value_.id));
+    const int32_t side_buffer = side >= 0 ? buffer_of_value_.at(size_t(side)) : -1;
+    auto pooled = std::find(buffers.begin(), buffers.end(), side_buffer);
+    if (side_buffer >= 0 && pooled != buffers.end()) {
+      const graph::Shape& input = g_.type(root).shape;
+      const graph::Shape& out = g_.type(graph::Value{side}).shape;
+      kb.rewrite_stores(uint32_t(pooled - buffers.begin()), [&](kir::Val at, kir::Val value) {
+        tree.substitute(current_value_, value);
+        tree.forget_computed();
+        kir::Val p = at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32);
+        return tree.root(root, pooled_plane_origin(p, input, out));
+      });
+    }
     kernel = kb.finish();
     for (const std::string& op : ops) kernel.name += "_" + op;
     buffers[index] = buffer_of(root);
@@ -246,6 +262,7 @@ Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passe
     if (ctx.fused(v)) continue;                         // computed inside its user's kernel
     if (fusion.in_final_group(v)) continue;             // lowered last, below
     if (fusion.is_epilogue[size_t(v.id)] && ctx.epilogue_applied(v)) continue;  // stored by the heavy kernel under it
+    if (fusion.is_side_output[size_t(v.id)]) continue;  // stored by the convolution's launch
     ctx.set_current(g.node(v).name, v);
     lower_node(ctx, v);
   }

@@ -57,6 +57,8 @@ class LoweringContext {
   // no launch of its own; the user's lowering emits its arithmetic. Heavy ops see only one kind of fused input: a
   // 2D transpose a matmul reads in place (fuse.h, absorbed_transpose).
   virtual bool fused(graph::Value v) const { return false; }
+  // The max pooling convolution `v`'s launch also stores (fuse.h's pooled side outputs), or an invalid value.
+  virtual graph::Value side_pool(graph::Value v) const { return {}; }
   // The tuner's choices for the device lowered for (tuning_choices.h); null: every template's heuristic.
   virtual const TuningChoices* tuning() const { return nullptr; }
   // The device's workgroup limits, which bound the candidate configs a tuning choice must be among.

@@ -36,7 +36,7 @@ std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const
 std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {
   const graph::Graph g = canonicalize(original);  // as lowering sees it: the same keys
   const heavy::Limits limits = limits_of(info);
-  const Fusion fusion = plan_fusion(g);  // a weight gradient with a gathered prologue is tuned in its pooled form
+  const Fusion fusion = plan_fusion(g);  // pooled forms (gathered prologues, side outputs) are tuned as lowered
   std::vector<TunableOp> out;
   std::set<TuningKey> seen;
   for (graph::Value v : schedule(g)) {
@@ -45,6 +45,8 @@ std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::Devic
       if (graph::is_user_op(g.node(v).op)) op = tunable_custom(g, v, info);
       else if (g.node(v).op == graph::OpKind::Conv2dGradWeight && fusion.prologue[size_t(v.id)] >= 0)
         op = tunable_conv2d_grad_weight(g, v, limits, true);
+      else if (g.node(v).op == graph::OpKind::Conv2d && fusion.side_pool[size_t(v.id)] >= 0)
+        op = tunable_conv2d(g, v, limits, graph::Value{fusion.side_pool[size_t(v.id)]});
       else op = tunable_op(g, v, limits);
     } catch (const std::invalid_argument& e) {
       const graph::Node& n = g.node(v);

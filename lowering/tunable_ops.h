@@ -17,7 +17,10 @@
 namespace spire::lowering {
 
 TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
-TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
+// side_pool: a max_pool2d value of v's result (or of its epilogue's root) that v's launch also stores (fuse.h's pooled
+// side outputs), tuned under its own key.
+TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits,
+                         graph::Value side_pool = {});
 TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 // pooled_form: grad_out is a pooling's gradient the kernels compute from the pooled gradient and the pooling's input
 // (fuse.h's gathered prologues; pooled_grad_out below).

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lowering/heavy_kernels/pooled_side_output.h"
 #include "lowering/heavy_kernels/staged_copy.h"
 
 namespace spire::lowering::heavy {
@@ -75,11 +76,13 @@ void check_conv2d_image_strips(const Conv2dShape& s, Type t, const Conv2dConfig&
     fail(fmt::format("stages {} bytes of weights and images in workgroup memory, more than the device has", bytes));
 }
 
-HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits) {
+HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
+                                       const Pool2dShape* pool) {
   check_conv2d_image_strips(s, t, c, limits);
   const uint32_t N = index_u32(s.n, "conv2d image strips"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
-  const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), P = c.pixels, wg = c.wg;
+  const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), P = c.pixels;
+  const uint32_t wg = pool ? pooled_workgroup(c.wg, limits) : c.wg;
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
   index_u32(s.n * s.cin * s.h * s.w, "conv2d input elements");
   const Strips g = strips_of(s, c);
@@ -88,7 +91,8 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
   const uint64_t groups = (N + g.images - 1) / g.images;
 
   std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") +
-                     fmt::format("_strips_wg{}_px{}{}", wg, P, c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "");
+                     fmt::format("_strips_wg{}_px{}{}", c.wg, P, c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
+                     (pool ? "_pooled" : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf x = kb.buffer("x", t, Access::Read);
@@ -120,9 +124,10 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
   Val im = lid / g.owners, o = lid % g.owners;
   Val n = first + im, row0 = (o / Wo) * P, col = o % Wo;
   const bool vectors = type_bytes(t) == 4;
-  kb.if_((lid < g.images * g.owners) & (n < N), [&] {
-    std::vector<Var> acc;  // acc[co * P + i]: output row row0 + i of channel co
-    for (uint32_t i = 0; i < Cout * P; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+  Val valid = (lid < g.images * g.owners) & (n < N);
+  std::vector<Var> acc;  // acc[co * P + i]: output row row0 + i of channel co (a pooled output reads them after)
+  for (uint32_t i = 0; i < Cout * P; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+  kb.if_(valid, [&] {
     Val column_at = g.weights + im * g.image + row0 * g.ld + col;
     kb.for_(kb.u32(0), kb.u32(Cin), [&](Val ci) {
       for (uint32_t kc = 0; kc < KW; ++kc) {
@@ -151,6 +156,23 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
         else store();
       }
   });
+  if (pool) {
+    // Columns col and col + 1 of a strip are local ids lid and lid + 1 (owners = strips x Wo, Wo even); each
+    // invocation holds the window rows' two halves of its column.
+    Buf pooled = kb.buffer("pooled", t, Access::Write);
+    std::vector<Val> halves;  // [channel][window row of the strip]
+    for (uint32_t co = 0; co < Cout; ++co)
+      for (uint32_t i = 0; i < P; i += 2) halves.push_back(pool_max(acc[co * P + i].get(), acc[co * P + i + 1].get()));
+    const uint32_t Hp = Ho / 2, Wp = Wo / 2;
+    Val p_at = (n * Cout * Hp + row0 / 2) * Wp + col / 2;
+    // The last strip may reach past the result: its windows' rows past Ho / 2 are not stored.
+    std::function<Val(uint32_t)> exists;
+    if (g.strips * P > Ho) exists = [&](uint32_t k) { return row0 / 2 + k % (P / 2) < Hp; };
+    store_pair_maxima(
+        kb, PairStores::Selected, lid, valid, halves,
+        [&](uint32_t k) { return p_at + ((k / (P / 2)) * Hp + k % (P / 2)) * Wp; }, [&](Val at, Val m) { pooled[at] = m; },
+        exists);
+  }
   return {kb.finish(), groups};
 }
 

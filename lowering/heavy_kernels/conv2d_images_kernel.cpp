@@ -1,5 +1,6 @@
 #include "lowering/heavy_kernels/conv2d_images_kernel.h"
 
+#include "lowering/heavy_kernels/pooled_side_output.h"
 #include "lowering/heavy_kernels/staged_copy.h"
 
 #include <algorithm>
@@ -59,10 +60,12 @@ namespace {
 // input gradient this is, staged as this shape's [cout][cin][kh][kw] with the window turned around (the input
 // gradient of a stride-1 convolution is the forward pass of grad_y with those weights, padded by kh - 1 - pad).
 HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, bool flipped, const std::string& op,
-                          const std::string& op_shape, const char* in_name, const char* out_name) {
+                          const std::string& op_shape, const char* in_name, const char* out_name,
+                          const Pool2dShape* pool = nullptr, const Limits& limits = {}) {
   const uint32_t N = index_u32(s.n, "conv2d images"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
-  const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), cob = c.c_block, wg = c.wg;
+  const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), cob = c.c_block;
+  const uint32_t wg = pool ? pooled_workgroup(c.wg, limits) : c.wg;
   const uint32_t Hp = H + 2 * uint32_t(s.pad_h), Wp = W + 2 * uint32_t(s.pad_w);
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
   index_u32(s.n * s.cin * s.h * s.w, "conv2d input elements");
@@ -73,8 +76,9 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
   const uint64_t groups = (N + images - 1) / images;
 
   std::string name = op + "_" + op_shape + "_" + float_suffix(t, op) +
-                     fmt::format("_images_wg{}_c{}{}{}", wg, cob, c.row_loop ? "_rl" : "",
-                                 c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "");
+                     fmt::format("_images_wg{}_c{}{}{}", c.wg, cob, c.row_loop ? "_rl" : "",
+                                 c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
+                     (pool ? "_pooled" : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf x = kb.buffer(in_name, t, Access::Read);
@@ -107,9 +111,10 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
   // Invocation lid: image lid / owners, output channels co0 .. co0 + cob - 1, output row ho.
   Val im = lid / owners, o = lid % owners;
   Val n = first + im, co0 = (o / Ho) * cob, ho = o % Ho;
-  kb.if_((lid < images * owners) & (n < N), [&] {
-    std::vector<Var> acc;  // acc[b * Wo + column]
-    for (uint32_t i = 0; i < cob * Wo; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+  Val valid = (lid < images * owners) & (n < N);
+  std::vector<Var> acc;  // acc[b * Wo + column]; declared for every invocation: a pooled output reads them after
+  for (uint32_t i = 0; i < cob * Wo; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+  kb.if_(valid, [&] {
     Val image_at = weights + im * padded_image;
     // One window row of one input channel: its input row and c_block x kw weights serve c_block x kw x wo products.
     auto window_row = [&](Val row_at, Val w_at) {
@@ -134,6 +139,18 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
     for (uint32_t b = 0; b < cob; ++b)
       for (uint32_t j = 0; j < Wo; ++j) y[y_row + (b * Ho * Wo + j)] = acc[b * Wo + j].get();
   });
+  if (pool) {
+    // Rows ho and ho + 1 of a channel block are local ids lid and lid + 1 (owners = blocks x Ho, Ho even).
+    Buf pooled = kb.buffer("pooled", t, Access::Write);
+    std::vector<Val> halves;  // [block][window column]
+    for (uint32_t b = 0; b < cob; ++b)
+      for (uint32_t j = 0; j < Wo; j += 2) halves.push_back(pool_max(acc[b * Wo + j].get(), acc[b * Wo + j + 1].get()));
+    Val window_row = ((n * Cout + co0) * (Ho / 2) + ho / 2) * (Wo / 2);
+    store_pair_maxima(
+        kb, PairStores::Branched, lid, valid, halves,
+        [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * (Ho / 2) * (Wo / 2) + k % (Wo / 2)); },
+        [&](Val at, Val m) { pooled[at] = m; });
+  }
   return {kb.finish(), groups};
 }
 
@@ -156,9 +173,10 @@ void check_grad_input(const Conv2dShape& s, const Conv2dConfig& c) {
 
 }  // namespace
 
-HeavyKernel conv2d_images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits) {
+HeavyKernel conv2d_images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
+                                 const Pool2dShape* pool) {
   check_conv2d_images(s, t, c, limits);
-  return images_kernel(s, t, c, false, "conv2d", s.text(), "x", "y");
+  return images_kernel(s, t, c, false, "conv2d", s.text(), "x", "y", pool, limits);
 }
 
 void check_conv2d_grad_input_images(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits) {

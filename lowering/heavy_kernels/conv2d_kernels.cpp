@@ -3,6 +3,7 @@
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/heavy_kernels/conv2d_image_strips_kernel.h"
 #include "lowering/heavy_kernels/conv2d_images_kernel.h"
+#include "lowering/heavy_kernels/pooled_side_output.h"
 #include "lowering/heavy_kernels/staged_copy.h"
 #include "lowering/heavy_kernels/split_sum_kernel.h"
 
@@ -484,12 +485,38 @@ std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, con
   return out;
 }
 
+static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
+                                         const Pool2dShape* pool);
+
+bool conv2d_pools_in_kernel(const Conv2dShape& s, const Conv2dConfig& c, const Pool2dShape& pool, const Limits& limits) {
+  if (!pools_in_pairs(pool, s.ho, s.wo, limits) || pool.n != s.n || pool.c != s.cout || c.wg % 2 != 0) return false;
+  if (c.images) return c.rows || c.pixels % 2 == 0;
+  return c.rows;
+}
+
 HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits) {
-  std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s));
+  return conv2d_kernel_pooling(s, t, c, limits, nullptr);
+}
+
+HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
+                          const Pool2dShape& pool) {
+  if (!conv2d_pools_in_kernel(s, c, pool, limits))
+    throw std::invalid_argument(fmt::format("conv2d {}: config '{}' cannot store the pooling {} of its result (rows or "
+                                            "staged images over 2x2 windows that tile it, even workgroups, subgroup "
+                                            "shuffles)",
+                                            s.text(), c.config().text(), pool.text()));
+  return conv2d_kernel_pooling(s, t, c, limits, &pool);
+}
+
+// The pooled side output, where asked for (pooled_side_output.h), from the row and staged-image kernels.
+static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
+                                         const Pool2dShape* pool) {
+  std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s)) +
+                     (pool ? "_pooled" : "");
   check_sizes(s);
   if (c.images) {
     if (s.n * s.cout * s.ho * s.wo == 0) return empty_result(name);
-    return c.rows ? conv2d_images_kernel(s, t, c, limits) : conv2d_image_strips_kernel(s, t, c, limits);
+    return c.rows ? conv2d_images_kernel(s, t, c, limits, pool) : conv2d_image_strips_kernel(s, t, c, limits, pool);
   }
   check_config(s, c, s.wo, s.cout_per_group(), "conv2d");
   if (c.shared_w && (c.rows || c.c_block != s.cout || !shared_w_fits(s, t)))
@@ -507,12 +534,18 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, c
     // One invocation per row of c_block neighbouring output channels.
     const uint32_t cob = c.c_block, co_count = uint32_t(s.cout) / cob;
     const uint32_t rows_total = uint32_t(s.n * co_count * s.ho);
-    KernelBuilder kb(name, c.wg);
+    const uint32_t threads = pool ? pooled_workgroup(c.wg, limits) : c.wg;
+    KernelBuilder kb(name, threads);
     if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
     Buf x = kb.buffer("x", t, Access::Read);
     Buf w = kb.buffer("w", t, Access::Read);
     Buf y = kb.buffer("y", t, Access::Write);
     Val o = kb.global_id();
+    // With a pooled output the sums outlive the branch: rows 2k and 2k + 1 of a channel (invocations o and o + 1,
+    // local ids of the same parity as o's) swap their halves after it.
+    std::vector<Var> sums;
+    if (pool)
+      for (uint32_t i = 0; i < cob * Wo; ++i) sums.push_back(kb.var(fmt::format("sum{}", i), kb.constant(t, 0)));
     kb.if_(o < rows_total, [&] {
       Val ho = o % Ho, t1 = o / Ho;
       Val co = cob == 1 ? t1 % co_count : (t1 % co_count) * cob, n = t1 / co_count;
@@ -537,8 +570,23 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, c
       Val y_row = cob == 1 ? o * Wo : ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo;
       for (uint32_t b = 0; b < cob; ++b)
         for (uint32_t j = 0; j < Wo; ++j) y[y_row + (b * Ho * Wo + j)] = acc[b * Wo + j].get();
+      for (size_t i = 0; i < sums.size(); ++i) sums[i] = acc[i].get();
     });
-    return {kb.finish(), groups_for_threads(rows_total, c.wg)};
+    if (pool) {
+      Buf pooled = kb.buffer("pooled", t, Access::Write);
+      std::vector<Val> halves;  // [block][window column]: the maximum of the row's two columns
+      for (uint32_t b = 0; b < cob; ++b)
+        for (uint32_t j = 0; j < Wo; j += 2) halves.push_back(pool_max(sums[b * Wo + j].get(), sums[b * Wo + j + 1].get()));
+      // q = o / 2 counts the window rows of every (image, channel block) in order; block b's plane is channel co + b.
+      const uint32_t plane_rows = Ho / 2;
+      Val q = o / 2;
+      Val window_row = cob == 1 ? q * (Wo / 2) : ((q / plane_rows) * (cob * plane_rows) + q % plane_rows) * (Wo / 2);
+      store_pair_maxima(
+          kb, PairStores::Branched, kb.local_id(), o < rows_total, halves,
+          [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * plane_rows * (Wo / 2) + k % (Wo / 2)); },
+          [&](Val at, Val m) { pooled[at] = m; });
+    }
+    return {kb.finish(), groups_for_threads(rows_total, threads)};
   }
 
   // One invocation per result element of c_block neighbouring output channels (channel co .. co+cob-1 of

@@ -25,6 +25,8 @@
 
 namespace spire::lowering::heavy {
 
+struct Pool2dShape;
+
 struct Conv2dShape {
   int64_t n = 0, cin = 0, h = 0, w = 0;  // input [N, Cin, H, W]
   int64_t cout = 0, kh = 0, kw = 0;      // weights [Cout, Cin/groups, kh, kw]
@@ -93,6 +95,15 @@ std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, con
 // divide the result's channels per group, a workgroup size outside 1..1024).
 // `limits`: the device's, for configs that take more than the 16 KiB of workgroup memory every device has (images).
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits = {});
+// With a pooled side output (pooled_side_output.h): the kernel of config `c` also stores each window's largest sum of
+// `pool` (over the result) into a fourth buffer, "pooled" (write), where conv2d_pools_in_kernel says it can; else
+// std::invalid_argument.
+HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits,
+                          const Pool2dShape& pool);
+// Whether config `c`'s kernel can store `pool` of its result on a device of `limits`: rows (rows=1) and staged images
+// (images=1, strips of an even number of pixels) over 2x2 windows that tile the result, in workgroups of an even size,
+// where the device has subgroup shuffles (pooled_side_output.h).
+bool conv2d_pools_in_kernel(const Conv2dShape& s, const Conv2dConfig& c, const Pool2dShape& pool, const Limits& limits);
 HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits = {});
 inline HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t) { return conv2d_kernel(s, t, conv2d_heuristic(s)); }
 inline HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, kir::Type t) {

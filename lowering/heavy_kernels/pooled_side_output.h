@@ -1,0 +1,52 @@
+// A convolution kernel that also stores the max pooling of its result (lowering/fuse.h's pooled side outputs): 2x2
+// windows that tile the result, each window's largest raw sum (before any epilogue: the lowering applies the epilogue
+// to it, which fuse.h allows only where that commutes with the maximum) stored into a fourth buffer, "pooled".
+//
+// The kernels that do it own whole result rows or columns: a window's two halves lie in two neighbouring invocations
+// (local ids 2k and 2k + 1: the next row of the same channel, or the next column of the same strip), which swap their
+// halves' maxima through a subgroup shuffle and split the window's stores between them. No barrier and no workgroup
+// memory: a first version met in workgroup memory behind two barriers, and its tail made LeNet's convolutions 0.03 to
+// 0.06 ms slower on the H100 (docs/PERFORMANCE.md). Devices without shuffles run the pooling in a launch of its own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "ir/kernel/builder.h"
+#include "lowering/heavy_kernels/heavy_kernel.h"
+#include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "lowering/heavy_kernels/tuning_config.h"
+
+namespace spire::lowering::heavy {
+
+// True where a kernel over a result of ho x wo per plane can store `pool` as a side output on a device of `limits`:
+// 2x2 windows at stride 2 without padding over even ho and wo (the windows tile the result), and subgroup shuffles.
+bool pools_in_pairs(const Pool2dShape& pool, int64_t ho, int64_t wo, const Limits& limits);
+
+// The workgroup a pooling kernel of `wg` invocations launches: PTX's shuffles name all 32 lanes of a warp, so there it
+// is rounded up to whole warps (the extra invocations compute nothing; they pair among themselves).
+uint32_t pooled_workgroup(uint32_t wg, const Limits& limits);
+
+// The larger of a and b, a NaN being the larger (max_pool2d's rule: a window holding a NaN pools to NaN).
+kir::Val pool_max(kir::Val a, kir::Val b);
+
+// How a pair splits its windows' stores: the even invocation the first half, the odd one the rest.
+//  * Selected: each store's element and value selected by the invocation's parity, so a subgroup issues each store
+//    once (the strips of LeNet's first convolution on the H100: 0.178 ms on cuda:0 and 0.130 on vulkan:0, against
+//    0.185 and 0.135 branched).
+//  * Branched: each half in a branch of its own, the subgroup running both (the row kernels of its second convolution:
+//    0.285 ms on cuda:0 against 0.289, and 0.314 on vulkan:0 against 0.367; docs/PERFORMANCE.md).
+enum class PairStores { Selected, Branched };
+
+// Every invocation calls this in uniform control flow (it shuffles). `halves`: the invocation's maxima over its half
+// of each of its windows (the same count in both invocations of a pair, whose local ids differ in their lowest bit);
+// `valid`: the invocation computed them (both of a pair agree). Both learn each window's maximum and store their half
+// of the windows through store(pooled element, window maximum), index_of(k) being window k's pooled element and
+// `exists` (if given) whether window k exists (a strip reaching past the result).
+void store_pair_maxima(kir::KernelBuilder& kb, PairStores split, kir::Val lid, kir::Val valid,
+                       const std::vector<kir::Val>& halves, const std::function<kir::Val(uint32_t k)>& index_of,
+                       const std::function<void(kir::Val index, kir::Val max)>& store,
+                       const std::function<kir::Val(uint32_t k)>& exists = {});
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,184 @@
+// Pooled side outputs (lowering/fuse.h): a max pooling over 2x2-style windows of a convolution's result, or of its
+// epilogue's root where that tree commutes with the window's maximum (a bias per channel, a ReLU), is stored by the
+// convolution's launch and gets no launch of its own (lower_conv2d.cpp: rows and staged-image kernels store each
+// window's largest sum, which the epilogue turns into the pooled value; other configs run the pooling in a second
+// launch of the same program). Checked: where the plan takes it and where not, LeNet's launches on an H100-like
+// target, and every candidate config's convolution and pooling against the float64 evaluator on every device present
+// (the executor poisons buffers with NaN first, so an element left unwritten fails).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "frontend/lenet.h"
+#include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "lowering/fuse.h"
+#include "lowering/plan.h"
+#include "lowering/prepare.h"
+#include "lowering/tunable.h"
+#include "lowering/tunable_ops.h"
+#include "lowering/tuning_choices.h"
+#include "tests/lowering/device_list.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/on_device.h"
+#include "tests/support/random_tensor.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Graph;
+using graph::OpKind;
+using graph::Tensor;
+using graph::Value;
+
+namespace {
+
+enum class Epilogue { BiasRelu, None, MinusBias, Negated, PerElementAdd };
+
+struct PoolCase {
+  Epilogue epilogue = Epilogue::BiasRelu;
+  graph::Pool2dOptions pool{{2, 2}, {2, 2}, {0, 0}};
+  int64_t size = 12;  // input rows and columns (3x3 window, padding 1: the result's too)
+};
+
+// y = epilogue(conv2d(x, w)), p = max_pool2d(y); both outputs.
+Graph conv_then_pool(const PoolCase& c) {
+  Graph g;
+  const graph::Conv2dOptions conv{.padding = {1, 1}};
+  Value x = g.input("x", DType::F32, {3, 2, c.size, c.size});
+  Value w = g.input("w", DType::F32, {6, 2, 3, 3});
+  Value y = g.conv2d(x, w, conv);
+  Value b = g.reshape(g.input("b", DType::F32, {6}), {1, 6, 1, 1});
+  switch (c.epilogue) {
+    case Epilogue::BiasRelu: y = g.relu(g.add(y, b)); break;
+    case Epilogue::None: break;
+    case Epilogue::MinusBias: y = g.relu(g.sub(y, b)); break;
+    case Epilogue::Negated: y = g.neg(g.add(y, b)); break;
+    case Epilogue::PerElementAdd: y = g.add(y, g.input("r", DType::F32, {3, 6, c.size, c.size})); break;
+  }
+  g.output("y", y);
+  g.output("p", g.max_pool2d(y, c.pool));
+  return g;
+}
+
+struct Planned {
+  Graph g;
+  lowering::Fusion f;
+  Value conv, pool;
+};
+
+Planned plan_of(const Graph& original) {
+  Planned p{lowering::canonicalize(original), {}, {}, {}};
+  p.f = lowering::plan_fusion(p.g);
+  for (Value v : p.g.values()) {
+    if (p.g.node(v).op == OpKind::Conv2d) p.conv = v;
+    if (p.g.node(v).op == OpKind::MaxPool2d) p.pool = v;
+  }
+  return p;
+}
+
+std::vector<std::string> kernels_of(const lowering::Plan& plan) {
+  std::vector<std::string> out;
+  for (const lowering::Launch& l : plan.launches) out.push_back(plan.kernels.at(size_t(l.kernel)).name);
+  return out;
+}
+
+bool node_launched(const lowering::Plan& plan, const std::string& node) {
+  return std::any_of(plan.launches.begin(), plan.launches.end(), [&](const lowering::Launch& l) { return l.node == node; });
+}
+
+int count_prefix(const std::vector<std::string>& names, const std::string& prefix) {
+  return int(std::count_if(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }));
+}
+
+TEST(PooledSideOutputPlan, TakenUnderABiasAndReluOrNoEpilogue) {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::None, Epilogue::MinusBias}) {
+    const Planned p = plan_of(conv_then_pool({.epilogue = e}));
+    EXPECT_EQ(p.f.side_pool[size_t(p.conv.id)], p.pool.id) << int(e);
+    EXPECT_TRUE(p.f.is_side_output[size_t(p.pool.id)]) << int(e);
+    // The pooling node has no launch: the convolution's program stores it (at this size its heuristic keeps the
+    // weights in workgroup memory, a kernel that runs the pooling as its program's second launch).
+    const lowering::Plan plan = lowering::lower(conv_then_pool({.epilogue = e}), testing_support::h100_like_target());
+    EXPECT_FALSE(node_launched(plan, p.g.node(p.pool).name)) << int(e);
+    EXPECT_TRUE(node_launched(plan, p.g.node(p.conv).name)) << int(e);
+  }
+}
+
+TEST(PooledSideOutputPlan, NotTakenWhereTheMaximumDoesNotCommuteOrWindowsDoNotTile) {
+  const PoolCase refused[] = {{.epilogue = Epilogue::Negated},
+                              {.epilogue = Epilogue::PerElementAdd},
+                              {.pool = {{3, 3}, {2, 2}, {1, 1}}},
+                              {.pool = {{2, 2}, {1, 1}, {0, 0}}},
+                              {.size = 7}};  // a 7x7 result: the last row and column lie in no window
+  for (const PoolCase& c : refused) {
+    const Planned p = plan_of(conv_then_pool(c));
+    EXPECT_EQ(p.f.side_pool[size_t(p.conv.id)], -1) << int(c.epilogue) << " " << c.size;
+    EXPECT_FALSE(p.f.is_side_output[size_t(p.pool.id)]);
+    EXPECT_TRUE(node_launched(lowering::lower(conv_then_pool(c), testing_support::h100_like_target()),
+                              p.g.node(p.pool).name));
+  }
+}
+
+// LeNet's step at batch 8192 on an H100-like target: both convolutions store their poolings (the first's strips of
+// two rows, the second's staged images through ptxas), so neither pooling launches: 30 launches (32 before).
+TEST(PooledSideOutputPlan, LeNetsConvolutionsStoreTheirPoolings) {
+  nn::LeNetGraphOptions o;
+  o.batch = 8192;
+  const lowering::Plan plan = lowering::lower(nn::build_lenet_graph(o), testing_support::h100_like_target());
+  const std::vector<std::string> kernels = kernels_of(plan);
+  EXPECT_EQ(count_prefix(kernels, "max_pool2d_n8192"), 0);
+  EXPECT_EQ(count_prefix(kernels, "conv2d_n8192_c1_h28_w28_k6_r5x5_s1x1_p2x2_d1x1_g1_f32_strips_wg392_px2_pooled"), 1);
+  EXPECT_EQ(count_prefix(kernels, "conv2d_n8192_c6_h14_w14_k16_r5x5_s1x1_p2x2_d1x1_g1_f32_images_wg224_c1_pooled"), 1);
+  EXPECT_EQ(plan.launches.size(), 30u);
+}
+
+class PooledSideOutput : public testing_support::OnDevice {};
+
+// Every candidate of the pooled form, each epilogue the plan takes: the convolution's result (through its epilogue)
+// and the pooling, against float64. A 12x12 result makes the strips of 8 rows reach past it.
+TEST_P(PooledSideOutput, EveryConfigMatchesTheReference) {
+  const lowering::heavy::Limits limits = lowering::limits_of(dev_->info());
+  int in_kernel = 0, second_launch = 0;
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::None, Epilogue::MinusBias}) {
+    const Graph g = conv_then_pool({.epilogue = e});
+    const Planned p = plan_of(g);
+    ASSERT_EQ(p.f.side_pool[size_t(p.conv.id)], p.pool.id);
+    const lowering::TunableOp op = lowering::tunable_conv2d(p.g, p.conv, limits, p.pool);
+    const std::map<std::string, Tensor> in{{"x", testing_support::uniform_tensor({3, 2, 12, 12}, 21, DType::F32)},
+                                           {"w", testing_support::uniform_tensor({6, 2, 3, 3}, 22, DType::F32)},
+                                           {"b", testing_support::uniform_tensor({6}, 23, DType::F32)}};
+    const auto want = graph::evaluate(g, in, DType::F64);
+    // Every candidate under the bias and ReLU; under the other epilogues the first of each kind.
+    bool seen_in_kernel = false, seen_second_launch = false;
+    for (const lowering::heavy::Config& config : op.candidates) {
+      lowering::MapTuningChoices choices;
+      choices.configs[op.key] = config;
+      auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+      const bool pooled = exe->plan_text().find("_pooled") != std::string::npos;
+      if (e != Epilogue::BiasRelu && (pooled ? seen_in_kernel : seen_second_launch)) continue;
+      (pooled ? seen_in_kernel : seen_second_launch) = true;
+      in_kernel += pooled;
+      second_launch += !pooled;
+      // Either the convolution's kernel stores the pooling or a pooling kernel follows it in the same program.
+      ASSERT_NE(exe->plan_text().find(pooled ? "_pooled" : "max_pool2d_n3"), std::string::npos) << config.text();
+      for (const auto& [name, t] : in) exe->set(name, t);
+      exe->step();
+      for (const char* out : {"y", "p"}) {
+        const Tensor got = exe->get(out);
+        const Tensor& ref = want.at(out);
+        ASSERT_EQ(got.data.size(), ref.data.size());
+        for (size_t i = 0; i < ref.data.size(); ++i)
+          ASSERT_NEAR(got.data[i], ref.data[i], 1e-5 * (1 + std::abs(ref.data[i])))
+              << "epilogue " << int(e) << ", config " << config.text() << ", output " << out << ", element " << i;
+      }
+    }
+  }
+  EXPECT_GT(in_kernel, 0) << "no config stored the pooling in the convolution's kernel";
+  EXPECT_GT(second_launch, 0) << "no config ran the pooling in a second launch";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, PooledSideOutput, testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PooledSideOutput);
+
+}  // namespace
