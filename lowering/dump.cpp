@@ -189,6 +189,17 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
     s += "# Prologues: each reduction computes the pointwise root it reads at every element it folds, each convolution's\n"
          "# weight gradient its pooling gradient from the pooled gradient and the pooling's input (never stored).\n" +
          prologues;
+  std::string side_pools;
+  for (graph::Value v : scheduled)
+    if (fusion.side_pool[size_t(v.id)] >= 0) {
+      const graph::Node& host = g.node(v);
+      const graph::Node& pool = g.node(fusion.side_pool[size_t(v.id)]);
+      side_pools += fmt::format("{} = {} {}\n    also stores {} = {} {}\n", host.name, graph::op_name(host.op),
+                                host.type.to_string(), pool.name, graph::op_name(pool.op), pool.type.to_string());
+    }
+  if (!side_pools.empty())
+    s += "# Pooled side outputs: each convolution's launch also stores the max pooling of its result (through its\n"
+         "# epilogue), which gets no launch of its own.\n" + side_pools;
   if (!fusion.final_group.empty()) {
     s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "
                      "(more where the device binds fewer buffers).\n", fusion.final_group.size());

@@ -4,9 +4,9 @@
 //
 // The kernels that do it own whole result rows or columns: a window's two halves lie in two neighbouring invocations
 // (local ids 2k and 2k + 1: the next row of the same channel, or the next column of the same strip), which swap their
-// halves' maxima through a subgroup shuffle and split the window's stores between them. No barrier and no workgroup
-// memory: a first version met in workgroup memory behind two barriers, and its tail made LeNet's convolutions 0.03 to
-// 0.06 ms slower on the H100 (docs/PERFORMANCE.md). Devices without shuffles run the pooling in a launch of its own.
+// halves' maxima through a subgroup shuffle and split the window's stores between them (no barrier, no workgroup
+// memory; meeting in workgroup memory behind two barriers measured no faster on the H100, docs/PERFORMANCE.md). Devices
+// without shuffles run the pooling in a launch of its own.
 #pragma once
 
 #include <cstdint>
