@@ -230,7 +230,7 @@ class Planner {
   }
 
   // A max pooling over windows that tile its input (f32, no epilogue of its own) of a convolution's result, or of its
-  // epilogue's root where that tree commutes with the window's maximum: the convolution's launch stores it.
+  // epilogue's root: the convolution's launch stores it.
   void find_side_pool(Value p) {
     const graph::Node& n = g_.node(p);
     if (!needed_[size_t(p.id)] || n.op != OpKind::MaxPool2d || n.type.dtype != graph::DType::F32 ||
@@ -246,35 +246,12 @@ class Planner {
     if (f_.is_epilogue[size_t(in.id)]) {
       for (int32_t id = 0; id < in.id; ++id)
         if (f_.epilogue[size_t(id)] == in.id) conv = Value{id};
-      if (conv == in || !commutes_with_window_max(in, in, conv)) return;
+      if (conv == in) return;
     }
     const graph::Node& c = g_.node(conv);
     if (c.op != OpKind::Conv2d || c.type.dtype != graph::DType::F32 || f_.side_pool[size_t(conv.id)] >= 0) return;
     f_.side_pool[size_t(conv.id)] = p.id;
     f_.is_side_output[size_t(p.id)] = true;
-  }
-
-  // True when the tree under root r (its fused values) is non-decreasing in x and its other operands are the same
-  // at every element of a pooling window: then the tree of the window's largest x is the window's largest value.
-  // ReLUs, and adds or subtractions of loaded values broadcast along H and W (a bias per channel) or constants.
-  bool commutes_with_window_max(Value v, Value root, Value x) const {
-    if (v == x) return true;
-    if (v != root && !f_.fused[size_t(v.id)]) return false;
-    const graph::Node& n = g_.node(v);
-    auto window_constant = [&](Value u) {
-      if (u == x || (f_.fused[size_t(u.id)] && g_.node(u).op != OpKind::Constant)) return false;
-      const graph::Shape& s = g_.type(u).shape;
-      const size_t r = s.size();
-      return (r < 1 || s[r - 1] == 1) && (r < 2 || s[r - 2] == 1);
-    };
-    switch (n.op) {
-      case OpKind::Relu: return commutes_with_window_max(n.inputs[0], root, x);
-      case OpKind::Add:
-        return (commutes_with_window_max(n.inputs[0], root, x) && window_constant(n.inputs[1])) ||
-               (commutes_with_window_max(n.inputs[1], root, x) && window_constant(n.inputs[0]));
-      case OpKind::Sub: return commutes_with_window_max(n.inputs[0], root, x) && window_constant(n.inputs[1]);
-      default: return false;
-    }
   }
 
   // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;
@@ -314,10 +291,5 @@ bool Fusion::in_final_group(Value v) const {
 Fusion plan_fusion(const graph::Graph& g) { return Planner(g).run(); }
 
 std::vector<bool> fuse_pointwise(const graph::Graph& g) { return plan_fusion(g).fused; }
-
-kir::Val pooled_plane_origin(kir::Val pooled_index, const graph::Shape& input, const graph::Shape& pooled) {
-  const uint32_t plane = uint32_t(input[2] * input[3]), pooled_plane = uint32_t(pooled[2] * pooled[3]);
-  return (pooled_index / pooled_plane) * plane;
-}
 
 }  // namespace spire::lowering

@@ -21,11 +21,10 @@
 //    copy of each image window by window; the others run the pooling gradient into a scratch buffer first). The
 //    pooling gradient, four times the pooled gradient's size, is never stored (LeNet's first convolution).
 //  * Pooled side outputs. A 2x2-style max pooling (windows that tile its input, f32, no epilogue of its own) of a
-//    convolution's result, or of the convolution's epilogue root where that tree is non-decreasing in the result and
-//    constant over each window (a bias per channel, a ReLU), is stored by the convolution's launch: its kernel takes
-//    each window's maximum of its raw sums, and the epilogue, applied to that maximum, gives the pooled value (the
-//    maximum of the epilogue's values). The pooling gets no launch and never reads the convolution's result back
-//    (lower_conv2d.cpp; configs whose kernels cannot run the pooling in a second launch of the same program).
+//    convolution's result, or of the convolution's epilogue root, is stored by the convolution's launch: its kernel
+//    pools the values it stores (taking the epilogue's value at each element, kir's epilogue taps), so the pooling gets
+//    no launch and never reads the result back (lower_conv2d.cpp; configs whose kernels cannot run the pooling in a
+//    second launch of the same program).
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -34,7 +33,6 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
-#include "ir/kernel/builder.h"
 
 namespace spire::lowering {
 
@@ -76,13 +74,6 @@ struct Fusion {
 };
 
 Fusion plan_fusion(const graph::Graph& g);
-
-// Where the epilogue of a pooled side output's element `pooled_index` (of a max_pool2d of shape [N, C, Ho, Wo] over
-// an input of [N, C, H, W]) is evaluated: the first element of its window's plane in the input. The tree's other
-// operands are constant over each plane's H and W (the plan's condition), so that element stands for every element of
-// the window, and finding it takes one division where the window's own corner would take three.
-kir::Val pooled_plane_origin(kir::Val pooled_index, const graph::Shape& input,
-                              const graph::Shape& pooled);
 
 // plan_fusion(g).fused: what the pointwise chains and absorbed transposes leave without a launch.
 std::vector<bool> fuse_pointwise(const graph::Graph& g);

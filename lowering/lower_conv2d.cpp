@@ -154,8 +154,8 @@ heavy::Pool2dShape side_pool_shape(const graph::Graph& g, graph::Value pool) {
 }
 
 // A convolution whose launch also stores a max pooling of its result (fuse.h's pooled side outputs): the configs whose
-// kernels can (rows, staged images) store each window's largest sum into the pooling's buffer, which the lowering's
-// epilogue turns into the largest epilogue value; the others run the pooling over the stored result (the epilogue's
+// kernels can (rows, staged images) store each window's largest stored value (epilogue included, through kir's
+// epilogue taps) into the pooling's buffer; the others run the pooling over the stored result (the epilogue's
 // root) in a second launch of the same program, as its own launch did before. Buffers: x, w, y, the pooled result,
 // the pooling's input (the epilogue's root, or y itself).
 KernelProgram pooled_conv2d_program(const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits,

@@ -137,35 +137,28 @@ class PlanBuilder final : public LoweringContext {
     const kir::Type root_type = device_type(g_.node(root).type.dtype);
     std::optional<kir::Type> store_as;
     if (root_type != kernel.buffers[index].elem) store_as = root_type;
+    // A kernel that taps the epilogue (kir's Op::EpilogueTap: it also computes with its stored values, as a pooled
+    // side output's kernel does) takes the tree at its taps, and its stores store the tapped values.
+    const bool taps = kir::taps_epilogue_of(kernel, index);
+    if (taps && store_as)
+      throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' taps its epilogue, which rounds to {}: taps keep "
+                                         "the result's type", current_node_, kernel.name, kir::type_name(*store_as)));
     kir::KernelBuilder kb(std::move(kernel));
     PointwiseTree tree(*this, kb);
     std::vector<std::string> ops;
+    auto at_element = [&](kir::Val at, kir::Val value) {
+      tree.substitute(current_value_, value);
+      tree.forget_computed();  // each store (or tap) is another element
+      kir::Val r = tree.root(root, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
+      if (ops.empty()) ops = tree.ops();
+      return r;
+    };
     try {
-      kb.rewrite_stores(index, [&](kir::Val at, kir::Val value) {
-        tree.substitute(current_value_, value);
-        tree.forget_computed();  // each store is another element
-        kir::Val r = tree.root(root, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
-        if (ops.empty()) ops = tree.ops();
-        return r;
-      }, store_as);
+      if (taps) kb.rewrite_taps(index, at_element);
+      else kb.rewrite_stores(index, at_element, store_as);
     } catch (const std::invalid_argument& e) {
       throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's takes_epilogue lists an op whose kernels "
                                          "read their result)", current_node_, e.what()));
-    }
-    // A pooled side output (fuse.h) holds each window's largest raw result: the same tree, evaluated where its other
-    // operands hold the window's values, gives the window's largest root value.
-    const int32_t side = fusion_.side_pool.at(size_t(current_value_.id));
-    const int32_t side_buffer = side >= 0 ? buffer_of_value_.at(size_t(side)) : -1;
-    auto pooled = std::find(buffers.begin(), buffers.end(), side_buffer);
-    if (side_buffer >= 0 && pooled != buffers.end()) {
-      const graph::Shape& input = g_.type(root).shape;
-      const graph::Shape& out = g_.type(graph::Value{side}).shape;
-      kb.rewrite_stores(uint32_t(pooled - buffers.begin()), [&](kir::Val at, kir::Val value) {
-        tree.substitute(current_value_, value);
-        tree.forget_computed();
-        kir::Val p = at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32);
-        return tree.root(root, pooled_plane_origin(p, input, out));
-      });
     }
     kernel = kb.finish();
     for (const std::string& op : ops) kernel.name += "_" + op;

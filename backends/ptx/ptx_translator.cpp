@@ -201,6 +201,9 @@ void Translator::stmt(const kir::Instr& in) {
       break;
     case kir::Op::LoadBuffer: case kir::Op::LoadShared: case kir::Op::AtomicAdd: memory_op(in, dst); break;
     case kir::Op::ShuffleXor: shuffle_xor(in, dst); break;
+    case kir::Op::EpilogueTap:  // no epilogue folded in: the value itself
+      w_.ins(fmt::format("mov.{} {}, {};", ptx_bits(in.type), dst, val(in.operands[1])));
+      break;
     case kir::Op::MatrixElement:
       w_.ins(fmt::format("mov.f32 {}, {};", dst, fragments_[in.index][size_t(in.imm.i)]));
       break;

@@ -38,6 +38,7 @@ Id KernelEmitter::instr(const kir::Instr& in) {
     case Op::ShuffleXor:
       return op(SpvOpGroupNonUniformShuffleXor, type(in.type),
                 {m_.constant_u32(SpvScopeSubgroup), value(in.operands[0]), value(in.operands[1])});
+    case Op::EpilogueTap: return op(SpvOpCopyObject, type(in.type), {value(in.operands[1])});  // no epilogue folded in
     case Op::MatrixElement: break;  // warpgroup matrices are refused before emission (compile.cpp)
   }
   throw std::logic_error(fmt::format("SPIR-V backend: unhandled op {}", kir::op_name(in.op)));

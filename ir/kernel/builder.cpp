@@ -119,22 +119,47 @@ void KernelBuilder::rewrite_loads(uint32_t buffer, const std::function<Val(Val)>
 }
 
 void KernelBuilder::rewrite_loads_in(Block& block, uint32_t buffer, const std::function<Val(Val)>& replace) {
+  replace_values(
+      block, [&](const Instr& in) { return in.op == Op::LoadBuffer && in.index == buffer; },
+      [&](const Instr& old) {
+        const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]));
+        if (value.builder() == this && value.type() != old.type)
+          throw std::invalid_argument(fmt::format("kernel '{}': a rewritten load from '{}' ({}) has type {}", k_.name,
+                                                  k_.buffers[buffer].name, type_name(old.type), type_name(value.type())));
+        return value;
+      });
+}
+
+void KernelBuilder::rewrite_taps(uint32_t buffer, const std::function<Val(Val, Val)>& replace) {
+  if (buffer >= k_.buffers.size())
+    throw std::invalid_argument(fmt::format("kernel '{}' has no buffer {}", k_.name, buffer));
+  replace_values(
+      k_.body, [&](const Instr& in) { return in.op == Op::EpilogueTap && in.index == buffer; },
+      [&](const Instr& old) {
+        const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]),
+                                  Val(this, old.operands[1], k_.value_types[old.operands[1]]));
+        if (value.builder() == this && value.type() != old.type)
+          throw std::invalid_argument(fmt::format("kernel '{}': a rewritten epilogue tap of '{}' ({}) has type {}",
+                                                  k_.name, k_.buffers[buffer].name, type_name(old.type),
+                                                  type_name(value.type())));
+        return value;
+      });
+}
+
+void KernelBuilder::replace_values(Block& block, const std::function<bool(const Instr&)>& matches,
+                                   const std::function<Val(const Instr&)>& value_of) {
   rewrite_each(
       block,
       [&](const Stmt& s) {
-        const auto* load = std::get_if<Instr>(&s);
-        return load && load->op == Op::LoadBuffer && load->index == buffer;
+        const auto* in = std::get_if<Instr>(&s);
+        return in && matches(*in);
       },
       [&](const Stmt& s) -> std::function<void(Stmt&)> {
-        const Instr old = std::get<Instr>(s);
-        const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]));
-        // The load's result keeps its id (later instructions use it), now a select of the value with itself under a
-        // constant true: the same bits, whatever the type, which every backend's compiler folds away.
+        const Val value = value_of(std::get<Instr>(s));
+        if (value.builder() != this) throw std::invalid_argument("kernel builder: a rewrite given a Val of another kernel");
+        // The instruction's result keeps its id (later instructions use it), now a select of the value with itself
+        // under a constant true: the same bits, whatever the type, which every backend's compiler folds away.
         const Val always = boolean(true);
-        if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_loads given a Val of another kernel");
-        if (value.type() != old.type)
-          throw std::invalid_argument(fmt::format("kernel '{}': a rewritten load from '{}' ({}) has type {}", k_.name,
-                                                  k_.buffers[buffer].name, type_name(old.type), type_name(value.type())));
         return [always, value](Stmt& now) {
           Instr& in = std::get<Instr>(now);
           in.op = Op::Select;
@@ -231,6 +256,10 @@ Val KernelBuilder::builtin(Builtin b) {
   if (b == Builtin::SubgroupSize || b == Builtin::SubgroupId || b == Builtin::SubgroupLocalId)
     require(Feature::SubgroupShuffle);
   return emit(Op::ReadBuiltin, Type::U32, {}, uint32_t(b));
+}
+
+Val KernelBuilder::epilogue_tap(const Buf& result, Val index, Val value) {
+  return emit(Op::EpilogueTap, value.type(), {index, value}, result.index());
 }
 
 Val KernelBuilder::shuffle_xor(Val value, uint32_t mask) {

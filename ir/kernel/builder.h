@@ -155,6 +155,10 @@ class KernelBuilder {
   // kernel also writes the buffer, reads it other than element by element (vector loads, copies, matrices), or
   // `replace` returns a value of another type than the buffer's.
   void rewrite_loads(uint32_t buffer, const std::function<Val(Val index)>& replace);
+  // Every tap of buffer `buffer`'s epilogue (epilogue_tap) takes the value `replace` returns for its element index and
+  // value; what `replace` emits goes right before the tap, in its block. Throws std::invalid_argument when `replace`
+  // returns a value of another type than the buffer's.
+  void rewrite_taps(uint32_t buffer, const std::function<Val(Val index, Val value)>& replace);
 
   // Parameters and storage.
   Buf buffer(std::string name, Type elem, Access access);
@@ -226,6 +230,9 @@ class KernelBuilder {
   Val subgroup_local_id() { return builtin(Builtin::SubgroupLocalId); }
   Val shuffle_xor(Val value, uint32_t mask);
   Val builtin(Builtin b);
+  // What result buffer `result`'s epilogue makes of `value` at element `index` (kernel.h's Op::EpilogueTap): `value`
+  // until the lowering folds an epilogue in. A kernel that taps a buffer stores the tapped values into it.
+  Val epilogue_tap(const Buf& result, Val index, Val value);
 
   // Constants.
   Val constant(Type t, double v);
@@ -258,6 +265,10 @@ class KernelBuilder {
   std::vector<Val> vector_results(std::vector<ValueId>& results, Type t, Val index, uint32_t lanes, const char* what);
   void rewrite_stores_in(Block& block, uint32_t buffer, const std::function<Val(Val, Val)>& replace);
   void rewrite_loads_in(Block& block, uint32_t buffer, const std::function<Val(Val)>& replace);
+  // Replaces the values of the instructions `matches` picks by what `value_of` returns for each (emitted right before
+  // it): the instruction keeps its id, as a select of the new value with itself (rewrite_loads, rewrite_taps).
+  void replace_values(Block& block, const std::function<bool(const Instr&)>& matches,
+                      const std::function<Val(const Instr&)>& value_of);
   // Every statement of `block` (nested blocks included) that `matches`: `emit` builds what goes right before it (into
   // a prelude block) and returns how to change the statement itself once the prelude is in place.
   void rewrite_each(Block& block, const std::function<bool(const Stmt&)>& matches,

@@ -84,6 +84,7 @@ std::string_view op_name(Op op) {
     case Op::LoadShared: return "load_shared";
     case Op::AtomicAdd: return "atomic_add";
     case Op::ShuffleXor: return "shuffle_xor";
+    case Op::EpilogueTap: return "epilogue_tap";
     case Op::MatrixElement: return "matrix_element";
   }
   return "?";
@@ -236,6 +237,13 @@ struct Verifier {
         break;
       case Op::ShuffleXor:
         if (t0 != in.type || in.type == Type::Bool || t1 != Type::U32) return fail(name + ": shuffle_xor(T value, u32 mask) -> T");
+        break;
+      case Op::EpilogueTap:
+        if (in.index >= k.buffers.size() || k.buffers[in.index].access == Access::Read)
+          return fail(name + ": taps the epilogue of a result buffer (written), which this index is not");
+        if (k.buffers[in.index].elem != in.type || t1 != in.type)
+          return fail(name + ": epilogue_tap(index, T value) -> T, T the buffer's element type");
+        if (!index_ok(in.operands[0], name.c_str())) return false;
         break;
       case Op::MatrixElement:
         if (in.index >= k.fragments.size() || !is_warpgroup_accumulator(in.index))
@@ -496,6 +504,27 @@ bool stores_matrices_into(const Block& block, uint32_t buffer) {
 }  // namespace
 
 bool stores_matrices_into(const Kernel& k, uint32_t buffer) { return stores_matrices_into(k.body, buffer); }
+
+namespace {
+
+bool taps_epilogue_of(const Block& block, uint32_t buffer) {
+  for (const Stmt& s : block.stmts) {
+    if (const auto* in = std::get_if<Instr>(&s)) {
+      if (in->op == Op::EpilogueTap && in->index == buffer) return true;
+    } else if (const auto* i = std::get_if<If>(&s)) {
+      if ((i->then_body && taps_epilogue_of(*i->then_body, buffer)) ||
+          (i->else_body && taps_epilogue_of(*i->else_body, buffer)))
+        return true;
+    } else if (const auto* f = std::get_if<For>(&s)) {
+      if (taps_epilogue_of(*f->body, buffer)) return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool taps_epilogue_of(const Kernel& k, uint32_t buffer) { return taps_epilogue_of(k.body, buffer); }
 
 std::string verify(const Kernel& k) {
   if (k.name.empty()) return "kernel has no name";

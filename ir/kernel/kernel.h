@@ -168,6 +168,11 @@ enum class Op : uint8_t {
   // Element imm.i of this invocation's share of warpgroup accumulator `index` (f32; see MatrixUse). Read it only
   // after a WarpgroupWait covers every multiply into it.
   MatrixElement,
+  // The value result buffer `index`'s epilogue makes of operands[1] at the buffer's element operands[0]: what a store
+  // of operands[1] there would store once the lowering folds a pointwise epilogue into the kernel
+  // (KernelBuilder::rewrite_taps; lowering/fuse.h), so a kernel can also compute with its stored values (a pooling of
+  // them). operands[1] itself where no epilogue is folded in: every backend emits a copy.
+  EpilogueTap,
 };
 std::string_view op_name(Op op);
 int op_arity(Op op);  // number of value operands (-1 none fixed)
@@ -334,6 +339,9 @@ Kernel signature(const Kernel& k);
 // True when the kernel writes `buffer` with whole workgroup matrices (MatrixStoreTensor), whose elements no
 // StoreBuffer names: such stores cannot take a pointwise epilogue (KernelBuilder::rewrite_stores).
 bool stores_matrices_into(const Kernel& k, uint32_t buffer);
+// True when the kernel taps `buffer`'s epilogue (Op::EpilogueTap): its stores into it then store tapped values, and an
+// epilogue is folded in by rewriting the taps, not the stores.
+bool taps_epilogue_of(const Kernel& k, uint32_t buffer);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,
 // indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a

@@ -37,6 +37,9 @@ struct Printer {
       case Op::LoadBuffer: rhs = fmt::format("load {}[{}]", k.buffers[in.index].name, v(in.operands[0])); break;
       case Op::LoadShared: rhs = fmt::format("load_shared {}[{}]", k.shared[in.index].name, v(in.operands[0])); break;
       case Op::MatrixElement: rhs = fmt::format("matrix_element {}[{}]", k.fragments[in.index].name, in.imm.i); break;
+      case Op::EpilogueTap:
+        rhs = fmt::format("epilogue_tap {}[{}], {}", k.buffers[in.index].name, v(in.operands[0]), v(in.operands[1]));
+        break;
       case Op::AtomicAdd:
         rhs = fmt::format("atomic_add {}[{}], {}", k.buffers[in.index].name, v(in.operands[0]), v(in.operands[1]));
         break;

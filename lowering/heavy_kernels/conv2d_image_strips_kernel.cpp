@@ -151,7 +151,12 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
     Val y_at = (n * Cout * Ho + row0) * Wo + col;
     for (uint32_t co = 0; co < Cout; ++co)
       for (uint32_t i = 0; i < P; ++i) {
-        auto store = [&] { y[y_at + (co * Ho + i) * Wo] = acc[co * P + i].get(); };
+        auto store = [&] {
+          Val at = y_at + (co * Ho + i) * Wo;
+          // A pooling takes what is stored: the value the epilogue (if the lowering folds one in) makes of the sum.
+          if (pool) acc[co * P + i] = kb.epilogue_tap(y, at, acc[co * P + i].get());
+          y[at] = acc[co * P + i].get();
+        };
         if (g.strips * P > Ho) kb.if_(row0 + i < Ho, store);  // the last strip reaches past the output
         else store();
       }

@@ -137,7 +137,12 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
     });
     Val y_row = ((n * Cout + co0) * Ho + ho) * Wo;
     for (uint32_t b = 0; b < cob; ++b)
-      for (uint32_t j = 0; j < Wo; ++j) y[y_row + (b * Ho * Wo + j)] = acc[b * Wo + j].get();
+      for (uint32_t j = 0; j < Wo; ++j) {
+        Val at = y_row + (b * Ho * Wo + j);
+        // A pooling takes what is stored: the value the epilogue (if the lowering folds one in) makes of the sum.
+        if (pool) acc[b * Wo + j] = kb.epilogue_tap(y, at, acc[b * Wo + j].get());
+        y[at] = acc[b * Wo + j].get();
+      }
   });
   if (pool) {
     // Rows ho and ho + 1 of a channel block are local ids lid and lid + 1 (owners = blocks x Ho, Ho even).

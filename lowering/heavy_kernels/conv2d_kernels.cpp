@@ -569,8 +569,16 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
       std::vector<Var> acc = emit_row_gather(kb, t, x, w, g);
       Val y_row = cob == 1 ? o * Wo : ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo;
       for (uint32_t b = 0; b < cob; ++b)
-        for (uint32_t j = 0; j < Wo; ++j) y[y_row + (b * Ho * Wo + j)] = acc[b * Wo + j].get();
-      for (size_t i = 0; i < sums.size(); ++i) sums[i] = acc[i].get();
+        for (uint32_t j = 0; j < Wo; ++j) {
+          Val at = y_row + (b * Ho * Wo + j);
+          if (!pool) {
+            y[at] = acc[b * Wo + j].get();
+            continue;
+          }
+          // The pooling takes what is stored: the value the epilogue (if the lowering folds one in) makes of the sum.
+          sums[b * Wo + j] = kb.epilogue_tap(y, at, acc[b * Wo + j].get());
+          y[at] = sums[b * Wo + j].get();
+        }
     });
     if (pool) {
       Buf pooled = kb.buffer("pooled", t, Access::Write);

@@ -95,7 +95,7 @@ std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, con
 // divide the result's channels per group, a workgroup size outside 1..1024).
 // `limits`: the device's, for configs that take more than the 16 KiB of workgroup memory every device has (images).
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits = {});
-// With a pooled side output (pooled_side_output.h): the kernel of config `c` also stores each window's largest sum of
+// With a pooled side output (pooled_side_output.h): the kernel of config `c` also stores each window's largest value of
 // `pool` (over the result) into a fourth buffer, "pooled" (write), where conv2d_pools_in_kernel says it can; else
 // std::invalid_argument.
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits,

@@ -1,6 +1,6 @@
 // A convolution kernel that also stores the max pooling of its result (lowering/fuse.h's pooled side outputs): 2x2
-// windows that tile the result, each window's largest raw sum (before any epilogue: the lowering applies the epilogue
-// to it, which fuse.h allows only where that commutes with the maximum) stored into a fourth buffer, "pooled".
+// windows that tile the result, each window's largest stored value (the kernel takes each value through kir's
+// epilogue tap, so a bias and ReLU the lowering folds into its stores are in it) stored into a fourth buffer, "pooled".
 //
 // The kernels that do it own whole result rows or columns: a window's two halves lie in two neighbouring invocations
 // (local ids 2k and 2k + 1: the next row of the same channel, or the next column of the same strip), which swap their

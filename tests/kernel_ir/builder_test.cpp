@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/kernel/builder.h"
+#include "ir/kernel/printer.h"
 
 using namespace spire::kir;
 
@@ -151,6 +152,53 @@ TEST(KernelBuilder, RewriteLoadsComputesEachLoadedElement) {
     return b.finish();
   }());
   EXPECT_THROW(typed.rewrite_loads(0, [](Val i) { return i; }), std::invalid_argument);  // u32 for an f32 buffer
+}
+
+// An epilogue tap stands for what y's epilogue makes of a value: the value itself until rewrite_taps gives it the
+// epilogue's (here +1), and the kernel's other uses of the tap (a second buffer) see the rewritten value too.
+TEST(KernelBuilder, RewriteTapsGivesEveryTapOfOneBufferItsEpilogue) {
+  KernelBuilder kb("tap", 64);
+  auto x = kb.buffer("x", Type::F32, Access::Read);
+  auto y = kb.buffer("y", Type::F32, Access::Write);
+  auto m = kb.buffer("m", Type::F32, Access::Write);
+  auto i = kb.global_id();
+  Val v = kb.epilogue_tap(y, i, x[i] * 2.0f);
+  y[i] = v;
+  m[i] = v * 3.0f;
+  Kernel k = kb.finish();
+  EXPECT_EQ(verify(k), "");
+  EXPECT_TRUE(taps_epilogue_of(k, 1));
+  EXPECT_FALSE(taps_epilogue_of(k, 2));
+  EXPECT_NE(print(k).find("epilogue_tap y["), std::string::npos) << print(k);
+  KernelBuilder rw(std::move(k));
+  int calls = 0;
+  rw.rewrite_taps(1, [&](Val index, Val value) {
+    ++calls;
+    EXPECT_EQ(index.type(), Type::U32);
+    return value + 1.0f;
+  });
+  Kernel done = rw.finish();
+  EXPECT_EQ(calls, 1);
+  EXPECT_FALSE(taps_epilogue_of(done, 1));  // the tap became a select of the new value with itself
+  EXPECT_EQ(verify(done), "");
+  KernelBuilder wrong_type([] {
+    KernelBuilder b("tap", 64);
+    auto y = b.buffer("y", Type::F32, Access::Write);
+    y[b.global_id()] = b.epilogue_tap(y, b.global_id(), b.f32(1));
+    return b.finish();
+  }());
+  EXPECT_THROW(wrong_type.rewrite_taps(0, [](Val i, Val) { return i; }), std::invalid_argument);
+  // Only a result buffer has an epilogue to tap.
+  KernelBuilder read("tap_read", 64);
+  auto r = read.buffer("r", Type::F32, Access::Read);
+  auto o = read.buffer("o", Type::F32, Access::Write);
+  o[read.global_id()] = read.epilogue_tap(r, read.global_id(), read.f32(1));
+  try {
+    read.finish();  // finish() verifies
+    ADD_FAILURE() << "a tap of a read-only buffer was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("epilogue_tap"), std::string::npos) << e.what();
+  }
 }
 
 TEST(KernelBuilder, NumbersTakeTheValsType) {

@@ -1,10 +1,10 @@
 // Pooled side outputs (lowering/fuse.h): a max pooling over 2x2-style windows of a convolution's result, or of its
-// epilogue's root where that tree commutes with the window's maximum (a bias per channel, a ReLU), is stored by the
-// convolution's launch and gets no launch of its own (lower_conv2d.cpp: rows and staged-image kernels store each
-// window's largest sum, which the epilogue turns into the pooled value; other configs run the pooling in a second
-// launch of the same program). Checked: where the plan takes it and where not, LeNet's launches on an H100-like
-// target, and every candidate config's convolution and pooling against the float64 evaluator on every device present
-// (the executor poisons buffers with NaN first, so an element left unwritten fails).
+// epilogue's root, is stored by the convolution's launch and gets no launch of its own (lower_conv2d.cpp: rows and
+// staged-image kernels pool the values they store, the epilogue's included through kir's epilogue taps; other configs
+// run the pooling in a second launch of the same program). Checked: where the plan takes it and where not, LeNet's
+// launches on an H100-like target, and every candidate config's convolution and pooling against the float64 evaluator
+// on every device present, under epilogues that are not monotone or vary within a window (the executor poisons buffers
+// with NaN first, so an element left unwritten fails).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -91,8 +91,10 @@ int count_prefix(const std::vector<std::string>& names, const std::string& prefi
   return int(std::count_if(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }));
 }
 
-TEST(PooledSideOutputPlan, TakenUnderABiasAndReluOrNoEpilogue) {
-  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::None, Epilogue::MinusBias}) {
+// Every epilogue: the kernels pool the values they store.
+TEST(PooledSideOutputPlan, TakenUnderAnyEpilogue) {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::None, Epilogue::MinusBias, Epilogue::Negated,
+                     Epilogue::PerElementAdd}) {
     const Planned p = plan_of(conv_then_pool({.epilogue = e}));
     EXPECT_EQ(p.f.side_pool[size_t(p.conv.id)], p.pool.id) << int(e);
     EXPECT_TRUE(p.f.is_side_output[size_t(p.pool.id)]) << int(e);
@@ -104,10 +106,8 @@ TEST(PooledSideOutputPlan, TakenUnderABiasAndReluOrNoEpilogue) {
   }
 }
 
-TEST(PooledSideOutputPlan, NotTakenWhereTheMaximumDoesNotCommuteOrWindowsDoNotTile) {
-  const PoolCase refused[] = {{.epilogue = Epilogue::Negated},
-                              {.epilogue = Epilogue::PerElementAdd},
-                              {.pool = {{3, 3}, {2, 2}, {1, 1}}},
+TEST(PooledSideOutputPlan, NotTakenWhereWindowsDoNotTileTheResult) {
+  const PoolCase refused[] = {{.pool = {{3, 3}, {2, 2}, {1, 1}}},
                               {.pool = {{2, 2}, {1, 1}, {0, 0}}},
                               {.size = 7}};  // a 7x7 result: the last row and column lie in no window
   for (const PoolCase& c : refused) {
@@ -134,19 +134,23 @@ TEST(PooledSideOutputPlan, LeNetsConvolutionsStoreTheirPoolings) {
 
 class PooledSideOutput : public testing_support::OnDevice {};
 
-// Every candidate of the pooled form, each epilogue the plan takes: the convolution's result (through its epilogue)
-// and the pooling, against float64. A 12x12 result makes the strips of 8 rows reach past it.
+// Every candidate of the pooled form under a bias and ReLU, the first of each kind under the other epilogues (a
+// negated result, whose window maximum is not the negated maximum; an add that varies within each window): the
+// convolution's result (through its epilogue) and the pooling, against float64. A 12x12 result makes the strips of 8
+// rows reach past it.
 TEST_P(PooledSideOutput, EveryConfigMatchesTheReference) {
   const lowering::heavy::Limits limits = lowering::limits_of(dev_->info());
   int in_kernel = 0, second_launch = 0;
-  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::None, Epilogue::MinusBias}) {
+  for (Epilogue e : {Epilogue::BiasRelu, Epilogue::None, Epilogue::MinusBias, Epilogue::Negated,
+                     Epilogue::PerElementAdd}) {
     const Graph g = conv_then_pool({.epilogue = e});
     const Planned p = plan_of(g);
     ASSERT_EQ(p.f.side_pool[size_t(p.conv.id)], p.pool.id);
     const lowering::TunableOp op = lowering::tunable_conv2d(p.g, p.conv, limits, p.pool);
-    const std::map<std::string, Tensor> in{{"x", testing_support::uniform_tensor({3, 2, 12, 12}, 21, DType::F32)},
-                                           {"w", testing_support::uniform_tensor({6, 2, 3, 3}, 22, DType::F32)},
-                                           {"b", testing_support::uniform_tensor({6}, 23, DType::F32)}};
+    std::map<std::string, Tensor> in{{"x", testing_support::uniform_tensor({3, 2, 12, 12}, 21, DType::F32)},
+                                     {"w", testing_support::uniform_tensor({6, 2, 3, 3}, 22, DType::F32)},
+                                     {"b", testing_support::uniform_tensor({6}, 23, DType::F32)}};
+    if (e == Epilogue::PerElementAdd) in["r"] = testing_support::uniform_tensor({3, 6, 12, 12}, 24, DType::F32);
     const auto want = graph::evaluate(g, in, DType::F64);
     // Every candidate under the bias and ReLU; under the other epilogues the first of each kind.
     bool seen_in_kernel = false, seen_second_launch = false;
