@@ -152,7 +152,7 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
       for (uint32_t j = 0; j < Wo; j += 2) halves.push_back(pool_max(acc[b * Wo + j].get(), acc[b * Wo + j + 1].get()));
     Val window_row = ((n * Cout + co0) * (Ho / 2) + ho / 2) * (Wo / 2);
     store_pair_maxima(
-        kb, PairStores::Branched, lid, valid, halves,
+        kb, PairStores::Selected, lid, valid, halves,
         [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * (Ho / 2) * (Wo / 2) + k % (Wo / 2)); },
         [&](Val at, Val m) { pooled[at] = m; });
   }

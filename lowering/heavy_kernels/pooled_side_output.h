@@ -31,12 +31,13 @@ uint32_t pooled_workgroup(uint32_t wg, const Limits& limits);
 // The larger of a and b, a NaN being the larger (max_pool2d's rule: a window holding a NaN pools to NaN).
 kir::Val pool_max(kir::Val a, kir::Val b);
 
-// How a pair splits its windows' stores: the even invocation the first half, the odd one the rest.
+// How a pair splits its windows' stores: the even invocation the first half, the odd one the rest. Measured inside
+// LeNet's step at batch 8192 on the H100 (docs/PERFORMANCE.md):
 //  * Selected: each store's element and value selected by the invocation's parity, so a subgroup issues each store
-//    once (the strips of LeNet's first convolution on the H100: 0.178 ms on cuda:0 and 0.130 on vulkan:0, against
-//    0.185 and 0.135 branched).
-//  * Branched: each half in a branch of its own, the subgroup running both (the row kernels of its second convolution:
-//    0.285 ms on cuda:0 against 0.289, and 0.314 on vulkan:0 against 0.367; docs/PERFORMANCE.md).
+//    once: the staged kernels (the first convolution's strips 0.154 ms on cuda:0 and 0.127 on vulkan:0, against 0.156
+//    and 0.129 branched; the second's staged images on cuda:0 0.264 against 0.266).
+//  * Branched: each half in a branch of its own, the subgroup running both: the row kernel (the second convolution on
+//    vulkan:0, 0.294 ms against 0.307 selected).
 enum class PairStores { Selected, Branched };
 
 // Every invocation calls this in uniform control flow (it shuffles). `halves`: the invocation's maxima over its half
