@@ -20,6 +20,7 @@
 #include "lowering/tunable_ops.h"
 #include "lowering/tuning_choices.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
@@ -77,19 +78,9 @@ Planned plan_of(const Graph& original) {
   return p;
 }
 
-std::vector<std::string> kernels_of(const lowering::Plan& plan) {
-  std::vector<std::string> out;
-  for (const lowering::Launch& l : plan.launches) out.push_back(plan.kernels.at(size_t(l.kernel)).name);
-  return out;
-}
-
-bool node_launched(const lowering::Plan& plan, const std::string& node) {
-  return std::any_of(plan.launches.begin(), plan.launches.end(), [&](const lowering::Launch& l) { return l.node == node; });
-}
-
-int count_prefix(const std::vector<std::string>& names, const std::string& prefix) {
-  return int(std::count_if(names.begin(), names.end(), [&](const std::string& n) { return n.rfind(prefix, 0) == 0; }));
-}
+using lowering::testing_support::count_prefix;
+using lowering::testing_support::kernels_of;
+using lowering::testing_support::node_launched;
 
 // Every epilogue: the kernels pool the values they store.
 TEST(PooledSideOutputPlan, TakenUnderAnyEpilogue) {
