@@ -142,37 +142,11 @@ void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const
   op.candidates = unique_configs(op.candidates);
 }
 
-}  // namespace
-
-namespace {
-
 // The pooling `pool` (a max_pool2d value) of convolution v's result or of its epilogue's root, as a kernel shape.
 heavy::Pool2dShape side_pool_shape(const graph::Graph& g, graph::Value pool) {
   const graph::Node& p = g.node(pool);
   const graph::Pool2dOptions o = graph::pool2d_options(p);
   return heavy::pool2d_shape(g.type(p.inputs[0]).shape, o.kernel, o.stride, o.padding);
-}
-
-// A convolution whose launch also stores a max pooling of its result (fuse.h's pooled side outputs): the configs whose
-// kernels can (rows, staged images) store each window's largest stored value (epilogue included, through kir's
-// epilogue taps) into the pooling's buffer; the others run the pooling over the stored result (the epilogue's
-// root) in a second launch of the same program, as its own launch did before. Buffers: x, w, y, the pooled result,
-// the pooling's input (the epilogue's root, or y itself).
-KernelProgram pooled_conv2d_program(const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits,
-                                    const heavy::Pool2dShape& pool, KernelProgram p, const heavy::Config& c) {
-  const int32_t pooled = 3, pool_input = 4;
-  if (!is_gemm_config(c) && !is_winograd_config(c)) {
-    const heavy::Conv2dConfig cfg = heavy::Conv2dConfig::from(c);
-    if (heavy::conv2d_pools_in_kernel(s, cfg, pool, limits)) {
-      heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, cfg, limits, pool);
-      p.launches.clear();
-      p.launches.push_back({std::move(k.kernel), {0, 1, 2, pooled}, k.groups, {}});
-      return p;
-    }
-  }
-  heavy::HeavyKernel k = heavy::max_pool2d_kernel(pool, t);
-  p.launches.push_back({std::move(k.kernel), {pool_input, pooled}, k.groups, {}});
-  return p;
 }
 
 }  // namespace
@@ -194,33 +168,44 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        plain_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
-  auto plain = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
-    if (is_winograd_config(c)) return winograd_program(s, t, io, heavy::MatmulTiling::from(c));
+  // The convolution's own launches over the io list's first three buffers (x, w, y).
+  auto program = [s, t, limits](std::vector<ProgramBuffer> io, const heavy::Config& c) {
+    if (is_winograd_config(c)) return winograd_program(s, t, std::move(io), heavy::MatmulTiling::from(c));
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
-    return single_kernel_program(io, std::move(k.kernel), k.groups);
+    KernelProgram p;
+    p.buffers = std::move(io);
+    p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
+    return p;
   };
   if (!pool) {
-    op.build = plain;
+    op.build = [program, io = io_buffers(g, v)](const heavy::Config& c) { return program(io, c); };
     return op;
   }
-  // The pooled result and the pooling's input join the buffers after y (a Winograd program's scratch buffers come
-  // after these: they are appended to its io list).
+  // A convolution whose launch also stores a max pooling of its result (fuse.h's pooled side outputs). Buffers: x, w,
+  // y, the pooled result, the pooling's input (the epilogue's root, or y itself). The configs whose kernels can (rows,
+  // staged images) store each window's largest stored value (epilogue included, through kir's epilogue taps); the
+  // others run the pooling over the stored result in a second launch of the same program, as its own launch did before.
   std::vector<ProgramBuffer> io = io_buffers(g, v);
   const graph::Value pool_input = g.node(side_pool).inputs[0];
   io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(side_pool).numel(), side_pool.id});
   io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(pool_input).numel(), pool_input.id});
-  op.build = [s, t, limits, io, pool = *pool](const heavy::Config& c) {
-    KernelProgram base;
-    if (is_winograd_config(c)) {
-      base = winograd_program(s, t, io, heavy::MatmulTiling::from(c));
-    } else {
-      heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
-                                               : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
-      base.buffers = io;
-      base.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
+  op.build = [s, t, limits, io, program, pool = *pool](const heavy::Config& c) {
+    const int32_t pooled = 3, input = 4;
+    if (!is_gemm_config(c) && !is_winograd_config(c)) {
+      const heavy::Conv2dConfig cfg = heavy::Conv2dConfig::from(c);
+      if (heavy::conv2d_pools_in_kernel(s, cfg, pool, limits)) {
+        heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, cfg, limits, pool);
+        KernelProgram p;
+        p.buffers = io;
+        p.launches.push_back({std::move(k.kernel), {0, 1, 2, pooled}, k.groups, {}});
+        return p;
+      }
     }
-    return pooled_conv2d_program(s, t, limits, pool, std::move(base), c);
+    KernelProgram p = program(io, c);
+    heavy::HeavyKernel k = heavy::max_pool2d_kernel(pool, t);
+    p.launches.push_back({std::move(k.kernel), {input, pooled}, k.groups, {}});
+    return p;
   };
   return op;
 }

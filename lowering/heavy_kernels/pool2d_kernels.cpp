@@ -105,7 +105,7 @@ WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, const std::functio
   WindowMax m{kb.var("best", kb.constant(t, -std::numeric_limits<double>::infinity())), kb.var("best_index", kb.i32(-1))};
   for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
     Val v = x_at(plane_base + tap.plane_index);
-    Val take = (v > m.best.get()) | (v != v) | (m.best_index.get() < 0);
+    Val take = takes_window_max(v, m.best.get()) | (m.best_index.get() < 0);
     if (tap.ok.valid()) take = take & tap.ok;
     m.best = select(take, v, m.best.get());
     m.best_index = select(take, cast(tap.plane_index, Type::I32), m.best_index.get());
@@ -114,6 +114,8 @@ WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, const std::functio
 }
 
 }  // namespace
+
+Val takes_window_max(Val v, Val best) { return (v > best) | (v != v); }
 
 bool pool2d_windows_tile(const Pool2dShape& s) {
   return s.stride_h == s.kh && s.stride_w == s.kw && s.pad_h == 0 && s.pad_w == 0 && s.h == s.ho * s.kh &&

@@ -49,6 +49,10 @@ std::vector<kir::Val> max_pool2d_window_grads(kir::KernelBuilder& kb, const Pool
                                               const std::function<kir::Val(kir::Val)>& x_at, kir::Val plane_base,
                                               kir::Val h0, kir::Val w0, kir::Val g, kir::Type t, bool relu_mask);
 
+// Whether element value v takes a window's maximum from `best`, the larger so far: v is larger, or v is a NaN
+// (PyTorch's rule: a window holding a NaN pools to NaN). Ties keep the earlier element.
+kir::Val takes_window_max(kir::Val v, kir::Val best);
+
 HeavyKernel max_pool2d_kernel(const Pool2dShape& s, kir::Type t);
 // relu_mask: relu_grad(max_pool2d_grad(grad_y, x), x), the mask of a ReLU whose output x is (as a fused
 // gradient's fallback computes it, lower_conv2d.cpp); only where the windows tile the input (else

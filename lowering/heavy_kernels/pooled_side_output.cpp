@@ -11,7 +11,7 @@ bool pools_in_pairs(const Pool2dShape& pool, int64_t ho, int64_t wo, const Limit
 
 uint32_t pooled_workgroup(uint32_t wg, const Limits& limits) { return limits.ptx ? (wg + 31) / 32 * 32 : wg; }
 
-Val pool_max(Val a, Val b) { return select((b > a) | (b != b), b, a); }
+Val pool_max(Val a, Val b) { return select(takes_window_max(b, a), b, a); }
 
 void store_pair_maxima(KernelBuilder& kb, PairStores split, Val lid, Val valid, const std::vector<Val>& halves,
                        const std::function<Val(uint32_t)>& index_of, const std::function<void(Val, Val)>& store,

@@ -28,7 +28,7 @@ bool pools_in_pairs(const Pool2dShape& pool, int64_t ho, int64_t wo, const Limit
 // is rounded up to whole warps (the extra invocations compute nothing; they pair among themselves).
 uint32_t pooled_workgroup(uint32_t wg, const Limits& limits);
 
-// The larger of a and b, a NaN being the larger (max_pool2d's rule: a window holding a NaN pools to NaN).
+// The larger of a and b by max_pool2d's rule (takes_window_max: a NaN is the larger).
 kir::Val pool_max(kir::Val a, kir::Val b);
 
 // How a pair splits its windows' stores: the even invocation the first half, the odd one the rest. Measured inside
