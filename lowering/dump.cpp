@@ -190,16 +190,20 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
          "# weight gradient its pooling gradient from the pooled gradient and the pooling's input (never stored).\n" +
          prologues;
   std::string side_pools;
-  for (graph::Value v : scheduled)
-    if (fusion.side_pool[size_t(v.id)] >= 0) {
-      const graph::Node& host = g.node(v);
-      const graph::Node& pool = g.node(fusion.side_pool[size_t(v.id)]);
-      side_pools += fmt::format("{} = {} {}\n    also stores {} = {} {}\n", host.name, graph::op_name(host.op),
-                                host.type.to_string(), pool.name, graph::op_name(pool.op), pool.type.to_string());
-    }
+  for (graph::Value v : scheduled) {
+    const SideOutputs side = fusion.side_outputs(v);
+    if (!side.pool.valid() && !side.argmax.valid()) continue;
+    const graph::Node& host = g.node(v);
+    side_pools += fmt::format("{} = {} {}{}\n", host.name, graph::op_name(host.op), host.type.to_string(),
+                              side.result_unread ? " (not stored: only its side outputs read it)" : "");
+    for (graph::Value o : {side.pool, side.argmax})
+      if (o.valid())
+        side_pools += fmt::format("    also stores {} = {} {}\n", g.node(o).name, graph::op_name(g.node(o).op),
+                                  g.type(o).to_string());
+  }
   if (!side_pools.empty())
-    s += "# Pooled side outputs: each convolution's launch also stores the max pooling of its result (through its\n"
-         "# epilogue), which gets no launch of its own.\n" + side_pools;
+    s += "# Side outputs: each convolution's launch also stores the max pooling of its result (through its epilogue),\n"
+         "# and a pooling the positions of its maxima; they get no launch of their own.\n" + side_pools;
   if (!fusion.final_group.empty()) {
     s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "
                      "(more where the device binds fewer buffers).\n", fusion.final_group.size());

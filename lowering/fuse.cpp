@@ -23,6 +23,7 @@ bool takes_epilogue(OpKind op) {
     case OpKind::Conv2dGradWeight:
     case OpKind::MaxPool2d:
     case OpKind::MaxPool2dGrad:
+    case OpKind::MaxPool2dGradArgmax:
     case OpKind::AvgPool2d:
     case OpKind::AvgPool2dGrad:
     case OpKind::Softmax:
@@ -99,6 +100,8 @@ class Planner {
     f_.is_epilogue.assign(size_t(g.size()), false);
     f_.prologue.assign(size_t(g.size()), -1);
     f_.side_pool.assign(size_t(g.size()), -1);
+    f_.side_argmax.assign(size_t(g.size()), -1);
+    f_.result_unread.assign(size_t(g.size()), false);
     f_.is_side_output.assign(size_t(g.size()), false);
   }
 
@@ -107,6 +110,7 @@ class Planner {
     for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_pool(Value{id});
+    for (int32_t id = 0; id < g_.size(); ++id) find_side_argmax(Value{id});
     find_final_group();
     return std::move(f_);
   }
@@ -196,7 +200,9 @@ class Planner {
   void find_prologue(Value v) {
     const graph::Node& n = g_.node(v);
     if (needed_[size_t(v.id)] && n.op == OpKind::Conv2dGradWeight) return find_gathered_prologue(v);
-    if (!needed_[size_t(v.id)] || (n.op != OpKind::Sum && n.op != OpKind::SumTo && n.op != OpKind::Max)) return;
+    const bool pool_grad = n.op == OpKind::MaxPool2dGradArgmax;  // reads each window's gradient once (per window)
+    if (!needed_[size_t(v.id)] || (n.op != OpKind::Sum && n.op != OpKind::SumTo && n.op != OpKind::Max && !pool_grad))
+      return;
     const Value x = n.inputs[0];
     const graph::Node& root = g_.node(x);
     if (!is_pointwise(root.op) || f_.fused[size_t(x.id)] || f_.is_epilogue[size_t(x.id)] || must_store_[size_t(x.id)])
@@ -205,14 +211,15 @@ class Planner {
     const std::vector<Value> us = live_users(x);
     if (us.size() != 1 || us[0] != v || std::count(n.inputs.begin(), n.inputs.end(), x) != 1) return;
     // A reduction that folds nothing aliases its input (lower_reduce), which then needs a buffer.
-    if (root.type.numel() == n.type.numel() || n.type.numel() == 0) return;
+    if (!pool_grad && (root.type.numel() == n.type.numel() || n.type.numel() == 0)) return;
     f_.prologue[size_t(v.id)] = x.id;
     f_.fused[size_t(x.id)] = true;
   }
 
   // A convolution's weight gradient (direct kernels) whose grad_out is a max pooling's gradient over windows that
   // tile it, maybe under the ReLU's mask, read by nothing else: the pooling gradient gets no launch of its own and the
-  // weight gradient's kernels compute it from the pooled gradient and the pooling's input (lower_conv2d.cpp).
+  // weight gradient's kernels compute it from the pooled gradient and the pooling's input, or its positions and the
+  // pooled values (lower_conv2d.cpp).
   void find_gathered_prologue(Value v) {
     const std::optional<PooledGradOutSource> src = pooled_grad_out(g_, v);
     if (!src) return;
@@ -222,6 +229,11 @@ class Planner {
     if (us.size() != 1 || us[0] != v || g_.node(v).inputs[1] == x || !conv2d_grad_weight_direct(g_, v)) return;
     // Under the mask, the pooling gradient's only user is the mask, its epilogue; without it, nothing else.
     if (f_.epilogue[size_t(pool.id)] != (pool == x ? -1 : x.id)) return;
+    // From the positions under the mask: the mask, the pooling gradient's prologue so far, is read here instead.
+    if (src->mask.valid()) {
+      if (f_.prologue[size_t(pool.id)] != src->mask.id) return;
+      f_.prologue[size_t(pool.id)] = -1;
+    }
     f_.epilogue[size_t(pool.id)] = -1;
     f_.is_epilogue[size_t(x.id)] = false;
     f_.fused[size_t(pool.id)] = true;
@@ -252,6 +264,28 @@ class Planner {
     if (c.op != OpKind::Conv2d || c.type.dtype != graph::DType::F32 || f_.side_pool[size_t(conv.id)] >= 0) return;
     f_.side_pool[size_t(conv.id)] = p.id;
     f_.is_side_output[size_t(p.id)] = true;
+  }
+
+  // A max pooling's positions (max_pool2d_argmax of the same input and window) are stored by the launch that stores the
+  // pooling: the convolution's, whose result is then not stored where only the two read it, or the pooling's own.
+  void find_side_argmax(Value a) {
+    const graph::Node& n = g_.node(a);
+    if (!needed_[size_t(a.id)] || n.op != OpKind::MaxPool2dArgmax) return;
+    const Value in = n.inputs[0];
+    Value pool;
+    for (Value u : live_users(in))
+      if (g_.node(u).op == OpKind::MaxPool2d && g_.node(u).attrs == n.attrs && f_.epilogue[size_t(u.id)] < 0) pool = u;
+    if (!pool.valid()) return;
+    Value host = pool;
+    for (int32_t id = 0; id < g_.size(); ++id)
+      if (f_.side_pool[size_t(id)] == pool.id) host = Value{id};
+    if (f_.side_argmax[size_t(host.id)] >= 0) return;
+    f_.side_argmax[size_t(host.id)] = a.id;
+    f_.is_side_output[size_t(a.id)] = true;
+    if (host == pool || must_store_[size_t(in.id)]) return;
+    const std::vector<Value> readers = live_users(in);
+    f_.result_unread[size_t(host.id)] =
+        std::all_of(readers.begin(), readers.end(), [&](Value u) { return bool(f_.is_side_output[size_t(u.id)]); });
   }
 
   // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;
@@ -286,6 +320,10 @@ class Planner {
 
 bool Fusion::in_final_group(Value v) const {
   return std::find(final_group.begin(), final_group.end(), v) != final_group.end();
+}
+
+SideOutputs Fusion::side_outputs(Value v) const {
+  return {Value{side_pool.at(size_t(v.id))}, Value{side_argmax.at(size_t(v.id))}, result_unread.at(size_t(v.id))};
 }
 
 Fusion plan_fusion(const graph::Graph& g) { return Planner(g).run(); }

@@ -14,7 +14,9 @@
 //  * Prologues. A pointwise root whose only user is a reduction (sum, sum_to, max) reading it whole is computed in
 //    the reduction's loads: the tree is evaluated at each element the reduction folds, and never stored (a bias
 //    gradient summed from a masked gradient reads the mask's inputs, not a materialized product). The root gets no
-//    buffer and no launch; its leaves are ready before the reduction, which comes after them in the schedule.
+//    buffer and no launch; its leaves are ready before the reduction, which comes after them in the schedule. The
+//    same for max_pool2d_grad_argmax's gradient, read once per window (the ReLU's mask of the pooled values,
+//    lowering/pool_grad_by_argmax.h).
 //    Gathered prologues: a convolution's weight gradient (direct kernels) whose grad_out is a max pooling's gradient
 //    over windows that tile it, maybe under the ReLU's mask of the pooling's input, read by nothing else, computes it
 //    from the pooled gradient and the pooling's input (lower_conv2d.cpp's pooled form: the staged kernels fill their
@@ -25,6 +27,9 @@
 //    pools the values it stores (taking the epilogue's value at each element, kir's epilogue taps), so the pooling gets
 //    no launch and never reads the result back (lower_conv2d.cpp; configs whose kernels cannot run the pooling in a
 //    second launch of the same program).
+//    The pooling's positions (max_pool2d_argmax of the same input and window, lowering/pool_grad_by_argmax.h) are
+//    stored by the same launch; where nothing else reads the convolution's result (or root), it is not stored at all.
+//    A max pooling that is no side output stores its positions in its own launch.
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -33,6 +38,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "lowering/lowering_context.h"
 
 namespace spire::lowering {
 
@@ -67,10 +73,14 @@ struct Fusion {
   std::vector<int32_t> prologue;          // index = reduction or conv2d_grad_weight value id: the root its loads
                                           // compute (fused), or -1
   std::vector<int32_t> side_pool;         // index = conv2d value id: the max_pool2d value its launch also stores, or -1
-  std::vector<bool> is_side_output;       // index = value id: a pooling stored by the convolution under it
+  std::vector<int32_t> side_argmax;       // index = conv2d or max_pool2d value id: the max_pool2d_argmax value its
+                                          // launch also stores (its side pool's, or its own), or -1
+  std::vector<bool> result_unread;        // index = conv2d value id: read only by its side outputs (not stored)
+  std::vector<bool> is_side_output;       // index = value id: a pooling or positions stored by the launch under it
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 
   bool in_final_group(graph::Value v) const;
+  SideOutputs side_outputs(graph::Value v) const;
 };
 
 Fusion plan_fusion(const graph::Graph& g);

@@ -151,16 +151,18 @@ heavy::Pool2dShape side_pool_shape(const graph::Graph& g, graph::Value pool) {
 
 }  // namespace
 
-TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value side_pool) {
+TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, const SideOutputs& side) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
-  std::optional<heavy::Pool2dShape> pool;
-  if (side_pool.valid()) {
-    pool = side_pool_shape(g, side_pool);
-    op.key.shape += fmt::format("_pooled_k{}x{}", pool->kh, pool->kw);
+  std::optional<heavy::PooledOutputs> pooled;
+  if (side.pool.valid()) {
+    pooled = heavy::PooledOutputs{side_pool_shape(g, side.pool), side.argmax.valid(), !side.result_unread};
+    // The kernels differ in what they store: each form is timed under its own key.
+    op.key.shape += fmt::format("_pooled_k{}x{}{}", pooled->pool.kh, pooled->pool.kw,
+                                pooled->suffix().substr(std::string("_pooled").size()));
   }
   const heavy::MatmulShape gemm = heavy::conv2d_gemm_shape(s);
   const auto tiling = gemm_pays(s, gemm, t);
@@ -178,33 +180,40 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
     p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
     return p;
   };
-  if (!pool) {
+  if (!pooled) {
     op.build = [program, io = io_buffers(g, v)](const heavy::Config& c) { return program(io, c); };
     return op;
   }
-  // A convolution whose launch also stores a max pooling of its result (fuse.h's pooled side outputs). Buffers: x, w,
-  // y, the pooled result, the pooling's input (the epilogue's root, or y itself). The configs whose kernels can (rows,
-  // staged images) store each window's largest stored value (epilogue included, through kir's epilogue taps); the
-  // others run the pooling over the stored result in a second launch of the same program, as its own launch did before.
+  // A convolution whose launch also stores a max pooling of its result, maybe the pooling's positions, maybe not the
+  // result itself (fuse.h's side outputs). Buffers: x, w, y, the pooled result, the pooling's input (the epilogue's
+  // root, or y itself), then the positions if asked. The configs whose kernels can (rows, staged images) pool the
+  // values they store (epilogue included, through kir's epilogue taps); the others store the result and run the
+  // pooling over it in a second launch of the same program, as its own launch did before.
   std::vector<ProgramBuffer> io = io_buffers(g, v);
-  const graph::Value pool_input = g.node(side_pool).inputs[0];
-  io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(side_pool).numel(), side_pool.id});
+  const graph::Value pool_input = g.node(side.pool).inputs[0];
+  io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(side.pool).numel(), side.pool.id});
   io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(pool_input).numel(), pool_input.id});
-  op.build = [s, t, limits, io, program, pool = *pool](const heavy::Config& c) {
-    const int32_t pooled = 3, input = 4;
+  if (side.argmax.valid())
+    io.push_back({ProgramBuffer::Use::Value, -1, kir::Type::I32, g.type(side.argmax).numel(), side.argmax.id});
+  op.build = [s, t, limits, io, program, out = *pooled](const heavy::Config& c) {
+    const int32_t pooled = 3, input = 4, argmax = 5;
     if (!is_gemm_config(c) && !is_winograd_config(c)) {
       const heavy::Conv2dConfig cfg = heavy::Conv2dConfig::from(c);
-      if (heavy::conv2d_pools_in_kernel(s, cfg, pool, limits)) {
-        heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, cfg, limits, pool);
+      if (heavy::conv2d_pools_in_kernel(s, cfg, out.pool, limits)) {
+        heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, cfg, limits, out);
         KernelProgram p;
         p.buffers = io;
-        p.launches.push_back({std::move(k.kernel), {0, 1, 2, pooled}, k.groups, {}});
+        std::vector<int32_t> bound{0, 1, 2, pooled};
+        if (out.argmax) bound.push_back(argmax);
+        p.launches.push_back({std::move(k.kernel), std::move(bound), k.groups, {}});
         return p;
       }
     }
     KernelProgram p = program(io, c);
-    heavy::HeavyKernel k = heavy::max_pool2d_kernel(pool, t);
-    p.launches.push_back({std::move(k.kernel), {input, pooled}, k.groups, {}});
+    heavy::HeavyKernel k = heavy::max_pool2d_kernel(out.pool, t, out.argmax);
+    std::vector<int32_t> bound{input, pooled};
+    if (out.argmax) bound.push_back(argmax);
+    p.launches.push_back({std::move(k.kernel), std::move(bound), k.groups, {}});
     return p;
   };
   return op;
@@ -253,7 +262,8 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
   TunableOp op;
   const heavy::PooledGradOut pooled = src->pooled;
   op.key = {"conv2d_grad_weight",
-            fmt::format("{}_pooled_k{}x{}{}", s.text(), pooled.pool.kh, pooled.pool.kw, pooled.relu_mask ? "_relu" : ""),
+            fmt::format("{}_pooled_k{}x{}{}{}", s.text(), pooled.pool.kh, pooled.pool.kw, pooled.relu_mask ? "_relu" : "",
+                        pooled.positions ? "_argmax" : ""),
             heavy::float_suffix(t, "conv2d_grad_weight")};
   op.candidates = configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits));  // the heuristic first
   op.heuristic = op.candidates.front();
@@ -277,10 +287,18 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
     c.wg = (heavy::grad_weight_images_owners(s, c.co_block) * c.row_split + 31) / 32 * 32;
     prefer(c);
   }
+  // Buffers: the pooled gradient, x, grad_w, the pooling's input or its positions, then the pooled values (the
+  // positions' form under the mask).
   std::vector<ProgramBuffer> io = io_buffers(g, v);
   io[0] = {ProgramBuffer::Use::Value, -1, t, g.type(src->grad).numel(), src->grad.id};
-  io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(src->input).numel(), src->input.id});
-  op.build = [s, t, limits, pooled, io](const heavy::Config& c) {
+  io.push_back({ProgramBuffer::Use::Value, -1, device_type(g.type(src->input).dtype), g.type(src->input).numel(),
+                src->input.id});
+  std::vector<int32_t> pooling{3};  // what the pooling's gradient reads besides the pooled gradient
+  if (src->pooled_values.valid()) {
+    io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(src->pooled_values).numel(), src->pooled_values.id});
+    pooling.push_back(4);
+  }
+  op.build = [s, t, limits, pooled, io, pooling](const heavy::Config& c) {
     const heavy::GradWeightConfig cfg = heavy::GradWeightConfig::from(c);
     KernelProgram p;
     p.buffers = io;
@@ -288,8 +306,11 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
     if (!cfg.all_pairs) {
       grad_y = int32_t(p.buffers.size());
       p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, s.n * s.cout * s.ho * s.wo});
-      heavy::HeavyKernel mask = heavy::max_pool2d_grad_kernel(pooled.pool, t, pooled.relu_mask);
-      p.launches.push_back({std::move(mask.kernel), {0, 3, grad_y}, mask.groups, {}});
+      heavy::HeavyKernel mask = pooled.positions ? heavy::max_pool2d_grad_argmax_kernel(pooled.pool, t, pooled.relu_mask)
+                                                 : heavy::max_pool2d_grad_kernel(pooled.pool, t, pooled.relu_mask);
+      std::vector<int32_t> bound{0, 3, grad_y};
+      if (pooling.size() > 1) bound.push_back(pooling[1]);
+      p.launches.push_back({std::move(mask.kernel), std::move(bound), mask.groups, {}});
     }
     heavy::HeavyKernel partials = cfg.all_pairs ? heavy::conv2d_grad_weight_images_kernel(s, t, cfg, limits, &pooled)
                                                 : heavy::conv2d_grad_weight_kernel(s, t, cfg, limits);
@@ -297,7 +318,7 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
     auto reads_then = [&](int32_t out) {
       std::vector<int32_t> b = reads;
       b.push_back(out);
-      if (cfg.all_pairs) b.push_back(3);
+      if (cfg.all_pairs) b.insert(b.end(), pooling.begin(), pooling.end());
       return b;
     };
     if (cfg.splits == 1) {
@@ -323,12 +344,43 @@ bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v) {
   return !grad_weight_gemm_pays(s, heavy::conv2d_grad_weight_gemm_shape(s), t);
 }
 
+namespace {
+
+// max_pool2d_grad_argmax(relu_grad(grad, pooled), positions) or max_pool2d_grad_argmax(grad, positions).
+std::optional<PooledGradOutSource> from_positions(const graph::Graph& g, PooledGradOutSource src) {
+  const graph::Node& p = g.node(src.pool);
+  if (p.type.dtype != graph::DType::F32) return std::nullopt;
+  src.grad = p.inputs[0];
+  src.input = p.inputs[1];
+  src.pooled.positions = true;
+  const graph::Node& m = g.node(src.grad);
+  if (m.op == graph::OpKind::ReluGrad) {
+    // The mask must be that of the pooled values whose positions these are.
+    const graph::Node& pooled = g.node(m.inputs[1]);
+    const graph::Node& positions = g.node(src.input);
+    if (pooled.op != graph::OpKind::MaxPool2d || positions.op != graph::OpKind::MaxPool2dArgmax ||
+        pooled.inputs[0] != positions.inputs[0] || pooled.attrs != positions.attrs)
+      return std::nullopt;
+    src.mask = src.grad;
+    src.grad = m.inputs[0];
+    src.pooled_values = m.inputs[1];
+    src.pooled.relu_mask = true;
+  }
+  const graph::Pool2dOptions o = graph::pool2d_options(p);
+  src.pooled.pool = heavy::pool2d_shape(p.type.shape, o.kernel, o.stride, o.padding);
+  if (!heavy::pool2d_windows_tile(src.pooled.pool)) return std::nullopt;
+  return src;
+}
+
+}  // namespace
+
 std::optional<PooledGradOutSource> pooled_grad_out(const graph::Graph& g, graph::Value v) {
   const graph::Node& node = g.node(v);
   if (node.op != graph::OpKind::Conv2dGradWeight) return std::nullopt;
   PooledGradOutSource src;
   src.grad_out = node.inputs[0];
   src.pool = src.grad_out;
+  if (g.node(src.pool).op == graph::OpKind::MaxPool2dGradArgmax) return from_positions(g, src);
   const graph::Node& r = g.node(src.grad_out);
   if (r.op == graph::OpKind::ReluGrad) {
     src.pool = r.inputs[0];
@@ -386,7 +438,7 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
 }
 
 void lower_conv2d(LoweringContext& ctx, graph::Value v) {
-  lower_tunable(ctx, v, [&] { return tunable_conv2d(ctx.graph(), v, ctx.limits(), ctx.side_pool(v)); });
+  lower_tunable(ctx, v, [&] { return tunable_conv2d(ctx.graph(), v, ctx.limits(), ctx.side_outputs(v)); });
 }
 
 void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {

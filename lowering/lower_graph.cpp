@@ -42,7 +42,7 @@ class PlanBuilder final : public LoweringContext {
   const rt::DeviceInfo& device() const override { return info_; }
 
   bool fused(graph::Value v) const override { return fusion_.fused.at(size_t(v.id)); }
-  graph::Value side_pool(graph::Value v) const override { return graph::Value{fusion_.side_pool.at(size_t(v.id))}; }
+  SideOutputs side_outputs(graph::Value v) const override { return fusion_.side_outputs(v); }
   const TuningChoices* tuning() const override { return tuning_; }
   heavy::Limits limits() const override { return limits_; }
 
@@ -108,6 +108,7 @@ class PlanBuilder final : public LoweringContext {
                                          current_node_, kernel.name, kernel.scalars.size(), scalars.count()));
     if (groups == 0) return;  // an empty tensor: nothing to compute
     apply_epilogue(kernel, buffers);
+    unbind_unwritten_result(kernel, buffers);
     std::string text = kir::print(kernel);
     auto [it, inserted] = kernel_by_text_.emplace(std::move(text), int32_t(plan_.kernels.size()));
     if (inserted) plan_.kernels.push_back(std::move(kernel));
@@ -162,9 +163,22 @@ class PlanBuilder final : public LoweringContext {
     }
     kernel = kb.finish();
     for (const std::string& op : ops) kernel.name += "_" + op;
-    buffers[index] = buffer_of(root);
+    // A kernel that only taps (its result read by nothing but its side outputs, fuse.h) stores no root: the root gets
+    // no buffer, and the declared, unwritten one a single element.
+    buffers[index] = kir::writes_buffer(kernel, index) ? buffer_of(root) : scratch(kernel.buffers[index].elem, 1);
     for (int32_t b : tree.bindings()) buffers.push_back(b);
     epilogue_applied_[size_t(root_id)] = true;
+  }
+
+  // A convolution read only by its side outputs (fuse.h) taps its result without storing it: its own buffer, declared
+  // and unwritten, is bound a single element instead (with an epilogue, apply_epilogue did so for the root).
+  void unbind_unwritten_result(const kir::Kernel& kernel, std::vector<int32_t>& buffers) {
+    if (!current_value_.valid() || !fusion_.result_unread.at(size_t(current_value_.id))) return;
+    const int32_t own = buffer_of_value_.at(size_t(current_value_.id));
+    auto slot = std::find(buffers.begin(), buffers.end(), own);
+    if (own < 0 || slot == buffers.end()) return;
+    const uint32_t index = uint32_t(slot - buffers.begin());
+    if (!kir::writes_buffer(kernel, index)) *slot = scratch(kernel.buffers[index].elem, 1);
   }
 
   // A launch of a reduction with a prologue (fuse.h) binds its input to kFusedInputSlot: each load of that buffer

@@ -3,6 +3,10 @@
 #include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/op_lowering.h"
 
+#include <stdexcept>
+
+#include <fmt/format.h>
+
 namespace spire::lowering {
 
 namespace {
@@ -23,9 +27,41 @@ void lower_pool(LoweringContext& ctx, graph::Value v, Template make, const graph
 
 }  // namespace
 
+// (x) -> y, and the positions of its maxima where they are its side output (fuse.h): one launch stores both.
 void lower_max_pool2d(LoweringContext& ctx, graph::Value v) {
   const graph::Graph& g = ctx.graph();
-  lower_pool(ctx, v, heavy::max_pool2d_kernel, g.type(g.node(v).inputs[0]).shape);
+  const graph::Value argmax = ctx.side_outputs(v).argmax;
+  if (!argmax.valid()) {
+    lower_pool(ctx, v, [](const heavy::Pool2dShape& s, kir::Type t) { return heavy::max_pool2d_kernel(s, t); },
+               g.type(g.node(v).inputs[0]).shape);
+    return;
+  }
+  const graph::Node& node = g.node(v);
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  heavy::HeavyKernel k;
+  try {
+    k = heavy::max_pool2d_kernel(shape_of(node, g.type(node.inputs[0]).shape), t, true);
+  } catch (const std::invalid_argument& e) {
+    throw graph::GraphError(fmt::format("max_pool2d '{}': {}", node.name, e.what()));
+  }
+  if (k.groups == 0) return;
+  ctx.launch(std::move(k.kernel), {ctx.buffer_of(node.inputs[0]), ctx.buffer_of(v), ctx.buffer_of(argmax)}, {}, k.groups);
+}
+
+// (x) -> i32 positions; the kernel's type is the input's.
+void lower_max_pool2d_argmax(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& node = g.node(v);
+  const graph::TensorType& x = g.type(node.inputs[0]);
+  const kir::Type t = heavy::float_type_of(node, x.dtype);
+  heavy::launch_heavy(ctx, v, [&] { return heavy::max_pool2d_argmax_kernel(shape_of(node, x.shape), t); });
+}
+
+// (grad_out, argmax) with attr input_shape -> grad_x. grad_out may be a pointwise tree computed in the loads (fuse.h's
+// prologues: the ReLU's mask of lowering/pool_grad_by_argmax.h).
+void lower_max_pool2d_grad_argmax(LoweringContext& ctx, graph::Value v) {
+  lower_pool(ctx, v, [](const heavy::Pool2dShape& s, kir::Type t) { return heavy::max_pool2d_grad_argmax_kernel(s, t); },
+             ctx.graph().node(v).type.shape);
 }
 
 // (grad_out, x) -> grad_x.

@@ -38,6 +38,14 @@ struct Launch {
   std::string node;                 // the graph node this launch computes (for plans and errors)
 };
 
+// What a heavy node's launch stores besides its result (fuse.h's side outputs); invalid values where none.
+struct SideOutputs {
+  graph::Value pool;    // a convolution's: the max_pool2d of its result (or of its epilogue's root)
+  graph::Value argmax;  // that pooling's positions (max_pool2d_argmax); a max_pool2d's: its own
+  // A convolution's: nothing but the side outputs reads its result (or epilogue root), which it then does not store.
+  bool result_unread = false;
+};
+
 class LoweringContext {
  public:
   virtual ~LoweringContext() = default;
@@ -57,8 +65,8 @@ class LoweringContext {
   // no launch of its own; the user's lowering emits its arithmetic. Heavy ops see only one kind of fused input: a
   // 2D transpose a matmul reads in place (fuse.h, absorbed_transpose).
   virtual bool fused(graph::Value v) const { return false; }
-  // The max pooling convolution `v`'s launch also stores (fuse.h's pooled side outputs), or an invalid value.
-  virtual graph::Value side_pool(graph::Value v) const { return {}; }
+  // What convolution or max pooling `v`'s launch also stores (fuse.h's side outputs).
+  virtual SideOutputs side_outputs(graph::Value v) const { return {}; }
   // The tuner's choices for the device lowered for (tuning_choices.h); null: every template's heuristic.
   virtual const TuningChoices* tuning() const { return nullptr; }
   // The device's workgroup limits, which bound the candidate configs a tuning choice must be among.

@@ -31,6 +31,8 @@ std::vector<Lowering> build_table() {
   set(K::Conv2dGradWeight, lower_conv2d_grad_weight);
   set(K::MaxPool2d, lower_max_pool2d);
   set(K::MaxPool2dGrad, lower_max_pool2d_grad);
+  set(K::MaxPool2dArgmax, lower_max_pool2d_argmax);
+  set(K::MaxPool2dGradArgmax, lower_max_pool2d_grad_argmax);
   set(K::AvgPool2d, lower_avg_pool2d);
   set(K::AvgPool2dGrad, lower_avg_pool2d_grad);
   set(K::Softmax, lower_softmax);

@@ -35,6 +35,8 @@ void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v);
 void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v);
 void lower_max_pool2d(LoweringContext& ctx, graph::Value v);
 void lower_max_pool2d_grad(LoweringContext& ctx, graph::Value v);
+void lower_max_pool2d_argmax(LoweringContext& ctx, graph::Value v);
+void lower_max_pool2d_grad_argmax(LoweringContext& ctx, graph::Value v);
 void lower_avg_pool2d(LoweringContext& ctx, graph::Value v);
 void lower_avg_pool2d_grad(LoweringContext& ctx, graph::Value v);
 void lower_softmax(LoweringContext& ctx, graph::Value v);       // softmax and log_softmax

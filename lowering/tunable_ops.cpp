@@ -46,7 +46,7 @@ std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::Devic
       else if (g.node(v).op == graph::OpKind::Conv2dGradWeight && fusion.prologue[size_t(v.id)] >= 0)
         op = tunable_conv2d_grad_weight(g, v, limits, true);
       else if (g.node(v).op == graph::OpKind::Conv2d && fusion.side_pool[size_t(v.id)] >= 0)
-        op = tunable_conv2d(g, v, limits, graph::Value{fusion.side_pool[size_t(v.id)]});
+        op = tunable_conv2d(g, v, limits, fusion.side_outputs(v));
       else op = tunable_op(g, v, limits);
     } catch (const std::invalid_argument& e) {
       const graph::Node& n = g.node(v);

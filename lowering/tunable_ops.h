@@ -17,10 +17,9 @@
 namespace spire::lowering {
 
 TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
-// side_pool: a max_pool2d value of v's result (or of its epilogue's root) that v's launch also stores (fuse.h's pooled
-// side outputs), tuned under its own key.
-TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits,
-                         graph::Value side_pool = {});
+// side: a max_pool2d value of v's result (or of its epilogue's root) that v's launch also stores, maybe with its
+// positions, maybe instead of the result (fuse.h's side outputs), tuned under keys of their own.
+TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, const SideOutputs& side = {});
 TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 // pooled_form: grad_out is a pooling's gradient the kernels compute from the pooled gradient and the pooling's input
 // (fuse.h's gathered prologues; pooled_grad_out below).
@@ -29,10 +28,13 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
 // True when node v's (a conv2d_grad_weight) heuristic is the direct family (LeNet's sizes), not the implicit GEMM.
 bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v);
 // Where conv2d_grad_weight v's grad_out is a max pooling's gradient (f32) over windows that tile it, maybe under the
-// ReLU's mask of the pooling's input: relu_grad(max_pool2d_grad(grad, input), input) or max_pool2d_grad(grad, input).
+// ReLU's mask of the pooling's input: relu_grad(max_pool2d_grad(grad, input), input) or max_pool2d_grad(grad, input);
+// or as lowering/pool_grad_by_argmax.h leaves it, from the windows' positions: max_pool2d_grad_argmax(relu_grad(grad,
+// pooled), positions) or max_pool2d_grad_argmax(grad, positions), pooled being max_pool2d of the positions' input.
 struct PooledGradOutSource {
-  graph::Value grad_out, pool;  // v's input, and the max_pool2d_grad value (the same without the mask)
-  graph::Value grad, input;     // the pooled gradient and the pooling's input
+  graph::Value grad_out, pool;  // v's input, and the pooling's gradient (the same but for the first form's mask)
+  graph::Value grad, input;     // the pooled gradient and the pooling's input (the positions, pooled.positions)
+  graph::Value mask, pooled_values;  // the second form under the mask: relu_grad(grad, pooled), and pooled
   heavy::PooledGradOut pooled;
 };
 std::optional<PooledGradOutSource> pooled_grad_out(const graph::Graph& g, graph::Value v);

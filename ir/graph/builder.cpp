@@ -201,6 +201,16 @@ Value Graph::max_pool2d_grad(Value grad_out, Value x, const Pool2dOptions& opt) 
   return add_node(OpKind::MaxPool2dGrad, {grad_out, x}, pool_attrs(opt));
 }
 
+Value Graph::max_pool2d_argmax(Value x, const Pool2dOptions& opt) {
+  return add_node(OpKind::MaxPool2dArgmax, {x}, pool_attrs(opt));
+}
+
+Value Graph::max_pool2d_grad_argmax(Value grad_out, Value argmax, const Pool2dOptions& opt, Shape input_shape) {
+  Attrs a = pool_attrs(opt);
+  a.set("input_shape", std::move(input_shape));
+  return add_node(OpKind::MaxPool2dGradArgmax, {grad_out, argmax}, std::move(a));
+}
+
 Value Graph::avg_pool2d_grad(Value grad_out, const Pool2dOptions& opt, Shape input_shape) {
   Attrs a = pool_attrs(opt);
   a.set("input_shape", std::move(input_shape));

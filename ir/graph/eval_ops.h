@@ -94,6 +94,8 @@ Tensor conv2d_grad_weight(const Node& n, Inputs in);
 // ---- eval_pool.cpp
 Tensor max_pool2d(const Node& n, Inputs in);
 Tensor max_pool2d_grad(const Node& n, Inputs in);
+Tensor max_pool2d_argmax(const Node& n, Inputs in);
+Tensor max_pool2d_grad_argmax(const Node& n, Inputs in);
 Tensor avg_pool2d(const Node& n, Inputs in);
 Tensor avg_pool2d_grad(const Node& n, Inputs in);
 

@@ -103,6 +103,46 @@ Tensor max_pool2d_grad(const Node& n, Inputs in) {
   return gx;
 }
 
+// The position of window (oh, ow)'s maximum in the kh x kw window (row-major, padding counted): max_pool2d_argmax.
+Tensor max_pool2d_argmax(const Node& n, Inputs in) {
+  const Tensor& x = *in[0];
+  Tensor y = result_of(n);
+  const PoolGeometry g = geometry(n, x.shape, y.shape);
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const double* plane = x.data.data() + p * g.in_h * g.in_w;
+    double* out = y.data.data() + p * g.out_h * g.out_w;
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int64_t at = window_max(g, plane, window(g, oh, ow)).first;
+        out[oh * g.out_w + ow] = double((at / g.in_w - (oh * g.sh - g.ph)) * g.kw + at % g.in_w - (ow * g.sw - g.pw));
+      }
+  }
+  return y;
+}
+
+// max_pool2d_grad from the windows' positions: each window's gradient goes to the element its position names.
+Tensor max_pool2d_grad_argmax(const Node& n, Inputs in) {
+  const Tensor& gy = *in[0];
+  const Tensor& argmax = *in[1];
+  Tensor gx = result_of(n);
+  const PoolGeometry g = geometry(n, gx.shape, gy.shape);
+  if (argmax.shape != gy.shape) fail(n, "the positions and the gradient differ in shape");
+  for (int64_t p = 0; p < g.planes; ++p) {
+    const double* grad = gy.data.data() + p * g.out_h * g.out_w;
+    const double* pos = argmax.data.data() + p * g.out_h * g.out_w;
+    double* out = gx.data.data() + p * g.in_h * g.in_w;
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow) {
+        const int64_t k = int64_t(pos[oh * g.out_w + ow]);
+        const int64_t h = oh * g.sh - g.ph + k / g.kw, w = ow * g.sw - g.pw + k % g.kw;
+        if (k < 0 || k >= g.kh * g.kw || h < 0 || h >= g.in_h || w < 0 || w >= g.in_w)
+          fail(n, fmt::format("window ({}, {}) of plane {}: position {} is not an element of the window", oh, ow, p, k));
+        out[h * g.in_w + w] += grad[oh * g.out_w + ow];
+      }
+  }
+  return gx;
+}
+
 Tensor avg_pool2d(const Node& n, Inputs in) {
   const Tensor& x = *in[0];
   Tensor y = result_of(n);

@@ -123,6 +123,9 @@ enum class OpKind : uint16_t {
   Conv2d,         // (x [N,Cin,H,W], w [Cout,Cin/groups,kh,kw]); attrs stride, padding, dilation (2 ints), groups
   MaxPool2d,      // (x [N,C,H,W]); attrs kernel, stride, padding (2 ints each); floor mode
   AvgPool2d,      // same attrs; padding counts in the divisor (PyTorch count_include_pad=True)
+  MaxPool2dArgmax,  // (x [N,C,H,W]); pool attrs -> i32 [N,C,Ho,Wo]: where each window's max_pool2d element lies, as
+                    // its row-major position in the kh x kw window (padding counted), PyTorch's pick. Not
+                    // differentiable: what lowering/pool_grad_by_argmax.h makes of a max pooling's gradient reads.
   Softmax,        // attr axis
   LogSoftmax,     // attr axis
   CrossEntropy,   // (logits [N,C] float, labels [N] i32/i64) -> scalar: mean over N of -log_softmax[n, label]
@@ -136,6 +139,8 @@ enum class OpKind : uint16_t {
   MaxPool2dGrad,    // (grad_out, x); pool attrs. Each window's gradient goes to its FIRST maximal element in
                     // row-major window order (padding never wins), as PyTorch does.
   AvgPool2dGrad,    // (grad_out); pool attrs + input_shape (4 ints)
+  MaxPool2dGradArgmax,  // (grad_out, argmax i32 from max_pool2d_argmax); pool attrs + input_shape (4 ints):
+                        // max_pool2d_grad with each window's maximum already found
   CrossEntropyGrad, // (grad_out scalar, logits, labels) -> [N,C]: grad * (softmax(logits) - one_hot(labels)) / N
 };
 
@@ -308,6 +313,8 @@ class Graph {
   Value conv2d_grad_input(Value grad_out, Value w, const Conv2dOptions& opt, Shape input_shape);
   Value conv2d_grad_weight(Value grad_out, Value x, const Conv2dOptions& opt, Shape weight_shape);
   Value max_pool2d_grad(Value grad_out, Value x, const Pool2dOptions& opt);
+  Value max_pool2d_argmax(Value x, const Pool2dOptions& opt = {});
+  Value max_pool2d_grad_argmax(Value grad_out, Value argmax, const Pool2dOptions& opt, Shape input_shape);
   Value avg_pool2d_grad(Value grad_out, const Pool2dOptions& opt, Shape input_shape);
   Value cross_entropy_grad(Value grad_out, Value logits, Value labels);
 

@@ -240,6 +240,7 @@ TensorType sum_to(const ShapeContext&);
 TensorType matmul(const ShapeContext&);
 TensorType conv2d(const ShapeContext&);
 TensorType pool2d(const ShapeContext&);
+TensorType max_pool2d_argmax(const ShapeContext&);
 TensorType softmax(const ShapeContext&);
 TensorType cross_entropy(const ShapeContext&);
 TensorType activation_grad(const ShapeContext&);    // relu_grad silu_grad gelu_grad
@@ -247,6 +248,7 @@ TensorType max_pool2d_grad(const ShapeContext&);
 TensorType conv2d_grad_input(const ShapeContext&);
 TensorType conv2d_grad_weight(const ShapeContext&);
 TensorType avg_pool2d_grad(const ShapeContext&);
+TensorType max_pool2d_grad_argmax(const ShapeContext&);
 TensorType cross_entropy_grad(const ShapeContext&);
 }  // namespace shape_rules
 

@@ -275,6 +275,11 @@ TensorType pool2d(const ShapeContext& c) {
   return {c.inputs[0].dtype, pool_out_shape(c, c.inputs[0].shape, c.describe_input(0))};
 }
 
+TensorType max_pool2d_argmax(const ShapeContext& c) {
+  require_float(c, 0);
+  return {DType::I32, pool_out_shape(c, c.inputs[0].shape, c.describe_input(0))};
+}
+
 TensorType softmax(const ShapeContext& c) {
   require_float(c, 0);
   int64_t axis = c.attrs.get_int("axis");
@@ -330,6 +335,17 @@ TensorType avg_pool2d_grad(const ShapeContext& c) {
   Shape in = shape_attr(c, "input_shape");
   Shape out = pool_out_shape(c, in, "input_shape " + shape_to_string(in));
   require_shape(c, 0, out, "the gradient has avg_pool2d's result shape");
+  return {c.inputs[0].dtype, in};
+}
+
+TensorType max_pool2d_grad_argmax(const ShapeContext& c) {
+  require_float(c, 0);
+  if (c.inputs[1].dtype != DType::I32)
+    c.fail(fmt::format("{} (the windows' maxima, max_pool2d_argmax's result) must be i32", c.describe_input(1)));
+  Shape in = shape_attr(c, "input_shape");
+  Shape out = pool_out_shape(c, in, "input_shape " + shape_to_string(in));
+  require_shape(c, 0, out, "the gradient has max_pool2d's result shape");
+  require_shape(c, 1, out, "one position per window");
   return {c.inputs[0].dtype, in};
 }
 

@@ -1,5 +1,7 @@
 #include "ir/kernel/kernel.h"
 
+#include <functional>
+
 #include <fmt/format.h>
 
 #include <unordered_set>
@@ -487,36 +489,16 @@ struct Verifier {
 }  // namespace
 
 namespace {
-bool stores_matrices_into(const Block& block, uint32_t buffer) {
+
+// True when some statement of the block, or of a block nested in it, passes `pred`.
+bool any_stmt(const Block& block, const std::function<bool(const Stmt&)>& pred) {
   for (const Stmt& s : block.stmts) {
-    if (const auto* t = std::get_if<MatrixStoreTensor>(&s)) {
-      if (t->buffer == buffer) return true;
-    } else if (const auto* i = std::get_if<If>(&s)) {
-      if ((i->then_body && stores_matrices_into(*i->then_body, buffer)) ||
-          (i->else_body && stores_matrices_into(*i->else_body, buffer)))
+    if (pred(s)) return true;
+    if (const auto* i = std::get_if<If>(&s)) {
+      if ((i->then_body && any_stmt(*i->then_body, pred)) || (i->else_body && any_stmt(*i->else_body, pred)))
         return true;
     } else if (const auto* f = std::get_if<For>(&s)) {
-      if (stores_matrices_into(*f->body, buffer)) return true;
-    }
-  }
-  return false;
-}
-}  // namespace
-
-bool stores_matrices_into(const Kernel& k, uint32_t buffer) { return stores_matrices_into(k.body, buffer); }
-
-namespace {
-
-bool taps_epilogue_of(const Block& block, uint32_t buffer) {
-  for (const Stmt& s : block.stmts) {
-    if (const auto* in = std::get_if<Instr>(&s)) {
-      if (in->op == Op::EpilogueTap && in->index == buffer) return true;
-    } else if (const auto* i = std::get_if<If>(&s)) {
-      if ((i->then_body && taps_epilogue_of(*i->then_body, buffer)) ||
-          (i->else_body && taps_epilogue_of(*i->else_body, buffer)))
-        return true;
-    } else if (const auto* f = std::get_if<For>(&s)) {
-      if (taps_epilogue_of(*f->body, buffer)) return true;
+      if (any_stmt(*f->body, pred)) return true;
     }
   }
   return false;
@@ -524,7 +506,28 @@ bool taps_epilogue_of(const Block& block, uint32_t buffer) {
 
 }  // namespace
 
-bool taps_epilogue_of(const Kernel& k, uint32_t buffer) { return taps_epilogue_of(k.body, buffer); }
+bool stores_matrices_into(const Kernel& k, uint32_t buffer) {
+  return any_stmt(k.body, [&](const Stmt& s) {
+    const auto* t = std::get_if<MatrixStoreTensor>(&s);
+    return t && t->buffer == buffer;
+  });
+}
+
+bool taps_epilogue_of(const Kernel& k, uint32_t buffer) {
+  return any_stmt(k.body, [&](const Stmt& s) {
+    const auto* in = std::get_if<Instr>(&s);
+    return in && in->op == Op::EpilogueTap && in->index == buffer;
+  });
+}
+
+bool writes_buffer(const Kernel& k, uint32_t buffer) {
+  return any_stmt(k.body, [&](const Stmt& s) {
+    if (const auto* st = std::get_if<StoreBuffer>(&s)) return st->buffer == buffer;
+    if (const auto* t = std::get_if<MatrixStoreTensor>(&s)) return t->buffer == buffer;
+    const auto* in = std::get_if<Instr>(&s);
+    return in && in->op == Op::AtomicAdd && in->index == buffer;
+  });
+}
 
 std::string verify(const Kernel& k) {
   if (k.name.empty()) return "kernel has no name";

@@ -342,6 +342,9 @@ bool stores_matrices_into(const Kernel& k, uint32_t buffer);
 // True when the kernel taps `buffer`'s epilogue (Op::EpilogueTap): its stores into it then store tapped values, and an
 // epilogue is folded in by rewriting the taps, not the stores.
 bool taps_epilogue_of(const Kernel& k, uint32_t buffer);
+// True when the kernel writes `buffer` (stores, workgroup-matrix stores, atomic adds): a pooled side output's kernel
+// whose result nothing else reads taps its epilogue and stores nothing there (lowering binds it no real buffer).
+bool writes_buffer(const Kernel& k, uint32_t buffer);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,
 // indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a

@@ -116,16 +116,21 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
                      fmt::format("_wg{}_s{}_all_pairs_co{}{}{}", wg, splits, cob,
                                  rs > 1 ? fmt::format("_rs{}", rs) : "",
                                  c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
-                     (pooled ? fmt::format("_pooled_k{}x{}{}", pooled->pool.kh, pooled->pool.kw,
-                                           pooled->relu_mask ? "_relu" : "")
+                     (pooled ? fmt::format("_pooled_k{}x{}{}{}", pooled->pool.kh, pooled->pool.kw,
+                                           pooled->relu_mask ? "_relu" : "", pooled->positions ? "_argmax" : "")
                              : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf gy = kb.buffer(pooled ? "pooled_grad_y" : "grad_y", t, Access::Read);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf out = kb.buffer(splits == 1 ? "grad_w" : "partial_grad_w", t, Access::Write);
-  std::optional<Buf> pool_input;
-  if (pooled) pool_input = kb.buffer("pool_input", t, Access::Read);
+  std::optional<Buf> pool_input, positions, pooled_values;
+  if (pooled && pooled->positions) {
+    positions = kb.buffer("positions", Type::I32, Access::Read);
+    if (pooled->relu_mask) pooled_values = kb.buffer("pooled", t, Access::Read);
+  } else if (pooled) {
+    pool_input = kb.buffer("pool_input", t, Access::Read);
+  }
   Shared image = kb.shared("image", t, uint32_t(grad_weight_images_elements(s, c)));
   Val lid = kb.local_id();
   Val split = kb.group_id();
@@ -164,9 +169,15 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
         gy_range = StagedRange{windows, {}, [&, PH, PW, windows](Val q) {  // the counts by value: they end with this block
           Val ch = q / (PH * PW), wr = (q / PW) % PH, wc = q % PW;
           Val h0 = wr * uint32_t(p.kh), w0 = wc * uint32_t(p.kw);
-          const std::vector<Val> grads = max_pool2d_window_grads(
-              kb, p, [&](Val i) { return (*pool_input)[i]; }, (n * Cout + ch) * plane, cast(h0, Type::I32),
-              cast(w0, Type::I32), gy[n * windows + q], t, pooled->relu_mask);
+          Val at = n * windows + q;
+          std::vector<Val> grads;
+          if (positions) {  // the window's maximum found in the forward pass
+            Val g = pooled_values ? relu_masked(kb, gy[at], (*pooled_values)[at], t) : gy[at];
+            grads = max_pool2d_window_grads_at(kb, p, (*positions)[at], g, t);
+          } else {
+            grads = max_pool2d_window_grads(kb, p, [&](Val i) { return (*pool_input)[i]; }, (n * Cout + ch) * plane,
+                                            cast(h0, Type::I32), cast(w0, Type::I32), gy[at], t, pooled->relu_mask);
+          }
           std::vector<std::pair<Val, Val>> staged;
           for (uint32_t r = 0, k = 0; r < uint32_t(p.kh); ++r)
             for (uint32_t col = 0; col < uint32_t(p.kw); ++col, ++k)

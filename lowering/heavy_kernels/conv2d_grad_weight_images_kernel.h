@@ -35,9 +35,13 @@ void check_grad_weight_images(const Conv2dShape& s, kir::Type t, const GradWeigh
 // pooled gradient and the pooling's input instead and fills its staged copy of grad_y window by window
 // (pool2d_kernels.h's max_pool2d_window_grads), so the pooling gradient is never stored. Buffers then: pooled_grad_y
 // (read), x (read), grad_w or partial_grad_w (write), pool_input (read).
+// With positions (lowering/pool_grad_by_argmax.h's form), the pooling's input is replaced by its windows' positions
+// (max_pool2d_argmax, i32) and, under the mask, the pooled values: buffers pooled_grad_y, x, grad_w or partial_grad_w,
+// positions (i32, read), then pooled (read) with relu_mask.
 struct PooledGradOut {
   Pool2dShape pool;  // over grad_y's shape [N, Cout, Ho, Wo], windows that tile it
   bool relu_mask = false;
+  bool positions = false;
 };
 
 HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,

@@ -77,7 +77,7 @@ void check_conv2d_image_strips(const Conv2dShape& s, Type t, const Conv2dConfig&
 }
 
 HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
-                                       const Pool2dShape* pool) {
+                                       const PooledOutputs* pool) {
   check_conv2d_image_strips(s, t, c, limits);
   const uint32_t N = index_u32(s.n, "conv2d image strips"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
@@ -92,7 +92,7 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
 
   std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") +
                      fmt::format("_strips_wg{}_px{}{}", c.wg, P, c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
-                     (pool ? "_pooled" : "");
+                     (pool ? pool->suffix() : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf x = kb.buffer("x", t, Access::Read);
@@ -155,7 +155,7 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
           Val at = y_at + (co * Ho + i) * Wo;
           // A pooling takes what is stored: the value the epilogue (if the lowering folds one in) makes of the sum.
           if (pool) acc[co * P + i] = kb.epilogue_tap(y, at, acc[co * P + i].get());
-          y[at] = acc[co * P + i].get();
+          if (!pool || pool->result) y[at] = acc[co * P + i].get();
         };
         if (g.strips * P > Ho) kb.if_(row0 + i < Ho, store);  // the last strip reaches past the output
         else store();
@@ -164,19 +164,18 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
   if (pool) {
     // Columns col and col + 1 of a strip are local ids lid and lid + 1 (owners = strips x Wo, Wo even); each
     // invocation holds the window rows' two halves of its column.
-    Buf pooled = kb.buffer("pooled", t, Access::Write);
-    std::vector<Val> halves;  // [channel][window row of the strip]
+    const PooledBuffers out = declare_pooled_buffers(kb, *pool, t);
+    std::vector<WindowHalf> halves;  // [channel][window row of the strip]: the column's two rows
     for (uint32_t co = 0; co < Cout; ++co)
-      for (uint32_t i = 0; i < P; i += 2) halves.push_back(pool_max(acc[co * P + i].get(), acc[co * P + i + 1].get()));
+      for (uint32_t i = 0; i < P; i += 2) halves.push_back({acc[co * P + i].get(), acc[co * P + i + 1].get()});
     const uint32_t Hp = Ho / 2, Wp = Wo / 2;
     Val p_at = (n * Cout * Hp + row0 / 2) * Wp + col / 2;
     // The last strip may reach past the result: its windows' rows past Ho / 2 are not stored.
     std::function<Val(uint32_t)> exists;
     if (g.strips * P > Ho) exists = [&](uint32_t k) { return row0 / 2 + k % (P / 2) < Hp; };
     store_pair_maxima(
-        kb, PairStores::Selected, lid, valid, halves,
-        [&](uint32_t k) { return p_at + ((k / (P / 2)) * Hp + k % (P / 2)) * Wp; }, [&](Val at, Val m) { pooled[at] = m; },
-        exists);
+        kb, PairStores::Selected, PairHalves::Columns, lid, valid, halves,
+        [&](uint32_t k) { return p_at + ((k / (P / 2)) * Hp + k % (P / 2)) * Wp; }, out, exists);
   }
   return {kb.finish(), groups};
 }

@@ -27,8 +27,9 @@ uint64_t conv2d_image_strips_elements(const Conv2dShape& s, const Conv2dConfig& 
 // and images within the device's workgroup memory.
 void check_conv2d_image_strips(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits);
 
-// pool: also store that pooling of the result (pooled_side_output.h; conv2d_kernel checks that the config can).
+// pool: also store that pooling of the result, maybe its positions, maybe instead of the result (pooled_side_output.h;
+// conv2d_kernel checks that the config can).
 HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits,
-                                       const Pool2dShape* pool = nullptr);
+                                       const PooledOutputs* pool = nullptr);
 
 }  // namespace spire::lowering::heavy

@@ -61,7 +61,7 @@ namespace {
 // gradient of a stride-1 convolution is the forward pass of grad_y with those weights, padded by kh - 1 - pad).
 HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, bool flipped, const std::string& op,
                           const std::string& op_shape, const char* in_name, const char* out_name,
-                          const Pool2dShape* pool = nullptr, const Limits& limits = {}) {
+                          const PooledOutputs* pool = nullptr, const Limits& limits = {}) {
   const uint32_t N = index_u32(s.n, "conv2d images"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
   const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), cob = c.c_block;
@@ -78,7 +78,7 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
   std::string name = op + "_" + op_shape + "_" + float_suffix(t, op) +
                      fmt::format("_images_wg{}_c{}{}{}", c.wg, cob, c.row_loop ? "_rl" : "",
                                  c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
-                     (pool ? "_pooled" : "");
+                     (pool ? pool->suffix() : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf x = kb.buffer(in_name, t, Access::Read);
@@ -141,20 +141,19 @@ HeavyKernel images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, b
         Val at = y_row + (b * Ho * Wo + j);
         // A pooling takes what is stored: the value the epilogue (if the lowering folds one in) makes of the sum.
         if (pool) acc[b * Wo + j] = kb.epilogue_tap(y, at, acc[b * Wo + j].get());
-        y[at] = acc[b * Wo + j].get();
+        if (!pool || pool->result) y[at] = acc[b * Wo + j].get();
       }
   });
   if (pool) {
     // Rows ho and ho + 1 of a channel block are local ids lid and lid + 1 (owners = blocks x Ho, Ho even).
-    Buf pooled = kb.buffer("pooled", t, Access::Write);
-    std::vector<Val> halves;  // [block][window column]
+    const PooledBuffers out = declare_pooled_buffers(kb, *pool, t);
+    std::vector<WindowHalf> halves;  // [block][window column]
     for (uint32_t b = 0; b < cob; ++b)
-      for (uint32_t j = 0; j < Wo; j += 2) halves.push_back(pool_max(acc[b * Wo + j].get(), acc[b * Wo + j + 1].get()));
+      for (uint32_t j = 0; j < Wo; j += 2) halves.push_back({acc[b * Wo + j].get(), acc[b * Wo + j + 1].get()});
     Val window_row = ((n * Cout + co0) * (Ho / 2) + ho / 2) * (Wo / 2);
     store_pair_maxima(
-        kb, PairStores::Selected, lid, valid, halves,
-        [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * (Ho / 2) * (Wo / 2) + k % (Wo / 2)); },
-        [&](Val at, Val m) { pooled[at] = m; });
+        kb, PairStores::Selected, PairHalves::Rows, lid, valid, halves,
+        [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * (Ho / 2) * (Wo / 2) + k % (Wo / 2)); }, out);
   }
   return {kb.finish(), groups};
 }
@@ -179,7 +178,7 @@ void check_grad_input(const Conv2dShape& s, const Conv2dConfig& c) {
 }  // namespace
 
 HeavyKernel conv2d_images_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
-                                 const Pool2dShape* pool) {
+                                 const PooledOutputs* pool) {
   check_conv2d_images(s, t, c, limits);
   return images_kernel(s, t, c, false, "conv2d", s.text(), "x", "y", pool, limits);
 }

@@ -25,9 +25,10 @@ uint64_t conv2d_images_elements(const Conv2dShape& s, uint32_t images);
 // image's invocations, the weights and images within the device's workgroup memory.
 void check_conv2d_images(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits);
 
-// pool: also store that pooling of the result (pooled_side_output.h; conv2d_kernel checks that the config can).
+// pool: also store that pooling of the result, maybe its positions, maybe instead of the result (pooled_side_output.h;
+// conv2d_kernel checks that the config can).
 HeavyKernel conv2d_images_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits,
-                                 const Pool2dShape* pool = nullptr);
+                                 const PooledOutputs* pool = nullptr);
 
 // The input gradient the same way: for stride 1 it is the forward pass of grad_y (padded by kh - 1 - pad) with the
 // weights transposed and their window turned around, which the workgroup stages so. c_block counts input channels.

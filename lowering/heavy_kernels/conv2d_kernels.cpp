@@ -486,7 +486,7 @@ std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, con
 }
 
 static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
-                                         const Pool2dShape* pool);
+                                         const PooledOutputs* pool);
 
 bool conv2d_pools_in_kernel(const Conv2dShape& s, const Conv2dConfig& c, const Pool2dShape& pool, const Limits& limits) {
   if (!pools_in_pairs(pool, s.ho, s.wo, limits) || pool.n != s.n || pool.c != s.cout || c.wg % 2 != 0) return false;
@@ -499,20 +499,20 @@ HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, c
 }
 
 HeavyKernel conv2d_kernel(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
-                          const Pool2dShape& pool) {
-  if (!conv2d_pools_in_kernel(s, c, pool, limits))
+                          const PooledOutputs& pool) {
+  if (!conv2d_pools_in_kernel(s, c, pool.pool, limits))
     throw std::invalid_argument(fmt::format("conv2d {}: config '{}' cannot store the pooling {} of its result (rows or "
                                             "staged images over 2x2 windows that tile it, even workgroups, subgroup "
                                             "shuffles)",
-                                            s.text(), c.config().text(), pool.text()));
+                                            s.text(), c.config().text(), pool.pool.text()));
   return conv2d_kernel_pooling(s, t, c, limits, &pool);
 }
 
 // The pooled side output, where asked for (pooled_side_output.h), from the row and staged-image kernels.
 static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Conv2dConfig& c, const Limits& limits,
-                                         const Pool2dShape* pool) {
+                                         const PooledOutputs* pool) {
   std::string name = "conv2d_" + s.text() + "_" + float_suffix(t, "conv2d") + name_suffix(c, conv2d_heuristic(s)) +
-                     (pool ? "_pooled" : "");
+                     (pool ? pool->suffix() : "");
   check_sizes(s);
   if (c.images) {
     if (s.n * s.cout * s.ho * s.wo == 0) return empty_result(name);
@@ -577,22 +577,21 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
           }
           // The pooling takes what is stored: the value the epilogue (if the lowering folds one in) makes of the sum.
           sums[b * Wo + j] = kb.epilogue_tap(y, at, acc[b * Wo + j].get());
-          y[at] = sums[b * Wo + j].get();
+          if (pool->result) y[at] = sums[b * Wo + j].get();
         }
     });
     if (pool) {
-      Buf pooled = kb.buffer("pooled", t, Access::Write);
-      std::vector<Val> halves;  // [block][window column]: the maximum of the row's two columns
+      const PooledBuffers out = declare_pooled_buffers(kb, *pool, t);
+      std::vector<WindowHalf> halves;  // [block][window column]: the row's two columns
       for (uint32_t b = 0; b < cob; ++b)
-        for (uint32_t j = 0; j < Wo; j += 2) halves.push_back(pool_max(sums[b * Wo + j].get(), sums[b * Wo + j + 1].get()));
+        for (uint32_t j = 0; j < Wo; j += 2) halves.push_back({sums[b * Wo + j].get(), sums[b * Wo + j + 1].get()});
       // q = o / 2 counts the window rows of every (image, channel block) in order; block b's plane is channel co + b.
       const uint32_t plane_rows = Ho / 2;
       Val q = o / 2;
       Val window_row = cob == 1 ? q * (Wo / 2) : ((q / plane_rows) * (cob * plane_rows) + q % plane_rows) * (Wo / 2);
       store_pair_maxima(
-          kb, PairStores::Branched, kb.local_id(), o < rows_total, halves,
-          [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * plane_rows * (Wo / 2) + k % (Wo / 2)); },
-          [&](Val at, Val m) { pooled[at] = m; });
+          kb, PairStores::Branched, PairHalves::Rows, kb.local_id(), o < rows_total, halves,
+          [&](uint32_t k) { return window_row + ((k / (Wo / 2)) * plane_rows * (Wo / 2) + k % (Wo / 2)); }, out);
     }
     return {kb.finish(), groups_for_threads(rows_total, threads)};
   }

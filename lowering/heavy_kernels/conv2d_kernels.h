@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "lowering/heavy_kernels/heavy_kernel.h"
+#include "lowering/heavy_kernels/pooled_side_output.h"
 #include "lowering/heavy_kernels/tuning_config.h"
 
 namespace spire::lowering::heavy {
@@ -95,11 +96,12 @@ std::vector<Conv2dConfig> conv2d_grad_input_candidates(const Conv2dShape& s, con
 // divide the result's channels per group, a workgroup size outside 1..1024).
 // `limits`: the device's, for configs that take more than the 16 KiB of workgroup memory every device has (images).
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits = {});
-// With a pooled side output (pooled_side_output.h): the kernel of config `c` also stores each window's largest value of
-// `pool` (over the result) into a fourth buffer, "pooled" (write), where conv2d_pools_in_kernel says it can; else
-// std::invalid_argument.
+// With pooled side outputs (pooled_side_output.h): the kernel of config `c` also stores each window's largest value of
+// `pool.pool` (over the result) into a fourth buffer, "pooled" (write), and with pool.argmax its position into a fifth,
+// "argmax" (i32, write), where conv2d_pools_in_kernel says it can; else std::invalid_argument. Without pool.result the
+// result buffer stays declared (the epilogue taps it) but is not written.
 HeavyKernel conv2d_kernel(const Conv2dShape& s, kir::Type t, const Conv2dConfig& c, const Limits& limits,
-                          const Pool2dShape& pool);
+                          const PooledOutputs& pool);
 // Whether config `c`'s kernel can store `pool` of its result on a device of `limits`: rows (rows=1) and staged images
 // (images=1, strips of an even number of pixels) over 2x2 windows that tile the result, in workgroups of an even size,
 // where the device has subgroup shuffles (pooled_side_output.h).

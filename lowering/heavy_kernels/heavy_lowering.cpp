@@ -17,7 +17,8 @@ namespace {
 
 std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v) {
   std::vector<int32_t> out;
-  for (graph::Value in : ctx.graph().node(v).inputs) out.push_back(ctx.buffer_of(in));
+  // An input fused into the kernel's loads (fuse.h's prologues) has no buffer: the launch computes it.
+  for (graph::Value in : ctx.graph().node(v).inputs) out.push_back(ctx.fused(in) ? kFusedInputSlot : ctx.buffer_of(in));
   out.push_back(ctx.buffer_of(v));
   return out;
 }

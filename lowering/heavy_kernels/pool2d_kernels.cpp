@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -54,6 +55,7 @@ void check_sizes(const Pool2dShape& s) {
 struct WindowTap {
   Val ok;
   Val plane_index;
+  Val position;  // i32: the element's row-major position in the kh x kw window (max_pool2d_argmax's numbering)
 };
 
 // Calls tap() for every element of the window whose top-left corner is (h0, w0) (signed, may be in the
@@ -73,7 +75,7 @@ void for_each_window_tap(KernelBuilder& kb, const Pool2dShape& s, Val h0, Val w0
       ok = ok.valid() ? ok & w_ok : w_ok;
       w_idx = cast(min(max(wi, 0), int32_t(s.w - 1)), Type::U32);
     }
-    tap(WindowTap{ok, h_idx * uint32_t(s.w) + w_idx});
+    tap(WindowTap{ok, h_idx * uint32_t(s.w) + w_idx, r * int32_t(s.kw) + c});
   };
   if (s.kh * s.kw <= kMaxUnrolledTaps) {
     for (int64_t r = 0; r < s.kh; ++r)
@@ -97,18 +99,21 @@ std::pair<Val, Val> covering_windows(Val i, int64_t k, int64_t stride, int64_t p
 // the best only when strictly greater, or NaN (NaN propagates). The first real element is always taken.
 struct WindowMax {
   Var best;
-  Var best_index;  // plane index of the winner (i32), -1 before the first real element
+  Var best_index;     // plane index of the winner (i32), -1 before the first real element
+  Var best_position;  // its position in the window (i32, WindowTap::position)
 };
 
 WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, const std::function<Val(Val)>& x_at, Val plane_base,
                      Val h0, Val w0, Type t) {
-  WindowMax m{kb.var("best", kb.constant(t, -std::numeric_limits<double>::infinity())), kb.var("best_index", kb.i32(-1))};
+  WindowMax m{kb.var("best", kb.constant(t, -std::numeric_limits<double>::infinity())), kb.var("best_index", kb.i32(-1)),
+              kb.var("best_position", kb.i32(0))};
   for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
     Val v = x_at(plane_base + tap.plane_index);
     Val take = takes_window_max(v, m.best.get()) | (m.best_index.get() < 0);
     if (tap.ok.valid()) take = take & tap.ok;
     m.best = select(take, v, m.best.get());
     m.best_index = select(take, cast(tap.plane_index, Type::I32), m.best_index.get());
+    m.best_position = select(take, tap.position, m.best_position.get());
   });
   return m;
 }
@@ -116,6 +121,10 @@ WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, const std::functio
 }  // namespace
 
 Val takes_window_max(Val v, Val best) { return (v > best) | (v != v); }
+
+Val relu_masked(KernelBuilder& kb, Val g, Val pooled, Type t) {
+  return select(pooled > kb.constant(t, 0), g, kb.constant(t, 0));
+}
 
 bool pool2d_windows_tile(const Pool2dShape& s) {
   return s.stride_h == s.kh && s.stride_w == s.kw && s.pad_h == 0 && s.pad_w == 0 && s.h == s.ho * s.kh &&
@@ -129,7 +138,7 @@ std::vector<Val> max_pool2d_window_grads(KernelBuilder& kb, const Pool2dShape& s
                                             "the windows tile the input", s.text()));
   WindowMax m = window_max(kb, s, x_at, plane_base, h0, w0, t);
   // A NaN maximum fails `> 0`, as relu_grad's mask fails at a NaN input.
-  Val pass = relu_mask ? select(m.best.get() > kb.constant(t, 0), g, kb.constant(t, 0)) : g;
+  Val pass = relu_mask ? relu_masked(kb, g, m.best.get(), t) : g;
   std::vector<Val> out;
   for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
     out.push_back(select(cast(tap.plane_index, Type::I32) == m.best_index.get(), pass, kb.constant(t, 0)));
@@ -137,22 +146,95 @@ std::vector<Val> max_pool2d_window_grads(KernelBuilder& kb, const Pool2dShape& s
   return out;
 }
 
-HeavyKernel max_pool2d_kernel(const Pool2dShape& s, Type t) {
-  std::string name = "max_pool2d_" + s.text() + "_" + float_suffix(t, "max_pool2d");
+namespace {
+
+// One invocation per window, storing its maximum (values) and/or its position (positions).
+HeavyKernel window_maxima_kernel(const Pool2dShape& s, Type t, bool values, bool positions) {
+  std::string name = std::string(values ? "max_pool2d_" : "max_pool2d_argmax_") + s.text() + "_" +
+                     float_suffix(t, "max_pool2d") + (values && positions ? "_argmax" : "");
   check_sizes(s);
   const uint32_t total = uint32_t(s.n * s.c * s.ho * s.wo);
   if (total == 0) return empty_result(name);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   KernelBuilder kb(name, kThreads);
   Buf x = kb.buffer("x", t, Access::Read);
-  Buf y = kb.buffer("y", t, Access::Write);
+  std::optional<Buf> y, argmax;
+  if (values) y = kb.buffer("y", t, Access::Write);
+  if (positions) argmax = kb.buffer("argmax", Type::I32, Access::Write);
   Val o = kb.global_id();
   kb.if_(o < total, [&] {
     Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
     Val h0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
     Val w0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
     WindowMax m = window_max(kb, s, [&](Val i) { return x[i]; }, nc * uint32_t(s.h * s.w), h0, w0, t);
-    y[o] = m.best.get();
+    if (y) (*y)[o] = m.best.get();
+    if (argmax) (*argmax)[o] = m.best_position.get();
+  });
+  return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+}  // namespace
+
+HeavyKernel max_pool2d_kernel(const Pool2dShape& s, Type t, bool with_argmax) {
+  return window_maxima_kernel(s, t, true, with_argmax);
+}
+
+HeavyKernel max_pool2d_argmax_kernel(const Pool2dShape& s, Type t) { return window_maxima_kernel(s, t, false, true); }
+
+std::vector<Val> max_pool2d_window_grads_at(KernelBuilder& kb, const Pool2dShape& s, Val position, Val g, Type t) {
+  std::vector<Val> out;
+  for (int32_t k = 0; k < int32_t(s.kh * s.kw); ++k) out.push_back(select(position == k, g, kb.constant(t, 0)));
+  return out;
+}
+
+HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
+  std::string name = "max_pool2d_grad_argmax_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad_argmax") +
+                     (relu_mask ? "_relu_mask" : "");
+  check_sizes(s);
+  if (relu_mask && !pool2d_windows_tile(s))
+    throw std::invalid_argument(fmt::format("max_pool2d_grad_argmax over {}: the ReLU's mask is applied where the "
+                                            "windows tile the input only", s.text()));
+  const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
+  if (total == 0) return empty_result(name);
+  const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  KernelBuilder kb(name, kThreads);
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf argmax = kb.buffer("argmax", Type::I32, Access::Read);
+  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  std::optional<Buf> pooled;
+  if (relu_mask) pooled = kb.buffer("pooled", t, Access::Read);
+  Val o = kb.global_id();
+  // Windows that tile the input: one invocation per window writes all of it, its gradient at its position.
+  if (pool2d_windows_tile(s)) {
+    const uint32_t windows = uint32_t(s.n * s.c * s.ho * s.wo);
+    kb.if_(o < windows, [&] {
+      Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
+      Val plane_base = nc * (H * W);
+      Val h0 = cast(ho * uint32_t(s.kh), Type::I32), w0 = cast(wo * uint32_t(s.kw), Type::I32);
+      Val g = pooled ? relu_masked(kb, gy[o], (*pooled)[o], t) : gy[o];
+      const std::vector<Val> grads = max_pool2d_window_grads_at(kb, s, argmax[o], g, t);
+      size_t k = 0;
+      for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) { gx[plane_base + tap.plane_index] = grads[k++]; });
+    });
+    return {kb.finish(), groups_for_threads(windows, kThreads)};
+  }
+  // Else one invocation per input element adds the gradients of the windows whose position names it.
+  kb.if_(o < total, [&] {
+    Val pos = o % (H * W), nc = o / (H * W);
+    Val hi = cast(pos / W, Type::I32), wi = cast(pos % W, Type::I32);
+    Val grad_base = nc * (Ho * Wo);
+    auto [oh_lo, oh_hi] = covering_windows(hi, s.kh, s.stride_h, s.pad_h, s.ho);
+    auto [ow_lo, ow_hi] = covering_windows(wi, s.kw, s.stride_w, s.pad_w, s.wo);
+    Var acc = kb.var("acc", kb.constant(t, 0));
+    kb.for_(oh_lo, oh_hi, [&](Val oh) {
+      kb.for_(ow_lo, ow_hi, [&](Val ow) {
+        Val me = (hi - (oh * int32_t(s.stride_h) - int32_t(s.pad_h))) * int32_t(s.kw) +
+                 (wi - (ow * int32_t(s.stride_w) - int32_t(s.pad_w)));
+        Val w = grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32);
+        kb.if_(argmax[w] == me, [&] { acc += gy[w]; });
+      });
+    });
+    gx[o] = acc.get();
   });
   return {kb.finish(), groups_for_threads(total, kThreads)};
 }

@@ -8,6 +8,8 @@
 //    row-major window order (PyTorch's rule); where the windows tile the input exactly (stride = window, no
 //    padding, nothing left over), one invocation per window instead, writing the whole window once. Buffers: grad_y
 //    (read), x (read), grad_x (write).
+//  * max_pool2d_argmax_kernel / max_pool2d_grad_argmax_kernel: the same, the windows' maxima kept as their positions
+//    in the window (graph.h's max_pool2d_argmax): the gradient reads a position per window instead of the input.
 //  * avg_pool2d_grad_kernel: one invocation per input element summing grad/(kh*kw) over the windows that
 //    contain it. Buffers: grad_y (read), grad_x (write).
 #pragma once
@@ -53,7 +55,20 @@ std::vector<kir::Val> max_pool2d_window_grads(kir::KernelBuilder& kb, const Pool
 // (PyTorch's rule: a window holding a NaN pools to NaN). Ties keep the earlier element.
 kir::Val takes_window_max(kir::Val v, kir::Val best);
 
-HeavyKernel max_pool2d_kernel(const Pool2dShape& s, kir::Type t);
+// with_argmax: also each window's position (max_pool2d_argmax), into a third buffer, "argmax" (i32, write).
+HeavyKernel max_pool2d_kernel(const Pool2dShape& s, kir::Type t, bool with_argmax = false);
+// The positions alone. Buffers: x (read), argmax (i32, write).
+HeavyKernel max_pool2d_argmax_kernel(const Pool2dShape& s, kir::Type t);
+// max_pool2d_grad from the windows' positions. Buffers: grad_y (read), argmax (i32, read), grad_x (write). relu_mask:
+// also a fourth, "pooled" (read, the pooled values): each window's gradient passes only where its maximum is > 0
+// (lowering/pool_grad_by_argmax.h's mask, for a fused gradient's fallback); only where the windows tile the input.
+HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask = false);
+
+// The gradient at each element of one window (row-major), from the window's position of its maximum (i32): g there and
+// 0 elsewhere. With relu_masked, g passes only where the pooled value is > 0 (a NaN fails, as relu_grad's mask).
+std::vector<kir::Val> max_pool2d_window_grads_at(kir::KernelBuilder& kb, const Pool2dShape& s, kir::Val position,
+                                                 kir::Val g, kir::Type t);
+kir::Val relu_masked(kir::KernelBuilder& kb, kir::Val g, kir::Val pooled, kir::Type t);
 // relu_mask: relu_grad(max_pool2d_grad(grad_y, x), x), the mask of a ReLU whose output x is (as a fused
 // gradient's fallback computes it, lower_conv2d.cpp); only where the windows tile the input (else
 // std::invalid_argument), the only pooling such a gradient is fused for.

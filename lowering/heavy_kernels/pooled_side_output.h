@@ -11,6 +11,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "ir/kernel/builder.h"
@@ -28,9 +30,6 @@ bool pools_in_pairs(const Pool2dShape& pool, int64_t ho, int64_t wo, const Limit
 // is rounded up to whole warps (the extra invocations compute nothing; they pair among themselves).
 uint32_t pooled_workgroup(uint32_t wg, const Limits& limits);
 
-// The larger of a and b by max_pool2d's rule (takes_window_max: a NaN is the larger).
-kir::Val pool_max(kir::Val a, kir::Val b);
-
 // How a pair splits its windows' stores: the even invocation the first half, the odd one the rest. Measured inside
 // LeNet's step at batch 8192 on the H100 (docs/PERFORMANCE.md):
 //  * Selected: each store's element and value selected by the invocation's parity, so a subgroup issues each store
@@ -40,14 +39,40 @@ kir::Val pool_max(kir::Val a, kir::Val b);
 //    vulkan:0, 0.294 ms against 0.307 selected).
 enum class PairStores { Selected, Branched };
 
-// Every invocation calls this in uniform control flow (it shuffles). `halves`: the invocation's maxima over its half
-// of each of its windows (the same count in both invocations of a pair, whose local ids differ in their lowest bit);
-// `valid`: the invocation computed them (both of a pair agree). Both learn each window's maximum and store their half
-// of the windows through store(pooled element, window maximum), index_of(k) being window k's pooled element and
-// `exists` (if given) whether window k exists (a strip reaching past the result).
-void store_pair_maxima(kir::KernelBuilder& kb, PairStores split, kir::Val lid, kir::Val valid,
-                       const std::vector<kir::Val>& halves, const std::function<kir::Val(uint32_t k)>& index_of,
-                       const std::function<void(kir::Val index, kir::Val max)>& store,
-                       const std::function<kir::Val(uint32_t k)>& exists = {});
+// What a convolution's kernel stores besides (or instead of) its result.
+struct PooledOutputs {
+  Pool2dShape pool;
+  bool argmax = false;  // also each window's position (graph.h's max_pool2d_argmax), into "argmax" (i32)
+  bool result = true;   // false: the result is only tapped, never stored (nothing but the side outputs reads it)
+
+  // "_pooled", "_pooled_argmax", "_pooled_argmax_only": what kernel names carry.
+  std::string suffix() const;
+};
+
+// The side outputs' buffers, declared after the kernel's own: "pooled" (write), then "argmax" (i32, write) if asked.
+struct PooledBuffers {
+  kir::Buf pooled;
+  std::optional<kir::Buf> argmax;
+};
+PooledBuffers declare_pooled_buffers(kir::KernelBuilder& kb, const PooledOutputs& out, kir::Type t);
+
+// How a pair's two invocations split each 2x2 window: Rows, the even one holds its top row and the odd one its bottom
+// row (the row kernels); Columns, the left and right columns (the strips kernel).
+enum class PairHalves { Rows, Columns };
+
+// One invocation's half of a window: its two elements in row-major window order.
+struct WindowHalf {
+  kir::Val first, second;
+};
+
+// Every invocation calls this in uniform control flow (it shuffles). `halves`: the invocation's half of each of its
+// windows (the same count in both invocations of a pair, whose local ids differ in their lowest bit); `valid`: the
+// invocation computed them (both of a pair agree). Both learn each window's maximum and its position by max_pool2d's
+// rule (the first maximal element in row-major order, or the last NaN: the same element max_pool2d_kernel picks, so
+// the same bits) and store their half of the windows, index_of(k) being window k's pooled element and `exists` (if
+// given) whether window k exists (a strip reaching past the result).
+void store_pair_maxima(kir::KernelBuilder& kb, PairStores split, PairHalves layout, kir::Val lid, kir::Val valid,
+                       const std::vector<WindowHalf>& halves, const std::function<kir::Val(uint32_t k)>& index_of,
+                       const PooledBuffers& out, const std::function<kir::Val(uint32_t k)>& exists = {});
 
 }  // namespace spire::lowering::heavy

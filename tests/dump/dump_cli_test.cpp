@@ -61,6 +61,10 @@ TEST_F(DumpCli, GraphEvalOnADeviceWritesEveryStageAndValidModules) {
             std::string::npos);
   // Each convolution's launch also stores the pooling of its ReLU's output (fuse.h's pooled side outputs).
   EXPECT_NE(slurp(dump / "04-fused.txt").find("also stores convnet.2 = max_pool2d f32[2,6,14,14]"), std::string::npos);
+  // And its positions, which the gradients read instead of the ReLU's output, then not stored at all.
+  EXPECT_NE(slurp(dump / "04-fused.txt").find("also stores convnet.2.argmax = max_pool2d_argmax i32[2,6,14,14]"),
+            std::string::npos);
+  EXPECT_NE(slurp(dump / "04-fused.txt").find("(not stored: only its side outputs read it)"), std::string::npos);
   // The conv2d row by hand: conv1 [2,6,28,28] x 1*5*5 and conv2 [2,16,14,14] x 6*5*5 multiply-adds, 2 flops each.
   const int64_t conv_flops = 2 * (2 * 6 * 28 * 28 * 25) + 2 * (2 * 16 * 14 * 14 * 150);
   EXPECT_NE(r.out.find(fmt::format("{:<22} {:>6} {:>16}", "conv2d", 2, conv_flops)), std::string::npos) << r.out;

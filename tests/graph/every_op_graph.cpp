@@ -54,7 +54,9 @@ Graph every_op_graph() {
   Value dlogits = g.cross_entropy_grad(one, logits, labels);
   Value dflat = g.permute(dlogits, {1, 0});
   Value dpool = g.avg_pool2d_grad(avg, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, {2, 4, 4, 4});
-  Value dsel = g.max_pool2d_grad(dpool, sel, {.kernel = {2, 2}});
+  Value dsel = g.add(g.max_pool2d_grad(dpool, sel, {.kernel = {2, 2}}),
+                    g.max_pool2d_grad_argmax(dpool, g.max_pool2d_argmax(sel, {.kernel = {2, 2}}), {.kernel = {2, 2}},
+                                             {2, 4, 8, 8}));
   Value dact = g.relu_grad(g.gelu_grad(g.silu_grad(dsel, t), t), act);
   Conv2dOptions opt{.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 1};
   Value dx = g.conv2d_grad_input(dact, w, opt, {2, 3, 8, 8});

@@ -169,6 +169,8 @@ TEST(KernelBuilder, RewriteTapsGivesEveryTapOfOneBufferItsEpilogue) {
   EXPECT_EQ(verify(k), "");
   EXPECT_TRUE(taps_epilogue_of(k, 1));
   EXPECT_FALSE(taps_epilogue_of(k, 2));
+  EXPECT_TRUE(writes_buffer(k, 1) && writes_buffer(k, 2));
+  EXPECT_FALSE(writes_buffer(k, 0));
   EXPECT_NE(print(k).find("epilogue_tap y["), std::string::npos) << print(k);
   KernelBuilder rw(std::move(k));
   int calls = 0;
@@ -188,6 +190,16 @@ TEST(KernelBuilder, RewriteTapsGivesEveryTapOfOneBufferItsEpilogue) {
     return b.finish();
   }());
   EXPECT_THROW(wrong_type.rewrite_taps(0, [](Val i, Val) { return i; }), std::invalid_argument);
+  // Tapped but not stored (a pooled side output's kernel whose result nothing else reads), inside a branch.
+  Kernel tapped_only = [] {
+    KernelBuilder b("tap", 64);
+    auto y = b.buffer("y", Type::F32, Access::Write);
+    auto m = b.buffer("m", Type::F32, Access::Write);
+    b.if_(b.global_id() < 8u, [&] { m[b.global_id()] = b.epilogue_tap(y, b.global_id(), b.f32(1)); });
+    return b.finish();
+  }();
+  EXPECT_FALSE(writes_buffer(tapped_only, 0));
+  EXPECT_TRUE(writes_buffer(tapped_only, 1));
   // Only a result buffer has an epilogue to tap.
   KernelBuilder read("tap_read", 64);
   auto r = read.buffer("r", Type::F32, Access::Read);

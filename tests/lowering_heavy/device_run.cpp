@@ -129,6 +129,8 @@ void lower_graph(DeviceRun& run, const graph::Graph& g) {
       case OpKind::Conv2dGradWeight: lowering::lower_conv2d_grad_weight(run, v); break;
       case OpKind::MaxPool2d: lowering::lower_max_pool2d(run, v); break;
       case OpKind::MaxPool2dGrad: lowering::lower_max_pool2d_grad(run, v); break;
+      case OpKind::MaxPool2dArgmax: lowering::lower_max_pool2d_argmax(run, v); break;
+      case OpKind::MaxPool2dGradArgmax: lowering::lower_max_pool2d_grad_argmax(run, v); break;
       case OpKind::AvgPool2d: lowering::lower_avg_pool2d(run, v); break;
       case OpKind::AvgPool2dGrad: lowering::lower_avg_pool2d_grad(run, v); break;
       case OpKind::Softmax:

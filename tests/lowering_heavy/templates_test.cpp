@@ -74,6 +74,10 @@ std::vector<TemplateCase> template_cases() {
                           s.h == s.ho * s.kh && s.w == s.wo * s.kw;
       out.push_back({"max_pool2d_grad_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_grad_kernel(s, t); },
                      tiling ? out_n : in_n});
+      out.push_back({"max_pool2d_argmax_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_argmax_kernel(s, t); }, out_n});
+      out.push_back({"max_pool2d_with_argmax_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_kernel(s, t, true); }, out_n});
+      out.push_back({"max_pool2d_grad_argmax_" + c.name + "_" + ts,
+                     [s, t] { return heavy::max_pool2d_grad_argmax_kernel(s, t); }, tiling ? out_n : in_n});
       out.push_back({"avg_pool2d_" + c.name + "_" + ts, [s, t] { return heavy::avg_pool2d_kernel(s, t); }, out_n});
       out.push_back({"avg_pool2d_grad_" + c.name + "_" + ts, [s, t] { return heavy::avg_pool2d_grad_kernel(s, t); }, in_n});
     }

@@ -32,6 +32,8 @@ OpCost conv_grad_weight_cost(const Node& n, std::span<const TensorType> in) {
 OpCost pool_grad_cost(const Node& n, std::span<const TensorType> in) {
   return {in[0].numel() * (pool_window(n) + 1), io_bytes(n, in)};
 }
+// Each window's gradient goes where its position says: one add per window, no compares.
+OpCost pool_grad_argmax_cost(const Node& n, std::span<const TensorType> in) { return {in[0].numel(), io_bytes(n, in)}; }
 // softmax (5 per element, as softmax_cost), minus the one-hot, times grad/N.
 OpCost cross_entropy_grad_cost(const Node& n, std::span<const TensorType> in) {
   return {7 * n.type.numel(), io_bytes(n, in)};
@@ -79,6 +81,11 @@ std::vector<OpInfo> backward_only() {
        .reference = eval::avg_pool2d_grad,
        .forward = {2e-6, 1e-14, "a sum of a few upstream gradients times 1/count"}, .backward = kCopy,
        .cost = pool_grad_cost},
+      {.kind = OpKind::MaxPool2dGradArgmax, .name = "max_pool2d_grad_argmax", .arity = 2,
+       .attrs = with(pool_attrs(), {"input_shape", K::Ints}), .category = H, .shape = S::max_pool2d_grad_argmax,
+       .reference = eval::max_pool2d_grad_argmax,
+       .forward = {1e-6, 1e-14, "routes each upstream gradient to one element; adds where windows overlap"},
+       .backward = kCopy, .cost = pool_grad_argmax_cost},
       {.kind = OpKind::CrossEntropyGrad, .name = "cross_entropy_grad", .arity = 3, .category = H,
        .shape = S::cross_entropy_grad, .reference = eval::cross_entropy_grad, .forward = kSoftmax,
        .backward = kSoftmax, .cost = cross_entropy_grad_cost},
