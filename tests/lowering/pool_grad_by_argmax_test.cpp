@@ -8,8 +8,12 @@
 
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "lowering/fuse.h"
 #include "lowering/pool_grad_by_argmax.h"
 #include "lowering/prepare.h"
+#include "tests/lowering/device_list.h"
+#include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
 using namespace spire;
@@ -93,6 +97,39 @@ TEST(PoolGradByArgmax, LeavesAGradientWithoutItsForwardPooling) {
   EXPECT_EQ(output_node(r, "grad").op, OpKind::MaxPool2dGrad);
   for (Value v : r.values()) EXPECT_NE(r.node(v).op, OpKind::MaxPool2dArgmax);
 }
+
+class PoolGradByArgmaxOnDevice : public testing_support::OnDevice {};
+
+// On every device present, against the float64 evaluator of the graph before the rewrite: windows that tile the input
+// (one invocation per window) and overlapping padded ones (one per element), ties after the ReLU; the pooling stores its
+// positions in its own launch (a side output), and the ReLU's mask is computed in the gradient's loads (a prologue).
+TEST_P(PoolGradByArgmaxOnDevice, MatchesTheEvaluatorBeforeTheRewrite) {
+  for (const graph::Pool2dOptions& o : {graph::Pool2dOptions{}, graph::Pool2dOptions{{3, 3}, {2, 2}, {1, 1}}}) {
+    const Graph g = pool_and_grads(o, {2, 3, 8, 9});
+    const Graph r = lowering::canonicalize(g);
+    const lowering::Fusion f = lowering::plan_fusion(r);
+    for (Value v : r.values())
+      if (r.node(v).op == OpKind::MaxPool2dArgmax) EXPECT_TRUE(f.is_side_output[size_t(v.id)]);
+    std::map<std::string, graph::Tensor> in{{"x", tied_input({2, 3, 8, 9})}};
+    for (size_t i = 5; i < in["x"].data.size(); i += 37) in["x"].data[i] = 1;  // NaNs fail relu_grad's formulas apart
+    in["g"] = testing_support::uniform_tensor(g.type(g.outputs()[0].value).shape, 8, DType::F32);
+    const auto want = graph::evaluate(g, in, DType::F64);
+    auto exe = lowering::compile(g, *dev_);
+    for (const auto& [name, t] : in) exe->set(name, t);
+    exe->step();
+    for (const char* name : {"p", "masked", "plain"}) {
+      const graph::Tensor got = exe->get(name);
+      const graph::Tensor& ref = want.at(name);
+      ASSERT_EQ(got.data.size(), ref.data.size());
+      for (size_t i = 0; i < ref.data.size(); ++i)
+        ASSERT_NEAR(got.data[i], ref.data[i], 1e-6 * (1 + std::abs(ref.data[i]))) << name << " element " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, PoolGradByArgmaxOnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PoolGradByArgmaxOnDevice);
 
 // LeNet's step: no gradient reads a ReLU's output that is pooled; each pooling's positions follow it.
 TEST(PoolGradByArgmax, LeNetsGradientsReadNoPooledInput) {

@@ -8,7 +8,7 @@ set -uo pipefail
 source tools/gpu/env.sh
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 $B/spire_tuning_tests --gtest_filter='*row_split*:*image_strips*:*all_pairs*:*conv2d_images*:*cross_entropy*:Heuristics.*' 2>&1 | grep -E "FAILED|PASSED" | tail -3
-$B/spire_lowering_tests --gtest_filter='SumThroughMaxPool*:Fuse*:*SiluMlp*:*Train*:*Gathered*:*PooledSideOutput*' 2>&1 | grep -E "FAILED|PASSED" | tail -3
+$B/spire_lowering_tests --gtest_filter='SumThroughMaxPool*:Fuse*:*SiluMlp*:*Train*:*Gathered*:*PooledSideOutput*:*PoolGradByArgmax*' 2>&1 | grep -E "FAILED|PASSED" | tail -3
 $B/spire_lowering_heavy_tests --gtest_filter='*SplitSum*:*Epilogue*:*LeNet*:*Pool2d*' 2>&1 | grep -E "FAILED|PASSED" | tail -3
 for run in 1 2; do for b in 8192 64; do for dev in cuda:0 vulkan:0; do
   echo "run $run b$b $dev $($B/spire lenet bench --batch $b --device $dev --runs 30 2>&1 | grep -E "^$dev " | awk '{print $3}')"
