@@ -5,6 +5,7 @@
 //     any NaN (so NaN propagates); max_pool2d_grad sends the window's gradient to that element alone.
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
@@ -71,19 +72,27 @@ std::pair<int64_t, double> window_max(const PoolGeometry& g, const double* plane
   return {best, best_value};
 }
 
-}  // namespace
 
-Tensor max_pool2d(const Node& n, Inputs in) {
-  const Tensor& x = *in[0];
+// y[plane][oh][ow] = at(plane, oh, ow) for every window of every plane: the poolings' common loop.
+Tensor per_window(const Node& n, const Tensor& x,
+                  const std::function<double(const PoolGeometry&, const double* plane, int64_t oh, int64_t ow)>& at) {
   Tensor y = result_of(n);
   const PoolGeometry g = geometry(n, x.shape, y.shape);
   for (int64_t p = 0; p < g.planes; ++p) {
     const double* plane = x.data.data() + p * g.in_h * g.in_w;
     double* out = y.data.data() + p * g.out_h * g.out_w;
     for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow) out[oh * g.out_w + ow] = window_max(g, plane, window(g, oh, ow)).second;
+      for (int64_t ow = 0; ow < g.out_w; ++ow) out[oh * g.out_w + ow] = at(g, plane, oh, ow);
   }
   return y;
+}
+
+}  // namespace
+
+Tensor max_pool2d(const Node& n, Inputs in) {
+  return per_window(n, *in[0], [](const PoolGeometry& g, const double* plane, int64_t oh, int64_t ow) {
+    return window_max(g, plane, window(g, oh, ow)).second;
+  });
 }
 
 Tensor max_pool2d_grad(const Node& n, Inputs in) {
@@ -105,19 +114,10 @@ Tensor max_pool2d_grad(const Node& n, Inputs in) {
 
 // The position of window (oh, ow)'s maximum in the kh x kw window (row-major, padding counted): max_pool2d_argmax.
 Tensor max_pool2d_argmax(const Node& n, Inputs in) {
-  const Tensor& x = *in[0];
-  Tensor y = result_of(n);
-  const PoolGeometry g = geometry(n, x.shape, y.shape);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const double* plane = x.data.data() + p * g.in_h * g.in_w;
-    double* out = y.data.data() + p * g.out_h * g.out_w;
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t at = window_max(g, plane, window(g, oh, ow)).first;
-        out[oh * g.out_w + ow] = double((at / g.in_w - (oh * g.sh - g.ph)) * g.kw + at % g.in_w - (ow * g.sw - g.pw));
-      }
-  }
-  return y;
+  return per_window(n, *in[0], [](const PoolGeometry& g, const double* plane, int64_t oh, int64_t ow) {
+    const int64_t at = window_max(g, plane, window(g, oh, ow)).first;
+    return double((at / g.in_w - (oh * g.sh - g.ph)) * g.kw + at % g.in_w - (ow * g.sw - g.pw));
+  });
 }
 
 // max_pool2d_grad from the windows' positions: each window's gradient goes to the element its position names.
@@ -144,22 +144,13 @@ Tensor max_pool2d_grad_argmax(const Node& n, Inputs in) {
 }
 
 Tensor avg_pool2d(const Node& n, Inputs in) {
-  const Tensor& x = *in[0];
-  Tensor y = result_of(n);
-  const PoolGeometry g = geometry(n, x.shape, y.shape);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const double* plane = x.data.data() + p * g.in_h * g.in_w;
-    double* out = y.data.data() + p * g.out_h * g.out_w;
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const Window win = window(g, oh, ow);
-        double sum = 0;
-        for (int64_t h = win.h0; h < win.h1; ++h)
-          for (int64_t w = win.w0; w < win.w1; ++w) sum += plane[h * g.in_w + w];
-        out[oh * g.out_w + ow] = sum / double(win.divisor);
-      }
-  }
-  return y;
+  return per_window(n, *in[0], [](const PoolGeometry& g, const double* plane, int64_t oh, int64_t ow) {
+    const Window win = window(g, oh, ow);
+    double sum = 0;
+    for (int64_t h = win.h0; h < win.h1; ++h)
+      for (int64_t w = win.w0; w < win.w1; ++w) sum += plane[h * g.in_w + w];
+    return sum / double(win.divisor);
+  });
 }
 
 Tensor avg_pool2d_grad(const Node& n, Inputs in) {

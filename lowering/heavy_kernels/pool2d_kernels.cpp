@@ -187,24 +187,42 @@ std::vector<Val> max_pool2d_window_grads_at(KernelBuilder& kb, const Pool2dShape
   return out;
 }
 
-HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
-  std::string name = "max_pool2d_grad_argmax_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad_argmax") +
-                     (relu_mask ? "_relu_mask" : "");
+namespace {
+
+// Where a max pooling's gradient finds each window's maximum: the pooled input (found again) or the forward pass's
+// positions. Both kernels share the rest.
+struct MaxGradSource {
+  const char* op;
+  const char* buffer;  // the second buffer's name, and its type
+  Type type;
+  bool mask_reads_pooled;  // under the ReLU's mask, the pooled values come in a fourth buffer (else `window` masks)
+  // The gradient at each element of the window (row-major) that begins at plane_base + (h0, w0) and whose pooled
+  // element is w: where windows tile the input.
+  std::function<std::vector<Val>(KernelBuilder& kb, Buf src, Val w, Val plane_base, Val h0, Val w0, Val g)> window;
+  // Whether window w (its corner (h0, w0) in its plane) sends its gradient to the element at (hi, wi), plane index me.
+  std::function<Val(KernelBuilder& kb, Buf src, Val w, Val plane_base, Val h0, Val w0, Val hi, Val wi, Val me)> routes;
+};
+
+// Buffers grad_y (read), the source (read), grad_x (write), then with relu_mask "pooled" (read). Windows that tile
+// the input exactly (stride = window, no padding, nothing left over: LeNet's 2x2 pools): one invocation per window
+// writes all of it (its gradient where its maximum is, zeros elsewhere); else one invocation per input element adds the
+// gradients of the windows that route theirs to it.
+HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, const MaxGradSource& src) {
+  std::string name = std::string(src.op) + "_" + s.text() + "_" + float_suffix(t, src.op) + (relu_mask ? "_relu_mask" : "");
   check_sizes(s);
   if (relu_mask && !pool2d_windows_tile(s))
-    throw std::invalid_argument(fmt::format("max_pool2d_grad_argmax over {}: the ReLU's mask is applied where the "
-                                            "windows tile the input only", s.text()));
+    throw std::invalid_argument(fmt::format("{} over {}: the ReLU's mask is applied where the windows tile the input "
+                                            "only", src.op, s.text()));
   const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   KernelBuilder kb(name, kThreads);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
-  Buf argmax = kb.buffer("argmax", Type::I32, Access::Read);
+  Buf source = kb.buffer(src.buffer, src.type, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
   std::optional<Buf> pooled;
-  if (relu_mask) pooled = kb.buffer("pooled", t, Access::Read);
+  if (relu_mask && src.mask_reads_pooled) pooled = kb.buffer("pooled", t, Access::Read);
   Val o = kb.global_id();
-  // Windows that tile the input: one invocation per window writes all of it, its gradient at its position.
   if (pool2d_windows_tile(s)) {
     const uint32_t windows = uint32_t(s.n * s.c * s.ho * s.wo);
     kb.if_(o < windows, [&] {
@@ -212,58 +230,7 @@ HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, Type t, bool rel
       Val plane_base = nc * (H * W);
       Val h0 = cast(ho * uint32_t(s.kh), Type::I32), w0 = cast(wo * uint32_t(s.kw), Type::I32);
       Val g = pooled ? relu_masked(kb, gy[o], (*pooled)[o], t) : gy[o];
-      const std::vector<Val> grads = max_pool2d_window_grads_at(kb, s, argmax[o], g, t);
-      size_t k = 0;
-      for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) { gx[plane_base + tap.plane_index] = grads[k++]; });
-    });
-    return {kb.finish(), groups_for_threads(windows, kThreads)};
-  }
-  // Else one invocation per input element adds the gradients of the windows whose position names it.
-  kb.if_(o < total, [&] {
-    Val pos = o % (H * W), nc = o / (H * W);
-    Val hi = cast(pos / W, Type::I32), wi = cast(pos % W, Type::I32);
-    Val grad_base = nc * (Ho * Wo);
-    auto [oh_lo, oh_hi] = covering_windows(hi, s.kh, s.stride_h, s.pad_h, s.ho);
-    auto [ow_lo, ow_hi] = covering_windows(wi, s.kw, s.stride_w, s.pad_w, s.wo);
-    Var acc = kb.var("acc", kb.constant(t, 0));
-    kb.for_(oh_lo, oh_hi, [&](Val oh) {
-      kb.for_(ow_lo, ow_hi, [&](Val ow) {
-        Val me = (hi - (oh * int32_t(s.stride_h) - int32_t(s.pad_h))) * int32_t(s.kw) +
-                 (wi - (ow * int32_t(s.stride_w) - int32_t(s.pad_w)));
-        Val w = grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32);
-        kb.if_(argmax[w] == me, [&] { acc += gy[w]; });
-      });
-    });
-    gx[o] = acc.get();
-  });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
-}
-
-HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
-  std::string name = "max_pool2d_grad_" + s.text() + "_" + float_suffix(t, "max_pool2d_grad") + (relu_mask ? "_relu_mask" : "");
-  check_sizes(s);
-  if (relu_mask && !pool2d_windows_tile(s))
-    throw std::invalid_argument(fmt::format("max_pool2d_grad over {}: the ReLU's mask is applied where the windows tile "
-                                            "the input only", s.text()));
-  const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
-  if (total == 0) return empty_result(name);
-  const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
-  KernelBuilder kb(name, kThreads);
-  Buf gy = kb.buffer("grad_y", t, Access::Read);
-  Buf x = kb.buffer("x", t, Access::Read);
-  Buf gx = kb.buffer("grad_x", t, Access::Write);
-  Val o = kb.global_id();
-  // Windows that tile the input exactly (stride = window, no padding, no rows or columns left over: LeNet's 2x2
-  // pools): one invocation per window finds its maximum once and writes the whole window, the gradient where the
-  // maximum is and zeros elsewhere, instead of every input element finding its window's maximum again.
-  if (pool2d_windows_tile(s)) {
-    const uint32_t windows = uint32_t(s.n * s.c * s.ho * s.wo);
-    kb.if_(o < windows, [&] {
-      Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
-      Val plane_base = nc * (H * W);
-      Val h0 = cast(ho * uint32_t(s.kh), Type::I32), w0 = cast(wo * uint32_t(s.kw), Type::I32);
-      const std::vector<Val> grads =
-          max_pool2d_window_grads(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, gy[o], t, relu_mask);
+      const std::vector<Val> grads = src.window(kb, source, o, plane_base, h0, w0, g);
       size_t k = 0;
       for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) { gx[plane_base + tap.plane_index] = grads[k++]; });
     });
@@ -272,9 +239,7 @@ HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask)
   kb.if_(o < total, [&] {
     Val pos = o % (H * W), nc = o / (H * W);
     Val hi = cast(pos / W, Type::I32), wi = cast(pos % W, Type::I32);
-    Val me = cast(pos, Type::I32);
-    Val plane_base = nc * (H * W);
-    Val grad_base = nc * (Ho * Wo);
+    Val plane_base = nc * (H * W), grad_base = nc * (Ho * Wo);
     auto [oh_lo, oh_hi] = covering_windows(hi, s.kh, s.stride_h, s.pad_h, s.ho);
     auto [ow_lo, ow_hi] = covering_windows(wi, s.kw, s.stride_w, s.pad_w, s.wo);
     Var acc = kb.var("acc", kb.constant(t, 0));
@@ -282,15 +247,39 @@ HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask)
       kb.for_(ow_lo, ow_hi, [&](Val ow) {
         Val h0 = oh * int32_t(s.stride_h) - int32_t(s.pad_h);
         Val w0 = ow * int32_t(s.stride_w) - int32_t(s.pad_w);
-        WindowMax m = window_max(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, t);
-        kb.if_(m.best_index.get() == me, [&] {
-          acc += gy[grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32)];
-        });
+        Val w = grad_base + cast(oh, Type::U32) * Wo + cast(ow, Type::U32);
+        kb.if_(src.routes(kb, source, w, plane_base, h0, w0, hi, wi, cast(pos, Type::I32)), [&] { acc += gy[w]; });
       });
     });
     gx[o] = acc.get();
   });
   return {kb.finish(), groups_for_threads(total, kThreads)};
+}
+
+}  // namespace
+
+HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
+  MaxGradSource src{"max_pool2d_grad_argmax", "argmax", Type::I32, true,
+                    [&](KernelBuilder& kb, Buf argmax, Val w, Val, Val, Val, Val g) {
+                      return max_pool2d_window_grads_at(kb, s, argmax[w], g, t);
+                    },
+                    [&](KernelBuilder&, Buf argmax, Val w, Val, Val h0, Val w0, Val hi, Val wi, Val) {
+                      return argmax[w] == (hi - h0) * int32_t(s.kw) + (wi - w0);
+                    }};
+  return max_pool2d_grad_from(s, t, relu_mask, src);
+}
+
+HeavyKernel max_pool2d_grad_kernel(const Pool2dShape& s, Type t, bool relu_mask) {
+  // The mask is that of the pooled input's maximum, which the window finds: no pooled values to read.
+  MaxGradSource src{"max_pool2d_grad", "x", t, false,
+                    [&](KernelBuilder& kb, Buf x, Val, Val plane_base, Val h0, Val w0, Val g) {
+                      return max_pool2d_window_grads(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, g, t,
+                                                     relu_mask);
+                    },
+                    [&](KernelBuilder& kb, Buf x, Val, Val plane_base, Val h0, Val w0, Val, Val, Val me) {
+                      return window_max(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, t).best_index.get() == me;
+                    }};
+  return max_pool2d_grad_from(s, t, relu_mask, src);
 }
 
 HeavyKernel avg_pool2d_kernel(const Pool2dShape& s, Type t) {
