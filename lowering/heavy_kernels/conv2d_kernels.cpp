@@ -356,12 +356,15 @@ std::optional<Conv2dConfig> images_heuristic(const Conv2dShape& s, const Limits&
 // configs, the fused bias and ReLU included; the shared_w elements 0.180 ms on cuda:0, 0.177 on vulkan:0): strips of
 // 2 rows, one image per 392 invocations, 0.143 / 0.118 ms; of 4 rows, two images per 392, 0.166 / 0.112; 4 rows, one
 // image, 0.149 / 0.115; 7 rows 0.147-0.164 / 0.114-0.138; 8 rows 0.187-0.208 / 0.174-0.226. So ptxas's builds take 2
-// rows, other compilers 4.
+// rows, other compilers 4. Through ptxas a one-image workgroup asks for 4 per core: with its poolings and positions
+// (the step's form since pool_grad_by_argmax.h) ptxas gave it 56 registers, two workgroups of 416 per core, and the
+// request 0.125 ms against 0.147 (3 per core: 0.132; docs/PERFORMANCE.md).
 std::optional<Conv2dConfig> strips_heuristic(const Conv2dShape& s, const Limits& limits) {
   if (limits.cpu || s.n < 1024 || !direct_heuristic(s, limits).shared_w) return std::nullopt;
   const uint32_t pixels = limits.ptx ? 2 : 4, owners = conv2d_image_strips_owners(s, pixels);
   Conv2dConfig strips{false, owners * std::max<uint32_t>(1, (384 + owners - 1) / owners), uint32_t(s.cout), false, pixels};
   strips.images = true;
+  if (limits.ptx && strips.wg == owners) strips.per_core = 4;
   try {
     check_conv2d_image_strips(s, Type::F64, strips, limits);  // f64 takes twice the memory: valid for either type
     if (conv2d_image_strips_elements(s, strips) * 4 <= kMeasuredStagedBytes) return strips;
@@ -470,6 +473,14 @@ std::vector<Conv2dConfig> conv2d_candidates(const Conv2dShape& s, const Limits& 
       try {
         check_conv2d_image_strips(s, t, c, limits);
         if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+        // One image's strips of 2 or 4 rows asking for 3 or 4 workgroups per core (PTX caps the registers to fit;
+        // other backends ignore the request).
+        if (images == 1 && (px == 2 || px == 4) && limits.ptx)
+          for (uint32_t pc : {3u, 4u}) {
+            Conv2dConfig r = c;
+            r.per_core = pc;
+            if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+          }
       } catch (const std::invalid_argument&) {
         // Not for this shape or device.
       }

@@ -179,7 +179,7 @@ TEST(PooledSideOutputPlan, LeNetsConvolutionsStoreTheirPoolings) {
   const std::vector<std::string> kernels = kernels_of(plan);
   EXPECT_EQ(count_prefix(kernels, "max_pool2d_n8192"), 0);
   EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad_n8192"), 0);
-  EXPECT_EQ(count_prefix(kernels, "conv2d_n8192_c1_h28_w28_k6_r5x5_s1x1_p2x2_d1x1_g1_f32_strips_wg392_px2_pooled_argmax_only"), 1);
+  EXPECT_EQ(count_prefix(kernels, "conv2d_n8192_c1_h28_w28_k6_r5x5_s1x1_p2x2_d1x1_g1_f32_strips_wg392_px2_pc4_pooled_argmax_only"), 1);
   EXPECT_EQ(count_prefix(kernels, "conv2d_n8192_c6_h14_w14_k16_r5x5_s1x1_p2x2_d1x1_g1_f32_images_wg224_c1_pooled_argmax_only"), 1);
   EXPECT_FALSE(bound_by_a_launch(plan, "convnet.1"));
   EXPECT_FALSE(bound_by_a_launch(plan, "convnet.4"));

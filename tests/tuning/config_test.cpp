@@ -347,25 +347,36 @@ TEST(Heuristics, Conv2dGradWeightSplitsTheRowsOfFewOwners) {
 
 // LeNet's first convolution's forward pass at batch 8192 stages whole images too, in strips of elements of all six
 // channels (measured on both backends of the H100: 2 rows per strip through ptxas, 4 elsewhere, about 384 invocations
-// per workgroup); not on CPU devices, not at batch 64 (too few workgroups), not for the second convolution (16
+// per workgroup; through ptxas asking for 4 workgroups per core); not on CPU devices, not at batch 64 (too few workgroups), not for the second convolution (16
 // channels: rows).
 TEST(Heuristics, Conv2dStagesSmallChannelImagesInStrips) {
   Limits ptx{227 * 1024, 1024};
   ptx.ptx = true;
   const Limits vulkan{48 * 1024, 1024};
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
-  Conv2dConfig two{false, 392, 6, false, 2};  // 14 strips x 28 columns: one image
+  Conv2dConfig two{false, 392, 6, false, 2};  // 14 strips x 28 columns: one image, asking for 4 per core
   two.images = true;
+  two.per_core = 4;
   Conv2dConfig four{false, 392, 6, false, 4};  // 7 strips x 28 columns: two images
   four.images = true;
   EXPECT_EQ(conv2d_heuristic(first, ptx), two);
   EXPECT_EQ(conv2d_heuristic(first, vulkan), four);
   EXPECT_EQ(four.config().text(), "rows=0,wg=392,c_block=6,pixels=4,images=1");
   EXPECT_EQ(Conv2dConfig::from(four.config()), four);
+  EXPECT_EQ(two.config().text(), "rows=0,wg=392,c_block=6,pixels=2,per_core=4,images=1");
+  // Through ptxas the strips of one image also ask for 3 and 4 workgroups per core; elsewhere (ignored) they do not.
+  const auto on_ptx = conv2d_candidates(first, ptx);
+  EXPECT_EQ(on_ptx.front(), two);
+  Conv2dConfig two_three = two;
+  two_three.per_core = 3;
+  EXPECT_NE(std::find(on_ptx.begin(), on_ptx.end(), two_three), on_ptx.end());
+
   EXPECT_EQ(conv2d_candidates(first, vulkan).front(), four);
   // The weights-in-workgroup-memory elements it took before stay a candidate (tuning caches may hold them).
   const auto on_vulkan = conv2d_candidates(first, vulkan);
   EXPECT_NE(std::find(on_vulkan.begin(), on_vulkan.end(), Conv2dConfig{false, 64, 6, true, 16}), on_vulkan.end());
+  EXPECT_EQ(std::count_if(on_vulkan.begin(), on_vulkan.end(),
+                          [](const Conv2dConfig& c) { return c.per_core > 0 && c.images && !c.rows; }), 0);
   Limits cpu = vulkan;
   cpu.cpu = true;
   EXPECT_FALSE(conv2d_heuristic(first, cpu).images);
