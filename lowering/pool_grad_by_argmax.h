@@ -10,8 +10,8 @@
 //   max_pool2d_grad_argmax(relu_grad(g, p), a)
 //
 // which reads neither y nor the ReLU's mask of it: max_pool2d_grad_argmax sends each window's gradient to the element a
-// names and zeros elsewhere, and the ReLU's mask there is y > 0 at the window's maximum, p > 0 (a NaN maximum fails
-// both). Without the mask, max_pool2d_grad(g, y) becomes max_pool2d_grad_argmax(g, a). The same terms are added in the
+// names and zeros elsewhere, and the ReLU's mask there is y > 0 at the window's maximum, p > 0 (a NaN maximum passes
+// in both). Without the mask, max_pool2d_grad(g, y) becomes max_pool2d_grad_argmax(g, a). The same terms are added in the
 // same order. Then y's only readers are the pooling and its positions, which a convolution's launch stores as side
 // outputs (fuse.h), and y itself is never stored: for LeNet at batch 8192, 245 MB not written and not read back.
 //

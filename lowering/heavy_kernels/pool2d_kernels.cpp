@@ -123,7 +123,7 @@ WindowMax window_max(KernelBuilder& kb, const Pool2dShape& s, const std::functio
 Val takes_window_max(Val v, Val best) { return (v > best) | (v != v); }
 
 Val relu_masked(KernelBuilder& kb, Val g, Val pooled, Type t) {
-  return select(pooled > kb.constant(t, 0), g, kb.constant(t, 0));
+  return select(pooled <= kb.constant(t, 0), kb.constant(t, 0), g);
 }
 
 bool pool2d_windows_tile(const Pool2dShape& s) {
@@ -137,7 +137,7 @@ std::vector<Val> max_pool2d_window_grads(KernelBuilder& kb, const Pool2dShape& s
     throw std::invalid_argument(fmt::format("max_pool2d_grad over {}: a window's gradient is computed alone only where "
                                             "the windows tile the input", s.text()));
   WindowMax m = window_max(kb, s, x_at, plane_base, h0, w0, t);
-  // A NaN maximum fails `> 0`, as relu_grad's mask fails at a NaN input.
+  // A NaN maximum passes the gradient, as relu_grad does at a NaN input (PyTorch's threshold_backward).
   Val pass = relu_mask ? relu_masked(kb, g, m.best.get(), t) : g;
   std::vector<Val> out;
   for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {

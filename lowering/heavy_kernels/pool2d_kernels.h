@@ -65,7 +65,7 @@ HeavyKernel max_pool2d_argmax_kernel(const Pool2dShape& s, kir::Type t);
 HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask = false);
 
 // The gradient at each element of one window (row-major), from the window's position of its maximum (i32): g there and
-// 0 elsewhere. With relu_masked, g passes only where the pooled value is > 0 (a NaN fails, as relu_grad's mask).
+// 0 elsewhere. relu_masked: g, or 0 where the pooled value is <= 0 (a NaN passes g, as relu_grad's mask).
 std::vector<kir::Val> max_pool2d_window_grads_at(kir::KernelBuilder& kb, const Pool2dShape& s, kir::Val position,
                                                  kir::Val g, kir::Type t);
 kir::Val relu_masked(kir::KernelBuilder& kb, kir::Val g, kir::Val pooled, kir::Type t);

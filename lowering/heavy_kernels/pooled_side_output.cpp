@@ -34,7 +34,7 @@ struct Candidate {
 Candidate pick(Candidate a, Candidate b) {
   Val a_nan = a.value != a.value, b_nan = b.value != b.value;
   Val later = b.position > a.position;
-  Val take_b = select(a_nan | b_nan, b_nan & (!a_nan | later),
+  Val take_b = select(a_nan | b_nan, b_nan & ((!a_nan) | later),
                       (b.value > a.value) | ((b.value == a.value) & !later));
   return {select(take_b, b.value, a.value), select(take_b, b.position, a.position)};
 }

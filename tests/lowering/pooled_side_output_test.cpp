@@ -238,8 +238,11 @@ TEST_P(PooledSideOutput, EveryConfigMatchesTheReference) {
         for (size_t i = 0; i < ref.data.size(); ++i) {
           const std::string where = fmt::format("epilogue {}, stores {}, config {}, output {}, element {}",
                                                 int(form.epilogue), int(form.stores), config.text(), out, i);
-          if (out == "a") ASSERT_EQ(got.data[i], ref.data[i]) << where;  // a position: exact
-          else ASSERT_NEAR(got.data[i], ref.data[i], 1e-5 * (1 + std::abs(ref.data[i]))) << where;
+          if (out == "a") {
+            ASSERT_EQ(got.data[i], ref.data[i]) << where;  // a position: exact
+          } else {
+            ASSERT_NEAR(got.data[i], ref.data[i], 1e-5 * (1 + std::abs(ref.data[i]))) << where;
+          }
         }
       }
     }

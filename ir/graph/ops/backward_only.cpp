@@ -45,10 +45,10 @@ std::vector<OpInfo> backward_only() {
   const OpCategory P = OpCategory::Pointwise, H = OpCategory::Heavy;
   const Tolerance gelu_grad{2e-5, 1e-12, "the derivative of the tanh form: tanh, its square and a cubic"};
   return {
-      // relu_grad: grad where x > 0 else 0 (PyTorch's threshold_backward: x <= 0 passes nothing).
+      // relu_grad: 0 where x <= 0, else grad (PyTorch's threshold_backward: a NaN x passes its gradient).
       {.kind = OpKind::ReluGrad, .name = "relu_grad", .arity = 2, .category = P, .shape = S::activation_grad,
        .scalar = [](const Node&, std::span<const double> x) { return x[1] <= 0 ? 0.0 : x[0]; },
-       .formula = [](const PointwiseEmit& e) { return kir::select(e.x[1] > 0, e.x[0], kir::like(e.x[0], 0)); },
+       .formula = [](const PointwiseEmit& e) { return kir::select(e.x[1] <= 0, kir::like(e.x[0], 0), e.x[0]); },
        .forward = kCopy, .backward = kCopy, .test = grad_domain(-1, 1)},
       // d/dx x s(x) = s (1 + x (1 - s)).
       {.kind = OpKind::SiluGrad, .name = "silu_grad", .arity = 2, .category = P, .shape = S::activation_grad,

@@ -72,7 +72,8 @@ std::vector<OpInfo> unary() {
        .forward = kTranscendental, .backward = kTranscendental, .test = on(-6, 6)},
       {.kind = OpKind::Relu, .name = "relu", .arity = 1, .category = P, .shape = S::unary_numeric, .vjp = V::relu,
        .scalar = [](const Node&, std::span<const double> x) { return std::isnan(x[0]) ? x[0] : (x[0] > 0 ? x[0] : 0.0); },
-       .formula = [](const PointwiseEmit& e) { return kir::select(e.x[0] > 0, e.x[0], kir::like(e.x[0], 0)); },
+       // x <= 0 fails for a NaN, which passes (PyTorch's relu, and the reference above).
+       .formula = [](const PointwiseEmit& e) { return kir::select(e.x[0] <= 0, kir::like(e.x[0], 0), e.x[0]); },
        .forward = kExact, .backward = kExact, .test = {.generate = true, .integers = true}},
       {.kind = OpKind::Silu, .name = "silu", .arity = 1, .category = P, .shape = S::unary_float, .vjp = V::silu,
        .scalar = [](const Node&, std::span<const double> x) { return x[0] * sigmoid_of(x[0]); },
