@@ -272,8 +272,9 @@ class Planner {
     const graph::Node& n = g_.node(a);
     if (!needed_[size_t(a.id)] || n.op != OpKind::MaxPool2dArgmax) return;
     const Value in = n.inputs[0];
+    const std::vector<Value> readers = live_users(in);
     Value pool;
-    for (Value u : live_users(in))
+    for (Value u : readers)
       if (g_.node(u).op == OpKind::MaxPool2d && g_.node(u).attrs == n.attrs && f_.epilogue[size_t(u.id)] < 0) pool = u;
     if (!pool.valid()) return;
     Value host = pool;
@@ -283,7 +284,6 @@ class Planner {
     f_.side_argmax[size_t(host.id)] = a.id;
     f_.is_side_output[size_t(a.id)] = true;
     if (host == pool || must_store_[size_t(in.id)]) return;
-    const std::vector<Value> readers = live_users(in);
     f_.result_unread[size_t(host.id)] =
         std::all_of(readers.begin(), readers.end(), [&](Value u) { return bool(f_.is_side_output[size_t(u.id)]); });
   }

@@ -3,10 +3,6 @@
 #include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/op_lowering.h"
 
-#include <stdexcept>
-
-#include <fmt/format.h>
-
 namespace spire::lowering {
 
 namespace {
@@ -38,14 +34,8 @@ void lower_max_pool2d(LoweringContext& ctx, graph::Value v) {
   }
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
-  heavy::HeavyKernel k;
-  try {
-    k = heavy::max_pool2d_kernel(shape_of(node, g.type(node.inputs[0]).shape), t, true);
-  } catch (const std::invalid_argument& e) {
-    throw graph::GraphError(fmt::format("max_pool2d '{}': {}", node.name, e.what()));
-  }
-  if (k.groups == 0) return;
-  ctx.launch(std::move(k.kernel), {ctx.buffer_of(node.inputs[0]), ctx.buffer_of(v), ctx.buffer_of(argmax)}, {}, k.groups);
+  heavy::launch_heavy(
+      ctx, v, [&] { return heavy::max_pool2d_kernel(shape_of(node, g.type(node.inputs[0]).shape), t, true); }, {argmax});
 }
 
 // (x) -> i32 positions; the kernel's type is the input's.

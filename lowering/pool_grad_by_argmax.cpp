@@ -25,20 +25,20 @@ PoolGradPlan plan_rewrite(const graph::Graph& g) {
   const size_t n = size_t(g.size());
   PoolGradPlan p{std::vector<int32_t>(n, -1), std::vector<bool>(n, false), std::vector<bool>(n, false),
                  std::vector<bool>(n, false)};
+  const std::vector<std::vector<Value>> users = g.users();
   for (Value v : g.values()) {
     const graph::Node& grad = g.node(v);
     if (grad.op != OpKind::MaxPool2dGrad) continue;
-    const Value y = grad.inputs[1];
-    for (Value u : g.values()) {
+    // The forward pooling: another reader of the gradient's pooled input y, earlier, with the same window.
+    for (Value u : users[size_t(grad.inputs[1].id)]) {
       const graph::Node& pool = g.node(u);
-      if (u.id < v.id && pool.op == OpKind::MaxPool2d && pool.inputs[0] == y && pool.attrs == grad.attrs) {
+      if (u.id < v.id && pool.op == OpKind::MaxPool2d && pool.attrs == grad.attrs) {
         p.pool_of[size_t(v.id)] = u.id;
         p.needs_argmax[size_t(u.id)] = true;
         break;
       }
     }
   }
-  const std::vector<std::vector<Value>> users = g.users();
   auto stored = [&](Value v) {
     for (const auto& o : g.outputs())
       if (o.value == v) return true;

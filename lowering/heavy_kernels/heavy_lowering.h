@@ -15,9 +15,10 @@ namespace spire::lowering::heavy {
 kir::Type float_type_of(const graph::Node& node, graph::DType dtype);
 
 // Builds node v's kernel with `make` (turning a template's std::invalid_argument into a graph::GraphError
-// "<op> '<node>': ...") and launches it over the buffers of v's inputs, in order, then v's own. Buffers are
-// asked for only once the kernel exists (a refused shape allocates nothing); an empty result launches
-// nothing.
-void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<HeavyKernel()>& make);
+// "<op> '<node>': ...") and launches it over the buffers of v's inputs, in order, then v's own, then those of
+// `also` (values the launch also stores: fuse.h's side outputs). Buffers are asked for only once the kernel exists (a
+// refused shape allocates nothing); an empty result launches nothing.
+void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<HeavyKernel()>& make,
+                  const std::vector<graph::Value>& also = {});
 
 }  // namespace spire::lowering::heavy

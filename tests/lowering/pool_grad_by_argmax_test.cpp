@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <string>
 
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
@@ -96,6 +98,38 @@ TEST(PoolGradByArgmax, LeavesAGradientWithoutItsForwardPooling) {
   const Graph r = lowering::pool_grad_by_argmax(g);
   EXPECT_EQ(output_node(r, "grad").op, OpKind::MaxPool2dGrad);
   for (Value v : r.values()) EXPECT_NE(r.node(v).op, OpKind::MaxPool2dArgmax);
+}
+
+// Bad positions are refused by name: a float tensor where the positions go, a shape that is not the pooled one, and
+// (by the evaluator) a position outside its window.
+TEST(PoolGradByArgmax, BadPositionsAreRefusedByName) {
+  Graph g;
+  Value up = g.input("g", DType::F32, {1, 2, 4, 4});
+  auto message = [](const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const std::exception& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  Graph refused;
+  Value up2 = refused.input("g", DType::F32, {1, 2, 4, 4});
+  Value floats = refused.input("f", DType::F32, {1, 2, 4, 4});
+  EXPECT_NE(message([&] { refused.max_pool2d_grad_argmax(up2, floats, {}, {1, 2, 8, 8}); }).find("must be i32"),
+            std::string::npos);
+  Value wrong = refused.input("w", DType::I32, {1, 2, 3, 4});
+  EXPECT_NE(message([&] { refused.max_pool2d_grad_argmax(up2, wrong, {}, {1, 2, 8, 8}); }).find("one position per window"),
+            std::string::npos);
+  Value at = g.input("a", DType::I32, {1, 2, 4, 4});
+  g.output("grad", g.max_pool2d_grad_argmax(up, at, {}, {1, 2, 8, 8}));
+  graph::Tensor positions = testing_support::uniform_tensor({1, 2, 4, 4}, 3, DType::I32);
+  for (double& v : positions.data) v = 0;
+  positions.data[5] = 4;  // a 2x2 window has positions 0..3
+  const std::map<std::string, graph::Tensor> in{
+      {"g", testing_support::uniform_tensor({1, 2, 4, 4}, 4, DType::F32)}, {"a", positions}};
+  EXPECT_NE(message([&] { graph::evaluate(g, in, DType::F64); }).find("position 4 is not an element of the window"),
+            std::string::npos);
 }
 
 class PoolGradByArgmaxOnDevice : public testing_support::OnDevice {};
