@@ -192,18 +192,19 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
   std::string side_pools;
   for (graph::Value v : scheduled) {
     const SideOutputs side = fusion.side_outputs(v);
-    if (!side.pool.valid() && !side.argmax.valid()) continue;
+    if (!side.pool.valid() && !side.argmax.valid() && !side.bias.valid()) continue;
     const graph::Node& host = g.node(v);
     side_pools += fmt::format("{} = {} {}{}\n", host.name, graph::op_name(host.op), host.type.to_string(),
                               side.result_unread ? " (not stored: only its side outputs read it)" : "");
-    for (graph::Value o : {side.pool, side.argmax})
+    for (graph::Value o : {side.pool, side.argmax, side.bias})
       if (o.valid())
         side_pools += fmt::format("    also stores {} = {} {}\n", g.node(o).name, graph::op_name(g.node(o).op),
                                   g.type(o).to_string());
   }
   if (!side_pools.empty())
     s += "# Side outputs: each convolution's launch also stores the max pooling of its result (through its epilogue),\n"
-         "# and a pooling the positions of its maxima; they get no launch of their own.\n" + side_pools;
+         "# a pooling the positions of its maxima, a weight gradient from positions its bias sum; they get no launch of\n"
+         "# their own.\n" + side_pools;
   if (!fusion.final_group.empty()) {
     s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "
                      "(more where the device binds fewer buffers).\n", fusion.final_group.size());

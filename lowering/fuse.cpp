@@ -102,6 +102,7 @@ class Planner {
     f_.side_pool.assign(size_t(g.size()), -1);
     f_.side_argmax.assign(size_t(g.size()), -1);
     f_.result_unread.assign(size_t(g.size()), false);
+    f_.side_bias.assign(size_t(g.size()), -1);
     f_.is_side_output.assign(size_t(g.size()), false);
   }
 
@@ -111,6 +112,7 @@ class Planner {
     for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_pool(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_argmax(Value{id});
+    for (int32_t id = 0; id < g_.size(); ++id) find_side_bias(Value{id});
     find_final_group();
     return std::move(f_);
   }
@@ -288,6 +290,87 @@ class Planner {
         std::all_of(readers.begin(), readers.end(), [&](Value u) { return bool(f_.is_side_output[size_t(u.id)]); });
   }
 
+  // A weight gradient gathered from a pooling's positions (find_gathered_prologue) also sums its grad_out per output
+  // channel where the graph does: a sum_to [1, C, 1, 1] (or a sum over axes 0, 2, 3) of the pooled gradient under the
+  // same mask (its prologue) or without one, whose readers all run after the weight gradient.
+  //
+  // The same for a max pooling's gradient from positions over windows that tile (f32) whose gradient (maybe a
+  // prologue's mask) the sum reads: its launch adds what it reads per channel (LeNet's second convolution, whose
+  // weight and input gradients read the stored pooling gradient).
+  void find_side_bias(Value v) {
+    if (!needed_[size_t(v.id)]) return;
+    const graph::Node& n = g_.node(v);
+    Value grad, pooled;  // the pooled gradient the sum must read, and the pooled values of its mask (or none)
+    int64_t channels = 0;
+    if (n.op == OpKind::Conv2dGradWeight && f_.prologue[size_t(v.id)] >= 0) {
+      const std::optional<PooledGradOutSource> src = pooled_grad_out(g_, v);
+      if (!src || !src->pooled.positions) return;
+      grad = src->grad, pooled = src->pooled_values, channels = n.type.shape[0];
+    } else if (n.op == OpKind::MaxPool2dGradArgmax && !f_.fused[size_t(v.id)] && n.type.dtype == graph::DType::F32 &&
+               n.type.shape.size() == 4 && tiling_windows(n)) {  // not computed inside a weight gradient's staging
+      grad = n.inputs[0], channels = n.type.shape[1];
+      const graph::Node& m = g_.node(grad);
+      if (f_.prologue[size_t(v.id)] == grad.id && m.op == OpKind::ReluGrad) grad = m.inputs[0], pooled = m.inputs[1];
+      else if (f_.fused[size_t(grad.id)]) return;
+    } else {
+      return;
+    }
+    // The sum reads the pooled gradient masked by a relu_grad of the same inputs (its prologue), or unmasked.
+    std::vector<Value> sums;
+    if (pooled.valid()) {
+      for (Value m : live_users(grad)) {
+        const graph::Node& mn = g_.node(m);
+        if (mn.op != OpKind::ReluGrad || mn.inputs[0] != grad || mn.inputs[1] != pooled) continue;
+        for (Value r : live_users(m))
+          if (f_.prologue[size_t(r.id)] == m.id) sums.push_back(r);
+      }
+    } else {
+      sums = live_users(grad);
+    }
+    for (Value r : sums) {
+      if (!channel_sum(r, channels) || f_.is_side_output[size_t(r.id)] || !read_after(r, v)) continue;
+      f_.side_bias[size_t(v.id)] = r.id;
+      f_.is_side_output[size_t(r.id)] = true;
+      return;
+    }
+  }
+
+  // A pooling gradient's windows tile its result (stride = window, no padding, sizes divisible).
+  bool tiling_windows(const graph::Node& n) const {
+    const graph::Pool2dOptions o = graph::pool2d_options(n);
+    return o.padding == std::vector<int64_t>{0, 0} && o.stride == o.kernel && n.type.shape[2] % o.kernel[0] == 0 &&
+           n.type.shape[3] % o.kernel[1] == 0 && n.type.shape[2] / o.kernel[0] == g_.type(n.inputs[0]).shape[2] &&
+           n.type.shape[3] / o.kernel[1] == g_.type(n.inputs[0]).shape[3];
+  }
+
+  // r sums a 4D [N, C, H, W] input to its C channels: sum_to [1, C, 1, 1] (or [C, 1, 1]), or sum over axes 0, 2, 3.
+  bool channel_sum(Value r, int64_t channels) const {
+    const graph::Node& n = g_.node(r);
+    const graph::Shape& in = g_.type(n.inputs[0]).shape;
+    if (in.size() != 4 || in[1] != channels || n.type.numel() != channels || n.type.dtype != graph::DType::F32) return false;
+    if (n.op == OpKind::SumTo) {
+      const std::vector<int64_t> target = n.attrs.get_ints("shape");
+      return target == std::vector<int64_t>{1, channels, 1, 1} || target == std::vector<int64_t>{channels, 1, 1};
+    }
+    if (n.op != OpKind::Sum) return false;
+    std::vector<int64_t> axes = n.attrs.get_ints("axes");
+    std::sort(axes.begin(), axes.end());
+    return axes == std::vector<int64_t>{0, 2, 3};
+  }
+
+  // Every launch that reads r (directly or through reshapes, which alias it) comes after v's.
+  bool read_after(Value r, Value v) const {
+    for (Value u : live_users(r)) {
+      const OpKind op = g_.node(u).op;
+      if (op == OpKind::Reshape || op == OpKind::Flatten) {
+        if (!read_after(u, v)) return false;
+      } else if (u.id <= v.id) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   // Roots that are state updates' new values or read only by such roots (recursively), and are no graph output;
   // scanned from the end, since users come after their inputs. Graph outputs stay where they are: moving an
   // inference graph's results to the end would only keep their inputs alive longer.
@@ -323,7 +406,8 @@ bool Fusion::in_final_group(Value v) const {
 }
 
 SideOutputs Fusion::side_outputs(Value v) const {
-  return {Value{side_pool.at(size_t(v.id))}, Value{side_argmax.at(size_t(v.id))}, result_unread.at(size_t(v.id))};
+  return {Value{side_pool.at(size_t(v.id))}, Value{side_argmax.at(size_t(v.id))}, result_unread.at(size_t(v.id)),
+          Value{side_bias.at(size_t(v.id))}};
 }
 
 Fusion plan_fusion(const graph::Graph& g) { return Planner(g).run(); }

@@ -30,6 +30,12 @@
 //    The pooling's positions (max_pool2d_argmax of the same input and window, lowering/pool_grad_by_argmax.h) are
 //    stored by the same launch; where nothing else reads the convolution's result (or root), it is not stored at all.
 //    A max pooling that is no side output stores its positions in its own launch.
+//  * Bias sums. A convolution's weight gradient gathered from the pooling's positions (under the ReLU's mask or not)
+//    also computes the sum of that gradient over images and positions per output channel, where the graph has it (the
+//    layer's bias gradient: a sum_to [1, C, 1, 1] or sum over axes 0, 2, 3 of the same masked pooled gradient, which
+//    sum_through_max_pool moved there) and nothing reads the sum before the weight gradient runs: the sum gets no
+//    launch and the pooled gradient is read once (LeNet's first convolution). The same for a max pooling's gradient from
+//    positions over windows that tile: its launch adds the gradient it reads per channel (LeNet's second convolution).
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -76,7 +82,9 @@ struct Fusion {
   std::vector<int32_t> side_argmax;       // index = conv2d or max_pool2d value id: the max_pool2d_argmax value its
                                           // launch also stores (its side pool's, or its own), or -1
   std::vector<bool> result_unread;        // index = conv2d value id: read only by its side outputs (not stored)
-  std::vector<bool> is_side_output;       // index = value id: a pooling or positions stored by the launch under it
+  std::vector<int32_t> side_bias;         // index = conv2d_grad_weight or max_pool2d_grad_argmax value id: the bias
+                                          // sum its launch also stores, or -1
+  std::vector<bool> is_side_output;       // index = value id: a pooling, positions or bias sum stored by another launch
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 
   bool in_final_group(graph::Value v) const;

@@ -254,16 +254,20 @@ namespace {
 // configs first run the pooling's gradient (with the ReLU's mask) into a scratch buffer, as a launch of its own did
 // before. Buffers: pooled gradient, x, grad_w, pooling input, then the scratch grad_y and/or partial sums.
 TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Conv2dShape& s,
-                                            kir::Type t, const heavy::Limits& limits) {
+                                            kir::Type t, const heavy::Limits& limits, graph::Value bias) {
   const std::optional<PooledGradOutSource> src = pooled_grad_out(g, v);
   if (!src)
     throw std::logic_error(fmt::format("conv2d_grad_weight '{}': lowered from a pooling's gradient, but grad_out is not "
                                        "one", g.node(v).name));
+  if (bias.valid() && !src->pooled.positions)
+    throw std::logic_error(fmt::format("conv2d_grad_weight '{}': a bias sum is gathered from positions only",
+                                       g.node(v).name));
   TunableOp op;
-  const heavy::PooledGradOut pooled = src->pooled;
+  heavy::PooledGradOut pooled = src->pooled;
+  pooled.bias_sums = bias.valid();
   op.key = {"conv2d_grad_weight",
-            fmt::format("{}_pooled_k{}x{}{}{}", s.text(), pooled.pool.kh, pooled.pool.kw, pooled.relu_mask ? "_relu" : "",
-                        pooled.positions ? "_argmax" : ""),
+            fmt::format("{}_pooled_k{}x{}{}{}{}", s.text(), pooled.pool.kh, pooled.pool.kw, pooled.relu_mask ? "_relu" : "",
+                        pooled.positions ? "_argmax" : "", pooled.bias_sums ? "_bias" : ""),
             heavy::float_suffix(t, "conv2d_grad_weight")};
   op.candidates = configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits));  // the heuristic first
   op.heuristic = op.candidates.front();
@@ -298,7 +302,9 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
     io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(src->pooled_values).numel(), src->pooled_values.id});
     pooling.push_back(4);
   }
-  op.build = [s, t, limits, pooled, io, pooling](const heavy::Config& c) {
+  const int32_t grad_b = bias.valid() ? int32_t(io.size()) : -1;  // the bias sum, after the others
+  if (bias.valid()) io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(bias).numel(), bias.id});
+  op.build = [s, t, limits, pooled, io, pooling, grad_b](const heavy::Config& c) {
     const heavy::GradWeightConfig cfg = heavy::GradWeightConfig::from(c);
     KernelProgram p;
     p.buffers = io;
@@ -312,24 +318,39 @@ TunableOp tunable_pooled_conv2d_grad_weight(const graph::Graph& g, graph::Value 
       if (pooling.size() > 1) bound.push_back(pooling[1]);
       p.launches.push_back({std::move(mask.kernel), std::move(bound), mask.groups, {}});
     }
+    // The staged kernels add the bias sum as they stage the windows; the others sum the pooled gradient (the mask's
+    // inputs: a quarter of grad_y's elements for 2x2 windows) in a launch of its own.
+    const bool bias_inside = grad_b >= 0 && cfg.all_pairs;
     heavy::HeavyKernel partials = cfg.all_pairs ? heavy::conv2d_grad_weight_images_kernel(s, t, cfg, limits, &pooled)
                                                 : heavy::conv2d_grad_weight_kernel(s, t, cfg, limits);
+    if (grad_b >= 0 && !cfg.all_pairs) {
+      heavy::HeavyKernel sums = heavy::pooled_channel_sums_kernel(pooled.pool, t, pooled.relu_mask);
+      std::vector<int32_t> bound{0};
+      if (pooled.relu_mask) bound.push_back(pooling[1]);
+      bound.push_back(grad_b);
+      p.launches.push_back({std::move(sums.kernel), std::move(bound), sums.groups, {}});
+    }
     std::vector<int32_t> reads{grad_y, 1};
     auto reads_then = [&](int32_t out) {
       std::vector<int32_t> b = reads;
       b.push_back(out);
       if (cfg.all_pairs) b.insert(b.end(), pooling.begin(), pooling.end());
+      if (bias_inside && cfg.splits == 1) b.push_back(grad_b);
       return b;
     };
     if (cfg.splits == 1) {
       p.launches.push_back({std::move(partials.kernel), reads_then(2), partials.groups, {}});
       return p;
     }
+    // Each split's partial sums: its weights', then (the staged kernels with a bias) its bias's.
     const int32_t sums = int32_t(p.buffers.size());
-    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(cfg.splits) * s.cout * s.cin_per_group() * s.kh * s.kw});
-    heavy::HeavyKernel sum = heavy::conv2d_grad_weight_sum_kernel(s, t, cfg.splits);
+    const int64_t per_split = s.cout * s.cin_per_group() * s.kh * s.kw + (bias_inside ? s.cout : 0);
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(cfg.splits) * per_split});
+    heavy::HeavyKernel sum = heavy::conv2d_grad_weight_sum_kernel(s, t, cfg.splits, bias_inside);
     p.launches.push_back({std::move(partials.kernel), reads_then(sums), partials.groups, {}});
-    p.launches.push_back({std::move(sum.kernel), {sums, 2}, sum.groups, {}});
+    std::vector<int32_t> sum_buffers{sums, 2};
+    if (bias_inside) sum_buffers.push_back(grad_b);
+    p.launches.push_back({std::move(sum.kernel), std::move(sum_buffers), sum.groups, {}});
     return p;
   };
   return op;
@@ -401,11 +422,13 @@ std::optional<PooledGradOutSource> pooled_grad_out(const graph::Graph& g, graph:
 // (grad_out, x) with attr weight_shape -> grad_w. Long sums are split over several workgroups: their partial
 // sums go to a scratch buffer and a second launch adds them in a fixed order (deterministic, no atomics).
 TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits,
-                                     bool pooled_form) {
+                                     bool pooled_form, graph::Value bias) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
-  if (pooled_form) return tunable_pooled_conv2d_grad_weight(g, v, s, t, limits);
+  if (pooled_form) return tunable_pooled_conv2d_grad_weight(g, v, s, t, limits, bias);
+  if (bias.valid())
+    throw std::logic_error(fmt::format("conv2d_grad_weight '{}': a bias sum without the pooled form", node.name));
   TunableOp op;
   op.key = {"conv2d_grad_weight", s.text(), heavy::float_suffix(t, "conv2d_grad_weight")};
   const heavy::MatmulShape gemm = heavy::conv2d_grad_weight_gemm_shape(s);
@@ -448,7 +471,8 @@ void lower_conv2d_grad_input(LoweringContext& ctx, graph::Value v) {
 void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v) {
   // grad_out without a launch of its own: a pooling's gradient gathered by this node's kernels (fuse.h).
   const bool pooled_form = ctx.fused(ctx.graph().node(v).inputs[0]);
-  lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_weight(ctx.graph(), v, ctx.limits(), pooled_form); });
+  const graph::Value bias = ctx.side_outputs(v).bias;  // the bias sum, where its launches store it too (fuse.h)
+  lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_weight(ctx.graph(), v, ctx.limits(), pooled_form, bias); });
 }
 
 }  // namespace spire::lowering

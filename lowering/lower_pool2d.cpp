@@ -1,6 +1,9 @@
 // max_pool2d, avg_pool2d and their gradients -> one kernel each (lowering/heavy_kernels/pool2d_kernels.h).
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "lowering/heavy_kernels/split_sum_kernel.h"
+
+#include <fmt/format.h>
 #include "lowering/op_lowering.h"
 
 namespace spire::lowering {
@@ -49,9 +52,28 @@ void lower_max_pool2d_argmax(LoweringContext& ctx, graph::Value v) {
 
 // (grad_out, argmax) with attr input_shape -> grad_x. grad_out may be a pointwise tree computed in the loads (fuse.h's
 // prologues: the ReLU's mask of lowering/pool_grad_by_argmax.h).
+// Where the bias sum of the convolution under the pooling is its side output (fuse.h), the launch also adds the
+// gradient it reads per channel and chunk of images, and a second launch adds the chunks' partial sums.
 void lower_max_pool2d_grad_argmax(LoweringContext& ctx, graph::Value v) {
-  lower_pool(ctx, v, [](const heavy::Pool2dShape& s, kir::Type t) { return heavy::max_pool2d_grad_argmax_kernel(s, t); },
-             ctx.graph().node(v).type.shape);
+  const graph::Value bias = ctx.side_outputs(v).bias;
+  if (!bias.valid()) {
+    lower_pool(ctx, v, [](const heavy::Pool2dShape& s, kir::Type t) { return heavy::max_pool2d_grad_argmax_kernel(s, t); },
+               ctx.graph().node(v).type.shape);
+    return;
+  }
+  const graph::Node& node = ctx.graph().node(v);
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::Pool2dShape s = shape_of(node, node.type.shape);
+  const uint32_t chunks = heavy::max_pool2d_grad_sum_chunks(s);
+  const int32_t partial = ctx.scratch(t, int64_t(chunks) * s.c);
+  // Through ptxas every round's loads first (pool2d_kernels.h; measured on the H100).
+  const bool loads_first = ctx.limits().ptx;
+  heavy::launch_heavy(ctx, v, [&] { return heavy::max_pool2d_grad_argmax_kernel(s, t, false, chunks, loads_first); },
+                      {}, {partial});
+  heavy::HeavyKernel sum =
+      heavy::split_sum_kernel(fmt::format("max_pool2d_grad_argmax_sums_{}_s{}_{}", s.text(), chunks, kir::type_name(t)), t,
+                              uint32_t(s.c), chunks);
+  ctx.launch(std::move(sum.kernel), {partial, ctx.buffer_of(bias)}, rt::ScalarArgs{}, sum.groups);
 }
 
 // (grad_out, x) -> grad_x.

@@ -44,6 +44,9 @@ struct SideOutputs {
   graph::Value argmax;  // that pooling's positions (max_pool2d_argmax); a max_pool2d's: its own
   // A convolution's: nothing but the side outputs reads its result (or epilogue root), which it then does not store.
   bool result_unread = false;
+  // A weight gradient's that gathers its grad_out from a pooling's positions: the sum of grad_out per output channel
+  // (the layer's bias gradient, a sum_to or sum over images and positions).
+  graph::Value bias;
 };
 
 class LoweringContext {

@@ -40,11 +40,12 @@ std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::Devic
   std::vector<TunableOp> out;
   std::set<TuningKey> seen;
   for (graph::Value v : schedule(g)) {
+    if (fusion.is_side_output[size_t(v.id)]) continue;  // another node's launch stores it (a bias sum, a pooling)
     std::optional<TunableOp> op;
     try {
       if (graph::is_user_op(g.node(v).op)) op = tunable_custom(g, v, info);
       else if (g.node(v).op == graph::OpKind::Conv2dGradWeight && fusion.prologue[size_t(v.id)] >= 0)
-        op = tunable_conv2d_grad_weight(g, v, limits, true);
+        op = tunable_conv2d_grad_weight(g, v, limits, true, fusion.side_outputs(v).bias);
       else if (g.node(v).op == graph::OpKind::Conv2d && fusion.side_pool[size_t(v.id)] >= 0)
         op = tunable_conv2d(g, v, limits, fusion.side_outputs(v));
       else op = tunable_op(g, v, limits);

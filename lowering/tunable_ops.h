@@ -23,8 +23,10 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
 TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 // pooled_form: grad_out is a pooling's gradient the kernels compute from the pooled gradient and the pooling's input
 // (fuse.h's gathered prologues; pooled_grad_out below).
+// bias (pooled form from positions only): the bias sum its launches also store (fuse.h's side outputs); its key's shape
+// ends in "_bias".
 TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, const heavy::Limits& limits,
-                                     bool pooled_form = false);
+                                     bool pooled_form = false, graph::Value bias = {});
 // True when node v's (a conv2d_grad_weight) heuristic is the direct family (LeNet's sizes), not the implicit GEMM.
 bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v);
 // Where conv2d_grad_weight v's grad_out is a max pooling's gradient (f32) over windows that tile it, maybe under the

@@ -3,6 +3,7 @@
 #include "lowering/heavy_kernels/staged_copy.h"
 
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 
@@ -100,12 +101,16 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
                  !pool2d_windows_tile(pooled->pool)))
     throw std::invalid_argument(fmt::format("conv2d_grad_weight: grad_y from a pooling over {} needs windows that tile "
                                             "grad_y's [{}, {}, {}, {}]", pooled->pool.text(), s.n, s.cout, s.ho, s.wo));
+  const bool bias = pooled && pooled->bias_sums;
+  if (bias && !pooled->positions)
+    throw std::invalid_argument("conv2d_grad_weight: the bias gradient is summed from the windows' positions only");
   const uint32_t N = index_u32(s.n, "conv2d_grad_weight images"), H = uint32_t(s.h), W = uint32_t(s.w);
   const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo), KH = uint32_t(s.kh), KW = uint32_t(s.kw);
   const uint32_t Cin = uint32_t(s.cin), Cout = uint32_t(s.cout), cob = c.co_block, wg = c.wg, splits = c.splits;
   const uint32_t rs = c.row_split, sums = cob * KW;
   const uint32_t weights = Cout * Cin * KH * KW, owners = grad_weight_images_owners(s, cob);
-  index_u32(int64_t(weights) * splits, "conv2d_grad_weight partial sums");
+  const uint32_t stride = weights + (bias ? Cout : 0);  // a split's partial sums: its weights', then its bias's
+  index_u32(int64_t(stride) * splits, "conv2d_grad_weight partial sums");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d_grad_weight grad_y elements");
   index_u32(s.n * s.cin * s.h * s.w, "conv2d_grad_weight input elements");
   const StagedImage m = staged_image(s, c);
@@ -118,7 +123,8 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
                                  c.per_core > 0 ? fmt::format("_pc{}", c.per_core) : "") +
                      (pooled ? fmt::format("_pooled_k{}x{}{}{}", pooled->pool.kh, pooled->pool.kw,
                                            pooled->relu_mask ? "_relu" : "", pooled->positions ? "_argmax" : "")
-                             : "");
+                             : "") +
+                     (bias ? "_bias" : "");
   KernelBuilder kb(name, wg);
   if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
   Buf gy = kb.buffer(pooled ? "pooled_grad_y" : "grad_y", t, Access::Read);
@@ -131,7 +137,17 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
   } else if (pooled) {
     pool_input = kb.buffer("pool_input", t, Access::Read);
   }
-  Shared image = kb.shared("image", t, uint32_t(grad_weight_images_elements(s, c)));
+  std::optional<Buf> grad_b;
+  if (bias && splits == 1) grad_b = kb.buffer("grad_b", t, Access::Write);
+  // The bias's sums: a staging round's windows, q = lid + round x wg, are one channel's (q / (PH x PW)) in every image.
+  const uint32_t windows = pooled ? Cout * uint32_t(pooled->pool.ho * pooled->pool.wo) : 0;
+  const uint32_t rounds = bias ? (windows + wg - 1) / wg : 0;
+  // At the end, `per_channel` invocations add each channel's round sums, then one invocation their totals.
+  uint32_t per_channel = 1;
+  while (bias && per_channel < 32 && 2 * per_channel * Cout <= wg) per_channel *= 2;
+  const uint32_t shared_elements =
+      std::max<uint32_t>(uint32_t(grad_weight_images_elements(s, c)), bias ? windows + Cout * per_channel : 0);
+  Shared image = kb.shared("image", t, shared_elements);
   Val lid = kb.local_id();
   Val split = kb.group_id();
   // Where weight `owner`'s sum b x KW + col goes: its index in grad_w.
@@ -141,7 +157,7 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
   };
   auto store = [&](Val widx, Val v) {
     if (splits == 1) out[widx] = v;
-    else out[split * weights + widx] = v;
+    else out[split * stride + widx] = v;
   };
   kb.if_(split < splits, [&] {  // uniform: a folded grid's extra workgroups skip everything, barriers included
     // The padding around the input planes stays zero: the copies below write only their interiors.
@@ -153,6 +169,8 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
     Val k0 = (owner / (Cin * KH)) * cob, ci = (owner / KH) % Cin, r = owner % KH;
     std::vector<Var> acc;  // acc[b * KW + column]
     for (uint32_t i = 0; i < sums; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+    std::vector<Var> bias_acc;  // bias_acc[round]
+    for (uint32_t i = 0; i < rounds; ++i) bias_acc.push_back(kb.var(fmt::format("bias{}", i), kb.constant(t, 0)));
     Val begin = split * chunk, end = min(begin + chunk, N);
     kb.for_(begin, end, [&](Val n) {
       kb.barrier();  // every invocation is done with the previous image (and the padding is written)
@@ -165,14 +183,20 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
       if (pooled) {
         // One pooling window per item: its maximum found once, its kh x kw gradients staged together.
         const Pool2dShape& p = pooled->pool;
-        const uint32_t PH = uint32_t(p.ho), PW = uint32_t(p.wo), windows = Cout * PH * PW;
-        gy_range = StagedRange{windows, {}, [&, PH, PW, windows](Val q) {  // the counts by value: they end with this block
+        const uint32_t PH = uint32_t(p.ho), PW = uint32_t(p.wo);
+        auto round = std::make_shared<uint32_t>(0);  // stage_ranges takes the rounds in order, once each
+        gy_range = StagedRange{windows, {}, [&, PH, PW, windows, round](Val q) {  // the counts by value: they end with this block
           Val ch = q / (PH * PW), wr = (q / PW) % PH, wc = q % PW;
           Val h0 = wr * uint32_t(p.kh), w0 = wc * uint32_t(p.kw);
           Val at = n * windows + q;
           std::vector<Val> grads;
           if (positions) {  // the window's maximum found in the forward pass
             Val g = pooled_values ? relu_masked(kb, gy[at], (*pooled_values)[at], t) : gy[at];
+            if (bias) {
+              // In a last, partial round the invocations past the windows add a clamped window's value, never read.
+              const uint32_t r = (*round)++;
+              bias_acc[r] = bias_acc[r] + g;
+            }
             grads = max_pool2d_window_grads_at(kb, p, (*positions)[at], g, t);
           } else {
             grads = max_pool2d_window_grads(kb, p, [&](Val i) { return (*pool_input)[i]; }, (n * Cout + ch) * plane,
@@ -234,6 +258,31 @@ HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, Type t, const
         // i = b x KW + col: weight_index with b and col from a runtime i.
         Val widx = weight_index(o, 0, 0) + (i / KW) * (Cin * KH * KW) + i % KW;
         store(widx, total);
+      });
+    }
+    if (bias) {
+      // Each channel's sums: the round sums at their windows' indices, added by per_channel invocations a channel (in
+      // a fixed order), then by one.
+      const uint32_t channel_windows = windows / Cout;
+      kb.barrier();  // every invocation is done with workgroup memory
+      for (uint32_t r = 0; r < rounds; ++r) {
+        if ((r + 1) * wg <= windows) image[lid + r * wg] = bias_acc[r].get();
+        else kb.if_(lid + r * wg < windows, [&] { image[lid + r * wg] = bias_acc[r].get(); });
+      }
+      kb.barrier();
+      kb.if_(lid < Cout * per_channel, [&] {
+        Val ch = lid / per_channel, part = lid % per_channel;
+        Var sum = kb.var("bias_part", kb.constant(t, 0));
+        kb.for_(part, kb.u32(channel_windows), kb.u32(per_channel),
+                [&](Val i) { sum = sum + image[ch * channel_windows + i]; });
+        image[windows + lid] = sum.get();
+      });
+      kb.barrier();
+      kb.if_(lid < Cout, [&] {
+        Val total = image[windows + lid * per_channel];
+        for (uint32_t j = 1; j < per_channel; ++j) total = total + image[windows + lid * per_channel + j];
+        if (grad_b) (*grad_b)[lid] = total;
+        else out[split * stride + weights + lid] = total;
       });
     }
   });

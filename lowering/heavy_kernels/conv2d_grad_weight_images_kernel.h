@@ -38,10 +38,16 @@ void check_grad_weight_images(const Conv2dShape& s, kir::Type t, const GradWeigh
 // With positions (lowering/pool_grad_by_argmax.h's form), the pooling's input is replaced by its windows' positions
 // (max_pool2d_argmax, i32) and, under the mask, the pooled values: buffers pooled_grad_y, x, grad_w or partial_grad_w,
 // positions (i32, read), then pooled (read) with relu_mask.
+// bias_sums (with positions): the launch also adds grad_y over images and positions per output channel, the layer's
+// bias gradient (fuse.h's side outputs), from the masked pooled gradient it stages anyway: each invocation keeps a sum
+// per staging round (its windows of a round are always of one channel), which workgroup memory adds per channel at
+// the end. Its results: a last buffer grad_b [Cout] with one split; else each split's partials follow its weights'
+// in partial_grad_w, [splits][weights + Cout], for split_sum_kernel's two outputs.
 struct PooledGradOut {
   Pool2dShape pool;  // over grad_y's shape [N, Cout, Ho, Wo], windows that tile it
   bool relu_mask = false;
   bool positions = false;
+  bool bias_sums = false;
 };
 
 HeavyKernel conv2d_grad_weight_images_kernel(const Conv2dShape& s, kir::Type t, const GradWeightConfig& c,

@@ -1366,10 +1366,13 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, Type t, const GradWe
   return {kb.finish(), groups};
 }
 
-HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, Type t, uint32_t splits) {
-  std::string name = "conv2d_grad_weight_sum_" + s.text() + fmt::format("_s{}_", splits) + float_suffix(t, "conv2d_grad_weight");
+HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, Type t, uint32_t splits, bool bias) {
+  std::string name = "conv2d_grad_weight_sum_" + s.text() + fmt::format("_s{}_", splits) +
+                     float_suffix(t, "conv2d_grad_weight") + (bias ? "_bias" : "");
   check_sizes(s);
-  return split_sum_kernel(name, t, uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw), splits);
+  const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
+  if (!bias) return split_sum_kernel(name, t, weights, splits);
+  return split_sum_kernel(name, t, weights + uint32_t(s.cout), splits, weights);
 }
 
 }  // namespace spire::lowering::heavy

@@ -164,7 +164,9 @@ HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t, uint32_
 // The single-launch form (splits = 1 whatever conv2d_grad_weight_splits says): writes grad_w directly.
 HeavyKernel conv2d_grad_weight_kernel(const Conv2dShape& s, kir::Type t);
 // Adds the partial sums of conv2d_grad_weight_kernel(s, t, splits > 1). Buffers: partial_grad_w (read),
-// grad_w (write).
-HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, kir::Type t, uint32_t splits);
+// grad_w (write). bias: each split's partials are its weights' and then its bias's ([splits][weights + cout],
+// conv2d_grad_weight_images_kernel's bias_sums), and a third buffer grad_b (write) takes the bias's sums.
+HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, kir::Type t, uint32_t splits, bool bias = false);
+
 
 }  // namespace spire::lowering::heavy

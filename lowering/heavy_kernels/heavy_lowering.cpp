@@ -26,7 +26,7 @@ std::vector<int32_t> io_buffers(LoweringContext& ctx, graph::Value v) {
 }  // namespace
 
 void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<HeavyKernel()>& make,
-                  const std::vector<graph::Value>& also) {
+                  const std::vector<graph::Value>& also, const std::vector<int32_t>& extra) {
   const graph::Node& node = ctx.graph().node(v);
   HeavyKernel k;
   try {
@@ -37,6 +37,7 @@ void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<Heav
   if (k.groups == 0) return;
   std::vector<int32_t> buffers = io_buffers(ctx, v);
   for (graph::Value a : also) buffers.push_back(ctx.buffer_of(a));
+  buffers.insert(buffers.end(), extra.begin(), extra.end());
   ctx.launch(std::move(k.kernel), std::move(buffers), rt::ScalarArgs{}, k.groups);
 }
 

@@ -18,7 +18,8 @@ kir::Type float_type_of(const graph::Node& node, graph::DType dtype);
 // "<op> '<node>': ...") and launches it over the buffers of v's inputs, in order, then v's own, then those of
 // `also` (values the launch also stores: fuse.h's side outputs). Buffers are asked for only once the kernel exists (a
 // refused shape allocates nothing); an empty result launches nothing.
+// `extra`: buffer slots bound last (scratch the kernel writes besides).
 void launch_heavy(LoweringContext& ctx, graph::Value v, const std::function<HeavyKernel()>& make,
-                  const std::vector<graph::Value>& also = {});
+                  const std::vector<graph::Value>& also = {}, const std::vector<int32_t>& extra = {});
 
 }  // namespace spire::lowering::heavy

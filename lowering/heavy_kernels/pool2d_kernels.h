@@ -62,7 +62,19 @@ HeavyKernel max_pool2d_argmax_kernel(const Pool2dShape& s, kir::Type t);
 // max_pool2d_grad from the windows' positions. Buffers: grad_y (read), argmax (i32, read), grad_x (write). relu_mask:
 // also a fourth, "pooled" (read, the pooled values): each window's gradient passes only where its maximum is > 0
 // (lowering/pool_grad_by_argmax.h's mask, for a fused gradient's fallback); only where the windows tile the input.
-HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask = false);
+// sum_chunks (windows that tile the input; max_pool2d_grad_sum_chunks(s) of them): also the sum of the gradients it
+// reads (grad_y, through the mask or a fused prologue) per chunk of images and channel, a last buffer partial_sums
+// [chunks][C] (write) that split_sum_kernel adds: the bias gradient of the convolution under the pooling (fuse.h's
+// side outputs). One workgroup per (channel, chunk) then, instead of one invocation per window, each invocation a few
+// rounds of windows; loads_first: all rounds' loads before any store (faster through ptxas; lower_pool2d.cpp).
+HeavyKernel max_pool2d_grad_argmax_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask = false,
+                                          uint32_t sum_chunks = 0, bool loads_first = false);
+uint32_t max_pool2d_grad_sum_chunks(const Pool2dShape& s);
+// A pooled gradient [N, C, ho, wo] summed over images and windows per channel, in a fixed order (one workgroup a
+// channel): the bias gradient of the convolution under the pooling, which is the sum of the pooling gradient. Buffers:
+// grad (read), then with relu_mask "pooled" (read: each term passes only where its pooled value is > 0, relu_masked),
+// sums [C] (write). The pooled weight gradient's configs that do not stage windows launch it (lower_conv2d.cpp).
+HeavyKernel pooled_channel_sums_kernel(const Pool2dShape& s, kir::Type t, bool relu_mask);
 
 // The gradient at each element of one window (row-major), from the window's position of its maximum (i32): g there and
 // 0 elsewhere. relu_masked: g, or 0 where the pooled value is <= 0 (a NaN passes g, as relu_grad's mask).

@@ -1,6 +1,9 @@
 #include "lowering/heavy_kernels/split_sum_kernel.h"
 
 #include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 namespace spire::lowering::heavy {
 
@@ -21,18 +24,30 @@ uint32_t split_sum_parts(uint32_t count, uint32_t splits) {
   return parts;
 }
 
-HeavyKernel split_sum_kernel(std::string name, Type t, uint32_t count, uint32_t splits) {
+HeavyKernel split_sum_kernel(std::string name, Type t, uint32_t count, uint32_t splits,
+                             std::optional<uint32_t> first_count) {
   if (count == 0) return empty_result(name);
+  if (first_count && *first_count > count)
+    throw std::invalid_argument(fmt::format("{}: {} outputs of {} in the first result", name, *first_count, count));
   const uint32_t parts = split_sum_parts(count, splits);
   KernelBuilder kb(std::move(name), kThreads);
   Buf partial = kb.buffer("partial", t, Access::Read);
   Buf out = kb.buffer("out", t, Access::Write);
+  std::optional<Buf> rest;
+  if (first_count && *first_count < count) rest = kb.buffer("out_rest", t, Access::Write);
+  auto store = [&](Val e, Val v) {
+    if (!rest) {
+      out[e] = v;
+      return;
+    }
+    kb.if_else(e < *first_count, [&] { out[e] = v; }, [&] { (*rest)[e - *first_count] = v; });
+  };
   if (parts == 1) {
     Val e = kb.global_id();
     kb.if_(e < count, [&] {
       Val acc = partial[e];
       for (uint32_t sp = 1; sp < splits; ++sp) acc = acc + partial[e + sp * count];
-      out[e] = acc;
+      store(e, acc);
     });
     return {kb.finish(), groups_for_threads(count, kThreads)};
   }
@@ -56,7 +71,7 @@ HeavyKernel split_sum_kernel(std::string name, Type t, uint32_t count, uint32_t 
   kb.if_(valid & (part == 0u), [&] {
     Val sum = tile[lid];
     for (uint32_t j = 1; j < parts; ++j) sum = sum + tile[lid + j * per_group];
-    out[e] = sum;
+    store(e, sum);
   });
   return {kb.finish(), (uint64_t(count) + per_group - 1) / per_group};
 }

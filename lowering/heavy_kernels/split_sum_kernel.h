@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "lowering/heavy_kernels/heavy_kernel.h"
@@ -19,6 +20,10 @@ namespace spire::lowering::heavy {
 // Invocations that share an output: a power of two from 1 to min(32, splits); 1 for fewer than 64 splits.
 uint32_t split_sum_parts(uint32_t count, uint32_t splits);
 
-HeavyKernel split_sum_kernel(std::string name, kir::Type t, uint32_t count, uint32_t splits);
+// first_count < count: outputs first_count .. count - 1 go to a second buffer, out_rest (at index e - first_count):
+// one launch adds the partial sums of two results written side by side (a weight gradient and its bias gradient).
+// Buffers: partial, out, then out_rest where there is one.
+HeavyKernel split_sum_kernel(std::string name, kir::Type t, uint32_t count, uint32_t splits,
+                             std::optional<uint32_t> first_count = std::nullopt);
 
 }  // namespace spire::lowering::heavy

@@ -61,6 +61,9 @@ std::vector<TemplateCase> template_cases() {
       uint64_t w_n = uint64_t(s.cout * s.cin_per_group() * s.kh * s.kw);
       out.push_back({"conv2d_grad_weight_split_" + c.name + "_" + ts, [s, t, splits] { return heavy::conv2d_grad_weight_kernel(s, t, splits); }, 0});
       out.push_back({"conv2d_grad_weight_sum_" + c.name + "_" + ts, [s, t, splits] { return heavy::conv2d_grad_weight_sum_kernel(s, t, splits); }, w_n});
+      // With the bias's partial sums after each split's weights' (two results).
+      out.push_back({"conv2d_grad_weight_sum_bias_" + c.name + "_" + ts,
+                     [s, t, splits] { return heavy::conv2d_grad_weight_sum_kernel(s, t, splits, true); }, 0});
     }
     struct PoolGeom { std::string name; std::vector<int64_t> x, k, s, p; };
     for (const PoolGeom& c : std::vector<PoolGeom>{{"lenet", {8, 6, 28, 28}, {2, 2}, {2, 2}, {0, 0}},
@@ -78,6 +81,15 @@ std::vector<TemplateCase> template_cases() {
       out.push_back({"max_pool2d_with_argmax_" + c.name + "_" + ts, [s, t] { return heavy::max_pool2d_kernel(s, t, true); }, out_n});
       out.push_back({"max_pool2d_grad_argmax_" + c.name + "_" + ts,
                      [s, t] { return heavy::max_pool2d_grad_argmax_kernel(s, t); }, tiling ? out_n : in_n});
+      if (tiling)  // with each channel's sums per chunk of images: one workgroup a (channel, chunk)
+        for (bool loads_first : {false, true})
+          out.push_back({"max_pool2d_grad_argmax_sums_" + c.name + (loads_first ? "_lf_" : "_") + ts, [s, t, loads_first] {
+                           return heavy::max_pool2d_grad_argmax_kernel(s, t, false, heavy::max_pool2d_grad_sum_chunks(s),
+                                                                       loads_first);
+                         }, 0});
+      for (bool mask : {false, true})
+        out.push_back({"pooled_channel_sums_" + c.name + (mask ? "_relu_mask_" : "_") + ts,
+                       [s, t, mask] { return heavy::pooled_channel_sums_kernel(s, t, mask); }, 0});
       out.push_back({"avg_pool2d_" + c.name + "_" + ts, [s, t] { return heavy::avg_pool2d_kernel(s, t); }, out_n});
       out.push_back({"avg_pool2d_grad_" + c.name + "_" + ts, [s, t] { return heavy::avg_pool2d_grad_kernel(s, t); }, in_n});
     }
