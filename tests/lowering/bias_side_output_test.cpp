@@ -38,14 +38,6 @@ using graph::Value;
 
 namespace {
 
-// Small integers: ties inside windows once convolved with integer weights, and whole windows the ReLU zeroes.
-Tensor integers(const graph::Shape& shape, uint32_t seed, int lo, int hi) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(lo, hi);
-  Tensor t(DType::F32, shape, 0);
-  for (double& x : t.data) x = u(rng);
-  return t;
-}
 
 struct Layer {
   int64_t images = 3, channels = 4, size = 8;
@@ -98,15 +90,13 @@ struct Planned {
 };
 
 Planned plan_of(const Graph& original) {
-  Planned p{lowering::canonicalize(original), {}, {}, {}};
-  p.f = lowering::plan_fusion(p.g);
-  for (Value v : p.g.values()) {
-    if (p.g.node(v).op == OpKind::Conv2dGradWeight) p.conv = v;
-    if (p.g.node(v).op == OpKind::MaxPool2dGradArgmax) p.pool_grad = v;
-  }
-  return p;
+  auto [g, f] = lowering::testing_support::fusion_of(original);
+  const Value conv = lowering::testing_support::last_node_of(g, OpKind::Conv2dGradWeight);
+  const Value pool_grad = lowering::testing_support::last_node_of(g, OpKind::MaxPool2dGradArgmax);
+  return {std::move(g), std::move(f), conv, pool_grad};
 }
 
+using lowering::testing_support::count_prefix;
 using lowering::testing_support::kernels_of;
 using lowering::testing_support::node_launched;
 
@@ -123,8 +113,7 @@ TEST(BiasSideOutputPlan, TheWeightGradientSumsTheBiasGradient) {
   const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
   EXPECT_FALSE(node_launched(plan, p.g.node(bias).name));
   const std::vector<std::string> kernels = kernels_of(plan);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) { return k.rfind("sum_to", 0) == 0; }),
+  EXPECT_EQ(count_prefix(kernels, "sum_to"),
             0);
 }
 
@@ -136,8 +125,7 @@ TEST(BiasSideOutputPlan, NotTakenWhereTheSumIsReadBeforeTheWeightGradient) {
   EXPECT_EQ(p.f.side_bias[size_t(p.conv.id)], -1);
   const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
   const std::vector<std::string> kernels = kernels_of(plan);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) { return k.rfind("sum_to", 0) == 0; }),
+  EXPECT_EQ(count_prefix(kernels, "sum_to"),
             1);
 }
 
@@ -153,11 +141,9 @@ TEST(BiasSideOutputPlan, ThePoolingGradientSumsItWhereItIsStored) {
   const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
   EXPECT_FALSE(node_launched(plan, p.g.node(bias).name));
   const std::vector<std::string> kernels = kernels_of(plan);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) { return k.rfind("sum_to", 0) == 0; }),
+  EXPECT_EQ(count_prefix(kernels, "sum_to"),
             0);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) { return k.rfind("max_pool2d_grad_argmax_sums_", 0) == 0; }),
+  EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad_argmax_sums_"),
             1);
 }
 
@@ -179,21 +165,39 @@ TEST(BiasSideOutputPlan, LeNetsConvolutionsSumTheirBiasGradients) {
   EXPECT_EQ(with_bias, 1);
   EXPECT_EQ(bias_sums, 1);
   EXPECT_EQ(sum_tos, 0);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) { return k.rfind("sum_to_f32_8192x16x7x7", 0) == 0; }),
+  EXPECT_EQ(count_prefix(kernels, "sum_to_f32_8192x16x7x7"),
             0);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) {
-                            return k.rfind("max_pool2d_grad_argmax_n8192_c16_h14_w14_k2x2_s2x2_p0x0_f32_sums", 0) == 0;
-                          }),
+  EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad_argmax_n8192_c16_h14_w14_k2x2_s2x2_p0x0_f32_sums"),
             1);
-  EXPECT_EQ(std::count_if(kernels.begin(), kernels.end(),
-                          [](const std::string& k) { return k.rfind("max_pool2d_grad_argmax_sums_n8192_c16", 0) == 0; }),
+  EXPECT_EQ(count_prefix(kernels, "max_pool2d_grad_argmax_sums_n8192_c16"),
             1);
   EXPECT_EQ(plan.launches.size(), 27u);
 }
 
 class BiasSideOutput : public testing_support::OnDevice {};
+
+// The layer's inputs: whole-number x, w and b (ties within windows, windows the ReLU zeroes), uniform gp.
+std::map<std::string, Tensor> inputs(const Layer& l, uint32_t seed) {
+  return {{"x", testing_support::integer_tensor({l.images, 2, l.size, l.size}, seed, 0, 2)},
+          {"w", testing_support::integer_tensor({l.channels, 2, 3, 3}, seed + 1, -1, 1)},
+          {"b", testing_support::integer_tensor({l.channels}, seed + 2, -2, 1)},
+          {"gp", testing_support::uniform_tensor({l.images, l.channels, l.size / 2, l.size / 2}, seed + 3, DType::F32)}};
+}
+
+// The executable's outputs `names` against the float64 evaluator's, to f32 rounding.
+testing::AssertionResult matches(lowering::Executable& exe, const std::map<std::string, Tensor>& want,
+                                 std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    const Tensor got = exe.get(name);
+    const Tensor& ref = want.at(name);
+    if (got.data.size() != ref.data.size())
+      return testing::AssertionFailure() << name << ": " << got.data.size() << " elements, want " << ref.data.size();
+    for (size_t i = 0; i < ref.data.size(); ++i)
+      if (!(std::abs(got.data[i] - ref.data[i]) <= 1e-5 * (1 + std::abs(ref.data[i]))))
+        return testing::AssertionFailure() << name << " element " << i << ": " << got.data[i] << ", want " << ref.data[i];
+  }
+  return testing::AssertionSuccess();
+}
 
 // Every candidate config of the weight gradient with its bias sum against the float64 evaluator: 3 images of 4
 // channels (48 windows an image, so that most workgroup sizes end in a partial staging round), and 5 images of 6
@@ -208,10 +212,7 @@ TEST_P(BiasSideOutput, EveryConfigMatchesTheReference) {
     ASSERT_TRUE(bias.valid());
     const lowering::TunableOp op = lowering::tunable_conv2d_grad_weight(p.g, p.conv, limits, true, bias);
     EXPECT_NE(op.key.shape.find("_bias"), std::string::npos) << op.key.shape;
-    std::map<std::string, Tensor> in{{"x", integers({l.images, 2, l.size, l.size}, 11, 0, 2)},
-                                     {"w", integers({l.channels, 2, 3, 3}, 12, -1, 1)},
-                                     {"b", integers({l.channels}, 14, -2, 1)},
-                                     {"gp", testing_support::uniform_tensor({l.images, l.channels, 4, 4}, 13, DType::F32)}};
+    const std::map<std::string, Tensor> in = inputs(l, 11);
     const auto want = graph::evaluate(g, in, DType::F64);
     for (const lowering::heavy::Config& config : op.candidates) {
       (config.has("all_pairs") ? staged : others)++;
@@ -222,14 +223,7 @@ TEST_P(BiasSideOutput, EveryConfigMatchesTheReference) {
           << config.text();
       for (const auto& [name, t] : in) exe->set(name, t);
       exe->step();
-      for (const char* name : {"grad_w", "grad_b"}) {
-        const Tensor got = exe->get(name);
-        const Tensor& ref = want.at(name);
-        ASSERT_EQ(got.data.size(), ref.data.size());
-        for (size_t i = 0; i < ref.data.size(); ++i)
-          ASSERT_NEAR(got.data[i], ref.data[i], 1e-5 * (1 + std::abs(ref.data[i])))
-              << name << ", " << l.channels << " channels, config " << config.text() << ", element " << i;
-      }
+      ASSERT_TRUE(matches(*exe, want, {"grad_w", "grad_b"})) << l.channels << " channels, config " << config.text();
     }
   }
   EXPECT_GT(staged, 0) << "no staged (all_pairs) candidate was checked";
@@ -241,22 +235,13 @@ TEST_P(BiasSideOutput, EveryConfigMatchesTheReference) {
 TEST_P(BiasSideOutput, ThePoolingGradientsSumsMatchTheReference) {
   const Layer l{.images = 150, .input_gradient = true};
   const Graph g = conv_layer_gradients(l);
-  std::map<std::string, Tensor> in{{"x", integers({l.images, 2, l.size, l.size}, 21, 0, 2)},
-                                   {"w", integers({l.channels, 2, 3, 3}, 22, -1, 1)},
-                                   {"b", integers({l.channels}, 24, -2, 1)},
-                                   {"gp", testing_support::uniform_tensor({l.images, l.channels, 4, 4}, 23, DType::F32)}};
+  const std::map<std::string, Tensor> in = inputs(l, 21);
   const auto want = graph::evaluate(g, in, DType::F64);
   auto exe = lowering::compile(g, *dev_);
   ASSERT_NE(exe->plan_text().find("max_pool2d_grad_argmax_sums_"), std::string::npos);
   for (const auto& [name, t] : in) exe->set(name, t);
   exe->step();
-  for (const char* name : {"grad_w", "grad_b", "grad_x"}) {
-    const Tensor got = exe->get(name);
-    const Tensor& ref = want.at(name);
-    ASSERT_EQ(got.data.size(), ref.data.size());
-    for (size_t i = 0; i < ref.data.size(); ++i)
-      ASSERT_NEAR(got.data[i], ref.data[i], 1e-5 * (1 + std::abs(ref.data[i]))) << name << ", element " << i;
-  }
+  EXPECT_TRUE(matches(*exe, want, {"grad_w", "grad_b", "grad_x"}));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, BiasSideOutput, testing::ValuesIn(lowering::testing_support::device_ids()),

@@ -36,14 +36,6 @@ using graph::Value;
 
 namespace {
 
-// Small integers: ties in every other window once convolved with integer weights.
-Tensor integers(const graph::Shape& shape, uint32_t seed, int lo, int hi) {
-  std::mt19937 rng(seed);
-  std::uniform_int_distribution<int> u(lo, hi);
-  Tensor t(DType::F32, shape, 0);
-  for (double& x : t.data) x = u(rng);
-  return t;
-}
 
 struct PoolCase {
   graph::Pool2dOptions pool{{2, 2}, {2, 2}, {0, 0}};
@@ -78,12 +70,10 @@ struct Planned {
 };
 
 Planned plan_of(const Graph& original) {
-  Planned p{lowering::canonicalize(original), {}, {}, {}};
-  p.f = lowering::plan_fusion(p.g);
-  for (Value v : p.g.values())
-    if (p.g.node(v).op == OpKind::Conv2dGradWeight) p.conv = v;
-  p.grad_out = p.g.node(p.conv).inputs[0];
-  return p;
+  auto [g, f] = lowering::testing_support::fusion_of(original);
+  const Value conv = lowering::testing_support::last_node_of(g, OpKind::Conv2dGradWeight);
+  const Value grad_out = g.node(conv).inputs[0];
+  return {std::move(g), std::move(f), conv, grad_out};
 }
 
 using lowering::testing_support::count_prefix;
@@ -193,8 +183,8 @@ TEST_P(GatheredPrologue, EveryConfigMatchesTheReferenceWithTiesAndZeros) {
     const Graph g = pooled_weight_gradient(c);
     const Planned p = plan_of(g);
     const lowering::TunableOp op = lowering::tunable_conv2d_grad_weight(p.g, p.conv, limits, true);
-    std::map<std::string, Tensor> in{{"x", integers({3, 2, 8, 8}, 11, 0, 2)},
-                                     {"w", integers({4, 2, 3, 3}, 12, -1, 1)},
+    std::map<std::string, Tensor> in{{"x", testing_support::integer_tensor({3, 2, 8, 8}, 11, 0, 2)},
+                                     {"w", testing_support::integer_tensor({4, 2, 3, 3}, 12, -1, 1)},
                                      {"gp", testing_support::uniform_tensor({3, 4, 4, 4}, 13, DType::F32)}};
     const Tensor want = graph::evaluate(g, in, DType::F64).at("grad_w");
     for (const lowering::heavy::Config& config : op.candidates) {

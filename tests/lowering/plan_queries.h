@@ -1,14 +1,36 @@
 // What a lowered plan launches, for tests that check which kernels a fusion leaves: kernel names in launch order,
-// how many start with a prefix, and whether a node still has a launch of its own.
+// how many start with a prefix, and whether a node still has a launch of its own; and the graph as lowering sees it
+// with its fusion plan.
 #pragma once
 
 #include <algorithm>
 #include <string>
 #include <vector>
 
+#include "lowering/fuse.h"
 #include "lowering/plan.h"
+#include "lowering/prepare.h"
 
 namespace spire::lowering::testing_support {
+
+// The graph canonicalized (as lowering sees it) and its fusion plan.
+struct FusionOf {
+  graph::Graph g;
+  Fusion f;
+};
+inline FusionOf fusion_of(const graph::Graph& original) {
+  FusionOf p{canonicalize(original), {}};
+  p.f = plan_fusion(p.g);
+  return p;
+}
+
+// The last node of `g` with op `op` (invalid if none).
+inline graph::Value last_node_of(const graph::Graph& g, graph::OpKind op) {
+  graph::Value last;
+  for (graph::Value v : g.values())
+    if (g.node(v).op == op) last = v;
+  return last;
+}
 
 inline std::vector<std::string> kernels_of(const Plan& plan) {
   std::vector<std::string> out;

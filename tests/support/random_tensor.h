@@ -18,4 +18,14 @@ inline graph::Tensor uniform_tensor(const graph::Shape& shape, uint32_t seed, gr
   return t;
 }
 
+// Whole numbers in [lo, hi] (f32) from a fixed seed: convolved with whole-number weights they tie inside pooling
+// windows, and a ReLU zeroes whole windows.
+inline graph::Tensor integer_tensor(const graph::Shape& shape, uint32_t seed, int lo, int hi) {
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<int> u(lo, hi);
+  graph::Tensor t(graph::DType::F32, shape, 0);
+  for (double& x : t.data) x = u(rng);
+  return t;
+}
+
 }  // namespace spire::testing_support
