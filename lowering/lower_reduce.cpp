@@ -7,10 +7,12 @@
 //     the partial results (heavy_kernels/workgroup_reduce.h: subgroup shuffles where the device has them, a
 //     shared-memory tree otherwise, in the same order either way) (large R);
 //   * split: few outputs over a very long R (a loss over a whole batch): R is cut into chunks, one workgroup
-//     per (output, chunk) writes partial results to scratch, and a second launch reduces those.
+//     per (output, chunk) writes partial results to scratch, and a second launch reduces those;
+//   * rows: the kept dims innermost (R rows of the O outputs' elements side by side: a bias gradient over a batch),
+//     a workgroup reads whole rows, one output per invocation, chunks of rows split as above (rows_kernel).
 // R == 1 (no axes, or only size-1 axes) moves no data: the result aliases the input.
-// Which template, its workgroup size and the split count are tunable (tunable_reduce): "path=0|1" (loop |
-// workgroup), "wg=N", "chunks=C" (C > 1: the split form, whose second pass keeps the heuristic).
+// Which template, its workgroup size and the split count are tunable (tunable_reduce): "path=0|1|2" (loop |
+// workgroup | rows), "wg=N", "chunks=C" (C > 1: the split form, whose second pass keeps the heuristic).
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -39,6 +41,9 @@ struct Reduction {
   int64_t reduced = 0;   // R
   IndexMap kept;         // output index -> input offset of its first element
   IndexMap over;         // reduced index -> offset from there
+  // Every reduced dim (of more than one element) comes before every kept one: the input is R rows of the O outputs'
+  // elements side by side (a bias gradient's sum over a batch), which the rows template reads a row at a time.
+  bool kept_innermost = false;
 };
 
 Reduction describe(const graph::Graph& g, graph::Value v) {
@@ -71,6 +76,13 @@ Reduction describe(const graph::Graph& g, graph::Value v) {
   r.reduced = graph::num_elements(red_sizes);
   r.kept = IndexMap::strided(kept_sizes, kept_strides);
   r.over = IndexMap::strided(red_sizes, red_strides);
+  bool kept_seen = false;
+  r.kept_innermost = true;
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1) continue;
+    if (!reduce_dim[d]) kept_seen = true;
+    else if (kept_seen) r.kept_innermost = false;
+  }
   return r;
 }
 
@@ -134,6 +146,57 @@ kir::Kernel workgroup_kernel(const std::string& name, Type t, const Reduction& r
   return kb.finish();
 }
 
+// The rows template (kept_innermost): a workgroup takes `wg / W` rows at a time of W neighbouring outputs (W = min(O,
+// wg)), one output per invocation, so that a subgroup reads one row's consecutive elements (the other templates
+// stride down a column, one cache line per element); each invocation folds its rows of one chunk of R / chunks rows,
+// its loads issued together, and the workgroup adds its row lanes in a fixed order. With chunks > 1 it writes
+// partials[output * chunks + chunk] for the second pass, as the split form does.
+kir::Kernel rows_kernel(const std::string& name, Type t, const Reduction& r, uint32_t wg, int64_t chunks) {
+  const uint32_t O = uint32_t(r.outputs), R = uint32_t(r.reduced);
+  const uint32_t W = std::min<uint32_t>(O, wg), lanes = wg / W, col_blocks = (O + W - 1) / W;
+  const uint32_t chunk_len = uint32_t((r.reduced + chunks - 1) / chunks);
+  const uint32_t steps = (chunk_len + lanes - 1) / lanes;
+  kir::KernelBuilder kb(name, wg);
+  kir::Buf x = kb.buffer("x", t, kir::Access::Read);
+  kir::Buf y = kb.buffer(chunks == 1 ? "y" : "partials", t, kir::Access::Write);
+  kir::Shared tile = kb.shared("tile", t, wg);
+  Val lid = kb.local_id();
+  Val g = kir::min(kb.group_id(), kb.u32(uint32_t(col_blocks * chunks)) - 1u);  // a folded grid's extras redo the last
+  Val col = (g % col_blocks) * W + lid % W, lane = lid / W, chunk = g / col_blocks;
+  Val base = r.kept.emit(kb, kir::min(col, O - 1));
+  Val begin = chunk * chunk_len, end = kir::min(begin + chunk_len, kb.u32(R));
+  // Rows past the chunk (and lanes past the last whole one) load the chunk's last row: max takes it again (it is in
+  // the chunk), sum adds zero.
+  auto row_value = [&](Val k) {
+    Val v = element(kb, x, r, base, kir::min(k, end - 1u));
+    return r.combine == Combine::Max ? v : kir::select((k < end) & (lane < lanes), v, kb.constant(t, 0));
+  };
+  kir::Var acc = kb.var("acc", r.combine == Combine::Max ? row_value(begin) : kb.constant(t, 0));
+  auto fold = [&](Val k) { acc = combine(r.combine, acc, row_value(k)); };
+  constexpr uint32_t kUnrolledSteps = 32;
+  if (steps <= kUnrolledSteps) {
+    std::vector<Val> values;  // every load first
+    for (uint32_t step = 0; step < steps; ++step) values.push_back(row_value(begin + lane + step * lanes));
+    for (Val v : values) acc = combine(r.combine, acc, v);
+  } else {
+    kb.for_(begin + lane, end, kb.u32(lanes), fold);
+  }
+  tile[lid] = acc.get();
+  kb.barrier();
+  kb.if_((lid < W) & (col < O) & (kb.group_id() < uint32_t(col_blocks * chunks)), [&] {
+    Val total = tile[lid];
+    for (uint32_t j = 1; j < lanes; ++j) total = combine(r.combine, total, tile[lid + j * W]);
+    if (chunks == 1) y[col] = finalize(r, total);
+    else y[col * uint32_t(chunks) + chunk] = total;
+  });
+  return kb.finish();
+}
+
+uint64_t rows_groups(const Reduction& r, uint32_t wg, int64_t chunks) {
+  const uint64_t W = std::min<uint64_t>(uint64_t(r.outputs), wg);
+  return (uint64_t(r.outputs) + W - 1) / W * uint64_t(chunks);
+}
+
 // One workgroup per output pays off once an output folds enough elements to keep the workgroup busy, or when
 // there are too few outputs to fill the device one invocation each.
 bool use_workgroup(const Reduction& r) {
@@ -151,18 +214,27 @@ int64_t split_chunks(const Reduction& r) {
 struct ReduceConfig {
   bool workgroup = false;   // the workgroup template (else the loop)
   uint32_t wg = kReduceWorkgroup;
-  int64_t chunks = 1;       // > 1: the split form (workgroup template, then a heuristic second pass)
-  heavy::Config config() const { return {{"path", workgroup ? 1 : 0}, {"wg", wg}, {"chunks", chunks}}; }
+  int64_t chunks = 1;       // > 1: the split form (workgroup or rows template, then a heuristic second pass)
+  bool rows = false;        // the rows template (path 2; kept_innermost reductions)
+  heavy::Config config() const { return {{"path", rows ? 2 : workgroup ? 1 : 0}, {"wg", wg}, {"chunks", chunks}}; }
   static ReduceConfig from(const heavy::Config& c) {
     int64_t path = c.get("path"), wg = c.get("wg"), chunks = c.get("chunks");
-    if ((path != 0 && path != 1) || wg < 1 || wg > 1024 || chunks < 1 || chunks > 4096 || (chunks > 1 && path != 1) ||
-        (path == 1 && (wg & (wg - 1)) != 0))
-      throw std::invalid_argument(fmt::format("reduction config '{}': path 0 (loop) or 1 (workgroup, wg a power of two), "
-                                              "wg 1..1024, chunks 1..4096 (more than 1 only with path 1)", c.text()));
-    return ReduceConfig{path == 1, uint32_t(wg), chunks};
+    if (path < 0 || path > 2 || wg < 1 || wg > 1024 || chunks < 1 || chunks > 4096 || (chunks > 1 && path == 0) ||
+        (path >= 1 && (wg & (wg - 1)) != 0))
+      throw std::invalid_argument(fmt::format("reduction config '{}': path 0 (loop), 1 (workgroup) or 2 (rows; wg a "
+                                              "power of two for 1 and 2), wg 1..1024, chunks 1..4096 (more than 1 only "
+                                              "with paths 1 and 2)", c.text()));
+    return ReduceConfig{path == 1, uint32_t(wg), chunks, path == 2};
   }
   friend bool operator==(const ReduceConfig&, const ReduceConfig&) = default;
 };
+
+// The rows template's chunks for R rows of O outputs: rows_per_chunk rows each (a workgroup's row lanes share them, each
+// invocation loading its few rows at once), at most 4096 chunks and 2^20 partial sums in all.
+int64_t rows_chunks(const Reduction& r, int64_t rows_per_chunk) {
+  const int64_t most = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, r.outputs));
+  return std::clamp<int64_t>((r.reduced + rows_per_chunk - 1) / rows_per_chunk, 1, std::min<int64_t>(most, 4096));
+}
 
 // Without tuning: the split form for few outputs over a very long extent, else the workgroup template where
 // use_workgroup() says so, 256 invocations per workgroup either way.
@@ -179,6 +251,12 @@ std::vector<ReduceConfig> candidates(const Reduction& r, const heavy::Limits& li
   for (uint32_t wg : {64u, 128u, 256u, 512u}) add({false, wg, 1});
   if (r.reduced > 0)
     for (uint32_t wg : {32u, 64u, 128u, 256u, 512u}) add({true, wg, 1});
+  // The rows template, a candidate only: LeNet's fully connected bias sums at batch 8192 on the H100 took 0.0049 +
+  // 0.0043 ms for [8192, 120] against the workgroup template's 0.0106, but its second launches made vulkan:0's step
+  // 0.02 ms slower (docs/PERFORMANCE.md).
+  if (r.kept_innermost && r.reduced > 1)
+    for (int64_t rows_per_chunk : {int64_t(8), int64_t(32), int64_t(128), int64_t(1) << 40})  // the last: one chunk
+      for (uint32_t wg : {128u, 256u}) add({false, wg, rows_chunks(r, rows_per_chunk), true});
   // Splits of about 1024, 4096 and 16384 elements per chunk, where there are few outputs to spread.
   if (r.outputs < 1024)
     for (int64_t per_chunk : {1024, 4096, 16384}) {
@@ -191,7 +269,9 @@ std::vector<ReduceConfig> candidates(const Reduction& r, const heavy::Limits& li
 // The launches of one reduction from buffer `in` to buffer `out` (program buffer indices).
 void add_reduction(KernelProgram& p, const std::string& stem, const std::string& suffix, Type t, const Reduction& r,
                    const ReduceConfig& c, uint32_t subgroup, int32_t in, int32_t out) {
-  if (c.workgroup)
+  if (c.rows)
+    p.launches.push_back({rows_kernel(stem + "_rows" + suffix, t, r, c.wg, 1), {in, out}, rows_groups(r, c.wg, 1), {}});
+  else if (c.workgroup)
     p.launches.push_back({workgroup_kernel(stem + "_wg" + suffix, t, r, c.wg, subgroup), {in, out}, uint64_t(r.outputs), {}});
   else
     p.launches.push_back({loop_kernel(stem + "_loop" + suffix, t, r, c.wg), {in, out}, groups_for(r.outputs, c.wg), {}});
@@ -211,8 +291,12 @@ KernelProgram reduction_program(const std::string& stem, Type t, const Reduction
   // scratch is the program's first buffer, so the plan numbers it before x and y, as it always has.
   p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, r.outputs * c.chunks});
   p.buffers.insert(p.buffers.end(), io.begin(), io.end());  // then x, y
-  p.launches.push_back({workgroup_kernel(stem + fmt::format("_split{}", c.chunks) + suffix, t, r, c.wg, subgroup, c.chunks), {1, 0},
-                        uint64_t(r.outputs * c.chunks), {}});
+  if (c.rows)
+    p.launches.push_back({rows_kernel(stem + fmt::format("_rows{}", c.chunks) + suffix, t, r, c.wg, c.chunks), {1, 0},
+                          rows_groups(r, c.wg, c.chunks), {}});
+  else
+    p.launches.push_back({workgroup_kernel(stem + fmt::format("_split{}", c.chunks) + suffix, t, r, c.wg, subgroup, c.chunks),
+                          {1, 0}, uint64_t(r.outputs * c.chunks), {}});
   Reduction second = r;
   second.reduced = c.chunks;
   second.kept = IndexMap::strided({r.outputs}, {c.chunks});

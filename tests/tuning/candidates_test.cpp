@@ -179,6 +179,11 @@ std::vector<Case> cases() {
       uniform("max_axis1", [] { return unary({5, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.max(x, {1}); }); }),
       uniform("sum_all_split", [] { return unary({40000}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x); }); }),
       uniform("sum_to", [] { return unary({30, 4, 5}, DType::F32, [](Graph& g, graph::Value x) { return g.sum_to(x, {1, 4, 1}); }); }),
+      // Rows of outputs side by side (the rows template: whole rows per workgroup, chunks of rows), as a bias gradient's
+      // sum over a batch; 300 outputs take two column blocks of 256; max over rows too.
+      uniform("sum_rows", [] { return unary({2500, 120}, DType::F32, [](Graph& g, graph::Value x) { return g.sum_to(x, {120}); }); }),
+      uniform("sum_rows_wide", [] { return unary({3, 40, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x, {0, 1}); }); }),
+      uniform("max_rows", [] { return unary({700, 33}, DType::F32, [](Graph& g, graph::Value x) { return g.max(x, {0}); }); }),
       uniform("sum_i32", [] { return unary({50, 3}, DType::I32, [](Graph& g, graph::Value x) { return g.sum(x, {0}); }); }),
       uniform("softmax_long_rows", [] { return unary({4, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.softmax(x, 1); }); }),
       uniform("log_softmax_inner", [] { return unary({3, 7, 5}, DType::F32, [](Graph& g, graph::Value x) { return g.log_softmax(x, 1); }); }),
