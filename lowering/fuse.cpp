@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "ir/graph/op_table.h"
+#include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/lowering_context.h"
 #include "lowering/tunable_ops.h"
 #include "lowering/schedule.h"
@@ -335,14 +336,6 @@ class Planner {
     }
   }
 
-  // A pooling gradient's windows tile its result (stride = window, no padding, sizes divisible).
-  bool tiling_windows(const graph::Node& n) const {
-    const graph::Pool2dOptions o = graph::pool2d_options(n);
-    return o.padding == std::vector<int64_t>{0, 0} && o.stride == o.kernel && n.type.shape[2] % o.kernel[0] == 0 &&
-           n.type.shape[3] % o.kernel[1] == 0 && n.type.shape[2] / o.kernel[0] == g_.type(n.inputs[0]).shape[2] &&
-           n.type.shape[3] / o.kernel[1] == g_.type(n.inputs[0]).shape[3];
-  }
-
   // r sums a 4D [N, C, H, W] input to its C channels: sum_to [1, C, 1, 1] (or [C, 1, 1]), or sum over axes 0, 2, 3.
   bool channel_sum(Value r, int64_t channels) const {
     const graph::Node& n = g_.node(r);
@@ -356,6 +349,12 @@ class Planner {
     std::vector<int64_t> axes = n.attrs.get_ints("axes");
     std::sort(axes.begin(), axes.end());
     return axes == std::vector<int64_t>{0, 2, 3};
+  }
+
+  // A pooling gradient's windows tile its result (pool2d_kernels.h: the only pooling whose gradient sums channels).
+  static bool tiling_windows(const graph::Node& n) {
+    const graph::Pool2dOptions o = graph::pool2d_options(n);
+    return heavy::pool2d_windows_tile(heavy::pool2d_shape(n.type.shape, o.kernel, o.stride, o.padding));
   }
 
   // Every launch that reads r (directly or through reshapes, which alias it) comes after v's.

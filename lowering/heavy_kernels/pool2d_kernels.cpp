@@ -1,4 +1,5 @@
 #include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "lowering/heavy_kernels/workgroup_reduce.h"
 
 #include <functional>
 #include <limits>
@@ -270,11 +271,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
     }
     if (loads_first)
       for (const Round& r : round_values) store_round(r);
-    tree[lid] = sum.get();
-    for (uint32_t half = kThreads / 2; half >= 1; half /= 2) {
-      kb.barrier();
-      kb.if_(lid < half, [&] { tree[lid] = tree[lid] + tree[lid + half]; });
-    }
+    WorkgroupReduce(kb, kThreads, 0).reduce(tree, sum.get(), TreeOp::Sum);  // the tree: the same order on every device
     kb.if_(lid == 0u, [&] { partial[kb.group_id()] = tree[kb.u32(0)]; });
     return {kb.finish(), uint64_t(C) * sum_chunks};
   }
@@ -353,11 +350,7 @@ HeavyKernel pooled_channel_sums_kernel(const Pool2dShape& s, Type t, bool relu_m
     Val at = ((i / plane) * C + c) * plane + i % plane;
     sum = sum + (pooled ? relu_masked(kb, g[at], (*pooled)[at], t) : Val(g[at]));
   });
-  tree[lid] = sum.get();
-  for (uint32_t half = kThreads / 2; half >= 1; half /= 2) {
-    kb.barrier();
-    kb.if_(lid < half, [&] { tree[lid] = tree[lid] + tree[lid + half]; });
-  }
+  WorkgroupReduce(kb, kThreads, 0).reduce(tree, sum.get(), TreeOp::Sum);
   kb.if_(lid == 0u, [&] { out[c] = tree[kb.u32(0)]; });
   return {kb.finish(), uint64_t(C)};
 }
