@@ -1,5 +1,6 @@
 // Value-defining operations: legalization, then one template per (op, type class).
 #include <bit>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -37,6 +38,7 @@ void Translator::value_op(const kir::Instr& in, const std::string& dst) {
     if (kir::is_int(in.type)) int_constants_[in.result] = in.imm.i;
     return constant(in, dst);
   }
+  if ((in.op == Op::Add || in.op == Op::Sub) && (in.type == Type::U32 || in.type == Type::I32)) note_constant_offset(in);
   if ((in.op == Op::Div || in.op == Op::Rem) && kir::is_int(in.type)) {
     // By a constant: ptxas expands a division by a register into the generic reciprocal sequence even when a mov
     // just set that register, so name the divisor as an immediate (ptxas then multiplies by its inverse), and
@@ -61,6 +63,26 @@ void Translator::value_op(const kir::Instr& in, const std::string& dst) {
   std::vector<std::string> src;
   for (int i = 0; i < arity; ++i) src.push_back(val(in.operands[i]));
   compute(in.op, in.type, dst, src);
+}
+
+void Translator::note_constant_offset(const kir::Instr& in) {
+  // Small constants only: the offset in bytes stays far within the immediate's signed 32 bits.
+  constexpr int64_t kLargest = 1 << 20;
+  auto small = [&](kir::ValueId v) -> std::optional<int64_t> {
+    auto c = int_constants_.find(v);
+    if (c == int_constants_.end()) return std::nullopt;
+    const int64_t value = in.type == Type::I32 ? int64_t(int32_t(uint32_t(c->second))) : int64_t(uint32_t(c->second));
+    if (value > kLargest || value < -kLargest) return std::nullopt;
+    return value;
+  };
+  ConstantOffset o;
+  if (auto c = small(in.operands[1])) o = {in.operands[0], in.op == Op::Sub ? -*c : *c};
+  else if (auto c0 = small(in.operands[0]); c0 && in.op == Op::Add) o = {in.operands[1], *c0};
+  else return;
+  if (type_of(o.base) != in.type) return;
+  if (auto inner = offsets_.find(o.base); inner != offsets_.end()) o = {inner->second.base, inner->second.offset + o.offset};
+  if (o.offset > kLargest || o.offset < -kLargest) return;
+  offsets_[in.result] = o;
 }
 
 void Translator::constant(const kir::Instr& in, const std::string& dst) {

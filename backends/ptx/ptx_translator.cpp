@@ -300,6 +300,14 @@ std::string Translator::buffer_address(uint32_t buffer, kir::ValueId index) {
   return addr;
 }
 
+std::string Translator::buffer_operand(uint32_t buffer, kir::ValueId index) {
+  auto o = offsets_.find(index);
+  if (o == offsets_.end()) return buffer_address(buffer, index);
+  // Another value plus a constant: that value's address, the constant as the immediate offset.
+  return fmt::format("{}+{}", buffer_address(buffer, o->second.base),
+                     o->second.offset * int64_t(kir::type_bytes(k_.buffers[buffer].elem)));
+}
+
 std::string Translator::shared_address(uint32_t array, kir::ValueId index) {
   auto addr = w_.reg(RegClass::B32);
   w_.ins(fmt::format("mad.lo.u32 {}, {}, {}, {};", addr, val(index), kir::type_bytes(k_.shared[array].elem),
@@ -310,7 +318,7 @@ std::string Translator::shared_address(uint32_t array, kir::ValueId index) {
 void Translator::memory_op(const kir::Instr& in, const std::string& dst) {
   switch (in.op) {
     case kir::Op::LoadBuffer: {
-      auto addr = buffer_address(in.index, in.operands[0]);
+      auto addr = buffer_operand(in.index, in.operands[0]);
       // A buffer the kernel only reads goes through the non-coherent (read-only) cache path. Bindings never
       // alias (the contract the SPIR-V side states too: its storage buffers are not decorated Aliased, and
       // read-only ones NonWritable), so nothing this kernel writes can be read through it.
@@ -326,7 +334,7 @@ void Translator::memory_op(const kir::Instr& in, const std::string& dst) {
     case kir::Op::AtomicAdd: {
       if (in.type != Type::I32 && in.type != Type::U32 && in.type != Type::F32)
         fail(fmt::format("atomic_add on {} (only i32, u32 and f32)", kir::type_name(in.type)));
-      auto addr = buffer_address(in.index, in.operands[0]);
+      auto addr = buffer_operand(in.index, in.operands[0]);
       w_.ins(fmt::format("atom.global.add.{} {}, [{}], {};", ptx_type(in.type), dst, addr, val(in.operands[1])));
       break;
     }
@@ -335,7 +343,7 @@ void Translator::memory_op(const kir::Instr& in, const std::string& dst) {
 }
 
 void Translator::stmt(const kir::StoreBuffer& s) {
-  auto addr = buffer_address(s.buffer, s.index);
+  auto addr = buffer_operand(s.buffer, s.index);
   w_.ins(fmt::format("st.global.{} [{}], {};", memory_type(k_.buffers[s.buffer].elem), addr, val(s.value)));
 }
 
@@ -358,7 +366,7 @@ void Translator::stmt(const kir::LoadSharedVector& s) {
 // bytes and the index is a multiple of the lane count (kir's rules), so the address is aligned to the access.
 void Translator::stmt(const kir::LoadBufferVector& s) {
   const kir::Type t = k_.buffers[s.buffer].elem;
-  auto addr = buffer_address(s.buffer, s.index);
+  auto addr = buffer_operand(s.buffer, s.index);
   std::vector<std::string> regs;
   for (kir::ValueId r : s.results) regs.push_back(values_[r] = w_.reg(t));
   const bool read_only = k_.buffers[s.buffer].access == kir::Access::Read;

@@ -10,6 +10,11 @@
 //
 // Operands of a binary op must have the same type; a C++ number next to a Val takes the Val's type.
 // Conversions are explicit: cast(v, Type::F32).
+//
+// Buffer indices are element positions, never results of 32-bit wraparound: an index x + c (or x - c) with a
+// constant c must have x itself be a position (x - c may not wrap below zero to be brought back by the + c). The PTX
+// backend puts such a c into the access's immediate offset, adding it to x's address in 64 bits
+// (backends/ptx/ptx_translator.h, ConstantOffset). An i32 x may be negative (it is widened signed).
 #pragma once
 
 #include <functional>

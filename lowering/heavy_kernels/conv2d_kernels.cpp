@@ -297,8 +297,10 @@ Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_grou
 
 // The looped rows' occupancy requests, on an H200's cuda:0 at batch 8192 (LeNet's second convolution, fresh
 // processes, docs/PERFORMANCE.md): the forward 0.346 ms at 128 registers, 0.340 at 96 (640 resident), 0.328 at 80
-// (768), 0.335 at 64 (1024); the input gradient 0.300, 0.290, 0.303, 0.332.
-constexpr uint32_t kForwardResident = 768, kGradInputResident = 640;
+// (768), 0.335 at 64 (1024); the input gradient 0.300, 0.290, 0.303, 0.332. Since the PTX backend puts an index's
+// constant terms into the loads' offsets (backends/ptx/ptx_translator.h), the input gradient needs fewer registers and
+// no request serves it best (H100: 0.241 ms at 640 resident, 0.234 with none or 512, 0.277 at 768).
+constexpr uint32_t kForwardResident = 768, kGradInputResident = 0;
 
 // The staged-image heuristics (conv2d images and strips, conv2d_grad_weight all_pairs) take them only where an image
 // (and the weights) in f32 stay within this much workgroup memory, as on LeNet's convolutions where they were measured
@@ -995,10 +997,12 @@ std::optional<GradWeightConfig> all_pairs_heuristic(const Conv2dShape& s, Type t
     GradWeightConfig c{uint32_t(s.kh), uint32_t(s.kw), pow2_clamped(owners, 32, 1024), splits, true, cob};
     c.all_pairs = true;
     // Through NVIDIA's Vulkan compiler, owners' rows split in two where that still makes at most 256 invocations
-    // (LeNet's second convolution: 0.244 -> 0.229 ms on vulkan:0; through ptxas 0.214 either way, so PTX keeps one).
+    // (LeNet's second convolution: 0.244 -> 0.229 ms on vulkan:0; through ptxas 0.214 either way, so PTX keeps one),
+    // and half the splits, at least 256 (twice the images per split: the step 1.387 -> 1.379 ms on the H100).
     if (!limits.ptx && owners * 2 <= 256) {
       c.row_split = 2;
       c.wg = pow2_clamped(owners * 2, 32, 1024);
+      c.splits = std::max(256u, splits / 2);
     }
     return measured(c);
   }

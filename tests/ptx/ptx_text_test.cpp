@@ -148,6 +148,27 @@ TEST(PtxText, OnlyReadOnlyBuffersLoadThroughTheNonCoherentPath) {
   EXPECT_EQ(count_of(text, "ld.global.f32"), 1u) << text;
 }
 
+// An index that is another value plus or minus a constant (chains of them too) addresses through the value's address
+// and an immediate offset in bytes, so ptxas needs no add per access (kir's index rule, ir/kernel/builder.h).
+TEST(PtxText, ConstantTermsOfAnIndexBecomeImmediateOffsets) {
+  KernelBuilder kb("offsets", 64);
+  auto in = kb.buffer("in", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  auto wide = kb.buffer("wide", Type::F64, Access::Write);
+  Val x = kb.global_id();
+  Val s = cast(x, Type::I32);
+  out[x + 2u] = in[x + 3u].load() + in[(x + 1u) + 4u].load() + in[s - 1].load() + in[x * 2u].load();
+  wide[x - 3u] = kb.constant(Type::F64, 1.0);
+  const std::string ptx = compile(kb.finish());
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(ld\.global\.nc\.f32 %f\d+, \[%rd\d+\+12\];)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(ld\.global\.nc\.f32 %f\d+, \[%rd\d+\+20\];)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(ld\.global\.nc\.f32 %f\d+, \[%rd\d+\+-4\];)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(st\.global\.f32 \[%rd\d+\+8\], %f\d+;)"))) << ptx;
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(st\.global\.f64 \[%rd\d+\+-24\], %fd\d+;)"))) << ptx;
+  EXPECT_EQ(count_of(ptx, "mul.wide.s32"), 1u) << "the i32 value is widened signed";
+  EXPECT_TRUE(std::regex_search(ptx, std::regex(R"(ld\.global\.nc\.f32 %f\d+, \[%rd\d+\];)"))) << "x * 2: no offset";
+}
+
 TEST(PtxText, ConversionsRoundAsC) {
   std::string from_f32 = compile(conversion_kernel(Type::F32));
   EXPECT_TRUE(has(from_f32, "cvt.rzi.s32.f32")) << from_f32;

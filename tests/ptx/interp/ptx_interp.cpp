@@ -67,6 +67,7 @@ struct Opnd {
   bool memory = false;  // [x]
   uint32_t index = 0;   // register, special register or symbol index
   uint64_t imm = 0;
+  int64_t offset = 0;   // [x+offset] (a global address; the offset may be negative: [x+-8])
 };
 
 struct Ins {
@@ -171,6 +172,17 @@ struct Module::Impl {
       if (s.back() != ']') fail(line, text, "unterminated memory operand");
       o.memory = true;
       s = trim(s.substr(1, s.size() - 2));
+      if (const size_t plus = s.find('+'); plus != std::string::npos && s[0] == '%') {
+        try {
+          size_t used = 0;
+          const std::string number = trim(s.substr(plus + 1));
+          o.offset = std::stoll(number, &used, 0);
+          if (used != number.size()) throw std::invalid_argument(number);
+        } catch (const std::exception&) {
+          fail(line, text, "an address offset [register+integer] expected");
+        }
+        s = trim(s.substr(0, plus));
+      }
     }
     if (s.empty()) fail(line, text, "empty operand");
     if (s[0] == '%') {
@@ -1088,7 +1100,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
       auto s64 = [&](size_t i) { return int64_t(rd(in.a[i])); };
       auto u64 = [&](size_t i) { return rd(in.a[i]); };
       auto global_addr = [&](const Opnd& o, uint32_t bytes) {
-        uint64_t addr = rd(o);
+        uint64_t addr = rd(o) + uint64_t(o.offset);
         try {
           check(addr, bytes);
         } catch (const std::exception& e) {
@@ -1097,6 +1109,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
         return reinterpret_cast<uint8_t*>(addr);
       };
       auto shared_addr = [&](const Opnd& o, uint32_t bytes) {
+        if (o.offset != 0) throw Error("PTX interpreter: a shared address with an offset (not emitted) at: " + in.text);
         uint64_t off = uint32_t(rd(o));
         if (off + bytes > shared.size())
           throw Error("PTX interpreter: shared memory access at " + std::to_string(off) + " past " +
@@ -1135,7 +1148,7 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           }
           // A vector access must be aligned to its whole size (PTX ISA, "Vectors"); the hardware faults otherwise.
           const uint32_t bytes = uint32_t(type_bytes(t) * in.frags[0].size());
-          if (rd(in.a[1]) % bytes != 0)
+          if ((rd(in.a[1]) + uint64_t(in.a[1].offset)) % bytes != 0)
             throw Error("PTX interpreter: " + std::to_string(bytes) + "-byte vector load from an address not aligned to " +
                         std::to_string(bytes) + " at: " + in.text);
           const uint8_t* p = in.op == Op::LdGlobal ? global_addr(in.a[1], bytes) : shared_addr(in.a[1], bytes);

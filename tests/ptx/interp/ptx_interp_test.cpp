@@ -76,6 +76,25 @@ void run(const Kernel& k, std::vector<std::pair<void*, size_t>> buffers, std::ve
 template <class T>
 std::pair<void*, size_t> buf(std::vector<T>& v) { return {v.data(), v.size() * sizeof(T)}; }
 
+// Indices with constant terms (x + c, chains, an i32 x - c that reads before x): the backend's immediate offsets
+// ([%rd+12], [%rd+-4]) address the same elements, and an offset past the buffer faults as any other access.
+TEST(PtxInterp, ConstantOffsetsAddressTheSameElements) {
+  KernelBuilder kb("offsets", 64);
+  auto in = kb.buffer("in", Type::F32, Access::Read);
+  auto out = kb.buffer("out", Type::F32, Access::Write);
+  Val x = kb.global_id();
+  Val s = cast(x, Type::I32) + 2;
+  out[x + 1u] = in[x + 3u].load() * 1000.0f + in[(x + 1u) + 4u].load() * 10.0f + in[s - 1].load();
+  const Kernel k = kb.finish();
+  std::vector<float> a(64 + 5), o(64 + 1, -1.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = float(i % 10);
+  run(k, {buf(a), buf(o)}, {}, 1);
+  EXPECT_EQ(o[0], -1.0f);
+  for (size_t i = 0; i < 64; ++i) EXPECT_EQ(o[i + 1], a[i + 3] * 1000 + a[i + 5] * 10 + a[i + 1]) << i;
+  std::vector<float> short_in(64 + 4);  // in[x + 5] reads one element past it
+  EXPECT_THROW(run(k, {buf(short_in), buf(o)}, {}, 1), std::exception);
+}
+
 TEST(PtxInterp, VectorAddWithFoldedGrid) {
   KernelBuilder kb("vadd", 64);
   auto a = kb.buffer("a", Type::F32, Access::Read);
