@@ -203,8 +203,8 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
   }
   if (!side_pools.empty())
     s += "# Side outputs: each convolution's launch also stores the max pooling of its result (through its epilogue),\n"
-         "# a pooling the positions of its maxima, a weight gradient from positions its bias sum; they get no launch of\n"
-         "# their own.\n" + side_pools;
+         "# a pooling the positions of its maxima, a weight gradient from positions (or a linear layer's, grad_y^T x) its\n"
+         "# bias sum; they get no launch of their own.\n" + side_pools;
   if (!fusion.final_group.empty()) {
     s += fmt::format("# The final group: {} roots whose results only become state updates, run last in one launch "
                      "(more where the device binds fewer buffers).\n", fusion.final_group.size());

@@ -301,6 +301,7 @@ class Planner {
   void find_side_bias(Value v) {
     if (!needed_[size_t(v.id)]) return;
     const graph::Node& n = g_.node(v);
+    if (n.op == OpKind::Matmul) return find_side_row_sum(v);
     Value grad, pooled;  // the pooled gradient the sum must read, and the pooled values of its mask (or none)
     int64_t channels = 0;
     if (n.op == OpKind::Conv2dGradWeight && f_.prologue[size_t(v.id)] >= 0) {
@@ -330,6 +331,34 @@ class Planner {
     }
     for (Value r : sums) {
       if (!channel_sum(r, channels) || f_.is_side_output[size_t(r.id)] || !read_after(r, v)) continue;
+      f_.side_bias[size_t(v.id)] = r.id;
+      f_.is_side_output[size_t(r.id)] = true;
+      return;
+    }
+  }
+
+  // A linear layer's weight gradient, grad_y^T x [M, N] (f32, unbatched, its A read in place from grad_y [K, M] through
+  // an absorbed transpose, no half operands: the SIMT kernel), stores the layer's bias gradient too where the graph
+  // sums grad_y over its rows (sum_to [M] or [1, M], or sum over axis 0) and nothing reads the sum before the product
+  // runs: the kernel adds A's rows as it stages them (matmul_kernel.h's row_sums).
+  void find_side_row_sum(Value v) {
+    const graph::Node& n = g_.node(v);
+    const InPlaceOperand a = in_place_operand(g_, n.inputs[0]), b = in_place_operand(g_, n.inputs[1]);
+    if (n.type.dtype != graph::DType::F32 || n.type.shape.size() != 2 || !a.transposed || a.half || b.half ||
+        g_.type(n.inputs[1]).shape.size() != 2)
+      return;
+    const int64_t rows = n.type.shape[0];
+    for (Value r : live_users(a.source)) {
+      const graph::Node& rn = g_.node(r);
+      if (rn.type.dtype != graph::DType::F32 || rn.type.numel() != rows || f_.is_side_output[size_t(r.id)]) continue;
+      bool over_rows = false;
+      if (rn.op == OpKind::SumTo) {
+        const std::vector<int64_t> target = rn.attrs.get_ints("shape");
+        over_rows = target == std::vector<int64_t>{rows} || target == std::vector<int64_t>{1, rows};
+      } else if (rn.op == OpKind::Sum) {
+        over_rows = rn.attrs.get_ints("axes") == std::vector<int64_t>{0};
+      }
+      if (!over_rows || f_.prologue[size_t(r.id)] >= 0 || !read_after(r, v)) continue;
       f_.side_bias[size_t(v.id)] = r.id;
       f_.is_side_output[size_t(r.id)] = true;
       return;

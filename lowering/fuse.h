@@ -36,6 +36,9 @@
 //    sum_through_max_pool moved there) and nothing reads the sum before the weight gradient runs: the sum gets no
 //    launch and the pooled gradient is read once (LeNet's first convolution). The same for a max pooling's gradient from
 //    positions over windows that tile: its launch adds the gradient it reads per channel (LeNet's second convolution).
+//    And a linear layer's weight gradient, grad_y^T x read in place from grad_y (f32): its launch adds grad_y's
+//    columns as it stages them, where the graph sums grad_y over the batch (the layer's bias gradient: sum_to [M] or
+//    [1, M], or sum over axis 0) and nothing reads the sum before the product (LeNet's three fully connected layers).
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -82,8 +85,8 @@ struct Fusion {
   std::vector<int32_t> side_argmax;       // index = conv2d or max_pool2d value id: the max_pool2d_argmax value its
                                           // launch also stores (its side pool's, or its own), or -1
   std::vector<bool> result_unread;        // index = conv2d value id: read only by its side outputs (not stored)
-  std::vector<int32_t> side_bias;         // index = conv2d_grad_weight or max_pool2d_grad_argmax value id: the bias
-                                          // sum its launch also stores, or -1
+  std::vector<int32_t> side_bias;         // index = conv2d_grad_weight, max_pool2d_grad_argmax or matmul value id: the
+                                          // bias sum its launch also stores, or -1
   std::vector<bool> is_side_output;       // index = value id: a pooling, positions or bias sum stored by another launch
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 

@@ -1,5 +1,10 @@
 // matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable; a 2D transpose or a
-// cast up from f16/bf16 feeding it is read in place (lowering/fuse.h, in_place_operand).
+// cast up from f16/bf16 feeding it is read in place (lowering/fuse.h, in_place_operand). A linear layer's weight
+// gradient may also store the layer's bias gradient, the row sums of its A (fuse.h's bias sums).
+#include <stdexcept>
+
+#include <fmt/format.h>
+
 #include "lowering/fuse.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
@@ -11,7 +16,7 @@
 
 namespace spire::lowering {
 
-TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value bias) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::MatmulShape s = heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
@@ -22,7 +27,7 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (a.half) s.a_half = device_type(*a.half);
   if (b.half) s.b_half = device_type(*b.half);
   TunableOp op;
-  op.key = {"matmul", s.text(), heavy::float_suffix(t, "matmul")};
+  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : ""), heavy::float_suffix(t, "matmul")};
   // 16-bit operands on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on Hopper the
   // warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
   // cuBLAS's speed at 8192 on an H100, docs/PERFORMANCE.md), with the wmma kernel's tilings as the tuner's other
@@ -34,14 +39,22 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   const bool workgroup = limits.workgroup_matrix && tensor_cores && heavy::matmul_fits_workgroup_mma(s, t);
   op.heuristic = (warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
                   : tensor_cores ? heavy::choose_matmul_mma_tiling(s, limits)
-                                 : heavy::choose_matmul_tiling(s, t)).config();
+                                 : heavy::choose_matmul_tiling(s, t, limits)).config();
   if (warpgroups) op.candidates = configs_of(heavy::matmul_wgmma_candidates(s, limits));
   for (const heavy::Config& c :
        configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
     op.candidates.push_back(c);
   if (workgroup)
     for (const heavy::Config& c : configs_of(heavy::matmul_workgroup_mma_candidates(s))) op.candidates.push_back(c);
-  op.build = [s, t, async = limits.async_copy, io = io_buffers(g, v)](const heavy::Config& c) {
+  // A bias sum stored beside the product (fuse.h): A's row sums, on the SIMT kernel (f32 products only).
+  std::vector<ProgramBuffer> io = io_buffers(g, v);
+  const bool row_sums = bias.valid();
+  if (row_sums) {
+    if (tensor_cores || warpgroups || workgroup)
+      throw std::logic_error(fmt::format("matmul '{}': a bias sum beside a tensor-core product", node.name));
+    io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(bias).numel(), bias.id});
+  }
+  op.build = [s, t, async = limits.async_copy, io, row_sums](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
     if (tiling.warpgroup_mma()) {
       heavy::HeavyKernel k = heavy::matmul_wgmma_kernel(s, tiling);
@@ -55,22 +68,27 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
       heavy::HeavyKernel k = heavy::matmul_mma_kernel(s, tiling, async);
       return single_kernel_program(io, std::move(k.kernel), k.groups);
     }
-    heavy::HeavyKernel k = heavy::matmul_kernel(s, t, tiling);
-    if (tiling.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);
-    // Split-K: partial sums [splits][M][N] in scratch, then a second launch adds them into the result.
-    heavy::HeavyKernel sum = heavy::matmul_split_sum_kernel(s, t, tiling);
+    heavy::HeavyKernel k = heavy::matmul_kernel(s, t, tiling, row_sums);
+    if (tiling.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);  // a, b, c (, bias)
+    // Split-K: partial sums [splits][M][N] (each followed by its row sums [M]) in scratch, then a second launch adds
+    // them into the result (and the bias).
+    heavy::HeavyKernel sum = heavy::matmul_split_sum_kernel(s, t, tiling, row_sums);
     KernelProgram p;
-    p.buffers = io;  // a, b, c
-    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tiling.splits) * s.m * s.n});
-    p.launches.push_back({std::move(k.kernel), {0, 1, 3}, k.groups, {}});
-    p.launches.push_back({std::move(sum.kernel), {3, 2}, sum.groups, {}});
+    p.buffers = io;
+    const int32_t partials = int32_t(p.buffers.size());
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tiling.splits) * (s.m * s.n + (row_sums ? s.m : 0))});
+    p.launches.push_back({std::move(k.kernel), {0, 1, partials}, k.groups, {}});
+    std::vector<int32_t> sum_buffers{partials, 2};
+    if (row_sums) sum_buffers.push_back(3);
+    p.launches.push_back({std::move(sum.kernel), std::move(sum_buffers), sum.groups, {}});
     return p;
   };
   return op;
 }
 
 void lower_matmul(LoweringContext& ctx, graph::Value v) {
-  lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits()); });
+  const graph::Value bias = ctx.side_outputs(v).bias;  // a linear layer's bias gradient, where it is stored too (fuse.h)
+  lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits(), bias); });
 }
 
 }  // namespace spire::lowering

@@ -45,7 +45,8 @@ struct SideOutputs {
   // A convolution's: nothing but the side outputs reads its result (or epilogue root), which it then does not store.
   bool result_unread = false;
   // A weight gradient's that gathers its grad_out from a pooling's positions: the sum of grad_out per output channel
-  // (the layer's bias gradient, a sum_to or sum over images and positions).
+  // (the layer's bias gradient, a sum_to or sum over images and positions); a linear layer's weight gradient's: the
+  // sum of grad_y over the batch.
   graph::Value bias;
 };
 

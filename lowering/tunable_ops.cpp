@@ -46,6 +46,8 @@ std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::Devic
       if (graph::is_user_op(g.node(v).op)) op = tunable_custom(g, v, info);
       else if (g.node(v).op == graph::OpKind::Conv2dGradWeight && fusion.prologue[size_t(v.id)] >= 0)
         op = tunable_conv2d_grad_weight(g, v, limits, true, fusion.side_outputs(v).bias);
+      else if (g.node(v).op == graph::OpKind::Matmul && fusion.side_bias[size_t(v.id)] >= 0)
+        op = tunable_matmul(g, v, limits, fusion.side_outputs(v).bias);
       else if (g.node(v).op == graph::OpKind::Conv2d && fusion.side_pool[size_t(v.id)] >= 0)
         op = tunable_conv2d(g, v, limits, fusion.side_outputs(v));
       else op = tunable_op(g, v, limits);

@@ -16,7 +16,8 @@
 
 namespace spire::lowering {
 
-TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
+// bias: a linear layer's bias gradient its launches also store (fuse.h's bias sums), or none.
+TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value bias = {});
 // side: a max_pool2d value of v's result (or of its epilogue's root) that v's launch also stores, maybe with its
 // positions, maybe instead of the result (fuse.h's side outputs), tuned under keys of their own.
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, const SideOutputs& side = {});

@@ -69,7 +69,14 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
   auto blocks = [&](int64_t tile) { return s.batch_count() * ((s.m + tile - 1) / tile) * ((s.n + tile - 1) / tile); };
   // 128 and 32 workgroups: enough to occupy a large GPU's cores at least once.
   if (s.m >= 128 && s.n >= 128 && blocks(128) >= 128) return MatmulTiling{128, 128, f64 ? 4u : 8u, 8, 8};
-  if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) return MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
+  if (s.m >= 64 && s.n >= 64 && blocks(64) >= 32) {
+    // Fewer than 128 columns that 64-wide blocks would pad by over a quarter (84 -> 128, against 96 in 32-wide
+    // blocks): blocks of 64 x 32 with 4 x 2 outputs per invocation. LeNet's second layer's input gradient at batch 8192
+    // (8192 x 10 x 84) on the H100: 0.0091 -> 0.0058 ms on cuda:0 (the tuner's pick on both backends).
+    const int64_t wide = (s.n + 63) / 64 * 64, narrow = (s.n + 31) / 32 * 32;
+    if (s.n < 128 && 4 * wide > 5 * narrow) return MatmulTiling{64, 32, f64 ? 8u : 16u, 4, 2};
+    return MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
+  }
   MatmulTiling small{16, 16, 16, 1, 1};
   if (s.batch_count() == 1 && s.k >= 2048) {
     // Few blocks and a long K: enough workgroups come from splitting K (at least 256 in all, the splits a power of
@@ -85,6 +92,17 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
     if (split.splits >= 2) return split;
   }
   return small;
+}
+
+MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t, const Limits& limits) {
+  const MatmulTiling tl = choose_matmul_tiling(s, t);
+  // A short K gives each 128x128 block little work for its 64 accumulators per invocation. Through NVIDIA's Vulkan
+  // compiler LeNet's first layer's input gradient at batch 8192 (8192 x 120 x 784) took 0.093 ms in 128x128 blocks
+  // and 0.076 in 64x64 ones on the H100 (the step 1.387 -> 1.356 ms); through ptxas, which caps the 8x8 kernel at 128
+  // registers for two workgroups per core (tiled_gemm.h), 128x128 took 0.069 (64x64 with 8x8: 0.070).
+  if (!limits.ptx && !limits.cpu && tl.tile_m == 128 && tl.splits == 1 && s.k < 256)
+    return MatmulTiling{64, 64, t == Type::F64 ? 8u : 16u, 4, 4};
+  return tl;
 }
 
 Config MatmulTiling::config() const {
@@ -138,7 +156,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
 
 std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const Limits& limits) {
   const bool f64 = t == Type::F64;
-  std::vector<MatmulTiling> out{choose_matmul_tiling(s, t)};
+  std::vector<MatmulTiling> out{choose_matmul_tiling(s, t, limits)};
   // A block more than twice the (power-of-two rounded) extent only adds masked work.
   auto fits_extent = [](uint32_t tile, int64_t extent) { return tile <= std::max<uint32_t>(16, pow2_clamped(uint64_t(std::max<int64_t>(extent, 1)), 1, 1u << 30)); };
   // (tile_m, tile_n, reg_m, reg_n): square, 2:1 and 4:1 blocks of 64 to 512 invocations. The 4:1 ones keep 8x8
@@ -200,7 +218,7 @@ std::string matmul_checked_name(const MatmulShape& s) {
   return "matmul_" + s.text();
 }
 
-HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
+HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, bool row_sums) {
   std::string suffix = float_suffix(t, "matmul");
   if (tl.tensor_cores() || tl.warpgroup_mma() || tl.workgroup_matrix)
     throw std::invalid_argument("matmul: a tensor-core tiling goes to matmul_mma_kernel, matmul_wgmma_kernel or matmul_workgroup_mma_kernel");
@@ -214,11 +232,15 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   name += fmt::format("_t{}x{}x{}_r{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
   if (tl.splits > 1) name += fmt::format("_s{}", tl.splits);
   name += "_" + suffix;
+  if (row_sums) name += "_rowsums";
 
   const uint32_t splits = tl.splits;
   if (splits < 1 || splits > 64) throw std::invalid_argument(fmt::format("matmul: splits must be 1..64, not {}", splits));
   if (splits > 1 && batches != 1) throw std::invalid_argument("matmul: split-K is for unbatched products");
-  index_u32(int64_t(splits) * s.m * s.n, "matmul partial sums");
+  if (row_sums && batches != 1) throw std::invalid_argument("matmul: row sums are for unbatched products");
+  // Each split's partial sums: its products, then (row_sums) its sums of A's rows.
+  const int64_t per_split = s.m * s.n + (row_sums ? s.m : 0);
+  index_u32(int64_t(splits) * per_split, "matmul partial sums");
   if (M == 0 || N == 0 || batches == 0) return empty_result(name);
   // Each split sums a whole number of K slices.
   const uint32_t chunk = splits == 1 ? K : ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
@@ -229,6 +251,8 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   // Half operands widen as they load; the workgroup tiles and the sums stay in t.
   auto widened = [&](Val v) { return v.type() == t ? v : cast(v, t); };
   Buf C = kb.buffer(splits > 1 ? "partial_c" : "c", t, Access::Write);
+  std::optional<Buf> sums;
+  if (row_sums && splits == 1) sums = kb.buffer("row_sums", t, Access::Write);
   Val lid = kb.local_id();
   Val group = kb.group_id();
 
@@ -243,7 +267,7 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
     Val k0 = splits > 1 ? outer * chunk : kb.u32(0);
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
     Val b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
-    Val c_base = outer * (M * N);  // the batch's result, or the split's partial sums
+    Val c_base = outer * uint32_t(per_split);  // the batch's result, or the split's partial sums
     // k < chunk and k0 + k < K: within this split and the product (the first is implied when unsplit).
     auto k_in = [&](Val k, Val gk) { return splits > 1 ? (k < chunk) & (gk < K) : gk < K; };
     GemmOperands io;
@@ -302,6 +326,14 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
     io.a_m_fastest = s.a_transposed;
     io.b_k_fastest = s.b_transposed;
     io.store = [&](Val r, Val c, Val v) { C[c_base + r * N + c] = v; };
+    // The first block column's workgroups store the row sums (every block column's are the same).
+    if (row_sums)
+      io.a_row_sum = [&](Val r, Val sum) {
+        kb.if_(tile_col == 0u, [&] {
+          if (sums) (*sums)[r] = sum;
+          else C[c_base + M * N + r] = sum;
+        });
+      };
     emit_tiled_gemm(kb, t, tl, M, N, chunk, tile_row * tl.tile_m, tile_col * tl.tile_n, lid, io);
   });
 
@@ -309,9 +341,12 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) 
   return {kb.finish(), groups};
 }
 
-HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl) {
-  return split_sum_kernel(fmt::format("matmul_sum_{}_s{}_{}", s.text(), tl.splits, float_suffix(t, "matmul")), t,
-                          index_u32(s.m * s.n, "matmul result elements"), tl.splits);
+HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, bool row_sums) {
+  const uint32_t products = index_u32(s.m * s.n, "matmul result elements");
+  const std::string name =
+      fmt::format("matmul_sum_{}_s{}_{}{}", s.text(), tl.splits, float_suffix(t, "matmul"), row_sums ? "_rowsums" : "");
+  if (!row_sums) return split_sum_kernel(name, t, products, tl.splits);
+  return split_sum_kernel(name, t, index_u32(s.m * s.n + s.m, "matmul partial sums"), tl.splits, products);
 }
 
 }  // namespace spire::lowering::heavy

@@ -83,10 +83,14 @@ struct MatmulTiling {
 
 // The tiling the lowering uses for a shape: the largest block that still gives the device enough
 // workgroups to spread over its cores: 128x128 blocks with 8x8 outputs per invocation for large products,
-// 64x64 with 4x4 for medium ones, else 16x16 with one output per invocation. A product with too few blocks for
+// 64x64 with 4x4 for medium ones (64x32 with 4x2 where fewer than 128 columns would be padded by over a quarter),
+// else 16x16 with one output per invocation. A product with too few blocks for
 // that and a long K (a weight gradient over a large batch) splits K instead. The K slice keeps workgroup
 // memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
+// The same for a device: on GPUs other than through PTX, a product with a short K (< 256) takes 64x64 blocks (4x4)
+// where the above takes 128x128.
+MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // The tuner's candidates for a shape: the heuristic's tiling first, then blocks of 16 to 256 rows or columns, square,
 // 2:1 and 4:1 shapes with 1x1 to 8x8 outputs per invocation and 4- to 32-deep K slices, where the block is not far
@@ -96,8 +100,13 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, kir::Type t, c
 
 // Throws std::invalid_argument for a non-float type or an inconsistent tiling. With tiling.splits > 1 its buffer c
 // holds the partial sums [splits][M][N], which matmul_split_sum_kernel adds into the result.
-HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
-HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling);
+//
+// row_sums (unbatched products): the kernel also sums A's rows over K, the bias gradient of a linear layer whose weight
+// gradient this is (grad_y^T x: the rows of grad_y^T are the sums over the batch). The workgroups of the first block
+// column store them: unsplit into a fourth buffer, row_sums [M]; split, after each split's partial products (c is then
+// [splits][M * N + M]), and matmul_split_sum_kernel's row_sums form writes them to its third buffer.
+HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling, bool row_sums = false);
+HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, kir::Type t, const MatmulTiling& tiling, bool row_sums = false);
 inline HeavyKernel matmul_kernel(const MatmulShape& s, kir::Type t) { return matmul_kernel(s, t, choose_matmul_tiling(s, t)); }
 
 // Element offset of batch `b` (linear over s.batch, last dim fastest) in an operand with `strides`

@@ -85,7 +85,9 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   // went from 39.1 to 34.8 ms (docs/PERFORMANCE.md).
   const uint32_t words = type_bytes(t) > 4 ? 2 : 1;
   const uint32_t staged = (a_elems + threads - 1) / threads + (b_elems + threads - 1) / threads;
-  const uint32_t registers = words * (tl.reg_m * tl.reg_n + tl.reg_m + tl.reg_n + staged) + 40;
+  const uint32_t a_staged_count = (a_elems + threads - 1) / threads;
+  const uint32_t registers =
+      words * (tl.reg_m * tl.reg_n + tl.reg_m + tl.reg_n + staged + (io.a_row_sum ? a_staged_count : 0)) + 40;
   if (threads >= 128 && uint64_t(registers) * threads * 2 <= 65536) kb.request_workgroups_per_core(2);
   // Where element idx of A's slice comes from: consecutive invocations take consecutive k (coalesced for a
   // row-major A), or consecutive rows for a transposed one. A unit's further elements follow along that direction.
@@ -123,6 +125,11 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
       out.push_back(std::move(st));
     }
   };
+  // Row sums of A (GemmOperands::a_row_sum): each invocation adds every staged element of A as it stores it, in
+  // accumulators shaped like its staged units, so that the sum costs an add per element and no workgroup-memory reads
+  // in the loop; at the end the accumulated slice goes through workgroup memory once and its rows are added.
+  std::vector<Staged> a_sums;
+  if (io.a_row_sum) stage_vars(a_sums, a_units, a_lanes, "a_sum");
   if (k_tiles > 0) {
     stage_vars(a_staged, a_units, a_lanes, "a_next");
     stage_vars(b_staged, b_units, b_lanes, "b_next");
@@ -130,12 +137,17 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
     // One slice: store the staged look-ahead into workgroup memory, load the next slice's (`look_ahead`), and
     // multiply.
     auto slice = [&](const std::function<void()>& look_ahead) {
-      for (const Staged& st : a_staged)
+      for (size_t u = 0; u < a_staged.size(); ++u) {
+        const Staged& st = a_staged[u];
         guarded(st, a_units, [&] {
           auto [r, c] = a_rc((lid + st.base) * a_lanes);
           Val at = c * a_ld + r;
           for (uint32_t i = 0; i < a_lanes; ++i) a_tile[at + (io.a_m_fastest ? i : i * a_ld)] = st.values[i].get();
         });
+        // Units an invocation does not have hold zeros (never loaded), so the sums need no guard.
+        if (io.a_row_sum)
+          for (uint32_t i = 0; i < a_lanes; ++i) a_sums[u].values[i] += st.values[i].get();
+      }
       for (const Staged& st : b_staged)
         guarded(st, b_units, [&] {
           auto [r, c] = b_rc((lid + st.base) * b_lanes);
@@ -177,6 +189,25 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
     } else {
       kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) {
         slice([&] { load_slice(min(kt + 1u, kb.u32(k_tiles - 1)) * tl.tile_k); });
+      });
+    }
+  }
+
+  if (io.a_row_sum) {
+    // The loop ended at a barrier (or never touched workgroup memory): A's tile is free for the accumulated slice.
+    for (const Staged& st : a_sums)
+      guarded(st, a_units, [&] {
+        auto [r, c] = a_rc((lid + st.base) * a_lanes);
+        Val at = c * a_ld + r;
+        for (uint32_t i = 0; i < a_lanes; ++i) a_tile[at + (io.a_m_fastest ? i : i * a_ld)] = st.values[i].get();
+      });
+    kb.barrier();
+    for (uint32_t first = 0; first < tl.tile_m; first += threads) {
+      Val r = lid + first;
+      kb.if_((r < tl.tile_m) & (row0 + r < M), [&] {
+        Var sum = kb.var("a_row_sum", kb.constant(t, 0));
+        for (uint32_t kk = 0; kk < tl.tile_k; ++kk) sum += a_tile[r + kk * a_ld];
+        io.a_row_sum(row0 + r, sum.get());
       });
     }
   }

@@ -34,6 +34,10 @@ struct GemmOperands {
   bool b_k_fastest = false;
   // Likewise for A: along k (false: a row-major A) or along its rows (true: a transposed A, rows contiguous).
   bool a_m_fastest = false;
+  // Optional: the sums of A's rows over the block's K range, passed once per row < M at the end (a linear layer's
+  // bias gradient beside its weight gradient: the row sums of the transposed output gradient). Every workgroup
+  // computes them (an add per staged element, then one more barrier); the callee decides which store them.
+  std::function<void(kir::Val row, kir::Val sum)> a_row_sum;
 };
 
 // How the body lays out a tiling's work (a function of the tiling and type alone, so the tuner's memory check and the

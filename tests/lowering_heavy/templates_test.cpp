@@ -164,9 +164,23 @@ TEST(TemplateShapes, TilingGrowsWithTheProduct) {
   EXPECT_EQ(tile({8, 784}, {784, 120}), "16x16x16/1x1");
   EXPECT_EQ(tile({130, 70}, {70, 129}), "16x16x16/1x1");  // 9 blocks of 64: too few to fill a GPU
   EXPECT_EQ(tile({2, 300, 70}, {70, 270}), "64x64x16/4x4");
+  EXPECT_EQ(tile({8192, 10}, {10, 84}), "64x32x16/4x2");    // 84 columns: 96 in 32-wide blocks, 128 in 64-wide ones
+  EXPECT_EQ(tile({8192, 84}, {84, 120}), "64x64x16/4x4");   // 120: 128 either way
   EXPECT_EQ(tile({8, 300, 33}, {33, 700}), "128x128x8/8x8");
   EXPECT_EQ(tile({8, 300, 33}, {33, 700}, kir::Type::F64), "128x128x4/8x8");
   EXPECT_EQ(tile({2048, 2048}, {2048, 2048}), "128x128x8/8x8");
+  // On GPUs other than through PTX a short K takes 64x64 blocks; a long one, PTX and CPUs keep 128x128.
+  auto on = [](std::vector<int64_t> a, std::vector<int64_t> b, heavy::Limits limits) {
+    auto tl = heavy::choose_matmul_tiling(heavy::matmul_shape(a, b), kir::Type::F32, limits);
+    return fmt::format("{}x{}x{}/{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
+  };
+  heavy::Limits vulkan{48 * 1024, 1024}, ptx = vulkan, cpu = vulkan;
+  ptx.ptx = true;
+  cpu.cpu = true;
+  EXPECT_EQ(on({8192, 120}, {120, 784}, vulkan), "64x64x16/4x4");  // LeNet's first layer's input gradient
+  EXPECT_EQ(on({8192, 120}, {120, 784}, ptx), "128x128x8/8x8");
+  EXPECT_EQ(on({8192, 120}, {120, 784}, cpu), "128x128x8/8x8");
+  EXPECT_EQ(on({2048, 2048}, {2048, 2048}, vulkan), "128x128x8/8x8");
 }
 
 TEST(TemplateShapes, BroadcastBatchStrides) {
