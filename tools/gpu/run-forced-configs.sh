@@ -22,7 +22,7 @@ for dev in ${DEVICES:-cuda:0}; do
   for spec in $CONFIGS; do
     line $backend "$spec" >> /tmp/all.tsv
     { printf "# spire tuning cache 1\n"; line $backend "$spec"; } > /tmp/one.tsv
-    shape=${spec#*/}; shape=${shape%%=*}
+    shape=${spec#*/}; shape=${shape%%=*}; shape=${shape%%_pooled*}  # kernel names carry no pooled-form suffix
     for run in 1 2; do
       r=$($B/spire lenet bench --batch 8192 --device $dev --runs 20 --profile --tuning-cache /tmp/one.tsv 2>&1 |
           grep -E "_${shape}_|warning" | awk '{printf "%s %s  ", $2, $NF}')
