@@ -22,8 +22,8 @@
 #include "lowering/prepare.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
-#include "lowering/tuning_choices.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/forced_config.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -216,12 +216,9 @@ TEST_P(BiasSideOutput, EveryConfigMatchesTheReference) {
     const auto want = graph::evaluate(g, in, DType::F64);
     for (const lowering::heavy::Config& config : op.candidates) {
       (config.has("all_pairs") ? staged : others)++;
-      lowering::MapTuningChoices choices;
-      choices.configs[op.key] = config;
-      auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+      auto exe = lowering::testing_support::compile_forced(g, *dev_, op.key, config, in);
       ASSERT_NE(exe->plan_text().find(config.has("all_pairs") ? "_argmax_bias" : "pooled_channel_sums_"), std::string::npos)
           << config.text();
-      for (const auto& [name, t] : in) exe->set(name, t);
       exe->step();
       ASSERT_TRUE(matches(*exe, want, {"grad_w", "grad_b"})) << l.channels << " channels, config " << config.text();
     }

@@ -20,8 +20,8 @@
 #include "lowering/prepare.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
-#include "lowering/tuning_choices.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/forced_config.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -189,12 +189,9 @@ TEST_P(GatheredPrologue, EveryConfigMatchesTheReferenceWithTiesAndZeros) {
     const Tensor want = graph::evaluate(g, in, DType::F64).at("grad_w");
     for (const lowering::heavy::Config& config : op.candidates) {
       all_pairs += config.has("all_pairs");
-      lowering::MapTuningChoices choices;
-      choices.configs[op.key] = config;
-      auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+      auto exe = lowering::testing_support::compile_forced(g, *dev_, op.key, config, in);
       ASSERT_NE(exe->plan_text().find(config.has("all_pairs") ? "_pooled_k2x2" : "max_pool2d_grad_n3"), std::string::npos)
           << config.text();
-      for (const auto& [name, t] : in) exe->set(name, t);
       exe->step();
       const Tensor got = exe->get("grad_w");
       ASSERT_EQ(got.data.size(), want.data.size());

@@ -16,8 +16,8 @@
 #include "lowering/prepare.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
-#include "lowering/tuning_choices.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/forced_config.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -147,11 +147,8 @@ TEST_P(LinearBiasSideOutput, EveryConfigMatchesTheReference) {
     const auto want = graph::evaluate(g, in, DType::F64);
     for (const lowering::heavy::Config& config : op.candidates) {
       (config.has("splits") ? split : unsplit)++;
-      lowering::MapTuningChoices choices;
-      choices.configs[op.key] = config;
-      auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+      auto exe = lowering::testing_support::compile_forced(g, *dev_, op.key, config, in);
       ASSERT_EQ(exe->plan_text().find("sum_to_f32"), std::string::npos) << config.text();  // no sum_to kernel
-      for (const auto& [name, t] : in) exe->set(name, t);
       exe->step();
       for (const char* name : {"grad_w", "grad_b"}) {
         const Tensor got = exe->get(name);

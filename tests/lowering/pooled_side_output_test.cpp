@@ -22,6 +22,7 @@
 #include "lowering/tunable_ops.h"
 #include "lowering/tuning_choices.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/forced_config.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -220,9 +221,7 @@ TEST_P(PooledSideOutput, EveryConfigMatchesTheReference) {
     // Every candidate under the bias and ReLU; under the other epilogues the first of each kind.
     bool seen_in_kernel = false, seen_second_launch = false;
     for (const lowering::heavy::Config& config : op.candidates) {
-      lowering::MapTuningChoices choices;
-      choices.configs[op.key] = config;
-      auto exe = lowering::compile(g, *dev_, {.tuning = &choices});
+      auto exe = lowering::testing_support::compile_forced(g, *dev_, op.key, config, in);
       const bool pooled = exe->plan_text().find("_pooled") != std::string::npos;
       if (form.epilogue != Epilogue::BiasRelu && (pooled ? seen_in_kernel : seen_second_launch)) continue;
       (pooled ? seen_in_kernel : seen_second_launch) = true;
@@ -230,7 +229,6 @@ TEST_P(PooledSideOutput, EveryConfigMatchesTheReference) {
       second_launch += !pooled;
       // Either the convolution's kernel stores the pooling or a pooling kernel follows it in the same program.
       ASSERT_NE(exe->plan_text().find(pooled ? "_pooled" : "max_pool2d_n3"), std::string::npos) << config.text();
-      for (const auto& [name, t] : in) exe->set(name, t);
       exe->step();
       for (const std::string& out : outputs_of(form.stores)) {
         const Tensor got = exe->get(out);
