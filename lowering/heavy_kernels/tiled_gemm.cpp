@@ -84,8 +84,8 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   // 8x8 tiling unasked (one 256-invocation workgroup per core); capped at 128 it needs no spills, and fp32 8192^3
   // went from 39.1 to 34.8 ms (docs/PERFORMANCE.md).
   const uint32_t words = type_bytes(t) > 4 ? 2 : 1;
-  const uint32_t staged = (a_elems + threads - 1) / threads + (b_elems + threads - 1) / threads;
   const uint32_t a_staged_count = (a_elems + threads - 1) / threads;
+  const uint32_t staged = a_staged_count + (b_elems + threads - 1) / threads;
   const uint32_t registers =
       words * (tl.reg_m * tl.reg_n + tl.reg_m + tl.reg_n + staged + (io.a_row_sum ? a_staged_count : 0)) + 40;
   if (threads >= 128 && uint64_t(registers) * threads * 2 <= 65536) kb.request_workgroups_per_core(2);
@@ -130,6 +130,14 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   // in the loop; at the end the accumulated slice goes through workgroup memory once and its rows are added.
   std::vector<Staged> a_sums;
   if (io.a_row_sum) stage_vars(a_sums, a_units, a_lanes, "a_sum");
+  // Stores a unit of A's slice (staged values, or the row sums' accumulators) where the products read it.
+  auto store_a = [&](const Staged& st) {
+    guarded(st, a_units, [&] {
+      auto [r, c] = a_rc((lid + st.base) * a_lanes);
+      Val at = c * a_ld + r;
+      for (uint32_t i = 0; i < a_lanes; ++i) a_tile[at + (io.a_m_fastest ? i : i * a_ld)] = st.values[i].get();
+    });
+  };
   if (k_tiles > 0) {
     stage_vars(a_staged, a_units, a_lanes, "a_next");
     stage_vars(b_staged, b_units, b_lanes, "b_next");
@@ -139,11 +147,7 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
     auto slice = [&](const std::function<void()>& look_ahead) {
       for (size_t u = 0; u < a_staged.size(); ++u) {
         const Staged& st = a_staged[u];
-        guarded(st, a_units, [&] {
-          auto [r, c] = a_rc((lid + st.base) * a_lanes);
-          Val at = c * a_ld + r;
-          for (uint32_t i = 0; i < a_lanes; ++i) a_tile[at + (io.a_m_fastest ? i : i * a_ld)] = st.values[i].get();
-        });
+        store_a(st);
         // Units an invocation does not have hold zeros (never loaded), so the sums need no guard.
         if (io.a_row_sum)
           for (uint32_t i = 0; i < a_lanes; ++i) a_sums[u].values[i] += st.values[i].get();
@@ -195,12 +199,7 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
 
   if (io.a_row_sum) {
     // The loop ended at a barrier (or never touched workgroup memory): A's tile is free for the accumulated slice.
-    for (const Staged& st : a_sums)
-      guarded(st, a_units, [&] {
-        auto [r, c] = a_rc((lid + st.base) * a_lanes);
-        Val at = c * a_ld + r;
-        for (uint32_t i = 0; i < a_lanes; ++i) a_tile[at + (io.a_m_fastest ? i : i * a_ld)] = st.values[i].get();
-      });
+    for (const Staged& st : a_sums) store_a(st);
     kb.barrier();
     for (uint32_t first = 0; first < tl.tile_m; first += threads) {
       Val r = lid + first;
