@@ -10,6 +10,17 @@
 
 namespace spire::rt::vulkan {
 
+namespace {
+
+// SPIRE_VULKAN_BUFFER_CHECKS=1 leaves the driver's bounds checks in (to measure them, or to look for a kernel that
+// strays past a buffer: with checks, robustBufferAccess or not, some drivers drop such stores).
+bool unchecked_buffers_requested() {
+  const char* v = std::getenv("SPIRE_VULKAN_BUFFER_CHECKS");
+  return !(v && std::string(v) == "1");
+}
+
+}  // namespace
+
 std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   const std::string id = facts.info.id;
   if (facts.queue_family == ~0u) throw Error(fmt::format("{} ({}) has no compute queue", id, facts.info.name));
@@ -91,6 +102,17 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     extensions.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     ctx->pipeline_stats = pipeline_statistics_requested();
     ctx->pipeline_ir_dir = pipeline_ir_directory();
+  }
+  // Storage buffer accesses without the bounds checks NVIDIA's driver otherwise compiles into every load and store
+  // (a compare and a predicate each, robustBufferAccess or not): spire's kernels stay within their buffers (kir's
+  // rule, checked by the poisoned-output tests), and a device spire creates never enables robustBufferAccess anyway.
+  VkPhysicalDevicePipelineRobustnessFeaturesEXT robustness{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT};
+  if (f.has_pipeline_robustness && unchecked_buffers_requested()) {
+    robustness.pipelineRobustness = VK_TRUE;
+    *tail = &robustness;
+    tail = &robustness.pNext;
+    extensions.push_back(VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME);
+    ctx->unchecked_buffers = true;
   }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
 

@@ -43,6 +43,8 @@ struct Context {
   // SPIRE_VULKAN_PIPELINE_STATS=1 at create, on a device with VK_KHR_pipeline_executable_properties: pipelines
   // capture their statistics and print them (vulkan_pipeline_stats.h).
   bool pipeline_stats = false;
+  // Pipelines are created with storage buffer robustness disabled (VK_EXT_pipeline_robustness; vulkan_kernel.cpp).
+  bool unchecked_buffers = false;
   // SPIRE_VULKAN_PIPELINE_IR=<dir> at device open (where the device offers the extension): every pipeline is created
   // capturing the driver's internal representations, which are written into this directory (vulkan_pipeline_stats.h).
   std::string pipeline_ir_dir;

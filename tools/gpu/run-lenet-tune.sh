@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # What the autotuner finds for LeNet's step at batch 8192 on each backend against the heuristics: `spire lenet bench
 # --tune` with an empty tuning cache (its table of heuristic and tuned times per kernel), then the step with the tuned
-# cache and with the heuristics, fresh processes. The caches come back under $OUT. Pack spire.
+# cache and with the heuristics, fresh processes (DEVICES: which, both by default). The caches come back under $OUT.
+# Pack spire.
 set -uo pipefail
 source tools/gpu/env.sh
 printf "# spire tuning cache 1\n" > /tmp/none.tsv
-for dev in cuda:0 vulkan:0; do
+for dev in ${DEVICES:-cuda:0 vulkan:0}; do
   cache=$OUT/tuned_${dev%%:*}.tsv
   printf "# spire tuning cache 1\n" > $cache
   echo "== $dev: tuning"
