@@ -124,6 +124,10 @@ struct RowGather {
   // weights of block b start w_block_stride elements after block b - 1's.
   uint32_t blocks = 1, w_block_stride = 0;
   bool loop_rows = false;  // the window's rows as a loop in the kernel even where unrolling them is allowed
+  // Every source row starts on an even element (src_base, the channel stride and the row offsets are even, the type
+  // f32): neighbouring columns 2i and 2i + 1 then load as one pair, so a backend computes half the addresses (NVIDIA's
+  // Vulkan compiler gives each load an address of its own, where ptxas folds a row's columns into immediate offsets).
+  bool pairs = false;
 };
 
 // Emits the row's sums and returns them, block by block, one per result column (acc[b * out_cols + j]).
@@ -140,7 +144,17 @@ std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, cons
   std::sort(used.begin(), used.end());
   auto one_row = [&](const TapAxis& rr, Val r, Val src_c, Val w_c) {
     std::vector<Val> sv(used.empty() ? 0 : size_t(used.back() + 1));
-    for (int64_t c : used) sv[size_t(c)] = masked(rr.ok, src[src_c + rr.offset + uint32_t(c)]);
+    for (size_t i = 0; i < used.size(); ++i) {
+      const int64_t c = used[i];
+      if (g.pairs && c % 2 == 0 && i + 1 < used.size() && used[i + 1] == c + 1) {
+        std::vector<Val> pair = src.load_vector(src_c + rr.offset + uint32_t(c), 2);
+        sv[size_t(c)] = masked(rr.ok, pair[0]);
+        sv[size_t(c + 1)] = masked(rr.ok, pair[1]);
+        ++i;
+        continue;
+      }
+      sv[size_t(c)] = masked(rr.ok, src[src_c + rr.offset + uint32_t(c)]);
+    }
     for (uint32_t b = 0; b < g.blocks; ++b) {
       Val w_row = w_c + r * g.kw;
       if (b > 0) w_row = w_row + b * g.w_block_stride;
@@ -579,6 +593,7 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
       g.src_channel_stride = H * W, g.w_channel_stride = taps;
       g.blocks = cob, g.w_block_stride = cpg * taps;
       g.loop_rows = c.row_loop;
+      g.pairs = t == Type::F32 && W % 2 == 0;
       std::vector<Var> acc = emit_row_gather(kb, t, x, w, g);
       Val y_row = cob == 1 ? o * Wo : ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo;
       for (uint32_t b = 0; b < cob; ++b)
@@ -756,6 +771,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       g.src_channel_stride = Ho * Wo, g.w_channel_stride = cpg * taps;
       g.blocks = cib, g.w_block_stride = taps;
       g.loop_rows = c.row_loop;
+      g.pairs = t == Type::F32 && Wo % 2 == 0;
       std::vector<Var> acc = emit_row_gather(kb, t, gy, w, g);
       Val x_row = cib == 1 ? o * W : ((n * uint32_t(s.cin) + ci) * H + hi) * W;
       for (uint32_t b = 0; b < cib; ++b)
