@@ -29,7 +29,10 @@ class WriteInto {
 }  // namespace
 
 KernelEmitter::KernelEmitter(const kir::Kernel& k)
-    : k_(k), values_(k.value_types.size(), 0), vulkan_memory_model_(!k.fragments.empty()) {}
+    : k_(k), values_(k.value_types.size(), 0), vulkan_memory_model_(!k.fragments.empty()),
+      barriers_order_buffers_(std::any_of(k.buffers.begin(), k.buffers.end(), [](const kir::BufferParam& b) {
+        return b.access == kir::Access::ReadWrite;
+      })) {}
 
 Words KernelEmitter::emit() {
   plan_copies();  // which shared arrays hold 16-byte vectors, which capabilities then need
@@ -391,12 +394,15 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
 void KernelEmitter::stmt(const kir::StoreVar& s) { op_void(SpvOpStore, {local_vars_.at(s.var), value(s.value)}); }
 
 void KernelEmitter::stmt(const kir::Barrier&) {
-  // Every invocation of the workgroup waits here, and its earlier writes to workgroup memory and to
-  // storage buffers are visible to the others afterwards.
+  // Every invocation of the workgroup waits here, and its earlier writes to workgroup memory are visible to the others
+  // afterwards; so are its writes to storage buffers where the kernel has a buffer it both reads and writes. Only such
+  // a buffer can show one invocation another's write (kir rejects loads from write-only buffers), and ordering storage
+  // buffers too costs NVIDIA's Vulkan compiler a MEMBAR.SC.CTA after every barrier, which waits for every load in
+  // flight, the next slices' copies included (docs/PERFORMANCE.md).
   // Under the Vulkan memory model the barrier must also make the writes available and visible (GLSL450 implies it).
   Id workgroup = m_.constant_u32(SpvScopeWorkgroup);
-  uint32_t bits = SpvMemorySemanticsAcquireReleaseMask | SpvMemorySemanticsWorkgroupMemoryMask |
-                  SpvMemorySemanticsUniformMemoryMask;
+  uint32_t bits = SpvMemorySemanticsAcquireReleaseMask | SpvMemorySemanticsWorkgroupMemoryMask;
+  if (barriers_order_buffers_) bits |= SpvMemorySemanticsUniformMemoryMask;
   if (vulkan_memory_model_) bits |= SpvMemorySemanticsMakeAvailableMask | SpvMemorySemanticsMakeVisibleMask;
   Id semantics = m_.constant_u32(bits);
   op_void(SpvOpControlBarrier, {workgroup, workgroup, semantics});

@@ -164,6 +164,9 @@ class KernelEmitter {
   // SPV_KHR_cooperative_matrix requires the Vulkan memory model in shader modules, so kernels with fragments get it;
   // the others keep GLSL450 (what every Vulkan 1.1 device takes).
   bool vulkan_memory_model_ = false;
+  // Whether barriers order storage buffers as well as workgroup memory: only kernels with a buffer they both read and
+  // write need it (stmt(Barrier)).
+  bool barriers_order_buffers_ = false;
   // The widest vector load of each buffer: a read-only buffer with vector loads is declared a second time, as an
   // array of vectors at the same binding (buffer_vector_vars_, 0 where not).
   std::vector<uint32_t> buffer_lanes_;

@@ -43,10 +43,10 @@ struct Options {
 //    shaderInt16 and shaderBFloat16Type/CooperativeMatrix; their modules are not run through SPIRV-Tools (compile.cpp);
 //  * copies into workgroup memory (kir::CopyToShared) read their buffer through a second declaration of its binding
 //    as 16-byte vectors, and their destination arrays are declared as arrays of 16-byte vectors (emit_copies.cpp);
-//  * a barrier is OpControlBarrier(Workgroup, Workgroup, AcquireRelease|WorkgroupMemory|UniformMemory):
-//    workgroup memory written before it is visible to the whole workgroup after it. Buffers are not
-//    decorated Coherent, so invocations that share data through storage buffers within one dispatch can
-//    rely only on atomics; ordinary buffer results are for the next dispatch.
+//  * a barrier is OpControlBarrier(Workgroup, Workgroup, AcquireRelease|WorkgroupMemory), with UniformMemory too in
+//    kernels that have a readwrite buffer: workgroup memory written before it is visible to the whole workgroup
+//    after it. Buffers are not decorated Coherent, so invocations that share data through storage buffers within
+//    one dispatch can rely only on atomics; ordinary buffer results are for the next dispatch.
 // Throws std::invalid_argument for a kernel kir::verify rejects, CompileError when the module fails
 // validation (a compiler bug).
 std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt = {});

@@ -142,6 +142,32 @@ TEST(SpirvControlFlow, LoopWithNothingInside) {
   EXPECT_EQ(count_lines(text, R"(OpLoopMerge)"), 1) << text;
 }
 
+// A kernel with a buffer it both reads and writes (here through atomics) is the one whose invocations may see each
+// other's buffer writes: its barriers order storage buffers too (UniformMemory). The others' barriers order only
+// workgroup memory, which spares NVIDIA's compiler a full memory fence at each one (emit_kernel.cpp).
+TEST(SpirvSharedMemory, BarriersOrderBuffersOnlyWhereAKernelReadsAndWritesOne) {
+  auto build = [](Access counter_access) {
+    KernelBuilder kb("count", 64);
+    auto counts = kb.buffer("counts", Type::U32, counter_access);
+    auto out = kb.buffer("out", Type::U32, Access::Write);
+    auto tile = kb.shared("tile", Type::U32, 64);
+    auto lid = kb.local_id();
+    if (counter_access == Access::ReadWrite) {
+      tile[lid] = counts.atomic_add(kb.u32(0), kb.u32(1));
+    } else {
+      tile[lid] = lid;
+    }
+    kb.barrier();
+    out[lid] = tile[(lid + 1u) % 64u];
+    return compile_to_text(kb.finish());
+  };
+  const std::string with_atomics = build(Access::ReadWrite), plain = build(Access::Read);
+  EXPECT_EQ(count_lines(with_atomics, R"(OpControlBarrier %uint_2 %uint_2 %uint_328$)"), 1)
+      << "AcquireRelease|UniformMemory|WorkgroupMemory\n" << with_atomics;
+  EXPECT_EQ(count_lines(plain, R"(OpControlBarrier %uint_2 %uint_2 %uint_264$)"), 1)
+      << "AcquireRelease|WorkgroupMemory\n" << plain;
+}
+
 TEST(SpirvSharedMemory, TreeReductionWithBarriers) {
   KernelBuilder kb("reduce", 256);
   auto x = kb.buffer("x", Type::F32, Access::Read);
@@ -160,8 +186,8 @@ TEST(SpirvSharedMemory, TreeReductionWithBarriers) {
   });
   kb.if_(lid == 0u, [&] { partial[kb.group_id()] = tile[0]; });
   std::string text = compile_to_text(kb.finish());
-  EXPECT_EQ(count_lines(text, R"(OpControlBarrier %uint_2 %uint_2 %uint_328$)"), 2)
-      << "Workgroup scopes, AcquireRelease|UniformMemory|WorkgroupMemory\n" << text;
+  EXPECT_EQ(count_lines(text, R"(OpControlBarrier %uint_2 %uint_2 %uint_264$)"), 2)
+      << "Workgroup scopes, AcquireRelease|WorkgroupMemory (no buffer is both read and written)\n" << text;
   EXPECT_TRUE(has_line(text, R"(%tile = OpVariable %_ptr_Workgroup__arr_float_uint_256 Workgroup)")) << text;
   EXPECT_TRUE(has_line(text, R"(OpAccessChain %_ptr_Workgroup_float %tile)")) << text;
   EXPECT_FALSE(has_line(text, R"(OpDecorate %_arr_float_uint_256 ArrayStride)")) << "no layout in Workgroup\n"
