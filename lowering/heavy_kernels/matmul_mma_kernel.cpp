@@ -66,13 +66,18 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
   // block lose to the 128x128 one, so it needs 3 stages (167 KiB, just past an A100's 163) or is passed over.
   if (s.m >= 256 && s.n >= 128 && blocks(256, 128) >= 128)
     if (auto t = deepest(mma_tiling(256, 128, 64, 4, 2), 3)) return *t;
-  // Where workgroup memory is too small for that (48 KiB: NVIDIA's Vulkan driver), 128x256 blocks of 4 x 4 subgroups
-  // (32x64 each) with 16-deep slices, 2 stages, were the fastest on the H100's vulkan:0 at 4096 and 8192 (each tiling
-  // timed in a fresh process: 4.47 ms at 8192, 4.61 with 2 x 4 subgroups, 5.42 for 128x128x32 of 2 x 2,
-  // docs/PERFORMANCE.md).
-  // (Copies through registers, backends/spirv/emit_copies.cpp, gain nothing from more stages.)
+  // Where workgroup memory is too small for that (48 KiB: NVIDIA's Vulkan driver), 128x256 blocks with 16-deep slices:
+  // of 2 x 4 subgroups (64x64 each), 3 stages with the K loop unrolled by them (so that copies staged through registers
+  // keep 2 slices in flight, backends/spirv/copy_plan.h), since barriers stopped fencing storage buffers
+  // (2026-11-26, the H100's vulkan:0, fresh processes: 2048³ 0.0786 ms, 4096³ 0.625, 8192³ 4.57-4.64 against 0.0815,
+  // 0.646 and 4.97 for 4 x 4 subgroups 2 stages deep, the fastest before; docs/PERFORMANCE.md); else those 2 stages.
   if (limits.shared_bytes < 64 * 1024 && s.m >= 128 && s.n >= 256 && blocks(128, 256) >= 128 &&
       limits.max_invocations >= 512) {
+    MatmulTiling deep = mma_tiling(128, 256, 16, 2, 4);
+    deep.stages = deep.unroll = 3;
+    if (mma_staging(s, deep, limits.async_copy).stages == 3 &&
+        mma_staging(s, deep, limits.async_copy).shared_bytes <= limits.shared_bytes)
+      return deep;
     MatmulTiling t = mma_tiling(128, 256, 16, 4, 4);
     t.stages = 2;
     if (mma_staging(s, t, limits.async_copy).shared_bytes <= limits.shared_bytes) return t;

@@ -27,7 +27,8 @@ bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
 
 // The tiling for a shape: 256x128 blocks of 8 subgroups (4 x 2, 64x64 each, K slices of 64) where that still
 // gives the device enough workgroups and `limits` holds 3 or 4 stages of it; where workgroup memory is under 64 KiB,
-// 128x256 of 16 (4 x 4) with K slices of 16, 2 stages; else 128x128 of 4 (2 x 2), else
+// 128x256 of 8 (2 x 4) with K slices of 16, 3 stages, the K loop unrolled by them (where both operands copy; else 16
+// subgroups (4 x 4), 2 stages); else 128x128 of 4 (2 x 2), else
 // 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each), K slices of 32, as many stages (2 to 4) as
 // `limits` holds.
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits);

@@ -65,13 +65,14 @@ std::vector<MmaCase> mma_cases() {
                                          mma(128, 128, 32, 2, 4), mma(128, 64, 32, 4, 2),
                                          mma(64, 64, 64, 2, 2), mma(64, 64, 16, 2, 2, 3), mma(32, 32, 16, 2, 2, 4),
                                          // vulkan:0's heuristic for large products (48 KiB of workgroup memory)
+                                         // where an operand cannot copy, and the one where both do (below)
                                          mma(128, 256, 16, 4, 4),
                                          // 78 KiB: dynamic shared memory on CUDA
                                          mma(128, 128, 32, 2, 2, 4),
                                          // K loops unrolled by the depth (whole laps and the rounds after them, or
                                          // none), results in turns of 4 subgroups
                                          unrolled(mma(64, 64, 16, 2, 2, 3)), unrolled(mma(32, 32, 16, 2, 2, 2)),
-                                         unrolled(mma(128, 256, 16, 4, 4, 3))};
+                                         unrolled(mma(128, 256, 16, 4, 4, 3)), unrolled(mma(128, 256, 16, 2, 4, 3))};
   // Whole tiles, one element of everything, and edges in every direction (K not a multiple of the slice).
   const int64_t shapes[][3] = {{64, 64, 64}, {1, 1, 1}, {33, 65, 70}, {130, 17, 129}};
   for (graph::DType h : {graph::DType::BF16, graph::DType::F16})
@@ -262,8 +263,8 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
 }
 
 // The heuristic's block and depth follow the workgroup memory: an H100's 227 KiB holds 4 stages of 256x128x64,
-// an A100's 163 KiB not even 3, so 128x128x32 4 deep; 48 KiB takes 128x256x16, 2 deep. Small products take small
-// blocks.
+// an A100's 163 KiB not even 3, so 128x128x32 4 deep; 48 KiB takes 128x256x16 of 2 x 4 subgroups, 3 deep and
+// unrolled by them (2 deep of 4 x 4 where the operands cannot copy). Small products take small blocks.
 TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
   const heavy::MatmulShape big = shape_of({graph::DType::BF16, {}, 1, 8192, 8192, 8192});
   heavy::Limits l;
@@ -274,7 +275,11 @@ TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
   l.shared_bytes = 163 * 1024;
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 128, 32, 2, 2, 4));
   l.shared_bytes = 48 * 1024;  // NVIDIA's Vulkan driver: 128x256 blocks with 16-deep slices (measured there)
-  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 256, 16, 4, 4, 2));
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), unrolled(mma(128, 256, 16, 2, 4, 3)));
+  EXPECT_LE(heavy::mma_staging(big, heavy::choose_matmul_mma_tiling(big, l), true).shared_bytes, l.shared_bytes);
+  // An operand whose rows do not start on 16 bytes is staged element by element, one stage: 4 x 4 subgroups then.
+  const heavy::MatmulShape odd = shape_of({graph::DType::BF16, {}, 1, 8192, 8190, 8192});
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(odd, l), mma(128, 256, 16, 4, 4, 2));
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(shape_of({graph::DType::BF16, {}, 1, 1024, 1024, 1024}), l),
             mma(64, 64, 32, 2, 2, 4));  // 32 blocks of 128x256 (or 64 of 128x128) would leave most of an H100 idle
   l.async_copy = false;  // element-by-element staging is one stage, whatever the tiling says
