@@ -75,9 +75,8 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
       limits.max_invocations >= 512) {
     MatmulTiling deep = mma_tiling(128, 256, 16, 2, 4);
     deep.stages = deep.unroll = 3;
-    if (mma_staging(s, deep, limits.async_copy).stages == 3 &&
-        mma_staging(s, deep, limits.async_copy).shared_bytes <= limits.shared_bytes)
-      return deep;
+    const MmaStaging deep_plan = mma_staging(s, deep, limits.async_copy);
+    if (deep_plan.stages == 3 && deep_plan.shared_bytes <= limits.shared_bytes) return deep;
     MatmulTiling t = mma_tiling(128, 256, 16, 4, 4);
     t.stages = 2;
     if (mma_staging(s, t, limits.async_copy).shared_bytes <= limits.shared_bytes) return t;

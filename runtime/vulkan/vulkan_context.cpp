@@ -12,8 +12,8 @@ namespace spire::rt::vulkan {
 
 namespace {
 
-// SPIRE_VULKAN_BUFFER_CHECKS=1 leaves the driver's bounds checks in (to measure them, or to look for a kernel that
-// strays past a buffer: with checks, robustBufferAccess or not, some drivers drop such stores).
+// SPIRE_VULKAN_BUFFER_CHECKS=1 leaves the driver's bounds checks in (to measure what they cost, or to run a kernel
+// suspected of straying past a buffer the way the driver would by default).
 bool unchecked_buffers_requested() {
   const char* v = std::getenv("SPIRE_VULKAN_BUFFER_CHECKS");
   return !(v && std::string(v) == "1");

@@ -165,13 +165,6 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   subgroup.pNext = &maint3;
   bool has_driver_props = v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
   if (has_driver_props) maint3.pNext = &driver;
-  const bool robustness_extension = has_extension(exts, VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME);
-  VkPhysicalDevicePipelineRobustnessPropertiesEXT robustness_props{
-      VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_PROPERTIES_EXT};
-  if (robustness_extension) {
-    robustness_props.pNext = props.pNext;
-    props.pNext = &robustness_props;
-  }
   vki.vkGetPhysicalDeviceProperties2(pd, &props);
 
   // Features: 16-bit storage is core in 1.1; float16 arithmetic in 1.2 or by extension; atomic float by extension.
@@ -213,6 +206,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     *tail = &coop2;
     tail = &coop2.pNext;
   }
+  const bool robustness_extension = has_extension(exts, VK_EXT_PIPELINE_ROBUSTNESS_EXTENSION_NAME);
   VkPhysicalDevicePipelineRobustnessFeaturesEXT robustness{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_ROBUSTNESS_FEATURES_EXT};
   if (robustness_extension) {
     *tail = &robustness;
@@ -220,7 +214,6 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   }
   vki.vkGetPhysicalDeviceFeatures2(pd, &feats);
   f.has_pipeline_robustness = robustness_extension && robustness.pipelineRobustness;
-  if (robustness_extension) f.default_storage_robustness = robustness_props.defaultRobustnessStorageBuffers;
   f.has_float64 = feats.features.shaderFloat64;
   f.has_int64 = feats.features.shaderInt64;
   f.has_float16_arith = f16.shaderFloat16;

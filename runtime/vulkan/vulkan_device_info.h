@@ -57,10 +57,8 @@ struct PhysicalDeviceFacts {
   bool has_workgroup_matrix = false;
   bool memory_model_core = false;        // Vulkan 1.2: no extension to enable for vulkanMemoryModel
   // VK_EXT_pipeline_robustness with its pipelineRobustness feature: pipelines may then ask for storage buffer accesses
-  // without bounds checks (vulkan_kernel.cpp). default_storage_robustness: what the driver does when not asked
-  // (VkPhysicalDevicePipelineRobustnessPropertiesEXT::defaultRobustnessStorageBuffers).
+  // without bounds checks (vulkan_kernel.cpp).
   bool has_pipeline_robustness = false;
-  VkPipelineRobustnessBufferBehaviorEXT default_storage_robustness = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DEVICE_DEFAULT_EXT;
 };
 
 // Queries one physical device through `instance_functions`; N is its index in vkEnumeratePhysicalDevices order.
