@@ -303,6 +303,13 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
         }
         kb.copy_commit();
       }
+      // Unrolled, the prologue's copies land before the loop. A backend that stages copies through registers keeps
+      // a copy statement's registers until the wait that lands it, and a prologue copy's wait is inside the loop
+      // (only on its first lap, which the backend cannot tell from the rest): every prologue copy would hold its
+      // registers through the whole loop. On the H100's vulkan:0 this took the 128x256x16 3-stage kernel from 255
+      // registers to 238 and bf16 8192^3 from 4.57-4.60 ms to 4.37-4.40 (docs/PERFORMANCE.md); the price is one
+      // exposed load latency per workgroup, before its first slice.
+      if (unrolled) kb.copy_wait(0);
       // Round kt; `slot` is kt % S where the unrolled loop knows it.
       auto round = [&](Val kt, std::optional<uint32_t> slot) {
         kb.copy_wait(S - 2);

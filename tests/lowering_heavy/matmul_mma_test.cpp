@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <functional>
 #include <ostream>
 
 #include "backends/ptx/ptx_backend.h"
@@ -222,6 +223,26 @@ TEST(MatmulMmaKernel, UnrollingByTheDepthKeepsTheWholePipelineInFlightOnVulkan) 
   // 32 slices: 2 before the loop, 3 in its lap (10 laps), the last 2 after it; each an A and a B copy (per
   // invocation, one of each here).
   EXPECT_EQ(plan.site_of.size(), 14u);
+  // The prologue's copies (sites 0 to 3, numbered in body order) land at the wait right after it, the kernel's first,
+  // and no wait in the loop has one to land: the SPIR-V backend then holds no prologue copy's registers through
+  // the loop.
+  std::vector<const kir::CopyWait*> waits;
+  std::function<void(const kir::Block&)> walk = [&](const kir::Block& b) {
+    for (const kir::Stmt& st : b.stmts) {
+      if (const auto* w = std::get_if<kir::CopyWait>(&st)) waits.push_back(w);
+      else if (const auto* i = std::get_if<kir::If>(&st)) {
+        walk(*i->then_body);
+        if (i->else_body) walk(*i->else_body);
+      } else if (const auto* f = std::get_if<kir::For>(&st)) walk(*f->body);
+    }
+  };
+  walk(k.body);
+  ASSERT_FALSE(waits.empty());
+  EXPECT_EQ(waits.front()->pending, 0u);
+  EXPECT_EQ(plan.lands.at(waits.front()), (std::vector<uint32_t>{0, 1, 2, 3}));
+  for (size_t w = 1; w < waits.size(); ++w)
+    if (plan.lands.count(waits[w]))
+      for (uint32_t site : plan.lands.at(waits[w])) EXPECT_GE(site, 4u) << "wait " << w;
   const spirv::CopyPlan rolled_plan = spirv::plan_copy_sites(heavy::matmul_mma_kernel(s, rolled, true).kernel.body);
   EXPECT_EQ(rolled_plan.lands_before_rerun.size(), 2u);
 
