@@ -5,7 +5,7 @@
 # reads SPIRE_MMA_EXP: phys=2 (2 workgroup-memory stages for a deeper pipeline, relying on copies landing exactly
 # at their wait on Vulkan), virt=1 (the prologue as rounds of the loop), fpre=1 (fragments of the next slice loaded
 # during this one's products) (drain=1 of that day, the prologue's copies landing before the loop, is now the kernel's own),
-# and SPIRE_BAND (tile rows per band), SPIRE_SPIRV_DONT_UNROLL=1. SPECS: "tm,tn,tk,wm,wn,stages,unroll:EXP:ABLATE"
+# and SPIRE_BAND (tile rows per band), SPIRE_SPIRV_DONT_UNROLL=1, SPIRE_MMA_MIDWAIT=n (set them around the script). SPECS: "tm,tn,tk,wm,wn,stages,unroll:EXP:ABLATE"
 # or "stages:EXP:ABLATE" for 128x256x16 of 2 x 4 subgroups. Pack spire_bench_matmul into .gpu/bin;
 # there: tar xJf .gpu/pack.tar.xz -C .gpu; carry .gpu and .gl.
 set -uo pipefail
