@@ -29,9 +29,11 @@ using namespace spire;
 namespace {
 
 const char* kUsage =
-    "usage: spire_bench_conv2d [--device D|all] [--runs 50] [--warmup 3] [--small] [--layers LIST] [--batches 1,64]\n"
-    "                          [--passes fwd,dgrad,wgrad] [--csv FILE] [--peak-tflops T] [--tuning-cache FILE]\n"
-    "                          [--tune]\n"
+    "usage: spire_bench_conv2d [--device D|all] [--runs 50] [--warmup 3] [--warmup-ms 500] [--small] [--layers LIST]\n"
+    "                          [--batches 1,64] [--passes fwd,dgrad,wgrad] [--csv FILE] [--peak-tflops T]\n"
+    "                          [--tuning-cache FILE] [--tune]\n"
+    "  --warmup, --warmup-ms: untimed runs before the timed ones, at least this many and this long (1 and 0 with\n"
+    "                         --small), so that the GPU's clocks have risen from idle\n"
     "  --layers: resnet18 layer names (conv1, layer1.0.conv1, layer2.0.conv1, ...); default: all 11 distinct\n"
     "  --small:  batch 1, only conv1 (7x7) and layer2's three convolutions (28x28 outputs), for a CPU driver\n";
 
@@ -223,7 +225,8 @@ int main(int argc, char** argv) {
             if (pass != Pass::GradInput) in.push_back({"x", x});
             if (pass != Pass::Forward) in.push_back({"gy", gy});
             bench::TimedGraph t =
-                bench::time_graph(*dev, pass_graph(p, pass), in, {cache, flags.tune}, flags.runs, flags.warmup);
+                bench::time_graph(*dev, pass_graph(p, pass), in, {cache, flags.tune}, flags.runs, flags.warmup,
+                                  flags.warmup_ms);
             double err = max_error(p, pass, t.output, x, w, gy);
             bool ok = err <= bench::kMaxRelativeError;
             if (!ok) {

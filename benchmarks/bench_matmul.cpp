@@ -5,8 +5,8 @@
 // then timed with the device's timestamps (median of --runs after warm-up). tools/gpu/speed_table.py puts
 // the CSV beside PyTorch's (benchmarks/torch_matmul_conv.py).
 //
-//   spire_bench_matmul [--device D|all] [--runs 50] [--small] [--shapes 1024,512x768x2304,...] [--csv FILE]
-//                      [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]
+//   spire_bench_matmul [--device D|all] [--runs 50] [--warmup-ms 500] [--small] [--shapes 1024,512x768x2304,...]
+//                      [--csv FILE] [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]
 // With --dtype f16 or bf16, a and b and y are of that dtype; the product accumulates in f32 (the graph's half ops
 // compute in f32, lowering/compute_in_f32.h), so the time includes the casts up and down.
 #include <algorithm>
@@ -32,8 +32,11 @@ using namespace spire;
 namespace {
 
 const char* kUsage =
-    "usage: spire_bench_matmul [--device D|all] [--runs 50] [--warmup 3] [--small] [--shapes LIST] [--csv FILE]\n"
-    "                          [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16] [--b-transposed]\n"
+    "usage: spire_bench_matmul [--device D|all] [--runs 50] [--warmup 3] [--warmup-ms 500] [--small] [--shapes LIST]\n"
+    "                          [--csv FILE] [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]\n"
+    "                          [--b-transposed]\n"
+    "  --warmup, --warmup-ms: untimed runs before the timed ones, at least this many and this long (1 and 0 with\n"
+    "                         --small), so that the GPU's clocks have risen from idle\n"
     "  --shapes: comma-separated MxKxN or N (N x N x N); default: 1024..8192 squares, resnet18 fc, transformer\n"
     "  --dtype:  the dtype of a, b and y (default f32); f16 and bf16 accumulate in f32\n"
     "  --small:  every dimension divided by 16 (at least 1), for a CPU Vulkan driver\n"
@@ -167,7 +170,8 @@ int main(int argc, char** argv) {
         g.output("y", g.matmul(a, b_transposed ? g.transpose(b) : b));
         std::vector<bench::GraphInput> in = {{"a", rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
                                              {"b", rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
-        bench::TimedGraph t = bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup);
+        bench::TimedGraph t =
+            bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup, flags.warmup_ms);
         double err = max_error(c, in[0].data, in[1].data, t.output, b_transposed);
         bool ok = err <= max_relative_error;
         if (!ok) {

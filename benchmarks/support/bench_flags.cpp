@@ -10,7 +10,7 @@ namespace spire::bench {
 
 BenchFlags parse_bench_flags(int argc, char** argv, const std::string& usage, const ExtraFlag& extra) {
   BenchFlags f;
-  bool warmup_given = false;
+  bool warmup_given = false, warmup_ms_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     auto value = [&]() -> std::string {
@@ -27,6 +27,9 @@ BenchFlags parse_bench_flags(int argc, char** argv, const std::string& usage, co
     else if (a == "--warmup") {
       f.warmup = std::max(0, std::stoi(value()));
       warmup_given = true;
+    } else if (a == "--warmup-ms") {
+      f.warmup_ms = std::max(0.0, std::stod(value()));
+      warmup_ms_given = true;
     } else if (a == "--small")
       f.small = true;
     else if (a == "--csv")
@@ -47,6 +50,7 @@ BenchFlags parse_bench_flags(int argc, char** argv, const std::string& usage, co
   }
   // Tiny problems are for checking on a CPU driver, where each run is slow and there is no clock to settle.
   if (f.small && !warmup_given) f.warmup = 1;
+  if (f.small && !warmup_ms_given) f.warmup_ms = 0;
   return f;
 }
 

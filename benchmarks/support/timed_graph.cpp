@@ -1,6 +1,7 @@
 #include "benchmarks/support/timed_graph.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <random>
@@ -54,7 +55,7 @@ std::vector<float> decode(const std::vector<uint8_t>& bytes, graph::DType t) {
 }  // namespace
 
 TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<GraphInput>& inputs,
-                      const TuningUse& tuning, int runs, int warmup) {
+                      const TuningUse& tuning, int runs, int warmup, double warmup_ms) {
   TimedGraph r;
   lowering::MapTuningChoices choices =
       tuning::prepare_tuning({.tune = tuning.tune, .cache_file = tuning.cache_file}, dev, {&g}, stderr);
@@ -81,7 +82,12 @@ TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<
   exe->get_raw("y", bytes.data(), bytes.size());
   r.output = decode(bytes, y.dtype);
 
-  for (int i = 0; i < warmup; ++i) exe->step();
+  // Untimed steps until the GPU is busy long enough for its clocks to rise from idle (BenchFlags::warmup_ms).
+  const auto warm_start = std::chrono::steady_clock::now();
+  auto warm_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
+  };
+  for (int i = 0; i < warmup || warm_ms() < warmup_ms; ++i) exe->step();
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
     exe->step();

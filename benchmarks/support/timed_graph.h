@@ -30,10 +30,10 @@ struct TimedGraph {
 };
 
 // Compiles `g` (inputs named as in `inputs`, one output "y") on `dev`, runs one step and downloads y, then
-// times `warmup` + `runs` more steps. The executor fills every buffer with a NaN pattern when it allocates
+// times `runs` more steps after untimed ones: at least `warmup`, and until `warmup_ms` of wall time has passed. The executor fills every buffer with a NaN pattern when it allocates
 // it, so any element of y the kernels do not write reads back as NaN.
 TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<GraphInput>& inputs,
-                      const TuningUse& tuning, int runs, int warmup);
+                      const TuningUse& tuning, int runs, int warmup, double warmup_ms = 0);
 
 // n values uniform in [-1, 1) from a fixed seed: random (never zero) data, the same in every run.
 std::vector<float> random_values(size_t n, uint32_t seed);
