@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -102,7 +103,8 @@ class Progress {
 };
 
 // One candidate's median time; throws what building, compiling or running throws.
-double time_candidate(rt::Device& dev, BufferPool& pool, const KernelProgram& p, const TuneOptions& opt, double best_ms) {
+double time_candidate(rt::Device& dev, BufferPool& pool, const KernelProgram& p, const TuneOptions& opt, double best_ms,
+                      double warmup_ms) {
   std::vector<rt::BufferView> views;
   for (size_t i = 0; i < p.buffers.size(); ++i) views.push_back(pool.view(i, p.buffers[i]));
   std::vector<std::shared_ptr<rt::Kernel>> kernels;
@@ -119,7 +121,11 @@ double time_candidate(rt::Device& dev, BufferPool& pool, const KernelProgram& p,
   }
   const uint32_t t1 = stream->timestamp();
   stream->finish();
-  for (int i = 0; i < opt.warmup; ++i) dev.run(*stream);
+  const auto warm_start = std::chrono::steady_clock::now();
+  auto warm_ms = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
+  };
+  for (int i = 0; i < opt.warmup || warm_ms() < warmup_ms; ++i) dev.run(*stream);
   std::vector<double> ms;
   for (int i = 0; i < std::max(opt.runs, 1); ++i) {
     dev.run(*stream);
@@ -139,10 +145,16 @@ TuneResult tune(rt::Device& device, const std::vector<Config>& candidates,
   r.best_ms = std::numeric_limits<double>::infinity();
   BufferPool pool(device, opt.seed);
   Progress progress(opt.progress, opt.label, candidates.size());
+  // A CPU device has no clock to raise: its warm-up is the run count alone.
+  const bool gpu = device.info().type != rt::DeviceType::Cpu;
+  bool first_timed = true;
   for (size_t i = 0; i < candidates.size(); ++i) {
     CandidateTime ct{candidates[i], std::numeric_limits<double>::infinity(), ""};
     try {
-      ct.ms = time_candidate(device, pool, build(candidates[i]), opt, r.best_ms);
+      KernelProgram program = build(candidates[i]);
+      const double warmup_ms = !gpu ? 0 : first_timed ? opt.first_warmup_ms : opt.warmup_ms;
+      first_timed = false;
+      ct.ms = time_candidate(device, pool, program, opt, r.best_ms, warmup_ms);
     } catch (const std::exception& e) {
       // A config this device or shape refuses is no candidate; the others still compete.
       ct.error = e.what();

@@ -21,6 +21,12 @@ namespace spire::tuning {
 
 struct TuneOptions {
   int warmup = 2;  // untimed runs of each candidate first (first-dispatch work, caches, clocks)
+  // ... and on a GPU (not a CPU device) for at least this long, wall time, so that the timed runs start at the clocks a
+  // busy GPU runs at; the first candidate of each tune() for longer, since the compiles and host work before it can
+  // leave the GPU idle for seconds. With 2 runs alone the H100 timed candidates of vulkan:0's bf16 product up to 3x
+  // slow while its clocks rose (docs/PERFORMANCE.md, 2026-11-27).
+  double warmup_ms = 50;
+  double first_warmup_ms = 500;
   int runs = 7;    // timed runs; a candidate's time is their median
   // A candidate whose first timed run is this many times slower than the best median so far is not run
   // again: its one time is kept (it cannot be the fastest unless that run was a very unlucky one).

@@ -3,6 +3,8 @@
 // driver is not reused; and the generic API tunes a custom kernel factory.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include <cstdio>
 
 #include <fmt/format.h>
@@ -152,6 +154,28 @@ TEST_P(TuneFlow, CustomKernelFactoryThroughTheGenericApi) {
   tuning::TunedOp second = tuning::tune_op(*dev_, cache, op, opt);
   EXPECT_TRUE(second.cached);
   EXPECT_EQ(tuning::timed_candidates(), before);
+}
+
+// A GPU's candidates warm up for at least TuneOptions::first_warmup_ms (its clocks rise from idle meanwhile); a CPU
+// device's only for their run count.
+TEST_P(TuneFlow, AGpuWarmsUpItsClocksBeforeTimingACpuDeviceDoesNot) {
+  constexpr uint32_t n = 1024;
+  using lowering::ProgramBuffer;
+  const std::vector<ProgramBuffer> buffers{{ProgramBuffer::Use::Input, 0, kir::Type::F32, n},
+                                           {ProgramBuffer::Use::Output, -1, kir::Type::F32, n}};
+  tuning::TuneOptions opt;
+  opt.progress = nullptr;
+  opt.warmup = 0;
+  opt.runs = 1;
+  opt.warmup_ms = 0;
+  opt.first_warmup_ms = 3000;
+  const auto start = std::chrono::steady_clock::now();
+  auto r = tuning::tune(*dev_, {lowering::heavy::Config{{"wg", 64}}},
+                        [&](const lowering::heavy::Config& c) { return scale_kernel(c, n); }, buffers, opt);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_TRUE(std::isfinite(r.best_ms));
+  if (dev_->info().type == rt::DeviceType::Cpu) EXPECT_LT(ms, 3000);
+  else EXPECT_GE(ms, 3000);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, TuneFlow, testing::ValuesIn(lowering::testing_support::device_ids()),
