@@ -1,12 +1,12 @@
 #include "tuning/tuner.h"
 
 #include "backends/compile_kernel.h"
+#include "tuning/warm_up.h"
 
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -121,11 +121,7 @@ double time_candidate(rt::Device& dev, BufferPool& pool, const KernelProgram& p,
   }
   const uint32_t t1 = stream->timestamp();
   stream->finish();
-  const auto warm_start = std::chrono::steady_clock::now();
-  auto warm_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
-  };
-  for (int i = 0; i < opt.warmup || warm_ms() < warmup_ms; ++i) dev.run(*stream);
+  warm_up(opt.warmup, warmup_ms, [&] { dev.run(*stream); });
   std::vector<double> ms;
   for (int i = 0; i < std::max(opt.runs, 1); ++i) {
     dev.run(*stream);

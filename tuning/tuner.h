@@ -21,10 +21,9 @@ namespace spire::tuning {
 
 struct TuneOptions {
   int warmup = 2;  // untimed runs of each candidate first (first-dispatch work, caches, clocks)
-  // ... and on a GPU (not a CPU device) for at least this long, wall time, so that the timed runs start at the clocks a
-  // busy GPU runs at; the first candidate of each tune() for longer, since the compiles and host work before it can
-  // leave the GPU idle for seconds. With 2 runs alone the H100 timed candidates of vulkan:0's bf16 product up to 3x
-  // slow while its clocks rose (docs/PERFORMANCE.md, 2026-11-27).
+  // ... and on a GPU (not a CPU device) for at least this long, wall time, so that its clocks have risen from idle
+  // (warm_up.h); the first candidate of each tune() for longer, since the compiles and host work before it can leave
+  // the GPU idle for seconds.
   double warmup_ms = 50;
   double first_warmup_ms = 500;
   int runs = 7;    // timed runs; a candidate's time is their median

@@ -13,9 +13,8 @@ struct BenchFlags {
   std::string device = "all";         // a device id, or "all": every device rt::list_devices() finds
   int runs = 50;                      // timed runs per row; the row shows their median
   int warmup = 3;                     // untimed runs before them (1 with --small unless --warmup is given)
-  // ... and at least this long (wall time), so the GPU's clocks have left their idle state when the timed runs
-  // start: on the H100 about one fresh process in five timed vulkan:0's bf16 8192³ product at ~13 ms instead of 4.3
-  // with 3 warm-up runs alone (docs/PERFORMANCE.md, 2026-11-27). 0 with --small unless --warmup-ms is given.
+  // ... and at least this long (wall time), so the GPU's clocks have risen from idle when the timed runs start
+  // (tuning/warm_up.h). 0 with --small unless --warmup-ms is given.
   double warmup_ms = 500;
   bool small = false;                 // tiny problems, so a CPU Vulkan driver (lavapipe) finishes in seconds
   std::string csv;                    // also write the rows here ("": don't)

@@ -1,7 +1,6 @@
 #include "benchmarks/support/timed_graph.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <random>
@@ -11,6 +10,7 @@
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
 #include "tuning/tuning_setup.h"
+#include "tuning/warm_up.h"
 
 namespace spire::bench {
 
@@ -82,12 +82,7 @@ TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<
   exe->get_raw("y", bytes.data(), bytes.size());
   r.output = decode(bytes, y.dtype);
 
-  // Untimed steps until the GPU is busy long enough for its clocks to rise from idle (BenchFlags::warmup_ms).
-  const auto warm_start = std::chrono::steady_clock::now();
-  auto warm_ms = [&] {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - warm_start).count();
-  };
-  for (int i = 0; i < warmup || warm_ms() < warmup_ms; ++i) exe->step();
+  tuning::warm_up(warmup, warmup_ms, [&] { exe->step(); });
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
     exe->step();

@@ -30,8 +30,9 @@ struct TimedGraph {
 };
 
 // Compiles `g` (inputs named as in `inputs`, one output "y") on `dev`, runs one step and downloads y, then
-// times `runs` more steps after untimed ones: at least `warmup`, and until `warmup_ms` of wall time has passed. The executor fills every buffer with a NaN pattern when it allocates
-// it, so any element of y the kernels do not write reads back as NaN.
+// times `runs` more steps after untimed ones (tuning/warm_up.h: at least `warmup`, and for `warmup_ms` of wall
+// time). The executor fills every buffer with a NaN pattern when it allocates it, so any element of y the kernels do
+// not write reads back as NaN.
 TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<GraphInput>& inputs,
                       const TuningUse& tuning, int runs, int warmup, double warmup_ms = 0);
 
