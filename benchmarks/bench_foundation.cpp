@@ -1,8 +1,9 @@
 // Foundation benchmark: on each device, device-to-device copy bandwidth, the ReLU example over a large
 // buffer as a fraction of that bandwidth, and the cost of one dependent dispatch inside a recorded stream.
-// All times come from the device's own timestamps; each figure is the median of many runs after warm-up.
+// All times come from the device's own timestamps; each figure is the median of many runs after a warm-up of at
+// least 3 runs and --warmup-ms of wall time (the GPU's clocks rise from idle; tuning/warm_up.h).
 //
-//   spire_bench_foundation [--device D|all] [--mib 256] [--runs 50]
+//   spire_bench_foundation [--device D|all] [--mib 256] [--runs 50] [--warmup-ms 500]
 #include "backends/compile_kernel.h"
 #include <algorithm>
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "examples/builtin_kernels.h"
 #include "ir/kernel/builder.h"
 #include "runtime/device.h"
+#include "tuning/warm_up.h"
 
 using namespace spire;
 
@@ -25,10 +27,10 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-// Submits a recorded stream `runs` times after `warmup` runs; returns the median device time between the
-// stream's first and last timestamps.
-double time_stream(rt::Device& dev, rt::CommandStream& s, uint32_t t0, uint32_t t1, int runs, int warmup = 3) {
-  for (int i = 0; i < warmup; ++i) dev.run(s);
+// Submits a recorded stream `runs` times after warming up (at least 3 runs and `warmup_ms`); returns the median
+// device time between the stream's first and last timestamps.
+double time_stream(rt::Device& dev, rt::CommandStream& s, uint32_t t0, uint32_t t1, int runs, double warmup_ms) {
+  tuning::warm_up(3, warmup_ms, [&] { dev.run(s); });
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
     dev.run(s);
@@ -71,7 +73,7 @@ kir::Kernel increment_kernel() {
   return kb.finish();
 }
 
-void bench(rt::Device& dev, uint64_t mib, int runs) {
+void bench(rt::Device& dev, uint64_t mib, int runs, double warmup_ms) {
   const auto& info = dev.info();
   uint64_t bytes = std::min<uint64_t>(mib << 20, info.max_buffer_bytes / 4 * 4);
   uint64_t n = bytes / 4;
@@ -91,7 +93,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   uint32_t c0 = copy->timestamp();
   copy->copy(rt::BufferView(a), rt::BufferView(b));
   uint32_t c1 = copy->timestamp();
-  double copy_ms = time_stream(dev, *copy, c0, c1, runs);
+  double copy_ms = time_stream(dev, *copy, c0, c1, runs, warmup_ms);
   double copy_gbs = 2.0 * double(bytes) / (copy_ms * 1e-3) / 1e9;
 
   auto kcopy = spire::backends::compile_and_load(dev, copy_kernel());
@@ -100,7 +102,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   uint32_t k0 = ks->timestamp();
   ks->dispatch(*kcopy, kviews, rt::ScalarArgs().u32(uint32_t(n)), rt::Grid::threads(n, 1024));
   uint32_t k1 = ks->timestamp();
-  double kcopy_gbs = 2.0 * double(bytes) / (time_stream(dev, *ks, k0, k1, runs) * 1e-3) / 1e9;
+  double kcopy_gbs = 2.0 * double(bytes) / (time_stream(dev, *ks, k0, k1, runs, warmup_ms) * 1e-3) / 1e9;
   double best_copy = std::max(copy_gbs, kcopy_gbs);
 
   auto relu = spire::backends::compile_and_load(dev, examples::relu_kernel());
@@ -109,7 +111,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   uint32_t r0 = rs->timestamp();
   rs->dispatch(*relu, views, rt::ScalarArgs().u32(uint32_t(n)), rt::Grid::threads(n, examples::kReluBlock));
   uint32_t r1 = rs->timestamp();
-  double relu_ms = time_stream(dev, *rs, r0, r1, runs);
+  double relu_ms = time_stream(dev, *rs, r0, r1, runs, warmup_ms);
   double relu_gbs = 2.0 * double(bytes) / (relu_ms * 1e-3) / 1e9;
 
   // Dependent dispatches: K increments separated by barriers, against K = 1, so fixed costs cancel.
@@ -124,7 +126,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
       s->dispatch(*inc, v, rt::ScalarArgs(), rt::Grid::workgroups(1));
     }
     uint32_t t1 = s->timestamp();
-    return time_stream(dev, *s, t0, t1, std::max(5, runs / 5));
+    return time_stream(dev, *s, t0, t1, std::max(5, runs / 5), warmup_ms);
   };
   const int K = 1000;
   double per_dispatch_us = (chain(K) - chain(1)) / (K - 1) * 1e3;
@@ -133,7 +135,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs) {
   auto one = dev.record();
   rt::BufferView v[] = {rt::BufferView(x)};
   one->dispatch(*inc, v, rt::ScalarArgs(), rt::Grid::workgroups(1));
-  for (int i = 0; i < 5; ++i) dev.run(*one);
+  tuning::warm_up(5, warmup_ms, [&] { dev.run(*one); });
   std::vector<double> host_us;
   for (int i = 0; i < runs; ++i) {
     auto t = std::chrono::steady_clock::now();
@@ -151,6 +153,7 @@ int main(int argc, char** argv) {
   std::string device = "all";
   uint64_t mib = 256;
   int runs = 50;
+  double warmup_ms = 500;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {
@@ -163,8 +166,11 @@ int main(int argc, char** argv) {
     if (a == "--device") device = next();
     else if (a == "--mib") mib = std::stoull(next());
     else if (a == "--runs") runs = std::stoi(next());
+    else if (a == "--warmup-ms") warmup_ms = std::stod(next());
     else {
-      fmt::print("usage: spire_bench_foundation [--device D|all] [--mib 256] [--runs 50]\n");
+      fmt::print("usage: spire_bench_foundation [--device D|all] [--mib 256] [--runs 50] [--warmup-ms 500]\n"
+                 "  --warmup-ms: before each measurement, untimed runs for at least this long (and 3), so a GPU's\n"
+                 "               clocks have risen from idle\n");
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
@@ -179,7 +185,7 @@ int main(int argc, char** argv) {
       ids.push_back(device);
     for (const auto& id : ids) {
       auto dev = rt::open_device(id);
-      bench(*dev, mib, runs);
+      bench(*dev, mib, runs, warmup_ms);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "spire_bench_foundation: error: {}\n", e.what());

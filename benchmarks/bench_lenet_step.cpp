@@ -1,8 +1,9 @@
 // LeNet training step, launch by launch: lowers the step graph, times every launch alone with the device's
 // timestamps (median of several runs), and the whole recorded step through the executor. Shows where a
-// step's time goes on each device.
+// step's time goes on each device. Before any timing the step runs for --warmup-ms of wall time (the GPU's clocks
+// rise from idle; tuning/warm_up.h), and the launches alone follow it back to back.
 //
-//   spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15]
+//   spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15] [--warmup-ms 500]
 #include "backends/compile_kernel.h"
 #include <algorithm>
 #include <map>
@@ -15,6 +16,7 @@
 #include "lowering/executable.h"
 #include "lowering/plan.h"
 #include "runtime/device.h"
+#include "tuning/warm_up.h"
 
 using namespace spire;
 
@@ -25,7 +27,7 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-void bench(rt::Device& dev, int64_t batch, int runs, int top) {
+void bench(rt::Device& dev, int64_t batch, int runs, int top, double warmup_ms) {
   nn::LeNetGraphOptions gopt;
   gopt.batch = batch;
   gopt.sgd = true;
@@ -39,13 +41,9 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top) {
   std::vector<int32_t> y(size_t(batch), 3);
   exe->set_raw("x", x.data(), x.size() * 4);
   exe->set_raw("y", y.data(), y.size() * 4);
-  std::vector<double> step_ms;
-  for (int i = 0; i < runs + 3; ++i) {
-    exe->step();
-    if (i >= 3) step_ms.push_back(exe->last_step_ms());
-  }
 
-  // Each launch alone, on buffers of the planned sizes (contents: a small constant, labels 0).
+  // Each launch alone, on buffers of the planned sizes (contents: a small constant, labels 0). Compiled before any
+  // timing, so that the GPU does not idle between the warm-up and the timed runs.
   lowering::Plan plan = lowering::lower(g, dev.info());
   std::vector<std::shared_ptr<rt::Buffer>> buffers;
   for (const auto& b : plan.buffers) {
@@ -54,6 +52,13 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top) {
   }
   std::vector<std::shared_ptr<rt::Kernel>> kernels;
   for (const auto& k : plan.kernels) kernels.push_back(spire::backends::compile_and_load(dev, k));
+
+  tuning::warm_up(3, warmup_ms, [&] { exe->step(); });
+  std::vector<double> step_ms;
+  for (int i = 0; i < runs; ++i) {
+    exe->step();
+    step_ms.push_back(exe->last_step_ms());
+  }
   struct Row { std::string node, kernel; double ms; };
   std::vector<Row> rows;
   double sum = 0;
@@ -83,19 +88,46 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top) {
 
 }  // namespace
 
+constexpr const char* kUsage =
+    "usage: spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15] [--warmup-ms 500]\n"
+    "  --device: a device id, or all (default): every device present\n"
+    "  --batch: the training batch; --runs: timed steps (and timed runs of each launch alone), their median shown\n"
+    "  --top: how many of the slowest launches to list (0: none)\n"
+    "  --warmup-ms: untimed steps first, at least 3 and at least this long, so a GPU's clocks have risen from idle\n";
+
 int main(int argc, char** argv) {
   std::string device = "all";
   int64_t batch = 64;
   int runs = 20, top = 15;
-  for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i], v = argv[i + 1];
-    if (a == "--device") device = v;
-    else if (a == "--batch") batch = std::stoll(v);
-    else if (a == "--runs") runs = std::stoi(v);
-    else if (a == "--top") top = std::stoi(v);
+  double warmup_ms = 500;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        fmt::print("{}", kUsage);
+        return 0;
+      }
+      if (i + 1 >= argc) {
+        fmt::print(stderr, "spire_bench_lenet_step: {} needs a value\n{}", a, kUsage);
+        return 2;
+      }
+      std::string v = argv[++i];
+      if (a == "--device") device = v;
+      else if (a == "--batch") batch = std::stoll(v);
+      else if (a == "--runs") runs = std::stoi(v);
+      else if (a == "--top") top = std::stoi(v);
+      else if (a == "--warmup-ms") warmup_ms = std::stod(v);
+      else {
+        fmt::print(stderr, "spire_bench_lenet_step: unknown flag {}\n{}", a, kUsage);
+        return 2;
+      }
+    }
+  } catch (const std::exception&) {
+    fmt::print(stderr, "spire_bench_lenet_step: a flag's value is not a number\n{}", kUsage);
+    return 2;
   }
-  if (argc % 2 == 0) {
-    fmt::print("usage: spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15]\n");
+  if (batch < 1 || runs < 1 || top < 0 || warmup_ms < 0) {
+    fmt::print(stderr, "spire_bench_lenet_step: --batch and --runs must be positive, --top and --warmup-ms not negative\n");
     return 2;
   }
   try {
@@ -106,7 +138,7 @@ int main(int argc, char** argv) {
       ids.push_back(device);
     for (const auto& id : ids) {
       auto dev = rt::open_device(id);
-      bench(*dev, batch, runs, top);
+      bench(*dev, batch, runs, top, warmup_ms);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "spire_bench_lenet_step: error: {}\n", e.what());
