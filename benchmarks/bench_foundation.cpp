@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   std::string device = "all";
   uint64_t mib = 256;
   int runs = 50;
-  double warmup_ms = 500;
+  double warmup_ms = tuning::kGpuWarmupMs;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&]() -> std::string {

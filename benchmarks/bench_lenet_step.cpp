@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   std::string device = "all";
   int64_t batch = 64;
   int runs = 20, top = 15;
-  double warmup_ms = 500;
+  double warmup_ms = tuning::kGpuWarmupMs;
   try {
     for (int i = 1; i < argc; ++i) {
       std::string a = argv[i];

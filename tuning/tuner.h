@@ -16,6 +16,7 @@
 #include "lowering/heavy_kernels/tuning_config.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
+#include "tuning/warm_up.h"
 
 namespace spire::tuning {
 
@@ -25,7 +26,7 @@ struct TuneOptions {
   // (warm_up.h); the first candidate of each tune() for longer, since the compiles and host work before it can leave
   // the GPU idle for seconds.
   double warmup_ms = 50;
-  double first_warmup_ms = 500;
+  double first_warmup_ms = kGpuWarmupMs;
   int runs = 7;    // timed runs; a candidate's time is their median
   // A candidate whose first timed run is this many times slower than the best median so far is not run
   // again: its one time is kept (it cannot be the fastest unless that run was a very unlucky one).

@@ -8,6 +8,10 @@
 
 namespace spire::tuning {
 
+// How long a GPU warms up before its first timed run (wall time): on the H100 the clocks had risen from idle well
+// within it (docs/PERFORMANCE.md, 2026-11-27). A CPU device needs none.
+constexpr double kGpuWarmupMs = 500;
+
 // Calls `run` at least `runs` times, and until `ms` milliseconds of wall time have passed since the first call.
 void warm_up(int runs, double ms, const std::function<void()>& run);
 

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tuning/warm_up.h"
+
 namespace spire::bench {
 
 struct BenchFlags {
@@ -15,7 +17,7 @@ struct BenchFlags {
   int warmup = 3;                     // untimed runs before them (1 with --small unless --warmup is given)
   // ... and at least this long (wall time), so the GPU's clocks have risen from idle when the timed runs start
   // (tuning/warm_up.h). 0 with --small unless --warmup-ms is given.
-  double warmup_ms = 500;
+  double warmup_ms = tuning::kGpuWarmupMs;
   bool small = false;                 // tiny problems, so a CPU Vulkan driver (lavapipe) finishes in seconds
   std::string csv;                    // also write the rows here ("": don't)
   std::optional<double> peak_tflops;  // overrides the fp32 peak table (fp32_peak.h) for every device

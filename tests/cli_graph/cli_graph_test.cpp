@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -154,6 +155,33 @@ TEST_F(CliGraph, EvalNamesMissingAndMismatchedInputs) {
                         path("o.safetensors")));
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.out.find("absent.safetensors"), std::string::npos) << r.out;
+}
+
+// --bench times replays with the device's timestamps after a warm-up; on a GPU the warm-up lasts at least half a
+// second (its clocks rise from idle meanwhile; tuning/warm_up.h), on a CPU device it is 5 runs alone.
+TEST_F(CliGraph, BenchWarmsUpAGpuForHalfASecondThenPrintsTheMedian) {
+  write("g.graph",
+        "x = input() : f32[3]\n"
+        "y = relu(x) : f32[3]\n"
+        "output y = y\n");
+  io::save_tensors(path("x.safetensors"), io::NamedTensors{{"x", Tensor::from(DType::F32, {3}, {-1, 2, 3})}});
+  const std::string eval = fmt::format("graph eval {} --inputs {} --outputs {} --bench 3", path("g.graph"),
+                                       path("x.safetensors"), path("y.safetensors"));
+  auto r = spire(eval + " --device vulkan:0");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("median ms"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0            3"), std::string::npos) << r.out;
+  EXPECT_EQ(io::load_tensors(path("y.safetensors")).at("y").data, (std::vector<double>{0, 2, 3}));
+#ifdef MOCK_CUDA_DRIVER_DIR
+  // cuda:0 through the mock driver is a GPU to the runtime.
+  const auto start = std::chrono::steady_clock::now();
+  r = spire(eval + " --device cuda:0", std::string("LD_LIBRARY_PATH=") + MOCK_CUDA_DRIVER_DIR);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("cuda:0              3"), std::string::npos) << r.out;
+  EXPECT_GE(ms, 500) << r.out;
+  EXPECT_EQ(io::load_tensors(path("y.safetensors")).at("y").data, (std::vector<double>{0, 2, 3}));
+#endif
 }
 
 TEST_F(CliGraph, GradAppendsTheBackwardGraph) {

@@ -14,8 +14,9 @@ struct Result {
   std::string out;  // stdout and stderr together
 };
 
-inline Result spire(const std::string& args) {
-  const std::string cmd = std::string(SPIRE_BINARY) + " " + args + " 2>&1";
+// `env`: assignments put before the command ("LD_LIBRARY_PATH=/x"), for a run under another driver.
+inline Result spire(const std::string& args, const std::string& env = "") {
+  const std::string cmd = (env.empty() ? "" : env + " ") + std::string(SPIRE_BINARY) + " " + args + " 2>&1";
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return {-1, "popen failed"};
   std::string out;

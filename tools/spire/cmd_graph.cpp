@@ -159,7 +159,7 @@ void run_eval(const EvalOptions& o) {
     StepTiming timing;
     timing.runs = o.bench;
     timing.profile = o.profile;
-    bench_step(*exe, timing);
+    bench_step(*exe, dev->info(), timing);
     if (o.profile) fmt::print("{}", profile_table(dev->info().id, timing));
     if (o.bench > 0) fmt::print("{}", bench_table({{dev->info().id, timing}}));
   }

@@ -94,7 +94,7 @@ void run_bench(const BenchOptions& o) {
   StepTiming timing;
   timing.runs = o.runs;
   timing.profile = o.profile;
-  bench_step(*exe, timing);
+  bench_step(*exe, dev->info(), timing);
   fmt::print("LeNet training step, batch {}, on {} ({})\n", o.batch, dev->info().id, dev->info().name);
   if (o.profile) fmt::print("{}", profile_table(dev->info().id, timing));
   fmt::print("{}", bench_table({{dev->info().id, timing}}));

@@ -89,7 +89,7 @@ std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const s
   for (const graph::Node& n : m.graph.nodes())
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));
   exe->step();
-  if (timing) bench_step(*exe, *timing);
+  if (timing) bench_step(*exe, device.info(), *timing);
   std::map<std::string, graph::Tensor> out;
   for (const auto& o : m.outputs) out[o.onnx_name] = exe->get(o.graph_name);
   return out;

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "tuning/warm_up.h"
+
 namespace spire::cli {
 
 namespace {
@@ -15,10 +17,11 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
-void bench_step(lowering::Executable& exe, StepTiming& timing) {
+void bench_step(lowering::Executable& exe, const rt::DeviceInfo& device, StepTiming& timing) {
   const int runs = timing.profile ? std::max(timing.runs, 1) : timing.runs;
   if (runs <= 0) return;
-  for (int i = 0; i < 5; ++i) exe.step();  // warm-up: first-dispatch pipeline compiles, clocks
+  // First-dispatch work, caches, and a GPU's clocks (a CPU device has none to raise).
+  tuning::warm_up(5, device.type == rt::DeviceType::Cpu ? 0 : tuning::kGpuWarmupMs, [&] { exe.step(); });
   std::vector<double> ms;
   std::vector<std::vector<double>> per_launch;
   for (int i = 0; i < runs; ++i) {

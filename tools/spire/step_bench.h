@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "lowering/executable.h"
+#include "runtime/device.h"
 
 namespace spire::cli {
 
@@ -17,9 +18,10 @@ struct StepTiming {
   std::vector<lowering::LaunchTime> launches;  // profile: every launch in plan order, its median over the runs
 };
 
-// Replays the step 5 times untimed, then timing.runs times (at least once when profiling), and fills in the
-// medians. Leaves the executable after a completed step.
-void bench_step(lowering::Executable& exe, StepTiming& timing);
+// Replays the step untimed (5 times, and on a GPU for at least tuning::kGpuWarmupMs so that its clocks have risen
+// from idle), then timing.runs times (at least once when profiling), and fills in the medians. Leaves the executable
+// after a completed step.
+void bench_step(lowering::Executable& exe, const rt::DeviceInfo& device, StepTiming& timing);
 
 // "device runs median ms min ms", one row per device.
 std::string bench_table(const std::vector<std::pair<std::string, StepTiming>>& times);
