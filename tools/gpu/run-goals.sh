@@ -10,7 +10,8 @@
 # or pack by hand: .gpu/bin/{spire,spire_bench_matmul,spire_bench_conv2d,spire_bench_lenet_step}, .gpu/models (the
 # encoder layers), .gpu/data (Fashion-MNIST)). There, carrying .gpu and .gl, in two calls (each under the device's
 # 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh; the second
-# prints the goal table from both parts' files (kept in /tmp/goals between the calls, and copied to $OUT).
+# prints the goal table from both parts' files (kept in /tmp/goals between the calls; $OUT gets them as
+# goals_PART.tar.gz, and speed.md and goals.md as they are).
 set -uo pipefail
 source tools/gpu/env.sh
 G=/tmp/goals
@@ -41,4 +42,6 @@ models)
   ;;
 *) echo "PART=kernels or PART=models"; exit 2 ;;
 esac
-cp $G/* $OUT/
+# The device returns a few files only: both parts' files in one archive, the tables beside it.
+tar czf $OUT/goals_$PART.tar.gz -C /tmp goals
+cp $G/*.md $OUT/ 2>/dev/null || true
