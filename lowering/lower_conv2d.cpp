@@ -226,19 +226,39 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   const heavy::Conv2dShape s = shape_of(node, node.type.shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d_grad_input", s.text(), heavy::float_suffix(t, "conv2d_grad_input")};
-  const heavy::MatmulShape gemm = heavy::conv2d_grad_input_gemm_shape(s);
-  // With a stride, all but 1/stride² of each window's terms are zeros the GEMM still multiplies: measured on the
-  // H100 (docs/PERFORMANCE.md), 3x3 stride-2 layers ran slower than the direct kernel, 1x1 stride-2 ones faster.
-  const bool dense = (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
+  // With a stride (and no dilation) the GEMM form runs phase by phase (conv2d_gemm_kernels.h), each phase's GEMM
+  // dense: its tiling is chosen for the largest phase. Otherwise one GEMM over every input position, where with a
+  // stride (dilated) all but 1/stride² of each window's terms are zeros it still multiplies: there it runs only for
+  // 1x1 windows (on the H100 3x3 stride-2 layers ran slower than the direct kernel that way, docs/PERFORMANCE.md).
+  const bool phased = heavy::conv2d_grad_input_phased(s);
+  heavy::MatmulShape gemm = heavy::conv2d_grad_input_gemm_shape(s);
+  if (phased) {
+    gemm.k = gemm.n = 0;
+    for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
+      const heavy::MatmulShape p = heavy::conv2d_grad_input_phase_gemm_shape(s, phase);
+      gemm.k = std::max(gemm.k, p.k);
+      gemm.n = std::max(gemm.n, p.n);
+    }
+  }
+  const bool dense = phased || (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
   const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
   op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits, t)), s, gemm,
                                        t, limits, plain_tiling);
   // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_grad_input_applies(s)) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
-  op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
+  op.build = [s, t, limits, phased, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c))
       return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, heavy::MatmulTiling::from(c), true);
+    if (phased && is_gemm_config(c)) {
+      KernelProgram p;
+      p.buffers = io;
+      for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
+        heavy::HeavyKernel k = heavy::conv2d_grad_input_phase_kernel(s, t, heavy::MatmulTiling::from(c), phase);
+        p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
+      }
+      return p;
+    }
     heavy::HeavyKernel k = is_gemm_config(c)
                                ? heavy::conv2d_grad_input_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                : heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c), limits);

@@ -164,6 +164,94 @@ HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, Type t, const Ma
   return {kb.finish(), groups};
 }
 
+bool conv2d_grad_input_phased(const Conv2dShape& s) {
+  return s.groups == 1 && (s.stride_h > 1 || s.stride_w > 1) && s.dil_h == 1 && s.dil_w == 1;
+}
+
+std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s) {
+  if (!conv2d_grad_input_phased(s))
+    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: phases are for an ungrouped, undilated convolution "
+                                            "with a stride", s.text()));
+  // Along one axis: input extent, window, stride, padding -> (residue, positions, first tap, taps, output offset).
+  auto axis = [](int64_t extent, int64_t window, int64_t stride, int64_t pad, int64_t r, uint32_t& q, uint32_t& a,
+                 uint32_t& taps, uint32_t& b) {
+    q = uint32_t(r < extent ? (extent - r + stride - 1) / stride : 0);
+    a = uint32_t((r + pad) % stride);
+    taps = uint32_t(a < window ? (window - a + stride - 1) / stride : 0);
+    b = uint32_t((r + pad - a) / stride);
+  };
+  std::vector<GradInputPhase> out;
+  for (int64_t rh = 0; rh < s.stride_h; ++rh)
+    for (int64_t rw = 0; rw < s.stride_w; ++rw) {
+      GradInputPhase p;
+      p.rh = uint32_t(rh), p.rw = uint32_t(rw);
+      axis(s.h, s.kh, s.stride_h, s.pad_h, rh, p.qh, p.ah, p.th, p.bh);
+      axis(s.w, s.kw, s.stride_w, s.pad_w, rw, p.qw, p.aw, p.tw, p.bw);
+      if (p.qh > 0 && p.qw > 0) out.push_back(p);
+    }
+  return out;
+}
+
+MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradInputPhase& p) {
+  MatmulShape g;
+  g.m = s.cin;
+  g.k = s.cout * p.th * p.tw;
+  g.n = s.n * p.qh * p.qw;
+  return g;
+}
+
+HeavyKernel conv2d_grad_input_phase_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl, const GradInputPhase& ph) {
+  const std::string name = checked_name("conv2d_grad_input", s, t, tl) + fmt::format("_phase{}x{}", ph.rh, ph.rw);
+  if (!conv2d_grad_input_phased(s))
+    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: phases are for an ungrouped, undilated convolution "
+                                            "with a stride", s.text()));
+  const MatmulShape g = conv2d_grad_input_phase_gemm_shape(s, ph);
+  const uint32_t M = index_u32(g.m, "conv2d input channels"), K = index_u32(g.k, "conv2d output window");
+  const uint32_t N = index_u32(g.n, "conv2d input positions");
+  if (M == 0 || N == 0) return empty_result(name);
+  const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, pad_h, pad_w, dh, dw] = Window(s);
+  const uint32_t HW = H * W, P = Ho * Wo, Q = ph.qh * ph.qw, T = ph.th * ph.tw;
+
+  KernelBuilder kb(name, tl.invocations());
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf w = kb.buffer("w", t, Access::Read);
+  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  Val lid = kb.local_id();
+  const uint64_t groups = for_each_block(kb, tl, M, N, 1, [&](Val row0, Val col0, Val) {
+    GemmOperands io;
+    // Position c of the phase -> its input element's offset within an image plane of grad_x.
+    auto plane_offset = [&](Val p) { return (ph.rh + (p / ph.qw) * sh) * W + ph.rw + (p % ph.qw) * sw; };
+    if (K > 0) {
+      // W'[ci, (co, jh, jw)] = w[co, ci, ah + sh * jh, aw + sw * jw].
+      io.a = [&](Val r, Val k) {
+        Val rc = min(r, M - 1), kc = min(k, K - 1);
+        Val j = kc % T;
+        Val tap = (ph.ah + (j / ph.tw) * sh) * KW + ph.aw + (j % ph.tw) * sw;
+        return select((r < M) & (k < K), Val(w[((kc / T) * M + rc) * taps + tap]), kb.constant(t, 0));
+      };
+      // G[(co, jh, jw), (n, q)] = grad_y[n, co, qh + bh - jh, qw + bw - jw]: rows and columns before the output wrap
+      // around as unsigned numbers and fail the `< Ho` / `< Wo` test.
+      io.b = [&](Val k, Val c) {
+        Val kc = min(k, K - 1), cc = min(c, N - 1);
+        Val co = kc / T, j = kc % T;
+        Val b = cc / Q, p = cc % Q;
+        Val oh = (p / ph.qw) + ph.bh - j / ph.tw;
+        Val ow = (p % ph.qw) + ph.bw - j % ph.tw;
+        Val inside = (k < K) & (c < N) & (oh < Ho) & (ow < Wo);
+        Val at = (b * Cout + co) * P + min(oh, Ho - 1) * Wo + min(ow, Wo - 1);
+        return select(inside, Val(gy[at]), kb.constant(t, 0));
+      };
+    } else {
+      // No tap reaches the phase: the body's loop never runs and stores zeros.
+      io.a = [&](Val, Val) { return kb.constant(t, 0); };
+      io.b = [&](Val, Val) { return kb.constant(t, 0); };
+    }
+    io.store = [&](Val r, Val c, Val v) { gx[((c / Q) * M + r) * HW + plane_offset(c % Q)] = v; };
+    emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
+  });
+  return {kb.finish(), groups};
+}
+
 MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s) {
   MatmulShape g;
   g.m = s.cout;

@@ -30,6 +30,28 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, kir::Type t, const MatmulTi
 MatmulShape conv2d_grad_input_gemm_shape(const Conv2dShape& s);
 HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling);
 
+// The input gradient of a strided convolution without those zeros, one GEMM per phase: the input rows h = rh + sh * q
+// (one residue rh of the stride) are reached only by the taps kh = ah + sh * j with ah = (rh + pad_h) mod sh, from
+// output row q + bh - j, bh = (rh + pad_h - ah) / sh; likewise columns. So each phase is a dense GEMM:
+// grad_x[ci, (n, qh, qw)] = W'[ci, (co, jh, jw)] x G[(co, jh, jw), (n, qh, qw)], M = Cin, K = Cout * th * tw,
+// N = batch * rows * columns of the phase. A phase no tap reaches (a window smaller than the stride) is a GEMM with
+// K = 0: it stores zeros. For ungrouped convolutions with a stride on some axis and no dilation
+// (conv2d_grad_input_phased); the lowering runs one launch per phase that has positions, each with the same tiling.
+struct GradInputPhase {
+  uint32_t rh = 0, rw = 0;  // the residues of the phase's input rows and columns
+  uint32_t qh = 0, qw = 0;  // its rows and columns: h = rh + stride_h * q for q < qh
+  uint32_t ah = 0, aw = 0;  // the first tap row and column reaching them
+  uint32_t th = 0, tw = 0;  // how many tap rows and columns reach them (stride apart)
+  uint32_t bh = 0, bw = 0;  // tap j reads output row q + bh - j (columns likewise)
+};
+bool conv2d_grad_input_phased(const Conv2dShape& s);
+// Every phase, rows of residues outer; those without positions (an input smaller than the stride) left out.
+std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s);
+MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradInputPhase& phase);
+// Buffers, as conv2d_grad_input_kernel's: grad_y (read), w (read), grad_x (write: the phase's elements only).
+HeavyKernel conv2d_grad_input_phase_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling,
+                                           const GradInputPhase& phase);
+
 // The weight gradient: grad_w[co, (ci, kh, kw)] = G[co, (n, ho, wo)] x X'[(n, ho, wo), (ci, kh, kw)], X' the
 // im2col matrix of the input. Its K (every output position of the batch) is long and its result small, so the K
 // range is split over `splits` workgroups per block (split-K); with splits > 1 each writes partial sums

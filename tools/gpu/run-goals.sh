@@ -9,9 +9,10 @@
 # .gpu/models, .gpu/data kept (prepare.sh starts .gpu afresh: run prepare-onnx.sh first and save its models and data,
 # or pack by hand: .gpu/bin/{spire,spire_bench_matmul,spire_bench_conv2d,spire_bench_lenet_step}, .gpu/models (the
 # encoder layers), .gpu/data (Fashion-MNIST)). There, carrying .gpu and .gl, in two calls (each under the device's
-# 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh; the second
-# prints the goal table from both parts' files (kept in /tmp/goals between the calls; $OUT gets them as
-# goals_PART.tar.gz, and speed.md and goals.md as they are).
+# 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh. Each returns
+# its files as $OUT/goals_PART.tar.gz (the kernels' speed.md beside it) and prints the goals it
+# measured; for the whole table, back here: unpack both archives into one folder and run
+# python3 tools/gpu/goals_table.py FOLDER/goals.
 set -uo pipefail
 source tools/gpu/env.sh
 G=/tmp/goals
@@ -25,6 +26,7 @@ kernels)
   $B/spire_bench_conv2d --device all --runs $runs --csv $G/spire_conv2d.csv 2>&1 | tee $G/spire_conv2d.txt
   python3 benchmarks/torch_matmul_conv.py --out $G --runs $runs 2>&1 | tee $G/torch.txt
   python3 tools/gpu/speed_table.py $G -o $G/speed.md > /dev/null
+  python3 tools/gpu/goals_table.py $G
   ;;
 models)
   for b in 64 8192; do
@@ -38,10 +40,10 @@ models)
   for dev in cuda:0 vulkan:0; do
     timeout 300 $B/spire train lenet --device $dev --data .gpu/data 2>&1 | grep -E "^(device|epoch [0-9]+:)" | tee $G/train_${dev/:/}.txt
   done
-  python3 tools/gpu/goals_table.py $G | tee $G/goals.md
+  python3 tools/gpu/goals_table.py $G
   ;;
 *) echo "PART=kernels or PART=models"; exit 2 ;;
 esac
 # The device returns a few files only: both parts' files in one archive, the tables beside it.
 tar czf $OUT/goals_$PART.tar.gz -C /tmp goals
-cp $G/*.md $OUT/ 2>/dev/null || true
+cp $G/speed.md $OUT/ 2>/dev/null || true
