@@ -5,16 +5,14 @@
 # torch.compile, and LeNet's training epochs on both backends. All spire times are device timestamps after the shared
 # warm-up (tuning/warm_up.h); configs are the heuristics (a fresh machine's empty tuning cache).
 #
-# Here: bash tools/gpu/prepare-onnx.sh, then EXTRA_TARGETS="spire_bench_lenet_step" bash tools/gpu/prepare.sh with
-# .gpu/models, .gpu/data kept (prepare.sh starts .gpu afresh: run prepare-onnx.sh first and save its models and data,
-# or pack by hand: .gpu/bin/{spire,spire_bench_matmul,spire_bench_conv2d,spire_bench_lenet_step}, .gpu/models (the
-# encoder layers), .gpu/data (Fashion-MNIST)). There, carrying .gpu and .gl, in two calls (each under the device's
-# 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh. Each returns
+# Here: bash tools/gpu/prepare-goals.sh (packs .gpu/pack.tar.xz). There, carrying .gpu and .gl, in two calls (each
+# under the device's 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh. Each returns
 # its files as $OUT/goals_PART.tar.gz (the kernels' speed.md beside it) and prints the goals it
 # measured; for the whole table, back here: unpack both archives into one folder and run
 # python3 tools/gpu/goals_table.py FOLDER/goals.
 set -uo pipefail
 source tools/gpu/env.sh
+[ -f .gpu/pack.tar.xz ] && tar xJf .gpu/pack.tar.xz -C .gpu
 G=/tmp/goals
 mkdir -p $G
 runs=${RUNS:-30}
