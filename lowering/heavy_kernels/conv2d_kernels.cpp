@@ -808,8 +808,27 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       if (stride > 1) ok = ok & (thc % int32_t(stride) == 0);
       return TapAxis{ok, clamped_index(oh, out) * out_scale, tap * w_scale};
     };
-    auto row = [&](Val r) { return axis(hi, r, s.pad_h, s.dil_h, s.stride_h, Ho, Wo, uint32_t(s.kw)); };
-    auto col = [&](Val c) { return axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1); };
+    // With a stride and no dilation only every stride-th tap reaches this row, from a = (hi + pad) % stride: tap j of
+    // the row's own taps is a + j * stride, read from output row (hi + pad - tap) / stride (exact). So ceil(kh / stride)
+    // taps per axis rather than kh with all but 1/stride of them masked (resnet18's first layer at batch 64 on the
+    // H100: docs/PERFORMANCE.md). A tap past the window is masked; its weight's address is clamped into the window.
+    auto phased_axis = [&](Val i, Val j, int64_t pad, int64_t stride, int64_t window, uint32_t out, uint32_t out_scale,
+                           uint32_t w_scale) {
+      Val tap = (i + uint32_t(pad)) % uint32_t(stride) + j * uint32_t(stride);
+      Val oh = (i + uint32_t(pad) - tap) / uint32_t(stride);  // clamped below where it is not a row
+      Val ok = (tap < uint32_t(window)) & (tap <= i + uint32_t(pad)) & (oh < out);
+      return TapAxis{ok, min(oh, out - 1) * out_scale, min(tap, uint32_t(window - 1)) * w_scale};
+    };
+    const bool phased_h = s.stride_h > 1 && s.dil_h == 1, phased_w = s.stride_w > 1 && s.dil_w == 1;
+    auto row = [&](Val r) {
+      return phased_h ? phased_axis(hi, r, s.pad_h, s.stride_h, s.kh, Ho, Wo, uint32_t(s.kw))
+                      : axis(hi, r, s.pad_h, s.dil_h, s.stride_h, Ho, Wo, uint32_t(s.kw));
+    };
+    auto col = [&](Val c) {
+      return phased_w ? phased_axis(wi, c, s.pad_w, s.stride_w, s.kw, Wo, 1, 1) : axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1);
+    };
+    const int64_t rows_of_taps = phased_h ? (s.kh + s.stride_h - 1) / s.stride_h : s.kh;
+    const int64_t cols_of_taps = phased_w ? (s.kw + s.stride_w - 1) / s.stride_w : s.kw;
     std::vector<Var> acc;
     std::vector<Val> w_bases;  // input channel j of the block's weights
     for (uint32_t j = 0; j < cib; ++j) {
@@ -823,7 +842,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
         taps_body();
       });
     };
-    for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
+    for_each_tap(kb, rows_of_taps, cols_of_taps, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
       Val gv = masked(both(rr.ok, cc.ok), gy[gy_base + col_idx * (Ho * Wo) + rr.offset + cc.offset]);
       for (uint32_t j = 0; j < cib; ++j) {
         Val wv = w[w_bases[j] + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
