@@ -64,6 +64,20 @@ struct TapAxis {
   Val w_offset;
 };
 
+// An input gradient's taps along one axis with a stride and no dilation: only every stride-th tap reaches input
+// position i, from a = (i + pad) % stride; the j-th of them is a + j * stride and reads output position
+// (i + pad - tap) / stride, exactly. So taps_per_phase(window, stride) taps rather than `window` with all but 1/stride
+// of them masked (resnet18's strided layers on the H100: docs/PERFORMANCE.md). A tap past the window, or before the
+// output's first position, is masked; its addresses are clamped into range.
+TapAxis phased_tap(Val i, Val j, int64_t pad, int64_t stride, int64_t window, uint32_t out, uint32_t out_scale,
+                   uint32_t w_scale) {
+  Val tap = (i + uint32_t(pad)) % uint32_t(stride) + j * uint32_t(stride);
+  Val o = (i + uint32_t(pad) - tap) / uint32_t(stride);
+  Val ok = (tap < uint32_t(window)) & (tap <= i + uint32_t(pad)) & (o < out);
+  return TapAxis{ok, min(o, out - 1) * out_scale, min(tap, uint32_t(window - 1)) * w_scale};
+}
+int64_t taps_per_phase(int64_t window, int64_t stride) { return (window + stride - 1) / stride; }
+
 Val both(Val a, Val b) {
   if (!a.valid()) return b;
   if (!b.valid()) return a;
@@ -116,7 +130,8 @@ struct RowGather {
   uint32_t out_cols = 0, kh = 0, kw = 0, channels = 0;
   // Source column read by result column j through tap column k, or -1 when that tap falls outside.
   std::function<int64_t(int64_t, int64_t)> src_col;
-  // Tap row r -> validity (invalid Val: always valid) and the source row's offset in elements.
+  // Tap row r -> validity (invalid Val: always valid), the source row's offset in elements, and the weights' row
+  // offset (invalid Val: r * kw; a phased input gradient's r-th row of its own taps is another tap row).
   std::function<TapAxis(Val)> row;
   Val src_base, w_base;            // element offsets of channel 0
   uint32_t src_channel_stride = 0, w_channel_stride = 0;
@@ -156,7 +171,7 @@ std::vector<Var> emit_row_gather(KernelBuilder& kb, Type t, Buf src, Buf w, cons
       sv[size_t(c)] = masked(rr.ok, src[src_c + rr.offset + uint32_t(c)]);
     }
     for (uint32_t b = 0; b < g.blocks; ++b) {
-      Val w_row = w_c + r * g.kw;
+      Val w_row = w_c + (rr.w_offset.valid() ? rr.w_offset : r * g.kw);
       if (b > 0) w_row = w_row + b * g.w_block_stride;
       std::vector<Val> wv;
       for (uint32_t k = 0; k < g.kw; ++k) wv.push_back(w[w_row + k]);
@@ -735,6 +750,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
+  const bool phased_h = s.stride_h > 1 && s.dil_h == 1, phased_w = s.stride_w > 1 && s.dil_w == 1;
 
   if (c.rows) {
     // One invocation per row of c_block neighbouring input channels (of one group).
@@ -759,6 +775,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
         return tw / s.stride_w;
       };
       g.row = [&](Val r) {
+        if (phased_h) return phased_tap(hi, r, s.pad_h, s.stride_h, s.kh, Ho, Wo, uint32_t(s.kw));
         Val th = cast(hi, Type::I32) + int32_t(s.pad_h) - cast(r, Type::I32) * int32_t(s.dil_h);
         Val thc = max(th, 0);
         Val oh = thc / int32_t(s.stride_h);
@@ -766,6 +783,7 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
         if (s.stride_h > 1) ok = ok & (thc % int32_t(s.stride_h) == 0);
         return TapAxis{ok, clamped_index(oh, Ho) * Wo, Val()};
       };
+      if (phased_h) g.kh = uint32_t(taps_per_phase(s.kh, s.stride_h));
       g.src_base = (n * uint32_t(s.cout) + g_idx * opg) * (Ho * Wo);
       g.w_base = (g_idx * opg * cpg + cil) * taps;
       g.src_channel_stride = Ho * Wo, g.w_channel_stride = cpg * taps;
@@ -808,27 +826,15 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
       if (stride > 1) ok = ok & (thc % int32_t(stride) == 0);
       return TapAxis{ok, clamped_index(oh, out) * out_scale, tap * w_scale};
     };
-    // With a stride and no dilation only every stride-th tap reaches this row, from a = (hi + pad) % stride: tap j of
-    // the row's own taps is a + j * stride, read from output row (hi + pad - tap) / stride (exact). So ceil(kh / stride)
-    // taps per axis rather than kh with all but 1/stride of them masked (resnet18's first layer at batch 64 on the
-    // H100: docs/PERFORMANCE.md). A tap past the window is masked; its weight's address is clamped into the window.
-    auto phased_axis = [&](Val i, Val j, int64_t pad, int64_t stride, int64_t window, uint32_t out, uint32_t out_scale,
-                           uint32_t w_scale) {
-      Val tap = (i + uint32_t(pad)) % uint32_t(stride) + j * uint32_t(stride);
-      Val oh = (i + uint32_t(pad) - tap) / uint32_t(stride);  // clamped below where it is not a row
-      Val ok = (tap < uint32_t(window)) & (tap <= i + uint32_t(pad)) & (oh < out);
-      return TapAxis{ok, min(oh, out - 1) * out_scale, min(tap, uint32_t(window - 1)) * w_scale};
-    };
-    const bool phased_h = s.stride_h > 1 && s.dil_h == 1, phased_w = s.stride_w > 1 && s.dil_w == 1;
     auto row = [&](Val r) {
-      return phased_h ? phased_axis(hi, r, s.pad_h, s.stride_h, s.kh, Ho, Wo, uint32_t(s.kw))
+      return phased_h ? phased_tap(hi, r, s.pad_h, s.stride_h, s.kh, Ho, Wo, uint32_t(s.kw))
                       : axis(hi, r, s.pad_h, s.dil_h, s.stride_h, Ho, Wo, uint32_t(s.kw));
     };
     auto col = [&](Val c) {
-      return phased_w ? phased_axis(wi, c, s.pad_w, s.stride_w, s.kw, Wo, 1, 1) : axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1);
+      return phased_w ? phased_tap(wi, c, s.pad_w, s.stride_w, s.kw, Wo, 1, 1) : axis(wi, c, s.pad_w, s.dil_w, s.stride_w, Wo, 1, 1);
     };
-    const int64_t rows_of_taps = phased_h ? (s.kh + s.stride_h - 1) / s.stride_h : s.kh;
-    const int64_t cols_of_taps = phased_w ? (s.kw + s.stride_w - 1) / s.stride_w : s.kw;
+    const int64_t rows_of_taps = phased_h ? taps_per_phase(s.kh, s.stride_h) : s.kh;
+    const int64_t cols_of_taps = phased_w ? taps_per_phase(s.kw, s.stride_w) : s.kw;
     std::vector<Var> acc;
     std::vector<Val> w_bases;  // input channel j of the block's weights
     for (uint32_t j = 0; j < cib; ++j) {
