@@ -417,6 +417,10 @@ Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& lim
   const int64_t rows = s.n * s.cin * s.h;
   if (rows_fit(s.w, s.kw) && rows >= kMinRowInvocations)
     return row_heuristic(rows, s.w, s.cin_per_group(), !limits.cpu, kGradInputResident);
+  // Elements of every input channel of a group when there are at most 4 (an image's gradient): each grad_y element
+  // loaded then serves all of them. resnet18's first layer (3 channels) at batch 64 on the H100: 4.17 -> 2.70 ms on
+  // vulkan:0 and 5.75 -> 4.23 on cuda:0, the tuner's pick on both (docs/PERFORMANCE.md).
+  if (s.cin_per_group() <= 4) return {false, kThreads, uint32_t(s.cin_per_group())};
   return {false, kThreads, 1};
 }
 

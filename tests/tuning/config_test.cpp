@@ -105,6 +105,12 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   const Conv2dShape small = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_EQ(conv2d_heuristic(small), (Conv2dConfig{true, 64, 1}));
   EXPECT_EQ(conv2d_grad_input_heuristic(small), (Conv2dConfig{true, 64, 1}));
+  // The gradient of an image (resnet18's first layer, rows too wide for the row path): elements of all 3 channels;
+  // of many channels, one.
+  EXPECT_EQ(conv2d_grad_input_heuristic(conv2d_shape({64, 3, 224, 224}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1)),
+            (Conv2dConfig{false, 256, 3}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(conv2d_shape({1, 64, 56, 56}, {128, 64, 3, 3}, {2, 2}, {1, 1}, {1, 1}, 1)),
+            (Conv2dConfig{false, 256, 1}));
   const auto cs = conv2d_candidates(big, {});
   EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.rows && c.c_block == 4; }));
   for (const auto& c : cs)
