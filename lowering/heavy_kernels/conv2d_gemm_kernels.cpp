@@ -168,10 +168,18 @@ bool conv2d_grad_input_phased(const Conv2dShape& s) {
   return s.groups == 1 && (s.stride_h > 1 || s.stride_w > 1) && s.dil_h == 1 && s.dil_w == 1;
 }
 
-std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s) {
+namespace {
+
+void check_phased(const Conv2dShape& s) {
   if (!conv2d_grad_input_phased(s))
     throw std::invalid_argument(fmt::format("conv2d_grad_input {}: phases are for an ungrouped, undilated convolution "
                                             "with a stride", s.text()));
+}
+
+}  // namespace
+
+std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s) {
+  check_phased(s);
   // Along one axis: input extent, window, stride, padding -> (residue, positions, first tap, taps, output offset).
   auto axis = [](int64_t extent, int64_t window, int64_t stride, int64_t pad, int64_t r, uint32_t& q, uint32_t& a,
                  uint32_t& taps, uint32_t& b) {
@@ -202,9 +210,7 @@ MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradI
 
 HeavyKernel conv2d_grad_input_phase_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl, const GradInputPhase& ph) {
   const std::string name = checked_name("conv2d_grad_input", s, t, tl) + fmt::format("_phase{}x{}", ph.rh, ph.rw);
-  if (!conv2d_grad_input_phased(s))
-    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: phases are for an ungrouped, undilated convolution "
-                                            "with a stride", s.text()));
+  check_phased(s);
   const MatmulShape g = conv2d_grad_input_phase_gemm_shape(s, ph);
   const uint32_t M = index_u32(g.m, "conv2d input channels"), K = index_u32(g.k, "conv2d output window");
   const uint32_t N = index_u32(g.n, "conv2d input positions");
