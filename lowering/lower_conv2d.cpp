@@ -1,6 +1,6 @@
 // conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
 // they spread their work tunable; each may instead be an implicit GEMM (conv2d_gemm_kernels.h), one more family
-// of points in the same config space, and a 3x3 convolution at stride 1 (forward, and its input gradient) a Winograd
+// of points in the same config space, and a 3x3 convolution at stride 1 (forward and both gradients) a Winograd
 // transform around a batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
@@ -86,9 +86,12 @@ bool winograd_pays(const heavy::Conv2dShape& s, kir::Type t) {
 
 // The batched product's tiling: the matmul heuristic's, but where it takes 64x64 blocks (64 output channels), 8x8
 // outputs per invocation rather than 4x4 (resnet18's 64-channel layers at batch 64 on the H100: 0.467 -> 0.400 ms).
+heavy::MatmulTiling winograd_tiling_64(kir::Type t) {
+  return t == kir::Type::F32 ? heavy::MatmulTiling{64, 64, 16, 8, 8} : heavy::MatmulTiling{64, 64, 8, 4, 4};
+}
 heavy::MatmulTiling winograd_tiling(const heavy::MatmulShape& product, kir::Type t) {
   heavy::MatmulTiling tl = heavy::choose_matmul_tiling(product, t);
-  if (t == kir::Type::F32 && tl == heavy::MatmulTiling{64, 64, 16, 4, 4}) tl.reg_m = tl.reg_n = 8;
+  if (t == kir::Type::F32 && tl == heavy::MatmulTiling{64, 64, 16, 4, 4}) tl = winograd_tiling_64(t);
   return tl;
 }
 
@@ -121,6 +124,63 @@ KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::ve
   p.launches.push_back({std::move(product.kernel), {u, v, m}, product.groups, {}});
   p.launches.push_back({std::move(output.kernel), {m, 2}, output.groups, {}});
   return p;
+}
+
+// The weight gradient by Winograd (conv2d_winograd_kernels.h): the input and gradient transforms, the 16 products
+// (split over the tiles where their result is small) and the transform back, which adds the splits. Buffers: grad_y,
+// x, grad_w, then V [16][Cin][tiles], Gy [16][tiles][Cout] and the products' [splits][16][Cin][Cout] as scratch.
+KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
+                                           const heavy::MatmulTiling& tl) {
+  const int64_t tiles = heavy::conv2d_winograd_tiles(s);
+  heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t);
+  heavy::HeavyKernel grad_y = heavy::conv2d_winograd_grad_y_kernel(s, t);
+  heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_grad_weight_gemm_shape(s), t, tl);
+  heavy::HeavyKernel back = heavy::conv2d_winograd_grad_weight_kernel(s, t, tl.splits);
+  KernelProgram p;
+  p.buffers = std::move(io);
+  const int32_t v = int32_t(p.buffers.size()), gy = v + 1, n = v + 2;
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cin * tiles});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * tiles * s.cout});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tl.splits) * 16 * s.cin * s.cout});
+  p.launches.push_back({std::move(input.kernel), {1, v}, input.groups, {}});
+  p.launches.push_back({std::move(grad_y.kernel), {0, gy}, grad_y.groups, {}});
+  p.launches.push_back({std::move(product.kernel), {v, gy, n}, product.groups, {}});
+  p.launches.push_back({std::move(back.kernel), {n, 2}, back.groups, {}});
+  return p;
+}
+
+// The weight gradient's product has few blocks (16 x Cin x Cout) and a long K (every tile of the batch): the forward
+// product's tiling, then K split in two until about two workgroups per core of a 132-core GPU (256 in all), each split
+// keeping at least 16 slices of K.
+heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& product, kir::Type t) {
+  heavy::MatmulTiling tl = winograd_tiling(product, t);
+  if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = winograd_tiling_64(t);
+  const int64_t blocks = 16 * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
+  const int64_t slices = (product.k + tl.tile_k - 1) / tl.tile_k;
+  while (blocks * tl.splits < 256 && slices >= 16 * int64_t(tl.splits) * 2 && tl.splits < 64) tl.splits *= 2;
+  return tl;
+}
+
+// Offers the weight gradient by Winograd with the heuristic product tiling at several splits and every other product
+// tiling, and makes it the heuristic where it pays (the forward's rule).
+void add_winograd_grad_weight(TunableOp& op, const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits) {
+  const int64_t tiles = heavy::conv2d_winograd_tiles(s);
+  if (winograd_scratch_bytes(s, t) / kir::type_bytes(t) >= (int64_t(1) << 31) ||
+      16 * 64 * s.cin * s.cout >= (int64_t(1) << 31) || tiles >= (int64_t(1) << 31))
+    return;
+  const heavy::MatmulShape product = heavy::conv2d_winograd_grad_weight_gemm_shape(s);
+  const heavy::MatmulTiling best = winograd_grad_weight_tiling(product, t);
+  if (winograd_pays(s, t)) op.heuristic = winograd_config(best);
+  op.candidates.insert(op.candidates.begin(), op.heuristic);
+  for (uint32_t splits : {best.splits / 2, best.splits * 2}) {
+    heavy::MatmulTiling tl = best;
+    tl.splits = splits;
+    if (splits >= 1 && splits <= 64 && (product.k + tl.tile_k - 1) / tl.tile_k >= 8 * int64_t(splits))
+      op.candidates.push_back(winograd_config(tl));
+  }
+  for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
+    op.candidates.push_back(winograd_config(tl));
+  op.candidates = unique_configs(op.candidates);
 }
 
 // The weight gradient's GEMM configs carry their split of K.
@@ -456,7 +516,10 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   op.heuristic = tiling ? split_tiling(s, *tiling) : heavy::conv2d_grad_weight_heuristic(s, t, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits)), s,
                                        gemm, t, limits, [&](const heavy::MatmulTiling& tl) { return split_tiling(s, tl); });
+  // A 3x3 window at stride 1: Winograd (conv2d_winograd_kernels.h).
+  if (heavy::conv2d_winograd_applies(s)) add_winograd_grad_weight(op, s, t, limits);
   op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
+    if (is_winograd_config(c)) return winograd_grad_weight_program(s, t, io, heavy::MatmulTiling::from(c));
     uint32_t splits = 1;
     heavy::HeavyKernel partials;
     if (is_gemm_config(c)) {

@@ -70,13 +70,13 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
     }
     heavy::HeavyKernel k = heavy::matmul_kernel(s, t, tiling, row_sums);
     if (tiling.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);  // a, b, c (, bias)
-    // Split-K: partial sums [splits][M][N] (each followed by its row sums [M]) in scratch, then a second launch adds
-    // them into the result (and the bias).
+    // Split-K: partial sums [splits][batches][M][N] (unbatched, each split's followed by its row sums [M]) in scratch,
+    // then a second launch adds them into the result (and the bias).
     heavy::HeavyKernel sum = heavy::matmul_split_sum_kernel(s, t, tiling, row_sums);
     KernelProgram p;
     p.buffers = io;
     const int32_t partials = int32_t(p.buffers.size());
-    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tiling.splits) * (s.m * s.n + (row_sums ? s.m : 0))});
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tiling.splits) * (s.batch_count() * s.m * s.n + (row_sums ? s.m : 0))});
     p.launches.push_back({std::move(k.kernel), {0, 1, partials}, k.groups, {}});
     std::vector<int32_t> sum_buffers{partials, 2};
     if (row_sums) sum_buffers.push_back(3);

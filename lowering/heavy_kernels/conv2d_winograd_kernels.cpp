@@ -35,6 +35,16 @@ Vec<4> weight_1d(const Vec<3>& g) {
 // A^T m along one axis: 4 to 2 outputs.
 Vec<2> output_1d(const Vec<4>& m) { return {m[0] + m[1] + m[2], m[1] - m[2] - m[3]}; }
 
+// The weight gradient's transforms are the transposes of the forward's output and weight transforms.
+// A gy along one axis: 2 gradients to 4.
+Vec<4> grad_y_1d(const Vec<2>& g) { return {g[0], g[0] + g[1], g[0] - g[1], g[1] * -1.0}; }
+
+// G^T n along one axis: 4 to the 3 taps.
+Vec<3> grad_weight_1d(const Vec<4>& n) {
+  Val half_sum = (n[1] + n[2]) * 0.5;
+  return {n[0] + half_sum, (n[1] - n[2]) * 0.5, half_sum + n[3]};
+}
+
 // A transform X -> T X T^T of a square patch, given T along one axis (f): down each column, then along each row.
 template <size_t K, size_t L>
 Square<L> separable(const Square<K>& x, Vec<L> (*f)(const Vec<K>&)) {
@@ -96,13 +106,18 @@ struct Tiles {
         all(uint32_t(conv2d_winograd_tiles(s))) {}
 };
 
-// Where element e of a [channels][tiles] plane set lies: its channel, image and the tile's first output row and column.
+// Where element e of a [channels][tiles] plane set lies (or of a [tiles][channels] one: tile_at_channel_fastest): its
+// channel, image and the tile's first output row and column.
 struct TileAt {
   Val channel, n, row, col;
 };
-TileAt tile_at(Val e, const Tiles& tiles) {
-  Val tile = e % tiles.all, in_image = tile % tiles.per_image;
-  return {e / tiles.all, tile / tiles.per_image, (in_image / tiles.across) * 2u, (in_image % tiles.across) * 2u};
+TileAt tile_of(Val channel, Val tile, const Tiles& tiles) {
+  Val in_image = tile % tiles.per_image;
+  return {channel, tile / tiles.per_image, (in_image / tiles.across) * 2u, (in_image % tiles.across) * 2u};
+}
+TileAt tile_at(Val e, const Tiles& tiles) { return tile_of(e / tiles.all, e % tiles.all, tiles); }
+TileAt tile_at_channel_fastest(Val e, uint32_t channels, const Tiles& tiles) {
+  return tile_of(e % channels, e / channels, tiles);
 }
 
 }  // namespace
@@ -133,6 +148,19 @@ MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s) {
   g.m = s.cout;
   g.k = s.cin;
   g.n = conv2d_winograd_tiles(s);
+  g.batch = {16};
+  g.a_batch = {16};
+  g.b_batch = {16};
+  g.a_batch_strides = {g.m * g.k};
+  g.b_batch_strides = {g.k * g.n};
+  return g;
+}
+
+MatmulShape conv2d_winograd_grad_weight_gemm_shape(const Conv2dShape& s) {
+  MatmulShape g;
+  g.m = s.cin;
+  g.k = conv2d_winograd_tiles(s);
+  g.n = s.cout;
   g.batch = {16};
   g.a_batch = {16};
   g.b_batch = {16};
@@ -196,6 +224,55 @@ HeavyKernel conv2d_winograd_output_kernel(const Conv2dShape& s, Type t) {
         else store();
       }
     }
+  });
+}
+
+}  // namespace spire::lowering::heavy
+
+namespace spire::lowering::heavy {
+
+HeavyKernel conv2d_winograd_grad_y_kernel(const Conv2dShape& s, Type t) {
+  const Tiles tiles(s);
+  const uint32_t cout = uint32_t(s.cout), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  // (tile, co), co fastest: Gy's rows are [tiles][Cout], the product's B as it reads it (K = tiles by rows).
+  const uint32_t count = cout * tiles.all;
+  return per_element_kernel(checked_name("grad_y", s, t), t, "gy", "g", count, [&](KernelBuilder& kb, Buf gy, Buf g, Val e) {
+    const TileAt at = tile_at_channel_fastest(e, cout, tiles);
+    Val plane = (at.n * cout + at.channel) * (Ho * Wo);
+    Square<2> d;
+    for (uint32_t r = 0; r < 2; ++r)
+      for (uint32_t c = 0; c < 2; ++c) {
+        // Only the bottom row and right column of tiles can hang over an odd edge: zeros there.
+        Val oh = at.row + r, ow = at.col + c;
+        Val v = gy[plane + (r == 1 && Ho % 2 ? min(oh, Ho - 1) : oh) * Wo + (c == 1 && Wo % 2 ? min(ow, Wo - 1) : ow)];
+        std::optional<Val> inside;
+        if (r == 1 && Ho % 2) inside = oh < Ho;
+        if (c == 1 && Wo % 2) inside = inside ? (*inside & (ow < Wo)) : (ow < Wo);
+        d[r][c] = inside ? select(*inside, v, kb.constant(t, 0)) : v;
+      }
+    store_planes(g, e, count, separable(d, grad_y_1d));  // A gy A^T
+  });
+}
+
+HeavyKernel conv2d_winograd_grad_weight_kernel(const Conv2dShape& s, Type t, uint32_t splits) {
+  const uint32_t cout = uint32_t(s.cout), cin = uint32_t(s.cin);
+  const uint32_t pairs = cin * cout;  // (ci, co), co fastest: the product's [Cin][Cout] result
+  if (splits < 1 || splits > 64)
+    throw std::invalid_argument(fmt::format("conv2d_grad_weight {}: {} splits of the Winograd product (1..64)", s.text(), splits));
+  index_u32(int64_t(splits) * 16 * pairs, "conv2d Winograd weight-gradient partial sums");
+  std::string name = checked_name("grad_weights", s, t);
+  if (splits > 1) name += fmt::format("_s{}", splits);
+  return per_element_kernel(std::move(name), t, "n", "grad_w", pairs, [&](KernelBuilder&, Buf n, Buf grad_w, Val e) {
+    Square<4> sum = load_planes(n, e, pairs);
+    for (uint32_t split = 1; split < splits; ++split) {  // in split order: the same result on every run
+      const Square<4> part = load_planes(n, e + split * 16 * pairs, pairs);
+      for (uint32_t r = 0; r < 4; ++r)
+        for (uint32_t c = 0; c < 4; ++c) sum[r][c] = sum[r][c] + part[r][c];
+    }
+    const Square<3> g = separable(sum, grad_weight_1d);  // G^T N G
+    Val base = ((e % cout) * cin + e / cout) * 9u;  // grad_w[co, ci]
+    for (uint32_t r = 0; r < 3; ++r)
+      for (uint32_t c = 0; c < 3; ++c) grad_w[base + r * 3 + c] = g[r][c];
   });
 }
 

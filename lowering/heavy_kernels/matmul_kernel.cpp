@@ -176,8 +176,8 @@ std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, Type t, const 
       if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
     }
   }
-  // Split-K for an unbatched long K: the small and medium blocks with 2 to 16 splits of at least 8 slices each.
-  if (s.batch_count() == 1 && s.k >= 2048)
+  // Split-K for a long K: the small and medium blocks with 2 to 16 splits of at least 8 slices each.
+  if (s.k >= 2048)
     for (MatmulTiling tl : {MatmulTiling{16, 16, 16, 1, 1}, MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4}})
       for (uint32_t splits : {2u, 4u, 8u, 16u}) {
         tl.splits = splits;
@@ -236,10 +236,9 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, 
 
   const uint32_t splits = tl.splits;
   if (splits < 1 || splits > 64) throw std::invalid_argument(fmt::format("matmul: splits must be 1..64, not {}", splits));
-  if (splits > 1 && batches != 1) throw std::invalid_argument("matmul: split-K is for unbatched products");
   if (row_sums && batches != 1) throw std::invalid_argument("matmul: row sums are for unbatched products");
-  // Each split's partial sums: its products, then (row_sums) its sums of A's rows.
-  const int64_t per_split = s.m * s.n + (row_sums ? s.m : 0);
+  // Each split's partial sums: its products (every batch's), then (row_sums, unbatched) its sums of A's rows.
+  const int64_t per_split = int64_t(batches) * s.m * s.n + (row_sums ? s.m : 0);
   index_u32(int64_t(splits) * per_split, "matmul partial sums");
   if (M == 0 || N == 0 || batches == 0) return empty_result(name);
   // Each split sums a whole number of K slices.
@@ -258,16 +257,18 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, 
 
   Val tile_col = group % tiles_n;
   Val tile_row = (group / tiles_n) % tiles_m;
-  // The batch, or (split-K, unbatched) the split.
+  // split * batches + batch: the partial sums are [splits][batches][M][N] (unsplit: the result itself).
   Val outer = group / (tiles_n * tiles_m);
   // Whole workgroups beyond the problem (a folded grid) skip everything, barriers included: the condition is
   // uniform across the workgroup.
   kb.if_(outer < batches * splits, [&] {
-    Val batch = splits > 1 ? kb.u32(0) : outer;
-    Val k0 = splits > 1 ? outer * chunk : kb.u32(0);
+    Val batch = splits == 1 ? outer : batches == 1 ? kb.u32(0) : outer % batches;
+    Val split = batches == 1 ? outer : outer / batches;
+    Val k0 = splits > 1 ? split * chunk : kb.u32(0);
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
     Val b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
-    Val c_base = outer * uint32_t(per_split);  // the batch's result, or the split's partial sums
+    // The batch's result, or the split's partial sums (of this batch).
+    Val c_base = row_sums ? outer * uint32_t(per_split) : outer * index_u32(s.m * s.n, "matmul result elements");
     // k < chunk and k0 + k < K: within this split and the product (the first is implied when unsplit).
     auto k_in = [&](Val k, Val gk) { return splits > 1 ? (k < chunk) & (gk < K) : gk < K; };
     GemmOperands io;
@@ -342,7 +343,7 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, 
 }
 
 HeavyKernel matmul_split_sum_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, bool row_sums) {
-  const uint32_t products = index_u32(s.m * s.n, "matmul result elements");
+  const uint32_t products = index_u32(s.batch_count() * s.m * s.n, "matmul result elements");
   const std::string name =
       fmt::format("matmul_sum_{}_s{}_{}{}", s.text(), tl.splits, float_suffix(t, "matmul"), row_sums ? "_rowsums" : "");
   if (!row_sums) return split_sum_kernel(name, t, products, tl.splits);

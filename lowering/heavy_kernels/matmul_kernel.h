@@ -45,8 +45,8 @@ MatmulShape matmul_shape(const std::vector<int64_t>& a, const std::vector<int64_
 struct MatmulTiling {
   uint32_t tile_m = 16, tile_n = 16, tile_k = 16;  // output block per workgroup, K slice per stage
   uint32_t reg_m = 1, reg_n = 1;                   // outputs per invocation (strided by tile/reg)
-  // Split-K (matmul only, unbatched): this many workgroups share each block's K range and write partial sums
-  // [splits][M][N] that split_sum_kernel adds in order; for products with few blocks and a long K.
+  // Split-K (the SIMT kernel): this many workgroups share each block's K range and write partial sums
+  // [splits][batches][M][N] that split_sum_kernel adds in order; for products with few blocks and a long K.
   uint32_t splits = 1;
   // Tensor cores (matmul_mma_kernel.h): warps_m x warps_n subgroups of 32, each owning a (tile_m / warps_m) x
   // (tile_n / warps_n) part of the block as 16x16 cooperative matrix fragments; reg_m and reg_n are then unused
@@ -99,7 +99,7 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t, const Limit
 std::vector<MatmulTiling> matmul_candidates(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // Throws std::invalid_argument for a non-float type or an inconsistent tiling. With tiling.splits > 1 its buffer c
-// holds the partial sums [splits][M][N], which matmul_split_sum_kernel adds into the result.
+// holds the partial sums [splits][batches][M][N], which matmul_split_sum_kernel adds into the result.
 //
 // row_sums (unbatched products): the kernel also sums A's rows over K, the bias gradient of a linear layer whose weight
 // gradient this is (grad_y^T x: the rows of grad_y^T are the sums over the batch). The workgroups of the first block

@@ -130,7 +130,7 @@ std::vector<Case> cases() {
       uniform("conv2d_gemm_vector_weights", [] { return conv({2, 12, 10, 10}, {64, 12, 3, 3}, O{.padding = {1, 1}}); }),
       // Winograd's F(2x2, 3x3) (and the direct forms): an odd output on both axes (tiles over the edges), channels
       // that are no multiple of 4; and no padding with channels that are.
-      uniform("conv2d_winograd_odd_edges", [] { return conv({2, 13, 9, 11}, {33, 13, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_winograd_odd_edges", [] { return conv({2, 5, 9, 11}, {7, 5, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_winograd_unpadded", [] { return conv({1, 8, 10, 8}, {16, 8, 3, 3}, O{}); }),
       // The input gradient of a 3x3 stride-1 convolution by Winograd too (a forward convolution of grad_y with the
       // windows turned and padding 2 - p): odd sizes with padding 1, and no padding.
@@ -166,6 +166,11 @@ std::vector<Case> cases() {
       // 70 x 144 weights over 198 positions: split-K with partial sums for the shallow slices, one split for the deep.
       uniform("conv2d_grad_weight_gemm_split", [] { return conv_grad_weight({3, 16, 12, 13}, {70, 16, 3, 3}, O{.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}); }),
       uniform("conv2d_grad_weight_3x3", [] { return conv_grad_weight({4, 3, 16, 16}, {5, 3, 3, 3}, O{.padding = {1, 1}}); }),
+      // The weight gradient by Winograd (3x3 at stride 1): odd outputs on both axes (grad_y's tiles over the edges read
+      // zeros), padding 2 on one axis and none on the other, and 684 tiles: the product split over them (1, 2, 4 ways).
+      uniform("conv2d_grad_weight_winograd_odd_edges", [] { return conv_grad_weight({2, 5, 9, 11}, {7, 5, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_grad_weight_winograd_pad2", [] { return conv_grad_weight({1, 4, 7, 6}, {6, 4, 3, 3}, O{.padding = {2, 0}}); }),
+      uniform("conv2d_grad_weight_winograd_split", [] { return conv_grad_weight({2, 3, 40, 38}, {5, 3, 3, 3}, O{}); }),
       uniform("conv2d_grad_weight_5x5", [] { return conv_grad_weight({2, 2, 12, 12}, {3, 2, 5, 5}, O{.padding = {2, 2}}); }),
       // Several output channels per workgroup (co_block 2 and 4): LeNet's 5x5 window with padding, and groups.
       uniform("conv2d_grad_weight_channel_blocks", [] { return conv_grad_weight({3, 3, 10, 9}, {8, 3, 5, 5}, O{.padding = {2, 2}}); }),

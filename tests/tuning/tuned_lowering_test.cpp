@@ -105,6 +105,37 @@ TEST(TunedLowering, WinogradForWideStrideOneThreeByThreeConvolutions) {
   EXPECT_EQ(direct.kernels[0].name, "conv2d_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_gemm_t64x64x16_r4x4");
 }
 
+// The weight gradient of such a convolution takes Winograd too: the input and grad_y transforms, the 16 products over
+// the batch's tiles (split where 16 x Cin x Cout gives few blocks: resnet18's layer1 at batch 64 has 16 blocks of 64x64
+// over 50176 tiles, split 16 ways for 256 workgroups; layer4's 256 blocks of 128x128 are not split) and the transform
+// back, which adds the splits. A stride-2 one and one with few channels keep their own kernels.
+TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConvolutions) {
+  auto grad_weight = [](int64_t n, int64_t c, int64_t hw, int64_t stride) {
+    graph::Graph probe;
+    const graph::Conv2dOptions o{.stride = {stride, stride}, .padding = {1, 1}};
+    auto y = probe.conv2d(probe.input("x", DType::F32, {n, c, hw, hw}), probe.input("w", DType::F32, {c, c, 3, 3}), o);
+    graph::Graph g;
+    g.output("gw", g.conv2d_grad_weight(g.input("gy", DType::F32, probe.type(y).shape),
+                                        g.input("x", DType::F32, {n, c, hw, hw}), o, {c, c, 3, 3}));
+    return g;
+  };
+  const lowering::Plan layer1 = lowering::lower(grad_weight(64, 64, 56, 1), target());
+  const auto names = kernel_names(layer1);
+  ASSERT_EQ(layer1.launches.size(), 4u) << lowering::plan_text(layer1);
+  EXPECT_TRUE(has(names, "conv2d_winograd_input_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(layer1);
+  EXPECT_TRUE(has(names, "conv2d_winograd_grad_y_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(has(names, "matmul_m64_k50176_n64_a16_b16_t64x64x16_r8x8_s16_f32")) << lowering::plan_text(layer1);
+  EXPECT_TRUE(has(names, "conv2d_winograd_grad_weights_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_s16"));
+  EXPECT_EQ(layer1.launches[2].groups, 16u * 16u);
+
+  const lowering::Plan layer4 = lowering::lower(grad_weight(64, 512, 7, 1), target());
+  EXPECT_TRUE(has(kernel_names(layer4), "matmul_m512_k1024_n512_a16_b16_t128x128x8_r8x8_f32")) << lowering::plan_text(layer4);
+  EXPECT_TRUE(has(kernel_names(layer4), "conv2d_winograd_grad_weights_n64_c512_h7_w7_k512_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+
+  for (const lowering::Plan& own : {lowering::lower(grad_weight(2, 64, 14, 2), target()), lowering::lower(grad_weight(2, 16, 14, 1), target())})
+    for (const auto& name : kernel_names(own)) EXPECT_EQ(name.find("conv2d_winograd"), std::string::npos) << name;
+}
+
 TEST(TunedLowering, AChoiceThatIsNoCandidateIsIgnoredWithOneWarning) {
   const graph::Graph g = matmul_graph();
   lowering::MapTuningChoices choices;
