@@ -150,14 +150,21 @@ KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Typ
 }
 
 // The weight gradient's product has few blocks (16 x Cin x Cout) and a long K (every tile of the batch): the forward
-// product's tiling, then K split in two until about two workgroups per core of a 132-core GPU (256 in all), each split
-// keeping at least 16 slices of K.
+// product's tiling, then K split in two until about 4 workgroups of 64x64 per core of a 132-core GPU (512 in all; 256
+// of 128x128), each split keeping at least 8 slices of K. The tuner's picks on the H100 for resnet18's 3x3 layers at
+// batch 64 (docs/PERFORMANCE.md): 32, 8, 2 and 1 splits for 64 to 512 channels (the rule before, 256 workgroups:
+// 16, 4, 1, 1 splits, 1.22-1.37x slower on cuda:0 where they differ; on vulkan:0 1.22x for 128 channels).
 heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& product, kir::Type t) {
   heavy::MatmulTiling tl = winograd_tiling(product, t);
   if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = winograd_tiling_64(t);
   const int64_t blocks = 16 * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
   const int64_t slices = (product.k + tl.tile_k - 1) / tl.tile_k;
-  while (blocks * tl.splits < 256 && slices >= 16 * int64_t(tl.splits) * 2 && tl.splits < 64) tl.splits *= 2;
+  const int64_t wanted = tl.tile_m * tl.tile_n >= 128 * 128 ? 256 : 512;
+  while (blocks * tl.splits < wanted && slices >= 8 * int64_t(tl.splits) * 2 && tl.splits < 64) tl.splits *= 2;
+  // Still fewer: a small batch's few tiles. 4x4 outputs per invocation then, 4x the invocations of 8x8 for the same
+  // blocks (batch 1 on the H100: 64 channels at 56x56 in 16 x 4 blocks took 0.034 / 0.028 ms on vulkan:0 / cuda:0 with
+  // 8x8, against 0.026 / 0.024 for the implicit GEMM it replaced).
+  if (tl.tile_m == 64 && tl.tile_n == 64 && tl.reg_m == 8 && blocks * tl.splits < wanted) tl.reg_m = tl.reg_n = 4;
   return tl;
 }
 

@@ -107,7 +107,7 @@ TEST(TunedLowering, WinogradForWideStrideOneThreeByThreeConvolutions) {
 
 // The weight gradient of such a convolution takes Winograd too: the input and grad_y transforms, the 16 products over
 // the batch's tiles (split where 16 x Cin x Cout gives few blocks: resnet18's layer1 at batch 64 has 16 blocks of 64x64
-// over 50176 tiles, split 16 ways for 256 workgroups; layer4's 256 blocks of 128x128 are not split) and the transform
+// over 50176 tiles, split 32 ways for 512 workgroups; layer4's 256 blocks of 128x128 are not split) and the transform
 // back, which adds the splits. A stride-2 one and one with few channels keep their own kernels.
 TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConvolutions) {
   auto grad_weight = [](int64_t n, int64_t c, int64_t hw, int64_t stride) {
@@ -124,9 +124,9 @@ TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConv
   ASSERT_EQ(layer1.launches.size(), 4u) << lowering::plan_text(layer1);
   EXPECT_TRUE(has(names, "conv2d_winograd_input_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(layer1);
   EXPECT_TRUE(has(names, "conv2d_winograd_grad_y_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
-  EXPECT_TRUE(has(names, "matmul_m64_k50176_n64_a16_b16_t64x64x16_r8x8_s16_f32")) << lowering::plan_text(layer1);
-  EXPECT_TRUE(has(names, "conv2d_winograd_grad_weights_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_s16"));
-  EXPECT_EQ(layer1.launches[2].groups, 16u * 16u);
+  EXPECT_TRUE(has(names, "matmul_m64_k50176_n64_a16_b16_t64x64x16_r8x8_s32_f32")) << lowering::plan_text(layer1);
+  EXPECT_TRUE(has(names, "conv2d_winograd_grad_weights_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_s32"));
+  EXPECT_EQ(layer1.launches[2].groups, 16u * 32u);
 
   const lowering::Plan layer4 = lowering::lower(grad_weight(64, 512, 7, 1), target());
   EXPECT_TRUE(has(kernel_names(layer4), "matmul_m512_k1024_n512_a16_b16_t128x128x8_r8x8_f32")) << lowering::plan_text(layer4);
