@@ -40,6 +40,20 @@ std::optional<heavy::MatmulTiling> gemm_pays(const heavy::Conv2dShape& s, const 
   return g;
 }
 
+// Where few positions give the GEMM few blocks (a strided layer of many channels at batch 1), small blocks still beat
+// the direct kernels on a GPU: those spread each output row's long window sums over few invocations (resnet18's strided
+// layers at batch 1 on the H100: rows 0.094-0.27 ms, the tuner's GEMM picks 0.020-0.047 ms for the 3x3 ones and
+// 0.006-0.009 ms for the 1x1 ones on both backends, docs/PERFORMANCE.md). 32x32 blocks where they give 64 or more
+// workgroups, else 16x16; 32-deep slices. Windows of at least 64 terms and 32 output channels: LeNet's keep theirs.
+std::optional<heavy::MatmulTiling> small_gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm,
+                                                   kir::Type t, const heavy::Limits& limits) {
+  if (limits.cpu || s.groups != 1 || gemm.k < 64 || gemm.m < 32) return std::nullopt;
+  const uint32_t k = t == kir::Type::F64 ? 16 : 32;
+  const int64_t blocks32 = gemm.batch_count() * ((gemm.m + 31) / 32) * ((gemm.n + 31) / 32);
+  if (blocks32 >= 64) return heavy::MatmulTiling{32, 32, k, 2, 2};
+  return heavy::MatmulTiling{16, 16, k, 1, 1};
+}
+
 // The heuristic first, then the direct family's candidates, then the GEMM tilings (ungrouped convolutions).
 std::vector<heavy::Config> with_gemm_candidates(heavy::Config heuristic, std::vector<heavy::Config> direct,
                                                 const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm, kir::Type t,
@@ -233,7 +247,10 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   }
   const heavy::MatmulShape gemm = heavy::conv2d_gemm_shape(s);
   const auto tiling = gemm_pays(s, gemm, t);
-  op.heuristic = tiling ? tiling->config() : heavy::conv2d_heuristic(s, limits).config();
+  const auto few_positions = tiling ? std::nullopt : small_gemm_pays(s, gemm, t, limits);
+  op.heuristic = tiling          ? tiling->config()
+                 : few_positions ? few_positions->config()
+                                 : heavy::conv2d_heuristic(s, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        plain_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);

@@ -227,10 +227,6 @@ HeavyKernel conv2d_winograd_output_kernel(const Conv2dShape& s, Type t) {
   });
 }
 
-}  // namespace spire::lowering::heavy
-
-namespace spire::lowering::heavy {
-
 HeavyKernel conv2d_winograd_grad_y_kernel(const Conv2dShape& s, Type t) {
   const Tiles tiles(s);
   const uint32_t cout = uint32_t(s.cout), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);

@@ -136,6 +136,31 @@ TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConv
     for (const auto& name : kernel_names(own)) EXPECT_EQ(name.find("conv2d_winograd"), std::string::npos) << name;
 }
 
+// A strided convolution of many channels at batch 1 has few positions, too few for the GEMM's 64x64 blocks: on a GPU it
+// takes the GEMM in 32x32 blocks (64 or more of them) or 16x16 ones, not the row kernel; on a CPU, and for LeNet's
+// short windows, the direct kernels stay.
+TEST(TunedLowering, FewPositionsOfManyChannelsTakeTheGemmInSmallBlocksOnAGpu) {
+  auto conv = [](int64_t cin, int64_t cout, int64_t hw, int64_t k, int64_t stride, int64_t pad) {
+    graph::Graph g;
+    g.output("y", g.conv2d(g.input("x", DType::F32, {1, cin, hw, hw}), g.input("w", DType::F32, {cout, cin, k, k}),
+                           {.stride = {stride, stride}, .padding = {pad, pad}}));
+    return g;
+  };
+  rt::DeviceInfo gpu = target();
+  gpu.type = rt::DeviceType::DiscreteGpu;
+  auto only_kernel = [](const lowering::Plan& p) { return p.kernels.size() == 1 ? p.kernels[0].name : lowering::plan_text(p); };
+  EXPECT_EQ(only_kernel(lowering::lower(conv(64, 128, 56, 3, 2, 1), gpu)),
+            "conv2d_n1_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t32x32x32_r2x2");
+  EXPECT_EQ(only_kernel(lowering::lower(conv(256, 512, 14, 3, 2, 1), gpu)),
+            "conv2d_n1_c256_h14_w14_k512_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t16x16x32_r1x1");
+  EXPECT_EQ(only_kernel(lowering::lower(conv(128, 256, 28, 1, 2, 0), gpu)),
+            "conv2d_n1_c128_h28_w28_k256_r1x1_s2x2_p0x0_d1x1_g1_f32_gemm_t16x16x32_r1x1");
+  rt::DeviceInfo cpu = target();
+  cpu.type = rt::DeviceType::Cpu;
+  EXPECT_EQ(only_kernel(lowering::lower(conv(64, 128, 56, 3, 2, 1), cpu)).find("_gemm_"), std::string::npos);
+  EXPECT_EQ(only_kernel(lowering::lower(conv(6, 16, 14, 5, 1, 0), gpu)).find("_gemm_"), std::string::npos);
+}
+
 TEST(TunedLowering, AChoiceThatIsNoCandidateIsIgnoredWithOneWarning) {
   const graph::Graph g = matmul_graph();
   lowering::MapTuningChoices choices;
