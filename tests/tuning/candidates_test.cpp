@@ -130,7 +130,7 @@ std::vector<Case> cases() {
       uniform("conv2d_gemm_vector_weights", [] { return conv({2, 12, 10, 10}, {64, 12, 3, 3}, O{.padding = {1, 1}}); }),
       // Winograd's F(2x2, 3x3) (and the direct forms): an odd output on both axes (tiles over the edges), channels
       // that are no multiple of 4; and no padding with channels that are.
-      uniform("conv2d_winograd_odd_edges", [] { return conv({2, 5, 9, 11}, {7, 5, 3, 3}, O{.padding = {1, 1}}); }),
+      uniform("conv2d_winograd_odd_edges", [] { return conv({2, 13, 9, 11}, {33, 13, 3, 3}, O{.padding = {1, 1}}); }),
       uniform("conv2d_winograd_unpadded", [] { return conv({1, 8, 10, 8}, {16, 8, 3, 3}, O{}); }),
       // The input gradient of a 3x3 stride-1 convolution by Winograd too (a forward convolution of grad_y with the
       // windows turned and padding 2 - p): odd sizes with padding 1, and no padding.
