@@ -120,6 +120,18 @@ TileAt tile_at_channel_fastest(Val e, uint32_t channels, const Tiles& tiles) {
   return tile_of(e % channels, e / channels, tiles);
 }
 
+// One [m, k] x [k, n] product per element of the 4x4 transformed domain, each operand's 16 planes one after another.
+MatmulShape sixteen_products(int64_t m, int64_t k, int64_t n) {
+  MatmulShape g;
+  g.m = m, g.k = k, g.n = n;
+  g.batch = {16};
+  g.a_batch = {16};
+  g.b_batch = {16};
+  g.a_batch_strides = {m * k};
+  g.b_batch_strides = {k * n};
+  return g;
+}
+
 }  // namespace
 
 bool conv2d_winograd_applies(const Conv2dShape& s) {
@@ -144,29 +156,11 @@ Conv2dShape conv2d_winograd_grad_input_shape(const Conv2dShape& s) {
 int64_t conv2d_winograd_tiles(const Conv2dShape& s) { return s.n * ((s.ho + 1) / 2) * ((s.wo + 1) / 2); }
 
 MatmulShape conv2d_winograd_gemm_shape(const Conv2dShape& s) {
-  MatmulShape g;
-  g.m = s.cout;
-  g.k = s.cin;
-  g.n = conv2d_winograd_tiles(s);
-  g.batch = {16};
-  g.a_batch = {16};
-  g.b_batch = {16};
-  g.a_batch_strides = {g.m * g.k};
-  g.b_batch_strides = {g.k * g.n};
-  return g;
+  return sixteen_products(s.cout, s.cin, conv2d_winograd_tiles(s));
 }
 
 MatmulShape conv2d_winograd_grad_weight_gemm_shape(const Conv2dShape& s) {
-  MatmulShape g;
-  g.m = s.cin;
-  g.k = conv2d_winograd_tiles(s);
-  g.n = s.cout;
-  g.batch = {16};
-  g.a_batch = {16};
-  g.b_batch = {16};
-  g.a_batch_strides = {g.m * g.k};
-  g.b_batch_strides = {g.k * g.n};
-  return g;
+  return sixteen_products(s.cin, conv2d_winograd_tiles(s), s.cout);
 }
 
 HeavyKernel conv2d_winograd_weight_kernel(const Conv2dShape& s, Type t, bool flipped) {
