@@ -263,8 +263,8 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, 
   // uniform across the workgroup.
   kb.if_(outer < batches * splits, [&] {
     Val batch = splits == 1 ? outer : batches == 1 ? kb.u32(0) : outer % batches;
-    Val split = batches == 1 ? outer : outer / batches;
-    Val k0 = splits > 1 ? split * chunk : kb.u32(0);
+    // The split's first k (no instruction for it unsplit: kir keeps every value it is given).
+    Val k0 = splits == 1 ? kb.u32(0) : (batches == 1 ? outer : outer / batches) * chunk;
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
     Val b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
     // The batch's result, or the split's partial sums (of this batch).
