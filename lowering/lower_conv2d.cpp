@@ -5,6 +5,7 @@
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "lowering/heavy_kernels/split_sum_kernel.h"
 #include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
@@ -80,6 +81,46 @@ std::optional<heavy::MatmulTiling> grad_weight_gemm_pays(const heavy::Conv2dShap
 }
 
 heavy::Config plain_tiling(const heavy::MatmulTiling& tl) { return tl.config(); }
+// For the GEMM kernels that do not split K (the forward's, the unphased input gradient's): a split candidate would
+// only time the same kernel again.
+heavy::Config unsplit_tiling(const heavy::MatmulTiling& tl) {
+  heavy::MatmulTiling unsplit = tl;
+  unsplit.splits = 1;
+  return unsplit.config();
+}
+
+// The input gradient of a strided layer at a small batch (resnet18's at batch 1): the phases' GEMMs (M = Cin) have
+// too few positions for 64x64 blocks to fill the GPU, and the direct kernels spread each element's long window sum
+// over few invocations. The K range (Cout * taps of a phase) is then split (split-K; a second launch adds the splits,
+// 3-4 us). A long window (2048 or more terms) over 64 or more channels keeps 64x64 blocks of 4x4 per invocation, split
+// until 128 workgroups; otherwise, as the forward's small blocks (small_gemm_pays), 32x32 where the phases a tap
+// reaches give 64 or more of them, else 16x16, split until 512 workgroups; every split keeps 8 or more slices. On the
+// H100 at batch 1 (docs/PERFORMANCE.md), vulkan:0 / cuda:0, kernel and adding launch: layer4's 3x3 (K = 2048) 0.027 /
+// 0.022 ms in 64x64 blocks split 8 ways against 0.036 / 0.033 in 32x32 split 4 and 0.059 / 0.051 in 16x16 unsplit;
+// layer3's (K = 1024) 0.030 ms on cuda:0 in 32x32 split 4, 0.033 unsplit. GPUs only, windows of 64 or more terms and
+// 32 or more input channels (LeNet's keep the direct kernels). `blocks16/32/64` count the phases' blocks of each size.
+std::optional<heavy::MatmulTiling> small_grad_input_tiling(const heavy::Conv2dShape& s, const heavy::MatmulShape& longest,
+                                                           int64_t blocks16, int64_t blocks32, int64_t blocks64,
+                                                           kir::Type t, const heavy::Limits& limits) {
+  if (limits.cpu || s.groups != 1 || longest.k < 64 || longest.m < 32) return std::nullopt;
+  const bool f64 = t == kir::Type::F64;
+  heavy::MatmulTiling tl;
+  int64_t blocks = 0, wanted = 512;
+  if (longest.k >= 2048 && longest.m >= 64) {
+    tl = heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
+    blocks = blocks64;
+    wanted = 128;
+  } else if (blocks32 >= 64) {
+    tl = heavy::MatmulTiling{32, 32, f64 ? 16u : 32u, 2, 2};
+    blocks = blocks32;
+  } else {
+    tl = heavy::MatmulTiling{16, 16, f64 ? 8u : 16u, 1, 1};
+    blocks = blocks16;
+  }
+  const int64_t slices = (longest.k + tl.tile_k - 1) / tl.tile_k;
+  while (tl.splits < 64 && blocks * tl.splits * 2 <= wanted && slices >= 8 * int64_t(tl.splits) * 2) tl.splits *= 2;
+  return tl;
+}
 
 // Winograd's F(2x2, 3x3) (conv2d_winograd_kernels.h): the batched product's tiling, marked "winograd=2" (the output
 // tile's size).
@@ -252,7 +293,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
                  : few_positions ? few_positions->config()
                                  : heavy::conv2d_heuristic(s, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
-                                       plain_tiling);
+                                       unsplit_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   // The convolution's own launches over the io list's first three buffers (x, w, y).
   auto program = [s, t, limits](std::vector<ProgramBuffer> io, const heavy::Config& c) {
@@ -310,37 +351,65 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   const heavy::Conv2dShape s = shape_of(node, node.type.shape, g.type(node.inputs[1]).shape);
   TunableOp op;
   op.key = {"conv2d_grad_input", s.text(), heavy::float_suffix(t, "conv2d_grad_input")};
-  // With a stride (and no dilation) the GEMM form runs phase by phase (conv2d_gemm_kernels.h), each phase's GEMM
-  // dense: its tiling is chosen for the largest phase. Otherwise one GEMM over every input position, where with a
+  // With a stride (and no dilation) the GEMM form runs as one dense GEMM per phase, all in one launch
+  // (conv2d_gemm_kernels.h): its tiling is chosen for the largest phase. Otherwise one GEMM over every input position, where with a
   // stride (dilated) all but 1/stride² of each window's terms are zeros it still multiplies: there it runs only for
   // 1x1 windows (on the H100 3x3 stride-2 layers ran slower than the direct kernel that way, docs/PERFORMANCE.md).
   const bool phased = heavy::conv2d_grad_input_phased(s);
   heavy::MatmulShape gemm = heavy::conv2d_grad_input_gemm_shape(s);
+  int64_t blocks16 = 0, blocks32 = 0, blocks64 = 0;  // the 16x16, 32x32 and 64x64 blocks of the phases a tap reaches
   if (phased) {
     gemm.k = gemm.n = 0;
     for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
       const heavy::MatmulShape p = heavy::conv2d_grad_input_phase_gemm_shape(s, phase);
       gemm.k = std::max(gemm.k, p.k);
       gemm.n = std::max(gemm.n, p.n);
+      if (p.k > 0) {
+        blocks16 += ((p.m + 15) / 16) * ((p.n + 15) / 16);
+        blocks32 += ((p.m + 31) / 32) * ((p.n + 31) / 32);
+        blocks64 += ((p.m + 63) / 64) * ((p.n + 63) / 64);
+      }
     }
   }
   const bool dense = phased || (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
   const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
-  op.heuristic = tiling ? tiling->config() : heavy::conv2d_grad_input_heuristic(s, limits).config();
+  const auto small = phased && !tiling ? small_grad_input_tiling(s, gemm, blocks16, blocks32, blocks64, t, limits) : std::nullopt;
+  op.heuristic = tiling  ? tiling->config()
+                 : small ? small->config()
+                         : heavy::conv2d_grad_input_heuristic(s, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits, t)), s, gemm,
-                                       t, limits, plain_tiling);
+                                       t, limits, phased ? plain_tiling : unsplit_tiling);
+  // The phases' split-K forms of the small blocks, for the tuner.
+  if (phased && s.groups == 1) {
+    const bool f64 = t == kir::Type::F64;
+    for (heavy::MatmulTiling tl : {heavy::MatmulTiling{16, 16, f64 ? 8u : 16u, 1, 1}, heavy::MatmulTiling{32, 32, f64 ? 16u : 32u, 2, 2}})
+      for (uint32_t splits : {2u, 4u, 8u, 16u}) {
+        tl.splits = splits;
+        const heavy::Config c = tl.config();
+        if ((gemm.k + tl.tile_k - 1) / tl.tile_k >= 4 * int64_t(splits) &&
+            std::find(op.candidates.begin(), op.candidates.end(), c) == op.candidates.end())
+          op.candidates.push_back(c);
+      }
+  }
   // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_grad_input_applies(s)) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
   op.build = [s, t, limits, phased, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c))
       return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, heavy::MatmulTiling::from(c), true);
     if (phased && is_gemm_config(c)) {
+      const heavy::MatmulTiling tl = heavy::MatmulTiling::from(c);
+      heavy::HeavyKernel k = heavy::conv2d_grad_input_phases_kernel(s, t, tl);
+      if (tl.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);
+      // The splits' partial sums [splits][grad_x], then their sum in split order.
       KernelProgram p;
       p.buffers = io;
-      for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
-        heavy::HeavyKernel k = heavy::conv2d_grad_input_phase_kernel(s, t, heavy::MatmulTiling::from(c), phase);
-        p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
-      }
+      const int64_t elements = s.n * s.cin * s.h * s.w;
+      p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tl.splits) * elements});
+      heavy::HeavyKernel sum = heavy::split_sum_kernel(
+          fmt::format("conv2d_grad_input_{}_{}_split_sum_s{}", s.text(), heavy::float_suffix(t, "conv2d_grad_input"), tl.splits),
+          t, uint32_t(elements), tl.splits);
+      p.launches.push_back({std::move(k.kernel), {0, 1, 3}, k.groups, {}});
+      p.launches.push_back({std::move(sum.kernel), {3, 2}, sum.groups, {}});
       return p;
     }
     heavy::HeavyKernel k = is_gemm_config(c)

@@ -1,7 +1,9 @@
 #include "tuning/tune_graph.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -9,6 +11,31 @@
 #include "lowering/tunable_ops.h"
 
 namespace spire::tuning {
+
+namespace {
+
+// With SPIRE_TUNING_LOG=FILE, every candidate's time (not only the winner the cache keeps) is appended to FILE, one
+// tab-separated line each: device, template, shape, dtype, config, median ms, timed runs ("inf", 0 and the reason where
+// it could not run).
+// For choosing a heuristic from what the tuner saw across a whole space.
+void log_candidate_times(const std::string& device, const lowering::TuningKey& key, const TuneResult& r) {
+  const char* path = std::getenv("SPIRE_TUNING_LOG");
+  if (!path || !*path) return;
+  std::FILE* f = std::fopen(path, "a");
+  if (!f) {
+    std::fprintf(stderr, "spire: warning: SPIRE_TUNING_LOG: cannot append to %s\n", path);
+    return;
+  }
+  for (const CandidateTime& t : r.times) {
+    std::string why = t.error;
+    std::replace_if(why.begin(), why.end(), [](char c) { return c == '\t' || c == '\n'; }, ' ');
+    fmt::print(f, "{}\t{}\t{}\t{}\t{}\t{}\t{}{}\n", device, key.op, key.shape, key.dtype, t.config.text(),
+               std::isfinite(t.ms) ? fmt::format("{:.6f}", t.ms) : "inf", t.runs, why.empty() ? "" : "\t" + why);
+  }
+  std::fclose(f);
+}
+
+}  // namespace
 
 TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableOp& op, const TuneOptions& opt) {
   const DeviceKey dk = DeviceKey::of(device.info());
@@ -25,6 +52,7 @@ TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableO
   TuneOptions o = opt;
   if (o.label.empty()) o.label = op.key.text();
   TuneResult r = tune(device, op.candidates, op.build, o);
+  log_candidate_times(device.info().id, op.key, r);
   row.best = r.best;
   row.best_ms = r.best_ms;
   row.candidates = r.times.size();

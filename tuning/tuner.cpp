@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <optional>
 #include <random>
 #include <stdexcept>
 
@@ -82,10 +83,11 @@ class Progress {
       : out_(out), label_(std::move(label)), total_(total), tty_(out && isatty(fileno(out))) {
     if (out_ && !tty_) std::fprintf(out_, "tuning %s: %zu candidates\n", label_.c_str(), total_);
   }
-  void update(size_t done, double best_ms) {
+  // `stage`: "compiled" or "timed", `done` of the candidates so far.
+  void update(const char* stage, size_t done, double best_ms) {
     if (!tty_) return;
     std::string best = std::isfinite(best_ms) ? fmt::format(", best {:.4f} ms", best_ms) : "";
-    std::fprintf(out_, "\r\033[Ktuning %s: %zu/%zu%s", label_.c_str(), done, total_, best.c_str());
+    std::fprintf(out_, "\r\033[Ktuning %s: %s %zu/%zu%s", label_.c_str(), stage, done, total_, best.c_str());
     std::fflush(out_);
   }
   ~Progress() {
@@ -102,13 +104,26 @@ class Progress {
   bool tty_;
 };
 
-// One candidate's median time; throws what building, compiling or running throws.
-double time_candidate(rt::Device& dev, BufferPool& pool, const KernelProgram& p, const TuneOptions& opt, double best_ms,
-                      double warmup_ms) {
+// A candidate built and compiled, ready to time.
+struct Compiled {
+  KernelProgram program;
+  std::vector<std::shared_ptr<rt::Kernel>> kernels;  // per launch; null for an empty one
+};
+
+Compiled compile_candidate(rt::Device& dev, KernelProgram p) {
+  Compiled c;
+  for (const auto& l : p.launches) c.kernels.push_back(l.groups ? backends::compile_and_load(dev, l.kernel) : nullptr);
+  c.program = std::move(p);
+  return c;
+}
+
+// One candidate's median time; throws what running throws.
+double time_candidate(rt::Device& dev, BufferPool& pool, const Compiled& c, const TuneOptions& opt, double best_ms,
+                      double warmup_ms, int& runs) {
+  const KernelProgram& p = c.program;
+  const std::vector<std::shared_ptr<rt::Kernel>>& kernels = c.kernels;
   std::vector<rt::BufferView> views;
   for (size_t i = 0; i < p.buffers.size(); ++i) views.push_back(pool.view(i, p.buffers[i]));
-  std::vector<std::shared_ptr<rt::Kernel>> kernels;
-  for (const auto& l : p.launches) kernels.push_back(l.groups ? backends::compile_and_load(dev, l.kernel) : nullptr);
   auto stream = dev.record();
   const uint32_t t0 = stream->timestamp();
   for (size_t i = 0; i < p.launches.size(); ++i) {
@@ -123,11 +138,21 @@ double time_candidate(rt::Device& dev, BufferPool& pool, const KernelProgram& p,
   stream->finish();
   warm_up(opt.warmup, warmup_ms, [&] { dev.run(*stream); });
   std::vector<double> ms;
+  bool warmed_again = false;
   for (int i = 0; i < std::max(opt.runs, 1); ++i) {
     dev.run(*stream);
     ms.push_back(stream->elapsed_ms(t0, t1));
-    if (i == 0 && std::isfinite(best_ms) && ms[0] > opt.give_up_factor * best_ms) break;
+    if (i == 0 && std::isfinite(best_ms) && ms[0] > opt.give_up_factor * best_ms) {
+      // A first run this slow is either the config or clocks that fell while the candidate compiled: warm up as
+      // long as before the first candidate and time it once more before giving up on it.
+      if (warmed_again) break;
+      warmed_again = true;
+      warm_up(opt.warmup, opt.first_warmup_ms, [&] { dev.run(*stream); });
+      ms.clear();
+      i = -1;
+    }
   }
+  runs = int(ms.size());
   ++g_timed;
   return median(ms);
 }
@@ -140,27 +165,42 @@ TuneResult tune(rt::Device& device, const std::vector<Config>& candidates,
   TuneResult r;
   r.best_ms = std::numeric_limits<double>::infinity();
   BufferPool pool(device, opt.seed);
+  // Every candidate is compiled before any is timed: compiling between timings left a GPU idle long enough for its
+  // clocks to fall, and a 50 ms warm-up did not always raise them again (on the H100, vulkan:0 timed split programs
+  // 2-5x slower than they run, all seven runs: docs/PERFORMANCE.md, 2026-11-27).
   Progress progress(opt.progress, opt.label, candidates.size());
+  std::vector<std::optional<Compiled>> compiled(candidates.size());
+  r.times.resize(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    r.times[i] = CandidateTime{candidates[i], std::numeric_limits<double>::infinity(), "", 0};
+    try {
+      compiled[i] = compile_candidate(device, build(candidates[i]));
+    } catch (const std::exception& e) {
+      // A config this device or shape refuses is no candidate; the others still compete.
+      r.times[i].error = e.what();
+    }
+    progress.update("compiled", i + 1, r.best_ms);
+  }
   // A CPU device has no clock to raise: its warm-up is the run count alone.
   const bool gpu = device.info().type != rt::DeviceType::Cpu;
   bool first_timed = true;
   for (size_t i = 0; i < candidates.size(); ++i) {
-    CandidateTime ct{candidates[i], std::numeric_limits<double>::infinity(), ""};
-    try {
-      KernelProgram program = build(candidates[i]);
-      const double warmup_ms = !gpu ? 0 : first_timed ? opt.first_warmup_ms : opt.warmup_ms;
-      first_timed = false;
-      ct.ms = time_candidate(device, pool, program, opt, r.best_ms, warmup_ms);
-    } catch (const std::exception& e) {
-      // A config this device or shape refuses is no candidate; the others still compete.
-      ct.error = e.what();
+    CandidateTime& ct = r.times[i];
+    if (compiled[i]) {
+      try {
+        const double warmup_ms = !gpu ? 0 : first_timed ? opt.first_warmup_ms : opt.warmup_ms;
+        first_timed = false;
+        ct.ms = time_candidate(device, pool, *compiled[i], opt, r.best_ms, warmup_ms, ct.runs);
+      } catch (const std::exception& e) {
+        ct.error = e.what();
+      }
+      compiled[i].reset();
     }
     if (ct.ms < r.best_ms) {
       r.best_ms = ct.ms;
       r.best = ct.config;
     }
-    r.times.push_back(std::move(ct));
-    progress.update(i + 1, r.best_ms);
+    progress.update("timed", i + 1, r.best_ms);
   }
   if (!std::isfinite(r.best_ms))
     throw rt::Error(fmt::format("tuning {} on {}: no candidate ran (the first said: {})", opt.label, device.info().id,

@@ -28,8 +28,9 @@ struct TuneOptions {
   double warmup_ms = 50;
   double first_warmup_ms = kGpuWarmupMs;
   int runs = 7;    // timed runs; a candidate's time is their median
-  // A candidate whose first timed run is this many times slower than the best median so far is not run
-  // again: its one time is kept (it cannot be the fastest unless that run was a very unlucky one).
+  // A candidate whose first timed run is this many times slower than the best median so far is warmed up again as
+  // long as the first candidate and timed once more; still that slow, it is not run again: its one time is kept (it
+  // cannot be the fastest unless that run was a very unlucky one).
   double give_up_factor = 4.0;
   // tune_op keeps the heuristic unless a candidate's median beats it by at least this fraction: a gain
   // within the timing noise is no reason to leave the config every untuned run uses.
@@ -43,6 +44,7 @@ struct CandidateTime {
   lowering::heavy::Config config;
   double ms = 0;      // median device time of one run of the program; infinity when it could not run
   std::string error;  // why it could not run (build refused the config, the device refused a kernel)
+  int runs = 0;       // timed runs behind `ms` (1 for a candidate given up after its first)
 };
 
 struct TuneResult {
@@ -51,7 +53,8 @@ struct TuneResult {
   std::vector<CandidateTime> times;  // every candidate, in the given order
 };
 
-// Builds, compiles and runs every candidate's program on `device` over the same buffers (floats uniform in
+// Builds and compiles every candidate's program first (no compile leaves the GPU idle between two timings), then runs
+// each on `device` over the same buffers (floats uniform in
 // [-1, 1], integers 0; scratch as the program declares), each `opt.warmup` times untimed and then `opt.runs`
 // times between two device timestamps, and returns the one with the least median (the first of equals).
 // A candidate that cannot run is recorded with its error and skipped; throws rt::Error naming the label when

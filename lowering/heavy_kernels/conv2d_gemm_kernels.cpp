@@ -208,54 +208,86 @@ MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradI
   return g;
 }
 
-HeavyKernel conv2d_grad_input_phase_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl, const GradInputPhase& ph) {
-  const std::string name = checked_name("conv2d_grad_input", s, t, tl) + fmt::format("_phase{}x{}", ph.rh, ph.rw);
+HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
+  const uint32_t splits = tl.splits;
+  std::string name = checked_name("conv2d_grad_input", s, t, tl) + "_phases";
+  if (splits > 1) name += fmt::format("_s{}", splits);
   check_phased(s);
-  const MatmulShape g = conv2d_grad_input_phase_gemm_shape(s, ph);
-  const uint32_t M = index_u32(g.m, "conv2d input channels"), K = index_u32(g.k, "conv2d output window");
-  const uint32_t N = index_u32(g.n, "conv2d input positions");
-  if (M == 0 || N == 0) return empty_result(name);
+  if (splits < 1 || splits > 64)
+    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: splits must be 1..64, not {}", s.text(), splits));
+  const int64_t elements = s.n * s.cin * s.h * s.w;
+  index_u32(int64_t(splits) * elements, "conv2d input gradient partial sums");
+  const std::vector<GradInputPhase> phases = conv2d_grad_input_phases(s);
+  if (elements == 0 || phases.empty()) return empty_result(name);
   const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, pad_h, pad_w, dh, dw] = Window(s);
-  const uint32_t HW = H * W, P = Ho * Wo, Q = ph.qh * ph.qw, T = ph.th * ph.tw;
+  const uint32_t HW = H * W, P = Ho * Wo, M = Cin;
+  const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m;
 
   KernelBuilder kb(name, tl.invocations());
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf w = kb.buffer("w", t, Access::Read);
-  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  Buf gx = kb.buffer(splits > 1 ? "partial_grad_x" : "grad_x", t, Access::Write);
   Val lid = kb.local_id();
-  const uint64_t groups = for_each_block(kb, tl, M, N, 1, [&](Val row0, Val col0, Val) {
-    GemmOperands io;
-    // Position c of the phase -> its input element's offset within an image plane of grad_x.
-    auto plane_offset = [&](Val p) { return (ph.rh + (p / ph.qw) * sh) * W + ph.rw + (p % ph.qw) * sw; };
-    if (K > 0) {
-      // W'[ci, (co, jh, jw)] = w[co, ci, ah + sh * jh, aw + sw * jw].
-      io.a = [&](Val r, Val k) {
-        Val rc = min(r, M - 1), kc = min(k, K - 1);
-        Val j = kc % T;
-        Val tap = (ph.ah + (j / ph.tw) * sh) * KW + ph.aw + (j % ph.tw) * sw;
-        return select((r < M) & (k < K), Val(w[((kc / T) * M + rc) * taps + tap]), kb.constant(t, 0));
+  const GemmStaging staging = declare_gemm_staging(kb, t, tl);  // shared by the phases' bodies
+  // The grid: for each split, every phase's blocks in turn (block column fastest within a phase).
+  uint64_t blocks = 0;
+  for (const GradInputPhase& ph : phases) {
+    const MatmulShape g = conv2d_grad_input_phase_gemm_shape(s, ph);
+    blocks += uint64_t(tiles_m) * ((index_u32(g.n, "conv2d input positions") + tl.tile_n - 1) / tl.tile_n);
+  }
+  const uint32_t per_split = index_u32(int64_t(blocks), "conv2d input gradient workgroups");
+  index_u32(int64_t(blocks) * splits, "conv2d input gradient workgroups");
+  Val group = kb.group_id();
+  Val split = group / per_split, in_split = group % per_split;
+  uint32_t first = 0;
+  for (const GradInputPhase& ph : phases) {
+    const MatmulShape g = conv2d_grad_input_phase_gemm_shape(s, ph);
+    const uint32_t K = index_u32(g.k, "conv2d output window"), N = uint32_t(g.n);
+    const uint32_t tiles_n = (N + tl.tile_n - 1) / tl.tile_n, Q = ph.qh * ph.qw, T = ph.th * ph.tw;
+    // Each split sums a whole number of K slices (none at all for a phase no tap reaches: it stores zeros).
+    const uint32_t chunk = ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
+    Val block = in_split - first;  // wraps around below the phase's first block and fails the test
+    kb.if_(block < tiles_m * tiles_n, [&] {
+      Val row0 = (block / tiles_n) * tl.tile_m, col0 = (block % tiles_n) * tl.tile_n;
+      Val k_begin = split * chunk;
+      GemmOperands io;
+      // Position c of the phase -> its input element's offset within an image plane of grad_x.
+      auto plane_offset = [&](Val p) { return (ph.rh + (p / ph.qw) * sh) * W + ph.rw + (p % ph.qw) * sw; };
+      if (K > 0) {
+        // W'[ci, (co, jh, jw)] = w[co, ci, ah + sh * jh, aw + sw * jw].
+        io.a = [&](Val r, Val k) {
+          Val gk = k_begin + k;
+          Val rc = min(r, M - 1), kc = min(gk, K - 1);
+          Val j = kc % T;
+          Val tap = (ph.ah + (j / ph.tw) * sh) * KW + ph.aw + (j % ph.tw) * sw;
+          return select((r < M) & (k < chunk) & (gk < K), Val(w[((kc / T) * M + rc) * taps + tap]), kb.constant(t, 0));
+        };
+        // G[(co, jh, jw), (n, q)] = grad_y[n, co, qh + bh - jh, qw + bw - jw]: rows and columns before the output
+        // wrap around as unsigned numbers and fail the `< Ho` / `< Wo` test.
+        io.b = [&](Val k, Val c) {
+          Val gk = k_begin + k;
+          Val kc = min(gk, K - 1), cc = min(c, N - 1);
+          Val co = kc / T, j = kc % T;
+          Val b = cc / Q, p = cc % Q;
+          Val oh = (p / ph.qw) + ph.bh - j / ph.tw;
+          Val ow = (p % ph.qw) + ph.bw - j % ph.tw;
+          Val inside = (k < chunk) & (gk < K) & (c < N) & (oh < Ho) & (ow < Wo);
+          Val at = (b * Cout + co) * P + min(oh, Ho - 1) * Wo + min(ow, Wo - 1);
+          return select(inside, Val(gy[at]), kb.constant(t, 0));
+        };
+      } else {
+        io.a = [&](Val, Val) { return kb.constant(t, 0); };
+        io.b = [&](Val, Val) { return kb.constant(t, 0); };
+      }
+      io.store = [&](Val r, Val c, Val v) {
+        Val at = ((c / Q) * M + r) * HW + plane_offset(c % Q);
+        gx[splits > 1 ? split * uint32_t(elements) + at : at] = v;
       };
-      // G[(co, jh, jw), (n, q)] = grad_y[n, co, qh + bh - jh, qw + bw - jw]: rows and columns before the output wrap
-      // around as unsigned numbers and fail the `< Ho` / `< Wo` test.
-      io.b = [&](Val k, Val c) {
-        Val kc = min(k, K - 1), cc = min(c, N - 1);
-        Val co = kc / T, j = kc % T;
-        Val b = cc / Q, p = cc % Q;
-        Val oh = (p / ph.qw) + ph.bh - j / ph.tw;
-        Val ow = (p % ph.qw) + ph.bw - j % ph.tw;
-        Val inside = (k < K) & (c < N) & (oh < Ho) & (ow < Wo);
-        Val at = (b * Cout + co) * P + min(oh, Ho - 1) * Wo + min(ow, Wo - 1);
-        return select(inside, Val(gy[at]), kb.constant(t, 0));
-      };
-    } else {
-      // No tap reaches the phase: the body's loop never runs and stores zeros.
-      io.a = [&](Val, Val) { return kb.constant(t, 0); };
-      io.b = [&](Val, Val) { return kb.constant(t, 0); };
-    }
-    io.store = [&](Val r, Val c, Val v) { gx[((c / Q) * M + r) * HW + plane_offset(c % Q)] = v; };
-    emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
-  });
-  return {kb.finish(), groups};
+      emit_tiled_gemm(kb, t, tl, M, N, chunk, row0, col0, lid, io, staging);
+    });
+    first += tiles_m * tiles_n;
+  }
+  return {kb.finish(), uint64_t(per_split) * splits};
 }
 
 MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s) {

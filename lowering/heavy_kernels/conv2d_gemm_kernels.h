@@ -36,7 +36,11 @@ HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, kir::Type t, con
 // grad_x[ci, (n, qh, qw)] = W'[ci, (co, jh, jw)] x G[(co, jh, jw), (n, qh, qw)], M = Cin, K = Cout * th * tw,
 // N = batch * rows * columns of the phase. A phase no tap reaches (a window smaller than the stride) is a GEMM with
 // K = 0: it stores zeros. For ungrouped convolutions with a stride on some axis and no dilation
-// (conv2d_grad_input_phased); the lowering runs one launch per phase that has positions, each with the same tiling.
+// (conv2d_grad_input_phased). One launch runs every phase, each workgroup one block of one phase (the phases' blocks
+// side by side in the grid): at batch 1 a phase alone fills a fraction of a GPU, and separate launches ran one after
+// another. With tiling.splits > 1 each block's K range is split over that many workgroups (split-K, for the few
+// blocks and long windows of a small batch) that write partial sums [splits][grad_x elements] at grad_x's own
+// indices, which split_sum_kernel adds in a fixed order.
 struct GradInputPhase {
   uint32_t rh = 0, rw = 0;  // the residues of the phase's input rows and columns
   uint32_t qh = 0, qw = 0;  // its rows and columns: h = rh + stride_h * q for q < qh
@@ -48,9 +52,9 @@ bool conv2d_grad_input_phased(const Conv2dShape& s);
 // Every phase, rows of residues outer; those without positions (an input smaller than the stride) left out.
 std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s);
 MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradInputPhase& phase);
-// Buffers, as conv2d_grad_input_kernel's: grad_y (read), w (read), grad_x (write: the phase's elements only).
-HeavyKernel conv2d_grad_input_phase_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling,
-                                           const GradInputPhase& phase);
+// Buffers: grad_y (read), w (read), grad_x (write; with tiling.splits > 1 the partial sums, [splits][N * Cin * H * W]).
+// Splits 1..64; throws std::invalid_argument otherwise.
+HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling);
 
 // The weight gradient: grad_w[co, (ci, kh, kw)] = G[co, (n, ho, wo)] x X'[(n, ho, wo), (ci, kh, kw)], X' the
 // im2col matrix of the input. Its K (every output position of the batch) is long and its result small, so the K

@@ -27,15 +27,19 @@ uint64_t tiled_gemm_shared_bytes(const MatmulTiling& tl, Type t) {
   return uint64_t(tl.tile_k) * (tiled_gemm_layout(tl, t).a_ld + tl.tile_n) * type_bytes(t);
 }
 
+GemmStaging declare_gemm_staging(KernelBuilder& kb, Type t, const MatmulTiling& tl) {
+  return {kb.shared("a_tile", t, tl.tile_k * tiled_gemm_layout(tl, t).a_ld), kb.shared("b_tile", t, tl.tile_k * tl.tile_n)};
+}
+
 void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t M, uint32_t N, uint32_t K, Val row0,
-                     Val col0, Val lid, const GemmOperands& io) {
+                     Val col0, Val lid, const GemmOperands& io, const std::optional<GemmStaging>& staging) {
   const uint32_t threads = tl.invocations();
   const uint32_t threads_n = tl.tile_n / tl.reg_n, threads_m = tl.tile_m / tl.reg_m;
   const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
   const GemmLayout layout = tiled_gemm_layout(tl, t);
   const uint32_t a_ld = layout.a_ld;
-  Shared a_tile = kb.shared("a_tile", t, tl.tile_k * a_ld);
-  Shared b_tile = kb.shared("b_tile", t, tl.tile_k * tl.tile_n);
+  const GemmStaging stage = staging ? *staging : declare_gemm_staging(kb, t, tl);
+  Shared a_tile = stage.a_tile, b_tile = stage.b_tile;
   // The invocation's place (tx, ty) in the threads_n x threads_m grid. In patches, each subgroup of 32 covers 8 x 4
   // of it (8 column groups, 4 row groups) rather than two whole rows of 16: it then reads 8 distinct pieces of B's
   // row and 4 of A's per step instead of 16 and 2, fewer shared-memory wavefronts for the same products (on an H100

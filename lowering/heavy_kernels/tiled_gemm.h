@@ -8,6 +8,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "ir/kernel/builder.h"
@@ -54,9 +55,18 @@ GemmLayout tiled_gemm_layout(const MatmulTiling& tiling, kir::Type t);
 // Workgroup memory the body declares.
 uint64_t tiled_gemm_shared_bytes(const MatmulTiling& tiling, kir::Type t);
 
+// The workgroup arrays the body stages its slices in. A kernel that emits several bodies in branches (one per phase of
+// a strided input gradient) declares them once and passes them to each: one body's memory, not the sum of them.
+struct GemmStaging {
+  kir::Shared a_tile, b_tile;
+};
+GemmStaging declare_gemm_staging(kir::KernelBuilder& kb, kir::Type t, const MatmulTiling& tiling);
+
 // Emits the block at (row0, col0) into `kb`, whose workgroup has tiling.invocations() invocations; `lid` is the
-// local invocation id. Contains barriers: every invocation of the workgroup must reach it.
+// local invocation id. Contains barriers: every invocation of the workgroup must reach it. Declares its own staging
+// arrays unless given them.
 void emit_tiled_gemm(kir::KernelBuilder& kb, kir::Type t, const MatmulTiling& tiling, uint32_t M, uint32_t N,
-                     uint32_t K, kir::Val row0, kir::Val col0, kir::Val lid, const GemmOperands& io);
+                     uint32_t K, kir::Val row0, kir::Val col0, kir::Val lid, const GemmOperands& io,
+                     const std::optional<GemmStaging>& staging = std::nullopt);
 
 }  // namespace spire::lowering::heavy

@@ -157,12 +157,16 @@ std::vector<Case> cases() {
       // dilation path of its exact-division gather, and a 1x1 stride-2 window (3 of 4 positions get nothing).
       uniform("conv2d_grad_input_gemm_mixed_axes", [] { return conv_grad_input({2, 70, 9, 11}, {6, 70, 3, 2}, O{.stride = {2, 1}, .padding = {1, 2}, .dilation = {1, 2}}); }),
       uniform("conv2d_grad_input_gemm_1x1_stride2", [] { return conv_grad_input({2, 40, 14, 14}, {16, 40, 1, 1}, O{.stride = {2, 2}}); }),
-      // Strided input gradients phase by phase (conv2d_grad_input_phase_kernel): odd sizes (phases of unequal rows and
+      // Strided input gradients by phases (conv2d_grad_input_phases_kernel): odd sizes (phases of unequal rows and
       // columns), strides and windows differing per axis (phases of 1 to 3 tap rows), and a window smaller than the
       // stride (phases no tap reaches, all zeros).
       uniform("conv2d_grad_input_phases_3x3", [] { return conv_grad_input({2, 20, 11, 9}, {24, 20, 3, 3}, O{.stride = {2, 2}, .padding = {1, 1}}); }),
       uniform("conv2d_grad_input_phases_7x5", [] { return conv_grad_input({1, 6, 16, 13}, {8, 6, 7, 5}, O{.stride = {3, 2}, .padding = {3, 2}}); }),
       uniform("conv2d_grad_input_phases_gaps", [] { return conv_grad_input({2, 5, 10, 11}, {3, 5, 2, 2}, O{.stride = {3, 3}}); }),
+      // The same with windows long enough for split-K (partial sums of every phase, one launch adding them): phases of
+      // unequal K (some splits' ranges miss the short ones: they store zeros), and phases no tap reaches.
+      uniform("conv2d_grad_input_phases_split_7x5", [] { return conv_grad_input({1, 6, 16, 13}, {32, 6, 7, 5}, O{.stride = {3, 2}, .padding = {3, 2}}); }),
+      uniform("conv2d_grad_input_phases_split_gaps", [] { return conv_grad_input({1, 8, 10, 11}, {256, 8, 2, 2}, O{.stride = {3, 3}}); }),
       // 70 x 144 weights over 198 positions: split-K with partial sums for the shallow slices, one split for the deep.
       uniform("conv2d_grad_weight_gemm_split", [] { return conv_grad_weight({3, 16, 12, 13}, {70, 16, 3, 3}, O{.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}); }),
       uniform("conv2d_grad_weight_3x3", [] { return conv_grad_weight({4, 3, 16, 16}, {5, 3, 3, 3}, O{.padding = {1, 1}}); }),

@@ -5,6 +5,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -102,6 +105,33 @@ TEST_P(TuneFlow, AnEntryOfAnotherDriverIsNotReused) {
   EXPECT_FALSE(row.cached);
   EXPECT_EQ(tuning::timed_candidates() - before, ops[0].candidates.size());
   EXPECT_NE(cache.find(tuning::DeviceKey::of(dev_->info()), ops[0].key), nullptr);
+}
+
+// SPIRE_TUNING_LOG: one line per candidate of the op, with the device, its config's text and a time, appended.
+TEST_P(TuneFlow, TheTuningLogHoldsEveryCandidatesTime) {
+  const graph::Graph g = small_graph();
+  const auto ops = lowering::tunable_ops(g, dev_->info());
+  const std::string log_path = (tuning_test::scratch_dir() / "candidates.tsv").string();
+  tuning::TuningCache cache((tuning_test::scratch_dir() / "tuning.txt").string());
+  tuning::TuneOptions opt;
+  opt.progress = nullptr;
+  opt.runs = 1;
+  ::setenv("SPIRE_TUNING_LOG", log_path.c_str(), 1);
+  tuning::tune_op(*dev_, cache, ops[0], opt);
+  ::unsetenv("SPIRE_TUNING_LOG");
+  std::FILE* f = std::fopen(log_path.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  const std::string text = contents(f);
+  std::fclose(f);
+  std::vector<std::string> lines;
+  for (size_t at = 0, end; (end = text.find('\n', at)) != std::string::npos; at = end + 1) lines.push_back(text.substr(at, end - at));
+  ASSERT_EQ(lines.size(), ops[0].candidates.size()) << text;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string prefix = fmt::format("{}\t{}\t{}\t{}\t{}\t", dev_->info().id, ops[0].key.op, ops[0].key.shape, ops[0].key.dtype,
+                                           ops[0].candidates[i].text());
+    ASSERT_EQ(lines[i].rfind(prefix, 0), 0u) << lines[i];
+    EXPECT_GT(std::stod(lines[i].substr(prefix.size())), 0.0) << lines[i];
+  }
 }
 
 // y[i] = 2 x[i] with a workgroup size from the config: a custom op's kernel factory, tuned through the
