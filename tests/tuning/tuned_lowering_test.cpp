@@ -136,6 +136,20 @@ TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConv
     for (const auto& name : kernel_names(own)) EXPECT_EQ(name.find("conv2d_winograd"), std::string::npos) << name;
 }
 
+// The test target as a device of another type (lowering's rules differ between GPUs and CPUs).
+rt::DeviceInfo target_of_type(rt::DeviceType type) {
+  rt::DeviceInfo info = target();
+  info.type = type;
+  return info;
+}
+
+// The plan's kernel names in one string, each followed by a space.
+std::string joined_kernel_names(const lowering::Plan& p) {
+  std::string names;
+  for (const std::string& name : kernel_names(p)) names += name + " ";
+  return names;
+}
+
 // A strided convolution of many channels at batch 1 has few positions, too few for the GEMM's 64x64 blocks: on a GPU it
 // takes the GEMM in 32x32 blocks (64 or more of them) or 16x16 ones, not the row kernel; on a CPU, and for LeNet's
 // short windows, the direct kernels stay.
@@ -146,19 +160,16 @@ TEST(TunedLowering, FewPositionsOfManyChannelsTakeTheGemmInSmallBlocksOnAGpu) {
                            {.stride = {stride, stride}, .padding = {pad, pad}}));
     return g;
   };
-  rt::DeviceInfo gpu = target();
-  gpu.type = rt::DeviceType::DiscreteGpu;
-  auto only_kernel = [](const lowering::Plan& p) { return p.kernels.size() == 1 ? p.kernels[0].name : lowering::plan_text(p); };
-  EXPECT_EQ(only_kernel(lowering::lower(conv(64, 128, 56, 3, 2, 1), gpu)),
-            "conv2d_n1_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t32x32x32_r2x2");
-  EXPECT_EQ(only_kernel(lowering::lower(conv(256, 512, 14, 3, 2, 1), gpu)),
-            "conv2d_n1_c256_h14_w14_k512_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t16x16x32_r1x1");
-  EXPECT_EQ(only_kernel(lowering::lower(conv(128, 256, 28, 1, 2, 0), gpu)),
-            "conv2d_n1_c128_h28_w28_k256_r1x1_s2x2_p0x0_d1x1_g1_f32_gemm_t16x16x32_r1x1");
-  rt::DeviceInfo cpu = target();
-  cpu.type = rt::DeviceType::Cpu;
-  EXPECT_EQ(only_kernel(lowering::lower(conv(64, 128, 56, 3, 2, 1), cpu)).find("_gemm_"), std::string::npos);
-  EXPECT_EQ(only_kernel(lowering::lower(conv(6, 16, 14, 5, 1, 0), gpu)).find("_gemm_"), std::string::npos);
+  const rt::DeviceInfo gpu = target_of_type(rt::DeviceType::DiscreteGpu);
+  EXPECT_EQ(joined_kernel_names(lowering::lower(conv(64, 128, 56, 3, 2, 1), gpu)),
+            "conv2d_n1_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t32x32x32_r2x2 ");
+  EXPECT_EQ(joined_kernel_names(lowering::lower(conv(256, 512, 14, 3, 2, 1), gpu)),
+            "conv2d_n1_c256_h14_w14_k512_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t16x16x32_r1x1 ");
+  EXPECT_EQ(joined_kernel_names(lowering::lower(conv(128, 256, 28, 1, 2, 0), gpu)),
+            "conv2d_n1_c128_h28_w28_k256_r1x1_s2x2_p0x0_d1x1_g1_f32_gemm_t16x16x32_r1x1 ");
+  const rt::DeviceInfo cpu = target_of_type(rt::DeviceType::Cpu);
+  EXPECT_EQ(joined_kernel_names(lowering::lower(conv(64, 128, 56, 3, 2, 1), cpu)).find("_gemm_"), std::string::npos);
+  EXPECT_EQ(joined_kernel_names(lowering::lower(conv(6, 16, 14, 5, 1, 0), gpu)).find("_gemm_"), std::string::npos);
 }
 
 // The input gradients of resnet18's strided layers at batch 1: every phase in one launch, split (a second launch adds
@@ -173,13 +184,8 @@ TEST(TunedLowering, StridedInputGradientsOfFewPositionsTakeThePhasesInSmallBlock
                                        o, {1, cin, hw, hw}));
     return g;
   };
-  rt::DeviceInfo gpu = target();
-  gpu.type = rt::DeviceType::DiscreteGpu;
-  auto kernels = [](const lowering::Plan& p) {
-    std::string names;
-    for (const auto& k : p.kernels) names += k.name + " ";
-    return names;
-  };
+  const rt::DeviceInfo gpu = target_of_type(rt::DeviceType::DiscreteGpu);
+  const auto kernels = joined_kernel_names;
   EXPECT_EQ(kernels(lowering::lower(grad_input(64, 128, 56, 3, 2, 1), gpu)),
             "conv2d_grad_input_n1_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_f32_gemm_t32x32x32_r2x2_phases_s2 "
             "conv2d_grad_input_n1_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_f32_split_sum_s2 ");
@@ -188,8 +194,7 @@ TEST(TunedLowering, StridedInputGradientsOfFewPositionsTakeThePhasesInSmallBlock
             "conv2d_grad_input_n1_c256_h14_w14_k512_r3x3_s2x2_p1x1_d1x1_g1_f32_split_sum_s8 ");
   EXPECT_EQ(kernels(lowering::lower(grad_input(64, 128, 56, 1, 2, 0), gpu)),
             "conv2d_grad_input_n1_c64_h56_w56_k128_r1x1_s2x2_p0x0_d1x1_g1_f32_gemm_t16x16x16_r1x1_phases ");
-  rt::DeviceInfo cpu = target();
-  cpu.type = rt::DeviceType::Cpu;
+  const rt::DeviceInfo cpu = target_of_type(rt::DeviceType::Cpu);
   EXPECT_EQ(kernels(lowering::lower(grad_input(64, 128, 56, 3, 2, 1), cpu)).find("_gemm_"), std::string::npos);
   EXPECT_EQ(kernels(lowering::lower(grad_input(6, 16, 28, 5, 2, 2), gpu)).find("_gemm_"), std::string::npos);
 }
