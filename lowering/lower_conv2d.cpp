@@ -98,25 +98,29 @@ heavy::Config unsplit_tiling(const heavy::MatmulTiling& tl) {
 // H100 at batch 1 (docs/PERFORMANCE.md), vulkan:0 / cuda:0, kernel and adding launch: layer4's 3x3 (K = 2048) 0.027 /
 // 0.022 ms in 64x64 blocks split 8 ways against 0.036 / 0.033 in 32x32 split 4 and 0.059 / 0.051 in 16x16 unsplit;
 // layer3's (K = 1024) 0.030 ms on cuda:0 in 32x32 split 4, 0.033 unsplit. GPUs only, windows of 64 or more terms and
-// 32 or more input channels (LeNet's keep the direct kernels). `blocks16/32/64` count the phases' blocks of each size.
+// 32 or more input channels (LeNet's keep the direct kernels). `longest`: the largest phase's K and N.
 std::optional<heavy::MatmulTiling> small_grad_input_tiling(const heavy::Conv2dShape& s, const heavy::MatmulShape& longest,
-                                                           int64_t blocks16, int64_t blocks32, int64_t blocks64,
                                                            kir::Type t, const heavy::Limits& limits) {
   if (limits.cpu || s.groups != 1 || longest.k < 64 || longest.m < 32) return std::nullopt;
+  // The blocks of a size over the phases a tap reaches.
+  auto blocks_of = [&](int64_t size) {
+    int64_t blocks = 0;
+    for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
+      const heavy::MatmulShape p = heavy::conv2d_grad_input_phase_gemm_shape(s, phase);
+      if (p.k > 0) blocks += ((p.m + size - 1) / size) * ((p.n + size - 1) / size);
+    }
+    return blocks;
+  };
   const bool f64 = t == kir::Type::F64;
-  heavy::MatmulTiling tl;
-  int64_t blocks = 0, wanted = 512;
+  heavy::MatmulTiling tl{16, 16, f64 ? 8u : 16u, 1, 1};
+  int64_t wanted = 512;
   if (longest.k >= 2048 && longest.m >= 64) {
     tl = heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
-    blocks = blocks64;
     wanted = 128;
-  } else if (blocks32 >= 64) {
+  } else if (blocks_of(32) >= 64) {
     tl = heavy::MatmulTiling{32, 32, f64 ? 16u : 32u, 2, 2};
-    blocks = blocks32;
-  } else {
-    tl = heavy::MatmulTiling{16, 16, f64 ? 8u : 16u, 1, 1};
-    blocks = blocks16;
   }
+  const int64_t blocks = blocks_of(tl.tile_m);
   const int64_t slices = (longest.k + tl.tile_k - 1) / tl.tile_k;
   while (tl.splits < 64 && blocks * tl.splits * 2 <= wanted && slices >= 8 * int64_t(tl.splits) * 2) tl.splits *= 2;
   return tl;
@@ -352,28 +356,23 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   TunableOp op;
   op.key = {"conv2d_grad_input", s.text(), heavy::float_suffix(t, "conv2d_grad_input")};
   // With a stride (and no dilation) the GEMM form runs as one dense GEMM per phase, all in one launch
-  // (conv2d_gemm_kernels.h): its tiling is chosen for the largest phase. Otherwise one GEMM over every input position, where with a
-  // stride (dilated) all but 1/stride² of each window's terms are zeros it still multiplies: there it runs only for
-  // 1x1 windows (on the H100 3x3 stride-2 layers ran slower than the direct kernel that way, docs/PERFORMANCE.md).
+  // (conv2d_gemm_kernels.h): its tiling is chosen for the largest phase. Otherwise one GEMM over every input position,
+  // where with a stride (dilated) all but 1/stride² of each window's terms are zeros it still multiplies: there it runs
+  // only for 1x1 windows (on the H100 3x3 stride-2 layers ran slower than the direct kernel that way,
+  // docs/PERFORMANCE.md).
   const bool phased = heavy::conv2d_grad_input_phased(s);
   heavy::MatmulShape gemm = heavy::conv2d_grad_input_gemm_shape(s);
-  int64_t blocks16 = 0, blocks32 = 0, blocks64 = 0;  // the 16x16, 32x32 and 64x64 blocks of the phases a tap reaches
   if (phased) {
     gemm.k = gemm.n = 0;
     for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
       const heavy::MatmulShape p = heavy::conv2d_grad_input_phase_gemm_shape(s, phase);
       gemm.k = std::max(gemm.k, p.k);
       gemm.n = std::max(gemm.n, p.n);
-      if (p.k > 0) {
-        blocks16 += ((p.m + 15) / 16) * ((p.n + 15) / 16);
-        blocks32 += ((p.m + 31) / 32) * ((p.n + 31) / 32);
-        blocks64 += ((p.m + 63) / 64) * ((p.n + 63) / 64);
-      }
     }
   }
   const bool dense = phased || (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
   const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
-  const auto small = phased && !tiling ? small_grad_input_tiling(s, gemm, blocks16, blocks32, blocks64, t, limits) : std::nullopt;
+  const auto small = phased && !tiling ? small_grad_input_tiling(s, gemm, t, limits) : std::nullopt;
   op.heuristic = tiling  ? tiling->config()
                  : small ? small->config()
                          : heavy::conv2d_grad_input_heuristic(s, limits).config();

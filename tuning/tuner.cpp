@@ -138,19 +138,10 @@ double time_candidate(rt::Device& dev, BufferPool& pool, const Compiled& c, cons
   stream->finish();
   warm_up(opt.warmup, warmup_ms, [&] { dev.run(*stream); });
   std::vector<double> ms;
-  bool warmed_again = false;
   for (int i = 0; i < std::max(opt.runs, 1); ++i) {
     dev.run(*stream);
     ms.push_back(stream->elapsed_ms(t0, t1));
-    if (i == 0 && std::isfinite(best_ms) && ms[0] > opt.give_up_factor * best_ms) {
-      // A first run this slow is either the config or clocks that fell while the candidate compiled: warm up as
-      // long as before the first candidate and time it once more before giving up on it.
-      if (warmed_again) break;
-      warmed_again = true;
-      warm_up(opt.warmup, opt.first_warmup_ms, [&] { dev.run(*stream); });
-      ms.clear();
-      i = -1;
-    }
+    if (i == 0 && std::isfinite(best_ms) && ms[0] > opt.give_up_factor * best_ms) break;
   }
   runs = int(ms.size());
   ++g_timed;

@@ -28,9 +28,8 @@ struct TuneOptions {
   double warmup_ms = 50;
   double first_warmup_ms = kGpuWarmupMs;
   int runs = 7;    // timed runs; a candidate's time is their median
-  // A candidate whose first timed run is this many times slower than the best median so far is warmed up again as
-  // long as the first candidate and timed once more; still that slow, it is not run again: its one time is kept (it
-  // cannot be the fastest unless that run was a very unlucky one).
+  // A candidate whose first timed run is this many times slower than the best median so far is not run
+  // again: its one time is kept (it cannot be the fastest unless that run was a very unlucky one).
   double give_up_factor = 4.0;
   // tune_op keeps the heuristic unless a candidate's median beats it by at least this fraction: a gain
   // within the timing noise is no reason to leave the config every untuned run uses.

@@ -230,13 +230,13 @@ HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, Type t, const 
   Val lid = kb.local_id();
   const GemmStaging staging = declare_gemm_staging(kb, t, tl);  // shared by the phases' bodies
   // The grid: for each split, every phase's blocks in turn (block column fastest within a phase).
-  uint64_t blocks = 0;
+  int64_t blocks = 0;
   for (const GradInputPhase& ph : phases) {
-    const MatmulShape g = conv2d_grad_input_phase_gemm_shape(s, ph);
-    blocks += uint64_t(tiles_m) * ((index_u32(g.n, "conv2d input positions") + tl.tile_n - 1) / tl.tile_n);
+    const int64_t n = conv2d_grad_input_phase_gemm_shape(s, ph).n;
+    blocks += int64_t(tiles_m) * ((n + tl.tile_n - 1) / tl.tile_n);
   }
-  const uint32_t per_split = index_u32(int64_t(blocks), "conv2d input gradient workgroups");
-  index_u32(int64_t(blocks) * splits, "conv2d input gradient workgroups");
+  const uint32_t per_split = index_u32(blocks, "conv2d input gradient workgroups");
+  index_u32(blocks * splits, "conv2d input gradient workgroups");
   Val group = kb.group_id();
   Val split = group / per_split, in_split = group % per_split;
   uint32_t first = 0;
