@@ -126,21 +126,36 @@ std::optional<heavy::MatmulTiling> small_grad_input_tiling(const heavy::Conv2dSh
   return tl;
 }
 
-// Winograd's F(2x2, 3x3) (conv2d_winograd_kernels.h): the batched product's tiling, marked "winograd=2" (the output
-// tile's size).
-heavy::Config winograd_config(const heavy::MatmulTiling& tl) { return tl.config().set("winograd", 2); }
+// Winograd (conv2d_winograd_kernels.h): the batched product's tiling, marked "winograd=<the output tile's side>" (2:
+// F(2x2, 3x3), 4: F(4x4, 3x3)).
+heavy::Config winograd_config(const heavy::MatmulTiling& tl, uint32_t tile) { return tl.config().set("winograd", tile); }
 bool is_winograd_config(const heavy::Config& c) { return c.has("winograd"); }
+uint32_t winograd_tile_of(const heavy::Config& c) { return uint32_t(c.get("winograd")); }
 
 // The transformed input or product, the larger scratch buffer, in bytes.
-int64_t winograd_scratch_bytes(const heavy::Conv2dShape& s, kir::Type t) {
-  return 16 * std::max(s.cin, s.cout) * heavy::conv2d_winograd_tiles(s) * int64_t(kir::type_bytes(t));
+int64_t winograd_scratch_bytes(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile) {
+  return heavy::conv2d_winograd_planes(tile) * std::max(s.cin, s.cout) * heavy::conv2d_winograd_tiles(s, tile) *
+         int64_t(kir::type_bytes(t));
 }
 
 // Where the transforms' passes over memory are small next to the product they save: channels enough for the product
 // to be the time (resnet18's 3x3 layers of 64 to 512 channels on the H100: docs/PERFORMANCE.md); and where the
 // scratch buffers, 4x the input and output, stay within 1 GiB each (a large image takes the implicit GEMM instead).
 bool winograd_pays(const heavy::Conv2dShape& s, kir::Type t) {
-  return s.cin >= 32 && s.cout >= 32 && winograd_scratch_bytes(s, t) <= (int64_t(1) << 30);
+  return s.cin >= 32 && s.cout >= 32 && winograd_scratch_bytes(s, t, 2) <= (int64_t(1) << 30);
+}
+
+// F(4x4, 3x3) for float32 (f16 and bf16 convolutions compute in it too) where its products have 256 tiles or more and
+// it multiplies less than F(2x2, 3x3) over the tiles it covers (36 products per 16 outputs against 16 per 4; a plane of
+// odd size wastes more of the larger tiles), its scratch fitting as F(2x2, 3x3)'s must. On the H100 (docs/PERFORMANCE.md)
+// resnet18's 3x3 layers at batch 64 (256 to 12544 tiles) ran 1.1-1.5x faster with it on both backends, forward and both
+// gradients, but at batch 1 (4 to 196 tiles: products of few columns) up to 2.4x slower. Its constants (up to 8, and
+// 1/3, 1/15) cost precision: 1-3x the implicit GEMM's error in float32 (tests/tuning/winograd_precision_test.cpp); not
+// measured against float64's much tighter tolerance, which keeps F(2x2, 3x3).
+uint32_t winograd_tile(const heavy::Conv2dShape& s, kir::Type t) {
+  const int64_t tiles = heavy::conv2d_winograd_tiles(s, 4);
+  const bool fewer = 36 * tiles < 16 * heavy::conv2d_winograd_tiles(s, 2);
+  return t == kir::Type::F32 && tiles >= 256 && fewer && winograd_scratch_bytes(s, t, 4) <= (int64_t(1) << 30) ? 4 : 2;
 }
 
 // The batched product's tiling: the matmul heuristic's, but where it takes 64x64 blocks (64 output channels), 8x8
@@ -162,22 +177,23 @@ std::vector<heavy::Config> unique_configs(const std::vector<heavy::Config>& conf
   return out;
 }
 
-// The four launches: weights to U, input to V, M = U x V (16 products), M to the NCHW result. Buffers: x, w, y (for
-// the input gradient: grad_y, w, grad_x, with s the equivalent forward convolution's shape and the weights flipped),
-// then U [16][Cout][Cin], V [16][Cin][tiles] and M [16][Cout][tiles] as scratch.
+// The four launches: weights to U, input to V, M = U x V (one product per plane), M to the NCHW result. Buffers: x, w,
+// y (for the input gradient: grad_y, w, grad_x, with s the equivalent forward convolution's shape and the weights
+// flipped), then U [planes][Cout][Cin], V [planes][Cin][tiles] and M [planes][Cout][tiles] as scratch.
 KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
-                               const heavy::MatmulTiling& tl, bool flipped = false) {
-  const int64_t tiles = heavy::conv2d_winograd_tiles(s);
-  heavy::HeavyKernel weights = heavy::conv2d_winograd_weight_kernel(s, t, flipped);
-  heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t);
-  heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_gemm_shape(s), t, tl);
-  heavy::HeavyKernel output = heavy::conv2d_winograd_output_kernel(s, t);
+                               const heavy::Config& c, bool flipped = false) {
+  const uint32_t tile = winograd_tile_of(c);
+  const int64_t tiles = heavy::conv2d_winograd_tiles(s, tile), planes = heavy::conv2d_winograd_planes(tile);
+  heavy::HeavyKernel weights = heavy::conv2d_winograd_weight_kernel(s, t, tile, flipped);
+  heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t, tile);
+  heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_gemm_shape(s, tile), t, heavy::MatmulTiling::from(c));
+  heavy::HeavyKernel output = heavy::conv2d_winograd_output_kernel(s, t, tile);
   KernelProgram p;
   p.buffers = std::move(io);
   const int32_t u = int32_t(p.buffers.size()), v = u + 1, m = u + 2;  // after the io list (a pooled form's is longer)
-  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cout * s.cin});
-  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cin * tiles});
-  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cout * tiles});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, planes * s.cout * s.cin});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, planes * s.cin * tiles});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, planes * s.cout * tiles});
   p.launches.push_back({std::move(weights.kernel), {1, u}, weights.groups, {}});
   p.launches.push_back({std::move(input.kernel), {0, v}, input.groups, {}});
   p.launches.push_back({std::move(product.kernel), {u, v, m}, product.groups, {}});
@@ -185,22 +201,25 @@ KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::ve
   return p;
 }
 
-// The weight gradient by Winograd (conv2d_winograd_kernels.h): the input and gradient transforms, the 16 products
-// (split over the tiles where their result is small) and the transform back, which adds the splits. Buffers: grad_y,
-// x, grad_w, then V [16][Cin][tiles], Gy [16][tiles][Cout] and the products' [splits][16][Cin][Cout] as scratch.
+// The weight gradient by Winograd (conv2d_winograd_kernels.h): the input and gradient transforms, the products, one
+// per plane (split over the tiles where their result is small), and the transform back, which adds the splits.
+// Buffers: grad_y, x, grad_w, then V [planes][Cin][tiles], Gy [planes][tiles][Cout] and the products'
+// [splits][planes][Cin][Cout] as scratch.
 KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
-                                           const heavy::MatmulTiling& tl) {
-  const int64_t tiles = heavy::conv2d_winograd_tiles(s);
-  heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t);
-  heavy::HeavyKernel grad_y = heavy::conv2d_winograd_grad_y_kernel(s, t);
-  heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_grad_weight_gemm_shape(s), t, tl);
-  heavy::HeavyKernel back = heavy::conv2d_winograd_grad_weight_kernel(s, t, tl.splits);
+                                           const heavy::Config& c) {
+  const uint32_t tile = winograd_tile_of(c);
+  const heavy::MatmulTiling tl = heavy::MatmulTiling::from(c);
+  const int64_t tiles = heavy::conv2d_winograd_tiles(s, tile), planes = heavy::conv2d_winograd_planes(tile);
+  heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t, tile);
+  heavy::HeavyKernel grad_y = heavy::conv2d_winograd_grad_y_kernel(s, t, tile);
+  heavy::HeavyKernel product = heavy::matmul_kernel(heavy::conv2d_winograd_grad_weight_gemm_shape(s, tile), t, tl);
+  heavy::HeavyKernel back = heavy::conv2d_winograd_grad_weight_kernel(s, t, tile, tl.splits);
   KernelProgram p;
   p.buffers = std::move(io);
   const int32_t v = int32_t(p.buffers.size()), gy = v + 1, n = v + 2;
-  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * s.cin * tiles});
-  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, 16 * tiles * s.cout});
-  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tl.splits) * 16 * s.cin * s.cout});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, planes * s.cin * tiles});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, planes * tiles * s.cout});
+  p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, t, int64_t(tl.splits) * planes * s.cin * s.cout});
   p.launches.push_back({std::move(input.kernel), {1, v}, input.groups, {}});
   p.launches.push_back({std::move(grad_y.kernel), {0, gy}, grad_y.groups, {}});
   p.launches.push_back({std::move(product.kernel), {v, gy, n}, product.groups, {}});
@@ -208,15 +227,15 @@ KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Typ
   return p;
 }
 
-// The weight gradient's product has few blocks (16 x Cin x Cout) and a long K (every tile of the batch): the forward
-// product's tiling, then K split in two until about 4 workgroups of 64x64 per core of a 132-core GPU (512 in all; 256
-// of 128x128), each split keeping at least 8 slices of K. The tuner's picks on the H100 for resnet18's 3x3 layers at
-// batch 64 (docs/PERFORMANCE.md): 32, 8, 2 and 1 splits for 64 to 512 channels (the rule before, 256 workgroups:
-// 16, 4, 1, 1 splits, 1.22-1.37x slower on cuda:0 where they differ; on vulkan:0 1.22x for 128 channels).
+// The weight gradient's product has few blocks (planes x Cin x Cout) and a long K (every tile of the batch): the
+// forward product's tiling, then K split in two until about 4 workgroups of 64x64 per core of a 132-core GPU (512 in
+// all; 256 of 128x128), each split keeping at least 8 slices of K. The tuner's picks on the H100 for resnet18's 3x3
+// layers at batch 64 (docs/PERFORMANCE.md): 32, 8, 2 and 1 splits for 64 to 512 channels (the rule before, 256
+// workgroups: 16, 4, 1, 1 splits, 1.22-1.37x slower on cuda:0 where they differ; on vulkan:0 1.22x for 128 channels).
 heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& product, kir::Type t) {
   heavy::MatmulTiling tl = winograd_tiling(product, t);
   if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = winograd_tiling_64(t);
-  const int64_t blocks = 16 * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
+  const int64_t blocks = product.batch[0] * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
   const int64_t slices = (product.k + tl.tile_k - 1) / tl.tile_k;
   const int64_t wanted = tl.tile_m * tl.tile_n >= 128 * 128 ? 256 : 512;
   while (blocks * tl.splits < wanted && slices >= 8 * int64_t(tl.splits) * 2 && tl.splits < 64) tl.splits *= 2;
@@ -227,25 +246,36 @@ heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& produc
   return tl;
 }
 
-// Offers the weight gradient by Winograd with the heuristic product tiling at several splits and every other product
-// tiling, and makes it the heuristic where it pays (the forward's rule).
+// Whether a Winograd program's scratch and partial sums are addressable with 32-bit indices.
+bool winograd_addressable(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile, uint32_t max_splits) {
+  const int64_t planes = heavy::conv2d_winograd_planes(tile);
+  return winograd_scratch_bytes(s, t, tile) / kir::type_bytes(t) < (int64_t(1) << 31) &&
+         planes * max_splits * s.cin * s.cout < (int64_t(1) << 31) && heavy::conv2d_winograd_tiles(s, tile) < (int64_t(1) << 31);
+}
+
+// Offers the weight gradient by Winograd (F(2x2, 3x3), and for float32 F(4x4, 3x3)) with the heuristic product tiling
+// at several splits and every other product tiling, and makes it the heuristic where it pays (the forward's rules).
 void add_winograd_grad_weight(TunableOp& op, const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits) {
-  const int64_t tiles = heavy::conv2d_winograd_tiles(s);
-  if (winograd_scratch_bytes(s, t) / kir::type_bytes(t) >= (int64_t(1) << 31) ||
-      16 * 64 * s.cin * s.cout >= (int64_t(1) << 31) || tiles >= (int64_t(1) << 31))
-    return;
-  const heavy::MatmulShape product = heavy::conv2d_winograd_grad_weight_gemm_shape(s);
-  const heavy::MatmulTiling best = winograd_grad_weight_tiling(product, t);
-  if (winograd_pays(s, t)) op.heuristic = winograd_config(best);
-  op.candidates.insert(op.candidates.begin(), op.heuristic);
-  for (uint32_t splits : {best.splits / 2, best.splits * 2}) {
-    heavy::MatmulTiling tl = best;
-    tl.splits = splits;
-    if (splits >= 1 && splits <= 64 && (product.k + tl.tile_k - 1) / tl.tile_k >= 8 * int64_t(splits))
-      op.candidates.push_back(winograd_config(tl));
+  std::vector<uint32_t> tiles{2};
+  if (t == kir::Type::F32) tiles.push_back(4);
+  std::vector<heavy::Config> offered;
+  for (uint32_t tile : tiles) {
+    if (!winograd_addressable(s, t, tile, 64)) continue;
+    const heavy::MatmulShape product = heavy::conv2d_winograd_grad_weight_gemm_shape(s, tile);
+    const heavy::MatmulTiling best = winograd_grad_weight_tiling(product, t);
+    if (winograd_pays(s, t) && tile == winograd_tile(s, t)) op.heuristic = winograd_config(best, tile);
+    offered.push_back(winograd_config(best, tile));
+    for (uint32_t splits : {best.splits / 2, best.splits * 2}) {
+      heavy::MatmulTiling tl = best;
+      tl.splits = splits;
+      if (splits >= 1 && splits <= 64 && (product.k + tl.tile_k - 1) / tl.tile_k >= 8 * int64_t(splits))
+        offered.push_back(winograd_config(tl, tile));
+    }
+    for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
+      offered.push_back(winograd_config(tl, tile));
   }
-  for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
-    op.candidates.push_back(winograd_config(tl));
+  op.candidates.insert(op.candidates.begin(), op.heuristic);
+  op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
   op.candidates = unique_configs(op.candidates);
 }
 
@@ -256,15 +286,23 @@ heavy::Config split_tiling(const heavy::Conv2dShape& s, const heavy::MatmulTilin
   return c;
 }
 
-// Offers Winograd (of the forward convolution `e`) with every product tiling, where its scratch is addressable with
-// 32-bit indices, and makes it the heuristic where it pays.
+// Offers Winograd (of the forward convolution `e`: F(2x2, 3x3), and for float32 F(4x4, 3x3)) with every product
+// tiling, where its scratch is addressable with 32-bit indices, and makes it the heuristic where it pays
+// (winograd_tile picks the tile).
 void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const heavy::Limits& limits) {
-  if (winograd_scratch_bytes(e, t) / kir::type_bytes(t) >= (int64_t(1) << 31)) return;
-  const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(e);
-  if (winograd_pays(e, t)) op.heuristic = winograd_config(winograd_tiling(product, t));
+  std::vector<uint32_t> tiles{2};
+  if (t == kir::Type::F32) tiles.push_back(4);
+  std::vector<heavy::Config> offered;
+  for (uint32_t tile : tiles) {
+    if (!winograd_addressable(e, t, tile, 1)) continue;
+    const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(e, tile);
+    if (winograd_pays(e, t) && tile == winograd_tile(e, t)) op.heuristic = winograd_config(winograd_tiling(product, t), tile);
+    offered.push_back(winograd_config(winograd_tiling(product, t), tile));
+    for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
+      offered.push_back(winograd_config(tl, tile));
+  }
   op.candidates.insert(op.candidates.begin(), op.heuristic);
-  for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
-    op.candidates.push_back(winograd_config(tl));
+  op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
   op.candidates = unique_configs(op.candidates);
 }
 
@@ -301,7 +339,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   // The convolution's own launches over the io list's first three buffers (x, w, y).
   auto program = [s, t, limits](std::vector<ProgramBuffer> io, const heavy::Config& c) {
-    if (is_winograd_config(c)) return winograd_program(s, t, std::move(io), heavy::MatmulTiling::from(c));
+    if (is_winograd_config(c)) return winograd_program(s, t, std::move(io), c);
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     KernelProgram p;
@@ -394,7 +432,7 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   if (heavy::conv2d_winograd_grad_input_applies(s)) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
   op.build = [s, t, limits, phased, io = io_buffers(g, v)](const heavy::Config& c) {
     if (is_winograd_config(c))
-      return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, heavy::MatmulTiling::from(c), true);
+      return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, c, true);
     if (phased && is_gemm_config(c)) {
       const heavy::MatmulTiling tl = heavy::MatmulTiling::from(c);
       heavy::HeavyKernel k = heavy::conv2d_grad_input_phases_kernel(s, t, tl);
@@ -611,7 +649,7 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   // A 3x3 window at stride 1: Winograd (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_applies(s)) add_winograd_grad_weight(op, s, t, limits);
   op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
-    if (is_winograd_config(c)) return winograd_grad_weight_program(s, t, io, heavy::MatmulTiling::from(c));
+    if (is_winograd_config(c)) return winograd_grad_weight_program(s, t, io, c);
     uint32_t splits = 1;
     heavy::HeavyKernel partials;
     if (is_gemm_config(c)) {

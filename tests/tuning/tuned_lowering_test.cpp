@@ -76,39 +76,60 @@ TEST(TunedLowering, ChoicesSelectConvAndReductionConfigs) {
     }
 }
 
-// A 3x3 convolution at stride 1 with many channels takes Winograd's F(2x2, 3x3) by default: four launches (weight and
-// input transforms, 16 batched products, output transform) with three scratch buffers; a stride-2 one and one with
-// few channels keep a single kernel. The choice of a direct-sum config turns it back into one launch.
+// A 3x3 convolution at stride 1 with many channels takes Winograd by default: four launches (weight and input
+// transforms, batched products, output transform) with three scratch buffers; F(4x4, 3x3) (36 products) in float32
+// where its products have 256 tiles or more, else F(2x2, 3x3) (16), as in float64 always; the tuning choice gives
+// either. A stride-2 convolution and one with few channels keep a single kernel, and so does a direct-sum choice.
 TEST(TunedLowering, WinogradForWideStrideOneThreeByThreeConvolutions) {
-  auto conv = [](int64_t c, int64_t stride) {
+  auto conv = [](int64_t n, int64_t hw, int64_t c, int64_t stride, DType t = DType::F32) {
     graph::Graph g;
-    g.output("y", g.conv2d(g.input("x", DType::F32, {2, c, 14, 14}), g.input("w", DType::F32, {c, c, 3, 3}),
+    g.output("y", g.conv2d(g.input("x", t, {n, c, hw, hw}), g.input("w", t, {c, c, 3, 3}),
                            {.stride = {stride, stride}, .padding = {1, 1}}));
     return g;
   };
-  const lowering::Plan wide = lowering::lower(conv(64, 1), target());
-  const auto names = kernel_names(wide);
-  ASSERT_EQ(wide.launches.size(), 4u) << lowering::plan_text(wide);
-  EXPECT_TRUE(has(names, "conv2d_winograd_weights_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(wide);
-  EXPECT_TRUE(has(names, "conv2d_winograd_input_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
-  EXPECT_TRUE(has(names, "conv2d_winograd_output_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
-  EXPECT_TRUE(std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.find("matmul_m64_k64_n98_a16_b16_t64x64x16_r8x8") == 0; }))
-      << lowering::plan_text(wide);
-  EXPECT_EQ(lowering::lower(conv(64, 2), target()).launches.size(), 1u);
-  EXPECT_EQ(lowering::lower(conv(16, 1), target()).launches.size(), 1u);
+  auto starts_with = [](const std::vector<std::string>& names, const std::string& prefix) {
+    return std::any_of(names.begin(), names.end(), [&](const std::string& n) { return n.find(prefix) == 0; });
+  };
+  // 8 images of 7 x 7 tiles of 4x4.
+  const lowering::Plan many = lowering::lower(conv(8, 28, 64, 1), target());
+  const auto names = kernel_names(many);
+  ASSERT_EQ(many.launches.size(), 4u) << lowering::plan_text(many);
+  EXPECT_TRUE(has(names, "conv2d_winograd4_weights_n8_c64_h28_w28_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(many);
+  EXPECT_TRUE(has(names, "conv2d_winograd4_input_n8_c64_h28_w28_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(has(names, "conv2d_winograd4_output_n8_c64_h28_w28_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(starts_with(names, "matmul_m64_k64_n392_a36_b36_")) << lowering::plan_text(many);
+
+  // 2 images of 4 x 4 tiles of 4x4 (32), or 7 x 7 of 2x2 (98): F(2x2, 3x3).
+  const lowering::Plan few = lowering::lower(conv(2, 14, 64, 1), target());
+  ASSERT_EQ(few.launches.size(), 4u) << lowering::plan_text(few);
+  EXPECT_TRUE(has(kernel_names(few), "conv2d_winograd_input_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(few);
+  EXPECT_TRUE(starts_with(kernel_names(few), "matmul_m64_k64_n98_a16_b16_t64x64x16_r8x8"));
+  const lowering::Plan f64 = lowering::lower(conv(8, 28, 64, 1, DType::F64), target());
+  EXPECT_TRUE(has(kernel_names(f64), "conv2d_winograd_input_n8_c64_h28_w28_k64_r3x3_s1x1_p1x1_d1x1_g1_f64"))
+      << lowering::plan_text(f64);
+  EXPECT_EQ(lowering::lower(conv(2, 14, 64, 2), target()).launches.size(), 1u);
+  EXPECT_EQ(lowering::lower(conv(2, 14, 16, 1), target()).launches.size(), 1u);
+
+  lowering::MapTuningChoices f4;
+  f4.configs[{"conv2d", "n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1", "f32"}] =
+      lowering::heavy::Config::parse("tile_m=16,tile_n=16,tile_k=16,reg_m=1,reg_n=1,winograd=4");
+  const auto f4_names = kernel_names(lowering::lower(conv(2, 14, 64, 1), target(), nullptr, &f4));
+  EXPECT_TRUE(has(f4_names, "conv2d_winograd4_input_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(starts_with(f4_names, "matmul_m64_k64_n32_a36_b36_t16x16x16_r1x1"));
 
   lowering::MapTuningChoices choices;
   choices.configs[{"conv2d", "n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1", "f32"}] =
       lowering::heavy::Config::parse("tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4");
-  const lowering::Plan direct = lowering::lower(conv(64, 1), target(), nullptr, &choices);
+  const lowering::Plan direct = lowering::lower(conv(2, 14, 64, 1), target(), nullptr, &choices);
   ASSERT_EQ(direct.launches.size(), 1u);
   EXPECT_EQ(direct.kernels[0].name, "conv2d_n2_c64_h14_w14_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_gemm_t64x64x16_r4x4");
 }
 
-// The weight gradient of such a convolution takes Winograd too: the input and grad_y transforms, the 16 products over
-// the batch's tiles (split where 16 x Cin x Cout gives few blocks: resnet18's layer1 at batch 64 has 16 blocks of 64x64
-// over 50176 tiles, split 32 ways for 512 workgroups; layer4's 256 blocks of 128x128 are not split) and the transform
-// back, which adds the splits. A stride-2 one and one with few channels keep their own kernels.
+// The weight gradient of such a convolution takes Winograd too, by the forward's rules: the input and grad_y
+// transforms, the products over the batch's tiles (split where planes x Cin x Cout gives few blocks: resnet18's layer1
+// at batch 64 has 36 blocks of 64x64 over 12544 tiles of 4x4, split 16 ways for 576 workgroups; layer4's 36 x 16
+// blocks of 128x128 are not split) and the transform back, which adds the splits; at batch 1 F(2x2, 3x3). A stride-2
+// one and one with few channels keep their own kernels.
 TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConvolutions) {
   auto grad_weight = [](int64_t n, int64_t c, int64_t hw, int64_t stride) {
     graph::Graph probe;
@@ -122,15 +143,18 @@ TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConv
   const lowering::Plan layer1 = lowering::lower(grad_weight(64, 64, 56, 1), target());
   const auto names = kernel_names(layer1);
   ASSERT_EQ(layer1.launches.size(), 4u) << lowering::plan_text(layer1);
-  EXPECT_TRUE(has(names, "conv2d_winograd_input_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(layer1);
-  EXPECT_TRUE(has(names, "conv2d_winograd_grad_y_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
-  EXPECT_TRUE(has(names, "matmul_m64_k50176_n64_a16_b16_t64x64x16_r8x8_s32_f32")) << lowering::plan_text(layer1);
-  EXPECT_TRUE(has(names, "conv2d_winograd_grad_weights_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_s32"));
-  EXPECT_EQ(layer1.launches[2].groups, 16u * 32u);
+  EXPECT_TRUE(has(names, "conv2d_winograd4_input_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(layer1);
+  EXPECT_TRUE(has(names, "conv2d_winograd4_grad_y_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(has(names, "matmul_m64_k12544_n64_a36_b36_t64x64x16_r8x8_s16_f32")) << lowering::plan_text(layer1);
+  EXPECT_TRUE(has(names, "conv2d_winograd4_grad_weights_n64_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32_s16"));
+  EXPECT_EQ(layer1.launches[2].groups, 36u * 16u);
 
   const lowering::Plan layer4 = lowering::lower(grad_weight(64, 512, 7, 1), target());
-  EXPECT_TRUE(has(kernel_names(layer4), "matmul_m512_k1024_n512_a16_b16_t128x128x8_r8x8_f32")) << lowering::plan_text(layer4);
-  EXPECT_TRUE(has(kernel_names(layer4), "conv2d_winograd_grad_weights_n64_c512_h7_w7_k512_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+  EXPECT_TRUE(has(kernel_names(layer4), "matmul_m512_k256_n512_a36_b36_t128x128x8_r8x8_f32")) << lowering::plan_text(layer4);
+  EXPECT_TRUE(has(kernel_names(layer4), "conv2d_winograd4_grad_weights_n64_c512_h7_w7_k512_r3x3_s1x1_p1x1_d1x1_g1_f32"));
+
+  const lowering::Plan batch1 = lowering::lower(grad_weight(1, 64, 56, 1), target());
+  EXPECT_TRUE(has(kernel_names(batch1), "conv2d_winograd_grad_y_n1_c64_h56_w56_k64_r3x3_s1x1_p1x1_d1x1_g1_f32")) << lowering::plan_text(batch1);
 
   for (const lowering::Plan& own : {lowering::lower(grad_weight(2, 64, 14, 2), target()), lowering::lower(grad_weight(2, 16, 14, 1), target())})
     for (const auto& name : kernel_names(own)) EXPECT_EQ(name.find("conv2d_winograd"), std::string::npos) << name;
@@ -250,3 +274,4 @@ TEST(TunedLowering, TunableOpsBuildWhatLoweringEmits) {
 }
 
 }  // namespace
+
