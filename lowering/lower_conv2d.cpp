@@ -71,11 +71,18 @@ std::vector<heavy::Config> with_gemm_candidates(heavy::Config heuristic, std::ve
 }
 
 // The weight gradient's result is small and its K long: its blocks come from splitting K, so the GEMM pays
-// wherever a 64x64 block of the result is full, whatever the count of blocks.
+// wherever a 64x64 block of the result is full, whatever the count of blocks. With few positions (K < 256: a small
+// batch's late layers) the blocks are all there is: 64x64 where they are 64 or more, else 32x32. On the H100 at batch 1
+// (docs/PERFORMANCE.md) resnet18's strided layers' weight gradients took 0.017-0.019 ms that way (layer3's and layer4's
+// 3x3) and 0.006-0.013 ms (their 1x1 downsamples), against 0.026-0.135 ms on the direct kernels before.
 std::optional<heavy::MatmulTiling> grad_weight_gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm,
                                                          kir::Type t) {
-  if (s.groups != 1 || gemm.m < 64 || gemm.n < 64 || gemm.k < 256) return std::nullopt;
+  if (s.groups != 1 || gemm.m < 64 || gemm.n < 64) return std::nullopt;
   const bool f64 = t == kir::Type::F64;
+  if (gemm.k < 256) {
+    if ((gemm.m / 64) * (gemm.n / 64) >= 64) return heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
+    return heavy::MatmulTiling{32, 32, f64 ? 8u : 16u, 2, 2};
+  }
   if (gemm.m >= 128 && gemm.n >= 128) return heavy::MatmulTiling{128, 128, f64 ? 4u : 8u, 8, 8};
   return heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
 }
@@ -646,6 +653,19 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   op.heuristic = tiling ? split_tiling(s, *tiling) : heavy::conv2d_grad_weight_heuristic(s, t, limits).config();
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits)), s,
                                        gemm, t, limits, [&](const heavy::MatmulTiling& tl) { return split_tiling(s, tl); });
+  // The GEMM's heuristic tiling at half, twice and four times its splits and at 64 to 512 (each split at least 4 slices
+  // deep): how far to split a few blocks over a long K is the device's to say (resnet18's first layer at batch 64: 3
+  // blocks of 64x64 over 802816 positions).
+  if (tiling) {
+    const int64_t slices = (gemm.k + tiling->tile_k - 1) / tiling->tile_k;
+    const uint32_t base = heavy::conv2d_grad_weight_gemm_splits(s, *tiling);
+    for (uint32_t splits : {base / 2, base * 2, base * 4, 64u, 128u, 256u, 512u})
+      if (splits >= 1 && splits <= heavy::kMaxGradWeightGemmSplits && slices >= 4 * int64_t(splits)) {
+        heavy::Config c = tiling->config();
+        c.set("splits", splits);
+        if (std::find(op.candidates.begin(), op.candidates.end(), c) == op.candidates.end()) op.candidates.push_back(c);
+      }
+  }
   // A 3x3 window at stride 1: Winograd (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_applies(s)) add_winograd_grad_weight(op, s, t, limits);
   op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {

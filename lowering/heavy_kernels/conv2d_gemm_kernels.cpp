@@ -302,15 +302,17 @@ uint32_t conv2d_grad_weight_gemm_splits(const Conv2dShape& s, const MatmulTiling
   const MatmulShape g = conv2d_grad_weight_gemm_shape(s);
   const int64_t blocks = ((g.m + tl.tile_m - 1) / tl.tile_m) * ((g.n + tl.tile_n - 1) / tl.tile_n);
   const int64_t k_slices = (g.k + tl.tile_k - 1) / tl.tile_k;
-  int64_t splits = std::max<int64_t>(1, 256 / std::max<int64_t>(blocks, 1));
-  splits = std::min<int64_t>({splits, std::max<int64_t>(1, k_slices / 8), 64});
+  const int64_t wanted = tl.tile_m * tl.tile_n >= 128 * 128 ? 256 : 512;
+  int64_t splits = std::max<int64_t>(1, wanted / std::max<int64_t>(blocks, 1));
+  splits = std::min<int64_t>({splits, std::max<int64_t>(1, k_slices / 8), kMaxGradWeightGemmSplits});
   return uint32_t(splits);
 }
 
 HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl, uint32_t splits) {
   const std::string name = checked_name("conv2d_grad_weight", s, t, tl) + fmt::format("_s{}", splits);
-  if (splits < 1 || splits > 64)
-    throw std::invalid_argument(fmt::format("conv2d_grad_weight {}: splits must be 1..64, not {}", s.text(), splits));
+  if (splits < 1 || splits > kMaxGradWeightGemmSplits)
+    throw std::invalid_argument(fmt::format("conv2d_grad_weight {}: splits must be 1..{}, not {}", s.text(),
+                                            kMaxGradWeightGemmSplits, splits));
   const MatmulShape g = conv2d_grad_weight_gemm_shape(s);
   const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d output positions");
   const uint32_t N = index_u32(g.n, "conv2d window size");

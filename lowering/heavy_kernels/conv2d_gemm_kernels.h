@@ -63,8 +63,13 @@ HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, kir::Type t, c
 // M = Cout, N = Cin * kh * kw, K = batch * Ho * Wo. Buffers: grad_y (read), x (read), grad_w or the partial sums
 // (write).
 MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s);
-// Splits that give the device about 256 workgroups, each still summing at least 8 of the tiling's K slices.
+// Splits that give the device about 512 workgroups of 64x64 or smaller blocks, 256 of 128x128 (as the Winograd weight
+// gradient's products, lower_conv2d.cpp), each still summing at least 8 of the tiling's K slices. On the H100
+// (docs/PERFORMANCE.md) resnet18's first layer at batch 64 (3 blocks of 64x64) took 1.53 / 1.30 ms (vulkan:0 / cuda:0)
+// split 64 ways (the cap before), 1.08 / 0.98 split 256; 128x128 blocks split past 256 workgroups ran slower.
 uint32_t conv2d_grad_weight_gemm_splits(const Conv2dShape& s, const MatmulTiling& tiling);
+// Splits 1..kMaxGradWeightGemmSplits; throws std::invalid_argument otherwise.
+inline constexpr uint32_t kMaxGradWeightGemmSplits = 512;
 HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling,
                                            uint32_t splits);
 

@@ -169,6 +169,9 @@ std::vector<Case> cases() {
       uniform("conv2d_grad_input_phases_split_gaps", [] { return conv_grad_input({1, 8, 10, 11}, {256, 8, 2, 2}, O{.stride = {3, 3}}); }),
       // 70 x 144 weights over 198 positions: split-K with partial sums for the shallow slices, one split for the deep.
       uniform("conv2d_grad_weight_gemm_split", [] { return conv_grad_weight({3, 16, 12, 13}, {70, 16, 3, 3}, O{.stride = {2, 1}, .padding = {1, 1}, .dilation = {1, 2}}); }),
+      // One block over a long K (7442 positions; resnet18's first layer at batch 64: 3 blocks over 802816): the GEMM
+      // split up to 116 ways, 4 slices each.
+      uniform("conv2d_grad_weight_gemm_many_splits", [] { return conv_grad_weight({2, 4, 64, 64}, {64, 4, 4, 4}, O{}); }),
       uniform("conv2d_grad_weight_3x3", [] { return conv_grad_weight({4, 3, 16, 16}, {5, 3, 3, 3}, O{.padding = {1, 1}}); }),
       // The weight gradient by Winograd (3x3 at stride 1): odd outputs on both axes (grad_y's tiles over the edges read
       // zeros), padding 2 on one axis and none on the other, and 684 tiles: the product split over them (1, 2, 4 ways).

@@ -160,6 +160,47 @@ TEST(TunedLowering, WinogradForTheWeightGradientsOfWideStrideOneThreeByThreeConv
     for (const auto& name : kernel_names(own)) EXPECT_EQ(name.find("conv2d_winograd"), std::string::npos) << name;
 }
 
+// A weight gradient by the GEMM with few blocks over a very long K (resnet18's first layer at batch 64: 64 x 147 in 3
+// blocks of 64x64 over 802816 positions) is split until 512 workgroups (170 splits), and offered its heuristic tiling at
+// half, twice and four times that and at 64 to 512 splits, as far as each split keeps 4 slices of K. With few
+// positions and many channels (resnet18's layer4 at batch 1) the GEMM takes it unsplit, in 64x64 blocks where they are
+// 64 or more, else 32x32.
+TEST(TunedLowering, WeightGradientsByTheGemmSplitUntil512WorkgroupsAndTakeFewPositionsToo) {
+  auto grad_weight = [](int64_t n, int64_t cin, int64_t cout, int64_t k, int64_t hw) {
+    graph::Graph probe;
+    const graph::Conv2dOptions o{.stride = {2, 2}, .padding = {k / 2, k / 2}};
+    auto y = probe.conv2d(probe.input("x", DType::F32, {n, cin, hw, hw}), probe.input("w", DType::F32, {cout, cin, k, k}), o);
+    graph::Graph g;
+    g.output("gw", g.conv2d_grad_weight(g.input("gy", DType::F32, probe.type(y).shape),
+                                        g.input("x", DType::F32, {n, cin, hw, hw}), o, {cout, cin, k, k}));
+    return g;
+  };
+  auto splits_of = [](const lowering::TunableOp& op) {
+    std::set<int64_t> out;
+    for (const auto& c : op.candidates)
+      if (c.has("splits") && c.has("tile_k") && c.get("tile_m") == 64 && c.get("tile_k") == 16 && c.get("reg_m") == 4)
+        out.insert(c.get("splits"));
+    return out;
+  };
+  const auto batch64 = lowering::tunable_ops(grad_weight(64, 3, 64, 7, 224), target());
+  ASSERT_EQ(batch64.size(), 1u);
+  EXPECT_EQ(batch64[0].heuristic.text(), "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4,splits=170");
+  const std::set<int64_t> deep = splits_of(batch64[0]);
+  for (int64_t splits : {64, 85, 128, 256, 340, 512}) EXPECT_TRUE(deep.count(splits)) << splits;
+  // 2 x 56 x 56 positions: 392 slices, 49 splits in the heuristic, up to 98 (4 slices each) offered, never more.
+  const auto batch2 = lowering::tunable_ops(grad_weight(2, 3, 64, 7, 112), target());
+  EXPECT_EQ(batch2[0].heuristic.text(), "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4,splits=49");
+  const std::set<int64_t> shallow = splits_of(batch2[0]);
+  for (int64_t splits : {24, 64, 98}) EXPECT_TRUE(shallow.count(splits)) << splits;
+  EXPECT_EQ(*shallow.rbegin(), 98);
+
+  // resnet18's layer4.0.conv1 (256 -> 512, 3x3 at stride 2) and its downsample (1x1) at batch 1: 49 positions.
+  EXPECT_EQ(lowering::tunable_ops(grad_weight(1, 256, 512, 3, 14), target())[0].heuristic.text(),
+            "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4,splits=1");
+  EXPECT_EQ(lowering::tunable_ops(grad_weight(1, 256, 512, 1, 14), target())[0].heuristic.text(),
+            "tile_m=32,tile_n=32,tile_k=16,reg_m=2,reg_n=2,splits=1");
+}
+
 // The test target as a device of another type (lowering's rules differ between GPUs and CPUs).
 rt::DeviceInfo target_of_type(rt::DeviceType type) {
   rt::DeviceInfo info = target();
@@ -274,4 +315,5 @@ TEST(TunedLowering, TunableOpsBuildWhatLoweringEmits) {
 }
 
 }  // namespace
+
 
