@@ -7,6 +7,7 @@
 #include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/heavy_kernels/split_sum_kernel.h"
 #include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
+#include "lowering/heavy_kernels/zero_fill_kernel.h"
 #include "lowering/heavy_kernels/conv2d_kernels.h"
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/op_lowering.h"
@@ -442,6 +443,20 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
       return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, c, true);
     if (phased && is_gemm_config(c)) {
       const heavy::MatmulTiling tl = heavy::MatmulTiling::from(c);
+      // Unsplit with phases no tap reaches (a window smaller than the stride: resnet's 1x1 downsamples): a zero fill
+      // of grad_x, then the reached phases' GEMMs alone.
+      if (tl.splits == 1 && heavy::conv2d_grad_input_has_unreached_phases(s)) {
+        const int64_t elements = s.n * s.cin * s.h * s.w;
+        heavy::HeavyKernel fill = heavy::zero_fill_kernel(
+            fmt::format("conv2d_grad_input_{}_{}_zeros", s.text(), heavy::float_suffix(t, "conv2d_grad_input")), t,
+            uint32_t(elements));
+        heavy::HeavyKernel k = heavy::conv2d_grad_input_phases_kernel(s, t, tl, true);
+        KernelProgram p;
+        p.buffers = io;
+        p.launches.push_back({std::move(fill.kernel), {2}, fill.groups, {}});
+        p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
+        return p;
+      }
       heavy::HeavyKernel k = heavy::conv2d_grad_input_phases_kernel(s, t, tl);
       if (tl.splits == 1) return single_kernel_program(io, std::move(k.kernel), k.groups);
       // The splits' partial sums [splits][grad_x], then their sum in split order.

@@ -208,16 +208,28 @@ MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradI
   return g;
 }
 
-HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
+bool conv2d_grad_input_has_unreached_phases(const Conv2dShape& s) {
+  for (const GradInputPhase& ph : conv2d_grad_input_phases(s))
+    if (ph.th * ph.tw == 0) return true;
+  return false;
+}
+
+HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl, bool reached_only) {
   const uint32_t splits = tl.splits;
-  std::string name = checked_name("conv2d_grad_input", s, t, tl) + "_phases";
+  std::string name = checked_name("conv2d_grad_input", s, t, tl) + (reached_only ? "_phases_reached" : "_phases");
   if (splits > 1) name += fmt::format("_s{}", splits);
   check_phased(s);
   if (splits < 1 || splits > 64)
     throw std::invalid_argument(fmt::format("conv2d_grad_input {}: splits must be 1..64, not {}", s.text(), splits));
+  if (reached_only && splits > 1)
+    throw std::invalid_argument(fmt::format("conv2d_grad_input {}: a zero fill covers grad_x, not {} splits' partial "
+                                            "sums", s.text(), splits));
   const int64_t elements = s.n * s.cin * s.h * s.w;
   index_u32(int64_t(splits) * elements, "conv2d input gradient partial sums");
-  const std::vector<GradInputPhase> phases = conv2d_grad_input_phases(s);
+  std::vector<GradInputPhase> phases = conv2d_grad_input_phases(s);
+  if (reached_only)
+    phases.erase(std::remove_if(phases.begin(), phases.end(), [](const GradInputPhase& ph) { return ph.th * ph.tw == 0; }),
+                 phases.end());
   if (elements == 0 || phases.empty()) return empty_result(name);
   const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, pad_h, pad_w, dh, dw] = Window(s);
   const uint32_t HW = H * W, P = Ho * Wo, M = Cin;

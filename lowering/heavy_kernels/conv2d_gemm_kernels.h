@@ -53,8 +53,12 @@ bool conv2d_grad_input_phased(const Conv2dShape& s);
 std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s);
 MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradInputPhase& phase);
 // Buffers: grad_y (read), w (read), grad_x (write; with tiling.splits > 1 the partial sums, [splits][N * Cin * H * W]).
-// Splits 1..64; throws std::invalid_argument otherwise.
-HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling);
+// Splits 1..64; throws std::invalid_argument otherwise. `reached_only` (unsplit): no workgroups for the phases no tap
+// reaches, whose elements a zero fill launched before (zero_fill_kernel.h) has set; their zeros stored through the
+// GEMM's scattered stores took three quarters of a 1x1 stride-2 layer's time (kernel name "..._phases_reached").
+bool conv2d_grad_input_has_unreached_phases(const Conv2dShape& s);
+HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, kir::Type t, const MatmulTiling& tiling,
+                                            bool reached_only = false);
 
 // The weight gradient: grad_w[co, (ci, kh, kw)] = G[co, (n, ho, wo)] x X'[(n, ho, wo), (ci, kh, kw)], X' the
 // im2col matrix of the input. Its K (every output position of the batch) is long and its result small, so the K
