@@ -261,17 +261,38 @@ bool winograd_addressable(const heavy::Conv2dShape& s, kir::Type t, uint32_t til
          planes * max_splits * s.cin * s.cout < (int64_t(1) << 31) && heavy::conv2d_winograd_tiles(s, tile) < (int64_t(1) << 31);
 }
 
-// Offers the weight gradient by Winograd (F(2x2, 3x3), and for float32 F(4x4, 3x3)) with the heuristic product tiling
-// at several splits and every other product tiling, and makes it the heuristic where it pays (the forward's rules).
+// The tiles a Winograd program is offered with (F(2x2, 3x3), and for float32 F(4x4, 3x3)), those whose scratch and
+// partial sums (`max_splits` of them) are addressable; and the heuristic's among them (winograd_tile's where offered).
+struct WinogradTiles {
+  std::vector<uint32_t> offered;
+  uint32_t chosen = 0;  // 0: none offered
+};
+WinogradTiles winograd_tiles(const heavy::Conv2dShape& s, kir::Type t, uint32_t max_splits) {
+  WinogradTiles out;
+  for (uint32_t tile : {2u, 4u})
+    if ((tile == 2 || t == kir::Type::F32) && winograd_addressable(s, t, tile, max_splits)) out.offered.push_back(tile);
+  const uint32_t best = winograd_tile(s, t);
+  if (std::find(out.offered.begin(), out.offered.end(), best) != out.offered.end()) out.chosen = best;
+  else if (!out.offered.empty()) out.chosen = out.offered.front();
+  return out;
+}
+
+// The heuristic first, then the offered configs, each once.
+void add_offered(TunableOp& op, const std::vector<heavy::Config>& offered) {
+  op.candidates.insert(op.candidates.begin(), op.heuristic);
+  op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
+  op.candidates = unique_configs(op.candidates);
+}
+
+// Offers the weight gradient by Winograd with the heuristic product tiling at several splits and every other product
+// tiling, and makes it the heuristic where it pays (the forward's rules).
 void add_winograd_grad_weight(TunableOp& op, const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits) {
-  std::vector<uint32_t> tiles{2};
-  if (t == kir::Type::F32) tiles.push_back(4);
+  const WinogradTiles tiles = winograd_tiles(s, t, 64);
   std::vector<heavy::Config> offered;
-  for (uint32_t tile : tiles) {
-    if (!winograd_addressable(s, t, tile, 64)) continue;
+  for (uint32_t tile : tiles.offered) {
     const heavy::MatmulShape product = heavy::conv2d_winograd_grad_weight_gemm_shape(s, tile);
     const heavy::MatmulTiling best = winograd_grad_weight_tiling(product, t);
-    if (winograd_pays(s, t) && tile == winograd_tile(s, t)) op.heuristic = winograd_config(best, tile);
+    if (winograd_pays(s, t) && tile == tiles.chosen) op.heuristic = winograd_config(best, tile);
     offered.push_back(winograd_config(best, tile));
     for (uint32_t splits : {best.splits / 2, best.splits * 2}) {
       heavy::MatmulTiling tl = best;
@@ -282,9 +303,7 @@ void add_winograd_grad_weight(TunableOp& op, const heavy::Conv2dShape& s, kir::T
     for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
       offered.push_back(winograd_config(tl, tile));
   }
-  op.candidates.insert(op.candidates.begin(), op.heuristic);
-  op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
-  op.candidates = unique_configs(op.candidates);
+  add_offered(op, offered);
 }
 
 // The weight gradient's GEMM configs carry their split of K.
@@ -294,24 +313,19 @@ heavy::Config split_tiling(const heavy::Conv2dShape& s, const heavy::MatmulTilin
   return c;
 }
 
-// Offers Winograd (of the forward convolution `e`: F(2x2, 3x3), and for float32 F(4x4, 3x3)) with every product
-// tiling, where its scratch is addressable with 32-bit indices, and makes it the heuristic where it pays
-// (winograd_tile picks the tile).
+// Offers Winograd (of the forward convolution `e`) with every product tiling, where its scratch is addressable with
+// 32-bit indices, and makes it the heuristic where it pays.
 void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const heavy::Limits& limits) {
-  std::vector<uint32_t> tiles{2};
-  if (t == kir::Type::F32) tiles.push_back(4);
+  const WinogradTiles tiles = winograd_tiles(e, t, 1);
   std::vector<heavy::Config> offered;
-  for (uint32_t tile : tiles) {
-    if (!winograd_addressable(e, t, tile, 1)) continue;
+  for (uint32_t tile : tiles.offered) {
     const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(e, tile);
-    if (winograd_pays(e, t) && tile == winograd_tile(e, t)) op.heuristic = winograd_config(winograd_tiling(product, t), tile);
+    if (winograd_pays(e, t) && tile == tiles.chosen) op.heuristic = winograd_config(winograd_tiling(product, t), tile);
     offered.push_back(winograd_config(winograd_tiling(product, t), tile));
     for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
       offered.push_back(winograd_config(tl, tile));
   }
-  op.candidates.insert(op.candidates.begin(), op.heuristic);
-  op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
-  op.candidates = unique_configs(op.candidates);
+  add_offered(op, offered);
 }
 
 // The pooling `pool` (a max_pool2d value) of convolution v's result or of its epilogue's root, as a kernel shape.
