@@ -319,3 +319,4 @@ TEST(TunedLowering, TunableOpsBuildWhatLoweringEmits) {
 }  // namespace
 
 
+

@@ -5,6 +5,10 @@
 # below, two rounds (2026-11-27, thirteenth session; docs/PERFORMANCE.md). The tests first: the every-candidate case
 # with up to 116 splits and the lowering's offers, on both backends.
 #
+# The rows are the configs that day's comparison build offered (splits x2, x4 and x8 of the rule before); the rule of
+# 512 workgroups and its offers (half, x2, x4 and 64..512 splits) came after it, and offer all but three: the x8 rows
+# of the 3x3 layers at batch 64 (408, 112 and 24 splits), which a later build replaces by its heuristic with a warning.
+#
 # Here: TESTS=1 bash tools/gpu/prepare-goals.sh. There, carrying .gpu and .gl: bash tools/gpu/run-wgrad-splits.sh
 # (PART=heuristic: the tests, then the same layers with the heuristics alone, an empty tuning cache, two rounds).
 set -uo pipefail
