@@ -317,6 +317,3 @@ TEST(TunedLowering, TunableOpsBuildWhatLoweringEmits) {
 }
 
 }  // namespace
-
-
-
