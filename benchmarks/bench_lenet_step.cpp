@@ -3,9 +3,15 @@
 // step's time goes on each device. Before any timing the step runs for --warmup-ms of wall time (the GPU's clocks
 // rise from idle; tuning/warm_up.h), and the launches alone follow it back to back.
 //
-//   spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15] [--warmup-ms 500]
+// With --loop N: then N steps back to back as the trainer runs them (x and y streamed in, the loss streamed out,
+// 1, 2 and 3 steps in flight), each step's host time split into feeding (two memcpys), start_step() (the submit),
+// finish_step() (the wait) and reading the loss, against the wall time per step and the step's device time: where a
+// training loop's time goes beyond the kernels'.
+//
+//   spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15] [--warmup-ms 500] [--loop 0]
 #include "backends/compile_kernel.h"
 #include <algorithm>
+#include <chrono>
 #include <map>
 #include <string>
 #include <vector>
@@ -27,7 +33,9 @@ double median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-void bench(rt::Device& dev, int64_t batch, int runs, int top, double warmup_ms) {
+void bench_loop(rt::Device& dev, const graph::Graph& g, int64_t batch, int n, double warmup_ms);
+
+void bench(rt::Device& dev, int64_t batch, int runs, int top, double warmup_ms, int loop) {
   nn::LeNetGraphOptions gopt;
   gopt.batch = batch;
   gopt.sgd = true;
@@ -84,21 +92,79 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top, double warmup_ms) 
   for (int i = 0; i < std::min<int>(top, int(rows.size())); ++i)
     fmt::print("  {:>9.4f} {:>5.1f}%  {:<28} {}\n", rows[size_t(i)].ms, 100 * rows[size_t(i)].ms / sum,
                rows[size_t(i)].node, rows[size_t(i)].kernel);
+  if (loop > 0) bench_loop(dev, g, batch, loop, warmup_ms);
+}
+
+// The trainer's loop without its data preparation: `n` steps, each fed the same minibatch, up to `in_flight` submitted
+// before the wait for the oldest (training/lenet_trainer.cpp).
+void bench_loop(rt::Device& dev, const graph::Graph& g, int64_t batch, int n, double warmup_ms) {
+  using Clock = std::chrono::steady_clock;
+  const auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+  std::vector<float> x(size_t(batch * 784), 0.5f);
+  std::vector<int32_t> y(size_t(batch), 3);
+  fmt::print("  back to back ({} steps, x and y streamed in, the loss out), us per step (medians; wall: the mean):\n",
+             n);
+  fmt::print("  {:>9} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8}\n", "in flight", "wall", "device", "feed", "submit", "wait",
+             "loss");
+  for (int in_flight : {1, 2, 3}) {
+    lowering::CompileOptions opt{
+        .streamed_inputs = {"x", "y"}, .streamed_outputs = {"loss"}, .steps_in_flight = in_flight};
+    auto exe = lowering::compile(g, dev, opt);
+    for (const auto& [name, t] : nn::lenet_initial_parameters(1)) exe->set(name, t);
+    std::vector<double> feed, submit, wait, read, device;
+    float loss = 0;
+    const auto run = [&](int steps, bool timed) {
+      int started = 0;
+      for (int b = 0; b < steps; ++b) {
+        while (started < steps && started < b + in_flight) {
+          auto t0 = Clock::now();
+          exe->set_raw("x", x.data(), x.size() * 4);
+          exe->set_raw("y", y.data(), y.size() * 4);
+          auto t1 = Clock::now();
+          exe->start_step();
+          auto t2 = Clock::now();
+          ++started;
+          if (timed) {
+            feed.push_back(us(t1 - t0));
+            submit.push_back(us(t2 - t1));
+          }
+        }
+        auto t3 = Clock::now();
+        exe->finish_step();
+        auto t4 = Clock::now();
+        exe->get_raw("loss", &loss, sizeof loss);
+        auto t5 = Clock::now();
+        if (timed) {
+          wait.push_back(us(t4 - t3));
+          read.push_back(us(t5 - t4));
+          device.push_back(exe->last_step_ms() * 1e3);
+        }
+      }
+    };
+    tuning::warm_up(3, warmup_ms, [&] { run(1, false); });
+    auto start = Clock::now();
+    run(n, true);
+    const double wall = us(Clock::now() - start) / n;
+    fmt::print("  {:>9} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f}\n", in_flight, wall, median(device),
+               median(feed), median(submit), median(wait), median(read));
+  }
 }
 
 }  // namespace
 
 constexpr const char* kUsage =
-    "usage: spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15] [--warmup-ms 500]\n"
+    "usage: spire_bench_lenet_step [--device D|all] [--batch 64] [--runs 20] [--top 15] [--warmup-ms 500] [--loop 0]\n"
     "  --device: a device id, or all (default): every device present\n"
     "  --batch: the training batch; --runs: timed steps (and timed runs of each launch alone), their median shown\n"
     "  --top: how many of the slowest launches to list (0: none)\n"
-    "  --warmup-ms: untimed steps first, at least 3 and at least this long, so a GPU's clocks have risen from idle\n";
+    "  --warmup-ms: untimed steps first, at least 3 and at least this long, so a GPU's clocks have risen from idle\n"
+    "  --loop: then this many steps back to back as the trainer runs them, with 1, 2 and 3 steps in flight: wall\n"
+    "    time per step against device time, and the host's feeding, submit, wait and loss read (0: not run)\n";
 
 int main(int argc, char** argv) {
   std::string device = "all";
   int64_t batch = 64;
-  int runs = 20, top = 15;
+  int runs = 20, top = 15, loop = 0;
   double warmup_ms = tuning::kGpuWarmupMs;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -117,6 +183,7 @@ int main(int argc, char** argv) {
       else if (a == "--runs") runs = std::stoi(v);
       else if (a == "--top") top = std::stoi(v);
       else if (a == "--warmup-ms") warmup_ms = std::stod(v);
+      else if (a == "--loop") loop = std::stoi(v);
       else {
         fmt::print(stderr, "spire_bench_lenet_step: unknown flag {}\n{}", a, kUsage);
         return 2;
@@ -126,8 +193,9 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "spire_bench_lenet_step: a flag's value is not a number\n{}", kUsage);
     return 2;
   }
-  if (batch < 1 || runs < 1 || top < 0 || warmup_ms < 0) {
-    fmt::print(stderr, "spire_bench_lenet_step: --batch and --runs must be positive, --top and --warmup-ms not negative\n");
+  if (batch < 1 || runs < 1 || top < 0 || warmup_ms < 0 || loop < 0) {
+    fmt::print(stderr, "spire_bench_lenet_step: --batch and --runs must be positive, --top, --warmup-ms and --loop not "
+                       "negative\n");
     return 2;
   }
   try {
@@ -138,7 +206,7 @@ int main(int argc, char** argv) {
       ids.push_back(device);
     for (const auto& id : ids) {
       auto dev = rt::open_device(id);
-      bench(*dev, batch, runs, top, warmup_ms);
+      bench(*dev, batch, runs, top, warmup_ms, loop);
     }
   } catch (const std::exception& e) {
     fmt::print(stderr, "spire_bench_lenet_step: error: {}\n", e.what());

@@ -44,6 +44,12 @@ struct CompileOptions {
   // ({}: designated initializers may leave these out without a -Wmissing-field-initializers warning)
   std::vector<std::string> streamed_inputs{};
   std::vector<std::string> streamed_outputs{};
+  // How many steps start_step() may have submitted before finish_step() waits for the oldest, 1 to 4. With 2, a
+  // training loop submits the next step before it waits for this one, so the device starts it the moment this one
+  // ends instead of idling through the host's wake-up, its reading of the loss, its feeding and its submit (tens of
+  // microseconds a step on a GPU, most of a small step's time on Vulkan). Each step in flight has its own host copies
+  // of the streamed values and its own recorded stream, which starts with a barrier on the steps before it.
+  int steps_in_flight = 1;
 };
 
 // One launch's device time in the last step (CompileOptions::profile).
@@ -68,9 +74,13 @@ class Executable {
     start_step();
     finish_step();
   }
-  // The two halves of step(), so the host can prepare the next minibatch while the device runs this one. Between
-  // them the step is in flight: set(), set_raw(), get(), get_raw() and a second start_step() throw rt::Error (the
-  // device may still read the inputs and write the outputs), and finish_step() without a step in flight does too.
+  // The two halves of step(), so the host can prepare the next minibatch while the device runs this one.
+  // start_step() submits a step; finish_step() waits for the oldest step in flight, whose streamed outputs get() and
+  // get_raw() then read. While a step is in flight set(), set_raw(), get() and get_raw() throw rt::Error (the device
+  // may still read the inputs and write the outputs), except with CompileOptions::steps_in_flight > 1: there a
+  // streamed input may be set while fewer steps than that are in flight (it goes to the next step to start), and a
+  // streamed output read while no step in flight writes the copy the last finished step wrote. start_step() with
+  // steps_in_flight steps in flight, and finish_step() with none, throw rt::Error too.
   virtual void start_step() = 0;
   virtual void finish_step() = 0;
   // Downloads a graph output (by output name), parameter or state (by node name), in the value's dtype. A

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <limits>
 
 #include <fmt/format.h>
@@ -28,19 +29,23 @@ std::string names_of_launches_using(const Plan& p, int32_t kernel) {
 
 class CompiledStep final : public Executable {
  public:
-  CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt) : dev_(dev), profile_(opt.profile) {
+  CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt)
+      : dev_(dev), profile_(opt.profile), slots_(opt.steps_in_flight) {
+    if (slots_ < 1 || slots_ > kMaxStepsInFlight)
+      throw std::invalid_argument(fmt::format("CompileOptions::steps_in_flight is {}: it must be 1 to {}", slots_,
+                                              kMaxStepsInFlight));
     plan_ = lower(g, dev.info(), opt.passes, opt.tuning);
     if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
     // Before the kernels compile, so a wrong name is refused at once.
-    streamed_ = std::make_unique<StreamedValues>(dev_, plan_, opt.streamed_inputs, opt.streamed_outputs);
+    streamed_ = std::make_unique<StreamedValues>(dev_, plan_, opt.streamed_inputs, opt.streamed_outputs, slots_);
     compile_kernels();
     allocate();
-    record();
+    for (int slot = 0; slot < slots_; ++slot) streams_.push_back(record(slot));
   }
 
   void set(const std::string& name, const graph::Tensor& t) override {
-    not_in_flight("set");
     const NamedValue& nv = leaf(name);
+    settable(name, "set");
     if (t.dtype != nv.type.dtype || t.shape != nv.type.shape)
       throw graph::GraphError(fmt::format("set('{}'): the graph declares {}, the tensor is {}", name,
                                           nv.type.to_string(), t.type().to_string()));
@@ -50,42 +55,50 @@ class CompiledStep final : public Executable {
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     auto bytes = to_device_bytes(t, b.slot.type, name);
     if (streamed_->is_input(name))
-      streamed_->write_input(name, bytes.data(), bytes.size());
+      streamed_->write_input(name, bytes.data(), bytes.size(), next_slot_);
     else if (!bytes.empty())
       dev_.upload(*owned_[size_t(nv.buffer)], bytes.data(), bytes.size());
   }
 
   void set_raw(const std::string& name, const void* data, size_t bytes) override {
-    not_in_flight("set_raw");
     const NamedValue& nv = leaf(name);
+    settable(name, "set_raw");
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
       throw graph::GraphError(fmt::format("set_raw('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
                                           nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
                                           bytes));
     if (streamed_->is_input(name))
-      streamed_->write_input(name, data, bytes);
+      streamed_->write_input(name, data, bytes, next_slot_);
     else if (bytes)
       dev_.upload(*owned_[size_t(nv.buffer)], data, bytes);
   }
 
   void start_step() override {
-    not_in_flight("start_step");
-    streamed_->before_step();
-    in_flight_ = dev_.submit(*stream_);
+    if (int(in_flight_.size()) == slots_) {
+      const std::string busy = slots_ == 1 ? std::string("a step in flight")
+                                           : fmt::format("{} steps in flight (CompileOptions::steps_in_flight)", slots_);
+      throw rt::Error(fmt::format("start_step() with {} on {}: call finish_step() first", busy, dev_.info().id));
+    }
+    const int slot = next_slot_;
+    streamed_->before_step(slot);
+    in_flight_.push_back({slot, dev_.submit(*streams_[size_t(slot)])});
+    next_slot_ = (slot + 1) % slots_;
   }
 
   void finish_step() override {
-    if (!in_flight_) throw rt::Error("finish_step(): no step is in flight (call start_step() first)");
-    std::unique_ptr<rt::Fence> f = std::move(in_flight_);  // in flight no more, even if the wait throws
-    f->wait();
-    streamed_->after_step();
-    last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
+    if (in_flight_.empty()) throw rt::Error("finish_step(): no step is in flight (call start_step() first)");
+    InFlight oldest = std::move(in_flight_.front());
+    in_flight_.pop_front();  // in flight no more, even if the wait throws
+    oldest.done->wait();
+    streamed_->after_step(oldest.slot);
+    finished_slot_ = oldest.slot;
+    last_ms_ = streams_[size_t(oldest.slot)]->elapsed_ms(t_begin_, t_end_);
   }
 
   graph::Tensor get(const std::string& name) override {
-    not_in_flight("get");
     const NamedValue& nv = readable(name);
+    gettable(name, "get");
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     std::vector<uint8_t> bytes(b.bytes());
     read(name, nv, bytes.data(), bytes.size(), "get");
@@ -93,8 +106,8 @@ class CompiledStep final : public Executable {
   }
 
   void get_raw(const std::string& name, void* out, size_t bytes) override {
-    not_in_flight("get_raw");
     const NamedValue& nv = readable(name);
+    gettable(name, "get_raw");
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
       throw graph::GraphError(fmt::format("get_raw('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
@@ -110,18 +123,44 @@ class CompiledStep final : public Executable {
   std::vector<LaunchTime> last_launch_times() const override {
     std::vector<LaunchTime> out;
     if (!profile_) return out;
+    if (finished_slot_ < 0) return out;
+    const rt::CommandStream& s = *streams_[size_t(finished_slot_)];
     for (size_t i = 0; i < plan_.launches.size(); ++i) {
       const Launch& l = plan_.launches[i];
       out.push_back({l.node, plan_.kernels[size_t(l.kernel)].name,
-                     stream_->elapsed_ms(i == 0 ? launches_begin_ : launch_ends_[i - 1], launch_ends_[i])});
+                     s.elapsed_ms(i == 0 ? launches_begin_ : launch_ends_[i - 1], launch_ends_[i])});
     }
     return out;
   }
 
  private:
-  void not_in_flight(const char* what) const {
-    if (in_flight_)
-      throw rt::Error(fmt::format("{}() while a step is in flight on {}: call finish_step() first", what, dev_.info().id));
+  static constexpr int kMaxStepsInFlight = 4;
+
+  // A streamed input may be set while a slot is free for the next step (steps_in_flight > 1); anything else only
+  // with no step in flight.
+  void settable(const std::string& name, const char* what) const {
+    if (in_flight_.empty()) return;
+    if (streamed_->is_input(name) && int(in_flight_.size()) < slots_) return;
+    refuse_in_flight(what);
+  }
+
+  // A streamed output may be read while no step in flight writes the copy the last finished step wrote
+  // (steps_in_flight > 1); anything else only with no step in flight.
+  void gettable(const std::string& name, const char* what) const {
+    if (in_flight_.empty()) return;
+    if (plan_.outputs.count(name) && streamed_->is_output(name)) {
+      bool overwritten = finished_slot_ < 0;  // no step finished: the rt::Error of the step in flight, as with one
+      for (const InFlight& f : in_flight_) overwritten |= f.slot == finished_slot_;
+      if (!overwritten) return;
+    }
+    refuse_in_flight(what);
+  }
+
+  [[noreturn]] void refuse_in_flight(const char* what) const {
+    throw rt::Error(fmt::format("{}() while {} in flight on {}: call finish_step() first", what,
+                                in_flight_.size() == 1 ? std::string("a step is")
+                                                       : fmt::format("{} steps are", in_flight_.size()),
+                                dev_.info().id));
   }
 
   std::string known_names(bool outputs_too) const {
@@ -206,12 +245,18 @@ class CompiledStep final : public Executable {
     }
   }
 
-  void record() {
-    stream_ = dev_.record();
-    t_begin_ = stream_->timestamp();
-    streamed_->record_feeds(*stream_, views_);
+  // Slot `slot`'s step: the same commands in every slot but the streamed values' host copies, so the timestamps'
+  // indices are the same in every slot's stream.
+  std::unique_ptr<rt::CommandStream> record(int slot) {
+    std::unique_ptr<rt::CommandStream> stream = dev_.record();
+    // With several steps in flight, the one before this may still run when it starts: one queue orders the
+    // submissions but lets their commands overlap, and this step's feeds and launches overwrite what that one reads.
+    if (slots_ > 1) stream->barrier();
+    t_begin_ = stream->timestamp();
+    streamed_->record_feeds(*stream, views_, slot);
     // The first launch's time starts after the streamed inputs' copies (profiling only: a timestamp costs time).
-    launches_begin_ = profile_ ? stream_->timestamp() : t_begin_;
+    launches_begin_ = profile_ ? stream->timestamp() : t_begin_;
+    launch_ends_.clear();
     std::vector<rt::BufferView> views;
     // A barrier only where a launch depends on one since the last (profiling: after every launch, so each launch's
     // time is its own).
@@ -220,29 +265,30 @@ class CompiledStep final : public Executable {
     for (const Launch& l : plan_.launches) {
       views.clear();
       for (int32_t b : l.buffers) views.push_back(views_[size_t(b)]);
-      if (hazards.dispatch(*stream_, *kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups)))
+      if (hazards.dispatch(*stream, *kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups)))
         ++barriers_;
       if (profile_) {
-        stream_->barrier();
+        stream->barrier();
         ++barriers_;
         hazards.clear();
-        launch_ends_.push_back(stream_->timestamp());
+        launch_ends_.push_back(stream->timestamp());
       }
     }
     // The state copies and the streamed outputs' readbacks read the launches' results.
     if (!plan_.launches.empty() && !profile_) {
-      stream_->barrier();
+      stream->barrier();
       ++barriers_;
     }
     for (const StateCopy& c : plan_.copies) {
       rt::BufferView from = views_[size_t(c.from)], to = views_[size_t(c.to)];
       from.size = to.size = plan_.buffers[size_t(c.to)].bytes();
-      if (from.size) stream_->copy(from, to);
+      if (from.size) stream->copy(from, to);
     }
-    if (!plan_.copies.empty()) stream_->barrier();
-    streamed_->record_readbacks(*stream_, views_);
-    t_end_ = stream_->timestamp();
-    stream_->finish();
+    if (!plan_.copies.empty()) stream->barrier();
+    streamed_->record_readbacks(*stream, views_, slot);
+    t_end_ = stream->timestamp();
+    stream->finish();
+    return stream;
   }
 
   rt::Device& dev_;
@@ -251,12 +297,19 @@ class CompiledStep final : public Executable {
   std::shared_ptr<rt::Buffer> arena_;
   std::vector<std::shared_ptr<rt::Buffer>> owned_;  // persistent buffers (null for arena-placed ones)
   std::vector<rt::BufferView> views_;               // every buffer's binding
-  std::unique_ptr<StreamedValues> streamed_;  // before stream_: the recorded copies use its buffers, so it goes last
-  std::unique_ptr<rt::CommandStream> stream_;
+  std::unique_ptr<StreamedValues> streamed_;  // before streams_: the recorded copies use its buffers, so it goes last
+  std::vector<std::unique_ptr<rt::CommandStream>> streams_;  // one per slot (CompileOptions::steps_in_flight)
   uint32_t t_begin_ = 0, t_end_ = 0, launches_begin_ = 0;
   bool profile_ = false;
+  int slots_ = 1;
   size_t barriers_ = 0;  // recorded between and after the launches
-  std::unique_ptr<rt::Fence> in_flight_;  // between start_step() and finish_step()
+  struct InFlight {
+    int slot = 0;
+    std::unique_ptr<rt::Fence> done;
+  };
+  std::deque<InFlight> in_flight_;  // submitted by start_step(), oldest first, until finish_step() waits for them
+  int next_slot_ = 0;               // the slot of the next step to start
+  int finished_slot_ = -1;          // the slot of the last finished step
   std::vector<uint32_t> launch_ends_;  // profile_: the timestamp after each launch
   double last_ms_ = 0;
 };

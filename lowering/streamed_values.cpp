@@ -56,7 +56,7 @@ std::string not_streamable_output(const Plan& p, const std::string& name) {
 }  // namespace
 
 StreamedValues::StreamedValues(rt::Device& dev, const Plan& plan, const std::vector<std::string>& inputs,
-                               const std::vector<std::string>& outputs) {
+                               const std::vector<std::string>& outputs, int slots) {
   refuse_repeats(inputs, "streamed_inputs");
   refuse_repeats(outputs, "streamed_outputs");
   for (const auto& name : inputs)
@@ -69,66 +69,77 @@ StreamedValues::StreamedValues(rt::Device& dev, const Plan& plan, const std::vec
           fmt::format("CompileOptions::streamed_outputs: {} (its outputs: {})", why, graph_outputs(plan)));
   for (const auto& name : inputs) {
     const NamedValue& v = plan.leaves.at(name);
-    inputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name));
+    inputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name, slots));
   }
   for (const auto& name : outputs) {
     const NamedValue& v = plan.outputs.at(name);
-    outputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name));
+    outputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name, slots));
   }
 }
 
-StreamedValues::HostCopy StreamedValues::allocate(rt::Device& dev, const NamedValue& v, uint64_t bytes,
-                                                  const std::string& name) const {
-  HostCopy c{v.buffer, bytes, dev.alloc(bytes, rt::Memory::HostVisible)};
-  if (bytes == 0) return c;
-  if (!c.data())
-    throw rt::Error(fmt::format("streaming '{}': {} gave a host-visible buffer the host cannot address (mapped() is null)",
-                               name, dev.info().id));
-  poison_host_bytes(c.data(), bytes);
+StreamedValues::HostCopies StreamedValues::allocate(rt::Device& dev, const NamedValue& v, uint64_t bytes,
+                                                    const std::string& name, int slots) const {
+  HostCopies c{v.buffer, bytes, {}};
+  for (int slot = 0; slot < slots; ++slot) {
+    c.host.push_back(dev.alloc(bytes, rt::Memory::HostVisible));
+    if (bytes == 0) continue;
+    if (!c.data(slot))
+      throw rt::Error(fmt::format("streaming '{}': {} gave a host-visible buffer the host cannot address (mapped() is "
+                                  "null)",
+                                  name, dev.info().id));
+    poison_host_bytes(c.data(slot), bytes);
+  }
   return c;
 }
 
-void StreamedValues::record_feeds(rt::CommandStream& s, const std::vector<rt::BufferView>& device) const {
+void StreamedValues::record_feeds(rt::CommandStream& s, const std::vector<rt::BufferView>& device, int slot) const {
   bool copied = false;
   for (const auto& [name, c] : inputs_) {
     if (c.bytes == 0) continue;
     const rt::BufferView& d = device[size_t(c.buffer)];
-    s.copy(rt::BufferView(c.host, 0, c.bytes), rt::BufferView(*d.buffer, d.offset, c.bytes));
+    s.copy(rt::BufferView(c.host[size_t(slot)], 0, c.bytes), rt::BufferView(*d.buffer, d.offset, c.bytes));
     copied = true;
   }
   if (copied) s.barrier();
 }
 
-void StreamedValues::record_readbacks(rt::CommandStream& s, const std::vector<rt::BufferView>& device) const {
+void StreamedValues::record_readbacks(rt::CommandStream& s, const std::vector<rt::BufferView>& device,
+                                      int slot) const {
   for (const auto& [name, c] : outputs_) {
     if (c.bytes == 0) continue;
     const rt::BufferView& d = device[size_t(c.buffer)];
-    s.copy(rt::BufferView(*d.buffer, d.offset, c.bytes), rt::BufferView(c.host, 0, c.bytes));
+    s.copy(rt::BufferView(*d.buffer, d.offset, c.bytes), rt::BufferView(c.host[size_t(slot)], 0, c.bytes));
   }
 }
 
-void StreamedValues::before_step() {
+void StreamedValues::before_step(int slot) {
+  for (auto& [name, c] : inputs_) {
+    if (c.latest == slot) continue;
+    if (c.bytes) std::memcpy(c.data(slot), c.data(c.latest), c.bytes);
+    c.latest = slot;
+  }
   for (auto& [name, c] : outputs_)
-    if (c.bytes) poison_host_bytes(c.data(), c.bytes);
+    if (c.bytes) poison_host_bytes(c.data(slot), c.bytes);
 }
 
-void StreamedValues::write_input(const std::string& name, const void* data, size_t bytes) {
-  const HostCopy& c = inputs_.at(name);
-  if (bytes) std::memcpy(c.data(), data, bytes);
+void StreamedValues::write_input(const std::string& name, const void* data, size_t bytes, int slot) {
+  HostCopies& c = inputs_.at(name);
+  if (bytes) std::memcpy(c.data(slot), data, bytes);
+  c.latest = slot;
 }
 
 void StreamedValues::read_input(const std::string& name, void* out, size_t bytes) const {
-  const HostCopy& c = inputs_.at(name);
-  if (bytes) std::memcpy(out, c.data(), bytes);
+  const HostCopies& c = inputs_.at(name);
+  if (bytes) std::memcpy(out, c.data(c.latest), bytes);
 }
 
 void StreamedValues::read_output(const std::string& name, void* out, size_t bytes, const char* what) const {
-  if (!stepped_)
+  if (finished_ < 0)
     throw graph::GraphError(fmt::format("{}('{}'): '{}' is a streamed output (CompileOptions::streamed_outputs), read "
                                         "from the copy each step() makes; it has no value before the first step()",
                                         what, name, name));
-  const HostCopy& c = outputs_.at(name);
-  if (bytes) std::memcpy(out, c.data(), bytes);
+  const HostCopies& c = outputs_.at(name);
+  if (bytes) std::memcpy(out, c.data(finished_), bytes);
 }
 
 }  // namespace spire::lowering

@@ -72,8 +72,12 @@ graph::Graph lenet_forward_graph(int64_t batch, const std::string& relu_op) {
   return g;
 }
 
-lowering::CompileOptions lenet_step_compile_options(const lowering::TuningChoices* tuning) {
-  return {.tuning = tuning, .streamed_inputs = {"x", "y"}, .streamed_outputs = {"loss"}};
+lowering::CompileOptions lenet_step_compile_options(const lowering::TuningChoices* tuning, int steps_in_flight) {
+  // With 2, the loop submits the next step before it waits for this one (train_lenet).
+  return {.tuning = tuning,
+          .streamed_inputs = {"x", "y"},
+          .streamed_outputs = {"loss"},
+          .steps_in_flight = steps_in_flight};
 }
 
 lowering::CompileOptions lenet_forward_compile_options(const lowering::TuningChoices* tuning) {
@@ -113,7 +117,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     fmt::print(log, "{}", lowering::dump_summary(report, opt.dump_dir));
   }
   auto t0 = Clock::now();
-  auto step = lowering::compile(step_graph, *device, lenet_step_compile_options(&choices));
+  auto step = lowering::compile(step_graph, *device, lenet_step_compile_options(&choices, opt.steps_in_flight));
   auto forward = lowering::compile(forward_graph, *device, lenet_forward_compile_options(&choices));
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());
@@ -130,13 +134,20 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     float loss = 0;
     auto start = Clock::now();
     const int64_t n = batches.batches_per_epoch();
+    // Up to steps_in_flight steps are submitted ahead of the wait for step b (two by default: step b + 1 is fed and
+    // submitted before that wait, so the device runs the steps back to back, the host's wake-up, its reading of the
+    // loss and its feeding and submit overlapping the next step's device time). Each minibatch after the first is
+    // prepared while the device runs the step before it.
+    int64_t started = 0;
     batches.fill(0, x, y);
     for (int64_t b = 0; b < n; ++b) {
-      step->set_raw("x", x.data(), x.size() * sizeof(float));
-      step->set_raw("y", y.data(), y.size() * sizeof(int32_t));
-      step->start_step();
-      if (b + 1 < n) batches.fill(b + 1, x, y);  // the next minibatch, while the device runs this one
-      step->finish_step();
+      while (started < n && started < b + opt.steps_in_flight) {
+        step->set_raw("x", x.data(), x.size() * sizeof(float));
+        step->set_raw("y", y.data(), y.size() * sizeof(int32_t));
+        step->start_step();
+        if (++started < n) batches.fill(started, x, y);
+      }
+      step->finish_step();  // step b's
       step->get_raw("loss", &loss, sizeof(float));
       if (!std::isfinite(loss))
         throw std::runtime_error(fmt::format("the loss became {} at epoch {}, batch {}: lower --lr", loss, epoch, b));
@@ -151,7 +162,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     if (opt.progress) bar.finish(fmt::format("loss {:.4f}", r.mean_loss));
     for (const auto& p : nn::make_lenet().parameters()) forward->set(p.name, step->get(p.name));
     r.test_accuracy = test_accuracy(*forward, test, opt.eval_batch, opt.pixel_mean, opt.pixel_std);
-    fmt::print(log, "epoch {}: loss {:.4f}, test accuracy {:.2f}%, {:.2f} s ({:.0f} images/s)\n", epoch, r.mean_loss,
+    fmt::print(log, "epoch {}: loss {:.4f}, test accuracy {:.2f}%, {:.3f} s ({:.0f} images/s)\n", epoch, r.mean_loss,
                100 * r.test_accuracy, r.train_seconds, r.images_per_second);
     reports.push_back(r);
   }

@@ -27,6 +27,9 @@ struct TrainOptions {
   std::string save;             // where to write the trained parameters
   std::string data_dir = std::string(io::kFashionMnistDir);
   int64_t eval_batch = 500;     // batch of the test-set forward graph (must divide 10000)
+  // Steps submitted before the host waits for the oldest (lowering::CompileOptions::steps_in_flight): with 2 the
+  // device runs the epoch's steps back to back. Same results with any value.
+  int steps_in_flight = 2;
   bool progress = true;
   std::string dump_dir;         // non-empty: write every stage of the training step there (lowering/dump.h)
   std::string relu_op = "relu"; // the op of LeNet's ReLUs: a custom op's name trains with it (--relu)
@@ -53,7 +56,8 @@ graph::Graph lenet_forward_graph(int64_t batch, const std::string& relu_op = "re
 // How the training step and the test-set forward pass are compiled: what they take and give every minibatch is
 // streamed (x and y in, the loss out; x in, the logits out), so each minibatch costs one submit and one wait
 // instead of a round trip per transfer (lowering/executable.h). The tests hold a step to that.
-lowering::CompileOptions lenet_step_compile_options(const lowering::TuningChoices* tuning = nullptr);
+lowering::CompileOptions lenet_step_compile_options(const lowering::TuningChoices* tuning = nullptr,
+                                                    int steps_in_flight = 2);
 lowering::CompileOptions lenet_forward_compile_options(const lowering::TuningChoices* tuning = nullptr);
 
 // Prints progress and one line per epoch to `log`; returns the per-epoch figures.

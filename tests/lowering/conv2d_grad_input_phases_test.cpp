@@ -96,7 +96,9 @@ TEST(Conv2dGradInputPhases, AreWhatTheLoweringRunsForResnetsStridedLayers) {
     ASSERT_EQ(names.size(), 1u) << ::testing::PrintToString(names);
     EXPECT_NE(names[0].find("_phases"), std::string::npos) << names[0];
     EXPECT_EQ(names[0].find("_phases_s"), std::string::npos) << names[0] << ": split at batch 64";
-    if (w[2] == 3) EXPECT_EQ(names[0].find("_reached"), std::string::npos) << names[0] << ": every phase has taps";
+    if (w[2] == 3) {
+      EXPECT_EQ(names[0].find("_reached"), std::string::npos) << names[0] << ": every phase has taps";
+    }
   }
   const auto dilated = lowering::testing_support::kernels_of(lowering::lower(
       grad_input_graph({64, 64, 56, 56}, {128, 64, 3, 3}, O{.stride = {2, 2}, .padding = {2, 2}, .dilation = {2, 2}}), h100));

@@ -2,8 +2,9 @@
 // with its per-step inputs and outputs streamed gives bit for bit what the same graph compiled without gives, over
 // several steps of fresh data, state updates included; the semantics around set() and get() (the last value set
 // wins, a streamed output has no value before the first step, a streamed input reads back as set); the names
-// compile() refuses; and what streaming is for: a step fed and read through streamed values is one submit and one
-// wait. The Vulkan validation layer is on; any message fails the test.
+// compile() refuses; what streaming is for: a step fed and read through streamed values is one submit and one
+// wait; and two steps in flight (CompileOptions::steps_in_flight) giving what one at a time gives. The Vulkan
+// validation layer is on; any message fails the test.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -270,6 +271,75 @@ TEST_P(Streamed, StartAndFinishStepGiveWhatStepGivesAndGuardTheStepInFlight) {
     EXPECT_TRUE(same_bits(get_raw<float>(*halves, "loss", 1), get_raw<float>(*whole, "loss", 1)));
     EXPECT_TRUE(same_bits(get_raw<float>(*halves, "pred", 20), get_raw<float>(*whole, "pred", 20)));
     EXPECT_EQ(halves->get("w").data, whole->get("w").data);
+  }
+}
+
+TEST_P(Streamed, TwoStepsInFlightGiveWhatOneStepAtATimeGives) {
+  // The trainer's loop with CompileOptions::steps_in_flight = 2: step k + 1 fed and started before the wait for step
+  // k. The weights carry over between the steps in flight, so a step that started before the one ahead of it ended
+  // would read stale weights and change every later loss.
+  const graph::Graph g = sgd_graph();
+  auto serial = lowering::compile(g, *dev_, streaming({"x", "t"}, {"loss", "pred"}));
+  lowering::CompileOptions two = streaming({"x", "t"}, {"loss", "pred"});
+  two.steps_in_flight = 2;
+  auto pipelined = lowering::compile(g, *dev_, two);
+  auto w0 = random_floats(40, 41);
+  for (auto* exe : {serial.get(), pipelined.get()}) exe->set_raw("w", w0.data(), w0.size() * 4);
+  constexpr int kSteps = 7;
+  std::vector<float> serial_losses, serial_preds;
+  for (int step = 0; step < kSteps; ++step) {
+    auto x = random_floats(32, 900 + uint64_t(step)), t = random_floats(20, 1000 + uint64_t(step));
+    serial->set_raw("x", x.data(), x.size() * 4);
+    if (step != 3) serial->set_raw("t", t.data(), t.size() * 4);  // step 3 sees step 2's targets
+    serial->step();
+    serial_losses.push_back(get_raw<float>(*serial, "loss", 1)[0]);
+    for (float p : get_raw<float>(*serial, "pred", 20)) serial_preds.push_back(p);
+  }
+  const rt::SyncCounts before = dev_->sync_counts();
+  const auto start = [&](int step) {
+    auto x = random_floats(32, 900 + uint64_t(step)), t = random_floats(20, 1000 + uint64_t(step));
+    pipelined->set_raw("x", x.data(), x.size() * 4);
+    if (step != 3) pipelined->set_raw("t", t.data(), t.size() * 4);
+    pipelined->start_step();
+  };
+  start(0);
+  for (int step = 0; step < kSteps; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    if (step + 1 < kSteps) {
+      start(step + 1);
+      // Two in flight: no slot is free for a third step's input, and the older one may still write the loss.
+      float x[32] = {}, loss = 0;
+      EXPECT_THROW(pipelined->set_raw("x", x, sizeof x), rt::Error);
+      EXPECT_THROW(pipelined->start_step(), rt::Error);
+      EXPECT_THROW(pipelined->get_raw("loss", &loss, sizeof loss), rt::Error);
+    }
+    pipelined->finish_step();
+    // One in flight (step + 1): its own slot's copies are separate from the finished step's, which read as that step.
+    EXPECT_TRUE(same_bits(get_raw<float>(*pipelined, "loss", 1), {serial_losses[size_t(step)]}));
+    const std::vector<float> pred(serial_preds.begin() + step * 20, serial_preds.begin() + (step + 1) * 20);
+    EXPECT_TRUE(same_bits(get_raw<float>(*pipelined, "pred", 20), pred));
+    // Not streamed: the device may still update it.
+    if (step + 1 < kSteps) {
+      EXPECT_THROW(pipelined->get("w"), rt::Error);
+    }
+  }
+  const rt::SyncCounts after = dev_->sync_counts();
+  EXPECT_EQ(after.submits - before.submits, uint64_t(kSteps));
+  EXPECT_EQ(after.waits - before.waits, uint64_t(kSteps));
+  EXPECT_EQ(pipelined->get("w").data, serial->get("w").data);
+  EXPECT_EQ(pipelined->get("m").data, serial->get("m").data);
+}
+
+TEST_P(Streamed, StepsInFlightOutsideOneToFourAreRefused) {
+  for (int n : {0, -1, 5}) {
+    lowering::CompileOptions o = streaming({"x"}, {"loss"});
+    o.steps_in_flight = n;
+    try {
+      lowering::compile(sgd_graph(), *dev_, o);
+      ADD_FAILURE() << "steps_in_flight " << n << " was accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_TRUE(has(e.what(), {"steps_in_flight", std::to_string(n).c_str(), "1 to 4"}));
+    }
   }
 }
 

@@ -27,6 +27,10 @@ void register_train_commands(CLI::App& app) {
   lenet->add_option("--save", t->save, "Write the trained parameters here (safetensors, PyTorch names)");
   lenet->add_option("--data", t->data_dir, "Folder of the Fashion-MNIST IDX files (default: Debian's dataset-fashion-mnist)");
   lenet->add_option("--eval-batch", t->eval_batch, "Batch of the test-set pass; must divide 10000 (default 500)");
+  lenet->add_option("--steps-in-flight", t->steps_in_flight,
+                    "Training steps submitted before the host waits for the oldest (default 2: the next minibatch's "
+                    "step is queued while the host reads this one's loss; 1 waits for each step before the next)")
+      ->check(CLI::Range(1, 4));
   lenet->add_option_function<std::vector<float>>(
             "--normalize", [t](const std::vector<float>& v) { t->pixel_mean = v[0]; t->pixel_std = v[1]; },
             "Feed pixels as (p/255 - MEAN) / STD (default 0.5,0.5: pixels in [-1, 1]; 0,1 keeps them in [0, 1]; "
