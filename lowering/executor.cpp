@@ -245,15 +245,16 @@ class CompiledStep final : public Executable {
     }
   }
 
-  // Slot `slot`'s step: the same commands in every slot but the streamed values' host copies, so the timestamps'
+  // Slot `slot`'s step: the same commands in every slot but the streamed values' buffers, so the timestamps'
   // indices are the same in every slot's stream.
   std::unique_ptr<rt::CommandStream> record(int slot) {
     std::unique_ptr<rt::CommandStream> stream = dev_.record();
+    const std::vector<rt::BufferView> bound = streamed_->bindings(views_, slot);  // inputs written in place: the slot's
     // With several steps in flight, the one before this may still run when it starts: one queue orders the
     // submissions but lets their commands overlap, and this step's feeds and launches overwrite what that one reads.
     if (slots_ > 1) stream->barrier();
     t_begin_ = stream->timestamp();
-    streamed_->record_feeds(*stream, views_, slot);
+    streamed_->record_feeds(*stream, bound, slot);
     // The first launch's time starts after the streamed inputs' copies (profiling only: a timestamp costs time).
     launches_begin_ = profile_ ? stream->timestamp() : t_begin_;
     launch_ends_.clear();
@@ -264,7 +265,7 @@ class CompiledStep final : public Executable {
     barriers_ = 0;
     for (const Launch& l : plan_.launches) {
       views.clear();
-      for (int32_t b : l.buffers) views.push_back(views_[size_t(b)]);
+      for (int32_t b : l.buffers) views.push_back(bound[size_t(b)]);
       if (hazards.dispatch(*stream, *kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups)))
         ++barriers_;
       if (profile_) {
@@ -280,12 +281,12 @@ class CompiledStep final : public Executable {
       ++barriers_;
     }
     for (const StateCopy& c : plan_.copies) {
-      rt::BufferView from = views_[size_t(c.from)], to = views_[size_t(c.to)];
+      rt::BufferView from = bound[size_t(c.from)], to = bound[size_t(c.to)];
       from.size = to.size = plan_.buffers[size_t(c.to)].bytes();
       if (from.size) stream->copy(from, to);
     }
     if (!plan_.copies.empty()) stream->barrier();
-    streamed_->record_readbacks(*stream, views_, slot);
+    streamed_->record_readbacks(*stream, bound, slot);
     t_end_ = stream->timestamp();
     stream->finish();
     return stream;

@@ -1,5 +1,6 @@
 #include "lowering/streamed_values.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -69,21 +70,36 @@ StreamedValues::StreamedValues(rt::Device& dev, const Plan& plan, const std::vec
           fmt::format("CompileOptions::streamed_outputs: {} (its outputs: {})", why, graph_outputs(plan)));
   for (const auto& name : inputs) {
     const NamedValue& v = plan.leaves.at(name);
-    inputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name, slots));
+    const uint64_t bytes = plan.buffers[size_t(v.buffer)].bytes();
+    HostCopies c = allocate(dev, v, bytes, name, slots, rt::Memory::DeviceMapped);
+    c.in_place = bytes > 0;
+    for (const auto& b : c.host) c.in_place = c.in_place && b->mapped() != nullptr;
+    if (c.in_place)
+      c.last.assign(static_cast<const uint8_t*>(c.data(0)), static_cast<const uint8_t*>(c.data(0)) + bytes);
+    else
+      c = allocate(dev, v, bytes, name, slots, rt::Memory::HostVisible);
+    inputs_.emplace(name, std::move(c));
   }
   for (const auto& name : outputs) {
     const NamedValue& v = plan.outputs.at(name);
-    outputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name, slots));
+    outputs_.emplace(name, allocate(dev, v, plan.buffers[size_t(v.buffer)].bytes(), name, slots, rt::Memory::HostVisible));
   }
 }
 
 StreamedValues::HostCopies StreamedValues::allocate(rt::Device& dev, const NamedValue& v, uint64_t bytes,
-                                                    const std::string& name, int slots) const {
-  HostCopies c{v.buffer, bytes, {}};
+                                                    const std::string& name, int slots, rt::Memory memory) const {
+  HostCopies c;
+  c.buffer = v.buffer;
+  c.bytes = bytes;
   for (int slot = 0; slot < slots; ++slot) {
-    c.host.push_back(dev.alloc(bytes, rt::Memory::HostVisible));
+    // In place, the kernels bind the buffer as they would the plan's: whole words, as the executable allocates them.
+    c.host.push_back(dev.alloc(memory == rt::Memory::DeviceMapped ? (std::max<uint64_t>(bytes, 4) + 3) & ~uint64_t(3)
+                                                                  : bytes,
+                               memory));
     if (bytes == 0) continue;
-    if (!c.data(slot))
+    if (memory == rt::Memory::DeviceMapped) {
+      if (!c.data(slot)) return c;  // not mapped here: the caller takes host-visible buffers instead
+    } else if (!c.data(slot))
       throw rt::Error(fmt::format("streaming '{}': {} gave a host-visible buffer the host cannot address (mapped() is "
                                   "null)",
                                   name, dev.info().id));
@@ -92,10 +108,17 @@ StreamedValues::HostCopies StreamedValues::allocate(rt::Device& dev, const Named
   return c;
 }
 
+std::vector<rt::BufferView> StreamedValues::bindings(const std::vector<rt::BufferView>& device, int slot) const {
+  std::vector<rt::BufferView> b = device;
+  for (const auto& [name, c] : inputs_)
+    if (c.in_place) b[size_t(c.buffer)] = rt::BufferView(c.host[size_t(slot)]);
+  return b;
+}
+
 void StreamedValues::record_feeds(rt::CommandStream& s, const std::vector<rt::BufferView>& device, int slot) const {
   bool copied = false;
   for (const auto& [name, c] : inputs_) {
-    if (c.bytes == 0) continue;
+    if (c.bytes == 0 || c.in_place) continue;
     const rt::BufferView& d = device[size_t(c.buffer)];
     s.copy(rt::BufferView(c.host[size_t(slot)], 0, c.bytes), rt::BufferView(*d.buffer, d.offset, c.bytes));
     copied = true;
@@ -115,7 +138,7 @@ void StreamedValues::record_readbacks(rt::CommandStream& s, const std::vector<rt
 void StreamedValues::before_step(int slot) {
   for (auto& [name, c] : inputs_) {
     if (c.latest == slot) continue;
-    if (c.bytes) std::memcpy(c.data(slot), c.data(c.latest), c.bytes);
+    if (c.bytes) std::memcpy(c.data(slot), c.latest_value(), c.bytes);
     c.latest = slot;
   }
   for (auto& [name, c] : outputs_)
@@ -125,12 +148,13 @@ void StreamedValues::before_step(int slot) {
 void StreamedValues::write_input(const std::string& name, const void* data, size_t bytes, int slot) {
   HostCopies& c = inputs_.at(name);
   if (bytes) std::memcpy(c.data(slot), data, bytes);
+  if (c.in_place) std::memcpy(c.last.data(), data, bytes);
   c.latest = slot;
 }
 
 void StreamedValues::read_input(const std::string& name, void* out, size_t bytes) const {
   const HostCopies& c = inputs_.at(name);
-  if (bytes) std::memcpy(out, c.data(c.latest), bytes);
+  if (bytes) std::memcpy(out, c.latest_value(), bytes);
 }
 
 void StreamedValues::read_output(const std::string& name, void* out, size_t bytes, const char* what) const {

@@ -71,6 +71,12 @@ struct DeviceInfo {
 enum class Memory : uint8_t {
   DeviceLocal,  // fastest for kernels; upload/download go through staging where needed
   HostVisible,  // mapped memory the host reads and writes directly
+  // Device-local memory the host writes directly (mapped() non-null): a discrete GPU's memory through a resizable
+  // BAR, an integrated GPU's or lavapipe's memory. Kernels read it at device-memory speed and no copy moves what the
+  // host wrote; the host should only write it (reads of write-combined memory crawl). Where a device has no such
+  // memory (CUDA, a GPU without BAR access, SPIRE_VULKAN_FORCE_STAGING=1) the buffer is plain DeviceLocal memory
+  // with mapped() null, and memory() says so.
+  DeviceMapped,
 };
 
 // Writes `pattern` over `bytes` bytes of host memory the way Device::fill and CommandStream::fill write a buffer:

@@ -93,6 +93,7 @@ const CudaBuffer& CudaDevice::own(const Buffer& b, const char* what) const {
 
 std::shared_ptr<Buffer> CudaDevice::alloc(uint64_t bytes, Memory memory) {
   const DeviceInfo& d = info();
+  if (memory == Memory::DeviceMapped) memory = Memory::DeviceLocal;  // the host cannot map device memory here
   if (bytes > d.memory_bytes)
     throw OutOfMemory(fmt::format("{} ({}): cannot allocate {} bytes ({}): the device has {} bytes ({}) in all", d.id,
                                   d.name, bytes, bytes_text(bytes), d.memory_bytes, bytes_text(d.memory_bytes)));

@@ -13,6 +13,7 @@ namespace spire::rt::cuda {
 // Memory::HostVisible is pinned host memory mapped into the device's address space (cuMemHostAlloc with
 // DEVICEMAP): the host reads and writes it in place (mapped()), kernels and in-stream copies reach it through
 // ptr(), and a copy in a recorded stream moves it to or from device memory with no transfer of its own.
+// Memory::DeviceMapped gives DeviceLocal memory: the driver API maps no device memory into the host.
 class CudaBuffer final : public Buffer {
  public:
   // `host`: the pinned allocation of a HostVisible buffer (ptr is its device address), null for device memory.

@@ -9,6 +9,17 @@
 namespace spire::rt::vulkan {
 
 std::shared_ptr<Buffer> VulkanDevice::alloc(uint64_t bytes, Memory memory) {
+  if (memory == Memory::DeviceMapped) {
+    // Plain device-local memory where none is mapped: the forced staging path, no such memory type, or a BAR heap
+    // too small for the request.
+    if (!ctx_->force_staging) {
+      try {
+        return std::make_shared<VulkanBuffer>(ctx_, bytes, Memory::DeviceMapped);
+      } catch (const Error&) {
+      }
+    }
+    memory = Memory::DeviceLocal;
+  }
   return std::make_shared<VulkanBuffer>(ctx_, bytes, memory);
 }
 

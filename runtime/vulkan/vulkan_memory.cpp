@@ -32,7 +32,9 @@ std::string human_bytes(uint64_t b) {
 
 Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
   const std::string& id = ctx.id();
-  const char* kind_name = kind == Memory::DeviceLocal ? "device-local" : "host-visible";
+  const char* kind_name = kind == Memory::DeviceLocal    ? "device-local"
+                          : kind == Memory::DeviceMapped ? "host-mapped device-local"
+                                                         : "host-visible";
   auto oom = [&](const std::string& why) {
     return OutOfMemory(fmt::format("cannot allocate {} of {} memory on {} ({}): {}", human_bytes(bytes), kind_name, id,
                                    ctx.info().name, why));
@@ -49,9 +51,11 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
 
   // Check the heaps before creating anything: a request beyond them can never succeed.
   const auto& mp = ctx.facts.memory;
-  VkMemoryPropertyFlags want = kind == Memory::DeviceLocal
-                                   ? VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-                                   : VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  constexpr VkMemoryPropertyFlags device = VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  constexpr VkMemoryPropertyFlags host = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const VkMemoryPropertyFlags want = kind == Memory::DeviceLocal    ? device
+                                     : kind == Memory::DeviceMapped ? device | host
+                                                                    : host;
   uint64_t largest_heap = 0;
   for (uint32_t i = 0; i < mp.memoryTypeCount; ++i)
     if ((mp.memoryTypes[i].propertyFlags & want) == want)

@@ -8,10 +8,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
 #include "lowering/executable.h"
+#include "lowering/plan.h"
+#include "lowering/streamed_values.h"
 #include "tests/lowering/device_list.h"
 #include "tests/support/on_device.h"
 
@@ -328,6 +331,63 @@ TEST_P(Streamed, TwoStepsInFlightGiveWhatOneStepAtATimeGives) {
   EXPECT_EQ(after.waits - before.waits, uint64_t(kSteps));
   EXPECT_EQ(pipelined->get("w").data, serial->get("w").data);
   EXPECT_EQ(pipelined->get("m").data, serial->get("m").data);
+}
+
+// Inputs written in place where the device maps its memory (lavapipe: all of it; a GPU through its resizable BAR),
+// copied in by the step elsewhere (CUDA; SPIRE_VULKAN_FORCE_STAGING=1 forces it on Vulkan): both give the same steps,
+// two in flight, a step reusing an input set two steps before included.
+TEST_P(Streamed, InputsWrittenInPlaceOrCopiedInGiveTheSameSteps) {
+  const graph::Graph g = sgd_graph();
+  const lowering::Plan plan = lowering::lower(g, dev_->info());
+  const bool mapped = dev_->alloc(32 * 4, rt::Memory::DeviceMapped)->mapped() != nullptr;
+  {
+    lowering::StreamedValues here(*dev_, plan, {"x", "t"}, {"loss"}, 2);
+    EXPECT_EQ(here.in_place("x"), mapped);
+    EXPECT_EQ(here.in_place("t"), mapped);
+    if (dev_->info().type == rt::DeviceType::Cpu) {
+      EXPECT_TRUE(here.in_place("x")) << "a CPU device's memory is mapped";
+    }
+    if (dev_->info().backend == rt::Backend::Cuda) {
+      EXPECT_FALSE(here.in_place("x")) << "CUDA maps no device memory";
+    }
+  }
+  std::unique_ptr<rt::Device> staged;
+  if (dev_->info().backend == rt::Backend::Vulkan) {
+    setenv("SPIRE_VULKAN_FORCE_STAGING", "1", 1);
+    staged = rt::open_device(GetParam());
+    unsetenv("SPIRE_VULKAN_FORCE_STAGING");
+    lowering::StreamedValues there(*staged, plan, {"x", "t"}, {"loss"}, 2);
+    EXPECT_FALSE(there.in_place("x")) << "forced staging maps no device memory";
+  }
+  lowering::CompileOptions two = streaming({"x", "t"}, {"loss", "pred"});
+  two.steps_in_flight = 2;
+  auto exe = lowering::compile(g, *dev_, two);
+  auto reference = lowering::compile(g, *dev_);  // nothing streamed: uploads and downloads
+  std::unique_ptr<lowering::Executable> copied = staged ? lowering::compile(g, *staged, two) : nullptr;
+  auto w0 = random_floats(40, 51);
+  for (auto* e : {exe.get(), reference.get(), copied.get()})
+    if (e) e->set_raw("w", w0.data(), w0.size() * 4);
+  for (int step = 0; step < 5; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    auto x = random_floats(32, 1100 + uint64_t(step)), t = random_floats(20, 1200 + uint64_t(step));
+    for (auto* e : {exe.get(), reference.get(), copied.get()}) {
+      if (!e) continue;
+      e->set_raw("x", x.data(), x.size() * 4);
+      if (step != 2) e->set_raw("t", t.data(), t.size() * 4);  // step 2 trains on step 1's targets
+      e->step();
+    }
+    const auto loss = get_raw<float>(*reference, "loss", 1), pred = get_raw<float>(*reference, "pred", 20);
+    EXPECT_TRUE(same_bits(get_raw<float>(*exe, "loss", 1), loss));
+    EXPECT_TRUE(same_bits(get_raw<float>(*exe, "pred", 20), pred));
+    if (copied) {
+      EXPECT_TRUE(same_bits(get_raw<float>(*copied, "loss", 1), loss));
+      EXPECT_TRUE(same_bits(get_raw<float>(*copied, "pred", 20), pred));
+    }
+    // A streamed input reads back as set, from the host's copy of it.
+    if (step == 2) {
+      EXPECT_TRUE(same_bits(exe->get("t").data, reference->get("t").data));
+    }
+  }
 }
 
 TEST_P(Streamed, StepsInFlightOutsideOneToFourAreRefused) {

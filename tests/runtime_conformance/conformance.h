@@ -30,7 +30,8 @@
 //                      in a stream and the views they refuse; timestamps; finish() and submit() end recording.
 //   sync_test.cpp      fences (waited, polled) and wait_idle.
 //   mapped_test.cpp    Buffer::mapped(): host-visible bytes read and written in place, a stream fed and read
-//                      through them with one submit and one wait; Device::sync_counts().
+//                      through them with one submit and one wait, mapped device memory (Memory::DeviceMapped)
+//                      read by kernels as written; Device::sync_counts().
 //
 // What stays backend-specific, and why (it is not part of the contract, or only one backend can show it):
 //   tests/vulkan   the validation layer's plumbing, listing and naming devices, lavapipe's identity, the run

@@ -1,6 +1,7 @@
 // Mapped memory (Buffer::mapped()) and the sync counts (Device::sync_counts()): what lets a caller feed and read a
 // recorded stream through host-visible buffers, with the stream's own copies, at the cost of one submit and one
-// wait per submission (lowering's streamed values are built on it).
+// wait per submission, or feed it through mapped device memory with no copy at all (lowering's streamed values are
+// built on both).
 #include <cstring>
 
 #include "backends/compile_kernel.h"
@@ -81,6 +82,39 @@ TEST_P(MappedTest, AStreamFedAndReadThroughMappedBuffersCostsOneSubmitAndOneWait
     std::vector<float> got(n);
     std::memcpy(got.data(), out->mapped(), n * 4);
     ASSERT_EQ(got, expected);
+  }
+}
+
+// Memory::DeviceMapped: device-local memory the host writes in place, where the device has it (lavapipe, a GPU's
+// resizable BAR), else plain device-local memory that says so. A kernel reads the host's writes with no copy, one
+// submission after another.
+TEST_P(MappedTest, DeviceMappedMemoryIsReadByKernelsAsTheHostWroteIt) {
+  const uint32_t n = 3000;
+  auto x = dev().alloc(n * 4, Memory::DeviceMapped);
+  ASSERT_EQ(x->size(), n * 4);
+  if (dev().info().type == DeviceType::Cpu) {
+    ASSERT_NE(x->mapped(), nullptr) << "a CPU device's memory is all mapped";
+  }
+  if (!x->mapped()) {
+    EXPECT_EQ(x->memory(), Memory::DeviceLocal) << "unmapped, it must say it is plain device-local memory";
+    return;
+  }
+  EXPECT_EQ(x->memory(), Memory::DeviceMapped);
+  auto k = backends::compile_and_load(dev(), accumulate(64));
+  auto sum = dev().alloc(n * 4);
+  dev().fill(*sum, float_bits(0.0f));
+  auto s = dev().record();
+  BufferView views[] = {BufferView(x), BufferView(sum)};
+  s->dispatch(*k, views, ScalarArgs().u32(n), Grid::threads(n, 64));
+  s->finish();
+  std::vector<float> expected(n, 0.0f);
+  for (uint32_t round = 0; round < 3; ++round) {
+    SCOPED_TRACE("submission " + std::to_string(round));
+    auto xs = random_small_ints(n, 80 + round);
+    std::memcpy(x->mapped(), xs.data(), n * 4);
+    dev().submit(*s)->wait();
+    for (uint32_t i = 0; i < n; ++i) expected[i] += xs[i];
+    ASSERT_EQ(download_vector<float>(dev(), *sum, n), expected);
   }
 }
 
