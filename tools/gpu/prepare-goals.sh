@@ -2,12 +2,12 @@
 # Packs what tools/gpu/run-goals.sh needs into .gpu/pack.tar.xz (ignored by git; carried by the device tool with .gl/,
 # under its 64 MiB; run-goals.sh unpacks it there): the CLI and the three benchmarks (stripped), the transformer
 # encoder layers exported here by Debian's torch (the GPU machine's torch cannot export them), Fashion-MNIST. With
-# TESTS=1 also the lowering, tuning, heavy-kernel and training test binaries, to check kernels on the GPU in the same call.
+# TESTS=1 also the lowering, tuning, heavy-kernel, training and runtime conformance test binaries, to check kernels on the GPU in the same call.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
 bins="spire spire_bench_matmul spire_bench_conv2d spire_bench_lenet_step"
-tests="spire_lowering_tests spire_tuning_tests spire_lowering_heavy_tests spire_training_tests"
+tests="spire_lowering_tests spire_tuning_tests spire_lowering_heavy_tests spire_training_tests spire_runtime_conformance_tests"
 targets=$bins
 [ "${TESTS:-0}" = "1" ] && targets="$targets $tests"
 cmake --build build -j2 --target $targets
