@@ -93,6 +93,12 @@ std::string plan_names(const Bundle& b) {
 
 // One plan made real on the device: its buffers (weights shared through the session), its kernels, and the
 // recorded stream of one run, recorded again when the application binds or unbinds a device buffer.
+//
+// A run fed and read through host memory is one submit and one wait: the inputs live in device memory the host maps
+// where the device has it (rt::Memory::DeviceMapped: lavapipe, a GPU's resizable BAR), so set_input() writes them in
+// place, and the stream ends by copying each output the application did not bind into a host-visible buffer that
+// get_output() reads. (A synchronous upload or download is a submit and a wait of its own: tens of microseconds
+// each on a discrete GPU, three round trips a run before.)
 class PlanInstance {
  public:
   PlanInstance(Session& s, const DevicePlan& p) : s_(s), p_(p), dev_(s.device()) {
@@ -102,12 +108,18 @@ class PlanInstance {
 
   const DevicePlan& plan() const { return p_; }
   rt::Buffer& buffer(uint32_t index) { return *views_[index].buffer; }
+  // Output `output`'s copy in host memory, when the last run wrote one (it did not send the output to an
+  // application's buffer); else null.
+  const void* readback(size_t output) const {
+    return ran_ && read_back_[output] ? readbacks_[output]->mapped() : nullptr;
+  }
   rt::BufferView view(uint32_t index) { return views_[index]; }
 
   void run(int64_t batch) {
     // Recorded again only when the batch or the application's bound buffers changed: a replay allocates nothing.
     if (!stream_ || recorded_batch_ != batch || recorded_bindings_ != s_.bindings_version_) record(batch);
     dev_.run(*stream_);
+    ran_ = true;
     last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
   }
   double last_ms() const { return last_ms_; }
@@ -147,7 +159,7 @@ class PlanInstance {
       if (b.role == BufferRole::Parameter) {
         owned_[i] = s_.weight_buffer(size_t(b.weight));
       } else {
-        owned_[i] = dev_.alloc(bytes);
+        owned_[i] = dev_.alloc(bytes, b.role == BufferRole::Input ? rt::Memory::DeviceMapped : rt::Memory::DeviceLocal);
         // Inputs start at zero: the rows beyond a smaller batch are padding and should be tidy numbers.
         dev_.fill(*owned_[i], b.role == BufferRole::Input ? 0u : kPoison);
         if (b.fill) {
@@ -159,6 +171,12 @@ class PlanInstance {
         }
       }
       views_[i] = rt::BufferView(owned_[i], 0, bytes);
+    }
+    for (uint32_t index : p_.output_buffers) {
+      const uint64_t bytes = p_.buffers[index].bytes();
+      readbacks_.push_back(dev_.alloc(std::max<uint64_t>(bytes, 4), rt::Memory::HostVisible));
+      // Poisoned, as the device buffers are: an output read before any run shows as NaN.
+      rt::fill_host_bytes(readbacks_.back()->mapped(), bytes, kPoison);
     }
   }
 
@@ -197,13 +215,17 @@ class PlanInstance {
     if (!p_.copies.empty()) stream_->barrier();
     t_end_ = stream_->timestamp();
     bool copied_out = false;
-    for (size_t i = 0; i < b.outputs.size(); ++i)
-      if (const rt::BufferView& app = s_.bound_outputs_[i]; app.buffer) {
-        const uint32_t index = p_.output_buffers[i];
-        const uint64_t bytes = row_bytes(b.outputs[i], index, batch);
-        if (bytes) stream_->copy(rt::BufferView(buffer(index), 0, bytes), rt::BufferView(*app.buffer, app.offset, bytes));
-        copied_out = true;
-      }
+    read_back_.assign(b.outputs.size(), false);
+    for (size_t i = 0; i < b.outputs.size(); ++i) {
+      const uint32_t index = p_.output_buffers[i];
+      const uint64_t bytes = row_bytes(b.outputs[i], index, batch);
+      const rt::BufferView& app = s_.bound_outputs_[i];
+      const rt::BufferView to = app.buffer ? rt::BufferView(*app.buffer, app.offset, bytes)
+                                           : rt::BufferView(readbacks_[i], 0, bytes);
+      if (bytes) stream_->copy(rt::BufferView(buffer(index), 0, bytes), to);
+      read_back_[i] = !app.buffer;
+      copied_out = copied_out || bytes;
+    }
     if (copied_out) stream_->barrier();
     stream_->finish();
     recorded_batch_ = batch;
@@ -235,6 +257,9 @@ class PlanInstance {
   std::shared_ptr<rt::Buffer> arena_;
   std::vector<std::shared_ptr<rt::Buffer>> owned_;
   std::vector<rt::BufferView> views_;
+  std::vector<std::shared_ptr<rt::Buffer>> readbacks_;  // by output index, host-visible
+  std::vector<bool> read_back_;  // by output index: the recorded stream copies it into its readback
+  bool ran_ = false;
   std::unique_ptr<rt::CommandStream> stream_;
   int64_t recorded_batch_ = -1;
   uint64_t recorded_bindings_ = 0;
@@ -359,7 +384,11 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
   // The whole buffer: rows beyond the batch are zero padding (the plan may be for a larger batch).
   std::vector<uint8_t> device_bytes(size_t(buf.bytes()), 0);
   host_to_device(data, spec.dtype, device_bytes.data(), buf.type, n, name);
-  if (!device_bytes.empty()) device_.upload(inst.buffer(index), device_bytes.data(), device_bytes.size());
+  if (device_bytes.empty()) return;
+  if (void* mapped = inst.buffer(index).mapped())
+    std::memcpy(mapped, device_bytes.data(), device_bytes.size());  // in place: no transfer (PlanInstance)
+  else
+    device_.upload(inst.buffer(index), device_bytes.data(), device_bytes.size());
 }
 
 void Session::bind_input(const std::string& name, rt::BufferView view) {
@@ -405,7 +434,12 @@ void Session::get_output(const std::string& name, void* data, size_t bytes) {
   const uint32_t index = inst.plan().output_buffers[i];
   const kir::Type type = inst.plan().buffers[index].type;
   std::vector<uint8_t> device_bytes(size_t(n * kir::type_bytes(type)));
-  if (!device_bytes.empty()) device_.download(inst.buffer(index), device_bytes.data(), device_bytes.size());
+  if (device_bytes.empty()) return;
+  // The last run's copy in host memory, unless it sent the output to the application's buffer (or never ran).
+  if (const void* copy = inst.readback(i))
+    std::memcpy(device_bytes.data(), copy, device_bytes.size());
+  else
+    device_.download(inst.buffer(index), device_bytes.data(), device_bytes.size());
   device_to_host(device_bytes.data(), type, data, spec.dtype, n);
 }
 

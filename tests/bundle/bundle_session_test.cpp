@@ -1,9 +1,11 @@
 // A model compiled to a bundle in this process (no file, no ONNX) and run through bundle::Session and the C API
-// on every Vulkan device present: each batch 1..4 of a dynamic bundle against the float64 evaluator, the
-// refusals a user meets (no plan for the device, a batch out of range, wrong sizes and names), and statuses.
+// on every Vulkan device present: each batch 1..4 of a dynamic bundle against the float64 evaluator, a run through
+// host memory as one submit and one wait, the refusals a user meets (no plan for the device, a batch out of range,
+// wrong sizes and names), and statuses.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -46,6 +48,50 @@ TEST(BundleSession, EveryBatchOfADynamicBundleMatchesTheEvaluator) {
       s.get_output("y", y.data(), y.size() * 4);
       const std::vector<double> ref = reference(batch, x);
       for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-6) << id << " batch " << batch << " element " << i;
+    }
+  }
+}
+
+// A run fed and read through host memory costs one submit and one wait where the device maps its memory (lavapipe,
+// a GPU's resizable BAR): the input is written in place and the output read from the run's own copy, with no transfer
+// of their own, run after run, batch after batch, and the same values as through transfers. Forced staging
+// (SPIRE_VULKAN_FORCE_STAGING=1) uploads the input instead, and gives the same values.
+TEST(BundleSession, ARunThroughHostMemoryIsOneSubmitAndOneWaitWhereMemoryIsMapped) {
+  const auto devices = vulkan_devices();
+  if (devices.empty()) GTEST_SKIP() << "no Vulkan device";
+  auto b = std::make_shared<const Bundle>(compile_mlp("spirv", true));
+  for (bool staged : {false, true}) {
+    if (staged) setenv("SPIRE_VULKAN_FORCE_STAGING", "1", 1);
+    auto dev = rt::open_device(devices.front());
+    unsetenv("SPIRE_VULKAN_FORCE_STAGING");
+    const bool mapped = dev->alloc(4, rt::Memory::DeviceMapped)->mapped() != nullptr;
+    if (dev->info().type == rt::DeviceType::Cpu) {
+      EXPECT_EQ(mapped, !staged) << "lavapipe maps all its memory, unless staging is forced";
+    }
+    if (staged) {
+      EXPECT_FALSE(mapped) << "forced staging maps no device memory";
+    }
+    Session s(b, *dev);
+    for (int64_t batch : {4, 4, 3, 1}) {
+      SCOPED_TRACE(fmt::format("{}, staged {}, batch {}", devices.front(), staged, batch));
+      s.set_batch(batch);
+      s.run();  // a first run at this batch records the stream (and makes the plan's buffers): not counted
+      std::vector<float> x = input_rows(batch);
+      for (float& v : x) v += float(batch);
+      const rt::SyncCounts before = dev->sync_counts();
+      s.set_input("x", x.data(), x.size() * 4);
+      s.run();
+      std::vector<float> y(size_t(batch * 5), std::nanf(""));
+      s.get_output("y", y.data(), y.size() * 4);
+      const rt::SyncCounts after = dev->sync_counts();
+      if (mapped) {
+        EXPECT_EQ(after.submits - before.submits, 1u);
+        EXPECT_EQ(after.waits - before.waits, 1u);
+      } else {
+        EXPECT_EQ(after.submits - before.submits, 2u) << "the input's upload and the run";
+      }
+      const std::vector<double> ref = reference(batch, x);
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-6) << "element " << i;
     }
   }
 }
