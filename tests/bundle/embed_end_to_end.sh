@@ -3,7 +3,8 @@
 #   install spire into a temporary prefix; build examples/embed against it with find_package(spire);
 #   export resnet18 with a dynamic batch; spire compile it for SPIR-V and PTX with batches up to 8;
 #   run embed_demo at batches 1, 3 and 8 on the default device and compare with `spire run` of the .onnx
-#   (1e-5 relative) and with PyTorch (1e-4); check what libspire_runtime.so links.
+#   (1e-5 relative) and with PyTorch (1e-4); `spire run` of the bundle with --bench; check what
+#   libspire_runtime.so links.
 # usage: embed_end_to_end.sh BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
 build=$1 src=$2 work=$3
@@ -43,6 +44,13 @@ for b in 1 3 8; do
   echo -n "embed_demo vs PyTorch: "
   /usr/bin/python3 "$src/tests/bundle/compare_outputs.py" "$work/demo_b$b.safetensors" "$work/models/torch_b$b.safetensors" 1e-4
 done
+
+echo "== spire run of the bundle: the same values, and --bench's device and wall times"
+"$spire" run "$work/resnet18.spire" --inputs "$work/models/in_b1.safetensors" --outputs "$work/run_b1.safetensors" \
+  --bench 1 | tee "$work/bench.txt"
+grep -q "wall ms" "$work/bench.txt"
+echo -n "spire run of the bundle vs embed_demo: "
+/usr/bin/python3 "$src/tests/bundle/compare_outputs.py" "$work/run_b1.safetensors" "$work/demo_b1.safetensors" 1e-6
 
 echo "== a bad bundle gives a status, not a crash"
 head -c 1000 "$work/resnet18.spire" > "$work/truncated.spire"

@@ -149,7 +149,8 @@ void register_run_commands(CLI::App& app) {
   cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
   cmd->add_option("--bench", o->bench,
                   "Also replay the recorded inference N times after a warm-up and print the median and minimum "
-                  "device time (the device's own timestamps)")
+                  "device time (the device's own timestamps); for a bundle also the median wall time of setting its "
+                  "inputs from host memory, running and reading its outputs")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--dump", o->dump,
                   "Write every compilation stage to this folder (graph, decomposed, fused, plan, stats, each kernel's "
