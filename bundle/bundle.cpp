@@ -61,11 +61,12 @@ void validate(const Bundle& b, const std::string& source) {
     if (kir::type_bytes(w.type) == 0 || w.bytes.size() % kir::type_bytes(w.type))
       fail(fmt::format("weight '{}' holds {} bytes of {}", w.name, w.bytes.size(), kir::type_name(w.type)));
 
-  std::set<std::pair<int, int64_t>> seen;
+  // One plan per target and batch (several PTX targets may share a format: the session runs the newest it can).
+  std::set<std::pair<std::string, int64_t>> seen;
   for (const DevicePlan& p : b.plans) {
     const std::string where = fmt::format("plan '{}' batch {}", p.target, p.batch);
     auto pfail = [&](const std::string& why) { fail(fmt::format("{}: {}", where, why)); };
-    if (!seen.insert({int(p.format), p.batch}).second) pfail("appears twice");
+    if (!seen.insert({p.target, p.batch}).second) pfail("appears twice");
     if (b.max_batch ? (p.batch < 1 || p.batch > b.max_batch) : p.batch != 0) pfail("batch out of range");
     if (p.arena_bytes > kMaxElements) pfail(fmt::format("arena of {} bytes", p.arena_bytes));
     for (const BufferSpec& s : p.buffers) {

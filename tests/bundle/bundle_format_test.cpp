@@ -101,6 +101,31 @@ TEST(BundleFormat, RefusesInconsistentPlansEvenWithAGoodChecksum) {
   EXPECT_NE(error_of(serialize(b)).find("differ"), std::string::npos);
 }
 
+// Several PTX targets in one bundle (spire compile --targets ptx,ptx:sm_90): one plan per target and batch, however
+// many share a binary format; the same target twice at one batch is refused.
+TEST(BundleFormat, HoldsSeveralPtxTargetsButNotOneTargetTwiceAtABatch) {
+  // The sample's PTX plans (batches 1 and 4) once more, for sm_90: plans are moved, not copied (their kernels).
+  const auto add_sm90_plans = [](Bundle& b, size_t count) {
+    Bundle more = testing_support::sample_bundle();
+    for (DevicePlan& p : more.plans)
+      if (p.format == rt::BinaryFormat::Ptx && count > 0) {
+        p.target = "ptx:sm_90";
+        p.ptx_sm = 90;
+        b.plans.push_back(std::move(p));
+        --count;
+      }
+  };
+  Bundle b = testing_support::sample_bundle();
+  const size_t plans = b.plans.size();
+  add_sm90_plans(b, 2);
+  ASSERT_EQ(b.plans.size(), plans + 2);
+  EXPECT_EQ(error_of(serialize(b)), "");
+  EXPECT_EQ(parse_bundle(serialize(b), "three.spire").plans.size(), plans + 2);
+  add_sm90_plans(b, 1);  // ptx:sm_90 at batch 1 again
+  EXPECT_NE(error_of(serialize(b)).find("plan 'ptx:sm_90' batch 1: appears twice"), std::string::npos)
+      << error_of(serialize(b));
+}
+
 TEST(BundleFormat, ResealedDamageIsRefusedOrReadNeverCrashes) {
   // A deterministic sweep (the fuzz test does the random one under ASan): every byte of the payload set to 0xFF.
   const std::vector<uint8_t> good = serialize(testing_support::sample_bundle());
