@@ -94,9 +94,10 @@ std::string plan_names(const Bundle& b) {
 // One plan made real on the device: its buffers (weights shared through the session), its kernels, and the
 // recorded stream of one run, recorded again when the application binds or unbinds a device buffer.
 //
-// A run fed and read through host memory is one submit and one wait: the inputs live in device memory the host maps
-// where the device has it (rt::Memory::DeviceMapped: lavapipe, a GPU's resizable BAR), so set_input() writes them in
-// place, and the stream ends by copying each output the application did not bind into a host-visible buffer that
+// A run fed and read through host memory is one submit and one wait on every device: the inputs live in device memory
+// the host maps where the device has it (rt::Memory::DeviceMapped: lavapipe, a GPU's resizable BAR), so set_input()
+// writes them in place; elsewhere (CUDA) set_input() writes a host-visible feed buffer that the stream copies in
+// first. The stream ends by copying each output the application did not bind into a host-visible buffer that
 // get_output() reads. (A synchronous upload or download is a submit and a wait of its own: tens of microseconds
 // each on a discrete GPU, three round trips a run before.)
 class PlanInstance {
@@ -108,6 +109,11 @@ class PlanInstance {
 
   const DevicePlan& plan() const { return p_; }
   rt::Buffer& buffer(uint32_t index) { return *views_[index].buffer; }
+  // Where set_input() writes input `input`: the plan's buffer itself where mapped, else its feed buffer.
+  void* input_memory(size_t input) {
+    void* in_place = buffer(p_.input_buffers[input]).mapped();
+    return in_place ? in_place : feeds_[input]->mapped();
+  }
   // Output `output`'s copy in host memory, when the last run wrote one (it did not send the output to an
   // application's buffer); else null.
   const void* readback(size_t output) const {
@@ -172,6 +178,12 @@ class PlanInstance {
       }
       views_[i] = rt::BufferView(owned_[i], 0, bytes);
     }
+    // Inputs start at zero (above), their host-written copies too.
+    for (uint32_t index : p_.input_buffers) {
+      const uint64_t bytes = p_.buffers[index].bytes();
+      feeds_.push_back(buffer(index).mapped() ? nullptr : dev_.alloc(std::max<uint64_t>(bytes, 4), rt::Memory::HostVisible));
+      if (feeds_.back()) std::memset(feeds_.back()->mapped(), 0, size_t(bytes));
+    }
     for (uint32_t index : p_.output_buffers) {
       const uint64_t bytes = p_.buffers[index].bytes();
       readbacks_.push_back(dev_.alloc(std::max<uint64_t>(bytes, 4), rt::Memory::HostVisible));
@@ -189,13 +201,19 @@ class PlanInstance {
     const Bundle& b = s_.bundle();
     stream_ = dev_.record();
     bool copied_in = false;
-    for (size_t i = 0; i < b.inputs.size(); ++i)
+    for (size_t i = 0; i < b.inputs.size(); ++i) {
+      const uint32_t index = p_.input_buffers[i];
       if (const rt::BufferView& app = s_.bound_inputs_[i]; app.buffer) {
-        const uint32_t index = p_.input_buffers[i];
         const uint64_t bytes = row_bytes(b.inputs[i], index, batch);
         if (bytes) stream_->copy(rt::BufferView(*app.buffer, app.offset, bytes), rt::BufferView(buffer(index), 0, bytes));
         copied_in = true;
+      } else if (feeds_[i] && p_.buffers[index].bytes()) {
+        // The whole buffer, the zero rows beyond the batch included.
+        const uint64_t bytes = p_.buffers[index].bytes();
+        stream_->copy(rt::BufferView(feeds_[i], 0, bytes), rt::BufferView(buffer(index), 0, bytes));
+        copied_in = true;
       }
+    }
     if (copied_in) stream_->barrier();
     t_begin_ = stream_->timestamp();
     std::vector<rt::BufferView> views;
@@ -257,6 +275,7 @@ class PlanInstance {
   std::shared_ptr<rt::Buffer> arena_;
   std::vector<std::shared_ptr<rt::Buffer>> owned_;
   std::vector<rt::BufferView> views_;
+  std::vector<std::shared_ptr<rt::Buffer>> feeds_;      // by input index, host-visible; null where written in place
   std::vector<std::shared_ptr<rt::Buffer>> readbacks_;  // by output index, host-visible
   std::vector<bool> read_back_;  // by output index: the recorded stream copies it into its readback
   bool ran_ = false;
@@ -379,16 +398,21 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
                                             n * dtype_bytes(spec.dtype), bytes));
   if (n && !data) throw std::invalid_argument(fmt::format("input '{}': no data", name));
   PlanInstance& inst = instance();
-  const uint32_t index = inst.plan().input_buffers[i];
-  const BufferSpec& buf = inst.plan().buffers[index];
-  // The whole buffer: rows beyond the batch are zero padding (the plan may be for a larger batch).
-  std::vector<uint8_t> device_bytes(size_t(buf.bytes()), 0);
-  host_to_device(data, spec.dtype, device_bytes.data(), buf.type, n, name);
-  if (device_bytes.empty()) return;
-  if (void* mapped = inst.buffer(index).mapped())
-    std::memcpy(mapped, device_bytes.data(), device_bytes.size());  // in place: no transfer (PlanInstance)
-  else
-    device_.upload(inst.buffer(index), device_bytes.data(), device_bytes.size());
+  const BufferSpec& buf = inst.plan().buffers[inst.plan().input_buffers[i]];
+  if (buf.bytes() == 0) return;
+  // Host memory the next run reads (PlanInstance), written once: the values converted, then the rows beyond the
+  // batch zeroed (the plan may be for a larger batch).
+  auto* to = static_cast<uint8_t*>(inst.input_memory(i));
+  const uint64_t written = n * kir::type_bytes(buf.type);
+  if (dtype_bytes(spec.dtype) == kir::type_bytes(buf.type) && spec.dtype != DType::I64) {
+    host_to_device(data, spec.dtype, to, buf.type, n, name);  // a copy: it cannot fail halfway
+  } else {
+    // A conversion that may refuse a value: into host memory first, so a refused input leaves the last one whole.
+    std::vector<uint8_t> converted(static_cast<size_t>(written));
+    host_to_device(data, spec.dtype, converted.data(), buf.type, n, name);
+    std::memcpy(to, converted.data(), converted.size());
+  }
+  std::memset(to + written, 0, size_t(buf.bytes() - written));
 }
 
 void Session::bind_input(const std::string& name, rt::BufferView view) {
