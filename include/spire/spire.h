@@ -110,7 +110,9 @@ SPIRE_API size_t spire_model_output_count(const spire_model* model);
 SPIRE_API spire_status spire_model_input_info(const spire_model* model, size_t index, spire_tensor_info* out_info);
 SPIRE_API spire_status spire_model_output_info(const spire_model* model, size_t index, spire_tensor_info* out_info);
 
-/* bytes must be the tensor's host bytes at the current batch (spire_tensor_info.bytes). */
+/* bytes must be the tensor's host bytes at the current batch (spire_tensor_info.bytes). set_input writes memory
+ * the next run reads, get_output reads the last run's copy of the output: neither waits for the device, so a run
+ * fed and read this way is one submit and one wait (the first set_input of a batch also makes its plan's buffers). */
 SPIRE_API spire_status spire_model_set_input(spire_model* model, const char* name, const void* data, size_t bytes);
 SPIRE_API spire_status spire_model_run(spire_model* model); /* returns when the results are ready */
 SPIRE_API spire_status spire_model_get_output(spire_model* model, const char* name, void* data, size_t bytes);

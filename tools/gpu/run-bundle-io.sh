@@ -2,8 +2,8 @@
 # A bundle run as an application makes it (inputs set from host memory, the run, outputs read back) on vulkan:0 and
 # cuda:0: `spire run MODEL.spire --bench 200` prints the device time and the wall time of the three. resnet18
 # (torchvision, random weights) at batch 1, compiled there for spirv, ptx and ptx:sm_90; on vulkan:0 also with
-# SPIRE_VULKAN_FORCE_STAGING=1, where the input is uploaded through a staging buffer (a submit and a wait of its own)
-# instead of written in place into mapped device memory.
+# SPIRE_VULKAN_FORCE_STAGING=1, where the input goes through a host-visible feed buffer the run copies in (as on cuda:0)
+# instead of being written in place into mapped device memory.
 # Here: bash tools/gpu/prepare-embed.sh. There, carrying .gpu and .gl: bash tools/gpu/run-bundle-io.sh.
 set -uo pipefail
 source tools/gpu/env.sh
