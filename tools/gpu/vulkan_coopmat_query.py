@@ -5,28 +5,11 @@ and flexible-dimension entries (granularities, scope, workgroup invocations). Pl
 headers; run it on the GPU machine after `source tools/gpu/env.sh`."""
 import ctypes as C
 
-vk = C.CDLL("libvulkan.so.1")
-vk.vkGetInstanceProcAddr.restype = C.c_void_p
-vk.vkGetInstanceProcAddr.argtypes = [C.c_void_p, C.c_char_p]
-
-
-class AppInfo(C.Structure):
-    _fields_ = [("sType", C.c_int), ("pNext", C.c_void_p), ("pApplicationName", C.c_char_p), ("appVer", C.c_uint32),
-                ("pEngineName", C.c_char_p), ("engVer", C.c_uint32), ("apiVersion", C.c_uint32)]
-
-
-class InstanceInfo(C.Structure):
-    _fields_ = [("sType", C.c_int), ("pNext", C.c_void_p), ("flags", C.c_uint32), ("pApp", C.POINTER(AppInfo)),
-                ("layers", C.c_uint32), ("ppLayers", C.c_void_p), ("exts", C.c_uint32), ("ppExts", C.c_void_p)]
+from vulkan_ctypes import DevProps, instance_and_devices, properties, vk
 
 
 class ExtProps(C.Structure):
     _fields_ = [("name", C.c_char * 256), ("version", C.c_uint32)]
-
-
-class DevProps(C.Structure):  # VkPhysicalDeviceProperties up to deviceName; the rest is left as bytes
-    _fields_ = [("api", C.c_uint32), ("driver", C.c_uint32), ("vendor", C.c_uint32), ("device", C.c_uint32),
-                ("type", C.c_int), ("name", C.c_char * 256), ("rest", C.c_byte * 4096)]
 
 
 class CoopProps(C.Structure):
@@ -62,15 +45,7 @@ class Properties2(C.Structure):  # VkPhysicalDeviceProperties2
 TYPES = {0: "f16", 1: "f32", 2: "f64", 3: "s8", 4: "s16", 5: "s32", 6: "s64", 7: "u8", 8: "u16", 9: "u32", 10: "u64",
          1000141000: "bf16", 1000491002: "e4m3", 1000491003: "e5m2"}
 
-app = AppInfo(0, None, b"coopmat_query", 1, b"spire", 1, (1 << 22) | (3 << 12))
-info = InstanceInfo(1, None, 0, C.pointer(app), 0, None, 0, None)
-inst = C.c_void_p()
-r = vk.vkCreateInstance(C.byref(info), None, C.byref(inst))
-assert r == 0, f"vkCreateInstance: {r}"
-n = C.c_uint32()
-vk.vkEnumeratePhysicalDevices(inst, C.byref(n), None)
-devs = (C.c_void_p * n.value)()
-vk.vkEnumeratePhysicalDevices(inst, C.byref(n), devs)
+inst, devs = instance_and_devices(b"coopmat_query")
 coop_fn = vk.vkGetInstanceProcAddr(inst, b"vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR")
 get_coop = C.CFUNCTYPE(C.c_int, C.c_void_p, C.POINTER(C.c_uint32), C.c_void_p)(coop_fn) if coop_fn else None
 flex_fn = vk.vkGetInstanceProcAddr(inst, b"vkGetPhysicalDeviceCooperativeMatrixFlexibleDimensionsPropertiesNV")
@@ -92,8 +67,7 @@ def entries(query, device, struct, stype):
 
 
 for d in devs:
-    p = DevProps()
-    vk.vkGetPhysicalDeviceProperties(C.c_void_p(d), C.byref(p))
+    p = properties(d)
     print(f"== {p.name.decode()} (driver {p.driver:#x}, api {p.api >> 22}.{(p.api >> 12) & 0x3ff}.{p.api & 0xfff})")
     m = C.c_uint32()
     vk.vkEnumerateDeviceExtensionProperties(C.c_void_p(d), None, C.byref(m), None)

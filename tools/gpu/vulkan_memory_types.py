@@ -4,22 +4,7 @@ and host-visible at once (resizable BAR on a discrete GPU), which a streamed inp
 `source tools/gpu/env.sh`."""
 import ctypes as C
 
-vk = C.CDLL("libvulkan.so.1")
-
-
-class AppInfo(C.Structure):
-    _fields_ = [("sType", C.c_int), ("pNext", C.c_void_p), ("pApplicationName", C.c_char_p), ("appVer", C.c_uint32),
-                ("pEngineName", C.c_char_p), ("engVer", C.c_uint32), ("apiVersion", C.c_uint32)]
-
-
-class InstanceInfo(C.Structure):
-    _fields_ = [("sType", C.c_int), ("pNext", C.c_void_p), ("flags", C.c_uint32), ("pApp", C.POINTER(AppInfo)),
-                ("layers", C.c_uint32), ("ppLayers", C.c_void_p), ("exts", C.c_uint32), ("ppExts", C.c_void_p)]
-
-
-class DevProps(C.Structure):  # VkPhysicalDeviceProperties up to deviceName; the rest is left as bytes
-    _fields_ = [("api", C.c_uint32), ("driver", C.c_uint32), ("vendor", C.c_uint32), ("device", C.c_uint32),
-                ("type", C.c_int), ("name", C.c_char * 256), ("rest", C.c_byte * 4096)]
+from vulkan_ctypes import instance_and_devices, properties, vk
 
 
 class MemoryType(C.Structure):
@@ -38,17 +23,9 @@ class MemoryProperties(C.Structure):
 FLAGS = {1: "DEVICE_LOCAL", 2: "HOST_VISIBLE", 4: "HOST_COHERENT", 8: "HOST_CACHED", 16: "LAZILY_ALLOCATED",
          32: "PROTECTED"}
 
-app = AppInfo(0, None, b"memory_types", 1, b"spire", 1, (1 << 22) | (3 << 12))
-info = InstanceInfo(1, None, 0, C.pointer(app), 0, None, 0, None)
-inst = C.c_void_p()
-assert vk.vkCreateInstance(C.byref(info), None, C.byref(inst)) == 0, "vkCreateInstance failed"
-n = C.c_uint32()
-vk.vkEnumeratePhysicalDevices(inst, C.byref(n), None)
-devs = (C.c_void_p * n.value)()
-vk.vkEnumeratePhysicalDevices(inst, C.byref(n), devs)
+inst, devs = instance_and_devices(b"memory_types")
 for d in devs:
-    p = DevProps()
-    vk.vkGetPhysicalDeviceProperties(C.c_void_p(d), C.byref(p))
+    p = properties(d)
     m = MemoryProperties()
     vk.vkGetPhysicalDeviceMemoryProperties(C.c_void_p(d), C.byref(m))
     print(f"== {p.name.decode()}")
