@@ -115,6 +115,12 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     ctx->unchecked_buffers = true;
   }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
+  VkPhysicalDeviceHostQueryResetFeatures host_reset{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
+  if (f.has_host_query_reset) {  // core in 1.2: no extension
+    host_reset.hostQueryReset = VK_TRUE;
+    *tail = &host_reset;
+    tail = &host_reset.pNext;
+  }
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &feats;
@@ -126,6 +132,7 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   check(vki.vkCreateDevice(f.handle, &ci, nullptr, &ctx->device), "vkCreateDevice", id);
   ctx->finish_setup(vki.vkGetDeviceProcAddr);  // on a throw, ~Context destroys the device again
   ctx->fn.vkGetDeviceQueue(ctx->device, f.queue_family, 0, &ctx->queue);
+  ctx->host_query_reset = f.has_host_query_reset && ctx->fn.vkResetQueryPool;
   return ctx;
 }
 

@@ -45,6 +45,9 @@ struct Context {
   bool pipeline_stats = false;
   // Pipelines are created with storage buffer robustness disabled (VK_EXT_pipeline_robustness; vulkan_kernel.cpp).
   bool unchecked_buffers = false;
+  // hostQueryReset is enabled (spire's own devices where offered; an adopted device's features are the host's, so
+  // not there): streams reset their timestamps from the host before each submission.
+  bool host_query_reset = false;
   // SPIRE_VULKAN_PIPELINE_IR=<dir> at device open (where the device offers the extension): every pipeline is created
   // capturing the driver's internal representations, which are written into this directory (vulkan_pipeline_stats.h).
   std::string pipeline_ir_dir;

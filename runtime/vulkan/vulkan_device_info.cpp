@@ -212,7 +212,13 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     *tail = &robustness;
     tail = &robustness.pNext;
   }
+  VkPhysicalDeviceHostQueryResetFeatures host_reset{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
+  if (v12) {
+    *tail = &host_reset;
+    tail = &host_reset.pNext;
+  }
   vki.vkGetPhysicalDeviceFeatures2(pd, &feats);
+  f.has_host_query_reset = v12 && host_reset.hostQueryReset;
   f.has_pipeline_robustness = robustness_extension && robustness.pipelineRobustness;
   f.has_float64 = feats.features.shaderFloat64;
   f.has_int64 = feats.features.shaderInt64;

@@ -59,6 +59,9 @@ struct PhysicalDeviceFacts {
   // VK_EXT_pipeline_robustness with its pipelineRobustness feature: pipelines may then ask for storage buffer accesses
   // without bounds checks (vulkan_kernel.cpp).
   bool has_pipeline_robustness = false;
+  // Vulkan 1.2's hostQueryReset: a timestamp query pool may be reset from the host, not by a command that costs the
+  // GPU microseconds at the start of every submission (vulkan_command_stream.cpp).
+  bool has_host_query_reset = false;
 };
 
 // Queries one physical device through `instance_functions`; N is its index in vkEnumeratePhysicalDevices order.

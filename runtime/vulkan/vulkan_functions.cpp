@@ -45,6 +45,7 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
   f.vkGetPipelineExecutableInternalRepresentationsKHR =
       reinterpret_cast<PFN_vkGetPipelineExecutableInternalRepresentationsKHR>(
           get_device_proc_addr(device, "vkGetPipelineExecutableInternalRepresentationsKHR"));
+  f.vkResetQueryPool = reinterpret_cast<PFN_vkResetQueryPool>(get_device_proc_addr(device, "vkResetQueryPool"));
   return f;
 }
 

@@ -104,6 +104,8 @@ struct DeviceFunctions {
   PFN_vkGetPipelineExecutablePropertiesKHR vkGetPipelineExecutablePropertiesKHR = nullptr;
   PFN_vkGetPipelineExecutableStatisticsKHR vkGetPipelineExecutableStatisticsKHR = nullptr;
   PFN_vkGetPipelineExecutableInternalRepresentationsKHR vkGetPipelineExecutableInternalRepresentationsKHR = nullptr;
+  // Optional (Vulkan 1.2, used only where hostQueryReset was enabled): null where the device has no 1.2.
+  PFN_vkResetQueryPool vkResetQueryPool = nullptr;
 
   // Every function above through `get_device_proc_addr` for `device`; throws rt::Error naming the ones missing.
   static DeviceFunctions load(PFN_vkGetDeviceProcAddr get_device_proc_addr, VkDevice device, std::string_view device_id);
