@@ -404,10 +404,11 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
   // batch zeroed (the plan may be for a larger batch).
   auto* to = static_cast<uint8_t*>(inst.input_memory(i));
   const uint64_t written = n * kir::type_bytes(buf.type);
-  if (dtype_bytes(spec.dtype) == kir::type_bytes(buf.type) && spec.dtype != DType::I64) {
-    host_to_device(data, spec.dtype, to, buf.type, n, name);  // a copy: it cannot fail halfway
+  if (spec.dtype != DType::I64) {
+    host_to_device(data, spec.dtype, to, buf.type, n, name);  // nothing to refuse: it cannot fail halfway
   } else {
-    // A conversion that may refuse a value: into host memory first, so a refused input leaves the last one whole.
+    // i64 values outside the device's 32 bits are refused: into host memory first, so a refused input leaves the
+    // last one whole.
     std::vector<uint8_t> converted(static_cast<size_t>(written));
     host_to_device(data, spec.dtype, converted.data(), buf.type, n, name);
     std::memcpy(to, converted.data(), converted.size());

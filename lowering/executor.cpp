@@ -91,8 +91,7 @@ class CompiledStep final : public Executable {
     InFlight oldest = std::move(in_flight_.front());
     in_flight_.pop_front();  // in flight no more, even if the wait throws
     oldest.done->wait();
-    streamed_->after_step(oldest.slot);
-    finished_slot_ = oldest.slot;
+    finished_slot_ = oldest.slot;  // its streamed outputs are what get() reads now
     last_ms_ = streams_[size_t(oldest.slot)]->elapsed_ms(t_begin_, t_end_);
   }
 
@@ -185,7 +184,7 @@ class CompiledStep final : public Executable {
   // download.
   void read(const std::string& name, const NamedValue& nv, void* out, size_t bytes, const char* what) const {
     if (plan_.outputs.count(name)) {
-      if (streamed_->is_output(name)) return streamed_->read_output(name, out, bytes, what);
+      if (streamed_->is_output(name)) return streamed_->read_output(name, out, bytes, what, finished_slot_);
     } else if (streamed_->is_input(name)) {
       return streamed_->read_input(name, out, bytes);
     }

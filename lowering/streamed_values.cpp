@@ -157,13 +157,13 @@ void StreamedValues::read_input(const std::string& name, void* out, size_t bytes
   if (bytes) std::memcpy(out, c.latest_value(), bytes);
 }
 
-void StreamedValues::read_output(const std::string& name, void* out, size_t bytes, const char* what) const {
-  if (finished_ < 0)
+void StreamedValues::read_output(const std::string& name, void* out, size_t bytes, const char* what, int slot) const {
+  if (slot < 0)
     throw graph::GraphError(fmt::format("{}('{}'): '{}' is a streamed output (CompileOptions::streamed_outputs), read "
                                         "from the copy each step() makes; it has no value before the first step()",
                                         what, name, name));
   const HostCopies& c = outputs_.at(name);
-  if (bytes) std::memcpy(out, c.data(finished_), bytes);
+  if (bytes) std::memcpy(out, c.data(slot), bytes);
 }
 
 }  // namespace spire::lowering

@@ -52,20 +52,18 @@ class StreamedValues {
   // output that is an updated parameter reads as a download after the step would.
   void record_readbacks(rt::CommandStream& s, const std::vector<rt::BufferView>& device, int slot) const;
 
-  // Around each submission of slot `slot`'s step. Before: an input last written into another slot is copied into
-  // this one (the step sees the value last set, however many steps ago), and the slot's readbacks are poisoned, so
-  // one the stream failed to write shows as NaN rather than as an older step's value. After: the slot's readbacks
-  // hold this step's outputs, and read_output() reads them.
+  // Before each submission of slot `slot`'s step: an input last written into another slot is copied into this one
+  // (the step sees the value last set, however many steps ago), and the slot's readbacks are poisoned, so one the
+  // stream failed to write shows as NaN rather than as an older step's value.
   void before_step(int slot);
-  void after_step(int slot) { finished_ = slot; }
 
   // Host side, no device work: `bytes` is the value's size in the device's element type (checked by the caller).
   // write_input() writes slot `slot`'s copy, the one the next step to start reads.
   void write_input(const std::string& name, const void* data, size_t bytes, int slot);
   void read_input(const std::string& name, void* out, size_t bytes) const;  // the value last written
-  // The last finished step's value. Throws graph::GraphError before the first step: a streamed output has no value
-  // until a step wrote it.
-  void read_output(const std::string& name, void* out, size_t bytes, const char* what) const;
+  // The value the finished step of slot `slot` wrote (the executable's last finished step); `slot` -1 (no step
+  // finished yet) throws graph::GraphError: a streamed output has no value until a step wrote it.
+  void read_output(const std::string& name, void* out, size_t bytes, const char* what, int slot) const;
 
  private:
   struct HostCopies {
@@ -82,7 +80,6 @@ class StreamedValues {
                       rt::Memory memory) const;
 
   std::map<std::string, HostCopies> inputs_, outputs_;
-  int finished_ = -1;  // the slot of the last finished step
 };
 
 }  // namespace spire::lowering
