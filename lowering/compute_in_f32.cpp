@@ -34,15 +34,10 @@ class Rewriter {
     const graph::Node& n = g_.node(v);
     if (graph::is_leaf(n.op)) {
       map_[size_t(v.id)] = out_.add_leaf(n.op, n.name, n.type, n.attrs);
-      // A half leaf that ops will read in f32 is cast right after it, ahead of every op: a matmul or convolution
-      // can then take the ops that read the cast as its epilogue (fuse.h wants an epilogue's inputs computed
-      // before the heavy op).
-      if (graph::is_half(n.type.dtype))
-        for (Value u : users_[size_t(v.id)])
-          if (g_.node(u).op != OpKind::Cast && !moves_elements_only(g_.node(u).op)) {
-            in_f32(v);
-            break;
-          }
+      // A half leaf that ops will read in f32 (directly, or after moves such as a bias's reshape to [1, C, 1, 1]) is
+      // cast right after it, ahead of every op: a matmul or convolution can then take the ops that read the cast as
+      // its epilogue (fuse.h wants an epilogue's inputs computed before the heavy op).
+      if (graph::is_half(n.type.dtype) && read_in_f32(v)) in_f32(v);
       return map_[size_t(v.id)];
     }
     std::vector<Value> inputs;
@@ -62,6 +57,16 @@ class Rewriter {
     if (!graph::is_half(n.type.dtype)) return out_.add_node(n.op, inputs, n.attrs, n.name);
     const Value wide = out_.add_node(n.op, inputs, n.attrs, fresh_name(g_, out_, n.name + ".f32"));
     return out_.add_node(OpKind::Cast, {wide}, {{"to", std::string(graph::dtype_name(n.type.dtype))}}, n.name);
+  }
+
+  // Whether an op other than a cast reads `v`, directly or through element moves (which stay in half).
+  bool read_in_f32(Value v) const {
+    for (Value u : users_[size_t(v.id)]) {
+      const OpKind op = g_.node(u).op;
+      if (op == OpKind::Cast) continue;
+      if (!moves_elements_only(op) || read_in_f32(u)) return true;
+    }
+    return false;
   }
 
   // The original value `v` (of a half dtype) cast up to f32 in the output graph, once however many ops read it.

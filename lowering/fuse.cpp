@@ -68,9 +68,11 @@ bool absorbed_upcast(const graph::Graph& g, Value v) {
   const graph::Node& n = g.node(v);
   if (n.op != OpKind::Cast || n.type.dtype != graph::DType::F32 || !graph::is_half(g.type(n.inputs[0]).dtype))
     return false;
+  // A convolution reads its input and weights (its only inputs) in place too: on tensor cores as they are, elsewhere
+  // through a widening launch of its own program (lower_conv2d.cpp).
   return read_in_place_only(g, v, [&](Value u) {
     const OpKind op = g.node(u).op;
-    return op == OpKind::Matmul || (op == OpKind::Permute && absorbed_transpose(g, u));
+    return op == OpKind::Matmul || op == OpKind::Conv2d || (op == OpKind::Permute && absorbed_transpose(g, u));
   });
 }
 

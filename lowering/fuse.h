@@ -5,8 +5,10 @@
 //    is computed twice), and it is not a graph output nor a state update's new value (those must land in
 //    memory). Trees of such values end at a root, whose kernel (lower_elementwise) emits the whole tree.
 //  * Absorbed transposes: a 2D transpose every user of which is a matrix product reads its input in place.
-//  * Absorbed casts up: a cast from f16/bf16 to f32 read only as matrix-product operands (directly or through an
-//    absorbed transpose): the products load the half values and widen them (compute_in_f32.h makes these casts).
+//  * Absorbed casts up: a cast from f16/bf16 to f32 read only as matrix-product or convolution operands (directly or
+//    through an absorbed transpose): the products load the half values and widen them (compute_in_f32.h makes these
+//    casts); a convolution multiplies them on tensor cores where the device has them, else widens them in its own
+//    program (lower_conv2d.cpp).
 //  * Epilogues. A heavy op (matmul, convolution, pooling, ...) whose only user is a pointwise tree of its own
 //    shape computes that tree from each result before storing it: the layer's bias add and activation, or a
 //    ReLU's gradient mask after a product, cost no launch and no round trip. The tree's other inputs must be
@@ -62,11 +64,11 @@ bool takes_epilogue(graph::OpKind op);
 // its input in place (matmul_kernel's transposed operands), so it has no buffer and no launch.
 bool absorbed_transpose(const graph::Graph& g, graph::Value v);
 
-// A cast of an f16 or bf16 value to f32, not stored, that every user reads as a matrix-product operand, directly
-// or through an absorbed transpose: the products read the half values in place and widen them as they load.
+// A cast of an f16 or bf16 value to f32, not stored, that every user reads as a matrix-product or convolution operand,
+// directly or through an absorbed transpose: the products read the half values in place and widen them as they load.
 bool absorbed_upcast(const graph::Graph& g, graph::Value v);
 
-// Where a matrix product reads operand `v` in place: v itself, or the source of the absorbed transpose and/or cast
+// Where a matrix product (or a convolution) reads operand `v` in place: v itself, or the source of the absorbed transpose and/or cast
 // up in front of it. `transposed` and `half` (the stored half dtype, else unset) say how to read it.
 struct InPlaceOperand {
   graph::Value source;

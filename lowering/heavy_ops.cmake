@@ -16,12 +16,14 @@ if(NOT TARGET spire_heavy_kernels)
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tiled_gemm.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/split_sum_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/zero_fill_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/widen_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_grad_weight_images_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_image_strips_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_images_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/staged_copy.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_mma_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_mma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_wgmma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_workgroup_mma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/tile_order.cpp

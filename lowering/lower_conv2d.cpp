@@ -3,6 +3,9 @@
 // of points in the same config space, and a 3x3 convolution at stride 1 (forward and both gradients) a Winograd
 // transform around a batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+#include "lowering/heavy_kernels/conv2d_mma_kernel.h"
+#include "lowering/heavy_kernels/widen_kernel.h"
+#include "lowering/fuse.h"
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/heavy_kernels/split_sum_kernel.h"
@@ -335,14 +338,76 @@ heavy::Pool2dShape side_pool_shape(const graph::Graph& g, graph::Value pool) {
   return heavy::pool2d_shape(g.type(p.inputs[0]).shape, o.kernel, o.stride, o.padding);
 }
 
+// A convolution's input and weights may be read in place from f16/bf16 values (fuse.h's absorbed casts up): the type
+// each is stored in, or unset where it is stored in the convolution's own type.
+struct HalfOperands {
+  std::optional<kir::Type> x, w;
+  bool any() const { return x || w; }
+  // Both stored in the same 16-bit type: the tensor-core kernel's operands.
+  std::optional<kir::Type> same() const { return x && w && *x == *w ? x : std::nullopt; }
+};
+HalfOperands half_operands(const graph::Graph& g, const graph::Node& node) {
+  HalfOperands h;
+  if (auto x = in_place_operand(g, node.inputs[0]).half) h.x = device_type(*x);
+  if (auto w = in_place_operand(g, node.inputs[1]).half) h.w = device_type(*w);
+  return h;
+}
+
+// A program built for f32 operands, run on half ones: each half operand (buffer 0: x, 1: w) is widened into scratch
+// by a launch of its own first, and the program's launches read the scratch. The same launches as before fusion
+// absorbed the casts (one per operand), now inside the convolution's program.
+KernelProgram widened(KernelProgram p, const HalfOperands& h) {
+  std::vector<ProgramLaunch> widen;
+  int32_t remap[2] = {0, 1};
+  for (int32_t i : {0, 1}) {
+    const std::optional<kir::Type> half = i == 0 ? h.x : h.w;
+    if (!half) continue;
+    const int64_t n = p.buffers.at(size_t(i)).elements;
+    remap[i] = int32_t(p.buffers.size());
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, kir::Type::F32, n});
+    heavy::HeavyKernel k = heavy::widen_kernel(*half, heavy::index_u32(n, "conv2d operand elements"));
+    widen.push_back({std::move(k.kernel), {i, remap[i]}, k.groups, {}});
+  }
+  for (ProgramLaunch& l : p.launches)
+    for (int32_t& b : l.buffers)
+      if (b == 0 || b == 1) b = remap[b];
+  widen.insert(widen.end(), std::make_move_iterator(p.launches.begin()), std::make_move_iterator(p.launches.end()));
+  p.launches = std::move(widen);
+  return p;
+}
+
+// A config of the tensor-core family: a GEMM tiling with subgroups (conv2d_mma_kernel.h).
+bool is_mma_config(const heavy::Config& c) { return c.has("tile_m") && heavy::MatmulTiling::from(c).tensor_cores(); }
+
+// Where the tensor-core kernel beats widening the operands and running the f32 kernels (the H100, both backends,
+// docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling: resnet18's layers at batch 64 and its
+// first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks, 1.2-7x), and not a 3x3
+// window at stride 1 that Winograd takes, except with 128 or more channels where workgroup memory is small (vulkan:0:
+// 0.60-0.92x Winograd's time there; on cuda:0 1.0-1.25x, and with 64 channels 1.7x on both).
+bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
+  const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
+  if (winograd && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
+  const heavy::MatmulTiling t = heavy::choose_conv2d_mma_tiling(s, half, limits);
+  const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, half);
+  return ((g.m + t.tile_m - 1) / t.tile_m) * ((g.n + t.tile_n - 1) / t.tile_n) >= 64;
+}
+
 }  // namespace
 
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, const SideOutputs& side) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
+  const HalfOperands halves = half_operands(g, node);
+  // Input and weights both f16 (or both bf16) on a device with tensor cores: the implicit GEMM on them is offered
+  // beside the f32 kernels (which widen the operands first), and is the heuristic where it pays.
+  const std::optional<kir::Type> mma_type =
+      limits.cooperative_matrix && t == kir::Type::F32 && heavy::conv2d_fits_tensor_cores(s) ? halves.same() : std::nullopt;
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
+  if (halves.any())
+    op.key.shape += fmt::format("_{}_{}_operands", halves.x ? kir::type_name(*halves.x) : "f32",
+                                halves.w ? kir::type_name(*halves.w) : "f32");
   std::optional<heavy::PooledOutputs> pooled;
   if (side.pool.valid()) {
     pooled = heavy::PooledOutputs{side_pool_shape(g, side.pool), side.argmax.valid(), !side.result_unread};
@@ -359,15 +424,35 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        unsplit_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
+  if (mma_type) {
+    const heavy::Config mma = heavy::choose_conv2d_mma_tiling(s, *mma_type, limits).config();
+    std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, *mma_type, limits));
+    if (tensor_cores_pay(s, *mma_type, limits)) {
+      op.candidates.insert(op.candidates.begin(), offered.begin(), offered.end());
+      op.heuristic = mma;
+    } else {
+      op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
+    }
+  }
   // The convolution's own launches over the io list's first three buffers (x, w, y).
-  auto program = [s, t, limits](std::vector<ProgramBuffer> io, const heavy::Config& c) {
-    if (is_winograd_config(c)) return winograd_program(s, t, std::move(io), c);
+  auto program = [s, t, limits, halves](std::vector<ProgramBuffer> io, const heavy::Config& c) {
+    if (is_mma_config(c)) {
+      if (!halves.same())
+        throw std::invalid_argument(fmt::format("conv2d {}: tensor-core configs need the input and the weights both "
+                                                "stored as f16 or both as bf16", s.text()));
+      heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, *halves.same(), heavy::MatmulTiling::from(c), limits.async_copy);
+      KernelProgram p;
+      p.buffers = std::move(io);
+      p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
+      return p;
+    }
+    if (is_winograd_config(c)) return widened(winograd_program(s, t, std::move(io), c), halves);
     heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     KernelProgram p;
     p.buffers = std::move(io);
     p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
-    return p;
+    return widened(std::move(p), halves);
   };
   if (!pooled) {
     op.build = [program, io = io_buffers(g, v)](const heavy::Config& c) { return program(io, c); };
@@ -384,7 +469,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(pool_input).numel(), pool_input.id});
   if (side.argmax.valid())
     io.push_back({ProgramBuffer::Use::Value, -1, kir::Type::I32, g.type(side.argmax).numel(), side.argmax.id});
-  op.build = [s, t, limits, io, program, out = *pooled](const heavy::Config& c) {
+  op.build = [s, t, limits, io, program, out = *pooled, halves](const heavy::Config& c) {
     const int32_t pooled = 3, input = 4, argmax = 5;
     if (!is_gemm_config(c) && !is_winograd_config(c)) {
       const heavy::Conv2dConfig cfg = heavy::Conv2dConfig::from(c);
@@ -395,7 +480,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
         std::vector<int32_t> bound{0, 1, 2, pooled};
         if (out.argmax) bound.push_back(argmax);
         p.launches.push_back({std::move(k.kernel), std::move(bound), k.groups, {}});
-        return p;
+        return widened(std::move(p), halves);
       }
     }
     KernelProgram p = program(io, c);

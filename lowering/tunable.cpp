@@ -89,9 +89,10 @@ std::vector<ProgramBuffer> io_buffers(const graph::Graph& g, graph::Value v) {
   const graph::Node& node = g.node(v);
   std::vector<ProgramBuffer> out;
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    // A matrix product's operand may be read in place from a half source (fuse.h): the buffer is of that type.
+    // A matrix product's or convolution's operand may be read in place from a half source (fuse.h): the buffer is of
+    // that type.
     graph::Value in = node.inputs[i];
-    if (node.op == graph::OpKind::Matmul) in = in_place_operand(g, in).source;
+    if (node.op == graph::OpKind::Matmul || node.op == graph::OpKind::Conv2d) in = in_place_operand(g, in).source;
     const graph::TensorType& t = g.type(in);
     out.push_back({ProgramBuffer::Use::Input, int32_t(i), device_type(t.dtype), t.numel()});
   }

@@ -34,11 +34,11 @@ MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint3
 
 }  // namespace
 
-MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
+MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_copies, bool b_gathered) {
   MmaStaging p;
   // 16-byte chunks along the contiguous direction: rows (and batches) must start on 16 bytes.
   p.a_copies = async_copies && (s.a_transposed ? s.m : s.k) % 8 == 0;
-  p.b_copies = async_copies && (s.b_transposed ? s.k : s.n) % 8 == 0;
+  p.b_copies = async_copies && !b_gathered && (s.b_transposed ? s.k : s.n) % 8 == 0;
   p.stages = p.a_copies && p.b_copies ? std::max<uint32_t>(tl.stages, 2) : 1;
   const uint32_t warps = tl.warps_m * tl.warps_n;
   p.result_tiles = tl.unroll > 1 ? std::gcd(warps, kUnrolledResultTiles) : warps;
@@ -134,6 +134,9 @@ struct Staging {
   uint32_t k_stride;                 // buffer elements between neighbouring k
   // (o, i) of the slice at k0 = 0 -> its buffer element, and whether its row (or column) lies in the product.
   std::function<Val(Val o, Val i)> offset, in_range;
+  // A gathered operand (no buffer, `offset` and `in_range` unused): MmaGemmIo's b_prepare and b_gather.
+  std::function<std::vector<Val>(Val col)> prepare;
+  std::function<void(Shared tile, Val to, const std::vector<Val>& prepared, Val k)> gather;
 };
 
 // What one invocation moves of each slice: worked out once, before the K loop, so that a slice costs an add per
@@ -144,42 +147,43 @@ struct StagingItem {
   Val kpos;                  // its k within the slice
   std::optional<Val> in_range;  // its row (or column) lies in the product (edges only)
   std::optional<Val> present;   // the invocation has this item (the last round of a tile may be partial)
+  std::vector<Val> prepared;    // a gathered operand's values for the item's column
 };
 
 }  // namespace
 
-HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
-  if (!matmul_fits_tensor_cores(s, Type::F32))
-    throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16");
+void check_mma_tiling(const MatmulTiling& tl) {
   if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kFrag) || tl.tile_n % (tl.warps_n * kFrag) ||
       tl.tile_k % kFrag || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
                                             "16x16 fragments", tl.config().text()));
-  const MmaStaging plan = mma_staging(s, tl, async_copies);
   if (tl.stages < 2 || tl.stages > 8) throw std::invalid_argument(fmt::format("matmul on tensor cores: {} stages", tl.stages));
   if (tl.unroll != 1 && tl.unroll != tl.stages)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' unrolls the K loop {} deep; it unrolls "
                                             "by the pipeline's stage count or not at all",
                                             tl.config().text(), tl.unroll));
+}
+
+std::string mma_name_suffix(const MatmulTiling& tl, const MmaStaging& plan) {
+  const bool unrolled = tl.unroll > 1 && plan.stages > 1;
+  return fmt::format("_t{}x{}x{}_w{}x{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
+                     plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "", unrolled ? "_u" : "");
+}
+
+uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTiling& tl, const MmaStaging& plan,
+                       const MmaGemmIo& io) {
   // Without a pipeline (an operand staged element by element) there is nothing to unroll for.
   const bool unrolled = tl.unroll > 1 && plan.stages > 1;
-  std::string name = matmul_checked_name(s) +
-                     fmt::format("_t{}x{}x{}_w{}x{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
-                                 plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "",
-                                 unrolled ? "_u" : "");
+  const bool gathered = bool(io.b_gather);
   const Type h = *s.a_half;
   const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
-  if (M == 0 || N == 0 || batches == 0) return empty_result(name);
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
   const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
   const uint32_t threads = tl.invocations(), warps = tl.warps_m * tl.warps_n;
   const uint32_t warp_m = tl.tile_m / tl.warps_m, warp_n = tl.tile_n / tl.warps_n;
   const uint32_t frags_m = warp_m / kFrag, frags_n = warp_n / kFrag;
 
-  KernelBuilder kb(name, threads);
-  Buf A = kb.buffer("a", h, Access::Read);
-  Buf B = kb.buffer("b", h, Access::Read);
-  Buf C = kb.buffer("c", Type::F32, Access::Write);
+  const Buf& A = io.a;
   // A's tile is [row][k], or [k][row] for a transposed A (its fragments then column-major); B's is [k][column], or
   // [column][k] for a transposed B.
   const uint32_t a_ld = (s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16;
@@ -205,15 +209,14 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
   // Uniform across the workgroup (a folded grid's extra workgroups skip everything, barriers included).
   kb.if_(batch < batches, [&] {
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
-    Val b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
-    Val c_base = batch * (M * N);
+    Val b_base = gathered ? kb.u32(0) : matmul_batch_offset(kb, s, batch, s.b_batch_strides);
     Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
     // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
     Val zero = cast(kb.f32(0), h);
     for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
 
     // (outer, inner) of the slice at k0 = 0 -> its buffer element, and whether its row (column) is in the product.
-    Staging a_st{&A, a_tile, 0, 0, a_ld, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}};
+    Staging a_st{&A, a_tile, 0, 0, a_ld, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}, {}, {}};
     if (!s.a_transposed) {
       a_st.outer = tl.tile_m, a_st.inner = tl.tile_k, a_st.k_stride = 1;
       a_st.offset = [&](Val o, Val i) { return a_base + (row0 + o) * K + i; };
@@ -223,8 +226,13 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       a_st.offset = [&](Val o, Val i) { return o * M + (row0 + i); };
       a_st.in_range = [&](Val, Val i) { return row0 + i < M; };
     }
-    Staging b_st{&B, b_tile, 0, 0, b_ld, N % tl.tile_n || K % tl.tile_k, plan.b_copies, s.b_transposed, 0, {}, {}};
-    if (!s.b_transposed) {
+    Staging b_st{gathered ? nullptr : &*io.b, b_tile, 0, 0, b_ld, !gathered && (N % tl.tile_n || K % tl.tile_k),
+                 plan.b_copies, s.b_transposed, 0, {}, {}, io.b_prepare, io.b_gather};
+    if (gathered) {
+      // Element (o = k, i = column) of each slice, gathered; rows of the slice are K, columns the block's.
+      b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = 0;
+      b_st.offset = [&](Val, Val) { return kb.u32(0); };
+    } else if (!s.b_transposed) {
       b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = N;
       b_st.offset = [&](Val o, Val i) { return b_base + o * N + (col0 + i); };
       b_st.in_range = [&](Val, Val i) { return col0 + i < N; };
@@ -241,8 +249,9 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       for (uint32_t base = 0; base < items; base += threads) {
         Val idx = lid + base;
         Val o = idx / per_row, i = (idx % per_row) * step;
-        StagingItem it{o * st.ld + i, st.offset(o, i), st.k_inner ? i : o, std::nullopt, std::nullopt};
+        StagingItem it{o * st.ld + i, st.offset(o, i), st.k_inner ? i : o, std::nullopt, std::nullopt, {}};
         if (st.edges) it.in_range = st.in_range(o, i);
+        if (st.prepare) it.prepared = st.prepare(col0 + i);
         if (base + threads > items) it.present = idx < items;
         out.push_back(it);
       }
@@ -256,6 +265,10 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
       for (const StagingItem& it : items) {
         auto one = [&] {
           Val to = at + it.to;
+          if (st.gather) {  // a gathered element, or its zero
+            st.gather(st.tile, to, it.prepared, k0 + it.kpos);
+            return;
+          }
           Val from = it.offset + (st.k_stride == 1 ? k0 : k0 * st.k_stride);
           std::optional<Val> valid;
           if (it.in_range) valid = *it.in_range & (k0 + it.kpos < K);
@@ -372,7 +385,7 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
             for (uint32_t e = 0; e < kStage / kWarp; ++e) {
               Val idx = lane + e * kWarp;
               Val r = r0 + idx / kFrag, c = c0 + idx % kFrag;
-              auto store = [&] { C[c_base + r * N + c] = c_stage[stage_at + idx]; };
+              auto store = [&] { io.store(batch, r, c, c_stage[stage_at + idx]); };
               if (M % tl.tile_m || N % tl.tile_n) kb.if_((r < M) & (c < N), store);
               else store();
             }
@@ -380,7 +393,22 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
           kb.barrier();  // the next accumulator reuses the staging tile
         }
   });
-  uint64_t groups = uint64_t(batches) * tiles_m * tiles_n;
+  return uint64_t(batches) * tiles_m * tiles_n;
+}
+
+HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
+  if (!matmul_fits_tensor_cores(s, Type::F32))
+    throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16");
+  check_mma_tiling(tl);
+  const MmaStaging plan = mma_staging(s, tl, async_copies);
+  const std::string name = matmul_checked_name(s) + mma_name_suffix(tl, plan);
+  const uint32_t M = uint32_t(s.m), N = uint32_t(s.n);
+  if (M == 0 || N == 0 || s.batch_count() == 0) return empty_result(name);
+  KernelBuilder kb(name, tl.invocations());
+  MmaGemmIo io{kb.buffer("a", *s.a_half, Access::Read), kb.buffer("b", *s.b_half, Access::Read), {}, {}, {}};
+  Buf C = kb.buffer("c", Type::F32, Access::Write);
+  io.store = [&](Val batch, Val r, Val c, Val v) { C[batch * (M * N) + r * N + c] = v; };
+  const uint64_t groups = emit_mma_gemm(kb, s, tl, plan, io);
   return {kb.finish(), groups};
 }
 

@@ -17,6 +17,11 @@
 // (heavy::Limits::cooperative_matrix), and only for products whose operands are both f16 or both bf16.
 #pragma once
 
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "lowering/heavy_kernels/matmul_kernel.h"
 
 namespace spire::lowering::heavy {
@@ -45,10 +50,35 @@ struct MmaStaging {
   uint32_t result_tiles = 0;  // subgroups' 16x16 f32 tiles the result leaves through (every subgroup's unless unrolled)
   uint64_t shared_bytes = 0;  // workgroup memory the kernel declares
 };
-MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tiling, bool async_copies);
+// `b_gathered`: B is gathered element by element (MmaGemmIo), never copied.
+MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tiling, bool async_copies, bool b_gathered = false);
 
 // Throws std::invalid_argument when the shape does not fit (matmul_fits_tensor_cores) or the tiling is not a
 // tensor-core one whose subgroups own whole fragments. `async_copies`: the device has Feature::AsyncCopy.
 HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tiling, bool async_copies);
+
+// The kernel's body for other products of the same form (the implicit-GEMM convolution on tensor cores,
+// conv2d_mma_kernel.h): A read from a buffer as matmul reads it (s.a_transposed, s.a_batch_strides); B from a buffer
+// likewise, or gathered element by element (no buffer: the im2col matrix of a convolution, never built); each
+// result handed to `store`.
+struct MmaGemmIo {
+  kir::Buf a;
+  std::optional<kir::Buf> b;  // unset: B is gathered
+  // A gathered B: values worked out once per column of a block (col may lie past N), before the K loop; then for each
+  // element of a slice, stores B[k, col] (zero where k >= K or col >= N) into tile[to].
+  std::function<std::vector<kir::Val>(kir::Val col)> b_prepare;
+  std::function<void(kir::Shared tile, kir::Val to, const std::vector<kir::Val>& prepared, kir::Val k)> b_gather;
+  // Stores one result of batch `batch`: row < M, col < N.
+  std::function<void(kir::Val batch, kir::Val row, kir::Val col, kir::Val value)> store;
+};
+// Throws std::invalid_argument for a tiling whose subgroups do not own whole fragments or whose stages or unrolling
+// the body cannot run.
+void check_mma_tiling(const MatmulTiling& tiling);
+// "_t<block>_w<subgroups>[_c<stages>][_u]_mma_f32": what a kernel's name says of its tiling and staging.
+std::string mma_name_suffix(const MatmulTiling& tiling, const MmaStaging& plan);
+// Emits the body into `kb` (its workgroup of tiling.invocations(), the caller's buffers declared); `plan` is
+// mma_staging's for the same product. M, N and the batch count must be nonzero. Returns the workgroup count.
+uint64_t emit_mma_gemm(kir::KernelBuilder& kb, const MatmulShape& s, const MatmulTiling& tiling, const MmaStaging& plan,
+                       const MmaGemmIo& io);
 
 }  // namespace spire::lowering::heavy

@@ -1,0 +1,36 @@
+// conv2d on tensor cores: the implicit GEMM of conv2d_gemm_kernels.h, Y[co, (n, ho, wo)] = W[co, (ci, kh, kw)] x
+// X'[(ci, kh, kw), (n, ho, wo)], with the input and the weights stored as f16 (or both as bf16) and read in place,
+// f32 products and sums (products of 16-bit values are exact in f32, as PyTorch's half convolutions compute them).
+// It is the tensor-core matmul's body (matmul_mma_kernel.h): the weights, a row-major [Cout, Cin * kh * kw] matrix,
+// are its A (16-byte copies where those rows start on 16 bytes); X', the im2col matrix of the NCHW input, is its B,
+// gathered element by element as each slice is staged and never built (zero where a window hangs over the padding);
+// each result is scattered to its NCHW place, so epilogues (a bias, an activation, the rounding to half) fuse into
+// those stores. Ungrouped convolutions (any stride, padding, dilation). Needs Feature::CooperativeMatrix.
+// Buffers: x (read, half), w (read, half), y (write, f32).
+#pragma once
+
+#include <vector>
+
+#include "lowering/heavy_kernels/conv2d_kernels.h"
+#include "lowering/heavy_kernels/matmul_mma_kernel.h"
+
+namespace spire::lowering::heavy {
+
+// The product the kernel computes (M = Cout, K = Cin * kh * kw, N = batch * Ho * Wo), its operands `half`.
+MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, kir::Type half);
+
+// Whether the kernel computes this convolution: ungrouped, with at least one output channel and position.
+bool conv2d_fits_tensor_cores(const Conv2dShape& s);
+
+// The tiling: blocks of 128 output channels (64 or 32 where there are fewer) by 128 positions, or by 64 where workgroup
+// memory is under 64 KiB (NVIDIA's Vulkan), 8 subgroups, K slices of 32; the gathered operand is staged in one stage,
+// so other workgroups on the core hide its loads.
+MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
+// The tuner's candidates: the choice above first, then other blocks, subgroup grids and slice depths that fit `limits`.
+std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
+
+// Throws std::invalid_argument for a grouped convolution, a type other than f16 or bf16, or a tiling whose subgroups
+// do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
+HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies);
+
+}  // namespace spire::lowering::heavy

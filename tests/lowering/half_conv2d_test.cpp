@@ -1,0 +1,162 @@
+// Convolutions of f16/bf16 inputs and weights. compute_in_f32 casts both up; fusion absorbs those casts (fuse.h), so
+// the convolution reads the 16-bit values in place: on a device with tensor cores through the implicit GEMM on them
+// (lowering/heavy_kernels/conv2d_mma_kernel.h), with no cast launch at all; elsewhere its own program widens them
+// first, the launches the casts had before. A layer (convolution, bias, ReLU, rounded to half) against the float64
+// evaluator on every device, with the op harness's half tolerance (lowering/heavy kernel tests check the products
+// themselves to f32 accuracy: tests/lowering_heavy/conv2d_mma_test.cpp).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <tuple>
+
+#include "ir/graph/evaluator.h"
+#include "ir/graph/op_table.h"
+#include "lowering/executable.h"
+#include "lowering/plan.h"
+#include "op_harness/op_harness.h"
+#include "runtime/vulkan/vulkan_validation.h"
+#include "tests/lowering/device_list.h"
+#include "tests/lowering/plan_queries.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/random_tensor.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Graph;
+
+namespace {
+
+// relu(conv2d(x, w) + b), every value of dtype `h`.
+Graph half_conv_layer(DType h, const graph::Shape& x_shape, const graph::Shape& w_shape, graph::Conv2dOptions o) {
+  Graph g;
+  auto x = g.input("x", h, x_shape);
+  auto w = g.parameter("w", h, w_shape);
+  auto b = g.parameter("b", h, {w_shape[0]});
+  auto conv = g.name(g.conv2d(x, w, o), "conv");
+  g.output("y", g.name(g.relu(g.add(conv, g.reshape(b, {1, w_shape[0], 1, 1}))), "y"));
+  return g;
+}
+
+rt::DeviceInfo with_tensor_cores(rt::DeviceInfo d) {
+  d.features = d.features | kir::Feature::CooperativeMatrix | kir::Feature::BFloat16 | kir::Feature::AsyncCopy;
+  return d;
+}
+
+TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
+  using lowering::testing_support::kernels_of;
+  // resnet18's layer2.0.conv1 at batch 16 (3x3 at stride 2, 98 blocks of 128x128).
+  const Graph g = half_conv_layer(DType::BF16, {16, 64, 56, 56}, {128, 64, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}});
+  // Tensor cores: the convolution reads bf16 with the bias, ReLU and rounding in its stores (the bias's own cast up
+  // comes first, as compute_in_f32 places it: an epilogue's inputs are computed before the product).
+  const rt::DeviceInfo tc_target = with_tensor_cores(testing_support::h100_like_target());
+  const auto tc = kernels_of(lowering::lower(g, tc_target));
+  ASSERT_EQ(tc.size(), 2u) << ::testing::PrintToString(tc);
+  EXPECT_EQ(tc[0], "cast_from_bf16_f32_128");
+  EXPECT_EQ(tc[1].rfind("conv2d_n16_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_bf16_t", 0), 0u) << tc[1];
+  EXPECT_NE(tc[1].find("_mma_f32_cast_relu"), std::string::npos) << tc[1];
+  // Without them: the input and the weights widened by the convolution's program, then its f32 kernel, the same
+  // epilogue in its stores.
+  const auto simt = kernels_of(lowering::lower(g, testing_support::h100_like_target()));
+  ASSERT_EQ(simt.size(), 4u) << ::testing::PrintToString(simt);
+  EXPECT_EQ(simt[1], "widen_bf16_3211264");
+  EXPECT_EQ(simt[2], "widen_bf16_73728");
+  EXPECT_EQ(simt[3].find("_mma"), std::string::npos) << simt[3];
+  EXPECT_NE(simt[3].find("_cast_relu"), std::string::npos) << simt[3];
+  // With them, but where they do not pay: a 64-channel 3x3 layer at stride 1 (Winograd's), and layer2.0.conv1 at
+  // batch 1 (7 blocks) widen and run f32 too.
+  auto on_tensor_cores = [](const Graph& g, const rt::DeviceInfo& target) {
+    const auto names = kernels_of(lowering::lower(g, target));
+    const int widened = lowering::testing_support::count_prefix(names, "widen_bf16");
+    const auto mma = std::count_if(names.begin(), names.end(), [](const std::string& k) { return k.find("_mma") != k.npos; });
+    EXPECT_TRUE((widened == 2 && mma == 0) || (widened == 0 && mma == 1)) << ::testing::PrintToString(names);
+    return mma == 1;
+  };
+  EXPECT_FALSE(on_tensor_cores(half_conv_layer(DType::BF16, {16, 64, 56, 56}, {64, 64, 3, 3}, {.padding = {1, 1}}), tc_target));
+  EXPECT_FALSE(on_tensor_cores(
+      half_conv_layer(DType::BF16, {1, 64, 56, 56}, {128, 64, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}}), tc_target));
+  // A 128-channel 3x3 layer at stride 1 takes them where workgroup memory is 48 KiB (NVIDIA's Vulkan, as this target),
+  // Winograd's f32 products where it is CUDA's 227 KiB.
+  const Graph wide = half_conv_layer(DType::BF16, {16, 128, 28, 28}, {128, 128, 3, 3}, {.padding = {1, 1}});
+  EXPECT_TRUE(on_tensor_cores(wide, tc_target));
+  rt::DeviceInfo large_shared = tc_target;
+  large_shared.shared_memory_bytes = 232448;
+  EXPECT_FALSE(on_tensor_cores(wide, large_shared));
+  // Mixed operands (an f32 weight) keep f32 products: only the input is widened.
+  Graph mixed;
+  auto x = mixed.input("x", DType::F16, {8, 64, 28, 28});
+  auto w = mixed.parameter("w", DType::F32, {128, 64, 3, 3});
+  mixed.output("y", mixed.conv2d(mixed.cast(x, DType::F32), w, {.padding = {1, 1}}));
+  const auto m = kernels_of(lowering::lower(mixed, with_tensor_cores(testing_support::h100_like_target())));
+  ASSERT_GE(m.size(), 2u) << ::testing::PrintToString(m);
+  EXPECT_EQ(m[0], "widen_f16_401408");
+  EXPECT_EQ(lowering::testing_support::count_prefix(m, "widen_"), 1) << ::testing::PrintToString(m);
+  for (const std::string& k : m) EXPECT_EQ(k.find("_mma"), std::string::npos) << k;
+}
+
+struct HalfConvCase {
+  std::string name;
+  graph::Shape x, w;
+  graph::Conv2dOptions opt;
+  bool tensor_cores_pay = false;  // 64 or more blocks: the tensor-core kernel where the device has one
+};
+
+std::vector<HalfConvCase> half_conv_cases() {
+  using O = graph::Conv2dOptions;
+  return {
+      // Small layers (widened and computed in f32 everywhere): 3x3 with padding; resnet's first layer in small (7x7 at
+      // stride 2 over 3 channels: 147-term windows, rows of weights not on 16 bytes); a 1x1 layer; dilation; ragged
+      // channels and positions everywhere.
+      {"pad1", {2, 16, 9, 11}, {24, 16, 3, 3}, O{.padding = {1, 1}}},
+      {"stem", {2, 3, 20, 18}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}},
+      {"pointwise", {3, 32, 5, 7}, {20, 32, 1, 1}, O{}},
+      {"dilated", {1, 8, 12, 10}, {8, 8, 3, 3}, O{.padding = {2, 2}, .dilation = {2, 2}}},
+      // Layers of 64 or more blocks of 32 x 128 (on tensor cores where the device has them).
+      {"pad1_wide", {2, 8, 64, 64}, {16, 8, 3, 3}, O{.padding = {1, 1}}, true},
+      {"stem_wide", {3, 3, 112, 112}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}, true},
+      {"dilated_wide", {2, 8, 64, 66}, {8, 8, 3, 3}, O{.padding = {2, 2}, .dilation = {2, 2}}, true},
+  };
+}
+
+void PrintTo(const HalfConvCase& c, std::ostream* os) { *os << c.name; }
+
+using HalfConvParam = std::tuple<std::string, HalfConvCase, DType>;
+class HalfConv2dOnDevice : public ::testing::TestWithParam<HalfConvParam> {};
+
+TEST_P(HalfConv2dOnDevice, MatchesTheFloat64Evaluator) {
+  const auto& [device_id, c, h] = GetParam();
+  auto dev = rt::open_device(device_id);
+  const kir::Feature needs = h == DType::BF16 ? kir::Feature::BFloat16 : kir::Feature::Float16;
+  if (!dev->info().features.has(needs)) GTEST_SKIP() << device_id << " has no " << graph::dtype_name(h);
+  const Graph g = half_conv_layer(h, c.x, c.w, c.opt);
+  const std::map<std::string, graph::Tensor> in{
+      {"x", testing_support::uniform_tensor(c.x, 31, h).round_to_dtype()},
+      {"w", testing_support::uniform_tensor(c.w, 32, h).round_to_dtype()},
+      {"b", testing_support::uniform_tensor({c.w[0]}, 33, h).round_to_dtype()}};
+  const graph::Tensor want = graph::evaluate(g, in, DType::F64).at("y");
+  const uint64_t before = rt::vulkan::validation_message_count();
+  const lowering::Plan plan = lowering::lower(g, dev->info());
+  const auto names = lowering::testing_support::kernels_of(plan);
+  const bool tensor_cores = dev->info().features.has(kir::Feature::CooperativeMatrix) && c.tensor_cores_pay;
+  EXPECT_EQ(lowering::testing_support::count_prefix(names, "widen_"), tensor_cores ? 0 : 2) << ::testing::PrintToString(names);
+  auto exe = lowering::compile(g, *dev);
+  for (const auto& [name, t] : in) exe->set(name, t);
+  exe->step();
+  const graph::Tensor got = exe->get("y");
+  ASSERT_EQ(got.shape, want.shape);
+  EXPECT_LE(harness::max_norm_error(got, want), graph::op_tolerance(graph::OpKind::Conv2d, false, h));
+  EXPECT_EQ(rt::vulkan::validation_message_count(), before) << "the Vulkan validation layer reported messages";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, HalfConv2dOnDevice,
+                         ::testing::Combine(::testing::ValuesIn(lowering::testing_support::device_ids()),
+                                            ::testing::ValuesIn(half_conv_cases()),
+                                            ::testing::Values(DType::BF16, DType::F16)),
+                         [](const auto& info) {
+                           return lowering::testing_support::test_name(std::get<0>(info.param)) + "_" +
+                                  std::get<1>(info.param).name + "_" + std::string(graph::dtype_name(std::get<2>(info.param)));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HalfConv2dOnDevice);
+
+}  // namespace

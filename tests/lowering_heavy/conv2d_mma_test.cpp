@@ -1,0 +1,169 @@
+// conv2d on tensor cores (lowering/heavy_kernels/conv2d_mma_kernel.h) on every device that reports cooperative-matrix
+// (cuda:0 of sm_80 and newer, NVIDIA's vulkan:0; ctest also runs these under the mock CUDA driver, whose PTX
+// interpreter emulates wmma), over geometries that exercise each index path of the gathered operand, and tilings with
+// edges in every direction.
+//
+// Inputs and weights are fresh random f16/bf16 values; the reference is the float64 convolution of those same values,
+// computed here. The products of two 16-bit values are exact in f32 and the sums are f32, so each result is within
+// 1e-5 of its window's sum of |x w| (at most 147 terms here), as for the tensor-core matmul.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <ostream>
+
+#include "lowering/heavy_kernels/conv2d_mma_kernel.h"
+#include "lowering/tunable.h"
+#include "runtime/device.h"
+#include "tests/lowering_heavy/compare.h"
+#include "tests/lowering_heavy/device_run.h"
+
+using namespace spire;
+using namespace spire::heavy_test;
+namespace heavy = spire::lowering::heavy;
+
+namespace {
+
+heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn) {
+  heavy::MatmulTiling t{tm, tn, tk, 1, 1};
+  t.warps_m = wm;
+  t.warps_n = wn;
+  t.stages = 2;
+  return t;
+}
+
+struct ConvMmaCase {
+  std::string name;
+  graph::Shape x, w;
+  graph::Conv2dOptions opt;
+};
+
+std::vector<ConvMmaCase> geometries() {
+  using O = graph::Conv2dOptions;
+  return {
+      {"pad1", {2, 16, 9, 11}, {24, 16, 3, 3}, O{.padding = {1, 1}}},
+      // 7x7 at stride 2 over 3 channels: 147-term windows, so the weights' rows do not start on 16 bytes.
+      {"stem", {1, 3, 17, 15}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}},
+      {"pointwise", {3, 32, 5, 7}, {20, 32, 1, 1}, O{}},
+      {"mixed_axes", {2, 8, 10, 7}, {12, 8, 3, 2}, O{.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}}},
+      // 40 output channels by 2 x 8 x 8 positions with 64-term windows: whole 16-deep slices, partial blocks.
+      {"whole_slices", {2, 16, 8, 8}, {40, 16, 2, 2}, O{.padding = {0, 0}, .dilation = {2, 2}}},
+  };
+}
+
+void PrintTo(const ConvMmaCase& c, std::ostream* os) { *os << c.name; }
+
+const heavy::MatmulTiling kTilings[] = {mma(32, 32, 16, 2, 2), mma(32, 64, 32, 2, 2), mma(64, 128, 32, 2, 4),
+                                        mma(64, 64, 64, 2, 2), mma(128, 64, 16, 4, 2), mma(128, 64, 32, 4, 2)};
+
+struct Reference {
+  graph::Tensor y, magnitude;  // f64 [N, Cout, Ho, Wo]: the convolution, and the sum of |x w| of each window
+};
+
+Reference reference_conv(const heavy::Conv2dShape& s, const graph::Tensor& x, const graph::Tensor& w) {
+  const graph::Shape shape{s.n, s.cout, s.ho, s.wo};
+  Reference r{graph::Tensor(graph::DType::F64, shape), graph::Tensor(graph::DType::F64, shape)};
+  for (int64_t n = 0; n < s.n; ++n)
+    for (int64_t co = 0; co < s.cout; ++co)
+      for (int64_t oh = 0; oh < s.ho; ++oh)
+        for (int64_t ow = 0; ow < s.wo; ++ow) {
+          double sum = 0, mag = 0;
+          for (int64_t ci = 0; ci < s.cin; ++ci)
+            for (int64_t kh = 0; kh < s.kh; ++kh)
+              for (int64_t kw = 0; kw < s.kw; ++kw) {
+                const int64_t ih = oh * s.stride_h + kh * s.dil_h - s.pad_h, iw = ow * s.stride_w + kw * s.dil_w - s.pad_w;
+                if (ih < 0 || ih >= s.h || iw < 0 || iw >= s.w) continue;
+                const double p = x[((n * s.cin + ci) * s.h + ih) * s.w + iw] * w[((co * s.cin + ci) * s.kh + kh) * s.kw + kw];
+                sum += p;
+                mag += std::abs(p);
+              }
+          const int64_t at = ((n * s.cout + co) * s.ho + oh) * s.wo + ow;
+          r.y[at] = sum;
+          r.magnitude[at] = mag;
+        }
+  return r;
+}
+
+using ConvMmaParam = std::tuple<std::string, ConvMmaCase, graph::DType>;
+class Conv2dMmaOnDevice : public testing::TestWithParam<ConvMmaParam> {};
+
+TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64Convolution) {
+  const auto& [device_id, c, half] = GetParam();
+  rt::Device& dev = device(device_id);
+  ASSERT_TRUE(dev.info().features.has(kir::Feature::CooperativeMatrix)) << device_id;
+  const heavy::Conv2dShape s = heavy::conv2d_shape(c.x, c.w, c.opt.stride, c.opt.padding, c.opt.dilation, 1);
+  const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  const graph::Tensor x = random_tensor(half, c.x, 21), w = random_tensor(half, c.w, 22);
+  const Reference want = reference_conv(s, x, w);
+  const heavy::Limits limits = lowering::limits_of(dev.info());
+  std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
+  tilings.push_back(heavy::choose_conv2d_mma_tiling(s, h, limits));
+  // Both ways of staging the weights: element by element, and 16-byte asynchronous copies where the device has them.
+  for (const heavy::MatmulTiling& tl : tilings)
+    for (bool copies : {false, true}) {
+      if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
+      if (tl.invocations() > dev.info().max_workgroup_invocations) continue;
+      graph::Graph none;
+      DeviceRun run(dev, none);
+      const int32_t xs = run.add_slot(h, x.numel(), "x"), ws = run.add_slot(h, w.numel(), "w");
+      const int32_t ys = run.add_slot(kir::Type::F32, want.y.numel(), "y");  // poisoned by run()
+      run.upload(xs, x);
+      run.upload(ws, w);
+      heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, h, tl, copies);
+      run.launch(std::move(k.kernel), {xs, ws, ys}, {}, k.groups);
+      run.run();
+      const graph::Tensor got = run.download(ys, graph::DType::F32, want.y.shape);
+      EXPECT_EQ(compare(got, want.y, {1e-5, 0}, &want.magnitude), "") << run.kernels().at(0).name;
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, Conv2dMmaOnDevice,
+                         testing::Combine(testing::ValuesIn(device_ids_with(kir::Feature::CooperativeMatrix)),
+                                          testing::ValuesIn(geometries()),
+                                          testing::Values(graph::DType::BF16, graph::DType::F16)),
+                         [](const testing::TestParamInfo<ConvMmaParam>& p) {
+                           return test_name_of(std::get<0>(p.param)) + "_" + std::get<1>(p.param).name + "_" +
+                                  std::string(graph::dtype_name(std::get<2>(p.param)));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conv2dMmaOnDevice);
+
+TEST(Conv2dMmaKernel, RefusesWhatItCannotCompute) {
+  const heavy::Conv2dShape grouped = heavy::conv2d_shape({1, 8, 8, 8}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2);
+  EXPECT_THROW(heavy::conv2d_mma_kernel(grouped, kir::Type::BF16, mma(32, 32, 16, 2, 2), true), std::invalid_argument);
+  const heavy::Conv2dShape s = heavy::conv2d_shape({1, 8, 8, 8}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F32, mma(32, 32, 16, 2, 2), true), std::invalid_argument);
+  EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, mma(32, 48, 16, 2, 2), true), std::invalid_argument);
+  EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, heavy::MatmulTiling{64, 64, 16, 4, 4}, true),
+               std::invalid_argument);  // a SIMT tiling
+  EXPECT_NO_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, mma(32, 32, 16, 2, 2), true));
+}
+
+// The gathered operand never copies (its elements are not rows of a buffer); the weights copy where their rows (Cin x
+// taps) start on 16 bytes. The heuristic fits every device's limits, NVIDIA's Vulkan 48 KiB included.
+TEST(Conv2dMmaKernel, GathersTheInputAndCopiesWeightsWhereTheirRowsAllow) {
+  const heavy::Conv2dShape s = heavy::conv2d_shape({64, 64, 56, 56}, {64, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  const heavy::MatmulTiling tl = mma(64, 128, 32, 2, 4);
+  const heavy::MmaStaging p = heavy::mma_staging(heavy::conv2d_mma_gemm_shape(s, kir::Type::BF16), tl, true, true);
+  EXPECT_TRUE(p.a_copies);
+  EXPECT_FALSE(p.b_copies);
+  EXPECT_EQ(p.stages, 1u);
+  const heavy::Conv2dShape stem = heavy::conv2d_shape({64, 3, 224, 224}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1);
+  EXPECT_FALSE(heavy::mma_staging(heavy::conv2d_mma_gemm_shape(stem, kir::Type::BF16), tl, true, true).a_copies);
+  heavy::Limits vulkan;
+  vulkan.shared_bytes = 49152;
+  vulkan.max_invocations = 1024;
+  vulkan.cooperative_matrix = vulkan.async_copy = true;
+  const heavy::Conv2dShape wide = heavy::conv2d_shape({64, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_EQ(heavy::choose_conv2d_mma_tiling(wide, kir::Type::BF16, vulkan), mma(128, 64, 32, 4, 2));
+  for (const heavy::Conv2dShape& shape : {s, stem, wide}) {
+    const heavy::MatmulTiling chosen = heavy::choose_conv2d_mma_tiling(shape, kir::Type::BF16, vulkan);
+    if (shape.cout == 64) EXPECT_EQ(chosen, tl);
+    for (const heavy::MatmulTiling& c : heavy::conv2d_mma_candidates(shape, kir::Type::BF16, vulkan))
+      EXPECT_LE(heavy::mma_staging(heavy::conv2d_mma_gemm_shape(shape, kir::Type::BF16), c, true, true).shared_bytes,
+                vulkan.shared_bytes);
+  }
+}
+
+}  // namespace
