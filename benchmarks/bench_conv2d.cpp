@@ -7,6 +7,9 @@
 //
 //   spire_bench_conv2d [--device D|all] [--runs 50] [--small] [--layers conv1,...] [--batches 1,64]
 //                      [--passes fwd,dgrad,wgrad] [--csv FILE] [--peak-tflops T] [--tuning-cache FILE] [--tune]
+//                      [--dtype f32|f16|bf16]
+// With --dtype f16 or bf16 the input, the weights and the result are of that dtype (f32 sums): the forward pass then
+// runs on tensor cores where the device has them (lowering/heavy_kernels/conv2d_mma_kernel.h); only it by default.
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -15,9 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "benchmarks/support/bench_dtype.h"
 #include "benchmarks/support/bench_flags.h"
 #include "benchmarks/support/dot_check.h"
-#include "benchmarks/support/fp32_peak.h"
 #include "benchmarks/support/result_table.h"
 #include "benchmarks/support/timed_graph.h"
 #include "ir/graph/graph.h"
@@ -31,11 +34,13 @@ namespace {
 const char* kUsage =
     "usage: spire_bench_conv2d [--device D|all] [--runs 50] [--warmup 3] [--warmup-ms 500] [--small] [--layers LIST]\n"
     "                          [--batches 1,64] [--passes fwd,dgrad,wgrad] [--csv FILE] [--peak-tflops T]\n"
-    "                          [--tuning-cache FILE] [--tune]\n"
+    "                          [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]\n"
     "  --warmup, --warmup-ms: untimed runs before the timed ones, at least this many and this long (1 and 0 with\n"
     "                         --small), so that the GPU's clocks have risen from idle\n"
     "  --layers: resnet18 layer names (conv1, layer1.0.conv1, layer2.0.conv1, ...); default: all 11 distinct\n"
-    "  --small:  batch 1, only conv1 (7x7) and layer2's three convolutions (28x28 outputs), for a CPU driver\n";
+    "  --small:  batch 1, only conv1 (7x7) and layer2's three convolutions (28x28 outputs), for a CPU driver\n"
+    "  --dtype:  the dtype of the input, weights and result (default f32; f16 and bf16 sum in f32 and time the\n"
+    "            forward pass unless --passes says otherwise)\n";
 
 // One square convolution of resnet18 (no bias, groups 1, dilation 1), named after the first torchvision
 // module that has it; the others of its stage repeat it exactly.
@@ -87,19 +92,19 @@ struct Problem {
   double flops() const { return 2.0 * double(n * l.cout * l.out_hw() * l.out_hw()) * double(l.cin * l.k * l.k); }
 };
 
-// The graph of one pass: inputs "x", "w" or "gy" (the two the pass reads), output "y".
-graph::Graph pass_graph(const Problem& p, Pass pass) {
+// The graph of one pass: inputs "x", "w" or "gy" (the two the pass reads), output "y", all of type `t`.
+graph::Graph pass_graph(const Problem& p, Pass pass, graph::DType t) {
   graph::Graph g;
   graph::Conv2dOptions opt{.stride = {p.l.stride, p.l.stride}, .padding = {p.l.pad, p.l.pad}};
   if (pass == Pass::Forward) {
-    auto x = g.input("x", graph::DType::F32, p.x_shape());
-    g.output("y", g.conv2d(x, g.input("w", graph::DType::F32, p.w_shape()), opt));
+    auto x = g.input("x", t, p.x_shape());
+    g.output("y", g.conv2d(x, g.input("w", t, p.w_shape()), opt));
   } else if (pass == Pass::GradInput) {
-    auto gy = g.input("gy", graph::DType::F32, p.y_shape());
-    g.output("y", g.conv2d_grad_input(gy, g.input("w", graph::DType::F32, p.w_shape()), opt, p.x_shape()));
+    auto gy = g.input("gy", t, p.y_shape());
+    g.output("y", g.conv2d_grad_input(gy, g.input("w", t, p.w_shape()), opt, p.x_shape()));
   } else {
-    auto gy = g.input("gy", graph::DType::F32, p.y_shape());
-    g.output("y", g.conv2d_grad_weight(gy, g.input("x", graph::DType::F32, p.x_shape()), opt, p.w_shape()));
+    auto gy = g.input("gy", t, p.y_shape());
+    g.output("y", g.conv2d_grad_weight(gy, g.input("x", t, p.x_shape()), opt, p.w_shape()));
   }
   return g;
 }
@@ -169,11 +174,14 @@ bool chosen(const std::vector<T>& wanted, const T& v) {
 int main(int argc, char** argv) {
   std::vector<std::string> layers, passes;
   std::vector<int64_t> batches;
+  graph::DType dtype = graph::DType::F32;
   bench::BenchFlags flags = bench::parse_bench_flags(argc, argv, kUsage, [&](const std::string& f, const auto& value) {
     if (f == "--layers")
       layers = bench::split_list(value());
     else if (f == "--passes")
       passes = bench::split_list(value());
+    else if (f == "--dtype")
+      dtype = bench::parse_dtype(value());
     else if (f == "--batches")
       for (const std::string& b : bench::split_list(value())) batches.push_back(std::stoll(b));
     else
@@ -185,6 +193,8 @@ int main(int argc, char** argv) {
     if (layers.empty()) layers = {"conv1", "layer2.0.conv1", "layer2.0.conv2", "layer2.0.downsample"};
   }
   if (batches.empty()) batches = {1, 64};
+  if (dtype != graph::DType::F32 && passes.empty()) passes = {"fwd"};
+  const double max_relative_error = bench::max_relative_error(dtype);
   bench::ResultTable table({{"device", "device", 9, true},
                             {"", "device_name", 0, true, false},
                             {"layer", "layer", 19, true},
@@ -201,23 +211,22 @@ int main(int argc, char** argv) {
   try {
     const std::string cache = flags.tuning_cache.empty() ? tuning::TuningCache::default_path() : flags.tuning_cache;
     fmt::print(
-        "fp32 resnet18 convolutions through the graph lowering; config from the tuning cache {} where "
+        "{} resnet18 convolutions through the graph lowering; config from the tuning cache {} where "
         "'tuned', else the template's heuristic; median of {} runs (device timestamps)\n",
-        cache, flags.runs);
+        graph::dtype_name(dtype), cache, flags.runs);
     for (const std::string& id : bench::device_ids(flags.device)) {
       auto dev = rt::open_device(id);
       const rt::DeviceInfo& info = dev->info();
-      std::optional<double> peak = flags.peak_tflops ? flags.peak_tflops : bench::fp32_peak_tflops(info.name);
-      fmt::print("\n{} ({}), fp32 peak {}\n", info.id, info.name, peak ? fmt::format("{} TFLOP/s", *peak) : "n/a");
+      const std::optional<double> peak = bench::print_device_peak(info, dtype, flags.peak_tflops);
       table.print_header();
       for (const ConvLayer& l : resnet18_layers()) {
         if (!chosen(layers, l.name)) continue;
         for (int64_t n : batches) {
           Problem p{l, n};
           // Each tensor from its own fixed seed; a pass reads two of them.
-          std::vector<float> x = bench::random_values(size_t(graph::num_elements(p.x_shape())), 1);
-          std::vector<float> w = bench::random_values(size_t(graph::num_elements(p.w_shape())), 2);
-          std::vector<float> gy = bench::random_values(size_t(graph::num_elements(p.y_shape())), 3);
+          std::vector<float> x = bench::rounded(bench::random_values(size_t(graph::num_elements(p.x_shape())), 1), dtype);
+          std::vector<float> w = bench::rounded(bench::random_values(size_t(graph::num_elements(p.w_shape())), 2), dtype);
+          std::vector<float> gy = bench::rounded(bench::random_values(size_t(graph::num_elements(p.y_shape())), 3), dtype);
           for (Pass pass : {Pass::Forward, Pass::GradInput, Pass::GradWeight}) {
             if (!chosen(passes, std::string(pass_name(pass)))) continue;
             std::vector<bench::GraphInput> in;
@@ -225,14 +234,14 @@ int main(int argc, char** argv) {
             if (pass != Pass::GradInput) in.push_back({"x", x});
             if (pass != Pass::Forward) in.push_back({"gy", gy});
             bench::TimedGraph t =
-                bench::time_graph(*dev, pass_graph(p, pass), in, {cache, flags.tune}, flags.runs, flags.warmup,
+                bench::time_graph(*dev, pass_graph(p, pass, dtype), in, {cache, flags.tune}, flags.runs, flags.warmup,
                                   flags.warmup_ms);
             double err = max_error(p, pass, t.output, x, w, gy);
-            bool ok = err <= bench::kMaxRelativeError;
+            bool ok = err <= max_relative_error;
             if (!ok) {
               ++failures;
               fmt::print(stderr, "spire_bench_conv2d: {} {} batch {} {}: max relative error {:.3g} exceeds {:.0e}\n",
-                         id, l.name, n, pass_name(pass), err, bench::kMaxRelativeError);
+                         id, l.name, n, pass_name(pass), err, max_relative_error);
             }
             bench::Cell err_cell(ok ? fmt::format("{:.1e}", err) : fmt::format("FAIL {:.1e}", err));
             err_cell.csv = fmt::format("{:.3g}", err);

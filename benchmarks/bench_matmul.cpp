@@ -17,9 +17,9 @@
 
 #include <fmt/format.h>
 
+#include "benchmarks/support/bench_dtype.h"
 #include "benchmarks/support/bench_flags.h"
 #include "benchmarks/support/dot_check.h"
-#include "benchmarks/support/fp32_peak.h"
 #include "benchmarks/support/result_table.h"
 #include "benchmarks/support/timed_graph.h"
 #include "ir/graph/graph.h"
@@ -80,12 +80,6 @@ std::vector<MatmulCase> parse_cases(const std::string& list) {
 
 // The largest error (dot_check.h) over the four corners and 60 random elements of y = a b, a [M,K], b [K,N];
 // infinity if any element of y is not finite (unwritten elements keep the executor's NaN poison).
-// The inputs the device sees: random values rounded to the benchmark's dtype.
-std::vector<float> rounded(std::vector<float> v, graph::DType t) {
-  for (float& x : v) x = float(graph::round_to(t, double(x)));
-  return v;
-}
-
 double max_error(const MatmulCase& c, const std::vector<float>& a, const std::vector<float>& b,
                  const std::vector<float>& y, bool b_transposed) {
   if (!std::all_of(y.begin(), y.end(), [](float v) { return std::isfinite(v); }))
@@ -118,18 +112,12 @@ int main(int argc, char** argv) {
       return true;
     }
     if (f == "--dtype") {
-      const std::string d = value();
-      if (d == "f32") dtype = graph::DType::F32;
-      else if (d == "f16") dtype = graph::DType::F16;
-      else if (d == "bf16") dtype = graph::DType::BF16;
-      else throw std::invalid_argument("--dtype: '" + d + "' is not f32, f16 or bf16");
+      dtype = bench::parse_dtype(value());
       return true;
     }
     return false;
   });
-  // A half result is rounded once more than the f32 dot product: its unit roundoff on top of the f32 limit.
-  const double max_relative_error =
-      bench::kMaxRelativeError + (dtype == graph::DType::F16 ? 0x1p-11 : dtype == graph::DType::BF16 ? 0x1p-8 : 0.0);
+  const double max_relative_error = bench::max_relative_error(dtype);
   bench::ResultTable table({{"device", "device", 9, true},
                             {"", "device_name", 0, true, false},
                             {"shape MxKxN", "shape", 16, true},
@@ -154,22 +142,15 @@ int main(int argc, char** argv) {
     for (const std::string& id : bench::device_ids(flags.device)) {
       auto dev = rt::open_device(id);
       const rt::DeviceInfo& info = dev->info();
-      // 16-bit products run on the tensor cores where the device has them (the lowering's choice), else on the fp32
-      // units: % peak is of the rate of the units that run them.
-      const bool tensor_cores = dtype != graph::DType::F32 && info.features.has(kir::Feature::CooperativeMatrix);
-      std::optional<double> peak = flags.peak_tflops ? flags.peak_tflops
-                                   : tensor_cores    ? bench::half_tensor_peak_tflops(info.name)
-                                                     : bench::fp32_peak_tflops(info.name);
-      fmt::print("\n{} ({}), {} peak {}\n", info.id, info.name, tensor_cores ? "16-bit tensor-core" : "fp32",
-                 peak ? fmt::format("{} TFLOP/s", *peak) : "n/a");
+      const std::optional<double> peak = bench::print_device_peak(info, dtype, flags.peak_tflops);
       table.print_header();
       for (const MatmulCase& c : cases) {
         graph::Graph g;
         auto a = g.input("a", dtype, {c.m, c.k});
         auto b = g.input("b", dtype, b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.k, c.n});
         g.output("y", g.matmul(a, b_transposed ? g.transpose(b) : b));
-        std::vector<bench::GraphInput> in = {{"a", rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
-                                             {"b", rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
+        std::vector<bench::GraphInput> in = {{"a", bench::rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
+                                             {"b", bench::rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
         bench::TimedGraph t =
             bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup, flags.warmup_ms);
         double err = max_error(c, in[0].data, in[1].data, t.output, b_transposed);

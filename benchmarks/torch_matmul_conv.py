@@ -8,12 +8,15 @@ Each time spans one eager call between two CUDA events, so for ops of a few tens
 the host's launch cost (the GPU waits for the launch), while spire's times are device time inside a recorded
 stream: read small rows (resnet18's fc at batch 1, say) with that in mind.
 
-usage: torch_matmul_conv.py [--out DIR] [--runs 50] [--small] [--cpu-check] [--matmul-only]
+usage: torch_matmul_conv.py [--out DIR] [--runs 50] [--small] [--cpu-check] [--matmul-only] [--half-conv]
   --out DIR     also write DIR/torch_matmul.csv and DIR/torch_conv2d.csv (tools/gpu/speed_table.py joins them
                 with spire's CSVs)
   --small       the benchmarks' tiny sizes (every matmul dimension / 16; batch 1, conv1 and layer2 only)
   --cpu-check   no GPU: run the small sizes on the CPU with a wall-clock timer, to check the script itself
   --matmul-only the matmul table alone
+  --half-conv   instead of both tables, the convolutions' forward passes in f16 and bf16 (NCHW, cuDNN's tensor
+                cores, f32 accumulation): the yardstick of spire_bench_conv2d --dtype f16|bf16; writes
+                DIR/torch_conv2d_half.csv
 The shapes and layer names must stay those of benchmarks/bench_matmul.cpp and bench_conv2d.cpp.
 """
 import argparse
@@ -156,6 +159,28 @@ def conv_rows(args, dev, cuda):
     return rows
 
 
+def half_conv_rows(args, dev):
+    """Forward passes in f16 and bf16: one row per (layer, batch) with both times."""
+    g = torch.Generator().manual_seed(0)
+    rows = []
+    print(f"{'layer':<19}  {'geometry':<19}  {'batch':>5}  {'f16 ms':>9}  {'TFLOP/s':>8}  {'bf16 ms':>9}  {'TFLOP/s':>8}")
+    for name, cin, cout, k, stride, pad, hw in CONV_LAYERS:
+        out_hw = (hw + 2 * pad - k) // stride + 1
+        for n in [1, 64]:
+            x = (torch.rand(n, cin, hw, hw, generator=g) * 2 - 1).to(dev)
+            w = (torch.rand(cout, cin, k, k, generator=g) * 2 - 1).to(dev)
+            flops = 2.0 * n * cout * out_hw * out_hw * cin * k * k
+            row = {"layer": name, "geometry": geometry(cin, cout, k, stride, hw), "batch": n, "pass": "fwd"}
+            for label, dtype in (("f16", torch.float16), ("bf16", torch.bfloat16)):
+                xh, wh = x.to(dtype), w.to(dtype)
+                ms = median_ms(lambda: torch.nn.functional.conv2d(xh, wh, stride=stride, padding=pad), runs=args.runs)
+                row[f"ms_{label}"], row[f"tflops_{label}"] = ms, tflops(flops, ms)
+            rows.append(row)
+            print(f"{name:<19}  {row['geometry']:<19}  {n:>5}  {row['ms_f16']:>9.4f}  {row['tflops_f16']:>8.3g}  "
+                  f"{row['ms_bf16']:>9.4f}  {row['tflops_bf16']:>8.3g}", flush=True)
+    return rows
+
+
 def write_csv(path, rows, device, device_name):
     with open(path, "w", newline="") as f:
         fields = ["device", "device_name"] + list(rows[0].keys())
@@ -173,6 +198,7 @@ def main():
     p.add_argument("--small", action="store_true")
     p.add_argument("--cpu-check", action="store_true")
     p.add_argument("--matmul-only", action="store_true")
+    p.add_argument("--half-conv", action="store_true")
     args = p.parse_args()
     cuda = not args.cpu_check
     if cuda and not torch.cuda.is_available():
@@ -186,6 +212,15 @@ def main():
     set_tf32(False)
     print(f"{device_name}: strict fp32 (TF32 off) and TF32, median of {args.runs} runs"
           + (" (CUDA events)" if cuda else " (wall clock)"))
+    if args.half_conv:
+        if not cuda:
+            raise SystemExit("torch_matmul_conv.py: --half-conv needs a CUDA device")
+        print("\nresnet18 convolutions in f16 and bf16, forward (conv2d)")
+        half = half_conv_rows(args, dev)
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+            write_csv(os.path.join(args.out, "torch_conv2d_half.csv"), half, device, device_name)
+        return
     print("\nmatmul (torch.mm)")
     mm = matmul_rows(args, dev, cuda)
     conv = None
