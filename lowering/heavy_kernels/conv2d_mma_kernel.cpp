@@ -1,5 +1,7 @@
 #include "lowering/heavy_kernels/conv2d_mma_kernel.h"
 
+#include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -10,12 +12,8 @@ namespace spire::lowering::heavy {
 using namespace kir;
 
 MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, Type half) {
-  MatmulShape g;
-  g.m = s.cout;
-  g.k = s.cin_per_group() * s.kh * s.kw;
-  g.n = s.n * s.ho * s.wo;
-  g.a_half = half;
-  g.b_half = half;
+  MatmulShape g = conv2d_gemm_shape(s);
+  g.a_half = g.b_half = half;
   return g;
 }
 

@@ -16,7 +16,8 @@
 
 namespace spire::lowering::heavy {
 
-// The product the kernel computes (M = Cout, K = Cin * kh * kw, N = batch * Ho * Wo), its operands `half`.
+// The product the kernel computes (conv2d_gemm_shape: M = Cout, K = Cin * kh * kw, N = batch * Ho * Wo), its operands
+// `half`.
 MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, kir::Type half);
 
 // Whether the kernel computes this convolution: ungrouped, with at least one output channel and position.

@@ -143,7 +143,7 @@ struct Staging {
 // element (ptxas does not hoist the divisions that place an invocation in the tile out of the loop).
 struct StagingItem {
   Val to;                    // element in the stage
-  Val offset;                // buffer element at k0 = 0
+  Val offset;                // buffer element at k0 = 0 (none for a gathered operand)
   Val kpos;                  // its k within the slice
   std::optional<Val> in_range;  // its row (or column) lies in the product (edges only)
   std::optional<Val> present;   // the invocation has this item (the last round of a tile may be partial)
@@ -209,7 +209,8 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   // Uniform across the workgroup (a folded grid's extra workgroups skip everything, barriers included).
   kb.if_(batch < batches, [&] {
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
-    Val b_base = gathered ? kb.u32(0) : matmul_batch_offset(kb, s, batch, s.b_batch_strides);
+    Val b_base;  // a gathered B has no buffer
+    if (!gathered) b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
     Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
     // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
     Val zero = cast(kb.f32(0), h);
@@ -231,7 +232,6 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     if (gathered) {
       // Element (o = k, i = column) of each slice, gathered; rows of the slice are K, columns the block's.
       b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = 0;
-      b_st.offset = [&](Val, Val) { return kb.u32(0); };
     } else if (!s.b_transposed) {
       b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = N;
       b_st.offset = [&](Val o, Val i) { return b_base + o * N + (col0 + i); };
@@ -249,9 +249,10 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       for (uint32_t base = 0; base < items; base += threads) {
         Val idx = lid + base;
         Val o = idx / per_row, i = (idx % per_row) * step;
-        StagingItem it{o * st.ld + i, st.offset(o, i), st.k_inner ? i : o, std::nullopt, std::nullopt, {}};
+        StagingItem it{o * st.ld + i, {}, st.k_inner ? i : o, std::nullopt, std::nullopt, {}};
+        if (st.gather) it.prepared = st.prepare(col0 + i);
+        else it.offset = st.offset(o, i);
         if (st.edges) it.in_range = st.in_range(o, i);
-        if (st.prepare) it.prepared = st.prepare(col0 + i);
         if (base + threads > items) it.present = idx < items;
         out.push_back(it);
       }

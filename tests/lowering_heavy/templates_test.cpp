@@ -18,6 +18,7 @@
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/heavy_kernels/softmax_kernels.h"
+#include "lowering/heavy_kernels/widen_kernel.h"
 #include "lowering/op_lowering.h"
 #include "tests/ptx/ptxas_runner.h"
 
@@ -114,6 +115,10 @@ std::vector<TemplateCase> template_cases() {
                      }, 0});
     }
   }
+  // A convolution's half operands widened to f32 where it does not run on tensor cores (lower_conv2d.cpp).
+  for (kir::Type half : {kir::Type::F16, kir::Type::BF16})
+    out.push_back({fmt::format("widen_{}_1000", kir::type_name(half)), [half] { return heavy::widen_kernel(half, 1000); },
+                   1000});
   return out;
 }
 
