@@ -17,6 +17,7 @@ if(NOT TARGET spire_heavy_kernels)
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/split_sum_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/zero_fill_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/widen_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/channels_last_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_grad_weight_images_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_image_strips_kernel.cpp

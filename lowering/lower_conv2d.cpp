@@ -5,6 +5,7 @@
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
 #include "lowering/heavy_kernels/conv2d_mma_kernel.h"
 #include "lowering/heavy_kernels/widen_kernel.h"
+#include "lowering/heavy_kernels/channels_last_kernel.h"
 #include "lowering/fuse.h"
 #include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/heavy_kernels/pool2d_kernels.h"
@@ -376,19 +377,57 @@ KernelProgram widened(KernelProgram p, const HalfOperands& h) {
   return p;
 }
 
-// A config of the tensor-core family: a GEMM tiling with subgroups (conv2d_mma_kernel.h).
+// A config of the tensor-core family: a GEMM tiling with subgroups (conv2d_mma_kernel.h), "channels_last=1" after it
+// where the kernel reads channels-last copies of its operands.
 bool is_mma_config(const heavy::Config& c) { return c.has("tile_m") && heavy::MatmulTiling::from(c).tensor_cores(); }
+bool is_channels_last_config(const heavy::Config& c) { return c.has("channels_last") && c.get("channels_last") == 1; }
+std::vector<heavy::Config> channels_last_configs(const std::vector<heavy::MatmulTiling>& tilings) {
+  std::vector<heavy::Config> out;
+  for (const heavy::MatmulTiling& t : tilings) out.push_back(t.config().set("channels_last", 1));
+  return out;
+}
+
+// The tensor-core kernel over channels-last copies of the operands: the input moved to NHWC and the weights to
+// [Cout, kh, kw, Cin] into scratch by launches of their own (a 1x1 window's weights are that already), then the
+// convolution reads the copies. Buffers: io's x, w, y, then the copies.
+KernelProgram channels_last_program(const heavy::Conv2dShape& s, kir::Type half, const heavy::MatmulTiling& tiling,
+                                    const heavy::Limits& limits, std::vector<ProgramBuffer> io) {
+  KernelProgram p;
+  p.buffers = std::move(io);
+  auto moved = [&](int32_t from, int64_t batches, int64_t channels, int64_t positions) {
+    const int32_t to = int32_t(p.buffers.size());
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, half, batches * channels * positions});
+    heavy::HeavyKernel k = heavy::channels_last_kernel(half, heavy::index_u32(batches, "conv2d channels-last batches"),
+                                                       heavy::index_u32(channels, "conv2d channels"),
+                                                       heavy::index_u32(positions, "conv2d positions"));
+    p.launches.push_back({std::move(k.kernel), {from, to}, k.groups, {}});
+    return to;
+  };
+  const int32_t x = moved(0, s.n, s.cin, s.h * s.w);
+  const int32_t w = s.kh * s.kw == 1 ? 1 : moved(1, s.cout, s.cin, s.kh * s.kw);
+  heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, half, tiling, limits.async_copy, true);
+  p.launches.push_back({std::move(k.kernel), {x, w, 2}, k.groups, {}});
+  return p;
+}
+
+// Where the tensor-core kernel reads channels-last copies of its operands: where it can (Cin % 8 == 0) and the window
+// has more than one tap. On the H100 at batch 64 in bf16 (docs/PERFORMANCE.md) that took resnet18's 3x3 layers from
+// 0.136-0.144 ms to 0.073-0.078 (strided, cuda:0) and 0.108-0.120 to 0.064-0.090 (vulkan:0); its 1x1 stride-2 layers,
+// which read a quarter of the input the move passes over whole, went from 0.018-0.028 to 0.021-0.049.
+bool channels_last_pays(const heavy::Conv2dShape& s) { return heavy::conv2d_channels_last_fits(s) && s.kh * s.kw > 1; }
 
 // Where the tensor-core kernel beats widening the operands and running the f32 kernels (the H100, both backends,
 // docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling: resnet18's layers at batch 64 and its
 // first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks, 1.2-7x), and not a 3x3
-// window at stride 1 that Winograd takes, except with 128 or more channels where workgroup memory is small (vulkan:0:
-// 0.60-0.92x Winograd's time there; on cuda:0 1.0-1.25x, and with 64 channels 1.7x on both).
+// window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at batch 64 on both
+// backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there as stored).
 bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
   const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
-  if (winograd && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
-  const heavy::MatmulTiling t = heavy::choose_conv2d_mma_tiling(s, half, limits);
-  const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, half);
+  if (winograd && !channels_last_pays(s) && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
+  const bool last = channels_last_pays(s);
+  const heavy::MatmulTiling t = last ? heavy::choose_conv2d_channels_last_tiling(s, half, limits)
+                                     : heavy::choose_conv2d_mma_tiling(s, half, limits);
+  const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, half, last);
   return ((g.m + t.tile_m - 1) / t.tile_m) * ((g.n + t.tile_n - 1) / t.tile_n) >= 64;
 }
 
@@ -425,8 +464,16 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
                                        unsplit_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   if (mma_type) {
-    const heavy::Config mma = heavy::choose_conv2d_mma_tiling(s, *mma_type, limits).config();
+    // Channels last where Cin allows it (the heuristic where it pays), as stored beside it.
+    const heavy::Config mma = channels_last_pays(s) ? heavy::choose_conv2d_channels_last_tiling(s, *mma_type, limits)
+                                                          .config()
+                                                          .set("channels_last", 1)
+                                                    : heavy::choose_conv2d_mma_tiling(s, *mma_type, limits).config();
     std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, *mma_type, limits));
+    if (heavy::conv2d_channels_last_fits(s)) {
+      std::vector<heavy::Config> last = channels_last_configs(heavy::conv2d_channels_last_candidates(s, *mma_type, limits));
+      offered.insert(channels_last_pays(s) ? offered.begin() : offered.end(), last.begin(), last.end());
+    }
     if (tensor_cores_pay(s, *mma_type, limits)) {
       op.candidates.insert(op.candidates.begin(), offered.begin(), offered.end());
       op.heuristic = mma;
@@ -440,6 +487,8 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
       if (!halves.same())
         throw std::invalid_argument(fmt::format("conv2d {}: tensor-core configs need the input and the weights both "
                                                 "stored as f16 or both as bf16", s.text()));
+      if (is_channels_last_config(c))
+        return channels_last_program(s, *halves.same(), heavy::MatmulTiling::from(c), limits, std::move(io));
       heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, *halves.same(), heavy::MatmulTiling::from(c), limits.async_copy);
       KernelProgram p;
       p.buffers = std::move(io);

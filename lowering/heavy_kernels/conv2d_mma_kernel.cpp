@@ -11,15 +11,18 @@ namespace spire::lowering::heavy {
 
 using namespace kir;
 
-MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, Type half) {
+MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, Type half, bool channels_last) {
   MatmulShape g = conv2d_gemm_shape(s);
   g.a_half = g.b_half = half;
+  g.b_transposed = channels_last;
   return g;
 }
 
 bool conv2d_fits_tensor_cores(const Conv2dShape& s) {
   return s.groups == 1 && s.cout > 0 && s.n * s.ho * s.wo > 0 && s.cin * s.kh * s.kw > 0;
 }
+
+bool conv2d_channels_last_fits(const Conv2dShape& s) { return conv2d_fits_tensor_cores(s) && s.cin % 8 == 0; }
 
 namespace {
 
@@ -31,10 +34,14 @@ MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint3
   return t;
 }
 
-bool fits(const Conv2dShape& s, Type half, const MatmulTiling& tl, const Limits& limits) {
+bool fits(const Conv2dShape& s, Type half, const MatmulTiling& tl, const Limits& limits, bool channels_last = false) {
   return tl.invocations() <= limits.max_invocations &&
-         mma_staging(conv2d_mma_gemm_shape(s, half), tl, limits.async_copy, true).shared_bytes <= limits.shared_bytes;
+         mma_staging(conv2d_mma_gemm_shape(s, half, channels_last), tl, limits.async_copy, !channels_last).shared_bytes <=
+             limits.shared_bytes;
 }
+
+// The block's channels: 128, or 64 or 32 where there are fewer.
+uint32_t block_channels(const Conv2dShape& s) { return s.cout >= 128 ? 128 : s.cout >= 64 ? 64 : 32; }
 
 }  // namespace
 
@@ -42,7 +49,7 @@ MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, Type half, const Lim
   // 8 subgroups where the device allows 256 invocations: the staging of a gathered slice is spread over more
   // invocations, and the core holds two or three such workgroups to hide its loads.
   const bool wide = limits.max_invocations >= 256;
-  const uint32_t m = s.cout >= 128 ? 128 : s.cout >= 64 ? 64 : 32;
+  const uint32_t m = block_channels(s);
   // 128 or more channels where workgroup memory is small (NVIDIA's Vulkan driver, 48 KiB): blocks of 128 x 64 with 4 x 2
   // subgroups of 32 x 32, the tuner's pick for resnet18's layer3.0.conv2 at batch 64 there, and 1.2-1.5x faster than
   // 128 x 128 blocks of 2 x 4 on its strided layers; on cuda:0 those ran up to 20% slower than 128 x 128, which stays
@@ -70,18 +77,46 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, Type half,
   return out;
 }
 
-HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTiling& tl, bool async_copies) {
+MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, Type half, const Limits& limits) {
+  const uint32_t m = block_channels(s);
+  MatmulTiling t = limits.max_invocations >= 256 ? mma_tiling(m, 128, 32, 2, 4) : mma_tiling(m, 64, 32, 2, 2);
+  for (t.stages = 3; t.stages >= 2; --t.stages)
+    if (fits(s, half, t, limits, true)) return t;
+  return mma_tiling(32, 32, 16, 2, 2);
+}
+
+std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, Type half, const Limits& limits) {
+  std::vector<MatmulTiling> out{choose_conv2d_channels_last_tiling(s, half, limits)};
+  const uint32_t shapes[][4] = {{32, 128, 2, 4},  {64, 64, 2, 2},   {64, 128, 2, 4},  {128, 64, 4, 2},
+                                {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 256, 2, 4}, {256, 128, 4, 2}};
+  for (const auto& sh : shapes)
+    for (uint32_t k : {32u, 64u})
+      for (uint32_t stages : {2u, 3u, 4u}) {
+        MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+        tl.stages = stages;
+        if (!fits(s, half, tl, limits, true) || tl.tile_m > 2 * std::max<int64_t>(s.cout, 16)) continue;
+        if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+      }
+  return out;
+}
+
+HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTiling& tl, bool async_copies,
+                              bool channels_last) {
   if (half != Type::F16 && half != Type::BF16)
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: operands of type {}, not f16 or bf16", s.text(),
                                             type_name(half)));
   if (!conv2d_fits_tensor_cores(s))
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: ungrouped convolutions only", s.text()));
+  if (channels_last && !conv2d_channels_last_fits(s))
+    throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: channels last needs input channels in "
+                                            "multiples of 8", s.text()));
   check_mma_tiling(tl);
-  const MatmulShape g = conv2d_mma_gemm_shape(s, half);
-  const MmaStaging plan = mma_staging(g, tl, async_copies, true);
+  const MatmulShape g = conv2d_mma_gemm_shape(s, half, channels_last);
+  const MmaStaging plan = mma_staging(g, tl, async_copies, !channels_last);
   index_u32(s.n * s.cin * s.h * s.w, "conv2d input elements");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
-  const std::string name = fmt::format("conv2d_{}_{}", s.text(), type_name(half)) + mma_name_suffix(tl, plan);
+  const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), type_name(half), channels_last ? "_nhwc" : "") +
+                           mma_name_suffix(tl, plan);
   const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
   const uint32_t N = index_u32(g.n, "conv2d output positions");
   const uint32_t cin = uint32_t(s.cin), H = uint32_t(s.h), W = uint32_t(s.w), wo = uint32_t(s.wo);
@@ -91,18 +126,31 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
 
   KernelBuilder kb(name, tl.invocations());
   Buf x = kb.buffer("x", half, Access::Read);
-  MmaGemmIo io{kb.buffer("w", half, Access::Read), std::nullopt, {}, {}, {}};
+  MmaGemmIo io{kb.buffer("w", half, Access::Read), std::nullopt, {}, {}, {}, {}};
   Buf y = kb.buffer("y", Type::F32, Access::Write);
   // Per column (output position) of a block: the image's first element, the window's top-left row and column before
   // the padding (unsigned: a window over the top or left edge wraps, and one `< H` / `< W` test catches both sides).
   io.b_prepare = [&](Val col) -> std::vector<Val> {
     Val c = min(col, N - 1);
     Val p = c % P;
-    return {col < N, (c / P) * (cin * H * W), (p / wo) * sh, (p % wo) * sw};
+    return {col < N, (c / P) * (channels_last ? H * W : cin * H * W), (p / wo) * sh, (p % wo) * sw};
   };
+  if (channels_last) {
+    // k = (tap, ci): a piece of 8 k is 8 channels of the tap's pixel (Cin % 8 == 0), or its zeros over the padding.
+    io.b = x;
+    io.b_locate = [&](const std::vector<Val>& at, Val k) -> std::pair<Val, Val> {
+      Val kc = min(k, K - 1);
+      Val tap = kc / cin, ci = kc % cin;
+      Val ih = at[2] + (tap / kw) * dh - ph;
+      Val iw = at[3] + (tap % kw) * dw - pw;
+      Val valid = at[0] & (k < K) & (ih < H) & (iw < W);
+      return {valid, (at[1] + min(ih, H - 1) * W + min(iw, W - 1)) * cin + ci};
+    };
+  }
   // Each element moves as its 16-bit word (no conversion: bf16's are integer sequences, and a gathered slice is
   // thousands of them), zero where the window hangs over the padding or past the product.
-  io.b_gather = [&, zero = cast(kb.f32(0), half)](Shared tile, Val to, const std::vector<Val>& at, Val k) {
+  const Val zero = cast(kb.f32(0), half);
+  if (!channels_last) io.b_gather = [&](Shared tile, Val to, const std::vector<Val>& at, Val k) {
     Val kc = min(k, K - 1);
     Val ci = kc / taps, tap = kc % taps;
     Val ih = at[2] + (tap / kw) * dh - ph;

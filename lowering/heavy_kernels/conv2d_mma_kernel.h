@@ -6,6 +6,11 @@
 // gathered element by element as each slice is staged and never built (zero where a window hangs over the padding);
 // each result is scattered to its NCHW place, so epilogues (a bias, an activation, the rounding to half) fuse into
 // those stores. Ungrouped convolutions (any stride, padding, dilation). Needs Feature::CooperativeMatrix.
+//
+// Channels last (where Cin is a multiple of 8): the kernel reads an NHWC copy of the input and a [Cout, kh, kw, Cin]
+// copy of the weights (channels_last_kernel.h makes them), so K runs (kh, kw, ci) and 8 consecutive k of one column
+// are 16 contiguous bytes of one input pixel: B is staged like A, by 16-byte copies (zeros over the padding), and the
+// two operands' copies pipeline as the matmul's do, instead of one element, its divisions and its branch at a time.
 // Buffers: x (read, half), w (read, half), y (write, f32).
 #pragma once
 
@@ -17,11 +22,13 @@
 namespace spire::lowering::heavy {
 
 // The product the kernel computes (conv2d_gemm_shape: M = Cout, K = Cin * kh * kw, N = batch * Ho * Wo), its operands
-// `half`.
-MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, kir::Type half);
+// `half`; channels last, B is read [column][k] (b_transposed).
+MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, kir::Type half, bool channels_last = false);
 
 // Whether the kernel computes this convolution: ungrouped, with at least one output channel and position.
 bool conv2d_fits_tensor_cores(const Conv2dShape& s);
+// Whether it computes it channels last: that, and Cin a multiple of 8 (a 16-byte copy never straddles two pixels).
+bool conv2d_channels_last_fits(const Conv2dShape& s);
 
 // The tiling: blocks of 128 output channels (64 or 32 where there are fewer) by 128 positions, or by 64 where workgroup
 // memory is under 64 KiB (NVIDIA's Vulkan), 8 subgroups, K slices of 32; the gathered operand is staged in one stage,
@@ -29,9 +36,16 @@ bool conv2d_fits_tensor_cores(const Conv2dShape& s);
 MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 // The tuner's candidates: the choice above first, then other blocks, subgroup grids and slice depths that fit `limits`.
 std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
+// Channels last: blocks as above (128 x 128 of 2 x 4 subgroups also where workgroup memory is small, since the staging
+// needs no element registers), K slices of 32, the pipeline as deep as `limits` holds up to 3 stages; and the tuner's
+// candidates, that choice first.
+MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
+std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
 
-// Throws std::invalid_argument for a grouped convolution, a type other than f16 or bf16, or a tiling whose subgroups
-// do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
-HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies);
+// Throws std::invalid_argument for a grouped convolution, a type other than f16 or bf16, a tiling whose subgroups
+// do not own whole 16x16 fragments, or channels last where Cin is not a multiple of 8. `async_copies`: the device has
+// Feature::AsyncCopy.
+HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies,
+                              bool channels_last = false);
 
 }  // namespace spire::lowering::heavy

@@ -134,20 +134,22 @@ struct Staging {
   uint32_t k_stride;                 // buffer elements between neighbouring k
   // (o, i) of the slice at k0 = 0 -> its buffer element, and whether its row (or column) lies in the product.
   std::function<Val(Val o, Val i)> offset, in_range;
-  // A gathered operand (no buffer, `offset` and `in_range` unused): MmaGemmIo's b_prepare and b_gather.
+  // A gathered operand (no buffer, `offset` and `in_range` unused): MmaGemmIo's b_prepare and b_gather; a located one
+  // (`offset` and `in_range` unused): b_prepare and b_locate.
   std::function<std::vector<Val>(Val col)> prepare;
   std::function<void(Shared tile, Val to, const std::vector<Val>& prepared, Val k)> gather;
+  std::function<std::pair<Val, Val>(const std::vector<Val>& prepared, Val k)> locate;
 };
 
 // What one invocation moves of each slice: worked out once, before the K loop, so that a slice costs an add per
 // element (ptxas does not hoist the divisions that place an invocation in the tile out of the loop).
 struct StagingItem {
   Val to;                    // element in the stage
-  Val offset;                // buffer element at k0 = 0 (none for a gathered operand)
+  Val offset;                // buffer element at k0 = 0 (none for a gathered or located operand)
   Val kpos;                  // its k within the slice
   std::optional<Val> in_range;  // its row (or column) lies in the product (edges only)
   std::optional<Val> present;   // the invocation has this item (the last round of a tile may be partial)
-  std::vector<Val> prepared;    // a gathered operand's values for the item's column
+  std::vector<Val> prepared;    // a gathered or located operand's values for the item's column
 };
 
 }  // namespace
@@ -174,7 +176,9 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
                        const MmaGemmIo& io) {
   // Without a pipeline (an operand staged element by element) there is nothing to unroll for.
   const bool unrolled = tl.unroll > 1 && plan.stages > 1;
-  const bool gathered = bool(io.b_gather);
+  const bool gathered = bool(io.b_gather), located = bool(io.b_locate);
+  if (located && (!io.b || !s.b_transposed || gathered))
+    throw std::invalid_argument("matmul on tensor cores: a located B needs its buffer, [column][k] tiles and no gather");
   const Type h = *s.a_half;
   const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
@@ -210,14 +214,14 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   kb.if_(batch < batches, [&] {
     Val a_base = matmul_batch_offset(kb, s, batch, s.a_batch_strides);
     Val b_base;  // a gathered B has no buffer
-    if (!gathered) b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
+    if (!gathered && !located) b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
     Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
     // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
     Val zero = cast(kb.f32(0), h);
     for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
 
     // (outer, inner) of the slice at k0 = 0 -> its buffer element, and whether its row (column) is in the product.
-    Staging a_st{&A, a_tile, 0, 0, a_ld, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}, {}, {}};
+    Staging a_st{&A, a_tile, 0, 0, a_ld, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}, {}, {}, {}};
     if (!s.a_transposed) {
       a_st.outer = tl.tile_m, a_st.inner = tl.tile_k, a_st.k_stride = 1;
       a_st.offset = [&](Val o, Val i) { return a_base + (row0 + o) * K + i; };
@@ -227,9 +231,12 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       a_st.offset = [&](Val o, Val i) { return o * M + (row0 + i); };
       a_st.in_range = [&](Val, Val i) { return row0 + i < M; };
     }
-    Staging b_st{gathered ? nullptr : &*io.b, b_tile, 0, 0, b_ld, !gathered && (N % tl.tile_n || K % tl.tile_k),
-                 plan.b_copies, s.b_transposed, 0, {}, {}, io.b_prepare, io.b_gather};
-    if (gathered) {
+    Staging b_st{gathered ? nullptr : &*io.b, b_tile, 0, 0, b_ld, !gathered && !located && (N % tl.tile_n || K % tl.tile_k),
+                 plan.b_copies, s.b_transposed, 0, {}, {}, io.b_prepare, io.b_gather, io.b_locate};
+    if (located) {
+      // Piece (o = column, i = k) of each slice, wherever b_locate places it.
+      b_st.outer = tl.tile_n, b_st.inner = tl.tile_k, b_st.k_stride = 0;
+    } else if (gathered) {
       // Element (o = k, i = column) of each slice, gathered; rows of the slice are K, columns the block's.
       b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = 0;
     } else if (!s.b_transposed) {
@@ -251,6 +258,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
         Val o = idx / per_row, i = (idx % per_row) * step;
         StagingItem it{o * st.ld + i, {}, st.k_inner ? i : o, std::nullopt, std::nullopt, {}};
         if (st.gather) it.prepared = st.prepare(col0 + i);
+        else if (st.locate) it.prepared = st.prepare(col0 + o);
         else it.offset = st.offset(o, i);
         if (st.edges) it.in_range = st.in_range(o, i);
         if (base + threads > items) it.present = idx < items;
@@ -268,6 +276,12 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
           Val to = at + it.to;
           if (st.gather) {  // a gathered element, or its zero
             st.gather(st.tile, to, it.prepared, k0 + it.kpos);
+            return;
+          }
+          if (st.locate) {  // a located piece, or its zeros
+            const auto [valid, from] = st.locate(it.prepared, k0 + it.kpos);
+            if (st.copies) kb.copy_to_shared(st.tile, to, *st.buffer, from, valid);
+            else kb.if_else(valid, [&] { st.tile[to] = (*st.buffer)[from]; }, [&] { st.tile[to] = zero; });
             return;
           }
           Val from = it.offset + (st.k_stride == 1 ? k0 : k0 * st.k_stride);
@@ -406,7 +420,7 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool
   const uint32_t M = uint32_t(s.m), N = uint32_t(s.n);
   if (M == 0 || N == 0 || s.batch_count() == 0) return empty_result(name);
   KernelBuilder kb(name, tl.invocations());
-  MmaGemmIo io{kb.buffer("a", *s.a_half, Access::Read), kb.buffer("b", *s.b_half, Access::Read), {}, {}, {}};
+  MmaGemmIo io{kb.buffer("a", *s.a_half, Access::Read), kb.buffer("b", *s.b_half, Access::Read), {}, {}, {}, {}};
   Buf C = kb.buffer("c", Type::F32, Access::Write);
   io.store = [&](Val batch, Val r, Val c, Val v) { C[batch * (M * N) + r * N + c] = v; };
   const uint64_t groups = emit_mma_gemm(kb, s, tl, plan, io);

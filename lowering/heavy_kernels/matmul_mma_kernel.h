@@ -20,6 +20,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "lowering/heavy_kernels/matmul_kernel.h"
@@ -59,15 +60,19 @@ HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tiling, 
 
 // The kernel's body for other products of the same form (the implicit-GEMM convolution on tensor cores,
 // conv2d_mma_kernel.h): A read from a buffer as matmul reads it (s.a_transposed, s.a_batch_strides); B from a buffer
-// likewise, or gathered element by element (no buffer: the im2col matrix of a convolution, never built); each
-// result handed to `store`.
+// likewise, or gathered element by element (no buffer: the im2col matrix of a convolution, never built), or read from
+// a buffer at places the caller locates (the same matrix over a channels-last input); each result handed to `store`.
 struct MmaGemmIo {
   kir::Buf a;
   std::optional<kir::Buf> b;  // unset: B is gathered
-  // A gathered B: values worked out once per column of a block (col may lie past N), before the K loop; then for each
-  // element of a slice, stores B[k, col] (zero where k >= K or col >= N) into tile[to].
+  // Values worked out once per column of a block (col may lie past N), before the K loop, for b_gather or b_locate.
   std::function<std::vector<kir::Val>(kir::Val col)> b_prepare;
+  // A gathered B: for each element of a slice, stores B[k, col] (zero where k >= K or col >= N) into tile[to].
   std::function<void(kir::Shared tile, kir::Val to, const std::vector<kir::Val>& prepared, kir::Val k)> b_gather;
+  // A located B (with `b` set and s.b_transposed: its tiles are [column][k]): for the piece of a slice that starts at
+  // k (8 consecutive k of one column where B copies 16 bytes at a time, else one element), whether it lies in the
+  // product and its first element in `b`. The caller keeps a piece's elements contiguous and 16-byte aligned in `b`.
+  std::function<std::pair<kir::Val, kir::Val>(const std::vector<kir::Val>& prepared, kir::Val k)> b_locate;
   // Stores one result of batch `batch`: row < M, col < N.
   std::function<void(kir::Val batch, kir::Val row, kir::Val col, kir::Val value)> store;
 };

@@ -49,13 +49,21 @@ TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
   // resnet18's layer2.0.conv1 at batch 16 (3x3 at stride 2, 98 blocks of 128x128).
   const Graph g = half_conv_layer(DType::BF16, {16, 64, 56, 56}, {128, 64, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}});
   // Tensor cores: the convolution reads bf16 with the bias, ReLU and rounding in its stores (the bias's own cast up
-  // comes first, as compute_in_f32 places it: an epilogue's inputs are computed before the product).
+  // comes first, as compute_in_f32 places it: an epilogue's inputs are computed before the product). 64 input channels:
+  // channels last, the input and the weights moved first by the convolution's own program.
   const rt::DeviceInfo tc_target = with_tensor_cores(testing_support::h100_like_target());
   const auto tc = kernels_of(lowering::lower(g, tc_target));
-  ASSERT_EQ(tc.size(), 2u) << ::testing::PrintToString(tc);
+  ASSERT_EQ(tc.size(), 4u) << ::testing::PrintToString(tc);
   EXPECT_EQ(tc[0], "cast_from_bf16_f32_128");
-  EXPECT_EQ(tc[1].rfind("conv2d_n16_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_bf16_t", 0), 0u) << tc[1];
-  EXPECT_NE(tc[1].find("_mma_f32_cast_relu"), std::string::npos) << tc[1];
+  EXPECT_EQ(tc[1], "channels_last_bf16_b16_c64_p3136");
+  EXPECT_EQ(tc[2], "channels_last_bf16_b128_c64_p9");
+  EXPECT_EQ(tc[3].rfind("conv2d_n16_c64_h56_w56_k128_r3x3_s2x2_p1x1_d1x1_g1_bf16_nhwc_t", 0), 0u) << tc[3];
+  EXPECT_NE(tc[3].find("_mma_f32_cast_relu"), std::string::npos) << tc[3];
+  // 3 input channels (a 16-byte piece would straddle pixels): the input gathered as stored, no moves.
+  const Graph stem = half_conv_layer(DType::BF16, {16, 3, 224, 224}, {64, 3, 7, 7}, {.stride = {2, 2}, .padding = {3, 3}});
+  const auto st = kernels_of(lowering::lower(stem, tc_target));
+  ASSERT_EQ(st.size(), 2u) << ::testing::PrintToString(st);
+  EXPECT_EQ(st[1].rfind("conv2d_n16_c3_h224_w224_k64_r7x7_s2x2_p3x3_d1x1_g1_bf16_t", 0), 0u) << st[1];
   // Without them: the input and the weights widened by the convolution's program, then its f32 kernel, the same
   // epilogue in its stores.
   const auto simt = kernels_of(lowering::lower(g, testing_support::h100_like_target()));
@@ -64,8 +72,11 @@ TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
   EXPECT_EQ(simt[2], "widen_bf16_73728");
   EXPECT_EQ(simt[3].find("_mma"), std::string::npos) << simt[3];
   EXPECT_NE(simt[3].find("_cast_relu"), std::string::npos) << simt[3];
-  // With them, but where they do not pay: a 64-channel 3x3 layer at stride 1 (Winograd's), and layer2.0.conv1 at
-  // batch 1 (7 blocks) widen and run f32 too.
+  // A 1x1 layer reads its input as stored (the move would pass over four times what a stride of 2 reads).
+  const auto pointwise = kernels_of(lowering::lower(
+      half_conv_layer(DType::BF16, {16, 64, 56, 56}, {128, 64, 1, 1}, {.stride = {2, 2}}), tc_target));
+  EXPECT_EQ(lowering::testing_support::count_prefix(pointwise, "channels_last_"), 0) << ::testing::PrintToString(pointwise);
+  // With them, but where they do not pay: layer2.0.conv1 at batch 1 (7 blocks) widens and runs f32 too.
   auto on_tensor_cores = [](const Graph& g, const rt::DeviceInfo& target) {
     const auto names = kernels_of(lowering::lower(g, target));
     const int widened = lowering::testing_support::count_prefix(names, "widen_bf16");
@@ -73,16 +84,19 @@ TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
     EXPECT_TRUE((widened == 2 && mma == 0) || (widened == 0 && mma == 1)) << ::testing::PrintToString(names);
     return mma == 1;
   };
-  EXPECT_FALSE(on_tensor_cores(half_conv_layer(DType::BF16, {16, 64, 56, 56}, {64, 64, 3, 3}, {.padding = {1, 1}}), tc_target));
   EXPECT_FALSE(on_tensor_cores(
       half_conv_layer(DType::BF16, {1, 64, 56, 56}, {128, 64, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}}), tc_target));
-  // A 128-channel 3x3 layer at stride 1 takes them where workgroup memory is 48 KiB (NVIDIA's Vulkan, as this target),
-  // Winograd's f32 products where it is CUDA's 227 KiB.
-  const Graph wide = half_conv_layer(DType::BF16, {16, 128, 28, 28}, {128, 128, 3, 3}, {.padding = {1, 1}});
-  EXPECT_TRUE(on_tensor_cores(wide, tc_target));
+  // 3x3 layers at stride 1 (Winograd's in f32) take them channels last, whatever the workgroup memory; as stored (36
+  // input channels) only with 128 or more output channels where it is 48 KiB (NVIDIA's Vulkan, as this target), not
+  // where it is CUDA's 227 KiB.
   rt::DeviceInfo large_shared = tc_target;
   large_shared.shared_memory_bytes = 232448;
-  EXPECT_FALSE(on_tensor_cores(wide, large_shared));
+  const Graph narrow = half_conv_layer(DType::BF16, {16, 64, 56, 56}, {64, 64, 3, 3}, {.padding = {1, 1}});
+  EXPECT_TRUE(on_tensor_cores(narrow, tc_target));
+  EXPECT_TRUE(on_tensor_cores(narrow, large_shared));
+  const Graph stored = half_conv_layer(DType::BF16, {16, 36, 28, 28}, {128, 36, 3, 3}, {.padding = {1, 1}});
+  EXPECT_TRUE(on_tensor_cores(stored, tc_target));
+  EXPECT_FALSE(on_tensor_cores(stored, large_shared));
   // Mixed operands (an f32 weight) keep f32 products: only the input is widened.
   Graph mixed;
   auto x = mixed.input("x", DType::F16, {8, 64, 28, 28});
@@ -140,6 +154,10 @@ TEST_P(HalfConv2dOnDevice, MatchesTheFloat64Evaluator) {
   const auto names = lowering::testing_support::kernels_of(plan);
   const bool tensor_cores = dev->info().features.has(kir::Feature::CooperativeMatrix) && c.tensor_cores_pay;
   EXPECT_EQ(lowering::testing_support::count_prefix(names, "widen_"), tensor_cores ? 0 : 2) << ::testing::PrintToString(names);
+  // On tensor cores, channels last where the input channels come in multiples of 8 and the window has more than one
+  // tap (input and weights moved first).
+  const int moves = tensor_cores && c.x[1] % 8 == 0 && c.w[2] * c.w[3] > 1 ? 2 : 0;
+  EXPECT_EQ(lowering::testing_support::count_prefix(names, "channels_last_"), moves) << ::testing::PrintToString(names);
   auto exe = lowering::compile(g, *dev);
   for (const auto& [name, t] : in) exe->set(name, t);
   exe->step();

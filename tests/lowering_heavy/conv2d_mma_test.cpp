@@ -1,7 +1,8 @@
 // conv2d on tensor cores (lowering/heavy_kernels/conv2d_mma_kernel.h) on every device that reports cooperative-matrix
 // (cuda:0 of sm_80 and newer, NVIDIA's vulkan:0; ctest also runs these under the mock CUDA driver, whose PTX
 // interpreter emulates wmma), over geometries that exercise each index path of the gathered operand, and tilings with
-// edges in every direction.
+// edges in every direction; read as stored (the input gathered element by element) and channels last (the input and
+// weights moved by channels_last_kernel.h first, the input then copied 16 bytes at a time).
 //
 // Inputs and weights are fresh random f16/bf16 values; the reference is the float64 convolution of those same values,
 // computed here. The products of two 16-bit values are exact in f32 and the sums are f32, so each result is within
@@ -16,6 +17,7 @@
 
 #include "backends/ptx/ptx_backend.h"
 #include "backends/spirv/spirv_backend.h"
+#include "lowering/heavy_kernels/channels_last_kernel.h"
 #include "lowering/heavy_kernels/conv2d_mma_kernel.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
@@ -61,6 +63,11 @@ void PrintTo(const ConvMmaCase& c, std::ostream* os) { *os << c.name; }
 const heavy::MatmulTiling kTilings[] = {mma(32, 32, 16, 2, 2), mma(32, 64, 32, 2, 2), mma(64, 128, 32, 2, 4),
                                         mma(64, 64, 64, 2, 2), mma(128, 64, 16, 4, 2), mma(128, 64, 32, 4, 2)};
 
+heavy::MatmulTiling staged(heavy::MatmulTiling t, uint32_t stages) {
+  t.stages = stages;
+  return t;
+}
+
 struct Reference {
   graph::Tensor y, magnitude;  // f64 [N, Cout, Ho, Wo]: the convolution, and the sum of |x w| of each window
 };
@@ -92,34 +99,70 @@ Reference reference_conv(const heavy::Conv2dShape& s, const graph::Tensor& x, co
 using ConvMmaParam = std::tuple<std::string, ConvMmaCase, graph::DType>;
 class Conv2dMmaOnDevice : public testing::TestWithParam<ConvMmaParam> {};
 
-TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64Convolution) {
-  const auto& [device_id, c, half] = GetParam();
-  rt::Device& dev = device(device_id);
-  ASSERT_TRUE(dev.info().features.has(kir::Feature::CooperativeMatrix)) << device_id;
-  const heavy::Conv2dShape s = heavy::conv2d_shape(c.x, c.w, c.opt.stride, c.opt.padding, c.opt.dilation, 1);
+// Every tiling of `tilings` against the float64 convolution, with the weights staged element by element and (where the
+// device has them) by 16-byte asynchronous copies. Channels last, the input is moved to NHWC and the weights to
+// [Cout, kh, kw, Cin] first by launches of their own, as the lowering runs them.
+void check_tilings(rt::Device& dev, const heavy::Conv2dShape& s, graph::DType half, bool channels_last,
+                   std::vector<heavy::MatmulTiling> tilings) {
   const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
-  const graph::Tensor x = random_tensor(half, c.x, 21), w = random_tensor(half, c.w, 22);
+  const graph::Tensor x = random_tensor(half, {s.n, s.cin, s.h, s.w}, channels_last ? 23 : 21);
+  const graph::Tensor w = random_tensor(half, {s.cout, s.cin, s.kh, s.kw}, channels_last ? 24 : 22);
   const Reference want = reference_conv(s, x, w);
-  const heavy::Limits limits = lowering::limits_of(dev.info());
-  std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
-  tilings.push_back(heavy::choose_conv2d_mma_tiling(s, h, limits));
-  // Both ways of staging the weights: element by element, and 16-byte asynchronous copies where the device has them.
   for (const heavy::MatmulTiling& tl : tilings)
     for (bool copies : {false, true}) {
       if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
       if (tl.invocations() > dev.info().max_workgroup_invocations) continue;
       graph::Graph none;
       DeviceRun run(dev, none);
-      const int32_t xs = run.add_slot(h, x.numel(), "x"), ws = run.add_slot(h, w.numel(), "w");
+      int32_t xs = run.add_slot(h, x.numel(), "x"), ws = run.add_slot(h, w.numel(), "w");
       const int32_t ys = run.add_slot(kir::Type::F32, want.y.numel(), "y");  // poisoned by run()
       run.upload(xs, x);
       run.upload(ws, w);
-      heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, h, tl, copies);
+      if (channels_last) {
+        auto move = [&](int32_t from, int64_t batches, int64_t channels, int64_t positions, const char* name) {
+          const int32_t to = run.add_slot(h, batches * channels * positions, name);
+          heavy::HeavyKernel m = heavy::channels_last_kernel(h, uint32_t(batches), uint32_t(channels), uint32_t(positions));
+          run.launch(std::move(m.kernel), {from, to}, {}, m.groups);
+          return to;
+        };
+        xs = move(xs, s.n, s.cin, s.h * s.w, "x_nhwc");
+        ws = move(ws, s.cout, s.cin, s.kh * s.kw, "w_last");
+      }
+      heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, h, tl, copies, channels_last);
+      const std::string name = k.kernel.name;
       run.launch(std::move(k.kernel), {xs, ws, ys}, {}, k.groups);
       run.run();
       const graph::Tensor got = run.download(ys, graph::DType::F32, want.y.shape);
-      EXPECT_EQ(compare(got, want.y, {1e-5, 0}, &want.magnitude), "") << run.kernels().at(0).name;
+      EXPECT_EQ(compare(got, want.y, {1e-5, 0}, &want.magnitude), "") << name;
     }
+}
+
+TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64Convolution) {
+  const auto& [device_id, c, half] = GetParam();
+  rt::Device& dev = device(device_id);
+  ASSERT_TRUE(dev.info().features.has(kir::Feature::CooperativeMatrix)) << device_id;
+  const heavy::Conv2dShape s = heavy::conv2d_shape(c.x, c.w, c.opt.stride, c.opt.padding, c.opt.dilation, 1);
+  const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
+  tilings.push_back(heavy::choose_conv2d_mma_tiling(s, h, lowering::limits_of(dev.info())));
+  check_tilings(dev, s, half, false, tilings);
+}
+
+// Channels last, with the pipeline 2 and 3 stages deep.
+TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64ConvolutionChannelsLast) {
+  const auto& [device_id, c, half] = GetParam();
+  rt::Device& dev = device(device_id);
+  const heavy::Conv2dShape s = heavy::conv2d_shape(c.x, c.w, c.opt.stride, c.opt.padding, c.opt.dilation, 1);
+  if (!heavy::conv2d_channels_last_fits(s)) {
+    EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, kTilings[0], true, true), std::invalid_argument);
+    return;  // 3 input channels: the lowering reads this one as stored
+  }
+  const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
+  std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
+  tilings.push_back(staged(mma(64, 128, 32, 2, 4), 3));
+  tilings.push_back(staged(mma(32, 32, 16, 2, 2), 3));
+  tilings.push_back(heavy::choose_conv2d_channels_last_tiling(s, h, lowering::limits_of(dev.info())));
+  check_tilings(dev, s, half, true, tilings);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, Conv2dMmaOnDevice,
@@ -169,6 +212,60 @@ TEST(Conv2dMmaKernel, GathersTheInputAndCopiesWeightsWhereTheirRowsAllow) {
   }
 }
 
+// Channels last, the input copies too (16 bytes: 8 channels of one pixel), so both operands pipeline, and the heuristic
+// block of 128 x 128 fits NVIDIA's Vulkan 48 KiB 2 stages deep (3 where workgroup memory is large).
+TEST(Conv2dMmaKernel, ChannelsLastCopiesBothOperandsInAPipeline) {
+  const heavy::Conv2dShape s = heavy::conv2d_shape({64, 128, 28, 28}, {128, 128, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, kir::Type::BF16, true);
+  EXPECT_TRUE(g.b_transposed);
+  heavy::Limits vulkan;
+  vulkan.shared_bytes = 49152;
+  vulkan.max_invocations = 1024;
+  vulkan.cooperative_matrix = vulkan.async_copy = true;
+  const heavy::MatmulTiling small = heavy::choose_conv2d_channels_last_tiling(s, kir::Type::BF16, vulkan);
+  EXPECT_EQ(small, staged(mma(128, 128, 32, 2, 4), 2));
+  const heavy::MmaStaging p = heavy::mma_staging(g, small, true);
+  EXPECT_TRUE(p.a_copies);
+  EXPECT_TRUE(p.b_copies);
+  EXPECT_EQ(p.stages, 2u);
+  heavy::Limits cuda = vulkan;
+  cuda.shared_bytes = 227 * 1024;
+  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(s, kir::Type::BF16, cuda), staged(mma(128, 128, 32, 2, 4), 3));
+  for (const heavy::MatmulTiling& c : heavy::conv2d_channels_last_candidates(s, kir::Type::BF16, vulkan))
+    EXPECT_LE(heavy::mma_staging(g, c, true).shared_bytes, vulkan.shared_bytes);
+  EXPECT_FALSE(heavy::conv2d_channels_last_fits(heavy::conv2d_shape({1, 12, 8, 8}, {8, 12, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1)));
+}
+
+// The move to channels last on every device (lavapipe included), blocks with edges in both directions, each element
+// where the NHWC layout puts it; the output poisoned first.
+class ChannelsLastKernelOnDevice : public testing::TestWithParam<std::string> {};
+
+TEST_P(ChannelsLastKernelOnDevice, MovesEveryElementToItsNhwcPlace) {
+  rt::Device& dev = device(GetParam());
+  const uint32_t batches = 3, channels = 40, positions = 70;
+  for (graph::DType dt : {graph::DType::F16, graph::DType::BF16, graph::DType::F32}) {
+    const kir::Type t = dt == graph::DType::F16 ? kir::Type::F16 : dt == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F32;
+    const kir::Feature needs = dt == graph::DType::F16 ? kir::Feature::Float16 : dt == graph::DType::BF16 ? kir::Feature::BFloat16 : kir::Feature::None;
+    if (needs != kir::Feature::None && !dev.info().features.has(needs)) continue;
+    const graph::Tensor x = random_tensor(dt, {batches, channels, positions}, 25);
+    graph::Tensor want(graph::DType::F64, {batches, positions, channels});
+    for (uint32_t b = 0; b < batches; ++b)
+      for (uint32_t c = 0; c < channels; ++c)
+        for (uint32_t p = 0; p < positions; ++p) want[(b * positions + p) * channels + c] = x[(b * channels + c) * positions + p];
+    graph::Graph none;
+    DeviceRun run(dev, none);
+    const int32_t xs = run.add_slot(t, x.numel(), "x"), ys = run.add_slot(t, x.numel(), "y");  // y poisoned by run()
+    run.upload(xs, x);
+    heavy::HeavyKernel k = heavy::channels_last_kernel(t, batches, channels, positions);
+    run.launch(std::move(k.kernel), {xs, ys}, {}, k.groups);
+    run.run();
+    EXPECT_EQ(compare(run.download(ys, dt, want.shape), want, {0, 0}), "") << graph::dtype_name(dt);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, ChannelsLastKernelOnDevice, testing::ValuesIn(device_ids()),
+                         [](const testing::TestParamInfo<std::string>& p) { return test_name_of(p.param); });
+
 // Every tiling the tuner may offer builds SPIR-V and assembles for sm_90, the heuristic's for sm_80 too (where no GPU
 // is present this is as far as the kernel gets here; Debian's spirv-val cannot read cooperative-matrix modules,
 // tests/spirv/cooperative_matrix_test.cpp checks their words): resnet18's first layer in small in f16 (147-term
@@ -184,11 +281,15 @@ TEST(Conv2dMmaKernel, EveryCandidateBuildsSpirvAndAssemblesForAmpereAndHopper) {
         std::pair{heavy::conv2d_shape({2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), kir::Type::BF16}}) {
     limits.async_copy = half == kir::Type::BF16;
     const heavy::MatmulTiling heuristic = heavy::choose_conv2d_mma_tiling(s, half, limits);
-    for (const heavy::MatmulTiling& t : heavy::conv2d_mma_candidates(s, half, limits)) {
-      const kir::Kernel k = heavy::conv2d_mma_kernel(s, half, t, limits.async_copy).kernel;
+    std::vector<std::pair<heavy::MatmulTiling, bool>> offered;
+    for (const heavy::MatmulTiling& t : heavy::conv2d_mma_candidates(s, half, limits)) offered.push_back({t, false});
+    if (heavy::conv2d_channels_last_fits(s))
+      for (const heavy::MatmulTiling& t : heavy::conv2d_channels_last_candidates(s, half, limits)) offered.push_back({t, true});
+    for (const auto& [t, channels_last] : offered) {
+      const kir::Kernel k = heavy::conv2d_mma_kernel(s, half, t, limits.async_copy, channels_last).kernel;
       EXPECT_NO_THROW(spirv::compile(k)) << k.name;
       for (uint32_t sm : {80u, 90u}) {
-        if (sm == 80 && !(t == heuristic)) continue;
+        if (sm == 80 && !(t == heuristic && !channels_last)) continue;
         const std::string text = ptx::compile(k, ptx::Target{sm});
         EXPECT_NE(text.find("wmma.mma.sync.aligned"), std::string::npos) << k.name;
         if (!ptxas) continue;

@@ -86,6 +86,8 @@ graph::Tensor DeviceRun::download(int32_t slot, graph::DType dtype, const graph:
       case kir::Type::F64: { double d; std::memcpy(&d, p, 8); t[i] = d; break; }
       case kir::Type::I32: { int32_t x; std::memcpy(&x, p, 4); t[i] = x; break; }
       case kir::Type::U32: { uint32_t x; std::memcpy(&x, p, 4); t[i] = x; break; }
+      case kir::Type::F16: { uint16_t h; std::memcpy(&h, p, 2); t[i] = kir::f16_bits_to_f32(h); break; }
+      case kir::Type::BF16: { uint16_t h; std::memcpy(&h, p, 2); t[i] = kir::bf16_bits_to_f32(h); break; }
       default: throw std::invalid_argument("download: unsupported slot type");
     }
   }
