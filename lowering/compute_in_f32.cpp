@@ -17,6 +17,9 @@ bool moves_elements_only(OpKind op) {
   return op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Permute || op == OpKind::BroadcastTo;
 }
 
+// Ops that read their operands' cast up in place (fuse.h, absorbed_upcast) when they are the cast's only readers.
+bool reads_half_in_place(OpKind op) { return op == OpKind::Matmul || op == OpKind::Conv2d; }
+
 class Rewriter {
  public:
   explicit Rewriter(const graph::Graph& g) : g_(g), users_(g.users()), map_(size_t(g.size())), up_(size_t(g.size())) {}
@@ -53,20 +56,34 @@ class Rewriter {
       return out_.add_node(OpKind::Cast, {in_f32(n.inputs[0])}, n.attrs, n.name);
     }
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (graph::is_half(g_.type(n.inputs[i]).dtype)) inputs[i] = in_f32(n.inputs[i]);
+      if (graph::is_half(g_.type(n.inputs[i]).dtype))
+        inputs[i] = own_cast(n.op, n.inputs[i]) ? cast_up(n.inputs[i]) : in_f32(n.inputs[i]);
     if (!graph::is_half(n.type.dtype)) return out_.add_node(n.op, inputs, n.attrs, n.name);
     const Value wide = out_.add_node(n.op, inputs, n.attrs, fresh_name(g_, out_, n.name + ".f32"));
     return out_.add_node(OpKind::Cast, {wide}, {{"to", std::string(graph::dtype_name(n.type.dtype))}}, n.name);
   }
 
-  // Whether an op other than a cast reads `v`, directly or through element moves (which stay in half).
+  // Whether an op reading the half value `v` gets a cast up of its own rather than the one every other reader shares:
+  // a matmul or convolution reading v itself (not through element moves), so that fusion absorbs the cast into it
+  // (the product reads v in place) whatever else reads v. A residual block's input, read by the next convolution and
+  // by the block's add, is read by the convolution as 16-bit words (on tensor cores where the device has them)
+  // instead of through an f32 copy.
+  bool own_cast(OpKind op, Value v) const { return reads_half_in_place(op) && !moves_elements_only(g_.node(v).op); }
+
+  // Whether an op other than a cast reads `v` through the shared cast up, directly or through element moves (which
+  // stay in half).
   bool read_in_f32(Value v) const {
     for (Value u : users_[size_t(v.id)]) {
       const OpKind op = g_.node(u).op;
-      if (op == OpKind::Cast) continue;
+      if (op == OpKind::Cast || own_cast(op, v)) continue;
       if (!moves_elements_only(op) || read_in_f32(u)) return true;
     }
     return false;
+  }
+
+  Value cast_up(Value v) {
+    return out_.add_node(OpKind::Cast, {map_[size_t(v.id)]}, {{"to", std::string("f32")}},
+                         fresh_name(g_, out_, g_.node(v).name + ".to_f32"));
   }
 
   // The original value `v` (of a half dtype) cast up to f32 in the output graph, once however many ops read it.
@@ -77,11 +94,10 @@ class Rewriter {
     std::optional<Value>& up = up_[size_t(v.id)];
     if (up) return *up;
     const graph::Node& n = g_.node(v);
-    const std::string name = fresh_name(g_, out_, n.name + ".to_f32");
     if (moves_elements_only(n.op) && n.inputs.size() == 1 && graph::is_half(g_.type(n.inputs[0]).dtype))
-      up = out_.add_node(n.op, {in_f32(n.inputs[0])}, n.attrs, name);
+      up = out_.add_node(n.op, {in_f32(n.inputs[0])}, n.attrs, fresh_name(g_, out_, n.name + ".to_f32"));
     else
-      up = out_.add_node(OpKind::Cast, {map_[size_t(v.id)]}, {{"to", std::string("f32")}}, name);
+      up = cast_up(v);
     return *up;
   }
 

@@ -3,6 +3,7 @@
 // rewritten graph computes what the original does (float64 evaluator).
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
 
 #include "ir/graph/evaluator.h"
@@ -108,6 +109,46 @@ TEST(ComputeInF32, MatmulsReadHalfOperandsInPlace) {
   Graph g1 = g;
   g1.output("x32", mm.inputs[0]);
   EXPECT_FALSE(lowering::in_place_operand(g1, mm.inputs[0]).half.has_value());
+}
+
+// A residual block's input, read by a convolution and by the block's add: the convolution reads it through a cast up of
+// its own, which fusion absorbs (the convolution reads x as stored), and the add through the cast every other reader
+// shares; so does a matmul beside a pointwise reader. With one cast for all, the convolution would read an f32 copy.
+TEST(ComputeInF32, ProductsReadHalfOperandsInPlaceWhateverElseReadsThem) {
+  Graph g0;
+  auto x = g0.input("x", DType::F16, {2, 8, 6, 6});
+  auto w = g0.parameter("w", DType::F16, {8, 8, 3, 3});
+  auto c = g0.name(g0.conv2d(x, w, {.padding = {1, 1}}), "c");
+  g0.output("y", g0.name(g0.relu(g0.add(c, x)), "y"));
+  auto m = g0.input("m", DType::BF16, {4, 4});
+  g0.output("z", g0.name(g0.add(g0.matmul(m, m), m), "z"));
+  const Graph g = lowering::compute_in_f32(g0);
+  const std::vector<bool> fused = lowering::fuse_pointwise(g);
+  for (const std::string product : {"c.f32", "z"}) {
+    graph::Value v = *g.find(product);
+    while (g.node(v).op != OpKind::Conv2d && g.node(v).op != OpKind::Matmul) v = g.node(v).inputs[0];
+    for (graph::Value in : g.node(v).inputs) {
+      const lowering::InPlaceOperand op = lowering::in_place_operand(g, in);
+      EXPECT_TRUE(op.half.has_value()) << product << " reads an f32 copy of " << g.node(op.source).name;
+      EXPECT_TRUE(fused[size_t(in.id)]) << "the cast up of " << g.node(op.source).name << " has a launch";
+    }
+  }
+  int casts_of_x_up = 0;
+  for (const graph::Node& n : g.nodes())
+    casts_of_x_up += n.op == OpKind::Cast && !n.inputs.empty() && g.node(n.inputs[0]).name == "x";
+  EXPECT_EQ(casts_of_x_up, 2);  // the convolution's own, and the add's
+  auto random = [](DType dt, const graph::Shape& shape, uint32_t seed) {
+    graph::Tensor t(dt, shape);
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = u(gen);
+    return t.round_to_dtype();
+  };
+  const std::map<std::string, graph::Tensor> in{{"x", random(DType::F16, {2, 8, 6, 6}, 1)},
+                                                {"w", random(DType::F16, {8, 8, 3, 3}, 2)},
+                                                {"m", random(DType::BF16, {4, 4}, 3)}};
+  const auto want = graph::evaluate(g0, in, DType::F64), got = graph::evaluate(g, in, DType::F64);
+  for (const char* out : {"y", "z"}) EXPECT_EQ(got.at(out).data, want.at(out).data) << out;
 }
 
 // A linear layer in bf16: the product's kernel computes the bias add and the rounding to bf16 as it stores

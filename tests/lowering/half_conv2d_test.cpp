@@ -109,6 +109,21 @@ TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
   for (const std::string& k : m) EXPECT_EQ(k.find("_mma"), std::string::npos) << k;
 }
 
+// A residual block's convolution: its input is also read by the block's add. The convolution still reads it as stored
+// (compute_in_f32 gives it a cast up of its own, which fusion absorbs), on tensor cores, with no f32 copy of x.
+TEST(HalfConv2d, ReadsAResidualInputInPlaceToo) {
+  using lowering::testing_support::kernels_of;
+  Graph g;
+  auto x = g.input("x", DType::F16, {16, 64, 56, 56});
+  auto w = g.parameter("w", DType::F16, {64, 64, 3, 3});
+  g.output("y", g.name(g.relu(g.add(g.conv2d(x, w, {.padding = {1, 1}}), x)), "y"));
+  const auto names = kernels_of(lowering::lower(g, with_tensor_cores(testing_support::h100_like_target())));
+  EXPECT_EQ(lowering::testing_support::count_prefix(names, "widen_"), 0) << ::testing::PrintToString(names);
+  EXPECT_EQ(lowering::testing_support::count_prefix(names, "cast_from_f16_f32"), 0) << ::testing::PrintToString(names);
+  const auto mma = std::count_if(names.begin(), names.end(), [](const std::string& k) { return k.find("_nhwc_") != k.npos; });
+  EXPECT_EQ(mma, 1) << ::testing::PrintToString(names);
+}
+
 struct HalfConvCase {
   std::string name;
   graph::Shape x, w;
