@@ -25,7 +25,12 @@ class Rewriter {
   explicit Rewriter(const graph::Graph& g) : g_(g), users_(g.users()), map_(size_t(g.size())), up_(size_t(g.size())) {}
 
   graph::Graph run() {
-    for (Value v : g_.values()) map_[size_t(v.id)] = rewrite(v);
+    // Leaves first (in their order), each half one's cast up right after it: an op's constant created after a heavy op
+    // (an imported convolution's bias) is then cast before the heavy op runs, which an epilogue needs (fuse.h).
+    for (Value v : g_.values())
+      if (graph::is_leaf(g_.node(v).op)) map_[size_t(v.id)] = rewrite(v);
+    for (Value v : g_.values())
+      if (!graph::is_leaf(g_.node(v).op)) map_[size_t(v.id)] = rewrite(v);
     for (const graph::NamedOutput& o : g_.outputs()) out_.output(o.name, map_[size_t(o.value.id)]);
     for (const graph::StateUpdate& u : g_.state_updates())
       out_.state_update(map_[size_t(u.target.id)], map_[size_t(u.value.id)]);

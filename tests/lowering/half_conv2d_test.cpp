@@ -124,6 +124,23 @@ TEST(HalfConv2d, ReadsAResidualInputInPlaceToo) {
   EXPECT_EQ(mma, 1) << ::testing::PrintToString(names);
 }
 
+// A bias created after its convolution (as the ONNX importer adds a Conv's bias): its cast up still comes before the
+// convolution (compute_in_f32 puts leaves first), so the bias, ReLU and rounding stay the convolution's epilogue.
+TEST(HalfConv2d, TakesABiasCreatedAfterItAsItsEpilogue) {
+  using lowering::testing_support::kernels_of;
+  Graph g;
+  auto x = g.input("x", DType::F16, {16, 64, 56, 56});
+  auto w = g.parameter("w", DType::F16, {128, 64, 3, 3});
+  auto conv = g.conv2d(x, w, {.stride = {2, 2}, .padding = {1, 1}});
+  auto b = g.parameter("b", DType::F16, {128});
+  g.output("y", g.name(g.relu(g.add(conv, g.reshape(b, {1, 128, 1, 1}))), "y"));
+  const auto names = kernels_of(lowering::lower(g, with_tensor_cores(testing_support::h100_like_target())));
+  ASSERT_EQ(names.size(), 4u) << ::testing::PrintToString(names);
+  EXPECT_EQ(names[0], "cast_from_f16_f32_128");
+  EXPECT_NE(names[3].find("_nhwc_"), std::string::npos) << names[3];
+  EXPECT_NE(names[3].find("_mma_f32_cast_relu"), std::string::npos) << names[3];
+}
+
 struct HalfConvCase {
   std::string name;
   graph::Shape x, w;

@@ -112,6 +112,10 @@ void check_tilings(rt::Device& dev, const heavy::Conv2dShape& s, graph::DType ha
     for (bool copies : {false, true}) {
       if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
       if (tl.invocations() > dev.info().max_workgroup_invocations) continue;
+      // A deeper pipeline than the device's workgroup memory holds (3 stages of 64x128x32 on NVIDIA's Vulkan).
+      const heavy::MmaStaging plan =
+          heavy::mma_staging(heavy::conv2d_mma_gemm_shape(s, h, channels_last), tl, copies, !channels_last);
+      if (plan.shared_bytes > lowering::limits_of(dev.info()).shared_bytes) continue;
       graph::Graph none;
       DeviceRun run(dev, none);
       int32_t xs = run.add_slot(h, x.numel(), "x"), ws = run.add_slot(h, w.numel(), "w");
