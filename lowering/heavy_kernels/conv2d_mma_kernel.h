@@ -37,8 +37,9 @@ MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, kir::Type half, cons
 // The tuner's candidates: the choice above first, then other blocks, subgroup grids and slice depths that fit `limits`.
 std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
 // Channels last: blocks as above (128 x 128 of 2 x 4 subgroups also where workgroup memory is small, since the staging
-// needs no element registers), K slices of 32, the pipeline as deep as `limits` holds up to 3 stages; and the tuner's
-// candidates, that choice first.
+// needs no element registers), K slices of 32, the pipeline as deep as `limits` holds up to 3 stages (64-deep slices in
+// 2 stages for windows of 2048 or more terms where workgroup memory is 64 KiB or more); and the tuner's candidates,
+// that choice first.
 MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
 

@@ -235,6 +235,10 @@ TEST(Conv2dMmaKernel, ChannelsLastCopiesBothOperandsInAPipeline) {
   heavy::Limits cuda = vulkan;
   cuda.shared_bytes = 227 * 1024;
   EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(s, kir::Type::BF16, cuda), staged(mma(128, 128, 32, 2, 4), 3));
+  // 2304-term windows: 64-deep slices where workgroup memory is large, not in 48 KiB.
+  const heavy::Conv2dShape deep = heavy::conv2d_shape({64, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(deep, kir::Type::BF16, cuda), staged(mma(128, 128, 64, 2, 4), 2));
+  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(deep, kir::Type::BF16, vulkan), staged(mma(128, 128, 32, 2, 4), 2));
   for (const heavy::MatmulTiling& c : heavy::conv2d_channels_last_candidates(s, kir::Type::BF16, vulkan))
     EXPECT_LE(heavy::mma_staging(g, c, true).shared_bytes, vulkan.shared_bytes);
   EXPECT_FALSE(heavy::conv2d_channels_last_fits(heavy::conv2d_shape({1, 12, 8, 8}, {8, 12, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1)));
