@@ -388,23 +388,26 @@ std::vector<heavy::Config> channels_last_configs(const std::vector<heavy::Matmul
 }
 
 // The tensor-core kernel over channels-last copies of the operands: the input moved to NHWC and the weights to
-// [Cout, kh, kw, Cin] into scratch by launches of their own (a 1x1 window's weights are that already), then the
-// convolution reads the copies. Buffers: io's x, w, y, then the copies.
+// [Cout, kh, kw, Cin] into scratch by launches of their own, channels padded with zeros to a multiple of 8 (a 1x1
+// window's weights with whole groups of 8 channels are that already), then the convolution reads the copies.
+// Buffers: io's x, w, y, then the copies.
 KernelProgram channels_last_program(const heavy::Conv2dShape& s, kir::Type half, const heavy::MatmulTiling& tiling,
                                     const heavy::Limits& limits, std::vector<ProgramBuffer> io) {
   KernelProgram p;
   p.buffers = std::move(io);
-  auto moved = [&](int32_t from, int64_t batches, int64_t channels, int64_t positions) {
+  const int64_t depth = heavy::conv2d_channels_last_depth(s);
+  auto moved = [&](int32_t from, int64_t batches, int64_t positions) {
     const int32_t to = int32_t(p.buffers.size());
-    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, half, batches * channels * positions});
+    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, half, batches * depth * positions});
     heavy::HeavyKernel k = heavy::channels_last_kernel(half, heavy::index_u32(batches, "conv2d channels-last batches"),
-                                                       heavy::index_u32(channels, "conv2d channels"),
-                                                       heavy::index_u32(positions, "conv2d positions"));
+                                                       heavy::index_u32(s.cin, "conv2d channels"),
+                                                       heavy::index_u32(positions, "conv2d positions"),
+                                                       heavy::index_u32(depth, "conv2d channels"));
     p.launches.push_back({std::move(k.kernel), {from, to}, k.groups, {}});
     return to;
   };
-  const int32_t x = moved(0, s.n, s.cin, s.h * s.w);
-  const int32_t w = s.kh * s.kw == 1 ? 1 : moved(1, s.cout, s.cin, s.kh * s.kw);
+  const int32_t x = moved(0, s.n, s.h * s.w);
+  const int32_t w = s.kh * s.kw == 1 && depth == s.cin ? 1 : moved(1, s.cout, s.kh * s.kw);
   heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, half, tiling, limits.async_copy, true);
   p.launches.push_back({std::move(k.kernel), {x, w, 2}, k.groups, {}});
   return p;
@@ -413,8 +416,10 @@ KernelProgram channels_last_program(const heavy::Conv2dShape& s, kir::Type half,
 // Where the tensor-core kernel reads channels-last copies of its operands: where it can (Cin % 8 == 0) and the window
 // has more than one tap. On the H100 at batch 64 in bf16 (docs/PERFORMANCE.md) that took resnet18's 3x3 layers from
 // 0.136-0.144 ms to 0.073-0.078 (strided, cuda:0) and 0.108-0.120 to 0.064-0.090 (vulkan:0); its 1x1 stride-2 layers,
-// which read a quarter of the input the move passes over whole, went from 0.018-0.028 to 0.021-0.049.
-bool channels_last_pays(const heavy::Conv2dShape& s) { return heavy::conv2d_channels_last_fits(s) && s.kh * s.kw > 1; }
+// which read a quarter of the input the move passes over whole, went from 0.018-0.028 to 0.021-0.049. Channels padded
+// to a multiple of 8 are the tuner's to try: resnet18's first layer (3 channels padded to 8, 2.7x the products) took
+// 0.482 / 0.550 ms channels last against 0.503 / 0.547 as stored (vulkan:0 / cuda:0).
+bool channels_last_pays(const heavy::Conv2dShape& s) { return s.cin % 8 == 0 && s.kh * s.kw > 1; }
 
 // Where the tensor-core kernel beats widening the operands and running the f32 kernels (the H100, both backends,
 // docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling: resnet18's layers at batch 64 and its
@@ -470,10 +475,8 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
                                                           .set("channels_last", 1)
                                                     : heavy::choose_conv2d_mma_tiling(s, *mma_type, limits).config();
     std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, *mma_type, limits));
-    if (heavy::conv2d_channels_last_fits(s)) {
-      std::vector<heavy::Config> last = channels_last_configs(heavy::conv2d_channels_last_candidates(s, *mma_type, limits));
-      offered.insert(channels_last_pays(s) ? offered.begin() : offered.end(), last.begin(), last.end());
-    }
+    std::vector<heavy::Config> last = channels_last_configs(heavy::conv2d_channels_last_candidates(s, *mma_type, limits));
+    offered.insert(channels_last_pays(s) ? offered.begin() : offered.end(), last.begin(), last.end());
     if (tensor_cores_pay(s, *mma_type, limits)) {
       op.candidates.insert(op.candidates.begin(), offered.begin(), offered.end());
       op.heuristic = mma;

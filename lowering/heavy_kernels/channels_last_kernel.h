@@ -11,7 +11,9 @@
 
 namespace spire::lowering::heavy {
 
-// Throws std::invalid_argument when the tensor has 2^32 elements or more.
-HeavyKernel channels_last_kernel(kir::Type t, uint32_t batches, uint32_t channels, uint32_t positions);
+// `depth` (at least `channels`): the channels of y's rows, those past `channels` zero (the channels-last convolution
+// pads them to a multiple of 8); 0: `channels`. Throws std::invalid_argument when y has 2^32 elements or more.
+HeavyKernel channels_last_kernel(kir::Type t, uint32_t batches, uint32_t channels, uint32_t positions,
+                                 uint32_t depth = 0);
 
 }  // namespace spire::lowering::heavy

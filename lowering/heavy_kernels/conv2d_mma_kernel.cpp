@@ -15,6 +15,7 @@ MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, Type half, bool channels
   MatmulShape g = conv2d_gemm_shape(s);
   g.a_half = g.b_half = half;
   g.b_transposed = channels_last;
+  if (channels_last) g.k = s.kh * s.kw * conv2d_channels_last_depth(s);
   return g;
 }
 
@@ -22,7 +23,7 @@ bool conv2d_fits_tensor_cores(const Conv2dShape& s) {
   return s.groups == 1 && s.cout > 0 && s.n * s.ho * s.wo > 0 && s.cin * s.kh * s.kw > 0;
 }
 
-bool conv2d_channels_last_fits(const Conv2dShape& s) { return conv2d_fits_tensor_cores(s) && s.cin % 8 == 0; }
+int64_t conv2d_channels_last_depth(const Conv2dShape& s) { return (s.cin + 7) / 8 * 8; }
 
 namespace {
 
@@ -83,7 +84,7 @@ MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, Type half,
   // Long windows (Cin * kh * kw of 2048 or more) take 64-deep slices, 2 stages, where workgroup memory is large: on
   // cuda:0 of the H100 the tuner's picks for resnet18's 256- and 512-channel 3x3 layers at batch 64 in bf16 (1.28-1.49x
   // the 32-deep 3-stage pipeline; on vulkan:0 its 48 KiB keep the heuristic above the tuner's pick).
-  if (t.tile_m == 128 && limits.shared_bytes >= 64 * 1024 && s.cin * s.kh * s.kw >= 2048) {
+  if (t.tile_m == 128 && limits.shared_bytes >= 64 * 1024 && conv2d_channels_last_depth(s) * s.kh * s.kw >= 2048) {
     t.tile_k = 64;
     if (fits(s, half, t, limits, true)) return t;
     t.tile_k = 32;
@@ -115,13 +116,10 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
                                             type_name(half)));
   if (!conv2d_fits_tensor_cores(s))
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: ungrouped convolutions only", s.text()));
-  if (channels_last && !conv2d_channels_last_fits(s))
-    throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: channels last needs input channels in "
-                                            "multiples of 8", s.text()));
   check_mma_tiling(tl);
   const MatmulShape g = conv2d_mma_gemm_shape(s, half, channels_last);
   const MmaStaging plan = mma_staging(g, tl, async_copies, !channels_last);
-  index_u32(s.n * s.cin * s.h * s.w, "conv2d input elements");
+  index_u32(s.n * (channels_last ? conv2d_channels_last_depth(s) : s.cin) * s.h * s.w, "conv2d input elements");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
   const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), type_name(half), channels_last ? "_nhwc" : "") +
                            mma_name_suffix(tl, plan);
@@ -144,15 +142,16 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
     return {col < N, (c / P) * (channels_last ? H * W : cin * H * W), (p / wo) * sh, (p % wo) * sw};
   };
   if (channels_last) {
-    // k = (tap, ci): a piece of 8 k is 8 channels of the tap's pixel (Cin % 8 == 0), or its zeros over the padding.
+    // k = (tap, ci) over the padded channels: a piece of 8 k is 8 channels of the tap's pixel, or its zeros over the
+    // padding.
     io.b = x;
-    io.b_locate = [&](const std::vector<Val>& at, Val k) -> std::pair<Val, Val> {
+    io.b_locate = [&, depth = uint32_t(conv2d_channels_last_depth(s))](const std::vector<Val>& at, Val k) {
       Val kc = min(k, K - 1);
-      Val tap = kc / cin, ci = kc % cin;
+      Val tap = kc / depth, ci = kc % depth;
       Val ih = at[2] + (tap / kw) * dh - ph;
       Val iw = at[3] + (tap % kw) * dw - pw;
       Val valid = at[0] & (k < K) & (ih < H) & (iw < W);
-      return {valid, (at[1] + min(ih, H - 1) * W + min(iw, W - 1)) * cin + ci};
+      return std::pair<Val, Val>{valid, (at[1] + min(ih, H - 1) * W + min(iw, W - 1)) * depth + ci};
     };
   }
   // Each element moves as its 16-bit word (no conversion: bf16's are integer sequences, and a gathered slice is

@@ -7,10 +7,11 @@
 // each result is scattered to its NCHW place, so epilogues (a bias, an activation, the rounding to half) fuse into
 // those stores. Ungrouped convolutions (any stride, padding, dilation). Needs Feature::CooperativeMatrix.
 //
-// Channels last (where Cin is a multiple of 8): the kernel reads an NHWC copy of the input and a [Cout, kh, kw, Cin]
-// copy of the weights (channels_last_kernel.h makes them), so K runs (kh, kw, ci) and 8 consecutive k of one column
-// are 16 contiguous bytes of one input pixel: B is staged like A, by 16-byte copies (zeros over the padding), and the
-// two operands' copies pipeline as the matmul's do, instead of one element, its divisions and its branch at a time.
+// Channels last: the kernel reads an NHWC copy of the input and a [Cout, kh, kw, Cin] copy of the weights
+// (channels_last_kernel.h makes them), their channels padded with zeros to a multiple of 8, so K runs (kh, kw, ci) and
+// 8 consecutive k of one column are 16 contiguous bytes of one input pixel: B is staged like A, by 16-byte copies
+// (zeros over the padding), and the two operands' copies pipeline as the matmul's do, instead of one element, its
+// divisions and its branch at a time.
 // Buffers: x (read, half), w (read, half), y (write, f32).
 #pragma once
 
@@ -22,13 +23,14 @@
 namespace spire::lowering::heavy {
 
 // The product the kernel computes (conv2d_gemm_shape: M = Cout, K = Cin * kh * kw, N = batch * Ho * Wo), its operands
-// `half`; channels last, B is read [column][k] (b_transposed).
+// `half`; channels last, B is read [column][k] (b_transposed) and K counts the padded channels.
 MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, kir::Type half, bool channels_last = false);
 
 // Whether the kernel computes this convolution: ungrouped, with at least one output channel and position.
 bool conv2d_fits_tensor_cores(const Conv2dShape& s);
-// Whether it computes it channels last: that, and Cin a multiple of 8 (a 16-byte copy never straddles two pixels).
-bool conv2d_channels_last_fits(const Conv2dShape& s);
+// The channels of the channels-last copies: Cin rounded up to a multiple of 8 (so that a 16-byte piece never straddles
+// two pixels), the added ones zero.
+int64_t conv2d_channels_last_depth(const Conv2dShape& s);
 
 // The tiling: blocks of 128 output channels (64 or 32 where there are fewer) by 128 positions, or by 64 where workgroup
 // memory is under 64 KiB (NVIDIA's Vulkan), 8 subgroups, K slices of 32; the gathered operand is staged in one stage,
@@ -43,9 +45,8 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type 
 MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
 
-// Throws std::invalid_argument for a grouped convolution, a type other than f16 or bf16, a tiling whose subgroups
-// do not own whole 16x16 fragments, or channels last where Cin is not a multiple of 8. `async_copies`: the device has
-// Feature::AsyncCopy.
+// Throws std::invalid_argument for a grouped convolution, a type other than f16 or bf16, or a tiling whose subgroups
+// do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
 HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies,
                               bool channels_last = false);
 

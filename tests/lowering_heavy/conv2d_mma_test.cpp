@@ -123,14 +123,16 @@ void check_tilings(rt::Device& dev, const heavy::Conv2dShape& s, graph::DType ha
       run.upload(xs, x);
       run.upload(ws, w);
       if (channels_last) {
-        auto move = [&](int32_t from, int64_t batches, int64_t channels, int64_t positions, const char* name) {
-          const int32_t to = run.add_slot(h, batches * channels * positions, name);
-          heavy::HeavyKernel m = heavy::channels_last_kernel(h, uint32_t(batches), uint32_t(channels), uint32_t(positions));
+        const int64_t depth = heavy::conv2d_channels_last_depth(s);  // channels padded to a multiple of 8
+        auto move = [&](int32_t from, int64_t batches, int64_t positions, const char* name) {
+          const int32_t to = run.add_slot(h, batches * depth * positions, name);
+          heavy::HeavyKernel m = heavy::channels_last_kernel(h, uint32_t(batches), uint32_t(s.cin), uint32_t(positions),
+                                                             uint32_t(depth));
           run.launch(std::move(m.kernel), {from, to}, {}, m.groups);
           return to;
         };
-        xs = move(xs, s.n, s.cin, s.h * s.w, "x_nhwc");
-        ws = move(ws, s.cout, s.cin, s.kh * s.kw, "w_last");
+        xs = move(xs, s.n, s.h * s.w, "x_nhwc");
+        ws = move(ws, s.cout, s.kh * s.kw, "w_last");
       }
       heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, h, tl, copies, channels_last);
       const std::string name = k.kernel.name;
@@ -152,15 +154,11 @@ TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64Convolution) {
   check_tilings(dev, s, half, false, tilings);
 }
 
-// Channels last, with the pipeline 2 and 3 stages deep.
+// Channels last, with the pipeline 2 and 3 stages deep (3 input channels padded to 8).
 TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64ConvolutionChannelsLast) {
   const auto& [device_id, c, half] = GetParam();
   rt::Device& dev = device(device_id);
   const heavy::Conv2dShape s = heavy::conv2d_shape(c.x, c.w, c.opt.stride, c.opt.padding, c.opt.dilation, 1);
-  if (!heavy::conv2d_channels_last_fits(s)) {
-    EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, kTilings[0], true, true), std::invalid_argument);
-    return;  // 3 input channels: the lowering reads this one as stored
-  }
   const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
   std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
   tilings.push_back(staged(mma(64, 128, 32, 2, 4), 3));
@@ -241,7 +239,11 @@ TEST(Conv2dMmaKernel, ChannelsLastCopiesBothOperandsInAPipeline) {
   EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(deep, kir::Type::BF16, vulkan), staged(mma(128, 128, 32, 2, 4), 2));
   for (const heavy::MatmulTiling& c : heavy::conv2d_channels_last_candidates(s, kir::Type::BF16, vulkan))
     EXPECT_LE(heavy::mma_staging(g, c, true).shared_bytes, vulkan.shared_bytes);
-  EXPECT_FALSE(heavy::conv2d_channels_last_fits(heavy::conv2d_shape({1, 12, 8, 8}, {8, 12, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1)));
+  // 12 channels are padded to 16: 3x3 windows of 144 terms.
+  const heavy::Conv2dShape ragged = heavy::conv2d_shape({1, 12, 8, 8}, {8, 12, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_EQ(heavy::conv2d_channels_last_depth(ragged), 16);
+  EXPECT_EQ(heavy::conv2d_mma_gemm_shape(ragged, kir::Type::F16, true).k, 144);
+  EXPECT_EQ(heavy::conv2d_mma_gemm_shape(ragged, kir::Type::F16, false).k, 108);
 }
 
 // The move to channels last on every device (lavapipe included), blocks with edges in both directions, each element
@@ -251,24 +253,29 @@ class ChannelsLastKernelOnDevice : public testing::TestWithParam<std::string> {}
 TEST_P(ChannelsLastKernelOnDevice, MovesEveryElementToItsNhwcPlace) {
   rt::Device& dev = device(GetParam());
   const uint32_t batches = 3, channels = 40, positions = 70;
-  for (graph::DType dt : {graph::DType::F16, graph::DType::BF16, graph::DType::F32}) {
-    const kir::Type t = dt == graph::DType::F16 ? kir::Type::F16 : dt == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F32;
-    const kir::Feature needs = dt == graph::DType::F16 ? kir::Feature::Float16 : dt == graph::DType::BF16 ? kir::Feature::BFloat16 : kir::Feature::None;
-    if (needs != kir::Feature::None && !dev.info().features.has(needs)) continue;
-    const graph::Tensor x = random_tensor(dt, {batches, channels, positions}, 25);
-    graph::Tensor want(graph::DType::F64, {batches, positions, channels});
-    for (uint32_t b = 0; b < batches; ++b)
-      for (uint32_t c = 0; c < channels; ++c)
-        for (uint32_t p = 0; p < positions; ++p) want[(b * positions + p) * channels + c] = x[(b * channels + c) * positions + p];
-    graph::Graph none;
-    DeviceRun run(dev, none);
-    const int32_t xs = run.add_slot(t, x.numel(), "x"), ys = run.add_slot(t, x.numel(), "y");  // y poisoned by run()
-    run.upload(xs, x);
-    heavy::HeavyKernel k = heavy::channels_last_kernel(t, batches, channels, positions);
-    run.launch(std::move(k.kernel), {xs, ys}, {}, k.groups);
-    run.run();
-    EXPECT_EQ(compare(run.download(ys, dt, want.shape), want, {0, 0}), "") << graph::dtype_name(dt);
-  }
+  const std::pair<graph::DType, kir::Feature> types[] = {{graph::DType::F16, kir::Feature::Float16},
+                                                         {graph::DType::BF16, kir::Feature::BFloat16},
+                                                         {graph::DType::F32, kir::Feature::None}};
+  for (const auto& [dt, needs] : types)
+    for (uint32_t depth : {channels, 48u}) {  // rows of exactly the channels, and padded with zeros
+      if (needs != kir::Feature::None && !dev.info().features.has(needs)) continue;
+      const kir::Type t = dt == graph::DType::F16 ? kir::Type::F16 : dt == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F32;
+      const graph::Tensor x = random_tensor(dt, {batches, channels, positions}, 25);
+      graph::Tensor want(graph::DType::F64, {batches, positions, depth});  // zeros past the channels
+      for (uint32_t b = 0; b < batches; ++b)
+        for (uint32_t c = 0; c < channels; ++c)
+          for (uint32_t p = 0; p < positions; ++p) want[(b * positions + p) * depth + c] = x[(b * channels + c) * positions + p];
+      graph::Graph none;
+      DeviceRun run(dev, none);
+      const int32_t xs = run.add_slot(t, x.numel(), "x");
+      const int32_t ys = run.add_slot(t, want.numel(), "y");  // poisoned by run()
+      run.upload(xs, x);
+      heavy::HeavyKernel k = heavy::channels_last_kernel(t, batches, channels, positions, depth);
+      run.launch(std::move(k.kernel), {xs, ys}, {}, k.groups);
+      run.run();
+      EXPECT_EQ(compare(run.download(ys, dt, want.shape), want, {0, 0}), "") << graph::dtype_name(dt) << " " << depth;
+    }
+  EXPECT_THROW(heavy::channels_last_kernel(kir::Type::F16, 1, 16, 4, 8), std::invalid_argument);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, ChannelsLastKernelOnDevice, testing::ValuesIn(device_ids()),
@@ -291,8 +298,7 @@ TEST(Conv2dMmaKernel, EveryCandidateBuildsSpirvAndAssemblesForAmpereAndHopper) {
     const heavy::MatmulTiling heuristic = heavy::choose_conv2d_mma_tiling(s, half, limits);
     std::vector<std::pair<heavy::MatmulTiling, bool>> offered;
     for (const heavy::MatmulTiling& t : heavy::conv2d_mma_candidates(s, half, limits)) offered.push_back({t, false});
-    if (heavy::conv2d_channels_last_fits(s))
-      for (const heavy::MatmulTiling& t : heavy::conv2d_channels_last_candidates(s, half, limits)) offered.push_back({t, true});
+    for (const heavy::MatmulTiling& t : heavy::conv2d_channels_last_candidates(s, half, limits)) offered.push_back({t, true});
     for (const auto& [t, channels_last] : offered) {
       const kir::Kernel k = heavy::conv2d_mma_kernel(s, half, t, limits.async_copy, channels_last).kernel;
       EXPECT_NO_THROW(spirv::compile(k)) << k.name;

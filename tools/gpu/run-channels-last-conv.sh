@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Channels-last convolutions on tensor cores (lowering/heavy_kernels/conv2d_mma_kernel.h, channels_last_kernel.h) on
 # the H100: the kernels' and the lowering's tests on cuda:0 and vulkan:0; resnet18's convolutions forward at batch 64
-# in bf16 three ways in the same run: the heuristic, every layer but conv1 forced onto the tensor-core kernel as stored
-# (NCHW input gathered element by element, the previous heuristic's tiling), and forced channels last (3x3 stride-1
-# layers included, which the heuristic may give Winograd's f32 products); PyTorch's f16/bf16 cuDNN convolutions; the
+# in bf16 three ways in the same run: the heuristic, every layer forced onto the tensor-core kernel as stored (NCHW
+# input gathered element by element, the previous heuristic's tiling), and forced channels last (conv1's 3 channels
+# padded to 8); PyTorch's f16/bf16 cuDNN convolutions; the
 # whole resnet18 in float16 (`spire run`) against PyTorch eager and torch.compile.
 # Here: TESTS=1 bash tools/gpu/prepare-goals.sh. There, carrying .gpu and .gl: bash tools/gpu/run-channels-last-conv.sh
 # (its files in $OUT/channels_last). PART=bench: no tests; PART=models: only the whole models.
@@ -26,7 +26,7 @@ if [ "$part" != models ]; then
   # Tuning caches that force one tensor-core config per layer and backend (the key is the layer's shape at batch 64).
   name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   vdrv="NVIDIA $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
-  layers="64:64:3:1:1:56 64:128:3:2:1:56 128:128:3:1:1:28 64:128:1:2:0:56 128:256:3:2:1:28 256:256:3:1:1:14
+  layers="3:64:7:2:3:224 64:64:3:1:1:56 64:128:3:2:1:56 128:128:3:1:1:28 64:128:1:2:0:56 128:256:3:2:1:28 256:256:3:1:1:14
           128:256:1:2:0:28 256:512:3:2:1:14 512:512:3:1:1:7 256:512:1:2:0:14"
   force() {  # force <file> <layout: stored|nhwc>
     printf "# spire tuning cache 1\n" > $1
@@ -49,7 +49,7 @@ if [ "$part" != models ]; then
   }
   force /tmp/stored.tsv stored
   force /tmp/nhwc.tsv nhwc
-  L=layer1.0.conv1,layer2.0.conv1,layer2.0.conv2,layer2.0.downsample,layer3.0.conv1,layer3.0.conv2,layer3.0.downsample,layer4.0.conv1,layer4.0.conv2,layer4.0.downsample
+  L=conv1,layer1.0.conv1,layer2.0.conv1,layer2.0.conv2,layer2.0.downsample,layer3.0.conv1,layer3.0.conv2,layer3.0.downsample,layer4.0.conv1,layer4.0.conv2,layer4.0.downsample
   # VARIANTS=heuristic: only the heuristic, at batch 1 and 64 and every layer (conv1 too).
   for v in ${VARIANTS:-heuristic stored nhwc}; do
     cache=/tmp/$v.tsv; layers="--batches 64 --layers $L"
