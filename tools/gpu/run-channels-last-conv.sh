@@ -23,7 +23,9 @@ if [ "$part" = all ]; then
 fi
 } 2>&1 | tee $H/tests.txt
 if [ "$part" != models ]; then
-  # Tuning caches that force one tensor-core config per layer and backend (the key is the layer's shape at batch 64).
+  # Tuning caches that force one tensor-core config per layer and backend (the key is the layer's shape at batch
+  # BATCH, 64 unless set).
+  batch=${BATCH:-64}
   name=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
   vdrv="NVIDIA $(nvidia-smi --query-gpu=driver_version --format=csv,noheader | head -1)"
   layers="3:64:7:2:3:224 64:64:3:1:1:56 64:128:3:2:1:56 128:128:3:1:1:28 64:128:1:2:0:56 128:256:3:2:1:28 256:256:3:1:1:14
@@ -32,7 +34,7 @@ if [ "$part" != models ]; then
     printf "# spire tuning cache 1\n" > $1
     for l in $layers; do
       IFS=: read cin cout k s p hw <<< "$l"
-      shape="n64_c${cin}_h${hw}_w${hw}_k${cout}_r${k}x${k}_s${s}x${s}_p${p}x${p}_d1x1_g1_bf16_bf16_operands"
+      shape="n${batch}_c${cin}_h${hw}_w${hw}_k${cout}_r${k}x${k}_s${s}x${s}_p${p}x${p}_d1x1_g1_bf16_bf16_operands"
       m=$([ $cout -ge 128 ] && echo 128 || echo 64)
       for be in cuda vulkan; do
         if [ $2 = stored ]; then
@@ -52,7 +54,7 @@ if [ "$part" != models ]; then
   L=conv1,layer1.0.conv1,layer2.0.conv1,layer2.0.conv2,layer2.0.downsample,layer3.0.conv1,layer3.0.conv2,layer3.0.downsample,layer4.0.conv1,layer4.0.conv2,layer4.0.downsample
   # VARIANTS=heuristic: only the heuristic, at batch 1 and 64 and every layer (conv1 too).
   for v in ${VARIANTS:-heuristic stored nhwc}; do
-    cache=/tmp/$v.tsv; layers="--batches 64 --layers $L"
+    cache=/tmp/$v.tsv; layers="--batches $batch --layers $L"
     [ $v = heuristic ] && cache=/tmp/none.tsv && [ -n "${VARIANTS:-}" ] && layers="--batches 1,64"
     $B/spire_bench_conv2d --device all --runs $runs --dtype bf16 --passes fwd --tuning-cache $cache $layers \
       2>&1 | tail -50 > $H/bf16_$v.txt
