@@ -207,7 +207,9 @@ TEST(Conv2dMmaKernel, GathersTheInputAndCopiesWeightsWhereTheirRowsAllow) {
   EXPECT_EQ(heavy::choose_conv2d_mma_tiling(wide, kir::Type::BF16, vulkan), mma(128, 64, 32, 4, 2));
   for (const heavy::Conv2dShape& shape : {s, stem, wide}) {
     const heavy::MatmulTiling chosen = heavy::choose_conv2d_mma_tiling(shape, kir::Type::BF16, vulkan);
-    if (shape.cout == 64) EXPECT_EQ(chosen, tl);
+    if (shape.cout == 64) {
+      EXPECT_EQ(chosen, tl);
+    }
     for (const heavy::MatmulTiling& c : heavy::conv2d_mma_candidates(shape, kir::Type::BF16, vulkan))
       EXPECT_LE(heavy::mma_staging(heavy::conv2d_mma_gemm_shape(shape, kir::Type::BF16), c, true, true).shared_bytes,
                 vulkan.shared_bytes);

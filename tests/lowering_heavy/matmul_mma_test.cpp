@@ -240,9 +240,10 @@ TEST(MatmulMmaKernel, UnrollingByTheDepthKeepsTheWholePipelineInFlightOnVulkan) 
   ASSERT_FALSE(waits.empty());
   EXPECT_EQ(waits.front()->pending, 0u);
   EXPECT_EQ(plan.lands.at(waits.front()), (std::vector<uint32_t>{0, 1, 2, 3}));
-  for (size_t w = 1; w < waits.size(); ++w)
-    if (plan.lands.count(waits[w]))
-      for (uint32_t site : plan.lands.at(waits[w])) EXPECT_GE(site, 4u) << "wait " << w;
+  for (size_t w = 1; w < waits.size(); ++w) {
+    if (!plan.lands.count(waits[w])) continue;
+    for (uint32_t site : plan.lands.at(waits[w])) EXPECT_GE(site, 4u) << "wait " << w;
+  }
   const spirv::CopyPlan rolled_plan = spirv::plan_copy_sites(heavy::matmul_mma_kernel(s, rolled, true).kernel.body);
   EXPECT_EQ(rolled_plan.lands_before_rerun.size(), 2u);
 
