@@ -2,12 +2,12 @@
 // they spread their work tunable; each may instead be an implicit GEMM (conv2d_gemm_kernels.h), one more family
 // of points in the same config space, and a 3x3 convolution at stride 1 (forward and both gradients) a Winograd
 // transform around a batched matmul (conv2d_winograd_kernels.h), a third.
+#include "lowering/fuse.h"
+#include "lowering/heavy_kernels/channels_last_kernel.h"
 #include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+#include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/heavy_kernels/conv2d_mma_kernel.h"
 #include "lowering/heavy_kernels/widen_kernel.h"
-#include "lowering/heavy_kernels/channels_last_kernel.h"
-#include "lowering/fuse.h"
-#include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/heavy_kernels/pool2d_kernels.h"
 #include "lowering/heavy_kernels/split_sum_kernel.h"
 #include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
@@ -381,11 +381,7 @@ KernelProgram widened(KernelProgram p, const HalfOperands& h) {
 // where the kernel reads channels-last copies of its operands.
 bool is_mma_config(const heavy::Config& c) { return c.has("tile_m") && heavy::MatmulTiling::from(c).tensor_cores(); }
 bool is_channels_last_config(const heavy::Config& c) { return c.has("channels_last") && c.get("channels_last") == 1; }
-std::vector<heavy::Config> channels_last_configs(const std::vector<heavy::MatmulTiling>& tilings) {
-  std::vector<heavy::Config> out;
-  for (const heavy::MatmulTiling& t : tilings) out.push_back(t.config().set("channels_last", 1));
-  return out;
-}
+heavy::Config channels_last_config(const heavy::MatmulTiling& t) { return t.config().set("channels_last", 1); }
 
 // The tensor-core kernel over channels-last copies of the operands: the input moved to NHWC and the weights to
 // [Cout, kh, kw, Cin] into scratch by launches of their own, channels padded with zeros to a multiple of 8 (a 1x1
@@ -427,9 +423,9 @@ bool channels_last_pays(const heavy::Conv2dShape& s) { return s.cin % 8 == 0 && 
 // window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at batch 64 on both
 // backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there as stored).
 bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
-  const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
-  if (winograd && !channels_last_pays(s) && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
   const bool last = channels_last_pays(s);
+  const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
+  if (winograd && !last && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
   const heavy::MatmulTiling t = last ? heavy::choose_conv2d_channels_last_tiling(s, half, limits)
                                      : heavy::choose_conv2d_mma_tiling(s, half, limits);
   const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, half, last);
@@ -469,17 +465,16 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
                                        unsplit_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   if (mma_type) {
-    // Channels last where Cin allows it (the heuristic where it pays), as stored beside it.
-    const heavy::Config mma = channels_last_pays(s) ? heavy::choose_conv2d_channels_last_tiling(s, *mma_type, limits)
-                                                          .config()
-                                                          .set("channels_last", 1)
-                                                    : heavy::choose_conv2d_mma_tiling(s, *mma_type, limits).config();
+    // Both layouts, channels last first where it pays (its heuristic tiling then leads the list, else as stored).
+    const bool last_first = channels_last_pays(s);
     std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, *mma_type, limits));
-    std::vector<heavy::Config> last = channels_last_configs(heavy::conv2d_channels_last_candidates(s, *mma_type, limits));
-    offered.insert(channels_last_pays(s) ? offered.begin() : offered.end(), last.begin(), last.end());
+    std::vector<heavy::Config> last;
+    for (const heavy::MatmulTiling& tl : heavy::conv2d_channels_last_candidates(s, *mma_type, limits))
+      last.push_back(channels_last_config(tl));
+    offered.insert(last_first ? offered.begin() : offered.end(), last.begin(), last.end());
     if (tensor_cores_pay(s, *mma_type, limits)) {
       op.candidates.insert(op.candidates.begin(), offered.begin(), offered.end());
-      op.heuristic = mma;
+      op.heuristic = offered.front();
     } else {
       op.candidates.insert(op.candidates.end(), offered.begin(), offered.end());
     }
