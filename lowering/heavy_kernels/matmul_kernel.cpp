@@ -114,6 +114,7 @@ Config MatmulTiling::config() const {
     Config c{{"tile_m", tile_m},   {"tile_n", tile_n},   {"tile_k", tile_k},
              {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages}};
     if (unroll > 1) c.set("unroll", unroll);  // rolled configs keep the text tuning caches already hold
+    if (producers > 0) c.set("producers", producers);
     return c;
   }
   Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
@@ -147,6 +148,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     t.warps_n = u("warps_n");
     if (c.has("stages")) t.stages = u("stages");
     if (c.has("unroll")) t.unroll = u("unroll");
+    if (c.has("producers")) t.producers = u("producers");
     return t;
   }
   MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};

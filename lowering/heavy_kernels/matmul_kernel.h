@@ -64,18 +64,23 @@ struct MatmulTiling {
   // too: above.)
   bool workgroup_matrix = false;
   uint32_t unroll = 1;
+  // Tensor cores with a pipeline (both operands copied): this many more subgroups of 32 only copy the operands'
+  // slices, so that the multiplying subgroups issue no copies and hold no copy in their registers. 0: the
+  // multiplying subgroups copy too.
+  uint32_t producers = 0;
   bool tensor_cores() const { return warps_m > 0; }
   bool warpgroup_mma() const { return warpgroups > 0; }
   uint32_t invocations() const {
     return workgroup_matrix ? 256
            : warpgroup_mma() ? (warpgroups + 1) * 128
-           : tensor_cores()  ? warps_m * warps_n * 32
+           : tensor_cores()  ? (warps_m * warps_n + producers) * 32
                              : (tile_m / reg_m) * (tile_n / reg_n);
   }
   // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
-  // warps_m=2,warps_n=4,stages=3" for tensor cores (",unroll=3" when unrolled), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for
-  // warpgroup MMA, "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices) and back (throws std::invalid_argument for a missing value; a
-  // missing splits is 1, a missing stages 2).
+  // warps_m=2,warps_n=4,stages=3" for tensor cores (",unroll=3" when unrolled, ",producers=4" with copying
+  // subgroups), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for warpgroup MMA,
+  // "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices) and back (throws
+  // std::invalid_argument for a missing value; a missing splits is 1, a missing stages 2).
   Config config() const;
   static MatmulTiling from(const Config& c);
   friend bool operator==(const MatmulTiling&, const MatmulTiling&) = default;

@@ -76,6 +76,10 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
     MatmulTiling deep = mma_tiling(128, 256, 16, 2, 4);
     deep.stages = deep.unroll = 3;
     const MmaStaging deep_plan = mma_staging(s, deep, limits.async_copy);
+    // Where copies pass through registers (not PTX's cp.async), 4 more subgroups that only copy: the multiplying ones
+    // then issue no copies and hold none in their registers (the H100's vulkan:0, 2026-11-28: 4096³ 0.566 ms against
+    // 0.627, 8192³ 4.12-4.13 against 4.28-4.32; with 1 to 3 copying subgroups the driver spilled registers).
+    if (!limits.ptx && deep.invocations() + 4 * 32 <= limits.max_invocations) deep.producers = 4;
     if (deep_plan.stages == 3 && deep_plan.shared_bytes <= limits.shared_bytes) return deep;
     MatmulTiling t = mma_tiling(128, 256, 16, 4, 4);
     t.stages = 2;
@@ -116,6 +120,20 @@ std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limi
           if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
           if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
         }
+  // Copying subgroups where copies pass through registers (Vulkan: not PTX's cp.async), 2 or 4 of them, for every
+  // unrolled tiling (the ones whose copies stay in flight across waits there). On the H100's vulkan:0 fewer than 4
+  // beside 8 multiplying subgroups made NVIDIA's compiler spill registers.
+  if (pipelined && !limits.ptx) {
+    const size_t plain = out.size();
+    for (size_t i = 0; i < plain; ++i)
+      for (uint32_t producers : {2u, 4u}) {
+        MatmulTiling tl = out[i];
+        if (tl.unroll == 1 || tl.producers > 0) continue;
+        tl.producers = producers;
+        if (tl.invocations() <= limits.max_invocations &&
+            std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+      }
+  }
   return out;
 }
 
@@ -160,6 +178,9 @@ void check_mma_tiling(const MatmulTiling& tl) {
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
                                             "16x16 fragments", tl.config().text()));
   if (tl.stages < 2 || tl.stages > 8) throw std::invalid_argument(fmt::format("matmul on tensor cores: {} stages", tl.stages));
+  if (tl.producers > 8)
+    throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' has {} copying subgroups (at most 8)",
+                                            tl.config().text(), tl.producers));
   if (tl.unroll != 1 && tl.unroll != tl.stages)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' unrolls the K loop {} deep; it unrolls "
                                             "by the pipeline's stage count or not at all",
@@ -168,8 +189,9 @@ void check_mma_tiling(const MatmulTiling& tl) {
 
 std::string mma_name_suffix(const MatmulTiling& tl, const MmaStaging& plan) {
   const bool unrolled = tl.unroll > 1 && plan.stages > 1;
-  return fmt::format("_t{}x{}x{}_w{}x{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
-                     plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "", unrolled ? "_u" : "");
+  return fmt::format("_t{}x{}x{}_w{}x{}{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
+                     plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "", unrolled ? "_u" : "",
+                     tl.producers > 0 ? fmt::format("_p{}", tl.producers) : "");
 }
 
 uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTiling& tl, const MmaStaging& plan,
@@ -183,7 +205,11 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
   const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
-  const uint32_t threads = tl.invocations(), warps = tl.warps_m * tl.warps_n;
+  // `warps` multiply; `producers` more subgroups (numbered after them) only copy, where the tiling has them and both
+  // operands copy (a pipeline). Without one, every invocation stages elements and the multiplying subgroups multiply.
+  const uint32_t warps = tl.warps_m * tl.warps_n, producers = tl.producers;
+  const bool specialized = producers > 0 && plan.stages >= 2;
+  const uint32_t threads = (specialized ? warps : warps + producers) * kWarp;
   const uint32_t warp_m = tl.tile_m / tl.warps_m, warp_n = tl.tile_n / tl.warps_n;
   const uint32_t frags_m = warp_m / kFrag, frags_n = warp_n / kFrag;
 
@@ -218,7 +244,10 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
     // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
     Val zero = cast(kb.f32(0), h);
-    for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
+    auto fill_accumulators = [&] {
+      for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
+    };
+    if (!specialized) fill_accumulators();
 
     // (outer, inner) of the slice at k0 = 0 -> its buffer element, and whether its row (column) is in the product.
     Staging a_st{&A, a_tile, 0, 0, a_ld, M % tl.tile_m || K % tl.tile_k, plan.a_copies, !s.a_transposed, 0, {}, {}, {}, {}, {}};
@@ -250,23 +279,25 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     }
     // Consecutive invocations take consecutive elements (or 8-element chunks, 16 bytes) along the contiguous
     // direction, so the reads coalesce.
-    auto items_of = [&](const Staging& st) {
+    // `first`: this invocation's place among the `count` that stage.
+    auto items_of = [&](const Staging& st, Val first, uint32_t count) {
       const uint32_t step = st.copies ? 8 : 1, per_row = st.inner / step, items = st.outer * per_row;
       std::vector<StagingItem> out;
-      for (uint32_t base = 0; base < items; base += threads) {
-        Val idx = lid + base;
+      for (uint32_t base = 0; base < items; base += count) {
+        Val idx = first + base;
         Val o = idx / per_row, i = (idx % per_row) * step;
         StagingItem it{o * st.ld + i, {}, st.k_inner ? i : o, std::nullopt, std::nullopt, {}};
         if (st.gather) it.prepared = st.prepare(col0 + i);
         else if (st.locate) it.prepared = st.prepare(col0 + o);
         else it.offset = st.offset(o, i);
         if (st.edges) it.in_range = st.in_range(o, i);
-        if (base + threads > items) it.present = idx < items;
+        if (base + count > items) it.present = idx < items;
         out.push_back(it);
       }
       return out;
     };
-    const std::vector<StagingItem> a_items = items_of(a_st), b_items = items_of(b_st);
+    std::vector<StagingItem> a_items, b_items;
+    if (!specialized) a_items = items_of(a_st, lid, threads), b_items = items_of(b_st, lid, threads);
 
     // One slice of an operand into stage `at` (an element offset). Elements outside the product become zeros
     // and are not read.
@@ -318,7 +349,70 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       }
     };
 
-    if (plan.stages >= 2) {
+    // Rounds 0 .. k_tiles - 1 of a pipeline S stages deep: unrolled, laps of S rounds and the rounds past the last
+    // whole lap after them, so that every stage's offsets are constants and each round's copies are their own
+    // statements (a backend that stages copies through registers then keeps S - 1 slices in flight across the waits,
+    // backends/spirv/copy_plan.h; rolled, a round's copy lands when the next round issues its own). `slot` is kt % S
+    // where the unrolled loop knows it.
+    auto rounds = [&](const std::function<void(Val kt, std::optional<uint32_t> slot)>& round) {
+      const uint32_t S = plan.stages;
+      if (!unrolled) {
+        kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) { round(kt, std::nullopt); });
+        return;
+      }
+      const uint32_t laps = k_tiles / S;
+      kb.for_(kb.u32(0), kb.u32(laps), [&](Val lap) {
+        for (uint32_t j = 0; j < S; ++j) round(lap * S + j, j);
+      });
+      for (uint32_t kt = laps * S; kt < k_tiles; ++kt) round(kb.u32(kt), kt % S);
+    };
+    if (specialized) {
+      // Copying subgroups beside the multiplying ones. Each role runs its own K loop with one barrier per round, the
+      // same count in both, so every barrier is reached by every subgroup of the workgroup (each from its role's
+      // code; NVIDIA's and the PTX barriers count arrivals, and roles are whole subgroups). Round kt: the
+      // multiplying subgroups multiply slice kt while the copying ones issue slice kt + S - 1 into the stage slice
+      // kt - 1 left (the previous barrier said every subgroup was done with it) and land slice kt + 1; the barrier
+      // then shows slice kt + 1 to every subgroup. Copies staged through registers (Vulkan) keep their registers in
+      // the copying subgroups only, and the accumulators live in the multiplying ones only.
+      const uint32_t S = plan.stages;
+      kb.if_else(
+          warp < warps,
+          [&] {
+            fill_accumulators();
+            kb.barrier();  // the prologue's slices have landed
+            rounds([&](Val kt, std::optional<uint32_t> slot) {
+              Val cur = slot ? kb.u32(*slot) : kt % S;
+              multiply(cur * a_elems, cur * b_elems);
+              kb.barrier();
+            });
+          },
+          [&] {
+            Val first = lid - warps * kWarp;
+            const std::vector<StagingItem> pa = items_of(a_st, first, producers * kWarp);
+            const std::vector<StagingItem> pb = items_of(b_st, first, producers * kWarp);
+            for (uint32_t p = 0; p + 1 < S; ++p) {
+              if (p < k_tiles) {
+                stage(a_st, pa, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
+                stage(b_st, pb, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
+              }
+              kb.copy_commit();
+            }
+            kb.copy_wait(0);
+            kb.barrier();
+            rounds([&](Val kt, std::optional<uint32_t> slot) {
+              Val ahead = kt + (S - 1);
+              kb.if_(ahead < k_tiles, [&] {
+                Val at = slot ? kb.u32((*slot + S - 1) % S) : ahead % S;
+                stage(a_st, pa, ahead * tl.tile_k, at * a_elems);
+                stage(b_st, pb, ahead * tl.tile_k, at * b_elems);
+              });
+              kb.copy_commit();
+              kb.copy_wait(S - 2);  // slice kt + 1 has landed
+              kb.barrier();
+            });
+            kb.copy_wait(0);  // only empty batches are left
+          });
+    } else if (plan.stages >= 2) {
       // A pipeline of S stages: the copies of slices kt + 1 .. kt + S - 1 fly while slice kt is multiplied, one
       // batch of copies per slice (an empty batch past the end keeps the count). Round kt waits until at most S - 2
       // batches fly (slice kt has landed), then the barrier shows it to every subgroup and tells the round that
@@ -338,8 +432,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       // registers to 238 and bf16 8192^3 from 4.57-4.60 ms to 4.37-4.40 (docs/PERFORMANCE.md); the price is one
       // exposed load latency per workgroup, before its first slice.
       if (unrolled) kb.copy_wait(0);
-      // Round kt; `slot` is kt % S where the unrolled loop knows it.
-      auto round = [&](Val kt, std::optional<uint32_t> slot) {
+      rounds([&](Val kt, std::optional<uint32_t> slot) {
         kb.copy_wait(S - 2);
         kb.barrier();
         Val ahead = kt + (S - 1);
@@ -351,20 +444,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
         kb.copy_commit();
         Val cur = slot ? kb.u32(*slot) : kt % S;
         multiply(cur * a_elems, cur * b_elems);
-      };
-      if (!unrolled) {
-        kb.for_(kb.u32(0), kb.u32(k_tiles), [&](Val kt) { round(kt, std::nullopt); });
-      } else {
-        // Laps of S rounds, the rounds past the last whole lap after them: every stage's offsets are constants, and
-        // each round's copies are their own statements, so a backend that stages copies through registers keeps
-        // S - 1 slices in flight across the waits (backends/spirv/copy_plan.h; rolled, a round's copy lands when
-        // the next round issues its own).
-        const uint32_t laps = k_tiles / S;
-        kb.for_(kb.u32(0), kb.u32(laps), [&](Val lap) {
-          for (uint32_t j = 0; j < S; ++j) round(lap * S + j, j);
-        });
-        for (uint32_t kt = laps * S; kt < k_tiles; ++kt) round(kb.u32(kt), kt % S);
-      }
+      });
       kb.copy_wait(0);  // only empty batches are left
     } else {
       const bool any_copies = plan.a_copies || plan.b_copies;
@@ -376,7 +456,8 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
           kb.copy_wait(0);
         }
         kb.barrier();
-        multiply(kb.u32(0), kb.u32(0));
+        if (producers > 0) kb.if_(warp < warps, [&] { multiply(kb.u32(0), kb.u32(0)); });
+        else multiply(kb.u32(0), kb.u32(0));
         kb.barrier();
       });
     }
@@ -387,8 +468,10 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     const uint32_t turns = warps / plan.result_tiles;
     Val stage_at = (warp % plan.result_tiles) * kStage;
     auto in_turn = [&](uint32_t turn, const std::function<void()>& body) {
-      if (turns == 1) body();
-      else kb.if_(warp / plan.result_tiles == turn, body);
+      if (turns == 1 && producers == 0) body();
+      else if (turns == 1) kb.if_(warp < warps, body);
+      else if (producers == 0) kb.if_(warp / plan.result_tiles == turn, body);
+      else kb.if_((warp < warps) & (warp / plan.result_tiles == turn), body);
     };
     for (uint32_t turn = 0; turn < turns; ++turn)
       for (uint32_t i = 0; i < frags_m; ++i)

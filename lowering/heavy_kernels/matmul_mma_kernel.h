@@ -33,13 +33,15 @@ bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
 
 // The tiling for a shape: 256x128 blocks of 8 subgroups (4 x 2, 64x64 each, K slices of 64) where that still
 // gives the device enough workgroups and `limits` holds 3 or 4 stages of it; where workgroup memory is under 64 KiB,
-// 128x256 of 8 (2 x 4) with K slices of 16, 3 stages, the K loop unrolled by them (where both operands copy; else 16
-// subgroups (4 x 4), 2 stages); else 128x128 of 4 (2 x 2), else
+// 128x256 of 8 (2 x 4) with K slices of 16, 3 stages, the K loop unrolled by them, and (not through PTX) 4 more
+// subgroups that only copy (where both operands copy; else 16 subgroups (4 x 4), 2 stages); else 128x128 of 4
+// (2 x 2), else
 // 64x64 of 4 (32x32 each), else 32x32 of 4 (one fragment each), K slices of 32, as many stages (2 to 4) as
 // `limits` holds.
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits);
 // The tuner's candidates: the choice above first, then the other block shapes, K slices and (where both operands
-// copy) pipeline depths of 2 to 4, rolled and unrolled, that fit `limits`.
+// copy) pipeline depths of 2 to 4, rolled and unrolled, that fit `limits`; off PTX, each unrolled one also with 2 and
+// with 4 copying subgroups.
 std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limits& limits);
 
 // How the kernel stages its operands: with 16-byte asynchronous copies (Feature::AsyncCopy) where the operand's

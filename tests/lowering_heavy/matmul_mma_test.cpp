@@ -44,6 +44,12 @@ heavy::MatmulTiling unrolled(heavy::MatmulTiling t) {
   return t;
 }
 
+// The same tiling with `n` more subgroups that only copy the operands.
+heavy::MatmulTiling copying(heavy::MatmulTiling t, uint32_t n) {
+  t.producers = n;
+  return t;
+}
+
 struct MmaCase {
   graph::DType half;
   heavy::MatmulTiling tiling;
@@ -53,9 +59,11 @@ struct MmaCase {
 
 std::string case_name(const MmaCase& c) {
   const auto& t = c.tiling;
-  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n, t.tile_k,
-                     t.warps_m, t.warps_n, t.stages, t.unroll > 1 ? "u" : "", c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n,
-                     c.a_transposed ? "_at" : "", c.b_transposed ? "_bt" : "");
+  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}{}{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n,
+                     t.tile_k, t.warps_m, t.warps_n, t.stages, t.unroll > 1 ? "u" : "",
+                     t.producers ? fmt::format("p{}", t.producers) : "",
+                     c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n, c.a_transposed ? "_at" : "",
+                     c.b_transposed ? "_bt" : "");
 }
 
 void PrintTo(const MmaCase& c, std::ostream* os) { *os << case_name(c); }
@@ -74,7 +82,13 @@ std::vector<MmaCase> mma_cases() {
                                          // none), results in turns of 4 subgroups
                                          unrolled(mma(64, 64, 16, 2, 2, 3)), unrolled(mma(32, 32, 16, 2, 2, 2)),
                                          // (vulkan:0's heuristic: 8 subgroups, the result in two turns of 4)
-                                         unrolled(mma(128, 256, 16, 2, 4, 3))};
+                                         unrolled(mma(128, 256, 16, 2, 4, 3)),
+                                         // subgroups that only copy, beside the multiplying ones: rolled and
+                                         // unrolled, 2 and 3 stages, one or two of them, results in turns
+                                         copying(mma(64, 64, 16, 2, 2, 3), 1),
+                                         copying(unrolled(mma(32, 32, 16, 2, 2, 2)), 2),
+                                         copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 2),
+                                         copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 4)};
   // Whole tiles, one element of everything, and edges in every direction (K not a multiple of the slice).
   const int64_t shapes[][3] = {{64, 64, 64}, {1, 1, 1}, {33, 65, 70}, {130, 17, 129}};
   for (graph::DType h : {graph::DType::BF16, graph::DType::F16})
@@ -85,6 +99,10 @@ std::vector<MmaCase> mma_cases() {
     out.push_back({h, mma(64, 64, 32, 2, 2), 1, 70, 40, 90, true, false});
     out.push_back({h, mma(64, 64, 32, 2, 2), 1, 70, 40, 90, false, true});
     out.push_back({h, mma(32, 32, 32, 2, 2), 3, 33, 48, 20});
+    // and through copying subgroups
+    out.push_back({h, copying(unrolled(mma(64, 64, 16, 2, 2, 3)), 2), 1, 72, 40, 96, true, false});
+    out.push_back({h, copying(unrolled(mma(64, 64, 16, 2, 2, 3)), 2), 1, 72, 40, 96, false, true});
+    out.push_back({h, copying(mma(32, 32, 32, 2, 2), 1), 3, 33, 48, 24});
   }
   return out;
 }
@@ -175,6 +193,9 @@ TEST(MatmulMmaKernel, RefusesShapesAndTilingsItCannotCompute) {
   EXPECT_THROW(heavy::matmul_mma_kernel(bf16, heavy::MatmulTiling{64, 64, 16, 4, 4}, true), std::invalid_argument);  // SIMT
   EXPECT_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 64, 32, 2, 2, 1), true), std::invalid_argument);  // 1 stage
   EXPECT_NO_THROW(heavy::matmul_mma_kernel(bf16, mma(64, 48, 32, 2, 3), true));
+  // At most 8 copying subgroups (without copies they stage elements with the others).
+  EXPECT_THROW(heavy::matmul_mma_kernel(bf16, copying(mma(64, 64, 32, 2, 2), 9), true), std::invalid_argument);
+  EXPECT_NO_THROW(heavy::matmul_mma_kernel(bf16, copying(mma(64, 64, 32, 2, 2), 2), true));
   // A batched operand read transposed in place (only rank-2 ones are).
   heavy::MatmulShape batched = shape_of({graph::DType::BF16, {}, 3, 64, 64, 64});
   batched.a_transposed = true;
@@ -263,6 +284,7 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
   heavy::Limits cuda;
   cuda.shared_bytes = 163 * 1024;  // an A100's opt-in limit: past 48 KiB the kernels go dynamic
   cuda.max_invocations = 1024;
+  cuda.ptx = true;
   int assembled = 0;
   for (graph::DType half : {graph::DType::BF16, graph::DType::F16}) {
     const heavy::MatmulShape s = shape_of({half, {}, 1, 304, 200, 504});
@@ -281,13 +303,26 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
       }
     }
   }
+  // Copying subgroups (offered off PTX only, but the kernel is the same kir everywhere): barriers reached from each
+  // role's own loop.
+  const heavy::MatmulShape s = shape_of({graph::DType::BF16, {}, 1, 304, 200, 504});
+  for (const heavy::MatmulTiling& t :
+       {copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 4), copying(mma(64, 64, 32, 2, 2, 3), 2)}) {
+    const kir::Kernel k = heavy::matmul_mma_kernel(s, t, true).kernel;
+    EXPECT_NE(k.name.find("_p"), std::string::npos) << k.name;
+    if (!ptxas) continue;
+    const ptx::testing::AssembleResult r = ptx::testing::assemble(*ptxas, ptx::compile(k, ptx::Target{90}), 90);
+    EXPECT_TRUE(r.ok) << k.name << ":\n" << r.log;
+    ++assembled;
+  }
   if (!ptxas) GTEST_SKIP() << "ptxas not found: the tensor-core PTX was generated but not assembled";
-  EXPECT_GE(assembled, 20);
+  EXPECT_GE(assembled, 22);
 }
 
 // The heuristic's block and depth follow the workgroup memory: an H100's 227 KiB holds 4 stages of 256x128x64,
 // an A100's 163 KiB not even 3, so 128x128x32 4 deep; 48 KiB takes 128x256x16 of 2 x 4 subgroups, 3 deep and
-// unrolled by them (2 deep of 4 x 4 where the operands cannot copy). Small products take small blocks.
+// unrolled by them, fed by 4 copying subgroups off PTX (2 deep of 4 x 4 where the operands cannot copy). Small
+// products take small blocks.
 TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
   const heavy::MatmulShape big = shape_of({graph::DType::BF16, {}, 1, 8192, 8192, 8192});
   heavy::Limits l;
@@ -298,7 +333,11 @@ TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
   l.shared_bytes = 163 * 1024;
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), mma(128, 128, 32, 2, 2, 4));
   l.shared_bytes = 48 * 1024;  // NVIDIA's Vulkan driver: 128x256 blocks with 16-deep slices (measured there)
+  // with 4 subgroups that only copy, where copies pass through registers (not through PTX's cp.async)
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 4));
+  l.ptx = true;
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), unrolled(mma(128, 256, 16, 2, 4, 3)));
+  l.ptx = false;
   EXPECT_LE(heavy::mma_staging(big, heavy::choose_matmul_mma_tiling(big, l), true).shared_bytes, l.shared_bytes);
   // An operand whose rows do not start on 16 bytes is staged element by element, one stage: 4 x 4 subgroups then.
   const heavy::MatmulShape odd = shape_of({graph::DType::BF16, {}, 1, 8192, 8190, 8192});
@@ -321,6 +360,10 @@ TEST(MatmulMmaKernel, TilingRoundTripsThroughItsConfigText) {
   EXPECT_EQ(t.invocations(), 256u);
   const heavy::MatmulTiling deep = mma(64, 64, 16, 2, 2, 4);
   EXPECT_EQ(heavy::MatmulTiling::from(deep.config()), deep);
+  const heavy::MatmulTiling fed = copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 2);
+  EXPECT_EQ(fed.config().text(), "tile_m=128,tile_n=256,tile_k=16,warps_m=2,warps_n=4,stages=3,unroll=3,producers=2");
+  EXPECT_EQ(heavy::MatmulTiling::from(fed.config()), fed);
+  EXPECT_EQ(fed.invocations(), 320u);
   // Configs tuned before pipelines had a depth were two stages deep.
   EXPECT_EQ(heavy::MatmulTiling::from(heavy::Config{{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 32}, {"warps_m", 2},
                                                     {"warps_n", 4}}),
