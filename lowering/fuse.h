@@ -4,6 +4,8 @@
 //    trip through memory) when its only use is as one input of one pointwise op of the same shape (so nothing
 //    is computed twice), and it is not a graph output nor a state update's new value (those must land in
 //    memory). Trees of such values end at a root, whose kernel (lower_elementwise) emits the whole tree.
+//    A cast of a stored value read by one pointwise op through a broadcast (maybe through reshapes: a layer's bias
+//    cast up and reshaped to [1, C, 1, 1]) is computed by that op's kernel too, one conversion per element read.
 //  * Absorbed transposes: a 2D transpose every user of which is a matrix product reads its input in place.
 //  * Absorbed casts up: a cast from f16/bf16 to f32 read only as matrix-product or convolution operands (directly or
 //    through an absorbed transpose): the products load the half values and widen them (compute_in_f32.h makes these

@@ -57,6 +57,8 @@ Val PointwiseTree::compute(graph::Value v, Val index, bool at_root_element) {
   if (at_root_element)
     if (auto c = computed_.find(v.id); c != computed_.end()) return c->second;
   const graph::Node& n = g_.node(v);
+  // A fused reshape (fuse.h: a cast read through a broadcast) keeps every element's linear index: its input there.
+  if (n.op == graph::OpKind::Reshape || n.op == graph::OpKind::Flatten) return value(n.inputs[0], index, at_root_element);
   ops_.push_back(std::string(graph::op_name(n.op)));
   std::vector<Val> args;
   for (graph::Value in : n.inputs) {
