@@ -167,12 +167,13 @@ TEST_P(Epilogue, EveryHostMatchesTheReference) {
 
 // A half bias cast up and read through a broadcast, after a reshape (as compute_in_f32 leaves a half layer's bias):
 // the reader converts each element it loads, so the cast gets no launch. `host`: a convolution (the reader is its
-// epilogue), else the input itself (the reader is a pointwise kernel).
-Graph half_bias_relu(bool host) {
+// epilogue), else the input itself (the reader is a pointwise kernel). `constant`: the bias is a constant (as the ONNX
+// importer makes of an initializer whose elements are all equal), which the reader folds.
+Graph half_bias_relu(bool host, bool constant = false) {
   Graph g;
   Value x = g.input("x", DType::F32, {2, 8, 5, 5});
   if (host) x = g.conv2d(x, g.input("w", DType::F32, {8, 8, 3, 3}), {.padding = {1, 1}});
-  const Value b = g.parameter("b", DType::F16, {8});
+  const Value b = constant ? g.constant(0.375, DType::F16, {8}) : g.parameter("b", DType::F16, {8});
   g.output("y", g.relu(g.add(x, g.reshape(g.name(g.cast(b, DType::F32), "b_up"), {1, 8, 1, 1}))));
   return g;
 }
@@ -180,6 +181,7 @@ Graph half_bias_relu(bool host) {
 // x and w uniform, b exact in f16 (k / 8 - 0.5), so the evaluator and the device read the same values.
 std::map<std::string, Tensor> half_bias_inputs(const Graph& g) {
   std::map<std::string, Tensor> in = random_leaves(g, 21);
+  if (!g.find("b")) return in;  // a constant bias
   Tensor b(DType::F16, {8}, 0);
   for (size_t k = 0; k < b.data.size(); ++k) b.data[k] = double(k) / 8 - 0.5;
   in["b"] = b;
@@ -187,14 +189,15 @@ std::map<std::string, Tensor> half_bias_inputs(const Graph& g) {
 }
 
 TEST(CastReadThroughBroadcast, ComputedByItsReaderWithNoLaunchOfItsOwn) {
-  for (bool host : {false, true}) {
-    const Graph g = half_bias_relu(host);
-    const lowering::Fusion f = lowering::plan_fusion(g);
-    const Value cast = *g.find("b_up");
-    EXPECT_TRUE(f.fused[size_t(cast.id)]) << host;
-    EXPECT_TRUE(f.fused[size_t(g.users()[size_t(cast.id)][0].id)]) << host;  // the reshape
-    EXPECT_EQ(launched_nodes(g).size(), 1u) << host << ": " << ::testing::PrintToString(launched_nodes(g));
-  }
+  for (bool constant : {false, true})
+    for (bool host : {false, true}) {
+      const Graph g = half_bias_relu(host, constant);
+      const lowering::Fusion f = lowering::plan_fusion(g);
+      const Value cast = *g.find("b_up");
+      EXPECT_TRUE(f.fused[size_t(cast.id)]) << host << constant;
+      EXPECT_TRUE(f.fused[size_t(g.users()[size_t(cast.id)][0].id)]) << host << constant;  // the reshape
+      EXPECT_EQ(launched_nodes(g).size(), 1u) << host << constant << ": " << ::testing::PrintToString(launched_nodes(g));
+    }
   // Not where the cast is read twice, or is an output itself: it then has a buffer and a launch.
   Graph twice;
   const Value b = twice.reshape(twice.name(twice.cast(twice.parameter("b", DType::F16, {8}), DType::F32), "b_up"),
@@ -211,11 +214,12 @@ TEST(CastReadThroughBroadcast, ComputedByItsReaderWithNoLaunchOfItsOwn) {
 
 TEST_P(Epilogue, AHalfBiasCastUpByItsReaderMatchesTheReference) {
   if (!dev_->info().features.has(kir::Feature::Float16)) GTEST_SKIP() << "no f16 storage on this device";
-  for (bool host : {false, true}) {
-    SCOPED_TRACE(host ? "epilogue" : "pointwise");
-    const Graph g = half_bias_relu(host);
-    expect_matches_reference(*dev_, g, half_bias_inputs(g));
-  }
+  for (bool constant : {false, true})
+    for (bool host : {false, true}) {
+      SCOPED_TRACE(fmt::format("{} {}", host ? "epilogue" : "pointwise", constant ? "constant" : "parameter"));
+      const Graph g = half_bias_relu(host, constant);
+      expect_matches_reference(*dev_, g, half_bias_inputs(g));
+    }
 }
 
 TEST_P(Epilogue, NotTakenWhenTheTreeReadsAValueComputedAfterTheHost) {
