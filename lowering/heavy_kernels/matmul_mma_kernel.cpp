@@ -366,6 +366,28 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       });
       for (uint32_t kt = laps * S; kt < k_tiles; ++kt) round(kb.u32(kt), kt % S);
     };
+    // A pipeline's first S - 1 slices, a batch of copies each (an empty batch past the end keeps the count).
+    auto prologue = [&](const std::vector<StagingItem>& a_by, const std::vector<StagingItem>& b_by) {
+      for (uint32_t p = 0; p + 1 < plan.stages; ++p) {
+        if (p < k_tiles) {
+          stage(a_st, a_by, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
+          stage(b_st, b_by, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
+        }
+        kb.copy_commit();
+      }
+    };
+    // Round kt's copies: slice kt + S - 1 (where there is one) into the stage slice kt - 1 left, a batch.
+    auto refill = [&](Val kt, std::optional<uint32_t> slot, const std::vector<StagingItem>& a_by,
+                      const std::vector<StagingItem>& b_by) {
+      const uint32_t S = plan.stages;
+      Val ahead = kt + (S - 1);
+      kb.if_(ahead < k_tiles, [&] {
+        Val at = slot ? kb.u32((*slot + S - 1) % S) : ahead % S;
+        stage(a_st, a_by, ahead * tl.tile_k, at * a_elems);
+        stage(b_st, b_by, ahead * tl.tile_k, at * b_elems);
+      });
+      kb.copy_commit();
+    };
     if (specialized) {
       // Copying subgroups beside the multiplying ones. Each role runs its own K loop with one barrier per round, the
       // same count in both, so every barrier is reached by every subgroup of the workgroup (each from its role's
@@ -390,23 +412,11 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
             Val first = lid - warps * kWarp;
             const std::vector<StagingItem> pa = items_of(a_st, first, producers * kWarp);
             const std::vector<StagingItem> pb = items_of(b_st, first, producers * kWarp);
-            for (uint32_t p = 0; p + 1 < S; ++p) {
-              if (p < k_tiles) {
-                stage(a_st, pa, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
-                stage(b_st, pb, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
-              }
-              kb.copy_commit();
-            }
+            prologue(pa, pb);
             kb.copy_wait(0);
             kb.barrier();
             rounds([&](Val kt, std::optional<uint32_t> slot) {
-              Val ahead = kt + (S - 1);
-              kb.if_(ahead < k_tiles, [&] {
-                Val at = slot ? kb.u32((*slot + S - 1) % S) : ahead % S;
-                stage(a_st, pa, ahead * tl.tile_k, at * a_elems);
-                stage(b_st, pb, ahead * tl.tile_k, at * b_elems);
-              });
-              kb.copy_commit();
+              refill(kt, slot, pa, pb);
               kb.copy_wait(S - 2);  // slice kt + 1 has landed
               kb.barrier();
             });
@@ -414,17 +424,11 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
           });
     } else if (plan.stages >= 2) {
       // A pipeline of S stages: the copies of slices kt + 1 .. kt + S - 1 fly while slice kt is multiplied, one
-      // batch of copies per slice (an empty batch past the end keeps the count). Round kt waits until at most S - 2
-      // batches fly (slice kt has landed), then the barrier shows it to every subgroup and tells the round that
-      // every subgroup has finished with slice kt - 1, whose stage it refills with slice kt + S - 1.
+      // batch of copies per slice. Round kt waits until at most S - 2 batches fly (slice kt has landed), then the
+      // barrier shows it to every subgroup and tells the round that every subgroup has finished with slice kt - 1,
+      // whose stage it refills with slice kt + S - 1.
       const uint32_t S = plan.stages;
-      for (uint32_t p = 0; p + 1 < S; ++p) {
-        if (p < k_tiles) {
-          stage(a_st, a_items, kb.u32(p * tl.tile_k), kb.u32(p * a_elems));
-          stage(b_st, b_items, kb.u32(p * tl.tile_k), kb.u32(p * b_elems));
-        }
-        kb.copy_commit();
-      }
+      prologue(a_items, b_items);
       // Unrolled, the prologue's copies land before the loop. A backend that stages copies through registers keeps
       // a copy statement's registers until the wait that lands it, and a prologue copy's wait is inside the loop
       // (only on its first lap, which the backend cannot tell from the rest): every prologue copy would hold its
@@ -435,13 +439,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       rounds([&](Val kt, std::optional<uint32_t> slot) {
         kb.copy_wait(S - 2);
         kb.barrier();
-        Val ahead = kt + (S - 1);
-        kb.if_(ahead < k_tiles, [&] {
-          Val at = slot ? kb.u32((*slot + S - 1) % S) : ahead % S;
-          stage(a_st, a_items, ahead * tl.tile_k, at * a_elems);
-          stage(b_st, b_items, ahead * tl.tile_k, at * b_elems);
-        });
-        kb.copy_commit();
+        refill(kt, slot, a_items, b_items);
         Val cur = slot ? kb.u32(*slot) : kt % S;
         multiply(cur * a_elems, cur * b_elems);
       });
