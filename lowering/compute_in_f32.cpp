@@ -69,11 +69,16 @@ class Rewriter {
   }
 
   // Whether an op reading the half value `v` gets a cast up of its own rather than the one every other reader shares:
-  // a matmul or convolution reading v itself (not through element moves), so that fusion absorbs the cast into it
-  // (the product reads v in place) whatever else reads v. A residual block's input, read by the next convolution and
-  // by the block's add, is read by the convolution as 16-bit words (on tensor cores where the device has them)
-  // instead of through an f32 copy.
-  bool own_cast(OpKind op, Value v) const { return reads_half_in_place(op) && !moves_elements_only(g_.node(v).op); }
+  // a matmul or convolution reading v itself or a reshape of it (an alias of the same words; not a permute or a
+  // broadcast, which move elements), so that fusion absorbs the cast into it (the product reads v in place) whatever
+  // else reads v. A residual block's input, read by the next convolution and by the block's add, is read by the
+  // convolution as 16-bit words (on tensor cores where the device has them) instead of through an f32 copy; a
+  // classifier's pooled features, flattened for its fully connected layer, need no launch to be cast up.
+  bool own_cast(OpKind op, Value v) const {
+    const OpKind moved_by = g_.node(v).op;
+    return reads_half_in_place(op) &&
+           (!moves_elements_only(moved_by) || moved_by == OpKind::Reshape || moved_by == OpKind::Flatten);
+  }
 
   // Whether an op other than a cast reads `v` through the shared cast up, directly or through element moves (which
   // stay in half).

@@ -111,6 +111,29 @@ TEST(ComputeInF32, MatmulsReadHalfOperandsInPlace) {
   EXPECT_FALSE(lowering::in_place_operand(g1, mm.inputs[0]).half.has_value());
 }
 
+// A product reading a reshape of a half value (a classifier's pooled features flattened for its fully connected
+// layer) casts up after the reshape, an alias of the same words: the product reads them in place, and the cast up gets
+// no launch. The rewritten graph computes the same.
+TEST(ComputeInF32, ProductsReadReshapedHalfOperandsInPlace) {
+  Graph g0;
+  auto p = g0.input("p", DType::F16, {2, 8, 1, 1});
+  auto w = g0.parameter("w", DType::F16, {8, 3});
+  g0.output("y", g0.name(g0.matmul(g0.flatten(p, 1), w), "y"));
+  const Graph g = lowering::compute_in_f32(g0);
+  const graph::Node& mm = node(g, "y.f32");
+  ASSERT_EQ(mm.op, OpKind::Matmul);
+  const lowering::InPlaceOperand a = lowering::in_place_operand(g, mm.inputs[0]);
+  EXPECT_EQ(a.half, DType::F16);
+  EXPECT_EQ(g.node(a.source).op, OpKind::Flatten);
+  EXPECT_EQ(g.type(a.source).dtype, DType::F16);
+  EXPECT_TRUE(lowering::fuse_pointwise(g)[size_t(mm.inputs[0].id)]) << "the cast up of the features has a launch";
+  graph::Tensor pt(DType::F16, {2, 8, 1, 1}), wt(DType::F16, {8, 3});
+  for (int64_t i = 0; i < pt.numel(); ++i) pt[i] = double(i % 7) / 4 - 0.75;
+  for (int64_t i = 0; i < wt.numel(); ++i) wt[i] = double(i % 5) / 8 - 0.25;
+  const std::map<std::string, graph::Tensor> in{{"p", pt}, {"w", wt}};
+  EXPECT_EQ(graph::evaluate(g, in, DType::F64).at("y").data, graph::evaluate(g0, in, DType::F64).at("y").data);
+}
+
 // A residual block's input, read by a convolution and by the block's add: the convolution reads it through a cast up of
 // its own, which fusion absorbs (the convolution reads x as stored), and the add through the cast every other reader
 // shares; so does a matmul beside a pointwise reader. With one cast for all, the convolution would read an f32 copy.
