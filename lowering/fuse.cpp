@@ -142,15 +142,15 @@ class Planner {
         for (Value c : *chain) f_.fused[size_t(c.id)] = true;
         continue;
       }
-      auto& us = users_[size_t(id)];
-      if (us.empty() || std::any_of(us.begin(), us.end(), [&](Value u) { return u != us[0]; })) continue;
-      // An absorbed cast has no kernel to compute v in: the product reads v from memory.
-      if (g_.node(us[0]).op == OpKind::Cast && absorbed_upcast(g_, us[0])) continue;
-      const graph::Node& user = g_.node(us[0]);
-      int uses = int(std::count(user.inputs.begin(), user.inputs.end(), Value{id}));
-      if (uses != 1 || !is_pointwise(user.op) || user.type.shape != n.type.shape) continue;
-      f_.fused[size_t(id)] = true;
+      const std::optional<Value> u = sole_user(Value{id});
+      if (u && computes_its_inputs(*u) && g_.type(*u).shape == n.type.shape) f_.fused[size_t(id)] = true;
     }
+  }
+
+  // Whether u is a pointwise op with a kernel that can compute its inputs in place (an absorbed cast has none: the
+  // product reading it loads its input from memory).
+  bool computes_its_inputs(Value u) const {
+    return is_pointwise(g_.node(u).op) && !(g_.node(u).op == OpKind::Cast && absorbed_upcast(g_, u));
   }
 
   // v's one user, read once, where v is no output; else nothing.
@@ -177,8 +177,7 @@ class Planner {
       chain.push_back(*u);
       u = sole_user(*u);
     }
-    if (!u || !is_pointwise(g_.node(*u).op) || g_.type(chain.back()).shape == g_.node(*u).type.shape) return std::nullopt;
-    if (g_.node(*u).op == OpKind::Cast && absorbed_upcast(g_, *u)) return std::nullopt;
+    if (!u || !computes_its_inputs(*u) || g_.type(chain.back()).shape == g_.type(*u).shape) return std::nullopt;
     return chain;
   }
 

@@ -244,6 +244,13 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
     // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
     Val zero = cast(kb.f32(0), h);
+    // Where the tiling has copying subgroups, what only the multiplying ones run goes under this condition.
+    std::optional<Val> multiplying;
+    if (producers > 0) multiplying = warp < warps;
+    auto only_where = [&](std::optional<Val> condition, const std::function<void()>& body) {
+      if (condition) kb.if_(*condition, body);
+      else body();
+    };
     auto fill_accumulators = [&] {
       for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
     };
@@ -398,7 +405,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       // the copying subgroups only, and the accumulators live in the multiplying ones only.
       const uint32_t S = plan.stages;
       kb.if_else(
-          warp < warps,
+          *multiplying,
           [&] {
             fill_accumulators();
             kb.barrier();  // the prologue's slices have landed
@@ -454,8 +461,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
           kb.copy_wait(0);
         }
         kb.barrier();
-        if (producers > 0) kb.if_(warp < warps, [&] { multiply(kb.u32(0), kb.u32(0)); });
-        else multiply(kb.u32(0), kb.u32(0));
+        only_where(multiplying, [&] { multiply(kb.u32(0), kb.u32(0)); });
         kb.barrier();
       });
     }
@@ -466,10 +472,12 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     const uint32_t turns = warps / plan.result_tiles;
     Val stage_at = (warp % plan.result_tiles) * kStage;
     auto in_turn = [&](uint32_t turn, const std::function<void()>& body) {
-      if (turns == 1 && producers == 0) body();
-      else if (turns == 1) kb.if_(warp < warps, body);
-      else if (producers == 0) kb.if_(warp / plan.result_tiles == turn, body);
-      else kb.if_((warp < warps) & (warp / plan.result_tiles == turn), body);
+      std::optional<Val> condition = multiplying;
+      if (turns > 1) {
+        Val mine = warp / plan.result_tiles == turn;
+        condition = condition ? *condition & mine : mine;
+      }
+      only_where(condition, body);
     };
     for (uint32_t turn = 0; turn < turns; ++turn)
       for (uint32_t i = 0; i < frags_m; ++i)
