@@ -115,6 +115,7 @@ Config MatmulTiling::config() const {
              {"warps_m", warps_m}, {"warps_n", warps_n}, {"stages", stages}};
     if (unroll > 1) c.set("unroll", unroll);  // rolled configs keep the text tuning caches already hold
     if (producers > 0) c.set("producers", producers);
+    if (b_unpadded) c.set("b_unpadded", 1);
     return c;
   }
   Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
@@ -149,6 +150,11 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (c.has("stages")) t.stages = u("stages");
     if (c.has("unroll")) t.unroll = u("unroll");
     if (c.has("producers")) t.producers = u("producers");
+    if (c.has("b_unpadded")) {
+      if (c.get("b_unpadded") != 1)
+        throw std::invalid_argument(fmt::format("matmul config '{}': b_unpadded must be 1", c.text()));
+      t.b_unpadded = true;
+    }
     return t;
   }
   MatmulTiling t{u("tile_m"), u("tile_n"), u("tile_k"), u("reg_m"), u("reg_n")};

@@ -42,8 +42,9 @@ MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_
   p.stages = p.a_copies && p.b_copies ? std::max<uint32_t>(tl.stages, 2) : 1;
   const uint32_t warps = tl.warps_m * tl.warps_n;
   p.result_tiles = tl.unroll > 1 ? std::gcd(warps, kUnrolledResultTiles) : warps;
+  p.b_pad = tl.b_unpadded && s.b_transposed && !b_gathered ? 0 : kPad16;
   const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16);
-  const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + kPad16);
+  const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + p.b_pad);
   p.shared_bytes = p.stages * (a + b) * 2 + uint64_t(p.result_tiles) * kStage * 4;
   return p;
 }
@@ -75,6 +76,9 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
       limits.max_invocations >= 512) {
     MatmulTiling deep = mma_tiling(128, 256, 16, 2, 4);
     deep.stages = deep.unroll = 3;
+    // B read as [column][k] (a Linear layer's weight) fits 3 stages only with its rows unpadded (MatmulTiling::b_unpadded;
+    // the H100's vulkan:0, bf16 8192^3 B [N, K]: see docs/PERFORMANCE.md).
+    deep.b_unpadded = s.b_transposed;
     const MmaStaging deep_plan = mma_staging(s, deep, limits.async_copy);
     // Where copies pass through registers (not PTX's cp.async), 4 more subgroups that only copy: the multiplying ones
     // then issue no copies and hold none in their registers (the H100's vulkan:0, 2026-11-28: 4096³ 0.566 ms against
@@ -115,6 +119,8 @@ std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limi
           MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
           tl.stages = stages;
           tl.unroll = unrolled ? stages : 1;
+          // A B read as [column][k] that does not fit padded may fit unpadded.
+          if (s.b_transposed && shared_bytes(tl) > limits.shared_bytes) tl.b_unpadded = true;
           if (tl.invocations() > limits.max_invocations || shared_bytes(tl) > limits.shared_bytes) continue;
           // A block more than twice the (rounded up) extent only adds masked work.
           if (tl.tile_m > 2 * std::max<int64_t>(s.m, 16) || tl.tile_n > 2 * std::max<int64_t>(s.n, 16)) continue;
@@ -189,9 +195,9 @@ void check_mma_tiling(const MatmulTiling& tl) {
 
 std::string mma_name_suffix(const MatmulTiling& tl, const MmaStaging& plan) {
   const bool unrolled = tl.unroll > 1 && plan.stages > 1;
-  return fmt::format("_t{}x{}x{}_w{}x{}{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
+  return fmt::format("_t{}x{}x{}_w{}x{}{}{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
                      plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "", unrolled ? "_u" : "",
-                     tl.producers > 0 ? fmt::format("_p{}", tl.producers) : "");
+                     tl.producers > 0 ? fmt::format("_p{}", tl.producers) : "", plan.b_pad == 0 ? "_bu" : "");
 }
 
 uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTiling& tl, const MmaStaging& plan,
@@ -217,7 +223,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   // A's tile is [row][k], or [k][row] for a transposed A (its fragments then column-major); B's is [k][column], or
   // [column][k] for a transposed B.
   const uint32_t a_ld = (s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16;
-  const uint32_t b_ld = (s.b_transposed ? tl.tile_k : tl.tile_n) + kPad16;
+  const uint32_t b_ld = (s.b_transposed ? tl.tile_k : tl.tile_n) + plan.b_pad;
   const uint32_t a_elems = (s.a_transposed ? tl.tile_k : tl.tile_m) * a_ld;
   const uint32_t b_elems = (s.b_transposed ? tl.tile_n : tl.tile_k) * b_ld;
   Shared a_tile = kb.shared("a_tile", h, plan.stages * a_elems);

@@ -50,6 +50,7 @@ std::vector<MatmulTiling> matmul_mma_candidates(const MatmulShape& s, const Limi
 struct MmaStaging {
   bool a_copies = false, b_copies = false;
   uint32_t stages = 1;
+  uint32_t b_pad = 0;         // elements of padding after each row of B's tile (MatmulTiling::b_unpadded: none)
   uint32_t result_tiles = 0;  // subgroups' 16x16 f32 tiles the result leaves through (every subgroup's unless unrolled)
   uint64_t shared_bytes = 0;  // workgroup memory the kernel declares
 };

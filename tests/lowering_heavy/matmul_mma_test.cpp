@@ -50,6 +50,12 @@ heavy::MatmulTiling copying(heavy::MatmulTiling t, uint32_t n) {
   return t;
 }
 
+// The same tiling with B's [column][k] tile rows unpadded.
+heavy::MatmulTiling unpadded(heavy::MatmulTiling t) {
+  t.b_unpadded = true;
+  return t;
+}
+
 struct MmaCase {
   graph::DType half;
   heavy::MatmulTiling tiling;
@@ -59,9 +65,9 @@ struct MmaCase {
 
 std::string case_name(const MmaCase& c) {
   const auto& t = c.tiling;
-  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}{}{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n,
+  return fmt::format("{}_t{}x{}x{}_w{}x{}_s{}{}{}{}_{}{}x{}x{}{}{}", graph::dtype_name(c.half), t.tile_m, t.tile_n,
                      t.tile_k, t.warps_m, t.warps_n, t.stages, t.unroll > 1 ? "u" : "",
-                     t.producers ? fmt::format("p{}", t.producers) : "",
+                     t.producers ? fmt::format("p{}", t.producers) : "", t.b_unpadded ? "bu" : "",
                      c.batch > 1 ? fmt::format("b{}_", c.batch) : "", c.m, c.k, c.n, c.a_transposed ? "_at" : "",
                      c.b_transposed ? "_bt" : "");
 }
@@ -103,6 +109,16 @@ std::vector<MmaCase> mma_cases() {
     out.push_back({h, copying(unrolled(mma(64, 64, 16, 2, 2, 3)), 2), 1, 72, 40, 96, true, false});
     out.push_back({h, copying(unrolled(mma(64, 64, 16, 2, 2, 3)), 2), 1, 72, 40, 96, false, true});
     out.push_back({h, copying(mma(32, 32, 32, 2, 2), 1), 3, 33, 48, 24});
+    // B's [column][k] rows unpadded: vulkan:0's heuristic for a B read transposed, rolled and unrolled, 16 and 32
+    // deep, whole tiles and edges (a B read as [k][column] ignores it)
+    const heavy::MatmulTiling rows[] = {unpadded(copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 4)),
+                                        unpadded(mma(64, 64, 32, 2, 2, 3)), unpadded(unrolled(mma(32, 32, 16, 2, 2, 2)))};
+    for (const auto& t : rows) {
+      out.push_back({h, t, 1, 128, 64, 256, false, true});
+      out.push_back({h, t, 1, 130, 40, 129, false, true});
+      out.push_back({h, t, 1, 72, 40, 96, true, true});
+    }
+    out.push_back({h, unpadded(mma(64, 64, 32, 2, 2, 3)), 1, 72, 40, 96});
   }
   return out;
 }
@@ -339,6 +355,24 @@ TEST(MatmulMmaKernel, HeuristicTakesTheLargestBlockAndDeepestPipelineThatFit) {
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(big, l), unrolled(mma(128, 256, 16, 2, 4, 3)));
   l.ptx = false;
   EXPECT_LE(heavy::mma_staging(big, heavy::choose_matmul_mma_tiling(big, l), true).shared_bytes, l.shared_bytes);
+  // B read as [N, K] (a Linear layer's weight): 3 stages fit 48 KiB only with B's rows unpadded (55 KiB padded).
+  const heavy::MatmulShape linear = shape_of({graph::DType::BF16, {}, 1, 8192, 8192, 8192, false, true});
+  const heavy::MatmulTiling deep = copying(unrolled(mma(128, 256, 16, 2, 4, 3)), 4);
+  EXPECT_GT(heavy::mma_staging(linear, deep, true).shared_bytes, l.shared_bytes);
+  EXPECT_EQ(heavy::choose_matmul_mma_tiling(linear, l), unpadded(deep));
+  EXPECT_LE(heavy::mma_staging(linear, unpadded(deep), true).shared_bytes, l.shared_bytes);
+  // and the kernel declares what the plan counts
+  EXPECT_EQ(heavy::matmul_mma_kernel(linear, unpadded(deep), true).kernel.shared_bytes(),
+            heavy::mma_staging(linear, unpadded(deep), true).shared_bytes);
+  // The tuner is offered unpadded tilings where padded ones do not fit, and only tilings that fit.
+  bool offered = false;
+  for (const heavy::MatmulTiling& t : heavy::matmul_mma_candidates(linear, l)) {
+    EXPECT_LE(heavy::mma_staging(linear, t, true).shared_bytes, l.shared_bytes) << t.config().text();
+    offered = offered || t.b_unpadded;
+  }
+  EXPECT_TRUE(offered);
+  // ... which changes nothing for a B read as [K, N]
+  EXPECT_EQ(heavy::mma_staging(big, unpadded(deep), true).shared_bytes, heavy::mma_staging(big, deep, true).shared_bytes);
   // An operand whose rows do not start on 16 bytes is staged element by element, one stage: 4 x 4 subgroups then.
   const heavy::MatmulShape odd = shape_of({graph::DType::BF16, {}, 1, 8192, 8190, 8192});
   EXPECT_EQ(heavy::choose_matmul_mma_tiling(odd, l), mma(128, 256, 16, 4, 4, 2));
@@ -364,6 +398,13 @@ TEST(MatmulMmaKernel, TilingRoundTripsThroughItsConfigText) {
   EXPECT_EQ(fed.config().text(), "tile_m=128,tile_n=256,tile_k=16,warps_m=2,warps_n=4,stages=3,unroll=3,producers=2");
   EXPECT_EQ(heavy::MatmulTiling::from(fed.config()), fed);
   EXPECT_EQ(fed.invocations(), 320u);
+  const heavy::MatmulTiling rows = unpadded(fed);
+  EXPECT_EQ(rows.config().text(),
+            "tile_m=128,tile_n=256,tile_k=16,warps_m=2,warps_n=4,stages=3,unroll=3,producers=2,b_unpadded=1");
+  EXPECT_EQ(heavy::MatmulTiling::from(rows.config()), rows);
+  EXPECT_THROW(heavy::MatmulTiling::from(heavy::Config{{"tile_m", 64}, {"tile_n", 64}, {"tile_k", 32}, {"warps_m", 2},
+                                                       {"warps_n", 2}, {"b_unpadded", 2}}),
+               std::invalid_argument);
   // Configs tuned before pipelines had a depth were two stages deep.
   EXPECT_EQ(heavy::MatmulTiling::from(heavy::Config{{"tile_m", 128}, {"tile_n", 128}, {"tile_k", 32}, {"warps_m", 2},
                                                     {"warps_n", 4}}),

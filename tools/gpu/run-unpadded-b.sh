@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# B read as [N, K] (a Linear layer's weight) on vulkan:0 with its tile rows unpadded (MatmulTiling::b_unpadded), on the
+# H100: the tensor-core tests of unpadded tilings on vulkan:0 and cuda:0, then bf16 and f16 products with B [N, K] and
+# [K, N] under the heuristic, each size in two fresh processes, then PyTorch's torch.mm in the same run.
+# Pack here: cmake --build build --target spire_bench_matmul spire_lowering_heavy_tests, copy both from build/ into a
+# folder bin/, strip them, tar cJf .gpu/pack.tar.xz -C <folder> bin. There, carrying .gpu and .gl:
+# bash tools/gpu/run-unpadded-b.sh
+set -uo pipefail
+source tools/gpu/env.sh
+tar xJf .gpu/pack.tar.xz -C .gpu
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+echo "== tensor-core tests with B's rows unpadded"
+timeout 300 $B/spire_lowering_heavy_tests --gtest_filter="${FILTER:-*MatmulMmaOnDevice*bu_*}" 2>&1 | grep -E "^\[  (PASSED|FAILED|SKIPPED) |tests ran|FAILED" | head -30
+for dt in bf16 f16; do
+  for bt in --b-transposed ""; do
+    label="[K, N]"; [ -n "$bt" ] && label="[N, K]"
+    echo "== $dt, B $label, the heuristic (ms, two fresh processes; kernel)"
+    for n in ${SHAPES:-2048 4096 8192}; do
+      for run in 1 2; do
+        o=$(SPIRE_VULKAN_PIPELINE_STATS=1 timeout 120 $B/spire_bench_matmul --device vulkan:0 --runs 30 --shapes $n --dtype $dt $bt 2>&1)
+        ms=$(echo "$o" | awk '/^vulkan:0 +[0-9]/{print $4}')
+        k=$(echo "$o" | grep -o "pipeline '[^']*mma[^']*': CS: Register Count = [0-9]*" | sed "s/pipeline '//; s/': CS: Register Count = / regs=/" | head -1)
+        printf "%6s %10s  %s\n" $n "${ms:-fail}" "$k"
+      done
+    done
+  done
+done
+echo "== PyTorch"
+timeout 300 python3 benchmarks/torch_matmul_conv.py --runs 30 --matmul-only 2>&1 | grep -E "^shape|^(2048|4096|8192)x"
