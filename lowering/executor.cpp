@@ -1,5 +1,8 @@
-// compile(): plan -> device kernels and buffers -> one recorded command stream that every step() replays.
+// compile(): plan -> device kernels and buffers -> one recorded command stream that every step() replays; where the
+// plan has launches that compute only from parameters (parameter_launches.h), a second one without them, which the
+// steps after the first replay until a parameter is set again.
 #include "backends/compile_kernel.h"
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -27,6 +30,9 @@ std::string names_of_launches_using(const Plan& p, int32_t kernel) {
   return s;
 }
 
+// A step with every launch, or without the parameters-only ones (whose results from an earlier step still hold).
+enum Variant { kEvery = 0, kSteady = 1 };
+
 class CompiledStep final : public Executable {
  public:
   CompiledStep(const graph::Graph& g, rt::Device& dev, const CompileOptions& opt)
@@ -40,7 +46,11 @@ class CompiledStep final : public Executable {
     streamed_ = std::make_unique<StreamedValues>(dev_, plan_, opt.streamed_inputs, opt.streamed_outputs, slots_);
     compile_kernels();
     allocate();
-    for (int slot = 0; slot < slots_; ++slot) streams_.push_back(record(slot));
+    const bool once = std::any_of(plan_.launches.begin(), plan_.launches.end(), [](const Launch& l) { return l.parameters_only; });
+    for (int slot = 0; slot < slots_; ++slot) {
+      streams_[kEvery].push_back(record(slot, kEvery));
+      if (once) streams_[kSteady].push_back(record(slot, kSteady));
+    }
   }
 
   void set(const std::string& name, const graph::Tensor& t) override {
@@ -54,6 +64,7 @@ class CompiledStep final : public Executable {
                                           graph::shape_to_string(t.shape)));
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     auto bytes = to_device_bytes(t, b.slot.type, name);
+    if (nv.kind == graph::OpKind::Parameter) parameters_set_ = true;
     if (streamed_->is_input(name))
       streamed_->write_input(name, bytes.data(), bytes.size(), next_slot_);
     else if (!bytes.empty())
@@ -68,6 +79,7 @@ class CompiledStep final : public Executable {
       throw graph::GraphError(fmt::format("set_raw('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
                                           nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
                                           bytes));
+    if (nv.kind == graph::OpKind::Parameter) parameters_set_ = true;
     if (streamed_->is_input(name))
       streamed_->write_input(name, data, bytes, next_slot_);
     else if (bytes)
@@ -82,7 +94,10 @@ class CompiledStep final : public Executable {
     }
     const int slot = next_slot_;
     streamed_->before_step(slot);
-    in_flight_.push_back({slot, dev_.submit(*streams_[size_t(slot)])});
+    // The parameters-only launches' results hold until a parameter is set (steps in flight queue behind this one).
+    const Variant v = parameters_set_ || streams_[kSteady].empty() ? kEvery : kSteady;
+    in_flight_.push_back({slot, v, dev_.submit(*streams_[v][size_t(slot)])});
+    parameters_set_ = false;
     next_slot_ = (slot + 1) % slots_;
   }
 
@@ -92,7 +107,9 @@ class CompiledStep final : public Executable {
     in_flight_.pop_front();  // in flight no more, even if the wait throws
     oldest.done->wait();
     finished_slot_ = oldest.slot;  // its streamed outputs are what get() reads now
-    last_ms_ = streams_[size_t(oldest.slot)]->elapsed_ms(t_begin_, t_end_);
+    finished_variant_ = oldest.variant;
+    const Recorded& r = recorded_[oldest.variant];
+    last_ms_ = streams_[oldest.variant][size_t(oldest.slot)]->elapsed_ms(r.t_begin, r.t_end);
   }
 
   graph::Tensor get(const std::string& name) override {
@@ -117,17 +134,18 @@ class CompiledStep final : public Executable {
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
   double last_step_ms() const override { return last_ms_; }
-  size_t barriers() const override { return barriers_; }
+  size_t barriers() const override { return recorded_[streams_[kSteady].empty() ? kEvery : kSteady].barriers; }
 
   std::vector<LaunchTime> last_launch_times() const override {
     std::vector<LaunchTime> out;
     if (!profile_) return out;
     if (finished_slot_ < 0) return out;
-    const rt::CommandStream& s = *streams_[size_t(finished_slot_)];
-    for (size_t i = 0; i < plan_.launches.size(); ++i) {
-      const Launch& l = plan_.launches[i];
+    const rt::CommandStream& s = *streams_[finished_variant_][size_t(finished_slot_)];
+    const Recorded& r = recorded_[finished_variant_];
+    for (size_t i = 0; i < r.launched.size(); ++i) {
+      const Launch& l = plan_.launches[r.launched[i]];
       out.push_back({l.node, plan_.kernels[size_t(l.kernel)].name,
-                     s.elapsed_ms(i == 0 ? launches_begin_ : launch_ends_[i - 1], launch_ends_[i])});
+                     s.elapsed_ms(i == 0 ? r.launches_begin : r.launch_ends[i - 1], r.launch_ends[i])});
     }
     return out;
   }
@@ -245,39 +263,45 @@ class CompiledStep final : public Executable {
   }
 
   // Slot `slot`'s step: the same commands in every slot but the streamed values' buffers, so the timestamps'
-  // indices are the same in every slot's stream.
-  std::unique_ptr<rt::CommandStream> record(int slot) {
+  // indices are the same in every slot's stream of a variant (recorded_[variant]).
+  std::unique_ptr<rt::CommandStream> record(int slot, Variant variant) {
+    Recorded& r = recorded_[variant];
     std::unique_ptr<rt::CommandStream> stream = dev_.record();
     const std::vector<rt::BufferView> bound = streamed_->bindings(views_, slot);  // inputs written in place: the slot's
     // With several steps in flight, the one before this may still run when it starts: one queue orders the
     // submissions but lets their commands overlap, and this step's feeds and launches overwrite what that one reads.
     if (slots_ > 1) stream->barrier();
-    t_begin_ = stream->timestamp();
+    r.t_begin = stream->timestamp();
     streamed_->record_feeds(*stream, bound, slot);
     // The first launch's time starts after the streamed inputs' copies (profiling only: a timestamp costs time).
-    launches_begin_ = profile_ ? stream->timestamp() : t_begin_;
-    launch_ends_.clear();
+    r.launches_begin = profile_ ? stream->timestamp() : r.t_begin;
+    r.launch_ends.clear();
+    r.launched.clear();
     std::vector<rt::BufferView> views;
     // A barrier only where a launch depends on one since the last (profiling: after every launch, so each launch's
     // time is its own).
     rt::LaunchHazards hazards;
-    barriers_ = 0;
-    for (const Launch& l : plan_.launches) {
+    size_t& barriers = r.barriers;
+    barriers = 0;
+    for (size_t i = 0; i < plan_.launches.size(); ++i) {
+      const Launch& l = plan_.launches[i];
+      if (variant == kSteady && l.parameters_only) continue;
+      r.launched.push_back(i);
       views.clear();
       for (int32_t b : l.buffers) views.push_back(bound[size_t(b)]);
       if (hazards.dispatch(*stream, *kernels_[size_t(l.kernel)], views, l.scalars, rt::Grid::workgroups(l.groups)))
-        ++barriers_;
+        ++barriers;
       if (profile_) {
         stream->barrier();
-        ++barriers_;
+        ++barriers;
         hazards.clear();
-        launch_ends_.push_back(stream->timestamp());
+        r.launch_ends.push_back(stream->timestamp());
       }
     }
     // The state copies and the streamed outputs' readbacks read the launches' results.
-    if (!plan_.launches.empty() && !profile_) {
+    if (!r.launched.empty() && !profile_) {
       stream->barrier();
-      ++barriers_;
+      ++barriers;
     }
     for (const StateCopy& c : plan_.copies) {
       rt::BufferView from = bound[size_t(c.from)], to = bound[size_t(c.to)];
@@ -286,7 +310,7 @@ class CompiledStep final : public Executable {
     }
     if (!plan_.copies.empty()) stream->barrier();
     streamed_->record_readbacks(*stream, bound, slot);
-    t_end_ = stream->timestamp();
+    r.t_end = stream->timestamp();
     stream->finish();
     return stream;
   }
@@ -298,19 +322,29 @@ class CompiledStep final : public Executable {
   std::vector<std::shared_ptr<rt::Buffer>> owned_;  // persistent buffers (null for arena-placed ones)
   std::vector<rt::BufferView> views_;               // every buffer's binding
   std::unique_ptr<StreamedValues> streamed_;  // before streams_: the recorded copies use its buffers, so it goes last
-  std::vector<std::unique_ptr<rt::CommandStream>> streams_;  // one per slot (CompileOptions::steps_in_flight)
-  uint32_t t_begin_ = 0, t_end_ = 0, launches_begin_ = 0;
+  // Per variant, one stream per slot (CompileOptions::steps_in_flight); kSteady's only where the plan has
+  // parameters-only launches.
+  std::vector<std::unique_ptr<rt::CommandStream>> streams_[2];
+  // What a variant's streams record, the same in each of its slots.
+  struct Recorded {
+    uint32_t t_begin = 0, t_end = 0, launches_begin = 0;
+    std::vector<size_t> launched;        // plan launch indices, in order
+    std::vector<uint32_t> launch_ends;   // profile_: the timestamp after each launched one
+    size_t barriers = 0;                 // between and after the launches
+  };
+  Recorded recorded_[2];
+  bool parameters_set_ = true;  // since the last step started: the next one runs the parameters-only launches too
   bool profile_ = false;
   int slots_ = 1;
-  size_t barriers_ = 0;  // recorded between and after the launches
   struct InFlight {
     int slot = 0;
+    Variant variant = kEvery;
     std::unique_ptr<rt::Fence> done;
   };
   std::deque<InFlight> in_flight_;  // submitted by start_step(), oldest first, until finish_step() waits for them
   int next_slot_ = 0;               // the slot of the next step to start
   int finished_slot_ = -1;          // the slot of the last finished step
-  std::vector<uint32_t> launch_ends_;  // profile_: the timestamp after each launch
+  Variant finished_variant_ = kEvery;
   double last_ms_ = 0;
 };
 

@@ -12,6 +12,7 @@
 #include "lowering/kernel_templates.h"
 #include "lowering/memory_plan.h"
 #include "lowering/op_lowering.h"
+#include "lowering/parameter_launches.h"
 #include "lowering/plan.h"
 #include "lowering/pointwise_tree.h"
 #include "lowering/prepare.h"
@@ -306,6 +307,7 @@ Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passe
     plan.copies.push_back({from, to, g.node(u.target).name});
   }
 
+  mark_parameter_launches(plan);
   plan_memory(plan, info);
   return std::move(plan);
 }

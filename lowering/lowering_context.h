@@ -36,6 +36,9 @@ struct Launch {
   rt::ScalarArgs scalars;
   uint64_t groups = 0;              // logical workgroups (rt::Grid::workgroups)
   std::string node;                 // the graph node this launch computes (for plans and errors)
+  // Computes only from fixed parameters and constants (parameter_launches.h): the executor runs it in the first step
+  // and after set() of a parameter, not in every step.
+  bool parameters_only = false;
 };
 
 // What a heavy node's launch stores besides its result (fuse.h's side outputs); invalid values where none.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "lowering/parameter_launches.h"
+
 namespace spire::lowering {
 
 namespace {
@@ -31,6 +33,10 @@ void plan_memory(Plan& plan, const rt::DeviceInfo& info) {
       if (b.first_use < 0) b.first_use = int32_t(l);
       b.last_use = int32_t(l);
     }
+  // What a parameters-only launch leaves for the others must survive the steps that do not run it.
+  const std::vector<bool> kept = kept_across_steps(plan);
+  for (size_t i = 0; i < plan.buffers.size(); ++i)
+    if (kept[i]) plan.buffers[i].first_use = 0, plan.buffers[i].last_use = int32_t(plan.launches.size()) - 1;
 
   // Largest first (the classic greedy for interval packing); each takes the lowest offset where it fits
   // beside every placed buffer whose lifetime overlaps its own.

@@ -1,7 +1,8 @@
 // Pass 5, memory planning: transient buffers (intermediates and scratch) share one arena; each gets a byte
 // offset, aligned to the device's minimum storage-buffer offset alignment, such that two buffers overlap in
 // memory only if their lifetimes (first to last launch touching them) are disjoint. Persistent buffers
-// (leaves, constants, outputs) keep their own device buffers.
+// (leaves, constants, outputs) keep their own device buffers. What a parameters-only launch writes for the other
+// launches (parameter_launches.h) lives for the whole step: the steps that skip that launch read it.
 #pragma once
 
 #include "lowering/plan.h"

@@ -62,7 +62,8 @@ std::string plan_text(const Plan& p) {
     const auto& L = p.launches[l];
     std::string bufs;
     for (int32_t b : L.buffers) bufs += fmt::format(" #{}", b);
-    s += fmt::format("  {:<4} k{:<3} {:>8} groups  buffers{:<18}  {}\n", l, L.kernel, L.groups, bufs, L.node);
+    s += fmt::format("  {:<4} k{:<3} {:>8} groups  buffers{:<18}  {}{}\n", l, L.kernel, L.groups, bufs, L.node,
+                     L.parameters_only ? "  (parameters only: runs when they change)" : "");
   }
   if (!p.copies.empty()) {
     s += "state updates (copies after the launches):\n";

@@ -1,0 +1,168 @@
+// Launches that compute only from parameters (lowering/parameter_launches.h): which launches the plan marks, that
+// their results keep their arena space for the whole step, and that the executor runs them in the first step and
+// after set() of a parameter only, with the right results in every step, on every device present.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+
+#include "lowering/executable.h"
+#include "lowering/memory_plan.h"
+#include "lowering/plan.h"
+#include "tests/lowering/device_list.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/on_device.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Tensor;
+
+namespace {
+
+// y = relu(x * sum(w, 0)) + exp(x) and t = sum(y * y, 1): the column sums of parameter w are one launch that reads w
+// alone.
+struct ColumnSums {
+  graph::Graph g;
+  graph::Value w, x;
+};
+ColumnSums column_sums(bool trained) {
+  ColumnSums c;
+  c.x = c.g.input("x", DType::F32, {4, 3});
+  c.w = c.g.parameter("w", DType::F32, {5, 3});
+  graph::Value s = c.g.sum(c.w, {0});
+  graph::Value y = c.g.add(c.g.relu(c.g.mul(c.x, s)), c.g.exp(c.x));
+  c.g.output("y", y);
+  // A launch after the one reading the sums: their buffer's own lifetime would end before the step does.
+  c.g.output("t", c.g.sum(c.g.mul(y, y), {1}));
+  // Training: w changes every step (a state update), so its sums must be computed every step.
+  if (trained) c.g.state_update(c.w, c.g.sub(c.w, c.g.mul(c.g.sum(y), 0.5)));
+  return c;
+}
+
+std::vector<double> values(size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> d(-1, 1);
+  std::vector<double> v(n);
+  for (double& e : v) e = double(float(d(rng)));
+  return v;
+}
+
+// Only the launches the plan runs for the column sums read nothing but w.
+TEST(ParameterLaunches, OnlyLaunchesReadingFixedParametersAreMarked) {
+  const lowering::Plan plan = lowering::lower(column_sums(false).g, testing_support::h100_like_target());
+  int once = 0;
+  for (const lowering::Launch& l : plan.launches) {
+    once += l.parameters_only;
+    if (l.parameters_only) EXPECT_NE(plan.kernels[size_t(l.kernel)].name.find("sum"), std::string::npos) << l.node;
+  }
+  EXPECT_GE(once, 1);
+  EXPECT_LT(size_t(once), plan.launches.size());
+  // What they leave for the other launches lives in the arena for the whole step, and no other buffer shares it.
+  int kept = 0;
+  for (const lowering::PlannedBuffer& b : plan.buffers) {
+    if (b.persistent() || b.first_use < 0) continue;
+    bool written_once = false, read_every_step = false;
+    for (const lowering::Launch& l : plan.launches) {
+      const auto& k = plan.kernels[size_t(l.kernel)];
+      for (size_t i = 0; i < l.buffers.size(); ++i) {
+        if (&plan.buffers[size_t(l.buffers[i])] != &b) continue;
+        written_once |= l.parameters_only && k.buffers[i].access != kir::Access::Read;
+        read_every_step |= !l.parameters_only;
+      }
+    }
+    if (!written_once || !read_every_step) continue;
+    ++kept;
+    EXPECT_EQ(b.first_use, 0) << b.slot.name;
+    EXPECT_EQ(b.last_use, int32_t(plan.launches.size()) - 1) << b.slot.name;
+  }
+  EXPECT_GE(kept, 1);
+  EXPECT_EQ(lowering::check_memory_plan(plan), "");
+  EXPECT_NE(lowering::plan_text(plan).find("(parameters only: runs when they change)"), std::string::npos);
+}
+
+TEST(ParameterLaunches, NoneWhereTheParametersChangeEveryStep) {
+  const lowering::Plan plan = lowering::lower(column_sums(true).g, testing_support::h100_like_target());
+  for (const lowering::Launch& l : plan.launches) EXPECT_FALSE(l.parameters_only) << l.node;
+}
+
+class ParameterLaunchesOnDevice : public testing_support::OnDevice {};
+
+// y for x and w computed here in float64 (exp rounded to f32 tolerances).
+void expect_y(const Tensor& y, const std::vector<double>& x, const std::vector<double>& w) {
+  ASSERT_EQ(y.shape, (graph::Shape{4, 3}));
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double s = 0;
+      for (int r = 0; r < 5; ++r) s += w[size_t(r * 3 + j)];
+      const double xv = x[size_t(i * 3 + j)];
+      EXPECT_NEAR(y.data[size_t(i * 3 + j)], std::max(0.0, xv * s) + std::exp(xv), 1e-5) << i << "," << j;
+    }
+}
+
+TEST_P(ParameterLaunchesOnDevice, RunInTheFirstStepAndAfterAParameterIsSet) {
+  const ColumnSums c = column_sums(false);
+  lowering::CompileOptions opt;
+  opt.profile = true;  // last_launch_times() lists the launches the last step ran
+  auto exe = lowering::compile(c.g, *dev_, opt);
+  const size_t all = exe->last_launch_times().size();
+  EXPECT_EQ(all, 0u);  // no step yet
+  auto w = values(15, 1), x = values(12, 2);
+  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  const size_t first = exe->last_launch_times().size();
+  // A new input only: the sums of w from the first step still hold.
+  x = values(12, 3);
+  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  const size_t steady = exe->last_launch_times().size();
+  EXPECT_LT(steady, first);
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  // A new parameter: its sums are computed again, once.
+  w = values(15, 4);
+  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  EXPECT_EQ(exe->last_launch_times().size(), first);
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  EXPECT_EQ(exe->last_launch_times().size(), steady);
+}
+
+// Two steps in flight with x streamed: the step after a parameter is set runs the parameters-only launches, the
+// steps queued behind it do not, and every step sees the values set before it.
+TEST_P(ParameterLaunchesOnDevice, StepsInFlightSeeTheParameterSetBeforeThem) {
+  const ColumnSums c = column_sums(false);
+  lowering::CompileOptions opt;
+  opt.streamed_inputs = {"x"};
+  opt.streamed_outputs = {"y"};
+  opt.steps_in_flight = 2;
+  auto exe = lowering::compile(c.g, *dev_, opt);
+  std::vector<double> w = values(15, 5);
+  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+  for (int round = 0; round < 2; ++round) {
+    std::vector<std::vector<double>> xs;
+    for (int s = 0; s < 4; ++s) {
+      xs.push_back(values(12, uint64_t(10 + round * 4 + s)));
+      exe->set("x", Tensor::from(DType::F32, {4, 3}, xs.back()));
+      exe->start_step();
+      if (s > 0) {
+        exe->finish_step();
+        expect_y(exe->get("y"), xs[size_t(s - 1)], w);
+      }
+    }
+    exe->finish_step();
+    expect_y(exe->get("y"), xs.back(), w);
+    w = values(15, 6);
+    exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, ParameterLaunchesOnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ParameterLaunchesOnDevice);
+
+}  // namespace
