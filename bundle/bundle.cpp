@@ -111,6 +111,11 @@ void validate(const Bundle& b, const std::string& source) {
         if (s.role == BufferRole::Transient && s.arena_offset < 0)
           pfail(fmt::format("launch '{}' binds buffer '{}', which has no place in the arena", l.node, s.name));
       }
+      // What runs only in a plan's first run may leave results only in the arena, where nothing else writes them.
+      if (l.parameters_only)
+        for (size_t i = 0; i < l.buffers.size(); ++i)
+          if (sig.buffers[i].access != kir::Access::Read && p.buffers[l.buffers[i]].role != BufferRole::Transient)
+            pfail(fmt::format("launch '{}' runs only once but writes buffer '{}'", l.node, p.buffers[l.buffers[i]].name));
       if (l.scalars.size() != sig.scalar_block_bytes())
         pfail(fmt::format("launch '{}' passes {} scalar bytes, kernel '{}' takes {}", l.node, l.scalars.size(), sig.name,
                           sig.scalar_block_bytes()));

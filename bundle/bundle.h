@@ -61,6 +61,9 @@ struct LaunchSpec {
   std::vector<uint8_t> scalars;      // packed per the kernel signature's scalar_offsets()
   uint64_t groups = 0;               // logical workgroups (rt::Grid::workgroups)
   std::string node;                  // the graph node it computes, for messages and profiles
+  // Computes only from weights no state copy updates and from constants (lowering's Launch::parameters_only): a plan
+  // runs it in its first run only, its results keeping their place in the arena (writes only transient buffers).
+  bool parameters_only = false;
 };
 
 struct CopySpec {  // a state update at the end of a step

@@ -103,6 +103,7 @@ void write_plan(ByteWriter& w, const DevicePlan& p) {
     w.bytes(l.scalars);
     w.u64(l.groups);
     w.str(l.node);
+    w.u8(l.parameters_only ? 1 : 0);
   }
   w.u64(p.copies.size());
   for (const auto& c : p.copies) {
@@ -217,13 +218,16 @@ DevicePlan read_plan(ByteReader& r) {
     p.buffers.push_back(std::move(b));
   }
   for (uint64_t n = r.count(40, "kernels"), i = 0; i < n; ++i) p.kernels.push_back(read_binary(r));
-  for (uint64_t n = r.count(36, "launches"), i = 0; i < n; ++i) {
+  for (uint64_t n = r.count(37, "launches"), i = 0; i < n; ++i) {
     LaunchSpec l;
     l.kernel = r.u32();
     for (uint64_t m = r.count(4, "launch buffers"), j = 0; j < m; ++j) l.buffers.push_back(r.u32());
     l.scalars = r.bytes();
     l.groups = r.u64();
     l.node = r.str();
+    const uint8_t once = r.u8();
+    if (once > 1) r.fail(fmt::format("launch '{}' runs only once or not: {}", l.node, once));
+    l.parameters_only = once == 1;
     p.launches.push_back(std::move(l));
   }
   for (uint64_t n = r.count(8, "copies"), i = 0; i < n; ++i) {

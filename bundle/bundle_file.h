@@ -21,7 +21,8 @@
 
 namespace spire::bundle {
 
-inline constexpr uint32_t kBundleFormatVersion = 2;  // 2: kernel signatures carry tensor maps and arrival barriers
+// 2: kernel signatures carry tensor maps and arrival barriers; 3: launches say whether they compute only from weights
+inline constexpr uint32_t kBundleFormatVersion = 3;
 inline constexpr size_t kBundleHeaderBytes = 32;
 
 uint64_t fnv1a64(std::span<const uint8_t> bytes);

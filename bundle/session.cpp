@@ -92,7 +92,9 @@ std::string plan_names(const Bundle& b) {
 }  // namespace
 
 // One plan made real on the device: its buffers (weights shared through the session), its kernels, and the
-// recorded stream of one run, recorded again when the application binds or unbinds a device buffer.
+// recorded stream of one run, recorded again when the application binds or unbinds a device buffer. Where the plan
+// has launches that compute only from weights, a second stream leaves them out: the plan's first run runs them, and
+// the later runs read what they left in the arena.
 //
 // A run fed and read through host memory is one submit and one wait on every device: the inputs live in device memory
 // the host maps where the device has it (rt::Memory::DeviceMapped: lavapipe, a GPU's resizable BAR), so set_input()
@@ -123,10 +125,11 @@ class PlanInstance {
 
   void run(int64_t batch) {
     // Recorded again only when the batch or the application's bound buffers changed: a replay allocates nothing.
-    if (!stream_ || recorded_batch_ != batch || recorded_bindings_ != s_.bindings_version_) record(batch);
-    dev_.run(*stream_);
+    if (!every_.stream || recorded_batch_ != batch || recorded_bindings_ != s_.bindings_version_) record(batch);
+    Recorded& r = ran_ && steady_.stream ? steady_ : every_;
+    dev_.run(*r.stream);
     ran_ = true;
-    last_ms_ = stream_->elapsed_ms(t_begin_, t_end_);
+    last_ms_ = r.stream->elapsed_ms(r.t_begin, r.t_end);
   }
   double last_ms() const { return last_ms_; }
 
@@ -197,41 +200,58 @@ class PlanInstance {
     return spec.elements_at(batch) * kir::type_bytes(p_.buffers[index].type);
   }
 
+  // A recorded run: every launch, or all but the parameters-only ones.
+  struct Recorded {
+    std::unique_ptr<rt::CommandStream> stream;
+    uint32_t t_begin = 0, t_end = 0;
+  };
+
   void record(int64_t batch) {
+    every_ = record(batch, false);
+    const bool once = std::any_of(p_.launches.begin(), p_.launches.end(), [](const LaunchSpec& l) { return l.parameters_only; });
+    steady_ = once ? record(batch, true) : Recorded{};
+    recorded_batch_ = batch;
+    recorded_bindings_ = s_.bindings_version_;
+  }
+
+  Recorded record(int64_t batch, bool steady) {
     const Bundle& b = s_.bundle();
-    stream_ = dev_.record();
+    Recorded r;
+    r.stream = dev_.record();
+    rt::CommandStream* stream = r.stream.get();
     bool copied_in = false;
     for (size_t i = 0; i < b.inputs.size(); ++i) {
       const uint32_t index = p_.input_buffers[i];
       if (const rt::BufferView& app = s_.bound_inputs_[i]; app.buffer) {
         const uint64_t bytes = row_bytes(b.inputs[i], index, batch);
-        if (bytes) stream_->copy(rt::BufferView(*app.buffer, app.offset, bytes), rt::BufferView(buffer(index), 0, bytes));
+        if (bytes) stream->copy(rt::BufferView(*app.buffer, app.offset, bytes), rt::BufferView(buffer(index), 0, bytes));
         copied_in = true;
       } else if (feeds_[i] && p_.buffers[index].bytes()) {
         // The whole buffer, the zero rows beyond the batch included.
         const uint64_t bytes = p_.buffers[index].bytes();
-        stream_->copy(rt::BufferView(feeds_[i], 0, bytes), rt::BufferView(buffer(index), 0, bytes));
+        stream->copy(rt::BufferView(feeds_[i], 0, bytes), rt::BufferView(buffer(index), 0, bytes));
         copied_in = true;
       }
     }
-    if (copied_in) stream_->barrier();
-    t_begin_ = stream_->timestamp();
+    if (copied_in) stream->barrier();
+    r.t_begin = stream->timestamp();
     std::vector<rt::BufferView> views;
     rt::LaunchHazards hazards;  // a barrier only before a launch that depends on one since the last
     for (const LaunchSpec& l : p_.launches) {
+      if (steady && l.parameters_only) continue;
       views.clear();
       for (uint32_t i : l.buffers) views.push_back(views_[i]);
       rt::ScalarArgs scalars = scalar_args(l);
-      hazards.dispatch(*stream_, *kernels_[l.kernel], views, scalars, rt::Grid::workgroups(l.groups));
+      hazards.dispatch(*stream, *kernels_[l.kernel], views, scalars, rt::Grid::workgroups(l.groups));
     }
-    if (!p_.launches.empty()) stream_->barrier();  // the copies below read the launches' results
+    if (!p_.launches.empty()) stream->barrier();  // the copies below read the launches' results
     for (const CopySpec& c : p_.copies) {
       rt::BufferView from = views_[c.from], to = views_[c.to];
       from.size = to.size = p_.buffers[c.to].bytes();
-      if (from.size) stream_->copy(from, to);
+      if (from.size) stream->copy(from, to);
     }
-    if (!p_.copies.empty()) stream_->barrier();
-    t_end_ = stream_->timestamp();
+    if (!p_.copies.empty()) stream->barrier();
+    r.t_end = stream->timestamp();
     bool copied_out = false;
     read_back_.assign(b.outputs.size(), false);
     for (size_t i = 0; i < b.outputs.size(); ++i) {
@@ -240,14 +260,13 @@ class PlanInstance {
       const rt::BufferView& app = s_.bound_outputs_[i];
       const rt::BufferView to = app.buffer ? rt::BufferView(*app.buffer, app.offset, bytes)
                                            : rt::BufferView(readbacks_[i], 0, bytes);
-      if (bytes) stream_->copy(rt::BufferView(buffer(index), 0, bytes), to);
+      if (bytes) stream->copy(rt::BufferView(buffer(index), 0, bytes), to);
       read_back_[i] = !app.buffer;
       copied_out = copied_out || bytes;
     }
-    if (copied_out) stream_->barrier();
-    stream_->finish();
-    recorded_batch_ = batch;
-    recorded_bindings_ = s_.bindings_version_;
+    if (copied_out) stream->barrier();
+    stream->finish();
+    return r;
   }
 
   // The launch's packed scalar bytes, pushed in the signature's order so the stream packs them identically.
@@ -278,11 +297,10 @@ class PlanInstance {
   std::vector<std::shared_ptr<rt::Buffer>> feeds_;      // by input index, host-visible; null where written in place
   std::vector<std::shared_ptr<rt::Buffer>> readbacks_;  // by output index, host-visible
   std::vector<bool> read_back_;  // by output index: the recorded stream copies it into its readback
-  bool ran_ = false;
-  std::unique_ptr<rt::CommandStream> stream_;
+  bool ran_ = false;  // the parameters-only launches' results are in the arena
+  Recorded every_, steady_;  // steady_: none where the plan has no parameters-only launches
   int64_t recorded_batch_ = -1;
   uint64_t recorded_bindings_ = 0;
-  uint32_t t_begin_ = 0, t_end_ = 0;
   double last_ms_ = 0;
 };
 

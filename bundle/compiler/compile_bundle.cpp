@@ -129,6 +129,7 @@ class BundleBuilder {
       s.scalars.resize(plan.kernels[size_t(l.kernel)].scalar_block_bytes(), 0);
       s.groups = l.groups;
       s.node = l.node;
+      s.parameters_only = l.parameters_only;
       p.launches.push_back(std::move(s));
     }
     for (const lowering::StateCopy& c : plan.copies) p.copies.push_back({uint32_t(c.from), uint32_t(c.to)});

@@ -49,6 +49,8 @@ TEST(BundleFormat, RoundTripsEveryField) {
   EXPECT_EQ(p.kernels[0].signature.scalars[1].type, kir::Type::F64);
   EXPECT_EQ(p.kernels[0].ptx, ".version 6.3\n.target sm_75\n");
   EXPECT_EQ(p.launches[1].buffers, (std::vector<uint32_t>{2, 1, 3}));
+  EXPECT_TRUE(p.launches[0].parameters_only);
+  EXPECT_FALSE(p.launches[1].parameters_only);
   EXPECT_EQ(r.plans[0].kernels[0].spirv, (std::vector<uint32_t>{0x07230203u, 0x00010300u, 0, 10, 0}));
   EXPECT_EQ(serialize(r), serialize(b));
 }
@@ -95,6 +97,10 @@ TEST(BundleFormat, RefusesInconsistentPlansEvenWithAGoodChecksum) {
   b = testing_support::sample_bundle();
   b.plans[0].launches[0].scalars.resize(8);  // the kernel takes 16 bytes of scalars
   EXPECT_NE(error_of(serialize(b)).find("scalar bytes"), std::string::npos);
+
+  b = testing_support::sample_bundle();
+  b.plans[2].launches[1].parameters_only = true;  // a launch run only once would leave output y stale
+  EXPECT_NE(error_of(serialize(b)).find("runs only once but writes buffer 'y'"), std::string::npos) << error_of(serialize(b));
 
   b = testing_support::sample_bundle();
   b.weights[0].bytes.resize(20);  // the parameter buffer holds 24

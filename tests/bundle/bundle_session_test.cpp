@@ -4,6 +4,7 @@
 // wrong sizes and names), and statuses.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -88,6 +89,51 @@ TEST(BundleSession, ARunThroughHostMemoryIsOneSubmitAndOneWait) {
       EXPECT_EQ(after.waits - before.waits, 1u);
       const std::vector<double> ref = reference(batch, x);
       for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-6) << "element " << i;
+    }
+  }
+}
+
+// A launch that computes only from weights (the column sums of b) runs in a plan's first run only: every run after it,
+// with new inputs, still reads its result, and matches the evaluator.
+TEST(BundleSession, LaunchesThatReadOnlyWeightsRunOnceAndTheirResultsHold) {
+  const auto devices = vulkan_devices();
+  if (devices.empty()) GTEST_SKIP() << "no Vulkan device";
+  const std::string text = R"(x = input() : f32[3,6]
+w = parameter() : f32[6,5]
+b = parameter() : f32[4,5]
+bs = sum(b) {axes=[0], keepdim=false} : f32[5]
+mm = matmul(x, w) : f32[3,5]
+y = add(mm, bs) : f32[3,5]
+output y = y
+)";
+  std::map<std::string, graph::Tensor> feeds = weights();
+  graph::Tensor b(graph::DType::F32, {4, 5}, 0);
+  for (size_t i = 0; i < b.data.size(); ++i) b.data[i] = 0.25 * double(i % 7) - 0.5;
+  feeds["b"] = b;
+  CompileBundleOptions o;
+  o.targets = target_profiles("spirv");
+  o.model_name = "column_sums";
+  auto bundle = std::make_shared<const Bundle>(parse_bundle(
+      serialize(compile_bundle([&](int64_t) { return ModelAtBatch{graph::parse(text), feeds, {{"x", "x"}}, {{"y", "y"}}}; }, o)),
+      "column_sums.spire"));
+  ASSERT_EQ(bundle->plans.size(), 1u);
+  const auto& launches = bundle->plans[0].launches;
+  EXPECT_EQ(std::count_if(launches.begin(), launches.end(), [](const LaunchSpec& l) { return l.parameters_only; }), 1);
+  for (const std::string& id : devices) {
+    auto dev = rt::open_device(id);
+    Session s(bundle, *dev);
+    for (uint32_t run = 0; run < 3; ++run) {
+      std::vector<float> x = input_rows(3);
+      for (float& v : x) v += float(run);
+      s.set_input("x", x.data(), x.size() * 4);
+      s.run();
+      std::vector<float> y(15, std::nanf(""));
+      s.get_output("y", y.data(), y.size() * 4);
+      graph::Tensor xt(graph::DType::F32, {3, 6}, 0);
+      for (size_t i = 0; i < x.size(); ++i) xt.data[i] = x[i];
+      feeds["x"] = xt;
+      const std::vector<double> ref = graph::evaluate(graph::parse(text), feeds, graph::DType::F64).at("y").data;
+      for (size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], ref[i], 1e-5) << id << " run " << run << " element " << i;
     }
   }
 }

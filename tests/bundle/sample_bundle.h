@@ -45,6 +45,7 @@ inline bundle::Bundle sample_bundle() {
       }
       p.kernels.push_back(std::move(k));
       p.launches.push_back({0, {0, 1, 2}, std::vector<uint8_t>(16, 0), 1, "matmul_0"});
+      p.launches.back().parameters_only = true;  // (the format does not check what it reads)
       p.launches.push_back({0, {2, 1, 3}, std::vector<uint8_t>(16, 0), 1, "matmul_1"});
       p.input_buffers = {0};
       p.output_buffers = {3};
