@@ -6,7 +6,8 @@
 # padded to 8); PyTorch's f16/bf16 cuDNN convolutions; the
 # whole resnet18 in float16 (`spire run`) against PyTorch eager and torch.compile.
 # Here: TESTS=1 bash tools/gpu/prepare-goals.sh. There, carrying .gpu and .gl: bash tools/gpu/run-channels-last-conv.sh
-# (its files in $OUT/channels_last). PART=bench: no tests; PART=models: only the whole models.
+# (its files in $OUT/channels_last). PART=bench: the convolutions only (NO_TORCH=1: without
+# PyTorch's); PART=models: only the whole models.
 set -uo pipefail
 source tools/gpu/env.sh
 [ -f .gpu/pack.tar.xz ] && tar xJf .gpu/pack.tar.xz -C .gpu
@@ -59,8 +60,9 @@ if [ "$part" != models ]; then
     $B/spire_bench_conv2d --device all --runs $runs --dtype bf16 --passes fwd --tuning-cache $cache $layers \
       2>&1 | tail -50 > $H/bf16_$v.txt
   done
-  python3 benchmarks/torch_matmul_conv.py --half-conv --out $H --runs $runs > /dev/null 2>&1
+  [ -z "${NO_TORCH:-}" ] && python3 benchmarks/torch_matmul_conv.py --half-conv --out $H --runs $runs > /dev/null 2>&1
 fi
+[ "$part" = bench ] && exit 0
 M=/tmp/half_models
 {
 python3 tools/gpu/half_resnet18.py $M 2>&1 | grep -v Warn | tee /tmp/torch_resnet18_f16.txt
