@@ -441,8 +441,10 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   const HalfOperands halves = half_operands(g, node);
   // Input and weights both f16 (or both bf16) on a device with tensor cores: the implicit GEMM on them is offered
   // beside the f32 kernels (which widen the operands first), and is the heuristic where it pays.
-  const std::optional<kir::Type> mma_type =
-      limits.cooperative_matrix && t == kir::Type::F32 && heavy::conv2d_fits_tensor_cores(s) ? halves.same() : std::nullopt;
+  const bool on_tensor_cores = limits.cooperative_matrix && t == kir::Type::F32 && heavy::conv2d_fits_tensor_cores(s) &&
+                               halves.same().has_value();
+  // (A plain type and a flag, not an optional: GCC 12 warned the optional's value might be read uninitialized.)
+  const kir::Type mma_type = on_tensor_cores ? *halves.same() : kir::Type::F32;
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
   if (halves.any())
@@ -464,15 +466,15 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        unsplit_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
-  if (mma_type) {
+  if (on_tensor_cores) {
     // Both layouts, channels last first where it pays (its heuristic tiling then leads the list, else as stored).
     const bool last_first = channels_last_pays(s);
-    std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, *mma_type, limits));
+    std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, mma_type, limits));
     std::vector<heavy::Config> last;
-    for (const heavy::MatmulTiling& tl : heavy::conv2d_channels_last_candidates(s, *mma_type, limits))
+    for (const heavy::MatmulTiling& tl : heavy::conv2d_channels_last_candidates(s, mma_type, limits))
       last.push_back(channels_last_config(tl));
     offered.insert(last_first ? offered.begin() : offered.end(), last.begin(), last.end());
-    if (tensor_cores_pay(s, *mma_type, limits)) {
+    if (tensor_cores_pay(s, mma_type, limits)) {
       op.candidates.insert(op.candidates.begin(), offered.begin(), offered.end());
       op.heuristic = offered.front();
     } else {
