@@ -263,7 +263,8 @@ void register_graph_commands(CLI::App& app) {
         ->needs("--device");
     cmd->add_flag("--profile", o->profile,
                   "With --device: also print every launch of the step (node, kernel) with its median device time "
-                  "over the --bench runs (or one run), from a device timestamp after each launch")
+                  "over the --bench runs (or one run), from a device timestamp after each launch; launches that "
+                  "read only parameters the graph never updates run in the first step only and are not listed")
         ->needs("--device");
     tuning::TuningFlags& flags = o->tuning;
     add_tuning_options(cmd, flags);

@@ -164,7 +164,8 @@ void register_run_commands(CLI::App& app) {
                     "reference runs the graph before them, so the table checks the rewrite too)");
   cmd->add_flag("--profile", o->profile,
                 "Also print every launch of the inference (node, kernel) with its median device time over the "
-                "--bench runs (or one run), from a device timestamp after each launch");
+                "--bench runs (or one run), from a device timestamp after each launch; launches that read only "
+                "parameters run in the first inference only and are not listed (the plan in --dump marks them)");
   add_tuning_options(cmd, o->tuning);
   cmd->callback([o] { run_run(*o); });
 }
