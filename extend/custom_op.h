@@ -30,47 +30,49 @@
 
 namespace spire::ext {
 
+// Members default-initialized with {} so that designated initializers may leave them out without a
+// -Wmissing-field-initializers warning.
 struct CustomOp {
   std::string name;                           // its name in graph text: letters, digits, '_'
   std::vector<std::string> inputs = {"x"};    // input names (their count is the op's arity)
 
   // Result type from the input types. Empty: the type the reference expression yields, else input 0's type.
-  std::function<graph::TensorType(std::span<const graph::TensorType>)> shape;
+  std::function<graph::TensorType(std::span<const graph::TensorType>)> shape{};
 
   // The float64 CPU reference: exactly one of a C++ function (returns a tensor of `result`'s type) or an
   // expression over the inputs in graph ops (op_expression.h).
-  std::function<graph::Tensor(std::span<const graph::Tensor* const> inputs, const graph::TensorType& result)> reference;
-  std::string reference_expression;
+  std::function<graph::Tensor(std::span<const graph::Tensor* const> inputs, const graph::TensorType& result)> reference{};
+  std::string reference_expression{};
 
   // The gradient: a C++ VJP (appends ops to g; one Value per input, invalid for none), or one expression per
   // input name over the inputs, `y` (the result) and `grad` (the result's gradient). Neither: not differentiable.
   std::function<std::vector<graph::Value>(graph::Graph& g, std::span<const graph::Value> inputs, graph::Value y,
                                           graph::Value grad)>
-      vjp;
-  std::map<std::string, std::string> gradient_expressions;
+      vjp{};
+  std::map<std::string, std::string> gradient_expressions{};
 
   // The kernel: exactly one of a kernel-builder function or GLSL source (see glsl_kernel.h for its contract).
-  std::function<kir::Kernel(const lowering::CustomKernelRequest&)> kernel;
-  std::string glsl;
+  std::function<kir::Kernel(const lowering::CustomKernelRequest&)> kernel{};
+  std::string glsl{};
   std::string glsl_name = "kernel.comp";      // the GLSL file's name, for messages
   uint32_t elements_per_workgroup = 0;        // 0: one element per invocation
   // Kernel-builder kernels only, as triton.autotune's configs: the candidates `--tune` times (the kernel function
   // reads request.config); the first is used until tuned. Example: {{"wg", 64}}, {{"wg", 256}}.
-  std::vector<lowering::heavy::Config> configs;
+  std::vector<lowering::heavy::Config> configs{};
   // Optional: the workgroup count when it does not follow from the element count.
-  std::function<uint64_t(const lowering::CustomKernelRequest&)> groups;
+  std::function<uint64_t(const lowering::CustomKernelRequest&)> groups{};
 
   // The kernel indexes every input at the result's index: inputs must have the result's shape (broadcast them
   // first). False for kernels that index otherwise (give `shape` then).
   bool elementwise = true;
   // The one dtype the kernel is written for (inputs and result), as a GLSL kernel is; empty: any.
-  std::optional<graph::DType> dtype;
+  std::optional<graph::DType> dtype{};
 
   // Max-norm relative tolerance (op_table.h's Tolerance) of the result and of the gradients in float32.
   double tolerance = 1e-6, gradient_tolerance = 1e-5;
   std::string tolerance_why = "the custom op's author's bound";
   // The op harness's cases: one input type per input each. Empty: one case of f32[7,33] per input.
-  std::vector<std::vector<graph::TensorType>> test_cases;
+  std::vector<std::vector<graph::TensorType>> test_cases{};
   double test_lo = -1, test_hi = 1;           // where the harness draws inputs from
 };
 

@@ -241,7 +241,7 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);
-  const Plan plan = lower(compiled, opt.target, opt.passes, opt.tuning);
+  const Plan plan = lower(compiled, opt.target, opt.passes, opt.tuning, opt.parameters_once);
   write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
   const uint64_t moved = plan_bytes(plan);
   write_text(dir / "06-stats.txt",

@@ -39,6 +39,7 @@ struct DumpOptions {
   // their points, and writes the graph after each.
   const passes::PassPipeline* passes = nullptr;
   const TuningChoices* tuning = nullptr;  // the tuner's choices for `target` (lower()), null: heuristics
+  bool parameters_once = true;            // lower()'s
 };
 
 struct DumpReport {

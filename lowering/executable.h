@@ -50,6 +50,10 @@ struct CompileOptions {
   // microseconds a step on a GPU, most of a small step's time on Vulkan). Each step in flight has its own host copies
   // of the streamed values and its own recorded stream, which starts with a barrier on the steps before it.
   int steps_in_flight = 1;
+  // Launches that compute only from parameters the graph never updates (a weight widened, transformed or moved) run
+  // in the first step and after set() of a parameter, their results kept (lower()'s parameters_once); false: every
+  // launch runs every step, for less device memory.
+  bool parameters_once = true;
 };
 
 // One launch's device time in the last step (CompileOptions::profile).

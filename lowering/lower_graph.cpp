@@ -262,7 +262,7 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 }  // namespace
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
-           const TuningChoices* tuning) {
+           const TuningChoices* tuning, bool parameters_once) {
   graph::Graph g = prepare_for_fusion(original, passes);
   PlanBuilder ctx(g, plan_fusion(g), info, tuning);
   const Fusion& fusion = ctx.fusion();
@@ -307,7 +307,7 @@ Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passe
     plan.copies.push_back({from, to, g.node(u.target).name});
   }
 
-  mark_parameter_launches(plan);
+  if (parameters_once) mark_parameter_launches(plan);
   plan_memory(plan, info);
   return std::move(plan);
 }

@@ -95,7 +95,7 @@ class BundleBuilder {
   }
 
   void add_plan(const ModelAtBatch& m, const rt::DeviceInfo& target, int64_t batch) {
-    const lowering::Plan plan = lowering::lower(m.graph, target);
+    const lowering::Plan plan = lowering::lower(m.graph, target, nullptr, nullptr, o_.parameters_once);
     DevicePlan p;
     p.format = target.backend == rt::Backend::Cuda ? rt::BinaryFormat::Ptx : rt::BinaryFormat::Spirv;
     p.ptx_sm = target.compute_capability;

@@ -38,6 +38,9 @@ struct CompileBundleOptions {
   bool dynamic_batch = false;
   bool exact_batches = false;  // a plan for every batch 1..max_batch instead of 1, 2, 4, ..., max_batch
   std::string model_name;      // for messages and the bundle's `model` field
+  // Launches that read only weights run in a plan's first run only, their results kept in its arena (lowering's
+  // parameters_once); false: every launch runs every time, and the arena holds only what one run needs.
+  bool parameters_once = true;
   // Called before each plan is compiled (for a progress bar): index from 0, count, target, batch.
   std::function<void(size_t, size_t, const std::string&, int64_t)> progress;
 };

@@ -87,7 +87,9 @@ TEST(CustomOpTuning, LoweringUsesTheFirstConfigUntilAChoiceSaysOtherwise) {
   const lowering::Plan plan = lowering::lower(g, lavapipe_like(), nullptr, &choices);
   EXPECT_EQ(custom_kernel_workgroup(plan), 256u);
   for (const auto& l : plan.launches)
-    if (plan.kernels[size_t(l.kernel)].name == "relu_wg256") EXPECT_EQ(l.groups, (3000u + 255) / 256);
+    if (plan.kernels[size_t(l.kernel)].name == "relu_wg256") {
+      EXPECT_EQ(l.groups, (3000u + 255) / 256);
+    }
 }
 
 TEST(CustomOpTuning, EveryConfigIsCorrectAndTheTunedChoiceIsCached) {

@@ -59,7 +59,9 @@ TEST(FoldTransposes, CancelsPairsAndMovesTransposesOntoProductOperands) {
   EXPECT_EQ(count_scheduled(f, OpKind::Permute), 1);
   EXPECT_EQ(count_scheduled(f, OpKind::Matmul), 1);
   for (graph::Value v : lowering::schedule(f))
-    if (f.node(v).op == OpKind::Permute) EXPECT_TRUE(lowering::absorbed_transpose(f, v)) << f.node(v).name;
+    if (f.node(v).op == OpKind::Permute) {
+      EXPECT_TRUE(lowering::absorbed_transpose(f, v)) << f.node(v).name;
+    }
   expect_same_results(g, f, {{"x", uniform_tensor({5, 7}, 1)}, {"w", uniform_tensor({3, 7}, 2)}});
 }
 
@@ -72,7 +74,9 @@ TEST(FoldTransposes, KeepsATransposeThatIsAnOutputOrReadByOtherOps) {
   const Graph f = lowering::fold_transposes(g);
   EXPECT_EQ(count_scheduled(f, OpKind::Permute), 2);
   for (graph::Value v : lowering::schedule(f))
-    if (f.node(v).op == OpKind::Permute) EXPECT_FALSE(lowering::absorbed_transpose(f, v)) << f.node(v).name;
+    if (f.node(v).op == OpKind::Permute) {
+      EXPECT_FALSE(lowering::absorbed_transpose(f, v)) << f.node(v).name;
+    }
   expect_same_results(g, f, {{"x", uniform_tensor({4, 6}, 3)}, {"w", uniform_tensor({6, 4}, 4)}});
 }
 

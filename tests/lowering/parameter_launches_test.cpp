@@ -53,7 +53,9 @@ TEST(ParameterLaunches, OnlyLaunchesReadingFixedParametersAreMarked) {
   int once = 0;
   for (const lowering::Launch& l : plan.launches) {
     once += l.parameters_only;
-    if (l.parameters_only) EXPECT_NE(plan.kernels[size_t(l.kernel)].name.find("sum"), std::string::npos) << l.node;
+    if (l.parameters_only) {
+      EXPECT_NE(plan.kernels[size_t(l.kernel)].name.find("sum"), std::string::npos) << l.node;
+    }
   }
   EXPECT_GE(once, 1);
   EXPECT_LT(size_t(once), plan.launches.size());
@@ -83,6 +85,16 @@ TEST(ParameterLaunches, OnlyLaunchesReadingFixedParametersAreMarked) {
 TEST(ParameterLaunches, NoneWhereTheParametersChangeEveryStep) {
   const lowering::Plan plan = lowering::lower(column_sums(true).g, testing_support::h100_like_target());
   for (const lowering::Launch& l : plan.launches) EXPECT_FALSE(l.parameters_only) << l.node;
+}
+
+// Asked not to (parameters_once false): nothing marked, and no lifetime stretched past its own launches.
+TEST(ParameterLaunches, NoneWhenAskedToRunEveryLaunchEveryStep) {
+  const lowering::Plan plan =
+      lowering::lower(column_sums(false).g, testing_support::h100_like_target(), nullptr, nullptr, false);
+  for (const lowering::Launch& l : plan.launches) EXPECT_FALSE(l.parameters_only) << l.node;
+  const lowering::Plan once = lowering::lower(column_sums(false).g, testing_support::h100_like_target());
+  EXPECT_LE(plan.arena_bytes, once.arena_bytes);
+  EXPECT_EQ(lowering::check_memory_plan(plan), "");
 }
 
 class ParameterLaunchesOnDevice : public testing_support::OnDevice {};
@@ -130,6 +142,25 @@ TEST_P(ParameterLaunchesOnDevice, RunInTheFirstStepAndAfterAParameterIsSet) {
   exe->step();
   expect_y(exe->get("y"), x, w);
   EXPECT_EQ(exe->last_launch_times().size(), steady);
+}
+
+TEST_P(ParameterLaunchesOnDevice, EveryLaunchEveryStepWhenAsked) {
+  const ColumnSums c = column_sums(false);
+  lowering::CompileOptions opt;
+  opt.profile = true;
+  opt.parameters_once = false;
+  auto exe = lowering::compile(c.g, *dev_, opt);
+  auto w = values(15, 7), x = values(12, 8);
+  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  const size_t first = exe->last_launch_times().size();
+  x = values(12, 9);
+  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
+  exe->step();
+  expect_y(exe->get("y"), x, w);
+  EXPECT_EQ(exe->last_launch_times().size(), first);
 }
 
 // Two steps in flight with x streamed: the step after a parameter is set runs the parameters-only launches, the
