@@ -111,56 +111,42 @@ void expect_y(const Tensor& y, const std::vector<double>& x, const std::vector<d
     }
 }
 
+// Sets w (when given) and x, runs a step, checks y; returns how many launches the step ran.
+size_t step_with(lowering::Executable& exe, const std::vector<double>* w, const std::vector<double>& x,
+                 const std::vector<double>& w_now) {
+  if (w) exe.set("w", Tensor::from(DType::F32, {5, 3}, *w));
+  exe.set("x", Tensor::from(DType::F32, {4, 3}, x));
+  exe.step();
+  expect_y(exe.get("y"), x, w_now);
+  return exe.last_launch_times().size();
+}
+
 TEST_P(ParameterLaunchesOnDevice, RunInTheFirstStepAndAfterAParameterIsSet) {
-  const ColumnSums c = column_sums(false);
   lowering::CompileOptions opt;
   opt.profile = true;  // last_launch_times() lists the launches the last step ran
-  auto exe = lowering::compile(c.g, *dev_, opt);
-  const size_t all = exe->last_launch_times().size();
-  EXPECT_EQ(all, 0u);  // no step yet
+  auto exe = lowering::compile(column_sums(false).g, *dev_, opt);
+  EXPECT_EQ(exe->last_launch_times().size(), 0u);  // no step yet
   auto w = values(15, 1), x = values(12, 2);
-  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
-  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
-  exe->step();
-  expect_y(exe->get("y"), x, w);
-  const size_t first = exe->last_launch_times().size();
+  const size_t first = step_with(*exe, &w, x, w);
   // A new input only: the sums of w from the first step still hold.
   x = values(12, 3);
-  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
-  exe->step();
-  expect_y(exe->get("y"), x, w);
-  const size_t steady = exe->last_launch_times().size();
+  const size_t steady = step_with(*exe, nullptr, x, w);
   EXPECT_LT(steady, first);
-  exe->step();
-  expect_y(exe->get("y"), x, w);
+  EXPECT_EQ(step_with(*exe, nullptr, x, w), steady);
   // A new parameter: its sums are computed again, once.
   w = values(15, 4);
-  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
-  exe->step();
-  expect_y(exe->get("y"), x, w);
-  EXPECT_EQ(exe->last_launch_times().size(), first);
-  exe->step();
-  expect_y(exe->get("y"), x, w);
-  EXPECT_EQ(exe->last_launch_times().size(), steady);
+  EXPECT_EQ(step_with(*exe, &w, x, w), first);
+  EXPECT_EQ(step_with(*exe, nullptr, x, w), steady);
 }
 
 TEST_P(ParameterLaunchesOnDevice, EveryLaunchEveryStepWhenAsked) {
-  const ColumnSums c = column_sums(false);
   lowering::CompileOptions opt;
   opt.profile = true;
   opt.parameters_once = false;
-  auto exe = lowering::compile(c.g, *dev_, opt);
-  auto w = values(15, 7), x = values(12, 8);
-  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
-  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
-  exe->step();
-  expect_y(exe->get("y"), x, w);
-  const size_t first = exe->last_launch_times().size();
-  x = values(12, 9);
-  exe->set("x", Tensor::from(DType::F32, {4, 3}, x));
-  exe->step();
-  expect_y(exe->get("y"), x, w);
-  EXPECT_EQ(exe->last_launch_times().size(), first);
+  auto exe = lowering::compile(column_sums(false).g, *dev_, opt);
+  const auto w = values(15, 7);
+  const size_t first = step_with(*exe, &w, values(12, 8), w);
+  EXPECT_EQ(step_with(*exe, nullptr, values(12, 9), w), first);
 }
 
 // Two steps in flight with x streamed: the step after a parameter is set runs the parameters-only launches, the
