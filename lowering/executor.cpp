@@ -46,7 +46,8 @@ class CompiledStep final : public Executable {
     streamed_ = std::make_unique<StreamedValues>(dev_, plan_, opt.streamed_inputs, opt.streamed_outputs, slots_);
     compile_kernels();
     allocate();
-    const bool once = std::any_of(plan_.launches.begin(), plan_.launches.end(), [](const Launch& l) { return l.parameters_only; });
+    const bool once =
+        std::any_of(plan_.launches.begin(), plan_.launches.end(), [](const Launch& l) { return l.parameters_only; });
     for (int slot = 0; slot < slots_; ++slot) {
       streams_[kEvery].push_back(record(slot, kEvery));
       if (once) streams_[kSteady].push_back(record(slot, kSteady));

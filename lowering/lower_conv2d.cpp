@@ -354,24 +354,58 @@ HalfOperands half_operands(const graph::Graph& g, const graph::Node& node) {
   return h;
 }
 
-// A program built for f32 operands, run on half ones: each half operand (buffer 0: x, 1: w) is widened into scratch
-// by a launch of its own first, and the program's launches read the scratch. The same launches as before fusion
-// absorbed the casts (one per operand), now inside the convolution's program.
+// Launch `l`'s kernel reading its buffer `j` (an operand of f32) as stored in `half`, converting each element it
+// loads: a parameter of the half type is added to the kernel and bound to the same buffer, and the f32 one stays
+// declared, no longer read, retyped to `half` (so that it may stay bound there too: a launch reading only parameters
+// stays one, parameter_launches.h). False (the launch unchanged) where the kernel reads it other than element by
+// element (vector loads, copies) or writes it.
+bool read_in_place(ProgramLaunch& l, size_t j, kir::Type half) {
+  const std::string name = fmt::format("{}_{}", l.kernel.buffers.at(j).name, kir::type_name(half));
+  kir::KernelBuilder kb(std::move(l.kernel));
+  std::optional<kir::Buf> stored;  // added at the first load rewritten (rewrite_loads refuses before any)
+  bool rewritten = true;
+  try {
+    kb.rewrite_loads(uint32_t(j), [&](kir::Val at) {
+      if (!stored) stored = kb.buffer(name, half, kir::Access::Read);
+      return kir::cast((*stored)[at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32)], kir::Type::F32);
+    });
+  } catch (const std::invalid_argument&) {
+    rewritten = false;
+  }
+  l.kernel = kb.finish();
+  if (!rewritten || !stored) return false;
+  l.kernel.name += fmt::format("_reads_{}", kir::type_name(half));
+  l.kernel.buffers[j].elem = half;
+  l.buffers.push_back(l.buffers[j]);
+  return true;
+}
+
+// A program built for f32 operands, run on half ones (buffer 0: x, 1: w). Each launch reading a half operand loads it
+// as stored and converts each element (read_in_place). Where a launch cannot (it reads the operand in vectors), the
+// operand is widened into scratch by a launch of its own first, which that launch reads: the same launch as before
+// fusion absorbed the cast, now inside the convolution's program. (Widened inputs were a launch per layer at every
+// step: 19 of an f16 resnet18's 69 at batch 1 on the H100.)
 KernelProgram widened(KernelProgram p, const HalfOperands& h) {
   std::vector<ProgramLaunch> widen;
-  int32_t remap[2] = {0, 1};
   for (int32_t i : {0, 1}) {
     const std::optional<kir::Type> half = i == 0 ? h.x : h.w;
     if (!half) continue;
     const int64_t n = p.buffers.at(size_t(i)).elements;
-    remap[i] = int32_t(p.buffers.size());
-    p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, kir::Type::F32, n});
-    heavy::HeavyKernel k = heavy::widen_kernel(*half, heavy::index_u32(n, "conv2d operand elements"));
-    widen.push_back({std::move(k.kernel), {i, remap[i]}, k.groups, {}});
+    int32_t wide = -1;  // the widened copy, where a launch needs one
+    for (ProgramLaunch& l : p.launches) {
+      const size_t bound = l.buffers.size();  // read_in_place appends
+      for (size_t j = 0; j < bound; ++j) {
+        if (l.buffers[j] != i || read_in_place(l, j, *half)) continue;
+        if (wide < 0) {
+          wide = int32_t(p.buffers.size());
+          p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, kir::Type::F32, n});
+          heavy::HeavyKernel k = heavy::widen_kernel(*half, heavy::index_u32(n, "conv2d operand elements"));
+          widen.push_back({std::move(k.kernel), {i, wide}, k.groups, {}});
+        }
+        l.buffers[j] = wide;
+      }
+    }
   }
-  for (ProgramLaunch& l : p.launches)
-    for (int32_t& b : l.buffers)
-      if (b == 0 || b == 1) b = remap[b];
   widen.insert(widen.end(), std::make_move_iterator(p.launches.begin()), std::make_move_iterator(p.launches.end()));
   p.launches = std::move(widen);
   return p;

@@ -63,7 +63,8 @@ void mark_parameter_launches(Plan& plan) {
     for (size_t i = 0; i < plan.launches.size(); ++i) {
       if (!candidate[i]) continue;
       bool clash = false;
-      for_each_binding(plan, plan.launches[i], [&](size_t b, kir::Access a) { clash = clash || (writes(a) && rewritten[b]); });
+      for_each_binding(plan, plan.launches[i],
+                       [&](size_t b, kir::Access a) { clash = clash || (writes(a) && rewritten[b]); });
       if (clash) {
         candidate[i] = false;
         changed = true;

@@ -178,7 +178,8 @@ TEST_P(ParameterLaunchesOnDevice, StepsInFlightSeeTheParameterSetBeforeThem) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllDevices, ParameterLaunchesOnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
+INSTANTIATE_TEST_SUITE_P(AllDevices, ParameterLaunchesOnDevice,
+                         testing::ValuesIn(lowering::testing_support::device_ids()),
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ParameterLaunchesOnDevice);
 
