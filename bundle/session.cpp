@@ -208,7 +208,8 @@ class PlanInstance {
 
   void record(int64_t batch) {
     every_ = record(batch, false);
-    const bool once = std::any_of(p_.launches.begin(), p_.launches.end(), [](const LaunchSpec& l) { return l.parameters_only; });
+    const bool once =
+        std::any_of(p_.launches.begin(), p_.launches.end(), [](const LaunchSpec& l) { return l.parameters_only; });
     steady_ = once ? record(batch, true) : Recorded{};
     recorded_batch_ = batch;
     recorded_bindings_ = s_.bindings_version_;
