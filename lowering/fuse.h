@@ -75,7 +75,7 @@ bool absorbed_upcast(const graph::Graph& g, graph::Value v);
 struct InPlaceOperand {
   graph::Value source;
   bool transposed = false;
-  std::optional<graph::DType> half;
+  std::optional<graph::DType> half{};  // ({}: `InPlaceOperand r{v}` leaves it out without a warning)
 };
 InPlaceOperand in_place_operand(const graph::Graph& g, graph::Value v);
 

@@ -17,7 +17,7 @@ struct StagedRange {
   uint32_t count = 0;
   std::function<std::pair<kir::Val, kir::Val>(kir::Val e)> element;
   // Instead of `element`: item e's several (index, value) pairs, computed together (a pooling gradient's window).
-  std::function<std::vector<std::pair<kir::Val, kir::Val>>(kir::Val e)> elements;
+  std::function<std::vector<std::pair<kir::Val, kir::Val>>(kir::Val e)> elements{};  // ({}: may be left out)
 };
 
 // Invocation `lid` of `wg` takes elements lid, lid + wg, ... of each range in turn; in a last, partial round the

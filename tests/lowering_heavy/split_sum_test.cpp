@@ -77,7 +77,9 @@ TEST_P(SplitSumOnDevice, AddsThePartialsInTheDocumentedOrder) {
     if (std::bit_cast<uint32_t>(float(got[e])) != std::bit_cast<uint32_t>(want) && failures++ < 5)
       ADD_FAILURE() << "output " << e << ": got " << got[e] << ", the documented order gives " << want;
   }
-  if (s.parts > 1) EXPECT_TRUE(order_shows) << "the inputs do not tell the summation order apart";
+  if (s.parts > 1) {
+    EXPECT_TRUE(order_shows) << "the inputs do not tell the summation order apart";
+  }
   EXPECT_EQ(failures, 0);
   EXPECT_EQ(validation_messages(), messages_before);
 }

@@ -233,7 +233,9 @@ TEST(SpirvCooperativeMatrix, OtherKernelsKeepTheGlsl450MemoryModel) {
   EXPECT_EQ(m.all(14)[0]->operands, (std::vector<uint32_t>{0, 1}));  // Logical GLSL450
   EXPECT_FALSE(contains(m.capabilities, 5345));
   for (const Inst& i : m.insts)
-    if (i.opcode == 61) EXPECT_EQ(i.operands.size(), 3u);
+    if (i.opcode == 61) {
+      EXPECT_EQ(i.operands.size(), 3u);
+    }
   const auto barriers = m.all(224);
   ASSERT_EQ(barriers.size(), 1u);
   EXPECT_EQ(m.constant(barriers[0]->operands[2]), 0x8u | 0x100u);  // no buffer both read and written: no UniformMemory
@@ -301,7 +303,9 @@ TEST(SpirvWorkgroupMatrix, WritesTheTensorAddressingInstructionsAsSpecified) {
     ASSERT_EQ(sl.operands.size(), 7u);
     EXPECT_EQ(sl.operands[0], layout_type.operands[0]);
     for (int i = 0; i < 4; ++i)
-      if (slice[size_t(i)] != ~0u) EXPECT_EQ(m.constant(sl.operands[3 + size_t(i)]), slice[size_t(i)]) << i;
+      if (slice[size_t(i)] != ~0u) {
+        EXPECT_EQ(m.constant(sl.operands[3 + size_t(i)]), slice[size_t(i)]) << i;
+      }
     const Inst& d = m.def(sl.operands[2]);
     ASSERT_EQ(d.opcode, 5373u);
     ASSERT_EQ(d.operands.size(), 5u);
