@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <random>
+#include <cmath>
 
 #include "lowering/executable.h"
 #include "lowering/memory_plan.h"
@@ -12,6 +12,7 @@
 #include "tests/lowering/device_list.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
+#include "tests/support/random_tensor.h"
 
 using namespace spire;
 using graph::DType;
@@ -39,13 +40,9 @@ ColumnSums column_sums(bool trained) {
   return c;
 }
 
-std::vector<double> values(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> d(-1, 1);
-  std::vector<double> v(n);
-  for (double& e : v) e = double(float(d(rng)));
-  return v;
-}
+// Fresh values for the parameter w [5, 3] and the input x [4, 3].
+Tensor w_values(uint32_t seed) { return testing_support::uniform_tensor({5, 3}, seed, DType::F32); }
+Tensor x_values(uint32_t seed) { return testing_support::uniform_tensor({4, 3}, seed, DType::F32); }
 
 // Only the launches the plan runs for the column sums read nothing but w.
 TEST(ParameterLaunches, OnlyLaunchesReadingFixedParametersAreMarked) {
@@ -100,22 +97,21 @@ TEST(ParameterLaunches, NoneWhenAskedToRunEveryLaunchEveryStep) {
 class ParameterLaunchesOnDevice : public testing_support::OnDevice {};
 
 // y for x and w computed here in float64 (exp rounded to f32 tolerances).
-void expect_y(const Tensor& y, const std::vector<double>& x, const std::vector<double>& w) {
+void expect_y(const Tensor& y, const Tensor& x, const Tensor& w) {
   ASSERT_EQ(y.shape, (graph::Shape{4, 3}));
   for (int i = 0; i < 4; ++i)
     for (int j = 0; j < 3; ++j) {
       double s = 0;
-      for (int r = 0; r < 5; ++r) s += w[size_t(r * 3 + j)];
-      const double xv = x[size_t(i * 3 + j)];
+      for (int r = 0; r < 5; ++r) s += w.data[size_t(r * 3 + j)];
+      const double xv = x.data[size_t(i * 3 + j)];
       EXPECT_NEAR(y.data[size_t(i * 3 + j)], std::max(0.0, xv * s) + std::exp(xv), 1e-5) << i << "," << j;
     }
 }
 
 // Sets w (when given) and x, runs a step, checks y; returns how many launches the step ran.
-size_t step_with(lowering::Executable& exe, const std::vector<double>* w, const std::vector<double>& x,
-                 const std::vector<double>& w_now) {
-  if (w) exe.set("w", Tensor::from(DType::F32, {5, 3}, *w));
-  exe.set("x", Tensor::from(DType::F32, {4, 3}, x));
+size_t step_with(lowering::Executable& exe, const Tensor* w, const Tensor& x, const Tensor& w_now) {
+  if (w) exe.set("w", *w);
+  exe.set("x", x);
   exe.step();
   expect_y(exe.get("y"), x, w_now);
   return exe.last_launch_times().size();
@@ -126,15 +122,15 @@ TEST_P(ParameterLaunchesOnDevice, RunInTheFirstStepAndAfterAParameterIsSet) {
   opt.profile = true;  // last_launch_times() lists the launches the last step ran
   auto exe = lowering::compile(column_sums(false).g, *dev_, opt);
   EXPECT_EQ(exe->last_launch_times().size(), 0u);  // no step yet
-  auto w = values(15, 1), x = values(12, 2);
+  Tensor w = w_values(1), x = x_values(2);
   const size_t first = step_with(*exe, &w, x, w);
   // A new input only: the sums of w from the first step still hold.
-  x = values(12, 3);
+  x = x_values(3);
   const size_t steady = step_with(*exe, nullptr, x, w);
   EXPECT_LT(steady, first);
   EXPECT_EQ(step_with(*exe, nullptr, x, w), steady);
   // A new parameter: its sums are computed again, once.
-  w = values(15, 4);
+  w = w_values(4);
   EXPECT_EQ(step_with(*exe, &w, x, w), first);
   EXPECT_EQ(step_with(*exe, nullptr, x, w), steady);
 }
@@ -144,9 +140,9 @@ TEST_P(ParameterLaunchesOnDevice, EveryLaunchEveryStepWhenAsked) {
   opt.profile = true;
   opt.parameters_once = false;
   auto exe = lowering::compile(column_sums(false).g, *dev_, opt);
-  const auto w = values(15, 7);
-  const size_t first = step_with(*exe, &w, values(12, 8), w);
-  EXPECT_EQ(step_with(*exe, nullptr, values(12, 9), w), first);
+  const Tensor w = w_values(7);
+  const size_t first = step_with(*exe, &w, x_values(8), w);
+  EXPECT_EQ(step_with(*exe, nullptr, x_values(9), w), first);
 }
 
 // Two steps in flight with x streamed: the step after a parameter is set runs the parameters-only launches, the
@@ -158,13 +154,13 @@ TEST_P(ParameterLaunchesOnDevice, StepsInFlightSeeTheParameterSetBeforeThem) {
   opt.streamed_outputs = {"y"};
   opt.steps_in_flight = 2;
   auto exe = lowering::compile(c.g, *dev_, opt);
-  std::vector<double> w = values(15, 5);
-  exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+  Tensor w = w_values(5);
+  exe->set("w", w);
   for (int round = 0; round < 2; ++round) {
-    std::vector<std::vector<double>> xs;
+    std::vector<Tensor> xs;
     for (int s = 0; s < 4; ++s) {
-      xs.push_back(values(12, uint64_t(10 + round * 4 + s)));
-      exe->set("x", Tensor::from(DType::F32, {4, 3}, xs.back()));
+      xs.push_back(x_values(uint32_t(10 + round * 4 + s)));
+      exe->set("x", xs.back());
       exe->start_step();
       if (s > 0) {
         exe->finish_step();
@@ -173,8 +169,8 @@ TEST_P(ParameterLaunchesOnDevice, StepsInFlightSeeTheParameterSetBeforeThem) {
     }
     exe->finish_step();
     expect_y(exe->get("y"), xs.back(), w);
-    w = values(15, 6);
-    exe->set("w", Tensor::from(DType::F32, {5, 3}, w));
+    w = w_values(6);
+    exe->set("w", w);
   }
 }
 
