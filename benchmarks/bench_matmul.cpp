@@ -34,12 +34,15 @@ namespace {
 const char* kUsage =
     "usage: spire_bench_matmul [--device D|all] [--runs 50] [--warmup 3] [--warmup-ms 500] [--small] [--shapes LIST]\n"
     "                          [--csv FILE] [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]\n"
-    "                          [--b-transposed]\n"
+    "                          [--b-transposed] [--b-parameter] [--launches]\n"
     "  --warmup, --warmup-ms: untimed runs before the timed ones, at least this many and this long (1 and 0 with\n"
     "                         --small), so that the GPU's clocks have risen from idle\n"
     "  --shapes: comma-separated MxKxN or N (N x N x N); default: 1024..8192 squares, resnet18 fc, transformer\n"
     "  --dtype:  the dtype of a, b and y (default f32); f16 and bf16 accumulate in f32\n"
     "  --small:  every dimension divided by 16 (at least 1), for a CPU Vulkan driver\n"
+    "  --b-parameter: b a parameter of the graph (a layer's weight), so launches that read only it (a packing of it)\n"
+    "                 run in the first step alone\n"
+    "  --launches: each launch's median device time too, under its row\n"
     "  --b-transposed: b given as [N, K] and transposed in the graph (a Linear layer's weight), which the lowering\n"
     "                  reads in place\n";
 
@@ -101,7 +104,7 @@ double max_error(const MatmulCase& c, const std::vector<float>& a, const std::ve
 int main(int argc, char** argv) {
   std::string shapes;
   graph::DType dtype = graph::DType::F32;
-  bool b_transposed = false;
+  bool b_transposed = false, b_parameter = false, launches = false;
   bench::BenchFlags flags = bench::parse_bench_flags(argc, argv, kUsage, [&](const std::string& f, const auto& value) {
     if (f == "--shapes") {
       shapes = value();
@@ -109,6 +112,14 @@ int main(int argc, char** argv) {
     }
     if (f == "--b-transposed") {
       b_transposed = true;
+      return true;
+    }
+    if (f == "--b-parameter") {
+      b_parameter = true;
+      return true;
+    }
+    if (f == "--launches") {
+      launches = true;
       return true;
     }
     if (f == "--dtype") {
@@ -147,12 +158,13 @@ int main(int argc, char** argv) {
       for (const MatmulCase& c : cases) {
         graph::Graph g;
         auto a = g.input("a", dtype, {c.m, c.k});
-        auto b = g.input("b", dtype, b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.k, c.n});
+        const graph::Shape b_shape = b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.k, c.n};
+        auto b = b_parameter ? g.parameter("b", dtype, b_shape) : g.input("b", dtype, b_shape);
         g.output("y", g.matmul(a, b_transposed ? g.transpose(b) : b));
         std::vector<bench::GraphInput> in = {{"a", bench::rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
                                              {"b", bench::rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
         bench::TimedGraph t =
-            bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup, flags.warmup_ms);
+            bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup, flags.warmup_ms, launches);
         double err = max_error(c, in[0].data, in[1].data, t.output, b_transposed);
         bool ok = err <= max_relative_error;
         if (!ok) {
@@ -166,6 +178,7 @@ int main(int argc, char** argv) {
         table.add({id, info.name, fmt::format("{}x{}x{}", c.m, c.k, c.n), c.model, bench::Cell::number(t.ms, 4),
                    bench::Cell::significant(tflops, 3), bench::Cell::number(peak ? 100 * tflops / *peak : NAN, 1),
                    err_cell, t.tuned ? "tuned" : "heuristic", t.config});
+        for (const lowering::LaunchTime& l : t.launches) fmt::print("    launch {:.4f} ms  {}\n", l.ms, l.kernel);
       }
     }
     if (!flags.csv.empty()) table.write_csv(flags.csv);

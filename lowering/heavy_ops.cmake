@@ -24,6 +24,7 @@ if(NOT TARGET spire_heavy_kernels)
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_images_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/staged_copy.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_mma_kernel.cpp
+    ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_packed_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/conv2d_mma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_wgmma_kernel.cpp
     ${CMAKE_CURRENT_LIST_DIR}/heavy_kernels/matmul_workgroup_mma_kernel.cpp

@@ -9,6 +9,7 @@
 #include "lowering/heavy_kernels/heavy_lowering.h"
 #include "lowering/heavy_kernels/matmul_kernel.h"
 #include "lowering/heavy_kernels/matmul_mma_kernel.h"
+#include "lowering/heavy_kernels/matmul_packed_kernel.h"
 #include "lowering/heavy_kernels/matmul_wgmma_kernel.h"
 #include "lowering/heavy_kernels/matmul_workgroup_mma_kernel.h"
 #include "lowering/op_lowering.h"
@@ -37,10 +38,17 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   const bool tensor_cores = limits.cooperative_matrix && heavy::matmul_fits_tensor_cores(s, t);
   const bool warpgroups = heavy::matmul_fits_warpgroup_mma(s, t, limits);
   const bool workgroup = limits.workgroup_matrix && tensor_cores && heavy::matmul_fits_workgroup_mma(s, t);
-  op.heuristic = (warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
-                  : tensor_cores ? heavy::choose_matmul_mma_tiling(s, limits)
-                                 : heavy::choose_matmul_tiling(s, t, limits)).config();
+  // Where the operands' copies pass through registers into 48 KiB of workgroup memory (NVIDIA's Vulkan driver), large
+  // products multiply fragments loaded straight from packed operands (matmul_packed_kernel.h), the tensor-core kernel's
+  // tilings then being the tuner's other candidates.
+  const std::vector<heavy::MatmulTiling> packed =
+      tensor_cores && !warpgroups ? heavy::matmul_packed_candidates(s, limits) : std::vector<heavy::MatmulTiling>{};
+  op.heuristic = (warpgroups       ? heavy::choose_matmul_wgmma_tiling(s, limits)
+                  : !packed.empty() ? packed.front()
+                  : tensor_cores   ? heavy::choose_matmul_mma_tiling(s, limits)
+                                   : heavy::choose_matmul_tiling(s, t, limits)).config();
   if (warpgroups) op.candidates = configs_of(heavy::matmul_wgmma_candidates(s, limits));
+  for (const heavy::Config& c : configs_of(packed)) op.candidates.push_back(c);
   for (const heavy::Config& c :
        configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
     op.candidates.push_back(c);
@@ -63,6 +71,23 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
     if (tiling.workgroup_matrix) {
       heavy::HeavyKernel k = heavy::matmul_workgroup_mma_kernel(s, tiling);
       return single_kernel_program(io, std::move(k.kernel), k.groups);
+    }
+    if (tiling.packed()) {
+      // Each operand packed by a launch of its own into scratch (a weight's runs once: parameter_launches.h), then
+      // the product from both.
+      KernelProgram p;
+      p.buffers = io;
+      const int32_t packed_a = int32_t(p.buffers.size()), packed_b = packed_a + 1;
+      for (bool b : {false, true})
+        p.buffers.push_back({ProgramBuffer::Use::Scratch, -1, b ? *s.b_half : *s.a_half,
+                             int64_t(heavy::packed_operand_elements(s, tiling, b))});
+      for (bool b : {false, true}) {
+        heavy::HeavyKernel pack = heavy::matmul_pack_kernel(s, tiling, b, async);
+        p.launches.push_back({std::move(pack.kernel), {b ? 1 : 0, b ? packed_b : packed_a}, pack.groups, {}});
+      }
+      heavy::HeavyKernel k = heavy::matmul_packed_kernel(s, tiling);
+      p.launches.push_back({std::move(k.kernel), {packed_a, packed_b, 2}, k.groups, {}});
+      return p;
     }
     if (tiling.tensor_cores()) {
       heavy::HeavyKernel k = heavy::matmul_mma_kernel(s, tiling, async);

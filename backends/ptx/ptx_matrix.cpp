@@ -70,6 +70,25 @@ void Translator::stmt(const kir::MatrixStore& s) {
                      s.stride));
 }
 
+// A bf16 operand fragment is 4 .b32 registers of two elements each: its packed share (kernel.h) is those registers in
+// order, one 16-byte access. An f16 fragment is 8 registers holding 16 elements (wmma repeats some): no 8-element
+// share.
+std::string Translator::packed_share(uint32_t fragment) {
+  const kir::MatrixFragment& f = k_.fragments[fragment];
+  if (f.elem != Type::BF16)
+    fail(fmt::format("packed fragment {} holds {}: only bf16 fragments are packed on PTX", f.name,
+                     kir::type_name(f.elem)));
+  return fragment_list(fragment);
+}
+
+void Translator::stmt(const kir::MatrixLoadPacked& s) {
+  w_.ins(fmt::format("ld.global.nc.v4.b32 {}, [{}];", packed_share(s.fragment), buffer_operand(s.buffer, s.index)));
+}
+
+void Translator::stmt(const kir::MatrixStorePacked& s) {
+  w_.ins(fmt::format("st.global.v4.b32 [{}], {};", buffer_operand(s.buffer, s.index), packed_share(s.fragment)));
+}
+
 void Translator::stmt(const kir::MatrixMulAdd& s) {
   // f16 operands: the instruction names only the accumulator types (.f32.f32); bf16 names all four.
   const Type t = k_.fragments[s.a].elem;

@@ -57,8 +57,12 @@ class Translator {
   // Refused before any statement (workgroup-matrix has no PTX form); never reached.
   void stmt(const kir::MatrixLoadTensor&) {}
   void stmt(const kir::MatrixStoreTensor&) {}
+  // ptx_matrix.cpp: packed operand shares (bf16 fragments: their 4 registers as one 16-byte access).
+  void stmt(const kir::MatrixLoadPacked& s);
+  void stmt(const kir::MatrixStorePacked& s);
   void declare_fragments();
   std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
+  std::string packed_share(uint32_t fragment);  // a bf16 fragment's 4 registers, as fragment_list
   void builtin(kir::Builtin b, const std::string& dst);
   void shuffle_xor(const kir::Instr& in, const std::string& dst);
   std::string buffer_address(uint32_t buffer, kir::ValueId index);  // a .b64 register

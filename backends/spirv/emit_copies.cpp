@@ -33,18 +33,22 @@ uint32_t log2_of(uint32_t x) {
 // Shared arrays copied into, and whether any statement writes one of them element by element (reads are fine:
 // load_from_vectors picks an element out of its vector).
 void note_copy_arrays(const kir::Block& b, std::vector<bool>& copied, std::vector<bool>& elementwise,
-                      std::vector<bool>& sources) {
+                      std::vector<bool>& sources, std::vector<bool>& packed_stores) {
   for (const kir::Stmt& s : b.stmts) {
     if (const auto* c = std::get_if<kir::CopyToShared>(&s)) {
       copied.at(c->array) = true;
       sources.at(c->buffer) = true;
+    } else if (const auto* p = std::get_if<kir::MatrixLoadPacked>(&s)) {
+      sources.at(p->buffer) = true;  // a packed share is one 16-byte load, as a copy's source
+    } else if (const auto* p = std::get_if<kir::MatrixStorePacked>(&s)) {
+      packed_stores.at(p->buffer) = true;
     } else if (const auto* st = std::get_if<kir::StoreShared>(&s)) {
       elementwise.at(st->array) = true;
     } else if (const auto* i = std::get_if<kir::If>(&s)) {
-      note_copy_arrays(*i->then_body, copied, elementwise, sources);
-      if (i->else_body) note_copy_arrays(*i->else_body, copied, elementwise, sources);
+      note_copy_arrays(*i->then_body, copied, elementwise, sources, packed_stores);
+      if (i->else_body) note_copy_arrays(*i->else_body, copied, elementwise, sources, packed_stores);
     } else if (const auto* f = std::get_if<kir::For>(&s)) {
-      note_copy_arrays(*f->body, copied, elementwise, sources);
+      note_copy_arrays(*f->body, copied, elementwise, sources, packed_stores);
     }
   }
 }
@@ -53,8 +57,8 @@ void note_copy_arrays(const kir::Block& b, std::vector<bool>& copied, std::vecto
 
 void KernelEmitter::plan_copies() {
   std::vector<bool> copied(k_.shared.size(), false), elementwise(k_.shared.size(), false),
-      sources(k_.buffers.size(), false);
-  note_copy_arrays(k_.body, copied, elementwise, sources);
+      sources(k_.buffers.size(), false), packed_stores(k_.buffers.size(), false);
+  note_copy_arrays(k_.body, copied, elementwise, sources, packed_stores);
   shared_vectors_ = copied;
   for (uint32_t a = 0; a < k_.shared.size(); ++a) {
     if (!copied[a]) continue;
@@ -80,6 +84,11 @@ void KernelEmitter::plan_copies() {
     buffer_copy_views_[i] = declare_read_only_view(i, m_.type_vector(m_.type_int(32, false), 4), 16,
                                                    k_.buffers[i].name + "_copy_view");
   }
+  buffer_packed_views_.assign(k_.buffers.size(), 0);
+  for (uint32_t i = 0; i < k_.buffers.size(); ++i)
+    if (packed_stores[i])
+      buffer_packed_views_[i] = declare_write_only_view(i, m_.type_vector(m_.type_int(32, false), 4), 16,
+                                                        k_.buffers[i].name + "_packed_view");
 }
 
 void KernelEmitter::declare_copy_sites() {

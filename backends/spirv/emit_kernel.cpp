@@ -122,7 +122,9 @@ void KernelEmitter::declare_capabilities() {
       m_.add_extension("SPV_KHR_bfloat16");
     }
     // bf16 operands are staged in workgroup memory as 16-bit words, which 16-bit storage does not cover there.
-    if (bf16_shared) m_.add_capability(SpvCapabilityInt16);
+    // Packed shares split words into 16-bit halves.
+    const bool packed = kir::moves_packed_fragments(k_);
+    if (bf16_shared || packed) m_.add_capability(SpvCapabilityInt16);
     if (k_.features.has(kir::Feature::WorkgroupMatrix)) {
       m_.add_capability(SpvCapability(nv::kCapabilityCooperativeMatrixTensorAddressing));
       m_.add_extension("SPV_NV_cooperative_matrix2");
@@ -183,10 +185,19 @@ void KernelEmitter::declare_buffers() {
 }
 
 Id KernelEmitter::declare_read_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name) {
+  return declare_view(binding, element, stride, name, SpvDecorationNonWritable);
+}
+
+Id KernelEmitter::declare_write_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name) {
+  return declare_view(binding, element, stride, name, SpvDecorationNonReadable);
+}
+
+Id KernelEmitter::declare_view(uint32_t binding, Id element, uint32_t stride, const std::string& name,
+                               SpvDecoration access) {
   Id block_type = m_.type_struct({m_.type_runtime_array(element, stride)});
   m_.decorate(block_type, SpvDecorationBlock);
   m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
-  m_.member_decorate(block_type, 0, SpvDecorationNonWritable);
+  m_.member_decorate(block_type, 0, access);
   Id var = m_.global_variable(m_.type_pointer(SpvStorageClassStorageBuffer, block_type), SpvStorageClassStorageBuffer);
   m_.decorate(var, SpvDecorationDescriptorSet, {0});
   m_.decorate(var, SpvDecorationBinding, {binding});

@@ -139,4 +139,48 @@ void KernelEmitter::stmt(const kir::MatrixStoreTensor& s) {
   append_instruction(*current_, SpvOp(nv::kOpCooperativeMatrixStoreTensor), w);
 }
 
+// A packed share (kernel.h's MatrixLoadPacked): one 16-byte load through the buffer's vector view (emit_copies.cpp
+// declares it, as for a copy's source), each of its words split into 16-bit halves, the fragment's components
+// 2w and 2w + 1 (OpCompositeInsert with one index addresses this invocation's own components, in the
+// order the driver keeps them; kPackedShare of them for a 16x16 operand in a subgroup of 32).
+void KernelEmitter::stmt(const kir::MatrixLoadPacked& s) {
+  const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
+  Id t = fragment_type(f);
+  Id u32 = m_.type_int(32, false), u16 = m_.type_int(16, false);
+  Id uvec4 = m_.type_vector(u32, 4), u16vec2 = m_.type_vector(u16, 2);
+  Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+  Id source = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
+                 {buffer_copy_views_.at(s.buffer), m_.constant_u32(0), vector_index(f.elem, as_u32(s.index))});
+  Id words = load_buffer(s.buffer, uvec4, source);
+  Id matrix = op(SpvOpUndef, t, {});
+  for (uint32_t w = 0; w < kir::kPackedShare / 2; ++w) {
+    Id halves = op(SpvOpBitcast, u16vec2, {op(SpvOpCompositeExtract, u32, {words, w})});
+    for (uint32_t h = 0; h < 2; ++h) {
+      Id bits = op(SpvOpCompositeExtract, u16, {halves, h});
+      matrix = op(SpvOpCompositeInsert, t, {op(SpvOpBitcast, component, {bits}), matrix, 2 * w + h});
+    }
+  }
+  op_void(SpvOpStore, {fragment_vars_.at(s.fragment), matrix});
+}
+
+// The other way: the components paired into words, one 16-byte store through a written vector view.
+void KernelEmitter::stmt(const kir::MatrixStorePacked& s) {
+  const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
+  Id object = op(SpvOpLoad, fragment_type(f), {fragment_vars_.at(s.fragment)});
+  Id u32 = m_.type_int(32, false), u16 = m_.type_int(16, false);
+  Id uvec4 = m_.type_vector(u32, 4), u16vec2 = m_.type_vector(u16, 2);
+  Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+  std::vector<Id> words;
+  for (uint32_t w = 0; w < kir::kPackedShare / 2; ++w) {
+    Id halves[2];
+    for (uint32_t h = 0; h < 2; ++h)
+      halves[h] = op(SpvOpBitcast, u16, {op(SpvOpCompositeExtract, component, {object, 2 * w + h})});
+    words.push_back(op(SpvOpBitcast, u32, {op(SpvOpCompositeConstruct, u16vec2, {halves[0], halves[1]})}));
+  }
+  Id vector = op(SpvOpCompositeConstruct, uvec4, {words[0], words[1], words[2], words[3]});
+  store_memory(op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
+                  {buffer_packed_views_.at(s.buffer), m_.constant_u32(0), vector_index(f.elem, as_u32(s.index))}),
+               vector);
+}
+
 }  // namespace spire::spirv

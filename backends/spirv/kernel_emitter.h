@@ -41,6 +41,10 @@ class KernelEmitter {
   // A second declaration of buffer `binding` as a read-only runtime array of `element` (`stride` bytes apart): variables
   // sharing a binding alias one buffer, and neither view is written, so they need no Aliased decoration.
   Id declare_read_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name);
+  // The same for a buffer written only through the view (packed fragment stores): the buffer's own declaration is
+  // then never accessed, so the two still overlap in no access.
+  Id declare_write_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name);
+  Id declare_view(uint32_t binding, Id element, uint32_t stride, const std::string& name, SpvDecoration access);
   Id builtin_input(SpvBuiltIn builtin, Id type, const char* name);  // loaded once, in the prologue
   Id builtin_value(kir::Builtin b);
   Id scalar_value(uint32_t index);
@@ -73,6 +77,9 @@ class KernelEmitter {
                              kir::ValueId column, kir::ValueId rows, kir::ValueId columns);
   void stmt(const kir::MatrixLoadTensor& s);
   void stmt(const kir::MatrixStoreTensor& s);
+  // Packed operand shares (emit_matrix.cpp): the fragment's components, in the driver's order, as 16 bytes.
+  void stmt(const kir::MatrixLoadPacked& s);
+  void stmt(const kir::MatrixStorePacked& s);
   // Copies into workgroup memory (emit_copies.cpp): a 16-byte load into registers where the kernel issues the copy,
   // its store deferred to the wait that covers it, so the load flies while the kernel computes in between.
   void plan_copies();
@@ -154,6 +161,7 @@ class KernelEmitter {
   // copies and matrix stores may then write (element reads pick their word out); a copy source gets a uvec4 view.
   std::vector<bool> shared_vectors_;  // per shared array
   std::vector<Id> buffer_copy_views_;  // per buffer, 0 where no copy reads it
+  std::vector<Id> buffer_packed_views_;  // per buffer, 0 where no packed fragment is stored into it (uvec4, written)
   struct CopySite {
     uint32_t array = 0;
     Id data = 0, destination = 0, pending = 0;  // Function variables: uvec4 loaded, u32 element index, bool

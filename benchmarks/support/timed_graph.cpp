@@ -55,7 +55,7 @@ std::vector<float> decode(const std::vector<uint8_t>& bytes, graph::DType t) {
 }  // namespace
 
 TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<GraphInput>& inputs,
-                      const TuningUse& tuning, int runs, int warmup, double warmup_ms) {
+                      const TuningUse& tuning, int runs, int warmup, double warmup_ms, bool profile) {
   TimedGraph r;
   lowering::MapTuningChoices choices =
       tuning::prepare_tuning({.tune = tuning.tune, .cache_file = tuning.cache_file}, dev, {&g}, stderr);
@@ -69,7 +69,7 @@ TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<
     r.config += (r.config.empty() ? "" : " + ") + chosen.text();
   }
 
-  auto exe = lowering::compile(g, dev, {.tuning = &choices});
+  auto exe = lowering::compile(g, dev, {.tuning = &choices, .profile = profile});
   for (const GraphInput& in : inputs) {
     auto v = g.find(in.name);
     if (!v) throw std::invalid_argument("time_graph: the graph has no input " + in.name);
@@ -84,11 +84,18 @@ TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<
 
   tuning::warm_up(warmup, warmup_ms, [&] { exe->step(); });
   std::vector<double> ms;
+  std::vector<std::vector<double>> launch_ms;
   for (int i = 0; i < runs; ++i) {
     exe->step();
     ms.push_back(exe->last_step_ms());
+    if (!profile) continue;
+    const std::vector<lowering::LaunchTime> times = exe->last_launch_times();
+    if (r.launches.empty()) r.launches = times;
+    launch_ms.resize(times.size());
+    for (size_t l = 0; l < times.size(); ++l) launch_ms[l].push_back(times[l].ms);
   }
   r.ms = median(ms);
+  for (size_t l = 0; l < r.launches.size() && l < launch_ms.size(); ++l) r.launches[l].ms = median(launch_ms[l]);
   return r;
 }
 

@@ -74,6 +74,7 @@ bool reads_wide(const Stmt& s, uint32_t buffer) {
   if (const auto* c = std::get_if<CopyToShared>(&s)) return c->buffer == buffer;
   if (const auto* v = std::get_if<LoadBufferVector>(&s)) return v->buffer == buffer;
   if (const auto* t = std::get_if<MatrixLoadTensor>(&s)) return t->buffer == buffer;
+  if (const auto* t = std::get_if<MatrixLoadPacked>(&s)) return t->buffer == buffer;
   return false;
 }
 
@@ -414,6 +415,14 @@ void KernelBuilder::matrix_store_tensor(const Buf& buffer, Val base, Val row, Va
                                         Fragment f) {
   current()->stmts.emplace_back(
       MatrixStoreTensor{f.index, buffer.index(), base.id(), row.id(), column.id(), rows.id(), columns.id()});
+}
+
+void KernelBuilder::matrix_load_packed(Fragment f, const Buf& buffer, Val index) {
+  current()->stmts.emplace_back(MatrixLoadPacked{f.index, buffer.index(), index.id()});
+}
+
+void KernelBuilder::matrix_store_packed(const Buf& buffer, Val index, Fragment f) {
+  current()->stmts.emplace_back(MatrixStorePacked{f.index, buffer.index(), index.id()});
 }
 
 Fragment KernelBuilder::warpgroup_accumulator(std::string name, uint32_t columns) {

@@ -194,6 +194,10 @@ class KernelBuilder {
   // viewed as a rows x columns row-major matrix (its transpose for a column-major fragment).
   void matrix_load_tensor(Fragment f, const Buf& buffer, Val base, Val row, Val column, Val rows, Val columns);
   void matrix_store_tensor(const Buf& buffer, Val base, Val row, Val column, Val rows, Val columns, Fragment f);
+  // kernel.h's MatrixLoadPacked / MatrixStorePacked: this invocation's share of an operand fragment as the 16 bytes
+  // at `index` (its own element index, a multiple of kPackedShare), in the device's order.
+  void matrix_load_packed(Fragment f, const Buf& buffer, Val index);
+  void matrix_store_packed(const Buf& buffer, Val index, Fragment f);
   // kernel.h's CopyToShared (declares Feature::AsyncCopy): 16 bytes of `from` at element src into `to` at dst,
   // zeros where `valid` is false; it lands by a copy_wait covering its batch (see kernel.h).
   void copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid);

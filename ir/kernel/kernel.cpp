@@ -1,10 +1,9 @@
 #include "ir/kernel/kernel.h"
 
 #include <functional>
+#include <unordered_set>
 
 #include <fmt/format.h>
-
-#include <unordered_set>
 
 namespace spire::kir {
 
@@ -390,6 +389,17 @@ struct Verifier {
                               fs[s.b].name, fs[s.b].rows, fs[s.b].columns, fs[s.c].name, fs[s.c].rows, fs[s.c].columns));
     return true;
   }
+  // The buffer a matrix moves from (load) or into: it exists, holds the fragment's type and is read or written so.
+  bool matrix_buffer_ok(const MatrixFragment& m, uint32_t buffer, bool load, const char* what) {
+    if (buffer >= k.buffers.size()) return fail(fmt::format("{}: buffer {} does not exist", what, buffer));
+    const BufferParam& b = k.buffers[buffer];
+    if (b.elem != m.elem)
+      return fail(fmt::format("{} {}: fragment holds {}, buffer {} holds {}", what, m.name, type_name(m.elem), b.name,
+                              type_name(b.elem)));
+    if (b.access == (load ? Access::Write : Access::Read))
+      return fail(fmt::format("{} {}: buffer {} is {}", what, m.name, b.name, access_name(b.access)));
+    return true;
+  }
   // A workgroup matrix's block of a buffer (kernel.h's MatrixLoadTensor and MatrixStoreTensor).
   template <class S>
   bool matrix_tensor_ok(const S& s, bool load, const char* what) {
@@ -398,13 +408,7 @@ struct Verifier {
     if (!m.workgroup) return fail(fmt::format("{} {}: not a workgroup matrix", what, m.name));
     if (load == is_accumulator(s.fragment))
       return fail(fmt::format("{} {}: operands (a, b) are loaded, accumulators stored", what, m.name));
-    if (s.buffer >= k.buffers.size()) return fail(fmt::format("{}: buffer {} does not exist", what, s.buffer));
-    const BufferParam& b = k.buffers[s.buffer];
-    if (b.elem != m.elem)
-      return fail(fmt::format("{} {}: fragment holds {}, buffer {} holds {}", what, m.name, type_name(m.elem), b.name,
-                              type_name(b.elem)));
-    if (b.access == (load ? Access::Write : Access::Read))
-      return fail(fmt::format("{} {}: buffer {} is {}", what, m.name, b.name, access_name(b.access)));
+    if (!matrix_buffer_ok(m, s.buffer, load, what)) return false;
     for (ValueId v : {s.base, s.row, s.column, s.rows, s.columns}) {
       if (!use(v, what)) return false;
       if (type_of(v) != Type::U32) return fail(fmt::format("{} {}: base, row, column and sizes are u32", what, m.name));
@@ -413,6 +417,17 @@ struct Verifier {
   }
   bool stmt(const MatrixLoadTensor& s) { return matrix_tensor_ok(s, true, "matrix_load_tensor"); }
   bool stmt(const MatrixStoreTensor& s) { return matrix_tensor_ok(s, false, "matrix_store_tensor"); }
+  // An operand fragment's packed share (kernel.h's MatrixLoadPacked and MatrixStorePacked).
+  template <class S>
+  bool matrix_packed_ok(const S& s, bool load, const char* what) {
+    if (!fragment_ok(s.fragment, what)) return false;
+    const MatrixFragment& m = k.fragments[s.fragment];
+    if (m.workgroup || (m.use != MatrixUse::A && m.use != MatrixUse::B))
+      return fail(fmt::format("{} {}: only subgroup A and B fragments are packed", what, m.name));
+    return matrix_buffer_ok(m, s.buffer, load, what) && index_ok(s.index, what);
+  }
+  bool stmt(const MatrixLoadPacked& s) { return matrix_packed_ok(s, true, "matrix_load_packed"); }
+  bool stmt(const MatrixStorePacked& s) { return matrix_packed_ok(s, false, "matrix_store_packed"); }
   bool warpgroup_operand_ok(const WarpgroupOperand& o, const char* which) {
     if (o.array >= k.shared.size()) return fail(fmt::format("warpgroup_mul_add: {}'s shared array does not exist", which));
     const SharedArray& a = k.shared[o.array];
@@ -520,10 +535,17 @@ bool taps_epilogue_of(const Kernel& k, uint32_t buffer) {
   });
 }
 
+bool moves_packed_fragments(const Kernel& k) {
+  return any_stmt(k.body, [](const Stmt& s) {
+    return std::holds_alternative<MatrixLoadPacked>(s) || std::holds_alternative<MatrixStorePacked>(s);
+  });
+}
+
 bool writes_buffer(const Kernel& k, uint32_t buffer) {
   return any_stmt(k.body, [&](const Stmt& s) {
     if (const auto* st = std::get_if<StoreBuffer>(&s)) return st->buffer == buffer;
     if (const auto* t = std::get_if<MatrixStoreTensor>(&s)) return t->buffer == buffer;
+    if (const auto* t = std::get_if<MatrixStorePacked>(&s)) return t->buffer == buffer;
     const auto* in = std::get_if<Instr>(&s);
     return in && in->op == Op::AtomicAdd && in->index == buffer;
   });

@@ -224,6 +224,15 @@ struct MatrixMulAdd { uint32_t d, a, b, c; };
 // fragment's type: f16 or bf16 operands, which are loaded; f32 accumulators, which are stored.
 struct MatrixLoadTensor { uint32_t fragment; uint32_t buffer; ValueId base, row, column, rows, columns; };
 struct MatrixStoreTensor { uint32_t fragment; uint32_t buffer; ValueId base, row, column, rows, columns; };
+// Packed operand fragments (subgroup A or B fragments of f16 or bf16): each invocation's share of the fragment, its
+// kPackedShare elements in the order the device holds them, is the 16 bytes at buffer element `index` (this
+// invocation's own, a multiple of kPackedShare). What one kernel stores (MatrixStorePacked, any fragment filled by a
+// MatrixLoad) another loads (MatrixLoadPacked) as the same fragment, so a packing launch can lay an operand out once
+// for products whose every fragment load is then one contiguous 16-byte load per invocation, with no workgroup memory.
+// The layout is the device's own: only a kernel of the same device reads what such a kernel stored.
+inline constexpr uint32_t kPackedShare = 8;  // 16-bit elements per invocation of a 16x16 operand fragment
+struct MatrixLoadPacked { uint32_t fragment; uint32_t buffer; ValueId index; };
+struct MatrixStorePacked { uint32_t fragment; uint32_t buffer; ValueId index; };
 // Feature::AsyncCopy: copies 16 bytes from buffer element `src` on into shared element `dst` on, or writes 16 zero
 // bytes when `valid` (bool) is false (the buffer is then not read). The copy joins the invocation's open batch and
 // may land any time until a CopyWait that covers that batch; nothing may read or write those shared bytes in
@@ -289,7 +298,7 @@ struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_pt
 using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, LoadBufferVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
                           WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase, MatrixLoadTensor,
-                          MatrixStoreTensor>;
+                          MatrixStoreTensor, MatrixLoadPacked, MatrixStorePacked>;
 
 struct Block {
   std::vector<Stmt> stmts;
@@ -345,6 +354,8 @@ bool taps_epilogue_of(const Kernel& k, uint32_t buffer);
 // True when the kernel writes `buffer` (stores, workgroup-matrix stores, atomic adds): a pooled side output's kernel
 // whose result nothing else reads taps its epilogue and stores nothing there (lowering binds it no real buffer).
 bool writes_buffer(const Kernel& k, uint32_t buffer);
+// True when the kernel loads or stores packed operand shares (MatrixLoadPacked, MatrixStorePacked).
+bool moves_packed_fragments(const Kernel& k);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,
 // indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a

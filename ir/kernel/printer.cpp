@@ -88,6 +88,12 @@ struct Printer {
         line(depth, fmt::format("matrix_store_tensor {}[{} + ({}, {}) of {} x {}], {}", k.buffers[st->buffer].name,
                                 v(st->base), v(st->row), v(st->column), v(st->rows), v(st->columns),
                                 k.fragments[st->fragment].name));
+      } else if (auto* st = std::get_if<MatrixLoadPacked>(&s)) {
+        line(depth, fmt::format("matrix_load_packed {}, {}[{}]", k.fragments[st->fragment].name,
+                                k.buffers[st->buffer].name, v(st->index)));
+      } else if (auto* st = std::get_if<MatrixStorePacked>(&s)) {
+        line(depth, fmt::format("matrix_store_packed {}[{}], {}", k.buffers[st->buffer].name, v(st->index),
+                                k.fragments[st->fragment].name));
       } else if (auto* st = std::get_if<MatrixMulAdd>(&s)) {
         const auto& f = k.fragments;
         line(depth, fmt::format("matrix_mul_add {} = {} x {} + {}", f[st->d].name, f[st->a].name, f[st->b].name,

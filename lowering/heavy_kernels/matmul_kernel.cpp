@@ -116,6 +116,7 @@ Config MatmulTiling::config() const {
     if (unroll > 1) c.set("unroll", unroll);  // rolled configs keep the text tuning caches already hold
     if (producers > 0) c.set("producers", producers);
     if (b_unpadded) c.set("b_unpadded", 1);
+    if (packed()) c.set("lookahead", lookahead);
     return c;
   }
   Config c{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"reg_m", reg_m}, {"reg_n", reg_n}};
@@ -150,6 +151,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (c.has("stages")) t.stages = u("stages");
     if (c.has("unroll")) t.unroll = u("unroll");
     if (c.has("producers")) t.producers = u("producers");
+    if (c.has("lookahead")) t.lookahead = u("lookahead");
     if (c.has("b_unpadded")) {
       if (c.get("b_unpadded") != 1)
         throw std::invalid_argument(fmt::format("matmul config '{}': b_unpadded must be 1", c.text()));

@@ -73,6 +73,12 @@ struct MatmulTiling {
   // conflicts, but the slice takes a third less workgroup memory: where that is 48 KiB (NVIDIA's Vulkan driver), 3
   // stages of 128x256x16 fit only so. Ignored for a B read as [k][column].
   bool b_unpadded = false;
+  // Packed fragments (matmul_packed_kernel.h): the operands are first laid out in the device's fragment order by
+  // launches of their own, and the product's subgroups load each fragment straight from that, `lookahead` K slices of
+  // 16 ahead of the one they multiply, through `stages` sets of fragments in turn (the K loop unrolled by them). 0:
+  // not that kernel. warps_m x warps_n subgroups as for the tensor-core kernel; tile_k is 16.
+  uint32_t lookahead = 0;
+  bool packed() const { return lookahead > 0; }
   bool tensor_cores() const { return warps_m > 0; }
   bool warpgroup_mma() const { return warpgroups > 0; }
   uint32_t invocations() const {
@@ -84,7 +90,8 @@ struct MatmulTiling {
   // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
   // warps_m=2,warps_n=4,stages=3" for tensor cores (",unroll=3" when unrolled, ",producers=4" with copying
   // subgroups, ",b_unpadded=1"), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for warpgroup MMA,
-  // "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices) and back (throws
+  // "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices, ",lookahead=4" after a
+  // tensor-core config for packed fragments) and back (throws
   // std::invalid_argument for a missing value; a missing splits is 1, a missing stages 2).
   Config config() const;
   static MatmulTiling from(const Config& c);

@@ -79,6 +79,30 @@ TEST(ParameterLaunches, OnlyLaunchesReadingFixedParametersAreMarked) {
   EXPECT_NE(lowering::plan_text(plan).find("(parameters only: runs when they change)"), std::string::npos);
 }
 
+// A large bf16 product on an H100's vulkan:0 (by its data: cooperative matrices, 48 KiB of workgroup memory, not PTX)
+// multiplies packed operands (lowering/heavy_kernels/matmul_packed_kernel.h): a packing launch per operand, then the
+// product. A Linear layer's weight is packed once; the activation every step.
+TEST(ParameterLaunches, AWeightIsPackedOnceForTheProductFromPackedOperands) {
+  rt::DeviceInfo vulkan = testing_support::h100_like_target("vulkan-like:0");
+  vulkan.backend = rt::Backend::Vulkan;
+  vulkan.features =
+      vulkan.features | kir::Feature::BFloat16 | kir::Feature::CooperativeMatrix | kir::Feature::AsyncCopy;
+  graph::Graph g;
+  graph::Value x = g.input("x", DType::BF16, {4096, 512});
+  graph::Value w = g.parameter("w", DType::BF16, {4096, 512});
+  g.output("y", g.matmul(x, g.transpose(w)));
+  const lowering::Plan plan = lowering::lower(g, vulkan);
+  std::vector<std::string> once, every;
+  for (const lowering::Launch& l : plan.launches)
+    (l.parameters_only ? once : every).push_back(plan.kernels[size_t(l.kernel)].name);
+  ASSERT_EQ(once.size(), 1u) << lowering::plan_text(plan);
+  EXPECT_NE(once[0].find("matmul_pack_b"), std::string::npos) << once[0];
+  ASSERT_EQ(every.size(), 2u) << lowering::plan_text(plan);
+  EXPECT_NE(every[0].find("matmul_pack_a"), std::string::npos) << every[0];
+  EXPECT_NE(every[1].find("_packed_"), std::string::npos) << every[1];
+  EXPECT_EQ(lowering::check_memory_plan(plan), "");
+}
+
 TEST(ParameterLaunches, NoneWhereTheParametersChangeEveryStep) {
   const lowering::Plan plan = lowering::lower(column_sums(true).g, testing_support::h100_like_target());
   for (const lowering::Launch& l : plan.launches) EXPECT_FALSE(l.parameters_only) << l.node;

@@ -78,7 +78,8 @@ Module decode(const std::vector<uint32_t>& words) {
     const bool typed_result = i.opcode == 41 || i.opcode == 42 || i.opcode == 43 || i.opcode == 44 || i.opcode == 1 ||
                               i.opcode == 59 || i.opcode == 61 || i.opcode == 65 || i.opcode == 80 || i.opcode == 4457 ||
                               i.opcode == 4459 || i.opcode == 5367 || i.opcode == 5372 || i.opcode == 5373 ||
-                              i.opcode == 5375 || i.opcode == 5377;
+                              i.opcode == 5375 || i.opcode == 5377 || i.opcode == 81 || i.opcode == 82 ||
+                              i.opcode == 124;
     if (type_decl) m.defs[i.operands.at(0)] = &i;
     if (typed_result) m.defs[i.operands.at(1)] = &i;
     if (i.opcode == 17) m.capabilities.push_back(i.operands.at(0));
@@ -239,6 +240,102 @@ TEST(SpirvCooperativeMatrix, OtherKernelsKeepTheGlsl450MemoryModel) {
   const auto barriers = m.all(224);
   ASSERT_EQ(barriers.size(), 1u);
   EXPECT_EQ(m.constant(barriers[0]->operands[2]), 0x8u | 0x100u);  // no buffer both read and written: no UniformMemory
+}
+
+// An A fragment's packed share loaded from one buffer and stored into another (kir's MatrixLoadPacked and
+// MatrixStorePacked): each invocation's 16 bytes at element 8 x its id.
+Kernel packed_kernel(Type half) {
+  KernelBuilder kb("packed", 32);
+  auto in = kb.buffer("in", half, Access::Read), out = kb.buffer("out", half, Access::Write);
+  auto a = kb.fragment("fa", MatrixUse::A, half);
+  kb.matrix_load_packed(a, in, kb.local_id() * 8u);
+  kb.matrix_store_packed(out, kb.local_id() * 8u, a);
+  return kb.finish();
+}
+
+// The decorations of a variable: decoration number -> its literal (0 where none).
+std::map<uint32_t, uint32_t> decorations_of(const Module& m, uint32_t target) {
+  std::map<uint32_t, uint32_t> out;
+  for (const Inst* d : m.all(71))  // OpDecorate: target, decoration, literals
+    if (d->operands.at(0) == target) out[d->operands.at(1)] = d->operands.size() > 2 ? d->operands[2] : 0;
+  return out;
+}
+
+class SpirvPackedFragment : public testing::TestWithParam<Type> {};
+
+TEST_P(SpirvPackedFragment, MovesEachInvocationsComponentsAsOne16ByteVector) {
+  const Type half = GetParam();
+  const Module m = decode(compile(packed_kernel(half)));
+  // Int16 (22): the words split into 16-bit halves.
+  EXPECT_TRUE(contains(m.capabilities, 22));
+  // The 16-byte vector type: OpTypeVector (23) of 4 unsigned 32-bit integers (OpTypeInt 21, width 32, signedness 0).
+  auto is_uvec4 = [&](uint32_t type) {
+    const Inst& v = m.def(type);
+    if (v.opcode != 23 || v.operands.at(2) != 4) return false;
+    const Inst& e = m.def(v.operands.at(1));
+    return e.opcode == 21 && e.operands.at(1) == 32 && e.operands.at(2) == 0;
+  };
+  // Which binding a pointer from OpAccessChain (type, result, base, 0, index) reaches, and whether that variable is
+  // declared NonWritable (24) or NonReadable (25) on its block's member.
+  auto binding_of = [&](uint32_t pointer) {
+    const uint32_t variable = m.def(pointer).operands.at(2);
+    return decorations_of(m, variable).at(33);  // Binding
+  };
+  // One uvec4 load (OpLoad 61) through binding 0, split into the fragment's 8 components in order (OpCompositeInsert
+  // 82 with one index each, 0..7, each a bitcast (124) of a 16-bit half), the matrix stored into its variable.
+  const Inst* load = nullptr;
+  for (const Inst* l : m.all(61))
+    if (is_uvec4(l->operands[0])) {
+      ASSERT_EQ(load, nullptr) << "a second 16-byte load";
+      load = l;
+    }
+  ASSERT_NE(load, nullptr);
+  EXPECT_EQ(binding_of(load->operands[2]), 0u);
+  std::vector<uint32_t> inserted;
+  for (const Inst* i : m.all(82)) {
+    ASSERT_EQ(i->operands.size(), 5u);  // type, result, object, composite, one index
+    EXPECT_EQ(m.def(i->operands[2]).opcode, 124u);
+    inserted.push_back(i->operands[4]);
+  }
+  EXPECT_EQ(inserted, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  // The store: components 0..7 extracted (OpCompositeExtract 81 from the matrix type, 4456), one uvec4 store (OpStore
+  // 62) through binding 1.
+  std::vector<uint32_t> extracted;
+  for (const Inst* e : m.all(81))
+    if (m.def(m.def(e->operands[2]).operands[0]).opcode == 4456) extracted.push_back(e->operands.at(3));
+  EXPECT_EQ(extracted, (std::vector<uint32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  int vector_stores = 0;
+  for (const Inst* st : m.all(62)) {
+    const Inst& value = m.def(st->operands[1]);
+    if (value.opcode != 80 || !is_uvec4(value.operands[0])) continue;  // OpCompositeConstruct of a uvec4
+    ++vector_stores;
+    EXPECT_EQ(binding_of(st->operands[0]), 1u);
+  }
+  EXPECT_EQ(vector_stores, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Operands, SpirvPackedFragment, testing::Values(Type::BF16, Type::F16),
+                         [](const testing::TestParamInfo<Type>& p) { return std::string(type_name(p.param)); });
+
+TEST(SpirvPackedFragment, RefusesAccumulatorsAndBuffersOfAnotherType) {
+  KernelBuilder kb("bad", 32);
+  auto in = kb.buffer("in", Type::BF16, Access::Read);
+  auto acc = kb.fragment("acc", MatrixUse::Accumulator, Type::F32);
+  kb.matrix_load_packed(acc, in, kb.u32(0));
+  const std::string accumulator = verify(kb.peek());
+  EXPECT_NE(accumulator.find("only subgroup A and B fragments are packed"), std::string::npos) << accumulator;
+  KernelBuilder kb2("bad2", 32);
+  auto in2 = kb2.buffer("h", Type::F16, Access::Read);
+  auto a2 = kb2.fragment("a", MatrixUse::A, Type::BF16);
+  kb2.matrix_load_packed(a2, in2, kb2.u32(0));
+  const std::string other_type = verify(kb2.peek());
+  EXPECT_NE(other_type.find("fragment holds bf16, buffer h holds f16"), std::string::npos) << other_type;
+  KernelBuilder kb3("bad3", 32);
+  auto in3 = kb3.buffer("in", Type::BF16, Access::Read);
+  auto a3 = kb3.fragment("a", MatrixUse::A, Type::BF16);
+  kb3.matrix_store_packed(in3, kb3.u32(0), a3);
+  const std::string read_only = verify(kb3.peek());
+  EXPECT_NE(read_only.find("buffer in is read"), std::string::npos) << read_only;
 }
 
 // A workgroup's 64 x 32 block of c = a x b straight from and to buffers, b stored transposed (read through a view).

@@ -651,11 +651,18 @@ struct Module::Impl {
         ins.frags.push_back(register_list(ops[0], has("v4") ? 4 : 2, "vector load's destination", line, ins.text));
         ins.a = {Opnd{}, operand(ops[1], line, ins.text)};
         if (!ins.a[1].memory) fail(line, ins.text, "a vector load reads [address]");
+      } else if (name == "st" && (has("v2") || has("v4"))) {
+        // st.{shared,global}.v2/.v4.<32-bit type> [addr], {regs}: the registers in frags[0], a[1] unused.
+        auto ops = split(rest, ',');
+        if (ops.size() != 2) fail(line, ins.text, "a vector store needs [address], {registers}");
+        ins.frags.push_back(register_list(ops[1], has("v4") ? 4 : 2, "vector store's source", line, ins.text));
+        ins.a = {operand(ops[0], line, ins.text), Opnd{}};
+        if (!ins.a[0].memory) fail(line, ins.text, "a vector store writes [address]");
       } else {
         for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
       }
       ins.t = type_at(parts.size() - 1);
-      if (!ins.frags.empty() && type_bytes(ins.t) != 4) fail(line, ins.text, "vector loads of 32-bit types only");
+      if (!ins.frags.empty() && type_bytes(ins.t) != 4) fail(line, ins.text, "vector accesses of 32-bit types only");
       if (name == "ld" || name == "st") {
         const std::string& space = parts[1];
         if (space == "param" && name == "ld") ins.op = Op::LdParam;
@@ -1159,8 +1166,24 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
           }
           break;
         }
-        case Op::StGlobal: store(global_addr(in.a[0], uint32_t(type_bytes(t))), rd(in.a[1])); break;
-        case Op::StShared: store(shared_addr(in.a[0], uint32_t(type_bytes(t))), rd(in.a[1])); break;
+        case Op::StGlobal: case Op::StShared: {
+          if (in.frags.empty()) {
+            store(in.op == Op::StGlobal ? global_addr(in.a[0], uint32_t(type_bytes(t)))
+                                        : shared_addr(in.a[0], uint32_t(type_bytes(t))),
+                  rd(in.a[1]));
+            break;
+          }
+          const uint32_t bytes = uint32_t(type_bytes(t) * in.frags[0].size());
+          if ((rd(in.a[0]) + uint64_t(in.a[0].offset)) % bytes != 0)
+            throw Error("PTX interpreter: " + std::to_string(bytes) +
+                        "-byte vector store to an address not aligned to " + std::to_string(bytes) + " at: " + in.text);
+          uint8_t* p = in.op == Op::StGlobal ? global_addr(in.a[0], bytes) : shared_addr(in.a[0], bytes);
+          for (size_t i = 0; i < in.frags[0].size(); ++i) {
+            const uint32_t v = uint32_t(th.regs[in.frags[0][i]]);
+            std::memcpy(p + 4 * i, &v, 4);
+          }
+          break;
+        }
         case Op::AtomAdd: {
           uint8_t* p = global_addr(in.a[1], 4);
           uint32_t old;
