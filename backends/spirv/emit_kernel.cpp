@@ -355,6 +355,11 @@ void KernelEmitter::block(const kir::Block& b) {
 void KernelEmitter::stmt(const kir::Instr& s) { values_[s.result] = instr(s); }
 
 void KernelEmitter::stmt(const kir::StoreBuffer& s) {
+  // Two written declarations of one binding would need the Aliased decoration (and the driver's caution with it).
+  if (buffer_packed_views_.at(s.buffer) != 0)
+    throw std::logic_error(fmt::format("SPIR-V backend: buffer {} takes packed fragment stores and also element stores; "
+                                       "packed stores go only into buffers nothing else writes",
+                                       k_.buffers[s.buffer].name));
   store_memory(buffer_element(s.buffer, s.index), value(s.value));
 }
 

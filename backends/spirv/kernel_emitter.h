@@ -42,7 +42,7 @@ class KernelEmitter {
   // sharing a binding alias one buffer, and neither view is written, so they need no Aliased decoration.
   Id declare_read_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name);
   // The same for a buffer written only through the view (packed fragment stores): the buffer's own declaration is
-  // then never accessed, so the two still overlap in no access.
+  // then never accessed (stmt(StoreBuffer) refuses it), so the two still overlap in no access.
   Id declare_write_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name);
   Id declare_view(uint32_t binding, Id element, uint32_t stride, const std::string& name, SpvDecoration access);
   Id builtin_input(SpvBuiltIn builtin, Id type, const char* name);  // loaded once, in the prologue

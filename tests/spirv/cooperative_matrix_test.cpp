@@ -338,6 +338,24 @@ TEST(SpirvPackedFragment, RefusesAccumulatorsAndBuffersOfAnotherType) {
   EXPECT_NE(read_only.find("buffer in is read"), std::string::npos) << read_only;
 }
 
+// A buffer written through its packed view and element by element too would need aliased declarations: refused.
+TEST(SpirvPackedFragment, RefusesElementStoresBesidePackedOnesIntoOneBuffer) {
+  KernelBuilder kb("mixed", 32);
+  auto in = kb.buffer("in", Type::BF16, Access::Read), out = kb.buffer("out", Type::BF16, Access::Write);
+  auto a = kb.fragment("a", MatrixUse::A, Type::BF16);
+  kb.matrix_load_packed(a, in, kb.local_id() * 8u);
+  kb.matrix_store_packed(out, kb.local_id() * 8u, a);
+  out[kb.u32(0)] = cast(kb.f32(1), Type::BF16);
+  try {
+    (void)compile(kb.finish());
+    ADD_FAILURE() << "a buffer took packed and element stores";
+  } catch (const std::logic_error& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer out takes packed fragment stores and also element stores"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A workgroup's 64 x 32 block of c = a x b straight from and to buffers, b stored transposed (read through a view).
 Kernel workgroup_matrix_kernel() {
   KernelBuilder kb("wgm", 256);

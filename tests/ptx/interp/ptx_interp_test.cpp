@@ -251,6 +251,39 @@ TEST(PtxInterp, MisalignedVectorLoadFaults) {
   }
 }
 
+// Packed bf16 fragment shares (kir::MatrixLoadPacked / MatrixStorePacked as ld.global.nc.v4.b32 / st.global.v4.b32):
+// each lane's 16 bytes go through the fragment's 4 registers unchanged, and a store to an address that is not a
+// multiple of 16 bytes faults as the hardware does.
+Kernel packed_round_trip_kernel(uint32_t store_offset) {
+  KernelBuilder kb("packed_round_trip", 32);
+  auto in = kb.buffer("in", Type::BF16, Access::Read);
+  auto out = kb.buffer("out", Type::BF16, Access::Write);
+  auto f = kb.fragment("f", MatrixUse::A, Type::BF16);
+  kb.matrix_load_packed(f, in, kb.local_id() * 8u);
+  kb.matrix_store_packed(out, kb.local_id() * 8u + store_offset, f);
+  return kb.finish();
+}
+
+TEST(PtxInterp, PackedSharesPassThroughTheFragmentRegistersUnchanged) {
+  std::vector<uint16_t> hx(256), ho(256, 0xFFFF);
+  for (size_t j = 0; j < hx.size(); ++j) hx[j] = uint16_t(0x3F80 + j);
+  const Kernel k = packed_round_trip_kernel(0);
+  const std::string text = compile(k, Target{90});
+  EXPECT_NE(text.find("st.global.v4.b32"), std::string::npos) << text;
+  run(k, {buf(hx), buf(ho)}, {}, 1);
+  EXPECT_EQ(ho, hx);
+}
+
+TEST(PtxInterp, MisalignedVectorStoreFaults) {
+  std::vector<uint16_t> hx(256), ho(264);
+  try {
+    run(packed_round_trip_kernel(4), {buf(hx), buf(ho)}, {}, 1);
+    ADD_FAILURE() << "a 16-byte store to an 8-byte aligned address ran";
+  } catch (const interp::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("vector store to an address not aligned"), std::string::npos) << e.what();
+  }
+}
+
 TEST(PtxInterp, BuiltinsOf3dWorkgroupAndFoldedGrid) {
   KernelBuilder kb("ids", {4, 2, 2});
   auto out = kb.buffer("out", Type::U32, Access::Write);
