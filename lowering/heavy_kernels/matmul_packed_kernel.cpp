@@ -65,21 +65,24 @@ std::optional<MatmulTiling> choose_matmul_packed_tiling(const MatmulShape& s, co
       !matmul_fits_packed(s, Type::F32))
     return std::nullopt;
   // At 2048^3 (256 blocks) the packing launches cost more than they save (0.089 ms against 0.068); from 4096^3 on
-  // (1024 blocks) the product gains (0.546 against 0.563, 8192^3: 3.72 against 4.11).
+  // (1024 blocks) the product gains (0.480 against 0.563, 8192^3: 3.09 against 4.11).
   if (s.m < 128 || s.n < 128 || s.k < 256 || ((s.m + 127) / 128) * ((s.n + 127) / 128) < 1024) return std::nullopt;
-  // 64x32 per subgroup: 64x64 (128 accumulator registers) left NVIDIA's compiler too few for fragments in flight and it
-  // spilled (bf16 8192^3 4.6-5.7 ms). Of the 64x32 tilings, 128x64 blocks of 2 x 2 subgroups with 8 sets and 3 slices
-  // ahead were the fastest on the H100's vulkan:0: 3.15 ms at 8192^3 against 3.16-3.23 for 4 sets, 4 or 5 ahead and
-  // 128x128 blocks of 8 subgroups; the tuner's pick at 4096^3 too.
-  return packed_tiling(128, 64, 2, 2, 8, 3);
+  // 64x48 per subgroup (4 x 3 fragments): 12 products for every 7 fragments loaded, against 8 for 6 at 64x32. 64x64
+  // (128 accumulator registers) left NVIDIA's compiler too few for fragments in flight and it spilled (bf16 8192^3
+  // 4.3-5.0 ms). On the H100's vulkan:0, bf16 8192^3, product launch: 128x96 blocks of 2 x 2 subgroups, 8 sets, 2
+  // ahead 2.76-2.92 ms (255 registers, no spills), 1 ahead 2.73-2.79, 3 ahead 3.02; 96x128 (48x64) 2.75-2.83;
+  // 128x192 of 2 x 4 2.75-2.78; 48x48 2.88-2.96; every 64x32 tiling 3.12-3.36. N = 8192 pads to 86 blocks of 96 columns
+  // (0.8% more products), which the extra reuse pays for many times over.
+  return packed_tiling(128, 96, 2, 2, 8, 2);
 }
 
 std::vector<MatmulTiling> matmul_packed_candidates(const MatmulShape& s, const Limits& limits) {
   const std::optional<MatmulTiling> first = choose_matmul_packed_tiling(s, limits);
   if (!first) return {};
   std::vector<MatmulTiling> out{*first};
-  const uint32_t shapes[][4] = {{128, 64, 2, 2}, {128, 128, 2, 4}, {128, 128, 4, 2}};
-  const uint32_t depths[][2] = {{8, 3}, {8, 4}, {4, 3}, {8, 5}};
+  // The tilings within 10% of the heuristic's on the H100 (the comment above), and 64x32 per subgroup.
+  const uint32_t shapes[][4] = {{128, 96, 2, 2}, {96, 128, 2, 2}, {128, 192, 2, 4}, {96, 96, 2, 2}, {128, 64, 2, 2}};
+  const uint32_t depths[][2] = {{8, 2}, {8, 1}, {8, 3}};
   for (const auto& sh : shapes)
     for (const auto& d : depths) {
       MatmulTiling t = packed_tiling(sh[0], sh[1], sh[2], sh[3], d[0], d[1]);

@@ -30,13 +30,13 @@ namespace spire::lowering::heavy {
 bool matmul_fits_packed(const MatmulShape& s, kir::Type t);
 
 // Where the device has cooperative matrices, does not compile through PTX (whose cp.async and wgmma kernels need no
-// packing) and gives a workgroup under 64 KiB (NVIDIA's Vulkan driver): 128x64 blocks of 2 x 2 subgroups (64x32
-// each), 8 fragment sets, 3 K slices ahead, for products of at least 1024 blocks of 128x128 and K of at least 256.
-// The H100's vulkan:0, bf16 8192^3: 3.33 ms with both packing launches against 4.11 for the tensor-core kernel
-// (docs/PERFORMANCE.md).
+// packing) and gives a workgroup under 64 KiB (NVIDIA's Vulkan driver): 128x96 blocks of 2 x 2 subgroups (64x48
+// each), 8 fragment sets, 2 K slices ahead, for products of at least 1024 blocks of 128x128 and K of at least 256.
+// The H100's vulkan:0, bf16 8192^3: 2.94-3.09 ms with both packing launches (53-54% of cuBLAS in the same runs)
+// against 4.11 for the tensor-core kernel (docs/PERFORMANCE.md).
 std::optional<MatmulTiling> choose_matmul_packed_tiling(const MatmulShape& s, const Limits& limits);
-// The tuner's candidates (empty where the choice above has no place to run): block shapes of 8 or 4 subgroups and
-// 3 to 5 slices ahead.
+// The tuner's candidates (empty where the choice above has no place to run): blocks of 64x48, 48x64, 48x48 and 64x32
+// per subgroup, 1 to 3 slices ahead of 8 sets.
 std::vector<MatmulTiling> matmul_packed_candidates(const MatmulShape& s, const Limits& limits);
 
 // Elements of an operand's packed form (A's, or B's when `b`).

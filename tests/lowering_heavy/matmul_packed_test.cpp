@@ -61,9 +61,9 @@ heavy::MatmulShape shape_of(const PackedCase& c) {
 
 std::vector<PackedCase> packed_cases() {
   std::vector<PackedCase> out;
-  // vulkan:0's heuristic (4 subgroups of 64x32, 8 sets, 3 slices ahead), 8 subgroups of 64x32 (8 sets, 4 ahead), and
+  // vulkan:0's heuristic (4 subgroups of 64x48, 8 sets, 2 slices ahead), 8 subgroups of 64x32 (8 sets, 4 ahead), and
   // one fragment per subgroup with a single slice ahead.
-  const heavy::MatmulTiling tilings[] = {packed(128, 64, 2, 2, 8, 3), packed(128, 128, 2, 4, 8, 4),
+  const heavy::MatmulTiling tilings[] = {packed(128, 96, 2, 2, 8, 2), packed(128, 128, 2, 4, 8, 4),
                                          packed(32, 32, 2, 2, 2, 1)};
   // Whole blocks and whole laps; one element; edges in every direction (K not a multiple of 8: packed element by
   // element); K past several laps.
@@ -157,7 +157,7 @@ TEST(MatmulPackedKernel, TheHeuristicPacksLargeProductsOnlyWhereCopiesPassThroug
   const heavy::MatmulShape big = shape_of({graph::DType::BF16, {}, 8192, 8192, 8192});
   const auto t = heavy::choose_matmul_packed_tiling(big, vulkan_nvidia());
   ASSERT_TRUE(t);
-  EXPECT_EQ(t->config().text(), packed(128, 64, 2, 2, 8, 3).config().text());
+  EXPECT_EQ(t->config().text(), packed(128, 96, 2, 2, 8, 2).config().text());
   EXPECT_EQ(heavy::MatmulTiling::from(t->config()), *t);
   heavy::Limits ptx = vulkan_nvidia();
   ptx.ptx = true;
@@ -200,6 +200,18 @@ TEST(MatmulPackedKernel, PacksEachOperandIntoWholeBlocksAndLapsWithTheTilesReadA
   EXPECT_EQ(heavy::matmul_pack_kernel(s, t, false, true).groups, 16u * 3);
   EXPECT_EQ(heavy::matmul_pack_kernel(s, t, true, true).groups, 24u * 1);
   EXPECT_EQ(heavy::matmul_packed_kernel(s, t).groups, 2u * 1);
+}
+
+TEST(MatmulPackedKernel, PadsColumnsToWholeBlocksOfNinetySix) {
+  // The heuristic at 8192^3: 128x96 blocks, 8 sets, 2 ahead. A: 64 blocks of 8 tile rows; B: 8192 columns in 86 blocks
+  // of 96 (8256 columns, 516 tiles); K's 512 tiles in 64 laps of 8, plus 2 read ahead = 514 tiles a row.
+  const heavy::MatmulShape s = shape_of({graph::DType::BF16, {}, 8192, 8192, 8192});
+  const heavy::MatmulTiling t = packed(128, 96, 2, 2, 8, 2);
+  EXPECT_EQ(heavy::packed_operand_elements(s, t, false), 512u * 514 * 256);
+  EXPECT_EQ(heavy::packed_operand_elements(s, t, true), 516u * 514 * 256);
+  EXPECT_EQ(heavy::matmul_packed_kernel(s, t).groups, 64u * 86);
+  // B (8192 x 8192, K down the rows): 512 strips of 16 rows, each across ceil(516 / 8) = 65 strips of 8 tiles.
+  EXPECT_EQ(heavy::matmul_pack_kernel(s, t, true, true).groups, 512u * 65);
 }
 
 // bf16 shares as 16-byte global accesses of the fragment's 4 registers: ptxas takes the packing and product kernels
