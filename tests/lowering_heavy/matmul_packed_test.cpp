@@ -168,6 +168,14 @@ TEST(MatmulPackedKernel, TheHeuristicPacksLargeProductsOnlyWhereCopiesPassThroug
   heavy::Limits plain = vulkan_nvidia();
   plain.cooperative_matrix = false;
   EXPECT_FALSE(heavy::choose_matmul_packed_tiling(big, plain));
+  // Columns that 96-wide blocks would pad by over 5% more than 64-wide ones take 128x64 blocks (N = 200: 288 against
+  // 256, 12.5% more; N = 1000: 1056 against 1024, 3.1%, keeps 96).
+  auto tiling_for = [](int64_t n) {
+    return heavy::choose_matmul_packed_tiling(shape_of({graph::DType::BF16, {}, 1024 * 128, 512, n}), vulkan_nvidia());
+  };
+  EXPECT_EQ(tiling_for(200)->config().text(), packed(128, 64, 2, 2, 8, 3).config().text());
+  EXPECT_EQ(tiling_for(1000)->config().text(), packed(128, 96, 2, 2, 8, 2).config().text());
+  EXPECT_EQ(tiling_for(128)->config().text(), packed(128, 64, 2, 2, 8, 3).config().text());
   // Too few blocks (1023 of 128x128: 2048^3 has 256), too short a K, f32 operands.
   auto packs = [](int64_t m, int64_t k, int64_t n) {
     return heavy::choose_matmul_packed_tiling(shape_of({graph::DType::BF16, {}, m, k, n}), vulkan_nvidia()).has_value();
