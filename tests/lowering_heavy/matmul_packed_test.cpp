@@ -61,10 +61,11 @@ heavy::MatmulShape shape_of(const PackedCase& c) {
 
 std::vector<PackedCase> packed_cases() {
   std::vector<PackedCase> out;
-  // vulkan:0's heuristic (4 subgroups of 64x48, 8 sets, 2 slices ahead), 8 subgroups of 64x32 (8 sets, 4 ahead), and
-  // one fragment per subgroup with a single slice ahead.
+  // vulkan:0's heuristic (4 subgroups of 64x48, 8 sets, 2 slices ahead), 8 subgroups of 64x32 (8 sets, 4 ahead), one
+  // fragment per subgroup with a single slice ahead, and the heuristic's choice for columns that 96-wide blocks would
+  // pad too much (4 subgroups of 64x32, 8 sets, 3 ahead).
   const heavy::MatmulTiling tilings[] = {packed(128, 96, 2, 2, 8, 2), packed(128, 128, 2, 4, 8, 4),
-                                         packed(32, 32, 2, 2, 2, 1)};
+                                         packed(32, 32, 2, 2, 2, 1), packed(128, 64, 2, 2, 8, 3)};
   // Whole blocks and whole laps; one element; edges in every direction (K not a multiple of 8: packed element by
   // element); K past several laps.
   const int64_t shapes[][3] = {{128, 256, 128}, {1, 1, 1}, {33, 65, 70}, {130, 17, 129}, {72, 520, 40}};
