@@ -20,6 +20,11 @@
 
 namespace spire::spirv {
 
+// bf16 components are SPV_KHR_bfloat16's type; every other element type is the kernel's own.
+Id KernelEmitter::fragment_component_type(const kir::MatrixFragment& f) {
+  return f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+}
+
 Id KernelEmitter::fragment_type(const kir::MatrixFragment& f) {
   uint32_t use = 0;
   switch (f.use) {
@@ -29,7 +34,7 @@ Id KernelEmitter::fragment_type(const kir::MatrixFragment& f) {
     case kir::MatrixUse::WarpgroupAccumulator:
       throw std::logic_error(fmt::format("SPIR-V backend: warpgroup accumulator {} has no Vulkan form", f.name));
   }
-  const Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+  const Id component = fragment_component_type(f);
   if (f.workgroup) return m_.type_cooperative_matrix(component, f.rows, f.columns, use, SpvScopeWorkgroup);
   return m_.type_cooperative_matrix(component, kir::kMatrixTile, kir::kMatrixTile, use);
 }
@@ -139,19 +144,24 @@ void KernelEmitter::stmt(const kir::MatrixStoreTensor& s) {
   append_instruction(*current_, SpvOp(nv::kOpCooperativeMatrixStoreTensor), w);
 }
 
+// This invocation's 16 bytes of a packed operand (kernel.h's MatrixLoadPacked and MatrixStorePacked) in `view`, a
+// uvec4 declaration of the buffer: element `index` on, a multiple of kPackedShare.
+Id KernelEmitter::packed_share_pointer(Id view, const kir::MatrixFragment& f, kir::ValueId index) {
+  Id uvec4 = m_.type_vector(m_.type_int(32, false), 4);
+  return op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
+            {view, m_.constant_u32(0), vector_index(f.elem, as_u32(index))});
+}
+
 // A packed share (kernel.h's MatrixLoadPacked): one 16-byte load through the buffer's vector view (emit_copies.cpp
 // declares it, as for a copy's source), each of its words split into 16-bit halves, the fragment's components
 // 2w and 2w + 1 (OpCompositeInsert with one index addresses this invocation's own components, in the
 // order the driver keeps them; kPackedShare of them for a 16x16 operand in a subgroup of 32).
 void KernelEmitter::stmt(const kir::MatrixLoadPacked& s) {
   const kir::MatrixFragment& f = k_.fragments.at(s.fragment);
-  Id t = fragment_type(f);
+  Id t = fragment_type(f), component = fragment_component_type(f);
   Id u32 = m_.type_int(32, false), u16 = m_.type_int(16, false);
   Id uvec4 = m_.type_vector(u32, 4), u16vec2 = m_.type_vector(u16, 2);
-  Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
-  Id source = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
-                 {buffer_copy_views_.at(s.buffer), m_.constant_u32(0), vector_index(f.elem, as_u32(s.index))});
-  Id words = load_buffer(s.buffer, uvec4, source);
+  Id words = load_buffer(s.buffer, uvec4, packed_share_pointer(buffer_copy_views_.at(s.buffer), f, s.index));
   Id matrix = op(SpvOpUndef, t, {});
   for (uint32_t w = 0; w < kir::kPackedShare / 2; ++w) {
     Id halves = op(SpvOpBitcast, u16vec2, {op(SpvOpCompositeExtract, u32, {words, w})});
@@ -169,7 +179,7 @@ void KernelEmitter::stmt(const kir::MatrixStorePacked& s) {
   Id object = op(SpvOpLoad, fragment_type(f), {fragment_vars_.at(s.fragment)});
   Id u32 = m_.type_int(32, false), u16 = m_.type_int(16, false);
   Id uvec4 = m_.type_vector(u32, 4), u16vec2 = m_.type_vector(u16, 2);
-  Id component = f.elem == kir::Type::BF16 ? m_.type_bfloat16() : type(f.elem);
+  Id component = fragment_component_type(f);
   std::vector<Id> words;
   for (uint32_t w = 0; w < kir::kPackedShare / 2; ++w) {
     Id halves[2];
@@ -178,9 +188,7 @@ void KernelEmitter::stmt(const kir::MatrixStorePacked& s) {
     words.push_back(op(SpvOpBitcast, u32, {op(SpvOpCompositeConstruct, u16vec2, {halves[0], halves[1]})}));
   }
   Id vector = op(SpvOpCompositeConstruct, uvec4, {words[0], words[1], words[2], words[3]});
-  store_memory(op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, uvec4),
-                  {buffer_packed_views_.at(s.buffer), m_.constant_u32(0), vector_index(f.elem, as_u32(s.index))}),
-               vector);
+  store_memory(packed_share_pointer(buffer_packed_views_.at(s.buffer), f, s.index), vector);
 }
 
 }  // namespace spire::spirv

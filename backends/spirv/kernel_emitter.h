@@ -63,6 +63,7 @@ class KernelEmitter {
   // Cooperative matrices (emit_matrix.cpp): SPV_KHR_cooperative_matrix, each fragment a Function variable.
   void declare_fragments();
   Id fragment_type(const kir::MatrixFragment& f);
+  Id fragment_component_type(const kir::MatrixFragment& f);
   std::pair<Id, Id> matrix_memory(uint32_t array, kir::ValueId index, uint32_t stride);  // pointer, stride
   void stmt(const kir::MatrixFill& s);
   void stmt(const kir::MatrixLoad& s);
@@ -80,6 +81,7 @@ class KernelEmitter {
   // Packed operand shares (emit_matrix.cpp): the fragment's components, in the driver's order, as 16 bytes.
   void stmt(const kir::MatrixLoadPacked& s);
   void stmt(const kir::MatrixStorePacked& s);
+  Id packed_share_pointer(Id view, const kir::MatrixFragment& f, kir::ValueId index);
   // Copies into workgroup memory (emit_copies.cpp): a 16-byte load into registers where the kernel issues the copy,
   // its store deferred to the wait that covers it, so the load flies while the kernel computes in between.
   void plan_copies();
