@@ -39,7 +39,7 @@ TEST(VulkanCooperativeMatrixFacts, NeedsSixteenCubedProductsOfBothHalfTypesIntoF
 }
 
 TEST(VulkanCooperativeMatrixFacts, ReportedOnlyWithSubgroupsOf32) {
-  // offered_features() applies SPIRE_MASK_FEATURES, which a run may set (tools/gpu/run-coopmat.sh does): not here.
+  // offered_features() applies SPIRE_MASK_FEATURES, which a run may set (tools/gpu/run-reductions.sh does): not here.
   const char* mask = std::getenv("SPIRE_MASK_FEATURES");
   const std::string saved = mask ? mask : "";
   ::unsetenv("SPIRE_MASK_FEATURES");

@@ -1,5 +1,6 @@
-"""The goal table of issue 10 from tools/gpu/run-goals.sh's files: each goal measured on the H100 (device timestamps
-for spire; CUDA events for PyTorch, the same GPU in the same session), the number it must reach, and whether it does.
+"""The goal table (docs/PERFORMANCE.md's headline figures) from tools/gpu/run-goals.sh's files: each goal measured on
+the H100 (device timestamps for spire; CUDA events for PyTorch, the same GPU in the same session), the number it must
+reach, and whether it does.
 A goal whose files are missing or unreadable shows as "not measured", never as met.
 
 usage: goals_table.py DIR   (DIR: run-goals.sh's /tmp/goals or the copy of it in $OUT)"""

@@ -1,23 +1,22 @@
 #!/usr/bin/env bash
-# Every H100 goal of issue 10 measured in one go with the current build, next to PyTorch on the same GPU, then the
-# goal table (tools/gpu/goals_table.py): fp32 and bf16 matmul against cuBLAS, the resnet18 convolutions, LeNet's step
-# at batch 64 and 8192 (time and launches), resnet18 and the transformer encoder layer against eager PyTorch and
-# torch.compile, and LeNet's training epochs on both backends. All spire times are device timestamps after the shared
-# warm-up (tuning/warm_up.h); configs are the heuristics (a fresh machine's empty tuning cache).
+# The headline figures of docs/PERFORMANCE.md (the speed goals spire was held to) measured in one go with the current
+# build, next to PyTorch on the same GPU, then the goal table (tools/gpu/goals_table.py): fp32 and bf16 matmul against
+# cuBLAS, the resnet18 convolutions, LeNet's step at batch 64 and 8192 (time and launches), resnet18 and the
+# transformer encoder layer against eager PyTorch and torch.compile, and LeNet's training epochs on both backends.
+# All spire times are device timestamps after the shared warm-up (tuning/warm_up.h); configs are the heuristics (a
+# fresh machine's empty tuning cache). Run it before and after a change that must keep these figures.
 #
-# Here: bash tools/gpu/prepare-goals.sh (packs .gpu/pack.tar.xz). There, carrying .gpu and .gl, in two calls (each
-# under the device's 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh. Each returns
-# its files as $OUT/goals_PART.tar.gz (the kernels' speed.md beside it) and prints the goals it
-# measured; for the whole table, back here: unpack both archives into one folder and run
-# python3 tools/gpu/goals_table.py FOLDER/goals.
+# Here: bash tools/gpu/prepare.sh (packs .gpu/pack.tar.xz). There, carrying .gpu and .gl, in two calls (each under the
+# device's 10 minutes): PART=kernels bash tools/gpu/run-goals.sh, then PART=models bash tools/gpu/run-goals.sh. Each
+# returns its files as $OUT/goals_PART.tar.gz (the kernels' speed.md beside it) and prints the goals it measured; for
+# the whole table, back here: unpack both archives into one folder and run python3 tools/gpu/goals_table.py FOLDER/goals.
 set -uo pipefail
 source tools/gpu/env.sh
-[ -f .gpu/pack.tar.xz ] && tar xJf .gpu/pack.tar.xz -C .gpu
 G=/tmp/goals
 mkdir -p $G
 runs=${RUNS:-30}
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee $G/gpu_$PART.txt
-case "$PART" in
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader > $G/gpu_${PART:-}.txt
+case "${PART:-}" in
 kernels)
   $B/spire_bench_matmul --device all --runs $runs --csv $G/spire_matmul.csv 2>&1 | tee $G/spire_matmul.txt
   $B/spire_bench_matmul --device all --runs $runs --dtype bf16 --csv $G/spire_matmul_bf16.csv 2>&1 | tee $G/spire_matmul_bf16.txt

@@ -1,11 +1,48 @@
 #!/usr/bin/env bash
-# Whole models on the lent GPU (after tools/gpu/prepare-onnx.sh; carry .gl .gpu/bin): resnet18 and the
-# transformer encoder layer (opsets 13 and 17) exported there by benchmarks/torch_models.py with a dynamic batch,
-# timed at batch 1 and 64 on cuda:0 and vulkan:0 (spire run --bench, device timestamps) next to PyTorch eager and
-# torch.compile, with each output checked against PyTorch's and ONNX Runtime's (CPU).
+# The imported models of docs/PERFORMANCE.md against PyTorch on the same GPU, in one run: spire run --bench 50 (device
+# timestamps) on cuda:0 and vulkan:0 at batch 1 and 64, next to PyTorch eager (strict fp32 and its TF32 default) and
+# torch.compile, each output checked against PyTorch's and ONNX Runtime's (tools/gpu/models_table.py). PARTS (default
+# "f32 f16"):
+#   f32        resnet18 (torchvision, random weights, dynamic batch; exported there by benchmarks/torch_models.py) and
+#              the transformer encoder layer at opsets 13 and 17 (exported here by prepare.sh)
+#   f16        resnet18 exported from CUDA in float16 (tools/gpu/half_resnet18.py), against PyTorch's float16 eager
+#              and torch.compile
+#   launches   each model's launches per inference at batch 1 (spire run --profile; with f32 and f16, whose
+#              exports it reads)
+# With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
+# SPIRE_RUN_ARGS adds arguments to every `spire run` (e.g. "--tune --tuning-cache /tmp/tc.txt").
+# Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
 set -uo pipefail
 source tools/gpu/env.sh
 M=/tmp/models
-mkdir -p $M && cp .gpu/models/* $M/   # the encoder layers, exported here by Debian's torch 1.13 (prepare-onnx.sh)
-python3 benchmarks/torch_models.py $M 2>&1 | grep -v Warning | tee $OUT/torch_models.txt
-python3 tools/gpu/models_table.py $B/spire $M $OUT/torch_models.txt 2>&1 | tee $OUT/models_table.txt
+mkdir -p $M && cp .gpu/models/* $M/
+builds=spire
+[ -x $B/spire_before ] && builds="spire_before spire"
+parts=${PARTS:-f32 f16}
+: > $OUT/torch_models.txt
+for part in $parts; do
+  case $part in
+  f32) python3 benchmarks/torch_models.py $M 2>&1 | grep -v Warn >> $OUT/torch_models.txt ;;
+  f16) python3 tools/gpu/half_resnet18.py $M 2>&1 | grep -v Warn >> $OUT/torch_models.txt ;;
+  launches) ;;
+  *) echo "unknown part '$part'"; exit 2 ;;
+  esac
+done
+cat $OUT/torch_models.txt
+for build in $builds; do
+  echo "== $build"
+  python3 tools/gpu/models_table.py $B/$build $M $OUT/torch_models.txt 2>&1 | tee $OUT/models_$build.txt
+done
+case " $parts " in *" launches "*)
+  echo "== launches per inference at batch 1 ($builds)"
+  for m in resnet18 resnet18_f16 encoder_op17; do
+    for d in cuda:0 vulkan:0; do
+      n=""
+      for build in $builds; do
+        n="$n $($B/$build run $M/$m.onnx --inputs $M/$m.b1.in.safetensors --outputs /tmp/o.safetensors --device $d \
+          --profile --bench 3 2>&1 | grep -cE '^ +[0-9]+ +[0-9.]+ ')"
+      done
+      echo "$m $d $n"
+    done
+  done ;;
+esac

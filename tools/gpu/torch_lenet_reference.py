@@ -6,7 +6,13 @@ parameter gradient PyTorch computes, then compares spire's outputs with them.
 import sys
 import torch
 from torch import nn
-from safetensors.torch import save_file, load_file
+from safetensors_io import read_safetensors, write_safetensors
+
+def save_file(tensors, path):
+    write_safetensors(path, {k: v.detach().cpu().numpy() for k, v in tensors.items()})
+
+def load_file(path):
+    return {k: torch.from_numpy(v.copy()) for k, v in read_safetensors(path).items()}
 
 class LeNet(nn.Module):
     def __init__(self):

@@ -1,4 +1,4 @@
-"""What autotuning gains over the heuristic configs (issue 9, item 4), measured with spire's own device
+"""What autotuning gains over the heuristic configs, measured with spire's own device
 timestamps: for each device and workload, the step with every kernel's heuristic config (a tuning cache file
 that does not exist) and with the configs `--tune` chose (a first process tunes into CACHE, a second one times
 the step with the cache's winners). The whole
@@ -6,7 +6,9 @@ step is timed by `--bench` alone; each launch by a second run with `--profile` (
 launch, which adds a little to the step, so the two are kept apart).
 
 Workloads: the LeNet training step at batch 64 and 8192 (`spire lenet bench`), resnet18 inference at batch 1
-and 64 (`spire run`; MODELS/resnet18.onnx and MODELS/resnet18.bB.in.safetensors from tuning_inputs.py).
+and 64 (`spire run`; MODELS/resnet18.onnx, torchvision's with random weights exported by
+benchmarks/torch_models.py --export-only where it is missing, and one random batch of 1 and of 64 images, fixed
+seeds, written beside it).
 Writes the summary table to stdout and per-launch comparisons (the resnet18 layers) to LAYERS.
 
 usage: tuning_table.py SPIRE MODELS CACHE LAYERS [DEVICE...]
@@ -18,12 +20,29 @@ import subprocess
 import sys
 import time
 
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, here)
+from safetensors_io import write_safetensors  # noqa: E402
+
 spire, models, cache, layers_path = sys.argv[1:5]
 devices = sys.argv[5:] or ["cuda:0", "vulkan:0"]
 no_cache = os.path.join(os.path.dirname(cache), "no-such-cache.txt")  # heuristics: a file that does not exist
 RUNS = os.environ.get("TUNING_RUNS", "30")  # timed replays of the whole step
 PROFILE_RUNS = os.environ.get("TUNING_PROFILE_RUNS", "10")  # and of the step with a timestamp after each launch
 LAUNCH = re.compile(r"^\s*(\d+)\s+([0-9.]+)\s+[0-9.]+%\s+(\S+)\s+(\S+)\s*$")
+
+
+def export_inputs():
+    """resnet18.onnx (exported where missing) and its random inputs at batch 1 and 64 in MODELS."""
+    os.makedirs(models, exist_ok=True)
+    if not os.path.exists(os.path.join(models, "resnet18.onnx")):
+        subprocess.run([sys.executable, os.path.join(here, "..", "..", "benchmarks", "torch_models.py"), models,
+                        "--export-only", "resnet18"], check=True)
+    for batch in (1, 64):
+        x = np.random.default_rng(batch).standard_normal((batch, 3, 224, 224)).astype(np.float32)
+        write_safetensors(os.path.join(models, f"resnet18.b{batch}.in.safetensors"), {"x": x})
 
 
 def run(args, timeout):
@@ -61,6 +80,7 @@ def workloads():
         yield f"resnet18 b{batch}", base + ["--bench", RUNS], base + ["--bench", PROFILE_RUNS, "--profile"]
 
 
+export_inputs()
 only = [w.strip() for w in os.environ.get("TUNING_WORKLOADS", "").split(",") if w.strip()]
 summary = []
 with open(layers_path, "w") as layers:

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# The correctness checks that need the GPU machine (the test command runs on lavapipe and the mock CUDA driver):
+# PARTS (space-separated, default "devices ops reference"; each part a few minutes at most):
+#   devices     spire devices, the example kernels on every device, the examples' and the runtime conformance suites
+#               with the validation layer on, the CUDA and Vulkan suites, what the Vulkan driver offers
+#               (tools/gpu/vulkan_query.py: cooperative matrices, memory types)
+#   ops         spire test-ops on every device, with the f16/bf16 rows counted
+#   reference   PyTorch's float64 LeNet (logits, loss, every parameter gradient) against spire's float64 evaluator
+#               (spire lenet export --dtype f64, spire graph eval)
+#   onnx        ONNX's node tests of the counted set on the reference, cuda:0 and vulkan:0 (docs/CONFORMANCE.md), and
+#               the imported encoder layer's parameter gradients against float64 (pack with ONNX=1)
+#   custom-ops  the seed LeNet trained with the seed's ReLU as a custom op (GLSL on vulkan:0, kernel builder on both)
+#               next to the built-in one; the example ops on every device; seed 001's SiLU MLP through --ops
+#   kernels     the kernel tests the GPU exercises most (tensor-core matmuls and convolutions, packed products,
+#               Winograd, every tuning candidate, streamed values, the trainer), on cuda:0 and vulkan:0, without the
+#               validation layer (Debian's predates the cooperative-matrix extensions); FILTER narrows the heavy
+#               kernels' filter (pack with TESTS=1)
+# Here: bash tools/gpu/prepare.sh (TESTS=1, ONNX=1 as the parts need). There, carrying .gpu and .gl:
+# PARTS="devices ops" bash tools/gpu/run-checks.sh. Outputs in $OUT.
+set -uo pipefail
+source tools/gpu/env.sh
+D=.gpu/data
+summary='^\[  (PASSED|FAILED|SKIPPED) |tests ran|Failure'
+for part in ${PARTS:-devices ops reference}; do
+  echo "======== $part"
+  case $part in
+  devices)
+    $B/spire devices
+    $B/spire examples --device all 2>&1 | tee $OUT/examples.txt | tail -5
+    SPIRE_VULKAN_VALIDATION=1 $B/spire_examples_tests --gtest_brief=1 2>&1 | tail -3
+    SPIRE_VULKAN_VALIDATION=1 $B/spire_runtime_conformance_tests --gtest_brief=1 2>&1 | tail -3
+    $B/spire_cuda_tests --gtest_brief=1 2>&1 | tail -3
+    SPIRE_VULKAN_TEST_DEVICE=0 $B/spire_vulkan_tests --gtest_brief=1 2>&1 | tail -3
+    python3 tools/gpu/vulkan_query.py coopmat memory 2>&1 | tee $OUT/vulkan_query.txt | grep -E "^==|16x16x16|heap|DEVICE_LOCAL.HOST_VISIBLE"
+    ;;
+  ops)
+    for dev in cuda:0 vulkan:0; do
+      f=$OUT/test-ops-${dev/:/}.txt
+      timeout 300 $B/spire test-ops --device $dev > $f 2>&1
+      echo "$dev: $(tail -1 $f); f16/bf16 rows passed: $(grep -E '^\S+ +b?f16\[' $f | grep -c ' pass')"
+      grep -E "FAIL" $f | head -10
+    done
+    ;;
+  reference)
+    python3 tools/gpu/torch_lenet_reference.py make /tmp/ref_in.safetensors /tmp/ref_out.safetensors --batch 8 --seed 0
+    $B/spire lenet export --batch 8 --dtype f64 -o /tmp/lenet8.graph
+    $B/spire graph eval /tmp/lenet8.graph --inputs /tmp/ref_in.safetensors --outputs /tmp/spire_out.safetensors --dtype f64
+    python3 tools/gpu/torch_lenet_reference.py compare /tmp/ref_out.safetensors /tmp/spire_out.safetensors | tee $OUT/reference.txt
+    ;;
+  onnx)
+    mapfile -t dirs < <(ls -d .gpu/node/*/)
+    echo "${#dirs[@]} node tests"
+    for dev in reference cuda:0 vulkan:0; do
+      f=$OUT/node_${dev/:/}.txt
+      $B/spire onnx-test "${dirs[@]}" --device $dev > $f 2>&1
+      echo "$dev: $(tail -1 $f); wrong results: $(grep '^FAIL' $f | grep -cE 'differs at element|but the test expects|no output')"
+    done
+    diff <(grep -o '^[A-Z]* test_[a-z0-9_]*' $OUT/node_cuda0.txt) <(grep -o '^[A-Z]* test_[a-z0-9_]*' $OUT/node_vulkan0.txt) \
+      && echo "the same pass/fail set on cuda:0 and vulkan:0"
+    for dev in cuda:0 vulkan:0; do
+      $B/spire graph eval .gpu/grad/grad.graph --inputs .gpu/grad/feed.safetensors --outputs /tmp/grad_${dev/:/}.safetensors --device $dev
+    done
+    python3 tools/gpu/check_outputs.py grads .gpu/grad/ref.safetensors /tmp/grad_cuda0.safetensors /tmp/grad_vulkan0.safetensors
+    ;;
+  custom-ops)
+    for run in "vulkan:0 custom" "vulkan:0 custom-builder" "cuda:0 custom-builder" "cuda:0 builtin" "vulkan:0 builtin"; do
+      set -- $run
+      echo "== train lenet --device $1 --relu $2"
+      timeout 200 $B/spire train lenet --device $1 --relu $2 --data $D 2>&1 | grep -E "^(ReLU|device|compiled|epoch [0-9]:)"
+    done
+    echo "== the GLSL op on cuda:0 (refused by name)"
+    timeout 60 $B/spire train lenet --device cuda:0 --relu custom --data $D --epochs 1 2>&1 | tail -1
+    echo "== test-ops --ops examples/custom_ops --device all"
+    timeout 200 $B/spire test-ops --ops examples/custom_ops --device all > $OUT/test-ops-custom.txt 2>&1
+    grep -E "^seed_" $OUT/test-ops-custom.txt | grep -v " pass$" | head -5
+    echo "rows passed: $(grep -cE '^seed_.* pass$' $OUT/test-ops-custom.txt)"
+    echo "== SiLU MLP: graph grad --ops, graph eval on the reference, vulkan:0 (GLSL) and cuda:0 (refused)"
+    $B/spire graph grad --ops examples/custom_ops/seed_silu.op examples/custom_ops/silu_mlp.graph --loss loss --parameters \
+      -o /tmp/mlp.graph 2>&1 | tail -1
+    for dev in reference vulkan:0 cuda:0; do
+      flag=""; [ $dev != reference ] && flag="--device $dev"
+      $B/spire graph eval --ops examples/custom_ops/seed_silu.op /tmp/mlp.graph --inputs .gpu/mlp_in.safetensors \
+        --outputs /tmp/mlp_${dev/:/}.safetensors $flag 2>&1 | tail -1
+    done
+    python3 tools/gpu/check_outputs.py maxnorm /tmp/mlp_reference.safetensors /tmp/mlp_vulkan0.safetensors
+    ;;
+  kernels)
+    export SPIRE_EXPECT_COOPERATIVE_MATRIX=1
+    timeout 400 $B/spire_lowering_heavy_tests --gtest_filter="${FILTER:-*Mma*:*MatmulPacked*:*ChannelsLast*:*Conv2d*:*SplitSum*}" \
+      2>&1 | grep -E "$summary" | tail -20
+    timeout 300 $B/spire_lowering_tests --gtest_filter='*HalfConv2d*:*ComputeInF32*:*Streamed*:*GradInputPhases*:*SiluMlpBf16*' \
+      2>&1 | grep -E "$summary" | tail -10
+    timeout 300 $B/spire_tuning_tests --gtest_filter='*EveryCandidate*:*WinogradPrecision*:TunedLowering.*:*TuneFlow*' \
+      2>&1 | grep -E "$summary|^(vulkan|cuda):0 layer" | tail -30
+    SPIRE_TEST_FASHION_MNIST=$D timeout 300 $B/spire_training_tests 2>&1 | grep -E "$summary" | tail -5
+    unset SPIRE_EXPECT_COOPERATIVE_MATRIX
+    ;;
+  *) echo "unknown part '$part'"; exit 2 ;;
+  esac
+done
