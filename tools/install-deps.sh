@@ -7,7 +7,7 @@ packages=(
   libvulkan-dev libvulkan-volk-dev vulkan-validationlayers vulkan-tools mesa-vulkan-drivers
   spirv-headers spirv-tools glslang-dev glslc libshaderc-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
-  python3
+  python3 python3-dev pybind11-dev python3-pytest
   dataset-fashion-mnist
   libonnx-dev libprotobuf-dev protobuf-compiler libonnx-testdata python3-torch python3-torchvision python3-onnx python3-numpy
 )

@@ -1,0 +1,109 @@
+// spire.compile(graph, device) -> Executable: lowering::compile() and its set/get/step contract
+// (lowering/executable.h). Inputs and outputs are streamed by default, so a step that feeds inputs and reads outputs
+// is one submit and one wait; parameters are set once and stay on the device until set again. step() releases the
+// GIL: other Python threads run while the device works.
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <pybind11/stl.h>
+
+#include "ir/graph/graph.h"
+#include "lowering/executable.h"
+#include "python/src/bindings.h"
+#include "python/src/device_handle.h"
+#include "python/src/numpy_tensor.h"
+
+namespace py = pybind11;
+
+namespace spire::python {
+namespace {
+
+class PyExecutable {
+ public:
+  PyExecutable(const graph::Graph& g, std::shared_ptr<rt::Device> device, const lowering::CompileOptions& options)
+      : device_(std::move(device)) {
+    for (const graph::Node& n : g.nodes())
+      if (graph::is_leaf(n.op) && n.op != graph::OpKind::Constant) leaves_[n.name] = n.type;
+    for (const auto& o : g.outputs()) outputs_[o.name] = g.type(o.value);
+    for (const auto& s : options.streamed_inputs) streamed_inputs_.insert(s);
+    py::gil_scoped_release release;
+    exe_ = lowering::compile(g, *device_, options);
+  }
+
+  void set(const std::string& name, const py::array& array) {
+    auto it = leaves_.find(name);
+    if (it == leaves_.end())
+      throw py::key_error(fmt::format("the graph has no input, parameter or state '{}'", name));
+    const graph::TensorType& type = it->second;
+    if (type.dtype == graph::DType::F32 && array.dtype().is(py::dtype("float32"))) {
+      check_shape(array, type.shape, name);
+      auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
+      exe_->set_raw(name, c.data(), size_t(c.size()) * sizeof(float));
+      return;
+    }
+    exe_->set(name, to_tensor(array, type, name));
+  }
+
+  py::array get(const std::string& name) {
+    auto out = outputs_.find(name);
+    if (out != outputs_.end() && out->second.dtype == graph::DType::F32) {
+      py::array a = empty_array(out->second);
+      exe_->get_raw(name, a.mutable_data(), size_t(a.nbytes()));
+      return a;
+    }
+    if (out == outputs_.end() && !leaves_.contains(name))
+      throw py::key_error(fmt::format("the graph has no output, input, parameter or state '{}'", name));
+    return to_numpy(exe_->get(name));
+  }
+
+  void step() {
+    py::gil_scoped_release release;
+    exe_->step();
+  }
+
+  std::string plan_text() const { return exe_->plan_text(); }
+  double last_step_ms() const { return exe_->last_step_ms(); }
+  const std::shared_ptr<rt::Device>& device() const { return device_; }
+
+ private:
+  std::shared_ptr<rt::Device> device_;  // outlives exe_: members are destroyed in reverse order
+  std::unique_ptr<lowering::Executable> exe_;
+  std::map<std::string, graph::TensorType> leaves_;
+  std::map<std::string, graph::TensorType> outputs_;
+  std::set<std::string> streamed_inputs_;
+};
+
+std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& device, bool stream, bool profile,
+                                      bool parameters_once) {
+  std::shared_ptr<rt::Device> dev = py::isinstance<rt::Device>(device) ? device.cast<std::shared_ptr<rt::Device>>()
+                                    : device.is_none() ? open_device_checked("")
+                                                       : open_device_checked(device.cast<std::string>());
+  lowering::CompileOptions o;
+  o.profile = profile;
+  o.parameters_once = parameters_once;
+  if (stream) {
+    for (graph::Value v : g.inputs()) o.streamed_inputs.push_back(g.node(v).name);
+    for (const auto& out : g.outputs()) o.streamed_outputs.push_back(out.name);
+  }
+  return std::make_unique<PyExecutable>(g, dev, o);
+}
+
+}  // namespace
+
+void bind_executable(py::module_& m) {
+  py::class_<PyExecutable>(m, "Executable", "A graph compiled for a device: set() inputs and parameters, step(), get()")
+      .def("set", &PyExecutable::set, py::arg("name"), py::arg("array"),
+           "Uploads an input, parameter or state (a numpy array of the value's shape and dtype; bf16 as float32)")
+      .def("get", &PyExecutable::get, py::arg("name"), "Downloads an output (by output name), parameter or state")
+      .def("step", &PyExecutable::step, "Runs one step on the device (the GIL is released meanwhile)")
+      .def("plan_text", &PyExecutable::plan_text, "The plan: buffers, kernels, launches in order")
+      .def("last_step_ms", &PyExecutable::last_step_ms, "Device time of the last step in milliseconds")
+      .def_property_readonly("device", &PyExecutable::device);
+  m.def("compile", &compile, py::arg("graph"), py::arg("device") = py::none(), py::arg("stream") = true,
+        py::arg("profile") = false, py::arg("parameters_once") = true,
+        "Compiles a graph for a device (a spire.Device, a name such as 'vulkan:0', or None for the best present). "
+        "stream: every input and output goes through host-visible copies inside the step (one submit per step).");
+}
+
+}  // namespace spire::python

@@ -1,0 +1,12 @@
+// The pieces of the `spire._spire` extension module, one file each; module.cpp calls them in order.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace spire::python {
+
+void bind_devices(pybind11::module_& m);     // devices(), Device
+void bind_graph(pybind11::module_& m);       // Graph: builder, text form, autograd, reference evaluator
+void bind_executable(pybind11::module_& m);  // compile() -> Executable with set/get/step
+
+}  // namespace spire::python
