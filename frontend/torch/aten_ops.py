@@ -1,0 +1,205 @@
+"""Handlers for ATen ops, what functorch's make_fx / aot_module record (torch.ops.aten.*), keyed by the overload's
+name ("aten.convolution.default"). Same contract as torch_ops: converted arguments in, a spire value out, or
+Unsupported with the reason."""
+from . import nn_blocks as nb
+from .builder import SpireValue, Unsupported
+from .torch_ops import arg
+
+ATEN = {}
+
+
+def aten(*names):
+    def register(fn):
+        for n in names:
+            ATEN[n] = fn
+        return fn
+    return register
+
+
+@aten("aten.convolution.default")
+def _convolution(b, args, kwargs):
+    x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args[:9]
+    if transposed:
+        raise Unsupported("transposed convolution")
+    return nb.conv2d(b, x, w, bias, stride, padding, dilation, groups)
+
+
+@aten("aten.addmm.default")
+def _addmm(b, args, kwargs):
+    bias, x, w = args[:3]
+    if kwargs.get("beta", 1) != 1 or kwargs.get("alpha", 1) != 1:
+        raise Unsupported("addmm with alpha or beta")
+    return b.op("add", [nb.matmul(b, x, w), bias], rows="pointwise")
+
+
+@aten("aten.mm.default", "aten.bmm.default", "aten.matmul.default")
+def _mm(b, args, kwargs):
+    return nb.matmul(b, args[0], args[1])
+
+
+@aten("aten.t.default")
+def _t(b, args, kwargs):
+    x = nb.tensor(args[0], "t's input")
+    return x if x.rank < 2 else nb.transpose(b, x, 0, 1)
+
+
+@aten("aten.transpose.int")
+def _transpose(b, args, kwargs):
+    return nb.transpose(b, args[0], args[1], args[2])
+
+
+@aten("aten.permute.default")
+def _permute(b, args, kwargs):
+    return b.permute(args[0], args[1])
+
+
+@aten("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
+def _view(b, args, kwargs):
+    return b.reshape(nb.tensor(args[0], "view's input"), args[1])
+
+
+@aten("aten.flatten.using_ints")
+def _flatten(b, args, kwargs):
+    return b.flatten(args[0], arg(args, kwargs, 1, "start_dim", 0), arg(args, kwargs, 2, "end_dim", -1))
+
+
+@aten("aten.unsqueeze.default")
+def _unsqueeze(b, args, kwargs):
+    return nb.unsqueeze(b, args[0], args[1])
+
+
+@aten("aten.squeeze.dim")
+def _squeeze(b, args, kwargs):
+    return nb.squeeze(b, args[0], args[1])
+
+
+@aten("aten.expand.default")
+def _expand(b, args, kwargs):
+    return nb.expand(b, args[0], args[1])
+
+
+@aten("aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.contiguous.default")
+def _identity(b, args, kwargs):
+    return nb.tensor(args[0], "the input")
+
+
+for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"), ("log", "log"),
+                   ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs"), ("silu", "silu"), ("erf", "erf"),
+                   ("reciprocal", "reciprocal"), ("hardswish", "hard_swish")):
+    aten(f"aten.{_name}.default")(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
+
+
+@aten("aten.hardtanh.default")
+def _hardtanh(b, args, kwargs):
+    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min_val", -1.0), arg(args, kwargs, 2, "max_val", 1.0))
+
+
+@aten("aten.clamp.default")
+def _clamp(b, args, kwargs):
+    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min", None), arg(args, kwargs, 2, "max", None))
+
+
+@aten("aten.gelu.default")
+def _gelu(b, args, kwargs):
+    return nb.gelu(b, args[0], kwargs.get("approximate", "none"))
+
+
+def _binary(op):
+    def handler(b, args, kwargs):
+        a, c = args[0], args[1]
+        alpha = kwargs.get("alpha", 1)
+        if alpha != 1:
+            c = b.binary("mul", c, alpha) if isinstance(c, SpireValue) else c * alpha
+        return b.binary(op, a, c)
+    return handler
+
+
+for _name, _op in (("add", "add"), ("sub", "sub"), ("mul", "mul"), ("div", "div")):
+    aten(f"aten.{_name}.Tensor", f"aten.{_name}.Scalar")(_binary(_op))
+
+
+@aten("aten.rsub.Scalar", "aten.rsub.Tensor")
+def _rsub(b, args, kwargs):
+    return b.binary("sub", args[1], args[0])
+
+
+@aten("aten.mean.dim")
+def _mean(b, args, kwargs):
+    return b.reduce("mean", nb.float_tensor(args[0], "mean's input"), args[1], arg(args, kwargs, 2, "keepdim", False))
+
+
+@aten("aten.mean.default")
+def _mean_all(b, args, kwargs):
+    return b.reduce("mean", nb.float_tensor(args[0], "mean's input"), None, False)
+
+
+@aten("aten.sum.dim_IntList")
+def _sum(b, args, kwargs):
+    return b.reduce("sum", nb.tensor(args[0], "sum's input"), args[1], arg(args, kwargs, 2, "keepdim", False))
+
+
+@aten("aten.sum.default")
+def _sum_all(b, args, kwargs):
+    return b.reduce("sum", nb.tensor(args[0], "sum's input"), None, False)
+
+
+@aten("aten._softmax.default")
+def _softmax(b, args, kwargs):
+    return nb.softmax(b, "softmax", args[0], args[1])
+
+
+@aten("aten._log_softmax.default")
+def _log_softmax(b, args, kwargs):
+    return nb.softmax(b, "log_softmax", args[0], args[1])
+
+
+@aten("aten.cat.default")
+def _cat(b, args, kwargs):
+    return nb.concat(b, list(args[0]), arg(args, kwargs, 1, "dim", 0))
+
+
+# Ops with several results: the handler returns a tuple whose other entries are None; a getitem of one of those
+# raises Unsupported (the indices of a max pooling, the saved statistics of a batch norm).
+@aten("aten.max_pool2d_with_indices.default")
+def _max_pool2d_with_indices(b, args, kwargs):
+    x, kernel = args[0], args[1]
+    y = nb.max_pool2d(b, x, kernel, arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
+                      arg(args, kwargs, 4, "dilation", 1), arg(args, kwargs, 5, "ceil_mode", False))
+    return (y, None)
+
+
+@aten("aten.max_pool2d.default")
+def _max_pool2d(b, args, kwargs):
+    return nb.max_pool2d(b, args[0], args[1], arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
+                         arg(args, kwargs, 4, "dilation", 1), arg(args, kwargs, 5, "ceil_mode", False))
+
+
+@aten("aten.avg_pool2d.default")
+def _avg_pool2d(b, args, kwargs):
+    return nb.avg_pool2d(b, args[0], args[1], arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
+                         arg(args, kwargs, 4, "ceil_mode", False), arg(args, kwargs, 5, "count_include_pad", True),
+                         arg(args, kwargs, 6, "divisor_override", None))
+
+
+@aten("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
+def _adaptive_avg_pool2d(b, args, kwargs):
+    return nb.adaptive_avg_pool2d(b, args[0], args[1])
+
+
+@aten("aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
+def _native_batch_norm(b, args, kwargs):
+    x, w, bias, mean, var = args[:5]
+    if len(args) == 8:  # native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
+        training, eps = args[5], args[7]
+    else:               # _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
+        training, eps = False, args[6]
+    if training:
+        raise Unsupported("batch norm in training mode (batch statistics)")
+    return (nb.batch_norm_eval(b, x, w, bias, mean, var, eps), None, None)
+
+
+@aten("aten.dropout.default")
+def _dropout(b, args, kwargs):
+    if arg(args, kwargs, 2, "train", True) and args[1] > 0:
+        raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
+    return args[0]

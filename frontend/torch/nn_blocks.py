@@ -1,0 +1,221 @@
+"""The building blocks the torch-level and ATen-level handlers share: each maps one PyTorch computation onto spire
+graph ops (the same ones frontend/onnx maps ONNX nodes onto) or raises Unsupported saying why not."""
+import math
+
+from .builder import FLOATS, SpireValue, Unsupported
+
+
+def tensor(x, what):
+    if not isinstance(x, SpireValue):
+        raise Unsupported(f"{what} is {type(x).__name__}, not a tensor")
+    return x
+
+
+def pair(v, what):
+    if isinstance(v, int):
+        return [v, v]
+    if isinstance(v, (list, tuple)) and len(v) == 1:
+        return [int(v[0]), int(v[0])]
+    if isinstance(v, (list, tuple)) and len(v) == 2:
+        return [int(v[0]), int(v[1])]
+    raise Unsupported(f"{what} {v!r} is not an int or a pair of ints")
+
+
+def float_tensor(x, what):
+    tensor(x, what)
+    if x.dtype not in FLOATS:
+        raise Unsupported(f"{what} is {x.dtype}; spire runs this op on float tensors only")
+    return x
+
+
+def conv2d(b, x, w, bias, stride, padding, dilation, groups):
+    float_tensor(x, "conv2d's input")
+    if x.rank != 4:
+        raise Unsupported(f"conv2d of a rank-{x.rank} input (spire maps 2-D convolutions)")
+    k = w.shape[2:]
+    stride, dilation = pair(stride, "stride"), pair(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0]
+        elif padding == "same" and all(d * (kk - 1) % 2 == 0 for d, kk in zip(dilation, k)):
+            padding = [d * (kk - 1) // 2 for d, kk in zip(dilation, k)]
+        else:
+            raise Unsupported(f"padding='{padding}' with an even kernel")
+    padding = pair(padding, "padding")
+    y = b.op("conv2d", [x, w], {"stride": stride, "padding": padding, "dilation": dilation, "groups": int(groups)})
+    if bias is not None:
+        y = b.op("add", [y, b.reshape(bias, [1, bias.shape[0], 1, 1])], rows="pointwise")
+    return y
+
+
+def linear(b, x, w, bias):
+    """y = x W^T + b with W [out, in], as the ONNX importer's Gemm does."""
+    float_tensor(x, "linear's input")
+    lifted = x.rank == 1
+    if lifted:
+        x = b.reshape(x, [1, x.shape[0]])
+    y = matmul(b, x, b.permute(w, [1, 0]))
+    if bias is not None:
+        y = b.op("add", [y, bias], rows="pointwise")
+    if lifted:
+        y = b.reshape(y, [y.shape[-1]])
+    return y
+
+
+def matmul(b, x, y):
+    tensor(x, "matmul's first operand")
+    tensor(y, "matmul's second operand")
+    if x.rank < 2 or y.rank < 2:
+        raise Unsupported("matmul of a vector (spire's matmul takes rank >= 2)")
+    if y.batched and not (x.batched and x.rank >= 3 and y.rank >= 3):
+        b.mixes_rows("matmul with a batched right operand")
+    return b.op("matmul", [x, y], rows="first" if x.batched else "pointwise")
+
+
+def clamp(b, x, lo, hi):
+    float_tensor(x, "clamp's input")
+    if lo is not None:
+        x = b.op("maximum", [x, b.const(lo, x.dtype)], rows="pointwise")
+    if hi is not None:
+        x = b.op("minimum", [x, b.const(hi, x.dtype)], rows="pointwise")
+    return x
+
+
+def batch_norm_eval(b, x, weight, bias, mean, var, eps):
+    """Inference-mode batch norm: (x - mean) * (weight / sqrt(var + eps)) + bias, per channel (dim 1)."""
+    float_tensor(x, "batch_norm's input")
+    if mean is None or var is None:
+        raise Unsupported("batch norm without running statistics uses the batch's (training-mode) statistics")
+    c = x.shape[1]
+    per_channel = [c] + [1] * (x.rank - 2)
+    factor = b.op("sqrt", [b.op("add", [b.reshape(var, per_channel), b.const(eps, x.dtype)], rows="pointwise")])
+    y = b.op("sub", [x, b.reshape(mean, per_channel)], rows="pointwise")
+    if weight is not None:
+        factor = b.op("div", [b.reshape(weight, per_channel), factor], rows="pointwise")
+        y = b.op("mul", [y, factor], rows="pointwise")
+    else:
+        y = b.op("div", [y, factor], rows="pointwise")
+    if bias is not None:
+        y = b.op("add", [y, b.reshape(bias, per_channel)], rows="pointwise")
+    return y
+
+
+def layer_norm(b, x, shape, weight, bias, eps):
+    float_tensor(x, "layer_norm's input")
+    dims = list(range(x.rank - len(shape), x.rank))
+    mean = b.reduce("mean", x, dims, True)
+    centered = b.op("sub", [x, mean], rows="pointwise")
+    var = b.reduce("mean", b.op("mul", [centered, centered], rows="pointwise"), dims, True)
+    std = b.op("sqrt", [b.op("add", [var, b.const(eps, x.dtype)], rows="pointwise")])
+    y = b.op("div", [centered, std], rows="pointwise")
+    if weight is not None:
+        y = b.op("mul", [y, weight], rows="pointwise")
+    if bias is not None:
+        y = b.op("add", [y, bias], rows="pointwise")
+    return y
+
+
+def pool_options(kernel, stride, padding, dilation, ceil_mode, what):
+    kernel = pair(kernel, f"{what} kernel_size")
+    stride = kernel if stride is None or stride == [] or stride == () else pair(stride, f"{what} stride")
+    padding = pair(padding, f"{what} padding")
+    if dilation is not None and pair(dilation, f"{what} dilation") != [1, 1]:
+        raise Unsupported(f"dilated {what}")
+    if ceil_mode:
+        raise Unsupported(f"{what} with ceil_mode=True")
+    if any(2 * p > k for p, k in zip(padding, kernel)):
+        raise Unsupported(f"{what} padding {padding} wider than half the kernel {kernel}")
+    return {"kernel": kernel, "stride": stride, "padding": padding}
+
+
+def max_pool2d(b, x, kernel, stride, padding, dilation, ceil_mode):
+    float_tensor(x, "max_pool2d's input")
+    if x.rank != 4:
+        raise Unsupported(f"max_pool2d of a rank-{x.rank} input")
+    return b.op("max_pool2d", [x], pool_options(kernel, stride, padding, dilation, ceil_mode, "max_pool2d"))
+
+
+def avg_pool2d(b, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    float_tensor(x, "avg_pool2d's input")
+    if x.rank != 4:
+        raise Unsupported(f"avg_pool2d of a rank-{x.rank} input")
+    o = pool_options(kernel, stride, padding, None, ceil_mode, "avg_pool2d")
+    if divisor_override:
+        raise Unsupported("avg_pool2d with divisor_override")
+    if not count_include_pad and o["padding"] != [0, 0]:
+        raise Unsupported("avg_pool2d with count_include_pad=False and padding")
+    return b.op("avg_pool2d", [x], o)
+
+
+def adaptive_avg_pool2d(b, x, output_size):
+    float_tensor(x, "adaptive_avg_pool2d's input")
+    if x.rank != 4:
+        raise Unsupported(f"adaptive_avg_pool2d of a rank-{x.rank} input")
+    h, w = x.shape[2], x.shape[3]
+    oh, ow = pair(output_size, "output_size") if output_size is not None else (h, w)
+    oh, ow = oh or h, ow or w
+    if (oh, ow) == (1, 1):
+        return b.reduce("mean", x, [2, 3], True)
+    if h % oh or w % ow:
+        raise Unsupported(f"adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} (windows of unequal sizes)")
+    k = [h // oh, w // ow]
+    return b.op("avg_pool2d", [x], {"kernel": k, "stride": k, "padding": [0, 0]})
+
+
+def gelu(b, x, approximate):
+    float_tensor(x, "gelu's input")
+    if approximate == "tanh":
+        return b.op("gelu", [x], rows="pointwise")
+    # The exact form: 0.5 x (1 + erf(x / sqrt(2))).
+    e = b.op("erf", [b.op("mul", [x, b.const(1 / math.sqrt(2), x.dtype)], rows="pointwise")])
+    half_x = b.op("mul", [x, b.const(0.5, x.dtype)], rows="pointwise")
+    return b.op("mul", [half_x, b.op("add", [e, b.const(1.0, x.dtype)], rows="pointwise")], rows="pointwise")
+
+
+def softmax(b, op, x, dim):
+    float_tensor(x, f"{op}'s input")
+    axis = b.normalize_dim(x, dim)
+    if x.batched and axis == 0:
+        b.mixes_rows(f"{op} over the batch dimension")
+    return b.op(op, [x], {"axis": axis}, rows="first")
+
+
+def unary(b, op, x):
+    tensor(x, f"{op}'s input")
+    return b.op(op, [x], rows="pointwise")
+
+
+def concat(b, xs, dim):
+    xs = [tensor(x, "a concatenated value") for x in xs]
+    axis = b.normalize_dim(xs[0], dim)
+    if any(x.batched for x in xs) and (axis == 0 or not all(x.batched for x in xs)):
+        b.mixes_rows("concat along or across the batch")
+    return b.op("concat", xs, {"axis": axis}, rows="first" if xs[0].batched else "mixes")
+
+
+def squeeze(b, x, dim):
+    if dim is None:
+        return b.reshape(x, [s for s in x.shape if s != 1])
+    dims = {d % x.rank for d in ([dim] if isinstance(dim, int) else dim)}
+    return b.reshape(x, [s for i, s in enumerate(x.shape) if not (i in dims and s == 1)])
+
+
+def unsqueeze(b, x, dim):
+    shape = list(x.shape)
+    shape.insert(dim % (x.rank + 1), 1)
+    return b.reshape(x, shape)
+
+
+def transpose(b, x, d0, d1):
+    perm = list(range(x.rank))
+    d0, d1 = d0 % x.rank, d1 % x.rank
+    perm[d0], perm[d1] = perm[d1], perm[d0]
+    return b.permute(x, perm)
+
+
+def expand(b, x, sizes):
+    sizes = list(sizes)
+    shape = [x.shape[i - (len(sizes) - x.rank)] if s == -1 else s for i, s in enumerate(sizes)]
+    if tuple(shape) == x.shape:
+        return x
+    return b.op("broadcast_to", [x], {"shape": shape}, rows="pointwise")

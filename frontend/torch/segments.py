@@ -1,0 +1,70 @@
+"""Cutting an FX graph into what runs where: runs of consecutive supported nodes (in the graph's topological order)
+become spire segments, every other node runs in eager PyTorch. A run of consecutive nodes is always a valid
+partition: whatever a node of the run reads was computed before the run started, so running the whole run at the
+place of its first node never reads a value early. get_attr nodes (weights) belong to no run: inside a segment they
+become graph parameters, in eager code plain attribute reads."""
+from .probe import TensorInfo
+
+
+class Segment:
+    def __init__(self, index):
+        self.index = index
+        self.nodes = []     # in topological order
+        self.inputs = []    # nodes outside the segment (not get_attr) whose values it reads
+        self.outputs = []   # nodes of the segment whose values are read outside it (or returned)
+
+    def __repr__(self):
+        return f"Segment({self.index}: {[n.name for n in self.nodes]})"
+
+
+def _has_tensor(info):
+    if isinstance(info, TensorInfo):
+        return True
+    if isinstance(info, (tuple, list)):
+        return any(_has_tensor(x) for x in info)
+    return False
+
+
+def split_segments(gm, support, results):
+    """Returns (items, reasons): items in execution order, each ("node", fx_node) or ("segment", Segment);
+    reasons[node] says why a call node runs eagerly (absent for nodes in a segment)."""
+    items, reasons, runs, run = [], {}, [], None
+    for node in gm.graph.nodes:
+        if node.op in ("placeholder", "output", "get_attr"):
+            items.append(("node", node))
+            continue
+        ok, reason = support[node]
+        if ok:
+            if run is None:
+                run = Segment(len(runs))
+                runs.append(run)
+                items.append(("segment", run))
+            run.nodes.append(node)
+        else:
+            run = None
+            reasons[node] = reason
+            items.append(("node", node))
+    final, kept = [], 0
+    for kind, x in items:
+        if kind == "node":
+            final.append((kind, x))
+            continue
+        seg, members = x, set(x.nodes)
+        if not any(_has_tensor(results.get(n)) for n in seg.nodes):
+            # Only sizes and other Python values: nothing for a device to do.
+            for n in seg.nodes:
+                reasons[n] = "Python arithmetic on sizes (no tensor work)"
+                final.append(("node", n))
+            continue
+        for n in seg.nodes:
+            for a in n.all_input_nodes:
+                if a not in members and a.op != "get_attr" and a not in seg.inputs:
+                    seg.inputs.append(a)
+            if any(u not in members for u in n.users):
+                seg.outputs.append(n)
+        if not seg.outputs:
+            continue  # nothing reads it
+        seg.index = kept
+        kept += 1
+        final.append(("segment", seg))
+    return final, reasons

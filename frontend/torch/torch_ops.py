@@ -1,0 +1,521 @@
+"""Handlers for what torch.fx.symbolic_trace records: nn modules (call_module), torch functions and operators
+(call_function) and tensor methods (call_method). Each takes the builder and the node's arguments, already converted
+(spire values for tensors, Python values for the rest), and returns a spire value or a Python value; a node it cannot
+map raises Unsupported with the reason explain() prints."""
+import builtins
+import operator
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from . import nn_blocks as nb
+from .builder import SpireValue, Unsupported
+
+_REQUIRED = object()
+
+
+def arg(args, kwargs, i, name, default=_REQUIRED):
+    if i < len(args):
+        return args[i]
+    if name in kwargs:
+        return kwargs[name]
+    if default is _REQUIRED:
+        raise Unsupported(f"argument '{name}' is missing")
+    return default
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# nn modules: fn(builder, module, path, args, kwargs)
+
+MODULES = {}
+
+
+def module(*types):
+    def register(fn):
+        for t in types:
+            MODULES[t] = fn
+        return fn
+    return register
+
+
+def _param(b, mod, path, name):
+    t = getattr(mod, name, None)
+    return None if t is None else b.param(f"{path}.{name}", t)
+
+
+@module(nn.Conv2d)
+def _conv2d(b, m, path, args, kwargs):
+    if m.padding_mode != "zeros":
+        raise Unsupported(f"Conv2d with padding_mode='{m.padding_mode}'")
+    return nb.conv2d(b, args[0], _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.stride, m.padding,
+                     m.dilation, m.groups)
+
+
+@module(nn.Linear)
+def _linear(b, m, path, args, kwargs):
+    return nb.linear(b, args[0], _param(b, m, path, "weight"), _param(b, m, path, "bias"))
+
+
+@module(nn.BatchNorm1d, nn.BatchNorm2d)
+def _batch_norm(b, m, path, args, kwargs):
+    if m.training and m.track_running_stats or m.running_mean is None:
+        raise Unsupported(f"{type(m).__name__} in training mode (batch statistics, running-stat updates)")
+    x = args[0]
+    if isinstance(m, nn.BatchNorm1d) and isinstance(x, SpireValue) and x.rank == 3:
+        raise Unsupported("BatchNorm1d of a rank-3 input")
+    return nb.batch_norm_eval(b, x, _param(b, m, path, "weight"), _param(b, m, path, "bias"),
+                              _param(b, m, path, "running_mean"), _param(b, m, path, "running_var"), m.eps)
+
+
+@module(nn.LayerNorm)
+def _layer_norm(b, m, path, args, kwargs):
+    return nb.layer_norm(b, args[0], m.normalized_shape, _param(b, m, path, "weight"), _param(b, m, path, "bias"),
+                         m.eps)
+
+
+@module(nn.ReLU)
+def _relu(b, m, path, args, kwargs):
+    return nb.unary(b, "relu", args[0])
+
+
+@module(nn.ReLU6)
+def _relu6(b, m, path, args, kwargs):
+    return nb.clamp(b, args[0], 0.0, 6.0)
+
+
+@module(nn.Hardtanh)
+def _hardtanh(b, m, path, args, kwargs):
+    return nb.clamp(b, args[0], m.min_val, m.max_val)
+
+
+@module(nn.SiLU)
+def _silu(b, m, path, args, kwargs):
+    return nb.unary(b, "silu", args[0])
+
+
+@module(nn.Sigmoid)
+def _sigmoid(b, m, path, args, kwargs):
+    return nb.unary(b, "sigmoid", args[0])
+
+
+@module(nn.Tanh)
+def _tanh(b, m, path, args, kwargs):
+    return nb.unary(b, "tanh", args[0])
+
+
+@module(nn.GELU)
+def _gelu(b, m, path, args, kwargs):
+    return nb.gelu(b, args[0], getattr(m, "approximate", "none"))
+
+
+@module(nn.LeakyReLU)
+def _leaky_relu(b, m, path, args, kwargs):
+    return b.op("leaky_relu", [nb.float_tensor(args[0], "leaky_relu's input")], {"alpha": float(m.negative_slope)},
+                rows="pointwise")
+
+
+@module(nn.Hardsigmoid)
+def _hardsigmoid(b, m, path, args, kwargs):
+    return b.op("hard_sigmoid", [nb.float_tensor(args[0], "hardsigmoid's input")], {"alpha": 1 / 6, "beta": 0.5},
+                rows="pointwise")
+
+
+@module(nn.Hardswish)
+def _hardswish(b, m, path, args, kwargs):
+    return nb.unary(b, "hard_swish", args[0])
+
+
+@module(nn.Softmax)
+def _softmax(b, m, path, args, kwargs):
+    if m.dim is None:
+        raise Unsupported("Softmax without dim")
+    return nb.softmax(b, "softmax", args[0], m.dim)
+
+
+@module(nn.LogSoftmax)
+def _log_softmax(b, m, path, args, kwargs):
+    if m.dim is None:
+        raise Unsupported("LogSoftmax without dim")
+    return nb.softmax(b, "log_softmax", args[0], m.dim)
+
+
+@module(nn.Identity)
+def _identity(b, m, path, args, kwargs):
+    return args[0]
+
+
+@module(nn.Dropout, nn.Dropout2d)
+def _dropout(b, m, path, args, kwargs):
+    if m.training and m.p > 0:
+        raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
+    return args[0]
+
+
+@module(nn.Flatten)
+def _flatten(b, m, path, args, kwargs):
+    return b.flatten(nb.tensor(args[0], "flatten's input"), m.start_dim, m.end_dim)
+
+
+@module(nn.MaxPool2d)
+def _max_pool2d(b, m, path, args, kwargs):
+    if m.return_indices:
+        raise Unsupported("MaxPool2d with return_indices")
+    return nb.max_pool2d(b, args[0], m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode)
+
+
+@module(nn.AvgPool2d)
+def _avg_pool2d(b, m, path, args, kwargs):
+    return nb.avg_pool2d(b, args[0], m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
+                         m.divisor_override)
+
+
+@module(nn.AdaptiveAvgPool2d)
+def _adaptive_avg_pool2d(b, m, path, args, kwargs):
+    return nb.adaptive_avg_pool2d(b, args[0], m.output_size)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torch functions and Python operators: fn(builder, args, kwargs)
+
+FUNCTIONS = {}
+
+
+def function(*fns):
+    def register(fn):
+        for f in fns:
+            FUNCTIONS[f] = fn
+        return fn
+    return register
+
+
+def _binary(op, reverse=False):
+    def handler(b, args, kwargs):
+        a, c = arg(args, kwargs, 0, "input"), arg(args, kwargs, 1, "other")
+        alpha = kwargs.get("alpha", 1)
+        if alpha != 1:
+            if not isinstance(c, SpireValue):
+                c = c * alpha
+            else:
+                c = b.binary("mul", c, alpha)
+        return b.binary(op, c, a) if reverse else b.binary(op, a, c)
+    return handler
+
+
+for _fns, _op in (((operator.add, operator.iadd, torch.add), "add"), ((operator.sub, operator.isub, torch.sub), "sub"),
+                  ((operator.mul, operator.imul, torch.mul), "mul"),
+                  ((operator.truediv, operator.itruediv, torch.div, torch.true_divide), "div")):
+    function(*_fns)(_binary(_op))
+function(torch.rsub)(_binary("sub", reverse=True))
+
+
+@function(operator.getitem)
+def _getitem(b, args, kwargs):
+    container, index = args
+    if isinstance(container, SpireValue):
+        raise Unsupported("tensor indexing")
+    result = container[index]
+    if result is None and isinstance(container, tuple) and any(isinstance(c, SpireValue) for c in container):
+        raise Unsupported("this result of a multi-result op (pooling indices, saved statistics) has no spire mapping")
+    return result
+
+
+@function(getattr)
+def _getattr(b, args, kwargs):
+    x, name = args[0], args[1]
+    if isinstance(x, SpireValue):
+        if name == "shape":
+            return torch.Size(x.shape)
+        if name == "ndim":
+            return x.rank
+        raise Unsupported(f"tensor attribute '{name}'")
+    return getattr(x, name)
+
+
+@function(operator.floordiv, operator.mod, builtins.len)
+def _python_arith(b, args, kwargs):
+    raise Unsupported("Python arithmetic on values stays in Python")
+
+
+@function(torch.relu, F.relu)
+def _f_relu(b, args, kwargs):
+    return nb.unary(b, "relu", args[0])
+
+
+@function(F.relu6)
+def _f_relu6(b, args, kwargs):
+    return nb.clamp(b, args[0], 0.0, 6.0)
+
+
+@function(F.hardtanh)
+def _f_hardtanh(b, args, kwargs):
+    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min_val", -1.0), arg(args, kwargs, 2, "max_val", 1.0))
+
+
+@function(torch.clamp, torch.clip)
+def _f_clamp(b, args, kwargs):
+    lo, hi = arg(args, kwargs, 1, "min", None), arg(args, kwargs, 2, "max", None)
+    if isinstance(lo, SpireValue) or isinstance(hi, SpireValue):
+        raise Unsupported("clamp with tensor bounds")
+    return nb.clamp(b, args[0], lo, hi)
+
+
+for _f, _op in ((F.silu, "silu"), (torch.sigmoid, "sigmoid"), (F.sigmoid, "sigmoid"), (torch.tanh, "tanh"),
+                (F.tanh, "tanh"), (torch.exp, "exp"), (torch.log, "log"), (torch.sqrt, "sqrt"), (torch.neg, "neg"),
+                (operator.neg, "neg"), (torch.abs, "abs"), (torch.erf, "erf"), (torch.reciprocal, "reciprocal"),
+                (F.hardswish, "hard_swish")):
+    function(_f)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
+
+
+@function(F.gelu)
+def _f_gelu(b, args, kwargs):
+    return nb.gelu(b, args[0], kwargs.get("approximate", "none"))
+
+
+@function(F.leaky_relu)
+def _f_leaky_relu(b, args, kwargs):
+    x = nb.float_tensor(args[0], "leaky_relu's input")
+    return b.op("leaky_relu", [x], {"alpha": float(arg(args, kwargs, 1, "negative_slope", 0.01))}, rows="pointwise")
+
+
+@function(torch.flatten)
+def _f_flatten(b, args, kwargs):
+    return b.flatten(nb.tensor(args[0], "flatten's input"), arg(args, kwargs, 1, "start_dim", 0),
+                     arg(args, kwargs, 2, "end_dim", -1))
+
+
+@function(torch.reshape)
+def _f_reshape(b, args, kwargs):
+    return b.reshape(nb.tensor(args[0], "reshape's input"), arg(args, kwargs, 1, "shape"))
+
+
+@function(F.linear, torch._C._nn.linear)
+def _f_linear(b, args, kwargs):
+    return nb.linear(b, args[0], arg(args, kwargs, 1, "weight"), arg(args, kwargs, 2, "bias", None))
+
+
+@function(F.conv2d, torch.conv2d)
+def _f_conv2d(b, args, kwargs):
+    return nb.conv2d(b, args[0], arg(args, kwargs, 1, "weight"), arg(args, kwargs, 2, "bias", None),
+                     arg(args, kwargs, 3, "stride", 1), arg(args, kwargs, 4, "padding", 0),
+                     arg(args, kwargs, 5, "dilation", 1), arg(args, kwargs, 6, "groups", 1))
+
+
+@function(F.max_pool2d, torch.max_pool2d)
+def _f_max_pool2d(b, args, kwargs):
+    if arg(args, kwargs, 6, "return_indices", False):
+        raise Unsupported("max_pool2d with return_indices")
+    return nb.max_pool2d(b, args[0], arg(args, kwargs, 1, "kernel_size"), arg(args, kwargs, 2, "stride", None),
+                         arg(args, kwargs, 3, "padding", 0), arg(args, kwargs, 4, "dilation", 1),
+                         arg(args, kwargs, 5, "ceil_mode", False))
+
+
+@function(F.avg_pool2d)
+def _f_avg_pool2d(b, args, kwargs):
+    return nb.avg_pool2d(b, args[0], arg(args, kwargs, 1, "kernel_size"), arg(args, kwargs, 2, "stride", None),
+                         arg(args, kwargs, 3, "padding", 0), arg(args, kwargs, 4, "ceil_mode", False),
+                         arg(args, kwargs, 5, "count_include_pad", True), arg(args, kwargs, 6, "divisor_override", None))
+
+
+@function(F.adaptive_avg_pool2d)
+def _f_adaptive_avg_pool2d(b, args, kwargs):
+    return nb.adaptive_avg_pool2d(b, args[0], arg(args, kwargs, 1, "output_size"))
+
+
+@function(F.dropout)
+def _f_dropout(b, args, kwargs):
+    if arg(args, kwargs, 2, "training", True) and arg(args, kwargs, 1, "p", 0.5) > 0:
+        raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
+    return args[0]
+
+
+@function(F.softmax, torch.softmax)
+def _f_softmax(b, args, kwargs):
+    if kwargs.get("dtype") is not None:
+        raise Unsupported("softmax with dtype")
+    return nb.softmax(b, "softmax", args[0], arg(args, kwargs, 1, "dim"))
+
+
+@function(F.log_softmax, torch.log_softmax)
+def _f_log_softmax(b, args, kwargs):
+    if kwargs.get("dtype") is not None:
+        raise Unsupported("log_softmax with dtype")
+    return nb.softmax(b, "log_softmax", args[0], arg(args, kwargs, 1, "dim"))
+
+
+@function(torch.matmul, operator.matmul, torch.mm, torch.bmm)
+def _f_matmul(b, args, kwargs):
+    return nb.matmul(b, args[0], args[1])
+
+
+@function(torch.cat, torch.concat)
+def _f_cat(b, args, kwargs):
+    return nb.concat(b, list(arg(args, kwargs, 0, "tensors")), arg(args, kwargs, 1, "dim", 0))
+
+
+@function(torch.mean)
+def _f_mean(b, args, kwargs):
+    return b.reduce("mean", nb.float_tensor(args[0], "mean's input"), arg(args, kwargs, 1, "dim", None),
+                    arg(args, kwargs, 2, "keepdim", False))
+
+
+@function(torch.sum)
+def _f_sum(b, args, kwargs):
+    return b.reduce("sum", nb.tensor(args[0], "sum's input"), arg(args, kwargs, 1, "dim", None),
+                    arg(args, kwargs, 2, "keepdim", False))
+
+
+@function(torch.transpose)
+def _f_transpose(b, args, kwargs):
+    return nb.transpose(b, args[0], args[1], args[2])
+
+
+@function(torch.permute)
+def _f_permute(b, args, kwargs):
+    return b.permute(args[0], arg(args, kwargs, 1, "dims"))
+
+
+@function(torch.unsqueeze)
+def _f_unsqueeze(b, args, kwargs):
+    return nb.unsqueeze(b, args[0], arg(args, kwargs, 1, "dim"))
+
+
+@function(torch.squeeze)
+def _f_squeeze(b, args, kwargs):
+    return nb.squeeze(b, args[0], arg(args, kwargs, 1, "dim", None))
+
+
+@function(F.layer_norm)
+def _f_layer_norm(b, args, kwargs):
+    return nb.layer_norm(b, args[0], arg(args, kwargs, 1, "normalized_shape"), arg(args, kwargs, 2, "weight", None),
+                         arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# tensor methods: fn(builder, args, kwargs), args[0] the tensor
+
+METHODS = {}
+
+
+def method(*names):
+    def register(fn):
+        for n in names:
+            METHODS[n] = fn
+        return fn
+    return register
+
+
+def _sizes(args, start):
+    rest = args[start:]
+    return list(rest[0]) if len(rest) == 1 and isinstance(rest[0], (list, tuple, torch.Size)) else list(rest)
+
+
+@method("view", "reshape")
+def _m_view(b, args, kwargs):
+    if len(args) == 2 and not isinstance(args[1], (int, list, tuple, torch.Size)):
+        raise Unsupported("view as a dtype")
+    return b.reshape(nb.tensor(args[0], "view's input"), _sizes(args, 1))
+
+
+@method("size")
+def _m_size(b, args, kwargs):
+    x = nb.tensor(args[0], "size's input")
+    dim = arg(args, kwargs, 1, "dim", None)
+    return torch.Size(x.shape) if dim is None else x.shape[dim]
+
+
+@method("dim")
+def _m_dim(b, args, kwargs):
+    return nb.tensor(args[0], "dim's input").rank
+
+
+@method("flatten")
+def _m_flatten(b, args, kwargs):
+    return b.flatten(nb.tensor(args[0], "flatten's input"), arg(args, kwargs, 1, "start_dim", 0),
+                     arg(args, kwargs, 2, "end_dim", -1))
+
+
+@method("contiguous", "clone", "detach")
+def _m_identity(b, args, kwargs):
+    return nb.tensor(args[0], "the input")
+
+
+@method("permute")
+def _m_permute(b, args, kwargs):
+    return b.permute(args[0], _sizes(args, 1))
+
+
+@method("transpose")
+def _m_transpose(b, args, kwargs):
+    return nb.transpose(b, args[0], args[1], args[2])
+
+
+@method("t")
+def _m_t(b, args, kwargs):
+    x = nb.tensor(args[0], "t's input")
+    return x if x.rank < 2 else nb.transpose(b, x, 0, 1)
+
+
+@method("unsqueeze")
+def _m_unsqueeze(b, args, kwargs):
+    return nb.unsqueeze(b, args[0], arg(args, kwargs, 1, "dim"))
+
+
+@method("squeeze")
+def _m_squeeze(b, args, kwargs):
+    return nb.squeeze(b, args[0], arg(args, kwargs, 1, "dim", None))
+
+
+@method("expand")
+def _m_expand(b, args, kwargs):
+    return nb.expand(b, args[0], _sizes(args, 1))
+
+
+@method("mean")
+def _m_mean(b, args, kwargs):
+    return _f_mean(b, args, kwargs)
+
+
+@method("sum")
+def _m_sum(b, args, kwargs):
+    return _f_sum(b, args, kwargs)
+
+
+@method("softmax")
+def _m_softmax(b, args, kwargs):
+    return _f_softmax(b, args, kwargs)
+
+
+@method("add", "add_")
+def _m_add(b, args, kwargs):
+    return _binary("add")(b, args, kwargs)
+
+
+@method("mul", "mul_")
+def _m_mul(b, args, kwargs):
+    return _binary("mul")(b, args, kwargs)
+
+
+@method("sub")
+def _m_sub(b, args, kwargs):
+    return _binary("sub")(b, args, kwargs)
+
+
+@method("div")
+def _m_div(b, args, kwargs):
+    return _binary("div")(b, args, kwargs)
+
+
+for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"), ("log", "log"),
+                   ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs")):
+    method(_name)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
+
+
+@method("clamp", "clip")
+def _m_clamp(b, args, kwargs):
+    return _f_clamp(b, args, kwargs)
+
+
+@method("matmul")
+def _m_matmul(b, args, kwargs):
+    return nb.matmul(b, args[0], args[1])
