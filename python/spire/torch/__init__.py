@@ -1,0 +1,37 @@
+"""spire inside PyTorch.
+
+    import spire.torch
+    fast = spire.torch.compile(model, example_inputs=(x,), device="vulkan:0")
+    y = fast(x)                     # the model on spire: torch tensors of eager's dtypes and shapes
+    loss_fn(fast(x), t).backward()  # fills .grad of model's own parameters
+    print(spire.torch.explain(model, (x,)))   # what ran where, and why
+
+Graphs come from torch.fx.symbolic_trace (functorch's make_fx where symbolic tracing cannot follow the model's
+Python). What spire cannot run stays in eager PyTorch (never an error, never a wrong result).
+"""
+from spire.torch.compiled_module import SpireModule
+
+
+def compile(module, example_inputs=None, device=None, dynamic=True, dump=None):
+    """Returns a torch.nn.Module whose forward runs `module` on spire (on `device`, e.g. 'vulkan:0', or the best
+    device present). example_inputs: a tuple of tensors to compile for now (else the first call compiles).
+    dynamic: batches 1..64 share at most two plans (zero-padded rows, where the model's rows are independent).
+    dump: a folder for the FX graph received, what ran where, each spire graph and its plan."""
+    compiled = SpireModule(module, device=device, dynamic=dynamic, dump=dump)
+    if example_inputs is not None:
+        import torch
+        with torch.no_grad():
+            compiled(*example_inputs)
+    return compiled
+
+
+def explain(module, example_inputs, device=None):
+    """Text saying, node by node, what runs on spire (by segment) and what stays in eager PyTorch and why; also
+    printed."""
+    compiled = module if isinstance(module, SpireModule) else SpireModule(module, device=device)
+    text = compiled.explain(*example_inputs)
+    print(text)
+    return text
+
+
+__all__ = ["compile", "explain", "SpireModule"]

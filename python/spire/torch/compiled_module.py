@@ -1,0 +1,176 @@
+"""spire.torch.compile's result: an nn.Module that runs the traced module's graph with its supported segments on
+spire and every other node in eager PyTorch.
+
+Per kind of call (each submodule's train/eval mode, the inputs' dtypes and ranks, whether autograd records) the FX
+graph is probed once (one eager run recording types) and cut into segments; each segment compiles its own plans.
+Parameters stay where they are, in the wrapped module: its .parameters(), .state_dict() and optimizers see the same
+tensors, and .grad is filled by backward."""
+import os
+import warnings
+
+import torch
+import torch.fx
+
+import spire
+from spire.torch.autograd_function import run_with_grad
+from spire.torch.frontend.dispatch import describe, fetch_attr
+from spire.torch.frontend.probe import probe
+from spire.torch.frontend.segments import split_segments
+from spire.torch.segment_runner import SegmentRunner
+from spire.torch.tensors import SUPPORTED_DTYPES
+
+
+def trace(module):
+    """The module's FX graph from torch.fx.symbolic_trace; None when symbolic tracing cannot follow its Python
+    control flow (then each call traces with real tensors through functorch's make_fx)."""
+    try:
+        return torch.fx.symbolic_trace(module)
+    except Exception:  # torch.fx.proxy.TraceError and whatever the module's Python raises on proxies
+        return None
+
+
+class _Partition:
+    """One probe's result: the items to run in order and the runner of each segment."""
+
+    def __init__(self, owner, gm, args):
+        self.gm = gm
+        state = _snapshot(gm)
+        try:
+            self.results, self.support = probe(gm, args)
+        finally:
+            _restore(gm, state)
+        self.items, self.reasons = split_segments(gm, self.support, self.results)
+        self.runners = {seg.index: SegmentRunner(seg, gm, owner) for kind, seg in self.items if kind == "segment"}
+        self.interp = torch.fx.Interpreter(gm)
+
+    def run(self, args):
+        env = {}
+        placeholders = iter(args)
+        batch = _batch_of(args)
+        for kind, x in self.items:
+            if kind == "segment":
+                runner = self.runners[x.index]
+                inputs = [env[n] for n in x.inputs]
+                params = [(p, fetch_attr(self.gm, p)) for p in runner._param_paths()]
+                if torch.is_grad_enabled() and (any(t.requires_grad for _, t in params) or
+                                                any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs)):
+                    outs = run_with_grad(runner, inputs, batch, params)
+                else:
+                    outs = runner.forward(inputs, batch)
+                for n, v in zip(x.outputs, outs):
+                    env[n] = v
+                continue
+            n = x
+            if n.op == "placeholder":
+                env[n] = next(placeholders)
+            elif n.op == "output":
+                return torch.fx.node.map_arg(n.args[0], lambda a: env[a])
+            else:
+                self.interp.env = env
+                env[n] = self.interp.run_node(n)
+        raise RuntimeError("the graph has no output node")
+
+    def explain(self):
+        lines = []
+        for kind, x in self.items:
+            if kind == "segment":
+                lines.append(f"spire segment {x.index}: {len(x.nodes)} nodes, inputs "
+                             f"{[n.name for n in x.inputs]}, outputs {[n.name for n in x.outputs]}")
+                for n in x.nodes:
+                    lines.append(f"    spire  {n.name}: {describe(n, self.gm)}")
+            elif x.op not in ("placeholder", "output", "get_attr"):
+                lines.append(f"eager  {x.name}: {describe(x, self.gm)}: {self.reasons.get(x, '')}")
+        return "\n".join(lines)
+
+
+def _snapshot(gm):
+    """The probe runs the module once; batch norm in training mode would update its running statistics and dropout
+    would draw random numbers. Both are put back afterwards, so compiling changes nothing eager would see."""
+    return ([(b, b.detach().clone()) for b in gm.buffers()], torch.get_rng_state())
+
+
+def _restore(gm, state):
+    buffers, rng = state
+    with torch.no_grad():
+        for b, saved in buffers:
+            b.copy_(saved)
+    torch.set_rng_state(rng)
+
+
+def _batch_of(args):
+    for a in args:
+        if isinstance(a, torch.Tensor):
+            return a.shape[0] if a.dim() > 0 else None
+    return None
+
+
+class SpireModule(torch.nn.Module):
+    def __init__(self, module, device=None, dynamic=True, dump=None):
+        super().__init__()
+        self.module = module
+        self.spire_device = spire.device(device)  # opened now: a bad name is a ValueError here
+        self.dynamic = dynamic
+        self.dump = dump
+        self.compilations = 0           # forward plans compiled, over every segment
+        self.backward_compilations = 0  # gradient graphs compiled
+        self._gm = trace(module)
+        self._partitions = {}
+        self._dumped = 0
+        if dump:
+            os.makedirs(dump, exist_ok=True)
+
+    # ---- what the runners report
+    def note_compilation(self, segment, why, backward=False):
+        if backward:
+            self.backward_compilations += 1
+            return
+        self.compilations += 1
+        if self.compilations > 1 and why != "the first call":
+            # Once per plan compiled; calls that reuse a plan say nothing.
+            warnings.warn(f"spire: segment {segment} of {type(self.module).__name__} compiled again for {why}",
+                          stacklevel=4)
+
+    def dump_plan(self, segment, plan, backward=False):
+        if not self.dump:
+            return
+        self._dumped += 1
+        stem = os.path.join(self.dump, f"segment{segment}.{'backward' if backward else 'forward'}."
+                                       f"batch{plan.batch_to}.{self._dumped}")
+        with open(stem + ".graph", "w") as f:
+            f.write(plan.conv.graph.text())
+        with open(stem + ".plan.txt", "w") as f:
+            f.write(plan.exe.plan_text())
+
+    # ---- calls
+    def _graph_module(self, args):
+        if self._gm is None:
+            from functorch import make_fx
+            return make_fx(self.module)(*args)
+        return self._gm
+
+    def partition(self, args):
+        for a in args:
+            if isinstance(a, torch.Tensor) and a.dtype not in SUPPORTED_DTYPES:
+                names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
+                raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
+        key = (tuple(m.training for m in self.module.modules()),
+               tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else type(a) for a in args),
+               self._gm is None and tuple(tuple(a.shape) for a in args
+                                                                    if isinstance(a, torch.Tensor)))
+        part = self._partitions.get(key)
+        if part is None:
+            gm = self._graph_module(args)
+            part = _Partition(self, gm, args)
+            self._partitions[key] = part
+            if self.dump:
+                with open(os.path.join(self.dump, f"fx_graph.{len(self._partitions)}.txt"), "w") as f:
+                    f.write(str(gm.graph) + "\n\n" + gm.code)
+                with open(os.path.join(self.dump, f"explain.{len(self._partitions)}.txt"), "w") as f:
+                    f.write(part.explain() + "\n")
+        return part
+
+    def forward(self, *args):
+        return self.partition(args).run(args)
+
+    def explain(self, *args):
+        return self.partition(args).explain()

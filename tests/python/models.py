@@ -1,0 +1,57 @@
+"""The models the suite checks against eager PyTorch, with random weights from torch.manual_seed (nothing
+downloaded)."""
+import torch
+import torch.nn as nn
+
+
+class LeNet(nn.Module):
+    """The seed article's LeNet (padded convolutions, Fashion-MNIST sizes), with its state_dict names."""
+
+    def __init__(self):
+        super().__init__()
+        self.convnet = nn.Sequential(
+            nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2),
+            nn.Conv2d(6, 16, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2))
+        self.fc = nn.Sequential(
+            nn.Flatten(), nn.Linear(16 * 7 * 7, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+
+    def forward(self, x):
+        return self.fc(self.convnet(x))
+
+
+class SiluMLP(nn.Module):
+    """Seed 001's model: Linear(128 -> 64), SiLU, Linear(64 -> 128)."""
+
+    def __init__(self, features=128, hidden=64):
+        super().__init__()
+        self.linear1 = nn.Linear(features, hidden)
+        self.linear2 = nn.Linear(hidden, features)
+
+    def forward(self, x):
+        return self.linear2(torch.nn.functional.silu(self.linear1(x)))
+
+
+class WithUnsupportedOp(nn.Module):
+    """A cumulative sum (no spire op) between two supported parts: the middle must run in eager PyTorch."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(16, 32)
+        self.b = nn.Linear(32, 8)
+
+    def forward(self, x):
+        h = torch.relu(self.a(x))
+        h = torch.cumsum(h, dim=1)
+        return self.b(h).tanh()
+
+
+def seeded(cls, *args, seed=0, **kwargs):
+    torch.manual_seed(seed)
+    return cls(*args, **kwargs)
+
+
+def rel_err(got, want):
+    """Largest absolute difference over the largest magnitude of the reference."""
+    got, want = got.detach().double(), want.detach().double()
+    assert got.shape == want.shape, (got.shape, want.shape)
+    return float((got - want).abs().max() / want.abs().max().clamp_min(1e-30))

@@ -1,0 +1,49 @@
+"""Batches 1..64 cost at most two compilations, and a recompile is reported once, not per call."""
+import warnings
+
+import torch
+
+import spire.torch
+from models import LeNet, rel_err, seeded
+
+
+def test_batches_1_to_64_compile_at_most_twice(device):
+    model = seeded(LeNet, seed=30).eval()
+    compiled = spire.torch.compile(model, (torch.randn(8, 1, 28, 28),), device=device)
+    assert compiled.compilations == 1
+    gen = torch.Generator().manual_seed(31)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with torch.no_grad():
+            for batch in (1, 3, 8, 17, 64, 2, 33, 5):
+                x = torch.randn(batch, 1, 28, 28, generator=gen)
+                got = compiled(x)
+                assert got.shape == (batch, 10)
+                assert rel_err(got, model(x)) <= 1e-4, batch
+    assert compiled.compilations == 2
+    recompiles = [w for w in caught if "compiled again" in str(w.message)]
+    assert len(recompiles) == 1, [str(w.message) for w in caught]
+
+
+def test_static_batch_compiles_per_batch(device):
+    model = seeded(LeNet, seed=32).eval()
+    compiled = spire.torch.compile(model, device=device, dynamic=False)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for batch in (2, 3, 2):
+            compiled(torch.randn(batch, 1, 28, 28))
+    assert compiled.compilations == 2
+
+
+def test_rows_mixing_model_is_not_padded(device):
+    class BatchMean(torch.nn.Module):
+        def forward(self, x):
+            return torch.relu(x - x.mean(dim=0, keepdim=True))
+
+    model = BatchMean()
+    compiled = spire.torch.compile(model, device=device)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for batch in (4, 3):
+            x = torch.randn(batch, 6)
+            assert rel_err(compiled(x), model(x)) <= 1e-4
