@@ -58,6 +58,18 @@ def _view(b, args, kwargs):
     return b.reshape(nb.tensor(args[0], "view's input"), args[1])
 
 
+@aten("aten._reshape_alias.default")
+def _reshape_alias(b, args, kwargs):
+    x, size, stride = args[0], list(args[1]), list(args[2])
+    expected, step = [], 1
+    for s in reversed(size):
+        expected.insert(0, step)
+        step *= max(int(s), 1)
+    if any(st != e for st, e, s in zip(stride, expected, size) if s != 1):
+        raise Unsupported(f"_reshape_alias with strides {stride} (not a contiguous view)")
+    return b.reshape(nb.tensor(x, "the input"), size)
+
+
 @aten("aten.flatten.using_ints")
 def _flatten(b, args, kwargs):
     return b.flatten(args[0], arg(args, kwargs, 1, "start_dim", 0), arg(args, kwargs, 2, "end_dim", -1))

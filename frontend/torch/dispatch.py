@@ -1,4 +1,6 @@
 """One FX node to spire: finds the node's handler (nn module, torch function, tensor method or ATen op) and calls it."""
+import operator
+
 import torch
 
 from . import aten_ops, torch_ops
@@ -28,6 +30,31 @@ def describe(node, gm):
     return f"{node.op} {target_name(node)}"
 
 
+def _writes_first_argument(op):
+    schema = getattr(op, "_schema", None)
+    args = schema.arguments if schema is not None else []
+    return bool(args) and args[0].alias_info is not None and args[0].alias_info.is_write
+
+
+def _functional_name(node):
+    """An in-place ATen op (aten.relu_.default, what make_fx records for inplace=True modules) maps as its functional
+    form where that is the same: when nothing reads the overwritten input after it and the input is not the caller's
+    (a graph input), whose change the caller would see. Otherwise the op keeps its own name, which has no handler."""
+    name = str(node.target)
+    if not _writes_first_argument(node.target):
+        return name
+    packet, _, overload = name.rpartition(".")
+    if not packet.endswith("_"):
+        return name
+    source = node.args[0] if node.args else None
+    if not isinstance(source, torch.fx.Node) or source.op == "placeholder":
+        return name
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    if any(order[u] > order[node] for u in source.users if u is not node):
+        return name
+    return f"{packet[:-1]}.{overload}"
+
+
 def convert_node(b, node, gm, args, kwargs):
     """Converted arguments in; a SpireValue, a tuple of them, or a Python value out; Unsupported if spire cannot."""
     if node.op == "call_module":
@@ -38,8 +65,10 @@ def convert_node(b, node, gm, args, kwargs):
         return handler(b, mod, node.target, args, kwargs)
     if node.op == "call_function":
         t = node.target
+        if t is operator.getitem and not node.users and isinstance(args[0], tuple):
+            return None  # an unread result of a multi-result op (pooling indices, batch norm's saved statistics)
         if isinstance(t, torch._ops.OpOverload):
-            handler = aten_ops.ATEN.get(str(t))
+            handler = aten_ops.ATEN.get(_functional_name(node))
         else:
             try:
                 handler = torch_ops.FUNCTIONS.get(t)

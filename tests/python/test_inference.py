@@ -56,3 +56,19 @@ def test_dump_writes_every_stage(device, tmp_path):
     plans = [p for p in tmp_path.iterdir() if p.name.endswith(".plan.txt")]
     assert graphs and plans
     assert "silu" in graphs[0].read_text() and "matmul" in graphs[0].read_text()
+
+
+@pytest.mark.parametrize("name", ["lenet", "resnet18"])
+def test_aten_graphs_from_make_fx(device, name):
+    # What functorch's make_fx records (ATen ops, in-place relu_, max pooling with indices, native_batch_norm) maps
+    # onto the same spire ops, all of it.
+    from functorch import make_fx
+    torch.manual_seed(6)
+    if name == "lenet":
+        model, x = seeded(LeNet).eval(), torch.randn(2, 1, 28, 28)
+    else:
+        model, x = seeded(torchvision.models.resnet18, num_classes=10).eval(), torch.randn(2, 3, 64, 64)
+    gm = make_fx(model)(x)
+    assert any("aten" in str(n.target) for n in gm.graph.nodes)
+    compiled = check(gm, x, device)
+    assert "eager" not in compiled.explain(x)
