@@ -210,6 +210,17 @@ def _native_batch_norm(b, args, kwargs):
     return (nb.batch_norm_eval(b, x, w, bias, mean, var, eps), None, None)
 
 
+@aten("aten.split.Tensor", "aten.split_with_sizes.default")
+def _split(b, args, kwargs):
+    return nb.split(b, args[0], args[1], arg(args, kwargs, 2, "dim", 0))
+
+
+@aten("aten.native_layer_norm.default")
+def _native_layer_norm(b, args, kwargs):
+    x, shape, w, bias, eps = args[:5]
+    return (nb.layer_norm(b, x, list(shape), w, bias, eps), None, None)
+
+
 @aten("aten.dropout.default")
 def _dropout(b, args, kwargs):
     if arg(args, kwargs, 2, "train", True) and args[1] > 0:

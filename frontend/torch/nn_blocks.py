@@ -219,3 +219,25 @@ def expand(b, x, sizes):
     if tuple(shape) == x.shape:
         return x
     return b.op("broadcast_to", [x], {"shape": shape}, rows="pointwise")
+
+
+def split(b, x, sizes, dim):
+    """torch.split: consecutive slices along dim of the given sizes (an int: chunks of that size, the last shorter)."""
+    tensor(x, "split's input")
+    dim = b.normalize_dim(x, dim)
+    n = x.shape[dim]
+    if isinstance(sizes, int):
+        sizes = [min(sizes, n - s) for s in range(0, n, sizes)] if sizes > 0 else []
+    if sum(sizes) != n:
+        raise Unsupported(f"split sizes {list(sizes)} do not add up to {n}")
+    if x.batched and dim == 0:
+        b.mixes_rows("split along the batch dimension")
+    parts, start = [], 0
+    for size in sizes:
+        starts = [0] * x.rank
+        starts[dim] = start
+        shape = list(x.shape)
+        shape[dim] = size
+        parts.append(b.op("slice", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape}))
+        start += size
+    return parts

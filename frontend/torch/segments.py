@@ -3,6 +3,8 @@ become spire segments, every other node runs in eager PyTorch. A run of consecut
 partition: whatever a node of the run reads was computed before the run started, so running the whole run at the
 place of its first node never reads a value early. get_attr nodes (weights) belong to no run: inside a segment they
 become graph parameters, in eager code plain attribute reads."""
+import operator
+
 from .probe import TensorInfo
 
 
@@ -50,10 +52,14 @@ def split_segments(gm, support, results):
             final.append((kind, x))
             continue
         seg, members = x, set(x.nodes)
+        idle = None
         if not any(_has_tensor(results.get(n)) for n in seg.nodes):
-            # Only sizes and other Python values: nothing for a device to do.
+            idle = "Python arithmetic on sizes (no tensor work)"
+        elif all(n.op == "call_function" and n.target is operator.getitem for n in seg.nodes):
+            idle = "only picks results of a multi-result op (no tensor work)"
+        if idle:  # nothing for a device to do
             for n in seg.nodes:
-                reasons[n] = "Python arithmetic on sizes (no tensor work)"
+                reasons[n] = idle
                 final.append(("node", n))
             continue
         for n in seg.nodes:

@@ -385,6 +385,11 @@ def _f_squeeze(b, args, kwargs):
     return nb.squeeze(b, args[0], arg(args, kwargs, 1, "dim", None))
 
 
+@function(torch.split)
+def _f_split(b, args, kwargs):
+    return nb.split(b, args[0], arg(args, kwargs, 1, "split_size_or_sections"), arg(args, kwargs, 2, "dim", 0))
+
+
 @function(F.layer_norm)
 def _f_layer_norm(b, args, kwargs):
     return nb.layer_norm(b, args[0], arg(args, kwargs, 1, "normalized_shape"), arg(args, kwargs, 2, "weight", None),
@@ -464,6 +469,11 @@ def _m_unsqueeze(b, args, kwargs):
 @method("squeeze")
 def _m_squeeze(b, args, kwargs):
     return nb.squeeze(b, args[0], arg(args, kwargs, 1, "dim", None))
+
+
+@method("split")
+def _m_split(b, args, kwargs):
+    return nb.split(b, args[0], arg(args, kwargs, 1, "split_size"), arg(args, kwargs, 2, "dim", 0))
 
 
 @method("expand")

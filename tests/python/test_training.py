@@ -68,3 +68,12 @@ def test_lenet_100_sgd_steps_match_eager(device):
         assert worst <= 1e-4, (step, losses)
     # It learned something (the same thing eager learned), and compiled once forward and once backward.
     assert compiled.compilations == 1 and compiled.backward_compilations == 1
+
+
+def test_transformer_encoder_layer_gradients(device):
+    torch.manual_seed(15)
+    model = seeded(torch.nn.TransformerEncoderLayer, 32, 4, 64, dropout=0.0, batch_first=True).eval()
+    x, w = torch.randn(2, 5, 32), torch.randn(2, 5, 32)
+    # A random weighting, not sum(y^2): the sum of squares of a layer norm's output barely depends on its input, so
+    # its gradients would be rounding noise on both sides.
+    grads_match(model, x, lambda y: (y * w).sum(), device)

@@ -155,8 +155,9 @@ class SpireModule(torch.nn.Module):
                 raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
         key = (tuple(m.training for m in self.module.modules()),
                tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else type(a) for a in args),
-               self._gm is None and tuple(tuple(a.shape) for a in args
-                                                                    if isinstance(a, torch.Tensor)))
+               # make_fx traces with real tensors: its graph holds for these shapes and this grad mode only.
+               self._gm is None and (torch.is_grad_enabled(),
+                                     tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))))
         part = self._partitions.get(key)
         if part is None:
             gm = self._graph_module(args)

@@ -133,12 +133,15 @@ class SegmentRunner:
             plan.exe.set(name, to_numpy(t, plan.batch_to if batched else None))
 
     def _outputs(self, plan, batch):
+        # Rows are cut off only where the plan ran padded: then the segment's rows are independent and each value's
+        # batched flag is exact (where they are not, a flag may follow a batch dimension a transpose moved).
+        padded = plan.batch_to != batch
         g = plan.conv.graph
 
         def build(spec):
             if spec[0] == "tensor":
                 _, name, batched = spec
-                return from_numpy(plan.exe.get(name), _output_dtype(g, name), batch if batched else None)
+                return from_numpy(plan.exe.get(name), _output_dtype(g, name), batch if batched and padded else None)
             if spec[0] == "tuple":
                 return tuple(build(s) for s in spec[1])
             return spec[1]
@@ -172,19 +175,19 @@ class SegmentRunner:
         g = plan.conv.graph
         for (out_name, gname), go in zip(plan.conv.grad_inputs, grad_outs):
             dtype, shape = g.type(g.find(gname))
+            padded = plan.batch_to != batch and _is_batched(plan, out_name)
             if go is None:
-                go = torch.zeros((batch,) + tuple(shape[1:]) if _is_batched(plan, out_name) else tuple(shape),
-                                 dtype=torch.float32)
-            plan.exe.set(gname, to_numpy(go, plan.batch_to if _is_batched(plan, out_name) else None))
+                go = torch.zeros((batch,) + tuple(shape[1:]) if padded else tuple(shape), dtype=torch.float32)
+            plan.exe.set(gname, to_numpy(go, plan.batch_to if padded else None))
         plan.exe.step()
         input_grads = [None] * len(flat)
         param_grads = {}
         for name, (kind, target) in plan.conv.grad_outputs.items():
             if kind == "input":
                 t = flat[target]
-                batched = batch is not None and t.dim() > 0 and t.shape[0] == batch
+                padded = plan.batch_to != batch and t.dim() > 0 and t.shape[0] == batch
                 input_grads[target] = from_numpy(plan.exe.get(name), _output_dtype(g, name),
-                                                 batch if batched else None)
+                                                 batch if padded else None)
             else:
                 param_grads[plan.conv.params[target]] = from_numpy(plan.exe.get(name), _output_dtype(g, name))
         return input_grads, param_grads
