@@ -2,13 +2,10 @@
 the first call's batch, then one plan for 64 rows that smaller batches run zero-padded, where the segment's rows are
 independent), keeps parameters resident (uploaded again only when a parameter's _version, storage or shape changes),
 and connects to torch autograd: backward runs the segment's gradient graph, built by spire's autograd."""
-import os
-import warnings
-
 import torch
 
 import spire
-from spire.torch.frontend.builder import FLOATS, Unsupported
+from spire.torch.frontend.builder import Unsupported
 from spire.torch.frontend.convert import convert_segment, flatten_values
 from spire.torch.frontend.dispatch import fetch_attr
 from spire.torch.tensors import from_numpy, to_numpy
