@@ -19,6 +19,7 @@ class ConvertedSegment:
         self.inputs = []        # per flattened tensor input: spire input name
         self.outputs = []       # per segment output: a structure of ("tensor", name, batched) / ("value", v)
         self.params = builder.params  # spire parameter name -> attribute path in the GraphModule
+        self.output_values = {}  # spire output name -> SpireValue
         self.grad_inputs = []   # with grad: spire input names of the incoming gradients, per float tensor output
         self.grad_outputs = {}  # with grad: spire output name -> ("input", flat index) or ("param", spire name)
 
@@ -89,6 +90,7 @@ def convert_segment(seg, gm, input_values, batch=None, batch_to=None, grad=None)
 
     for node in seg.outputs:
         conv.outputs.append(export(values[node]))
+    conv.output_values = dict(outputs_flat)
     assert all(n in members for n in seg.outputs)
     if grad is not None:
         _append_backward(b, conv, outputs_flat, grad)

@@ -4,6 +4,7 @@
 #include <pybind11/stl.h>
 
 #include "autograd/grad.h"
+#include "autograd/optimizers.h"
 #include "ir/graph/evaluator.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/text_form.h"
@@ -38,6 +39,18 @@ graph::AttrValue attr_value(const std::string& name, const py::handle& v) {
 Value value_of(const Graph& g, int32_t id) {
   if (id < 0 || id >= g.size()) throw py::index_error(fmt::format("no value {} in a graph of {} values", id, g.size()));
   return Value{id};
+}
+
+std::vector<Value> values_of(const Graph& g, const std::vector<int32_t>& ids) {
+  std::vector<Value> r;
+  for (int32_t id : ids) r.push_back(value_of(g, id));
+  return r;
+}
+
+std::vector<int32_t> ids(const std::vector<Value>& values) {
+  std::vector<int32_t> r;
+  for (Value v : values) r.push_back(v.id);
+  return r;
 }
 
 py::tuple type_of(const Graph& g, int32_t id) {
@@ -113,6 +126,26 @@ void bind_graph(py::module_& m) {
              return r;
            }, py::arg("loss"), py::arg("wrt"),
            "Appends the backward graph of `loss` (a float scalar) and returns d loss / d w for each value of `wrt`")
+      .def("sgd_step", [](Graph& g, const std::vector<int32_t>& params, const std::vector<int32_t>& grads, double lr,
+                          double momentum, double weight_decay) {
+             autograd::SgdOptions o{.lr = lr, .momentum = momentum, .weight_decay = weight_decay};
+             return ids(autograd::sgd_step(g, values_of(g, params), values_of(g, grads), o));
+           }, py::arg("params"), py::arg("grads"), py::arg("lr"), py::arg("momentum") = 0.0,
+           py::arg("weight_decay") = 0.0,
+           "Appends torch.optim.SGD's update (state momentum.<param>) as state updates; returns the new values")
+      .def("adam_step", [](Graph& g, const std::vector<int32_t>& params, const std::vector<int32_t>& grads, double lr,
+                           double beta1, double beta2, double eps, double weight_decay, bool f64_scalars) {
+             autograd::AdamOptions o{.lr = lr, .beta1 = beta1, .beta2 = beta2, .eps = eps, .weight_decay = weight_decay,
+                                     .scalar_dtype = f64_scalars ? graph::DType::F64 : graph::DType::F32};
+             return ids(autograd::adam_step(g, values_of(g, params), values_of(g, grads), o));
+           }, py::arg("params"), py::arg("grads"), py::arg("lr"), py::arg("beta1") = 0.9, py::arg("beta2") = 0.999,
+           py::arg("eps") = 1e-8, py::arg("weight_decay") = 0.0, py::arg("f64_scalars") = true,
+           "Appends torch.optim.Adam's update (states adam.exp_avg.<param>, adam.exp_avg_sq.<param>, adam.step)")
+      .def("states", [](const Graph& g) {
+             std::vector<std::string> r;
+             for (Value v : g.states()) r.push_back(g.node(v).name);
+             return r;
+           })
       .def("evaluate", [](const Graph& g, const py::dict& feeds, const std::string& dtype) {
              std::map<std::string, graph::Tensor> in;
              for (const auto& [k, v] : feeds) {

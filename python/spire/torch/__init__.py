@@ -10,6 +10,7 @@ Graphs come from torch.fx.symbolic_trace (functorch's make_fx where symbolic tra
 Python). What spire cannot run stays in eager PyTorch (never an error, never a wrong result).
 """
 from spire.torch.compiled_module import SpireModule
+from spire.torch.train_step import CompiledStep
 
 
 def compile(module, example_inputs=None, device=None, dynamic=True, dump=None):
@@ -25,6 +26,14 @@ def compile(module, example_inputs=None, device=None, dynamic=True, dump=None):
     return compiled
 
 
+def compile_step(model, loss_fn, optimizer, device=None, dump=None):
+    """One spire graph per batch shape computing forward, loss, backward and the optimizer's update:
+    `step = compile_step(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))`,
+    then `loss = step(x, target)` per minibatch. Parameters and optimizer state stay on the device; step.sync() or
+    step.state_dict() brings them back to the torch module and optimizer."""
+    return CompiledStep(model, loss_fn, optimizer, device=device, dump=dump)
+
+
 def explain(module, example_inputs, device=None):
     """Text saying, node by node, what runs on spire (by segment) and what stays in eager PyTorch and why; also
     printed."""
@@ -34,4 +43,4 @@ def explain(module, example_inputs, device=None):
     return text
 
 
-__all__ = ["compile", "explain", "SpireModule"]
+__all__ = ["compile", "compile_step", "explain", "SpireModule", "CompiledStep"]
