@@ -8,11 +8,11 @@
 
 spire.torch compiles PyTorch modules (see spire/torch/__init__.py).
 """
-from ._spire import (Device, DeviceError, DeviceInfo, Executable, Graph, GraphError, compile, devices,
-                     open_device)
+from ._spire import (Device, DeviceError, DeviceInfo, Executable, Graph, GraphError, compile, custom_op, devices,
+                     has_op, load_ops, open_device)
 
-__all__ = ["Device", "DeviceError", "DeviceInfo", "Executable", "Graph", "GraphError", "compile", "devices",
-           "open_device", "device"]
+__all__ = ["Device", "DeviceError", "DeviceInfo", "Executable", "Graph", "GraphError", "compile", "custom_op",
+           "devices", "has_op", "load_ops", "open_device", "device"]
 
 _opened = {}
 

@@ -8,5 +8,6 @@ namespace spire::python {
 void bind_devices(pybind11::module_& m);     // devices(), Device
 void bind_graph(pybind11::module_& m);       // Graph: builder, text form, autograd, reference evaluator
 void bind_executable(pybind11::module_& m);  // compile() -> Executable with set/get/step
+void bind_custom_ops(pybind11::module_& m);  // custom_op(), load_ops(): user ops with GLSL kernels
 
 }  // namespace spire::python

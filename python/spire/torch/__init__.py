@@ -10,6 +10,7 @@ Graphs come from torch.fx.symbolic_trace (functorch's make_fx where symbolic tra
 Python). What spire cannot run stays in eager PyTorch (never an error, never a wrong result).
 """
 from spire.torch.compiled_module import SpireModule
+from spire.torch.custom_ops import CustomOp
 from spire.torch.train_step import CompiledStep
 
 
@@ -43,4 +44,4 @@ def explain(module, example_inputs, device=None):
     return text
 
 
-__all__ = ["compile", "compile_step", "explain", "SpireModule", "CompiledStep"]
+__all__ = ["compile", "compile_step", "explain", "CustomOp", "SpireModule", "CompiledStep"]

@@ -13,6 +13,7 @@ import torch.fx
 
 import spire
 from spire.torch.autograd_function import run_with_grad
+from spire.torch.custom_ops import symbolic_trace
 from spire.torch.frontend.dispatch import describe, fetch_attr
 from spire.torch.frontend.probe import probe
 from spire.torch.frontend.segments import split_segments
@@ -21,10 +22,10 @@ from spire.torch.tensors import SUPPORTED_DTYPES
 
 
 def trace(module):
-    """The module's FX graph from torch.fx.symbolic_trace; None when symbolic tracing cannot follow its Python
+    """The module's FX graph from torch.fx.symbolic_trace (spire custom ops kept as nodes); None when symbolic tracing cannot follow its Python
     control flow (then each call traces with real tensors through functorch's make_fx)."""
     try:
-        return torch.fx.symbolic_trace(module)
+        return symbolic_trace(module)
     except Exception:  # torch.fx.proxy.TraceError and whatever the module's Python raises on proxies
         return None
 

@@ -13,6 +13,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import spire
+from spire.torch.custom_ops import symbolic_trace
 from spire.torch.frontend.convert import convert_segment
 from spire.torch.frontend.dispatch import describe, fetch_attr
 from spire.torch.frontend.probe import probe
@@ -62,7 +63,7 @@ class CompiledStep:
         _optimizer_options(optimizer)
         self.spire_device = spire.device(device)
         try:
-            self.gm = torch.fx.symbolic_trace(model)
+            self.gm = symbolic_trace(model)
         except Exception as e:
             raise ValueError(f"compile_step needs a model torch.fx.symbolic_trace can follow: {e}") from e
         owned = {id(p) for p in model.parameters()}
