@@ -68,3 +68,22 @@ def test_padded_batches_train_like_eager(device):
         for (name, p), q in zip(model.named_parameters(), eager.parameters()):
             assert rel_err(p.grad, q.grad) <= 1e-4, (batch, name)
     assert compiled.compilations == 1 and compiled.backward_compilations == 1
+
+
+def test_literal_batch_in_a_view_is_not_padded(device):
+    # x.reshape(4, -1) hard-codes the batch: a plan for 64 rows could not even be built, and padding would be wrong.
+    class Literal(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(12, 3)
+
+        def forward(self, x):
+            return self.fc(x.reshape(4, -1))
+
+    model = seeded(Literal, seed=35).eval()
+    compiled = spire.torch.compile(model, device=device)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for shape in ((4, 3, 4), (2, 6, 4)):
+            x = torch.randn(*shape)
+            assert rel_err(compiled(x), model(x)) <= 1e-4

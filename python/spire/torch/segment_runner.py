@@ -89,8 +89,12 @@ class SegmentRunner:
         return plan
 
     def _rows_independent(self, inputs, batch):
+        """Whether zero-padded rows leave the real rows' results exact: the segment converted as if the batch were 89
+        and 97 (primes no other dimension is likely to equal by chance, so a reshape that keeps dim 0 is told from
+        one that moves the batch elsewhere) must keep every row on its own both times. A segment that cannot even be
+        built at those batches (a literal batch size in a view) is not padded."""
         try:
-            return convert_segment(self.seg, self.gm, inputs, batch, 7).rows_independent
+            return all(convert_segment(self.seg, self.gm, inputs, batch, rows).rows_independent for rows in (89, 97))
         except Exception:
             return False
 
