@@ -315,10 +315,15 @@ std::vector<C> with_requests(const C& config, std::initializer_list<uint32_t> re
 // gradient) on the H100's cuda:0, twice the resident warps, and 0.366 -> 0.346 ms / 0.308 -> 0.300 ms (vulkan:0
 // 0.293 -> 0.287 / 0.267 -> 0.260; fresh processes, docs/PERFORMANCE.md). One-channel rows (batch 64) stay unrolled.
 // Looped rows ask for `resident` invocations per core (per_core), which caps PTX's registers below those 128.
+//
+// A CPU device needs no more invocations than its cores' SIMD lanes, so there the rows take the most channels whose sums
+// fit an invocation (kMaxRowSums), each source element loaded once for all of them: on lavapipe at batch 64 LeNet's
+// second convolution took 15.8 ms in rows of one channel and 4.8 in rows of 4 (the tuner's pick), its input gradient
+// 11.3 ms against 6.6 for the tuner's 3 channels (docs/PERFORMANCE.md, "Lavapipe (CPU device)").
 Conv2dConfig row_heuristic(int64_t rows, int64_t cols, int64_t channels_per_group, bool gpu, uint32_t resident) {
   uint32_t cb = 1;
   for (uint32_t c : {2u, 3u, 4u, 6u, 8u})
-    if (channels_per_group % c == 0 && cols * c <= 48 && rows / c >= 65536) cb = c;
+    if (channels_per_group % c == 0 && (gpu ? cols * c <= 48 && rows / c >= 65536 : cols * c <= kMaxRowSums)) cb = c;
   const uint32_t wg = cb > 1 ? 32u : kRowThreads;
   const bool loop = gpu && cb > 1;
   return {true, wg, cb, false, 1, loop, loop ? per_core_for(resident, wg) : 0};
@@ -1098,6 +1103,18 @@ GradWeightConfig rows_heuristic(const Conv2dShape& s, Type t, const Limits& limi
     c.co_block = 2;
     c.wg = 32;
   }
+  // A CPU device needs few workgroups and pays for every split's partial sums: two output channels per invocation
+  // wherever they fit, each input row loaded once for both, and only the splits that make 16 workgroups (the most
+  // threads lavapipe runs). On lavapipe at batch 64 LeNet's weight gradients took 15.4 ms (first convolution, 14
+  // splits of one channel) and 16.0 ms (second, 2 splits) in the GPU heuristic's rows, 2.1-4.2 and 6.0-9.2 ms in the
+  // tuner's picks of this form (docs/PERFORMANCE.md, "Lavapipe (CPU device)").
+  if (limits.cpu && g.row_mode) {
+    c.wg = 32;
+    if (s.cout_per_group() % 2 == 0 && g.rows * g.cols * 2 <= kMaxBlockSums) c.co_block = 2;
+    const uint64_t unsplit = uint64_t(s.cout / c.co_block) * uint64_t(s.cin_per_group()) * g.blocks();
+    c.splits = uint32_t(std::clamp<uint64_t>((16 + unsplit - 1) / std::max<uint64_t>(unsplit, 1), 1, g.splits));
+    return c;
+  }
   // Row mode's many sums (LeNet's second convolution: 25 taps x 2 channels, plus both grad_y rows) took 187 registers
   // on cuda:0, 10 warps per core. Asking for 512 resident invocations per core caps them at 128: on an H200's cuda:0 at
   // batch 8192, 0.461 -> 0.418 ms (640 invocations: 80 registers, spills, 0.581 ms; 1024: 1.79 ms). Only where the
@@ -1156,7 +1173,8 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
     }
   };
   std::vector<uint32_t> splits;
-  for (uint32_t sp : {1u, (h.splits + 1) / 2, h.splits, 2 * h.splits, 4 * h.splits})
+  // Two splits as well: what a CPU of few cores picks for few pairs (LeNet's first convolution on lavapipe).
+  for (uint32_t sp : {1u, 2u, (h.splits + 1) / 2, h.splits, 2 * h.splits, 4 * h.splits})
     if (sp <= 64 && std::find(splits.begin(), splits.end(), sp) == splits.end()) splits.push_back(sp);
   std::vector<bool> modes{h.row_mode};
   if (h.row_mode || row_mode_fits(s, h.block_cols)) modes.push_back(!h.row_mode);  // element mode always fits

@@ -94,7 +94,25 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t) {
   return small;
 }
 
+namespace {
+
+// A CPU device (lavapipe) runs a workgroup's invocations as the SIMD lanes of one thread and switches between them at
+// every barrier, and it has a few cores rather than a hundred: what costs there is barriers per product, not too few
+// workgroups. So the most outputs per invocation (8 x 8) in 64 x 64 blocks of 64 invocations, 16-deep slices (8 in
+// f64, for the same workgroup memory), and K never split (a split only adds workgroups and a second launch). On
+// lavapipe (2 cores, 256-bit lanes) LeNet's fc1 products at batch 64 took 30-59 ms each in the GPU heuristic's 16 x 16
+// blocks and 4.6-5.8 ms in these, the tuner's pick for every product of LeNet's step with both extents of 64 or more
+// (docs/PERFORMANCE.md, "Lavapipe (CPU device)"). Narrow products (an extent under 32, LeNet's last layer) keep
+// 16 x 16 blocks, which pad them least.
+MatmulTiling cpu_matmul_tiling(const MatmulShape& s, Type t) {
+  if (s.m >= 32 && s.n >= 32) return MatmulTiling{64, 64, t == Type::F64 ? 8u : 16u, 8, 8};
+  return MatmulTiling{16, 16, 16, 1, 1};
+}
+
+}  // namespace
+
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t, const Limits& limits) {
+  if (limits.cpu) return cpu_matmul_tiling(s, t);
   const MatmulTiling tl = choose_matmul_tiling(s, t);
   // A short K gives each 128x128 block little work for its 64 accumulators per invocation. Through NVIDIA's Vulkan
   // compiler LeNet's first layer's input gradient at batch 8192 (8192 x 120 x 784) took 0.093 ms in 128x128 blocks

@@ -106,7 +106,8 @@ struct MatmulTiling {
 // memory within 16 KiB, the least a Vulkan device may offer (f64 takes half as deep a slice).
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t);
 // The same for a device: on GPUs other than through PTX, a product with a short K (< 256) takes 64x64 blocks (4x4)
-// where the above takes 128x128.
+// where the above takes 128x128; on a CPU device (Limits::cpu) every product of extents >= 32 takes 64x64 blocks of
+// 8x8 per invocation, 16 deep (8 in f64), never split, and narrower ones 16x16.
 MatmulTiling choose_matmul_tiling(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // The tuner's candidates for a shape: the heuristic's tiling first, then blocks of 16 to 256 rows or columns, square,

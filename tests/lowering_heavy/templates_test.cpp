@@ -174,7 +174,7 @@ TEST(TemplateShapes, TilingGrowsWithTheProduct) {
   EXPECT_EQ(tile({8, 300, 33}, {33, 700}), "128x128x8/8x8");
   EXPECT_EQ(tile({8, 300, 33}, {33, 700}, kir::Type::F64), "128x128x4/8x8");
   EXPECT_EQ(tile({2048, 2048}, {2048, 2048}), "128x128x8/8x8");
-  // On GPUs other than through PTX a short K takes 64x64 blocks; a long one, PTX and CPUs keep 128x128.
+  // On GPUs other than through PTX a short K takes 64x64 blocks; a long one and PTX keep 128x128.
   auto on = [](std::vector<int64_t> a, std::vector<int64_t> b, heavy::Limits limits) {
     auto tl = heavy::choose_matmul_tiling(heavy::matmul_shape(a, b), kir::Type::F32, limits);
     return fmt::format("{}x{}x{}/{}x{}", tl.tile_m, tl.tile_n, tl.tile_k, tl.reg_m, tl.reg_n);
@@ -184,7 +184,11 @@ TEST(TemplateShapes, TilingGrowsWithTheProduct) {
   cpu.cpu = true;
   EXPECT_EQ(on({8192, 120}, {120, 784}, vulkan), "64x64x16/4x4");  // LeNet's first layer's input gradient
   EXPECT_EQ(on({8192, 120}, {120, 784}, ptx), "128x128x8/8x8");
-  EXPECT_EQ(on({8192, 120}, {120, 784}, cpu), "128x128x8/8x8");
+  // CPUs: 8x8 per invocation in 64x64 blocks at any size of 32 or more, K unsplit; 16x16 below (LeNet's last layer).
+  EXPECT_EQ(on({8192, 120}, {120, 784}, cpu), "64x64x8/8x8");
+  EXPECT_EQ(on({64, 784}, {784, 120}, cpu), "64x64x8/8x8");  // LeNet's fc1 at batch 64
+  EXPECT_EQ(on({64, 84}, {84, 10}, cpu), "16x16x16/1x1");
+  EXPECT_EQ(heavy::choose_matmul_tiling(heavy::matmul_shape({64, 8192}, {8192, 64}), kir::Type::F32, cpu).splits, 1u);
   EXPECT_EQ(on({2048, 2048}, {2048, 2048}, vulkan), "128x128x8/8x8");
 }
 

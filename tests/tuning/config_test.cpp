@@ -84,8 +84,9 @@ TEST(Candidates, Conv2dFamilies) {
 }
 
 // Rows of several channels where the rows are many (LeNet's second convolution at batch 8192: 2 output channels of 14
-// columns, 3 input channels for its input gradient), looping over the window's rows on GPUs (unrolled on CPUs), one
-// channel per row at batch 64; rows of at most 64 sums among the candidates.
+// columns, 3 input channels for its input gradient), looping over the window's rows on GPUs, one channel per row at
+// batch 64; on CPUs the most channels whose sums fit (4 x 14 = 56 of at most 64), unrolled, at any batch; rows of at
+// most 64 sums among the candidates.
 TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   const Conv2dShape big = conv2d_shape({8192, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   // Looped rows on GPUs, the forward asking for 768 resident invocations per core, the input gradient for none.
@@ -98,8 +99,11 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   EXPECT_THROW(Conv2dConfig::from(Config::parse("rows=1,wg=32,c_block=2,row_loop=1,per_core=33")), std::invalid_argument);
   Limits cpu_limits;
   cpu_limits.cpu = true;
-  EXPECT_EQ(conv2d_heuristic(big, cpu_limits), (Conv2dConfig{true, 32, 2}));
+  EXPECT_EQ(conv2d_heuristic(big, cpu_limits), (Conv2dConfig{true, 32, 4}));
   EXPECT_EQ(conv2d_grad_input_heuristic(big, cpu_limits), (Conv2dConfig{true, 32, 3}));
+  const Conv2dShape small64 = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+  EXPECT_EQ(conv2d_heuristic(small64, cpu_limits), (Conv2dConfig{true, 32, 4}));
+  EXPECT_EQ(conv2d_grad_input_heuristic(small64, cpu_limits), (Conv2dConfig{true, 32, 3}));
   EXPECT_EQ(Conv2dConfig::from(conv2d_heuristic(big).config()), conv2d_heuristic(big));
   EXPECT_NE(conv2d_heuristic(big).config().text().find("row_loop=1"), std::string::npos);
   const Conv2dShape small = conv2d_shape({64, 6, 14, 14}, {16, 6, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
@@ -136,7 +140,7 @@ TEST(Candidates, Conv2dRowsOfSeveralChannels) {
   EXPECT_THROW(Conv2dConfig::from(Config{{"rows", 1}, {"wg", 32}, {"c_block", 2}, {"row_loop", 2}}), std::invalid_argument);
   Limits cpu;
   cpu.cpu = true;
-  EXPECT_EQ(conv2d_heuristic(first, cpu), (Conv2dConfig{true, 64, 1}));
+  EXPECT_EQ(conv2d_heuristic(first, cpu), (Conv2dConfig{true, 32, 2}));
   // Elements of all 16 channels with the weights (9.6 KB) in workgroup memory; not in f64 (19.2 KB).
   EXPECT_TRUE(std::any_of(cs.begin(), cs.end(), [](const Conv2dConfig& c) { return c.shared_w && c.c_block == 16; }));
   const auto f64 = conv2d_candidates(big, {}, spire::kir::Type::F64);
@@ -166,9 +170,16 @@ TEST(Candidates, Conv2dGradWeightChannelBlocks) {
   for (const auto& c : gw) EXPECT_LE(c.block_rows * c.block_cols * c.co_block, 64u) << c.config().text();
   Limits cpu;
   cpu.cpu = true;
-  const GradWeightConfig one = conv2d_grad_weight_heuristic(s, spire::kir::Type::F32, cpu);
-  EXPECT_EQ(one, (GradWeightConfig{5, 5, 64, 64, true, 1}));
-  EXPECT_EQ(one.config().text().find("co_block"), std::string::npos);
+  // On a CPU two channels too, and no split where the pairs already make 16 workgroups (48 here); LeNet's first
+  // convolution (3 pairs of channels) splits in 6, at batch 64 as at 8192.
+  const GradWeightConfig two = conv2d_grad_weight_heuristic(s, spire::kir::Type::F32, cpu);
+  EXPECT_EQ(two, (GradWeightConfig{5, 5, 64, 1, true, 2}));
+  EXPECT_NE(two.config().text().find("co_block=2"), std::string::npos);
+  for (int64_t n : {64, 8192}) {
+    const Conv2dShape first_n = conv2d_shape({n, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
+    EXPECT_EQ(conv2d_grad_weight_heuristic(first_n, spire::kir::Type::F32, cpu), (GradWeightConfig{5, 5, 64, 6, true, 2}))
+        << n;
+  }
   EXPECT_EQ(GradWeightConfig::from(gw.front().config()), gw.front());
   const Conv2dShape first = conv2d_shape({8192, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   EXPECT_EQ(conv2d_grad_weight_heuristic(first, spire::kir::Type::F32).co_block, 1u);
