@@ -9,7 +9,7 @@
 //                      [--passes fwd,dgrad,wgrad] [--csv FILE] [--peak-tflops T] [--tuning-cache FILE] [--tune]
 //                      [--dtype f32|f16|bf16]
 // With --dtype f16 or bf16 the input, the weights and the result are of that dtype (f32 sums): the forward pass then
-// runs on tensor cores where the device has them (lowering/heavy_kernels/conv2d_mma_kernel.h); only it by default.
+// runs on tensor cores where the device has them (kernels/conv2d_mma_kernel.h); only it by default.
 #include <algorithm>
 #include <cmath>
 #include <random>

@@ -20,7 +20,7 @@
 
 #include "ir/graph/graph.h"
 #include "ir/kernel/kernel.h"
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/tuning_config.h"
 #include "lowering/lowering_context.h"
 #include "runtime/device.h"
 

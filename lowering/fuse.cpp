@@ -4,7 +4,7 @@
 #include <functional>
 
 #include "ir/graph/op_table.h"
-#include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "kernels/pool2d_kernels.h"
 #include "lowering/lowering_context.h"
 #include "lowering/tunable_ops.h"
 #include "lowering/schedule.h"

@@ -1,19 +1,19 @@
-// conv2d and its two gradients -> one direct kernel each (lowering/heavy_kernels/conv2d_kernels.h), how
+// conv2d and its two gradients -> one direct kernel each (kernels/conv2d_kernels.h), how
 // they spread their work tunable; each may instead be an implicit GEMM (conv2d_gemm_kernels.h), one more family
 // of points in the same config space, and a 3x3 convolution at stride 1 (forward and both gradients) a Winograd
 // transform around a batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/fuse.h"
-#include "lowering/heavy_kernels/channels_last_kernel.h"
-#include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
-#include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
-#include "lowering/heavy_kernels/conv2d_mma_kernel.h"
-#include "lowering/heavy_kernels/widen_kernel.h"
-#include "lowering/heavy_kernels/pool2d_kernels.h"
-#include "lowering/heavy_kernels/split_sum_kernel.h"
-#include "lowering/heavy_kernels/conv2d_winograd_kernels.h"
-#include "lowering/heavy_kernels/zero_fill_kernel.h"
-#include "lowering/heavy_kernels/conv2d_kernels.h"
-#include "lowering/heavy_kernels/heavy_lowering.h"
+#include "kernels/channels_last_kernel.h"
+#include "kernels/conv2d_gemm_kernels.h"
+#include "kernels/conv2d_grad_weight_images_kernel.h"
+#include "kernels/conv2d_mma_kernel.h"
+#include "kernels/widen_kernel.h"
+#include "kernels/pool2d_kernels.h"
+#include "kernels/split_sum_kernel.h"
+#include "kernels/conv2d_winograd_kernels.h"
+#include "kernels/zero_fill_kernel.h"
+#include "kernels/conv2d_kernels.h"
+#include "lowering/heavy_lowering.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 

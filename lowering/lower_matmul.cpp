@@ -1,4 +1,4 @@
-// matmul -> one tiled kernel (lowering/heavy_kernels/matmul_kernel.h), its tiling tunable; a 2D transpose or a
+// matmul -> one tiled kernel (kernels/matmul_kernel.h), its tiling tunable; a 2D transpose or a
 // cast up from f16/bf16 feeding it is read in place (lowering/fuse.h, in_place_operand). A linear layer's weight
 // gradient may also store the layer's bias gradient, the row sums of its A (fuse.h's bias sums).
 #include <stdexcept>
@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 
 #include "lowering/fuse.h"
-#include "lowering/heavy_kernels/heavy_lowering.h"
-#include "lowering/heavy_kernels/matmul_kernel.h"
-#include "lowering/heavy_kernels/matmul_mma_kernel.h"
-#include "lowering/heavy_kernels/matmul_packed_kernel.h"
-#include "lowering/heavy_kernels/matmul_wgmma_kernel.h"
-#include "lowering/heavy_kernels/matmul_workgroup_mma_kernel.h"
+#include "lowering/heavy_lowering.h"
+#include "kernels/matmul_kernel.h"
+#include "kernels/matmul_mma_kernel.h"
+#include "kernels/matmul_packed_kernel.h"
+#include "kernels/matmul_wgmma_kernel.h"
+#include "kernels/matmul_workgroup_mma_kernel.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 

@@ -1,7 +1,7 @@
-// max_pool2d, avg_pool2d and their gradients -> one kernel each (lowering/heavy_kernels/pool2d_kernels.h).
-#include "lowering/heavy_kernels/heavy_lowering.h"
-#include "lowering/heavy_kernels/pool2d_kernels.h"
-#include "lowering/heavy_kernels/split_sum_kernel.h"
+// max_pool2d, avg_pool2d and their gradients -> one kernel each (kernels/pool2d_kernels.h).
+#include "lowering/heavy_lowering.h"
+#include "kernels/pool2d_kernels.h"
+#include "kernels/split_sum_kernel.h"
 
 #include <fmt/format.h>
 #include "lowering/op_lowering.h"

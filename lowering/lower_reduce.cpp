@@ -4,7 +4,7 @@
 // each output); each side's element offset comes from an IndexMap. Two templates:
 //   * loop: one invocation per output element walks its R elements (small R, or many outputs);
 //   * workgroup: one workgroup per output element; each invocation strides over R, then the workgroup combines
-//     the partial results (heavy_kernels/workgroup_reduce.h: subgroup shuffles where the device has them, a
+//     the partial results (kernels/workgroup_reduce.h: subgroup shuffles where the device has them, a
 //     shared-memory tree otherwise, in the same order either way) (large R);
 //   * split: few outputs over a very long R (a loss over a whole batch): R is cut into chunks, one workgroup
 //     per (output, chunk) writes partial results to scratch, and a second launch reduces those;
@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "lowering/heavy_kernels/workgroup_reduce.h"
+#include "kernels/workgroup_reduce.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"

@@ -1,7 +1,7 @@
-// softmax, log_softmax, cross_entropy and its gradient (lowering/heavy_kernels/softmax_kernels.h), their
+// softmax, log_softmax, cross_entropy and its gradient (kernels/softmax_kernels.h), their
 // workgroup shapes tunable.
-#include "lowering/heavy_kernels/heavy_lowering.h"
-#include "lowering/heavy_kernels/softmax_kernels.h"
+#include "lowering/heavy_lowering.h"
+#include "kernels/softmax_kernels.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 

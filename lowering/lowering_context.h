@@ -12,7 +12,7 @@
 
 #include "ir/graph/graph.h"
 #include "ir/kernel/kernel.h"
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/tuning_config.h"
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "ir/kernel/kernel.h"
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/tuning_config.h"
 #include "lowering/lowering_context.h"
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
-#include "lowering/heavy_kernels/conv2d_grad_weight_images_kernel.h"
+#include "kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
 

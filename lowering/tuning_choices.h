@@ -11,7 +11,7 @@
 #include <optional>
 #include <string>
 
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/tuning_config.h"
 
 namespace spire::lowering {
 

@@ -1,6 +1,6 @@
 """Float32 error of Winograd's F(4x4, 3x3) for several interpolation point sets, against the float64 direct sum.
 
-Why the Winograd kernels (lowering/heavy_kernels/conv2d_winograd_kernels.cpp) use the points 0, 1, -1, 1/2, -2 and
+Why the Winograd kernels (kernels/conv2d_winograd_kernels.cpp) use the points 0, 1, -1, 1/2, -2 and
 infinity: for each set this builds the Toom-Cook matrices (A^T and G from the points, B^T solved so that
 A^T [(G g) .* (B^T d)] is the correlation of d with g), runs one 256-channel 3x3 layer through them rounding every stage
 to float32 (numpy), and prints the max-norm error (op_table.h's measure) for signed and for post-ReLU inputs, with

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "lowering/heavy_kernels/heavy_kernel.h"
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/heavy_kernel.h"
+#include "kernels/tuning_config.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
 #include "tuning/warm_up.h"

@@ -22,7 +22,7 @@
 #include <string>
 #include <utility>
 
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/tuning_config.h"
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 

@@ -1,4 +1,4 @@
-// A strided convolution's input gradient by phases (lowering/heavy_kernels/conv2d_gemm_kernels.h): the phases'
+// A strided convolution's input gradient by phases (kernels/conv2d_gemm_kernels.h): the phases'
 // arithmetic against values worked out by hand, the lowering's choice of them for resnet18's strided layers (and not
 // for a dilated one), and their results on every device against the float64 evaluator, with the executor's poisoned
 // buffers showing any element no phase writes.
@@ -8,7 +8,7 @@
 
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
-#include "lowering/heavy_kernels/conv2d_gemm_kernels.h"
+#include "kernels/conv2d_gemm_kernels.h"
 #include "lowering/plan.h"
 #include "tests/lowering/device_list.h"
 #include "tests/lowering/plan_queries.h"

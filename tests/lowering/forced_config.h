@@ -8,7 +8,7 @@
 
 #include "ir/graph/graph.h"
 #include "lowering/executable.h"
-#include "lowering/heavy_kernels/tuning_config.h"
+#include "kernels/tuning_config.h"
 #include "lowering/tuning_choices.h"
 
 namespace spire::lowering::testing_support {

@@ -14,7 +14,7 @@
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
-#include "lowering/heavy_kernels/pool2d_kernels.h"
+#include "kernels/pool2d_kernels.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
 #include "lowering/prepare.h"

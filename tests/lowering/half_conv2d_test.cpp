@@ -1,6 +1,6 @@
 // Convolutions of f16/bf16 inputs and weights. compute_in_f32 casts both up; fusion absorbs those casts (fuse.h), so
 // the convolution reads the 16-bit values in place: on a device with tensor cores through the implicit GEMM on them
-// (lowering/heavy_kernels/conv2d_mma_kernel.h), with no cast launch at all; elsewhere its own program widens them
+// (kernels/conv2d_mma_kernel.h), with no cast launch at all; elsewhere its own program widens them
 // first, the launches the casts had before. A layer (convolution, bias, ReLU, rounded to half) against the float64
 // evaluator on every device, with the op harness's half tolerance (lowering/heavy kernel tests check the products
 // themselves to f32 accuracy: tests/lowering_heavy/conv2d_mma_test.cpp).

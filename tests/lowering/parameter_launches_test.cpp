@@ -80,7 +80,7 @@ TEST(ParameterLaunches, OnlyLaunchesReadingFixedParametersAreMarked) {
 }
 
 // A large bf16 product on an H100's vulkan:0 (by its data: cooperative matrices, 48 KiB of workgroup memory, not PTX)
-// multiplies packed operands (lowering/heavy_kernels/matmul_packed_kernel.h): a packing launch per operand, then the
+// multiplies packed operands (kernels/matmul_packed_kernel.h): a packing launch per operand, then the
 // product. A Linear layer's weight is packed once; the activation every step.
 TEST(ParameterLaunches, AWeightIsPackedOnceForTheProductFromPackedOperands) {
   rt::DeviceInfo vulkan = testing_support::h100_like_target("vulkan-like:0");

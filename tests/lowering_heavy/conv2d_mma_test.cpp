@@ -1,4 +1,4 @@
-// conv2d on tensor cores (lowering/heavy_kernels/conv2d_mma_kernel.h) on every device that reports cooperative-matrix
+// conv2d on tensor cores (kernels/conv2d_mma_kernel.h) on every device that reports cooperative-matrix
 // (cuda:0 of sm_80 and newer, NVIDIA's vulkan:0; ctest also runs these under the mock CUDA driver, whose PTX
 // interpreter emulates wmma), over geometries that exercise each index path of the gathered operand, and tilings with
 // edges in every direction; read as stored (the input gathered element by element) and channels last (the input and
@@ -17,8 +17,8 @@
 
 #include "backends/ptx/ptx_backend.h"
 #include "backends/spirv/spirv_backend.h"
-#include "lowering/heavy_kernels/channels_last_kernel.h"
-#include "lowering/heavy_kernels/conv2d_mma_kernel.h"
+#include "kernels/channels_last_kernel.h"
+#include "kernels/conv2d_mma_kernel.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
 #include "tests/lowering_heavy/compare.h"

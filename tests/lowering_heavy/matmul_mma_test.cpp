@@ -1,4 +1,4 @@
-// matmul on tensor cores (lowering/heavy_kernels/matmul_mma_kernel.h) on every device that reports
+// matmul on tensor cores (kernels/matmul_mma_kernel.h) on every device that reports
 // cooperative-matrix (cuda:0 of sm_80 and newer; ctest also runs these under the mock CUDA driver, whose PTX
 // interpreter emulates wmma), and refused by the feature's name on devices without it.
 //
@@ -17,7 +17,7 @@
 #include "backends/ptx/ptx_backend.h"
 #include "backends/spirv/copy_plan.h"
 #include "ir/graph/graph.h"
-#include "lowering/heavy_kernels/matmul_mma_kernel.h"
+#include "kernels/matmul_mma_kernel.h"
 #include "runtime/device.h"
 #include "tests/lowering_heavy/compare.h"
 #include "tests/lowering_heavy/device_run.h"

@@ -1,4 +1,4 @@
-// matmul from packed operands (lowering/heavy_kernels/matmul_packed_kernel.h): each operand laid out in the device's
+// matmul from packed operands (kernels/matmul_packed_kernel.h): each operand laid out in the device's
 // fragment order by its own launch, then the product from both, on every device that reports cooperative-matrix.
 // Vulkan packs f16 and bf16; PTX (cuda:0, and ctest's mock CUDA driver, whose interpreter emulates wmma) packs bf16
 // only, and refuses f16 by name. The heuristic's choice and the lowering's three launches are checked too.
@@ -12,7 +12,7 @@
 #include <ostream>
 
 #include "ir/graph/graph.h"
-#include "lowering/heavy_kernels/matmul_packed_kernel.h"
+#include "kernels/matmul_packed_kernel.h"
 #include "backends/ptx/ptx_backend.h"
 #include "runtime/device.h"
 #include "tests/lowering_heavy/compare.h"

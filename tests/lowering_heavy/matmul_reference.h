@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "ir/graph/tensor.h"
-#include "lowering/heavy_kernels/matmul_kernel.h"
+#include "kernels/matmul_kernel.h"
 #include "runtime/device.h"
 
 namespace spire::heavy_test {

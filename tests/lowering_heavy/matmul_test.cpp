@@ -11,8 +11,8 @@
 
 #include "ir/graph/evaluator.h"
 #include "ir/kernel/printer.h"
-#include "lowering/heavy_kernels/matmul_kernel.h"
-#include "lowering/heavy_kernels/tiled_gemm.h"
+#include "kernels/matmul_kernel.h"
+#include "kernels/tiled_gemm.h"
 #include "tests/lowering_heavy/device_run.h"
 #include "tests/lowering_heavy/matmul_reference.h"
 #include "tests/lowering_heavy/op_check.h"

@@ -1,4 +1,4 @@
-// matmul on Hopper's warpgroup MMA fed by tensor copies (lowering/heavy_kernels/matmul_wgmma_kernel.h) on every
+// matmul on Hopper's warpgroup MMA fed by tensor copies (kernels/matmul_wgmma_kernel.h) on every
 // device that reports warpgroup-matrix and tensor-copy (cuda:0 of compute capability 9.0; ctest also runs these under
 // the mock CUDA driver, whose PTX interpreter emulates wgmma, mbarrier and cp.async.bulk.tensor with the layouts
 // checked on an H100), and refused by the features' names on devices without them.
@@ -15,7 +15,7 @@
 
 #include "backends/ptx/ptx_backend.h"
 #include "ir/graph/graph.h"
-#include "lowering/heavy_kernels/matmul_wgmma_kernel.h"
+#include "kernels/matmul_wgmma_kernel.h"
 #include "runtime/device.h"
 #include "tests/lowering_heavy/compare.h"
 #include "tests/lowering_heavy/device_run.h"

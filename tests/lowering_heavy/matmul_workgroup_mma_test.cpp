@@ -1,4 +1,4 @@
-// matmul on workgroup matrices (lowering/heavy_kernels/matmul_workgroup_mma_kernel.h) on every device that reports
+// matmul on workgroup matrices (kernels/matmul_workgroup_mma_kernel.h) on every device that reports
 // workgroup-matrix (NVIDIA's Vulkan driver through VK_NV_cooperative_matrix2; no device here has it, so the device
 // cases run on the GPU machine), refused by the feature's name on devices without it, and its tilings.
 //
@@ -12,7 +12,7 @@
 
 #include "backends/ptx/ptx_backend.h"
 #include "ir/graph/graph.h"
-#include "lowering/heavy_kernels/matmul_workgroup_mma_kernel.h"
+#include "kernels/matmul_workgroup_mma_kernel.h"
 #include "runtime/device.h"
 #include "tests/lowering_heavy/compare.h"
 #include "tests/lowering_heavy/device_run.h"

@@ -1,4 +1,4 @@
-// split_sum_kernel (lowering/heavy_kernels/split_sum_kernel.h) on every device: the partial sums of a split-K launch
+// split_sum_kernel (kernels/split_sum_kernel.h) on every device: the partial sums of a split-K launch
 // added in the documented order, computed here on the host in f32 (each of `parts` invocations adds every parts-th
 // split in order from zero, then the parts are added in order; one part: the splits in order). The inputs span
 // 2^-12 .. 2^12, so another order gives other bits somewhere; outputs start poisoned (DeviceRun), so an output no
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "lowering/heavy_kernels/split_sum_kernel.h"
+#include "kernels/split_sum_kernel.h"
 #include "tests/lowering_heavy/device_run.h"
 
 using namespace spire;

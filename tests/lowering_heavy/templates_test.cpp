@@ -14,11 +14,11 @@
 
 #include "backends/ptx/ptx_backend.h"
 #include "backends/spirv/spirv_backend.h"
-#include "lowering/heavy_kernels/conv2d_kernels.h"
-#include "lowering/heavy_kernels/matmul_kernel.h"
-#include "lowering/heavy_kernels/pool2d_kernels.h"
-#include "lowering/heavy_kernels/softmax_kernels.h"
-#include "lowering/heavy_kernels/widen_kernel.h"
+#include "kernels/conv2d_kernels.h"
+#include "kernels/matmul_kernel.h"
+#include "kernels/pool2d_kernels.h"
+#include "kernels/softmax_kernels.h"
+#include "kernels/widen_kernel.h"
 #include "lowering/op_lowering.h"
 #include "tests/ptx/ptxas_runner.h"
 
@@ -184,9 +184,13 @@ TEST(TemplateShapes, TilingGrowsWithTheProduct) {
   cpu.cpu = true;
   EXPECT_EQ(on({8192, 120}, {120, 784}, vulkan), "64x64x16/4x4");  // LeNet's first layer's input gradient
   EXPECT_EQ(on({8192, 120}, {120, 784}, ptx), "128x128x8/8x8");
-  // CPUs: 8x8 per invocation in 64x64 blocks at any size of 32 or more, K unsplit; 16x16 below (LeNet's last layer).
-  EXPECT_EQ(on({8192, 120}, {120, 784}, cpu), "64x64x8/8x8");
-  EXPECT_EQ(on({64, 784}, {784, 120}, cpu), "64x64x8/8x8");  // LeNet's fc1 at batch 64
+  // CPUs: 8x8 per invocation in 64x64 blocks, 16 deep (8 in f64), at any size of 32 or more, K unsplit; 16x16 below
+  // (LeNet's last layer).
+  EXPECT_EQ(on({8192, 120}, {120, 784}, cpu), "64x64x16/8x8");
+  EXPECT_EQ(on({64, 784}, {784, 120}, cpu), "64x64x16/8x8");  // LeNet's fc1 at batch 64
+  const auto f64 = heavy::choose_matmul_tiling(heavy::matmul_shape({64, 784}, {784, 120}), kir::Type::F64, cpu);
+  EXPECT_EQ(fmt::format("{}x{}x{}/{}x{}", f64.tile_m, f64.tile_n, f64.tile_k, f64.reg_m, f64.reg_n), "64x64x8/8x8");
+  EXPECT_EQ(tile({64, 784}, {784, 120}), "16x16x16/1x1");  // the GPU heuristic: 2 blocks of 64 are too few for a GPU
   EXPECT_EQ(on({64, 84}, {84, 10}, cpu), "16x16x16/1x1");
   EXPECT_EQ(heavy::choose_matmul_tiling(heavy::matmul_shape({64, 8192}, {8192, 64}), kir::Type::F32, cpu).splits, 1u);
   EXPECT_EQ(on({2048, 2048}, {2048, 2048}, vulkan), "128x128x8/8x8");

@@ -1,4 +1,4 @@
-// WorkgroupReduce (lowering/heavy_kernels/workgroup_reduce.h) on every device: both the subgroup path (at the
+// WorkgroupReduce (kernels/workgroup_reduce.h) on every device: both the subgroup path (at the
 // subgroup size the device reports) and the shared-memory tree must give exactly the bits of the documented
 // order, computed here on the host in f32: element e combined with e^1, those pairs with their neighbours, and so
 // on. The inputs span 2^-12 .. 2^12, so any other order of the additions gives other bits (checked below), and
@@ -12,7 +12,7 @@
 
 #include <fmt/format.h>
 
-#include "lowering/heavy_kernels/workgroup_reduce.h"
+#include "kernels/workgroup_reduce.h"
 #include "lowering/tunable.h"
 #include "tests/lowering_heavy/device_run.h"
 

@@ -13,7 +13,7 @@
 
 #include "ir/graph/evaluator.h"
 #include "ir/graph/op_table.h"
-#include "lowering/heavy_kernels/matmul_kernel.h"
+#include "kernels/matmul_kernel.h"
 #include "ir/kernel/builder.h"
 #include "lowering/executable.h"
 #include "lowering/plan.h"

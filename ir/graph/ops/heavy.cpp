@@ -1,4 +1,4 @@
-// Heavy ops: each has a kernel template of its own (lowering/heavy_kernels/) and a lowering function in
+// Heavy ops: each has a kernel template of its own (kernels/) and a lowering function in
 // lowering/op_lowering.cpp. Cases in op_harness/cases_heavy.cpp.
 #include "ir/graph/ops/common.h"
 
