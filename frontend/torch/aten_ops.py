@@ -226,3 +226,31 @@ def _dropout(b, args, kwargs):
     if arg(args, kwargs, 2, "train", True) and args[1] > 0:
         raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
     return args[0]
+
+
+@aten("aten.select.int")
+def _select(b, args, kwargs):
+    return nb.select(b, args[0], args[1], args[2])
+
+
+@aten("aten.unbind.int")
+def _unbind(b, args, kwargs):
+    x = nb.tensor(args[0], "unbind's input")
+    dim = arg(args, kwargs, 1, "dim", 0)
+    return tuple(nb.select(b, x, dim, i) for i in range(x.shape[dim]))
+
+
+@aten("aten.scaled_dot_product_attention.default")
+def _sdpa(b, args, kwargs):
+    return nb.scaled_dot_product_attention(b, args[0], args[1], args[2], arg(args, kwargs, 3, "attn_mask", None),
+                                           arg(args, kwargs, 4, "dropout_p", 0.0), arg(args, kwargs, 5, "is_causal", False),
+                                           kwargs.get("scale"))
+
+
+@aten("aten._scaled_dot_product_flash_attention_for_cpu.default")
+def _sdpa_flash_cpu(b, args, kwargs):
+    # (query, key, value, dropout_p, is_causal, *, attn_mask, scale) -> (output, logsumexp)
+    out = nb.scaled_dot_product_attention(b, args[0], args[1], args[2], kwargs.get("attn_mask"),
+                                          arg(args, kwargs, 3, "dropout_p", 0.0), arg(args, kwargs, 4, "is_causal", False),
+                                          kwargs.get("scale"))
+    return (out, None)

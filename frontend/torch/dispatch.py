@@ -55,8 +55,67 @@ def _functional_name(node):
     return f"{packet[:-1]}.{overload}"
 
 
+def _check_in_place(node):
+    """A torch function or tensor method that overwrites its first argument (torch.relu_, operator.iadd, .add_: what
+    inplace=True modules, `x += y` and batch norm's counter give under Dynamo or symbolic_trace) converts as its
+    functional form only when that is the same: when the overwritten tensor is not the caller's (a graph input, a
+    weight) and nothing reads it after this node."""
+    if node.op == "call_method":
+        in_place = node.target.endswith("_") and not node.target.endswith("__")
+    else:
+        try:
+            in_place = node.target in torch_ops.INPLACE_FUNCTIONS
+        except TypeError:  # an unhashable callable
+            return
+    source = node.args[0] if node.args else None
+    if not in_place or not isinstance(source, torch.fx.Node):
+        return
+    if source.op in ("placeholder", "get_attr"):
+        raise Unsupported(f"{target_name(node)} overwrites a graph input or weight in place")
+    order = {n: i for i, n in enumerate(node.graph.nodes)}
+    if any(order[u] > order[node] for u in source.users if u is not node):
+        raise Unsupported(f"{target_name(node)} overwrites a tensor that is read again after it")
+
+
+def _contiguous(size, stride):
+    step = 1
+    for s, st in zip(reversed(list(size)), reversed(list(stride))):
+        if s != 1 and st != step:
+            return False
+        step *= max(int(s), 1)
+    return True
+
+
+def _is_view(op):
+    schema = getattr(op, "_schema", None)
+    alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
+    return alias is not None and not alias.is_write
+
+
+def _feeds_strided_view(node):
+    """Whether an ATen view that reads its input's memory layout (as_strided, a non-contiguous _reshape_alias, which
+    make_fx records on torch 1.x) takes this node's result, directly or through other views (select, expand, ...):
+    such a view stays in eager PyTorch, and a spire result (contiguous, at offset 0) would not have the layout it
+    addresses, so the whole chain of views stays there too."""
+    for u in node.users:
+        if u.op != "call_function" or not u.args or u.args[0] is not node or \
+                not isinstance(u.target, torch._ops.OpOverload):
+            continue
+        name = str(u.target)
+        if name.startswith("aten.as_strided"):
+            return True
+        if name == "aten._reshape_alias.default" and not _contiguous(u.args[1], u.args[2]):
+            return True
+        if _is_view(u.target) and _feeds_strided_view(u):
+            return True
+    return False
+
+
 def convert_node(b, node, gm, args, kwargs):
     """Converted arguments in; a SpireValue, a tuple of them, or a Python value out; Unsupported if spire cannot."""
+    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and _is_view(node.target) and \
+            _feeds_strided_view(node):
+        raise Unsupported("its result feeds a strided view (as_strided, _reshape_alias) that stays in eager PyTorch")
     if node.op == "call_module":
         mod = fetch_attr(gm, node.target)
         handler = torch_ops.MODULES.get(type(mod))
@@ -70,6 +129,7 @@ def convert_node(b, node, gm, args, kwargs):
         if isinstance(t, torch._ops.OpOverload):
             handler = aten_ops.ATEN.get(_functional_name(node))
         else:
+            _check_in_place(node)
             try:
                 handler = torch_ops.FUNCTIONS.get(t)
             except TypeError:  # an unhashable callable
@@ -83,5 +143,6 @@ def convert_node(b, node, gm, args, kwargs):
             raise Unsupported(f"no spire mapping for the tensor method .{node.target}()")
         if not args or not isinstance(args[0], SpireValue):
             raise Unsupported(f".{node.target}() of a non-tensor")
+        _check_in_place(node)
         return handler(b, args, kwargs)
     raise Unsupported(f"{node.op} nodes run in Python")

@@ -241,3 +241,34 @@ def split(b, x, sizes, dim):
         parts.append(b.op("slice", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape}))
         start += size
     return parts
+
+
+def select(b, x, dim, index):
+    """x.select(dim, index): the slice of size 1 at index, without that dimension."""
+    tensor(x, "select's input")
+    dim = b.normalize_dim(x, dim)
+    index = index % x.shape[dim]
+    if x.batched and dim == 0:
+        b.mixes_rows("select along the batch dimension")
+    starts = [0] * x.rank
+    starts[dim] = index
+    shape = list(x.shape)
+    shape[dim] = 1
+    part = b.op("slice", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape})
+    return b.reshape(part, shape[:dim] + shape[dim + 1:])
+
+
+def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
+    """softmax(q k^T * scale + mask) v over the last two dimensions (scale: 1/sqrt(q's last size) unless given)."""
+    q, k, v = (float_tensor(t, "attention's input") for t in (q, k, v))
+    if dropout_p:
+        raise Unsupported("attention with dropout (random masks stay in PyTorch)")
+    if is_causal:
+        raise Unsupported("causal attention")
+    if mask is not None and (not isinstance(mask, SpireValue) or mask.dtype == "bool"):
+        raise Unsupported("attention with a boolean or non-tensor mask")
+    scale = scale if scale is not None else q.shape[-1] ** -0.5
+    scores = b.binary("mul", matmul(b, q, transpose(b, k, -2, -1)), float(scale))
+    if mask is not None:
+        scores = b.binary("add", scores, mask)
+    return matmul(b, softmax(b, "softmax", scores, -1), v)

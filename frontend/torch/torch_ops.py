@@ -396,6 +396,114 @@ def _f_layer_norm(b, args, kwargs):
                          arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
 
 
+# What Dynamo records on torch >= 2, where it inlines nn modules and torch.nn.functional's Python: the functions
+# those call (torch.batch_norm, torch._C._nn.*, the in-place forms of inplace=True). Looked up by name, so a torch
+# without one of them simply has no entry.
+def _torch_fn(path):
+    obj = torch
+    for atom in path.split("."):
+        obj = getattr(obj, atom, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _functions(*paths):
+    fns = [f for f in (_torch_fn(p) for p in paths) if f is not None]
+    return function(*fns) if fns else (lambda fn: fn)
+
+
+# In-place functions: converted as their functional forms, which dispatch allows only where nothing reads the
+# overwritten tensor afterwards and it is not a graph input or a weight (whose change the caller would see).
+INPLACE_FUNCTIONS = {f for f in (operator.iadd, operator.isub, operator.imul, operator.itruediv) +
+                     tuple(_torch_fn(p) for p in ("relu_", "_C._nn.hardtanh_", "_C._nn.silu_", "_C._nn.hardswish_",
+                                                  "_C._nn.hardsigmoid_", "_C._nn.leaky_relu_", "sigmoid_", "tanh_"))
+                     if f is not None}
+
+
+def _batch_norm_call(b, x, mean, var, weight, bias, training, eps):
+    if training:
+        raise Unsupported("batch norm in training mode (batch statistics, running-stat updates)")
+    return nb.batch_norm_eval(b, x, weight, bias, mean, var, eps)
+
+
+@function(F.batch_norm)
+def _f_batch_norm(b, args, kwargs):
+    return _batch_norm_call(b, args[0], arg(args, kwargs, 1, "running_mean"), arg(args, kwargs, 2, "running_var"),
+                            arg(args, kwargs, 3, "weight", None), arg(args, kwargs, 4, "bias", None),
+                            arg(args, kwargs, 5, "training", False), arg(args, kwargs, 7, "eps", 1e-5))
+
+
+@_functions("batch_norm")
+def _torch_batch_norm(b, args, kwargs):
+    # torch.batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled)
+    return _batch_norm_call(b, args[0], arg(args, kwargs, 3, "running_mean"), arg(args, kwargs, 4, "running_var"),
+                            arg(args, kwargs, 1, "weight"), arg(args, kwargs, 2, "bias"),
+                            arg(args, kwargs, 5, "training"), arg(args, kwargs, 7, "eps"))
+
+
+@_functions("layer_norm")
+def _torch_layer_norm(b, args, kwargs):
+    return nb.layer_norm(b, args[0], list(arg(args, kwargs, 1, "normalized_shape")), arg(args, kwargs, 2, "weight", None),
+                         arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
+
+
+@_functions("relu_")
+def _torch_relu_(b, args, kwargs):
+    return nb.unary(b, "relu", args[0])
+
+
+@_functions("_C._nn.hardtanh", "_C._nn.hardtanh_")
+def _torch_hardtanh(b, args, kwargs):
+    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min_val", -1.0), arg(args, kwargs, 2, "max_val", 1.0))
+
+
+@_functions("_C._nn.relu6")
+def _torch_relu6(b, args, kwargs):
+    return nb.clamp(b, args[0], 0.0, 6.0)
+
+
+for _path, _op in (("_C._nn.silu", "silu"), ("_C._nn.silu_", "silu"), ("_C._nn.hardswish", "hard_swish"),
+                   ("_C._nn.hardswish_", "hard_swish"), ("sigmoid_", "sigmoid"), ("tanh_", "tanh")):
+    _functions(_path)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
+
+
+@_functions("_C._nn.hardsigmoid", "_C._nn.hardsigmoid_")
+def _torch_hardsigmoid(b, args, kwargs):
+    return b.op("hard_sigmoid", [nb.float_tensor(args[0], "hardsigmoid's input")], {"alpha": 1 / 6, "beta": 0.5},
+                rows="pointwise")
+
+
+@_functions("_C._nn.leaky_relu", "_C._nn.leaky_relu_")
+def _torch_leaky_relu(b, args, kwargs):
+    return _f_leaky_relu(b, args, kwargs)
+
+
+@_functions("_C._nn.adaptive_avg_pool2d", "adaptive_avg_pool2d")
+def _torch_adaptive_avg_pool2d(b, args, kwargs):
+    return nb.adaptive_avg_pool2d(b, args[0], arg(args, kwargs, 1, "output_size"))
+
+
+@_functions("dropout")
+def _torch_dropout(b, args, kwargs):
+    # torch.dropout(input, p, train)
+    if arg(args, kwargs, 2, "train") and arg(args, kwargs, 1, "p") > 0:
+        raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
+    return args[0]
+
+
+@_functions("nn.functional.scaled_dot_product_attention", "_C._nn.scaled_dot_product_attention")
+def _f_sdpa(b, args, kwargs):
+    return nb.scaled_dot_product_attention(b, args[0], args[1], args[2], arg(args, kwargs, 3, "attn_mask", None),
+                                           arg(args, kwargs, 4, "dropout_p", 0.0), arg(args, kwargs, 5, "is_causal", False),
+                                           kwargs.get("scale"))
+
+
+@_functions("select")
+def _f_select(b, args, kwargs):
+    return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # tensor methods: fn(builder, args, kwargs), args[0] the tensor
 
@@ -524,6 +632,11 @@ for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), (
 @method("clamp", "clip")
 def _m_clamp(b, args, kwargs):
     return _f_clamp(b, args, kwargs)
+
+
+@method("select")
+def _m_select(b, args, kwargs):
+    return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))
 
 
 @method("matmul")

@@ -87,4 +87,7 @@ def test_transformer_encoder_layer(device):
     assert "eager" not in compiled.explain(x)
     with torch.no_grad():
         assert rel_err(compiled(x), model(x)) <= TOL
-        assert "_transformer_encoder_layer_fwd" in compiled.explain(x)
+        # torch 1.13's make_fx records the fast path's fused op (left in eager); torch 2.11's does not take the fast
+        # path under make_fx, and then the layer is all on spire.
+        text = compiled.explain(x)
+        assert "_transformer_encoder_layer_fwd" in text or "eager" not in text

@@ -8,10 +8,16 @@
 
 Graphs come from torch.fx.symbolic_trace (functorch's make_fx where symbolic tracing cannot follow the model's
 Python). What spire cannot run stays in eager PyTorch (never an error, never a wrong result).
+
+On torch >= 2 importing this module also registers the torch.compile backend "spire" (dynamo_backend.py):
+    torch.compile(model, backend="spire", options={"device": "vulkan:0"})
 """
 from spire.torch.compiled_module import SpireModule
 from spire.torch.custom_ops import CustomOp
 from spire.torch.train_step import CompiledStep
+from spire.torch import dynamo_backend as _dynamo_backend
+
+_dynamo_backend.register()  # torch 1.x has no Dynamo: nothing happens, nothing is printed
 
 
 def compile(module, example_inputs=None, device=None, dynamic=True, dump=None):

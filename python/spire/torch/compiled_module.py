@@ -106,7 +106,8 @@ def _batch_of(args):
 
 
 class SpireModule(torch.nn.Module):
-    def __init__(self, module, device=None, dynamic=True, dump=None):
+    def __init__(self, module, device=None, dynamic=True, dump=None, graph=None):
+        """graph: an FX GraphModule of `module` already made (Dynamo's), used as it is instead of tracing."""
         super().__init__()
         self.module = module
         self.spire_device = spire.device(device)  # opened now: a bad name is a ValueError here
@@ -114,7 +115,7 @@ class SpireModule(torch.nn.Module):
         self.dump = dump
         self.compilations = 0           # forward plans compiled, over every segment
         self.backward_compilations = 0  # gradient graphs compiled
-        self._gm = trace(module)
+        self._gm = trace(module) if graph is None else graph
         self._partitions = {}
         self._dumped = 0
         if dump:

@@ -133,7 +133,19 @@ class SegmentRunner:
             batched = batch is not None and t.dim() > 0 and t.shape[0] == batch
             plan.exe.set(name, to_numpy(t, plan.batch_to if batched else None))
 
-    def _outputs(self, plan, batch):
+    def _torch_device(self, flat):
+        """Where the segment's results go: the device of its first tensor input, else of its first weight (a model on
+        torch's CUDA gets CUDA tensors back, whichever spire device ran it)."""
+        for t in flat:
+            if isinstance(t, torch.Tensor):
+                return t.device
+        for p in self._param_paths():
+            t = fetch_attr(self.gm, p)
+            if isinstance(t, torch.Tensor):
+                return t.device
+        return None
+
+    def _outputs(self, plan, batch, device):
         # Rows are cut off only where the plan ran padded: then the segment's rows are independent and each value's
         # batched flag is exact (where they are not, a flag may follow a batch dimension a transpose moved).
         padded = plan.batch_to != batch
@@ -142,7 +154,8 @@ class SegmentRunner:
         def build(spec):
             if spec[0] == "tensor":
                 _, name, batched = spec
-                return from_numpy(plan.exe.get(name), _output_dtype(g, name), batch if batched and padded else None)
+                return _to(from_numpy(plan.exe.get(name), _output_dtype(g, name), batch if batched and padded else None),
+                           device)
             if spec[0] == "tuple":
                 return tuple(build(s) for s in spec[1])
             return spec[1]
@@ -154,7 +167,7 @@ class SegmentRunner:
         self._feed(plan, flat, batch)
         plan.upload_params(self.gm)
         plan.exe.step()
-        return self._outputs(plan, batch)
+        return self._outputs(plan, batch, self._torch_device(flat))
 
     def backward(self, inputs, batch, grad_outs, wants_input, param_paths):
         """Gradients of the segment's float outputs (grad_outs: per flattened float output, or None) with respect to
@@ -187,11 +200,17 @@ class SegmentRunner:
             if kind == "input":
                 t = flat[target]
                 padded = plan.batch_to != batch and t.dim() > 0 and t.shape[0] == batch
-                input_grads[target] = from_numpy(plan.exe.get(name), _output_dtype(g, name),
-                                                 batch if padded else None)
+                input_grads[target] = _to(from_numpy(plan.exe.get(name), _output_dtype(g, name),
+                                                     batch if padded else None), t.device)
             else:
-                param_grads[plan.conv.params[target]] = from_numpy(plan.exe.get(name), _output_dtype(g, name))
+                path = plan.conv.params[target]
+                param_grads[path] = _to(from_numpy(plan.exe.get(name), _output_dtype(g, name)),
+                                        fetch_attr(self.gm, path).device)
         return input_grads, param_grads
+
+
+def _to(t, device):
+    return t if device is None or device.type == "cpu" else t.to(device)
 
 
 def _is_batched(plan, out_name):

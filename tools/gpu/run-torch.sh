@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# spire inside PyTorch 2 on the lent GPU machine (torch 2.11): builds spire's Python module THERE, from the carried
+# tree, for that machine's python3, then runs (a) the Python suite tests/python on cuda:0 and vulkan:0, (b) the Dynamo
+# check: torch.compile(backend="spire") inference of resnet18 and mobilenet_v2 (batch 1 and 32, fp32, TF32 off)
+# against eager within 1e-4 relative on both devices, (c) the timing table: resnet18, mobilenet_v2 and
+# nn.TransformerEncoderLayer(128, 4, 256) over 64 tokens at batch 1 and 32, wall time per call (median after
+# warm-up, torch.cuda.synchronize after each) of eager, torch.compile (Inductor, default mode) and
+# torch.compile(backend="spire") on cuda:0 and vulkan:0, torch tensors on torch's cuda:0. Outputs under $OUT.
+#
+# Nothing here needs tools/gpu/prepare.sh: the GPU machine has cmake, ninja, a C++ compiler and python3 with torch, but
+# not Debian's dev packages, so .gl/ (ignored by git) must hold these .debs, fetched here once:
+#   mkdir -p .gl && (cd .gl && apt-get download libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2 \
+#       libfmt9 libfmt-dev spirv-tools spirv-headers glslang-dev libshaderc-dev libvulkan-dev libvulkan-volk-dev \
+#       nlohmann-json3-dev zlib1g-dev libcli11-dev)
+# They unpack into /tmp/spire-deps (the Vulkan loader and glvnd, which NVIDIA's Vulkan driver needs, into /, as env.sh
+# does). pybind11: torch's bundled headers, the version torch's own extension was built with (PYBIND11=pip: the pip
+# package's CMake config instead). The build (build-torch/, ignored) holds only spire_python_module and
+# the libraries it links. Through the device tool, with .gl carried:
+#   bash tools/gpu/run-torch.sh
+# Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
+# DEVICES (default "cuda:0,vulkan:0"), TESTS (pytest arguments, default the whole suite), JOBS (build jobs, nproc).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$root"
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+PARTS=${PARTS:-tests dynamo timing}
+DEVICES=${DEVICES:-cuda:0,vulkan:0}
+export RUNS=${RUNS:-30} DEVICES PYTHONUNBUFFERED=1
+
+# ---- what the build and Vulkan need
+for p in libvulkan1 libegl1 libglvnd0 libopengl0 libgl1 libglx0 libgles2; do
+  for f in .gl/${p}_*.deb; do [ -f "$f" ] && dpkg -x "$f" /; done
+done
+ldconfig
+deps=/tmp/spire-deps
+mkdir -p $deps
+for p in libfmt9 libfmt-dev spirv-tools spirv-headers glslang-dev libshaderc-dev libvulkan-dev libvulkan-volk-dev \
+         nlohmann-json3-dev zlib1g-dev libcli11-dev; do
+  f=$(ls .gl/${p}_*.deb 2>/dev/null | head -1)
+  [ -n "$f" ] || { echo "run-torch.sh: .gl/${p}_*.deb is missing (see the header)"; exit 1; }
+  dpkg -x "$f" $deps
+done
+export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
+export PATH=/usr/local/cuda/bin:$PATH
+# Debian's headers before the image's own (searched as system folders, after the command line's -I).
+export CPLUS_INCLUDE_PATH=$deps/usr/include C_INCLUDE_PATH=$deps/usr/include
+py=$(command -v python3)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/machine.txt"
+{ $py -c "import sys, torch, torchvision; print('python', sys.version.split()[0], 'torch', torch.__version__, 'torchvision', torchvision.__version__)"
+  $py -c "import sysconfig, os; i = sysconfig.get_paths()['include']; print('Python.h:', os.path.exists(os.path.join(i, 'Python.h')), i)"
+  cmake --version | head -1; c++ --version | head -1; } 2>&1 | tee -a "$OUT/machine.txt"
+
+# ---- the module
+pyb=()
+if [ "${PYBIND11:-torch}" = pip ] && cmdir=$($py -m pybind11 --cmakedir 2>/dev/null); then
+  pyb=(-Dpybind11_DIR="$cmdir")
+else
+  inc=$($py -c "import torch, os; print(os.path.join(os.path.dirname(torch.__file__), 'include'))")
+  mkdir -p /tmp/spire-pybind11 && ln -sfn "$inc/pybind11" /tmp/spire-pybind11/pybind11  # pybind11 alone, not torch's other headers
+  pyb=(-DCMAKE_DISABLE_FIND_PACKAGE_pybind11=ON -DSPIRE_PYBIND11_INCLUDE=/tmp/spire-pybind11)
+fi
+t0=$(date +%s)
+cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPIRE_BUILD_TESTS=OFF \
+      -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu" \
+      -DCMAKE_INCLUDE_PATH="$deps/usr/include" -DSPIRE_VOLK_DIR="$deps/usr/include" \
+      -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DPython3_EXECUTABLE="$py" "${pyb[@]}" > "$OUT/build.log" 2>&1 &&
+  cmake --build build-torch --target spire_python_module -j "${JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1
+rc=$?
+echo "build: exit $rc in $(( $(date +%s) - t0 )) s"
+if [ $rc != 0 ]; then grep -E "error|Error|CMake Error" -A3 "$OUT/build.log" | head -60; exit 1; fi
+export PYTHONPATH=$root/build-torch/python
+$py -c "import spire, spire.torch, torch; print('spire devices:', [d.id for d in spire.devices()]); \
+import torch._dynamo; print('backend registered:', 'spire' in torch._dynamo.list_backends(exclude_tags=()))" 2>&1 |
+  tee -a "$OUT/machine.txt"
+
+# ---- (a) the Python suite
+if [[ " $PARTS " == *" tests "* ]]; then
+  t0=$(date +%s)
+  # 4 processes (pytest-xdist, in the image): faster, and a test that crashes its process is reported, not fatal.
+  SPIRE_TEST_DEVICES=$DEVICES timeout 400 $py -m pytest -q -p no:cacheprovider -rs -n 4 ${TESTS:-tests/python} \
+    > "$OUT/pytest.log" 2>&1
+  echo "pytest: exit $? in $(( $(date +%s) - t0 )) s"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest.log" | tail -25
+fi
+
+# ---- (b) and (c)
+[[ " $PARTS " == *" dynamo "* || " $PARTS " == *" timing "* ]] || exit 0
+PARTS="$PARTS" timeout 420 $py - <<'PY' 2>&1 | tee "$OUT/torch_dynamo.txt"
+import os, statistics, sys, time, warnings
+import torch, torch.nn as nn, torchvision
+import spire.torch  # registers the backend
+from spire.torch.dynamo_backend import compiled_pieces, pieces_made
+warnings.filterwarnings("ignore")
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+parts, devices, runs = os.environ["PARTS"].split(), os.environ["DEVICES"].split(","), int(os.environ["RUNS"])
+dev = torch.device("cuda:0")
+
+
+def model(name):
+    torch.manual_seed(0)
+    if name == "resnet18":
+        return torchvision.models.resnet18().eval().to(dev), (3, 224, 224)
+    if name == "mobilenet_v2":
+        return torchvision.models.mobilenet_v2().eval().to(dev), (3, 224, 224)
+    return nn.TransformerEncoderLayer(128, 4, 256, batch_first=True).eval().to(dev), (64, 128)
+
+
+def rel(got, want):
+    return float((got.double() - want.double()).abs().max() / want.double().abs().max())
+
+
+def wall_ms(fn, x):
+    with torch.no_grad():
+        for _ in range(3):
+            fn(x)
+        torch.cuda.synchronize()
+        times = []
+        for _ in range(runs):
+            t = time.perf_counter()
+            fn(x)
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t) * 1e3)
+    return statistics.median(times)
+
+
+def spire_compiled(m, device):
+    torch._dynamo.reset()
+    return torch.compile(m, backend="spire", options={"device": device}, dynamic=False)
+
+
+if "dynamo" in parts:
+    print("(b) torch.compile(backend='spire') against eager, fp32, TF32 off: max |diff| / max |eager|")
+    worst = 0.0
+    for name in ("resnet18", "mobilenet_v2"):
+        m, shape = model(name)
+        for batch in (1, 32):
+            x = torch.randn(batch, *shape, device=dev)
+            with torch.no_grad():
+                want = m(x)
+            for d in devices:
+                t = time.perf_counter()
+                with torch.no_grad():
+                    got = spire_compiled(m, d)(x)
+                e = rel(got, want)
+                worst = max(worst, e)
+                print(f"  {name:13s} batch {batch:2d} {d:9s} rel {e:.2e} {'ok' if e <= 1e-4 else 'FAIL'}"
+                      f"  (first call {time.perf_counter() - t:.1f} s, output on {got.device})")
+    print(f"  worst {worst:.2e}: {'PASS' if worst <= 1e-4 else 'FAIL'}")
+
+if "timing" in parts:
+    rows = []
+    for name in ("resnet18", "mobilenet_v2", "encoder"):
+        m, shape = model(name)
+        for batch in (1, 32):
+            x = torch.randn(batch, *shape, device=dev)
+            row = {"eager": wall_ms(m, x)}
+            torch._dynamo.reset()
+            t = time.perf_counter()
+            row["inductor"] = wall_ms(torch.compile(m, dynamic=False), x)
+            inductor_s = time.perf_counter() - t
+            for d in devices:
+                before = pieces_made()
+                row[d] = wall_ms(spire_compiled(m, d), x)
+                eager = [line.split(":")[1].strip() for p in compiled_pieces(since=before)
+                         for part in p._partitions.values() for line in part.explain().splitlines()
+                         if line.startswith("eager")]
+                row[d + " eager"] = eager
+            rows.append((name, batch, row))
+            print(f"  {name} batch {batch}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if not k.endswith(" eager")) +
+                  f" ms (Inductor compile and timing {inductor_s:.0f} s); left in eager PyTorch under spire: "
+                  f"{sorted(set(row[devices[0] + ' eager']))}", flush=True)
+    print("\n(c) wall time per call, ms (median of %d after warm-up; torch tensors on cuda:0, fp32, TF32 off)" % runs)
+    print("| model | batch | " + " | ".join(f"spire {d}" for d in devices) + " | eager | torch.compile (Inductor) |")
+    print("|---|---:|" + "---:|" * (len(devices) + 2))
+    for name, batch, row in rows:
+        print(f"| {name} | {batch} | " + " | ".join(f"{row[d]:.3f}" for d in devices) +
+              f" | {row['eager']:.3f} | {row['inductor']:.3f} |")
+PY
