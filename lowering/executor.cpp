@@ -133,6 +133,38 @@ class CompiledStep final : public Executable {
     read(name, nv, out, bytes, "get_raw");
   }
 
+  void set_device(const std::string& name, uint64_t address, size_t bytes) override {
+    const NamedValue& nv = leaf(name);
+    if (!in_flight_.empty()) refuse_in_flight("set_device");
+    if (streamed_->is_input(name))
+      throw graph::GraphError(fmt::format("set_device('{}'): a streamed input is fed from its host copy at the start of "
+                                          "every step; compile without streaming it to set it from a device address",
+                                          name));
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    if (bytes != b.bytes())
+      throw graph::GraphError(fmt::format("set_device('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
+                                          bytes));
+    if (nv.kind == graph::OpKind::Parameter) parameters_set_ = true;
+    if (bytes) dev_.copy_from_address(owned(name, nv, "set_device"), address, bytes);
+  }
+
+  void get_device(const std::string& name, uint64_t address, size_t bytes) override {
+    const NamedValue& nv = readable(name);
+    if (!in_flight_.empty()) refuse_in_flight("get_device");
+    if ((plan_.outputs.count(name) && streamed_->is_output(name)) ||
+        (!plan_.outputs.count(name) && streamed_->is_input(name)))
+      throw graph::GraphError(fmt::format("get_device('{}'): a streamed value is read from its host copy; compile "
+                                          "without streaming it to read it into a device address",
+                                          name));
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    if (bytes != b.bytes())
+      throw graph::GraphError(fmt::format("get_device('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
+                                          bytes));
+    if (bytes) dev_.copy_to_address(owned(name, nv, "get_device"), address, bytes);
+  }
+
   std::string plan_text() const override { return lowering::plan_text(plan_); }
   double last_step_ms() const override { return last_ms_; }
   size_t barriers() const override { return recorded_[streams_[kSteady].empty() ? kEvery : kSteady].barriers; }
@@ -172,6 +204,13 @@ class CompiledStep final : public Executable {
       if (!overwritten) return;
     }
     refuse_in_flight(what);
+  }
+
+  // The persistent buffer of a leaf or output (every one has its own; an arena-placed one would be a plan bug).
+  rt::Buffer& owned(const std::string& name, const NamedValue& nv, const char* what) const {
+    const auto& b = owned_[size_t(nv.buffer)];
+    if (!b) throw graph::GraphError(fmt::format("{}('{}'): the value has no buffer of its own", what, name));
+    return *b;
   }
 
   [[noreturn]] void refuse_in_flight(const char* what) const {

@@ -58,6 +58,18 @@ void Device::dispatch_now(const Kernel& k, std::span<const BufferView> buffers, 
   run(*s);
 }
 
+void Device::copy_from_address(Buffer&, uint64_t, uint64_t, uint64_t) {
+  throw InvalidUse(fmt::format("{}: copy_from_address: {} devices have no device addresses shared with other "
+                               "libraries; pass the data through the host",
+                               info().id, backend_name(info().backend)));
+}
+
+void Device::copy_to_address(const Buffer&, uint64_t, uint64_t, uint64_t) {
+  throw InvalidUse(fmt::format("{}: copy_to_address: {} devices have no device addresses shared with other "
+                               "libraries; pass the data through the host",
+                               info().id, backend_name(info().backend)));
+}
+
 kir::Features apply_feature_mask(kir::Features available) {
   const char* env = std::getenv("SPIRE_MASK_FEATURES");
   if (!env || !*env) return available;

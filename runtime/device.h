@@ -199,6 +199,15 @@ class Device {
   virtual void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) = 0;
   virtual void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) = 0;
   virtual void fill(Buffer& dst, uint32_t pattern) = 0;  // the whole buffer, as CommandStream::fill fills a view
+  // Memory another library allocated on this device in the same address space: on CUDA a device pointer of the
+  // device's primary context, which spire retains and PyTorch uses (a torch CUDA tensor's data_ptr()). These copy
+  // `bytes` between that address and a buffer (at `offset`) on the device's own queue, behind everything submitted
+  // before and ahead of what is submitted after, and return without waiting: wait_idle(), or the fence of a later
+  // submit(), covers them. The caller orders the other library's work: its writes of `address` are complete before
+  // copy_from_address() is called, and it reads what copy_to_address() wrote only after that wait. Devices without
+  // such addresses (Vulkan) throw InvalidUse.
+  virtual void copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset = 0);
+  virtual void copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset = 0);
 
   // The binary format this device loads (SPIR-V on Vulkan, PTX on CUDA).
   BinaryFormat binary_format() const { return info().backend == Backend::Cuda ? BinaryFormat::Ptx : BinaryFormat::Spirv; }

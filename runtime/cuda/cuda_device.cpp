@@ -182,6 +182,30 @@ void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
   ctx_->synchronize("(after a fill)");
 }
 
+void CudaDevice::copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset) {
+  const CudaBuffer& b = own(dst, "copy_from_address");
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw Error(fmt::format("{}: copy_from_address of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(),
+                            bytes, offset, b.size()));
+  if (!bytes) return;
+  ctx_->make_current();
+  ctx_->count_submit();
+  ctx_->check(ctx_->api().cuMemcpyAsync(b.ptr() + offset, CUdeviceptr(address), bytes, ctx_->stream()), "cuMemcpyAsync",
+              fmt::format("({} bytes from address {:#x})", bytes, address));
+}
+
+void CudaDevice::copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset) {
+  const CudaBuffer& b = own(src, "copy_to_address");
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw Error(fmt::format("{}: copy_to_address of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(),
+                            bytes, offset, b.size()));
+  if (!bytes) return;
+  ctx_->make_current();
+  ctx_->count_submit();
+  ctx_->check(ctx_->api().cuMemcpyAsync(CUdeviceptr(address), b.ptr() + offset, bytes, ctx_->stream()), "cuMemcpyAsync",
+              fmt::format("({} bytes to address {:#x})", bytes, address));
+}
+
 std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const KernelBinary& binary) {
   const kir::Kernel& k = binary.signature;
   std::lock_guard lock(modules_mutex_);

@@ -34,6 +34,9 @@ class CudaDevice final : public Device {
   void upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset = 0) override;
   void download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset = 0) override;
   void fill(Buffer& dst, uint32_t pattern) override;
+  // cuMemcpyAsync on the device's stream (unified addressing: `address` may be device or pinned host memory).
+  void copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset = 0) override;
+  void copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset = 0) override;
   std::shared_ptr<Kernel> load(const KernelBinary& binary) override;
   std::unique_ptr<CommandStream> record() override;
   std::unique_ptr<Fence> submit(CommandStream& s) override;
