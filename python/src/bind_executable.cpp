@@ -26,16 +26,13 @@ class PyExecutable {
     for (const graph::Node& n : g.nodes())
       if (graph::is_leaf(n.op) && n.op != graph::OpKind::Constant) leaves_[n.name] = n.type;
     for (const auto& o : g.outputs()) outputs_[o.name] = g.type(o.value);
-    for (const auto& s : options.streamed_inputs) streamed_inputs_.insert(s);
+    for (graph::Value v : g.inputs()) inputs_.insert(g.node(v).name);
     py::gil_scoped_release release;
     exe_ = lowering::compile(g, *device_, options);
   }
 
   void set(const std::string& name, const py::array& array) {
-    auto it = leaves_.find(name);
-    if (it == leaves_.end())
-      throw py::key_error(fmt::format("the graph has no input, parameter or state '{}'", name));
-    const graph::TensorType& type = it->second;
+    const graph::TensorType& type = leaf(name);
     if (type.dtype == graph::DType::F32 && array.dtype().is(py::dtype("float32"))) {
       check_shape(array, type.shape, name);
       auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
@@ -57,6 +54,32 @@ class PyExecutable {
     return to_numpy(exe_->get(name));
   }
 
+  // Raw float32 host memory at `address` (a CPU torch tensor's data_ptr(), contiguous): one memcpy, no numpy.
+  void set_from(const std::string& name, uintptr_t address, size_t bytes) {
+    require_f32(leaf(name), name, "set_from");
+    py::gil_scoped_release release;
+    exe_->set_raw(name, reinterpret_cast<const void*>(address), bytes);
+  }
+
+  void get_into(const std::string& name, uintptr_t address, size_t bytes) {
+    auto out = outputs_.find(name);
+    if (out == outputs_.end()) throw py::key_error(fmt::format("the graph has no output '{}'", name));
+    require_f32(out->second, name, "get_into");
+    py::gil_scoped_release release;
+    exe_->get_raw(name, reinterpret_cast<void*>(address), bytes);
+  }
+
+  // Device addresses (lowering::Executable::set_device / get_device): not waited for; wait_device() waits.
+  void set_device(const std::string& name, uint64_t address, size_t bytes) {
+    leaf(name);
+    exe_->set_device(name, address, bytes);
+  }
+  void get_device(const std::string& name, uint64_t address, size_t bytes) { exe_->get_device(name, address, bytes); }
+  void wait_device() {
+    py::gil_scoped_release release;
+    device_->wait_idle();
+  }
+
   void step() {
     py::gil_scoped_release release;
     exe_->step();
@@ -65,13 +88,29 @@ class PyExecutable {
   std::string plan_text() const { return exe_->plan_text(); }
   double last_step_ms() const { return exe_->last_step_ms(); }
   const std::shared_ptr<rt::Device>& device() const { return device_; }
+  uint64_t parameter_uploads() const { return parameter_uploads_; }
 
  private:
+  // The type of an input, parameter or state (KeyError for another name); counts the parameter uploads.
+  const graph::TensorType& leaf(const std::string& name) {
+    auto it = leaves_.find(name);
+    if (it == leaves_.end())
+      throw py::key_error(fmt::format("the graph has no input, parameter or state '{}'", name));
+    if (!inputs_.contains(name)) ++parameter_uploads_;
+    return it->second;
+  }
+  static void require_f32(const graph::TensorType& type, const std::string& name, const char* what) {
+    if (type.dtype != graph::DType::F32)
+      throw py::type_error(fmt::format("{}('{}'): the value is {}; raw copies take float32 values only", what, name,
+                                       type.to_string()));
+  }
+
   std::shared_ptr<rt::Device> device_;  // outlives exe_: members are destroyed in reverse order
   std::unique_ptr<lowering::Executable> exe_;
   std::map<std::string, graph::TensorType> leaves_;
   std::map<std::string, graph::TensorType> outputs_;
-  std::set<std::string> streamed_inputs_;
+  std::set<std::string> inputs_;  // the graph's inputs; every other leaf set counts as a parameter upload
+  uint64_t parameter_uploads_ = 0;
 };
 
 std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& device, bool stream, bool profile,
@@ -96,6 +135,19 @@ void bind_executable(py::module_& m) {
       .def("set", &PyExecutable::set, py::arg("name"), py::arg("array"),
            "Uploads an input, parameter or state (a numpy array of the value's shape and dtype; bf16 as float32)")
       .def("get", &PyExecutable::get, py::arg("name"), "Downloads an output (by output name), parameter or state")
+      .def("set_from", &PyExecutable::set_from, py::arg("name"), py::arg("address"), py::arg("bytes"),
+           "Sets a float32 value from host memory at an address (a contiguous CPU tensor's data_ptr()), one memcpy")
+      .def("get_into", &PyExecutable::get_into, py::arg("name"), py::arg("address"), py::arg("bytes"),
+           "Reads a float32 output into host memory at an address (a contiguous CPU tensor's data_ptr())")
+      .def("set_device", &PyExecutable::set_device, py::arg("name"), py::arg("address"), py::arg("bytes"),
+           "Copies a value in from a device address (CUDA: a torch CUDA tensor's data_ptr() on the same device), "
+           "device to device, not waited for; the tensor's writes must be complete (synchronize torch's stream)")
+      .def("get_device", &PyExecutable::get_device, py::arg("name"), py::arg("address"), py::arg("bytes"),
+           "Copies an output, parameter or state to a device address after the last step, not waited for")
+      .def("wait_device", &PyExecutable::wait_device, "Waits until every copy and step enqueued on the device is done")
+      .def_property_readonly("parameter_uploads", &PyExecutable::parameter_uploads,
+                             "How many times a parameter or state was set (a debug counter: tests hold spire.torch to "
+                             "uploading weights only when they change)")
       .def("step", &PyExecutable::step, "Runs one step on the device (the GIL is released meanwhile)")
       .def("plan_text", &PyExecutable::plan_text, "The plan: buffers, kernels, launches in order")
       .def("last_step_ms", &PyExecutable::last_step_ms, "Device time of the last step in milliseconds")

@@ -18,7 +18,10 @@
 # the libraries it links. Through the device tool, with .gl carried:
 #   bash tools/gpu/run-torch.sh
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
-# DEVICES (default "cuda:0,vulkan:0"), TESTS (pytest arguments, default the whole suite), JOBS (build jobs, nproc).
+# DEVICES (default "cuda:0,vulkan:0"), TESTS (pytest arguments, default the whole suite), JOBS (build jobs, nproc),
+# BEFORE (a folder of python/spire/torch/*.py files from an earlier version: the timing first runs spire's rows with
+# those files over the same module, and the table shows both; eager and Inductor are timed once, in the "after" run).
+# Beside each spire wall time the table gives the device time of the same plans' last step (Executable.last_step_ms).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -86,7 +89,7 @@ fi
 
 # ---- (b) and (c)
 [[ " $PARTS " == *" dynamo "* || " $PARTS " == *" timing "* ]] || exit 0
-PARTS="$PARTS" timeout 420 $py - <<'PY' 2>&1 | tee "$OUT/torch_dynamo.txt"
+script=$(cat <<'PY'
 import os, statistics, sys, time, warnings
 import torch, torch.nn as nn, torchvision
 import spire.torch  # registers the backend
@@ -95,6 +98,7 @@ warnings.filterwarnings("ignore")
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 parts, devices, runs = os.environ["PARTS"].split(), os.environ["DEVICES"].split(","), int(os.environ["RUNS"])
+label, spire_only = os.environ.get("LABEL", "after"), os.environ.get("SPIRE_ONLY") == "1"
 dev = torch.device("cuda:0")
 
 
@@ -149,32 +153,73 @@ if "dynamo" in parts:
                       f"  (first call {time.perf_counter() - t:.1f} s, output on {got.device})")
     print(f"  worst {worst:.2e}: {'PASS' if worst <= 1e-4 else 'FAIL'}")
 
+def device_ms(pieces):
+    """Device time of the last step of every spire plan the pieces ran (Executable.last_step_ms), summed."""
+    return sum(p.exe.last_step_ms() for piece in pieces for part in piece._partitions.values()
+               for r in part.runners.values() for p in set(r.plans.values()))
+
+
 if "timing" in parts:
-    rows = []
+    import json
+    rows, errors = [], []
     for name in ("resnet18", "mobilenet_v2", "encoder"):
         m, shape = model(name)
         for batch in (1, 32):
             x = torch.randn(batch, *shape, device=dev)
-            row = {"eager": wall_ms(m, x)}
-            torch._dynamo.reset()
-            t = time.perf_counter()
-            row["inductor"] = wall_ms(torch.compile(m, dynamic=False), x)
-            inductor_s = time.perf_counter() - t
+            row, inductor_s = {}, 0
+            if not spire_only:
+                row["eager"] = wall_ms(m, x)
+                torch._dynamo.reset()
+                t = time.perf_counter()
+                row["inductor"] = wall_ms(torch.compile(m, dynamic=False), x)
+                inductor_s = time.perf_counter() - t
             for d in devices:
                 before = pieces_made()
-                row[d] = wall_ms(spire_compiled(m, d), x)
-                eager = [line.split(":")[1].strip() for p in compiled_pieces(since=before)
+                fn = spire_compiled(m, d)
+                row[d] = wall_ms(fn, x)
+                with torch.no_grad():
+                    errors.append(rel(fn(x), m(x)))  # the timed path checked against eager, fresh output each call
+                pieces = compiled_pieces(since=before)
+                row[d + " device"] = device_ms(pieces)
+                eager = [line.split(":")[1].strip() for p in pieces
                          for part in p._partitions.values() for line in part.explain().splitlines()
                          if line.startswith("eager")]
                 row[d + " eager"] = eager
             rows.append((name, batch, row))
-            print(f"  {name} batch {batch}: " + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if not k.endswith(" eager")) +
+            print(f"  [{label}] {name} batch {batch}: " +
+                  ", ".join(f"{k} {v:.3f}" for k, v in row.items() if not k.endswith(" eager")) +
                   f" ms (Inductor compile and timing {inductor_s:.0f} s); left in eager PyTorch under spire: "
                   f"{sorted(set(row[devices[0] + ' eager']))}", flush=True)
-    print("\n(c) wall time per call, ms (median of %d after warm-up; torch tensors on cuda:0, fp32, TF32 off)" % runs)
-    print("| model | batch | " + " | ".join(f"spire {d}" for d in devices) + " | eager | torch.compile (Inductor) |")
-    print("|---|---:|" + "---:|" * (len(devices) + 2))
-    for name, batch, row in rows:
-        print(f"| {name} | {batch} | " + " | ".join(f"{row[d]:.3f}" for d in devices) +
-              f" | {row['eager']:.3f} | {row['inductor']:.3f} |")
+    print(f"  [{label}] spire against eager over every row: worst max|diff|/max|eager| {max(errors):.2e}: "
+          f"{'PASS' if max(errors) <= 1e-4 else 'FAIL'}")
+    out = os.environ.get("OUT", "/tmp/out")
+    with open(os.path.join(out, f"timing_{label}.json"), "w") as f:
+        json.dump([(n, b, {k: v for k, v in r.items() if not k.endswith(" eager")}) for n, b, r in rows], f)
+    if not spire_only:
+        old = {}
+        if os.path.exists(os.path.join(out, "timing_before.json")):
+            old = {(n, b): r for n, b, r in json.load(open(os.path.join(out, "timing_before.json")))}
+        print("\n(c) wall time per call, ms (median of %d after warm-up; torch tensors on cuda:0, fp32, TF32 off); "
+              "'device': last_step_ms of the same plans; 'before': the BEFORE files over the same module" % runs)
+        head = []
+        for d in devices:
+            head += ([f"spire {d} before"] if old else []) + [f"spire {d}", f"{d} device"]
+        print("| model | batch | " + " | ".join(head) + " | eager | torch.compile (Inductor) |")
+        print("|---|---:|" + "---:|" * (len(head) + 2))
+        for name, batch, row in rows:
+            cells = []
+            for d in devices:
+                if old:
+                    b = old.get((name, batch), {}).get(d)
+                    cells.append(f"{b:.3f}" if b is not None else "-")
+                cells += [f"{row[d]:.3f}", f"{row[d + ' device']:.3f}"]
+            print(f"| {name} | {batch} | " + " | ".join(cells) + f" | {row['eager']:.3f} | {row['inductor']:.3f} |")
 PY
+)
+if [ -n "${BEFORE:-}" ] && [[ " $PARTS " == *" timing "* ]]; then
+  rm -rf /tmp/spire-before && mkdir -p /tmp/spire-before && cp -rL build-torch/python/spire /tmp/spire-before/spire &&
+    cp "$BEFORE"/*.py /tmp/spire-before/spire/torch/
+  PYTHONPATH=/tmp/spire-before PARTS=timing LABEL=before SPIRE_ONLY=1 OUT="$OUT" timeout 300 $py -c "$script" 2>&1 |
+    tee "$OUT/torch_timing_before.txt"
+fi
+PARTS="$PARTS" OUT="$OUT" timeout 420 $py -c "$script" 2>&1 | tee "$OUT/torch_dynamo.txt"

@@ -5,6 +5,7 @@ Per kind of call (each submodule's train/eval mode, the inputs' dtypes and ranks
 graph is probed once (one eager run recording types) and cut into segments; each segment compiles its own plans.
 Parameters stay where they are, in the wrapped module: its .parameters(), .state_dict() and optimizers see the same
 tensors, and .grad is filled by backward."""
+import operator
 import os
 import warnings
 
@@ -14,11 +15,14 @@ import torch.fx
 import spire
 from spire.torch.autograd_function import run_with_grad
 from spire.torch.custom_ops import symbolic_trace
-from spire.torch.frontend.dispatch import describe, fetch_attr
+from spire.torch.frontend.dispatch import describe
 from spire.torch.frontend.probe import probe
 from spire.torch.frontend.segments import split_segments
 from spire.torch.segment_runner import SegmentRunner
 from spire.torch.tensors import SUPPORTED_DTYPES
+
+
+_TRAINING = operator.attrgetter("training")
 
 
 def trace(module):
@@ -43,18 +47,23 @@ class _Partition:
         self.items, self.reasons = split_segments(gm, self.support, self.results)
         self.runners = {seg.index: SegmentRunner(seg, gm, owner) for kind, seg in self.items if kind == "segment"}
         self.interp = torch.fx.Interpreter(gm)
+        # What a call runs: a get_attr node (a weight) only where eager PyTorch or the output reads it. Segments read
+        # their weights themselves, and through Dynamo every weight is one (hundreds in a CNN, each a run_node).
+        in_segments = {n for kind, x in self.items if kind == "segment" for n in x.nodes}
+        self.run_items = [(kind, x) for kind, x in self.items
+                          if kind == "segment" or x.op != "get_attr" or any(u not in in_segments for u in x.users)]
 
     def run(self, args):
         env = {}
         placeholders = iter(args)
         batch = _batch_of(args)
-        for kind, x in self.items:
+        for kind, x in self.run_items:
             if kind == "segment":
                 runner = self.runners[x.index]
                 inputs = [env[n] for n in x.inputs]
-                params = [(p, fetch_attr(self.gm, p)) for p in runner._param_paths()]
-                if torch.is_grad_enabled() and (any(t.requires_grad for _, t in params) or
-                                                any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs)):
+                params = torch.is_grad_enabled() and list(zip(runner._param_paths(), runner.weights()))
+                if params is not False and (any(t.requires_grad for _, t in params) or
+                                            any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs)):
                     outs = run_with_grad(runner, inputs, batch, params)
                 else:
                     outs = runner.forward(inputs, batch)
@@ -117,6 +126,7 @@ class SpireModule(torch.nn.Module):
         self.backward_compilations = 0  # gradient graphs compiled
         self._gm = trace(module) if graph is None else graph
         self._partitions = {}
+        self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
         if dump:
             os.makedirs(dump, exist_ok=True)
@@ -155,7 +165,9 @@ class SpireModule(torch.nn.Module):
             if isinstance(a, torch.Tensor) and a.dtype not in SUPPORTED_DTYPES:
                 names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
                 raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
-        key = (tuple(m.training for m in self.module.modules()),
+        if self._modules_list is None or self._gm is None:  # make_fx traces the module as it is now
+            self._modules_list = list(self.module.modules())
+        key = (tuple(map(_TRAINING, self._modules_list)),
                tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else type(a) for a in args),
                # make_fx traces with real tensors: its graph holds for these shapes and this grad mode only.
                self._gm is None and (torch.is_grad_enabled(),
