@@ -8,7 +8,7 @@
 //   spire_bench_matmul [--device D|all] [--runs 50] [--warmup-ms 500] [--small] [--shapes 1024,512x768x2304,...]
 //                      [--csv FILE] [--peak-tflops T] [--tuning-cache FILE] [--tune] [--dtype f32|f16|bf16]
 // With --dtype f16 or bf16, a and b and y are of that dtype; the product accumulates in f32 (the graph's half ops
-// compute in f32, lowering/compute_in_f32.h), so the time includes the casts up and down.
+// compute in f32, passes/compute_in_f32.h), so the time includes the casts up and down.
 #include <algorithm>
 #include <cmath>
 #include <random>

@@ -35,7 +35,7 @@ void check_grad_weight_images(const Conv2dShape& s, kir::Type t, const GradWeigh
 // pooled gradient and the pooling's input instead and fills its staged copy of grad_y window by window
 // (pool2d_kernels.h's max_pool2d_window_grads), so the pooling gradient is never stored. Buffers then: pooled_grad_y
 // (read), x (read), grad_w or partial_grad_w (write), pool_input (read).
-// With positions (lowering/pool_grad_by_argmax.h's form), the pooling's input is replaced by its windows' positions
+// With positions (passes/pool_grad_by_argmax.h's form), the pooling's input is replaced by its windows' positions
 // (max_pool2d_argmax, i32) and, under the mask, the pooled values: buffers pooled_grad_y, x, grad_w or partial_grad_w,
 // positions (i32, read), then pooled (read) with relu_mask.
 // bias_sums (with positions): the launch also adds grad_y over images and positions per output channel, the layer's

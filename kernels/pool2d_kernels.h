@@ -61,7 +61,7 @@ HeavyKernel max_pool2d_kernel(const Pool2dShape& s, kir::Type t, bool with_argma
 HeavyKernel max_pool2d_argmax_kernel(const Pool2dShape& s, kir::Type t);
 // max_pool2d_grad from the windows' positions. Buffers: grad_y (read), argmax (i32, read), grad_x (write). relu_mask:
 // also a fourth, "pooled" (read, the pooled values): each window's gradient passes only where its maximum is > 0
-// (lowering/pool_grad_by_argmax.h's mask, for a fused gradient's fallback); only where the windows tile the input.
+// (passes/pool_grad_by_argmax.h's mask, for a fused gradient's fallback); only where the windows tile the input.
 // sum_chunks (windows that tile the input; max_pool2d_grad_sum_chunks(s) of them): also the sum of the gradients it
 // reads (grad_y, through the mask or a fused prologue) per chunk of images and channel, a last buffer partial_sums
 // [chunks][C] (write) that split_sum_kernel adds: the bias gradient of the convolution under the pooling (fuse.h's

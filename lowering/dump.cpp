@@ -15,8 +15,8 @@
 #include "backends/spirv/spirv_backend.h"
 #include "ir/graph/text_form.h"
 #include "ir/kernel/printer.h"
-#include "lowering/decompose.h"
-#include "lowering/prepare.h"
+#include "passes/decompose.h"
+#include "passes/canonical.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
@@ -237,8 +237,11 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
     write_text(dir / "02-joint.txt", graph::print(*joint), report);
     compiled = opt.passes ? opt.passes->run(passes::PassPoint::AfterAutograd, *joint, write_pass) : *joint;
   }
-  graph::Graph decomposed = canonicalize(compiled);  // compute_in_f32, decompose, then fold_transposes
-  write_text(dir / "03-decomposed.txt", graph::print(decomposed), report);
+  graph::Graph decomposed = passes::canonicalize(compiled);
+  // The file says which passes made it, from the one list they run from.
+  std::string canonical = "# after the canonical passes (passes/canonical.h), in the order they ran:";
+  for (const passes::Pass& pass : passes::canonical_passes()) canonical += " " + pass.name;
+  write_text(dir / "03-decomposed.txt", canonical + "\n" + graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);
   const Plan plan = lower(compiled, opt.target, opt.passes, opt.tuning, opt.parameters_once);

@@ -6,7 +6,7 @@
 //   DIR/01.NN-<pass>.txt    after each after_import rewrite pass, NN = 01, 02, ... in the order they ran
 //   DIR/02-joint.txt        the joint forward + backward (+ optimizer) graph, where there is one (training)
 //   DIR/02.NN-<pass>.txt    after each after_autograd rewrite pass (training)
-//   DIR/03-decomposed.txt   after decompose (lowering/decompose.h)
+//   DIR/03-decomposed.txt   after decompose (passes/decompose.h)
 //   DIR/03.NN-<pass>.txt    after each before_fusion rewrite pass
 //   DIR/04-fused.txt        which pointwise values fusion computes inside their user's kernel (fuse.h)
 //   DIR/05-plan.txt         buffers, arena offsets, kernels, launches and grids (plan_text, memory_plan.h)

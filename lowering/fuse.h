@@ -20,7 +20,7 @@
 //    gradient summed from a masked gradient reads the mask's inputs, not a materialized product). The root gets no
 //    buffer and no launch; its leaves are ready before the reduction, which comes after them in the schedule. The
 //    same for max_pool2d_grad_argmax's gradient, read once per window (the ReLU's mask of the pooled values,
-//    lowering/pool_grad_by_argmax.h).
+//    passes/pool_grad_by_argmax.h).
 //    Gathered prologues: a convolution's weight gradient (direct kernels) whose grad_out is a max pooling's gradient
 //    over windows that tile it, maybe under the ReLU's mask of the pooling's input, read by nothing else, computes it
 //    from the pooled gradient and the pooling's input (lower_conv2d.cpp's pooled form: the staged kernels fill their
@@ -31,7 +31,7 @@
 //    pools the values it stores (taking the epilogue's value at each element, kir's epilogue taps), so the pooling gets
 //    no launch and never reads the result back (lower_conv2d.cpp; configs whose kernels cannot run the pooling in a
 //    second launch of the same program).
-//    The pooling's positions (max_pool2d_argmax of the same input and window, lowering/pool_grad_by_argmax.h) are
+//    The pooling's positions (max_pool2d_argmax of the same input and window, passes/pool_grad_by_argmax.h) are
 //    stored by the same launch; where nothing else reads the convolution's result (or root), it is not stored at all.
 //    A max pooling that is no side output stores its positions in its own launch.
 //  * Bias sums. A convolution's weight gradient gathered from the pooling's positions (under the ReLU's mask or not)

@@ -7,7 +7,7 @@
 #include <unordered_map>
 
 #include "ir/kernel/printer.h"
-#include "lowering/decompose.h"
+#include "passes/decompose.h"
 #include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/memory_plan.h"
@@ -15,7 +15,7 @@
 #include "lowering/parameter_launches.h"
 #include "lowering/plan.h"
 #include "lowering/pointwise_tree.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/schedule.h"
 #include "lowering/tunable.h"
 
@@ -263,7 +263,7 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
            const TuningChoices* tuning, bool parameters_once) {
-  graph::Graph g = prepare_for_fusion(original, passes);
+  graph::Graph g = passes::prepare_for_fusion(original, passes);
   PlanBuilder ctx(g, plan_fusion(g), info, tuning);
   const Fusion& fusion = ctx.fusion();
   for (graph::Value v : schedule(g)) {

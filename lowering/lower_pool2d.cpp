@@ -51,7 +51,7 @@ void lower_max_pool2d_argmax(LoweringContext& ctx, graph::Value v) {
 }
 
 // (grad_out, argmax) with attr input_shape -> grad_x. grad_out may be a pointwise tree computed in the loads (fuse.h's
-// prologues: the ReLU's mask of lowering/pool_grad_by_argmax.h).
+// prologues: the ReLU's mask of passes/pool_grad_by_argmax.h).
 // Where the bias sum of the convolution under the pooling is its side output (fuse.h), the launch also adds the
 // gradient it reads per channel and chunk of images, and a second launch adds the chunks' partial sums.
 void lower_max_pool2d_grad_argmax(LoweringContext& ctx, graph::Value v) {

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
 
@@ -14,7 +14,7 @@ namespace spire::lowering {
 GraphStats graph_stats(const graph::Graph& original, const passes::PassPipeline* passes) {
   // The same graph lower() plans: decomposed (mean is a sum and a multiply there), rewritten by the
   // before_fusion passes, and scheduled (dead nodes dropped), so the counts describe what runs.
-  const graph::Graph g = prepare_for_fusion(original, passes);
+  const graph::Graph g = passes::prepare_for_fusion(original, passes);
   std::map<std::string, OpKindStats> by_name;
   GraphStats s;
   for (graph::Value v : schedule(g)) {

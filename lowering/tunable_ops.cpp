@@ -7,9 +7,9 @@
 
 #include "ir/graph/op_table.h"
 #include "lowering/custom_kernels.h"
-#include "lowering/decompose.h"
+#include "passes/decompose.h"
 #include "lowering/fuse.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
@@ -34,7 +34,7 @@ std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const
 }
 
 std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {
-  const graph::Graph g = canonicalize(original);  // as lowering sees it: the same keys
+  const graph::Graph g = passes::canonicalize(original);  // as lowering sees it: the same keys
   const heavy::Limits limits = limits_of(info);
   const Fusion fusion = plan_fusion(g);  // pooled forms (gathered prologues, side outputs) are tuned as lowered
   std::vector<TunableOp> out;

@@ -32,7 +32,7 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
 bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v);
 // Where conv2d_grad_weight v's grad_out is a max pooling's gradient (f32) over windows that tile it, maybe under the
 // ReLU's mask of the pooling's input: relu_grad(max_pool2d_grad(grad, input), input) or max_pool2d_grad(grad, input);
-// or as lowering/pool_grad_by_argmax.h leaves it, from the windows' positions: max_pool2d_grad_argmax(relu_grad(grad,
+// or as passes/pool_grad_by_argmax.h leaves it, from the windows' positions: max_pool2d_grad_argmax(relu_grad(grad,
 // pooled), positions) or max_pool2d_grad_argmax(grad, positions), pooled being max_pool2d of the positions' input.
 struct PooledGradOutSource {
   graph::Value grad_out, pool;  // v's input, and the pooling's gradient (the same but for the first form's mask)

@@ -1,6 +1,6 @@
 // Half precision (f16 and bf16): every generated pointwise op at one shape, the reductions, matmul,
 // convolution, the softmax family, cross-entropy, a permute and the casts to and from half. Their ops compute
-// in float32 and round the result (lowering/compute_in_f32.h), so the sums of a reduction, matmul or
+// in float32 and round the result (passes/compute_in_f32.h), so the sums of a reduction, matmul or
 // convolution accumulate in float32: a sum over 1000 elements is the check that they do. Tolerances are the
 // half ones of op_table.h. A device without the dtype's feature skips the case with a note.
 #include "ir/graph/op_table.h"

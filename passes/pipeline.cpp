@@ -15,6 +15,7 @@ std::string_view pass_point_name(PassPoint p) {
     case PassPoint::AfterImport: return "after_import";
     case PassPoint::AfterAutograd: return "after_autograd";
     case PassPoint::BeforeFusion: return "before_fusion";
+    case PassPoint::Canonical: return "canonical";
   }
   return "?";
 }

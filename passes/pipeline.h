@@ -9,7 +9,10 @@
 //                  else; the place for model-level rewrites (x * sigmoid(x) -> silu), which autograd then
 //                  differentiates in their rewritten form
 //   AfterAutograd  the joint graph: forward, backward and optimizer update (spire graph grad, training)
-//   BeforeFusion   inside lowering, after decompose and right before fusion: what the kernels will compute
+//   BeforeFusion   inside lowering, after the canonical passes (canonical.h) and right before fusion: what the
+//                  kernels will compute
+// PassPoint::Canonical names where the canonical passes themselves run (between AfterAutograd and BeforeFusion); it
+// is not among kPassPoints, the points a caller adds passes at.
 //
 // A pass is a named function from graph to graph. It must keep the graph's interface (interface.h): the
 // pipeline checks that after every pass, and with `verify` set also runs graph::verify() on the input and
@@ -28,11 +31,11 @@
 
 namespace spire::passes {
 
-enum class PassPoint : uint8_t { AfterImport, AfterAutograd, BeforeFusion };
+enum class PassPoint : uint8_t { AfterImport, AfterAutograd, BeforeFusion, Canonical };
 inline constexpr std::array<PassPoint, 3> kPassPoints = {PassPoint::AfterImport, PassPoint::AfterAutograd,
                                                          PassPoint::BeforeFusion};
 
-std::string_view pass_point_name(PassPoint p);  // "after_import", "after_autograd", "before_fusion"
+std::string_view pass_point_name(PassPoint p);  // "after_import", "after_autograd", "before_fusion", "canonical"
 std::optional<PassPoint> pass_point_from_name(std::string_view name);
 
 struct Pass {
@@ -68,7 +71,7 @@ class PassPipeline {
   graph::Graph run(PassPoint point, graph::Graph g, const PassObserver& observer = {}) const;
 
  private:
-  std::array<std::vector<Pass>, kPassPoints.size()> passes_;
+  std::array<std::vector<Pass>, kPassPoints.size() + 1> passes_;  // and PassPoint::Canonical's
 };
 
 }  // namespace spire::passes

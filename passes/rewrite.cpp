@@ -1,6 +1,7 @@
 // apply_rules(): sweeps that copy the graph node by node, building a rule's replacement where its pattern
 // matches, then drop what became dead; repeated until a sweep replaces nothing.
 #include "passes/rewrite.h"
+#include "passes/rebuild.h"
 
 #include <fmt/format.h>
 
@@ -43,14 +44,6 @@ int RewriteResult::total() const {
 }
 
 namespace {
-
-// A name neither graph has: base, else base_1, base_2, ... Avoiding the source's names keeps every node
-// still to be copied free to keep its own.
-std::string fresh_name(const Graph& source, const Graph& out, const std::string& base) {
-  std::string n = base;
-  for (int k = 1; source.find(n) || out.find(n); ++k) n = fmt::format("{}_{}", base, k);
-  return n;
-}
 
 // Names what a replacement added: the result takes the root's name, the rest <root>.<op>.
 void name_new_nodes(const Graph& source, Graph& out, int32_t first, Value result, const std::string& root_name) {

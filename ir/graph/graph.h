@@ -49,7 +49,7 @@ class GraphError : public std::runtime_error {
 
 // Element types. Bool is what `compare` yields and what `where` takes as its condition.
 // F16 and BF16 are storage precisions: kernels compute them in f32 and round each op's result once
-// (lowering/compute_in_f32.h), as PyTorch's half kernels do.
+// (passes/compute_in_f32.h), as PyTorch's half kernels do.
 enum class DType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16 };
 
 std::string_view dtype_name(DType t);                  // "bool", "i32", "i64", "f32", "f64", "f16", "bf16"
@@ -125,7 +125,7 @@ enum class OpKind : uint16_t {
   AvgPool2d,      // same attrs; padding counts in the divisor (PyTorch count_include_pad=True)
   MaxPool2dArgmax,  // (x [N,C,H,W]); pool attrs -> i32 [N,C,Ho,Wo]: where each window's max_pool2d element lies, as
                     // its row-major position in the kh x kw window (padding counted), PyTorch's pick. Not
-                    // differentiable: what lowering/pool_grad_by_argmax.h makes of a max pooling's gradient reads.
+                    // differentiable: what passes/pool_grad_by_argmax.h makes of a max pooling's gradient reads.
   Softmax,        // attr axis
   LogSoftmax,     // attr axis
   CrossEntropy,   // (logits [N,C] float, labels [N] i32/i64) -> scalar: mean over N of -log_softmax[n, label]

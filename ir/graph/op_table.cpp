@@ -131,7 +131,7 @@ double op_tolerance(OpKind op, bool backward, DType dtype) {
   const Tolerance& t = backward ? op_info(op).backward : op_info(op).forward;
   if (dtype == DType::F64) return t.f64;
   if (!is_half(dtype)) return t.f32;
-  // A half result is computed in float32 and rounded once to its dtype (lowering/compute_in_f32.h): an error
+  // A half result is computed in float32 and rounded once to its dtype (passes/compute_in_f32.h): an error
   // of at most the unit roundoff u (f16 2^-11, bf16 2^-8) relative to the tensor's scale, so the forward
   // bound is 2u. A gradient is a chain of such ops, each rounding its result before the next reads it: 8u
   // (the op harness's worst case on lavapipe is 2.7u, log_softmax's gradient in f16).

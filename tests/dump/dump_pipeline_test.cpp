@@ -6,7 +6,7 @@
 #include "ir/graph/text_form.h"
 #include "lowering/dump.h"
 #include "lowering/fuse.h"
-#include "lowering/decompose.h"
+#include "passes/decompose.h"
 #include "tests/dump/dump_files.h"
 
 #include <unistd.h>
@@ -56,7 +56,7 @@ TEST(DumpPipeline, TrainingStepForACompileOnlyTarget) {
 }
 
 TEST(DumpPipeline, FusionTextNamesRootsAndWhatTheyFold) {
-  const graph::Graph g = lowering::decompose(forward());
+  const graph::Graph g = passes::decompose(forward());
   const std::string text = lowering::fusion_text(g, lowering::plan_fusion(g));
   // linear's bias add is folded into the ReLU.
   EXPECT_NE(text.find("= relu f32[4,3]\n    folds "), std::string::npos) << text;

@@ -19,7 +19,7 @@
 #include "lowering/executable.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
 #include "tests/lowering/device_list.h"

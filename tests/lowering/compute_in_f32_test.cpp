@@ -1,4 +1,4 @@
-// compute_in_f32 (lowering/compute_in_f32.h): ops on f16/bf16 compute in f32 between one cast up per half value
+// compute_in_f32 (passes/compute_in_f32.h): ops on f16/bf16 compute in f32 between one cast up per half value
 // and one cast down per half result, element moves stay in half, casts between halves go through f32, and the
 // rewritten graph computes what the original does (float64 evaluator).
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 #include <random>
 
 #include "ir/graph/evaluator.h"
-#include "lowering/compute_in_f32.h"
+#include "passes/compute_in_f32.h"
 #include "lowering/fuse.h"
 
 using namespace spire;
@@ -38,7 +38,7 @@ Graph half_mlp() {
 }
 
 TEST(ComputeInF32, HalfOpsRunInF32BetweenCasts) {
-  const Graph g = lowering::compute_in_f32(half_mlp());
+  const Graph g = passes::compute_in_f32(half_mlp());
   // matmul: bf16 inputs cast up, the product in f32, cast down under the original name.
   EXPECT_EQ(node(g, "h.f32").op, OpKind::Matmul);
   EXPECT_EQ(node(g, "h.f32").type.dtype, DType::F32);
@@ -75,7 +75,7 @@ TEST(ComputeInF32, CastsMoveBeforeElementMoves) {
   auto w = g0.parameter("w", DType::BF16, {3, 8});
   auto wt = g0.name(g0.permute(w, {1, 0}), "wt");
   g0.output("y", g0.name(g0.matmul(x, wt), "y"));
-  const Graph g = lowering::compute_in_f32(g0);
+  const Graph g = passes::compute_in_f32(g0);
   const graph::Node& mm = node(g, "y.f32");
   ASSERT_EQ(mm.op, OpKind::Matmul);
   const graph::Node& b = g.node(mm.inputs[1]);
@@ -92,7 +92,7 @@ TEST(ComputeInF32, MatmulsReadHalfOperandsInPlace) {
   auto x = g0.input("x", DType::BF16, {4, 8});
   auto w = g0.parameter("w", DType::BF16, {3, 8});
   g0.output("y", g0.name(g0.matmul(x, g0.permute(w, {1, 0})), "y"));
-  const Graph g = lowering::compute_in_f32(g0);
+  const Graph g = passes::compute_in_f32(g0);
   const graph::Node& mm = node(g, "y.f32");
   const lowering::InPlaceOperand a = lowering::in_place_operand(g, mm.inputs[0]);
   const lowering::InPlaceOperand b = lowering::in_place_operand(g, mm.inputs[1]);
@@ -119,7 +119,7 @@ TEST(ComputeInF32, ProductsReadReshapedHalfOperandsInPlace) {
   auto p = g0.input("p", DType::F16, {2, 8, 1, 1});
   auto w = g0.parameter("w", DType::F16, {8, 3});
   g0.output("y", g0.name(g0.matmul(g0.flatten(p, 1), w), "y"));
-  const Graph g = lowering::compute_in_f32(g0);
+  const Graph g = passes::compute_in_f32(g0);
   const graph::Node& mm = node(g, "y.f32");
   ASSERT_EQ(mm.op, OpKind::Matmul);
   const lowering::InPlaceOperand a = lowering::in_place_operand(g, mm.inputs[0]);
@@ -145,7 +145,7 @@ TEST(ComputeInF32, ProductsReadHalfOperandsInPlaceWhateverElseReadsThem) {
   g0.output("y", g0.name(g0.relu(g0.add(c, x)), "y"));
   auto m = g0.input("m", DType::BF16, {4, 4});
   g0.output("z", g0.name(g0.add(g0.matmul(m, m), m), "z"));
-  const Graph g = lowering::compute_in_f32(g0);
+  const Graph g = passes::compute_in_f32(g0);
   const std::vector<bool> fused = lowering::fuse_pointwise(g);
   for (const std::string product : {"c.f32", "z"}) {
     graph::Value v = *g.find(product);
@@ -182,7 +182,7 @@ TEST(ComputeInF32, MatmulStoresItsHalfEpilogue) {
   auto w = g0.parameter("w", DType::BF16, {8, 3});
   auto b = g0.parameter("b", DType::BF16, {3});
   g0.output("y", g0.name(g0.relu(g0.add(g0.matmul(x, w), b)), "y"));
-  const Graph g = lowering::compute_in_f32(g0);
+  const Graph g = passes::compute_in_f32(g0);
   const lowering::Fusion f = lowering::plan_fusion(g);
   graph::Value mm;
   for (graph::Value v : g.values())
@@ -197,7 +197,7 @@ TEST(ComputeInF32, MatmulStoresItsHalfEpilogue) {
 
 TEST(ComputeInF32, ComputesWhatTheOriginalDoes) {
   const Graph original = half_mlp();
-  const Graph rewritten = lowering::compute_in_f32(original);
+  const Graph rewritten = passes::compute_in_f32(original);
   std::mt19937 rng(3);
   std::uniform_real_distribution<double> u(-1, 1);
   std::map<std::string, graph::Tensor> in;
@@ -222,7 +222,7 @@ TEST(ComputeInF32, GraphsWithoutHalfValuesAreUnchanged) {
   Graph g;
   auto x = g.input("x", DType::F32, {3});
   g.output("y", g.relu(x));
-  EXPECT_EQ(lowering::compute_in_f32(g).size(), g.size());
+  EXPECT_EQ(passes::compute_in_f32(g).size(), g.size());
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-// fold_transposes (lowering/fold_transposes.h) and the transposes matmul reads in place (lowering/fuse.h): the
+// fold_transposes (passes/fold_transposes.h) and the transposes matmul reads in place (lowering/fuse.h): the
 // folded graph computes what the original does (float64 evaluator, random inputs), its rewrites are the ones
 // described, and LeNet's training step launches no transpose at all.
 #include <gtest/gtest.h>
@@ -7,7 +7,7 @@
 
 #include "frontend/lenet.h"
 #include "ir/graph/evaluator.h"
-#include "lowering/fold_transposes.h"
+#include "passes/fold_transposes.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
 #include "lowering/schedule.h"
@@ -53,7 +53,7 @@ Graph chains() {
 
 TEST(FoldTransposes, CancelsPairsAndMovesTransposesOntoProductOperands) {
   const Graph g = chains();
-  const Graph f = lowering::fold_transposes(g);
+  const Graph f = passes::fold_transposes(g);
   EXPECT_EQ(count_scheduled(g, OpKind::Permute), 3);
   // Left: only the transposes read by products (w^T in x w^T is gone too: (x w^T)^T = w x^T needs x^T only).
   EXPECT_EQ(count_scheduled(f, OpKind::Permute), 1);
@@ -71,7 +71,7 @@ TEST(FoldTransposes, KeepsATransposeThatIsAnOutputOrReadByOtherOps) {
   auto xt = g.transpose(x);
   g.output("xt", xt);                                   // stored: keeps its node and buffer
   g.output("r", g.relu(g.transpose(g.input("w", DType::F64, {6, 4}))));  // read by a pointwise op
-  const Graph f = lowering::fold_transposes(g);
+  const Graph f = passes::fold_transposes(g);
   EXPECT_EQ(count_scheduled(f, OpKind::Permute), 2);
   for (graph::Value v : lowering::schedule(f))
     if (f.node(v).op == OpKind::Permute) {
@@ -101,7 +101,7 @@ TEST(FoldTransposes, LeNetsTrainingStepLaunchesNoTranspose) {
   in["y"] = y;
   for (graph::Value v : g.values())
     if (g.node(v).op == OpKind::State) in[g.node(v).name] = graph::Tensor(g.type(v).dtype, g.type(v).shape, 0);
-  expect_same_results(g, lowering::fold_transposes(g), in);
+  expect_same_results(g, passes::fold_transposes(g), in);
 }
 
 }  // namespace

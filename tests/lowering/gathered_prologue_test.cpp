@@ -17,7 +17,7 @@
 #include "kernels/pool2d_kernels.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
 #include "tests/lowering/device_list.h"

@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "lowering/decompose.h"
+#include "passes/decompose.h"
 #include "lowering/fuse.h"
 #include "lowering/memory_plan.h"
 #include "lowering/plan.h"
@@ -27,7 +27,7 @@ TEST(Decompose, MeanBecomesSumTimesReciprocalCount) {
   graph::Graph g;
   auto x = g.input("x", DType::F32, {4, 6});
   g.output("m", g.name(g.mean(x, {1}), "m"));
-  graph::Graph d = lowering::decompose(g);
+  graph::Graph d = passes::decompose(g);
   auto m = d.at("m");
   ASSERT_EQ(d.node(m).op, graph::OpKind::Mul);
   auto s = d.node(m).inputs[0], c = d.node(m).inputs[1];
@@ -48,7 +48,7 @@ TEST(Decompose, KeepsLeavesOutputsAndStateUpdates) {
   g.state_update(m, nm);
   g.state_update(w, g.sub(w, nm));
   g.output("sig", g.sigmoid(w));
-  graph::Graph d = lowering::decompose(g);
+  graph::Graph d = passes::decompose(g);
   EXPECT_EQ(d.size(), g.size());  // nothing to decompose here: sigmoid stays whole
   ASSERT_EQ(d.state_updates().size(), 2u);
   EXPECT_EQ(d.node(d.state_updates()[0].target).name, "m");

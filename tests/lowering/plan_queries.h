@@ -9,7 +9,7 @@
 
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 
 namespace spire::lowering::testing_support {
 
@@ -19,7 +19,7 @@ struct FusionOf {
   Fusion f;
 };
 inline FusionOf fusion_of(const graph::Graph& original) {
-  FusionOf p{canonicalize(original), {}};
+  FusionOf p{passes::canonicalize(original), {}};
   p.f = plan_fusion(p.g);
   return p;
 }

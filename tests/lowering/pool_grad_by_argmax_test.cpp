@@ -1,4 +1,4 @@
-// pool_grad_by_argmax (lowering/pool_grad_by_argmax.h): a max pooling's gradient reads the positions the forward
+// pool_grad_by_argmax (passes/pool_grad_by_argmax.h): a max pooling's gradient reads the positions the forward
 // pooling found (max_pool2d_argmax) instead of the pooled input, the ReLU's mask moves onto the pooled gradient, the
 // float64 evaluator gives the same gradients (ties and NaNs included), the rewrite leaves alone a gradient without its
 // forward pooling, and LeNet's step keeps no ReLU output for its gradients.
@@ -12,8 +12,8 @@
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
 #include "lowering/fuse.h"
-#include "lowering/pool_grad_by_argmax.h"
-#include "lowering/prepare.h"
+#include "passes/pool_grad_by_argmax.h"
+#include "passes/canonical.h"
 #include "tests/lowering/device_list.h"
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
@@ -54,7 +54,7 @@ const graph::Node& output_node(const Graph& g, const std::string& name) {
 }
 
 TEST(PoolGradByArgmax, GradientsReadThePositions) {
-  const Graph r = lowering::pool_grad_by_argmax(pool_and_grads({}, {2, 3, 8, 8}));
+  const Graph r = passes::pool_grad_by_argmax(pool_and_grads({}, {2, 3, 8, 8}));
   int positions = 0;
   for (Value v : r.values()) {
     EXPECT_NE(r.node(v).op, OpKind::MaxPool2dGrad) << r.node(v).name;
@@ -75,7 +75,7 @@ TEST(PoolGradByArgmax, GradientsReadThePositions) {
 TEST(PoolGradByArgmax, TheEvaluatorGivesTheSameGradients) {
   for (const graph::Pool2dOptions& o : {graph::Pool2dOptions{}, graph::Pool2dOptions{{3, 3}, {2, 2}, {1, 1}}}) {
     const Graph g = pool_and_grads(o, {2, 3, 8, 9});
-    const Graph r = lowering::pool_grad_by_argmax(g);
+    const Graph r = passes::pool_grad_by_argmax(g);
     std::map<std::string, graph::Tensor> in{{"x", tied_input({2, 3, 8, 9})}};
     in["g"] = testing_support::uniform_tensor(g.type(g.outputs()[0].value).shape, 8, DType::F32);
     const auto want = graph::evaluate(g, in, DType::F64), got = graph::evaluate(r, in, DType::F64);
@@ -95,7 +95,7 @@ TEST(PoolGradByArgmax, LeavesAGradientWithoutItsForwardPooling) {
   Value up = g.input("g", DType::F32, {1, 2, 4, 4});
   g.output("other_window", g.max_pool2d(y, {{3, 3}, {2, 2}, {1, 1}}));
   g.output("grad", g.max_pool2d_grad(up, y, {}));
-  const Graph r = lowering::pool_grad_by_argmax(g);
+  const Graph r = passes::pool_grad_by_argmax(g);
   EXPECT_EQ(output_node(r, "grad").op, OpKind::MaxPool2dGrad);
   for (Value v : r.values()) EXPECT_NE(r.node(v).op, OpKind::MaxPool2dArgmax);
 }
@@ -141,7 +141,7 @@ class PoolGradByArgmaxOnDevice : public testing_support::OnDevice {};
 TEST_P(PoolGradByArgmaxOnDevice, MatchesTheEvaluatorBeforeTheRewrite) {
   for (const graph::Pool2dOptions& o : {graph::Pool2dOptions{}, graph::Pool2dOptions{{3, 3}, {2, 2}, {1, 1}}}) {
     const Graph g = pool_and_grads(o, {2, 3, 8, 9});
-    const Graph r = lowering::canonicalize(g);
+    const Graph r = passes::canonicalize(g);
     const lowering::Fusion f = lowering::plan_fusion(r);
     for (Value v : r.values()) {
       if (r.node(v).op == OpKind::MaxPool2dArgmax) {
@@ -178,7 +178,7 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PoolGradByArgmaxOnDevice);
 TEST(PoolGradByArgmax, LeNetsGradientsReadNoPooledInput) {
   nn::LeNetGraphOptions o;
   o.batch = 4;
-  const Graph g = lowering::canonicalize(nn::build_lenet_graph(o));
+  const Graph g = passes::canonicalize(nn::build_lenet_graph(o));
   const std::vector<std::vector<Value>> users = g.users();
   for (Value v : g.values()) {
     const graph::Node& n = g.node(v);

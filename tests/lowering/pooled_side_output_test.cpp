@@ -17,7 +17,7 @@
 #include "lowering/executable.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
 #include "lowering/tuning_choices.h"
@@ -87,7 +87,7 @@ struct Planned {
 };
 
 Planned plan_of(const Graph& original) {
-  Planned p{lowering::canonicalize(original), {}, {}, {}, {}};
+  Planned p{passes::canonicalize(original), {}, {}, {}, {}};
   p.f = lowering::plan_fusion(p.g);
   for (Value v : p.g.values()) {
     if (p.g.node(v).op == OpKind::Conv2d) p.conv = v;
@@ -172,7 +172,7 @@ TEST(PooledSideOutputPlan, PositionsTooAndTheResultOnlyWhereRead) {
 
 // LeNet's step at batch 8192 on an H100-like target: both convolutions store their poolings and the poolings'
 // positions (the first's strips of two rows, the second's staged images through ptxas), and not their ReLU's outputs,
-// which only the poolings read (the gradients read the positions, lowering/pool_grad_by_argmax.h): 24 launches (the
+// which only the poolings read (the gradients read the positions, passes/pool_grad_by_argmax.h): 24 launches (the
 // bias sums are side outputs too, bias_side_output_test.cpp and linear_bias_side_output_test.cpp).
 TEST(PooledSideOutputPlan, LeNetsConvolutionsStoreTheirPoolings) {
   nn::LeNetGraphOptions o;

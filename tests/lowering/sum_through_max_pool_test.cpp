@@ -1,4 +1,4 @@
-// sum_through_max_pool (lowering/sum_through_max_pool.h) and the reductions' prologues (lowering/fuse.h): a bias
+// sum_through_max_pool (passes/sum_through_max_pool.h) and the reductions' prologues (lowering/fuse.h): a bias
 // gradient summed through a max pooling's gradient adds the pooled gradient masked at the pooled maxima instead, the
 // float64 evaluator gives the same sums (the same nonzero terms in another order), the rewrite leaves alone what
 // the identity does not cover, and in LeNet's step the masks are computed in the sums' loads.
@@ -10,9 +10,9 @@
 #include "ir/graph/evaluator.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/schedule.h"
-#include "lowering/sum_through_max_pool.h"
+#include "passes/sum_through_max_pool.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/random_tensor.h"
 
@@ -65,7 +65,7 @@ TEST(SumThroughMaxPool, SumsThePooledGradientMaskedAtTheMaxima) {
   for (const auto& [pool, pooled] : {std::pair{graph::Pool2dOptions{{2, 2}, {2, 2}, {0, 0}}, graph::Shape{3, 4, 4, 4}},
                                      std::pair{graph::Pool2dOptions{{3, 3}, {2, 2}, {1, 1}}, graph::Shape{3, 4, 4, 4}}}) {
     const Graph g = pooled_layer(pool, pooled);
-    const Graph r = lowering::sum_through_max_pool(g);
+    const Graph r = passes::sum_through_max_pool(g);
     const graph::Node& bias = summed(r, "bias");
     ASSERT_EQ(bias.op, OpKind::ReluGrad);
     EXPECT_EQ(r.node(bias.inputs[0]).op, OpKind::Input);      // g itself
@@ -86,7 +86,7 @@ TEST(SumThroughMaxPool, NeedsTheForwardPoolAndFewerElements) {
   const graph::Pool2dOptions pool{{2, 2}, {2, 2}, {0, 0}};
   auto masked = g.relu_grad(g.max_pool2d_grad(gp, x, pool), x);  // no max_pool2d(x) in the graph
   g.output("bias", g.sum_to(masked, {1, 3, 1, 1}));
-  const Graph r = lowering::sum_through_max_pool(g);
+  const Graph r = passes::sum_through_max_pool(g);
   EXPECT_EQ(summed(r, "bias").op, OpKind::ReluGrad);
   EXPECT_EQ(r.node(summed(r, "bias").inputs[0]).op, OpKind::MaxPool2dGrad);
 }
@@ -98,7 +98,7 @@ TEST(SumThroughMaxPool, LeNetsBiasGradientsSumThePooledGradients) {
   nn::LeNetGraphOptions o;
   o.batch = 16;
   const Graph g = nn::build_lenet_graph(o);
-  const Graph c = lowering::canonicalize(g);
+  const Graph c = passes::canonicalize(g);
   const lowering::Fusion f = lowering::plan_fusion(c);
   int prologues = 0;
   for (graph::Value v : c.values()) {

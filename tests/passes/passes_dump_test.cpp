@@ -13,7 +13,7 @@
 #include "ir/graph/text_form.h"
 #include "lowering/dump.h"
 #include "lowering/plan.h"
-#include "lowering/prepare.h"
+#include "passes/canonical.h"
 #include "lowering/stats.h"
 #include "passes/builtin.h"
 #include "tests/dump/dump_files.h"
@@ -75,7 +75,7 @@ TEST(PassesDump, EachPassIsAFileInPipelineOrder) {
   EXPECT_NE(slurp(dir / "01.01-silu.txt").find("silu(h)"), std::string::npos);
   EXPECT_EQ(slurp(dir / "02-joint.txt"), graph::print(joint));
   EXPECT_EQ(slurp(dir / "02.01-silu.txt"), graph::print(joint));  // nothing left to rewrite
-  EXPECT_EQ(slurp(dir / "03.01-silu.txt"), graph::print(lowering::prepare_for_fusion(joint, &pipeline)));
+  EXPECT_EQ(slurp(dir / "03.01-silu.txt"), graph::print(passes::prepare_for_fusion(joint, &pipeline)));
   // Listed by name, the files are in pipeline order.
   std::vector<std::string> all;
   for (const auto& e : fs::directory_iterator(dir))

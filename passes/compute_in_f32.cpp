@@ -1,11 +1,11 @@
-#include "lowering/compute_in_f32.h"
+#include "passes/compute_in_f32.h"
+#include "passes/rebuild.h"
 
 #include <optional>
 #include <vector>
 
-#include "lowering/decompose.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 namespace {
 
@@ -126,4 +126,4 @@ graph::Graph compute_in_f32(const graph::Graph& g) {
   return g;
 }
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

@@ -14,8 +14,8 @@
 
 #include "ir/graph/graph.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 graph::Graph compute_in_f32(const graph::Graph& g);
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

@@ -13,8 +13,8 @@
 
 #include "ir/graph/graph.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 graph::Graph fold_transposes(const graph::Graph& g);
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

@@ -1,10 +1,10 @@
-#include "lowering/fold_transposes.h"
+#include "passes/fold_transposes.h"
 
 #include <vector>
 
-#include "lowering/decompose.h"
+#include "passes/rebuild.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 namespace {
 
@@ -69,4 +69,4 @@ graph::Graph fold_transposes(const graph::Graph& g) {
   });
 }
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

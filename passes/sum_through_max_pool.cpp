@@ -1,11 +1,11 @@
-#include "lowering/sum_through_max_pool.h"
+#include "passes/sum_through_max_pool.h"
 
 #include <optional>
 #include <vector>
 
-#include "lowering/decompose.h"
+#include "passes/rebuild.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 namespace {
 
@@ -58,4 +58,4 @@ graph::Graph sum_through_max_pool(const graph::Graph& g) {
   });
 }
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

@@ -21,8 +21,8 @@
 
 #include "ir/graph/graph.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 graph::Graph sum_through_max_pool(const graph::Graph& g);
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

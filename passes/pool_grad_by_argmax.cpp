@@ -1,12 +1,12 @@
-#include "lowering/pool_grad_by_argmax.h"
+#include "passes/pool_grad_by_argmax.h"
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-#include "lowering/decompose.h"
+#include "passes/rebuild.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 namespace {
 
@@ -96,4 +96,4 @@ graph::Graph pool_grad_by_argmax(const graph::Graph& g) {
   });
 }
 
-}  // namespace spire::lowering
+}  // namespace spire::passes

@@ -22,8 +22,8 @@
 
 #include "ir/graph/graph.h"
 
-namespace spire::lowering {
+namespace spire::passes {
 
 graph::Graph pool_grad_by_argmax(const graph::Graph& g);
 
-}  // namespace spire::lowering
+}  // namespace spire::passes
