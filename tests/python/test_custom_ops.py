@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 import spire
 import spire.torch
-from models import LeNet, rel_err, seeded
+from models import LeNet, rel_err, seeded, train_side_by_side
 
 SEED_RELU = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "custom_ops", "seed_relu.op")
 
@@ -57,17 +57,7 @@ def test_seed_relu_trains_lenet(device):
     compiled = spire.torch.compile(model, device=device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     opt_eager = torch.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
-    gen = torch.Generator().manual_seed(71)
-    for step in range(20):
-        x, t = torch.randn(8, 1, 28, 28, generator=gen), torch.randint(0, 10, (8,), generator=gen)
-        losses = []
-        for m, o in ((compiled, opt), (eager, opt_eager)):
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), t)
-            loss.backward()
-            o.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= 1e-4 * abs(losses[1]), (step, losses)
+    _, x = train_side_by_side(compiled, eager, (opt, opt_eager), seed=71, steps=20, tol=1e-4)
     text = compiled.explain(x)
     assert "eager" not in text and text.count("CustomOp") == 4
 

@@ -15,7 +15,7 @@ dynamo = pytest.importorskip("torch._dynamo", reason="torch >= 2 (Dynamo) only")
 
 import spire.torch  # noqa: E402
 from spire.torch.dynamo_backend import compiled_pieces, pieces_made  # noqa: E402
-from models import LeNet, SiluMLP, WithUnsupportedOp, rel_err, seeded  # noqa: E402
+from models import LeNet, SiluMLP, WithUnsupportedOp, rel_err, seeded, train_side_by_side  # noqa: E402
 
 TOL = 1e-4
 
@@ -117,18 +117,8 @@ def test_training_lenet_matches_eager(device):
     compiled = torch.compile(model, backend="spire", options={"device": device})
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     opt_eager = torch.optim.SGD(eager.parameters(), lr=0.05, momentum=0.9)
-    gen = torch.Generator().manual_seed(25)
     before = pieces_made()
-    for step in range(20):
-        x, t = torch.randn(8, 1, 28, 28, generator=gen), torch.randint(0, 10, (8,), generator=gen)
-        losses = []
-        for m, o in ((compiled, opt), (eager, opt_eager)):
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), t)
-            loss.backward()
-            o.step()
-            losses.append(loss.item())
-        assert abs(losses[0] - losses[1]) <= TOL * abs(losses[1]), (step, losses)
+    train_side_by_side(compiled, eager, (opt, opt_eager), seed=25, steps=20, tol=TOL)
     pieces = new_pieces(before)
     assert sum(p.backward_compilations for p in pieces) >= 1
 

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import spire.torch
-from models import LeNet, SiluMLP, rel_err, seeded
+from models import LeNet, SiluMLP, rel_err, seeded, train_side_by_side
 
 
 def grads_match(model, x, loss_of, device):
@@ -52,20 +52,7 @@ def test_lenet_100_sgd_steps_match_eager(device):
     compiled = spire.torch.compile(model, device=device)
     opt = torch.optim.SGD(model.parameters(), lr=0.05)
     opt_eager = torch.optim.SGD(eager.parameters(), lr=0.05)
-    gen = torch.Generator().manual_seed(14)
-    worst = 0.0
-    for step in range(100):
-        x = torch.randn(8, 1, 28, 28, generator=gen)
-        t = torch.randint(0, 10, (8,), generator=gen)
-        losses = []
-        for m, o in ((compiled, opt), (eager, opt_eager)):
-            o.zero_grad()
-            loss = F.cross_entropy(m(x), t)
-            loss.backward()
-            o.step()
-            losses.append(loss.item())
-        worst = max(worst, abs(losses[0] - losses[1]) / abs(losses[1]))
-        assert worst <= 1e-4, (step, losses)
+    train_side_by_side(compiled, eager, (opt, opt_eager), seed=14, steps=100, tol=1e-4)
     # It learned something (the same thing eager learned), and compiled once forward and once backward.
     assert compiled.compilations == 1 and compiled.backward_compilations == 1
 
