@@ -96,13 +96,14 @@ class Executable {
   // CUDA, a torch CUDA tensor's data_ptr(), since spire and PyTorch share the primary context), with no host copy.
   // set_device() copies `bytes` (the value's size in the device's element type, as set_raw) from `address` into an
   // input's, parameter's or state's device buffer; get_device() copies an output, parameter or state to `address`.
-  // Both are device-to-device copies enqueued on the device's queue and not waited for: a set lands before the next
-  // step, a get after the last finished step, and rt::Device::wait_idle() (or the next step's wait) completes them.
-  // The caller orders the other library's stream: its writes of an input's address are complete before set_device()
-  // (spire.torch synchronizes torch's current stream first), and it reads a get's address only after that wait.
-  // Streamed values are refused (graph::GraphError): each step feeds them from their host copies; compile without
-  // streaming what is exchanged this way. rt::InvalidUse on devices without such addresses (Vulkan); rt::Error while
-  // a step is in flight.
+  // Both are device-to-device copies enqueued on the device's in-order queue and not waited for, also while steps are
+  // in flight: a set lands before the next step (after those submitted), a get reads what the last submitted step
+  // wrote, and rt::Device::wait_idle() (or the wait of a later step) completes them. The caller orders the other
+  // library's stream: its writes of an input's address are complete before the copy runs, and it reads a get's address
+  // only after the copy. Without a host wait: rt::Device::wait_for_stream() before set_device() and signal_stream()
+  // after get_device() (spire.torch does this with torch's current stream). Streamed values are refused
+  // (graph::GraphError): each step feeds them from their host copies; compile without streaming what is exchanged this
+  // way. rt::InvalidUse on devices without such addresses (Vulkan).
   virtual void set_device(const std::string& name, uint64_t address, size_t bytes) = 0;
   virtual void get_device(const std::string& name, uint64_t address, size_t bytes) = 0;
   // The plan as text: buffers, kernels, launches in order.

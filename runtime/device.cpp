@@ -70,6 +70,18 @@ void Device::copy_to_address(const Buffer&, uint64_t, uint64_t, uint64_t) {
                                info().id, backend_name(info().backend)));
 }
 
+void Device::wait_for_stream(uint64_t) {
+  throw InvalidUse(fmt::format("{}: wait_for_stream: {} devices have no queue shared with other libraries; wait for "
+                               "their work on the host",
+                               info().id, backend_name(info().backend)));
+}
+
+void Device::signal_stream(uint64_t) {
+  throw InvalidUse(fmt::format("{}: signal_stream: {} devices have no queue shared with other libraries; wait for "
+                               "spire's work on the host",
+                               info().id, backend_name(info().backend)));
+}
+
 kir::Features apply_feature_mask(kir::Features available) {
   const char* env = std::getenv("SPIRE_MASK_FEATURES");
   if (!env || !*env) return available;

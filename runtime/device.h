@@ -208,6 +208,14 @@ class Device {
   // such addresses (Vulkan) throw InvalidUse.
   virtual void copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset = 0);
   virtual void copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset = 0);
+  // Ordering against another library's queue on this device (on CUDA a CUstream of the primary context, as
+  // torch.cuda.current_stream().cuda_stream; 0 is the legacy default stream), kept on the device with no host wait:
+  // after wait_for_stream(), work enqueued on this device starts only once everything enqueued on `stream` so far is
+  // done; after signal_stream(), work enqueued on `stream` starts only once everything enqueued on this device so far
+  // (submitted steps, address copies) is done. So a caller hands values over without blocking: wait_for_stream,
+  // copy_from_address, submit, copy_to_address, signal_stream. Devices without such queues (Vulkan) throw InvalidUse.
+  virtual void wait_for_stream(uint64_t stream);
+  virtual void signal_stream(uint64_t stream);
 
   // The binary format this device loads (SPIR-V on Vulkan, PTX on CUDA).
   BinaryFormat binary_format() const { return info().backend == Backend::Cuda ? BinaryFormat::Ptx : BinaryFormat::Spirv; }

@@ -84,6 +84,17 @@ class PyExecutable {
     py::gil_scoped_release release;
     exe_->step();
   }
+  void start_step() {
+    py::gil_scoped_release release;
+    exe_->start_step();
+  }
+  void finish_step() {
+    py::gil_scoped_release release;
+    exe_->finish_step();
+  }
+  // Another library's stream on the same device (rt::Device::wait_for_stream / signal_stream): ordered on the device.
+  void wait_for_stream(uint64_t stream) { device_->wait_for_stream(stream); }
+  void signal_stream(uint64_t stream) { device_->signal_stream(stream); }
 
   std::string plan_text() const { return exe_->plan_text(); }
   double last_step_ms() const { return exe_->last_step_ms(); }
@@ -114,13 +125,14 @@ class PyExecutable {
 };
 
 std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& device, bool stream, bool profile,
-                                      bool parameters_once) {
+                                      bool parameters_once, int steps_in_flight) {
   std::shared_ptr<rt::Device> dev = py::isinstance<rt::Device>(device) ? device.cast<std::shared_ptr<rt::Device>>()
                                     : device.is_none() ? open_device_checked("")
                                                        : open_device_checked(device.cast<std::string>());
   lowering::CompileOptions o;
   o.profile = profile;
   o.parameters_once = parameters_once;
+  o.steps_in_flight = steps_in_flight;
   if (stream) {
     for (graph::Value v : g.inputs()) o.streamed_inputs.push_back(g.node(v).name);
     for (const auto& out : g.outputs()) o.streamed_outputs.push_back(out.name);
@@ -149,13 +161,23 @@ void bind_executable(py::module_& m) {
                              "How many times a parameter or state was set (a debug counter: tests hold spire.torch to "
                              "uploading weights only when they change)")
       .def("step", &PyExecutable::step, "Runs one step on the device (the GIL is released meanwhile)")
+      .def("start_step", &PyExecutable::start_step,
+           "Submits one step without waiting (at most steps_in_flight, a compile() argument, before finish_step())")
+      .def("finish_step", &PyExecutable::finish_step, "Waits for the oldest step start_step() submitted")
+      .def("wait_for_stream", &PyExecutable::wait_for_stream, py::arg("stream"),
+           "CUDA: spire's work enqueued from now on waits, on the device, for what is enqueued on `stream` (a CUstream "
+           "of the same device, torch.cuda.current_stream().cuda_stream); no host wait")
+      .def("signal_stream", &PyExecutable::signal_stream, py::arg("stream"),
+           "CUDA: work enqueued on `stream` from now on waits, on the device, for what spire enqueued so far (steps, "
+           "set_device / get_device copies); no host wait")
       .def("plan_text", &PyExecutable::plan_text, "The plan: buffers, kernels, launches in order")
       .def("last_step_ms", &PyExecutable::last_step_ms, "Device time of the last step in milliseconds")
       .def_property_readonly("device", &PyExecutable::device);
   m.def("compile", &compile, py::arg("graph"), py::arg("device") = py::none(), py::arg("stream") = true,
-        py::arg("profile") = false, py::arg("parameters_once") = true,
+        py::arg("profile") = false, py::arg("parameters_once") = true, py::arg("steps_in_flight") = 1,
         "Compiles a graph for a device (a spire.Device, a name such as 'vulkan:0', or None for the best present). "
-        "stream: every input and output goes through host-visible copies inside the step (one submit per step).");
+        "stream: every input and output goes through host-visible copies inside the step (one submit per step). "
+        "steps_in_flight: how many start_step() calls may precede a finish_step() (1 to 4).");
 }
 
 }  // namespace spire::python

@@ -206,6 +206,22 @@ void CudaDevice::copy_to_address(const Buffer& src, uint64_t address, uint64_t b
               fmt::format("({} bytes to address {:#x})", bytes, address));
 }
 
+void CudaDevice::wait_for_stream(uint64_t stream) { order_streams(CUstream(stream), ctx_->stream(), "wait_for_stream"); }
+
+void CudaDevice::signal_stream(uint64_t stream) { order_streams(ctx_->stream(), CUstream(stream), "signal_stream"); }
+
+void CudaDevice::order_streams(CUstream earlier, CUstream later, const char* what) {
+  ctx_->make_current();
+  const DriverApi& a = ctx_->api();
+  CUevent e = ctx_->take_fence_event();
+  const CUresult recorded = a.cuEventRecord(e, earlier);
+  const CUresult waited = recorded == CUDA_SUCCESS ? a.cuStreamWaitEvent(later, e, 0) : CUDA_SUCCESS;
+  // A wait holds the event's state at the time of the call, so the event may be recorded again (as a fence) at once.
+  ctx_->return_fence_event(e);
+  ctx_->check(recorded, "cuEventRecord", fmt::format("({}: the stream to wait for)", what));
+  ctx_->check(waited, "cuStreamWaitEvent", fmt::format("({})", what));
+}
+
 std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const KernelBinary& binary) {
   const kir::Kernel& k = binary.signature;
   std::lock_guard lock(modules_mutex_);

@@ -37,6 +37,9 @@ class CudaDevice final : public Device {
   // cuMemcpyAsync on the device's stream (unified addressing: `address` may be device or pinned host memory).
   void copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset = 0) override;
   void copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset = 0) override;
+  // An event recorded on one stream and waited for by the other (cuStreamWaitEvent): no host wait.
+  void wait_for_stream(uint64_t stream) override;
+  void signal_stream(uint64_t stream) override;
   std::shared_ptr<Kernel> load(const KernelBinary& binary) override;
   std::unique_ptr<CommandStream> record() override;
   std::unique_ptr<Fence> submit(CommandStream& s) override;
@@ -50,6 +53,8 @@ class CudaDevice final : public Device {
  private:
   const CudaBuffer& own(const Buffer& b, const char* what) const;
   std::shared_ptr<Buffer> alloc_host_visible(uint64_t bytes);
+  // `later` runs what is enqueued on it from now on after what is enqueued on `earlier` so far.
+  void order_streams(CUstream earlier, CUstream later, const char* what);
   std::shared_ptr<Module> load_module(const std::string& ptx, const KernelBinary& binary);
 
   std::shared_ptr<Context> ctx_;

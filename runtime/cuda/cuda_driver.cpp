@@ -87,6 +87,7 @@ Driver load() {
   need("cuEventSynchronize", a.cuEventSynchronize);
   need("cuEventQuery", a.cuEventQuery);
   need("cuEventElapsedTime", a.cuEventElapsedTime);
+  need("cuStreamWaitEvent", a.cuStreamWaitEvent);
   need("cuLaunchKernel", a.cuLaunchKernel);
   if (!missing.empty()) {
     d.problem = "the CUDA driver lacks entry points spire needs: " + missing;

@@ -130,6 +130,7 @@ struct DriverApi {
   CUresult (*cuEventSynchronize)(CUevent event) = nullptr;
   CUresult (*cuEventQuery)(CUevent event) = nullptr;
   CUresult (*cuEventElapsedTime)(float* ms, CUevent start, CUevent end) = nullptr;
+  CUresult (*cuStreamWaitEvent)(CUstream stream, CUevent event, unsigned flags) = nullptr;
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream stream, void** params,
                              void** extra) = nullptr;

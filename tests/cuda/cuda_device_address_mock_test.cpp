@@ -1,7 +1,9 @@
 // Executable::set_device / get_device on cuda:0 through the mock driver: an input and a parameter copied in from
 // device addresses another library owns (here: buffers the test allocates itself, standing for torch's tensors), an
 // output copied out to one, device to device with no host transfer, against the values computed on the host. Also what
-// is refused: a streamed value, a wrong byte count, an address that is no allocation (the mock checks).
+// is refused: a streamed value, a wrong byte count, an address that is no allocation (the mock checks). And the same
+// exchange ordered against another library's stream on the device (wait_for_stream / signal_stream) with steps in
+// flight and no host wait at all, as spire.torch runs a call.
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -20,6 +22,12 @@ bool mock_loaded() {
   (void)driver();
   void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   return h && ::dlsym(h, "mock_cuda_launch_count");
+}
+
+int mock_stream_waits() {
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto count = reinterpret_cast<int (*)()>(::dlsym(h, "mock_cuda_stream_wait_count"));
+  return count ? count() : -1;
 }
 
 constexpr const char* kGraph = R"(x = input() : f32[4,8]
@@ -65,6 +73,48 @@ TEST(DeviceAddressesOnMockCuda, ValuesGoInAndOutDeviceToDevice) {
     dev->wait_idle();
     dev->download(*y_mem, w_back.data(), bytes);
     EXPECT_EQ(w_back, w) << "round " << round;
+  }
+}
+
+TEST(DeviceAddressesOnMockCuda, OrderedAgainstAnotherStreamWithNoHostWait) {
+  if (!mock_loaded()) GTEST_SKIP() << "not running against the mock CUDA driver; driver: " << driver_status();
+  auto dev = cuda::open(0);
+  lowering::CompileOptions two_in_flight;
+  two_in_flight.steps_in_flight = 2;
+  auto exe = lowering::compile(graph::parse(kGraph), *dev, two_in_flight);
+  const size_t bytes = 32 * sizeof(float);
+  auto x_mem = dev->alloc(bytes), w_mem = dev->alloc(bytes);
+  std::vector<std::shared_ptr<Buffer>> y_mem = {dev->alloc(bytes), dev->alloc(bytes)};
+  std::vector<std::vector<float>> x(2, std::vector<float>(32)), w = x;
+  for (int round = 0; round < 2; ++round)
+    for (int i = 0; i < 32; ++i) {
+      x[size_t(round)][size_t(i)] = 0.5f * float(i) - 3.0f * float(round);
+      w[size_t(round)][size_t(i)] = 2.0f - 0.25f * float(i + round);
+    }
+  const uint64_t torch_stream = 0;  // the legacy default stream, torch's default current stream
+  const int waits_before = mock_stream_waits();
+  for (int round = 0; round < 2; ++round) {
+    dev->upload(*x_mem, x[size_t(round)].data(), bytes);  // stands for torch writing its tensors
+    dev->upload(*w_mem, w[size_t(round)].data(), bytes);
+    const SyncCounts start = dev->sync_counts();
+    dev->wait_for_stream(torch_stream);
+    exe->set_device("x", address_of(x_mem), bytes);
+    exe->set_device("w", address_of(w_mem), bytes);
+    exe->start_step();
+    exe->get_device("y", address_of(y_mem[size_t(round)]), bytes);  // a step is in flight: queued behind it
+    dev->signal_stream(torch_stream);
+    EXPECT_EQ(dev->sync_counts().waits, start.waits) << "round " << round << ": the host waited";
+  }
+  EXPECT_EQ(mock_stream_waits() - waits_before, 4) << "two device-side waits per round";
+  exe->finish_step();
+  exe->finish_step();
+  for (int round = 0; round < 2; ++round) {
+    std::vector<float> y(32, -1.0f);
+    dev->download(*y_mem[size_t(round)], y.data(), bytes);
+    for (size_t i = 0; i < 32; ++i) {
+      const float xi = x[size_t(round)][i], wi = w[size_t(round)][i];
+      EXPECT_FLOAT_EQ(y[i], xi * wi + xi) << "round " << round << " element " << i;
+    }
   }
 }
 

@@ -17,6 +17,10 @@
 # package's CMake config instead). The build (build-torch/, ignored) holds only spire_python_module and
 # the libraries it links. Through the device tool, with .gl carried:
 #   bash tools/gpu/run-torch.sh
+# (d) with PARTS containing "lenet": the seed's LeNet trained 5 epochs on Fashion-MNIST by examples/torch/train_lenet.py
+# through torch.compile(backend="spire") on each device and through spire.torch.compile_step on cuda:0, next to
+# `spire train lenet` (built here too) in the same run; Fashion-MNIST's four .gz files must be carried in
+# .data/fashion-mnist/ (ignored by git: cp /usr/share/datasets/fashion-mnist/*.gz .data/fashion-mnist/).
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
 # DEVICES (default "cuda:0,vulkan:0"), TESTS (pytest arguments, default the whole suite), JOBS (build jobs, nproc),
 # BEFORE (a folder of python/spire/torch/*.py files from an earlier version: the timing first runs spire's rows with
@@ -68,7 +72,8 @@ cmake -S . -B build-torch -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPIRE_BUILD_TEST
       -DCMAKE_PREFIX_PATH="$deps/usr" -DCMAKE_LIBRARY_PATH="$deps/usr/lib/x86_64-linux-gnu" \
       -DCMAKE_INCLUDE_PATH="$deps/usr/include" -DSPIRE_VOLK_DIR="$deps/usr/include" \
       -DCMAKE_POLICY_VERSION_MINIMUM=3.5 -DPython3_EXECUTABLE="$py" "${pyb[@]}" > "$OUT/build.log" 2>&1 &&
-  cmake --build build-torch --target spire_python_module -j "${JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1
+  cmake --build build-torch --target spire_python_module $([[ " $PARTS " == *" lenet "* ]] && echo spire) \
+        -j "${JOBS:-$(nproc)}" >> "$OUT/build.log" 2>&1
 rc=$?
 echo "build: exit $rc in $(( $(date +%s) - t0 )) s"
 if [ $rc != 0 ]; then grep -E "error|Error|CMake Error" -A3 "$OUT/build.log" | head -60; exit 1; fi
@@ -85,6 +90,25 @@ if [[ " $PARTS " == *" tests "* ]]; then
     > "$OUT/pytest.log" 2>&1
   echo "pytest: exit $? in $(( $(date +%s) - t0 )) s"
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest.log" | tail -25
+fi
+
+# ---- (d) LeNet trained through spire inside PyTorch
+if [[ " $PARTS " == *" lenet "* ]]; then
+  data=$root/.data/fashion-mnist
+  [ -f "$data/train-images-idx3-ubyte.gz" ] || { echo "run-torch.sh: carry .data (Fashion-MNIST, see the header)"; exit 1; }
+  echo "(d) LeNet, 5 epochs, batch 64, lr 0.05, momentum 0.9"
+  IFS=, read -ra devs <<< "$DEVICES"
+  for d in "${devs[@]}"; do
+    echo "  spire train lenet --device $d"
+    timeout 120 build-torch/bin/spire train lenet --device "$d" --epochs 5 --data "$data" 2>&1 | grep -E "epoch|accuracy" |
+      sed 's/^/    /'
+    for how in backend step; do
+      [ $how = step ] && [ "$d" != cuda:0 ] && continue
+      echo "  examples/torch/train_lenet.py --how $how --device $d"
+      timeout 240 $py examples/torch/train_lenet.py --how $how --device "$d" --data "$data" --expect 0.88 2>&1 |
+        sed 's/^/    /'
+    done
+  done 2>&1 | tee "$OUT/torch_lenet.txt"
 fi
 
 # ---- (b) and (c)
@@ -155,8 +179,11 @@ if "dynamo" in parts:
 
 def device_ms(pieces):
     """Device time of the last step of every spire plan the pieces ran (Executable.last_step_ms), summed."""
-    return sum(p.exe.last_step_ms() for piece in pieces for part in piece._partitions.values()
-               for r in part.runners.values() for p in set(r.plans.values()))
+    plans = {p for piece in pieces for part in piece._partitions.values() for r in part.runners.values()
+             for p in r.plans.values()}
+    for p in plans:
+        p.settle()  # the steps still in flight
+    return sum(p.exe.last_step_ms() for p in plans)
 
 
 if "timing" in parts:

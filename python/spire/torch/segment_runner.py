@@ -5,9 +5,12 @@ and connects to torch autograd: backward runs the segment's gradient graph, buil
 
 A call costs little besides the step: when the inputs' types and every weight's (object, _version, data_ptr, shape)
 are those of the last call, the last call's plan runs with no parameter check by name and no upload; float32 tensors
-are copied straight from and into torch's memory (set_from / get_into on the host; on spire's cuda:N with torch
-tensors on cuda:N, set_device / get_device: device-to-device copies, no host round trip, after torch's current
-stream is synchronized, and the plan then streams nothing through the host)."""
+are copied straight from and into torch's memory (set_from / get_into on the host). On spire's cuda:N with torch
+tensors on cuda:N the plan streams nothing through the host and the host never waits: spire's queue waits on the
+device for torch's current stream, copies the inputs device to device (set_device), submits the step, queues the
+outputs' copies behind it (get_device), and torch's stream then waits on the device for spire's queue. Such a plan
+keeps up to STEPS_IN_FLIGHT steps submitted; the host waits for the oldest only when it submits one more, so Python
+prepares the next call while the device runs this one, as PyTorch's own CUDA calls do."""
 import operator
 
 import torch
@@ -19,6 +22,7 @@ from spire.torch.frontend.dispatch import fetch_attr
 from spire.torch.tensors import from_numpy, to_numpy
 
 DYNAMIC_BATCH = 64  # the batch of the second plan: every batch up to it runs in one plan
+STEPS_IN_FLIGHT = 2  # steps a device-to-device plan may have submitted before the host waits for the oldest
 
 
 def _next_pow2(n):
@@ -40,8 +44,23 @@ class _Plan:
     def __init__(self, conv, exe, batch_to, device_io=False):
         self.conv, self.exe, self.batch_to, self.device_io = conv, exe, batch_to, device_io
         self.uploaded = {}
+        self.in_flight = 0  # steps submitted (start_step) and not yet waited for (finish_step)
         g = conv.graph
         self.input_f32 = [g.type(g.find(n))[0] == "f32" for n in conv.inputs]
+
+    def settle(self):
+        """Waits for every step in flight: before anything that goes through the host (set, get, last_step_ms)."""
+        while self.in_flight:
+            self.in_flight -= 1
+            self.exe.finish_step()
+
+    def submit(self):
+        """One step, not waited for: the oldest step in flight is waited for only when STEPS_IN_FLIGHT are."""
+        if self.in_flight == STEPS_IN_FLIGHT:
+            self.in_flight -= 1
+            self.exe.finish_step()
+        self.exe.start_step()
+        self.in_flight += 1
 
     def upload_params(self, gm):
         for name, path in self.conv.params.items():
@@ -50,8 +69,9 @@ class _Plan:
             if self.uploaded.get(name) != stamp:
                 t = t.detach()
                 if self.device_io and t.is_cuda and t.dtype == torch.float32 and t.is_contiguous():
-                    self.exe.set_device(name, t.data_ptr(), t.numel() * 4)  # torch's stream was synchronized
+                    self.exe.set_device(name, t.data_ptr(), t.numel() * 4)  # ordered after torch's stream
                 else:
+                    self.settle()
                     self.exe.set(name, to_numpy(t))
                 self.uploaded[name] = stamp
 
@@ -140,7 +160,8 @@ class SegmentRunner:
         except spire.GraphError as e:
             raise ValueError(f"spire cannot build segment {self.seg.index} at these inputs: {e}") from e
         device_io = self._device_io(flatten_values(inputs))
-        exe = spire.compile(conv.graph, self.owner.spire_device, stream=not device_io)
+        exe = spire.compile(conv.graph, self.owner.spire_device, stream=not device_io,
+                            steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
         self.owner.note_compilation(self.seg.index, why)
         plan = _Plan(conv, exe, batch_to, device_io)
         self.owner.dump_plan(self.seg.index, plan)
@@ -195,6 +216,7 @@ class SegmentRunner:
             t = t.detach()
             raw = f32 and t.dtype == torch.float32 and (t.is_cuda if plan.device_io else t.device.type == "cpu")
             if not raw:
+                plan.settle()
                 plan.exe.set(name, to_numpy(t, rows))
                 continue
             if rows is not None and rows != t.shape[0]:
@@ -204,8 +226,8 @@ class SegmentRunner:
             kept.append((name, t.contiguous()))
         if plan.device_io:
             # What torch queued on its current stream (the inputs' producers, the padding above, the last use of the
-            # memory torch.empty will give the outputs) is done before spire's stream copies anything.
-            torch.cuda.current_stream(self._cuda).synchronize()
+            # memory torch.empty will give the outputs) is done before spire's queue copies anything: on the device.
+            plan.exe.wait_for_stream(torch.cuda.current_stream(self._cuda).cuda_stream)
         for name, t in kept:
             if plan.device_io:
                 plan.exe.set_device(name, t.data_ptr(), t.numel() * 4)
@@ -231,10 +253,8 @@ class SegmentRunner:
         padded = plan.batch_to != batch
         g = plan.conv.graph
         on_device = plan.device_io and device == self._cuda
-        fetched = False
 
         def build(spec):
-            nonlocal fetched
             if spec[0] == "tensor":
                 _, name, batched = spec
                 dtype, shape = g.output_type(name)
@@ -243,17 +263,19 @@ class SegmentRunner:
                     t = torch.empty(tuple(shape), dtype=torch.float32, device=self._cuda if on_device else "cpu")
                     if on_device:
                         plan.exe.get_device(name, t.data_ptr(), t.numel() * 4)
-                        fetched = True
                     else:
                         plan.exe.get_into(name, t.data_ptr(), t.numel() * 4)
                     return t if rows is None else t[:rows]
+                plan.settle()
                 return _to(from_numpy(plan.exe.get(name), dtype, rows), device)
             if spec[0] == "tuple":
                 return tuple(build(s) for s in spec[1])
             return spec[1]
         outs = [build(s) for s in plan.conv.outputs]
-        if fetched:
-            plan.exe.wait_device()  # the device-to-device copies are done before torch reads the tensors
+        if plan.device_io:
+            # torch's stream runs what it is given next (reading the outputs, freeing or reusing the inputs' memory)
+            # after spire's copies: on the device.
+            plan.exe.signal_stream(torch.cuda.current_stream(self._cuda).cuda_stream)
         return outs
 
     def forward(self, inputs, batch):
@@ -270,7 +292,10 @@ class SegmentRunner:
         if upload:
             plan.upload_params(self.gm)
             self._last = (key, fingerprint, plan, ws)
-        plan.exe.step()
+        if plan.device_io:
+            plan.submit()
+        else:
+            plan.exe.step()
         del kept
         return self._outputs(plan, batch, self._torch_device(flat))
 

@@ -112,7 +112,9 @@ class CompiledStep:
             g.sgd_step(params, grads, lr=opt[1], momentum=opt[2], weight_decay=opt[3])
         else:
             g.adam_step(params, grads, lr=opt[1], beta1=opt[2], beta2=opt[3], eps=opt[4], weight_decay=opt[5])
-        exe = spire.compile(g, self.spire_device)
+        # Streamed: the batch, the target and the loss go through host copies inside the step, so a step costs one
+        # submit and one wait (each set() and get() of an unstreamed value would be a round trip of its own).
+        exe = spire.compile(g, self.spire_device, stream=True)
         self.compilations += 1
         if self.dump:
             import os
@@ -203,9 +205,12 @@ class CompiledStep:
             if self._versions.get(path) != t._version:
                 plan.exe.set(name, to_numpy(t))
                 self._versions[path] = t._version
-        for name, t in zip(plan.conv.inputs, inputs):
-            plan.exe.set(name, to_numpy(t))
-        plan.exe.set("target", to_numpy(target))
+        for name, t in zip(list(plan.conv.inputs) + ["target"], list(inputs) + [target]):
+            t = t.detach()
+            if t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous():
+                plan.exe.set_from(name, t.data_ptr(), t.numel() * 4)  # one memcpy into the streamed copy
+            else:
+                plan.exe.set(name, to_numpy(t))
         plan.exe.step()
         return torch.from_numpy(plan.exe.get("loss")).reshape(())
 

@@ -73,6 +73,7 @@ struct State {
   std::map<uint64_t, uint64_t> allocations;  // base -> bytes, of device and pinned host memory alike
   std::map<uint64_t, bool> pinned;            // the bases of cuMemHostAlloc's allocations
   int module_loads = 0;
+  int stream_waits = 0;  // cuStreamWaitEvent calls outside capture
   std::vector<LaunchRecord> launches;
   std::string last_fault;
 };
@@ -384,6 +385,15 @@ CUresult cuEventRecordWithFlags(void* e, void* s, unsigned flags) {
   });
 }
 CUresult cuEventRecord(void* e, void* s) { return cuEventRecordWithFlags(e, s, 0); }
+// Work runs when it is enqueued, so a wait is already satisfied; what is checked is that the event was recorded.
+CUresult cuStreamWaitEvent(void* s, void* e, unsigned flags) {
+  NEED_CONTEXT();
+  if (!e || flags != 0) return INVALID_VALUE;
+  auto* stream = static_cast<Stream*>(s);
+  if (stream && stream->capturing) return OK;
+  ++st().stream_waits;
+  return static_cast<Event*>(e)->recorded ? OK : INVALID_HANDLE;
+}
 CUresult cuEventSynchronize(void* e) {
   NEED_CONTEXT();
   return OK;
@@ -550,6 +560,7 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, uint64_
       {"cuEventSynchronize", (void*)&cuEventSynchronize},
       {"cuEventQuery", (void*)&cuEventQuery},
       {"cuEventElapsedTime", (void*)&cuEventElapsedTime},
+      {"cuStreamWaitEvent", (void*)&cuStreamWaitEvent},
       {"cuLaunchKernel", (void*)&cuLaunchKernel},
       {"cuStreamBeginCapture", (void*)&cuStreamBeginCapture_v2},
       {"cuStreamEndCapture", (void*)&cuStreamEndCapture},
@@ -576,6 +587,7 @@ int mock_cuda_live_allocations() {
   std::lock_guard lock(st().m);
   return int(st().allocations.size());
 }
+int mock_cuda_stream_wait_count() { return st().stream_waits; }
 int mock_cuda_launch_count() {
   std::lock_guard lock(st().m);
   return int(st().launches.size());

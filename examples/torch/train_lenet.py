@@ -1,0 +1,137 @@
+"""Trains the seed's LeNet on Fashion-MNIST with spire inside PyTorch, the recipe of `spire train lenet` (batch 64,
+SGD lr 0.05 momentum 0.9, a reshuffle each epoch, pixels scaled to [-1, 1]), and prints each epoch's time, mean loss
+and the test accuracy.
+
+    python3 examples/torch/train_lenet.py --how backend --device cuda:0    # torch.compile(model, backend="spire")
+    python3 examples/torch/train_lenet.py --how compile --device vulkan:0  # spire.torch.compile: loss.backward()
+    python3 examples/torch/train_lenet.py --how step                       # spire.torch.compile_step: all in spire
+
+--how backend needs torch >= 2 (Dynamo). With --how backend or compile the optimizer is torch.optim.SGD and the
+model's tensors live on torch's CUDA device when there is one (a spire cuda:N device then exchanges them in place);
+with --how step the whole step (forward, loss, backward, SGD) is one spire graph and only the batch and the loss
+cross. --expect ACC exits 1 when the final test accuracy is below ACC (a fraction), so a run can be a check.
+Fashion-MNIST is read from Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist, or --data DIR)."""
+import argparse
+import gzip
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import spire.torch
+
+
+class LeNet(nn.Module):
+    """The seed article's LeNet: padding 2 on both convolutions, Linear(784 -> 120)."""
+
+    def __init__(self):
+        super().__init__()
+        self.convnet = nn.Sequential(
+            nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2),
+            nn.Conv2d(6, 16, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2))
+        self.fc = nn.Sequential(
+            nn.Flatten(), nn.Linear(16 * 7 * 7, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
+
+    def forward(self, x):
+        return self.fc(self.convnet(x))
+
+
+def load(folder, split, limit=None):
+    """(images float32 [N,1,28,28] in [-1, 1], labels int64 [N]) of 'train' or 't10k' from the gzipped IDX files."""
+    def read(name, offset):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            sys.exit(f"train_lenet.py: {path} is missing (Debian's dataset-fashion-mnist installs it; or --data DIR)")
+        with gzip.open(path, "rb") as f:
+            return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
+    images = read(f"{split}-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)[:limit]
+    labels = read(f"{split}-labels-idx1-ubyte.gz", 8)[:limit]
+    x = (torch.from_numpy(images.astype(np.float32)) / 255 - 0.5) / 0.5
+    return x, torch.from_numpy(labels.astype(np.int64))
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--how", choices=["backend", "compile", "step"], default="backend" if hasattr(torch, "compile")
+                   else "compile", help="how spire gets the model (default: backend on torch >= 2, else compile)")
+    p.add_argument("--device", default=None, help="spire's device, e.g. cuda:0 or vulkan:0 (default: the best present)")
+    p.add_argument("--epochs", type=int, default=5)
+    p.add_argument("--batch", type=int, default=64)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--limit", type=int, default=None, help="train on the first N images only")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--expect", type=float, default=None, help="exit 1 below this final test accuracy (0..1)")
+    a = p.parse_args()
+
+    if a.how == "backend" and not hasattr(torch, "compile"):
+        sys.exit(f"train_lenet.py: --how backend needs torch >= 2 (this is torch {torch.__version__}); "
+                 "use --how compile")
+    names = [d.id for d in spire.devices()]
+    device = a.device or (names[0] if names else None)
+    if device not in names:
+        sys.exit(f"train_lenet.py: no spire device {device!r}; present: {', '.join(names) or 'none'}")
+    # The model's tensors live where a spire device can read them in place: torch's cuda:N for spire's cuda:N.
+    where = torch.device(device) if device.startswith("cuda") and torch.cuda.is_available() else torch.device("cpu")
+
+    torch.manual_seed(a.seed)
+    model = LeNet().to(where)
+    train_x, train_y = load(a.data, "train", a.limit)
+    test_x, test_y = load(a.data, "t10k")
+    opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
+    if a.how == "step":
+        step = spire.torch.compile_step(model, nn.CrossEntropyLoss(), opt, device=device)
+        evaluate = spire.torch.compile(model, device=device)
+    else:
+        fast = (torch.compile(model, backend="spire", options={"device": device}, dynamic=False) if a.how == "backend"
+                else spire.torch.compile(model, device=device))
+        evaluate = fast
+    # compile_step takes its batches through the host (one copy into the step's own stream): keep them there.
+    data = torch.device("cpu") if a.how == "step" else where
+    train_x, train_y = train_x.to(data), train_y.to(data)
+    print(f"LeNet on Fashion-MNIST through {a.how} on spire's {device} (torch {torch.__version__}, tensors on "
+          f"{data}): {len(train_x)} images, batch {a.batch}, lr {a.lr}")
+
+    accuracy = 0.0
+    for epoch in range(a.epochs):
+        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(a.seed + epoch)).to(data)
+        steps = len(train_x) // a.batch
+        losses = torch.zeros(steps, device=data)
+        t = time.perf_counter()
+        for i in range(steps):
+            idx = order[i * a.batch:(i + 1) * a.batch]
+            x, y = train_x[idx], train_y[idx]
+            if a.how == "step":
+                losses[i] = step(x, y)
+            else:
+                opt.zero_grad(set_to_none=True)
+                loss = F.cross_entropy(fast(x), y)
+                loss.backward()
+                opt.step()
+                losses[i] = loss.detach()
+        mean_loss = float(losses.mean())  # waits for the epoch's last step
+        seconds = time.perf_counter() - t
+        if a.how == "step":
+            step.sync()  # the trained weights back in the torch module
+        model.eval()
+        correct = 0
+        with torch.no_grad():
+            for i in range(0, len(test_x), 1000):
+                logits = evaluate(test_x[i:i + 1000].to(where))
+                correct += int((logits.argmax(1).cpu() == test_y[i:i + 1000]).sum())
+        model.train()
+        accuracy = correct / len(test_x)
+        print(f"epoch {epoch + 1}: {seconds:.3f} s ({steps * a.batch / seconds:.0f} images/s), mean loss "
+              f"{mean_loss:.4f}, test accuracy {100 * accuracy:.2f}%", flush=True)
+    if a.expect is not None and accuracy < a.expect:
+        print(f"train_lenet.py: test accuracy {100 * accuracy:.2f}% is below the expected {100 * a.expect:.2f}%")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
