@@ -75,8 +75,10 @@ def main():
     device = a.device or (names[0] if names else None)
     if device not in names:
         sys.exit(f"train_lenet.py: no spire device {device!r}; present: {', '.join(names) or 'none'}")
-    # The model's tensors live where a spire device can read them in place: torch's cuda:N for spire's cuda:N.
-    where = torch.device(device) if device.startswith("cuda") and torch.cuda.is_available() else torch.device("cpu")
+    # The model's tensors live where a spire device can read them in place: torch's cuda:N for spire's cuda:N. With
+    # compile_step the step is all spire's and only the batch crosses, through the host: everything stays on the CPU.
+    on_cuda = device.startswith("cuda") and torch.cuda.is_available() and a.how != "step"
+    where = torch.device(device) if on_cuda else torch.device("cpu")
 
     torch.manual_seed(a.seed)
     model = LeNet().to(where)
@@ -90,17 +92,15 @@ def main():
         fast = (torch.compile(model, backend="spire", options={"device": device}, dynamic=False) if a.how == "backend"
                 else spire.torch.compile(model, device=device))
         evaluate = fast
-    # compile_step takes its batches through the host (one copy into the step's own stream): keep them there.
-    data = torch.device("cpu") if a.how == "step" else where
-    train_x, train_y = train_x.to(data), train_y.to(data)
+    train_x, train_y = train_x.to(where), train_y.to(where)
     print(f"LeNet on Fashion-MNIST through {a.how} on spire's {device} (torch {torch.__version__}, tensors on "
-          f"{data}): {len(train_x)} images, batch {a.batch}, lr {a.lr}")
+          f"{where}): {len(train_x)} images, batch {a.batch}, lr {a.lr}")
 
     accuracy = 0.0
     for epoch in range(a.epochs):
-        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(a.seed + epoch)).to(data)
+        order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(a.seed + epoch)).to(where)
         steps = len(train_x) // a.batch
-        losses = torch.zeros(steps, device=data)
+        losses = torch.zeros(steps, device=where)
         t = time.perf_counter()
         for i in range(steps):
             idx = order[i * a.batch:(i + 1) * a.batch]

@@ -301,41 +301,77 @@ class SegmentRunner:
 
     def backward(self, inputs, batch, grad_outs, wants_input, param_paths):
         """Gradients of the segment's float outputs (grad_outs: per flattened float output, or None) with respect to
-        the flattened tensor inputs that want one and the parameters at param_paths."""
+        the flattened tensor inputs that want one and the parameters at param_paths. A forward plan that exchanged
+        CUDA tensors in place gets a backward plan that does too: float32 gradients go in and come out device to
+        device, ordered against torch's stream with no host wait."""
         fplan = self.plan_for(inputs, batch)
         key = (id(fplan), tuple(wants_input), tuple(param_paths))
         plan = self.backward_plans.get(key)
         if plan is None:
             conv = convert_segment(self.seg, self.gm, inputs, batch, fplan.batch_to,
                                    grad=(wants_input, param_paths))
-            exe = spire.compile(conv.graph, self.owner.spire_device)
+            exe = spire.compile(conv.graph, self.owner.spire_device, stream=not fplan.device_io,
+                                steps_in_flight=STEPS_IN_FLIGHT if fplan.device_io else 1)
             self.owner.note_compilation(self.seg.index, "the backward graph", backward=True)
-            plan = _Plan(conv, exe, fplan.batch_to)
+            plan = _Plan(conv, exe, fplan.batch_to, fplan.device_io)
             self.owner.dump_plan(self.seg.index, plan, backward=True)
             self.backward_plans[key] = plan
         flat = flatten_values(inputs)
-        self._feed(plan, flat, batch)
-        plan.upload_params(self.gm)
         g = plan.conv.graph
+        # The incoming gradients as tensors of the plan's shapes (zeros where torch gave none), prepared on torch's
+        # side before _feed orders spire's queue after torch's stream.
+        gos = []
         for (out_name, gname), go in zip(plan.conv.grad_inputs, grad_outs):
             dtype, shape = g.type(g.find(gname))
             padded = plan.batch_to != batch and _is_batched(plan, out_name)
             if go is None:
-                go = torch.zeros((batch,) + tuple(shape[1:]) if padded else tuple(shape), dtype=torch.float32)
-            plan.exe.set(gname, to_numpy(go, plan.batch_to if padded else None))
-        plan.exe.step()
+                go = torch.zeros((batch,) + tuple(shape[1:]) if padded else tuple(shape), dtype=torch.float32,
+                                 device=self._cuda if plan.device_io else None)
+            go = go.detach()
+            if plan.device_io and go.is_cuda and go.dtype == torch.float32:
+                if padded:
+                    full = go.new_zeros((plan.batch_to,) + tuple(go.shape[1:]))
+                    full[: go.shape[0]] = go
+                    go = full
+                gos.append((gname, go.contiguous(), True))
+            else:
+                gos.append((gname, to_numpy(go, plan.batch_to if padded else None), False))
+        kept = self._feed(plan, flat, batch)
+        plan.upload_params(self.gm)
+        for gname, go, on_device in gos:
+            if on_device:
+                plan.exe.set_device(gname, go.data_ptr(), go.numel() * 4)
+            else:
+                plan.settle()
+                plan.exe.set(gname, go)
+        if plan.device_io:
+            plan.submit()
+        else:
+            plan.exe.step()
+        del kept
+
+        def fetch(name, device, rows):
+            dtype = _output_dtype(g, name)
+            if plan.device_io and dtype == "f32" and device == self._cuda:
+                t = torch.empty(tuple(g.output_type(name)[1]), dtype=torch.float32, device=self._cuda)
+                plan.exe.get_device(name, t.data_ptr(), t.numel() * 4)
+                return t if rows is None else t[:rows]
+            plan.settle()
+            return _to(from_numpy(plan.exe.get(name), dtype, rows), device)
+
         input_grads = [None] * len(flat)
         param_grads = {}
         for name, (kind, target) in plan.conv.grad_outputs.items():
             if kind == "input":
                 t = flat[target]
                 padded = plan.batch_to != batch and t.dim() > 0 and t.shape[0] == batch
-                input_grads[target] = _to(from_numpy(plan.exe.get(name), _output_dtype(g, name),
-                                                     batch if padded else None), t.device)
+                input_grads[target] = fetch(name, t.device, batch if padded else None)
             else:
                 path = plan.conv.params[target]
-                param_grads[path] = _to(from_numpy(plan.exe.get(name), _output_dtype(g, name)),
-                                        fetch_attr(self.gm, path).device)
+                param_grads[path] = fetch(name, fetch_attr(self.gm, path).device, None)
+        if plan.device_io:
+            plan.exe.signal_stream(torch.cuda.current_stream(self._cuda).cuda_stream)
+        del gos
         return input_grads, param_grads
 
 
