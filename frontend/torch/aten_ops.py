@@ -240,6 +240,12 @@ def _unbind(b, args, kwargs):
     return tuple(nb.select(b, x, dim, i) for i in range(x.shape[dim]))
 
 
+@aten("aten._transformer_encoder_layer_fwd.default")
+def _encoder_layer(b, args, kwargs):
+    return nb.transformer_encoder_layer(b, {name: arg(args, kwargs, i, name, None)
+                                            for i, name in enumerate(nb.ENCODER_LAYER_ARGS)})
+
+
 @aten("aten.scaled_dot_product_attention.default")
 def _sdpa(b, args, kwargs):
     return nb.scaled_dot_product_attention(b, args[0], args[1], args[2], arg(args, kwargs, 3, "attn_mask", None),

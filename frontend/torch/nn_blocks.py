@@ -272,3 +272,46 @@ def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
     if mask is not None:
         scores = b.binary("add", scores, mask)
     return matmul(b, softmax(b, "softmax", scores, -1), v)
+
+
+ENCODER_LAYER_ARGS = ("src", "embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
+                      "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
+                      "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask", "mask_type")
+
+
+def transformer_encoder_layer(b, a):
+    """nn.TransformerEncoderLayer's fused inference path (torch._transformer_encoder_layer_fwd, which PyTorch takes in
+    eval mode under no_grad with batch_first): self-attention over [batch, tokens, embed], then the feed-forward
+    block, each with a residual add and a layer norm (after it, or before it with norm_first). `a` maps
+    ENCODER_LAYER_ARGS to the converted arguments."""
+    x = float_tensor(a["src"], "the encoder layer's input")
+    if x.rank != 3:
+        raise Unsupported(f"the fused encoder layer on a rank-{x.rank} input (spire maps [batch, tokens, embed])")
+    if a.get("mask") is not None:
+        raise Unsupported("the fused encoder layer with a mask")
+    embed, heads = int(a["embed_dim"]), int(a["num_heads"])
+    batch, tokens = x.shape[0], x.shape[1]
+    head = embed // heads
+
+    def norm(v, i):
+        return layer_norm(b, v, [embed], a[f"norm_weight_{i}"], a[f"norm_bias_{i}"], float(a["eps"]))
+
+    def attention(v):
+        q, k, w = split(b, linear(b, v, a["qkv_weight"], a["qkv_bias"]), embed, -1)
+        q, k, w = (b.permute(b.reshape(t, [batch, tokens, heads, head]), [0, 2, 1, 3]) for t in (q, k, w))
+        out = b.permute(scaled_dot_product_attention(b, q, k, w, None, 0.0, False, None), [0, 2, 1, 3])
+        return linear(b, b.reshape(out, [batch, tokens, embed]), a["proj_weight"], a["proj_bias"])
+
+    def feed_forward(v):
+        h = linear(b, v, a["ffn_weight_1"], a["ffn_bias_1"])
+        h = gelu(b, h, "none") if a["use_gelu"] else unary(b, "relu", h)
+        return linear(b, h, a["ffn_weight_2"], a["ffn_bias_2"])
+
+    def add(p, q):
+        return b.op("add", [p, q], rows="pointwise")
+
+    if a["norm_first"]:
+        x = add(x, attention(norm(x, 1)))
+        return add(x, feed_forward(norm(x, 2)))
+    x = norm(add(x, attention(x)), 1)
+    return norm(add(x, feed_forward(x)), 2)

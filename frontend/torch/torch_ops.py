@@ -499,6 +499,12 @@ def _f_sdpa(b, args, kwargs):
                                            kwargs.get("scale"))
 
 
+@_functions("_transformer_encoder_layer_fwd")
+def _f_encoder_layer(b, args, kwargs):
+    return nb.transformer_encoder_layer(b, {name: arg(args, kwargs, i, name, None)
+                                            for i, name in enumerate(nb.ENCODER_LAYER_ARGS)})
+
+
 @_functions("select")
 def _f_select(b, args, kwargs):
     return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))

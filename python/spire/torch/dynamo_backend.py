@@ -21,6 +21,7 @@ Options: device ('vulkan:0', 'cuda:0', ...; default: cuda:N when the graph's ten
 has that device, else the best device present), dynamic (spire.torch.compile's batch padding, default True), dump (a
 folder for every stage). `mode` is accepted and ignored."""
 import copy
+import operator
 import re
 import weakref
 
@@ -98,11 +99,22 @@ class _Piece:
             else:
                 self.data.append(i)
         self.gm.recompile()
+        # The weights of the last call: Dynamo passes the same tensor objects every call, and while they are the
+        # ones the dictionaries hold, putting them in place again (a hundred dictionary writes in a CNN) is skipped.
+        self._weight_args = operator.itemgetter(*[i for i, _ in self.weights]) if self.weights else None
+        self._placed = ()
         self.dtypes_ok = set()
         self.spire = SpireModule(self.gm, device=device, dynamic=dynamic, dump=dump, graph=self.gm)
         _pieces.append(weakref.ref(self.spire))
 
     def _set_weights(self, args):
+        if self._weight_args is None:
+            return
+        now = self._weight_args(args)
+        now = now if len(self.weights) > 1 else (now,)
+        if len(now) == len(self._placed) and all(map(operator.is_, now, self._placed)):
+            return
+        self._placed = now
         params, buffers = self.gm._parameters, self.gm._buffers
         for i, name in self.weights:
             t = args[i]
