@@ -1,6 +1,6 @@
-"""Trains the seed's LeNet on Fashion-MNIST with spire inside PyTorch, the recipe of `spire train lenet` (batch 64,
-SGD lr 0.05 momentum 0.9, a reshuffle each epoch, pixels scaled to [-1, 1]), and prints each epoch's time, mean loss
-and the test accuracy.
+"""Trains the seed's LeNet on Fashion-MNIST with spire inside PyTorch, with the recipe of `spire train lenet` (batch 64,
+SGD lr 0.05 momentum 0.9, a reshuffle each epoch, pixels scaled to [-1, 1]) plus, where torch's optimizer steps,
+cosine annealing of the rate, and prints each epoch's time, mean loss and the test accuracy.
 
     python3 examples/torch/train_lenet.py --how backend --device cuda:0    # torch.compile(model, backend="spire")
     python3 examples/torch/train_lenet.py --how compile --device vulkan:0  # spire.torch.compile: loss.backward()
@@ -65,6 +65,9 @@ def main():
     p.add_argument("--limit", type=int, default=None, help="train on the first N images only")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--schedule", choices=["constant", "cosine"], default=None,
+                   help="the learning rate over the run: cosine annealing to 0 per step (default; PyTorch's "
+                        "CosineAnnealingLR), or constant (the default and only choice of --how step)")
     p.add_argument("--expect", type=float, default=None, help="exit 1 below this final test accuracy (0..1)")
     a = p.parse_args()
 
@@ -75,10 +78,12 @@ def main():
     device = a.device or (names[0] if names else None)
     if device not in names:
         sys.exit(f"train_lenet.py: no spire device {device!r}; present: {', '.join(names) or 'none'}")
-    # The model's tensors live where a spire device can read them in place: torch's cuda:N for spire's cuda:N. With
-    # compile_step the step is all spire's and only the batch crosses, through the host: everything stays on the CPU.
-    on_cuda = device.startswith("cuda") and torch.cuda.is_available() and a.how != "step"
-    where = torch.device(device) if on_cuda else torch.device("cpu")
+    # The model's tensors live where a spire device can read them in place: torch's cuda:N for spire's cuda:N.
+    where = torch.device(device) if device.startswith("cuda") and torch.cuda.is_available() else torch.device("cpu")
+    schedule = a.schedule or ("constant" if a.how == "step" else "cosine")
+    if a.how == "step" and schedule != "constant":
+        sys.exit("train_lenet.py: compile_step builds the learning rate into its graph; --how step trains at a "
+                 "constant rate (--schedule constant)")
 
     torch.manual_seed(a.seed)
     model = LeNet().to(where)
@@ -93,13 +98,15 @@ def main():
                 else spire.torch.compile(model, device=device))
         evaluate = fast
     train_x, train_y = train_x.to(where), train_y.to(where)
+    steps = len(train_x) // a.batch
+    scheduler = (torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=a.epochs * steps) if schedule == "cosine"
+                 else None)
     print(f"LeNet on Fashion-MNIST through {a.how} on spire's {device} (torch {torch.__version__}, tensors on "
-          f"{where}): {len(train_x)} images, batch {a.batch}, lr {a.lr}")
+          f"{where}): {len(train_x)} images, batch {a.batch}, lr {a.lr} ({schedule})")
 
     accuracy = 0.0
     for epoch in range(a.epochs):
         order = torch.randperm(len(train_x), generator=torch.Generator().manual_seed(a.seed + epoch)).to(where)
-        steps = len(train_x) // a.batch
         losses = torch.zeros(steps, device=where)
         t = time.perf_counter()
         for i in range(steps):
@@ -112,6 +119,8 @@ def main():
                 loss = F.cross_entropy(fast(x), y)
                 loss.backward()
                 opt.step()
+                if scheduler is not None:
+                    scheduler.step()
                 losses[i] = loss.detach()
         mean_loss = float(losses.mean())  # waits for the epoch's last step
         seconds = time.perf_counter() - t

@@ -3,14 +3,13 @@ the first call's batch, then one plan for 64 rows that smaller batches run zero-
 independent), keeps parameters resident (uploaded again only when a parameter's _version, storage or shape changes),
 and connects to torch autograd: backward runs the segment's gradient graph, built by spire's autograd.
 
-A call costs little besides the step: when the inputs' types and every weight's (object, _version, data_ptr, shape)
-are those of the last call, the last call's plan runs with no parameter check by name and no upload; float32 tensors
+A call costs little besides the step: when the inputs' types and every weight's (object, _version, data_ptr) are
+those of the last call, the last call's plan runs with no parameter check by name and no upload; float32 tensors
 are copied straight from and into torch's memory (set_from / get_into on the host). On spire's cuda:N with torch
 tensors on cuda:N the plan streams nothing through the host and the host never waits: spire's queue waits on the
 device for torch's current stream, copies the inputs device to device (set_device), submits the step, queues the
 outputs' copies behind it (get_device), and torch's stream then waits on the device for spire's queue. Such a plan
-keeps up to STEPS_IN_FLIGHT steps submitted; the host waits for the oldest only when it submits one more, so Python
-prepares the next call while the device runs this one, as PyTorch's own CUDA calls do."""
+keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py)."""
 import operator
 
 import torch
@@ -19,10 +18,10 @@ import spire
 from spire.torch.frontend.builder import Unsupported
 from spire.torch.frontend.convert import convert_segment, flatten_values
 from spire.torch.frontend.dispatch import fetch_attr
+from spire.torch.in_flight import STEPS_IN_FLIGHT, InFlightPlan, current_stream
 from spire.torch.tensors import from_numpy, to_numpy
 
 DYNAMIC_BATCH = 64  # the batch of the second plan: every batch up to it runs in one plan
-STEPS_IN_FLIGHT = 2  # steps a device-to-device plan may have submitted before the host waits for the oldest
 
 
 def _next_pow2(n):
@@ -36,30 +35,16 @@ _VERSION = operator.attrgetter("_version")
 _DATA_PTR = torch.Tensor.data_ptr
 
 
-class _Plan:
+class _Plan(InFlightPlan):
     """One compiled graph of the segment: the conversion, the executable, and what each parameter was uploaded as.
     device_io: compiled without streaming, its float32 values exchanged with torch CUDA tensors on the device."""
 
     def __init__(self, conv, exe, batch_to, device_io=False):
-        self.conv, self.exe, self.batch_to, self.device_io = conv, exe, batch_to, device_io
+        super().__init__(exe)
+        self.conv, self.batch_to, self.device_io = conv, batch_to, device_io
         self.uploaded = {}
-        self.in_flight = 0  # steps submitted (start_step) and not yet waited for (finish_step)
         g = conv.graph
         self.input_f32 = [g.type(g.find(n))[0] == "f32" for n in conv.inputs]
-
-    def settle(self):
-        """Waits for every step in flight: before anything that goes through the host (set, get, last_step_ms)."""
-        while self.in_flight:
-            self.in_flight -= 1
-            self.exe.finish_step()
-
-    def submit(self):
-        """One step, not waited for: the oldest step in flight is waited for only when STEPS_IN_FLIGHT are."""
-        if self.in_flight == STEPS_IN_FLIGHT:
-            self.in_flight -= 1
-            self.exe.finish_step()
-        self.exe.start_step()
-        self.in_flight += 1
 
     def upload_params(self, gm):
         for name, path in self.conv.params.items():
@@ -226,7 +211,7 @@ class SegmentRunner:
         if plan.device_io:
             # What torch queued on its current stream (the inputs' producers, the padding above, the last use of the
             # memory torch.empty will give the outputs) is done before spire's queue copies anything: on the device.
-            plan.exe.wait_for_stream(_current_stream(self._cuda))
+            plan.exe.wait_for_stream(current_stream(self._cuda))
         for name, t in kept:
             if plan.device_io:
                 plan.exe.set_device(name, t.data_ptr(), t.numel() * 4)
@@ -274,7 +259,7 @@ class SegmentRunner:
         if plan.device_io:
             # torch's stream runs what it is given next (reading the outputs, freeing or reusing the inputs' memory)
             # after spire's copies: on the device.
-            plan.exe.signal_stream(_current_stream(self._cuda))
+            plan.exe.signal_stream(current_stream(self._cuda))
         return outs
 
     def forward(self, inputs, batch):
@@ -372,15 +357,9 @@ class SegmentRunner:
                 path = plan.conv.params[target]
                 param_grads[path] = fetch(name, fetch_attr(self.gm, path).device, None)
         if plan.device_io:
-            plan.exe.signal_stream(_current_stream(self._cuda))
+            plan.exe.signal_stream(current_stream(self._cuda))
         del gos
         return input_grads, param_grads
-
-
-def _current_stream(device):
-    """torch's current CUDA stream on `device` as the driver's handle (an int; 0: the legacy default stream)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    return raw(device.index) if raw is not None else torch.cuda.current_stream(device).cuda_stream
 
 
 def _slots(gm, paths):

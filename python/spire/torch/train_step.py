@@ -18,6 +18,7 @@ from spire.torch.frontend.convert import convert_segment
 from spire.torch.frontend.dispatch import describe, fetch_attr
 from spire.torch.frontend.probe import probe
 from spire.torch.frontend.segments import split_segments
+from spire.torch.in_flight import STEPS_IN_FLIGHT, InFlightPlan, current_stream
 from spire.torch.tensors import from_numpy, to_numpy
 
 
@@ -51,9 +52,13 @@ def _optimizer_options(opt):
     raise ValueError(f"compile_step has no spire form of {type(opt).__name__}: use torch.optim.SGD or Adam")
 
 
-class _StepPlan:
-    def __init__(self, conv, exe, param_names):
-        self.conv, self.exe, self.param_names = conv, exe, param_names  # param_names: spire name -> path
+class _StepPlan(InFlightPlan):
+    """device_io: compiled for torch CUDA tensors on spire's own cuda:N, whose batch, target and loss are exchanged
+    device to device with no host wait (steps in flight); else batch, target and loss are streamed through the host."""
+
+    def __init__(self, conv, exe, param_names, device_io):
+        super().__init__(exe)
+        self.conv, self.param_names, self.device_io = conv, param_names, device_io  # param_names: spire name -> path
 
 
 class CompiledStep:
@@ -73,6 +78,9 @@ class CompiledStep:
         self._plans = {}
         self._active = None
         self._versions = {}  # path -> the _version of the torch tensor the device copy was made from or written to
+        info = self.spire_device.info
+        # torch's device whose CUDA tensors spire's device exchanges in place (same device, same primary context).
+        self._cuda = torch.device("cuda", int(info.id.split(":")[1])) if info.backend == "cuda" else None
 
     # ---- building
     def _build(self, inputs, target):
@@ -113,8 +121,11 @@ class CompiledStep:
         else:
             g.adam_step(params, grads, lr=opt[1], beta1=opt[2], beta2=opt[3], eps=opt[4], weight_decay=opt[5])
         # Streamed: the batch, the target and the loss go through host copies inside the step, so a step costs one
-        # submit and one wait (each set() and get() of an unstreamed value would be a round trip of its own).
-        exe = spire.compile(g, self.spire_device, stream=True)
+        # submit and one wait (each set() and get() of an unstreamed value would be a round trip of its own). CUDA
+        # tensors on spire's own cuda:N instead go in and out device to device.
+        device_io = self._cuda is not None and all(t.device == self._cuda for t in list(inputs) + [target])
+        exe = spire.compile(g, self.spire_device, stream=not device_io,
+                            steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
         self.compilations += 1
         if self.dump:
             import os
@@ -123,7 +134,7 @@ class CompiledStep:
                 f.write(g.text())
             with open(os.path.join(self.dump, f"step.{self.compilations}.plan.txt"), "w") as f:
                 f.write(exe.plan_text())
-        return _StepPlan(conv, exe, dict(conv.params))
+        return _StepPlan(conv, exe, dict(conv.params), device_io)
 
     def _key(self, inputs, target):
         def sig(t):
@@ -153,6 +164,8 @@ class CompiledStep:
 
     def _transfer(self, src, dst):
         """Parameters and optimizer state from one plan's device copies into another's (a new batch size)."""
+        src.settle()
+        dst.settle()
         for name in list(src.param_names) + src.conv.graph.states():
             if dst.conv.graph.find(name) is not None:
                 dst.exe.set(name, src.exe.get(name))
@@ -163,6 +176,7 @@ class CompiledStep:
         plan = self._active
         if plan is None:
             return
+        plan.settle()
         states = set(plan.conv.graph.states())
         with torch.no_grad():
             for name, path in plan.param_names.items():
@@ -203,8 +217,11 @@ class CompiledStep:
         for name, path in plan.param_names.items():  # changed on the torch side since: torch's value wins
             t = fetch_attr(self.gm, path)
             if self._versions.get(path) != t._version:
+                plan.settle()
                 plan.exe.set(name, to_numpy(t))
                 self._versions[path] = t._version
+        if plan.device_io:
+            return self._step_on_device(plan, inputs, target)
         for name, t in zip(list(plan.conv.inputs) + ["target"], list(inputs) + [target]):
             t = t.detach()
             if t.dtype == torch.float32 and t.device.type == "cpu" and t.is_contiguous():
@@ -213,6 +230,28 @@ class CompiledStep:
                 plan.exe.set(name, to_numpy(t))
         plan.exe.step()
         return torch.from_numpy(plan.exe.get("loss")).reshape(())
+
+    def _step_on_device(self, plan, inputs, target):
+        """The step with CUDA tensors: in and out device to device, ordered against torch's current stream on the
+        device; the loss is a CUDA tensor that torch's stream reads after the step (no host wait here)."""
+        kept = []
+        for name, t in zip(list(plan.conv.inputs) + ["target"], list(inputs) + [target]):
+            t = t.detach()
+            if t.dtype == torch.int64:
+                t = t.to(torch.int32)  # spire's device type for int64 values (class indices)
+            elif t.dtype not in (torch.float32, torch.int32):
+                raise ValueError(f"compile_step on {self._cuda}: a {t.dtype} input; it exchanges float32, int32 and "
+                                 "int64 CUDA tensors")
+            kept.append((name, t.contiguous()))
+        stream = current_stream(self._cuda)
+        plan.exe.wait_for_stream(stream)  # after the conversions above and the batch's producers
+        for name, t in kept:
+            plan.exe.set_device(name, t.data_ptr(), t.numel() * 4)
+        plan.submit()
+        loss = torch.empty((), dtype=torch.float32, device=self._cuda)
+        plan.exe.get_device("loss", loss.data_ptr(), 4)
+        plan.exe.signal_stream(stream)
+        return loss
 
 
 def _torch_dtype(plan, name):
