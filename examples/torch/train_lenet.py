@@ -12,46 +12,15 @@ with --how step the whole step (forward, loss, backward, SGD) is one spire graph
 cross. --expect ACC exits 1 when the final test accuracy is below ACC (a fraction), so a run can be a check.
 Fashion-MNIST is read from Debian's dataset-fashion-mnist (/usr/share/datasets/fashion-mnist, or --data DIR)."""
 import argparse
-import gzip
-import os
 import sys
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
 import spire.torch
-
-
-class LeNet(nn.Module):
-    """The seed article's LeNet: padding 2 on both convolutions, Linear(784 -> 120)."""
-
-    def __init__(self):
-        super().__init__()
-        self.convnet = nn.Sequential(
-            nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(6, 16, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2))
-        self.fc = nn.Sequential(
-            nn.Flatten(), nn.Linear(16 * 7 * 7, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
-
-    def forward(self, x):
-        return self.fc(self.convnet(x))
-
-
-def load(folder, split, limit=None):
-    """(images float32 [N,1,28,28] in [-1, 1], labels int64 [N]) of 'train' or 't10k' from the gzipped IDX files."""
-    def read(name, offset):
-        path = os.path.join(folder, name)
-        if not os.path.exists(path):
-            sys.exit(f"train_lenet.py: {path} is missing (Debian's dataset-fashion-mnist installs it; or --data DIR)")
-        with gzip.open(path, "rb") as f:
-            return np.frombuffer(f.read(), dtype=np.uint8, offset=offset)
-    images = read(f"{split}-images-idx3-ubyte.gz", 16).reshape(-1, 1, 28, 28)[:limit]
-    labels = read(f"{split}-labels-idx1-ubyte.gz", 8)[:limit]
-    x = (torch.from_numpy(images.astype(np.float32)) / 255 - 0.5) / 0.5
-    return x, torch.from_numpy(labels.astype(np.int64))
+from spire.torch.lenet import FASHION_MNIST, LeNet, fashion_mnist
 
 
 def main():
@@ -64,7 +33,7 @@ def main():
     p.add_argument("--lr", type=float, default=0.05)
     p.add_argument("--limit", type=int, default=None, help="train on the first N images only")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    p.add_argument("--data", default=FASHION_MNIST)
     p.add_argument("--schedule", choices=["constant", "cosine"], default=None,
                    help="the learning rate over the run: cosine annealing to 0 per step (default; PyTorch's "
                         "CosineAnnealingLR), or constant (the default and only choice of --how step)")
@@ -87,8 +56,11 @@ def main():
 
     torch.manual_seed(a.seed)
     model = LeNet().to(where)
-    train_x, train_y = load(a.data, "train", a.limit)
-    test_x, test_y = load(a.data, "t10k")
+    try:
+        train_x, train_y = fashion_mnist("train", a.limit, a.data)
+        test_x, test_y = fashion_mnist("t10k", folder=a.data)
+    except FileNotFoundError as e:
+        sys.exit(f"train_lenet.py: {e}; or --data DIR")
     opt = torch.optim.SGD(model.parameters(), lr=a.lr, momentum=0.9)
     if a.how == "step":
         step = spire.torch.compile_step(model, nn.CrossEntropyLoss(), opt, device=device)

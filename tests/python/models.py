@@ -3,20 +3,7 @@ downloaded)."""
 import torch
 import torch.nn as nn
 
-
-class LeNet(nn.Module):
-    """The seed article's LeNet (padded convolutions, Fashion-MNIST sizes), with its state_dict names."""
-
-    def __init__(self):
-        super().__init__()
-        self.convnet = nn.Sequential(
-            nn.Conv2d(1, 6, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(6, 16, kernel_size=5, padding=2), nn.ReLU(), nn.MaxPool2d(kernel_size=2, stride=2))
-        self.fc = nn.Sequential(
-            nn.Flatten(), nn.Linear(16 * 7 * 7, 120), nn.ReLU(), nn.Linear(120, 84), nn.ReLU(), nn.Linear(84, 10))
-
-    def forward(self, x):
-        return self.fc(self.convnet(x))
+from spire.torch.lenet import LeNet  # noqa: F401 (the seed's LeNet, for the tests that import it from here)
 
 
 class SiluMLP(nn.Module):

@@ -6,8 +6,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import fashion_mnist
 import spire.torch
+from spire.torch.lenet import fashion_mnist, fashion_mnist_present
 from models import LeNet, SiluMLP, rel_err, seeded
 
 
@@ -73,12 +73,12 @@ def test_refuses_what_it_cannot_capture(device):
         spire.torch.compile_step(model, torch.nn.MSELoss(), torch.optim.RMSprop(model.parameters()), device=device)
 
 
-@pytest.mark.skipif(not fashion_mnist.available(), reason="dataset-fashion-mnist is not installed")
+@pytest.mark.skipif(not fashion_mnist_present(), reason="dataset-fashion-mnist is not installed")
 def test_lenet_learns_fashion_mnist(device):
     # `spire train lenet`'s short lavapipe run: 1 epoch on the first 10000 images, batch 64, SGD lr 0.05 momentum
     # 0.9; it reaches 75.36%. compile_step must reach 75% too.
-    x, t = fashion_mnist.load("train", limit=10000)
-    test_x, test_t = fashion_mnist.load("t10k")
+    x, t = fashion_mnist("train", limit=10000)
+    test_x, test_t = fashion_mnist("t10k")
     model = seeded(LeNet, seed=0)
     opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
     step = spire.torch.compile_step(model, torch.nn.CrossEntropyLoss(), opt, device=device)
