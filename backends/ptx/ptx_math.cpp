@@ -70,75 +70,6 @@ void emit_exp_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
   I(w, "mul.rn.f32 {}, {}, {};", dst, e, s2);
 }
 
-void emit_log_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
-  w.comment("log.f32: x = m*2^e, m in [sqrt(1/2), sqrt(2)), log(m) = 2*atanh((m-1)/(m+1))");
-  auto psub = w.reg(RegClass::Pred);
-  auto xs = w.reg(RegClass::F32);
-  auto xm = w.reg(RegClass::F32);
-  auto adj = w.reg(RegClass::B32);
-  // Subnormals: scale by 2^23 first so the exponent field is meaningful.
-  I(w, "setp.lt.f32 {}, {}, {};", psub, x, f(std::numeric_limits<float>::min()));
-  I(w, "mul.rn.f32 {}, {}, {};", xs, x, f(8388608.0f));
-  I(w, "selp.f32 {}, {}, {}, {};", xm, xs, x, psub);
-  I(w, "selp.b32 {}, -23, 0, {};", adj, psub);
-  auto bits = w.reg(RegClass::B32);
-  auto e = w.reg(RegClass::B32);
-  auto mb = w.reg(RegClass::B32);
-  auto m = w.reg(RegClass::F32);
-  I(w, "mov.b32 {}, {};", bits, xm);
-  I(w, "shr.u32 {}, {}, 23;", e, bits);  // only positive finite x reach the result
-  I(w, "sub.s32 {}, {}, 127;", e, e);
-  I(w, "add.s32 {}, {}, {};", e, e, adj);
-  I(w, "and.b32 {}, {}, 8388607;", mb, bits);
-  I(w, "or.b32 {}, {}, 1065353216;", mb, mb);  // exponent of 1.0: m in [1, 2)
-  I(w, "mov.b32 {}, {};", m, mb);
-  auto pbig = w.reg(RegClass::Pred);
-  auto mh = w.reg(RegClass::F32);
-  auto inc = w.reg(RegClass::B32);
-  I(w, "setp.gt.f32 {}, {}, {};", pbig, m, f(1.41421356f));
-  I(w, "mul.rn.f32 {}, {}, 0f3F000000;", mh, m);
-  I(w, "selp.f32 {}, {}, {}, {};", m, mh, m, pbig);
-  I(w, "selp.b32 {}, 1, 0, {};", inc, pbig);
-  I(w, "add.s32 {}, {}, {};", e, e, inc);
-  auto fr = w.reg(RegClass::F32);
-  auto den = w.reg(RegClass::F32);
-  auto s = w.reg(RegClass::F32);
-  auto s2 = w.reg(RegClass::F32);
-  auto q = w.reg(RegClass::F32);
-  I(w, "sub.rn.f32 {}, {}, 0f3F800000;", fr, m);  // exact (Sterbenz)
-  I(w, "add.rn.f32 {}, {}, 0f40000000;", den, fr);
-  I(w, "div.rn.f32 {}, {}, {};", s, fr, den);     // |s| <= 0.1716
-  I(w, "mul.rn.f32 {}, {}, {};", s2, s, s);
-  // 2*atanh(s) = 2s * (1 + s^2/3 + s^4/5 + ... + s^10/11); the next term is below 1e-10 relative.
-  I(w, "fma.rn.f32 {}, {}, {}, {};", q, s2, f(1.0f / 11), f(1.0f / 9));
-  I(w, "fma.rn.f32 {}, {}, {}, {};", q, s2, q, f(1.0f / 7));
-  I(w, "fma.rn.f32 {}, {}, {}, {};", q, s2, q, f(1.0f / 5));
-  I(w, "fma.rn.f32 {}, {}, {}, {};", q, s2, q, f(1.0f / 3));
-  auto two_s = w.reg(RegClass::F32);
-  auto tail = w.reg(RegClass::F32);
-  auto lm = w.reg(RegClass::F32);
-  I(w, "add.rn.f32 {}, {}, {};", two_s, s, s);
-  I(w, "mul.rn.f32 {}, {}, {};", tail, s2, q);
-  I(w, "fma.rn.f32 {}, {}, {}, {};", lm, two_s, tail, two_s);
-  auto ef = w.reg(RegClass::F32);
-  auto res = w.reg(RegClass::F32);
-  I(w, "cvt.rn.f32.s32 {}, {};", ef, e);
-  I(w, "fma.rn.f32 {}, {}, {}, {};", res, ef, f(kLn2Lo), lm);
-  I(w, "fma.rn.f32 {}, {}, {}, {};", res, ef, f(kLn2Hi), res);
-  // Special values: log(+-0) = -inf, log(+inf) = +inf, log(<0) = log(-inf) = log(NaN) = NaN.
-  auto pz = w.reg(RegClass::Pred);
-  auto pinf = w.reg(RegClass::Pred);
-  auto pok = w.reg(RegClass::Pred);
-  auto sp = w.reg(RegClass::F32);
-  const float inf = std::numeric_limits<float>::infinity();
-  I(w, "setp.eq.f32 {}, {}, 0f00000000;", pz, x);
-  I(w, "selp.f32 {}, {}, 0f7FFFFFFF, {};", sp, f(-inf), pz);
-  I(w, "setp.eq.f32 {}, {}, {};", pinf, x, f(inf));
-  I(w, "selp.f32 {}, {}, {}, {};", sp, f(inf), sp, pinf);
-  I(w, "setp.gt.f32 {}, {}, 0f00000000;", pok, x);
-  I(w, "setp.lt.and.f32 {}, {}, {}, {};", pok, x, f(inf), pok);
-  I(w, "selp.f32 {}, {}, {}, {};", dst, res, sp, pok);
-}
 
 namespace {
 
@@ -149,15 +80,100 @@ struct Precision {
   const char* t;       // "f32" / "f64"
   const char* b;       // "b32" / "b64"
   const char* s;       // "s32" / "s64"
+  const char* u;       // "u32" / "u64"
   int expm1_degree;    // Taylor degree that makes expm1 exact to the type's precision for |y| < 0.7
+  int mantissa_bits;   // 23 / 52
+  int exponent_bias;   // 127 / 1023
+  int subnormal_scale; // log: subnormals are multiplied by 2^this first (23 / 54) so their exponent field means it
+  int atanh_terms;     // log: the last odd power of the atanh series that reaches the type's precision (11 / 21)
+  double ln2_hi;       // log: ln 2 split so that e * ln2_hi is exact for the exponents e of the type,
+  double ln2_lo;       //      and the rest
   void (*exp)(PtxWriter&, const std::string&, const std::string&);
   void (*log)(PtxWriter&, const std::string&, const std::string&);
   std::string imm(double v) const { return reg == RegClass::F32 ? f32_imm(float(v)) : f64_imm(v); }
   const char* sign_mask() const { return reg == RegClass::F32 ? "0x80000000" : "0x8000000000000000"; }
+  const char* mantissa_mask() const { return reg == RegClass::F32 ? "8388607" : "0x000FFFFFFFFFFFFF"; }
+  const char* exponent_of_one() const { return reg == RegClass::F32 ? "1065353216" : "0x3FF0000000000000"; }
+  const char* quiet_nan() const { return reg == RegClass::F32 ? "0f7FFFFFFF" : "0d7FFFFFFFFFFFFFFF"; }
+  double min_normal() const {
+    return reg == RegClass::F32 ? double(std::numeric_limits<float>::min()) : std::numeric_limits<double>::min();
+  }
 };
 
-const Precision kF32{RegClass::F32, RegClass::B32, "f32", "b32", "s32", 10, emit_exp_f32, emit_log_f32};
-const Precision kF64{RegClass::F64, RegClass::B64, "f64", "b64", "s64", 16, emit_exp_f64, emit_log_f64};
+const Precision kF32{RegClass::F32, RegClass::B32, "f32", "b32", "s32", "u32", 10, 23, 127, 23, 11,
+                     double(kLn2Hi), double(kLn2Lo), emit_exp_f32, emit_log_f32};
+const Precision kF64{RegClass::F64, RegClass::B64, "f64", "b64", "s64", "u64", 16, 52, 1023, 54, 21,
+                     6.93147180369123816490e-01, 1.90821492927058770002e-10, emit_exp_f64, emit_log_f64};
+
+void emit_log(PtxWriter& w, const Precision& P, const std::string& dst, const std::string& x) {
+  w.comment(fmt::format("log.{}: x = m*2^e, m in [sqrt(1/2), sqrt(2)), log(m) = 2*atanh((m-1)/(m+1))", P.t));
+  auto psub = w.reg(RegClass::Pred);
+  auto xs = w.reg(P.reg);
+  auto xm = w.reg(P.reg);
+  auto adj = w.reg(P.bits_reg);
+  // Subnormals: scaled first so the exponent field is meaningful.
+  I(w, "setp.lt.{} {}, {}, {};", P.t, psub, x, P.imm(P.min_normal()));
+  I(w, "mul.rn.{} {}, {}, {};", P.t, xs, x, P.imm(std::ldexp(1.0, P.subnormal_scale)));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, xm, xs, x, psub);
+  I(w, "selp.{} {}, {}, 0, {};", P.b, adj, -P.subnormal_scale, psub);
+  auto bits = w.reg(P.bits_reg);
+  auto e = w.reg(P.bits_reg);
+  auto mb = w.reg(P.bits_reg);
+  auto m = w.reg(P.reg);
+  I(w, "mov.{} {}, {};", P.b, bits, xm);
+  I(w, "shr.{} {}, {}, {};", P.u, e, bits, P.mantissa_bits);  // only positive finite x reach the result
+  I(w, "sub.{} {}, {}, {};", P.s, e, e, P.exponent_bias);
+  I(w, "add.{} {}, {}, {};", P.s, e, e, adj);
+  I(w, "and.{} {}, {}, {};", P.b, mb, bits, P.mantissa_mask());
+  I(w, "or.{} {}, {}, {};", P.b, mb, mb, P.exponent_of_one());  // m in [1, 2)
+  I(w, "mov.{} {}, {};", P.b, m, mb);
+  auto pbig = w.reg(RegClass::Pred);
+  auto mh = w.reg(P.reg);
+  auto inc = w.reg(P.bits_reg);
+  I(w, "setp.gt.{} {}, {}, {};", P.t, pbig, m, P.imm(1.4142135623730951));
+  I(w, "mul.rn.{} {}, {}, {};", P.t, mh, m, P.imm(0.5));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, m, mh, m, pbig);
+  I(w, "selp.{} {}, 1, 0, {};", P.b, inc, pbig);
+  I(w, "add.{} {}, {}, {};", P.s, e, e, inc);
+  auto fr = w.reg(P.reg);
+  auto den = w.reg(P.reg);
+  auto s = w.reg(P.reg);
+  auto s2 = w.reg(P.reg);
+  auto q = w.reg(P.reg);
+  I(w, "sub.rn.{} {}, {}, {};", P.t, fr, m, P.imm(1.0));  // exact (Sterbenz)
+  I(w, "add.rn.{} {}, {}, {};", P.t, den, fr, P.imm(2.0));
+  I(w, "div.rn.{} {}, {}, {};", P.t, s, fr, den);  // |s| <= 0.1716
+  I(w, "mul.rn.{} {}, {}, {};", P.t, s2, s, s);
+  // 2*atanh(s) = 2s * (1 + s^2/3 + s^4/5 + ... + s^(n-1)/n), n = atanh_terms: the next term is below the type's
+  // rounding (1e-10 relative for f32's n = 11, 1e-18 for f64's 21).
+  const int n = P.atanh_terms;
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, q, s2, P.imm(1.0 / n), P.imm(1.0 / (n - 2)));
+  for (int k = n - 4; k >= 3; k -= 2) I(w, "fma.rn.{} {}, {}, {}, {};", P.t, q, s2, q, P.imm(1.0 / k));
+  auto two_s = w.reg(P.reg);
+  auto tail = w.reg(P.reg);
+  auto lm = w.reg(P.reg);
+  I(w, "add.rn.{} {}, {}, {};", P.t, two_s, s, s);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, tail, s2, q);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, lm, two_s, tail, two_s);
+  auto ef = w.reg(P.reg);
+  auto res = w.reg(P.reg);
+  I(w, "cvt.rn.{}.{} {}, {};", P.t, P.s, ef, e);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, res, ef, P.imm(P.ln2_lo), lm);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, res, ef, P.imm(P.ln2_hi), res);
+  // Special values: log(+-0) = -inf, log(+inf) = +inf, log(<0) = log(-inf) = log(NaN) = NaN.
+  const double inf = std::numeric_limits<double>::infinity();
+  auto pz = w.reg(RegClass::Pred);
+  auto pinf = w.reg(RegClass::Pred);
+  auto pok = w.reg(RegClass::Pred);
+  auto sp = w.reg(P.reg);
+  I(w, "setp.eq.{} {}, {}, {};", P.t, pz, x, P.imm(0.0));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, sp, P.imm(-inf), P.quiet_nan(), pz);
+  I(w, "setp.eq.{} {}, {}, {};", P.t, pinf, x, P.imm(inf));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, sp, P.imm(inf), sp, pinf);
+  I(w, "setp.gt.{} {}, {}, {};", P.t, pok, x, P.imm(0.0));
+  I(w, "setp.lt.and.{} {}, {}, {}, {};", P.t, pok, x, P.imm(inf), pok);
+  I(w, "selp.{} {}, {}, {}, {};", P.t, dst, res, sp, pok);
+}
 
 void emit_tanh(PtxWriter& w, const Precision& P, const std::string& dst, const std::string& x) {
   w.comment(fmt::format("tanh.{}: -expm1(-2|x|) / (2 + expm1(-2|x|)), sign of x", P.t));
@@ -252,6 +268,8 @@ void emit_pow(PtxWriter& w, const Precision& P, const std::string& dst, const st
 
 }  // namespace
 
+void emit_log_f32(PtxWriter& w, const std::string& dst, const std::string& x) { emit_log(w, kF32, dst, x); }
+void emit_log_f64(PtxWriter& w, const std::string& dst, const std::string& x) { emit_log(w, kF64, dst, x); }
 void emit_tanh_f32(PtxWriter& w, const std::string& dst, const std::string& x) { emit_tanh(w, kF32, dst, x); }
 void emit_tanh_f64(PtxWriter& w, const std::string& dst, const std::string& x) { emit_tanh(w, kF64, dst, x); }
 void emit_pow_f32(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {
@@ -318,75 +336,6 @@ void emit_exp_f64(PtxWriter& w, const std::string& dst, const std::string& x) {
   I(w, "mul.rn.f64 {}, {}, {};", dst, e, s2);
 }
 
-void emit_log_f64(PtxWriter& w, const std::string& dst, const std::string& x) {
-  w.comment("log.f64: x = m*2^e, m in [sqrt(1/2), sqrt(2)), log(m) = 2*atanh((m-1)/(m+1))");
-  auto d = [](double v) { return f64_imm(v); };
-  auto psub = w.reg(RegClass::Pred);
-  auto xs = w.reg(RegClass::F64);
-  auto xm = w.reg(RegClass::F64);
-  auto adj = w.reg(RegClass::B64);
-  // Subnormals: scale by 2^54 first so the exponent field is meaningful.
-  I(w, "setp.lt.f64 {}, {}, {};", psub, x, d(std::numeric_limits<double>::min()));
-  I(w, "mul.rn.f64 {}, {}, {};", xs, x, d(18014398509481984.0));
-  I(w, "selp.f64 {}, {}, {}, {};", xm, xs, x, psub);
-  I(w, "selp.b64 {}, -54, 0, {};", adj, psub);
-  auto bits = w.reg(RegClass::B64);
-  auto e = w.reg(RegClass::B64);
-  auto mb = w.reg(RegClass::B64);
-  auto m = w.reg(RegClass::F64);
-  I(w, "mov.b64 {}, {};", bits, xm);
-  I(w, "shr.u64 {}, {}, 52;", e, bits);  // only positive finite x reach the result
-  I(w, "sub.s64 {}, {}, 1023;", e, e);
-  I(w, "add.s64 {}, {}, {};", e, e, adj);
-  I(w, "and.b64 {}, {}, 0x000FFFFFFFFFFFFF;", mb, bits);
-  I(w, "or.b64 {}, {}, 0x3FF0000000000000;", mb, mb);  // exponent of 1.0: m in [1, 2)
-  I(w, "mov.b64 {}, {};", m, mb);
-  auto pbig = w.reg(RegClass::Pred);
-  auto mh = w.reg(RegClass::F64);
-  auto inc = w.reg(RegClass::B64);
-  I(w, "setp.gt.f64 {}, {}, {};", pbig, m, d(1.4142135623730951));
-  I(w, "mul.rn.f64 {}, {}, {};", mh, m, d(0.5));
-  I(w, "selp.f64 {}, {}, {}, {};", m, mh, m, pbig);
-  I(w, "selp.b64 {}, 1, 0, {};", inc, pbig);
-  I(w, "add.s64 {}, {}, {};", e, e, inc);
-  auto fr = w.reg(RegClass::F64);
-  auto den = w.reg(RegClass::F64);
-  auto s = w.reg(RegClass::F64);
-  auto s2 = w.reg(RegClass::F64);
-  auto q = w.reg(RegClass::F64);
-  I(w, "sub.rn.f64 {}, {}, {};", fr, m, d(1.0));  // exact (Sterbenz)
-  I(w, "add.rn.f64 {}, {}, {};", den, fr, d(2.0));
-  I(w, "div.rn.f64 {}, {}, {};", s, fr, den);     // |s| <= 0.1716
-  I(w, "mul.rn.f64 {}, {}, {};", s2, s, s);
-  // 2*atanh(s) = 2s * (1 + s^2/3 + s^4/5 + ... + s^20/21); the next term is below 1e-18 relative.
-  I(w, "fma.rn.f64 {}, {}, {}, {};", q, s2, d(1.0 / 21), d(1.0 / 19));
-  for (int k = 17; k >= 3; k -= 2) I(w, "fma.rn.f64 {}, {}, {}, {};", q, s2, q, d(1.0 / k));
-  auto two_s = w.reg(RegClass::F64);
-  auto tail = w.reg(RegClass::F64);
-  auto lm = w.reg(RegClass::F64);
-  I(w, "add.rn.f64 {}, {}, {};", two_s, s, s);
-  I(w, "mul.rn.f64 {}, {}, {};", tail, s2, q);
-  I(w, "fma.rn.f64 {}, {}, {}, {};", lm, two_s, tail, two_s);
-  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-  auto ef = w.reg(RegClass::F64);
-  auto res = w.reg(RegClass::F64);
-  I(w, "cvt.rn.f64.s64 {}, {};", ef, e);
-  I(w, "fma.rn.f64 {}, {}, {}, {};", res, ef, d(ln2_lo), lm);
-  I(w, "fma.rn.f64 {}, {}, {}, {};", res, ef, d(ln2_hi), res);
-  // Special values: log(+-0) = -inf, log(+inf) = +inf, log(<0) = log(-inf) = log(NaN) = NaN.
-  const double inf = std::numeric_limits<double>::infinity();
-  auto pz = w.reg(RegClass::Pred);
-  auto pinf = w.reg(RegClass::Pred);
-  auto pok = w.reg(RegClass::Pred);
-  auto sp = w.reg(RegClass::F64);
-  I(w, "setp.eq.f64 {}, {}, {};", pz, x, d(0.0));
-  I(w, "selp.f64 {}, {}, 0d7FFFFFFFFFFFFFFF, {};", sp, d(-inf), pz);
-  I(w, "setp.eq.f64 {}, {}, {};", pinf, x, d(inf));
-  I(w, "selp.f64 {}, {}, {}, {};", sp, d(inf), sp, pinf);
-  I(w, "setp.gt.f64 {}, {}, {};", pok, x, d(0.0));
-  I(w, "setp.lt.and.f64 {}, {}, {}, {};", pok, x, d(inf), pok);
-  I(w, "selp.f64 {}, {}, {}, {};", dst, res, sp, pok);
-}
 
 void emit_fmod_f64(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {
   w.comment("fmod.f64: x - trunc(x/y)*y, sign of x");
