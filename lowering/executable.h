@@ -14,6 +14,7 @@
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
 #include "passes/pipeline.h"
+#include "lowering/memory_report.h"
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 
@@ -108,6 +109,8 @@ class Executable {
   virtual void get_device(const std::string& name, uint64_t address, size_t bytes) = 0;
   // The plan as text: buffers, kernels, launches in order.
   virtual std::string plan_text() const = 0;
+  // Where the plan's device memory goes (lowering/memory_report.h).
+  virtual MemoryReport memory() const = 0;
   // Device time of the last step in milliseconds (from the device's timestamps).
   virtual double last_step_ms() const = 0;
   // Barriers the recorded step has between and after its launches: one before each launch that reads or writes

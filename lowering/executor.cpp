@@ -166,6 +166,7 @@ class CompiledStep final : public Executable {
   }
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
+  MemoryReport memory() const override { return memory_report(plan_); }
   double last_step_ms() const override { return last_ms_; }
   size_t barriers() const override { return recorded_[streams_[kSteady].empty() ? kEvery : kSteady].barriers; }
 

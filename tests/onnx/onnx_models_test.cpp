@@ -135,6 +135,33 @@ TEST_F(OnnxModels, ImportWritesAGraphThatRunRuns) {
   run_and_compare("cnn", "", path("cnn.graph"));
 }
 
+// The number after `label` in `spire run --stats`'s memory lines ("  transient arena   12.34 MB ..."), in bytes.
+double megabytes_after(const std::string& out, const std::string& label) {
+  const size_t at = out.find(label);
+  if (at == std::string::npos) return -1;
+  return std::stod(out.substr(at + label.size())) * 1e6;
+}
+
+// `spire run --stats` gives each device's memory: weights about the size of the ONNX file (whose bytes are almost all
+// its float32 initializers), and a transient arena at most 1.2 times the values live at the worst launch, the least
+// any arena can be (the planner's reuse, held to that bound on real models).
+TEST_F(OnnxModels, StatsGiveEachDevicesMemoryWithTheArenaNearItsLeast) {
+  for (const std::string name : {"resnet18", "mobilenet_v2", "encoder13", "lenet"}) {
+    const auto r = spire("run " + model(name + ".onnx") + " --inputs " + model(name + ".in.safetensors") +
+                         " --outputs " + path(name + ".out.safetensors") + " --stats --device vulkan:0");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    ASSERT_NE(r.out.find("memory on vulkan:0"), std::string::npos) << r.out;
+    const double weights = megabytes_after(r.out, "weights (parameters, state, constants)");
+    const double arena = megabytes_after(r.out, "transient arena");
+    const double live = megabytes_after(r.out, "values live at the worst launch");
+    const double file = double(fs::file_size(model(name + ".onnx")));
+    EXPECT_NEAR(weights, file, 0.05 * file + 0.02e6) << name << "\n" << r.out;
+    EXPECT_GT(live, 0) << name << "\n" << r.out;
+    EXPECT_GE(arena + 0.01e6, live) << name << ": an arena smaller than what is live at once\n" << r.out;
+    EXPECT_LE(arena, 1.2 * live + 0.02e6) << name << "\n" << r.out;
+  }
+}
+
 TEST_F(OnnxModels, DeviceAllPrintsADifferenceTable) {
   const auto r = spire("run " + model("mlp.onnx") + " --inputs " + model("mlp.in.safetensors") + " --outputs " +
                        path("o.safetensors") + " --device all");

@@ -98,11 +98,14 @@ void run_run(const RunCmd& o) {
     StepTiming timing;
     timing.runs = o.bench;
     timing.profile = o.profile;
+    lowering::MemoryReport memory;
     auto r = run_on_device(m, feeds, dev, &timing,
                            {.passes = &pipeline,
                             .tuning = &choices,
                             .profile = o.profile,
-                            .parameters_once = !o.rerun_weight_launches});
+                            .parameters_once = !o.rerun_weight_launches},
+                           o.stats ? &memory : nullptr);
+    if (o.stats) fmt::print("{}", lowering::memory_text(memory, dev.info().id));
     if (o.bench > 0 || o.profile) times.push_back({dev.info().id, timing});
     return r;
   };
@@ -165,7 +168,9 @@ void register_run_commands(CLI::App& app) {
                   "Write every compilation stage to this folder (graph, decomposed, fused, plan, stats, each kernel's "
                   "IR, SPIR-V and PTX; docs/DUMP.md); with --device all, one subfolder per device");
   cmd->add_flag("--stats", o->stats,
-                "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
+                "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total, and each "
+                "device's memory: weights, inputs and outputs, the transient arena against the values live at the "
+                "worst launch");
   add_ops_option(cmd);
   add_passes_option(cmd, o->passes, {passes::PassPoint::AfterImport, passes::PassPoint::BeforeFusion},
                     "after_import (default: the imported graph, what the reference and every device run), "

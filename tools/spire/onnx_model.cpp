@@ -84,8 +84,10 @@ std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const s
 
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
                                                    rt::Device& device, StepTiming* timing,
-                                                   const lowering::CompileOptions& options) {
+                                                   const lowering::CompileOptions& options,
+                                                   lowering::MemoryReport* memory) {
   auto exe = lowering::compile(m.graph, device, options);
+  if (memory) *memory = exe->memory();
   for (const graph::Node& n : m.graph.nodes())
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));
   exe->step();

@@ -43,6 +43,7 @@ std::map<std::string, graph::Tensor> run_reference(const LoadedModel& m, const s
 // compile()'s (the tuning choices; profile must be set for timing->profile).
 std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const std::map<std::string, graph::Tensor>& feeds,
                                                    rt::Device& device, StepTiming* timing = nullptr,
-                                                   const lowering::CompileOptions& options = {});
+                                                   const lowering::CompileOptions& options = {},
+                                                   lowering::MemoryReport* memory = nullptr);
 
 }  // namespace spire::cli

@@ -1,0 +1,54 @@
+#include "lowering/memory_report.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "lowering/parameter_launches.h"
+
+namespace spire::lowering {
+
+MemoryReport memory_report(const Plan& plan) {
+  MemoryReport m;
+  m.arena = plan.arena_bytes;
+  const std::vector<bool> kept = kept_across_steps(plan);
+  // Bytes live at each launch, from the lifetimes plan_memory() filled in (kept buffers span every launch there).
+  std::vector<uint64_t> live(plan.launches.size(), 0);
+  for (size_t i = 0; i < plan.buffers.size(); ++i) {
+    const PlannedBuffer& b = plan.buffers[i];
+    switch (b.role) {
+      case BufferRole::Parameter:
+      case BufferRole::State:
+      case BufferRole::Constant:
+        m.weights += b.bytes();
+        continue;
+      case BufferRole::Input:
+      case BufferRole::Output:
+        m.inputs_outputs += b.bytes();
+        continue;
+      case BufferRole::Transient:
+        break;
+    }
+    if (b.first_use < 0) continue;  // never bound: no memory
+    m.without_reuse += b.bytes();
+    if (kept[i]) m.kept += b.bytes();
+    for (int32_t l = b.first_use; l <= b.last_use; ++l) live[size_t(l)] += b.bytes();
+  }
+  if (!live.empty()) m.peak_live = *std::max_element(live.begin(), live.end());
+  return m;
+}
+
+std::string memory_text(const MemoryReport& m, const std::string& device) {
+  auto mb = [](uint64_t bytes) { return fmt::format("{:.2f} MB", double(bytes) / 1e6); };
+  return fmt::format(
+      "memory on {}: {} in all\n"
+      "  weights (parameters, state, constants)   {}\n"
+      "  inputs and outputs                       {}\n"
+      "  transient arena                          {} ({} of it kept results of parameters-only launches)\n"
+      "  values live at the worst launch          {} (the least an arena can be; {:.2f}x of it used)\n"
+      "  transients without reuse                 {}\n",
+      device, mb(m.total()), mb(m.weights), mb(m.inputs_outputs), mb(m.arena), mb(m.kept), mb(m.peak_live),
+      m.peak_live ? double(m.arena) / double(m.peak_live) : 1.0, mb(m.without_reuse));
+}
+
+}  // namespace spire::lowering

@@ -1,0 +1,28 @@
+// Where a plan's device memory goes, from the plan alone (no device): the buffers that live across steps, and the
+// transient arena against the least any arena could be, so the planner's reuse can be judged. `spire run --stats`
+// prints it per device; tests hold real models' arenas to a bound of that least.
+#pragma once
+
+#include <string>
+
+#include "lowering/plan.h"
+
+namespace spire::lowering {
+
+struct MemoryReport {
+  uint64_t weights = 0;         // parameters, optimizer state and constants: their own device buffers
+  uint64_t inputs_outputs = 0;  // graph inputs and outputs: their own device buffers
+  uint64_t arena = 0;           // the transient arena: intermediates and scratch sharing memory by lifetime
+  uint64_t kept = 0;            // of the arena: what parameters-only launches computed, kept for every step
+  uint64_t peak_live = 0;       // the transient bytes live at the worst launch (kept included): the least an arena
+                                // holding them can be
+  uint64_t without_reuse = 0;   // every transient's bytes summed: the arena if nothing shared memory
+  uint64_t total() const { return weights + inputs_outputs + arena; }
+};
+
+MemoryReport memory_report(const Plan& plan);
+
+// Lines for `--stats`: "memory on <device>: ..." with each part in MB.
+std::string memory_text(const MemoryReport& m, const std::string& device);
+
+}  // namespace spire::lowering
