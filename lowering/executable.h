@@ -55,6 +55,10 @@ struct CompileOptions {
   // in the first step and after set() of a parameter, their results kept (lower()'s parameters_once); false: every
   // launch runs every step, for less device memory.
   bool parameters_once = true;
+  // Device memory the plan may take, in bytes (0: no limit): over it, parameters-only launches run every step instead
+  // of keeping their results; still over, compile() throws MemoryBudgetError with the least it needs
+  // (lowering/memory_report.h).
+  uint64_t memory_budget = 0;
 };
 
 // One launch's device time in the last step (CompileOptions::profile).

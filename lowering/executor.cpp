@@ -40,7 +40,7 @@ class CompiledStep final : public Executable {
     if (slots_ < 1 || slots_ > kMaxStepsInFlight)
       throw std::invalid_argument(fmt::format("CompileOptions::steps_in_flight is {}: it must be 1 to {}", slots_,
                                               kMaxStepsInFlight));
-    plan_ = lower(g, dev.info(), opt.passes, opt.tuning, opt.parameters_once);
+    plan_ = lower_within_budget(g, dev.info(), opt.passes, opt.tuning, opt.parameters_once, opt.memory_budget);
     if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
     // Before the kernels compile, so a wrong name is refused at once.
     streamed_ = std::make_unique<StreamedValues>(dev_, plan_, opt.streamed_inputs, opt.streamed_outputs, slots_);

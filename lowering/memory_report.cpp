@@ -38,6 +38,24 @@ MemoryReport memory_report(const Plan& plan) {
   return m;
 }
 
+Plan lower_within_budget(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
+                         const TuningChoices* tuning, bool parameters_once, uint64_t budget) {
+  Plan plan = lower(g, info, passes, tuning, parameters_once);
+  if (budget == 0 || memory_report(plan).total() <= budget) return plan;
+  if (parameters_once && memory_report(plan).kept > 0) {
+    plan = lower(g, info, passes, tuning, false);
+    if (memory_report(plan).total() <= budget) return plan;
+  }
+  const MemoryReport m = memory_report(plan);
+  auto mb = [](uint64_t bytes) { return fmt::format("{:.2f} MB", double(bytes) / 1e6); };
+  throw MemoryBudgetError(
+      fmt::format("the memory budget of {} bytes ({}) is too small on {}: the model needs at least {} bytes ({}: "
+                  "weights {}, inputs and outputs {}, a transient arena of {} with every launch run every step)",
+                  budget, mb(budget), info.id, m.total(), mb(m.total()), mb(m.weights), mb(m.inputs_outputs),
+                  mb(m.arena)),
+      m.total());
+}
+
 std::string memory_text(const MemoryReport& m, const std::string& device) {
   auto mb = [](uint64_t bytes) { return fmt::format("{:.2f} MB", double(bytes) / 1e6); };
   return fmt::format(

@@ -3,6 +3,7 @@
 // prints it per device; tests hold real models' arenas to a bound of that least.
 #pragma once
 
+#include <stdexcept>
 #include <string>
 
 #include "lowering/plan.h"
@@ -21,6 +22,19 @@ struct MemoryReport {
 };
 
 MemoryReport memory_report(const Plan& plan);
+
+// A plan that cannot fit CompileOptions::memory_budget; needed is the least device memory spire can run it in.
+struct MemoryBudgetError : std::runtime_error {
+  MemoryBudgetError(const std::string& message, uint64_t needed) : std::runtime_error(message), needed(needed) {}
+  uint64_t needed;
+};
+
+// Lowers `g` as lower() does, held to `budget` bytes of device memory (0: no limit). A plan over it that keeps the
+// results of parameters-only launches is lowered again without keeping them (those launches then run every step:
+// slower, but the arena holds only one step's values); a plan still over it throws MemoryBudgetError naming the least
+// it needs and of what.
+Plan lower_within_budget(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
+                         const TuningChoices* tuning, bool parameters_once, uint64_t budget);
 
 // Lines for `--stats`: "memory on <device>: ..." with each part in MB.
 std::string memory_text(const MemoryReport& m, const std::string& device);

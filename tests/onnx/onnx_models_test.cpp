@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "io/tensor_file.h"
 #include "tests/support/spire_cli.h"
 
@@ -29,12 +31,13 @@ class OnnxModels : public ::testing::Test {
 
   // Runs NAME.onnx on `device` ("" = the default) and checks every output against PyTorch's within `tolerance`
   // relative (L2 norm of the difference over the norm of PyTorch's output).
+  // `extra`: more arguments for `spire run`.
   void run_and_compare(const std::string& name, const std::string& device, const std::string& file = "",
-                       double tolerance = 1e-4) {
+                       double tolerance = 1e-4, const std::string& extra = "") {
     const std::string out = path(name + ".out.safetensors");
     const auto r = spire("run " + (file.empty() ? model(name + ".onnx") : file) + " --inputs " +
                          model(name + ".in.safetensors") + " --outputs " + out +
-                         (device.empty() ? "" : " --device " + device));
+                         (device.empty() ? "" : " --device " + device) + extra);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     const auto got = io::load_tensors(out);
     const auto want = io::load_tensors(model(name + ".torch.safetensors"));
@@ -160,6 +163,34 @@ TEST_F(OnnxModels, StatsGiveEachDevicesMemoryWithTheArenaNearItsLeast) {
     EXPECT_GE(arena + 0.01e6, live) << name << ": an arena smaller than what is live at once\n" << r.out;
     EXPECT_LE(arena, 1.2 * live + 0.02e6) << name << "\n" << r.out;
   }
+}
+
+// --memory-budget: under the fastest plan's memory, the launches that read only parameters run every inference and
+// the results stay PyTorch's; under what that plan needs, spire refuses and names the least it needs, which then runs.
+TEST_F(OnnxModels, MemoryBudgetTradesSpeedForMemoryOrRefusesWithTheLeastItNeeds) {
+  const std::string args = "run " + model("resnet18.onnx") + " --inputs " + model("resnet18.in.safetensors") +
+                           " --outputs " + path("o.safetensors") + " --device vulkan:0";
+  const auto fast = spire(args + " --stats");
+  ASSERT_EQ(fast.exit_code, 0) << fast.out;
+  const double fastest = megabytes_after(fast.out, "memory on vulkan:0:");
+  const std::string budget = fmt::format(" --memory-budget {}", uint64_t(0.9 * fastest));
+  const auto slow = spire(args + " --stats" + budget);
+  ASSERT_EQ(slow.exit_code, 0) << slow.out;
+  EXPECT_LE(megabytes_after(slow.out, "memory on vulkan:0:"), 0.9 * fastest) << slow.out;
+  EXPECT_NE(slow.out.find("(0.00 MB of it kept"), std::string::npos) << slow.out;
+  run_and_compare("resnet18", "vulkan:0", "", 1e-4, budget);
+
+  const auto refused = spire(args + " --memory-budget 10M");
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  const size_t at = refused.out.find("needs at least ");
+  ASSERT_NE(at, std::string::npos) << refused.out;
+  const uint64_t least = std::stoull(refused.out.substr(at + 15));
+  EXPECT_GT(least, 10000000u);
+  EXPECT_LT(double(least), fastest);
+  const auto just = spire(args + fmt::format(" --memory-budget {}", least));
+  EXPECT_EQ(just.exit_code, 0) << just.out;
+  const auto under = spire(args + fmt::format(" --memory-budget {}", least - 1));
+  EXPECT_EQ(under.exit_code, 1) << under.out;
 }
 
 TEST_F(OnnxModels, DeviceAllPrintsADifferenceTable) {

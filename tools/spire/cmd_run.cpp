@@ -26,8 +26,26 @@ struct RunCmd {
   std::string passes;  // --passes: built-in rewrite passes (passes_option.h)
   bool profile = false;  // print every launch's device time
   bool rerun_weight_launches = false;  // --rerun-weight-launches: CompileOptions::parameters_once off
+  std::string memory_budget;           // --memory-budget: CompileOptions::memory_budget, "" for none
   tuning::TuningFlags tuning;
 };
+
+// "250000000", "250M", "2G", "64k": bytes (k, M, G are powers of 1000, as the memory lines of --stats print MB).
+uint64_t parse_bytes(const std::string& text) {
+  size_t used = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &used);
+  } catch (const std::exception&) {
+  }
+  const std::string suffix = text.substr(used);
+  const double scale = suffix.empty() ? 1 : suffix == "k" || suffix == "K" ? 1e3 : suffix == "M" ? 1e6
+                       : suffix == "G" ? 1e9 : -1;
+  if (value <= 0 || scale < 0)
+    throw std::invalid_argument(fmt::format("--memory-budget {}: give a positive number of bytes, optionally with k, "
+                                            "M or G (powers of 1000), e.g. 250M", text));
+  return uint64_t(value * scale);
+}
 
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -51,10 +69,11 @@ Diff max_diff(const graph::Tensor& a, const graph::Tensor& ref) {
 
 void run_run(const RunCmd& o) {
   if (ends_with(o.model, ".spire")) {
-    if (!o.dump.empty() || o.stats || !o.passes.empty() || o.profile || o.tuning.tune || o.rerun_weight_launches)
-      throw std::invalid_argument("a bundle is already compiled: --dump, --stats, --passes, --profile, --tune and "
-                                  "--rerun-weight-launches apply to .onnx and .graph models (give spire compile "
-                                  "--rerun-weight-launches)");
+    if (!o.dump.empty() || o.stats || !o.passes.empty() || o.profile || o.tuning.tune || o.rerun_weight_launches ||
+        !o.memory_budget.empty())
+      throw std::invalid_argument("a bundle is already compiled: --dump, --stats, --passes, --profile, --tune, "
+                                  "--rerun-weight-launches and --memory-budget apply to .onnx and .graph models (give "
+                                  "spire compile --rerun-weight-launches)");
     run_bundle(o.model, o.inputs, o.outputs, o.device, o.bench);
     return;
   }
@@ -103,7 +122,8 @@ void run_run(const RunCmd& o) {
                            {.passes = &pipeline,
                             .tuning = &choices,
                             .profile = o.profile,
-                            .parameters_once = !o.rerun_weight_launches},
+                            .parameters_once = !o.rerun_weight_launches,
+                            .memory_budget = o.memory_budget.empty() ? 0 : parse_bytes(o.memory_budget)},
                            o.stats ? &memory : nullptr);
     if (o.stats) fmt::print("{}", lowering::memory_text(memory, dev.info().id));
     if (o.bench > 0 || o.profile) times.push_back({dev.info().id, timing});
@@ -180,6 +200,10 @@ void register_run_commands(CLI::App& app) {
                 "Also print every launch of the inference (node, kernel) with its median device time over the "
                 "--bench runs (or one run), from a device timestamp after each launch; launches that read only "
                 "parameters run in the first inference only and are not listed (the plan in --dump marks them)");
+  cmd->add_option("--memory-budget", o->memory_budget,
+                  "Device memory the model may take (bytes; k, M, G: powers of 1000): over it, the launches that read "
+                  "only parameters run every inference; still over, spire refuses and says the least it needs")
+      ->type_name("BYTES");
   cmd->add_flag("--rerun-weight-launches", o->rerun_weight_launches,
                 "Run the launches that read only parameters (weights widened to f32, Winograd weight transforms, "
                 "channels-last weight moves) in every inference instead of once with their results kept: less device "
