@@ -92,6 +92,8 @@ void register_nn_ops(OpTable& t);
 void register_shape_ops(OpTable& t);
 void register_reduce_ops(OpTable& t);
 void register_constant_ops(OpTable& t);
+void register_loss_ops(OpTable& t);
+void register_indexing_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

@@ -12,6 +12,8 @@ const OpTable& op_table() {
     register_shape_ops(t);
     register_reduce_ops(t);
     register_constant_ops(t);
+    register_loss_ops(t);
+    register_indexing_ops(t);
     return t;
   }();
   return table;

@@ -1,5 +1,5 @@
 // Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum
-// ReduceLogSumExp. Axes come from the attribute, or from input 1 (ReduceSum from opset 13, the others from
+// ReduceLogSumExp, and ArgMax ArgMin. Axes come from the attribute, or from input 1 (ReduceSum from opset 13, the others from
 // opset 18); empty axes reduce everything unless noop_with_empty_axes says to pass the input through.
 #include <fmt/format.h>
 
@@ -62,9 +62,38 @@ void reduce(NodeContext& c, Kind kind, int64_t axes_input_opset) {
   c.set_output(0, y);
 }
 
+// ArgMax / ArgMin: the first index of the extreme along `axis` (the last with select_last_index), as int64. The
+// indices where the input equals its extreme keep their position, the others a sentinel past the ends, and a min (a
+// max for the last) over the axis picks one. Positions are float32 values, exact up to 2^24.
+void arg_extreme(NodeContext& c, bool largest) {
+  auto& g = c.g();
+  const graph::TensorType type = c.type(0);
+  if (type.dtype == graph::DType::Bool) c.refuse("ArgMax / ArgMin of bool tensors are not supported");
+  const int64_t rank = type.rank();
+  if (rank == 0) c.refuse("the input is a scalar; ArgMax / ArgMin need an axis");
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank);
+  const int64_t n = type.shape[size_t(axis)];
+  if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (spire's positions are exact to 2^24)", n));
+  const bool keep = c.attr_int("keepdims", 1) != 0, last = c.attr_int("select_last_index", 0) != 0;
+  const Value x = c.value(0);
+  const Value extreme = largest ? g.max(x, {axis}, true) : g.neg(g.max(g.neg(x), {axis}, true));
+  graph::Tensor positions;
+  positions.dtype = graph::DType::F32;
+  positions.shape = graph::Shape(size_t(rank), 1);
+  positions.shape[size_t(axis)] = n;
+  for (int64_t k = 0; k < n; ++k) positions.data.push_back(double(k));
+  const Value at = c.constant_value(positions, "position");
+  const Value hit = g.compare(x, extreme, graph::CompareMode::Eq);
+  const Value chosen = last ? g.max(g.where(hit, at, g.scalar(-1.0, graph::DType::F32)), {axis}, keep)
+                            : g.neg(g.max(g.where(hit, g.neg(at), g.scalar(-double(n), graph::DType::F32)), {axis}, keep));
+  c.set_output(0, g.cast(chosen, graph::DType::I64));
+}
+
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
+  t["ArgMax"] = {[](NodeContext& c) { arg_extreme(c, true); }, {}};
+  t["ArgMin"] = {[](NodeContext& c) { arg_extreme(c, false); }, {}};
   auto row = [&](const char* op, Kind k, int64_t axes_input_opset) {
     t[op] = {[k, axes_input_opset](NodeContext& c) { reduce(c, k, axes_input_opset); }, {}};
   };

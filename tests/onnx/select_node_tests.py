@@ -9,10 +9,10 @@ import sys
 
 import onnx
 
-OPS = set("""Abs Add AveragePool BatchNormalization Cast Ceil Clip Concat Constant ConstantOfShape Conv Div Dropout
-Equal Erf Exp Expand Flatten Floor Gather Gemm GlobalAveragePool GlobalMaxPool Greater HardSigmoid HardSwish
-Identity LayerNormalization LeakyRelu Less Log LogSoftmax MatMul Max MaxPool Mean Min Mul Neg Pad Pow Range
-Reciprocal ReduceMax ReduceMean ReduceSum Relu Reshape Shape Sigmoid Sign Slice Softmax Softplus Split Sqrt
+OPS = set("""Abs Add ArgMax ArgMin AveragePool BatchNormalization Cast Ceil Clip Concat Constant ConstantOfShape Conv Div Dropout
+Equal Erf Exp Expand Flatten Floor Gather GatherElements Gemm GlobalAveragePool GlobalMaxPool Greater HardSigmoid HardSwish
+Identity LayerNormalization LeakyRelu Less Log LogSoftmax MatMul Max MaxPool Mean Min Mul Neg NegativeLogLikelihoodLoss Pad Pow Range
+Reciprocal ReduceMax ReduceMean ReduceSum Relu Reshape Shape Sigmoid Sign Slice Softmax SoftmaxCrossEntropyLoss Softplus Split Sqrt
 Squeeze Sub Sum Tanh Tile Transpose Unsqueeze Where""".split())
 DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.BOOL,
           onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
