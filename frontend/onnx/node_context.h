@@ -94,6 +94,7 @@ void register_reduce_ops(OpTable& t);
 void register_constant_ops(OpTable& t);
 void register_loss_ops(OpTable& t);
 void register_indexing_ops(OpTable& t);
+void register_resize_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

@@ -14,6 +14,7 @@ const OpTable& op_table() {
     register_constant_ops(t);
     register_loss_ops(t);
     register_indexing_ops(t);
+    register_resize_ops(t);
     return t;
   }();
   return table;

@@ -1,4 +1,4 @@
-// Neural-network ops: Conv MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
+// Neural-network ops: Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
 // LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1.
 #include <algorithm>
 #include <limits>
@@ -125,6 +125,101 @@ void conv(NodeContext& c) {
     Shape s = g.type(y).shape;
     s.erase(s.begin() + 2);
     y = g.reshape(y, s);
+  }
+  c.set_output(0, y);
+}
+
+// ConvTranspose: the gradient of a convolution with respect to its input, which is what a transposed convolution
+// computes (its weight [C_in, C_out / group, k..] is that convolution's weight). The full result, of extent
+// stride (in - 1) + dilation (k - 1) + 1 + output_padding, comes unpadded; the pads (given, from auto_pad, or from
+// output_shape) are then cropped off with a slice.
+void conv_transpose(NodeContext& c) {
+  auto& g = c.g();
+  const int64_t rank = spatial_rank(c, 0);
+  const Shape xs = c.type(0).shape, ws = c.type(1).shape;
+  if (int64_t(ws.size()) != rank + 2) c.refuse("the weight's rank does not match the input's");
+  const int64_t groups = c.attr_int("group", 1);
+  if (groups < 1 || ws[0] != xs[1] || xs[1] % groups != 0)
+    c.refuse(fmt::format("a weight of shape {} for {} input channels in {} groups", fmt::join(ws, "x"), xs[1], groups));
+  const std::vector<int64_t> kernel(ws.begin() + 2, ws.end());
+  if (c.attr("kernel_shape") && c.attr_ints("kernel_shape") != kernel)
+    c.refuse("kernel_shape differs from the weight's shape");
+  const auto strides = ints_of_rank(c, "strides", rank, 1);
+  const auto dilations = ints_of_rank(c, "dilations", rank, 1);
+  // Non-negative per-dim attributes (ints_of_rank takes positive ones).
+  auto counts = [&](const std::string& name, int64_t n) {
+    const auto v = c.attr_ints(name, std::vector<int64_t>(size_t(n), 0));
+    if (int64_t(v.size()) != n) c.refuse(fmt::format("{} has {} entries, not {}", name, v.size(), n));
+    for (int64_t x : v)
+      if (x < 0 || x > (int64_t(1) << 30)) c.refuse(fmt::format("{} must be in [0, 2^30]", name));
+    return v;
+  };
+  const auto output_padding = counts("output_padding", rank);
+  Shape full = {xs[0], ws[1] * groups};
+  for (int64_t d = 0; d < rank; ++d) {
+    if (output_padding[size_t(d)] < 0 || output_padding[size_t(d)] >= std::max(strides[size_t(d)], dilations[size_t(d)]))
+      c.refuse("output_padding must be below the stride or the dilation");
+    full.push_back(strides[size_t(d)] * (xs[size_t(d + 2)] - 1) + dilations[size_t(d)] * (kernel[size_t(d)] - 1) + 1 +
+                   output_padding[size_t(d)]);
+  }
+  // The pads to crop: begin [0, rank), end [rank, 2 rank).
+  std::vector<int64_t> pads = counts("pads", 2 * rank);
+  const std::string auto_pad = c.attr_string("auto_pad", "NOTSET");
+  std::vector<int64_t> wanted;  // the output's spatial extent, when output_shape or SAME_* fixes it
+  if (c.attr("output_shape")) {
+    wanted = c.attr_ints("output_shape");
+    if (int64_t(wanted.size()) == rank + 2) wanted.erase(wanted.begin(), wanted.begin() + 2);
+    if (int64_t(wanted.size()) != rank) c.refuse("output_shape has the wrong length");
+  } else if (auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
+    for (int64_t d = 0; d < rank; ++d) wanted.push_back(xs[size_t(d + 2)] * strides[size_t(d)]);
+  } else if (auto_pad == "VALID") {
+    pads.assign(size_t(2 * rank), 0);
+  } else if (auto_pad != "NOTSET") {
+    c.refuse(fmt::format("auto_pad '{}'", auto_pad));
+  }
+  if (!wanted.empty()) {
+    for (int64_t d = 0; d < rank; ++d) {
+      // An output_shape past the full result extends it with zeros at the end (ONNX's implicit output padding).
+      if (wanted[size_t(d)] > full[size_t(d + 2)]) full[size_t(d + 2)] = wanted[size_t(d)];
+      const int64_t total = full[size_t(d + 2)] - wanted[size_t(d)];
+      const int64_t half = total / 2;
+      pads[size_t(d)] = auto_pad == "SAME_UPPER" ? half : total - half;
+      pads[size_t(d + rank)] = total - pads[size_t(d)];
+    }
+  }
+  Shape out = full;
+  for (int64_t d = 0; d < rank; ++d) {
+    out[size_t(d + 2)] -= pads[size_t(d)] + pads[size_t(d + rank)];
+    if (pads[size_t(d)] < 0 || pads[size_t(d + rank)] < 0 || out[size_t(d + 2)] < 1)
+      c.refuse("the pads crop more than the transposed convolution produces");
+  }
+  graph::Conv2dOptions o;
+  o.groups = groups;
+  Value x = c.value(0), w = c.value(1);
+  Shape full2d = full;
+  if (rank == 1) {
+    x = lift_1d(c, x);
+    w = lift_1d(c, w);
+    full2d.insert(full2d.begin() + 2, 1);
+    o.stride = lift_1d(strides, 1);
+    o.dilation = lift_1d(dilations, 1);
+    o.padding = {0, 0};
+  } else {
+    o.stride = strides;
+    o.dilation = dilations;
+    o.padding = {0, 0};
+  }
+  Value y = g.conv2d_grad_input(x, w, o, full2d);
+  if (rank == 1) y = g.reshape(y, full);
+  if (out != full) {
+    std::vector<int64_t> starts(size_t(rank + 2), 0);
+    for (int64_t d = 0; d < rank; ++d) starts[size_t(d + 2)] = pads[size_t(d)];
+    y = g.op("slice", {y}, {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(rank + 2), 1)}, {"shape", out}});
+  }
+  if (c.has_input(2)) {
+    Shape along(size_t(rank + 2), 1);
+    along[1] = out[1];
+    y = g.add(y, g.reshape(c.value(2), along));
   }
   c.set_output(0, y);
 }
@@ -313,6 +408,7 @@ void matmul(NodeContext& c) {
 
 void register_nn_ops(OpTable& t) {
   t["Conv"] = {conv, {}};
+  t["ConvTranspose"] = {conv_transpose, {}};
   t["MaxPool"] = {[](NodeContext& c) { pool(c, true); }, {}};
   t["AveragePool"] = {[](NodeContext& c) { pool(c, false); }, {}};
   t["GlobalAveragePool"] = {[](NodeContext& c) { global_pool(c, false); }, {}};

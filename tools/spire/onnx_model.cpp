@@ -22,7 +22,9 @@ LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph
   opt.missing_shape_hint = fmt::format("it is missing from {}", given_source);
   for (const auto& [name, t] : given) {
     opt.input_shapes[name] = t.shape;
-    if (graph::is_int(t.dtype) || (known_scalars && (t.dtype == graph::DType::Bool || t.rank() == 0)))
+    // Short float vectors too: Resize's scales and roi, which models hold as initializers and the node tests feed.
+    const bool small = t.dtype == graph::DType::Bool || t.rank() == 0 || (t.rank() == 1 && t.numel() <= 8);
+    if (graph::is_int(t.dtype) || (known_scalars && small))
       opt.known_inputs[name] = t;
   }
   onnx_import::ImportedModel im = onnx_import::import_model(path, opt);

@@ -23,10 +23,10 @@ struct LoadedModel {
   std::vector<onnx_import::IoBinding> inputs, outputs;
 };
 
-// Reads an .onnx model, binding symbolic dims from `given` (tensors by ONNX name). Integer tensors (and,
-// with `known_scalars`, bool and rank-0 tensors too) are also known values at import, where one is needed
-// as a constant (how an integer input that feeds a shape becomes static). `given_source` names where they
-// come from in messages.
+// Reads an .onnx model, binding symbolic dims from `given` (tensors by ONNX name). Integer tensors (and, with
+// `known_scalars`, bool, rank-0 and 1-D tensors of at most 8 elements too) are also known values at import, where
+// one is needed as a constant (how an integer input that feeds a shape becomes static). `given_source` names where
+// they come from in messages.
 LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph::Tensor>& given,
                       const std::string& given_source, bool known_scalars = false);
 // Reads an imported .graph file and its weights (their metadata holds the ONNX names, when present).
