@@ -59,7 +59,20 @@ void range(NodeContext& c) {
 
 }  // namespace
 
+// EyeLike: a 2-D constant of the input's shape (its dtype, or the dtype attribute) with ones on diagonal k.
+void eye_like(NodeContext& c) {
+  const graph::TensorType x = c.type(0);
+  if (x.rank() != 2) c.refuse(fmt::format("EyeLike of a rank-{} input (it must be 2-D)", x.rank()));
+  const graph::DType dtype = c.attr("dtype") ? dtype_of_onnx(int(c.attr_int("dtype", 0)), "EyeLike's dtype") : x.dtype;
+  const int64_t k = c.attr_int("k", 0), rows = x.shape[0], cols = x.shape[1];
+  std::vector<double> values(size_t(rows * cols), 0.0);
+  for (int64_t i = 0; i < rows; ++i)
+    if (i + k >= 0 && i + k < cols) values[size_t(i * cols + i + k)] = 1.0;
+  c.set_output(0, Tensor::from(dtype, x.shape, values));
+}
+
 void register_constant_ops(OpTable& t) {
+  t["EyeLike"] = {eye_like, eye_like};
   t["Constant"] = {constant, constant};
   t["ConstantOfShape"] = {constant_of_shape, constant_of_shape};
   t["Range"] = {range, range};

@@ -208,6 +208,14 @@ void register_elementwise_ops(OpTable& t) {
                  c.set_output(0, host_cast(*c.constant(0), dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type")));
                }};
 
+  // CastLike: Cast to the element type of input 1 (only its type is read).
+  t["CastLike"] = {[](NodeContext& c) {
+                     const DType to = c.type(1).dtype;
+                     const Value x = c.value(0);
+                     c.set_output(0, c.type(0).dtype == to ? x : c.g().cast(x, to));
+                   },
+                   {}};
+
   t["Neg"] = {[](NodeContext& c) { c.set_output(0, c.g().neg(c.value(0))); },
               [](NodeContext& c) {
                 Tensor r = *c.constant(0);

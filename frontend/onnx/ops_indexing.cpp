@@ -1,4 +1,4 @@
-// Element-wise indexing: GatherElements. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
+// Element-wise indexing: GatherElements, and OneHot. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
 // as ops spire has: the data, cut to the indices' extent off the axis, meets a one-hot mask of the indices along an
 // extra last dimension (index == position), and a sum over that dimension keeps the one element picked. That costs
 // indices x axis-length work: exact, and fine for the loss and detection heads that use it; an indexing kernel of its
@@ -62,8 +62,45 @@ void gather_elements(NodeContext& c) {
   c.set_output(0, g.sum(g.where(picked, x, g.scalar(0.0, data.dtype)), {rank}));
 }
 
+// OneHot(indices, depth, values = [off, on]): a new axis of `depth` (known at import) at `axis`, on where the position
+// equals the index (negative indices count from depth), off elsewhere.
+void one_hot(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType idx = c.type(0), values = c.type(2);
+  const graph::Tensor& depth_value = c.require_constant(1, "depth");
+  if (depth_value.data.size() != 1) c.refuse("depth must be one value");
+  const int64_t depth = int64_t(depth_value.data[0]);
+  if (depth < 1) c.refuse(fmt::format("depth {} must be positive", depth));
+  if (values.shape != Shape{2}) c.refuse("values must be [off, on]");
+  const int64_t rank = idx.rank() + 1;
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank);
+  Shape with_axis = idx.shape;
+  with_axis.insert(with_axis.begin() + axis, 1);
+  const DType compare_type = graph::is_float(idx.dtype) ? idx.dtype : DType::I64;
+  Value index = c.value(0);
+  if (idx.dtype != compare_type) index = g.cast(index, compare_type);
+  index = g.reshape(index, with_axis);
+  index = g.where(g.compare(index, g.scalar(0.0, compare_type), CompareMode::Lt), g.add(index, double(depth)), index);
+  graph::Tensor positions;
+  positions.dtype = compare_type;
+  positions.shape = Shape(size_t(rank), 1);
+  positions.shape[size_t(axis)] = depth;
+  for (int64_t k = 0; k < depth; ++k) positions.data.push_back(double(k));
+  const Value hit = g.compare(index, c.constant_value(positions, "position"), CompareMode::Eq);
+  const Value v = c.value(2);
+  auto pick = [&](int64_t i) {
+    return g.reshape(g.op("slice", {v}, {{"starts", std::vector<int64_t>{i}}, {"steps", std::vector<int64_t>{1}},
+                                         {"shape", Shape{1}}}),
+                     Shape{});
+  };
+  c.set_output(0, g.where(hit, pick(1), pick(0)));
+}
+
 }  // namespace
 
-void register_indexing_ops(OpTable& t) { t["GatherElements"] = {gather_elements, {}}; }
+void register_indexing_ops(OpTable& t) {
+  t["GatherElements"] = {gather_elements, {}};
+  t["OneHot"] = {one_hot, {}};
+}
 
 }  // namespace spire::onnx_import

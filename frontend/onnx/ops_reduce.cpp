@@ -1,5 +1,5 @@
 // Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum
-// ReduceLogSumExp, and ArgMax ArgMin. Axes come from the attribute, or from input 1 (ReduceSum from opset 13, the others from
+// ReduceLogSumExp, and ArgMax ArgMin Hardmax CumSum. Axes come from the attribute, or from input 1 (ReduceSum from opset 13, the others from
 // opset 18); empty axes reduce everything unless noop_with_empty_axes says to pass the input through.
 #include <fmt/format.h>
 
@@ -89,9 +89,75 @@ void arg_extreme(NodeContext& c, bool largest) {
   c.set_output(0, g.cast(chosen, graph::DType::I64));
 }
 
+// Hardmax: 1 at the first largest element along the axis, 0 elsewhere. Opset 13: along `axis` (default -1); before, the
+// input seen as 2-D [prod(dims < axis), prod(dims >= axis)] (axis default 1), as Softmax did.
+void hardmax(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType type = c.type(0);
+  if (!graph::is_float(type.dtype)) c.refuse("Hardmax runs on float tensors");
+  const int64_t rank = std::max<int64_t>(type.rank(), 1);
+  Value x = c.value(0);
+  int64_t axis = normalize_axis(c, c.attr_int("axis", c.opset() >= 13 ? -1 : 1), rank);
+  if (c.opset() < 13) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t d = 0; d < type.rank(); ++d) (d < axis ? outer : inner) *= type.shape[size_t(d)];
+    x = g.reshape(x, {outer, inner});
+    axis = 1;
+  }
+  const graph::Shape shape = g.type(x).shape;
+  const int64_t n = shape[size_t(axis)];
+  graph::Tensor positions;
+  positions.dtype = graph::DType::F32;
+  positions.shape = graph::Shape(shape.size(), 1);
+  positions.shape[size_t(axis)] = n;
+  for (int64_t k = 0; k < n; ++k) positions.data.push_back(double(k));
+  const Value at = c.constant_value(positions, "position");
+  const Value hit = g.compare(x, g.max(x, {axis}, true), graph::CompareMode::Eq);
+  const Value first = g.neg(g.max(g.where(hit, g.neg(at), g.scalar(-double(n), graph::DType::F32)), {axis}, true));
+  Value y = g.cast(g.compare(at, first, graph::CompareMode::Eq), type.dtype);
+  if (c.opset() < 13) y = g.reshape(y, type.shape);
+  c.set_output(0, y);
+}
+
+// CumSum along `axis` (input 1, known at import): a product with a triangular matrix of ones over the axis moved last
+// (exclusive: the diagonal left out; reverse: the other triangle).
+void cumsum(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType type = c.type(0);
+  if (!graph::is_float(type.dtype)) c.refuse("CumSum runs on float tensors here (as a product)");
+  const int64_t rank = type.rank();
+  if (rank == 0) c.refuse("CumSum of a scalar");
+  const std::vector<int64_t> axis_value = c.require_ints(1, "axis");
+  if (axis_value.size() != 1) c.refuse("axis must be one value");
+  const int64_t axis = normalize_axis(c, axis_value[0], rank);
+  const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
+  const int64_t n = type.shape[size_t(axis)];
+  graph::Tensor tri;  // [n (from), n (to)]: 1 where element `from` counts toward `to`
+  tri.dtype = type.dtype;
+  tri.shape = {n, n};
+  for (int64_t from = 0; from < n; ++from)
+    for (int64_t to = 0; to < n; ++to) {
+      const bool before = reverse ? from > to : from < to;
+      tri.data.push_back(before || (!exclusive && from == to) ? 1.0 : 0.0);
+    }
+  std::vector<int64_t> to_last, back(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) to_last.push_back(d);
+  to_last.push_back(axis);
+  for (int64_t d = 0; d < rank; ++d) back[size_t(to_last[size_t(d)])] = d;
+  Value x = c.value(0);
+  if (axis != rank - 1) x = g.permute(x, to_last);
+  Value y = g.matmul(rank == 1 ? g.reshape(x, {1, n}) : x, c.constant_value(tri, "cumsum_triangle"));
+  if (rank == 1) y = g.reshape(y, {n});
+  if (axis != rank - 1) y = g.permute(y, back);
+  c.set_output(0, y);
+}
+
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
+  t["Hardmax"] = {hardmax, {}};
+  t["CumSum"] = {cumsum, {}};
   t["ArgMax"] = {[](NodeContext& c) { arg_extreme(c, true); }, {}};
   t["ArgMin"] = {[](NodeContext& c) { arg_extreme(c, false); }, {}};
   auto row = [&](const char* op, Kind k, int64_t axes_input_opset) {

@@ -292,6 +292,32 @@ void register_shape_ops(OpTable& t) {
                     [](NodeContext& c) { reshape_to(c, unsqueezed(c)); }};
   t["Transpose"] = {[](NodeContext& c) { c.set_output(0, c.g().permute(c.value(0), perm_of(c))); },
                     [](NodeContext& c) { c.set_output(0, host_permute(*c.constant(0), perm_of(c))); }};
+  // DepthToSpace (modes DCR and CRD) and SpaceToDepth: a reshape to six dims, a permute, a reshape back.
+  t["DepthToSpace"] = {[](NodeContext& c) {
+                         const Shape x = c.type(0).shape;
+                         const int64_t b = c.attr_int("blocksize", 0);
+                         if (x.size() != 4 || b < 1 || x[1] % (b * b) != 0)
+                           c.refuse("DepthToSpace needs [N, C, H, W] with C a multiple of blocksize^2");
+                         const bool crd = c.attr_string("mode", "DCR") == "CRD";
+                         const int64_t n = x[0], ch = x[1] / (b * b), h = x[2], w = x[3];
+                         auto& g = c.g();
+                         const Value six = g.reshape(c.value(0), crd ? Shape{n, ch, b, b, h, w} : Shape{n, b, b, ch, h, w});
+                         const Value moved = g.permute(six, crd ? std::vector<int64_t>{0, 1, 4, 2, 5, 3}
+                                                                : std::vector<int64_t>{0, 3, 4, 1, 5, 2});
+                         c.set_output(0, g.reshape(moved, {n, ch, h * b, w * b}));
+                       },
+                       {}};
+  t["SpaceToDepth"] = {[](NodeContext& c) {
+                         const Shape x = c.type(0).shape;
+                         const int64_t b = c.attr_int("blocksize", 0);
+                         if (x.size() != 4 || b < 1 || x[2] % b != 0 || x[3] % b != 0)
+                           c.refuse("SpaceToDepth needs [N, C, H, W] with H and W multiples of blocksize");
+                         const int64_t n = x[0], ch = x[1], h = x[2] / b, w = x[3] / b;
+                         auto& g = c.g();
+                         const Value moved = g.permute(g.reshape(c.value(0), {n, ch, h, b, w, b}), {0, 3, 5, 1, 2, 4});
+                         c.set_output(0, g.reshape(moved, {n, ch * b * b, h, w}));
+                       },
+                       {}};
   t["Identity"] = {pass_through, pass_through};
   t["Dropout"] = {[](NodeContext& c) {
                     if (c.has_input(2)) {
