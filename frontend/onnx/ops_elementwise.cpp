@@ -208,6 +208,18 @@ void register_elementwise_ops(OpTable& t) {
                  c.set_output(0, host_cast(*c.constant(0), dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type")));
                }};
 
+  // Round: to the nearest integer, halves to even. From floor(x) and the exact fraction x - floor(x).
+  t["Round"] = {[](NodeContext& c) {
+                  need_float(c, 0);
+                  auto& g = c.g();
+                  const DType t = c.type(0).dtype;
+                  const Value x = c.value(0), r = g.op("floor", {x}), frac = g.sub(x, r);
+                  const Value odd = g.sub(r, g.mul(g.op("floor", {g.div(r, 2.0)}), 2.0));  // 1 for odd r, else 0
+                  const Value at_half = g.where(g.compare(frac, g.scalar(0.5, t), graph::CompareMode::Eq), g.add(r, odd), r);
+                  c.set_output(0, g.where(g.compare(frac, g.scalar(0.5, t), graph::CompareMode::Gt), g.add(r, 1.0),
+                                          at_half));
+                },
+                {}};
   // CastLike: Cast to the element type of input 1 (only its type is read).
   t["CastLike"] = {[](NodeContext& c) {
                      const DType to = c.type(1).dtype;

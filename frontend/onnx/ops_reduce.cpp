@@ -1,4 +1,4 @@
-// Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum
+// Reductions: ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceSumSquare ReduceL1 ReduceL2 ReduceLogSum
 // ReduceLogSumExp, and ArgMax ArgMin Hardmax CumSum. Axes come from the attribute, or from input 1 (ReduceSum from opset 13, the others from
 // opset 18); empty axes reduce everything unless noop_with_empty_axes says to pass the input through.
 #include <fmt/format.h>
@@ -10,7 +10,7 @@ namespace {
 
 using graph::Value;
 
-enum class Kind { Sum, Mean, Max, Min, SumSquare, L1, L2, LogSum, LogSumExp };
+enum class Kind { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
 
 void reduce(NodeContext& c, Kind kind, int64_t axes_input_opset) {
   auto& g = c.g();
@@ -40,6 +40,15 @@ void reduce(NodeContext& c, Kind kind, int64_t axes_input_opset) {
     case Kind::Mean: y = g.mean(x, axes, keep); break;
     case Kind::Max: y = g.max(x, axes, keep); break;
     case Kind::Min: y = g.neg(g.max(g.neg(x), axes, keep)); break;
+    case Kind::Prod: {
+      // |product| = exp(sum log|x|) (a zero gives exp(-inf) = 0), its sign from the parity of the negatives.
+      const graph::DType t = c.type(0).dtype;
+      const Value magnitude = g.exp(g.sum(g.log(g.op("abs", {x})), axes, keep));
+      const Value negatives = g.sum(g.cast(g.compare(x, g.scalar(0.0, t), graph::CompareMode::Lt), t), axes, keep);
+      const Value odd = g.sub(negatives, g.mul(g.op("floor", {g.div(negatives, 2.0)}), 2.0));
+      y = g.mul(magnitude, g.sub(g.scalar(1.0, t), g.mul(odd, 2.0)));
+      break;
+    }
     case Kind::SumSquare: y = g.sum(g.mul(x, x), axes, keep); break;
     case Kind::L1: y = g.sum(g.maximum(x, g.neg(x)), axes, keep); break;
     case Kind::L2: y = g.sqrt(g.sum(g.mul(x, x), axes, keep)); break;
@@ -167,6 +176,7 @@ void register_reduce_ops(OpTable& t) {
   row("ReduceMean", Kind::Mean, 18);
   row("ReduceMax", Kind::Max, 18);
   row("ReduceMin", Kind::Min, 18);
+  row("ReduceProd", Kind::Prod, 18);
   row("ReduceSumSquare", Kind::SumSquare, 18);
   row("ReduceL1", Kind::L1, 18);
   row("ReduceL2", Kind::L2, 18);
