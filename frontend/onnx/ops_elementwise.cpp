@@ -208,6 +208,24 @@ void register_elementwise_ops(OpTable& t) {
                  c.set_output(0, host_cast(*c.constant(0), dtype_of_onnx(int(c.attr_int("to", 0)), "Cast's target type")));
                }};
 
+  // Mod: x - y * trunc(x / y) with fmod=1 (C's fmod, the sign of x), x - y * floor(x / y) otherwise (Python's, the
+  // sign of y; integers only). Computed in float64, where both are exact for the integers and the float32 and float16
+  // values ONNX gives, then cast back.
+  t["Mod"] = {[](NodeContext& c) {
+                auto& g = c.g();
+                const DType t = c.type(0).dtype;
+                if (c.type(1).dtype != t) c.refuse("Mod's inputs must have the same type");
+                if (t == DType::Bool) c.refuse("Mod of bool tensors");
+                const bool fmod = c.attr_int("fmod", 0) != 0;
+                if (!fmod && graph::is_float(t)) c.refuse("Mod of floats needs fmod=1 (ONNX)");
+                auto wide = [&](int i) { return t == DType::F64 ? c.value(i) : g.cast(c.value(i), DType::F64); };
+                const Value x = wide(0), y = wide(1), q = g.div(x, y);
+                Value whole = g.op("floor", {q});
+                if (fmod) whole = g.where(g.compare(q, g.scalar(0.0, DType::F64), graph::CompareMode::Lt), g.op("ceil", {q}), whole);
+                const Value r = g.sub(x, g.mul(y, whole));
+                c.set_output(0, t == DType::F64 ? r : g.cast(r, t));
+              },
+              {}};
   // Round: to the nearest integer, halves to even. From floor(x) and the exact fraction x - floor(x).
   t["Round"] = {[](NodeContext& c) {
                   need_float(c, 0);
