@@ -1,4 +1,4 @@
-// Element-wise indexing: GatherElements, and OneHot. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
+// Element-wise indexing: GatherElements, ScatterElements (and Scatter), and OneHot. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
 // as ops spire has: the data, cut to the indices' extent off the axis, meets a one-hot mask of the indices along an
 // extra last dimension (index == position), and a sum over that dimension keeps the one element picked. That costs
 // indices x axis-length work: exact, and fine for the loss and detection heads that use it; an indexing kernel of its
@@ -96,10 +96,67 @@ void one_hot(NodeContext& c) {
   c.set_output(0, g.where(hit, pick(1), pick(0)));
 }
 
+// ScatterElements (and the older Scatter): data with updates[q] written at q's position, its `axis` coordinate replaced
+// by indices[q]; reduction add sums them into data instead. Along the axis, a one-hot of the indices [.., n, m] picks,
+// for each of the axis's n positions, the sum of the m updates aimed at it, and whether any is. The indices must span
+// the data on every other axis (what detection and loss code scatter); repeated indices are only defined for add.
+void scatter_elements(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType data = c.type(0), indices = c.type(1), updates = c.type(2);
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
+  if (data.dtype == DType::Bool) c.refuse("scattering bool tensors is not supported");
+  if (updates.dtype != data.dtype || updates.shape != indices.shape)
+    c.refuse("the updates must have the data's type and the indices' shape");
+  const int64_t rank = data.rank();
+  if (indices.rank() != rank || rank == 0) c.refuse("data and indices must have the same rank, at least 1");
+  const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank);
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis && indices.shape[size_t(d)] != data.shape[size_t(d)])
+      c.refuse(fmt::format("indices {} must span data {} on every axis but {}", graph::shape_to_string(indices.shape),
+                           graph::shape_to_string(data.shape), axis));
+  const std::string reduction = c.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add") c.refuse(fmt::format("reduction '{}' (spire has none and add)", reduction));
+  const int64_t n = data.shape[size_t(axis)], m = indices.shape[size_t(axis)];
+  std::vector<int64_t> to_last;
+  std::vector<int64_t> back(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) to_last.push_back(d);
+  to_last.push_back(axis);
+  for (int64_t d = 0; d < rank; ++d) back[size_t(to_last[size_t(d)])] = d;
+  auto last = [&](Value v) { return axis == rank - 1 ? v : g.permute(v, to_last); };
+  Shape rows = data.shape;  // the other axes in order, then the axis
+  rows.erase(rows.begin() + axis);
+  Shape column = rows, row = rows;
+  column.push_back(1);
+  column.push_back(m);  // [.., 1, m]
+  row.push_back(n);     // [.., n]
+  Value index = g.reshape(last(c.value(1)), column);
+  index = g.where(g.compare(index, g.scalar(0.0, indices.dtype), CompareMode::Lt), g.add(index, double(n)), index);
+  graph::Tensor positions;
+  positions.dtype = indices.dtype;
+  positions.shape = Shape(size_t(rank) + 1, 1);
+  positions.shape[size_t(rank) - 1] = n;  // [.., n, 1]
+  for (int64_t k = 0; k < n; ++k) positions.data.push_back(double(k));
+  const Value hit = g.compare(index, c.constant_value(positions, "position"), CompareMode::Eq);  // [.., n, m]
+  const Value aimed = g.sum(g.where(hit, g.reshape(last(c.value(2)), column), g.scalar(0.0, data.dtype)), {rank});
+  const Value x = last(c.value(0));
+  Value y;
+  if (reduction == "add") {
+    y = g.add(x, aimed);
+  } else {
+    const Value any = g.sum(g.cast(hit, DType::F32), {rank});
+    y = g.where(g.compare(any, g.scalar(0.0, DType::F32), CompareMode::Gt), aimed, x);
+  }
+  c.set_output(0, axis == rank - 1 ? y : g.permute(y, back));
+}
+
 }  // namespace
 
 void register_indexing_ops(OpTable& t) {
   t["GatherElements"] = {gather_elements, {}};
+  t["ScatterElements"] = {scatter_elements, {}};
+  t["Scatter"] = {scatter_elements, {}};
   t["OneHot"] = {one_hot, {}};
 }
 

@@ -14,8 +14,8 @@ ConstantOfShape Conv ConvTranspose CumSum DepthToSpace Div Dropout Equal Erf Exp
 Gather GatherElements Gemm GlobalAveragePool GlobalMaxPool Greater HardSigmoid HardSwish Hardmax Identity
 LayerNormalization LeakyRelu Less Log LogSoftmax MatMul Max MaxPool Mean Min Mod Mul Neg
 NegativeLogLikelihoodLoss OneHot Pad Pow Range Reciprocal ReduceMax ReduceMean ReduceProd ReduceSum Relu Reshape
-Resize Round Shape Sigmoid Sign Slice Softmax SoftmaxCrossEntropyLoss Softplus SpaceToDepth Split Sqrt Squeeze
-Sub Sum Tanh Tile Transpose Unsqueeze Upsample Where""".split())
+Resize Round Scatter ScatterElements Shape Sigmoid Sign Slice Softmax SoftmaxCrossEntropyLoss Softplus
+SpaceToDepth Split Sqrt Squeeze Sub Sum Tanh Tile Transpose Unsqueeze Upsample Where""".split())
 DTYPES = {onnx.TensorProto.FLOAT, onnx.TensorProto.INT32, onnx.TensorProto.INT64, onnx.TensorProto.BOOL,
           onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16}
 
