@@ -1,4 +1,4 @@
-// Element-wise indexing: GatherElements, ScatterElements (and Scatter), and OneHot. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
+// Element-wise indexing: GatherElements, ScatterElements (and Scatter), OneHot, and GatherND. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
 // as ops spire has: the data, cut to the indices' extent off the axis, meets a one-hot mask of the indices along an
 // extra last dimension (index == position), and a sum over that dimension keeps the one element picked. That costs
 // indices x axis-length work: exact, and fine for the loss and detection heads that use it; an indexing kernel of its
@@ -151,9 +151,44 @@ void scatter_elements(NodeContext& c) {
   c.set_output(0, axis == rank - 1 ? y : g.permute(y, back));
 }
 
+// GatherND (batch_dims 0): out[i..] = data[indices[i.., 0], .., indices[i.., k-1], ...]. The k leading axes of the data
+// become one (their flat index a sum of each index times its stride, negative ones wrapped first), and the graph's
+// gather op takes the slices at those flat indices.
+void gather_nd(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType data = c.type(0), indices = c.type(1);
+  if (c.attr_int("batch_dims", 0) != 0) c.refuse("batch_dims other than 0 is not supported");
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
+  if (indices.rank() < 1) c.refuse("the indices must have rank 1 or more");
+  const int64_t k = indices.shape.back(), rank = data.rank();
+  if (k < 1 || k > rank) c.refuse(fmt::format("index tuples of {} for rank-{} data", k, rank));
+  Shape leading_last = indices.shape;  // [.., 1]: one index of the tuple
+  leading_last.back() = 1;
+  Value flat;
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    std::vector<int64_t> starts(size_t(indices.rank()), 0);
+    starts.back() = j;
+    Value index = g.op("slice", {c.value(1)}, {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(indices.rank()), 1)},
+                                               {"shape", leading_last}});
+    const double dim = double(data.shape[size_t(j)]);
+    index = g.where(g.compare(index, g.scalar(0.0, indices.dtype), CompareMode::Lt), g.add(index, dim), index);
+    const Value term = stride == 1 ? index : g.mul(index, double(stride));
+    flat = flat.valid() ? g.add(flat, term) : term;
+    stride *= data.shape[size_t(j)];
+  }
+  Shape flat_shape(indices.shape.begin(), indices.shape.end() - 1);
+  flat = g.reshape(flat, flat_shape);
+  Shape data_flat = {stride};
+  data_flat.insert(data_flat.end(), data.shape.begin() + k, data.shape.end());
+  c.set_output(0, g.op("gather", {g.reshape(c.value(0), data_flat), flat}, {{"axis", int64_t(0)}}));
+}
+
 }  // namespace
 
 void register_indexing_ops(OpTable& t) {
+  t["GatherND"] = {gather_nd, {}};
   t["GatherElements"] = {gather_elements, {}};
   t["ScatterElements"] = {scatter_elements, {}};
   t["Scatter"] = {scatter_elements, {}};

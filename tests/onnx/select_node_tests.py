@@ -11,7 +11,7 @@ import onnx
 
 OPS = set("""Abs Add ArgMax ArgMin AveragePool BatchNormalization Cast CastLike Ceil Clip Concat Constant
 ConstantOfShape Conv ConvTranspose CumSum DepthToSpace Div Dropout Equal Erf Exp Expand EyeLike Flatten Floor
-Gather GatherElements Gemm GlobalAveragePool GlobalMaxPool Greater HardSigmoid HardSwish Hardmax Identity
+Gather GatherElements GatherND Gemm GlobalAveragePool GlobalMaxPool Greater HardSigmoid HardSwish Hardmax Identity
 LayerNormalization LeakyRelu Less Log LogSoftmax MatMul Max MaxPool Mean Min Mod Mul Neg
 NegativeLogLikelihoodLoss OneHot Pad Pow Range Reciprocal ReduceMax ReduceMean ReduceProd ReduceSum Relu Reshape
 Resize Round Scatter ScatterElements Shape Sigmoid Sign Slice Softmax SoftmaxCrossEntropyLoss Softplus
