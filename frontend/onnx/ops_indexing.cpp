@@ -27,6 +27,7 @@ void gather_elements(NodeContext& c) {
                          graph::shape_to_string(data.shape), graph::shape_to_string(indices.shape)));
   const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank);
   const int64_t n = data.shape[size_t(axis)];
+  if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (the one-hot form takes at most 2^24)", n));
   Value x = c.value(0);
   Shape cut = data.shape;  // the data's extent the indices reach
   for (int64_t d = 0; d < rank; ++d) {
@@ -70,7 +71,7 @@ void one_hot(NodeContext& c) {
   const graph::Tensor& depth_value = c.require_constant(1, "depth");
   if (depth_value.data.size() != 1) c.refuse("depth must be one value");
   const int64_t depth = int64_t(depth_value.data[0]);
-  if (depth < 1) c.refuse(fmt::format("depth {} must be positive", depth));
+  if (depth < 1 || depth > (int64_t(1) << 24)) c.refuse(fmt::format("depth {} must be in [1, 2^24]", depth));
   if (values.shape != Shape{2}) c.refuse("values must be [off, on]");
   const int64_t rank = idx.rank() + 1;
   const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), rank);
@@ -118,6 +119,7 @@ void scatter_elements(NodeContext& c) {
   const std::string reduction = c.attr_string("reduction", "none");
   if (reduction != "none" && reduction != "add") c.refuse(fmt::format("reduction '{}' (spire has none and add)", reduction));
   const int64_t n = data.shape[size_t(axis)], m = indices.shape[size_t(axis)];
+  if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (the one-hot form takes at most 2^24)", n));
   std::vector<int64_t> to_last;
   std::vector<int64_t> back(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d)

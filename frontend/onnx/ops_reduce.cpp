@@ -115,6 +115,7 @@ void hardmax(NodeContext& c) {
   }
   const graph::Shape shape = g.type(x).shape;
   const int64_t n = shape[size_t(axis)];
+  if (n > (int64_t(1) << 24)) c.refuse(fmt::format("Hardmax along {} elements (positions are exact to 2^24)", n));
   graph::Tensor positions;
   positions.dtype = graph::DType::F32;
   positions.shape = graph::Shape(shape.size(), 1);
@@ -141,6 +142,7 @@ void cumsum(NodeContext& c) {
   const int64_t axis = normalize_axis(c, axis_value[0], rank);
   const bool exclusive = c.attr_int("exclusive", 0) != 0, reverse = c.attr_int("reverse", 0) != 0;
   const int64_t n = type.shape[size_t(axis)];
+  if (n > (int64_t(1) << 13)) c.refuse(fmt::format("CumSum along {} elements (its product form takes at most 2^13)", n));
   graph::Tensor tri;  // [n (from), n (to)]: 1 where element `from` counts toward `to`
   tri.dtype = type.dtype;
   tri.shape = {n, n};

@@ -183,7 +183,11 @@ void resize(NodeContext& c, bool upsample) {
   }
   Value y = c.value(0);
   for (int64_t d = rank - 1; d >= 0; --d) {
-    if (out[size_t(d)] < 1) c.refuse(fmt::format("the output would have {} elements along axis {}", out[size_t(d)], d));
+    if (out[size_t(d)] < 1 || out[size_t(d)] > (int64_t(1) << 24))
+      c.refuse(fmt::format("the output would have {} elements along axis {}", out[size_t(d)], d));
+    if (out[size_t(d)] * x.shape[size_t(d)] > (int64_t(1) << 26))
+      c.refuse(fmt::format("resizing axis {} from {} to {} takes a {}x{} matrix, past spire's 2^26 elements", d,
+                           x.shape[size_t(d)], out[size_t(d)], out[size_t(d)], x.shape[size_t(d)]));
     const AxisMap m = axis_map(a, x.shape[size_t(d)], out[size_t(d)], scales[size_t(d)],
                                roi.empty() ? 0.0 : roi[size_t(d)], roi.empty() ? 1.0 : roi[size_t(rank + d)]);
     if (!m.identity) y = apply_axis(c, y, d, m);
