@@ -78,14 +78,7 @@ void run_run(const RunCmd& o) {
     return;
   }
   const auto given = io::load_tensors(o.inputs);
-  LoadedModel m;
-  if (ends_with(o.model, ".graph")) {
-    std::string weights = o.weights;
-    if (weights.empty()) weights = std::filesystem::path(o.model).replace_extension(".safetensors").string();
-    m = load_graph_model(o.model, weights);
-  } else {
-    m = load_onnx(o.model, given, o.inputs);
-  }
+  LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
   const passes::PassPipeline pipeline = passes_pipeline(o.passes);
   if (!pipeline.empty(passes::PassPoint::BeforeFusion) && o.device == "reference")
     throw std::runtime_error("--passes: before_fusion passes run inside lowering, for a device, not on the reference");

@@ -24,6 +24,12 @@ inline CLI::Validator positive_number(bool allow_zero = false) {
       allow_zero ? "NUMBER >= 0" : "NUMBER > 0");
 }
 
+// Thrown by a command whose exit status says more than 0 (success), 1 (failure) and 2 (argument error), after it
+// printed what it had to say; main() returns `code`. `spire diff`: 1 when devices disagree, 3 for bad input.
+struct CommandExit {
+  int code = 1;
+};
+
 // --ops FILE_OR_DIR (repeatable): registers the custom ops of op files as the option is read
 // (custom_ops_option.cpp).
 void add_ops_option(CLI::App* cmd);
@@ -51,5 +57,6 @@ void register_import_commands(CLI::App& app);   // spire import MODEL.onnx     (
 void register_run_commands(CLI::App& app);      // spire run MODEL             (cmd_run.cpp)
 void register_onnx_test_commands(CLI::App& app); // spire onnx-test DIR...     (cmd_onnx_test.cpp)
 void register_compile_commands(CLI::App& app);   // spire compile MODEL -o B    (cmd_compile.cpp)
+void register_diff_commands(CLI::App& app);      // spire diff MODEL --inputs IN  (cmd_diff.cpp)
 
 }  // namespace spire::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   spire::cli::register_run_commands(app);
   spire::cli::register_onnx_test_commands(app);
   spire::cli::register_compile_commands(app);
+  spire::cli::register_diff_commands(app);
 #endif
   try {
     app.parse(argc, argv);
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
     // app.exit prints the message (or the help). CLI11's own codes (106 for a missing required option, ...)
     // mean nothing to a shell script; every argument error is 2, as in most Unix tools, --help stays 0.
     return app.exit(e) == static_cast<int>(CLI::ExitCodes::Success) ? 0 : 2;
+  } catch (const spire::cli::CommandExit& e) {
+    return e.code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "spire: error: %s\n", e.what());
     return 1;

@@ -61,6 +61,18 @@ LoadedModel load_graph_model(const std::string& path, const std::string& weights
   return m;
 }
 
+std::string weights_path(const std::string& model_path, const std::string& weights) {
+  if (!model_path.ends_with(".graph")) return {};
+  if (!weights.empty()) return weights;
+  return std::filesystem::path(model_path).replace_extension(".safetensors").string();
+}
+
+LoadedModel load_model(const std::string& path, const std::string& weights,
+                       const std::map<std::string, graph::Tensor>& given, const std::string& given_source) {
+  if (path.ends_with(".graph")) return load_graph_model(path, weights_path(path, weights));
+  return load_onnx(path, given, given_source);
+}
+
 std::map<std::string, graph::Tensor> input_feeds(const LoadedModel& m, const std::map<std::string, graph::Tensor>& given,
                                                  const std::string& given_source) {
   std::map<std::string, graph::Tensor> feeds = m.weights;

@@ -32,6 +32,13 @@ LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph
 // Reads an imported .graph file and its weights (their metadata holds the ONNX names, when present).
 LoadedModel load_graph_model(const std::string& path, const std::string& weights_path);
 
+// An .onnx model (load_onnx) or an imported .graph file (load_graph_model) by the file's extension, a .graph's
+// weights from `weights` or, when empty, from the file beside it (MODEL.safetensors).
+LoadedModel load_model(const std::string& path, const std::string& weights,
+                       const std::map<std::string, graph::Tensor>& given, const std::string& given_source);
+// The weights file load_model reads for a .graph model (empty for others).
+std::string weights_path(const std::string& model_path, const std::string& weights);
+
 // The feeds of every graph input, taken from `given` by ONNX name and checked (missing, dtype, shape).
 std::map<std::string, graph::Tensor> input_feeds(const LoadedModel& m, const std::map<std::string, graph::Tensor>& given,
                                                  const std::string& given_source);

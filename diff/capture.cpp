@@ -1,0 +1,191 @@
+#include "diff/capture.h"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "ir/graph/evaluator.h"
+#include "lowering/plan.h"
+#include "lowering/tunable.h"
+#include "lowering/tunable_ops.h"
+#include "passes/canonical.h"
+
+namespace spire::diff {
+
+using graph::Graph;
+using graph::Value;
+
+std::string_view source_name(Source s) {
+  switch (s) {
+    case Source::Stored: return "stored";
+    case Source::Unfused: return "unfused";
+    case Source::Saved: return "saved";
+  }
+  return "?";
+}
+
+std::vector<Value> compared_values(const Graph& g) {
+  std::vector<Value> out;
+  for (Value v : g.values())
+    if (!graph::is_leaf(g.node(v).op)) out.push_back(v);
+  return out;
+}
+
+namespace {
+
+// The output under which a value is kept (output names allow letters, digits, _ and .): a prefix no model uses.
+std::string kept_name(const std::string& node) { return "spire_diff." + node; }
+
+Graph with_outputs(const Graph& g, const std::vector<Value>& values) {
+  Graph copy = g;
+  for (Value v : values) copy.output(kept_name(g.node(v).name), v);
+  return copy;
+}
+
+// Compiles `g` for the device, feeds its leaves, runs one step and reads the kept `values` back by node name.
+void run_and_read(const Graph& g, const std::vector<Value>& values, const std::map<std::string, graph::Tensor>& feeds,
+                  rt::Device& device, const lowering::CompileOptions& options, std::map<std::string, graph::Tensor>& out) {
+  auto exe = lowering::compile(g, device, options);
+  for (const graph::Node& n : g.nodes())
+    if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));
+  exe->step();
+  for (Value v : values) {
+    const std::string& name = g.node(v).name;
+    out[name] = exe->get(kept_name(name));
+  }
+}
+
+// The buffer a plan stores a value in, or -1 (a value fused into another launch, or not computed).
+int32_t buffer_of(const lowering::Plan& plan, const std::string& name) {
+  for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    const auto& vs = plan.buffers[b].values;
+    if (std::find(vs.begin(), vs.end(), name) != vs.end()) return int32_t(b);
+  }
+  return -1;
+}
+
+// The kernel names of a plan's launches, in order: two plans with the same list run the same kernels.
+std::vector<std::string> launch_kernels(const lowering::Plan& plan) {
+  std::vector<std::string> names;
+  for (const auto& l : plan.launches) names.push_back(plan.kernels[size_t(l.kernel)].name);
+  return names;
+}
+
+// Where the model's plan computes each value (ValueOrigin), from the plan and from the graph lowering saw.
+class OriginFinder {
+ public:
+  OriginFinder(const Graph& g, const lowering::Plan& plan, const rt::DeviceInfo& info,
+               const lowering::CompileOptions& options)
+      : g_(g), plan_(plan), info_(info), options_(options), users_(g.users()) {
+    try {
+      prepared_ = passes::prepare_for_fusion(g, options.passes);
+    } catch (const std::exception&) {
+      // Lowering itself ran the same passes without error; without the prepared graph only the configs are missing.
+    }
+  }
+
+  ValueOrigin find(Value v) const {
+    ValueOrigin o;
+    const std::string& name = g_.node(v).name;
+    int32_t b = buffer_of(plan_, name);
+    o.source = b >= 0 ? Source::Stored : Source::Unfused;
+    // A fused value: its group's stored root is down its chain of users (a pointwise tree's single user, a heavy
+    // op's epilogue root); that root's buffer is written by the group's launch.
+    Value at = v;
+    for (int steps = 0; b < 0 && steps < 64 && !users_[size_t(at.id)].empty(); ++steps) {
+      at = users_[size_t(at.id)].front();
+      b = buffer_of(plan_, g_.node(at).name);
+    }
+    if (b < 0) return o;
+    const auto& values = plan_.buffers[size_t(b)].values;
+    if (at == v && !values.empty() && values.front() != name) {
+      // A reshape or flatten that shares its input's buffer: no launch of its own.
+      o.launch = values.front();
+      o.kernel = fmt::format("none (shares {}'s buffer)", values.front());
+      return o;
+    }
+    for (const auto& l : plan_.launches) {
+      if (std::find(l.buffers.begin(), l.buffers.end(), b) == l.buffers.end()) continue;
+      o.launch = l.node;
+      o.kernel = plan_.kernels[size_t(l.kernel)].name;
+      o.tuning = tuning_of(l.node);
+      break;  // the first launch that touches the buffer is its writer: a value is written before it is read
+    }
+    return o;
+  }
+
+ private:
+  // The tunable template's key and chosen config of the node a launch computes, as lowering chose it.
+  std::string tuning_of(const std::string& node) const {
+    const auto v = prepared_.find(node);
+    if (!v) return {};
+    try {
+      const auto op = lowering::tunable_op(prepared_, *v, lowering::limits_of(info_));
+      if (!op) return {};
+      return op->key.text() + ": " + lowering::choose_config(options_.tuning, *op).text();
+    } catch (const std::exception&) {
+      return {};
+    }
+  }
+
+  const Graph& g_;
+  const lowering::Plan& plan_;
+  const rt::DeviceInfo& info_;
+  const lowering::CompileOptions& options_;
+  std::vector<std::vector<Value>> users_;
+  Graph prepared_;
+};
+
+}  // namespace
+
+Capture capture_reference(const Graph& g, const std::map<std::string, graph::Tensor>& feeds) {
+  Capture c;
+  c.device = "reference";
+  c.device_name = "float64 reference evaluator";
+  const std::vector<Value> values = compared_values(g);
+  auto results = graph::evaluate(with_outputs(g, values), feeds, graph::DType::F64);
+  for (Value v : values) {
+    const std::string& name = g.node(v).name;
+    c.values[name] = std::move(results.at(kept_name(name)));
+  }
+  return c;
+}
+
+Capture capture_device(const Graph& g, const std::map<std::string, graph::Tensor>& feeds, rt::Device& device,
+                       const lowering::CompileOptions& options) {
+  Capture c;
+  const rt::DeviceInfo& info = device.info();
+  c.device = info.id;
+  c.device_name = info.name;
+  c.driver = info.driver;
+  const lowering::Plan model_plan = lowering::lower(g, info, options.passes, options.tuning, options.parameters_once);
+  const OriginFinder origins(g, model_plan, info, options);
+
+  std::vector<Value> stored, unfused;
+  for (Value v : compared_values(g)) {
+    ValueOrigin o = origins.find(v);
+    (o.source == Source::Stored ? stored : unfused).push_back(v);
+    c.origins[g.node(v).name] = std::move(o);
+  }
+  if (!stored.empty()) {
+    const Graph kept = with_outputs(g, stored);
+    const lowering::Plan kept_plan = lowering::lower(kept, info, options.passes, options.tuning, options.parameters_once);
+    if (launch_kernels(kept_plan) != launch_kernels(model_plan))
+      c.notes.push_back(fmt::format(
+          "keeping the {} stored values changed the plan ({} launches, the model's {}): a stored value's error may "
+          "differ from the model's run",
+          stored.size(), kept_plan.launches.size(), model_plan.launches.size()));
+    run_and_read(kept, stored, feeds, device, options, c.values);
+  }
+  if (!unfused.empty()) {
+    run_and_read(with_outputs(g, unfused), unfused, feeds, device, options, c.values);
+    c.notes.push_back(fmt::format(
+        "{} of {} values are kept in registers by fusion (or not computed) in the model's plan: they were compared "
+        "from a second run with each of them made a plan output, which unfuses them (source 'unfused')",
+        unfused.size(), stored.size() + unfused.size()));
+  }
+  return c;
+}
+
+}  // namespace spire::diff

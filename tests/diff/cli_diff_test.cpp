@@ -1,0 +1,200 @@
+// `spire diff` as a user runs it: a planted fault (a custom op whose GLSL kernel is wrong in a few elements while its
+// reference is right) named as the first divergence with its downstream values as inheriting it, exit 0 on a right
+// graph and on a small CNN PyTorch exported, the JSON report, --save then --against, and bad input refused clearly.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "io/file_bytes.h"
+#include "io/tensor_file.h"
+#include "tests/support/spire_cli.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using spire::graph::DType;
+using spire::graph::Tensor;
+
+const std::string kOps = SPIRE_SOURCE_DIR "/tests/diff/planted_relu.op";
+
+// A two-layer MLP whose activation is `act` (planted_relu, or relu for the right model); every tensor an input.
+std::string mlp_text(const std::string& act) {
+  return "x = input() : f32[4,16]\n"
+         "w1 = input() : f32[16,32]\n"
+         "b1 = input() : f32[32]\n"
+         "mm1 = matmul(x, w1) : f32[4,32]\n"
+         "h1 = add(mm1, b1) : f32[4,32]\n"
+         "act = " + act + "(h1) : f32[4,32]\n"
+         "w2 = input() : f32[32,8]\n"
+         "mm2 = matmul(act, w2) : f32[4,8]\n"
+         "y = tanh(mm2) : f32[4,8]\n"
+         "output y = y\n";
+}
+
+Tensor random_tensor(spire::graph::Shape shape, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor t(DType::F32, shape);
+  for (double& v : t.data) v = u(rng);
+  return t.round_to_dtype();
+}
+
+class CliDiff : public testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spire_cli_diff_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    std::ofstream(dir_ / "faulty.graph") << mlp_text("planted_relu");
+    std::ofstream(dir_ / "right.graph") << mlp_text("relu");
+    spire::io::save_tensors(dir_ / "in.safetensors", spire::io::NamedTensors{{"x", random_tensor({4, 16}, 1)},
+                                                                             {"w1", random_tensor({16, 32}, 2)},
+                                                                             {"b1", random_tensor({32}, 3)},
+                                                                             {"w2", random_tensor({32, 8}, 4)}});
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  bool have_vulkan() {
+    auto r = spire::spire("devices");
+    return r.out.find("vulkan:0") != std::string::npos;
+  }
+  fs::path dir_;
+};
+
+TEST_F(CliDiff, NamesThePlantedFaultAsTheFirstDivergence) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here (the planted kernel is GLSL)";
+  auto r = spire::spire("diff --ops " + kOps + " " + path("faulty.graph") + " --inputs " + path("in.safetensors") +
+                        " --devices vulkan:0 --json " + path("report.json"));
+  ASSERT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("first divergence: act "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node:    act = planted_relu(h1) : f32[4,32]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("none was off: the error starts here"), std::string::npos) << r.out;
+
+  const auto bytes = spire::io::read_file_bytes(path("report.json"));
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+  EXPECT_FALSE(j.at("agree").get<bool>());
+  ASSERT_EQ(j.at("comparisons").size(), 1u);
+  const auto& c = j.at("comparisons")[0];
+  EXPECT_EQ(c.at("device"), "vulkan:0");
+  EXPECT_EQ(c.at("against"), "reference");
+  const auto& first = c.at("first_divergence");
+  EXPECT_EQ(first.at("name"), "act");
+  EXPECT_EQ(first.at("op"), "planted_relu");
+  EXPECT_EQ(first.at("inputs_off").size(), 0u);
+  EXPECT_EQ(first.at("own_within"), false);  // the node alone, on this device's own inputs, is wrong
+  EXPECT_EQ(first.at("max_abs").get<double>(), 0.5);  // the planted error
+  EXPECT_FALSE(first.at("kernel").get<std::string>().empty());
+  // Every value is there with its fields; those before the fault agree, those after inherit it.
+  std::map<std::string, nlohmann::json> rows;
+  for (const auto& row : c.at("rows")) rows[row.at("name")] = row;
+  ASSERT_EQ(rows.size(), 5u);
+  for (const char* field : {"max_abs", "max_rel", "mean_abs", "ulp_at_worst", "nan", "inf", "error", "tolerance",
+                            "within", "source", "launch", "kernel", "tuning", "status"})
+    EXPECT_TRUE(rows.at("mm1").contains(field)) << field;
+  EXPECT_TRUE(rows.at("mm1").at("within").get<bool>());
+  EXPECT_TRUE(rows.at("h1").at("within").get<bool>());
+  for (const char* after : {"mm2", "y"}) {
+    EXPECT_FALSE(rows.at(after).at("within").get<bool>()) << after;
+    EXPECT_EQ(rows.at(after).at("status"), "off: inputs already off") << after;
+    EXPECT_EQ(rows.at(after).at("own_within"), true) << after;
+  }
+  EXPECT_EQ(rows.at("mm2").at("inputs_off"), nlohmann::json::array({"act"}));
+}
+
+TEST_F(CliDiff, ARightGraphAgrees) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
+  auto r = spire::spire("diff " + path("right.graph") + " --inputs " + path("in.safetensors") + " --every-value");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("all 5 values within tolerance"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" mm2 "), std::string::npos) << r.out;  // --every-value lists them
+}
+
+TEST_F(CliDiff, AnExportedCnnAgrees) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
+  auto r = spire::spire("diff " + spire::model("cnn.onnx") + " --inputs " + spire::model("cnn.in.safetensors") +
+                        " --json " + path("cnn.json"));
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("values within tolerance"), std::string::npos) << r.out;
+  const auto bytes = spire::io::read_file_bytes(path("cnn.json"));
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+  EXPECT_TRUE(j.at("agree").get<bool>());
+  EXPECT_GE(j.at("comparisons")[0].at("values").get<int>(), 5);  // conv, relu, pool, reshape, gemm at least
+}
+
+TEST_F(CliDiff, SaveThenAgainstRoundTripsAndRefusesOtherInputs) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
+  const std::string run = "diff --ops " + kOps + " " + path("faulty.graph") + " --devices vulkan:0 ";
+  auto saved = spire::spire(run + "--inputs " + path("in.safetensors") + " --save " + path("saved"));
+  ASSERT_EQ(saved.exit_code, 1) << saved.out;
+  EXPECT_TRUE(fs::exists(dir_ / "saved" / "manifest.json"));
+  EXPECT_TRUE(fs::exists(dir_ / "saved" / "reference.safetensors"));
+  EXPECT_TRUE(fs::exists(dir_ / "saved" / "vulkan_0.safetensors"));
+  EXPECT_EQ(spire::io::load_tensors(dir_ / "saved" / "vulkan_0.safetensors").size(), 5u);
+
+  auto against = spire::spire(run + "--inputs " + path("in.safetensors") + " --against " + path("saved") + " --json " +
+                              path("against.json"));
+  EXPECT_EQ(against.exit_code, 1) << against.out;  // the saved device and this one both have the fault
+  const auto bytes = spire::io::read_file_bytes(path("against.json"));
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+  std::map<std::pair<std::string, std::string>, nlohmann::json> by_pair;
+  for (const auto& c : j.at("comparisons")) by_pair[{c.at("device"), c.at("against")}] = c;
+  ASSERT_TRUE(by_pair.count({"saved:vulkan:0", "reference"})) << against.out;
+  EXPECT_EQ(by_pair.at({"saved:vulkan:0", "reference"}).at("first_divergence").at("name"), "act");
+  ASSERT_TRUE(by_pair.count({"vulkan:0", "saved:vulkan:0"})) << against.out;
+  EXPECT_TRUE(by_pair.at({"vulkan:0", "saved:vulkan:0"}).at("agrees").get<bool>());  // the same device, same values
+
+  // Other inputs: refused, naming the inputs hash.
+  auto other = random_tensor({4, 16}, 9);
+  spire::io::save_tensors(dir_ / "other.safetensors",
+                          spire::io::NamedTensors{{"x", other}, {"w1", random_tensor({16, 32}, 2)},
+                                                  {"b1", random_tensor({32}, 3)}, {"w2", random_tensor({32, 8}, 4)}});
+  auto refused = spire::spire(run + "--inputs " + path("other.safetensors") + " --against " + path("saved"));
+  EXPECT_EQ(refused.exit_code, 3) << refused.out;
+  EXPECT_NE(refused.out.find("the saved run had other inputs: inputs hash"), std::string::npos) << refused.out;
+  // Another model: refused, naming the model hash.
+  auto model = spire::spire("diff " + path("right.graph") + " --devices vulkan:0 --inputs " + path("in.safetensors") +
+                            " --against " + path("saved"));
+  EXPECT_EQ(model.exit_code, 3) << model.out;
+  EXPECT_NE(model.out.find("the saved run is of another model: model hash"), std::string::npos) << model.out;
+}
+
+TEST_F(CliDiff, BadInputIsRefusedClearly) {
+  auto missing = spire::spire("diff " + path("nothing.graph") + " --inputs " + path("in.safetensors"));
+  EXPECT_EQ(missing.exit_code, 3) << missing.out;
+  EXPECT_NE(missing.out.find("nothing.graph: no such file"), std::string::npos) << missing.out;
+
+  auto no_inputs = spire::spire("diff " + path("right.graph") + " --inputs " + path("none.safetensors"));
+  EXPECT_EQ(no_inputs.exit_code, 3) << no_inputs.out;
+  EXPECT_NE(no_inputs.out.find("none.safetensors: no such file"), std::string::npos) << no_inputs.out;
+
+  auto device = spire::spire("diff " + path("right.graph") + " --inputs " + path("in.safetensors") +
+                             " --devices vulkan:9");
+  EXPECT_EQ(device.exit_code, 3) << device.out;
+  EXPECT_NE(device.out.find("unknown device 'vulkan:9' (devices present: "), std::string::npos) << device.out;
+
+  spire::io::save_tensors(dir_ / "wrong.safetensors",
+                          spire::io::NamedTensors{{"x", random_tensor({4, 15}, 1)}, {"w1", random_tensor({16, 32}, 2)},
+                                                  {"b1", random_tensor({32}, 3)}, {"w2", random_tensor({32, 8}, 4)}});
+  auto shape = spire::spire("diff " + path("right.graph") + " --inputs " + path("wrong.safetensors"));
+  EXPECT_EQ(shape.exit_code, 3) << shape.out;
+  EXPECT_NE(shape.out.find("input 'x' is f32[4,16] in the model but f32[4,15] in"), std::string::npos) << shape.out;
+
+  auto bundle = spire::spire("diff " + path("m.spire") + " --inputs " + path("in.safetensors"));
+  EXPECT_EQ(bundle.exit_code, 3) << bundle.out;
+  EXPECT_NE(bundle.out.find("give the .onnx or .graph model it was compiled from"), std::string::npos) << bundle.out;
+
+  auto against = spire::spire("diff " + path("right.graph") + " --inputs " + path("in.safetensors") + " --against " +
+                              path("no_such_dir"));
+  EXPECT_EQ(against.exit_code, 3) << against.out;
+  EXPECT_NE(against.out.find("no manifest.json there"), std::string::npos) << against.out;
+
+  auto argument = spire::spire("diff " + path("right.graph"));  // --inputs is required
+  EXPECT_EQ(argument.exit_code, 2) << argument.out;
+}
+
+}  // namespace

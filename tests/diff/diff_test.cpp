@@ -1,0 +1,179 @@
+// diff/ without a device: the error statistics on hand-made values (expected numbers worked out by hand), the
+// tolerance rule, the comparison's first divergence and "inputs already off", and the saved run's identity checks.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "diff/capture.h"
+#include "diff/compare.h"
+#include "diff/report.h"
+#include "diff/saved_run.h"
+#include "diff/tolerance.h"
+#include "diff/value_error.h"
+#include "io/file_bytes.h"
+
+namespace spire::diff {
+namespace {
+
+using graph::DType;
+using graph::Tensor;
+
+TEST(DiffUlp, IsTheSpacingOfTheDtypesNumbers) {
+  EXPECT_EQ(ulp(1.0, DType::F32), std::ldexp(1.0, -23));
+  EXPECT_EQ(ulp(-3.0, DType::F32), std::ldexp(1.0, -22));  // 3 = 1.5 * 2^1
+  EXPECT_EQ(ulp(1.0, DType::F16), std::ldexp(1.0, -10));
+  EXPECT_EQ(ulp(1.0, DType::BF16), std::ldexp(1.0, -7));
+  EXPECT_EQ(ulp(1.0, DType::F64), std::ldexp(1.0, -52));
+  EXPECT_EQ(ulp(0.0, DType::F32), std::ldexp(1.0, -149));  // the smallest subnormal
+  EXPECT_EQ(ulp(1e-40, DType::F32), std::ldexp(1.0, -149));
+  EXPECT_EQ(ulp(5.0, DType::I32), 0.0);
+}
+
+TEST(DiffMeasure, GivesEachStatistic) {
+  const Tensor want = Tensor::from(DType::F32, {4}, {1, -2, 0, 4});
+  const Tensor got = Tensor::from(DType::F32, {4}, {1, -2.5, 0.25, 4});
+  const ValueError e = measure(got, want);
+  EXPECT_EQ(e.max_abs, 0.5);
+  EXPECT_EQ(e.worst_index, 1);
+  EXPECT_EQ(e.max_rel, 0.25);            // 0.5 / 2; the element whose reference is 0 has no relative error
+  EXPECT_EQ(e.mean_abs, 0.75 / 4);
+  EXPECT_EQ(e.ulp_at_worst, 0.5 / std::ldexp(1.0, -22));
+  EXPECT_EQ(e.want_max, 4.0);
+  EXPECT_EQ(e.norm_error, 0.5 / 4);      // op_harness's measure: relative to max(1, max |want|)
+  EXPECT_EQ(e.nan, 0);
+  EXPECT_EQ(e.inf, 0);
+}
+
+TEST(DiffMeasure, CountsNanAndInfAndCallsThemInfinitelyOff) {
+  const Tensor want = Tensor::from(DType::F32, {3}, {1, 1, 1});
+  const Tensor got = Tensor::from(DType::F32, {3}, {NAN, INFINITY, 1});
+  const ValueError e = measure(got, want);
+  EXPECT_EQ(e.nan, 1);
+  EXPECT_EQ(e.inf, 1);
+  EXPECT_TRUE(std::isinf(e.norm_error));
+  EXPECT_FALSE(judge(e, graph::OpKind::Add, DType::F32, {}).within);
+  EXPECT_FALSE(judge(e, graph::OpKind::Add, DType::F32, {.atol = 1e9}).within);
+}
+
+TEST(DiffTolerance, DefaultsToTheOpTablesAndTakesAtolRtol) {
+  ValueError e;
+  e.max_abs = 0.5;
+  e.want_max = 10;
+  e.norm_error = 0.05;
+  const Verdict table = judge(e, graph::OpKind::Relu, DType::F32, {});
+  EXPECT_EQ(table.bound, graph::op_tolerance(graph::OpKind::Relu, false, DType::F32));
+  EXPECT_FALSE(table.within);
+  EXPECT_FALSE(judge(e, graph::OpKind::Relu, DType::F32, {.atol = 0.4}).within);
+  EXPECT_TRUE(judge(e, graph::OpKind::Relu, DType::F32, {.atol = 0.4, .rtol = 0.01}).within);  // 0.4 + 0.01 * 10
+  EXPECT_TRUE(judge(e, graph::OpKind::Relu, DType::F32, {.rtol = 0.05}).within);
+}
+
+TEST(DiffReport, WritesIndicesAsTheUserIndexes) {
+  EXPECT_EQ(index_text(5, {2, 3}), "[1,2]");
+  EXPECT_EQ(index_text(0, {}), "[]");
+  EXPECT_EQ(index_text(7, {2, 2, 2}), "[1,1,1]");
+}
+
+// x -> a = relu(x) -> b = exp(a) -> c = add(b, x): a "device" whose a is wrong in one element.
+struct Chain {
+  graph::Graph g;
+  std::map<std::string, Tensor> feeds;
+  Chain() {
+    auto x = g.input("x", DType::F32, {2, 3});
+    auto a = g.name(g.relu(x), "a");
+    auto b = g.name(g.exp(a), "b");
+    auto c = g.name(g.add(b, x), "c");
+    g.output("y", c);
+    feeds["x"] = Tensor::from(DType::F32, {2, 3}, {-1, 0.5, 2, -0.25, 1, 0});
+  }
+};
+
+TEST(DiffCompare, NamesTheFirstValueOffAndItsDownstreamValuesAsInheritingIt) {
+  Chain m;
+  const Capture reference = capture_reference(m.g, m.feeds);
+  ASSERT_EQ(reference.values.size(), 3u);
+  EXPECT_EQ(reference.values.at("a").data, (std::vector<double>{0, 0.5, 2, 0, 1, 0}));
+  // The wrong device: a is off at [1,1]; b and c are what right kernels compute from that a.
+  Capture device = reference;
+  device.device = "fake:0";
+  device.values["a"].data[4] = 1.5;
+  device.values["b"].data[4] = std::exp(1.5f);
+  device.values["c"].data[4] = float(std::exp(1.5f) + 1.0f);
+  const Comparison c = compare(m.g, device, reference, {.feeds = &m.feeds});
+  ASSERT_EQ(c.rows.size(), 3u);
+  ASSERT_TRUE(c.first.has_value());
+  EXPECT_EQ(c.rows[*c.first].name, "a");
+  EXPECT_EQ(c.off, 3u);
+  EXPECT_EQ(c.rows[0].error.worst_index, 4);
+  EXPECT_EQ(c.rows[0].error.max_abs, 0.5);
+  EXPECT_TRUE(c.rows[0].inputs_off.empty());
+  EXPECT_EQ(status_text(c.rows[0]), "OFF here");
+  EXPECT_FALSE(c.rows[0].own_verdict->within);  // relu(x) alone is 1, not 1.5
+  // b is exp of the wrong a, computed right: off, but its own result is within tolerance.
+  EXPECT_EQ(c.rows[1].inputs_off, (std::vector<std::string>{"a"}));
+  EXPECT_TRUE(c.rows[1].own_verdict->within);
+  EXPECT_EQ(status_text(c.rows[1]), "off: inputs already off");
+  EXPECT_EQ(c.rows[2].inputs_off, (std::vector<std::string>{"b"}));  // x is a leaf, never off
+  EXPECT_EQ(c.rows[1].text, "b = exp(a) : f32[2,3]");
+  EXPECT_EQ(c.rows[0].op, "relu");
+}
+
+TEST(DiffCompare, AgreesWhenEveryValueIsTheReferences) {
+  Chain m;
+  const Capture reference = capture_reference(m.g, m.feeds);
+  const Comparison c = compare(m.g, reference, reference, {.feeds = &m.feeds});
+  EXPECT_TRUE(c.agrees());
+  EXPECT_EQ(c.off, 0u);
+  EXPECT_NE(report_text({c}, {.rule = "r"}).find("all 3 values within tolerance"), std::string::npos);
+}
+
+TEST(DiffSavedRun, RoundTripsAndRefusesAnotherModelOrInputs) {
+  Chain m;
+  const auto dir = std::filesystem::temp_directory_path() / "spire_diff_saved_run_test";
+  std::filesystem::remove_all(dir);
+  const Capture reference = capture_reference(m.g, m.feeds);
+  Capture device = reference;
+  device.device = "vulkan:7";
+  device.device_name = "a GPU";
+  device.driver = "its driver 1.2";
+  device.values["b"].data[0] = 42;
+  const RunIdentity id{"m.graph", "00000000000000aa", "in.safetensors", "00000000000000bb"};
+  save_run(dir, id, reference, {device});
+  const SavedRun run = load_run(dir, id);
+  ASSERT_EQ(run.devices.size(), 1u);
+  EXPECT_EQ(run.devices[0].device, "saved:vulkan:7");
+  EXPECT_EQ(run.devices[0].driver, "its driver 1.2");
+  EXPECT_EQ(run.devices[0].values.at("b").data[0], 42);
+  EXPECT_EQ(run.reference.values.at("c").data, reference.values.at("c").data);
+  EXPECT_EQ(run.spire_version, spire_version());
+  try {
+    load_run(dir, {"m.graph", "00000000000000ff", "in.safetensors", "00000000000000bb"});
+    FAIL() << "another model's hash was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("model hash 00000000000000aa (m.graph) there, 00000000000000ff"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    load_run(dir, {"m.graph", "00000000000000aa", "other.safetensors", "0000000000000001"});
+    FAIL() << "other inputs were accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("inputs hash 00000000000000bb"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(DiffSavedRun, HashesFilesByTheirBytes) {
+  const auto dir = std::filesystem::temp_directory_path() / "spire_diff_hash_test";
+  std::filesystem::create_directories(dir);
+  const std::string a = "abc";
+  io::write_file_bytes_atomically(dir / "a", std::span(reinterpret_cast<const uint8_t*>(a.data()), a.size()));
+  // FNV-1a 64 of "abc", from the algorithm's published test vectors.
+  EXPECT_EQ(files_hash({dir / "a"}), "e71fa2190541574b");
+  EXPECT_NE(files_hash({dir / "a", dir / "a"}), files_hash({dir / "a"}));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace spire::diff

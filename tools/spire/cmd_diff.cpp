@@ -1,0 +1,146 @@
+// spire diff MODEL --inputs IN [--devices D1,D2|all]: every intermediate value of the model on each device against
+// the float64 reference, and the first value that diverges on each (diff/, docs/DIFF.md). Exit status: 0 when every
+// device agrees within tolerance, 1 when one does not, 2 for an argument error, 3 when nothing could be compared (a
+// missing file, an unknown device, inputs that do not fit the model, a saved run of another model).
+#include <memory>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "diff/capture.h"
+#include "diff/compare.h"
+#include "diff/report.h"
+#include "diff/saved_run.h"
+#include "io/file_bytes.h"
+#include "io/tensor_file.h"
+#include "tools/spire/commands.h"
+#include "tools/spire/onnx_model.h"
+
+namespace spire::cli {
+namespace {
+
+struct DiffCmd {
+  std::string model, inputs, weights, devices = "all", json, save, against;
+  std::optional<double> atol, rtol;
+  bool every_value = false;
+  tuning::TuningFlags tuning;
+};
+
+// The devices --devices names, checked against those present (an unknown name lists them).
+std::vector<std::string> chosen_devices(const std::string& spec) {
+  std::vector<std::string> present;
+  for (const auto& info : rt::list_devices()) present.push_back(info.id);
+  const std::string listed = present.empty() ? "none" : fmt::format("{}", fmt::join(present, ", "));
+  if (spec == "all") return present;
+  std::vector<std::string> chosen;
+  std::istringstream list(spec);
+  for (std::string id; std::getline(list, id, ',');) {
+    if (id == "reference")
+      throw std::runtime_error("--devices: 'reference' is what every device is compared with; name devices only");
+    if (std::find(present.begin(), present.end(), id) == present.end())
+      throw std::runtime_error(fmt::format("--devices: unknown device '{}' (devices present: {})", id, listed));
+    chosen.push_back(id);
+  }
+  return chosen;
+}
+
+// Returns the exit status.
+int run_diff(const DiffCmd& o) {
+  if (o.model.ends_with(".spire"))
+    throw std::runtime_error("a bundle holds compiled kernels, not the graph whose values diff compares: give the .onnx "
+                             "or .graph model it was compiled from");
+  if (!o.model.ends_with(".onnx") && !o.model.ends_with(".graph"))
+    throw std::runtime_error(fmt::format("{}: not a model spire diff reads (MODEL.onnx or MODEL.graph)", o.model));
+  for (const std::string& f : {o.model, o.inputs})
+    if (!std::filesystem::is_regular_file(f)) throw std::runtime_error(fmt::format("{}: no such file", f));
+  const std::vector<std::string> devices = chosen_devices(o.devices);
+  if (devices.empty() && o.against.empty())
+    throw std::runtime_error("no device to compare: no Vulkan or CUDA device is present (`spire devices`)");
+
+  const auto given = io::load_tensors(o.inputs);
+  LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
+  const auto feeds = input_feeds(m, given, o.inputs);
+  std::vector<std::filesystem::path> model_files{o.model};
+  if (const std::string w = weights_path(o.model, o.weights); !w.empty()) model_files.push_back(w);
+  const diff::RunIdentity identity{o.model, diff::files_hash(model_files), o.inputs, diff::files_hash({o.inputs})};
+  // Read the saved run first: a wrong directory is refused before minutes of running.
+  std::optional<diff::SavedRun> saved;
+  if (!o.against.empty()) saved = diff::load_run(o.against, identity);
+
+  const diff::Capture reference = diff::capture_reference(m.graph, feeds);
+  std::vector<diff::Capture> captures;
+  for (const std::string& id : devices) {
+    auto dev = rt::open_device(id);
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&m.graph}, stdout);
+    captures.push_back(diff::capture_device(m.graph, feeds, *dev, {.tuning = &choices}));
+  }
+
+  const diff::CompareOptions options{.tolerance = {o.atol, o.rtol}, .feeds = &feeds};
+  std::vector<diff::Comparison> comparisons;
+  if (saved)
+    for (const auto& s : saved->devices) comparisons.push_back(diff::compare(m.graph, s, reference, options));
+  for (const auto& c : captures) {
+    comparisons.push_back(diff::compare(m.graph, c, reference, options));
+    if (saved)
+      for (const auto& s : saved->devices)
+        comparisons.push_back(diff::compare(m.graph, c, s, {.tolerance = options.tolerance}));
+  }
+
+  const diff::ReportOptions report{.rule = diff::rule_text(options.tolerance), .every_value = o.every_value};
+  fmt::print("{}", diff::report_text(comparisons, report));
+  if (!o.json.empty()) {
+    const std::string text = diff::report_json(comparisons, report, o.model, o.inputs);
+    io::write_file_bytes_atomically(o.json, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  }
+  if (!o.save.empty()) {
+    diff::save_run(o.save, identity, reference, captures);
+    fmt::print("saved the reference and {} device(s) to {}\n", captures.size(), o.save);
+  }
+  const bool agree = std::all_of(comparisons.begin(), comparisons.end(), [](const auto& c) { return c.agrees(); });
+  return agree ? 0 : 1;
+}
+
+}  // namespace
+
+void register_diff_commands(CLI::App& app) {
+  auto o = std::make_shared<DiffCmd>();
+  auto* cmd = app.add_subcommand(
+      "diff",
+      "Run a model on each device keeping every intermediate value, compare each with the float64 reference and name "
+      "the first value (in topological order) that is off, with its node, kernel and whether its inputs were already "
+      "off. Exit status 0: every device agrees within tolerance; 1: one does not; 3: nothing could be compared (bad "
+      "input). docs/DIFF.md");
+  cmd->add_option("model", o->model, "MODEL.onnx or MODEL.graph")->required();
+  cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs (by ONNX name)")->required();
+  cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
+  cmd->add_option("--devices", o->devices, "D1,D2,... (vulkan:N, cuda:N) or 'all' (default): every device present");
+  cmd->add_option("--atol", o->atol, "Absolute tolerance: with --rtol, a value agrees when max |got-want| <= atol + "
+                                     "rtol * max |want| (default: each op's tolerance from the op table, as spire "
+                                     "test-ops)")
+      ->check(positive_number(true));
+  cmd->add_option("--rtol", o->rtol, "Relative tolerance (see --atol)")->check(positive_number(true));
+  cmd->add_option("--json", o->json, "Also write the comparison as JSON to this file");
+  cmd->add_flag("--every-value", o->every_value, "List every value in the table, not only those off");
+  cmd->add_option("--save", o->save,
+                  "Write every value of every device and of the reference to this directory (safetensors files and a "
+                  "manifest.json with the model's and the inputs' hashes), for --against on another machine");
+  cmd->add_option("--against", o->against,
+                  "Also compare with a run saved by --save (same model and inputs, else refused): each saved device "
+                  "against the reference, and each device here against each saved one");
+  add_ops_option(cmd);
+  add_tuning_options(cmd, o->tuning);
+  cmd->callback([o] {
+    int status = 0;
+    try {
+      status = run_diff(*o);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spire: error: {}\n", e.what());
+      throw CommandExit{3};
+    }
+    if (status != 0) throw CommandExit{status};
+  });
+}
+
+}  // namespace spire::cli
