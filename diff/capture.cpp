@@ -56,9 +56,11 @@ void run_and_read(const Graph& g, const std::vector<Value>& values, const std::m
   }
 }
 
-// The buffer a plan stores a value in, or -1 (a value fused into another launch, or not computed).
+// The buffer a plan stores a value in, or -1 (a value fused into another launch, or not computed). A value fused
+// into its group may still have a buffer that no launch touches (an epilogue's heavy result): that is no store.
 int32_t buffer_of(const lowering::Plan& plan, const std::string& name) {
   for (size_t b = 0; b < plan.buffers.size(); ++b) {
+    if (plan.buffers[b].first_use < 0) continue;
     const auto& vs = plan.buffers[b].values;
     if (std::find(vs.begin(), vs.end(), name) != vs.end()) return int32_t(b);
   }

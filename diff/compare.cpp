@@ -1,6 +1,7 @@
 #include "diff/compare.h"
 
 #include <sstream>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -40,7 +41,7 @@ graph::Tensor own_reference(const Graph& g, Value v, const Capture& got, const s
       args.push_back(one.add_leaf(graph::OpKind::Constant, in.name, in.type, in.attrs));
       continue;
     }
-    const std::string name = fmt::format("in{}", i);
+    const std::string name = fmt::format("spire_diff.in{}", i);
     args.push_back(one.input(name, in.type.dtype, in.type.shape));
     inputs[name] = graph::is_leaf(in.op) ? feeds.at(in.name) : got.values.at(in.name);
   }

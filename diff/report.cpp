@@ -66,7 +66,9 @@ std::string first_divergence_text(const Comparison& c) {
   return s;
 }
 
-nlohmann::ordered_json number(double x) { return std::isfinite(x) ? nlohmann::ordered_json(x) : nullptr; }
+nlohmann::ordered_json number(double x) {
+  return std::isfinite(x) ? nlohmann::ordered_json(x) : nlohmann::ordered_json(nullptr);
+}
 
 nlohmann::ordered_json row_json(const ValueRow& r) {
   nlohmann::ordered_json j;
@@ -90,8 +92,8 @@ nlohmann::ordered_json row_json(const ValueRow& r) {
   j["error"] = number(r.verdict.measured);
   j["tolerance"] = number(r.verdict.bound);
   j["within"] = r.verdict.within;
-  j["own_error"] = r.own_verdict ? number(r.own_verdict->measured) : nullptr;
-  j["own_within"] = r.own_verdict ? nlohmann::ordered_json(r.own_verdict->within) : nullptr;
+  j["own_error"] = r.own_verdict ? number(r.own_verdict->measured) : nlohmann::ordered_json(nullptr);
+  j["own_within"] = r.own_verdict ? nlohmann::ordered_json(r.own_verdict->within) : nlohmann::ordered_json(nullptr);
   j["inputs_off"] = r.inputs_off;
   j["status"] = status_text(r);
   return j;

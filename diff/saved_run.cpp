@@ -53,11 +53,9 @@ void save_run(const std::filesystem::path& dir, const RunIdentity& id, const Cap
   m["inputs"] = id.inputs;
   m["inputs_hash"] = id.inputs_hash;
   auto& list = m["devices"] = Json::array();
-  for (const Capture* c : [&] {
-         std::vector<const Capture*> all{&reference};
-         for (const auto& d : devices) all.push_back(&d);
-         return all;
-       }()) {
+  std::vector<const Capture*> all{&reference};
+  for (const auto& d : devices) all.push_back(&d);
+  for (const Capture* c : all) {
     save_capture(dir, *c);
     list.push_back({{"id", c->device}, {"name", c->device_name}, {"driver", c->driver}, {"file", file_name_of(c->device)}});
   }

@@ -2,7 +2,9 @@
 // the float64 reference, and the first value that diverges on each (diff/, docs/DIFF.md). Exit status: 0 when every
 // device agrees within tolerance, 1 when one does not, 2 for an argument error, 3 when nothing could be compared (a
 // missing file, an unknown device, inputs that do not fit the model, a saved run of another model).
+#include <algorithm>
 #include <memory>
+#include <span>
 #include <sstream>
 #include <stdexcept>
 
@@ -23,7 +25,8 @@ namespace {
 
 struct DiffCmd {
   std::string model, inputs, weights, devices = "all", json, save, against;
-  std::optional<double> atol, rtol;
+  double atol = 0, rtol = 0;
+  CLI::Option *atol_given = nullptr, *rtol_given = nullptr;
   bool every_value = false;
   tuning::TuningFlags tuning;
 };
@@ -77,7 +80,10 @@ int run_diff(const DiffCmd& o) {
     captures.push_back(diff::capture_device(m.graph, feeds, *dev, {.tuning = &choices}));
   }
 
-  const diff::CompareOptions options{.tolerance = {o.atol, o.rtol}, .feeds = &feeds};
+  diff::ToleranceOverride tolerance;
+  if (o.atol_given->count() > 0) tolerance.atol = o.atol;
+  if (o.rtol_given->count() > 0) tolerance.rtol = o.rtol;
+  const diff::CompareOptions options{.tolerance = tolerance, .feeds = &feeds};
   std::vector<diff::Comparison> comparisons;
   if (saved)
     for (const auto& s : saved->devices) comparisons.push_back(diff::compare(m.graph, s, reference, options));
@@ -116,11 +122,11 @@ void register_diff_commands(CLI::App& app) {
   cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs (by ONNX name)")->required();
   cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
   cmd->add_option("--devices", o->devices, "D1,D2,... (vulkan:N, cuda:N) or 'all' (default): every device present");
-  cmd->add_option("--atol", o->atol, "Absolute tolerance: with --rtol, a value agrees when max |got-want| <= atol + "
+  o->atol_given = cmd->add_option("--atol", o->atol, "Absolute tolerance: with --rtol, a value agrees when max |got-want| <= atol + "
                                      "rtol * max |want| (default: each op's tolerance from the op table, as spire "
                                      "test-ops)")
       ->check(positive_number(true));
-  cmd->add_option("--rtol", o->rtol, "Relative tolerance (see --atol)")->check(positive_number(true));
+  o->rtol_given = cmd->add_option("--rtol", o->rtol, "Relative tolerance (see --atol)")->check(positive_number(true));
   cmd->add_option("--json", o->json, "Also write the comparison as JSON to this file");
   cmd->add_flag("--every-value", o->every_value, "List every value in the table, not only those off");
   cmd->add_option("--save", o->save,
