@@ -1,5 +1,6 @@
 #include "diff/compare.h"
 
+#include <algorithm>
 #include <sstream>
 #include <stdexcept>
 
@@ -59,7 +60,8 @@ Comparison compare(const Graph& g, const Capture& got, const Capture& want, cons
   c.driver = got.driver;
   c.notes = got.notes;
   const auto lines = node_lines(g);
-  std::map<std::string, bool> off;  // by node name: not within tolerance
+  std::map<std::string, bool> off;       // by node name: not within tolerance
+  std::map<std::string, double> bound;   // by node name: the bound it was held to (tolerance.h: inherited)
   for (Value v : compared_values(g)) {
     const graph::Node& n = g.node(v);
     ValueRow r;
@@ -67,10 +69,12 @@ Comparison compare(const Graph& g, const Capture& got, const Capture& want, cons
     r.op = std::string(graph::op_info(n.op).name);
     if (auto it = lines.find(n.name); it != lines.end()) r.text = it->second;
     r.type = n.type;
+    double inherited = 0;
     for (Value in : n.inputs) {
       const graph::Node& i = g.node(in);
       r.inputs.push_back(fmt::format("{}: {}", i.name, i.type.to_string()));
       if (off[i.name]) r.inputs_off.push_back(i.name);
+      inherited = std::max(inherited, bound[i.name]);
     }
     if (auto it = got.origins.find(n.name); it != got.origins.end()) r.origin = it->second;
     const graph::Tensor& a = got.values.at(n.name);
@@ -79,13 +83,15 @@ Comparison compare(const Graph& g, const Capture& got, const Capture& want, cons
       throw std::runtime_error(fmt::format("value '{}' is {} on {} but {} on {}", n.name, a.type().to_string(),
                                            got.device, b.type().to_string(), want.device));
     r.error = measure(a, b);
-    r.verdict = judge(r.error, n.op, n.type.dtype, options.tolerance);
+    r.verdict = judge(r.error, n.op, n.type.dtype, options.tolerance, inherited);
+    bound[n.name] = r.verdict.bound;
     if (options.feeds) {
       r.own_error = measure(a, own_reference(g, v, got, *options.feeds));
       r.own_verdict = judge(*r.own_error, n.op, n.type.dtype, options.tolerance);
     }
-    off[n.name] = !r.verdict.within;
-    if (!r.verdict.within) {
+    r.off = !r.verdict.within || (r.own_verdict && !r.own_verdict->within);
+    off[n.name] = r.off;
+    if (r.off) {
       if (!c.first) c.first = c.rows.size();
       ++c.off;
     }
@@ -95,7 +101,7 @@ Comparison compare(const Graph& g, const Capture& got, const Capture& want, cons
 }
 
 std::string status_text(const ValueRow& r) {
-  if (r.verdict.within) return "ok";
+  if (!r.off) return "ok";
   const bool own_off = r.own_verdict && !r.own_verdict->within;
   // Inputs within tolerance but the node alone right: errors below tolerance that added up past it here.
   if (r.inputs_off.empty()) return own_off || !r.own_verdict ? "OFF here" : "OFF here (accumulated: node alone within)";

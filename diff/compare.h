@@ -28,8 +28,11 @@ struct ValueRow {
   // through its inputs. Absent for values compared from a saved run's reference.
   std::optional<ValueError> own_error;
   std::optional<Verdict> own_verdict;
-  std::vector<std::string> inputs_off;   // the inputs (non-leaf) that were themselves not within tolerance
+  std::vector<std::string> inputs_off;   // the inputs (non-leaf) that were themselves off
   ValueOrigin origin;
+  // Not within tolerance against the compared-with value, or the node alone not within its op's tolerance (an error
+  // smaller than what its inputs were allowed, made by this node, is still this node's).
+  bool off = false;
 };
 
 struct Comparison {
@@ -37,14 +40,14 @@ struct Comparison {
   std::string against;  // what it was measured against: "reference", "saved:vulkan:0"
   std::string device_name, driver;
   std::vector<ValueRow> rows;    // every compared value, topological order
-  std::optional<size_t> first;   // the first row not within tolerance
-  size_t off = 0;                // rows not within tolerance
+  std::optional<size_t> first;   // the first row off
+  size_t off = 0;                // rows off
   std::vector<std::string> notes;
   bool agrees() const { return !first.has_value(); }
 };
 
 struct CompareOptions {
-  ToleranceOverride tolerance;
+  ToleranceOverride tolerance{};
   // Feeds of the graph's leaves, for own_error (null: no own errors).
   const std::map<std::string, graph::Tensor>* feeds = nullptr;
 };

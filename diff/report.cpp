@@ -54,8 +54,8 @@ std::string first_divergence_text(const Comparison& c) {
                                         : r.origin.source == Source::Unfused ? "kept in registers by the model's plan: "
                                                                                "compared from a run with it unfused"
                                                                              : "a saved run");
-  s += fmt::format("    error:   {} > {} (max abs {} at {}, {:.3g} ulp; max rel {}; mean abs {}; {} NaN, {} Inf)\n",
-                   num(r.verdict.measured), num(r.verdict.bound), num(r.error.max_abs),
+  s += fmt::format("    error:   {} {} {} (max abs {} at {}, {:.3g} ulp; max rel {}; mean abs {}; {} NaN, {} Inf)\n",
+                   num(r.verdict.measured), r.verdict.within ? "<=" : ">", num(r.verdict.bound), num(r.error.max_abs),
                    r.error.worst_index >= 0 ? index_text(r.error.worst_index, r.type.shape) : "-", r.error.ulp_at_worst,
                    num(r.error.max_rel), num(r.error.mean_abs), r.error.nan, r.error.inf);
   s += fmt::format("    inputs:  {}\n", r.inputs_off.empty() ? "none was off: the error starts here"
@@ -92,6 +92,7 @@ nlohmann::ordered_json row_json(const ValueRow& r) {
   j["error"] = number(r.verdict.measured);
   j["tolerance"] = number(r.verdict.bound);
   j["within"] = r.verdict.within;
+  j["off"] = r.off;
   j["own_error"] = r.own_verdict ? number(r.own_verdict->measured) : nlohmann::ordered_json(nullptr);
   j["own_within"] = r.own_verdict ? nlohmann::ordered_json(r.own_verdict->within) : nlohmann::ordered_json(nullptr);
   j["inputs_off"] = r.inputs_off;
@@ -123,7 +124,7 @@ std::string report_text(const std::vector<Comparison>& comparisons, const Report
     s += table_header();
     size_t hidden = 0;
     for (size_t i = 0; i < c->rows.size(); ++i) {
-      if (options.every_value || !c->rows[i].verdict.within)
+      if (options.every_value || c->rows[i].off)
         s += table_row(i, c->rows[i]);
       else
         ++hidden;

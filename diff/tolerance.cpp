@@ -1,5 +1,6 @@
 #include "diff/tolerance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -9,10 +10,11 @@
 
 namespace spire::diff {
 
-Verdict judge(const ValueError& e, graph::OpKind producer, graph::DType dtype, const ToleranceOverride& over) {
+Verdict judge(const ValueError& e, graph::OpKind producer, graph::DType dtype, const ToleranceOverride& over,
+              double inherited) {
   Verdict v;
   if (!over.given()) {
-    v.bound = graph::op_tolerance(producer, false, dtype);
+    v.bound = std::max(graph::op_tolerance(producer, false, dtype), inherited);
     v.measured = e.norm_error;
   } else {
     v.bound = over.atol.value_or(0) + over.rtol.value_or(0) * e.want_max;
@@ -24,7 +26,9 @@ Verdict judge(const ValueError& e, graph::OpKind producer, graph::DType dtype, c
 }
 
 std::string rule_text(const ToleranceOverride& over) {
-  if (!over.given()) return "op table (max |got-want| / max(1, max |want|) <= the op's forward tolerance)";
+  if (!over.given())
+    return "op table: max |got-want| / max(1, max |want|) <= the largest forward tolerance of the op and of the ops "
+           "before it";
   return fmt::format("max |got-want| <= atol {:g} + rtol {:g} * max |want|", over.atol.value_or(0), over.rtol.value_or(0));
 }
 

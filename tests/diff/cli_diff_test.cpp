@@ -86,7 +86,7 @@ TEST_F(CliDiff, NamesThePlantedFaultAsTheFirstDivergence) {
   EXPECT_EQ(first.at("op"), "planted_relu");
   EXPECT_EQ(first.at("inputs_off").size(), 0u);
   EXPECT_EQ(first.at("own_within"), false);  // the node alone, on this device's own inputs, is wrong
-  EXPECT_EQ(first.at("max_abs").get<double>(), 0.5);  // the planted error
+  EXPECT_NEAR(first.at("max_abs").get<double>(), 0.5, 1e-6);  // the planted error (added in float32)
   EXPECT_FALSE(first.at("kernel").get<std::string>().empty());
   // Every value is there with its fields; those before the fault agree, those after inherit it.
   std::map<std::string, nlohmann::json> rows;

@@ -12,6 +12,7 @@
 #include "diff/tolerance.h"
 #include "diff/value_error.h"
 #include "io/file_bytes.h"
+#include "ir/graph/op_table.h"
 
 namespace spire::diff {
 namespace {
@@ -67,6 +68,33 @@ TEST(DiffTolerance, DefaultsToTheOpTablesAndTakesAtolRtol) {
   EXPECT_FALSE(judge(e, graph::OpKind::Relu, DType::F32, {.atol = 0.4}).within);
   EXPECT_TRUE(judge(e, graph::OpKind::Relu, DType::F32, {.atol = 0.4, .rtol = 0.01}).within);  // 0.4 + 0.01 * 10
   EXPECT_TRUE(judge(e, graph::OpKind::Relu, DType::F32, {.rtol = 0.05}).within);
+}
+
+TEST(DiffCompare, AValueMayCarryTheErrorItsInputsWereAllowed) {
+  // exp's result off by half its tolerance, then reshaped (an exact op, tolerance 0): the reshape carries exp's
+  // error, within exp's bound, so nothing is off.
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {2, 2});
+  auto e = g.name(g.exp(x), "e");
+  g.output("y", g.name(g.reshape(e, {4}), "r"));
+  const std::map<std::string, Tensor> feeds{{"x", Tensor::from(DType::F32, {2, 2}, {0, 0, 0, 0})}};
+  const Capture reference = capture_reference(g, feeds);
+  const double half = graph::op_tolerance(graph::OpKind::Exp, false, DType::F32) / 2;
+  ASSERT_GT(half, 0);
+  const double off_by_half = float(1 + half);  // what a float32 device can hold
+  Capture device = reference;
+  device.values["e"].data[2] = off_by_half;
+  device.values["r"].data[2] = off_by_half;
+  const Comparison c = compare(g, device, reference, {.feeds = &feeds});
+  EXPECT_TRUE(c.agrees()) << c.rows[c.first.value_or(0)].name;
+  EXPECT_EQ(c.rows[1].verdict.bound, 2 * half);
+  // The same error made by the reshape itself is off: its own bound is 0.
+  Capture wrong = reference;
+  wrong.values["r"].data[2] = off_by_half;
+  const Comparison w = compare(g, wrong, reference, {.feeds = &feeds});
+  ASSERT_TRUE(w.first.has_value());
+  EXPECT_EQ(w.rows[*w.first].name, "r");
+  EXPECT_FALSE(w.rows[*w.first].own_verdict->within);
 }
 
 TEST(DiffReport, WritesIndicesAsTheUserIndexes) {
