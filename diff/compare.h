@@ -43,7 +43,10 @@ struct Comparison {
   std::optional<size_t> first;   // the first row off
   size_t off = 0;                // rows off
   std::vector<std::string> notes;
-  bool agrees() const { return !first.has_value(); }
+  // Why the device could not run the model at all (a kernel it cannot compile, an allocation it refused); such a
+  // device does not agree.
+  std::string failure;
+  bool agrees() const { return !first.has_value() && failure.empty(); }
 };
 
 struct CompareOptions {

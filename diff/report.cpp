@@ -113,6 +113,10 @@ std::string report_text(const std::vector<Comparison>& comparisons, const Report
   for (const Comparison* c : order) {
     s += fmt::format("\n{} ({}{}) against {}: ", c->device, c->device_name, c->driver.empty() ? "" : ", " + c->driver,
                      c->against);
+    if (!c->failure.empty()) {
+      s += fmt::format("could not run the model: {}\n", c->failure);
+      continue;
+    }
     if (c->agrees()) {
       s += fmt::format("all {} values within tolerance\n", c->rows.size());
     } else {
@@ -151,6 +155,7 @@ std::string report_json(const std::vector<Comparison>& comparisons, const Report
     cj["device_name"] = c.device_name;
     cj["driver"] = c.driver;
     cj["agrees"] = c.agrees();
+    cj["failure"] = c.failure.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(c.failure);
     cj["values"] = c.rows.size();
     cj["values_off"] = c.off;
     cj["first_divergence"] = c.first ? row_json(c.rows[*c.first]) : nlohmann::ordered_json(nullptr);

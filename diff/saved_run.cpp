@@ -21,9 +21,27 @@ std::string file_name_of(const std::string& device) {
   return name + ".safetensors";
 }
 
+// The values, with where the device's plan computed each (launch, kernel, tuning) in the file's metadata, so that a
+// report against the saved run can name the other machine's kernels too.
 void save_capture(const std::filesystem::path& dir, const Capture& c) {
+  Json origins = Json::object();
+  for (const auto& [name, o] : c.origins)
+    origins[name] = {{"source", source_name(o.source)}, {"launch", o.launch}, {"kernel", o.kernel}, {"tuning", o.tuning}};
   io::save_tensors(dir / file_name_of(c.device), c.values,
-                   {{"device", c.device}, {"device_name", c.device_name}, {"driver", c.driver}});
+                   {{"device", c.device}, {"device_name", c.device_name}, {"driver", c.driver}, {"origins", origins.dump()}});
+}
+
+// The origins save_capture wrote (none for the reference); their source becomes Saved.
+std::map<std::string, ValueOrigin> saved_origins(const std::filesystem::path& file) {
+  std::map<std::string, ValueOrigin> out;
+  const io::SafetensorsFile f = io::read_safetensors(file);
+  const auto it = f.metadata.find("origins");
+  if (it == f.metadata.end()) return out;
+  const Json parsed = Json::parse(it->second);
+  for (const auto& [name, o] : parsed.items())
+    out[name] = {Source::Saved, o.at("launch").get<std::string>(), o.at("kernel").get<std::string>(),
+                 o.at("tuning").get<std::string>()};
+  return out;
 }
 
 }  // namespace
@@ -96,6 +114,7 @@ SavedRun load_run(const std::filesystem::path& dir, const RunIdentity& expected)
         run.reference = std::move(c);
       } else {
         c.notes.push_back(fmt::format("values saved by spire {} in {}", run.spire_version, dir.string()));
+        c.origins = saved_origins(dir / d.at("file").get<std::string>());
         for (const auto& [name, t] : c.values) c.origins[name].source = Source::Saved;
         run.devices.push_back(std::move(c));
       }

@@ -114,6 +114,26 @@ TEST_F(CliDiff, ARightGraphAgrees) {
   EXPECT_NE(r.out.find(" mm2 "), std::string::npos) << r.out;  // --every-value lists them
 }
 
+#ifdef MOCK_CUDA_DRIVER_DIR
+TEST_F(CliDiff, ComparesEveryDeviceAndReportsOneThatCannotRunTheModel) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
+  const std::string env = std::string("LD_LIBRARY_PATH=") + MOCK_CUDA_DRIVER_DIR;
+  auto right = spire::spire("diff " + path("right.graph") + " --inputs " + path("in.safetensors") + " --devices all", env);
+  EXPECT_EQ(right.exit_code, 0) << right.out;
+  EXPECT_NE(right.out.find("vulkan:0 ("), std::string::npos) << right.out;
+  EXPECT_NE(right.out.find("cuda:0 ("), std::string::npos) << right.out;
+  // The planted op's kernel is GLSL, which CUDA devices cannot run: cuda:0 is reported as such, vulkan:0 compared.
+  auto faulty = spire::spire("diff --ops " + kOps + " " + path("faulty.graph") + " --inputs " + path("in.safetensors") +
+                             " --devices cuda:0,vulkan:0", env);
+  EXPECT_EQ(faulty.exit_code, 1) << faulty.out;
+  EXPECT_NE(faulty.out.find(") against reference: could not run the model: custom op planted_relu (node 'act') has "
+                            "only a GLSL kernel"),
+            std::string::npos)
+      << faulty.out;
+  EXPECT_NE(faulty.out.find("first divergence: act "), std::string::npos) << faulty.out;
+}
+#endif
+
 TEST_F(CliDiff, AnExportedCnnAgrees) {
   if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
   auto r = spire::spire("diff " + spire::model("cnn.onnx") + " --inputs " + spire::model("cnn.in.safetensors") +

@@ -74,17 +74,28 @@ int run_diff(const DiffCmd& o) {
 
   const diff::Capture reference = diff::capture_reference(m.graph, feeds);
   std::vector<diff::Capture> captures;
+  std::vector<diff::Comparison> comparisons;
   for (const std::string& id : devices) {
-    auto dev = rt::open_device(id);
-    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&m.graph}, stdout);
-    captures.push_back(diff::capture_device(m.graph, feeds, *dev, {.tuning = &choices}));
+    // A device that cannot run the model (a GLSL custom op on cuda:N) is reported, and the others still compared.
+    try {
+      auto dev = rt::open_device(id);
+      const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&m.graph}, stdout);
+      captures.push_back(diff::capture_device(m.graph, feeds, *dev, {.tuning = &choices}));
+    } catch (const std::exception& e) {
+      diff::Comparison failed;
+      failed.device = id;
+      failed.against = "reference";
+      failed.failure = e.what();
+      for (const auto& info : rt::list_devices())
+        if (info.id == id) failed.device_name = info.name, failed.driver = info.driver;
+      comparisons.push_back(std::move(failed));
+    }
   }
 
   diff::ToleranceOverride tolerance;
   if (o.atol_given->count() > 0) tolerance.atol = o.atol;
   if (o.rtol_given->count() > 0) tolerance.rtol = o.rtol;
   const diff::CompareOptions options{.tolerance = tolerance, .feeds = &feeds};
-  std::vector<diff::Comparison> comparisons;
   if (saved)
     for (const auto& s : saved->devices) comparisons.push_back(diff::compare(m.graph, s, reference, options));
   for (const auto& c : captures) {
