@@ -181,7 +181,11 @@ Capture capture_device(const Graph& g, const std::map<std::string, graph::Tensor
     run_and_read(kept, stored, feeds, device, options, c.values);
   }
   if (!unfused.empty()) {
-    run_and_read(with_outputs(g, unfused), unfused, feeds, device, options, c.values);
+    const Graph kept = with_outputs(g, unfused);
+    const lowering::Plan kept_plan = lowering::lower(kept, info, options.passes, options.tuning, options.parameters_once);
+    const OriginFinder kept_origins(kept, kept_plan, info, options);
+    for (Value v : unfused) c.origins[g.node(v).name].unfused_kernel = kept_origins.find(v).kernel;
+    run_and_read(kept, unfused, feeds, device, options, c.values);
     c.notes.push_back(fmt::format(
         "{} of {} values are kept in registers by fusion (or not computed) in the model's plan: they were compared "
         "from a second run with each of them made a plan output, which unfuses them (source 'unfused')",

@@ -37,6 +37,8 @@ struct ValueOrigin {
   std::string launch;  // the node whose launch computes it (its own, or its fused group's root); empty: none (unread)
   std::string kernel;  // that launch's kernel name
   std::string tuning;  // a tunable template's key and config ("matmul m2_k512_n10 f32: tile_m=32,..."); else empty
+  // Unfused: the kernel that computed the compared value in the unfused run (the value's own launch there).
+  std::string unfused_kernel;
 };
 
 struct Capture {

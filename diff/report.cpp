@@ -46,14 +46,21 @@ std::string first_divergence_text(const Comparison& c) {
     const bool off = std::find(r.inputs_off.begin(), r.inputs_off.end(), name) != r.inputs_off.end();
     s += fmt::format("    input:   {}{}\n", in, off ? "  (already off)" : "");
   }
-  if (!r.origin.launch.empty())
-    s += fmt::format("    kernel:  {} (the launch of '{}'{}){}\n", r.origin.kernel, r.origin.launch,
-                     r.origin.launch == r.name ? "" : ", a fused group",
+  if (!r.origin.launch.empty()) {
+    s += fmt::format("    kernel:  {} (the launch of '{}'){}\n", r.origin.kernel, r.origin.launch,
                      r.origin.tuning.empty() ? "" : "; tuning " + r.origin.tuning);
-  s += fmt::format("    source:  {}\n", r.origin.source == Source::Stored    ? "stored by the model's plan"
-                                        : r.origin.source == Source::Unfused ? "kept in registers by the model's plan: "
-                                                                               "compared from a run with it unfused"
-                                                                             : "a saved run");
+    // The values that launch computes: its fused group.
+    std::vector<std::string> group;
+    for (const ValueRow& other : c.rows)
+      if (other.origin.launch == r.origin.launch) group.push_back(other.name);
+    if (group.size() > 1) s += fmt::format("    group:   {}\n", fmt::join(group, ", "));
+  }
+  if (r.origin.source == Source::Unfused)
+    s += fmt::format("    source:  kept in registers by the model's plan: compared from a run with it unfused (kernel {} "
+                     "there)\n",
+                     r.origin.unfused_kernel.empty() ? "-" : r.origin.unfused_kernel);
+  else
+    s += fmt::format("    source:  {}\n", r.origin.source == Source::Stored ? "stored by the model's plan" : "a saved run");
   s += fmt::format("    error:   {} {} {} (max abs {} at {}, {:.3g} ulp; max rel {}; mean abs {}; {} NaN, {} Inf)\n",
                    num(r.verdict.measured), r.verdict.within ? "<=" : ">", num(r.verdict.bound), num(r.error.max_abs),
                    r.error.worst_index >= 0 ? index_text(r.error.worst_index, r.type.shape) : "-", r.error.ulp_at_worst,
@@ -81,6 +88,7 @@ nlohmann::ordered_json row_json(const ValueRow& r) {
   j["launch"] = r.origin.launch;
   j["kernel"] = r.origin.kernel;
   j["tuning"] = r.origin.tuning;
+  j["unfused_kernel"] = r.origin.unfused_kernel;
   j["max_abs"] = number(r.error.max_abs);
   j["max_rel"] = number(r.error.max_rel);
   j["mean_abs"] = number(r.error.mean_abs);

@@ -26,7 +26,8 @@ std::string file_name_of(const std::string& device) {
 void save_capture(const std::filesystem::path& dir, const Capture& c) {
   Json origins = Json::object();
   for (const auto& [name, o] : c.origins)
-    origins[name] = {{"source", source_name(o.source)}, {"launch", o.launch}, {"kernel", o.kernel}, {"tuning", o.tuning}};
+    origins[name] = {{"source", source_name(o.source)}, {"launch", o.launch}, {"kernel", o.kernel}, {"tuning", o.tuning},
+                     {"unfused_kernel", o.unfused_kernel}};
   io::save_tensors(dir / file_name_of(c.device), c.values,
                    {{"device", c.device}, {"device_name", c.device_name}, {"driver", c.driver}, {"origins", origins.dump()}});
 }
@@ -40,7 +41,7 @@ std::map<std::string, ValueOrigin> saved_origins(const std::filesystem::path& fi
   const Json parsed = Json::parse(it->second);
   for (const auto& [name, o] : parsed.items())
     out[name] = {Source::Saved, o.at("launch").get<std::string>(), o.at("kernel").get<std::string>(),
-                 o.at("tuning").get<std::string>()};
+                 o.at("tuning").get<std::string>(), o.value("unfused_kernel", "")};
   return out;
 }
 
@@ -106,7 +107,7 @@ SavedRun load_run(const std::filesystem::path& dir, const RunIdentity& expected)
     for (const Json& d : m.at("devices")) {
       Capture c;
       const std::string id = d.at("id").get<std::string>();
-      c.device = id == "reference" ? id : "saved:" + id;
+      c.device = "saved:" + id;
       c.device_name = d.at("name").get<std::string>();
       c.driver = d.at("driver").get<std::string>();
       c.values = io::load_tensors(dir / d.at("file").get<std::string>());

@@ -33,7 +33,7 @@ void save_run(const std::filesystem::path& dir, const RunIdentity& id, const Cap
 struct SavedRun {
   RunIdentity identity;
   std::string spire_version;
-  Capture reference;
+  Capture reference;              // named "saved:reference"
   std::vector<Capture> devices;  // named "saved:<id>", their values' source Source::Saved
 };
 

@@ -51,6 +51,9 @@ TEST_P(DiffDevice, CapturesEveryValueOfAFusedLayerAndAgrees) {
   EXPECT_EQ(c.origins.at("mm").launch, c.origins.at("y").launch);
   EXPECT_NE(c.origins.at("mm").tuning.find("matmul"), std::string::npos) << c.origins.at("mm").tuning;
   EXPECT_EQ(c.origins.at("y").source, Source::Stored);
+  // In the unfused run mm is a product of its own, whose kernel has no epilogue: not the model's fused kernel.
+  EXPECT_FALSE(c.origins.at("mm").unfused_kernel.empty());
+  EXPECT_NE(c.origins.at("mm").unfused_kernel, c.origins.at("mm").kernel);
   EXPECT_FALSE(c.notes.empty());  // says which values came from the unfused run
 
   const Capture reference = capture_reference(g, feeds);

@@ -166,7 +166,7 @@ TEST(DiffSavedRun, RoundTripsAndRefusesAnotherModelOrInputs) {
   device.device_name = "a GPU";
   device.driver = "its driver 1.2";
   device.values["b"].data[0] = 42;
-  device.origins["b"] = {Source::Unfused, "a", "exp_kernel", "some key: x=1"};
+  device.origins["b"] = {Source::Unfused, "a", "exp_kernel", "some key: x=1", "exp_alone"};
   const RunIdentity id{"m.graph", "00000000000000aa", "in.safetensors", "00000000000000bb"};
   save_run(dir, id, reference, {device});
   const SavedRun run = load_run(dir, id);
@@ -178,6 +178,7 @@ TEST(DiffSavedRun, RoundTripsAndRefusesAnotherModelOrInputs) {
   EXPECT_EQ(run.devices[0].origins.at("b").kernel, "exp_kernel");
   EXPECT_EQ(run.devices[0].origins.at("b").launch, "a");
   EXPECT_EQ(run.devices[0].origins.at("b").tuning, "some key: x=1");
+  EXPECT_EQ(run.devices[0].origins.at("b").unfused_kernel, "exp_alone");
   EXPECT_EQ(run.reference.values.at("c").data, reference.values.at("c").data);
   EXPECT_EQ(run.spire_version, spire_version());
   try {

@@ -96,8 +96,18 @@ int run_diff(const DiffCmd& o) {
   if (o.atol_given->count() > 0) tolerance.atol = o.atol;
   if (o.rtol_given->count() > 0) tolerance.rtol = o.rtol;
   const diff::CompareOptions options{.tolerance = tolerance, .feeds = &feeds};
-  if (saved)
-    for (const auto& s : saved->devices) comparisons.push_back(diff::compare(m.graph, s, reference, options));
+  if (saved) {
+    // The saved devices are compared with this machine's reference; the saved one should be the same numbers.
+    const diff::Comparison refs = diff::compare(m.graph, saved->reference, reference, {.tolerance = options.tolerance});
+    for (const auto& s : saved->devices) {
+      comparisons.push_back(diff::compare(m.graph, s, reference, options));
+      if (!refs.agrees())
+        comparisons.back().notes.push_back(fmt::format(
+            "the saved float64 reference differs from this machine's from value '{}' on (error {:g}): the two machines' "
+            "evaluators disagree, so compare the devices with each other", refs.rows[*refs.first].name,
+            refs.rows[*refs.first].verdict.measured));
+    }
+  }
   for (const auto& c : captures) {
     comparisons.push_back(diff::compare(m.graph, c, reference, options));
     if (saved)
