@@ -20,7 +20,6 @@ std::string_view source_name(Source s) {
   switch (s) {
     case Source::Stored: return "stored";
     case Source::Unfused: return "unfused";
-    case Source::Saved: return "saved";
   }
   return "?";
 }
@@ -181,14 +180,16 @@ Capture capture_device(const Graph& g, const std::map<std::string, graph::Tensor
     run_and_read(kept, stored, feeds, device, options, c.values);
   }
   if (!unfused.empty()) {
-    const Graph kept = with_outputs(g, unfused);
+    const std::vector<Value> all = compared_values(g);
+    const Graph kept = with_outputs(g, all);
     const lowering::Plan kept_plan = lowering::lower(kept, info, options.passes, options.tuning, options.parameters_once);
     const OriginFinder kept_origins(kept, kept_plan, info, options);
     for (Value v : unfused) c.origins[g.node(v).name].unfused_kernel = kept_origins.find(v).kernel;
-    run_and_read(kept, unfused, feeds, device, options, c.values);
+    run_and_read(kept, all, feeds, device, options, c.unfused_run);
+    for (Value v : unfused) c.values[g.node(v).name] = c.unfused_run.at(g.node(v).name);
     c.notes.push_back(fmt::format(
         "{} of {} values are kept in registers by fusion (or not computed) in the model's plan: they were compared "
-        "from a second run with each of them made a plan output, which unfuses them (source 'unfused')",
+        "from a second run with every value made a plan output, which unfuses them (source 'unfused')",
         unfused.size(), stored.size() + unfused.size()));
   }
   return c;

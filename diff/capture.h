@@ -8,9 +8,10 @@
 //      stored value an output changes no kernel, so they are read as the model computes them (a note says otherwise
 //      if that plan's kernels differ from the model's).
 //   2. Values the model's plan keeps in registers (a pointwise chain's inner values, a convolution's result under its
-//      bias and ReLU epilogue) or does not compute (nothing reads them): the graph with each of them made an output,
+//      bias and ReLU epilogue) or does not compute (nothing reads them): the graph with every value made an output,
 //      which unfuses them, so their own launch computes them. Their origin still names the model's launch that fuses
-//      them, and their source says they come from this unfused run.
+//      them, and their source says they come from this unfused run. The run keeps every value (unfused_run), so that a
+//      node can be checked alone on inputs from the same run as its result.
 #pragma once
 
 #include <map>
@@ -27,9 +28,8 @@ namespace spire::diff {
 enum class Source : uint8_t {
   Stored,   // stored by the model's plan, read from a run of the same kernels
   Unfused,  // kept in registers (or not computed) by the model's plan, read from a run with it unfused
-  Saved,    // read from a saved run (--against), computed on another machine
 };
-std::string_view source_name(Source s);  // "stored", "unfused", "saved"
+std::string_view source_name(Source s);  // "stored", "unfused"
 
 // Where the model's plan computes a value.
 struct ValueOrigin {
@@ -45,6 +45,8 @@ struct Capture {
   std::string device;                           // "vulkan:0", "reference"
   std::string device_name, driver;              // as rt::DeviceInfo has them
   std::map<std::string, graph::Tensor> values;  // by node name: every value compared_values() lists
+  // Every value as the unfused run computed it (capture_device's run 2); empty when every value is stored.
+  std::map<std::string, graph::Tensor> unfused_run;
   std::map<std::string, ValueOrigin> origins;   // by node name (devices only)
   std::vector<std::string> notes;               // what the reader of the report should know about this capture
 };

@@ -29,9 +29,25 @@ std::map<std::string, std::string> node_lines(const Graph& g) {
   return lines;
 }
 
-// Node v evaluated alone in float64 on the values `got` computed for its inputs (leaves from the feeds; a constant
-// as the graph declares it).
-graph::Tensor own_reference(const Graph& g, Value v, const Capture& got, const std::map<std::string, graph::Tensor>& feeds) {
+// The run whose values check node v alone: its result and its inputs must come from the same run (a fused group's
+// root read from the model's plan was computed from values that run never stored). The model's plan's values where
+// v and its non-leaf inputs are all stored; else the unfused run's, when the capture has it (null: neither).
+const std::map<std::string, graph::Tensor>* own_run(const Graph& g, Value v, const Capture& got) {
+  auto source = [&](Value u) {
+    const auto it = got.origins.find(g.node(u).name);
+    return it == got.origins.end() ? Source::Stored : it->second.source;
+  };
+  bool same = true;
+  for (Value in : g.node(v).inputs)
+    if (!graph::is_leaf(g.node(in).op)) same = same && source(in) == source(v);
+  if (same) return &got.values;
+  return got.unfused_run.empty() ? nullptr : &got.unfused_run;
+}
+
+// Node v evaluated alone in float64 on the values `run` holds for its inputs (leaves from the feeds; a constant as
+// the graph declares it).
+graph::Tensor own_reference(const Graph& g, Value v, const std::map<std::string, graph::Tensor>& run,
+                            const std::map<std::string, graph::Tensor>& feeds) {
   const graph::Node node = g.node(v);
   Graph one;
   std::map<std::string, graph::Tensor> inputs;
@@ -44,7 +60,7 @@ graph::Tensor own_reference(const Graph& g, Value v, const Capture& got, const s
     }
     const std::string name = fmt::format("spire_diff.in{}", i);
     args.push_back(one.input(name, in.type.dtype, in.type.shape));
-    inputs[name] = graph::is_leaf(in.op) ? feeds.at(in.name) : got.values.at(in.name);
+    inputs[name] = graph::is_leaf(in.op) ? feeds.at(in.name) : run.at(in.name);
   }
   one.output("y", one.add_node(node.op, args, node.attrs));
   return graph::evaluate(one, inputs, graph::DType::F64).at("y");
@@ -72,6 +88,7 @@ Comparison compare(const Graph& g, const Capture& got, const Capture& want, cons
     double inherited = 0;
     for (Value in : n.inputs) {
       const graph::Node& i = g.node(in);
+      r.input_names.push_back(i.name);
       r.inputs.push_back(fmt::format("{}: {}", i.name, i.type.to_string()));
       if (off[i.name]) r.inputs_off.push_back(i.name);
       inherited = std::max(inherited, bound[i.name]);
@@ -83,11 +100,13 @@ Comparison compare(const Graph& g, const Capture& got, const Capture& want, cons
       throw std::runtime_error(fmt::format("value '{}' is {} on {} but {} on {}", n.name, a.type().to_string(),
                                            got.device, b.type().to_string(), want.device));
     r.error = measure(a, b);
-    r.verdict = judge(r.error, n.op, n.type.dtype, options.tolerance, inherited);
+    const graph::DType judged_dtype =
+        options.judged_as && n.type.dtype == graph::DType::F32 ? *options.judged_as : n.type.dtype;
+    r.verdict = judge(r.error, n.op, judged_dtype, options.tolerance, inherited);
     bound[n.name] = r.verdict.bound;
-    if (options.feeds) {
-      r.own_error = measure(a, own_reference(g, v, got, *options.feeds));
-      r.own_verdict = judge(*r.own_error, n.op, n.type.dtype, options.tolerance);
+    if (const auto* run = own_run(g, v, got); options.feeds && run) {
+      r.own_error = measure(run->at(n.name), own_reference(g, v, *run, *options.feeds));
+      r.own_verdict = judge(*r.own_error, n.op, judged_dtype, options.tolerance);
     }
     r.off = !r.verdict.within || (r.own_verdict && !r.own_verdict->within);
     off[n.name] = r.off;

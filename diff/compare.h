@@ -19,13 +19,14 @@ struct ValueRow {
   std::string name;                      // the node's name
   std::string op;                        // its op's name
   std::string text;                      // its line of graph text: result, op, inputs, attributes and type
+  std::vector<std::string> input_names;  // each input's node name
   std::vector<std::string> inputs;       // "name: f32[2,3]" for each input
   graph::TensorType type;
   ValueError error;                      // against the compared-with capture
   Verdict verdict;
   // The node alone: its float64 reference re-run on the inputs this device computed, against this device's
-  // value (by the same rule). Within tolerance while `verdict` is not: the node is right and the error came in
-  // through its inputs. Absent for values compared from a saved run's reference.
+  // value (by the same rule), both from one run (the unfused run's for a fused group's root). Within tolerance while
+  // `verdict` is not: the node is right and the error came in through its inputs. Absent where no options.feeds.
   std::optional<ValueError> own_error;
   std::optional<Verdict> own_verdict;
   std::vector<std::string> inputs_off;   // the inputs (non-leaf) that were themselves off
@@ -53,6 +54,9 @@ struct CompareOptions {
   ToleranceOverride tolerance{};
   // Feeds of the graph's leaves, for own_error (null: no own errors).
   const std::map<std::string, graph::Tensor>* feeds = nullptr;
+  // --precision: the device ran the graph with its f32 values in this half dtype; they are held to the op table's
+  // tolerance for it.
+  std::optional<graph::DType> judged_as{};
 };
 
 Comparison compare(const graph::Graph& g, const Capture& got, const Capture& want, const CompareOptions& options);

@@ -41,10 +41,9 @@ std::string first_divergence_text(const Comparison& c) {
                               c.rows.size());
   s += fmt::format("    node:    {}\n", r.text);
   s += fmt::format("    op:      {}\n", r.op);
-  for (const std::string& in : r.inputs) {
-    const std::string name = in.substr(0, in.find(':'));
-    const bool off = std::find(r.inputs_off.begin(), r.inputs_off.end(), name) != r.inputs_off.end();
-    s += fmt::format("    input:   {}{}\n", in, off ? "  (already off)" : "");
+  for (size_t i = 0; i < r.inputs.size(); ++i) {
+    const bool off = std::find(r.inputs_off.begin(), r.inputs_off.end(), r.input_names[i]) != r.inputs_off.end();
+    s += fmt::format("    input:   {}{}\n", r.inputs[i], off ? "  (already off)" : "");
   }
   if (!r.origin.launch.empty()) {
     s += fmt::format("    kernel:  {} (the launch of '{}'){}\n", r.origin.kernel, r.origin.launch,
@@ -60,7 +59,7 @@ std::string first_divergence_text(const Comparison& c) {
                      "there)\n",
                      r.origin.unfused_kernel.empty() ? "-" : r.origin.unfused_kernel);
   else
-    s += fmt::format("    source:  {}\n", r.origin.source == Source::Stored ? "stored by the model's plan" : "a saved run");
+    s += "    source:  stored by the model's plan\n";
   s += fmt::format("    error:   {} {} {} (max abs {} at {}, {:.3g} ulp; max rel {}; mean abs {}; {} NaN, {} Inf)\n",
                    num(r.verdict.measured), r.verdict.within ? "<=" : ">", num(r.verdict.bound), num(r.error.max_abs),
                    r.error.worst_index >= 0 ? index_text(r.error.worst_index, r.type.shape) : "-", r.error.ulp_at_worst,

@@ -14,12 +14,15 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string file_name_of(const std::string& device) {
+// "vulkan_0": a device id as a file name.
+std::string file_stem_of(const std::string& device) {
   std::string name = device;
   for (char& ch : name)
     if (ch == ':') ch = '_';
-  return name + ".safetensors";
+  return name;
 }
+std::string file_name_of(const std::string& device) { return file_stem_of(device) + ".safetensors"; }
+std::string unfused_file_name_of(const std::string& device) { return file_stem_of(device) + ".unfused.safetensors"; }
 
 // The values, with where the device's plan computed each (launch, kernel, tuning) in the file's metadata, so that a
 // report against the saved run can name the other machine's kernels too.
@@ -28,11 +31,12 @@ void save_capture(const std::filesystem::path& dir, const Capture& c) {
   for (const auto& [name, o] : c.origins)
     origins[name] = {{"source", source_name(o.source)}, {"launch", o.launch}, {"kernel", o.kernel}, {"tuning", o.tuning},
                      {"unfused_kernel", o.unfused_kernel}};
+  if (!c.unfused_run.empty()) io::save_tensors(dir / unfused_file_name_of(c.device), c.unfused_run);
   io::save_tensors(dir / file_name_of(c.device), c.values,
                    {{"device", c.device}, {"device_name", c.device_name}, {"driver", c.driver}, {"origins", origins.dump()}});
 }
 
-// The origins save_capture wrote (none for the reference); their source becomes Saved.
+// The origins save_capture wrote (none for the reference).
 std::map<std::string, ValueOrigin> saved_origins(const std::filesystem::path& file) {
   std::map<std::string, ValueOrigin> out;
   const io::SafetensorsFile f = io::read_safetensors(file);
@@ -40,7 +44,8 @@ std::map<std::string, ValueOrigin> saved_origins(const std::filesystem::path& fi
   if (it == f.metadata.end()) return out;
   const Json parsed = Json::parse(it->second);
   for (const auto& [name, o] : parsed.items())
-    out[name] = {Source::Saved, o.at("launch").get<std::string>(), o.at("kernel").get<std::string>(),
+    out[name] = {o.at("source").get<std::string>() == source_name(Source::Unfused) ? Source::Unfused : Source::Stored,
+                 o.at("launch").get<std::string>(), o.at("kernel").get<std::string>(),
                  o.at("tuning").get<std::string>(), o.value("unfused_kernel", "")};
   return out;
 }
@@ -76,7 +81,9 @@ void save_run(const std::filesystem::path& dir, const RunIdentity& id, const Cap
   for (const auto& d : devices) all.push_back(&d);
   for (const Capture* c : all) {
     save_capture(dir, *c);
-    list.push_back({{"id", c->device}, {"name", c->device_name}, {"driver", c->driver}, {"file", file_name_of(c->device)}});
+    Json d = {{"id", c->device}, {"name", c->device_name}, {"driver", c->driver}, {"file", file_name_of(c->device)}};
+    if (!c->unfused_run.empty()) d["unfused_file"] = unfused_file_name_of(c->device);
+    list.push_back(std::move(d));
   }
   const std::string text = m.dump(2) + "\n";
   io::write_file_bytes_atomically(dir / "manifest.json",
@@ -116,7 +123,8 @@ SavedRun load_run(const std::filesystem::path& dir, const RunIdentity& expected)
       } else {
         c.notes.push_back(fmt::format("values saved by spire {} in {}", run.spire_version, dir.string()));
         c.origins = saved_origins(dir / d.at("file").get<std::string>());
-        for (const auto& [name, t] : c.values) c.origins[name].source = Source::Saved;
+        if (const auto it = d.find("unfused_file"); it != d.end())
+          c.unfused_run = io::load_tensors(dir / it->get<std::string>());
         run.devices.push_back(std::move(c));
       }
     }

@@ -3,8 +3,10 @@
 // (an Intel GPU's) later.
 //
 // DIR/manifest.json: {"spire_version", "model", "model_hash", "inputs", "inputs_hash",
-//                     "devices": [{"id", "name", "driver", "file"}]}; the reference is the device "reference".
-// DIR/<id with ':' as '_'>.safetensors: the device's values by node name.
+//                     "devices": [{"id", "name", "driver", "file", "unfused_file"}]}; the reference is the device
+//                     "reference".
+// DIR/<id with ':' as '_'>.safetensors: the device's values by node name, and where its plan computed each.
+// DIR/<id with ':' as '_'>.unfused.safetensors: every value of the device's unfused run (Capture::unfused_run).
 // The hashes are FNV-1a 64 of the files' bytes (the model file, then its weights file for a .graph model; the
 // inputs file): a saved run is compared only with the same model on the same inputs.
 #pragma once
@@ -34,7 +36,7 @@ struct SavedRun {
   RunIdentity identity;
   std::string spire_version;
   Capture reference;              // named "saved:reference"
-  std::vector<Capture> devices;  // named "saved:<id>", their values' source Source::Saved
+  std::vector<Capture> devices;  // named "saved:<id>"
 };
 
 // Reads a saved run; throws std::runtime_error naming the file for a missing or malformed directory, and naming the

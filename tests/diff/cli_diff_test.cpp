@@ -183,6 +183,35 @@ TEST_F(CliDiff, SaveThenAgainstRoundTripsAndRefusesOtherInputs) {
   EXPECT_NE(model.out.find("the saved run is of another model: model hash"), std::string::npos) << model.out;
 }
 
+TEST_F(CliDiff, PrecisionFindsWhereHalfPrecisionLosesMost) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
+  // a = x + 4 rounds x to f16's spacing at 4 (2^-8): an error small next to a. b = a - 4 is exact, but it cancels
+  // the 4 and leaves that error next to values below 1: there the error grows past sub's f16 tolerance. y = 2b only
+  // carries it. In f32 (spacing 2^-21) b stays within tolerance.
+  std::ofstream(dir_ / "cancel.graph") << "x = input() : f32[64]\n"
+                                          "big = constant() {value=4} : f32[]\n"
+                                          "two = constant() {value=2} : f32[]\n"
+                                          "a = add(x, big) : f32[64]\n"
+                                          "b = sub(a, big) : f32[64]\n"
+                                          "y = mul(b, two) : f32[64]\n"
+                                          "output y = y\n";
+  spire::io::save_tensors(dir_ / "x.safetensors", spire::io::NamedTensors{{"x", random_tensor({64}, 5)}});
+  auto f32 = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") + " --devices vulkan:0");
+  EXPECT_EQ(f32.exit_code, 0) << f32.out;
+  auto r = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") +
+                        " --devices vulkan:0 --precision f16");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("first divergence: b "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("OFF here (accumulated: node alone within)"), std::string::npos) << r.out;
+  const size_t list = r.out.find("vulkan:0 in f16: the values whose error grows most");
+  ASSERT_NE(list, std::string::npos) << r.out;
+  const size_t header = r.out.find('\n', r.out.find('\n', list) + 1);  // past the column header
+  EXPECT_EQ(r.out.substr(header + 1, 4), "  b ") << r.out;
+  auto refused = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") +
+                              " --precision f8");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+}
+
 TEST_F(CliDiff, BadInputIsRefusedClearly) {
   auto missing = spire::spire("diff " + path("nothing.graph") + " --inputs " + path("in.safetensors"));
   EXPECT_EQ(missing.exit_code, 3) << missing.out;

@@ -167,6 +167,8 @@ TEST(DiffSavedRun, RoundTripsAndRefusesAnotherModelOrInputs) {
   device.driver = "its driver 1.2";
   device.values["b"].data[0] = 42;
   device.origins["b"] = {Source::Unfused, "a", "exp_kernel", "some key: x=1", "exp_alone"};
+  device.unfused_run = device.values;
+  device.unfused_run["b"].data[0] = 7;
   const RunIdentity id{"m.graph", "00000000000000aa", "in.safetensors", "00000000000000bb"};
   save_run(dir, id, reference, {device});
   const SavedRun run = load_run(dir, id);
@@ -174,7 +176,8 @@ TEST(DiffSavedRun, RoundTripsAndRefusesAnotherModelOrInputs) {
   EXPECT_EQ(run.devices[0].device, "saved:vulkan:7");
   EXPECT_EQ(run.devices[0].driver, "its driver 1.2");
   EXPECT_EQ(run.devices[0].values.at("b").data[0], 42);
-  EXPECT_EQ(run.devices[0].origins.at("b").source, Source::Saved);
+  EXPECT_EQ(run.devices[0].origins.at("b").source, Source::Unfused);
+  EXPECT_EQ(run.devices[0].unfused_run.at("b").data[0], 7);
   EXPECT_EQ(run.devices[0].origins.at("b").kernel, "exp_kernel");
   EXPECT_EQ(run.devices[0].origins.at("b").launch, "a");
   EXPECT_EQ(run.devices[0].origins.at("b").tuning, "some key: x=1");

@@ -13,6 +13,7 @@
 
 #include "diff/capture.h"
 #include "diff/compare.h"
+#include "diff/half_precision.h"
 #include "diff/report.h"
 #include "diff/saved_run.h"
 #include "io/file_bytes.h"
@@ -28,6 +29,7 @@ struct DiffCmd {
   double atol = 0, rtol = 0;
   CLI::Option *atol_given = nullptr, *rtol_given = nullptr;
   bool every_value = false;
+  std::string precision;  // --precision f16|bf16
   tuning::TuningFlags tuning;
 };
 
@@ -73,14 +75,25 @@ int run_diff(const DiffCmd& o) {
   if (!o.against.empty()) saved = diff::load_run(o.against, identity);
 
   const diff::Capture reference = diff::capture_reference(m.graph, feeds);
+  // --precision: the devices run the model with its f32 values in half precision, compared with the same reference.
+  std::optional<graph::DType> half;
+  if (!o.precision.empty()) {
+    if (!o.save.empty() || !o.against.empty())
+      throw std::runtime_error("--precision compares a half-precision run with the reference; --save and --against "
+                               "compare runs of the model as it is given");
+    half = o.precision == "f16" ? graph::DType::F16 : graph::DType::BF16;
+  }
+  const graph::Graph run_graph = half ? diff::to_half(m.graph, *half) : m.graph;
+  const auto run_feeds = half ? diff::to_half(feeds, *half) : feeds;
   std::vector<diff::Capture> captures;
   std::vector<diff::Comparison> comparisons;
   for (const std::string& id : devices) {
     // A device that cannot run the model (a GLSL custom op on cuda:N) is reported, and the others still compared.
     try {
       auto dev = rt::open_device(id);
-      const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&m.graph}, stdout);
-      captures.push_back(diff::capture_device(m.graph, feeds, *dev, {.tuning = &choices}));
+      const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&run_graph}, stdout);
+      diff::Capture c = diff::capture_device(run_graph, run_feeds, *dev, {.tuning = &choices});
+      captures.push_back(half ? diff::widened(c, m.graph) : std::move(c));
     } catch (const std::exception& e) {
       diff::Comparison failed;
       failed.device = id;
@@ -95,7 +108,9 @@ int run_diff(const DiffCmd& o) {
   diff::ToleranceOverride tolerance;
   if (o.atol_given->count() > 0) tolerance.atol = o.atol;
   if (o.rtol_given->count() > 0) tolerance.rtol = o.rtol;
-  const diff::CompareOptions options{.tolerance = tolerance, .feeds = &feeds};
+  // A node alone is re-run on the inputs the device was given: with --precision, the feeds rounded to half.
+  const auto own_feeds = half ? diff::widened(run_feeds, m.graph) : feeds;
+  const diff::CompareOptions options{.tolerance = tolerance, .feeds = &own_feeds, .judged_as = half};
   if (saved) {
     // The saved devices are compared with this machine's reference; the saved one should be the same numbers.
     const diff::Comparison refs = diff::compare(m.graph, saved->reference, reference, {.tolerance = options.tolerance});
@@ -117,6 +132,9 @@ int run_diff(const DiffCmd& o) {
 
   const diff::ReportOptions report{.rule = diff::rule_text(options.tolerance), .every_value = o.every_value};
   fmt::print("{}", diff::report_text(comparisons, report));
+  if (half)
+    for (const auto& c : comparisons)
+      if (c.failure.empty()) fmt::print("{}", diff::error_growth_text(c, diff::error_growth(c, 10), *half));
   if (!o.json.empty()) {
     const std::string text = diff::report_json(comparisons, report, o.model, o.inputs);
     io::write_file_bytes_atomically(o.json, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
@@ -156,6 +174,11 @@ void register_diff_commands(CLI::App& app) {
   cmd->add_option("--against", o->against,
                   "Also compare with a run saved by --save (same model and inputs, else refused): each saved device "
                   "against the reference, and each device here against each saved one");
+  cmd->add_option("--precision", o->precision,
+                  "Run the model with its f32 values in f16 or bf16 (storage; ops compute in f32, docs/HALF_PRECISION.md), "
+                  "compare every value with the float64 reference of the model as given, held to the op table's "
+                  "tolerances for that dtype, and list the values whose error grows most")
+      ->check(CLI::IsMember({"f16", "bf16"}));
   add_ops_option(cmd);
   add_tuning_options(cmd, o->tuning);
   cmd->callback([o] {

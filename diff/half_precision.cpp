@@ -1,0 +1,93 @@
+#include "diff/half_precision.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace spire::diff {
+
+using graph::DType;
+using graph::Graph;
+using graph::Value;
+
+Graph to_half(const Graph& g, DType half) {
+  const std::string f32_name(graph::dtype_name(DType::F32));
+  Graph out;
+  std::vector<Value> map(size_t(g.size()));
+  for (Value v : g.values()) {
+    const graph::Node& n = g.node(v);
+    if (graph::is_leaf(n.op)) {
+      graph::TensorType t = n.type;
+      if (t.dtype == DType::F32) t.dtype = half;
+      map[size_t(v.id)] = out.add_leaf(n.op, n.name, t, n.attrs);
+      continue;
+    }
+    std::vector<Value> inputs;
+    for (Value in : n.inputs) inputs.push_back(map[size_t(in.id)]);
+    graph::Attrs attrs = n.attrs;
+    if (n.op == graph::OpKind::Cast && attrs.get_string("to") == f32_name) attrs.set("to", std::string(graph::dtype_name(half)));
+    map[size_t(v.id)] = out.add_node(n.op, inputs, attrs, n.name);
+  }
+  for (const auto& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
+  for (const auto& u : g.state_updates()) out.state_update(map[size_t(u.target.id)], map[size_t(u.value.id)]);
+  return out;
+}
+
+std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::Tensor>& feeds, DType half) {
+  std::map<std::string, graph::Tensor> out = feeds;
+  for (auto& [name, t] : out)
+    if (t.dtype == DType::F32) {
+      t.dtype = half;
+      t.round_to_dtype();
+    }
+  return out;
+}
+
+std::map<std::string, graph::Tensor> widened(std::map<std::string, graph::Tensor> half_values, const Graph& g) {
+  for (auto& [name, t] : half_values)
+    if (const auto v = g.find(name)) t.dtype = g.type(*v).dtype;
+  return half_values;
+}
+
+Capture widened(const Capture& half_capture, const Graph& g) {
+  Capture c = half_capture;
+  c.values = widened(std::move(c.values), g);
+  c.unfused_run = widened(std::move(c.unfused_run), g);
+  return c;
+}
+
+std::vector<PrecisionRow> error_growth(const Comparison& c, size_t count) {
+  std::map<std::string, double> error;
+  std::vector<PrecisionRow> rows;
+  for (const ValueRow& r : c.rows) {
+    PrecisionRow p{r.name, r.op, r.error.norm_error, 0, r.own_error ? r.own_error->norm_error : 0};
+    double inherited = 0;
+    for (const std::string& in : r.input_names) {
+      const auto it = error.find(in);
+      if (it != error.end()) inherited = std::max(inherited, it->second);
+    }
+    p.growth = p.error - inherited;
+    error[r.name] = p.error;
+    rows.push_back(std::move(p));
+  }
+  std::stable_sort(rows.begin(), rows.end(), [](const PrecisionRow& a, const PrecisionRow& b) {
+    // NaN sorts last; an infinite error (a NaN or overflow in half) first.
+    return a.growth > b.growth || (std::isnan(b.growth) && !std::isnan(a.growth));
+  });
+  if (rows.size() > count) rows.resize(count);
+  return rows;
+}
+
+std::string error_growth_text(const Comparison& c, const std::vector<PrecisionRow>& rows, DType half) {
+  std::string s = fmt::format("\n{} in {}: the values whose error grows most (error: against the float64 reference of "
+                              "the model as given; growth: minus its inputs' largest; alone: the node's own on its "
+                              "inputs here)\n",
+                              c.device, graph::dtype_name(half));
+  s += fmt::format("  {:<36} {:<14} {:>10} {:>10} {:>10}\n", "value", "op", "error", "growth", "alone");
+  for (const PrecisionRow& r : rows)
+    s += fmt::format("  {:<36} {:<14} {:>10.3g} {:>10.3g} {:>10.3g}\n", r.name, r.op, r.error, r.growth, r.own);
+  return s;
+}
+
+}  // namespace spire::diff
