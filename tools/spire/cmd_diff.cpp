@@ -162,7 +162,7 @@ void register_diff_commands(CLI::App& app) {
   cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
   cmd->add_option("--devices", o->devices, "D1,D2,... (vulkan:N, cuda:N) or 'all' (default): every device present");
   o->atol_given = cmd->add_option("--atol", o->atol, "Absolute tolerance: with --rtol, a value agrees when max |got-want| <= atol + "
-                                     "rtol * max |want| (default: each op's tolerance from the op table, as spire "
+                                     "rtol * max |want| for every value (default: the op table's tolerances, as spire "
                                      "test-ops)")
       ->check(positive_number(true));
   o->rtol_given = cmd->add_option("--rtol", o->rtol, "Relative tolerance (see --atol)")->check(positive_number(true));
