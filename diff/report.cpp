@@ -7,6 +7,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "diff/half_precision.h"
+
 namespace spire::diff {
 
 std::string index_text(int64_t flat, const graph::Shape& shape) {
@@ -19,6 +21,9 @@ std::string index_text(int64_t flat, const graph::Shape& shape) {
 }
 
 namespace {
+
+// How many values --precision lists per device.
+constexpr size_t kGrowthListed = 10;
 
 std::string num(double x) { return std::isfinite(x) ? fmt::format("{:.2e}", x) : fmt::format("{}", x); }
 
@@ -142,6 +147,9 @@ std::string report_text(const std::vector<Comparison>& comparisons, const Report
     }
     if (hidden > 0) s += fmt::format("  ({} values within tolerance not listed: --every-value lists them)\n", hidden);
   }
+  if (options.precision)
+    for (const auto& c : comparisons)
+      if (c.failure.empty()) s += error_growth_text(c, error_growth(c, kGrowthListed), *options.precision);
   return s;
 }
 
@@ -151,6 +159,8 @@ std::string report_json(const std::vector<Comparison>& comparisons, const Report
   j["model"] = model;
   j["inputs"] = inputs;
   j["tolerance"] = options.rule;
+  j["precision"] = options.precision ? nlohmann::ordered_json(std::string(graph::dtype_name(*options.precision)))
+                                     : nlohmann::ordered_json(nullptr);
   bool agree = true;
   for (const auto& c : comparisons) agree = agree && c.agrees();
   j["agree"] = agree;
@@ -167,6 +177,12 @@ std::string report_json(const std::vector<Comparison>& comparisons, const Report
     cj["values_off"] = c.off;
     cj["first_divergence"] = c.first ? row_json(c.rows[*c.first]) : nlohmann::ordered_json(nullptr);
     cj["notes"] = c.notes;
+    if (options.precision && c.failure.empty()) {
+      auto& growth = cj["error_growth"] = nlohmann::ordered_json::array();
+      for (const PrecisionRow& p : error_growth(c, kGrowthListed))
+        growth.push_back({{"name", p.name}, {"op", p.op}, {"error", number(p.error)}, {"growth", number(p.growth)},
+                          {"alone", number(p.own)}});
+    }
     auto& rows = cj["rows"] = nlohmann::ordered_json::array();
     for (const auto& r : c.rows) rows.push_back(row_json(r));
     list.push_back(std::move(cj));

@@ -1,6 +1,7 @@
 // What `spire diff` prints and writes: a table per comparison, first divergence first, and the same as JSON.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,8 @@ namespace spire::diff {
 struct ReportOptions {
   std::string rule;          // the tolerance rule in words (rule_text)
   bool every_value = false;  // list every value, not only those off
+  // --precision: the devices ran the model in this half dtype; the report adds the values whose error grows most.
+  std::optional<graph::DType> precision{};
 };
 
 // For each comparison: a summary line, the first divergence in detail (node, op, inputs, kernel, error, own

@@ -225,7 +225,7 @@ TEST_F(CliDiff, PrecisionFindsWhereHalfPrecisionLosesMost) {
   auto f32 = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") + " --devices vulkan:0");
   EXPECT_EQ(f32.exit_code, 0) << f32.out;
   auto r = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") +
-                        " --devices vulkan:0 --precision f16");
+                        " --devices vulkan:0 --precision f16 --json " + path("precision.json"));
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("first divergence: b "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("OFF here (accumulated: node alone within)"), std::string::npos) << r.out;
@@ -233,6 +233,13 @@ TEST_F(CliDiff, PrecisionFindsWhereHalfPrecisionLosesMost) {
   ASSERT_NE(list, std::string::npos) << r.out;
   const size_t header = r.out.find('\n', r.out.find('\n', list) + 1);  // past the column header
   EXPECT_EQ(r.out.substr(header + 1, 4), "  b ") << r.out;
+  const auto bytes = spire::io::read_file_bytes(path("precision.json"));
+  const auto j = nlohmann::json::parse(bytes.begin(), bytes.end());
+  EXPECT_EQ(j.at("precision"), "f16");
+  const auto& growth = j.at("comparisons")[0].at("error_growth");
+  ASSERT_EQ(growth.size(), 3u);
+  EXPECT_EQ(growth[0].at("name"), "b");
+  EXPECT_EQ(growth[0].at("alone").get<double>(), 0.0);  // exact given its inputs: the error came from a
   auto refused = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") +
                               " --precision f8");
   EXPECT_EQ(refused.exit_code, 2) << refused.out;

@@ -7,6 +7,7 @@
 
 #include "diff/capture.h"
 #include "diff/compare.h"
+#include "diff/half_precision.h"
 #include "diff/report.h"
 #include "diff/saved_run.h"
 #include "diff/tolerance.h"
@@ -95,6 +96,35 @@ TEST(DiffCompare, AValueMayCarryTheErrorItsInputsWereAllowed) {
   ASSERT_TRUE(w.first.has_value());
   EXPECT_EQ(w.rows[*w.first].name, "r");
   EXPECT_FALSE(w.rows[*w.first].own_verdict->within);
+}
+
+TEST(DiffPrecision, ToHalfStoresEveryF32ValueInHalfAndKeepsTheRest) {
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {2, 3});
+  auto labels = g.input("labels", DType::I32, {2});
+  auto w = g.parameter("w", DType::F32, {3});
+  auto h = g.name(g.mul(x, w), "h");
+  auto back = g.name(g.cast(g.name(g.cast(h, DType::F64), "wide"), DType::F32), "back");
+  auto n = g.name(g.cast(labels, DType::F32), "n");
+  g.output("y", back);
+  g.output("n", n);
+  const graph::Graph half = to_half(g, DType::BF16);
+  EXPECT_EQ(half.type(half.at("x")).dtype, DType::BF16);
+  EXPECT_EQ(half.type(half.at("w")).dtype, DType::BF16);
+  EXPECT_EQ(half.type(half.at("labels")).dtype, DType::I32);
+  EXPECT_EQ(half.type(half.at("h")).dtype, DType::BF16);
+  EXPECT_EQ(half.type(half.at("wide")).dtype, DType::F64);   // not an f32 value
+  EXPECT_EQ(half.type(half.at("back")).dtype, DType::BF16);  // a cast to f32 casts to bf16
+  EXPECT_EQ(half.type(half.at("n")).dtype, DType::BF16);
+  ASSERT_EQ(half.outputs().size(), 2u);
+  EXPECT_EQ(half.outputs()[0].name, "y");
+  // Feeds: f32 rounded to bf16 (8 significant bits: 1 + 2^-9 rounds to 1), others kept.
+  const auto feeds = to_half(std::map<std::string, Tensor>{{"x", Tensor::from(DType::F32, {1}, {1 + std::ldexp(1.0, -9)})},
+                                                           {"labels", Tensor::from(DType::I32, {1}, {3})}},
+                             DType::BF16);
+  EXPECT_EQ(feeds.at("x").dtype, DType::BF16);
+  EXPECT_EQ(feeds.at("x").data[0], 1.0);
+  EXPECT_EQ(feeds.at("labels").dtype, DType::I32);
 }
 
 TEST(DiffReport, WritesIndicesAsTheUserIndexes) {

@@ -13,7 +13,7 @@
 
 #include "diff/capture.h"
 #include "diff/compare.h"
-#include "diff/half_precision.h"
+#include "diff/half_precision.h"  // to_half, widened
 #include "diff/report.h"
 #include "diff/saved_run.h"
 #include "io/file_bytes.h"
@@ -130,11 +130,9 @@ int run_diff(const DiffCmd& o) {
         comparisons.push_back(diff::compare(m.graph, c, s, {.tolerance = options.tolerance}));
   }
 
-  const diff::ReportOptions report{.rule = diff::rule_text(options.tolerance), .every_value = o.every_value};
+  const diff::ReportOptions report{
+      .rule = diff::rule_text(options.tolerance), .every_value = o.every_value, .precision = half};
   fmt::print("{}", diff::report_text(comparisons, report));
-  if (half)
-    for (const auto& c : comparisons)
-      if (c.failure.empty()) fmt::print("{}", diff::error_growth_text(c, diff::error_growth(c, 10), *half));
   if (!o.json.empty()) {
     const std::string text = diff::report_json(comparisons, report, o.model, o.inputs);
     io::write_file_bytes_atomically(o.json, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
