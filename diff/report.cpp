@@ -27,15 +27,25 @@ constexpr size_t kGrowthListed = 10;
 
 std::string num(double x) { return std::isfinite(x) ? fmt::format("{:.2e}", x) : fmt::format("{}", x); }
 
-std::string table_header() {
-  return fmt::format("  {:>4}  {:<28} {:<14} {:<8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>5} {:>9} {:>9}  {}\n", "#", "value",
-                     "op", "source", "max abs", "max rel", "mean abs", "ulp", "nan", "inf", "error", "tolerance",
-                     "status");
+// The value and op columns are as wide as their longest entry (imported models have long names), within limits.
+struct Widths {
+  size_t value = 5, op = 2;
+  explicit Widths(const Comparison& c) {
+    for (const ValueRow& r : c.rows) value = std::max(value, r.name.size()), op = std::max(op, r.op.size());
+    value = std::min<size_t>(value, 60);
+    op = std::min<size_t>(op, 24);
+  }
+};
+
+std::string table_header(const Widths& w) {
+  return fmt::format("  {:>4}  {:<{}} {:<{}} {:<8} {:>9} {:>9} {:>9} {:>9} {:>5} {:>5} {:>9} {:>9}  {}\n", "#", "value",
+                     w.value, "op", w.op, "source", "max abs", "max rel", "mean abs", "ulp", "nan", "inf", "error",
+                     "tolerance", "status");
 }
 
-std::string table_row(size_t i, const ValueRow& r) {
-  return fmt::format("  {:>4}  {:<28} {:<14} {:<8} {:>9} {:>9} {:>9} {:>9.3g} {:>5} {:>5} {:>9} {:>9}  {}\n", i, r.name,
-                     r.op, source_name(r.origin.source), num(r.error.max_abs), num(r.error.max_rel),
+std::string table_row(size_t i, const ValueRow& r, const Widths& w) {
+  return fmt::format("  {:>4}  {:<{}} {:<{}} {:<8} {:>9} {:>9} {:>9} {:>9.3g} {:>5} {:>5} {:>9} {:>9}  {}\n", i, r.name,
+                     w.value, r.op, w.op, source_name(r.origin.source), num(r.error.max_abs), num(r.error.max_rel),
                      num(r.error.mean_abs), r.error.ulp_at_worst, r.error.nan, r.error.inf, num(r.verdict.measured),
                      num(r.verdict.bound), status_text(r));
 }
@@ -137,11 +147,12 @@ std::string report_text(const std::vector<Comparison>& comparisons, const Report
     }
     for (const std::string& n : c->notes) s += fmt::format("  note: {}\n", n);
     if (!options.every_value && c->agrees()) continue;
-    s += table_header();
+    const Widths widths(*c);
+    s += table_header(widths);
     size_t hidden = 0;
     for (size_t i = 0; i < c->rows.size(); ++i) {
       if (options.every_value || c->rows[i].off)
-        s += table_row(i, c->rows[i]);
+        s += table_row(i, c->rows[i], widths);
       else
         ++hidden;
     }
