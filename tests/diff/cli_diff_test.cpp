@@ -243,6 +243,11 @@ TEST_F(CliDiff, PrecisionFindsWhereHalfPrecisionLosesMost) {
   auto refused = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") +
                               " --precision f8");
   EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  auto with_save = spire::spire("diff " + path("cancel.graph") + " --inputs " + path("x.safetensors") +
+                                " --precision f16 --save " + path("half_run"));
+  EXPECT_EQ(with_save.exit_code, 2) << with_save.out;
+  EXPECT_NE(with_save.out.find("--save excludes --precision"), std::string::npos) << with_save.out;
+  EXPECT_FALSE(fs::exists(dir_ / "half_run"));
 }
 
 TEST_F(CliDiff, BadInputIsRefusedClearly) {
