@@ -11,10 +11,16 @@ using graph::DType;
 using graph::Graph;
 using graph::Value;
 
-Graph to_half(const Graph& g, DType half) {
+Graph to_half(const Graph& g, DType half, const std::set<std::string>& keep_f32) {
   const std::string f32_name(graph::dtype_name(DType::F32));
   Graph out;
   std::vector<Value> map(size_t(g.size()));
+  // `v` (of `out`) as `want` where it is a float of the other precision, else as it is.
+  auto as = [&](Value v, DType want) {
+    const DType have = out.type(v).dtype;
+    const bool swap = (have == half && want == DType::F32) || (have == DType::F32 && want == half);
+    return swap ? out.cast(v, want) : v;
+  };
   for (Value v : g.values()) {
     const graph::Node& n = g.node(v);
     if (graph::is_leaf(n.op)) {
@@ -23,14 +29,20 @@ Graph to_half(const Graph& g, DType half) {
       map[size_t(v.id)] = out.add_leaf(n.op, n.name, t, n.attrs);
       continue;
     }
+    const bool kept = keep_f32.contains(n.name);
     std::vector<Value> inputs;
-    for (Value in : n.inputs) inputs.push_back(map[size_t(in.id)]);
+    for (Value in : n.inputs) {
+      const DType original = g.type(in).dtype;
+      inputs.push_back(original == DType::F32 ? as(map[size_t(in.id)], kept ? DType::F32 : half) : map[size_t(in.id)]);
+    }
     graph::Attrs attrs = n.attrs;
-    if (n.op == graph::OpKind::Cast && attrs.get_string("to") == f32_name) attrs.set("to", std::string(graph::dtype_name(half)));
+    if (!kept && n.op == graph::OpKind::Cast && attrs.get_string("to") == f32_name)
+      attrs.set("to", std::string(graph::dtype_name(half)));
     map[size_t(v.id)] = out.add_node(n.op, inputs, attrs, n.name);
   }
   for (const auto& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
-  for (const auto& u : g.state_updates()) out.state_update(map[size_t(u.target.id)], map[size_t(u.value.id)]);
+  for (const auto& u : g.state_updates())
+    out.state_update(map[size_t(u.target.id)], as(map[size_t(u.value.id)], out.type(map[size_t(u.target.id)]).dtype));
   return out;
 }
 
@@ -55,6 +67,43 @@ Capture widened(const Capture& half_capture, const Graph& g) {
   c.values = widened(std::move(c.values), g);
   c.unfused_run = widened(std::move(c.unfused_run), g);
   return c;
+}
+
+bool outputs_within(const Graph& g, DType half, const std::set<std::string>& keep,
+                    const std::map<std::string, graph::Tensor>& half_feeds, rt::Device& device,
+                    const lowering::CompileOptions& options, const Capture& reference, const Comparison& half_run) {
+  const Graph mixed = to_half(g, half, keep);
+  auto exe = lowering::compile(mixed, device, options);
+  for (const graph::Node& n : mixed.nodes())
+    if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, half_feeds.at(n.name));
+  exe->step();
+  for (const auto& o : g.outputs()) {
+    const std::string& name = g.node(o.value).name;
+    const auto row = std::find_if(half_run.rows.begin(), half_run.rows.end(), [&](const ValueRow& r) { return r.name == name; });
+    if (row == half_run.rows.end()) continue;  // an output that is a leaf: nothing computes it
+    graph::Tensor got = exe->get(o.name);
+    got.dtype = g.type(o.value).dtype;  // exact: a half number is an f32
+    if (!(measure(got, reference.values.at(name)).norm_error <= row->verdict.bound)) return false;
+  }
+  return true;
+}
+
+KeepProposal propose_f32_set(const std::vector<std::string>& ranked,
+                             const std::function<bool(const std::set<std::string>&)>& outputs_within) {
+  KeepProposal p;
+  auto within = [&](size_t k) {
+    ++p.runs;
+    return outputs_within(std::set<std::string>(ranked.begin(), ranked.begin() + ptrdiff_t(k)));
+  };
+  if (ranked.empty() || !within(ranked.size())) return p;
+  size_t fails = 0, passes = ranked.size();  // keeping none fails: the caller asks only when the outputs are off
+  while (passes - fails > 1) {
+    const size_t mid = fails + (passes - fails) / 2;
+    (within(mid) ? passes : fails) = mid;
+  }
+  p.found = true;
+  p.keep.assign(ranked.begin(), ranked.begin() + ptrdiff_t(passes));
+  return p;
 }
 
 std::vector<PrecisionRow> error_growth(const Comparison& c, size_t count) {

@@ -3,7 +3,9 @@
 // half precision loses the most. Polygraphy's `debug precision` question, answered per value.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -16,7 +18,9 @@ namespace spire::diff {
 // `g` with every f32 value in `half` (f16 or bf16): f32 leaves are declared half, every other node is rebuilt with
 // the same op, inputs and attributes (so its result type follows its inputs), a cast to f32 becomes a cast to `half`.
 // Names, outputs and state updates are kept. Values of other dtypes (ints, bool, f64) are left as they are.
-graph::Graph to_half(const graph::Graph& g, graph::DType half);
+// The nodes named in `keep_f32` stay in f32: their half inputs are cast up and their result cast down where a half
+// node reads it (casts with generated names).
+graph::Graph to_half(const graph::Graph& g, graph::DType half, const std::set<std::string>& keep_f32 = {});
 
 // The feeds of to_half(g): every f32 tensor rounded to `half`.
 std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::Tensor>& feeds, graph::DType half);
@@ -34,6 +38,24 @@ struct PrecisionRow {
   std::string name, op;
   double error = 0, growth = 0, own = 0;
 };
+// The smallest k such that keeping in f32 the first k values of `ranked` (error_growth's order) brings every output
+// within tolerance; `outputs_within(keep)` runs the model with `keep` in f32 and says whether its outputs agree. A
+// bisection over k, which assumes that keeping more never hurts: about log2(ranked.size()) + 1 runs. Not found when
+// keeping all of `ranked` is not enough.
+struct KeepProposal {
+  bool found = false;
+  std::vector<std::string> keep;
+  int runs = 0;
+};
+KeepProposal propose_f32_set(const std::vector<std::string>& ranked,
+                             const std::function<bool(const std::set<std::string>&)>& outputs_within);
+
+// Runs to_half(g, half, keep) on `device` with `half_feeds` (to_half of the feeds) and says whether every graph output
+// is within the bound `half_run` (the comparison of the all-half run) held it to.
+bool outputs_within(const graph::Graph& g, graph::DType half, const std::set<std::string>& keep,
+                    const std::map<std::string, graph::Tensor>& half_feeds, rt::Device& device,
+                    const lowering::CompileOptions& options, const Capture& reference, const Comparison& half_run);
+
 // The `count` values whose error grows most, largest first.
 std::vector<PrecisionRow> error_growth(const Comparison& c, size_t count);
 std::string error_growth_text(const Comparison& c, const std::vector<PrecisionRow>& rows, graph::DType half);

@@ -127,6 +127,18 @@ TEST(DiffPrecision, ToHalfStoresEveryF32ValueInHalfAndKeepsTheRest) {
   EXPECT_EQ(feeds.at("labels").dtype, DType::I32);
 }
 
+TEST(DiffPrecision, ProposesTheShortestPrefixToKeepInF32ByBisection) {
+  const std::vector<std::string> ranked{"a", "b", "c", "d"};
+  // The outputs agree once c is kept: runs at k = 4 (agrees), 2 (not), 3 (agrees).
+  const KeepProposal p = propose_f32_set(ranked, [](const std::set<std::string>& keep) { return keep.contains("c"); });
+  EXPECT_TRUE(p.found);
+  EXPECT_EQ(p.keep, (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_EQ(p.runs, 3);
+  const KeepProposal none = propose_f32_set(ranked, [](const std::set<std::string>&) { return false; });
+  EXPECT_FALSE(none.found);
+  EXPECT_EQ(none.runs, 1);
+}
+
 TEST(DiffReport, WritesIndicesAsTheUserIndexes) {
   EXPECT_EQ(index_text(5, {2, 3}), "[1,2]");
   EXPECT_EQ(index_text(0, {}), "[]");

@@ -51,6 +51,23 @@ std::vector<std::string> chosen_devices(const std::string& spec) {
   return chosen;
 }
 
+// --precision: which values, kept in f32, bring the outputs of the half run within tolerance (a sentence for the
+// device's notes).
+std::string keep_in_f32_note(const graph::Graph& g, graph::DType half, const std::map<std::string, graph::Tensor>& half_feeds,
+                             rt::Device& dev, const lowering::CompileOptions& options, const diff::Capture& reference,
+                             const diff::Comparison& half_run) {
+  std::vector<std::string> ranked;
+  for (const diff::PrecisionRow& r : diff::error_growth(half_run, half_run.rows.size())) ranked.push_back(r.name);
+  const diff::KeepProposal p = diff::propose_f32_set(ranked, [&](const std::set<std::string>& keep) {
+    return diff::outputs_within(g, half, keep, half_feeds, dev, options, reference, half_run);
+  });
+  if (!p.found)
+    return fmt::format("even with every value in f32 the outputs are not within tolerance ({} run)", p.runs);
+  return fmt::format("keeping these {} values (those whose error grows most) in f32 brings every output within "
+                     "tolerance ({} runs to find them): {}",
+                     p.keep.size(), p.runs, fmt::join(p.keep, ", "));
+}
+
 // Returns the exit status.
 int run_diff(const DiffCmd& o) {
   if (o.model.ends_with(".spire"))
@@ -80,32 +97,15 @@ int run_diff(const DiffCmd& o) {
   if (!o.precision.empty()) half = o.precision == "f16" ? graph::DType::F16 : graph::DType::BF16;
   const graph::Graph run_graph = half ? diff::to_half(m.graph, *half) : m.graph;
   const auto run_feeds = half ? diff::to_half(feeds, *half) : feeds;
-  std::vector<diff::Capture> captures;
-  std::vector<diff::Comparison> comparisons;
-  for (const std::string& id : devices) {
-    // A device that cannot run the model (a GLSL custom op on cuda:N) is reported, and the others still compared.
-    try {
-      auto dev = rt::open_device(id);
-      const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&run_graph}, stdout);
-      diff::Capture c = diff::capture_device(run_graph, run_feeds, *dev, {.tuning = &choices});
-      captures.push_back(half ? diff::widened(c, m.graph) : std::move(c));
-    } catch (const std::exception& e) {
-      diff::Comparison failed;
-      failed.device = id;
-      failed.against = "reference";
-      failed.failure = e.what();
-      for (const auto& info : rt::list_devices())
-        if (info.id == id) failed.device_name = info.name, failed.driver = info.driver;
-      comparisons.push_back(std::move(failed));
-    }
-  }
-
   diff::ToleranceOverride tolerance;
   if (o.atol_given->count() > 0) tolerance.atol = o.atol;
   if (o.rtol_given->count() > 0) tolerance.rtol = o.rtol;
   // A node alone is re-run on the inputs the device was given: with --precision, the feeds rounded to half.
   const auto own_feeds = half ? diff::widened(run_feeds, m.graph) : feeds;
   const diff::CompareOptions options{.tolerance = tolerance, .feeds = &own_feeds, .judged_as = half};
+
+  std::vector<diff::Capture> captures;
+  std::vector<diff::Comparison> comparisons;
   if (saved) {
     // The saved devices are compared with this machine's reference; the saved one should be the same numbers.
     const diff::Comparison refs = diff::compare(m.graph, saved->reference, reference, {.tolerance = options.tolerance});
@@ -118,12 +118,31 @@ int run_diff(const DiffCmd& o) {
             refs.rows[*refs.first].verdict.measured));
     }
   }
-  for (const auto& c : captures) {
-    comparisons.push_back(diff::compare(m.graph, c, reference, options));
-    if (saved)
-      for (const auto& s : saved->devices)
-        comparisons.push_back(diff::compare(m.graph, c, s, {.tolerance = options.tolerance}));
+  for (const std::string& id : devices) {
+    // A device that cannot run the model (a GLSL custom op on cuda:N) is reported, and the others still compared.
+    try {
+      auto dev = rt::open_device(id);
+      const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&run_graph}, stdout);
+      diff::Capture c = diff::capture_device(run_graph, run_feeds, *dev, {.tuning = &choices});
+      captures.push_back(half ? diff::widened(c, m.graph) : std::move(c));
+      comparisons.push_back(diff::compare(m.graph, captures.back(), reference, options));
+      if (saved)
+        for (const auto& s : saved->devices)
+          comparisons.push_back(diff::compare(m.graph, captures.back(), s, {.tolerance = options.tolerance}));
+      if (half && !comparisons.back().agrees())
+        comparisons.back().notes.push_back(keep_in_f32_note(m.graph, *half, run_feeds, *dev, {.tuning = &choices},
+                                                            reference, comparisons.back()));
+    } catch (const std::exception& e) {
+      diff::Comparison failed;
+      failed.device = id;
+      failed.against = "reference";
+      failed.failure = e.what();
+      for (const auto& info : rt::list_devices())
+        if (info.id == id) failed.device_name = info.name, failed.driver = info.driver;
+      comparisons.push_back(std::move(failed));
+    }
   }
+
 
   const diff::ReportOptions report{
       .rule = diff::rule_text(options.tolerance), .every_value = o.every_value, .precision = half};
