@@ -4,6 +4,7 @@
 // missing file, an unknown device, inputs that do not fit the model, a saved run of another model).
 #include <algorithm>
 #include <memory>
+#include <set>
 #include <span>
 #include <sstream>
 #include <stdexcept>
