@@ -40,6 +40,7 @@ std::vector<std::string> chosen_devices(const std::string& spec) {
   for (const auto& info : rt::list_devices()) present.push_back(info.id);
   const std::string listed = present.empty() ? "none" : fmt::format("{}", fmt::join(present, ", "));
   if (spec == "all") return present;
+  if (spec.empty()) throw std::runtime_error(fmt::format("--devices: no device named (devices present: {})", listed));
   std::vector<std::string> chosen;
   std::istringstream list(spec);
   for (std::string id; std::getline(list, id, ',');) {
