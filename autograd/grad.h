@@ -1,6 +1,6 @@
 // Reverse-mode automatic differentiation on the graph IR.
 //
-//   Value loss = g.cross_entropy(logits, labels);
+//   Value loss = g.op("cross_entropy", {logits, labels});
 //   std::vector<Value> grads = autograd::grad(g, loss, g.parameters());
 //   for (size_t i = 0; i < grads.size(); ++i) g.output("grad." + g.node(g.parameters()[i]).name, grads[i]);
 //

@@ -42,7 +42,7 @@ graph::Graph build_lenet_graph(const LeNetGraphOptions& options) {
   const graph::Value y = g.input("y", graph::DType::I64, {options.batch});
   const LeNet model = make_lenet(options.relu_op);
   const graph::Value logits = model.forward(Scope(g, options.dtype), x);
-  const graph::Value loss = g.cross_entropy(logits, y);
+  const graph::Value loss = g.op("cross_entropy", {logits, y});
   g.output("logits", logits);
   g.output("loss", loss);
   if (!options.backward) return g;

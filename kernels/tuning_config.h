@@ -1,6 +1,6 @@
 // A point of a kernel template's config space, and the device limits that bound the space.
 //
-// Each tunable template (matmul, conv2d and its gradients, the reductions, softmax) has its own typed config
+// Each tunable template (matmul, conv2d and its gradients, the reductions, the row kernels) has its own typed config
 // (MatmulTiling, Conv2dConfig, ...) that converts to and from this generic form: named integers in a fixed
 // order, written as text "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4". The generic form is what the
 // tuner times, what the tuning cache stores and what custom ops declare, so none of them needs to know any

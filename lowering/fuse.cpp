@@ -6,6 +6,7 @@
 #include "ir/graph/op_table.h"
 #include "kernels/pool2d_kernels.h"
 #include "lowering/lowering_context.h"
+#include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 #include "lowering/schedule.h"
 
@@ -17,21 +18,8 @@ using graph::Value;
 bool is_pointwise(OpKind op) { return graph::op_category(op) == graph::OpCategory::Pointwise; }
 
 bool takes_epilogue(OpKind op) {
-  switch (op) {
-    case OpKind::Matmul:
-    case OpKind::Conv2d:
-    case OpKind::Conv2dGradInput:
-    case OpKind::Conv2dGradWeight:
-    case OpKind::MaxPool2d:
-    case OpKind::MaxPool2dGrad:
-    case OpKind::MaxPool2dGradArgmax:
-    case OpKind::AvgPool2d:
-    case OpKind::AvgPool2dGrad:
-    case OpKind::Softmax:
-    case OpKind::LogSoftmax:
-    case OpKind::CrossEntropyGrad: return true;
-    default: return false;
-  }
+  const OpLowering* e = op_lowering(op);
+  return e && e->takes_epilogue;
 }
 
 namespace {

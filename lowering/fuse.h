@@ -59,7 +59,7 @@ namespace spire::lowering {
 bool is_pointwise(graph::OpKind op);
 
 // Ops whose kernels store each result element once, without reading it back: their stores can take an
-// epilogue (kir::KernelBuilder::rewrite_stores).
+// epilogue (kir::KernelBuilder::rewrite_stores). Their entries in lowering's op table say so (op_lowering.h).
 bool takes_epilogue(graph::OpKind op);
 
 // A 2D transpose that every user reads as a matrix-product operand (and that is not stored): the products read

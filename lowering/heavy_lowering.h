@@ -1,5 +1,5 @@
-// What lower_matmul.cpp, lower_conv2d.cpp, lower_pool2d.cpp and lower_softmax.cpp share: the element type of
-// a heavy op's node, and launching a template's kernel with errors that name the node.
+// What the heavy ops' lowerings (lower_matmul.cpp, lower_conv2d.cpp, lower_pool2d.cpp, ...) share: the element
+// type of a heavy op's node, and launching a template's kernel with errors that name the node.
 #pragma once
 
 #include <functional>

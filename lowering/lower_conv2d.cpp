@@ -16,6 +16,7 @@
 #include "lowering/heavy_lowering.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
+#include "op_harness/cases.h"
 
 #include <algorithm>
 #include <functional>
@@ -890,6 +891,8 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   return op;
 }
 
+namespace {
+
 void lower_conv2d(LoweringContext& ctx, graph::Value v) {
   lower_tunable(ctx, v, [&] { return tunable_conv2d(ctx.graph(), v, ctx.limits(), ctx.side_outputs(v)); });
 }
@@ -903,6 +906,31 @@ void lower_conv2d_grad_weight(LoweringContext& ctx, graph::Value v) {
   const bool pooled_form = ctx.fused(ctx.graph().node(v).inputs[0]);
   const graph::Value bias = ctx.side_outputs(v).bias;  // the bias sum, where its launches store it too (fuse.h)
   lower_tunable(ctx, v, [&] { return tunable_conv2d_grad_weight(ctx.graph(), v, ctx.limits(), pooled_form, bias); });
+}
+
+// What the tuner times for a node on its own (the fused forms, side outputs and gathered prologues, are tuned by
+// tunable_ops() under keys of their own).
+std::optional<TunableOp> conv2d_alone(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+  return tunable_conv2d(g, v, limits);
+}
+std::optional<TunableOp> grad_input_alone(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+  return tunable_conv2d_grad_input(g, v, limits);
+}
+std::optional<TunableOp> grad_weight_alone(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+  return tunable_conv2d_grad_weight(g, v, limits);
+}
+
+}  // namespace
+
+std::vector<OpLowering> conv2d_lowerings() {
+  return {
+      {.op = "conv2d", .lower = lower_conv2d, .tunable = conv2d_alone, .takes_epilogue = true,
+       .cases = harness::conv2d_cases},
+      {.op = "conv2d_grad_input", .lower = lower_conv2d_grad_input, .tunable = grad_input_alone,
+       .takes_epilogue = true, .cases = harness::conv2d_cases},
+      {.op = "conv2d_grad_weight", .lower = lower_conv2d_grad_weight, .tunable = grad_weight_alone,
+       .takes_epilogue = true, .cases = harness::conv2d_cases},
+  };
 }
 
 }  // namespace spire::lowering

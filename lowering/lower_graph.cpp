@@ -159,8 +159,8 @@ class PlanBuilder final : public LoweringContext {
       if (taps) kb.rewrite_taps(index, at_element);
       else kb.rewrite_stores(index, at_element, store_as);
     } catch (const std::invalid_argument& e) {
-      throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's takes_epilogue lists an op whose kernels "
-                                         "read their result)", current_node_, e.what()));
+      throw std::logic_error(fmt::format("lowering of '{}': {} (lowering's op table says the op takes an "
+                                         "epilogue, but its kernels read their result)", current_node_, e.what()));
     }
     kernel = kb.finish();
     for (const std::string& op : ops) kernel.name += "_" + op;

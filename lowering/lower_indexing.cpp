@@ -5,6 +5,7 @@
 
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
+#include "op_harness/cases.h"
 
 namespace spire::lowering {
 
@@ -31,9 +32,7 @@ std::string name_of(const graph::Graph& g, const graph::Node& n) {
   return s;
 }
 
-}  // namespace
 
-namespace {
 
 // What slice and pad share: one input x, and an embedding (starts, steps) of the smaller tensor in the larger.
 struct Embedding {
@@ -62,7 +61,6 @@ void per_result_element(LoweringContext& ctx, graph::Value v, Body&& body) {
   ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
 }
 
-}  // namespace
 
 void lower_slice(LoweringContext& ctx, graph::Value v) {
   per_result_element(ctx, v, [](kir::KernelBuilder& kb, Val i, kir::Buf x, kir::Buf y, const Embedding& e) {
@@ -131,7 +129,6 @@ void lower_concat(LoweringContext& ctx, graph::Value v) {
   }
 }
 
-namespace {
 
 struct GatherDims {
   int64_t outer = 1, rows = 1, count = 1, inner = 1;  // data [outer, rows, inner], indices of `count` elements
@@ -153,7 +150,6 @@ Val wrapped_row(Val index, int64_t rows, Val* ok) {
   return kir::select(*ok, row, kir::like(row, 0));
 }
 
-}  // namespace
 
 void lower_gather(LoweringContext& ctx, graph::Value v) {
   const graph::Graph& g = ctx.graph();
@@ -213,6 +209,18 @@ void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
   });
   ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(n.inputs[1]), ctx.buffer_of(v)}, {},
              groups_for(total, kPointwiseWorkgroup));
+}
+
+}  // namespace
+
+std::vector<OpLowering> indexing_lowerings() {
+  return {
+      {.op = "slice", .lower = lower_slice, .cases = harness::indexing_cases},
+      {.op = "pad", .lower = lower_pad, .cases = harness::indexing_cases},
+      {.op = "concat", .lower = lower_concat, .cases = harness::indexing_cases},
+      {.op = "gather", .lower = lower_gather, .cases = harness::indexing_cases},
+      {.op = "gather_grad", .lower = lower_gather_grad, .cases = harness::indexing_cases},
+  };
 }
 
 }  // namespace spire::lowering

@@ -5,7 +5,11 @@
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 
+#include "op_harness/cases.h"
+
 namespace spire::lowering {
+
+namespace {
 
 void lower_constant(LoweringContext&, graph::Value) {
   // Nothing to launch: a constant's buffer is created (and filled once, at compile time) by the first
@@ -13,8 +17,6 @@ void lower_constant(LoweringContext&, graph::Value) {
 }
 
 void lower_reshape(LoweringContext& ctx, graph::Value v) { ctx.alias(v, ctx.graph().node(v).inputs[0]); }
-
-namespace {
 
 void gather(LoweringContext& ctx, graph::Value v, const std::string& op, const IndexMap& map) {
   const graph::Graph& g = ctx.graph();
@@ -30,8 +32,6 @@ void gather(LoweringContext& ctx, graph::Value v, const std::string& op, const I
              {}, groups_for(count, kPointwiseWorkgroup));
 }
 
-}  // namespace
-
 void lower_permute(LoweringContext& ctx, graph::Value v) {
   const graph::Node& n = ctx.graph().node(v);
   gather(ctx, v, "permute", IndexMap::permuted(ctx.graph().type(n.inputs[0]).shape, n.attrs.get_ints("perm")));
@@ -46,6 +46,18 @@ void lower_broadcast_to(LoweringContext& ctx, graph::Value v) {
     return;
   }
   gather(ctx, v, "broadcast", IndexMap::broadcast(n.type.shape, in));
+}
+
+}  // namespace
+
+std::vector<OpLowering> layout_lowerings() {
+  return {
+      {.op = "constant", .lower = lower_constant},  // a leaf: its cases are pointwise_cases' (cases_pointwise.cpp)
+      {.op = "reshape", .lower = lower_reshape, .cases = harness::layout_cases},
+      {.op = "flatten", .lower = lower_reshape, .cases = harness::layout_cases},
+      {.op = "permute", .lower = lower_permute, .cases = harness::layout_cases},
+      {.op = "broadcast_to", .lower = lower_broadcast_to, .cases = harness::layout_cases},
+  };
 }
 
 }  // namespace spire::lowering

@@ -14,6 +14,7 @@
 #include "kernels/matmul_workgroup_mma_kernel.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
+#include "op_harness/cases.h"
 
 namespace spire::lowering {
 
@@ -111,9 +112,23 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   return op;
 }
 
+namespace {
+
 void lower_matmul(LoweringContext& ctx, graph::Value v) {
   const graph::Value bias = ctx.side_outputs(v).bias;  // a linear layer's bias gradient, where it is stored too (fuse.h)
   lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits(), bias); });
+}
+
+// What the tuner times for a matmul node on its own (a bias sum stored beside it is tuned by tunable_ops()).
+std::optional<TunableOp> matmul_alone(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
+  return tunable_matmul(g, v, limits);
+}
+
+}  // namespace
+
+std::vector<OpLowering> matmul_lowerings() {
+  return {{.op = "matmul", .lower = lower_matmul, .tunable = matmul_alone, .takes_epilogue = true,
+           .cases = harness::matmul_cases}};
 }
 
 }  // namespace spire::lowering

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 #include "lowering/op_lowering.h"
+#include "op_harness/cases.h"
 
 namespace spire::lowering {
 
@@ -24,7 +25,6 @@ void lower_pool(LoweringContext& ctx, graph::Value v, Template make, const graph
   heavy::launch_heavy(ctx, v, [&] { return make(shape_of(node, x_shape), t); });
 }
 
-}  // namespace
 
 // (x) -> y, and the positions of its maxima where they are its side output (fuse.h): one launch stores both.
 void lower_max_pool2d(LoweringContext& ctx, graph::Value v) {
@@ -90,6 +90,22 @@ void lower_avg_pool2d(LoweringContext& ctx, graph::Value v) {
 // (grad_out) with attr input_shape -> grad_x.
 void lower_avg_pool2d_grad(LoweringContext& ctx, graph::Value v) {
   lower_pool(ctx, v, heavy::avg_pool2d_grad_kernel, ctx.graph().node(v).type.shape);
+}
+
+}  // namespace
+
+// No config space: each pooling is one kernel of one shape. Every kernel but the positions' stores a float per
+// element, where a pointwise epilogue can apply.
+std::vector<OpLowering> pool2d_lowerings() {
+  return {
+      {.op = "max_pool2d", .lower = lower_max_pool2d, .takes_epilogue = true, .cases = harness::pool2d_cases},
+      {.op = "max_pool2d_argmax", .lower = lower_max_pool2d_argmax, .cases = harness::pool2d_cases},
+      {.op = "avg_pool2d", .lower = lower_avg_pool2d, .takes_epilogue = true, .cases = harness::pool2d_cases},
+      {.op = "max_pool2d_grad", .lower = lower_max_pool2d_grad, .takes_epilogue = true, .cases = harness::pool2d_cases},
+      {.op = "avg_pool2d_grad", .lower = lower_avg_pool2d_grad, .takes_epilogue = true, .cases = harness::pool2d_cases},
+      {.op = "max_pool2d_grad_argmax", .lower = lower_max_pool2d_grad_argmax, .takes_epilogue = true,
+       .cases = harness::pool2d_cases},
+  };
 }
 
 }  // namespace spire::lowering

@@ -21,6 +21,7 @@
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
+#include "op_harness/cases.h"
 
 namespace spire::lowering {
 
@@ -326,6 +327,8 @@ std::optional<TunableOp> tunable_reduce(const graph::Graph& g, graph::Value v, c
   return op;
 }
 
+namespace {
+
 void lower_reduce(LoweringContext& ctx, graph::Value v) {
   const graph::Graph& g = ctx.graph();
   const graph::Node& n = g.node(v);
@@ -336,6 +339,18 @@ void lower_reduce(LoweringContext& ctx, graph::Value v) {
   }
   if (r.outputs == 0) return;
   lower_tunable(ctx, v, [&] { return *tunable_reduce(g, v, ctx.limits()); });
+}
+
+}  // namespace
+
+std::vector<OpLowering> reduce_lowerings() {
+  return {
+      {.op = "sum", .lower = lower_reduce, .tunable = tunable_reduce, .cases = harness::reduction_cases},
+      {.op = "mean", .lower = lower_reduce, .tunable = tunable_reduce, .cases = harness::reduction_cases},
+      {.op = "max", .lower = lower_reduce, .tunable = tunable_reduce, .cases = harness::reduction_cases},
+      // sum_to's cases sit with broadcast_to's, whose adjoint it is.
+      {.op = "sum_to", .lower = lower_reduce, .tunable = tunable_reduce, .cases = harness::layout_cases},
+  };
 }
 
 }  // namespace spire::lowering

@@ -1,68 +1,64 @@
-// The dispatch table from op to lowering function: every op has one (leaves other than constants need none).
+// Lowering's op table (op_lowering.h): the families' entries gathered once and indexed by OpKind.
 #include "lowering/op_lowering.h"
 
-#include <vector>
-
-#include "ir/graph/op_table.h"
+#include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "ir/graph/op_table.h"
 
 namespace spire::lowering {
 
 namespace {
 
-using Lowering = void (*)(LoweringContext&, graph::Value);
+std::vector<OpLowering> gather() {
+  std::vector<OpLowering> all;
+  for (auto family : {layout_lowerings, reduce_lowerings, indexing_lowerings, matmul_lowerings, conv2d_lowerings,
+                      pool2d_lowerings, softmax_lowerings, cross_entropy_lowerings})
+    for (OpLowering& e : family()) all.push_back(e);
+  return all;
+}
 
-// The lowering of each named non-pointwise op. Pointwise ops need none: their kernel is generated from the
-// formulas of their op table entries (lower_pointwise.cpp).
-std::vector<Lowering> build_table() {
-  using K = graph::OpKind;
-  std::vector<Lowering> t(size_t(graph::op_count()), nullptr);
-  auto set = [&](K k, Lowering f) { t[size_t(k)] = f; };
-  set(K::Constant, lower_constant);
-  for (K k : {K::Sum, K::Mean, K::Max, K::SumTo}) set(k, lower_reduce);
-  set(K::Reshape, lower_reshape);
-  set(K::Flatten, lower_reshape);
-  set(K::Permute, lower_permute);
-  set(K::BroadcastTo, lower_broadcast_to);
-  set(K::Matmul, lower_matmul);
-  set(K::Conv2d, lower_conv2d);
-  set(K::Conv2dGradInput, lower_conv2d_grad_input);
-  set(K::Conv2dGradWeight, lower_conv2d_grad_weight);
-  set(K::MaxPool2d, lower_max_pool2d);
-  set(K::MaxPool2dGrad, lower_max_pool2d_grad);
-  set(K::MaxPool2dArgmax, lower_max_pool2d_argmax);
-  set(K::MaxPool2dGradArgmax, lower_max_pool2d_grad_argmax);
-  set(K::AvgPool2d, lower_avg_pool2d);
-  set(K::AvgPool2dGrad, lower_avg_pool2d_grad);
-  set(K::Softmax, lower_softmax);
-  set(K::LogSoftmax, lower_softmax);
-  set(K::CrossEntropy, lower_cross_entropy);
-  set(K::CrossEntropyGrad, lower_cross_entropy_grad);
-  // Ops without an enumerator, by name.
-  auto by_name = [&](std::string_view name, Lowering f) { t[size_t(*graph::op_from_name(name))] = f; };
-  by_name("slice", lower_slice);
-  by_name("pad", lower_pad);
-  by_name("concat", lower_concat);
-  by_name("gather", lower_gather);
-  by_name("gather_grad", lower_gather_grad);
-  for (const graph::OpInfo& info : graph::op_table())
-    if (info.category == graph::OpCategory::Pointwise) t[size_t(info.kind)] = lower_elementwise;
+// Index = OpKind; nullptr where an op has no entry. An entry naming no op of the graph's table, or an op named
+// twice, is a programming error caught at first use (and by tests/lowering/op_lowering_table_test.cpp).
+std::vector<const OpLowering*> index_by_op(const std::vector<OpLowering>& entries) {
+  std::vector<const OpLowering*> by_op(size_t(graph::op_count()), nullptr);
+  for (const OpLowering& e : entries) {
+    const std::optional<graph::OpKind> op = graph::op_from_name(e.op);
+    if (!op) throw std::logic_error(fmt::format("lowering table: '{}' is no op of the op table", e.op));
+    if (by_op[size_t(*op)]) throw std::logic_error(fmt::format("lowering table: '{}' has two entries", e.op));
+    if (!e.lower) throw std::logic_error(fmt::format("lowering table: '{}' has no lowering", e.op));
+    by_op[size_t(*op)] = &e;
+  }
+  return by_op;
+}
+
+const std::vector<const OpLowering*>& table() {
+  static const std::vector<const OpLowering*> t = index_by_op(op_lowerings());
   return t;
 }
 
 }  // namespace
 
+const std::vector<OpLowering>& op_lowerings() {
+  static const std::vector<OpLowering> entries = gather();
+  return entries;
+}
+
+const OpLowering* op_lowering(graph::OpKind op) {
+  const auto& t = table();
+  // Custom ops are registered after the table was built: their kinds lie beyond it.
+  return size_t(op) < t.size() ? t[size_t(op)] : nullptr;
+}
+
 void lower_node(LoweringContext& ctx, graph::Value v) {
-  static const std::vector<Lowering> table = build_table();
   const graph::Node& n = ctx.graph().node(v);
-  // Custom ops are registered after the table was built; they all lower the same way.
-  Lowering f = size_t(n.op) < table.size() ? table[size_t(n.op)] : nullptr;
-  if (graph::is_user_op(n.op)) f = lower_custom;
+  if (graph::is_user_op(n.op)) return lower_custom(ctx, v);
+  if (graph::op_category(n.op) == graph::OpCategory::Pointwise) return lower_elementwise(ctx, v);
+  if (const OpLowering* e = op_lowering(n.op)) return e->lower(ctx, v);
   // Input, parameter and state leaves need no launch: their buffers are filled by the caller.
-  if (graph::is_leaf(n.op) && n.op != graph::OpKind::Constant) return;
-  if (!f) throw graph::GraphError(fmt::format("op {} ('{}'): no lowering", graph::op_name(n.op), n.name));
-  f(ctx, v);
+  if (graph::is_leaf(n.op)) return;
+  throw graph::GraphError(fmt::format("op {} ('{}'): no lowering", graph::op_name(n.op), n.name));
 }
 
 }  // namespace spire::lowering

@@ -1,4 +1,4 @@
-// Which ops have a tunable template, and the tunable nodes of a whole graph.
+// The tunable template of a node (through lowering's op table), and the tunable nodes of a whole graph.
 #include "lowering/tunable_ops.h"
 
 #include <set>
@@ -9,28 +9,16 @@
 #include "lowering/custom_kernels.h"
 #include "passes/decompose.h"
 #include "lowering/fuse.h"
+#include "lowering/op_lowering.h"
 #include "passes/canonical.h"
 #include "lowering/schedule.h"
 
 namespace spire::lowering {
 
 std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const heavy::Limits& limits) {
-  using K = graph::OpKind;
-  switch (g.node(v).op) {
-    case K::Matmul: return tunable_matmul(g, v, limits);
-    case K::Conv2d: return tunable_conv2d(g, v, limits);
-    case K::Conv2dGradInput: return tunable_conv2d_grad_input(g, v, limits);
-    case K::Conv2dGradWeight: return tunable_conv2d_grad_weight(g, v, limits);
-    case K::Softmax:
-    case K::LogSoftmax: return tunable_softmax(g, v, limits);
-    case K::CrossEntropy: return tunable_cross_entropy(g, v, limits);
-    case K::CrossEntropyGrad: return tunable_cross_entropy_grad(g, v, limits);
-    case K::Sum:
-    case K::Mean:
-    case K::Max:
-    case K::SumTo: return tunable_reduce(g, v, limits);
-    default: return std::nullopt;
-  }
+  const OpLowering* e = op_lowering(g.node(v).op);
+  if (!e || !e->tunable) return std::nullopt;
+  return e->tunable(g, v, limits);
 }
 
 std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {

@@ -1,7 +1,9 @@
 // Which nodes have a tunable template, and their TunableOps (tunable.h).
 //
-// Each family's function lives beside its lowering (lower_matmul.cpp, lower_conv2d.cpp, lower_softmax.cpp,
-// lower_reduce.cpp), which builds the node's kernels through it: what the tuner times is what lowering emits.
+// Each family's function lives beside its lowering (lower_matmul.cpp, lower_conv2d.cpp, lower_reduce.cpp, ...),
+// which builds the node's kernels through it and names it in its entry of lowering's op table (op_lowering.h):
+// what the tuner times is what lowering emits. The ones declared here have forms the tests and tunable_ops()
+// call directly (a fused bias sum, side outputs, a gathered prologue).
 // The functions take the graph the lowering sees (after decompose) and the device's limits; the TunableOp
 // they return holds no reference to the graph.
 #pragma once
@@ -41,15 +43,12 @@ struct PooledGradOutSource {
   heavy::PooledGradOut pooled;
 };
 std::optional<PooledGradOutSource> pooled_grad_out(const graph::Graph& g, graph::Value v);
-TunableOp tunable_softmax(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);  // and log_softmax
-TunableOp tunable_cross_entropy(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
-TunableOp tunable_cross_entropy_grad(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 // sum, max, mean, sum_to; nullopt where the node launches nothing (one element per output: an alias; no
 // outputs).
 std::optional<TunableOp> tunable_reduce(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 
-// Node v's TunableOp whatever its op; nullopt for ops without a tunable template. Throws graph::GraphError
-// for a node its template refuses (naming the node).
+// Node v's TunableOp whatever its op (its entry's `tunable` in lowering's op table, op_lowering.h); nullopt for
+// ops without a tunable template. Throws std::invalid_argument for a node its template refuses.
 std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 
 // Every tunable node of `g` as lower(g, info) would lower it (decomposed; only what an output or a state

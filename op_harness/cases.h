@@ -1,4 +1,6 @@
-// Internal to the op harness: how the case files (cases_*.cpp) list their cases.
+// The case files (cases_*.cpp): one function per family, each appending its cases. Lowering's op table
+// (lowering/op_lowering.h) names the family functions of the ops it lowers; the others (pointwise ops, whose
+// kernel is generated, and constants) op_cases() calls itself.
 #pragma once
 
 #include <string>
@@ -6,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "op_harness/op_harness.h"
+#include "op_harness/op_case.h"
 
 namespace spire::harness {
 
@@ -15,36 +17,23 @@ using graph::Graph;
 using graph::OpKind;
 using graph::Shape;
 using graph::Value;
-using Build = std::function<Value(Graph&, const std::vector<Value>&)>;
 
-inline OpInput in(DType t, Shape s, Draw d = Draw::Uniform, double lo = -1, double hi = 1) {
-  return {{t, std::move(s)}, d, lo, hi};
-}
-inline OpInput f32(Shape s, double lo = -1, double hi = 1) { return in(DType::F32, std::move(s), Draw::Uniform, lo, hi); }
-inline OpInput f64(Shape s, double lo = -1, double hi = 1) { return in(DType::F64, std::move(s), Draw::Uniform, lo, hi); }
-inline std::string ints(const std::vector<int64_t>& v) { return graph::shape_to_string(v); }
-
-class CaseList {
- public:
-  void add(OpKind op, std::vector<OpInput> inputs, Build build, const std::string& attrs = "", bool backward = true) {
-    std::string label;
-    for (const auto& i : inputs) label += (label.empty() ? "" : ", ") + i.type.to_string();
-    if (!attrs.empty()) label += " " + attrs;
-    cases_.push_back({op, std::move(label), std::move(inputs), std::move(build), backward});
-  }
-  std::vector<OpCase> take() { return std::move(cases_); }
-
- private:
-  std::vector<OpCase> cases_;
-};
-
-// One function per case file.
+// Ops without a lowering entry.
 void generated_pointwise_cases(CaseList& cl);  // cases_generated.cpp: from the op table's test domains
 void pointwise_cases(CaseList& cl);            // cases_pointwise.cpp: constants, compare, where, cast
-void reduction_cases(CaseList& cl);            // cases_reduction.cpp
-void layout_cases(CaseList& cl);               // cases_layout.cpp
+void half_pointwise_cases(CaseList& cl);       // cases_half.cpp: the generated ones and the casts in f16 and bf16
+
+// Ops with a lowering entry, named by it. Each family's list has its f16 and bf16 cases too.
+void reduction_cases(CaseList& cl);            // cases_reduction.cpp: sum, mean, max
+void layout_cases(CaseList& cl);               // cases_layout.cpp: reshape, flatten, permute, broadcast_to, sum_to
 void indexing_cases(CaseList& cl);             // cases_indexing.cpp
-void heavy_cases(CaseList& cl);                // cases_heavy.cpp
-void half_cases(CaseList& cl);                 // cases_half.cpp: f16 and bf16
+void matmul_cases(CaseList& cl);               // cases_matmul.cpp
+void conv2d_cases(CaseList& cl);               // cases_conv2d.cpp: conv2d and its gradients
+void pool2d_cases(CaseList& cl);               // cases_pool2d.cpp: the poolings and their gradients
+void softmax_cases(CaseList& cl);              // cases_softmax.cpp
+void cross_entropy_cases(CaseList& cl);        // cases_cross_entropy.cpp: the loss and its gradient
+
+// The half-precision dtypes every family's half cases run in.
+inline constexpr DType kHalfTypes[] = {DType::F16, DType::BF16};
 
 }  // namespace spire::harness

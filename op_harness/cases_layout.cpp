@@ -48,6 +48,7 @@ void layout_cases(CaseList& cl) {
   sum_to(f32({300, 257}), {1, 257});
   sum_to(f64({7, 33}), {33});
   sum_to(in(DType::I32, {7, 33}, Draw::Integers, -9, 9), {33});
+  for (DType t : kHalfTypes) permute(in(t, {2, 3, 5}), {2, 0, 1});
 }
 
 

@@ -1,5 +1,5 @@
 // Reductions: small and large reduced extents (one invocation per output, or one workgroup per output),
-// leading, trailing and interleaved axes, everything, nothing, and splits in chunks.
+// leading, trailing and interleaved axes, everything, nothing, splits in chunks, and f16/bf16.
 #include "op_harness/cases.h"
 
 namespace spire::harness {
@@ -29,6 +29,15 @@ void reduction_cases(CaseList& cl) {
       cl.add(r.op, {in(DType::I32, {7, 300}, Draw::Integers, -1000, 1000)},
              [fn](Graph& g, const std::vector<Value>& x) { return (g.*fn)(x[0], {1}, false); }, "axes=[1]");
   }
+  // Half precision: computed in float32 and rounded once (passes/compute_in_f32.h). 1000 terms of [0, 1]:
+  // accumulated in half, the sum would be off by tens of units.
+  for (DType t : kHalfTypes)
+    for (const auto& r : ops) {
+      auto fn = r.fn;
+      cl.add(r.op, {in(t, {7, 33})}, [fn](Graph& g, const std::vector<Value>& x) { return (g.*fn)(x[0], {1}, false); }, "axes=[1]");
+      cl.add(r.op, {in(t, {3, 1000}, Draw::Uniform, 0, 1)},
+             [fn](Graph& g, const std::vector<Value>& x) { return (g.*fn)(x[0], {1}, false); }, "axes=[1]");
+    }
 }
 
 

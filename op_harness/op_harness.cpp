@@ -4,6 +4,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include "lowering/custom_kernels.h"
 #include "lowering/executable.h"
 #include "lowering/lowering_context.h"
+#include "lowering/op_lowering.h"
 #include "op_harness/cases.h"
 
 namespace spire::harness {
@@ -93,11 +95,11 @@ const std::vector<OpCase>& op_cases() {
     CaseList cl;
     generated_pointwise_cases(cl);
     pointwise_cases(cl);
-    reduction_cases(cl);
-    layout_cases(cl);
-    indexing_cases(cl);
-    heavy_cases(cl);
-    half_cases(cl);
+    half_pointwise_cases(cl);
+    // Each family's list once, though several of its ops' entries name it.
+    std::set<CaseFn> listed;
+    for (const lowering::OpLowering& e : lowering::op_lowerings())
+      if (e.cases && listed.insert(e.cases).second) e.cases(cl);
     return cl.take();
   }();
   return all;

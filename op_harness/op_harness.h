@@ -17,32 +17,10 @@
 
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
+#include "op_harness/op_case.h"
 #include "runtime/device.h"
 
 namespace spire::harness {
-
-// How an input's random values are drawn.
-enum class Draw : uint8_t {
-  Uniform,         // uniform in [lo, hi]
-  AwayFromZero,    // uniform in [lo, hi] with a random sign (divisors)
-  Integers,        // whole numbers in [lo, hi] (ties for compare and max; exact integer inputs)
-  Bools,           // 0 or 1
-};
-
-struct OpInput {
-  graph::TensorType type;
-  Draw draw = Draw::Uniform;
-  double lo = -1, hi = 1;
-};
-
-struct OpCase {
-  graph::OpKind op;                 // the op under test
-  std::string label;                // its inputs and attributes: "f32[7,33], f32[33]"
-  std::vector<OpInput> inputs;      // fed as in0, in1, ...
-  // Appends the op to g given the input values; returns its result.
-  std::function<graph::Value(graph::Graph&, const std::vector<graph::Value>&)> build;
-  bool backward = true;             // also check the gradients of every float input
-};
 
 enum class Outcome : uint8_t { Pass, Fail, Skip };
 std::string_view outcome_name(Outcome o);  // "pass", "FAIL", "skip"
@@ -60,8 +38,9 @@ struct OpRow {
 };
 
 // Every case: each op of the graph IR over several shapes (1, 7, 33, 257, broadcasting, non-square),
-// f32 throughout, f64 for a selection, and f16/bf16 (cases_half.cpp). Pointwise ops with a test domain in their
-// op table entry get their cases generated (cases_generated.cpp); the others are listed by family (cases_*.cpp).
+// f32 throughout, f64 for a selection, and f16/bf16. Pointwise ops with a test domain in their op table entry
+// get their cases generated (cases_generated.cpp); the others are listed by family (cases_*.cpp), those of the
+// ops lowering's table holds through their entries there (lowering/op_lowering.h).
 const std::vector<OpCase>& op_cases();
 
 // The cases of the custom ops registered so far (their authors' shapes and ranges; cases_custom.cpp). Not in

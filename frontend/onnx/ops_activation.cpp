@@ -34,14 +34,14 @@ void softmax_like(NodeContext& c, bool log) {
   const int64_t rank = int64_t(shape.size());
   if (c.opset() >= 13) {
     const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), std::max<int64_t>(rank, 1));
-    c.set_output(0, log ? g.log_softmax(x, axis) : g.softmax(x, axis));
+    c.set_output(0, g.op(log ? "log_softmax" : "softmax", {x}, {{"axis", axis}}));
     return;
   }
   const int64_t axis = normalize_axis(c, c.attr_int("axis", 1), std::max<int64_t>(rank, 1));
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= shape[size_t(d)];
   const Value flat = g.reshape(x, {outer, inner});
-  const Value y = log ? g.log_softmax(flat, 1) : g.softmax(flat, 1);
+  const Value y = g.op(log ? "log_softmax" : "softmax", {flat}, {{"axis", int64_t(1)}});
   c.set_output(0, g.reshape(y, shape));
 }
 

@@ -164,13 +164,6 @@ Value Graph::conv2d(Value x, Value w, const Conv2dOptions& opt) { return add_nod
 Value Graph::max_pool2d(Value x, const Pool2dOptions& opt) { return add_node(OpKind::MaxPool2d, {x}, pool_attrs(opt)); }
 Value Graph::avg_pool2d(Value x, const Pool2dOptions& opt) { return add_node(OpKind::AvgPool2d, {x}, pool_attrs(opt)); }
 
-Value Graph::softmax(Value x, int64_t axis) {
-  return add_node(OpKind::Softmax, {x}, {{"axis", normalize_axis(axis, type(x).rank(), "softmax")}});
-}
-Value Graph::log_softmax(Value x, int64_t axis) {
-  return add_node(OpKind::LogSoftmax, {x}, {{"axis", normalize_axis(axis, type(x).rank(), "log_softmax")}});
-}
-Value Graph::cross_entropy(Value logits, Value labels) { return add_node(OpKind::CrossEntropy, {logits, labels}, {}); }
 
 Value Graph::linear(Value x, Value w, Value b) {
   if (type(w).rank() != 2)
@@ -215,10 +208,6 @@ Value Graph::avg_pool2d_grad(Value grad_out, const Pool2dOptions& opt, Shape inp
   Attrs a = pool_attrs(opt);
   a.set("input_shape", std::move(input_shape));
   return add_node(OpKind::AvgPool2dGrad, {grad_out}, std::move(a));
-}
-
-Value Graph::cross_entropy_grad(Value grad_out, Value logits, Value labels) {
-  return add_node(OpKind::CrossEntropyGrad, {grad_out, logits, labels}, {});
 }
 
 }  // namespace spire::graph

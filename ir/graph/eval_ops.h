@@ -1,5 +1,6 @@
-// Internal to the reference evaluator: one function per op family (eval_*.cpp) and the indexing helpers they
-// share. Not part of the public API (that is evaluator.h).
+// Internal to the reference evaluator: the references of the ops whose entries are defined with shared rules
+// (eval_*.cpp) and the helpers every reference uses, also the ones an op family file of ir/graph/ops/ defines
+// beside its op. Not part of the public API (that is evaluator.h).
 //
 // Every op function receives the node (its attributes and its result type) and its input tensors, and
 // returns a tensor of exactly the node's dtype and shape whose values are computed in double. evaluate()
@@ -7,6 +8,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -77,31 +79,18 @@ Tensor pointwise(const Node& n, Inputs in);
 // ---- eval_reduce.cpp
 Tensor reduce(const Node& n, Inputs in);     // sum mean max
 Tensor sum_to(const Node& n, Inputs in);
+// A row of `length` values spaced `stride` apart: its maximum (NaN if any is NaN) and the log of the sum of
+// exp(v - max). Subtracting the maximum before exponentiating (as PyTorch does) keeps large values from
+// overflowing and small terms from being lost; the ops that normalize a row of logits build on it.
+struct RowLogSumExp {
+  double max;
+  double log_sum;
+};
+RowLogSumExp row_log_sum_exp(const double* row, int64_t length, int64_t stride);
 
 // ---- eval_shape.cpp
 Tensor reshape(const Node& n, Inputs in);    // reshape flatten
 Tensor permute(const Node& n, Inputs in);
 Tensor broadcast_to(const Node& n, Inputs in);
-
-// ---- eval_matmul.cpp
-Tensor matmul(const Node& n, Inputs in);
-
-// ---- eval_conv.cpp
-Tensor conv2d(const Node& n, Inputs in);
-Tensor conv2d_grad_input(const Node& n, Inputs in);
-Tensor conv2d_grad_weight(const Node& n, Inputs in);
-
-// ---- eval_pool.cpp
-Tensor max_pool2d(const Node& n, Inputs in);
-Tensor max_pool2d_grad(const Node& n, Inputs in);
-Tensor max_pool2d_argmax(const Node& n, Inputs in);
-Tensor max_pool2d_grad_argmax(const Node& n, Inputs in);
-Tensor avg_pool2d(const Node& n, Inputs in);
-Tensor avg_pool2d_grad(const Node& n, Inputs in);
-
-// ---- eval_softmax_loss.cpp
-Tensor softmax(const Node& n, Inputs in);    // softmax log_softmax
-Tensor cross_entropy(const Node& n, Inputs in);
-Tensor cross_entropy_grad(const Node& n, Inputs in);
 
 }  // namespace spire::graph::eval

@@ -1,5 +1,5 @@
-// Reductions: sum, mean and max over a set of axes (keepdim or not), and sum_to, the adjoint of
-// broadcasting. Each walks its input once in row-major order and accumulates into the output element the
+// Reductions: sum, mean and max over a set of axes (keepdim or not), sum_to, the adjoint of broadcasting,
+// and the log-sum-exp of one row. Each walks its input once in row-major order and accumulates into the output element the
 // input element maps to; accumulation is in double whatever the compute precision.
 #include <cmath>
 #include <limits>
@@ -79,6 +79,17 @@ Tensor sum_to(const Node& n, Inputs in) {
   const double* px = x.data.data();
   for_each_index<1>(x.shape, {&to_out}, [&](int64_t i, const std::array<int64_t, 1>& o) { po[o[0]] += px[i]; });
   return out;
+}
+
+RowLogSumExp row_log_sum_exp(const double* row, int64_t length, int64_t stride) {
+  double m = -std::numeric_limits<double>::infinity();
+  for (int64_t i = 0; i < length; ++i) {
+    const double v = row[i * stride];
+    if (v > m || std::isnan(v)) m = v;
+  }
+  double sum = 0;
+  for (int64_t i = 0; i < length; ++i) sum += std::exp(row[i * stride] - m);
+  return {m, std::log(sum)};
 }
 
 }  // namespace spire::graph::eval

@@ -79,9 +79,10 @@ struct TensorType {
 std::optional<Shape> broadcast_shapes(const Shape& a, const Shape& b);
 
 // ---------------------------------------------------------------------------------------------------------
-// Ops. Every op is one entry of the op table (op_table.h, entries in ir/graph/ops/). The ops the compiler
-// itself refers to by name have an enumerator here; ops defined only by their entry (most pointwise ops, the
-// ONNX-only ops, user ops) get OpKind values after these when the table is built: find them with
+// Ops. Every op is one entry of the op table (op_table.h, entries in ir/graph/ops/). The ops that code outside
+// their own family file must name (passes, fusion, autograd, the builder methods below) have an enumerator
+// here; ops defined only by their entry (most pointwise ops, cross_entropy, the indexing ops, the ONNX-only
+// ops, user ops) get OpKind values after these when the table is built: find them with
 // op_from_name("abs"). An OpKind value is therefore any index of the table, not only an enumerator.
 
 enum class OpKind : uint16_t {
@@ -126,9 +127,6 @@ enum class OpKind : uint16_t {
   MaxPool2dArgmax,  // (x [N,C,H,W]); pool attrs -> i32 [N,C,Ho,Wo]: where each window's max_pool2d element lies, as
                     // its row-major position in the kh x kw window (padding counted), PyTorch's pick. Not
                     // differentiable: what passes/pool_grad_by_argmax.h makes of a max pooling's gradient reads.
-  Softmax,        // attr axis
-  LogSoftmax,     // attr axis
-  CrossEntropy,   // (logits [N,C] float, labels [N] i32/i64) -> scalar: mean over N of -log_softmax[n, label]
 
   // Backward-only ops (what VJPs emit; ordinary ops in every other way)
   ReluGrad,         // (grad, y): grad where y > 0 else 0, y = relu(x) or x (PyTorch threshold_backward)
@@ -141,11 +139,10 @@ enum class OpKind : uint16_t {
   AvgPool2dGrad,    // (grad_out); pool attrs + input_shape (4 ints)
   MaxPool2dGradArgmax,  // (grad_out, argmax i32 from max_pool2d_argmax); pool attrs + input_shape (4 ints):
                         // max_pool2d_grad with each window's maximum already found
-  CrossEntropyGrad, // (grad_out scalar, logits, labels) -> [N,C]: grad * (softmax(logits) - one_hot(labels)) / N
 };
 
 // Number of named ops (enumerators of OpKind); op_count() in op_table.h counts every op.
-inline constexpr int kNumNamedOps = int(OpKind::CrossEntropyGrad) + 1;
+inline constexpr int kNumNamedOps = int(OpKind::MaxPool2dGradArgmax) + 1;
 
 std::string_view op_name(OpKind op);                          // "conv2d", "max_pool2d_grad", ...
 std::optional<OpKind> op_from_name(std::string_view name);
@@ -298,9 +295,6 @@ class Graph {
   Value conv2d(Value x, Value w, const Conv2dOptions& opt = {});
   Value max_pool2d(Value x, const Pool2dOptions& opt = {});
   Value avg_pool2d(Value x, const Pool2dOptions& opt = {});
-  Value softmax(Value x, int64_t axis = -1);
-  Value log_softmax(Value x, int64_t axis = -1);
-  Value cross_entropy(Value logits, Value labels);
 
   // ---- helpers that decompose into ops
   // y = x W^T + b, x [.., in], W [out, in], b [out] (optional: pass an invalid Value for none).
@@ -316,7 +310,6 @@ class Graph {
   Value max_pool2d_argmax(Value x, const Pool2dOptions& opt = {});
   Value max_pool2d_grad_argmax(Value grad_out, Value argmax, const Pool2dOptions& opt, Shape input_shape);
   Value avg_pool2d_grad(Value grad_out, const Pool2dOptions& opt, Shape input_shape);
-  Value cross_entropy_grad(Value grad_out, Value logits, Value labels);
 
   // ---- any op of the table by its name ("abs", "leaky_relu"), e.g. ops without a builder method
   Value op(std::string_view op_name, std::vector<Value> inputs, Attrs attrs = {});

@@ -1,15 +1,24 @@
 // The op table: ONE definition per op, read by every layer of the compiler.
 //
 // An entry (OpInfo) holds everything about its op: name, arity, attributes, category, shape rule, VJP rule,
-// float64 reference, device formula (pointwise ops), test tolerance with its reason, and the input domain the
-// op harness draws its cases from. The graph builder and parser read the shape rule, autograd the VJP, the
-// reference evaluator the reference, fusion the category, lowering the formula (pointwise ops; other
-// categories have a lowering function in lowering/op_lowering.cpp, keyed by op), the op harness the
-// tolerance and test domain.
+// float64 reference, device formula (pointwise ops), cost, test tolerance with its reason, and the input
+// domain the op harness draws its cases from. The graph builder and parser read the shape rule, autograd the
+// VJP, the reference evaluator the reference, fusion the category, lowering the formula (pointwise ops; every
+// other op has an entry of lowering's own table, lowering/op_lowering.h, keyed by the op's name), `--stats`
+// the cost, the op harness the tolerance and test domain.
 //
-// The entries live in ir/graph/ops/, one file per family. Adding a pointwise op is one entry in its family
-// file: it needs no OpKind enumerator (only ops the compiler itself names have one), and the op harness
-// generates its cases from the entry's test domain.
+// The entries live in ir/graph/ops/, one file per family, and a family file holds its ops whole: a heavy op's
+// shape rule, VJP and reference sit beside its entry (ops/matmul_ops.cpp, ops/indexing.cpp). Only rules
+// that many light ops share are elsewhere (shape_rules.cpp, vjp_rules.cpp, the eval_*.cpp references).
+//
+// Ops are found by name. An op gets an OpKind enumerator (graph.h) only when code outside its own files must
+// name it: a pass or fusion that pattern-matches it (matmul, conv2d, the max poolings), autograd's generic
+// code, the graph builder's methods that the nn modules call. Every other op (the pointwise ones, the
+// row-normalizing ops, cross_entropy, the indexing ops) is an entry and nothing more: the table numbers it
+// after the named ops, op_from_name finds it, g.op("cross_entropy", {logits, labels}) builds it, and
+// lowering's table looks it up by name. So an op added to a family touches its family file, its lowering, its
+// kernel, its harness cases and its front-end mapping, and no shared file; a new family also lists its
+// function below (ops::) and in lowering's table. docs/ADDING_AN_OP.md walks through one.
 #pragma once
 
 #include <functional>
@@ -68,7 +77,7 @@ enum class OpCategory : uint8_t {
   Pointwise,  // one result element from the same-index (broadcast) elements of the inputs
   Reduction,  // sums / maxima over axes
   Layout,     // moves elements without arithmetic (reshape, permute, broadcast, slices)
-  Heavy,      // a kernel template of its own (matmul, convolution, pooling, softmax family)
+  Heavy,      // a kernel template of its own (matmul, convolution, pooling, the row-normalizing ops, losses)
   Custom,     // a user's op (register_user_op): an opaque kernel that fusion never looks inside
 };
 std::string_view op_category_name(OpCategory c);
@@ -218,11 +227,17 @@ std::vector<OpInfo> select_cast();
 std::vector<OpInfo> reductions();
 std::vector<OpInfo> layout();
 std::vector<OpInfo> indexing();
-std::vector<OpInfo> heavy();
 std::vector<OpInfo> backward_only();
+// The heavy ops, one family per kernel template (each its lowering/lower_*.cpp).
+std::vector<OpInfo> matmul_ops();
+std::vector<OpInfo> conv2d_ops();
+std::vector<OpInfo> pool2d_ops();
+std::vector<OpInfo> softmax_ops();
+std::vector<OpInfo> cross_entropy_ops();
 }  // namespace ops
 
-// The shape rules and VJP rules the table points at (shape_rules.cpp, vjp_rules.cpp).
+// The shape rules and VJP rules that several entries of the lighter families share (shape_rules.cpp,
+// vjp_rules.cpp). A heavy op's rules are its own, in its family file.
 namespace shape_rules {
 TensorType binary(const ShapeContext&);       // numeric (not bool), same dtypes, broadcast: add sub mul ...
 TensorType binary_float(const ShapeContext&); // float, same dtypes, broadcast: div pow
@@ -237,19 +252,7 @@ TensorType flatten(const ShapeContext&);
 TensorType permute(const ShapeContext&);
 TensorType broadcast_to(const ShapeContext&);
 TensorType sum_to(const ShapeContext&);
-TensorType matmul(const ShapeContext&);
-TensorType conv2d(const ShapeContext&);
-TensorType pool2d(const ShapeContext&);
-TensorType max_pool2d_argmax(const ShapeContext&);
-TensorType softmax(const ShapeContext&);
-TensorType cross_entropy(const ShapeContext&);
 TensorType activation_grad(const ShapeContext&);    // relu_grad silu_grad gelu_grad
-TensorType max_pool2d_grad(const ShapeContext&);
-TensorType conv2d_grad_input(const ShapeContext&);
-TensorType conv2d_grad_weight(const ShapeContext&);
-TensorType avg_pool2d_grad(const ShapeContext&);
-TensorType max_pool2d_grad_argmax(const ShapeContext&);
-TensorType cross_entropy_grad(const ShapeContext&);
 }  // namespace shape_rules
 
 namespace vjp_rules {
@@ -278,13 +281,6 @@ std::vector<Value> permute(VjpContext&);
 std::vector<Value> broadcast_to(VjpContext&);
 std::vector<Value> sum_to(VjpContext&);
 std::vector<Value> cast(VjpContext&);
-std::vector<Value> matmul(VjpContext&);
-std::vector<Value> conv2d(VjpContext&);
-std::vector<Value> max_pool2d(VjpContext&);
-std::vector<Value> avg_pool2d(VjpContext&);
-std::vector<Value> softmax(VjpContext&);
-std::vector<Value> log_softmax(VjpContext&);
-std::vector<Value> cross_entropy(VjpContext&);
 }  // namespace vjp_rules
 
 }  // namespace spire::graph

@@ -10,6 +10,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/text_form.h"
 #include "ir/graph/training_state.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::autograd {
 namespace {
@@ -134,7 +135,7 @@ TEST(TrainingGraph, RoundTripsThroughTheTextFormAndRunsTheSame) {
   Value w = g.parameter("conv.weight", DType::F64, {2, 1, 3, 3});
   Value fc = g.parameter("fc.weight", DType::F64, {3, 8});
   Value h = g.max_pool2d(g.relu(g.conv2d(x, w, {.padding = {1, 1}})), {.kernel = {3, 3}});
-  Value loss = g.name(g.cross_entropy(g.linear(g.flatten(h), fc), labels), "loss");
+  Value loss = g.name(cross_entropy(g, g.linear(g.flatten(h), fc), labels), "loss");
   g.output("loss", loss);
   auto grads = grad(g, loss, g.parameters());
   for (size_t i = 0; i < grads.size(); ++i) g.output("grad." + g.node(g.parameters()[i]).name, grads[i]);

@@ -10,6 +10,7 @@
 #include "autograd/optimizers.h"
 #include "ir/graph/evaluator.h"
 #include "ir/graph/training_state.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::autograd {
 namespace {
@@ -235,7 +236,7 @@ TEST(Optimizers, TrainingStepsReduceTheLoss) {
     Value labels = g.input("labels", DType::I64, {6});
     Value w = g.parameter("w", DType::F64, {3, 4});
     Value b = g.parameter("b", DType::F64, {3});
-    Value loss = g.cross_entropy(g.linear(x, w, b), labels);
+    Value loss = cross_entropy(g, g.linear(x, w, b), labels);
     g.output("loss", loss);
     auto grads = grad(g, loss, {w, b});
     if (which == 0) sgd_step(g, {w, b}, grads, {.lr = 0.5, .momentum = 0.9});

@@ -7,6 +7,7 @@
 
 #include "ir/graph/op_table.h"
 #include "tests/autograd/grad_check.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::autograd::testing {
 namespace {
@@ -93,13 +94,13 @@ std::vector<Case> cases() {
       {"avg_pool2d", OpKind::AvgPool2d, {in("x", {2, 3, 6, 6})}, [](Graph& g, const Vals& v) { return g.avg_pool2d(v[0], {.kernel = {2, 2}}); }},
       {"avg_pool2d_overlap_padding", OpKind::AvgPool2d, {in("x", {2, 2, 7, 7})},
        [](Graph& g, const Vals& v) { return g.avg_pool2d(v[0], {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}); }},
-      {"softmax_last", OpKind::Softmax, {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return g.softmax(v[0], -1); }},
-      {"softmax_first", OpKind::Softmax, {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return g.softmax(v[0], 0); }},
-      {"log_softmax", OpKind::LogSoftmax, {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return g.log_softmax(v[0], 1); }},
-      {"cross_entropy_i64", OpKind::CrossEntropy, {in("logits", {4, 5}, -2, 2), labels({4}, 5)},
-       [](Graph& g, const Vals& v) { return g.cross_entropy(v[0], v[1]); }},
-      {"cross_entropy_i32", OpKind::CrossEntropy, {in("logits", {6, 3}, -2, 2), labels({6}, 3, DType::I32)},
-       [](Graph& g, const Vals& v) { return g.cross_entropy(v[0], v[1]); }},
+      {"softmax_last", *graph::op_from_name("softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return softmax(g, v[0], -1); }},
+      {"softmax_first", *graph::op_from_name("softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return softmax(g, v[0], 0); }},
+      {"log_softmax", *graph::op_from_name("log_softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return log_softmax(g, v[0], 1); }},
+      {"cross_entropy_i64", *graph::op_from_name("cross_entropy"), {in("logits", {4, 5}, -2, 2), labels({4}, 5)},
+       [](Graph& g, const Vals& v) { return cross_entropy(g, v[0], v[1]); }},
+      {"cross_entropy_i32", *graph::op_from_name("cross_entropy"), {in("logits", {6, 3}, -2, 2), labels({6}, 3, DType::I32)},
+       [](Graph& g, const Vals& v) { return cross_entropy(g, v[0], v[1]); }},
       // Indexing ops (ir/graph/ops/indexing.cpp): strided and reversed slices, a pad that is its adjoint,
       // concat of three, gather with repeated and negative indices (its VJP sums into repeated rows).
       {"slice_strided_reversed", *graph::op_from_name("slice"), {in("x", {4, 7})},
@@ -128,7 +129,7 @@ std::vector<Case> cases() {
        [](Graph& g, const Vals& v) {
          Value c = g.add(g.conv2d(v[0], v[1], {.padding = {1, 1}}), g.reshape(v[2], {1, 2, 1, 1}));
          Value h = g.max_pool2d(g.add(g.relu(c), g.mul(c, 0.1)), {.kernel = {3, 3}});
-         return g.cross_entropy(g.linear(g.flatten(h), v[3]), v[4]);
+         return cross_entropy(g, g.linear(g.flatten(h), v[3]), v[4]);
        }},
   };
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "tests/evaluator/eval_test_util.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::graph::test {
 
@@ -47,7 +48,7 @@ inline LeNet build_lenet(int64_t batch, DType dtype) {
   Value h4 = g.relu(linear(h3, w4, b4));
   Value logits = linear(h4, w5, b5);
   g.output("logits", logits);
-  g.output("loss", g.cross_entropy(logits, labels));
+  g.output("loss", cross_entropy(g, logits, labels));
 
   // Backward.
   auto linear_back = [&](Value gy, Value in, Value w, const std::string& name) {
@@ -55,7 +56,7 @@ inline LeNet build_lenet(int64_t batch, DType dtype) {
     g.output("grad." + name + ".bias", g.sum(gy, {0}));
     return g.matmul(gy, w);
   };
-  Value g_logits = g.cross_entropy_grad(g.scalar(1.0, dtype), logits, labels);
+  Value g_logits = cross_entropy_grad(g, g.scalar(1.0, dtype), logits, labels);
   Value g_h4 = linear_back(g_logits, h4, w5, "fc3");
   Value g_h3 = linear_back(g.relu_grad(g_h4, h4), h3, w4, "fc2");
   Value g_f = linear_back(g.relu_grad(g_h3, h3), f, w3, "fc1");

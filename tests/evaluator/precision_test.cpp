@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "tests/evaluator/lenet_graph.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::graph::test {
 namespace {
@@ -46,10 +47,10 @@ Graph every_op_graph() {
   g.output("max_pool2d_grad", g.max_pool2d_grad(gpool, img, pool));
   g.output("avg_pool2d", g.avg_pool2d(img, pool));
   g.output("avg_pool2d_grad", g.avg_pool2d_grad(gpool, pool, {2, 4, 7, 7}));
-  g.output("softmax", g.softmax(a));
-  g.output("log_softmax", g.log_softmax(a));
-  g.output("cross_entropy", g.cross_entropy(a, labels));
-  g.output("cross_entropy_grad", g.cross_entropy_grad(g.scalar(1.0, DType::F32), a, labels));
+  g.output("softmax", softmax(g, a));
+  g.output("log_softmax", log_softmax(g, a));
+  g.output("cross_entropy", cross_entropy(g, a, labels));
+  g.output("cross_entropy_grad", cross_entropy_grad(g, g.scalar(1.0, DType::F32), a, labels));
   return g;
 }
 

@@ -1,6 +1,7 @@
 #include "tests/graph/every_op_graph.h"
 
 #include "ir/graph/op_table.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::graph::testing {
 
@@ -27,9 +28,9 @@ Graph every_op_graph() {
   Value avg = g.avg_pool2d(pooled, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}});  // [2,4,2,2]
   Value flat = g.flatten(avg, 1);                                                         // [2,16]
   Value logits = g.linear(flat, fc);                                                      // matmul + permute
-  Value sm = g.softmax(logits, 1);
-  Value lsm = g.log_softmax(logits, -1);
-  Value loss = g.cross_entropy(g.add(sm, lsm), labels);
+  Value sm = softmax(g, logits, 1);
+  Value lsm = log_softmax(g, logits, -1);
+  Value loss = cross_entropy(g, g.add(sm, lsm), labels);
   Value red = g.add(g.mean(g.max(logits, {1}, true)), g.sum(g.sum_to(g.broadcast_to(flat, {3, 2, 16}), {2, 16})));
   Value total = g.add(loss, g.cast(g.cast(red, DType::F64), f));
   g.output("loss", total);
@@ -51,7 +52,7 @@ Graph every_op_graph() {
 
   // Backward-only ops, fed with plausible gradients.
   Value one = g.scalar(1.0, f);
-  Value dlogits = g.cross_entropy_grad(one, logits, labels);
+  Value dlogits = cross_entropy_grad(g, one, logits, labels);
   Value dflat = g.permute(dlogits, {1, 0});
   Value dpool = g.avg_pool2d_grad(avg, {.kernel = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}, {2, 4, 4, 4});
   Value dsel = g.add(g.max_pool2d_grad(dpool, sel, {.kernel = {2, 2}}),

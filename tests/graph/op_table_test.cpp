@@ -17,7 +17,8 @@ TEST(OpTable, HasOneEntryPerOpKindInOrder) {
 }
 
 // What each layer reads from an entry is there: pointwise ops have both formulas, every computed op a
-// reference, every tolerance a reason.
+// reference, every heavy op its cost, every tolerance a reason. (Lowering's side of each op, its entry in
+// lowering's table, is held to the same by tests/lowering/op_lowering_table_test.cpp.)
 TEST(OpTable, EntriesAreCompleteForTheirCategory) {
   for (const OpInfo& info : op_table()) {
     EXPECT_FALSE(info.forward.why.empty()) << info.name;
@@ -28,7 +29,26 @@ TEST(OpTable, EntriesAreCompleteForTheirCategory) {
     } else if (info.category != OpCategory::Leaf) {
       EXPECT_NE(info.reference, nullptr) << info.name;
     }
+    if (info.category == OpCategory::Heavy) {
+      EXPECT_NE(info.cost, nullptr) << info.name << ": a heavy op's flops are its own";
+      EXPECT_EQ(info.scalar, nullptr) << info.name << ": a heavy op's reference is whole-op";
+    }
   }
+}
+
+// Ops outside the enumerators are reached by name alone: the table numbers them after the named ops, and the
+// graph builds them through op().
+TEST(OpTable, OpsWithoutAnEnumeratorAreBuiltByName) {
+  for (std::string_view name : {"softmax", "log_softmax", "cross_entropy", "cross_entropy_grad", "gather"}) {
+    const std::optional<OpKind> op = op_from_name(name);
+    ASSERT_TRUE(op.has_value()) << name;
+    EXPECT_GE(int(*op), kNumNamedOps) << name;
+  }
+  Graph g;
+  Value x = g.input("x", DType::F32, {2, 3});
+  Value y = g.op("log_softmax", {x}, {{"axis", int64_t(1)}});
+  EXPECT_EQ(op_name(g.node(y).op), "log_softmax");
+  EXPECT_EQ(g.type(y), g.type(x));
 }
 
 TEST(OpTable, NamesAreUniqueAndRoundTrip) {

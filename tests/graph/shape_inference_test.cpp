@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "ir/graph/graph.h"
+#include "tests/support/named_ops.h"
 
 namespace spire::graph {
 namespace {
@@ -121,14 +122,14 @@ TEST(ShapeInference, SoftmaxAndCrossEntropy) {
   Graph g;
   Value logits = g.input("logits", F, {8, 10});
   Value labels = g.input("labels", DType::I64, {8});
-  EXPECT_EQ(g.type(g.softmax(logits, -1)), g.type(logits));
-  EXPECT_EQ(g.node(g.log_softmax(logits, -1)).attrs.get_int("axis"), 1);
-  EXPECT_EQ(g.type(g.cross_entropy(logits, labels)), (TensorType{F, {}}));
-  EXPECT_EQ(g.type(g.cross_entropy(logits, g.input("l32", DType::I32, {8}))), (TensorType{F, {}}));
-  expect_error([&] { g.cross_entropy(logits, g.input("bad", DType::I64, {7})); },
+  EXPECT_EQ(g.type(softmax(g, logits, -1)), g.type(logits));
+  EXPECT_EQ(g.node(log_softmax(g, logits, -1)).attrs.get_int("axis"), 1);
+  EXPECT_EQ(g.type(cross_entropy(g, logits, labels)), (TensorType{F, {}}));
+  EXPECT_EQ(g.type(cross_entropy(g, logits, g.input("l32", DType::I32, {8}))), (TensorType{F, {}}));
+  expect_error([&] { cross_entropy(g, logits, g.input("bad", DType::I64, {7})); },
                {"cross_entropy", "input 1 (i64[7])", "[8]"});
-  expect_error([&] { g.cross_entropy(logits, g.input("fl", F, {8})); }, {"cross_entropy", "labels", "i32 or i64"});
-  expect_error([&] { g.softmax(logits, 2); }, {"softmax", "axis 2"});
+  expect_error([&] { cross_entropy(g, logits, g.input("fl", F, {8})); }, {"cross_entropy", "labels", "i32 or i64"});
+  expect_error([&] { softmax(g, logits, 2); }, {"softmax", "axis 2"});
 }
 
 TEST(ShapeInference, BackwardOps) {
@@ -151,8 +152,8 @@ TEST(ShapeInference, BackwardOps) {
   expect_error([&] { g.relu_grad(p, x); }, {"relu_grad", "input 0 (f32[2,3,4,4])"});
   Value logits = g.input("logits", F, {8, 10});
   Value labels = g.input("labels", DType::I64, {8});
-  EXPECT_EQ(g.type(g.cross_entropy_grad(g.scalar(1, F), logits, labels)), g.type(logits));
-  expect_error([&] { g.cross_entropy_grad(logits, logits, labels); }, {"cross_entropy_grad", "scalar"});
+  EXPECT_EQ(g.type(cross_entropy_grad(g, g.scalar(1, F), logits, labels)), g.type(logits));
+  expect_error([&] { cross_entropy_grad(g, logits, logits, labels); }, {"cross_entropy_grad", "scalar"});
 }
 
 TEST(ShapeInference, LeavesAndConstants) {

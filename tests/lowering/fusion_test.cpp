@@ -20,6 +20,7 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
+#include "tests/support/named_ops.h"
 
 using namespace spire;
 using graph::DType;
@@ -113,7 +114,7 @@ std::vector<EpilogueCase> epilogue_cases() {
        relu_grad_mask},
       {"avg_pool2d_add", [=](Graph& g) { return g.avg_pool2d(input(g, "x", {2, 4, 10, 10})); },
        [](Graph& g, Value h) { return g.add(h, g.input("other", DType::F32, g.type(h).shape)); }},
-      {"softmax_tanh", [=](Graph& g) { return g.softmax(input(g, "x", {6, 33})); },
+      {"softmax_tanh", [=](Graph& g) { return softmax(g, input(g, "x", {6, 33})); },
        [](Graph& g, Value h) { return g.tanh(h); }},
   };
 }

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ir/kernel/half_bits.h"
+#include "ir/graph/op_table.h"
 #include "lowering/op_lowering.h"
 #include "runtime/vulkan/vulkan_validation.h"
 
@@ -117,30 +118,13 @@ void DeviceRun::run() {
 }
 
 void lower_graph(DeviceRun& run, const graph::Graph& g) {
-  using graph::OpKind;
   for (graph::Value v : g.values()) {
     const graph::Node& n = g.node(v);
-    switch (n.op) {
-      case OpKind::Input:
-      case OpKind::Parameter:
-      case OpKind::State:
-      case OpKind::Constant: break;
-      case OpKind::Matmul: lowering::lower_matmul(run, v); break;
-      case OpKind::Conv2d: lowering::lower_conv2d(run, v); break;
-      case OpKind::Conv2dGradInput: lowering::lower_conv2d_grad_input(run, v); break;
-      case OpKind::Conv2dGradWeight: lowering::lower_conv2d_grad_weight(run, v); break;
-      case OpKind::MaxPool2d: lowering::lower_max_pool2d(run, v); break;
-      case OpKind::MaxPool2dGrad: lowering::lower_max_pool2d_grad(run, v); break;
-      case OpKind::MaxPool2dArgmax: lowering::lower_max_pool2d_argmax(run, v); break;
-      case OpKind::MaxPool2dGradArgmax: lowering::lower_max_pool2d_grad_argmax(run, v); break;
-      case OpKind::AvgPool2d: lowering::lower_avg_pool2d(run, v); break;
-      case OpKind::AvgPool2dGrad: lowering::lower_avg_pool2d_grad(run, v); break;
-      case OpKind::Softmax:
-      case OpKind::LogSoftmax: lowering::lower_softmax(run, v); break;
-      case OpKind::CrossEntropy: lowering::lower_cross_entropy(run, v); break;
-      case OpKind::CrossEntropyGrad: lowering::lower_cross_entropy_grad(run, v); break;
-      default: throw std::invalid_argument(fmt::format("lower_graph: {} is not a heavy op", graph::op_name(n.op)));
-    }
+    if (graph::is_leaf(n.op)) continue;  // filled by run_on_device
+    const lowering::OpLowering* e = lowering::op_lowering(n.op);
+    if (graph::op_category(n.op) != graph::OpCategory::Heavy || !e)
+      throw std::invalid_argument(fmt::format("lower_graph: {} is not a heavy op", graph::op_name(n.op)));
+    e->lower(run, v);
   }
 }
 

@@ -21,6 +21,7 @@
 #include "kernels/widen_kernel.h"
 #include "lowering/op_lowering.h"
 #include "tests/ptx/ptxas_runner.h"
+#include "tests/support/named_ops.h"
 
 using namespace spire;
 namespace heavy = spire::lowering::heavy;
@@ -266,7 +267,7 @@ TEST(HeavyLowering, BindsInputsThenResult) {
   auto w = g.input("w", graph::DType::F32, {6, 1, 5, 5});
   auto y = g.conv2d(x, w, {.padding = {2, 2}});
   RecordingContext ctx(g);
-  lowering::lower_conv2d(ctx, y);
+  lowering::lower_node(ctx, y);
   ASSERT_EQ(ctx.launches.size(), 1u);
   const auto& l = ctx.launches[0];
   EXPECT_EQ(l.buffers, (std::vector<int32_t>{ctx.slots.at(x.id), ctx.slots.at(w.id), ctx.slots.at(y.id)}));
@@ -282,7 +283,7 @@ TEST(HeavyLowering, SplitWeightGradientGoesThroughScratch) {
   auto x = g.input("x", graph::DType::F32, {64, 1, 28, 28});
   auto gw = g.conv2d_grad_weight(gy, x, {.padding = {2, 2}}, {6, 1, 5, 5});
   RecordingContext ctx(g);
-  lowering::lower_conv2d_grad_weight(ctx, gw);
+  lowering::lower_node(ctx, gw);
   auto s = heavy::conv2d_shape({64, 1, 28, 28}, {6, 1, 5, 5}, {1, 1}, {2, 2}, {1, 1}, 1);
   ASSERT_GT(heavy::conv2d_grad_weight_splits(s, kir::Type::F32), 1u);
   ASSERT_EQ(ctx.launches.size(), 2u);
@@ -296,9 +297,9 @@ TEST(HeavyLowering, LabelsAreI32OnTheDevice) {
   graph::Graph g;
   auto logits = g.input("logits", graph::DType::F32, {8, 10});
   auto labels = g.input("labels", graph::DType::I64, {8});
-  auto loss = g.cross_entropy(logits, labels);
+  auto loss = cross_entropy(g, logits, labels);
   RecordingContext ctx(g);
-  lowering::lower_cross_entropy(ctx, loss);
+  lowering::lower_node(ctx, loss);
   ASSERT_EQ(ctx.launches.size(), 1u);
   EXPECT_EQ(ctx.launches[0].kernel.buffers[1].elem, kir::Type::I32);
   EXPECT_EQ(ctx.launches[0].groups, 1u);
@@ -308,7 +309,7 @@ TEST(HeavyLowering, EmptyResultLaunchesNothing) {
   graph::Graph g;
   auto y = g.matmul(g.input("a", graph::DType::F32, {0, 5}), g.input("b", graph::DType::F32, {5, 3}));
   RecordingContext ctx(g);
-  lowering::lower_matmul(ctx, y);
+  lowering::lower_node(ctx, y);
   EXPECT_TRUE(ctx.launches.empty());
 }
 
@@ -318,7 +319,7 @@ TEST(HeavyLowering, RefusalNamesTheNodeAndAllocatesNothing) {
   auto w = g.input("w", graph::DType::F32, {1, 1, 3, 3});
   auto y = g.name(g.conv2d(x, w), "huge_conv");
   RecordingContext ctx(g);
-  expect_throw_with<graph::GraphError>([&] { lowering::lower_conv2d(ctx, y); }, "conv2d 'huge_conv'");
+  expect_throw_with<graph::GraphError>([&] { lowering::lower_node(ctx, y); }, "conv2d 'huge_conv'");
   EXPECT_TRUE(ctx.slots.empty());
   EXPECT_TRUE(ctx.launches.empty());
 }

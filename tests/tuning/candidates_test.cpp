@@ -17,6 +17,7 @@
 #include "lowering/tunable_ops.h"
 #include "op_harness/op_harness.h"
 #include "tests/tuning/tuning_test_util.h"
+#include "tests/support/named_ops.h"
 
 using namespace spire;
 using graph::DType;
@@ -82,8 +83,8 @@ Case cross_entropy_case(std::string name, int64_t n, int64_t c, bool grad) {
     Graph g;
     auto logits = g.input("logits", DType::F32, {n, c});
     auto labels = g.input("labels", DType::I64, {n});
-    if (grad) g.output("y", g.cross_entropy_grad(g.input("gy", DType::F32, {}), logits, labels));
-    else g.output("y", g.cross_entropy(logits, labels));
+    if (grad) g.output("y", cross_entropy_grad(g, g.input("gy", DType::F32, {}), logits, labels));
+    else g.output("y", cross_entropy(g, logits, labels));
     return g;
   };
   return Case{name, build, [=] {
@@ -205,9 +206,9 @@ std::vector<Case> cases() {
       uniform("sum_rows_wide", [] { return unary({3, 40, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.sum(x, {0, 1}); }); }),
       uniform("max_rows", [] { return unary({700, 33}, DType::F32, [](Graph& g, graph::Value x) { return g.max(x, {0}); }); }),
       uniform("sum_i32", [] { return unary({50, 3}, DType::I32, [](Graph& g, graph::Value x) { return g.sum(x, {0}); }); }),
-      uniform("softmax_long_rows", [] { return unary({4, 300}, DType::F32, [](Graph& g, graph::Value x) { return g.softmax(x, 1); }); }),
-      uniform("log_softmax_inner", [] { return unary({3, 7, 5}, DType::F32, [](Graph& g, graph::Value x) { return g.log_softmax(x, 1); }); }),
-      uniform("softmax_f64", [] { return unary({6, 33}, DType::F64, [](Graph& g, graph::Value x) { return g.softmax(x, 1); }); }),
+      uniform("softmax_long_rows", [] { return unary({4, 300}, DType::F32, [](Graph& g, graph::Value x) { return softmax(g, x, 1); }); }),
+      uniform("log_softmax_inner", [] { return unary({3, 7, 5}, DType::F32, [](Graph& g, graph::Value x) { return log_softmax(g, x, 1); }); }),
+      uniform("softmax_f64", [] { return unary({6, 33}, DType::F64, [](Graph& g, graph::Value x) { return softmax(g, x, 1); }); }),
       cross_entropy_case("cross_entropy", 37, 10, false),
       cross_entropy_case("cross_entropy_split", 2500, 10, false),  // split over workgroups, then combined
       cross_entropy_case("cross_entropy_grad_long_rows", 9, 300, true),

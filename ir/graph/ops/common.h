@@ -1,5 +1,5 @@
-// What the op family files (ir/graph/ops/*.cpp) share: the rule namespaces, and the tolerance reasons that
-// several entries give. Internal to ir/graph/ops.
+// What the op family files (ir/graph/ops/*.cpp) share: the rule namespaces, the reference evaluator's helpers
+// (eval_ops.h), and the tolerance reasons that several entries give. Internal to ir/graph/ops.
 #pragma once
 
 #include <cmath>
@@ -33,7 +33,7 @@ inline constexpr std::string_view kReductionWhy =
     "the partial sums for a tree)";
 inline constexpr std::string_view kHeavyWhy =
     "dot products of up to a few hundred terms in the device's precision, then an epilogue";
-inline constexpr std::string_view kSoftmaxWhy = "exp, a sum over the row and a division (or log): a few ulp of each";
+inline constexpr std::string_view kLogSumExpWhy = "exp, a sum over the row and a division (or log): a few ulp of each";
 
 inline constexpr Tolerance kExact{1e-6, 1e-14, kExactWhy};
 inline constexpr Tolerance kCopy{0, 0, kCopyWhy};
@@ -41,7 +41,7 @@ inline constexpr Tolerance kSumBackward{1e-5, 1e-13, kSumBackwardWhy};
 inline constexpr Tolerance kTranscendental{1e-5, 1e-12, kTranscendentalWhy};
 inline constexpr Tolerance kReduction{1e-5, 1e-13, kReductionWhy};
 inline constexpr Tolerance kHeavy{1e-5, 1e-13, kHeavyWhy};
-inline constexpr Tolerance kSoftmax{1e-5, 1e-12, kSoftmaxWhy};
+inline constexpr Tolerance kLogSumExp{1e-5, 1e-12, kLogSumExpWhy};
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 

@@ -1,22 +1,97 @@
-// conv2d and its two gradients, with stride, padding, dilation and groups (PyTorch's cross-correlation:
-// out[n, co, oh, ow] = sum over ci, kh, kw of x[n, g*Cg + ci, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] *
-// w[co, ci, kh, kw], g = co / (Cout / groups), Cg = Cin / groups; taps that land in the padding read 0).
+// conv2d and its two gradients, each wholly defined here: shape rules, VJP, float64 references, costs and
+// tolerances. Their lowering is lowering/lower_conv2d.cpp, their harness cases op_harness/cases_conv2d.cpp.
 //
-// The three ops share one walk over (n, co, ci, kh, kw, oh) and differ only in their innermost row loop:
+//   conv2d(x [N,Cin,H,W], w [Cout,Cin/groups,kh,kw]; stride, padding, dilation (2 ints each), groups)
+//   conv2d_grad_input(grad_out, w; conv2d's attrs, input_shape)    the gradient of x (backward-only)
+//   conv2d_grad_weight(grad_out, x; conv2d's attrs, weight_shape)  the gradient of w (backward-only)
+//
+// The references are PyTorch's cross-correlation:
+// out[n, co, oh, ow] = sum over ci, kh, kw of x[n, g*Cg + ci, oh*sh - ph + kh*dh, ow*sw - pw + kw*dw] *
+// w[co, ci, kh, kw], g = co / (Cout / groups), Cg = Cin / groups; taps that land in the padding read 0.
+// The three share one walk over (n, co, ci, kh, kw, oh) and differ only in their innermost row loop:
 //   conv2d:             out[oh, ow]   += w        * x[ih, iw]
 //   conv2d_grad_input:  gx[ih, iw]    += w        * gout[oh, ow]
 //   conv2d_grad_weight: gw[kh, kw]    += gout[oh, ow] * x[ih, iw]
 // The range of ow whose tap lands inside the input is computed once per kernel column, so the inner loops
 // have no bounds checks and run over contiguous rows.
+//
+// All three keep their OpKind and builder method (g.conv2d, ...): the passes, fusion and the nn layers name them.
 #include <algorithm>
 
-#include <fmt/format.h>
+#include "ir/graph/ops/common.h"
+#include "ir/graph/shape_checks.h"
 
-#include "ir/graph/eval_ops.h"
-
-namespace spire::graph::eval {
+namespace spire::graph::ops {
 
 namespace {
+
+using namespace shape_checks;
+using eval::fail;
+using eval::Inputs;
+using eval::result_of;
+
+std::vector<AttrSpec> conv_attrs() {
+  return {{"stride", K::Ints}, {"padding", K::Ints}, {"dilation", K::Ints}, {"groups", K::Int}};
+}
+std::vector<AttrSpec> conv_attrs_and(AttrSpec shape) {
+  std::vector<AttrSpec> a = conv_attrs();
+  a.push_back(shape);
+  return a;
+}
+
+// ---- shape rules
+
+// conv2d's result shape from x and w shapes (x is input index ix, w index iw for messages).
+Shape conv_out_shape(const ShapeContext& c, const Shape& x, const Shape& w, const std::string& x_desc,
+                     const std::string& w_desc) {
+  const auto& stride = ints_attr(c, "stride", 2, 1);
+  const auto& padding = ints_attr(c, "padding", 2, 0);
+  const auto& dilation = ints_attr(c, "dilation", 2, 1);
+  int64_t groups = c.attrs.get_int("groups");
+  if (groups < 1) c.fail(fmt::format("attribute groups must be >= 1, got {}", groups));
+  if (x.size() != 4) c.fail(fmt::format("{} must have rank 4 ([N, Cin, H, W])", x_desc));
+  if (w.size() != 4) c.fail(fmt::format("{} must have rank 4 ([Cout, Cin/groups, kh, kw])", w_desc));
+  if (x[1] % groups != 0)
+    c.fail(fmt::format("{}: {} input channels are not divisible by groups={}", x_desc, x[1], groups));
+  if (w[0] % groups != 0)
+    c.fail(fmt::format("{}: {} output channels are not divisible by groups={}", w_desc, w[0], groups));
+  if (w[1] * groups != x[1])
+    c.fail(fmt::format("{} expects {} input channels per group, but {} has {} channels in {} group(s)", w_desc, w[1],
+                       x_desc, x[1], groups));
+  Shape out = {x[0], w[0], 0, 0};
+  for (int i = 0; i < 2; ++i)
+    out[2 + i] = window_out(c, i == 0 ? "height" : "width", x[2 + i], dilation[i] * (w[2 + i] - 1) + 1, stride[i],
+                            padding[i]);
+  return out;
+}
+
+
+TensorType conv2d_shape(const ShapeContext& c) {
+  require_same_dtype(c, 0, 1);
+  require_float(c, 0);
+  return {c.inputs[0].dtype, conv_out_shape(c, c.inputs[0].shape, c.inputs[1].shape, c.describe_input(0),
+                                            c.describe_input(1))};
+}
+
+TensorType conv2d_grad_input_shape(const ShapeContext& c) {
+  require_same_dtype(c, 0, 1);
+  require_float(c, 0);
+  Shape in = shape_attr(c, "input_shape");
+  Shape out = conv_out_shape(c, in, c.inputs[1].shape, "input_shape " + shape_to_string(in), c.describe_input(1));
+  require_shape(c, 0, out, "the gradient has conv2d's result shape");
+  return {c.inputs[0].dtype, in};
+}
+
+TensorType conv2d_grad_weight_shape(const ShapeContext& c) {
+  require_same_dtype(c, 0, 1);
+  require_float(c, 0);
+  Shape w = shape_attr(c, "weight_shape");
+  Shape out = conv_out_shape(c, c.inputs[1].shape, w, c.describe_input(1), "weight_shape " + shape_to_string(w));
+  require_shape(c, 0, out, "the gradient has conv2d's result shape");
+  return {c.inputs[0].dtype, w};
+}
+
+// ---- float64 references
 
 struct ConvGeometry {
   int64_t batch, in_channels, in_h, in_w;
@@ -109,9 +184,8 @@ int64_t w_at(const ConvGeometry& g, int64_t co, int64_t ci, int64_t kh, int64_t 
   return ((co * g.group_in + ci) * g.kh + kh) * g.kw + kw;
 }
 
-}  // namespace
 
-Tensor conv2d(const Node& n, Inputs in) {
+Tensor conv2d_reference(const Node& n, Inputs in) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
   Tensor y = result_of(n);
@@ -129,7 +203,7 @@ Tensor conv2d(const Node& n, Inputs in) {
   return y;
 }
 
-Tensor conv2d_grad_input(const Node& n, Inputs in) {
+Tensor conv2d_grad_input_reference(const Node& n, Inputs in) {
   const Tensor& gy = *in[0];
   const Tensor& w = *in[1];
   Tensor gx = result_of(n);
@@ -147,7 +221,7 @@ Tensor conv2d_grad_input(const Node& n, Inputs in) {
   return gx;
 }
 
-Tensor conv2d_grad_weight(const Node& n, Inputs in) {
+Tensor conv2d_grad_weight_reference(const Node& n, Inputs in) {
   const Tensor& gy = *in[0];
   const Tensor& x = *in[1];
   Tensor gw = result_of(n);
@@ -166,4 +240,52 @@ Tensor conv2d_grad_weight(const Node& n, Inputs in) {
   return gw;
 }
 
-}  // namespace spire::graph::eval
+// ---- VJP
+
+std::vector<Value> conv2d_vjp(VjpContext& c) {
+  const Node n = c.g.node(c.out);
+  const Shape x = c.g.type(n.inputs[0]).shape, w = c.g.type(n.inputs[1]).shape;
+  const Conv2dOptions opt = conv2d_options(n);
+  Value g0, g1;
+  if (c.wants(0)) g0 = c.g.conv2d_grad_input(c.grad_out, n.inputs[1], opt, x);
+  if (c.wants(1)) g1 = c.g.conv2d_grad_weight(c.grad_out, n.inputs[0], opt, w);
+  return {g0, g1};
+}
+
+// ---- costs (op_table.h's OpCost)
+
+// Each result element is a dot product over one group's input channels and the kernel window: the weight's
+// elements per output channel, Cin/groups * kh * kw. The bias, when there is one, is a separate add.
+OpCost conv2d_cost(const Node& n, std::span<const TensorType> in) {
+  const int64_t per_output = in[1].numel() / std::max<int64_t>(in[1].shape[0], 1);
+  return {2 * n.type.numel() * per_output, io_bytes(n, in)};
+}
+// The gradients do the forward's multiply-adds again: grad_input one per (upstream element, weight element of its
+// output channel), grad_weight one per (upstream element, weight element of its channel).
+OpCost conv_grad_input_cost(const Node& n, std::span<const TensorType> in) {
+  return {2 * in[0].numel() * (in[1].numel() / std::max<int64_t>(in[1].shape[0], 1)), io_bytes(n, in)};
+}
+OpCost conv_grad_weight_cost(const Node& n, std::span<const TensorType> in) {
+  return {2 * in[0].numel() * (n.type.numel() / std::max<int64_t>(n.type.shape[0], 1)), io_bytes(n, in)};
+}
+
+}  // namespace
+
+std::vector<OpInfo> conv2d_ops() {
+  const OpCategory H = OpCategory::Heavy;
+  return {
+      {.kind = OpKind::Conv2d, .name = "conv2d", .arity = 2, .attrs = conv_attrs(), .category = H,
+       .shape = conv2d_shape, .vjp = conv2d_vjp, .reference = conv2d_reference, .forward = kHeavy,
+       .backward = kHeavy, .cost = conv2d_cost},
+      // Backward-only: not differentiable themselves (no double backward).
+      {.kind = OpKind::Conv2dGradInput, .name = "conv2d_grad_input", .arity = 2,
+       .attrs = conv_attrs_and({"input_shape", K::Ints}), .category = H, .shape = conv2d_grad_input_shape,
+       .reference = conv2d_grad_input_reference, .forward = kHeavy, .backward = kHeavy, .cost = conv_grad_input_cost},
+      {.kind = OpKind::Conv2dGradWeight, .name = "conv2d_grad_weight", .arity = 2,
+       .attrs = conv_attrs_and({"weight_shape", K::Ints}), .category = H, .shape = conv2d_grad_weight_shape,
+       .reference = conv2d_grad_weight_reference, .forward = kHeavy, .backward = kHeavy,
+       .cost = conv_grad_weight_cost},
+  };
+}
+
+}  // namespace spire::graph::ops
