@@ -99,7 +99,7 @@ void arg_extreme(NodeContext& c, bool largest) {
 }
 
 // Hardmax: 1 at the first largest element along the axis, 0 elsewhere. Opset 13: along `axis` (default -1); before, the
-// input seen as 2-D [prod(dims < axis), prod(dims >= axis)] (axis default 1), as Softmax did.
+// input seen as 2-D [prod(dims < axis), prod(dims >= axis)] (axis default 1), as ONNX's row-normalizing ops had it.
 void hardmax(NodeContext& c) {
   auto& g = c.g();
   const graph::TensorType type = c.type(0);
