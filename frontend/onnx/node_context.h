@@ -98,6 +98,21 @@ void register_resize_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 
+// The permutation that moves `axis` to the end, the other axes kept in order, and its inverse (ops that work along one
+// axis as a product or a one-hot over the last one).
+struct AxisLast {
+  std::vector<int64_t> to_last, back;
+};
+inline AxisLast axis_last(int64_t rank, int64_t axis) {
+  AxisLast p;
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != axis) p.to_last.push_back(d);
+  p.to_last.push_back(axis);
+  p.back.resize(static_cast<size_t>(rank));
+  for (int64_t d = 0; d < rank; ++d) p.back[static_cast<size_t>(p.to_last[static_cast<size_t>(d)])] = d;
+  return p;
+}
+
 // A normalised axis in [0, rank) (ONNX allows -rank..rank-1); refuses out-of-range axes.
 int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank);
 

@@ -120,12 +120,7 @@ void scatter_elements(NodeContext& c) {
   if (reduction != "none" && reduction != "add") c.refuse(fmt::format("reduction '{}' (spire has none and add)", reduction));
   const int64_t n = data.shape[size_t(axis)], m = indices.shape[size_t(axis)];
   if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (the one-hot form takes at most 2^24)", n));
-  std::vector<int64_t> to_last;
-  std::vector<int64_t> back(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis) to_last.push_back(d);
-  to_last.push_back(axis);
-  for (int64_t d = 0; d < rank; ++d) back[size_t(to_last[size_t(d)])] = d;
+  const auto [to_last, back] = axis_last(rank, axis);
   auto last = [&](Value v) { return axis == rank - 1 ? v : g.permute(v, to_last); };
   Shape rows = data.shape;  // the other axes in order, then the axis
   rows.erase(rows.begin() + axis);

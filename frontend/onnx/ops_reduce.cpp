@@ -151,11 +151,7 @@ void cumsum(NodeContext& c) {
       const bool before = reverse ? from > to : from < to;
       tri.data.push_back(before || (!exclusive && from == to) ? 1.0 : 0.0);
     }
-  std::vector<int64_t> to_last, back(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis) to_last.push_back(d);
-  to_last.push_back(axis);
-  for (int64_t d = 0; d < rank; ++d) back[size_t(to_last[size_t(d)])] = d;
+  const auto [to_last, back] = axis_last(rank, axis);
   Value x = c.value(0);
   if (axis != rank - 1) x = g.permute(x, to_last);
   Value y = g.matmul(rank == 1 ? g.reshape(x, {1, n}) : x, c.constant_value(tri, "cumsum_triangle"));

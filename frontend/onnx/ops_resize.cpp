@@ -114,12 +114,7 @@ Value apply_axis(NodeContext& c, Value x, int64_t axis, const AxisMap& m) {
   auto& g = c.g();
   const graph::TensorType t = g.type(x);
   const int64_t rank = t.rank(), in = t.shape[size_t(axis)], out = int64_t(m.w.size());
-  std::vector<int64_t> to_last;
-  std::vector<int64_t> back(static_cast<size_t>(rank));
-  for (int64_t d = 0; d < rank; ++d)
-    if (d != axis) to_last.push_back(d);
-  to_last.push_back(axis);
-  for (int64_t d = 0; d < rank; ++d) back[size_t(to_last[size_t(d)])] = d;
+  const auto [to_last, back] = axis_last(rank, axis);
   graph::Tensor wt;
   wt.dtype = t.dtype;
   wt.shape = {in, out};
