@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/kernel_binary.h"
+#include "runtime/device_plan.h"
 
 namespace spire::bundle {
 
@@ -42,47 +42,12 @@ struct TensorSpec {
   uint64_t elements_at(int64_t batch) const;  // element count when the batch is `batch`
 };
 
-enum class BufferRole : uint8_t { Transient, Input, Parameter, State, Constant, Output };
-
-struct BufferSpec {
-  std::string name;
-  kir::Type type = kir::Type::F32;  // the device element type (an i64 value is stored as i32 on devices)
-  uint64_t elements = 0;
-  BufferRole role = BufferRole::Transient;
-  int64_t arena_offset = -1;   // Transient buffers a launch touches: byte offset in the plan's arena
-  std::optional<double> fill;  // Constant and State: every element's initial value
-  int32_t weight = -1;         // Parameter: index into Bundle::weights holding its initial bytes
-  uint64_t bytes() const { return elements * kir::type_bytes(type); }
-};
-
-struct LaunchSpec {
-  uint32_t kernel = 0;               // index into DevicePlan::kernels
-  std::vector<uint32_t> buffers;     // in the kernel's buffer declaration order
-  std::vector<uint8_t> scalars;      // packed per the kernel signature's scalar_offsets()
-  uint64_t groups = 0;               // logical workgroups (rt::Grid::workgroups)
-  std::string node;                  // the graph node it computes, for messages and profiles
-  // Computes only from weights no state copy updates and from constants (lowering's Launch::parameters_only): a plan
-  // runs it in its first run only, its results keeping their place in the arena (writes only transient buffers).
-  bool parameters_only = false;
-};
-
-struct CopySpec {  // a state update at the end of a step
-  uint32_t from = 0, to = 0;
-};
-
-struct DevicePlan {
-  rt::BinaryFormat format = rt::BinaryFormat::Spirv;
-  uint32_t ptx_sm = 0;          // Ptx: the compute capability the kernels need at least
-  std::string target;           // the target profile's name ("spirv", "ptx-sm75"): for messages
-  int64_t batch = 0;            // the batch this plan was specialised for
-  uint64_t arena_bytes = 0;
-  std::vector<BufferSpec> buffers;
-  std::vector<rt::KernelBinary> kernels;
-  std::vector<LaunchSpec> launches;
-  std::vector<CopySpec> copies;
-  std::vector<uint32_t> input_buffers;   // the buffer of Bundle::inputs[i]
-  std::vector<uint32_t> output_buffers;  // the buffer of Bundle::outputs[i]
-};
+// The device plans a bundle holds are the runtime's (runtime/device_plan.h), which the JIT path builds in memory too.
+using rt::BufferRole;
+using rt::BufferSpec;
+using rt::CopySpec;
+using rt::DevicePlan;
+using rt::LaunchSpec;
 
 struct Weight {
   std::string name;

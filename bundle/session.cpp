@@ -8,14 +8,11 @@
 
 #include <fmt/format.h>
 
-#include "runtime/launch_hazards.h"
+#include "runtime/plan_executor.h"
 
 namespace spire::bundle {
 
 namespace {
-
-// Written into every buffer a run computes before the first run: as f32 a NaN, so unwritten output shows.
-constexpr uint32_t kPoison = 0x7FF80000u;
 
 // Host tensor bytes (dtype `from`) -> device bytes (type `to`), `n` elements. Same representation: a copy.
 void host_to_device(const void* src, DType from, void* dst, kir::Type to, uint64_t n, const std::string& name) {
@@ -91,108 +88,42 @@ std::string plan_names(const Bundle& b) {
 
 }  // namespace
 
-// One plan made real on the device: its buffers (weights shared through the session), its kernels, and the
-// recorded stream of one run, recorded again when the application binds or unbinds a device buffer. Where the plan
-// has launches that compute only from weights, a second stream leaves them out: the plan's first run runs them, and
-// the later runs read what they left in the arena.
-//
-// A run fed and read through host memory is one submit and one wait on every device: the inputs live in device memory
-// the host maps where the device has it (rt::Memory::DeviceMapped: lavapipe, a GPU's resizable BAR), so set_input()
-// writes them in place; elsewhere (CUDA) set_input() writes a host-visible feed buffer that the stream copies in
-// first. The stream ends by copying each output the application did not bind into a host-visible buffer that
-// get_output() reads. (A synchronous upload or download is a submit and a wait of its own: tens of microseconds
-// each on a discrete GPU, three round trips a run before.)
+// One plan made real on the device by the runtime's executor (runtime/plan_executor.h): every input and output is a
+// streamed value, so a run fed and read through host memory is one submit and one wait on every device (the inputs
+// are written in place where the device maps its memory, else copied in by the run), and the weights are the
+// session's buffers, shared by every batch's plan. Inputs start at zero: the rows beyond a smaller batch are padding.
 class PlanInstance {
  public:
-  PlanInstance(Session& s, const DevicePlan& p) : s_(s), p_(p), dev_(s.device()) {
-    load_kernels();
-    allocate();
-  }
+  PlanInstance(Session& s, const DevicePlan& p) : s_(s), p_(p), exec_(s.device(), p, options(s, p)) {}
 
   const DevicePlan& plan() const { return p_; }
-  rt::Buffer& buffer(uint32_t index) { return *views_[index].buffer; }
-  // Where set_input() writes input `input`: the plan's buffer itself where mapped, else its feed buffer.
-  void* input_memory(size_t input) {
-    void* in_place = buffer(p_.input_buffers[input]).mapped();
-    return in_place ? in_place : feeds_[input]->mapped();
-  }
-  // Output `output`'s copy in host memory, when the last run wrote one (it did not send the output to an
-  // application's buffer); else null.
-  const void* readback(size_t output) const {
-    return ran_ && read_back_[output] ? readbacks_[output]->mapped() : nullptr;
-  }
-  rt::BufferView view(uint32_t index) { return views_[index]; }
+  rt::PlanExecutor& executor() { return exec_; }
 
   void run(int64_t batch) {
-    // Recorded again only when the batch or the application's bound buffers changed: a replay allocates nothing.
-    if (!every_.stream || recorded_batch_ != batch || recorded_bindings_ != s_.bindings_version_) record(batch);
-    Recorded& r = ran_ && steady_.stream ? steady_ : every_;
-    dev_.run(*r.stream);
-    ran_ = true;
-    last_ms_ = r.stream->elapsed_ms(r.t_begin, r.t_end);
+    // The application's bound buffers hold the batch's rows only; bound again when the batch or a binding changed.
+    if (bound_batch_ != batch || bound_version_ != s_.bindings_version_) {
+      const Bundle& b = s_.bundle();
+      for (size_t i = 0; i < b.inputs.size(); ++i)
+        exec_.bind(p_.input_buffers[i], s_.bound_inputs_[i], row_bytes(b.inputs[i], p_.input_buffers[i], batch));
+      for (size_t i = 0; i < b.outputs.size(); ++i)
+        exec_.bind(p_.output_buffers[i], s_.bound_outputs_[i], row_bytes(b.outputs[i], p_.output_buffers[i], batch));
+      bound_batch_ = batch;
+      bound_version_ = s_.bindings_version_;
+    }
+    exec_.step();
   }
-  double last_ms() const { return last_ms_; }
 
  private:
-  void load_kernels() {
-    for (const rt::KernelBinary& k : p_.kernels) {
-      try {
-        kernels_.push_back(dev_.load(k));
-      } catch (const rt::MissingFeature&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw rt::Error(fmt::format("loading kernel '{}' of plan '{}' (batch {}) on {}: {}", k.signature.name, p_.target,
-                                    p_.batch, dev_.info().id, e.what()));
-      }
-    }
-  }
-
-  void allocate() {
-    const uint64_t max_binding = dev_.info().max_buffer_bytes;
-    if (p_.arena_bytes) {
-      arena_ = dev_.alloc(p_.arena_bytes);
-      dev_.fill(*arena_, kPoison);
-    }
-    views_.resize(p_.buffers.size());
-    owned_.resize(p_.buffers.size());
-    for (size_t i = 0; i < p_.buffers.size(); ++i) {
-      const BufferSpec& b = p_.buffers[i];
-      const uint64_t bytes = std::max<uint64_t>(b.bytes(), 4);
-      if (max_binding && b.bytes() > max_binding)
-        throw rt::Error(fmt::format("buffer '{}' needs {} bytes, more than the {} bytes {} can bind at once", b.name,
-                                    b.bytes(), max_binding, dev_.info().id));
-      if (b.role == BufferRole::Transient) {
-        if (b.arena_offset >= 0) views_[i] = rt::BufferView(*arena_, uint64_t(b.arena_offset), bytes);
-        continue;
-      }
-      if (b.role == BufferRole::Parameter) {
-        owned_[i] = s_.weight_buffer(size_t(b.weight));
-      } else {
-        owned_[i] = dev_.alloc(bytes, b.role == BufferRole::Input ? rt::Memory::DeviceMapped : rt::Memory::DeviceLocal);
-        // Inputs start at zero: the rows beyond a smaller batch are padding and should be tidy numbers.
-        dev_.fill(*owned_[i], b.role == BufferRole::Input ? 0u : kPoison);
-        if (b.fill) {
-          std::vector<uint8_t> data(size_t(b.bytes()));
-          const double v = *b.fill;
-          for (uint64_t e = 0; e < b.elements; ++e) host_to_device(&v, DType::F64, data.data() + e * kir::type_bytes(b.type),
-                                                                    b.type, 1, b.name);
-          if (!data.empty()) dev_.upload(*owned_[i], data.data(), data.size());
-        }
-      }
-      views_[i] = rt::BufferView(owned_[i], 0, bytes);
-    }
-    // Inputs start at zero (above), their host-written copies too.
-    for (uint32_t index : p_.input_buffers) {
-      const uint64_t bytes = p_.buffers[index].bytes();
-      feeds_.push_back(buffer(index).mapped() ? nullptr : dev_.alloc(std::max<uint64_t>(bytes, 4), rt::Memory::HostVisible));
-      if (feeds_.back()) std::memset(feeds_.back()->mapped(), 0, size_t(bytes));
-    }
-    for (uint32_t index : p_.output_buffers) {
-      const uint64_t bytes = p_.buffers[index].bytes();
-      readbacks_.push_back(dev_.alloc(std::max<uint64_t>(bytes, 4), rt::Memory::HostVisible));
-      // Poisoned, as the device buffers are: an output read before any run shows as NaN.
-      rt::fill_host_bytes(readbacks_.back()->mapped(), bytes, kPoison);
-    }
+  static rt::ExecutorOptions options(Session& s, const DevicePlan& p) {
+    rt::ExecutorOptions o;
+    o.streamed_inputs = p.input_buffers;
+    // Two outputs may name one value: its buffer is read back once.
+    for (uint32_t b : p.output_buffers)
+      if (std::find(o.streamed_outputs.begin(), o.streamed_outputs.end(), b) == o.streamed_outputs.end())
+        o.streamed_outputs.push_back(b);
+    o.parameter_buffer = [&s](const BufferSpec& b) { return s.weight_buffer(size_t(b.weight)); };
+    o.zero_streamed_inputs = true;
+    return o;
   }
 
   // Bytes of the first `batch` rows of io tensor `spec` held in plan buffer `index`.
@@ -200,109 +131,11 @@ class PlanInstance {
     return spec.elements_at(batch) * kir::type_bytes(p_.buffers[index].type);
   }
 
-  // A recorded run: every launch, or all but the parameters-only ones.
-  struct Recorded {
-    std::unique_ptr<rt::CommandStream> stream;
-    uint32_t t_begin = 0, t_end = 0;
-  };
-
-  void record(int64_t batch) {
-    every_ = record(batch, false);
-    const bool once =
-        std::any_of(p_.launches.begin(), p_.launches.end(), [](const LaunchSpec& l) { return l.parameters_only; });
-    steady_ = once ? record(batch, true) : Recorded{};
-    recorded_batch_ = batch;
-    recorded_bindings_ = s_.bindings_version_;
-  }
-
-  Recorded record(int64_t batch, bool steady) {
-    const Bundle& b = s_.bundle();
-    Recorded r;
-    r.stream = dev_.record();
-    rt::CommandStream* stream = r.stream.get();
-    bool copied_in = false;
-    for (size_t i = 0; i < b.inputs.size(); ++i) {
-      const uint32_t index = p_.input_buffers[i];
-      if (const rt::BufferView& app = s_.bound_inputs_[i]; app.buffer) {
-        const uint64_t bytes = row_bytes(b.inputs[i], index, batch);
-        if (bytes) stream->copy(rt::BufferView(*app.buffer, app.offset, bytes), rt::BufferView(buffer(index), 0, bytes));
-        copied_in = true;
-      } else if (feeds_[i] && p_.buffers[index].bytes()) {
-        // The whole buffer, the zero rows beyond the batch included.
-        const uint64_t bytes = p_.buffers[index].bytes();
-        stream->copy(rt::BufferView(feeds_[i], 0, bytes), rt::BufferView(buffer(index), 0, bytes));
-        copied_in = true;
-      }
-    }
-    if (copied_in) stream->barrier();
-    r.t_begin = stream->timestamp();
-    std::vector<rt::BufferView> views;
-    rt::LaunchHazards hazards;  // a barrier only before a launch that depends on one since the last
-    for (const LaunchSpec& l : p_.launches) {
-      if (steady && l.parameters_only) continue;
-      views.clear();
-      for (uint32_t i : l.buffers) views.push_back(views_[i]);
-      rt::ScalarArgs scalars = scalar_args(l);
-      hazards.dispatch(*stream, *kernels_[l.kernel], views, scalars, rt::Grid::workgroups(l.groups));
-    }
-    if (!p_.launches.empty()) stream->barrier();  // the copies below read the launches' results
-    for (const CopySpec& c : p_.copies) {
-      rt::BufferView from = views_[c.from], to = views_[c.to];
-      from.size = to.size = p_.buffers[c.to].bytes();
-      if (from.size) stream->copy(from, to);
-    }
-    if (!p_.copies.empty()) stream->barrier();
-    r.t_end = stream->timestamp();
-    bool copied_out = false;
-    read_back_.assign(b.outputs.size(), false);
-    for (size_t i = 0; i < b.outputs.size(); ++i) {
-      const uint32_t index = p_.output_buffers[i];
-      const uint64_t bytes = row_bytes(b.outputs[i], index, batch);
-      const rt::BufferView& app = s_.bound_outputs_[i];
-      const rt::BufferView to = app.buffer ? rt::BufferView(*app.buffer, app.offset, bytes)
-                                           : rt::BufferView(readbacks_[i], 0, bytes);
-      if (bytes) stream->copy(rt::BufferView(buffer(index), 0, bytes), to);
-      read_back_[i] = !app.buffer;
-      copied_out = copied_out || bytes;
-    }
-    if (copied_out) stream->barrier();
-    stream->finish();
-    return r;
-  }
-
-  // The launch's packed scalar bytes, pushed in the signature's order so the stream packs them identically.
-  rt::ScalarArgs scalar_args(const LaunchSpec& l) const {
-    const kir::Kernel& sig = p_.kernels[l.kernel].signature;
-    const std::vector<uint32_t> offsets = sig.scalar_offsets();
-    rt::ScalarArgs a;
-    for (size_t i = 0; i < sig.scalars.size(); ++i) {
-      const uint8_t* p = l.scalars.data() + offsets[i];
-      switch (sig.scalars[i].type) {
-        case kir::Type::F32: { float v; std::memcpy(&v, p, 4); a.f32(v); break; }
-        case kir::Type::F64: { double v; std::memcpy(&v, p, 8); a.f64(v); break; }
-        case kir::Type::I64: { int64_t v; std::memcpy(&v, p, 8); a.i64(v); break; }
-        case kir::Type::I32: { int32_t v; std::memcpy(&v, p, 4); a.i32(v); break; }
-        default: { uint32_t v; std::memcpy(&v, p, 4); a.u32(v); break; }
-      }
-    }
-    return a;
-  }
-
   Session& s_;
   const DevicePlan& p_;
-  rt::Device& dev_;
-  std::vector<std::shared_ptr<rt::Kernel>> kernels_;
-  std::shared_ptr<rt::Buffer> arena_;
-  std::vector<std::shared_ptr<rt::Buffer>> owned_;
-  std::vector<rt::BufferView> views_;
-  std::vector<std::shared_ptr<rt::Buffer>> feeds_;      // by input index, host-visible; null where written in place
-  std::vector<std::shared_ptr<rt::Buffer>> readbacks_;  // by output index, host-visible
-  std::vector<bool> read_back_;  // by output index: the recorded stream copies it into its readback
-  bool ran_ = false;  // the parameters-only launches' results are in the arena
-  Recorded every_, steady_;  // steady_: none where the plan has no parameters-only launches
-  int64_t recorded_batch_ = -1;
-  uint64_t recorded_bindings_ = 0;
-  double last_ms_ = 0;
+  rt::PlanExecutor exec_;
+  int64_t bound_batch_ = -1;
+  uint64_t bound_version_ = 0;
 };
 
 Session::Session(std::shared_ptr<const Bundle> bundle, rt::Device& device) : bundle_(std::move(bundle)), device_(device) {
@@ -421,7 +254,7 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
   if (buf.bytes() == 0) return;
   // Host memory the next run reads (PlanInstance), written once: the values converted, then the rows beyond the
   // batch zeroed (the plan may be for a larger batch).
-  auto* to = static_cast<uint8_t*>(inst.input_memory(i));
+  uint8_t* to = inst.executor().input_memory(inst.plan().input_buffers[i]);
   const uint64_t written = n * kir::type_bytes(buf.type);
   if (spec.dtype != DType::I64) {
     host_to_device(data, spec.dtype, to, buf.type, n, name);  // nothing to refuse: it cannot fail halfway
@@ -462,7 +295,7 @@ void Session::run() { instance().run(batch_); }
 
 double Session::last_run_ms() const {
   const auto& slot = instances_[plan_index_];
-  return slot ? slot->last_ms() : 0;
+  return slot ? slot->executor().last_step_ms() : 0;
 }
 
 void Session::get_output(const std::string& name, void* data, size_t bytes) {
@@ -480,10 +313,13 @@ void Session::get_output(const std::string& name, void* data, size_t bytes) {
   std::vector<uint8_t> device_bytes(size_t(n * kir::type_bytes(type)));
   if (device_bytes.empty()) return;
   // The last run's copy in host memory, unless it sent the output to the application's buffer (or never ran).
-  if (const void* copy = inst.readback(i))
+  rt::PlanExecutor& exec = inst.executor();
+  if (const uint8_t* copy = exec.output_value(index))
     std::memcpy(device_bytes.data(), copy, device_bytes.size());
-  else
-    device_.download(inst.buffer(index), device_bytes.data(), device_bytes.size());
+  else if (rt::Buffer* own = exec.owned(index))
+    device_.download(*own, device_bytes.data(), device_bytes.size());
+  else  // an output that is an input written in place, before any run: nothing computed it yet
+    rt::poison_host_bytes(device_bytes.data(), device_bytes.size());
   device_to_host(device_bytes.data(), type, data, spec.dtype, n);
 }
 

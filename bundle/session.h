@@ -50,7 +50,7 @@ class Session {
   void run();
   // Into host memory in the output's dtype; exactly elements_at(batch) * dtype_bytes bytes.
   void get_output(const std::string& name, void* data, size_t bytes);
-  // Device time of the last run's launches (the device's timestamps).
+  // Device time of the last run (the device's timestamps): its input copies, launches and output copies.
   double last_run_ms() const;
   // The plan the current batch runs on (its batch may be larger than batch(): the rows beyond are padding).
   const DevicePlan& current_plan() const;

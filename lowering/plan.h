@@ -1,8 +1,8 @@
 // The plan: what lowering decided, before any device work. Buffers (with the values living in each),
 // the distinct kernels, the launches in order, and the state-update copies that end each step.
 //
-// The executor (executor.cpp) turns a plan into device buffers and one recorded command stream; plan_text()
-// shows it to the user.
+// to_device_plan() (device_plan.h) compiles its kernels into the device plan that the runtime's executor runs;
+// plan_text() shows it to the user.
 #pragma once
 
 #include <cstdint>
@@ -16,19 +16,13 @@
 #include "lowering/lowering_context.h"
 #include "passes/pipeline.h"
 #include "runtime/device.h"
+#include "runtime/device_plan.h"
 
 namespace spire::lowering {
 
-// Why a buffer exists; everything but Transient lives across steps and gets its own device buffer.
-enum class BufferRole : uint8_t {
-  Transient,  // an intermediate or scratch: placed in the arena, its bytes reused once it is dead
-  Input,      // fed by set() before a step
-  Parameter,  // persistent, set() once, updated by state updates
-  State,      // persistent, initialised to its init value, updated by state updates
-  Constant,   // filled once at compile time
-  Output,     // a graph output or a state update's new value: must survive the step
-};
-std::string_view buffer_role_name(BufferRole r);
+// Why a buffer exists (runtime/device_plan.h): the plan's buffers keep their roles in the device plan.
+using rt::BufferRole;
+using rt::buffer_role_name;
 
 struct PlannedBuffer {
   BufferSlot slot;                  // name, device element type, element count

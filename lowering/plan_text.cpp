@@ -5,18 +5,6 @@
 
 namespace spire::lowering {
 
-std::string_view buffer_role_name(BufferRole r) {
-  switch (r) {
-    case BufferRole::Transient: return "transient";
-    case BufferRole::Input: return "input";
-    case BufferRole::Parameter: return "parameter";
-    case BufferRole::State: return "state";
-    case BufferRole::Constant: return "constant";
-    case BufferRole::Output: return "output";
-  }
-  return "?";
-}
-
 namespace {
 
 std::string bytes_text(uint64_t b) {

@@ -5,8 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "backends/compile_kernel.h"
 #include "lowering/device_bytes.h"
+#include "lowering/device_plan.h"
 #include "lowering/plan.h"
 
 namespace spire::bundle {
@@ -26,18 +26,6 @@ DType bundle_dtype(graph::DType t) {
                                           "weights to f32 before compiling a bundle", graph::dtype_name(t)));
   }
   return DType::F32;
-}
-
-BufferRole bundle_role(lowering::BufferRole r) {
-  switch (r) {
-    case lowering::BufferRole::Transient: return BufferRole::Transient;
-    case lowering::BufferRole::Input: return BufferRole::Input;
-    case lowering::BufferRole::Parameter: return BufferRole::Parameter;
-    case lowering::BufferRole::State: return BufferRole::State;
-    case lowering::BufferRole::Constant: return BufferRole::Constant;
-    case lowering::BufferRole::Output: return BufferRole::Output;
-  }
-  return BufferRole::Transient;
 }
 
 // The graph type of a model tensor: an input is a leaf, an output a named graph output.
@@ -96,43 +84,10 @@ class BundleBuilder {
 
   void add_plan(const ModelAtBatch& m, const rt::DeviceInfo& target, int64_t batch) {
     const lowering::Plan plan = lowering::lower(m.graph, target, nullptr, nullptr, o_.parameters_once);
-    DevicePlan p;
-    p.format = target.backend == rt::Backend::Cuda ? rt::BinaryFormat::Ptx : rt::BinaryFormat::Spirv;
-    p.ptx_sm = target.compute_capability;
-    p.target = target.id;
+    DevicePlan p = lowering::to_device_plan(plan, target);
     p.batch = o_.dynamic_batch ? batch : 0;
-    p.arena_bytes = plan.arena_bytes;
-    for (const lowering::PlannedBuffer& pb : plan.buffers) {
-      BufferSpec s;
-      s.name = pb.slot.name;
-      s.type = pb.slot.type;
-      s.elements = uint64_t(pb.slot.elements);
-      s.role = bundle_role(pb.role);
-      s.arena_offset = !pb.persistent() && pb.first_use >= 0 ? pb.arena_offset : -1;
-      s.fill = pb.fill;
-      if (pb.role == lowering::BufferRole::Parameter) s.weight = weight_index(m, pb);
-      p.buffers.push_back(std::move(s));
-    }
-    for (size_t k = 0; k < plan.kernels.size(); ++k) {
-      try {
-        p.kernels.push_back(backends::compile_kernel(plan.kernels[k], target));
-      } catch (const std::exception& e) {
-        throw std::runtime_error(fmt::format("compiling kernel '{}' for target {}: {}", plan.kernels[k].name, target.id,
-                                             e.what()));
-      }
-    }
-    for (const lowering::Launch& l : plan.launches) {
-      LaunchSpec s;
-      s.kernel = uint32_t(l.kernel);
-      for (int32_t b : l.buffers) s.buffers.push_back(uint32_t(b));
-      s.scalars = l.scalars.bytes();
-      s.scalars.resize(plan.kernels[size_t(l.kernel)].scalar_block_bytes(), 0);
-      s.groups = l.groups;
-      s.node = l.node;
-      s.parameters_only = l.parameters_only;
-      p.launches.push_back(std::move(s));
-    }
-    for (const lowering::StateCopy& c : plan.copies) p.copies.push_back({uint32_t(c.from), uint32_t(c.to)});
+    for (size_t i = 0; i < plan.buffers.size(); ++i)
+      if (plan.buffers[i].role == BufferRole::Parameter) p.buffers[i].weight = weight_index(m, plan.buffers[i]);
     for (const ModelTensor& t : m.inputs) {
       auto it = plan.leaves.find(t.graph_name);
       if (it == plan.leaves.end()) throw std::invalid_argument(fmt::format("the plan has no input '{}'", t.name));

@@ -15,7 +15,8 @@
 
 #include "lowering/executable.h"
 #include "lowering/plan.h"
-#include "lowering/streamed_values.h"
+#include "lowering/device_plan.h"
+#include "runtime/plan_executor.h"
 #include "tests/lowering/device_list.h"
 #include "tests/support/on_device.h"
 
@@ -340,16 +341,22 @@ TEST_P(Streamed, TwoStepsInFlightGiveWhatOneStepAtATimeGives) {
 TEST_P(Streamed, InputsWrittenInPlaceOrCopiedInGiveTheSameSteps) {
   const graph::Graph g = sgd_graph();
   const lowering::Plan plan = lowering::lower(g, dev_->info());
+  const rt::DevicePlan device_plan = lowering::to_device_plan(plan, dev_->info());
+  const uint32_t x_buffer = uint32_t(plan.leaves.at("x").buffer), t_buffer = uint32_t(plan.leaves.at("t").buffer);
+  rt::ExecutorOptions streamed_xt_loss;
+  streamed_xt_loss.steps_in_flight = 2;
+  streamed_xt_loss.streamed_inputs = {x_buffer, t_buffer};
+  streamed_xt_loss.streamed_outputs = {uint32_t(plan.outputs.at("loss").buffer)};
   const bool mapped = dev_->alloc(32 * 4, rt::Memory::DeviceMapped)->mapped() != nullptr;
   {
-    lowering::StreamedValues here(*dev_, plan, {"x", "t"}, {"loss"}, 2);
-    EXPECT_EQ(here.in_place("x"), mapped);
-    EXPECT_EQ(here.in_place("t"), mapped);
+    rt::PlanExecutor here(*dev_, device_plan, streamed_xt_loss);
+    EXPECT_EQ(here.written_in_place(x_buffer), mapped);
+    EXPECT_EQ(here.written_in_place(t_buffer), mapped);
     if (dev_->info().type == rt::DeviceType::Cpu && !std::getenv("SPIRE_VULKAN_FORCE_STAGING")) {
-      EXPECT_TRUE(here.in_place("x")) << "a CPU device's memory is mapped";
+      EXPECT_TRUE(here.written_in_place(x_buffer)) << "a CPU device's memory is mapped";
     }
     if (dev_->info().backend == rt::Backend::Cuda) {
-      EXPECT_FALSE(here.in_place("x")) << "CUDA maps no device memory";
+      EXPECT_FALSE(here.written_in_place(x_buffer)) << "CUDA maps no device memory";
     }
   }
   std::unique_ptr<rt::Device> staged;
@@ -360,8 +367,8 @@ TEST_P(Streamed, InputsWrittenInPlaceOrCopiedInGiveTheSameSteps) {
     // Debian's validation layer predates structures NVIDIA's device creation chains (it says so when a device opens
     // there): count only what this test does with the devices.
     messages_before_ = rt::vulkan::validation_message_count();
-    lowering::StreamedValues there(*staged, plan, {"x", "t"}, {"loss"}, 2);
-    EXPECT_FALSE(there.in_place("x")) << "forced staging maps no device memory";
+    rt::PlanExecutor there(*staged, device_plan, streamed_xt_loss);
+    EXPECT_FALSE(there.written_in_place(x_buffer)) << "forced staging maps no device memory";
   }
   lowering::CompileOptions two = streaming({"x", "t"}, {"loss", "pred"});
   two.steps_in_flight = 2;

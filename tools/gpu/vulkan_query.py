@@ -7,7 +7,7 @@ machine after `source tools/gpu/env.sh`.
                                               VK_NV_cooperative_matrix2's features, properties and flexible dimensions
   python3 tools/gpu/vulkan_query.py memory    each device's memory heaps and types: which are device-local and
                                               host-visible at once (resizable BAR), which a streamed input can be
-                                              written into in place (lowering/streamed_values.h)
+                                              written into in place (runtime/plan_executor.h)
 With no argument it prints both."""
 import ctypes as C
 import sys
