@@ -3,15 +3,16 @@
 
 #include <fmt/format.h>
 
+#include "backends/kernel_interface.h"
 #include "backends/ptx/ptx_backend.h"
 #include "backends/spirv/spirv_backend.h"
 
 namespace spire::backends {
 
 rt::KernelBinary compile_kernel(const kir::Kernel& k, const rt::DeviceInfo& target) {
-  if (!target.features.contains(k.features)) throw rt::MissingFeature(rt::missing_feature_message(k, target));
   rt::KernelBinary b;
-  b.signature = kir::signature(k);
+  b.interface = kernel_interface(k, target.backend == rt::Backend::Vulkan ? rt::BinaryFormat::Spirv : rt::BinaryFormat::Ptx);
+  if (!target.features.contains(k.features)) throw rt::MissingFeature(rt::missing_feature_message(b.interface, target));
   try {
     if (target.backend == rt::Backend::Vulkan) {
       b.format = rt::BinaryFormat::Spirv;

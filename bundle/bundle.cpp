@@ -13,26 +13,6 @@ constexpr uint64_t kMaxElements = uint64_t(1) << 40;  // far beyond any device, 
 
 }  // namespace
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::Bool: return "bool";
-  }
-  return "?";
-}
-
-uint32_t dtype_bytes(DType t) {
-  switch (t) {
-    case DType::F32: case DType::I32: return 4;
-    case DType::F64: case DType::I64: return 8;
-    case DType::Bool: return 1;
-  }
-  return 0;
-}
-
 uint64_t TensorSpec::elements_at(int64_t batch) const {
   uint64_t n = 1;
   for (size_t d = 0; d < shape.size(); ++d) n *= uint64_t(d == 0 && batched ? batch : shape[d]);
@@ -58,8 +38,8 @@ void validate(const Bundle& b, const std::string& source) {
         fail(fmt::format("'{}' is batched but its first dimension is not the largest batch {}", t.name, b.max_batch));
     }
   for (const Weight& w : b.weights)
-    if (kir::type_bytes(w.type) == 0 || w.bytes.size() % kir::type_bytes(w.type))
-      fail(fmt::format("weight '{}' holds {} bytes of {}", w.name, w.bytes.size(), kir::type_name(w.type)));
+    if (dtype_bytes(w.type) == 0 || w.bytes.size() % dtype_bytes(w.type))
+      fail(fmt::format("weight '{}' holds {} bytes of {}", w.name, w.bytes.size(), dtype_name(w.type)));
 
   // One plan per target and batch (several PTX targets may share a format: the session runs the newest it can).
   std::set<std::pair<std::string, int64_t>> seen;
@@ -70,7 +50,7 @@ void validate(const Bundle& b, const std::string& source) {
     if (b.max_batch ? (p.batch < 1 || p.batch > b.max_batch) : p.batch != 0) pfail("batch out of range");
     if (p.arena_bytes > kMaxElements) pfail(fmt::format("arena of {} bytes", p.arena_bytes));
     for (const BufferSpec& s : p.buffers) {
-      if (kir::type_bytes(s.type) == 0 || s.elements > kMaxElements) pfail(fmt::format("buffer '{}' type or size", s.name));
+      if (dtype_bytes(s.type) == 0 || s.elements > kMaxElements) pfail(fmt::format("buffer '{}' type or size", s.name));
       if (s.role == BufferRole::Transient && s.arena_offset >= 0 &&
           (s.arena_offset % 4 || uint64_t(s.arena_offset) > p.arena_bytes || s.bytes() > p.arena_bytes - uint64_t(s.arena_offset)))
         pfail(fmt::format("buffer '{}' lies outside the arena", s.name));
@@ -79,29 +59,29 @@ void validate(const Bundle& b, const std::string& source) {
         const Weight& w = b.weights[size_t(s.weight)];
         if (w.type != s.type || w.bytes.size() != s.bytes())
           pfail(fmt::format("parameter '{}' ({} bytes of {}) and its weight '{}' ({} bytes of {}) differ", s.name, s.bytes(),
-                            kir::type_name(s.type), w.name, w.bytes.size(), kir::type_name(w.type)));
+                            dtype_name(s.type), w.name, w.bytes.size(), dtype_name(w.type)));
       }
     }
     for (const rt::KernelBinary& k : p.kernels) {
-      if (k.format != p.format) pfail(fmt::format("kernel '{}' is in another format", k.signature.name));
+      if (k.format != p.format) pfail(fmt::format("kernel '{}' is in another format", k.interface.name));
       if (k.format == rt::BinaryFormat::Spirv ? (k.spirv.size() < 5 || k.spirv[0] != 0x07230203u)
                                               : (k.ptx.empty() || k.entry.empty()))
-        pfail(fmt::format("kernel '{}' holds no {} module", k.signature.name, k.format == rt::BinaryFormat::Spirv ? "SPIR-V" : "PTX"));
-      for (uint32_t d : k.signature.workgroup_size)
-        if (d == 0 || d > 1024) pfail(fmt::format("kernel '{}' has workgroup size {}", k.signature.name, d));
-      for (const auto& s : k.signature.scalars)
-        if (kir::type_bytes(s.type) == 0) pfail(fmt::format("kernel '{}' takes a bool scalar", k.signature.name));
-      for (const auto& s : k.signature.buffers)
-        if (kir::type_bytes(s.elem) == 0) pfail(fmt::format("kernel '{}' binds a buffer of bools", k.signature.name));
-      for (const auto& m : k.signature.tensor_maps)
-        if (m.buffer >= k.signature.buffers.size() || m.extents.empty() || m.extents.size() > 3)
-          pfail(fmt::format("kernel '{}' has a malformed tensor map '{}'", k.signature.name, m.name));
-      for (const auto& s : k.signature.shared)
-        if (kir::type_bytes(s.elem) == 0 || s.count > (1u << 20)) pfail(fmt::format("kernel '{}' shared array", k.signature.name));
+        pfail(fmt::format("kernel '{}' holds no {} module", k.interface.name, k.format == rt::BinaryFormat::Spirv ? "SPIR-V" : "PTX"));
+      for (uint32_t d : k.interface.workgroup_size)
+        if (d == 0 || d > 1024) pfail(fmt::format("kernel '{}' has workgroup size {}", k.interface.name, d));
+      for (const auto& s : k.interface.scalars)
+        if (s.type == DType::Bool) pfail(fmt::format("kernel '{}' takes a bool scalar", k.interface.name));
+      for (const auto& s : k.interface.buffers)
+        if (s.elem == DType::Bool) pfail(fmt::format("kernel '{}' binds a buffer of bools", k.interface.name));
+      for (const auto& m : k.interface.tensor_maps)
+        if (m.buffer >= k.interface.buffers.size() || m.extents.empty() || m.extents.size() > 3)
+          pfail(fmt::format("kernel '{}' has a malformed tensor map '{}'", k.interface.name, m.name));
+      if (k.interface.dynamic_shared_bytes > k.interface.shared_bytes)
+        pfail(fmt::format("kernel '{}' passes more dynamic workgroup memory than it uses", k.interface.name));
     }
     for (const LaunchSpec& l : p.launches) {
       if (l.kernel >= p.kernels.size()) pfail(fmt::format("launch '{}' names kernel {}", l.node, l.kernel));
-      const kir::Kernel& sig = p.kernels[l.kernel].signature;
+      const rt::KernelInterface& sig = p.kernels[l.kernel].interface;
       if (l.buffers.size() != sig.buffers.size())
         pfail(fmt::format("launch '{}' binds {} buffers, kernel '{}' takes {}", l.node, l.buffers.size(), sig.name,
                           sig.buffers.size()));
@@ -114,7 +94,7 @@ void validate(const Bundle& b, const std::string& source) {
       // What runs only in a plan's first run may leave results only in the arena, where nothing else writes them.
       if (l.parameters_only)
         for (size_t i = 0; i < l.buffers.size(); ++i)
-          if (sig.buffers[i].access != kir::Access::Read && p.buffers[l.buffers[i]].role != BufferRole::Transient)
+          if (sig.buffers[i].access != Access::Read && p.buffers[l.buffers[i]].role != BufferRole::Transient)
             pfail(fmt::format("launch '{}' runs only once but writes buffer '{}'", l.node, p.buffers[l.buffers[i]].name));
       if (l.scalars.size() != sig.scalar_block_bytes())
         pfail(fmt::format("launch '{}' passes {} scalar bytes, kernel '{}' takes {}", l.node, l.scalars.size(), sig.name,

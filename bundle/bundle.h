@@ -28,10 +28,11 @@ class BundleError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Element types of the tensors an application passes in and out, in host memory (Bool: one byte, 0 or 1).
-enum class DType : uint8_t { F32, F64, I32, I64, Bool };
-std::string_view dtype_name(DType t);  // "f32", ...
-uint32_t dtype_bytes(DType t);
+// Element types of the tensors an application passes in and out, in host memory: the tree's one (base/dtype.h; Bool
+// one byte, 0 or 1). A bundle's tensors are f32, f64, f16, bf16, i32, i64 or bool.
+using spire::DType;
+using spire::dtype_bytes;
+using spire::dtype_name;
 
 // A named model input or output. shape[0] is the batch when `batched` (set to the plan's batch when run).
 struct TensorSpec {
@@ -51,7 +52,7 @@ using rt::LaunchSpec;
 
 struct Weight {
   std::string name;
-  kir::Type type = kir::Type::F32;  // device element type of its bytes
+  DType type = DType::F32;  // device element type of its bytes
   std::vector<uint8_t> bytes;
 };
 

@@ -19,7 +19,7 @@ constexpr char kMagic[8] = {'S', 'P', 'I', 'R', 'E', '\0', 'B', 'N'};
 
 // ---- writing
 
-void write_signature(ByteWriter& w, const kir::Kernel& k) {
+void write_interface(ByteWriter& w, const rt::KernelInterface& k) {
   w.str(k.name);
   for (uint32_t d : k.workgroup_size) w.u32(d);
   w.u32(k.features.bits);
@@ -34,12 +34,6 @@ void write_signature(ByteWriter& w, const kir::Kernel& k) {
     w.str(s.name);
     w.u8(uint8_t(s.type));
   }
-  w.u64(k.shared.size());
-  for (const auto& s : k.shared) {
-    w.str(s.name);
-    w.u8(uint8_t(s.elem));
-    w.u32(s.count);
-  }
   w.u64(k.tensor_maps.size());
   for (const auto& m : k.tensor_maps) {
     w.str(m.name);
@@ -50,16 +44,12 @@ void write_signature(ByteWriter& w, const kir::Kernel& k) {
     for (uint32_t b : m.box) w.u32(b);
     w.u8(m.swizzle_128 ? 1 : 0);
   }
-  w.u64(k.arrival_barriers.size());
-  for (const auto& b : k.arrival_barriers) {
-    w.str(b.name);
-    w.u32(b.count);
-    w.u32(b.arrivals);
-  }
+  w.u32(k.shared_bytes);
+  w.u32(k.dynamic_shared_bytes);
 }
 
 void write_binary(ByteWriter& w, const rt::KernelBinary& b) {
-  write_signature(w, b.signature);
+  write_interface(w, b.interface);
   w.u8(uint8_t(b.format));
   w.u64(b.spirv.size());
   w.raw(b.spirv.data(), b.spirv.size() * 4);
@@ -125,35 +115,28 @@ E read_enum(ByteReader& r, uint8_t last, const char* what) {
   return E(v);
 }
 
-kir::Type read_type(ByteReader& r) { return read_enum<kir::Type>(r, uint8_t(kir::Type::BF16), "element type"); }
+DType read_type(ByteReader& r) { return read_enum<DType>(r, uint8_t(DType::BF16), "element type"); }
 
-kir::Kernel read_signature(ByteReader& r) {
-  kir::Kernel k;
+rt::KernelInterface read_interface(ByteReader& r) {
+  rt::KernelInterface k;
   k.name = r.str();
   for (uint32_t& d : k.workgroup_size) d = r.u32();
   k.features.bits = r.u32();
   for (uint64_t n = r.count(10, "kernel buffers"), i = 0; i < n; ++i) {
-    kir::BufferParam b;
+    rt::KernelInterface::Buffer b;
     b.name = r.str();
     b.elem = read_type(r);
-    b.access = read_enum<kir::Access>(r, uint8_t(kir::Access::ReadWrite), "buffer access");
+    b.access = read_enum<Access>(r, uint8_t(Access::ReadWrite), "buffer access");
     k.buffers.push_back(std::move(b));
   }
   for (uint64_t n = r.count(9, "kernel scalars"), i = 0; i < n; ++i) {
-    kir::ScalarParam s;
+    rt::KernelInterface::Scalar s;
     s.name = r.str();
     s.type = read_type(r);
     k.scalars.push_back(std::move(s));
   }
-  for (uint64_t n = r.count(13, "shared arrays"), i = 0; i < n; ++i) {
-    kir::SharedArray s;
-    s.name = r.str();
-    s.elem = read_type(r);
-    s.count = r.u32();
-    k.shared.push_back(std::move(s));
-  }
   for (uint64_t n = r.count(13, "tensor maps"), i = 0; i < n; ++i) {
-    kir::TensorMap m;
+    rt::KernelInterface::TensorMap m;
     m.name = r.str();
     m.buffer = r.u32();
     const uint64_t rank = r.count(8, "tensor map dimensions");
@@ -163,19 +146,14 @@ kir::Kernel read_signature(ByteReader& r) {
     m.swizzle_128 = r.u8() != 0;
     k.tensor_maps.push_back(std::move(m));
   }
-  for (uint64_t n = r.count(16, "arrival barriers"), i = 0; i < n; ++i) {
-    kir::ArrivalBarriers b;
-    b.name = r.str();
-    b.count = r.u32();
-    b.arrivals = r.u32();
-    k.arrival_barriers.push_back(std::move(b));
-  }
+  k.shared_bytes = r.u32();
+  k.dynamic_shared_bytes = r.u32();
   return k;
 }
 
 rt::KernelBinary read_binary(ByteReader& r) {
   rt::KernelBinary b;
-  b.signature = read_signature(r);
+  b.interface = read_interface(r);
   b.format = read_enum<rt::BinaryFormat>(r, uint8_t(rt::BinaryFormat::Ptx), "binary format");
   const uint64_t words = r.count(4, "SPIR-V words");
   b.spirv.resize(size_t(words));
@@ -189,7 +167,7 @@ rt::KernelBinary read_binary(ByteReader& r) {
 TensorSpec read_tensor_spec(ByteReader& r) {
   TensorSpec t;
   t.name = r.str();
-  t.dtype = read_enum<DType>(r, uint8_t(DType::Bool), "tensor dtype");
+  t.dtype = read_type(r);
   for (uint64_t n = r.count(8, "dimensions"), i = 0; i < n; ++i) t.shape.push_back(r.i64());
   t.batched = r.u8() != 0;
   return t;

@@ -21,8 +21,9 @@
 
 namespace spire::bundle {
 
-// 2: kernel signatures carry tensor maps and arrival barriers; 3: launches say whether they compute only from weights
-inline constexpr uint32_t kBundleFormatVersion = 3;
+// 2: kernel signatures carry tensor maps and arrival barriers; 3: launches say whether they compute only from weights;
+// 4: kernels carry the runtime's interface (workgroup memory as laid out, not arrays), tensors the one dtype (f16, bf16)
+inline constexpr uint32_t kBundleFormatVersion = 4;
 inline constexpr size_t kBundleHeaderBytes = 32;
 
 uint64_t fnv1a64(std::span<const uint8_t> bytes);

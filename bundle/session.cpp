@@ -14,69 +14,18 @@ namespace spire::bundle {
 
 namespace {
 
-// Host tensor bytes (dtype `from`) -> device bytes (type `to`), `n` elements. Same representation: a copy.
-void host_to_device(const void* src, DType from, void* dst, kir::Type to, uint64_t n, const std::string& name) {
-  if ((from == DType::F32 && to == kir::Type::F32) || (from == DType::I32 && to == kir::Type::I32) ||
-      (from == DType::F64 && to == kir::Type::F64)) {
-    std::memcpy(dst, src, size_t(n) * dtype_bytes(from));
-    return;
-  }
-  auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  for (uint64_t i = 0; i < n; ++i) {
-    double v = 0;
-    switch (from) {
-      case DType::F32: { float f; std::memcpy(&f, s + i * 4, 4); v = f; break; }
-      case DType::F64: std::memcpy(&v, s + i * 8, 8); break;
-      case DType::I32: { int32_t x; std::memcpy(&x, s + i * 4, 4); v = x; break; }
-      case DType::I64: {
-        int64_t x;
-        std::memcpy(&x, s + i * 8, 8);
-        if (to == kir::Type::I32 && (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max()))
-          throw std::invalid_argument(fmt::format("input '{}': element {} = {} is outside the 32-bit range i64 values "
-                                                  "are stored in on devices", name, i, x));
-        v = double(x);
-        break;
-      }
-      case DType::Bool: v = s[i] ? 1 : 0; break;
+// Host tensor bytes (dtype `from`) -> device bytes (type `to`), `n` elements: an i64 is stored as i32 on devices, and a
+// value beyond 32 bits is refused (std::invalid_argument naming the input and the element) rather than wrapped.
+void host_to_device(const void* src, DType from, void* dst, DType to, uint64_t n, const std::string& name) {
+  if (from == DType::I64 && to == DType::I32)
+    for (uint64_t i = 0; i < n; ++i) {
+      int64_t x;
+      std::memcpy(&x, static_cast<const uint8_t*>(src) + i * 8, 8);
+      if (x < std::numeric_limits<int32_t>::min() || x > std::numeric_limits<int32_t>::max())
+        throw std::invalid_argument(fmt::format("input '{}': element {} = {} is outside the 32-bit range i64 values "
+                                                "are stored in on devices", name, i, x));
     }
-    switch (to) {
-      case kir::Type::F32: { float f = float(v); std::memcpy(d + i * 4, &f, 4); break; }
-      case kir::Type::F64: std::memcpy(d + i * 8, &v, 8); break;
-      case kir::Type::I32: { int32_t x = int32_t(v); std::memcpy(d + i * 4, &x, 4); break; }
-      case kir::Type::U32: { uint32_t x = v != 0; std::memcpy(d + i * 4, &x, 4); break; }
-      case kir::Type::I64: { int64_t x = int64_t(v); std::memcpy(d + i * 8, &x, 8); break; }
-      default: throw std::invalid_argument(fmt::format("input '{}': no conversion to {}", name, kir::type_name(to)));
-    }
-  }
-}
-
-void device_to_host(const void* src, kir::Type from, void* dst, DType to, uint64_t n) {
-  if ((to == DType::F32 && from == kir::Type::F32) || (to == DType::I32 && from == kir::Type::I32) ||
-      (to == DType::F64 && from == kir::Type::F64)) {
-    std::memcpy(dst, src, size_t(n) * dtype_bytes(to));
-    return;
-  }
-  auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint8_t*>(dst);
-  for (uint64_t i = 0; i < n; ++i) {
-    double v = 0;
-    switch (from) {
-      case kir::Type::F32: { float f; std::memcpy(&f, s + i * 4, 4); v = f; break; }
-      case kir::Type::F64: std::memcpy(&v, s + i * 8, 8); break;
-      case kir::Type::I32: { int32_t x; std::memcpy(&x, s + i * 4, 4); v = x; break; }
-      case kir::Type::U32: { uint32_t x; std::memcpy(&x, s + i * 4, 4); v = x; break; }
-      case kir::Type::I64: { int64_t x; std::memcpy(&x, s + i * 8, 8); v = double(x); break; }
-      default: break;
-    }
-    switch (to) {
-      case DType::F32: { float f = float(v); std::memcpy(d + i * 4, &f, 4); break; }
-      case DType::F64: std::memcpy(d + i * 8, &v, 8); break;
-      case DType::I32: { int32_t x = int32_t(v); std::memcpy(d + i * 4, &x, 4); break; }
-      case DType::I64: { int64_t x = int64_t(v); std::memcpy(d + i * 8, &x, 8); break; }
-      case DType::Bool: d[i] = v != 0; break;
-    }
-  }
+  convert_elements(src, from, dst, to, n);
 }
 
 std::string plan_names(const Bundle& b) {
@@ -128,7 +77,7 @@ class PlanInstance {
 
   // Bytes of the first `batch` rows of io tensor `spec` held in plan buffer `index`.
   uint64_t row_bytes(const TensorSpec& spec, uint32_t index, int64_t batch) const {
-    return spec.elements_at(batch) * kir::type_bytes(p_.buffers[index].type);
+    return spec.elements_at(batch) * dtype_bytes(p_.buffers[index].type);
   }
 
   Session& s_;
@@ -255,7 +204,7 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
   // Host memory the next run reads (PlanInstance), written once: the values converted, then the rows beyond the
   // batch zeroed (the plan may be for a larger batch).
   uint8_t* to = inst.executor().input_memory(inst.plan().input_buffers[i]);
-  const uint64_t written = n * kir::type_bytes(buf.type);
+  const uint64_t written = n * dtype_bytes(buf.type);
   if (spec.dtype != DType::I64) {
     host_to_device(data, spec.dtype, to, buf.type, n, name);  // nothing to refuse: it cannot fail halfway
   } else {
@@ -280,7 +229,7 @@ void Session::bind_output(const std::string& name, rt::BufferView view) {
 
 void Session::bind(rt::BufferView& slot, rt::BufferView view, const TensorSpec& spec, uint32_t buffer, const char* what) {
   if (view.buffer) {
-    const uint64_t need = spec.elements_at(bundle_->max_batch) * kir::type_bytes(current_plan().buffers[buffer].type);
+    const uint64_t need = spec.elements_at(bundle_->max_batch) * dtype_bytes(current_plan().buffers[buffer].type);
     const bool inside = view.offset <= view.buffer->size();
     if (!inside || view.bytes() < need)
       throw std::invalid_argument(fmt::format("{} '{}': the bound buffer holds {} bytes from offset {}, the largest "
@@ -309,8 +258,8 @@ void Session::get_output(const std::string& name, void* data, size_t bytes) {
   if (n && !data) throw std::invalid_argument(fmt::format("output '{}': nowhere to write", name));
   PlanInstance& inst = instance();
   const uint32_t index = inst.plan().output_buffers[i];
-  const kir::Type type = inst.plan().buffers[index].type;
-  std::vector<uint8_t> device_bytes(size_t(n * kir::type_bytes(type)));
+  const DType type = inst.plan().buffers[index].type;
+  std::vector<uint8_t> device_bytes(size_t(n * dtype_bytes(type)));
   if (device_bytes.empty()) return;
   // The last run's copy in host memory, unless it sent the output to the application's buffer (or never ran).
   rt::PlanExecutor& exec = inst.executor();
@@ -320,7 +269,7 @@ void Session::get_output(const std::string& name, void* data, size_t bytes) {
     device_.download(*own, device_bytes.data(), device_bytes.size());
   else  // an output that is an input written in place, before any run: nothing computed it yet
     rt::poison_host_bytes(device_bytes.data(), device_bytes.size());
-  device_to_host(device_bytes.data(), type, data, spec.dtype, n);
+  convert_elements(device_bytes.data(), type, data, spec.dtype, n);
 }
 
 }  // namespace spire::bundle

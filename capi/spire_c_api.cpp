@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "bundle/bundle_file.h"
+#include "capi/c_dtype.h"
 #include "bundle/session.h"
 #include "capi/c_api_guard.h"
 #include "capi/c_api_objects.h"
@@ -47,7 +48,7 @@ spire_status tensor_info(const spire_model* model, size_t index, bool input, spi
     if (shape.size() > SPIRE_MAX_RANK) throw std::invalid_argument("'" + spec.name + "' has more than 8 dimensions");
     std::memset(out, 0, sizeof *out);
     out->name = spec.name.c_str();
-    out->dtype = spire_dtype(spec.dtype);
+    out->dtype = spire::capi::c_dtype(spec.dtype);
     out->rank = int32_t(shape.size());
     for (size_t d = 0; d < shape.size(); ++d) out->shape[d] = shape[d];
     out->batched = spec.batched ? 1 : 0;
@@ -56,9 +57,6 @@ spire_status tensor_info(const spire_model* model, size_t index, bool input, spi
 }
 
 }  // namespace
-
-static_assert(int(SPIRE_DTYPE_F32) == int(spire::bundle::DType::F32) && int(SPIRE_DTYPE_BOOL) == int(spire::bundle::DType::Bool),
-              "spire_dtype mirrors bundle::DType");
 
 extern "C" {
 

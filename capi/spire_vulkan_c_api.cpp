@@ -11,6 +11,7 @@
 
 #include "capi/c_api_guard.h"
 #include "capi/c_api_objects.h"
+#include "capi/c_dtype.h"
 #include "runtime/vulkan/vulkan_external.h"
 
 using spire::capi::guarded;
@@ -38,20 +39,11 @@ NamedTensor find_tensor(const spire_model* model, const std::string& name) {
   throw std::out_of_range(fmt::format("the model has no input or output '{}' (it has: {})", name, names));
 }
 
-spire_dtype element_type(spire::kir::Type t) {
-  switch (t) {
-    case spire::kir::Type::F32: return SPIRE_DTYPE_F32;
-    case spire::kir::Type::F64: return SPIRE_DTYPE_F64;
-    case spire::kir::Type::I64: return SPIRE_DTYPE_I64;
-    default: return SPIRE_DTYPE_I32;  // i32 and u32 words
-  }
-}
-
 spire_buffer_layout layout_of(const spire_model* model, const NamedTensor& t) {
   const spire::bundle::Session& s = *model->session;
-  const uint32_t element = spire::kir::type_bytes(s.current_plan().buffers[t.buffer].type);
+  const uint32_t element = spire::dtype_bytes(s.current_plan().buffers[t.buffer].type);
   spire_buffer_layout out{};
-  out.element_type = element_type(s.current_plan().buffers[t.buffer].type);
+  out.element_type = spire::capi::c_dtype(s.current_plan().buffers[t.buffer].type);
   out.bytes = size_t(t.spec->elements_at(s.bundle().max_batch) * element);
   out.batch_bytes = size_t(t.spec->elements_at(s.batch()) * element);
   return out;

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "ir/kernel/half_bits.h"
+#include "base/half_bits.h"
 
 namespace spire::io {
 namespace {
@@ -49,6 +49,7 @@ StDtype st_dtype_of(graph::DType t) {
   switch (t) {
     case graph::DType::Bool: return StDtype::BOOL;
     case graph::DType::I32: return StDtype::I32;
+    case graph::DType::U32: return StDtype::U32;
     case graph::DType::I64: return StDtype::I64;
     case graph::DType::F32: return StDtype::F32;
     case graph::DType::F64: return StDtype::F64;
@@ -62,6 +63,7 @@ graph::DType graph_dtype_of(StDtype t, std::string_view source, std::string_view
   switch (t) {
     case StDtype::BOOL: return graph::DType::Bool;
     case StDtype::I32: return graph::DType::I32;
+    case StDtype::U32: return graph::DType::U32;
     case StDtype::I64: return graph::DType::I64;
     case StDtype::F32: return graph::DType::F32;
     case StDtype::F64: return graph::DType::F64;
@@ -70,7 +72,7 @@ graph::DType graph_dtype_of(StDtype t, std::string_view source, std::string_view
     default: break;
   }
   throw_format_error(source, fmt::format("tensor '{}': dtype {} has no graph IR equivalent (spire reads BOOL, I32, "
-                                         "I64, F16, BF16, F32, F64)", tensor, st_dtype_name(t)));
+                                         "U32, I64, F16, BF16, F32, F64)", tensor, st_dtype_name(t)));
 }
 
 graph::Tensor to_graph_tensor(const StTensor& t, std::string_view source) {
@@ -91,11 +93,12 @@ graph::Tensor to_graph_tensor(const StTensor& t, std::string_view source) {
       break;
     }
     case StDtype::I32: decode<int32_t>(t.data, out.data); break;
+    case StDtype::U32: decode<uint32_t>(t.data, out.data); break;
     case StDtype::I64: decode<int64_t>(t.data, out.data); break;
     case StDtype::F32: decode<float>(t.data, out.data); break;
     case StDtype::F64: decode<double>(t.data, out.data); break;
-    case StDtype::F16: decode_half(t.data, out.data, kir::f16_bits_to_f32); break;
-    case StDtype::BF16: decode_half(t.data, out.data, kir::bf16_bits_to_f32); break;
+    case StDtype::F16: decode_half(t.data, out.data, spire::f16_bits_to_f32); break;
+    case StDtype::BF16: decode_half(t.data, out.data, spire::bf16_bits_to_f32); break;
     default: break;  // refused above
   }
   return out;
@@ -124,6 +127,7 @@ StTensor to_st_tensor(std::string name, const graph::Tensor& t, std::string_view
     switch (t.dtype) {
       case graph::DType::Bool: *dst = v != 0.0 ? 1 : 0; break;
       case graph::DType::I32: check_int(-2147483648.0, 2147483648.0); encode_value<int32_t>(v, dst); break;
+      case graph::DType::U32: check_int(0.0, 4294967296.0); encode_value<uint32_t>(v, dst); break;
       case graph::DType::I64:
         check_int(-9223372036854775808.0, 9223372036854775808.0);
         encode_value<int64_t>(v, dst);
@@ -139,8 +143,8 @@ StTensor to_st_tensor(std::string name, const graph::Tensor& t, std::string_view
       }
       case graph::DType::F64: std::memcpy(dst, &v, 8); break;
       // Rounded first: a hand-made tensor may hold values its dtype cannot.
-      case graph::DType::F16: encode_half(kir::f32_to_f16_bits(float(kir::round_to_f16(v))), dst); break;
-      case graph::DType::BF16: encode_half(kir::f32_to_bf16_bits(float(kir::round_to_bf16(v))), dst); break;
+      case graph::DType::F16: encode_half(spire::f32_to_f16_bits(float(spire::round_to_f16(v))), dst); break;
+      case graph::DType::BF16: encode_half(spire::f32_to_bf16_bits(float(spire::round_to_bf16(v))), dst); break;
     }
   }
   out.name = std::move(name);

@@ -14,7 +14,7 @@ HeavyKernel channels_last_kernel(Type t, uint32_t batches, uint32_t channels, ui
   if (depth == 0) depth = channels;
   if (depth < channels)
     throw std::invalid_argument(fmt::format("channels last: {} channels do not fit rows of {}", channels, depth));
-  std::string name = fmt::format("channels_last_{}_b{}_c{}_p{}{}", type_name(t), batches, channels, positions,
+  std::string name = fmt::format("channels_last_{}_b{}_c{}_p{}{}", dtype_name(t), batches, channels, positions,
                                  depth > channels ? fmt::format("_d{}", depth) : "");
   if (uint64_t(batches) * channels * positions == 0) return empty_result(name);
   index_u32(uint64_t(batches) * depth * positions, "channels-last elements");

@@ -97,7 +97,7 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
     };
     // The weights are a plain row-major [Cout, Cin * taps] matrix: where its rows hold whole fours, it stages by 16-byte
     // reads (views start on 16 bytes), with the checks only on extents that are not whole tiles (GemmOperands).
-    if (type_bytes(t) == 4 && K % 4 == 0)
+    if (dtype_bytes(t) == 4 && K % 4 == 0)
       io.a4 = [&](Val r, Val k) {
         const bool rows_whole = M % tl.tile_m == 0, k_whole = K % tl.tile_k == 0;
         std::vector<Val> v = w.load_vector((rows_whole ? r : min(r, M - 1)) * K + (k_whole ? k : min(k, K - 4)), 4);

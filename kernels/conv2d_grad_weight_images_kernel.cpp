@@ -89,7 +89,7 @@ void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConf
   if (c.wg > limits.max_invocations) fail(fmt::format("needs {} invocations, beyond the device's {}", c.wg, limits.max_invocations));
   if (c.splits < 1 || c.splits > kMaxSplits || c.splits > std::max<int64_t>(s.n, 1))
     fail(fmt::format("has {} splits of the {} images (1..{})", c.splits, s.n, kMaxSplits));
-  const uint64_t bytes = grad_weight_images_elements(s, c) * type_bytes(t);
+  const uint64_t bytes = grad_weight_images_elements(s, c) * dtype_bytes(t);
   if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
     fail(fmt::format("stages {} bytes of an image in workgroup memory, more than the device has", bytes));
 }

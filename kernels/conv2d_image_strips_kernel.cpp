@@ -71,7 +71,7 @@ void check_conv2d_image_strips(const Conv2dShape& s, Type t, const Conv2dConfig&
   if (c.wg < owners || c.wg > std::min<uint32_t>(1024, limits.max_invocations))
     fail(fmt::format("needs a workgroup of at least an image's {} invocations, within the device's {}", owners,
                      std::min<uint32_t>(1024, limits.max_invocations)));
-  const uint64_t bytes = conv2d_image_strips_elements(s, c) * type_bytes(t);
+  const uint64_t bytes = conv2d_image_strips_elements(s, c) * dtype_bytes(t);
   if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
     fail(fmt::format("stages {} bytes of weights and images in workgroup memory, more than the device has", bytes));
 }
@@ -123,7 +123,7 @@ HeavyKernel conv2d_image_strips_kernel(const Conv2dShape& s, Type t, const Conv2
   // Invocation lid: image lid / owners, strip (its first output row) and column.
   Val im = lid / g.owners, o = lid % g.owners;
   Val n = first + im, row0 = (o / Wo) * P, col = o % Wo;
-  const bool vectors = type_bytes(t) == 4;
+  const bool vectors = dtype_bytes(t) == 4;
   Val valid = (lid < g.images * g.owners) & (n < N);
   std::vector<Var> acc;  // acc[co * P + i]: output row row0 + i of channel co (a pooled output reads them after)
   for (uint32_t i = 0; i < Cout * P; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));

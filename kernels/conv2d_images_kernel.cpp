@@ -49,7 +49,7 @@ void check_conv2d_images(const Conv2dShape& s, Type t, const Conv2dConfig& c, co
   if (c.wg < owners || c.wg > std::min<uint32_t>(1024, limits.max_invocations))
     fail(fmt::format("needs a workgroup of at least an image's {} invocations, within the device's {}", owners,
                      std::min<uint32_t>(1024, limits.max_invocations)));
-  const uint64_t bytes = conv2d_images_elements(s, images_per_workgroup(s, c)) * type_bytes(t);
+  const uint64_t bytes = conv2d_images_elements(s, images_per_workgroup(s, c)) * dtype_bytes(t);
   if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
     fail(fmt::format("stages {} bytes of weights and images in workgroup memory, more than the device has", bytes));
 }

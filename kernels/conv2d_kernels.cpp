@@ -214,7 +214,7 @@ constexpr int64_t kMaxRowSums = 64;
 constexpr int64_t kSharedWeightBytes = 16384;
 uint32_t shared_w_channels(int64_t cout) { return uint32_t((cout + 3) / 4 * 4); }
 int64_t shared_w_bytes(const Conv2dShape& s, Type t) {
-  return s.cin * s.kh * s.kw * shared_w_channels(s.cout) * int64_t(type_bytes(t));
+  return s.cin * s.kh * s.kw * shared_w_channels(s.cout) * int64_t(dtype_bytes(t));
 }
 bool shared_w_fits(const Conv2dShape& s, Type t) {
   return s.groups == 1 && s.cout <= 32 && s.kh * s.kw <= kMaxUnrolledTaps && shared_w_bytes(s, t) <= kSharedWeightBytes;
@@ -574,7 +574,7 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
     throw std::invalid_argument(fmt::format(
         "conv2d {}: config '{}' keeps the weights in workgroup memory, which needs elements of all {} output channels "
         "(no rows, no groups), at most 32 channels, {} taps and {} bytes of {} weights (these take {})",
-        s.text(), c.config().text(), s.cout, kMaxUnrolledTaps, kSharedWeightBytes, type_name(t), shared_w_bytes(s, t)));
+        s.text(), c.config().text(), s.cout, kMaxUnrolledTaps, kSharedWeightBytes, dtype_name(t), shared_w_bytes(s, t)));
   const uint32_t total = uint32_t(s.n * s.cout * s.ho * s.wo);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
@@ -658,7 +658,7 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
   Buf y = kb.buffer("y", t, Access::Write);
   // shared_w: the workgroup copies the weights [Cout][Cin * taps] into w_tile [Cin * taps][channels in fours] first.
   const uint32_t cpad = shared_w_channels(s.cout), window = cpg * taps, weights = uint32_t(s.cout) * window;
-  const bool w_vectors = type_bytes(t) == 4;
+  const bool w_vectors = dtype_bytes(t) == 4;
   Shared w_tile;
   if (c.shared_w) {
     w_tile = kb.shared("w_tile", t, window * cpad);

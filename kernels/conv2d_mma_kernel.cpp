@@ -113,7 +113,7 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
                               bool channels_last) {
   if (half != Type::F16 && half != Type::BF16)
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: operands of type {}, not f16 or bf16", s.text(),
-                                            type_name(half)));
+                                            dtype_name(half)));
   if (!conv2d_fits_tensor_cores(s))
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: ungrouped convolutions only", s.text()));
   check_mma_tiling(tl);
@@ -121,7 +121,7 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
   const MmaStaging plan = mma_staging(g, tl, async_copies, !channels_last);
   index_u32(s.n * (channels_last ? conv2d_channels_last_depth(s) : s.cin) * s.h * s.w, "conv2d input elements");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
-  const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), type_name(half), channels_last ? "_nhwc" : "") +
+  const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), dtype_name(half), channels_last ? "_nhwc" : "") +
                            mma_name_suffix(tl, plan);
   const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
   const uint32_t N = index_u32(g.n, "conv2d output positions");

@@ -12,7 +12,7 @@
 // and the output transform (Y = A^T M A, scattered into NCHW). F(2x2, 3x3)'s constants are 0, +-1 and 1/2, exact in
 // binary, so its result differs from the direct sum only by the order of roundings; F(4x4, 3x3)'s reach 8 and 1/24
 // (not exact), which costs precision: a few times F(2x2, 3x3)'s error, still within the op's tolerance (both measured in
-// tests/tuning/candidates_test.cpp and tests/lowering_heavy/conv2d_winograd_test.cpp).
+// tests/tuning/candidates_test.cpp and tests/kernels/conv2d_winograd_test.cpp).
 //
 // Where it pays: many channels and positions, where the product is the time (cuDNN's forward convolutions in resnet18
 // reach more than the H100's fp32 peak in direct-sum terms by this); the transforms cost a few passes over the input

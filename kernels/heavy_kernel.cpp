@@ -16,7 +16,7 @@ uint32_t index_u32(int64_t value, const std::string& what) {
 std::string float_suffix(kir::Type t, const std::string& op) {
   if (t == kir::Type::F32) return "f32";
   if (t == kir::Type::F64) return "f64";
-  throw std::invalid_argument(fmt::format("{}: element type {} is not supported (f32 or f64 only)", op, kir::type_name(t)));
+  throw std::invalid_argument(fmt::format("{}: element type {} is not supported (f32 or f64 only)", op, dtype_name(t)));
 }
 
 std::string dims_text(const std::vector<int64_t>& dims) {

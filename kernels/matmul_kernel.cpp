@@ -24,8 +24,8 @@ std::string MatmulShape::text() const {
     t += fmt::format("_a{}_b{}", a_batch.empty() ? "1" : dims_text(a_batch), b_batch.empty() ? "1" : dims_text(b_batch));
   if (a_transposed) t += "_at";
   if (b_transposed) t += "_bt";
-  if (a_half) t += "_a" + std::string(kir::type_name(*a_half));
-  if (b_half) t += "_b" + std::string(kir::type_name(*b_half));
+  if (a_half) t += "_a" + std::string(dtype_name(*a_half));
+  if (b_half) t += "_b" + std::string(dtype_name(*b_half));
   return t;
 }
 
@@ -347,9 +347,9 @@ HeavyKernel matmul_kernel(const MatmulShape& s, Type t, const MatmulTiling& tl, 
       for (Val& x : v) x = zero_outside(at.inside, x);
       return v;
     };
-    if (!s.a_half && type_bytes(t) == 4 && (s.a_transposed ? M : K) % 4 == 0)
+    if (!s.a_half && dtype_bytes(t) == 4 && (s.a_transposed ? M : K) % 4 == 0)
       io.a4 = [&](Val r, Val k) { return four(a_at(r, k, 4), A); };
-    if (!s.b_half && type_bytes(t) == 4 && (s.b_transposed ? K : N) % 4 == 0)
+    if (!s.b_half && dtype_bytes(t) == 4 && (s.b_transposed ? K : N) % 4 == 0)
       io.b4 = [&](Val k, Val c) { return four(b_at(k, c, 4), B); };
     // Stage each operand along its contiguous direction.
     io.a_m_fastest = s.a_transposed;

@@ -14,7 +14,7 @@ using namespace kir;
 GemmLayout tiled_gemm_layout(const MatmulTiling& tl, Type t) {
   GemmLayout l;
   const uint32_t threads_n = tl.tile_n / tl.reg_n, threads_m = tl.tile_m / tl.reg_m;
-  l.vector_loads = type_bytes(t) == 4 && tl.reg_m % 4 == 0 && tl.reg_n % 4 == 0;
+  l.vector_loads = dtype_bytes(t) == 4 && tl.reg_m % 4 == 0 && tl.reg_n % 4 == 0;
   l.patches = tl.invocations() % 32 == 0 && threads_n % 8 == 0 && threads_m % 4 == 0;
   // A's slice is stored k-major (a_tile[kk][row]) so the inner loop reads a row of it per kk. Padding keeps the
   // transposing store off a single memory bank: one element, or four where rows must stay 16-byte aligned for vector
@@ -24,7 +24,7 @@ GemmLayout tiled_gemm_layout(const MatmulTiling& tl, Type t) {
 }
 
 uint64_t tiled_gemm_shared_bytes(const MatmulTiling& tl, Type t) {
-  return uint64_t(tl.tile_k) * (tiled_gemm_layout(tl, t).a_ld + tl.tile_n) * type_bytes(t);
+  return uint64_t(tl.tile_k) * (tiled_gemm_layout(tl, t).a_ld + tl.tile_n) * dtype_bytes(t);
 }
 
 GemmStaging declare_gemm_staging(KernelBuilder& kb, Type t, const MatmulTiling& tl) {
@@ -87,7 +87,7 @@ void emit_tiled_gemm(KernelBuilder& kb, Type t, const MatmulTiling& tl, uint32_t
   // 64-bit values take two) leave room for two in a 64K register file. On an H100 ptxas takes 130 registers for the
   // 8x8 tiling unasked (one 256-invocation workgroup per core); capped at 128 it needs no spills, and fp32 8192^3
   // went from 39.1 to 34.8 ms (docs/PERFORMANCE.md).
-  const uint32_t words = type_bytes(t) > 4 ? 2 : 1;
+  const uint32_t words = dtype_bytes(t) > 4 ? 2 : 1;
   const uint32_t a_staged_count = (a_elems + threads - 1) / threads;
   const uint32_t staged = a_staged_count + (b_elems + threads - 1) / threads;
   const uint32_t registers =

@@ -8,7 +8,7 @@ using namespace kir;
 
 HeavyKernel widen_kernel(Type half, uint32_t count) {
   constexpr uint32_t kThreads = 256;
-  std::string name = fmt::format("widen_{}_{}", type_name(half), count);
+  std::string name = fmt::format("widen_{}_{}", dtype_name(half), count);
   if (count == 0) return empty_result(name);
   KernelBuilder kb(std::move(name), kThreads);
   Buf x = kb.buffer("x", half, Access::Read);

@@ -19,7 +19,7 @@ Val combine(TreeOp op, Val lower, Val upper) { return op == TreeOp::Sum ? lower 
 
 uint32_t reduce_subgroup_size(uint32_t device_subgroup, uint32_t wg, kir::Type t) {
   const uint32_t s = device_subgroup;
-  return s >= 2 && pow2(s) && wg % s == 0 && kir::type_bytes(t) == 4 ? s : 0;
+  return s >= 2 && pow2(s) && wg % s == 0 && dtype_bytes(t) == 4 ? s : 0;
 }
 
 WorkgroupReduce::WorkgroupReduce(kir::KernelBuilder& kb, uint32_t wg, uint32_t subgroup_size)

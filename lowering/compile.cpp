@@ -121,7 +121,7 @@ class CompiledStep final : public Executable {
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
       throw graph::GraphError(fmt::format("set_raw('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
                                           bytes));
     write(nv, data, bytes);
   }
@@ -145,7 +145,7 @@ class CompiledStep final : public Executable {
     if (bytes != b.bytes())
       throw graph::GraphError(fmt::format("get_raw('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
                                           nv.type.to_string(), b.bytes(), b.slot.elements,
-                                          kir::type_name(b.slot.type), bytes));
+                                          dtype_name(b.slot.type), bytes));
     read(name, nv, out, bytes, "get_raw");
   }
 
@@ -159,7 +159,7 @@ class CompiledStep final : public Executable {
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
       throw graph::GraphError(fmt::format("set_device('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
                                           bytes));
     if (nv.kind == graph::OpKind::Parameter) exec_->parameters_changed();
     if (bytes) dev_.copy_from_address(owned(name, nv, "set_device"), address, bytes);
@@ -175,7 +175,7 @@ class CompiledStep final : public Executable {
     const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
     if (bytes != b.bytes())
       throw graph::GraphError(fmt::format("get_device('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements, kir::type_name(b.slot.type),
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
                                           bytes));
     if (bytes) dev_.copy_to_address(owned(name, nv, "get_device"), address, bytes);
   }

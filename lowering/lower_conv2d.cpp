@@ -148,7 +148,7 @@ uint32_t winograd_tile_of(const heavy::Config& c) { return uint32_t(c.get("winog
 // The transformed input or product, the larger scratch buffer, in bytes.
 int64_t winograd_scratch_bytes(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile) {
   return heavy::conv2d_winograd_planes(tile) * std::max(s.cin, s.cout) * heavy::conv2d_winograd_tiles(s, tile) *
-         int64_t(kir::type_bytes(t));
+         int64_t(dtype_bytes(t));
 }
 
 // Where the transforms' passes over memory are small next to the product they save: channels enough for the product
@@ -262,7 +262,7 @@ heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& produc
 // Whether a Winograd program's scratch and partial sums are addressable with 32-bit indices.
 bool winograd_addressable(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile, uint32_t max_splits) {
   const int64_t planes = heavy::conv2d_winograd_planes(tile);
-  return winograd_scratch_bytes(s, t, tile) / kir::type_bytes(t) < (int64_t(1) << 31) &&
+  return winograd_scratch_bytes(s, t, tile) / dtype_bytes(t) < (int64_t(1) << 31) &&
          planes * max_splits * s.cin * s.cout < (int64_t(1) << 31) && heavy::conv2d_winograd_tiles(s, tile) < (int64_t(1) << 31);
 }
 
@@ -361,7 +361,7 @@ HalfOperands half_operands(const graph::Graph& g, const graph::Node& node) {
 // stays one, parameter_launches.h). False (the launch unchanged) where the kernel reads it other than element by
 // element (vector loads, copies) or writes it.
 bool read_in_place(ProgramLaunch& l, size_t j, kir::Type half) {
-  const std::string name = fmt::format("{}_{}", l.kernel.buffers.at(j).name, kir::type_name(half));
+  const std::string name = fmt::format("{}_{}", l.kernel.buffers.at(j).name, dtype_name(half));
   kir::KernelBuilder kb(std::move(l.kernel));
   std::optional<kir::Buf> stored;  // added at the first load rewritten (rewrite_loads refuses before any)
   bool rewritten = true;
@@ -375,7 +375,7 @@ bool read_in_place(ProgramLaunch& l, size_t j, kir::Type half) {
   }
   l.kernel = kb.finish();
   if (!rewritten || !stored) return false;
-  l.kernel.name += fmt::format("_reads_{}", kir::type_name(half));
+  l.kernel.name += fmt::format("_reads_{}", dtype_name(half));
   l.kernel.buffers[j].elem = half;
   l.buffers.push_back(l.buffers[j]);
   return true;
@@ -483,8 +483,8 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   TunableOp op;
   op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
   if (halves.any())
-    op.key.shape += fmt::format("_{}_{}_operands", halves.x ? kir::type_name(*halves.x) : "f32",
-                                halves.w ? kir::type_name(*halves.w) : "f32");
+    op.key.shape += fmt::format("_{}_{}_operands", halves.x ? dtype_name(*halves.x) : "f32",
+                                halves.w ? dtype_name(*halves.w) : "f32");
   std::optional<heavy::PooledOutputs> pooled;
   if (side.pool.valid()) {
     pooled = heavy::PooledOutputs{side_pool_shape(g, side.pool), side.argmax.valid(), !side.result_unread};

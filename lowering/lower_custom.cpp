@@ -30,10 +30,10 @@ void check_contract(const kir::Kernel& k, const CustomKernelRequest& r, const st
                            r.inputs.size() + 1, r.inputs.size()));
   for (size_t i = 0; i < r.inputs.size(); ++i)
     if (k.buffers[i].elem != device_type(r.inputs[i].dtype))
-      throw fail(fmt::format("declares buffer {} as {}, but input {} is {}", i, kir::type_name(k.buffers[i].elem), i,
+      throw fail(fmt::format("declares buffer {} as {}, but input {} is {}", i, dtype_name(k.buffers[i].elem), i,
                              r.inputs[i].to_string()));
   if (k.buffers.back().elem != device_type(r.node.type.dtype))
-    throw fail(fmt::format("declares its result buffer as {}, but the result is {}", kir::type_name(k.buffers.back().elem),
+    throw fail(fmt::format("declares its result buffer as {}, but the result is {}", dtype_name(k.buffers.back().elem),
                            r.node.type.to_string()));
   if (k.scalars.size() != 1 || k.scalars[0].type != kir::Type::U32)
     throw fail("must declare exactly one scalar, the u32 element count of the result");

@@ -101,8 +101,8 @@ class PlanBuilder final : public LoweringContext {
       if (pb.slot.type != kernel.buffers[i].elem)
         throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' buffer {} ('{}') is {}, bound to '{}' of {}",
                                            current_node_, kernel.name, i, kernel.buffers[i].name,
-                                           kir::type_name(kernel.buffers[i].elem), pb.slot.name,
-                                           kir::type_name(pb.slot.type)));
+                                           dtype_name(kernel.buffers[i].elem), pb.slot.name,
+                                           dtype_name(pb.slot.type)));
     }
     if (scalars.count() != kernel.scalars.size())
       throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' declares {} scalars, launch passes {}",
@@ -144,7 +144,7 @@ class PlanBuilder final : public LoweringContext {
     const bool taps = kir::taps_epilogue_of(kernel, index);
     if (taps && store_as)
       throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' taps its epilogue, which rounds to {}: taps keep "
-                                         "the result's type", current_node_, kernel.name, kir::type_name(*store_as)));
+                                         "the result's type", current_node_, kernel.name, dtype_name(*store_as)));
     kir::KernelBuilder kb(std::move(kernel));
     PointwiseTree tree(*this, kb);
     std::vector<std::string> ops;

@@ -19,7 +19,7 @@ using kir::Type;
 using kir::Val;
 
 kir::Kernel copy_kernel(Type type, int64_t n) {
-  return gather_kernel(fmt::format("copy_{}_{}", kir::type_name(type), n), type, n, IndexMap::strided({n}, {1}));
+  return gather_kernel(fmt::format("copy_{}_{}", dtype_name(type), n), type, n, IndexMap::strided({n}, {1}));
 }
 
 kir::Kernel gather_kernel(const std::string& name, Type type, int64_t n, const IndexMap& map) {
@@ -55,7 +55,7 @@ void lower_elementwise(LoweringContext& ctx, graph::Value v) {
     Val r = tree.root(v, i);
     if (r.type() != out_dt)
       throw std::logic_error(fmt::format("pointwise kernel of '{}' computes {} for a {} output", n.name,
-                                         kir::type_name(r.type()), kir::type_name(out_dt)));
+                                         dtype_name(r.type()), dtype_name(out_dt)));
     out[i] = r;
   });
   kir::Kernel k = kb.finish();

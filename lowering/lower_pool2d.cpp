@@ -71,7 +71,7 @@ void lower_max_pool2d_grad_argmax(LoweringContext& ctx, graph::Value v) {
   heavy::launch_heavy(ctx, v, [&] { return heavy::max_pool2d_grad_argmax_kernel(s, t, false, chunks, loads_first); },
                       {}, {partial});
   heavy::HeavyKernel sum =
-      heavy::split_sum_kernel(fmt::format("max_pool2d_grad_argmax_sums_{}_s{}_{}", s.text(), chunks, kir::type_name(t)), t,
+      heavy::split_sum_kernel(fmt::format("max_pool2d_grad_argmax_sums_{}_s{}_{}", s.text(), chunks, dtype_name(t)), t,
                               uint32_t(s.c), chunks);
   ctx.launch(std::move(sum.kernel), {partial, ctx.buffer_of(bias)}, rt::ScalarArgs{}, sum.groups);
 }

@@ -318,7 +318,7 @@ std::optional<TunableOp> tunable_reduce(const graph::Graph& g, graph::Value v, c
                                  shape_tag(g.type(x).shape), shape_tag(n.type.shape));
   TunableOp op;
   op.key = {std::string("reduce_") + (r.combine == Combine::Max ? "max" : r.mean ? "mean" : "sum"), r.key,
-            std::string(kir::type_name(t))};
+            std::string(dtype_name(t))};
   op.heuristic = heuristic(r).config();
   for (const ReduceConfig& c : candidates(r, limits)) op.candidates.push_back(c.config());
   op.build = [stem, t, r, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& c) {

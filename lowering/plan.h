@@ -33,7 +33,7 @@ struct PlannedBuffer {
   int32_t last_use = -1;
   int64_t arena_offset = -1;        // Transient: byte offset in the arena (memory_plan.cpp)
 
-  uint64_t bytes() const { return uint64_t(slot.elements) * kir::type_bytes(slot.type); }
+  uint64_t bytes() const { return uint64_t(slot.elements) * dtype_bytes(slot.type); }
   bool persistent() const { return role != BufferRole::Transient; }
 };
 

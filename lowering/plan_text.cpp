@@ -36,7 +36,7 @@ std::string plan_text(const Plan& p) {
     std::string life = b.first_use < 0 ? "" : fmt::format("  launches {}..{}", b.first_use, b.last_use);
     std::string fill = b.fill ? fmt::format("  = {}", *b.fill) : "";
     s += fmt::format("  #{:<3} {:<9} {:>3} x {:<8} {:>10}  {:<12}{}{}  [{}]\n", i, buffer_role_name(b.role),
-                     kir::type_name(b.slot.type), b.slot.elements, bytes_text(b.bytes()), where, life, fill,
+                     dtype_name(b.slot.type), b.slot.elements, bytes_text(b.bytes()), where, life, fill,
                      join(b.values));
   }
   s += "kernels:\n";

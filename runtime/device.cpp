@@ -45,7 +45,7 @@ std::array<uint32_t, 3> fold_grid(uint64_t groups, const std::array<uint32_t, 3>
 }
 
 ScalarArgs& ScalarArgs::push(const void* p, size_t n) {
-  size_t at = (bytes_.size() + n - 1) / n * n;  // same packing as kir::Kernel::scalar_offsets()
+  size_t at = (bytes_.size() + n - 1) / n * n;  // same packing as KernelInterface::scalar_offsets()
   bytes_.resize(at + n);
   std::memcpy(bytes_.data() + at, p, n);
   ++count_;
@@ -82,7 +82,7 @@ void Device::signal_stream(uint64_t) {
                                info().id, backend_name(info().backend)));
 }
 
-kir::Features apply_feature_mask(kir::Features available) {
+Features apply_feature_mask(Features available) {
   const char* env = std::getenv("SPIRE_MASK_FEATURES");
   if (!env || !*env) return available;
   std::string_view list = env;
@@ -95,8 +95,8 @@ kir::Features apply_feature_mask(kir::Features available) {
     while (!name.empty() && (name.back() == ' ' || name.back() == '\t')) name.remove_suffix(1);
     if (name.empty()) continue;
     bool known = false;
-    for (uint32_t bit = 1; bit <= uint32_t(kir::kLastFeature); bit <<= 1) {
-      if (kir::feature_name(kir::Feature(bit)) == name) {
+    for (uint32_t bit = 1; bit <= uint32_t(kLastFeature); bit <<= 1) {
+      if (feature_name(Feature(bit)) == name) {
         available.bits &= ~bit;
         known = true;
       }
@@ -108,9 +108,9 @@ kir::Features apply_feature_mask(kir::Features available) {
   return available;
 }
 
-std::string missing_feature_message(const kir::Kernel& k, const DeviceInfo& d) {
+std::string missing_feature_message(const KernelInterface& k, const DeviceInfo& d) {
   return fmt::format("kernel '{}' needs {} which device {} ({}) does not support", k.name,
-                     kir::features_to_string(k.features.missing_from(d.features)), d.id, d.name);
+                     features_to_string(k.features.missing_from(d.features)), d.id, d.name);
 }
 
 std::vector<DeviceInfo> list_devices() {

@@ -1,5 +1,5 @@
 // The runtime contract: one small interface every backend implements (runtime/vulkan, runtime/cuda), held to it
-// by one conformance suite run against every driver (tests/runtime_conformance).
+// by one conformance suite run against every driver (tests/runtime/conformance).
 //
 // A Device owns buffers, loads kernels already compiled for it (backends/compile_kernel.h), records command
 // streams that can be submitted many times, and times them with its own clock. The runtime knows binaries,
@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "ir/kernel/kernel.h"
+#include "base/features.h"
 #include "runtime/kernel_binary.h"
 
 namespace spire::rt {
@@ -65,7 +65,7 @@ struct DeviceInfo {
   uint64_t memory_bytes = 0;                 // device-local memory
   uint32_t min_storage_offset_alignment = 16; // offsets of buffer views must be multiples of this (16 at least)
   uint32_t compute_capability = 0;           // CUDA: 90 for sm_90; 0 elsewhere
-  kir::Features features;                    // what kernels may require
+  Features features;                    // what kernels may require
 };
 
 enum class Memory : uint8_t {
@@ -115,8 +115,8 @@ struct BufferView {
 class Kernel {
  public:
   virtual ~Kernel() = default;
-  // Its interface (kir::signature: no body): buffers, scalars, workgroup size.
-  virtual const kir::Kernel& ir() const = 0;
+  // Its interface (kernel_interface.h): buffers, scalars, workgroup size, features.
+  virtual const KernelInterface& interface() const = 0;
 };
 
 // The launch size a caller asks for; the runtime turns it into a grid within the device's limits,
@@ -133,7 +133,7 @@ struct Grid {
 // every runtime so all fold identically; throws Error when even three dimensions cannot hold it.
 std::array<uint32_t, 3> fold_grid(uint64_t groups, const std::array<uint32_t, 3>& max_count);
 
-// Argument values of the kernel's scalar parameters, packed per kir::Kernel::scalar_offsets().
+// Argument values of the kernel's scalar parameters, packed per KernelInterface::scalar_offsets().
 class ScalarArgs {
  public:
   ScalarArgs& u32(uint32_t v) { return push(&v, 4); }
@@ -247,9 +247,9 @@ std::unique_ptr<Device> open_device(const std::string& name = "");
 // names such as "float64,float16") from `available`, so users and tests can check that kernels are refused
 // clearly where a feature is missing. Unknown names are reported on stderr and ignored. Both runtimes apply
 // it to every device they list and open.
-kir::Features apply_feature_mask(kir::Features available);
+Features apply_feature_mask(Features available);
 
 // Shared by both runtimes: the message MissingFeature carries.
-std::string missing_feature_message(const kir::Kernel& k, const DeviceInfo& d);
+std::string missing_feature_message(const KernelInterface& k, const DeviceInfo& d);
 
 }  // namespace spire::rt

@@ -29,13 +29,13 @@ std::string_view buffer_role_name(BufferRole r);  // "transient", "input", ...
 
 struct BufferSpec {
   std::string name;
-  kir::Type type = kir::Type::F32;  // the device element type (an i64 value is stored as i32 on devices)
+  DType type = DType::F32;  // the device element type (an i64 value is stored as i32 on devices)
   uint64_t elements = 0;
   BufferRole role = BufferRole::Transient;
   int64_t arena_offset = -1;   // Transient buffers a launch touches: byte offset in the plan's arena
   std::optional<double> fill;  // Constant and State: every element's initial value
   int32_t weight = -1;         // a bundle's Parameter: index into its weights holding the initial bytes
-  uint64_t bytes() const { return elements * kir::type_bytes(type); }
+  uint64_t bytes() const { return elements * dtype_bytes(type); }
   bool persistent() const { return role != BufferRole::Transient; }
 };
 

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ir/kernel/kernel.h"
+#include "runtime/kernel_interface.h"
 
 namespace spire::rt {
 
@@ -16,9 +16,9 @@ enum class BinaryFormat : uint8_t { Spirv, Ptx };
 std::string_view binary_format_name(BinaryFormat f);  // "SPIR-V", "PTX"
 
 struct KernelBinary {
-  // The kernel's interface: name, workgroup size, features, buffers, scalars and workgroup arrays, with an empty
-  // body (kir::signature). The runtime checks limits and bindings against it and packs scalars by its layout.
-  kir::Kernel signature;
+  // The kernel's interface (kernel_interface.h): the runtime checks limits and bindings against it and packs scalars
+  // by its layout.
+  KernelInterface interface;
   BinaryFormat format = BinaryFormat::Spirv;
   std::vector<uint32_t> spirv;  // Spirv: the module (entry point "main")
   std::string ptx;              // Ptx: the module text

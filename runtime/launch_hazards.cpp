@@ -4,7 +4,7 @@
 
 namespace spire::rt {
 
-std::vector<BufferUse> launch_uses(const kir::Kernel& kernel, std::span<const BufferView> views) {
+std::vector<BufferUse> launch_uses(const KernelInterface& kernel, std::span<const BufferView> views) {
   if (views.size() != kernel.buffers.size())
     throw Error(fmt::format("kernel '{}' takes {} buffers, {} were bound", kernel.name, kernel.buffers.size(), views.size()));
   std::vector<BufferUse> uses;
@@ -24,7 +24,7 @@ bool LaunchHazards::conflicts(std::span<const BufferUse> uses) const {
     if (!u.view.buffer) continue;
     const Range r{u.view.buffer, u.view.offset, u.view.offset + u.view.bytes()};
     if (any_overlap(writes_, r)) return true;                                   // RAW, WAW
-    if (u.access != kir::Access::Read && any_overlap(reads_, r)) return true;  // WAR
+    if (u.access != Access::Read && any_overlap(reads_, r)) return true;  // WAR
   }
   return false;
 }
@@ -33,8 +33,8 @@ void LaunchHazards::add(std::span<const BufferUse> uses) {
   for (const BufferUse& u : uses) {
     if (!u.view.buffer) continue;
     const Range r{u.view.buffer, u.view.offset, u.view.offset + u.view.bytes()};
-    if (u.access != kir::Access::Write) reads_.push_back(r);
-    if (u.access != kir::Access::Read) writes_.push_back(r);
+    if (u.access != Access::Write) reads_.push_back(r);
+    if (u.access != Access::Read) writes_.push_back(r);
   }
 }
 
@@ -45,7 +45,7 @@ void LaunchHazards::clear() {
 
 bool LaunchHazards::dispatch(CommandStream& stream, const Kernel& kernel, std::span<const BufferView> views,
                              const ScalarArgs& scalars, Grid grid) {
-  const std::vector<BufferUse> uses = launch_uses(kernel.ir(), views);
+  const std::vector<BufferUse> uses = launch_uses(kernel.interface(), views);
   const bool barrier = conflicts(uses);
   if (barrier) {
     stream.barrier();

@@ -13,18 +13,17 @@
 #include <span>
 #include <vector>
 
-#include "ir/kernel/kernel.h"
 #include "runtime/device.h"
 
 namespace spire::rt {
 
 struct BufferUse {
   BufferView view;
-  kir::Access access = kir::Access::ReadWrite;
+  Access access = Access::ReadWrite;
 };
 
 // The uses of a launch of `kernel` over `views` (in its buffer declaration order), with the kernel's declared access.
-std::vector<BufferUse> launch_uses(const kir::Kernel& kernel, std::span<const BufferView> views);
+std::vector<BufferUse> launch_uses(const KernelInterface& kernel, std::span<const BufferView> views);
 
 class LaunchHazards {
  public:

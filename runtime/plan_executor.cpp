@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "ir/kernel/half_bits.h"
+#include "base/half_bits.h"
 #include "runtime/launch_hazards.h"
 
 namespace spire::rt {
@@ -30,18 +30,18 @@ namespace {
 uint64_t whole_words(uint64_t bytes) { return (std::max<uint64_t>(bytes, 4) + 3) & ~uint64_t(3); }
 
 // `elements` copies of `v` in the device type `t`.
-std::vector<uint8_t> filled(kir::Type t, double v, uint64_t elements) {
-  const uint32_t n = kir::type_bytes(t);
+std::vector<uint8_t> filled(DType t, double v, uint64_t elements) {
+  const uint32_t n = dtype_bytes(t);
   uint8_t one[8] = {};
   switch (t) {
-    case kir::Type::F32: { float f = float(v); std::memcpy(one, &f, 4); break; }
-    case kir::Type::F64: std::memcpy(one, &v, 8); break;
-    case kir::Type::I32: { int32_t x = int32_t(v); std::memcpy(one, &x, 4); break; }
-    case kir::Type::U32: { uint32_t x = uint32_t(v); std::memcpy(one, &x, 4); break; }
-    case kir::Type::I64: { int64_t x = int64_t(v); std::memcpy(one, &x, 8); break; }
-    case kir::Type::F16: { uint16_t h = kir::f32_to_f16_bits(float(v)); std::memcpy(one, &h, 2); break; }
-    case kir::Type::BF16: { uint16_t h = kir::f32_to_bf16_bits(float(v)); std::memcpy(one, &h, 2); break; }
-    case kir::Type::Bool: break;
+    case DType::F32: { float f = float(v); std::memcpy(one, &f, 4); break; }
+    case DType::F64: std::memcpy(one, &v, 8); break;
+    case DType::I32: { int32_t x = int32_t(v); std::memcpy(one, &x, 4); break; }
+    case DType::U32: { uint32_t x = uint32_t(v); std::memcpy(one, &x, 4); break; }
+    case DType::I64: { int64_t x = int64_t(v); std::memcpy(one, &x, 8); break; }
+    case DType::F16: { uint16_t h = spire::f32_to_f16_bits(float(v)); std::memcpy(one, &h, 2); break; }
+    case DType::BF16: { uint16_t h = spire::f32_to_bf16_bits(float(v)); std::memcpy(one, &h, 2); break; }
+    case DType::Bool: break;
   }
   std::vector<uint8_t> out(size_t(elements * n));
   for (uint64_t e = 0; e < elements; ++e) std::memcpy(out.data() + e * n, one, n);
@@ -49,20 +49,20 @@ std::vector<uint8_t> filled(kir::Type t, double v, uint64_t elements) {
 }
 
 // The launch's packed scalar bytes as arguments, pushed in the signature's order so a stream packs them identically.
-ScalarArgs unpack_scalars(const kir::Kernel& sig, const std::vector<uint8_t>& packed, const std::string& node) {
+ScalarArgs unpack_scalars(const KernelInterface& sig, const std::vector<uint8_t>& packed, const std::string& node) {
   const std::vector<uint32_t> offsets = sig.scalar_offsets();
   ScalarArgs a;
   for (size_t i = 0; i < sig.scalars.size(); ++i) {
-    const uint32_t n = kir::type_bytes(sig.scalars[i].type);
+    const uint32_t n = dtype_bytes(sig.scalars[i].type);
     if (offsets[i] + n > packed.size())
       throw Error(fmt::format("launch of '{}' ({}): {} bytes of scalars, the kernel's scalar {} ends at byte {}", sig.name,
                               node, packed.size(), i, offsets[i] + n));
     const uint8_t* p = packed.data() + offsets[i];
     switch (sig.scalars[i].type) {
-      case kir::Type::F32: { float v; std::memcpy(&v, p, 4); a.f32(v); break; }
-      case kir::Type::F64: { double v; std::memcpy(&v, p, 8); a.f64(v); break; }
-      case kir::Type::I64: { int64_t v; std::memcpy(&v, p, 8); a.i64(v); break; }
-      case kir::Type::I32: { int32_t v; std::memcpy(&v, p, 4); a.i32(v); break; }
+      case DType::F32: { float v; std::memcpy(&v, p, 4); a.f32(v); break; }
+      case DType::F64: { double v; std::memcpy(&v, p, 8); a.f64(v); break; }
+      case DType::I64: { int64_t v; std::memcpy(&v, p, 8); a.i64(v); break; }
+      case DType::I32: { int32_t v; std::memcpy(&v, p, 4); a.i32(v); break; }
       default: { uint32_t v; std::memcpy(&v, p, 4); a.u32(v); break; }
     }
   }
@@ -119,14 +119,14 @@ void PlanExecutor::load_kernels() {
     } catch (const MissingFeature& e) {
       throw MissingFeature(fmt::format("{} (needed by {})", e.what(), users));
     } catch (const std::exception& e) {
-      throw Error(fmt::format("loading kernel '{}' (for {}) of plan '{}' on {}: {}", plan_.kernels[k].signature.name,
+      throw Error(fmt::format("loading kernel '{}' (for {}) of plan '{}' on {}: {}", plan_.kernels[k].interface.name,
                               users, plan_.target, dev_.info().id, e.what()));
     }
   }
   for (const LaunchSpec& l : plan_.launches) {
     if (l.kernel >= plan_.kernels.size())
       throw Error(fmt::format("launch of '{}' names kernel {} of {}", l.node, l.kernel, plan_.kernels.size()));
-    scalars_.push_back(unpack_scalars(plan_.kernels[l.kernel].signature, l.scalars, l.node));
+    scalars_.push_back(unpack_scalars(plan_.kernels[l.kernel].interface, l.scalars, l.node));
   }
 }
 

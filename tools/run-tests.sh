@@ -25,6 +25,6 @@ if [ "${SPIRE_SKIP_ASAN:-0}" != "1" ]; then
   cmake --build "$root/build-asan" -j "$(nproc)" --target test_io test_io_tensor_file spire_graph_tests test_onnx_import
   "$root/build-asan/tests/io/test_io" --gtest_brief=1
   "$root/build-asan/tests/io/test_io_tensor_file" --gtest_brief=1
-  "$root/build-asan/tests/graph/spire_graph_tests" --gtest_brief=1
-  "$root/build-asan/tests/onnx/test_onnx_import" --gtest_brief=1
+  "$root/build-asan/tests/ir/graph/spire_graph_tests" --gtest_brief=1
+  "$root/build-asan/tests/frontend/onnx/test_onnx_import" --gtest_brief=1
 fi

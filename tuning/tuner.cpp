@@ -33,7 +33,7 @@ class BufferPool {
   BufferPool(rt::Device& dev, uint64_t seed) : dev_(dev), rng_(seed) {}
 
   rt::BufferView view(size_t index, const ProgramBuffer& b) {
-    const uint64_t bytes = std::max<uint64_t>(uint64_t(b.elements) * std::max<uint32_t>(kir::type_bytes(b.type), 1), 4);
+    const uint64_t bytes = std::max<uint64_t>(uint64_t(b.elements) * std::max<uint32_t>(dtype_bytes(b.type), 1), 4);
     if (index >= buffers_.size()) buffers_.resize(index + 1);
     if (!buffers_[index] || buffers_[index]->size() < bytes) {
       buffers_[index].reset();  // free first: large buffers should not coexist

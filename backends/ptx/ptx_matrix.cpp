@@ -77,7 +77,7 @@ std::string Translator::packed_share(uint32_t fragment) {
   const kir::MatrixFragment& f = k_.fragments[fragment];
   if (f.elem != Type::BF16)
     fail(fmt::format("packed fragment {} holds {}: only bf16 fragments are packed on PTX", f.name,
-                     kir::type_name(f.elem)));
+                     dtype_name(f.elem)));
   return fragment_list(fragment);
 }
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "ir/kernel/half_bits.h"
+#include "base/half_bits.h"
 #include "backends/ptx/ptx_math.h"
 #include "backends/ptx/ptx_translator.h"
 
@@ -95,7 +95,7 @@ void Translator::constant(const kir::Instr& in, const std::string& dst) {
       w_.ins(fmt::format("mov.b32 {}, 0x{:08X};", dst, uint32_t(in.imm.i)));
       break;
     case Type::I64: w_.ins(fmt::format("mov.b64 {}, 0x{:016X};", dst, uint64_t(in.imm.i))); break;
-    case Type::F16: w_.ins(fmt::format("mov.b16 {}, 0x{:04X};", dst, kir::f32_to_f16_bits(float(in.imm.f)))); break;
+    case Type::F16: w_.ins(fmt::format("mov.b16 {}, 0x{:04X};", dst, spire::f32_to_f16_bits(float(in.imm.f)))); break;
     case Type::F32: w_.ins(fmt::format("mov.f32 {}, {};", dst, f32_imm(float(in.imm.f)))); break;
     case Type::F64: w_.ins(fmt::format("mov.f64 {}, {};", dst, f64_imm(in.imm.f))); break;
     case Type::BF16: fail("internal: a bf16 constant (the builder makes them from f32)"); break;
@@ -120,7 +120,7 @@ void Translator::compute(Op op, Type t, const std::string& dst, const std::vecto
   const std::string bits(ptx_bits(t));
   auto emit = [&](const std::string& text) { w_.ins(text); };
   auto unsupported = [&]() {
-    fail(fmt::format("{} on {} is not supported by the PTX backend", kir::op_name(op), kir::type_name(t)));
+    fail(fmt::format("{} on {} is not supported by the PTX backend", kir::op_name(op), dtype_name(t)));
   };
   // value_op widens f16 arithmetic to f32 first; only selp moves f16 bits directly.
   if (t == Type::F16 && op != Op::Select) unsupported();
@@ -248,9 +248,9 @@ void Translator::convert(Type from, Type to, const std::string& dst, const std::
   auto cvt_type = [](Type t) { return std::string(ptx_type(t)); };
   const bool ff = kir::is_float(from), ft = kir::is_float(to);
   if (!ff && !ft) {
-    if (kir::type_bytes(from) == kir::type_bytes(to)) {  // i32 <-> u32: same bits
+    if (dtype_bytes(from) == dtype_bytes(to)) {  // i32 <-> u32: same bits
       w_.ins(fmt::format("mov.b32 {}, {};", dst, src));
-    } else if (kir::type_bytes(to) < kir::type_bytes(from)) {  // i64 -> 32 bits: keep the low word
+    } else if (dtype_bytes(to) < dtype_bytes(from)) {  // i64 -> 32 bits: keep the low word
       w_.ins(fmt::format("cvt.u32.u64 {}, {};", dst, src));
     } else {  // widen: sign-extend i32, zero-extend u32
       w_.ins(fmt::format("cvt.{}.{} {}, {};", from == Type::I32 ? "s64" : "u64", cvt_type(from), dst, src));
@@ -260,7 +260,7 @@ void Translator::convert(Type from, Type to, const std::string& dst, const std::
   } else if (ff && !ft) {
     // Truncation toward zero; out-of-range values saturate and NaN gives 0 (undefined in C).
     w_.ins(fmt::format("cvt.rzi.{}.{} {}, {};", cvt_type(to), cvt_type(from), dst, src));
-  } else if (kir::type_bytes(to) > kir::type_bytes(from)) {
+  } else if (dtype_bytes(to) > dtype_bytes(from)) {
     w_.ins(fmt::format("cvt.{}.{} {}, {};", cvt_type(to), cvt_type(from), dst, src));  // widening is exact
   } else {
     w_.ins(fmt::format("cvt.rn.{}.{} {}, {};", cvt_type(to), cvt_type(from), dst, src));
@@ -269,7 +269,7 @@ void Translator::convert(Type from, Type to, const std::string& dst, const std::
 
 // bf16 <-> f32 on the bits (the verifier allows only f32 on the other side), with integer instructions rather than
 // cvt's bf16 forms (sm_80 / sm_90): f32 -> bf16 rounds half to even and keeps a NaN quiet, bit for bit what
-// kir::f32_to_bf16_bits and the SPIR-V backend do.
+// spire::f32_to_bf16_bits and the SPIR-V backend do.
 void Translator::convert_bf16(Type to, const std::string& dst, const std::string& src) {
   const std::string wide = w_.reg(RegClass::B32);
   if (to == Type::F32) {

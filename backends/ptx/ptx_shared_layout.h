@@ -46,7 +46,7 @@ inline SharedLayout shared_layout(const kir::Kernel& k) {
   for (const kir::SharedArray& s : k.shared) {
     l.bytes = (l.bytes + l.align - 1) / l.align * l.align;
     l.offsets.push_back(l.bytes);
-    l.bytes += s.count * kir::type_bytes(s.elem);
+    l.bytes += s.count * dtype_bytes(s.elem);
   }
   l.bytes = (l.bytes + kArrivalBarrierBytes - 1) / kArrivalBarrierBytes * kArrivalBarrierBytes;
   for (const kir::ArrivalBarriers& b : k.arrival_barriers) {

@@ -54,12 +54,12 @@ std::string Translator::entry_params() const {
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
     const auto& b = k_.buffers[i];
     ps.push_back({fmt::format(".param .u64 {}", buffer_param(i)),
-                  fmt::format("buffer {}: {} {}", one_line(b.name), kir::type_name(b.elem), kir::access_name(b.access))});
+                  fmt::format("buffer {}: {} {}", one_line(b.name), dtype_name(b.elem), kir::access_name(b.access))});
   }
   for (uint32_t i = 0; i < k_.scalars.size(); ++i) {
     const auto& sc = k_.scalars[i];
     ps.push_back({fmt::format(".param .{} {}", param_type(sc.type), scalar_param(i)),
-                  fmt::format("scalar {}: {}", one_line(sc.name), kir::type_name(sc.type))});
+                  fmt::format("scalar {}: {}", one_line(sc.name), dtype_name(sc.type))});
   }
   for (uint32_t i = 0; i < k_.tensor_maps.size(); ++i) {
     // The driver's 128-byte CUtensorMap, passed by value (cuTensorMapEncodeTiled fills it at dispatch).
@@ -168,7 +168,7 @@ std::string Translator::module() {
   for (uint32_t i = 0; i < k_.shared.size() && !layout.dynamic; ++i) {
     const auto& s = k_.shared[i];
     out += fmt::format("  .shared .align {} .b8 {}[{}];  // {}: {} x {}\n", kSharedAlign, shared_symbol(i),
-                       uint64_t(s.count) * kir::type_bytes(s.elem), one_line(s.name), s.count, kir::type_name(s.elem));
+                       uint64_t(s.count) * dtype_bytes(s.elem), one_line(s.name), s.count, dtype_name(s.elem));
   }
   out += "\n";
   out += w_.body();
@@ -278,11 +278,11 @@ void Translator::builtin(kir::Builtin b, const std::string& dst) {
 // workgroup must be whole warps (checked in translate()) and the call in uniform control flow (kir's rule).
 void Translator::shuffle_xor(const kir::Instr& in, const std::string& dst) {
   const std::string mask = val(in.operands[1]);
-  if (kir::type_bytes(in.type) == 4) {
+  if (dtype_bytes(in.type) == 4) {
     w_.ins(fmt::format("shfl.sync.bfly.b32 {}, {}, {}, 31, -1;", dst, val(in.operands[0]), mask));
     return;
   }
-  if (kir::type_bytes(in.type) != 8) fail(fmt::format("shuffle_xor of {} (32- and 64-bit values only)", kir::type_name(in.type)));
+  if (dtype_bytes(in.type) != 8) fail(fmt::format("shuffle_xor of {} (32- and 64-bit values only)", dtype_name(in.type)));
   auto lo = w_.reg(RegClass::B32), hi = w_.reg(RegClass::B32);
   w_.ins(fmt::format("mov.b64 {{{}, {}}}, {};", lo, hi, val(in.operands[0])));
   w_.ins(fmt::format("shfl.sync.bfly.b32 {}, {}, {}, 31, -1;", lo, lo, mask));
@@ -295,7 +295,7 @@ std::string Translator::buffer_address(uint32_t buffer, kir::ValueId index) {
   auto addr = w_.reg(RegClass::B64);
   // The index is u32 or i32 (kir::verify); a negative i32 index addresses before the base, as in C.
   const char* wide = type_of(index) == Type::I32 ? "mul.wide.s32" : "mul.wide.u32";
-  w_.ins(fmt::format("{} {}, {}, {};", wide, off, val(index), kir::type_bytes(k_.buffers[buffer].elem)));
+  w_.ins(fmt::format("{} {}, {}, {};", wide, off, val(index), dtype_bytes(k_.buffers[buffer].elem)));
   w_.ins(fmt::format("add.s64 {}, {}, {};", addr, buffers_[buffer], off));
   return addr;
 }
@@ -305,12 +305,12 @@ std::string Translator::buffer_operand(uint32_t buffer, kir::ValueId index) {
   if (o == offsets_.end()) return buffer_address(buffer, index);
   // Another value plus a constant: that value's address, the constant as the immediate offset.
   return fmt::format("{}+{}", buffer_address(buffer, o->second.base),
-                     o->second.offset * int64_t(kir::type_bytes(k_.buffers[buffer].elem)));
+                     o->second.offset * int64_t(dtype_bytes(k_.buffers[buffer].elem)));
 }
 
 std::string Translator::shared_address(uint32_t array, kir::ValueId index) {
   auto addr = w_.reg(RegClass::B32);
-  w_.ins(fmt::format("mad.lo.u32 {}, {}, {}, {};", addr, val(index), kir::type_bytes(k_.shared[array].elem),
+  w_.ins(fmt::format("mad.lo.u32 {}, {}, {}, {};", addr, val(index), dtype_bytes(k_.shared[array].elem),
                      shared_[array]));
   return addr;
 }
@@ -333,7 +333,7 @@ void Translator::memory_op(const kir::Instr& in, const std::string& dst) {
     }
     case kir::Op::AtomicAdd: {
       if (in.type != Type::I32 && in.type != Type::U32 && in.type != Type::F32)
-        fail(fmt::format("atomic_add on {} (only i32, u32 and f32)", kir::type_name(in.type)));
+        fail(fmt::format("atomic_add on {} (only i32, u32 and f32)", dtype_name(in.type)));
       auto addr = buffer_operand(in.index, in.operands[0]);
       w_.ins(fmt::format("atom.global.add.{} {}, [{}], {};", ptx_type(in.type), dst, addr, val(in.operands[1])));
       break;

@@ -22,7 +22,7 @@ constexpr uint32_t kDescriptorField = 0x3FFF;  // 14 bits of 16-byte units
 }  // namespace
 
 std::string Translator::warpgroup_descriptor(const kir::WarpgroupOperand& o) {
-  const uint32_t bytes = kir::type_bytes(k_.shared[o.array].elem);
+  const uint32_t bytes = dtype_bytes(k_.shared[o.array].elem);
   const uint64_t k_units = uint64_t(o.k_block_stride) * bytes / 16, mn_units = uint64_t(o.mn_block_stride) * bytes / 16;
   // Which stride is "leading" depends on the layout (PTX ISA's canonical layouts, checked on an H100 by
   // tools/gpu/wgmma_layout_probe.cu and tools/gpu/tma_gemm_probe.cu): without swizzling LBO runs along K and SBO along

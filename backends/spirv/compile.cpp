@@ -40,8 +40,8 @@ std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
   std::vector<uint32_t> words = KernelEmitter(k).emit();
   // Debian 12's SPIRV-Tools (2023.1) predates SPV_KHR_cooperative_matrix and SPV_KHR_bfloat16: its validator and
   // optimizer reject their opcodes, so cooperative-matrix modules skip both. Their words are checked against the
-  // extensions' specifications by tests/spirv/cooperative_matrix_test.cpp and run by the device tests where a driver
-  // offers the feature (tests/lowering_heavy/matmul_mma_test.cpp).
+  // extensions' specifications by tests/backends/spirv/cooperative_matrix_test.cpp and run by the device tests where a driver
+  // offers the feature (tests/kernels/matmul_mma_test.cpp).
   if (!k.fragments.empty()) return words;
   if (opt.validate) require_valid(words, k);
   if (opt.optimize) {

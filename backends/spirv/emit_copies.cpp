@@ -22,7 +22,7 @@ namespace spire::spirv {
 namespace {
 
 // Elements of `t` per 16-byte vector.
-uint32_t per_vector(kir::Type t) { return 16 / kir::type_bytes(t); }
+uint32_t per_vector(kir::Type t) { return 16 / dtype_bytes(t); }
 
 uint32_t log2_of(uint32_t x) {
   uint32_t l = 0;
@@ -66,7 +66,7 @@ void KernelEmitter::plan_copies() {
       throw std::logic_error(fmt::format("SPIR-V backend: shared array {} is copied into and also written element by "
                                          "element; copies are emitted only into arrays that nothing else writes but "
                                          "matrix stores", k_.shared[a].name));
-    if ((uint64_t(k_.shared[a].count) * kir::type_bytes(k_.shared[a].elem)) % 16)
+    if ((uint64_t(k_.shared[a].count) * dtype_bytes(k_.shared[a].elem)) % 16)
       throw std::logic_error(fmt::format("SPIR-V backend: shared array {} is copied into but is not a whole number of "
                                          "16-byte vectors", k_.shared[a].name));
   }
@@ -127,13 +127,13 @@ Id KernelEmitter::copy_destination(uint32_t array, Id element_index) {
 
 Id KernelEmitter::load_from_vectors(uint32_t array, Id element) {
   const kir::Type t = k_.shared.at(array).elem;
-  const uint32_t bytes = kir::type_bytes(t);
+  const uint32_t bytes = dtype_bytes(t);
   Id u32 = m_.type_int(32, false);
   // The 32-bit word holding the element: vector element / per_vector, word (element * bytes / 4) % 4.
   const uint32_t per_word = 4 / std::max<uint32_t>(bytes, 1);
   if (bytes != 4 && bytes != 2)
     throw std::logic_error(fmt::format("SPIR-V backend: reading {} elements of copied shared array {} one by one",
-                                       kir::type_name(t), k_.shared.at(array).name));
+                                       dtype_name(t), k_.shared.at(array).name));
   Id word_index = op(SpvOpBitwiseAnd, u32, {op(SpvOpShiftRightLogical, u32, {element, m_.constant_u32(log2_of(per_word))}),
                                             m_.constant_u32(3)});
   Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassWorkgroup, u32),

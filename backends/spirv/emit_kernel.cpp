@@ -155,7 +155,7 @@ void note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes)
 void KernelEmitter::declare_buffers() {
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
     const kir::BufferParam& b = k_.buffers[i];
-    Id runtime_array = m_.type_runtime_array(type(b.elem), kir::type_bytes(b.elem));
+    Id runtime_array = m_.type_runtime_array(type(b.elem), dtype_bytes(b.elem));
     Id block_type = m_.type_struct({runtime_array});
     m_.decorate(block_type, SpvDecorationBlock);
     m_.member_decorate(block_type, 0, SpvDecorationOffset, {0});
@@ -180,7 +180,7 @@ void KernelEmitter::declare_buffers() {
     const uint32_t lanes = buffer_lanes_[i];
     if (lanes == 1 || b.access != kir::Access::Read) continue;
     buffer_vector_vars_[i] =
-        declare_read_only_view(i, m_.type_vector(type(b.elem), lanes), kir::type_bytes(b.elem) * lanes, b.name + "_vectors");
+        declare_read_only_view(i, m_.type_vector(type(b.elem), lanes), dtype_bytes(b.elem) * lanes, b.name + "_vectors");
   }
 }
 
@@ -231,7 +231,7 @@ void KernelEmitter::declare_shared_arrays() {
     // No ArrayStride: Workgroup memory has no explicit layout in Vulkan (it would be an error). Copy destinations
     // are arrays of 16-byte vectors (emit_copies.cpp).
     Id array = shared_vectors_.at(i)
-                   ? m_.type_array(m_.type_vector(m_.type_int(32, false), 4), s.count * kir::type_bytes(s.elem) / 16)
+                   ? m_.type_array(m_.type_vector(m_.type_int(32, false), 4), s.count * dtype_bytes(s.elem) / 16)
                    : m_.type_array(type(s.elem), s.count);
     Id var = m_.global_variable(m_.type_pointer(SpvStorageClassWorkgroup, array), SpvStorageClassWorkgroup);
     m_.name(var, s.name);
@@ -553,7 +553,7 @@ Id KernelEmitter::type(kir::Type t) {
   throw std::logic_error("SPIR-V backend: unknown type");
 }
 
-Id KernelEmitter::unsigned_type(kir::Type t) { return m_.type_int(kir::type_bytes(t) * 8, false); }
-Id KernelEmitter::signed_type(kir::Type t) { return m_.type_int(kir::type_bytes(t) * 8, true); }
+Id KernelEmitter::unsigned_type(kir::Type t) { return m_.type_int(dtype_bytes(t) * 8, false); }
+Id KernelEmitter::signed_type(kir::Type t) { return m_.type_int(dtype_bytes(t) * 8, true); }
 
 }  // namespace spire::spirv

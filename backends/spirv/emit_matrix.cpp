@@ -53,7 +53,7 @@ void KernelEmitter::declare_fragments() {
 // (emit_copies.cpp), whose matrices start on 32 bytes and whose strides are multiples of 16 bytes (kernel.h).
 std::pair<Id, Id> KernelEmitter::matrix_memory(uint32_t array, kir::ValueId index, uint32_t stride) {
   if (!shared_vectors_.at(array)) return {shared_element(array, index), m_.constant_u32(stride)};
-  const uint32_t per_vector = 16 / kir::type_bytes(k_.shared.at(array).elem);
+  const uint32_t per_vector = 16 / dtype_bytes(k_.shared.at(array).elem);
   return {copy_destination(array, as_u32(index)), m_.constant_u32(stride / per_vector)};
 }
 

@@ -144,7 +144,7 @@ Id KernelEmitter::convert(Id v, Type from, Type to) {
   // Integer to integer, with C semantics: widening extends by the source's signedness, narrowing keeps
   // the low bits, same width reinterprets. SConvert/UConvert cannot keep the width, and in a shader
   // UConvert must produce an unsigned type, so change the width first and the signedness second.
-  if (kir::type_bytes(from) == kir::type_bytes(to)) return op(SpvOpBitcast, type(to), {v});
+  if (dtype_bytes(from) == dtype_bytes(to)) return op(SpvOpBitcast, type(to), {v});
   bool from_signed = kir::is_signed_int(from);
   Id resized = from_signed ? op(SpvOpSConvert, signed_type(to), {v}) : op(SpvOpUConvert, unsigned_type(to), {v});
   if (from_signed == kir::is_signed_int(to)) return resized;
@@ -153,7 +153,7 @@ Id KernelEmitter::convert(Id v, Type from, Type to) {
 
 // bf16 is the top half of an f32 (types.h), held as a 16-bit word; the verifier allows only f32 on the other side.
 // f32 -> bf16 rounds half to even on the dropped 16 bits (adding 0x7FFF plus the kept lowest bit carries exactly
-// then) and keeps a NaN quiet, bit for bit what kir::f32_to_bf16_bits and the PTX backend do.
+// then) and keeps a NaN quiet, bit for bit what spire::f32_to_bf16_bits and the PTX backend do.
 Id KernelEmitter::convert_bf16(Id v, Type to) {
   const Id u32 = type(Type::U32), u16 = type(Type::BF16);
   auto c = [&](uint32_t x) { return m_.constant_u32(x); };
@@ -193,7 +193,7 @@ Id KernelEmitter::atomic_add(const kir::Instr& in) {
     return op(SpvOpAtomicFAddEXT, type(in.type), {pointer, device, relaxed, v});
   }
   if (in.type != Type::I32 && in.type != Type::U32)
-    throw std::logic_error(fmt::format("SPIR-V backend: atomic add on {}", kir::type_name(in.type)));
+    throw std::logic_error(fmt::format("SPIR-V backend: atomic add on {}", dtype_name(in.type)));
   return op(SpvOpAtomicIAdd, type(in.type), {pointer, device, relaxed, v});
 }
 
@@ -201,11 +201,11 @@ Id KernelEmitter::atomic_add(const kir::Instr& in) {
 // Constants of kir types
 
 Id KernelEmitter::float_constant(Type t, double v) {
-  return m_.constant(type(t), float_constant_words(kir::type_bytes(t) * 8, v));
+  return m_.constant(type(t), float_constant_words(dtype_bytes(t) * 8, v));
 }
 
 Id KernelEmitter::int_constant(Type t, int64_t v) {
-  return m_.constant(type(t), int_constant_words(kir::type_bytes(t) * 8, v));
+  return m_.constant(type(t), int_constant_words(dtype_bytes(t) * 8, v));
 }
 
 }  // namespace spire::spirv

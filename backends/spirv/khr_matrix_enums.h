@@ -1,6 +1,6 @@
 // SPIR-V numbers of SPV_KHR_cooperative_matrix and SPV_KHR_bfloat16, which Debian 12's SPIRV-Headers (1.3.239)
 // predate. Values from the SPIR-V registry's extension specifications (SPV_KHR_cooperative_matrix revision 10,
-// SPV_KHR_bfloat16); a test (tests/spirv/cooperative_matrix_test.cpp) checks the words the emitter writes with them.
+// SPV_KHR_bfloat16); a test (tests/backends/spirv/cooperative_matrix_test.cpp) checks the words the emitter writes with them.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // SPIR-V numbers of SPV_NV_cooperative_matrix2 and SPV_NV_tensor_addressing (workgroup matrices loaded from and
 // stored to buffers through tensor layouts), which Debian 12's SPIRV-Headers (1.3.239) predate. Values from the
 // SPIR-V registry's grammar (spirv.core.grammar.json) and the extensions' specifications; a test
-// (tests/spirv/cooperative_matrix_test.cpp, SpirvWorkgroupMatrix) checks the words the emitter writes with them.
+// (tests/backends/spirv/cooperative_matrix_test.cpp, SpirvWorkgroupMatrix) checks the words the emitter writes with them.
 #pragma once
 
 #include <cstdint>

@@ -27,7 +27,7 @@ double max_relative_error(graph::DType t) {
 }
 
 std::optional<double> print_device_peak(const rt::DeviceInfo& info, graph::DType t, std::optional<double> given) {
-  const bool tensor_cores = t != graph::DType::F32 && info.features.has(kir::Feature::CooperativeMatrix);
+  const bool tensor_cores = t != graph::DType::F32 && info.features.has(Feature::CooperativeMatrix);
   const std::optional<double> peak = given        ? given
                                      : tensor_cores ? half_tensor_peak_tflops(info.name)
                                                     : fp32_peak_tflops(info.name);

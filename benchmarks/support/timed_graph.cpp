@@ -5,7 +5,7 @@
 #include <stdexcept>
 #include <random>
 
-#include "ir/kernel/half_bits.h"
+#include "base/half_bits.h"
 #include "lowering/executable.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
@@ -31,7 +31,7 @@ std::vector<uint8_t> encode(const std::vector<float>& v, graph::DType t) {
   }
   std::vector<uint8_t> out(v.size() * 2);
   for (size_t i = 0; i < v.size(); ++i) {
-    uint16_t h = t == graph::DType::F16 ? kir::f32_to_f16_bits(v[i]) : kir::f32_to_bf16_bits(v[i]);
+    uint16_t h = t == graph::DType::F16 ? spire::f32_to_f16_bits(v[i]) : spire::f32_to_bf16_bits(v[i]);
     std::memcpy(out.data() + 2 * i, &h, 2);
   }
   return out;
@@ -47,7 +47,7 @@ std::vector<float> decode(const std::vector<uint8_t>& bytes, graph::DType t) {
   for (size_t i = 0; i < out.size(); ++i) {
     uint16_t h;
     std::memcpy(&h, bytes.data() + 2 * i, 2);
-    out[i] = t == graph::DType::F16 ? kir::f16_bits_to_f32(h) : kir::bf16_bits_to_f32(h);
+    out[i] = t == graph::DType::F16 ? spire::f16_bits_to_f32(h) : spire::bf16_bits_to_f32(h);
   }
   return out;
 }

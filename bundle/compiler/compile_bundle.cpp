@@ -13,21 +13,6 @@ namespace spire::bundle {
 
 namespace {
 
-DType bundle_dtype(graph::DType t) {
-  switch (t) {
-    case graph::DType::F32: return DType::F32;
-    case graph::DType::F64: return DType::F64;
-    case graph::DType::I32: return DType::I32;
-    case graph::DType::I64: return DType::I64;
-    case graph::DType::Bool: return DType::Bool;
-    case graph::DType::F16: case graph::DType::BF16:
-      // The bundle format and the C API have no 16-bit types yet.
-      throw graph::GraphError(fmt::format("bundles do not hold {} values yet: cast the model's inputs, outputs and "
-                                          "weights to f32 before compiling a bundle", graph::dtype_name(t)));
-  }
-  return DType::F32;
-}
-
 // The graph type of a model tensor: an input is a leaf, an output a named graph output.
 graph::TensorType type_of(const graph::Graph& g, const ModelTensor& t, bool input) {
   if (input) {
@@ -65,7 +50,7 @@ class BundleBuilder {
       const auto& z = io == 0 ? large.inputs : large.outputs;
       for (size_t i = 0; i < z.size(); ++i) {
         const auto& [name, tz] = z[i];
-        TensorSpec spec{name, bundle_dtype(tz.dtype), tz.shape, false};
+        TensorSpec spec{name, tz.dtype, tz.shape, false};
         const graph::TensorType& ta = a.at(i).second;
         if (o_.dynamic_batch && ta.shape != tz.shape) {
           std::vector<int64_t> expect = tz.shape;
@@ -161,9 +146,6 @@ Bundle compile_bundle(const std::function<ModelAtBatch(int64_t)>& model, const C
   const size_t total = batches.size() * o.targets.size();
   for (int64_t b : batches) {
     const ModelAtBatch m = model(b);
-    // Half values anywhere (weights, activations) are refused before any kernel is compiled: the bundle format
-    // and the C API have no 16-bit types, and the generic Vulkan target lacks 16-bit storage.
-    for (graph::Value v : m.graph.values()) bundle_dtype(m.graph.type(v).dtype);
     io.emplace_back(m);
     for (const rt::DeviceInfo& target : o.targets) {
       if (o.progress) o.progress(done++, total, target.id, b);

@@ -23,7 +23,10 @@ rt::DeviceInfo portable_vulkan() {
   d.max_kernel_buffers = 24;  // what mobile GPUs offer; desktop drivers offer thousands
   d.memory_bytes = uint64_t(1) << 32;
   d.min_storage_offset_alignment = 256;
-  d.features = kir::Features(kir::Feature::Float64) | kir::Feature::Int64 | kir::Feature::AtomicAddInt;
+  // A half model's kernels need 16-bit storage, which lavapipe and the desktop drivers offer; a device without it
+  // refuses them by name at load, as one without float64 or int64 refuses those.
+  d.features = Features(Feature::Float64) | Feature::Int64 | Feature::AtomicAddInt |
+               Feature::Float16 | Feature::BFloat16;
   return d;
 }
 
@@ -43,10 +46,10 @@ rt::DeviceInfo nvidia_ptx(uint32_t sm) {
   d.max_kernel_buffers = 256;
   d.min_storage_offset_alignment = 16;
   d.compute_capability = sm;
-  d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
-               kir::Feature::BFloat16;
-  if (sm >= 80) d.features |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;  // as runtime/cuda
+  d.features = Features(Feature::Float16) | Feature::Float64 | Feature::Int64 |
+               Feature::AtomicAddInt | Feature::AtomicAddF32 | Feature::SubgroupShuffle |
+               Feature::BFloat16;
+  if (sm >= 80) d.features |= Features(Feature::CooperativeMatrix) | Feature::AsyncCopy;  // as runtime/cuda
   return d;
 }
 

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "ir/kernel/half_bits.h"
+#include "base/half_bits.h"
 
 #include "frontend/onnx/host_tensor.h"
 #include "frontend/onnx/onnx_import.h"
@@ -25,10 +25,11 @@ void decode(const uint8_t* p, int64_t count, DType dtype, std::vector<double>& o
       case DType::F32: { float v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
       case DType::F64: { double v; std::memcpy(&v, p + 8 * i, 8); out[size_t(i)] = v; break; }
       case DType::I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
+      case DType::U32: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
       case DType::I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[size_t(i)] = double(v); break; }
       case DType::Bool: out[size_t(i)] = p[i] != 0 ? 1 : 0; break;
-      case DType::F16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[size_t(i)] = kir::f16_bits_to_f32(v); break; }
-      case DType::BF16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[size_t(i)] = kir::bf16_bits_to_f32(v); break; }
+      case DType::F16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[size_t(i)] = spire::f16_bits_to_f32(v); break; }
+      case DType::BF16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[size_t(i)] = spire::bf16_bits_to_f32(v); break; }
     }
   }
 }
@@ -116,12 +117,16 @@ graph::Tensor read_tensor_proto(const onnx::TensorProto& t, const fs::path& mode
         check_count(t.int32_data_size());
         for (int32_t v : t.int32_data()) r.data.push_back(dtype == DType::Bool ? (v != 0) : v);
         break;
+      case DType::U32:  // ONNX's UINT32 keeps its values in uint64_data
+        check_count(t.uint64_data_size());
+        for (uint64_t v : t.uint64_data()) r.data.push_back(double(v));
+        break;
       case DType::F16:
       case DType::BF16:
         // Without raw data, each 16-bit pattern sits in the low half of an int32_data entry (onnx.proto).
         check_count(t.int32_data_size());
         for (int32_t v : t.int32_data())
-          r.data.push_back(dtype == DType::F16 ? kir::f16_bits_to_f32(uint16_t(v)) : kir::bf16_bits_to_f32(uint16_t(v)));
+          r.data.push_back(dtype == DType::F16 ? spire::f16_bits_to_f32(uint16_t(v)) : spire::bf16_bits_to_f32(uint16_t(v)));
         break;
     }
   }

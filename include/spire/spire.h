@@ -65,7 +65,9 @@ typedef enum spire_dtype {
   SPIRE_DTYPE_F64 = 1,
   SPIRE_DTYPE_I32 = 2,
   SPIRE_DTYPE_I64 = 3,
-  SPIRE_DTYPE_BOOL = 4 /* one byte per element, 0 or 1 */
+  SPIRE_DTYPE_BOOL = 4, /* one byte per element, 0 or 1 */
+  SPIRE_DTYPE_F16 = 5,  /* IEEE binary16 */
+  SPIRE_DTYPE_BF16 = 6  /* bfloat16: the top half of an f32 */
 } spire_dtype;
 
 #define SPIRE_MAX_RANK 8

@@ -22,6 +22,8 @@
 // The op table (op_table.h) describes each op: name, arity, attributes, shape rule, VJP rule.
 #pragma once
 
+#include "base/dtype.h"
+
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -50,14 +52,14 @@ class GraphError : public std::runtime_error {
 // Element types. Bool is what `compare` yields and what `where` takes as its condition.
 // F16 and BF16 are storage precisions: kernels compute them in f32 and round each op's result once
 // (passes/compute_in_f32.h), as PyTorch's half kernels do.
-enum class DType : uint8_t { Bool, I32, I64, F32, F64, F16, BF16 };
-
-std::string_view dtype_name(DType t);                  // "bool", "i32", "i64", "f32", "f64", "f16", "bf16"
-std::optional<DType> dtype_from_name(std::string_view name);
-bool is_float(DType t);                                // F16, BF16, F32, F64
-bool is_half(DType t);                                 // F16, BF16
-bool is_int(DType t);                                  // I32, I64 (not Bool)
-uint32_t dtype_bytes(DType t);                         // Bool: 1
+// The tree's one element type (base/dtype.h; a graph never holds U32 values).
+using spire::DType;
+using spire::dtype_bytes;      // Bool: 1
+using spire::dtype_from_name;
+using spire::dtype_name;       // "bool", "i32", "i64", "f32", "f64", "f16", "bf16"
+using spire::is_float;         // F16, BF16, F32, F64
+using spire::is_half;          // F16, BF16
+using spire::is_int;           // I32, U32, I64 (not Bool)
 
 // Static shape; rank 0 ([]) is a scalar. Every dimension is >= 0.
 using Shape = std::vector<int64_t>;

@@ -1,7 +1,7 @@
 // Tensor: host storage with row-major indexing.
 #include "ir/graph/tensor.h"
 
-#include "ir/kernel/half_bits.h"
+#include "base/half_bits.h"
 
 #include <cmath>
 #include <stdexcept>
@@ -14,8 +14,8 @@ double round_to(DType dtype, double v) {
   switch (dtype) {
     case DType::F64: return v;
     case DType::F32: return double(float(v));
-    case DType::F16: return kir::round_to_f16(v);
-    case DType::BF16: return kir::round_to_bf16(v);
+    case DType::F16: return spire::round_to_f16(v);
+    case DType::BF16: return spire::round_to_bf16(v);
     case DType::I32: case DType::I64: return std::trunc(v);
     case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
   }

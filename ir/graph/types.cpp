@@ -6,39 +6,6 @@
 
 namespace spire::graph {
 
-std::string_view dtype_name(DType t) {
-  switch (t) {
-    case DType::Bool: return "bool";
-    case DType::I32: return "i32";
-    case DType::I64: return "i64";
-    case DType::F32: return "f32";
-    case DType::F64: return "f64";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-  }
-  return "?";
-}
-
-std::optional<DType> dtype_from_name(std::string_view name) {
-  for (DType t : {DType::Bool, DType::I32, DType::I64, DType::F32, DType::F64, DType::F16, DType::BF16})
-    if (dtype_name(t) == name) return t;
-  return std::nullopt;
-}
-
-bool is_float(DType t) { return t == DType::F32 || t == DType::F64 || is_half(t); }
-bool is_half(DType t) { return t == DType::F16 || t == DType::BF16; }
-bool is_int(DType t) { return t == DType::I32 || t == DType::I64; }
-
-uint32_t dtype_bytes(DType t) {
-  switch (t) {
-    case DType::Bool: return 1;
-    case DType::I32: case DType::F32: return 4;
-    case DType::I64: case DType::F64: return 8;
-    case DType::F16: case DType::BF16: return 2;
-  }
-  return 0;
-}
-
 int64_t num_elements(const Shape& s) {
   int64_t n = 1;
   for (int64_t d : s) n *= d;

@@ -18,7 +18,7 @@ KernelBuilder* builder_of(Val a, Val b) {
 void same_type(Op op, Val a, Val b) {
   if (a.type() != b.type())
     throw std::invalid_argument(fmt::format("kernel builder: {} of {} and {}: operand types differ (use cast)",
-                                            op_name(op), type_name(a.type()), type_name(b.type())));
+                                            op_name(op), dtype_name(a.type()), dtype_name(b.type())));
 }
 
 Val binary(Op op, Val a, Val b) {
@@ -126,7 +126,7 @@ void KernelBuilder::rewrite_loads_in(Block& block, uint32_t buffer, const std::f
         const Val value = replace(Val(this, old.operands[0], k_.value_types[old.operands[0]]));
         if (value.builder() == this && value.type() != old.type)
           throw std::invalid_argument(fmt::format("kernel '{}': a rewritten load from '{}' ({}) has type {}", k_.name,
-                                                  k_.buffers[buffer].name, type_name(old.type), type_name(value.type())));
+                                                  k_.buffers[buffer].name, dtype_name(old.type), dtype_name(value.type())));
         return value;
       });
 }
@@ -141,8 +141,8 @@ void KernelBuilder::rewrite_taps(uint32_t buffer, const std::function<Val(Val, V
                                   Val(this, old.operands[1], k_.value_types[old.operands[1]]));
         if (value.builder() == this && value.type() != old.type)
           throw std::invalid_argument(fmt::format("kernel '{}': a rewritten epilogue tap of '{}' ({}) has type {}",
-                                                  k_.name, k_.buffers[buffer].name, type_name(old.type),
-                                                  type_name(value.type())));
+                                                  k_.name, k_.buffers[buffer].name, dtype_name(old.type),
+                                                  dtype_name(value.type())));
         return value;
       });
 }
@@ -184,8 +184,8 @@ void KernelBuilder::rewrite_stores_in(Block& block, uint32_t buffer, const std::
         if (value.builder() != this) throw std::invalid_argument("kernel builder: rewrite_stores given a Val of another kernel");
         if (value.type() != k_.buffers[buffer].elem)
           throw std::invalid_argument(fmt::format("kernel '{}': a rewritten store into '{}' ({}) has type {}", k_.name,
-                                                  k_.buffers[buffer].name, type_name(k_.buffers[buffer].elem),
-                                                  type_name(value.type())));
+                                                  k_.buffers[buffer].name, dtype_name(k_.buffers[buffer].elem),
+                                                  dtype_name(value.type())));
         return [value](Stmt& now) { std::get<StoreBuffer>(now).value = value.id(); };
       });
 }
@@ -551,7 +551,7 @@ Val Buf::atomic_add(Val i, Val v) const {
 Val Var::get() const { return b_->emit(Op::LoadVar, type_, {}, id_); }
 const Var& Var::operator=(Val v) const {
   if (v.type() != type_)
-    throw std::invalid_argument(fmt::format("kernel builder: assigning {} to variable of type {}", type_name(v.type()), type_name(type_)));
+    throw std::invalid_argument(fmt::format("kernel builder: assigning {} to variable of type {}", dtype_name(v.type()), dtype_name(type_)));
   b_->emit_stmt(StoreVar{id_, v.id()});
   return *this;
 }

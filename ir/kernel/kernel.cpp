@@ -7,15 +7,6 @@
 
 namespace spire::kir {
 
-std::string_view access_name(Access a) {
-  switch (a) {
-    case Access::Read: return "read";
-    case Access::Write: return "write";
-    case Access::ReadWrite: return "readwrite";
-  }
-  return "?";
-}
-
 std::string_view matrix_use_name(MatrixUse u) {
   switch (u) {
     case MatrixUse::A: return "a";
@@ -104,30 +95,23 @@ int op_arity(Op op) {
 uint32_t Kernel::shared_bytes() const {
   uint32_t total = 0;
   for (const auto& s : shared) {
-    uint32_t b = type_bytes(s.elem);
+    uint32_t b = dtype_bytes(s.elem);
     total = (total + b - 1) / b * b + b * s.count;
   }
   return total;
 }
 
-std::vector<uint32_t> Kernel::scalar_offsets() const {
-  std::vector<uint32_t> offs;
-  uint32_t at = 0;
-  for (const auto& s : scalars) {
-    uint32_t b = type_bytes(s.type);
-    at = (at + b - 1) / b * b;
-    offs.push_back(at);
-    at += b;
-  }
-  return offs;
+namespace {
+std::vector<DType> scalar_types(const Kernel& k) {
+  std::vector<DType> t;
+  for (const auto& s : k.scalars) t.push_back(s.type);
+  return t;
 }
+}  // namespace
 
-uint32_t Kernel::scalar_block_bytes() const {
-  if (scalars.empty()) return 0;
-  auto offs = scalar_offsets();
-  uint32_t end = offs.back() + type_bytes(scalars.back().type);
-  return (end + 3) / 4 * 4;
-}
+// The packing runtimes use too (base/dtype.h's packed_offsets: rt::KernelInterface::scalar_offsets).
+std::vector<uint32_t> Kernel::scalar_offsets() const { return packed_offsets(scalar_types(*this)); }
+uint32_t Kernel::scalar_block_bytes() const { return packed_block_bytes(scalar_types(*this)); }
 
 namespace {
 
@@ -155,7 +139,7 @@ struct Verifier {
   bool index_ok(ValueId v, const char* what) {
     if (!use(v, what)) return false;
     Type t = type_of(v);
-    if (t != Type::U32 && t != Type::I32) return fail(fmt::format("{}: index %{} must be u32 or i32, is {}", what, v, type_name(t)));
+    if (t != Type::U32 && t != Type::I32) return fail(fmt::format("{}: index %{} must be u32 or i32, is {}", what, v, dtype_name(t)));
     return true;
   }
 
@@ -275,7 +259,7 @@ struct Verifier {
     const auto& b = k.buffers[s.buffer];
     if (b.access == Access::Read) return fail("store to read-only buffer " + b.name);
     if (!index_ok(s.index, "store") || !use(s.value, "store")) return false;
-    if (type_of(s.value) != b.elem) return fail(fmt::format("store to {}: value is {}, buffer holds {}", b.name, type_name(type_of(s.value)), type_name(b.elem)));
+    if (type_of(s.value) != b.elem) return fail(fmt::format("store to {}: value is {}, buffer holds {}", b.name, dtype_name(type_of(s.value)), dtype_name(b.elem)));
     return true;
   }
   bool stmt(const StoreShared& s) {
@@ -287,7 +271,7 @@ struct Verifier {
   // A vector load of `lanes` 32-bit elements of type t from `index` into `results`, each defined here.
   bool vector_load_ok(const std::string& what, Type t, ValueId index, const std::vector<ValueId>& results) {
     if (results.size() != 2 && results.size() != 4) return fail(fmt::format("{}: {} lanes (2 or 4)", what, results.size()));
-    if (type_bytes(t) != 4) return fail(fmt::format("{}: {} elements (32-bit only)", what, type_name(t)));
+    if (dtype_bytes(t) != 4) return fail(fmt::format("{}: {} elements (32-bit only)", what, dtype_name(t)));
     if (!index_ok(index, what.c_str())) return false;
     return define_results(results, t, what);
   }
@@ -304,7 +288,7 @@ struct Verifier {
   bool define_results(const std::vector<ValueId>& results, Type t, const std::string& what) {
     for (ValueId r : results) {
       if (r >= k.value_types.size() || k.value_types[r] != t)
-        return fail(fmt::format("{}: result %{} is not a {}", what, r, type_name(t)));
+        return fail(fmt::format("{}: result %{} is not a {}", what, r, dtype_name(t)));
       if (defined_anywhere.count(r)) return fail(fmt::format("%{} defined twice", r));
       scopes.back().insert(r);
       defined_anywhere.insert(r);
@@ -332,9 +316,9 @@ struct Verifier {
     const MatrixFragment& m = k.fragments[f];
     if (m.workgroup) return fail(fmt::format("{} {}: a workgroup matrix moves through buffers (matrix_load_tensor)", what, m.name));
     if (k.shared[array].elem != m.elem)
-      return fail(fmt::format("{} {}: fragment holds {}, array {} holds {}", what, m.name, type_name(m.elem),
-                              k.shared[array].name, type_name(k.shared[array].elem)));
-    const uint32_t bytes = type_bytes(m.elem);
+      return fail(fmt::format("{} {}: fragment holds {}, array {} holds {}", what, m.name, dtype_name(m.elem),
+                              k.shared[array].name, dtype_name(k.shared[array].elem)));
+    const uint32_t bytes = dtype_bytes(m.elem);
     if (stride < kMatrixTile || (stride * bytes) % 16 != 0)
       return fail(fmt::format("{} {}: stride {} must be at least {} and a multiple of 16 bytes", what, m.name, stride,
                               kMatrixTile));
@@ -357,8 +341,8 @@ struct Verifier {
     if (s.array >= k.shared.size() || s.buffer >= k.buffers.size()) return fail("copy_to_shared: array or buffer out of range");
     if (k.shared[s.array].elem != k.buffers[s.buffer].elem)
       return fail(fmt::format("copy_to_shared: buffer {} holds {}, array {} holds {}", k.buffers[s.buffer].name,
-                              type_name(k.buffers[s.buffer].elem), k.shared[s.array].name,
-                              type_name(k.shared[s.array].elem)));
+                              dtype_name(k.buffers[s.buffer].elem), k.shared[s.array].name,
+                              dtype_name(k.shared[s.array].elem)));
     if (k.buffers[s.buffer].access == Access::Write) return fail("copy_to_shared: from write-only buffer " + k.buffers[s.buffer].name);
     if (!k.features.has(Feature::AsyncCopy)) return fail("copy_to_shared: the kernel does not declare async-copy");
     if (!index_ok(s.dst, "copy_to_shared") || !index_ok(s.src, "copy_to_shared") || !use(s.valid, "copy_to_shared"))
@@ -394,8 +378,8 @@ struct Verifier {
     if (buffer >= k.buffers.size()) return fail(fmt::format("{}: buffer {} does not exist", what, buffer));
     const BufferParam& b = k.buffers[buffer];
     if (b.elem != m.elem)
-      return fail(fmt::format("{} {}: fragment holds {}, buffer {} holds {}", what, m.name, type_name(m.elem), b.name,
-                              type_name(b.elem)));
+      return fail(fmt::format("{} {}: fragment holds {}, buffer {} holds {}", what, m.name, dtype_name(m.elem), b.name,
+                              dtype_name(b.elem)));
     if (b.access == (load ? Access::Write : Access::Read))
       return fail(fmt::format("{} {}: buffer {} is {}", what, m.name, b.name, access_name(b.access)));
     return true;
@@ -432,7 +416,7 @@ struct Verifier {
     if (o.array >= k.shared.size()) return fail(fmt::format("warpgroup_mul_add: {}'s shared array does not exist", which));
     const SharedArray& a = k.shared[o.array];
     if (a.elem != Type::F16 && a.elem != Type::BF16)
-      return fail(fmt::format("warpgroup_mul_add: {} ({}) holds {}, not f16 or bf16", which, a.name, type_name(a.elem)));
+      return fail(fmt::format("warpgroup_mul_add: {} ({}) holds {}, not f16 or bf16", which, a.name, dtype_name(a.elem)));
     // A swizzled K-major operand's rows hold all of a multiply's K, so it has no stride along K.
     const bool k_stride_used = !o.swizzled || o.mn_major;
     if (o.k_block_stride % 8 || o.mn_block_stride % 8 || (k_stride_used && o.k_block_stride == 0) || o.mn_block_stride == 0)
@@ -466,8 +450,8 @@ struct Verifier {
     if (s.array >= k.shared.size()) return fail("tensor_copy: shared array out of range");
     const TensorMap& m = k.tensor_maps[s.map];
     if (k.shared[s.array].elem != k.buffers[m.buffer].elem)
-      return fail(fmt::format("tensor_copy: map {} reads {}, array {} holds {}", m.name, type_name(k.buffers[m.buffer].elem),
-                              k.shared[s.array].name, type_name(k.shared[s.array].elem)));
+      return fail(fmt::format("tensor_copy: map {} reads {}, array {} holds {}", m.name, dtype_name(k.buffers[m.buffer].elem),
+                              k.shared[s.array].name, dtype_name(k.shared[s.array].elem)));
     if (s.coords.size() != m.extents.size())
       return fail(fmt::format("tensor_copy: map {} has {} dimensions, the copy gives {} coordinates", m.name,
                               m.extents.size(), s.coords.size()));
@@ -574,7 +558,7 @@ std::string verify(const Kernel& k) {
     const bool accumulator = f.use == MatrixUse::Accumulator || f.use == MatrixUse::WarpgroupAccumulator;
     if (accumulator ? f.elem != Type::F32 : !operand_type)
       return fmt::format("fragment {} ({}) holds {}: operands hold f16 or bf16, accumulators f32", f.name,
-                         matrix_use_name(f.use), type_name(f.elem));
+                         matrix_use_name(f.use), dtype_name(f.elem));
     if (f.workgroup) {
       if (f.use == MatrixUse::WarpgroupAccumulator || f.rows % kMatrixTile || f.columns % kMatrixTile || f.rows == 0 ||
           f.columns == 0 || f.rows > kWorkgroupMatrixMax || f.columns > kWorkgroupMatrixMax)
@@ -605,7 +589,7 @@ std::string verify(const Kernel& k) {
     return "kernel has tensor maps or arrival barriers but does not declare tensor-copy";
   for (const auto& m : k.tensor_maps) {
     if (m.buffer >= k.buffers.size()) return "tensor map " + m.name + " reads a buffer that does not exist";
-    const uint32_t bytes = type_bytes(k.buffers[m.buffer].elem);
+    const uint32_t bytes = dtype_bytes(k.buffers[m.buffer].elem);
     const size_t rank = m.extents.size();
     if (rank < 1 || rank > 3 || m.strides.size() != rank - 1 || m.box.size() != rank)
       return fmt::format("tensor map {}: 1 to 3 dimensions, each with a box size and all but the first with a stride",

@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/buffer_access.h"
 #include "ir/kernel/types.h"
 
 namespace spire::kir {
@@ -30,8 +31,8 @@ using ValueId = uint32_t;
 using VarId = uint32_t;
 inline constexpr ValueId kNoValue = ~0u;
 
-enum class Access : uint8_t { Read, Write, ReadWrite };
-std::string_view access_name(Access a);
+using spire::Access;  // base/buffer_access.h
+using spire::access_name;
 
 struct BufferParam {
   std::string name;

@@ -49,7 +49,7 @@ struct Printer {
         for (int i = 0; i < n; ++i) rhs += (i ? ", " : " ") + v(in.operands[i]);
       }
     }
-    return fmt::format("{} = {} : {}", v(in.result), rhs, type_name(in.type));
+    return fmt::format("{} = {} : {}", v(in.result), rhs, dtype_name(in.type));
   }
 
   void block(const Block& b, int depth) {
@@ -64,12 +64,12 @@ struct Printer {
         std::vector<std::string> results;
         for (ValueId r : st->results) results.push_back(v(r));
         line(depth, fmt::format("{} = load_shared_vector {}[{}] : {}", fmt::join(results, ", "), k.shared[st->array].name,
-                                v(st->index), type_name(k.shared[st->array].elem)));
+                                v(st->index), dtype_name(k.shared[st->array].elem)));
       } else if (auto* st = std::get_if<LoadBufferVector>(&s)) {
         std::vector<std::string> results;
         for (ValueId r : st->results) results.push_back(v(r));
         line(depth, fmt::format("{} = load_vector {}[{}] : {}", fmt::join(results, ", "), k.buffers[st->buffer].name,
-                                v(st->index), type_name(k.buffers[st->buffer].elem)));
+                                v(st->index), dtype_name(k.buffers[st->buffer].elem)));
       } else if (auto* st = std::get_if<StoreVar>(&s)) {
         line(depth, fmt::format("storevar {}, {}", k.vars[st->var].name, v(st->value)));
       } else if (auto* st = std::get_if<MatrixFill>(&s)) {
@@ -156,15 +156,15 @@ std::string print(const Kernel& k) {
                         features_to_string(k.features),
                         k.min_workgroups_per_core ? fmt::format(" min_workgroups_per_core({})", k.min_workgroups_per_core) : ""));
   for (size_t i = 0; i < k.buffers.size(); ++i)
-    p.line(1, fmt::format("buffer {}: {}[] {}  // binding {}", k.buffers[i].name, type_name(k.buffers[i].elem), access_name(k.buffers[i].access), i));
+    p.line(1, fmt::format("buffer {}: {}[] {}  // binding {}", k.buffers[i].name, dtype_name(k.buffers[i].elem), access_name(k.buffers[i].access), i));
   auto offs = k.scalar_offsets();
   for (size_t i = 0; i < k.scalars.size(); ++i)
-    p.line(1, fmt::format("scalar {}: {}  // offset {}", k.scalars[i].name, type_name(k.scalars[i].type), offs[i]));
-  for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, type_name(s.elem), s.count));
-  for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, type_name(var.type)));
+    p.line(1, fmt::format("scalar {}: {}  // offset {}", k.scalars[i].name, dtype_name(k.scalars[i].type), offs[i]));
+  for (const auto& s : k.shared) p.line(1, fmt::format("shared {}: {}[{}]", s.name, dtype_name(s.elem), s.count));
+  for (const auto& var : k.vars) p.line(1, fmt::format("var {}: {}", var.name, dtype_name(var.type)));
   for (const auto& f : k.fragments)
     p.line(1, fmt::format("fragment {}: {}{} {}[{}x{}]{}", f.name, f.workgroup ? "workgroup " : "",
-                          matrix_use_name(f.use), type_name(f.elem),
+                          matrix_use_name(f.use), dtype_name(f.elem),
                           f.use == MatrixUse::WarpgroupAccumulator ? kWarpgroupRows : f.rows, f.columns,
                           f.column_major ? " column-major" : ""));
   for (const auto& m : k.tensor_maps)

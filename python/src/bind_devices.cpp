@@ -24,7 +24,7 @@ std::string describe(const rt::DeviceInfo& d) {
       "{}  {}\n    vendor {}, driver {}, type {}\n    subgroup {}, shared memory {} KiB, workgroup <= {} invocations\n"
       "    buffer binding <= {} MiB, memory {} MiB\n    features: {}",
       d.id, d.name, d.vendor, d.driver, rt::device_type_name(d.type), d.subgroup_size, d.shared_memory_bytes / 1024,
-      d.max_workgroup_invocations, d.max_buffer_bytes >> 20, d.memory_bytes >> 20, kir::features_to_string(d.features));
+      d.max_workgroup_invocations, d.max_buffer_bytes >> 20, d.memory_bytes >> 20, features_to_string(d.features));
 }
 
 }  // namespace
@@ -52,7 +52,7 @@ void bind_devices(py::module_& m) {
       .def_readonly("shared_memory_bytes", &rt::DeviceInfo::shared_memory_bytes)
       .def_readonly("max_buffer_bytes", &rt::DeviceInfo::max_buffer_bytes)
       .def_readonly("memory_bytes", &rt::DeviceInfo::memory_bytes)
-      .def_property_readonly("features", [](const rt::DeviceInfo& d) { return kir::features_to_string(d.features); })
+      .def_property_readonly("features", [](const rt::DeviceInfo& d) { return features_to_string(d.features); })
       .def("describe", &describe, "The lines `spire devices` prints for this device")
       .def("__repr__", [](const rt::DeviceInfo& d) { return fmt::format("<spire device {}: {}>", d.id, d.name); });
 

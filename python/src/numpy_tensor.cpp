@@ -32,6 +32,7 @@ py::dtype numpy_dtype(graph::DType dtype) {
   switch (dtype) {
     case graph::DType::Bool: return py::dtype("bool");
     case graph::DType::I32: return py::dtype("int32");
+    case graph::DType::U32: return py::dtype("uint32");
     case graph::DType::I64: return py::dtype("int64");
     case graph::DType::F16: return py::dtype("float16");
     case graph::DType::F64: return py::dtype("float64");
@@ -73,6 +74,7 @@ graph::Tensor to_tensor(const py::array& array, const graph::TensorType& type, c
   switch (spire_dtype(expected)) {
     case graph::DType::Bool: copy_in<bool>(array, t.data); break;
     case graph::DType::I32: copy_in<int32_t>(array, t.data); break;
+    case graph::DType::U32: copy_in<uint32_t>(array, t.data); break;
     case graph::DType::I64: copy_in<int64_t>(array, t.data); break;
     case graph::DType::F32: copy_in<float>(array, t.data); break;
     case graph::DType::F64: copy_in<double>(array, t.data); break;
@@ -102,6 +104,7 @@ py::array to_numpy(const graph::Tensor& t) {
   switch (t.dtype) {
     case graph::DType::Bool: copy_out<bool>(t.data, a); break;
     case graph::DType::I32: copy_out<int32_t>(t.data, a); break;
+    case graph::DType::U32: copy_out<uint32_t>(t.data, a); break;
     case graph::DType::I64: copy_out<int64_t>(t.data, a); break;
     case graph::DType::F64: copy_out<double>(t.data, a); break;
     case graph::DType::F32:

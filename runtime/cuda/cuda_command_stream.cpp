@@ -19,15 +19,15 @@ bool graphs_enabled() {
   return !(env && std::strcmp(env, "0") == 0);
 }
 
-std::string binding_list(const kir::Kernel& k) {
+std::string binding_list(const KernelInterface& k) {
   std::string s;
   for (const auto& b : k.buffers) s += (s.empty() ? "" : ", ") + b.name;
   return s.empty() ? "none" : s;
 }
 
-std::string scalar_list(const kir::Kernel& k) {
+std::string scalar_list(const KernelInterface& k) {
   std::string s;
-  for (const auto& p : k.scalars) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", kir::type_name(p.type), p.name);
+  for (const auto& p : k.scalars) s += fmt::format("{}{} {}", s.empty() ? "" : ", ", dtype_name(p.type), p.name);
   return s.empty() ? "none" : s;
 }
 
@@ -66,14 +66,14 @@ CUdeviceptr CudaCommandStream::view_pointer(const BufferView& v, const char* wha
   return b->ptr() + v.offset;
 }
 
-CudaCommandStream::TensorMapBytes CudaCommandStream::encode_tensor_map(const kir::Kernel& ir, const kir::TensorMap& m,
+CudaCommandStream::TensorMapBytes CudaCommandStream::encode_tensor_map(const KernelInterface& ir, const KernelInterface::TensorMap& m,
                                                                       const BufferView& view, CUdeviceptr base) const {
   const DriverApi& a = ctx_->api();
   const std::string where = fmt::format("kernel '{}' tensor map {} (buffer {})", ir.name, m.name, ir.buffers[m.buffer].name);
   if (!a.cuTensorMapEncodeTiled)
     throw Error(fmt::format("{}: {}: the CUDA driver lacks cuTensorMapEncodeTiled (tensor copies need CUDA 12)", ctx_->id(), where));
-  const kir::Type elem = ir.buffers[m.buffer].elem;
-  const uint64_t bytes = kir::type_bytes(elem);
+  const DType elem = ir.buffers[m.buffer].elem;
+  const uint64_t bytes = dtype_bytes(elem);
   // The map's start must lie on 16 bytes, which dispatch's view offset rule (min_storage_offset_alignment) ensures.
   // The copy engine reads anywhere inside the tensor's extents: they must lie inside the bound view.
   uint64_t last = m.extents[0];
@@ -81,8 +81,8 @@ CudaCommandStream::TensorMapBytes CudaCommandStream::encode_tensor_map(const kir
   if (last * bytes > view.bytes())
     throw Error(fmt::format("{}: {}: the tensor spans {} bytes and the view holds {}", ctx_->id(), where, last * bytes,
                             view.bytes()));
-  const int type = elem == kir::Type::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                   : elem == kir::Type::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+  const int type = elem == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                   : elem == DType::F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                             : CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
   std::vector<unsigned long long> dims(m.extents.begin(), m.extents.end()), strides;
   for (uint64_t st : m.strides) strides.push_back(st * bytes);
@@ -101,7 +101,7 @@ void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferVie
   require_recording("dispatch");
   auto* k = dynamic_cast<const CudaKernel*>(&kernel);
   if (!k) throw Error(fmt::format("{}: dispatch of a kernel that was not compiled by a CUDA device", ctx_->id()));
-  const kir::Kernel& ir = k->ir();
+  const KernelInterface& ir = k->interface();
   if (k->context() != ctx_.get())
     throw Error(fmt::format("{}: kernel '{}' was compiled for {}", ctx_->id(), ir.name, k->context()->id()));
   if (buffers.size() != ir.buffers.size())
@@ -124,7 +124,7 @@ void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferVie
                               ctx_->id(), where, buffers[i].offset, align));
     l.pointers.push_back(view_pointer(buffers[i], "binding", where));
   }
-  for (const kir::TensorMap& m : ir.tensor_maps) l.tensor_maps.push_back(encode_tensor_map(ir, m, buffers[m.buffer], l.pointers[m.buffer]));
+  for (const KernelInterface::TensorMap& m : ir.tensor_maps) l.tensor_maps.push_back(encode_tensor_map(ir, m, buffers[m.buffer], l.pointers[m.buffer]));
   l.scalar_bytes = scalars.bytes();
   l.scalar_offsets = ir.scalar_offsets();
   l.block = {ir.workgroup_size[0], ir.workgroup_size[1], ir.workgroup_size[2]};

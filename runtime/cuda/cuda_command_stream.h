@@ -44,7 +44,7 @@ class CudaCommandStream final : public CommandStream {
     std::array<unsigned, 3> block;
     uint32_t dynamic_shared = 0;        // bytes
     std::vector<CUdeviceptr> pointers;  // one per buffer binding, offset applied
-    std::vector<uint8_t> scalar_bytes;  // packed per kir::Kernel::scalar_offsets()
+    std::vector<uint8_t> scalar_bytes;  // packed per KernelInterface::scalar_offsets()
     std::vector<uint32_t> scalar_offsets;
     std::vector<TensorMapBytes> tensor_maps;  // encoded at dispatch, passed by value after the scalars
     std::vector<void*> params;          // cuLaunchKernel's kernelParams, built by finish()
@@ -55,7 +55,7 @@ class CudaCommandStream final : public CommandStream {
   using Command = std::variant<Launch, Copy, Fill, Timestamp>;
 
   void require_recording(const char* what) const;
-  TensorMapBytes encode_tensor_map(const kir::Kernel& ir, const kir::TensorMap& m, const BufferView& view,
+  TensorMapBytes encode_tensor_map(const KernelInterface& ir, const KernelInterface::TensorMap& m, const BufferView& view,
                                    CUdeviceptr base) const;
   CUdeviceptr view_pointer(const BufferView& v, const char* what, const std::string& where) const;
   void replay(CUstream stream, bool capturing);

@@ -9,7 +9,6 @@
 
 #include <fmt/format.h>
 
-#include "backends/ptx/ptx_shared_layout.h"
 #include "runtime/cuda/cuda_command_stream.h"
 #include "runtime/cuda/cuda_device_info.h"
 
@@ -223,7 +222,7 @@ void CudaDevice::order_streams(CUstream earlier, CUstream later, const char* wha
 }
 
 std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const KernelBinary& binary) {
-  const kir::Kernel& k = binary.signature;
+  const KernelInterface& k = binary.interface;
   std::lock_guard lock(modules_mutex_);
   if (auto it = modules_.find(ptx); it != modules_.end()) return it->second;
   ctx_->make_current();
@@ -252,7 +251,7 @@ std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const Ke
 
 std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
   const DeviceInfo& d = info();
-  const kir::Kernel& k = binary.signature;
+  const KernelInterface& k = binary.interface;
   if (binary.format != BinaryFormat::Ptx || binary.ptx.empty())
     throw Error(fmt::format("kernel '{}' is {}; {} ({}) loads PTX", k.name, binary_format_name(binary.format), d.id, d.name));
   if (binary.ptx_sm > d.compute_capability)
@@ -265,10 +264,9 @@ std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
                               d.id, k.name, k.workgroup_size[0], k.workgroup_size[1], k.workgroup_size[2],
                               d.max_workgroup_size[0], d.max_workgroup_size[1], d.max_workgroup_size[2],
                               d.max_workgroup_invocations));
-  const ptx::SharedLayout shared = ptx::shared_layout(k);
-  if (shared.bytes > d.shared_memory_bytes)
+  if (k.shared_bytes > d.shared_memory_bytes)
     throw Error(fmt::format("{}: kernel '{}' needs {} bytes of workgroup memory; the device allows {}", d.id, k.name,
-                            shared.bytes, d.shared_memory_bytes));
+                            k.shared_bytes, d.shared_memory_bytes));
   std::shared_ptr<Module> module = load_module(binary.ptx, binary);
   const std::string& entry = binary.entry;
   ctx_->make_current();
@@ -286,10 +284,12 @@ std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
                             d.id, k.name, regs, max_threads, k.workgroup_invocations()));
   }
   // Dynamic shared memory past 48 KiB must be asked for per function before the first launch.
-  if (shared.dynamic)
-    ctx_->check(ctx_->api().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(shared.bytes)),
-                "cuFuncSetAttribute", fmt::format("({} bytes of dynamic shared memory for kernel '{}')", shared.bytes, k.name));
-  return std::make_shared<CudaKernel>(kir::signature(k), std::move(module), fn, ctx_.get(), shared.dynamic_bytes());
+  if (k.dynamic_shared_bytes)
+    ctx_->check(ctx_->api().cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                               int(k.dynamic_shared_bytes)),
+                "cuFuncSetAttribute",
+                fmt::format("({} bytes of dynamic shared memory for kernel '{}')", k.dynamic_shared_bytes, k.name));
+  return std::make_shared<CudaKernel>(k, std::move(module), fn, ctx_.get(), k.dynamic_shared_bytes);
 }
 
 size_t CudaDevice::loaded_module_count() const {

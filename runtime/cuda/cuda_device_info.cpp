@@ -64,15 +64,15 @@ DeviceInfo describe_device(const Driver& d, int index) {
                                      attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR));
   // Every GPU the PTX backend targets (sm_75 and newer) has native f16 conversion, f64, 64-bit integers and
   // global atomic add on 32-bit ints and f32, and warp shuffles (shfl.sync).
-  kir::Features all = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-                      kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle |
-               kir::Feature::BFloat16;
+  Features all = Features(Feature::Float16) | Feature::Float64 | Feature::Int64 |
+                      Feature::AtomicAddInt | Feature::AtomicAddF32 | Feature::SubgroupShuffle |
+               Feature::BFloat16;
   // Tensor cores through wmma on bf16 fragments, and cp.async: sm_80 (Ampere) and newer.
-  if (info.compute_capability >= 80) all |= kir::Features(kir::Feature::CooperativeMatrix) | kir::Feature::AsyncCopy;
+  if (info.compute_capability >= 80) all |= Features(Feature::CooperativeMatrix) | Feature::AsyncCopy;
   // wgmma: compute capability 9.0 alone (sm_90a code runs nowhere else; Blackwell has other instructions).
-  if (info.compute_capability == 90) all |= kir::Feature::WarpgroupMatrix;
+  if (info.compute_capability == 90) all |= Feature::WarpgroupMatrix;
   // The tensor memory accelerator and mbarrier transaction counts: sm_90 and newer, with a driver that encodes maps.
-  if (info.compute_capability >= 90 && a.cuTensorMapEncodeTiled) all |= kir::Feature::TensorCopy;
+  if (info.compute_capability >= 90 && a.cuTensorMapEncodeTiled) all |= Feature::TensorCopy;
   info.features = rt::apply_feature_mask(all);
   return info;
 }

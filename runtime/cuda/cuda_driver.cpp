@@ -106,7 +106,7 @@ Driver load() {
   res.get("cuLinkAddData", a.cuLinkAddData);
   res.get("cuLinkComplete", a.cuLinkComplete);
   res.get("cuLinkDestroy", a.cuLinkDestroy);
-  // Tensor copies are optional: without the encoder no device reports kir::Feature::TensorCopy.
+  // Tensor copies are optional: without the encoder no device reports Feature::TensorCopy.
   res.get("cuTensorMapEncodeTiled", a.cuTensorMapEncodeTiled);
 
   a.cuDriverGetVersion(&d.version);

@@ -150,7 +150,7 @@ struct DriverApi {
   CUresult (*cuLinkComplete)(CUlinkState state, void** cubin, size_t* size) = nullptr;
   CUresult (*cuLinkDestroy)(CUlinkState state) = nullptr;
 
-  // Optional (tensor copies, kir::Feature::TensorCopy; CUDA 12.0 drivers and later have it). The types are CUDA's:
+  // Optional (tensor copies, Feature::TensorCopy; CUDA 12.0 drivers and later have it). The types are CUDA's:
   // CUtensorMap* (128 bytes, 64-aligned), then enums as ints and cuuint64_t / cuuint32_t arrays.
   CUresult (*cuTensorMapEncodeTiled)(void* map, int data_type, unsigned rank, void* global_address,
                                      const unsigned long long* global_dims, const unsigned long long* global_strides,

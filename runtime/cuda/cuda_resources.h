@@ -50,15 +50,15 @@ class Module {
 
 class CudaKernel final : public Kernel {
  public:
-  CudaKernel(kir::Kernel ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx, uint32_t dynamic_shared)
+  CudaKernel(KernelInterface ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx, uint32_t dynamic_shared)
       : ir_(std::move(ir)), module_(std::move(module)), fn_(fn), ctx_(ctx), dynamic_shared_(dynamic_shared) {}
-  const kir::Kernel& ir() const override { return ir_; }
+  const KernelInterface& interface() const override { return ir_; }
   CUfunction function() const { return fn_; }
   uint32_t dynamic_shared_bytes() const { return dynamic_shared_; }  // each launch passes it
   const Context* context() const { return ctx_; }
 
  private:
-  kir::Kernel ir_;
+  KernelInterface ir_;
   std::shared_ptr<Module> module_;
   CUfunction fn_;
   const Context* ctx_;

@@ -101,7 +101,7 @@ void VulkanCommandStream::dispatch(const Kernel& k, std::span<const BufferView> 
   auto* vk = dynamic_cast<const VulkanKernel*>(&k);
   const std::string& id = ctx_->id();
   if (!vk) throw Error(fmt::format("dispatch on {}: the kernel was not compiled for a Vulkan device", id));
-  const kir::Kernel& ir = vk->ir();
+  const KernelInterface& ir = vk->interface();
   if (&vk->context() != ctx_.get())
     throw Error(fmt::format("dispatch of kernel '{}': compiled for {}, dispatched on {}", ir.name, vk->context().id(), id));
   if (buffers.size() != ir.buffers.size())

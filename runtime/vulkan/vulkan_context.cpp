@@ -27,7 +27,7 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   std::shared_ptr<Context> ctx(new Context());
   ctx->facts = std::move(facts);
   const PhysicalDeviceFacts& f = ctx->facts;
-  kir::Features want = f.info.features;
+  Features want = f.info.features;
 
   float priority = 1.0f;
   VkDeviceQueueCreateInfo qi{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
@@ -43,21 +43,21 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   VkPhysicalDeviceShaderFloat16Int8Features f16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDeviceShaderAtomicFloatFeaturesEXT atomic_float{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_ATOMIC_FLOAT_FEATURES_EXT};
   void** tail = &feats.pNext;
-  feats.features.shaderFloat64 = want.has(kir::Feature::Float64);
-  feats.features.shaderInt64 = want.has(kir::Feature::Int64);
-  if (want.has(kir::Feature::Float16) || want.has(kir::Feature::BFloat16)) {  // both store 16-bit words
+  feats.features.shaderFloat64 = want.has(Feature::Float64);
+  feats.features.shaderInt64 = want.has(Feature::Int64);
+  if (want.has(Feature::Float16) || want.has(Feature::BFloat16)) {  // both store 16-bit words
     storage16.storageBuffer16BitAccess = VK_TRUE;
-    storage16.storagePushConstant16 = want.has(kir::Feature::Float16) && f.has_push_constant_16bit;
+    storage16.storagePushConstant16 = want.has(Feature::Float16) && f.has_push_constant_16bit;
     *tail = &storage16;
     tail = &storage16.pNext;
   }
-  if (want.has(kir::Feature::Float16)) {
+  if (want.has(Feature::Float16)) {
     f16.shaderFloat16 = VK_TRUE;
     *tail = &f16;
     tail = &f16.pNext;
     if (!f.float16_int8_core) extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
   }
-  if (want.has(kir::Feature::AtomicAddF32)) {
+  if (want.has(Feature::AtomicAddF32)) {
     atomic_float.shaderBufferFloat32AtomicAdd = VK_TRUE;
     *tail = &atomic_float;
     tail = &atomic_float.pNext;
@@ -66,7 +66,7 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   VkPhysicalDeviceCooperativeMatrixFeaturesKHR coop{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR};
   VkPhysicalDeviceShaderBfloat16FeaturesKHR bf16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR};
   VkPhysicalDeviceVulkanMemoryModelFeatures memory_model{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
-  if (want.has(kir::Feature::CooperativeMatrix)) {  // what backends/spirv/spirv_backend.h says such modules use
+  if (want.has(Feature::CooperativeMatrix)) {  // what backends/spirv/spirv_backend.h says such modules use
     coop.cooperativeMatrix = VK_TRUE;
     bf16.shaderBFloat16Type = VK_TRUE;
     bf16.shaderBFloat16CooperativeMatrix = VK_TRUE;
@@ -81,7 +81,7 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     if (!f.memory_model_core) extensions.push_back(VK_KHR_VULKAN_MEMORY_MODEL_EXTENSION_NAME);
   }
   VkPhysicalDeviceCooperativeMatrix2FeaturesNV coop2{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_2_FEATURES_NV};
-  if (want.has(kir::Feature::WorkgroupMatrix)) {  // on top of the above (offered_features reports it only then)
+  if (want.has(Feature::WorkgroupMatrix)) {  // on top of the above (offered_features reports it only then)
     coop2.cooperativeMatrixWorkgroupScope = VK_TRUE;
     coop2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
     coop2.cooperativeMatrixTensorAddressing = VK_TRUE;

@@ -270,7 +270,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     if (f.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
       d.memory_bytes = std::max<uint64_t>(d.memory_bytes, f.memory.memoryHeaps[h].size);
   // 16 at least, as on CUDA: kernels read buffers 16 bytes at a time from any multiple-of-4 index
-  // (kir::LoadBufferVector), which needs every view to start on 16 bytes; memory plans align to 16 anyway.
+  // (LoadBufferVector), which needs every view to start on 16 bytes; memory plans align to 16 anyway.
   d.min_storage_offset_alignment = uint32_t(std::max<VkDeviceSize>(16, base.limits.minStorageBufferOffsetAlignment));
   d.compute_capability = 0;
 
@@ -278,22 +278,22 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   return f;
 }
 
-kir::Features offered_features(const PhysicalDeviceFacts& f) {
+Features offered_features(const PhysicalDeviceFacts& f) {
   // 32-bit storage-buffer atomics are core Vulkan; copies into workgroup memory are plain SPIR-V loads and stores
   // (backends/spirv/emit_copies.cpp), so every device has them.
-  kir::Features have = kir::Features(kir::Feature::AtomicAddInt) | kir::Feature::AsyncCopy;
-  if (f.has_float64) have |= kir::Feature::Float64;
-  if (f.has_int64) have |= kir::Feature::Int64;
-  if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= kir::Feature::Float16;
-  if (f.has_storage_buffer_16bit) have |= kir::Feature::BFloat16;  // bf16 kernels compute in f32 (kir/types.h)
-  if (f.has_atomic_float_add) have |= kir::Feature::AtomicAddF32;
-  if (f.has_subgroup_shuffle) have |= kir::Feature::SubgroupShuffle;
+  Features have = Features(Feature::AtomicAddInt) | Feature::AsyncCopy;
+  if (f.has_float64) have |= Feature::Float64;
+  if (f.has_int64) have |= Feature::Int64;
+  if (f.has_float16_arith && f.has_storage_buffer_16bit) have |= Feature::Float16;
+  if (f.has_storage_buffer_16bit) have |= Feature::BFloat16;  // bf16 kernels compute in f32 (kir/types.h)
+  if (f.has_atomic_float_add) have |= Feature::AtomicAddF32;
+  if (f.has_subgroup_shuffle) have |= Feature::SubgroupShuffle;
   // Fragments belong to subgroups of 32 (kir/kernel.h) and their kernels read subgroup builtins.
   if (f.has_cooperative_matrix && f.has_subgroup_shuffle && f.info.subgroup_size == 32 && f.has_storage_buffer_16bit)
-    have |= kir::Feature::CooperativeMatrix;
+    have |= Feature::CooperativeMatrix;
   // On top of cooperative matrices (the same types, at workgroup scope), and for workgroups of 256 invocations.
-  if (have.has(kir::Feature::CooperativeMatrix) && f.has_workgroup_matrix && f.info.max_workgroup_invocations >= 256)
-    have |= kir::Feature::WorkgroupMatrix;
+  if (have.has(Feature::CooperativeMatrix) && f.has_workgroup_matrix && f.info.max_workgroup_invocations >= 256)
+    have |= Feature::WorkgroupMatrix;
   return rt::apply_feature_mask(have);
 }
 

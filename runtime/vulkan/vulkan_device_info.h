@@ -50,7 +50,7 @@ struct PhysicalDeviceFacts {
   // and shaderInt16 (bf16 staged in workgroup memory as 16-bit words). kir has one feature for both operand types,
   // so a device offering only one of them is reported without it.
   bool has_cooperative_matrix = false;
-  // Workgroup matrices as kir uses them (kir::Feature::WorkgroupMatrix): VK_NV_cooperative_matrix2's workgroup scope,
+  // Workgroup matrices as kir uses them (Feature::WorkgroupMatrix): VK_NV_cooperative_matrix2's workgroup scope,
   // flexible dimensions and tensor addressing, with flexible-dimension entries for f16 and bf16 products into f32 at
   // workgroup scope by 256 invocations in steps that divide 32 x 32 x 16 (kir's workgroup matrix kernels use those
   // multiples), on top of has_cooperative_matrix.
@@ -69,7 +69,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& instance_f
 
 // The kir features the capabilities in `f` (has_float64, has_float16_arith, ...) offer, less those
 // SPIRE_MASK_FEATURES hides: what DeviceInfo::features reports.
-kir::Features offered_features(const PhysicalDeviceFacts& f);
+Features offered_features(const PhysicalDeviceFacts& f);
 
 // Whether `entries` (a driver's VkCooperativeMatrixPropertiesKHR list) hold 16x16x16 subgroup products with f32 sums of
 // f16 operands and of bf16 ones: what kir's cooperative matrices need.

@@ -17,7 +17,7 @@ Pipeline::~Pipeline() {
 namespace {
 
 // Limits a kernel can exceed, checked before the driver sees it so the message names kernel and device.
-void check_limits(const Context& ctx, const kir::Kernel& k) {
+void check_limits(const Context& ctx, const KernelInterface& k) {
   const DeviceInfo& d = ctx.info();
   auto fail = [&](const std::string& what) {
     return Error(fmt::format("kernel '{}' {} on {} ({})", k.name, what, d.id, d.name));
@@ -29,8 +29,8 @@ void check_limits(const Context& ctx, const kir::Kernel& k) {
   if (uint64_t(k.workgroup_size[0]) * k.workgroup_size[1] * k.workgroup_size[2] > d.max_workgroup_invocations)
     throw fail(fmt::format("has {} invocations per workgroup, beyond the limit {}", k.workgroup_invocations(),
                            d.max_workgroup_invocations));
-  if (k.shared_bytes() > d.shared_memory_bytes)
-    throw fail(fmt::format("uses {} bytes of workgroup memory, beyond the limit {}", k.shared_bytes(), d.shared_memory_bytes));
+  if (k.shared_bytes > d.shared_memory_bytes)
+    throw fail(fmt::format("uses {} bytes of workgroup memory, beyond the limit {}", k.shared_bytes, d.shared_memory_bytes));
   if (k.buffers.size() > ctx.facts.max_storage_buffers_per_stage)
     throw fail(fmt::format("binds {} storage buffers, beyond the limit {}", k.buffers.size(),
                            ctx.facts.max_storage_buffers_per_stage));
@@ -38,12 +38,12 @@ void check_limits(const Context& ctx, const kir::Kernel& k) {
     throw fail(fmt::format("has {} bytes of scalar parameters, beyond the push-constant limit {}", k.scalar_block_bytes(),
                            ctx.facts.max_push_constant_bytes));
   for (const auto& s : k.scalars)
-    if (s.type == kir::Type::F16 && !ctx.facts.has_push_constant_16bit)
+    if (s.type == DType::F16 && !ctx.facts.has_push_constant_16bit)
       throw MissingFeature(fmt::format("kernel '{}' has the f16 scalar '{}', but {} ({}) lacks 16-bit push constants",
                                        k.name, s.name, d.id, d.name));
 }
 
-std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const kir::Kernel& k, const std::vector<uint32_t>& words) {
+std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const KernelInterface& k, const std::vector<uint32_t>& words) {
   const std::string& id = ctx.id();
   auto p = std::make_shared<Pipeline>();
   p->ctx = &ctx;
@@ -108,7 +108,7 @@ std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const kir::Kernel& k, cons
 
 std::shared_ptr<Kernel> load_kernel(const std::shared_ptr<Context>& ctx, const KernelBinary& binary) {
   const DeviceInfo& d = ctx->info();
-  const kir::Kernel& k = binary.signature;
+  const KernelInterface& k = binary.interface;
   if (binary.format != BinaryFormat::Spirv || binary.spirv.empty())
     throw Error(fmt::format("kernel '{}' is {}; {} ({}) loads SPIR-V", k.name, binary_format_name(binary.format), d.id, d.name));
   if (!d.features.contains(k.features)) throw MissingFeature(missing_feature_message(k, d));
@@ -124,7 +124,7 @@ std::shared_ptr<Kernel> load_kernel(const std::shared_ptr<Context>& ctx, const K
     p = make_pipeline(*ctx, k, words);
     ctx->pipelines.emplace(std::move(words), p);
   }
-  return std::make_shared<VulkanKernel>(ctx, kir::signature(k), std::move(p));
+  return std::make_shared<VulkanKernel>(ctx, k, std::move(p));
 }
 
 }  // namespace spire::rt::vulkan

@@ -24,15 +24,15 @@ struct Pipeline {
 
 class VulkanKernel final : public Kernel {
  public:
-  VulkanKernel(std::shared_ptr<Context> ctx, kir::Kernel ir, std::shared_ptr<Pipeline> pipeline)
+  VulkanKernel(std::shared_ptr<Context> ctx, KernelInterface ir, std::shared_ptr<Pipeline> pipeline)
       : ctx_(std::move(ctx)), ir_(std::move(ir)), pipeline_(std::move(pipeline)) {}
-  const kir::Kernel& ir() const override { return ir_; }
+  const KernelInterface& interface() const override { return ir_; }
   const std::shared_ptr<Pipeline>& pipeline() const { return pipeline_; }
   const Context& context() const { return *ctx_; }
 
  private:
   std::shared_ptr<Context> ctx_;
-  kir::Kernel ir_;
+  KernelInterface ir_;
   std::shared_ptr<Pipeline> pipeline_;
 };
 

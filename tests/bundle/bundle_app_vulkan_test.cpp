@@ -1,5 +1,5 @@
 // The C API on the application's own Vulkan device (include/spire/spire_vulkan.h), through libspire_runtime.so:
-// a test app (tests/vulkan_external/app_vulkan.h) makes its own instance, device, queue and host-visible
+// a test app (tests/runtime/vulkan_external/app_vulkan.h) makes its own instance, device, queue and host-visible
 // buffers with plain Vulkan calls, hands them to spire, writes the input rows into its own mapped memory and
 // reads the model's result from its own output buffer, checked against the float64 evaluator. With
 // SPIRE_VULKAN_VALIDATION=1 (set by ctest) the validation layer runs on the app's instance and any message
@@ -19,7 +19,7 @@
 #include "spire/spire.h"
 #include "spire/spire_vulkan.h"
 #include "tests/bundle/mlp_model.h"
-#include "tests/vulkan_external/app_vulkan.h"
+#include "tests/runtime/vulkan_external/app_vulkan.h"
 
 namespace spire::bundle {
 namespace {

@@ -45,8 +45,8 @@ TEST(BundleFormat, RoundTripsEveryField) {
   EXPECT_EQ(p.buffers[4].fill, std::optional<double>(1.0));
   EXPECT_EQ(p.buffers[1].weight, 0);
   EXPECT_EQ(p.buffers[2].arena_offset, 0);
-  EXPECT_EQ(p.kernels[0].signature.scalars.size(), 2u);
-  EXPECT_EQ(p.kernels[0].signature.scalars[1].type, kir::Type::F64);
+  EXPECT_EQ(p.kernels[0].interface.scalars.size(), 2u);
+  EXPECT_EQ(p.kernels[0].interface.scalars[1].type, DType::F64);
   EXPECT_EQ(p.kernels[0].ptx, ".version 6.3\n.target sm_75\n");
   EXPECT_EQ(p.launches[1].buffers, (std::vector<uint32_t>{2, 1, 3}));
   EXPECT_TRUE(p.launches[0].parameters_only);

@@ -15,7 +15,7 @@ inline bundle::Bundle sample_bundle() {
   b.dynamic_batch = true;
   b.inputs.push_back({"x", DType::F32, {4, 3}, true});
   b.outputs.push_back({"y", DType::F32, {4, 2}, true});
-  b.weights.push_back({"w", kir::Type::F32, std::vector<uint8_t>(24, 1)});
+  b.weights.push_back({"w", DType::F32, std::vector<uint8_t>(24, 1)});
   for (int format = 0; format < 2; ++format)
     for (int64_t batch : {1, 4}) {
       DevicePlan p;
@@ -24,17 +24,17 @@ inline bundle::Bundle sample_bundle() {
       p.target = format ? "ptx" : "spirv";
       p.batch = batch;
       p.arena_bytes = 256;
-      p.buffers.push_back({"x", kir::Type::F32, uint64_t(batch * 3), BufferRole::Input, -1, {}, -1});
-      p.buffers.push_back({"w", kir::Type::F32, 6, BufferRole::Parameter, -1, {}, 0});
-      p.buffers.push_back({"t", kir::Type::F32, uint64_t(batch * 2), BufferRole::Transient, 0, {}, -1});
-      p.buffers.push_back({"y", kir::Type::F32, uint64_t(batch * 2), BufferRole::Output, -1, {}, -1});
-      p.buffers.push_back({"one", kir::Type::F32, 1, BufferRole::Constant, -1, 1.0, -1});
+      p.buffers.push_back({"x", DType::F32, uint64_t(batch * 3), BufferRole::Input, -1, {}, -1});
+      p.buffers.push_back({"w", DType::F32, 6, BufferRole::Parameter, -1, {}, 0});
+      p.buffers.push_back({"t", DType::F32, uint64_t(batch * 2), BufferRole::Transient, 0, {}, -1});
+      p.buffers.push_back({"y", DType::F32, uint64_t(batch * 2), BufferRole::Output, -1, {}, -1});
+      p.buffers.push_back({"one", DType::F32, 1, BufferRole::Constant, -1, 1.0, -1});
       rt::KernelBinary k;
-      k.signature.name = "matmul";
-      k.signature.workgroup_size = {64, 1, 1};
-      k.signature.buffers = {{"a", kir::Type::F32, kir::Access::Read}, {"b", kir::Type::F32, kir::Access::Read},
-                             {"c", kir::Type::F32, kir::Access::Write}};
-      k.signature.scalars = {{"n", kir::Type::U32}, {"scale", kir::Type::F64}};
+      k.interface.name = "matmul";
+      k.interface.workgroup_size = {64, 1, 1};
+      k.interface.buffers = {{"a", DType::F32, Access::Read}, {"b", DType::F32, Access::Read},
+                             {"c", DType::F32, Access::Write}};
+      k.interface.scalars = {{"n", DType::U32}, {"scale", DType::F64}};
       k.format = p.format;
       if (format) {
         k.ptx = ".version 6.3\n.target sm_75\n";

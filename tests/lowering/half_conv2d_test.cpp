@@ -3,7 +3,7 @@
 // (kernels/conv2d_mma_kernel.h), with no cast launch at all; elsewhere its own program widens them
 // first, the launches the casts had before. A layer (convolution, bias, ReLU, rounded to half) against the float64
 // evaluator on every device, with the op harness's half tolerance (lowering/heavy kernel tests check the products
-// themselves to f32 accuracy: tests/lowering_heavy/conv2d_mma_test.cpp).
+// themselves to f32 accuracy: tests/kernels/conv2d_mma_test.cpp).
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>

@@ -16,7 +16,7 @@
 #include "passes/canonical.h"
 #include "lowering/stats.h"
 #include "passes/builtin.h"
-#include "tests/dump/dump_files.h"
+#include "tests/tools/dump/dump_files.h"
 #include "tests/support/h100_like_target.h"
 
 namespace spire::passes {

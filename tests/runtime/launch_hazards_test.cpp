@@ -18,11 +18,11 @@ class FakeBuffer final : public Buffer {
   uint64_t bytes_;
 };
 
-BufferUse use(Buffer& b, uint64_t offset, uint64_t bytes, kir::Access a) { return {BufferView(b, offset, bytes), a}; }
+BufferUse use(Buffer& b, uint64_t offset, uint64_t bytes, Access a) { return {BufferView(b, offset, bytes), a}; }
 
-constexpr auto R = kir::Access::Read;
-constexpr auto W = kir::Access::Write;
-constexpr auto RW = kir::Access::ReadWrite;
+constexpr auto R = Access::Read;
+constexpr auto W = Access::Write;
+constexpr auto RW = Access::ReadWrite;
 
 TEST(LaunchHazards, EmptyHistoryNeverConflicts) {
   FakeBuffer a(64);
@@ -98,9 +98,9 @@ TEST(LaunchHazards, ClearForgetsTheHistory) {
 }
 
 TEST(LaunchHazards, LaunchUsesTakeTheKernelsDeclaredAccess) {
-  kir::Kernel k;
+  KernelInterface k;
   k.name = "k";
-  k.buffers = {{"in", kir::Type::F32, R}, {"out", kir::Type::F32, W}};
+  k.buffers = {{"in", DType::F32, R}, {"out", DType::F32, W}};
   FakeBuffer a(64), b(64);
   std::vector<BufferView> views{BufferView(a, 0, 64), BufferView(b, 0, 64)};
   std::vector<BufferUse> u = launch_uses(k, views);

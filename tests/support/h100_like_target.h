@@ -15,8 +15,8 @@ inline rt::DeviceInfo h100_like_target(std::string id = "compile-only:0") {
   d.id = std::move(id);
   d.name = "compile-only sm_90";
   d.memory_bytes = d.max_buffer_bytes = uint64_t(80) << 30;
-  d.features = kir::Features(kir::Feature::Float16) | kir::Feature::Float64 | kir::Feature::Int64 |
-               kir::Feature::AtomicAddInt | kir::Feature::AtomicAddF32 | kir::Feature::SubgroupShuffle;
+  d.features = Features(Feature::Float16) | Feature::Float64 | Feature::Int64 |
+               Feature::AtomicAddInt | Feature::AtomicAddF32 | Feature::SubgroupShuffle;
   return d;
 }
 

@@ -48,9 +48,9 @@ write_safetensors(sys.argv[1], {"x": u(8, 128, k=2), "linear1.weight": u(64, 128
 PY
 if [ "${ONNX:-0}" = 1 ]; then
   mkdir -p $p/node $p/grad
-  /usr/bin/python3 tests/onnx/select_node_tests.py /usr/share/libonnx-testdata/data/node | while read -r d; do cp -r "$d" $p/node/; done
-  models=build/tests/onnx/models
-  [ -f $models/encoder13.onnx ] || /usr/bin/python3 tests/onnx/export_models.py $models >/dev/null
+  /usr/bin/python3 tests/frontend/onnx/select_node_tests.py /usr/share/libonnx-testdata/data/node | while read -r d; do cp -r "$d" $p/node/; done
+  models=build/tests/frontend/onnx/models
+  [ -f $models/encoder13.onnx ] || /usr/bin/python3 tests/frontend/onnx/export_models.py $models >/dev/null
   g=$p/grad
   build/bin/spire import $models/encoder13.onnx -o $g/m.graph >/dev/null
   { cat $g/m.graph

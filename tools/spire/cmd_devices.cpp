@@ -25,7 +25,7 @@ void list() {
     fmt::print("    workgroup count <= {} x {} x {}, buffer binding <= {}, <= {} buffers per kernel, memory {}\n",
                d.max_workgroup_count[0], d.max_workgroup_count[1], d.max_workgroup_count[2], mib(d.max_buffer_bytes),
                d.max_kernel_buffers, mib(d.memory_bytes));
-    fmt::print("    features: {}{}\n", kir::features_to_string(d.features),
+    fmt::print("    features: {}{}\n", features_to_string(d.features),
                d.compute_capability ? fmt::format(", compute capability sm_{}", d.compute_capability) : "");
   }
 }

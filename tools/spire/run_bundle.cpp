@@ -16,49 +16,19 @@ namespace spire::cli {
 
 namespace {
 
-graph::DType graph_dtype(bundle::DType t) {
-  switch (t) {
-    case bundle::DType::F32: return graph::DType::F32;
-    case bundle::DType::F64: return graph::DType::F64;
-    case bundle::DType::I32: return graph::DType::I32;
-    case bundle::DType::I64: return graph::DType::I64;
-    case bundle::DType::Bool: return graph::DType::Bool;
-  }
-  return graph::DType::F32;
-}
-
-// A host tensor (doubles) as the bytes of `dtype`.
-std::vector<uint8_t> host_bytes(const graph::Tensor& t, bundle::DType dtype) {
-  std::vector<uint8_t> out(t.data.size() * bundle::dtype_bytes(dtype));
-  for (size_t i = 0; i < t.data.size(); ++i) {
-    uint8_t* p = out.data() + i * bundle::dtype_bytes(dtype);
-    const double v = t.data[i];
-    switch (dtype) {
-      case bundle::DType::F32: { float f = float(v); std::memcpy(p, &f, 4); break; }
-      case bundle::DType::F64: std::memcpy(p, &v, 8); break;
-      case bundle::DType::I32: { int32_t x = int32_t(v); std::memcpy(p, &x, 4); break; }
-      case bundle::DType::I64: { int64_t x = int64_t(v); std::memcpy(p, &x, 8); break; }
-      case bundle::DType::Bool: *p = v != 0; break;
-    }
-  }
+// A host tensor (doubles) as the bytes of `dtype`, and back.
+std::vector<uint8_t> host_bytes(const graph::Tensor& t, DType dtype) {
+  std::vector<uint8_t> out(t.data.size() * dtype_bytes(dtype));
+  for (size_t i = 0; i < t.data.size(); ++i) write_element(dtype, t.data[i], out.data() + i * dtype_bytes(dtype));
   return out;
 }
 
-graph::Tensor from_host_bytes(const std::vector<uint8_t>& bytes, bundle::DType dtype, const std::vector<int64_t>& shape) {
+graph::Tensor from_host_bytes(const std::vector<uint8_t>& bytes, DType dtype, const std::vector<int64_t>& shape) {
   graph::Tensor t;
-  t.dtype = graph_dtype(dtype);
+  t.dtype = dtype;
   t.shape = shape;
-  t.data.resize(bytes.size() / bundle::dtype_bytes(dtype));
-  for (size_t i = 0; i < t.data.size(); ++i) {
-    const uint8_t* p = bytes.data() + i * bundle::dtype_bytes(dtype);
-    switch (dtype) {
-      case bundle::DType::F32: { float f; std::memcpy(&f, p, 4); t.data[i] = f; break; }
-      case bundle::DType::F64: std::memcpy(&t.data[i], p, 8); break;
-      case bundle::DType::I32: { int32_t x; std::memcpy(&x, p, 4); t.data[i] = x; break; }
-      case bundle::DType::I64: { int64_t x; std::memcpy(&x, p, 8); t.data[i] = double(x); break; }
-      case bundle::DType::Bool: t.data[i] = *p; break;
-    }
-  }
+  t.data.resize(bytes.size() / dtype_bytes(dtype));
+  for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = read_element(dtype, bytes.data() + i * dtype_bytes(dtype));
   return t;
 }
 
@@ -88,7 +58,7 @@ void run_bundle(const std::string& bundle_path, const std::string& inputs, const
   std::vector<std::vector<uint8_t>> fed;  // by input, in the bundle's dtypes: --bench feeds them every run
   for (const auto& spec : b->inputs) {
     const graph::Tensor& t = given.at(spec.name);
-    if (t.shape != s.shape(spec) || graph_dtype(spec.dtype) != t.dtype)
+    if (t.shape != s.shape(spec) || spec.dtype != t.dtype)
       throw std::invalid_argument(fmt::format("input '{}' is {} {} in the bundle (at batch {}) but {} {} in {}", spec.name,
                                               bundle::dtype_name(spec.dtype), graph::shape_to_string(s.shape(spec)),
                                               s.batch(), graph::dtype_name(t.dtype), graph::shape_to_string(t.shape), inputs));

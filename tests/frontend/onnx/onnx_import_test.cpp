@@ -1,0 +1,176 @@
+// The importer in process: shape-subgraph folding, symbolic batch binding, errors, external data.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "frontend/onnx/onnx_import.h"
+#include "ir/graph/evaluator.h"
+#include "ir/graph/text_form.h"
+#include "tests/frontend/onnx/onnx_test_util.h"
+
+namespace spire {
+namespace {
+
+namespace fs = std::filesystem;
+using graph::DType;
+using graph::Tensor;
+using onnx_import::ImportError;
+using onnx_import::import_model;
+
+class OnnxImport : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("spire_onnx_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  fs::path path(const std::string& n) const { return dir_ / n; }
+  fs::path dir_;
+};
+
+// The error's message, or "" when the import succeeds.
+std::string import_error(const fs::path& p, const onnx_import::ImportOptions& o = {}) {
+  try {
+    import_model(p, o);
+  } catch (const ImportError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_F(OnnxImport, FoldsTheShapeSubgraphAndBindsTheBatch) {
+  onnx_test::write_model(onnx_test::small_mlp(), path("m.onnx"));
+  onnx_import::ImportOptions o;
+  o.input_shapes["x"] = {2, 4};
+  auto m = import_model(path("m.onnx"), o);
+  const std::string text = graph::print(m.graph);
+  // Shape/Gather/Unsqueeze/Concat left nothing behind: one reshape to the folded [2,3].
+  EXPECT_EQ(text.find("gather"), std::string::npos) << text;
+  EXPECT_NE(text.find("{shape=[2,3]}"), std::string::npos) << text;
+  ASSERT_EQ(m.inputs.size(), 1u);
+  EXPECT_EQ(m.inputs[0].shape, (graph::Shape{2, 4}));
+  ASSERT_EQ(m.outputs.size(), 1u);
+  EXPECT_EQ(m.outputs[0].onnx_name, "y");
+  EXPECT_EQ(m.weights.size(), 2u);  // W and B; the int64 shape constants were folded away
+
+  std::map<std::string, Tensor> feeds;
+  for (auto& [n, t] : m.weights) feeds[n] = t;
+  feeds[m.inputs[0].graph_name] = Tensor::from(DType::F32, {2, 4}, {1, 2, 3, 4, -1, 0, 2, 1});
+  const auto r = graph::evaluate(m.graph, feeds);
+  const Tensor& y = r.at(m.outputs[0].graph_name);
+  // Hand computation: y[i][j] = relu(sum_k x[i][k] W[j][k] + b[j]), W[j][k] = (4j + k - 6) / 8.
+  const double x[2][4] = {{1, 2, 3, 4}, {-1, 0, 2, 1}}, b[3] = {0.5, -0.25, 1.0};
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j) {
+      double s = b[j];
+      for (int k = 0; k < 4; ++k) s += x[i][k] * (4 * j + k - 6) / 8.0;
+      EXPECT_NEAR(y.at({i, j}), std::max(0.0, s), 1e-6) << i << "," << j;
+    }
+}
+
+TEST_F(OnnxImport, SymbolicBatchWithoutAShapeIsRefusedByName) {
+  onnx_test::write_model(onnx_test::small_mlp(), path("m.onnx"));
+  const std::string e = import_error(path("m.onnx"));
+  EXPECT_NE(e.find("input 'x' has a symbolic dimension 0 ('batch')"), std::string::npos) << e;
+}
+
+TEST_F(OnnxImport, AWrongFixedDimensionIsRefused) {
+  onnx_test::write_model(onnx_test::small_mlp(), path("m.onnx"));
+  onnx_import::ImportOptions o;
+  o.input_shapes["x"] = {2, 5};
+  const std::string e = import_error(path("m.onnx"), o);
+  EXPECT_NE(e.find("input 'x'"), std::string::npos) << e;
+  EXPECT_NE(e.find("[2,5]"), std::string::npos) << e;
+}
+
+TEST_F(OnnxImport, UnsupportedOpNamesOpNodeAndOpset) {
+  onnx::GraphProto g;
+  *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"3", "3"});
+  *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {});
+  *g.add_node() = onnx_test::node("Det", {"x"}, {"y"}, "my_det");
+  onnx_test::write_model(onnx_test::model(g, 15), path("m.onnx"));
+  const std::string e = import_error(path("m.onnx"));
+  EXPECT_NE(e.find("node 'my_det' (Det, opset 15): unsupported op"), std::string::npos) << e;
+}
+
+TEST_F(OnnxImport, RuntimeConcatImportsToTheConcatOp) {
+  onnx::GraphProto g;
+  *g.add_input() = onnx_test::value_info("a", onnx::TensorProto::FLOAT, {"2", "3"});
+  *g.add_input() = onnx_test::value_info("b", onnx::TensorProto::FLOAT, {"2", "3"});
+  *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {"4", "3"});
+  auto n = onnx_test::node("Concat", {"a", "b"}, {"y"}, "cat");
+  onnx_test::add_int_attr(n, "axis", 0);
+  *g.add_node() = n;
+  onnx_test::write_model(onnx_test::model(g), path("m.onnx"));
+  auto m = import_model(path("m.onnx"));
+  EXPECT_NE(graph::print(m.graph).find("concat(a, b) {axis=0}"), std::string::npos) << graph::print(m.graph);
+  std::map<std::string, Tensor> feeds{{"a", Tensor::from(DType::F32, {2, 3}, {1, 2, 3, 4, 5, 6})},
+                                      {"b", Tensor::from(DType::F32, {2, 3}, {7, 8, 9, 10, 11, 12})}};
+  const Tensor y = graph::evaluate(m.graph, feeds).at(m.outputs[0].graph_name);
+  EXPECT_EQ(y.shape, (graph::Shape{4, 3}));
+  for (int i = 0; i < 12; ++i) EXPECT_EQ(y.data[size_t(i)], i + 1) << i;  // rows of a, then rows of b
+}
+
+TEST_F(OnnxImport, GarbageAndTruncatedFilesAreRefused) {
+  std::ofstream(path("g.onnx")) << "definitely not a protobuf \xff\xff\xff\xff";
+  EXPECT_NE(import_error(path("g.onnx")).find("not an ONNX model"), std::string::npos);
+  std::string bytes;
+  onnx_test::small_mlp().SerializeToString(&bytes);
+  std::ofstream(path("t.onnx"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_NE(import_error(path("t.onnx")), "");
+  EXPECT_NE(import_error(path("missing.onnx")).find("no such file"), std::string::npos);
+  std::ofstream(path("empty.onnx")).close();
+  EXPECT_NE(import_error(path("empty.onnx")).find("not an ONNX model"), std::string::npos);
+}
+
+// W moved into an external data file beside the model.
+onnx::ModelProto external_mlp(const std::string& location, uint64_t offset) {
+  auto m = onnx_test::small_mlp();
+  auto* w = m.mutable_graph()->mutable_initializer(0);
+  w->clear_float_data();
+  w->set_data_location(onnx::TensorProto::EXTERNAL);
+  auto add = [&](const std::string& k, const std::string& v) {
+    auto* e = w->add_external_data();
+    e->set_key(k);
+    e->set_value(v);
+  };
+  add("location", location);
+  add("offset", std::to_string(offset));
+  add("length", "48");
+  return m;
+}
+
+TEST_F(OnnxImport, ExternalDataIsReadAndChecked) {
+  std::vector<float> w(12);
+  for (int i = 0; i < 12; ++i) w[size_t(i)] = float(i - 6) * 0.125f;
+  {
+    std::ofstream f(path("w.bin"), std::ios::binary);
+    f << std::string(16, '\0');
+    f.write(reinterpret_cast<const char*>(w.data()), 48);
+  }
+  onnx_import::ImportOptions o;
+  o.input_shapes["x"] = {1, 4};
+  onnx_test::write_model(external_mlp("w.bin", 16), path("m.onnx"));
+  auto m = import_model(path("m.onnx"), o);
+  ASSERT_EQ(m.weights[0].first, "W");
+  EXPECT_EQ(m.weights[0].second.data[11], 0.625);
+
+  onnx_test::write_model(external_mlp("w.bin", 32), path("far.onnx"));
+  std::string e = import_error(path("far.onnx"), o);
+  EXPECT_NE(e.find("exceeds the size"), std::string::npos) << e;
+
+  onnx_test::write_model(external_mlp("absent.bin", 0), path("absent.onnx"));
+  e = import_error(path("absent.onnx"), o);
+  EXPECT_NE(e.find("absent.bin"), std::string::npos) << e;
+
+  onnx_test::write_model(external_mlp("../w.bin", 0), path("outside.onnx"));
+  EXPECT_NE(import_error(path("outside.onnx"), o), "");
+}
+
+}  // namespace
+}  // namespace spire
