@@ -1,0 +1,134 @@
+// spire reduce MODEL --inputs IN --devices D -o SMALL.graph: shrinks a model that fails on a device to the smallest cut
+// of it that still fails (diff/reduce.h), written with its inputs so that `spire diff SMALL.graph --inputs
+// SMALL.inputs.safetensors` shows the failure again (docs/DIFF.md, "spire reduce"). Exit status: 0 when a reduced
+// model was written, 1 when there is nothing to reduce (the model does not fail as --until says), 2 for an argument
+// error, 3 for bad input (a missing file, an unknown device, inputs that do not fit the model).
+#include <cmath>
+#include <filesystem>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "diff/cut.h"
+#include "diff/reduce.h"
+#include "diff/report.h"
+#include "io/tensor_file.h"
+#include "tools/spire/chosen_devices.h"
+#include "tools/spire/commands.h"
+#include "tools/spire/onnx_model.h"
+
+namespace spire::cli {
+namespace {
+
+struct ReduceCmd {
+  std::string model, inputs, weights, devices, until = "first-divergence", output;
+  CLI::Option* ops = nullptr;  // --ops (add_ops_option): the paths given, for the command line that shows the result
+  double atol = 0, rtol = 0;
+  CLI::Option *atol_given = nullptr, *rtol_given = nullptr;
+  tuning::TuningFlags tuning;
+};
+
+// Thrown for a model that does not fail: nothing to reduce (exit status 1, not 3).
+struct NothingToReduce : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The bound the issue sets for one faulty node among n values: ceil(log2 n) + 5 runs.
+size_t run_bound(size_t n) { return size_t(std::ceil(std::log2(double(std::max<size_t>(n, 1))))) + 5; }
+
+void run_reduce(const ReduceCmd& o) {
+  for (const std::string& f : {o.model, o.inputs})
+    if (!std::filesystem::is_regular_file(f)) throw std::runtime_error(fmt::format("{}: no such file", f));
+  const std::vector<std::string> devices = chosen_devices(o.devices);
+  if (devices.size() != 1)
+    throw std::runtime_error(fmt::format("--devices: reduce follows one device's failure; name one (got {})",
+                                         devices.empty() ? "none present" : o.devices));
+
+  const auto given = io::load_tensors(o.inputs);
+  LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
+  const auto feeds = input_feeds(m, given, o.inputs);
+  auto dev = rt::open_device(devices[0]);
+  const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&m.graph}, stdout);
+  diff::ReduceOptions options{.until = *diff::until_from_name(o.until), .compile = {.tuning = &choices}};
+  if (o.atol_given->count() > 0) options.tolerance.atol = o.atol;
+  if (o.rtol_given->count() > 0) options.tolerance.rtol = o.rtol;
+
+  fmt::print("reducing {} on {} ({}), until {}; tolerance: {}\n", o.model, dev->info().id, dev->info().name, o.until,
+             diff::rule_text(options.tolerance));
+  size_t run = 0;
+  const diff::Reduction r = diff::reduce(m.graph, feeds, *dev, options, [&](const diff::ReduceRun& step) {
+    fmt::print("  run {}: {} ({} value{}): {}\n", ++run, step.what, step.nodes, step.nodes == 1 ? "" : "s",
+               step.fails ? "fails: " + step.why : "passes");
+    std::fflush(stdout);
+  });
+  if (!r.fails) throw NothingToReduce(fmt::format("nothing to reduce: {} on {} ({}); nothing was written", o.model,
+                                                  dev->info().id, r.why));
+
+  const diff::CutFiles files = diff::CutFiles::beside(o.output);
+  diff::save_cut(r.smallest, files);
+  fmt::print("\n{} of the model's {} values still fail{} ({} runs; the bound for one faulty node is ceil(log2 {}) + 5 "
+             "= {}): {}\n",
+             r.nodes.size(), r.model_values, r.nodes.size() == 1 ? "s" : "", r.runs.size(), r.model_values,
+             run_bound(r.model_values), fmt::join(r.nodes, ", "));
+  fmt::print("\n{}", diff::report_text({r.comparison}, {.rule = diff::rule_text(options.tolerance)}));
+  std::string ops;
+  for (const std::string& f : o.ops->results()) ops += " --ops " + f;
+  fmt::print("\nwrote {} (weights: {}, inputs: {}); to see the failure again:\n  spire diff{} {} --inputs {} --devices {}\n",
+             files.graph.string(), files.weights.string(), files.inputs.string(), ops, files.graph.string(),
+             files.inputs.string(), dev->info().id);
+}
+
+}  // namespace
+
+void register_reduce_commands(CLI::App& app) {
+  auto o = std::make_shared<ReduceCmd>();
+  auto* cmd = app.add_subcommand(
+      "reduce",
+      "Shrink a model that fails on a device to the smallest cut of it that still fails: a cut's inputs are the "
+      "float64 reference's values, and the cut that still fails is kept (first the failing value alone, then "
+      "bisection in topological order). Writes SMALL.graph, its weights SMALL.safetensors and its inputs "
+      "SMALL.inputs.safetensors, which `spire diff SMALL.graph --inputs SMALL.inputs.safetensors` runs. Exit status "
+      "0: written; 1: the model does not fail (nothing written); 3: bad input. docs/DIFF.md");
+  cmd->add_option("model", o->model, "MODEL.onnx or MODEL.graph")->required();
+  cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs (by ONNX name)")->required();
+  cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
+  cmd->add_option("--devices", o->devices, "The one device (vulkan:N, cuda:N) whose failure to follow")->required();
+  cmd->add_option("--until", o->until,
+                  "What failing means: first-divergence (default: the model's first value off is still off), nan (a "
+                  "value NaN or infinite where the reference has a number), exit (spire diff would exit non-zero: any "
+                  "value off, or the device cannot run it)")
+      ->check(CLI::IsMember({"first-divergence", "nan", "exit"}));
+  cmd->add_option("-o,--output", o->output,
+                  "SMALL.graph: the reduced model as spire's graph text (weights and inputs are written beside it)")
+      ->required()
+      ->check(CLI::Validator(
+          [](std::string& path) -> std::string {
+            if (path.ends_with(".graph")) return {};
+            if (path.ends_with(".onnx"))
+              return "spire reduce does not write ONNX; write spire's graph text with -o SMALL.graph (spire diff, "
+                     "spire run and spire graph read it)";
+            return "must name a .graph file, not '" + path + "'";
+          },
+          "SMALL.graph"));
+  o->atol_given = cmd->add_option("--atol", o->atol, "Absolute tolerance, as spire diff's (default: the op table's)")
+                      ->check(positive_number(true));
+  o->rtol_given = cmd->add_option("--rtol", o->rtol, "Relative tolerance, as spire diff's")->check(positive_number(true));
+  add_ops_option(cmd);
+  o->ops = cmd->get_option("--ops");
+  add_tuning_options(cmd, o->tuning);
+  cmd->callback([o] {
+    try {
+      run_reduce(*o);
+    } catch (const NothingToReduce& e) {
+      fmt::print(stderr, "spire: error: {}\n", e.what());
+      throw CommandExit{1};
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "spire: error: {}\n", e.what());
+      throw CommandExit{3};
+    }
+  });
+}
+
+}  // namespace spire::cli
