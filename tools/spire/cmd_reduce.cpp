@@ -41,14 +41,13 @@ size_t run_bound(size_t n) { return size_t(std::ceil(std::log2(double(std::max<s
 void run_reduce(const ReduceCmd& o) {
   for (const std::string& f : {o.model, o.inputs})
     if (!std::filesystem::is_regular_file(f)) throw std::runtime_error(fmt::format("{}: no such file", f));
+  const auto given = io::load_tensors(o.inputs);
+  LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
+  const auto feeds = input_feeds(m, given, o.inputs);
   const std::vector<std::string> devices = chosen_devices(o.devices);
   if (devices.size() != 1)
     throw std::runtime_error(fmt::format("--devices: reduce follows one device's failure; name one (got {})",
                                          devices.empty() ? "none present" : o.devices));
-
-  const auto given = io::load_tensors(o.inputs);
-  LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
-  const auto feeds = input_feeds(m, given, o.inputs);
   auto dev = rt::open_device(devices[0]);
   const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&m.graph}, stdout);
   diff::ReduceOptions options{.until = *diff::until_from_name(o.until), .compile = {.tuning = &choices}};
@@ -63,8 +62,9 @@ void run_reduce(const ReduceCmd& o) {
                step.fails ? "fails: " + step.why : "passes");
     std::fflush(stdout);
   });
-  if (!r.fails) throw NothingToReduce(fmt::format("nothing to reduce: {} on {} ({}); nothing was written", o.model,
-                                                  dev->info().id, r.why));
+  if (!r.fails)
+    throw NothingToReduce(
+        fmt::format("nothing to reduce: {} on {} for {}; nothing was written", r.why, dev->info().id, o.model));
 
   const diff::CutFiles files = diff::CutFiles::beside(o.output);
   diff::save_cut(r.smallest, files);
