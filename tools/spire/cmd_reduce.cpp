@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
+#include <span>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -13,11 +14,14 @@
 
 #include "diff/cut.h"
 #include "diff/reduce.h"
+#include "diff/tuning_blame.h"
+#include "io/file_bytes.h"
 #include "diff/report.h"
 #include "io/tensor_file.h"
 #include "tools/spire/chosen_devices.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
+#include "tuning/tuning_cache.h"
 
 namespace spire::cli {
 namespace {
@@ -28,6 +32,7 @@ struct ReduceCmd {
   double atol = 0, rtol = 0;
   CLI::Option *atol_given = nullptr, *rtol_given = nullptr;
   tuning::TuningFlags tuning;
+  bool blame_tuning = false;  // --tuning
 };
 
 // Thrown for a model that does not fail: nothing to reduce (exit status 1, not 3).
@@ -37,6 +42,44 @@ struct NothingToReduce : std::runtime_error {
 
 // The bound the issue sets for one faulty node among n values: ceil(log2 n) + 5 runs.
 size_t run_bound(size_t n) { return size_t(std::ceil(std::log2(double(std::max<size_t>(n, 1))))) + 5; }
+
+// --tuning: which of the cache's choices the reduced model's failure depends on; writes the cache without the bad
+// ones to SMALL.tuning.txt (every other entry, of every device, kept as it was).
+void blame_tuning_choices(const ReduceCmd& o, const diff::Reduction& r, rt::Device& dev,
+                          const diff::ReduceOptions& options, const lowering::MapTuningChoices& choices) {
+  const std::string cache_file = o.tuning.cache_file.empty() ? tuning::TuningCache::default_path() : o.tuning.cache_file;
+  fmt::print("\n--tuning: the reduced model with every template's heuristic config, then with each of the {} choices "
+             "of {} for {} alone\n",
+             choices.configs.size(), cache_file, dev.info().id);
+  const diff::TuningBlame b = diff::blame_tuning(r.smallest.graph, r.smallest.feeds, dev, options, choices, r.target);
+  if (!b.depends) {
+    fmt::print("with the heuristic configs it still fails ({}; {} run): the failure does not depend on the tuning "
+               "cache; no cache written\n",
+               b.heuristic_why, b.runs);
+    return;
+  }
+  size_t bad = 0;
+  for (const diff::ConfigVerdict& v : b.verdicts) {
+    fmt::print("  {:4}  {}: {}  ({})\n", v.bad ? "bad" : "good", v.key.text(), v.config.text(), v.why);
+    bad += v.bad ? 1 : 0;
+  }
+  fmt::print("with the heuristic configs it passes; {} of the {} choices it uses make it fail ({} runs)\n", bad,
+             b.verdicts.size(), b.runs);
+  tuning::TuningCache::Entries entries;
+  if (std::filesystem::exists(cache_file)) {
+    const auto bytes = io::read_file_bytes(cache_file);
+    entries = tuning::TuningCache::parse(std::string(bytes.begin(), bytes.end()));
+  }
+  const tuning::DeviceKey device = tuning::DeviceKey::of(dev.info());
+  for (const diff::ConfigVerdict& v : b.verdicts)
+    if (v.bad) entries.erase({device, v.key});
+  std::filesystem::path out = o.output;
+  out.replace_extension(".tuning.txt");
+  const std::string text = tuning::TuningCache::format(entries);
+  io::write_file_bytes_atomically(out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
+  fmt::print("wrote {}: the {} entries of {} without the {} bad one{} (--tuning-cache {} runs with it)\n", out.string(),
+             entries.size(), cache_file, bad, bad == 1 ? "" : "s", out.string());
+}
 
 void run_reduce(const ReduceCmd& o) {
   for (const std::string& f : {o.model, o.inputs})
@@ -73,11 +116,14 @@ void run_reduce(const ReduceCmd& o) {
              r.nodes.size(), r.model_values, r.nodes.size() == 1 ? "s" : "", r.runs.size(), r.model_values,
              run_bound(r.model_values), fmt::join(r.nodes, ", "));
   fmt::print("\n{}", diff::report_text({r.comparison}, {.rule = diff::rule_text(options.tolerance)}));
+  if (o.blame_tuning) blame_tuning_choices(o, r, *dev, options, choices);
   std::string ops;
   for (const std::string& f : o.ops->results()) ops += " --ops " + f;
-  fmt::print("\nwrote {} (weights: {}, inputs: {}); to see the failure again:\n  spire diff{} {} --inputs {} --devices {}\n",
+  // A failure may need the cache's configs: the command that shows it again reads the same cache.
+  const std::string cache = o.tuning.cache_file.empty() ? "" : " --tuning-cache " + o.tuning.cache_file;
+  fmt::print("\nwrote {} (weights: {}, inputs: {}); to see the failure again:\n  spire diff{} {} --inputs {} --devices {}{}\n",
              files.graph.string(), files.weights.string(), files.inputs.string(), ops, files.graph.string(),
-             files.inputs.string(), dev->info().id);
+             files.inputs.string(), dev->info().id, cache);
 }
 
 }  // namespace
@@ -118,6 +164,10 @@ void register_reduce_commands(CLI::App& app) {
   add_ops_option(cmd);
   o->ops = cmd->get_option("--ops");
   add_tuning_options(cmd, o->tuning);
+  cmd->add_flag("--tuning", o->blame_tuning,
+                "Also find which of the tuning cache's choices (--tuning-cache) the reduced model's failure depends on: "
+                "run it with every heuristic config, then with each choice alone, print each as good or bad, and write "
+                "the cache without the bad ones to SMALL.tuning.txt");
   cmd->callback([o] {
     try {
       run_reduce(*o);
