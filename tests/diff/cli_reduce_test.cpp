@@ -3,6 +3,7 @@
 // the run bound (ceil(log2 N) + 5 for one faulty node among N values), the reduced model failing again under
 // `spire diff` while small, and bad input refused with nothing written.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -80,7 +81,8 @@ class CliReduce : public testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() /
-           ("spire_cli_reduce_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+           ("spire_cli_reduce_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
   }
@@ -142,7 +144,10 @@ TEST_F(CliReduce, ShrinksAPlantedNanToItsNode) {
 }
 
 // b = (p + 2^20) - 2^20 loses p's low bits in float32's rounding of a = p + 2^20: b is off while b alone, fed the
-// rounded a, is exact. So b alone passes, and the search must keep a with it (and nothing before a).
+// rounded a, is exact. So b alone passes, and the search must keep a with it, and nothing before a. Where the device's
+// compiler folds (p + 2^20) - 2^20 inside one fused kernel (lavapipe's does), a and b computed by one launch agree,
+// and the failure also needs y, whose launch keeps b in registers, so that b is read from a run that stores a: the
+// search then bisects over the values after b as well (step 3 of diff/reduce.h).
 TEST_F(CliReduce, KeepsTheValuesAnErrorNeedsAndNoMore) {
   if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
   std::ostringstream s;
@@ -166,9 +171,13 @@ TEST_F(CliReduce, KeepsTheValuesAnErrorNeedsAndNoMore) {
                         " --devices vulkan:0 -o " + path("small.graph"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("run 2: b alone (1 value): passes"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("2 of the model's 23 values still fail"), std::string::npos) << r.out;
   EXPECT_LE(runs_of(r.out), bound(23)) << r.out;
-  EXPECT_EQ(computed_values(dir_ / "small.graph"), 2);
+  const int kept = computed_values(dir_ / "small.graph");
+  EXPECT_TRUE(kept == 2 || kept == 3) << kept;  // a, b (and y where the device folds within a kernel)
+  EXPECT_NE(r.out.find(std::to_string(kept) + " of the model's 23 values still fail (" + std::to_string(runs_of(r.out)) +
+                       " runs; the bound for one faulty node is ceil(log2 23) + 5 = 10): a, b"),
+            std::string::npos)
+      << r.out;
   auto again = spire::spire("diff " + path("small.graph") + " --inputs " + path("small.inputs.safetensors") +
                             " --devices vulkan:0");
   EXPECT_EQ(again.exit_code, 1) << again.out;

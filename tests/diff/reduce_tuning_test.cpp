@@ -2,6 +2,7 @@
 // first config (wg=64) and wrong in one element with its second (wg=128). diff::reduce must shrink the model to that
 // node within the run bound, and diff::blame_tuning must call the cache's choice for it bad and the other good.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -66,7 +67,7 @@ TEST(ReduceTuning, FindsTheNodeOfAWrongConfigAndBlamesTheConfig) {
   const std::map<std::string, graph::Tensor> feeds{{"x", ramp({3000})}, {"z", ramp({1000})}};
 
   // The cache file forces wg=128 on the [3000] node and keeps wg=64 for the [1000] one.
-  const auto file = std::filesystem::temp_directory_path() / "spire_reduce_tuning.txt";
+  const auto file = std::filesystem::temp_directory_path() / ("spire_reduce_tuning_" + std::to_string(getpid()) + ".txt");
   std::filesystem::remove(file);
   {
     tuning::TuningCache cache(file.string());
