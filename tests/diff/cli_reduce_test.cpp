@@ -184,6 +184,23 @@ TEST_F(CliReduce, KeepsTheValuesAnErrorNeedsAndNoMore) {
   EXPECT_NE(again.out.find("first divergence: b "), std::string::npos) << again.out;
 }
 
+// --tuning on a fault that is the kernel's, not a tuned config's: with every heuristic config it still fails, so no
+// cache is written. (A wrong config blamed and left out: tests/diff/reduce_tuning_test.cpp, whose op is C++.)
+TEST_F(CliReduce, TuningSaysWhenTheFailureDoesNotDependOnTheCache) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here (the planted kernel is GLSL)";
+  write_chain("faulty", 2, "planted_relu", 2);
+  auto r = spire::spire("reduce --ops " + kOps + " " + path("faulty.graph") + " --inputs " + path("in.safetensors") +
+                        " --devices vulkan:0 --tuning --tuning-cache " + path("no_cache.txt") + " --atol 1e-4 -o " +
+                        path("small.graph"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("with the heuristic configs it still fails (act is off: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the failure does not depend on the tuning cache; no cache written"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(dir_ / "small.tuning.txt"));
+  // The command printed to see the failure again judges by the same tolerance and reads the same cache.
+  EXPECT_NE(r.out.find("--devices vulkan:0 --atol 0.0001 --tuning-cache " + path("no_cache.txt")), std::string::npos)
+      << r.out;
+}
+
 TEST_F(CliReduce, AModelWithoutDivergenceIsRefusedAndNothingIsWritten) {
   if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
   write_chain("right", 2, "relu", 2);

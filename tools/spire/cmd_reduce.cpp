@@ -119,11 +119,15 @@ void run_reduce(const ReduceCmd& o) {
   if (o.blame_tuning) blame_tuning_choices(o, r, *dev, options, choices);
   std::string ops;
   for (const std::string& f : o.ops->results()) ops += " --ops " + f;
-  // A failure may need the cache's configs: the command that shows it again reads the same cache.
-  const std::string cache = o.tuning.cache_file.empty() ? "" : " --tuning-cache " + o.tuning.cache_file;
+  // The command that shows the failure again judges by the same tolerance and reads the same cache (a failure may need
+  // the cache's configs).
+  std::string same;
+  if (o.atol_given->count() > 0) same += fmt::format(" --atol {}", o.atol);
+  if (o.rtol_given->count() > 0) same += fmt::format(" --rtol {}", o.rtol);
+  if (!o.tuning.cache_file.empty()) same += " --tuning-cache " + o.tuning.cache_file;
   fmt::print("\nwrote {} (weights: {}, inputs: {}); to see the failure again:\n  spire diff{} {} --inputs {} --devices {}{}\n",
              files.graph.string(), files.weights.string(), files.inputs.string(), ops, files.graph.string(),
-             files.inputs.string(), dev->info().id, cache);
+             files.inputs.string(), dev->info().id, same);
 }
 
 }  // namespace
