@@ -39,6 +39,8 @@ Comparison try_on_device(const Graph& g, const std::map<std::string, graph::Tens
   } catch (const std::exception& e) {
     Comparison failed;
     failed.device = device.info().id;
+    failed.device_name = device.info().name;
+    failed.driver = device.info().driver;
     failed.against = reference.device;
     failed.failure = e.what();
     return failed;
@@ -99,10 +101,13 @@ Reduction reduce(const Graph& g, const std::map<std::string, graph::Tensor>& fee
 
   // 1. The whole model, as `spire diff` runs it.
   const Comparison whole = try_on_device(g, feeds, device, options);
-  if (options.until == Until::FirstDivergence && !whole.failure.empty())
-    throw std::runtime_error(fmt::format("{} cannot run the model ({}): there is no first divergence to follow; "
-                                         "--until exit reduces to the nodes it cannot run",
-                                         device.info().id, whole.failure));
+  if (options.until == Until::FirstDivergence && !whole.failure.empty()) {
+    record("the whole model", order.size(), "the device cannot run it: " + whole.failure);
+    red.why = fmt::format("the device cannot run the model ({}), so there is no first divergence to follow "
+                          "(--until exit reduces to the nodes it cannot run)",
+                          whole.failure);
+    return red;
+  }
   red.target = target_of(whole, options.until);
   red.why = failure_of(whole, options.until, red.target);
   record("the whole model", order.size(), red.why);
@@ -160,8 +165,9 @@ Reduction reduce(const Graph& g, const std::map<std::string, graph::Tensor>& fee
     if (t && e == *t) hi = kept.size() - 1;  // the target alone passed
     while (hi - lo > 1) {
       const size_t mid = lo + (hi - lo) / 2;
-      const std::string what = fmt::format("{} values from {} to {}", kept.size() - mid, g.node(kept[mid]).name,
-                                           g.node(kept.back()).name);
+      const std::string what = kept.size() - mid == 1 ? g.node(kept[mid]).name + " alone"
+                                                      : fmt::format("{} values from {} to {}", kept.size() - mid,
+                                                                    g.node(kept[mid]).name, g.node(kept.back()).name);
       (fails(suffix(mid), what) ? lo : hi) = mid;
     }
     if (!best) fails(suffix(lo), "every value");  // only the whole model failed: its cut is the result

@@ -58,7 +58,8 @@ struct ReduceRun {
 
 struct Reduction {
   size_t model_values = 0;  // N: the model's non-leaf values
-  // Whether the whole model fails as `until` says; false: nothing to reduce (the rest is empty then).
+  // Whether the whole model fails as `until` says; false: nothing to reduce (the rest is empty then; also where the
+  // device cannot run the model at all under first-divergence, which has no divergence to follow).
   bool fails = false;
   std::string why;          // how the whole model fails (ReduceRun::why), or why it does not
   std::string target;       // the value the search starts from (empty where the device could not run the model)

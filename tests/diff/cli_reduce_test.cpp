@@ -201,6 +201,33 @@ TEST_F(CliReduce, TuningSaysWhenTheFailureDoesNotDependOnTheCache) {
       << r.out;
 }
 
+#ifdef MOCK_CUDA_DRIVER_DIR
+// cuda:0 (the mock driver) cannot run the GLSL op at all: there is no first divergence to follow, but --until exit
+// finds the node it cannot run, by bisection over the values' ancestors and then over their suffixes (no target to
+// start from: two bisections, 2 ceil(log2 N) + 2 runs at most).
+TEST_F(CliReduce, UntilExitFindsTheNodeADeviceCannotRun) {
+  const std::string env = std::string("LD_LIBRARY_PATH=") + MOCK_CUDA_DRIVER_DIR;
+  write_chain("glsl", 4, "planted_relu", 4);  // N = 17
+  const std::string run = "reduce --ops " + kOps + " " + path("glsl.graph") + " --inputs " + path("in.safetensors") +
+                          " --devices cuda:0 -o " + path("small.graph");
+  auto divergence = spire::spire(run, env);
+  EXPECT_EQ(divergence.exit_code, 1) << divergence.out;
+  EXPECT_NE(divergence.out.find("nothing to reduce: the device cannot run the model (custom op planted_relu (node "
+                                "'act') has only a GLSL kernel"),
+            std::string::npos)
+      << divergence.out;
+  EXPECT_FALSE(fs::exists(dir_ / "small.graph"));
+  auto exit = spire::spire(run + " --until exit", env);
+  ASSERT_EQ(exit.exit_code, 0) << exit.out;
+  EXPECT_NE(exit.out.find("1 of the model's 17 values still fails"), std::string::npos) << exit.out;
+  EXPECT_LE(runs_of(exit.out), 2 * int(std::ceil(std::log2(17.0))) + 2) << exit.out;
+  EXPECT_EQ(computed_values(dir_ / "small.graph"), 1);
+  std::ifstream small(dir_ / "small.graph");
+  const std::string text((std::istreambuf_iterator<char>(small)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("act = planted_relu(t3) : f32[4,16]"), std::string::npos) << text;
+}
+#endif
+
 TEST_F(CliReduce, AModelWithoutDivergenceIsRefusedAndNothingIsWritten) {
   if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
   write_chain("right", 2, "relu", 2);

@@ -140,7 +140,8 @@ void register_reduce_commands(CLI::App& app) {
       "float64 reference's values, and the cut that still fails is kept (first the failing value alone, then "
       "bisection in topological order). Writes SMALL.graph, its weights SMALL.safetensors and its inputs "
       "SMALL.inputs.safetensors, which `spire diff SMALL.graph --inputs SMALL.inputs.safetensors` runs. Exit status "
-      "0: written; 1: the model does not fail (nothing written); 3: bad input. docs/DIFF.md");
+      "0: written; 1: the model does not fail as --until says (nothing written); 2: an argument error; 3: bad input "
+      "(a missing file, an unknown device, inputs that do not fit the model). docs/DIFF.md");
   cmd->add_option("model", o->model, "MODEL.onnx or MODEL.graph")->required();
   cmd->add_option("--inputs", o->inputs, "safetensors file with the model's inputs (by ONNX name)")->required();
   cmd->add_option("--weights", o->weights, "Weights of a .graph model (default: MODEL.safetensors)");
