@@ -30,9 +30,11 @@ std::string_view until_name(Until u) {
   return "?";
 }
 
-Comparison try_on_device(const Graph& g, const std::map<std::string, graph::Tensor>& feeds, rt::Device& device,
-                         const ReduceOptions& options) {
-  const Capture reference = capture_reference(g, feeds);
+namespace {
+
+// try_on_device with the graph's reference already captured.
+Comparison compare_on_device(const Graph& g, const std::map<std::string, graph::Tensor>& feeds, rt::Device& device,
+                             const ReduceOptions& options, const Capture& reference) {
   try {
     const Capture got = capture_device(g, feeds, device, options.compile);
     return compare(g, got, reference, {.tolerance = options.tolerance, .feeds = &feeds});
@@ -47,13 +49,12 @@ Comparison try_on_device(const Graph& g, const std::map<std::string, graph::Tens
   }
 }
 
-namespace {
-
 // A value NaN or infinite on the device where the reference has a number: the measure is then infinite.
 bool non_finite(const ValueRow& r) { return (r.error.nan > 0 || r.error.inf > 0) && !std::isfinite(r.error.norm_error); }
 
 std::string row_failure(const ValueRow& r) {
-  if (non_finite(r)) return fmt::format("{} has {} NaN and {} Inf where the reference has numbers", r.name, r.error.nan, r.error.inf);
+  if (non_finite(r))
+    return fmt::format("{} has {} NaN and {} Inf where the reference has numbers", r.name, r.error.nan, r.error.inf);
   if (!r.verdict.within)
     return fmt::format("{} is off: error {:.2e} > {:.2e}", r.name, r.verdict.measured, r.verdict.bound);
   return fmt::format("{} is off: the node alone has error {:.2e} > {:.2e}", r.name, r.own_verdict->measured,
@@ -71,6 +72,11 @@ std::string target_of(const Comparison& c, Until until) {
 }
 
 }  // namespace
+
+Comparison try_on_device(const Graph& g, const std::map<std::string, graph::Tensor>& feeds, rt::Device& device,
+                         const ReduceOptions& options) {
+  return compare_on_device(g, feeds, device, options, capture_reference(g, feeds));
+}
 
 std::string failure_of(const Comparison& c, Until until, const std::string& target) {
   switch (until) {
@@ -99,8 +105,9 @@ Reduction reduce(const Graph& g, const std::map<std::string, graph::Tensor>& fee
     if (on_run) on_run(red.runs.back());
   };
 
-  // 1. The whole model, as `spire diff` runs it.
-  const Comparison whole = try_on_device(g, feeds, device, options);
+  // 1. The whole model, as `spire diff` runs it. Its reference also feeds every cut's boundary.
+  const Capture reference = capture_reference(g, feeds);
+  const Comparison whole = compare_on_device(g, feeds, device, options, reference);
   if (options.until == Until::FirstDivergence && !whole.failure.empty()) {
     record("the whole model", order.size(), "the device cannot run it: " + whole.failure);
     red.why = fmt::format("the device cannot run the model ({}), so there is no first divergence to follow "
@@ -117,7 +124,6 @@ Reduction reduce(const Graph& g, const std::map<std::string, graph::Tensor>& fee
     return red;
   }
   red.fails = true;
-  const Capture reference = capture_reference(g, feeds);
   std::map<Value, size_t> position;
   for (size_t i = 0; i < order.size(); ++i) position[order[i]] = i;
 
