@@ -14,9 +14,9 @@
 
 #include "diff/cut.h"
 #include "diff/reduce.h"
+#include "diff/report.h"
 #include "diff/tuning_blame.h"
 #include "io/file_bytes.h"
-#include "diff/report.h"
 #include "io/tensor_file.h"
 #include "tools/spire/chosen_devices.h"
 #include "tools/spire/commands.h"
@@ -40,7 +40,7 @@ struct NothingToReduce : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// The bound the issue sets for one faulty node among n values: ceil(log2 n) + 5 runs.
+// The runs spire reduce promises for one faulty node among n values (docs/DIFF.md): ceil(log2 n) + 5.
 size_t run_bound(size_t n) { return size_t(std::ceil(std::log2(double(std::max<size_t>(n, 1))))) + 5; }
 
 // --tuning: which of the cache's choices the reduced model's failure depends on; writes the cache without the bad
