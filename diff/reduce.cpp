@@ -23,9 +23,12 @@ std::optional<Until> until_from_name(std::string_view name) {
 
 std::string_view until_name(Until u) {
   switch (u) {
-    case Until::FirstDivergence: return "first-divergence";
-    case Until::Nan: return "nan";
-    case Until::Exit: return "exit";
+    case Until::FirstDivergence:
+      return "first-divergence";
+    case Until::Nan:
+      return "nan";
+    case Until::Exit:
+      return "exit";
   }
   return "?";
 }
@@ -50,7 +53,9 @@ Comparison compare_on_device(const Graph& g, const std::map<std::string, graph::
 }
 
 // A value NaN or infinite on the device where the reference has a number: the measure is then infinite.
-bool non_finite(const ValueRow& r) { return (r.error.nan > 0 || r.error.inf > 0) && !std::isfinite(r.error.norm_error); }
+bool non_finite(const ValueRow& r) {
+  return (r.error.nan > 0 || r.error.inf > 0) && !std::isfinite(r.error.norm_error);
+}
 
 std::string row_failure(const ValueRow& r) {
   if (non_finite(r))
@@ -110,9 +115,10 @@ Reduction reduce(const Graph& g, const std::map<std::string, graph::Tensor>& fee
   const Comparison whole = compare_on_device(g, feeds, device, options, reference);
   if (options.until == Until::FirstDivergence && !whole.failure.empty()) {
     record("the whole model", order.size(), "the device cannot run it: " + whole.failure);
-    red.why = fmt::format("the device cannot run the model ({}), so there is no first divergence to follow "
-                          "(--until exit reduces to the nodes it cannot run)",
-                          whole.failure);
+    red.why = fmt::format(
+        "the device cannot run the model ({}), so there is no first divergence to follow "
+        "(--until exit reduces to the nodes it cannot run)",
+        whole.failure);
     return red;
   }
   red.target = target_of(whole, options.until);
@@ -167,7 +173,7 @@ Reduction reduce(const Graph& g, const std::map<std::string, graph::Tensor>& fee
     // 4. The shortest suffix (in topological order) of those values that still fails.
     const std::vector<Value> kept = e == order.size() ? order : ancestors_and_self(g, order[e]);
     auto suffix = [&](size_t k) { return std::vector<Value>(kept.begin() + std::ptrdiff_t(k), kept.end()); };
-    size_t lo = 0, hi = kept.size();  // suffix(lo) fails; suffix(hi) passes (hi == size: empty)
+    size_t lo = 0, hi = kept.size();         // suffix(lo) fails; suffix(hi) passes (hi == size: empty)
     if (t && e == *t) hi = kept.size() - 1;  // the target alone passed
     while (hi - lo > 1) {
       const size_t mid = lo + (hi - lo) / 2;

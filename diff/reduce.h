@@ -50,10 +50,10 @@ struct ReduceOptions {
 
 // One run of the search, for the log.
 struct ReduceRun {
-  std::string what;    // "the whole model", "act alone", ...
-  size_t nodes = 0;    // non-leaf values of the candidate
+  std::string what;  // "the whole model", "act alone", ...
+  size_t nodes = 0;  // non-leaf values of the candidate
   bool fails = false;
-  std::string why;     // how it failed ("act is off: error 1.41e-01 > 1.00e-05"), or "passes"
+  std::string why;  // how it failed ("act is off: error 1.41e-01 > 1.00e-05"), or "passes"
 };
 
 struct Reduction {
@@ -61,11 +61,11 @@ struct Reduction {
   // Whether the whole model fails as `until` says; false: nothing to reduce (the rest is empty then; also where the
   // device cannot run the model at all under first-divergence, which has no divergence to follow).
   bool fails = false;
-  std::string why;          // how the whole model fails (ReduceRun::why), or why it does not
-  std::string target;       // the value the search starts from (empty where the device could not run the model)
-  Cut smallest;             // the smallest cut that failed
+  std::string why;                 // how the whole model fails (ReduceRun::why), or why it does not
+  std::string target;              // the value the search starts from (empty where the device could not run the model)
+  Cut smallest;                    // the smallest cut that failed
   std::vector<std::string> nodes;  // its non-leaf values' names, topological order
-  Comparison comparison;    // the smallest cut's comparison with its reference
+  Comparison comparison;           // the smallest cut's comparison with its reference
   std::vector<ReduceRun> runs;
 };
 

@@ -174,9 +174,10 @@ TEST_F(CliReduce, KeepsTheValuesAnErrorNeedsAndNoMore) {
   EXPECT_LE(runs_of(r.out), bound(23)) << r.out;
   const int kept = computed_values(dir_ / "small.graph");
   EXPECT_TRUE(kept == 2 || kept == 3) << kept;  // a, b (and y where the device folds within a kernel)
-  EXPECT_NE(r.out.find(std::to_string(kept) + " of the model's 23 values still fail (" + std::to_string(runs_of(r.out)) +
-                       " runs; the bound for one faulty node is ceil(log2 23) + 5 = 10): a, b"),
-            std::string::npos)
+  EXPECT_NE(
+      r.out.find(std::to_string(kept) + " of the model's 23 values still fail (" + std::to_string(runs_of(r.out)) +
+                 " runs; the bound for one faulty node is ceil(log2 23) + 5 = 10): a, b"),
+      std::string::npos)
       << r.out;
   auto again = spire::spire("diff " + path("small.graph") + " --inputs " + path("small.inputs.safetensors") +
                             " --devices vulkan:0");
@@ -194,7 +195,8 @@ TEST_F(CliReduce, TuningSaysWhenTheFailureDoesNotDependOnTheCache) {
                         path("small.graph"));
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("with the heuristic configs it still fails (act is off: "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("the failure does not depend on the tuning cache; no cache written"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the failure does not depend on the tuning cache; no cache written"), std::string::npos)
+      << r.out;
   EXPECT_FALSE(fs::exists(dir_ / "small.tuning.txt"));
   // The command printed to see the failure again judges by the same tolerance and reads the same cache.
   EXPECT_NE(r.out.find("--devices vulkan:0 --atol 0.0001 --tuning-cache " + path("no_cache.txt")), std::string::npos)
@@ -271,6 +273,20 @@ TEST_F(CliReduce, BadInputIsRefusedClearly) {
   auto absent = spire::spire(model + " --inputs " + path("short.safetensors") + " --devices vulkan:0" + out);
   EXPECT_EQ(absent.exit_code, 3) << absent.out;
   EXPECT_NE(absent.out.find("input 'w0' (f32[16,16]) is missing from"), std::string::npos) << absent.out;
+
+  // -o naming the model would write over it and over its weights (MODEL.safetensors): refused, nothing written.
+  const auto before = fs::last_write_time(dir_ / "faulty.graph");
+  auto over =
+      spire::spire(model + " --inputs " + path("in.safetensors") + " --devices vulkan:0 -o " + path("faulty.graph"));
+  EXPECT_EQ(over.exit_code, 3) << over.out;
+  EXPECT_NE(over.out.find("faulty.graph, which this command reads; choose another name"), std::string::npos)
+      << over.out;
+  EXPECT_EQ(fs::last_write_time(dir_ / "faulty.graph"), before);
+  EXPECT_FALSE(fs::exists(dir_ / "faulty.safetensors"));
+  auto over_inputs =
+      spire::spire(model + " --inputs " + path("in.safetensors") + " --devices vulkan:0 -o " + path("in.graph"));
+  EXPECT_EQ(over_inputs.exit_code, 3) << over_inputs.out;  // in.graph's weights would be in.safetensors
+  EXPECT_NE(over_inputs.out.find("in.safetensors, which this command reads"), std::string::npos) << over_inputs.out;
 
   auto no_output = spire::spire(model + " --inputs " + path("in.safetensors") + " --devices vulkan:0");
   EXPECT_EQ(no_output.exit_code, 2) << no_output.out;

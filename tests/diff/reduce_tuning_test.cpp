@@ -67,7 +67,8 @@ TEST(ReduceTuning, FindsTheNodeOfAWrongConfigAndBlamesTheConfig) {
   const std::map<std::string, graph::Tensor> feeds{{"x", ramp({3000})}, {"z", ramp({1000})}};
 
   // The cache file forces wg=128 on the [3000] node and keeps wg=64 for the [1000] one.
-  const auto file = std::filesystem::temp_directory_path() / ("spire_reduce_tuning_" + std::to_string(getpid()) + ".txt");
+  const auto file =
+      std::filesystem::temp_directory_path() / ("spire_reduce_tuning_" + std::to_string(getpid()) + ".txt");
   std::filesystem::remove(file);
   {
     tuning::TuningCache cache(file.string());
@@ -93,7 +94,8 @@ TEST(ReduceTuning, FindsTheNodeOfAWrongConfigAndBlamesTheConfig) {
   EXPECT_EQ(r.comparison.rows[*r.comparison.first].name, "act");
 
   // On the reduced model: only the wrong choice is there, and it is bad.
-  const diff::TuningBlame small = diff::blame_tuning(r.smallest.graph, r.smallest.feeds, *dev, options, choices, r.target);
+  const diff::TuningBlame small =
+      diff::blame_tuning(r.smallest.graph, r.smallest.feeds, *dev, options, choices, r.target);
   EXPECT_TRUE(small.depends) << small.heuristic_why;
   ASSERT_EQ(small.verdicts.size(), 1u);
   EXPECT_EQ(small.verdicts[0].key, kWrong);

@@ -47,15 +47,18 @@ size_t run_bound(size_t n) { return size_t(std::ceil(std::log2(double(std::max<s
 // ones to SMALL.tuning.txt (every other entry, of every device, kept as it was).
 void blame_tuning_choices(const ReduceCmd& o, const diff::Reduction& r, rt::Device& dev,
                           const diff::ReduceOptions& options, const lowering::MapTuningChoices& choices) {
-  const std::string cache_file = o.tuning.cache_file.empty() ? tuning::TuningCache::default_path() : o.tuning.cache_file;
-  fmt::print("\n--tuning: the reduced model with every template's heuristic config, then with each of the {} choices "
-             "of {} for {} alone\n",
-             choices.configs.size(), cache_file, dev.info().id);
+  const std::string cache_file =
+      o.tuning.cache_file.empty() ? tuning::TuningCache::default_path() : o.tuning.cache_file;
+  fmt::print(
+      "\n--tuning: the reduced model with every template's heuristic config, then with each of the {} choices "
+      "of {} for {} alone\n",
+      choices.configs.size(), cache_file, dev.info().id);
   const diff::TuningBlame b = diff::blame_tuning(r.smallest.graph, r.smallest.feeds, dev, options, choices, r.target);
   if (!b.depends) {
-    fmt::print("with the heuristic configs it still fails ({}; {} run): the failure does not depend on the tuning "
-               "cache; no cache written\n",
-               b.heuristic_why, b.runs);
+    fmt::print(
+        "with the heuristic configs it still fails ({}; {} run): the failure does not depend on the tuning "
+        "cache; no cache written\n",
+        b.heuristic_why, b.runs);
     return;
   }
   size_t bad = 0;
@@ -81,9 +84,24 @@ void blame_tuning_choices(const ReduceCmd& o, const diff::Reduction& r, rt::Devi
              entries.size(), cache_file, bad, bad == 1 ? "" : "s", out.string());
 }
 
+// The files reduce writes must not be the ones it reads: -o MODEL.graph would write the reduced model over the model
+// and its inputs over MODEL.safetensors, the model's weights.
+void check_writes_no_input(const ReduceCmd& o, const diff::CutFiles& files) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> read{o.model, o.inputs};
+  if (const std::string w = weights_path(o.model, o.weights); !w.empty()) read.emplace_back(w);
+  for (const fs::path& written : {files.graph, files.weights, files.inputs})
+    for (const fs::path& r : read)
+      if (fs::weakly_canonical(written) == fs::weakly_canonical(r))
+        throw std::runtime_error(fmt::format("-o {} would write {}, which this command reads; choose another name",
+                                             o.output, written.string()));
+}
+
 void run_reduce(const ReduceCmd& o) {
   for (const std::string& f : {o.model, o.inputs})
     if (!std::filesystem::is_regular_file(f)) throw std::runtime_error(fmt::format("{}: no such file", f));
+  const diff::CutFiles files = diff::CutFiles::beside(o.output);
+  check_writes_no_input(o, files);
   const auto given = io::load_tensors(o.inputs);
   LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
   const auto feeds = input_feeds(m, given, o.inputs);
@@ -109,12 +127,12 @@ void run_reduce(const ReduceCmd& o) {
     throw NothingToReduce(
         fmt::format("nothing to reduce: {} on {} for {}; nothing was written", r.why, dev->info().id, o.model));
 
-  const diff::CutFiles files = diff::CutFiles::beside(o.output);
   diff::save_cut(r.smallest, files);
-  fmt::print("\n{} of the model's {} values still fail{} ({} runs; the bound for one faulty node is ceil(log2 {}) + 5 "
-             "= {}): {}\n",
-             r.nodes.size(), r.model_values, r.nodes.size() == 1 ? "s" : "", r.runs.size(), r.model_values,
-             run_bound(r.model_values), fmt::join(r.nodes, ", "));
+  fmt::print(
+      "\n{} of the model's {} values still fail{} ({} runs; the bound for one faulty node is ceil(log2 {}) + 5 "
+      "= {}): {}\n",
+      r.nodes.size(), r.model_values, r.nodes.size() == 1 ? "s" : "", r.runs.size(), r.model_values,
+      run_bound(r.model_values), fmt::join(r.nodes, ", "));
   fmt::print("\n{}", diff::report_text({r.comparison}, {.rule = diff::rule_text(options.tolerance)}));
   if (o.blame_tuning) blame_tuning_choices(o, r, *dev, options, choices);
   std::string ops;
@@ -125,9 +143,10 @@ void run_reduce(const ReduceCmd& o) {
   if (o.atol_given->count() > 0) same += fmt::format(" --atol {}", o.atol);
   if (o.rtol_given->count() > 0) same += fmt::format(" --rtol {}", o.rtol);
   if (!o.tuning.cache_file.empty()) same += " --tuning-cache " + o.tuning.cache_file;
-  fmt::print("\nwrote {} (weights: {}, inputs: {}); to see the failure again:\n  spire diff{} {} --inputs {} --devices {}{}\n",
-             files.graph.string(), files.weights.string(), files.inputs.string(), ops, files.graph.string(),
-             files.inputs.string(), dev->info().id, same);
+  fmt::print(
+      "\nwrote {} (weights: {}, inputs: {}); to see the failure again:\n  spire diff{} {} --inputs {} --devices {}{}\n",
+      files.graph.string(), files.weights.string(), files.inputs.string(), ops, files.graph.string(),
+      files.inputs.string(), dev->info().id, same);
 }
 
 }  // namespace
@@ -165,14 +184,16 @@ void register_reduce_commands(CLI::App& app) {
           "SMALL.graph"));
   o->atol_given = cmd->add_option("--atol", o->atol, "Absolute tolerance, as spire diff's (default: the op table's)")
                       ->check(positive_number(true));
-  o->rtol_given = cmd->add_option("--rtol", o->rtol, "Relative tolerance, as spire diff's")->check(positive_number(true));
+  o->rtol_given =
+      cmd->add_option("--rtol", o->rtol, "Relative tolerance, as spire diff's")->check(positive_number(true));
   add_ops_option(cmd);
   o->ops = cmd->get_option("--ops");
   add_tuning_options(cmd, o->tuning);
-  cmd->add_flag("--tuning", o->blame_tuning,
-                "Also find which of the tuning cache's choices (--tuning-cache) the reduced model's failure depends on: "
-                "run it with every heuristic config, then with each choice alone, print each as good or bad, and write "
-                "the cache without the bad ones to SMALL.tuning.txt");
+  cmd->add_flag(
+      "--tuning", o->blame_tuning,
+      "Also find which of the tuning cache's choices (--tuning-cache) the reduced model's failure depends on: "
+      "run it with every heuristic config, then with each choice alone, print each as good or bad, and write "
+      "the cache without the bad ones to SMALL.tuning.txt");
   cmd->callback([o] {
     try {
       run_reduce(*o);
