@@ -170,9 +170,15 @@ lowering::CustomKernel kernel_for(const CustomOp& op) {
     k.build = op.kernel;
     k.source = "a C++ kernel-builder function";
   } else {
-    GlslModule m = compile_glsl_kernel(op.glsl, op.glsl_name, uint32_t(op.inputs.size() + 1));
-    k.spirv_module = std::move(m.words);
+    const uint32_t bindings = uint32_t(op.inputs.size() + 1);
+    GlslModule m = compile_glsl_kernel(op.glsl, op.glsl_name, bindings, op.configs.empty() ? nullptr : &op.configs[0]);
+    k.spirv_module = m.words;
     k.spirv_workgroup_size = m.workgroup_size;
+    for (const lowering::heavy::Config& c : op.configs) {
+      GlslModule each = compile_glsl_kernel(op.glsl, op.glsl_name + " (" + c.text() + ")", bindings, &c);
+      k.spirv_config_modules.push_back(std::move(each.words));
+      k.spirv_config_workgroup_sizes.push_back(each.workgroup_size);
+    }
     k.source = "GLSL " + op.glsl_name;
   }
   return k;

@@ -7,13 +7,16 @@
 
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 #include <regex>
 #include <sstream>
 
 #include "io/tensor_file.h"
+#include "runtime/device.h"
 #include "tests/support/spire_cli.h"
+#include "tuning/tuning_cache.h"
 
 namespace {
 
@@ -22,6 +25,7 @@ using spire::graph::DType;
 using spire::graph::Tensor;
 
 const std::string kOps = SPIRE_SOURCE_DIR "/tests/diff/planted_relu.op";
+const std::string kConfigOps = SPIRE_SOURCE_DIR "/tests/diff/planted_config.op";
 
 Tensor random_tensor(spire::graph::Shape shape, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -229,6 +233,56 @@ TEST_F(CliReduce, UntilExitFindsTheNodeADeviceCannotRun) {
   EXPECT_NE(text.find("act = planted_relu(t3) : f32[4,16]"), std::string::npos) << text;
 }
 #endif
+
+// A kernel config known to be wrong, forced through the tuning cache: planted_config's GLSL kernel is right with
+// variant=0 (the first config, used without a cache) and wrong in one element with variant=1, which the cache file
+// chooses for vulkan:0. diff names the node and the config; reduce --tuning shrinks the model to it, calls the choice
+// bad and writes a cache without it, with which the model agrees.
+TEST_F(CliReduce, TuningBlamesAWrongConfigForcedThroughTheCache) {
+  std::optional<spire::rt::DeviceInfo> vulkan;
+  for (const auto& d : spire::rt::list_devices())
+    if (d.id == "vulkan:0") vulkan = d;
+  if (!vulkan) GTEST_SKIP() << "no vulkan:0 here (the planted kernel is GLSL)";
+  write_chain("config", 6, "planted_config", 6);  // N = 25: the bound is 5 + 5 = 10 runs
+  {
+    spire::tuning::TuningCache cache(path("cache.txt"));
+    cache.put({spire::tuning::DeviceKey::of(*vulkan),
+               {"custom.planted_config", "[4,16]", "f32"},
+               spire::lowering::heavy::Config{{"variant", 1}},
+               1,
+               1});
+    cache.save();
+  }
+  const std::string model = " --ops " + kConfigOps + " " + path("config.graph") + " --inputs " +
+                            path("in.safetensors") + " --devices vulkan:0";
+  auto heuristic = spire::spire("diff" + model + " --tuning-cache " + path("no_cache.txt"));
+  EXPECT_EQ(heuristic.exit_code, 0) << heuristic.out;  // the first config is right
+  auto forced = spire::spire("diff" + model + " --tuning-cache " + path("cache.txt"));
+  EXPECT_EQ(forced.exit_code, 1) << forced.out;
+  EXPECT_NE(forced.out.find("first divergence: act "), std::string::npos) << forced.out;
+  EXPECT_NE(forced.out.find("tuning custom.planted_config [4,16] f32: variant=1"), std::string::npos) << forced.out;
+
+  auto r =
+      spire::spire("reduce" + model + " --tuning-cache " + path("cache.txt") + " --tuning -o " + path("small.graph"));
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("1 of the model's 25 values still fails"), std::string::npos) << r.out;
+  EXPECT_LE(runs_of(r.out), bound(25)) << r.out;
+  EXPECT_EQ(computed_values(dir_ / "small.graph"), 1);
+  EXPECT_NE(r.out.find("  bad   custom.planted_config [4,16] f32: variant=1  (act is off: "), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("with the heuristic configs it passes; 1 of the 1 choices it uses make it fail"),
+            std::string::npos)
+      << r.out;
+  ASSERT_TRUE(fs::exists(dir_ / "small.tuning.txt")) << r.out;
+  EXPECT_EQ(spire::tuning::TuningCache(path("small.tuning.txt")).size(), 0u);
+  // The reduced model fails with the cache, and the model agrees with the cache reduce wrote.
+  auto small =
+      spire::spire("diff --ops " + kConfigOps + " " + path("small.graph") + " --inputs " +
+                   path("small.inputs.safetensors") + " --devices vulkan:0 --tuning-cache " + path("cache.txt"));
+  EXPECT_EQ(small.exit_code, 1) << small.out;
+  auto fixed = spire::spire("diff" + model + " --tuning-cache " + path("small.tuning.txt"));
+  EXPECT_EQ(fixed.exit_code, 0) << fixed.out;
+}
 
 TEST_F(CliReduce, AModelWithoutDivergenceIsRefusedAndNothingIsWritten) {
   if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";

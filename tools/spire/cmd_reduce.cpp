@@ -80,8 +80,8 @@ void blame_tuning_choices(const ReduceCmd& o, const diff::Reduction& r, rt::Devi
   out.replace_extension(".tuning.txt");
   const std::string text = tuning::TuningCache::format(entries);
   io::write_file_bytes_atomically(out, std::span(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
-  fmt::print("wrote {}: the {} entries of {} without the {} bad one{} (--tuning-cache {} runs with it)\n", out.string(),
-             entries.size(), cache_file, bad, bad == 1 ? "" : "s", out.string());
+  fmt::print("wrote {}: {} without the {} bad entr{} ({} left; --tuning-cache {} runs with it)\n", out.string(),
+             cache_file, bad, bad == 1 ? "y" : "ies", entries.size(), out.string());
 }
 
 // The files reduce writes must not be the ones it reads: -o MODEL.graph would write the reduced model over the model
