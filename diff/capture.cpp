@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "ir/graph/evaluator.h"
+#include "ir/graph/op_table.h"
+#include "lowering/custom_kernels.h"
 #include "lowering/plan.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
@@ -122,7 +124,10 @@ class OriginFinder {
     const auto v = prepared_.find(node);
     if (!v) return {};
     try {
-      const auto op = lowering::tunable_op(prepared_, *v, lowering::limits_of(info_));
+      // A custom op's configs are its own (lowering/custom_kernels.h), not a built-in template's.
+      const auto op = graph::is_user_op(prepared_.node(*v).op)
+                          ? lowering::tunable_custom(prepared_, *v, info_)
+                          : lowering::tunable_op(prepared_, *v, lowering::limits_of(info_));
       if (!op) return {};
       return op->key.text() + ": " + lowering::choose_config(options_.tuning, *op).text();
     } catch (const std::exception&) {

@@ -170,9 +170,20 @@ lowering::CustomKernel kernel_for(const CustomOp& op) {
     k.build = op.kernel;
     k.source = "a C++ kernel-builder function";
   } else {
-    GlslModule m = compile_glsl_kernel(op.glsl, op.glsl_name, uint32_t(op.inputs.size() + 1));
-    k.spirv_module = std::move(m.words);
-    k.spirv_workgroup_size = m.workgroup_size;
+    const uint32_t bindings = uint32_t(op.inputs.size() + 1);
+    for (const lowering::heavy::Config& c : op.configs) {
+      GlslModule each = compile_glsl_kernel(op.glsl, op.glsl_name + " (" + c.text() + ")", bindings, &c);
+      k.spirv_config_modules.push_back(std::move(each.words));
+      k.spirv_config_workgroup_sizes.push_back(each.workgroup_size);
+    }
+    if (op.configs.empty()) {
+      GlslModule m = compile_glsl_kernel(op.glsl, op.glsl_name, bindings);
+      k.spirv_module = std::move(m.words);
+      k.spirv_workgroup_size = m.workgroup_size;
+    } else {  // the first config's, the untuned default
+      k.spirv_module = k.spirv_config_modules.front();
+      k.spirv_workgroup_size = k.spirv_config_workgroup_sizes.front();
+    }
     k.source = "GLSL " + op.glsl_name;
   }
   return k;

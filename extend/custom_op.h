@@ -56,8 +56,9 @@ struct CustomOp {
   std::string glsl{};
   std::string glsl_name = "kernel.comp";      // the GLSL file's name, for messages
   uint32_t elements_per_workgroup = 0;        // 0: one element per invocation
-  // Kernel-builder kernels only, as triton.autotune's configs: the candidates `--tune` times (the kernel function
-  // reads request.config); the first is used until tuned. Example: {{"wg", 64}}, {{"wg", 256}}.
+  // As triton.autotune's configs: the candidates `--tune` times (a kernel function reads request.config; a GLSL
+  // kernel is compiled once per config, each value a macro SPIRE_CONFIG_<name>); the first is used until tuned.
+  // Example: {{"wg", 64}}, {{"wg", 256}}.
   std::vector<lowering::heavy::Config> configs{};
   // Optional: the workgroup count when it does not follow from the element count.
   std::function<uint64_t(const lowering::CustomKernelRequest&)> groups{};

@@ -16,13 +16,17 @@ constexpr uint32_t kDecorationBinding = 33, kDecorationDescriptorSet = 34, kExec
 
 }  // namespace
 
-GlslModule compile_glsl_kernel(const std::string& source, const std::string& file_name, uint32_t bindings) {
+GlslModule compile_glsl_kernel(const std::string& source, const std::string& file_name, uint32_t bindings,
+                               const lowering::heavy::Config* config) {
   shaderc::Compiler compiler;
   shaderc::CompileOptions options;
   options.SetTargetEnvironment(shaderc_target_env_vulkan, shaderc_env_version_vulkan_1_1);
   options.SetOptimizationLevel(shaderc_optimization_level_performance);
   options.AddMacroDefinition("SPIRE_GROUP_ID",
                              "(gl_WorkGroupID.x + gl_NumWorkGroups.x * (gl_WorkGroupID.y + gl_NumWorkGroups.y * gl_WorkGroupID.z))");
+  if (config)
+    for (const auto& [name, value] : config->values())
+      options.AddMacroDefinition("SPIRE_CONFIG_" + name, std::to_string(value));
   shaderc::SpvCompilationResult r =
       compiler.CompileGlslToSpv(source, shaderc_compute_shader, file_name.c_str(), options);
   if (r.GetCompilationStatus() != shaderc_compilation_status_success)

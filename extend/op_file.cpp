@@ -7,6 +7,7 @@
 #include <charconv>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 
 namespace spire::ext {
@@ -118,6 +119,15 @@ std::vector<CustomOp> parse_op_file(const std::string& text, const std::filesyst
       const double v = parse_double(value, fail);
       if (v < 1 || v != double(uint32_t(v))) fail(fmt::format("elements_per_workgroup {} is not a positive integer", value));
       op.elements_per_workgroup = uint32_t(v);
+    } else if (key == "configs") {
+      std::stringstream list(value);
+      for (std::string c; std::getline(list, c, ';');) {
+        try {
+          op.configs.push_back(lowering::heavy::Config::parse(trim(c)));
+        } catch (const std::invalid_argument& e) {
+          fail(fmt::format("configs: `{}` is not NAME=INT,...: {}", trim(c), e.what()));
+        }
+      }
     } else if (key == "tolerance") {
       op.tolerance = parse_double(value, fail);
     } else if (key == "gradient_tolerance") {
@@ -145,7 +155,7 @@ std::vector<CustomOp> parse_op_file(const std::string& text, const std::filesyst
       op.test_hi = parse_double(hi, fail);
       if (!(op.test_lo < op.test_hi)) fail("test_range needs LO < HI");
     } else {
-      fail(fmt::format("unknown key `{}` (reference, gradient INPUT, glsl, elements_per_workgroup, dtype, "
+      fail(fmt::format("unknown key `{}` (reference, gradient INPUT, glsl, elements_per_workgroup, configs, dtype, "
                        "elementwise, tolerance, gradient_tolerance, test, test_range)",
                        key));
     }

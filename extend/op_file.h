@@ -12,6 +12,8 @@
 //   gradient INPUT: EXPR        the gradient of that input, over the inputs, y (the result) and grad
 //   glsl: FILE                  the kernel, a GLSL compute shader (glsl_kernel.h says what it binds)
 //   elements_per_workgroup: N   workgroups = ceil(result elements / N); default: one per invocation
+//   configs: A=1,B=2; A=2,B=2   the configs `--tune` times (docs/TUNING.md; the tuning cache keeps the choice): the
+//                               GLSL kernel is compiled once per config, each value a macro SPIRE_CONFIG_A, ...
 //   dtype: T                    the dtype the kernel is written for, inputs and result (default f32)
 //   elementwise: true|false     inputs have the result's shape, read at its index (default true)
 //   tolerance: X                max-norm relative error allowed in float32 (default 1e-6)

@@ -40,11 +40,15 @@ struct CustomKernel {
   std::function<kir::Kernel(const CustomKernelRequest&)> build;
   std::vector<uint32_t> spirv_module;
   std::array<uint32_t, 3> spirv_workgroup_size{64, 1, 1};
+  // A SPIR-V kernel that declares configs: one module (and workgroup size) per config, in the order of `configs`
+  // (spirv_module then holds the first's).
+  std::vector<std::vector<uint32_t>> spirv_config_modules;
+  std::vector<std::array<uint32_t, 3>> spirv_config_workgroup_sizes;
   uint32_t elements_per_workgroup = 0;  // 0: one element per invocation (the kernel's workgroup size)
   std::function<uint64_t(const CustomKernelRequest&)> groups;  // optional: overrides the element rule
   std::string source;  // where the kernel came from, for messages ("relu.comp", "C++ kernel builder")
-  // Kernel-builder kernels only, as triton.autotune's configs: the points the tuner may time (tuning key
-  // "custom.<op>"); the first is used when nothing was tuned. Empty: one kernel, nothing to tune.
+  // As triton.autotune's configs: the points the tuner may time (tuning key "custom.<op>"); the first is used when
+  // nothing was tuned. Empty: one kernel, nothing to tune. A SPIR-V kernel has one module per config (above).
   std::vector<heavy::Config> configs;
 };
 

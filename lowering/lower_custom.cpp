@@ -47,8 +47,10 @@ void register_custom_kernel(graph::OpKind op, CustomKernel k) {
   if (!graph::is_user_op(op)) throw graph::GraphError(fmt::format("op '{}' is built in: it has its own lowering", name));
   if (bool(k.build) == !k.spirv_module.empty())
     throw graph::GraphError(fmt::format("custom op '{}': give exactly one kernel, a kernel-builder function or a SPIR-V module", name));
-  if (!k.configs.empty() && !k.build)
-    throw graph::GraphError(fmt::format("custom op '{}': only a kernel-builder kernel can take configs", name));
+  if (!k.configs.empty() && !k.build &&
+      (k.spirv_config_modules.size() != k.configs.size() || k.spirv_config_workgroup_sizes.size() != k.configs.size()))
+    throw graph::GraphError(
+        fmt::format("custom op '{}': a SPIR-V kernel with configs needs one module per config", name));
   if (!registry().emplace(op, std::move(k)).second)
     throw graph::GraphError(fmt::format("custom op '{}' already has a kernel", name));
 }
@@ -67,16 +69,22 @@ kir::Kernel custom_kernel_for(const CustomKernel& ck, const CustomKernelRequest&
           "custom op {} (node '{}') has only a GLSL kernel ({}), which runs on Vulkan devices; {} cannot run it. Use "
           "a vulkan:N device (`spire devices` lists them), or give the op a kernel-builder kernel",
           op, r.node.name, ck.source, r.device.id));
+    // The module of the config asked for (the first where none is).
+    size_t which = 0;
+    if (r.config)
+      for (size_t i = 0; i < ck.configs.size(); ++i)
+        if (ck.configs[i] == *r.config) which = i;
+    const bool by_config = !ck.spirv_config_modules.empty();
     kir::Kernel k;
-    k.name = op;
-    k.workgroup_size = ck.spirv_workgroup_size;
+    k.name = by_config ? fmt::format("{}_{}", op, which) : op;
+    k.workgroup_size = by_config ? ck.spirv_config_workgroup_sizes[which] : ck.spirv_workgroup_size;
     for (size_t i = 0; i < r.inputs.size(); ++i)
       k.buffers.push_back({fmt::format("in{}", i), device_type(r.inputs[i].dtype), kir::Access::Read});
     k.buffers.push_back({"out", device_type(r.node.type.dtype), kir::Access::Write});
     k.scalars.push_back({"n", kir::Type::U32});
     for (const kir::BufferParam& b : k.buffers)
       if (b.elem == kir::Type::F64) k.features |= kir::Feature::Float64;
-    k.spirv_module = ck.spirv_module;
+    k.spirv_module = by_config ? ck.spirv_config_modules[which] : ck.spirv_module;
     return k;
   }
   kir::Kernel k = ck.build(r);

@@ -2,6 +2,7 @@
 // reference is right) named as the first divergence with its downstream values as inheriting it, exit 0 on a right
 // graph and on a small CNN PyTorch exported, the JSON report, --save then --against, and bad input refused clearly.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -46,7 +47,10 @@ Tensor random_tensor(spire::graph::Shape shape, uint64_t seed) {
 class CliDiff : public testing::Test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("spire_cli_diff_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()));
+    // The process id too: another checkout's run of the same test at the same time must not remove this one's files.
+    dir_ = fs::temp_directory_path() /
+           ("spire_cli_diff_" + std::string(testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(getpid()));
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     std::ofstream(dir_ / "faulty.graph") << mlp_text("planted_relu");

@@ -52,14 +52,26 @@ TEST(OpFile, SeveralOpsInOneFile) {
   EXPECT_EQ(ops[1].glsl, "src");
 }
 
+TEST(OpFile, ConfigsAreReadInOrder) {
+  auto ops = ext::parse_op_file("op a(x)\nreference: x\nglsl: k.comp\nconfigs: wg=64,unroll=2; wg=128,unroll=1\n",
+                                "/tmp/t.op", [](const std::filesystem::path&) { return std::string("src"); });
+  ASSERT_EQ(ops.size(), 1u);
+  ASSERT_EQ(ops[0].configs.size(), 2u);
+  EXPECT_EQ(ops[0].configs[0].text(), "wg=64,unroll=2");
+  EXPECT_EQ(ops[0].configs[1].get("wg"), 128);
+}
+
 TEST(OpFile, MalformedFilesNameTheLine) {
   EXPECT_EQ(error_of("reference: x\n"), "/tmp/t.op:1: a description before the first `op NAME(INPUT, ...)` line");
   EXPECT_EQ(error_of("op a(x)\nreference x\n"), "/tmp/t.op:2: expected `key: value`, got `reference x`");
   EXPECT_EQ(error_of("op a(x\n"), "/tmp/t.op:1: expected `op NAME(INPUT, ...)`");
   EXPECT_EQ(error_of("op a()\n"), "/tmp/t.op:1: op a takes no inputs");
   EXPECT_EQ(error_of("op a(x)\ncolour: red\n"),
-            "/tmp/t.op:2: unknown key `colour` (reference, gradient INPUT, glsl, elements_per_workgroup, dtype, "
-            "elementwise, tolerance, gradient_tolerance, test, test_range)");
+            "/tmp/t.op:2: unknown key `colour` (reference, gradient INPUT, glsl, elements_per_workgroup, configs, "
+            "dtype, elementwise, tolerance, gradient_tolerance, test, test_range)");
+  EXPECT_EQ(
+      error_of("op a(x)\nconfigs: wg=64; wg=big\n").rfind("/tmp/t.op:2: configs: `wg=big` is not NAME=INT,...: ", 0),
+      0u);
   EXPECT_EQ(error_of("op a(x)\nelements_per_workgroup: 0\n"),
             "/tmp/t.op:2: elements_per_workgroup 0 is not a positive integer");
   EXPECT_EQ(error_of("op a(x)\ntest: f32[2], f32[2]\n"), "/tmp/t.op:2: a test case of 2 types; a takes 1 inputs");

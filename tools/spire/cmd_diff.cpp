@@ -6,7 +6,6 @@
 #include <memory>
 #include <set>
 #include <span>
-#include <sstream>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -19,6 +18,7 @@
 #include "diff/saved_run.h"
 #include "io/file_bytes.h"
 #include "io/tensor_file.h"
+#include "tools/spire/chosen_devices.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
 
@@ -33,25 +33,6 @@ struct DiffCmd {
   std::string precision;  // --precision f16|bf16
   tuning::TuningFlags tuning;
 };
-
-// The devices --devices names, checked against those present (an unknown name lists them).
-std::vector<std::string> chosen_devices(const std::string& spec) {
-  std::vector<std::string> present;
-  for (const auto& info : rt::list_devices()) present.push_back(info.id);
-  const std::string listed = present.empty() ? "none" : fmt::format("{}", fmt::join(present, ", "));
-  if (spec == "all") return present;
-  if (spec.empty()) throw std::runtime_error(fmt::format("--devices: no device named (devices present: {})", listed));
-  std::vector<std::string> chosen;
-  std::istringstream list(spec);
-  for (std::string id; std::getline(list, id, ',');) {
-    if (id == "reference")
-      throw std::runtime_error("--devices: 'reference' is what every device is compared with; name devices only");
-    if (std::find(present.begin(), present.end(), id) == present.end())
-      throw std::runtime_error(fmt::format("--devices: unknown device '{}' (devices present: {})", id, listed));
-    chosen.push_back(id);
-  }
-  return chosen;
-}
 
 // --precision: which values, kept in f32, bring the outputs of the half run within tolerance (a sentence for the
 // device's notes).
