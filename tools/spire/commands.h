@@ -58,5 +58,6 @@ void register_run_commands(CLI::App& app);      // spire run MODEL             (
 void register_onnx_test_commands(CLI::App& app); // spire onnx-test DIR...     (cmd_onnx_test.cpp)
 void register_compile_commands(CLI::App& app);   // spire compile MODEL -o B    (cmd_compile.cpp)
 void register_diff_commands(CLI::App& app);      // spire diff MODEL --inputs IN  (cmd_diff.cpp)
+void register_generate_commands(CLI::App& app);  // spire generate MODEL --prompt-ids 1,2,3  (cmd_generate.cpp)
 
 }  // namespace spire::cli
