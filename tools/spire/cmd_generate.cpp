@@ -64,7 +64,7 @@ void register_generate_commands(CLI::App& app) {
       "the device as graph state, --max-context positions long: each step writes its token's keys and values into "
       "the cache at the token's position and masks the unused positions out. The prompt's keys and values go from "
       "the prefill into the cache through the host, once; every step reads the whole cache (it is not yet written in "
-      "place: a state update copies it), and moves its token's logits to the host, where the argmax is taken");
+      "place: a state update copies it) and moves one token id out, the argmax taken on the device");
   cmd->add_option("model", c->opt.model, "MODEL.onnx")->required();
   cmd->add_option("--prompt-ids", c->prompt, "The prompt's token ids, comma-separated (e.g. 1,2,3)")
       ->required()

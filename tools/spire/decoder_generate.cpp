@@ -130,6 +130,23 @@ const onnx_import::IoBinding& binding(const std::vector<onnx_import::IoBinding>&
 // The name of the decode graph's extra input: true at the cache slot the step's key and value go to.
 constexpr const char* kCacheSlot = "spire.cache_slot";
 
+// The decode graph's output: the id of its token's largest logit (the first of equal ones, as torch.argmax), as a
+// float (exact below 2^24), so that a step moves 4 bytes out instead of the vocabulary's logits.
+constexpr const char* kNextToken = "spire.next_token";
+
+void add_next_token(onnx_import::ImportedModel& m, Value logits, int64_t vocab) {
+  graph::Graph& g = m.graph;
+  Tensor ids(DType::F32, {vocab});
+  for (int64_t v = 0; v < vocab; ++v) ids[v] = double(v);
+  const Value positions = g.parameter("spire.token_ids", DType::F32, {vocab});
+  m.weights.emplace_back("spire.token_ids", std::move(ids));
+  const Value row = g.reshape(logits, {vocab});
+  const Value is_top = g.compare(row, g.max(row, {0}, true), graph::CompareMode::Eq);
+  // The smallest id among the maxima: -max(-id) over them, -vocab elsewhere.
+  const Value minus_ids = g.where(is_top, g.neg(positions), g.constant(-double(vocab), DType::F32, {vocab}));
+  g.output(kNextToken, g.neg(g.max(minus_ids, {0}, false)));
+}
+
 // The index of the largest of `n` logits starting at `first` (the first of equal ones, as torch.argmax).
 int64_t argmax(const Tensor& logits, int64_t first, int64_t n) {
   int64_t best = 0;
@@ -186,7 +203,7 @@ GenerateResult generate(const GenerateOptions& o) {
   // Decode: one token against C - 1 cache slots held as state.
   t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Runner> decode;
-  std::string d_ids, d_mask, d_pos, d_logits;
+  std::string d_ids, d_mask, d_pos;
   std::map<std::string, std::string> d_cache;  // ONNX past name -> the decode graph's state
   if (o.max_new_tokens > 1) {
     onnx_import::ImportOptions dopt;
@@ -210,11 +227,11 @@ GenerateResult generate(const GenerateOptions& o) {
         const Value cache = g.at(state);
         g.state_update(cache, g.where(slot, g.broadcast_to(row, g.type(cache).shape), cache));
       }
+    add_next_token(dm, g.find_output(out_name(dm, "logits")).value(), d.vocab);
     d_ids = in_name(dm, "input_ids"), d_mask = in_name(dm, "attention_mask"), d_pos = in_name(dm, "position_ids");
-    d_logits = out_name(dm, "logits");
     if (reference) decode = std::make_unique<ReferenceRunner>(dm);
     else decode = std::make_unique<DeviceRunner>(dm, *device, std::vector<std::string>{d_ids, d_mask, d_pos, kCacheSlot},
-                                                 std::vector<std::string>{d_logits});
+                                                 std::vector<std::string>{kNextToken});
   }
   r.decode_compile_s = seconds_since(t0);
 
@@ -254,7 +271,10 @@ GenerateResult generate(const GenerateOptions& o) {
     decode->set(d_mask, mask);
     decode->set(kCacheSlot, slot);
     decode->step();
-    r.tokens.push_back(argmax(decode->get(d_logits), 0, d.vocab));
+    const double next = decode->get(kNextToken)[0];
+    if (!(next >= 0 && next < double(d.vocab)))  // NaN logits match no maximum
+      throw std::runtime_error(fmt::format("decode step at position {}: the logits hold no largest value (NaN?)", pos));
+    r.tokens.push_back(int64_t(next));
     if (pos == P) {
       r.first_step_ms = seconds_since(t0) * 1e3;
       t0 = std::chrono::steady_clock::now();

@@ -9,8 +9,8 @@
 // a decode step attends to the slots the mask keeps (the tokens so far) and to its own key and value (the last row
 // of present.i), and a state update writes that row into the cache at the token's slot for the steps after it
 // (where(slot == pos, row, cache)). The prefill's present.i moves into the decode graph's cache through the host
-// once; after that the cache stays on the device. A step moves its token id, position, mask and slot in and the
-// logits of its token out; the argmax is taken on the host.
+// once; after that the cache stays on the device. A step moves its token id, position, mask and slot in and its
+// next token id out: the decode graph takes the argmax of the logits itself.
 #pragma once
 
 #include <cstdint>
