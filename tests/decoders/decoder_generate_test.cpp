@@ -53,6 +53,7 @@ TEST(DecoderGenerate, LlamaGreedyTokensMatchPyTorch) {
 // A cache longer than needed: the unused slots are masked out, so the tokens are the same.
 TEST(DecoderGenerate, LongerContextGivesTheSameTokens) {
   expect_greedy_matches_pytorch("llama-tiny", "reference", " --max-context 100");
+  for (const auto& info : rt::list_devices()) expect_greedy_matches_pytorch("llama-tiny", info.id, " --max-context 100");
 }
 
 TEST(DecoderGenerate, RefusesTokenIdsOutsideTheVocabulary) {

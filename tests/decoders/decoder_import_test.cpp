@@ -10,8 +10,6 @@
 #include <filesystem>
 #include <string>
 
-#include <fmt/format.h>
-
 #include "io/tensor_file.h"
 #include "runtime/device.h"
 #include "tests/support/spire_cli.h"
