@@ -18,8 +18,10 @@ of the cache take no part: position_ids say where a token sits, not its slot.
 Usage (Debian's /usr/bin/python3, torch 1.13):
   decoder_models.py export OUT_DIR [--configs gpt2-tiny,llama-tiny]   the test data (tests/decoders/README.md)
   decoder_models.py onnx CONFIG OUT.onnx                              one model, e.g. gpt2-124m for the GPU
+  decoder_models.py greedy CONFIG 1,2,3 N                             PyTorch's N greedy tokens after a prompt
 """
 import argparse
+import inspect
 import math
 import os
 import sys
@@ -260,8 +262,10 @@ def export_onnx(model, path):
         for kv in ("key", "value"):
             dyn[f"past_key_values.{i}.{kv}"] = {0: "batch", 2: "past_sequence"}
             dyn[f"present.{i}.{kv}"] = {0: "batch", 2: "past_sequence + sequence"}
+    # The TorchScript exporter, as Debian's torch 1.13 has it (torch >= 2.9 defaults to the dynamo exporter).
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
     torch.onnx.export(model, (ids, mask, pos, *past_kv), path, opset_version=OPSET, input_names=input_names(c),
-                      output_names=output_names(c), dynamic_axes=dyn, do_constant_folding=True)
+                      output_names=output_names(c), dynamic_axes=dyn, do_constant_folding=True, **legacy)
 
 
 def run(model, ids, mask, pos, past):
@@ -357,11 +361,17 @@ def main():
     o = sub.add_parser("onnx", help="one config's model as ONNX")
     o.add_argument("config", choices=sorted(CONFIGS))
     o.add_argument("path")
+    g = sub.add_parser("greedy", help="PyTorch's greedy tokens (comma-separated) for a prompt of token ids")
+    g.add_argument("config", choices=sorted(CONFIGS))
+    g.add_argument("prompt_ids", help="e.g. 1,2,3")
+    g.add_argument("new_tokens", type=int)
     a = p.parse_args()
     if a.cmd == "export":
         export_test_data(a.out_dir, a.configs.split(","))
-    else:
+    elif a.cmd == "onnx":
         export_onnx(build(a.config), a.path)
+    else:
+        print(",".join(map(str, greedy(build(a.config), [int(t) for t in a.prompt_ids.split(",")], a.new_tokens))))
 
 
 if __name__ == "__main__":
