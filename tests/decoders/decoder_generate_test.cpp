@@ -77,6 +77,19 @@ TEST(DecoderGenerate, RefusesAContextTooShortForPromptAndNewTokens) {
   EXPECT_NE(r.out.find("need a context of 11 positions, more than --max-context 10"), std::string::npos) << r.out;
 }
 
+// gpt2-tiny's learned position table has 128 rows: 5 prompt tokens and 130 new ones would reach position 133, where
+// devices would read a zero position embedding.
+TEST(DecoderGenerate, RefusesPositionsBeyondTheLearnedPositionTable) {
+  const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids " + kPrompt +
+                       " --max-new-tokens 130 --device reference");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("reach position 133, beyond the 128 positions of the model's position table 'wpe.weight'"),
+            std::string::npos) << r.out;
+  // 123 new tokens end at position 126, inside the table.
+  EXPECT_EQ(spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids " + kPrompt +
+                  " --max-new-tokens 123 --device reference").exit_code, 0);
+}
+
 // decoder_models.py writes gpt2-tiny with position_ids renamed: not the convention, refused by name.
 TEST(DecoderGenerate, RefusesAModelWithoutTheConventionsInputs) {
   const auto r = spire("generate " + model("gpt2-tiny.renamed_positions.onnx") + " --prompt-ids 1,2 --max-new-tokens 2 "

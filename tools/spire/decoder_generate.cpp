@@ -130,6 +130,26 @@ const onnx_import::IoBinding& binding(const std::vector<onnx_import::IoBinding>&
 // The name of the decode graph's extra input: true at the cache slot the step's key and value go to.
 constexpr const char* kCacheSlot = "spire.cache_slot";
 
+// Refuses positions beyond a learned position table: a gather from a parameter whose indices are position_ids
+// (through reshapes and casts) has one row per position, and devices read zeros past its end (the float64 evaluator
+// refuses). Rotary embeddings compute from the positions and have no such table.
+void check_position_table(const graph::Graph& g, const std::string& position_ids, int64_t last_position,
+                          const std::string& what) {
+  for (const graph::Node& n : g.nodes()) {
+    if (graph::op_name(n.op) != "gather") continue;
+    Value idx = n.inputs[1];
+    for (std::string_view op = graph::op_name(g.node(idx).op); op == "reshape" || op == "cast" || op == "flatten";
+         op = graph::op_name(g.node(idx).op))
+      idx = g.node(idx).inputs[0];
+    const graph::Node& table = g.node(n.inputs[0]);
+    if (g.node(idx).name != position_ids || table.op != graph::OpKind::Parameter) continue;
+    const int64_t rows = table.type.shape.at(size_t(n.attrs.get_int("axis")));
+    if (last_position >= rows)
+      throw std::invalid_argument(fmt::format("{} reach position {}, beyond the {} positions of the model's position "
+                                              "table '{}' (gather '{}')", what, last_position, rows, table.name, n.name));
+  }
+}
+
 // The decode graph's output: the id of its token's largest logit (the first of equal ones, as torch.argmax), as a
 // float (exact below 2^24), so that a step moves 4 bytes out instead of the vocabulary's logits.
 constexpr const char* kNextToken = "spire.next_token";
@@ -195,6 +215,9 @@ GenerateResult generate(const GenerateOptions& o) {
   std::vector<std::string> p_past;
   for (const auto& in : pm.inputs)
     if (in.onnx_name.starts_with("past_key_values.")) p_past.push_back(in.graph_name);
+  // Positions 0..P-1 in the prefill, P..P+N-2 in the decode steps.
+  check_position_table(pm.graph, p_pos, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
+                       fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
   std::unique_ptr<Runner> prefill;
   if (reference) prefill = std::make_unique<ReferenceRunner>(pm);
   else prefill = std::make_unique<DeviceRunner>(pm, *device, std::vector<std::string>{}, std::vector<std::string>{});
