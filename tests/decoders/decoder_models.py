@@ -16,7 +16,7 @@ attended by query i (at absolute position past+i) when j <= past+i and attention
 of the cache take no part: position_ids say where a token sits, not its slot.
 
 Usage (Debian's /usr/bin/python3, torch 1.13):
-  decoder_models.py export OUT_DIR [--configs gpt2-tiny,llama-tiny]   the test data (tests/decoders/README.md)
+  decoder_models.py export OUT_DIR [--configs gpt2-tiny,llama-tiny]   the test data (docs/DECODERS.md)
   decoder_models.py onnx CONFIG OUT.onnx                              one model, e.g. gpt2-124m for the GPU
   decoder_models.py greedy CONFIG 1,2,3 N                             PyTorch's N greedy tokens after a prompt
 """
