@@ -1,6 +1,7 @@
 #include "tools/spire/decoder_generate.h"
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -171,7 +172,8 @@ void add_next_token(onnx_import::ImportedModel& m, Value logits, int64_t vocab) 
 int64_t argmax(const Tensor& logits, int64_t first, int64_t n) {
   int64_t best = 0;
   for (int64_t v = 1; v < n; ++v)
-    if (logits[first + v] > logits[first + best]) best = v;
+    if (logits[first + v] > logits[first + best] || std::isnan(logits[first + best])) best = v;
+  if (std::isnan(logits[first + best])) throw std::runtime_error("the prefill's logits are NaN");
   return best;
 }
 
