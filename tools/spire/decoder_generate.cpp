@@ -181,6 +181,82 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+
+std::string graph_name(const std::vector<onnx_import::IoBinding>& bs, const std::string& onnx_name) {
+  return binding(bs, onnx_name).graph_name;
+}
+
+// The prefill graph: the prompt's P tokens against an empty past, and the graph names the loop feeds and reads.
+struct PrefillGraph {
+  onnx_import::ImportedModel model;
+  std::string ids, mask, positions, logits;
+  std::vector<std::string> past;               // the empty past inputs
+  std::map<std::string, std::string> present;  // ONNX past name -> the present output that extends it
+};
+
+PrefillGraph import_prefill(const std::string& path, const DecoderShape& d, int64_t P) {
+  onnx_import::ImportOptions opt;
+  opt.input_shapes = {{"input_ids", {1, P}}, {"attention_mask", {1, P}}, {"position_ids", {1, P}}};
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) opt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, 0, d.head_dim};
+  PrefillGraph p;
+  p.model = onnx_import::import_model(path, opt);
+  const auto& m = p.model;
+  p.ids = graph_name(m.inputs, "input_ids"), p.mask = graph_name(m.inputs, "attention_mask");
+  p.positions = graph_name(m.inputs, "position_ids"), p.logits = graph_name(m.outputs, "logits");
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      p.past.push_back(graph_name(m.inputs, past_name(i, kv)));
+      p.present[past_name(i, kv)] = graph_name(m.outputs, present_name(i, kv));
+    }
+  return p;
+}
+
+// The decode graph: one token against C - 1 cache slots imported as state, a state update per cache writing the
+// step's key or value (the last row of its present output) into the slot kCacheSlot marks, and kNextToken.
+struct DecodeGraph {
+  onnx_import::ImportedModel model;
+  std::string ids, mask, positions;
+  std::map<std::string, std::string> cache;  // ONNX past name -> its state
+};
+
+DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_t C) {
+  onnx_import::ImportOptions opt;
+  opt.input_shapes = {{"input_ids", {1, 1}}, {"attention_mask", {1, C}}, {"position_ids", {1, 1}}};
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      opt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, C - 1, d.head_dim};
+      opt.state_inputs.insert(past_name(i, kv));
+    }
+  DecodeGraph dg;
+  dg.model = onnx_import::import_model(path, opt);
+  auto& m = dg.model;
+  graph::Graph& g = m.graph;
+  const Value slot = g.input(kCacheSlot, DType::Bool, {1, 1, C - 1, 1});
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      const std::string state = graph_name(m.states, past_name(i, kv));
+      dg.cache[past_name(i, kv)] = state;
+      const Value present = g.find_output(graph_name(m.outputs, present_name(i, kv))).value();
+      const Value row = g.op("slice", {present},
+                             {{"starts", std::vector<int64_t>{0, 0, C - 1, 0}}, {"steps", std::vector<int64_t>{1, 1, 1, 1}},
+                              {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
+      const Value cache = g.at(state);
+      g.state_update(cache, g.where(slot, g.broadcast_to(row, g.type(cache).shape), cache));
+    }
+  add_next_token(m, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
+  dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
+  dg.positions = graph_name(m.inputs, "position_ids");
+  return dg;
+}
+
+// On the float64 evaluator when `device` is null.
+std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device,
+                                    std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {}) {
+  if (!device) return std::make_unique<ReferenceRunner>(m);
+  return std::make_unique<DeviceRunner>(m, *device, std::move(streamed_in), std::move(streamed_out));
+}
+
 }  // namespace
 
 GenerateResult generate(const GenerateOptions& o) {
@@ -199,64 +275,21 @@ GenerateResult generate(const GenerateOptions& o) {
   const bool reference = o.device == "reference";
   std::unique_ptr<rt::Device> device = reference ? nullptr : rt::open_device(o.device);
 
-  // Prefill: the prompt, an empty past.
   GenerateResult r;
   auto t0 = std::chrono::steady_clock::now();
-  onnx_import::ImportOptions popt;
-  popt.input_shapes = {{"input_ids", {1, P}}, {"attention_mask", {1, P}}, {"position_ids", {1, P}}};
-  for (int i = 0; i < d.layers; ++i)
-    for (const char* kv : {"key", "value"}) popt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, 0, d.head_dim};
-  onnx_import::ImportedModel pm = onnx_import::import_model(o.model, popt);
-  const auto in_name = [](const onnx_import::ImportedModel& m, const std::string& n) { return binding(m.inputs, n).graph_name; };
-  const auto out_name = [](const onnx_import::ImportedModel& m, const std::string& n) { return binding(m.outputs, n).graph_name; };
-  const std::string p_ids = in_name(pm, "input_ids"), p_mask = in_name(pm, "attention_mask"),
-                    p_pos = in_name(pm, "position_ids"), p_logits = out_name(pm, "logits");
-  std::map<std::string, std::string> p_present;  // ONNX past name -> the prefill's present output
-  for (int i = 0; i < d.layers; ++i)
-    for (const char* kv : {"key", "value"}) p_present[past_name(i, kv)] = out_name(pm, present_name(i, kv));
-  std::vector<std::string> p_past;
-  for (const auto& in : pm.inputs)
-    if (in.onnx_name.starts_with("past_key_values.")) p_past.push_back(in.graph_name);
+  PrefillGraph pg = import_prefill(o.model, d, P);
   // Positions 0..P-1 in the prefill, P..P+N-2 in the decode steps.
-  check_position_table(pm.graph, p_pos, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
+  check_position_table(pg.model.graph, pg.positions, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
                        fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
-  std::unique_ptr<Runner> prefill;
-  if (reference) prefill = std::make_unique<ReferenceRunner>(pm);
-  else prefill = std::make_unique<DeviceRunner>(pm, *device, std::vector<std::string>{}, std::vector<std::string>{});
+  std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get());
   r.prefill_compile_s = seconds_since(t0);
 
-  // Decode: one token against C - 1 cache slots held as state.
   t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Runner> decode;
-  std::string d_ids, d_mask, d_pos;
-  std::map<std::string, std::string> d_cache;  // ONNX past name -> the decode graph's state
+  DecodeGraph dg;
   if (o.max_new_tokens > 1) {
-    onnx_import::ImportOptions dopt;
-    dopt.input_shapes = {{"input_ids", {1, 1}}, {"attention_mask", {1, C}}, {"position_ids", {1, 1}}};
-    for (int i = 0; i < d.layers; ++i)
-      for (const char* kv : {"key", "value"}) {
-        dopt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, C - 1, d.head_dim};
-        dopt.state_inputs.insert(past_name(i, kv));
-      }
-    onnx_import::ImportedModel dm = onnx_import::import_model(o.model, dopt);
-    graph::Graph& g = dm.graph;
-    const Value slot = g.input(kCacheSlot, DType::Bool, {1, 1, C - 1, 1});
-    for (int i = 0; i < d.layers; ++i)
-      for (const char* kv : {"key", "value"}) {
-        const std::string state = binding(dm.states, past_name(i, kv)).graph_name;
-        d_cache[past_name(i, kv)] = state;
-        const Value present = g.find_output(out_name(dm, present_name(i, kv))).value();
-        const Value row = g.op("slice", {present},
-                               {{"starts", std::vector<int64_t>{0, 0, C - 1, 0}}, {"steps", std::vector<int64_t>{1, 1, 1, 1}},
-                                {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
-        const Value cache = g.at(state);
-        g.state_update(cache, g.where(slot, g.broadcast_to(row, g.type(cache).shape), cache));
-      }
-    add_next_token(dm, g.find_output(out_name(dm, "logits")).value(), d.vocab);
-    d_ids = in_name(dm, "input_ids"), d_mask = in_name(dm, "attention_mask"), d_pos = in_name(dm, "position_ids");
-    if (reference) decode = std::make_unique<ReferenceRunner>(dm);
-    else decode = std::make_unique<DeviceRunner>(dm, *device, std::vector<std::string>{d_ids, d_mask, d_pos, kCacheSlot},
-                                                 std::vector<std::string>{kNextToken});
+    dg = import_decode(o.model, d, C);
+    decode = make_runner(dg.model, device.get(), {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken});
   }
   r.decode_compile_s = seconds_since(t0);
 
@@ -264,18 +297,18 @@ GenerateResult generate(const GenerateOptions& o) {
   t0 = std::chrono::steady_clock::now();
   std::vector<double> ids(o.prompt.begin(), o.prompt.end()), positions;
   for (int64_t p = 0; p < P; ++p) positions.push_back(double(p));
-  prefill->set(p_ids, Tensor::from(DType::I64, {1, P}, ids));
-  prefill->set(p_mask, Tensor(DType::I64, {1, P}, 1));
-  prefill->set(p_pos, Tensor::from(DType::I64, {1, P}, positions));
-  for (const auto& name : p_past) prefill->set(name, Tensor(DType::F32, {1, d.kv_heads, 0, d.head_dim}));
+  prefill->set(pg.ids, Tensor::from(DType::I64, {1, P}, ids));
+  prefill->set(pg.mask, Tensor(DType::I64, {1, P}, 1));
+  prefill->set(pg.positions, Tensor::from(DType::I64, {1, P}, positions));
+  for (const auto& name : pg.past) prefill->set(name, Tensor(DType::F32, {1, d.kv_heads, 0, d.head_dim}));
   prefill->step();
-  r.tokens.push_back(argmax(prefill->get(p_logits), (P - 1) * d.vocab, d.vocab));
+  r.tokens.push_back(argmax(prefill->get(pg.logits), (P - 1) * d.vocab, d.vocab));
   r.first_token_ms = seconds_since(t0) * 1e3;
   if (!decode) return r;
 
   // The prompt's keys and values into the first P slots of the cache (through the host, once).
-  for (const auto& [past, state] : d_cache) {
-    const Tensor present = prefill->get(p_present.at(past));
+  for (const auto& [past, state] : dg.cache) {
+    const Tensor present = prefill->get(pg.present.at(past));
     Tensor cache(DType::F32, {1, d.kv_heads, C - 1, d.head_dim});
     for (int64_t h = 0; h < d.kv_heads; ++h)
       for (int64_t p = 0; p < P; ++p)
@@ -291,9 +324,9 @@ GenerateResult generate(const GenerateOptions& o) {
     for (int64_t s = 0; s < pos; ++s) mask[s] = 1;
     mask[C - 1] = 1;
     slot[pos] = 1;
-    decode->set(d_ids, Tensor(DType::I64, {1, 1}, double(r.tokens.back())));
-    decode->set(d_pos, Tensor(DType::I64, {1, 1}, double(pos)));
-    decode->set(d_mask, mask);
+    decode->set(dg.ids, Tensor(DType::I64, {1, 1}, double(r.tokens.back())));
+    decode->set(dg.positions, Tensor(DType::I64, {1, 1}, double(pos)));
+    decode->set(dg.mask, mask);
     decode->set(kCacheSlot, slot);
     decode->step();
     const double next = decode->get(kNextToken)[0];
