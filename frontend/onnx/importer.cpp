@@ -221,8 +221,14 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
       e.runtime = true;
     }
     const std::string name = unique_name(in.name());
-    e.value = model_.graph.input(name, dtype, shape);
-    model_.inputs.push_back({in.name(), name, dtype, shape});
+    if (opt_.state_inputs.count(in.name())) {
+      if (e.constant) throw ImportError(fmt::format("{} is imported as state, so it cannot also have a known value", what));
+      e.value = model_.graph.state(name, dtype, shape);
+      model_.states.push_back({in.name(), name, dtype, shape});
+    } else {
+      e.value = model_.graph.input(name, dtype, shape);
+      model_.inputs.push_back({in.name(), name, dtype, shape});
+    }
     env_[in.name()] = std::move(e);
   }
 }

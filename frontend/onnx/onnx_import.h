@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ struct ImportOptions {
   int64_t batch = 0;
   // Added to the message when an input's shape is needed and not given (e.g. "it is missing from in.st").
   std::string missing_shape_hint;
+  // Inputs (by ONNX name) imported as `state` leaves instead of `input` leaves: values that stay on the device
+  // between steps, set and read by name like parameters (a decoder's key/value cache, which the caller then
+  // updates with Graph::state_update). They are listed in ImportedModel::states, not in `inputs`.
+  std::set<std::string> state_inputs;
 };
 
 // One ONNX graph input or output: its ONNX name, the graph's name for it (ONNX names may hold characters
@@ -55,6 +60,7 @@ struct ImportedModel {
   graph::Graph graph;
   io::NamedTensors weights;          // one per parameter leaf, by the leaf's name
   std::vector<IoBinding> inputs;     // graph inputs (not initializers), in model order
+  std::vector<IoBinding> states;     // the inputs ImportOptions::state_inputs made state leaves, in model order
   std::vector<IoBinding> outputs;    // in model order
   int64_t opset = 0;                 // of the default ("" / ai.onnx) domain
 };

@@ -255,7 +255,8 @@ void register_elementwise_ops(OpTable& t) {
   // Ops of the graph's op table by name, one graph op each (ir/graph/ops/unary.cpp).
   for (auto [onnx_op, op] : {std::pair{"Abs", "abs"}, {"Sign", "sign"}})
     t[onnx_op] = {[op = op](NodeContext& c) { c.set_output(0, c.g().op(op, {c.value(0)})); }, {}};
-  for (auto [onnx_op, op] : {std::pair{"Reciprocal", "reciprocal"}, {"Floor", "floor"}, {"Ceil", "ceil"}})
+  for (auto [onnx_op, op] : {std::pair{"Reciprocal", "reciprocal"}, {"Floor", "floor"}, {"Ceil", "ceil"},
+                                {"Sin", "sin"}, {"Cos", "cos"}})
     t[onnx_op] = {[op = op](NodeContext& c) {
                     need_float(c, 0);
                     c.set_output(0, c.g().op(op, {c.value(0)}));

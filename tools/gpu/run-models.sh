@@ -9,11 +9,39 @@
 #              and torch.compile
 #   launches   each model's launches per inference at batch 1 (spire run --profile; with f32 and f16, whose
 #              exports it reads)
+#   decoders   alone (PARTS=decoders): a decoder LLM of tests/tools/decoders/decoder_models.py (CONFIG, default
+#              gpt2-124m, random weights, exported there by its torch) through `spire generate` on cuda:0 and vulkan:0,
+#              a 32-token prompt and NEW new tokens (default 256), f32, its tokens against PyTorch's greedy ones (CPU);
+#              the pack needs the CLI only, and .gl libonnx1 and libprotobuf32
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
 # SPIRE_RUN_ARGS adds arguments to every `spire run` (e.g. "--tune --tuning-cache /tmp/tc.txt").
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
 set -uo pipefail
 source tools/gpu/env.sh
+if [ "${PARTS:-}" = decoders ]; then
+  config=${CONFIG:-gpt2-124m}
+  new=${NEW:-256}
+  M=/tmp/decoders
+  mkdir -p $M
+  prompt=$(python3 -c "import sys; sys.path.insert(0, 'tests/tools/decoders'); import decoder_models as d
+v = d.CONFIGS['$config'].vocab; print(','.join(str(i * 7919 % v) for i in range(1, 33)))")
+  t0=$(date +%s)
+  python3 tests/tools/decoders/decoder_models.py onnx $config $M/$config.onnx 2>&1 | grep -v Warn | tail -3
+  echo "export: $(( $(date +%s) - t0 )) s"
+  python3 tests/tools/decoders/decoder_models.py greedy $config $prompt $new 2>&1 | grep -v Warn | tail -1 > $OUT/torch_tokens.txt
+  for d in cuda:0 vulkan:0; do
+    echo "== $config on $d"
+    $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d 2>&1 | tee $OUT/spire_$d.txt
+    python3 - $OUT/torch_tokens.txt $OUT/spire_$d.txt <<'PY'
+import sys
+want = open(sys.argv[1]).read().strip().split(",")
+got = next((l[8:].strip().split(",") for l in open(sys.argv[2]) if l.startswith("tokens: ")), [])
+same = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
+print(f"tokens equal to PyTorch's: the first {same} of {len(want)}" + (" (all)" if same == len(want) == len(got) else ""))
+PY
+  done
+  exit 0
+fi
 M=/tmp/models
 mkdir -p $M && cp .gpu/models/* $M/
 builds=spire

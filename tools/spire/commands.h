@@ -59,5 +59,6 @@ void register_onnx_test_commands(CLI::App& app); // spire onnx-test DIR...     (
 void register_compile_commands(CLI::App& app);   // spire compile MODEL -o B    (cmd_compile.cpp)
 void register_diff_commands(CLI::App& app);      // spire diff MODEL --inputs IN  (cmd_diff.cpp)
 void register_reduce_commands(CLI::App& app);    // spire reduce MODEL --inputs IN -o SMALL.graph (cmd_reduce.cpp)
+void register_generate_commands(CLI::App& app);  // spire generate MODEL --prompt-ids 1,2,3  (cmd_generate.cpp)
 
 }  // namespace spire::cli

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   spire::cli::register_compile_commands(app);
   spire::cli::register_diff_commands(app);
   spire::cli::register_reduce_commands(app);
+  spire::cli::register_generate_commands(app);
 #endif
   try {
     app.parse(argc, argv);

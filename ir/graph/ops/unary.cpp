@@ -19,11 +19,49 @@ std::vector<Value> zero_grad(VjpContext& c) {
   return {c.g.constant(0.0, t.dtype, t.shape)};
 }
 
+constexpr Tolerance kSinCos{1e-5, 1e-12, "an exact reduction by k pi/2, three roundings of the remainder, then a "
+                                         "polynomial: a few ulp of 1"};
+
 double gelu_ref(double v) { return 0.5 * v * (1.0 + std::tanh(kBeta * (v + kKappa * v * v * v))); }
 
 // On devices through 1 + tanh(u) = 2 sigmoid(2u): the same function, but for very negative x it divides by a
 // large number instead of cancelling 1 + tanh(u) ~ 1 - 1 in float32 (which loses every digit).
 Val gelu_gate(Val x) { return 1.0 / (1.0 + kir::exp(-2.0 * (kBeta * (x + kKappa * x * x * x)))); }
+
+// sin(x) (or cos(x) = sin(x + pi/2)) on devices, not through the drivers' sin and cos: Vulkan asks them for only
+// 2^-11 absolute within [-pi, pi] and nothing outside it, while rotary embeddings take angles in the thousands.
+// x = k pi/2 + r with k = round(x 2/pi) and |r| <= pi/4, where k pi/2 is subtracted in three parts whose products
+// with k are exact (Cody and Waite; f32's parts as Cephes', f64's as fdlibm's); then the quadrant k mod 4 picks
+// +-sin r or +-cos r, each a Taylor polynomial that reaches the type's precision on [-pi/4, pi/4] (f32: to r^9 and
+// r^10; f64: to r^17 and r^18). k p1 is exact while k has no more bits than p1 leaves spare: |x| < 1e5 in f32 (an
+// 8-bit p1), 1e9 in f64 (a 33-bit p1); beyond, the error grows with |x| but stays near the rounding of x itself.
+Val sin_cos(Val x, bool cosine) {
+  const bool f64 = x.type() == kir::Type::F64;
+  const double p1 = f64 ? 1.57079632673412561417e+00 : 1.5703125;
+  const double p2 = f64 ? 6.07710050630396597660e-11 : 4.837512969970703125e-4;
+  const double p3 = f64 ? 2.02226624879595063154e-21 : 7.54978995489188216e-8;
+  Val k = kir::floor(x * 0.63661977236758134308 + 0.5);
+  Val r = ((x - k * p1) - k * p2) - k * p3;
+  if (cosine) k = k + 1.0;                                // cos x = sin(x + pi/2): one quadrant on
+  Val q = k - 4.0 * kir::floor(k * 0.25);                 // 0, 1, 2 or 3
+  Val r2 = r * r;
+  // Horner's rule over 1/n! with alternating signs, highest term first.
+  auto series = [&](int first, int last) {                // sum_{n = first, first + 2, ..., last} (-1)^((n - first)/2) r^n / n!
+    double fact = 1;
+    for (int n = 2; n <= last; ++n) fact *= n;
+    Val acc = kir::like(r, ((last - first) / 2 % 2 ? -1.0 : 1.0) / fact);
+    for (int n = last - 2; n >= first; n -= 2) {
+      fact /= double(n + 2) * double(n + 1);
+      acc = acc * r2 + ((n - first) / 2 % 2 ? -1.0 : 1.0) / fact;
+    }
+    return acc;
+  };
+  Val sin_r = series(1, f64 ? 17 : 9) * r;
+  Val cos_r = series(0, f64 ? 18 : 10);
+  Val odd = q - 2.0 * kir::floor(q * 0.5);                // quadrants 1 and 3 take cos r
+  Val v = kir::select(odd == 1.0, cos_r, sin_r);
+  return kir::select(q >= 2.0, -v, v);
+}
 
 }  // namespace
 
@@ -85,7 +123,21 @@ std::vector<OpInfo> unary() {
        .forward = {2e-5, 1e-12, "tanh of a cubic, where the cubic's rounding is amplified by up to 3x"},
        .backward = {2e-5, 1e-12, "the derivative of the tanh form: tanh, its square and a cubic"}, .test = on(-5, 5)},
 
-      // ---- ops without an enumerator: defined by their entry alone (ONNX's Abs Ceil Floor Sign Reciprocal).
+      // ---- ops without an enumerator: defined by their entry alone (ONNX's Abs Ceil Floor Sign Reciprocal Sin Cos).
+      {.name = "sin", .arity = 1, .category = P, .shape = S::unary_float,
+       .vjp = [](VjpContext& c) -> std::vector<Value> {
+         return {c.g.mul(c.grad_out, c.g.op("cos", {input_of(c)}))};
+       },
+       .scalar = [](const Node&, std::span<const double> x) { return std::sin(x[0]); },
+       .formula = [](const PointwiseEmit& e) { return sin_cos(e.x[0], false); },
+       .forward = kSinCos, .backward = kSinCos, .test = on(-100, 100)},
+      {.name = "cos", .arity = 1, .category = P, .shape = S::unary_float,
+       .vjp = [](VjpContext& c) -> std::vector<Value> {
+         return {c.g.neg(c.g.mul(c.grad_out, c.g.op("sin", {input_of(c)})))};
+       },
+       .scalar = [](const Node&, std::span<const double> x) { return std::cos(x[0]); },
+       .formula = [](const PointwiseEmit& e) { return sin_cos(e.x[0], true); },
+       .forward = kSinCos, .backward = kSinCos, .test = on(-100, 100)},
       {.name = "abs", .arity = 1, .category = P, .shape = S::unary_numeric,
        // PyTorch's sgn(x) * g: zero at x = 0.
        .vjp = [](VjpContext& c) -> std::vector<Value> {

@@ -1,0 +1,345 @@
+#include "tools/spire/decoder_generate.h"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "frontend/onnx/model_signature.h"
+#include "frontend/onnx/onnx_import.h"
+#include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "runtime/device.h"
+
+namespace spire::cli {
+namespace {
+
+using graph::DType;
+using graph::Tensor;
+using graph::Value;
+
+// The decoder's sizes, read from the declared inputs and outputs; refuses a model that does not follow the
+// convention, naming what is missing or wrong.
+struct DecoderShape {
+  int layers = 0;
+  int64_t kv_heads = 0, head_dim = 0, vocab = 0;
+};
+
+std::string past_name(int layer, const char* kv) { return fmt::format("past_key_values.{}.{}", layer, kv); }
+std::string present_name(int layer, const char* kv) { return fmt::format("present.{}.{}", layer, kv); }
+
+DecoderShape check_decoder(const std::string& path) {
+  const auto sig = onnx_import::read_signature(path);
+  std::vector<std::string> names;
+  for (const auto& in : sig.inputs) names.push_back(in.name);
+  auto refuse = [&](const std::string& why) {
+    throw std::runtime_error(fmt::format("{} is not a decoder in Hugging Face's decoder-with-past form (inputs input_ids, "
+                                         "attention_mask, position_ids, past_key_values.{{i}}.key|value; outputs "
+                                         "logits, present.{{i}}.key|value): {} (its inputs: {})",
+                                         path, why, fmt::join(names, ", ")));
+  };
+  for (const char* n : {"input_ids", "attention_mask", "position_ids"}) {
+    const auto* v = sig.input(n);
+    if (!v) refuse(fmt::format("it has no input '{}'", n));
+    if (v->elem_type != 7 /* INT64 */ || (v->has_shape && v->dims.size() != 2))
+      refuse(fmt::format("input '{}' must be int64 [batch, length]", n));
+  }
+  DecoderShape d;
+  while (sig.input(past_name(d.layers, "key"))) ++d.layers;
+  if (d.layers == 0) refuse("it has no input 'past_key_values.0.key'");
+  if (sig.inputs.size() != size_t(3 + 2 * d.layers))
+    refuse(fmt::format("it has {} inputs where {} layers' caches and the three token inputs make {}", sig.inputs.size(),
+                       d.layers, 3 + 2 * d.layers));
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      const auto* v = sig.input(past_name(i, kv));
+      if (!v) refuse(fmt::format("it has no input '{}'", past_name(i, kv)));
+      if (v->elem_type != 1 /* FLOAT */ || v->dims.size() != 4 || v->dims[1].value <= 0 || v->dims[3].value <= 0)
+        refuse(fmt::format("input '{}' must be float32 [batch, kv_heads, past, head_dim] with kv_heads and head_dim "
+                           "fixed", past_name(i, kv)));
+      if (d.kv_heads == 0) d.kv_heads = v->dims[1].value, d.head_dim = v->dims[3].value;
+      if (v->dims[1].value != d.kv_heads || v->dims[3].value != d.head_dim)
+        refuse(fmt::format("input '{}' has another number of heads or head size than past_key_values.0.key",
+                           past_name(i, kv)));
+      if (!sig.output(present_name(i, kv))) refuse(fmt::format("it has no output '{}'", present_name(i, kv)));
+    }
+  const auto* logits = sig.output("logits");
+  if (!logits) refuse("it has no output 'logits'");
+  if (logits->dims.size() != 3 || logits->dims[2].value <= 0)
+    refuse("output 'logits' must be [batch, length, vocabulary] with the vocabulary fixed");
+  d.vocab = logits->dims[2].value;
+  return d;
+}
+
+// One imported graph run step by step, on a device (compiled once) or on the float64 evaluator, its inputs and
+// outputs by graph name; state updates stay where the graph runs.
+class Runner {
+ public:
+  virtual ~Runner() = default;
+  virtual void set(const std::string& name, const Tensor& t) = 0;
+  virtual void step() = 0;
+  virtual Tensor get(const std::string& output) = 0;
+};
+
+class DeviceRunner : public Runner {
+ public:
+  DeviceRunner(const onnx_import::ImportedModel& m, rt::Device& device, std::vector<std::string> streamed_in,
+               std::vector<std::string> streamed_out) {
+    exe_ = lowering::compile(m.graph, device,
+                             {.streamed_inputs = std::move(streamed_in), .streamed_outputs = std::move(streamed_out)});
+    for (const auto& [name, t] : m.weights) exe_->set(name, t);
+  }
+  void set(const std::string& name, const Tensor& t) override { exe_->set(name, t); }
+  void step() override { exe_->step(); }
+  Tensor get(const std::string& output) override { return exe_->get(output); }
+
+ private:
+  std::unique_ptr<lowering::Executable> exe_;
+};
+
+class ReferenceRunner : public Runner {
+ public:
+  explicit ReferenceRunner(onnx_import::ImportedModel& m) : g_(std::move(m.graph)) {
+    for (auto& [name, t] : m.weights) feeds_[name] = std::move(t);
+    for (Value s : g_.states()) feeds_[g_.node(s).name] = Tensor(g_.type(s).dtype, g_.type(s).shape);
+  }
+  void set(const std::string& name, const Tensor& t) override { feeds_[name] = t; }
+  void step() override {
+    results_ = graph::evaluate(g_, feeds_, DType::F64);
+    for (const auto& u : g_.state_updates()) {
+      const std::string& target = g_.node(u.target).name;
+      feeds_[target] = results_.at(target);
+    }
+  }
+  Tensor get(const std::string& output) override { return results_.at(output); }
+
+ private:
+  graph::Graph g_;
+  std::map<std::string, Tensor> feeds_, results_;
+};
+
+const onnx_import::IoBinding& binding(const std::vector<onnx_import::IoBinding>& bs, const std::string& onnx_name) {
+  for (const auto& b : bs)
+    if (b.onnx_name == onnx_name) return b;
+  throw std::logic_error("decoder_generate: no binding for " + onnx_name);
+}
+
+// The name of the decode graph's extra input: true at the cache slot the step's key and value go to.
+constexpr const char* kCacheSlot = "spire.cache_slot";
+
+// Refuses positions beyond a learned position table: a gather from a parameter whose indices are position_ids
+// (through reshapes and casts) has one row per position, and devices read zeros past its end (the float64 evaluator
+// refuses). Rotary embeddings compute from the positions and have no such table.
+void check_position_table(const graph::Graph& g, const std::string& position_ids, int64_t last_position,
+                          const std::string& what) {
+  for (const graph::Node& n : g.nodes()) {
+    if (graph::op_name(n.op) != "gather") continue;
+    Value idx = n.inputs[1];
+    for (std::string_view op = graph::op_name(g.node(idx).op); op == "reshape" || op == "cast" || op == "flatten";
+         op = graph::op_name(g.node(idx).op))
+      idx = g.node(idx).inputs[0];
+    const graph::Node& table = g.node(n.inputs[0]);
+    if (g.node(idx).name != position_ids || table.op != graph::OpKind::Parameter) continue;
+    const int64_t rows = table.type.shape.at(size_t(n.attrs.get_int("axis")));
+    if (last_position >= rows)
+      throw std::invalid_argument(fmt::format("{} reach position {}, beyond the {} positions of the model's position "
+                                              "table '{}' (gather '{}')", what, last_position, rows, table.name, n.name));
+  }
+}
+
+// The decode graph's output: the id of its token's largest logit (the first of equal ones, as torch.argmax), as a
+// float (exact below 2^24), so that a step moves 4 bytes out instead of the vocabulary's logits.
+constexpr const char* kNextToken = "spire.next_token";
+
+void add_next_token(onnx_import::ImportedModel& m, Value logits, int64_t vocab) {
+  graph::Graph& g = m.graph;
+  Tensor ids(DType::F32, {vocab});
+  for (int64_t v = 0; v < vocab; ++v) ids[v] = double(v);
+  const Value positions = g.parameter("spire.token_ids", DType::F32, {vocab});
+  m.weights.emplace_back("spire.token_ids", std::move(ids));
+  const Value row = g.reshape(logits, {vocab});
+  const Value is_top = g.compare(row, g.max(row, {0}, true), graph::CompareMode::Eq);
+  // The smallest id among the maxima: -max(-id) over them, -vocab elsewhere.
+  const Value minus_ids = g.where(is_top, g.neg(positions), g.constant(-double(vocab), DType::F32, {vocab}));
+  g.output(kNextToken, g.neg(g.max(minus_ids, {0}, false)));
+}
+
+// The index of the largest of `n` logits starting at `first` (the first of equal ones, as torch.argmax).
+int64_t argmax(const Tensor& logits, int64_t first, int64_t n) {
+  int64_t best = 0;
+  for (int64_t v = 1; v < n; ++v)
+    if (logits[first + v] > logits[first + best] || std::isnan(logits[first + best])) best = v;
+  if (std::isnan(logits[first + best])) throw std::runtime_error("the prefill's logits are NaN");
+  return best;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+
+std::string graph_name(const std::vector<onnx_import::IoBinding>& bs, const std::string& onnx_name) {
+  return binding(bs, onnx_name).graph_name;
+}
+
+// The prefill graph: the prompt's P tokens against an empty past, and the graph names the loop feeds and reads.
+struct PrefillGraph {
+  onnx_import::ImportedModel model;
+  std::string ids, mask, positions, logits;
+  std::vector<std::string> past;               // the empty past inputs
+  std::map<std::string, std::string> present;  // ONNX past name -> the present output that extends it
+};
+
+PrefillGraph import_prefill(const std::string& path, const DecoderShape& d, int64_t P) {
+  onnx_import::ImportOptions opt;
+  opt.input_shapes = {{"input_ids", {1, P}}, {"attention_mask", {1, P}}, {"position_ids", {1, P}}};
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) opt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, 0, d.head_dim};
+  PrefillGraph p;
+  p.model = onnx_import::import_model(path, opt);
+  const auto& m = p.model;
+  p.ids = graph_name(m.inputs, "input_ids"), p.mask = graph_name(m.inputs, "attention_mask");
+  p.positions = graph_name(m.inputs, "position_ids"), p.logits = graph_name(m.outputs, "logits");
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      p.past.push_back(graph_name(m.inputs, past_name(i, kv)));
+      p.present[past_name(i, kv)] = graph_name(m.outputs, present_name(i, kv));
+    }
+  return p;
+}
+
+// The decode graph: one token against C - 1 cache slots imported as state, a state update per cache writing the
+// step's key or value (the last row of its present output) into the slot kCacheSlot marks, and kNextToken.
+struct DecodeGraph {
+  onnx_import::ImportedModel model;
+  std::string ids, mask, positions;
+  std::map<std::string, std::string> cache;  // ONNX past name -> its state
+};
+
+DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_t C) {
+  onnx_import::ImportOptions opt;
+  opt.input_shapes = {{"input_ids", {1, 1}}, {"attention_mask", {1, C}}, {"position_ids", {1, 1}}};
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      opt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, C - 1, d.head_dim};
+      opt.state_inputs.insert(past_name(i, kv));
+    }
+  DecodeGraph dg;
+  dg.model = onnx_import::import_model(path, opt);
+  auto& m = dg.model;
+  graph::Graph& g = m.graph;
+  const Value slot = g.input(kCacheSlot, DType::Bool, {1, 1, C - 1, 1});
+  for (int i = 0; i < d.layers; ++i)
+    for (const char* kv : {"key", "value"}) {
+      const std::string state = graph_name(m.states, past_name(i, kv));
+      dg.cache[past_name(i, kv)] = state;
+      const Value present = g.find_output(graph_name(m.outputs, present_name(i, kv))).value();
+      const Value row = g.op("slice", {present},
+                             {{"starts", std::vector<int64_t>{0, 0, C - 1, 0}}, {"steps", std::vector<int64_t>{1, 1, 1, 1}},
+                              {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
+      const Value cache = g.at(state);
+      g.state_update(cache, g.where(slot, g.broadcast_to(row, g.type(cache).shape), cache));
+    }
+  add_next_token(m, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
+  dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
+  dg.positions = graph_name(m.inputs, "position_ids");
+  return dg;
+}
+
+// On the float64 evaluator when `device` is null.
+std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device,
+                                    std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {}) {
+  if (!device) return std::make_unique<ReferenceRunner>(m);
+  return std::make_unique<DeviceRunner>(m, *device, std::move(streamed_in), std::move(streamed_out));
+}
+
+}  // namespace
+
+GenerateResult generate(const GenerateOptions& o) {
+  const DecoderShape d = check_decoder(o.model);
+  const int64_t P = int64_t(o.prompt.size());
+  if (P == 0) throw std::invalid_argument("--prompt-ids: give at least one token id");
+  for (int64_t id : o.prompt)
+    if (id < 0 || id >= d.vocab)
+      throw std::invalid_argument(fmt::format("--prompt-ids: token id {} is outside the model's vocabulary of {} (0 to {})",
+                                              id, d.vocab, d.vocab - 1));
+  if (o.max_new_tokens < 1) throw std::invalid_argument("--max-new-tokens must be at least 1");
+  const int64_t C = o.max_context > 0 ? o.max_context : P + o.max_new_tokens;
+  if (P + o.max_new_tokens > C)
+    throw std::invalid_argument(fmt::format("the prompt's {} tokens and --max-new-tokens {} need a context of {} positions, "
+                                            "more than --max-context {}", P, o.max_new_tokens, P + o.max_new_tokens, C));
+  const bool reference = o.device == "reference";
+  std::unique_ptr<rt::Device> device = reference ? nullptr : rt::open_device(o.device);
+
+  GenerateResult r;
+  auto t0 = std::chrono::steady_clock::now();
+  PrefillGraph pg = import_prefill(o.model, d, P);
+  // Positions 0..P-1 in the prefill, P..P+N-2 in the decode steps.
+  check_position_table(pg.model.graph, pg.positions, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
+                       fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
+  std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get());
+  r.prefill_compile_s = seconds_since(t0);
+
+  t0 = std::chrono::steady_clock::now();
+  std::unique_ptr<Runner> decode;
+  DecodeGraph dg;
+  if (o.max_new_tokens > 1) {
+    dg = import_decode(o.model, d, C);
+    decode = make_runner(dg.model, device.get(), {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken});
+  }
+  r.decode_compile_s = seconds_since(t0);
+
+  // The first token: the prefill's logits at the prompt's last position.
+  t0 = std::chrono::steady_clock::now();
+  std::vector<double> ids(o.prompt.begin(), o.prompt.end()), positions;
+  for (int64_t p = 0; p < P; ++p) positions.push_back(double(p));
+  prefill->set(pg.ids, Tensor::from(DType::I64, {1, P}, ids));
+  prefill->set(pg.mask, Tensor(DType::I64, {1, P}, 1));
+  prefill->set(pg.positions, Tensor::from(DType::I64, {1, P}, positions));
+  for (const auto& name : pg.past) prefill->set(name, Tensor(DType::F32, {1, d.kv_heads, 0, d.head_dim}));
+  prefill->step();
+  r.tokens.push_back(argmax(prefill->get(pg.logits), (P - 1) * d.vocab, d.vocab));
+  r.first_token_ms = seconds_since(t0) * 1e3;
+  if (!decode) return r;
+
+  // The prompt's keys and values into the first P slots of the cache (through the host, once).
+  for (const auto& [past, state] : dg.cache) {
+    const Tensor present = prefill->get(pg.present.at(past));
+    Tensor cache(DType::F32, {1, d.kv_heads, C - 1, d.head_dim});
+    for (int64_t h = 0; h < d.kv_heads; ++h)
+      for (int64_t p = 0; p < P; ++p)
+        for (int64_t e = 0; e < d.head_dim; ++e)
+          cache[(h * (C - 1) + p) * d.head_dim + e] = present[(h * P + p) * d.head_dim + e];
+    decode->set(state, cache);
+  }
+  t0 = std::chrono::steady_clock::now();
+  // Each step feeds the last token at position `pos`: the mask keeps the cache's slots 0..pos-1 and the step's own
+  // key and value (the last of the C positions), and the state update writes them into slot `pos`.
+  for (int64_t pos = P; int64_t(r.tokens.size()) < o.max_new_tokens; ++pos) {
+    Tensor mask(DType::I64, {1, C}, 0), slot(DType::Bool, {1, 1, C - 1, 1}, 0);
+    for (int64_t s = 0; s < pos; ++s) mask[s] = 1;
+    mask[C - 1] = 1;
+    slot[pos] = 1;
+    decode->set(dg.ids, Tensor(DType::I64, {1, 1}, double(r.tokens.back())));
+    decode->set(dg.positions, Tensor(DType::I64, {1, 1}, double(pos)));
+    decode->set(dg.mask, mask);
+    decode->set(kCacheSlot, slot);
+    decode->step();
+    const double next = decode->get(kNextToken)[0];
+    if (!(next >= 0 && next < double(d.vocab)))  // NaN logits match no maximum
+      throw std::runtime_error(fmt::format("decode step at position {}: the logits hold no largest value (NaN?)", pos));
+    r.tokens.push_back(int64_t(next));
+    if (pos == P) {
+      r.first_step_ms = seconds_since(t0) * 1e3;
+      t0 = std::chrono::steady_clock::now();
+    }
+  }
+  r.decode_s = seconds_since(t0);
+  return r;
+}
+
+}  // namespace spire::cli

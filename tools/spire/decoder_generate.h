@@ -1,0 +1,42 @@
+// Greedy decoding of an ONNX decoder LLM in Hugging Face's decoder-with-past form (inputs input_ids,
+// attention_mask, position_ids, past_key_values.{i}.key|value; outputs logits, present.{i}.key|value): what
+// `spire generate` runs.
+//
+// Two graphs, each imported and compiled once:
+//   - prefill: the prompt's P tokens with an empty past;
+//   - decode: one token (T = 1) against a cache of C - 1 slots (C = the context), the cache held as graph state.
+// Since position_ids and attention_mask are explicit inputs, attention does not depend on which slot a key sits in:
+// a decode step attends to the slots the mask keeps (the tokens so far) and to its own key and value (the last row
+// of present.i), and a state update writes that row into the cache at the token's slot for the steps after it
+// (where(slot == pos, row, cache)). The prefill's present.i moves into the decode graph's cache through the host
+// once; after that the cache stays on the device. A step moves its token id, position, mask and slot in and its
+// next token id out: the decode graph takes the argmax of the logits itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spire::cli {
+
+struct GenerateOptions {
+  std::string model;             // an .onnx file
+  std::vector<int64_t> prompt;   // token ids
+  int max_new_tokens = 0;
+  std::string device;            // "reference", "vulkan:N", "cuda:N", "" for the best present
+  int64_t max_context = 0;       // C; 0: prompt + max_new_tokens
+};
+
+struct GenerateResult {
+  std::vector<int64_t> tokens;   // the new tokens, max_new_tokens of them
+  double prefill_compile_s = 0, decode_compile_s = 0;
+  double first_token_ms = 0;     // the prefill step, inputs in and logits out
+  // The first decode step apart from the rest: a driver may compile its kernels at their first launch (lavapipe
+  // does), which belongs to neither the steady rate nor the first token.
+  double first_step_ms = 0;
+  double decode_s = 0;           // the decode steps after the first one
+};
+
+GenerateResult generate(const GenerateOptions& o);
+
+}  // namespace spire::cli
