@@ -15,6 +15,8 @@
 #               Winograd, every tuning candidate, streamed values, the trainer), on cuda:0 and vulkan:0, without the
 #               validation layer (Debian's predates the cooperative-matrix extensions); FILTER narrows the heavy
 #               kernels' filter (pack with TESTS=1)
+#   diff        spire diff --devices all on resnet50 (torchvision, random weights, seed 0, exported there), batch 1:
+#               wall time and peak host memory next to a plain spire run on each device (docs/DIFF.md)
 # Here: bash tools/gpu/prepare.sh (TESTS=1, ONNX=1 as the parts need). There, carrying .gpu and .gl:
 # PARTS="devices ops" bash tools/gpu/run-checks.sh. Outputs in $OUT.
 set -uo pipefail
@@ -94,6 +96,23 @@ for part in ${PARTS:-devices ops reference}; do
       2>&1 | grep -E "$summary|^(vulkan|cuda):0 layer" | tail -30
     SPIRE_TEST_FASHION_MNIST=$D timeout 300 $B/spire_training_tests 2>&1 | grep -E "$summary" | tail -5
     unset SPIRE_EXPECT_COOPERATIVE_MATRIX
+    ;;
+  diff)
+    python3 - <<'PY'
+import sys, torch, torchvision
+sys.path.insert(0, "tools/gpu")
+from safetensors_io import write_safetensors
+torch.manual_seed(0)
+m, x = torchvision.models.resnet50().eval(), torch.randn(1, 3, 224, 224)
+torch.onnx.export(m, (x,), "/tmp/r50.onnx", input_names=["x"], output_names=["y"], opset_version=13, dynamo=False)
+write_safetensors("/tmp/r50.in.safetensors", {"x": x.numpy()})
+PY
+    for d in cuda:0 vulkan:0; do
+      /usr/bin/time -f "spire run $d: %e s wall, %M KB peak host memory" $B/spire run /tmp/r50.onnx \
+        --inputs /tmp/r50.in.safetensors --outputs /tmp/o.safetensors --device $d 2>&1 | tail -1
+    done
+    /usr/bin/time -f "spire diff --devices all: %e s wall, %M KB peak host memory" $B/spire diff /tmp/r50.onnx \
+      --inputs /tmp/r50.in.safetensors --devices all --json $OUT/diff_resnet50.json 2>&1 | tail -6
     ;;
   *) echo "unknown part '$part'"; exit 2 ;;
   esac
