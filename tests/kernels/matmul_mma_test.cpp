@@ -19,6 +19,7 @@
 #include "ir/graph/graph.h"
 #include "kernels/matmul_mma_kernel.h"
 #include "runtime/device.h"
+#include "tests/support/sweep_sample.h"
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
 #include "tests/kernels/matmul_reference.h"
@@ -305,7 +306,8 @@ TEST(MatmulMmaKernel, PtxAssemblesOnAmpereAndHopperAndIsRefusedBelow) {
   for (graph::DType half : {graph::DType::BF16, graph::DType::F16}) {
     const heavy::MatmulShape s = shape_of({half, {}, 1, 304, 200, 504});
     cuda.async_copy = half == graph::DType::BF16;  // both staging paths
-    for (const heavy::MatmulTiling& t : heavy::matmul_mma_candidates(s, cuda)) {
+    // A representative subset unless SPIRE_FULL_SWEEPS=1 (ctest -L full: spire_kernels_ptx_sweeps_full).
+    for (const heavy::MatmulTiling& t : testing_support::sampled(heavy::matmul_mma_candidates(s, cuda))) {
       const kir::Kernel k = heavy::matmul_mma_kernel(s, t, cuda.async_copy).kernel;
       EXPECT_THROW(ptx::compile(k, ptx::Target{75}), ptx::CompileError) << k.name;
       for (uint32_t sm : {80u, 90u}) {
