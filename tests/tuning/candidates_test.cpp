@@ -16,6 +16,7 @@
 #include "lowering/executable.h"
 #include "lowering/tunable_ops.h"
 #include "op_harness/op_harness.h"
+#include "tests/support/sweep_sample.h"
 #include "tests/tuning/tuning_test_util.h"
 #include "tests/support/named_ops.h"
 
@@ -222,19 +223,7 @@ std::vector<std::string> case_names() {
   return out;
 }
 
-// The candidates a case runs: every one with SPIRE_FULL_SWEEPS=1 (ctest -L full, the GPU scripts), else the heuristic's
-// (first) and at most 7 more spread evenly over the list, which the templates build kind by kind (rows, elements, staged
-// images, ...), so each kind keeps a representative in the test command while the sweep stays a few seconds a case
-// on lavapipe instead of a minute or more.
-template <typename T>
-std::vector<T> sampled(const std::vector<T>& all) {
-  const char* full = std::getenv("SPIRE_FULL_SWEEPS");
-  constexpr size_t kMost = 8;
-  if ((full && std::string(full) == "1") || all.size() <= kMost) return all;
-  std::vector<T> out;
-  for (size_t i = 0; i < kMost; ++i) out.push_back(all[i * (all.size() - 1) / (kMost - 1)]);
-  return out;
-}
+using testing_support::sampled;  // a representative subset unless SPIRE_FULL_SWEEPS=1 (tests/support/sweep_sample.h)
 
 class EveryCandidate : public testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
