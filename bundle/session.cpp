@@ -15,7 +15,7 @@ namespace spire::bundle {
 namespace {
 
 // Host tensor bytes (dtype `from`) -> device bytes (type `to`), `n` elements: an i64 is stored as i32 on devices, and a
-// value beyond 32 bits is refused (std::invalid_argument naming the input and the element) rather than wrapped.
+// value beyond 32 bits is refused (std::invalid_argument naming the input and the element) before anything is written.
 void host_to_device(const void* src, DType from, void* dst, DType to, uint64_t n, const std::string& name) {
   if (from == DType::I64 && to == DType::I32)
     for (uint64_t i = 0; i < n; ++i) {
@@ -25,7 +25,11 @@ void host_to_device(const void* src, DType from, void* dst, DType to, uint64_t n
         throw std::invalid_argument(fmt::format("input '{}': element {} = {} is outside the 32-bit range i64 values "
                                                 "are stored in on devices", name, i, x));
     }
-  convert_elements(src, from, dst, to, n);
+  if (from == DType::Bool)  // a bool is stored as a word, 0 or 1, whatever nonzero byte the application passed
+    for (uint64_t i = 0; i < n; ++i)
+      write_element(to, static_cast<const uint8_t*>(src)[i] != 0, static_cast<uint8_t*>(dst) + i * dtype_bytes(to));
+  else
+    convert_elements(src, from, dst, to, n);
 }
 
 std::string plan_names(const Bundle& b) {
@@ -205,15 +209,7 @@ void Session::set_input(const std::string& name, const void* data, size_t bytes)
   // batch zeroed (the plan may be for a larger batch).
   uint8_t* to = inst.executor().input_memory(inst.plan().input_buffers[i]);
   const uint64_t written = n * dtype_bytes(buf.type);
-  if (spec.dtype != DType::I64) {
-    host_to_device(data, spec.dtype, to, buf.type, n, name);  // nothing to refuse: it cannot fail halfway
-  } else {
-    // i64 values outside the device's 32 bits are refused: into host memory first, so a refused input leaves the
-    // last one whole.
-    std::vector<uint8_t> converted(static_cast<size_t>(written));
-    host_to_device(data, spec.dtype, converted.data(), buf.type, n, name);
-    std::memcpy(to, converted.data(), converted.size());
-  }
+  host_to_device(data, spec.dtype, to, buf.type, n, name);  // checks every element before it writes one
   std::memset(to + written, 0, size_t(buf.bytes() - written));
 }
 

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "base/half_bits.h"
 #include "runtime/launch_hazards.h"
 
 namespace spire::rt {
@@ -32,19 +31,8 @@ uint64_t whole_words(uint64_t bytes) { return (std::max<uint64_t>(bytes, 4) + 3)
 // `elements` copies of `v` in the device type `t`.
 std::vector<uint8_t> filled(DType t, double v, uint64_t elements) {
   const uint32_t n = dtype_bytes(t);
-  uint8_t one[8] = {};
-  switch (t) {
-    case DType::F32: { float f = float(v); std::memcpy(one, &f, 4); break; }
-    case DType::F64: std::memcpy(one, &v, 8); break;
-    case DType::I32: { int32_t x = int32_t(v); std::memcpy(one, &x, 4); break; }
-    case DType::U32: { uint32_t x = uint32_t(v); std::memcpy(one, &x, 4); break; }
-    case DType::I64: { int64_t x = int64_t(v); std::memcpy(one, &x, 8); break; }
-    case DType::F16: { uint16_t h = spire::f32_to_f16_bits(float(v)); std::memcpy(one, &h, 2); break; }
-    case DType::BF16: { uint16_t h = spire::f32_to_bf16_bits(float(v)); std::memcpy(one, &h, 2); break; }
-    case DType::Bool: break;
-  }
   std::vector<uint8_t> out(size_t(elements * n));
-  for (uint64_t e = 0; e < elements; ++e) std::memcpy(out.data() + e * n, one, n);
+  for (uint64_t e = 0; e < elements; ++e) write_element(t, v, out.data() + e * n);
   return out;
 }
 
