@@ -18,13 +18,16 @@
 
 #include <fmt/format.h>
 
+#include "base/sliding_window.h"
 #include "benchmarks/support/bench_dtype.h"
 #include "benchmarks/support/bench_flags.h"
 #include "benchmarks/support/dot_check.h"
+#include "benchmarks/support/kernel_table.h"
 #include "benchmarks/support/result_table.h"
 #include "benchmarks/support/timed_graph.h"
 #include "ir/graph/graph.h"
 #include "runtime/device.h"
+#include "runtime/device_ids.h"
 #include "tuning/tuning_cache.h"
 
 using namespace spire;
@@ -47,7 +50,7 @@ const char* kUsage =
 struct ConvLayer {
   std::string name;
   int64_t cin, cout, k, stride, pad, in_hw;
-  int64_t out_hw() const { return (in_hw + 2 * pad - k) / stride + 1; }
+  int64_t out_hw() const { return sliding_window_positions(in_hw, k, stride, pad); }
   std::string geometry() const {
     return fmt::format("{}x{}{} {}->{} @{}", k, k, stride > 1 ? fmt::format("/{}", stride) : "", cin, cout, in_hw);
   }
@@ -195,30 +198,17 @@ int main(int argc, char** argv) {
   if (batches.empty()) batches = {1, 64};
   if (dtype != graph::DType::F32 && passes.empty()) passes = {"fwd"};
   const double max_relative_error = bench::max_relative_error(dtype);
-  bench::ResultTable table({{"device", "device", 9, true},
-                            {"", "device_name", 0, true, false},
-                            {"layer", "layer", 19, true},
-                            {"geometry", "geometry", 19, true},
-                            {"batch", "batch", 5},
-                            {"pass", "pass", 5, true},
-                            {"ms", "ms", 9},
-                            {"TFLOP/s", "tflops", 8},
-                            {"% peak", "peak_pct", 6},
-                            {"max rel err", "max_rel_err", 11},
-                            {"config from", "config_source", 11, true},
-                            {"config", "config", 0, true}});
+  bench::ResultTable table(bench::kernel_table_columns({{"layer", "layer", 19, true},
+                                                        {"geometry", "geometry", 19, true},
+                                                        {"batch", "batch", 5},
+                                                        {"pass", "pass", 5, true}},
+                                                       "config"));
   int failures = 0;
   try {
-    const std::string cache = flags.tuning_cache.empty() ? tuning::TuningCache::default_path() : flags.tuning_cache;
-    fmt::print(
-        "{} resnet18 convolutions through the graph lowering; config from the tuning cache {} where "
-        "'tuned', else the template's heuristic; median of {} runs (device timestamps)\n",
-        graph::dtype_name(dtype), cache, flags.runs);
-    for (const std::string& id : bench::device_ids(flags.device)) {
-      auto dev = rt::open_device(id);
-      const rt::DeviceInfo& info = dev->info();
-      const std::optional<double> peak = bench::print_device_peak(info, dtype, flags.peak_tflops);
-      table.print_header();
+    const std::string cache = bench::announce_kernel_bench(flags, dtype, "resnet18 convolutions");
+    bench::for_each_bench_device(flags, dtype, table, [&](rt::Device& dev, std::optional<double> peak) {
+      const rt::DeviceInfo& info = dev.info();
+      const std::string& id = info.id;
       for (const ConvLayer& l : resnet18_layers()) {
         if (!chosen(layers, l.name)) continue;
         for (int64_t n : batches) {
@@ -234,26 +224,20 @@ int main(int argc, char** argv) {
             if (pass != Pass::GradInput) in.push_back({"x", x});
             if (pass != Pass::Forward) in.push_back({"gy", gy});
             bench::TimedGraph t =
-                bench::time_graph(*dev, pass_graph(p, pass, dtype), in, {cache, flags.tune}, flags.runs, flags.warmup,
+                bench::time_graph(dev, pass_graph(p, pass, dtype), in, {cache, flags.tune}, flags.runs, flags.warmup,
                                   flags.warmup_ms);
-            double err = max_error(p, pass, t.output, x, w, gy);
-            bool ok = err <= max_relative_error;
-            if (!ok) {
+            const double err = max_error(p, pass, t.output, x, w, gy);
+            if (!bench::add_kernel_row(table, {id, info.name,
+                                               {l.name, l.geometry(), fmt::format("{}", n), pass_name(pass)}, &t,
+                                               p.flops(), peak, err, max_relative_error})) {
               ++failures;
               fmt::print(stderr, "spire_bench_conv2d: {} {} batch {} {}: max relative error {:.3g} exceeds {:.0e}\n",
                          id, l.name, n, pass_name(pass), err, max_relative_error);
             }
-            bench::Cell err_cell(ok ? fmt::format("{:.1e}", err) : fmt::format("FAIL {:.1e}", err));
-            err_cell.csv = fmt::format("{:.3g}", err);
-            double tflops = p.flops() / (t.ms * 1e-3) / 1e12;
-            table.add({id, info.name, l.name, l.geometry(), fmt::format("{}", n), pass_name(pass),
-                       bench::Cell::number(t.ms, 4), bench::Cell::significant(tflops, 3),
-                       bench::Cell::number(peak ? 100 * tflops / *peak : NAN, 1), err_cell,
-                       t.tuned ? "tuned" : "heuristic", t.config});
           }
         }
       }
-    }
+    });
     if (!flags.csv.empty()) table.write_csv(flags.csv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spire_bench_conv2d: error: {}\n", e.what());

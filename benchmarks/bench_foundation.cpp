@@ -16,16 +16,13 @@
 #include "examples/builtin_kernels.h"
 #include "ir/kernel/builder.h"
 #include "runtime/device.h"
+#include "runtime/device_ids.h"
+#include "tuning/median.h"
 #include "tuning/warm_up.h"
 
 using namespace spire;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Submits a recorded stream `runs` times after warming up (at least 3 runs and `warmup_ms`); returns the median
 // device time between the stream's first and last timestamps.
@@ -36,7 +33,7 @@ double time_stream(rt::Device& dev, rt::CommandStream& s, uint32_t t0, uint32_t 
     dev.run(s);
     ms.push_back(s.elapsed_ms(t0, t1));
   }
-  return median(ms);
+  return tuning::median(ms);
 }
 
 // A copy kernel shaped exactly like the ReLU example (1024 elements per workgroup, loads before stores), so
@@ -144,7 +141,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs, double warmup_ms) {
   }
 
   fmt::print("{:<9} {:>5} {:>10.1f} {:>10.1f} {:>10.1f} {:>9.1f}% {:>13.2f} {:>15.1f}   {}\n", info.id, bytes >> 20,
-             copy_gbs, kcopy_gbs, relu_gbs, 100.0 * relu_gbs / best_copy, per_dispatch_us, median(host_us), info.name);
+             copy_gbs, kcopy_gbs, relu_gbs, 100.0 * relu_gbs / best_copy, per_dispatch_us, tuning::median(host_us), info.name);
 }
 
 }  // namespace
@@ -178,12 +175,7 @@ int main(int argc, char** argv) {
     // copy: the runtime's buffer copy; kcopy: a copy kernel; relu/copy: ReLU over the better of the two.
     fmt::print("{:<9} {:>5} {:>10} {:>10} {:>10} {:>10} {:>13} {:>15}   {}\n", "device", "MiB", "copy GB/s", "kcopy GB/s",
                "relu GB/s", "relu/copy", "dependent us", "submit+wait us", "name");
-    std::vector<std::string> ids;
-    if (device == "all")
-      for (const auto& d : rt::list_devices()) ids.push_back(d.id);
-    else
-      ids.push_back(device);
-    for (const auto& id : ids) {
+    for (const std::string& id : rt::device_ids(device)) {
       auto dev = rt::open_device(id);
       bench(*dev, mib, runs, warmup_ms);
     }

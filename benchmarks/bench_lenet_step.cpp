@@ -22,16 +22,13 @@
 #include "lowering/executable.h"
 #include "lowering/plan.h"
 #include "runtime/device.h"
+#include "runtime/device_ids.h"
+#include "tuning/median.h"
 #include "tuning/warm_up.h"
 
 using namespace spire;
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 void bench_loop(rt::Device& dev, const graph::Graph& g, int64_t batch, int n, double warmup_ms);
 
@@ -82,12 +79,12 @@ void bench(rt::Device& dev, int64_t batch, int runs, int top, double warmup_ms, 
       dev.run(*s);
       if (i >= 2) ms.push_back(s->elapsed_ms(t0, t1));
     }
-    rows.push_back({l.node, plan.kernels[size_t(l.kernel)].name, median(ms)});
+    rows.push_back({l.node, plan.kernels[size_t(l.kernel)].name, tuning::median(ms)});
     sum += rows.back().ms;
   }
   std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) { return a.ms > b.ms; });
   fmt::print("{} ({}): batch {}, {} launches, {} barriers, step {:.3f} ms (median of {}), launches alone sum to {:.3f} ms\n",
-             dev.info().id, dev.info().name, batch, plan.launches.size(), exe->barriers(), median(step_ms), runs, sum);
+             dev.info().id, dev.info().name, batch, plan.launches.size(), exe->barriers(), tuning::median(step_ms), runs, sum);
   fmt::print("  {:>9} {:>6}  {:<28} {}\n", "ms", "share", "node", "kernel");
   for (int i = 0; i < std::min<int>(top, int(rows.size())); ++i)
     fmt::print("  {:>9.4f} {:>5.1f}%  {:<28} {}\n", rows[size_t(i)].ms, 100 * rows[size_t(i)].ms / sum,
@@ -145,8 +142,8 @@ void bench_loop(rt::Device& dev, const graph::Graph& g, int64_t batch, int n, do
     auto start = Clock::now();
     run(n, true);
     const double wall = us(Clock::now() - start) / n;
-    fmt::print("  {:>9} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f}\n", in_flight, wall, median(device),
-               median(feed), median(submit), median(wait), median(read));
+    fmt::print("  {:>9} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f} {:>8.1f}\n", in_flight, wall, tuning::median(device),
+               tuning::median(feed), tuning::median(submit), tuning::median(wait), tuning::median(read));
   }
 }
 
@@ -199,12 +196,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    std::vector<std::string> ids;
-    if (device == "all")
-      for (const auto& d : rt::list_devices()) ids.push_back(d.id);
-    else
-      ids.push_back(device);
-    for (const auto& id : ids) {
+    for (const std::string& id : rt::device_ids(device)) {
       auto dev = rt::open_device(id);
       bench(*dev, batch, runs, top, warmup_ms, loop);
     }

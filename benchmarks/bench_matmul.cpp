@@ -20,11 +20,13 @@
 #include "benchmarks/support/bench_dtype.h"
 #include "benchmarks/support/bench_flags.h"
 #include "benchmarks/support/dot_check.h"
+#include "benchmarks/support/kernel_table.h"
 #include "benchmarks/support/result_table.h"
 #include "benchmarks/support/timed_graph.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
 #include "runtime/device.h"
+#include "runtime/device_ids.h"
 #include "tuning/tuning_cache.h"
 
 using namespace spire;
@@ -129,32 +131,19 @@ int main(int argc, char** argv) {
     return false;
   });
   const double max_relative_error = bench::max_relative_error(dtype);
-  bench::ResultTable table({{"device", "device", 9, true},
-                            {"", "device_name", 0, true, false},
-                            {"shape MxKxN", "shape", 16, true},
-                            {"model", "model", 16, true},
-                            {"ms", "ms", 9},
-                            {"TFLOP/s", "tflops", 8},
-                            {"% peak", "peak_pct", 6},
-                            {"max rel err", "max_rel_err", 11},
-                            {"config from", "config_source", 11, true},
-                            {"config (tiling)", "config", 0, true}});
+  bench::ResultTable table(bench::kernel_table_columns({{"shape MxKxN", "shape", 16, true},
+                                                        {"model", "model", 16, true}},
+                                                       "config (tiling)"));
   int failures = 0;
   try {
     std::vector<MatmulCase> cases = shapes.empty() ? default_cases() : parse_cases(shapes);
     if (flags.small)
       for (MatmulCase& c : cases)
         c = {c.model, std::max<int64_t>(1, c.m / 16), std::max<int64_t>(1, c.k / 16), std::max<int64_t>(1, c.n / 16)};
-    const std::string cache = flags.tuning_cache.empty() ? tuning::TuningCache::default_path() : flags.tuning_cache;
-    fmt::print(
-        "{} matmul through the graph lowering; config from the tuning cache {} where 'tuned', else the "
-        "template's heuristic; median of {} runs (device timestamps)\n",
-        graph::dtype_name(dtype), cache, flags.runs);
-    for (const std::string& id : bench::device_ids(flags.device)) {
-      auto dev = rt::open_device(id);
-      const rt::DeviceInfo& info = dev->info();
-      const std::optional<double> peak = bench::print_device_peak(info, dtype, flags.peak_tflops);
-      table.print_header();
+    const std::string cache = bench::announce_kernel_bench(flags, dtype, "matmul");
+    bench::for_each_bench_device(flags, dtype, table, [&](rt::Device& dev, std::optional<double> peak) {
+      const rt::DeviceInfo& info = dev.info();
+      const std::string& id = info.id;
       for (const MatmulCase& c : cases) {
         graph::Graph g;
         auto a = g.input("a", dtype, {c.m, c.k});
@@ -164,23 +153,18 @@ int main(int argc, char** argv) {
         std::vector<bench::GraphInput> in = {{"a", bench::rounded(bench::random_values(size_t(c.m * c.k), 1), dtype)},
                                              {"b", bench::rounded(bench::random_values(size_t(c.k * c.n), 2), dtype)}};
         bench::TimedGraph t =
-            bench::time_graph(*dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup, flags.warmup_ms, launches);
-        double err = max_error(c, in[0].data, in[1].data, t.output, b_transposed);
-        bool ok = err <= max_relative_error;
-        if (!ok) {
+            bench::time_graph(dev, g, in, {cache, flags.tune}, flags.runs, flags.warmup, flags.warmup_ms, launches);
+        const double err = max_error(c, in[0].data, in[1].data, t.output, b_transposed);
+        const double flops = 2.0 * double(c.m) * double(c.k) * double(c.n);
+        if (!bench::add_kernel_row(table, {id, info.name, {fmt::format("{}x{}x{}", c.m, c.k, c.n), c.model}, &t, flops,
+                                           peak, err, max_relative_error})) {
           ++failures;
           fmt::print(stderr, "spire_bench_matmul: {} {}x{}x{}: max relative error {:.3g} exceeds {:.0e}\n", id, c.m,
                      c.k, c.n, err, max_relative_error);
         }
-        bench::Cell err_cell(ok ? fmt::format("{:.1e}", err) : fmt::format("FAIL {:.1e}", err));
-        err_cell.csv = fmt::format("{:.3g}", err);
-        double tflops = 2.0 * double(c.m) * double(c.k) * double(c.n) / (t.ms * 1e-3) / 1e12;
-        table.add({id, info.name, fmt::format("{}x{}x{}", c.m, c.k, c.n), c.model, bench::Cell::number(t.ms, 4),
-                   bench::Cell::significant(tflops, 3), bench::Cell::number(peak ? 100 * tflops / *peak : NAN, 1),
-                   err_cell, t.tuned ? "tuned" : "heuristic", t.config});
         for (const lowering::LaunchTime& l : t.launches) fmt::print("    launch {:.4f} ms  {}\n", l.ms, l.kernel);
       }
-    }
+    });
     if (!flags.csv.empty()) table.write_csv(flags.csv);
   } catch (const std::exception& e) {
     fmt::print(stderr, "spire_bench_matmul: error: {}\n", e.what());

@@ -1,6 +1,7 @@
 #include "kernels/conv2d_gemm_kernels.h"
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <stdexcept>
 #include <vector>
@@ -13,12 +14,27 @@ namespace spire::lowering::heavy {
 
 using namespace kir;
 
-MatmulShape conv2d_gemm_shape(const Conv2dShape& s) {
+namespace {
+
+// An unbatched product of row-major operands: what every GEMM form of a convolution computes.
+MatmulShape plain_gemm_shape(int64_t m, int64_t k, int64_t n) {
   MatmulShape g;
-  g.m = s.cout;
-  g.k = s.cin_per_group() * s.kh * s.kw;
-  g.n = s.n * s.ho * s.wo;
+  g.m = m, g.k = k, g.n = n;
   return g;
+}
+
+// A product's extents as the 32-bit constants a kernel folds in, each checked under the name of what it counts.
+struct GemmExtents {
+  uint32_t m, k, n;
+};
+GemmExtents extents_of(const MatmulShape& g, const char* m_counts, const char* k_counts, const char* n_counts) {
+  return {index_u32(g.m, m_counts), index_u32(g.k, k_counts), index_u32(g.n, n_counts)};
+}
+
+}  // namespace
+
+MatmulShape conv2d_gemm_shape(const Conv2dShape& s) {
+  return plain_gemm_shape(s.cout, s.cin_per_group() * s.kh * s.kw, s.n * s.ho * s.wo);
 }
 
 namespace {
@@ -74,23 +90,39 @@ uint64_t for_each_block(KernelBuilder& kb, const MatmulTiling& tl, uint32_t M, u
   return uint64_t(splits) * tiles_m * tiles_n;
 }
 
+// The buffers of a GEMM-form kernel, declared in the order the lowering binds them: two read, one written.
+struct GemmBuffers {
+  Buf in0, in1, out;
+};
+
+// A GEMM-form kernel over for_each_block's grid: declares the buffers named `names` (two read, one written), then
+// emits `block` once per block with its first row and column and its split.
+HeavyKernel block_gemm_kernel(
+    const std::string& name, Type t, const MatmulTiling& tl, const std::array<std::string, 3>& names, uint32_t M,
+    uint32_t N, uint32_t splits,
+    const std::function<void(KernelBuilder& kb, const GemmBuffers& b, Val lid, Val row0, Val col0, Val split)>& block) {
+  KernelBuilder kb(name, tl.invocations());
+  const GemmBuffers b{kb.buffer(names[0], t, Access::Read), kb.buffer(names[1], t, Access::Read),
+                      kb.buffer(names[2], t, Access::Write)};
+  Val lid = kb.local_id();
+  const uint64_t groups =
+      for_each_block(kb, tl, M, N, splits, [&](Val row0, Val col0, Val split) { block(kb, b, lid, row0, col0, split); });
+  return {kb.finish(), groups};
+}
+
 }  // namespace
 
 HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
   const std::string name = checked_name("conv2d", s, t, tl);
-  const MatmulShape g = conv2d_gemm_shape(s);
-  const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
-  const uint32_t N = index_u32(g.n, "conv2d output positions");
+  const auto [M, K, N] =
+      extents_of(conv2d_gemm_shape(s), "conv2d output channels", "conv2d window size", "conv2d output positions");
   if (M == 0 || N == 0) return empty_result(name);
   const Window win(s);
   const uint32_t P = win.ho * win.wo;
 
-  KernelBuilder kb(name, tl.invocations());
-  Buf x = kb.buffer("x", t, Access::Read);
-  Buf w = kb.buffer("w", t, Access::Read);
-  Buf y = kb.buffer("y", t, Access::Write);
-  Val lid = kb.local_id();
-  const uint64_t groups = for_each_block(kb, tl, M, N, 1, [&](Val row0, Val col0, Val) {
+  return block_gemm_kernel(name, t, tl, {"x", "w", "y"}, M, N, 1, [&](KernelBuilder& kb, const GemmBuffers& b, Val lid,
+                                                                       Val row0, Val col0, Val) {
+    const Buf x = b.in0, w = b.in1, y = b.out;
     GemmOperands io;
     io.a = [&](Val r, Val k) {
       return select((r < M) & (k < K), Val(w[min(r, M - 1) * K + min(k, K - 1)]), kb.constant(t, 0));
@@ -111,32 +143,24 @@ HeavyKernel conv2d_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling&
     io.store = [&](Val r, Val c, Val v) { y[((c / P) * M + r) * P + c % P] = v; };
     emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
   });
-  return {kb.finish(), groups};
 }
 
 MatmulShape conv2d_grad_input_gemm_shape(const Conv2dShape& s) {
-  MatmulShape g;
-  g.m = s.cin;
-  g.k = s.cout_per_group() * s.kh * s.kw;
-  g.n = s.n * s.h * s.w;
-  return g;
+  return plain_gemm_shape(s.cin, s.cout_per_group() * s.kh * s.kw, s.n * s.h * s.w);
 }
 
 HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, Type t, const MatmulTiling& tl) {
   const std::string name = checked_name("conv2d_grad_input", s, t, tl);
-  const MatmulShape g = conv2d_grad_input_gemm_shape(s);
-  const uint32_t M = index_u32(g.m, "conv2d input channels"), K = index_u32(g.k, "conv2d output window");
-  const uint32_t N = index_u32(g.n, "conv2d input positions");
+  const auto [M, K, N] = extents_of(conv2d_grad_input_gemm_shape(s), "conv2d input channels", "conv2d output window",
+                                    "conv2d input positions");
   if (M == 0 || N == 0) return empty_result(name);
   const auto [Cin, Cout, H, W, Ho, Wo, KW, taps, sh, sw, ph, pw, dh, dw] = Window(s);
   const uint32_t HW = H * W, P = Ho * Wo;
 
-  KernelBuilder kb(name, tl.invocations());
-  Buf gy = kb.buffer("grad_y", t, Access::Read);
-  Buf w = kb.buffer("w", t, Access::Read);
-  Buf gx = kb.buffer("grad_x", t, Access::Write);
-  Val lid = kb.local_id();
-  const uint64_t groups = for_each_block(kb, tl, M, N, 1, [&](Val row0, Val col0, Val) {
+  return block_gemm_kernel(name, t, tl, {"grad_y", "w", "grad_x"}, M, N, 1, [&](KernelBuilder& kb,
+                                                                               const GemmBuffers& b, Val lid, Val row0,
+                                                                               Val col0, Val) {
+    const Buf gy = b.in0, w = b.in1, gx = b.out;
     GemmOperands io;
     // W'[ci, (co, tap)] = w[co, ci, tap].
     io.a = [&](Val r, Val k) {
@@ -161,7 +185,6 @@ HeavyKernel conv2d_grad_input_gemm_kernel(const Conv2dShape& s, Type t, const Ma
     io.store = [&](Val r, Val c, Val v) { gx[((c / HW) * M + r) * HW + c % HW] = v; };
     emit_tiled_gemm(kb, t, tl, M, N, K, row0, col0, lid, io);
   });
-  return {kb.finish(), groups};
 }
 
 bool conv2d_grad_input_phased(const Conv2dShape& s) {
@@ -201,11 +224,7 @@ std::vector<GradInputPhase> conv2d_grad_input_phases(const Conv2dShape& s) {
 }
 
 MatmulShape conv2d_grad_input_phase_gemm_shape(const Conv2dShape& s, const GradInputPhase& p) {
-  MatmulShape g;
-  g.m = s.cin;
-  g.k = s.cout * p.th * p.tw;
-  g.n = s.n * p.qh * p.qw;
-  return g;
+  return plain_gemm_shape(s.cin, s.cout * p.th * p.tw, s.n * p.qh * p.qw);
 }
 
 bool conv2d_grad_input_has_unreached_phases(const Conv2dShape& s) {
@@ -303,11 +322,7 @@ HeavyKernel conv2d_grad_input_phases_kernel(const Conv2dShape& s, Type t, const 
 }
 
 MatmulShape conv2d_grad_weight_gemm_shape(const Conv2dShape& s) {
-  MatmulShape g;
-  g.m = s.cout;
-  g.k = s.n * s.ho * s.wo;
-  g.n = s.cin_per_group() * s.kh * s.kw;
-  return g;
+  return plain_gemm_shape(s.cout, s.n * s.ho * s.wo, s.cin_per_group() * s.kh * s.kw);
 }
 
 uint32_t conv2d_grad_weight_gemm_splits(const Conv2dShape& s, const MatmulTiling& tl) {
@@ -325,22 +340,18 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
   if (splits < 1 || splits > kMaxGradWeightGemmSplits)
     throw std::invalid_argument(fmt::format("conv2d_grad_weight {}: splits must be 1..{}, not {}", s.text(),
                                             kMaxGradWeightGemmSplits, splits));
-  const MatmulShape g = conv2d_grad_weight_gemm_shape(s);
-  const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d output positions");
-  const uint32_t N = index_u32(g.n, "conv2d window size");
-  index_u32(int64_t(splits) * g.m * g.n, "conv2d weight gradient partial sums");
+  const auto [M, K, N] = extents_of(conv2d_grad_weight_gemm_shape(s), "conv2d output channels",
+                                    "conv2d output positions", "conv2d window size");
+  index_u32(int64_t(splits) * M * N, "conv2d weight gradient partial sums");
   if (M == 0 || N == 0) return empty_result(name);
   const Window win(s);
   const uint32_t Cout = win.cout, P = win.ho * win.wo;
   // Each split sums a whole number of K slices.
   const uint32_t chunk = ((K + splits - 1) / splits + tl.tile_k - 1) / tl.tile_k * tl.tile_k;
 
-  KernelBuilder kb(name, tl.invocations());
-  Buf gy = kb.buffer("grad_y", t, Access::Read);
-  Buf x = kb.buffer("x", t, Access::Read);
-  Buf gw = kb.buffer(splits > 1 ? "partial_grad_w" : "grad_w", t, Access::Write);
-  Val lid = kb.local_id();
-  const uint64_t groups = for_each_block(kb, tl, M, N, splits, [&](Val row0, Val col0, Val split) {
+  return block_gemm_kernel(name, t, tl, {"grad_y", "x", splits > 1 ? "partial_grad_w" : "grad_w"}, M, N, splits,
+                           [&](KernelBuilder& kb, const GemmBuffers& b, Val lid, Val row0, Val col0, Val split) {
+    const Buf gy = b.in0, x = b.in1, gw = b.out;
     Val k_begin = split * chunk;
     GemmOperands io;
     // G[co, (n, p)] = grad_y[n, co, p]: k is the contiguous direction, as the staging of A expects.
@@ -358,7 +369,6 @@ HeavyKernel conv2d_grad_weight_gemm_kernel(const Conv2dShape& s, Type t, const M
     io.store = [&](Val r, Val c, Val v) { gw[split * (M * N) + r * N + c] = v; };
     emit_tiled_gemm(kb, t, tl, M, N, chunk, row0, col0, lid, io);
   });
-  return {kb.finish(), groups};
 }
 
 }  // namespace spire::lowering::heavy

@@ -1,5 +1,6 @@
 #include "kernels/conv2d_kernels.h"
 
+#include "base/sliding_window.h"
 #include "kernels/conv2d_grad_weight_images_kernel.h"
 #include "kernels/conv2d_image_strips_kernel.h"
 #include "kernels/conv2d_images_kernel.h"
@@ -42,19 +43,13 @@ Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
   s.pad_h = padding[0], s.pad_w = padding[1];
   s.dil_h = dilation[0], s.dil_w = dilation[1];
   s.groups = groups;
-  int64_t span_h = s.h + 2 * s.pad_h - (s.dil_h * (s.kh - 1) + 1);
-  int64_t span_w = s.w + 2 * s.pad_w - (s.dil_w * (s.kw - 1) + 1);
-  if (span_h < 0 || span_w < 0) fail("the dilated window does not fit the padded input");
-  s.ho = span_h / s.stride_h + 1;
-  s.wo = span_w / s.stride_w + 1;
+  s.ho = sliding_window_positions(s.h, s.dil_h * (s.kh - 1) + 1, s.stride_h, s.pad_h);
+  s.wo = sliding_window_positions(s.w, s.dil_w * (s.kw - 1) + 1, s.stride_w, s.pad_w);
+  if (s.ho < 0 || s.wo < 0) fail("the dilated window does not fit the padded input");
   return s;
 }
 
 namespace {
-
-constexpr uint32_t kThreads = 256;
-// Windows with at most this many taps are unrolled in C++ (constant offsets); larger ones loop in the kernel.
-constexpr int64_t kMaxUnrolledTaps = 49;
 
 // One tap coordinate along one axis: the offset it contributes to an activation index (already clamped into
 // range) and to a weight index, and whether it is valid (invalid Val = statically always valid).
@@ -110,6 +105,45 @@ void for_each_tap(KernelBuilder& kb, int64_t kh, int64_t kw, const std::function
 }
 
 Val masked(Val ok, Val v) { return ok.valid() ? select(ok, v, like(v, 0)) : v; }
+
+// for_each_tap inside a loop over `channels` (the sum of a direct convolution or its input gradient): body(c, row,
+// col) for every tap of every channel c; unrolled taps compute their rows and columns once, outside the loop.
+void for_each_channel_tap(KernelBuilder& kb, int64_t kh, int64_t kw, const std::function<TapAxis(Val)>& row,
+                          const std::function<TapAxis(Val)>& col, uint32_t channels,
+                          const std::function<void(Val c, const TapAxis&, const TapAxis&)>& body) {
+  Val channel;  // the loop's variable, set before the taps run
+  auto around = [&](const std::function<void()>& taps) {
+    kb.for_(kb.u32(0), kb.u32(channels), [&](Val c) {
+      channel = c;
+      taps();
+    });
+  };
+  for_each_tap(kb, kh, kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) { body(channel, rr, cc); });
+}
+
+// The running sums of a block of `count` neighbouring result channels, one per channel, and where each channel's
+// weights start (w_base + j * w_stride).
+struct ChannelSums {
+  ChannelSums(KernelBuilder& kb, Type t, uint32_t count, Val w_base, uint32_t w_stride) {
+    for (uint32_t j = 0; j < count; ++j) {
+      acc.push_back(kb.var(count == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
+      w_bases.push_back(j == 0 ? w_base : w_base + j * w_stride);
+    }
+  }
+  // Stores the sums: one channel's at `o`, else channel j's at first() + j * plane.
+  void store(Buf out, Val o, const std::function<Val()>& first, uint32_t plane) const {
+    if (acc.size() == 1) {
+      out[o] = acc[0].get();
+      return;
+    }
+    Val at = first();
+    for (uint32_t j = 0; j < acc.size(); ++j) out[at + j * plane] = acc[j].get();
+  }
+
+  std::vector<Var> acc;
+  std::vector<Val> w_bases;
+};
+
 
 void check_sizes(const Conv2dShape& s) {
   index_u32(s.n * s.cin * s.h * s.w, "conv2d input elements");
@@ -363,7 +397,7 @@ Conv2dConfig direct_heuristic(const Conv2dShape& s, const Limits& limits) {
   const int64_t rows = s.n * s.cout * s.ho;
   if (rows_fit(s.wo, s.kw) && rows >= kMinRowInvocations)
     return row_heuristic(rows, s.wo, s.cout_per_group(), !limits.cpu, kForwardResident);
-  return {false, kThreads, 1};
+  return {false, kElementWorkgroup, 1};
 }
 
 // Many images of a small convolution through ptxas (LeNet's second at batch 8192): whole images staged in workgroup
@@ -425,8 +459,8 @@ Conv2dConfig conv2d_grad_input_heuristic(const Conv2dShape& s, const Limits& lim
   // Elements of every input channel of a group when there are at most 4 (an image's gradient): each grad_y element
   // loaded then serves all of them. resnet18's first layer (3 channels) at batch 64 on the H100: 4.17 -> 2.70 ms on
   // vulkan:0 and 5.75 -> 4.23 on cuda:0, the tuner's pick on both (docs/PERFORMANCE.md).
-  if (s.cin_per_group() <= 4) return {false, kThreads, uint32_t(s.cin_per_group())};
-  return {false, kThreads, 1};
+  if (s.cin_per_group() <= 4) return {false, kElementWorkgroup, uint32_t(s.cin_per_group())};
+  return {false, kElementWorkgroup, 1};
 }
 
 namespace {
@@ -692,20 +726,9 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
         if (s.pad_w == 0) return TapAxis{Val(), cast(wi, Type::U32), c};
         return TapAxis{(wi >= 0) & (wi < int32_t(W)), clamped_index(wi, W), c};
       };
-      std::vector<Var> acc;
-      std::vector<Val> w_bases;  // channel j of the block's weights
-      for (uint32_t j = 0; j < cob; ++j) {
-        acc.push_back(kb.var(cob == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
-        w_bases.push_back(j == 0 ? w_base : w_base + j * (cpg * taps));
-      }
-      Val ci;  // the channel loop's variable, set by `around`
-      auto around = [&](const std::function<void()>& taps_body) {
-        kb.for_(kb.u32(0), kb.u32(cpg), [&](Val c) {
-          ci = c;
-          taps_body();
-        });
-      };
-      for_each_tap(kb, s.kh, s.kw, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
+      ChannelSums sums(kb, t, cob, w_base, cpg * taps);  // the block's output channels
+      std::vector<Var>& acc = sums.acc;
+      for_each_channel_tap(kb, s.kh, s.kw, row, col, cpg, [&](Val ci, const TapAxis& rr, const TapAxis& cc) {
         // Masking the input (not the product) leaves one fma per tap and output channel.
         Val xv = masked(both(rr.ok, cc.ok), x[x_base + ci * (H * W) + rr.offset + cc.offset]);
         if (c.shared_w) {
@@ -721,16 +744,11 @@ static HeavyKernel conv2d_kernel_pooling(const Conv2dShape& s, Type t, const Con
           return;
         }
         for (uint32_t j = 0; j < cob; ++j) {
-          Val wv = w[w_bases[j] + ci * taps + rr.w_offset + cc.w_offset];
+          Val wv = w[sums.w_bases[j] + ci * taps + rr.w_offset + cc.w_offset];
           acc[j] = fma(xv, wv, acc[j]);
         }
       });
-      if (cob == 1) {
-        y[o] = acc[0].get();
-      } else {
-        Val y0 = ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo + wo;
-        for (uint32_t j = 0; j < cob; ++j) y[y0 + j * (Ho * Wo)] = acc[j].get();
-      }
+      sums.store(y, o, [&] { return ((n * uint32_t(s.cout) + co) * Ho + ho) * Wo + wo; }, Ho * Wo);
     });
   };
   if (c.pixels == 1) {
@@ -760,17 +778,17 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
   const uint32_t cpg = uint32_t(s.cin_per_group()), opg = uint32_t(s.cout_per_group());
   const uint32_t taps = uint32_t(s.kh * s.kw);
   const bool phased_h = s.stride_h > 1 && s.dil_h == 1, phased_w = s.stride_w > 1 && s.dil_w == 1;
+  KernelBuilder kb(name, c.wg);
+  if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
+  Buf gy = kb.buffer("grad_y", t, Access::Read);
+  Buf w = kb.buffer("w", t, Access::Read);
+  Buf gx = kb.buffer("grad_x", t, Access::Write);
+  Val o = kb.global_id();
 
   if (c.rows) {
     // One invocation per row of c_block neighbouring input channels (of one group).
     const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib;
     const uint32_t rows_total = uint32_t(s.n * ci_count * s.h);
-    KernelBuilder kb(name, c.wg);
-    if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
-    Buf gy = kb.buffer("grad_y", t, Access::Read);
-    Buf w = kb.buffer("w", t, Access::Read);
-    Buf gx = kb.buffer("grad_x", t, Access::Write);
-    Val o = kb.global_id();
     kb.if_(o < rows_total, [&] {
       Val hi = o % H, t1 = o / H;
       Val ci = cib == 1 ? t1 % ci_count : (t1 % ci_count) * cib, n = t1 / ci_count;
@@ -810,12 +828,6 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
   // One invocation per result element of c_block neighbouring input channels (of one group): every grad_y
   // element it loads serves all of them.
   const uint32_t cib = c.c_block, ci_count = uint32_t(s.cin) / cib, items = total / cib;
-  KernelBuilder kb(name, c.wg);
-  if (c.per_core > 0) kb.request_workgroups_per_core(c.per_core);
-  Buf gy = kb.buffer("grad_y", t, Access::Read);
-  Buf w = kb.buffer("w", t, Access::Read);
-  Buf gx = kb.buffer("grad_x", t, Access::Write);
-  Val o = kb.global_id();
   kb.if_(o < items, [&] {
     Val wi = o % W, t1 = o / W;
     Val hi = t1 % H, t2 = t1 / H;
@@ -844,32 +856,16 @@ HeavyKernel conv2d_grad_input_kernel(const Conv2dShape& s, Type t, const Conv2dC
     };
     const int64_t rows_of_taps = phased_h ? taps_per_phase(s.kh, s.stride_h) : s.kh;
     const int64_t cols_of_taps = phased_w ? taps_per_phase(s.kw, s.stride_w) : s.kw;
-    std::vector<Var> acc;
-    std::vector<Val> w_bases;  // input channel j of the block's weights
-    for (uint32_t j = 0; j < cib; ++j) {
-      acc.push_back(kb.var(cib == 1 ? std::string("acc") : fmt::format("acc{}", j), kb.constant(t, 0)));
-      w_bases.push_back(j == 0 ? w_base : w_base + j * taps);
-    }
-    Val col_idx;  // output channel within the group, set by `around`
-    auto around = [&](const std::function<void()>& taps_body) {
-      kb.for_(kb.u32(0), kb.u32(opg), [&](Val c) {
-        col_idx = c;
-        taps_body();
-      });
-    };
-    for_each_tap(kb, rows_of_taps, cols_of_taps, row, col, around, [&](const TapAxis& rr, const TapAxis& cc) {
-      Val gv = masked(both(rr.ok, cc.ok), gy[gy_base + col_idx * (Ho * Wo) + rr.offset + cc.offset]);
+    ChannelSums sums(kb, t, cib, w_base, taps);  // the block's input channels
+    // Each output channel of the group (its index within the group: oc) reads grad_y and its weights.
+    for_each_channel_tap(kb, rows_of_taps, cols_of_taps, row, col, opg, [&](Val oc, const TapAxis& rr, const TapAxis& cc) {
+      Val gv = masked(both(rr.ok, cc.ok), gy[gy_base + oc * (Ho * Wo) + rr.offset + cc.offset]);
       for (uint32_t j = 0; j < cib; ++j) {
-        Val wv = w[w_bases[j] + col_idx * (cpg * taps) + rr.w_offset + cc.w_offset];
-        acc[j] = fma(gv, wv, acc[j]);
+        Val wv = w[sums.w_bases[j] + oc * (cpg * taps) + rr.w_offset + cc.w_offset];
+        sums.acc[j] = fma(gv, wv, sums.acc[j]);
       }
     });
-    if (cib == 1) {
-      gx[o] = acc[0].get();
-    } else {
-      Val x0 = ((n * uint32_t(s.cin) + ci) * H + hi) * W + wi;
-      for (uint32_t j = 0; j < cib; ++j) gx[x0 + j * (H * W)] = acc[j].get();
-    }
+    sums.store(gx, o, [&] { return ((n * uint32_t(s.cin) + ci) * H + hi) * W + wi; }, H * W);
   });
   return {kb.finish(), groups_for_threads(items, c.wg)};
 }

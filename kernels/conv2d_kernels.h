@@ -131,9 +131,8 @@ struct GradWeightConfig {
   // neighbouring invocations' rows lie a row apart, so every load instruction touches as many cache lines as the
   // workgroup has rows. Needs row_mode and wg >= the output's rows; splits then divide the images, up to 512.
   bool staged = false;
-  // An occupancy request (kir::Kernel::min_workgroups_per_core; 0: none): this many workgroups per core, so that a
-  // backend that allocates registers (PTX) keeps each invocation within the register file's share. Row mode's sums
-  // and rows take many registers (LeNet's second convolution: 187, 10 warps per core).
+  // An occupancy request, as Conv2dConfig::per_core: row mode's sums and rows take many registers (LeNet's second
+  // convolution: 187, 10 warps per core).
   uint32_t per_core = 0;
   // Every weight in one workgroup, whole images staged per step (conv2d_grad_weight_images_kernel.h): needs row_mode
   // and the whole window as the block; splits (up to 512) divide the images, each invocation owns co_block output

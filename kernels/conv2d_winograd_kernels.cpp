@@ -15,8 +15,6 @@ using namespace kir;
 
 namespace {
 
-constexpr uint32_t kThreads = 256;
-
 // Values along one axis of a tile, and a square patch of them ([row][column]).
 using Vec = std::vector<Val>;
 using Square = std::vector<Vec>;
@@ -115,12 +113,12 @@ Square load_planes(Buf planes, Val e, uint32_t stride, uint32_t alpha) {
 HeavyKernel per_element_kernel(std::string name, Type t, const char* in, const char* out, uint32_t count,
                                const std::function<void(KernelBuilder&, Buf, Buf, Val)>& body) {
   if (count == 0) return empty_result(name);
-  KernelBuilder kb(std::move(name), kThreads);
+  KernelBuilder kb(std::move(name), kElementWorkgroup);
   Buf src = kb.buffer(in, t, Access::Read);
   Buf dst = kb.buffer(out, t, Access::Write);
   Val e = kb.global_id();
   kb.if_(e < count, [&] { body(kb, src, dst, e); });
-  return {kb.finish(), groups_for_threads(count, kThreads)};
+  return {kb.finish(), groups_for_threads(count, kElementWorkgroup)};
 }
 
 uint32_t checked_tile(uint32_t tile) {

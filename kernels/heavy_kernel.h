@@ -33,6 +33,13 @@ std::string dims_text(const std::vector<int64_t>& dims);
 // A kernel that does nothing, for results with no elements (returned with groups = 0: launch nothing).
 HeavyKernel empty_result(const std::string& name);
 
+// The workgroup size of the kernels that take one element (or window, or row) per invocation without a config that
+// says otherwise.
+inline constexpr uint32_t kElementWorkgroup = 256;
+// Windows (convolutions, poolings) of at most this many taps are unrolled in C++, with constant offsets; larger
+// ones loop in the kernel.
+inline constexpr int64_t kMaxUnrolledTaps = 49;
+
 // Workgroups of `wg` invocations for one invocation per item.
 inline uint64_t groups_for_threads(uint64_t items, uint32_t wg) { return (items + wg - 1) / wg; }
 

@@ -1,4 +1,5 @@
 #include "kernels/pool2d_kernels.h"
+#include "base/sliding_window.h"
 #include "kernels/workgroup_reduce.h"
 
 #include <functional>
@@ -34,17 +35,25 @@ Pool2dShape pool2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
   s.kh = kernel[0], s.kw = kernel[1];
   s.stride_h = stride[0], s.stride_w = stride[1];
   s.pad_h = padding[0], s.pad_w = padding[1];
-  int64_t span_h = s.h + 2 * s.pad_h - s.kh, span_w = s.w + 2 * s.pad_w - s.kw;
-  if (span_h < 0 || span_w < 0) fail("the window does not fit the padded input");
-  s.ho = span_h / s.stride_h + 1;
-  s.wo = span_w / s.stride_w + 1;
+  s.ho = sliding_window_positions(s.h, s.kh, s.stride_h, s.pad_h);
+  s.wo = sliding_window_positions(s.w, s.kw, s.stride_w, s.pad_w);
+  if (s.ho < 0 || s.wo < 0) fail("the window does not fit the padded input");
   return s;
 }
 
 namespace {
 
-constexpr uint32_t kThreads = 256;
-constexpr int64_t kMaxUnrolledTaps = 49;
+// Where result element o's window lies: the first input element of its plane, and its first row and column (i32;
+// negative where the window starts in the padding).
+struct WindowOf {
+  Val plane_base, h0, w0;
+};
+WindowOf window_of(const Pool2dShape& s, Val o) {
+  const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
+  Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
+  return {nc * uint32_t(s.h * s.w), cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h),
+          cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w)};
+}
 
 void check_sizes(const Pool2dShape& s) {
   index_u32(s.n * s.c * s.h * s.w, "pool2d input elements");
@@ -156,22 +165,19 @@ HeavyKernel window_maxima_kernel(const Pool2dShape& s, Type t, bool values, bool
   check_sizes(s);
   const uint32_t total = uint32_t(s.n * s.c * s.ho * s.wo);
   if (total == 0) return empty_result(name);
-  const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, kElementWorkgroup);
   Buf x = kb.buffer("x", t, Access::Read);
   std::optional<Buf> y, argmax;
   if (values) y = kb.buffer("y", t, Access::Write);
   if (positions) argmax = kb.buffer("argmax", Type::I32, Access::Write);
   Val o = kb.global_id();
   kb.if_(o < total, [&] {
-    Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
-    Val h0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
-    Val w0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
-    WindowMax m = window_max(kb, s, [&](Val i) { return x[i]; }, nc * uint32_t(s.h * s.w), h0, w0, t);
+    const auto [plane_base, h0, w0] = window_of(s, o);
+    WindowMax m = window_max(kb, s, [&](Val i) { return x[i]; }, plane_base, h0, w0, t);
     if (y) (*y)[o] = m.best.get();
     if (argmax) (*argmax)[o] = m.best_position.get();
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(total, kElementWorkgroup)};
 }
 
 }  // namespace
@@ -224,7 +230,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
   const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, kElementWorkgroup);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf source = kb.buffer(src.buffer, src.type, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
@@ -232,13 +238,13 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
   if (relu_mask && src.mask_reads_pooled) pooled = kb.buffer("pooled", t, Access::Read);
   if (sum_chunks > 0) {
     // Workgroup (channel c, chunk): the windows of channel c in the chunk's images, invocation lid taking every
-    // kThreads-th in a fixed number of rounds; loads clamped (all issued), stores only for real windows. Then the
+    // kElementWorkgroup-th in a fixed number of rounds; loads clamped (all issued), stores only for real windows. Then the
     // workgroup's sum of the gradients it read, in a fixed order, is the chunk's partial sum [chunk][C].
     Buf partial = kb.buffer("partial_sums", t, Access::Write);
     const uint32_t N = uint32_t(s.n), C = uint32_t(s.c), plane = Ho * Wo;
     const uint32_t images = (N + sum_chunks - 1) / sum_chunks, items = images * plane;
-    const uint32_t rounds = (items + kThreads - 1) / kThreads;
-    Shared tree = kb.shared("tree", t, kThreads);
+    const uint32_t rounds = (items + kElementWorkgroup - 1) / kElementWorkgroup;
+    Shared tree = kb.shared("tree", t, kElementWorkgroup);
     Val lid = kb.local_id(), c = kb.group_id() % C, first = (kb.group_id() / C) * images;
     // loads_first: every round's loads before any store. A compiler that cannot tell the buffers apart keeps a load
     // after an earlier store, which serialized the rounds through ptxas (LeNet's second pooling gradient on the H100:
@@ -258,7 +264,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
     };
     Var sum = kb.var("sum", kb.constant(t, 0));
     for (uint32_t r = 0; r < rounds; ++r) {
-      Val i = lid + r * kThreads;
+      Val i = lid + r * kElementWorkgroup;
       Val n = first + min(i, items - 1) / plane, j = min(i, items - 1) % plane;
       Val valid = (i < items) & (n < N);
       Val o = (min(n, N - 1) * C + c) * plane + j;
@@ -271,7 +277,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
     }
     if (loads_first)
       for (const Round& r : round_values) store_round(r);
-    WorkgroupReduce(kb, kThreads, 0).reduce(tree, sum.get(), TreeOp::Sum);  // the tree: the same order on every device
+    WorkgroupReduce(kb, kElementWorkgroup, 0).reduce(tree, sum.get(), TreeOp::Sum);  // the tree: the same order on every device
     kb.if_(lid == 0u, [&] { partial[kb.group_id()] = tree[kb.u32(0)]; });
     return {kb.finish(), uint64_t(C) * sum_chunks};
   }
@@ -287,7 +293,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
       size_t k = 0;
       for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) { gx[plane_base + tap.plane_index] = grads[k++]; });
     });
-    return {kb.finish(), groups_for_threads(windows, kThreads)};
+    return {kb.finish(), groups_for_threads(windows, kElementWorkgroup)};
   }
   kb.if_(o < total, [&] {
     Val pos = o % (H * W), nc = o / (H * W);
@@ -306,7 +312,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
     });
     gx[o] = acc.get();
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(total, kElementWorkgroup)};
 }
 
 }  // namespace
@@ -314,7 +320,7 @@ HeavyKernel max_pool2d_grad_from(const Pool2dShape& s, Type t, bool relu_mask, c
 uint32_t max_pool2d_grad_sum_chunks(const Pool2dShape& s) {
   // About four rounds of a workgroup's windows per chunk (one image at least).
   const uint64_t plane = std::max<uint64_t>(1, uint64_t(s.ho * s.wo));
-  const uint64_t images = std::max<uint64_t>(1, 4 * kThreads / plane);
+  const uint64_t images = std::max<uint64_t>(1, 4 * kElementWorkgroup / plane);
   return uint32_t(std::max<uint64_t>(1, (uint64_t(s.n) + images - 1) / images));
 }
 
@@ -337,20 +343,20 @@ HeavyKernel pooled_channel_sums_kernel(const Pool2dShape& s, Type t, bool relu_m
   const uint32_t C = uint32_t(s.c), plane = uint32_t(s.ho * s.wo);
   const uint32_t terms = index_u32(s.n * s.ho * s.wo, "pooled_channel_sums terms");
   index_u32(s.n * s.c * s.ho * s.wo, "pooled_channel_sums elements");
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, kElementWorkgroup);
   Buf g = kb.buffer("grad", t, Access::Read);
   std::optional<Buf> pooled;
   if (relu_mask) pooled = kb.buffer("pooled", t, Access::Read);
   Buf out = kb.buffer("sums", t, Access::Write);
-  Shared tree = kb.shared("tree", t, kThreads);
+  Shared tree = kb.shared("tree", t, kElementWorkgroup);
   Val lid = kb.local_id(), c = kb.group_id();
-  // Channel c's terms in image order, invocation lid taking every kThreads-th; then a tree in a fixed order.
+  // Channel c's terms in image order, invocation lid taking every kElementWorkgroup-th; then a tree in a fixed order.
   Var sum = kb.var("sum", kb.constant(t, 0));
-  kb.for_(lid, kb.u32(terms), kb.u32(kThreads), [&](Val i) {
+  kb.for_(lid, kb.u32(terms), kb.u32(kElementWorkgroup), [&](Val i) {
     Val at = ((i / plane) * C + c) * plane + i % plane;
     sum = sum + (pooled ? relu_masked(kb, g[at], (*pooled)[at], t) : Val(g[at]));
   });
-  WorkgroupReduce(kb, kThreads, 0).reduce(tree, sum.get(), TreeOp::Sum);
+  WorkgroupReduce(kb, kElementWorkgroup, 0).reduce(tree, sum.get(), TreeOp::Sum);
   kb.if_(lid == 0u, [&] { out[c] = tree[kb.u32(0)]; });
   return {kb.finish(), uint64_t(C)};
 }
@@ -373,16 +379,12 @@ HeavyKernel avg_pool2d_kernel(const Pool2dShape& s, Type t) {
   check_sizes(s);
   const uint32_t total = uint32_t(s.n * s.c * s.ho * s.wo);
   if (total == 0) return empty_result(name);
-  const uint32_t Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, kElementWorkgroup);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
   Val o = kb.global_id();
   kb.if_(o < total, [&] {
-    Val wo = o % Wo, ho = (o / Wo) % Ho, nc = o / (Ho * Wo);
-    Val h0 = cast(ho, Type::I32) * int32_t(s.stride_h) - int32_t(s.pad_h);
-    Val w0 = cast(wo, Type::I32) * int32_t(s.stride_w) - int32_t(s.pad_w);
-    Val plane_base = nc * uint32_t(s.h * s.w);
+    const auto [plane_base, h0, w0] = window_of(s, o);
     Var acc = kb.var("acc", kb.constant(t, 0));
     for_each_window_tap(kb, s, h0, w0, [&](const WindowTap& tap) {
       Val v = x[plane_base + tap.plane_index];
@@ -390,7 +392,7 @@ HeavyKernel avg_pool2d_kernel(const Pool2dShape& s, Type t) {
     });
     y[o] = acc.get() / double(s.kh * s.kw);
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(total, kElementWorkgroup)};
 }
 
 HeavyKernel avg_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
@@ -399,7 +401,7 @@ HeavyKernel avg_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
   const uint32_t total = uint32_t(s.n * s.c * s.h * s.w);
   if (total == 0) return empty_result(name);
   const uint32_t H = uint32_t(s.h), W = uint32_t(s.w), Ho = uint32_t(s.ho), Wo = uint32_t(s.wo);
-  KernelBuilder kb(name, kThreads);
+  KernelBuilder kb(name, kElementWorkgroup);
   Buf gy = kb.buffer("grad_y", t, Access::Read);
   Buf gx = kb.buffer("grad_x", t, Access::Write);
   Val o = kb.global_id();
@@ -415,7 +417,7 @@ HeavyKernel avg_pool2d_grad_kernel(const Pool2dShape& s, Type t) {
     });
     gx[o] = acc.get() / double(s.kh * s.kw);
   });
-  return {kb.finish(), groups_for_threads(total, kThreads)};
+  return {kb.finish(), groups_for_threads(total, kElementWorkgroup)};
 }
 
 }  // namespace spire::lowering::heavy

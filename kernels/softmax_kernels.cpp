@@ -24,8 +24,6 @@ SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis) {
 
 namespace {
 
-constexpr uint32_t kThreads = 256;
-
 Val neg_inf(KernelBuilder& kb, Type t) { return kb.constant(t, -std::numeric_limits<double>::infinity()); }
 
 bool pow2(uint32_t v) { return v > 0 && (v & (v - 1)) == 0; }
@@ -133,6 +131,30 @@ void for_row_elements(KernelBuilder& kb, const RowStats& r, Val lid, uint32_t L,
   });
 }
 
+// A kernel of one workgroup per row (softmax and the loss gradient over long rows): the workgroup's scratch and
+// reduction, this invocation's element and the row the workgroup owns. Declared after the kernel's buffers.
+struct RowWorkgroup {
+  RowWorkgroup(KernelBuilder& kb, Type t, uint32_t wg, uint32_t subgroup)
+      : kb(kb), t(t), wg(wg), scratch(kb.shared("scratch", t, wg)),
+        reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t)), lid(reduce.element()), row(kb.group_id()) {}
+  // The row's max and sum (workgroup_row_stats), its L values read through `load`.
+  RowStats stats(uint32_t L, const std::function<Val(Val j)>& load) {
+    return workgroup_row_stats(kb, reduce, scratch, lid, L, wg, t, load);
+  }
+  // This invocation's values of the row, handed to `write` (for_row_elements).
+  void write_row(const RowStats& r, uint32_t L, const std::function<Val(Val j)>& load,
+                 const std::function<void(Val j, Val x, Val e)>& write) {
+    for_row_elements(kb, r, lid, L, wg, load, write);
+  }
+
+  KernelBuilder& kb;
+  const Type t;
+  const uint32_t wg;
+  Shared scratch;
+  WorkgroupReduce reduce;
+  Val lid, row;
+};
+
 // One workgroup per row: workgroup_row_stats, then the row's values.
 HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s, Type t, bool log, uint32_t wg,
                                   uint32_t subgroup) {
@@ -141,20 +163,16 @@ HeavyKernel softmax_per_workgroup(const std::string& name, const SoftmaxShape& s
   KernelBuilder kb(name + fmt::format("_wg{}", wg), wg);
   Buf x = kb.buffer("x", t, Access::Read);
   Buf y = kb.buffer("y", t, Access::Write);
-  Shared scratch = kb.shared("scratch", t, wg);
-  WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
-  Val lid = reduce.element();
-  Val row = kb.group_id();
-  kb.if_(row < rows, [&] {  // uniform per workgroup
-    Val base = (row / inner) * (L * inner) + row % inner;
+  RowWorkgroup rw(kb, t, wg, subgroup);
+  kb.if_(rw.row < rows, [&] {  // uniform per workgroup
+    Val base = (rw.row / inner) * (L * inner) + rw.row % inner;
     auto load = [&](Val j) { return x[base + j * inner].load(); };
-    RowStats r = workgroup_row_stats(kb, reduce, scratch, lid, L, wg, t, load);
+    RowStats r = rw.stats(L, load);
     // log_softmax never needs the exponentials: where they are not kept, the write pass computes none (the
     // device compiler drops an unused exp).
     Val shift = log ? r.max + kir::log(r.sum) : Val();
     Val inv = log ? Val() : like(r.sum, 1.0) / r.sum;
-    for_row_elements(kb, r, lid, L, wg, load,
-                     [&](Val j, Val xj, Val ej) { y[base + j * inner] = log ? xj - shift : ej * inv; });
+    rw.write_row(r, L, load, [&](Val j, Val xj, Val ej) { y[base + j * inner] = log ? xj - shift : ej * inv; });
   });
   return {kb.finish(), rows};
 }
@@ -182,12 +200,12 @@ RowConfig RowConfig::from(const Config& c) {
 
 RowConfig softmax_heuristic(const SoftmaxShape& s) {
   if (s.axis >= kSoftmaxWorkgroupRowFrom) return {true, pow2_clamped(uint64_t(s.axis), 32, 256)};
-  return {false, kThreads};
+  return {false, kElementWorkgroup};
 }
 
 RowConfig cross_entropy_grad_heuristic(int64_t n, int64_t c) {
   if (c >= kSoftmaxWorkgroupRowFrom) return {true, pow2_clamped(uint64_t(c), 32, 256)};
-  return {false, kThreads};
+  return {false, kElementWorkgroup};
 }
 
 std::vector<RowConfig> row_candidates(const RowConfig& heuristic, int64_t row_length, const Limits& limits) {
@@ -313,18 +331,14 @@ HeavyKernel cross_entropy_grad_kernel(int64_t n, int64_t c, Type t, const RowCon
     Buf logits = kb.buffer("logits", t, Access::Read);
     Buf labels = kb.buffer("labels", Type::I32, Access::Read);
     Buf grad = kb.buffer("grad_logits", t, Access::Write);
-    Shared scratch = kb.shared("scratch", t, wg);
-    WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
-    Val lid = reduce.element();
-    Val row = kb.group_id();
-    kb.if_(row < N, [&] {  // uniform per workgroup
-      Val base = row * C;
+    RowWorkgroup rw(kb, t, wg, subgroup);
+    kb.if_(rw.row < N, [&] {  // uniform per workgroup
+      Val base = rw.row * C;
       auto load = [&](Val j) { return logits[base + j].load(); };
-      RowStats r = workgroup_row_stats(kb, reduce, scratch, lid, C, wg, t, load);
-      Val label = labels[row].load();
+      RowStats r = rw.stats(C, load);
+      Val label = labels[rw.row].load();
       Val g = grad_loss[0u].load();
-      for_row_elements(kb, r, lid, C, wg, load,
-                       [&](Val j, Val xj, Val) { grad[base + j] = value(kb, xj, j, label, r.max, r.sum, g); });
+      rw.write_row(r, C, load, [&](Val j, Val xj, Val) { grad[base + j] = value(kb, xj, j, label, r.max, r.sum, g); });
     });
     return {kb.finish(), N};
   }

@@ -11,7 +11,6 @@ using namespace kir;
 
 namespace {
 
-constexpr uint32_t kThreads = 256;
 constexpr uint64_t kWantedWorkgroups = 264;  // two per core of a 132-core GPU
 constexpr uint32_t kManySplits = 64;          // fewer are short walks: the splits in order, as always
 
@@ -20,7 +19,7 @@ constexpr uint32_t kManySplits = 64;          // fewer are short walks: the spli
 uint32_t split_sum_parts(uint32_t count, uint32_t splits) {
   if (count == 0 || splits < kManySplits) return 1;
   uint32_t parts = 1;
-  while (parts < 32 && parts * 2 <= splits && uint64_t(count) * parts < kWantedWorkgroups * kThreads) parts *= 2;
+  while (parts < 32 && parts * 2 <= splits && uint64_t(count) * parts < kWantedWorkgroups * kElementWorkgroup) parts *= 2;
   return parts;
 }
 
@@ -30,7 +29,7 @@ HeavyKernel split_sum_kernel(std::string name, Type t, uint32_t count, uint32_t 
   if (first_count && *first_count > count)
     throw std::invalid_argument(fmt::format("{}: {} outputs of {} in the first result", name, *first_count, count));
   const uint32_t parts = split_sum_parts(count, splits);
-  KernelBuilder kb(std::move(name), kThreads);
+  KernelBuilder kb(std::move(name), kElementWorkgroup);
   Buf partial = kb.buffer("partial", t, Access::Read);
   Buf out = kb.buffer("out", t, Access::Write);
   std::optional<Buf> rest;
@@ -49,12 +48,12 @@ HeavyKernel split_sum_kernel(std::string name, Type t, uint32_t count, uint32_t 
       for (uint32_t sp = 1; sp < splits; ++sp) acc = acc + partial[e + sp * count];
       store(e, acc);
     });
-    return {kb.finish(), groups_for_threads(count, kThreads)};
+    return {kb.finish(), groups_for_threads(count, kElementWorkgroup)};
   }
-  // Invocation lid: output kThreads / parts x group + lid % (kThreads / parts), part lid / (kThreads / parts), so that
+  // Invocation lid: output kElementWorkgroup / parts x group + lid % (kElementWorkgroup / parts), part lid / (kElementWorkgroup / parts), so that
   // a subgroup reads neighbouring outputs of one split.
-  const uint32_t per_group = kThreads / parts;
-  Shared tile = kb.shared("parts", t, kThreads);
+  const uint32_t per_group = kElementWorkgroup / parts;
+  Shared tile = kb.shared("parts", t, kElementWorkgroup);
   Val lid = kb.local_id();
   Val e = kb.group_id() * per_group + lid % per_group, part = lid / per_group;
   Val valid = e < count;

@@ -1,6 +1,8 @@
 // Kernels of the indexing ops (ir/graph/ops/indexing.cpp): slice, pad, concat, gather, gather_grad. Each is one
 // invocation per written element with every size a constant; indices are computed in i32 (a slice may step
 // backwards) and every load is clamped into its buffer before a select discards what was out of range.
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "lowering/kernel_templates.h"
@@ -150,6 +152,22 @@ Val wrapped_row(Val index, int64_t rows, Val* ok) {
   return kir::select(*ok, row, kir::like(row, 0));
 }
 
+// A kernel of one invocation per element of v's `total` elements that reads input 0 (bound as `in_name`) and the
+// i32 indices of input 1 and writes v; `element` emits invocation i's work.
+void launch_indexed(LoweringContext& ctx, graph::Value v, const char* in_name, Type t, int64_t total,
+                    const std::function<void(kir::KernelBuilder& kb, kir::Buf in, kir::Buf idx, kir::Buf y, Val i)>& element) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
+  kir::Buf in = kb.buffer(in_name, t, kir::Access::Read);
+  kir::Buf idx = kb.buffer("indices", Type::I32, kir::Access::Read);
+  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(total)), [&] { element(kb, in, idx, y, i); });
+  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(n.inputs[1]), ctx.buffer_of(v)}, {},
+             groups_for(total, kPointwiseWorkgroup));
+}
+
 
 void lower_gather(LoweringContext& ctx, graph::Value v) {
   const graph::Graph& g = ctx.graph();
@@ -159,23 +177,17 @@ void lower_gather(LoweringContext& ctx, graph::Value v) {
   if (total == 0) return;
   check_count(n, std::max(total, graph::num_elements(data)));
   const GatherDims d = gather_dims(data, n.attrs.get_int("axis"), g.type(n.inputs[1]).numel());
-  const Type t = device_type(n.type.dtype);
-  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
-  kir::Buf x = kb.buffer("data", t, kir::Access::Read);
-  kir::Buf idx = kb.buffer("indices", Type::I32, kir::Access::Read);
-  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
-  Val i = kb.global_id();
-  kb.if_(i < kb.u32(uint32_t(total)), [&] {
+  launch_indexed(ctx, v, "data", device_type(n.type.dtype), total, [&](kir::KernelBuilder& kb, kir::Buf x, kir::Buf idx,
+                                                                       kir::Buf y, Val i) {
     Val outer = i / uint32_t(d.count * d.inner);
     Val k = (i / uint32_t(d.inner)) % uint32_t(d.count);
     Val rest = i % uint32_t(d.inner);
     Val ok;
     Val row = kir::cast(wrapped_row(idx[k].load(), d.rows, &ok), Type::U32);
     Val value = x[(outer * uint32_t(d.rows) + row) * uint32_t(d.inner) + rest].load();
-    y[i] = kir::select(ok, value, kb.constant(t, 0));  // an index outside the axis reads 0 (the reference refuses it)
+    // An index outside the axis reads 0 (the reference refuses it).
+    y[i] = kir::select(ok, value, kb.constant(x.elem(), 0));
   });
-  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(n.inputs[1]), ctx.buffer_of(v)}, {},
-             groups_for(total, kPointwiseWorkgroup));
 }
 
 // Each data element sums, in index order, the gradients of every position whose index names its row: a loop
@@ -187,17 +199,12 @@ void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
   if (total == 0) return;
   check_count(n, std::max(total, g.type(n.inputs[0]).numel()));
   const GatherDims d = gather_dims(n.type.shape, n.attrs.get_int("axis"), g.type(n.inputs[1]).numel());
-  const Type t = device_type(n.type.dtype);
-  kir::KernelBuilder kb(name_of(g, n), kPointwiseWorkgroup);
-  kir::Buf grad = kb.buffer("grad", t, kir::Access::Read);
-  kir::Buf idx = kb.buffer("indices", Type::I32, kir::Access::Read);
-  kir::Buf y = kb.buffer("y", t, kir::Access::Write);
-  Val i = kb.global_id();
-  kb.if_(i < kb.u32(uint32_t(total)), [&] {
+  launch_indexed(ctx, v, "grad", device_type(n.type.dtype), total, [&](kir::KernelBuilder& kb, kir::Buf grad,
+                                                                       kir::Buf idx, kir::Buf y, Val i) {
     Val outer = i / uint32_t(d.rows * d.inner);
     Val row = kir::cast((i / uint32_t(d.inner)) % uint32_t(d.rows), Type::I32);
     Val rest = i % uint32_t(d.inner);
-    kir::Var acc = kb.var("acc", kb.constant(t, 0));
+    kir::Var acc = kb.var("acc", kb.constant(grad.elem(), 0));
     kb.for_(kb.u32(0), kb.u32(uint32_t(d.count)), [&](Val k) {
       Val ok;
       Val named = wrapped_row(idx[k].load(), d.rows, &ok);
@@ -207,8 +214,6 @@ void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
     });
     y[i] = acc.get();
   });
-  ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(n.inputs[1]), ctx.buffer_of(v)}, {},
-             groups_for(total, kPointwiseWorkgroup));
 }
 
 }  // namespace

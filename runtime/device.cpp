@@ -5,10 +5,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "runtime/backend_registry.h"
+#include "runtime/device_ids.h"
 
 namespace spire::rt {
 
@@ -165,6 +167,24 @@ std::unique_ptr<Device> open_device(const std::string& name) {
   for (const auto& d : ds)
     if (d.id == name) return d.backend == Backend::Vulkan ? vulkan::open(d.index) : cuda::open(d.index);
   throw Error(fmt::format("no device named {} (present: {})", name, names_of(ds)));
+}
+
+std::vector<std::string> device_ids(const std::string& spec) {
+  const std::vector<DeviceInfo> present = list_devices();
+  std::vector<std::string> ids;
+  if (spec == "all") {
+    for (const auto& d : present) ids.push_back(d.id);
+    if (ids.empty()) throw Error("no compute device found");
+    return ids;
+  }
+  std::istringstream list(spec);
+  for (std::string id; std::getline(list, id, ',');) {
+    if (std::none_of(present.begin(), present.end(), [&](const DeviceInfo& d) { return d.id == id; }))
+      throw Error(fmt::format("unknown device '{}' (devices present: {})", id, names_of(present)));
+    ids.push_back(id);
+  }
+  if (ids.empty()) throw Error(fmt::format("no device named (devices present: {})", names_of(present)));
+  return ids;
 }
 
 }  // namespace spire::rt

@@ -1,6 +1,7 @@
 #include "tuning/tuner.h"
 
 #include "backends/compile_kernel.h"
+#include "tuning/median.h"
 #include "tuning/warm_up.h"
 
 #include <unistd.h>
@@ -70,11 +71,6 @@ class BufferPool {
   std::mt19937_64 rng_;
   std::vector<std::shared_ptr<rt::Buffer>> buffers_;
 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Progress on one line: rewritten in place on a terminal; on a file or pipe only the start of each op.
 class Progress {

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -10,11 +11,11 @@ namespace spire::ptx {
 
 namespace {
 
-// ln 2 split so that n * kLn2Hi is exact for |n| < 2^9 (kLn2Hi has 15 significant bits).
 constexpr float kLn2Hi = 0.693145751953125f;
 constexpr double kLn2 = 0.69314718055994530942;
 const float kLn2Lo = float(kLn2 - double(kLn2Hi));
-constexpr float kLog2e = 1.44269504088896340736f;
+constexpr double kLog2e64 = 1.44269504088896340736;
+constexpr float kLog2e = float(kLog2e64);
 
 std::string f(float v) { return f32_imm(v); }
 
@@ -23,57 +24,7 @@ void I(PtxWriter& w, fmt::format_string<Args...> fs, Args&&... args) {
   w.ins(fmt::format(fs, std::forward<Args>(args)...));
 }
 
-// 2^k as f32 for k in [-126, 127], built from the exponent bits.
-std::string pow2_f32(PtxWriter& w, const std::string& k) {
-  auto e = w.reg(RegClass::B32);
-  auto out = w.reg(RegClass::F32);
-  I(w, "add.s32 {}, {}, 127;", e, k);
-  I(w, "shl.b32 {}, {}, 23;", e, e);
-  I(w, "mov.b32 {}, {};", out, e);
-  return out;
-}
-
-}  // namespace
-
-void emit_exp_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
-  w.comment("exp.f32: x = n*ln2 + r, exp(r) by ex2.approx, times 2^n");
-  // Clamp with compare+select (min/max would turn NaN into the bound): exp(89) overflows to inf and
-  // exp(-104) underflows to 0 in f32, and n stays within the two-step scale's range.
-  auto p = w.reg(RegClass::Pred);
-  auto c = w.reg(RegClass::F32);
-  I(w, "setp.gt.f32 {}, {}, {};", p, x, f(89.0f));
-  I(w, "selp.f32 {}, {}, {}, {};", c, f(89.0f), x, p);
-  I(w, "setp.lt.f32 {}, {}, {};", p, c, f(-104.0f));
-  I(w, "selp.f32 {}, {}, {}, {};", c, f(-104.0f), c, p);
-  auto nf = w.reg(RegClass::F32);
-  auto nneg = w.reg(RegClass::F32);
-  auto r = w.reg(RegClass::F32);
-  auto t = w.reg(RegClass::F32);
-  auto e = w.reg(RegClass::F32);
-  I(w, "mul.rn.f32 {}, {}, {};", t, c, f(kLog2e));
-  I(w, "cvt.rni.f32.f32 {}, {};", nf, t);
-  I(w, "neg.f32 {}, {};", nneg, nf);
-  I(w, "fma.rn.f32 {}, {}, {}, {};", r, nneg, f(kLn2Hi), c);
-  I(w, "fma.rn.f32 {}, {}, {}, {};", r, nneg, f(kLn2Lo), r);
-  I(w, "mul.rn.f32 {}, {}, {};", t, r, f(kLog2e));
-  I(w, "ex2.approx.ftz.f32 {}, {};", e, t);  // argument in [-0.5, 0.5]: result in [0.7, 1.42], no subnormals
-  // Scale by 2^n as 2^(n/2) * 2^(n - n/2): each factor is a normal float for n in [-150, 129].
-  auto n = w.reg(RegClass::B32);
-  auto n1 = w.reg(RegClass::B32);
-  auto n2 = w.reg(RegClass::B32);
-  I(w, "cvt.rzi.s32.f32 {}, {};", n, nf);  // NaN -> 0; the NaN still flows through e
-  I(w, "shr.s32 {}, {}, 1;", n1, n);
-  I(w, "sub.s32 {}, {}, {};", n2, n, n1);
-  auto s1 = pow2_f32(w, n1);
-  auto s2 = pow2_f32(w, n2);
-  I(w, "mul.rn.f32 {}, {}, {};", e, e, s1);
-  I(w, "mul.rn.f32 {}, {}, {};", dst, e, s2);
-}
-
-
-namespace {
-
-// What the precision-generic routines (tanh, pow) need to know about f32 or f64.
+// What the precision-generic routines (exp, log, tanh, pow) need to know about f32 or f64.
 struct Precision {
   RegClass reg;        // F32 / F64
   RegClass bits_reg;   // B32 / B64
@@ -88,6 +39,8 @@ struct Precision {
   int atanh_terms;     // log: the last odd power of the atanh series that reaches the type's precision (11 / 21)
   double ln2_hi;       // log: ln 2 split so that e * ln2_hi is exact for the exponents e of the type,
   double ln2_lo;       //      and the rest
+  double exp_overflow;   // exp: above this the result is inf (the argument is clamped here, NaN passing)
+  double exp_underflow;  //      below this it is 0
   void (*exp)(PtxWriter&, const std::string&, const std::string&);
   void (*log)(PtxWriter&, const std::string&, const std::string&);
   std::string imm(double v) const { return reg == RegClass::F32 ? f32_imm(float(v)) : f64_imm(v); }
@@ -100,10 +53,65 @@ struct Precision {
   }
 };
 
+// ln 2 split so that n * kLn2Hi is exact for |n| < 2^9 (kLn2Hi has 15 significant bits); f64 splits it as fdlibm
+// does, exact for |n| < 2^20.
 const Precision kF32{RegClass::F32, RegClass::B32, "f32", "b32", "s32", "u32", 10, 23, 127, 23, 11,
-                     double(kLn2Hi), double(kLn2Lo), emit_exp_f32, emit_log_f32};
+                     double(kLn2Hi), double(kLn2Lo), 89.0, -104.0, emit_exp_f32, emit_log_f32};
 const Precision kF64{RegClass::F64, RegClass::B64, "f64", "b64", "s64", "u64", 16, 52, 1023, 54, 21,
-                     6.93147180369123816490e-01, 1.90821492927058770002e-10, emit_exp_f64, emit_log_f64};
+                     6.93147180369123816490e-01, 1.90821492927058770002e-10, 710.0, -746.0, emit_exp_f64,
+                     emit_log_f64};
+
+// Cody-Waite reduction of exp's argument: x, clamped to the type's range with compare+select (min/max would turn
+// NaN into the bound), is n*ln2 + r with |r| <= ln2/2. Returns n (an integral float) and r.
+std::pair<std::string, std::string> exp_reduce(PtxWriter& w, const Precision& P, const std::string& x) {
+  auto p = w.reg(RegClass::Pred);
+  auto c = w.reg(P.reg);
+  I(w, "setp.gt.{} {}, {}, {};", P.t, p, x, P.imm(P.exp_overflow));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, c, P.imm(P.exp_overflow), x, p);
+  I(w, "setp.lt.{} {}, {}, {};", P.t, p, c, P.imm(P.exp_underflow));
+  I(w, "selp.{} {}, {}, {}, {};", P.t, c, P.imm(P.exp_underflow), c, p);
+  auto t = w.reg(P.reg);
+  auto nf = w.reg(P.reg);
+  auto nneg = w.reg(P.reg);
+  auto r = w.reg(P.reg);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, t, c, P.imm(kLog2e64));
+  I(w, "cvt.rni.{}.{} {}, {};", P.t, P.t, nf, t);
+  I(w, "neg.{} {}, {};", P.t, nneg, nf);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, r, nneg, P.imm(P.ln2_hi), c);
+  I(w, "fma.rn.{} {}, {}, {}, {};", P.t, r, nneg, P.imm(P.ln2_lo), r);
+  return {nf, r};
+}
+
+// 2^k for an s32 register k within the type's normal exponents, built from the exponent bits.
+std::string pow2(PtxWriter& w, const Precision& P, const std::string& k) {
+  auto bits = w.reg(P.bits_reg);
+  auto out = w.reg(P.reg);
+  if (P.reg == RegClass::F64) {
+    I(w, "cvt.s64.s32 {}, {};", bits, k);
+    I(w, "add.s64 {}, {}, {};", bits, bits, P.exponent_bias);
+  } else {
+    I(w, "add.s32 {}, {}, {};", bits, k, P.exponent_bias);
+  }
+  I(w, "shl.{} {}, {}, {};", P.b, bits, bits, P.mantissa_bits);
+  I(w, "mov.{} {}, {};", P.b, out, bits);
+  return out;
+}
+
+// dst = e * 2^n as e * 2^(n/2) * 2^(n - n/2): each factor is a normal number for every n the clamp allows, so a
+// subnormal result rounds once. n is exp_reduce's integral float.
+void scale_by_pow2(PtxWriter& w, const Precision& P, const std::string& dst, const std::string& e,
+                   const std::string& nf) {
+  auto n = w.reg(RegClass::B32);
+  auto n1 = w.reg(RegClass::B32);
+  auto n2 = w.reg(RegClass::B32);
+  I(w, "cvt.rzi.s32.{} {}, {};", P.t, n, nf);  // NaN -> 0; the NaN still flows through e
+  I(w, "shr.s32 {}, {}, 1;", n1, n);
+  I(w, "sub.s32 {}, {}, {};", n2, n, n1);
+  auto s1 = pow2(w, P, n1);
+  auto s2 = pow2(w, P, n2);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, e, e, s1);
+  I(w, "mul.rn.{} {}, {}, {};", P.t, dst, e, s2);
+}
 
 void emit_log(PtxWriter& w, const Precision& P, const std::string& dst, const std::string& x) {
   w.comment(fmt::format("log.{}: x = m*2^e, m in [sqrt(1/2), sqrt(2)), log(m) = 2*atanh((m-1)/(m+1))", P.t));
@@ -279,28 +287,20 @@ void emit_pow_f64(PtxWriter& w, const std::string& dst, const std::string& x, co
   emit_pow(w, kF64, dst, x, y);
 }
 
+void emit_exp_f32(PtxWriter& w, const std::string& dst, const std::string& x) {
+  w.comment("exp.f32: x = n*ln2 + r, exp(r) by ex2.approx, times 2^n");
+  auto [nf, r] = exp_reduce(w, kF32, x);
+  auto t = w.reg(RegClass::F32);
+  auto e = w.reg(RegClass::F32);
+  I(w, "mul.rn.f32 {}, {}, {};", t, r, f(kLog2e));
+  I(w, "ex2.approx.ftz.f32 {}, {};", e, t);  // argument in [-0.5, 0.5]: result in [0.7, 1.42], no subnormals
+  scale_by_pow2(w, kF32, dst, e, nf);
+}
+
 void emit_exp_f64(PtxWriter& w, const std::string& dst, const std::string& x) {
   w.comment("exp.f64: x = n*ln2 + r, exp(r) = 1 + expm1(r) by Taylor to r^13, times 2^n");
-  const std::string dt = "f64";
   auto d = [](double v) { return f64_imm(v); };
-  // Clamp with compare+select (NaN passes through): exp(710) = inf and exp(-746) = 0 in f64.
-  auto p = w.reg(RegClass::Pred);
-  auto c = w.reg(RegClass::F64);
-  I(w, "setp.gt.f64 {}, {}, {};", p, x, d(710.0));
-  I(w, "selp.f64 {}, {}, {}, {};", c, d(710.0), x, p);
-  I(w, "setp.lt.f64 {}, {}, {};", p, c, d(-746.0));
-  I(w, "selp.f64 {}, {}, {}, {};", c, d(-746.0), c, p);
-  // ln 2 as fdlibm splits it: n * kLn2Hi64 is exact for |n| < 2^20.
-  const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
-  auto t = w.reg(RegClass::F64);
-  auto nf = w.reg(RegClass::F64);
-  auto nneg = w.reg(RegClass::F64);
-  auto r = w.reg(RegClass::F64);
-  I(w, "mul.rn.f64 {}, {}, {};", t, c, d(1.4426950408889634074));
-  I(w, "cvt.rni.f64.f64 {}, {};", nf, t);
-  I(w, "neg.f64 {}, {};", nneg, nf);
-  I(w, "fma.rn.f64 {}, {}, {}, {};", r, nneg, d(ln2_hi), c);
-  I(w, "fma.rn.f64 {}, {}, {}, {};", r, nneg, d(ln2_lo), r);  // |r| <= 0.3466
+  auto [nf, r] = exp_reduce(w, kF64, x);  // |r| <= 0.3466
   // expm1(r) = r + r^2 * (1/2! + r/3! + ... + r^11/13!); the next term is below 1e-17 relative.
   auto q = w.reg(RegClass::F64);
   double inv_fact[14];
@@ -314,28 +314,8 @@ void emit_exp_f64(PtxWriter& w, const std::string& dst, const std::string& x) {
   I(w, "mul.rn.f64 {}, {}, {};", rr, r, r);
   I(w, "fma.rn.f64 {}, {}, {}, {};", em, rr, q, r);
   I(w, "add.rn.f64 {}, {}, {};", e, em, d(1.0));
-  // Scale by 2^n as 2^(n/2) * 2^(n - n/2): each factor is a normal double for n in [-1077, 1025].
-  auto n = w.reg(RegClass::B32);
-  auto n1 = w.reg(RegClass::B32);
-  auto n2 = w.reg(RegClass::B32);
-  I(w, "cvt.rzi.s32.f64 {}, {};", n, nf);  // NaN -> 0; the NaN still flows through e
-  I(w, "shr.s32 {}, {}, 1;", n1, n);
-  I(w, "sub.s32 {}, {}, {};", n2, n, n1);
-  auto pow2 = [&](const std::string& k) {
-    auto k64 = w.reg(RegClass::B64);
-    auto out = w.reg(RegClass::F64);
-    I(w, "cvt.s64.s32 {}, {};", k64, k);
-    I(w, "add.s64 {}, {}, 1023;", k64, k64);
-    I(w, "shl.b64 {}, {}, 52;", k64, k64);
-    I(w, "mov.b64 {}, {};", out, k64);
-    return out;
-  };
-  auto s1 = pow2(n1);
-  auto s2 = pow2(n2);
-  I(w, "mul.rn.f64 {}, {}, {};", e, e, s1);
-  I(w, "mul.rn.f64 {}, {}, {};", dst, e, s2);
+  scale_by_pow2(w, kF64, dst, e, nf);
 }
-
 
 void emit_fmod_f64(PtxWriter& w, const std::string& dst, const std::string& x, const std::string& y) {
   w.comment("fmod.f64: x - trunc(x/y)*y, sign of x");

@@ -54,15 +54,6 @@ BenchFlags parse_bench_flags(int argc, char** argv, const std::string& usage, co
   return f;
 }
 
-std::vector<std::string> device_ids(const std::string& device) {
-  std::vector<std::string> ids;
-  if (device == "all")
-    for (const auto& d : rt::list_devices()) ids.push_back(d.id);
-  else
-    ids.push_back(device);
-  return ids;
-}
-
 std::vector<std::string> split_list(const std::string& text, char sep) {
   std::vector<std::string> out;
   size_t start = 0;

@@ -32,9 +32,6 @@ using ExtraFlag = std::function<bool(const std::string& flag, const std::functio
 // Parses argv; prints `usage` and exits (0 for --help, 2 for an unknown flag or a missing value).
 BenchFlags parse_bench_flags(int argc, char** argv, const std::string& usage, const ExtraFlag& extra);
 
-// The device ids `device` names: every present device for "all", else just it.
-std::vector<std::string> device_ids(const std::string& device);
-
 // "a,b,c" -> {"a", "b", "c"} (empty items dropped).
 std::vector<std::string> split_list(const std::string& text, char sep = ',');
 

@@ -9,17 +9,13 @@
 #include "lowering/executable.h"
 #include "lowering/tunable.h"
 #include "lowering/tunable_ops.h"
+#include "tuning/median.h"
 #include "tuning/tuning_setup.h"
 #include "tuning/warm_up.h"
 
 namespace spire::bench {
 
 namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // f32 values as the bytes of a graph value of dtype `t` (f32, f16 or bf16), rounding to nearest even.
 std::vector<uint8_t> encode(const std::vector<float>& v, graph::DType t) {
@@ -94,8 +90,8 @@ TimedGraph time_graph(rt::Device& dev, const graph::Graph& g, const std::vector<
     launch_ms.resize(times.size());
     for (size_t l = 0; l < times.size(); ++l) launch_ms[l].push_back(times[l].ms);
   }
-  r.ms = median(ms);
-  for (size_t l = 0; l < r.launches.size() && l < launch_ms.size(); ++l) r.launches[l].ms = median(launch_ms[l]);
+  r.ms = tuning::median(ms);
+  for (size_t l = 0; l < r.launches.size() && l < launch_ms.size(); ++l) r.launches[l].ms = tuning::median(launch_ms[l]);
   return r;
 }
 

@@ -135,24 +135,21 @@ def _rsub(b, args, kwargs):
     return b.binary("sub", args[1], args[0])
 
 
-@aten("aten.mean.dim")
-def _mean(b, args, kwargs):
-    return b.reduce("mean", nb.float_tensor(args[0], "mean's input"), args[1], arg(args, kwargs, 2, "keepdim", False))
+def _reduction(op, input_of):
+    """A reduction over the dims given (`aten.<op>.dim*`, keepdim optional) or over everything (`.default`)."""
+    def over_dims(b, args, kwargs):
+        return b.reduce(op, input_of(args[0], f"{op}'s input"), args[1], arg(args, kwargs, 2, "keepdim", False))
+
+    def over_all(b, args, kwargs):
+        return b.reduce(op, input_of(args[0], f"{op}'s input"), None, False)
+    return over_dims, over_all
 
 
-@aten("aten.mean.default")
-def _mean_all(b, args, kwargs):
-    return b.reduce("mean", nb.float_tensor(args[0], "mean's input"), None, False)
-
-
-@aten("aten.sum.dim_IntList")
-def _sum(b, args, kwargs):
-    return b.reduce("sum", nb.tensor(args[0], "sum's input"), args[1], arg(args, kwargs, 2, "keepdim", False))
-
-
-@aten("aten.sum.default")
-def _sum_all(b, args, kwargs):
-    return b.reduce("sum", nb.tensor(args[0], "sum's input"), None, False)
+# mean takes floats only (an integer mean is an error in PyTorch too); sum takes any tensor.
+for _op, _dims, _input_of in (("mean", "aten.mean.dim", nb.float_tensor), ("sum", "aten.sum.dim_IntList", nb.tensor)):
+    _over_dims, _over_all = _reduction(_op, _input_of)
+    aten(_dims)(_over_dims)
+    aten(f"aten.{_op}.default")(_over_all)
 
 
 @aten("aten._softmax.default")

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "base/sliding_window.h"
+
 namespace spire::graph::shape_checks {
 
 void require_float(const ShapeContext& c, size_t i) {
@@ -40,10 +42,10 @@ Shape shape_attr(const ShapeContext& c, const char* name) {
 }
 
 int64_t window_out(const ShapeContext& c, const char* what, int64_t in, int64_t k_eff, int64_t stride, int64_t pad) {
-  int64_t span = in + 2 * pad - k_eff;
-  if (span < 0)
+  const int64_t positions = sliding_window_positions(in, k_eff, stride, pad);
+  if (positions < 0)
     c.fail(fmt::format("{}: window of extent {} does not fit input size {} with padding {}", what, k_eff, in, pad));
-  return span / stride + 1;
+  return positions;
 }
 
 void require_shape(const ShapeContext& c, size_t i, const Shape& expected, const char* why) {

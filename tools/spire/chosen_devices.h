@@ -1,4 +1,4 @@
-// --devices D1,D2,...|all of `spire diff` and `spire reduce`: the devices named, checked against those present.
+// --devices D1,D2,...|all of `spire diff` and `spire reduce`: rt::device_ids (runtime/device_ids.h), less 'reference'.
 #pragma once
 
 #include <string>

@@ -6,6 +6,7 @@
 
 #include "examples/example_runner.h"
 #include "runtime/device.h"
+#include "runtime/device_ids.h"
 #include "tools/spire/commands.h"
 
 namespace spire::cli {
@@ -33,16 +34,10 @@ void run(const ExamplesOptions& o) {
   fmt::print("{:<10} {:<12} {:>10} {:>12} {:>10} {:>9} {:>10}  {}\n", "device", "example", "n", "max rel err",
              "tolerance", "unwritten", "device ms", "result");
   bool ok = true;
-  if (o.device == "all") {
-    auto devices = rt::list_devices();
-    if (devices.empty()) throw rt::Error("no compute device found");
-    for (const auto& d : devices) {
-      auto dev = rt::open_device(d.id);
-      ok = run_on(*dev, o) && ok;
-    }
-  } else {
-    auto dev = rt::open_device(o.device);
-    ok = run_on(*dev, o);
+  // "all" or one name (open_device's errors name a bad one and list those present).
+  for (const std::string& id : o.device == "all" ? rt::device_ids("all") : std::vector{o.device}) {
+    auto dev = rt::open_device(id);
+    ok = run_on(*dev, o) && ok;
   }
   if (!ok) throw std::runtime_error("an example did not match the CPU (see the table above)");
 }

@@ -7,6 +7,7 @@
 #include "ir/graph/graph.h"
 #include "op_harness/op_harness.h"
 #include "runtime/device.h"
+#include "runtime/device_ids.h"
 #include "tools/spire/commands.h"
 
 namespace spire::cli {
@@ -41,13 +42,8 @@ void run(const TestOpsOptions& o) {
   if (!o.op.empty() && !graph::op_from_name(o.op))
     throw std::runtime_error(fmt::format("--op {}: no op of that name (names as in the graph text form, e.g. add, "
                                          "conv2d, max_pool2d_grad)", o.op));
-  std::vector<std::string> ids;
-  if (o.device == "all") {
-    for (const auto& d : rt::list_devices()) ids.push_back(d.id);
-    if (ids.empty()) throw rt::Error("no compute device found");
-  } else {
-    ids.push_back(o.device);
-  }
+  // "all" or one name (open_device's errors name a bad one and list those present).
+  const std::vector<std::string> ids = o.device == "all" ? rt::device_ids("all") : std::vector{o.device};
   std::vector<std::unique_ptr<rt::Device>> devices;
   for (const auto& id : ids) devices.push_back(rt::open_device(id));  // a bad name fails before any output
   fmt::print("{}\n", harness::format_row_header());

@@ -4,18 +4,10 @@
 
 #include <fmt/format.h>
 
+#include "tuning/median.h"
 #include "tuning/warm_up.h"
 
 namespace spire::cli {
-
-namespace {
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
-
-}  // namespace
 
 void bench_step(lowering::Executable& exe, const rt::DeviceInfo& device, StepTiming& timing) {
   const int runs = timing.profile ? std::max(timing.runs, 1) : timing.runs;
@@ -34,9 +26,9 @@ void bench_step(lowering::Executable& exe, const rt::DeviceInfo& device, StepTim
     }
     for (size_t j = 0; j < l.size() && j < per_launch.size(); ++j) per_launch[j].push_back(l[j].ms);
   }
-  timing.median_ms = median(ms);
+  timing.median_ms = tuning::median(ms);
   timing.min_ms = *std::min_element(ms.begin(), ms.end());
-  for (size_t j = 0; j < timing.launches.size(); ++j) timing.launches[j].ms = median(per_launch[j]);
+  for (size_t j = 0; j < timing.launches.size(); ++j) timing.launches[j].ms = tuning::median(per_launch[j]);
 }
 
 std::string bench_table(const std::vector<std::pair<std::string, StepTiming>>& times) {

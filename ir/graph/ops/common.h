@@ -43,6 +43,12 @@ inline constexpr Tolerance kReduction{1e-5, 1e-13, kReductionWhy};
 inline constexpr Tolerance kHeavy{1e-5, 1e-13, kHeavyWhy};
 inline constexpr Tolerance kLogSumExp{1e-5, 1e-12, kLogSumExpWhy};
 
+// An op's attributes and one more (a gradient op's shape of what it differentiates).
+inline std::vector<AttrSpec> plus(std::vector<AttrSpec> attrs, AttrSpec more) {
+  attrs.push_back(std::move(more));
+  return attrs;
+}
+
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline double sigmoid_of(double x) { return 1.0 / (1.0 + std::exp(-x)); }

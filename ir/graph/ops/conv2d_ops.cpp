@@ -26,17 +26,9 @@ namespace spire::graph::ops {
 namespace {
 
 using namespace shape_checks;
-using eval::fail;
-using eval::Inputs;
-using eval::result_of;
 
 std::vector<AttrSpec> conv_attrs() {
   return {{"stride", K::Ints}, {"padding", K::Ints}, {"dilation", K::Ints}, {"groups", K::Int}};
-}
-std::vector<AttrSpec> conv_attrs_and(AttrSpec shape) {
-  std::vector<AttrSpec> a = conv_attrs();
-  a.push_back(shape);
-  return a;
 }
 
 // ---- shape rules
@@ -126,11 +118,11 @@ int64_t conv_out_size(int64_t in, int64_t k, int64_t s, int64_t p, int64_t d) {
 
 ConvGeometry geometry(const Node& n, const Shape& x, const Shape& w, const Shape& y) {
   if (x.size() != 4 || w.size() != 4 || y.size() != 4)
-    fail(n, fmt::format("needs 4-d input, weight and output, got {}, {}, {}", shape_to_string(x),
+    eval::fail(n, fmt::format("needs 4-d input, weight and output, got {}, {}, {}", shape_to_string(x),
                         shape_to_string(w), shape_to_string(y)));
   const Conv2dOptions o = conv2d_options(n);
   if (o.stride.size() != 2 || o.padding.size() != 2 || o.dilation.size() != 2)
-    fail(n, "stride, padding and dilation need 2 values each");
+    eval::fail(n, "stride, padding and dilation need 2 values each");
   ConvGeometry g{};
   g.batch = x[0], g.in_channels = x[1], g.in_h = x[2], g.in_w = x[3];
   g.out_channels = w[0], g.kh = w[2], g.kw = w[3];
@@ -139,22 +131,38 @@ ConvGeometry geometry(const Node& n, const Shape& x, const Shape& w, const Shape
   g.dh = o.dilation[0], g.dw = o.dilation[1];
   const int64_t groups = o.groups;
   if (groups < 1 || g.sh < 1 || g.sw < 1 || g.dh < 1 || g.dw < 1 || g.ph < 0 || g.pw < 0)
-    fail(n, "groups, stride and dilation must be >= 1 and padding >= 0");
+    eval::fail(n, "groups, stride and dilation must be >= 1 and padding >= 0");
   if (g.in_channels % groups != 0 || g.out_channels % groups != 0 || w[1] * groups != g.in_channels)
-    fail(n, fmt::format("input {} and weight {} do not fit groups={}", shape_to_string(x), shape_to_string(w),
+    eval::fail(n, fmt::format("input {} and weight {} do not fit groups={}", shape_to_string(x), shape_to_string(w),
                         groups));
   g.group_in = g.in_channels / groups;
   g.group_out = g.out_channels / groups;
   if (y[0] != g.batch || y[1] != g.out_channels || g.out_h != conv_out_size(g.in_h, g.kh, g.sh, g.ph, g.dh) ||
       g.out_w != conv_out_size(g.in_w, g.kw, g.sw, g.pw, g.dw))
-    fail(n, fmt::format("output {} does not match input {} and weight {}", shape_to_string(y), shape_to_string(x),
+    eval::fail(n, fmt::format("output {} does not match input {} and weight {}", shape_to_string(y), shape_to_string(x),
                         shape_to_string(w)));
   return g;
 }
 
-// Calls row(n, co, c, kh, kw, oh, ih, ow_lo, ow_hi, iw_shift) for every (image, output channel, input channel of
-// its group, tap, output row) whose tap row lands inside the input; the tap then reads input column
-// ow * sw + iw_shift for ow in [ow_lo, ow_hi).
+// Flat offsets of rows in NCHW tensors.
+int64_t x_row(const ConvGeometry& g, int64_t n, int64_t c, int64_t ih) { return ((n * g.in_channels + c) * g.in_h + ih) * g.in_w; }
+int64_t y_row(const ConvGeometry& g, int64_t n, int64_t co, int64_t oh) {
+  return ((n * g.out_channels + co) * g.out_h + oh) * g.out_w;
+}
+int64_t w_at(const ConvGeometry& g, int64_t co, int64_t ci, int64_t kh, int64_t kw) {
+  return ((co * g.group_in + ci) * g.kh + kh) * g.kw + kw;
+}
+
+// One (image, output channel, input channel of its group, tap, output row) whose tap row lands inside the input:
+// the flat offsets of its input row, its output row and its weight; the tap reads input column ow * sw + shift for
+// the output columns ow in [lo, hi).
+struct TapRow {
+  int64_t x_row, y_row, w;
+  int64_t lo, hi, shift;
+};
+
+// Calls row(tap_row) for every such row, in (image, output channel, input channel, tap row, tap column, output row)
+// order: the three references' common loop.
 template <class Row>
 void walk(const ConvGeometry& g, Row&& row) {
   const std::vector<TapRange> rows = tap_ranges(g.in_h, g.out_h, g.kh, g.sh, g.ph, g.dh);
@@ -169,73 +177,54 @@ void walk(const ConvGeometry& g, Row&& row) {
             if (cr.lo >= cr.hi) continue;
             const TapRange& rr = rows[size_t(kh)];
             for (int64_t oh = rr.lo; oh < rr.hi; ++oh)
-              row(n, co, first_c + ci, ci, kh, kw, oh, oh * g.sh - g.ph + kh * g.dh, cr.lo, cr.hi,
-                  kw * g.dw - g.pw);
+              row(TapRow{x_row(g, n, first_c + ci, oh * g.sh - g.ph + kh * g.dh), y_row(g, n, co, oh),
+                         w_at(g, co, ci, kh, kw), cr.lo, cr.hi, kw * g.dw - g.pw});
           }
     }
 }
 
-// Flat offsets of rows in NCHW tensors.
-int64_t x_row(const ConvGeometry& g, int64_t n, int64_t c, int64_t ih) { return ((n * g.in_channels + c) * g.in_h + ih) * g.in_w; }
-int64_t y_row(const ConvGeometry& g, int64_t n, int64_t co, int64_t oh) {
-  return ((n * g.out_channels + co) * g.out_h + oh) * g.out_w;
-}
-int64_t w_at(const ConvGeometry& g, int64_t co, int64_t ci, int64_t kh, int64_t kw) {
-  return ((co * g.group_in + ci) * g.kh + kh) * g.kw + kw;
-}
-
-
-Tensor conv2d_reference(const Node& n, Inputs in) {
+Tensor conv2d_reference(const Node& n, eval::Inputs in) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
-  Tensor y = result_of(n);
+  Tensor y = eval::result_of(n);
   const ConvGeometry g = geometry(n, x.shape, w.shape, y.shape);
   const double* px = x.data.data();
   const double* pw = w.data.data();
   double* py = y.data.data();
-  walk(g, [&](int64_t b, int64_t co, int64_t c, int64_t ci, int64_t kh, int64_t kw, int64_t oh, int64_t ih,
-              int64_t lo, int64_t hi, int64_t shift) {
-    const double wv = pw[w_at(g, co, ci, kh, kw)];
-    const double* xr = px + x_row(g, b, c, ih);
-    double* yr = py + y_row(g, b, co, oh);
-    for (int64_t ow = lo; ow < hi; ++ow) yr[ow] += wv * xr[ow * g.sw + shift];
+  walk(g, [&](const TapRow& t) {
+    const double* xr = px + t.x_row;
+    for (int64_t ow = t.lo; ow < t.hi; ++ow) py[t.y_row + ow] += pw[t.w] * xr[ow * g.sw + t.shift];
   });
   return y;
 }
 
-Tensor conv2d_grad_input_reference(const Node& n, Inputs in) {
+Tensor conv2d_grad_input_reference(const Node& n, eval::Inputs in) {
   const Tensor& gy = *in[0];
   const Tensor& w = *in[1];
-  Tensor gx = result_of(n);
+  Tensor gx = eval::result_of(n);
   const ConvGeometry g = geometry(n, gx.shape, w.shape, gy.shape);
   const double* pgy = gy.data.data();
   const double* pw = w.data.data();
   double* pgx = gx.data.data();
-  walk(g, [&](int64_t b, int64_t co, int64_t c, int64_t ci, int64_t kh, int64_t kw, int64_t oh, int64_t ih,
-              int64_t lo, int64_t hi, int64_t shift) {
-    const double wv = pw[w_at(g, co, ci, kh, kw)];
-    double* xr = pgx + x_row(g, b, c, ih);
-    const double* yr = pgy + y_row(g, b, co, oh);
-    for (int64_t ow = lo; ow < hi; ++ow) xr[ow * g.sw + shift] += wv * yr[ow];
+  walk(g, [&](const TapRow& t) {
+    double* xr = pgx + t.x_row;
+    for (int64_t ow = t.lo; ow < t.hi; ++ow) xr[ow * g.sw + t.shift] += pw[t.w] * pgy[t.y_row + ow];
   });
   return gx;
 }
 
-Tensor conv2d_grad_weight_reference(const Node& n, Inputs in) {
+Tensor conv2d_grad_weight_reference(const Node& n, eval::Inputs in) {
   const Tensor& gy = *in[0];
   const Tensor& x = *in[1];
-  Tensor gw = result_of(n);
+  Tensor gw = eval::result_of(n);
   const ConvGeometry g = geometry(n, x.shape, gw.shape, gy.shape);
   const double* pgy = gy.data.data();
   const double* px = x.data.data();
   double* pgw = gw.data.data();
-  walk(g, [&](int64_t b, int64_t co, int64_t c, int64_t ci, int64_t kh, int64_t kw, int64_t oh, int64_t ih,
-              int64_t lo, int64_t hi, int64_t shift) {
-    const double* xr = px + x_row(g, b, c, ih);
-    const double* yr = pgy + y_row(g, b, co, oh);
+  walk(g, [&](const TapRow& t) {
     double acc = 0;
-    for (int64_t ow = lo; ow < hi; ++ow) acc += yr[ow] * xr[ow * g.sw + shift];
-    pgw[w_at(g, co, ci, kh, kw)] += acc;
+    for (int64_t ow = t.lo; ow < t.hi; ++ow) acc += pgy[t.y_row + ow] * px[t.x_row + ow * g.sw + t.shift];
+    pgw[t.w] += acc;
   });
   return gw;
 }
@@ -279,10 +268,10 @@ std::vector<OpInfo> conv2d_ops() {
        .backward = kHeavy, .cost = conv2d_cost},
       // Backward-only: not differentiable themselves (no double backward).
       {.kind = OpKind::Conv2dGradInput, .name = "conv2d_grad_input", .arity = 2,
-       .attrs = conv_attrs_and({"input_shape", K::Ints}), .category = H, .shape = conv2d_grad_input_shape,
+       .attrs = plus(conv_attrs(), {"input_shape", K::Ints}), .category = H, .shape = conv2d_grad_input_shape,
        .reference = conv2d_grad_input_reference, .forward = kHeavy, .backward = kHeavy, .cost = conv_grad_input_cost},
       {.kind = OpKind::Conv2dGradWeight, .name = "conv2d_grad_weight", .arity = 2,
-       .attrs = conv_attrs_and({"weight_shape", K::Ints}), .category = H, .shape = conv2d_grad_weight_shape,
+       .attrs = plus(conv_attrs(), {"weight_shape", K::Ints}), .category = H, .shape = conv2d_grad_weight_shape,
        .reference = conv2d_grad_weight_reference, .forward = kHeavy, .backward = kHeavy,
        .cost = conv_grad_weight_cost},
   };

@@ -30,16 +30,8 @@ namespace spire::graph::ops {
 namespace {
 
 using namespace shape_checks;
-using eval::fail;
-using eval::Inputs;
-using eval::result_of;
 
 std::vector<AttrSpec> pool_attrs() { return {{"kernel", K::Ints}, {"stride", K::Ints}, {"padding", K::Ints}}; }
-std::vector<AttrSpec> pool_attrs_and_input_shape() {
-  std::vector<AttrSpec> a = pool_attrs();
-  a.push_back({"input_shape", K::Ints});
-  return a;
-}
 
 // ---- shape rules
 
@@ -106,23 +98,23 @@ struct PoolGeometry {
 
 PoolGeometry geometry(const Node& n, const Shape& x, const Shape& y) {
   if (x.size() != 4 || y.size() != 4 || x[0] != y[0] || x[1] != y[1])
-    fail(n, fmt::format("input {} and output {} are not matching NCHW shapes", shape_to_string(x),
+    eval::fail(n, fmt::format("input {} and output {} are not matching NCHW shapes", shape_to_string(x),
                         shape_to_string(y)));
   const Pool2dOptions o = pool2d_options(n);
   if (o.kernel.size() != 2 || o.stride.size() != 2 || o.padding.size() != 2)
-    fail(n, "kernel, stride and padding need 2 values each");
+    eval::fail(n, "kernel, stride and padding need 2 values each");
   PoolGeometry g{};
   g.planes = x[0] * x[1];
   g.in_h = x[2], g.in_w = x[3], g.out_h = y[2], g.out_w = y[3];
   g.kh = o.kernel[0], g.kw = o.kernel[1], g.sh = o.stride[0], g.sw = o.stride[1];
   g.ph = o.padding[0], g.pw = o.padding[1];
   if (g.kh < 1 || g.kw < 1 || g.sh < 1 || g.sw < 1 || g.ph < 0 || g.pw < 0)
-    fail(n, "kernel and stride must be >= 1 and padding >= 0");
+    eval::fail(n, "kernel and stride must be >= 1 and padding >= 0");
   // PyTorch's own precondition; it also guarantees that no window lies wholly in the padding.
   if (2 * g.ph > g.kh || 2 * g.pw > g.kw)
-    fail(n, fmt::format("padding [{},{}] exceeds half the kernel [{},{}]", g.ph, g.pw, g.kh, g.kw));
+    eval::fail(n, fmt::format("padding [{},{}] exceeds half the kernel [{},{}]", g.ph, g.pw, g.kh, g.kw));
   if (g.out_h != (g.in_h + 2 * g.ph - g.kh) / g.sh + 1 || g.out_w != (g.in_w + 2 * g.pw - g.kw) / g.sw + 1)
-    fail(n, fmt::format("output {} does not match input {}", shape_to_string(y), shape_to_string(x)));
+    eval::fail(n, fmt::format("output {} does not match input {}", shape_to_string(y), shape_to_string(x)));
   return g;
 }
 
@@ -155,46 +147,50 @@ std::pair<int64_t, double> window_max(const PoolGeometry& g, const double* plane
 }
 
 
-// y[plane][oh][ow] = at(plane, oh, ow) for every window of every plane: the poolings' common loop.
+// Calls visit(w) for every window of every plane, in order: the references' common loop.
+struct WindowAt {
+  int64_t plane_in;   // the first element of its plane among the input's (or the input gradient's) elements
+  int64_t out;        // its own element among the output's (or the output gradient's)
+  int64_t oh, ow;     // its row and column among the outputs
+};
+template <class Visit>
+void for_each_window(const PoolGeometry& g, Visit&& visit) {
+  for (int64_t p = 0; p < g.planes; ++p)
+    for (int64_t oh = 0; oh < g.out_h; ++oh)
+      for (int64_t ow = 0; ow < g.out_w; ++ow)
+        visit(WindowAt{p * g.in_h * g.in_w, (p * g.out_h + oh) * g.out_w + ow, oh, ow});
+}
+
+// y[plane][oh][ow] = at(plane, oh, ow) for every window of every plane: the forward poolings.
 Tensor per_window(const Node& n, const Tensor& x,
                   const std::function<double(const PoolGeometry&, const double* plane, int64_t oh, int64_t ow)>& at) {
-  Tensor y = result_of(n);
+  Tensor y = eval::result_of(n);
   const PoolGeometry g = geometry(n, x.shape, y.shape);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const double* plane = x.data.data() + p * g.in_h * g.in_w;
-    double* out = y.data.data() + p * g.out_h * g.out_w;
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow) out[oh * g.out_w + ow] = at(g, plane, oh, ow);
-  }
+  for_each_window(g, [&](const WindowAt& w) { y.data[size_t(w.out)] = at(g, x.data.data() + w.plane_in, w.oh, w.ow); });
   return y;
 }
 
-
-Tensor max_pool2d_reference(const Node& n, Inputs in) {
+Tensor max_pool2d_reference(const Node& n, eval::Inputs in) {
   return per_window(n, *in[0], [](const PoolGeometry& g, const double* plane, int64_t oh, int64_t ow) {
     return window_max(g, plane, window(g, oh, ow)).second;
   });
 }
 
-Tensor max_pool2d_grad_reference(const Node& n, Inputs in) {
+Tensor max_pool2d_grad_reference(const Node& n, eval::Inputs in) {
   const Tensor& gy = *in[0];
   const Tensor& x = *in[1];
-  Tensor gx = result_of(n);
-  if (gx.shape != x.shape) fail(n, "result and input shapes differ");
+  Tensor gx = eval::result_of(n);
+  if (gx.shape != x.shape) eval::fail(n, "result and input shapes differ");
   const PoolGeometry g = geometry(n, x.shape, gy.shape);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const double* plane = x.data.data() + p * g.in_h * g.in_w;
-    const double* grad = gy.data.data() + p * g.out_h * g.out_w;
-    double* out = gx.data.data() + p * g.in_h * g.in_w;
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow)
-        out[window_max(g, plane, window(g, oh, ow)).first] += grad[oh * g.out_w + ow];
-  }
+  for_each_window(g, [&](const WindowAt& w) {
+    const double* plane = x.data.data() + w.plane_in;
+    gx.data[size_t(w.plane_in + window_max(g, plane, window(g, w.oh, w.ow)).first)] += gy.data[size_t(w.out)];
+  });
   return gx;
 }
 
 // The position of window (oh, ow)'s maximum in the kh x kw window (row-major, padding counted): max_pool2d_argmax.
-Tensor max_pool2d_argmax_reference(const Node& n, Inputs in) {
+Tensor max_pool2d_argmax_reference(const Node& n, eval::Inputs in) {
   return per_window(n, *in[0], [](const PoolGeometry& g, const double* plane, int64_t oh, int64_t ow) {
     const int64_t at = window_max(g, plane, window(g, oh, ow)).first;
     return double((at / g.in_w - (oh * g.sh - g.ph)) * g.kw + at % g.in_w - (ow * g.sw - g.pw));
@@ -202,29 +198,24 @@ Tensor max_pool2d_argmax_reference(const Node& n, Inputs in) {
 }
 
 // max_pool2d_grad from the windows' positions: each window's gradient goes to the element its position names.
-Tensor max_pool2d_grad_argmax_reference(const Node& n, Inputs in) {
+Tensor max_pool2d_grad_argmax_reference(const Node& n, eval::Inputs in) {
   const Tensor& gy = *in[0];
   const Tensor& argmax = *in[1];
-  Tensor gx = result_of(n);
+  Tensor gx = eval::result_of(n);
   const PoolGeometry g = geometry(n, gx.shape, gy.shape);
-  if (argmax.shape != gy.shape) fail(n, "the positions and the gradient differ in shape");
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const double* grad = gy.data.data() + p * g.out_h * g.out_w;
-    const double* pos = argmax.data.data() + p * g.out_h * g.out_w;
-    double* out = gx.data.data() + p * g.in_h * g.in_w;
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const int64_t k = int64_t(pos[oh * g.out_w + ow]);
-        const int64_t h = oh * g.sh - g.ph + k / g.kw, w = ow * g.sw - g.pw + k % g.kw;
-        if (k < 0 || k >= g.kh * g.kw || h < 0 || h >= g.in_h || w < 0 || w >= g.in_w)
-          fail(n, fmt::format("window ({}, {}) of plane {}: position {} is not an element of the window", oh, ow, p, k));
-        out[h * g.in_w + w] += grad[oh * g.out_w + ow];
-      }
-  }
+  if (argmax.shape != gy.shape) eval::fail(n, "the positions and the gradient differ in shape");
+  for_each_window(g, [&](const WindowAt& win) {
+    const int64_t k = int64_t(argmax.data[size_t(win.out)]);
+    const int64_t h = win.oh * g.sh - g.ph + k / g.kw, w = win.ow * g.sw - g.pw + k % g.kw;
+    if (k < 0 || k >= g.kh * g.kw || h < 0 || h >= g.in_h || w < 0 || w >= g.in_w)
+      eval::fail(n, fmt::format("window ({}, {}) of plane {}: position {} is not an element of the window", win.oh,
+                                win.ow, win.plane_in / (g.in_h * g.in_w), k));
+    gx.data[size_t(win.plane_in + h * g.in_w + w)] += gy.data[size_t(win.out)];
+  });
   return gx;
 }
 
-Tensor avg_pool2d_reference(const Node& n, Inputs in) {
+Tensor avg_pool2d_reference(const Node& n, eval::Inputs in) {
   return per_window(n, *in[0], [](const PoolGeometry& g, const double* plane, int64_t oh, int64_t ow) {
     const Window win = window(g, oh, ow);
     double sum = 0;
@@ -234,21 +225,16 @@ Tensor avg_pool2d_reference(const Node& n, Inputs in) {
   });
 }
 
-Tensor avg_pool2d_grad_reference(const Node& n, Inputs in) {
+Tensor avg_pool2d_grad_reference(const Node& n, eval::Inputs in) {
   const Tensor& gy = *in[0];
-  Tensor gx = result_of(n);
+  Tensor gx = eval::result_of(n);
   const PoolGeometry g = geometry(n, gx.shape, gy.shape);
-  for (int64_t p = 0; p < g.planes; ++p) {
-    const double* grad = gy.data.data() + p * g.out_h * g.out_w;
-    double* out = gx.data.data() + p * g.in_h * g.in_w;
-    for (int64_t oh = 0; oh < g.out_h; ++oh)
-      for (int64_t ow = 0; ow < g.out_w; ++ow) {
-        const Window win = window(g, oh, ow);
-        const double share = grad[oh * g.out_w + ow] / double(win.divisor);
-        for (int64_t h = win.h0; h < win.h1; ++h)
-          for (int64_t w = win.w0; w < win.w1; ++w) out[h * g.in_w + w] += share;
-      }
-  }
+  for_each_window(g, [&](const WindowAt& at) {
+    const Window win = window(g, at.oh, at.ow);
+    const double share = gy.data[size_t(at.out)] / double(win.divisor);
+    for (int64_t h = win.h0; h < win.h1; ++h)
+      for (int64_t w = win.w0; w < win.w1; ++w) gx.data[size_t(at.plane_in + h * g.in_w + w)] += share;
+  });
   return gx;
 }
 
@@ -307,12 +293,12 @@ std::vector<OpInfo> pool2d_ops() {
       {.kind = OpKind::MaxPool2dGrad, .name = "max_pool2d_grad", .arity = 2, .attrs = pool_attrs(), .category = H,
        .shape = max_pool2d_grad_shape, .reference = max_pool2d_grad_reference, .forward = routes,
        .backward = kCopy, .cost = pool_grad_cost},
-      {.kind = OpKind::AvgPool2dGrad, .name = "avg_pool2d_grad", .arity = 1, .attrs = pool_attrs_and_input_shape(),
+      {.kind = OpKind::AvgPool2dGrad, .name = "avg_pool2d_grad", .arity = 1, .attrs = plus(pool_attrs(), {"input_shape", K::Ints}),
        .category = H, .shape = avg_pool2d_grad_shape, .reference = avg_pool2d_grad_reference,
        .forward = {2e-6, 1e-14, "a sum of a few upstream gradients times 1/count"}, .backward = kCopy,
        .cost = pool_grad_cost},
       {.kind = OpKind::MaxPool2dGradArgmax, .name = "max_pool2d_grad_argmax", .arity = 2,
-       .attrs = pool_attrs_and_input_shape(), .category = H, .shape = max_pool2d_grad_argmax_shape,
+       .attrs = plus(pool_attrs(), {"input_shape", K::Ints}), .category = H, .shape = max_pool2d_grad_argmax_shape,
        .reference = max_pool2d_grad_argmax_reference, .forward = routes, .backward = kCopy,
        .cost = pool_grad_argmax_cost},
   };
