@@ -22,6 +22,7 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
+#include "tests/support/sweep_sample.h"
 
 using namespace spire;
 using graph::DType;
@@ -145,7 +146,7 @@ TEST_P(LinearBiasSideOutput, EveryConfigMatchesTheReference) {
     EXPECT_NE(op.key.shape.find("_rowsums"), std::string::npos) << op.key.shape;
     const std::map<std::string, Tensor> in = inputs(l, 5);
     const auto want = graph::evaluate(g, in, DType::F64);
-    for (const lowering::heavy::Config& config : op.candidates) {
+    for (const lowering::heavy::Config& config : testing_support::sampled(op.candidates)) {
       (config.has("splits") ? split : unsplit)++;
       auto exe = lowering::testing_support::compile_forced(g, *dev_, op.key, config, in);
       ASSERT_EQ(exe->plan_text().find("sum_to_f32"), std::string::npos) << config.text();  // no sum_to kernel

@@ -27,6 +27,7 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
+#include "tests/support/sweep_sample.h"
 
 using namespace spire;
 using graph::DType;
@@ -220,7 +221,7 @@ TEST_P(PooledSideOutput, EveryConfigMatchesTheReference) {
     const auto want = graph::evaluate(g, in, DType::F64);
     // Every candidate under the bias and ReLU; under the other epilogues the first of each kind.
     bool seen_in_kernel = false, seen_second_launch = false;
-    for (const lowering::heavy::Config& config : op.candidates) {
+    for (const lowering::heavy::Config& config : testing_support::sampled(op.candidates)) {
       auto exe = lowering::testing_support::compile_forced(g, *dev_, op.key, config, in);
       const bool pooled = exe->plan_text().find("_pooled") != std::string::npos;
       if (form.epilogue != Epilogue::BiasRelu && (pooled ? seen_in_kernel : seen_second_launch)) continue;
