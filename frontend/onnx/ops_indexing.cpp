@@ -1,8 +1,10 @@
-// Element-wise indexing: GatherElements, ScatterElements (and Scatter), OneHot, and GatherND. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
+// Element-wise indexing: GatherElements, ScatterElements (and Scatter), OneHot, GatherND and Compress. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
 // as ops spire has: the data, cut to the indices' extent off the axis, meets a one-hot mask of the indices along an
 // extra last dimension (index == position), and a sum over that dimension keeps the one element picked. That costs
 // indices x axis-length work: exact, and fine for the loss and detection heads that use it; an indexing kernel of its
 // own is the way to large axes.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "frontend/onnx/node_context.h"
@@ -148,38 +150,89 @@ void scatter_elements(NodeContext& c) {
   c.set_output(0, axis == rank - 1 ? y : g.permute(y, back));
 }
 
-// GatherND (batch_dims 0): out[i..] = data[indices[i.., 0], .., indices[i.., k-1], ...]. The k leading axes of the data
-// become one (their flat index a sum of each index times its stride, negative ones wrapped first), and the graph's
-// gather op takes the slices at those flat indices.
+// GatherND: out[b.., i..] = data[b.., indices[b.., i.., 0], .., indices[b.., i.., k-1], ...] with the batch_dims leading
+// axes b shared by data and indices. The batch axes and the k indexed axes of the data become one (the flat index a sum
+// of each index times its stride, negative ones wrapped first, plus the batch's offset), and the graph's gather op takes
+// the slices at those flat indices. An index outside its axis makes the whole flat index point past the data, which the
+// gather op refuses (the reference) or reads as 0 (devices): never a neighbouring element, never out of bounds.
 void gather_nd(NodeContext& c) {
   auto& g = c.g();
   const graph::TensorType data = c.type(0), indices = c.type(1);
-  if (c.attr_int("batch_dims", 0) != 0) c.refuse("batch_dims other than 0 is not supported");
   if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
     c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
   if (indices.rank() < 1) c.refuse("the indices must have rank 1 or more");
-  const int64_t k = indices.shape.back(), rank = data.rank();
-  if (k < 1 || k > rank) c.refuse(fmt::format("index tuples of {} for rank-{} data", k, rank));
+  const int64_t b = c.attr_int("batch_dims", 0), k = indices.shape.back(), rank = data.rank();
+  if (b < 0 || b >= std::min(rank, indices.rank()))
+    c.refuse(fmt::format("batch_dims {} for rank-{} data and rank-{} indices", b, rank, indices.rank()));
+  for (int64_t d = 0; d < b; ++d)
+    if (data.shape[size_t(d)] != indices.shape[size_t(d)])
+      c.refuse(fmt::format("data {} and indices {} differ on batch axis {}", graph::shape_to_string(data.shape),
+                           graph::shape_to_string(indices.shape), d));
+  if (k < 1 || b + k > rank) c.refuse(fmt::format("index tuples of {} for rank-{} data with {} batch axes", k, rank, b));
   Shape leading_last = indices.shape;  // [.., 1]: one index of the tuple
   leading_last.back() = 1;
-  Value flat;
+  const Value zero = g.scalar(0.0, indices.dtype);
+  Value flat, bad;
   int64_t stride = 1;
   for (int64_t j = k - 1; j >= 0; --j) {
     std::vector<int64_t> starts(size_t(indices.rank()), 0);
     starts.back() = j;
     Value index = g.op("slice", {c.value(1)}, {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(indices.rank()), 1)},
                                                {"shape", leading_last}});
-    const double dim = double(data.shape[size_t(j)]);
-    index = g.where(g.compare(index, g.scalar(0.0, indices.dtype), CompareMode::Lt), g.add(index, dim), index);
+    const double dim = double(data.shape[size_t(b + j)]);
+    index = g.where(g.compare(index, zero, CompareMode::Lt), g.add(index, dim), index);
+    const Value outside = g.where(g.compare(index, zero, CompareMode::Lt), g.scalar(1.0, DType::Bool),
+                                  g.compare(index, g.scalar(dim, indices.dtype), CompareMode::Ge));
+    bad = bad.valid() ? g.where(outside, outside, bad) : outside;
     const Value term = stride == 1 ? index : g.mul(index, double(stride));
     flat = flat.valid() ? g.add(flat, term) : term;
-    stride *= data.shape[size_t(j)];
+    stride *= data.shape[size_t(b + j)];
   }
+  // The batch's offset: batch axes' linear position times the indexed block's size.
+  int64_t batches = 1;
+  for (int64_t d = 0; d < b; ++d) batches *= data.shape[size_t(d)];
+  if (b > 0) {
+    Shape at(size_t(indices.rank()), 1);
+    for (int64_t d = 0; d < b; ++d) at[size_t(d)] = data.shape[size_t(d)];
+    graph::Tensor offsets(indices.dtype, at);
+    for (int64_t q = 0; q < batches; ++q) offsets.data[size_t(q)] = double(q * stride);
+    flat = g.add(flat, c.constant_value(offsets, c.node().output(0) + ".batch_offsets"));
+  }
+  const int64_t rows = batches * stride;
+  flat = g.where(bad, g.scalar(double(rows), indices.dtype), flat);
   Shape flat_shape(indices.shape.begin(), indices.shape.end() - 1);
   flat = g.reshape(flat, flat_shape);
-  Shape data_flat = {stride};
-  data_flat.insert(data_flat.end(), data.shape.begin() + k, data.shape.end());
-  c.set_output(0, g.op("gather", {g.reshape(c.value(0), data_flat), flat}, {{"axis", int64_t(0)}}));
+  Shape data_flat = {rows};
+  data_flat.insert(data_flat.end(), data.shape.begin() + b + k, data.shape.end());
+  Value y = g.op("gather", {g.reshape(c.value(0), data_flat), flat}, {{"axis", int64_t(0)}});
+  c.set_output(0, y);
+}
+
+// Compress(input, condition[, axis]): the rows along `axis` (of the flattened input when there is none) whose
+// condition is true. The result's length depends on the condition's values, so they must be known at import; the
+// rows are then a gather with constant indices. A condition shorter than the axis leaves the rest out; a longer one
+// is an error (ONNX).
+void compress(NodeContext& c) {
+  auto& g = c.g();
+  const graph::Tensor& condition = c.require_constant(1, "condition (it fixes the result's length)");
+  if (condition.shape.size() != 1) c.refuse("the condition must be 1-D");
+  Value x = c.value(0);
+  graph::TensorType in = c.type(0);
+  int64_t axis = 0;
+  if (c.attr("axis")) {
+    axis = normalize_axis(c, c.attr_int("axis", 0), in.rank());
+  } else {
+    x = g.reshape(x, {in.numel()});
+    in.shape = {in.numel()};
+  }
+  const int64_t n = in.shape[size_t(axis)];
+  if (condition.numel() > n)
+    c.refuse(fmt::format("a condition of {} for an axis of {}", condition.numel(), n));
+  graph::Tensor rows(DType::I64, {0});
+  for (int64_t k = 0; k < condition.numel(); ++k)
+    if (condition.data[size_t(k)] != 0) rows.data.push_back(double(k));
+  rows.shape = {int64_t(rows.data.size())};
+  c.set_output(0, g.op("gather", {x, c.constant_value(rows, c.node().output(0) + ".rows")}, {{"axis", axis}}));
 }
 
 }  // namespace
@@ -190,6 +243,7 @@ void register_indexing_ops(OpTable& t) {
   t["ScatterElements"] = {scatter_elements, {}};
   t["Scatter"] = {scatter_elements, {}};
   t["OneHot"] = {one_hot, {}};
+  t["Compress"] = {compress, {}};
 }
 
 }  // namespace spire::onnx_import

@@ -15,11 +15,11 @@ using graph::DType;
 using graph::Shape;
 using graph::Value;
 
-// Spatial rank of an [N, C, spatial...] input: 1 or 2, refused otherwise.
-int64_t spatial_rank(NodeContext& c, int i) {
+// Spatial rank of an [N, C, spatial...] input: 1 to `most` (2 for convolutions, 3 for pools), refused otherwise.
+int64_t spatial_rank(NodeContext& c, int i, int64_t most = 2) {
   const int64_t r = c.type(i).rank() - 2;
-  if (r != 1 && r != 2) c.refuse(fmt::format("input {} has rank {}; spire supports 1-D and 2-D (rank 3 and 4) here",
-                                             i, r + 2));
+  if (r < 1 || r > most)
+    c.refuse(fmt::format("input {} has rank {}; spire supports 1-D to {}-D (rank 3 to {}) here", i, r + 2, most, most + 2));
   if (!graph::is_float(c.type(i).dtype)) c.refuse("spire runs this op on float tensors only");
   return r;
 }
@@ -224,10 +224,99 @@ void conv_transpose(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// A pool the 2-D pool ops cannot express (3-D, dilated, or MaxPool's Indices output), as one strided slice of the
+// explicitly padded input per kernel tap: the maximum (with the first tap that reaches it, for Indices) or the sum
+// divided by the taps ONNX counts. Work of taps x outputs, like the pool kernels, in a launch per tap.
+void pool_by_taps(NodeContext& c, bool max, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                  const std::vector<int64_t>& dilations, const WindowPads& wp) {
+  auto& g = c.g();
+  const Shape xs = c.type(0).shape;
+  const size_t rank = kernel.size();
+  const bool ceil = c.attr_int("ceil_mode", 0) != 0;
+  const bool count_pad = c.attr_int("count_include_pad", 0) != 0;
+  const DType dt = c.type(0).dtype;
+  Shape padded = xs, out = xs, pads_only = xs, ones = xs;
+  pads_only[0] = pads_only[1] = ones[0] = ones[1] = 1;
+  int64_t taps = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t extent = xs[d + 2] + wp.begin[d] + wp.end[d], span = (kernel[d] - 1) * dilations[d] + 1;
+    if (extent < span) c.refuse(fmt::format("the window {} does not fit the padded input {}", span, extent));
+    int64_t n = (extent - span) / strides[d] + 1;
+    if (ceil) {
+      n = (extent - span + strides[d] - 1) / strides[d] + 1;
+      if ((n - 1) * strides[d] >= xs[d + 2] + wp.begin[d]) --n;  // a window must start inside the input or its pads
+    }
+    out[d + 2] = n;
+    padded[d + 2] = std::max(extent, (n - 1) * strides[d] + span);
+    pads_only[d + 2] = extent;
+    taps *= kernel[d];
+  }
+  if (taps > 4096) c.refuse(fmt::format("a window of {} taps (this form takes at most 4096)", taps));
+  const double lowest = dt == DType::F64 ? -std::numeric_limits<double>::max() : -double(std::numeric_limits<float>::max());
+  const Value x = pad_spatial(c, c.value(0), wp.begin, padded, max ? lowest : 0.0);
+  Value counted;  // the average's divisor: the pooled ones of what ONNX counts
+  if (!max) {
+    Shape whole = padded;
+    whole[0] = whole[1] = 1;
+    counted = count_pad ? pad_spatial(c, g.constant(1.0, dt, pads_only), std::vector<int64_t>(rank, 0), whole, 0.0)
+                        : pad_spatial(c, g.constant(1.0, dt, ones), wp.begin, whole, 0.0);
+  }
+  const bool indices = max && c.output_used(1);
+  Shape out_spatial(out.begin() + 2, out.end());
+  Value best, where_best, total, count;
+  std::vector<int64_t> tap(rank, 0);
+  for (int64_t t = 0; t < taps; ++t) {
+    std::vector<int64_t> starts(rank + 2, 0), steps(rank + 2, 1);
+    for (size_t d = 0; d < rank; ++d) starts[d + 2] = tap[d] * dilations[d], steps[d + 2] = strides[d];
+    auto window = [&](Value v, Shape shape) {
+      return g.op("slice", {v}, {{"starts", starts}, {"steps", steps}, {"shape", shape}});
+    };
+    const Value part = window(x, out);
+    if (max) {
+      if (indices) {
+        // Each output's input position for this tap, as a flat index within one [spatial...] plane.
+        graph::Tensor at(DType::I64, [&] { Shape s(2, 1); s.insert(s.end(), out_spatial.begin(), out_spatial.end()); return s; }());
+        std::vector<int64_t> o(rank, 0);
+        for (int64_t e = 0; e < at.numel(); ++e) {
+          int64_t flat = 0;
+          for (size_t d = 0; d < rank; ++d) flat = flat * xs[d + 2] + (o[d] * strides[d] + tap[d] * dilations[d] - wp.begin[d]);
+          at.data[size_t(e)] = double(flat);
+          for (size_t d = rank; d-- > 0;) {
+            if (++o[d] < out_spatial[d]) break;
+            o[d] = 0;
+          }
+        }
+        const Value here = c.constant_value(at, fmt::format("{}.tap{}", c.node().output(1), t));
+        where_best = t == 0 ? g.broadcast_to(here, out) : g.where(g.compare(part, best, graph::CompareMode::Gt), here, where_best);
+      }
+      best = t == 0 ? part : g.maximum(best, part);
+    } else {
+      Shape one = out;
+      one[0] = one[1] = 1;
+      total = t == 0 ? part : g.add(total, part);
+      const Value n = window(counted, one);
+      count = t == 0 ? n : g.add(count, n);
+    }
+    for (size_t d = rank; d-- > 0;) {
+      if (++tap[d] < kernel[d]) break;
+      tap[d] = 0;
+    }
+  }
+  if (!max) return c.set_output(0, g.div(total, count));
+  c.set_output(0, best);
+  if (indices) {
+    // Indices are flat over the whole [N, C, spatial...] input: add each plane's offset.
+    int64_t plane = 1;
+    for (size_t d = 0; d < rank; ++d) plane *= xs[d + 2];
+    graph::Tensor base(DType::I64, [&] { Shape s = {xs[0], xs[1]}; s.resize(rank + 2, 1); return s; }());
+    for (int64_t p = 0; p < xs[0] * xs[1]; ++p) base.data[size_t(p)] = double(p * plane);
+    c.set_output(1, g.add(where_best, c.constant_value(base, c.node().output(1) + ".planes")));
+  }
+}
+
 void pool(NodeContext& c, bool max) {
   auto& g = c.g();
-  const int64_t rank = spatial_rank(c, 0);
-  if (max && c.output_used(1)) c.refuse("the Indices output is not supported");
+  const int64_t rank = spatial_rank(c, 0, 3);
   if (c.attr_int("storage_order", 0) != 0) c.refuse("storage_order 1 is not supported");
   const Shape xs = c.type(0).shape;
   const auto kernel = c.attr_ints("kernel_shape");
@@ -236,10 +325,10 @@ void pool(NodeContext& c, bool max) {
     if (k <= 0 || k > (int64_t(1) << 30)) c.refuse("kernel_shape must be positive and at most 2^30");
   const auto strides = ints_of_rank(c, "strides", rank, 1);
   const auto dilations = ints_of_rank(c, "dilations", rank, 1);
-  for (int64_t d : dilations)
-    if (d != 1) c.refuse("dilated pooling is not supported");
   const Shape spatial(xs.begin() + 2, xs.end());
   const WindowPads wp = window_pads(c, rank, spatial, kernel, strides, dilations);
+  const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; });
+  if (rank == 3 || dilated || (max && c.output_used(1))) return pool_by_taps(c, max, kernel, strides, dilations, wp);
   // Each dim's padded extent; ceil mode adds what the last partial window needs (a window must start inside
   // the input or its begin padding, as in ONNX's and PyTorch's output-size rule).
   const bool ceil = c.attr_int("ceil_mode", 0) != 0;
@@ -323,12 +412,16 @@ void global_pool(NodeContext& c, bool max) {
   c.set_output(0, max ? c.g().max(c.value(0), axes, true) : c.g().mean(c.value(0), axes, true));
 }
 
-// Inference-mode batch norm: (x - mean) * (scale / sqrt(var + eps)) + bias, per channel (dim 1).
+// Batch norm: (x - mean) * (scale / sqrt(var + eps)) + bias, per channel (dim 1). Inference mode takes the given
+// mean and var; training mode (opset 14+) the batch's own mean and biased variance over every axis but the channel,
+// and outputs the running statistics moved towards them: running * momentum + batch * (1 - momentum).
 void batch_norm(NodeContext& c) {
   auto& g = c.g();
-  if (c.attr_int("training_mode", 0) != 0) c.refuse("training_mode=1 is not supported (inference only)");
-  for (int i = 1; i < c.num_outputs(); ++i)
-    if (c.output_used(i)) c.refuse("the running mean/var outputs (training mode) are not supported");
+  const bool training = c.attr_int("training_mode", 0) != 0;
+  if (!training)
+    for (int i = 1; i < c.num_outputs(); ++i)
+      if (c.output_used(i)) c.refuse("the running mean/var outputs need training_mode=1");
+  if (training && c.opset() < 14) c.refuse("training before opset 14 (its saved mean/var outputs) is not supported");
   const int64_t rank = c.type(0).rank();
   if (rank < 2) c.refuse("the input needs rank >= 2");
   const int64_t channels = c.type(0).shape[1];
@@ -339,7 +432,23 @@ void batch_norm(NodeContext& c) {
     return g.reshape(c.value(i), per_channel);
   };
   const DType dt = c.type(0).dtype;
-  const Value scale = channel(1), bias = channel(2), mean = channel(3), var = channel(4);
+  const Value scale = channel(1), bias = channel(2);
+  Value mean = channel(3), var = channel(4);
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (int64_t d = 2; d < rank; ++d) axes.push_back(d);
+    const Value batch_mean = g.reshape(g.mean(c.value(0), axes, true), per_channel);
+    const Value d = g.sub(c.value(0), batch_mean);
+    const Value batch_var = g.reshape(g.mean(g.mul(d, d), axes, true), per_channel);
+    const double momentum = c.attr_float("momentum", 0.9f);
+    auto running = [&](Value old, Value now) {
+      return g.reshape(g.add(g.mul(old, momentum), g.mul(now, 1.0 - momentum)), {channels});
+    };
+    if (c.output_used(1)) c.set_output(1, running(mean, batch_mean));
+    if (c.output_used(2)) c.set_output(2, running(var, batch_var));
+    mean = batch_mean;
+    var = batch_var;
+  }
   const Value factor = g.div(scale, g.sqrt(g.add(var, g.scalar(c.attr_float("epsilon", 1e-5f), dt))));
   c.set_output(0, g.add(g.mul(g.sub(c.value(0), mean), factor), bias));
 }
