@@ -224,9 +224,10 @@ void conv_transpose(NodeContext& c) {
   c.set_output(0, y);
 }
 
-// A pool the 2-D pool ops cannot express (3-D, dilated, or MaxPool's Indices output), as one strided slice of the
-// explicitly padded input per kernel tap: the maximum (with the first tap that reaches it, for Indices) or the sum
-// divided by the taps ONNX counts. Work of taps x outputs, like the pool kernels, in a launch per tap.
+// A pool the 2-D pool ops cannot express (3-D, dilated, or MaxPool's Indices output, which storage_order shapes). Every window's taps are gathered
+// from the explicitly padded input, flattened per [n, c] plane, at positions known at import: [N, C, taps, outputs..],
+// one launch of work taps x outputs like a pool kernel's. Then a max over the taps (Indices: the least input position
+// where a tap equals that max, the window's first in ONNX's row-major order), or a sum divided by the taps ONNX counts.
 void pool_by_taps(NodeContext& c, bool max, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
                   const std::vector<int64_t>& dilations, const WindowPads& wp) {
   auto& g = c.g();
@@ -234,10 +235,11 @@ void pool_by_taps(NodeContext& c, bool max, const std::vector<int64_t>& kernel, 
   const size_t rank = kernel.size();
   const bool ceil = c.attr_int("ceil_mode", 0) != 0;
   const bool count_pad = c.attr_int("count_include_pad", 0) != 0;
+  // storage_order 1: Indices count the spatial axes column-major (the first fastest).
+  const bool column_major = c.attr_int("storage_order", 0) != 0;
   const DType dt = c.type(0).dtype;
-  Shape padded = xs, out = xs, pads_only = xs, ones = xs;
-  pads_only[0] = pads_only[1] = ones[0] = ones[1] = 1;
-  int64_t taps = 1;
+  Shape padded = xs, out = xs;
+  int64_t taps = 1, outs = 1, plane = 1, padded_plane = 1;
   for (size_t d = 0; d < rank; ++d) {
     const int64_t extent = xs[d + 2] + wp.begin[d] + wp.end[d], span = (kernel[d] - 1) * dilations[d] + 1;
     if (extent < span) c.refuse(fmt::format("the window {} does not fit the padded input {}", span, extent));
@@ -248,76 +250,81 @@ void pool_by_taps(NodeContext& c, bool max, const std::vector<int64_t>& kernel, 
     }
     out[d + 2] = n;
     padded[d + 2] = std::max(extent, (n - 1) * strides[d] + span);
-    pads_only[d + 2] = extent;
     taps *= kernel[d];
+    outs *= n;
+    plane *= xs[d + 2];
+    padded_plane *= padded[d + 2];
   }
-  if (taps > 4096) c.refuse(fmt::format("a window of {} taps (this form takes at most 4096)", taps));
-  const double lowest = dt == DType::F64 ? -std::numeric_limits<double>::max() : -double(std::numeric_limits<float>::max());
-  const Value x = pad_spatial(c, c.value(0), wp.begin, padded, max ? lowest : 0.0);
-  Value counted;  // the average's divisor: the pooled ones of what ONNX counts
-  if (!max) {
-    Shape whole = padded;
-    whole[0] = whole[1] = 1;
-    counted = count_pad ? pad_spatial(c, g.constant(1.0, dt, pads_only), std::vector<int64_t>(rank, 0), whole, 0.0)
-                        : pad_spatial(c, g.constant(1.0, dt, ones), wp.begin, whole, 0.0);
-  }
-  const bool indices = max && c.output_used(1);
-  Shape out_spatial(out.begin() + 2, out.end());
-  Value best, where_best, total, count;
+  if (taps * outs > (int64_t(1) << 24) || plane > (int64_t(1) << 24))
+    c.refuse(fmt::format("{} taps of {} windows over a plane of {} (this form takes at most 2^24)", taps, outs, plane));
+  // For each tap and output: the position read in the padded plane, the input position it is (or -1 in the pads), and
+  // whether ONNX's average counts it (inside the input, or inside input and pads with count_include_pad; never the
+  // ceil mode's extension).
+  graph::Tensor read(DType::I64, {taps * outs}), input_at(DType::F32, [&] {
+    Shape s = {1, 1, taps};
+    s.insert(s.end(), out.begin() + 2, out.end());
+    return s;
+  }());
+  Shape out_plane = {1, 1};
+  out_plane.insert(out_plane.end(), out.begin() + 2, out.end());
+  graph::Tensor counted(dt, out_plane, 0.0);
   std::vector<int64_t> tap(rank, 0);
   for (int64_t t = 0; t < taps; ++t) {
-    std::vector<int64_t> starts(rank + 2, 0), steps(rank + 2, 1);
-    for (size_t d = 0; d < rank; ++d) starts[d + 2] = tap[d] * dilations[d], steps[d + 2] = strides[d];
-    auto window = [&](Value v, Shape shape) {
-      return g.op("slice", {v}, {{"starts", starts}, {"steps", steps}, {"shape", shape}});
-    };
-    const Value part = window(x, out);
-    if (max) {
-      if (indices) {
-        // Each output's input position for this tap, as a flat index within one [spatial...] plane.
-        graph::Tensor at(DType::I64, [&] { Shape s(2, 1); s.insert(s.end(), out_spatial.begin(), out_spatial.end()); return s; }());
-        std::vector<int64_t> o(rank, 0);
-        for (int64_t e = 0; e < at.numel(); ++e) {
-          int64_t flat = 0;
-          for (size_t d = 0; d < rank; ++d) flat = flat * xs[d + 2] + (o[d] * strides[d] + tap[d] * dilations[d] - wp.begin[d]);
-          at.data[size_t(e)] = double(flat);
-          for (size_t d = rank; d-- > 0;) {
-            if (++o[d] < out_spatial[d]) break;
-            o[d] = 0;
-          }
-        }
-        const Value here = c.constant_value(at, fmt::format("{}.tap{}", c.node().output(1), t));
-        where_best = t == 0 ? g.broadcast_to(here, out) : g.where(g.compare(part, best, graph::CompareMode::Gt), here, where_best);
+    std::vector<int64_t> o(rank, 0);
+    for (int64_t e = 0; e < outs; ++e) {
+      int64_t at_padded = 0, at_input = 0, column_stride = 1;
+      bool inside = true, in_pads = true;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t p = o[d] * strides[d] + tap[d] * dilations[d], x = p - wp.begin[d];
+        at_padded = at_padded * padded[d + 2] + p;
+        if (column_major) at_input += x * column_stride, column_stride *= xs[d + 2];
+        else at_input = at_input * xs[d + 2] + x;
+        inside = inside && x >= 0 && x < xs[d + 2];
+        in_pads = in_pads && p < xs[d + 2] + wp.begin[d] + wp.end[d];
       }
-      best = t == 0 ? part : g.maximum(best, part);
-    } else {
-      Shape one = out;
-      one[0] = one[1] = 1;
-      total = t == 0 ? part : g.add(total, part);
-      const Value n = window(counted, one);
-      count = t == 0 ? n : g.add(count, n);
+      read.data[size_t(t * outs + e)] = double(at_padded);
+      input_at.data[size_t(t * outs + e)] = inside ? double(at_input) : -1.0;
+      if (inside || (count_pad && in_pads)) counted.data[size_t(e)] += 1.0;
+      for (size_t d = rank; d-- > 0;) {
+        if (++o[d] < out[d + 2]) break;
+        o[d] = 0;
+      }
     }
     for (size_t d = rank; d-- > 0;) {
       if (++tap[d] < kernel[d]) break;
       tap[d] = 0;
     }
   }
-  if (!max) return c.set_output(0, g.div(total, count));
-  c.set_output(0, best);
-  if (indices) {
-    // Indices are flat over the whole [N, C, spatial...] input: add each plane's offset.
-    int64_t plane = 1;
-    for (size_t d = 0; d < rank; ++d) plane *= xs[d + 2];
-    graph::Tensor base(DType::I64, [&] { Shape s = {xs[0], xs[1]}; s.resize(rank + 2, 1); return s; }());
-    for (int64_t p = 0; p < xs[0] * xs[1]; ++p) base.data[size_t(p)] = double(p * plane);
-    c.set_output(1, g.add(where_best, c.constant_value(base, c.node().output(1) + ".planes")));
-  }
+  const double lowest = dt == DType::F64 ? -std::numeric_limits<double>::max() : -double(std::numeric_limits<float>::max());
+  Value x = pad_spatial(c, c.value(0), wp.begin, padded, max ? lowest : 0.0);
+  x = g.reshape(x, {xs[0], xs[1], padded_plane});
+  Shape windows = {xs[0], xs[1], taps};
+  windows.insert(windows.end(), out.begin() + 2, out.end());
+  const std::string name = c.node().output(0);
+  const Value v = g.reshape(g.op("gather", {x, c.constant_value(read, name + ".taps")}, {{"axis", int64_t(2)}}), windows);
+  if (!max) return c.set_output(0, g.div(g.sum(v, {2}), c.constant_value(counted, name + ".counted")));
+  const Value y = g.max(v, {2});
+  c.set_output(0, y);
+  if (!c.output_used(1)) return;
+  // The least input position holding the maximum: positions where a tap equals it, a sentinel past the plane
+  // elsewhere (and in the pads), the least by a max of the negated positions.
+  const Value sentinel = g.scalar(double(plane), DType::F32);
+  const Value at = c.constant_value(input_at, c.node().output(1) + ".positions");
+  const Value hit = g.where(g.compare(at, g.scalar(0.0, DType::F32), graph::CompareMode::Ge),
+                            g.compare(v, g.reshape(y, [&] { Shape s = windows; s[2] = 1; return s; }()), graph::CompareMode::Eq),
+                            g.scalar(0.0, DType::Bool));
+  const Value first = g.neg(g.max(g.neg(g.where(hit, at, sentinel)), {2}));
+  // Indices are flat over the whole [N, C, spatial...] input: each plane's offset added.
+  graph::Tensor base(DType::I64, [&] { Shape s = {xs[0], xs[1]}; s.resize(rank + 2, 1); return s; }());
+  for (int64_t p = 0; p < xs[0] * xs[1]; ++p) base.data[size_t(p)] = double(p * plane);
+  c.set_output(1, g.add(g.cast(first, DType::I64), c.constant_value(base, c.node().output(1) + ".planes")));
 }
 
 void pool(NodeContext& c, bool max) {
   auto& g = c.g();
   const int64_t rank = spatial_rank(c, 0, 3);
-  if (c.attr_int("storage_order", 0) != 0) c.refuse("storage_order 1 is not supported");
+  const int64_t storage_order = c.attr_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) c.refuse(fmt::format("storage_order {}", storage_order));
   const Shape xs = c.type(0).shape;
   const auto kernel = c.attr_ints("kernel_shape");
   if (int64_t(kernel.size()) != rank) c.refuse("kernel_shape is missing or has the wrong length");

@@ -11,6 +11,7 @@ Usage: /usr/bin/python3 select_node_tests.py [--set targeted|typed|all] [NODE_DI
 """
 import argparse
 import os
+import sys
 
 import onnx
 
@@ -31,6 +32,15 @@ EXCLUDED = {
     "test_cast_FLOAT_to_BFLOAT16",
     "test_castlike_FLOAT_to_BFLOAT16",
     "test_castlike_FLOAT_to_BFLOAT16_expanded",
+}
+
+# Tests of the typed set whose expected data contradict their own model, with the reason. They stay in the set and
+# count as failures; run_node_tests.sh does not take their mismatch for a wrong result of spire's (--contradicted
+# lists them).
+CONTRADICTED = {
+    # ONNX 1.12's backend/test/case/node/adam.py computes the expected outputs with epsilon=1e-2 but leaves the
+    # node's epsilon attribute at its default, 1e-6 (spire follows the node: X1_new 0.75596 instead of 0.75914).
+    "test_adam_multiple",
 }
 
 # The element types of the typed set.
@@ -54,8 +64,13 @@ def selected(name, m, which):
 
 parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 parser.add_argument("--set", dest="which", choices=["targeted", "typed", "all"], default="targeted")
+parser.add_argument("--contradicted", action="store_true",
+                    help="print only the names of the tests whose expected data contradict their model")
 parser.add_argument("root", nargs="?", default="/usr/share/libonnx-testdata/data/node")
 args = parser.parse_args()
+if args.contradicted:
+    print("\n".join(sorted(CONTRADICTED)))
+    sys.exit(0)
 for name in sorted(os.listdir(args.root)):
     d = os.path.join(args.root, name)
     try:
