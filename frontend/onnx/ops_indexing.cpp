@@ -1,9 +1,11 @@
-// Element-wise indexing: GatherElements, ScatterElements (and Scatter), OneHot, GatherND and Compress. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
+// Element-wise indexing: GatherElements, ScatterElements (and Scatter), OneHot, GatherND, ScatterND, Compress and
+// ReverseSequence. out[p] = data[p with its `axis` coordinate replaced by indices[p]], imported
 // as ops spire has: the data, cut to the indices' extent off the axis, meets a one-hot mask of the indices along an
 // extra last dimension (index == position), and a sum over that dimension keeps the one element picked. That costs
 // indices x axis-length work: exact, and fine for the loss and detection heads that use it; an indexing kernel of its
 // own is the way to large axes.
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -235,6 +237,149 @@ void compress(NodeContext& c) {
   c.set_output(0, g.op("gather", {x, c.constant_value(rows, c.node().output(0) + ".rows")}, {{"axis", axis}}));
 }
 
+// The flat row of each index tuple of `indices` [.., k] into data whose k leading axes are made one (negative indices
+// wrapped); a tuple with an index outside its axis gets the row past the end, `rows`, which no position matches and
+// the gather op refuses (the reference) or reads as 0 (devices). Shape: indices' without the last axis.
+Value flat_rows(NodeContext& c, int input, const Shape& data, int64_t rows) {
+  auto& g = c.g();
+  const graph::TensorType indices = c.type(input);
+  const int64_t k = indices.shape.back();
+  Shape one = indices.shape;
+  one.back() = 1;
+  const Value zero = g.scalar(0.0, indices.dtype);
+  Value flat, bad;
+  int64_t stride = 1;
+  for (int64_t j = k - 1; j >= 0; --j) {
+    std::vector<int64_t> starts(size_t(indices.rank()), 0);
+    starts.back() = j;
+    Value index = g.op("slice", {c.value(input)},
+                       {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(indices.rank()), 1)}, {"shape", one}});
+    const double dim = double(data[size_t(j)]);
+    index = g.where(g.compare(index, zero, CompareMode::Lt), g.add(index, dim), index);
+    const Value outside = g.where(g.compare(index, zero, CompareMode::Lt), g.scalar(1.0, DType::Bool),
+                                  g.compare(index, g.scalar(dim, indices.dtype), CompareMode::Ge));
+    bad = bad.valid() ? g.where(outside, outside, bad) : outside;
+    const Value term = stride == 1 ? index : g.mul(index, double(stride));
+    flat = flat.valid() ? g.add(flat, term) : term;
+    stride *= data[size_t(j)];
+  }
+  flat = g.where(bad, g.scalar(double(rows), indices.dtype), flat);
+  return g.reshape(flat, Shape(indices.shape.begin(), indices.shape.end() - 1));
+}
+
+// ScatterND(data, indices [.., k], updates): data with each update slice written at (reduction add: added to, mul:
+// multiplied into) the data's slice its index tuple names. The k leading axes of the data become one of R rows; a
+// one-hot of the m tuples' rows [R, m] picks, per row, the update aimed at it, as ScatterElements does (R x m x slice
+// work). Repeated tuples are summed with add, multiplied in turn with mul (which needs the indices known at import, to
+// know each row's updates), and undefined without a reduction, as in ONNX. A tuple outside the data aims at no row.
+void scatter_nd(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType data = c.type(0), indices = c.type(1), updates = c.type(2);
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
+  if (data.dtype == DType::Bool) c.refuse("scattering bool tensors is not supported");
+  if (indices.rank() < 1) c.refuse("the indices must have rank 1 or more");
+  const int64_t k = indices.shape.back(), rank = data.rank();
+  if (k < 1 || k > rank) c.refuse(fmt::format("index tuples of {} for rank-{} data", k, rank));
+  Shape want(indices.shape.begin(), indices.shape.end() - 1);
+  want.insert(want.end(), data.shape.begin() + k, data.shape.end());
+  if (updates.dtype != data.dtype || updates.shape != want)
+    c.refuse(fmt::format("updates {} must be {} of the data's type", graph::shape_to_string(updates.shape),
+                         graph::shape_to_string(want)));
+  const std::string reduction = c.attr_string("reduction", "none");
+  if (reduction != "none" && reduction != "add" && reduction != "mul")
+    c.refuse(fmt::format("reduction '{}' (spire has none, add and mul)", reduction));
+  int64_t rows = 1, slice = 1;
+  for (int64_t d = 0; d < k; ++d) rows *= data.shape[size_t(d)];
+  for (int64_t d = k; d < rank; ++d) slice *= data.shape[size_t(d)];
+  const int64_t m = indices.numel() / k;
+  if (rows * m * slice > (int64_t(1) << 26))
+    c.refuse(fmt::format("{} rows x {} updates x {} elements (the one-hot form takes at most 2^26)", rows, m, slice));
+  const Value x = g.reshape(c.value(0), {rows, slice});
+  if (reduction == "mul") {
+    // The indices known at import: the n-th update aimed at each row (n counted in index order) multiplies in at
+    // step n, each step a one-hot sum over a constant mask, as many steps as a row is aimed at most.
+    const graph::Tensor& known = c.require_constant(1, "the indices (mul multiplies repeated ones in turn)");
+    std::vector<int64_t> row_of(static_cast<size_t>(m)), nth(static_cast<size_t>(m));
+    std::map<int64_t, int64_t> times;
+    for (int64_t q = 0; q < m; ++q) {
+      int64_t r = 0;
+      for (int64_t j = 0; j < k; ++j) {
+        int64_t v = int64_t(known.data[size_t(q * k + j)]);
+        const int64_t dim = data.shape[size_t(j)];
+        if (v < -dim || v >= dim) c.refuse(fmt::format("index {} is outside an axis of {}", v, dim));
+        r = r * dim + (v < 0 ? v + dim : v);
+      }
+      row_of[size_t(q)] = r;
+      nth[size_t(q)] = times[r]++;
+    }
+    int64_t steps = 0;
+    for (const auto& [r, n] : times) steps = std::max(steps, n);
+    if (steps > 64) c.refuse(fmt::format("a row aimed at {} times with reduction mul (at most 64)", steps));
+    Value y = x;
+    for (int64_t step = 0; step < steps; ++step) {
+      graph::Tensor mask(DType::Bool, {rows, m, 1});
+      graph::Tensor aimed_at(DType::Bool, {rows, 1});
+      for (int64_t q = 0; q < m; ++q)
+        if (nth[size_t(q)] == step) {
+          mask.data[size_t(row_of[size_t(q)] * m + q)] = 1;
+          aimed_at.data[size_t(row_of[size_t(q)])] = 1;
+        }
+      const std::string name = fmt::format("{}.step{}", c.node().output(0), step);
+      const Value factor = g.sum(g.where(c.constant_value(mask, name), g.reshape(c.value(2), {1, m, slice}),
+                                         g.scalar(0.0, data.dtype)), {1});
+      y = g.where(c.constant_value(aimed_at, name + ".rows"), g.mul(y, factor), y);
+    }
+    return c.set_output(0, g.reshape(y, data.shape));
+  }
+  const Value flat = g.reshape(flat_rows(c, 1, data.shape, rows), {1, m, 1});  // [1, m, 1]
+  graph::Tensor positions(indices.dtype, {rows, 1, 1});
+  for (int64_t r = 0; r < rows; ++r) positions.data[size_t(r)] = double(r);
+  const Value hit = g.compare(flat, c.constant_value(positions, c.node().output(0) + ".rows"), CompareMode::Eq);  // [R, m, 1]
+  const Value aimed = g.sum(g.where(hit, g.reshape(c.value(2), {1, m, slice}), g.scalar(0.0, data.dtype)), {1});
+  Value y;
+  if (reduction == "add") {
+    y = g.add(x, aimed);
+  } else {
+    const Value any = g.compare(g.sum(g.cast(hit, DType::F32), {1}), g.scalar(0.0, DType::F32), CompareMode::Gt);  // [R, 1]
+    y = g.where(any, aimed, x);
+  }
+  c.set_output(0, g.reshape(y, data.shape));
+}
+
+// ReverseSequence(x, sequence_lens): along time_axis, each batch element's first sequence_lens[b] steps reversed, the
+// rest kept. The lengths are known at import: the time and batch axes become one and a gather with constant indices
+// reorders it.
+void reverse_sequence(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType x = c.type(0);
+  const int64_t rank = x.rank();
+  if (rank < 2) c.refuse("the input needs rank >= 2");
+  const int64_t time = normalize_axis(c, c.attr_int("time_axis", 0), rank);
+  const int64_t batch = normalize_axis(c, c.attr_int("batch_axis", 1), rank);
+  if (time == batch || std::max(time, batch) > 1) c.refuse("time_axis and batch_axis must be 0 and 1");
+  const auto lengths = c.require_ints(1, "sequence_lens");
+  const int64_t steps = x.shape[size_t(time)], batches = x.shape[size_t(batch)];
+  if (int64_t(lengths.size()) != batches) c.refuse("sequence_lens must have one length per batch element");
+  for (int64_t n : lengths)
+    if (n < 0 || n > steps) c.refuse(fmt::format("a sequence length of {} outside [0, {}]", n, steps));
+  // Row (a0, a1) of the [axis 0, axis 1] pair reads row (a0', a1') with the time coordinate reversed within its length.
+  const int64_t d0 = x.shape[0], d1 = x.shape[1];
+  graph::Tensor rows(DType::I64, {d0 * d1});
+  for (int64_t a0 = 0; a0 < d0; ++a0)
+    for (int64_t a1 = 0; a1 < d1; ++a1) {
+      int64_t t = time == 0 ? a0 : a1;
+      const int64_t b = time == 0 ? a1 : a0, n = lengths[size_t(b)];
+      if (t < n) t = n - 1 - t;
+      rows.data[size_t(a0 * d1 + a1)] = double(time == 0 ? t * d1 + b : b * d1 + t);
+    }
+  Shape merged = {d0 * d1};
+  merged.insert(merged.end(), x.shape.begin() + 2, x.shape.end());
+  const Value y = g.op("gather", {g.reshape(c.value(0), merged), c.constant_value(rows, c.node().output(0) + ".rows")},
+                       {{"axis", int64_t(0)}});
+  c.set_output(0, g.reshape(y, x.shape));
+}
+
 }  // namespace
 
 void register_indexing_ops(OpTable& t) {
@@ -244,6 +389,8 @@ void register_indexing_ops(OpTable& t) {
   t["Scatter"] = {scatter_elements, {}};
   t["OneHot"] = {one_hot, {}};
   t["Compress"] = {compress, {}};
+  t["ScatterND"] = {scatter_nd, {}};
+  t["ReverseSequence"] = {reverse_sequence, {}};
 }
 
 }  // namespace spire::onnx_import
