@@ -1,5 +1,6 @@
 // Neural-network ops: Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
-// LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1.
+// LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1; 3-D and dilated pools,
+// and MaxPool's Indices, gather their windows' taps (pool_by_taps).
 #include <algorithm>
 #include <limits>
 
