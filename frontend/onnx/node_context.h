@@ -104,6 +104,7 @@ void register_recurrent_ops(OpTable& t);
 void register_topk_ops(OpTable& t);
 void register_norm_ops(OpTable& t);
 void register_optimizer_ops(OpTable& t);
+void register_signal_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

@@ -20,6 +20,7 @@ const OpTable& op_table() {
     register_topk_ops(t);
     register_norm_ops(t);
     register_optimizer_ops(t);
+    register_signal_ops(t);
     return t;
   }();
   return table;
