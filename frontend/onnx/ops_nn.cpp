@@ -134,9 +134,38 @@ void conv(NodeContext& c) {
 // computes (its weight [C_in, C_out / group, k..] is that convolution's weight). The full result, of extent
 // stride (in - 1) + dilation (k - 1) + 1 + output_padding, comes unpadded; the pads (given, from auto_pad, or from
 // output_shape) are then cropped off with a slice.
+// A 3-D transposed convolution, unpadded, of extent `full`: for each depth tap kd, the 2-D transposed convolution of
+// every input depth slice (the depth folded into the batch) with the weight's slice kd lands at output depths
+// d stride + kd dilation (the pad op's strided embedding); the taps' results are summed. Work of the direct form.
+Value conv_transpose_3d(NodeContext& c, const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                        const Shape& full, int64_t groups) {
+  auto& g = c.g();
+  const Shape xs = c.type(0).shape, ws = c.type(1).shape;
+  const int64_t n = xs[0], ch = xs[1], depth = xs[2], m = full[1];
+  const Value x2d = g.reshape(g.permute(c.value(0), {0, 2, 1, 3, 4}), {n * depth, ch, xs[3], xs[4]});
+  graph::Conv2dOptions o;
+  o.groups = groups;
+  o.stride = {strides[1], strides[2]};
+  o.dilation = {dilations[1], dilations[2]};
+  o.padding = {0, 0};
+  Value sum;
+  for (int64_t kd = 0; kd < ws[2]; ++kd) {
+    const Value wk = g.reshape(g.op("slice", {c.value(1)}, {{"starts", std::vector<int64_t>{0, 0, kd, 0, 0}},
+                                                            {"steps", std::vector<int64_t>(5, 1)},
+                                                            {"shape", Shape{ws[0], ws[1], 1, ws[3], ws[4]}}}),
+                               {ws[0], ws[1], ws[3], ws[4]});
+    Value z = g.conv2d_grad_input(x2d, wk, o, {n * depth, m, full[3], full[4]});
+    z = g.permute(g.reshape(z, {n, depth, m, full[3], full[4]}), {0, 2, 1, 3, 4});
+    z = g.op("pad", {z}, {{"starts", std::vector<int64_t>{0, 0, kd * dilations[0], 0, 0}},
+                          {"steps", std::vector<int64_t>{1, 1, strides[0], 1, 1}}, {"shape", full}, {"value", 0.0}});
+    sum = sum.valid() ? g.add(sum, z) : z;
+  }
+  return sum;
+}
+
 void conv_transpose(NodeContext& c) {
   auto& g = c.g();
-  const int64_t rank = spatial_rank(c, 0);
+  const int64_t rank = spatial_rank(c, 0, 3);
   const Shape xs = c.type(0).shape, ws = c.type(1).shape;
   if (int64_t(ws.size()) != rank + 2) c.refuse("the weight's rank does not match the input's");
   const int64_t groups = c.attr_int("group", 1);
@@ -210,7 +239,8 @@ void conv_transpose(NodeContext& c) {
     o.dilation = dilations;
     o.padding = {0, 0};
   }
-  Value y = g.conv2d_grad_input(x, w, o, full2d);
+  Value y = rank == 3 ? conv_transpose_3d(c, strides, dilations, full, groups)
+                      : g.conv2d_grad_input(x, w, o, full2d);
   if (rank == 1) y = g.reshape(y, full);
   if (out != full) {
     std::vector<int64_t> starts(size_t(rank + 2), 0);
