@@ -1,4 +1,4 @@
-// Neural-network ops: Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
+// Neural-network ops: Conv ConvTranspose MaxPool MaxUnpool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
 // LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1; 3-D and dilated pools,
 // and MaxPool's Indices, gather their windows' taps (pool_by_taps).
 #include <algorithm>
@@ -441,6 +441,42 @@ void pool(NodeContext& c, bool max) {
   c.set_output(0, y);
 }
 
+// MaxUnpool(X, I[, output_shape]): zeros of the output's shape with each X element at the flat position I gives it (as
+// MaxPool's Indices count them, over the whole [N, C, spatial..] output). The graph's gather_grad op is that scatter
+// (repeated positions sum; ONNX leaves them undefined); its kernels loop over the indices for each output element,
+// so the form is refused beyond 2^26 element pairs. A position outside the output lands nowhere on devices and is
+// refused by the float64 evaluator.
+void max_unpool(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType x = c.type(0), idx = c.type(1);
+  const int64_t rank = spatial_rank(c, 0, 3);
+  if (idx.dtype != DType::I64 || idx.shape != x.shape) c.refuse("the indices must be int64 of the input's shape");
+  Shape out;
+  if (c.has_input(2)) {
+    out = c.require_ints(2, "output_shape");
+    if (int64_t(out.size()) != rank + 2 || out[0] != x.shape[0] || out[1] != x.shape[1])
+      c.refuse(fmt::format("output_shape {} for input {}", graph::shape_to_string(out), graph::shape_to_string(x.shape)));
+  } else {
+    const auto kernel = c.attr_ints("kernel_shape");
+    if (int64_t(kernel.size()) != rank) c.refuse("kernel_shape is missing or has the wrong length");
+    const auto strides = ints_of_rank(c, "strides", rank, 1);
+    const auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * rank), 0));
+    if (int64_t(pads.size()) != 2 * rank) c.refuse("pads has the wrong length");
+    out = {x.shape[0], x.shape[1]};
+    for (int64_t d = 0; d < rank; ++d)
+      out.push_back((x.shape[size_t(d + 2)] - 1) * strides[size_t(d)] - pads[size_t(d)] - pads[size_t(d + rank)] +
+                    kernel[size_t(d)]);
+  }
+  for (int64_t v : out)
+    if (v < 1 || v > (int64_t(1) << 30)) c.refuse(fmt::format("an output of shape {}", graph::shape_to_string(out)));
+  const int64_t total = graph::num_elements(out), m = x.numel();
+  if (total > (int64_t(1) << 26) / std::max<int64_t>(m, 1))
+    c.refuse(fmt::format("{} outputs x {} inputs: the scatter form takes at most 2^26 pairs", total, m));
+  const Value flat = g.op("gather_grad", {g.reshape(c.value(0), {m}), g.reshape(c.value(1), {m})},
+                          {{"axis", int64_t(0)}, {"shape", Shape{total}}});
+  c.set_output(0, g.reshape(flat, out));
+}
+
 void global_pool(NodeContext& c, bool max) {
   const int64_t rank = c.type(0).rank();
   if (rank < 3) c.refuse("the input needs rank >= 3 ([N, C, spatial...])");
@@ -558,6 +594,7 @@ void register_nn_ops(OpTable& t) {
   t["ConvTranspose"] = {conv_transpose, {}};
   t["MaxPool"] = {[](NodeContext& c) { pool(c, true); }, {}};
   t["AveragePool"] = {[](NodeContext& c) { pool(c, false); }, {}};
+  t["MaxUnpool"] = {max_unpool, {}};
   t["GlobalAveragePool"] = {[](NodeContext& c) { global_pool(c, false); }, {}};
   t["GlobalMaxPool"] = {[](NodeContext& c) { global_pool(c, true); }, {}};
   t["BatchNormalization"] = {batch_norm, {}};
