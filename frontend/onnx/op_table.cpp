@@ -21,6 +21,8 @@ const OpTable& op_table() {
     register_norm_ops(t);
     register_optimizer_ops(t);
     register_signal_ops(t);
+    register_linalg_ops(t);
+    register_grid_sample_ops(t);
     return t;
   }();
   return table;

@@ -276,10 +276,10 @@ with open(os.path.join(OUT, "cnn.onnx"), "rb") as f:
 with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
     f.write(data[: len(data) // 2])
 
-# An op spire does not map (Det, a valid ONNX op).
-node = oh.make_node("Det", ["x"], ["y"], name="the_det")
+# An op spire does not map (RandomNormalLike, a valid ONNX op: random, so never a deterministic import).
+node = oh.make_node("RandomNormalLike", ["x"], ["y"], name="the_random")
 g = oh.make_graph([node], "unsupported", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 3])],
-                  [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [])])
+                  [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 3])])
 onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 13)]), os.path.join(OUT, "unsupported.onnx"))
 
 write_safetensors(os.path.join(OUT, "unsupported.in.safetensors"), {"x": np.eye(3, dtype=np.float32)})

@@ -91,11 +91,11 @@ TEST_F(OnnxImport, AWrongFixedDimensionIsRefused) {
 TEST_F(OnnxImport, UnsupportedOpNamesOpNodeAndOpset) {
   onnx::GraphProto g;
   *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"3", "3"});
-  *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {});
-  *g.add_node() = onnx_test::node("Det", {"x"}, {"y"}, "my_det");
+  *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {"3", "3"});
+  *g.add_node() = onnx_test::node("RandomNormalLike", {"x"}, {"y"}, "my_random");
   onnx_test::write_model(onnx_test::model(g, 15), path("m.onnx"));
   const std::string e = import_error(path("m.onnx"));
-  EXPECT_NE(e.find("node 'my_det' (Det, opset 15): unsupported op"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'my_random' (RandomNormalLike, opset 15): unsupported op"), std::string::npos) << e;
 }
 
 TEST_F(OnnxImport, RuntimeConcatImportsToTheConcatOp) {
