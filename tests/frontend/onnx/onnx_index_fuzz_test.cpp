@@ -1,5 +1,5 @@
 // Random index inputs of the ops whose indices choose what is read: TopK's k, GatherND's indices (with and without
-// batch_dims), Compress's condition, the recurrent ops' sequence_lens and Pad's edge/reflect pads. Each either imports
+// batch_dims), Compress's condition, the recurrent ops' sequence_lens, Pad's edge/reflect pads and GridSample's grid. Each either imports
 // and computes what a direct computation here says (on the float64 evaluator), or is refused with a message: never a
 // read out of bounds (this binary also runs under ASan + UBSan in tools/run-tests.sh).
 #include <gtest/gtest.h>
@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <map>
 #include <numeric>
@@ -265,6 +266,46 @@ TEST_F(OnnxIndexFuzz, EdgeAndReflectPadsReadOnlyInsideTheInput) {
         while (s < 0 || s > 3) s = s < 0 ? -s : 6 - s;  // mirror about the ends until inside
       }
       EXPECT_EQ(y->data[size_t(o)], 10.0 + double(s)) << (reflect ? "reflect " : "edge ") << before << "," << after;
+    }
+  }
+}
+
+// GridSample's grid is data: points far outside the input, at infinities and NaN, in every padding mode, read only
+// inside it (the evaluator refuses a gather index outside its axis, so any unguarded neighbour fails the import's run
+// here); points outside read zeros with zeros padding, and every result stays within the input's range.
+TEST_F(OnnxIndexFuzz, GridSamplePointsAnywhereReadOnlyInsideTheInput) {
+  const double wild[] = {-3, -1.2, -1, -0.4, 0, 0.7, 1, 1.5, 40, -1e30, 1e30, INFINITY, -INFINITY, NAN};
+  for (int iter = 0; iter < 18; ++iter) {
+    const char* padding = iter % 3 == 0 ? "zeros" : iter % 3 == 1 ? "border" : "reflection";
+    const char* mode = iter % 2 ? "nearest" : "bilinear";
+    onnx::GraphProto g;
+    *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"1", "2", "3", "4"});
+    *g.add_input() = onnx_test::value_info("grid", onnx::TensorProto::FLOAT, {"1", "5", "5", "2"});
+    *g.add_output() = output_of("y", onnx::TensorProto::FLOAT, 4);
+    auto n = onnx_test::node("GridSample", {"x", "grid"}, {"y"}, "sample");
+    for (auto [name, value] : {std::pair{"padding_mode", padding}, {"mode", mode}}) {
+      auto* a = n.add_attribute();
+      a->set_name(name);
+      a->set_type(onnx::AttributeProto::STRING);
+      a->set_s(value);
+    }
+    onnx_test::add_int_attr(n, "align_corners", iter % 4 < 2);
+    *g.add_node() = n;
+    Tensor grid(DType::F32, {1, 5, 5, 2});
+    for (double& v : grid.data) v = wild[uniform(0, int64_t(std::size(wild)) - 1)];
+    const Tensor x = Tensor::from(DType::F32, {1, 2, 3, 4}, [] {
+      std::vector<double> v(24);
+      for (size_t i = 0; i < v.size(); ++i) v[i] = double(i + 1);  // 1..24: every read of the input is positive
+      return v;
+    }());
+    std::string error;
+    const auto y = run(g, {}, {{"x", x}, {"grid", grid}}, &error, 16);
+    ASSERT_TRUE(y.has_value()) << padding << " " << mode << ": " << error;
+    for (size_t i = 0; i < y->data.size(); ++i) {
+      const double v = y->data[i];
+      if (std::isnan(v)) continue;  // a NaN point's weights are NaN in bilinear mode, as in PyTorch
+      EXPECT_GE(v, 0.0) << i;
+      EXPECT_LE(v, 24.0 + 1e-9) << i;
     }
   }
 }
