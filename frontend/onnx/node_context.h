@@ -107,6 +107,7 @@ void register_optimizer_ops(OpTable& t);
 void register_signal_ops(OpTable& t);
 void register_linalg_ops(OpTable& t);
 void register_grid_sample_ops(OpTable& t);
+void register_einsum_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

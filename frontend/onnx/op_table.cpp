@@ -23,6 +23,7 @@ const OpTable& op_table() {
     register_signal_ops(t);
     register_linalg_ops(t);
     register_grid_sample_ops(t);
+    register_einsum_ops(t);
     return t;
   }();
   return table;
