@@ -108,6 +108,7 @@ void register_signal_ops(OpTable& t);
 void register_linalg_ops(OpTable& t);
 void register_grid_sample_ops(OpTable& t);
 void register_einsum_ops(OpTable& t);
+void register_roi_align_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

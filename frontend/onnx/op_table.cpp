@@ -24,6 +24,7 @@ const OpTable& op_table() {
     register_linalg_ops(t);
     register_grid_sample_ops(t);
     register_einsum_ops(t);
+    register_roi_align_ops(t);
     return t;
   }();
   return table;

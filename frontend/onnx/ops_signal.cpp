@@ -2,7 +2,7 @@
 // Y = X W with W[n, k] = e^(-+2 pi i k n / N), the real and imaginary parts each two matmuls. That is N x K work
 // per signal, like a direct DFT; an FFT kernel of its own is the way to long signals. The angles are reduced to
 // k n mod N before the cosine and sine, and the quarter turns are exact, so the zeros a real signal's spectrum has
-// come out as zeros.
+// come out as zeros. MelWeightMatrix is a constant computed at import.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -174,11 +174,54 @@ void stft(NodeContext& c) {
   c.set_output(0, g.reshape(y, {batch, frames, bins, 2}));
 }
 
+// MelWeightMatrix (opset 17): the [dft_length / 2 + 1, num_mel_bins] matrix of triangular filters between
+// num_mel_bins + 2 points spaced evenly in mel from lower_edge_hertz to upper_edge_hertz, each point moved to the
+// spectrogram bin below it, as ONNX's reference computes (the mels in float32, as its numpy scalars are, then the bins
+// in double). All inputs known at import: a constant.
+void mel_weight_matrix(NodeContext& c) {
+  const int64_t mels = scalar_int(c, 0, "num_mel_bins"), length = scalar_int(c, 1, "dft_length");
+  const int64_t rate = scalar_int(c, 2, "sample_rate");
+  auto hertz = [&](int i, const char* what) {
+    const Tensor& t = c.require_constant(i, what);
+    if (t.data.size() != 1) c.refuse(fmt::format("{} must be one value", what));
+    return float(t.data[0]);
+  };
+  const float lower = hertz(3, "lower_edge_hertz"), upper = hertz(4, "upper_edge_hertz");
+  if (mels < 1 || length < 1 || rate < 1 || mels > kMaxLength || length > 2 * kMaxLength || !(lower >= 0) || !(upper > lower))
+    c.refuse(fmt::format("{} mel bins of a {}-point DFT at {} Hz from {} to {} Hz", mels, length, rate, lower, upper));
+  const DType dtype = dtype_of_onnx(int(c.attr_int("output_datatype", 1)), "output_datatype");
+  const int64_t bins = length / 2 + 1;
+  const float low_mel = 2595.0f * std::log10(1.0f + lower / 700.0f), high_mel = 2595.0f * std::log10(1.0f + upper / 700.0f);
+  const float step = (high_mel - low_mel) / float(mels + 2);
+  std::vector<int64_t> at(size_t(mels + 2));
+  for (int64_t k = 0; k < mels + 2; ++k) {
+    const double mel = double(k) * double(step) + double(low_mel);
+    const double hz = 700.0 * (std::pow(10.0, mel / 2595.0) - 1.0);
+    at[size_t(k)] = int64_t(std::floor(double(length + 1) * hz / double(rate)));
+    if (at[size_t(k)] < 0 || at[size_t(k)] >= bins + 1) c.refuse(fmt::format("mel point {} falls outside the spectrogram", k));
+  }
+  Tensor out(dtype, {bins, mels});
+  auto set = [&](int64_t j, int64_t i, double v) {
+    if (j >= 0 && j < bins) out.data[size_t(j * mels + i)] = v;
+  };
+  for (int64_t i = 0; i < mels; ++i) {
+    const int64_t left = at[size_t(i)], center = at[size_t(i + 1)], right = at[size_t(i + 2)];
+    if (center == left) {
+      set(center, i, 1.0);
+    } else {
+      for (int64_t j = left; j <= center; ++j) set(j, i, double(j - left) / double(center - left));
+    }
+    for (int64_t j = center; j < right; ++j) set(j, i, double(right - j) / double(right - center));
+  }
+  c.set_output(0, out.round_to_dtype());
+}
+
 }  // namespace
 
 void register_signal_ops(OpTable& t) {
   t["DFT"] = {dft, {}};
   t["STFT"] = {stft, {}};
+  t["MelWeightMatrix"] = {mel_weight_matrix, mel_weight_matrix};
 }
 
 }  // namespace spire::onnx_import

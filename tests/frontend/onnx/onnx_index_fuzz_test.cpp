@@ -1,5 +1,6 @@
 // Random index inputs of the ops whose indices choose what is read: TopK's k, GatherND's indices (with and without
-// batch_dims), Compress's condition, the recurrent ops' sequence_lens, Pad's edge/reflect pads and GridSample's grid. Each either imports
+// batch_dims), Compress's condition, the recurrent ops' sequence_lens, Pad's edge/reflect pads, GridSample's grid and
+// RoiAlign's regions. Each either imports
 // and computes what a direct computation here says (on the float64 evaluator), or is refused with a message: never a
 // read out of bounds (this binary also runs under ASan + UBSan in tools/run-tests.sh).
 #include <gtest/gtest.h>
@@ -306,6 +307,43 @@ TEST_F(OnnxIndexFuzz, GridSamplePointsAnywhereReadOnlyInsideTheInput) {
       if (std::isnan(v)) continue;  // a NaN point's weights are NaN in bilinear mode, as in PyTorch
       EXPECT_GE(v, 0.0) << i;
       EXPECT_LE(v, 24.0 + 1e-9) << i;
+    }
+  }
+}
+
+// RoiAlign's regions and image indices are data: regions far outside the image, at infinities and NaN, and image
+// indices outside the batch read only inside the input (the evaluator refuses an unguarded gather); every result is
+// within the input's range.
+TEST_F(OnnxIndexFuzz, RoiAlignRegionsAnywhereReadOnlyInsideTheInput) {
+  const double wild[] = {-30, -2, -1, -0.5, 0, 0.5, 2, 3.7, 5, 9, 1e30, -1e30, INFINITY, NAN};
+  for (int iter = 0; iter < 12; ++iter) {
+    onnx::GraphProto g;
+    *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"2", "2", "4", "5"});
+    *g.add_input() = onnx_test::value_info("rois", onnx::TensorProto::FLOAT, {"6", "4"});
+    *g.add_input() = onnx_test::value_info("at", onnx::TensorProto::INT64, {"6"});
+    *g.add_output() = output_of("y", onnx::TensorProto::FLOAT, 4);
+    auto n = onnx_test::node("RoiAlign", {"x", "rois", "at"}, {"y"}, "roi");
+    onnx_test::add_int_attr(n, "output_height", 2);
+    onnx_test::add_int_attr(n, "output_width", 3);
+    onnx_test::add_int_attr(n, "sampling_ratio", 2);
+    auto* a = n.add_attribute();
+    a->set_name("coordinate_transformation_mode");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(iter % 2 ? "half_pixel" : "output_half_pixel");
+    *g.add_node() = n;
+    Tensor rois(DType::F32, {6, 4}), at(DType::I64, {6});
+    for (double& v : rois.data) v = wild[uniform(0, int64_t(std::size(wild)) - 1)];
+    for (double& v : at.data) v = double(uniform(-2, 3));  // the batch holds images 0 and 1
+    Tensor x(DType::F32, {2, 2, 4, 5});
+    for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = double(i + 1);  // 1..80
+    std::string error;
+    const auto y = run(g, {}, {{"x", x}, {"rois", rois}, {"at", at}}, &error, 16);
+    ASSERT_TRUE(y.has_value()) << error;
+    for (size_t i = 0; i < y->data.size(); ++i) {
+      const double v = y->data[i];
+      if (std::isnan(v)) continue;  // a NaN corner's weights are NaN
+      EXPECT_GE(v, 0.0) << i;
+      EXPECT_LE(v, 80.0 + 1e-9) << i;
     }
   }
 }
