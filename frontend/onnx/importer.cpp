@@ -126,9 +126,13 @@ void Importer::load(onnx::ModelProto& m) {
   } catch (const std::exception& e) {
     throw ImportError(fmt::format("{}: the ONNX checker rejects the model: {}", path_.string(), e.what()));
   }
-  for (const auto& op : m.opset_import())
+  bool training_ops = false;  // a model of ai.onnx.preview.training's optimizers alone imports no ai.onnx opset
+  for (const auto& op : m.opset_import()) {
     if (op.domain().empty() || op.domain() == "ai.onnx") model_.opset = op.version();
-  if (model_.opset == 0) throw ImportError(fmt::format("{}: the model imports no ai.onnx opset", path_.string()));
+    if (op.domain() == kTrainingDomain) training_ops = true;
+  }
+  if (model_.opset == 0 && !training_ops)
+    throw ImportError(fmt::format("{}: the model imports no ai.onnx opset", path_.string()));
 }
 
 // Symbolic dims of the inputs are replaced by the bound shapes before shape inference, so that inference
@@ -254,11 +258,14 @@ void Importer::check_inferred(const onnx::NodeProto& n) {
 }
 
 void Importer::import_node(const onnx::NodeProto& n) {
-  if (!n.domain().empty() && n.domain() != "ai.onnx")
+  const bool default_domain = n.domain().empty() || n.domain() == "ai.onnx";
+  if (!default_domain && n.domain() != kTrainingDomain)
     refuse_node(n, model_.opset, fmt::format("unsupported op: domain '{}' is not supported", n.domain()));
   const auto& table = op_table();
-  auto row = table.find(n.op_type());
-  if (row == table.end()) refuse_node(n, model_.opset, "unsupported op: spire's ONNX importer has no mapping for it");
+  auto row = table.find(default_domain ? n.op_type() : table_key(n.domain(), n.op_type()));
+  if (row == table.end())
+    refuse_node(n, model_.opset, fmt::format("unsupported op: spire's ONNX importer has no mapping for it{}",
+                                             default_domain ? "" : " in domain " + n.domain()));
   NodeContext c(*this, n, model_.opset);
   const int32_t first_new = model_.graph.size();
   try {

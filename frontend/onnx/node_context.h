@@ -85,6 +85,10 @@ struct OpHandlers {
 };
 using OpTable = std::map<std::string, OpHandlers, std::less<>>;
 
+// Ops of a domain other than ai.onnx are rows keyed "<domain>:<op>"; the importer maps this one beside ai.onnx.
+inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";
+inline std::string table_key(const std::string& domain, const std::string& op) { return domain + ":" + op; }
+
 // The families (ops_*.cpp) each add their rows.
 void register_elementwise_ops(OpTable& t);
 void register_activation_ops(OpTable& t);
@@ -95,6 +99,16 @@ void register_constant_ops(OpTable& t);
 void register_loss_ops(OpTable& t);
 void register_indexing_ops(OpTable& t);
 void register_resize_ops(OpTable& t);
+void register_trig_ops(OpTable& t);
+void register_recurrent_ops(OpTable& t);
+void register_topk_ops(OpTable& t);
+void register_norm_ops(OpTable& t);
+void register_optimizer_ops(OpTable& t);
+void register_signal_ops(OpTable& t);
+void register_linalg_ops(OpTable& t);
+void register_grid_sample_ops(OpTable& t);
+void register_einsum_ops(OpTable& t);
+void register_roi_align_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

@@ -15,6 +15,16 @@ const OpTable& op_table() {
     register_loss_ops(t);
     register_indexing_ops(t);
     register_resize_ops(t);
+    register_trig_ops(t);
+    register_recurrent_ops(t);
+    register_topk_ops(t);
+    register_norm_ops(t);
+    register_optimizer_ops(t);
+    register_signal_ops(t);
+    register_linalg_ops(t);
+    register_grid_sample_ops(t);
+    register_einsum_ops(t);
+    register_roi_align_ops(t);
     return t;
   }();
   return table;

@@ -1,4 +1,5 @@
-// Ops whose results are known at import: Constant, ConstantOfShape, Range. They always fold.
+// Ops whose results are known at import: Constant, ConstantOfShape, Range, EyeLike and the window functions (Hann,
+// Hamming, Blackman). They always fold.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -57,6 +58,26 @@ void range(NodeContext& c) {
   c.set_output(0, Tensor::from(s.dtype, {int64_t(v.size())}, v));
 }
 
+// HannWindow, HammingWindow, BlackmanWindow: sum_m a_m cos(2 pi m n / N) with signs alternating, for n in [0, size),
+// N = size when periodic (the default) and size - 1 when symmetric; computed in double and rounded to output_datatype.
+void window(NodeContext& c, std::vector<double> a) {
+  const auto size = c.require_ints(0, "size");
+  if (size.size() != 1) c.refuse("size must be one value");
+  const int64_t n = size[0];
+  if (n < 0 || n > kMaxHostElements) c.refuse(fmt::format("a window of {} elements", n));
+  const DType dtype = dtype_of_onnx(int(c.attr_int("output_datatype", 1)), "output_datatype");
+  if (!graph::is_float(dtype) && !graph::is_int(dtype)) c.refuse("output_datatype must be numeric");
+  const double period = c.attr_int("periodic", 1) != 0 ? double(n) : double(n - 1);
+  std::vector<double> v(size_t(n), 0.0);
+  for (int64_t i = 0; i < n; ++i) {
+    double sum = 0, sign = 1;
+    for (size_t m = 0; m < a.size(); ++m, sign = -sign)
+      sum += sign * a[m] * (m == 0 ? 1.0 : std::cos(2.0 * M_PI * double(m) * double(i) / period));
+    v[size_t(i)] = sum;
+  }
+  c.set_output(0, Tensor::from(dtype, {n}, v).round_to_dtype());
+}
+
 }  // namespace
 
 // EyeLike: a 2-D constant of the input's shape (its dtype, or the dtype attribute) with ones on diagonal k.
@@ -76,6 +97,13 @@ void register_constant_ops(OpTable& t) {
   t["Constant"] = {constant, constant};
   t["ConstantOfShape"] = {constant_of_shape, constant_of_shape};
   t["Range"] = {range, range};
+  auto windows = [&t](const std::string& op, std::vector<double> a) {
+    auto f = [a](NodeContext& c) { window(c, a); };
+    t[op] = {f, f};
+  };
+  windows("HannWindow", {0.5, 0.5});
+  windows("HammingWindow", {25.0 / 46.0, 21.0 / 46.0});
+  windows("BlackmanWindow", {0.42, 0.5, 0.08});
 }
 
 }  // namespace spire::onnx_import

@@ -1,5 +1,6 @@
-// Neural-network ops: Conv ConvTranspose MaxPool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
-// LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1.
+// Neural-network ops: Conv ConvTranspose MaxPool MaxUnpool AveragePool GlobalAveragePool GlobalMaxPool BatchNormalization
+// LayerNormalization Gemm MatMul. 1-D convolutions and pools run as 2-D ones with a height of 1; 3-D and dilated pools,
+// and MaxPool's Indices, gather their windows' taps (pool_by_taps).
 #include <algorithm>
 #include <limits>
 
@@ -15,11 +16,11 @@ using graph::DType;
 using graph::Shape;
 using graph::Value;
 
-// Spatial rank of an [N, C, spatial...] input: 1 or 2, refused otherwise.
-int64_t spatial_rank(NodeContext& c, int i) {
+// Spatial rank of an [N, C, spatial...] input: 1 to `most` (2 for convolutions, 3 for pools), refused otherwise.
+int64_t spatial_rank(NodeContext& c, int i, int64_t most = 2) {
   const int64_t r = c.type(i).rank() - 2;
-  if (r != 1 && r != 2) c.refuse(fmt::format("input {} has rank {}; spire supports 1-D and 2-D (rank 3 and 4) here",
-                                             i, r + 2));
+  if (r < 1 || r > most)
+    c.refuse(fmt::format("input {} has rank {}; spire supports 1-D to {}-D (rank 3 to {}) here", i, r + 2, most, most + 2));
   if (!graph::is_float(c.type(i).dtype)) c.refuse("spire runs this op on float tensors only");
   return r;
 }
@@ -133,9 +134,38 @@ void conv(NodeContext& c) {
 // computes (its weight [C_in, C_out / group, k..] is that convolution's weight). The full result, of extent
 // stride (in - 1) + dilation (k - 1) + 1 + output_padding, comes unpadded; the pads (given, from auto_pad, or from
 // output_shape) are then cropped off with a slice.
+// A 3-D transposed convolution, unpadded, of extent `full`: for each depth tap kd, the 2-D transposed convolution of
+// every input depth slice (the depth folded into the batch) with the weight's slice kd lands at output depths
+// d stride + kd dilation (the pad op's strided embedding); the taps' results are summed. Work of the direct form.
+Value conv_transpose_3d(NodeContext& c, const std::vector<int64_t>& strides, const std::vector<int64_t>& dilations,
+                        const Shape& full, int64_t groups) {
+  auto& g = c.g();
+  const Shape xs = c.type(0).shape, ws = c.type(1).shape;
+  const int64_t n = xs[0], ch = xs[1], depth = xs[2], m = full[1];
+  const Value x2d = g.reshape(g.permute(c.value(0), {0, 2, 1, 3, 4}), {n * depth, ch, xs[3], xs[4]});
+  graph::Conv2dOptions o;
+  o.groups = groups;
+  o.stride = {strides[1], strides[2]};
+  o.dilation = {dilations[1], dilations[2]};
+  o.padding = {0, 0};
+  Value sum;
+  for (int64_t kd = 0; kd < ws[2]; ++kd) {
+    const Value wk = g.reshape(g.op("slice", {c.value(1)}, {{"starts", std::vector<int64_t>{0, 0, kd, 0, 0}},
+                                                            {"steps", std::vector<int64_t>(5, 1)},
+                                                            {"shape", Shape{ws[0], ws[1], 1, ws[3], ws[4]}}}),
+                               {ws[0], ws[1], ws[3], ws[4]});
+    Value z = g.conv2d_grad_input(x2d, wk, o, {n * depth, m, full[3], full[4]});
+    z = g.permute(g.reshape(z, {n, depth, m, full[3], full[4]}), {0, 2, 1, 3, 4});
+    z = g.op("pad", {z}, {{"starts", std::vector<int64_t>{0, 0, kd * dilations[0], 0, 0}},
+                          {"steps", std::vector<int64_t>{1, 1, strides[0], 1, 1}}, {"shape", full}, {"value", 0.0}});
+    sum = sum.valid() ? g.add(sum, z) : z;
+  }
+  return sum;
+}
+
 void conv_transpose(NodeContext& c) {
   auto& g = c.g();
-  const int64_t rank = spatial_rank(c, 0);
+  const int64_t rank = spatial_rank(c, 0, 3);
   const Shape xs = c.type(0).shape, ws = c.type(1).shape;
   if (int64_t(ws.size()) != rank + 2) c.refuse("the weight's rank does not match the input's");
   const int64_t groups = c.attr_int("group", 1);
@@ -209,7 +239,8 @@ void conv_transpose(NodeContext& c) {
     o.dilation = dilations;
     o.padding = {0, 0};
   }
-  Value y = g.conv2d_grad_input(x, w, o, full2d);
+  Value y = rank == 3 ? conv_transpose_3d(c, strides, dilations, full, groups)
+                      : g.conv2d_grad_input(x, w, o, full2d);
   if (rank == 1) y = g.reshape(y, full);
   if (out != full) {
     std::vector<int64_t> starts(size_t(rank + 2), 0);
@@ -224,11 +255,107 @@ void conv_transpose(NodeContext& c) {
   c.set_output(0, y);
 }
 
+// A pool the 2-D pool ops cannot express (3-D, dilated, or MaxPool's Indices output, which storage_order shapes). Every window's taps are gathered
+// from the explicitly padded input, flattened per [n, c] plane, at positions known at import: [N, C, taps, outputs..],
+// one launch of work taps x outputs like a pool kernel's. Then a max over the taps (Indices: the least input position
+// where a tap equals that max, the window's first in ONNX's row-major order), or a sum divided by the taps ONNX counts.
+void pool_by_taps(NodeContext& c, bool max, const std::vector<int64_t>& kernel, const std::vector<int64_t>& strides,
+                  const std::vector<int64_t>& dilations, const WindowPads& wp) {
+  auto& g = c.g();
+  const Shape xs = c.type(0).shape;
+  const size_t rank = kernel.size();
+  const bool ceil = c.attr_int("ceil_mode", 0) != 0;
+  const bool count_pad = c.attr_int("count_include_pad", 0) != 0;
+  // storage_order 1: Indices count the spatial axes column-major (the first fastest).
+  const bool column_major = c.attr_int("storage_order", 0) != 0;
+  const DType dt = c.type(0).dtype;
+  Shape padded = xs, out = xs;
+  int64_t taps = 1, outs = 1, plane = 1, padded_plane = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    const int64_t extent = xs[d + 2] + wp.begin[d] + wp.end[d], span = (kernel[d] - 1) * dilations[d] + 1;
+    if (extent < span) c.refuse(fmt::format("the window {} does not fit the padded input {}", span, extent));
+    int64_t n = (extent - span) / strides[d] + 1;
+    if (ceil) {
+      n = (extent - span + strides[d] - 1) / strides[d] + 1;
+      if ((n - 1) * strides[d] >= xs[d + 2] + wp.begin[d]) --n;  // a window must start inside the input or its pads
+    }
+    out[d + 2] = n;
+    padded[d + 2] = std::max(extent, (n - 1) * strides[d] + span);
+    taps *= kernel[d];
+    outs *= n;
+    plane *= xs[d + 2];
+    padded_plane *= padded[d + 2];
+  }
+  if (taps * outs > (int64_t(1) << 24) || plane > (int64_t(1) << 24))
+    c.refuse(fmt::format("{} taps of {} windows over a plane of {} (this form takes at most 2^24)", taps, outs, plane));
+  // For each tap and output: the position read in the padded plane, the input position it is (or -1 in the pads), and
+  // whether ONNX's average counts it (inside the input, or inside input and pads with count_include_pad; never the
+  // ceil mode's extension).
+  graph::Tensor read(DType::I64, {taps * outs}), input_at(DType::F32, [&] {
+    Shape s = {1, 1, taps};
+    s.insert(s.end(), out.begin() + 2, out.end());
+    return s;
+  }());
+  Shape out_plane = {1, 1};
+  out_plane.insert(out_plane.end(), out.begin() + 2, out.end());
+  graph::Tensor counted(dt, out_plane, 0.0);
+  std::vector<int64_t> tap(rank, 0);
+  for (int64_t t = 0; t < taps; ++t) {
+    std::vector<int64_t> o(rank, 0);
+    for (int64_t e = 0; e < outs; ++e) {
+      int64_t at_padded = 0, at_input = 0, column_stride = 1;
+      bool inside = true, in_pads = true;
+      for (size_t d = 0; d < rank; ++d) {
+        const int64_t p = o[d] * strides[d] + tap[d] * dilations[d], x = p - wp.begin[d];
+        at_padded = at_padded * padded[d + 2] + p;
+        if (column_major) at_input += x * column_stride, column_stride *= xs[d + 2];
+        else at_input = at_input * xs[d + 2] + x;
+        inside = inside && x >= 0 && x < xs[d + 2];
+        in_pads = in_pads && p < xs[d + 2] + wp.begin[d] + wp.end[d];
+      }
+      read.data[size_t(t * outs + e)] = double(at_padded);
+      input_at.data[size_t(t * outs + e)] = inside ? double(at_input) : -1.0;
+      if (inside || (count_pad && in_pads)) counted.data[size_t(e)] += 1.0;
+      for (size_t d = rank; d-- > 0;) {
+        if (++o[d] < out[d + 2]) break;
+        o[d] = 0;
+      }
+    }
+    for (size_t d = rank; d-- > 0;) {
+      if (++tap[d] < kernel[d]) break;
+      tap[d] = 0;
+    }
+  }
+  const double lowest = dt == DType::F64 ? -std::numeric_limits<double>::max() : -double(std::numeric_limits<float>::max());
+  Value x = pad_spatial(c, c.value(0), wp.begin, padded, max ? lowest : 0.0);
+  x = g.reshape(x, {xs[0], xs[1], padded_plane});
+  Shape windows = {xs[0], xs[1], taps};
+  windows.insert(windows.end(), out.begin() + 2, out.end());
+  const std::string name = c.node().output(0);
+  const Value v = g.reshape(g.op("gather", {x, c.constant_value(read, name + ".taps")}, {{"axis", int64_t(2)}}), windows);
+  if (!max) return c.set_output(0, g.div(g.sum(v, {2}), c.constant_value(counted, name + ".counted")));
+  const Value y = g.max(v, {2});
+  c.set_output(0, y);
+  if (!c.output_used(1)) return;
+  // The least input position holding the maximum: positions where a tap equals it, a sentinel past the plane
+  // elsewhere (and in the pads), the least by a max of the negated positions.
+  const Value sentinel = g.scalar(double(plane), DType::F32);
+  const Value at = c.constant_value(input_at, c.node().output(1) + ".positions");
+  const Value hit = g.where(g.compare(at, g.scalar(0.0, DType::F32), graph::CompareMode::Ge),
+                            g.compare(v, g.reshape(y, [&] { Shape s = windows; s[2] = 1; return s; }()), graph::CompareMode::Eq),
+                            g.scalar(0.0, DType::Bool));
+  const Value first = g.neg(g.max(g.neg(g.where(hit, at, sentinel)), {2}));
+  // Indices are flat over the whole [N, C, spatial...] input: each plane's offset added.
+  graph::Tensor base(DType::I64, [&] { Shape s = {xs[0], xs[1]}; s.resize(rank + 2, 1); return s; }());
+  for (int64_t p = 0; p < xs[0] * xs[1]; ++p) base.data[size_t(p)] = double(p * plane);
+  c.set_output(1, g.add(g.cast(first, DType::I64), c.constant_value(base, c.node().output(1) + ".planes")));
+}
+
 void pool(NodeContext& c, bool max) {
   auto& g = c.g();
-  const int64_t rank = spatial_rank(c, 0);
-  if (max && c.output_used(1)) c.refuse("the Indices output is not supported");
-  if (c.attr_int("storage_order", 0) != 0) c.refuse("storage_order 1 is not supported");
+  const int64_t rank = spatial_rank(c, 0, 3);
+  const int64_t storage_order = c.attr_int("storage_order", 0);
+  if (storage_order != 0 && storage_order != 1) c.refuse(fmt::format("storage_order {}", storage_order));
   const Shape xs = c.type(0).shape;
   const auto kernel = c.attr_ints("kernel_shape");
   if (int64_t(kernel.size()) != rank) c.refuse("kernel_shape is missing or has the wrong length");
@@ -236,10 +363,10 @@ void pool(NodeContext& c, bool max) {
     if (k <= 0 || k > (int64_t(1) << 30)) c.refuse("kernel_shape must be positive and at most 2^30");
   const auto strides = ints_of_rank(c, "strides", rank, 1);
   const auto dilations = ints_of_rank(c, "dilations", rank, 1);
-  for (int64_t d : dilations)
-    if (d != 1) c.refuse("dilated pooling is not supported");
   const Shape spatial(xs.begin() + 2, xs.end());
   const WindowPads wp = window_pads(c, rank, spatial, kernel, strides, dilations);
+  const bool dilated = std::any_of(dilations.begin(), dilations.end(), [](int64_t d) { return d != 1; });
+  if (rank == 3 || dilated || (max && c.output_used(1))) return pool_by_taps(c, max, kernel, strides, dilations, wp);
   // Each dim's padded extent; ceil mode adds what the last partial window needs (a window must start inside
   // the input or its begin padding, as in ONNX's and PyTorch's output-size rule).
   const bool ceil = c.attr_int("ceil_mode", 0) != 0;
@@ -314,6 +441,42 @@ void pool(NodeContext& c, bool max) {
   c.set_output(0, y);
 }
 
+// MaxUnpool(X, I[, output_shape]): zeros of the output's shape with each X element at the flat position I gives it (as
+// MaxPool's Indices count them, over the whole [N, C, spatial..] output). The graph's gather_grad op is that scatter
+// (repeated positions sum; ONNX leaves them undefined); its kernels loop over the indices for each output element,
+// so the form is refused beyond 2^26 element pairs. A position outside the output lands nowhere on devices and is
+// refused by the float64 evaluator.
+void max_unpool(NodeContext& c) {
+  auto& g = c.g();
+  const graph::TensorType x = c.type(0), idx = c.type(1);
+  const int64_t rank = spatial_rank(c, 0, 3);
+  if (idx.dtype != DType::I64 || idx.shape != x.shape) c.refuse("the indices must be int64 of the input's shape");
+  Shape out;
+  if (c.has_input(2)) {
+    out = c.require_ints(2, "output_shape");
+    if (int64_t(out.size()) != rank + 2 || out[0] != x.shape[0] || out[1] != x.shape[1])
+      c.refuse(fmt::format("output_shape {} for input {}", graph::shape_to_string(out), graph::shape_to_string(x.shape)));
+  } else {
+    const auto kernel = c.attr_ints("kernel_shape");
+    if (int64_t(kernel.size()) != rank) c.refuse("kernel_shape is missing or has the wrong length");
+    const auto strides = ints_of_rank(c, "strides", rank, 1);
+    const auto pads = c.attr_ints("pads", std::vector<int64_t>(size_t(2 * rank), 0));
+    if (int64_t(pads.size()) != 2 * rank) c.refuse("pads has the wrong length");
+    out = {x.shape[0], x.shape[1]};
+    for (int64_t d = 0; d < rank; ++d)
+      out.push_back((x.shape[size_t(d + 2)] - 1) * strides[size_t(d)] - pads[size_t(d)] - pads[size_t(d + rank)] +
+                    kernel[size_t(d)]);
+  }
+  for (int64_t v : out)
+    if (v < 1 || v > (int64_t(1) << 30)) c.refuse(fmt::format("an output of shape {}", graph::shape_to_string(out)));
+  const int64_t total = graph::num_elements(out), m = x.numel();
+  if (total > (int64_t(1) << 26) / std::max<int64_t>(m, 1))
+    c.refuse(fmt::format("{} outputs x {} inputs: the scatter form takes at most 2^26 pairs", total, m));
+  const Value flat = g.op("gather_grad", {g.reshape(c.value(0), {m}), g.reshape(c.value(1), {m})},
+                          {{"axis", int64_t(0)}, {"shape", Shape{total}}});
+  c.set_output(0, g.reshape(flat, out));
+}
+
 void global_pool(NodeContext& c, bool max) {
   const int64_t rank = c.type(0).rank();
   if (rank < 3) c.refuse("the input needs rank >= 3 ([N, C, spatial...])");
@@ -323,12 +486,16 @@ void global_pool(NodeContext& c, bool max) {
   c.set_output(0, max ? c.g().max(c.value(0), axes, true) : c.g().mean(c.value(0), axes, true));
 }
 
-// Inference-mode batch norm: (x - mean) * (scale / sqrt(var + eps)) + bias, per channel (dim 1).
+// Batch norm: (x - mean) * (scale / sqrt(var + eps)) + bias, per channel (dim 1). Inference mode takes the given
+// mean and var; training mode (opset 14+) the batch's own mean and biased variance over every axis but the channel,
+// and outputs the running statistics moved towards them: running * momentum + batch * (1 - momentum).
 void batch_norm(NodeContext& c) {
   auto& g = c.g();
-  if (c.attr_int("training_mode", 0) != 0) c.refuse("training_mode=1 is not supported (inference only)");
-  for (int i = 1; i < c.num_outputs(); ++i)
-    if (c.output_used(i)) c.refuse("the running mean/var outputs (training mode) are not supported");
+  const bool training = c.attr_int("training_mode", 0) != 0;
+  if (!training)
+    for (int i = 1; i < c.num_outputs(); ++i)
+      if (c.output_used(i)) c.refuse("the running mean/var outputs need training_mode=1");
+  if (training && c.opset() < 14) c.refuse("training before opset 14 (its saved mean/var outputs) is not supported");
   const int64_t rank = c.type(0).rank();
   if (rank < 2) c.refuse("the input needs rank >= 2");
   const int64_t channels = c.type(0).shape[1];
@@ -339,7 +506,23 @@ void batch_norm(NodeContext& c) {
     return g.reshape(c.value(i), per_channel);
   };
   const DType dt = c.type(0).dtype;
-  const Value scale = channel(1), bias = channel(2), mean = channel(3), var = channel(4);
+  const Value scale = channel(1), bias = channel(2);
+  Value mean = channel(3), var = channel(4);
+  if (training) {
+    std::vector<int64_t> axes = {0};
+    for (int64_t d = 2; d < rank; ++d) axes.push_back(d);
+    const Value batch_mean = g.reshape(g.mean(c.value(0), axes, true), per_channel);
+    const Value d = g.sub(c.value(0), batch_mean);
+    const Value batch_var = g.reshape(g.mean(g.mul(d, d), axes, true), per_channel);
+    const double momentum = c.attr_float("momentum", 0.9f);
+    auto running = [&](Value old, Value now) {
+      return g.reshape(g.add(g.mul(old, momentum), g.mul(now, 1.0 - momentum)), {channels});
+    };
+    if (c.output_used(1)) c.set_output(1, running(mean, batch_mean));
+    if (c.output_used(2)) c.set_output(2, running(var, batch_var));
+    mean = batch_mean;
+    var = batch_var;
+  }
   const Value factor = g.div(scale, g.sqrt(g.add(var, g.scalar(c.attr_float("epsilon", 1e-5f), dt))));
   c.set_output(0, g.add(g.mul(g.sub(c.value(0), mean), factor), bias));
 }
@@ -411,6 +594,7 @@ void register_nn_ops(OpTable& t) {
   t["ConvTranspose"] = {conv_transpose, {}};
   t["MaxPool"] = {[](NodeContext& c) { pool(c, true); }, {}};
   t["AveragePool"] = {[](NodeContext& c) { pool(c, false); }, {}};
+  t["MaxUnpool"] = {max_unpool, {}};
   t["GlobalAveragePool"] = {[](NodeContext& c) { global_pool(c, false); }, {}};
   t["GlobalMaxPool"] = {[](NodeContext& c) { global_pool(c, true); }, {}};
   t["BatchNormalization"] = {batch_norm, {}};

@@ -2,6 +2,7 @@
 // Tile Gather Pad Identity Dropout. Each computes its result's shape from attributes and constant inputs
 // (refused when those are computed at run time), then either folds on the host (every input constant) or
 // emits graph ops (Concat, Slice, Split, Gather and Pad: the graph's concat, slice, gather and pad ops).
+#include <algorithm>
 #include <cstdint>
 
 #include <fmt/format.h>
@@ -267,6 +268,48 @@ void pass_through(NodeContext& c) {
   else c.set_output(0, c.value(0));
 }
 
+// Pad's edge, reflect and wrap modes: along each padded axis, output position o reads the input row that the mode
+// names for o - before (clamped to the ends, mirrored about them without repeating the end row, or taken modulo the
+// length), a gather with indices known at import. Negative pads crop through the same rule (their rows are inside).
+void pad_by_source_rows(NodeContext& c, const std::vector<int64_t>& pads, const std::string& mode) {
+  const Shape in = c.type(0).shape;
+  const int64_t rank = int64_t(in.size());
+  Shape out = in;
+  for (int64_t d = 0; d < rank; ++d) {
+    out[size_t(d)] = in[size_t(d)] + pads[size_t(d)] + pads[size_t(d + rank)];
+    if (out[size_t(d)] < 0) c.refuse("pads crop more than the tensor holds");
+    if (out[size_t(d)] > 0 && in[size_t(d)] == 0) c.refuse(fmt::format("mode '{}' pads an empty axis {}", mode, d));
+  }
+  checked_numel(out);
+  const Tensor* x = c.constant(0);
+  Value v = x ? Value{} : c.value(0);
+  Tensor folded = x ? *x : Tensor{};
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t n = in[size_t(d)], before = pads[size_t(d)];
+    if (before == 0 && pads[size_t(d + rank)] == 0) continue;
+    Tensor rows(graph::DType::I64, {out[size_t(d)]});
+    for (int64_t o = 0; o < out[size_t(d)]; ++o) {
+      int64_t s = o - before;
+      if (mode == "edge") {
+        s = std::clamp<int64_t>(s, 0, n - 1);
+      } else if (mode == "wrap") {
+        s = ((s % n) + n) % n;
+      } else if (n == 1) {  // reflect of one row: that row
+        s = 0;
+      } else {
+        const int64_t period = 2 * (n - 1);
+        s = ((s % period) + period) % period;
+        if (s >= n) s = period - s;
+      }
+      rows.data[size_t(o)] = double(s);
+    }
+    if (x) folded = host_gather(folded, rows, d);
+    else v = c.g().op("gather", {v, c.constant_value(rows, fmt::format("{}.rows{}", c.node().output(0), d))}, {{"axis", d}});
+  }
+  if (x) c.set_output(0, folded);
+  else c.set_output(0, v);
+}
+
 }  // namespace
 
 void register_shape_ops(OpTable& t) {
@@ -420,8 +463,10 @@ void register_shape_ops(OpTable& t) {
     const int64_t rank = int64_t(in.size());
     const auto pads = pads_of(c, rank);
     const std::string mode = c.attr_string("mode", "constant");
-    if (mode != "constant") c.refuse(fmt::format("mode '{}' is not supported (only 'constant')", mode));
+    if (mode != "constant" && mode != "edge" && mode != "reflect" && mode != "wrap")
+      c.refuse(fmt::format("mode '{}' is not an ONNX Pad mode", mode));
     if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return pass_through(c);
+    if (mode != "constant") return pad_by_source_rows(c, pads, mode);
     const Tensor* x = c.constant(0);
     double fill = c.opset() < 11 ? c.attr_float("value", 0.0f) : 0.0;
     if (c.opset() >= 11 && c.has_input(2)) {

@@ -6,7 +6,7 @@
 # inputs for examples/custom_ops/silu_mlp.graph. Options (environment):
 #   TESTS=1          also the test binaries the scripts' checks run (TESTS="spire_x_tests ...": only those; a smaller
 #                    list keeps the pack under the carry limit)
-#   ONNX=1           also ONNX's node tests of the counted set and the imported encoder layer's gradient check, its
+#   ONNX=1           also ONNX's node tests of the counted and the typed sets and the imported encoder layer's gradient check, its
 #                    float64 gradients computed here (run-checks.sh PARTS=onnx)
 #   EMBED=1          also libspire_runtime, examples/embed's embed_demo built against an installed spire and the C API's
 #                    own-VkDevice test app (run-bundles.sh)
@@ -48,7 +48,12 @@ write_safetensors(sys.argv[1], {"x": u(8, 128, k=2), "linear1.weight": u(64, 128
 PY
 if [ "${ONNX:-0}" = 1 ]; then
   mkdir -p $p/node $p/grad
-  /usr/bin/python3 tests/frontend/onnx/select_node_tests.py /usr/share/libonnx-testdata/data/node | while read -r d; do cp -r "$d" $p/node/; done
+  # The counted (targeted) set and the bar's typed set (788 of float32/int32/int64/bool tensors), whose names
+  # run-checks.sh counts apart.
+  sel=tests/frontend/onnx/select_node_tests.py
+  { /usr/bin/python3 $sel /usr/share/libonnx-testdata/data/node; /usr/bin/python3 $sel --set typed; } | sort -u |
+    while read -r d; do cp -r "$d" $p/node/; done
+  /usr/bin/python3 $sel --set typed | xargs -n1 basename > $p/node_typed.txt
   models=build/tests/frontend/onnx/models
   [ -f $models/encoder13.onnx ] || /usr/bin/python3 tests/frontend/onnx/export_models.py $models >/dev/null
   g=$p/grad

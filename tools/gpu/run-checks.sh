@@ -7,7 +7,7 @@
 #   ops         spire test-ops on every device, with the f16/bf16 rows counted
 #   reference   PyTorch's float64 LeNet (logits, loss, every parameter gradient) against spire's float64 evaluator
 #               (spire lenet export --dtype f64, spire graph eval)
-#   onnx        ONNX's node tests of the counted set on the reference, cuda:0 and vulkan:0 (docs/CONFORMANCE.md), and
+#   onnx        ONNX's node tests of the counted and typed sets on the reference, cuda:0 and vulkan:0 (docs/CONFORMANCE.md), and
 #               the imported encoder layer's parameter gradients against float64 (pack with ONNX=1)
 #   custom-ops  the seed LeNet trained with the seed's ReLU as a custom op (GLSL on vulkan:0, kernel builder on both)
 #               next to the built-in one; the example ops on every device; seed 001's SiLU MLP through --ops
@@ -56,6 +56,8 @@ for part in ${PARTS:-devices ops reference}; do
       f=$OUT/node_${dev/:/}.txt
       $B/spire onnx-test "${dirs[@]}" --device $dev > $f 2>&1
       echo "$dev: $(tail -1 $f); wrong results: $(grep '^FAIL' $f | grep -cE 'differs at element|but the test expects|no output')"
+      [ -f .gpu/node_typed.txt ] &&
+        echo "$dev, the typed set: $(grep -o '^PASS test_[a-z0-9_A-Z]*' $f | cut -d' ' -f2 | grep -cxFf .gpu/node_typed.txt) of $(wc -l < .gpu/node_typed.txt) pass"
     done
     diff <(grep -o '^[A-Z]* test_[a-z0-9_]*' $OUT/node_cuda0.txt) <(grep -o '^[A-Z]* test_[a-z0-9_]*' $OUT/node_vulkan0.txt) \
       && echo "the same pass/fail set on cuda:0 and vulkan:0"

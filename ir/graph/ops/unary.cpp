@@ -63,6 +63,26 @@ Val sin_cos(Val x, bool cosine) {
   return kir::select(q >= 2.0, -v, v);
 }
 
+// atan(x) on devices (neither SPIR-V's GLSL set nor PTX has one that both share at full precision): |x| > 1 folds to
+// pi/2 - atan(1/|x|), a remainder above tan(pi/8) moves to pi/4 + atan((t - 1) / (t + 1)), leaving |u| <= 0.4143,
+// where the Taylor series u - u^3/3 + u^5/5 - ... reaches the type's precision by u^17 (f32) or u^41 (f64).
+Val atan_of(Val x) {
+  const bool f64 = x.type() == kir::Type::F64;
+  Val a = kir::abs(x);
+  Val big = a > 1.0;
+  Val t = kir::select(big, 1.0 / a, a);
+  Val mid = t > 0.41421356237309503;
+  Val u = kir::select(mid, (t - 1.0) / (t + 1.0), t);
+  Val z = u * u;
+  const int last = f64 ? 20 : 8;  // the series' last term is (-1)^last u^(2 last + 1) / (2 last + 1)
+  Val p = kir::like(u, (last % 2 ? -1.0 : 1.0) / double(2 * last + 1));
+  for (int n = last - 1; n >= 0; --n) p = p * z + (n % 2 ? -1.0 : 1.0) / double(2 * n + 1);
+  Val r = u * p;
+  r = kir::select(mid, r + 0.78539816339744830962, r);
+  r = kir::select(big, 1.57079632679489661923 - r, r);
+  return kir::select(x < 0.0, -r, r);
+}
+
 }  // namespace
 
 // d gelu / dx on devices = s + x s (1 - s) 2 kBeta (1 + 3 kKappa x^2), s = sigmoid(2u) (1 - tanh^2 = 4 s (1 - s)).
@@ -138,6 +158,17 @@ std::vector<OpInfo> unary() {
        .scalar = [](const Node&, std::span<const double> x) { return std::cos(x[0]); },
        .formula = [](const PointwiseEmit& e) { return sin_cos(e.x[0], true); },
        .forward = kSinCos, .backward = kSinCos, .test = on(-100, 100)},
+      // ONNX's Atan, and through identities its Asin and Acos (frontend/onnx/ops_trig.cpp).
+      {.name = "atan", .arity = 1, .category = P, .shape = S::unary_float,
+       .vjp = [](VjpContext& c) -> std::vector<Value> {
+         Value x = input_of(c);
+         return {c.g.div(c.grad_out, c.g.add(c.g.mul(x, x), 1.0))};
+       },
+       .scalar = [](const Node&, std::span<const double> x) { return std::atan(x[0]); },
+       .formula = [](const PointwiseEmit& e) { return atan_of(e.x[0]); },
+       .forward = {1e-5, 1e-12, "a reduction to |u| <= tan(pi/8) by one division and a series to the type's "
+                                "precision: a few ulp of pi/2"},
+       .backward = {1e-5, 1e-12, "the gradient divided by 1 + x^2: two roundings"}, .test = on(-20, 20)},
       {.name = "abs", .arity = 1, .category = P, .shape = S::unary_numeric,
        // PyTorch's sgn(x) * g: zero at x = 0.
        .vjp = [](VjpContext& c) -> std::vector<Value> {

@@ -140,6 +140,83 @@ for opset in (13, 17):
             p.uniform_(-0.1, 0.1)
     export(f"encoder{opset}", layer, [torch.randn(2, 10, 128)], ["x"], opset=opset)
 
+
+
+class TinyUNet(torch.nn.Module):
+    """A UNet-style segmentation net: two encoder levels and a bottleneck, up through a ConvTranspose (2x2, stride 2)
+    and a bilinear Resize, each joined to its skip by Concat, then a 1x1 head of per-pixel class scores."""
+
+    def __init__(self, classes=3):
+        super().__init__()
+
+        def block(i, o):
+            return torch.nn.Sequential(torch.nn.Conv2d(i, o, 3, padding=1), torch.nn.BatchNorm2d(o), torch.nn.ReLU())
+        self.enc1, self.enc2, self.mid = block(3, 8), block(8, 16), block(16, 32)
+        self.up2 = torch.nn.ConvTranspose2d(32, 16, 2, stride=2)
+        self.dec2 = block(32, 16)
+        self.up1 = torch.nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False)
+        self.dec1 = block(16 + 8, 8)
+        self.head = torch.nn.Conv2d(8, classes, 1)
+
+    def forward(self, x):
+        e1 = self.enc1(x)
+        e2 = self.enc2(torch.nn.functional.max_pool2d(e1, 2))
+        m = self.mid(torch.nn.functional.max_pool2d(e2, 2))
+        d2 = self.dec2(torch.cat([self.up2(m), e2], 1))
+        d1 = self.dec1(torch.cat([self.up1(d2), e1], 1))
+        return self.head(d1)
+
+
+class LstmTagger(torch.nn.Module):
+    """A sequence model: two stacked bidirectional LSTM layers (ONNX LSTM nodes, forward and reverse) over a batch of
+    sequences, then a linear layer on every step's output."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = torch.nn.LSTM(input_size=8, hidden_size=16, num_layers=2, batch_first=True, bidirectional=True)
+        self.fc = torch.nn.Linear(32, 5)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.fc(out)
+
+
+class TinyDetector(torch.nn.Module):
+    """A small single-stage detector: a strided conv backbone, a nearest-neighbour Resize neck, and a head that scores
+    every cell and regresses its box; the k best cells by score (TopK) with their boxes (GatherElements at TopK's
+    indices), as [batch, k, 1 + 4]."""
+
+    def __init__(self, k=20):
+        super().__init__()
+        self.k = k
+        self.backbone = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3, stride=2, padding=1), torch.nn.ReLU(),
+                                            torch.nn.Conv2d(8, 16, 3, stride=2, padding=1), torch.nn.ReLU())
+        self.neck = torch.nn.Sequential(torch.nn.Upsample(scale_factor=2, mode="nearest"),
+                                        torch.nn.Conv2d(16, 16, 3, padding=1), torch.nn.ReLU())
+        self.score, self.box = torch.nn.Conv2d(16, 1, 1), torch.nn.Conv2d(16, 4, 1)
+
+    def forward(self, x):
+        f = self.neck(self.backbone(x))
+        scores = torch.sigmoid(self.score(f)).flatten(1)             # [B, cells]
+        boxes = self.box(f).flatten(2).transpose(1, 2)                # [B, cells, 4]
+        top, at = torch.topk(scores, self.k, dim=1)
+        picked = torch.gather(boxes, 1, at.unsqueeze(-1).expand(-1, -1, 4))
+        return torch.cat([top.unsqueeze(-1), picked], -1)
+
+
+torch.manual_seed(7)
+unet = TinyUNet()
+with torch.no_grad():  # running statistics of a trained net, so that the folded BatchNorms are not the identity
+    for m in unet.modules():
+        if isinstance(m, torch.nn.BatchNorm2d):
+            m.running_mean.uniform_(-0.5, 0.5)
+            m.running_var.uniform_(0.5, 2)
+export("unet", unet, [torch.randn(1, 3, 32, 32)], ["x"])
+torch.manual_seed(8)
+export("lstm", LstmTagger(), [torch.randn(2, 12, 8)], ["x"])
+torch.manual_seed(9)
+export("detector", TinyDetector(), [torch.randn(1, 3, 32, 32)], ["x"])
+
 # The same MLP with its weights in an external data file (data_location EXTERNAL).
 m = onnx.load(os.path.join(OUT, "mlp.onnx"))
 onnx.save_model(m, os.path.join(OUT, "mlp_ext.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
@@ -199,10 +276,10 @@ with open(os.path.join(OUT, "cnn.onnx"), "rb") as f:
 with open(os.path.join(OUT, "truncated.onnx"), "wb") as f:
     f.write(data[: len(data) // 2])
 
-# An op spire does not map (Det, a valid ONNX op).
-node = oh.make_node("Det", ["x"], ["y"], name="the_det")
+# An op spire does not map (RandomNormalLike, a valid ONNX op: random, so never a deterministic import).
+node = oh.make_node("RandomNormalLike", ["x"], ["y"], name="the_random")
 g = oh.make_graph([node], "unsupported", [oh.make_tensor_value_info("x", onnx.TensorProto.FLOAT, [3, 3])],
-                  [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [])])
+                  [oh.make_tensor_value_info("y", onnx.TensorProto.FLOAT, [3, 3])])
 onnx.save(oh.make_model(g, opset_imports=[oh.make_opsetid("", 13)]), os.path.join(OUT, "unsupported.onnx"))
 
 write_safetensors(os.path.join(OUT, "unsupported.in.safetensors"), {"x": np.eye(3, dtype=np.float32)})

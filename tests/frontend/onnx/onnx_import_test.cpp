@@ -3,9 +3,11 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "frontend/onnx/onnx_import.h"
 #include "ir/graph/evaluator.h"
@@ -91,11 +93,11 @@ TEST_F(OnnxImport, AWrongFixedDimensionIsRefused) {
 TEST_F(OnnxImport, UnsupportedOpNamesOpNodeAndOpset) {
   onnx::GraphProto g;
   *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"3", "3"});
-  *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {});
-  *g.add_node() = onnx_test::node("Det", {"x"}, {"y"}, "my_det");
+  *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {"3", "3"});
+  *g.add_node() = onnx_test::node("RandomNormalLike", {"x"}, {"y"}, "my_random");
   onnx_test::write_model(onnx_test::model(g, 15), path("m.onnx"));
   const std::string e = import_error(path("m.onnx"));
-  EXPECT_NE(e.find("node 'my_det' (Det, opset 15): unsupported op"), std::string::npos) << e;
+  EXPECT_NE(e.find("node 'my_random' (RandomNormalLike, opset 15): unsupported op"), std::string::npos) << e;
 }
 
 TEST_F(OnnxImport, RuntimeConcatImportsToTheConcatOp) {
@@ -170,6 +172,108 @@ TEST_F(OnnxImport, ExternalDataIsReadAndChecked) {
 
   onnx_test::write_model(external_mlp("../w.bin", 0), path("outside.onnx"));
   EXPECT_NE(import_error(path("outside.onnx"), o), "");
+}
+
+// Einsum against a direct sum over every assignment of the labels (computed here, independent of the importer's
+// diagonals, early sums and matmuls): products, batches, diagonals, outer products, three operands, implicit outputs
+// and ellipses.
+TEST_F(OnnxImport, EinsumMatchesADirectSumOverTheLabels) {
+  struct Case {
+    std::string equation;
+    std::vector<graph::Shape> shapes;
+  };
+  const std::vector<Case> cases = {
+      {"ij,jk->ik", {{2, 3}, {3, 4}}},        {"bij,bkj->bik", {{2, 3, 4}, {2, 5, 4}}},
+      {"ii->i", {{4, 4}}},                    {"iij->j", {{3, 3, 2}}},
+      {"i,j->ij", {{3}, {4}}},                {"ij,jk,kl->il", {{2, 3}, {3, 4}, {4, 2}}},
+      {"ij,jk", {{2, 3}, {3, 2}}},            {"ij->", {{3, 4}}},
+      {"...ij,...jk->...ik", {{2, 2, 3}, {2, 3, 2}}}, {"bi,bi->b", {{3, 5}, {3, 5}}},
+  };
+  uint32_t seed = 1;
+  for (const Case& k : cases) {
+    onnx::GraphProto g;
+    std::vector<std::string> names;
+    std::map<std::string, Tensor> feeds;
+    for (size_t i = 0; i < k.shapes.size(); ++i) {
+      const std::string n = "x" + std::to_string(i);
+      std::vector<std::string> dims;
+      for (int64_t d : k.shapes[i]) dims.push_back(std::to_string(d));
+      *g.add_input() = onnx_test::value_info(n, onnx::TensorProto::FLOAT, dims);
+      Tensor t(DType::F32, k.shapes[i]);
+      for (double& v : t.data) v = double((seed = seed * 1103515245u + 12345u) % 17u) / 4.0 - 2.0;  // exact in f32
+      feeds[n] = t;
+      names.push_back(n);
+    }
+    // The output's labels: after "->", or the labels named once, sorted (no ellipsis in the implicit cases here).
+    const size_t arrow = k.equation.find("->");
+    const std::string lhs = k.equation.substr(0, arrow);
+    std::string out;
+    if (arrow != std::string::npos) {
+      out = k.equation.substr(arrow + 2);
+    } else {
+      for (char ch = 'a'; ch <= 'z'; ++ch)
+        if (std::count(lhs.begin(), lhs.end(), ch) == 1) out += ch;
+    }
+    // Expand the ellipsis (the same leading dims everywhere here) into the labels 'A', 'B', ...
+    auto expand = [&](std::string term, size_t rank) {
+      const size_t dots = term.find("...");
+      if (dots == std::string::npos) return term;
+      const size_t letters = term.size() - 3;
+      std::string span;
+      for (size_t j = 0; j + letters < rank; ++j) span += char('A' + j);
+      return term.replace(dots, 3, span);
+    };
+    std::vector<std::string> terms;
+    for (size_t at = 0, i = 0;; ++i) {
+      const size_t comma = lhs.find(',', at);
+      terms.push_back(expand(lhs.substr(at, comma - at), k.shapes[i].size()));
+      if (comma == std::string::npos) break;
+      at = comma + 1;
+    }
+    out = expand(out, k.shapes[0].size());
+    std::map<char, int64_t> size;
+    for (size_t i = 0; i < terms.size(); ++i)
+      for (size_t d = 0; d < terms[i].size(); ++d) size[terms[i][d]] = k.shapes[i][d];
+    std::vector<char> labels;
+    for (const auto& [l, n] : size) labels.push_back(l);
+    graph::Shape out_shape;
+    for (char l : out) out_shape.push_back(size[l]);
+    Tensor want(DType::F64, out_shape);
+    std::map<char, int64_t> at;
+    for (char l : labels) at[l] = 0;
+    for (;;) {
+      double product = 1;
+      for (size_t i = 0; i < terms.size(); ++i) {
+        int64_t flat = 0;
+        for (size_t d = 0; d < terms[i].size(); ++d) flat = flat * k.shapes[i][d] + at[terms[i][d]];
+        product *= feeds[names[i]].data[size_t(flat)];
+      }
+      int64_t o = 0;
+      for (char l : out) o = o * size[l] + at[l];
+      want.data[size_t(o)] += product;
+      size_t j = labels.size();
+      while (j > 0 && ++at[labels[j - 1]] == size[labels[j - 1]]) at[labels[--j]] = 0;
+      if (j == 0) break;
+    }
+    *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, [&] {
+      std::vector<std::string> dims;
+      for (int64_t d : out_shape) dims.push_back(std::to_string(d));
+      return dims;
+    }());
+    auto n = onnx_test::node("Einsum", names, {"y"}, "einsum");
+    auto* a = n.add_attribute();
+    a->set_name("equation");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(k.equation);
+    *g.add_node() = n;
+    onnx_test::write_model(onnx_test::model(g, 13), path("m.onnx"));
+    const auto m = import_model(path("m.onnx"));
+    std::map<std::string, Tensor> in(m.weights.begin(), m.weights.end());
+    for (const auto& b : m.inputs) in[b.graph_name] = feeds.at(b.onnx_name);
+    const Tensor y = graph::evaluate(m.graph, in).at(m.outputs[0].graph_name);
+    ASSERT_EQ(y.shape, out_shape) << k.equation;
+    for (size_t i = 0; i < want.data.size(); ++i) EXPECT_NEAR(y.data[i], want.data[i], 1e-9) << k.equation << " " << i;
+  }
 }
 
 }  // namespace
