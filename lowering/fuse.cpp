@@ -99,6 +99,7 @@ class Planner {
 
   Fusion run() {
     fuse_chains();
+    limit_tree_inputs();
     for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_pool(Value{id});
@@ -132,6 +133,44 @@ class Planner {
       }
       const std::optional<Value> u = sole_user(Value{id});
       if (u && computes_its_inputs(*u) && g_.type(*u).shape == n.type.shape) f_.fused[size_t(id)] = true;
+    }
+  }
+
+  // A pointwise tree's kernel binds every value it loads: a tree grown over a wide sum (an unrolled recurrence, a
+  // decomposed op of many inputs) could bind more buffers than a device allows a kernel (32 on lavapipe; Vulkan
+  // guarantees 4, mobile GPUs offer 24). Walking the values in order, a tree whose loaded values outnumber
+  // kMaxTreeInputs stores its widest fused input in a buffer of its own until it fits: that input's tree then has a
+  // launch of its own and counts as one value. Each kernel of a tree then binds at most kMaxTreeInputs + 1 buffers,
+  // leaving room for a heavy op's own when the tree becomes its epilogue.
+  static constexpr size_t kMaxTreeInputs = 16;
+  void limit_tree_inputs() {
+    std::vector<std::vector<int32_t>> loads(size_t(g_.size()));  // sorted ids each value's tree loads
+    auto loads_of = [&](Value in) -> std::vector<int32_t> {
+      if (g_.node(in).op == OpKind::Constant) return {};
+      return f_.fused[size_t(in.id)] ? loads[size_t(in.id)] : std::vector<int32_t>{in.id};
+    };
+    for (int32_t id = 0; id < g_.size(); ++id) {
+      const graph::Node& n = g_.node(id);
+      for (;;) {
+        std::vector<int32_t> all;
+        for (Value in : n.inputs) {
+          const std::vector<int32_t> l = loads_of(in);
+          all.insert(all.end(), l.begin(), l.end());
+        }
+        std::sort(all.begin(), all.end());
+        all.erase(std::unique(all.begin(), all.end()), all.end());
+        Value widest{-1};
+        for (Value in : n.inputs)
+          if (f_.fused[size_t(in.id)] && loads[size_t(in.id)].size() > 1 &&
+              (widest.id < 0 || loads[size_t(in.id)].size() > loads[size_t(widest.id)].size()))
+            widest = in;
+        // (The reshapes of a cast read through a broadcast are fused too, and only pass their loads on.)
+        if (!is_pointwise(n.op) || all.size() <= kMaxTreeInputs || widest.id < 0) {
+          loads[size_t(id)] = std::move(all);
+          break;
+        }
+        f_.fused[size_t(widest.id)] = false;
+      }
     }
   }
 

@@ -321,6 +321,37 @@ TEST_P(FinalGroup, SgdStepsMatchTheReference) {
   expect_matches_reference(*dev_, g, random_leaves(g, 20), 3);
 }
 
+// A sum of 40 inputs, each scaled and offset (a wide decomposition, an unrolled recurrence): one pointwise tree that
+// would load 40 values. lavapipe lets a kernel bind 32 buffers; fusion cuts the tree so no kernel loads more than 16.
+Graph wide_sum_graph() {
+  Graph g;
+  Value acc;
+  for (int i = 0; i < 40; ++i) {
+    Value x = g.input(fmt::format("x{}", i), DType::F32, {3, 67});
+    Value term = g.add(g.mul(x, 1.0 + 0.125 * i), 0.5);
+    acc = i == 0 ? term : g.add(acc, term);
+  }
+  g.output("y", g.relu(acc));
+  return g;
+}
+
+TEST(TreeInputs, AWideTreeIsCutSoNoKernelBindsMoreThan17Buffers) {
+  const Graph g = wide_sum_graph();
+  const lowering::Plan plan = lowering::lower(g, testing_support::h100_like_target());
+  EXPECT_GT(plan.launches.size(), 2u);  // 40 loads make at least three kernels of at most 16
+  for (const lowering::Launch& l : plan.launches) {
+    const kir::Kernel& k = plan.kernels[size_t(l.kernel)];
+    EXPECT_LE(k.buffers.size(), 17u) << k.name;  // 16 loaded values and the result
+  }
+}
+
+class TreeInputs : public testing_support::OnDevice {};
+
+TEST_P(TreeInputs, AWideTreeMatchesTheReference) {
+  const Graph g = wide_sum_graph();
+  expect_matches_reference(*dev_, g, random_leaves(g, 40));
+}
+
 TEST(LeNetLaunches, TrainingStepAtMost30) {
   nn::LeNetGraphOptions o;
   o.batch = 64;
@@ -338,7 +369,9 @@ auto devices() { return testing::ValuesIn(lowering::testing_support::device_ids(
 auto device_test_name = [](const auto& p) { return lowering::testing_support::test_name(p.param); };
 INSTANTIATE_TEST_SUITE_P(AllDevices, Epilogue, devices(), device_test_name);
 INSTANTIATE_TEST_SUITE_P(AllDevices, FinalGroup, devices(), device_test_name);
+INSTANTIATE_TEST_SUITE_P(AllDevices, TreeInputs, devices(), device_test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Epilogue);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FinalGroup);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TreeInputs);
 
 }  // namespace
