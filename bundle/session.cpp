@@ -158,6 +158,16 @@ std::vector<int64_t> Session::shape(const TensorSpec& spec) const {
 
 const DevicePlan& Session::current_plan() const { return *plans_[plan_index_]; }
 
+uint64_t Session::checked_host_elements(const TensorSpec& spec, const char* what, const void* data, size_t bytes) const {
+  const uint64_t n = spec.elements_at(batch_);
+  if (bytes != n * dtype_bytes(spec.dtype))
+    throw std::invalid_argument(fmt::format("{} '{}' is {} of shape {} at batch {}: {} bytes, not {}", what, spec.name,
+                                            dtype_name(spec.dtype), fmt::join(shape(spec), "x"), batch_,
+                                            n * dtype_bytes(spec.dtype), bytes));
+  if (n && !data) throw std::invalid_argument(fmt::format("{} '{}': no host memory given", what, spec.name));
+  return n;
+}
+
 size_t Session::input_index(const std::string& name) const {
   for (size_t i = 0; i < bundle_->inputs.size(); ++i)
     if (bundle_->inputs[i].name == name) return i;
@@ -196,12 +206,7 @@ std::shared_ptr<rt::Buffer> Session::weight_buffer(size_t index) {
 void Session::set_input(const std::string& name, const void* data, size_t bytes) {
   const size_t i = input_index(name);
   const TensorSpec& spec = bundle_->inputs[i];
-  const uint64_t n = spec.elements_at(batch_);
-  if (bytes != n * dtype_bytes(spec.dtype))
-    throw std::invalid_argument(fmt::format("input '{}' is {} of shape {} at batch {}: {} bytes, not {}", name,
-                                            dtype_name(spec.dtype), fmt::join(shape(spec), "x"), batch_,
-                                            n * dtype_bytes(spec.dtype), bytes));
-  if (n && !data) throw std::invalid_argument(fmt::format("input '{}': no data", name));
+  const uint64_t n = checked_host_elements(spec, "input", data, bytes);
   PlanInstance& inst = instance();
   const BufferSpec& buf = inst.plan().buffers[inst.plan().input_buffers[i]];
   if (buf.bytes() == 0) return;
@@ -246,12 +251,7 @@ double Session::last_run_ms() const {
 void Session::get_output(const std::string& name, void* data, size_t bytes) {
   const size_t i = output_index(name);
   const TensorSpec& spec = bundle_->outputs[i];
-  const uint64_t n = spec.elements_at(batch_);
-  if (bytes != n * dtype_bytes(spec.dtype))
-    throw std::invalid_argument(fmt::format("output '{}' is {} of shape {} at batch {}: {} bytes, not {}", name,
-                                            dtype_name(spec.dtype), fmt::join(shape(spec), "x"), batch_,
-                                            n * dtype_bytes(spec.dtype), bytes));
-  if (n && !data) throw std::invalid_argument(fmt::format("output '{}': nowhere to write", name));
+  const uint64_t n = checked_host_elements(spec, "output", data, bytes);
   PlanInstance& inst = instance();
   const uint32_t index = inst.plan().output_buffers[i];
   const DType type = inst.plan().buffers[index].type;

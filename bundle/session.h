@@ -63,6 +63,9 @@ class Session {
   size_t output_index(const std::string& name) const;
   PlanInstance& instance();  // of the current batch, made on first use
   std::shared_ptr<rt::Buffer> weight_buffer(size_t index);
+  // The elements of input or output `spec` (`what`) at the current batch, after checking that the application's host
+  // memory holds exactly them in the tensor's own dtype and is given (std::invalid_argument naming both sizes).
+  uint64_t checked_host_elements(const TensorSpec& spec, const char* what, const void* data, size_t bytes) const;
   // Checks `view` against the largest batch's bytes of `spec` (plan buffer `buffer`) and stores it in `slot`.
   void bind(rt::BufferView& slot, rt::BufferView view, const TensorSpec& spec, uint32_t buffer, const char* what);
 

@@ -115,14 +115,19 @@ class CompiledStep final : public Executable {
     write(nv, bytes.data(), bytes.size());
   }
 
+  // The host or device memory a caller gives for value `name` (through `call`) must hold exactly its device bytes.
+  void check_bytes(const char* call, const std::string& name, const NamedValue& nv, size_t bytes) const {
+    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
+    if (bytes != b.bytes())
+      throw graph::GraphError(fmt::format("{}('{}'): {} holds {} bytes ({} {} values), given {} bytes", call, name,
+                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
+                                          bytes));
+  }
+
   void set_raw(const std::string& name, const void* data, size_t bytes) override {
     const NamedValue& nv = leaf(name);
     settable(name, "set_raw");
-    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
-    if (bytes != b.bytes())
-      throw graph::GraphError(fmt::format("set_raw('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
-                                          bytes));
+    check_bytes("set_raw", name, nv, bytes);
     write(nv, data, bytes);
   }
 
@@ -141,11 +146,7 @@ class CompiledStep final : public Executable {
   void get_raw(const std::string& name, void* out, size_t bytes) override {
     const NamedValue& nv = readable(name);
     gettable(name, "get_raw");
-    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
-    if (bytes != b.bytes())
-      throw graph::GraphError(fmt::format("get_raw('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements,
-                                          dtype_name(b.slot.type), bytes));
+    check_bytes("get_raw", name, nv, bytes);
     read(name, nv, out, bytes, "get_raw");
   }
 
@@ -156,11 +157,7 @@ class CompiledStep final : public Executable {
       throw graph::GraphError(fmt::format("set_device('{}'): a streamed input is fed from its host copy at the start of "
                                           "every step; compile without streaming it to set it from a device address",
                                           name));
-    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
-    if (bytes != b.bytes())
-      throw graph::GraphError(fmt::format("set_device('{}'): {} holds {} bytes ({} {} values), got {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
-                                          bytes));
+    check_bytes("set_device", name, nv, bytes);
     if (nv.kind == graph::OpKind::Parameter) exec_->parameters_changed();
     if (bytes) dev_.copy_from_address(owned(name, nv, "set_device"), address, bytes);
   }
@@ -172,11 +169,7 @@ class CompiledStep final : public Executable {
       throw graph::GraphError(fmt::format("get_device('{}'): a streamed value is read from its host copy; compile "
                                           "without streaming it to read it into a device address",
                                           name));
-    const PlannedBuffer& b = plan_.buffers[size_t(nv.buffer)];
-    if (bytes != b.bytes())
-      throw graph::GraphError(fmt::format("get_device('{}'): {} holds {} bytes ({} {} values), asked for {} bytes", name,
-                                          nv.type.to_string(), b.bytes(), b.slot.elements, dtype_name(b.slot.type),
-                                          bytes));
+    check_bytes("get_device", name, nv, bytes);
     if (bytes) dev_.copy_to_address(owned(name, nv, "get_device"), address, bytes);
   }
 

@@ -59,15 +59,12 @@ std::optional<TunableOp> tunable_cross_entropy_grad(const graph::Graph& g, graph
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const int64_t n = node.type.shape.at(0), c = node.type.shape.at(1);
-  TunableOp op;
-  op.key = {"cross_entropy_grad", fmt::format("n{}_c{}", n, c), heavy::float_suffix(t, "cross_entropy_grad")};
-  op.heuristic = heavy::cross_entropy_grad_heuristic(n, c).config();
-  op.candidates = configs_of(heavy::row_candidates(heavy::cross_entropy_grad_heuristic(n, c), c, limits));
-  op.build = [n, c, t, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& cfg) {
-    heavy::HeavyKernel k = heavy::cross_entropy_grad_kernel(n, c, t, heavy::RowConfig::from(cfg), sg);
-    return single_kernel_program(io, std::move(k.kernel), k.groups);
-  };
-  return op;
+  const heavy::RowConfig heuristic = heavy::cross_entropy_grad_heuristic(n, c);
+  return one_kernel_op({"cross_entropy_grad", fmt::format("n{}_c{}", n, c), heavy::float_suffix(t, "cross_entropy_grad")},
+                       heuristic, heavy::row_candidates(heuristic, c, limits), io_buffers(g, v),
+                       [n, c, t, sg = limits.subgroup_size](const heavy::RowConfig& cfg) {
+                         return heavy::cross_entropy_grad_kernel(n, c, t, cfg, sg);
+                       });
 }
 
 void lower_cross_entropy(LoweringContext& ctx, graph::Value v) {

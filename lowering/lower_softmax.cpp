@@ -18,16 +18,13 @@ std::optional<TunableOp> tunable_softmax(const graph::Graph& g, graph::Value v, 
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const bool log = graph::op_name(node.op) == "log_softmax";
   const heavy::SoftmaxShape s = heavy::softmax_shape(node.type.shape, node.attrs.get_int("axis"));
-  TunableOp op;
-  op.key = {log ? "log_softmax" : "softmax", fmt::format("o{}_l{}_i{}", s.outer, s.axis, s.inner),
-            heavy::float_suffix(t, "softmax")};
-  op.heuristic = heavy::softmax_heuristic(s).config();
-  op.candidates = configs_of(heavy::row_candidates(heavy::softmax_heuristic(s), s.axis, limits));
-  op.build = [s, t, log, sg = limits.subgroup_size, io = io_buffers(g, v)](const heavy::Config& c) {
-    heavy::HeavyKernel k = heavy::softmax_kernel(s, t, log, heavy::RowConfig::from(c), sg);
-    return single_kernel_program(io, std::move(k.kernel), k.groups);
-  };
-  return op;
+  const heavy::RowConfig heuristic = heavy::softmax_heuristic(s);
+  return one_kernel_op({log ? "log_softmax" : "softmax", fmt::format("o{}_l{}_i{}", s.outer, s.axis, s.inner),
+                        heavy::float_suffix(t, "softmax")},
+                       heuristic, heavy::row_candidates(heuristic, s.axis, limits), io_buffers(g, v),
+                       [s, t, log, sg = limits.subgroup_size](const heavy::RowConfig& c) {
+                         return heavy::softmax_kernel(s, t, log, c, sg);
+                       });
 }
 
 void lower_softmax(LoweringContext& ctx, graph::Value v) {

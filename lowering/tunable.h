@@ -84,4 +84,21 @@ std::vector<heavy::Config> configs_of(const std::vector<TypedConfig>& typed) {
   return out;
 }
 
+// A TunableOp of one kernel over the node's inputs and result (`io`): the heuristic first among `candidates`, each
+// config's kernel from `kernel(typed config)` (a heavy::HeavyKernel). What the row templates (softmax, cross-entropy's
+// gradient) are.
+template <class TypedConfig, class MakeKernel>
+TunableOp one_kernel_op(TuningKey key, const TypedConfig& heuristic, const std::vector<TypedConfig>& candidates,
+                        std::vector<ProgramBuffer> io, MakeKernel kernel) {
+  TunableOp op;
+  op.key = std::move(key);
+  op.heuristic = heuristic.config();
+  op.candidates = configs_of(candidates);
+  op.build = [io = std::move(io), kernel = std::move(kernel)](const heavy::Config& c) {
+    auto k = kernel(TypedConfig::from(c));
+    return single_kernel_program(io, std::move(k.kernel), k.groups);
+  };
+  return op;
+}
+
 }  // namespace spire::lowering

@@ -182,27 +182,27 @@ void CudaDevice::fill(Buffer& dst, uint32_t pattern) {
 }
 
 void CudaDevice::copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset) {
-  const CudaBuffer& b = own(dst, "copy_from_address");
-  if (offset > b.size() || bytes > b.size() - offset)
-    throw Error(fmt::format("{}: copy_from_address of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(),
-                            bytes, offset, b.size()));
-  if (!bytes) return;
-  ctx_->make_current();
-  ctx_->count_submit();
-  ctx_->check(ctx_->api().cuMemcpyAsync(b.ptr() + offset, CUdeviceptr(address), bytes, ctx_->stream()), "cuMemcpyAsync",
-              fmt::format("({} bytes from address {:#x})", bytes, address));
+  copy_with_address(dst, address, bytes, offset, true);
 }
 
 void CudaDevice::copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset) {
-  const CudaBuffer& b = own(src, "copy_to_address");
+  copy_with_address(src, address, bytes, offset, false);
+}
+
+void CudaDevice::copy_with_address(const Buffer& buffer, uint64_t address, uint64_t bytes, uint64_t offset,
+                                   bool into_buffer) {
+  const char* what = into_buffer ? "copy_from_address" : "copy_to_address";
+  const CudaBuffer& b = own(buffer, what);
   if (offset > b.size() || bytes > b.size() - offset)
-    throw Error(fmt::format("{}: copy_to_address of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(),
-                            bytes, offset, b.size()));
+    throw Error(fmt::format("{}: {} of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), what, bytes,
+                            offset, b.size()));
   if (!bytes) return;
   ctx_->make_current();
   ctx_->count_submit();
-  ctx_->check(ctx_->api().cuMemcpyAsync(CUdeviceptr(address), b.ptr() + offset, bytes, ctx_->stream()), "cuMemcpyAsync",
-              fmt::format("({} bytes to address {:#x})", bytes, address));
+  const CUdeviceptr in_buffer = b.ptr() + offset, other = CUdeviceptr(address);
+  ctx_->check(ctx_->api().cuMemcpyAsync(into_buffer ? in_buffer : other, into_buffer ? other : in_buffer, bytes,
+                                        ctx_->stream()),
+              "cuMemcpyAsync", fmt::format("({} bytes {} address {:#x})", bytes, into_buffer ? "from" : "to", address));
 }
 
 void CudaDevice::wait_for_stream(uint64_t stream) { order_streams(CUstream(stream), ctx_->stream(), "wait_for_stream"); }
