@@ -107,7 +107,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   const graph::Graph step_graph = nn::build_lenet_graph(gopt);
   const graph::Graph forward_graph = lenet_forward_graph(opt.eval_batch, opt.relu_op);
   const lowering::MapTuningChoices choices =
-      tuning::prepare_tuning({opt.tune, opt.tuning_cache}, *device, {&step_graph, &forward_graph}, log);
+      tuning::prepare_tuning({opt.tune, opt.tuning_cache, opt.precision}, *device, {&step_graph, &forward_graph}, log);
   if (!opt.dump_dir.empty()) {
     // 01-graph: the forward pass and the loss as built; 02-joint: with autograd's backward and the SGD update.
     nn::LeNetGraphOptions forward_only = gopt;

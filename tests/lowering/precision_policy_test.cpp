@@ -18,6 +18,7 @@
 #include "ir/graph/graph.h"
 #include "lowering/executable.h"
 #include "lowering/precision_policy.h"
+#include "lowering/tunable_ops.h"
 #include "runtime/device.h"
 #include "tests/lowering/device_list.h"
 
@@ -184,6 +185,27 @@ TEST(PrecisionPolicy, OnlyCudaWithCooperativeMatricesHasTf32) {
   EXPECT_TRUE(lowering::limits_under(limits, cuda, Precision::Tf32).tf32);
   EXPECT_FALSE(lowering::limits_under(limits, cuda, Precision::Fp32).tf32);
   EXPECT_FALSE(lowering::limits_under(limits, vulkan, Precision::Tf32).tf32);
+}
+
+// --tune under tf32 times what tf32 compiles: the product's key says _tf32 (its own cache entry) and its candidates are
+// tensor-core tilings, the heuristic first; under fp32 the same graph's key and configs are the f32 SIMT kernel's.
+TEST(PrecisionPolicy, TheTunerSeesTheTf32Products) {
+  rt::DeviceInfo cuda;
+  cuda.id = "cuda:0";
+  cuda.backend = rt::Backend::Cuda;
+  cuda.compute_capability = 90;
+  cuda.subgroup_size = 32;
+  cuda.shared_memory_bytes = 227 * 1024;
+  cuda.max_workgroup_invocations = 1024;
+  cuda.features = Features(Feature::CooperativeMatrix) | Feature::AsyncCopy;
+  const auto tf32 = lowering::tunable_ops(product_graph(), cuda, Precision::Tf32);
+  const auto fp32 = lowering::tunable_ops(product_graph(), cuda, Precision::Fp32);
+  ASSERT_EQ(tf32.size(), 1u);
+  ASSERT_EQ(fp32.size(), 1u);
+  EXPECT_NE(tf32[0].key.shape.find("_tf32"), std::string::npos) << tf32[0].key.text();
+  EXPECT_EQ(fp32[0].key.shape.find("tf32"), std::string::npos) << fp32[0].key.text();
+  EXPECT_TRUE(tf32[0].heuristic.has("warps_m")) << tf32[0].heuristic.text();
+  EXPECT_FALSE(fp32[0].heuristic.has("warps_m")) << fp32[0].heuristic.text();
 }
 
 }  // namespace

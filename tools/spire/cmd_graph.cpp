@@ -146,7 +146,9 @@ void run_eval(const EvalOptions& o) {
     results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
   } else {
     auto dev = rt::open_device(o.device);
-    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&g}, stdout);
+    tuning::TuningFlags flags = o.tuning;
+    flags.precision = o.precision;
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(flags, *dev, {&g}, stdout);
     if (!o.dump.empty())
       fmt::print("{}", lowering::dump_summary(
                            lowering::dump_pipeline(o.dump, parsed, nullptr,

@@ -108,7 +108,9 @@ void run_run(const RunCmd& o) {
   };
   // Tuning (when asked), then the run with the cache's choices for the device, timed and profiled as asked.
   auto run_device = [&](rt::Device& dev, bool several) {
-    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, dev, {&m.graph}, stdout);
+    tuning::TuningFlags flags = o.tuning;
+    flags.precision = o.precision;
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(flags, dev, {&m.graph}, stdout);
     dump_for(dev.info(), choices, several);
     StepTiming timing;
     timing.runs = o.bench;
