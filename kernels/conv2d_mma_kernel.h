@@ -47,8 +47,8 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type 
 MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
 
-// Throws std::invalid_argument for a grouped convolution, a type other than f16, bf16 or f32 (TF32), or a tiling whose subgroups
-// do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
+// Throws std::invalid_argument for a grouped convolution, a type other than f16, bf16 or f32 (TF32), or a tiling whose
+// subgroups do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
 HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies,
                               bool channels_last = false);
 

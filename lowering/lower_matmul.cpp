@@ -33,8 +33,8 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   s.tf32 = limits.tf32 && t == kir::Type::F32 && !s.a_half && !s.b_half && !bias.valid();
   TunableOp op;
   op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : ""), heavy::float_suffix(t, "matmul")};
-  // 16-bit operands (or TF32 ones) on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on Hopper the
-  // warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
+  // 16-bit operands (or TF32 ones) on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on
+  // Hopper the warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
   // cuBLAS's speed at 8192 on an H100, docs/PERFORMANCE.md), with the wmma kernel's tilings as the tuner's other
   // candidates. On Vulkan devices with workgroup matrices (NVIDIA's VK_NV_cooperative_matrix2) the workgroup-matrix
   // kernel, whose tiles the driver stages, is a candidate after the subgroup kernel's tilings, not the heuristic: on

@@ -83,8 +83,9 @@ void Translator::stmt(const kir::MatrixLoad& s) {
   const kir::MatrixFragment& f = k_.fragments[s.fragment];
   const std::string at = shared_address(s.array, s.index);
   if (f.use == MatrixUse::Accumulator || f.elem != Type::F32) {
-    w_.ins(fmt::format("wmma.load.{}.sync.aligned.{}.m16n16k16.shared.{} {}, [{}], {};", operand_letter(f.use),
-                       layout(f), wmma_type(f.elem), fragment_list(s.fragment), at, s.stride));
+    // (An accumulator of a TF32 kernel in the m16n16k8 shape its multiplies give it, as MatrixStore.)
+    w_.ins(fmt::format("wmma.load.{}.sync.aligned.{}.{}.shared.{} {}, [{}], {};", operand_letter(f.use), layout(f),
+                       tf32_ ? "m16n16k8" : "m16n16k16", wmma_type(f.elem), fragment_list(s.fragment), at, s.stride));
     return;
   }
   // TF32: the k 8..15 half starts 8 elements along k, which runs along a row of A (row-major) and down the columns

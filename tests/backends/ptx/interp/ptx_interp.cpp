@@ -366,8 +366,8 @@ struct Module::Impl {
   //   wmma.load.{a,b}.sync.aligned.{row,col}.m16n16k8.{shared,global}.tf32 {frag}, [addr], stride;
   //   wmma.{load.c,store.d}.sync.aligned.{row,col}.m16n16k8.{shared,global}.f32 ...;
   //   wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k8.f32.tf32.tf32.f32 {d}, {a}, {b}, {c};
-  // A fragment is 4 registers for bf16 and tf32 a / b, 8 for f16 a / b and for f32 c / d. The mma's layouts must be those the
-  // fragments were loaded with; the fragments do not record them, so the interpreter cannot check that and takes
+  // A fragment is 4 registers for bf16 and tf32 a / b, 8 for f16 a / b and for f32 c / d. The mma's layouts must be those
+  // the fragments were loaded with; the fragments do not record them, so the interpreter cannot check that and takes
   // any. The launch checks what depends on values (one address and stride for the warp, alignment, bounds).
   void parse_wmma(Ins& ins, const std::vector<std::string>& parts, const std::string& rest, int line) {
     const std::string& text = ins.text;
