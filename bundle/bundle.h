@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "runtime/device_plan.h"
 
 namespace spire::bundle {
@@ -62,6 +63,7 @@ struct Bundle {
   std::vector<TensorSpec> inputs, outputs;
   int64_t max_batch = 0;  // 0: the model has no batch dimension (one fixed plan per target)
   bool dynamic_batch = false;
+  Precision precision = Precision::Fp32;  // the policy its plans were compiled under (base/precision.h)
   std::vector<Weight> weights;
   std::vector<DevicePlan> plans;
 };

@@ -240,6 +240,7 @@ std::vector<uint8_t> serialize(const Bundle& b) {
   }
   w.i64(b.max_batch);
   w.u8(b.dynamic_batch ? 1 : 0);
+  w.u8(uint8_t(b.precision));
   w.u64(b.weights.size());
   for (const auto& wt : b.weights) {
     w.str(wt.name);
@@ -271,10 +272,10 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source) {
   header.u32();
   const uint64_t length = header.u64();
   const uint64_t checksum = header.u64();
-  if (version != kBundleFormatVersion)
-    throw BundleError(fmt::format("{}: spire bundle format version {}, but this runtime reads version {}: compile the "
-                                  "model again with the spire that matches this runtime",
-                                  source, version, kBundleFormatVersion));
+  if (version < kOldestBundleFormatVersion || version > kBundleFormatVersion)
+    throw BundleError(fmt::format("{}: spire bundle format version {}, but this runtime reads versions {} to {}: compile "
+                                  "the model again with the spire that matches this runtime",
+                                  source, version, kOldestBundleFormatVersion, kBundleFormatVersion));
   const uint64_t have = bytes.size() - kBundleHeaderBytes;
   if (length != have)
     throw BundleError(fmt::format("{}: {} spire bundle: its header promises {} bytes of payload, the file holds {}",
@@ -291,6 +292,11 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source) {
     for (uint64_t n = r.count(26, "tensors"), i = 0; i < n; ++i) list->push_back(read_tensor_spec(r));
   b.max_batch = r.i64();
   b.dynamic_batch = r.u8() != 0;
+  if (version >= 5) {
+    const uint8_t p = r.u8();
+    if (p > uint8_t(Precision::F16)) r.fail(fmt::format("unknown precision policy {}", p));
+    b.precision = Precision(p);
+  }
   for (uint64_t n = r.count(17, "weights"), i = 0; i < n; ++i) {
     Weight wt;
     wt.name = r.str();

@@ -23,7 +23,10 @@ namespace spire::bundle {
 
 // 2: kernel signatures carry tensor maps and arrival barriers; 3: launches say whether they compute only from weights;
 // 4: kernels carry the runtime's interface (workgroup memory as laid out, not arrays), tensors the one dtype (f16, bf16)
-inline constexpr uint32_t kBundleFormatVersion = 4;
+// 5: the precision policy it was compiled under (a u8 after max_batch and dynamic_batch). Version 4 bundles are still
+//    read: every one of them was compiled under fp32, the only policy there was.
+inline constexpr uint32_t kBundleFormatVersion = 5;
+inline constexpr uint32_t kOldestBundleFormatVersion = 4;
 inline constexpr size_t kBundleHeaderBytes = 32;
 
 uint64_t fnv1a64(std::span<const uint8_t> bytes);

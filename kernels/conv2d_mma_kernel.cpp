@@ -13,7 +13,8 @@ using namespace kir;
 
 MatmulShape conv2d_mma_gemm_shape(const Conv2dShape& s, Type half, bool channels_last) {
   MatmulShape g = conv2d_gemm_shape(s);
-  g.a_half = g.b_half = half;
+  if (half == Type::F32) g.tf32 = true;  // f32 operands multiplied as TF32
+  else g.a_half = g.b_half = half;
   g.b_transposed = channels_last;
   if (channels_last) g.k = s.kh * s.kw * conv2d_channels_last_depth(s);
   return g;
@@ -111,9 +112,9 @@ std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, 
 
 HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTiling& tl, bool async_copies,
                               bool channels_last) {
-  if (half != Type::F16 && half != Type::BF16)
-    throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: operands of type {}, not f16 or bf16", s.text(),
-                                            dtype_name(half)));
+  if (half != Type::F16 && half != Type::BF16 && half != Type::F32)
+    throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: operands of type {}, not f16, bf16 or f32 (TF32)",
+                                            s.text(), dtype_name(half)));
   if (!conv2d_fits_tensor_cores(s))
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: ungrouped convolutions only", s.text()));
   check_mma_tiling(tl);
@@ -121,7 +122,8 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
   const MmaStaging plan = mma_staging(g, tl, async_copies, !channels_last);
   index_u32(s.n * (channels_last ? conv2d_channels_last_depth(s) : s.cin) * s.h * s.w, "conv2d input elements");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
-  const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), dtype_name(half), channels_last ? "_nhwc" : "") +
+  const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), half == Type::F32 ? "tf32" : dtype_name(half),
+                                       channels_last ? "_nhwc" : "") +
                            mma_name_suffix(tl, plan);
   const uint32_t M = index_u32(g.m, "conv2d output channels"), K = index_u32(g.k, "conv2d window size");
   const uint32_t N = index_u32(g.n, "conv2d output positions");
@@ -142,8 +144,8 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
     return {col < N, (c / P) * (channels_last ? H * W : cin * H * W), (p / wo) * sh, (p % wo) * sw};
   };
   if (channels_last) {
-    // k = (tap, ci) over the padded channels: a piece of 8 k is 8 channels of the tap's pixel, or its zeros over the
-    // padding.
+    // k = (tap, ci) over the padded channels: a piece of 8 k (4 for TF32's f32) is that many channels of the tap's
+    // pixel, or its zeros over the padding (channels come in 8s, so a piece never straddles two pixels).
     io.b = x;
     io.b_locate = [&, depth = uint32_t(conv2d_channels_last_depth(s))](const std::vector<Val>& at, Val k) {
       Val kc = min(k, K - 1);
@@ -156,7 +158,7 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
   }
   // Each element moves as its 16-bit word (no conversion: bf16's are integer sequences, and a gathered slice is
   // thousands of them), zero where the window hangs over the padding or past the product.
-  const Val zero = cast(kb.f32(0), half);
+  const Val zero = half == Type::F32 ? kb.f32(0) : cast(kb.f32(0), half);
   if (!channels_last) io.b_gather = [&](Shared tile, Val to, const std::vector<Val>& at, Val k) {
     Val kc = min(k, K - 1);
     Val ci = kc / taps, tap = kc % taps;

@@ -12,6 +12,8 @@
 // 8 consecutive k of one column are 16 contiguous bytes of one input pixel: B is staged like A, by 16-byte copies
 // (zeros over the padding), and the two operands' copies pipeline as the matmul's do, instead of one element, its
 // divisions and its branch at a time.
+// TF32 (the tf32 precision policy): `half` F32 names f32 operands that the same kernel stages as f32 and multiplies as
+// TF32 on PTX's tensor cores (matmul_mma_kernel.h).
 // Buffers: x (read, half), w (read, half), y (write, f32).
 #pragma once
 
@@ -45,8 +47,8 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type 
 MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);
 
-// Throws std::invalid_argument for a grouped convolution, a type other than f16 or bf16, or a tiling whose subgroups
-// do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
+// Throws std::invalid_argument for a grouped convolution, a type other than f16, bf16 or f32 (TF32), or a tiling whose
+// subgroups do not own whole 16x16 fragments. `async_copies`: the device has Feature::AsyncCopy.
 HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies,
                               bool channels_last = false);
 

@@ -26,6 +26,7 @@ std::string MatmulShape::text() const {
   if (b_transposed) t += "_bt";
   if (a_half) t += "_a" + std::string(dtype_name(*a_half));
   if (b_half) t += "_b" + std::string(dtype_name(*b_half));
+  if (tf32) t += "_tf32";
   return t;
 }
 

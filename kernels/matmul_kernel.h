@@ -31,6 +31,9 @@ struct MatmulShape {
   // An operand stored in f16 or bf16 that the kernel widens to the product's type as it loads (lowering/fuse.h,
   // absorbed_upcast); unset: stored in the product's type.
   std::optional<kir::Type> a_half, b_half;
+  // Both operands stored as f32 and multiplied on tensor cores as TF32 (the tf32 precision policy; only the
+  // tensor-core kernels, matmul_mma_kernel.h, compute such a shape). text() says "_tf32".
+  bool tf32 = false;
 
   int64_t batch_count() const;
   // "m64_k784_n120", with "_a<A's batch>_b<B's batch>" for batched products, "_at" / "_bt" for transposed

@@ -19,7 +19,8 @@ namespace {
 
 constexpr uint32_t kWarp = 32;
 constexpr uint32_t kFrag = kMatrixTile;                 // 16
-constexpr uint32_t kPad16 = 8;                          // 16 bytes of 16-bit elements: one row's padding
+constexpr uint32_t kPadBytes = 16;                      // one row's padding
+constexpr uint32_t kCopyBytes = 16;                     // one asynchronous copy
 constexpr uint32_t kStage = kMatrixTile * kMatrixTile;  // one subgroup's f32 staging tile
 // An unrolled kernel stages its result through this many subgroups' tiles at a time, leaving its workgroup memory
 // to the operands' pipeline (48 KiB hold 3 stages of 128x256x16 and 4 staging tiles, not 16).
@@ -36,21 +37,31 @@ MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint3
 
 MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_copies, bool b_gathered) {
   MmaStaging p;
+  const uint32_t bytes = dtype_bytes(mma_operand_type(s));
+  const uint32_t chunk = kCopyBytes / bytes, pad = kPadBytes / bytes;
   // 16-byte chunks along the contiguous direction: rows (and batches) must start on 16 bytes.
-  p.a_copies = async_copies && (s.a_transposed ? s.m : s.k) % 8 == 0;
-  p.b_copies = async_copies && !b_gathered && (s.b_transposed ? s.k : s.n) % 8 == 0;
+  p.a_copies = async_copies && (s.a_transposed ? s.m : s.k) % chunk == 0;
+  p.b_copies = async_copies && !b_gathered && (s.b_transposed ? s.k : s.n) % chunk == 0;
   p.stages = p.a_copies && p.b_copies ? std::max<uint32_t>(tl.stages, 2) : 1;
   const uint32_t warps = tl.warps_m * tl.warps_n;
   p.result_tiles = tl.unroll > 1 ? std::gcd(warps, kUnrolledResultTiles) : warps;
-  p.b_pad = tl.b_unpadded && s.b_transposed && !b_gathered ? 0 : kPad16;
-  const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16);
+  p.b_pad = tl.b_unpadded && s.b_transposed && !b_gathered ? 0 : pad;
+  const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + pad);
   const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + p.b_pad);
-  p.shared_bytes = p.stages * (a + b) * 2 + uint64_t(p.result_tiles) * kStage * 4;
+  p.shared_bytes = p.stages * (a + b) * bytes + uint64_t(p.result_tiles) * kStage * 4;
   return p;
 }
 
 bool matmul_fits_tensor_cores(const MatmulShape& s, Type t) {
-  return t == Type::F32 && s.a_half && s.b_half && *s.a_half == *s.b_half;
+  if (t != Type::F32) return false;
+  if (s.tf32) return !s.a_half && !s.b_half;
+  return s.a_half && s.b_half && *s.a_half == *s.b_half;
+}
+
+Type mma_operand_type(const MatmulShape& s) {
+  if (s.tf32) return Type::F32;
+  if (!s.a_half) throw std::invalid_argument("matmul on tensor cores: the operands are neither 16-bit nor TF32");
+  return *s.a_half;
 }
 
 MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits) {
@@ -65,8 +76,10 @@ MatmulTiling choose_matmul_mma_tiling(const MatmulShape& s, const Limits& limits
   // large products 256x128 blocks with 64-deep slices 4 stages deep (225 KiB): the tuner's picks on the H100 for
   // 2048 to 8192 squares (1.08x 128x128 blocks, 1.7x a 2 x 4 split of 128x128). Shallow pipelines of the large
   // block lose to the 128x128 one, so it needs 3 stages (167 KiB, just past an A100's 163) or is passed over.
+  // TF32 operands are twice the bytes: 32-deep slices keep that block's slice the same size.
+  const uint32_t deep_k = s.tf32 ? 32 : 64;
   if (s.m >= 256 && s.n >= 128 && blocks(256, 128) >= 128)
-    if (auto t = deepest(mma_tiling(256, 128, 64, 4, 2), 3)) return *t;
+    if (auto t = deepest(mma_tiling(256, 128, deep_k, 4, 2), 3)) return *t;
   // Where workgroup memory is too small for that (48 KiB: NVIDIA's Vulkan driver), 128x256 blocks with 16-deep slices:
   // of 2 x 4 subgroups (64x64 each), 3 stages with the K loop unrolled by them (so that copies staged through registers
   // keep 2 slices in flight, backends/spirv/copy_plan.h), since barriers stopped fencing storage buffers
@@ -207,7 +220,9 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   const bool gathered = bool(io.b_gather), located = bool(io.b_locate);
   if (located && (!io.b || !s.b_transposed || gathered))
     throw std::invalid_argument("matmul on tensor cores: a located B needs its buffer, [column][k] tiles and no gather");
-  const Type h = *s.a_half;
+  const Type h = mma_operand_type(s);
+  // Padding and 16-byte copies in elements of the staged type.
+  const uint32_t pad = kPadBytes / dtype_bytes(h), chunk = kCopyBytes / dtype_bytes(h);
   const uint32_t M = uint32_t(s.m), K = uint32_t(s.k), N = uint32_t(s.n), batches = uint32_t(s.batch_count());
   const uint32_t tiles_m = (M + tl.tile_m - 1) / tl.tile_m, tiles_n = (N + tl.tile_n - 1) / tl.tile_n;
   const uint32_t k_tiles = (K + tl.tile_k - 1) / tl.tile_k;
@@ -222,7 +237,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   const Buf& A = io.a;
   // A's tile is [row][k], or [k][row] for a transposed A (its fragments then column-major); B's is [k][column], or
   // [column][k] for a transposed B.
-  const uint32_t a_ld = (s.a_transposed ? tl.tile_m : tl.tile_k) + kPad16;
+  const uint32_t a_ld = (s.a_transposed ? tl.tile_m : tl.tile_k) + pad;
   const uint32_t b_ld = (s.b_transposed ? tl.tile_k : tl.tile_n) + plan.b_pad;
   const uint32_t a_elems = (s.a_transposed ? tl.tile_k : tl.tile_m) * a_ld;
   const uint32_t b_elems = (s.b_transposed ? tl.tile_n : tl.tile_k) * b_ld;
@@ -249,7 +264,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     if (!gathered && !located) b_base = matmul_batch_offset(kb, s, batch, s.b_batch_strides);
     Val row0 = tile_row * tl.tile_m, col0 = tile_col * tl.tile_n;
     // kir keeps bf16 to loads, stores and conversions from f32, so its zero is a conversion.
-    Val zero = cast(kb.f32(0), h);
+    Val zero = h == Type::F32 ? kb.f32(0) : cast(kb.f32(0), h);
     // Where the tiling has copying subgroups, what only the multiplying ones run goes under this condition.
     std::optional<Val> multiplying;
     if (producers > 0) multiplying = warp < warps;
@@ -294,7 +309,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     // direction, so the reads coalesce.
     // `first`: this invocation's place among the `count` that stage.
     auto items_of = [&](const Staging& st, Val first, uint32_t count) {
-      const uint32_t step = st.copies ? 8 : 1, per_row = st.inner / step, items = st.outer * per_row;
+      const uint32_t step = st.copies ? chunk : 1, per_row = st.inner / step, items = st.outer * per_row;
       std::vector<StagingItem> out;
       for (uint32_t base = 0; base < items; base += count) {
         Val idx = first + base;
@@ -508,14 +523,16 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
 
 HeavyKernel matmul_mma_kernel(const MatmulShape& s, const MatmulTiling& tl, bool async_copies) {
   if (!matmul_fits_tensor_cores(s, Type::F32))
-    throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16");
+    throw std::invalid_argument("matmul on tensor cores: both operands must be stored as f16, or both as bf16, or "
+                                "both as f32 multiplied as TF32");
   check_mma_tiling(tl);
   const MmaStaging plan = mma_staging(s, tl, async_copies);
   const std::string name = matmul_checked_name(s) + mma_name_suffix(tl, plan);
   const uint32_t M = uint32_t(s.m), N = uint32_t(s.n);
   if (M == 0 || N == 0 || s.batch_count() == 0) return empty_result(name);
   KernelBuilder kb(name, tl.invocations());
-  MmaGemmIo io{kb.buffer("a", *s.a_half, Access::Read), kb.buffer("b", *s.b_half, Access::Read), {}, {}, {}, {}};
+  const Type h = mma_operand_type(s);
+  MmaGemmIo io{kb.buffer("a", h, Access::Read), kb.buffer("b", h, Access::Read), {}, {}, {}, {}};
   Buf C = kb.buffer("c", Type::F32, Access::Write);
   io.store = [&](Val batch, Val r, Val c, Val v) { C[batch * (M * N) + r * N + c] = v; };
   const uint64_t groups = emit_mma_gemm(kb, s, tl, plan, io);

@@ -1,9 +1,10 @@
-// Matrix multiply on tensor cores: f16 or bf16 operands, f32 products and sums, through kir's cooperative
-// matrices (16x16x16 fragments per subgroup of 32; PTX wmma).
+// Matrix multiply on tensor cores: f16 or bf16 operands, or f32 ones rounded to TF32 (the tf32 precision policy, PTX
+// only), f32 products and sums, through kir's cooperative matrices (16x16x16 fragments per subgroup of 32; PTX wmma).
+// TF32 operands are staged as f32: a tile's bytes double, so the tilings below fit fewer stages or shallower slices.
 //
 // One workgroup computes one tile_m x tile_n block of one batch's output with warps_m x warps_n subgroups, each
 // owning a (tile_m / warps_m) x (tile_n / warps_n) part of it as 16x16 accumulators. The operands are staged
-// tile_k deep through workgroup memory in their 16-bit form (rows padded by 16 bytes, so the fragment loads of
+// tile_k deep through workgroup memory in their stored form (rows padded by 16 bytes, so the fragment loads of
 // neighbouring rows fall in different banks); the result leaves through a per-subgroup 16x16 f32 staging tile,
 // so every element is stored by one invocation with an ordinary store (masked edges; epilogues fused into the
 // stores work as for the SIMT kernel). Same buffers as matmul_kernel: a (read), b (read), c (write, f32).
@@ -28,8 +29,12 @@
 namespace spire::lowering::heavy {
 
 // Whether the tensor-core kernel computes this product: both operands stored in the same 16-bit float type
-// (read in place, MatmulShape::a_half and b_half) and an f32 product.
+// (read in place, MatmulShape::a_half and b_half), or both f32 multiplied as TF32 (MatmulShape::tf32), and an f32
+// product.
 bool matmul_fits_tensor_cores(const MatmulShape& s, kir::Type t);
+// The type the operands are staged and multiplied in: their 16-bit type, or f32 for TF32 (an f32 fragment, which the
+// PTX backend multiplies as TF32, ir/kernel/kernel.h).
+kir::Type mma_operand_type(const MatmulShape& s);
 
 // The tiling for a shape: 256x128 blocks of 8 subgroups (4 x 2, 64x64 each, K slices of 64) where that still
 // gives the device enough workgroups and `limits` holds 3 or 4 stages of it; where workgroup memory is under 64 KiB,

@@ -81,6 +81,7 @@ std::optional<MatmulTiling> choose_matmul_packed_tiling(const MatmulShape& s, co
 }
 
 std::vector<MatmulTiling> matmul_packed_candidates(const MatmulShape& s, const Limits& limits) {
+  if (s.tf32) return {};  // packed shares are bf16 fragments' registers
   const std::optional<MatmulTiling> first = choose_matmul_packed_tiling(s, limits);
   if (!first) return {};
   std::vector<MatmulTiling> out{*first};

@@ -60,7 +60,8 @@ uint64_t wgmma_shared_bytes(const MatmulTiling& t) {
 
 bool matmul_fits_warpgroup_mma(const MatmulShape& s, Type t, const Limits& limits) {
   const bool a_rows = (s.a_transposed ? s.m : s.k) % kChunk == 0, b_rows = (s.b_transposed ? s.k : s.n) % kChunk == 0;
-  return limits.warpgroup_matrix && limits.tensor_copy && matmul_fits_tensor_cores(s, t) && s.m > 0 && s.n > 0 &&
+  // (TF32 operands: the wmma kernel; wgmma's tf32 form is not written yet.)
+  return limits.warpgroup_matrix && limits.tensor_copy && !s.tf32 && matmul_fits_tensor_cores(s, t) && s.m > 0 && s.n > 0 &&
          s.k > 0 && a_rows && b_rows && batch_stride(s, s.a_batch_strides) && batch_stride(s, s.b_batch_strides) &&
          fits(wgmma_tiling(64, 64, 2), limits);
 }

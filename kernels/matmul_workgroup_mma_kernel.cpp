@@ -32,7 +32,7 @@ uint32_t unroll_for(const MatmulShape& s, uint32_t tile_k, uint32_t most) {
 }  // namespace
 
 bool matmul_fits_workgroup_mma(const MatmulShape& s, Type t) {
-  if (!matmul_fits_tensor_cores(s, t) || s.m == 0 || s.n == 0 || s.k == 0 || s.batch_count() == 0) return false;
+  if (s.tf32 || !matmul_fits_tensor_cores(s, t) || s.m == 0 || s.n == 0 || s.k == 0 || s.batch_count() == 0) return false;
   for (int64_t st : s.a_batch_strides)
     if (st % 8) return false;
   for (int64_t st : s.b_batch_strides)

@@ -68,6 +68,9 @@ struct Limits {
   // Kernels compile through ptxas (the CUDA backend), whose register allocation makes other configs pay than NVIDIA's
   // Vulkan compiler does on the same GPU: heuristics that measured so on both may differ by it.
   bool ptx = false;
+  // The tf32 precision policy (base/precision.h) on a device with TF32 tensor cores (PTX, cooperative_matrix): f32
+  // products and convolutions may run on them with their operands rounded to TF32 (matmul_mma_kernel.h).
+  bool tf32 = false;
 };
 
 }  // namespace spire::lowering::heavy

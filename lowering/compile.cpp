@@ -93,7 +93,8 @@ class CompiledStep final : public Executable {
     if (slots_ < 1 || slots_ > rt::PlanExecutor::kMaxStepsInFlight)
       throw std::invalid_argument(fmt::format("CompileOptions::steps_in_flight is {}: it must be 1 to {}", slots_,
                                               rt::PlanExecutor::kMaxStepsInFlight));
-    plan_ = lower_within_budget(g, dev.info(), opt.passes, opt.tuning, opt.parameters_once, opt.memory_budget);
+    plan_ = lower_within_budget(g, dev.info(), opt.passes, opt.tuning, opt.parameters_once, opt.memory_budget,
+                                opt.precision);
     if (opt.verbose) std::fputs(lowering::plan_text(plan_).c_str(), stdout);
     // Before the kernels compile, so a wrong name is refused at once.
     rt::ExecutorOptions eo = executor_options(plan_, opt);
@@ -174,6 +175,7 @@ class CompiledStep final : public Executable {
   }
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
+  std::string precision_note() const override { return plan_.precision_note; }
   MemoryReport memory() const override { return memory_report(plan_); }
   double last_step_ms() const override { return exec_->last_step_ms(); }
   size_t barriers() const override { return exec_->barriers(); }

@@ -244,7 +244,7 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   write_text(dir / "03-decomposed.txt", canonical + "\n" + graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);
-  const Plan plan = lower(compiled, opt.target, opt.passes, opt.tuning, opt.parameters_once);
+  const Plan plan = lower(compiled, opt.target, opt.passes, opt.tuning, opt.parameters_once, opt.precision);
   write_text(dir / "05-plan.txt", target_text(opt) + plan_text(plan), report);
   const uint64_t moved = plan_bytes(plan);
   write_text(dir / "06-stats.txt",

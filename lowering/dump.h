@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "lowering/fuse.h"
 #include "passes/pipeline.h"
@@ -40,6 +41,7 @@ struct DumpOptions {
   const passes::PassPipeline* passes = nullptr;
   const TuningChoices* tuning = nullptr;  // the tuner's choices for `target` (lower()), null: heuristics
   bool parameters_once = true;            // lower()'s
+  Precision precision = Precision::Fp32;  // lower()'s: the plan file says which, and what the target ran instead
 };
 
 struct DumpReport {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
 #include "passes/pipeline.h"
@@ -59,6 +60,10 @@ struct CompileOptions {
   // of keeping their results; still over, compile() throws MemoryBudgetError with the least it needs
   // (lowering/memory_report.h).
   uint64_t memory_budget = 0;
+  // The precision policy (base/precision.h): fp32, strict, unless asked. tf32 rounds the f32 operands of products and
+  // convolutions to TF32 on devices with TF32 tensor cores (cuda:N) and runs as fp32 elsewhere, which the plan records
+  // (Plan::precision_note, Executable::precision_note). bf16 and f16 are refused for now.
+  Precision precision = Precision::Fp32;
 };
 
 // One launch's device time in the last step (CompileOptions::profile).
@@ -113,6 +118,9 @@ class Executable {
   virtual void get_device(const std::string& name, uint64_t address, size_t bytes) = 0;
   // The plan as text: buffers, kernels, launches in order.
   virtual std::string plan_text() const = 0;
+  // What the device runs in place of CompileOptions::precision where it cannot honour it (one line: "vulkan:0 has no
+  // TF32 cooperative matrices; tf32 runs as fp32"); empty where it runs as asked. Commands print it on stderr.
+  virtual std::string precision_note() const = 0;
   // Where the plan's device memory goes (lowering/memory_report.h).
   virtual MemoryReport memory() const = 0;
   // Device time of the last step in milliseconds (from the device's timestamps).

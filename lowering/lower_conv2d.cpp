@@ -476,12 +476,15 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   const HalfOperands halves = half_operands(g, node);
   // Input and weights both f16 (or both bf16) on a device with tensor cores: the implicit GEMM on them is offered
   // beside the f32 kernels (which widen the operands first), and is the heuristic where it pays.
-  const bool on_tensor_cores = limits.cooperative_matrix && t == kir::Type::F32 && heavy::conv2d_fits_tensor_cores(s) &&
-                               halves.same().has_value();
+  // Under the tf32 policy on TF32 tensor cores (limits.tf32), f32 input and weights go there too, rounded to TF32
+  // (mma_type f32: conv2d_mma_kernel.h).
+  const bool tf32 = limits.tf32 && t == kir::Type::F32 && !halves.any() && heavy::conv2d_fits_tensor_cores(s);
+  const bool on_tensor_cores = tf32 || (limits.cooperative_matrix && t == kir::Type::F32 &&
+                                        heavy::conv2d_fits_tensor_cores(s) && halves.same().has_value());
   // (A plain type and a flag, not an optional: GCC 12 warned the optional's value might be read uninitialized.)
-  const kir::Type mma_type = on_tensor_cores ? *halves.same() : kir::Type::F32;
+  const kir::Type mma_type = on_tensor_cores && !tf32 ? *halves.same() : kir::Type::F32;
   TunableOp op;
-  op.key = {"conv2d", s.text(), heavy::float_suffix(t, "conv2d")};
+  op.key = {"conv2d", s.text() + (tf32 ? "_tf32" : ""), heavy::float_suffix(t, "conv2d")};
   if (halves.any())
     op.key.shape += fmt::format("_{}_{}_operands", halves.x ? dtype_name(*halves.x) : "f32",
                                 halves.w ? dtype_name(*halves.w) : "f32");
@@ -517,14 +520,15 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
     }
   }
   // The convolution's own launches over the io list's first three buffers (x, w, y).
-  auto program = [s, t, limits, halves](std::vector<ProgramBuffer> io, const heavy::Config& c) {
+  auto program = [s, t, limits, halves, tf32](std::vector<ProgramBuffer> io, const heavy::Config& c) {
     if (is_mma_config(c)) {
-      if (!halves.same())
+      if (!halves.same() && !tf32)
         throw std::invalid_argument(fmt::format("conv2d {}: tensor-core configs need the input and the weights both "
-                                                "stored as f16 or both as bf16", s.text()));
+                                                "stored as f16 or both as bf16, or the tf32 policy", s.text()));
+      const kir::Type operands = tf32 ? kir::Type::F32 : *halves.same();
       if (is_channels_last_config(c))
-        return channels_last_program(s, *halves.same(), heavy::MatmulTiling::from(c), limits, std::move(io));
-      heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, *halves.same(), heavy::MatmulTiling::from(c), limits.async_copy);
+        return channels_last_program(s, operands, heavy::MatmulTiling::from(c), limits, std::move(io));
+      heavy::HeavyKernel k = heavy::conv2d_mma_kernel(s, operands, heavy::MatmulTiling::from(c), limits.async_copy);
       KernelProgram p;
       p.buffers = std::move(io);
       p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});

@@ -15,6 +15,7 @@
 #include "lowering/parameter_launches.h"
 #include "lowering/plan.h"
 #include "lowering/pointwise_tree.h"
+#include "lowering/precision_policy.h"
 #include "passes/canonical.h"
 #include "lowering/schedule.h"
 #include "lowering/tunable.h"
@@ -35,9 +36,11 @@ BufferRole role_of(graph::OpKind op) {
 
 class PlanBuilder final : public LoweringContext {
  public:
-  PlanBuilder(const graph::Graph& g, Fusion fusion, const rt::DeviceInfo& info, const TuningChoices* tuning)
+  PlanBuilder(const graph::Graph& g, Fusion fusion, const rt::DeviceInfo& info, const TuningChoices* tuning,
+              Precision precision)
       : g_(g), info_(info), buffer_of_value_(size_t(g.size()), -1), fusion_(std::move(fusion)),
-        epilogue_applied_(size_t(g.size()), false), limits_(limits_of(info)), tuning_(tuning) {}
+        epilogue_applied_(size_t(g.size()), false), limits_(limits_under(limits_of(info), info, precision)),
+        tuning_(tuning) {}
 
   const graph::Graph& graph() const override { return g_; }
   const rt::DeviceInfo& device() const override { return info_; }
@@ -262,9 +265,11 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 }  // namespace
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
-           const TuningChoices* tuning, bool parameters_once) {
+           const TuningChoices* tuning, bool parameters_once, Precision precision) {
   graph::Graph g = passes::prepare_for_fusion(original, passes);
-  PlanBuilder ctx(g, plan_fusion(g), info, tuning);
+  PlanBuilder ctx(g, plan_fusion(g), info, tuning, precision);
+  ctx.plan().precision = precision;
+  ctx.plan().precision_note = precision_note(info, precision);
   const Fusion& fusion = ctx.fusion();
   for (graph::Value v : schedule(g)) {
     if (ctx.fused(v)) continue;                         // computed inside its user's kernel

@@ -28,10 +28,13 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   s.b_transposed = b.transposed;
   if (a.half) s.a_half = device_type(*a.half);
   if (b.half) s.b_half = device_type(*b.half);
+  // The tf32 policy on TF32 tensor cores: f32 operands are rounded to TF32 on them (base/precision.h).
+  // (Not where A's row sums are stored beside the product, a linear layer's bias gradient: only the SIMT kernel does.)
+  s.tf32 = limits.tf32 && t == kir::Type::F32 && !s.a_half && !s.b_half && !bias.valid();
   TunableOp op;
   op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : ""), heavy::float_suffix(t, "matmul")};
-  // 16-bit operands on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on Hopper the
-  // warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
+  // 16-bit operands (or TF32 ones) on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on
+  // Hopper the warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
   // cuBLAS's speed at 8192 on an H100, docs/PERFORMANCE.md), with the wmma kernel's tilings as the tuner's other
   // candidates. On Vulkan devices with workgroup matrices (NVIDIA's VK_NV_cooperative_matrix2) the workgroup-matrix
   // kernel, whose tiles the driver stages, is a candidate after the subgroup kernel's tilings, not the heuristic: on

@@ -39,11 +39,11 @@ MemoryReport memory_report(const Plan& plan) {
 }
 
 Plan lower_within_budget(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
-                         const TuningChoices* tuning, bool parameters_once, uint64_t budget) {
-  Plan plan = lower(g, info, passes, tuning, parameters_once);
+                         const TuningChoices* tuning, bool parameters_once, uint64_t budget, Precision precision) {
+  Plan plan = lower(g, info, passes, tuning, parameters_once, precision);
   if (budget == 0 || memory_report(plan).total() <= budget) return plan;
   if (parameters_once && memory_report(plan).kept > 0) {
-    plan = lower(g, info, passes, tuning, false);
+    plan = lower(g, info, passes, tuning, false, precision);
     if (memory_report(plan).total() <= budget) return plan;
   }
   const MemoryReport m = memory_report(plan);

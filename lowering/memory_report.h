@@ -34,7 +34,8 @@ struct MemoryBudgetError : std::runtime_error {
 // slower, but the arena holds only one step's values); a plan still over it throws MemoryBudgetError naming the least
 // it needs and of what.
 Plan lower_within_budget(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
-                         const TuningChoices* tuning, bool parameters_once, uint64_t budget);
+                         const TuningChoices* tuning, bool parameters_once, uint64_t budget,
+                         Precision precision = Precision::Fp32);
 
 // Lines for `--stats`: "memory on <device>: ..." with each part in MB.
 std::string memory_text(const MemoryReport& m, const std::string& device);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "ir/kernel/kernel.h"
 #include "lowering/lowering_context.h"
@@ -59,6 +60,10 @@ struct Plan {
   std::map<std::string, NamedValue> outputs;  // graph outputs by output name
   uint64_t arena_bytes = 0;           // bytes of the transient arena (memory_plan.cpp)
   uint32_t arena_alignment = 4;
+  // The precision policy the plan was lowered under (base/precision.h), and what the device ran instead where it
+  // cannot honour it (precision_policy.h's note; empty: as asked).
+  Precision precision = Precision::Fp32;
+  std::string precision_note;
 };
 
 // Lowers `g` (decompose, the before_fusion passes of `passes` when given, schedule, lower every node, plan
@@ -66,9 +71,9 @@ struct Plan {
 // else their template's heuristic. `parameters_once`: mark the launches that compute only from fixed parameters
 // (parameter_launches.h), which executors then run once, their results kept in the arena; false: every launch runs
 // every step, and the arena holds only what one step needs (less device memory: resnet18 at batch 1 in f32, 18 MB
-// against 75 MB).
+// against 75 MB). `precision`: the policy (precision_policy.h; bf16 and f16 throw std::invalid_argument for now).
 Plan lower(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes = nullptr,
-           const TuningChoices* tuning = nullptr, bool parameters_once = true);
+           const TuningChoices* tuning = nullptr, bool parameters_once = true, Precision precision = Precision::Fp32);
 
 // The plan as text: buffers (role, type, size, arena offset, values), kernels, launches in order, copies.
 std::string plan_text(const Plan& p);

@@ -29,6 +29,8 @@ std::string plan_text(const Plan& p) {
       "{} state copies\n",
       p.buffers.size(), bytes_text(persistent), bytes_text(transient), bytes_text(p.arena_bytes), p.kernels.size(),
       p.launches.size(), p.copies.size());
+  s += fmt::format("precision: {}{}\n", precision_name(p.precision),
+                   p.precision_note.empty() ? "" : " (" + p.precision_note + ")");
   s += "buffers:\n";
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const auto& b = p.buffers[i];

@@ -1,4 +1,5 @@
 // The tunable template of a node (through lowering's op table), and the tunable nodes of a whole graph.
+#include "lowering/precision_policy.h"
 #include "lowering/tunable_ops.h"
 
 #include <set>
@@ -21,9 +22,9 @@ std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const
   return e->tunable(g, v, limits);
 }
 
-std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info) {
+std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info, Precision precision) {
   const graph::Graph g = passes::canonicalize(original);  // as lowering sees it: the same keys
-  const heavy::Limits limits = limits_of(info);
+  const heavy::Limits limits = limits_under(limits_of(info), info, precision);
   const Fusion fusion = plan_fusion(g);  // pooled forms (gathered prologues, side outputs) are tuned as lowered
   std::vector<TunableOp> out;
   std::set<TuningKey> seen;

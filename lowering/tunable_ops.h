@@ -11,6 +11,7 @@
 #include <optional>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "kernels/conv2d_grad_weight_images_kernel.h"
 #include "lowering/tunable.h"
@@ -51,8 +52,9 @@ std::optional<TunableOp> tunable_reduce(const graph::Graph& g, graph::Value v, c
 // ops without a tunable template. Throws std::invalid_argument for a node its template refuses.
 std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const heavy::Limits& limits);
 
-// Every tunable node of `g` as lower(g, info) would lower it (decomposed; only what an output or a state
-// update needs), one per distinct key, in schedule order: what `--tune` times.
-std::vector<TunableOp> tunable_ops(const graph::Graph& g, const rt::DeviceInfo& info);
+// Every tunable node of `g` as lower(g, info, ..., precision) would lower it (decomposed; only what an output or a
+// state update needs), one per distinct key, in schedule order: what `--tune` times.
+std::vector<TunableOp> tunable_ops(const graph::Graph& g, const rt::DeviceInfo& info,
+                                   Precision precision = Precision::Fp32);
 
 }  // namespace spire::lowering

@@ -105,7 +105,27 @@ const std::vector<OpCase>& op_cases() {
   return all;
 }
 
-std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed) {
+double dot_product_error(const graph::Tensor& got, const graph::Tensor& want, const graph::Tensor& magnitude) {
+  if (max_norm_error(got, want) == std::numeric_limits<double>::infinity()) return std::numeric_limits<double>::infinity();
+  double worst = 0;
+  for (size_t i = 0; i < want.data.size(); ++i) {
+    const double err = std::abs(got.data[i] - want.data[i]);
+    if (err == 0) continue;
+    // An element whose terms are all zero has no rounding to blame: any error there is infinite.
+    worst = std::max(worst, magnitude.data[i] > 0 ? err / magnitude.data[i] : std::numeric_limits<double>::infinity());
+  }
+  return worst;
+}
+
+namespace {
+
+// Ops whose results are sums of products of one element of each input (matmul, conv2d), and so are their
+// gradients: what the tf32 policy changes, and what the dot-product bound holds (op_harness.h).
+bool is_dot_product_op(graph::OpKind op) { return op == graph::OpKind::Matmul || op == graph::OpKind::Conv2d; }
+
+}  // namespace
+
+std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed, Precision precision) {
   OpRow base;
   base.op = std::string(graph::op_name(c.op));
   base.label = c.label;
@@ -171,9 +191,24 @@ std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed) 
     return single("reference", Outcome::Fail, fmt::format("the reference evaluator failed: {}", e.what()));
   }
 
+  // Under a policy other than fp32, a dot-product op is held to the policy's bound relative to each element's
+  // sum |a_i| |b_i|: the same graph on the inputs' absolute values (every result and gradient of such an op is
+  // linear in each input, so that evaluates exactly those sums). Its longest sum is at most the largest input's size.
+  const bool dot_bound = precision != Precision::Fp32 && is_dot_product_op(c.op);
+  std::map<std::string, graph::Tensor> magnitude;
+  int64_t longest = 1;
+  if (dot_bound) {
+    std::map<std::string, graph::Tensor> absolute = feed;
+    for (auto& [name, t] : absolute) {
+      for (double& x : t.data) x = std::abs(x);
+      longest = std::max<int64_t>(longest, t.numel());
+    }
+    magnitude = graph::evaluate(g, absolute, DType::F64);
+  }
+
   std::map<std::string, graph::Tensor> got;
   try {
-    auto exe = lowering::compile(g, dev);
+    auto exe = lowering::compile(g, dev, {.precision = precision});
     for (const auto& [name, t] : feed) exe->set(name, t);
     exe->step();
     for (const auto& [name, is_grad] : checks) got[name] = exe->get(name);
@@ -196,8 +231,13 @@ std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed) 
       r.max_error = std::numeric_limits<double>::infinity();
       r.note = fmt::format("device gave {}, reference {}", d.type().to_string(), w.type().to_string());
     } else {
-      r.max_error = max_norm_error(d, w);
-      r.tolerance = graph::op_tolerance(c.op, is_grad, w.dtype);
+      if (dot_bound) {
+        r.max_error = dot_product_error(d, w, magnitude.at(name));
+        r.tolerance = precision_dot_bound(precision, longest);
+      } else {
+        r.max_error = max_norm_error(d, w);
+        r.tolerance = graph::op_tolerance(c.op, is_grad, w.dtype);
+      }
       r.outcome = r.max_error <= r.tolerance ? Outcome::Pass : Outcome::Fail;
       if (std::isinf(r.max_error)) r.note = "NaN, infinity or an unwritten (poisoned) element";
     }

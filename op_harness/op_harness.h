@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/tensor.h"
 #include "op_harness/op_case.h"
@@ -49,7 +50,15 @@ std::vector<OpCase> custom_op_cases();
 
 // Runs one case on `dev` (inputs drawn with `seed`); one row per compared output, or a single row when
 // the case could not run (its note says why: a lowering error fails, a device without float64 skips).
-std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed = 1);
+// Under `precision` other than fp32 (the case compiled with that policy, base/precision.h), matmul and conv2d
+// results and gradients are held to precision_dot_bound(precision, K) by dot_product_error (K: the largest input's
+// element count, at least any sum's length); the other ops, which the policy leaves alone, to their op tolerance.
+std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed = 1,
+                               Precision precision = Precision::Fp32);
+
+// The error of a dot-product result: max |got - want| / sum_k |a_k| |b_k| over its elements (`magnitude` holds the
+// sums, the reference evaluated on the inputs' absolute values); infinite for NaN or poison as max_norm_error.
+double dot_product_error(const graph::Tensor& got, const graph::Tensor& want, const graph::Tensor& magnitude);
 
 // The error measure of op_table.h's Tolerance: max |got - want| / max(1, max |want|); infinite for a NaN, infinity or
 // poison value where the reference has a number. Shapes must match (the caller checks).

@@ -107,7 +107,7 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
   const graph::Graph step_graph = nn::build_lenet_graph(gopt);
   const graph::Graph forward_graph = lenet_forward_graph(opt.eval_batch, opt.relu_op);
   const lowering::MapTuningChoices choices =
-      tuning::prepare_tuning({opt.tune, opt.tuning_cache}, *device, {&step_graph, &forward_graph}, log);
+      tuning::prepare_tuning({opt.tune, opt.tuning_cache, opt.precision}, *device, {&step_graph, &forward_graph}, log);
   if (!opt.dump_dir.empty()) {
     // 01-graph: the forward pass and the loss as built; 02-joint: with autograd's backward and the SGD update.
     nn::LeNetGraphOptions forward_only = gopt;
@@ -117,8 +117,12 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     fmt::print(log, "{}", lowering::dump_summary(report, opt.dump_dir));
   }
   auto t0 = Clock::now();
-  auto step = lowering::compile(step_graph, *device, lenet_step_compile_options(&choices, opt.steps_in_flight));
-  auto forward = lowering::compile(forward_graph, *device, lenet_forward_compile_options(&choices));
+  lowering::CompileOptions step_options = lenet_step_compile_options(&choices, opt.steps_in_flight);
+  lowering::CompileOptions forward_options = lenet_forward_compile_options(&choices);
+  step_options.precision = forward_options.precision = opt.precision;
+  auto step = lowering::compile(step_graph, *device, step_options);
+  auto forward = lowering::compile(forward_graph, *device, forward_options);
+  if (const std::string note = step->precision_note(); !note.empty()) fmt::print(log, "note: {}\n", note);
   fmt::print(log, "compiled the training step and the test forward pass in {:.2f} s\n",
              std::chrono::duration<double>(Clock::now() - t0).count());
 

@@ -40,6 +40,8 @@ struct TrainOptions {
   // and ends 5 epochs at 88.0-88.7% over seeds 0-3.
   float pixel_mean = 0.5f;
   float pixel_std = 0.5f;
+  // The precision policy of the step and the test pass (lowering::CompileOptions::precision): fp32 unless asked.
+  Precision precision = Precision::Fp32;
 };
 
 struct EpochReport {

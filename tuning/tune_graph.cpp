@@ -66,8 +66,9 @@ TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableO
   return row;
 }
 
-std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt) {
-  const std::vector<lowering::TunableOp> ops = lowering::tunable_ops(g, device.info());
+std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt,
+                                Precision precision) {
+  const std::vector<lowering::TunableOp> ops = lowering::tunable_ops(g, device.info(), precision);
   std::vector<TunedOp> rows;
   bool tuned = false;
   for (size_t i = 0; i < ops.size(); ++i) {

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "lowering/tunable.h"
 #include "runtime/device.h"
@@ -28,8 +29,10 @@ TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableO
 
 // Every tunable node of `g` (lowering::tunable_ops) through tune_op, then the cache saved when anything
 // was tuned (a failure to write it is a warning on stderr: this run still uses the results). Returns one
-// row per distinct key, in schedule order.
-std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt = {});
+// row per distinct key, in schedule order. `precision`: the policy the graph will be compiled under (its TF32 products
+// have keys and candidates of their own).
+std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt = {},
+                                Precision precision = Precision::Fp32);
 
 // The table printed after tuning: key, heuristic time, best time, speed-up and best config per row.
 std::string tuning_table(const std::vector<TunedOp>& rows);

@@ -15,7 +15,7 @@ lowering::MapTuningChoices prepare_tuning(const TuningFlags& flags, rt::Device& 
   if (flags.tune) {
     std::vector<TunedOp> rows;
     for (const graph::Graph* g : graphs)
-      for (TunedOp& r : tune_graph(*g, device, cache))
+      for (TunedOp& r : tune_graph(*g, device, cache, {}, flags.precision))
         if (std::none_of(rows.begin(), rows.end(), [&](const TunedOp& o) { return o.key == r.key; }))
           rows.push_back(std::move(r));
     if (log) {

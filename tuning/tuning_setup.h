@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/precision.h"
 #include "ir/graph/graph.h"
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"
@@ -15,6 +16,7 @@ namespace spire::tuning {
 struct TuningFlags {
   bool tune = false;       // --tune: time the tunable nodes the cache has no result for, before compiling
   std::string cache_file;  // --tuning-cache FILE; "": TuningCache::default_path()
+  Precision precision = Precision::Fp32;  // the policy the graphs will be compiled under (--precision)
 };
 
 // Reads the cache (a missing file: no entries; a corrupt one: a warning, no entries). With flags.tune, first

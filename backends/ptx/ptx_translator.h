@@ -63,6 +63,7 @@ class Translator {
   void declare_fragments();
   std::string fragment_list(uint32_t fragment) const;  // "{%r1, %r2, ...}"
   std::string packed_share(uint32_t fragment);  // a bf16 fragment's 4 registers, as fragment_list
+  std::string tf32_half(uint32_t fragment, int half) const;  // a TF32 operand's k half (0 or 1), 4 registers
   void builtin(kir::Builtin b, const std::string& dst);
   void shuffle_xor(const kir::Instr& in, const std::string& dst);
   std::string buffer_address(uint32_t buffer, kir::ValueId index);  // a .b64 register
@@ -96,6 +97,8 @@ class Translator {
   std::vector<std::string> tensor_maps_;  // generic address of each tensor map parameter (.b64)
   std::vector<std::vector<std::string>> fragments_;  // the registers of each matrix fragment
   std::string accumulate_;  // a predicate register that is true: wgmma's scale-d (D = A B + D)
+  bool tf32_ = false;          // the operand fragments are f32, multiplied as TF32 (ptx_matrix.cpp)
+  bool operands_seen_ = false;  // declare_fragments has met an operand fragment
   std::unordered_map<kir::ValueId, int64_t> int_constants_;  // integer Const values seen so far (SSA: before use)
   // 32-bit integer values that are another value plus a small constant (x + c, c + x, x - c, and chains of them):
   // buffer_address puts the constant into the load's or store's immediate offset ([addr+bytes]) instead of adding it

@@ -36,6 +36,12 @@ std::vector<uint32_t> compile(const kir::Kernel& k, const Options& opt) {
     if (k.features.has(f))
       throw CompileError(fmt::format("kernel '{}' needs {}, which the SPIR-V backend does not emit yet", k.name,
                                      kir::feature_name(f)));
+  // f32 operand fragments are TF32 on PTX's tensor cores; Vulkan's cooperative matrices have no TF32 type, so the tf32
+  // precision policy runs as fp32 on Vulkan devices (lowering/heavy_lowering.h says so in the plan).
+  for (const kir::MatrixFragment& f : k.fragments)
+    if ((f.use == kir::MatrixUse::A || f.use == kir::MatrixUse::B) && f.elem == kir::Type::F32)
+      throw CompileError(fmt::format("kernel '{}': fragment {} multiplies f32 operands as TF32, which Vulkan's "
+                                     "cooperative matrices do not offer", k.name, f.name));
 
   std::vector<uint32_t> words = KernelEmitter(k).emit();
   // Debian 12's SPIRV-Tools (2023.1) predates SPV_KHR_cooperative_matrix and SPV_KHR_bfloat16: its validator and

@@ -41,6 +41,7 @@ class BundleBuilder {
     b_.producer = "spire";
     b_.dynamic_batch = o.dynamic_batch;
     b_.max_batch = o.dynamic_batch ? o.max_batch : 0;
+    b_.precision = o.precision;
   }
 
   // The io specs from the model's io types at its smallest and largest batch: what varies is the batch dimension.
@@ -68,7 +69,7 @@ class BundleBuilder {
   }
 
   void add_plan(const ModelAtBatch& m, const rt::DeviceInfo& target, int64_t batch) {
-    const lowering::Plan plan = lowering::lower(m.graph, target, nullptr, nullptr, o_.parameters_once);
+    const lowering::Plan plan = lowering::lower(m.graph, target, nullptr, nullptr, o_.parameters_once, o_.precision);
     DevicePlan p = lowering::to_device_plan(plan, target);
     p.batch = o_.dynamic_batch ? batch : 0;
     for (size_t i = 0; i < plan.buffers.size(); ++i)

@@ -41,6 +41,9 @@ struct CompileBundleOptions {
   // Launches that read only weights run in a plan's first run only, their results kept in its arena (lowering's
   // parameters_once); false: every launch runs every time, and the arena holds only what one run needs.
   bool parameters_once = true;
+  // The precision policy every plan is lowered under (base/precision.h), recorded in the bundle. A target without
+  // TF32 matrices runs tf32 as fp32 (lowering/precision_policy.h's note says so).
+  Precision precision = Precision::Fp32;
   // Called before each plan is compiled (for a progress bar): index from 0, count, target, batch.
   std::function<void(size_t, size_t, const std::string&, int64_t)> progress;
 };

@@ -554,11 +554,14 @@ std::string verify(const Kernel& k) {
     if (s.elem == Type::BF16 && !matrices) return "shared array " + s.name + " holds bf16; stage it as f32";
   bool warpgroups = false;
   for (const auto& f : k.fragments) {
-    const bool operand_type = f.elem == Type::F16 || f.elem == Type::BF16;
+    // f32 operands of a subgroup fragment are multiplied as TF32 (10-bit mantissas, f32 sums): the tf32 precision
+    // policy on tensor cores (base/precision.h). Only PTX has them (wmma m16n16k8); Vulkan's matrices do not.
+    const bool operand_type =
+        f.elem == Type::F16 || f.elem == Type::BF16 || (f.elem == Type::F32 && !f.workgroup);
     const bool accumulator = f.use == MatrixUse::Accumulator || f.use == MatrixUse::WarpgroupAccumulator;
     if (accumulator ? f.elem != Type::F32 : !operand_type)
-      return fmt::format("fragment {} ({}) holds {}: operands hold f16 or bf16, accumulators f32", f.name,
-                         matrix_use_name(f.use), dtype_name(f.elem));
+      return fmt::format("fragment {} ({}) holds {}: operands hold f16, bf16 or (subgroup fragments, TF32) f32, "
+                         "accumulators f32", f.name, matrix_use_name(f.use), dtype_name(f.elem));
     if (f.workgroup) {
       if (f.use == MatrixUse::WarpgroupAccumulator || f.rows % kMatrixTile || f.columns % kMatrixTile || f.rows == 0 ||
           f.columns == 0 || f.rows > kWorkgroupMatrixMax || f.columns > kWorkgroupMatrixMax)

@@ -84,7 +84,7 @@ inline constexpr uint32_t kWorkgroupMatrixMax = 1024;  // rows and columns of a 
 struct MatrixFragment {
   std::string name;
   MatrixUse use;
-  Type elem;  // A and B: F16 or BF16 (both the same); accumulators: F32
+  Type elem;  // A and B: F16, BF16 or (PTX only) F32, multiplied as TF32 (both the same); accumulators: F32
   // How loads and stores lay it out in memory: row-major (element (r, c) at index + r * stride + c) or
   // column-major (at index + c * stride + r), e.g. an operand staged from a transposed buffer.
   bool column_major = false;

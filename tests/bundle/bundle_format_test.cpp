@@ -75,7 +75,46 @@ TEST(BundleFormat, RefusesAnotherFormatVersionNamingBoth) {
   std::memcpy(bytes.data() + 8, &v, 4);
   const std::string e = error_of(bytes);
   EXPECT_NE(e.find(fmt::format("format version {}", v)), std::string::npos) << e;
-  EXPECT_NE(e.find(fmt::format("reads version {}", kBundleFormatVersion)), std::string::npos) << e;
+  EXPECT_NE(e.find(fmt::format("reads versions {} to {}", kOldestBundleFormatVersion, kBundleFormatVersion)),
+            std::string::npos)
+      << e;
+  const uint32_t old = kOldestBundleFormatVersion - 1;
+  std::memcpy(bytes.data() + 8, &old, 4);
+  EXPECT_NE(error_of(bytes).find(fmt::format("format version {}", old)), std::string::npos) << error_of(bytes);
+}
+
+// The precision policy a bundle was compiled under is read back; a version 4 bundle (before the field) reads as fp32,
+// the only policy there was. The field's byte is found as the one where a tf32 bundle differs from an fp32 one.
+TEST(BundleFormat, RecordsThePrecisionPolicyAndReadsVersion4AsFp32) {
+  Bundle b = testing_support::sample_bundle();
+  EXPECT_EQ(b.precision, Precision::Fp32);
+  const std::vector<uint8_t> fp32 = serialize(b);
+  b.precision = Precision::Tf32;
+  const std::vector<uint8_t> tf32 = serialize(b);
+  EXPECT_EQ(parse_bundle(tf32, "m.spire").precision, Precision::Tf32);
+  EXPECT_EQ(parse_bundle(fp32, "m.spire").precision, Precision::Fp32);
+  ASSERT_EQ(fp32.size(), tf32.size());
+  std::vector<size_t> differ;
+  for (size_t i = kBundleHeaderBytes; i < fp32.size(); ++i)
+    if (fp32[i] != tf32[i]) differ.push_back(i);
+  ASSERT_EQ(differ.size(), 1u);
+
+  std::vector<uint8_t> v4 = fp32;
+  v4.erase(v4.begin() + ptrdiff_t(differ[0]));
+  const uint32_t version = 4;
+  const uint64_t length = v4.size() - kBundleHeaderBytes;
+  std::memcpy(v4.data() + 8, &version, 4);
+  std::memcpy(v4.data() + 16, &length, 8);
+  reseal(v4);
+  const Bundle r = parse_bundle(v4, "m.spire");
+  EXPECT_EQ(r.precision, Precision::Fp32);
+  EXPECT_EQ(r.model, "sample.onnx");
+  EXPECT_EQ(serialize(r), fp32);
+
+  std::vector<uint8_t> unknown = tf32;
+  unknown[differ[0]] = 9;
+  reseal(unknown);
+  EXPECT_NE(error_of(unknown).find("unknown precision policy 9"), std::string::npos) << error_of(unknown);
 }
 
 TEST(BundleFormat, RefusesABadChecksum) {

@@ -182,7 +182,8 @@ TEST(Conv2dMmaKernel, RefusesWhatItCannotCompute) {
   const heavy::Conv2dShape grouped = heavy::conv2d_shape({1, 8, 8, 8}, {8, 4, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 2);
   EXPECT_THROW(heavy::conv2d_mma_kernel(grouped, kir::Type::BF16, mma(32, 32, 16, 2, 2), true), std::invalid_argument);
   const heavy::Conv2dShape s = heavy::conv2d_shape({1, 8, 8, 8}, {16, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
-  EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F32, mma(32, 32, 16, 2, 2), true), std::invalid_argument);
+  // (f32 operands are TF32: tests/kernels/tf32_mma_test.cpp)
+  EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F64, mma(32, 32, 16, 2, 2), true), std::invalid_argument);
   EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, mma(32, 48, 16, 2, 2), true), std::invalid_argument);
   EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, heavy::MatmulTiling{64, 64, 16, 4, 4}, true),
                std::invalid_argument);  // a SIMT tiling

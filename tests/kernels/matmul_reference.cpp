@@ -28,7 +28,8 @@ ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& 
 }
 
 std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
-                             const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want) {
+                        const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want,
+                        double bound) {
   graph::Graph none;
   DeviceRun run(dev, none);
   const kir::Type h = a.dtype == graph::DType::BF16 ? kir::Type::BF16 : a.dtype == graph::DType::F16 ? kir::Type::F16 : kir::Type::F32;
@@ -39,7 +40,7 @@ std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, co
   run.launch(std::move(kernel.kernel), {a_slot, b_slot, c_slot}, {}, kernel.groups);
   run.run();
   const graph::Tensor got = run.download(c_slot, graph::DType::F32, {batch, m, n});
-  const std::string problem = compare(got, want.product, {1e-5, 0}, &want.magnitude);
+  const std::string problem = compare(got, want.product, {bound, 0}, &want.magnitude);
   return problem.empty() ? "" : run.kernels().at(0).name + ": " + problem;
 }
 

@@ -20,10 +20,12 @@ ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& 
                                    int64_t n, bool a_transposed, bool b_transposed, bool b_shared = false);
 
 // Runs a product kernel on `dev` (its buffers: a and b, the f16, bf16 or f32 operands as given; c, f32 [batch, m, n],
-// poisoned before the run) and compares c with `want` within the f32 error bound of each dot product. Returns "" when
-// it matches, else the mismatches and the kernel's name.
+// poisoned before the run) and compares c with `want` within `bound` times each dot product's sum |a b| (1e-5: the f32
+// bound of the sums here; TF32 operands: base/precision.h's precision_dot_bound). Returns "" when it matches, else the
+// mismatches and the kernel's name.
 std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, const graph::Tensor& a,
-                             const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want);
+                        const graph::Tensor& b, int64_t batch, int64_t m, int64_t n, const ReferenceProduct& want,
+                        double bound = 1e-5);
 
 // Runs `kernel` (a 64 x 64 x 64 product of bf16 operands into f32: buffers a, b, c) on `dev` and returns what it
 // threw, or "" when it ran: for tests that a device lacking the kernel's features refuses it by name.

@@ -66,6 +66,42 @@ std::string name(const testing::TestParamInfo<Param>& p) {
 INSTANTIATE_TEST_SUITE_P(AllDevices, OpOnDevice, testing::ValuesIn(params()), name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(OpOnDevice);
 
+// The matmul and conv2d cases under the tf32 policy on every device, held to the TF32 bound of each dot product
+// (op_harness.h): on lavapipe (no TF32 matrices) they run as fp32, which the bound holds too; on cuda:0 of a GPU as
+// TF32 (the mock driver's run is tests/runtime/cuda/cuda_op_harness_mock_test.cpp).
+std::vector<Param> dot_product_params() {
+  std::vector<Param> out;
+  for (const Param& p : params()) {
+    const graph::OpKind op = harness::op_cases()[p.index].op;
+    if (op == graph::OpKind::Matmul || op == graph::OpKind::Conv2d) out.push_back(p);
+  }
+  return out;
+}
+
+class DotProductOpUnderTf32 : public testing::TestWithParam<Param> {};
+
+TEST_P(DotProductOpUnderTf32, IsWithinTheTf32BoundOfTheFloat64Reference) {
+  const auto& c = harness::op_cases()[GetParam().index];
+  auto dev = rt::open_device(GetParam().device);
+  const uint64_t before = rt::vulkan::validation_message_count();
+  const auto rows = harness::run_op_case(c, *dev, 1, Precision::Tf32);
+  ASSERT_FALSE(rows.empty());
+  bool skipped = false;
+  for (const auto& r : rows) {
+    SCOPED_TRACE(harness::format_row(r));
+    if (r.outcome == harness::Outcome::Skip) {
+      skipped = true;
+      continue;
+    }
+    EXPECT_EQ(r.outcome, harness::Outcome::Pass) << r.note;
+  }
+  EXPECT_EQ(rt::vulkan::validation_message_count(), before) << "the Vulkan validation layer reported messages";
+  if (skipped) GTEST_SKIP() << rows[0].note;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, DotProductOpUnderTf32, testing::ValuesIn(dot_product_params()), name);
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DotProductOpUnderTf32);
+
 TEST(OpHarness, EveryOpOfTheGraphIrHasACase) {
   std::set<graph::OpKind> covered;
   for (const auto& c : harness::op_cases()) covered.insert(c.op);

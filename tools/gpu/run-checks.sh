@@ -11,8 +11,9 @@
 #               the imported encoder layer's parameter gradients against float64 (pack with ONNX=1)
 #   custom-ops  the seed LeNet trained with the seed's ReLU as a custom op (GLSL on vulkan:0, kernel builder on both)
 #               next to the built-in one; the example ops on every device; seed 001's SiLU MLP through --ops
-#   kernels     the kernel tests the GPU exercises most (tensor-core matmuls and convolutions, packed products,
-#               Winograd, every tuning candidate, streamed values, the trainer), on cuda:0 and vulkan:0, without the
+#   kernels     the kernel tests the GPU exercises most (tensor-core matmuls and convolutions, TF32 ones and the
+#               precision policy, packed products, Winograd, every tuning candidate, streamed values, the trainer), on
+#               cuda:0 and vulkan:0, without the
 #               validation layer (Debian's predates the cooperative-matrix extensions); FILTER narrows the heavy
 #               kernels' filter (pack with TESTS=1)
 #   diff        spire diff --devices all on resnet50 (torchvision, random weights, seed 0, exported there), batch 1:
@@ -90,9 +91,9 @@ for part in ${PARTS:-devices ops reference}; do
     ;;
   kernels)
     export SPIRE_EXPECT_COOPERATIVE_MATRIX=1
-    timeout 400 $B/spire_lowering_heavy_tests --gtest_filter="${FILTER:-*Mma*:*MatmulPacked*:*ChannelsLast*:*Conv2d*:*SplitSum*}" \
+    timeout 400 $B/spire_lowering_heavy_tests --gtest_filter="${FILTER:-*Mma*:*MatmulPacked*:*ChannelsLast*:*Conv2d*:*SplitSum*:*Tf32*}" \
       2>&1 | grep -E "$summary" | tail -20
-    timeout 300 $B/spire_lowering_tests --gtest_filter='*HalfConv2d*:*ComputeInF32*:*Streamed*:*GradInputPhases*:*SiluMlpBf16*' \
+    timeout 300 $B/spire_lowering_tests --gtest_filter='*HalfConv2d*:*ComputeInF32*:*Streamed*:*GradInputPhases*:*SiluMlpBf16*:*PrecisionPolicy*' \
       2>&1 | grep -E "$summary" | tail -10
     timeout 300 $B/spire_tuning_tests --gtest_filter='*EveryCandidate*:*WinogradPrecision*:TunedLowering.*:*TuneFlow*' \
       2>&1 | grep -E "$summary|^(vulkan|cuda):0 layer" | tail -30

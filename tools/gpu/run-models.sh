@@ -13,6 +13,11 @@
 #              gpt2-124m, random weights, exported there by its torch) through `spire generate` on cuda:0 and vulkan:0,
 #              a 32-token prompt and NEW new tokens (default 256), f32, its tokens against PyTorch's greedy ones (CPU);
 #              the pack needs the CLI only, and .gl libonnx1 and libprotobuf32
+#   precision  alone (PARTS=precision): the precision policies of issue 53 (docs/PRECISION.md): resnet18 and resnet50
+#              (torchvision, random weights from seed 0, exported here by its torch; MODELS to change) at batch BATCH
+#              (default 32) through `spire run --bench 30 --precision fp32|tf32` on cuda:0 and vulkan:0 (which runs
+#              tf32 as fp32 and says so), each output's max-norm error against PyTorch's strict fp32 (float64 for the
+#              reference) next to PyTorch eager in strict fp32 and in its TF32 default; takes about 5 minutes
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
 # SPIRE_RUN_ARGS adds arguments to every `spire run` (e.g. "--tune --tuning-cache /tmp/tc.txt").
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
@@ -39,6 +44,58 @@ got = next((l[8:].strip().split(",") for l in open(sys.argv[2]) if l.startswith(
 same = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
 print(f"tokens equal to PyTorch's: the first {same} of {len(want)}" + (" (all)" if same == len(want) == len(got) else ""))
 PY
+  done
+  exit 0
+fi
+if [ "${PARTS:-}" = precision ]; then
+  batch=${BATCH:-32}
+  P=/tmp/precision
+  mkdir -p $P
+  # Exports each model and its input, writes PyTorch's float64 output (the reference) and times eager strict fp32 and
+  # eager TF32 (PyTorch's default for convolutions).
+  python3 - $P $batch ${MODELS:-resnet18 resnet50} <<'PY' 2>&1 | grep -v Warn
+import sys, time, torch, torchvision, numpy as np
+sys.path.insert(0, "tools/gpu")
+from safetensors_io import write_safetensors
+out, batch, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+def timed(f, runs=30):
+    for _ in range(5): f()
+    torch.cuda.synchronize(); ts = []
+    for _ in range(runs):
+        t = time.perf_counter(); f(); torch.cuda.synchronize(); ts.append((time.perf_counter() - t) * 1e3)
+    return sorted(ts)[len(ts) // 2]
+for name in names:
+    torch.manual_seed(0)
+    m = getattr(torchvision.models, name)(weights=None).eval()
+    x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(1))
+    torch.onnx.export(m, x[:1], f"{out}/{name}.onnx", opset_version=13, input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, dynamo=False)
+    write_safetensors(f"{out}/{name}.in.safetensors", {"x": x.numpy().astype(np.float32)})
+    with torch.no_grad():
+        ref = m.double()(x.double()).numpy()
+        np.save(f"{out}/{name}.ref.npy", ref)
+        g, xg = m.float().cuda(), x.cuda()
+        for tf32 in (False, True):
+            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = tf32
+            y = g(xg).double().cpu().numpy()
+            err = np.abs(y - ref).max() / max(1.0, np.abs(ref).max())
+            print(f"torch {name} b{batch} eager_{'tf32' if tf32 else 'fp32'} {timed(lambda: g(xg)):.3f} ms, error {err:.2e}",
+                  flush=True)
+PY
+  for name in ${MODELS:-resnet18 resnet50}; do
+    for d in cuda:0 vulkan:0; do
+      for p in fp32 tf32; do
+        o=$P/$name.$d.$p.safetensors
+        ms=$($B/spire run $P/$name.onnx --inputs $P/$name.in.safetensors --outputs $o --device $d --precision $p \
+               --bench 30 ${SPIRE_RUN_ARGS:-} 2> $P/err.txt | awk -v d=$d '$1 == d {print $3}')
+        note=$(grep -o 'note: .*' $P/err.txt | head -1)
+        err=$(python3 -c "import sys, numpy as np; sys.path.insert(0, 'tools/gpu')
+from safetensors_io import read_safetensors
+y = read_safetensors('$o')['y'].astype(np.float64); r = np.load('$P/$name.ref.npy')
+print(f'{np.abs(y - r).max() / max(1.0, np.abs(r).max()):.2e}')" 2>&1 | tail -1)
+        echo "spire $name b$batch $d --precision $p: ${ms:-?} ms (median device time), error $err ${note:+($note)}"
+      done
+    done
   done
   exit 0
 fi

@@ -9,6 +9,8 @@
 #include "bundle/bundle_file.h"
 #include "bundle/compiler/compile_bundle.h"
 #include "bundle/compiler/target_profiles.h"
+#include "lowering/precision_policy.h"
+#include "tools/spire/precision_option.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
 #include "training/progress_bar.h"
@@ -21,6 +23,7 @@ struct CompileCmd {
   int64_t batch = 0;
   bool dynamic_batch = false, exact_batches = false;
   bool rerun_weight_launches = false;  // --rerun-weight-launches: lowering's parameters_once off
+  Precision precision = Precision::Fp32;  // --precision: every plan's policy, recorded in the bundle
 };
 
 bool is_graph_file(const std::string& path) { return std::filesystem::path(path).extension() == ".graph"; }
@@ -59,6 +62,10 @@ void run_compile(const CompileCmd& o) {
   opt.dynamic_batch = o.dynamic_batch;
   opt.exact_batches = o.exact_batches;
   opt.parameters_once = !o.rerun_weight_launches;
+  opt.precision = o.precision;
+  for (const rt::DeviceInfo& target : opt.targets)
+    if (const std::string note = lowering::precision_note(target, o.precision); !note.empty())
+      fmt::print(stderr, "spire: note: {}\n", note);
   opt.model_name = std::filesystem::path(o.model).filename().string();
   std::unique_ptr<training::ProgressBar> bar;
   opt.progress = [&](size_t done, size_t total, const std::string& target, int64_t batch) {
@@ -75,8 +82,8 @@ void run_compile(const CompileCmd& o) {
                p.launches.size(), p.arena_bytes);
   uint64_t weight_bytes = 0;
   for (const auto& w : b.weights) weight_bytes += w.bytes.size();
-  fmt::print("wrote {} ({} bytes; {} weights, {} bytes){}\n", o.output, std::filesystem::file_size(o.output),
-             b.weights.size(), weight_bytes,
+  fmt::print("wrote {} ({} bytes; {} weights, {} bytes; precision {}){}\n", o.output,
+             std::filesystem::file_size(o.output), b.weights.size(), weight_bytes, precision_name(b.precision),
              b.dynamic_batch ? fmt::format("; runs any batch 1..{}", b.max_batch) : std::string());
 }
 
@@ -108,6 +115,7 @@ void register_compile_commands(CLI::App& app) {
                 "Run the launches that read only weights (weights widened to f32, Winograd weight transforms, "
                 "channels-last weight moves) in every run instead of in a plan's first run with their results kept: "
                 "less device memory (resnet18 at batch 1 in f32: an 18 MB arena instead of 75), more time");
+  add_precision_option(cmd, o->precision);
   cmd->callback([o] { run_compile(*o); });
 }
 

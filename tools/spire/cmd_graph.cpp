@@ -23,6 +23,7 @@
 #include "lowering/executable.h"
 #include "lowering/stats.h"
 #include "runtime/device.h"
+#include "tools/spire/precision_option.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/passes_option.h"
 #include "tools/spire/step_bench.h"
@@ -90,6 +91,7 @@ struct EvalOptions {
   std::string passes; // --passes: built-in rewrite passes (passes_option.h)
   int bench = 0;      // with device: replay the step N more times and print its median device time
   bool profile = false;  // with device: print every launch's device time
+  Precision precision = Precision::Fp32;  // with device: CompileOptions::precision
   tuning::TuningFlags tuning;
 };
 
@@ -144,13 +146,20 @@ void run_eval(const EvalOptions& o) {
     results = graph::evaluate(g, feeds, requested.value_or(graph::DType::F64));
   } else {
     auto dev = rt::open_device(o.device);
-    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, *dev, {&g}, stdout);
+    tuning::TuningFlags flags = o.tuning;
+    flags.precision = o.precision;
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(flags, *dev, {&g}, stdout);
     if (!o.dump.empty())
       fmt::print("{}", lowering::dump_summary(
                            lowering::dump_pipeline(o.dump, parsed, nullptr,
-                                                   {.target = dev->info(), .passes = &pipeline, .tuning = &choices}),
+                                                   {.target = dev->info(),
+                                                    .passes = &pipeline,
+                                                    .tuning = &choices,
+                                                    .precision = o.precision}),
                            o.dump));
-    auto exe = lowering::compile(g, *dev, {.passes = &pipeline, .tuning = &choices, .profile = o.profile});
+    auto exe = lowering::compile(g, *dev,
+                                 {.passes = &pipeline, .tuning = &choices, .profile = o.profile, .precision = o.precision});
+    if (const std::string note = exe->precision_note(); !note.empty()) fmt::print(stderr, "spire: note: {}\n", note);
     for (const auto& [name, t] : feeds) exe->set(name, t);
     exe->step();
     // The results are the first step's: timing replays it, and a graph with state updates changes its state.
@@ -266,6 +275,7 @@ void register_graph_commands(CLI::App& app) {
                   "over the --bench runs (or one run), from a device timestamp after each launch; launches that "
                   "read only parameters the graph never updates run in the first step only and are not listed")
         ->needs("--device");
+    add_precision_option(cmd, o->precision)->needs("--device");
     tuning::TuningFlags& flags = o->tuning;
     add_tuning_options(cmd, flags);
     cmd->get_option("--tune")->needs("--device");

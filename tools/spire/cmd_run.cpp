@@ -13,6 +13,7 @@
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
 #include "tools/spire/passes_option.h"
+#include "tools/spire/precision_option.h"
 #include "tools/spire/run_bundle.h"
 
 namespace spire::cli {
@@ -27,6 +28,7 @@ struct RunCmd {
   bool profile = false;  // print every launch's device time
   bool rerun_weight_launches = false;  // --rerun-weight-launches: CompileOptions::parameters_once off
   std::string memory_budget;           // --memory-budget: CompileOptions::memory_budget, "" for none
+  Precision precision = Precision::Fp32;  // --precision: CompileOptions::precision
   tuning::TuningFlags tuning;
 };
 
@@ -70,10 +72,10 @@ Diff max_diff(const graph::Tensor& a, const graph::Tensor& ref) {
 void run_run(const RunCmd& o) {
   if (ends_with(o.model, ".spire")) {
     if (!o.dump.empty() || o.stats || !o.passes.empty() || o.profile || o.tuning.tune || o.rerun_weight_launches ||
-        !o.memory_budget.empty())
+        !o.memory_budget.empty() || o.precision != Precision::Fp32)
       throw std::invalid_argument("a bundle is already compiled: --dump, --stats, --passes, --profile, --tune, "
-                                  "--rerun-weight-launches and --memory-budget apply to .onnx and .graph models (give "
-                                  "spire compile --rerun-weight-launches)");
+                                  "--rerun-weight-launches, --memory-budget and --precision apply to .onnx and .graph "
+                                  "models (give spire compile --rerun-weight-launches or --precision)");
     run_bundle(o.model, o.inputs, o.outputs, o.device, o.bench);
     return;
   }
@@ -100,12 +102,15 @@ void run_run(const RunCmd& o) {
                                                                     {.target = info,
                                                                      .passes = &pipeline,
                                                                      .tuning = &choices,
-                                                                     .parameters_once = !o.rerun_weight_launches}),
+                                                                     .parameters_once = !o.rerun_weight_launches,
+                                                                     .precision = o.precision}),
                                             dir));
   };
   // Tuning (when asked), then the run with the cache's choices for the device, timed and profiled as asked.
   auto run_device = [&](rt::Device& dev, bool several) {
-    const lowering::MapTuningChoices choices = tuning::prepare_tuning(o.tuning, dev, {&m.graph}, stdout);
+    tuning::TuningFlags flags = o.tuning;
+    flags.precision = o.precision;
+    const lowering::MapTuningChoices choices = tuning::prepare_tuning(flags, dev, {&m.graph}, stdout);
     dump_for(dev.info(), choices, several);
     StepTiming timing;
     timing.runs = o.bench;
@@ -116,7 +121,8 @@ void run_run(const RunCmd& o) {
                             .tuning = &choices,
                             .profile = o.profile,
                             .parameters_once = !o.rerun_weight_launches,
-                            .memory_budget = o.memory_budget.empty() ? 0 : parse_bytes(o.memory_budget)},
+                            .memory_budget = o.memory_budget.empty() ? 0 : parse_bytes(o.memory_budget),
+                            .precision = o.precision},
                            o.stats ? &memory : nullptr);
     if (o.stats) fmt::print("{}", lowering::memory_text(memory, dev.info().id));
     if (o.bench > 0 || o.profile) times.push_back({dev.info().id, timing});
@@ -201,6 +207,7 @@ void register_run_commands(CLI::App& app) {
                 "Run the launches that read only parameters (weights widened to f32, Winograd weight transforms, "
                 "channels-last weight moves) in every inference instead of once with their results kept: less device "
                 "memory (resnet18 at batch 1 in f32: an 18 MB arena instead of 75), more time");
+  add_precision_option(cmd, o->precision);
   add_tuning_options(cmd, o->tuning);
   cmd->callback([o] { run_run(*o); });
 }

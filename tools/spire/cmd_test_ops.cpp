@@ -9,6 +9,7 @@
 #include "runtime/device.h"
 #include "runtime/device_ids.h"
 #include "tools/spire/commands.h"
+#include "tools/spire/precision_option.h"
 
 namespace spire::cli {
 
@@ -19,6 +20,7 @@ struct TestOpsOptions {
   std::string op;
   uint64_t seed = 1;
   bool failures_only = false;
+  Precision precision = Precision::Fp32;  // matmul and conv2d held to its bound (op_harness.h)
 };
 
 struct Totals {
@@ -31,7 +33,7 @@ void run_on(rt::Device& dev, const TestOpsOptions& o, Totals& t) {
   for (auto& c : harness::custom_op_cases()) cases.push_back(std::move(c));
   for (const auto& c : cases) {
     if (!o.op.empty() && graph::op_name(c.op) != o.op) continue;
-    for (const auto& r : harness::run_op_case(c, dev, o.seed)) {
+    for (const auto& r : harness::run_op_case(c, dev, o.seed, o.precision)) {
       (r.outcome == harness::Outcome::Pass ? t.pass : r.outcome == harness::Outcome::Fail ? t.fail : t.skip)++;
       if (!o.failures_only || r.outcome == harness::Outcome::Fail) fmt::print("{}\n", harness::format_row(r));
     }
@@ -67,6 +69,10 @@ void register_test_ops_commands(CLI::App& app) {
   cmd->add_option("--op", o->op, "Only this op (its text-form name, e.g. add, sum, conv2d_grad_input)");
   cmd->add_option("--seed", o->seed, "Seed of the random inputs (default 1)");
   cmd->add_flag("--failures", o->failures_only, "Print only the rows that fail");
+  add_precision_option(cmd, o->precision)
+      ->description(precision_help() + ". Under a policy other than fp32, matmul and conv2d results and gradients are "
+                    "held to its dot-product bound relative to each element's sum |a b| (the max error column then "
+                    "shows that ratio); the other ops to their tolerances");
   add_ops_option(cmd);
   cmd->callback([o] { run(*o); });
 }

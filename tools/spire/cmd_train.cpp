@@ -4,6 +4,7 @@
 #include "examples/custom_ops/seed_ops.h"
 #include "ir/graph/op_table.h"
 #include "tools/spire/commands.h"
+#include "tools/spire/precision_option.h"
 #include "training/lenet_trainer.h"
 
 namespace spire::cli {
@@ -36,6 +37,7 @@ void register_train_commands(CLI::App& app) {
             "Feed pixels as (p/255 - MEAN) / STD (default 0.5,0.5: pixels in [-1, 1]; 0,1 keeps them in [0, 1]; "
             "Fashion-MNIST's own statistics are 0.2860,0.3530)")
       ->expected(2)->delimiter(',')->type_name("MEAN,STD");
+  add_precision_option(lenet, t->precision);
   lenet->add_option("--dump", t->dump_dir,
                     "Write every stage of the training step's compilation to this folder before training: graph, joint "
                     "graph, decomposed, fused, plan, stats, and each kernel's IR, SPIR-V and PTX (docs/DUMP.md)");

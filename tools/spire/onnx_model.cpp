@@ -101,6 +101,7 @@ std::map<std::string, graph::Tensor> run_on_device(const LoadedModel& m, const s
                                                    const lowering::CompileOptions& options,
                                                    lowering::MemoryReport* memory) {
   auto exe = lowering::compile(m.graph, device, options);
+  if (const std::string note = exe->precision_note(); !note.empty()) fmt::print(stderr, "spire: note: {}\n", note);
   if (memory) *memory = exe->memory();
   for (const graph::Node& n : m.graph.nodes())
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, feeds.at(n.name));

@@ -43,6 +43,9 @@ void run_bundle(const std::string& bundle_path, const std::string& inputs, const
   const auto given = io::load_tensors(inputs);
   auto dev = rt::open_device(device);
   bundle::Session s(b, *dev);
+  if (b->precision != Precision::Fp32)
+    fmt::print(stderr, "spire: note: {} was compiled under --precision {} (a target without TF32 matrices runs fp32: "
+                       "docs/PRECISION.md)\n", bundle_path, precision_name(b->precision));
   // The batch from the batched inputs given (they must agree).
   int64_t batch = 0;
   for (const auto& spec : b->inputs) {

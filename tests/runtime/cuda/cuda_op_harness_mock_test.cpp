@@ -40,5 +40,39 @@ INSTANTIATE_TEST_SUITE_P(AllCases, OpHarnessOnMock, ::testing::Range<size_t>(0, 
                            return name;
                          });
 
+// The matmul and conv2d cases again under the tf32 policy: products and convolutions of f32 values run on the tensor
+// cores as TF32 where the lowering picks them (every matmul; convolutions with enough blocks, conv2d_mma_kernel.h), and
+// each result and gradient is held to the TF32 bound of its dot product (op_harness.h's dot_product_error).
+std::vector<size_t> dot_product_cases() {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < harness::op_cases().size(); ++i) {
+    const graph::OpKind op = harness::op_cases()[i].op;
+    if (op == graph::OpKind::Matmul || op == graph::OpKind::Conv2d) out.push_back(i);
+  }
+  return out;
+}
+
+class OpHarnessTf32OnMock : public ::testing::TestWithParam<size_t> {};
+
+TEST_P(OpHarnessTf32OnMock, IsWithinTheTf32BoundOfTheFloat64Evaluator) {
+  if (!mock_loaded()) GTEST_SKIP() << "not running against the mock CUDA driver; driver: " << driver_status();
+  static std::unique_ptr<Device> dev = cuda::open(0);
+  const harness::OpCase& c = harness::op_cases().at(GetParam());
+  for (const harness::OpRow& row : harness::run_op_case(c, *dev, 1, Precision::Tf32)) {
+    EXPECT_EQ(row.outcome, harness::Outcome::Pass)
+        << row.op << " " << row.label << " " << row.check << ": error " << row.max_error << " > " << row.tolerance
+        << " " << row.note;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DotProductCases, OpHarnessTf32OnMock, ::testing::ValuesIn(dot_product_cases()),
+                         [](const ::testing::TestParamInfo<size_t>& info) {
+                           const auto& c = harness::op_cases().at(info.param);
+                           std::string name = std::to_string(info.param) + "_" + std::string(graph::op_name(c.op));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
 }  // namespace
 }  // namespace spire::rt::cuda::testing

@@ -248,6 +248,44 @@ TEST_F(CliGraph, ArgumentErrorsExitWith2AndNameTheOption) {
   EXPECT_EQ(spire("--help").exit_code, 0);
 }
 
+// --precision: a wrong policy is an argument error that lists the choices; tf32 on vulkan:0 (lavapipe: no TF32
+// matrices) gives fp32's result and says so on stderr; on cuda:0 (the mock driver's tensor cores) the TF32 one, without
+// a note. A = 1 + 2^-11 (a tie between TF32's 1 and 1 + 2^-10), B ones, K = 16: fp32 16 + 2^-7, TF32 16 + 2^-6.
+TEST_F(CliGraph, PrecisionPolicyIsCheckedAndTf32RunsAsFp32OnVulkanSayingSo) {
+  write("g.graph",
+        "a = input() : f32[16,16]\n"
+        "b = input() : f32[16,16]\n"
+        "c = matmul(a, b) : f32[16,16]\n"
+        "output c = c\n");
+  io::save_tensors(path("in.safetensors"),
+                   io::NamedTensors{{"a", Tensor::from(DType::F32, {16, 16}, std::vector<double>(256, 1 + std::ldexp(1.0, -11)))},
+                                    {"b", Tensor::from(DType::F32, {16, 16}, std::vector<double>(256, 1.0))}});
+  const std::string eval =
+      fmt::format("graph eval {} --inputs {} --outputs {}", path("g.graph"), path("in.safetensors"), path("c.safetensors"));
+  auto r = spire(eval + " --device vulkan:0 --precision tf33");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("unknown precision 'tf33': the choices are fp32|tf32|bf16|f16"), std::string::npos) << r.out;
+  r = spire(eval + " --precision tf32");  // the reference evaluator computes in float64: --precision needs a device
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = spire(eval + " --device vulkan:0 --precision tf32");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0 has no TF32 cooperative matrices; tf32 runs as fp32"), std::string::npos) << r.out;
+  EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").data, std::vector<double>(256, 16 + std::ldexp(1.0, -7)));
+  r = spire(eval + " --device vulkan:0 --precision bf16");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--precision bf16 is not lowered yet"), std::string::npos) << r.out;
+#ifdef MOCK_CUDA_DRIVER_DIR
+  const std::string mock = std::string("LD_LIBRARY_PATH=") + MOCK_CUDA_DRIVER_DIR;
+  r = spire(eval + " --device cuda:0 --precision tf32", mock);
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("note:"), std::string::npos) << r.out;
+  EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").data, std::vector<double>(256, 16 + std::ldexp(1.0, -6)));
+  r = spire(eval + " --device cuda:0", mock);  // fp32, the default
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").data, std::vector<double>(256, 16 + std::ldexp(1.0, -7)));
+#endif
+}
+
 // Weights of another architecture (here the earlier 400-feature LeNet) are refused before any data or device
 // is touched, naming the parameter and both shapes.
 TEST_F(CliGraph, EvalLenetRefusesWeightsOfTheOldArchitecture) {

@@ -52,12 +52,14 @@ enum class Op : uint8_t {
 };
 
 // The element type of a wmma fragment: bf16 and f16 fragments (a, b) pack two elements into each register, f32
-// ones (c, d) hold one. bf16 is no type of the rest of the subset, so it is not in Ty.
-enum class Frag : uint8_t { BF16, F16, F32 };
+// ones (c, d) hold one, and so do tf32 ones (a, b of shape m16n16k8: an f32's bits, of which mma reads the top 19).
+// bf16 and tf32 are no types of the rest of the subset, so they are not in Ty.
+enum class Frag : uint8_t { BF16, F16, F32, TF32 };
 
 enum class Cmp : uint8_t { Eq, Ne, Lt, Le, Gt, Ge, Lo, Ls, Hi, Hs, Neu, Nan };
 enum class Comb : uint8_t { None, And, Or };
-enum class Rnd : uint8_t { None, Rn, Rz, Rni, Rzi, Rmi };
+// Rna: cvt.rna.tf32.f32, to nearest with ties away from zero, to TF32's 10 mantissa bits (the low 13 bits zero).
+enum class Rnd : uint8_t { None, Rn, Rz, Rni, Rzi, Rmi, Rna };
 
 // cp.async.wait_all's operand in Ins: commit the open group, then wait for every group.
 constexpr uint64_t kWaitAll = ~uint64_t(0);
@@ -86,6 +88,8 @@ struct Ins {
   // the fragment for load / store; d, a, b, c for mma.
   Frag frag = Frag::F32;
   bool col = false, global = false;
+  bool k8 = false;  // shape m16n16k8 (tf32 operands; c and d as for m16n16k16), else m16n16k16
+  bool b_matrix = false;  // wmma.load.b (a tf32 b is 8 x 16, a tf32 a 16 x 8)
   std::vector<std::vector<uint32_t>> frags;
 };
 
@@ -358,8 +362,12 @@ struct Module::Impl {
   //   wmma.store.d.sync.aligned.{row,col}.m16n16k16.{shared,global}.f32 [addr], {frag}, stride;
   //   wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16.f32.bf16.bf16.f32 {d}, {a}, {b}, {c};
   //   wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16.f32.f32 {d}, {a}, {b}, {c};  (f16 a and b)
-  // A fragment is 4 registers for bf16 a / b, 8 for f16 a / b and for f32 c / d. The mma's layouts must be those the
-  // fragments were loaded with; the fragments do not record them, so the interpreter cannot check that and takes
+  // and of shape m16n16k8 with tf32 operands (a 16 x 8, b 8 x 16; c and d 16 x 16 f32 as above):
+  //   wmma.load.{a,b}.sync.aligned.{row,col}.m16n16k8.{shared,global}.tf32 {frag}, [addr], stride;
+  //   wmma.{load.c,store.d}.sync.aligned.{row,col}.m16n16k8.{shared,global}.f32 ...;
+  //   wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k8.f32.tf32.tf32.f32 {d}, {a}, {b}, {c};
+  // A fragment is 4 registers for bf16 and tf32 a / b, 8 for f16 a / b and for f32 c / d. The mma's layouts must be those
+  // the fragments were loaded with; the fragments do not record them, so the interpreter cannot check that and takes
   // any. The launch checks what depends on values (one address and stride for the warp, alignment, bounds).
   void parse_wmma(Ins& ins, const std::vector<std::string>& parts, const std::string& rest, int line) {
     const std::string& text = ins.text;
@@ -367,22 +375,26 @@ struct Module::Impl {
     if (ins.guard >= 0) fail(line, text, "guarded wmma is not in the subset");
     const std::vector<std::string> ops = split(rest, ',');
     auto regs = [&](const std::string& s, size_t count) { return register_list(s, count, "wmma fragment", line, text); };
-    auto frag_regs = [](Frag f) { return f == Frag::BF16 ? size_t(4) : size_t(8); };
+    auto frag_regs = [](Frag f) { return f == Frag::BF16 || f == Frag::TF32 ? size_t(4) : size_t(8); };
+    auto shape = [](const std::string& p) { return p == "m16n16k16" || p == "m16n16k8"; };
     auto layout = [](const std::string& p) { return p == "row" || p == "col"; };
     const std::string kind = parts.size() > 1 ? parts[1] : "";
     if (kind == "load" || kind == "store") {
       const bool load = kind == "load";
-      if (parts.size() != 9 || parts[3] != "sync" || parts[4] != "aligned" || !layout(parts[5]) ||
-          parts[6] != "m16n16k16" || (parts[7] != "shared" && parts[7] != "global"))
-        fail(line, text, "only wmma." + kind + ".M.sync.aligned.{row,col}.m16n16k16.{shared,global}.TYPE");
+      if (parts.size() != 9 || parts[3] != "sync" || parts[4] != "aligned" || !layout(parts[5]) || !shape(parts[6]) ||
+          (parts[7] != "shared" && parts[7] != "global"))
+        fail(line, text, "only wmma." + kind + ".M.sync.aligned.{row,col}.{m16n16k16,m16n16k8}.{shared,global}.TYPE");
       const std::string &matrix = parts[2], &type = parts[8];
-      const bool ok = load ? ((matrix == "a" || matrix == "b") && (type == "bf16" || type == "f16")) ||
+      ins.k8 = parts[6] == "m16n16k8";
+      const bool ab = matrix == "a" || matrix == "b";
+      const bool ok = load ? (ab && (ins.k8 ? type == "tf32" : type == "bf16" || type == "f16")) ||
                                  (matrix == "c" && type == "f32")
                            : matrix == "d" && type == "f32";
-      if (!ok) fail(line, text, "unsupported wmma matrix or type (a, b: bf16 or f16; c, d: f32)");
+      if (!ok) fail(line, text, "unsupported wmma matrix or type (a, b: bf16 or f16, m16n16k8: tf32; c, d: f32)");
       ins.op = load ? Op::WmmaLoad : Op::WmmaStore;
-      ins.frag = type == "bf16" ? Frag::BF16 : type == "f16" ? Frag::F16 : Frag::F32;
+      ins.frag = type == "bf16" ? Frag::BF16 : type == "f16" ? Frag::F16 : type == "tf32" ? Frag::TF32 : Frag::F32;
       ins.col = parts[5] == "col";
+      ins.b_matrix = matrix == "b";
       ins.global = parts[7] == "global";
       if (ops.size() != 3) fail(line, text, "wmma." + kind + " takes a fragment, an address and a stride");
       ins.frags.push_back(regs(load ? ops[0] : ops[1], frag_regs(ins.frag)));
@@ -399,12 +411,21 @@ struct Module::Impl {
     }
     if (kind == "mma") {
       if (parts.size() < 7 || parts[2] != "sync" || parts[3] != "aligned" || !layout(parts[4]) || !layout(parts[5]) ||
-          parts[6] != "m16n16k16")
-        fail(line, text, "only wmma.mma.sync.aligned.{row,col}.{row,col}.m16n16k16");
+          !shape(parts[6]))
+        fail(line, text, "only wmma.mma.sync.aligned.{row,col}.{row,col}.{m16n16k16,m16n16k8}");
+      ins.k8 = parts[6] == "m16n16k8";
       const std::vector<std::string> types(parts.begin() + 7, parts.end());
-      if (types == std::vector<std::string>{"f32", "bf16", "bf16", "f32"}) ins.frag = Frag::BF16;
-      else if (types == std::vector<std::string>{"f32", "f32"}) ins.frag = Frag::F16;
-      else fail(line, text, "only wmma.mma of f32.bf16.bf16.f32 or (f16 operands) f32.f32");
+      if (ins.k8) {
+        if (types != std::vector<std::string>{"f32", "tf32", "tf32", "f32"})
+          fail(line, text, "only wmma.mma of shape m16n16k8 with f32.tf32.tf32.f32");
+        ins.frag = Frag::TF32;
+      } else if (types == std::vector<std::string>{"f32", "bf16", "bf16", "f32"}) {
+        ins.frag = Frag::BF16;
+      } else if (types == std::vector<std::string>{"f32", "f32"}) {
+        ins.frag = Frag::F16;
+      } else {
+        fail(line, text, "only wmma.mma of f32.bf16.bf16.f32 or (f16 operands) f32.f32");
+      }
       ins.op = Op::WmmaMma;
       if (ops.size() != 4) fail(line, text, "wmma.mma takes the fragments d, a, b, c");
       for (size_t i = 0; i < 4; ++i) ins.frags.push_back(regs(ops[i], i == 1 || i == 2 ? frag_regs(ins.frag) : 8));
@@ -708,6 +729,13 @@ struct Module::Impl {
         if (it == cmps.end()) fail(line, ins.text, "unsupported comparison");
         ins.cmp = it->second;
         if (parts.size() == 4) ins.comb = parts[2] == "and" ? Comb::And : parts[2] == "or" ? Comb::Or : Comb::None;
+      } else if (name == "cvt" && parts.size() == 4 && parts[1] == "rna" && parts[2] == "tf32") {
+        // cvt.rna.tf32.f32 d, a: the f32 a rounded to TF32, as a .b32 (its low 13 bits zero).
+        if (parts[3] != "f32") fail(line, ins.text, "only cvt.rna.tf32.f32");
+        ins.op = Op::Cvt;
+        ins.t = Ty::B32;
+        ins.src = Ty::F32;
+        ins.rnd = Rnd::Rna;
       } else if (name == "cvt") {
         ins.op = Op::Cvt;
         ins.src = type_at(parts.size() - 1);
@@ -871,7 +899,15 @@ uint64_t float_bits(Ty t, double v) {
   return t == Ty::F64 ? bits_of(v) : t == Ty::F32 ? bits_of(float(v)) : uint64_t(f64_to_f16(v));
 }
 
+// An f32's bits rounded to TF32 (10 mantissa bits) to nearest, ties away from zero (cvt.rna.tf32.f32): adding half of
+// the last kept bit to the magnitude carries into it at a tie or above. NaN and infinity stay as they are.
+uint32_t round_to_tf32(uint32_t bits) {
+  if ((bits & 0x7F800000u) == 0x7F800000u) return bits;
+  return (bits + 0x1000u) & 0xFFFFE000u;
+}
+
 uint64_t convert(const Ins& in, uint64_t s) {
+  if (in.rnd == Rnd::Rna) return round_to_tf32(uint32_t(s));
   Ty d = in.t, st = in.src;
   if (!is_float(st) && !is_float(d)) {
     if (dtype_bytes(st) == 2) s &= 0xFFFF;  // u16 / b16 sources (no s16 in the subset)
@@ -936,10 +972,35 @@ uint64_t operand_value(const Thread& th, const Opnd& o, const std::vector<uint32
 // index e = 16 r + c, and lane l holds the elements 8 l .. 8 l + 7. An f32 fragment's register j holds element
 // 8 l + j; a bf16 or f16 fragment's register j (0..3) holds element 8 l + 2 j in its low half and 8 l + 2 j + 1 in
 // its high half, and an f16 fragment's registers 4..7 repeat 0..3 (the hardware's f16 fragments have 8 registers;
-// mma reads the first 4).
+// mma reads the first 4). A tf32 operand of shape m16n16k8 (a: 16 x 8, element (r, c) at e = 8 r + c; b: 8 x 16, at
+// e = 16 r + c) has lane l hold the elements 4 l .. 4 l + 3 in its registers 0..3, each an f32's bits; mma reads only
+// their top 19 bits (TF32), as the tensor cores do, so an operand not rounded first (cvt.rna) is truncated.
 void warp_wmma(const Ins& in, Thread* lanes, std::vector<uint8_t>& shared, const std::vector<uint32_t>& symbol_offset,
                const GlobalCheck& check) {
   constexpr unsigned kElems = 256;
+  if (in.op == Op::WmmaMma && in.k8) {
+    auto tf32 = [](uint64_t bits) { return f32_of(uint32_t(bits) & 0xFFFFE000u); };
+    std::array<float, 128> a, b;
+    std::array<float, kElems> c, d;
+    for (unsigned l = 0; l < kWarp; ++l) {
+      const std::vector<uint64_t>& regs = lanes[l].regs;
+      for (unsigned j = 0; j < 4; ++j) {
+        a[4 * l + j] = tf32(regs[in.frags[1][j]]);
+        b[4 * l + j] = tf32(regs[in.frags[2][j]]);
+      }
+      for (unsigned j = 0; j < 8; ++j) c[8 * l + j] = f32_of(regs[in.frags[3][j]]);
+    }
+    // D = C + A B, each element a chain of f32 fmas in k order starting from C (products of TF32 values are exact).
+    for (unsigned i = 0; i < 16; ++i)
+      for (unsigned j = 0; j < 16; ++j) {
+        float acc = c[16 * i + j];
+        for (unsigned k = 0; k < 8; ++k) acc = std::fma(a[8 * i + k], b[16 * k + j], acc);
+        d[16 * i + j] = acc;
+      }
+    for (unsigned l = 0; l < kWarp; ++l)
+      for (unsigned j = 0; j < 8; ++j) lanes[l].regs[in.frags[0][j]] = bits_of(d[8 * l + j]);
+    return;
+  }
   if (in.op == Op::WmmaMma) {
     // Every input is read before d is written: d may name c's registers (accumulating in place).
     auto widen = [&](uint32_t h) {
@@ -975,16 +1036,18 @@ void warp_wmma(const Ins& in, Thread* lanes, std::vector<uint8_t>& shared, const
         uint32_t(value(lanes[l], in.a[1])) != stride)
       throw Error("PTX interpreter: lanes of a warp pass different addresses or strides to wmma at: " + in.text);
   // ... and asks for a 32-byte aligned address (shared: from the window's base) and a stride of whole 16 bytes.
-  const unsigned bytes = in.frag == Frag::F32 ? 4 : 2;
+  const unsigned bytes = in.frag == Frag::F32 || in.frag == Frag::TF32 ? 4 : 2;
   if (base % 32 != 0)
     throw Error("PTX interpreter: wmma address " + std::to_string(base) + " is not 32-byte aligned at: " + in.text);
   if (stride * bytes % 16 != 0)
     throw Error("PTX interpreter: wmma stride " + std::to_string(stride) +
                 " (elements) is not a multiple of 16 bytes at: " + in.text);
-  // Every element's place, checked before any is read or written.
+  // Every element's place, checked before any is read or written. A tf32 operand has 128 (a: 16 x 8, b: 8 x 16).
+  const bool tf32 = in.frag == Frag::TF32;
+  const unsigned elems = tf32 ? 128 : kElems, columns = tf32 && !in.b_matrix ? 8 : 16;
   std::array<uint8_t*, kElems> at;
-  for (unsigned e = 0; e < kElems; ++e) {
-    const uint64_t r = e / 16, c = e % 16;
+  for (unsigned e = 0; e < elems; ++e) {
+    const uint64_t r = e / columns, c = e % columns;
     const uint64_t addr = base + (in.col ? c * stride + r : r * stride + c) * bytes;
     if (in.global) {
       try {
@@ -1006,6 +1069,15 @@ void warp_wmma(const Ins& in, Thread* lanes, std::vector<uint8_t>& shared, const
       for (unsigned j = 0; j < 8; ++j) {
         const uint32_t v = uint32_t(lanes[l].regs[frag[j]]);
         std::memcpy(at[8 * l + j], &v, 4);
+      }
+    return;
+  }
+  if (tf32) {
+    for (unsigned l = 0; l < kWarp; ++l)
+      for (unsigned j = 0; j < 4; ++j) {
+        uint32_t v = 0;
+        std::memcpy(&v, at[4 * l + j], 4);
+        lanes[l].regs[frag[j]] = v;
       }
     return;
   }

@@ -1,0 +1,37 @@
+// The precision policy: in what precision a model's f32 products and storage run (issue 53, docs/PRECISION.md).
+//
+//   fp32  strict f32 everywhere: what spire's cross-vendor checks promise, and the default of every command.
+//   tf32  convolutions and matrix products whose operands are f32 round those operands to TF32 (10 explicit mantissa
+//         bits, f32's exponent) and sum in f32, on tensor cores (PTX wmma on cuda:N); everything else stays f32. As
+//         PyTorch's default for convolutions (torch.backends.cudnn.allow_tf32). A device without TF32 matrices runs it
+//         as fp32 and says so (Vulkan's cooperative matrices have no TF32 type).
+//   bf16, f16  half storage with f32 sums, softmax, norms and losses in f32, as PyTorch's autocast (not yet lowered:
+//         compile refuses them by name until they are).
+//
+// The policy is decided once per compile, recorded in the plan and in a bundle, never changed silently.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace spire {
+
+enum class Precision : uint8_t { Fp32, Tf32, Bf16, F16 };
+
+std::string_view precision_name(Precision p);  // "fp32", "tf32", "bf16", "f16"
+// The spellings above, as the --precision flags list them: "fp32|tf32|bf16|f16".
+std::string_view precision_choices();
+// A policy by its name; throws std::invalid_argument naming `text` and the valid choices.
+Precision parse_precision(std::string_view text);
+
+// The documented bound of a K-term dot product sum(a_i b_i) under the policy, relative to sum |a_i| |b_i| (what
+// docs/PRECISION.md derives): each input rounded to the policy's operand precision to nearest (unit roundoff u_in:
+// 0 for fp32, 2^-11 for tf32 and f16, 2^-8 for bf16) makes each product off by at most 2 u_in + u_in^2, and K
+// terms summed in f32 (unit roundoff 2^-24) add at most K 2^-24 (the classical gamma_K, first order). So
+//   |computed - exact| <= (2 u_in + u_in^2 + K 2^-24) sum |a_i| |b_i|.
+double precision_dot_bound(Precision p, int64_t k);
+// The operand unit roundoff u_in above.
+double precision_input_roundoff(Precision p);
+
+}  // namespace spire

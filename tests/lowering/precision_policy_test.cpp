@@ -1,0 +1,212 @@
+// The precision policy through compile() (lowering/precision_policy.h) on every device present (ctest runs these on
+// cuda:0 through the mock CUDA driver too): fp32 stays strict; tf32 gives the TF32 answer where the device has TF32
+// tensor cores and the fp32 answer with a note where it has not (Vulkan); the plan records the policy; bf16 and f16
+// are refused by name until they are lowered.
+//
+// The inputs make the three possible answers differ and each exact in f32: A holds 1 + 2^-11 (a tie between TF32's
+// neighbours 1 and 1 + 2^-10) and 1 + 3 2^-12 by turns, B ones, K = 64. Strict f32: 64 + 32 2^-11 + 32 3 2^-12;
+// TF32 (rounded to nearest, ties away): 64 (1 + 2^-10); truncated to TF32: 64.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+#include <string>
+
+#include "ir/graph/evaluator.h"
+#include "ir/graph/graph.h"
+#include "lowering/executable.h"
+#include "lowering/precision_policy.h"
+#include "lowering/tunable_ops.h"
+#include "runtime/device.h"
+#include "tests/lowering/device_list.h"
+
+namespace spire {
+namespace {
+
+constexpr int64_t kM = 32, kK = 64, kN = 32;
+
+graph::Graph product_graph() {
+  graph::Graph g;
+  g.output("c", g.matmul(g.input("a", graph::DType::F32, {kM, kK}), g.input("b", graph::DType::F32, {kK, kN})));
+  return g;
+}
+
+std::map<std::string, graph::Tensor> tie_inputs() {
+  graph::Tensor a(graph::DType::F32, {kM, kK}), b(graph::DType::F32, {kK, kN});
+  for (int64_t i = 0; i < a.numel(); ++i) a[i] = i % 2 ? 1 + std::ldexp(1.0, -11) : 1 + 3 * std::ldexp(1.0, -12);
+  for (int64_t i = 0; i < b.numel(); ++i) b[i] = 1;
+  return {{"a", a}, {"b", b}};
+}
+
+const double kStrict = 64 + 32 * std::ldexp(1.0, -11) + 32 * 3 * std::ldexp(1.0, -12);
+const double kTf32 = 64 * (1 + std::ldexp(1.0, -10));
+
+// Every element of the product under `p`, and what the executable noted.
+std::pair<graph::Tensor, std::string> run(rt::Device& dev, Precision p, std::string* plan = nullptr) {
+  auto exe = lowering::compile(product_graph(), dev, {.precision = p});
+  for (const auto& [name, t] : tie_inputs()) exe->set(name, t);
+  exe->step();
+  if (plan) *plan = exe->plan_text();
+  return {exe->get("c"), exe->precision_note()};
+}
+
+class PrecisionPolicyOnDevice : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PrecisionPolicyOnDevice, Fp32IsStrictAndTheDefault) {
+  auto dev = rt::open_device(GetParam());
+  std::string plan;
+  const auto [c, note] = run(*dev, Precision::Fp32, &plan);
+  for (int64_t i = 0; i < c.numel(); ++i) ASSERT_EQ(c[i], kStrict) << "element " << i;
+  EXPECT_EQ(note, "");
+  EXPECT_NE(plan.find("precision: fp32\n"), std::string::npos) << plan;
+  EXPECT_EQ(lowering::CompileOptions{}.precision, Precision::Fp32);
+}
+
+TEST_P(PrecisionPolicyOnDevice, Tf32RoundsOnTensorCoresOrSaysItRanFp32) {
+  auto dev = rt::open_device(GetParam());
+  std::string plan;
+  const auto [c, note] = run(*dev, Precision::Tf32, &plan);
+  const bool tensor_cores = lowering::has_tf32_matrices(dev->info());
+  for (int64_t i = 0; i < c.numel(); ++i) ASSERT_EQ(c[i], tensor_cores ? kTf32 : kStrict) << "element " << i;
+  if (tensor_cores) {
+    EXPECT_EQ(note, "");
+    EXPECT_NE(plan.find("precision: tf32\n"), std::string::npos) << plan;
+    EXPECT_NE(plan.find("_tf32"), std::string::npos) << "no TF32 kernel in the plan:\n" << plan;
+  } else {
+    EXPECT_NE(note.find(GetParam()), std::string::npos) << note;
+    EXPECT_NE(note.find("tf32 runs as fp32"), std::string::npos) << note;
+    EXPECT_NE(plan.find("precision: tf32 (" + note + ")"), std::string::npos) << plan;
+  }
+}
+
+TEST_P(PrecisionPolicyOnDevice, HalfPoliciesAreRefusedByNameUntilLowered) {
+  auto dev = rt::open_device(GetParam());
+  for (Precision p : {Precision::Bf16, Precision::F16}) {
+    try {
+      (void)lowering::compile(product_graph(), *dev, {.precision = p});
+      FAIL() << precision_name(p) << " compiled";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("--precision ") + std::string(precision_name(p))),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
+// A small CNN (two 3x3 convolutions over 8 and 16 channels of a 96x96 image, ReLUs, a global mean, a linear layer):
+// enough output positions that the tensor-core convolution is the heuristic (channels last, 72 blocks), so under tf32
+// on cuda:0 both convolutions and the product run as TF32. Against the float64 evaluator: within 2e-3 of the largest
+// output (a network's error is several layers' dot products, each within docs/PRECISION.md's bound, about 1e-3 of its
+// sum |a b| here), and not the fp32 answer (which is within 1e-4). On a device without TF32 matrices, fp32's bits.
+TEST_P(PrecisionPolicyOnDevice, SmallCnnUnderTf32IsWithinItsBoundOfFloat64) {
+  auto dev = rt::open_device(GetParam());
+  graph::Graph g;
+  using O = graph::Conv2dOptions;
+  graph::Value x = g.input("x", graph::DType::F32, {1, 8, 96, 96});
+  graph::Value h = g.relu(g.conv2d(x, g.input("w1", graph::DType::F32, {16, 8, 3, 3}), O{.padding = {1, 1}}));
+  h = g.relu(g.conv2d(h, g.input("w2", graph::DType::F32, {16, 16, 3, 3}), O{.padding = {1, 1}}));
+  g.output("y", g.matmul(g.mean(h, {2, 3}), g.input("fc", graph::DType::F32, {16, 10})));
+  std::map<std::string, graph::Tensor> in;
+  uint32_t state = 12345;
+  auto uniform = [&] {  // a fixed LCG: inputs the same everywhere
+    state = state * 1664525u + 1013904223u;
+    return double(state >> 8) / double(1u << 24) * 2 - 1;
+  };
+  for (const auto& [name, shape] : std::map<std::string, graph::Shape>{
+           {"x", {1, 8, 96, 96}}, {"w1", {16, 8, 3, 3}}, {"w2", {16, 16, 3, 3}}, {"fc", {16, 10}}}) {
+    graph::Tensor t(graph::DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = float(uniform());
+    in[name] = t;
+  }
+  const graph::Tensor want = graph::evaluate(g, in, graph::DType::F64).at("y");
+  double scale = 1;
+  for (double v : want.data) scale = std::max(scale, std::abs(v));
+  auto error_of = [&](Precision p, std::string* plan) {
+    auto exe = lowering::compile(g, *dev, {.precision = p});
+    for (const auto& [name, t] : in) exe->set(name, t);
+    exe->step();
+    *plan = exe->plan_text();
+    const graph::Tensor got = exe->get("y");
+    double worst = 0;
+    for (int64_t i = 0; i < got.numel(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+    return std::pair{worst / scale, got};
+  };
+  std::string fp32_plan, tf32_plan;
+  const auto [fp32_error, fp32] = error_of(Precision::Fp32, &fp32_plan);
+  const auto [tf32_error, tf32] = error_of(Precision::Tf32, &tf32_plan);
+  EXPECT_LE(fp32_error, 1e-4);  // (the f32 path may take Winograd for these 3x3 layers)
+  if (!lowering::has_tf32_matrices(dev->info())) {
+    EXPECT_EQ(tf32.data, fp32.data);
+    return;
+  }
+  EXPECT_LE(tf32_error, 2e-3);
+  EXPECT_NE(tf32.data, fp32.data) << "tf32 gave fp32's bits: were its operands rounded?";
+  size_t tf32_convolutions = 0;
+  for (size_t at = tf32_plan.find("conv2d_"); at != std::string::npos; at = tf32_plan.find("conv2d_", at + 1)) {
+    const size_t end = tf32_plan.find_first_of(" \n", at);
+    if (tf32_plan.substr(at, end - at).find("_tf32") != std::string::npos) ++tf32_convolutions;
+  }
+  EXPECT_GE(tf32_convolutions, 2u) << tf32_plan;
+  EXPECT_EQ(fp32_plan.find("tf32"), std::string::npos) << fp32_plan;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, PrecisionPolicyOnDevice,
+                         ::testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const ::testing::TestParamInfo<std::string>& p) {
+                           return lowering::testing_support::test_name(p.param);
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PrecisionPolicyOnDevice);
+
+// Which devices multiply TF32 (from their descriptions alone: no device needed), and the note for the others.
+TEST(PrecisionPolicy, OnlyCudaWithCooperativeMatricesHasTf32) {
+  rt::DeviceInfo cuda;
+  cuda.id = "cuda:0";
+  cuda.backend = rt::Backend::Cuda;
+  cuda.compute_capability = 90;
+  cuda.subgroup_size = 32;
+  cuda.features = Features(Feature::CooperativeMatrix);
+  EXPECT_TRUE(lowering::has_tf32_matrices(cuda));
+  EXPECT_EQ(lowering::precision_note(cuda, Precision::Tf32), "");
+  rt::DeviceInfo turing = cuda;
+  turing.compute_capability = 75;
+  turing.features = {};
+  EXPECT_FALSE(lowering::has_tf32_matrices(turing));
+  rt::DeviceInfo vulkan = cuda;
+  vulkan.id = "vulkan:0";
+  vulkan.backend = rt::Backend::Vulkan;
+  vulkan.compute_capability = 0;
+  EXPECT_FALSE(lowering::has_tf32_matrices(vulkan));
+  EXPECT_EQ(lowering::precision_note(vulkan, Precision::Tf32), "vulkan:0 has no TF32 cooperative matrices; tf32 runs as fp32");
+  EXPECT_EQ(lowering::precision_note(vulkan, Precision::Fp32), "");
+  lowering::heavy::Limits limits;
+  limits.cooperative_matrix = limits.ptx = true;
+  EXPECT_TRUE(lowering::limits_under(limits, cuda, Precision::Tf32).tf32);
+  EXPECT_FALSE(lowering::limits_under(limits, cuda, Precision::Fp32).tf32);
+  EXPECT_FALSE(lowering::limits_under(limits, vulkan, Precision::Tf32).tf32);
+}
+
+// --tune under tf32 times what tf32 compiles: the product's key says _tf32 (its own cache entry) and its candidates are
+// tensor-core tilings, the heuristic first; under fp32 the same graph's key and configs are the f32 SIMT kernel's.
+TEST(PrecisionPolicy, TheTunerSeesTheTf32Products) {
+  rt::DeviceInfo cuda;
+  cuda.id = "cuda:0";
+  cuda.backend = rt::Backend::Cuda;
+  cuda.compute_capability = 90;
+  cuda.subgroup_size = 32;
+  cuda.shared_memory_bytes = 227 * 1024;
+  cuda.max_workgroup_invocations = 1024;
+  cuda.features = Features(Feature::CooperativeMatrix) | Feature::AsyncCopy;
+  const auto tf32 = lowering::tunable_ops(product_graph(), cuda, Precision::Tf32);
+  const auto fp32 = lowering::tunable_ops(product_graph(), cuda, Precision::Fp32);
+  ASSERT_EQ(tf32.size(), 1u);
+  ASSERT_EQ(fp32.size(), 1u);
+  EXPECT_NE(tf32[0].key.shape.find("_tf32"), std::string::npos) << tf32[0].key.text();
+  EXPECT_EQ(fp32[0].key.shape.find("tf32"), std::string::npos) << fp32[0].key.text();
+  EXPECT_TRUE(tf32[0].heuristic.has("warps_m")) << tf32[0].heuristic.text();
+  EXPECT_FALSE(fp32[0].heuristic.has("warps_m")) << fp32[0].heuristic.text();
+}
+
+}  // namespace
+}  // namespace spire
