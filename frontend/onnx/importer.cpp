@@ -18,7 +18,6 @@
 
 namespace spire::onnx_import {
 namespace fs = std::filesystem;
-using graph::DType;
 
 graph::DType dtype_of_onnx(int elem_type, const std::string& what) {
   switch (elem_type) {
@@ -371,6 +370,16 @@ std::vector<int64_t> NodeContext::require_ints(int i, const std::string& what) c
 graph::Value NodeContext::value(int i) {
   entry(i);
   return imp_.materialize(node_.input(i));
+}
+
+void NodeContext::require_float(int i) const {
+  if (!graph::is_float(type(i).dtype))
+    refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i, graph::dtype_name(type(i).dtype)));
+}
+
+graph::Value NodeContext::float_value(int i) {
+  require_float(i);
+  return value(i);
 }
 
 graph::Value NodeContext::constant_value(const graph::Tensor& t, const std::string& name) {

@@ -17,6 +17,13 @@
 
 namespace spire::onnx_import {
 
+// The graph types every op mapping names (frontend/onnx/ops_*.cpp), once for all of them.
+using graph::CompareMode;
+using graph::DType;
+using graph::Shape;
+using graph::Tensor;
+using graph::Value;
+
 // A value of the ONNX graph during import: a graph value, a host constant (known at import), or both
 // (a constant that has been materialised as a leaf because a graph op needed it).
 struct Entry {
@@ -50,6 +57,9 @@ class NodeContext {
   const graph::Tensor& require_constant(int i, const std::string& what) const;  // refuses when not known
   std::vector<int64_t> require_ints(int i, const std::string& what) const;      // a constant int tensor's values
   graph::Value value(int i);                                         // materialises a constant as a leaf
+  // Input i, which must be a float tensor: refuses naming the input and its dtype otherwise.
+  void require_float(int i) const;
+  graph::Value float_value(int i);                                   // require_float, then value
   graph::Value constant_value(const graph::Tensor& t, const std::string& name);  // a host tensor as a leaf
   bool all_inputs_constant() const;
 

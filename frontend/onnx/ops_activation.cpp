@@ -9,16 +9,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Value;
-
-Value float_input(NodeContext& c, int i) {
-  if (!graph::is_float(c.type(i).dtype))
-    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i, graph::dtype_name(c.type(i).dtype)));
-  return c.value(i);
-}
-
 // where(x >= 0, x, neg) — the shape of LeakyRelu, PRelu, Elu, Selu.
 Value where_nonneg(NodeContext& c, Value x, Value pos, Value neg) {
   auto& g = c.g();
@@ -29,7 +19,7 @@ Value where_nonneg(NodeContext& c, Value x, Value pos, Value neg) {
 // prod(dims >= axis)] and normalised along the second dim.
 void softmax_like(NodeContext& c, bool log) {
   auto& g = c.g();
-  const Value x = float_input(c, 0);
+  const Value x = c.float_value(0);
   const graph::Shape shape = c.type(0).shape;
   const int64_t rank = int64_t(shape.size());
   if (c.opset() >= 13) {
@@ -49,28 +39,28 @@ void softmax_like(NodeContext& c, bool log) {
 
 void register_activation_ops(OpTable& t) {
   t["Relu"] = {[](NodeContext& c) { c.set_output(0, c.g().relu(c.value(0))); }, {}};
-  t["Sigmoid"] = {[](NodeContext& c) { c.set_output(0, c.g().sigmoid(float_input(c, 0))); }, {}};
-  t["Tanh"] = {[](NodeContext& c) { c.set_output(0, c.g().tanh(float_input(c, 0))); }, {}};
+  t["Sigmoid"] = {[](NodeContext& c) { c.set_output(0, c.g().sigmoid(c.float_value(0))); }, {}};
+  t["Tanh"] = {[](NodeContext& c) { c.set_output(0, c.g().tanh(c.float_value(0))); }, {}};
   t["LeakyRelu"] = {[](NodeContext& c) {
-                      c.set_output(0, c.g().op("leaky_relu", {float_input(c, 0)},
+                      c.set_output(0, c.g().op("leaky_relu", {c.float_value(0)},
                                                {{"alpha", double(c.attr_float("alpha", 0.01f))}}));
                     },
                     {}};
   t["PRelu"] = {[](NodeContext& c) {
-                  const Value x = float_input(c, 0);
+                  const Value x = c.float_value(0);
                   c.set_output(0, where_nonneg(c, x, x, c.g().mul(x, c.value(1))));
                 },
                 {}};
   t["Elu"] = {[](NodeContext& c) {
                 auto& g = c.g();
-                const Value x = float_input(c, 0);
+                const Value x = c.float_value(0);
                 const double alpha = c.attr_float("alpha", 1.0f);
                 c.set_output(0, where_nonneg(c, x, x, g.mul(g.sub(g.exp(x), 1.0), alpha)));
               },
               {}};
   t["Selu"] = {[](NodeContext& c) {
                  auto& g = c.g();
-                 const Value x = float_input(c, 0);
+                 const Value x = c.float_value(0);
                  const double alpha = c.attr_float("alpha", 1.67326319217681884765625f);
                  const double gamma = c.attr_float("gamma", 1.05070102214813232421875f);
                  // ONNX: gamma * x for x > 0, gamma * alpha * (exp(x) - 1) otherwise.
@@ -79,16 +69,16 @@ void register_activation_ops(OpTable& t) {
                },
                {}};
   t["HardSigmoid"] = {[](NodeContext& c) {
-                        c.set_output(0, c.g().op("hard_sigmoid", {float_input(c, 0)},
+                        c.set_output(0, c.g().op("hard_sigmoid", {c.float_value(0)},
                                                  {{"alpha", double(c.attr_float("alpha", 0.2f))},
                                                   {"beta", double(c.attr_float("beta", 0.5f))}}));
                       },
                       {}};
-  t["HardSwish"] = {[](NodeContext& c) { c.set_output(0, c.g().op("hard_swish", {float_input(c, 0)})); }, {}};
-  t["Softplus"] = {[](NodeContext& c) { c.set_output(0, c.g().op("softplus", {float_input(c, 0)})); }, {}};
+  t["HardSwish"] = {[](NodeContext& c) { c.set_output(0, c.g().op("hard_swish", {c.float_value(0)})); }, {}};
+  t["Softplus"] = {[](NodeContext& c) { c.set_output(0, c.g().op("softplus", {c.float_value(0)})); }, {}};
   t["Softsign"] = {[](NodeContext& c) {
                      auto& g = c.g();
-                     const Value x = float_input(c, 0);
+                     const Value x = c.float_value(0);
                      c.set_output(0, g.div(x, g.add(g.maximum(x, g.neg(x)), 1.0)));
                    },
                    {}};
@@ -106,10 +96,10 @@ void register_activation_ops(OpTable& t) {
                  c.set_output(0, y);
                },
                {}};
-  t["Erf"] = {[](NodeContext& c) { c.set_output(0, c.g().op("erf", {float_input(c, 0)})); }, {}};
+  t["Erf"] = {[](NodeContext& c) { c.set_output(0, c.g().op("erf", {c.float_value(0)})); }, {}};
   t["ThresholdedRelu"] = {[](NodeContext& c) {
                             auto& g = c.g();
-                            const Value x = float_input(c, 0);
+                            const Value x = c.float_value(0);
                             const DType dt = c.type(0).dtype;
                             const Value above = g.compare(x, g.scalar(c.attr_float("alpha", 1.0f), dt), CompareMode::Gt);
                             c.set_output(0, g.where(above, x, g.scalar(0.0, dt)));
@@ -117,7 +107,7 @@ void register_activation_ops(OpTable& t) {
                           {}};
   t["Celu"] = {[](NodeContext& c) {
                  auto& g = c.g();
-                 const Value x = float_input(c, 0);
+                 const Value x = c.float_value(0);
                  const double alpha = c.attr_float("alpha", 1.0f);
                  // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
                  const Value e = g.mul(g.sub(g.exp(g.div(x, alpha)), 1.0), alpha);
@@ -126,13 +116,13 @@ void register_activation_ops(OpTable& t) {
                {}};
   t["Mish"] = {[](NodeContext& c) {
                  auto& g = c.g();
-                 const Value x = float_input(c, 0);
+                 const Value x = c.float_value(0);
                  c.set_output(0, g.mul(x, g.tanh(g.log(g.add(g.exp(x), 1.0)))));
                },
                {}};
   t["Shrink"] = {[](NodeContext& c) {
                    auto& g = c.g();
-                   const Value x = float_input(c, 0);
+                   const Value x = c.float_value(0);
                    const DType dt = c.type(0).dtype;
                    const double lambd = c.attr_float("lambd", 0.5f), bias = c.attr_float("bias", 0.0f);
                    const Value lo = g.compare(x, g.scalar(-lambd, dt), CompareMode::Lt);

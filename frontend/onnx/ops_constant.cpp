@@ -11,9 +11,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::DType;
-using graph::Tensor;
-
 void constant(NodeContext& c) {
   if (c.node().attribute_size() != 1) c.refuse("a Constant needs exactly one value attribute");
   const auto& a = c.node().attribute(0);

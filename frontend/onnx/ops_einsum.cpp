@@ -15,9 +15,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::Shape;
-using graph::Value;
-
 // A label: a letter, or kEllipsis + k for the k-th dim an ellipsis stands for.
 constexpr int kEllipsis = 1000;
 

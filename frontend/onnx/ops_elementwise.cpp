@@ -10,21 +10,10 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Tensor;
-using graph::Value;
-
 void same_dtype(NodeContext& c, int a, int b) {
   if (c.type(a).dtype != c.type(b).dtype)
     c.refuse(fmt::format("inputs {} and {} have different types ({} and {})", a, b, graph::dtype_name(c.type(a).dtype),
                          graph::dtype_name(c.type(b).dtype)));
-}
-
-void need_float(NodeContext& c, int i) {
-  if (!graph::is_float(c.type(i).dtype))
-    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i,
-                         graph::dtype_name(c.type(i).dtype)));
 }
 
 // Binary ops with numpy broadcasting: `emit` builds the graph op, `host` folds constants.
@@ -57,7 +46,7 @@ void compare(OpTable& t, const std::string& op, CompareMode mode, std::function<
 // Unary float ops that map to one graph op.
 void unary(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value)) {
   t[op] = {[f](NodeContext& c) {
-             need_float(c, 0);
+             c.require_float(0);
              c.set_output(0, (c.g().*f)(c.value(0)));
            },
            {}};
@@ -72,7 +61,7 @@ void variadic(OpTable& t, const std::string& op, Value (graph::Graph::*f)(Value,
                acc = (c.g().*f)(acc, c.value(i));
              }
              if (mean) {
-               need_float(c, 0);
+               c.require_float(0);
                acc = c.g().div(acc, double(c.num_inputs()));
              }
              // A single input still yields a fresh value of the broadcast shape (here: itself).
@@ -158,7 +147,7 @@ void register_elementwise_ops(OpTable& t) {
                 {}};
   t["IsInf"] = {[](NodeContext& c) {
                   auto& g = c.g();
-                  need_float(c, 0);
+                  c.require_float(0);
                   const Value x = c.value(0);
                   const DType dt = c.type(0).dtype;
                   const Value pos = g.compare(x, g.scalar(INFINITY, dt), CompareMode::Eq);
@@ -228,7 +217,7 @@ void register_elementwise_ops(OpTable& t) {
               {}};
   // Round: to the nearest integer, halves to even. From floor(x) and the exact fraction x - floor(x).
   t["Round"] = {[](NodeContext& c) {
-                  need_float(c, 0);
+                  c.require_float(0);
                   auto& g = c.g();
                   const DType t = c.type(0).dtype;
                   const Value x = c.value(0), r = g.op("floor", {x}), frac = g.sub(x, r);
@@ -258,7 +247,7 @@ void register_elementwise_ops(OpTable& t) {
   for (auto [onnx_op, op] : {std::pair{"Reciprocal", "reciprocal"}, {"Floor", "floor"}, {"Ceil", "ceil"},
                                 {"Sin", "sin"}, {"Cos", "cos"}})
     t[onnx_op] = {[op = op](NodeContext& c) {
-                    need_float(c, 0);
+                    c.require_float(0);
                     c.set_output(0, c.g().op(op, {c.value(0)}));
                   },
                   {}};

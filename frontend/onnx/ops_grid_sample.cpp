@@ -10,12 +10,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Shape;
-using graph::Tensor;
-using graph::Value;
-
 // x mod 2, for the whole numbers x holds: x - 2 floor(x / 2).
 Value parity(graph::Graph& g, Value x) { return g.sub(x, g.mul(g.op("floor", {g.mul(x, 0.5)}), 2.0)); }
 

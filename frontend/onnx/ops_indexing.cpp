@@ -14,11 +14,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Shape;
-using graph::Value;
-
 void gather_elements(NodeContext& c) {
   auto& g = c.g();
   const graph::TensorType data = c.type(0), indices = c.type(1);
@@ -152,6 +147,38 @@ void scatter_elements(NodeContext& c) {
   c.set_output(0, axis == rank - 1 ? y : g.permute(y, back));
 }
 
+// The index tuples of input `input` ([.., k], the last axis the tuple) as one flat index each, into a block of the k
+// axes whose lengths are `axes` made one (row-major): each index wrapped when negative, times its stride, summed.
+// `outside` is true where an index lies outside its axis; `block` is the block's size. Shapes: indices' with a last
+// axis of 1.
+struct TupleIndex {
+  Value flat, outside;
+  int64_t block = 1;
+};
+TupleIndex tuple_index(NodeContext& c, int input, const Shape& axes) {
+  auto& g = c.g();
+  const graph::TensorType indices = c.type(input);
+  Shape one = indices.shape;  // [.., 1]: one index of the tuple
+  one.back() = 1;
+  const Value zero = g.scalar(0.0, indices.dtype);
+  TupleIndex t;
+  for (int64_t j = int64_t(axes.size()) - 1; j >= 0; --j) {
+    std::vector<int64_t> starts(size_t(indices.rank()), 0);
+    starts.back() = j;
+    Value index = g.op("slice", {c.value(input)},
+                       {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(indices.rank()), 1)}, {"shape", one}});
+    const double dim = double(axes[size_t(j)]);
+    index = g.where(g.compare(index, zero, CompareMode::Lt), g.add(index, dim), index);
+    const Value outside = g.where(g.compare(index, zero, CompareMode::Lt), g.scalar(1.0, DType::Bool),
+                                  g.compare(index, g.scalar(dim, indices.dtype), CompareMode::Ge));
+    t.outside = t.outside.valid() ? g.where(outside, outside, t.outside) : outside;
+    const Value term = t.block == 1 ? index : g.mul(index, double(t.block));
+    t.flat = t.flat.valid() ? g.add(t.flat, term) : term;
+    t.block *= axes[size_t(j)];
+  }
+  return t;
+}
+
 // GatherND: out[b.., i..] = data[b.., indices[b.., i.., 0], .., indices[b.., i.., k-1], ...] with the batch_dims leading
 // axes b shared by data and indices. The batch axes and the k indexed axes of the data become one (the flat index a sum
 // of each index times its stride, negative ones wrapped first, plus the batch's offset), and the graph's gather op takes
@@ -171,25 +198,9 @@ void gather_nd(NodeContext& c) {
       c.refuse(fmt::format("data {} and indices {} differ on batch axis {}", graph::shape_to_string(data.shape),
                            graph::shape_to_string(indices.shape), d));
   if (k < 1 || b + k > rank) c.refuse(fmt::format("index tuples of {} for rank-{} data with {} batch axes", k, rank, b));
-  Shape leading_last = indices.shape;  // [.., 1]: one index of the tuple
-  leading_last.back() = 1;
-  const Value zero = g.scalar(0.0, indices.dtype);
-  Value flat, bad;
-  int64_t stride = 1;
-  for (int64_t j = k - 1; j >= 0; --j) {
-    std::vector<int64_t> starts(size_t(indices.rank()), 0);
-    starts.back() = j;
-    Value index = g.op("slice", {c.value(1)}, {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(indices.rank()), 1)},
-                                               {"shape", leading_last}});
-    const double dim = double(data.shape[size_t(b + j)]);
-    index = g.where(g.compare(index, zero, CompareMode::Lt), g.add(index, dim), index);
-    const Value outside = g.where(g.compare(index, zero, CompareMode::Lt), g.scalar(1.0, DType::Bool),
-                                  g.compare(index, g.scalar(dim, indices.dtype), CompareMode::Ge));
-    bad = bad.valid() ? g.where(outside, outside, bad) : outside;
-    const Value term = stride == 1 ? index : g.mul(index, double(stride));
-    flat = flat.valid() ? g.add(flat, term) : term;
-    stride *= data.shape[size_t(b + j)];
-  }
+  const TupleIndex tuple = tuple_index(c, 1, Shape(data.shape.begin() + b, data.shape.begin() + b + k));
+  Value flat = tuple.flat;
+  const int64_t stride = tuple.block;
   // The batch's offset: batch axes' linear position times the indexed block's size.
   int64_t batches = 1;
   for (int64_t d = 0; d < b; ++d) batches *= data.shape[size_t(d)];
@@ -201,7 +212,7 @@ void gather_nd(NodeContext& c) {
     flat = g.add(flat, c.constant_value(offsets, c.node().output(0) + ".batch_offsets"));
   }
   const int64_t rows = batches * stride;
-  flat = g.where(bad, g.scalar(double(rows), indices.dtype), flat);
+  flat = g.where(tuple.outside, g.scalar(double(rows), indices.dtype), flat);
   Shape flat_shape(indices.shape.begin(), indices.shape.end() - 1);
   flat = g.reshape(flat, flat_shape);
   Shape data_flat = {rows};
@@ -244,26 +255,8 @@ Value flat_rows(NodeContext& c, int input, const Shape& data, int64_t rows) {
   auto& g = c.g();
   const graph::TensorType indices = c.type(input);
   const int64_t k = indices.shape.back();
-  Shape one = indices.shape;
-  one.back() = 1;
-  const Value zero = g.scalar(0.0, indices.dtype);
-  Value flat, bad;
-  int64_t stride = 1;
-  for (int64_t j = k - 1; j >= 0; --j) {
-    std::vector<int64_t> starts(size_t(indices.rank()), 0);
-    starts.back() = j;
-    Value index = g.op("slice", {c.value(input)},
-                       {{"starts", starts}, {"steps", std::vector<int64_t>(size_t(indices.rank()), 1)}, {"shape", one}});
-    const double dim = double(data[size_t(j)]);
-    index = g.where(g.compare(index, zero, CompareMode::Lt), g.add(index, dim), index);
-    const Value outside = g.where(g.compare(index, zero, CompareMode::Lt), g.scalar(1.0, DType::Bool),
-                                  g.compare(index, g.scalar(dim, indices.dtype), CompareMode::Ge));
-    bad = bad.valid() ? g.where(outside, outside, bad) : outside;
-    const Value term = stride == 1 ? index : g.mul(index, double(stride));
-    flat = flat.valid() ? g.add(flat, term) : term;
-    stride *= data[size_t(j)];
-  }
-  flat = g.where(bad, g.scalar(double(rows), indices.dtype), flat);
+  const TupleIndex tuple = tuple_index(c, input, Shape(data.begin(), data.begin() + k));
+  const Value flat = g.where(tuple.outside, g.scalar(double(rows), indices.dtype), tuple.flat);
   return g.reshape(flat, Shape(indices.shape.begin(), indices.shape.end() - 1));
 }
 

@@ -8,9 +8,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::Shape;
-using graph::Value;
-
 void det(NodeContext& c) {
   auto& g = c.g();
   const graph::TensorType x = c.type(0);

@@ -10,10 +10,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Value;
-
 // loss from log-probabilities `logp` [N, C, d..] (input `target_input` holds the targets, `weight_input` the class
 // weights when present); sets output 0.
 void nll_loss(NodeContext& c, Value logp, int target_input, int weight_input) {
@@ -61,19 +57,13 @@ void nll_loss(NodeContext& c, Value logp, int target_input, int weight_input) {
   c.set_output(0, g.div(g.sum(loss), g.sum(weight)));
 }
 
-Value float_input(NodeContext& c, int i) {
-  if (!graph::is_float(c.type(i).dtype))
-    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i,
-                         graph::dtype_name(c.type(i).dtype)));
-  return c.value(i);
-}
 
 }  // namespace
 
 void register_loss_ops(OpTable& t) {
-  t["NegativeLogLikelihoodLoss"] = {[](NodeContext& c) { nll_loss(c, float_input(c, 0), 1, 2); }, {}};
+  t["NegativeLogLikelihoodLoss"] = {[](NodeContext& c) { nll_loss(c, c.float_value(0), 1, 2); }, {}};
   t["SoftmaxCrossEntropyLoss"] = {[](NodeContext& c) {
-                                    const Value scores = float_input(c, 0);
+                                    const Value scores = c.float_value(0);
                                     if (c.type(0).rank() < 2)
                                       c.refuse("the scores must be [N, C] or [N, C, d1, ..]");
                                     const Value logp = c.g().op("log_softmax", {scores}, {{"axis", int64_t(1)}});

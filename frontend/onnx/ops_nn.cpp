@@ -12,10 +12,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::DType;
-using graph::Shape;
-using graph::Value;
-
 // Spatial rank of an [N, C, spatial...] input: 1 to `most` (2 for convolutions, 3 for pools), refused otherwise.
 int64_t spatial_rank(NodeContext& c, int i, int64_t most = 2) {
   const int64_t r = c.type(i).rank() - 2;

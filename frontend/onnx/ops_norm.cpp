@@ -7,16 +7,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::DType;
-using graph::Shape;
-using graph::Value;
-
-Value float_input(NodeContext& c, int i) {
-  if (!graph::is_float(c.type(i).dtype))
-    c.refuse(fmt::format("input {} is {}; spire runs this op on float tensors only", i, graph::dtype_name(c.type(i).dtype)));
-  return c.value(i);
-}
-
 // (x - mean) / sqrt(var + eps) over `axes`, the variance biased (divided by the count), as ONNX's references compute.
 Value standardize(graph::Graph& g, Value x, const std::vector<int64_t>& axes, double epsilon) {
   const Value mean = g.mean(x, axes, true);
@@ -28,7 +18,7 @@ Value standardize(graph::Graph& g, Value x, const std::vector<int64_t>& axes, do
 // InstanceNormalization(x [N, C, spatial..], scale [C], B [C]): each (n, c) standardized over its spatial axes.
 void instance_norm(NodeContext& c) {
   auto& g = c.g();
-  const Value x = float_input(c, 0);
+  const Value x = c.float_value(0);
   const int64_t rank = c.type(0).rank();
   if (rank < 3) c.refuse("the input needs rank >= 3 ([N, C, spatial...])");
   const int64_t channels = c.type(0).shape[1];
@@ -38,7 +28,7 @@ void instance_norm(NodeContext& c) {
   per_channel[0] = channels;
   auto channel = [&](int i) {
     if (c.type(i).shape != Shape{channels}) c.refuse(fmt::format("input {} must have shape [{}]", i, channels));
-    return g.reshape(float_input(c, i), per_channel);
+    return g.reshape(c.float_value(i), per_channel);
   };
   const Value y = standardize(g, x, axes, c.attr_float("epsilon", 1e-5f));
   c.set_output(0, g.add(g.mul(y, channel(1)), channel(2)));
@@ -49,7 +39,7 @@ void mean_variance_norm(NodeContext& c) {
   const int64_t rank = c.type(0).rank();
   std::vector<int64_t> axes = c.attr_ints("axes", {0, 2, 3});
   for (int64_t& a : axes) a = normalize_axis(c, a, rank);
-  c.set_output(0, standardize(c.g(), float_input(c, 0), axes, 1e-9));
+  c.set_output(0, standardize(c.g(), c.float_value(0), axes, 1e-9));
 }
 
 // LRN: x / (bias + alpha / size * sum of x^2 over the `size` channels around each one)^beta. The channel window runs
@@ -57,7 +47,7 @@ void mean_variance_norm(NodeContext& c) {
 // channel axis, then `size` shifted slices summed.
 void lrn(NodeContext& c) {
   auto& g = c.g();
-  const Value x = float_input(c, 0);
+  const Value x = c.float_value(0);
   const Shape s = c.type(0).shape;
   if (s.size() < 3) c.refuse("the input needs rank >= 3 ([N, C, spatial...])");
   const int64_t size = c.attr_int("size", 0);

@@ -13,8 +13,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::Value;
-
 // The inputs after R and T in `groups` groups of n; refuses a count that does not divide or tensors of other types.
 struct Groups {
   int64_t n = 0;

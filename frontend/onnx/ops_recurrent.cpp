@@ -15,11 +15,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Shape;
-using graph::Value;
-
 // The most steps unrolled: each step is a few tens of graph ops.
 constexpr int64_t kMaxSteps = 4096;
 

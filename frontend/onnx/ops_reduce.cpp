@@ -8,8 +8,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::Value;
-
 enum class Kind { Sum, Mean, Max, Min, Prod, SumSquare, L1, L2, LogSum, LogSumExp };
 
 void reduce(NodeContext& c, Kind kind, int64_t axes_input_opset) {

@@ -16,10 +16,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::DType;
-using graph::Shape;
-using graph::Value;
-
 struct ResizeAttrs {
   std::string mode = "nearest";                  // nearest, linear, cubic
   std::string coordinates = "half_pixel";        // coordinate_transformation_mode

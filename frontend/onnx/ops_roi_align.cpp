@@ -12,12 +12,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Shape;
-using graph::Tensor;
-using graph::Value;
-
 void roi_align(NodeContext& c) {
   auto& g = c.g();
   const graph::TensorType x = c.type(0), rois = c.type(1), batch = c.type(2);

@@ -14,11 +14,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::DType;
-using graph::Shape;
-using graph::Tensor;
-using graph::Value;
-
 // Bounds on values read from the model, so that shape arithmetic never overflows int64.
 constexpr int64_t kMaxDim = int64_t(1) << 40;
 

@@ -12,11 +12,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::DType;
-using graph::Shape;
-using graph::Tensor;
-using graph::Value;
-
 // The longest signal the matrix form takes (N x K constants).
 constexpr int64_t kMaxLength = 4096;
 

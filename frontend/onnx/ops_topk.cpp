@@ -10,12 +10,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::DType;
-using graph::Shape;
-using graph::Tensor;
-using graph::Value;
-
 // The most comparison elements (rows x n x n) the rank form builds.
 constexpr int64_t kMaxComparisons = int64_t(1) << 26;
 

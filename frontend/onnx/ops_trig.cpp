@@ -9,15 +9,6 @@
 namespace spire::onnx_import {
 namespace {
 
-using graph::CompareMode;
-using graph::Value;
-
-Value float_input(NodeContext& c) {
-  if (!graph::is_float(c.type(0).dtype))
-    c.refuse(fmt::format("the input is {}; spire runs this op on float tensors only", graph::dtype_name(c.type(0).dtype)));
-  return c.value(0);
-}
-
 // tan x = sin x / cos x.
 Value tan(graph::Graph& g, Value x) { return g.div(g.op("sin", {x}), g.op("cos", {x})); }
 
@@ -56,7 +47,7 @@ Value acos(graph::Graph& g, Value x) {
 }
 
 void unary(OpTable& t, const std::string& op, Value (*f)(graph::Graph&, Value)) {
-  t[op] = {[f](NodeContext& c) { c.set_output(0, f(c.g(), float_input(c))); }, {}};
+  t[op] = {[f](NodeContext& c) { c.set_output(0, f(c.g(), c.float_value(0))); }, {}};
 }
 
 }  // namespace

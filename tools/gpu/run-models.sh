@@ -17,7 +17,8 @@
 #              (torchvision, random weights from seed 0, exported here by its torch; MODELS to change) at batch BATCH
 #              (default 32) through `spire run --bench 30 --precision fp32|tf32` on cuda:0 and vulkan:0 (which runs
 #              tf32 as fp32 and says so), each output's max-norm error against PyTorch's strict fp32 (float64 for the
-#              reference) next to PyTorch eager in strict fp32 and in its TF32 default; takes about 5 minutes
+#              reference) next to PyTorch eager in strict fp32 and in its TF32 default, and torch.compile (default mode,
+#              PyTorch's default TF32; COMPILE=0 leaves it out); about 5 minutes for the two default models
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
 # SPIRE_RUN_ARGS adds arguments to every `spire run` (e.g. "--tune --tuning-cache /tmp/tc.txt").
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
@@ -54,10 +55,12 @@ if [ "${PARTS:-}" = precision ]; then
   # Exports each model and its input, writes PyTorch's float64 output (the reference) and times eager strict fp32 and
   # eager TF32 (PyTorch's default for convolutions).
   python3 - $P $batch ${MODELS:-resnet18 resnet50} <<'PY' 2>&1 | grep -v Warn
-import sys, time, torch, torchvision, numpy as np
+import os, sys, time, torch, torchvision, numpy as np
 sys.path.insert(0, "tools/gpu")
 from safetensors_io import write_safetensors
 out, batch, names = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+compiled = os.environ.get("COMPILE", "1") == "1"
+torch.set_grad_enabled(False)  # inference: no autograd records, for eager and torch.compile alike
 def timed(f, runs=30):
     for _ in range(5): f()
     torch.cuda.synchronize(); ts = []
@@ -75,12 +78,17 @@ for name in names:
         ref = m.double()(x.double()).numpy()
         np.save(f"{out}/{name}.ref.npy", ref)
         g, xg = m.float().cuda(), x.cuda()
-        for tf32 in (False, True):
-            torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = tf32
-            y = g(xg).double().cpu().numpy()
+        runs = [("eager_fp32", g, False), ("eager_tf32", g, True)]
+        if compiled:  # torch.compile's default mode under PyTorch's default TF32 (convolutions on, matmuls off)
+            runs.append(("compile_default", torch.compile(g), None))
+        for label, f, tf32 in runs:
+            if tf32 is None:
+                torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = True, False
+            else:
+                torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = tf32
+            y = f(xg).double().cpu().numpy()
             err = np.abs(y - ref).max() / max(1.0, np.abs(ref).max())
-            print(f"torch {name} b{batch} eager_{'tf32' if tf32 else 'fp32'} {timed(lambda: g(xg)):.3f} ms, error {err:.2e}",
-                  flush=True)
+            print(f"torch {name} b{batch} {label} {timed(lambda: f(xg)):.3f} ms, error {err:.2e}", flush=True)
 PY
   for name in ${MODELS:-resnet18 resnet50}; do
     for d in cuda:0 vulkan:0; do

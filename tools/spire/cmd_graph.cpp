@@ -255,10 +255,7 @@ void register_graph_commands(CLI::App& app) {
                     "Run the compiled graph on this device (vulkan:N, cuda:N, or 'default' for the best present) "
                     "instead of the reference evaluator; results are computed in the graph's own dtypes")
         ->excludes("--dtype");
-    cmd->add_option("--dump", o->dump,
-                    "With --device: write every compilation stage to this folder (graph, decomposed, fused, plan, "
-                    "stats, each kernel's IR, SPIR-V and PTX; docs/DUMP.md)")
-        ->needs("--device");
+    add_dump_option(cmd, o->dump, "graph", "; needs --device")->needs("--device");
     cmd->add_flag("--stats", o->stats,
                   "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total");
     add_ops_option(cmd);

@@ -121,7 +121,10 @@ void run_onnx_test(const OnnxTestCmd& o) {
     } catch (const std::exception& e) {
       reason = e.what();
     }
-    const std::string test = fs::path(d).filename().string();
+    // The test's folder name, also when the folder is given with a trailing slash (`ls -d node/*/`).
+    fs::path folder(d);
+    if (folder.filename().empty()) folder = folder.parent_path();
+    const std::string test = folder.filename().string();
     if (reason.empty()) {
       ++pass;
       fmt::print("PASS {}\n", test);

@@ -183,9 +183,7 @@ void register_run_commands(CLI::App& app) {
                   "device time (the device's own timestamps); for a bundle also the median wall time of setting its "
                   "inputs from host memory, running and reading its outputs")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--dump", o->dump,
-                  "Write every compilation stage to this folder (graph, decomposed, fused, plan, stats, each kernel's "
-                  "IR, SPIR-V and PTX; docs/DUMP.md); with --device all, one subfolder per device");
+  add_dump_option(cmd, o->dump, "graph", "; with --device all, one subfolder per device");
   cmd->add_flag("--stats", o->stats,
                 "Print the flops (a multiply-add is 2) and minimum bytes moved per op kind and in total, and each "
                 "device's memory: weights, inputs and outputs, the transient arena against the values live at the "

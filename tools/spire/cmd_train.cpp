@@ -38,9 +38,7 @@ void register_train_commands(CLI::App& app) {
             "Fashion-MNIST's own statistics are 0.2860,0.3530)")
       ->expected(2)->delimiter(',')->type_name("MEAN,STD");
   add_precision_option(lenet, t->precision);
-  lenet->add_option("--dump", t->dump_dir,
-                    "Write every stage of the training step's compilation to this folder before training: graph, joint "
-                    "graph, decomposed, fused, plan, stats, and each kernel's IR, SPIR-V and PTX (docs/DUMP.md)");
+  add_dump_option(lenet, t->dump_dir, "the training step's graph, its joint graph", "; written before training");
   lenet->add_flag("--quiet", [t](int64_t) { t->progress = false; }, "No progress bar, only the per-epoch lines");
   lenet->add_flag("--tune", t->tune,
                   "Before compiling, time every candidate config of each tunable kernel of the training step and the "

@@ -46,6 +46,14 @@ inline void add_tuning_options(CLI::App* cmd, tuning::TuningFlags& flags) {
                   "heuristic config)");
 }
 
+// --dump DIR on a command that compiles for a device: every compilation stage written to DIR (docs/DUMP.md).
+// `stages` names what this command's dump holds first; `more` is appended (how the option combines with others).
+inline CLI::Option* add_dump_option(CLI::App* cmd, std::string& dir, const std::string& stages, const std::string& more) {
+  return cmd->add_option("--dump", dir,
+                         "Write every compilation stage to this folder: " + stages +
+                             ", decomposed, fused, plan, stats, and each kernel's IR, SPIR-V and PTX (docs/DUMP.md)" + more);
+}
+
 void register_device_commands(CLI::App& app);  // spire devices            (cmd_devices.cpp)
 void register_kernel_commands(CLI::App& app);  // spire kernel ...         (cmd_kernel.cpp)
 void register_example_commands(CLI::App& app); // spire examples          (cmd_examples.cpp)
