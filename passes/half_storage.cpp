@@ -53,7 +53,7 @@ class HalfRewriter {
     for (const auto& o : g_.outputs())
       out_.output(o.name, o_.keep_interface ? as(o.value, g_.type(o.value).dtype) : primary(o.value));
     for (const auto& u : g_.state_updates()) {
-      const Value target = primary(u.target);
+      const Value target = out_.at(g_.node(u.target).name);  // the leaf itself, under its name (not its cast)
       out_.state_update(target, as(u.value, out_.type(target).dtype));
     }
     return std::move(out_);
