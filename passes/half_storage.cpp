@@ -15,7 +15,11 @@ using graph::Value;
 
 namespace {
 
-bool is_interface_leaf(OpKind op) { return op == OpKind::Input || op == OpKind::Parameter || op == OpKind::State; }
+// The leaves keep_interface keeps in f32: those the caller sets and reads, and the constants, whose values (an epsilon
+// of 1e-12, a scale of 1/768) half would round or flush before the f32 ops that read them; a half reader gets a cast.
+bool kept_leaf(OpKind op) {
+  return op == OpKind::Input || op == OpKind::Parameter || op == OpKind::State || op == OpKind::Constant;
+}
 
 class HalfRewriter {
  public:
@@ -30,7 +34,7 @@ class HalfRewriter {
       if (!graph::is_leaf(n.op)) continue;
       if (n.type.dtype != DType::F32) {
         other_[id(v)] = out_.add_leaf(n.op, n.name, n.type, n.attrs);
-      } else if (o_.keep_interface && is_interface_leaf(n.op)) {
+      } else if (o_.keep_interface && kept_leaf(n.op)) {
         wide_[id(v)] = out_.add_leaf(n.op, n.name, n.type, n.attrs);
       } else {
         graph::TensorType t = n.type;

@@ -21,7 +21,8 @@ struct HalfOptions {
   std::set<std::string> keep_f32;
   // false (`spire diff --precision`): f32 inputs, parameters and states are declared half, and the outputs are what
   // the half graph computes. true (the precision policies): every input, parameter, state and output keeps its dtype,
-  // so callers feed and read f32 as before; an f32 leaf is cast to half right after it, an output cast back up.
+  // so callers feed and read f32 as before; an f32 leaf (constants too, so f32 ops read them unrounded) is cast to half
+  // right after it, an output cast back up.
   bool keep_interface = false;
 };
 

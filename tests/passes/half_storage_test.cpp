@@ -51,6 +51,11 @@ TEST(StoreInHalf, KeepsTheInterfaceInF32AndStoresTheRestInHalf) {
   EXPECT_EQ(h.type(h.at("loss")).dtype, DType::F32);
   EXPECT_EQ(h.type(h.at("step")).dtype, DType::F32);
   EXPECT_EQ(h.type(h.at("w_new")).dtype, DType::F32);
+  // A constant stays f32 for the f32 ops; the half mul reads it through a cast.
+  const graph::Node& gy = h.node(h.at("gy"));
+  EXPECT_EQ(h.type(gy.inputs[1]).dtype, DType::BF16);
+  EXPECT_EQ(h.node(gy.inputs[1]).op, graph::OpKind::Cast);
+  EXPECT_EQ(h.type(h.node(gy.inputs[1]).inputs[0]).dtype, DType::F32);
   // The matmul reads x and w through casts to half.
   const graph::Node& mm = h.node(h.at("mm"));
   ASSERT_EQ(mm.inputs.size(), 2u);
