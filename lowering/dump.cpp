@@ -242,6 +242,10 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   // The file says which passes made it, from the one list they run from.
   std::string canonical = "# after the canonical passes (passes/canonical.h), in the order they ran:";
   for (const passes::Pass& pass : passes::canonical_passes()) canonical += " " + pass.name;
+  if (has_half_storage(opt.target, opt.precision))
+    canonical += fmt::format("\n# under --precision {}, store_in_half ran before them (passes/half_storage.h, "
+                             "lowering::graph_under)",
+                             precision_name(opt.precision));
   write_text(dir / "03-decomposed.txt", canonical + "\n" + graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);
