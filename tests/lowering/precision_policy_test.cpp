@@ -274,6 +274,29 @@ TEST(PrecisionPolicy, OnlyCudaWithCooperativeMatricesHasTf32) {
   EXPECT_FALSE(lowering::limits_under(limits, vulkan, Precision::Tf32).tf32);
 }
 
+// Which devices store each half type (from their descriptions alone), the note for the others, and the graph lowering
+// runs: rewritten where the device has the type, the model as given (fp32) where it has not.
+TEST(PrecisionPolicy, HalfPoliciesNeedTheHalfTypeOrRunFp32SayingSo) {
+  rt::DeviceInfo vulkan;
+  vulkan.id = "vulkan:0";
+  vulkan.backend = rt::Backend::Vulkan;
+  vulkan.features = Features(Feature::Float16);
+  EXPECT_FALSE(lowering::has_half_storage(vulkan, Precision::Bf16));
+  EXPECT_TRUE(lowering::has_half_storage(vulkan, Precision::F16));
+  EXPECT_FALSE(lowering::has_half_storage(vulkan, Precision::Fp32));
+  EXPECT_EQ(lowering::precision_note(vulkan, Precision::Bf16), "vulkan:0 has no bfloat16 storage; bf16 runs as fp32");
+  EXPECT_EQ(lowering::precision_note(vulkan, Precision::F16), "");
+  const graph::Graph g = product_graph();
+  EXPECT_EQ(lowering::graph_under(g, vulkan, Precision::Bf16).size(), g.size());  // as given
+  const graph::Graph f16 = lowering::graph_under(g, vulkan, Precision::F16);
+  EXPECT_EQ(f16.type(f16.at("a")).dtype, graph::DType::F32);  // the caller's f32 input
+  const graph::Value out = f16.outputs()[0].value;  // the product, stored in f16, cast back up for the caller
+  EXPECT_EQ(f16.type(out).dtype, graph::DType::F32);
+  ASSERT_EQ(f16.node(out).op, graph::OpKind::Cast);
+  EXPECT_EQ(f16.node(f16.node(out).inputs[0]).op, graph::OpKind::Matmul);
+  EXPECT_EQ(f16.type(f16.node(out).inputs[0]).dtype, graph::DType::F16);
+}
+
 // --tune under tf32 times what tf32 compiles: the product's key says _tf32 (its own cache entry) and its candidates are
 // tensor-core tilings, the heuristic first; under fp32 the same graph's key and configs are the f32 SIMT kernel's.
 TEST(PrecisionPolicy, TheTunerSeesTheTf32Products) {
