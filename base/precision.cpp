@@ -36,7 +36,9 @@ double precision_input_roundoff(Precision p) {
 
 double precision_dot_bound(Precision p, int64_t k) {
   const double u = precision_input_roundoff(p);
-  return 2 * u + u * u + double(k) * std::ldexp(1.0, -24);
+  const double b = 2 * u + u * u + double(k) * std::ldexp(1.0, -24);
+  const bool stores_half = p == Precision::Bf16 || p == Precision::F16;  // the result is rounded to half too
+  return stores_half ? b + u * (1 + b) : b;
 }
 
 }  // namespace spire

@@ -11,51 +11,6 @@ using graph::DType;
 using graph::Graph;
 using graph::Value;
 
-Graph to_half(const Graph& g, DType half, const std::set<std::string>& keep_f32) {
-  const std::string f32_name(graph::dtype_name(DType::F32));
-  Graph out;
-  std::vector<Value> map(size_t(g.size()));
-  // `v` (of `out`) as `want` where it is a float of the other precision, else as it is.
-  auto as = [&](Value v, DType want) {
-    const DType have = out.type(v).dtype;
-    const bool swap = (have == half && want == DType::F32) || (have == DType::F32 && want == half);
-    return swap ? out.cast(v, want) : v;
-  };
-  for (Value v : g.values()) {
-    const graph::Node& n = g.node(v);
-    if (graph::is_leaf(n.op)) {
-      graph::TensorType t = n.type;
-      if (t.dtype == DType::F32) t.dtype = half;
-      map[size_t(v.id)] = out.add_leaf(n.op, n.name, t, n.attrs);
-      continue;
-    }
-    const bool kept = keep_f32.contains(n.name);
-    std::vector<Value> inputs;
-    for (Value in : n.inputs) {
-      const DType original = g.type(in).dtype;
-      inputs.push_back(original == DType::F32 ? as(map[size_t(in.id)], kept ? DType::F32 : half) : map[size_t(in.id)]);
-    }
-    graph::Attrs attrs = n.attrs;
-    if (!kept && n.op == graph::OpKind::Cast && attrs.get_string("to") == f32_name)
-      attrs.set("to", std::string(graph::dtype_name(half)));
-    map[size_t(v.id)] = out.add_node(n.op, inputs, attrs, n.name);
-  }
-  for (const auto& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
-  for (const auto& u : g.state_updates())
-    out.state_update(map[size_t(u.target.id)], as(map[size_t(u.value.id)], out.type(map[size_t(u.target.id)]).dtype));
-  return out;
-}
-
-std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::Tensor>& feeds, DType half) {
-  std::map<std::string, graph::Tensor> out = feeds;
-  for (auto& [name, t] : out)
-    if (t.dtype == DType::F32) {
-      t.dtype = half;
-      t.round_to_dtype();
-    }
-  return out;
-}
-
 std::map<std::string, graph::Tensor> widened(std::map<std::string, graph::Tensor> half_values, const Graph& g) {
   for (auto& [name, t] : half_values)
     if (const auto v = g.find(name)) t.dtype = g.type(*v).dtype;
@@ -72,7 +27,7 @@ Capture widened(const Capture& half_capture, const Graph& g) {
 bool outputs_within(const Graph& g, DType half, const std::set<std::string>& keep,
                     const std::map<std::string, graph::Tensor>& half_feeds, rt::Device& device,
                     const lowering::CompileOptions& options, const Capture& reference, const Comparison& half_run) {
-  const Graph mixed = to_half(g, half, keep);
+  const Graph mixed = to_half(g, half, {.keep_f32 = keep});
   auto exe = lowering::compile(mixed, device, options);
   for (const graph::Node& n : mixed.nodes())
     if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter) exe->set(n.name, half_feeds.at(n.name));

@@ -12,18 +12,14 @@
 #include "diff/capture.h"
 #include "diff/compare.h"
 #include "ir/graph/graph.h"
+#include "passes/half_storage.h"
 
 namespace spire::diff {
 
-// `g` with every f32 value in `half` (f16 or bf16): f32 leaves are declared half, every other node is rebuilt with
-// the same op, inputs and attributes (so its result type follows its inputs), a cast to f32 becomes a cast to `half`.
-// Names, outputs and state updates are kept. Values of other dtypes (ints, bool, f64) are left as they are.
-// The nodes named in `keep_f32` stay in f32: their half inputs are cast up and their result cast down where a half
-// node reads it (casts with generated names).
-graph::Graph to_half(const graph::Graph& g, graph::DType half, const std::set<std::string>& keep_f32 = {});
-
-// The feeds of to_half(g): every f32 tensor rounded to `half`.
-std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::Tensor>& feeds, graph::DType half);
+// The conversion itself (a graph's f32 values stored in half, and its feeds rounded) is passes/half_storage.h's, the one
+// the bf16/f16 precision policies run too.
+using passes::HalfOptions;
+using passes::to_half;
 
 // Values of the half graph (by node name) relabelled with the dtype `g` (the model as given) has for them (exact: every
 // half number is an f32), so compare() can hold them against the model's reference and re-run nodes alone on them.

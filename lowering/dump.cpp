@@ -19,6 +19,7 @@
 #include "passes/canonical.h"
 #include "lowering/fuse.h"
 #include "lowering/plan.h"
+#include "lowering/precision_policy.h"
 #include "lowering/schedule.h"
 #include "lowering/stats.h"
 
@@ -237,10 +238,14 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
     write_text(dir / "02-joint.txt", graph::print(*joint), report);
     compiled = opt.passes ? opt.passes->run(passes::PassPoint::AfterAutograd, *joint, write_pass) : *joint;
   }
-  graph::Graph decomposed = passes::canonicalize(compiled);
+  graph::Graph decomposed = passes::canonicalize(graph_under(compiled, opt.target, opt.precision));
   // The file says which passes made it, from the one list they run from.
   std::string canonical = "# after the canonical passes (passes/canonical.h), in the order they ran:";
   for (const passes::Pass& pass : passes::canonical_passes()) canonical += " " + pass.name;
+  if (has_half_storage(opt.target, opt.precision))
+    canonical += fmt::format("\n# under --precision {}, store_in_half ran before them (passes/half_storage.h, "
+                             "lowering::graph_under)",
+                             precision_name(opt.precision));
   write_text(dir / "03-decomposed.txt", canonical + "\n" + graph::print(decomposed), report);
   if (opt.passes) decomposed = opt.passes->run(passes::PassPoint::BeforeFusion, std::move(decomposed), write_pass);
   write_text(dir / "04-fused.txt", fusion_text(decomposed, plan_fusion(decomposed)), report);

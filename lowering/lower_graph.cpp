@@ -266,7 +266,7 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
            const TuningChoices* tuning, bool parameters_once, Precision precision) {
-  graph::Graph g = passes::prepare_for_fusion(original, passes);
+  graph::Graph g = passes::prepare_for_fusion(graph_under(original, info, precision), passes);
   PlanBuilder ctx(g, plan_fusion(g), info, tuning, precision);
   ctx.plan().precision = precision;
   ctx.plan().precision_note = precision_note(info, precision);

@@ -71,7 +71,7 @@ struct Plan {
 // else their template's heuristic. `parameters_once`: mark the launches that compute only from fixed parameters
 // (parameter_launches.h), which executors then run once, their results kept in the arena; false: every launch runs
 // every step, and the arena holds only what one step needs (less device memory: resnet18 at batch 1 in f32, 18 MB
-// against 75 MB). `precision`: the policy (precision_policy.h; bf16 and f16 throw std::invalid_argument for now).
+// against 75 MB). `precision`: the policy (precision_policy.h: bf16 and f16 lower graph_under(g), its f32 values stored in half).
 Plan lower(const graph::Graph& g, const rt::DeviceInfo& info, const passes::PassPipeline* passes = nullptr,
            const TuningChoices* tuning = nullptr, bool parameters_once = true, Precision precision = Precision::Fp32);
 

@@ -63,7 +63,10 @@ Val PointwiseTree::compute(graph::Value v, Val index, bool at_root_element) {
   std::vector<Val> args;
   for (graph::Value in : n.inputs) {
     IndexMap map = IndexMap::broadcast(n.type.shape, g_.type(in).shape);
-    const bool identity = map.is_identity() && g_.type(in).numel() == n.type.numel();
+    // The same shape reads the same element: a map over size-1 dimensions only (one element) has no terms, so
+    // is_identity() cannot say so (a [1,1] product's epilogue, substituted, read here).
+    const bool identity =
+        g_.type(in).shape == n.type.shape || (map.is_identity() && g_.type(in).numel() == n.type.numel());
     args.push_back(value(in, identity ? index : map.emit(kb_, index), at_root_element && identity));
   }
   Val r = pointwise_body(kb_, g_, v, args);

@@ -23,7 +23,8 @@ std::optional<TunableOp> tunable_op(const graph::Graph& g, graph::Value v, const
 }
 
 std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::DeviceInfo& info, Precision precision) {
-  const graph::Graph g = passes::canonicalize(original);  // as lowering sees it: the same keys
+  // As lowering sees it (under the policy, canonical): the same keys.
+  const graph::Graph g = passes::canonicalize(graph_under(original, info, precision));
   const heavy::Limits limits = limits_under(limits_of(info), info, precision);
   const Fusion fusion = plan_fusion(g);  // pooled forms (gathered prologues, side outputs) are tuned as lowered
   std::vector<TunableOp> out;

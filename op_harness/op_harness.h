@@ -52,7 +52,9 @@ std::vector<OpCase> custom_op_cases();
 // the case could not run (its note says why: a lowering error fails, a device without float64 skips).
 // Under `precision` other than fp32 (the case compiled with that policy, base/precision.h), matmul and conv2d
 // results and gradients are held to precision_dot_bound(precision, K) by dot_product_error (K: the largest input's
-// element count, at least any sum's length); the other ops, which the policy leaves alone, to their op tolerance.
+// element count, at least any sum's length; under bf16 and f16 only the cases whose inputs are f32, which the policy
+// stores in half); the other ops to their op tolerance under tf32, which leaves them alone, and skipped under bf16 and
+// f16, which round their f32 inputs (a row saying so).
 std::vector<OpRow> run_op_case(const OpCase& c, rt::Device& dev, uint64_t seed = 1,
                                Precision precision = Precision::Fp32);
 

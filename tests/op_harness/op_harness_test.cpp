@@ -102,6 +102,63 @@ TEST_P(DotProductOpUnderTf32, IsWithinTheTf32BoundOfTheFloat64Reference) {
 INSTANTIATE_TEST_SUITE_P(AllDevices, DotProductOpUnderTf32, testing::ValuesIn(dot_product_params()), name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DotProductOpUnderTf32);
 
+// The f32 matmul and conv2d cases under the bf16 and f16 policies on every device, results and gradients held to the
+// policy's dot-product bound (base/precision.h: operands and result stored in half, f32 sums). A device without the
+// half type runs them as fp32, which the bound holds too.
+struct HalfParam {
+  Param case_on;
+  Precision precision;
+};
+
+std::vector<HalfParam> half_policy_params() {
+  std::vector<HalfParam> out;
+  for (const Param& p : dot_product_params()) {
+    bool f32 = true;
+    for (const auto& in : harness::op_cases()[p.index].inputs) f32 &= in.type.dtype == graph::DType::F32;
+    if (!f32) continue;
+    for (Precision precision : {Precision::Bf16, Precision::F16}) out.push_back({p, precision});
+  }
+  return out;
+}
+
+class DotProductOpUnderHalfPolicy : public testing::TestWithParam<HalfParam> {};
+
+TEST_P(DotProductOpUnderHalfPolicy, IsWithinTheHalfBoundOfTheFloat64Reference) {
+  const auto& c = harness::op_cases()[GetParam().case_on.index];
+  auto dev = rt::open_device(GetParam().case_on.device);
+  const uint64_t before = rt::vulkan::validation_message_count();
+  const auto rows = harness::run_op_case(c, *dev, 1, GetParam().precision);
+  ASSERT_FALSE(rows.empty());
+  for (const auto& r : rows) {
+    SCOPED_TRACE(harness::format_row(r));
+    EXPECT_EQ(r.outcome, harness::Outcome::Pass) << r.note;
+  }
+  EXPECT_EQ(rt::vulkan::validation_message_count(), before) << "the Vulkan validation layer reported messages";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, DotProductOpUnderHalfPolicy, testing::ValuesIn(half_policy_params()),
+                         [](const testing::TestParamInfo<HalfParam>& p) {
+                           return fmt::format("{}_{}", name(testing::TestParamInfo<Param>(p.param.case_on, p.index)),
+                                              precision_name(p.param.precision));
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DotProductOpUnderHalfPolicy);
+
+// Under bf16 and f16 the harness checks only the products and convolutions, and says so for the other ops.
+TEST(OpHarness, HalfPoliciesSkipOtherOpsSayingWhy) {
+  auto devices = lowering::testing_support::device_ids();
+  if (devices.empty()) GTEST_SKIP() << "no device";
+  auto dev = rt::open_device(devices[0]);
+  for (const auto& c : harness::op_cases()) {
+    if (c.op != graph::OpKind::Relu || c.inputs[0].type.dtype != graph::DType::F32) continue;
+    const auto rows = harness::run_op_case(c, *dev, 1, Precision::Bf16);
+    ASSERT_EQ(rows.size(), 1u);
+    EXPECT_EQ(rows[0].outcome, harness::Outcome::Skip);
+    EXPECT_NE(rows[0].note.find("dot-product bound"), std::string::npos) << rows[0].note;
+    return;
+  }
+  FAIL() << "no f32 relu case";
+}
+
 TEST(OpHarness, EveryOpOfTheGraphIrHasACase) {
   std::set<graph::OpKind> covered;
   for (const auto& c : harness::op_cases()) covered.insert(c.op);

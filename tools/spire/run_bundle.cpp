@@ -44,8 +44,10 @@ void run_bundle(const std::string& bundle_path, const std::string& inputs, const
   auto dev = rt::open_device(device);
   bundle::Session s(b, *dev);
   if (b->precision != Precision::Fp32)
-    fmt::print(stderr, "spire: note: {} was compiled under --precision {} (a target without TF32 matrices runs fp32: "
-                       "docs/PRECISION.md)\n", bundle_path, precision_name(b->precision));
+    fmt::print(stderr, "spire: note: {} was compiled under --precision {} ({}: docs/PRECISION.md)\n", bundle_path,
+               precision_name(b->precision),
+               b->precision == Precision::Tf32 ? "a target without TF32 matrices runs fp32"
+                                               : "a target without the half type runs fp32");
   // The batch from the batched inputs given (they must agree).
   int64_t batch = 0;
   for (const auto& spec : b->inputs) {

@@ -74,5 +74,48 @@ INSTANTIATE_TEST_SUITE_P(DotProductCases, OpHarnessTf32OnMock, ::testing::Values
                            return name;
                          });
 
+// The f32 matmul and conv2d cases under bf16 and f16: operands and results stored in half, the products on the tensor
+// cores (wmma on half fragments, f32 sums) where the lowering picks them, each result and gradient held to the policy's
+// dot-product bound (base/precision.h).
+struct HalfCase {
+  size_t index;
+  Precision precision;
+};
+
+std::vector<HalfCase> half_policy_cases() {
+  std::vector<HalfCase> out;
+  for (size_t i : dot_product_cases()) {
+    bool f32 = true;
+    for (const auto& in : harness::op_cases()[i].inputs) f32 &= in.type.dtype == graph::DType::F32;
+    if (f32)
+      for (Precision p : {Precision::Bf16, Precision::F16}) out.push_back({i, p});
+  }
+  return out;
+}
+
+class OpHarnessHalfPolicyOnMock : public ::testing::TestWithParam<HalfCase> {};
+
+TEST_P(OpHarnessHalfPolicyOnMock, IsWithinTheHalfBoundOfTheFloat64Evaluator) {
+  if (!mock_loaded()) GTEST_SKIP() << "not running against the mock CUDA driver; driver: " << driver_status();
+  static std::unique_ptr<Device> dev = cuda::open(0);
+  const harness::OpCase& c = harness::op_cases().at(GetParam().index);
+  for (const harness::OpRow& row : harness::run_op_case(c, *dev, 1, GetParam().precision)) {
+    EXPECT_EQ(row.outcome, harness::Outcome::Pass)
+        << row.op << " " << row.label << " " << row.check << ": error " << row.max_error << " > " << row.tolerance
+        << " " << row.note;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(DotProductCases, OpHarnessHalfPolicyOnMock, ::testing::ValuesIn(half_policy_cases()),
+                         [](const ::testing::TestParamInfo<HalfCase>& info) {
+                           const auto& c = harness::op_cases().at(info.param.index);
+                           std::string name = std::to_string(info.param.index) + "_" +
+                                              std::string(graph::op_name(c.op)) + "_" +
+                                              std::string(precision_name(info.param.precision));
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
+
 }  // namespace
 }  // namespace spire::rt::cuda::testing

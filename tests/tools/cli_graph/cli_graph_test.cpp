@@ -271,9 +271,17 @@ TEST_F(CliGraph, PrecisionPolicyIsCheckedAndTf32RunsAsFp32OnVulkanSayingSo) {
   ASSERT_EQ(r.exit_code, 0) << r.out;
   EXPECT_NE(r.out.find("vulkan:0 has no TF32 cooperative matrices; tf32 runs as fp32"), std::string::npos) << r.out;
   EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").data, std::vector<double>(256, 16 + std::ldexp(1.0, -7)));
+  // bf16 stores a = 1 + 2^-11 as 1 (8 significant bits), sums in f32 and hands back f32: 16, where fp32 gives
+  // 16 + 2^-7. (A device without bf16 storage would say it runs fp32.)
   r = spire(eval + " --device vulkan:0 --precision bf16");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_NE(r.out.find("--precision bf16 is not lowered yet"), std::string::npos) << r.out;
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("note:"), std::string::npos) << r.out;
+  EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").dtype, DType::F32);
+  EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").data, std::vector<double>(256, 16));
+  r = spire(eval + " --device vulkan:0 --precision bf16", "SPIRE_MASK_FEATURES=bfloat16");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0 has no bfloat16 storage; bf16 runs as fp32"), std::string::npos) << r.out;
+  EXPECT_EQ(io::load_tensors(path("c.safetensors")).at("c").data, std::vector<double>(256, 16 + std::ldexp(1.0, -7)));
 #ifdef MOCK_CUDA_DRIVER_DIR
   const std::string mock = std::string("LD_LIBRARY_PATH=") + MOCK_CUDA_DRIVER_DIR;
   r = spire(eval + " --device cuda:0 --precision tf32", mock);
