@@ -30,14 +30,17 @@ TEST(Precision, AWrongNameIsRefusedWithTheChoices) {
   }
 }
 
-// The bound of docs/PRECISION.md, from its parts: 2 u + u^2 for the rounded inputs (u = 2^-11 for TF32's 10 mantissa
-// bits, 2^-8 for bf16's 7, none for f32) and K 2^-24 for the f32 sums.
+// The bound of docs/PRECISION.md, from its parts: b = 2 u + u^2 for the rounded inputs (u = 2^-11 for TF32's and f16's
+// 10 mantissa bits, 2^-8 for bf16's 7, none for f32) and K 2^-24 for the f32 sums; the half policies also store the
+// result in half, which adds u (1 + b).
 TEST(Precision, DotBoundIsTheInputRoundingPlusTheF32Sums) {
   const double u = std::ldexp(1.0, -11), f32 = std::ldexp(1.0, -24);
   EXPECT_DOUBLE_EQ(precision_dot_bound(Precision::Tf32, 100), 2 * u + u * u + 100 * f32);
   EXPECT_DOUBLE_EQ(precision_dot_bound(Precision::Fp32, 100), 100 * f32);
-  EXPECT_DOUBLE_EQ(precision_dot_bound(Precision::Bf16, 1), 2 * std::ldexp(1.0, -8) + std::ldexp(1.0, -16) + f32);
-  EXPECT_DOUBLE_EQ(precision_dot_bound(Precision::F16, 1), precision_dot_bound(Precision::Tf32, 1));
+  const double ub = std::ldexp(1.0, -8), bf16_inputs = 2 * ub + ub * ub + f32;
+  EXPECT_DOUBLE_EQ(precision_dot_bound(Precision::Bf16, 1), bf16_inputs + ub * (1 + bf16_inputs));
+  const double f16_inputs = 2 * u + u * u + f32;
+  EXPECT_DOUBLE_EQ(precision_dot_bound(Precision::F16, 1), f16_inputs + u * (1 + f16_inputs));
 }
 
 }  // namespace

@@ -15,8 +15,8 @@
 #              the pack needs the CLI only, and .gl libonnx1 and libprotobuf32
 #   precision  alone (PARTS=precision): the precision policies of issue 53 (docs/PRECISION.md): resnet18 and resnet50
 #              (torchvision, random weights from seed 0, exported here by its torch; MODELS to change) at batch BATCH
-#              (default 32) through `spire run --bench 30 --precision fp32|tf32` on cuda:0 and vulkan:0 (which runs
-#              tf32 as fp32 and says so), each output's max-norm error against PyTorch's strict fp32 (float64 for the
+#              (default 32) through `spire run --bench 30 --precision P` for each P of POLICIES (default
+#              "fp32 tf32 bf16") on cuda:0 and vulkan:0 (which runs tf32 as fp32 and says so), each output's max-norm error against PyTorch's strict fp32 (float64 for the
 #              reference) next to PyTorch eager in strict fp32 and in its TF32 default, and torch.compile (default mode,
 #              PyTorch's default TF32; COMPILE=0 leaves it out); about 5 minutes for the two default models
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
@@ -92,7 +92,7 @@ for name in names:
 PY
   for name in ${MODELS:-resnet18 resnet50}; do
     for d in cuda:0 vulkan:0; do
-      for p in fp32 tf32; do
+      for p in ${POLICIES:-fp32 tf32 bf16}; do
         o=$P/$name.$d.$p.safetensors
         ms=$($B/spire run $P/$name.onnx --inputs $P/$name.in.safetensors --outputs $o --device $d --precision $p \
                --bench 30 ${SPIRE_RUN_ARGS:-} 2> $P/err.txt | awk -v d=$d '$1 == d {print $3}')
