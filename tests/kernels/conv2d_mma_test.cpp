@@ -24,6 +24,7 @@
 #include "tests/support/sweep_sample.h"
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
+#include "tests/kernels/mma_tiling.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 
 using namespace spire;
@@ -31,14 +32,6 @@ using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
 
 namespace {
-
-heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn) {
-  heavy::MatmulTiling t{tm, tn, tk, 1, 1};
-  t.warps_m = wm;
-  t.warps_n = wn;
-  t.stages = 2;
-  return t;
-}
 
 struct ConvMmaCase {
   std::string name;

@@ -22,6 +22,7 @@
 #include "tests/support/sweep_sample.h"
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
+#include "tests/kernels/mma_tiling.h"
 #include "tests/kernels/matmul_reference.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 
@@ -30,14 +31,6 @@ using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
 
 namespace {
-
-heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn, uint32_t stages = 2) {
-  heavy::MatmulTiling t{tm, tn, tk, 1, 1};
-  t.warps_m = wm;
-  t.warps_n = wn;
-  t.stages = stages;
-  return t;
-}
 
 // The same tiling with its K loop unrolled by its stage count.
 heavy::MatmulTiling unrolled(heavy::MatmulTiling t) {

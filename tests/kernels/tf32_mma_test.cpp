@@ -27,6 +27,7 @@
 #include "tests/backends/ptx/ptxas_runner.h"
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
+#include "tests/kernels/mma_tiling.h"
 #include "tests/kernels/matmul_reference.h"
 #include "tests/support/sweep_sample.h"
 
@@ -35,14 +36,6 @@ using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
 
 namespace {
-
-heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, uint32_t wm, uint32_t wn, uint32_t stages = 2) {
-  heavy::MatmulTiling t{tm, tn, tk, 1, 1};
-  t.warps_m = wm;
-  t.warps_n = wn;
-  t.stages = stages;
-  return t;
-}
 
 // The devices that run TF32 fragments: PTX's (cuda:N) with cooperative matrices.
 std::vector<std::string> tf32_device_ids() {

@@ -38,11 +38,9 @@ void PrintTo(const Param& p, std::ostream* os) {
 
 class OpOnDevice : public testing::TestWithParam<Param> {};
 
-TEST_P(OpOnDevice, MatchesTheFloat64Reference) {
-  const auto& c = harness::op_cases()[GetParam().index];
-  auto dev = rt::open_device(GetParam().device);
-  uint64_t before = rt::vulkan::validation_message_count();
-  auto rows = harness::run_op_case(c, *dev, 1);
+// Every row of a case passes within its tolerance (a skipped row skips the test, with its reason), and the Vulkan
+// validation layer reported nothing since `validation_before`.
+void expect_rows_pass(const std::vector<harness::OpRow>& rows, uint64_t validation_before) {
   ASSERT_FALSE(rows.empty());
   bool skipped = false;
   for (const auto& r : rows) {
@@ -54,8 +52,16 @@ TEST_P(OpOnDevice, MatchesTheFloat64Reference) {
     EXPECT_EQ(r.outcome, harness::Outcome::Pass) << r.note;
     EXPECT_LE(r.max_error, r.tolerance);
   }
-  EXPECT_EQ(rt::vulkan::validation_message_count(), before) << "the Vulkan validation layer reported messages";
+  EXPECT_EQ(rt::vulkan::validation_message_count(), validation_before) << "the Vulkan validation layer reported messages";
   if (skipped) GTEST_SKIP() << rows[0].note;
+}
+
+TEST_P(OpOnDevice, MatchesTheFloat64Reference) {
+  const auto& c = harness::op_cases()[GetParam().index];
+  auto dev = rt::open_device(GetParam().device);
+  uint64_t before = rt::vulkan::validation_message_count();
+  auto rows = harness::run_op_case(c, *dev, 1);
+  expect_rows_pass(rows, before);
 }
 
 std::string name(const testing::TestParamInfo<Param>& p) {
@@ -85,18 +91,7 @@ TEST_P(DotProductOpUnderTf32, IsWithinTheTf32BoundOfTheFloat64Reference) {
   auto dev = rt::open_device(GetParam().device);
   const uint64_t before = rt::vulkan::validation_message_count();
   const auto rows = harness::run_op_case(c, *dev, 1, Precision::Tf32);
-  ASSERT_FALSE(rows.empty());
-  bool skipped = false;
-  for (const auto& r : rows) {
-    SCOPED_TRACE(harness::format_row(r));
-    if (r.outcome == harness::Outcome::Skip) {
-      skipped = true;
-      continue;
-    }
-    EXPECT_EQ(r.outcome, harness::Outcome::Pass) << r.note;
-  }
-  EXPECT_EQ(rt::vulkan::validation_message_count(), before) << "the Vulkan validation layer reported messages";
-  if (skipped) GTEST_SKIP() << rows[0].note;
+  expect_rows_pass(rows, before);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, DotProductOpUnderTf32, testing::ValuesIn(dot_product_params()), name);

@@ -12,6 +12,14 @@
 namespace spire::rt::cuda::testing {
 namespace {
 
+// A harness case's test name: its index and op, letters and digits only.
+std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
+  std::string name = std::to_string(info.param) + "_" + std::string(graph::op_name(harness::op_cases().at(info.param).op));
+  for (char& ch : name)
+    if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+  return name;
+}
+
 bool mock_loaded() {
   (void)driver();
   void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
@@ -32,13 +40,7 @@ TEST_P(OpHarnessOnMock, MatchesTheFloat64Evaluator) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllCases, OpHarnessOnMock, ::testing::Range<size_t>(0, harness::op_cases().size()),
-                         [](const ::testing::TestParamInfo<size_t>& info) {
-                           const auto& c = harness::op_cases().at(info.param);
-                           std::string name = std::to_string(info.param) + "_" + std::string(graph::op_name(c.op));
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+                         case_name);
 
 // The matmul and conv2d cases again under the tf32 policy: products and convolutions of f32 values run on the tensor
 // cores as TF32 where the lowering picks them (every matmul; convolutions with enough blocks, conv2d_mma_kernel.h), and
@@ -66,13 +68,7 @@ TEST_P(OpHarnessTf32OnMock, IsWithinTheTf32BoundOfTheFloat64Evaluator) {
 }
 
 INSTANTIATE_TEST_SUITE_P(DotProductCases, OpHarnessTf32OnMock, ::testing::ValuesIn(dot_product_cases()),
-                         [](const ::testing::TestParamInfo<size_t>& info) {
-                           const auto& c = harness::op_cases().at(info.param);
-                           std::string name = std::to_string(info.param) + "_" + std::string(graph::op_name(c.op));
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
-                         });
+                         case_name);
 
 // The f32 matmul and conv2d cases under bf16 and f16: operands and results stored in half, the products on the tensor
 // cores (wmma on half fragments, f32 sums) where the lowering picks them, each result and gradient held to the policy's
