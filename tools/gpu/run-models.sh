@@ -19,6 +19,11 @@
 #              "fp32 tf32 bf16") on cuda:0 and vulkan:0 (which runs tf32 as fp32 and says so), each output's max-norm error against PyTorch's strict fp32 (float64 for the
 #              reference) next to PyTorch eager in strict fp32 and in its TF32 default, and torch.compile (default mode,
 #              PyTorch's default TF32; COMPILE=0 leaves it out); about 5 minutes for the two default models
+#   memory     alone (PARTS=memory): issue 53 §5's table: resnet50 (random weights) at batch BATCHES (default "256
+#              1024") and a GPT-3-sized MLP product (16384 tokens x 12288 -> 49152, f32 and bf16) through
+#              `spire run --stats --bench 3` on cuda:0 and vulkan:0: the plan's device memory (weights, inputs and
+#              outputs, arena, the values live at the worst launch) and the process's peak in nvidia-smi, next to
+#              PyTorch's max_memory_allocated and its process peak for the same inference
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
 # SPIRE_RUN_ARGS adds arguments to every `spire run` (e.g. "--tune --tuning-cache /tmp/tc.txt").
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
@@ -44,6 +49,81 @@ want = open(sys.argv[1]).read().strip().split(",")
 got = next((l[8:].strip().split(",") for l in open(sys.argv[2]) if l.startswith("tokens: ")), [])
 same = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
 print(f"tokens equal to PyTorch's: the first {same} of {len(want)}" + (" (all)" if same == len(want) == len(got) else ""))
+PY
+  done
+  exit 0
+fi
+if [ "${PARTS:-}" = memory ]; then
+  P=/tmp/memory
+  mkdir -p $P
+  # The process's peak device memory while "$@" runs: nvidia-smi's per-process used memory every 50 ms.
+  peak_of() {
+    nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits -lms 50 < /dev/null > $P/smi.txt 2>/dev/null &
+    local smi=$!
+    "$@"
+    local rc=$?
+    kill $smi 2>/dev/null; wait $smi 2>/dev/null
+    echo "process peak $(awk -F', ' 'max < $2 {max = $2} END {print max + 0}' $P/smi.txt) MiB (nvidia-smi, rc $rc)"
+  }
+  python3 - $P ${BATCHES:-256 1024} <<'PY' 2>&1 | grep -v Warn
+import sys, torch, torchvision, numpy as np
+sys.path.insert(0, "tools/gpu")
+from safetensors_io import write_safetensors, Bf16Bits
+out, batches = sys.argv[1], [int(b) for b in sys.argv[2:]]
+torch.manual_seed(0)
+m = torchvision.models.resnet50(weights=None).eval()
+torch.onnx.export(m, torch.randn(1, 3, 224, 224), f"{out}/resnet50.onnx", opset_version=13, input_names=["x"],
+                  output_names=["y"], dynamic_axes={"x": {0: "batch"}, "y": {0: "batch"}}, dynamo=False)
+for b in batches:
+    write_safetensors(f"{out}/resnet50.b{b}.in.safetensors", {"x": np.random.default_rng(b).standard_normal((b, 3, 224, 224), dtype=np.float32)})
+g = np.random.default_rng(7)
+for t in ("f32", "bf16"):
+    dtype = "f32" if t == "f32" else "bf16"
+    open(f"{out}/mlp_{t}.graph", "w").write(f"a = input() : {dtype}[16384,12288]\nb = input() : {dtype}[12288,49152]\n"
+                                            f"c = matmul(a, b) : {dtype}[16384,49152]\noutput y = c\n")
+ab = {"a": g.standard_normal((16384, 12288), dtype=np.float32) * 0.01, "b": g.standard_normal((12288, 49152), dtype=np.float32) * 0.01}
+write_safetensors(f"{out}/mlp_f32.in.safetensors", ab)
+bits = lambda v: Bf16Bits(((v.view(np.uint32) + 0x7FFF + ((v.view(np.uint32) >> 16) & 1)) >> 16).astype(np.uint16))
+write_safetensors(f"{out}/mlp_bf16.in.safetensors", {k: bits(v) for k, v in ab.items()})  # rounded to nearest even
+np.save(f"{out}/mlp_a.npy", ab["a"]); np.save(f"{out}/mlp_b.npy", ab["b"])
+PY
+  for d in cuda:0 vulkan:0; do
+    for b in ${BATCHES:-256 1024}; do
+      echo "== spire resnet50 b$b on $d"
+      peak_of $B/spire run $P/resnet50.onnx --inputs $P/resnet50.b$b.in.safetensors --outputs $P/o.safetensors \
+        --device $d --stats --bench 3 2>&1 | grep -E 'memory on|weights|inputs and|arena|live at|without reuse|^'$d'|rror'
+    done
+    for t in f32 bf16; do
+      echo "== spire mlp $t (16384 x 12288 x 49152) on $d"
+      peak_of $B/spire run $P/mlp_$t.graph --inputs $P/mlp_$t.in.safetensors --outputs $P/o.safetensors \
+        --device $d --stats --bench 3 2>&1 | grep -E 'memory on|weights|inputs and|arena|live at|^'$d'|rror'
+    done
+  done
+  for b in ${BATCHES:-256 1024}; do
+    echo "== torch resnet50 b$b (eager, no_grad)"
+    peak_of python3 - $P/resnet50.b$b.in.safetensors <<'PY' 2>&1 | grep -v Warn
+import sys, torch, torchvision
+sys.path.insert(0, "tools/gpu")
+from safetensors_io import read_safetensors
+torch.manual_seed(0)
+m = torchvision.models.resnet50(weights=None).eval().cuda()
+x = torch.from_numpy(read_safetensors(sys.argv[1])["x"]).cuda()
+torch.cuda.reset_peak_memory_stats()
+with torch.no_grad():
+    m(x); torch.cuda.synchronize()
+print(f"torch max_memory_allocated {torch.cuda.max_memory_allocated() / 1e6:.2f} MB")
+PY
+  done
+  for t in float32 bfloat16; do
+    echo "== torch mlp $t"
+    peak_of python3 - $P $t <<'PY' 2>&1 | grep -v Warn
+import sys, torch, numpy as np
+dt = getattr(torch, sys.argv[2])
+a = torch.from_numpy(np.load(f"{sys.argv[1]}/mlp_a.npy")).cuda().to(dt)
+b = torch.from_numpy(np.load(f"{sys.argv[1]}/mlp_b.npy")).cuda().to(dt)
+torch.cuda.synchronize(); torch.cuda.reset_peak_memory_stats()
+c = a @ b; torch.cuda.synchronize()
+print(f"torch max_memory_allocated {torch.cuda.max_memory_allocated() / 1e6:.2f} MB")
 PY
   done
   exit 0
