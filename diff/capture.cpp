@@ -57,6 +57,48 @@ void run_and_read(const Graph& g, const std::vector<Value>& values, const std::m
   }
 }
 
+// Reads the kept `values` of `g` (every one made an output) into `out`: in one run where the device holds them all at
+// once; where it runs out of memory (rt::OutOfMemory), in runs over consecutive segments of them, halving the segments
+// until every run fits. A segment's run also keeps the inputs of its nodes that are among `values`, so each value is
+// read from the same run as the inputs it was computed from. Returns the number of runs, and the first run's error in
+// `out_of_memory` when it took more than one. A single value that does not fit rethrows the device's error.
+size_t read_in_segments(const Graph& g, const std::vector<Value>& values, const std::map<std::string, graph::Tensor>& feeds,
+                        rt::Device& device, const lowering::CompileOptions& options,
+                        std::map<std::string, graph::Tensor>& out, std::string& out_of_memory) {
+  std::set<int32_t> listed;
+  for (Value v : values) listed.insert(v.id);
+  for (size_t segments = 1;; segments *= 2) {
+    const size_t per = (values.size() + segments - 1) / segments;
+    try {
+      std::map<std::string, graph::Tensor> read;
+      for (size_t begin = 0; begin < values.size(); begin += per) {
+        const std::vector<Value> window(values.begin() + long(begin), values.begin() + long(std::min(values.size(), begin + per)));
+        std::vector<Value> kept = window;
+        std::set<int32_t> in_window;
+        for (Value v : window) in_window.insert(v.id);
+        for (Value v : window)
+          for (Value in : g.node(v).inputs)
+            if (listed.count(in.id) && in_window.insert(in.id).second) kept.push_back(in);
+        std::map<std::string, graph::Tensor> part;
+        run_and_read(with_outputs(g, kept), kept, feeds, device, options, part);
+        for (Value v : window) read[g.node(v).name] = std::move(part.at(g.node(v).name));
+      }
+      for (auto& [name, t] : read) out[name] = std::move(t);
+      return (values.size() + per - 1) / per;
+    } catch (const rt::OutOfMemory& e) {
+      if (per <= 1) throw;
+      if (segments == 1) out_of_memory = e.what();
+    }
+  }
+}
+
+// What the report says of a read that took more than one run.
+std::string segments_note(size_t runs, size_t values, const std::string& device, const std::string& out_of_memory) {
+  return fmt::format("keeping all {} values at once ran out of memory on {} ({}): they were read in {} runs of the "
+                     "graph, each keeping a segment of them and its nodes' inputs",
+                     values, device, out_of_memory, runs);
+}
+
 // The buffer a plan stores a value in, or -1 (a value fused into another launch, or not computed). A value fused
 // into its group may still have a buffer that no launch touches (an epilogue's heavy result): that is no store.
 int32_t buffer_of(const lowering::Plan& plan, const std::string& name) {
@@ -182,7 +224,9 @@ Capture capture_device(const Graph& g, const std::map<std::string, graph::Tensor
           "keeping the {} stored values changed the plan ({} launches, the model's {}): a stored value's error may "
           "differ from the model's run",
           stored.size(), kept_plan.launches.size(), model_plan.launches.size()));
-    run_and_read(kept, stored, feeds, device, options, c.values);
+    std::string out_of_memory;
+    const size_t runs = read_in_segments(g, stored, feeds, device, options, c.values, out_of_memory);
+    if (runs > 1) c.notes.push_back(segments_note(runs, stored.size(), info.id, out_of_memory));
   }
   if (!unfused.empty()) {
     const std::vector<Value> all = compared_values(g);
@@ -190,7 +234,9 @@ Capture capture_device(const Graph& g, const std::map<std::string, graph::Tensor
     const lowering::Plan kept_plan = lowering::lower(kept, info, options.passes, options.tuning, options.parameters_once);
     const OriginFinder kept_origins(kept, kept_plan, info, options);
     for (Value v : unfused) c.origins[g.node(v).name].unfused_kernel = kept_origins.find(v).kernel;
-    run_and_read(kept, all, feeds, device, options, c.unfused_run);
+    std::string out_of_memory;
+    const size_t runs = read_in_segments(g, all, feeds, device, options, c.unfused_run, out_of_memory);
+    if (runs > 1) c.notes.push_back(segments_note(runs, all.size(), info.id, out_of_memory));
     for (Value v : unfused) c.values[g.node(v).name] = c.unfused_run.at(g.node(v).name);
     c.notes.push_back(fmt::format(
         "{} of {} values are kept in registers by fusion (or not computed) in the model's plan: they were compared "

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <random>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "io/file_bytes.h"
@@ -150,6 +151,35 @@ TEST_F(CliDiff, ComparesEveryDeviceAndReportsOneThatCannotRunTheModel) {
             std::string::npos)
       << faulty.out;
   EXPECT_NE(faulty.out.find("first divergence: act "), std::string::npos) << faulty.out;
+}
+
+// A device that runs out of memory keeping every value at once (the mock driver given 1 MB: the 12 values of this
+// chain take 1.5 MB) is read in segments, says so, and still compares every value; with its usual memory it is read in
+// one run. A device too small for one value is reported as unable to run the model.
+TEST_F(CliDiff, ReadsInSegmentsWhereKeepingEveryValueRunsOutOfMemory) {
+  std::string text = "x = input() : f32[128,256]\n";
+  for (int i = 1; i <= 12; ++i) {
+    const std::string prev = i == 1 ? "x" : fmt::format("h{}", i - 1), before = i <= 2 ? "x" : fmt::format("h{}", i - 2);
+    text += i % 2 ? fmt::format("h{} = tanh({}) : f32[128,256]\n", i, prev)
+                  : fmt::format("h{} = add({}, {}) : f32[128,256]\n", i, prev, before);
+  }
+  std::ofstream(path("chain.graph")) << text << "output y = h12\n";
+  spire::io::save_tensors(dir_ / "chain.in.safetensors", spire::io::NamedTensors{{"x", random_tensor({128, 256}, 5)}});
+  const std::string args = "diff " + path("chain.graph") + " --inputs " + path("chain.in.safetensors") + " --devices cuda:0";
+  const std::string driver = std::string("LD_LIBRARY_PATH=") + MOCK_CUDA_DRIVER_DIR;
+  auto small = spire::spire(args, driver + " SPIRE_MOCK_CUDA_MEMORY=1000000");
+  EXPECT_EQ(small.exit_code, 0) << small.out;
+  EXPECT_NE(small.out.find("against reference: all 12 values within tolerance"), std::string::npos) << small.out;
+  EXPECT_NE(small.out.find("keeping all 12 values at once ran out of memory on cuda:0"), std::string::npos) << small.out;
+  EXPECT_NE(small.out.find("runs of the graph, each keeping a segment of them"), std::string::npos) << small.out;
+  auto usual = spire::spire(args, driver);
+  EXPECT_EQ(usual.exit_code, 0) << usual.out;
+  EXPECT_NE(usual.out.find("all 12 values within tolerance"), std::string::npos) << usual.out;
+  EXPECT_EQ(usual.out.find("ran out of memory"), std::string::npos) << usual.out;
+  auto tiny = spire::spire(args, driver + " SPIRE_MOCK_CUDA_MEMORY=100000");
+  EXPECT_EQ(tiny.exit_code, 1) << tiny.out;
+  EXPECT_NE(tiny.out.find("cuda:0 (Mock GPU, CUDA driver"), std::string::npos) << tiny.out;
+  EXPECT_NE(tiny.out.find("could not run the model: "), std::string::npos) << tiny.out;
 }
 #endif
 

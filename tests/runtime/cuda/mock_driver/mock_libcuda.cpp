@@ -36,7 +36,15 @@ using CUresult = int;
 constexpr CUresult OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, INVALID_DEVICE = 101,
                    INVALID_CONTEXT = 201, INVALID_PTX = 218, INVALID_HANDLE = 400, NOT_FOUND = 500,
                    NOT_READY = 600, ILLEGAL_ADDRESS = 700, CAPTURE_INVALIDATED = 901;
-constexpr uint64_t kTotalMemory = uint64_t(1) << 30;
+// The device's memory: 1 GiB, or SPIRE_MOCK_CUDA_MEMORY bytes, so a test can make a device run out of memory (live
+// device allocations past it fail with CUDA_ERROR_OUT_OF_MEMORY, as a real GPU's would).
+uint64_t total_memory() {
+  static const uint64_t bytes = [] {
+    const char* v = std::getenv("SPIRE_MOCK_CUDA_MEMORY");
+    return v && *v ? std::strtoull(v, nullptr, 10) : uint64_t(1) << 30;
+  }();
+  return bytes;
+}
 constexpr int kSharedOptIn = 227 * 1024;  // an H100's shared memory per block with the opt-in
 
 namespace interp = spire::ptx::interp;
@@ -185,7 +193,7 @@ CUresult cuDeviceGetAttribute(int* v, int attr, int dev) {
   return OK;
 }
 CUresult cuDeviceTotalMem_v2(size_t* bytes, int dev) {
-  *bytes = kTotalMemory;
+  *bytes = total_memory();
   return OK;
 }
 CUresult cuDevicePrimaryCtxRetain(void** ctx, int dev) {
@@ -272,10 +280,13 @@ CUresult cuFuncSetAttribute(void* fn, int attr, int value) {
 CUresult cuMemAlloc_v2(uint64_t* p, size_t bytes) {
   NEED_CONTEXT();
   if (bytes == 0) return INVALID_VALUE;
-  if (bytes > kTotalMemory) return OUT_OF_MEMORY;
+  std::lock_guard lock(st().m);
+  uint64_t live = 0;
+  for (const auto& [base, size] : st().allocations)
+    if (!st().pinned.count(base)) live += size;
+  if (bytes > total_memory() - std::min(live, total_memory())) return OUT_OF_MEMORY;
   void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!mem) return OUT_OF_MEMORY;
-  std::lock_guard lock(st().m);
   *p = reinterpret_cast<uint64_t>(mem);
   st().allocations[*p] = bytes;
   return OK;
@@ -291,7 +302,7 @@ CUresult cuMemFree_v2(uint64_t p) {
 CUresult cuMemHostAlloc(void** host, size_t bytes, unsigned flags) {
   NEED_CONTEXT();
   if (bytes == 0 || flags & ~7u) return INVALID_VALUE;
-  if (bytes > kTotalMemory) return OUT_OF_MEMORY;
+  if (bytes > total_memory()) return OUT_OF_MEMORY;
   void* mem = std::aligned_alloc(256, (bytes + 255) / 256 * 256);
   if (!mem) return OUT_OF_MEMORY;
   std::lock_guard lock(st().m);
