@@ -18,6 +18,7 @@
 // All three keep their OpKind and builder method (g.conv2d, ...): the passes, fusion and the nn layers name them.
 #include <algorithm>
 
+#include "base/parallel_for.h"
 #include "ir/graph/ops/common.h"
 #include "ir/graph/shape_checks.h"
 
@@ -161,14 +162,19 @@ struct TapRow {
   int64_t lo, hi, shift;
 };
 
-// Calls row(tap_row) for every such row, in (image, output channel, input channel, tap row, tap column, output row)
-// order: the three references' common loop.
+// The images and output channels a walk covers: a part of the whole for one thread.
+struct WalkRange {
+  int64_t n_lo, n_hi, co_lo, co_hi;
+};
+
+// Calls row(tap_row) for every such row of `r`, in (image, output channel, input channel, tap row, tap column, output
+// row) order: the three references' common loop.
 template <class Row>
-void walk(const ConvGeometry& g, Row&& row) {
+void walk(const ConvGeometry& g, const WalkRange& r, Row&& row) {
   const std::vector<TapRange> rows = tap_ranges(g.in_h, g.out_h, g.kh, g.sh, g.ph, g.dh);
   const std::vector<TapRange> cols = tap_ranges(g.in_w, g.out_w, g.kw, g.sw, g.pw, g.dw);
-  for (int64_t n = 0; n < g.batch; ++n)
-    for (int64_t co = 0; co < g.out_channels; ++co) {
+  for (int64_t n = r.n_lo; n < r.n_hi; ++n)
+    for (int64_t co = r.co_lo; co < r.co_hi; ++co) {
       const int64_t first_c = (co / g.group_out) * g.group_in;
       for (int64_t ci = 0; ci < g.group_in; ++ci)
         for (int64_t kh = 0; kh < g.kh; ++kh)
@@ -183,6 +189,24 @@ void walk(const ConvGeometry& g, Row&& row) {
     }
 }
 
+// Multiply-adds per image and output channel, for parallel_for's split.
+int64_t work_per_image_channel(const ConvGeometry& g) { return g.group_in * g.kh * g.kw * g.out_h * g.out_w; }
+
+// The walk split over threads by output channel (each thread writes its channels' results or weight gradients alone,
+// every element summed in the serial order), or by image (each thread writes its images' input gradients alone).
+template <class Row>
+void walk_by_output_channel(const ConvGeometry& g, Row&& row) {
+  parallel_for(g.out_channels, g.batch * work_per_image_channel(g), [&](int64_t lo, int64_t hi) {
+    walk(g, {0, g.batch, lo, hi}, row);
+  });
+}
+template <class Row>
+void walk_by_image(const ConvGeometry& g, Row&& row) {
+  parallel_for(g.batch, g.out_channels * work_per_image_channel(g), [&](int64_t lo, int64_t hi) {
+    walk(g, {lo, hi, 0, g.out_channels}, row);
+  });
+}
+
 Tensor conv2d_reference(const Node& n, eval::Inputs in) {
   const Tensor& x = *in[0];
   const Tensor& w = *in[1];
@@ -191,7 +215,7 @@ Tensor conv2d_reference(const Node& n, eval::Inputs in) {
   const double* px = x.data.data();
   const double* pw = w.data.data();
   double* py = y.data.data();
-  walk(g, [&](const TapRow& t) {
+  walk_by_output_channel(g, [&](const TapRow& t) {
     const double* xr = px + t.x_row;
     for (int64_t ow = t.lo; ow < t.hi; ++ow) py[t.y_row + ow] += pw[t.w] * xr[ow * g.sw + t.shift];
   });
@@ -206,7 +230,7 @@ Tensor conv2d_grad_input_reference(const Node& n, eval::Inputs in) {
   const double* pgy = gy.data.data();
   const double* pw = w.data.data();
   double* pgx = gx.data.data();
-  walk(g, [&](const TapRow& t) {
+  walk_by_image(g, [&](const TapRow& t) {
     double* xr = pgx + t.x_row;
     for (int64_t ow = t.lo; ow < t.hi; ++ow) xr[ow * g.sw + t.shift] += pw[t.w] * pgy[t.y_row + ow];
   });
@@ -221,7 +245,7 @@ Tensor conv2d_grad_weight_reference(const Node& n, eval::Inputs in) {
   const double* pgy = gy.data.data();
   const double* px = x.data.data();
   double* pgw = gw.data.data();
-  walk(g, [&](const TapRow& t) {
+  walk_by_output_channel(g, [&](const TapRow& t) {
     double acc = 0;
     for (int64_t ow = t.lo; ow < t.hi; ++ow) acc += pgy[t.y_row + ow] * px[t.x_row + ow * g.sw + t.shift];
     pgw[t.w] += acc;

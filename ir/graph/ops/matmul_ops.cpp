@@ -6,6 +6,7 @@
 //
 // It keeps its OpKind (OpKind::Matmul) and builder method (g.matmul): the passes, fusion and the linear
 // layer name it.
+#include "base/parallel_for.h"
 #include "ir/graph/ops/common.h"
 #include "ir/graph/shape_checks.h"
 
@@ -71,14 +72,17 @@ Tensor matmul_reference(const Node& n, eval::Inputs in) {
     const double* pa = a.data.data() + off[0] * M * K;
     const double* pb = b.data.data() + off[1] * K * N;
     double* pc = out.data.data() + batch * M * N;
-    for (int64_t i = 0; i < M; ++i) {
-      double* row = pc + i * N;
-      for (int64_t k = 0; k < K; ++k) {
-        const double aik = pa[i * K + k];
-        const double* brow = pb + k * N;
-        for (int64_t j = 0; j < N; ++j) row[j] += aik * brow[j];
+    // Rows split over threads: each writes its own rows of C, every element summed in the serial order.
+    parallel_for(M, K * N, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) {
+        double* row = pc + i * N;
+        for (int64_t k = 0; k < K; ++k) {
+          const double aik = pa[i * K + k];
+          const double* brow = pb + k * N;
+          for (int64_t j = 0; j < N; ++j) row[j] += aik * brow[j];
+        }
       }
-    }
+    });
   });
   return out;
 }
