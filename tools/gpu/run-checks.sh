@@ -16,8 +16,13 @@
 #               cuda:0 and vulkan:0, without the
 #               validation layer (Debian's predates the cooperative-matrix extensions); FILTER narrows the heavy
 #               kernels' filter (pack with TESTS=1)
-#   diff        spire diff --devices all on resnet50 (torchvision, random weights, seed 0, exported there), batch 1:
-#               wall time and peak host memory next to a plain spire run on each device (docs/DIFF.md)
+#   diff        the planted faults (tests/diff/planted_faults_test.cpp: a wrong element, a NaN, a wrong config forced
+#               through the tuning cache) named and reduced on cuda:0 and vulkan:0 (pack with TESTS=test_diff); spire
+#               diff --devices all on resnet50 (torchvision, random weights, seed 0, exported there) at batch
+#               DIFF_BATCH (default 32): wall time, peak host memory and the device's peak (nvidia-smi) next to a plain
+#               spire run on each device (docs/DIFF.md); and a small CNN's `spire diff --save` into $OUT/saved with
+#               the model and its inputs (8 files: the part writes nothing else to $OUT), for `--against` on
+#               another machine
 # Here: bash tools/gpu/prepare.sh (TESTS=1, ONNX=1 as the parts need). There, carrying .gpu and .gl:
 # PARTS="devices ops" bash tools/gpu/run-checks.sh. Outputs in $OUT.
 set -uo pipefail
@@ -101,21 +106,47 @@ for part in ${PARTS:-devices ops reference}; do
     unset SPIRE_EXPECT_COOPERATIVE_MATRIX
     ;;
   diff)
-    python3 - <<'PY'
+    $B/test_diff --gtest_filter='*PlantedFault*' 2>&1 | grep -E "^\[ +(OK|FAILED) |$summary"
+    batch=${DIFF_BATCH:-32}
+    python3 - $batch <<'PY'
 import sys, torch, torchvision
 sys.path.insert(0, "tools/gpu")
 from safetensors_io import write_safetensors
 torch.manual_seed(0)
-m, x = torchvision.models.resnet50().eval(), torch.randn(1, 3, 224, 224)
+m, x = torchvision.models.resnet50().eval(), torch.randn(int(sys.argv[1]), 3, 224, 224)
 torch.onnx.export(m, (x,), "/tmp/r50.onnx", input_names=["x"], output_names=["y"], opset_version=13, dynamo=False)
 write_safetensors("/tmp/r50.in.safetensors", {"x": x.numpy()})
 PY
+    # The device's peak while a command runs: nvidia-smi's used memory every 50 ms.
+    gpu_peak() {
+      nvidia-smi --query-gpu=memory.used --format=csv,noheader,nounits -lms 50 < /dev/null > /tmp/smi.txt 2>/dev/null &
+      local smi=$!
+      "$@"
+      kill $smi 2>/dev/null; wait $smi 2>/dev/null
+      echo "  device memory used at peak: $(sort -n /tmp/smi.txt | tail -1) MiB (nvidia-smi)"
+    }
     for d in cuda:0 vulkan:0; do
-      /usr/bin/time -f "spire run $d: %e s wall, %M KB peak host memory" $B/spire run /tmp/r50.onnx \
-        --inputs /tmp/r50.in.safetensors --outputs /tmp/o.safetensors --device $d 2>&1 | tail -1
+      gpu_peak /usr/bin/time -f "spire run $d, batch $batch: %e s wall, %M KB peak host memory" $B/spire run /tmp/r50.onnx \
+        --inputs /tmp/r50.in.safetensors --outputs /tmp/o.safetensors --device $d 2>&1 | grep -E "wall|memory used"
     done
-    /usr/bin/time -f "spire diff --devices all: %e s wall, %M KB peak host memory" $B/spire diff /tmp/r50.onnx \
-      --inputs /tmp/r50.in.safetensors --devices all --json $OUT/diff_resnet50.json 2>&1 | tail -6
+    gpu_peak /usr/bin/time -f "spire diff --devices all, batch $batch: %e s wall, %M KB peak host memory" $B/spire diff \
+      /tmp/r50.onnx --inputs /tmp/r50.in.safetensors --devices all --json /tmp/diff_resnet50.json 2>&1 |
+      grep -E "wall|memory used|against|first divergence|note"
+    mkdir -p $OUT/saved
+    python3 - $OUT/saved <<'PY'
+import sys, torch
+sys.path.insert(0, "tools/gpu")
+from safetensors_io import write_safetensors
+torch.manual_seed(3)
+m = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.BatchNorm2d(16), torch.nn.ReLU(),
+                        torch.nn.MaxPool2d(2), torch.nn.Conv2d(16, 32, 3, padding=1), torch.nn.ReLU(),
+                        torch.nn.AdaptiveAvgPool2d(1), torch.nn.Flatten(), torch.nn.Linear(32, 10), torch.nn.Softmax(1)).eval()
+x = torch.randn(4, 3, 32, 32)
+torch.onnx.export(m, (x,), sys.argv[1] + "/cnn.onnx", input_names=["x"], output_names=["y"], opset_version=13, dynamo=False)
+write_safetensors(sys.argv[1] + "/cnn.in.safetensors", {"x": x.numpy()})
+PY
+    $B/spire diff $OUT/saved/cnn.onnx --inputs $OUT/saved/cnn.in.safetensors --devices all --save $OUT/saved 2>&1 | tail -4
+    ls -la $OUT/saved
     ;;
   *) echo "unknown part '$part'"; exit 2 ;;
   esac
