@@ -8,6 +8,7 @@
 #include "diff/capture.h"
 #include "diff/compare.h"
 #include "runtime/device.h"
+#include "tests/lowering/device_list.h"
 
 namespace spire::diff {
 namespace {
@@ -61,18 +62,9 @@ TEST_P(DiffDevice, CapturesEveryValueOfAFusedLayerAndAgrees) {
   EXPECT_TRUE(cmp.agrees()) << cmp.rows[cmp.first.value_or(0)].name;
 }
 
-std::vector<std::string> device_names() {
-  std::vector<std::string> names;
-  for (const auto& info : rt::list_devices()) names.push_back(info.id);
-  return names;
-}
-
-INSTANTIATE_TEST_SUITE_P(Devices, DiffDevice, testing::ValuesIn(device_names()),
+INSTANTIATE_TEST_SUITE_P(Devices, DiffDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
                          [](const testing::TestParamInfo<std::string>& p) {
-                           std::string s = p.param;
-                           for (char& ch : s)
-                             if (ch == ':') ch = '_';
-                           return s;
+                           return lowering::testing_support::test_name(p.param);
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DiffDevice);
 

@@ -22,6 +22,7 @@
 #include "ir/graph/op_table.h"
 #include "ir/kernel/builder.h"
 #include "runtime/device.h"
+#include "tests/lowering/device_list.h"
 #include "tuning/tuning_cache.h"
 
 using namespace spire;
@@ -196,18 +197,9 @@ TEST_P(PlantedFault, AWrongConfigIsReducedToItsNodeAndBlamed) {
   std::filesystem::remove(file);
 }
 
-std::vector<std::string> device_ids() {
-  std::vector<std::string> ids;
-  for (const auto& info : rt::list_devices()) ids.push_back(info.id);
-  return ids;
-}
-
-INSTANTIATE_TEST_SUITE_P(Devices, PlantedFault, testing::ValuesIn(device_ids()),
+INSTANTIATE_TEST_SUITE_P(Devices, PlantedFault, testing::ValuesIn(lowering::testing_support::device_ids()),
                          [](const testing::TestParamInfo<std::string>& p) {
-                           std::string s = p.param;
-                           for (char& ch : s)
-                             if (ch == ':') ch = '_';
-                           return s;
+                           return lowering::testing_support::test_name(p.param);
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PlantedFault);
 
