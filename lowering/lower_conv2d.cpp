@@ -457,12 +457,14 @@ bool channels_last_pays(const heavy::Conv2dShape& s) { return s.cin % 8 == 0 && 
 // first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks, 1.2-7x), and not a 3x3
 // window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at batch 64 on both
 // backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there as stored).
-// TF32 (`half` f32) multiplies at half bf16's rate, through wmma: Winograd's f32 layers always win there (resnet18 at
-// batch 32 on the H200: 0.072 ms a 3x3 layer against the TF32 implicit GEMM's 0.12-0.14), and round less.
+// TF32 (`half` f32) multiplies at half bf16's rate, through wmma: Winograd's f32 layers win there where they have 64
+// or more output channels (resnet18 at batch 32 on the H200: 0.072 ms a 3x3 layer against the TF32 implicit GEMM's
+// 0.12-0.14; the model 2.55 -> 2.33 ms, resnet50 7.69 -> 7.47), but not densenet121's 3x3 layers of 32 output channels
+// (the model 10.27 -> 11.87 ms with Winograd), whose batched products are too narrow.
 bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
   const bool last = channels_last_pays(s);
   const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
-  if (winograd && half == kir::Type::F32) return false;
+  if (winograd && half == kir::Type::F32 && s.cout >= 64) return false;
   if (winograd && !last && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
   const heavy::MatmulTiling t = last ? heavy::choose_conv2d_channels_last_tiling(s, half, limits)
                                      : heavy::choose_conv2d_mma_tiling(s, half, limits);

@@ -324,26 +324,27 @@ TEST(PrecisionPolicy, TheTunerSeesTheTf32Products) {
   EXPECT_FALSE(fp32[0].heuristic.has("warps_m")) << fp32[0].heuristic.text();
 }
 
-// A 3x3 stride-1 convolution over 64 channels (resnet's) under tf32 keeps Winograd's f32 heuristic: TF32 on wmma
+// A 3x3 stride-1 convolution to 64 channels (resnet's) under tf32 keeps Winograd's f32 heuristic: TF32 on wmma
 // multiplies at half bf16's rate, and its implicit GEMM took 0.12-0.14 ms a resnet18 layer at batch 32 on the H200
 // against Winograd's 0.072 (lower_conv2d.cpp, tensor_cores_pay). The TF32 tilings stay offered to the tuner. A 1x1
-// convolution, which Winograd cannot take, goes to the tensor cores.
+// convolution, which Winograd cannot take, and a 3x3 one to 32 channels (densenet121's, slower by Winograd) go to the
+// tensor cores.
 TEST(PrecisionPolicy, Tf32Keeps3x3ConvolutionsOnWinograd) {
   const rt::DeviceInfo cuda = hopper_like();
   using O = graph::Conv2dOptions;
-  for (const int64_t k : {3, 1}) {
+  for (const auto& [k, cout] : {std::pair<int64_t, int64_t>{3, 64}, {1, 64}, {3, 32}}) {
     graph::Graph g;
-    graph::Value x = g.input("x", graph::DType::F32, {32, 64, 56, 56});
-    g.output("y", g.conv2d(x, g.input("w", graph::DType::F32, {64, 64, k, k}), O{.padding = {k / 2, k / 2}}));
+    graph::Value x = g.input("x", graph::DType::F32, {32, 128, 56, 56});
+    g.output("y", g.conv2d(x, g.input("w", graph::DType::F32, {cout, 128, k, k}), O{.padding = {k / 2, k / 2}}));
     const auto ops = lowering::tunable_ops(g, cuda, Precision::Tf32);
     ASSERT_EQ(ops.size(), 1u);
     const bool offers_tf32 = std::any_of(ops[0].candidates.begin(), ops[0].candidates.end(),
                                          [](const lowering::heavy::Config& c) { return c.has("warps_m"); });
-    EXPECT_TRUE(offers_tf32) << k << "x" << k;
-    if (k == 3)
+    EXPECT_TRUE(offers_tf32) << k << "x" << k << " to " << cout;
+    if (k == 3 && cout == 64)
       EXPECT_TRUE(ops[0].heuristic.has("winograd")) << ops[0].heuristic.text();
     else
-      EXPECT_TRUE(ops[0].heuristic.has("warps_m")) << ops[0].heuristic.text();
+      EXPECT_TRUE(ops[0].heuristic.has("warps_m")) << k << "x" << k << " to " << cout << ": " << ops[0].heuristic.text();
   }
 }
 

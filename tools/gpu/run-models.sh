@@ -91,12 +91,12 @@ PY
     for b in ${BATCHES:-256 1024}; do
       echo "== spire resnet50 b$b on $d"
       peak_of $B/spire run $P/resnet50.onnx --inputs $P/resnet50.b$b.in.safetensors --outputs $P/o.safetensors \
-        --device $d --stats --bench 3 2>&1 | grep -E 'memory on|weights|inputs and|arena|live at|without reuse|^'$d'|rror'
+        --device $d --stats --bench 3 2>&1 | grep -E 'memory on|weights|inputs and|arena|live at|without reuse|process peak|^'$d'|rror'
     done
     for t in f32 bf16; do
       echo "== spire mlp $t (16384 x 12288 x 49152) on $d"
       peak_of $B/spire run $P/mlp_$t.graph --inputs $P/mlp_$t.in.safetensors --outputs $P/o.safetensors \
-        --device $d --stats --bench 3 2>&1 | grep -E 'memory on|weights|inputs and|arena|live at|^'$d'|rror'
+        --device $d --stats --bench 3 2>&1 | grep -E 'memory on|weights|inputs and|arena|live at|process peak|^'$d'|rror'
     done
   done
   for b in ${BATCHES:-256 1024}; do
