@@ -274,9 +274,10 @@ def run(model, ids, mask, pos, past):
     return out[0], list(out[1:])
 
 
-def greedy(model, prompt, new_tokens):
+def greedy(model, prompt, new_tokens, follow=None):
     """PyTorch's greedy continuation of `prompt` (a list of ids), batch 1: a prefill, then one decode step per
-    token through the growing cache, as the exported model runs."""
+    token through the growing cache, as the exported model runs. With `follow` (teacher forcing, as `spire generate
+    --follow-tokens`), decode step i feeds follow[i] instead of the token chosen before it; the choices are returned."""
     c = model.c
     ids = torch.tensor([prompt])
     logits, past = run(model, ids, torch.ones_like(ids), torch.arange(len(prompt))[None], empty_past(c))
@@ -286,7 +287,8 @@ def greedy(model, prompt, new_tokens):
         n = len(prompt) + len(tokens)
         if len(tokens) == new_tokens:
             break
-        logits, past = run(model, torch.tensor([[tokens[-1]]]), torch.ones(1, n, dtype=torch.int64),
+        fed = tokens[-1] if follow is None else follow[len(tokens) - 1]
+        logits, past = run(model, torch.tensor([[fed]]), torch.ones(1, n, dtype=torch.int64),
                            torch.tensor([[n - 1]]), past)
     return tokens
 
@@ -295,11 +297,28 @@ def greedy(model, prompt, new_tokens):
 
 PROMPT = [3, 14, 15, 92, 65]   # the greedy tests' prompt (every id below both tiny vocabularies)
 GREEDY_TOKENS = 64
+LONG_TOKENS = 256              # the teacher-forced comparisons' length, where the model's positions allow it
+
+
+def write_safetensors(path, tensors):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "gpu"))
+    import safetensors_io
+    safetensors_io.write_safetensors(path, tensors)
+
+
+def prompt_logits(model, prompt):
+    """The prefill's logits [1, P, vocab] for `prompt`, in f32 and under torch.autocast's bf16 (CPU; products in
+    bf16, softmax and norms in f32, as spire's bf16 policy), both as float32 arrays."""
+    c = model.c
+    ids = torch.tensor([prompt])
+    args = (ids, torch.ones_like(ids), torch.arange(len(prompt))[None], empty_past(c))
+    f32, _ = run(model, *args)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16, _ = run(model, *args)
+    return {"logits": f32.numpy(), "logits_bf16": bf16.float().numpy()}
 
 
 def write_case(out_dir, name, c, ids, mask, pos, past, logits, present):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "gpu"))
-    from safetensors_io import write_safetensors
     inputs = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": pos.numpy()}
     for i in range(c.layers):
         inputs[f"past_key_values.{i}.key"], inputs[f"past_key_values.{i}.value"] = past[2 * i].numpy(), past[2 * i + 1].numpy()
@@ -313,7 +332,10 @@ def write_case(out_dir, name, c, ids, mask, pos, past, logits, present):
 def export_test_data(out_dir, names):
     """For each config NAME: NAME.onnx; NAME_prefill (past 0, 5 tokens, batch 2) and NAME_decode (past 5 from the
     prefill, 1 token, one past slot masked out) as .in.safetensors / .torch.safetensors (PyTorch's outputs);
-    NAME.greedy.txt, PyTorch's greedy tokens for PROMPT; and gpt2-tiny.renamed_positions.onnx, off the convention."""
+    NAME.greedy.txt, PyTorch's greedy tokens for PROMPT; NAME.greedy_long.txt, LONG_TOKENS of them (fewer where a
+    learned position table ends first); NAME.follow.txt, a sequence to follow (FOLLOW) and PyTorch's choices along it;
+    NAME.prompt.torch.safetensors, the prefill's logits for PROMPT in f32 and
+    bf16 (prompt_logits); and gpt2-tiny.renamed_positions.onnx, off the convention."""
     os.makedirs(out_dir, exist_ok=True)
     for name in names:
         model = build(name)
@@ -338,6 +360,14 @@ def export_test_data(out_dir, names):
         write_case(out_dir, name + "_decode", c, ids1, mask1, pos1, past1, logits1, present1)
         with open(os.path.join(out_dir, name + ".greedy.txt"), "w") as f:
             f.write(",".join(map(str, greedy(model, PROMPT, GREEDY_TOKENS))) + "\n")
+        # GPT-2's last position is max_positions - 1: the prompt's and the new tokens but the last (never fed).
+        long_tokens = LONG_TOKENS if c.family != "gpt2" else min(LONG_TOKENS, c.max_positions - len(PROMPT))
+        with open(os.path.join(out_dir, name + ".greedy_long.txt"), "w") as f:
+            f.write(",".join(map(str, greedy(model, PROMPT, long_tokens))) + "\n")
+        write_safetensors(os.path.join(out_dir, name + ".prompt.torch.safetensors"), prompt_logits(model, PROMPT))
+        follow = [i * 37 % 89 for i in range(1, GREEDY_TOKENS)]  # ids below both vocabularies, unlike greedy ones
+        with open(os.path.join(out_dir, name + ".follow.txt"), "w") as f:
+            f.write(",".join(map(str, follow)) + "\n" + ",".join(map(str, greedy(model, PROMPT, GREEDY_TOKENS, follow))) + "\n")
     # Off the convention: gpt2-tiny with its position_ids input renamed (the refusal test of `spire generate`).
     if "gpt2-tiny" in names:
         import onnx
