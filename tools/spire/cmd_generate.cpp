@@ -1,5 +1,5 @@
 // spire generate MODEL.onnx --prompt-ids 1,2,3 --max-new-tokens N [--device D] [--max-context C] [--precision P]
-// [--logits-out FILE]: greedy decoding of a decoder LLM exported in Hugging Face's decoder-with-past form
+// [--int8] [--follow-tokens IDS] [--logits-out FILE]: greedy decoding of a decoder LLM exported in Hugging Face's decoder-with-past form
 // (decoder_generate.h).
 #include <memory>
 #include <sstream>
@@ -112,6 +112,10 @@ void register_generate_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   add_precision_option(cmd, c->opt.precision)
       ->description(precision_help() + ". Under bf16 and f16 the key/value cache is stored in half too. f32 is fp32");
+  cmd->add_flag("--int8", c->opt.int8,
+               "Read every matmul's weight as int8 (symmetric, one scale per output channel, quantized from the f32 "
+               "weights at load), dequantized inside the matrix-vector kernel; norms, biases and gathered tables (a "
+               "token embedding) stay as they are");
   cmd->add_option("--follow-tokens", c->follow,
                   "Teacher forcing: decode step i feeds the i-th of these ids (comma-separated, at least "
                   "--max-new-tokens - 1) in place of the token generated before it; the tokens printed are still each "

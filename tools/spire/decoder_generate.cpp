@@ -14,6 +14,7 @@
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
 #include "lowering/precision_policy.h"
+#include "passes/int8_weights.h"
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
 #include "tuning/copy_bandwidth.h"
@@ -260,6 +261,15 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
   return dg;
 }
 
+// `m` with its matmuls' weights in int8 (passes/int8_weights.h): the graph rewritten, the f32 weights it no longer
+// reads dropped, the int8 ones and their scales added.
+void use_int8_weights(onnx_import::ImportedModel& m) {
+  passes::Int8Graph q = passes::quantize_matmul_weights(m.graph, m.weights);
+  m.graph = std::move(q.graph);
+  std::erase_if(m.weights, [&](const auto& w) { return !m.graph.find(w.first); });
+  for (auto& w : q.weights) m.weights.push_back(std::move(w));
+}
+
 // On the float64 evaluator when `device` is null.
 std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device, Precision precision,
                                     std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {}) {
@@ -316,6 +326,7 @@ GenerateResult generate(const GenerateOptions& o) {
   // Positions 0..P-1 in the prefill, P..P+N-2 in the decode steps.
   check_position_table(pg.model.graph, pg.positions, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
                        fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
+  if (o.int8) use_int8_weights(pg.model);
   std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get(), o.precision);
   r.precision_note = prefill->precision_note();
   r.prefill_compile_s = seconds_since(t0);
@@ -325,6 +336,7 @@ GenerateResult generate(const GenerateOptions& o) {
   DecodeGraph dg;
   if (o.max_new_tokens > 1) {
     dg = import_decode(o.model, d, C, cache_dtype);
+    if (o.int8) use_int8_weights(dg.model);
     r.weight_bytes_per_step =
         weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); },
                               [](const std::string& name) { return name == "spire.token_ids"; });

@@ -13,7 +13,8 @@
 // next token id out: the decode graph takes the argmax of the logits itself.
 //
 // Under a half precision policy (bf16, f16; docs/PRECISION.md) both graphs compile under it (half copies of the
-// weights, f32 sums) and the cache is stored in the half type, on devices that have it.
+// weights, f32 sums) and the cache is stored in the half type, on devices that have it. With int8, both graphs read
+// their matmuls' weights as int8 (passes/int8_weights.h).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,9 @@ struct GenerateOptions {
   std::string device;            // "reference", "vulkan:N", "cuda:N", "" for the best present
   int64_t max_context = 0;       // C; 0: prompt + max_new_tokens
   Precision precision = Precision::Fp32;  // a device's policy; the float64 evaluator refuses another
+  // Every matmul by a weight reads it as int8, one scale per output channel, quantized from the f32 weights as the
+  // graphs are loaded (passes/int8_weights.h); other weights (norms, biases, gathered tables) stay as they are.
+  bool int8 = false;
   // Teacher forcing: when not empty, decode step i feeds follow[i] (the token after the prompt's i-th successor)
   // instead of the token generated before it, so that each step's choice can be compared with another run's (PyTorch
   // in f32) at the same prefix, which greedy decoding loses at the first disagreement. At least max_new_tokens - 1.
