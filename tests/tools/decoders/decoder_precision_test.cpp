@@ -178,6 +178,21 @@ TEST(DecoderInt8, TheBandwidthLineCountsInt8Weights) {
   EXPECT_NEAR(weight_mb, (matmul + 4 * channels + 4 * other) / 1e6, 1e-3) << r.out;
 }
 
+// A device without bf16 storage (hidden by SPIRE_MASK_FEATURES) runs the policy as f32 and says so: PyTorch's f32
+// tokens, and the weights and cache counted in f32's bytes.
+TEST(DecoderPrecision, ADeviceWithoutBf16RunsF32AndSaysSo) {
+  for (const auto& device : devices()) {
+    const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids " + kPrompt + " --max-new-tokens 64 "
+                         "--precision bf16 --device " + device, "SPIRE_MASK_FEATURES=bfloat16");
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_NE(r.out.find("spire: note: " + device + " has no bfloat16 storage; bf16 runs as fp32"), std::string::npos)
+        << r.out;
+    EXPECT_EQ(printed(r.out, "tokens: "), first_line("gpt2-tiny.greedy.txt")) << r.out;
+    // gpt2-tiny's f32 bytes, worked out in TheBandwidthLineCountsWeightsAndCache: 114560 and 19200.
+    EXPECT_NE(r.out.find("(0.115 MB of weights and 0.019 MB of cache a token)"), std::string::npos) << r.out;
+  }
+}
+
 TEST(DecoderPrecision, TheReferenceRefusesAPrecisionPolicy) {
   const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids 1,2 --max-new-tokens 2 --device reference "
                        "--precision bf16");
