@@ -86,7 +86,9 @@ def attend(q, k, v, allowed):
     """Softmax attention of q [B, H, T, d] over k, v [B, H, past+T, d]; disallowed keys get the float minimum
     (so a row with no key left is uniform, as in Hugging Face's models, rather than NaN)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    scores = torch.where(allowed, scores, torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype))
+    # The minimum on the scores' device: a CPU constant would keep torch.compile from capturing a CUDA graph.
+    lowest = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype, device=scores.device)
+    scores = torch.where(allowed, scores, lowest)
     return torch.softmax(scores, dim=-1) @ v
 
 
@@ -200,8 +202,9 @@ class Llama(nn.Module):
         # Rotary angles from the explicit positions: [B, 1, T, head_dim], shared by every layer and head.
         freqs = position_ids[:, :, None].float() * self.inv_freq[None, None, :]
         emb = torch.cat([freqs, freqs], dim=-1)[:, None]
-        cos, sin = emb.cos(), emb.sin()
         x = self.embed_tokens(input_ids)
+        # In the model's dtype (as Hugging Face's rotary does), so that a bf16 model stays bf16.
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
         present = []
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, allowed, cos, sin, past[2 * i], past[2 * i + 1])
