@@ -1,5 +1,6 @@
 #include "tuning/copy_bandwidth.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "tuning/median.h"
@@ -7,14 +8,16 @@
 
 namespace spire::tuning {
 
-double copy_bandwidth_gbs(rt::Device& device, uint64_t bytes, int runs) {
+double copy_bandwidth_gbs(rt::Device& device, uint64_t bytes, int runs, double warmup_ms) {
+  bytes = std::min<uint64_t>(bytes, device.info().max_buffer_bytes / 4 * 4);
   auto from = device.alloc(bytes), to = device.alloc(bytes);
   auto stream = device.record();
   const uint32_t t0 = stream->timestamp();
   stream->copy(rt::BufferView(*from), rt::BufferView(*to));
   const uint32_t t1 = stream->timestamp();
   stream->finish();
-  warm_up(3, device.info().type == rt::DeviceType::Cpu ? 0 : kGpuWarmupMs, [&] { device.run(*stream); });
+  if (warmup_ms < 0) warmup_ms = device.info().type == rt::DeviceType::Cpu ? 0 : kGpuWarmupMs;
+  warm_up(3, warmup_ms, [&] { device.run(*stream); });
   std::vector<double> ms;
   for (int i = 0; i < runs; ++i) {
     device.run(*stream);

@@ -9,8 +9,9 @@ double weight_bytes_per_step(const graph::Graph& g, const std::function<double(g
   for (graph::Value p : g.parameters()) {
     const graph::Node& n = g.node(p);
     if (skip(n.name)) continue;
+    if (users[size_t(p.id)].empty()) continue;  // held, never read
     const double element = stored_bytes(n.type.dtype);
-    bool gathered_only = !users[size_t(p.id)].empty();
+    bool gathered_only = true;
     double gathered = 0;  // the elements the gathers read
     for (graph::Value u : users[size_t(p.id)]) {
       const graph::Node& user = g.node(u);
