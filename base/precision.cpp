@@ -20,6 +20,7 @@ std::string_view precision_choices() { return "fp32|tf32|bf16|f16"; }
 Precision parse_precision(std::string_view text) {
   for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::F16})
     if (text == precision_name(p)) return p;
+  if (text == "f32") return Precision::Fp32;  // spelled as bf16 and f16 are
   throw std::invalid_argument("unknown precision '" + std::string(text) + "': the choices are " +
                               std::string(precision_choices()));
 }

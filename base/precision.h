@@ -24,7 +24,7 @@ enum class Precision : uint8_t { Fp32, Tf32, Bf16, F16 };
 std::string_view precision_name(Precision p);  // "fp32", "tf32", "bf16", "f16"
 // The spellings above, as the --precision flags list them: "fp32|tf32|bf16|f16".
 std::string_view precision_choices();
-// A policy by its name; throws std::invalid_argument naming `text` and the valid choices.
+// A policy by its name ("f32" is fp32 too); throws std::invalid_argument naming `text` and the valid choices.
 Precision parse_precision(std::string_view text);
 
 // The documented bound of a K-term dot product sum(a_i b_i) under the policy, relative to sum |a_i| |b_i| (what

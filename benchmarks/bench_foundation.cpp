@@ -17,6 +17,7 @@
 #include "ir/kernel/builder.h"
 #include "runtime/device.h"
 #include "runtime/device_ids.h"
+#include "tuning/copy_bandwidth.h"
 #include "tuning/median.h"
 #include "tuning/warm_up.h"
 
@@ -86,12 +87,7 @@ void bench(rt::Device& dev, uint64_t mib, int runs, double warmup_ms) {
     dev.upload(*a, host.data(), bytes);
   }
 
-  auto copy = dev.record();
-  uint32_t c0 = copy->timestamp();
-  copy->copy(rt::BufferView(a), rt::BufferView(b));
-  uint32_t c1 = copy->timestamp();
-  double copy_ms = time_stream(dev, *copy, c0, c1, runs, warmup_ms);
-  double copy_gbs = 2.0 * double(bytes) / (copy_ms * 1e-3) / 1e9;
+  const double copy_gbs = tuning::copy_bandwidth_gbs(dev, bytes, runs, warmup_ms);
 
   auto kcopy = spire::backends::compile_and_load(dev, copy_kernel());
   auto ks = dev.record();

@@ -32,6 +32,7 @@ void conv2d_cases(CaseList& cl);               // cases_conv2d.cpp: conv2d and i
 void pool2d_cases(CaseList& cl);               // cases_pool2d.cpp: the poolings and their gradients
 void softmax_cases(CaseList& cl);              // cases_softmax.cpp
 void cross_entropy_cases(CaseList& cl);        // cases_cross_entropy.cpp: the loss and its gradient
+void int8_matmul_cases(CaseList& cl);          // cases_int8_matmul.cpp
 
 // The half-precision dtypes every family's half cases run in.
 inline constexpr DType kHalfTypes[] = {DType::F16, DType::BF16};

@@ -226,8 +226,10 @@ void Importer::import_inputs(const onnx::GraphProto& gp) {
     const std::string name = unique_name(in.name());
     if (opt_.state_inputs.count(in.name())) {
       if (e.constant) throw ImportError(fmt::format("{} is imported as state, so it cannot also have a known value", what));
-      e.value = model_.graph.state(name, dtype, shape);
-      model_.states.push_back({in.name(), name, dtype, shape});
+      const DType stored = dtype == DType::F32 ? opt_.f32_state_storage : dtype;
+      e.value = model_.graph.state(name, stored, shape);
+      if (stored != dtype) e.value = model_.graph.cast(e.value, dtype);
+      model_.states.push_back({in.name(), name, stored, shape});
     } else {
       e.value = model_.graph.input(name, dtype, shape);
       model_.inputs.push_back({in.name(), name, dtype, shape});

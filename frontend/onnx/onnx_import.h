@@ -45,6 +45,11 @@ struct ImportOptions {
   // between steps, set and read by name like parameters (a decoder's key/value cache, which the caller then
   // updates with Graph::state_update). They are listed in ImportedModel::states, not in `inputs`.
   std::set<std::string> state_inputs;
+  // The dtype the f32 state_inputs are stored in, where it is not f32: a decoder's key/value cache in half under a
+  // half precision policy (so that a decode step reads half the bytes). The state leaf then has this dtype and is cast
+  // to f32 where the model reads it; ImportedModel::states lists it with this dtype, and whoever updates the state
+  // casts the new value to it.
+  graph::DType f32_state_storage = graph::DType::F32;
 };
 
 // One ONNX graph input or output: its ONNX name, the graph's name for it (ONNX names may hold characters

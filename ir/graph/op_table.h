@@ -234,6 +234,7 @@ std::vector<OpInfo> conv2d_ops();
 std::vector<OpInfo> pool2d_ops();
 std::vector<OpInfo> softmax_ops();
 std::vector<OpInfo> cross_entropy_ops();
+std::vector<OpInfo> int8_matmul_ops();
 }  // namespace ops
 
 // The shape rules and VJP rules that several entries of the lighter families share (shape_rules.cpp,

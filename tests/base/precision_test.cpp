@@ -13,6 +13,7 @@ namespace {
 TEST(Precision, NamesRoundTripAndFp32IsTheFirst) {
   for (Precision p : {Precision::Fp32, Precision::Tf32, Precision::Bf16, Precision::F16})
     EXPECT_EQ(parse_precision(precision_name(p)), p);
+  EXPECT_EQ(parse_precision("f32"), Precision::Fp32);  // spelled as bf16 and f16 are
   EXPECT_EQ(precision_choices(), "fp32|tf32|bf16|f16");
   EXPECT_EQ(Precision{}, Precision::Fp32);  // a value-initialized policy is strict
 }

@@ -9,10 +9,13 @@
 #              and torch.compile
 #   launches   each model's launches per inference at batch 1 (spire run --profile; with f32 and f16, whose
 #              exports it reads)
-#   decoders   alone (PARTS=decoders): a decoder LLM of tests/tools/decoders/decoder_models.py (CONFIG, default
-#              gpt2-124m, random weights, exported there by its torch) through `spire generate` on cuda:0 and vulkan:0,
-#              a 32-token prompt and NEW new tokens (default 256), f32, its tokens against PyTorch's greedy ones (CPU);
-#              the pack needs the CLI only, and .gl libonnx1 and libprotobuf32
+#   decoders   alone (PARTS=decoders, or PARTS=generate): a decoder LLM of tests/tools/decoders/decoder_models.py
+#              (CONFIG, default gpt2-124m, random weights, exported there by its torch) through `spire generate` on
+#              cuda:0 and vulkan:0, a 32-token prompt and NEW new tokens (default 256), in each of VARIANTS (default
+#              "f32 bf16 int8": --precision f32|bf16, --int8), its tokens against PyTorch's greedy ones (CPU, f32);
+#              then PyTorch on the same GPU and model with a static cache (decoder_models.py bench) in TORCH_DTYPES
+#              (default "f32 bf16") and TORCH_MODES (default "eager reduce-overhead": torch.compile's mode), and a
+#              table of tokens/s and GB/s side by side; the pack needs the CLI only, and .gl libonnx1 and libprotobuf32
 #   precision  alone (PARTS=precision): the precision policies of issue 53 (docs/PRECISION.md): resnet18 and resnet50
 #              (torchvision, random weights from seed 0, exported here by its torch; MODELS to change) at batch BATCH
 #              (default 32) through `spire run --bench 30 --precision P` for each P of POLICIES (default
@@ -29,7 +32,7 @@
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
 set -uo pipefail
 source tools/gpu/env.sh
-if [ "${PARTS:-}" = decoders ]; then
+if [ "${PARTS:-}" = decoders ] || [ "${PARTS:-}" = generate ]; then
   config=${CONFIG:-gpt2-124m}
   new=${NEW:-256}
   M=/tmp/decoders
@@ -40,17 +43,50 @@ v = d.CONFIGS['$config'].vocab; print(','.join(str(i * 7919 % v) for i in range(
   python3 tests/tools/decoders/decoder_models.py onnx $config $M/$config.onnx 2>&1 | grep -v Warn | tail -3
   echo "export: $(( $(date +%s) - t0 )) s"
   python3 tests/tools/decoders/decoder_models.py greedy $config $prompt $new 2>&1 | grep -v Warn | tail -1 > $OUT/torch_tokens.txt
-  for d in cuda:0 vulkan:0; do
-    echo "== $config on $d"
-    $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d 2>&1 | tee $OUT/spire_$d.txt
-    python3 - $OUT/torch_tokens.txt $OUT/spire_$d.txt <<'PY'
+  # How many leading tokens of file $2 (a "tokens: " line) equal PyTorch's greedy f32 ones (CPU).
+  same_tokens() {
+    python3 - $OUT/torch_tokens.txt "$1" <<'PY'
 import sys
 want = open(sys.argv[1]).read().strip().split(",")
 got = next((l[8:].strip().split(",") for l in open(sys.argv[2]) if l.startswith("tokens: ")), [])
 same = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(want), len(got)))
-print(f"tokens equal to PyTorch's: the first {same} of {len(want)}" + (" (all)" if same == len(want) == len(got) else ""))
+print(f"tokens equal to PyTorch's f32 greedy ones: the first {same} of {len(want)}" + (" (all)" if same == len(want) == len(got) else ""))
 PY
+  }
+  for d in cuda:0 vulkan:0; do
+    for v in ${VARIANTS:-f32 bf16 int8}; do
+      flags="--precision $v"
+      [ $v = int8 ] && flags=--int8
+      echo "== $config on $d, $v"
+      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d $flags 2>&1 | tee $OUT/spire_${d}_$v.txt
+      same_tokens $OUT/spire_${d}_$v.txt
+    done
   done
+  # PyTorch on the same GPU and model: a static cache (decoder_models.py's StaticCacheDecoder), eager and compiled.
+  for dt in ${TORCH_DTYPES:-f32 bf16}; do
+    for mode in ${TORCH_MODES:-eager reduce-overhead}; do
+      echo "== $config, PyTorch $mode $dt"
+      python3 tests/tools/decoders/decoder_models.py bench $config $prompt $new --dtype $dt --mode $mode 2>&1 |
+        grep -v Warn | tee $OUT/torch_${mode}_$dt.txt
+      same_tokens $OUT/torch_${mode}_$dt.txt
+    done
+  done
+  python3 - $OUT <<'PY'
+import glob, os, re, sys
+print("| run | tokens/s | GB/s (weights + cache a token) | share of copy bandwidth |")
+print("|---|---|---|---|")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "spire_*.txt"))):
+    t = open(f).read()
+    tps = re.search(r"([0-9.]+) tokens/s", t)
+    bw = re.search(r"bandwidth achieved: ([0-9.]+) GB/s.*?(?:, ([0-9.]+)% of the device's copy bandwidth \(([0-9.]+) GB/s\))?$", t, re.M)
+    name = "spire " + os.path.basename(f)[6:-4].replace("_", " ")
+    print(f"| {name} | {tps.group(1) if tps else '-'} | {bw.group(1) if bw else '-'} | "
+          f"{bw.group(2) + '% of ' + bw.group(3) + ' GB/s' if bw and bw.group(2) else '-'} |")
+for f in sorted(glob.glob(os.path.join(sys.argv[1], "torch_*_*.txt"))):
+    m = re.search(r"torch (\S+) (\S+): ([0-9.]+) tokens/s, ([0-9.]+) GB/s", open(f).read())
+    if m:
+        print(f"| PyTorch {m.group(1)} {m.group(2)} | {m.group(3)} | {m.group(4)} | - |")
+PY
   exit 0
 fi
 if [ "${PARTS:-}" = memory ]; then

@@ -13,7 +13,11 @@
 #include "frontend/onnx/onnx_import.h"
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
+#include "lowering/precision_policy.h"
+#include "passes/int8_weights.h"
 #include "runtime/device.h"
+#include "tools/spire/decode_traffic.h"
+#include "tuning/copy_bandwidth.h"
 
 namespace spire::cli {
 namespace {
@@ -83,19 +87,23 @@ class Runner {
   virtual void set(const std::string& name, const Tensor& t) = 0;
   virtual void step() = 0;
   virtual Tensor get(const std::string& output) = 0;
+  virtual std::string precision_note() const { return ""; }
 };
 
 class DeviceRunner : public Runner {
  public:
-  DeviceRunner(const onnx_import::ImportedModel& m, rt::Device& device, std::vector<std::string> streamed_in,
-               std::vector<std::string> streamed_out) {
+  DeviceRunner(const onnx_import::ImportedModel& m, rt::Device& device, Precision precision,
+               std::vector<std::string> streamed_in, std::vector<std::string> streamed_out) {
     exe_ = lowering::compile(m.graph, device,
-                             {.streamed_inputs = std::move(streamed_in), .streamed_outputs = std::move(streamed_out)});
+                             {.streamed_inputs = std::move(streamed_in),
+                              .streamed_outputs = std::move(streamed_out),
+                              .precision = precision});
     for (const auto& [name, t] : m.weights) exe_->set(name, t);
   }
   void set(const std::string& name, const Tensor& t) override { exe_->set(name, t); }
   void step() override { exe_->step(); }
   Tensor get(const std::string& output) override { return exe_->get(output); }
+  std::string precision_note() const override { return exe_->precision_note(); }
 
  private:
   std::unique_ptr<lowering::Executable> exe_;
@@ -212,16 +220,18 @@ PrefillGraph import_prefill(const std::string& path, const DecoderShape& d, int6
   return p;
 }
 
-// The decode graph: one token against C - 1 cache slots imported as state, a state update per cache writing the
-// step's key or value (the last row of its present output) into the slot kCacheSlot marks, and kNextToken.
+// The decode graph: one token against C - 1 cache slots imported as state (stored as `cache_dtype`: half under a
+// half policy), a state update per cache writing the step's key or value (the last row of its present output) into
+// the slot kCacheSlot marks, and kNextToken.
 struct DecodeGraph {
   onnx_import::ImportedModel model;
   std::string ids, mask, positions;
   std::map<std::string, std::string> cache;  // ONNX past name -> its state
 };
 
-DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_t C) {
+DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_t C, DType cache_dtype) {
   onnx_import::ImportOptions opt;
+  opt.f32_state_storage = cache_dtype;
   opt.input_shapes = {{"input_ids", {1, 1}}, {"attention_mask", {1, C}}, {"position_ids", {1, 1}}};
   for (int i = 0; i < d.layers; ++i)
     for (const char* kv : {"key", "value"}) {
@@ -242,7 +252,8 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
                              {{"starts", std::vector<int64_t>{0, 0, C - 1, 0}}, {"steps", std::vector<int64_t>{1, 1, 1, 1}},
                               {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
       const Value cache = g.at(state);
-      g.state_update(cache, g.where(slot, g.broadcast_to(row, g.type(cache).shape), cache));
+      const Value stored_row = cache_dtype == DType::F32 ? row : g.cast(row, cache_dtype);
+      g.state_update(cache, g.where(slot, g.broadcast_to(stored_row, g.type(cache).shape), cache));
     }
   add_next_token(m, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
   dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
@@ -250,11 +261,34 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
   return dg;
 }
 
+// `m` with its matmuls' weights in int8 (passes/int8_weights.h): the graph rewritten, the f32 weights it no longer
+// reads dropped, the int8 ones and their scales added.
+void use_int8_weights(onnx_import::ImportedModel& m) {
+  passes::Int8Graph q = passes::quantize_matmul_weights(m.graph, m.weights);
+  m.graph = std::move(q.graph);
+  std::erase_if(m.weights, [&](const auto& w) { return !m.graph.find(w.first); });
+  for (auto& w : q.weights) m.weights.push_back(std::move(w));
+}
+
 // On the float64 evaluator when `device` is null.
-std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device,
+std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device, Precision precision,
                                     std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {}) {
   if (!device) return std::make_unique<ReferenceRunner>(m);
-  return std::make_unique<DeviceRunner>(m, *device, std::move(streamed_in), std::move(streamed_out));
+  return std::make_unique<DeviceRunner>(m, *device, precision, std::move(streamed_in), std::move(streamed_out));
+}
+
+// The dtype the device stores the cache in under `p`: the policy's half type where the device has it, else f32 (as
+// the policy runs fp32 there, and says so).
+DType cache_dtype_under(const rt::Device* device, Precision p) {
+  if (!device || !lowering::has_half_storage(device->info(), p)) return DType::F32;
+  return p == Precision::Bf16 ? DType::BF16 : DType::F16;
+}
+
+// The bytes a device holds one element of a weight of `dtype` in, under the cache's storage: an f32 weight has a
+// half copy under a half policy (passes/half_storage.h), which the kernels read.
+double stored_weight_bytes(DType dtype, DType half_storage) {
+  if (dtype == DType::F32 && half_storage != DType::F32) return double(graph::dtype_bytes(half_storage));
+  return double(graph::dtype_bytes(dtype));
 }
 
 }  // namespace
@@ -263,17 +297,28 @@ GenerateResult generate(const GenerateOptions& o) {
   const DecoderShape d = check_decoder(o.model);
   const int64_t P = int64_t(o.prompt.size());
   if (P == 0) throw std::invalid_argument("--prompt-ids: give at least one token id");
-  for (int64_t id : o.prompt)
-    if (id < 0 || id >= d.vocab)
-      throw std::invalid_argument(fmt::format("--prompt-ids: token id {} is outside the model's vocabulary of {} (0 to {})",
-                                              id, d.vocab, d.vocab - 1));
+  auto check_ids = [&](const std::vector<int64_t>& ids, const char* flag) {
+    for (int64_t id : ids)
+      if (id < 0 || id >= d.vocab)
+        throw std::invalid_argument(fmt::format("{}: token id {} is outside the model's vocabulary of {} (0 to {})", flag,
+                                                id, d.vocab, d.vocab - 1));
+  };
+  check_ids(o.prompt, "--prompt-ids");
+  check_ids(o.follow, "--follow-tokens");
   if (o.max_new_tokens < 1) throw std::invalid_argument("--max-new-tokens must be at least 1");
+  if (!o.follow.empty() && int64_t(o.follow.size()) < o.max_new_tokens - 1)
+    throw std::invalid_argument(fmt::format("--follow-tokens gives {} tokens; {} new tokens need {} (each decode step "
+                                            "feeds one)", o.follow.size(), o.max_new_tokens, o.max_new_tokens - 1));
   const int64_t C = o.max_context > 0 ? o.max_context : P + o.max_new_tokens;
   if (P + o.max_new_tokens > C)
     throw std::invalid_argument(fmt::format("the prompt's {} tokens and --max-new-tokens {} need a context of {} positions, "
                                             "more than --max-context {}", P, o.max_new_tokens, P + o.max_new_tokens, C));
   const bool reference = o.device == "reference";
+  if (reference && o.precision != Precision::Fp32)
+    throw std::invalid_argument(fmt::format("--precision {} applies to a device; the reference is the float64 evaluator",
+                                            precision_name(o.precision)));
   std::unique_ptr<rt::Device> device = reference ? nullptr : rt::open_device(o.device);
+  const DType cache_dtype = cache_dtype_under(device.get(), o.precision);
 
   GenerateResult r;
   auto t0 = std::chrono::steady_clock::now();
@@ -281,15 +326,21 @@ GenerateResult generate(const GenerateOptions& o) {
   // Positions 0..P-1 in the prefill, P..P+N-2 in the decode steps.
   check_position_table(pg.model.graph, pg.positions, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
                        fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
-  std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get());
+  if (o.int8) use_int8_weights(pg.model);
+  std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get(), o.precision);
+  r.precision_note = prefill->precision_note();
   r.prefill_compile_s = seconds_since(t0);
 
   t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Runner> decode;
   DecodeGraph dg;
   if (o.max_new_tokens > 1) {
-    dg = import_decode(o.model, d, C);
-    decode = make_runner(dg.model, device.get(), {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken});
+    dg = import_decode(o.model, d, C, cache_dtype);
+    if (o.int8) use_int8_weights(dg.model);
+    r.weight_bytes_per_step =
+        weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); },
+                              [](const std::string& name) { return name == "spire.token_ids"; });
+    decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken});
   }
   r.decode_compile_s = seconds_since(t0);
 
@@ -302,29 +353,33 @@ GenerateResult generate(const GenerateOptions& o) {
   prefill->set(pg.positions, Tensor::from(DType::I64, {1, P}, positions));
   for (const auto& name : pg.past) prefill->set(name, Tensor(DType::F32, {1, d.kv_heads, 0, d.head_dim}));
   prefill->step();
-  r.tokens.push_back(argmax(prefill->get(pg.logits), (P - 1) * d.vocab, d.vocab));
+  r.prefill_logits = prefill->get(pg.logits);
+  r.tokens.push_back(argmax(r.prefill_logits, (P - 1) * d.vocab, d.vocab));
   r.first_token_ms = seconds_since(t0) * 1e3;
   if (!decode) return r;
 
   // The prompt's keys and values into the first P slots of the cache (through the host, once).
   for (const auto& [past, state] : dg.cache) {
     const Tensor present = prefill->get(pg.present.at(past));
-    Tensor cache(DType::F32, {1, d.kv_heads, C - 1, d.head_dim});
+    Tensor cache(cache_dtype, {1, d.kv_heads, C - 1, d.head_dim});
     for (int64_t h = 0; h < d.kv_heads; ++h)
       for (int64_t p = 0; p < P; ++p)
         for (int64_t e = 0; e < d.head_dim; ++e)
           cache[(h * (C - 1) + p) * d.head_dim + e] = present[(h * P + p) * d.head_dim + e];
-    decode->set(state, cache);
+    decode->set(state, cache.round_to_dtype());
   }
+  // One position of every layer's key and value.
+  const double cache_row_bytes = double(2 * d.layers * d.kv_heads * d.head_dim * graph::dtype_bytes(cache_dtype));
   t0 = std::chrono::steady_clock::now();
-  // Each step feeds the last token at position `pos`: the mask keeps the cache's slots 0..pos-1 and the step's own
+  // Each step feeds the last token (or the one to follow) at position `pos`: the mask keeps the cache's slots 0..pos-1 and the step's own
   // key and value (the last of the C positions), and the state update writes them into slot `pos`.
   for (int64_t pos = P; int64_t(r.tokens.size()) < o.max_new_tokens; ++pos) {
     Tensor mask(DType::I64, {1, C}, 0), slot(DType::Bool, {1, 1, C - 1, 1}, 0);
     for (int64_t s = 0; s < pos; ++s) mask[s] = 1;
     mask[C - 1] = 1;
     slot[pos] = 1;
-    decode->set(dg.ids, Tensor(DType::I64, {1, 1}, double(r.tokens.back())));
+    const int64_t fed = o.follow.empty() ? r.tokens.back() : o.follow[r.tokens.size() - 1];
+    decode->set(dg.ids, Tensor(DType::I64, {1, 1}, double(fed)));
     decode->set(dg.positions, Tensor(DType::I64, {1, 1}, double(pos)));
     decode->set(dg.mask, mask);
     decode->set(kCacheSlot, slot);
@@ -336,9 +391,12 @@ GenerateResult generate(const GenerateOptions& o) {
     if (pos == P) {
       r.first_step_ms = seconds_since(t0) * 1e3;
       t0 = std::chrono::steady_clock::now();
+    } else {
+      r.cache_bytes += cache_bytes_of_step(pos, cache_row_bytes);
     }
   }
   r.decode_s = seconds_since(t0);
+  if (device) r.copy_gbs = tuning::copy_bandwidth_gbs(*device);
   return r;
 }
 

@@ -11,11 +11,18 @@
 // (where(slot == pos, row, cache)). The prefill's present.i moves into the decode graph's cache through the host
 // once; after that the cache stays on the device. A step moves its token id, position, mask and slot in and its
 // next token id out: the decode graph takes the argmax of the logits itself.
+//
+// Under a half precision policy (bf16, f16; docs/PRECISION.md) both graphs compile under it (half copies of the
+// weights, f32 sums) and the cache is stored in the half type, on devices that have it. With int8, both graphs read
+// their matmuls' weights as int8 (passes/int8_weights.h).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "base/precision.h"
+#include "ir/graph/tensor.h"
 
 namespace spire::cli {
 
@@ -25,6 +32,14 @@ struct GenerateOptions {
   int max_new_tokens = 0;
   std::string device;            // "reference", "vulkan:N", "cuda:N", "" for the best present
   int64_t max_context = 0;       // C; 0: prompt + max_new_tokens
+  Precision precision = Precision::Fp32;  // a device's policy; the float64 evaluator refuses another
+  // Every matmul by a weight reads it as int8, one scale per output channel, quantized from the f32 weights as the
+  // graphs are loaded (passes/int8_weights.h); other weights (norms, biases, gathered tables) stay as they are.
+  bool int8 = false;
+  // Teacher forcing: when not empty, decode step i feeds follow[i] (the token after the prompt's i-th successor)
+  // instead of the token generated before it, so that each step's choice can be compared with another run's (PyTorch
+  // in f32) at the same prefix, which greedy decoding loses at the first disagreement. At least max_new_tokens - 1.
+  std::vector<int64_t> follow;
 };
 
 struct GenerateResult {
@@ -35,6 +50,11 @@ struct GenerateResult {
   // does), which belongs to neither the steady rate nor the first token.
   double first_step_ms = 0;
   double decode_s = 0;           // the decode steps after the first one
+  graph::Tensor prefill_logits;  // [1, P, vocab], f32
+  std::string precision_note;    // what the device runs in place of the policy (empty: as asked)
+  // What the decode steps after the first must move at the least (decode_traffic.h): each step's weights, and
+  // the cache's bytes over all of those steps; and the device's copy bandwidth (0 on the float64 evaluator).
+  double weight_bytes_per_step = 0, cache_bytes = 0, copy_gbs = 0;
 };
 
 GenerateResult generate(const GenerateOptions& o);

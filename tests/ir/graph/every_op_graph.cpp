@@ -14,6 +14,8 @@ Graph every_op_graph() {
   Value b = g.parameter("convnet.0.bias", f, {4});
   Value fc = g.parameter("fc.weight", f, {5, 16});
   Value mom = g.state("momentum.fc.weight", f, {5, 16}, 0.0);
+  Value head_int8 = g.parameter("head.int8", DType::I32, {3, 4});  // 3 channels of 16 int8 weights, 4 a word
+  Value head_scale = g.parameter("head.scale", f, {3});
   Value c = g.constant(0.25, f, {1, 4, 1, 1});
 
   Value conv = g.name(g.conv2d(x, w, {.stride = {1, 1}, .padding = {1, 1}, .dilation = {1, 1}, .groups = 1}), "conv1");
@@ -65,6 +67,7 @@ Graph every_op_graph() {
   g.output("dx", dx);
   g.output("dw", dw);
   g.output("dflat", dflat);
+  g.output("int8_logits", g.op("matmul_int8_weight", {flat, head_int8, head_scale}));  // [2,16] -> [2,3]
   Value mom_new = g.add(g.mul(mom, 0.9), g.matmul(dflat, flat));  // [5,2] x [2,16]
   g.state_update(mom, g.broadcast_to(g.sum(mom_new, {0}, true), {5, 16}));
   return g;

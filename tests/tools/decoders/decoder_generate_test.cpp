@@ -5,37 +5,22 @@
 
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "runtime/device.h"
 #include "tests/support/spire_cli.h"
+#include "tests/tools/decoders/generate_output.h"
 
 namespace spire {
 namespace {
 
-// The prompt decoder_models.py's greedy data start from (PROMPT there).
-const std::string kPrompt = "3,14,15,92,65";
-
-std::string expected_tokens(const std::string& model_name) {
-  std::ifstream f(model(model_name + ".greedy.txt"));
-  std::string line;
-  std::getline(f, line);
-  return line;
-}
-
-// The ids after "tokens: " in generate's output.
-std::string printed_tokens(const std::string& out) {
-  const size_t at = out.find("tokens: ");
-  if (at == std::string::npos) return "";
-  return out.substr(at + 8, out.find('\n', at) - at - 8);
-}
-
 void expect_greedy_matches_pytorch(const std::string& model_name, const std::string& device, const std::string& extra = "") {
-  const std::string want = expected_tokens(model_name);
+  const std::string want = first_line(model_name + ".greedy.txt");
   ASSERT_FALSE(want.empty()) << model_name << ".greedy.txt";
   const auto r = spire("generate " + model(model_name + ".onnx") + " --prompt-ids " + kPrompt +
                        " --max-new-tokens 64 --device " + device + extra);
   ASSERT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_EQ(printed_tokens(r.out), want) << model_name << " on " << device << "\n" << r.out;
+  EXPECT_EQ(printed(r.out, "tokens: "), want) << model_name << " on " << device << "\n" << r.out;
   EXPECT_NE(r.out.find("time to first token:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tokens/s"), std::string::npos) << r.out;
 }
@@ -88,6 +73,32 @@ TEST(DecoderGenerate, RefusesPositionsBeyondTheLearnedPositionTable) {
   // 123 new tokens end at position 126, inside the table.
   EXPECT_EQ(spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids " + kPrompt +
                   " --max-new-tokens 123 --device reference").exit_code, 0);
+}
+
+// Teacher forcing needs a token for every decode step.
+TEST(DecoderGenerate, RefusesTooFewTokensToFollow) {
+  const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids 1,2 --max-new-tokens 4 --follow-tokens 5,6 "
+                       "--device reference");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--follow-tokens gives 2 tokens; 4 new tokens need 3"), std::string::npos) << r.out;
+}
+
+// Teacher forcing: fed decoder_models.py's FOLLOW sequence, each step chooses what PyTorch chooses after the same
+// prefix (NAME.follow.txt: the sequence, then PyTorch's choices), on the float64 evaluator and on every device.
+TEST(DecoderGenerate, FollowedTokensGivePyTorchsChoicesAlongThem) {
+  std::ifstream f(model("llama-tiny.follow.txt"));
+  std::string follow, want;
+  std::getline(f, follow);
+  std::getline(f, want);
+  ASSERT_FALSE(want.empty());
+  std::vector<std::string> devices = {"reference"};
+  for (const auto& info : rt::list_devices()) devices.push_back(info.id);
+  for (const auto& device : devices) {
+    const auto r = spire("generate " + model("llama-tiny.onnx") + " --prompt-ids " + kPrompt +
+                         " --max-new-tokens 64 --follow-tokens " + follow + " --device " + device);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(printed(r.out, "tokens: "), want) << device << "\n" << r.out;
+  }
 }
 
 // decoder_models.py writes gpt2-tiny with position_ids renamed: not the convention, refused by name.

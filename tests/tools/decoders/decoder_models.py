@@ -19,12 +19,14 @@ Usage (Debian's /usr/bin/python3, torch 1.13):
   decoder_models.py export OUT_DIR [--configs gpt2-tiny,llama-tiny]   the test data (docs/DECODERS.md)
   decoder_models.py onnx CONFIG OUT.onnx                              one model, e.g. gpt2-124m for the GPU
   decoder_models.py greedy CONFIG 1,2,3 N                             PyTorch's N greedy tokens after a prompt
+  decoder_models.py bench CONFIG 1,2,3 N [--dtype bf16] [--mode reduce-overhead]   PyTorch's decoding speed (CUDA)
 """
 import argparse
 import inspect
 import math
 import os
 import sys
+import time
 from dataclasses import dataclass
 
 import numpy as np
@@ -84,7 +86,9 @@ def attend(q, k, v, allowed):
     """Softmax attention of q [B, H, T, d] over k, v [B, H, past+T, d]; disallowed keys get the float minimum
     (so a row with no key left is uniform, as in Hugging Face's models, rather than NaN)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    scores = torch.where(allowed, scores, torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype))
+    # The minimum on the scores' device: a CPU constant would keep torch.compile from capturing a CUDA graph.
+    lowest = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype, device=scores.device)
+    scores = torch.where(allowed, scores, lowest)
     return torch.softmax(scores, dim=-1) @ v
 
 
@@ -117,6 +121,7 @@ class Gpt2(nn.Module):
         self.wte, self.wpe = nn.Embedding(c.vocab, c.width), nn.Embedding(c.max_positions, c.width)
         self.h = nn.ModuleList(Gpt2Block(c) for _ in range(c.layers))
         self.ln_f = nn.LayerNorm(c.width, eps=c.norm_eps)
+        self.head_weight = None  # the head's own copy of the tied table, where it differs (quantized_int8)
 
     def forward(self, input_ids, attention_mask, position_ids, *past):
         T, past_len = input_ids.shape[1], past[0].shape[2]
@@ -126,7 +131,8 @@ class Gpt2(nn.Module):
         for i, block in enumerate(self.h):
             x, k, v = block(x, allowed, past[2 * i], past[2 * i + 1])
             present += [k, v]
-        return (self.ln_f(x) @ self.wte.weight.t(), *present)
+        head = self.wte.weight if self.head_weight is None else self.head_weight
+        return (self.ln_f(x) @ head.t(), *present)
 
 
 # ---- Llama ----------------------------------------------------------------------------------------------------
@@ -196,8 +202,9 @@ class Llama(nn.Module):
         # Rotary angles from the explicit positions: [B, 1, T, head_dim], shared by every layer and head.
         freqs = position_ids[:, :, None].float() * self.inv_freq[None, None, :]
         emb = torch.cat([freqs, freqs], dim=-1)[:, None]
-        cos, sin = emb.cos(), emb.sin()
         x = self.embed_tokens(input_ids)
+        # In the model's dtype (as Hugging Face's rotary does), so that a bf16 model stays bf16.
+        cos, sin = emb.cos().to(x.dtype), emb.sin().to(x.dtype)
         present = []
         for i, layer in enumerate(self.layers):
             x, k, v = layer(x, allowed, cos, sin, past[2 * i], past[2 * i + 1])
@@ -225,6 +232,29 @@ def build(name):
             else:               # the token and position tables and an untied head
                 p.normal_(0, 0.3)
     return model.eval()
+
+
+def int8_per_channel(w):
+    """w [N, K] (a Linear's weight, one output channel a row) through spire's int8 quantization
+    (passes/int8_weights.h): scale = max |row| / 127 in f32, levels round(w / scale) clamped to [-127, 127], back to
+    f32 as levels times scale."""
+    scale = w.abs().amax(1, keepdim=True) / 127
+    scale = torch.where(scale > 0, scale, torch.ones_like(scale))
+    return torch.clamp(torch.round(w / scale), -127, 127) * scale
+
+
+def quantized_int8(model):
+    """A copy of `model` with the weights `spire generate --int8` quantizes quantized as it does: every Linear's
+    weight and GPT-2's head (the export's transposed copy of the token table; the table itself, gathered, stays)."""
+    q = type(model)(model.c)
+    q.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        for mod in q.modules():
+            if isinstance(mod, nn.Linear):
+                mod.weight.copy_(int8_per_channel(mod.weight))
+        if isinstance(q, Gpt2):
+            q.head_weight = int8_per_channel(q.wte.weight.detach().clone())
+    return q.eval()
 
 
 # ---- the ONNX convention --------------------------------------------------------------------------------------
@@ -274,9 +304,10 @@ def run(model, ids, mask, pos, past):
     return out[0], list(out[1:])
 
 
-def greedy(model, prompt, new_tokens):
+def greedy(model, prompt, new_tokens, follow=None):
     """PyTorch's greedy continuation of `prompt` (a list of ids), batch 1: a prefill, then one decode step per
-    token through the growing cache, as the exported model runs."""
+    token through the growing cache, as the exported model runs. With `follow` (teacher forcing, as `spire generate
+    --follow-tokens`), decode step i feeds follow[i] instead of the token chosen before it; the choices are returned."""
     c = model.c
     ids = torch.tensor([prompt])
     logits, past = run(model, ids, torch.ones_like(ids), torch.arange(len(prompt))[None], empty_past(c))
@@ -286,20 +317,112 @@ def greedy(model, prompt, new_tokens):
         n = len(prompt) + len(tokens)
         if len(tokens) == new_tokens:
             break
-        logits, past = run(model, torch.tensor([[tokens[-1]]]), torch.ones(1, n, dtype=torch.int64),
+        fed = tokens[-1] if follow is None else follow[len(tokens) - 1]
+        logits, past = run(model, torch.tensor([[fed]]), torch.ones(1, n, dtype=torch.int64),
                            torch.tensor([[n - 1]]), past)
     return tokens
+
+
+# ---- PyTorch's decoding speed, beside `spire generate` (tools/gpu/run-models.sh PARTS=decoders) ----------------
+
+class StaticCacheDecoder(nn.Module):
+    """One decode step of `model` against a preallocated cache, as `spire generate` runs it and gpt-fast does: the
+    cache [1, kv_heads, C - 1, head_dim] per layer is a buffer the step updates in place (index_copy_ into the
+    token's slot), every step has the same shapes (so torch.compile(mode="reduce-overhead") can replay it as a CUDA
+    graph), the mask keeps the slots before the token and its own key (the last of the C positions), and the step
+    returns the argmax of its logits (the next token, on the device)."""
+
+    def __init__(self, model, context, dtype, device):
+        super().__init__()
+        c = model.c
+        self.model, self.context = model, context
+        for i in range(2 * c.layers):
+            self.register_buffer(f"cache{i}", torch.zeros(1, c.kv_heads, context - 1, c.head_dim, dtype=dtype, device=device))
+        self.register_buffer("slots", torch.arange(context, device=device))
+
+    def caches(self):
+        return [getattr(self, f"cache{i}") for i in range(2 * self.model.c.layers)]
+
+    def forward(self, token, pos):
+        """token, pos: int64 [1, 1] on the device."""
+        mask = ((self.slots < pos[0]) | (self.slots == self.context - 1)).to(torch.int64)[None]
+        logits, *present = self.model(token, mask, pos, *self.caches())
+        for cache, p in zip(self.caches(), present):
+            cache.index_copy_(2, pos[0], p[:, :, -1:])
+        return logits[:, -1].argmax(-1, keepdim=True)
+
+
+def weight_bytes_per_token(model, element_bytes):
+    """What spire's report counts (tools/spire/decode_traffic.h): every weight read once, a gathered table (GPT-2's
+    wpe; its wte is also the head, read whole) one row."""
+    total = 0
+    for name, p in model.named_parameters():
+        untied_table = name.endswith("embed_tokens.weight") and getattr(model, "lm_head", None) is not None
+        gathered_only = name.endswith("wpe.weight") or untied_table
+        total += (p.shape[-1] if gathered_only else p.numel()) * element_bytes
+    return total
+
+
+def bench(config, prompt, new_tokens, device, dtype, mode):
+    """Greedy decoding of `new_tokens` after `prompt` with a static cache, eager or torch.compile(mode=...): returns
+    (tokens, tokens/s of the decode steps after the first, GB/s by spire's count). The run is done twice (the first
+    compiles and records CUDA graphs) and the second timed, its decode steps between two synchronizations."""
+    model = build(config).to(device=device, dtype=dtype)
+    c = model.c
+    P, C = len(prompt), len(prompt) + new_tokens
+    step = StaticCacheDecoder(model, C, dtype, device)
+    run_step = torch.compile(step, mode=mode, fullgraph=True) if mode != "eager" else step
+    element = torch.tensor([], dtype=dtype).element_size()
+    sync = torch.cuda.synchronize if str(device).startswith("cuda") else (lambda: None)
+    row_bytes = 2 * c.layers * c.kv_heads * c.head_dim * element
+    for attempt in range(2):
+        with torch.no_grad():
+            ids = torch.tensor([prompt], device=device)
+            logits, present = run(model, ids, torch.ones_like(ids), torch.arange(P, device=device)[None],
+                                  [p.to(device=device, dtype=dtype) for p in empty_past(c)])
+            for cache, p in zip(step.caches(), present):
+                cache.zero_()
+                cache[:, :, :P] = p
+            tokens = [logits[:, -1].argmax(-1, keepdim=True)]
+            for pos in range(P, P + new_tokens - 1):
+                if pos == P + 1:
+                    sync()
+                    t0 = time.perf_counter()
+                tokens.append(run_step(tokens[-1], torch.tensor([[pos]], device=device)).clone())
+            sync()
+            seconds = time.perf_counter() - t0
+    steps = new_tokens - 2
+    cache_bytes = sum((pos + 1) * row_bytes for pos in range(P + 1, P + new_tokens - 1))
+    bytes_per_token = weight_bytes_per_token(model, element) + cache_bytes / steps
+    return [int(t) for t in torch.cat(tokens).flatten().tolist()], steps / seconds, bytes_per_token * steps / seconds / 1e9
 
 
 # ---- the test data --------------------------------------------------------------------------------------------
 
 PROMPT = [3, 14, 15, 92, 65]   # the greedy tests' prompt (every id below both tiny vocabularies)
 GREEDY_TOKENS = 64
+LONG_TOKENS = 256              # the teacher-forced comparisons' length, where the model's positions allow it
+
+
+def write_safetensors(path, tensors):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "gpu"))
+    import safetensors_io
+    safetensors_io.write_safetensors(path, tensors)
+
+
+def prompt_logits(model, prompt):
+    """The prefill's logits [1, P, vocab] for `prompt`, in f32 and under torch.autocast's bf16 (CPU; products in
+    bf16, softmax and norms in f32, as spire's bf16 policy), both as float32 arrays."""
+    c = model.c
+    ids = torch.tensor([prompt])
+    args = (ids, torch.ones_like(ids), torch.arange(len(prompt))[None], empty_past(c))
+    f32, _ = run(model, *args)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        bf16, _ = run(model, *args)
+    return {"logits": f32.numpy(), "logits_bf16": bf16.float().numpy()}
 
 
 def write_case(out_dir, name, c, ids, mask, pos, past, logits, present):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "gpu"))
-    from safetensors_io import write_safetensors
     inputs = {"input_ids": ids.numpy(), "attention_mask": mask.numpy(), "position_ids": pos.numpy()}
     for i in range(c.layers):
         inputs[f"past_key_values.{i}.key"], inputs[f"past_key_values.{i}.value"] = past[2 * i].numpy(), past[2 * i + 1].numpy()
@@ -313,7 +436,11 @@ def write_case(out_dir, name, c, ids, mask, pos, past, logits, present):
 def export_test_data(out_dir, names):
     """For each config NAME: NAME.onnx; NAME_prefill (past 0, 5 tokens, batch 2) and NAME_decode (past 5 from the
     prefill, 1 token, one past slot masked out) as .in.safetensors / .torch.safetensors (PyTorch's outputs);
-    NAME.greedy.txt, PyTorch's greedy tokens for PROMPT; and gpt2-tiny.renamed_positions.onnx, off the convention."""
+    NAME.greedy.txt, PyTorch's greedy tokens for PROMPT; NAME.greedy_long.txt, LONG_TOKENS of them (fewer where a
+    learned position table ends first); NAME.int8_follow.txt, PyTorch's choices along those with the weights
+    quantized as `spire generate --int8` does (quantized_int8); NAME.follow.txt, a sequence to follow (FOLLOW) and PyTorch's choices along it;
+    NAME.prompt.torch.safetensors, the prefill's logits for PROMPT in f32 and
+    bf16 (prompt_logits); and gpt2-tiny.renamed_positions.onnx, off the convention."""
     os.makedirs(out_dir, exist_ok=True)
     for name in names:
         model = build(name)
@@ -338,6 +465,18 @@ def export_test_data(out_dir, names):
         write_case(out_dir, name + "_decode", c, ids1, mask1, pos1, past1, logits1, present1)
         with open(os.path.join(out_dir, name + ".greedy.txt"), "w") as f:
             f.write(",".join(map(str, greedy(model, PROMPT, GREEDY_TOKENS))) + "\n")
+        # GPT-2's last position is max_positions - 1: the prompt's and the new tokens but the last (never fed).
+        long_tokens = LONG_TOKENS if c.family != "gpt2" else min(LONG_TOKENS, c.max_positions - len(PROMPT))
+        greedy_long = greedy(model, PROMPT, long_tokens)
+        with open(os.path.join(out_dir, name + ".greedy_long.txt"), "w") as f:
+            f.write(",".join(map(str, greedy_long)) + "\n")
+        # PyTorch's choices along those tokens with the weights spire --int8 quantizes quantized as it does.
+        with open(os.path.join(out_dir, name + ".int8_follow.txt"), "w") as f:
+            f.write(",".join(map(str, greedy(quantized_int8(model), PROMPT, long_tokens, greedy_long))) + "\n")
+        write_safetensors(os.path.join(out_dir, name + ".prompt.torch.safetensors"), prompt_logits(model, PROMPT))
+        follow = [i * 37 % 89 for i in range(1, GREEDY_TOKENS)]  # ids below both vocabularies, unlike greedy ones
+        with open(os.path.join(out_dir, name + ".follow.txt"), "w") as f:
+            f.write(",".join(map(str, follow)) + "\n" + ",".join(map(str, greedy(model, PROMPT, GREEDY_TOKENS, follow))) + "\n")
     # Off the convention: gpt2-tiny with its position_ids input renamed (the refusal test of `spire generate`).
     if "gpt2-tiny" in names:
         import onnx
@@ -365,8 +504,20 @@ def main():
     g.add_argument("config", choices=sorted(CONFIGS))
     g.add_argument("prompt_ids", help="e.g. 1,2,3")
     g.add_argument("new_tokens", type=int)
+    b = sub.add_parser("bench", help="PyTorch's greedy decoding speed on CUDA with a static cache (StaticCacheDecoder)")
+    b.add_argument("config", choices=sorted(CONFIGS))
+    b.add_argument("prompt_ids", help="e.g. 1,2,3")
+    b.add_argument("new_tokens", type=int)
+    b.add_argument("--dtype", choices=["f32", "bf16"], default="f32")
+    b.add_argument("--mode", default="eager", help="eager, or a torch.compile mode (reduce-overhead)")
     a = p.parse_args()
-    if a.cmd == "export":
+    if a.cmd == "bench":
+        torch.backends.cuda.matmul.allow_tf32 = False  # strict f32, as spire's f32
+        dtype = torch.float32 if a.dtype == "f32" else torch.bfloat16
+        tokens, tps, gbs = bench(a.config, [int(t) for t in a.prompt_ids.split(",")], a.new_tokens, "cuda", dtype, a.mode)
+        print("tokens: " + ",".join(map(str, tokens)))
+        print(f"torch {a.mode} {a.dtype}: {tps:.1f} tokens/s, {gbs:.1f} GB/s")
+    elif a.cmd == "export":
         export_test_data(a.out_dir, a.configs.split(","))
     elif a.cmd == "onnx":
         export_onnx(build(a.config), a.path)
