@@ -26,7 +26,7 @@
 #              1024") and a GPT-3-sized MLP product (16384 tokens x 12288 -> 49152, f32 and bf16) through
 #              `spire run --stats --bench 3` on cuda:0 and vulkan:0: the plan's device memory (weights, inputs and
 #              outputs, arena, the values live at the worst launch) and the process's peak in nvidia-smi, next to
-#              PyTorch's max_memory_allocated and its process peak for the same inference
+#              PyTorch's max_memory_allocated and its process peak for the same inference (SPIRE=0: PyTorch's alone)
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), every table also for spire_before, in the same run.
 # SPIRE_RUN_ARGS adds arguments to every `spire run` (e.g. "--tune --tuning-cache /tmp/tc.txt").
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-models.sh (about 4 minutes).
@@ -123,7 +123,7 @@ bits = lambda v: Bf16Bits(((v.view(np.uint32) + 0x7FFF + ((v.view(np.uint32) >> 
 write_safetensors(f"{out}/mlp_bf16.in.safetensors", {k: bits(v) for k, v in ab.items()})  # rounded to nearest even
 np.save(f"{out}/mlp_a.npy", ab["a"]); np.save(f"{out}/mlp_b.npy", ab["b"])
 PY
-  for d in cuda:0 vulkan:0; do
+  for d in $([ "${SPIRE:-1}" = 1 ] && echo cuda:0 vulkan:0); do  # SPIRE=0: PyTorch's figures alone
     for b in ${BATCHES:-256 1024}; do
       echo "== spire resnet50 b$b on $d"
       peak_of $B/spire run $P/resnet50.onnx --inputs $P/resnet50.b$b.in.safetensors --outputs $P/o.safetensors \
