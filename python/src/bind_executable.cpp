@@ -2,6 +2,7 @@
 // (lowering/executable.h). Inputs and outputs are streamed by default, so a step that feeds inputs and reads outputs
 // is one submit and one wait; parameters are set once and stay on the device until set again. step() releases the
 // GIL: other Python threads run while the device works.
+#include <chrono>
 #include <map>
 #include <set>
 
@@ -81,14 +82,17 @@ class PyExecutable {
   }
 
   void step() {
+    StepTimer timer(step_seconds_);
     py::gil_scoped_release release;
     exe_->step();
   }
   void start_step() {
+    StepTimer timer(step_seconds_);
     py::gil_scoped_release release;
     exe_->start_step();
   }
   void finish_step() {
+    StepTimer timer(step_seconds_);
     py::gil_scoped_release release;
     exe_->finish_step();
   }
@@ -100,8 +104,21 @@ class PyExecutable {
   double last_step_ms() const { return exe_->last_step_ms(); }
   const std::shared_ptr<rt::Device>& device() const { return device_; }
   uint64_t parameter_uploads() const { return parameter_uploads_; }
+  double step_seconds() const { return step_seconds_; }
 
  private:
+  // Adds the wall time of one step call (submit, wait or both) to a total: a benchmark's host overhead per call is its
+  // wall time less this and the device's time (two clock reads a step, tens of nanoseconds).
+  class StepTimer {
+   public:
+    explicit StepTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+    ~StepTimer() { total_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count(); }
+
+   private:
+    double& total_;
+    std::chrono::steady_clock::time_point start_;
+  };
+
   // The type of an input, parameter or state (KeyError for another name); counts the parameter uploads.
   const graph::TensorType& leaf(const std::string& name) {
     auto it = leaves_.find(name);
@@ -122,6 +139,7 @@ class PyExecutable {
   std::map<std::string, graph::TensorType> outputs_;
   std::set<std::string> inputs_;  // the graph's inputs; every other leaf set counts as a parameter upload
   uint64_t parameter_uploads_ = 0;
+  double step_seconds_ = 0;  // wall time spent in step(), start_step() and finish_step()
 };
 
 std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& device, bool stream, bool profile,
@@ -160,6 +178,9 @@ void bind_executable(py::module_& m) {
       .def_property_readonly("parameter_uploads", &PyExecutable::parameter_uploads,
                              "How many times a parameter or state was set (a debug counter: tests hold spire.torch to "
                              "uploading weights only when they change)")
+      .def_property_readonly("step_seconds", &PyExecutable::step_seconds,
+                             "Wall seconds spent in step(), start_step() and finish_step() so far (a benchmark's "
+                             "counter: a call's host overhead is its wall time less this and the device's time)")
       .def("step", &PyExecutable::step, "Runs one step on the device (the GIL is released meanwhile)")
       .def("start_step", &PyExecutable::start_step,
            "Submits one step without waiting (at most steps_in_flight, a compile() argument, before finish_step())")
