@@ -50,7 +50,8 @@ class _Partition:
         # What a call runs: a get_attr node (a weight) only where eager PyTorch or the output reads it. Segments read
         # their weights themselves, and through Dynamo every weight is one (hundreds in a CNN, each a run_node).
         in_segments = {n for kind, x in self.items if kind == "segment" for n in x.nodes}
-        self.run_items = [(kind, x) for kind, x in self.items
+        # A segment's item carries its runner, found here once rather than by index each call.
+        self.run_items = [(kind, self.runners[x.index] if kind == "segment" else x) for kind, x in self.items
                           if kind == "segment" or x.op != "get_attr" or any(u not in in_segments for u in x.users)]
 
     def run(self, args):
@@ -59,7 +60,7 @@ class _Partition:
         batch = _batch_of(args)
         for kind, x in self.run_items:
             if kind == "segment":
-                runner = self.runners[x.index]
+                runner, x = x, x.seg
                 inputs = [env[n] for n in x.inputs]
                 params = torch.is_grad_enabled() and list(zip(runner._param_paths(), runner.weights()))
                 if params is not False and (any(t.requires_grad for _, t in params) or
