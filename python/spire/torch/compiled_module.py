@@ -162,10 +162,6 @@ class SpireModule(torch.nn.Module):
         return self._gm
 
     def partition(self, args):
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.dtype not in SUPPORTED_DTYPES:
-                names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
-                raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
         if self._modules_list is None or self._gm is None:  # make_fx traces the module as it is now
             self._modules_list = list(self.module.modules())
         key = (tuple(map(_TRAINING, self._modules_list)),
@@ -175,6 +171,11 @@ class SpireModule(torch.nn.Module):
                                      tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))))
         part = self._partitions.get(key)
         if part is None:
+            # The key holds the inputs' dtypes: a partition found was made for supported ones, so only a new one checks.
+            for a in args:
+                if isinstance(a, torch.Tensor) and a.dtype not in SUPPORTED_DTYPES:
+                    names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
+                    raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
             gm = self._graph_module(args)
             part = _Partition(self, gm, args)
             self._partitions[key] = part
