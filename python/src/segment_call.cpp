@@ -29,6 +29,15 @@ namespace {
 
 namespace tt = torch_tensor;
 
+// Whether a description (a tuple) is of a tensor ("tensor", ...) or of another value ("value", v); ValueError else.
+bool describes_tensor(const py::tuple& d, const char* what) {
+  std::string kind = d.empty() ? "" : py::str(d[0]).cast<std::string>();
+  if (kind != "tensor" && kind != "value")
+    throw py::value_error(fmt::format("SegmentCall: an {} is described as ('tensor', ...) or ('value', v), not {}",
+                                      what, py::repr(d).cast<std::string>()));
+  return kind == "tensor";
+}
+
 size_t float_bytes(const py::handle& shape) {
   size_t n = sizeof(float);
   for (py::handle d : shape) n *= d.cast<size_t>();
@@ -82,7 +91,7 @@ class SegmentCall {
     for (py::handle h : inputs) {
       auto d = h.cast<py::tuple>();
       Input in;
-      in.tensor = d[0].cast<std::string>() == "tensor";
+      in.tensor = describes_tensor(d, "input");
       if (in.tensor) {
         in.name = d[1].cast<std::string>();
         in.type = d[2], in.dtype = d[3], in.shape = d[4], in.device = d[5];
@@ -104,7 +113,7 @@ class SegmentCall {
     for (py::handle h : outputs) {
       auto d = h.cast<py::tuple>();
       Output out;
-      out.tensor = d[0].cast<std::string>() == "tensor";
+      out.tensor = describes_tensor(d, "output");
       if (out.tensor) {
         out.name = d[1].cast<std::string>();
         out.empty_args = py::make_tuple(d[2]);

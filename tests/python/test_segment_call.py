@@ -125,3 +125,14 @@ def test_changes_the_cpp_call_cannot_take_run_the_python_path(device, python_pat
         assert rel_err(compiled(x3), model(x3)) <= 1e-4
         assert rel_err(compiled(x), model(x)) <= 1e-4
         assert len(python_path_calls) == python_calls + 4  # each change, the new shape, the old shape again
+
+
+def test_a_bad_description_is_a_value_error(device):
+    from spire._spire import SegmentCall
+    _, _, compiled = _setup(SiluMLP, 55, device, 2, 128)
+    exe = next(p.exe for part in compiled._partitions.values() for r in part.runners.values()
+               for p in r.plans.values())
+    with pytest.raises(ValueError, match="described as"):
+        SegmentCall(exe, False, None, 2, [("bogus", 1)], [], [], {}, torch.empty, {})
+    with pytest.raises(ValueError, match="current_stream"):
+        SegmentCall(exe, True, None, 2, [], [], [], {}, torch.empty, {})
