@@ -136,3 +136,33 @@ def test_a_bad_description_is_a_value_error(device):
         SegmentCall(exe, False, None, 2, [("bogus", 1)], [], [], {}, torch.empty, {})
     with pytest.raises(ValueError, match="current_stream"):
         SegmentCall(exe, True, None, 2, [], [], [], {}, torch.empty, {})
+
+
+def _weights_as_inputs_graph():
+    """A graph as newer Dynamo hands the backend a module's weights: placeholders named after their parameters."""
+    g = torch.fx.Graph()
+    x = g.placeholder("l_x_")
+    w = g.placeholder("l_self_parameters_weight_")
+    b = g.placeholder("l_self_parameters_bias_")
+    g.output((g.call_function(torch.nn.functional.linear, (x, w, b)),))
+    return torch.fx.GraphModule(nn.Module(), g)
+
+
+def test_backend_piece_sees_weights_passed_as_inputs(device, python_path_calls):
+    # The torch.compile backend's callable, driven by hand (no Dynamo needed): each call passes the weights, which
+    # it puts into its module's dictionaries, where the C++ call checks them.
+    from spire.torch.dynamo_backend import spire_backend
+    dev = _torch_device(device)
+    linear = seeded(nn.Linear, 32, 16, seed=56).to(dev)
+    x = torch.randn(4, 32, device=dev)
+    piece = spire_backend(_weights_as_inputs_graph(), [x, linear.weight, linear.bias], options={"device": device})
+    with torch.no_grad():
+        assert rel_err(piece(x, linear.weight, linear.bias)[0], linear(x)) <= 1e-4
+        python_calls = len(python_path_calls)
+        linear.weight.mul_(-2.0)
+        assert rel_err(piece(x, linear.weight, linear.bias)[0], linear(x)) <= 1e-4
+        other = nn.Parameter(linear.weight.detach() * 0.25)
+        got = piece(x, other, linear.bias)[0]
+        assert rel_err(got, torch.nn.functional.linear(x, other, linear.bias)) <= 1e-4
+        assert rel_err(piece(x, linear.weight, linear.bias)[0], linear(x)) <= 1e-4
+    assert len(python_path_calls) == python_calls, "weights passed as inputs left the C++ call"
