@@ -23,6 +23,8 @@
 # .data/fashion-mnist/ (ignored by git: cp /usr/share/datasets/fashion-mnist/*.gz .data/fashion-mnist/), and when they
 # are, the Python suite's Fashion-MNIST tests run too.
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
+# INLINE_NN_MODULES=0 (Dynamo's inline_inbuilt_nn_modules off: weights reach spire as module attributes, not as
+# inputs that Dynamo's frame gathers from the module at every call),
 # DEVICES (default "cuda:0,vulkan:0"), TESTS (pytest arguments, default the whole suite), JOBS (build jobs, nproc),
 # BEFORE (a folder of python/spire/torch/*.py files from an earlier version: the timing first runs spire's rows with
 # those files over the same module, and the table shows both; eager and Inductor are timed once, in the "after" run).
@@ -133,6 +135,8 @@ warnings.filterwarnings("ignore")
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 parts, devices, runs = os.environ["PARTS"].split(), os.environ["DEVICES"].split(","), int(os.environ["RUNS"])
+if os.environ.get("INLINE_NN_MODULES") == "0":  # Dynamo keeps weights as module attributes, not per-call inputs
+    torch._dynamo.config.inline_inbuilt_nn_modules = False
 label, spire_only = os.environ.get("LABEL", "after"), os.environ.get("SPIRE_ONLY") == "1"
 dev = torch.device("cuda:0")
 
