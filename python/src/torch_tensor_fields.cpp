@@ -27,8 +27,9 @@ py::object checked(PyObject* result) {
 
 // torch's C functions behind t._version (a getset descriptor) and t.data_ptr (a method descriptor taking no
 // arguments) for one tensor type, found once per type: calling them directly skips the attribute lookup and the
-// method call's machinery, the larger part of a read besides torch's own work. Null where the type has something
-// else under that name (a subclass overriding it): then the attribute is read the ordinary way.
+// method call's machinery (what remains is torch's own work, most of a read: its check for a __torch_function__
+// override, its error handling, the int it returns). Null where the type has something else under that name (a
+// subclass overriding it): then the attribute is read the ordinary way.
 struct Readers {
   PyTypeObject* type = nullptr;
   getter version = nullptr;
