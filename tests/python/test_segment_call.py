@@ -123,8 +123,8 @@ def test_changes_the_cpp_call_cannot_take_run_the_python_path(device, python_pat
         assert rel_err(compiled(x), model(x)) <= 1e-4
         x3 = torch.randn(3, 128, device=x.device)  # another input shape: a new plan
         assert rel_err(compiled(x3), model(x3)) <= 1e-4
-        assert rel_err(compiled(x), model(x)) <= 1e-4
-        assert len(python_path_calls) == python_calls + 4  # each change, the new shape, the old shape again
+        assert rel_err(compiled(x), model(x)) <= 1e-4  # the first shape again: its plan's C++ call is kept
+        assert len(python_path_calls) == python_calls + 3  # each change, the new shape
 
 
 def test_a_bad_description_is_a_value_error(device):
@@ -166,3 +166,30 @@ def test_backend_piece_sees_weights_passed_as_inputs(device, python_path_calls):
         assert rel_err(got, torch.nn.functional.linear(x, other, linear.bias)) <= 1e-4
         assert rel_err(piece(x, linear.weight, linear.bias)[0], linear(x)) <= 1e-4
     assert len(python_path_calls) == python_calls, "weights passed as inputs left the C++ call"
+
+
+def test_calls_alternating_between_plans_stay_in_cpp_and_see_changes(device, python_path_calls):
+    # Two input shapes, two plans, each with its own C++ call: a weight replaced while only one plan runs, then put
+    # back, must reach each plan as it runs next (one holds the old tensor still, the other the replacement).
+    model, x, compiled = _setup(SiluMLP, 57, device, 2, 128)
+    x3 = torch.randn(3, 128, device=x.device)
+    with torch.no_grad():
+        compiled(x3)
+        python_calls = len(python_path_calls)
+        for _ in range(2):
+            for inp in (x, x3):
+                assert rel_err(compiled(inp), model(inp)) <= 1e-4
+        original = model.linear1.weight
+        model.linear1.weight = nn.Parameter(original.detach() * -1.0)
+        assert rel_err(compiled(x), model(x)) <= 1e-4
+        model.linear1.weight = original
+        for inp in (x3, x):
+            assert rel_err(compiled(inp), model(inp)) <= 1e-4
+        assert len(python_path_calls) == python_calls, "alternating calls left the C++ calls"
+        # A replacement uploaded by the Python path (a call with a non-contiguous input, which no C++ call takes),
+        # then the original back: that plan's C++ call must not still believe its plan holds the original.
+        model.linear1.weight = nn.Parameter(original.detach() * -1.0)
+        strided = x.t().contiguous().t()
+        assert rel_err(compiled(strided), model(strided)) <= 1e-4
+        model.linear1.weight = original
+        assert rel_err(compiled(x), model(x)) <= 1e-4

@@ -4,14 +4,15 @@ independent), keeps parameters resident (uploaded again only when a parameter's 
 and connects to torch autograd: backward runs the segment's gradient graph, built by spire's autograd.
 
 A call costs little besides the step: after a call the Python path ran, a SegmentCall (C++, python/src/
-segment_call.cpp) describes it, and while later calls match it (the same input types and shapes, every weight the same
-tensor at the same _version and data_ptr, or changed in place in a way it uploads itself) each is that one C++ call:
-weights checked in a C++ loop, float32 tensors copied straight from and into torch's memory, the step, the outputs.
-On spire's cuda:N with torch tensors on cuda:N the plan streams nothing through the host and the host never waits:
-spire's queue waits on the device for torch's current stream, copies the inputs device to device (set_device),
-submits the step, queues the outputs' copies behind it (get_device), and torch's stream then waits on the device for
-spire's queue. Such a plan keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py). Calls the C++ call does not
-describe (padded batches, other dtypes, CUDA tensors for Vulkan) run the Python path below, with the same semantics."""
+segment_call.cpp) describes it (one per plan), and while later calls match one (the same input types and shapes, every
+weight the same tensor at the same _version and data_ptr, or changed in place in a way it uploads itself) each is that
+one C++ call: weights checked in a C++ loop, float32 tensors copied straight from and into torch's memory, the step,
+the outputs. On spire's cuda:N with torch tensors on cuda:N the plan streams nothing through the host and the host
+never waits: spire's queue waits on the device for torch's current stream, copies the inputs device to device
+(set_device), submits the step, queues the outputs' copies behind it (get_device), and torch's stream then waits on
+the device for spire's queue. Such a plan keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py). Calls no
+SegmentCall describes (padded batches, other dtypes, CUDA tensors for Vulkan) run the Python path below, with the same
+semantics."""
 import operator
 
 import torch
@@ -82,7 +83,10 @@ class SegmentRunner:
         self._paths = None
         self._getters = None
         self._last = None        # (inputs' key, weights' fingerprint, plan, weights) of the Python path's last call
-        self._call = None        # SegmentCall describing the last call the Python path ran, None where none can
+        # plan -> the SegmentCall describing the Python path's last call with it, the latest last. One per plan: a
+        # plan's weights are uploaded only by its own SegmentCall or by the Python path, which then replaces (or drops)
+        # that SegmentCall, so the stamps each holds are always what its plan holds.
+        self._calls = {}
         info = owner.spire_device.info
         # torch's device whose CUDA tensors spire's device can read in place (same device, same primary context).
         self._cuda = torch.device("cuda", int(info.id.split(":")[1])) if info.backend == "cuda" else None
@@ -276,8 +280,9 @@ class SegmentRunner:
         return outs
 
     def forward(self, inputs, batch):
-        call = self._call
-        if call is not None:
+        # The latest first; another description is told apart on the inputs alone, before any weight is read, so
+        # calls alternating between plans (two input shapes) stay in C++ too.
+        for call in reversed(self._calls.values()):
             outs = call.run(inputs, batch)
             if outs is not None:
                 # The C++ call may have uploaded weights: the Python path's own shortcut (_last) no longer holds.
@@ -309,7 +314,10 @@ class SegmentRunner:
         del kept
         device = self._torch_device(flat)
         outs = self._outputs(plan, batch, device)
-        self._call = self._segment_call(plan, inputs, batch, ws, device)
+        self._calls.pop(plan, None)
+        call = self._segment_call(plan, inputs, batch, ws, device)
+        if call is not None:
+            self._calls[plan] = call
         return outs
 
     def _segment_call(self, plan, inputs, batch, ws, device):
