@@ -2,127 +2,18 @@
 // (lowering/executable.h). Inputs and outputs are streamed by default, so a step that feeds inputs and reads outputs
 // is one submit and one wait; parameters are set once and stay on the device until set again. step() releases the
 // GIL: other Python threads run while the device works.
-#include <map>
-#include <set>
-
-#include <fmt/format.h>
 #include <pybind11/stl.h>
 
 #include "ir/graph/graph.h"
 #include "lowering/executable.h"
 #include "python/src/bindings.h"
 #include "python/src/device_handle.h"
-#include "python/src/numpy_tensor.h"
+#include "python/src/py_executable.h"
 
 namespace py = pybind11;
 
 namespace spire::python {
 namespace {
-
-class PyExecutable {
- public:
-  PyExecutable(const graph::Graph& g, std::shared_ptr<rt::Device> device, const lowering::CompileOptions& options)
-      : device_(std::move(device)) {
-    for (const graph::Node& n : g.nodes())
-      if (graph::is_leaf(n.op) && n.op != graph::OpKind::Constant) leaves_[n.name] = n.type;
-    for (const auto& o : g.outputs()) outputs_[o.name] = g.type(o.value);
-    for (graph::Value v : g.inputs()) inputs_.insert(g.node(v).name);
-    py::gil_scoped_release release;
-    exe_ = lowering::compile(g, *device_, options);
-  }
-
-  void set(const std::string& name, const py::array& array) {
-    const graph::TensorType& type = leaf(name);
-    if (type.dtype == graph::DType::F32 && array.dtype().is(py::dtype("float32"))) {
-      check_shape(array, type.shape, name);
-      auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
-      exe_->set_raw(name, c.data(), size_t(c.size()) * sizeof(float));
-      return;
-    }
-    exe_->set(name, to_tensor(array, type, name));
-  }
-
-  py::array get(const std::string& name) {
-    auto out = outputs_.find(name);
-    if (out != outputs_.end() && out->second.dtype == graph::DType::F32) {
-      py::array a = empty_array(out->second);
-      exe_->get_raw(name, a.mutable_data(), size_t(a.nbytes()));
-      return a;
-    }
-    if (out == outputs_.end() && !leaves_.contains(name))
-      throw py::key_error(fmt::format("the graph has no output, input, parameter or state '{}'", name));
-    return to_numpy(exe_->get(name));
-  }
-
-  // Raw float32 host memory at `address` (a CPU torch tensor's data_ptr(), contiguous): one memcpy, no numpy.
-  void set_from(const std::string& name, uintptr_t address, size_t bytes) {
-    require_f32(leaf(name), name, "set_from");
-    py::gil_scoped_release release;
-    exe_->set_raw(name, reinterpret_cast<const void*>(address), bytes);
-  }
-
-  void get_into(const std::string& name, uintptr_t address, size_t bytes) {
-    auto out = outputs_.find(name);
-    if (out == outputs_.end()) throw py::key_error(fmt::format("the graph has no output '{}'", name));
-    require_f32(out->second, name, "get_into");
-    py::gil_scoped_release release;
-    exe_->get_raw(name, reinterpret_cast<void*>(address), bytes);
-  }
-
-  // Device addresses (lowering::Executable::set_device / get_device): not waited for; wait_device() waits.
-  void set_device(const std::string& name, uint64_t address, size_t bytes) {
-    leaf(name);
-    exe_->set_device(name, address, bytes);
-  }
-  void get_device(const std::string& name, uint64_t address, size_t bytes) { exe_->get_device(name, address, bytes); }
-  void wait_device() {
-    py::gil_scoped_release release;
-    device_->wait_idle();
-  }
-
-  void step() {
-    py::gil_scoped_release release;
-    exe_->step();
-  }
-  void start_step() {
-    py::gil_scoped_release release;
-    exe_->start_step();
-  }
-  void finish_step() {
-    py::gil_scoped_release release;
-    exe_->finish_step();
-  }
-  // Another library's stream on the same device (rt::Device::wait_for_stream / signal_stream): ordered on the device.
-  void wait_for_stream(uint64_t stream) { device_->wait_for_stream(stream); }
-  void signal_stream(uint64_t stream) { device_->signal_stream(stream); }
-
-  std::string plan_text() const { return exe_->plan_text(); }
-  double last_step_ms() const { return exe_->last_step_ms(); }
-  const std::shared_ptr<rt::Device>& device() const { return device_; }
-  uint64_t parameter_uploads() const { return parameter_uploads_; }
-
- private:
-  // The type of an input, parameter or state (KeyError for another name); counts the parameter uploads.
-  const graph::TensorType& leaf(const std::string& name) {
-    auto it = leaves_.find(name);
-    if (it == leaves_.end())
-      throw py::key_error(fmt::format("the graph has no input, parameter or state '{}'", name));
-    if (!inputs_.contains(name)) ++parameter_uploads_;
-    return it->second;
-  }
-  static void require_f32(const graph::TensorType& type, const std::string& name, const char* what) {
-    if (type.dtype != graph::DType::F32)
-      throw py::type_error(fmt::format("{}('{}'): the value is {}; raw copies take float32 values only", what, name,
-                                       type.to_string()));
-  }
-
-  std::shared_ptr<rt::Device> device_;  // outlives exe_: members are destroyed in reverse order
-  std::unique_ptr<lowering::Executable> exe_;
-  std::map<std::string, graph::TensorType> leaves_;
-  std::map<std::string, graph::TensorType> outputs_;
-  std::set<std::string> inputs_;  // the graph's inputs; every other leaf set counts as a parameter upload
-  uint64_t parameter_uploads_ = 0;
-};
 
 std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& device, bool stream, bool profile,
                                       bool parameters_once, int steps_in_flight) {
@@ -160,10 +51,21 @@ void bind_executable(py::module_& m) {
       .def_property_readonly("parameter_uploads", &PyExecutable::parameter_uploads,
                              "How many times a parameter or state was set (a debug counter: tests hold spire.torch to "
                              "uploading weights only when they change)")
+      .def_property_readonly("step_seconds", &PyExecutable::step_seconds,
+                             "Wall seconds spent in step(), start_step() and finish_step() so far (a benchmark's "
+                             "counter: a call's host overhead is its wall time less this and the device's time)")
+      .def_readwrite("skip_steps", &PyExecutable::skip_steps,
+                     "A benchmark's switch: True makes step(), start_step() and finish_step() return at once, so a "
+                     "call's host work is timed without the device's (results are stale meanwhile)")
       .def("step", &PyExecutable::step, "Runs one step on the device (the GIL is released meanwhile)")
       .def("start_step", &PyExecutable::start_step,
            "Submits one step without waiting (at most steps_in_flight, a compile() argument, before finish_step())")
       .def("finish_step", &PyExecutable::finish_step, "Waits for the oldest step start_step() submitted")
+      .def("submit", &PyExecutable::submit,
+           "Starts a step without waiting, first waiting for the oldest step in flight when steps_in_flight are")
+      .def("settle", &PyExecutable::settle,
+           "Waits for every step submit() started (before set(), get() or last_step_ms() read through the host)")
+      .def_property_readonly("in_flight", &PyExecutable::in_flight, "Steps submit() started and not yet waited for")
       .def("wait_for_stream", &PyExecutable::wait_for_stream, py::arg("stream"),
            "CUDA: spire's work enqueued from now on waits, on the device, for what is enqueued on `stream` (a CUstream "
            "of the same device, torch.cuda.current_stream().cuda_stream); no host wait")

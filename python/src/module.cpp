@@ -26,4 +26,5 @@ PYBIND11_MODULE(_spire, m) {
   spire::python::bind_graph(m);
   spire::python::bind_executable(m);
   spire::python::bind_custom_ops(m);
+  spire::python::bind_segment_call(m);
 }

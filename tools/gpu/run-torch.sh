@@ -23,10 +23,14 @@
 # .data/fashion-mnist/ (ignored by git: cp /usr/share/datasets/fashion-mnist/*.gz .data/fashion-mnist/), and when they
 # are, the Python suite's Fashion-MNIST tests run too.
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
+# INLINE_NN_MODULES=0 (Dynamo's inline_inbuilt_nn_modules off: weights reach spire as module attributes, not as
+# inputs that Dynamo's frame gathers from the module at every call),
 # DEVICES (default "cuda:0,vulkan:0"), TESTS (pytest arguments, default the whole suite), JOBS (build jobs, nproc),
 # BEFORE (a folder of python/spire/torch/*.py files from an earlier version: the timing first runs spire's rows with
 # those files over the same module, and the table shows both; eager and Inductor are timed once, in the "after" run).
-# Beside each spire wall time the table gives the device time of the same plans' last step (Executable.last_step_ms).
+# Beside each spire wall time the table gives the device time of the same plans' last step (Executable.last_step_ms);
+# a second table per device splits a call's host share by part (Dynamo, spire's module, the segments, the step
+# beyond the device: benchmarks/torch_call_overhead.py), for BEFORE's run too.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -125,10 +129,14 @@ import os, statistics, sys, time, warnings
 import torch, torch.nn as nn, torchvision
 import spire.torch  # registers the backend
 from spire.torch.dynamo_backend import compiled_pieces, pieces_made
+sys.path.insert(0, "benchmarks")
+from torch_call_overhead import call_parts, print_table, weight_count
 warnings.filterwarnings("ignore")
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
 parts, devices, runs = os.environ["PARTS"].split(), os.environ["DEVICES"].split(","), int(os.environ["RUNS"])
+if os.environ.get("INLINE_NN_MODULES") == "0":  # Dynamo keeps weights as module attributes, not per-call inputs
+    torch._dynamo.config.inline_inbuilt_nn_modules = False
 label, spire_only = os.environ.get("LABEL", "after"), os.environ.get("SPIRE_ONLY") == "1"
 dev = torch.device("cuda:0")
 
@@ -195,7 +203,7 @@ def device_ms(pieces):
 
 if "timing" in parts:
     import json
-    rows, errors = [], []
+    rows, errors, splits = [], [], {}
     for name in ("resnet18", "mobilenet_v2", "encoder"):
         m, shape = model(name)
         for batch in (1, 32):
@@ -215,6 +223,9 @@ if "timing" in parts:
                     errors.append(rel(fn(x), m(x)))  # the timed path checked against eager, fresh output each call
                 pieces = compiled_pieces(since=before)
                 row[d + " device"] = device_ms(pieces)
+                parts = call_parts(fn, x, runs, modules=lambda: compiled_pieces(since=before),
+                                   synchronize=torch.cuda.synchronize)
+                splits.setdefault(d, []).append((name, batch, weight_count(m), parts))
                 eager = [line.split(":")[1].strip() for p in pieces
                          for part in p._partitions.values() for line in part.explain().splitlines()
                          if line.startswith("eager")]
@@ -226,6 +237,10 @@ if "timing" in parts:
                   f"{sorted(set(row[devices[0] + ' eager']))}", flush=True)
     print(f"  [{label}] spire against eager over every row: worst max|diff|/max|eager| {max(errors):.2e}: "
           f"{'PASS' if max(errors) <= 1e-4 else 'FAIL'}")
+    for d, split in splits.items():
+        print()
+        print_table(split, f"[{label}] {d}: the host's share of a call by part, us (median of {runs} calls each, "
+                           "torch.cuda.synchronize after each; benchmarks/torch_call_overhead.py)")
     out = os.environ.get("OUT", "/tmp/out")
     with open(os.path.join(out, f"timing_{label}.json"), "w") as f:
         json.dump([(n, b, {k: v for k, v in r.items() if not k.endswith(" eager")}) for n, b, r in rows], f)

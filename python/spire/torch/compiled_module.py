@@ -50,7 +50,8 @@ class _Partition:
         # What a call runs: a get_attr node (a weight) only where eager PyTorch or the output reads it. Segments read
         # their weights themselves, and through Dynamo every weight is one (hundreds in a CNN, each a run_node).
         in_segments = {n for kind, x in self.items if kind == "segment" for n in x.nodes}
-        self.run_items = [(kind, x) for kind, x in self.items
+        # A segment's item carries its runner, found here once rather than by index each call.
+        self.run_items = [(kind, self.runners[x.index] if kind == "segment" else x) for kind, x in self.items
                           if kind == "segment" or x.op != "get_attr" or any(u not in in_segments for u in x.users)]
 
     def run(self, args):
@@ -59,7 +60,7 @@ class _Partition:
         batch = _batch_of(args)
         for kind, x in self.run_items:
             if kind == "segment":
-                runner = self.runners[x.index]
+                runner, x = x, x.seg
                 inputs = [env[n] for n in x.inputs]
                 params = torch.is_grad_enabled() and list(zip(runner._param_paths(), runner.weights()))
                 if params is not False and (any(t.requires_grad for _, t in params) or
@@ -161,10 +162,6 @@ class SpireModule(torch.nn.Module):
         return self._gm
 
     def partition(self, args):
-        for a in args:
-            if isinstance(a, torch.Tensor) and a.dtype not in SUPPORTED_DTYPES:
-                names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
-                raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
         if self._modules_list is None or self._gm is None:  # make_fx traces the module as it is now
             self._modules_list = list(self.module.modules())
         key = (tuple(map(_TRAINING, self._modules_list)),
@@ -174,6 +171,11 @@ class SpireModule(torch.nn.Module):
                                      tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))))
         part = self._partitions.get(key)
         if part is None:
+            # The key holds the inputs' dtypes: a partition found was made for supported ones, so only a new one checks.
+            for a in args:
+                if isinstance(a, torch.Tensor) and a.dtype not in SUPPORTED_DTYPES:
+                    names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
+                    raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
             gm = self._graph_module(args)
             part = _Partition(self, gm, args)
             self._partitions[key] = part

@@ -3,13 +3,16 @@ the first call's batch, then one plan for 64 rows that smaller batches run zero-
 independent), keeps parameters resident (uploaded again only when a parameter's _version, storage or shape changes),
 and connects to torch autograd: backward runs the segment's gradient graph, built by spire's autograd.
 
-A call costs little besides the step: when the inputs' types and every weight's (object, _version, data_ptr) are
-those of the last call, the last call's plan runs with no parameter check by name and no upload; float32 tensors
-are copied straight from and into torch's memory (set_from / get_into on the host). On spire's cuda:N with torch
-tensors on cuda:N the plan streams nothing through the host and the host never waits: spire's queue waits on the
-device for torch's current stream, copies the inputs device to device (set_device), submits the step, queues the
-outputs' copies behind it (get_device), and torch's stream then waits on the device for spire's queue. Such a plan
-keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py)."""
+A call costs little besides the step: after a call the Python path ran, a SegmentCall (C++, python/src/
+segment_call.cpp) describes it (one per plan), and while later calls match one (the same input types and shapes, every
+weight the same tensor at the same _version and data_ptr, or changed in place in a way it uploads itself) each is that
+one C++ call: weights checked in a C++ loop, float32 tensors copied straight from and into torch's memory, the step,
+the outputs. On spire's cuda:N with torch tensors on cuda:N the plan streams nothing through the host and the host
+never waits: spire's queue waits on the device for torch's current stream, copies the inputs device to device
+(set_device), submits the step, queues the outputs' copies behind it (get_device), and torch's stream then waits on
+the device for spire's queue. Such a plan keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py). Calls no
+SegmentCall describes (padded batches, other dtypes, CUDA tensors for Vulkan) run the Python path below, with the same
+semantics."""
 import operator
 
 import torch
@@ -18,7 +21,8 @@ import spire
 from spire.torch.frontend.builder import Unsupported
 from spire.torch.frontend.convert import convert_segment, flatten_values
 from spire.torch.frontend.dispatch import fetch_attr
-from spire.torch.in_flight import STEPS_IN_FLIGHT, InFlightPlan, current_stream
+from spire._spire import SegmentCall
+from spire.torch.in_flight import STEPS_IN_FLIGHT, InFlightPlan, current_stream, current_stream_getter
 from spire.torch.tensors import from_numpy, to_numpy
 
 DYNAMIC_BATCH = 64  # the batch of the second plan: every batch up to it runs in one plan
@@ -42,9 +46,15 @@ class _Plan(InFlightPlan):
     def __init__(self, conv, exe, batch_to, device_io=False):
         super().__init__(exe)
         self.conv, self.batch_to, self.device_io = conv, batch_to, device_io
-        self.uploaded = {}
+        self.uploaded = {}  # spire name -> (_version, data_ptr, shape) of the tensor uploaded (SegmentCall too)
         g = conv.graph
         self.input_f32 = [g.type(g.find(n))[0] == "f32" for n in conv.inputs]
+        self.param_f32 = {n: g.type(g.find(n))[0] == "f32" for n in conv.params}
+
+    def raw_weight(self, name, t):
+        """Whether weight t goes in as raw float32 memory: device to device on cuda:N, else a memcpy from the host."""
+        return (self.param_f32[name] and t.dtype == torch.float32 and t.is_contiguous() and
+                (t.is_cuda if self.device_io else t.device.type == "cpu"))
 
     def upload_params(self, gm):
         for name, path in self.conv.params.items():
@@ -52,8 +62,11 @@ class _Plan(InFlightPlan):
             stamp = (t._version, t.data_ptr(), tuple(t.shape))
             if self.uploaded.get(name) != stamp:
                 t = t.detach()
-                if self.device_io and t.is_cuda and t.dtype == torch.float32 and t.is_contiguous():
+                if self.raw_weight(name, t) and self.device_io:
                     self.exe.set_device(name, t.data_ptr(), t.numel() * 4)  # ordered after torch's stream
+                elif self.raw_weight(name, t):
+                    self.settle()
+                    self.exe.set_from(name, t.data_ptr(), t.numel() * 4)
                 else:
                     self.settle()
                     self.exe.set(name, to_numpy(t))
@@ -69,7 +82,11 @@ class SegmentRunner:
         self.backward_plans = {}
         self._paths = None
         self._getters = None
-        self._last = None        # (inputs' key, weights' fingerprint, plan, weights) of the last forward call
+        self._last = None        # (inputs' key, weights' fingerprint, plan, weights) of the Python path's last call
+        # plan -> the SegmentCall describing the Python path's last call with it, the latest last. One per plan: a
+        # plan's weights are uploaded only by its own SegmentCall or by the Python path, which then replaces (or drops)
+        # that SegmentCall, so the stamps each holds are always what its plan holds.
+        self._calls = {}
         info = owner.spire_device.info
         # torch's device whose CUDA tensors spire's device can read in place (same device, same primary context).
         self._cuda = torch.device("cuda", int(info.id.split(":")[1])) if info.backend == "cuda" else None
@@ -263,6 +280,17 @@ class SegmentRunner:
         return outs
 
     def forward(self, inputs, batch):
+        # The latest first; another description is told apart on the inputs alone, before any weight is read, so
+        # calls alternating between plans (two input shapes) stay in C++ too.
+        for call in reversed(self._calls.values()):
+            outs = call.run(inputs, batch)
+            if outs is not None:
+                # The C++ call may have uploaded weights: the Python path's own shortcut (_last) no longer holds.
+                self._last = None
+                return outs
+        return self._forward_python(inputs, batch)
+
+    def _forward_python(self, inputs, batch):
         flat = flatten_values(inputs)
         ws = self.weights()
         # The same tensor objects, none changed in place (_version) or given other memory (data_ptr; a shape changes
@@ -284,7 +312,53 @@ class SegmentRunner:
         else:
             plan.exe.step()
         del kept
-        return self._outputs(plan, batch, self._torch_device(flat))
+        device = self._torch_device(flat)
+        outs = self._outputs(plan, batch, device)
+        self._calls.pop(plan, None)
+        call = self._segment_call(plan, inputs, batch, ws, device)
+        if call is not None:
+            self._calls[plan] = call
+        return outs
+
+    def _segment_call(self, plan, inputs, batch, ws, device):
+        """The C++ call (SegmentCall) of calls like this one, or None where only the Python path runs them: a plan
+        running padded rows, inputs nested in tuples, values other than float32 tensors where the plan exchanges raw
+        memory (inputs, outputs), tensors on a device the plan cannot read in place (CUDA tensors for Vulkan)."""
+        if plan.batch_to != batch or not isinstance(self._getters, tuple):
+            return None
+        on_device = plan.device_io and device == self._cuda
+        if not (on_device or (not plan.device_io and (device is None or device.type == "cpu"))):
+            return None
+        described, names = [], iter(zip(plan.conv.inputs, plan.input_f32))
+        for v in inputs:
+            if isinstance(v, torch.Tensor):
+                name, f32 = next(names)
+                if not (f32 and v.dtype == torch.float32 and v.is_contiguous() and v.device == (device or v.device)):
+                    return None
+                described.append(("tensor", name, type(v), v.dtype, v.shape, v.device))
+            elif isinstance(v, (tuple, list)) and not isinstance(v, torch.Size):
+                return None
+            else:
+                described.append(("value", v))
+        outputs = []
+        for spec in plan.conv.outputs:
+            if spec[0] == "value":
+                outputs.append(spec)
+                continue
+            if spec[0] != "tensor":
+                return None
+            dtype, shape = plan.conv.graph.output_type(spec[1])
+            if dtype != "f32":
+                return None
+            outputs.append(("tensor", spec[1], tuple(shape)))
+        name_of = {path: name for name, path in plan.conv.params.items()}
+        if len(name_of) != len(plan.conv.params) or not set(name_of) <= set(self._param_paths()):
+            return None  # a weight under two names, or one the paths miss: the C++ call would not upload it right
+        weights = [(d, key, name_of.get(path), t, path in name_of and plan.raw_weight(name_of[path], t))
+                   for (d, key), path, t in zip(self._getters, self._param_paths(), ws)]
+        stream = current_stream_getter(self._cuda) if plan.device_io else None
+        return SegmentCall(plan.exe, plan.device_io, stream, batch, described, weights, outputs, plan.uploaded,
+                           torch.empty, {"dtype": torch.float32, "device": device or torch.device("cpu")})
 
     def backward(self, inputs, batch, grad_outs, wants_input, param_paths):
         """Gradients of the segment's float outputs (grad_outs: per flattened float output, or None) with respect to
