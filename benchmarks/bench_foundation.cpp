@@ -37,32 +37,6 @@ double time_stream(rt::Device& dev, rt::CommandStream& s, uint32_t t0, uint32_t 
   return tuning::median(ms);
 }
 
-// A copy kernel shaped exactly like the ReLU example (1024 elements per workgroup, loads before stores), so
-// "copy" is also measured through the compute path: some drivers' transfer copies are not the fastest way.
-kir::Kernel copy_kernel() {
-  kir::KernelBuilder kb("copy_1024", 256);
-  auto x = kb.buffer("x", kir::Type::F32, kir::Access::Read);
-  auto y = kb.buffer("y", kir::Type::F32, kir::Access::Write);
-  auto n = kb.scalar("n", kir::Type::U32);
-  auto block_start = kb.group_id() * 1024u;
-  auto first = block_start + kb.local_id();
-  auto full = (block_start < n) & (n - block_start >= 1024u);
-  kb.if_else(
-      full,
-      [&] {
-        kir::Val v[4];
-        for (uint32_t k = 0; k < 4; ++k) v[k] = x[first + k * 256u];
-        for (uint32_t k = 0; k < 4; ++k) y[first + k * 256u] = v[k];
-      },
-      [&] {
-        for (uint32_t k = 0; k < 4; ++k) {
-          auto i = first + k * 256u;
-          kb.if_(i < n, [&] { y[i] = x[i]; });
-        }
-      });
-  return kb.finish();
-}
-
 // A kernel that does almost nothing but reads what the previous dispatch wrote: x[0] += 1 (one invocation).
 kir::Kernel increment_kernel() {
   kir::KernelBuilder kb("increment", 1);
@@ -87,16 +61,9 @@ void bench(rt::Device& dev, uint64_t mib, int runs, double warmup_ms) {
     dev.upload(*a, host.data(), bytes);
   }
 
-  const double copy_gbs = tuning::copy_bandwidth_gbs(dev, bytes, runs, warmup_ms);
-
-  auto kcopy = spire::backends::compile_and_load(dev, copy_kernel());
-  auto ks = dev.record();
-  rt::BufferView kviews[] = {rt::BufferView(a), rt::BufferView(b)};
-  uint32_t k0 = ks->timestamp();
-  ks->dispatch(*kcopy, kviews, rt::ScalarArgs().u32(uint32_t(n)), rt::Grid::threads(n, 1024));
-  uint32_t k1 = ks->timestamp();
-  double kcopy_gbs = 2.0 * double(bytes) / (time_stream(dev, *ks, k0, k1, runs, warmup_ms) * 1e-3) / 1e9;
-  double best_copy = std::max(copy_gbs, kcopy_gbs);
+  // copy: the runtime's buffer copy; kcopy: a copy kernel (tuning/copy_bandwidth.h).
+  const tuning::CopyBandwidth copy = tuning::copy_bandwidth(dev, bytes, runs, warmup_ms);
+  const double copy_gbs = copy.buffer_copy_gbs, kcopy_gbs = copy.kernel_copy_gbs, best_copy = copy.best();
 
   auto relu = spire::backends::compile_and_load(dev, examples::relu_kernel());
   auto rs = dev.record();

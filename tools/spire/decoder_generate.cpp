@@ -396,7 +396,7 @@ GenerateResult generate(const GenerateOptions& o) {
     }
   }
   r.decode_s = seconds_since(t0);
-  if (device) r.copy_gbs = tuning::copy_bandwidth_gbs(*device);
+  if (device) r.copy_gbs = tuning::copy_bandwidth(*device).best();
   return r;
 }
 
