@@ -88,6 +88,8 @@ class Importer {
 
   graph::Graph& g() { return model_.graph; }
   std::map<std::string, Entry, std::less<>>& env() { return env_; }
+  std::vector<Entry> inline_body(const onnx::GraphProto& body, const std::vector<Entry>& inputs,
+                                 const onnx::NodeProto& owner, int64_t opset);
 
  private:
   void load(onnx::ModelProto& m);
@@ -288,6 +290,51 @@ void Importer::import_node(const onnx::NodeProto& n) {
   }
 }
 
+std::vector<Entry> Importer::inline_body(const onnx::GraphProto& body, const std::vector<Entry>& inputs,
+                                         const onnx::NodeProto& owner, int64_t opset) {
+  if (body.input_size() != int(inputs.size()))
+    refuse_node(owner, opset, fmt::format("its body '{}' takes {} inputs, the op gives it {}", body.name(),
+                                          body.input_size(), inputs.size()));
+  if (body.sparse_initializer_size() > 0) refuse_node(owner, opset, "its body has sparse initializers");
+  // The outer entries of the names the body defines, put back after it (none, in a model whose names are unique).
+  std::map<std::string, std::optional<Entry>> outer;
+  auto define = [&](const std::string& name) {
+    if (outer.count(name)) return;
+    auto it = env_.find(name);
+    outer[name] = it == env_.end() ? std::nullopt : std::optional<Entry>(it->second);
+  };
+  for (int i = 0; i < body.input_size(); ++i) {
+    define(body.input(i).name());
+    env_[body.input(i).name()] = inputs[size_t(i)];
+  }
+  for (const auto& init : body.initializer()) {
+    define(init.name());
+    Entry e;
+    e.constant = read_tensor_proto(init, path_.parent_path(), init.name());
+    e.type = e.constant->type();
+    env_[init.name()] = std::move(e);
+  }
+  std::vector<Entry> outputs;
+  try {
+    for (const auto& n : body.node()) {
+      for (const auto& out : n.output())
+        if (!out.empty()) define(out);
+      import_node(n);
+    }
+    for (const auto& out : body.output()) {
+      auto it = env_.find(out.name());
+      if (it == env_.end())
+        refuse_node(owner, opset, fmt::format("its body's output '{}' is not computed by any node", out.name()));
+      outputs.push_back(it->second);
+    }
+  } catch (...) {
+    for (auto& [name, e] : outer) e ? void(env_[name] = std::move(*e)) : void(env_.erase(name));
+    throw;
+  }
+  for (auto& [name, e] : outer) e ? void(env_[name] = std::move(*e)) : void(env_.erase(name));
+  return outputs;
+}
+
 void Importer::import_outputs(const onnx::GraphProto& gp) {
   std::set<std::string> names;
   for (const auto& out : gp.output()) {
@@ -451,6 +498,10 @@ std::string NodeContext::attr_string(const std::string& name, std::string fallba
 }
 
 void NodeContext::refuse(const std::string& reason) const { imp_.refuse_node(node_, opset_, reason); }
+
+std::vector<Entry> NodeContext::inline_subgraph(const onnx::GraphProto& body, const std::vector<Entry>& inputs) {
+  return imp_.inline_body(body, inputs, node_, opset_);
+}
 
 int64_t normalize_axis(const NodeContext& c, int64_t axis, int64_t rank) {
   if (axis < -rank || axis >= rank) c.refuse(fmt::format("axis {} is out of range for rank {}", axis, rank));

@@ -79,6 +79,11 @@ class NodeContext {
   // Refuses the node: ImportError "<file>: node '<name>' (<op> , opset N): <reason>".
   [[noreturn]] void refuse(const std::string& reason) const;
 
+  // Control flow (ops_control_flow.cpp): imports `body`, one of this node's graph attributes, into the graph, its
+  // inputs bound to `inputs` (one each), the outer scope's names visible, and returns its outputs. The names the body
+  // defines are forgotten after, so the same body can be imported again (a loop's next iteration).
+  std::vector<Entry> inline_subgraph(const onnx::GraphProto& body, const std::vector<Entry>& inputs);
+
  private:
   Importer& imp_;
   const onnx::NodeProto& node_;
@@ -119,8 +124,18 @@ void register_linalg_ops(OpTable& t);
 void register_grid_sample_ops(OpTable& t);
 void register_einsum_ops(OpTable& t);
 void register_roi_align_ops(OpTable& t);
+void register_control_flow_ops(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
+
+// x[start : start + count] along `axis`.
+inline Value slice_axis(graph::Graph& g, Value x, int64_t axis, int64_t start, int64_t count) {
+  Shape shape = g.type(x).shape;
+  std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
+  starts[size_t(axis)] = start;
+  shape[size_t(axis)] = count;
+  return g.op("slice", {x}, {{"starts", starts}, {"steps", steps}, {"shape", shape}});
+}
 
 // The permutation that moves `axis` to the end, the other axes kept in order, and its inverse (ops that work along one
 // axis as a product or a one-hot over the last one).

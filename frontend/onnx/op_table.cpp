@@ -25,6 +25,7 @@ const OpTable& op_table() {
     register_grid_sample_ops(t);
     register_einsum_ops(t);
     register_roi_align_ops(t);
+    register_control_flow_ops(t);
     return t;
   }();
   return table;

@@ -81,15 +81,6 @@ std::vector<Activation> activations(NodeContext& c, Cell cell, int64_t direction
   return out;
 }
 
-// x[start : start + count] along `axis`.
-Value slice_axis(graph::Graph& g, Value x, int64_t axis, int64_t start, int64_t count) {
-  Shape shape = g.type(x).shape;
-  std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
-  starts[size_t(axis)] = start;
-  shape[size_t(axis)] = count;
-  return g.op("slice", {x}, {{"starts", starts}, {"steps", steps}, {"shape", shape}});
-}
-
 // Direction d's [rows, cols] block of a [directions, rows, cols] input (W, R), or of a [directions, n] one as [n].
 Value direction_of(graph::Graph& g, Value x, int64_t d) {
   Shape s = g.type(x).shape;
