@@ -35,6 +35,15 @@ void VulkanDevice::fill(Buffer& dst, uint32_t pattern) { vulkan::fill(*ctx_, vul
 
 std::shared_ptr<Kernel> VulkanDevice::load(const KernelBinary& binary) { return load_kernel(ctx_, binary); }
 
+std::string VulkanDevice::kernel_cache_summary() const {
+  const PipelineCacheStats s = pipeline_cache_stats();
+  if (!s.enabled) return fmt::format("pipeline cache off; {} pipelines created", s.pipelines_created);
+  // The driver does not say which creations the cache served; with the file loaded, every pipeline it holds was one.
+  return s.loaded ? fmt::format("pipeline cache file loaded ({} KB), {} pipelines created through it",
+                                (s.loaded_bytes + 1023) / 1024, s.pipelines_created)
+                  : fmt::format("no pipeline cache file yet (a cold start): {} pipelines compiled", s.pipelines_created);
+}
+
 std::unique_ptr<CommandStream> VulkanDevice::record() { return std::make_unique<VulkanCommandStream>(ctx_); }
 
 std::unique_ptr<Fence> VulkanDevice::submit(CommandStream& s) {

@@ -113,18 +113,17 @@ std::shared_ptr<Kernel> load_kernel(const std::shared_ptr<Context>& ctx, const K
     throw Error(fmt::format("kernel '{}' is {}; {} ({}) loads SPIR-V", k.name, binary_format_name(binary.format), d.id, d.name));
   if (!d.features.contains(k.features)) throw MissingFeature(missing_feature_message(k, d));
   check_limits(*ctx, k);
-  std::vector<uint32_t> words = binary.spirv;
-
-  std::lock_guard lock(ctx->pipeline_mutex);
-  auto it = ctx->pipelines.find(words);
-  std::shared_ptr<Pipeline> p;
-  if (it != ctx->pipelines.end()) {
-    p = it->second;
-  } else {
-    p = make_pipeline(*ctx, k, words);
-    ctx->pipelines.emplace(std::move(words), p);
+  {
+    std::lock_guard lock(ctx->pipeline_mutex);
+    if (auto it = ctx->pipelines.find(binary.spirv); it != ctx->pipelines.end())
+      return std::make_shared<VulkanKernel>(ctx, k, it->second);
   }
-  return std::make_shared<VulkanKernel>(ctx, k, std::move(p));
+  // Built outside the lock, so that several threads create pipelines at once (PlanExecutor loads a plan's distinct
+  // kernels in parallel; the pipeline cache is internally synchronized, as it is created without
+  // VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT). Two threads building the same module keep the first.
+  std::shared_ptr<Pipeline> built = make_pipeline(*ctx, k, binary.spirv);
+  std::lock_guard lock(ctx->pipeline_mutex);
+  return std::make_shared<VulkanKernel>(ctx, k, ctx->pipelines.emplace(binary.spirv, built).first->second);
 }
 
 }  // namespace spire::rt::vulkan
