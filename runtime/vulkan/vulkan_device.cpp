@@ -37,11 +37,12 @@ std::shared_ptr<Kernel> VulkanDevice::load(const KernelBinary& binary) { return 
 
 std::string VulkanDevice::kernel_cache_summary() const {
   const PipelineCacheStats s = pipeline_cache_stats();
+  const std::string hits = s.hits_known ? fmt::format("{} of {} pipelines found in it", s.cache_hits, s.pipelines_created)
+                                        : fmt::format("{} pipelines created (the driver does not say which it found)",
+                                                      s.pipelines_created);
   if (!s.enabled) return fmt::format("pipeline cache off; {} pipelines created", s.pipelines_created);
-  // The driver does not say which creations the cache served; with the file loaded, every pipeline it holds was one.
-  return s.loaded ? fmt::format("pipeline cache file loaded ({} KB), {} pipelines created through it",
-                                (s.loaded_bytes + 1023) / 1024, s.pipelines_created)
-                  : fmt::format("no pipeline cache file yet (a cold start): {} pipelines compiled", s.pipelines_created);
+  return s.loaded ? fmt::format("pipeline cache file loaded ({} KB): {}", (s.loaded_bytes + 1023) / 1024, hits)
+                  : fmt::format("no pipeline cache file yet (a cold start): {}", hits);
 }
 
 std::unique_ptr<CommandStream> VulkanDevice::record() { return std::make_unique<VulkanCommandStream>(ctx_); }

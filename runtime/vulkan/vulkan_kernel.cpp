@@ -89,10 +89,23 @@ std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const KernelInterface& k, 
     robustness.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DISABLED_EXT;
     ci.pNext = &robustness;
   }
+  // Whether the pipeline cache held it, for the start-up profile (core in Vulkan 1.3).
+  VkPipelineCreationFeedback feedback{}, stage_feedback{};
+  VkPipelineCreationFeedbackCreateInfo feedback_info{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
+  if (ctx.creation_feedback) {
+    feedback_info.pPipelineCreationFeedback = &feedback;
+    feedback_info.pipelineStageCreationFeedbackCount = 1;
+    feedback_info.pPipelineStageCreationFeedbacks = &stage_feedback;
+    feedback_info.pNext = ci.pNext;
+    ci.pNext = &feedback_info;
+  }
   VkResult r = ctx.fn.vkCreateComputePipelines(ctx.device, ctx.pipeline_cache().handle(), 1, &ci, nullptr, &p->pipeline);
   if (r < 0)
     throw Error(fmt::format("vkCreateComputePipelines failed with {} on {} for kernel '{}'", result_name(r), id, k.name));
-  ctx.pipeline_cache().note_pipeline_created();
+  std::optional<bool> hit;
+  if (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT)
+    hit = (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0;
+  ctx.pipeline_cache().note_pipeline_created(hit);
   if (ctx.pipeline_stats)
     for (const std::string& line : pipeline_statistics(ctx, p->pipeline))
       fmt::print(stderr, "spire: {} pipeline '{}': {}\n", id, k.name, line);

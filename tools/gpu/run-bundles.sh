@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The bundle rows of docs/PERFORMANCE.md: resnet18 (torchvision, random weights) compiled there into bundles and run
-# without the compiler. PARTS (default "io startup"):
+# The bundle rows of docs/PERFORMANCE.md: resnet18 and resnet50 (torchvision, random weights) compiled there into
+# bundles and run without the compiler. PARTS (default "io startup"):
 #   io        a bundle for batch 1 (spire compile --batch 1 --targets spirv,ptx,ptx:sm_90) run as an application runs it
 #             (input set from host memory, run, output read back): spire run MODEL.spire --bench 200 prints the device
 #             time and the wall time of the three; on vulkan:0 also with SPIRE_VULKAN_FORCE_STAGING=1 (the input through
