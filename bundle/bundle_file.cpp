@@ -333,8 +333,8 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source, s
   if (r.left()) r.fail(fmt::format("{} bytes follow the last plan", r.left()));
   validate(b, source);
   b.file = std::move(keep_alive);
-  phase.detail(fmt::format("checksum (format {}) of {:.1f} MB, {} plans, {} weights{}", version, double(length) / 1e6, b.plans.size(),
-                           b.weights.size(), b.file ? " left in the mapped file" : " copied"));
+  phase.detail(fmt::format("checksum (format {}) of {:.1f} MB, {} plans, {} weights{}", version, double(length) / 1e6,
+                           b.plans.size(), b.weights.size(), b.file ? " left in the mapped file" : " copied"));
   return b;
 }
 

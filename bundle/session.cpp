@@ -198,7 +198,11 @@ const TensorSpec& Session::output(const std::string& name) const { return bundle
 
 PlanInstance& Session::instance() {
   auto& slot = instances_[plan_index_];
-  if (slot) return *slot;
+  return slot ? *slot : load_instance();
+}
+
+PlanInstance& Session::load_instance() {
+  auto& slot = instances_[plan_index_];
   const DevicePlan& plan = *plans_[plan_index_];
   rt::startup::PhaseTimer phase(plan.batch ? fmt::format("plan loaded ({}, batch {})", plan.target, plan.batch)
                                             : fmt::format("plan loaded ({})", plan.target));

@@ -62,6 +62,8 @@ class Session {
   size_t input_index(const std::string& name) const;
   size_t output_index(const std::string& name) const;
   PlanInstance& instance();  // of the current batch, made on first use
+  // Makes it: its kernels load while the weights it needs that no other plan uploaded go up on a second thread.
+  PlanInstance& load_instance();
   std::shared_ptr<rt::Buffer> weight_buffer(size_t index);
   // The elements of input or output `spec` (`what`) at the current batch, after checking that the application's host
   // memory holds exactly them in the tensor's own dtype and is given (std::invalid_argument naming both sizes).

@@ -63,7 +63,9 @@ class PhaseTimer {
   PhaseTimer(const PhaseTimer&) = delete;
   PhaseTimer& operator=(const PhaseTimer&) = delete;
   void detail(std::string text) { phase_.detail = std::move(text); }
-  void part(std::string name, double ms, std::string detail = {}) { phase_.parts.push_back({std::move(name), ms, std::move(detail)}); }
+  void part(std::string name, double ms, std::string detail = {}) {
+    phase_.parts.push_back({std::move(name), ms, std::move(detail)});
+  }
   double elapsed_ms() const;
   void record();
 

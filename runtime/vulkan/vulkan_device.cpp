@@ -37,9 +37,9 @@ std::shared_ptr<Kernel> VulkanDevice::load(const KernelBinary& binary) { return 
 
 std::string VulkanDevice::kernel_cache_summary() const {
   const PipelineCacheStats s = pipeline_cache_stats();
-  const std::string hits = s.hits_known ? fmt::format("{} of {} pipelines found in it", s.cache_hits, s.pipelines_created)
-                                        : fmt::format("{} pipelines created (the driver does not say which it found)",
-                                                      s.pipelines_created);
+  const std::string hits =
+      s.hits_known ? fmt::format("{} of {} pipelines found in it", s.cache_hits, s.pipelines_created)
+                   : fmt::format("{} pipelines created (the driver does not say which it found)", s.pipelines_created);
   if (!s.enabled) return fmt::format("pipeline cache off; {} pipelines created", s.pipelines_created);
   return s.loaded ? fmt::format("pipeline cache file loaded ({} KB): {}", (s.loaded_bytes + 1023) / 1024, hits)
                   : fmt::format("no pipeline cache file yet (a cold start): {}", hits);

@@ -28,8 +28,8 @@ struct PipelineCacheStats {
   bool loaded = false;            // the file existed, passed every check and was handed to the driver
   uint64_t loaded_bytes = 0;      // the driver data it held
   uint32_t pipelines_created = 0; // by this device since it opened
-  // Of them, those the driver reports it found in the cache (VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT,
-  // where the device has pipeline creation feedback: Vulkan 1.3); hits_known false elsewhere.
+  // Of them, those the driver reports it found in the cache (its creation feedback's APPLICATION_PIPELINE_CACHE_HIT
+  // bit, where the device has pipeline creation feedback: Vulkan 1.3); hits_known false elsewhere.
   uint32_t cache_hits = 0;
   bool hits_known = false;
 };

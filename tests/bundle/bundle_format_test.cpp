@@ -219,11 +219,12 @@ TEST(BundleFormat, ResealedDamageIsRefusedOrReadNeverCrashes) {
   EXPECT_GT(refused, (good.size() - kBundleHeaderBytes) / 4);  // most damage is structural
 }
 
-// Read from a file, the bundle is mapped, not copied: its weights lie in the mapping. A file cut short, an empty one and
-// a folder are refused with messages before a byte past the file's end could be touched (no SIGBUS); a missing file
-// is BundleNotFound.
+// Read from a file, the bundle is mapped, not copied: its weights lie in the mapping. A file cut short, an empty one
+// and a folder are refused with messages before a byte past the file's end could be touched (no SIGBUS); a missing
+// file is BundleNotFound.
 TEST(BundleFile, MapsTheFileAndRefusesShortFilesWithMessages) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / fmt::format("spire-bundle-map-{}", ::getpid());
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("spire-bundle-map-{}", ::getpid());
   std::filesystem::create_directories(dir);
   const std::vector<uint8_t> bytes = serialize(testing_support::sample_bundle());
   auto write = [&](const std::string& name, size_t keep) {

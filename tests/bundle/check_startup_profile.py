@@ -8,7 +8,8 @@ import sys
 text = open(sys.argv[1]).read().splitlines()
 backend = sys.argv[2]
 expected = [
-    "Vulkan: loader, instance, devices listed" if backend == "vulkan" else "CUDA: driver loaded, cuInit, devices listed",
+    ("Vulkan: loader, instance, devices listed" if backend == "vulkan"
+     else "CUDA: driver loaded, cuInit, devices listed"),
     f"device opened ({backend}:",
     "bundle file mapped",
     "bundle checked and parsed",
