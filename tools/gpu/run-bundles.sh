@@ -77,7 +77,7 @@ PY
     for dev in vulkan:0 cuda:0; do
       export SPIRE_CACHE_DIR=$W/c50-$dev/spire XDG_CACHE_HOME=$W/c50-$dev/xdg __GL_SHADER_DISK_CACHE_PATH=$W/c50-$dev/nv \
         CUDA_CACHE_PATH=$W/c50-$dev/cu
-      rm -rf $W/c50-$dev
+      rm -rf $W/c50-$dev $W/o50.safetensors
       for run in cold warm1 warm2 warm3; do
         echo "-- $dev $run"
         s=$EPOCHREALTIME
