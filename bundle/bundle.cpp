@@ -38,8 +38,8 @@ void validate(const Bundle& b, const std::string& source) {
         fail(fmt::format("'{}' is batched but its first dimension is not the largest batch {}", t.name, b.max_batch));
     }
   for (const Weight& w : b.weights)
-    if (dtype_bytes(w.type) == 0 || w.bytes.size() % dtype_bytes(w.type))
-      fail(fmt::format("weight '{}' holds {} bytes of {}", w.name, w.bytes.size(), dtype_name(w.type)));
+    if (dtype_bytes(w.type) == 0 || w.data().size() % dtype_bytes(w.type))
+      fail(fmt::format("weight '{}' holds {} bytes of {}", w.name, w.data().size(), dtype_name(w.type)));
 
   // One plan per target and batch (several PTX targets may share a format: the session runs the newest it can).
   std::set<std::pair<std::string, int64_t>> seen;
@@ -57,9 +57,9 @@ void validate(const Bundle& b, const std::string& source) {
       if (s.role == BufferRole::Parameter) {
         if (s.weight < 0 || size_t(s.weight) >= b.weights.size()) pfail(fmt::format("parameter '{}' has no weight", s.name));
         const Weight& w = b.weights[size_t(s.weight)];
-        if (w.type != s.type || w.bytes.size() != s.bytes())
+        if (w.type != s.type || w.data().size() != s.bytes())
           pfail(fmt::format("parameter '{}' ({} bytes of {}) and its weight '{}' ({} bytes of {}) differ", s.name, s.bytes(),
-                            dtype_name(s.type), w.name, w.bytes.size(), dtype_name(w.type)));
+                            dtype_name(s.type), w.name, w.data().size(), dtype_name(w.type)));
       }
     }
     for (const rt::KernelBinary& k : p.kernels) {

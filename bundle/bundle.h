@@ -12,7 +12,9 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -27,6 +29,11 @@ namespace spire::bundle {
 class BundleError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
+};
+// The bundle file does not exist or cannot be opened (the C API says NOT_FOUND rather than BAD_BUNDLE).
+class BundleNotFound : public BundleError {
+ public:
+  using BundleError::BundleError;
 };
 
 // Element types of the tensors an application passes in and out, in host memory: the tree's one (base/dtype.h; Bool
@@ -54,7 +61,9 @@ using rt::LaunchSpec;
 struct Weight {
   std::string name;
   DType type = DType::F32;  // device element type of its bytes
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes;       // the value, held here (compiled in memory, or parsed from bytes the caller keeps)
+  std::span<const uint8_t> mapped;  // or where it lies in the mapped bundle file (Bundle::file keeps it alive)
+  std::span<const uint8_t> data() const { return mapped.data() ? mapped : std::span<const uint8_t>(bytes); }
 };
 
 struct Bundle {
@@ -66,6 +75,7 @@ struct Bundle {
   Precision precision = Precision::Fp32;  // the policy its plans were compiled under (base/precision.h)
   std::vector<Weight> weights;
   std::vector<DevicePlan> plans;
+  std::shared_ptr<const void> file;  // the mapped file the weights lie in, when read by read_bundle()
 };
 
 // The bundle's structural invariants (every index in range, sizes consistent with the kernels' signatures, arena

@@ -3,13 +3,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 #include <climits>
 #include <unistd.h>
 
 #include <fmt/format.h>
 
 #include "bundle/byte_io.h"
+#include "bundle/mapped_file.h"
+#include "runtime/startup_profile.h"
 
 namespace spire::bundle {
 
@@ -230,6 +231,26 @@ uint64_t fnv1a64(std::span<const uint8_t> bytes) {
   return h;
 }
 
+uint64_t payload_checksum(std::span<const uint8_t> payload, uint32_t version) {
+  if (version < 6) return fnv1a64(payload);
+  constexpr size_t kLanes = 8;
+  constexpr uint64_t kPrime = 0x100000001b3ull;
+  uint64_t lane[kLanes];
+  for (size_t l = 0; l < kLanes; ++l) lane[l] = 0xcbf29ce484222325ull + l;  // distinct starts: lanes do not commute
+  const size_t groups = payload.size() / (8 * kLanes);
+  const uint8_t* p = payload.data();
+  for (size_t g = 0; g < groups; ++g, p += 8 * kLanes)
+    for (size_t l = 0; l < kLanes; ++l) {
+      uint64_t word;
+      std::memcpy(&word, p + 8 * l, 8);  // little-endian hosts only, as the rest of the format
+      lane[l] = (lane[l] ^ word) * kPrime;
+    }
+  std::vector<uint8_t> fold(sizeof lane);
+  std::memcpy(fold.data(), lane, sizeof lane);
+  fold.insert(fold.end(), p, payload.data() + payload.size());
+  return fnv1a64(fold);
+}
+
 std::vector<uint8_t> serialize(const Bundle& b) {
   ByteWriter w;
   w.str(b.model);
@@ -245,7 +266,7 @@ std::vector<uint8_t> serialize(const Bundle& b) {
   for (const auto& wt : b.weights) {
     w.str(wt.name);
     w.u8(uint8_t(wt.type));
-    w.bytes(wt.bytes);
+    w.bytes(wt.data());
   }
   w.u64(b.plans.size());
   for (const auto& p : b.plans) write_plan(w, p);
@@ -256,12 +277,13 @@ std::vector<uint8_t> serialize(const Bundle& b) {
   file.u32(kBundleFormatVersion);
   file.u32(0);
   file.u64(payload.size());
-  file.u64(fnv1a64(payload));
+  file.u64(payload_checksum(payload, kBundleFormatVersion));
   file.raw(payload.data(), payload.size());
   return std::move(file.data());
 }
 
-Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source) {
+Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source, std::shared_ptr<const void> keep_alive) {
+  rt::startup::PhaseTimer phase("bundle checked and parsed");
   if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
     throw BundleError(fmt::format("{}: not a spire bundle (it does not start with a spire bundle's magic bytes)", source));
   if (bytes.size() < kBundleHeaderBytes)
@@ -281,7 +303,7 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source) {
     throw BundleError(fmt::format("{}: {} spire bundle: its header promises {} bytes of payload, the file holds {}",
                                   source, have < length ? "truncated" : "damaged", length, have));
   const auto payload = bytes.subspan(kBundleHeaderBytes);
-  if (fnv1a64(payload) != checksum)
+  if (payload_checksum(payload, version) != checksum)
     throw BundleError(fmt::format("{}: corrupt spire bundle: the checksum of its payload does not match its header "
                                   "(the file was changed or damaged after it was written)", source));
   ByteReader r(payload, source);
@@ -301,21 +323,28 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source) {
     Weight wt;
     wt.name = r.str();
     wt.type = read_type(r);
-    wt.bytes = r.bytes();
+    if (keep_alive)
+      wt.mapped = r.byte_view();
+    else
+      wt.bytes = r.bytes();
     b.weights.push_back(std::move(wt));
   }
   for (uint64_t n = r.count(64, "plans"), i = 0; i < n; ++i) b.plans.push_back(read_plan(r));
   if (r.left()) r.fail(fmt::format("{} bytes follow the last plan", r.left()));
   validate(b, source);
+  b.file = std::move(keep_alive);
+  phase.detail(fmt::format("checksum (format {}) of {:.1f} MB, {} plans, {} weights{}", version, double(length) / 1e6,
+                           b.plans.size(), b.weights.size(), b.file ? " left in the mapped file" : " copied"));
   return b;
 }
 
 Bundle read_bundle(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw BundleError(fmt::format("{}: cannot open the bundle (no such file, or not readable)", path));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw BundleError(fmt::format("{}: cannot read the bundle", path));
-  return parse_bundle(bytes, path);
+  rt::startup::PhaseTimer phase("bundle file mapped");
+  auto file = std::make_shared<const MappedFile>(path);
+  phase.detail(fmt::format("{:.1f} MB, mmap", double(file->bytes().size()) / 1e6));
+  phase.record();
+  const std::span<const uint8_t> bytes = file->bytes();
+  return parse_bundle(bytes, path, std::move(file));
 }
 
 void write_bundle(const std::string& path, const Bundle& b) {

@@ -20,7 +20,7 @@ class ByteWriter {
   void i64(int64_t v) { raw(&v, 8); }
   void f64(double v) { raw(&v, 8); }
   void str(const std::string& s) { u64(s.size()); raw(s.data(), s.size()); }
-  void bytes(const std::vector<uint8_t>& b) { u64(b.size()); raw(b.data(), b.size()); }
+  void bytes(std::span<const uint8_t> b) { u64(b.size()); raw(b.data(), b.size()); }
   void raw(const void* p, size_t n) {
     if (n == 0) return;
     const auto* c = static_cast<const uint8_t*>(p);
@@ -51,6 +51,13 @@ class ByteReader {
     std::vector<uint8_t> b(in_.begin() + ptrdiff_t(at_), in_.begin() + ptrdiff_t(at_ + n));
     at_ += size_t(n);
     return b;
+  }
+  // A byte array left where it lies in the span (the caller keeps the span's memory alive).
+  std::span<const uint8_t> byte_view() {
+    const uint64_t n = count(1, "a byte array");
+    const std::span<const uint8_t> view = in_.subspan(at_, size_t(n));
+    at_ += size_t(n);
+    return view;
   }
   // A count of items each taking at least `min_item_bytes` in the file: refused when the rest cannot hold them.
   uint64_t count(uint64_t min_item_bytes, const char* what) {

@@ -1,14 +1,17 @@
 #include "bundle/session.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
+#include <future>
 #include <limits>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
 #include "runtime/plan_executor.h"
+#include "runtime/startup_profile.h"
 
 namespace spire::bundle {
 
@@ -47,7 +50,10 @@ std::string plan_names(const Bundle& b) {
 // session's buffers, shared by every batch's plan. Inputs start at zero: the rows beyond a smaller batch are padding.
 class PlanInstance {
  public:
-  PlanInstance(Session& s, const DevicePlan& p) : s_(s), p_(p), exec_(s.device(), p, options(s, p)) {}
+  // `weights_ready` is waited for before the executor takes the first weight buffer (the weights go up on another
+  // thread while the executor loads the kernels).
+  PlanInstance(Session& s, const DevicePlan& p, std::shared_future<void> weights_ready)
+      : s_(s), p_(p), exec_(s.device(), p, options(s, p, std::move(weights_ready))) {}
 
   const DevicePlan& plan() const { return p_; }
   rt::PlanExecutor& executor() { return exec_; }
@@ -67,14 +73,17 @@ class PlanInstance {
   }
 
  private:
-  static rt::ExecutorOptions options(Session& s, const DevicePlan& p) {
+  static rt::ExecutorOptions options(Session& s, const DevicePlan& p, std::shared_future<void> weights_ready) {
     rt::ExecutorOptions o;
     o.streamed_inputs = p.input_buffers;
     // Two outputs may name one value: its buffer is read back once.
     for (uint32_t b : p.output_buffers)
       if (std::find(o.streamed_outputs.begin(), o.streamed_outputs.end(), b) == o.streamed_outputs.end())
         o.streamed_outputs.push_back(b);
-    o.parameter_buffer = [&s](const BufferSpec& b) { return s.weight_buffer(size_t(b.weight)); };
+    o.parameter_buffer = [&s, weights_ready](const BufferSpec& b) {
+      weights_ready.get();  // rethrows the upload's failure
+      return s.weight_buffer(size_t(b.weight));
+    };
     o.zero_streamed_inputs = true;
     return o;
   }
@@ -189,15 +198,53 @@ const TensorSpec& Session::output(const std::string& name) const { return bundle
 
 PlanInstance& Session::instance() {
   auto& slot = instances_[plan_index_];
-  if (!slot) slot = std::make_unique<PlanInstance>(*this, *plans_[plan_index_]);
+  return slot ? *slot : load_instance();
+}
+
+PlanInstance& Session::load_instance() {
+  auto& slot = instances_[plan_index_];
+  const DevicePlan& plan = *plans_[plan_index_];
+  rt::startup::PhaseTimer phase(plan.batch ? fmt::format("plan loaded ({}, batch {})", plan.target, plan.batch)
+                                            : fmt::format("plan loaded ({})", plan.target));
+  // The weights go up on a second thread while this one loads the kernels: both wait on the driver (copies, pipeline
+  // compilation), and a Device may be used from several threads. Only this plan's weights that no earlier plan
+  // uploaded; the executor waits for them before it takes the first.
+  std::vector<size_t> needed;
+  for (const BufferSpec& b : plan.buffers)
+    if (b.role == BufferRole::Parameter && !weights_[size_t(b.weight)]) needed.push_back(size_t(b.weight));
+  std::sort(needed.begin(), needed.end());
+  needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
+  double upload_ms = 0;
+  uint64_t upload_bytes = 0;
+  std::shared_future<void> uploaded = std::async(std::launch::async, [&] {
+    const auto start = std::chrono::steady_clock::now();
+    for (size_t w : needed) upload_bytes += weight_buffer(w)->size();
+    upload_ms = rt::startup::ms_since(start);
+  }).share();
+  // The executor takes the weights only after `uploaded`; should it throw before, wait here so the thread no longer
+  // touches this session when the exception leaves.
+  struct WaitOnExit {
+    std::shared_future<void>& f;
+    ~WaitOnExit() { f.wait(); }
+  } wait_on_exit{uploaded};
+  slot = std::make_unique<PlanInstance>(*this, plan, uploaded);
+  uploaded.get();
+  const rt::PlanExecutor::LoadTimes& t = slot->executor().load_times();
+  phase.part("kernels loaded (pipelines / modules)", t.kernels_ms,
+             fmt::format("{} kernels, {} distinct binaries, {} thread{}; {}", t.kernels, t.distinct, t.threads,
+                         t.threads == 1 ? "" : "s", device_.kernel_cache_summary()));
+  phase.part("weights uploaded (on a second thread)", upload_ms,
+             fmt::format("{} weights, {:.1f} MB", needed.size(), double(upload_bytes) / 1e6));
+  phase.part("buffers allocated (waits for the weights)", t.buffers_ms, "");
+  phase.part("commands recorded", t.record_ms, "");
   return *slot;
 }
 
 std::shared_ptr<rt::Buffer> Session::weight_buffer(size_t index) {
   if (!weights_[index]) {
-    const Weight& w = bundle_->weights[index];
-    auto buf = device_.alloc(std::max<uint64_t>(w.bytes.size(), 4));
-    if (!w.bytes.empty()) device_.upload(*buf, w.bytes.data(), w.bytes.size());
+    const std::span<const uint8_t> bytes = bundle_->weights[index].data();
+    auto buf = device_.alloc(std::max<uint64_t>(bytes.size(), 4));
+    if (!bytes.empty()) device_.upload(*buf, bytes.data(), bytes.size());
     weights_[index] = std::move(buf);
   }
   return weights_[index];

@@ -2,7 +2,8 @@
 //
 // A Session picks the bundle's plans for the device's binary format, uploads the weights once (shared by every
 // batch's plan), and instantiates a plan (its buffers, kernels and one recorded command stream) the first time a
-// run needs its batch. Inputs are set from host memory in the tensor's dtype, or bound to a device buffer the
+// run needs its batch; the weights go up on a second thread while that plan's kernels load, and the start-up profile
+// (runtime/startup_profile.h) records how long each took. Inputs are set from host memory in the tensor's dtype, or bound to a device buffer the
 // application owns; outputs are read into host memory or written into such a buffer by the same recorded stream.
 //
 // Threading: a Session is used by one thread at a time. Several sessions may share a device across threads.
@@ -62,6 +63,8 @@ class Session {
   size_t input_index(const std::string& name) const;
   size_t output_index(const std::string& name) const;
   PlanInstance& instance();  // of the current batch, made on first use
+  // Makes it: its kernels load while the weights it needs that no other plan uploaded go up on a second thread.
+  PlanInstance& load_instance();
   std::shared_ptr<rt::Buffer> weight_buffer(size_t index);
   // The elements of input or output `spec` (`what`) at the current batch, after checking that the application's host
   // memory holds exactly them in the tensor's own dtype and is given (std::invalid_argument naming both sizes).

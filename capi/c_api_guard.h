@@ -17,6 +17,8 @@ spire_status guarded(F&& f) {
   try {
     f();
     return nullptr;
+  } catch (const spire::bundle::BundleNotFound& e) {
+    return make_status(SPIRE_STATUS_NOT_FOUND, e.what());
   } catch (const spire::bundle::BundleError& e) {
     return make_status(SPIRE_STATUS_BAD_BUNDLE, e.what());
   } catch (const spire::rt::MissingFeature& e) {

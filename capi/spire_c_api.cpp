@@ -2,6 +2,7 @@
 // catches every exception and turns it into a status: no C++ exception crosses into C.
 #include "spire/spire.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -15,6 +16,7 @@
 #include "capi/c_api_guard.h"
 #include "capi/c_api_objects.h"
 #include "runtime/device.h"
+#include "runtime/startup_profile.h"
 
 using spire::capi::guarded;
 using spire::capi::make_status;
@@ -22,12 +24,14 @@ using spire::capi::require;
 
 namespace {
 
-spire_status load(spire_device* device, std::vector<uint8_t> bytes, const std::string& source, spire_model** out) {
+// `read` makes the bundle (from a file or from the caller's memory), inside the guard.
+template <typename Read>
+spire_status load(spire_device* device, spire_model** out, Read&& read) {
   return guarded([&] {
     require(device, "device");
     require(out, "out_model");
     *out = nullptr;
-    auto b = std::make_shared<const spire::bundle::Bundle>(spire::bundle::parse_bundle(bytes, source));
+    auto b = std::make_shared<const spire::bundle::Bundle>(read());
     auto m = std::make_unique<spire_model>();
     m->device = device->shared_from_this();
     m->session = std::make_unique<spire::bundle::Session>(std::move(b), *m->device->device);
@@ -94,25 +98,17 @@ const char* spire_device_name(const spire_device* device) { return device ? devi
 void spire_device_release(spire_device* device) { spire::capi::release(device); }
 
 spire_status spire_model_load(spire_device* device, const char* bundle_path, spire_model** out_model) {
-  std::vector<uint8_t> bytes;
-  if (spire_status st = guarded([&] {
-        require(bundle_path, "bundle_path");
-        FILE* f = std::fopen(bundle_path, "rb");
-        if (!f) throw std::out_of_range(std::string(bundle_path) + ": cannot open the bundle (no such file, or not readable)");
-        std::unique_ptr<FILE, int (*)(FILE*)> closer(f, std::fclose);
-        char chunk[1 << 16];
-        size_t n;
-        while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) bytes.insert(bytes.end(), chunk, chunk + n);
-        if (std::ferror(f)) throw std::runtime_error(std::string(bundle_path) + ": cannot read the bundle");
-      }))
-    return st;
-  return load(device, std::move(bytes), bundle_path, out_model);
+  return load(device, out_model, [&] {
+    require(bundle_path, "bundle_path");
+    return spire::bundle::read_bundle(bundle_path);  // mapped, not copied: the weights are read where they lie
+  });
 }
 
 spire_status spire_model_load_memory(spire_device* device, const void* bundle, size_t bytes, spire_model** out_model) {
   if (!bundle && bytes) return make_status(SPIRE_STATUS_INVALID_ARGUMENT, "bundle is NULL");
-  const auto* p = static_cast<const uint8_t*>(bundle);
-  return load(device, std::vector<uint8_t>(p, p + bytes), "(bundle in memory)", out_model);
+  return load(device, out_model, [&] {
+    return spire::bundle::parse_bundle({static_cast<const uint8_t*>(bundle), bytes}, "(bundle in memory)");
+  });
 }
 
 void spire_model_release(spire_model* model) { delete model; }
@@ -165,5 +161,20 @@ spire_status spire_model_get_output(spire_model* model, const char* name, void* 
 }
 
 double spire_model_last_run_ms(const spire_model* model) { return model ? model->session->last_run_ms() : 0; }
+
+size_t spire_startup_profile(char* text, size_t capacity) {
+  try {
+    const std::string report = spire::rt::startup::report(spire::rt::startup::snapshot());
+    if (text && capacity) {
+      const size_t n = std::min(report.size(), capacity - 1);
+      std::memcpy(text, report.data(), n);
+      text[n] = '\0';
+    }
+    return report.size();
+  } catch (...) {  // out of host memory: nothing to report, and nothing may throw into C
+    if (text && capacity) text[0] = '\0';
+    return 0;
+  }
+}
 
 }  // extern "C"

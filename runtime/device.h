@@ -223,6 +223,9 @@ class Device {
   // MissingFeature when the kernel needs what the device lacks (naming kernel, feature and device) and Error for a
   // binary of another format, a kernel beyond the device's limits, or one the driver rejects.
   virtual std::shared_ptr<Kernel> load(const KernelBinary& binary) = 0;
+  // What the device's disk cache of compiled kernels did since it opened (Vulkan's pipeline cache file, CUDA's cubins),
+  // one line for the start-up profile; "" for a device without one.
+  virtual std::string kernel_cache_summary() const { return {}; }
 
   virtual std::unique_ptr<CommandStream> record() = 0;
   // Submits a recorded stream (a stream may be submitted again once its previous submission completed).

@@ -1,13 +1,19 @@
 #include "runtime/plan_executor.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <stdexcept>
+#include <string_view>
+#include <thread>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
 #include "runtime/launch_hazards.h"
+#include "runtime/parallel_for.h"
+#include "runtime/startup_profile.h"
 
 namespace spire::rt {
 
@@ -90,32 +96,71 @@ PlanExecutor::PlanExecutor(Device& dev, const DevicePlan& plan, ExecutorOptions 
   recorded_[kEvery] = std::make_unique<Recorded>();
   recorded_[kSteady] = std::make_unique<Recorded>();
   load_kernels();
+  auto start = std::chrono::steady_clock::now();
   allocate();
+  load_times_.buffers_ms = startup::ms_since(start);
+  start = std::chrono::steady_clock::now();
   record_all();
+  load_times_.record_ms = startup::ms_since(start);
 }
 
 PlanExecutor::~PlanExecutor() = default;
 
+namespace {
+
+// Threads that load a plan's kernels: SPIRE_LOAD_THREADS when set (1: one after another, as before), else one per
+// core up to 8 (drivers compile pipelines and JIT modules on the calling thread; more threads than that gained
+// nothing measurable and cost memory).
+int kernel_load_threads(size_t distinct) {
+  int threads = int(std::min<unsigned>(std::max(std::thread::hardware_concurrency(), 1u), 8u));
+  if (const char* env = std::getenv("SPIRE_LOAD_THREADS"); env && *env) threads = std::max(std::atoi(env), 1);
+  return int(std::min<size_t>(size_t(threads), std::max<size_t>(distinct, 1)));
+}
+
+// The bytes that make two kernels share a pipeline or module on their device (runtime/vulkan and runtime/cuda keep
+// one per SPIR-V module or PTX text).
+std::string_view binary_bytes(const KernelBinary& k) {
+  if (k.format == BinaryFormat::Ptx) return k.ptx;
+  return {reinterpret_cast<const char*>(k.spirv.data()), k.spirv.size() * sizeof(uint32_t)};
+}
+
+}  // namespace
+
 void PlanExecutor::load_kernels() {
-  for (size_t k = 0; k < plan_.kernels.size(); ++k) {
+  const auto start = std::chrono::steady_clock::now();
+  auto load = [&](size_t k) {
     std::string users;
     int shown = 0;
     for (const LaunchSpec& l : plan_.launches)
       if (l.kernel == k && shown++ < 3) users += (users.empty() ? "" : ", ") + l.node;
     try {
-      kernels_.push_back(dev_.load(plan_.kernels[k]));
+      kernels_[k] = dev_.load(plan_.kernels[k]);
     } catch (const MissingFeature& e) {
       throw MissingFeature(fmt::format("{} (needed by {})", e.what(), users));
     } catch (const std::exception& e) {
       throw Error(fmt::format("loading kernel '{}' (for {}) of plan '{}' on {}: {}", plan_.kernels[k].interface.name,
                               users, plan_.target, dev_.info().id, e.what()));
     }
-  }
+  };
+  // The first kernel of each binary is loaded on several threads (each creates a pipeline or module); the repeats
+  // then, in order, find theirs in the device's table.
+  std::vector<size_t> firsts, repeats;
+  std::unordered_set<std::string_view> seen;
+  for (size_t k = 0; k < plan_.kernels.size(); ++k)
+    (seen.insert(binary_bytes(plan_.kernels[k])).second ? firsts : repeats).push_back(k);
+  kernels_.resize(plan_.kernels.size());
+  const int threads = kernel_load_threads(firsts.size());
+  parallel_for(firsts.size(), threads, [&](size_t i) { load(firsts[i]); });
+  for (size_t k : repeats) load(k);
   for (const LaunchSpec& l : plan_.launches) {
     if (l.kernel >= plan_.kernels.size())
       throw Error(fmt::format("launch of '{}' names kernel {} of {}", l.node, l.kernel, plan_.kernels.size()));
     scalars_.push_back(unpack_scalars(plan_.kernels[l.kernel].interface, l.scalars, l.node));
   }
+  load_times_.kernels_ms = startup::ms_since(start);
+  load_times_.kernels = plan_.kernels.size();
+  load_times_.distinct = firsts.size();
+  load_times_.threads = threads;
 }
 
 void PlanExecutor::allocate() {
@@ -381,6 +426,8 @@ void PlanExecutor::start_step() {
     if (s->bytes && !s->app.buffer) poison_host_bytes(s->data(slot), s->bytes);
   // The parameters-only launches' results hold until a parameter changes (steps in flight queue behind this one).
   const Variant v = parameters_changed_ || streams_[kSteady].empty() ? kEvery : kSteady;
+  if (!stepped_ && first_step_start_ == std::chrono::steady_clock::time_point{})
+    first_step_start_ = std::chrono::steady_clock::now();
   in_flight_.push_back({slot, v, dev_.submit(*streams_[v][size_t(slot)])});
   parameters_changed_ = false;
   next_slot_ = (slot + 1) % slots;
@@ -395,6 +442,14 @@ void PlanExecutor::finish_step() {
   finished_variant_ = oldest.variant;
   const Recorded& r = *recorded_[oldest.variant];
   last_ms_ = streams_[oldest.variant][size_t(oldest.slot)]->elapsed_ms(r.t_begin, r.t_end);
+  if (!stepped_) {
+    // The process's first result (when no other plan's came first) ends its start-up profile.
+    stepped_ = true;
+    startup::record({plan_.batch ? fmt::format("first run ({}, batch {})", plan_.target, plan_.batch)
+                                 : fmt::format("first run ({})", plan_.target),
+                     startup::ms_since(first_step_start_), fmt::format("{:.3f} ms of device time", last_ms_), {}});
+    startup::close();
+  }
 }
 
 size_t PlanExecutor::barriers() const {

@@ -19,8 +19,14 @@
 // Steps in flight: with steps_in_flight > 1, start_step() may submit the next step before finish_step() waited for
 // the last, so the device starts it the moment the last ends. Each step in flight has its own host copies of the
 // streamed values and its own recorded stream, which starts with a barrier on the steps before it.
+//
+// Loading: the plan's kernels with distinct binaries are loaded on several threads at once (pipeline creation and
+// PTX JIT are the bulk of a start-up); kernels repeating a binary reuse its pipeline or module. SPIRE_LOAD_THREADS=N
+// caps the threads (1: one after another). The first finished step of the process ends the start-up profile
+// (runtime/startup_profile.h).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -115,6 +121,17 @@ class PlanExecutor {
   // With ExecutorOptions::profile: the launches of the last finished step (plan launch index) with their device time.
   std::vector<std::pair<size_t, double>> last_launch_times() const;
 
+  // Where the constructor's time went, for the start-up profile (runtime/startup_profile.h).
+  struct LoadTimes {
+    double kernels_ms = 0;    // Device::load of every kernel: pipeline creation / CUDA module load
+    size_t kernels = 0;       // the plan's kernels
+    size_t distinct = 0;      // of them with a binary of their own (the others reuse its pipeline or module)
+    int threads = 1;          // that loaded them
+    double buffers_ms = 0;    // allocation, fills, parameter buffers (a caller's weights included)
+    double record_ms = 0;     // recording the step's streams
+  };
+  const LoadTimes& load_times() const { return load_times_; }
+
  private:
   enum Variant { kEvery = 0, kSteady = 1 };
   struct Streamed;
@@ -151,6 +168,9 @@ class PlanExecutor {
   int finished_slot_ = -1;
   Variant finished_variant_ = kEvery;
   double last_ms_ = 0;
+  LoadTimes load_times_;
+  std::chrono::steady_clock::time_point first_step_start_{};  // of the first step, until it finished
+  bool stepped_ = false;
 };
 
 }  // namespace spire::rt

@@ -113,7 +113,7 @@ class BundleBuilder {
           throw std::invalid_argument(fmt::format("parameter '{}' differs between the plans", name));
         return int32_t(i);
       }
-    b_.weights.push_back({name, pb.slot.type, std::move(bytes)});
+    b_.weights.push_back({name, pb.slot.type, std::move(bytes), {}});
     return int32_t(b_.weights.size() - 1);
   }
 

@@ -93,6 +93,8 @@ SPIRE_API const char* spire_device_id(const spire_device* device);   /* "vulkan:
 SPIRE_API const char* spire_device_name(const spire_device* device); /* "NVIDIA H100 80GB HBM3" */
 SPIRE_API void spire_device_release(spire_device* device);            /* NULL is fine */
 
+/* The file is mapped into memory (mmap), not copied: its weights are read where they lie as they go to the device,
+ * and a file shorter than its header says is refused (BAD_BUNDLE) before any of its payload is touched. */
 SPIRE_API spire_status spire_model_load(spire_device* device, const char* bundle_path, spire_model** out_model);
 /* The same from memory (the bytes are copied; the caller may free them when this returns). */
 SPIRE_API spire_status spire_model_load_memory(spire_device* device, const void* bundle, size_t bytes,
@@ -120,6 +122,24 @@ SPIRE_API spire_status spire_model_run(spire_model* model); /* returns when the 
 SPIRE_API spire_status spire_model_get_output(spire_model* model, const char* name, void* data, size_t bytes);
 /* Device time of the last run in milliseconds, from the device's own timestamps. */
 SPIRE_API double spire_model_last_run_ms(const spire_model* model);
+
+/* Where this process's time to its first result went, as text (what embed_demo --profile-startup and
+ * `spire run MODEL.spire --profile-startup` print): one line a phase with its wall milliseconds and what it did,
+ *   Vulkan: loader, instance, devices listed | CUDA: driver loaded, cuInit, devices listed
+ *   device opened (vulkan:0)
+ *   bundle file mapped, bundle checked and parsed
+ *   plan loaded (batch 1, spirv), with its parts indented beneath: kernels loaded (how many distinct, on how many
+ *     threads, the pipeline cache's or cubin cache's hits), weights uploaded (on a second thread, at the same time),
+ *     buffers allocated, commands recorded
+ *   first run (...)
+ * then the time outside these phases (process start, loading libraries, the caller's own work) and the total since
+ * the process started (its start is known to 10 ms, rounded down, so the total is never less than the truth).
+ * Phases do not overlap and sum to no more than the total; parts are not summed. The profile is the process's, not
+ * a model's (the driver and devices are per process), and it ends with the process's first finished run; called
+ * before that, it holds the phases so far. Writes at most `capacity` bytes, the terminating NUL included, into
+ * `text` (NULL with capacity 0 only measures) and returns the length of the whole text, as snprintf does.
+ * Thread-safe. */
+SPIRE_API size_t spire_startup_profile(char* text, size_t capacity);
 
 #ifdef __cplusplus
 }

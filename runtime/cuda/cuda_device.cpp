@@ -223,8 +223,12 @@ void CudaDevice::order_streams(CUstream earlier, CUstream later, const char* wha
 
 std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const KernelBinary& binary) {
   const KernelInterface& k = binary.interface;
-  std::lock_guard lock(modules_mutex_);
-  if (auto it = modules_.find(ptx); it != modules_.end()) return it->second;
+  {
+    std::lock_guard lock(modules_mutex_);
+    if (auto it = modules_.find(ptx); it != modules_.end()) return it->second;
+  }
+  // Loaded outside the lock, so that several threads JIT-compile or load modules at once (PlanExecutor loads a
+  // plan's distinct kernels in parallel). Two threads loading the same PTX keep the first module.
   ctx_->make_current();
   std::string info_log(16 * 1024, '\0'), error_log(16 * 1024, '\0');
   CUjit_option options[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
@@ -245,8 +249,8 @@ std::shared_ptr<Module> CudaDevice::load_module(const std::string& ptx, const Ke
                             text(info_log).empty() ? "(empty)" : text(info_log), path));
   }
   auto module = std::make_shared<Module>(ctx_, m);
-  modules_.emplace(ptx, module);
-  return module;
+  std::lock_guard lock(modules_mutex_);
+  return modules_.emplace(ptx, module).first->second;
 }
 
 std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
@@ -290,6 +294,12 @@ std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
                 "cuFuncSetAttribute",
                 fmt::format("({} bytes of dynamic shared memory for kernel '{}')", k.dynamic_shared_bytes, k.name));
   return std::make_shared<CudaKernel>(k, std::move(module), fn, ctx_.get(), k.dynamic_shared_bytes);
+}
+
+std::string CudaDevice::kernel_cache_summary() const {
+  const ModuleCacheStats s = module_cache_stats();
+  if (!s.enabled) return fmt::format("cubin cache off; {} modules JIT-compiled by the driver", loaded_module_count());
+  return fmt::format("cubin cache: {} hits, {} modules linked from PTX and stored", s.disk_hits, s.linked);
 }
 
 size_t CudaDevice::loaded_module_count() const {

@@ -49,6 +49,7 @@ class CudaDevice final : public Device {
   size_t loaded_module_count() const;
   // What the on-disk module cache did (hits, linker compilations, files stored).
   ModuleCacheStats module_cache_stats() const { return module_cache_.stats(); }
+  std::string kernel_cache_summary() const override;
 
  private:
   const CudaBuffer& own(const Buffer& b, const char* what) const;

@@ -1,10 +1,12 @@
 #include "runtime/vulkan/vulkan_context.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 
 #include <fmt/format.h>
 
+#include "runtime/vulkan/vulkan_instance.h"
 #include "runtime/vulkan/vulkan_kernel.h"
 #include "runtime/vulkan/vulkan_pipeline_stats.h"
 
@@ -133,6 +135,8 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
   ctx->finish_setup(vki.vkGetDeviceProcAddr);  // on a throw, ~Context destroys the device again
   ctx->fn.vkGetDeviceQueue(ctx->device, f.queue_family, 0, &ctx->queue);
   ctx->host_query_reset = f.has_host_query_reset && ctx->fn.vkResetQueryPool;
+  // The device's version is the lower of the instance's and the physical device's.
+  ctx->creation_feedback = instance() && std::min(instance()->api_version, f.api_version) >= VK_API_VERSION_1_3;
   return ctx;
 }
 

@@ -45,6 +45,9 @@ struct Context {
   bool pipeline_stats = false;
   // Pipelines are created with storage buffer robustness disabled (VK_EXT_pipeline_robustness; vulkan_kernel.cpp).
   bool unchecked_buffers = false;
+  // The device runs Vulkan 1.3 (spire's own devices where the driver and loader offer it): pipelines are created with
+  // VkPipelineCreationFeedbackCreateInfo, which says whether the pipeline cache held them (the start-up profile).
+  bool creation_feedback = false;
   // hostQueryReset is enabled (spire's own devices where offered; an adopted device's features are the host's, so
   // not there): streams reset their timestamps from the host before each submission.
   bool host_query_reset = false;

@@ -35,6 +35,16 @@ void VulkanDevice::fill(Buffer& dst, uint32_t pattern) { vulkan::fill(*ctx_, vul
 
 std::shared_ptr<Kernel> VulkanDevice::load(const KernelBinary& binary) { return load_kernel(ctx_, binary); }
 
+std::string VulkanDevice::kernel_cache_summary() const {
+  const PipelineCacheStats s = pipeline_cache_stats();
+  const std::string hits =
+      s.hits_known ? fmt::format("{} of {} pipelines found in it", s.cache_hits, s.pipelines_created)
+                   : fmt::format("{} pipelines created (the driver does not say which it found)", s.pipelines_created);
+  if (!s.enabled) return fmt::format("pipeline cache off; {} pipelines created", s.pipelines_created);
+  return s.loaded ? fmt::format("pipeline cache file loaded ({} KB): {}", (s.loaded_bytes + 1023) / 1024, hits)
+                  : fmt::format("no pipeline cache file yet (a cold start): {}", hits);
+}
+
 std::unique_ptr<CommandStream> VulkanDevice::record() { return std::make_unique<VulkanCommandStream>(ctx_); }
 
 std::unique_ptr<Fence> VulkanDevice::submit(CommandStream& s) {

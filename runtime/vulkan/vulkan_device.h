@@ -40,6 +40,7 @@ class VulkanDevice final : public Device {
   const std::shared_ptr<Context>& context() const { return ctx_; }
   // What the on-disk pipeline cache did (loaded from disk, pipelines created), for tests and diagnostics.
   PipelineCacheStats pipeline_cache_stats() const { return ctx_->pipeline_cache().stats(); }
+  std::string kernel_cache_summary() const override;
 
  private:
   std::shared_ptr<Context> ctx_;

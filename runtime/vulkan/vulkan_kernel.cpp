@@ -89,10 +89,23 @@ std::shared_ptr<Pipeline> make_pipeline(Context& ctx, const KernelInterface& k, 
     robustness.storageBuffers = VK_PIPELINE_ROBUSTNESS_BUFFER_BEHAVIOR_DISABLED_EXT;
     ci.pNext = &robustness;
   }
+  // Whether the pipeline cache held it, for the start-up profile (core in Vulkan 1.3).
+  VkPipelineCreationFeedback feedback{}, stage_feedback{};
+  VkPipelineCreationFeedbackCreateInfo feedback_info{VK_STRUCTURE_TYPE_PIPELINE_CREATION_FEEDBACK_CREATE_INFO};
+  if (ctx.creation_feedback) {
+    feedback_info.pPipelineCreationFeedback = &feedback;
+    feedback_info.pipelineStageCreationFeedbackCount = 1;
+    feedback_info.pPipelineStageCreationFeedbacks = &stage_feedback;
+    feedback_info.pNext = ci.pNext;
+    ci.pNext = &feedback_info;
+  }
   VkResult r = ctx.fn.vkCreateComputePipelines(ctx.device, ctx.pipeline_cache().handle(), 1, &ci, nullptr, &p->pipeline);
   if (r < 0)
     throw Error(fmt::format("vkCreateComputePipelines failed with {} on {} for kernel '{}'", result_name(r), id, k.name));
-  ctx.pipeline_cache().note_pipeline_created();
+  std::optional<bool> hit;
+  if (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT)
+    hit = (feedback.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT) != 0;
+  ctx.pipeline_cache().note_pipeline_created(hit);
   if (ctx.pipeline_stats)
     for (const std::string& line : pipeline_statistics(ctx, p->pipeline))
       fmt::print(stderr, "spire: {} pipeline '{}': {}\n", id, k.name, line);
@@ -113,18 +126,17 @@ std::shared_ptr<Kernel> load_kernel(const std::shared_ptr<Context>& ctx, const K
     throw Error(fmt::format("kernel '{}' is {}; {} ({}) loads SPIR-V", k.name, binary_format_name(binary.format), d.id, d.name));
   if (!d.features.contains(k.features)) throw MissingFeature(missing_feature_message(k, d));
   check_limits(*ctx, k);
-  std::vector<uint32_t> words = binary.spirv;
-
-  std::lock_guard lock(ctx->pipeline_mutex);
-  auto it = ctx->pipelines.find(words);
-  std::shared_ptr<Pipeline> p;
-  if (it != ctx->pipelines.end()) {
-    p = it->second;
-  } else {
-    p = make_pipeline(*ctx, k, words);
-    ctx->pipelines.emplace(std::move(words), p);
+  {
+    std::lock_guard lock(ctx->pipeline_mutex);
+    if (auto it = ctx->pipelines.find(binary.spirv); it != ctx->pipelines.end())
+      return std::make_shared<VulkanKernel>(ctx, k, it->second);
   }
-  return std::make_shared<VulkanKernel>(ctx, k, std::move(p));
+  // Built outside the lock, so that several threads create pipelines at once (PlanExecutor loads a plan's distinct
+  // kernels in parallel; the pipeline cache is internally synchronized, as it is created without
+  // VK_PIPELINE_CACHE_CREATE_EXTERNALLY_SYNCHRONIZED_BIT). Two threads building the same module keep the first.
+  std::shared_ptr<Pipeline> built = make_pipeline(*ctx, k, binary.spirv);
+  std::lock_guard lock(ctx->pipeline_mutex);
+  return std::make_shared<VulkanKernel>(ctx, k, ctx->pipelines.emplace(binary.spirv, built).first->second);
 }
 
 }  // namespace spire::rt::vulkan

@@ -93,6 +93,8 @@ PipelineCache::~PipelineCache() {
 PipelineCacheStats PipelineCache::stats() const {
   PipelineCacheStats s = stats_;
   s.pipelines_created = pipelines_created_.load(std::memory_order_relaxed);
+  s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
+  s.hits_known = hits_known_.load(std::memory_order_relaxed);
   return s;
 }
 

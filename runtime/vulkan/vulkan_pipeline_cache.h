@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "runtime/vulkan/vulkan_api.h"
@@ -27,6 +28,10 @@ struct PipelineCacheStats {
   bool loaded = false;            // the file existed, passed every check and was handed to the driver
   uint64_t loaded_bytes = 0;      // the driver data it held
   uint32_t pipelines_created = 0; // by this device since it opened
+  // Of them, those the driver reports it found in the cache (its creation feedback's APPLICATION_PIPELINE_CACHE_HIT
+  // bit, where the device has pipeline creation feedback: Vulkan 1.3); hits_known false elsewhere.
+  uint32_t cache_hits = 0;
+  bool hits_known = false;
 };
 
 // The file that holds the pipeline cache of a device with these facts, inside `folder`.
@@ -47,7 +52,12 @@ class PipelineCache {
 
   // For vkCreateComputePipelines; VK_NULL_HANDLE when disk caching is off.
   VkPipelineCache handle() const { return cache_; }
-  void note_pipeline_created() { pipelines_created_.fetch_add(1, std::memory_order_relaxed); }
+  // `hit`: the driver's creation feedback, when it gave one.
+  void note_pipeline_created(std::optional<bool> hit = std::nullopt) {
+    pipelines_created_.fetch_add(1, std::memory_order_relaxed);
+    if (hit) hits_known_.store(true, std::memory_order_relaxed);
+    if (hit.value_or(false)) cache_hits_.fetch_add(1, std::memory_order_relaxed);
+  }
   PipelineCacheStats stats() const;
 
  private:
@@ -64,7 +74,8 @@ class PipelineCache {
   VkPipelineCache cache_ = VK_NULL_HANDLE;
   PipelineCacheStats stats_;
   uint64_t loaded_checksum_ = 0;  // of the data loaded, to tell whether anything new was added
-  std::atomic<uint32_t> pipelines_created_{0};
+  std::atomic<uint32_t> pipelines_created_{0}, cache_hits_{0};
+  std::atomic<bool> hits_known_{false};
 };
 
 }  // namespace spire::rt::vulkan

@@ -1,8 +1,12 @@
 // The bundle file format: what is written is read back field for field, and every kind of damage is refused
 // with a message that names it (bundle/bundle_file.h).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -21,9 +25,11 @@ std::string error_of(const std::vector<uint8_t>& bytes) {
   return "";
 }
 
-// Rewrites the header's checksum after a change to the payload, so the change reaches the parser.
+// Rewrites the header's checksum after a change to the payload (or the version), so the change reaches the parser.
 void reseal(std::vector<uint8_t>& bytes) {
-  const uint64_t sum = fnv1a64(std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes));
+  uint32_t version;
+  std::memcpy(&version, bytes.data() + 8, 4);
+  const uint64_t sum = payload_checksum(std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes), version);
   std::memcpy(bytes.data() + 24, &sum, 8);
 }
 
@@ -117,6 +123,35 @@ TEST(BundleFormat, RecordsThePrecisionPolicyAndReadsVersion4AsFp32) {
   EXPECT_NE(error_of(unknown).find("unknown precision policy 9"), std::string::npos) << error_of(unknown);
 }
 
+// Version 5 bundles carry the byte-serial FNV-1a 64 checksum and are still read; a version 6 header over it is refused.
+TEST(BundleFormat, ReadsVersion5WithItsByteSerialChecksum) {
+  std::vector<uint8_t> bytes = serialize(testing_support::sample_bundle());
+  const auto payload = std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes);
+  EXPECT_NE(payload_checksum(payload, 6), fnv1a64(payload));
+  const uint32_t v5 = 5;
+  std::memcpy(bytes.data() + 8, &v5, 4);
+  EXPECT_NE(error_of(bytes).find("checksum"), std::string::npos) << error_of(bytes);
+  reseal(bytes);
+  EXPECT_EQ(error_of(bytes), "");
+  EXPECT_EQ(parse_bundle(bytes, "m.spire").model, "sample.onnx");
+}
+
+// The wide checksum sees a change in any byte: in each lane's words, in the bytes after the last group of words, and
+// two changes that would cancel in a plain sum of words.
+TEST(BundleFormat, WideChecksumSeesEveryByte) {
+  std::vector<uint8_t> payload(64 * 3 + 13);
+  for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(i * 7 + 1);
+  const uint64_t sum = payload_checksum(payload, kBundleFormatVersion);
+  for (size_t at = 0; at < payload.size(); ++at) {
+    std::vector<uint8_t> changed = payload;
+    changed[at] ^= 0x01;
+    EXPECT_NE(payload_checksum(changed, kBundleFormatVersion), sum) << at;
+  }
+  std::vector<uint8_t> swapped = payload;  // words 0 and 1 (lanes 0 and 1) exchanged
+  std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
+  EXPECT_NE(payload_checksum(swapped, kBundleFormatVersion), sum);
+}
+
 TEST(BundleFormat, RefusesABadChecksum) {
   std::vector<uint8_t> bytes = serialize(testing_support::sample_bundle());
   bytes[bytes.size() / 2] ^= 0x40;
@@ -182,6 +217,44 @@ TEST(BundleFormat, ResealedDamageIsRefusedOrReadNeverCrashes) {
     refused += !error_of(bytes).empty();
   }
   EXPECT_GT(refused, (good.size() - kBundleHeaderBytes) / 4);  // most damage is structural
+}
+
+// Read from a file, the bundle is mapped, not copied: its weights lie in the mapping. A file cut short, an empty one
+// and a folder are refused with messages before a byte past the file's end could be touched (no SIGBUS); a missing
+// file is BundleNotFound.
+TEST(BundleFile, MapsTheFileAndRefusesShortFilesWithMessages) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / fmt::format("spire-bundle-map-{}", ::getpid());
+  std::filesystem::create_directories(dir);
+  const std::vector<uint8_t> bytes = serialize(testing_support::sample_bundle());
+  auto write = [&](const std::string& name, size_t keep) {
+    const std::string path = (dir / name).string();
+    std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), std::streamsize(keep));
+    return path;
+  };
+  const Bundle b = read_bundle(write("whole.spire", bytes.size()));
+  ASSERT_EQ(b.weights.size(), 1u);
+  EXPECT_TRUE(b.weights[0].bytes.empty());
+  ASSERT_EQ(b.weights[0].mapped.size(), 24u);
+  EXPECT_TRUE(std::all_of(b.weights[0].data().begin(), b.weights[0].data().end(), [](uint8_t v) { return v == 1; }));
+  EXPECT_NE(b.file, nullptr);
+  EXPECT_EQ(serialize(b), bytes);
+
+  auto error = [](const std::string& path) -> std::string {
+    try {
+      read_bundle(path);
+    } catch (const BundleError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  for (size_t keep : {size_t(0), size_t(12), kBundleHeaderBytes, bytes.size() / 2, bytes.size() - 1}) {
+    const std::string e = error(write(fmt::format("cut{}.spire", keep), keep));
+    EXPECT_NE(e.find(keep < 8 ? "not a spire bundle" : "truncated"), std::string::npos) << keep << ": " << e;
+  }
+  EXPECT_NE(error(dir.string()).find("not a regular file"), std::string::npos) << error(dir.string());
+  EXPECT_THROW(read_bundle((dir / "missing.spire").string()), BundleNotFound);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

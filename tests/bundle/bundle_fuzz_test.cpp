@@ -38,7 +38,8 @@ TEST(BundleFuzz, DamagedBundlesAreReadOrRefused) {
       const uint64_t len = bytes.size() - kBundleHeaderBytes;
       std::memcpy(bytes.data() + 16, &len, 8);
     }
-    const uint64_t sum = fnv1a64(std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes));
+    const uint64_t sum =
+        payload_checksum(std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes), kBundleFormatVersion);
     std::memcpy(bytes.data() + 24, &sum, 8);
     try {
       const Bundle b = parse_bundle(bytes, "fuzz.spire");

@@ -53,6 +53,31 @@ TEST(BundleSession, EveryBatchOfADynamicBundleMatchesTheEvaluator) {
   }
 }
 
+// The plan's distinct kernels are loaded on several threads (PlanExecutor); on one thread (SPIRE_LOAD_THREADS=1, the
+// serial path) the same pipelines give the same bits, and both the evaluator's values. Each on a device of its own,
+// so that every pipeline is created afresh.
+TEST(BundleSession, KernelsLoadedOnSeveralThreadsGiveTheSerialPathsBits) {
+  const auto devices = vulkan_devices();
+  if (devices.empty()) GTEST_SKIP() << "no Vulkan device";
+  auto b = std::make_shared<const Bundle>(compile_mlp("spirv", true));
+  const std::vector<float> x = input_rows(4);
+  std::vector<std::vector<float>> outputs;
+  for (const char* threads : {"1", "4"}) {
+    ::setenv("SPIRE_LOAD_THREADS", threads, 1);
+    auto dev = rt::open_device(devices.front());
+    Session s(b, *dev);
+    s.set_batch(4);
+    s.set_input("x", x.data(), x.size() * 4);
+    s.run();
+    outputs.emplace_back(20, std::nanf(""));
+    s.get_output("y", outputs.back().data(), outputs.back().size() * 4);
+  }
+  ::unsetenv("SPIRE_LOAD_THREADS");
+  EXPECT_EQ(std::memcmp(outputs[0].data(), outputs[1].data(), outputs[0].size() * 4), 0);
+  const std::vector<double> ref = reference(4, x);
+  for (size_t i = 0; i < ref.size(); ++i) EXPECT_NEAR(outputs[1][i], ref[i], 1e-6) << i;
+}
+
 // A run fed and read through host memory costs one submit and one wait: the input is written in place where the
 // device maps its memory (lavapipe, a GPU's resizable BAR), else into a feed buffer the run copies in (CUDA; forced
 // staging, SPIRE_VULKAN_FORCE_STAGING=1, takes that path on Vulkan), and the output is read from the run's own copy;

@@ -3,8 +3,9 @@
 #   install spire into a temporary prefix; build examples/embed against it with find_package(spire);
 #   export resnet18 with a dynamic batch; spire compile it for SPIR-V and PTX with batches up to 8;
 #   run embed_demo at batches 1, 3 and 8 on the default device and compare with `spire run` of the .onnx
-#   (1e-5 relative) and with PyTorch (1e-4); `spire run` of the bundle with --bench; check what
-#   libspire_runtime.so links.
+#   (1e-5 relative) and with PyTorch (1e-4); --profile-startup names every phase within the total (embed_demo and
+#   spire run); kernels loaded on one thread or several give identical outputs; `spire run` of the bundle with
+#   --bench; truncated bundles are refused; check what libspire_runtime.so links.
 # usage: embed_end_to_end.sh BUILD_DIR SOURCE_DIR WORK_DIR
 set -euo pipefail
 build=$1 src=$2 work=$3
@@ -31,7 +32,7 @@ cmake --build "$work/embed-build" > "$work/embed-build.log"
 demo=$work/embed-build/embed_demo
 
 echo "== export resnet18 (dynamic batch) and compile it"
-/usr/bin/python3 "$src/tests/bundle/export_resnet18.py" "$work/models"
+/usr/bin/python3 "$src/tests/bundle/export_torchvision.py" "$work/models"
 "$spire" compile "$work/models/resnet18.onnx" -o "$work/resnet18.spire" --dynamic-batch --batch 8 --targets spirv,ptx 2>/dev/null
 
 for b in 1 3 8; do
@@ -44,6 +45,22 @@ for b in 1 3 8; do
   echo -n "embed_demo vs PyTorch: "
   /usr/bin/python3 "$src/tests/bundle/compare_outputs.py" "$work/demo_b$b.safetensors" "$work/models/torch_b$b.safetensors" 1e-4
 done
+
+echo "== where the start-up goes: every phase named, the phases within the total (embed_demo and spire run)"
+"$demo" --profile-startup "$work/resnet18.spire" "$work/models/in_b1.safetensors" "$work/profiled_b1.safetensors" \
+  vulkan:0 | tee "$work/startup_demo.txt"
+/usr/bin/python3 "$src/tests/bundle/check_startup_profile.py" "$work/startup_demo.txt" vulkan
+"$spire" run "$work/resnet18.spire" --inputs "$work/models/in_b1.safetensors" --outputs "$work/profiled_run.safetensors" \
+  --device vulkan:0 --profile-startup | tee "$work/startup_run.txt"
+/usr/bin/python3 "$src/tests/bundle/check_startup_profile.py" "$work/startup_run.txt" vulkan
+
+echo "== kernels loaded on one thread give the same bits as on several (the distinct binaries in parallel)"
+for threads in 1 4; do
+  SPIRE_LOAD_THREADS=$threads "$demo" "$work/resnet18.spire" "$work/models/in_b1.safetensors" \
+    "$work/threads${threads}_b1.safetensors" vulkan:0 > /dev/null
+done
+cmp "$work/threads1_b1.safetensors" "$work/threads4_b1.safetensors"
+echo "serial and parallel loads: identical outputs"
 
 echo "== spire run of the bundle: the same values, and --bench's device and wall times"
 "$spire" run "$work/resnet18.spire" --inputs "$work/models/in_b1.safetensors" --outputs "$work/run_b1.safetensors" \
@@ -59,4 +76,11 @@ if "$demo" "$work/truncated.spire" "$work/models/in_b1.safetensors" "$work/bad.s
 fi
 cat "$work/bad.err"
 grep -q "truncated spire bundle" "$work/bad.err"
+# Cut after the header, mid-weights: the mapped file is refused by its length before a payload byte is read.
+head -c $(( $(stat -c %s "$work/resnet18.spire") / 2 )) "$work/resnet18.spire" > "$work/half.spire"
+if "$demo" "$work/half.spire" "$work/models/in_b1.safetensors" "$work/bad.safetensors" 2> "$work/half.err"; then
+  echo "FAIL: a bundle cut in half ran"; exit 1
+fi
+cat "$work/half.err"
+grep -q "truncated spire bundle: its header promises" "$work/half.err"
 echo "embed end to end: ok"

@@ -15,7 +15,7 @@ inline bundle::Bundle sample_bundle() {
   b.dynamic_batch = true;
   b.inputs.push_back({"x", DType::F32, {4, 3}, true});
   b.outputs.push_back({"y", DType::F32, {4, 2}, true});
-  b.weights.push_back({"w", DType::F32, std::vector<uint8_t>(24, 1)});
+  b.weights.push_back({"w", DType::F32, std::vector<uint8_t>(24, 1), {}});
   for (int format = 0; format < 2; ++format)
     for (int64_t batch : {1, 4}) {
       DevicePlan p;

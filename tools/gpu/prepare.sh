@@ -27,6 +27,8 @@ esac
 targets="$bins $tests"
 [ "${ONNX:-0}" = 1 ] && targets="$targets test_onnx_models"
 [ "${EMBED:-0}" = 1 ] && targets="$targets spire_runtime_shared test_bundle_app_vulkan"
+# cmake --install (EMBED) installs the Python module too where it is configured: it must be built first.
+[ "${EMBED:-0}" = 1 ] && cmake --build build --target help | grep "spire_python_module" > /dev/null && targets="$targets spire_python_module"
 cmake --build build -j2 --target $targets
 p=$(mktemp -d)
 mkdir -p $p/bin $p/lib $p/data $p/models

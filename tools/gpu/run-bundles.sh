@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The bundle rows of docs/PERFORMANCE.md: resnet18 (torchvision, random weights) compiled there into bundles and run
-# without the compiler. PARTS (default "io startup"):
+# The bundle rows of docs/PERFORMANCE.md: resnet18 and resnet50 (torchvision, random weights) compiled there into
+# bundles and run without the compiler. PARTS (default "io startup"):
 #   io        a bundle for batch 1 (spire compile --batch 1 --targets spirv,ptx,ptx:sm_90) run as an application runs it
 #             (input set from host memory, run, output read back): spire run MODEL.spire --bench 200 prints the device
 #             time and the wall time of the three; on vulkan:0 also with SPIRE_VULKAN_FORCE_STAGING=1 (the input through
@@ -10,12 +10,14 @@
 #             examples/embed's embed_demo (C, through libspire_runtime) at batches 1, 3 and 8 against PyTorch, the
 #             wall time from process start to the first result, cold (empty caches) and warm, with spire's caches or
 #             the drivers' own, PyTorch eager's for scale; then the C API on the test app's own VkDevice and
-#             VkBuffers (spire_vulkan.h) under the validation layer
+#             VkBuffers (spire_vulkan.h) under the validation layer; then resnet50 at batch 1 (spirv,ptx,ptx:sm_90)
+#             through embed_demo --profile-startup on vulkan:0 and cuda:0, cold (spire's and the drivers' caches
+#             empty) and warm (the runs after): where the time from process start to the first result goes
 # Here: EMBED=1 bash tools/gpu/prepare.sh. There, carrying .gpu and .gl: bash tools/gpu/run-bundles.sh
 set -uo pipefail
 source tools/gpu/env.sh
 W=/tmp/bundles && rm -rf $W && mkdir -p $W
-python3 tests/bundle/export_resnet18.py $W/models 2>&1 | grep -v Warn | tail -2
+python3 tests/bundle/export_torchvision.py $W/models 2>&1 | grep -v Warn | tail -2
 for part in ${PARTS:-io startup}; do
   echo "======== $part"
   case $part in
@@ -68,6 +70,24 @@ PY
     echo "PyTorch eager: $(awk -v a=$s -v b=$EPOCHREALTIME 'BEGIN {printf "%.2f", b - a}') s from process start to the first result"
     echo "== the C API on the test app's own VkDevice and VkBuffers, validation layer on"
     SPIRE_VULKAN_VALIDATION=1 $B/test_bundle_app_vulkan --gtest_brief=1 2>&1 | tail -6
+    echo "== resnet50 batch 1: embed_demo --profile-startup, cold (every cache empty) then warm"
+    python3 tests/bundle/export_torchvision.py $W/r50 resnet50 2>&1 | grep -v Warn | tail -2
+    $B/spire compile $W/r50/resnet50.onnx -o $W/resnet50.spire --batch 1 --targets spirv,ptx,ptx:sm_90 2>&1 \
+      | grep -v "compiling plans" | tail -1
+    for dev in vulkan:0 cuda:0; do
+      export SPIRE_CACHE_DIR=$W/c50-$dev/spire XDG_CACHE_HOME=$W/c50-$dev/xdg __GL_SHADER_DISK_CACHE_PATH=$W/c50-$dev/nv \
+        CUDA_CACHE_PATH=$W/c50-$dev/cu
+      rm -rf $W/c50-$dev $W/o50.safetensors
+      for run in cold warm1 warm2 warm3; do
+        echo "-- $dev $run"
+        s=$EPOCHREALTIME
+        $B/embed_demo --profile-startup $W/resnet50.spire $W/r50/in_b1.safetensors $W/o50.safetensors $dev | grep -v "^wrote"
+        echo "process wall to exit: $(awk -v a=$s -v b=$EPOCHREALTIME 'BEGIN {printf "%.3f", b - a}') s"
+      done
+      echo -n "$dev resnet50 against PyTorch: "
+      python3 tests/bundle/compare_outputs.py $W/o50.safetensors $W/r50/torch_b1.safetensors 1e-4
+      unset SPIRE_CACHE_DIR XDG_CACHE_HOME __GL_SHADER_DISK_CACHE_PATH CUDA_CACHE_PATH
+    done | tee $OUT/startup_resnet50.txt
     ;;
   *) echo "unknown part '$part'"; exit 2 ;;
   esac

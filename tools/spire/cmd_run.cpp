@@ -26,6 +26,7 @@ struct RunCmd {
   bool stats = false;  // print flops and bytes per op kind (lowering/stats.h)
   std::string passes;  // --passes: built-in rewrite passes (passes_option.h)
   bool profile = false;  // print every launch's device time
+  bool profile_startup = false;  // --profile-startup: where the time to the first result went (bundles)
   bool rerun_weight_launches = false;  // --rerun-weight-launches: CompileOptions::parameters_once off
   std::string memory_budget;           // --memory-budget: CompileOptions::memory_budget, "" for none
   Precision precision = Precision::Fp32;  // --precision: CompileOptions::precision
@@ -76,9 +77,12 @@ void run_run(const RunCmd& o) {
       throw std::invalid_argument("a bundle is already compiled: --dump, --stats, --passes, --profile, --tune, "
                                   "--rerun-weight-launches, --memory-budget and --precision apply to .onnx and .graph "
                                   "models (give spire compile --rerun-weight-launches or --precision)");
-    run_bundle(o.model, o.inputs, o.outputs, o.device, o.bench);
+    run_bundle(o.model, o.inputs, o.outputs, o.device, o.bench, o.profile_startup);
     return;
   }
+  if (o.profile_startup)
+    throw std::invalid_argument("--profile-startup times a bundle's start (MODEL.spire from `spire compile`); an .onnx "
+                                "or .graph model is compiled first, which is not a start-up");
   const auto given = io::load_tensors(o.inputs);
   LoadedModel m = load_model(o.model, o.weights, given, o.inputs);
   const passes::PassPipeline pipeline = passes_pipeline(o.passes);
@@ -197,6 +201,10 @@ void register_run_commands(CLI::App& app) {
                 "Also print every launch of the inference (node, kernel) with its median device time over the "
                 "--bench runs (or one run), from a device timestamp after each launch; launches that read only "
                 "parameters run in the first inference only and are not listed (the plan in --dump marks them)");
+  cmd->add_flag("--profile-startup", o->profile_startup,
+                "For a bundle: print where the time from process start to the first result went (devices listed and "
+                "opened, the bundle read, kernels loaded with the pipeline or cubin cache's hits, weights uploaded, "
+                "the first run), with the wall milliseconds of each phase and the total");
   cmd->add_option("--memory-budget", o->memory_budget,
                   "Device memory the model may take (bytes; k, M, G: powers of 1000): over it, the launches that read "
                   "only parameters run every inference; still over, spire refuses and says the least it needs")

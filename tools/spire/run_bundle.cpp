@@ -11,6 +11,7 @@
 #include "bundle/bundle_file.h"
 #include "bundle/session.h"
 #include "io/tensor_file.h"
+#include "runtime/startup_profile.h"
 
 namespace spire::cli {
 
@@ -35,7 +36,7 @@ graph::Tensor from_host_bytes(const std::vector<uint8_t>& bytes, DType dtype, co
 }  // namespace
 
 void run_bundle(const std::string& bundle_path, const std::string& inputs, const std::string& outputs,
-                const std::string& device, int bench) {
+                const std::string& device, int bench, bool profile_startup) {
   if (device == "reference" || device == "all")
     throw std::invalid_argument(fmt::format("--device {}: a bundle runs on one device (vulkan:N or cuda:N); run the "
                                             ".onnx model for the reference or all devices", device));
@@ -71,6 +72,7 @@ void run_bundle(const std::string& bundle_path, const std::string& inputs, const
     s.set_input(spec.name, fed.back().data(), fed.back().size());
   }
   s.run();
+  if (profile_startup) fmt::print("{}", rt::startup::report(rt::startup::snapshot()));
   io::NamedTensors written;
   for (const auto& spec : b->outputs) {
     std::vector<uint8_t> bytes(spec.elements_at(s.batch()) * bundle::dtype_bytes(spec.dtype));
