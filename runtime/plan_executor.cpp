@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "runtime/launch_hazards.h"
-#include "runtime/parallel_for.h"
+#include "base/parallel_for.h"
 #include "runtime/startup_profile.h"
 
 namespace spire::rt {
@@ -150,7 +150,7 @@ void PlanExecutor::load_kernels() {
     (seen.insert(binary_bytes(plan_.kernels[k])).second ? firsts : repeats).push_back(k);
   kernels_.resize(plan_.kernels.size());
   const int threads = kernel_load_threads(firsts.size());
-  parallel_for(firsts.size(), threads, [&](size_t i) { load(firsts[i]); });
+  parallel_each(firsts.size(), threads, [&](size_t i) { load(firsts[i]); });
   for (size_t k : repeats) load(k);
   for (const LaunchSpec& l : plan_.launches) {
     if (l.kernel >= plan_.kernels.size())

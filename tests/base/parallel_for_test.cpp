@@ -1,10 +1,13 @@
-// parallel_for visits every index exactly once, in order within each range, and runs large work on several threads.
+// parallel_for visits every index exactly once, in order within each range, and runs large work on several threads;
+// parallel_each visits every index once and rethrows the lowest index's exception.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <set>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -49,6 +52,21 @@ TEST(ParallelFor, SmallWorkStaysOnTheCallingThreadAndLargeWorkSpreads) {
     large.insert(std::this_thread::get_id());
   });
   EXPECT_EQ(large.size(), std::min<size_t>(64, std::max(1u, std::thread::hardware_concurrency())));
+}
+
+TEST(ParallelEach, VisitsEveryIndexOnceAndRethrowsTheLowestIndexsError) {
+  std::vector<std::atomic<int>> visits(100);
+  parallel_each(visits.size(), 4, [&](size_t i) { ++visits[i]; });
+  for (size_t i = 0; i < visits.size(); ++i) EXPECT_EQ(visits[i], 1) << i;
+  try {
+    parallel_each(50, 4, [](size_t i) {
+      if (i == 7 || i == 31) throw std::runtime_error("index " + std::to_string(i));
+    });
+    FAIL() << "no exception";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "index 7");
+  }
+  parallel_each(0, 4, [](size_t) { FAIL() << "called for an empty range"; });
 }
 
 }  // namespace
