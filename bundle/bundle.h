@@ -76,6 +76,11 @@ struct Bundle {
   std::vector<Weight> weights;
   std::vector<DevicePlan> plans;
   std::shared_ptr<const void> file;  // the mapped file the weights lie in, when read by read_bundle()
+  // The graph the plans were compiled from, in graph text at the largest batch, and the graph's names for the named
+  // inputs and outputs (in their order): what a tool that compares a bundle's values needs (spire diff). Since
+  // format version 7; empty in older bundles. The runtime never reads them.
+  std::string source_graph;
+  std::vector<std::string> input_graph_names, output_graph_names;
 };
 
 // The bundle's structural invariants (every index in range, sizes consistent with the kernels' signatures, arena

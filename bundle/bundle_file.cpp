@@ -270,6 +270,11 @@ std::vector<uint8_t> serialize(const Bundle& b) {
   }
   w.u64(b.plans.size());
   for (const auto& p : b.plans) write_plan(w, p);
+  w.str(b.source_graph);
+  for (const auto* names : {&b.input_graph_names, &b.output_graph_names}) {
+    w.u64(names->size());
+    for (const std::string& n : *names) w.str(n);
+  }
 
   const std::vector<uint8_t>& payload = w.data();
   ByteWriter file;
@@ -330,7 +335,15 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source, s
     b.weights.push_back(std::move(wt));
   }
   for (uint64_t n = r.count(64, "plans"), i = 0; i < n; ++i) b.plans.push_back(read_plan(r));
-  if (r.left()) r.fail(fmt::format("{} bytes follow the last plan", r.left()));
+  if (version >= 7) {
+    b.source_graph = r.str();
+    for (auto* names : {&b.input_graph_names, &b.output_graph_names})
+      for (uint64_t n = r.count(8, "graph names"), i = 0; i < n; ++i) names->push_back(r.str());
+    if (!b.source_graph.empty() &&
+        (b.input_graph_names.size() != b.inputs.size() || b.output_graph_names.size() != b.outputs.size()))
+      r.fail("the source graph's names do not match the inputs and outputs");
+  }
+  if (r.left()) r.fail(fmt::format("{} bytes follow the {}", r.left(), version >= 7 ? "source graph" : "last plan"));
   validate(b, source);
   b.file = std::move(keep_alive);
   phase.detail(fmt::format("checksum (format {}) of {:.1f} MB, {} plans, {} weights{}", version, double(length) / 1e6,

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "ir/graph/text_form.h"
 #include "lowering/device_bytes.h"
 #include "lowering/device_plan.h"
 #include "lowering/plan.h"
@@ -94,6 +95,15 @@ class BundleBuilder {
     return false;
   }
 
+  // The graph of the largest batch's model, for tools that compare the bundle's values (bundle.h, source_graph).
+  void keep_source(const ModelAtBatch& m) {
+    b_.source_graph = graph::print(m.graph);
+    b_.input_graph_names.clear();
+    b_.output_graph_names.clear();
+    for (const ModelTensor& t : m.inputs) b_.input_graph_names.push_back(t.graph_name);
+    for (const ModelTensor& t : m.outputs) b_.output_graph_names.push_back(t.graph_name);
+  }
+
   Bundle take() {
     validate(b_, o_.model_name);
     return std::move(b_);
@@ -148,6 +158,7 @@ Bundle compile_bundle(const std::function<ModelAtBatch(int64_t)>& model, const C
   for (int64_t b : batches) {
     const ModelAtBatch m = model(b);
     io.emplace_back(m);
+    if (b == batches.back()) builder.keep_source(m);
     for (const rt::DeviceInfo& target : o.targets) {
       if (o.progress) o.progress(done++, total, target.id, b);
       builder.add_plan(m, target, b);

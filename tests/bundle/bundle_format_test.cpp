@@ -33,6 +33,17 @@ void reseal(std::vector<uint8_t>& bytes) {
   std::memcpy(bytes.data() + 24, &sum, 8);
 }
 
+// A bundle written now as an older format `version` writes it: the source graph's section (format 7: an empty
+// string and two empty name lists, 24 bytes, in the sample) dropped from its end, the header's version and length set.
+std::vector<uint8_t> as_older_version(std::vector<uint8_t> bytes, uint32_t version) {
+  EXPECT_TRUE(std::all_of(bytes.end() - 24, bytes.end(), [](uint8_t c) { return c == 0; })) << "not an empty section";
+  bytes.resize(bytes.size() - 24);
+  const uint64_t length = bytes.size() - kBundleHeaderBytes;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  std::memcpy(bytes.data() + 16, &length, 8);
+  return bytes;
+}
+
 TEST(BundleFormat, RoundTripsEveryField) {
   const Bundle b = testing_support::sample_bundle();
   const Bundle r = parse_bundle(serialize(b), "m.spire");
@@ -59,6 +70,22 @@ TEST(BundleFormat, RoundTripsEveryField) {
   EXPECT_FALSE(p.launches[1].parameters_only);
   EXPECT_EQ(r.plans[0].kernels[0].spirv, (std::vector<uint32_t>{0x07230203u, 0x00010300u, 0, 10, 0}));
   EXPECT_EQ(serialize(r), serialize(b));
+}
+
+// Format 7 keeps the source graph and its names for the inputs and outputs; names that do not match the inputs and
+// outputs are refused.
+TEST(BundleFormat, KeepsTheSourceGraph) {
+  Bundle b = testing_support::sample_bundle();
+  b.source_graph = "x = input() : f32[4,3]\noutput y = x\n";
+  b.input_graph_names = {"x"};
+  b.output_graph_names = {"y"};
+  const Bundle r = parse_bundle(serialize(b), "m.spire");
+  EXPECT_EQ(r.source_graph, b.source_graph);
+  EXPECT_EQ(r.input_graph_names, b.input_graph_names);
+  EXPECT_EQ(r.output_graph_names, b.output_graph_names);
+  b.output_graph_names.clear();
+  EXPECT_NE(error_of(serialize(b)).find("the source graph's names do not match the inputs and outputs"), std::string::npos)
+      << error_of(serialize(b));
 }
 
 TEST(BundleFormat, RefusesWhatIsNotABundle) {
@@ -107,15 +134,12 @@ TEST(BundleFormat, RecordsThePrecisionPolicyAndReadsVersion4AsFp32) {
 
   std::vector<uint8_t> v4 = fp32;
   v4.erase(v4.begin() + ptrdiff_t(differ[0]));
-  const uint32_t version = 4;
-  const uint64_t length = v4.size() - kBundleHeaderBytes;
-  std::memcpy(v4.data() + 8, &version, 4);
-  std::memcpy(v4.data() + 16, &length, 8);
+  v4 = as_older_version(v4, 4);
   reseal(v4);
   const Bundle r = parse_bundle(v4, "m.spire");
   EXPECT_EQ(r.precision, Precision::Fp32);
   EXPECT_EQ(r.model, "sample.onnx");
-  EXPECT_EQ(serialize(r), fp32);
+  EXPECT_EQ(serialize(r), fp32);  // written back as the current version, its source graph empty
 
   std::vector<uint8_t> unknown = tf32;
   unknown[differ[0]] = 9;
@@ -128,8 +152,7 @@ TEST(BundleFormat, ReadsVersion5WithItsByteSerialChecksum) {
   std::vector<uint8_t> bytes = serialize(testing_support::sample_bundle());
   const auto payload = std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes);
   EXPECT_NE(payload_checksum(payload, 6), fnv1a64(payload));
-  const uint32_t v5 = 5;
-  std::memcpy(bytes.data() + 8, &v5, 4);
+  bytes = as_older_version(bytes, 5);
   EXPECT_NE(error_of(bytes).find("checksum"), std::string::npos) << error_of(bytes);
   reseal(bytes);
   EXPECT_EQ(error_of(bytes), "");

@@ -195,6 +195,27 @@ TEST_F(CliDiff, AnExportedCnnAgrees) {
   EXPECT_GE(j.at("comparisons")[0].at("values").get<int>(), 5);  // conv, relu, pool, reshape, gemm at least
 }
 
+// A bundle is compared through the graph it was compiled from (format 7 keeps it) and its own kernels' outputs are
+// judged too; inputs of another batch than the bundle's source graph are refused.
+TEST_F(CliDiff, ABundleIsComparedThroughItsSourceGraphAndItsOwnKernels) {
+  if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
+  auto compiled = spire::spire("compile " + spire::model("cnn.onnx") + " -o " + path("cnn.spire") + " --batch 2");
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.out;
+  auto r = spire::spire("diff " + path("cnn.spire") + " --inputs " + spire::model("cnn.in.safetensors") +
+                        " --devices vulkan:0 --every-value");
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("vulkan:0 (") , std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("values within tolerance"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a bundle: the values above are its source graph's"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the bundle's own kernels (its spirv plan): output 'y' within tolerance"), std::string::npos)
+      << r.out;
+  // Inputs of another batch than the bundle's are refused, naming both.
+  spire::io::save_tensors(dir_ / "one.safetensors", spire::io::NamedTensors{{"x", random_tensor({1, 3, 16, 16}, 9)}});
+  auto other = spire::spire("diff " + path("cnn.spire") + " --inputs " + path("one.safetensors") + " --devices vulkan:0");
+  EXPECT_EQ(other.exit_code, 3) << other.out;
+  EXPECT_NE(other.out.find("input 'x' is f32[2,3,16,16] in the model but f32[1,3,16,16]"), std::string::npos) << other.out;
+}
+
 // No false alarm at the default tolerances on the exported models of several kinds.
 TEST_F(CliDiff, ExportedModelsAgree) {
   if (!have_vulkan()) GTEST_SKIP() << "no vulkan:0 here";
@@ -319,9 +340,10 @@ TEST_F(CliDiff, BadInputIsRefusedClearly) {
   EXPECT_EQ(shape.exit_code, 3) << shape.out;
   EXPECT_NE(shape.out.find("input 'x' is f32[4,16] in the model but f32[4,15] in"), std::string::npos) << shape.out;
 
+  std::ofstream(path("m.spire")) << "not a bundle";
   auto bundle = spire::spire("diff " + path("m.spire") + " --inputs " + path("in.safetensors"));
   EXPECT_EQ(bundle.exit_code, 3) << bundle.out;
-  EXPECT_NE(bundle.out.find("give the .onnx or .graph model it was compiled from"), std::string::npos) << bundle.out;
+  EXPECT_NE(bundle.out.find("m.spire: not a spire bundle"), std::string::npos) << bundle.out;
 
   auto against = spire::spire("diff " + path("right.graph") + " --inputs " + path("in.safetensors") + " --against " +
                               path("no_such_dir"));

@@ -8,10 +8,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "bundle/bundle_file.h"
 #include "io/file_bytes.h"
 #include "io/tensor_file.h"
 #include "ir/graph/evaluator.h"
 #include "ir/graph/text_form.h"
+#include "lowering/device_bytes.h"
 #include "lowering/executable.h"
 
 namespace spire::cli {
@@ -61,6 +63,44 @@ LoadedModel load_graph_model(const std::string& path, const std::string& weights
   return m;
 }
 
+LoadedModel load_bundle_model(const std::string& path) {
+  const bundle::Bundle b = bundle::read_bundle(path);
+  if (b.source_graph.empty())
+    throw std::runtime_error(fmt::format("{}: this bundle holds no source graph (bundles hold one since format 7): "
+                                         "compile it again with `spire compile`, or give the .onnx or .graph model",
+                                         path));
+  LoadedModel m;
+  try {
+    m.graph = graph::parse(b.source_graph);
+  } catch (const graph::ParseError& e) {
+    throw std::runtime_error(fmt::format("{}: its source graph does not parse: {}", path, e.what()));
+  }
+  for (graph::Value v : m.graph.parameters()) {
+    const graph::Node& n = m.graph.node(v);
+    auto w = std::find_if(b.weights.begin(), b.weights.end(), [&](const bundle::Weight& x) { return x.name == n.name; });
+    if (w == b.weights.end())
+      throw std::runtime_error(fmt::format("{}: the source graph's parameter '{}' has no weight in the bundle", path,
+                                           n.name));
+    const std::span<const uint8_t> bytes = w->data();
+    m.weights.emplace(n.name, lowering::from_device_bytes(std::vector<uint8_t>(bytes.begin(), bytes.end()), w->type,
+                                                          n.type));
+  }
+  auto bind = [&](const std::vector<bundle::TensorSpec>& specs, const std::vector<std::string>& graph_names,
+                  bool outputs, std::vector<onnx_import::IoBinding>& out) {
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const std::optional<graph::Value> v = outputs ? m.graph.find_output(graph_names[i]) : m.graph.find(graph_names[i]);
+      if (!v)
+        throw std::runtime_error(fmt::format("{}: the source graph has no {} '{}'", path, outputs ? "output" : "input",
+                                             graph_names[i]));
+      const graph::TensorType t = m.graph.type(*v);
+      out.push_back({specs[i].name, graph_names[i], t.dtype, t.shape});
+    }
+  };
+  bind(b.inputs, b.input_graph_names, false, m.inputs);
+  bind(b.outputs, b.output_graph_names, true, m.outputs);
+  return m;
+}
+
 std::string weights_path(const std::string& model_path, const std::string& weights) {
   if (!model_path.ends_with(".graph")) return {};
   if (!weights.empty()) return weights;
@@ -70,6 +110,7 @@ std::string weights_path(const std::string& model_path, const std::string& weigh
 LoadedModel load_model(const std::string& path, const std::string& weights,
                        const std::map<std::string, graph::Tensor>& given, const std::string& given_source) {
   if (path.ends_with(".graph")) return load_graph_model(path, weights_path(path, weights));
+  if (path.ends_with(".spire")) return load_bundle_model(path);
   return load_onnx(path, given, given_source);
 }
 

@@ -32,8 +32,12 @@ LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph
 // Reads an imported .graph file and its weights (their metadata holds the ONNX names, when present).
 LoadedModel load_graph_model(const std::string& path, const std::string& weights_path);
 
-// An .onnx model (load_onnx) or an imported .graph file (load_graph_model) by the file's extension, a .graph's
-// weights from `weights` or, when empty, from the file beside it (MODEL.safetensors).
+// A bundle's source graph (format 7 and later: bundle.h's source_graph) with its weights, at the bundle's largest
+// batch; an older bundle is refused, naming the spire compile that gives one.
+LoadedModel load_bundle_model(const std::string& path);
+
+// An .onnx model (load_onnx), an imported .graph file (load_graph_model) or a bundle (load_bundle_model) by the
+// file's extension, a .graph's weights from `weights` or, when empty, from the file beside it (MODEL.safetensors).
 LoadedModel load_model(const std::string& path, const std::string& weights,
                        const std::map<std::string, graph::Tensor>& given, const std::string& given_source);
 // The weights file load_model reads for a .graph model (empty for others).
