@@ -46,26 +46,22 @@ for b in 1 3 8; do
   /usr/bin/python3 "$src/tests/bundle/compare_outputs.py" "$work/demo_b$b.safetensors" "$work/models/torch_b$b.safetensors" 1e-4
 done
 
-echo "== where the start-up goes: every phase named, the phases within the total (embed_demo and spire run)"
+# lavapipe compiles every shader again in each process (4-16 s a resnet18 run), so each run below checks two things.
+echo "== where the start-up goes, every phase named within the total; kernels loaded on one thread give the bits of several"
 "$demo" --profile-startup "$work/resnet18.spire" "$work/models/in_b1.safetensors" "$work/profiled_b1.safetensors" \
   vulkan:0 | tee "$work/startup_demo.txt"
 /usr/bin/python3 "$src/tests/bundle/check_startup_profile.py" "$work/startup_demo.txt" vulkan
-"$spire" run "$work/resnet18.spire" --inputs "$work/models/in_b1.safetensors" --outputs "$work/profiled_run.safetensors" \
-  --device vulkan:0 --profile-startup | tee "$work/startup_run.txt"
-/usr/bin/python3 "$src/tests/bundle/check_startup_profile.py" "$work/startup_run.txt" vulkan
-
-echo "== kernels loaded on one thread give the same bits as on several (the distinct binaries in parallel)"
-for threads in 1 4; do
-  SPIRE_LOAD_THREADS=$threads "$demo" "$work/resnet18.spire" "$work/models/in_b1.safetensors" \
-    "$work/threads${threads}_b1.safetensors" vulkan:0 > /dev/null
-done
-cmp "$work/threads1_b1.safetensors" "$work/threads4_b1.safetensors"
+grep -Eq "kernels loaded .*[2-9] threads" "$work/startup_demo.txt" || { echo "FAIL: the kernels did not load in parallel"; exit 1; }
+SPIRE_LOAD_THREADS=1 "$demo" "$work/resnet18.spire" "$work/models/in_b1.safetensors" "$work/threads1_b1.safetensors" \
+  vulkan:0 > /dev/null
+cmp "$work/threads1_b1.safetensors" "$work/profiled_b1.safetensors"
 echo "serial and parallel loads: identical outputs"
 
-echo "== spire run of the bundle: the same values, and --bench's device and wall times"
+echo "== spire run of the bundle: the same values, --bench's device and wall times, and its start-up profile"
 "$spire" run "$work/resnet18.spire" --inputs "$work/models/in_b1.safetensors" --outputs "$work/run_b1.safetensors" \
-  --bench 1 | tee "$work/bench.txt"
+  --device vulkan:0 --bench 1 --profile-startup | tee "$work/bench.txt"
 grep -q "wall ms" "$work/bench.txt"
+/usr/bin/python3 "$src/tests/bundle/check_startup_profile.py" "$work/bench.txt" vulkan
 echo -n "spire run of the bundle vs embed_demo: "
 /usr/bin/python3 "$src/tests/bundle/compare_outputs.py" "$work/run_b1.safetensors" "$work/demo_b1.safetensors" 1e-6
 
