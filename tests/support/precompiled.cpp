@@ -1,0 +1,1 @@
+// The translation unit that builds the tests' precompiled headers (tests/CMakeLists.txt: spire_test_pch).
