@@ -125,6 +125,7 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t, const Limits& li
 }
 
 Config MatmulTiling::config() const {
+  if (matvec()) return Config{{"matvec_slices", matvec_slices}};
   if (workgroup_matrix)
     return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"workgroup_matrix", 1}, {"unroll", unroll}};
   if (warpgroup_mma())
@@ -149,6 +150,11 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (v < 1 || v > 1024) throw std::invalid_argument(fmt::format("matmul config '{}': {} must be 1..1024", c.text(), name));
     return uint32_t(v);
   };
+  if (c.has("matvec_slices")) {
+    MatmulTiling t;
+    t.matvec_slices = u("matvec_slices");
+    return t;
+  }
   if (c.has("workgroup_matrix")) {
     if (c.get("workgroup_matrix") != 1)
       throw std::invalid_argument(fmt::format("matmul config '{}': workgroup_matrix must be 1", c.text()));

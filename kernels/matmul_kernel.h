@@ -81,11 +81,15 @@ struct MatmulTiling {
   // 16 ahead of the one they multiply, through `stages` sets of fragments in turn (the K loop unrolled by them). 0:
   // not that kernel. warps_m x warps_n subgroups as for the tensor-core kernel; tile_k is 16.
   uint32_t lookahead = 0;
+  // A product of a few rows (matvec_kernel.h): that kernel with this many K slices, every other field unused. 0: not
+  // that kernel.
+  uint32_t matvec_slices = 0;
+  bool matvec() const { return matvec_slices > 0; }
   bool packed() const { return lookahead > 0; }
   bool tensor_cores() const { return warps_m > 0; }
   bool warpgroup_mma() const { return warpgroups > 0; }
   uint32_t invocations() const {
-    return workgroup_matrix ? 256
+    return workgroup_matrix || matvec() ? 256
            : warpgroup_mma() ? (warpgroups + 1) * 128
            : tensor_cores()  ? (warps_m * warps_n + producers) * 32
                              : (tile_m / reg_m) * (tile_n / reg_n);
@@ -94,7 +98,7 @@ struct MatmulTiling {
   // warps_m=2,warps_n=4,stages=3" for tensor cores (",unroll=3" when unrolled, ",producers=4" with copying
   // subgroups, ",b_unpadded=1"), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for warpgroup MMA,
   // "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices, ",lookahead=4" after a
-  // tensor-core config for packed fragments) and back (throws
+  // tensor-core config for packed fragments, "matvec_slices=16" for the few-rows kernel) and back (throws
   // std::invalid_argument for a missing value; a missing splits is 1, a missing stages 2).
   Config config() const;
   static MatmulTiling from(const Config& c);

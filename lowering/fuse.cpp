@@ -64,6 +64,17 @@ bool absorbed_upcast(const graph::Graph& g, Value v) {
   });
 }
 
+bool absorbed_slice(const graph::Graph& g, Value v) {
+  const graph::Node& n = g.node(v);
+  if (graph::op_name(n.op) != "slice") return false;
+  for (int64_t step : n.attrs.get_ints("steps"))
+    if (step != 1) return false;
+  return read_in_place_only(g, v, [&](Value u) {
+    const graph::Node& user = g.node(u);
+    return graph::op_name(user.op) == "write_at" && user.inputs[1] == v && user.inputs[0] != v && user.inputs[2] != v;
+  });
+}
+
 InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {
   InPlaceOperand r{v};
   if (absorbed_transpose(g, r.source)) {
@@ -122,7 +133,7 @@ class Planner {
     for (int32_t id = 0; id < g_.size(); ++id) {
       const graph::Node& n = g_.node(id);
       if ((n.op == OpKind::Permute && absorbed_transpose(g_, Value{id})) ||
-          (n.op == OpKind::Cast && absorbed_upcast(g_, Value{id}))) {
+          (n.op == OpKind::Cast && absorbed_upcast(g_, Value{id})) || absorbed_slice(g_, Value{id})) {
         f_.fused[size_t(id)] = true;
         continue;
       }

@@ -70,6 +70,11 @@ bool absorbed_transpose(const graph::Graph& g, graph::Value v);
 // directly or through an absorbed transpose: the products read the half values in place and widen them as they load.
 bool absorbed_upcast(const graph::Graph& g, graph::Value v);
 
+// A slice with unit steps, not stored, that every user writes somewhere as write_at's row (its input 1): write_at's
+// kernel reads the slice's input in place (lower_indexing.cpp), so it has no buffer and no launch. (A decoder's newest
+// key or value, sliced from the attention's concatenated cache and written into the cache state.)
+bool absorbed_slice(const graph::Graph& g, graph::Value v);
+
 // Where a matrix product (or a convolution) reads operand `v` in place: v itself, or the source of the absorbed transpose and/or cast
 // up in front of it. `transposed` and `half` (the stored half dtype, else unset) say how to read it.
 struct InPlaceOperand {

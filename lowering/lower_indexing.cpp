@@ -1,4 +1,4 @@
-// Kernels of the indexing ops (ir/graph/ops/indexing.cpp): slice, pad, concat, gather, gather_grad. Each is one
+// Kernels of the indexing ops (ir/graph/ops/indexing.cpp): slice, pad, concat, gather, gather_grad, write_at. Each is one
 // invocation per written element with every size a constant; indices are computed in i32 (a slice may step
 // backwards) and every load is clamped into its buffer before a select discards what was out of range.
 #include <functional>
@@ -101,6 +101,9 @@ void lower_pad(LoweringContext& ctx, graph::Value v) {
   });
 }
 
+// A concat of at most this many inputs is one launch; more would bind more buffers than some devices give a kernel.
+constexpr size_t kConcatOneLaunchInputs = 8;
+
 void lower_concat(LoweringContext& ctx, graph::Value v) {
   const graph::Graph& g = ctx.graph();
   const graph::Node& n = g.node(v);
@@ -110,24 +113,59 @@ void lower_concat(LoweringContext& ctx, graph::Value v) {
   for (size_t d = axis + 1; d < n.type.shape.size(); ++d) inner *= n.type.shape[d];
   const int64_t out_block = n.type.shape[axis] * inner;
   const Type t = device_type(n.type.dtype);
-  // One launch per input, each copying its block of rows into place: out = outer * out_block + offset + rest.
+  std::vector<graph::Value> parts;  // the inputs with elements, and where along the axis each starts
+  std::vector<int64_t> starts;
   int64_t offset = 0;
   for (graph::Value part : n.inputs) {
+    if (g.type(part).numel() > 0) parts.push_back(part), starts.push_back(offset);
+    offset += g.type(part).shape[axis];
+  }
+  if (parts.size() <= kConcatOneLaunchInputs) {
+    // One invocation per result element, reading the one input its position along the axis falls in.
+    const int64_t total = n.type.numel();
+    if (total == 0) return;
+    std::string shapes;
+    for (graph::Value part : parts) shapes += "_" + shape_tag(g.type(part).shape);
+    kir::KernelBuilder kb(fmt::format("concat_{}{}_to_{}", graph::dtype_name(n.type.dtype), shapes, shape_tag(n.type.shape)),
+                          kPointwiseWorkgroup);
+    std::vector<kir::Buf> xs;
+    for (size_t p = 0; p < parts.size(); ++p) xs.push_back(kb.buffer(fmt::format("x{}", p), t, kir::Access::Read));
+    kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+    Val i = kb.global_id();
+    kb.if_(i < kb.u32(uint32_t(total)), [&] {
+      Val outer = i / uint32_t(out_block), at = (i % uint32_t(out_block)) / uint32_t(inner), rest = i % uint32_t(inner);
+      // Inputs from the last: each that starts at or before `at` takes over, so the last such one is read.
+      std::function<void(size_t)> from = [&](size_t p) {
+        const int64_t rows = g.type(parts[p]).shape[axis];
+        auto copy = [&, p, rows] {
+          y[i] = xs[p][(outer * uint32_t(rows) + (at - uint32_t(starts[p]))) * uint32_t(inner) + rest].load();
+        };
+        if (p == 0) copy();
+        else kb.if_else(at >= uint32_t(starts[p]), copy, [&] { from(p - 1); });
+      };
+      from(parts.size() - 1);
+    });
+    std::vector<int32_t> buffers;
+    for (graph::Value part : parts) buffers.push_back(ctx.buffer_of(part));
+    buffers.push_back(ctx.buffer_of(v));
+    ctx.launch(kb.finish(), std::move(buffers), {}, groups_for(total, kPointwiseWorkgroup));
+    return;
+  }
+  // One launch per input, each copying its block of rows into place: out = outer * out_block + offset + rest.
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const graph::Value part = parts[p];
     const int64_t rows = g.type(part).shape[axis], count = g.type(part).numel(), block = rows * inner;
-    if (count > 0) {
-      kir::KernelBuilder kb(fmt::format("concat_part_{}_{}_at{}_of_{}", graph::dtype_name(n.type.dtype),
-                                        shape_tag(g.type(part).shape), offset, shape_tag(n.type.shape)),
-                            kPointwiseWorkgroup);
-      kir::Buf x = kb.buffer("x", t, kir::Access::Read);
-      kir::Buf y = kb.buffer("y", t, kir::Access::Write);
-      Val i = kb.global_id();
-      kb.if_(i < kb.u32(uint32_t(count)), [&] {
-        Val outer = i / uint32_t(block), rest = i % uint32_t(block);
-        y[outer * uint32_t(out_block) + uint32_t(offset * inner) + rest] = x[i];
-      });
-      ctx.launch(kb.finish(), {ctx.buffer_of(part), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
-    }
-    offset += rows;
+    kir::KernelBuilder kb(fmt::format("concat_part_{}_{}_at{}_of_{}", graph::dtype_name(n.type.dtype),
+                                      shape_tag(g.type(part).shape), starts[p], shape_tag(n.type.shape)),
+                          kPointwiseWorkgroup);
+    kir::Buf x = kb.buffer("x", t, kir::Access::Read);
+    kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+    Val i = kb.global_id();
+    kb.if_(i < kb.u32(uint32_t(count)), [&] {
+      Val outer = i / uint32_t(block), rest = i % uint32_t(block);
+      y[outer * uint32_t(out_block) + uint32_t(starts[p] * inner) + rest] = x[i];
+    });
+    ctx.launch(kb.finish(), {ctx.buffer_of(part), ctx.buffer_of(v)}, {}, groups_for(count, kPointwiseWorkgroup));
   }
 }
 
@@ -216,6 +254,103 @@ void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
   });
 }
 
+// write_at(data, row, index; axis). In place where data is a state whose update is this node's value and which
+// nothing else reads after it: the result lives in the state's own buffer (so the update copies nothing), and one
+// launch writes the row there, a decoder's cache growing by one position a step at the cost of that position. Else
+// data is copied into the result first.
+bool writes_state_in_place(const graph::Graph& g, graph::Value v) {
+  const graph::Node& n = g.node(v);
+  const graph::Value data = n.inputs[0];
+  if (g.node(data).op != graph::OpKind::State) return false;
+  bool updates_data = false;
+  for (const graph::StateUpdate& u : g.state_updates())
+    if (u.value == v) {
+      if (u.target != data) return false;
+      updates_data = true;
+    }
+  if (!updates_data) return false;
+  const std::vector<std::vector<graph::Value>> users = g.users();
+  if (!users[size_t(v.id)].empty()) return false;  // only the state update reads the result
+  for (const graph::NamedOutput& o : g.outputs())
+    if (o.value == v || o.value == data) return false;
+  // The state's other readers must be computed before the write: each an ancestor of the row or the index.
+  std::vector<bool> before(size_t(g.size()), false);
+  std::vector<graph::Value> stack{n.inputs[1], n.inputs[2]};
+  while (!stack.empty()) {
+    const graph::Value u = stack.back();
+    stack.pop_back();
+    if (before[size_t(u.id)]) continue;
+    before[size_t(u.id)] = true;
+    for (graph::Value in : g.node(u).inputs) stack.push_back(in);
+  }
+  for (graph::Value reader : users[size_t(data.id)])
+    if (reader != v && !before[size_t(reader.id)]) return false;
+  return true;
+}
+
+void lower_write_at(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const graph::Shape& shape = n.type.shape;
+  const size_t axis = size_t(n.attrs.get_int("axis"));
+  check_count(n, n.type.numel());
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < shape.size(); ++d) inner *= shape[d];
+  const int64_t rows = shape[axis], count = g.type(n.inputs[1]).numel();
+  const Type t = device_type(n.type.dtype);
+  if (writes_state_in_place(g, v)) {
+    ctx.alias(v, n.inputs[0]);
+  } else if (n.type.numel() > 0) {
+    kir::KernelBuilder kb(fmt::format("copy_{}_{}", graph::dtype_name(n.type.dtype), shape_tag(shape)), kPointwiseWorkgroup);
+    kir::Buf x = kb.buffer("x", t, kir::Access::Read);
+    kir::Buf y = kb.buffer("y", t, kir::Access::Write);
+    Val i = kb.global_id();
+    kb.if_(i < kb.u32(uint32_t(n.type.numel())), [&] { y[i] = x[i]; });
+    ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(n.type.numel(), kPointwiseWorkgroup));
+  }
+  if (count == 0) return;
+  // The row, or the slice it was cut from (fuse.h's absorbed slices): element i of the row is the slice input's
+  // element at the slice's starts plus i's coordinates.
+  graph::Value row_source = n.inputs[1];
+  std::vector<int64_t> starts;
+  if (ctx.fused(row_source)) {
+    starts = g.node(row_source).attrs.get_ints("starts");
+    row_source = g.node(row_source).inputs[0];
+  }
+  const graph::Shape& row_shape = g.type(n.inputs[1]).shape;
+  const graph::Shape& source_shape = g.type(row_source).shape;
+  kir::KernelBuilder kb(fmt::format("write_at_{}_{}_axis{}{}", graph::dtype_name(n.type.dtype), shape_tag(shape), axis,
+                                    starts.empty() ? "" : "_from_" + shape_tag(source_shape)),
+                        kPointwiseWorkgroup);
+  kir::Buf row = kb.buffer("row", t, kir::Access::Read);
+  kir::Buf idx = kb.buffer("index", Type::I32, kir::Access::Read);
+  // Read and written: the elements outside the row keep what the buffer holds (the state, or the copy above).
+  kir::Buf y = kb.buffer("y", t, kir::Access::ReadWrite);
+  Val i = kb.global_id();
+  kb.if_(i < kb.u32(uint32_t(count)), [&] {
+    Val index = idx[0u].load();
+    // An index outside the axis writes nothing (the reference refuses it).
+    kb.if_((index >= 0) & (index < int32_t(rows)), [&] {
+      Val at = (i / uint32_t(inner) * uint32_t(rows) + kir::cast(index, Type::U32)) * uint32_t(inner) + i % uint32_t(inner);
+      Val from = i;
+      if (!starts.empty()) {
+        // i's coordinates in the row, each offset by the slice's start, in the source's row-major strides.
+        from = kb.u32(0);
+        int64_t row_stride = 1, source_stride = 1;
+        for (size_t d = row_shape.size(); d-- > 0;) {
+          Val coordinate = i / uint32_t(row_stride) % uint32_t(row_shape[d]);
+          from = from + (coordinate + uint32_t(starts[d])) * uint32_t(source_stride);
+          row_stride *= row_shape[d];
+          source_stride *= source_shape[d];
+        }
+      }
+      y[at] = row[from].load();
+    });
+  });
+  ctx.launch(kb.finish(), {ctx.buffer_of(row_source), ctx.buffer_of(n.inputs[2]), ctx.buffer_of(v)}, {},
+             groups_for(count, kPointwiseWorkgroup));
+}
+
 }  // namespace
 
 std::vector<OpLowering> indexing_lowerings() {
@@ -225,6 +360,7 @@ std::vector<OpLowering> indexing_lowerings() {
       {.op = "concat", .lower = lower_concat, .cases = harness::indexing_cases},
       {.op = "gather", .lower = lower_gather, .cases = harness::indexing_cases},
       {.op = "gather_grad", .lower = lower_gather_grad, .cases = harness::indexing_cases},
+      {.op = "write_at", .lower = lower_write_at, .cases = harness::indexing_cases},
   };
 }
 

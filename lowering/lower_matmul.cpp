@@ -12,6 +12,7 @@
 #include "kernels/matmul_packed_kernel.h"
 #include "kernels/matmul_wgmma_kernel.h"
 #include "kernels/matmul_workgroup_mma_kernel.h"
+#include "kernels/matvec_kernel.h"
 #include "lowering/op_lowering.h"
 #include "lowering/tunable_ops.h"
 #include "op_harness/cases.h"
@@ -47,11 +48,28 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   // tilings then being the tuner's other candidates.
   const std::vector<heavy::MatmulTiling> packed =
       tensor_cores && !warpgroups ? heavy::matmul_packed_candidates(s, limits) : std::vector<heavy::MatmulTiling>{};
-  op.heuristic = (warpgroups       ? heavy::choose_matmul_wgmma_tiling(s, limits)
+  // A product of a few rows by one matrix (a decoder's step at batch 1): the matrix-vector kernel, which reads B once
+  // at the memory's rate, whatever the device or policy (its sums are f32, so a tf32 policy computes it in strict
+  // fp32: the product is bound by reading B, not by multiplying). The GEMMs' tilings stay the tuner's other
+  // candidates.
+  const bool matvec = !bias.valid() && heavy::matmul_fits_matvec(s, t, limits);
+  heavy::MatmulTiling matvec_tiling;
+  matvec_tiling.matvec_slices = matvec ? heavy::choose_matvec_slices(s, t, limits) : 0;
+  op.heuristic = (matvec           ? matvec_tiling
+                  : warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
                   : !packed.empty() ? packed.front()
                   : tensor_cores   ? heavy::choose_matmul_mma_tiling(s, limits)
                                    : heavy::choose_matmul_tiling(s, t, limits)).config();
-  if (warpgroups) op.candidates = configs_of(heavy::matmul_wgmma_candidates(s, limits));
+  if (matvec) {
+    op.candidates.push_back(op.heuristic);  // the heuristic first
+    for (uint32_t slices : heavy::matvec_slice_candidates(s, t)) {
+      heavy::MatmulTiling c;
+      c.matvec_slices = slices;
+      if (slices != matvec_tiling.matvec_slices) op.candidates.push_back(c.config());
+    }
+  }
+  if (warpgroups)
+    for (const heavy::Config& c : configs_of(heavy::matmul_wgmma_candidates(s, limits))) op.candidates.push_back(c);
   for (const heavy::Config& c : configs_of(packed)) op.candidates.push_back(c);
   for (const heavy::Config& c :
        configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
@@ -68,6 +86,10 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   }
   op.build = [s, t, async = limits.async_copy, io, row_sums](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
+    if (tiling.matvec()) {
+      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices);
+      return single_kernel_program(io, std::move(k.kernel), k.groups);
+    }
     if (tiling.warpgroup_mma()) {
       heavy::HeavyKernel k = heavy::matmul_wgmma_kernel(s, tiling);
       return single_kernel_program(io, std::move(k.kernel), k.groups);

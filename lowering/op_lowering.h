@@ -58,6 +58,7 @@ std::vector<OpLowering> matmul_lowerings();         // lower_matmul.cpp
 std::vector<OpLowering> conv2d_lowerings();         // lower_conv2d.cpp: conv2d and its gradients
 std::vector<OpLowering> pool2d_lowerings();         // lower_pool2d.cpp: the poolings and their gradients
 std::vector<OpLowering> softmax_lowerings();        // lower_softmax.cpp: the row-normalizing ops
+std::vector<OpLowering> norm_lowerings();           // lower_norm.cpp: layer_norm, rms_norm
 std::vector<OpLowering> int8_matmul_lowerings();     // lower_int8_matmul.cpp: matmul_int8_weight
 std::vector<OpLowering> cross_entropy_lowerings();  // lower_cross_entropy.cpp: the loss and its gradient
 

@@ -1,4 +1,4 @@
-// matmul: square and non-square, a 1x1, broadcast and batched operands, LeNet's first linear layer, f64, and
+// matmul: square and non-square, a 1x1, a row or two by a matrix (the few-rows kernel), broadcast and batched operands, LeNet's first linear layer, f64, and
 // f16/bf16 (accumulated in float32: the 1000-term product is the check that it is).
 #include "op_harness/cases.h"
 
@@ -11,7 +11,9 @@ void matmul_cases(CaseList& cl) {
                                                            {{2, 4, 7}, {7, 3}},
                                                            {{3, 33, 17}, {3, 17, 9}},
                                                            {{257, 3}, {3, 2}},
-                                                           {{64, 120}, {120, 84}}})
+                                                           {{64, 120}, {120, 84}},
+                                                           {{1, 96}, {96, 40}},      // a few rows: matvec_kernel.h
+                                                           {{2, 1, 70}, {70, 13}}})
     cl.add(OpKind::Matmul, {f32(a), f32(b)}, matmul);
   cl.add(OpKind::Matmul, {f64({7, 33}), f64({33, 5})}, matmul);
   for (DType t : kHalfTypes) {

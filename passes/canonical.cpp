@@ -3,6 +3,7 @@
 #include "passes/compute_in_f32.h"
 #include "passes/decompose.h"
 #include "passes/fold_transposes.h"
+#include "passes/fuse_norms.h"
 #include "passes/pool_grad_by_argmax.h"
 #include "passes/sum_through_max_pool.h"
 
@@ -10,6 +11,7 @@ namespace spire::passes {
 
 const std::vector<Pass>& canonical_passes() {
   static const std::vector<Pass> list = {
+      {"fuse_norms", fuse_norms},
       {"compute_in_f32", compute_in_f32},
       {"decompose", decompose},
       {"fold_transposes", fold_transposes},

@@ -1,5 +1,6 @@
 // The canonical passes: what every compilation does to a graph before the caller's before_fusion passes and fusion, so
 // that the kernels see fewer ops in fewer forms. One list, in the order the passes run:
+//   fuse_norms            layer and RMS normalization chains -> layer_norm, rms_norm (fuse_norms.h)
 //   compute_in_f32        f16/bf16 ops that compute in f32 get explicit casts (compute_in_f32.h)
 //   decompose             mean -> sum and a multiply (decompose.h)
 //   fold_transposes       transpose pairs cancel, (a x b)^T -> b^T x a^T (fold_transposes.h)

@@ -235,6 +235,7 @@ std::vector<OpInfo> pool2d_ops();
 std::vector<OpInfo> softmax_ops();
 std::vector<OpInfo> cross_entropy_ops();
 std::vector<OpInfo> int8_matmul_ops();
+std::vector<OpInfo> norm_ops();  // layer_norm, rms_norm
 }  // namespace ops
 
 // The shape rules and VJP rules that several entries of the lighter families share (shape_rules.cpp,

@@ -97,6 +97,11 @@ std::vector<Case> cases() {
       {"softmax_last", *graph::op_from_name("softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return softmax(g, v[0], -1); }},
       {"softmax_first", *graph::op_from_name("softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return softmax(g, v[0], 0); }},
       {"log_softmax", *graph::op_from_name("log_softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return log_softmax(g, v[0], 1); }},
+      // The normalizations (ir/graph/ops/norm_ops.cpp): every input's gradient, rows of 6 over a batch of 2 x 3.
+      {"layer_norm", *graph::op_from_name("layer_norm"), {in("x", {2, 3, 6}, -2, 2), in("scale", {6}, 0.5, 1.5), in("bias", {6})},
+       [](Graph& g, const Vals& v) { return g.op("layer_norm", {v[0], v[1], v[2]}, {{"epsilon", 1e-5}}); }},
+      {"rms_norm", *graph::op_from_name("rms_norm"), {in("x", {2, 3, 6}, -2, 2), in("scale", {6}, 0.5, 1.5)},
+       [](Graph& g, const Vals& v) { return g.op("rms_norm", {v[0], v[1]}, {{"epsilon", 1e-5}}); }},
       {"cross_entropy_i64", *graph::op_from_name("cross_entropy"), {in("logits", {4, 5}, -2, 2), labels({4}, 5)},
        [](Graph& g, const Vals& v) { return cross_entropy(g, v[0], v[1]); }},
       {"cross_entropy_i32", *graph::op_from_name("cross_entropy"), {in("logits", {6, 3}, -2, 2), labels({6}, 3, DType::I32)},

@@ -32,8 +32,10 @@ std::string run_product(rt::Device& dev, lowering::heavy::HeavyKernel kernel, co
                         double bound) {
   graph::Graph none;
   DeviceRun run(dev, none);
-  const kir::Type h = a.dtype == graph::DType::BF16 ? kir::Type::BF16 : a.dtype == graph::DType::F16 ? kir::Type::F16 : kir::Type::F32;
-  const int32_t a_slot = run.add_slot(h, a.numel(), "a"), b_slot = run.add_slot(h, b.numel(), "b");
+  auto type_of = [](const graph::Tensor& t) {
+    return t.dtype == graph::DType::BF16 ? kir::Type::BF16 : t.dtype == graph::DType::F16 ? kir::Type::F16 : kir::Type::F32;
+  };
+  const int32_t a_slot = run.add_slot(type_of(a), a.numel(), "a"), b_slot = run.add_slot(type_of(b), b.numel(), "b");
   const int32_t c_slot = run.add_slot(kir::Type::F32, batch * m * n, "c");  // poisoned by run()
   run.upload(a_slot, a);
   run.upload(b_slot, b);

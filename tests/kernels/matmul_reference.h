@@ -19,7 +19,7 @@ struct ReferenceProduct {
 ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& b, int64_t batch, int64_t m, int64_t k,
                                    int64_t n, bool a_transposed, bool b_transposed, bool b_shared = false);
 
-// Runs a product kernel on `dev` (its buffers: a and b, the f16, bf16 or f32 operands as given; c, f32 [batch, m, n],
+// Runs a product kernel on `dev` (its buffers: a and b, each the f16, bf16 or f32 operand as given; c, f32 [batch, m, n],
 // poisoned before the run) and compares c with `want` within `bound` times each dot product's sum |a b| (1e-5: the f32
 // bound of the sums here; TF32 operands: base/precision.h's precision_dot_bound). Returns "" when it matches, else the
 // mismatches and the kernel's name.

@@ -11,6 +11,7 @@
 #include "passes/compute_in_f32.h"
 #include "passes/decompose.h"
 #include "passes/fold_transposes.h"
+#include "passes/fuse_norms.h"
 #include "passes/pool_grad_by_argmax.h"
 #include "passes/sum_through_max_pool.h"
 
@@ -20,7 +21,7 @@ namespace {
 TEST(CanonicalPasses, OneListInTheOrderTheyRun) {
   std::vector<std::string> names;
   for (const Pass& p : canonical_passes()) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"compute_in_f32", "decompose", "fold_transposes", "sum_through_max_pool",
+  EXPECT_EQ(names, (std::vector<std::string>{"fuse_norms", "compute_in_f32", "decompose", "fold_transposes", "sum_through_max_pool",
                                              "pool_grad_by_argmax"}));
   EXPECT_EQ(pass_point_name(PassPoint::Canonical), "canonical");
   EXPECT_FALSE(pass_point_from_name("canonical")) << "callers add passes at the public points only";
@@ -39,7 +40,7 @@ TEST(CanonicalPasses, CanonicalizeIsThePassesInOrder) {
       });
   EXPECT_EQ(seen.size(), canonical_passes().size());
   const graph::Graph by_hand =
-      pool_grad_by_argmax(sum_through_max_pool(fold_transposes(decompose(compute_in_f32(step)))));
+      pool_grad_by_argmax(sum_through_max_pool(fold_transposes(decompose(compute_in_f32(fuse_norms(step))))));
   EXPECT_EQ(graph::print(canonical), graph::print(by_hand));
   EXPECT_NE(graph::print(canonical), graph::print(step)) << "LeNet's step has poolings' gradients to rewrite";
 }

@@ -15,7 +15,9 @@
 #              "f32 bf16 int8": --precision f32|bf16, --int8), its tokens against PyTorch's greedy ones (CPU, f32);
 #              then PyTorch on the same GPU and model with a static cache (decoder_models.py bench) in TORCH_DTYPES
 #              (default "f32 bf16") and TORCH_MODES (default "eager reduce-overhead": torch.compile's mode), and a
-#              table of tokens/s and GB/s side by side; the pack needs the CLI only, and .gl libonnx1 and libprotobuf32
+#              table of tokens/s and GB/s side by side; the pack needs the CLI only, and .gl libonnx1 and libprotobuf32.
+#              DEVICES narrows the devices (default "cuda:0 vulkan:0"); PROFILE=1 adds an f32 run of 64 tokens with
+#              --profile on each (every launch of the decode step, its device time) into profile_<device>.txt (cuda_0, vulkan_0)
 #   precision  alone (PARTS=precision): the precision policies of issue 53 (docs/PRECISION.md): resnet18 and resnet50
 #              (torchvision, random weights from seed 0, exported here by its torch; MODELS to change) at batch BATCH
 #              (default 32) through `spire run --bench 30 --precision P` for each P of POLICIES (default
@@ -53,13 +55,17 @@ same = next((i for i, (a, b) in enumerate(zip(want, got)) if a != b), min(len(wa
 print(f"tokens equal to PyTorch's f32 greedy ones: the first {same} of {len(want)}" + (" (all)" if same == len(want) == len(got) else ""))
 PY
   }
-  for d in cuda:0 vulkan:0; do
+  for d in ${DEVICES:-cuda:0 vulkan:0}; do
+    if [ "${PROFILE:-0}" = 1 ]; then
+      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens 64 --device $d --profile > $OUT/profile_${d/:/_}.txt 2>&1
+      grep -E "tokens/s|decode step|total" $OUT/profile_${d/:/_}.txt
+    fi
     for v in ${VARIANTS:-f32 bf16 int8}; do
       flags="--precision $v"
       [ $v = int8 ] && flags=--int8
       echo "== $config on $d, $v"
-      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d $flags 2>&1 | tee $OUT/spire_${d}_$v.txt
-      same_tokens $OUT/spire_${d}_$v.txt
+      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d $flags 2>&1 | tee $OUT/spire_${d/:/_}_$v.txt
+      same_tokens $OUT/spire_${d/:/_}_$v.txt
     done
   done
   # PyTorch on the same GPU and model: a static cache (decoder_models.py's StaticCacheDecoder), eager and compiled.

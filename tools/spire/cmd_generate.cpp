@@ -11,6 +11,7 @@
 #include "io/tensor_file.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/decoder_generate.h"
+#include "tools/spire/step_bench.h"
 #include "tools/spire/precision_option.h"
 
 namespace spire::cli {
@@ -66,6 +67,14 @@ void run_generate(GenerateCmd& c) {
   if (r.copy_gbs > 0)
     fmt::print(", {:.2f}% of the device's copy bandwidth ({:.1f} GB/s)", 100 * gbs / r.copy_gbs, r.copy_gbs);
   fmt::print("\n");
+  if (c.opt.profile && !r.decode_launches.empty()) {
+    StepTiming timing;
+    timing.runs = int(steps);
+    timing.launches = r.decode_launches;
+    fmt::print("decode step: {:.4f} ms of device time (median), {:.4f} ms a token in all\n", r.decode_step_device_ms,
+               1e3 / tokens_per_s);
+    fmt::print("{}", profile_table(c.opt.device.empty() ? "the device" : c.opt.device, timing));
+  }
 }
 
 }  // namespace
@@ -121,6 +130,10 @@ void register_generate_commands(CLI::App& app) {
                   "--max-new-tokens - 1) in place of the token generated before it; the tokens printed are still each "
                   "step's choice, so that they compare with another run's choices (e.g. f32's) at the same prefix")
       ->check(ids_check("--follow-tokens"));
+  cmd->add_flag("--profile", c->opt.profile,
+                "Also print every launch of the decode step with its median device time over the steps after the first "
+                "(a device timestamp after each launch, so a profiled step runs a little slower), and the step's device "
+                "time beside its wall time a token");
   cmd->add_option("--logits-out", c->logits_out,
                   "Write the prefill's logits ([1, prompt length, vocabulary], f32) to this .safetensors file, as "
                   "'logits'");

@@ -18,6 +18,7 @@
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
 #include "tuning/copy_bandwidth.h"
+#include "tuning/median.h"
 
 namespace spire::cli {
 namespace {
@@ -88,14 +89,18 @@ class Runner {
   virtual void step() = 0;
   virtual Tensor get(const std::string& output) = 0;
   virtual std::string precision_note() const { return ""; }
+  // The last step's device time and its launches' (profiled devices only).
+  virtual double last_step_ms() const { return 0; }
+  virtual std::vector<lowering::LaunchTime> last_launch_times() const { return {}; }
 };
 
 class DeviceRunner : public Runner {
  public:
   DeviceRunner(const onnx_import::ImportedModel& m, rt::Device& device, Precision precision,
-               std::vector<std::string> streamed_in, std::vector<std::string> streamed_out) {
+               std::vector<std::string> streamed_in, std::vector<std::string> streamed_out, bool profile) {
     exe_ = lowering::compile(m.graph, device,
-                             {.streamed_inputs = std::move(streamed_in),
+                             {.profile = profile,
+                              .streamed_inputs = std::move(streamed_in),
                               .streamed_outputs = std::move(streamed_out),
                               .precision = precision});
     for (const auto& [name, t] : m.weights) exe_->set(name, t);
@@ -104,6 +109,8 @@ class DeviceRunner : public Runner {
   void step() override { exe_->step(); }
   Tensor get(const std::string& output) override { return exe_->get(output); }
   std::string precision_note() const override { return exe_->precision_note(); }
+  double last_step_ms() const override { return exe_->last_step_ms(); }
+  std::vector<lowering::LaunchTime> last_launch_times() const override { return exe_->last_launch_times(); }
 
  private:
   std::unique_ptr<lowering::Executable> exe_;
@@ -136,7 +143,7 @@ const onnx_import::IoBinding& binding(const std::vector<onnx_import::IoBinding>&
   throw std::logic_error("decoder_generate: no binding for " + onnx_name);
 }
 
-// The name of the decode graph's extra input: true at the cache slot the step's key and value go to.
+// The name of the decode graph's extra input: the cache slot the step's key and value go to (i64 [1]).
 constexpr const char* kCacheSlot = "spire.cache_slot";
 
 // Refuses positions beyond a learned position table: a gather from a parameter whose indices are position_ids
@@ -222,7 +229,8 @@ PrefillGraph import_prefill(const std::string& path, const DecoderShape& d, int6
 
 // The decode graph: one token against C - 1 cache slots imported as state (stored as `cache_dtype`: half under a
 // half policy), a state update per cache writing the step's key or value (the last row of its present output) into
-// the slot kCacheSlot marks, and kNextToken.
+// the slot kCacheSlot names, and kNextToken. The update is write_at(cache, row, slot), which lowering writes in place:
+// one row into the state's buffer, no copy of the cache (lower_indexing.cpp).
 struct DecodeGraph {
   onnx_import::ImportedModel model;
   std::string ids, mask, positions;
@@ -242,7 +250,7 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
   dg.model = onnx_import::import_model(path, opt);
   auto& m = dg.model;
   graph::Graph& g = m.graph;
-  const Value slot = g.input(kCacheSlot, DType::Bool, {1, 1, C - 1, 1});
+  const Value slot = g.input(kCacheSlot, DType::I64, {1});
   for (int i = 0; i < d.layers; ++i)
     for (const char* kv : {"key", "value"}) {
       const std::string state = graph_name(m.states, past_name(i, kv));
@@ -253,7 +261,7 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
                               {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
       const Value cache = g.at(state);
       const Value stored_row = cache_dtype == DType::F32 ? row : g.cast(row, cache_dtype);
-      g.state_update(cache, g.where(slot, g.broadcast_to(stored_row, g.type(cache).shape), cache));
+      g.state_update(cache, g.op("write_at", {cache, stored_row, slot}, {{"axis", int64_t(2)}}));
     }
   add_next_token(m, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
   dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
@@ -272,9 +280,10 @@ void use_int8_weights(onnx_import::ImportedModel& m) {
 
 // On the float64 evaluator when `device` is null.
 std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device, Precision precision,
-                                    std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {}) {
+                                    std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {},
+                                    bool profile = false) {
   if (!device) return std::make_unique<ReferenceRunner>(m);
-  return std::make_unique<DeviceRunner>(m, *device, precision, std::move(streamed_in), std::move(streamed_out));
+  return std::make_unique<DeviceRunner>(m, *device, precision, std::move(streamed_in), std::move(streamed_out), profile);
 }
 
 // The dtype the device stores the cache in under `p`: the policy's half type where the device has it, else f32 (as
@@ -314,6 +323,8 @@ GenerateResult generate(const GenerateOptions& o) {
     throw std::invalid_argument(fmt::format("the prompt's {} tokens and --max-new-tokens {} need a context of {} positions, "
                                             "more than --max-context {}", P, o.max_new_tokens, P + o.max_new_tokens, C));
   const bool reference = o.device == "reference";
+  if (reference && o.profile)
+    throw std::invalid_argument("--profile times a device's launches; the reference is the float64 evaluator");
   if (reference && o.precision != Precision::Fp32)
     throw std::invalid_argument(fmt::format("--precision {} applies to a device; the reference is the float64 evaluator",
                                             precision_name(o.precision)));
@@ -340,7 +351,8 @@ GenerateResult generate(const GenerateOptions& o) {
     r.weight_bytes_per_step =
         weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); },
                               [](const std::string& name) { return name == "spire.token_ids"; });
-    decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken});
+    decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken},
+                         o.profile);
   }
   r.decode_compile_s = seconds_since(t0);
 
@@ -370,14 +382,16 @@ GenerateResult generate(const GenerateOptions& o) {
   }
   // One position of every layer's key and value.
   const double cache_row_bytes = double(2 * d.layers * d.kv_heads * d.head_dim * graph::dtype_bytes(cache_dtype));
+  std::vector<double> step_ms;
+  std::vector<std::vector<double>> launch_ms;
   t0 = std::chrono::steady_clock::now();
   // Each step feeds the last token (or the one to follow) at position `pos`: the mask keeps the cache's slots 0..pos-1 and the step's own
   // key and value (the last of the C positions), and the state update writes them into slot `pos`.
   for (int64_t pos = P; int64_t(r.tokens.size()) < o.max_new_tokens; ++pos) {
-    Tensor mask(DType::I64, {1, C}, 0), slot(DType::Bool, {1, 1, C - 1, 1}, 0);
+    Tensor mask(DType::I64, {1, C}, 0);
     for (int64_t s = 0; s < pos; ++s) mask[s] = 1;
     mask[C - 1] = 1;
-    slot[pos] = 1;
+    const Tensor slot(DType::I64, {1}, double(pos));
     const int64_t fed = o.follow.empty() ? r.tokens.back() : o.follow[r.tokens.size() - 1];
     decode->set(dg.ids, Tensor(DType::I64, {1, 1}, double(fed)));
     decode->set(dg.positions, Tensor(DType::I64, {1, 1}, double(pos)));
@@ -393,9 +407,19 @@ GenerateResult generate(const GenerateOptions& o) {
       t0 = std::chrono::steady_clock::now();
     } else {
       r.cache_bytes += cache_bytes_of_step(pos, cache_row_bytes);
+      if (o.profile) {
+        step_ms.push_back(decode->last_step_ms());
+        const std::vector<lowering::LaunchTime> launches = decode->last_launch_times();
+        if (r.decode_launches.empty()) r.decode_launches = launches, launch_ms.resize(launches.size());
+        for (size_t i = 0; i < launches.size() && i < launch_ms.size(); ++i) launch_ms[i].push_back(launches[i].ms);
+      }
     }
   }
   r.decode_s = seconds_since(t0);
+  if (!step_ms.empty()) {
+    r.decode_step_device_ms = tuning::median(step_ms);
+    for (size_t i = 0; i < r.decode_launches.size(); ++i) r.decode_launches[i].ms = tuning::median(launch_ms[i]);
+  }
   if (device) r.copy_gbs = tuning::copy_bandwidth(*device).best();
   return r;
 }

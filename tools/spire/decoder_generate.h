@@ -8,7 +8,7 @@
 // Since position_ids and attention_mask are explicit inputs, attention does not depend on which slot a key sits in:
 // a decode step attends to the slots the mask keeps (the tokens so far) and to its own key and value (the last row
 // of present.i), and a state update writes that row into the cache at the token's slot for the steps after it
-// (where(slot == pos, row, cache)). The prefill's present.i moves into the decode graph's cache through the host
+// (write_at(cache, row, pos), in place: one row a step). The prefill's present.i moves into the decode graph's cache through the host
 // once; after that the cache stays on the device. A step moves its token id, position, mask and slot in and its
 // next token id out: the decode graph takes the argmax of the logits itself.
 //
@@ -23,6 +23,7 @@
 
 #include "base/precision.h"
 #include "ir/graph/tensor.h"
+#include "lowering/executable.h"
 
 namespace spire::cli {
 
@@ -40,6 +41,9 @@ struct GenerateOptions {
   // instead of the token generated before it, so that each step's choice can be compared with another run's (PyTorch
   // in f32) at the same prefix, which greedy decoding loses at the first disagreement. At least max_new_tokens - 1.
   std::vector<int64_t> follow;
+  // Time every launch of the decode steps after the first with the device's timestamps (a barrier after each launch,
+  // so the step runs a little slower than unprofiled): where a token's time goes.
+  bool profile = false;
 };
 
 struct GenerateResult {
@@ -55,6 +59,11 @@ struct GenerateResult {
   // What the decode steps after the first must move at the least (decode_traffic.h): each step's weights, and
   // the cache's bytes over all of those steps; and the device's copy bandwidth (0 on the float64 evaluator).
   double weight_bytes_per_step = 0, cache_bytes = 0, copy_gbs = 0;
+  // With GenerateOptions::profile: the decode step's launches in plan order, each its median device time over the
+  // steps after the first, and the median of the whole step's device time (the rest of a step's wall time is the
+  // host's: its submit, wait and copies).
+  std::vector<lowering::LaunchTime> decode_launches;
+  double decode_step_device_ms = 0;
 };
 
 GenerateResult generate(const GenerateOptions& o);

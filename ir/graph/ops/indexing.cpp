@@ -1,5 +1,5 @@
 // Indexing ops, each wholly defined here (shape rule, VJP, float64 reference): slice and its adjoint pad,
-// concat, gather and its adjoint gather_grad. Their kernels are lowering/lower_indexing.cpp. What ONNX's Slice,
+// concat, gather and its adjoint gather_grad, write_at. Their kernels are lowering/lower_indexing.cpp. What ONNX's Slice,
 // Pad, Concat, Split and Gather import to.
 //
 //   slice(x; starts, steps, shape)        y[i] = x[starts + i * steps] per dimension (steps may be negative)
@@ -7,6 +7,7 @@
 //   concat(x0, x1, ...; axis)             the inputs one after another along axis
 //   gather(data, indices; axis)           data[.., indices[k] (negative counts from the end), ..]
 //   gather_grad(grad, indices; axis, shape)  the adjoint of gather: grad summed into the rows indices name
+//   write_at(data, row, index; axis)      data with its slice index[0] along axis replaced by row (no gradient)
 #include "ir/graph/ops/common.h"
 
 namespace spire::graph::ops {
@@ -83,6 +84,20 @@ TensorType gather_shape(const ShapeContext& c) {
   out.insert(out.end(), c.inputs[1].shape.begin(), c.inputs[1].shape.end());
   out.insert(out.end(), data.begin() + axis + 1, data.end());
   return {c.inputs[0].dtype, out};
+}
+
+// write_at(data, row, index; axis): data with its slice at index[0] along axis replaced by row (size 1 there).
+TensorType write_at_shape(const ShapeContext& c) {
+  require_indices(c, 2);
+  const TensorType& data = c.inputs[0];
+  const int64_t axis = axis_of(c, data.rank());
+  Shape want = data.shape;
+  want[size_t(axis)] = 1;
+  if (c.inputs[1].dtype != data.dtype || c.inputs[1].shape != want)
+    c.fail(fmt::format("{} should be {} {}: data's shape with 1 along axis {}", c.describe_input(1),
+                       dtype_name(data.dtype), shape_to_string(want), axis));
+  if (c.inputs[2].numel() != 1) c.fail(fmt::format("{} should hold one index", c.describe_input(2)));
+  return data;
 }
 
 TensorType gather_grad_shape(const ShapeContext& c) {
@@ -231,6 +246,21 @@ Tensor gather_ref(const Node& n, std::span<const Tensor* const> in) {
   return out;
 }
 
+Tensor write_at_ref(const Node& n, std::span<const Tensor* const> in) {
+  const Tensor& data = *in[0];
+  const size_t axis = size_t(n.attrs.get_int("axis"));
+  const int64_t rows = data.shape[axis], index = int64_t(in[2]->data[0]);
+  if (index < 0 || index >= rows)
+    eval::fail(n, fmt::format("index {} is outside an axis of size {}", in[2]->data[0], rows));
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < axis; ++d) outer *= data.shape[d];
+  for (size_t d = axis + 1; d < data.shape.size(); ++d) inner *= data.shape[d];
+  Tensor out = data;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t i = 0; i < inner; ++i) out.data[size_t((o * rows + index) * inner + i)] = in[1]->data[size_t(o * inner + i)];
+  return out;
+}
+
 Tensor gather_grad_ref(const Node& n, std::span<const Tensor* const> in) {
   Tensor out = eval::result_of(n);
   walk_gather(n, out.shape, *in[1], [&](int64_t g, int64_t d) { out.data[size_t(d)] += in[0]->data[size_t(g)]; });
@@ -255,6 +285,10 @@ std::vector<OpInfo> indexing() {
        .vjp = gather_vjp, .reference = gather_ref, .forward = kCopy, .backward = scatter_sum},
       {.name = "gather_grad", .arity = 2, .attrs = {{"axis", K::Int}, {"shape", K::Ints}}, .category = L,
        .shape = gather_grad_shape, .reference = gather_grad_ref, .forward = scatter_sum, .backward = kCopy},
+      // A decoder's key/value cache written at the token's position (tools/spire/decoder_generate.cpp): where the
+      // data is a state this replaces, its lowering writes the row in place (lower_indexing.cpp). No gradient.
+      {.name = "write_at", .arity = 3, .attrs = {{"axis", K::Int}}, .category = L, .shape = write_at_shape,
+       .reference = write_at_ref, .forward = kCopy, .backward = kCopy},
   };
 }
 

@@ -51,6 +51,11 @@ Graph every_op_graph() {
   Value joined = g.op("concat", {flat, padded, flat}, {{"axis", int64_t(0)}});
   Value picked = g.op("gather", {joined, labels}, {{"axis", int64_t(0)}});
   g.output("indexing", g.op("gather_grad", {picked, labels}, {{"axis", int64_t(0)}, {"shape", Shape{7, 16}}}));
+  Value row = g.op("slice", {flat}, {{"starts", std::vector<int64_t>{0, 0}}, {"steps", std::vector<int64_t>{1, 1}},
+                                     {"shape", Shape{1, 16}}});
+  Value slot = g.op("slice", {labels}, {{"starts", std::vector<int64_t>{1}}, {"steps", std::vector<int64_t>{1}},
+                                        {"shape", Shape{1}}});
+  g.output("written", g.op("write_at", {flat, row, slot}, {{"axis", int64_t(0)}}));
 
   // Backward-only ops, fed with plausible gradients.
   Value one = g.scalar(1.0, f);
@@ -67,7 +72,12 @@ Graph every_op_graph() {
   g.output("dx", dx);
   g.output("dw", dw);
   g.output("dflat", dflat);
-  g.output("int8_logits", g.op("matmul_int8_weight", {flat, head_int8, head_scale}));  // [2,16] -> [2,3]
+  Value int8_logits = g.op("matmul_int8_weight", {flat, head_int8, head_scale});  // [2,16] -> [2,3]
+  g.output("int8_logits", int8_logits);
+  // The normalizations over the last axis, their scale and bias vectors of the head's 3 channels.
+  Value gamma = g.add(head_scale, 1.0);
+  g.output("layer_norm", g.op("layer_norm", {int8_logits, gamma, head_scale}, {{"epsilon", 1e-5}}));
+  g.output("rms_norm", g.op("rms_norm", {int8_logits, gamma}, {{"epsilon", 1e-6}}));
   Value mom_new = g.add(g.mul(mom, 0.9), g.matmul(dflat, flat));  // [5,2] x [2,16]
   g.state_update(mom, g.broadcast_to(g.sum(mom_new, {0}, true), {5, 16}));
   return g;

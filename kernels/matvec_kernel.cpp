@@ -1,0 +1,176 @@
+#include "kernels/matvec_kernel.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace spire::lowering::heavy {
+
+using namespace kir;
+
+namespace {
+
+constexpr uint32_t T = kMatvecWorkgroup;
+// K steps an invocation's loop takes per iteration: their reads are issued before the multiply-adds that wait on
+// them, so each invocation keeps several reads in flight.
+constexpr uint32_t kUnroll = 4;
+// The heuristic's aims (choose_matvec_slices).
+constexpr uint64_t kWantedWorkgroups = 256;
+constexpr int64_t kLeastUnitsPerSlice = 4;
+
+// A B with a batch stride of its own: one product per batch (rows = M), each workgroup in one batch; else one product
+// of every batch's rows (rows = batches x M) by the one B.
+bool per_batch(const MatmulShape& s) {
+  for (int64_t stride : s.b_batch_strides)
+    if (stride != 0) return true;
+  return false;
+}
+int64_t rows_of(const MatmulShape& s) { return per_batch(s) ? s.m : s.batch_count() * s.m; }
+int64_t products_of(const MatmulShape& s) { return per_batch(s) ? s.batch_count() : 1; }
+
+// Elements of B one invocation reads at a K unit: 4 (one 16-byte read) where B is f32 and rows of its contiguous
+// extent start on 16 bytes; else 1.
+uint32_t lanes_of(const MatmulShape& s, Type t) {
+  // (Along B^T's K, A is read 4 at a time too.)
+  const bool f32 = t == Type::F32 && !s.b_half && !(s.b_transposed && s.a_half);
+  return f32 && (s.b_transposed ? s.k : s.n) % 4 == 0 ? 4 : 1;
+}
+
+// Units of K an invocation strides over: rows of B [K, N], or lanes-wide pieces of a row of B^T [N, K].
+int64_t units_of(const MatmulShape& s, Type t) { return s.b_transposed ? s.k / lanes_of(s, t) : s.k; }
+
+// Output columns one workgroup covers.
+uint32_t columns_per_group(const MatmulShape& s, Type t, uint32_t slices) {
+  return s.b_transposed ? T / slices : lanes_of(s, t) * (T / slices);
+}
+
+// Workgroups of one product.
+uint64_t column_groups(const MatmulShape& s, Type t, uint32_t slices) {
+  const uint32_t c = columns_per_group(s, t, slices);
+  return (uint64_t(s.n) + c - 1) / c;
+}
+uint64_t groups_of(const MatmulShape& s, Type t, uint32_t slices) {
+  return uint64_t(products_of(s)) * column_groups(s, t, slices);
+}
+
+}  // namespace
+
+bool matmul_fits_matvec(const MatmulShape& s, Type t, const Limits& limits) {
+  if (rows_of(s) < 1 || rows_of(s) > kMatvecMostRows || s.a_transposed || s.k < 1 || s.n < 1) return false;
+  if (per_batch(s) && s.b_transposed) return false;  // (a transposed operand is rank 2: matmul_checked_name)
+  if (limits.max_invocations < T) return false;
+  // The partial sums: a row's per invocation (and lane, for B).
+  return uint64_t(rows_of(s)) * T * (s.b_transposed ? 1 : lanes_of(s, t)) * dtype_bytes(t) <= limits.shared_bytes;
+}
+
+std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, Type t) {
+  const int64_t units = units_of(s, t);
+  std::vector<uint32_t> out;
+  // B [K, N]: 2 to 64 slices (128 to 4 column groups of lanes); B^T: 8 to 256 (32 columns to one a workgroup).
+  for (uint32_t slices = s.b_transposed ? 8 : 2; slices <= (s.b_transposed ? 256u : 64u); slices *= 2)
+    if (slices <= units || out.empty()) out.push_back(slices);
+  return out;
+}
+
+uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits) {
+  const std::vector<uint32_t> c = matvec_slice_candidates(s, t);
+  const int64_t units = units_of(s, t);
+  size_t i = 0;
+  // A CPU device runs workgroups on a few cores: more of them buys nothing, and each slice's partial sums cost.
+  if (limits.cpu) return c[0];
+  while (i + 1 < c.size() && groups_of(s, t, c[i]) < kWantedWorkgroups && units / c[i + 1] >= kLeastUnitsPerSlice) ++i;
+  return c[i];
+}
+
+HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
+  const std::string name = fmt::format("matvec_{}_s{}_{}", matmul_checked_name(s).substr(7), slices, float_suffix(t, "matmul"));
+  if (!matmul_fits_matvec(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
+    throw std::invalid_argument(fmt::format("{}: not a product of at most {} rows by one matrix", name, kMatvecMostRows));
+  if (slices < 1 || slices > T || T % slices != 0)
+    throw std::invalid_argument(fmt::format("{}: {} slices do not divide a workgroup of {}", name, slices, T));
+  const uint32_t R = uint32_t(rows_of(s)), K = uint32_t(s.k), N = uint32_t(s.n);
+  if (uint64_t(R) * N * products_of(s) == 0) return empty_result(name);
+  const uint32_t column_groups_of_product = uint32_t(column_groups(s, t, slices));
+  const uint32_t L = lanes_of(s, t), units = uint32_t(units_of(s, t)), C = columns_per_group(s, t, slices);
+  const Type b_type = s.b_half.value_or(t);
+
+  KernelBuilder kb(name, T);
+  Buf A = kb.buffer("a", s.a_half.value_or(t), Access::Read);
+  Buf B = kb.buffer("b", b_type, Access::Read);
+  Buf Y = kb.buffer("c", t, Access::Write);
+  Shared partial = kb.shared("partial", t, R * T * (s.b_transposed ? 1 : L));
+  Val lid = kb.local_id();
+  // The product (batch) this workgroup computes and its block of columns there; the products' offsets into A, B and
+  // the result (0 with one product).
+  Val product = kb.group_id() / column_groups_of_product, group = kb.group_id() % column_groups_of_product;
+  const bool batched = per_batch(s);
+  Val a_base = batched ? matmul_batch_offset(kb, s, product, s.a_batch_strides) : kb.u32(0);
+  Val b_base = batched ? matmul_batch_offset(kb, s, product, s.b_batch_strides) : kb.u32(0);
+  Val y_base = product * (R * N);
+  // This invocation's slice, and its column (B^T) or first of L columns (B), clamped to a real one for reading: a
+  // column past N is read but never stored.
+  Val slice = s.b_transposed ? lid % slices : lid / (T / slices);
+  Val column = s.b_transposed ? group * C + lid / slices : group * C + (lid % (T / slices)) * L;
+  Val read_column = min(column, N - (s.b_transposed ? 1 : L));
+  // Partial sums: B^T, one a row (the L elements of a unit lie along K, in one sum); B, one a row and column.
+  const uint32_t per_row = s.b_transposed ? 1 : L;
+  std::vector<Var> acc;
+  for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+  auto widened = [&](Val v) { return s.b_half ? cast(v, t) : v; };
+  auto read_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
+  auto read_b = [&](Val at) {
+    at = b_base + at;
+    if (L == 4) return B.load_vector(at, 4);
+    return std::vector<Val>{widened(B[at].load())};
+  };
+  // One unit of K: its B elements read once, multiplied into every row's sums.
+  auto step = [&](Val unit) {
+    if (s.b_transposed) {
+      const std::vector<Val> b = read_b(read_column * K + unit * L);
+      for (uint32_t r = 0; r < R; ++r) {
+        const std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit + r * K)};
+        Val sum = acc[r].get();
+        for (uint32_t j = 0; j < L; ++j) sum = fma(x[j], b[j], sum);
+        acc[r] = sum;
+      }
+    } else {
+      const std::vector<Val> b = read_b(unit * N + read_column);
+      for (uint32_t r = 0; r < R; ++r) {
+        Val x = read_a(unit + r * K);
+        for (uint32_t j = 0; j < L; ++j) acc[r * L + j] = fma(x, b[j], acc[r * L + j].get());
+      }
+    }
+  };
+  // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
+  const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / kUnroll * kUnroll;
+  if (unrolled > 0)
+    kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(kUnroll), [&](Val i) {
+      for (uint32_t u = 0; u < kUnroll; ++u) step((i + u) * slices + slice);
+    });
+  for (uint32_t i = unrolled; i < whole; ++i) step(slice + i * slices);
+  if (extra > 0) kb.if_(slice < extra, [&] { step(slice + whole * slices); });
+  // Partial sums in workgroup memory, then each output's added in slice order.
+  for (uint32_t r = 0; r < R; ++r)
+    for (uint32_t j = 0; j < per_row; ++j) {
+      // B^T: [row][invocation]; B: [row][slice][column of the group].
+      Val at = s.b_transposed ? lid + r * T : (slice * C + (lid % (T / slices)) * L + j) + r * slices * C;
+      partial[at] = acc[r * per_row + j].get();
+    }
+  kb.barrier();
+  const uint32_t outputs = R * C;
+  for (uint32_t q = 0; q < (outputs + T - 1) / T; ++q) {
+    Val o = lid + q * T;
+    kb.if_(o < outputs, [&] {
+      Val r = o / C, c = o % C;
+      auto part = [&](Val sl) { return s.b_transposed ? partial[r * T + c * slices + sl].load() : partial[r * (slices * C) + sl * C + c].load(); };
+      Var sum = kb.var(fmt::format("sum{}", q), part(kb.u32(0)));
+      if (slices > 1) kb.for_(kb.u32(1), kb.u32(slices), kb.u32(1), [&](Val sl) { sum = sum.get() + part(sl); });
+      Val n = group * C + c;
+      kb.if_(n < N, [&] { Y[y_base + r * N + n] = sum.get(); });
+    });
+  }
+  return {kb.finish(), groups_of(s, t, slices)};
+}
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,48 @@
+// A product of a few rows by a matrix: y [R, N] = x [R, K] x B, R <= kMatvecMostRows, B one matrix read as [K, N] or,
+// transposed in place, as B^T [N, K] (a Linear layer's weight); or a batch of such products (attention's scores and
+// values at one query: [heads, 1, K] x [heads, K, N]), a workgroup in one of them. A decoder's step at batch 1 is made of
+// these (R = 1): each weight element is used once per row, so the product is bound by reading B once, which the tiled
+// GEMM (matmul_kernel.h) does badly there (a 16x16 block per workgroup computes 16 outputs of its 256).
+//
+// A workgroup of kMatvecWorkgroup invocations owns a block of output columns; its invocations are `slices` groups
+// that stride over K (slice s takes K-units s, s + slices, ...), each keeping one partial sum per row and column it
+// covers, and the partial sums are added in slice order through workgroup memory: one fixed order on every device.
+//   - B [K, N]: an invocation covers `lanes` neighbouring columns (4 where B is f32 and N a multiple of 4, one
+//     16-byte read a K step; else 1); neighbouring invocations cover neighbouring columns, so a row of B is read
+//     coalesced. A unit of K is one row.
+//   - B^T [N, K]: the `slices` neighbouring invocations share one column and read its row of B^T coalesced, `lanes`
+//     elements (4 where B is f32 and K a multiple of 4) a unit of K.
+// A or B stored in f16 or bf16 (MatmulShape::a_half, b_half: a half policy's activations and weights) is widened as it
+// is read; the sums are in the product's type (f32 under the half policies). The rows' x values are read as needed (every invocation of a slice
+// reads the same ones: a broadcast from the cache).
+//
+// Buffers: a (read), b (read), c (write), as matmul_kernel.h; the result's stores take a fused epilogue.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/heavy_kernel.h"
+#include "kernels/matmul_kernel.h"
+
+namespace spire::lowering::heavy {
+
+inline constexpr uint32_t kMatvecWorkgroup = 256;
+// Rows of x a product may have: each invocation keeps a partial sum per row and column, so more rows would take
+// registers and workgroup memory a GEMM's tiles use better.
+inline constexpr int64_t kMatvecMostRows = 4;
+
+// Whether matvec_kernel computes `s`: B one matrix shared by every batch (broadcast) and at most kMatvecMostRows rows
+// of A over every batch, or B batched and at most that many rows (M) a batch, B read as stored; A read as stored, not
+// transposed; and partial sums that fit in `limits`' workgroup memory.
+bool matmul_fits_matvec(const MatmulShape& s, kir::Type t, const Limits& limits);
+
+// The slice counts the tuner tries (powers of two a unit of K each at least).
+std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, kir::Type t);
+// The heuristic's: the fewest slices that give at least 256 workgroups (two per core of a 132-core GPU) while each
+// slice keeps at least 8 units of K (the partial sums' addition a small part of the work).
+uint32_t choose_matvec_slices(const MatmulShape& s, kir::Type t, const Limits& limits);
+
+HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices);
+
+}  // namespace spire::lowering::heavy
