@@ -58,7 +58,6 @@ uint64_t groups_of(const MatmulShape& s, Type t, uint32_t slices) {
 
 bool matmul_fits_matvec(const MatmulShape& s, Type t, const Limits& limits) {
   if (rows_of(s) < 1 || rows_of(s) > kMatvecMostRows || s.a_transposed || s.k < 1 || s.n < 1) return false;
-  if (per_batch(s) && s.b_transposed) return false;  // (a transposed operand is rank 2: matmul_checked_name)
   if (limits.max_invocations < T) return false;
   // The partial sums: a row's per invocation (and lane, for B).
   return uint64_t(rows_of(s)) * T * (s.b_transposed ? 1 : lanes_of(s, t)) * dtype_bytes(t) <= limits.shared_bytes;
@@ -67,8 +66,9 @@ bool matmul_fits_matvec(const MatmulShape& s, Type t, const Limits& limits) {
 std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, Type t) {
   const int64_t units = units_of(s, t);
   std::vector<uint32_t> out;
-  // B [K, N]: 2 to 64 slices (128 to 4 column groups of lanes); B^T: 8 to 256 (32 columns to one a workgroup).
-  for (uint32_t slices = s.b_transposed ? 8 : 2; slices <= (s.b_transposed ? 256u : 64u); slices *= 2)
+  // B [K, N]: 2 to 128 slices (128 to 2 column groups of lanes: a row's 32 bytes still fill a memory sector); B^T: 8
+  // to 256 (32 columns to one a workgroup).
+  for (uint32_t slices = s.b_transposed ? 8 : 2; slices <= (s.b_transposed ? 256u : 128u); slices *= 2)
     if (slices <= units || out.empty()) out.push_back(slices);
   return out;
 }
@@ -84,7 +84,10 @@ uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits
 }
 
 HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
-  const std::string name = fmt::format("matvec_{}_s{}_{}", matmul_checked_name(s).substr(7), slices, float_suffix(t, "matmul"));
+  // (matmul_checked_name's checks but one: this kernel reads a batched B transposed too.)
+  for (int64_t extent : {s.m, s.k, s.n, s.batch_count(), s.batch_count() * s.m * s.n, s.batch_count() * s.k * s.n})
+    index_u32(extent, "matvec extents");
+  const std::string name = fmt::format("matvec_{}_s{}_{}", s.text(), slices, float_suffix(t, "matmul"));
   if (!matmul_fits_matvec(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
     throw std::invalid_argument(fmt::format("{}: not a product of at most {} rows by one matrix", name, kMatvecMostRows));
   if (slices < 1 || slices > T || T % slices != 0)

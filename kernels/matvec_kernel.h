@@ -33,8 +33,8 @@ inline constexpr uint32_t kMatvecWorkgroup = 256;
 inline constexpr int64_t kMatvecMostRows = 4;
 
 // Whether matvec_kernel computes `s`: B one matrix shared by every batch (broadcast) and at most kMatvecMostRows rows
-// of A over every batch, or B batched and at most that many rows (M) a batch, B read as stored; A read as stored, not
-// transposed; and partial sums that fit in `limits`' workgroup memory.
+// of A over every batch, or B batched (as stored or transposed) and at most that many rows (M) a batch; A read as
+// stored, not transposed; and partial sums that fit in `limits`' workgroup memory.
 bool matmul_fits_matvec(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // The slice counts the tuner tries (powers of two a unit of K each at least).

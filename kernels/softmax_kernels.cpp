@@ -200,6 +200,10 @@ RowConfig RowConfig::from(const Config& c) {
 
 RowConfig softmax_heuristic(const SoftmaxShape& s) {
   if (s.axis >= kSoftmaxWorkgroupRowFrom) return {true, pow2_clamped(uint64_t(s.axis), 32, 256)};
+  // Few rows of 32 or more: one invocation per row would leave a single workgroup walking each row three times
+  // (attention's 12 heads at one query, 96 positions: 25 us a launch on an H200, a fifth of GPT-2's decode step);
+  // a workgroup per row reads each row once, across its invocations.
+  if (s.outer * s.inner < kFewRows && s.axis >= 32) return {true, pow2_clamped(uint64_t(s.axis), 32, 256)};
   return {false, kElementWorkgroup};
 }
 

@@ -32,6 +32,8 @@ SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis);
 
 // A workgroup per row from this axis length (or class count) on; one invocation per row (or element) below.
 inline constexpr int64_t kSoftmaxWorkgroupRowFrom = 256;
+// ... and for rows of 32 or more when there are fewer rows than this (softmax_heuristic).
+inline constexpr int64_t kFewRows = 256;
 
 // The config space of softmax and of cross_entropy_grad: per_row = 1 gives each row a workgroup of wg
 // invocations (a power of two) that reduces through shared-memory trees, per_row = 0 one invocation per row
@@ -43,7 +45,8 @@ struct RowConfig {
   static RowConfig from(const Config& c);
   friend bool operator==(const RowConfig&, const RowConfig&) = default;
 };
-// Without tuning: a workgroup per row from kSoftmaxWorkgroupRowFrom on (as many invocations as the row has,
+// Without tuning: a workgroup per row from kSoftmaxWorkgroupRowFrom on, or from 32 elements when there are fewer than
+// kFewRows rows (as many invocations as the row has,
 // 32 to 256), else 256 invocations per workgroup.
 RowConfig softmax_heuristic(const SoftmaxShape& s);
 RowConfig cross_entropy_grad_heuristic(int64_t n, int64_t c);

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "ir/graph/op_table.h"
+#include "kernels/matvec_kernel.h"
 #include "kernels/pool2d_kernels.h"
 #include "lowering/lowering_context.h"
 #include "lowering/op_lowering.h"
@@ -47,9 +48,22 @@ bool read_in_place_only(const graph::Graph& g, Value v, const std::function<bool
 
 bool absorbed_transpose(const graph::Graph& g, Value v) {
   const graph::Node& n = g.node(v);
-  if (n.op != OpKind::Permute || n.type.shape.size() != 2 || n.attrs.get_ints("perm") != std::vector<int64_t>{1, 0})
-    return false;
-  return read_in_place_only(g, v, [&](Value u) { return g.node(u).op == OpKind::Matmul; });
+  const size_t rank = n.type.shape.size();
+  if (n.op != OpKind::Permute || rank < 2) return false;
+  std::vector<int64_t> swap_last(rank);
+  for (size_t d = 0; d < rank; ++d) swap_last[d] = int64_t(d);
+  std::swap(swap_last[rank - 2], swap_last[rank - 1]);
+  if (n.attrs.get_ints("perm") != swap_last) return false;
+  if (rank == 2) return read_in_place_only(g, v, [&](Value u) { return g.node(u).op == OpKind::Matmul; });
+  // Batched: only the few-rows kernel reads such a B (attention's keys at one query: q x K^T), so every user must be
+  // a product that takes it.
+  return read_in_place_only(g, v, [&](Value u) {
+    const graph::Node& user = g.node(u);
+    if (user.op != OpKind::Matmul || user.inputs[1] != v || user.inputs[0] == v) return false;
+    heavy::MatmulShape s = heavy::matmul_shape(g.type(user.inputs[0]).shape, n.type.shape);
+    s.b_transposed = true;
+    return heavy::matmul_fits_matvec(s, kir::Type::F64, heavy::Limits{});  // (f64: the most workgroup memory)
+  });
 }
 
 bool absorbed_upcast(const graph::Graph& g, Value v) {

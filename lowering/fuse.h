@@ -63,7 +63,9 @@ bool is_pointwise(graph::OpKind op);
 bool takes_epilogue(graph::OpKind op);
 
 // A 2D transpose that every user reads as a matrix-product operand (and that is not stored): the products read
-// its input in place (matmul_kernel's transposed operands), so it has no buffer and no launch.
+// its input in place (matmul_kernel's transposed operands), so it has no buffer and no launch. Also a batched one
+// (the last two dims swapped) that every user reads as the B of a few-rows product (matvec_kernel.h): attention's
+// keys at one query.
 bool absorbed_transpose(const graph::Graph& g, graph::Value v);
 
 // A cast of an f16 or bf16 value to f32, not stored, that every user reads as a matrix-product or convolution operand,

@@ -53,6 +53,11 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   // fp32: the product is bound by reading B, not by multiplying). The GEMMs' tilings stay the tuner's other
   // candidates.
   const bool matvec = !bias.valid() && heavy::matmul_fits_matvec(s, t, limits);
+  // A batched B read transposed (fuse.h's absorbed_transpose: attention's keys) only the few-rows kernel reads.
+  const bool only_matvec = s.b_transposed && !s.b_batch.empty();
+  if (only_matvec && !matvec)
+    throw std::logic_error(fmt::format("matmul '{}': a batched B read transposed, which only the few-rows kernel "
+                                       "reads, but it does not fit", node.name));
   heavy::MatmulTiling matvec_tiling;
   matvec_tiling.matvec_slices = matvec ? heavy::choose_matvec_slices(s, t, limits) : 0;
   op.heuristic = (matvec           ? matvec_tiling
@@ -67,6 +72,13 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
       c.matvec_slices = slices;
       if (slices != matvec_tiling.matvec_slices) op.candidates.push_back(c.config());
     }
+  }
+  if (only_matvec) {
+    op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
+      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, heavy::MatmulTiling::from(c).matvec_slices);
+      return single_kernel_program(io, std::move(k.kernel), k.groups);
+    };
+    return op;
   }
   if (warpgroups)
     for (const heavy::Config& c : configs_of(heavy::matmul_wgmma_candidates(s, limits))) op.candidates.push_back(c);

@@ -17,7 +17,8 @@ ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& 
         double sum = 0, mag = 0;
         for (int64_t q = 0; q < k; ++q) {
           const double x = a_transposed ? a[q * m + i] : a[(p * m + i) * k + q];
-          const double y = b_transposed ? b[j * k + q] : b[((b_shared ? 0 : p) * k + q) * n + j];
+          const int64_t b_batch = b_shared || b.numel() == k * n ? 0 : p;  // (one matrix: shared however called)
+          const double y = b_transposed ? b[(b_batch * n + j) * k + q] : b[(b_batch * k + q) * n + j];
           sum += x * y;
           mag += std::abs(x * y);
         }

@@ -14,8 +14,8 @@ struct ReferenceProduct {
   graph::Tensor magnitude;  // f64 [batch, m, n]: sum over k of |a_ik b_kj|
 };
 
-// a is [batch, m, k] (or [k, m] when a_transposed), b [batch, k, n] (or [n, k] when b_transposed); the transposed
-// operands are rank 2, shared by every batch, as is b when b_shared ([k, n]).
+// a is [batch, m, k] (or [k, m] when a_transposed, shared by every batch), b [batch, k, n] (or [batch, n, k] when
+// b_transposed); b_shared, or b of k x n elements: one b ([k, n] or [n, k]) for every batch.
 ReferenceProduct reference_product(const graph::Tensor& a, const graph::Tensor& b, int64_t batch, int64_t m, int64_t k,
                                    int64_t n, bool a_transposed, bool b_transposed, bool b_shared = false);
 

@@ -53,8 +53,8 @@ TEST_P(MatvecOnDevice, EverySliceCountMatchesTheFloat64Product) {
   if (c.b_type == graph::DType::F16 && !dev.info().features.has(kir::Feature::Float16))
     GTEST_SKIP() << device_id << " has no float16 storage";
   const graph::Tensor a = random_tensor(c.a_half ? c.b_type : graph::DType::F32, {c.batch, c.m, c.k}, 31);
-  const graph::Shape b_shape = c.b_batched ? graph::Shape{c.batch, c.k, c.n} : c.b_transposed ? graph::Shape{c.n, c.k}
-                                                                                             : graph::Shape{c.k, c.n};
+  graph::Shape b_shape = c.b_transposed ? graph::Shape{c.n, c.k} : graph::Shape{c.k, c.n};
+  if (c.b_batched) b_shape.insert(b_shape.begin(), c.batch);
   const graph::Tensor b = random_tensor(c.b_type, b_shape, 32);
   const ReferenceProduct want =
       reference_product(a, b, c.batch, c.m, c.k, c.n, false, c.b_transposed, /*b_shared=*/!c.b_batched);
@@ -84,6 +84,8 @@ std::vector<MatvecCase> matvec_cases() {
       {12, 1, 64, 44, false, graph::DType::F32, false, true},   // attention's scores: [heads, 1, 64] x [heads, 64, T]
       {12, 1, 43, 64, false, graph::DType::F32, false, true},   // and values: [heads, 1, T] x [heads, T, 64]
       {3, 2, 30, 21, false, graph::DType::F32, false, true},    // two rows a batch, element reads
+      {12, 1, 64, 44, true, graph::DType::F32, false, true},    // scores against the keys read transposed: K [heads, T, 64]
+      {2, 3, 30, 9, true, graph::DType::F32, false, true},      // ... K not a multiple of 4
   };
 }
 
@@ -102,8 +104,11 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatvecOnDevice);
 // keeping 4 units of K).
 TEST(MatvecKernel, SliceHeuristic) {
   const heavy::Limits gpu{};
-  // [768, 2304], 16-byte reads: 1024 / S columns a workgroup, 2304 / 16 = 144 workgroups at the most slices (64).
-  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu), 64u);
+  // [768, 2304], 16-byte reads: 1024 / S columns a workgroup; 64 slices give 144 workgroups, 128 give 288 (6 rows of
+  // K each).
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu), 128u);
+  // [3072, 768]: 128 slices give 96 workgroups, the most candidates hold.
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 3072, 768, false}), kir::Type::F32, gpu), 128u);
   // B^T [2304, 768]: 256 / S columns a workgroup; 32 slices give 288 workgroups, each slice 6 units of 4.
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, true}), kir::Type::F32, gpu), 32u);
   // A tied head [768, 50257] (element reads): 2 slices already give 393 workgroups.
@@ -150,6 +155,15 @@ TEST(MatvecKernel, TheLoweringTakesItForAFewRowsByAWeight) {
   EXPECT_EQ(kernels({5, 768}, {768, 2304}, false).find("matvec_"), std::string::npos);
   EXPECT_EQ(kernels({2, 1, 64}, {2, 64, 8}, false).rfind("matvec_", 0), 0u);
   EXPECT_EQ(kernels({2, 5, 64}, {2, 64, 8}, false).find("matvec_"), std::string::npos);
+  // Attention's scores at one query, q [1, 12, 1, 64] x K^T: the keys [1, 12, 96, 64] read transposed in place, no
+  // permute launched.
+  graph::Graph g;
+  const graph::Value keys = g.input("k", graph::DType::F32, {1, 12, 96, 64});
+  g.output("s", g.matmul(g.input("q", graph::DType::F32, {1, 12, 1, 64}), g.permute(keys, {0, 1, 3, 2})));
+  const std::vector<std::string> launched =
+      lowering::testing_support::kernels_of(lowering::lower(g, testing_support::h100_like_target()));
+  ASSERT_EQ(launched.size(), 1u) << launched.front();
+  EXPECT_EQ(launched[0].rfind("matvec_m1_k64_n96_a1x12_b1x12_bt_", 0), 0u) << launched[0];
 }
 
 }  // namespace
