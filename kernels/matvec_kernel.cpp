@@ -153,7 +153,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
     });
   for (uint32_t i = unrolled; i < whole; ++i) step(slice + i * slices);
   if (extra > 0) kb.if_(slice < extra, [&] { step(slice + whole * slices); });
-  // Partial sums in workgroup memory, then each output's added in slice order.
+  // Partial sums in workgroup memory, then each output's added up.
   for (uint32_t r = 0; r < R; ++r)
     for (uint32_t j = 0; j < per_row; ++j) {
       // B^T: [row][invocation]; B: [row][slice][column of the group].
@@ -162,16 +162,40 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
     }
   kb.barrier();
   const uint32_t outputs = R * C;
-  for (uint32_t q = 0; q < (outputs + T - 1) / T; ++q) {
-    Val o = lid + q * T;
-    kb.if_(o < outputs, [&] {
-      Val r = o / C, c = o % C;
-      auto part = [&](Val sl) { return s.b_transposed ? partial[r * T + c * slices + sl].load() : partial[r * (slices * C) + sl * C + c].load(); };
-      Var sum = kb.var(fmt::format("sum{}", q), part(kb.u32(0)));
-      if (slices > 1) kb.for_(kb.u32(1), kb.u32(slices), kb.u32(1), [&](Val sl) { sum = sum.get() + part(sl); });
-      Val n = group * C + c;
-      kb.if_(n < N, [&] { Y[y_base + r * N + n] = sum.get(); });
-    });
+  auto part = [&](Val r, Val c, Val sl) {
+    return s.b_transposed ? partial[r * T + c * slices + sl].load() : partial[r * (slices * C) + sl * C + c].load();
+  };
+  auto store = [&](Val r, Val c, Val sum) {
+    Val n = group * C + c;
+    kb.if_(n < N, [&] { Y[y_base + r * N + n] = sum; });
+  };
+  // Threads an output's slices are added by: a power of two, each adding slices p, p + helpers, ... in order, then
+  // the helpers' sums pairwise (halves, quarters, ...): one fixed order on every device. With one helper an output's
+  // slices are added in slice order.
+  uint32_t helpers = 1;
+  while (helpers * 2 <= slices && outputs * helpers * 2 <= T) helpers *= 2;
+  if (helpers == 1) {
+    for (uint32_t q = 0; q < (outputs + T - 1) / T; ++q) {
+      Val o = lid + q * T;
+      kb.if_(o < outputs, [&] {
+        Val r = o / C, c = o % C;
+        Var sum = kb.var(fmt::format("sum{}", q), part(r, c, kb.u32(0)));
+        if (slices > 1) kb.for_(kb.u32(1), kb.u32(slices), kb.u32(1), [&](Val sl) { sum = sum.get() + part(r, c, sl); });
+        store(r, c, sum.get());
+      });
+    }
+  } else {
+    Val o = lid / helpers, helper = lid % helpers;
+    Val r = min(o, kb.u32(outputs - 1)) / C, c = min(o, kb.u32(outputs - 1)) % C;  // (invocations past the outputs idle)
+    Val sum = part(r, c, helper);
+    for (uint32_t j = 1; j < slices / helpers; ++j) sum = sum + part(r, c, helper + j * helpers);
+    kb.barrier();  // every partial is read before the sums overwrite them
+    partial[lid] = sum;
+    for (uint32_t half = helpers / 2; half >= 1; half /= 2) {
+      kb.barrier();
+      kb.if_(helper < half, [&] { partial[lid] = partial[lid].load() + partial[lid + half].load(); });
+    }
+    kb.if_((helper == 0u) & (o < outputs), [&] { store(r, c, partial[lid].load()); });
   }
   return {kb.finish(), groups_of(s, t, slices)};
 }
