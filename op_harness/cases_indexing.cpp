@@ -65,11 +65,11 @@ void indexing_cases(CaseList& cl) {
   add_op(cl, "gather_grad", {f32({6, 3}), in(DType::I64, {6}, Draw::Integers, -5, 4)},
          {{"axis", int64_t(0)}, {"shape", Shape{5, 3}}}, "axis=0 shape=[5,3]", false);
 
-  // (No gradient.) The in-place form, on a state, is tests/lowering/write_at_test.cpp's.
+  // The in-place form, on a state, is tests/lowering/write_at_test.cpp's.
   add_op(cl, "write_at", {f32({3, 5, 4}), f32({3, 1, 4}), in(DType::I64, {1}, Draw::Integers, 0, 4)},
-         {{"axis", int64_t(1)}}, "axis=1", false);
+         {{"axis", int64_t(1)}}, "axis=1");
   add_op(cl, "write_at", {f32({6, 2}), f32({1, 2}), in(DType::I32, {}, Draw::Integers, 0, 5)}, {{"axis", int64_t(0)}},
-         "axis=0", false);
+         "axis=0");
 }
 
 }  // namespace spire::harness

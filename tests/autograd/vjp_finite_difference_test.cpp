@@ -97,6 +97,9 @@ std::vector<Case> cases() {
       {"softmax_last", *graph::op_from_name("softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return softmax(g, v[0], -1); }},
       {"softmax_first", *graph::op_from_name("softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return softmax(g, v[0], 0); }},
       {"log_softmax", *graph::op_from_name("log_softmax"), {in("x", {3, 5}, -2, 2)}, [](Graph& g, const Vals& v) { return log_softmax(g, v[0], 1); }},
+      // write_at: the data's gradient everywhere but the written slice, the row's from that slice.
+      {"write_at", *graph::op_from_name("write_at"), {in("data", {2, 5, 3}), in("row", {2, 1, 3}), labels({1}, 5)},
+       [](Graph& g, const Vals& v) { return g.op("write_at", {v[0], v[1], v[2]}, {{"axis", int64_t(1)}}); }},
       // The normalizations (ir/graph/ops/norm_ops.cpp): every input's gradient, rows of 6 over a batch of 2 x 3.
       {"layer_norm", *graph::op_from_name("layer_norm"), {in("x", {2, 3, 6}, -2, 2), in("scale", {6}, 0.5, 1.5), in("bias", {6})},
        [](Graph& g, const Vals& v) { return g.op("layer_norm", {v[0], v[1], v[2]}, {{"epsilon", 1e-5}}); }},

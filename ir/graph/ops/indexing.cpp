@@ -7,7 +7,7 @@
 //   concat(x0, x1, ...; axis)             the inputs one after another along axis
 //   gather(data, indices; axis)           data[.., indices[k] (negative counts from the end), ..]
 //   gather_grad(grad, indices; axis, shape)  the adjoint of gather: grad summed into the rows indices name
-//   write_at(data, row, index; axis)      data with its slice index[0] along axis replaced by row (no gradient)
+//   write_at(data, row, index; axis)      data with its slice index[0] along axis replaced by row
 #include "ir/graph/ops/common.h"
 
 namespace spire::graph::ops {
@@ -246,6 +246,21 @@ Tensor gather_ref(const Node& n, std::span<const Tensor* const> in) {
   return out;
 }
 
+// The data's gradient is the result's with the written slice zeroed (write_at of zeros); the row's is that slice
+// (gather at the index, shaped as the row).
+std::vector<Value> write_at_vjp(VjpContext& c) {
+  Graph& g = c.g;
+  const Node& n = g.node(c.out);
+  const Value index = n.inputs[2];
+  const int64_t axis = n.attrs.get_int("axis");
+  const TensorType row = g.type(n.inputs[1]);
+  std::vector<Value> grads(3);
+  if (c.wants(0))
+    grads[0] = g.op("write_at", {c.grad_out, g.constant(0.0, row.dtype, row.shape), index}, {{"axis", axis}});
+  if (c.wants(1)) grads[1] = g.reshape(g.op("gather", {c.grad_out, index}, {{"axis", axis}}), row.shape);
+  return grads;
+}
+
 Tensor write_at_ref(const Node& n, std::span<const Tensor* const> in) {
   const Tensor& data = *in[0];
   const size_t axis = size_t(n.attrs.get_int("axis"));
@@ -286,9 +301,9 @@ std::vector<OpInfo> indexing() {
       {.name = "gather_grad", .arity = 2, .attrs = {{"axis", K::Int}, {"shape", K::Ints}}, .category = L,
        .shape = gather_grad_shape, .reference = gather_grad_ref, .forward = scatter_sum, .backward = kCopy},
       // A decoder's key/value cache written at the token's position (tools/spire/decoder_generate.cpp): where the
-      // data is a state this replaces, its lowering writes the row in place (lower_indexing.cpp). No gradient.
+      // data is a state this replaces, its lowering writes the row in place (lower_indexing.cpp).
       {.name = "write_at", .arity = 3, .attrs = {{"axis", K::Int}}, .category = L, .shape = write_at_shape,
-       .reference = write_at_ref, .forward = kCopy, .backward = kCopy},
+       .vjp = write_at_vjp, .reference = write_at_ref, .forward = kCopy, .backward = kCopy},
   };
 }
 
