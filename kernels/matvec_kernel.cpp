@@ -103,101 +103,104 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
   Buf B = kb.buffer("b", b_type, Access::Read);
   Buf Y = kb.buffer("c", t, Access::Write);
   Shared partial = kb.shared("partial", t, R * T * (s.b_transposed ? 1 : L));
-  Val lid = kb.local_id();
-  // The product (batch) this workgroup computes and its block of columns there; the products' offsets into A, B and
-  // the result (0 with one product).
-  Val product = kb.group_id() / column_groups_of_product, group = kb.group_id() % column_groups_of_product;
-  const bool batched = per_batch(s);
-  Val a_base = batched ? matmul_batch_offset(kb, s, product, s.a_batch_strides) : kb.u32(0);
-  Val b_base = batched ? matmul_batch_offset(kb, s, product, s.b_batch_strides) : kb.u32(0);
-  Val y_base = product * (R * N);
-  // This invocation's slice, and its column (B^T) or first of L columns (B), clamped to a real one for reading: a
-  // column past N is read but never stored.
-  Val slice = s.b_transposed ? lid % slices : lid / (T / slices);
-  Val column = s.b_transposed ? group * C + lid / slices : group * C + (lid % (T / slices)) * L;
-  Val read_column = min(column, N - (s.b_transposed ? 1 : L));
-  // Partial sums: B^T, one a row (the L elements of a unit lie along K, in one sum); B, one a row and column.
-  const uint32_t per_row = s.b_transposed ? 1 : L;
-  std::vector<Var> acc;
-  for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
-  auto widened = [&](Val v) { return s.b_half ? cast(v, t) : v; };
-  auto read_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
-  auto read_b = [&](Val at) {
-    at = b_base + at;
-    if (L == 4) return B.load_vector(at, 4);
-    return std::vector<Val>{widened(B[at].load())};
-  };
-  // One unit of K: its B elements read once, multiplied into every row's sums.
-  auto step = [&](Val unit) {
-    if (s.b_transposed) {
-      const std::vector<Val> b = read_b(read_column * K + unit * L);
-      for (uint32_t r = 0; r < R; ++r) {
-        const std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit + r * K)};
-        Val sum = acc[r].get();
-        for (uint32_t j = 0; j < L; ++j) sum = fma(x[j], b[j], sum);
-        acc[r] = sum;
+  const uint64_t groups = groups_of(s, t, slices);
+  kb.if_(kb.group_id() < uint32_t(groups), [&] {  // uniform: a folded grid's extra workgroups skip everything
+    Val lid = kb.local_id();
+    // The product (batch) this workgroup computes and its block of columns there; the products' offsets into A, B and
+    // the result (0 with one product).
+    Val product = kb.group_id() / column_groups_of_product, group = kb.group_id() % column_groups_of_product;
+    const bool batched = per_batch(s);
+    Val a_base = batched ? matmul_batch_offset(kb, s, product, s.a_batch_strides) : kb.u32(0);
+    Val b_base = batched ? matmul_batch_offset(kb, s, product, s.b_batch_strides) : kb.u32(0);
+    Val y_base = product * (R * N);
+    // This invocation's slice, and its column (B^T) or first of L columns (B), clamped to a real one for reading: a
+    // column past N is read but never stored.
+    Val slice = s.b_transposed ? lid % slices : lid / (T / slices);
+    Val column = s.b_transposed ? group * C + lid / slices : group * C + (lid % (T / slices)) * L;
+    Val read_column = min(column, N - (s.b_transposed ? 1 : L));
+    // Partial sums: B^T, one a row (the L elements of a unit lie along K, in one sum); B, one a row and column.
+    const uint32_t per_row = s.b_transposed ? 1 : L;
+    std::vector<Var> acc;
+    for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
+    auto widened = [&](Val v) { return s.b_half ? cast(v, t) : v; };
+    auto read_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
+    auto read_b = [&](Val at) {
+      at = b_base + at;
+      if (L == 4) return B.load_vector(at, 4);
+      return std::vector<Val>{widened(B[at].load())};
+    };
+    // One unit of K: its B elements read once, multiplied into every row's sums.
+    auto step = [&](Val unit) {
+      if (s.b_transposed) {
+        const std::vector<Val> b = read_b(read_column * K + unit * L);
+        for (uint32_t r = 0; r < R; ++r) {
+          const std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit + r * K)};
+          Val sum = acc[r].get();
+          for (uint32_t j = 0; j < L; ++j) sum = fma(x[j], b[j], sum);
+          acc[r] = sum;
+        }
+      } else {
+        const std::vector<Val> b = read_b(unit * N + read_column);
+        for (uint32_t r = 0; r < R; ++r) {
+          Val x = read_a(unit + r * K);
+          for (uint32_t j = 0; j < L; ++j) acc[r * L + j] = fma(x, b[j], acc[r * L + j].get());
+        }
+      }
+    };
+    // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
+    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / kUnroll * kUnroll;
+    if (unrolled > 0)
+      kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(kUnroll), [&](Val i) {
+        for (uint32_t u = 0; u < kUnroll; ++u) step((i + u) * slices + slice);
+      });
+    for (uint32_t i = unrolled; i < whole; ++i) step(slice + i * slices);
+    if (extra > 0) kb.if_(slice < extra, [&] { step(slice + whole * slices); });
+    // Partial sums in workgroup memory, then each output's added up.
+    for (uint32_t r = 0; r < R; ++r)
+      for (uint32_t j = 0; j < per_row; ++j) {
+        // B^T: [row][invocation]; B: [row][slice][column of the group].
+        Val at = s.b_transposed ? lid + r * T : (slice * C + (lid % (T / slices)) * L + j) + r * slices * C;
+        partial[at] = acc[r * per_row + j].get();
+      }
+    kb.barrier();
+    const uint32_t outputs = R * C;
+    auto part = [&](Val r, Val c, Val sl) {
+      return s.b_transposed ? partial[r * T + c * slices + sl].load() : partial[r * (slices * C) + sl * C + c].load();
+    };
+    auto store = [&](Val r, Val c, Val sum) {
+      Val n = group * C + c;
+      kb.if_(n < N, [&] { Y[y_base + r * N + n] = sum; });
+    };
+    // Threads an output's slices are added by: a power of two, each adding slices p, p + helpers, ... in order, then
+    // the helpers' sums pairwise (halves, quarters, ...): one fixed order on every device. With one helper an output's
+    // slices are added in slice order.
+    uint32_t helpers = 1;
+    while (helpers * 2 <= slices && outputs * helpers * 2 <= T) helpers *= 2;
+    if (helpers == 1) {
+      for (uint32_t q = 0; q < (outputs + T - 1) / T; ++q) {
+        Val o = lid + q * T;
+        kb.if_(o < outputs, [&] {
+          Val r = o / C, c = o % C;
+          Var sum = kb.var(fmt::format("sum{}", q), part(r, c, kb.u32(0)));
+          if (slices > 1) kb.for_(kb.u32(1), kb.u32(slices), kb.u32(1), [&](Val sl) { sum = sum.get() + part(r, c, sl); });
+          store(r, c, sum.get());
+        });
       }
     } else {
-      const std::vector<Val> b = read_b(unit * N + read_column);
-      for (uint32_t r = 0; r < R; ++r) {
-        Val x = read_a(unit + r * K);
-        for (uint32_t j = 0; j < L; ++j) acc[r * L + j] = fma(x, b[j], acc[r * L + j].get());
+      Val o = lid / helpers, helper = lid % helpers;
+      Val r = min(o, kb.u32(outputs - 1)) / C, c = min(o, kb.u32(outputs - 1)) % C;  // (invocations past the outputs idle)
+      Val sum = part(r, c, helper);
+      for (uint32_t j = 1; j < slices / helpers; ++j) sum = sum + part(r, c, helper + j * helpers);
+      kb.barrier();  // every partial is read before the sums overwrite them
+      partial[lid] = sum;
+      for (uint32_t half = helpers / 2; half >= 1; half /= 2) {
+        kb.barrier();
+        kb.if_(helper < half, [&] { partial[lid] = partial[lid].load() + partial[lid + half].load(); });
       }
+      kb.if_((helper == 0u) & (o < outputs), [&] { store(r, c, partial[lid].load()); });
     }
-  };
-  // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
-  const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / kUnroll * kUnroll;
-  if (unrolled > 0)
-    kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(kUnroll), [&](Val i) {
-      for (uint32_t u = 0; u < kUnroll; ++u) step((i + u) * slices + slice);
-    });
-  for (uint32_t i = unrolled; i < whole; ++i) step(slice + i * slices);
-  if (extra > 0) kb.if_(slice < extra, [&] { step(slice + whole * slices); });
-  // Partial sums in workgroup memory, then each output's added up.
-  for (uint32_t r = 0; r < R; ++r)
-    for (uint32_t j = 0; j < per_row; ++j) {
-      // B^T: [row][invocation]; B: [row][slice][column of the group].
-      Val at = s.b_transposed ? lid + r * T : (slice * C + (lid % (T / slices)) * L + j) + r * slices * C;
-      partial[at] = acc[r * per_row + j].get();
-    }
-  kb.barrier();
-  const uint32_t outputs = R * C;
-  auto part = [&](Val r, Val c, Val sl) {
-    return s.b_transposed ? partial[r * T + c * slices + sl].load() : partial[r * (slices * C) + sl * C + c].load();
-  };
-  auto store = [&](Val r, Val c, Val sum) {
-    Val n = group * C + c;
-    kb.if_(n < N, [&] { Y[y_base + r * N + n] = sum; });
-  };
-  // Threads an output's slices are added by: a power of two, each adding slices p, p + helpers, ... in order, then
-  // the helpers' sums pairwise (halves, quarters, ...): one fixed order on every device. With one helper an output's
-  // slices are added in slice order.
-  uint32_t helpers = 1;
-  while (helpers * 2 <= slices && outputs * helpers * 2 <= T) helpers *= 2;
-  if (helpers == 1) {
-    for (uint32_t q = 0; q < (outputs + T - 1) / T; ++q) {
-      Val o = lid + q * T;
-      kb.if_(o < outputs, [&] {
-        Val r = o / C, c = o % C;
-        Var sum = kb.var(fmt::format("sum{}", q), part(r, c, kb.u32(0)));
-        if (slices > 1) kb.for_(kb.u32(1), kb.u32(slices), kb.u32(1), [&](Val sl) { sum = sum.get() + part(r, c, sl); });
-        store(r, c, sum.get());
-      });
-    }
-  } else {
-    Val o = lid / helpers, helper = lid % helpers;
-    Val r = min(o, kb.u32(outputs - 1)) / C, c = min(o, kb.u32(outputs - 1)) % C;  // (invocations past the outputs idle)
-    Val sum = part(r, c, helper);
-    for (uint32_t j = 1; j < slices / helpers; ++j) sum = sum + part(r, c, helper + j * helpers);
-    kb.barrier();  // every partial is read before the sums overwrite them
-    partial[lid] = sum;
-    for (uint32_t half = helpers / 2; half >= 1; half /= 2) {
-      kb.barrier();
-      kb.if_(helper < half, [&] { partial[lid] = partial[lid].load() + partial[lid + half].load(); });
-    }
-    kb.if_((helper == 0u) & (o < outputs), [&] { store(r, c, partial[lid].load()); });
-  }
-  return {kb.finish(), groups_of(s, t, slices)};
+  });
+  return {kb.finish(), groups};
 }
 
 }  // namespace spire::lowering::heavy
