@@ -301,12 +301,8 @@ void lower_write_at(LoweringContext& ctx, graph::Value v) {
   if (writes_state_in_place(g, v)) {
     ctx.alias(v, n.inputs[0]);
   } else if (n.type.numel() > 0) {
-    kir::KernelBuilder kb(fmt::format("copy_{}_{}", graph::dtype_name(n.type.dtype), shape_tag(shape)), kPointwiseWorkgroup);
-    kir::Buf x = kb.buffer("x", t, kir::Access::Read);
-    kir::Buf y = kb.buffer("y", t, kir::Access::Write);
-    Val i = kb.global_id();
-    kb.if_(i < kb.u32(uint32_t(n.type.numel())), [&] { y[i] = x[i]; });
-    ctx.launch(kb.finish(), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {}, groups_for(n.type.numel(), kPointwiseWorkgroup));
+    ctx.launch(copy_kernel(t, n.type.numel()), {ctx.buffer_of(n.inputs[0]), ctx.buffer_of(v)}, {},
+               groups_for(n.type.numel(), kPointwiseWorkgroup));
   }
   if (count == 0) return;
   // The row, or the slice it was cut from (fuse.h's absorbed slices): element i of the row is the slice input's

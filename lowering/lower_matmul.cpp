@@ -73,21 +73,16 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
       if (slices != matvec_tiling.matvec_slices) op.candidates.push_back(c.config());
     }
   }
-  if (only_matvec) {
-    op.build = [s, t, io = io_buffers(g, v)](const heavy::Config& c) {
-      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, heavy::MatmulTiling::from(c).matvec_slices);
-      return single_kernel_program(io, std::move(k.kernel), k.groups);
-    };
-    return op;
+  if (!only_matvec) {
+    if (warpgroups)
+      for (const heavy::Config& c : configs_of(heavy::matmul_wgmma_candidates(s, limits))) op.candidates.push_back(c);
+    for (const heavy::Config& c : configs_of(packed)) op.candidates.push_back(c);
+    for (const heavy::Config& c :
+         configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
+      op.candidates.push_back(c);
+    if (workgroup)
+      for (const heavy::Config& c : configs_of(heavy::matmul_workgroup_mma_candidates(s))) op.candidates.push_back(c);
   }
-  if (warpgroups)
-    for (const heavy::Config& c : configs_of(heavy::matmul_wgmma_candidates(s, limits))) op.candidates.push_back(c);
-  for (const heavy::Config& c : configs_of(packed)) op.candidates.push_back(c);
-  for (const heavy::Config& c :
-       configs_of(tensor_cores ? heavy::matmul_mma_candidates(s, limits) : heavy::matmul_candidates(s, t, limits)))
-    op.candidates.push_back(c);
-  if (workgroup)
-    for (const heavy::Config& c : configs_of(heavy::matmul_workgroup_mma_candidates(s))) op.candidates.push_back(c);
   // A bias sum stored beside the product (fuse.h): A's row sums, on the SIMT kernel (f32 products only).
   std::vector<ProgramBuffer> io = io_buffers(g, v);
   const bool row_sums = bias.valid();

@@ -132,6 +132,23 @@ TEST(ShapeInference, SoftmaxAndCrossEntropy) {
   expect_error([&] { softmax(g, logits, 2); }, {"softmax", "axis 2"});
 }
 
+TEST(ShapeInference, NormsAndWriteAt) {
+  Graph g;
+  Value x = g.input("x", F, {2, 5, 8});
+  Value v8 = g.input("v8", F, {8});
+  EXPECT_EQ(g.type(g.op("layer_norm", {x, v8, v8}, {{"epsilon", 1e-5}})), g.type(x));
+  EXPECT_EQ(g.type(g.op("rms_norm", {x, v8}, {{"epsilon", 1e-5}})), g.type(x));
+  expect_error([&] { g.op("layer_norm", {x, g.input("v5", F, {5}), v8}, {{"epsilon", 1e-5}}); },
+               {"layer_norm", "input 1 (f32[5])", "vector of x's last axis", "8"});
+  Value slot = g.input("slot", DType::I64, {1});
+  EXPECT_EQ(g.type(g.op("write_at", {x, g.input("row", F, {2, 1, 8}), slot}, {{"axis", int64_t(1)}})), g.type(x));
+  expect_error([&] { g.op("write_at", {x, g.input("wide", F, {2, 2, 8}), slot}, {{"axis", int64_t(1)}}); },
+               {"write_at", "input 1 (f32[2,2,8])", "[2,1,8]"});
+  expect_error([&] { g.op("write_at", {x, g.input("row2", F, {2, 1, 8}), g.input("two", DType::I64, {2})},
+                          {{"axis", int64_t(1)}}); },
+               {"write_at", "one index"});
+}
+
 TEST(ShapeInference, BackwardOps) {
   Graph g;
   Value x = g.input("x", F, {2, 3, 8, 8});
