@@ -159,6 +159,28 @@ class Planner {
       const std::optional<Value> u = sole_user(Value{id});
       if (u && computes_its_inputs(*u) && g_.type(*u).shape == n.type.shape) f_.fused[size_t(id)] = true;
     }
+    fuse_shared_values();
+  }
+
+  // A pointwise value read by several pointwise ops of one tree (GELU's x, read four times by its tanh form; SiLU's x,
+  // by x * sigmoid(x)) is computed inside that tree too: the tree computes each value once per element
+  // (pointwise_tree.h), so nothing is computed twice, and it saves the value's launch and its round trip through
+  // memory. Walked from the last value back, so that each user's root is known.
+  void fuse_shared_values() {
+    std::vector<int32_t> root(size_t(g_.size()));
+    for (int32_t id = g_.size(); id-- > 0;) {
+      root[size_t(id)] = f_.fused[size_t(id)] ? root[size_t(users_[size_t(id)][0].id)] : id;
+      const graph::Node& n = g_.node(id);
+      if (f_.fused[size_t(id)] || !is_pointwise(n.op) || must_store_[size_t(id)] || lowered_as_alias(n)) continue;
+      const auto& us = users_[size_t(id)];
+      if (us.size() < 2) continue;
+      const bool one_tree = std::all_of(us.begin(), us.end(), [&](Value u) {
+        return computes_its_inputs(u) && g_.type(u).shape == n.type.shape && root[size_t(u.id)] == root[size_t(us[0].id)];
+      });
+      if (!one_tree) continue;
+      f_.fused[size_t(id)] = true;
+      root[size_t(id)] = root[size_t(us[0].id)];
+    }
   }
 
   // A pointwise tree's kernel binds every value it loads: a tree grown over a wide sum (an unrolled recurrence, a
@@ -263,14 +285,13 @@ class Planner {
   void find_epilogue(Value v) {
     const graph::Node& n = g_.node(v);
     if (!needed_[size_t(v.id)] || !takes_epilogue(n.op) || must_store_[size_t(v.id)]) return;
+    // Every reader a pointwise op of the result's shape in one tree (SiLU reads the product twice: h * sigmoid(h)); the
+    // epilogue substitutes the accumulator wherever the tree reads the result.
     const std::vector<Value> us = live_users(v);
-    if (us.size() != 1) return;
-    const Value u = us[0];
-    const graph::Node& user = g_.node(u);
-    if (!is_pointwise(user.op) || user.type.shape != n.type.shape ||
-        std::count(user.inputs.begin(), user.inputs.end(), v) != 1)
-      return;
-    const Value r = root_of(u);
+    if (us.empty()) return;
+    for (Value u : us)
+      if (!is_pointwise(g_.node(u).op) || g_.type(u).shape != n.type.shape || root_of(u) != root_of(us[0])) return;
+    const Value r = root_of(us[0]);
     const graph::Node& root = g_.node(r);
     // The epilogue writes the root's elements through the heavy kernel's stores: the same type, or a half one (the
     // result rounded to f16/bf16, as compute_in_f32.h leaves every half op), and not a cast lowered as an alias.

@@ -6,13 +6,15 @@
 //    memory). Trees of such values end at a root, whose kernel (lower_elementwise) emits the whole tree.
 //    A cast of a stored value read by one pointwise op through a broadcast (maybe through reshapes: a layer's bias
 //    cast up and reshaped to [1, C, 1, 1]) is computed by that op's kernel too, one conversion per element read.
+//    A value read by several pointwise ops that all end in one tree (GELU's x, read four times by its tanh form) is
+//    computed in that tree too: a tree computes each value once per element.
 //  * Absorbed transposes: a 2D transpose every user of which is a matrix product reads its input in place.
 //  * Absorbed casts up: a cast from f16/bf16 to f32 read only as matrix-product or convolution operands (directly or
 //    through an absorbed transpose): the products load the half values and widen them (compute_in_f32.h makes these
 //    casts); a convolution multiplies them on tensor cores where the device has them, else widens them in its own
 //    program (lower_conv2d.cpp).
-//  * Epilogues. A heavy op (matmul, convolution, pooling, ...) whose only user is a pointwise tree of its own
-//    shape computes that tree from each result before storing it: the layer's bias add and activation, or a
+//  * Epilogues. A heavy op (matmul, convolution, pooling, ...) read only by a pointwise tree of its own shape (by
+//    one op of it, or by several: SiLU's h * sigmoid(h)) computes that tree from each result before storing it: the layer's bias add and activation, or a
 //    ReLU's gradient mask after a product, cost no launch and no round trip. The tree's other inputs must be
 //    ready before the heavy op runs (computed earlier in the schedule).
 //  * Prologues. A pointwise root whose only user is a reduction (sum, sum_to, max) reading it whole is computed in

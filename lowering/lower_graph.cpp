@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <optional>
+#include <set>
 #include <unordered_map>
 
 #include "ir/kernel/printer.h"
@@ -85,6 +86,31 @@ class PlanBuilder final : public LoweringContext {
     a = b;
     plan_.buffers[size_t(b)].values.push_back(g_.node(alias).name);
   }
+
+  bool view(graph::Value v, graph::Value source, int64_t element_offset) override {
+    const graph::Node& n = g_.node(v);
+    if (no_views_.count(n.name) || buffer_of_value_.at(size_t(v.id)) >= 0 || graph::is_leaf(g_.node(source).op) ||
+        device_type(n.type.dtype) != device_type(g_.type(source).dtype))
+      return false;
+    int32_t of = buffer_of(source);
+    uint64_t offset = uint64_t(element_offset) * dtype_bytes(device_type(n.type.dtype));
+    if (plan_.buffers[size_t(of)].view_of >= 0) {  // a window of a window: of the same buffer
+      offset += plan_.buffers[size_t(of)].view_offset;
+      of = plan_.buffers[size_t(of)].view_of;
+    }
+    if (plan_.buffers[size_t(of)].persistent() || offset % arena_alignment(info_) != 0) return false;
+    PlannedBuffer pb;
+    pb.slot = {n.name, device_type(n.type.dtype), n.type.numel()};
+    pb.values.push_back(n.name);
+    pb.view_of = of;
+    pb.view_offset = offset;
+    buffer_of_value_[size_t(v.id)] = int32_t(plan_.buffers.size());
+    plan_.buffers.push_back(std::move(pb));
+    return true;
+  }
+
+  // Values that must not be windows (lower() found one whose buffer had to be persistent).
+  void forbid_views(std::set<std::string> names) { no_views_ = std::move(names); }
 
   int32_t scratch(kir::Type type, int64_t elements) override {
     PlannedBuffer pb;
@@ -243,6 +269,7 @@ class PlanBuilder final : public LoweringContext {
   Plan plan_;
   std::string current_node_;
   int scratch_count_ = 0;
+  std::set<std::string> no_views_;
 };
 
 // A fresh buffer holding a copy of `v`, for a value that must not share storage with a state-update
@@ -262,12 +289,11 @@ int32_t snapshot(PlanBuilder& ctx, graph::Value v, const std::string& why) {
   return to;
 }
 
-}  // namespace
-
-Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
-           const TuningChoices* tuning, bool parameters_once, Precision precision) {
-  graph::Graph g = passes::prepare_for_fusion(graph_under(original, info, precision), passes);
+// The plan of a prepared graph, with no window (LoweringContext::view) for the values named in `no_views`.
+Plan lower_prepared(const graph::Graph& g, const rt::DeviceInfo& info, const TuningChoices* tuning,
+                    bool parameters_once, Precision precision, const std::set<std::string>& no_views) {
   PlanBuilder ctx(g, plan_fusion(g), info, tuning, precision);
+  ctx.forbid_views(no_views);
   ctx.plan().precision = precision;
   ctx.plan().precision_note = precision_note(info, precision);
   const Fusion& fusion = ctx.fusion();
@@ -315,6 +341,25 @@ Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passe
   if (parameters_once) mark_parameter_launches(plan);
   plan_memory(plan, info);
   return std::move(plan);
+}
+
+}  // namespace
+
+Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
+           const TuningChoices* tuning, bool parameters_once, Precision precision) {
+  const graph::Graph g = passes::prepare_for_fusion(graph_under(original, info, precision), passes);
+  // A window must be a transient buffer within a transient buffer, but which buffers an output or a state's new value
+  // makes persistent is known only at the end: lowered again with those windows copied instead (rare: a sliced value
+  // that is also an output).
+  std::set<std::string> no_views;
+  for (;;) {
+    Plan plan = lower_prepared(g, info, tuning, parameters_once, precision, no_views);
+    const size_t before = no_views.size();
+    for (const PlannedBuffer& b : plan.buffers)
+      if (b.view_of >= 0 && (b.persistent() || plan.buffers[size_t(b.view_of)].persistent()))
+        no_views.insert(b.values.front());
+    if (no_views.size() == before) return plan;
+  }
 }
 
 }  // namespace spire::lowering

@@ -64,7 +64,31 @@ void per_result_element(LoweringContext& ctx, graph::Value v, Body&& body) {
 }
 
 
+// Where a slice's result is one contiguous range of its input, the element that range starts at: the dimensions after
+// some dimension d are taken whole, those before it one index each, and d a run with step 1. Else -1.
+int64_t contiguous_start(const graph::Shape& in, const graph::Shape& out, const std::vector<int64_t>& starts,
+                         const std::vector<int64_t>& steps) {
+  size_t d = in.size();
+  while (d > 0 && out[d - 1] == in[d - 1] && (steps[d - 1] == 1 || out[d - 1] == 1)) --d;
+  if (d > 0 && out[d - 1] > 1 && steps[d - 1] != 1) return -1;
+  for (size_t j = 0; j + 1 < d; ++j)
+    if (out[j] != 1) return -1;
+  int64_t start = 0, stride = 1;
+  for (size_t j = in.size(); j-- > 0;) {
+    start += starts[j] * stride;
+    stride *= in[j];
+  }
+  return start;
+}
+
+// A contiguous slice is a window of its input's buffer and launches nothing, where the device's binding alignment
+// allows (a fused query/key/value projection's three parts); else a launch copies it.
 void lower_slice(LoweringContext& ctx, graph::Value v) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& n = g.node(v);
+  const int64_t start = contiguous_start(g.type(n.inputs[0]).shape, n.type.shape, n.attrs.get_ints("starts"),
+                                         n.attrs.get_ints("steps"));
+  if (start >= 0 && n.type.numel() > 0 && ctx.view(v, n.inputs[0], start)) return;
   per_result_element(ctx, v, [](kir::KernelBuilder& kb, Val i, kir::Buf x, kir::Buf y, const Embedding& e) {
     const graph::Shape& out = e.node.type.shape;
     int64_t base = 0;
@@ -223,8 +247,12 @@ void lower_gather(LoweringContext& ctx, graph::Value v) {
     Val ok;
     Val row = kir::cast(wrapped_row(idx[k].load(), d.rows, &ok), Type::U32);
     Val value = x[(outer * uint32_t(d.rows) + row) * uint32_t(d.inner) + rest].load();
-    // An index outside the axis reads 0 (the reference refuses it).
-    y[i] = kir::select(ok, value, kb.constant(x.elem(), 0));
+    // An index outside the axis reads 0 (the reference refuses it). Half values are only converted in kernels, so the
+    // choice is made on the value widened to f32 (exactly) and rounded back (exactly).
+    if (is_half(x.elem()))
+      y[i] = kir::cast(kir::select(ok, kir::cast(value, Type::F32), kb.f32(0.0f)), x.elem());
+    else
+      y[i] = kir::select(ok, value, kb.constant(x.elem(), 0));
   });
 }
 
@@ -255,7 +283,8 @@ void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
 }
 
 // write_at(data, row, index; axis). In place where data is a state whose update is this node's value and which
-// nothing else reads after it: the result lives in the state's own buffer (so the update copies nothing), and one
+// nothing else reads after it (the result's readers read the state with the row written: a decoder's attention over
+// its cache, passes/cache_in_place.h): the result lives in the state's own buffer (so the update copies nothing), and one
 // launch writes the row there, a decoder's cache growing by one position a step at the cost of that position. Else
 // data is copied into the result first.
 bool writes_state_in_place(const graph::Graph& g, graph::Value v) {
@@ -269,8 +298,8 @@ bool writes_state_in_place(const graph::Graph& g, graph::Value v) {
       updates_data = true;
     }
   if (!updates_data) return false;
+  // The result's own readers come after the write, so they may read it where it lives, in the state's buffer.
   const std::vector<std::vector<graph::Value>> users = g.users();
-  if (!users[size_t(v.id)].empty()) return false;  // only the state update reads the result
   for (const graph::NamedOutput& o : g.outputs())
     if (o.value == v || o.value == data) return false;
   // The state's other readers must be computed before the write: each an ancestor of the row or the index.

@@ -63,6 +63,11 @@ class LoweringContext {
   virtual int32_t buffer_of(graph::Value v) = 0;
   // Makes `alias` share `source`'s buffer (same element count): lowering reshape/flatten moves no data.
   virtual void alias(graph::Value alias, graph::Value source) = 0;
+  // Makes `v` a window of `source`'s buffer starting `element_offset` elements in (a slice that is one contiguous range
+  // of its input: a fused projection's query, key and value), so that it launches nothing. False where the device's
+  // binding alignment or the buffers' kinds do not allow it (the caller then copies): only transient values, never a
+  // leaf, an output or a state's new value, can be windows or have them.
+  virtual bool view(graph::Value v, graph::Value source, int64_t element_offset) { return false; }
   // A temporary buffer private to the current node.
   virtual int32_t scratch(kir::Type type, int64_t elements) = 0;
   // Appends a launch of `kernel` (deduplicated by its text) over `buffers` with `groups` workgroups. A buffer bound

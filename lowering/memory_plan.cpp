@@ -22,9 +22,10 @@ bool lifetimes_overlap(const PlannedBuffer& a, const PlannedBuffer& b) {
 
 }  // namespace
 
+uint64_t arena_alignment(const rt::DeviceInfo& info) { return std::max<uint64_t>(info.min_storage_offset_alignment, 16); }
+
 void plan_memory(Plan& plan, const rt::DeviceInfo& info) {
-  // 16 bytes at least: every element type stays naturally aligned, whatever the device reports.
-  uint64_t alignment = std::max<uint64_t>(info.min_storage_offset_alignment, 16);
+  uint64_t alignment = arena_alignment(info);
   plan.arena_alignment = uint32_t(alignment);
   for (auto& b : plan.buffers) b.first_use = b.last_use = -1;
   for (size_t l = 0; l < plan.launches.size(); ++l)
@@ -37,6 +38,13 @@ void plan_memory(Plan& plan, const rt::DeviceInfo& info) {
   const std::vector<bool> kept = kept_across_steps(plan);
   for (size_t i = 0; i < plan.buffers.size(); ++i)
     if (kept[i]) plan.buffers[i].first_use = 0, plan.buffers[i].last_use = int32_t(plan.launches.size()) - 1;
+  // A window's buffer lives while the window is used: its memory is the window's.
+  for (const auto& w : plan.buffers) {
+    if (w.view_of < 0 || w.first_use < 0) continue;
+    auto& b = plan.buffers[size_t(w.view_of)];
+    b.first_use = b.first_use < 0 ? w.first_use : std::min(b.first_use, w.first_use);
+    b.last_use = std::max(b.last_use, w.last_use);
+  }
 
   // Largest first (the classic greedy for interval packing); each takes the lowest offset where it fits
   // beside every placed buffer whose lifetime overlaps its own.
@@ -44,7 +52,7 @@ void plan_memory(Plan& plan, const rt::DeviceInfo& info) {
   for (size_t i = 0; i < plan.buffers.size(); ++i) {
     auto& b = plan.buffers[i];
     b.arena_offset = -1;
-    if (b.persistent()) continue;
+    if (b.persistent() || b.view_of >= 0) continue;
     if (b.first_use < 0) {
       b.arena_offset = 0;  // never bound
       continue;
@@ -73,6 +81,8 @@ void plan_memory(Plan& plan, const rt::DeviceInfo& info) {
     arena = std::max(arena, offset + size);
     placed.push_back(i);
   }
+  for (auto& w : plan.buffers)
+    if (w.view_of >= 0) w.arena_offset = plan.buffers[size_t(w.view_of)].arena_offset + int64_t(w.view_offset);
   plan.arena_bytes = arena;
 }
 
@@ -85,8 +95,16 @@ std::string check_memory_plan(const Plan& plan) {
                          plan.arena_alignment);
     if (uint64_t(bs[i].arena_offset) + bs[i].bytes() > plan.arena_bytes)
       return fmt::format("buffer '{}' ends past the arena", bs[i].slot.name);
+    if (bs[i].view_of >= 0) {  // its memory is its buffer's, checked as that buffer's
+      const auto& of = bs[size_t(bs[i].view_of)];
+      if (of.persistent() || of.view_of >= 0 || bs[i].arena_offset != of.arena_offset + int64_t(bs[i].view_offset) ||
+          bs[i].view_offset + bs[i].bytes() > of.bytes() || bs[i].first_use < of.first_use || bs[i].last_use > of.last_use)
+        return fmt::format("buffer '{}' is not a window within the life and memory of '{}'", bs[i].slot.name,
+                           of.slot.name);
+      continue;
+    }
     for (size_t j = i + 1; j < bs.size(); ++j) {
-      if (bs[j].persistent() || bs[j].first_use < 0 || !lifetimes_overlap(bs[i], bs[j])) continue;
+      if (bs[j].persistent() || bs[j].first_use < 0 || bs[j].view_of >= 0 || !lifetimes_overlap(bs[i], bs[j])) continue;
       uint64_t a0 = uint64_t(bs[i].arena_offset), a1 = a0 + std::max<uint64_t>(bs[i].bytes(), 4);
       uint64_t b0 = uint64_t(bs[j].arena_offset), b1 = b0 + std::max<uint64_t>(bs[j].bytes(), 4);
       if (a0 < b1 && b0 < a1)

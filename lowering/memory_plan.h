@@ -9,6 +9,10 @@
 
 namespace spire::lowering {
 
+// The alignment of every transient buffer's arena offset on a device: its minimum storage-buffer offset alignment, and
+// 16 bytes at least, so every element type stays naturally aligned whatever the device reports.
+uint64_t arena_alignment(const rt::DeviceInfo& info);
+
 // Fills first_use/last_use of every buffer and arena_offset of every transient one, plan.arena_bytes and
 // plan.arena_alignment.
 void plan_memory(Plan& plan, const rt::DeviceInfo& info);

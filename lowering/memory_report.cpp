@@ -29,7 +29,7 @@ MemoryReport memory_report(const Plan& plan) {
       case BufferRole::Transient:
         break;
     }
-    if (b.first_use < 0) continue;  // never bound: no memory
+    if (b.first_use < 0 || b.view_of >= 0) continue;  // never bound, or a window of another: no memory of its own
     m.without_reuse += b.bytes();
     if (kept[i]) m.kept += b.bytes();
     for (int32_t l = b.first_use; l <= b.last_use; ++l) live[size_t(l)] += b.bytes();

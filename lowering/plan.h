@@ -33,6 +33,10 @@ struct PlannedBuffer {
   int32_t first_use = -1;           // launch indices (inclusive); -1: no launch touches it
   int32_t last_use = -1;
   int64_t arena_offset = -1;        // Transient: byte offset in the arena (memory_plan.cpp)
+  // A window into another transient buffer (a contiguous slice, LoweringContext::view): it lives at that buffer's
+  // arena offset plus view_offset bytes, and keeps that buffer alive while it is used.
+  int32_t view_of = -1;
+  uint64_t view_offset = 0;
 
   uint64_t bytes() const { return uint64_t(slot.elements) * dtype_bytes(slot.type); }
   bool persistent() const { return role != BufferRole::Transient; }

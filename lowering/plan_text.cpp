@@ -23,7 +23,8 @@ std::string join(const std::vector<std::string>& v) {
 
 std::string plan_text(const Plan& p) {
   uint64_t persistent = 0, transient = 0;
-  for (const auto& b : p.buffers) (b.persistent() ? persistent : transient) += b.bytes();
+  for (const auto& b : p.buffers)
+    if (b.view_of < 0) (b.persistent() ? persistent : transient) += b.bytes();
   std::string s = fmt::format(
       "plan: {} buffers ({} persistent; {} of intermediates packed into a {} arena), {} kernels, {} launches, "
       "{} state copies\n",
@@ -35,6 +36,7 @@ std::string plan_text(const Plan& p) {
   for (size_t i = 0; i < p.buffers.size(); ++i) {
     const auto& b = p.buffers[i];
     std::string where = b.persistent() ? "own buffer" : b.first_use < 0 ? "unused" : fmt::format("arena+{}", b.arena_offset);
+    if (b.view_of >= 0) where += fmt::format(" (in #{})", b.view_of);
     std::string life = b.first_use < 0 ? "" : fmt::format("  launches {}..{}", b.first_use, b.last_use);
     std::string fill = b.fill ? fmt::format("  = {}", *b.fill) : "";
     s += fmt::format("  #{:<3} {:<9} {:>3} x {:<8} {:>10}  {:<12}{}{}  [{}]\n", i, buffer_role_name(b.role),

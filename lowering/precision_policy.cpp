@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "passes/fuse_norms.h"
 #include "passes/half_storage.h"
 
 namespace spire::lowering {
@@ -28,7 +29,8 @@ bool has_half_storage(const rt::DeviceInfo& info, Precision p) {
 
 graph::Graph graph_under(const graph::Graph& g, const rt::DeviceInfo& info, Precision p) {
   if (!has_half_storage(info, p)) return g;
-  return passes::store_in_half(g, p == Precision::Bf16 ? graph::DType::BF16 : graph::DType::F16);
+  // The norms are found first: the half storage's casts would hide the f32 chains fuse_norms looks for.
+  return passes::store_in_half(passes::fuse_norms(g), p == Precision::Bf16 ? graph::DType::BF16 : graph::DType::F16);
 }
 
 heavy::Limits limits_under(heavy::Limits limits, const rt::DeviceInfo& info, Precision p) {

@@ -17,6 +17,23 @@ bool moves_elements_only(OpKind op) {
   return op == OpKind::Reshape || op == OpKind::Flatten || op == OpKind::Permute || op == OpKind::BroadcastTo;
 }
 
+// Ops that copy elements from their data inputs to their result, choosing which by index inputs: slice, concat,
+// gather, write_at. Where every data input is of the result's half dtype they copy 16-bit words as they are, so they
+// stay in half (a decoder's half cache is written in place by write_at, and attention's keys cut from a half
+// projection by slices); with any data input of another float type they compute in f32 like any op.
+bool copies_words(const graph::Graph& g, const graph::Node& n) {
+  const std::string_view op = graph::op_name(n.op);
+  if (op != "slice" && op != "concat" && op != "gather" && op != "write_at") return false;
+  for (Value in : n.inputs) {
+    const DType t = g.type(in).dtype;
+    if (t != n.type.dtype && graph::is_float(t)) return false;
+  }
+  return true;
+}
+
+// Whether node n keeps its half dtype: it moves or copies 16-bit words and computes nothing.
+bool stays_half(const graph::Graph& g, const graph::Node& n) { return moves_elements_only(n.op) || copies_words(g, n); }
+
 // Ops that read their operands' cast up in place (fuse.h, absorbed_upcast) when they are the cast's only readers.
 bool reads_half_in_place(OpKind op) { return op == OpKind::Matmul || op == OpKind::Conv2d; }
 
@@ -27,10 +44,16 @@ class Rewriter {
   graph::Graph run() {
     // Leaves first (in their order), each half one's cast up right after it: an op's constant created after a heavy op
     // (an imported convolution's bias) is then cast before the heavy op runs, which an epilogue needs (fuse.h).
+    // So is a leaf's cast to half (the precision policies' f32 weights stored in half, half_storage.h).
     for (Value v : g_.values())
       if (graph::is_leaf(g_.node(v).op)) map_[size_t(v.id)] = rewrite(v);
     for (Value v : g_.values())
-      if (!graph::is_leaf(g_.node(v).op)) map_[size_t(v.id)] = rewrite(v);
+      if (casts_leaf(v)) {
+        map_[size_t(v.id)] = rewrite(v);
+        if (graph::is_half(g_.type(v).dtype) && read_in_f32(v)) in_f32(v);
+      }
+    for (Value v : g_.values())
+      if (!graph::is_leaf(g_.node(v).op) && !casts_leaf(v)) map_[size_t(v.id)] = rewrite(v);
     for (const graph::NamedOutput& o : g_.outputs()) out_.output(o.name, map_[size_t(o.value.id)]);
     for (const graph::StateUpdate& u : g_.state_updates())
       out_.state_update(map_[size_t(u.target.id)], map_[size_t(u.value.id)]);
@@ -38,6 +61,11 @@ class Rewriter {
   }
 
  private:
+  bool casts_leaf(Value v) const {
+    const graph::Node& n = g_.node(v);
+    return n.op == OpKind::Cast && graph::is_leaf(g_.node(n.inputs[0]).op);
+  }
+
   Value rewrite(Value v) {
     const graph::Node& n = g_.node(v);
     if (graph::is_leaf(n.op)) {
@@ -54,9 +82,10 @@ class Rewriter {
       inputs.push_back(map_[size_t(in.id)]);
       touches_half |= graph::is_half(g_.type(in).dtype);
     }
-    if (!touches_half || moves_elements_only(n.op)) return out_.add_node(n.op, inputs, n.attrs, n.name);
+    if (!touches_half || stays_half(g_, n)) return out_.add_node(n.op, inputs, n.attrs, n.name);
     if (n.op == OpKind::Cast) {
       const DType from = g_.type(n.inputs[0]).dtype, to = n.type.dtype;
+      if (from == to) return inputs[0];  // (a cast to f32 that half storage made a cast from half to half)
       if (from == DType::F32 || to == DType::F32) return out_.add_node(n.op, inputs, n.attrs, n.name);
       return out_.add_node(OpKind::Cast, {in_f32(n.inputs[0])}, n.attrs, n.name);
     }
@@ -76,17 +105,31 @@ class Rewriter {
   // classifier's pooled features, flattened for its fully connected layer, need no launch to be cast up.
   bool own_cast(OpKind op, Value v) const {
     const OpKind moved_by = g_.node(v).op;
-    return reads_half_in_place(op) &&
-           (!moves_elements_only(moved_by) || moved_by == OpKind::Reshape || moved_by == OpKind::Flatten);
+    return reads_half_in_place(op) && (!moves_elements_only(moved_by) || moved_by == OpKind::Reshape ||
+                                       moved_by == OpKind::Flatten || keeps_order(g_.node(v)));
   }
 
-  // Whether an op other than a cast reads `v` through the shared cast up, directly or through element moves (which
-  // stay in half).
+  // A permute that moves only dimensions of size 1 (a decoder's query [1, 1, heads, d] to [1, heads, 1, d]): the
+  // elements stay in their order, as under a reshape.
+  bool keeps_order(const graph::Node& n) const {
+    if (n.op != OpKind::Permute) return false;
+    const graph::Shape& in = g_.type(n.inputs[0]).shape;
+    int64_t last = -1;
+    for (int64_t axis : n.attrs.get_ints("perm")) {
+      if (in[size_t(axis)] == 1) continue;
+      if (axis < last) return false;
+      last = axis;
+    }
+    return true;
+  }
+
+  // Whether an op other than a cast reads `v` through the shared cast up, directly or through element moves and copies
+  // (which stay in half).
   bool read_in_f32(Value v) const {
     for (Value u : users_[size_t(v.id)]) {
       const OpKind op = g_.node(u).op;
       if (op == OpKind::Cast || own_cast(op, v)) continue;
-      if (!moves_elements_only(op) || read_in_f32(u)) return true;
+      if (!stays_half(g_, g_.node(u)) || read_in_f32(u)) return true;
     }
     return false;
   }

@@ -5,7 +5,8 @@
 // still reads and writes 16-bit words and rounds in registers.
 //
 // Ops that only move elements (reshape, flatten, permute, broadcast_to) stay in the half dtype: they copy 16-bit
-// words exactly. A cast between two types that are not f32 goes through f32 (bf16 converts only to and from f32 in
+// words exactly. So do the ops that copy elements chosen by indices (slice, concat, gather, write_at) when all their
+// data inputs are of the result's half dtype. A cast between two types that are not f32 goes through f32 (bf16 converts only to and from f32 in
 // kernels, kir/types.h).
 //
 // The result keeps every leaf, output and state update under its name; a rewritten node's name goes to the

@@ -132,7 +132,7 @@ bool autocast_f32_op(OpKind op) {
   static const std::set<std::string_view> names = {"softmax", "log_softmax", "cross_entropy", "cross_entropy_grad",
                                                    "sum",     "mean",        "sum_to",        "exp",
                                                    "log",     "pow",         "sqrt",          "reciprocal",
-                                                   "softplus"};
+                                                   "softplus", "layer_norm",  "rms_norm"};
   return names.contains(graph::op_name(op));
 }
 

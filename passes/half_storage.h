@@ -42,6 +42,8 @@ std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::
 //     with their length (f16 overflows at 65504);
 //   - exp, log, pow, sqrt, reciprocal, softplus: the exp/log chains and normalizers, whose range or conditioning
 //     half storage would lose (exp(12) overflows f16);
+//   - layer_norm and rms_norm, whose results autocast returns in f32 (the policy finds the chains an ONNX export
+//     spells out first, lowering/precision_policy.cpp, so that theirs are too);
 //   - an optimizer's update: every pointwise node from which a state update's new value is computed (without passing
 //     a heavy op or a reduction), so parameters and optimizer states stay f32 master copies that small updates reach.
 std::set<std::string> autocast_f32_nodes(const graph::Graph& g);

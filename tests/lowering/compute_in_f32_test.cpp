@@ -67,6 +67,44 @@ TEST(ComputeInF32, HalfOpsRunInF32BetweenCasts) {
   }
 }
 
+// Ops that copy elements chosen by indices keep a half dtype when all their data is of it: a decoder's half cache
+// written in place by write_at, its keys cut from a half projection by slices, a half table gathered.
+TEST(ComputeInF32, CopiesOfHalfValuesStayHalf) {
+  Graph g0;
+  auto cache = g0.state("cache", DType::BF16, {1, 2, 4, 3});
+  auto row = g0.input("row", DType::BF16, {1, 2, 1, 3});
+  auto slot = g0.input("slot", DType::I64, {1});
+  g0.state_update(cache, g0.name(g0.op("write_at", {cache, row, slot}, {{"axis", int64_t(2)}}), "written"));
+  auto x = g0.input("x", DType::BF16, {1, 12});
+  auto part = g0.name(g0.op("slice", {x}, {{"starts", std::vector<int64_t>{0, 4}}, {"steps", std::vector<int64_t>{1, 1}},
+                                            {"shape", graph::Shape{1, 4}}}), "part");
+  g0.output("joined", g0.name(g0.op("concat", {part, x}, {{"axis", int64_t(1)}}), "joined"));
+  auto table = g0.parameter("table", DType::BF16, {5, 3});
+  g0.output("rows", g0.name(g0.op("gather", {table, g0.input("ids", DType::I64, {2})}, {{"axis", int64_t(0)}}), "rows"));
+  const Graph g = passes::compute_in_f32(g0);
+  for (const char* name : {"written", "part", "joined", "rows"}) {
+    const graph::Node& n = node(g, name);
+    EXPECT_NE(n.op, OpKind::Cast) << name;
+    EXPECT_EQ(n.type.dtype, DType::BF16) << name;
+    for (graph::Value in : n.inputs) EXPECT_NE(g.node(in).op, OpKind::Cast) << name << " reads a cast";
+  }
+}
+
+// A cast to the type its input already has (what half storage makes of a cast to f32 of a value it stored in half)
+// is no op at all: its readers read the input.
+TEST(ComputeInF32, ACastToItsOwnTypeIsDropped) {
+  Graph g0;
+  auto x = g0.input("x", DType::BF16, {6});
+  g0.output("y", g0.name(g0.relu(g0.cast(x, DType::BF16)), "y"));
+  const Graph g = passes::compute_in_f32(g0);
+  for (const graph::Node& n : g.nodes())
+    if (n.op == OpKind::Cast) EXPECT_NE(g.type(n.inputs[0]).dtype, n.type.dtype) << n.name;
+  graph::Tensor xt(DType::BF16, {6});
+  for (int64_t i = 0; i < 6; ++i) xt[i] = double(i) / 4 - 0.75;
+  EXPECT_EQ(graph::evaluate(g, {{"x", xt}}, DType::F64).at("y").data,
+            graph::evaluate(g0, {{"x", xt}}, DType::F64).at("y").data);
+}
+
 // A transpose of a half weight feeding a matmul: the cast moves before the transpose, so the matmul reads an f32
 // transpose in place (no transpose kernel, fuse.h) and the half transpose is left unread.
 TEST(ComputeInF32, CastsMoveBeforeElementMoves) {

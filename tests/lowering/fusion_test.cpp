@@ -84,6 +84,17 @@ Value bias_relu(Graph& g, Value h) {
   return g.relu(g.add(h, g.reshape(g.parameter("bias", DType::F32, {s[1]}), bias_shape)));
 }
 
+// GELU's tanh form as ONNX exports spell it out, x read four times: the tree computes x once (fuse.h reads a value
+// shared within one tree in it).
+Value bias_gelu_tanh(Graph& g, Value h) {
+  const Value x = g.add(h, g.parameter("bias", DType::F32, {g.type(h).shape.back()}));
+  const Value cube = g.mul(g.mul(x, x), x);
+  const Value inner = g.mul(g.add(x, g.mul(cube, 0.044715)), 0.7978845608028654);
+  return g.mul(g.mul(x, 0.5), g.add(g.tanh(inner), 1.0));
+}
+
+Value silu(Graph& g, Value h) { return g.mul(h, g.sigmoid(h)); }
+
 Value relu_grad_mask(Graph& g, Value h) { return g.relu_grad(h, g.input("forward", DType::F32, g.type(h).shape)); }
 
 std::vector<EpilogueCase> epilogue_cases() {
@@ -92,6 +103,9 @@ std::vector<EpilogueCase> epilogue_cases() {
   auto input = [](Graph& g, const char* name, graph::Shape s) { return g.input(name, DType::F32, std::move(s)); };
   return {
       {"matmul_bias_relu", [=](Graph& g) { return g.matmul(input(g, "a", {37, 50}), input(g, "b", {50, 29})); }, bias_relu},
+      {"matvec_bias_gelu_tanh", [=](Graph& g) { return g.matmul(input(g, "a", {1, 40}), input(g, "b", {40, 72})); },
+       bias_gelu_tanh},
+      {"matmul_silu", [=](Graph& g) { return g.matmul(input(g, "a", {20, 24}), input(g, "b", {24, 36})); }, silu},
       {"matmul_large_tiles_relu_grad",
        [=](Graph& g) { return g.matmul(input(g, "a", {192, 64}), input(g, "b", {64, 160})); }, relu_grad_mask},
       {"conv2d_direct_bias_relu",

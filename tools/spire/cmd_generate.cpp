@@ -90,8 +90,9 @@ void register_generate_commands(CLI::App& app) {
       "prompt) and the decode step (one token) are each compiled once. The decode step keeps the key/value cache on "
       "the device as graph state, --max-context positions long: each step writes its token's keys and values into "
       "the cache at the token's position and masks the unused positions out. The prompt's keys and values go from "
-      "the prefill into the cache through the host, once; every step reads the whole cache (it is not yet written in "
-      "place: a state update copies it) and moves one token id out, the argmax taken on the device. After the tokens "
+      "the prefill into the cache through the host, once. A step writes one position of each cache in place (the "
+      "model's Concat that grows the cache becomes that write; nothing else is copied), reads the positions so far, "
+      "and moves one token id out, the argmax taken on the device. After the tokens "
       "per second: the bandwidth achieved (the bytes a token must move at the least, every weight read once and the "
       "cache's positions so far read and one written, times the tokens per second, as gpt-fast reports it) and its "
       "share of the device's copy bandwidth (measured once, a device-to-device copy of 64 MiB)");

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -14,6 +15,7 @@
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
 #include "lowering/precision_policy.h"
+#include "passes/cache_in_place.h"
 #include "passes/int8_weights.h"
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
@@ -227,14 +229,19 @@ PrefillGraph import_prefill(const std::string& path, const DecoderShape& d, int6
   return p;
 }
 
-// The decode graph: one token against C - 1 cache slots imported as state (stored as `cache_dtype`: half under a
-// half policy), a state update per cache writing the step's key or value (the last row of its present output) into
-// the slot kCacheSlot names, and kNextToken. The update is write_at(cache, row, slot), which lowering writes in place:
-// one row into the state's buffer, no copy of the cache (lower_indexing.cpp).
+// The decode graph: one token against the cache, imported as state (stored as `cache_dtype`: half under a half
+// policy), and kNextToken. A state update per cache writes the step's key or value into the slot kCacheSlot names, as
+// write_at(cache, row, slot), which lowering writes in place: one row into the state's buffer (lower_indexing.cpp).
+// Where the model grows each cache by a concat, as the convention's models do, passes/cache_in_place.h makes the cache
+// C slots that attention reads after the write (`in_place`): no copy of the cache at all, and the step's own key sits
+// at its slot. Else the cache has C - 1 slots, the concat copies them with the step's key last, and the update writes
+// that last row into its slot.
 struct DecodeGraph {
   onnx_import::ImportedModel model;
   std::string ids, mask, positions;
   std::map<std::string, std::string> cache;  // ONNX past name -> its state
+  bool in_place = false;
+  int64_t slots = 0;  // the cache's positions
 };
 
 DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_t C, DType cache_dtype) {
@@ -250,19 +257,33 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
   dg.model = onnx_import::import_model(path, opt);
   auto& m = dg.model;
   graph::Graph& g = m.graph;
-  const Value slot = g.input(kCacheSlot, DType::I64, {1});
+  g.input(kCacheSlot, DType::I64, {1});
+  std::set<std::string> states, presents;
   for (int i = 0; i < d.layers; ++i)
     for (const char* kv : {"key", "value"}) {
-      const std::string state = graph_name(m.states, past_name(i, kv));
-      dg.cache[past_name(i, kv)] = state;
-      const Value present = g.find_output(graph_name(m.outputs, present_name(i, kv))).value();
-      const Value row = g.op("slice", {present},
-                             {{"starts", std::vector<int64_t>{0, 0, C - 1, 0}}, {"steps", std::vector<int64_t>{1, 1, 1, 1}},
-                              {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
-      const Value cache = g.at(state);
-      const Value stored_row = cache_dtype == DType::F32 ? row : g.cast(row, cache_dtype);
-      g.state_update(cache, g.op("write_at", {cache, stored_row, slot}, {{"axis", int64_t(2)}}));
+      dg.cache[past_name(i, kv)] = graph_name(m.states, past_name(i, kv));
+      states.insert(dg.cache[past_name(i, kv)]);
+      presents.insert(graph_name(m.outputs, present_name(i, kv)));
     }
+  passes::InPlaceCache rewritten = passes::write_cache_in_place(g, states, kCacheSlot, presents);
+  dg.in_place = rewritten.not_applied.empty();
+  dg.slots = dg.in_place ? C : C - 1;
+  if (dg.in_place) {
+    g = std::move(rewritten.graph);
+  } else {
+    fmt::print(stderr, "spire: note: the cache is copied every step: {}\n", rewritten.not_applied);
+    const Value slot = g.at(kCacheSlot);
+    for (int i = 0; i < d.layers; ++i)
+      for (const char* kv : {"key", "value"}) {
+        const Value present = g.find_output(graph_name(m.outputs, present_name(i, kv))).value();
+        const Value row = g.op("slice", {present},
+                               {{"starts", std::vector<int64_t>{0, 0, C - 1, 0}}, {"steps", std::vector<int64_t>{1, 1, 1, 1}},
+                                {"shape", graph::Shape{1, d.kv_heads, 1, d.head_dim}}});
+        const Value cache = g.at(dg.cache[past_name(i, kv)]);
+        const Value stored_row = cache_dtype == DType::F32 ? row : g.cast(row, cache_dtype);
+        g.state_update(cache, g.op("write_at", {cache, stored_row, slot}, {{"axis", int64_t(2)}}));
+      }
+  }
   add_next_token(m, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
   dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
   dg.positions = graph_name(m.inputs, "position_ids");
@@ -373,11 +394,11 @@ GenerateResult generate(const GenerateOptions& o) {
   // The prompt's keys and values into the first P slots of the cache (through the host, once).
   for (const auto& [past, state] : dg.cache) {
     const Tensor present = prefill->get(pg.present.at(past));
-    Tensor cache(cache_dtype, {1, d.kv_heads, C - 1, d.head_dim});
+    Tensor cache(cache_dtype, {1, d.kv_heads, dg.slots, d.head_dim});
     for (int64_t h = 0; h < d.kv_heads; ++h)
       for (int64_t p = 0; p < P; ++p)
         for (int64_t e = 0; e < d.head_dim; ++e)
-          cache[(h * (C - 1) + p) * d.head_dim + e] = present[(h * P + p) * d.head_dim + e];
+          cache[(h * dg.slots + p) * d.head_dim + e] = present[(h * P + p) * d.head_dim + e];
     decode->set(state, cache.round_to_dtype());
   }
   // One position of every layer's key and value.
@@ -385,12 +406,13 @@ GenerateResult generate(const GenerateOptions& o) {
   std::vector<double> step_ms;
   std::vector<std::vector<double>> launch_ms;
   t0 = std::chrono::steady_clock::now();
-  // Each step feeds the last token (or the one to follow) at position `pos`: the mask keeps the cache's slots 0..pos-1 and the step's own
-  // key and value (the last of the C positions), and the state update writes them into slot `pos`.
+  // Each step feeds the last token (or the one to follow) at position `pos` and writes its key and value into slot
+  // `pos`. The mask keeps the cache's slots 0..pos-1 and the step's own key and value: in slot `pos` with the cache
+  // written in place, else the last of the C positions of the concat.
   for (int64_t pos = P; int64_t(r.tokens.size()) < o.max_new_tokens; ++pos) {
     Tensor mask(DType::I64, {1, C}, 0);
     for (int64_t s = 0; s < pos; ++s) mask[s] = 1;
-    mask[C - 1] = 1;
+    mask[dg.in_place ? pos : C - 1] = 1;
     const Tensor slot(DType::I64, {1}, double(pos));
     const int64_t fed = o.follow.empty() ? r.tokens.back() : o.follow[r.tokens.size() - 1];
     decode->set(dg.ids, Tensor(DType::I64, {1, 1}, double(fed)));
