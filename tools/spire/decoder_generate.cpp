@@ -19,6 +19,7 @@
 #include "passes/int8_weights.h"
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
+#include "tools/spire/next_token.h"
 #include "tuning/copy_bandwidth.h"
 #include "tuning/median.h"
 
@@ -168,23 +169,6 @@ void check_position_table(const graph::Graph& g, const std::string& position_ids
   }
 }
 
-// The decode graph's output: the id of its token's largest logit (the first of equal ones, as torch.argmax), as a
-// float (exact below 2^24), so that a step moves 4 bytes out instead of the vocabulary's logits.
-constexpr const char* kNextToken = "spire.next_token";
-
-void add_next_token(onnx_import::ImportedModel& m, Value logits, int64_t vocab) {
-  graph::Graph& g = m.graph;
-  Tensor ids(DType::F32, {vocab});
-  for (int64_t v = 0; v < vocab; ++v) ids[v] = double(v);
-  const Value positions = g.parameter("spire.token_ids", DType::F32, {vocab});
-  m.weights.emplace_back("spire.token_ids", std::move(ids));
-  const Value row = g.reshape(logits, {vocab});
-  const Value is_top = g.compare(row, g.max(row, {0}, true), graph::CompareMode::Eq);
-  // The smallest id among the maxima: -max(-id) over them, -vocab elsewhere.
-  const Value minus_ids = g.where(is_top, g.neg(positions), g.constant(-double(vocab), DType::F32, {vocab}));
-  g.output(kNextToken, g.neg(g.max(minus_ids, {0}, false)));
-}
-
 // The index of the largest of `n` logits starting at `first` (the first of equal ones, as torch.argmax).
 int64_t argmax(const Tensor& logits, int64_t first, int64_t n) {
   int64_t best = 0;
@@ -284,7 +268,7 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
         g.state_update(cache, g.op("write_at", {cache, stored_row, slot}, {{"axis", int64_t(2)}}));
       }
   }
-  add_next_token(m, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
+  add_next_token(m.graph, m.weights, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
   dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
   dg.positions = graph_name(m.inputs, "position_ids");
   return dg;
