@@ -1,9 +1,12 @@
 #include "kernels/matvec_kernel.h"
 
 #include <algorithm>
+#include <functional>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "kernels/workgroup_reduce.h"
 
 namespace spire::lowering::heavy {
 
@@ -63,6 +66,10 @@ bool matmul_fits_matvec(const MatmulShape& s, Type t, const Limits& limits) {
   return uint64_t(rows_of(s)) * T * (s.b_transposed ? 1 : lanes_of(s, t)) * dtype_bytes(t) <= limits.shared_bytes;
 }
 
+bool matvec_takes_row_norm(const MatmulShape& s, Type t, const Limits& limits) {
+  return matmul_fits_matvec(s, t, limits) && !per_batch(s);
+}
+
 std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, Type t) {
   const int64_t units = units_of(s, t);
   std::vector<uint32_t> out;
@@ -83,13 +90,16 @@ uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits
   return c[i];
 }
 
-HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
+HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const std::optional<RowNorm>& norm) {
   // (matmul_checked_name's checks but one: this kernel reads a batched B transposed too.)
   for (int64_t extent : {s.m, s.k, s.n, s.batch_count(), s.batch_count() * s.m * s.n, s.batch_count() * s.k * s.n})
     index_u32(extent, "matvec extents");
-  const std::string name = fmt::format("matvec_{}_s{}_{}", s.text(), slices, float_suffix(t, "matmul"));
+  const std::string norm_tag = !norm ? "" : norm->center ? "_layer_norm" : "_rms_norm";
+  const std::string name = fmt::format("matvec_{}{}_s{}_{}", s.text(), norm_tag, slices, float_suffix(t, "matmul"));
   if (!matmul_fits_matvec(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
     throw std::invalid_argument(fmt::format("{}: not a product of at most {} rows by one matrix", name, kMatvecMostRows));
+  if (norm && !matvec_takes_row_norm(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
+    throw std::invalid_argument(fmt::format("{}: a norm of A's rows needs one B for every row", name));
   if (slices < 1 || slices > T || T % slices != 0)
     throw std::invalid_argument(fmt::format("{}: {} slices do not divide a workgroup of {}", name, slices, T));
   const uint32_t R = uint32_t(rows_of(s)), K = uint32_t(s.k), N = uint32_t(s.n);
@@ -102,6 +112,9 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
   Buf A = kb.buffer("a", s.a_half.value_or(t), Access::Read);
   Buf B = kb.buffer("b", b_type, Access::Read);
   Buf Y = kb.buffer("c", t, Access::Write);
+  std::optional<Buf> scale, bias;
+  if (norm) scale = kb.buffer("scale", norm->scale, Access::Read);
+  if (norm && norm->center) bias = kb.buffer("bias", norm->bias, Access::Read);
   Shared partial = kb.shared("partial", t, R * T * (s.b_transposed ? 1 : L));
   const uint64_t groups = groups_of(s, t, slices);
   kb.if_(kb.group_id() < uint32_t(groups), [&] {  // uniform: a folded grid's extra workgroups skip everything
@@ -123,7 +136,37 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
     std::vector<Var> acc;
     for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
     auto widened = [&](Val v) { return s.b_half ? cast(v, t) : v; };
-    auto read_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
+    auto to_t = [&](Val v) { return v.type() == t ? v : cast(v, t); };
+    auto raw_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
+    // The norm's statistics of each row (mean 0 for rms_norm), every invocation holding them.
+    std::vector<Val> mean(R, kb.constant(t, 0)), rstd(R);
+    if (norm) {
+      WorkgroupReduce reduce(kb, T, 0);
+      Val e = reduce.element();
+      auto row_sum = [&](uint32_t r, const std::function<Val(Val)>& term) {
+        Var acc = kb.var(fmt::format("norm_sum{}", r), kb.constant(t, 0));
+        kb.for_(e, kb.u32(K), kb.u32(T), [&](Val k) { acc += term(raw_a(r * K + k)); });
+        reduce.reduce(partial, acc.get(), TreeOp::Sum);
+        Val total = partial[0u].load();
+        kb.barrier();  // every invocation has read the sum before the next one (or the product) writes the scratch
+        return total;
+      };
+      for (uint32_t r = 0; r < R; ++r) {
+        if (norm->center) mean[r] = row_sum(r, [](Val a) { return a; }) / kb.constant(t, double(K));
+        Val moment = row_sum(r, [&](Val a) {
+          Val d = a - mean[r];
+          return d * d;
+        });
+        rstd[r] = kb.constant(t, 1.0) / sqrt(moment / kb.constant(t, double(K)) + kb.constant(t, norm->epsilon));
+      }
+    }
+    // Element k of row r of A as the product reads it: normalized where A is a norm's result.
+    auto normalized = [&](Val a, uint32_t r, Val k) {
+      if (!norm) return a;
+      Val out = (a - mean[r]) * rstd[r] * to_t((*scale)[k].load());
+      return bias ? out + to_t((*bias)[k].load()) : out;
+    };
+    auto read_a = [&](Val k, uint32_t r) { return normalized(raw_a(k + r * K), r, k); };
     auto read_b = [&](Val at) {
       at = b_base + at;
       if (L == 4) return B.load_vector(at, 4);
@@ -134,7 +177,9 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
       if (s.b_transposed) {
         const std::vector<Val> b = read_b(read_column * K + unit * L);
         for (uint32_t r = 0; r < R; ++r) {
-          const std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit + r * K)};
+          std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit, r)};
+          if (L == 4)
+            for (uint32_t j = 0; j < L; ++j) x[j] = normalized(x[j], r, unit * L + j);
           Val sum = acc[r].get();
           for (uint32_t j = 0; j < L; ++j) sum = fma(x[j], b[j], sum);
           acc[r] = sum;
@@ -142,7 +187,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices) {
       } else {
         const std::vector<Val> b = read_b(unit * N + read_column);
         for (uint32_t r = 0; r < R; ++r) {
-          Val x = read_a(unit + r * K);
+          Val x = read_a(unit, r);
           for (uint32_t j = 0; j < L; ++j) acc[r * L + j] = fma(x, b[j], acc[r * L + j].get());
         }
       }

@@ -16,10 +16,18 @@
 // is read; the sums are in the product's type (f32 under the half policies). The rows' x values are read as needed (every invocation of a slice
 // reads the same ones: a broadcast from the cache).
 //
-// Buffers: a (read), b (read), c (write), as matmul_kernel.h; the result's stores take a fused epilogue.
+// A layer_norm or rms_norm of A's rows may be computed in the kernel's reads of A (RowNorm: a decoder's norm before its
+// projection costs no launch of its own): each workgroup first sums its rows' elements (the mean, then the second
+// moment about it, in WorkgroupReduce's fixed order, as norm_kernels.h does) and each element of A read is normalized,
+// scaled and shifted as the norm would have stored it. Every workgroup computes the same statistics: R rows of K
+// elements, read again from the cache, against the K x (its columns) elements of B it reads once.
+//
+// Buffers: a (read), b (read), c (write), as matmul_kernel.h, then the norm's scale and bias (read); the result's
+// stores take a fused epilogue.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "kernels/heavy_kernel.h"
@@ -43,6 +51,16 @@ std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, kir::Type t)
 // slice keeps at least 8 units of K (the partial sums' addition a small part of the work).
 uint32_t choose_matvec_slices(const MatmulShape& s, kir::Type t, const Limits& limits);
 
-HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices);
+// The norm whose result A is: A's buffer holds the norm's input (a_half where it is half), the kernel its parameters.
+struct RowNorm {
+  bool center = true;  // layer_norm (the mean subtracted; a bias); false: rms_norm
+  double epsilon = 1e-5;
+  kir::Type scale = kir::Type::F32, bias = kir::Type::F32;  // the vectors' stored types
+  friend bool operator==(const RowNorm&, const RowNorm&) = default;
+};
+// Whether matvec_kernel computes `s` with a RowNorm of A: one B for every row (not batched), A not transposed.
+bool matvec_takes_row_norm(const MatmulShape& s, kir::Type t, const Limits& limits);
+
+HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices, const std::optional<RowNorm>& norm = {});
 
 }  // namespace spire::lowering::heavy

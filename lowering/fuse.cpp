@@ -89,8 +89,27 @@ bool absorbed_slice(const graph::Graph& g, Value v) {
   });
 }
 
+bool absorbed_norm(const graph::Graph& g, Value v) {
+  const graph::Node& n = g.node(v);
+  const std::string_view op = graph::op_name(n.op);
+  if (op != "layer_norm" && op != "rms_norm") return false;
+  return read_in_place_only(g, v, [&](Value u) {
+    const graph::Node& user = g.node(u);
+    if (user.op != OpKind::Matmul || user.inputs[0] != v || user.inputs[1] == v) return false;
+    heavy::MatmulShape s = heavy::matmul_shape(n.type.shape, g.type(user.inputs[1]).shape);
+    s.b_transposed = absorbed_transpose(g, user.inputs[1]);
+    return heavy::matvec_takes_row_norm(s, kir::Type::F64, heavy::Limits{});  // (f64: the most workgroup memory)
+  });
+}
+
 InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {
   InPlaceOperand r{v};
+  if (absorbed_norm(g, v)) {
+    r.norm = v;
+    r.source = g.node(v).inputs[0];
+    if (graph::is_half(g.type(r.source).dtype)) r.half = g.type(r.source).dtype;
+    return r;
+  }
   if (absorbed_transpose(g, r.source)) {
     r.transposed = true;
     r.source = g.node(r.source).inputs[0];
@@ -147,7 +166,8 @@ class Planner {
     for (int32_t id = 0; id < g_.size(); ++id) {
       const graph::Node& n = g_.node(id);
       if ((n.op == OpKind::Permute && absorbed_transpose(g_, Value{id})) ||
-          (n.op == OpKind::Cast && absorbed_upcast(g_, Value{id})) || absorbed_slice(g_, Value{id})) {
+          (n.op == OpKind::Cast && absorbed_upcast(g_, Value{id})) || absorbed_slice(g_, Value{id}) ||
+          absorbed_norm(g_, Value{id})) {
         f_.fused[size_t(id)] = true;
         continue;
       }

@@ -79,12 +79,19 @@ bool absorbed_upcast(const graph::Graph& g, graph::Value v);
 // key or value, sliced from the attention's concatenated cache and written into the cache state.)
 bool absorbed_slice(const graph::Graph& g, graph::Value v);
 
+// A layer_norm or rms_norm, not stored, that every user reads as the A of a few-rows product by one matrix
+// (matvec_kernel.h's RowNorm): the products normalize its input's rows as they read them, so it has no buffer and no
+// launch. (A decoder's norm before its projections and its head.)
+bool absorbed_norm(const graph::Graph& g, graph::Value v);
+
 // Where a matrix product (or a convolution) reads operand `v` in place: v itself, or the source of the absorbed transpose and/or cast
-// up in front of it. `transposed` and `half` (the stored half dtype, else unset) say how to read it.
+// up in front of it, or the input of the absorbed norm it is. `transposed` and `half` (the stored half dtype, else unset)
+// say how to read it; `norm`, the norm to compute from it.
 struct InPlaceOperand {
   graph::Value source;
   bool transposed = false;
   std::optional<graph::DType> half{};  // ({}: `InPlaceOperand r{v}` leaves it out without a warning)
+  graph::Value norm{};
 };
 InPlaceOperand in_place_operand(const graph::Graph& g, graph::Value v);
 

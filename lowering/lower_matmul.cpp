@@ -29,11 +29,25 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   s.b_transposed = b.transposed;
   if (a.half) s.a_half = device_type(*a.half);
   if (b.half) s.b_half = device_type(*b.half);
+  // A norm whose result A is (fuse.h's absorbed norms): the few-rows kernel computes it as it reads A.
+  std::optional<heavy::RowNorm> norm;
+  std::vector<graph::Value> norm_vectors;
+  if (a.norm.valid()) {
+    const graph::Node& n = g.node(a.norm);
+    norm = heavy::RowNorm{.center = graph::op_name(n.op) == "layer_norm", .epsilon = n.attrs.get_float("epsilon"),
+                          .scale = device_type(g.type(n.inputs[1]).dtype)};
+    norm_vectors.push_back(n.inputs[1]);
+    if (norm->center) {
+      norm->bias = device_type(g.type(n.inputs[2]).dtype);
+      norm_vectors.push_back(n.inputs[2]);
+    }
+  }
   // The tf32 policy on TF32 tensor cores: f32 operands are rounded to TF32 on them (base/precision.h).
   // (Not where A's row sums are stored beside the product, a linear layer's bias gradient: only the SIMT kernel does.)
   s.tf32 = limits.tf32 && t == kir::Type::F32 && !s.a_half && !s.b_half && !bias.valid();
   TunableOp op;
-  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : ""), heavy::float_suffix(t, "matmul")};
+  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : "") + (!norm ? "" : norm->center ? "_layer_norm" : "_rms_norm"),
+            heavy::float_suffix(t, "matmul")};
   // 16-bit operands (or TF32 ones) on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on
   // Hopper the warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
   // cuBLAS's speed at 8192 on an H100, docs/PERFORMANCE.md), with the wmma kernel's tilings as the tuner's other
@@ -54,10 +68,11 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   // candidates.
   const bool matvec = !bias.valid() && heavy::matmul_fits_matvec(s, t, limits);
   // A batched B read transposed (fuse.h's absorbed_transpose: attention's keys) only the few-rows kernel reads.
-  const bool only_matvec = s.b_transposed && !s.b_batch.empty();
+  // So does a norm's result.
+  const bool only_matvec = (s.b_transposed && !s.b_batch.empty()) || norm;
   if (only_matvec && !matvec)
-    throw std::logic_error(fmt::format("matmul '{}': a batched B read transposed, which only the few-rows kernel "
-                                       "reads, but it does not fit", node.name));
+    throw std::logic_error(fmt::format("matmul '{}': {}, which only the few-rows kernel reads, but it does not fit on "
+                                       "this device", node.name, norm ? "A a norm's result" : "a batched B read transposed"));
   heavy::MatmulTiling matvec_tiling;
   matvec_tiling.matvec_slices = matvec ? heavy::choose_matvec_slices(s, t, limits) : 0;
   op.heuristic = (matvec           ? matvec_tiling
@@ -85,16 +100,18 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   }
   // A bias sum stored beside the product (fuse.h): A's row sums, on the SIMT kernel (f32 products only).
   std::vector<ProgramBuffer> io = io_buffers(g, v);
+  for (graph::Value vector : norm_vectors)
+    io.push_back({ProgramBuffer::Use::Value, -1, device_type(g.type(vector).dtype), g.type(vector).numel(), vector.id});
   const bool row_sums = bias.valid();
   if (row_sums) {
     if (tensor_cores || warpgroups || workgroup)
       throw std::logic_error(fmt::format("matmul '{}': a bias sum beside a tensor-core product", node.name));
     io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(bias).numel(), bias.id});
   }
-  op.build = [s, t, async = limits.async_copy, io, row_sums](const heavy::Config& c) {
+  op.build = [s, t, async = limits.async_copy, io, row_sums, norm](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
     if (tiling.matvec()) {
-      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices);
+      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices, norm);
       return single_kernel_program(io, std::move(k.kernel), k.groups);
     }
     if (tiling.warpgroup_mma()) {

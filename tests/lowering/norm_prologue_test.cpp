@@ -1,0 +1,112 @@
+// A layer_norm or rms_norm read only as the A of few-rows products (fuse.h's absorbed norms, matvec_kernel.h's
+// RowNorm): the products normalize A's rows as they read them, and the norm has no launch. The plan on an H100-like
+// target, and the results on every device present against the float64 evaluator (outputs poisoned by the executor):
+// both norms, B as stored and transposed in place, one and three rows, and the norms that must keep their launch.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "lowering/plan.h"
+#include "tests/lowering/device_list.h"
+#include "tests/lowering/plan_queries.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/on_device.h"
+#include "tests/support/random_tensor.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Tensor;
+using graph::Value;
+
+namespace {
+
+constexpr int64_t kK = 40, kN = 72;
+
+struct Form {
+  const char* name;
+  bool layer = true;         // layer_norm; else rms_norm
+  bool transposed = false;   // B read as the transpose of a [N, K] weight
+  int64_t rows = 1;
+  bool norm_output = false;  // the norm's result is also an output: stored, so not absorbed
+  bool other_reader = false; // an add reads the norm too: not absorbed
+  bool absorbed() const { return !norm_output && !other_reader; }
+};
+
+graph::Graph graph_of(const Form& f) {
+  graph::Graph g;
+  const Value x = g.input("x", DType::F32, {1, f.rows, kK});
+  const Value scale = g.parameter("scale", DType::F32, {kK});
+  const Value y = f.layer ? g.op("layer_norm", {x, scale, g.parameter("bias", DType::F32, {kK})}, {{"epsilon", 1e-5}})
+                          : g.op("rms_norm", {x, scale}, {{"epsilon", 1e-6}});
+  const Value w = f.transposed ? g.permute(g.parameter("w", DType::F32, {kN, kK}), {1, 0})
+                               : g.parameter("w", DType::F32, {kK, kN});
+  g.output("out", g.matmul(y, w));
+  if (f.norm_output) g.output("normalized", y);
+  if (f.other_reader) g.output("shifted", g.add(y, 1.0));
+  return g;
+}
+
+std::vector<Form> forms() {
+  return {{"layer_norm"},
+          {"rms_norm", false},
+          {"layer_norm, B transposed", true, true},
+          {"rms_norm, B transposed", false, true},
+          {"layer_norm, three rows", true, false, 3},
+          {"rms_norm, three rows, B transposed", false, true, 3},
+          {"the norm an output", true, false, 1, true},
+          {"the norm read by an add", true, false, 1, false, true}};
+}
+
+TEST(NormProloguePlan, AbsorbedNormsHaveNoLaunch) {
+  for (const Form& f : forms()) {
+    SCOPED_TRACE(f.name);
+    const lowering::Plan plan = lowering::lower(graph_of(f), testing_support::h100_like_target());
+    const std::vector<std::string> kernels = lowering::testing_support::kernels_of(plan);
+    int norms = 0, products_with_norm = 0;
+    for (const std::string& k : kernels) {
+      norms += k.rfind("layer_norm", 0) == 0 || k.rfind("rms_norm", 0) == 0;
+      products_with_norm += k.rfind("matvec_", 0) == 0 && k.find("_norm_") != std::string::npos;
+    }
+    EXPECT_EQ(norms, f.absorbed() ? 0 : 1) << lowering::plan_text(plan);
+    EXPECT_EQ(products_with_norm, f.absorbed() ? 1 : 0) << lowering::plan_text(plan);
+  }
+}
+
+class NormPrologueOnDevice : public testing_support::OnDevice {};
+
+TEST_P(NormPrologueOnDevice, EveryFormMatchesTheReference) {
+  uint32_t seed = 90;
+  for (const Form& f : forms()) {
+    SCOPED_TRACE(f.name);
+    const graph::Graph g = graph_of(f);
+    std::map<std::string, Tensor> in;
+    for (Value v : g.values()) {
+      const graph::Node& n = g.node(v);
+      if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter)
+        in[n.name] = testing_support::uniform_tensor(n.type.shape, seed++, DType::F32);
+    }
+    // Rows off centre and scaled, so that the mean and the variance matter.
+    for (double& e : in["x"].data) e = double(float(3 * e + 0.5));
+    auto exe = lowering::compile(g, *dev_);
+    for (const auto& [name, t] : in) exe->set(name, t);
+    exe->step();
+    const auto want = graph::evaluate(g, in, DType::F64);
+    for (const auto& o : g.outputs()) {
+      const Tensor got = exe->get(o.name);
+      ASSERT_EQ(got.numel(), want.at(o.name).numel()) << o.name;
+      for (int64_t i = 0; i < got.numel(); ++i)
+        EXPECT_NEAR(got[i], want.at(o.name)[i], 1e-4 * (1 + std::abs(want.at(o.name)[i]))) << o.name << " " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, NormPrologueOnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(NormPrologueOnDevice);
+
+}  // namespace
