@@ -90,7 +90,8 @@ uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits
   return c[i];
 }
 
-HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const std::optional<RowNorm>& norm) {
+HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const std::optional<RowNorm>& norm,
+                          uint32_t subgroup) {
   // (matmul_checked_name's checks but one: this kernel reads a batched B transposed too.)
   for (int64_t extent : {s.m, s.k, s.n, s.batch_count(), s.batch_count() * s.m * s.n, s.batch_count() * s.k * s.n})
     index_u32(extent, "matvec extents");
@@ -141,7 +142,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     // The norm's statistics of each row (mean 0 for rms_norm), every invocation holding them.
     std::vector<Val> mean(R, kb.constant(t, 0)), rstd(R);
     if (norm) {
-      WorkgroupReduce reduce(kb, T, 0);
+      WorkgroupReduce reduce(kb, T, reduce_subgroup_size(subgroup, T, t));
       Val e = reduce.element();
       auto row_sum = [&](uint32_t r, const std::function<Val(Val)>& term) {
         Var acc = kb.var(fmt::format("norm_sum{}", r), kb.constant(t, 0));

@@ -61,6 +61,8 @@ struct RowNorm {
 // Whether matvec_kernel computes `s` with a RowNorm of A: one B for every row (not batched), A not transposed.
 bool matvec_takes_row_norm(const MatmulShape& s, kir::Type t, const Limits& limits);
 
-HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices, const std::optional<RowNorm>& norm = {});
+// `subgroup`: the device's Limits::subgroup_size, which a RowNorm's sums shuffle across (the same bits either way).
+HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices, const std::optional<RowNorm>& norm = {},
+                          uint32_t subgroup = 0);
 
 }  // namespace spire::lowering::heavy

@@ -108,10 +108,10 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
       throw std::logic_error(fmt::format("matmul '{}': a bias sum beside a tensor-core product", node.name));
     io.push_back({ProgramBuffer::Use::Value, -1, t, g.type(bias).numel(), bias.id});
   }
-  op.build = [s, t, async = limits.async_copy, io, row_sums, norm](const heavy::Config& c) {
+  op.build = [s, t, async = limits.async_copy, io, row_sums, norm, subgroup = limits.subgroup_size](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
     if (tiling.matvec()) {
-      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices, norm);
+      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices, norm, subgroup);
       return single_kernel_program(io, std::move(k.kernel), k.groups);
     }
     if (tiling.warpgroup_mma()) {

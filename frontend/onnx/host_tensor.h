@@ -16,6 +16,9 @@ namespace spire::onnx_import {
 // The largest host constant the folder builds (elements).
 inline constexpr int64_t kMaxHostElements = int64_t(1) << 27;
 
+// The largest initializer the importer reads (elements): what 32-bit indices reach.
+inline constexpr int64_t kMaxWeightElements = int64_t(1) << 32;
+
 // Product of the dims, refusing negative dims and products beyond kMaxHostElements.
 int64_t checked_numel(const graph::Shape& shape);
 

@@ -83,11 +83,15 @@ graph::Tensor read_tensor_proto(const onnx::TensorProto& t, const fs::path& mode
   graph::Tensor r;
   r.dtype = dtype;
   r.shape.assign(t.dims().begin(), t.dims().end());
-  int64_t n = 0;
-  try {
-    n = checked_numel(r.shape);
-  } catch (const std::invalid_argument& e) {
-    throw ImportError(fmt::format("tensor '{}': {}", what, e.what()));
+  // A weight may be larger than any constant the importer folds (kMaxHostElements): Llama 3.2 1B's token embedding
+  // holds 2^28 elements. The kernels index it with 32 bits.
+  int64_t n = 1;
+  for (int64_t d : r.shape) {
+    if (d < 0) throw ImportError(fmt::format("tensor '{}': negative dimension {}", what, d));
+    if (d > 0 && n > kMaxWeightElements / d)
+      throw ImportError(fmt::format("tensor '{}': shape {} holds more than {} elements", what,
+                                    graph::shape_to_string(r.shape), kMaxWeightElements));
+    n *= d;
   }
   const uint64_t elem = dtype == DType::Bool ? 1 : graph::dtype_bytes(dtype);
   const uint64_t bytes = uint64_t(n) * elem;
