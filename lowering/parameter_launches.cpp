@@ -9,11 +9,17 @@ namespace {
 bool reads(kir::Access a) { return a != kir::Access::Write; }
 bool writes(kir::Access a) { return a != kir::Access::Read; }
 
-// Calls f(buffer, access) for each buffer a launch binds.
+// Calls f(buffer, access) for each buffer a launch binds: for a window (PlannedBuffer::view_of), the buffer whose
+// memory it is, so that a launch reading a window of what a parameters-only launch computed reads that result, which
+// must then be kept across steps.
 template <class F>
 void for_each_binding(const Plan& plan, const Launch& l, F&& f) {
   const kir::Kernel& k = plan.kernels.at(size_t(l.kernel));
-  for (size_t i = 0; i < l.buffers.size() && i < k.buffers.size(); ++i) f(size_t(l.buffers[i]), k.buffers[i].access);
+  for (size_t i = 0; i < l.buffers.size() && i < k.buffers.size(); ++i) {
+    const size_t b = size_t(l.buffers[i]);
+    const int32_t of = plan.buffers[b].view_of;
+    f(of >= 0 ? size_t(of) : b, k.buffers[i].access);
+  }
 }
 
 }  // namespace

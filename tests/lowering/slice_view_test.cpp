@@ -133,6 +133,35 @@ TEST_P(SliceViewOnDevice, EveryFormMatchesTheReference) {
   }
 }
 
+// Windows of a product of two parameters, which a parameters-only launch computes in the first step only
+// (parameter_launches.h): that result must stay in the arena for the later steps, though only its windows are read.
+// After the launch reading the windows, two more products could take its bytes if it did not.
+TEST_P(SliceViewOnDevice, WindowsOfAResultComputedOnceHoldAcrossSteps) {
+  graph::Graph g;
+  const Value qkv = g.matmul(g.parameter("a", DType::F32, {1, 1, 8}), g.parameter("w", DType::F32, {8, 48}));
+  const Value x = g.input("x", DType::F32, {1, 1, 16});
+  const Value sum = g.add(g.add(g.add(x, slice(g, qkv, {0, 0, 0}, {1, 1, 16})), slice(g, qkv, {0, 0, 16}, {1, 1, 16})),
+                          slice(g, qkv, {0, 0, 32}, {1, 1, 16}));
+  const Value m1 = g.matmul(sum, g.parameter("w1", DType::F32, {16, 16}));
+  g.output("y", g.matmul(g.relu(m1), g.parameter("w2", DType::F32, {16, 16})));
+  const lowering::Plan plan = lowering::lower(g, dev_->info());
+  EXPECT_EQ(slice_launches(plan), 0);
+  EXPECT_EQ(lowering::check_memory_plan(plan), "");
+  std::map<std::string, Tensor> in;
+  uint32_t seed = 120;
+  for (const char* p : {"a", "w", "w1", "w2"}) in[p] = testing_support::uniform_tensor(g.type(g.at(p)).shape, seed++, DType::F32);
+  auto exe = lowering::compile(g, *dev_);
+  for (const auto& [name, t] : in) exe->set(name, t);
+  for (int step = 0; step < 3; ++step) {
+    in["x"] = testing_support::uniform_tensor({1, 1, 16}, seed++, DType::F32);
+    exe->set("x", in["x"]);
+    exe->step();
+    const Tensor want = graph::evaluate(g, in, DType::F64).at("y"), got = exe->get("y");
+    for (int64_t i = 0; i < got.numel(); ++i)
+      EXPECT_NEAR(got[i], want[i], 1e-4 * (1 + std::abs(want[i]))) << "step " << step << " element " << i;
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllDevices, SliceViewOnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SliceViewOnDevice);
