@@ -32,12 +32,12 @@ bool per_batch(const MatmulShape& s) {
 int64_t rows_of(const MatmulShape& s) { return per_batch(s) ? s.m : s.batch_count() * s.m; }
 int64_t products_of(const MatmulShape& s) { return per_batch(s) ? s.batch_count() : 1; }
 
-// Elements of B one invocation reads at a K unit: 4 (one 16-byte read) where B is f32 and rows of its contiguous
-// extent start on 16 bytes; else 1.
+// Elements of B one invocation reads at a K unit: 4 (one 16-byte read of f32, one 8-byte read of f16 or bf16, widened
+// in registers) where the products sum in f32 and rows of B's contiguous extent start on 4 elements; else 1. Half
+// weights read one 2-byte element at a time ran at a quarter of the copy bandwidth (Llama 1B, docs/DECODERS.md).
 uint32_t lanes_of(const MatmulShape& s, Type t) {
   // (Along B^T's K, A is read 4 at a time too.)
-  const bool f32 = t == Type::F32 && !s.b_half && !(s.b_transposed && s.a_half);
-  return f32 && (s.b_transposed ? s.k : s.n) % 4 == 0 ? 4 : 1;
+  return t == Type::F32 && (s.b_transposed ? s.k : s.n) % 4 == 0 ? 4 : 1;
 }
 
 // Units of K an invocation strides over: rows of B [K, N], or lanes-wide pieces of a row of B^T [N, K].
@@ -170,8 +170,10 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     auto read_a = [&](Val k, uint32_t r) { return normalized(raw_a(k + r * K), r, k); };
     auto read_b = [&](Val at) {
       at = b_base + at;
-      if (L == 4) return B.load_vector(at, 4);
-      return std::vector<Val>{widened(B[at].load())};
+      if (L == 1) return std::vector<Val>{widened(B[at].load())};
+      std::vector<Val> v = B.load_vector(at, L);
+      for (Val& e : v) e = widened(e);
+      return v;
     };
     // One unit of K: its B elements read once, multiplied into every row's sums.
     auto step = [&](Val unit) {
@@ -180,7 +182,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
         for (uint32_t r = 0; r < R; ++r) {
           std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit, r)};
           if (L == 4)
-            for (uint32_t j = 0; j < L; ++j) x[j] = normalized(x[j], r, unit * L + j);
+            for (uint32_t j = 0; j < L; ++j) x[j] = normalized(to_t(x[j]), r, unit * L + j);
           Val sum = acc[r].get();
           for (uint32_t j = 0; j < L; ++j) sum = fma(x[j], b[j], sum);
           acc[r] = sum;

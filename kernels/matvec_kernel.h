@@ -7,11 +7,11 @@
 // A workgroup of kMatvecWorkgroup invocations owns a block of output columns; its invocations are `slices` groups
 // that stride over K (slice s takes K-units s, s + slices, ...), each keeping one partial sum per row and column it
 // covers, and the partial sums are added in slice order through workgroup memory: one fixed order on every device.
-//   - B [K, N]: an invocation covers `lanes` neighbouring columns (4 where B is f32 and N a multiple of 4, one
-//     16-byte read a K step; else 1); neighbouring invocations cover neighbouring columns, so a row of B is read
-//     coalesced. A unit of K is one row.
+//   - B [K, N]: an invocation covers `lanes` neighbouring columns (4 where the sums are f32 and N a multiple of 4:
+//     one 16-byte read a K step of f32 B, one 8-byte read of f16 or bf16 B; else 1); neighbouring invocations cover
+//     neighbouring columns, so a row of B is read coalesced. A unit of K is one row.
 //   - B^T [N, K]: the `slices` neighbouring invocations share one column and read its row of B^T coalesced, `lanes`
-//     elements (4 where B is f32 and K a multiple of 4) a unit of K.
+//     elements (4 where the sums are f32 and K a multiple of 4) a unit of K.
 // A or B stored in f16 or bf16 (MatmulShape::a_half, b_half: a half policy's activations and weights) is widened as it
 // is read; the sums are in the product's type (f32 under the half policies). The rows' x values are read as needed (every invocation of a slice
 // reads the same ones: a broadcast from the cache).

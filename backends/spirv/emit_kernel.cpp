@@ -178,7 +178,8 @@ void KernelEmitter::declare_buffers() {
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
     const kir::BufferParam& b = k_.buffers[i];
     const uint32_t lanes = buffer_lanes_[i];
-    if (lanes == 1 || b.access != kir::Access::Read) continue;
+    // 16-bit elements are loaded one by one: without the Int16 capability, SPIR-V cannot take a 16-bit vector apart.
+    if (lanes == 1 || b.access != kir::Access::Read || dtype_bytes(b.elem) != 4) continue;
     buffer_vector_vars_[i] =
         declare_read_only_view(i, m_.type_vector(type(b.elem), lanes), dtype_bytes(b.elem) * lanes, b.name + "_vectors");
   }

@@ -268,10 +268,13 @@ struct Verifier {
     if (type_of(s.value) != k.shared[s.array].elem) return fail("store_shared: value type differs from the array's element type");
     return true;
   }
-  // A vector load of `lanes` 32-bit elements of type t from `index` into `results`, each defined here.
-  bool vector_load_ok(const std::string& what, Type t, ValueId index, const std::vector<ValueId>& results) {
+  // A vector load of `lanes` 32-bit (or, from a buffer, 16-bit) elements of type t from `index` into `results`, each
+  // defined here.
+  bool vector_load_ok(const std::string& what, Type t, ValueId index, const std::vector<ValueId>& results,
+                      bool sixteen_bit = false) {
     if (results.size() != 2 && results.size() != 4) return fail(fmt::format("{}: {} lanes (2 or 4)", what, results.size()));
-    if (dtype_bytes(t) != 4) return fail(fmt::format("{}: {} elements (32-bit only)", what, dtype_name(t)));
+    if (dtype_bytes(t) != 4 && !(sixteen_bit && dtype_bytes(t) == 2))
+      return fail(fmt::format("{}: {} elements (32-bit{} only)", what, dtype_name(t), sixteen_bit ? " or 16-bit" : ""));
     if (!index_ok(index, what.c_str())) return false;
     return define_results(results, t, what);
   }
@@ -283,7 +286,7 @@ struct Verifier {
     if (s.buffer >= k.buffers.size()) return fail("load_buffer_vector: buffer index out of range");
     const BufferParam& b = k.buffers[s.buffer];
     if (b.access == Access::Write) return fail("load_buffer_vector: from write-only buffer " + b.name);
-    return vector_load_ok("load_buffer_vector " + b.name, b.elem, s.index, s.results);
+    return vector_load_ok("load_buffer_vector " + b.name, b.elem, s.index, s.results, /*sixteen_bit=*/true);
   }
   bool define_results(const std::vector<ValueId>& results, Type t, const std::string& what) {
     for (ValueId r : results) {

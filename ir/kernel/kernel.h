@@ -200,10 +200,11 @@ struct StoreShared { uint32_t array; ValueId index; ValueId value; };
 // multiple of that count, into the values `results` (each of the array's type, 32-bit): one wide access where the
 // backend makes it one (PTX ld.shared.v4; SPIR-V loads the elements, see backends/spirv/emit_kernel.cpp).
 struct LoadSharedVector { uint32_t array; ValueId index; std::vector<ValueId> results; };
-// The same for a buffer the kernel reads: results.size() (2 or 4) consecutive 32-bit elements from `index` on, a
-// multiple of that count. Views start on 16 bytes (what dispatch asks of CUDA devices; memory plans align every
-// buffer so), so the access is aligned. PTX makes it one ld.global.v2/.v4; SPIR-V, whose storage buffers are arrays of
-// scalars here, loads the elements one by one.
+// The same for a buffer the kernel reads: results.size() (2 or 4) consecutive 32- or 16-bit elements from `index` on,
+// a multiple of that count (16-bit ones: 4 or 8 bytes at once, a few-rows product's half weights). Views start on 16
+// bytes (what dispatch asks of CUDA devices; memory plans align every buffer so), so the access is aligned. PTX makes
+// it one ld.global.v2/.v4; SPIR-V loads one vector from a second, vector-typed view of the buffer
+// (backends/spirv/emit_kernel.cpp).
 struct LoadBufferVector { uint32_t buffer; ValueId index; std::vector<ValueId> results; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier

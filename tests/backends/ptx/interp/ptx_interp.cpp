@@ -683,7 +683,8 @@ struct Module::Impl {
         for (const auto& o : split(rest, ',')) ins.a.push_back(operand(o, line, ins.text));
       }
       ins.t = type_at(parts.size() - 1);
-      if (!ins.frags.empty() && dtype_bytes(ins.t) != 4) fail(line, ins.text, "vector accesses of 32-bit types only");
+      if (!ins.frags.empty() && dtype_bytes(ins.t) != 4 && !(name == "ld" && dtype_bytes(ins.t) == 2))
+        fail(line, ins.text, "vector accesses of 32-bit types only (and loads of 16-bit ones)");
       if (name == "ld" || name == "st") {
         const std::string& space = parts[1];
         if (space == "param" && name == "ld") ins.op = Op::LdParam;
@@ -1231,9 +1232,10 @@ void Module::launch(const Entry& entry, std::array<unsigned, 3> grid, std::array
             throw Error("PTX interpreter: " + std::to_string(bytes) + "-byte vector load from an address not aligned to " +
                         std::to_string(bytes) + " at: " + in.text);
           const uint8_t* p = in.op == Op::LdGlobal ? global_addr(in.a[1], bytes) : shared_addr(in.a[1], bytes);
+          const size_t e = dtype_bytes(t);
           for (size_t i = 0; i < in.frags[0].size(); ++i) {
-            uint32_t v;
-            std::memcpy(&v, p + 4 * i, 4);
+            uint32_t v = 0;
+            std::memcpy(&v, p + e * i, e);
             th.regs[in.frags[0][i]] = v;
           }
           break;
