@@ -18,24 +18,11 @@ using T_cuLinkDestroy = decltype(Api::cuLinkDestroy);
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "tests/support/abi_shape.h"
+
 namespace {
 
-// The ABI shape of a type: integers and enums by width, pointers to objects as void* unless the pointee's shape
-// matters (integers, pointers).
-template <size_t N> struct Int {};
-template <class T, class = void> struct Shape { using type = T; };
-template <class T>
-struct Shape<T, std::enable_if_t<std::is_integral_v<T> || std::is_enum_v<T>>> { using type = Int<sizeof(T)>; };
-template <class T>
-struct Shape<T*, void> {
-  using pointee = std::remove_cv_t<T>;
-  using type = std::conditional_t<std::is_class_v<pointee> || std::is_void_v<pointee>, void*,
-                                  typename Shape<pointee>::type*>;
-};
-template <class R, class... A>
-struct Shape<R (*)(A...), void> { using type = typename Shape<R>::type (*)(typename Shape<A>::type...); };
-template <class A, class B>
-constexpr bool same_abi = std::is_same_v<typename Shape<A>::type, typename Shape<B>::type>;
+using spire::testing_support::abi::same_abi;
 
 // cuGetProcAddress at CUDA 12.0 returns cuLinkCreate_v2 and cuLinkAddData_v2 (PFN_..._v6050).
 static_assert(same_abi<mine::T_cuLinkCreate, PFN_cuLinkCreate_v6050>);

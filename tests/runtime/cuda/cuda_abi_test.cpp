@@ -67,24 +67,11 @@ constexpr unsigned kMemHostAllocDeviceMap = spire::rt::cuda::CU_MEMHOSTALLOC_DEV
 #include <cuda.h>
 #include <cudaTypedefs.h>
 
+#include "tests/support/abi_shape.h"
+
 namespace {
 
-// The ABI shape of a type: integers and enums by width, every pointer to an object as void* unless it
-// points to something whose shape matters (pointers to integers, pointers to pointers).
-template <size_t N> struct Int {};
-template <class T, class = void> struct Shape { using type = T; };
-template <class T>
-struct Shape<T, std::enable_if_t<std::is_integral_v<T> || std::is_enum_v<T>>> { using type = Int<sizeof(T)>; };
-template <class T>
-struct Shape<T*, void> {
-  using pointee = std::remove_cv_t<T>;
-  using type = std::conditional_t<std::is_class_v<pointee> || std::is_void_v<pointee>, void*,
-                                  typename Shape<pointee>::type*>;
-};
-template <class R, class... A>
-struct Shape<R (*)(A...), void> { using type = typename Shape<R>::type (*)(typename Shape<A>::type...); };
-template <class A, class B>
-constexpr bool same_abi = std::is_same_v<typename Shape<A>::type, typename Shape<B>::type>;
+using spire::testing_support::abi::same_abi;
 
 #define SPIRE_CHECK(name, pfn) static_assert(same_abi<mine::T_##name, pfn>, #name " differs from " #pfn);
 SPIRE_CHECK(cuInit, PFN_cuInit_v2000)
