@@ -4,13 +4,15 @@
 //
 // Two graphs, each imported and compiled once:
 //   - prefill: the prompt's P tokens with an empty past;
-//   - decode: one token (T = 1) against a cache of C - 1 slots (C = the context), the cache held as graph state.
+//   - decode: one token (T = 1) against a cache of C slots (C = the context), the cache held as graph state.
 // Since position_ids and attention_mask are explicit inputs, attention does not depend on which slot a key sits in:
-// a decode step attends to the slots the mask keeps (the tokens so far) and to its own key and value (the last row
-// of present.i), and a state update writes that row into the cache at the token's slot for the steps after it
-// (write_at(cache, row, pos), in place: one row a step). The prefill's present.i moves into the decode graph's cache through the host
-// once; after that the cache stays on the device. A step moves its token id, position, mask and slot in and its
-// next token id out: the decode graph takes the argmax of the logits itself.
+// a decode step writes its key and value into the cache at its token's slot (the model's Concat that grows the cache
+// made write_at(cache, row, slot), in place: one row a step, passes/cache_in_place.h) and attends to the slots the
+// mask keeps (the tokens so far and its own). A model whose caches grow otherwise keeps its concat over C - 1 slots,
+// and the step's row is then written into the cache after it. The prefill's present.i moves into the decode graph's
+// cache through the host once; after that the cache stays on the device. A step moves its token id, position, mask
+// and slot in and its next token id out: the decode graph takes the argmax of the logits itself
+// (tools/spire/next_token.h).
 //
 // Under a half precision policy (bf16, f16; docs/PRECISION.md) both graphs compile under it (half copies of the
 // weights, f32 sums) and the cache is stored in the half type, on devices that have it. With int8, both graphs read
