@@ -85,7 +85,8 @@ void register_generate_commands(CLI::App& app) {
       "generate",
       "Greedy decoding of a decoder LLM exported to ONNX in Hugging Face's decoder-with-past form (inputs input_ids, "
       "attention_mask, position_ids, past_key_values.{i}.key|value; outputs logits, present.{i}.key|value), batch 1, "
-      "f32 unless --precision says otherwise. Prints the new token ids, the time to first token (the prefill step), the first decode step's time (a "
+      "f32 unless --precision says otherwise (a model with no cache inputs, whose inputs are among the first three, runs "
+      "as a plain model instead: the whole sequence for each token, compiled for each length, with a warning). Prints the new token ids, the time to first token (the prefill step), the first decode step's time (a "
       "driver may compile kernels at their first launch) and the tokens per second of the decode steps after it. The prefill (the "
       "prompt) and the decode step (one token) are each compiled once. The decode step keeps the key/value cache on "
       "the device as graph state, --max-context positions long: each step writes its token's keys and values into "

@@ -31,10 +31,13 @@ using graph::Tensor;
 using graph::Value;
 
 // The decoder's sizes, read from the declared inputs and outputs; refuses a model that does not follow the
-// convention, naming what is missing or wrong.
+// convention, naming what is missing or wrong. A model with no cache inputs at all, whose inputs are among the
+// convention's three token inputs, is `plain`: generate() runs it on the whole sequence each token, and `why` says so.
 struct DecoderShape {
   int layers = 0;
   int64_t kv_heads = 0, head_dim = 0, vocab = 0;
+  bool plain = false;
+  std::string why;
 };
 
 std::string past_name(int layer, const char* kv) { return fmt::format("past_key_values.{}.{}", layer, kv); }
@@ -50,6 +53,27 @@ DecoderShape check_decoder(const std::string& path) {
                                          "logits, present.{{i}}.key|value): {} (its inputs: {})",
                                          path, why, fmt::join(names, ", ")));
   };
+  const auto* logits = sig.output("logits");
+  auto vocab_of_logits = [&] {
+    if (!logits) refuse("it has no output 'logits'");
+    if (logits->dims.size() != 3 || logits->dims[2].value <= 0)
+      refuse("output 'logits' must be [batch, length, vocabulary] with the vocabulary fixed");
+    return logits->dims[2].value;
+  };
+  // No cache at all: a plain model, if its inputs are token inputs the loop knows how to feed.
+  if (!sig.input(past_name(0, "key")) && sig.input("input_ids")) {
+    bool known = true;
+    for (const std::string& n : names) known &= n == "input_ids" || n == "attention_mask" || n == "position_ids";
+    for (const auto& in : sig.inputs)
+      known &= in.elem_type == 7 /* INT64 */ && (!in.has_shape || in.dims.size() == 2);
+    if (known) {
+      DecoderShape d;
+      d.plain = true;
+      d.vocab = vocab_of_logits();
+      d.why = "it has no past_key_values inputs";
+      return d;
+    }
+  }
   for (const char* n : {"input_ids", "attention_mask", "position_ids"}) {
     const auto* v = sig.input(n);
     if (!v) refuse(fmt::format("it has no input '{}'", n));
@@ -75,11 +99,7 @@ DecoderShape check_decoder(const std::string& path) {
                            past_name(i, kv)));
       if (!sig.output(present_name(i, kv))) refuse(fmt::format("it has no output '{}'", present_name(i, kv)));
     }
-  const auto* logits = sig.output("logits");
-  if (!logits) refuse("it has no output 'logits'");
-  if (logits->dims.size() != 3 || logits->dims[2].value <= 0)
-    refuse("output 'logits' must be [batch, length, vocabulary] with the vocabulary fixed");
-  d.vocab = logits->dims[2].value;
+  d.vocab = vocab_of_logits();
   return d;
 }
 
@@ -305,6 +325,64 @@ double stored_weight_bytes(DType dtype, DType half_storage) {
   return double(graph::dtype_bytes(dtype));
 }
 
+// A decoder without a cache (DecoderShape::plain): each token runs the model on the whole sequence so far, imported
+// and compiled for that length (its shapes are static), and its last position's logits choose the token on the host.
+// Correct, and slow: every token recomputes every position and pays a compilation, which the rate reported includes.
+GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, rt::Device* device) {
+  fmt::print(stderr, "spire: warning: {} is not in the decoder-with-past form ({}): running it as a plain model, the "
+                     "whole sequence for each token, imported and compiled for each length\n", o.model, d.why);
+  const auto sig = onnx_import::read_signature(o.model);
+  const bool has_mask = sig.input("attention_mask") != nullptr, has_positions = sig.input("position_ids") != nullptr;
+  const int64_t P = int64_t(o.prompt.size());
+  GenerateResult r;
+  std::vector<int64_t> sequence = o.prompt;
+  auto t_decode = std::chrono::steady_clock::now();
+  while (int64_t(r.tokens.size()) < o.max_new_tokens) {
+    const int64_t T = int64_t(sequence.size());
+    const auto t0 = std::chrono::steady_clock::now();
+    onnx_import::ImportOptions opt;
+    opt.input_shapes = {{"input_ids", {1, T}}};
+    if (has_mask) opt.input_shapes["attention_mask"] = {1, T};
+    if (has_positions) opt.input_shapes["position_ids"] = {1, T};
+    onnx_import::ImportedModel m = onnx_import::import_model(o.model, opt);
+    if (has_positions && r.tokens.empty())  // the last position fed: the prompt's and every new token's but the last
+      check_position_table(m.graph, graph_name(m.inputs, "position_ids"), P + o.max_new_tokens - 2,
+                           fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
+    if (o.int8) use_int8_weights(m);
+    if (r.tokens.empty())
+      r.weight_bytes_per_step = weight_bytes_per_step(m.graph, [](DType t) { return double(graph::dtype_bytes(t)); },
+                                                      [](const std::string&) { return false; });
+    std::unique_ptr<Runner> run = make_runner(m, device, o.precision);
+    const double compile_s = seconds_since(t0);
+    const auto t1 = std::chrono::steady_clock::now();
+    std::vector<double> ids(sequence.begin(), sequence.end()), positions;
+    for (int64_t p = 0; p < T; ++p) positions.push_back(double(p));
+    run->set(graph_name(m.inputs, "input_ids"), Tensor::from(DType::I64, {1, T}, ids));
+    if (has_mask) run->set(graph_name(m.inputs, "attention_mask"), Tensor(DType::I64, {1, T}, 1));
+    if (has_positions) run->set(graph_name(m.inputs, "position_ids"), Tensor::from(DType::I64, {1, T}, positions));
+    run->step();
+    const Tensor logits = run->get(graph_name(m.outputs, "logits"));
+    r.tokens.push_back(argmax(logits, (T - 1) * d.vocab, d.vocab));
+    if (r.tokens.size() == 1) {
+      r.prefill_compile_s = compile_s;
+      r.first_token_ms = seconds_since(t1) * 1e3;
+      r.prefill_logits = logits;
+      r.precision_note = run->precision_note();
+      t_decode = std::chrono::steady_clock::now();
+    } else if (r.tokens.size() == 2) {
+      r.decode_compile_s = compile_s;
+      r.first_step_ms = seconds_since(t1) * 1e3;
+      t_decode = std::chrono::steady_clock::now();
+    }
+    // The next token fed: the one chosen, or the one to follow.
+    sequence.push_back(o.follow.empty() ? r.tokens.back() : o.follow[r.tokens.size() - 1]);
+  }
+  // The steps after the first decode step, their compilations included: what a token costs this way.
+  r.decode_s = seconds_since(t_decode);
+  if (device) r.copy_gbs = tuning::copy_bandwidth(*device).best();
+  return r;
+}
+
 }  // namespace
 
 GenerateResult generate(const GenerateOptions& o) {
@@ -334,6 +412,10 @@ GenerateResult generate(const GenerateOptions& o) {
     throw std::invalid_argument(fmt::format("--precision {} applies to a device; the reference is the float64 evaluator",
                                             precision_name(o.precision)));
   std::unique_ptr<rt::Device> device = reference ? nullptr : rt::open_device(o.device);
+  if (d.plain) {
+    if (o.profile) throw std::invalid_argument("--profile times a decode step, which a model without a cache has not");
+    return generate_plain(o, d, device.get());
+  }
   const DType cache_dtype = cache_dtype_under(device.get(), o.precision);
 
   GenerateResult r;

@@ -109,5 +109,26 @@ TEST(DecoderGenerate, RefusesAModelWithoutTheConventionsInputs) {
   EXPECT_NE(r.out.find("it has no input 'position_ids'"), std::string::npos) << r.out;
 }
 
+// gpt2-tiny exported without its cache (decoder_models.py's WithoutCache): run as a plain model, the whole sequence for
+// each token, with a warning that says why; the same greedy tokens as PyTorch's.
+TEST(DecoderGenerate, AModelWithoutACacheRunsAsAPlainModel) {
+  const std::string want = first_line("gpt2-tiny.greedy.txt");
+  ASSERT_GT(want.size(), 0u);
+  // The first 12 tokens of PyTorch's 64.
+  size_t end = 0;
+  for (int commas = 0; commas < 12 && end != std::string::npos; ++commas) end = want.find(',', end + 1);
+  const std::string first_12 = want.substr(0, end);
+  std::vector<std::string> devices{"reference"};
+  for (const auto& info : rt::list_devices()) devices.push_back(info.id);
+  for (const std::string& device : devices) {
+    const auto r = spire("generate " + model("gpt2-tiny.no_cache.onnx") + " --prompt-ids " + kPrompt +
+                         " --max-new-tokens 12 --device " + device);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(printed(r.out, "tokens: "), first_12) << device << "\n" << r.out;
+    EXPECT_NE(r.out.find("running it as a plain model"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("no past_key_values inputs"), std::string::npos) << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace spire

@@ -298,6 +298,34 @@ def export_onnx(model, path):
                       output_names=output_names(c), dynamic_axes=dyn, do_constant_folding=True, **legacy)
 
 
+class WithoutCache(nn.Module):
+    """A decoder exported without its cache: input_ids, attention_mask, position_ids -> logits, the whole sequence each
+    call (an empty past inside). `spire generate` runs such a model as a plain one."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model, self.c = model, model.c
+
+    def forward(self, input_ids, attention_mask, position_ids):
+        c = self.c
+        past = [torch.zeros(input_ids.shape[0], c.kv_heads, 0, c.head_dim) for _ in range(2 * c.layers)]
+        return self.model(input_ids, attention_mask, position_ids, *past)[0]
+
+
+def export_without_cache(model, path):
+    """`model` as WithoutCache, batch and sequence dynamic."""
+    c = model.c
+    B, T = 2, 3
+    ids = torch.randint(0, c.vocab, (B, T))
+    mask = torch.ones(B, T, dtype=torch.int64)
+    pos = torch.arange(T)[None].expand(B, T).contiguous()
+    names = ["input_ids", "attention_mask", "position_ids"]
+    dyn = {n: {0: "batch", 1: "sequence"} for n in names + ["logits"]}
+    legacy = {"dynamo": False} if "dynamo" in inspect.signature(torch.onnx.export).parameters else {}
+    torch.onnx.export(WithoutCache(model), (ids, mask, pos), path, opset_version=OPSET, input_names=names,
+                      output_names=["logits"], dynamic_axes=dyn, do_constant_folding=True, **legacy)
+
+
 def run(model, ids, mask, pos, past):
     with torch.no_grad():
         out = model(ids, mask, pos, *past)
@@ -440,7 +468,8 @@ def export_test_data(out_dir, names):
     learned position table ends first); NAME.int8_follow.txt, PyTorch's choices along those with the weights
     quantized as `spire generate --int8` does (quantized_int8); NAME.follow.txt, a sequence to follow (FOLLOW) and PyTorch's choices along it;
     NAME.prompt.torch.safetensors, the prefill's logits for PROMPT in f32 and
-    bf16 (prompt_logits); and gpt2-tiny.renamed_positions.onnx, off the convention."""
+    bf16 (prompt_logits); gpt2-tiny.renamed_positions.onnx, off the convention; and gpt2-tiny.no_cache.onnx, the same
+    model without its cache (WithoutCache)."""
     os.makedirs(out_dir, exist_ok=True)
     for name in names:
         model = build(name)
@@ -489,6 +518,7 @@ def export_test_data(out_dir, names):
                 if x == "position_ids":
                     n.input[i] = "positions"
         onnx.save(m, os.path.join(out_dir, "gpt2-tiny.renamed_positions.onnx"))
+        export_without_cache(build("gpt2-tiny"), os.path.join(out_dir, "gpt2-tiny.no_cache.onnx"))
 
 
 def main():
