@@ -95,8 +95,8 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
   // (matmul_checked_name's checks but one: this kernel reads a batched B transposed too.)
   for (int64_t extent : {s.m, s.k, s.n, s.batch_count(), s.batch_count() * s.m * s.n, s.batch_count() * s.k * s.n})
     index_u32(extent, "matvec extents");
-  const std::string norm_tag = !norm ? "" : norm->center ? "_layer_norm" : "_rms_norm";
-  const std::string name = fmt::format("matvec_{}{}_s{}_{}", s.text(), norm_tag, slices, float_suffix(t, "matmul"));
+  const std::string name =
+      fmt::format("matvec_{}{}_s{}_{}", s.text(), norm ? norm->tag() : "", slices, float_suffix(t, "matmul"));
   if (!matmul_fits_matvec(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
     throw std::invalid_argument(fmt::format("{}: not a product of at most {} rows by one matrix", name, kMatvecMostRows));
   if (norm && !matvec_takes_row_norm(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))

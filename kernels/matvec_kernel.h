@@ -56,6 +56,8 @@ struct RowNorm {
   bool center = true;  // layer_norm (the mean subtracted; a bias); false: rms_norm
   double epsilon = 1e-5;
   kir::Type scale = kir::Type::F32, bias = kir::Type::F32;  // the vectors' stored types
+  // What kernel names and tuning keys append for it.
+  const char* tag() const { return center ? "_layer_norm" : "_rms_norm"; }
   friend bool operator==(const RowNorm&, const RowNorm&) = default;
 };
 // Whether matvec_kernel computes `s` with a RowNorm of A: one B for every row (not batched), A not transposed.

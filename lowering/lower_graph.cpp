@@ -89,7 +89,7 @@ class PlanBuilder final : public LoweringContext {
 
   bool view(graph::Value v, graph::Value source, int64_t element_offset) override {
     const graph::Node& n = g_.node(v);
-    if (no_views_.count(n.name) || buffer_of_value_.at(size_t(v.id)) >= 0 || graph::is_leaf(g_.node(source).op) ||
+    if (no_views_.count(n.name) || buffer_of_value_.at(size_t(v.id)) >= 0 ||
         device_type(n.type.dtype) != device_type(g_.type(source).dtype))
       return false;
     int32_t of = buffer_of(source);

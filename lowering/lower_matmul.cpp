@@ -46,7 +46,7 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   // (Not where A's row sums are stored beside the product, a linear layer's bias gradient: only the SIMT kernel does.)
   s.tf32 = limits.tf32 && t == kir::Type::F32 && !s.a_half && !s.b_half && !bias.valid();
   TunableOp op;
-  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : "") + (!norm ? "" : norm->center ? "_layer_norm" : "_rms_norm"),
+  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : "") + (norm ? norm->tag() : ""),
             heavy::float_suffix(t, "matmul")};
   // 16-bit operands (or TF32 ones) on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on
   // Hopper the warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches

@@ -61,11 +61,9 @@ void lower_tunable(LoweringContext& ctx, graph::Value v, const std::function<Tun
       case ProgramBuffer::Use::Input: {
         graph::Value in = node.inputs.at(size_t(b.input));
         // An absorbed transpose, cast up or norm has no buffer: the kernel reads its source in place.
-        const graph::OpKind op = ctx.graph().node(in).op;
-        if (ctx.fused(in) && ((op == graph::OpKind::Permute && absorbed_transpose(ctx.graph(), in)) ||
-                              (op == graph::OpKind::Cast && absorbed_upcast(ctx.graph(), in)) ||
-                              absorbed_norm(ctx.graph(), in))) {
-          in = in_place_operand(ctx.graph(), in).source;
+        const graph::Value source = ctx.fused(in) ? in_place_operand(ctx.graph(), in).source : in;
+        if (source != in) {
+          in = source;
         } else if (ctx.fused(in)) {
           // A reduction's input fused into its loads (a prologue) has no buffer either: the launch computes it.
           slots.push_back(kFusedInputSlot);

@@ -69,7 +69,11 @@ InPlaceCache write_cache_in_place(const graph::Graph& g, const std::set<std::str
   std::vector<Value> map(size_t(g.size()));
   std::map<int32_t, Value> updates;  // a cache state's id -> its write_at in `out`
   std::map<int32_t, int32_t> state_of_concat;
-  for (const auto& [id, gr] : growth) state_of_concat[gr.concat.id] = id;
+  std::set<int32_t> cache_casts;  // dropped: each one's only reader, the concat, is replaced
+  for (const auto& [id, gr] : growth) {
+    state_of_concat[gr.concat.id] = id;
+    if (gr.cast.valid()) cache_casts.insert(gr.cast.id);
+  }
   // The leaves first, in g's order: the slot may have been added after the nodes that will read it.
   for (Value v : g.values()) {
     const graph::Node& n = g.node(v);
@@ -93,9 +97,7 @@ InPlaceCache write_cache_in_place(const graph::Graph& g, const std::set<std::str
       map[size_t(v.id)] = n.type.dtype == out.type(written).dtype ? written : out.cast(written, n.type.dtype);
       continue;
     }
-    bool is_cache_cast = false;
-    for (const auto& [id, gr] : growth) is_cache_cast |= gr.cast == v;
-    if (is_cache_cast) continue;  // its only reader, the concat, is replaced
+    if (cache_casts.count(v.id)) continue;
     std::vector<Value> inputs;
     for (Value in : n.inputs) inputs.push_back(map[size_t(in.id)]);
     map[size_t(v.id)] = out.add_node(n.op, std::move(inputs), n.attrs, n.name);

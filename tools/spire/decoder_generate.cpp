@@ -349,9 +349,11 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
       check_position_table(m.graph, graph_name(m.inputs, "position_ids"), P + o.max_new_tokens - 2,
                            fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
     if (o.int8) use_int8_weights(m);
-    if (r.tokens.empty())
-      r.weight_bytes_per_step = weight_bytes_per_step(m.graph, [](DType t) { return double(graph::dtype_bytes(t)); },
+    if (r.tokens.empty()) {
+      const DType half = cache_dtype_under(device, o.precision);  // (the half copies' type a device reads, or f32)
+      r.weight_bytes_per_step = weight_bytes_per_step(m.graph, [&](DType t) { return stored_weight_bytes(t, half); },
                                                       [](const std::string&) { return false; });
+    }
     std::unique_ptr<Runner> run = make_runner(m, device, o.precision);
     const double compile_s = seconds_since(t0);
     const auto t1 = std::chrono::steady_clock::now();
@@ -374,8 +376,9 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
       r.first_step_ms = seconds_since(t1) * 1e3;
       t_decode = std::chrono::steady_clock::now();
     }
-    // The next token fed: the one chosen, or the one to follow.
-    sequence.push_back(o.follow.empty() ? r.tokens.back() : o.follow[r.tokens.size() - 1]);
+    // The next token fed: the one chosen, or the one to follow (--follow-tokens holds one for each token but the last).
+    if (int64_t(r.tokens.size()) < o.max_new_tokens)
+      sequence.push_back(o.follow.empty() ? r.tokens.back() : o.follow[r.tokens.size() - 1]);
   }
   // The steps after the first decode step, their compilations included: what a token costs this way.
   r.decode_s = seconds_since(t_decode);

@@ -109,24 +109,36 @@ TEST(DecoderGenerate, RefusesAModelWithoutTheConventionsInputs) {
   EXPECT_NE(r.out.find("it has no input 'position_ids'"), std::string::npos) << r.out;
 }
 
-// gpt2-tiny exported without its cache (decoder_models.py's WithoutCache): run as a plain model, the whole sequence for
-// each token, with a warning that says why; the same greedy tokens as PyTorch's.
-TEST(DecoderGenerate, AModelWithoutACacheRunsAsAPlainModel) {
-  const std::string want = first_line("gpt2-tiny.greedy.txt");
-  ASSERT_GT(want.size(), 0u);
-  // The first 12 tokens of PyTorch's 64.
+// The first n ids of a comma-separated list.
+std::string first_ids(const std::string& ids, int n) {
   size_t end = 0;
-  for (int commas = 0; commas < 12 && end != std::string::npos; ++commas) end = want.find(',', end + 1);
-  const std::string first_12 = want.substr(0, end);
+  for (int commas = 0; commas < n && end != std::string::npos; ++commas) end = ids.find(',', end + 1);
+  return ids.substr(0, end);
+}
+
+// gpt2-tiny exported without its cache (decoder_models.py's WithoutCache): run as a plain model, the whole sequence for
+// each token, with a warning that says why; the same greedy tokens as PyTorch's, and along a followed sequence (the 11
+// ids 12 tokens need) PyTorch's choices.
+TEST(DecoderGenerate, AModelWithoutACacheRunsAsAPlainModel) {
+  const std::string greedy = first_line("gpt2-tiny.greedy.txt");
+  std::ifstream f(model("gpt2-tiny.follow.txt"));
+  std::string follow, along;
+  std::getline(f, follow);
+  std::getline(f, along);
+  ASSERT_FALSE(greedy.empty() || along.empty());
   std::vector<std::string> devices{"reference"};
   for (const auto& info : rt::list_devices()) devices.push_back(info.id);
   for (const std::string& device : devices) {
-    const auto r = spire("generate " + model("gpt2-tiny.no_cache.onnx") + " --prompt-ids " + kPrompt +
-                         " --max-new-tokens 12 --device " + device);
+    const std::string run = "generate " + model("gpt2-tiny.no_cache.onnx") + " --prompt-ids " + kPrompt +
+                            " --max-new-tokens 12 --device " + device;
+    auto r = spire(run);
     ASSERT_EQ(r.exit_code, 0) << r.out;
-    EXPECT_EQ(printed(r.out, "tokens: "), first_12) << device << "\n" << r.out;
+    EXPECT_EQ(printed(r.out, "tokens: "), first_ids(greedy, 12)) << device << "\n" << r.out;
     EXPECT_NE(r.out.find("running it as a plain model"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("no past_key_values inputs"), std::string::npos) << r.out;
+    r = spire(run + " --follow-tokens " + first_ids(follow, 11));
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(printed(r.out, "tokens: "), first_ids(along, 12)) << device << "\n" << r.out;
   }
 }
 
