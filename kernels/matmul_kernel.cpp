@@ -1,4 +1,6 @@
 #include "kernels/matmul_kernel.h"
+
+#include "kernels/matvec_kernel.h"
 #include "kernels/split_sum_kernel.h"
 #include "kernels/tiled_gemm.h"
 
@@ -125,7 +127,11 @@ MatmulTiling choose_matmul_tiling(const MatmulShape& s, Type t, const Limits& li
 }
 
 Config MatmulTiling::config() const {
-  if (matvec()) return Config{{"matvec_slices", matvec_slices}};
+  if (matvec()) {
+    Config c{{"matvec_slices", matvec_slices}};
+    if (unroll != kMatvecUnroll) c.set("unroll", unroll);  // the default's text is the one tuning caches already hold
+    return c;
+  }
   if (workgroup_matrix)
     return Config{{"tile_m", tile_m}, {"tile_n", tile_n}, {"tile_k", tile_k}, {"workgroup_matrix", 1}, {"unroll", unroll}};
   if (warpgroup_mma())
@@ -153,6 +159,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
   if (c.has("matvec_slices")) {
     MatmulTiling t;
     t.matvec_slices = u("matvec_slices");
+    t.unroll = c.has("unroll") ? u("unroll") : kMatvecUnroll;
     return t;
   }
   if (c.has("workgroup_matrix")) {

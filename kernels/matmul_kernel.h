@@ -81,8 +81,8 @@ struct MatmulTiling {
   // 16 ahead of the one they multiply, through `stages` sets of fragments in turn (the K loop unrolled by them). 0:
   // not that kernel. warps_m x warps_n subgroups as for the tensor-core kernel; tile_k is 16.
   uint32_t lookahead = 0;
-  // A product of a few rows (matvec_kernel.h): that kernel with this many K slices, every other field unused. 0: not
-  // that kernel.
+  // A product of a few rows (matvec_kernel.h): that kernel with this many K slices and `unroll` K units a loop
+  // iteration (kMatvecUnroll where the config text has none), every other field unused. 0: not that kernel.
   uint32_t matvec_slices = 0;
   bool matvec() const { return matvec_slices > 0; }
   bool packed() const { return lookahead > 0; }

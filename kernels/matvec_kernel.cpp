@@ -15,12 +15,11 @@ using namespace kir;
 namespace {
 
 constexpr uint32_t T = kMatvecWorkgroup;
-// K steps an invocation's loop takes per iteration: their reads are issued before the multiply-adds that wait on
-// them, so each invocation keeps several reads in flight.
-constexpr uint32_t kUnroll = 4;
-// The heuristic's aims (choose_matvec_slices).
-constexpr uint64_t kWantedWorkgroups = 256;
-constexpr int64_t kLeastUnitsPerSlice = 4;
+// The heuristic's aims (choose_matvec_slices), fitted to the tuner's times of every candidate on GPT-2's and Llama
+// 3.2 1B's products in f32 and bf16, B stored and transposed, on the H200 through CUDA and Vulkan (docs/DECODERS.md).
+constexpr uint64_t kLeastWorkgroups = 64, kManyWorkgroups = 256;
+constexpr int64_t kMostUnitsPerSlice = 64;
+constexpr uint32_t kGpuUnroll = 16;
 
 // A B with a batch stride of its own: one product per batch (rows = M), each workgroup in one batch; else one product
 // of every batch's rows (rows = batches x M) by the one B.
@@ -32,12 +31,17 @@ bool per_batch(const MatmulShape& s) {
 int64_t rows_of(const MatmulShape& s) { return per_batch(s) ? s.m : s.batch_count() * s.m; }
 int64_t products_of(const MatmulShape& s) { return per_batch(s) ? s.batch_count() : 1; }
 
-// Elements of B one invocation reads at a K unit: 4 (one 16-byte read of f32, one 8-byte read of f16 or bf16, widened
-// in registers) where the products sum in f32 and rows of B's contiguous extent start on 4 elements; else 1. Half
-// weights read one 2-byte element at a time ran at a quarter of the copy bandwidth (Llama 1B, docs/DECODERS.md).
+// Elements of B one invocation reads at a K unit, widened in registers where they are half: 16 bytes where the
+// products sum in f32 and rows of B's contiguous extent start on 16 bytes (4 f32 elements in one read, 8 f16 or bf16
+// ones in two 8-byte reads, the widest 16-bit read kir has), else 4 half elements (8 bytes) where rows start on 8
+// bytes, else 1. Half weights read one 2-byte element at a time ran at a quarter of the copy bandwidth (Llama 1B,
+// docs/DECODERS.md). 8 lanes only for at most 2 rows: B [K, N]'s partial sums (rows x 256 x lanes f32) then take at
+// most 16 KiB, what every Vulkan device has.
 uint32_t lanes_of(const MatmulShape& s, Type t) {
-  // (Along B^T's K, A is read 4 at a time too.)
-  return t == Type::F32 && (s.b_transposed ? s.k : s.n) % 4 == 0 ? 4 : 1;
+  if (t != Type::F32) return 1;
+  const int64_t extent = s.b_transposed ? s.k : s.n;
+  if (s.b_half && extent % 8 == 0 && rows_of(s) <= 2) return 8;
+  return extent % 4 == 0 ? 4 : 1;
 }
 
 // Units of K an invocation strides over: rows of B [K, N], or lanes-wide pieces of a row of B^T [N, K].
@@ -83,26 +87,52 @@ std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, Type t) {
 uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits) {
   const std::vector<uint32_t> c = matvec_slice_candidates(s, t);
   const int64_t units = units_of(s, t);
-  size_t i = 0;
   // A CPU device runs workgroups on a few cores: more of them buys nothing, and each slice's partial sums cost.
   if (limits.cpu) return c[0];
-  while (i + 1 < c.size() && groups_of(s, t, c[i]) < kWantedWorkgroups && units / c[i + 1] >= kLeastUnitsPerSlice) ++i;
-  return c[i];
+  // Few slices keep a workgroup's reads of a row of B long (sectors and DRAM pages used whole) and its partial sums
+  // few, but leave each invocation a long chain of reads and the GPU few workgroups.
+  for (uint32_t slices : c) {
+    const uint64_t groups = groups_of(s, t, slices);
+    if (groups >= kLeastWorkgroups && (units / slices <= kMostUnitsPerSlice || groups >= kManyWorkgroups)) return slices;
+  }
+  return c.back();
+}
+
+MatmulTiling choose_matvec_tiling(const MatmulShape& s, Type t, const Limits& limits) {
+  MatmulTiling tiling;
+  tiling.matvec_slices = choose_matvec_slices(s, t, limits);
+  // On a GPU, 16 units of reads in flight an invocation: a slice's whole share of a short K is then straight-line code
+  // whose reads all issue at once. A CPU device keeps the smaller loop body.
+  tiling.unroll = limits.cpu ? kMatvecUnroll : kGpuUnroll;
+  return tiling;
+}
+
+std::vector<MatmulTiling> matvec_candidates(const MatmulShape& s, Type t, const Limits& limits) {
+  std::vector<MatmulTiling> out{choose_matvec_tiling(s, t, limits)};
+  for (uint32_t slices : matvec_slice_candidates(s, t))
+    for (uint32_t unroll : kMatvecUnrolls) {
+      MatmulTiling c;
+      c.matvec_slices = slices;
+      c.unroll = unroll;
+      if (!(c == out.front())) out.push_back(c);
+    }
+  return out;
 }
 
 HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const std::optional<RowNorm>& norm,
-                          uint32_t subgroup) {
+                          uint32_t subgroup, uint32_t unroll) {
   // (matmul_checked_name's checks but one: this kernel reads a batched B transposed too.)
   for (int64_t extent : {s.m, s.k, s.n, s.batch_count(), s.batch_count() * s.m * s.n, s.batch_count() * s.k * s.n})
     index_u32(extent, "matvec extents");
-  const std::string name =
-      fmt::format("matvec_{}{}_s{}_{}", s.text(), norm ? norm->tag() : "", slices, float_suffix(t, "matmul"));
+  const std::string name = fmt::format("matvec_{}{}_s{}{}_{}", s.text(), norm ? norm->tag() : "", slices,
+                                       unroll == kMatvecUnroll ? "" : fmt::format("_u{}", unroll), float_suffix(t, "matmul"));
   if (!matmul_fits_matvec(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
     throw std::invalid_argument(fmt::format("{}: not a product of at most {} rows by one matrix", name, kMatvecMostRows));
   if (norm && !matvec_takes_row_norm(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
     throw std::invalid_argument(fmt::format("{}: a norm of A's rows needs one B for every row", name));
   if (slices < 1 || slices > T || T % slices != 0)
     throw std::invalid_argument(fmt::format("{}: {} slices do not divide a workgroup of {}", name, slices, T));
+  if (unroll < 1 || unroll > 32) throw std::invalid_argument(fmt::format("{}: unroll {} is not 1 to 32", name, unroll));
   const uint32_t R = uint32_t(rows_of(s)), K = uint32_t(s.k), N = uint32_t(s.n);
   if (uint64_t(R) * N * products_of(s) == 0) return empty_result(name);
   const uint32_t column_groups_of_product = uint32_t(column_groups(s, t, slices));
@@ -168,10 +198,16 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
       return bias ? out + to_t((*bias)[k].load()) : out;
     };
     auto read_a = [&](Val k, uint32_t r) { return normalized(raw_a(k + r * K), r, k); };
+    // L consecutive elements from `at` on (a multiple of L): one read of up to 4, two of 4 for 8 16-bit ones.
+    auto read_lanes = [&](const Buf& buf, Val at) {
+      if (L == 1) return std::vector<Val>{buf[at].load()};
+      std::vector<Val> v = buf.load_vector(at, std::min(L, 4u));
+      if (L == 8)
+        for (Val e : buf.load_vector(at + 4u, 4)) v.push_back(e);
+      return v;
+    };
     auto read_b = [&](Val at) {
-      at = b_base + at;
-      if (L == 1) return std::vector<Val>{widened(B[at].load())};
-      std::vector<Val> v = B.load_vector(at, L);
+      std::vector<Val> v = read_lanes(B, b_base + at);
       for (Val& e : v) e = widened(e);
       return v;
     };
@@ -180,8 +216,8 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
       if (s.b_transposed) {
         const std::vector<Val> b = read_b(read_column * K + unit * L);
         for (uint32_t r = 0; r < R; ++r) {
-          std::vector<Val> x = L == 4 ? A.load_vector(a_base + (r * K + unit * L), 4) : std::vector<Val>{read_a(unit, r)};
-          if (L == 4)
+          std::vector<Val> x = L > 1 ? read_lanes(A, a_base + (r * K + unit * L)) : std::vector<Val>{read_a(unit, r)};
+          if (L > 1)
             for (uint32_t j = 0; j < L; ++j) x[j] = normalized(to_t(x[j]), r, unit * L + j);
           Val sum = acc[r].get();
           for (uint32_t j = 0; j < L; ++j) sum = fma(x[j], b[j], sum);
@@ -196,10 +232,10 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
       }
     };
     // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
-    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / kUnroll * kUnroll;
+    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / unroll * unroll;
     if (unrolled > 0)
-      kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(kUnroll), [&](Val i) {
-        for (uint32_t u = 0; u < kUnroll; ++u) step((i + u) * slices + slice);
+      kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(unroll), [&](Val i) {
+        for (uint32_t u = 0; u < unroll; ++u) step((i + u) * slices + slice);
       });
     for (uint32_t i = unrolled; i < whole; ++i) step(slice + i * slices);
     if (extra > 0) kb.if_(slice < extra, [&] { step(slice + whole * slices); });

@@ -8,10 +8,11 @@
 // that stride over K (slice s takes K-units s, s + slices, ...), each keeping one partial sum per row and column it
 // covers, and the partial sums are added in slice order through workgroup memory: one fixed order on every device.
 //   - B [K, N]: an invocation covers `lanes` neighbouring columns (4 where the sums are f32 and N a multiple of 4:
-//     one 16-byte read a K step of f32 B, one 8-byte read of f16 or bf16 B; else 1); neighbouring invocations cover
+//     one 16-byte read a K step of f32 B; 8 of f16 or bf16 B where N is a multiple of 8 and there are at most 2 rows,
+//     so that the partial sums fit any device's workgroup memory: 16 bytes in two 8-byte reads; else 1); neighbouring invocations cover
 //     neighbouring columns, so a row of B is read coalesced. A unit of K is one row.
 //   - B^T [N, K]: the `slices` neighbouring invocations share one column and read its row of B^T coalesced, `lanes`
-//     elements (4 where the sums are f32 and K a multiple of 4) a unit of K.
+//     elements (4 where the sums are f32 and K a multiple of 4, 8 of half B as above) a unit of K.
 // A or B stored in f16 or bf16 (MatmulShape::a_half, b_half: a half policy's activations and weights) is widened as it
 // is read; the sums are in the product's type (f32 under the half policies). The rows' x values are read as needed (every invocation of a slice
 // reads the same ones: a broadcast from the cache).
@@ -39,6 +40,11 @@ inline constexpr uint32_t kMatvecWorkgroup = 256;
 // Rows of x a product may have: each invocation keeps a partial sum per row and column, so more rows would take
 // registers and workgroup memory a GEMM's tiles use better.
 inline constexpr int64_t kMatvecMostRows = 4;
+// K units an invocation's loop takes per iteration (MatmulTiling::unroll for this kernel): their reads are issued
+// before the multiply-adds that wait on them, so each invocation keeps that many reads in flight. The tuner also tries
+// 8 and 16 (kMatvecUnrolls): a product bound by memory latency wants more reads in flight than a wide one.
+inline constexpr uint32_t kMatvecUnroll = 4;
+inline constexpr uint32_t kMatvecUnrolls[] = {4, 8, 16};
 
 // Whether matvec_kernel computes `s`: B one matrix shared by every batch (broadcast) and at most kMatvecMostRows rows
 // of A over every batch, or B batched (as stored or transposed) and at most that many rows (M) a batch; A read as
@@ -47,9 +53,13 @@ bool matmul_fits_matvec(const MatmulShape& s, kir::Type t, const Limits& limits)
 
 // The slice counts the tuner tries (powers of two a unit of K each at least).
 std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, kir::Type t);
-// The heuristic's: the fewest slices that give at least 256 workgroups (two per core of a 132-core GPU) while each
-// slice keeps at least 8 units of K (the partial sums' addition a small part of the work).
+// The heuristic's on a GPU: the fewest slices that give at least 64 workgroups and at most 64 units of K a slice (or
+// any number of units where the columns alone give 256 workgroups); on a CPU device the fewest.
 uint32_t choose_matvec_slices(const MatmulShape& s, kir::Type t, const Limits& limits);
+// The heuristic's tiling (matvec_slices and unroll: 16 on a GPU, kMatvecUnroll on a CPU device), and the tuner's
+// candidates: that first, then every slice count with every unroll of kMatvecUnrolls.
+MatmulTiling choose_matvec_tiling(const MatmulShape& s, kir::Type t, const Limits& limits);
+std::vector<MatmulTiling> matvec_candidates(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // The norm whose result A is: A's buffer holds the norm's input (a_half where it is half), the kernel its parameters.
 struct RowNorm {
@@ -64,7 +74,8 @@ struct RowNorm {
 bool matvec_takes_row_norm(const MatmulShape& s, kir::Type t, const Limits& limits);
 
 // `subgroup`: the device's Limits::subgroup_size, which a RowNorm's sums shuffle across (the same bits either way).
+// `unroll`: K units a loop iteration (kMatvecUnrolls' values; any of 1 to 32 builds).
 HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices, const std::optional<RowNorm>& norm = {},
-                          uint32_t subgroup = 0);
+                          uint32_t subgroup = 0, uint32_t unroll = kMatvecUnroll);
 
 }  // namespace spire::lowering::heavy

@@ -71,10 +71,13 @@ bool absorbed_upcast(const graph::Graph& g, Value v) {
   if (n.op != OpKind::Cast || n.type.dtype != graph::DType::F32 || !graph::is_half(g.type(n.inputs[0]).dtype))
     return false;
   // A convolution reads its input and weights (its only inputs) in place too: on tensor cores as they are, elsewhere
-  // through a widening launch of its own program (lower_conv2d.cpp).
+  // through a widening launch of its own program (lower_conv2d.cpp). So does a norm computed in a product's reads of
+  // its A (absorbed_norm: the residual stream a half policy stores in half, cast up for the norm autocast keeps f32).
   return read_in_place_only(g, v, [&](Value u) {
     const OpKind op = g.node(u).op;
-    return op == OpKind::Matmul || op == OpKind::Conv2d || (op == OpKind::Permute && absorbed_transpose(g, u));
+    return op == OpKind::Matmul || op == OpKind::Conv2d || (op == OpKind::Permute && absorbed_transpose(g, u)) ||
+           (absorbed_norm(g, u) && g.node(u).inputs[0] == v &&
+            std::count(g.node(u).inputs.begin(), g.node(u).inputs.end(), v) == 1);
   });
 }
 
@@ -107,6 +110,7 @@ InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {
   if (absorbed_norm(g, v)) {
     r.norm = v;
     r.source = g.node(v).inputs[0];
+    if (absorbed_upcast(g, r.source)) r.source = g.node(r.source).inputs[0];
     if (graph::is_half(g.type(r.source).dtype)) r.half = g.type(r.source).dtype;
     return r;
   }

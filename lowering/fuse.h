@@ -71,7 +71,8 @@ bool takes_epilogue(graph::OpKind op);
 bool absorbed_transpose(const graph::Graph& g, graph::Value v);
 
 // A cast of an f16 or bf16 value to f32, not stored, that every user reads as a matrix-product or convolution operand,
-// directly or through an absorbed transpose: the products read the half values in place and widen them as they load.
+// directly or through an absorbed transpose, or as the input of an absorbed norm: the products read the half values in
+// place and widen them as they load.
 bool absorbed_upcast(const graph::Graph& g, graph::Value v);
 
 // A slice with unit steps, not stored, that every user writes somewhere as write_at's row (its input 1): write_at's

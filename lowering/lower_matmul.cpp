@@ -73,21 +73,13 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (only_matvec && !matvec)
     throw std::logic_error(fmt::format("matmul '{}': {}, which only the few-rows kernel reads, but it does not fit on "
                                        "this device", node.name, norm ? "A a norm's result" : "a batched B read transposed"));
-  heavy::MatmulTiling matvec_tiling;
-  matvec_tiling.matvec_slices = matvec ? heavy::choose_matvec_slices(s, t, limits) : 0;
-  op.heuristic = (matvec           ? matvec_tiling
+  op.heuristic = (matvec           ? heavy::choose_matvec_tiling(s, t, limits)
                   : warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
                   : !packed.empty() ? packed.front()
                   : tensor_cores   ? heavy::choose_matmul_mma_tiling(s, limits)
                                    : heavy::choose_matmul_tiling(s, t, limits)).config();
-  if (matvec) {
-    op.candidates.push_back(op.heuristic);  // the heuristic first
-    for (uint32_t slices : heavy::matvec_slice_candidates(s, t)) {
-      heavy::MatmulTiling c;
-      c.matvec_slices = slices;
-      if (slices != matvec_tiling.matvec_slices) op.candidates.push_back(c.config());
-    }
-  }
+  if (matvec)  // the heuristic first
+    for (const heavy::Config& c : configs_of(heavy::matvec_candidates(s, t, limits))) op.candidates.push_back(c);
   if (!only_matvec) {
     if (warpgroups)
       for (const heavy::Config& c : configs_of(heavy::matmul_wgmma_candidates(s, limits))) op.candidates.push_back(c);
@@ -111,7 +103,7 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   op.build = [s, t, async = limits.async_copy, io, row_sums, norm, subgroup = limits.subgroup_size](const heavy::Config& c) {
     const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
     if (tiling.matvec()) {
-      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices, norm, subgroup);
+      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices, norm, subgroup, tiling.unroll);
       return single_kernel_program(io, std::move(k.kernel), k.groups);
     }
     if (tiling.warpgroup_mma()) {

@@ -25,7 +25,7 @@ class HalfRewriter {
  public:
   HalfRewriter(const Graph& g, DType half, const HalfOptions& o)
       : g_(g), half_(half), o_(o), wide_(size_t(g.size())), narrow_(size_t(g.size())), other_(size_t(g.size())),
-        computed_wide_(size_t(g.size()), false) {}
+        computed_wide_(size_t(g.size()), false), rounded_(size_t(g.size())) {}
 
   Graph run() {
     const auto users = g_.users();
@@ -89,6 +89,13 @@ class HalfRewriter {
     return *have;
   }
 
+  // Parameter `v` rounded to half and cast back up to f32, once however many nodes read it that way.
+  Value rounded(Value v) {
+    std::optional<Value>& have = rounded_[id(v)];
+    if (!have) have = cast(as(v, half_), DType::F32, g_.node(v).name + ".rounded");
+    return *have;
+  }
+
   void rewrite(Value v) {
     const graph::Node& n = g_.node(v);
     const bool kept = o_.keep_f32.contains(n.name);
@@ -97,8 +104,15 @@ class HalfRewriter {
     bool reads_wide = false;
     for (Value in : n.inputs) reads_wide |= g_.type(in).dtype == DType::F32 && computed_wide_[id(in)];
     const DType compute = kept || reads_wide ? DType::F32 : half_;
+    // A matrix product or convolution computed in f32 because it reads a kept value (a decoder's projection of a
+    // layer_norm's f32 result) still reads its weights rounded to half, as autocast's products do: the half copy, cast
+    // up (the product reads that half copy in place, fuse.h's absorbed_upcast), not the f32 one at twice the bytes.
+    const bool weights_in_half = compute == DType::F32 && !kept && (n.op == OpKind::Matmul || n.op == OpKind::Conv2d);
     std::vector<Value> inputs;
-    for (Value in : n.inputs) inputs.push_back(as(in, compute));
+    for (Value in : n.inputs)
+      inputs.push_back(weights_in_half && g_.node(in).op == OpKind::Parameter && g_.type(in).dtype == DType::F32
+                           ? rounded(in)
+                           : as(in, compute));
     graph::Attrs attrs = n.attrs;
     if (compute != DType::F32 && n.op == OpKind::Cast && attrs.get_string("to") == graph::dtype_name(DType::F32))
       attrs.set("to", std::string(graph::dtype_name(half_)));
@@ -126,6 +140,7 @@ class HalfRewriter {
   std::vector<std::optional<Value>> wide_, narrow_;
   std::vector<Value> other_;
   std::vector<bool> computed_wide_;  // kept in f32: readers get the f32 value
+  std::vector<std::optional<Value>> rounded_;  // parameters as products computed in f32 read them (rounded())
 };
 
 bool autocast_f32_op(OpKind op) {

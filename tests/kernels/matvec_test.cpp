@@ -1,6 +1,6 @@
 // The few-rows product (kernels/matvec_kernel.h) on every device against the float64 product, for every slice count
-// its candidates hold (a sample of four in the test command): B read as [K, N] and as B^T [N, K], 16-byte reads and
-// element ones, one to four rows (over batches too), K shorter than the slices, f16 and bf16 operands widened as they
+// and unroll its candidates hold (a sample of five in the test command): B read as [K, N] and as B^T [N, K], 16-byte
+// reads (8 half elements in two reads where N or K allows and rows are at most 2), 8-byte and element ones, one to four rows (over batches too), K shorter than the slices, f16 and bf16 operands widened as they
 // are read, a product per batch of B; and where the lowering takes it.
 //
 // Tolerance: the f32 sums may differ from the float64 product by a K-term dot product's rounding, within
@@ -12,6 +12,7 @@
 #include "ir/graph/graph.h"
 #include "kernels/matvec_kernel.h"
 #include "lowering/plan.h"
+#include "lowering/tunable.h"
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
 #include "tests/kernels/matmul_reference.h"
@@ -60,11 +61,13 @@ TEST_P(MatvecOnDevice, EverySliceCountMatchesTheFloat64Product) {
       reference_product(a, b, c.batch, c.m, c.k, c.n, false, c.b_transposed, /*b_shared=*/!c.b_batched);
   const heavy::MatmulShape s = shape_of(c);
   ASSERT_TRUE(heavy::matmul_fits_matvec(s, kir::Type::F32, {}));
-  const std::vector<uint32_t> slices = heavy::matvec_slice_candidates(s, kir::Type::F32);
-  ASSERT_FALSE(slices.empty());
-  for (uint32_t n : testing_support::sampled(slices, 4)) {
-    SCOPED_TRACE(fmt::format("{} slices", n));
-    EXPECT_EQ(run_product(dev, heavy::matvec_kernel(s, kir::Type::F32, n), a, b, c.batch, c.m, c.n, want), "");
+  const std::vector<heavy::MatmulTiling> tilings = heavy::matvec_candidates(s, kir::Type::F32, lowering::limits_of(dev.info()));
+  ASSERT_EQ(tilings.size(), heavy::matvec_slice_candidates(s, kir::Type::F32).size() * std::size(heavy::kMatvecUnrolls));
+  for (const heavy::MatmulTiling& tiling : testing_support::sampled(tilings, 5)) {
+    SCOPED_TRACE(tiling.config().text());
+    EXPECT_EQ(run_product(dev, heavy::matvec_kernel(s, kir::Type::F32, tiling.matvec_slices, {}, 0, tiling.unroll), a, b,
+                          c.batch, c.m, c.n, want),
+              "");
   }
 }
 
@@ -77,7 +80,9 @@ std::vector<MatvecCase> matvec_cases() {
       {2, 2, 64, 100, false},    // four rows over two batches
       {1, 3, 96, 50, true},      // three rows, B^T
       {1, 1, 5, 3, false},       // K shorter than the fewest slices' units
-      {1, 1, 256, 96, false, graph::DType::BF16},
+      {1, 1, 256, 96, false, graph::DType::BF16},  // 8 lanes of 16 bits
+      {1, 1, 256, 100, false, graph::DType::BF16},  // N a multiple of 4 but not 8: 4 lanes
+      {1, 3, 64, 96, false, graph::DType::F16},     // three rows: 4 lanes
       {1, 2, 200, 72, true, graph::DType::F16},
       {1, 1, 256, 96, false, graph::DType::BF16, true},  // a bf16 policy's product: both operands half
       {1, 1, 200, 72, true, graph::DType::F16, true},
@@ -100,23 +105,33 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, MatvecOnDevice,
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatvecOnDevice);
 
-// The heuristic's slice counts, worked out by hand from its rule (the fewest slices giving 256 workgroups, each slice
-// keeping 4 units of K).
+// The heuristic's slice counts, worked out by hand from its rule (the fewest slices giving 64 workgroups with at most
+// 64 units of K a slice, or 256 workgroups with any).
 TEST(MatvecKernel, SliceHeuristic) {
   const heavy::Limits gpu{};
-  // [768, 2304], 16-byte reads: 1024 / S columns a workgroup; 64 slices give 144 workgroups, 128 give 288 (6 rows of
-  // K each).
-  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu), 128u);
-  // [3072, 768]: 128 slices give 96 workgroups, the most candidates hold.
+  // [768, 2304], 16-byte reads: 1024 / S columns a workgroup; 16 slices give 36 workgroups, 32 give 72 (24 rows of K
+  // each).
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu), 32u);
+  // [3072, 768]: 64 slices give 48 workgroups, 128 give 96 (24 rows each).
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 3072, 768, false}), kir::Type::F32, gpu), 128u);
-  // B^T [2304, 768]: 256 / S columns a workgroup; 32 slices give 288 workgroups, each slice 6 units of 4.
-  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, true}), kir::Type::F32, gpu), 32u);
-  // A tied head [768, 50257] (element reads): 2 slices already give 393 workgroups.
+  // B^T [2304, 768]: 256 / S columns a workgroup; 8 slices (the fewest) give 72 workgroups of 24 units of 4 a slice.
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, true}), kir::Type::F32, gpu), 8u);
+  // B^T [2048, 8192] (Llama's down projection), 2048 units of 4: 8 slices give 64 workgroups of 256 units a slice, 16
+  // give 128 of 128 units, 32 give 256.
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 8192, 2048, true}), kir::Type::F32, gpu), 32u);
+  // A tied head [768, 50257] (element reads): 2 slices already give 393 workgroups, of 384 rows a slice.
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 50257, false}), kir::Type::F32, gpu), 2u);
-  // K = 64 in units of 4 along B^T: 8 slices keep 2 units each, the fewest candidate.
-  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 64, 10, true}), kir::Type::F32, gpu), 8u);
+  // [2048, 8192] in bf16, 8 lanes: 2048 / S columns a workgroup; 16 slices give 64 workgroups but 128 rows a slice,
+  // 32 give 128 with 64 rows.
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 2048, 8192, false, graph::DType::BF16}), kir::Type::F32, gpu),
+            32u);
+  // K = 64 in units of 4 along B^T: one workgroup whatever the slices, so the most the candidates hold (16).
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 64, 10, true}), kir::Type::F32, gpu), 16u);
+  EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu).unroll, 16u);
   heavy::Limits cpu;
   cpu.cpu = true;
+  EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, cpu).unroll,
+            heavy::kMatvecUnroll);
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, cpu), 2u);
 }
 
