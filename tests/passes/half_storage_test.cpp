@@ -84,5 +84,34 @@ TEST(StoreInHalf, ANodeReadingAKeptValueComputesInF32AndRoundsOnlyItsResult) {
   for (graph::Value in : wide.inputs) EXPECT_EQ(h.node(in).name, "p");
 }
 
+TEST(StoreInHalf, AProductReadingAKeptValueReadsItsWeightRoundedToHalf) {
+  // y = matmul(layer_norm(x), w): the norm is kept in f32, so the product computes in f32 on it (unrounded), but reads
+  // its weight as autocast's products do, rounded to half (w's half copy cast back up), not w's f32 master copy.
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {1, 8});
+  auto w = g.parameter("w", DType::F32, {8, 5});
+  auto scale = g.parameter("scale", DType::F32, {8});
+  auto bias = g.parameter("bias", DType::F32, {8});
+  auto norm = g.name(g.op("layer_norm", {x, scale, bias}, {{"epsilon", 1e-5}}), "norm");
+  g.output("y", g.name(g.matmul(norm, w), "y_mm"));
+  const graph::Graph h = store_in_half(g, DType::BF16);
+  EXPECT_EQ(graph::verify(h), "");
+  EXPECT_EQ(h.type(h.at("norm")).dtype, DType::F32);
+  const graph::Node& mm = h.node(h.node(h.at("y_mm")).inputs[0]);  // y_mm: the f32 product's result cast to half
+  ASSERT_EQ(mm.op, graph::OpKind::Matmul);
+  EXPECT_EQ(h.node(mm.inputs[0]).name, "norm") << "the kept value, unrounded";
+  const graph::Node& up = h.node(mm.inputs[1]);
+  ASSERT_EQ(up.op, graph::OpKind::Cast);
+  EXPECT_EQ(h.type(mm.inputs[1]).dtype, DType::F32);
+  const graph::Value half_w = up.inputs[0];
+  EXPECT_EQ(h.type(half_w).dtype, DType::BF16);
+  ASSERT_EQ(h.node(half_w).op, graph::OpKind::Cast);
+  EXPECT_EQ(h.node(h.node(half_w).inputs[0]).name, "w");
+  // The norm's own parameters (not a product's) stay unrounded.
+  const graph::Node& n = h.node(h.at("norm"));
+  EXPECT_EQ(h.node(n.inputs[1]).name, "scale");
+  EXPECT_EQ(h.node(n.inputs[2]).name, "bias");
+}
+
 }  // namespace
 }  // namespace spire::passes
