@@ -1,7 +1,8 @@
 // A layer_norm or rms_norm read only as the A of few-rows products (fuse.h's absorbed norms, matvec_kernel.h's
 // RowNorm): the products normalize A's rows as they read them, and the norm has no launch. The plan on an H100-like
 // target, and the results on every device present against the float64 evaluator (outputs poisoned by the executor):
-// both norms, B as stored and transposed in place, one and three rows, and the norms that must keep their launch.
+// both norms, B as stored and transposed in place, one and three rows, rows staged normalized in workgroup memory and
+// rows too long for that, a bf16 input cast up, and the norms that must keep their launch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,18 +37,19 @@ struct Form {
   bool other_reader = false; // an add reads the norm too: not absorbed
   bool half_input = false;   // the norm reads a bf16 value cast up (a half policy's residual stream): the product reads
                              // the bf16 value in place, the cast has no launch
+  int64_t k = kK;            // 8200: rows too long for the kernel to stage normalized (it normalizes each read)
   bool absorbed() const { return !norm_output && !other_reader; }
 };
 
 graph::Graph graph_of(const Form& f) {
   graph::Graph g;
-  Value x = g.input("x", DType::F32, {1, f.rows, kK});
+  Value x = g.input("x", DType::F32, {1, f.rows, f.k});
   if (f.half_input) x = g.cast(g.cast(x, DType::BF16), DType::F32);
-  const Value scale = g.parameter("scale", DType::F32, {kK});
-  const Value y = f.layer ? g.op("layer_norm", {x, scale, g.parameter("bias", DType::F32, {kK})}, {{"epsilon", 1e-5}})
+  const Value scale = g.parameter("scale", DType::F32, {f.k});
+  const Value y = f.layer ? g.op("layer_norm", {x, scale, g.parameter("bias", DType::F32, {f.k})}, {{"epsilon", 1e-5}})
                           : g.op("rms_norm", {x, scale}, {{"epsilon", 1e-6}});
-  const Value w = f.transposed ? g.permute(g.parameter("w", DType::F32, {kN, kK}), {1, 0})
-                               : g.parameter("w", DType::F32, {kK, kN});
+  const Value w = f.transposed ? g.permute(g.parameter("w", DType::F32, {kN, f.k}), {1, 0})
+                               : g.parameter("w", DType::F32, {f.k, kN});
   g.output("out", g.matmul(y, w));
   if (f.norm_output) g.output("normalized", y);
   if (f.other_reader) g.output("shifted", g.add(y, 1.0));
@@ -64,7 +66,9 @@ std::vector<Form> forms() {
           {"the norm an output", true, false, 1, true},
           {"the norm read by an add", true, false, 1, false, true},
           {"the norm of a bf16 value", true, false, 1, false, false, true},
-          {"rms_norm of a bf16 value, B transposed", false, true, 1, false, false, true}};
+          {"rms_norm of a bf16 value, B transposed", false, true, 1, false, false, true},
+          {"layer_norm, rows too long to stage", true, false, 1, false, false, false, 8200},
+          {"rms_norm, rows too long to stage, B transposed", false, true, 2, false, false, false, 8200}};
 }
 
 TEST(NormProloguePlan, AbsorbedNormsHaveNoLaunch) {
