@@ -268,6 +268,48 @@ def half_mlp(half):
 half_mlp("f16")
 half_mlp("bf16")
 
+
+class LossClassifier(torch.nn.Module):
+    """An MLP classifier that returns its own loss, for training the imported model (onnx_loss_training_test.cpp):
+    cross_entropy (SoftmaxCrossEntropyLoss at opset 13) or nll_loss with class weights of log(softmax) (the exporter
+    would fuse log_softmax and nll_loss into SoftmaxCrossEntropyLoss; this stays NegativeLogLikelihoodLoss)."""
+
+    def __init__(self, nll):
+        super().__init__()
+        self.nll = nll
+        self.l1 = torch.nn.Linear(12, 24)
+        self.l2 = torch.nn.Linear(24, 5)
+        self.register_buffer("class_weight", torch.tensor([1.0, 0.5, 2.0, 1.5, 0.75]))
+
+    def forward(self, x, target):
+        logits = self.l2(torch.relu(self.l1(x)))
+        if self.nll:
+            return torch.nn.functional.nll_loss(torch.log(torch.softmax(logits, 1)), target, weight=self.class_weight)
+        return torch.nn.functional.cross_entropy(logits, target)
+
+
+# PyTorch's training of it: torch.optim.SGD (lr 0.5, momentum 0.9), 6 steps on one batch of 8 (so the loss falls);
+# the batch and the loss of each step (before its update) go to NAME.train.safetensors.
+def loss_training(name, nll):
+    torch.manual_seed(20 + nll)
+    m = LossClassifier(nll)
+    x, target = torch.randn(8, 12), torch.randint(0, 5, (8,))
+    export(name, copy.deepcopy(m), [x, target], ["x", "target"])
+    opt = torch.optim.SGD(m.parameters(), lr=0.5, momentum=0.9)
+    losses = []
+    for _ in range(6):
+        opt.zero_grad()
+        loss = m(x, target)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    write_safetensors(os.path.join(OUT, name + ".train.safetensors"),
+                      {"x": x.numpy(), "target": target.numpy(), "losses": np.array(losses, np.float32)})
+
+
+loss_training("classifier_ce", False)
+loss_training("classifier_nll", True)
+
 # Malformed files: not ONNX at all, and a model cut in half.
 with open(os.path.join(OUT, "garbage.onnx"), "wb") as f:
     f.write(b"this is not an ONNX model\x00\xff\xfe" * 10)
