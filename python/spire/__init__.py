@@ -3,16 +3,16 @@
     import spire
     spire.devices()                  # what `spire devices` lists
     g = spire.Graph.parse(text)      # graph text (see `spire graph print`)
-    exe = spire.compile(g, "vulkan:0")
+    exe = spire.compile(g, "vulkan:0")    # precision="bf16": the policy (docs/PRECISION.md)
     exe.set("x", x); exe.step(); y = exe.get("y")
 
 spire.torch compiles PyTorch modules (see spire/torch/__init__.py).
 """
 from ._spire import (Device, DeviceError, DeviceInfo, Executable, Graph, GraphError, compile, custom_op, devices,
-                     has_op, load_ops, open_device)
+                     has_op, load_ops, open_device, precision)
 
 __all__ = ["Device", "DeviceError", "DeviceInfo", "Executable", "Graph", "GraphError", "compile", "custom_op",
-           "devices", "has_op", "load_ops", "open_device", "device"]
+           "devices", "has_op", "load_ops", "open_device", "device", "precision"]
 
 _opened = {}
 

@@ -15,12 +15,22 @@ namespace py = pybind11;
 namespace spire::python {
 namespace {
 
+// A policy's canonical name ("f32" is "fp32"); a ValueError naming the choices for another.
+std::string checked_precision(const std::string& name) {
+  try {
+    return std::string(precision_name(parse_precision(name)));
+  } catch (const std::invalid_argument& e) {
+    throw py::value_error(e.what());
+  }
+}
+
 std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& device, bool stream, bool profile,
-                                      bool parameters_once, int steps_in_flight) {
+                                      bool parameters_once, int steps_in_flight, const std::string& precision) {
   std::shared_ptr<rt::Device> dev = py::isinstance<rt::Device>(device) ? device.cast<std::shared_ptr<rt::Device>>()
                                     : device.is_none() ? open_device_checked("")
                                                        : open_device_checked(device.cast<std::string>());
   lowering::CompileOptions o;
+  o.precision = parse_precision(checked_precision(precision));
   o.profile = profile;
   o.parameters_once = parameters_once;
   o.steps_in_flight = steps_in_flight;
@@ -74,12 +84,22 @@ void bind_executable(py::module_& m) {
            "set_device / get_device copies); no host wait")
       .def("plan_text", &PyExecutable::plan_text, "The plan: buffers, kernels, launches in order")
       .def("last_step_ms", &PyExecutable::last_step_ms, "Device time of the last step in milliseconds")
+      .def_property_readonly("precision_note", &PyExecutable::precision_note,
+                             "What the device runs in place of the precision asked for where it cannot honour it "
+                             "(e.g. no bf16 storage: fp32), else ''")
       .def_property_readonly("device", &PyExecutable::device);
+  m.def("precision", &checked_precision, py::arg("name"),
+        "The precision policy's canonical name ('fp32', 'tf32', 'bf16', 'f16'; 'f32' is 'fp32'), or a ValueError that "
+        "lists them");
   m.def("compile", &compile, py::arg("graph"), py::arg("device") = py::none(), py::arg("stream") = true,
         py::arg("profile") = false, py::arg("parameters_once") = true, py::arg("steps_in_flight") = 1,
+        py::arg("precision") = "fp32",
         "Compiles a graph for a device (a spire.Device, a name such as 'vulkan:0', or None for the best present). "
         "stream: every input and output goes through host-visible copies inside the step (one submit per step). "
-        "steps_in_flight: how many start_step() calls may precede a finish_step() (1 to 4).");
+        "steps_in_flight: how many start_step() calls may precede a finish_step() (1 to 4). "
+        "precision: the policy (docs/PRECISION.md): 'fp32' (strict, the default), 'tf32' (products' operands rounded "
+        "to TF32 on cuda:N's tensor cores), 'bf16' or 'f16' (values stored in half, f32 sums; softmax, norms and losses "
+        "f32, as torch.autocast); another name is a ValueError listing these.");
 }
 
 }  // namespace spire::python

@@ -46,6 +46,7 @@ class PyExecutable {
 
   std::string plan_text() const { return exe_->plan_text(); }
   double last_step_ms() const { return exe_->last_step_ms(); }
+  std::string precision_note() const { return exe_->precision_note(); }
   const std::shared_ptr<rt::Device>& device() const { return device_; }
   uint64_t parameter_uploads() const { return parameter_uploads_; }
   double step_seconds() const { return step_seconds_; }

@@ -11,6 +11,10 @@ Python). What spire cannot run stays in eager PyTorch (never an error, never a w
 
 On torch >= 2 importing this module also registers the torch.compile backend "spire" (dynamo_backend.py):
     torch.compile(model, backend="spire", options={"device": "vulkan:0"})
+
+precision= picks the policy (docs/PRECISION.md): "fp32" (strict, the default), "tf32", "bf16" or "f16" (values stored
+in half with f32 sums, softmax, norms and losses in f32, as torch.autocast keeps them; inputs and outputs keep their
+dtypes).
 """
 from spire.torch.compiled_module import SpireModule
 from spire.torch.custom_ops import CustomOp
@@ -20,12 +24,14 @@ from spire.torch import dynamo_backend as _dynamo_backend
 _dynamo_backend.register()  # torch 1.x has no Dynamo: nothing happens, nothing is printed
 
 
-def compile(module, example_inputs=None, device=None, dynamic=True, dump=None):
+def compile(module, example_inputs=None, device=None, dynamic=True, dump=None, precision="fp32"):
     """Returns a torch.nn.Module whose forward runs `module` on spire (on `device`, e.g. 'vulkan:0', or the best
     device present). example_inputs: a tuple of tensors to compile for now (else the first call compiles).
     dynamic: batches 1..64 share at most two plans (zero-padded rows, where the model's rows are independent).
-    dump: a folder for the FX graph received, what ran where, each spire graph and its plan."""
-    compiled = SpireModule(module, device=device, dynamic=dynamic, dump=dump)
+    dump: a folder for the FX graph received, what ran where, each spire graph and its plan.
+    precision: 'fp32' (the default), 'tf32', 'bf16' or 'f16' (docs/PRECISION.md); a device that cannot honour it runs
+    fp32 and says so in a warning."""
+    compiled = SpireModule(module, device=device, dynamic=dynamic, dump=dump, precision=precision)
     if example_inputs is not None:
         import torch
         with torch.no_grad():
@@ -33,12 +39,13 @@ def compile(module, example_inputs=None, device=None, dynamic=True, dump=None):
     return compiled
 
 
-def compile_step(model, loss_fn, optimizer, device=None, dump=None):
+def compile_step(model, loss_fn, optimizer, device=None, dump=None, precision="fp32"):
     """One spire graph per batch shape computing forward, loss, backward and the optimizer's update:
     `step = compile_step(model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9))`,
     then `loss = step(x, target)` per minibatch. Parameters and optimizer state stay on the device; step.sync() or
-    step.state_dict() brings them back to the torch module and optimizer."""
-    return CompiledStep(model, loss_fn, optimizer, device=device, dump=dump)
+    step.state_dict() brings them back to the torch module and optimizer. precision as for compile(): under bf16 or
+    f16 the parameters and the optimizer's state stay f32 master copies."""
+    return CompiledStep(model, loss_fn, optimizer, device=device, dump=dump, precision=precision)
 
 
 def explain(module, example_inputs, device=None):

@@ -116,11 +116,13 @@ def _batch_of(args):
 
 
 class SpireModule(torch.nn.Module):
-    def __init__(self, module, device=None, dynamic=True, dump=None, graph=None):
+    def __init__(self, module, device=None, dynamic=True, dump=None, graph=None, precision="fp32"):
         """graph: an FX GraphModule of `module` already made (Dynamo's), used as it is instead of tracing."""
         super().__init__()
         self.module = module
         self.spire_device = spire.device(device)  # opened now: a bad name is a ValueError here
+        self.precision = spire.precision(precision)  # checked now too
+        self._precision_warned = False
         self.dynamic = dynamic
         self.dump = dump
         self.compilations = 0           # forward plans compiled, over every segment
@@ -142,6 +144,15 @@ class SpireModule(torch.nn.Module):
             # Once per plan compiled; calls that reuse a plan say nothing.
             warnings.warn(f"spire: segment {segment} of {type(self.module).__name__} compiled again for {why}",
                           stacklevel=4)
+
+    def compile_graph(self, graph, **options):
+        """spire.compile of one of this module's graphs under its precision policy, warning once where the device
+        runs another."""
+        exe = spire.compile(graph, self.spire_device, precision=self.precision, **options)
+        if exe.precision_note and not self._precision_warned:
+            self._precision_warned = True
+            warnings.warn(f"spire: {exe.precision_note}", stacklevel=5)
+        return exe
 
     def dump_plan(self, segment, plan, backward=False):
         if not self.dump:

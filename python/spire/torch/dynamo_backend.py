@@ -19,7 +19,7 @@ threshold_backward, ...) that the converter does not map: through aot_autograd t
 
 Options: device ('vulkan:0', 'cuda:0', ...; default: cuda:N when the graph's tensors are on torch's cuda:N and spire
 has that device, else the best device present), dynamic (spire.torch.compile's batch padding, default True), dump (a
-folder for every stage). `mode` is accepted and ignored."""
+folder for every stage), precision ('fp32', the default, 'tf32', 'bf16' or 'f16': spire.torch.compile's). `mode` is accepted and ignored."""
 import copy
 import operator
 import re
@@ -32,7 +32,7 @@ import spire
 from spire.torch.compiled_module import SpireModule
 from spire.torch.tensors import SUPPORTED_DTYPES
 
-OPTIONS = ("device", "dynamic", "dump")
+OPTIONS = ("device", "dynamic", "dump", "precision")
 _pieces = []  # (number, weak reference) of every SpireModule the backend made, for compiled_pieces()
 
 
@@ -76,7 +76,7 @@ def _is_weight(node, example):
 class _Piece:
     """The callable Dynamo gets for one graph: puts each call's weights in place, runs the rest on spire."""
 
-    def __init__(self, gm, example_inputs, device, dynamic, dump):
+    def __init__(self, gm, example_inputs, device, dynamic, dump, precision="fp32"):
         graph = copy.deepcopy(gm.graph)
         self.gm = torch.fx.GraphModule(gm, graph)
         placeholders = [n for n in graph.nodes if n.op == "placeholder"]
@@ -104,7 +104,7 @@ class _Piece:
         self._weight_args = operator.itemgetter(*[i for i, _ in self.weights]) if self.weights else None
         self._placed = ()
         self.dtypes_ok = set()
-        self.spire = SpireModule(self.gm, device=device, dynamic=dynamic, dump=dump, graph=self.gm)
+        self.spire = SpireModule(self.gm, device=device, dynamic=dynamic, dump=dump, graph=self.gm, precision=precision)
         _pieces.append(weakref.ref(self.spire))
 
     def _set_weights(self, args):
@@ -154,7 +154,8 @@ def spire_backend(gm, example_inputs, options=None, mode=None):
     if unknown:
         raise ValueError(f"spire backend: unknown options {unknown}; it takes {list(OPTIONS)}")
     device = options.get("device") or _default_device(example_inputs)
-    return _Piece(gm, example_inputs, device, options.get("dynamic", True), options.get("dump"))
+    return _Piece(gm, example_inputs, device, options.get("dynamic", True), options.get("dump"),
+                  options.get("precision", "fp32"))
 
 
 def register():

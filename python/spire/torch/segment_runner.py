@@ -161,8 +161,8 @@ class SegmentRunner:
         except spire.GraphError as e:
             raise ValueError(f"spire cannot build segment {self.seg.index} at these inputs: {e}") from e
         device_io = self._device_io(flatten_values(inputs))
-        exe = spire.compile(conv.graph, self.owner.spire_device, stream=not device_io,
-                            steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
+        exe = self.owner.compile_graph(conv.graph, stream=not device_io,
+                                       steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
         self.owner.note_compilation(self.seg.index, why)
         plan = _Plan(conv, exe, batch_to, device_io)
         self.owner.dump_plan(self.seg.index, plan)
@@ -371,8 +371,8 @@ class SegmentRunner:
         if plan is None:
             conv = convert_segment(self.seg, self.gm, inputs, batch, fplan.batch_to,
                                    grad=(wants_input, param_paths))
-            exe = spire.compile(conv.graph, self.owner.spire_device, stream=not fplan.device_io,
-                                steps_in_flight=STEPS_IN_FLIGHT if fplan.device_io else 1)
+            exe = self.owner.compile_graph(conv.graph, stream=not fplan.device_io,
+                                           steps_in_flight=STEPS_IN_FLIGHT if fplan.device_io else 1)
             self.owner.note_compilation(self.seg.index, "the backward graph", backward=True)
             plan = _Plan(conv, exe, fplan.batch_to, fplan.device_io)
             self.owner.dump_plan(self.seg.index, plan, backward=True)

@@ -62,11 +62,12 @@ class _StepPlan(InFlightPlan):
 
 
 class CompiledStep:
-    def __init__(self, model, loss_fn, optimizer, device=None, dump=None):
+    def __init__(self, model, loss_fn, optimizer, device=None, dump=None, precision="fp32"):
         self.model, self.loss_fn, self.optimizer, self.dump = model, loss_fn, optimizer, dump
         self.loss_kind = _loss_kind(loss_fn)
         _optimizer_options(optimizer)
         self.spire_device = spire.device(device)
+        self.precision = spire.precision(precision)
         try:
             self.gm = symbolic_trace(model)
         except Exception as e:
@@ -125,7 +126,10 @@ class CompiledStep:
         # tensors on spire's own cuda:N instead go in and out device to device.
         device_io = self._cuda is not None and all(t.device == self._cuda for t in list(inputs) + [target])
         exe = spire.compile(g, self.spire_device, stream=not device_io,
-                            steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
+                            steps_in_flight=STEPS_IN_FLIGHT if device_io else 1, precision=self.precision)
+        if exe.precision_note and self.compilations == 0:
+            import warnings
+            warnings.warn(f"spire: {exe.precision_note}", stacklevel=3)
         self.compilations += 1
         if self.dump:
             import os
