@@ -31,13 +31,15 @@ using graph::Tensor;
 using graph::Value;
 
 // The decoder's sizes, read from the declared inputs and outputs; refuses a model that does not follow the
-// convention, naming what is missing or wrong. A model with no cache inputs at all, whose inputs are among the
-// convention's three token inputs, is `plain`: generate() runs it on the whole sequence each token, and `why` says so.
+// convention, naming what is missing or wrong. A model without the convention's cache inputs, whose other inputs are
+// among its three token inputs or are caches under other names (float, with a dynamic length past the first axis),
+// is `plain`: generate() runs it on the whole sequence each token, feeding those caches empty, and `why` says so.
 struct DecoderShape {
   int layers = 0;
   int64_t kv_heads = 0, head_dim = 0, vocab = 0;
   bool plain = false;
   std::string why;
+  std::vector<std::string> empty_inputs;  // plain: the inputs fed with no past positions (their dynamic axes 0)
 };
 
 std::string past_name(int layer, const char* kv) { return fmt::format("past_key_values.{}.{}", layer, kv); }
@@ -60,17 +62,30 @@ DecoderShape check_decoder(const std::string& path) {
       refuse("output 'logits' must be [batch, length, vocabulary] with the vocabulary fixed");
     return logits->dims[2].value;
   };
-  // No cache at all: a plain model, if its inputs are token inputs the loop knows how to feed.
+  // Not the convention's cache: a plain model, if its inputs are token inputs the loop knows how to feed, or caches it
+  // can feed empty (no past positions; the model then attends over the sequence it is given).
   if (!sig.input(past_name(0, "key")) && sig.input("input_ids")) {
     bool known = true;
-    for (const std::string& n : names) known &= n == "input_ids" || n == "attention_mask" || n == "position_ids";
-    for (const auto& in : sig.inputs)
-      known &= in.elem_type == 7 /* INT64 */ && (!in.has_shape || in.dims.size() == 2);
+    std::vector<std::string> empty;
+    for (const auto& in : sig.inputs) {
+      if (in.name == "input_ids" || in.name == "attention_mask" || in.name == "position_ids") {
+        known &= in.elem_type == 7 /* INT64 */ && (!in.has_shape || in.dims.size() == 2);
+        continue;
+      }
+      bool dynamic_length = false;
+      for (size_t i = 1; i < in.dims.size(); ++i) dynamic_length |= in.dims[i].value < 0;
+      if (in.elem_type == 1 /* FLOAT */ && in.has_shape && dynamic_length) empty.push_back(in.name);
+      else known = false;
+    }
     if (known) {
       DecoderShape d;
       d.plain = true;
       d.vocab = vocab_of_logits();
-      d.why = "it has no past_key_values inputs";
+      d.why = empty.empty() ? "it has no past_key_values inputs"
+                            : fmt::format("its cache inputs ({}) are not named past_key_values.{{i}}.key|value, so the "
+                                          "cache cannot be kept on the device; they are fed empty, no past positions",
+                                          fmt::join(empty, ", "));
+      d.empty_inputs = std::move(empty);
       return d;
     }
   }
@@ -333,6 +348,16 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
                      "whole sequence for each token, imported and compiled for each length\n", o.model, d.why);
   const auto sig = onnx_import::read_signature(o.model);
   const bool has_mask = sig.input("attention_mask") != nullptr, has_positions = sig.input("position_ids") != nullptr;
+  // A cache under other names, fed with no past positions: a dynamic first axis (the batch) 1, the others 0.
+  std::map<std::string, graph::Shape> empty_shapes;
+  for (const std::string& name : d.empty_inputs) {
+    graph::Shape shape;
+    for (size_t i = 0; i < sig.input(name)->dims.size(); ++i) {
+      const int64_t n = sig.input(name)->dims[i].value;
+      shape.push_back(n >= 0 ? n : i == 0 ? 1 : 0);
+    }
+    empty_shapes[name] = shape;
+  }
   const int64_t P = int64_t(o.prompt.size());
   GenerateResult r;
   std::vector<int64_t> sequence = o.prompt;
@@ -344,6 +369,7 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
     opt.input_shapes = {{"input_ids", {1, T}}};
     if (has_mask) opt.input_shapes["attention_mask"] = {1, T};
     if (has_positions) opt.input_shapes["position_ids"] = {1, T};
+    for (const auto& [name, shape] : empty_shapes) opt.input_shapes[name] = shape;
     onnx_import::ImportedModel m = onnx_import::import_model(o.model, opt);
     if (has_positions && r.tokens.empty())  // the last position fed: the prompt's and every new token's but the last
       check_position_table(m.graph, graph_name(m.inputs, "position_ids"), P + o.max_new_tokens - 2,
@@ -362,6 +388,7 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
     run->set(graph_name(m.inputs, "input_ids"), Tensor::from(DType::I64, {1, T}, ids));
     if (has_mask) run->set(graph_name(m.inputs, "attention_mask"), Tensor(DType::I64, {1, T}, 1));
     if (has_positions) run->set(graph_name(m.inputs, "position_ids"), Tensor::from(DType::I64, {1, T}, positions));
+    for (const auto& [name, shape] : empty_shapes) run->set(graph_name(m.inputs, name), Tensor(DType::F32, shape, 0.0));
     run->step();
     const Tensor logits = run->get(graph_name(m.outputs, "logits"));
     r.tokens.push_back(argmax(logits, (T - 1) * d.vocab, d.vocab));

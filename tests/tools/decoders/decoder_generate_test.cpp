@@ -142,5 +142,25 @@ TEST(DecoderGenerate, AModelWithoutACacheRunsAsAPlainModel) {
   }
 }
 
+// A decoder whose cache inputs are named otherwise (past_key_{i} / past_value_{i}) cannot keep its cache on the
+// device; it runs as a plain model with those inputs fed empty, and says so: the same tokens as PyTorch's.
+TEST(DecoderGenerate, ACacheUnderOtherNamesRunsAsAPlainModelFedEmpty) {
+  const std::string greedy = first_line("gpt2-tiny.greedy.txt");
+  ASSERT_FALSE(greedy.empty());
+  std::vector<std::string> devices{"reference"};
+  for (const auto& info : rt::list_devices()) devices.push_back(info.id);
+  for (const std::string& device : devices) {
+    auto r = spire("generate " + model("gpt2-tiny.renamed_cache.onnx") + " --prompt-ids " + kPrompt +
+                   " --max-new-tokens 8 --device " + device);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(printed(r.out, "tokens: "), first_ids(greedy, 8)) << device << "\n" << r.out;
+    EXPECT_NE(r.out.find("running it as a plain model"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("its cache inputs (past_key_0, past_value_0, past_key_1, past_value_1) are not named "
+                         "past_key_values.{i}.key|value"),
+              std::string::npos)
+        << r.out;
+  }
+}
+
 }  // namespace
 }  // namespace spire

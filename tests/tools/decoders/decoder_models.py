@@ -468,8 +468,8 @@ def export_test_data(out_dir, names):
     learned position table ends first); NAME.int8_follow.txt, PyTorch's choices along those with the weights
     quantized as `spire generate --int8` does (quantized_int8); NAME.follow.txt, a sequence to follow (FOLLOW) and PyTorch's choices along it;
     NAME.prompt.torch.safetensors, the prefill's logits for PROMPT in f32 and
-    bf16 (prompt_logits); gpt2-tiny.renamed_positions.onnx, off the convention; and gpt2-tiny.no_cache.onnx, the same
-    model without its cache (WithoutCache)."""
+    bf16 (prompt_logits); gpt2-tiny.renamed_positions.onnx and gpt2-tiny.renamed_cache.onnx, off the convention; and
+    gpt2-tiny.no_cache.onnx, the same model without its cache (WithoutCache)."""
     os.makedirs(out_dir, exist_ok=True)
     for name in names:
         model = build(name)
@@ -518,6 +518,20 @@ def export_test_data(out_dir, names):
                 if x == "position_ids":
                     n.input[i] = "positions"
         onnx.save(m, os.path.join(out_dir, "gpt2-tiny.renamed_positions.onnx"))
+        # Off the convention in its cache's names (past_key_values.{i}.key -> past_key_{i}, ...): run as a plain model
+        # with an empty cache.
+        m = onnx.load(os.path.join(out_dir, "gpt2-tiny.onnx"))
+        renamed = {}
+        for v in m.graph.input:
+            if v.name.startswith("past_key_values."):
+                _, layer, kv = v.name.split(".")
+                renamed[v.name] = f"past_{kv}_{layer}"
+                v.name = renamed[v.name]
+        for n in m.graph.node:
+            for i, x in enumerate(n.input):
+                if x in renamed:
+                    n.input[i] = renamed[x]
+        onnx.save(m, os.path.join(out_dir, "gpt2-tiny.renamed_cache.onnx"))
         export_without_cache(build("gpt2-tiny"), os.path.join(out_dir, "gpt2-tiny.no_cache.onnx"))
 
 
