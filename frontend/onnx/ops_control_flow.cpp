@@ -5,8 +5,8 @@
 //         import, only its branch. Outputs whose branches differ in type need the condition known at import.
 //   Loop  unrolled: the trip count and the first condition known at import, and the body's condition out known at
 //         import in every iteration (a loop that stops on a device value is refused). Scan outputs are stacked.
-//   Scan  (opset 9 and later) unrolled over the scan inputs' length, known from their shapes, in either direction;
-//         scan outputs stacked along their axes.
+//   Scan  unrolled over the scan inputs' length, known from their shapes, in either direction; scan outputs stacked
+//         along their axes. Opset 8's form (a batch axis first, sequence_lens) scans each batch element on its own.
 #include <fmt/format.h>
 
 #include "frontend/onnx/node_context.h"
@@ -146,8 +146,98 @@ void import_loop(NodeContext& c) {
   }
 }
 
+// The scan's steps inlined: `body` over the states (entries) and the scan inputs (values, each scanned along its axis,
+// from the last element where reversed), all of one length; returns the final states and each scan output's pieces,
+// one a step in step order.
+struct Unrolled {
+  std::vector<Entry> state;
+  std::vector<std::vector<Value>> scanned;
+};
+Unrolled unroll_scan(NodeContext& c, const onnx::GraphProto& body, std::vector<Entry> state,
+                     const std::vector<Value>& inputs, const std::vector<int64_t>& axes,
+                     const std::vector<int64_t>& reverse, int n_scan_out, const std::string& tag) {
+  graph::Graph& g = c.g();
+  int64_t length = -1;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const int64_t n = g.type(inputs[k]).shape[size_t(axes[k])];
+    if (length >= 0 && n != length) c.refuse(fmt::format("scan inputs of lengths {} and {}", length, n));
+    length = n;
+  }
+  if (length > 4096) c.refuse(fmt::format("{} steps: more than the 4096 spire unrolls", length));
+  Unrolled r{std::move(state), std::vector<std::vector<Value>>(size_t(n_scan_out))};
+  const size_t n_state = r.state.size();
+  for (int64_t t = 0; t < length; ++t) {
+    std::vector<Entry> in = r.state;
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      const int64_t at = reverse[k] ? length - 1 - t : t;
+      Shape s = g.type(inputs[k]).shape;
+      s.erase(s.begin() + axes[k]);
+      in.push_back(value_entry(g, g.reshape(slice_axis(g, inputs[k], axes[k], at, 1), s)));
+    }
+    const std::vector<Entry> out = c.inline_subgraph(body, in);
+    for (size_t i = 0; i < n_state; ++i) r.state[i] = out[i];
+    for (int k = 0; k < n_scan_out; ++k)
+      r.scanned[size_t(k)].push_back(value_of(c, out[n_state + size_t(k)], fmt::format("scan{}_{}{}", k, tag, t)));
+  }
+  return r;
+}
+
+// Opset 8's Scan: every input and output has a batch axis first (the scan inputs' sequence axis is the second), each
+// batch element scanned on its own; sequence_lens, where given, must be known at import and be the whole length.
+void import_scan_8(NodeContext& c) {
+  const int64_t n_scan = c.attr_int("num_scan_inputs", -1);
+  const int n_state = c.num_inputs() - 1 - int(n_scan);
+  if (n_scan < 1 || n_state < 0) c.refuse("num_scan_inputs must be between 1 and the number of inputs after sequence_lens");
+  const onnx::GraphProto& body = body_of(c, "body");
+  const int n_scan_out = body.output_size() - n_state;
+  if (n_scan_out < 0) c.refuse("the body has fewer outputs than states");
+  std::vector<int64_t> reverse = c.attr_ints("directions");
+  if (reverse.empty()) reverse.assign(size_t(n_scan), 0);
+  if (int64_t(reverse.size()) != n_scan) c.refuse(fmt::format("directions needs {} values", n_scan));
+  graph::Graph& g = c.g();
+  const int64_t batch = c.type(1).shape.empty() ? -1 : c.type(1).shape[0];
+  for (int i = 1; i < c.num_inputs(); ++i)
+    if (c.type(i).shape.size() < (i > n_state ? 2u : 1u) || c.type(i).shape[0] != batch)
+      c.refuse("every state needs the batch axis first, and every scan input the batch then the sequence axis");
+  if (c.has_input(0)) {
+    const Entry lens = c.entry(0);
+    if (!lens.constant) c.refuse("sequence_lens must be known at import");
+    const int64_t length = c.type(c.num_inputs() - 1).shape[1];
+    for (int64_t b = 0; b < lens.constant->numel(); ++b)
+      if ((*lens.constant)[b] != double(length))
+        c.refuse(fmt::format("sequence_lens {} of batch element {} is shorter than the scan's {} steps (padding is not "
+                             "supported)", (*lens.constant)[b], b, length));
+  }
+  // One batch element of input i, without its batch axis.
+  auto element = [&](int i, int64_t b) {
+    const Value v = value_of(c, c.entry(i), fmt::format("input{}", i));
+    Shape s = g.type(v).shape;
+    s.erase(s.begin());
+    return g.reshape(slice_axis(g, v, 0, b, 1), s);
+  };
+  std::vector<std::vector<Value>> states(static_cast<size_t>(n_state)), outputs(static_cast<size_t>(n_scan_out));
+  for (int64_t b = 0; b < batch; ++b) {
+    std::vector<Entry> state;
+    for (int i = 0; i < n_state; ++i) state.push_back(value_entry(g, element(1 + i, b)));
+    std::vector<Value> inputs;
+    for (int64_t k = 0; k < n_scan; ++k) inputs.push_back(element(1 + n_state + int(k), b));
+    const Unrolled r = unroll_scan(c, body, std::move(state), inputs, std::vector<int64_t>(size_t(n_scan), 0), reverse,
+                                   n_scan_out, fmt::format("b{}_", b));
+    for (int i = 0; i < n_state; ++i)
+      states[size_t(i)].push_back(value_of(c, r.state[size_t(i)], fmt::format("state{}_b{}", i, b)));
+    for (int k = 0; k < n_scan_out; ++k) {
+      if (r.scanned[size_t(k)].empty()) c.refuse("no iteration ran, so scan output's shape is unknown");
+      outputs[size_t(k)].push_back(stack(g, r.scanned[size_t(k)], 0));
+    }
+  }
+  for (int i = 0; i < n_state; ++i)
+    if (c.output_used(i)) c.set_output(i, stack(g, states[size_t(i)], 0));
+  for (int k = 0; k < n_scan_out; ++k)
+    if (c.output_used(n_state + k)) c.set_output(n_state + k, stack(g, outputs[size_t(k)], 0));
+}
+
 void import_scan(NodeContext& c) {
-  if (c.opset() < 9) c.refuse("Scan before opset 9 (a batch axis and sequence_lens) is not supported");
+  if (c.opset() < 9) return import_scan_8(c);
   const int64_t n_scan = c.attr_int("num_scan_inputs", -1);
   const int n_state = c.num_inputs() - int(n_scan);
   if (n_scan < 1 || n_state < 0) c.refuse("num_scan_inputs must be between 1 and the number of inputs");
@@ -165,41 +255,21 @@ void import_scan(NodeContext& c) {
   const std::vector<int64_t> out_axes = per_input("scan_output_axes", n_scan_out);
   const std::vector<int64_t> out_reverse = per_input("scan_output_directions", n_scan_out);
   graph::Graph& g = c.g();
-  int64_t length = -1;
   std::vector<Value> inputs;
   std::vector<int64_t> axes;
   for (int64_t k = 0; k < n_scan; ++k) {
     const int i = n_state + int(k);
-    const int64_t rank = int64_t(c.type(i).shape.size());
-    const int64_t axis = normalize_axis(c, in_axes[size_t(k)], rank);
-    const int64_t n = c.type(i).shape[size_t(axis)];
-    if (length >= 0 && n != length) c.refuse(fmt::format("scan inputs of lengths {} and {}", length, n));
-    length = n;
     inputs.push_back(c.value(i));
-    axes.push_back(axis);
+    axes.push_back(normalize_axis(c, in_axes[size_t(k)], int64_t(c.type(i).shape.size())));
   }
-  if (length > 4096) c.refuse(fmt::format("{} steps: more than the 4096 spire unrolls", length));
   std::vector<Entry> state;
   for (int i = 0; i < n_state; ++i) state.push_back(c.entry(i));
-  std::vector<std::vector<Value>> scanned(static_cast<size_t>(n_scan_out));
-  for (int64_t t = 0; t < length; ++t) {
-    std::vector<Entry> in = state;
-    for (int64_t k = 0; k < n_scan; ++k) {
-      const int64_t at = in_reverse[size_t(k)] ? length - 1 - t : t;
-      Shape s = g.type(inputs[size_t(k)]).shape;
-      s.erase(s.begin() + axes[size_t(k)]);
-      in.push_back(value_entry(g, g.reshape(slice_axis(g, inputs[size_t(k)], axes[size_t(k)], at, 1), s)));
-    }
-    const std::vector<Entry> out = c.inline_subgraph(body, in);
-    for (int i = 0; i < n_state; ++i) state[size_t(i)] = out[size_t(i)];
-    for (int k = 0; k < n_scan_out; ++k)
-      scanned[size_t(k)].push_back(value_of(c, out[size_t(n_state + k)], fmt::format("scan{}_{}", k, t)));
-  }
+  const Unrolled r = unroll_scan(c, body, std::move(state), inputs, axes, in_reverse, n_scan_out, "");
   for (int i = 0; i < n_state; ++i)
-    if (c.output_used(i)) c.set_output(i, value_of(c, state[size_t(i)], fmt::format("state{}", i)));
+    if (c.output_used(i)) c.set_output(i, value_of(c, r.state[size_t(i)], fmt::format("state{}", i)));
   for (int k = 0; k < n_scan_out; ++k) {
-    if (!c.output_used(n_state + k) || scanned[size_t(k)].empty()) continue;
-    std::vector<Value> pieces = scanned[size_t(k)];
+    if (!c.output_used(n_state + k) || r.scanned[size_t(k)].empty()) continue;
+    std::vector<Value> pieces = r.scanned[size_t(k)];
     if (out_reverse[size_t(k)]) std::reverse(pieces.begin(), pieces.end());
     const int64_t rank = int64_t(g.type(pieces[0]).shape.size()) + 1;
     c.set_output(n_state + k, stack(g, pieces, normalize_axis(c, out_axes[size_t(k)], rank)));

@@ -276,5 +276,77 @@ TEST_F(OnnxImport, EinsumMatchesADirectSumOverTheLabels) {
   }
 }
 
+// Opset 8's Scan: a batch axis first on every input and output, each batch element scanned on its own. Two batch
+// elements, a state s [2] and two scan inputs x, w [batch, 3, 2], w read backwards (directions = [0, 1]):
+// s_t = s_{t-1} + x_t * w_{2-t}, the scan output each step's s. Worked out here by loops; sequence_lens of the whole
+// length imports, a shorter one is refused.
+TEST_F(OnnxImport, ScanAtOpset8ScansEachBatchElement) {
+  onnx::GraphProto body;
+  body.set_name("body");
+  *body.add_input() = onnx_test::value_info("s_in", onnx::TensorProto::FLOAT, {"2"});
+  *body.add_input() = onnx_test::value_info("x_t", onnx::TensorProto::FLOAT, {"2"});
+  *body.add_input() = onnx_test::value_info("w_t", onnx::TensorProto::FLOAT, {"2"});
+  *body.add_node() = onnx_test::node("Mul", {"x_t", "w_t"}, {"p"});
+  *body.add_node() = onnx_test::node("Add", {"s_in", "p"}, {"s_out"});
+  *body.add_node() = onnx_test::node("Identity", {"s_out"}, {"each"});
+  *body.add_output() = onnx_test::value_info("s_out", onnx::TensorProto::FLOAT, {"2"});
+  *body.add_output() = onnx_test::value_info("each", onnx::TensorProto::FLOAT, {"2"});
+  auto build = [&](const std::vector<int64_t>& lens) {
+    onnx::GraphProto g;
+    *g.add_input() = onnx_test::value_info("s0", onnx::TensorProto::FLOAT, {"2", "2"});
+    *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"2", "3", "2"});
+    *g.add_input() = onnx_test::value_info("w", onnx::TensorProto::FLOAT, {"2", "3", "2"});
+    if (!lens.empty()) *g.add_initializer() = onnx_test::int64_tensor("lens", {2}, lens);
+    auto scan = onnx_test::node("Scan", {lens.empty() ? "" : "lens", "s0", "x", "w"}, {"s", "ys"}, "scan");
+    onnx_test::add_int_attr(scan, "num_scan_inputs", 2);
+    auto* d = scan.add_attribute();
+    d->set_name("directions");
+    d->set_type(onnx::AttributeProto::INTS);
+    d->add_ints(0);
+    d->add_ints(1);
+    auto* a = scan.add_attribute();
+    a->set_name("body");
+    a->set_type(onnx::AttributeProto::GRAPH);
+    *a->mutable_g() = body;
+    *g.add_node() = scan;
+    *g.add_output() = onnx_test::value_info("s", onnx::TensorProto::FLOAT, {"2", "2"});
+    *g.add_output() = onnx_test::value_info("ys", onnx::TensorProto::FLOAT, {"2", "3", "2"});
+    return g;
+  };
+  std::map<std::string, Tensor> feeds;
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, graph::Shape>>{
+           {"s0", {2, 2}}, {"x", {2, 3, 2}}, {"w", {2, 3, 2}}}) {
+    Tensor t(DType::F32, shape);
+    for (size_t i = 0; i < t.data.size(); ++i) t.data[i] = double(int(i * 7 + name[0]) % 11) / 2.0 - 2.5;
+    feeds[name] = t;
+  }
+  Tensor want_s(DType::F64, {2, 2}), want_ys(DType::F64, {2, 3, 2});
+  for (int64_t b = 0; b < 2; ++b)
+    for (int64_t j = 0; j < 2; ++j) {
+      double s = feeds["s0"].data[size_t(b * 2 + j)];
+      for (int64_t t = 0; t < 3; ++t) {
+        s += feeds["x"].data[size_t((b * 3 + t) * 2 + j)] * feeds["w"].data[size_t((b * 3 + (2 - t)) * 2 + j)];
+        want_ys.data[size_t((b * 3 + t) * 2 + j)] = s;
+      }
+      want_s.data[size_t(b * 2 + j)] = s;
+    }
+  for (const std::vector<int64_t>& lens : {std::vector<int64_t>{}, std::vector<int64_t>{3, 3}}) {
+    onnx_test::write_model(onnx_test::model(build(lens), 8), path("scan8.onnx"));
+    const auto m = import_model(path("scan8.onnx"));
+    std::map<std::string, Tensor> in(m.weights.begin(), m.weights.end());
+    for (const auto& b : m.inputs) in[b.graph_name] = feeds.at(b.onnx_name);
+    const auto out = graph::evaluate(m.graph, in);
+    const Tensor& s = out.at(m.outputs[0].graph_name);
+    const Tensor& ys = out.at(m.outputs[1].graph_name);
+    ASSERT_EQ(s.shape, want_s.shape);
+    ASSERT_EQ(ys.shape, want_ys.shape);
+    for (size_t i = 0; i < want_s.data.size(); ++i) EXPECT_NEAR(s.data[i], want_s.data[i], 1e-6) << i;
+    for (size_t i = 0; i < want_ys.data.size(); ++i) EXPECT_NEAR(ys.data[i], want_ys.data[i], 1e-6) << i;
+  }
+  onnx_test::write_model(onnx_test::model(build({3, 2}), 8), path("scan8_short.onnx"));
+  EXPECT_NE(import_error(path("scan8_short.onnx")).find("sequence_lens 2 of batch element 1 is shorter"), std::string::npos)
+      << import_error(path("scan8_short.onnx"));
+}
+
 }  // namespace
 }  // namespace spire
