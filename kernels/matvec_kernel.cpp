@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 #include <stdexcept>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -182,7 +183,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     const uint32_t per_row = s.b_transposed ? 1 : L;
     std::vector<Var> acc;
     for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
-    auto widened = [&](Val v) { return s.b_half ? cast(v, t) : v; };
+    auto widened = [&](Val v) { return v.type() == t ? v : cast(v, t); };
     auto to_t = [&](Val v) { return v.type() == t ? v : cast(v, t); };
     auto raw_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
     // The norm's statistics of each row (mean 0 for rms_norm), every invocation holding them.
@@ -223,11 +224,18 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     };
     // L consecutive elements of a buffer or workgroup array from `at` on (a multiple of L): one read of up to 4, two
     // of 4 for 8 16-bit ones.
+    // A half buffer's lanes are widened to f32 as they are loaded (whole 32-bit words on SPIR-V, kernel.h's
+    // LoadBufferVector::widen).
     auto read_lanes = [&](const auto& buf, Val at) {
       if (L == 1) return std::vector<Val>{buf[at].load()};
-      std::vector<Val> v = buf.load_vector(at, std::min(L, 4u));
+      auto load = [&](Val from, uint32_t n) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(buf)>, Buf>)
+          if (buf.elem() == Type::F16 || buf.elem() == Type::BF16) return buf.load_vector_widened(from, n);
+        return buf.load_vector(from, n);
+      };
+      std::vector<Val> v = load(at, std::min(L, 4u));
       if (L == 8)
-        for (Val e : buf.load_vector(at + 4u, 4)) v.push_back(e);
+        for (Val e : load(at + 4u, 4)) v.push_back(e);
       return v;
     };
     auto read_b = [&](Val at) {

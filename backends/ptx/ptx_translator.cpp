@@ -364,14 +364,17 @@ void Translator::stmt(const kir::LoadSharedVector& s) {
 
 // One ld.global.v2/.v4 (through the non-coherent path for a read-only buffer, as element loads): views start on 16
 // bytes and the index is a multiple of the lane count (kir's rules), so the address is aligned to the access.
+// Widened (f16/bf16 to f32): the same load into 16-bit registers, each then converted as a cast would.
 void Translator::stmt(const kir::LoadBufferVector& s) {
   const kir::Type t = k_.buffers[s.buffer].elem;
   auto addr = buffer_operand(s.buffer, s.index);
   std::vector<std::string> regs;
-  for (kir::ValueId r : s.results) regs.push_back(values_[r] = w_.reg(t));
+  for (kir::ValueId r : s.results) regs.push_back(s.widen ? w_.reg(t) : (values_[r] = w_.reg(t)));
   const bool read_only = k_.buffers[s.buffer].access == kir::Access::Read;
   w_.ins(fmt::format("ld.global{}.v{}.{} {{{}}}, [{}];", read_only ? ".nc" : "", regs.size(), memory_type(t),
                      fmt::join(regs, ", "), addr));
+  if (s.widen)
+    for (size_t i = 0; i < regs.size(); ++i) convert(t, kir::Type::F32, values_[s.results[i]] = w_.reg(kir::Type::F32), regs[i]);
 }
 
 void Translator::stmt(const kir::StoreVar& s) {

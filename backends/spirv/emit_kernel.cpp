@@ -136,16 +136,18 @@ void KernelEmitter::declare_capabilities() {
 
 namespace {
 
-// The widest vector load of each buffer in `b` (lanes stays 1 for buffers without one).
-void note_buffer_vector_loads(const kir::Block& b, std::vector<uint32_t>& lanes) {
+// The widest vector load of each buffer in `b` (lanes stays 1 for buffers without one); of a 16-bit buffer, the widest
+// widened one (its other vector loads go element by element).
+void note_buffer_vector_loads(const kir::Kernel& k, const kir::Block& b, std::vector<uint32_t>& lanes) {
   for (const kir::Stmt& s : b.stmts) {
     if (const auto* v = std::get_if<kir::LoadBufferVector>(&s)) {
+      if (dtype_bytes(k.buffers.at(v->buffer).elem) == 2 && !v->widen) continue;
       lanes.at(v->buffer) = std::max(lanes.at(v->buffer), uint32_t(v->results.size()));
     } else if (const auto* i = std::get_if<kir::If>(&s)) {
-      note_buffer_vector_loads(*i->then_body, lanes);
-      if (i->else_body) note_buffer_vector_loads(*i->else_body, lanes);
+      note_buffer_vector_loads(k, *i->then_body, lanes);
+      if (i->else_body) note_buffer_vector_loads(k, *i->else_body, lanes);
     } else if (const auto* f = std::get_if<kir::For>(&s)) {
-      note_buffer_vector_loads(*f->body, lanes);
+      note_buffer_vector_loads(k, *f->body, lanes);
     }
   }
 }
@@ -174,12 +176,19 @@ void KernelEmitter::declare_buffers() {
   // two views need no Aliased decoration. Views start on 16 bytes (kir::LoadBufferVector), so vectors are aligned.
   buffer_vector_vars_.assign(k_.buffers.size(), 0);
   buffer_lanes_.assign(k_.buffers.size(), 1);
-  note_buffer_vector_loads(k_.body, buffer_lanes_);
+  note_buffer_vector_loads(k_, k_.body, buffer_lanes_);
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
     const kir::BufferParam& b = k_.buffers[i];
     const uint32_t lanes = buffer_lanes_[i];
-    // 16-bit elements are loaded one by one: without the Int16 capability, SPIR-V cannot take a 16-bit vector apart.
-    if (lanes == 1 || b.access != kir::Access::Read || dtype_bytes(b.elem) != 4) continue;
+    if (lanes == 1 || b.access != kir::Access::Read) continue;
+    if (dtype_bytes(b.elem) == 2) {
+      // Widened 16-bit loads read 32-bit words, two elements each: without the Int16 capability SPIR-V cannot take a
+      // 16-bit vector apart, but a word's halves convert to f32 with 32-bit instructions.
+      const Id u32 = type(kir::Type::U32);
+      buffer_vector_vars_[i] =
+          declare_read_only_view(i, lanes == 2 ? u32 : m_.type_vector(u32, lanes / 2), 2 * lanes, b.name + "_words");
+      continue;
+    }
     buffer_vector_vars_[i] =
         declare_read_only_view(i, m_.type_vector(type(b.elem), lanes), dtype_bytes(b.elem) * lanes, b.name + "_vectors");
   }
@@ -391,7 +400,9 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
   const kir::Type t = k_.buffers.at(s.buffer).elem;
   const kir::Type index_type = k_.value_types.at(s.index);
   const uint32_t lanes = uint32_t(s.results.size());
-  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes) {
+  if (s.widen) return load_widened(s);
+  // (A 16-bit buffer's view holds words, for its widened loads.)
+  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes && dtype_bytes(t) == 4) {
     Id vector_type = m_.type_vector(type(t), lanes);
     Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, vector_type),
@@ -405,6 +416,43 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
                     {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
     values_[s.results[i]] = load_buffer(s.buffer, type(t), pointer);
+  }
+}
+
+// f16/bf16 elements as f32: 32-bit words from the buffer's words view where it has one of this width (element 2j is
+// word j's low half, 2j + 1 its high half: little-endian), else element by element, each converted as a cast is.
+void KernelEmitter::load_widened(const kir::LoadBufferVector& s) {
+  const kir::Type t = k_.buffers.at(s.buffer).elem;
+  const kir::Type index_type = k_.value_types.at(s.index);
+  const uint32_t lanes = uint32_t(s.results.size());
+  const Id f32 = type(kir::Type::F32);
+  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes) {
+    const uint32_t words = lanes / 2;
+    const Id u32 = type(kir::Type::U32);
+    const Id word_type = words == 1 ? u32 : m_.type_vector(u32, words);
+    Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
+    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, word_type),
+                    {buffer_vector_vars_[s.buffer], m_.constant_u32(0), which});
+    Id loaded = load_buffer(s.buffer, word_type, pointer);
+    for (uint32_t j = 0; j < words; ++j) {
+      Id w = words == 1 ? loaded : op(SpvOpCompositeExtract, u32, {loaded, j});
+      if (t == kir::Type::BF16) {
+        values_[s.results[2 * j]] = op(SpvOpBitcast, f32, {op(SpvOpShiftLeftLogical, u32, {w, m_.constant_u32(16)})});
+        values_[s.results[2 * j + 1]] =
+            op(SpvOpBitcast, f32, {op(SpvOpBitwiseAnd, u32, {w, m_.constant_u32(0xFFFF0000u)})});
+      } else {
+        Id pair = ext(GLSLstd450UnpackHalf2x16, m_.type_vector(f32, 2), {w});
+        values_[s.results[2 * j]] = op(SpvOpCompositeExtract, f32, {pair, 0});
+        values_[s.results[2 * j + 1]] = op(SpvOpCompositeExtract, f32, {pair, 1});
+      }
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < lanes; ++i) {
+    Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
+    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
+                    {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
+    values_[s.results[i]] = convert(load_buffer(s.buffer, type(t), pointer), t, kir::Type::F32);
   }
 }
 

@@ -517,15 +517,18 @@ std::vector<Val> KernelBuilder::load_shared_vector(const Shared& array, Val inde
   return out;
 }
 
-std::vector<Val> KernelBuilder::load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes) {
-  LoadBufferVector load{buffer.index(), index.id(), {}};
-  std::vector<Val> out = vector_results(load.results, buffer.elem(), index, lanes, "load_buffer_vector");
+std::vector<Val> KernelBuilder::load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes, bool widen) {
+  LoadBufferVector load{buffer.index(), index.id(), {}, widen};
+  std::vector<Val> out = vector_results(load.results, widen ? Type::F32 : buffer.elem(), index, lanes, "load_buffer_vector");
   emit_stmt(std::move(load));
   return out;
 }
 
 std::vector<Val> Shared::load_vector(Val i, uint32_t lanes) const { return b_->load_shared_vector(*this, i, lanes); }
 std::vector<Val> Buf::load_vector(Val i, uint32_t lanes) const { return b_->load_buffer_vector(*this, i, lanes); }
+std::vector<Val> Buf::load_vector_widened(Val i, uint32_t lanes) const {
+  return b_->load_buffer_vector(*this, i, lanes, true);
+}
 
 Val ElemRef::load() const {
   const Kernel& k = b_->peek();

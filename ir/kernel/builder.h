@@ -80,6 +80,8 @@ class Buf {
   Val atomic_add(Val i, Val v) const;
   // `lanes` (2 or 4) consecutive elements from element i on, i a multiple of lanes (kernel.h's LoadBufferVector).
   std::vector<Val> load_vector(Val i, uint32_t lanes) const;
+  // The same of an f16 or bf16 buffer, each element converted to f32 (kernel.h's LoadBufferVector::widen).
+  std::vector<Val> load_vector_widened(Val i, uint32_t lanes) const;
   uint32_t index() const { return index_; }
   Type elem() const { return elem_; }
 
@@ -173,7 +175,7 @@ class KernelBuilder {
   // kernel.h's LoadSharedVector: `lanes` consecutive elements of `array` from `index` (a multiple of lanes) on.
   std::vector<Val> load_shared_vector(const Shared& array, Val index, uint32_t lanes);
   // kernel.h's LoadBufferVector.
-  std::vector<Val> load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes);
+  std::vector<Val> load_buffer_vector(const Buf& buffer, Val index, uint32_t lanes, bool widen = false);
   Var var(std::string name, Val init);
   void require(Features f) { k_.features |= f; }
   // kernel.h's Kernel::min_workgroups_per_core.

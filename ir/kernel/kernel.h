@@ -204,8 +204,10 @@ struct LoadSharedVector { uint32_t array; ValueId index; std::vector<ValueId> re
 // a multiple of that count (16-bit ones: 4 or 8 bytes at once, a few-rows product's half weights). Views start on 16
 // bytes (what dispatch asks of CUDA devices; memory plans align every buffer so), so the access is aligned. PTX makes
 // it one ld.global.v2/.v4; SPIR-V loads one vector from a second, vector-typed view of the buffer
-// (backends/spirv/emit_kernel.cpp).
-struct LoadBufferVector { uint32_t buffer; ValueId index; std::vector<ValueId> results; };
+// (backends/spirv/emit_kernel.cpp). `widen` (f16 or bf16 elements only): the results are the elements converted to
+// f32 (exactly), which SPIR-V can do on 32-bit words of the buffer (shifts for bf16, UnpackHalf2x16 for f16) where
+// 16-bit values would have to be loaded one by one (taking a 16-bit vector apart needs Int16).
+struct LoadBufferVector { uint32_t buffer; ValueId index; std::vector<ValueId> results; bool widen = false; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
 // Cooperative matrix statements. Every invocation of a subgroup executes them together (uniform control flow

@@ -68,8 +68,8 @@ struct Printer {
       } else if (auto* st = std::get_if<LoadBufferVector>(&s)) {
         std::vector<std::string> results;
         for (ValueId r : st->results) results.push_back(v(r));
-        line(depth, fmt::format("{} = load_vector {}[{}] : {}", fmt::join(results, ", "), k.buffers[st->buffer].name,
-                                v(st->index), dtype_name(k.buffers[st->buffer].elem)));
+        line(depth, fmt::format("{} = load_vector{} {}[{}] : {}", fmt::join(results, ", "), st->widen ? "_widened" : "",
+                                k.buffers[st->buffer].name, v(st->index), dtype_name(k.buffers[st->buffer].elem)));
       } else if (auto* st = std::get_if<StoreVar>(&s)) {
         line(depth, fmt::format("storevar {}, {}", k.vars[st->var].name, v(st->value)));
       } else if (auto* st = std::get_if<MatrixFill>(&s)) {

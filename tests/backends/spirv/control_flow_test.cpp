@@ -247,6 +247,27 @@ TEST(SpirvBuffers, VectorLoadsOfReadOnlyBuffersReadVectors) {
   EXPECT_TRUE(has_line(text, R"(OpDecorate %_runtimearr_v4float ArrayStride 16$)")) << text;
 }
 
+// Widened 16-bit loads read 32-bit words through a words view (uvec2 for 4 lanes): bf16 halves by a shift and a mask,
+// f16 pairs by UnpackHalf2x16; 16-bit loads that are not widened stay element by element.
+TEST(SpirvBuffers, WidenedHalfLoadsReadWords) {
+  for (Type t : {Type::BF16, Type::F16}) {
+    KernelBuilder kb("widened", 64);
+    auto x = kb.buffer("x", t, Access::Read);
+    auto y = kb.buffer("y", Type::F32, Access::Write);
+    std::vector<Val> v = x.load_vector_widened(kb.global_id() * 4u, 4);
+    y[kb.global_id()] = v[0] - v[1] + v[2] * v[3];
+    std::string text = compile_to_text(kb.finish());
+    EXPECT_EQ(count_lines(text, R"(= OpLoad %v2uint )"), 1) << text;
+    EXPECT_TRUE(has_line(text, R"(OpDecorate %x_words Binding 0$)")) << text;
+    if (t == Type::BF16) {
+      EXPECT_EQ(count_lines(text, R"(= OpShiftLeftLogical %uint \S+ %uint_16$)"), 2) << text;
+      EXPECT_EQ(count_lines(text, R"(= OpBitwiseAnd %uint \S+ %uint_4294901760$)"), 2) << text;
+    } else {
+      EXPECT_EQ(count_lines(text, R"(UnpackHalf2x16)"), 2) << text;
+    }
+  }
+}
+
 TEST(SpirvInterface, EmptyKernel) {
   KernelBuilder kb("nothing", 1);
   std::string text = compile_to_text(kb.finish());

@@ -306,4 +306,18 @@ TEST(KernelVerifier, ChecksVectorLoadsOfBuffers) {
       << problem(Type::F64, Access::Read, 2);
 }
 
+TEST(KernelVerifier, ChecksWidenedVectorLoads) {
+  auto problem = [](Type elem, uint32_t lanes) {
+    KernelBuilder kb("widened", 32);
+    auto x = kb.buffer("x", elem, Access::Read);
+    auto out = kb.buffer("out", Type::F32, Access::Write);
+    out[kb.local_id()] = x.load_vector_widened(kb.local_id() * lanes, lanes)[0];  // f32 results
+    return verify(clone(kb.peek()));
+  };
+  EXPECT_EQ(problem(Type::BF16, 4), "");
+  EXPECT_EQ(problem(Type::F16, 2), "");
+  EXPECT_NE(problem(Type::F32, 4).find("widened from f32 (f16 or bf16 only)"), std::string::npos) << problem(Type::F32, 4);
+  EXPECT_NE(problem(Type::BF16, 8).find("8 lanes"), std::string::npos) << problem(Type::BF16, 8);
+}
+
 }  // namespace

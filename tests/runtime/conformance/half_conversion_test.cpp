@@ -80,6 +80,44 @@ TEST_P(HalfConversionTest, BFloat16RoundsToNearestEvenAndWidensExactly) {
   EXPECT_EQ(hs[n], uint16_t(kPoison >> 16)) << "a 16-bit store wrote past the end";
 }
 
+// Widened vector loads (kir::LoadBufferVector::widen: SPIR-V reads 32-bit words and splits them, PTX converts each
+// 16-bit register): every f16 and bf16 bit pattern, 4 a load, equals base/half_bits.h's conversion, bit for bit (NaNs
+// only as NaN; f16 subnormals exactly).
+kir::Kernel widened_loads(Type t) {
+  kir::KernelBuilder kb(t == Type::F16 ? "widened_f16" : "widened_bf16", 64);
+  auto h = kb.buffer("h", t, Access::Read);
+  auto y = kb.buffer("y", Type::F32, Access::Write);
+  Val i = kb.global_id();
+  std::vector<Val> v = h.load_vector_widened(i * 4u, 4);
+  for (uint32_t j = 0; j < 4; ++j) y[i * 4u + j] = v[j];
+  return kb.finish();
+}
+
+TEST_P(HalfConversionTest, WidenedLoadsConvertEveryHalfExactly) {
+  for (Type t : {Type::F16, Type::BF16}) {
+    const kir::Feature needs = t == Type::F16 ? kir::Feature::Float16 : kir::Feature::BFloat16;
+    if (!info().features.has(needs)) continue;
+    auto k = backends::compile_and_load(dev(), widened_loads(t));
+    const uint32_t n = 1u << 16;
+    std::vector<uint16_t> bits(n);
+    for (uint32_t i = 0; i < n; ++i) bits[i] = uint16_t(i);
+    auto h = upload_vector(dev(), bits);
+    auto y = dev().alloc(n * 4);
+    dev().fill(*y, kPoison);
+    BufferView views[] = {BufferView(h), BufferView(y)};
+    dev().dispatch_now(*k, views, ScalarArgs(), Grid::threads(n / 4, 64));
+    auto ys = download_vector<float>(dev(), *y, n);
+    size_t bad = 0;
+    for (uint32_t i = 0; i < n; ++i) {
+      const float want = t == Type::F16 ? spire::f16_bits_to_f32(uint16_t(i)) : spire::bf16_bits_to_f32(uint16_t(i));
+      const bool same = std::isnan(want) ? std::isnan(ys[i]) : std::memcmp(&want, &ys[i], 4) == 0;
+      if (!same && bad++ < 8)
+        ADD_FAILURE() << (t == Type::F16 ? "f16" : "bf16") << " 0x" << std::hex << i << ": " << ys[i] << " (want " << want << ")";
+    }
+    EXPECT_EQ(bad, 0u) << (t == Type::F16 ? "f16" : "bf16") << ": wrong conversions";
+  }
+}
+
 TEST_P(HalfConversionTest, MaskedBFloat16IsRefusedByName) {
   auto masked = open_masked("bfloat16");
   EXPECT_FALSE(masked->info().features.has(kir::Feature::BFloat16));
