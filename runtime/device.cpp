@@ -111,6 +111,18 @@ Features apply_feature_mask(Features available) {
   return available;
 }
 
+uint64_t apply_allocation_cap(uint64_t driver) {
+  const char* env = std::getenv("SPIRE_MAX_ALLOCATION_BYTES");
+  if (!env || !*env) return driver;
+  char* end = nullptr;
+  const unsigned long long cap = std::strtoull(env, &end, 10);
+  if (*end != '\0' || cap == 0) {
+    std::fprintf(stderr, "spire: SPIRE_MAX_ALLOCATION_BYTES='%s' is not a positive byte count (ignored)\n", env);
+    return driver;
+  }
+  return driver ? std::min<uint64_t>(driver, cap) : cap;
+}
+
 std::string missing_feature_message(const KernelInterface& k, const DeviceInfo& d) {
   return fmt::format("kernel '{}' needs {} which device {} ({}) does not support", k.name,
                      features_to_string(k.features.missing_from(d.features)), d.id, d.name);

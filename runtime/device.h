@@ -59,6 +59,9 @@ struct DeviceInfo {
   std::array<uint32_t, 3> max_workgroup_size{};
   std::array<uint32_t, 3> max_workgroup_count{};
   uint64_t max_buffer_bytes = 0;             // largest single binding (maxStorageBufferRange on Vulkan)
+  // Largest single allocation (maxMemoryAllocationSize on Vulkan, lowered by SPIRE_MAX_ALLOCATION_BYTES); 0: no limit
+  // (CUDA). A plan's arena larger than this is allocated in pieces (arena_pieces.h).
+  uint64_t max_allocation_bytes = 0;
   // Storage buffers one kernel may bind (maxPerStageDescriptorStorageBuffers on Vulkan; CUDA passes pointers in
   // its 4 KiB parameter space). Lowering splits a launch that would bind more (the final group, fuse.h).
   uint32_t max_kernel_buffers = 8;
@@ -251,6 +254,11 @@ std::unique_ptr<Device> open_device(const std::string& name = "");
 // clearly where a feature is missing. Unknown names are reported on stderr and ignored. Both runtimes apply
 // it to every device they list and open.
 Features apply_feature_mask(Features available);
+
+// `driver`'s largest single allocation (0: none), lowered to the environment variable SPIRE_MAX_ALLOCATION_BYTES
+// where that is set (a byte count), so that tests can make a small device's arena come in pieces. A malformed value is
+// reported on stderr and ignored.
+uint64_t apply_allocation_cap(uint64_t driver);
 
 // Shared by both runtimes: the message MissingFeature carries.
 std::string missing_feature_message(const KernelInterface& k, const DeviceInfo& d);

@@ -183,9 +183,20 @@ void PlanExecutor::allocate() {
 
   owned_.resize(plan_.buffers.size());
   views_.resize(plan_.buffers.size());
+  // The arena, in pieces where the device cannot allocate it at once (arena_pieces.h).
   if (plan_.arena_bytes) {
-    arena_ = dev_.alloc(plan_.arena_bytes);
-    dev_.fill(*arena_, kPoison);
+    std::vector<ArenaRange> ranges;
+    for (const BufferSpec& b : plan_.buffers)
+      if (!b.persistent() && b.arena_offset >= 0) ranges.push_back({uint64_t(b.arena_offset), whole_words(b.bytes())});
+    try {
+      arena_pieces_ = arena_pieces(ranges, plan_.arena_bytes, dev_.info().max_allocation_bytes);
+    } catch (const std::length_error& e) {
+      throw OutOfMemory(fmt::format("{}: {}", dev_.info().id, e.what()));
+    }
+    for (const ArenaPiece& p : arena_pieces_) {
+      arena_.push_back(dev_.alloc(p.end - p.begin));
+      dev_.fill(*arena_.back(), kPoison);
+    }
   }
   // Streamed inputs first: one written in place needs no buffer of its own.
   const uint32_t input_pattern = options_.zero_streamed_inputs ? 0u : kPoison;
@@ -224,7 +235,12 @@ void PlanExecutor::allocate() {
       throw Error(fmt::format("buffer '{}' needs {} bytes, more than the {} bytes device {} can bind at once", b.name,
                               b.bytes(), max_binding, dev_.info().id));
     if (!b.persistent()) {
-      if (b.arena_offset >= 0) views_[i] = BufferView(*arena_, uint64_t(b.arena_offset), bytes);
+      if (b.arena_offset >= 0) {
+        const uint64_t at = uint64_t(b.arena_offset);
+        size_t p = 0;
+        while (arena_pieces_[p].end <= at) ++p;  // (pieces cover the arena; a buffer lies whole in one)
+        views_[i] = BufferView(*arena_[p], at - arena_pieces_[p].begin, bytes);
+      }
       continue;
     }
     if (const Streamed* s = streamed(uint32_t(i), true); s && s->in_place) continue;  // bound per slot

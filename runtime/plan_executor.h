@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/arena_pieces.h"
 #include "runtime/device.h"
 #include "runtime/device_plan.h"
 
@@ -149,7 +150,8 @@ class PlanExecutor {
   ExecutorOptions options_;
   std::vector<std::shared_ptr<Kernel>> kernels_;
   std::vector<ScalarArgs> scalars_;  // by launch, unpacked once
-  std::shared_ptr<Buffer> arena_;
+  std::vector<ArenaPiece> arena_pieces_;         // the arena's byte ranges, one allocation each
+  std::vector<std::shared_ptr<Buffer>> arena_;  // those allocations
   std::vector<std::shared_ptr<Buffer>> owned_;  // persistent buffers (null for arena-placed ones)
   std::vector<BufferView> views_;               // every buffer's binding outside the streamed inputs written in place
   std::vector<std::unique_ptr<Streamed>> inputs_, outputs_;

@@ -244,7 +244,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   f.max_storage_buffers_per_stage = base.limits.maxPerStageDescriptorStorageBuffers;
   f.has_portability_subset = has_extension(exts, "VK_KHR_portability_subset");
   f.has_pipeline_executable_properties = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
-  f.max_allocation_bytes = maint3.maxMemoryAllocationSize;
+  f.max_allocation_bytes = apply_allocation_cap(maint3.maxMemoryAllocationSize);
 
   DeviceInfo& d = f.info;
   d.id = fmt::format("vulkan:{}", index);
@@ -265,6 +265,7 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     d.max_workgroup_count[i] = base.limits.maxComputeWorkGroupCount[i];
   }
   d.max_buffer_bytes = base.limits.maxStorageBufferRange;
+  d.max_allocation_bytes = f.max_allocation_bytes;
   d.max_kernel_buffers = base.limits.maxPerStageDescriptorStorageBuffers;
   for (uint32_t h = 0; h < f.memory.memoryHeapCount; ++h)
     if (f.memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)

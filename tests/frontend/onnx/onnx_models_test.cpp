@@ -242,6 +242,28 @@ TEST_F(OnnxModels, MemoryBudgetTradesSpeedForMemoryOrRefusesWithTheLeastItNeeds)
   EXPECT_EQ(under.exit_code, 1) << under.out;
 }
 
+// A device whose largest single allocation is smaller than the plan's arena (NVIDIA's Vulkan driver: 4 GiB) gets the
+// arena in pieces cut where no buffer straddles (runtime/arena_pieces.h): resnet18's 75 MB arena under a 20 MB cap
+// gives the same bits as one arena; under 12 MB, where its buffers overlap over 16 MB without a place to cut, spire
+// refuses and says so.
+TEST_F(OnnxModels, AnArenaLargerThanTheLargestAllocationComesInPieces) {
+  const std::string args = "run " + model("resnet18.onnx") + " --inputs " + model("resnet18.in.safetensors") +
+                           " --device vulkan:0 --outputs ";
+  auto whole = spire(args + path("whole.safetensors"));
+  ASSERT_EQ(whole.exit_code, 0) << whole.out;
+  auto pieces = spire(args + path("pieces.safetensors"), "SPIRE_MAX_ALLOCATION_BYTES=20000000");
+  ASSERT_EQ(pieces.exit_code, 0) << pieces.out;
+  const auto a = io::load_tensors(path("whole.safetensors")), b = io::load_tensors(path("pieces.safetensors"));
+  ASSERT_EQ(a.at("y").data.size(), b.at("y").data.size());
+  EXPECT_EQ(a.at("y").data, b.at("y").data);
+  run_and_compare("resnet18", "vulkan:0", "", 1e-4);
+  const auto refused = spire(args + path("refused.safetensors"), "SPIRE_MAX_ALLOCATION_BYTES=12000000");
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.out.find("without a place to cut, more than the device's largest allocation of 12000000 bytes"),
+            std::string::npos)
+      << refused.out;
+}
+
 TEST_F(OnnxModels, DeviceAllPrintsADifferenceTable) {
   const auto r = spire("run " + model("mlp.onnx") + " --inputs " + model("mlp.in.safetensors") + " --outputs " +
                        path("o.safetensors") + " --device all");
