@@ -15,10 +15,11 @@ std::vector<ArenaPiece> arena_pieces(std::vector<ArenaRange> ranges, uint64_t ar
   std::vector<uint64_t> cuts;
   uint64_t reach = 0;
   for (const ArenaRange& r : ranges) {
-    if (r.offset >= reach && r.offset > 0) cuts.push_back(r.offset);
+    if (r.bytes == 0) continue;  // (an empty buffer lies anywhere)
+    if (r.offset >= reach && r.offset > 0 && (cuts.empty() || cuts.back() != r.offset)) cuts.push_back(r.offset);
     reach = std::max(reach, r.offset + r.bytes);
   }
-  cuts.push_back(arena_bytes);
+  if (cuts.empty() || cuts.back() != arena_bytes) cuts.push_back(arena_bytes);
   std::vector<ArenaPiece> pieces;
   uint64_t begin = 0;
   size_t i = 0;

@@ -238,7 +238,7 @@ void PlanExecutor::allocate() {
       if (b.arena_offset >= 0) {
         const uint64_t at = uint64_t(b.arena_offset);
         size_t p = 0;
-        while (arena_pieces_[p].end <= at) ++p;  // (pieces cover the arena; a buffer lies whole in one)
+        while (p + 1 < arena_pieces_.size() && arena_pieces_[p].end <= at) ++p;  // (a buffer lies whole in one)
         views_[i] = BufferView(*arena_[p], at - arena_pieces_[p].begin, bytes);
       }
       continue;
