@@ -19,6 +19,9 @@
 namespace spire::onnx_import {
 namespace fs = std::filesystem;
 
+// The largest result of an op on given inputs' values that is also known at import (as a shape would be).
+constexpr int64_t kMostKnownElements = 8;
+
 graph::DType dtype_of_onnx(int elem_type, const std::string& what) {
   switch (elem_type) {
     case onnx::TensorProto::FLOAT: return DType::F32;
@@ -272,8 +275,31 @@ void Importer::import_node(const onnx::NodeProto& n) {
   NodeContext c(*this, n, model_.opset);
   const int32_t first_new = model_.graph.size();
   try {
-    if (row->second.fold && c.all_inputs_constant()) row->second.fold(c);
-    else row->second.emit(c);
+    if (row->second.fold && c.all_inputs_constant()) {
+      row->second.fold(c);
+    } else if (row->second.fold && c.all_inputs_known()) {
+      // Inputs known at import only as given inputs' values: the op runs on the device as ever, and its small results
+      // are known too, as those inputs are, where a later node needs them at import (an expanded Range's trip count,
+      // ceil((limit - start) / delta), for its Loop to unroll). Like a shape, they specialise the graph to the inputs.
+      std::vector<std::optional<graph::Tensor>> known(size_t(n.output_size()));
+      try {
+        row->second.fold(c);
+        for (int i = 0; i < n.output_size(); ++i)
+          if (auto e = env_.find(n.output(i)); !n.output(i).empty() && e != env_.end() && e->second.constant &&
+                                               e->second.constant->numel() <= kMostKnownElements)
+            known[size_t(i)] = e->second.constant;
+      } catch (const std::exception&) {
+        // (what the host cannot fold stays the device's alone)
+      }
+      row->second.emit(c);
+      for (int i = 0; i < n.output_size(); ++i)
+        if (auto e = env_.find(n.output(i)); known[size_t(i)] && e != env_.end()) {
+          e->second.constant = known[size_t(i)];
+          e->second.runtime = true;
+        }
+    } else {
+      row->second.emit(c);
+    }
   } catch (const ImportError&) {
     throw;
   } catch (const std::exception& e) {
@@ -439,6 +465,12 @@ graph::Value NodeContext::constant_value(const graph::Tensor& t, const std::stri
   e.constant = t;
   imp_.env()[key] = std::move(e);
   return imp_.materialize(key);
+}
+
+bool NodeContext::all_inputs_known() const {
+  for (int i = 0; i < num_inputs(); ++i)
+    if (has_input(i) && !entry(i).constant) return false;
+  return true;
 }
 
 bool NodeContext::all_inputs_constant() const {

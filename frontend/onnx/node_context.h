@@ -62,6 +62,8 @@ class NodeContext {
   graph::Value float_value(int i);                                   // require_float, then value
   graph::Value constant_value(const graph::Tensor& t, const std::string& name);  // a host tensor as a leaf
   bool all_inputs_constant() const;
+  // Every present input has a value known at import, given inputs' values included (Entry::runtime).
+  bool all_inputs_known() const;
 
   // Outputs: an optional output may be unused ("" or absent).
   int num_outputs() const { return node_.output_size(); }

@@ -38,7 +38,12 @@ void softmax_like(NodeContext& c, bool log) {
 }  // namespace
 
 void register_activation_ops(OpTable& t) {
-  t["Relu"] = {[](NodeContext& c) { c.set_output(0, c.g().relu(c.value(0))); }, {}};
+  t["Relu"] = {[](NodeContext& c) { c.set_output(0, c.g().relu(c.value(0))); },
+               [](NodeContext& c) {  // (known at import: on the host, as the shape subgraphs fold)
+                 graph::Tensor r = *c.constant(0);
+                 for (double& v : r.data) v = v > 0 ? v : 0.0;
+                 c.set_output(0, r.round_to_dtype());
+               }};
   t["Sigmoid"] = {[](NodeContext& c) { c.set_output(0, c.g().sigmoid(c.float_value(0))); }, {}};
   t["Tanh"] = {[](NodeContext& c) { c.set_output(0, c.g().tanh(c.float_value(0))); }, {}};
   t["LeakyRelu"] = {[](NodeContext& c) {

@@ -251,6 +251,16 @@ void register_elementwise_ops(OpTable& t) {
                     c.set_output(0, c.g().op(op, {c.value(0)}));
                   },
                   {}};
+  // Floor and Ceil of values known at import fold on the host, exactly: an expanded Range's trip count,
+  // ceil((limit - start) / delta), is then known and its Loop unrolls.
+  for (auto [onnx_op, f] : {std::pair{"Floor", +[](double v) { return std::floor(v); }},
+                            std::pair{"Ceil", +[](double v) { return std::ceil(v); }}})
+    t[onnx_op].fold = [f = f](NodeContext& c) {
+      c.require_float(0);
+      Tensor r = *c.constant(0);
+      for (double& v : r.data) v = f(v);
+      c.set_output(0, r.round_to_dtype());
+    };
   unary(G, "Exp", &graph::Graph::exp);
   unary(G, "Log", &graph::Graph::log);
   unary(G, "Sqrt", &graph::Graph::sqrt);
