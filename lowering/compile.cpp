@@ -176,7 +176,7 @@ class CompiledStep final : public Executable {
 
   std::string plan_text() const override { return lowering::plan_text(plan_); }
   std::string precision_note() const override { return plan_.precision_note; }
-  MemoryReport memory() const override { return memory_report(plan_); }
+  MemoryReport memory() const override { return memory_report(plan_, dev_.info().max_allocation_bytes); }
   double last_step_ms() const override { return exec_->last_step_ms(); }
   size_t barriers() const override { return exec_->barriers(); }
 

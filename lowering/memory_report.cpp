@@ -5,12 +5,15 @@
 #include <fmt/format.h>
 
 #include "lowering/parameter_launches.h"
+#include "runtime/arena_pieces.h"
 
 namespace spire::lowering {
 
-MemoryReport memory_report(const Plan& plan) {
+MemoryReport memory_report(const Plan& plan, uint64_t max_allocation) {
   MemoryReport m;
   m.arena = plan.arena_bytes;
+  m.max_allocation = max_allocation;
+  std::vector<rt::ArenaRange> ranges;
   const std::vector<bool> kept = kept_across_steps(plan);
   // Bytes live at each launch, from the lifetimes plan_memory() filled in (kept buffers span every launch there).
   std::vector<uint64_t> live(plan.launches.size(), 0);
@@ -30,11 +33,17 @@ MemoryReport memory_report(const Plan& plan) {
         break;
     }
     if (b.first_use < 0 || b.view_of >= 0) continue;  // never bound, or a window of another: no memory of its own
+    ranges.push_back({uint64_t(b.arena_offset), (b.bytes() + 3) / 4 * 4});  // (bound as whole words)
     m.without_reuse += b.bytes();
     if (kept[i]) m.kept += b.bytes();
     for (int32_t l = b.first_use; l <= b.last_use; ++l) live[size_t(l)] += b.bytes();
   }
   if (!live.empty()) m.peak_live = *std::max_element(live.begin(), live.end());
+  try {
+    m.arena_allocations = m.arena ? rt::arena_pieces(ranges, m.arena, max_allocation).size() : 0;
+  } catch (const std::length_error&) {
+    m.arena_allocations = 0;
+  }
   return m;
 }
 
@@ -62,11 +71,14 @@ std::string memory_text(const MemoryReport& m, const std::string& device) {
       "memory on {}: {} in all\n"
       "  weights (parameters, state, constants)   {}\n"
       "  inputs and outputs                       {}\n"
-      "  transient arena                          {} ({} of it kept results of parameters-only launches)\n"
+      "  transient arena                          {} ({} of it kept results of parameters-only launches){}\n"
       "  values live at the worst launch          {} (the least an arena can be; {:.2f}x of it used)\n"
       "  transients without reuse                 {}\n",
-      device, mb(m.total()), mb(m.weights), mb(m.inputs_outputs), mb(m.arena), mb(m.kept), mb(m.peak_live),
-      m.peak_live ? double(m.arena) / double(m.peak_live) : 1.0, mb(m.without_reuse));
+      device, mb(m.total()), mb(m.weights), mb(m.inputs_outputs), mb(m.arena), mb(m.kept),
+      m.arena_allocations > 1 ? fmt::format(", in {} allocations: the device's largest is {}", m.arena_allocations,
+                                            mb(m.max_allocation))
+                              : "",
+      mb(m.peak_live), m.peak_live ? double(m.arena) / double(m.peak_live) : 1.0, mb(m.without_reuse));
 }
 
 }  // namespace spire::lowering

@@ -18,10 +18,14 @@ struct MemoryReport {
   uint64_t peak_live = 0;       // the transient bytes live at the worst launch (kept included): the least an arena
                                 // holding them can be
   uint64_t without_reuse = 0;   // every transient's bytes summed: the arena if nothing shared memory
+  // The allocations the arena takes on the device (runtime/arena_pieces.h: more than one where it exceeds the
+  // device's largest allocation, max_allocation); 0 where it cannot be cut so.
+  uint64_t arena_allocations = 1, max_allocation = 0;
   uint64_t total() const { return weights + inputs_outputs + arena; }
 };
 
-MemoryReport memory_report(const Plan& plan);
+// `max_allocation`: the device's largest single allocation (rt::DeviceInfo::max_allocation_bytes; 0: no limit).
+MemoryReport memory_report(const Plan& plan, uint64_t max_allocation = 0);
 
 // A plan that cannot fit CompileOptions::memory_budget; needed is the least device memory spire can run it in.
 struct MemoryBudgetError : std::runtime_error {

@@ -249,10 +249,12 @@ TEST_F(OnnxModels, MemoryBudgetTradesSpeedForMemoryOrRefusesWithTheLeastItNeeds)
 TEST_F(OnnxModels, AnArenaLargerThanTheLargestAllocationComesInPieces) {
   const std::string args = "run " + model("resnet18.onnx") + " --inputs " + model("resnet18.in.safetensors") +
                            " --device vulkan:0 --outputs ";
-  auto whole = spire(args + path("whole.safetensors"));
+  auto whole = spire(args + path("whole.safetensors") + " --stats");
   ASSERT_EQ(whole.exit_code, 0) << whole.out;
-  auto pieces = spire(args + path("pieces.safetensors"), "SPIRE_MAX_ALLOCATION_BYTES=20000000");
+  auto pieces = spire(args + path("pieces.safetensors") + " --stats", "SPIRE_MAX_ALLOCATION_BYTES=20000000");
   ASSERT_EQ(pieces.exit_code, 0) << pieces.out;
+  EXPECT_NE(pieces.out.find("allocations: the device's largest is 20.00 MB"), std::string::npos) << pieces.out;
+  EXPECT_EQ(whole.out.find("allocations:"), std::string::npos) << whole.out;
   const auto a = io::load_tensors(path("whole.safetensors")), b = io::load_tensors(path("pieces.safetensors"));
   ASSERT_EQ(a.at("y").data.size(), b.at("y").data.size());
   EXPECT_EQ(a.at("y").data, b.at("y").data);
