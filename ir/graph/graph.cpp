@@ -1,6 +1,8 @@
 // Graph: node storage, naming, validation of new nodes, outputs, state updates and accessors.
 #include "ir/graph/graph.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "ir/graph/op_table.h"
@@ -137,6 +139,12 @@ Value Graph::name(Value v, std::string new_name) {
   by_name_.emplace(new_name, v.id);
   nodes_[size_t(v.id)].name = std::move(new_name);
   return v;
+}
+
+void Graph::remove_output(std::string_view name) {
+  const auto it = std::find_if(outputs_.begin(), outputs_.end(), [&](const NamedOutput& o) { return o.name == name; });
+  if (it == outputs_.end()) throw GraphError(fmt::format("remove_output: '{}' is not an output", name));
+  outputs_.erase(it);
 }
 
 void Graph::output(std::string name, Value v) {

@@ -328,6 +328,8 @@ class Graph {
 
   // ---- outputs and state updates
   void output(std::string name, Value v);               // names are unique among outputs
+  // Drops an output (its value stays, for whatever else reads it); throws GraphError for a name that is not one.
+  void remove_output(std::string_view name);
   void state_update(Value target, Value new_value);     // target: parameter or state; same type; once each
 
   // ---- accessors

@@ -304,6 +304,12 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
       }
   }
   add_next_token(m.graph, m.weights, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
+  // A step reads only the next token: the logits and presents stay on the device as values, not outputs, so nothing
+  // stores them for a reader there is not (under a half policy the logits' cast back to f32 went with them).
+  std::vector<std::string> unread;
+  for (const auto& o : g.outputs())
+    if (o.name != kNextToken) unread.push_back(o.name);
+  for (const std::string& name : unread) g.remove_output(name);
   dg.ids = graph_name(m.inputs, "input_ids"), dg.mask = graph_name(m.inputs, "attention_mask");
   dg.positions = graph_name(m.inputs, "position_ids");
   return dg;

@@ -52,6 +52,22 @@ TEST(Graph, RejectsDuplicateAndInvalidNames) {
   EXPECT_FALSE(g.find("neg_0").has_value() && g.at("neg_0") == y);
 }
 
+TEST(Graph, AnOutputCanBeRemovedByName) {
+  Graph g;
+  Value x = g.input("x", DType::F32, {3});
+  Value y = g.neg(x);
+  g.output("a", y);
+  g.output("b", g.exp(y));
+  g.remove_output("a");
+  ASSERT_EQ(g.outputs().size(), 1u);
+  EXPECT_EQ(g.outputs()[0].name, "b");
+  EXPECT_FALSE(g.find_output("a").has_value());
+  EXPECT_EQ(g.node(y).op, OpKind::Neg) << "the value stays";
+  EXPECT_THROW(g.remove_output("a"), GraphError);
+  g.output("a", y);  // the name is free again
+  EXPECT_EQ(g.outputs().size(), 2u);
+}
+
 TEST(Graph, OutputsAndStateUpdatesAreChecked) {
   Graph g;
   Value w = g.parameter("w", DType::F32, {3});
