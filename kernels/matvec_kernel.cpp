@@ -183,7 +183,6 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     const uint32_t per_row = s.b_transposed ? 1 : L;
     std::vector<Var> acc;
     for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
-    auto widened = [&](Val v) { return v.type() == t ? v : cast(v, t); };
     auto to_t = [&](Val v) { return v.type() == t ? v : cast(v, t); };
     auto raw_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
     // The norm's statistics of each row (mean 0 for rms_norm), every invocation holding them.
@@ -223,9 +222,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
       return staged ? (*staged)[k + r * K].load() : normalized(raw_a(k + r * K), r, k);
     };
     // L consecutive elements of a buffer or workgroup array from `at` on (a multiple of L): one read of up to 4, two
-    // of 4 for 8 16-bit ones.
-    // A half buffer's lanes are widened to f32 as they are loaded (whole 32-bit words on SPIR-V, kernel.h's
-    // LoadBufferVector::widen).
+    // of 4 for 8 16-bit ones; a half buffer's widened to f32 as they are loaded (kernel.h's LoadBufferVector::widen).
     auto read_lanes = [&](const auto& buf, Val at) {
       if (L == 1) return std::vector<Val>{buf[at].load()};
       auto load = [&](Val from, uint32_t n) {
@@ -240,7 +237,7 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     };
     auto read_b = [&](Val at) {
       std::vector<Val> v = read_lanes(B, b_base + at);
-      for (Val& e : v) e = widened(e);
+      for (Val& e : v) e = to_t(e);
       return v;
     };
     // One unit of K: its B elements read once, multiplied into every row's sums.

@@ -395,19 +395,21 @@ void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
 }
 
 // Through the buffer's array-of-vectors declaration where it has one (read-only buffers whose vector loads all have
-// this width); else element by element.
+// this width; a 16-bit buffer's view holds 32-bit words, for its widened loads); else element by element. Widened
+// (f16/bf16 to f32), each element as a cast converts it, or a word's halves split (widen_words).
 void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
   const kir::Type t = k_.buffers.at(s.buffer).elem;
   const kir::Type index_type = k_.value_types.at(s.index);
   const uint32_t lanes = uint32_t(s.results.size());
-  if (s.widen) return load_widened(s);
-  // (A 16-bit buffer's view holds words, for its widened loads.)
-  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes && dtype_bytes(t) == 4) {
-    Id vector_type = m_.type_vector(type(t), lanes);
+  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes && (s.widen || dtype_bytes(t) == 4)) {
+    const uint32_t words = lanes / 2;
+    const Id u32 = type(kir::Type::U32);
+    const Id vector_type = !s.widen ? m_.type_vector(type(t), lanes) : words == 1 ? u32 : m_.type_vector(u32, words);
     Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, vector_type),
                     {buffer_vector_vars_[s.buffer], m_.constant_u32(0), which});
     Id loaded = load_buffer(s.buffer, vector_type, pointer);
+    if (s.widen) return widen_words(s, loaded);
     for (uint32_t i = 0; i < lanes; ++i) values_[s.results[i]] = op(SpvOpCompositeExtract, type(t), {loaded, i});
     return;
   }
@@ -415,44 +417,26 @@ void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
     Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
     Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
                     {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
-    values_[s.results[i]] = load_buffer(s.buffer, type(t), pointer);
+    Id v = load_buffer(s.buffer, type(t), pointer);
+    values_[s.results[i]] = s.widen ? convert(v, t, kir::Type::F32) : v;
   }
 }
 
-// f16/bf16 elements as f32: 32-bit words from the buffer's words view where it has one of this width (element 2j is
-// word j's low half, 2j + 1 its high half: little-endian), else element by element, each converted as a cast is.
-void KernelEmitter::load_widened(const kir::LoadBufferVector& s) {
-  const kir::Type t = k_.buffers.at(s.buffer).elem;
-  const kir::Type index_type = k_.value_types.at(s.index);
-  const uint32_t lanes = uint32_t(s.results.size());
-  const Id f32 = type(kir::Type::F32);
-  if (buffer_vector_vars_.at(s.buffer) != 0 && buffer_lanes_.at(s.buffer) == lanes) {
-    const uint32_t words = lanes / 2;
-    const Id u32 = type(kir::Type::U32);
-    const Id word_type = words == 1 ? u32 : m_.type_vector(u32, words);
-    Id which = op(SpvOpShiftRightLogical, type(index_type), {value(s.index), int_constant(index_type, lanes == 4 ? 2 : 1)});
-    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, word_type),
-                    {buffer_vector_vars_[s.buffer], m_.constant_u32(0), which});
-    Id loaded = load_buffer(s.buffer, word_type, pointer);
-    for (uint32_t j = 0; j < words; ++j) {
-      Id w = words == 1 ? loaded : op(SpvOpCompositeExtract, u32, {loaded, j});
-      if (t == kir::Type::BF16) {
-        values_[s.results[2 * j]] = op(SpvOpBitcast, f32, {op(SpvOpShiftLeftLogical, u32, {w, m_.constant_u32(16)})});
-        values_[s.results[2 * j + 1]] =
-            op(SpvOpBitcast, f32, {op(SpvOpBitwiseAnd, u32, {w, m_.constant_u32(0xFFFF0000u)})});
-      } else {
-        Id pair = ext(GLSLstd450UnpackHalf2x16, m_.type_vector(f32, 2), {w});
-        values_[s.results[2 * j]] = op(SpvOpCompositeExtract, f32, {pair, 0});
-        values_[s.results[2 * j + 1]] = op(SpvOpCompositeExtract, f32, {pair, 1});
-      }
+// A widened load's 32-bit words (`loaded`: a u32, or a vector of them) as f32 elements: element 2j is word j's low
+// half, 2j + 1 its high half (little-endian); a bf16 half is the top of an f32 (a shift or a mask), an f16 pair unpacks.
+void KernelEmitter::widen_words(const kir::LoadBufferVector& s, Id loaded) {
+  const uint32_t words = uint32_t(s.results.size()) / 2;
+  const Id f32 = type(kir::Type::F32), u32 = type(kir::Type::U32);
+  for (uint32_t j = 0; j < words; ++j) {
+    Id w = words == 1 ? loaded : op(SpvOpCompositeExtract, u32, {loaded, j});
+    if (k_.buffers.at(s.buffer).elem == kir::Type::BF16) {
+      values_[s.results[2 * j]] = op(SpvOpBitcast, f32, {op(SpvOpShiftLeftLogical, u32, {w, m_.constant_u32(16)})});
+      values_[s.results[2 * j + 1]] = op(SpvOpBitcast, f32, {op(SpvOpBitwiseAnd, u32, {w, m_.constant_u32(0xFFFF0000u)})});
+    } else {
+      Id pair = ext(GLSLstd450UnpackHalf2x16, m_.type_vector(f32, 2), {w});
+      values_[s.results[2 * j]] = op(SpvOpCompositeExtract, f32, {pair, 0});
+      values_[s.results[2 * j + 1]] = op(SpvOpCompositeExtract, f32, {pair, 1});
     }
-    return;
-  }
-  for (uint32_t i = 0; i < lanes; ++i) {
-    Id index = i == 0 ? value(s.index) : op(SpvOpIAdd, type(index_type), {value(s.index), int_constant(index_type, i)});
-    Id pointer = op(SpvOpAccessChain, m_.type_pointer(SpvStorageClassStorageBuffer, type(t)),
-                    {buffer_vars_.at(s.buffer), m_.constant_u32(0), index});
-    values_[s.results[i]] = convert(load_buffer(s.buffer, type(t), pointer), t, kir::Type::F32);
   }
 }
 

@@ -56,7 +56,7 @@ class KernelEmitter {
   void stmt(const kir::StoreShared& s);
   void stmt(const kir::LoadSharedVector& s);
   void stmt(const kir::LoadBufferVector& s);
-  void load_widened(const kir::LoadBufferVector& s);
+  void widen_words(const kir::LoadBufferVector& s, Id loaded);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
   void stmt(const kir::If& s);

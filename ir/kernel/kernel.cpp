@@ -288,12 +288,9 @@ struct Verifier {
     if (b.access == Access::Write) return fail("load_buffer_vector: from write-only buffer " + b.name);
     if (s.widen && b.elem != Type::F16 && b.elem != Type::BF16)
       return fail("load_buffer_vector " + b.name + ": widened from " + std::string(dtype_name(b.elem)) + " (f16 or bf16 only)");
-    if (s.widen) {
-      if (s.results.size() != 2 && s.results.size() != 4)
-        return fail(fmt::format("load_buffer_vector {}: {} lanes (2 or 4)", b.name, s.results.size()));
-      return index_ok(s.index, "load_buffer_vector") && define_results(s.results, Type::F32, "load_buffer_vector " + b.name);
-    }
-    return vector_load_ok("load_buffer_vector " + b.name, b.elem, s.index, s.results, /*sixteen_bit=*/true);
+    // (Widened, the results are f32.)
+    return vector_load_ok("load_buffer_vector " + b.name, s.widen ? Type::F32 : b.elem, s.index, s.results,
+                          /*sixteen_bit=*/true);
   }
   bool define_results(const std::vector<ValueId>& results, Type t, const std::string& what) {
     for (ValueId r : results) {

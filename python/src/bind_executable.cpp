@@ -15,10 +15,10 @@ namespace py = pybind11;
 namespace spire::python {
 namespace {
 
-// A policy's canonical name ("f32" is "fp32"); a ValueError naming the choices for another.
-std::string checked_precision(const std::string& name) {
+// A policy by its name ("f32" is fp32); a ValueError naming the choices for another.
+Precision checked_precision(const std::string& name) {
   try {
-    return std::string(precision_name(parse_precision(name)));
+    return parse_precision(name);
   } catch (const std::invalid_argument& e) {
     throw py::value_error(e.what());
   }
@@ -30,7 +30,7 @@ std::unique_ptr<PyExecutable> compile(const graph::Graph& g, const py::object& d
                                     : device.is_none() ? open_device_checked("")
                                                        : open_device_checked(device.cast<std::string>());
   lowering::CompileOptions o;
-  o.precision = parse_precision(checked_precision(precision));
+  o.precision = checked_precision(precision);
   o.profile = profile;
   o.parameters_once = parameters_once;
   o.steps_in_flight = steps_in_flight;
@@ -88,7 +88,8 @@ void bind_executable(py::module_& m) {
                              "What the device runs in place of the precision asked for where it cannot honour it "
                              "(e.g. no bf16 storage: fp32), else ''")
       .def_property_readonly("device", &PyExecutable::device);
-  m.def("precision", &checked_precision, py::arg("name"),
+  m.def("precision", [](const std::string& name) { return std::string(precision_name(checked_precision(name))); },
+        py::arg("name"),
         "The precision policy's canonical name ('fp32', 'tf32', 'bf16', 'f16'; 'f32' is 'fp32'), or a ValueError that "
         "lists them");
   m.def("compile", &compile, py::arg("graph"), py::arg("device") = py::none(), py::arg("stream") = true,
