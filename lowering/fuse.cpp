@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <set>
 
 #include "ir/graph/op_table.h"
 #include "kernels/matvec_kernel.h"
@@ -125,6 +126,73 @@ InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {
   return r;
 }
 
+std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value v) {
+  const graph::Node& n = g.node(v);
+  if (n.op != OpKind::Matmul || n.inputs[0] == n.inputs[1]) return std::nullopt;
+  const Value p = n.inputs[0];
+  const graph::Node& pn = g.node(p);
+  if (graph::op_name(pn.op) != "softmax" || pn.attrs.get_int("axis") + 1 != int64_t(pn.type.shape.size()))
+    return std::nullopt;
+  if (!read_in_place_only(g, p, [&](Value u) { return u == v; })) return std::nullopt;
+  AbsorbedAttention a;
+  a.score = pn.inputs[0];
+  if (!read_in_place_only(g, a.score, [&](Value u) { return u == p; })) return std::nullopt;
+  const graph::Shape& shape = g.type(a.score).shape;
+  if (g.node(a.score).op == OpKind::Matmul) {
+    a.scores = a.score;
+  } else {
+    // The tree over the scores, walked from S down: a value of S's shape read only by values already in the tree
+    // (its readers come after it, so are known by then) is in it; anything else is a leaf the tree loads (the mask).
+    if (!is_pointwise(g.node(a.score).op)) return std::nullopt;
+    std::set<int32_t> tree{a.score.id};
+    std::set<int32_t, std::greater<>> pending;
+    for (Value in : g.node(a.score).inputs) pending.insert(in.id);
+    while (!pending.empty()) {
+      const Value w{*pending.begin()};
+      pending.erase(pending.begin());
+      const graph::Node& wn = g.node(w);
+      if (g.type(w).shape != shape || (!is_pointwise(wn.op) && wn.op != OpKind::Matmul) ||
+          !read_in_place_only(g, w, [&](Value u) { return tree.count(u.id) > 0; }))
+        continue;
+      if (wn.op == OpKind::Matmul) {
+        if (a.scores.valid()) return std::nullopt;  // two products in one tree
+        a.scores = w;
+        continue;
+      }
+      tree.insert(w.id);
+      for (Value in : wn.inputs) pending.insert(in.id);
+    }
+    if (!a.scores.valid()) return std::nullopt;
+  }
+  const graph::Node& m = g.node(a.scores);
+  if (m.inputs[0] == m.inputs[1] || !absorbed_transpose(g, m.inputs[1])) return std::nullopt;
+  a.q = in_place_operand(g, m.inputs[0]);
+  a.k = in_place_operand(g, m.inputs[1]);
+  a.v = in_place_operand(g, n.inputs[1]);
+  if (a.q.transposed || a.q.norm.valid() || !a.k.transposed || a.v.transposed || a.v.norm.valid()) return std::nullopt;
+  const graph::Shape &qs = g.type(a.q.source).shape, &ks = g.type(a.k.source).shape, &vs = g.type(a.v.source).shape;
+  const size_t rank = qs.size();
+  if (rank < 3 || ks.size() != rank || vs.size() != rank || !std::equal(qs.begin(), qs.end() - 2, ks.begin()) ||
+      !std::equal(qs.begin(), qs.end() - 2, vs.begin()))
+    return std::nullopt;
+  const graph::DType t = n.type.dtype;
+  if ((t != graph::DType::F32 && t != graph::DType::F64) || m.type.dtype != t || g.type(a.score).dtype != t)
+    return std::nullopt;
+  heavy::DecodeAttentionShape& s = a.shape;
+  for (size_t d = 0; d + 2 < rank; ++d) s.batches *= qs[d];
+  s.rows = qs[rank - 2];
+  s.depth = qs[rank - 1];
+  s.keys = ks[rank - 2];
+  s.value_depth = vs[rank - 1];
+  if (ks[rank - 1] != s.depth || vs[rank - 2] != s.keys) return std::nullopt;
+  auto half = [](const InPlaceOperand& o) { return o.half ? std::optional(device_type(*o.half)) : std::nullopt; };
+  s.q_half = half(a.q);
+  s.k_half = half(a.k);
+  s.v_half = half(a.v);
+  if (!heavy::decode_attention_fits(s, device_type(t))) return std::nullopt;
+  return a;
+}
+
 namespace {
 
 class Planner {
@@ -143,11 +211,13 @@ class Planner {
     f_.result_unread.assign(size_t(g.size()), false);
     f_.side_bias.assign(size_t(g.size()), -1);
     f_.is_side_output.assign(size_t(g.size()), false);
+    f_.attention.assign(size_t(g.size()), -1);
   }
 
   Fusion run() {
     fuse_chains();
     limit_tree_inputs();
+    find_attention();
     for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_pool(Value{id});
@@ -306,9 +376,21 @@ class Planner {
     return n.op == OpKind::Cast && device_type(n.type.dtype) == device_type(g_.type(n.inputs[0]).dtype);
   }
 
+  // An attention's scores' product, the tree over it and its softmax are computed by the launch of its product with the
+  // values (absorbed_attention): none of them has a launch.
+  void find_attention() {
+    for (int32_t id = 0; id < g_.size(); ++id) {
+      if (!needed_[size_t(id)] || g_.node(id).op != OpKind::Matmul) continue;
+      const std::optional<AbsorbedAttention> a = absorbed_attention(g_, Value{id});
+      if (!a) continue;
+      f_.attention[size_t(id)] = a->scores.id;
+      for (Value w : {a->scores, a->score, g_.node(id).inputs[0]}) f_.fused[size_t(w.id)] = true;
+    }
+  }
+
   void find_epilogue(Value v) {
     const graph::Node& n = g_.node(v);
-    if (!needed_[size_t(v.id)] || !takes_epilogue(n.op) || must_store_[size_t(v.id)]) return;
+    if (!needed_[size_t(v.id)] || !takes_epilogue(n.op) || must_store_[size_t(v.id)] || f_.fused[size_t(v.id)]) return;
     // Every reader a pointwise op of the result's shape in one tree (SiLU reads the product twice: h * sigmoid(h)); the
     // epilogue substitutes the accumulator wherever the tree reads the result.
     const std::vector<Value> us = live_users(v);

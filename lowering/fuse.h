@@ -45,6 +45,9 @@
 //    And a linear layer's weight gradient, grad_y^T x read in place from grad_y (f32): its launch adds grad_y's
 //    columns as it stages them, where the graph sums grad_y over the batch (the layer's bias gradient: sum_to [M] or
 //    [1, M], or sum over axis 0) and nothing reads the sum before the product (LeNet's three fully connected layers).
+//  * Attention at a few queries. The softmax of a product's scores (maybe scaled and masked by a pointwise tree), read
+//    only by a product with the values, is computed by that product's launch, scores and all (absorbed_attention): a
+//    decoder's step runs a layer's attention as one launch instead of three.
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -53,6 +56,7 @@
 #include <vector>
 
 #include "ir/graph/graph.h"
+#include "kernels/decode_attention_kernel.h"
 #include "lowering/lowering_context.h"
 
 namespace spire::lowering {
@@ -96,6 +100,20 @@ struct InPlaceOperand {
 };
 InPlaceOperand in_place_operand(const graph::Graph& g, graph::Value v);
 
+// Attention at a few queries (a decoder's step) in one launch (kernels/decode_attention_kernel.h): v = matmul(P, V)
+// where P = softmax(S) over the last axis and S is the scores' product matmul(Q, K^T) (K^T an absorbed transpose), or
+// a pointwise tree over it of its shape (a scale, a mask) whose values nothing outside the tree reads. P, S and the
+// product are read by nothing else and stored nowhere; Q, K and V share one batch shape, are read as stored (K
+// through its transpose) and hold at most kDecodeAttentionMostRows queries whose scores fit the kernel's workgroup
+// memory. The scores' product, S and P then have no launch: v's computes them. Nothing where v is not such an attention.
+struct AbsorbedAttention {
+  graph::Value scores;  // the product matmul(Q, K^T)
+  graph::Value score;   // S: the scores' product or the root of the tree over it
+  InPlaceOperand q, k, v;
+  heavy::DecodeAttentionShape shape;
+};
+std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, graph::Value v);
+
 struct Fusion {
   std::vector<bool> fused;                // index = value id: computed inside its user's kernel
   std::vector<int32_t> epilogue;          // index = heavy value id: the root its kernel computes before storing, or -1
@@ -109,6 +127,8 @@ struct Fusion {
   std::vector<int32_t> side_bias;         // index = conv2d_grad_weight, max_pool2d_grad_argmax or matmul value id: the
                                           // bias sum its launch also stores, or -1
   std::vector<bool> is_side_output;       // index = value id: a pooling, positions or bias sum stored by another launch
+  std::vector<int32_t> attention;         // index = matmul value id: the scores' product of the attention it computes
+                                          // in one launch (absorbed_attention), or -1
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 
   bool in_final_group(graph::Value v) const;

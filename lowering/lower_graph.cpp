@@ -11,6 +11,7 @@
 #include "passes/decompose.h"
 #include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
+#include "lowering/lower_decode_attention.h"
 #include "lowering/memory_plan.h"
 #include "lowering/op_lowering.h"
 #include "lowering/parameter_launches.h"
@@ -303,7 +304,8 @@ Plan lower_prepared(const graph::Graph& g, const rt::DeviceInfo& info, const Tun
     if (fusion.is_epilogue[size_t(v.id)] && ctx.epilogue_applied(v)) continue;  // stored by the heavy kernel under it
     if (fusion.is_side_output[size_t(v.id)]) continue;  // stored by the convolution's launch
     ctx.set_current(g.node(v).name, v);
-    lower_node(ctx, v);
+    if (fusion.attention[size_t(v.id)] >= 0) lower_decode_attention(ctx, v, *absorbed_attention(g, v));
+    else lower_node(ctx, v);
   }
   if (!fusion.final_group.empty()) {
     ctx.set_current(fmt::format("final group ({} results)", fusion.final_group.size()));

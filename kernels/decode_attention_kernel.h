@@ -1,0 +1,62 @@
+// Attention at a few queries in one launch (a decoder's step: one query a head):
+// o[b, r, :] = sum_j p[b, r, j] v[b, j, :], where p[b, r, :] = softmax_j(score(q[b, r, :] . k[b, j, :])).
+// `score` is what the graph does to the dot products before its softmax (a scale, a mask), given to the kernel as a
+// function of the element: the lowering computes the graph's pointwise tree there (lowering/fuse.h's absorbed
+// attention). Run as three launches (the scores' product, the softmax, the values' product), a GPT-2 layer's attention
+// cost three launch floors, which at batch 1 are most of its time.
+//
+// One workgroup a batch (batch x heads), every phase reading what the one before left in workgroup memory:
+//   1. the queries staged; each invocation takes keys j = lid, lid + wg, ... and computes all rows' scores for its key
+//      (its row of K read once, four elements a read where the depth allows, f16/bf16 widened as read);
+//   2. each row's maximum and sum of exponentials by WorkgroupReduce (one fixed order on every device), the
+//      exponentials kept in place of the scores;
+//   3. the weighted sum of values: invocations split into `slices` groups of neighbouring columns (coalesced reads of a
+//      row of V), slice s taking keys s, s + slices, ...; the slices' partial sums added in slice order and divided by
+//      the row's sum.
+// Workgroup memory holds the queries, the scores and one partial sum per row and invocation; a shape whose scores do
+// not fit kDecodeAttentionSharedBytes (every Vulkan device has 16 KiB) is not taken (the three launches run instead).
+// Buffers: q (read), k (read), v (read), o (write, the sums' type), then whatever `score` binds.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "kernels/heavy_kernel.h"
+
+namespace spire::lowering::heavy {
+
+struct DecodeAttentionShape {
+  int64_t batches = 1;      // products: batch x heads (q, k and v have the same batch dims)
+  int64_t rows = 1;         // queries a batch (R)
+  int64_t keys = 1;         // positions (L)
+  int64_t depth = 1;        // of a query and a key (D)
+  int64_t value_depth = 1;  // of a value (Dv)
+  // Operands stored in f16 or bf16 (a half policy's activations and cache), widened to the sums' type as read.
+  std::optional<kir::Type> q_half, k_half, v_half;
+  // "b12_r1_l256_d64_dv64" (+ "_kbf16" ... for half operands): what kernel names carry.
+  std::string text() const;
+};
+
+inline constexpr int64_t kDecodeAttentionMostRows = 4;
+inline constexpr uint64_t kDecodeAttentionSharedBytes = 16 * 1024;
+inline constexpr uint32_t kDecodeAttentionWorkgroup = 256;
+
+// Workgroup memory the kernel takes with sums of type `t` and `wg` invocations.
+uint64_t decode_attention_shared_bytes(const DecodeAttentionShape& s, kir::Type t, uint32_t wg);
+// Whether the kernel takes the shape: at most kDecodeAttentionMostRows queries, nonempty, and workgroup memory within
+// kDecodeAttentionSharedBytes at kDecodeAttentionWorkgroup invocations.
+bool decode_attention_fits(const DecodeAttentionShape& s, kir::Type t);
+
+// The score of query row r against key j before the softmax, from their dot product `dot` (in the sums' type) and the
+// element index (b * R + r) * L + j of the scores [batches, R, L]; it must return the sums' type.
+using AttentionScore = std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val dot)>;
+
+// `t`: F32 or F64 sums. `wg`: a power of two from 32 to 1024. `subgroup`: the device's Limits::subgroup_size for the
+// reductions (the same bits either way). No `score`: the dot products as they are. Throws std::invalid_argument for a
+// shape the kernel does not take or a bad workgroup.
+HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, kir::Type t, uint32_t wg, uint32_t subgroup,
+                                    const AttentionScore& score = {});
+
+}  // namespace spire::lowering::heavy

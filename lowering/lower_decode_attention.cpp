@@ -1,0 +1,46 @@
+#include "lowering/lower_decode_attention.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "lowering/heavy_lowering.h"
+#include "lowering/pointwise_tree.h"
+
+namespace spire::lowering {
+
+void lower_decode_attention(LoweringContext& ctx, graph::Value v, const AbsorbedAttention& a) {
+  const graph::Graph& g = ctx.graph();
+  const graph::Node& node = g.node(v);
+  const kir::Type t = heavy::float_type_of(node, node.type.dtype);
+  const heavy::Limits limits = ctx.limits();
+  uint32_t wg = heavy::kDecodeAttentionWorkgroup;
+  while (wg > 32 && wg > limits.max_invocations) wg /= 2;
+  // The tree over the scores is built into the kernel as it asks for each score: its loads become the kernel's buffers
+  // after q, k, v and o.
+  std::optional<PointwiseTree> tree;
+  heavy::AttentionScore score;
+  if (a.score != a.scores)
+    score = [&](kir::KernelBuilder& kb, kir::Val index, kir::Val dot) {
+      if (!tree) tree.emplace(ctx, kb);
+      tree->substitute(a.scores, dot);
+      tree->forget_computed();  // each score is another element
+      return tree->root(a.score, index);
+    };
+  heavy::HeavyKernel k;
+  try {
+    k = heavy::decode_attention_kernel(a.shape, t, wg, limits.subgroup_size, score);
+  } catch (const std::invalid_argument& e) {
+    throw graph::GraphError(fmt::format("matmul '{}' (attention): {}", node.name, e.what()));
+  }
+  std::vector<int32_t> buffers{ctx.buffer_of(a.q.source), ctx.buffer_of(a.k.source), ctx.buffer_of(a.v.source),
+                               ctx.buffer_of(v)};
+  if (tree) {
+    for (int32_t b : tree->bindings()) buffers.push_back(b);
+    for (const std::string& op : tree->ops()) k.kernel.name += "_" + op;
+  }
+  ctx.launch(std::move(k.kernel), std::move(buffers), {}, k.groups);
+}
+
+}  // namespace spire::lowering

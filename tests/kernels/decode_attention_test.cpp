@@ -1,0 +1,161 @@
+// Attention at a few queries in one launch (kernels/decode_attention_kernel.h) on every device, against attention
+// computed in float64 here: one to four queries, keys fewer than, equal to and more than the workgroup (with a ragged
+// last round), depths read four elements at a time and one at a time, value depths narrower than the workgroup, equal
+// to it and wider (two passes), f16 and bf16 operands widened as read, a score function that scales and masks (a
+// decoder's), a small workgroup, and f64 sums; the output poisoned before the launch.
+//
+// Tolerance: an output is sum_j p_j v_j with p_j = e_j / sum e: the f32 dot products (D terms), the exponentials and
+// the L-term sums each round by a few ulp relative to sum_j p_j |v_j| (the scale passed to compare): 2e-5 relative
+// for L up to 700 here (L * 2^-24 < 5e-5 in the worst case; random signs keep it far below). f64: 1e-12.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kernels/decode_attention_kernel.h"
+#include "tests/kernels/compare.h"
+#include "tests/kernels/device_run.h"
+
+using namespace spire;
+using namespace spire::heavy_test;
+namespace heavy = spire::lowering::heavy;
+
+namespace {
+
+struct AttentionCase {
+  int64_t batches, rows, keys, depth, value_depth;
+  graph::DType half = graph::DType::F32;  // k and v stored so (q too with half_q)
+  bool half_q = false;
+  bool masked = true;  // the score: scaled by 1/sqrt(depth), every third key masked with the f32 minimum
+  uint32_t wg = heavy::kDecodeAttentionWorkgroup;
+  bool f64 = false;
+};
+
+constexpr double kLowest = -3.4028234663852886e38;  // the f32 minimum, as a decoder's mask writes it
+
+bool masked_out(const AttentionCase& c, int64_t j) { return c.masked && c.keys > 1 && j % 3 == 2; }
+
+// Attention in float64 from the inputs' (rounded) values, and sum_j p_j |v_j|, the bound's scale.
+std::pair<graph::Tensor, graph::Tensor> reference(const AttentionCase& c, const graph::Tensor& q, const graph::Tensor& k,
+                                                  const graph::Tensor& v) {
+  const int64_t B = c.batches, R = c.rows, L = c.keys, D = c.depth, Dv = c.value_depth;
+  graph::Tensor out(graph::DType::F64, {B, R, Dv}, 0.0), scale(graph::DType::F64, {B, R, Dv}, 0.0);
+  const double factor = c.masked ? 1.0 / std::sqrt(double(D)) : 1.0;
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t r = 0; r < R; ++r) {
+      std::vector<double> s(static_cast<size_t>(L));
+      double most = -std::numeric_limits<double>::infinity();
+      for (int64_t j = 0; j < L; ++j) {
+        double dot = 0;
+        for (int64_t d = 0; d < D; ++d) dot += q[(b * R + r) * D + d] * k[(b * L + j) * D + d];
+        s[size_t(j)] = masked_out(c, j) ? kLowest : dot * factor;
+        most = std::max(most, s[size_t(j)]);
+      }
+      double sum = 0;
+      for (double& x : s) sum += (x = std::exp(x - most));
+      for (int64_t j = 0; j < L; ++j)
+        for (int64_t e = 0; e < Dv; ++e) {
+          const double p = s[size_t(j)] / sum, value = v[(b * L + j) * Dv + e];
+          out.data[size_t((b * R + r) * Dv + e)] += p * value;
+          scale.data[size_t((b * R + r) * Dv + e)] += p * std::abs(value);
+        }
+    }
+  return {out, scale};
+}
+
+kir::Type kir_type(graph::DType t) {
+  return t == graph::DType::BF16 ? kir::Type::BF16 : t == graph::DType::F16 ? kir::Type::F16
+         : t == graph::DType::F64 ? kir::Type::F64 : kir::Type::F32;
+}
+
+class DecodeAttentionOnDevice : public testing::TestWithParam<std::tuple<std::string, AttentionCase>> {};
+
+TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
+  const auto& [device_id, c] = GetParam();
+  rt::Device& dev = device(device_id);
+  if (c.half == graph::DType::BF16 && !dev.info().features.has(kir::Feature::BFloat16))
+    GTEST_SKIP() << device_id << " has no bfloat16 storage";
+  if (c.half == graph::DType::F16 && !dev.info().features.has(kir::Feature::Float16))
+    GTEST_SKIP() << device_id << " has no float16 storage";
+  if (c.f64 && !dev.info().features.has(kir::Feature::Float64)) GTEST_SKIP() << device_id << " has no float64";
+  const graph::DType sums = c.f64 ? graph::DType::F64 : graph::DType::F32;
+  const graph::DType q_type = c.half_q ? c.half : sums, kv_type = c.half == graph::DType::F32 ? sums : c.half;
+  const graph::Tensor q = random_tensor(q_type, {c.batches, c.rows, c.depth}, 71, -2, 2);
+  const graph::Tensor k = random_tensor(kv_type, {c.batches, c.keys, c.depth}, 72, -2, 2);
+  const graph::Tensor v = random_tensor(kv_type, {c.batches, c.keys, c.value_depth}, 73);
+  const auto [want, scale] = reference(c, q, k, v);
+
+  heavy::DecodeAttentionShape s{c.batches, c.rows, c.keys, c.depth, c.value_depth};
+  if (c.half != graph::DType::F32) s.k_half = s.v_half = kir_type(c.half);
+  if (c.half_q) s.q_half = kir_type(c.half);
+  const kir::Type t = kir_type(sums);
+  ASSERT_TRUE(heavy::decode_attention_fits(s, t));
+  heavy::AttentionScore score;
+  if (c.masked)
+    score = [&](kir::KernelBuilder& kb, kir::Val index, kir::Val dot) {
+      const kir::Val j = index % uint32_t(c.keys);
+      const kir::Val lowest = kb.constant(t, kLowest);
+      return c.keys > 1 ? kir::select(j % 3u == 2u, lowest, dot * (1.0 / std::sqrt(double(c.depth))))
+                        : dot * (1.0 / std::sqrt(double(c.depth)));
+    };
+  heavy::HeavyKernel kernel = heavy::decode_attention_kernel(s, t, c.wg, dev.info().subgroup_size, score);
+  EXPECT_EQ(kernel.groups, uint64_t(c.batches));
+
+  graph::Graph none;
+  DeviceRun run(dev, none);
+  const int32_t qs = run.add_slot(kir_type(q_type), q.numel(), "q"), ks = run.add_slot(kir_type(kv_type), k.numel(), "k");
+  const int32_t vs = run.add_slot(kir_type(kv_type), v.numel(), "v");
+  const int32_t os = run.add_slot(t, c.batches * c.rows * c.value_depth, "o");  // poisoned by run()
+  run.upload(qs, q);
+  run.upload(ks, k);
+  run.upload(vs, v);
+  run.launch(std::move(kernel.kernel), {qs, ks, vs, os}, {}, kernel.groups);
+  run.run();
+  const graph::Tensor got = run.download(os, sums, {c.batches, c.rows, c.value_depth});
+  EXPECT_EQ(compare(got, want, {c.f64 ? 1e-12 : 2e-5, 0}, &scale), "");
+}
+
+std::vector<AttentionCase> attention_cases() {
+  return {
+      {12, 1, 96, 64, 64},                    // GPT-2's step: 12 heads, one query, 96 positions
+      {2, 1, 256, 64, 64},                    // keys = the workgroup
+      {3, 2, 300, 64, 128},                   // a ragged second round of keys, two queries, Dv = 128: two slices
+      {1, 4, 700, 32, 64},                    // four queries
+      {2, 3, 37, 30, 7},                      // a depth read one element at a time, narrow values
+      {1, 1, 1, 64, 64},                      // one key
+      {2, 1, 50, 16, 300},                    // values wider than the workgroup: two passes
+      {4, 1, 200, 64, 64, graph::DType::BF16},        // a bf16 cache
+      {2, 2, 129, 64, 64, graph::DType::F16, true},   // everything f16
+      {3, 1, 90, 64, 64, graph::DType::F32, false, false},  // the dot products as they are
+      {2, 1, 300, 64, 64, graph::DType::F32, false, true, 64},  // a small workgroup: four values a slice
+      {2, 2, 100, 24, 40, graph::DType::F32, false, true, heavy::kDecodeAttentionWorkgroup, true},  // f64
+  };
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, DecodeAttentionOnDevice,
+                         testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(attention_cases())),
+                         [](const testing::TestParamInfo<std::tuple<std::string, AttentionCase>>& p) {
+                           const AttentionCase& c = std::get<1>(p.param);
+                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}{}", test_name_of(std::get<0>(p.param)),
+                                              c.batches, c.rows, c.keys, c.depth, c.value_depth,
+                                              graph::dtype_name(c.half), c.half_q ? "_q" : "",
+                                              c.masked ? "_masked" : "", c.wg, c.f64 ? "_f64" : "");
+                         });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionOnDevice);
+
+TEST(DecodeAttentionKernel, TakesFewQueriesWhoseScoresFitSixteenKiB) {
+  const kir::Type f32 = kir::Type::F32;
+  EXPECT_TRUE(heavy::decode_attention_fits({12, 1, 1024, 64, 64}, f32));
+  // (64 + 3520 + 256) * 4 bytes = 15360: fits; 4096 keys do not.
+  EXPECT_TRUE(heavy::decode_attention_fits({1, 1, 3520, 64, 64}, f32));
+  EXPECT_FALSE(heavy::decode_attention_fits({1, 1, 4096, 64, 64}, f32));
+  EXPECT_FALSE(heavy::decode_attention_fits({1, 5, 16, 64, 64}, f32));  // five queries: a prefill
+  EXPECT_EQ(heavy::decode_attention_shared_bytes({12, 2, 100, 64, 64}, f32, 256), uint64_t(2 * (64 + 100 + 256) * 4));
+  EXPECT_THROW(heavy::decode_attention_kernel({1, 5, 16, 64, 64}, f32, 256, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 96, 0), std::invalid_argument);
+}
+
+}  // namespace

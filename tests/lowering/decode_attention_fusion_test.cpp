@@ -1,0 +1,129 @@
+// Attention at a few queries in one launch (fuse.h's absorbed attention, lower_decode_attention.cpp): a decoder step's
+// scores' product, their scale and mask, the softmax and the product with the values become one launch. The plan on an
+// H100-like target, and the results on every device present against the float64 evaluator (outputs poisoned by the
+// executor): the decoder's form (scaled, masked with the f32 minimum through a broadcast mask), the bare form, a bf16
+// cache cast up, two queries, and the forms that keep their three launches (the softmax or the scores read elsewhere,
+// eight queries, too many keys for the kernel's workgroup memory).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "ir/graph/evaluator.h"
+#include "lowering/executable.h"
+#include "lowering/plan.h"
+#include "tests/lowering/device_list.h"
+#include "tests/lowering/plan_queries.h"
+#include "tests/support/h100_like_target.h"
+#include "tests/support/on_device.h"
+#include "tests/support/random_tensor.h"
+
+using namespace spire;
+using graph::DType;
+using graph::Tensor;
+using graph::Value;
+
+namespace {
+
+constexpr int64_t kHeads = 4, kDepth = 32;
+
+struct Form {
+  const char* name;
+  int64_t queries = 1;
+  int64_t keys = 40;
+  bool scaled_and_masked = true;
+  bool bf16_cache = false;      // k and v stored in bf16, cast up (a half policy's cache)
+  bool softmax_output = false;  // the softmax is also an output: stored, so three launches
+  bool scores_output = false;   // so are the scaled scores
+  bool absorbed() const { return !softmax_output && !scores_output && queries <= 4 && keys <= 3000; }
+};
+
+graph::Graph graph_of(const Form& f) {
+  graph::Graph g;
+  const Value q = g.input("q", DType::F32, {1, kHeads, f.queries, kDepth});
+  Value k = g.input("k", f.bf16_cache ? DType::BF16 : DType::F32, {1, kHeads, f.keys, kDepth});
+  Value v = g.input("v", f.bf16_cache ? DType::BF16 : DType::F32, {1, kHeads, f.keys, kDepth});
+  if (f.bf16_cache) {
+    k = g.cast(k, DType::F32);
+    v = g.cast(v, DType::F32);
+  }
+  Value scores = g.matmul(q, g.transpose(k));
+  if (f.scaled_and_masked) {
+    const Value allowed = g.input("allowed", DType::Bool, {1, 1, 1, f.keys});
+    scores = g.where(allowed, g.div(scores, std::sqrt(double(kDepth))), g.scalar(-3.4028234663852886e38, DType::F32));
+  }
+  const Value p = g.op("softmax", {scores}, {{"axis", 3}});
+  g.output("out", g.matmul(p, v));
+  if (f.softmax_output) g.output("p", p);
+  if (f.scores_output) g.output("scores", scores);
+  return g;
+}
+
+std::vector<Form> forms() {
+  return {{"a decoder's step"},
+          {"bare", 1, 40, false},
+          {"a bf16 cache", 1, 40, true, true},
+          {"two queries, 300 keys", 2, 300},
+          {"the softmax an output", 1, 40, true, false, true},
+          {"the scores an output", 1, 40, true, false, false, true},
+          {"eight queries", 8, 40},
+          {"5000 keys", 1, 5000}};
+}
+
+TEST(DecodeAttentionFusionPlan, OneLaunchWhereItFits) {
+  for (const Form& f : forms()) {
+    SCOPED_TRACE(f.name);
+    const lowering::Plan plan = lowering::lower(graph_of(f), testing_support::h100_like_target());
+    int attention = 0, softmax = 0, products = 0;
+    for (const std::string& k : lowering::testing_support::kernels_of(plan)) {
+      attention += k.rfind("decode_attention_", 0) == 0;
+      softmax += k.rfind("softmax", 0) == 0;
+      products += k.rfind("matvec_", 0) == 0 || k.rfind("matmul", 0) == 0;
+    }
+    EXPECT_EQ(attention, f.absorbed() ? 1 : 0) << lowering::plan_text(plan);
+    EXPECT_EQ(softmax, f.absorbed() ? 0 : 1) << lowering::plan_text(plan);
+    EXPECT_EQ(products, f.absorbed() ? 0 : 2) << lowering::plan_text(plan);
+    if (f.absorbed()) EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+  }
+}
+
+class DecodeAttentionFusionOnDevice : public testing_support::OnDevice {};
+
+TEST_P(DecodeAttentionFusionOnDevice, EveryFormMatchesTheReference) {
+  uint32_t seed = 120;
+  for (const Form& f : forms()) {
+    SCOPED_TRACE(f.name);
+    if (f.bf16_cache && !dev_->info().features.has(kir::Feature::BFloat16)) continue;
+    const graph::Graph g = graph_of(f);
+    std::map<std::string, Tensor> in;
+    for (const char* name : {"q", "k", "v"}) {
+      const graph::Node& n = g.node(g.at(name));
+      in[name] = testing_support::uniform_tensor(n.type.shape, seed++, n.type.dtype);
+      // Inputs of the bf16 form hold bf16 values: the float64 evaluator rounds only outputs, so the cast is exact.
+      for (double& e : in[name].data) e = graph::round_to(n.type.dtype, 3 * e);
+    }
+    if (f.scaled_and_masked) {
+      Tensor allowed(DType::Bool, {1, 1, 1, f.keys}, 1.0);
+      for (int64_t j = 0; j < f.keys; j += 3) allowed.data[size_t(j)] = 0;  // every third key masked
+      in["allowed"] = allowed;
+    }
+    auto exe = lowering::compile(g, *dev_);
+    for (const auto& [name, t] : in) exe->set(name, t);
+    exe->step();
+    const auto want = graph::evaluate(g, in, DType::F64);
+    for (const auto& o : g.outputs()) {
+      const Tensor got = exe->get(o.name);
+      ASSERT_EQ(got.numel(), want.at(o.name).numel()) << o.name;
+      for (int64_t i = 0; i < got.numel(); ++i)
+        EXPECT_NEAR(got[i], want.at(o.name)[i], 2e-5 * (1 + std::abs(want.at(o.name)[i]))) << o.name << " " << i;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, DecodeAttentionFusionOnDevice, testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionFusionOnDevice);
+
+}  // namespace
