@@ -47,9 +47,12 @@ bool decode_attention_fits(const DecodeAttentionShape& s, Type t) {
 }
 
 HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint32_t wg, uint32_t subgroup,
-                                    const AttentionScore& score) {
-  const std::string name = fmt::format("decode_attention_{}_{}{}", s.text(), float_suffix(t, "attention"),
-                                       wg == kDecodeAttentionWorkgroup ? "" : fmt::format("_wg{}", wg));
+                                    const AttentionScore& score, AttentionCacheWrites writes) {
+  const std::string name = fmt::format("decode_attention_{}_{}{}{}", s.text(), float_suffix(t, "attention"),
+                                       wg == kDecodeAttentionWorkgroup ? "" : fmt::format("_wg{}", wg),
+                                       writes.key || writes.value
+                                           ? fmt::format("_writes_{}{}", writes.key ? "k" : "", writes.value ? "v" : "")
+                                           : "");
   if (!decode_attention_fits(s, t))
     throw std::invalid_argument(fmt::format("{}: takes 1 to {} queries a batch whose scores fit {} bytes of workgroup "
                                             "memory", name, kDecodeAttentionMostRows, kDecodeAttentionSharedBytes));
@@ -64,9 +67,19 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
 
   KernelBuilder kb(name, wg);
   Buf q = kb.buffer("q", s.q_half.value_or(t), Access::Read);
-  Buf k = kb.buffer("k", s.k_half.value_or(t), Access::Read);
-  Buf v = kb.buffer("v", s.v_half.value_or(t), Access::Read);
+  Buf k = kb.buffer("k", s.k_half.value_or(t), writes.key ? Access::ReadWrite : Access::Read);
+  Buf v = kb.buffer("v", s.v_half.value_or(t), writes.value ? Access::ReadWrite : Access::Read);
   Buf o = kb.buffer("o", t, Access::Write);
+  // The rows written and their positions.
+  std::optional<Buf> key_row, key_slot, value_row, value_slot;
+  if (writes.key) {
+    key_row = kb.buffer("key_row", s.k_half.value_or(t), Access::Read);
+    key_slot = kb.buffer("key_slot", Type::I32, Access::Read);
+  }
+  if (writes.value) {
+    value_row = kb.buffer("value_row", s.v_half.value_or(t), Access::Read);
+    value_slot = kb.buffer("value_slot", Type::I32, Access::Read);
+  }
   Shared queries = kb.shared("queries", t, R * D);
   Shared scores = kb.shared("scores", t, R * L);
   Shared partial = kb.shared("partial", t, R * wg);
@@ -74,6 +87,17 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
   auto to_t = [&](Val x) { return x.type() == t ? x : cast(x, t); };
   kb.if_(kb.group_id() < B, [&] {  // uniform: a folded grid's extra workgroups skip everything
     Val b = kb.group_id(), lid = kb.local_id(), e = reduce.element();
+    // The new rows into the caches: this batch's row, which only this workgroup reads (after the barrier below, which
+    // orders buffer memory too where a buffer is written: kir's barrier).
+    auto write_row = [&](const Buf& cache, const Buf& row, const Buf& slot, uint32_t depth) {
+      Val at = slot[0u].load();
+      kb.if_((at >= 0) & (at < int32_t(L)), [&] {
+        Val base = (b * L + cast(at, Type::U32)) * depth;
+        kb.for_(lid, kb.u32(depth), kb.u32(wg), [&](Val d) { cache[base + d] = row[b * depth + d].load(); });
+      });
+    };
+    if (writes.key) write_row(k, *key_row, *key_slot, D);
+    if (writes.value) write_row(v, *value_row, *value_slot, Dv);
     kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
     kb.barrier();
 

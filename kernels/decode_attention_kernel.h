@@ -15,7 +15,10 @@
 //      the row's sum.
 // Workgroup memory holds the queries, the scores and one partial sum per row and invocation; a shape whose scores do
 // not fit kDecodeAttentionSharedBytes (every Vulkan device has 16 KiB) is not taken (the three launches run instead).
-// Buffers: q (read), k (read), v (read), o (write, the sums' type), then whatever `score` binds.
+// The step's new key and value may be written into the caches in the same launch (AttentionCacheWrites), each
+// workgroup writing its own batch's row before reading the cache: a decoder's two cache writes a layer cost no launch.
+// Buffers: q (read), k (read), v (read), o (write, the sums' type), then the rows written and their positions
+// (AttentionCacheWrites), then whatever `score` binds.
 #pragma once
 
 #include <cstdint>
@@ -53,10 +56,18 @@ bool decode_attention_fits(const DecodeAttentionShape& s, kir::Type t);
 // element index (b * R + r) * L + j of the scores [batches, R, L]; it must return the sums' type.
 using AttentionScore = std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val dot)>;
 
+// New rows [batches, 1, depth] (key) and [batches, 1, value_depth] (value), of k's and v's stored types, written at
+// position `slot` (element 0 of an i32 buffer) of k and v before the kernel reads them: buffers `key_row`, `key_slot`
+// where `key`, then `value_row`, `value_slot` where `value`; k and v are then read and written. A slot outside
+// [0, keys) writes nothing (write_at's rule).
+struct AttentionCacheWrites {
+  bool key = false, value = false;
+};
+
 // `t`: F32 or F64 sums. `wg`: a power of two from 32 to 1024. `subgroup`: the device's Limits::subgroup_size for the
 // reductions (the same bits either way). No `score`: the dot products as they are. Throws std::invalid_argument for a
 // shape the kernel does not take or a bad workgroup.
 HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, kir::Type t, uint32_t wg, uint32_t subgroup,
-                                    const AttentionScore& score = {});
+                                    const AttentionScore& score = {}, AttentionCacheWrites writes = {});
 
 }  // namespace spire::lowering::heavy

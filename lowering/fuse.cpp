@@ -126,6 +126,36 @@ InPlaceOperand in_place_operand(const graph::Graph& g, Value v) {
   return r;
 }
 
+bool writes_state_in_place(const graph::Graph& g, Value v) {
+  const graph::Node& n = g.node(v);
+  const graph::Value data = n.inputs[0];
+  if (g.node(data).op != graph::OpKind::State) return false;
+  bool updates_data = false;
+  for (const graph::StateUpdate& u : g.state_updates())
+    if (u.value == v) {
+      if (u.target != data) return false;
+      updates_data = true;
+    }
+  if (!updates_data) return false;
+  // The result's own readers come after the write, so they may read it where it lives, in the state's buffer.
+  const std::vector<std::vector<graph::Value>> users = g.users();
+  for (const graph::NamedOutput& o : g.outputs())
+    if (o.value == v || o.value == data) return false;
+  // The state's other readers must be computed before the write: each an ancestor of the row or the index.
+  std::vector<bool> before(size_t(g.size()), false);
+  std::vector<graph::Value> stack{n.inputs[1], n.inputs[2]};
+  while (!stack.empty()) {
+    const graph::Value u = stack.back();
+    stack.pop_back();
+    if (before[size_t(u.id)]) continue;
+    before[size_t(u.id)] = true;
+    for (graph::Value in : g.node(u).inputs) stack.push_back(in);
+  }
+  for (graph::Value reader : users[size_t(data.id)])
+    if (reader != v && !before[size_t(reader.id)]) return false;
+  return true;
+}
+
 std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value v) {
   const graph::Node& n = g.node(v);
   if (n.op != OpKind::Matmul || n.inputs[0] == n.inputs[1]) return std::nullopt;
@@ -190,6 +220,27 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
   s.k_half = half(a.k);
   s.v_half = half(a.v);
   if (!heavy::decode_attention_fits(s, device_type(t))) return std::nullopt;
+  // A cache write the launch can do: one new row [batch..., 1, depth] along the keys' axis, in place, the written cache
+  // read only through `readers` (the absorbed transpose and cast up in front of the product).
+  auto cache_write = [&](Value source, const std::vector<Value>& readers) -> Value {
+    const graph::Node& w = g.node(source);
+    if (graph::op_name(w.op) != "write_at" || w.attrs.get_int("axis") + 2 != int64_t(rank)) return {};
+    const graph::Shape& row = g.type(w.inputs[1]).shape;
+    if (row.size() != rank || row[rank - 2] != 1 || !std::equal(qs.begin(), qs.end() - 2, row.begin()) ||
+        absorbed_slice(g, w.inputs[1]) || !writes_state_in_place(g, source))
+      return {};
+    // (It is its state's update, which writes_state_in_place requires, and no output: that too it checks.)
+    for (int32_t id = source.id + 1; id < g.size(); ++id) {
+      const graph::Node& u = g.node(id);
+      const bool reads = std::find(u.inputs.begin(), u.inputs.end(), source) != u.inputs.end();
+      if (reads && std::find(readers.begin(), readers.end(), Value{id}) == readers.end()) return {};
+    }
+    return source;
+  };
+  // The values between a cache and the products: K's transpose (and its cast up), V's cast up.
+  const Value k_read = m.inputs[1], k_cast = g.node(k_read).inputs[0];
+  a.key_write = cache_write(a.k.source, {k_read, k_cast});
+  a.value_write = cache_write(a.v.source, {n.inputs[1], v});
   return a;
 }
 
@@ -385,6 +436,8 @@ class Planner {
       if (!a) continue;
       f_.attention[size_t(id)] = a->scores.id;
       for (Value w : {a->scores, a->score, g_.node(id).inputs[0]}) f_.fused[size_t(w.id)] = true;
+      for (Value w : {a->key_write, a->value_write})
+        if (w.valid()) f_.is_side_output[size_t(w.id)] = true;
     }
   }
 

@@ -84,6 +84,12 @@ bool absorbed_upcast(const graph::Graph& g, graph::Value v);
 // key or value, sliced from the attention's concatenated cache and written into the cache state.)
 bool absorbed_slice(const graph::Graph& g, graph::Value v);
 
+// A write_at(data, row, index; axis) whose data is a state that it updates and that nothing else reads after it (the
+// result's readers read the state with the row written: a decoder's attention over its cache, passes/cache_in_place.h):
+// the result lives in the state's own buffer, so the update copies nothing and the write costs the row (a decoder's
+// cache growing by one position a step). Else lowering copies data into the result first (lower_indexing.cpp).
+bool writes_state_in_place(const graph::Graph& g, graph::Value v);
+
 // A layer_norm or rms_norm, not stored, that every user reads as the A of a few-rows product by one matrix
 // (matvec_kernel.h's RowNorm): the products normalize its input's rows as they read them, so it has no buffer and no
 // launch. (A decoder's norm before its projections and its head.)
@@ -106,11 +112,15 @@ InPlaceOperand in_place_operand(const graph::Graph& g, graph::Value v);
 // product are read by nothing else and stored nowhere; Q, K and V share one batch shape, are read as stored (K
 // through its transpose) and hold at most kDecodeAttentionMostRows queries whose scores fit the kernel's workgroup
 // memory. The scores' product, S and P then have no launch: v's computes them. Nothing where v is not such an attention.
+// Where K or V is a write_at of the step's new row into a cache state in place (writes_state_in_place: a decoder's
+// cache, passes/cache_in_place.h) along the keys' axis, read by nothing but this attention and not from a slice it
+// reads in place, the launch writes the row too, and the write_at is its side output (no launch of its own).
 struct AbsorbedAttention {
   graph::Value scores;  // the product matmul(Q, K^T)
   graph::Value score;   // S: the scores' product or the root of the tree over it
   InPlaceOperand q, k, v;
   heavy::DecodeAttentionShape shape;
+  graph::Value key_write, value_write;  // the write_at nodes the launch computes, where it does
 };
 std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, graph::Value v);
 

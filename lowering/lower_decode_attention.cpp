@@ -28,14 +28,23 @@ void lower_decode_attention(LoweringContext& ctx, graph::Value v, const Absorbed
       tree->forget_computed();  // each score is another element
       return tree->root(a.score, index);
     };
+  // The cache writes it computes (fuse.h): the write_at's result lives in the state's buffer, as lower_write_at makes it.
+  const heavy::AttentionCacheWrites writes{a.key_write.valid(), a.value_write.valid()};
+  for (graph::Value w : {a.key_write, a.value_write})
+    if (w.valid()) ctx.alias(w, g.node(w).inputs[0]);
   heavy::HeavyKernel k;
   try {
-    k = heavy::decode_attention_kernel(a.shape, t, wg, limits.subgroup_size, score);
+    k = heavy::decode_attention_kernel(a.shape, t, wg, limits.subgroup_size, score, writes);
   } catch (const std::invalid_argument& e) {
     throw graph::GraphError(fmt::format("matmul '{}' (attention): {}", node.name, e.what()));
   }
   std::vector<int32_t> buffers{ctx.buffer_of(a.q.source), ctx.buffer_of(a.k.source), ctx.buffer_of(a.v.source),
                                ctx.buffer_of(v)};
+  for (graph::Value w : {a.key_write, a.value_write})
+    if (w.valid()) {
+      buffers.push_back(ctx.buffer_of(g.node(w).inputs[1]));  // the row
+      buffers.push_back(ctx.buffer_of(g.node(w).inputs[2]));  // its position
+    }
   if (tree) {
     for (int32_t b : tree->bindings()) buffers.push_back(b);
     for (const std::string& op : tree->ops()) k.kernel.name += "_" + op;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "lowering/fuse.h"
 #include "lowering/kernel_templates.h"
 #include "lowering/op_lowering.h"
 #include "op_harness/cases.h"
@@ -282,41 +283,8 @@ void lower_gather_grad(LoweringContext& ctx, graph::Value v) {
   });
 }
 
-// write_at(data, row, index; axis). In place where data is a state whose update is this node's value and which
-// nothing else reads after it (the result's readers read the state with the row written: a decoder's attention over
-// its cache, passes/cache_in_place.h): the result lives in the state's own buffer (so the update copies nothing), and one
-// launch writes the row there, a decoder's cache growing by one position a step at the cost of that position. Else
-// data is copied into the result first.
-bool writes_state_in_place(const graph::Graph& g, graph::Value v) {
-  const graph::Node& n = g.node(v);
-  const graph::Value data = n.inputs[0];
-  if (g.node(data).op != graph::OpKind::State) return false;
-  bool updates_data = false;
-  for (const graph::StateUpdate& u : g.state_updates())
-    if (u.value == v) {
-      if (u.target != data) return false;
-      updates_data = true;
-    }
-  if (!updates_data) return false;
-  // The result's own readers come after the write, so they may read it where it lives, in the state's buffer.
-  const std::vector<std::vector<graph::Value>> users = g.users();
-  for (const graph::NamedOutput& o : g.outputs())
-    if (o.value == v || o.value == data) return false;
-  // The state's other readers must be computed before the write: each an ancestor of the row or the index.
-  std::vector<bool> before(size_t(g.size()), false);
-  std::vector<graph::Value> stack{n.inputs[1], n.inputs[2]};
-  while (!stack.empty()) {
-    const graph::Value u = stack.back();
-    stack.pop_back();
-    if (before[size_t(u.id)]) continue;
-    before[size_t(u.id)] = true;
-    for (graph::Value in : g.node(u).inputs) stack.push_back(in);
-  }
-  for (graph::Value reader : users[size_t(data.id)])
-    if (reader != v && !before[size_t(reader.id)]) return false;
-  return true;
-}
-
+// write_at(data, row, index; axis): in place where fuse.h's writes_state_in_place says so, else data is copied into the
+// result first; then one launch writes the row.
 void lower_write_at(LoweringContext& ctx, graph::Value v) {
   const graph::Graph& g = ctx.graph();
   const graph::Node& n = g.node(v);

@@ -2,7 +2,8 @@
 // computed in float64 here: one to four queries, keys fewer than, equal to and more than the workgroup (with a ragged
 // last round), depths read four elements at a time and one at a time, value depths narrower than the workgroup, equal
 // to it and wider (two passes), f16 and bf16 operands widened as read, a score function that scales and masks (a
-// decoder's), a small workgroup, and f64 sums; the output poisoned before the launch.
+// decoder's), a small workgroup, f64 sums, and the step's new key and value rows written into the caches first (the
+// caches read back whole afterwards); the output poisoned before the launch.
 //
 // Tolerance: an output is sum_j p_j v_j with p_j = e_j / sum e: the f32 dot products (D terms), the exponentials and
 // the L-term sums each round by a few ulp relative to sum_j p_j |v_j| (the scale passed to compare): 2e-5 relative
@@ -32,6 +33,7 @@ struct AttentionCase {
   bool masked = true;  // the score: scaled by 1/sqrt(depth), every third key masked with the f32 minimum
   uint32_t wg = heavy::kDecodeAttentionWorkgroup;
   bool f64 = false;
+  bool writes = false;  // new rows written at slot keys / 2 of k and v (whose rows there hold other values before)
 };
 
 constexpr double kLowest = -3.4028234663852886e38;  // the f32 minimum, as a decoder's mask writes it
@@ -86,7 +88,18 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
   const graph::Tensor q = random_tensor(q_type, {c.batches, c.rows, c.depth}, 71, -2, 2);
   const graph::Tensor k = random_tensor(kv_type, {c.batches, c.keys, c.depth}, 72, -2, 2);
   const graph::Tensor v = random_tensor(kv_type, {c.batches, c.keys, c.value_depth}, 73);
-  const auto [want, scale] = reference(c, q, k, v);
+  // With writes, the caches after the step: k and v with their rows at the slot replaced by the new ones.
+  const int64_t slot = c.keys / 2;
+  const graph::Tensor key_row = random_tensor(kv_type, {c.batches, 1, c.depth}, 74, -2, 2);
+  const graph::Tensor value_row = random_tensor(kv_type, {c.batches, 1, c.value_depth}, 75);
+  graph::Tensor k_after = k, v_after = v;
+  if (c.writes)
+    for (int64_t b = 0; b < c.batches; ++b) {
+      for (int64_t d = 0; d < c.depth; ++d) k_after.data[size_t((b * c.keys + slot) * c.depth + d)] = key_row[b * c.depth + d];
+      for (int64_t d = 0; d < c.value_depth; ++d)
+        v_after.data[size_t((b * c.keys + slot) * c.value_depth + d)] = value_row[b * c.value_depth + d];
+    }
+  const auto [want, scale] = reference(c, q, k_after, v_after);
 
   heavy::DecodeAttentionShape s{c.batches, c.rows, c.keys, c.depth, c.value_depth};
   if (c.half != graph::DType::F32) s.k_half = s.v_half = kir_type(c.half);
@@ -101,7 +114,8 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
       return c.keys > 1 ? kir::select(j % 3u == 2u, lowest, dot * (1.0 / std::sqrt(double(c.depth))))
                         : dot * (1.0 / std::sqrt(double(c.depth)));
     };
-  heavy::HeavyKernel kernel = heavy::decode_attention_kernel(s, t, c.wg, dev.info().subgroup_size, score);
+  heavy::HeavyKernel kernel =
+      heavy::decode_attention_kernel(s, t, c.wg, dev.info().subgroup_size, score, {c.writes, c.writes});
   EXPECT_EQ(kernel.groups, uint64_t(c.batches));
 
   graph::Graph none;
@@ -112,10 +126,24 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
   run.upload(qs, q);
   run.upload(ks, k);
   run.upload(vs, v);
-  run.launch(std::move(kernel.kernel), {qs, ks, vs, os}, {}, kernel.groups);
+  std::vector<int32_t> buffers{qs, ks, vs, os};
+  if (c.writes) {
+    const int32_t kr = run.add_slot(kir_type(kv_type), key_row.numel(), "key_row");
+    const int32_t vr = run.add_slot(kir_type(kv_type), value_row.numel(), "value_row");
+    const int32_t at = run.add_slot(kir::Type::I32, 1, "slot");
+    run.upload(kr, key_row);
+    run.upload(vr, value_row);
+    run.upload(at, graph::Tensor(graph::DType::I32, {1}, double(slot)));
+    buffers.insert(buffers.end(), {kr, at, vr, at});
+  }
+  run.launch(std::move(kernel.kernel), buffers, {}, kernel.groups);
   run.run();
   const graph::Tensor got = run.download(os, sums, {c.batches, c.rows, c.value_depth});
   EXPECT_EQ(compare(got, want, {c.f64 ? 1e-12 : 2e-5, 0}, &scale), "");
+  if (c.writes) {
+    EXPECT_EQ(run.download(ks, kv_type, k.shape).data, k_after.data) << "the key cache after the step";
+    EXPECT_EQ(run.download(vs, kv_type, v.shape).data, v_after.data) << "the value cache after the step";
+  }
 }
 
 std::vector<AttentionCase> attention_cases() {
@@ -132,6 +160,8 @@ std::vector<AttentionCase> attention_cases() {
       {3, 1, 90, 64, 64, graph::DType::F32, false, false},  // the dot products as they are
       {2, 1, 300, 64, 64, graph::DType::F32, false, true, 64},  // a small workgroup: four values a slice
       {2, 2, 100, 24, 40, graph::DType::F32, false, true, heavy::kDecodeAttentionWorkgroup, true},  // f64
+      {12, 1, 96, 64, 64, graph::DType::F32, false, true, heavy::kDecodeAttentionWorkgroup, false, true},  // the rows written
+      {4, 1, 300, 64, 300, graph::DType::BF16, false, true, 64, false, true},  // ... bf16, a small workgroup, two passes
   };
 }
 
@@ -139,10 +169,11 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, DecodeAttentionOnDevice,
                          testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(attention_cases())),
                          [](const testing::TestParamInfo<std::tuple<std::string, AttentionCase>>& p) {
                            const AttentionCase& c = std::get<1>(p.param);
-                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}{}", test_name_of(std::get<0>(p.param)),
+                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}{}{}", test_name_of(std::get<0>(p.param)),
                                               c.batches, c.rows, c.keys, c.depth, c.value_depth,
                                               graph::dtype_name(c.half), c.half_q ? "_q" : "",
-                                              c.masked ? "_masked" : "", c.wg, c.f64 ? "_f64" : "");
+                                              c.masked ? "_masked" : "", c.wg, c.f64 ? "_f64" : "",
+                                              c.writes ? "_writes" : "");
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionOnDevice);
 

@@ -3,7 +3,9 @@
 // H100-like target, and the results on every device present against the float64 evaluator (outputs poisoned by the
 // executor): the decoder's form (scaled, masked with the f32 minimum through a broadcast mask), the bare form, a bf16
 // cache cast up, two queries, and the forms that keep their three launches (the softmax or the scores read elsewhere,
-// eight queries, too many keys for the kernel's workgroup memory).
+// eight queries, too many keys for the kernel's workgroup memory). And the step's cache writes in the same launch: key
+// and value caches as states written in place at a slot (passes/cache_in_place.h's form), f32 and bf16, over several
+// steps, the caches after each against the evaluator's; a cache that is also an output keeps its write's launch.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -118,6 +120,95 @@ TEST_P(DecodeAttentionFusionOnDevice, EveryFormMatchesTheReference) {
       ASSERT_EQ(got.numel(), want.at(o.name).numel()) << o.name;
       for (int64_t i = 0; i < got.numel(); ++i)
         EXPECT_NEAR(got[i], want.at(o.name)[i], 2e-5 * (1 + std::abs(want.at(o.name)[i]))) << o.name << " " << i;
+    }
+  }
+}
+
+// A decoder's step over caches of kSlots positions: k and v states, the step's new rows written at `slot` (write_at in
+// place, the states' updates), the scores scaled and masked by `allowed`.
+constexpr int64_t kSlots = 24;
+
+struct CacheForm {
+  const char* name;
+  DType cache = DType::F32;
+  bool cache_output = false;  // the written key cache is also an output: its write keeps a launch of its own
+};
+
+graph::Graph cache_graph_of(const CacheForm& f) {
+  graph::Graph g;
+  const Value q = g.input("q", DType::F32, {1, kHeads, 1, kDepth});
+  const Value slot = g.input("slot", DType::I64, {1});
+  const Value allowed = g.input("allowed", DType::Bool, {1, 1, 1, kSlots});
+  Value cached[2];
+  const char* names[2] = {"k", "v"};
+  for (int i = 0; i < 2; ++i) {
+    const Value state = g.state(names[i], f.cache, {1, kHeads, kSlots, kDepth});
+    const Value fresh = g.input(std::string(names[i]) + "_new", f.cache, {1, kHeads, 1, kDepth});
+    const Value written = g.op("write_at", {state, fresh, slot}, {{"axis", int64_t(2)}});
+    g.state_update(state, written);
+    cached[i] = f.cache == DType::F32 ? written : g.cast(written, DType::F32);
+  }
+  const Value scores = g.where(allowed, g.div(g.matmul(q, g.transpose(cached[0])), std::sqrt(double(kDepth))),
+                               g.scalar(-3.4028234663852886e38, DType::F32));
+  g.output("out", g.matmul(g.op("softmax", {scores}, {{"axis", 3}}), cached[1]));
+  if (f.cache_output) g.output("k_out", g.node(cached[0]).op == graph::OpKind::Cast ? g.node(cached[0]).inputs[0] : cached[0]);
+  return g;
+}
+
+std::vector<CacheForm> cache_forms() { return {{"f32 caches"}, {"bf16 caches", DType::BF16}, {"the key cache an output", DType::F32, true}}; }
+
+TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
+  for (const CacheForm& f : cache_forms()) {
+    SCOPED_TRACE(f.name);
+    const lowering::Plan plan = lowering::lower(cache_graph_of(f), testing_support::h100_like_target());
+    int attention = 0, writes = 0;
+    for (const std::string& k : lowering::testing_support::kernels_of(plan)) {
+      attention += k.rfind("decode_attention_", 0) == 0;
+      writes += k.rfind("write_at_", 0) == 0;
+    }
+    EXPECT_EQ(attention, 1) << lowering::plan_text(plan);
+    EXPECT_EQ(writes, f.cache_output ? 1 : 0) << lowering::plan_text(plan);
+    EXPECT_TRUE(plan.copies.empty() || f.cache_output) << "the caches are written in place: " << lowering::plan_text(plan);
+  }
+}
+
+TEST_P(DecodeAttentionFusionOnDevice, CacheWritesMatchTheReferenceStepAfterStep) {
+  for (const CacheForm& f : cache_forms()) {
+    SCOPED_TRACE(f.name);
+    if (f.cache == DType::BF16 && !dev_->info().features.has(kir::Feature::BFloat16)) continue;
+    const graph::Graph g = cache_graph_of(f);
+    auto exe = lowering::compile(g, *dev_);
+    std::map<std::string, Tensor> feeds{{"k", Tensor(f.cache, {1, kHeads, kSlots, kDepth}, 0.0)},
+                                        {"v", Tensor(f.cache, {1, kHeads, kSlots, kDepth}, 0.0)}};
+    uint32_t seed = 140;
+    int64_t step = 0;
+    for (int64_t slot : {0, 1, 2, 7, 3}) {
+      for (const char* name : {"q", "k_new", "v_new"}) {
+        const graph::Node& n = g.node(g.at(name));
+        feeds[name] = testing_support::uniform_tensor(n.type.shape, seed++, n.type.dtype);
+        for (double& e : feeds[name].data) e = graph::round_to(n.type.dtype, 3 * e);
+        exe->set(name, feeds[name]);
+      }
+      // The slots written so far (and the new one) are allowed, as a decoder's mask allows its past.
+      Tensor allowed(DType::Bool, {1, 1, 1, kSlots}, 0.0);
+      for (int64_t j = 0; j < kSlots; ++j) allowed.data[size_t(j)] = j <= std::max<int64_t>(step, 7) ? 1 : 0;
+      feeds["allowed"] = allowed;
+      feeds["slot"] = Tensor(DType::I64, {1}, double(slot));
+      exe->set("allowed", allowed);
+      exe->set("slot", feeds["slot"]);
+      exe->step();
+      ++step;
+      const auto want = graph::evaluate(g, feeds, DType::F64);
+      for (const auto& o : g.outputs()) {
+        const Tensor got = exe->get(o.name);
+        ASSERT_EQ(got.numel(), want.at(o.name).numel()) << o.name;
+        for (int64_t i = 0; i < got.numel(); ++i)
+          EXPECT_NEAR(got[i], want.at(o.name)[i], 2e-5 * (1 + std::abs(want.at(o.name)[i]))) << o.name << " " << i;
+      }
+      for (const char* name : {"k", "v"}) {
+        feeds[name] = want.at(name);  // the state's new value
+        EXPECT_EQ(exe->get(name).data, feeds[name].data) << name << " after writing slot " << slot;
+      }
     }
   }
 }
