@@ -17,14 +17,13 @@ namespace {
 
 uint64_t type_bytes(Type t) { return t == Type::F64 ? 8 : 4; }
 
-// Columns of V a pass of phase 3 covers (one an invocation), and the slices of keys the workgroup splits into.
-uint32_t value_columns(const DecodeAttentionShape& s, uint32_t wg) { return uint32_t(std::min<int64_t>(s.value_depth, wg)); }
-
 // Elements of K an invocation reads at once: 4 where a key's row starts on 4 elements of 32 or 16 bits (kir's vector
 // loads), else 1.
 uint32_t key_lanes(const DecodeAttentionShape& s, Type t) {
   return s.depth % 4 == 0 && (t != Type::F64 || s.k_half) ? 4 : 1;
 }
+
+bool pow2(uint32_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
 }  // namespace
 
@@ -46,9 +45,20 @@ bool decode_attention_fits(const DecodeAttentionShape& s, Type t) {
          decode_attention_shared_bytes(s, t, kDecodeAttentionWorkgroup) <= kDecodeAttentionSharedBytes;
 }
 
-HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint32_t wg, uint32_t subgroup,
-                                    const AttentionScore& score, AttentionCacheWrites writes) {
-  const std::string name = fmt::format("decode_attention_{}_{}{}{}", s.text(), float_suffix(t, "attention"),
+uint32_t choose_decode_attention_columns(const DecodeAttentionShape& s, uint32_t wg, bool cpu) {
+  // All the values' columns (a power of two up to the workgroup).
+  uint32_t all = 1;
+  while (all < wg && all < s.value_depth) all *= 2;
+  if (cpu) return all;
+  // Halved while there are fewer than 96 workgroups (down to 4 columns).
+  uint32_t columns = all;
+  while (columns > 4 && uint64_t(s.batches) * ((uint64_t(s.value_depth) + columns - 1) / columns) < 96) columns /= 2;
+  return columns;
+}
+
+HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint32_t wg, uint32_t columns,
+                                    uint32_t subgroup, const AttentionScore& score, AttentionCacheWrites writes) {
+  const std::string name = fmt::format("decode_attention_{}_{}_c{}{}{}", s.text(), float_suffix(t, "attention"), columns,
                                        wg == kDecodeAttentionWorkgroup ? "" : fmt::format("_wg{}", wg),
                                        writes.key || writes.value
                                            ? fmt::format("_writes_{}{}", writes.key ? "k" : "", writes.value ? "v" : "")
@@ -56,28 +66,31 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
   if (!decode_attention_fits(s, t))
     throw std::invalid_argument(fmt::format("{}: takes 1 to {} queries a batch whose scores fit {} bytes of workgroup "
                                             "memory", name, kDecodeAttentionMostRows, kDecodeAttentionSharedBytes));
-  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
+  if (wg < 32 || wg > 1024 || !pow2(wg))
     throw std::invalid_argument(fmt::format("{}: a workgroup of {} invocations (a power of two, 32 to 1024)", name, wg));
+  if (!pow2(columns) || columns > wg)
+    throw std::invalid_argument(fmt::format("{}: {} value columns a workgroup (a power of two up to {})", name, columns, wg));
   for (int64_t extent : {s.batches * s.rows * s.keys, s.batches * s.keys * s.depth, s.batches * s.keys * s.value_depth,
                          s.batches * s.rows * s.depth, s.batches * s.rows * s.value_depth})
     index_u32(extent, "attention extents");
   const uint32_t B = uint32_t(s.batches), R = uint32_t(s.rows), L = uint32_t(s.keys), D = uint32_t(s.depth);
-  const uint32_t Dv = uint32_t(s.value_depth);
-  const uint32_t lanes = key_lanes(s, t), C = value_columns(s, wg), slices = wg / C;
+  const uint32_t Dv = uint32_t(s.value_depth), C = columns, slices = wg / C, blocks = (Dv + C - 1) / C;
+  const uint32_t lanes = key_lanes(s, t);
+  const Type k_type = s.k_half.value_or(t), v_type = s.v_half.value_or(t);
 
   KernelBuilder kb(name, wg);
   Buf q = kb.buffer("q", s.q_half.value_or(t), Access::Read);
-  Buf k = kb.buffer("k", s.k_half.value_or(t), writes.key ? Access::ReadWrite : Access::Read);
-  Buf v = kb.buffer("v", s.v_half.value_or(t), writes.value ? Access::ReadWrite : Access::Read);
+  Buf k = kb.buffer("k", k_type, writes.key ? Access::ReadWrite : Access::Read);
+  Buf v = kb.buffer("v", v_type, writes.value ? Access::ReadWrite : Access::Read);
   Buf o = kb.buffer("o", t, Access::Write);
   // The rows written and their positions.
   std::optional<Buf> key_row, key_slot, value_row, value_slot;
   if (writes.key) {
-    key_row = kb.buffer("key_row", s.k_half.value_or(t), Access::Read);
+    key_row = kb.buffer("key_row", k_type, Access::Read);
     key_slot = kb.buffer("key_slot", Type::I32, Access::Read);
   }
   if (writes.value) {
-    value_row = kb.buffer("value_row", s.v_half.value_or(t), Access::Read);
+    value_row = kb.buffer("value_row", v_type, Access::Read);
     value_slot = kb.buffer("value_slot", Type::I32, Access::Read);
   }
   Shared queries = kb.shared("queries", t, R * D);
@@ -85,19 +98,21 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
   Shared partial = kb.shared("partial", t, R * wg);
   WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
   auto to_t = [&](Val x) { return x.type() == t ? x : cast(x, t); };
-  kb.if_(kb.group_id() < B, [&] {  // uniform: a folded grid's extra workgroups skip everything
-    Val b = kb.group_id(), lid = kb.local_id(), e = reduce.element();
-    // The new rows into the caches: this batch's row, which only this workgroup reads (after the barrier below, which
-    // orders buffer memory too where a buffer is written: kir's barrier).
-    auto write_row = [&](const Buf& cache, const Buf& row, const Buf& slot, uint32_t depth) {
-      Val at = slot[0u].load();
-      kb.if_((at >= 0) & (at < int32_t(L)), [&] {
-        Val base = (b * L + cast(at, Type::U32)) * depth;
-        kb.for_(lid, kb.u32(depth), kb.u32(wg), [&](Val d) { cache[base + d] = row[b * depth + d].load(); });
-      });
+  kb.if_(kb.group_id() < B * blocks, [&] {  // uniform: a folded grid's extra workgroups skip everything
+    Val b = kb.group_id() / blocks, block = kb.group_id() % blocks, lid = kb.local_id(), e = reduce.element();
+    // Where the new rows go (-1: nowhere). A workgroup writes the part of them it reads (the first block the key, each
+    // block its value columns); everyone reads them from their buffers, so no write need land before another's read.
+    auto slot_of = [&](const std::optional<Buf>& slot) {
+      if (!slot) return kb.i32(-1);
+      Val at = (*slot)[0u].load();
+      return select((at >= 0) & (at < int32_t(L)), at, kb.i32(-1));
     };
-    if (writes.key) write_row(k, *key_row, *key_slot, D);
-    if (writes.value) write_row(v, *value_row, *value_slot, Dv);
+    Val new_key = slot_of(key_slot), new_value = slot_of(value_slot);
+    if (writes.key)
+      kb.if_((block == 0u) & (new_key >= 0), [&] {
+        Val base = (b * L + cast(new_key, Type::U32)) * D;
+        kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) { k[base + d] = (*key_row)[b * D + d].load(); });
+      });
     kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
     kb.barrier();
 
@@ -105,15 +120,21 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) {
       std::vector<Var> dot;
       for (uint32_t r = 0; r < R; ++r) dot.push_back(kb.var(fmt::format("dot{}", r), kb.constant(t, 0)));
-      Val row = (b * L + j) * D;
-      kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) {
-        std::vector<Val> key;
-        if (lanes == 1) key.push_back(k[row + d].load());
-        else if (s.k_half) key = k.load_vector_widened(row + d, lanes);
-        else key = k.load_vector(row + d, lanes);
-        for (uint32_t l = 0; l < lanes; ++l)
-          for (uint32_t r = 0; r < R; ++r) dot[r] += queries[r * D + d + l].load() * to_t(key[l]);
-      });
+      auto dots_from = [&](const Buf& keys, Val row) {
+        kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) {
+          std::vector<Val> key;
+          if (lanes == 1) key.push_back(keys[row + d].load());
+          else if (s.k_half) key = keys.load_vector_widened(row + d, lanes);
+          else key = keys.load_vector(row + d, lanes);
+          for (uint32_t l = 0; l < lanes; ++l)
+            for (uint32_t r = 0; r < R; ++r) dot[r] += queries[r * D + d + l].load() * to_t(key[l]);
+        });
+      };
+      if (writes.key)
+        kb.if_else(cast(j, Type::I32) == new_key, [&] { dots_from(*key_row, b * D); },
+                   [&] { dots_from(k, (b * L + j) * D); });
+      else
+        dots_from(k, (b * L + j) * D);
       for (uint32_t r = 0; r < R; ++r) {
         Val at = (b * R + r) * L + j;
         scores[r * L + j] = score ? score(kb, at, dot[r].get()) : dot[r].get();
@@ -140,33 +161,33 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
       kb.barrier();  // (the exponentials too are complete past this barrier)
     }
 
-    // 3. The weighted values: C neighbouring columns a slice, the slices' sums added in slice order.
-    Val slice = lid / C, column = lid % C;
-    for (uint32_t first = 0; first < Dv; first += C) {
-      Val col = column + first;
-      std::vector<Var> acc;
-      for (uint32_t r = 0; r < R; ++r) acc.push_back(kb.var(fmt::format("acc{}", r), kb.constant(t, 0)));
-      kb.if_((slice < slices) & (col < Dv), [&] {
-        kb.for_(slice, kb.u32(L), kb.u32(slices), [&](Val j) {
-          Val value = to_t(v[(b * L + j) * Dv + col].load());
-          for (uint32_t r = 0; r < R; ++r) acc[r] += scores[r * L + j].load() * value;
-        });
+    // 3. The block's weighted values: C neighbouring columns a slice, the slices' sums added in slice order.
+    Val slice = lid / C, column = lid % C, col = block * C + column;
+    if (writes.value)
+      kb.if_((slice == 0u) & (col < Dv) & (new_value >= 0), [&] {
+        v[(b * L + cast(new_value, Type::U32)) * Dv + col] = (*value_row)[b * Dv + col].load();
       });
-      kb.if_(slice < slices, [&] {
-        for (uint32_t r = 0; r < R; ++r) partial[(slice * R + r) * C + column] = acc[r].get();
+    std::vector<Var> acc;
+    for (uint32_t r = 0; r < R; ++r) acc.push_back(kb.var(fmt::format("acc{}", r), kb.constant(t, 0)));
+    kb.if_(col < Dv, [&] {
+      Val fresh = writes.value ? to_t((*value_row)[b * Dv + col].load()) : Val();
+      kb.for_(slice, kb.u32(L), kb.u32(slices), [&](Val j) {
+        Val value = to_t(v[(b * L + j) * Dv + col].load());
+        if (writes.value) value = select(cast(j, Type::I32) == new_value, fresh, value);
+        for (uint32_t r = 0; r < R; ++r) acc[r] += scores[r * L + j].load() * value;
       });
-      kb.barrier();
-      kb.if_((slice == 0u) & (col < Dv), [&] {
-        for (uint32_t r = 0; r < R; ++r) {
-          Var total = kb.var(fmt::format("total{}", r), partial[r * C + column].load());
-          for (uint32_t sl = 1; sl < slices; ++sl) total += partial[(sl * R + r) * C + column].load();
-          o[(b * R + r) * Dv + col] = total.get() * inverse_sum[r];
-        }
-      });
-      kb.barrier();  // the partial sums are read before the next pass writes them
-    }
+    });
+    for (uint32_t r = 0; r < R; ++r) partial[(slice * R + r) * C + column] = acc[r].get();
+    kb.barrier();
+    kb.if_((slice == 0u) & (col < Dv), [&] {
+      for (uint32_t r = 0; r < R; ++r) {
+        Var total = kb.var(fmt::format("total{}", r), partial[r * C + column].load());
+        for (uint32_t sl = 1; sl < slices; ++sl) total += partial[(sl * R + r) * C + column].load();
+        o[(b * R + r) * Dv + col] = total.get() * inverse_sum[r];
+      }
+    });
   });
-  return {kb.finish(), B};
+  return {kb.finish(), uint64_t(B) * blocks};
 }
 
 }  // namespace spire::lowering::heavy

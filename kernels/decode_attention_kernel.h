@@ -5,20 +5,19 @@
 // attention). Run as three launches (the scores' product, the softmax, the values' product), a GPT-2 layer's attention
 // cost three launch floors, which at batch 1 are most of its time.
 //
-// One workgroup a batch (batch x heads), every phase reading what the one before left in workgroup memory:
+// A workgroup computes one batch's (batch x heads) attention for a block of `columns` value columns: a decode step has
+// few heads (GPT-2's 12), so one workgroup a head would leave most of a GPU idle and each invocation a long chain of
+// reads. Every workgroup of a batch computes all its scores (K read again from cache by each), in three phases, each
+// reading what the one before left in workgroup memory:
 //   1. the queries staged; each invocation takes keys j = lid, lid + wg, ... and computes all rows' scores for its key
 //      (its row of K read once, four elements a read where the depth allows, f16/bf16 widened as read);
 //   2. each row's maximum and sum of exponentials by WorkgroupReduce (one fixed order on every device), the
 //      exponentials kept in place of the scores;
-//   3. the weighted sum of values: invocations split into `slices` groups of neighbouring columns (coalesced reads of a
-//      row of V), slice s taking keys s, s + slices, ...; the slices' partial sums added in slice order and divided by
-//      the row's sum.
+//   3. the weighted sum of the block's values: invocations split into wg / columns slices of neighbouring columns
+//      (coalesced reads of a row of V), slice s taking keys s, s + slices, ...; the slices' partial sums added in slice
+//      order and divided by the row's sum.
 // Workgroup memory holds the queries, the scores and one partial sum per row and invocation; a shape whose scores do
 // not fit kDecodeAttentionSharedBytes (every Vulkan device has 16 KiB) is not taken (the three launches run instead).
-// The step's new key and value may be written into the caches in the same launch (AttentionCacheWrites), each
-// workgroup writing its own batch's row before reading the cache: a decoder's two cache writes a layer cost no launch.
-// Buffers: q (read), k (read), v (read), o (write, the sums' type), then the rows written and their positions
-// (AttentionCacheWrites), then whatever `score` binds.
 #pragma once
 
 #include <cstdint>
@@ -57,17 +56,24 @@ bool decode_attention_fits(const DecodeAttentionShape& s, kir::Type t);
 using AttentionScore = std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val dot)>;
 
 // New rows [batches, 1, depth] (key) and [batches, 1, value_depth] (value), of k's and v's stored types, written at
-// position `slot` (element 0 of an i32 buffer) of k and v before the kernel reads them: buffers `key_row`, `key_slot`
-// where `key`, then `value_row`, `value_slot` where `value`; k and v are then read and written. A slot outside
-// [0, keys) writes nothing (write_at's rule).
+// position `slot` (element 0 of an i32 buffer) of k and v, and read in place of the caches' rows there: buffers
+// `key_row`, `key_slot` where `key`, then `value_row`, `value_slot` where `value`; k and v are then written too. A slot
+// outside [0, keys) writes nothing (write_at's rule) and matches no key.
 struct AttentionCacheWrites {
   bool key = false, value = false;
 };
 
-// `t`: F32 or F64 sums. `wg`: a power of two from 32 to 1024. `subgroup`: the device's Limits::subgroup_size for the
-// reductions (the same bits either way). No `score`: the dot products as they are. Throws std::invalid_argument for a
-// shape the kernel does not take or a bad workgroup.
-HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, kir::Type t, uint32_t wg, uint32_t subgroup,
-                                    const AttentionScore& score = {}, AttentionCacheWrites writes = {});
+// The value columns a workgroup computes: all of them (a power of two up to the workgroup), halved on a GPU while that
+// gives fewer than 96 workgroups, down to 4 (GPT-2's 12 heads of 64: 8 columns, 96 workgroups; Llama 1B's 32: 16); on
+// a CPU device, where every workgroup's scores cost real time, all of them.
+uint32_t choose_decode_attention_columns(const DecodeAttentionShape& s, uint32_t wg, bool cpu);
+
+// `t`: F32 or F64 sums. `wg`: a power of two from 32 to 1024. `columns`: a power of two up to wg (the workgroups are
+// batches x ceil(value_depth / columns)). `subgroup`: the device's Limits::subgroup_size for the reductions (the same
+// bits either way). No `score`: the dot products as they are. Throws std::invalid_argument for a shape the kernel does
+// not take, a bad workgroup or column count.
+HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, kir::Type t, uint32_t wg, uint32_t columns,
+                                    uint32_t subgroup, const AttentionScore& score = {},
+                                    AttentionCacheWrites writes = {});
 
 }  // namespace spire::lowering::heavy

@@ -34,7 +34,8 @@ void lower_decode_attention(LoweringContext& ctx, graph::Value v, const Absorbed
     if (w.valid()) ctx.alias(w, g.node(w).inputs[0]);
   heavy::HeavyKernel k;
   try {
-    k = heavy::decode_attention_kernel(a.shape, t, wg, limits.subgroup_size, score, writes);
+    k = heavy::decode_attention_kernel(a.shape, t, wg, heavy::choose_decode_attention_columns(a.shape, wg, limits.cpu),
+                                      limits.subgroup_size, score, writes);
   } catch (const std::invalid_argument& e) {
     throw graph::GraphError(fmt::format("matmul '{}' (attention): {}", node.name, e.what()));
   }

@@ -34,6 +34,7 @@ struct AttentionCase {
   uint32_t wg = heavy::kDecodeAttentionWorkgroup;
   bool f64 = false;
   bool writes = false;  // new rows written at slot keys / 2 of k and v (whose rows there hold other values before)
+  uint32_t columns = 0;  // value columns a workgroup (0: all, up to the workgroup)
 };
 
 constexpr double kLowest = -3.4028234663852886e38;  // the f32 minimum, as a decoder's mask writes it
@@ -114,9 +115,10 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
       return c.keys > 1 ? kir::select(j % 3u == 2u, lowest, dot * (1.0 / std::sqrt(double(c.depth))))
                         : dot * (1.0 / std::sqrt(double(c.depth)));
     };
+  const uint32_t columns = c.columns ? c.columns : heavy::choose_decode_attention_columns(s, c.wg, /*cpu=*/true);
   heavy::HeavyKernel kernel =
-      heavy::decode_attention_kernel(s, t, c.wg, dev.info().subgroup_size, score, {c.writes, c.writes});
-  EXPECT_EQ(kernel.groups, uint64_t(c.batches));
+      heavy::decode_attention_kernel(s, t, c.wg, columns, dev.info().subgroup_size, score, {c.writes, c.writes});
+  EXPECT_EQ(kernel.groups, uint64_t(c.batches * ((c.value_depth + columns - 1) / columns)));
 
   graph::Graph none;
   DeviceRun run(dev, none);
@@ -147,21 +149,24 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
 }
 
 std::vector<AttentionCase> attention_cases() {
+  using graph::DType;
+  constexpr uint32_t wg = heavy::kDecodeAttentionWorkgroup;
   return {
-      {12, 1, 96, 64, 64},                    // GPT-2's step: 12 heads, one query, 96 positions
-      {2, 1, 256, 64, 64},                    // keys = the workgroup
-      {3, 2, 300, 64, 128},                   // a ragged second round of keys, two queries, Dv = 128: two slices
-      {1, 4, 700, 32, 64},                    // four queries
-      {2, 3, 37, 30, 7},                      // a depth read one element at a time, narrow values
+      // GPT-2's step on a GPU: 12 heads, one query, 96 positions, 8 value columns a workgroup (8 workgroups a head)
+      {12, 1, 96, 64, 64, DType::F32, false, true, wg, false, false, 8},
+      {2, 1, 256, 64, 64},                    // keys = the workgroup, one workgroup a head
+      {3, 2, 300, 64, 128, DType::F32, false, true, wg, false, false, 16},  // a ragged second round of keys, two queries
+      {1, 4, 700, 32, 64, DType::F32, false, true, wg, false, false, 4},    // four queries, 4 columns a workgroup
+      {2, 3, 37, 30, 7, DType::F32, false, true, wg, false, false, 4},      // a depth read one at a time, a ragged block
       {1, 1, 1, 64, 64},                      // one key
-      {2, 1, 50, 16, 300},                    // values wider than the workgroup: two passes
-      {4, 1, 200, 64, 64, graph::DType::BF16},        // a bf16 cache
-      {2, 2, 129, 64, 64, graph::DType::F16, true},   // everything f16
-      {3, 1, 90, 64, 64, graph::DType::F32, false, false},  // the dot products as they are
-      {2, 1, 300, 64, 64, graph::DType::F32, false, true, 64},  // a small workgroup: four values a slice
-      {2, 2, 100, 24, 40, graph::DType::F32, false, true, heavy::kDecodeAttentionWorkgroup, true},  // f64
-      {12, 1, 96, 64, 64, graph::DType::F32, false, true, heavy::kDecodeAttentionWorkgroup, false, true},  // the rows written
-      {4, 1, 300, 64, 300, graph::DType::BF16, false, true, 64, false, true},  // ... bf16, a small workgroup, two passes
+      {2, 1, 50, 16, 300},                    // values wider than the workgroup: a second, ragged block
+      {4, 1, 200, 64, 64, DType::BF16, false, true, wg, false, false, 8},   // a bf16 cache
+      {2, 2, 129, 64, 64, DType::F16, true},  // everything f16
+      {3, 1, 90, 64, 64, DType::F32, false, false},  // the dot products as they are
+      {2, 1, 300, 64, 64, DType::F32, false, true, 64, false, false, 16},   // a small workgroup: four slices
+      {2, 2, 100, 24, 40, DType::F32, false, true, wg, true, false, 8},     // f64 sums
+      {12, 1, 96, 64, 64, DType::F32, false, true, wg, false, true, 8},     // the new rows written, read from their buffers
+      {4, 1, 300, 64, 300, DType::BF16, false, true, 64, false, true, 64},  // ... bf16, a small workgroup, five blocks
   };
 }
 
@@ -169,10 +174,10 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, DecodeAttentionOnDevice,
                          testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(attention_cases())),
                          [](const testing::TestParamInfo<std::tuple<std::string, AttentionCase>>& p) {
                            const AttentionCase& c = std::get<1>(p.param);
-                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}{}{}", test_name_of(std::get<0>(p.param)),
+                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}_c{}{}{}", test_name_of(std::get<0>(p.param)),
                                               c.batches, c.rows, c.keys, c.depth, c.value_depth,
                                               graph::dtype_name(c.half), c.half_q ? "_q" : "",
-                                              c.masked ? "_masked" : "", c.wg, c.f64 ? "_f64" : "",
+                                              c.masked ? "_masked" : "", c.wg, c.columns, c.f64 ? "_f64" : "",
                                               c.writes ? "_writes" : "");
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionOnDevice);
@@ -185,8 +190,20 @@ TEST(DecodeAttentionKernel, TakesFewQueriesWhoseScoresFitSixteenKiB) {
   EXPECT_FALSE(heavy::decode_attention_fits({1, 1, 4096, 64, 64}, f32));
   EXPECT_FALSE(heavy::decode_attention_fits({1, 5, 16, 64, 64}, f32));  // five queries: a prefill
   EXPECT_EQ(heavy::decode_attention_shared_bytes({12, 2, 100, 64, 64}, f32, 256), uint64_t(2 * (64 + 100 + 256) * 4));
-  EXPECT_THROW(heavy::decode_attention_kernel({1, 5, 16, 64, 64}, f32, 256, 0), std::invalid_argument);
-  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 96, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel({1, 5, 16, 64, 64}, f32, 256, 64, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 96, 64, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 256, 24, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 64, 128, 0), std::invalid_argument);
+}
+
+// The columns a workgroup, worked out by hand from the rule (all, halved on a GPU while under 96 workgroups, to 4).
+TEST(DecodeAttentionKernel, ColumnsFillTheGpu) {
+  EXPECT_EQ(heavy::choose_decode_attention_columns({12, 1, 288, 64, 64}, 256, false), 8u);   // GPT-2: 96 workgroups
+  EXPECT_EQ(heavy::choose_decode_attention_columns({32, 1, 288, 64, 64}, 256, false), 16u);  // Llama 1B: 128
+  EXPECT_EQ(heavy::choose_decode_attention_columns({1, 1, 288, 64, 64}, 256, false), 4u);    // one head: 16, the fewest
+  EXPECT_EQ(heavy::choose_decode_attention_columns({96, 1, 288, 64, 64}, 256, false), 64u);  // 96 heads: one each
+  EXPECT_EQ(heavy::choose_decode_attention_columns({12, 1, 288, 64, 64}, 256, true), 64u);   // a CPU: all
+  EXPECT_EQ(heavy::choose_decode_attention_columns({2, 1, 50, 16, 300}, 256, true), 256u);   // up to the workgroup
 }
 
 }  // namespace
