@@ -25,6 +25,11 @@ uint32_t key_lanes(const DecodeAttentionShape& s, Type t) {
 
 bool pow2(uint32_t n) { return n != 0 && (n & (n - 1)) == 0; }
 
+// Reads issued together before the arithmetic that waits on them: a key's row (up to this many reads, else a loop),
+// and the values of this many keys in the weighted sum.
+constexpr uint32_t kUnrolledReads = 32;
+constexpr uint32_t kValueReads = 8;
+
 }  // namespace
 
 std::string DecodeAttentionShape::text() const {
@@ -120,15 +125,24 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) {
       std::vector<Var> dot;
       for (uint32_t r = 0; r < R; ++r) dot.push_back(kb.var(fmt::format("dot{}", r), kb.constant(t, 0)));
+      // The key's row in reads of `lanes`, all issued before the multiply-adds that wait on them (unrolled here: a loop
+      // would wait for each read in turn) where they are at most kUnrolledReads, else a loop.
       auto dots_from = [&](const Buf& keys, Val row) {
-        kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) {
-          std::vector<Val> key;
-          if (lanes == 1) key.push_back(keys[row + d].load());
-          else if (s.k_half) key = keys.load_vector_widened(row + d, lanes);
-          else key = keys.load_vector(row + d, lanes);
+        auto read = [&](Val d) {
+          if (lanes == 1) return std::vector<Val>{keys[row + d].load()};
+          return s.k_half ? keys.load_vector_widened(row + d, lanes) : keys.load_vector(row + d, lanes);
+        };
+        auto accumulate = [&](Val d, const std::vector<Val>& key) {
           for (uint32_t l = 0; l < lanes; ++l)
             for (uint32_t r = 0; r < R; ++r) dot[r] += queries[r * D + d + l].load() * to_t(key[l]);
-        });
+        };
+        if (D / lanes <= kUnrolledReads) {
+          std::vector<std::vector<Val>> key;
+          for (uint32_t d = 0; d < D; d += lanes) key.push_back(read(kb.u32(d)));
+          for (uint32_t d = 0; d < D; d += lanes) accumulate(kb.u32(d), key[d / lanes]);
+        } else {
+          kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) { accumulate(d, read(d)); });
+        }
       };
       if (writes.key)
         kb.if_else(cast(j, Type::I32) == new_key, [&] { dots_from(*key_row, b * D); },
@@ -171,10 +185,20 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     for (uint32_t r = 0; r < R; ++r) acc.push_back(kb.var(fmt::format("acc{}", r), kb.constant(t, 0)));
     kb.if_(col < Dv, [&] {
       Val fresh = writes.value ? to_t((*value_row)[b * Dv + col].load()) : Val();
-      kb.for_(slice, kb.u32(L), kb.u32(slices), [&](Val j) {
-        Val value = to_t(v[(b * L + j) * Dv + col].load());
-        if (writes.value) value = select(cast(j, Type::I32) == new_value, fresh, value);
-        for (uint32_t r = 0; r < R; ++r) acc[r] += scores[r * L + j].load() * value;
+      // kValueReads keys an iteration, their values read before the multiply-adds wait on them (a key past the end
+      // reads the last one's and adds nothing).
+      kb.for_(slice, kb.u32(L), kb.u32(slices * kValueReads), [&](Val first) {
+        std::vector<Val> key, value;
+        for (uint32_t u = 0; u < kValueReads; ++u) {
+          key.push_back(min(first + u * slices, L - 1));
+          value.push_back(to_t(v[(b * L + key[u]) * Dv + col].load()));
+        }
+        for (uint32_t u = 0; u < kValueReads; ++u) {
+          if (writes.value) value[u] = select(cast(key[u], Type::I32) == new_value, fresh, value[u]);
+          Val inside = first + u * slices < L;
+          for (uint32_t r = 0; r < R; ++r)
+            acc[r] += select(inside, scores[r * L + key[u]].load() * value[u], kb.constant(t, 0));
+        }
       });
     });
     for (uint32_t r = 0; r < R; ++r) partial[(slice * R + r) * C + column] = acc[r].get();
