@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -16,6 +17,13 @@ namespace {
 // when hunting a bug).
 bool graphs_enabled() {
   const char* env = std::getenv("SPIRE_CUDA_GRAPHS");
+  return !(env && std::strcmp(env, "0") == 0);
+}
+
+// SPIRE_CUDA_PDL=0 launches every kernel after the one before it has finished, as on GPUs before Hopper (to measure
+// what programmatic dependent launch gains, or to rule it out).
+bool programmatic_launches_enabled() {
+  const char* env = std::getenv("SPIRE_CUDA_PDL");
   return !(env && std::strcmp(env, "0") == 0);
 }
 
@@ -114,6 +122,7 @@ void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferVie
                             scalars.count(), scalars.bytes().size()));
   Launch l;
   l.fn = k->function();
+  l.waits_for_previous = k->waits_for_previous();
   l.kernel = ir.name;
   l.dynamic_shared = k->dynamic_shared_bytes();
   uint32_t align = ctx_->info().min_storage_offset_alignment;
@@ -261,10 +270,27 @@ void CudaCommandStream::try_capture() {
 
 void CudaCommandStream::replay(CUstream stream, bool capturing) {
   const DriverApi& a = ctx_->api();
+  // Programmatic dependent launch (compute capability 9.0 on): a kernel that follows a kernel may launch while that one
+  // still runs, and waits for it in its own first instructions (the PTX backend's griddepcontrol.wait), so the launch's
+  // latency hides behind the kernel before: a decoder's step is a chain of dozens of few-microsecond kernels.
+  const bool programmatic =
+      a.cuLaunchKernelEx && ctx_->info().compute_capability >= 90 && programmatic_launches_enabled();
+  bool after_kernel = false;
   for (Command& c : commands_) {
+    const bool follows_kernel = std::exchange(after_kernel, std::holds_alternative<Launch>(c));
     if (auto* l = std::get_if<Launch>(&c)) {
-      CUresult r = a.cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
-                                    l->dynamic_shared, stream, l->params.empty() ? nullptr : l->params.data(), nullptr);
+      CUresult r;
+      if (programmatic && follows_kernel && l->waits_for_previous) {
+        CUlaunchAttribute attribute{};
+        attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attribute.value.programmatic_stream_serialization_allowed = 1;
+        CUlaunchConfig config{l->grid[0],         l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+                              l->dynamic_shared, stream,     &attribute, 1};
+        r = a.cuLaunchKernelEx(&config, l->fn, l->params.empty() ? nullptr : l->params.data(), nullptr);
+      } else {
+        r = a.cuLaunchKernel(l->fn, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1], l->block[2],
+                             l->dynamic_shared, stream, l->params.empty() ? nullptr : l->params.data(), nullptr);
+      }
       if (r != CUDA_SUCCESS)
         ctx_->check(r, "cuLaunchKernel",
                     fmt::format("(kernel '{}', grid {}x{}x{}, block {}x{}x{})", l->kernel, l->grid[0], l->grid[1],

@@ -48,6 +48,7 @@ class CudaCommandStream final : public CommandStream {
     std::vector<uint32_t> scalar_offsets;
     std::vector<TensorMapBytes> tensor_maps;  // encoded at dispatch, passed by value after the scalars
     std::vector<void*> params;          // cuLaunchKernel's kernelParams, built by finish()
+    bool waits_for_previous = false;    // CudaKernel::waits_for_previous
   };
   struct Copy { CUdeviceptr src, dst; uint64_t bytes; };
   struct Fill { CUdeviceptr dst; uint64_t words; uint32_t tail_bytes; uint32_t pattern; };  // tail: a cut-off last word

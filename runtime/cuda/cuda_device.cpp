@@ -293,7 +293,9 @@ std::shared_ptr<Kernel> CudaDevice::load(const KernelBinary& binary) {
                                                int(k.dynamic_shared_bytes)),
                 "cuFuncSetAttribute",
                 fmt::format("({} bytes of dynamic shared memory for kernel '{}')", k.dynamic_shared_bytes, k.name));
-  return std::make_shared<CudaKernel>(k, std::move(module), fn, ctx_.get(), k.dynamic_shared_bytes);
+  // (Read from the code itself: PTX an older spire compiled into a bundle has no such wait.)
+  const bool waits = binary.ptx.find("griddepcontrol.wait;") != std::string::npos;
+  return std::make_shared<CudaKernel>(k, std::move(module), fn, ctx_.get(), k.dynamic_shared_bytes, waits);
 }
 
 std::string CudaDevice::kernel_cache_summary() const {

@@ -93,6 +93,7 @@ Driver load() {
     d.problem = "the CUDA driver lacks entry points spire needs: " + missing;
     return d;
   }
+  res.get("cuLaunchKernelEx", a.cuLaunchKernelEx);
   // Graph replay is optional: without these the recorded launch list is replayed instead.
   res.get("cuEventRecordWithFlags", a.cuEventRecordWithFlags);
   res.get("cuStreamBeginCapture", a.cuStreamBeginCapture);

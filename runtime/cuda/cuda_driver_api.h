@@ -80,6 +80,27 @@ inline constexpr size_t kTensorMapBytes = 128;
 // CUjitInputType
 inline constexpr CUjitInputType CU_JIT_INPUT_PTX = 1;
 
+// cuLaunchKernelEx's configuration, laid out as cuda.h's CUlaunchConfig and CUlaunchAttribute (a 64-byte value union);
+// spire sets one attribute, Hopper's programmatic stream serialization (programmatic dependent launch).
+using CUlaunchAttributeID = int;
+inline constexpr CUlaunchAttributeID CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6;
+struct CUlaunchAttribute {
+  CUlaunchAttributeID id;
+  char pad[8 - sizeof(CUlaunchAttributeID)];
+  union {
+    char bytes[64];
+    unsigned programmatic_stream_serialization_allowed;
+  } value;
+};
+struct CUlaunchConfig {
+  unsigned gridDimX, gridDimY, gridDimZ;
+  unsigned blockDimX, blockDimY, blockDimZ;
+  unsigned sharedMemBytes;
+  CUstream hStream;
+  CUlaunchAttribute* attrs;
+  unsigned numAttrs;
+};
+
 // Flags
 inline constexpr unsigned CU_STREAM_NON_BLOCKING = 0x1;
 inline constexpr unsigned CU_EVENT_DEFAULT = 0x0;
@@ -134,6 +155,8 @@ struct DriverApi {
   CUresult (*cuLaunchKernel)(CUfunction fn, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shared_bytes, CUstream stream, void** params,
                              void** extra) = nullptr;
+  // Optional (programmatic dependent launch on compute capability 9.0 and later; without it, plain launches).
+  CUresult (*cuLaunchKernelEx)(const CUlaunchConfig* config, CUfunction fn, void** params, void** extra) = nullptr;
   // Optional (graph replay; a missing one means the launch-list replay is used).
   CUresult (*cuEventRecordWithFlags)(CUevent event, CUstream stream, unsigned flags) = nullptr;
   CUresult (*cuStreamBeginCapture)(CUstream stream, CUstreamCaptureMode mode) = nullptr;

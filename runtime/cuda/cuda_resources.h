@@ -50,12 +50,17 @@ class Module {
 
 class CudaKernel final : public Kernel {
  public:
-  CudaKernel(KernelInterface ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx, uint32_t dynamic_shared)
-      : ir_(std::move(ir)), module_(std::move(module)), fn_(fn), ctx_(ctx), dynamic_shared_(dynamic_shared) {}
+  CudaKernel(KernelInterface ir, std::shared_ptr<Module> module, CUfunction fn, const Context* ctx, uint32_t dynamic_shared,
+             bool waits_for_previous)
+      : ir_(std::move(ir)), module_(std::move(module)), fn_(fn), ctx_(ctx), dynamic_shared_(dynamic_shared),
+        waits_for_previous_(waits_for_previous) {}
   const KernelInterface& interface() const override { return ir_; }
   CUfunction function() const { return fn_; }
   uint32_t dynamic_shared_bytes() const { return dynamic_shared_; }  // each launch passes it
   const Context* context() const { return ctx_; }
+  // Its code waits for the kernel before it to finish before reading anything (griddepcontrol.wait, which the PTX
+  // backend emits for sm_90 on): only then may it be launched while that kernel still runs.
+  bool waits_for_previous() const { return waits_for_previous_; }
 
  private:
   KernelInterface ir_;
@@ -63,6 +68,7 @@ class CudaKernel final : public Kernel {
   CUfunction fn_;
   const Context* ctx_;
   uint32_t dynamic_shared_;
+  bool waits_for_previous_;
 };
 
 }  // namespace spire::rt::cuda

@@ -4,6 +4,7 @@
 // enums and integers by size and signedness-free width, and handles as pointers.
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -51,6 +52,7 @@ SPIRE_MINE(cuEventSynchronize)
 SPIRE_MINE(cuEventQuery)
 SPIRE_MINE(cuEventElapsedTime)
 SPIRE_MINE(cuLaunchKernel)
+SPIRE_MINE(cuLaunchKernelEx)
 SPIRE_MINE(cuEventRecordWithFlags)
 SPIRE_MINE(cuStreamBeginCapture)
 SPIRE_MINE(cuStreamEndCapture)
@@ -111,6 +113,7 @@ SPIRE_CHECK(cuEventSynchronize, PFN_cuEventSynchronize_v2000)
 SPIRE_CHECK(cuEventQuery, PFN_cuEventQuery_v2000)
 SPIRE_CHECK(cuEventElapsedTime, PFN_cuEventElapsedTime_v2000)
 SPIRE_CHECK(cuLaunchKernel, PFN_cuLaunchKernel_v4000)
+SPIRE_CHECK(cuLaunchKernelEx, PFN_cuLaunchKernelEx_v11060)
 SPIRE_CHECK(cuEventRecordWithFlags, PFN_cuEventRecordWithFlags_v11010)
 SPIRE_CHECK(cuStreamBeginCapture, PFN_cuStreamBeginCapture_v10010)
 SPIRE_CHECK(cuStreamEndCapture, PFN_cuStreamEndCapture_v10000)
@@ -131,6 +134,14 @@ static_assert(spire::rt::cuda::CU_TENSOR_MAP_SWIZZLE_128B == ::CU_TENSOR_MAP_SWI
 static_assert(spire::rt::cuda::CU_TENSOR_MAP_L2_PROMOTION_L2_256B == ::CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
 static_assert(spire::rt::cuda::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE == ::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 static_assert(spire::rt::cuda::kTensorMapBytes == sizeof(CUtensorMap) && alignof(CUtensorMap) >= 64);
+static_assert(spire::rt::cuda::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION ==
+              ::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION);
+static_assert(sizeof(spire::rt::cuda::CUlaunchAttribute) == sizeof(::CUlaunchAttribute));
+static_assert(offsetof(spire::rt::cuda::CUlaunchAttribute, value) == offsetof(::CUlaunchAttribute, value));
+static_assert(sizeof(spire::rt::cuda::CUlaunchConfig) == sizeof(::CUlaunchConfig));
+static_assert(offsetof(spire::rt::cuda::CUlaunchConfig, hStream) == offsetof(::CUlaunchConfig, hStream));
+static_assert(offsetof(spire::rt::cuda::CUlaunchConfig, attrs) == offsetof(::CUlaunchConfig, attrs));
+static_assert(offsetof(spire::rt::cuda::CUlaunchConfig, numAttrs) == offsetof(::CUlaunchConfig, numAttrs));
 static_assert(spire::rt::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
 static_assert(spire::rt::cuda::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR == ::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
 static_assert(spire::rt::cuda::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK == ::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);

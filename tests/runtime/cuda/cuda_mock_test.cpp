@@ -7,6 +7,10 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+
+#include <fmt/format.h>
+
 #include <bit>
 #include <cstdlib>
 #include <cstring>
@@ -34,6 +38,7 @@ struct MockApi {
   int (*launch_count)() = nullptr;
   int (*launch)(int, char*, int, unsigned*, unsigned*, uint64_t*, int) = nullptr;
   void (*clear_sticky_error)() = nullptr;
+  int (*launch_programmatic)(int) = nullptr;
 };
 
 struct Launch {
@@ -53,6 +58,7 @@ class CudaMock : public ::testing::Test {
       mock.launch_count = reinterpret_cast<int (*)()>(::dlsym(h, "mock_cuda_launch_count"));
       mock.launch = reinterpret_cast<decltype(mock.launch)>(::dlsym(h, "mock_cuda_launch"));
       mock.clear_sticky_error = reinterpret_cast<void (*)()>(::dlsym(h, "mock_cuda_clear_sticky_error"));
+      mock.launch_programmatic = reinterpret_cast<int (*)(int)>(::dlsym(h, "mock_cuda_launch_programmatic"));
     }
     if (!mock.launch)
       GTEST_SKIP() << "not running against the mock CUDA driver (ctest sets LD_LIBRARY_PATH to tests/runtime/cuda/mock_driver "
@@ -61,6 +67,7 @@ class CudaMock : public ::testing::Test {
   }
   void TearDown() override {
     ::unsetenv("SPIRE_CUDA_GRAPHS");
+    ::unsetenv("SPIRE_CUDA_PDL");
   }
 
   Launch launch(int i) {
@@ -258,6 +265,50 @@ void record_and_replay(Device& dev, MockApi& mock, const std::string& kernel, bo
 }
 
 TEST_F(CudaMock, StreamReplaysAsGraph) { record_and_replay(*dev, mock, "scale", true, ""); }
+
+// On compute capability 9.0 (the mock's) a kernel that follows a kernel is launched programmatically (it waits for the
+// one before in its first instructions, griddepcontrol.wait, which the PTX for sm_90 holds); the first, and one after a
+// copy, are plain. The chain's result is the same (y = x * 2.5 + c twice), in a graph and in a launch list; with
+// SPIRE_CUDA_PDL=0 nothing is programmatic.
+TEST_F(CudaMock, ChainedKernelsLaunchProgrammatically) {
+  ASSERT_NE(mock.launch_programmatic, nullptr);
+  auto k = spire::backends::compile_and_load(*dev, scale_kernel());
+  ASSERT_TRUE(dynamic_cast<const CudaKernel&>(*k).waits_for_previous());
+  const double c = double(-(int64_t(1) << 40)) + 0.125;
+  for (const char* graphs : {"1", "0"})
+    for (const char* pdl : {"1", "0"}) {
+      SCOPED_TRACE(fmt::format("SPIRE_CUDA_GRAPHS={} SPIRE_CUDA_PDL={}", graphs, pdl));
+      ::setenv("SPIRE_CUDA_GRAPHS", graphs, 1);
+      ::setenv("SPIRE_CUDA_PDL", pdl, 1);
+      auto x = dev->alloc(4096), y = dev->alloc(4096), z = dev->alloc(4096), w = dev->alloc(4096);
+      std::vector<float> in(1000);
+      for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
+      dev->upload(*x, in.data(), 4000);
+      auto s = dev->record();
+      BufferView first[] = {*x, *y}, second[] = {*y, *z}, third[] = {*w, *x};
+      s->dispatch(*k, first, scale_args(), Grid{8});
+      s->barrier();
+      s->dispatch(*k, second, scale_args(), Grid{8});
+      s->barrier();
+      s->copy(BufferView(*z, 0, 4000), BufferView(*w, 0, 4000));
+      s->barrier();
+      s->dispatch(*k, third, scale_args(), Grid{8});
+      const int before = mock.launch_count();
+      dev->run(*s);
+      ASSERT_EQ(mock.launch_count(), before + 3);
+      const bool on = std::string(pdl) == "1";
+      EXPECT_EQ(mock.launch_programmatic(before), 0) << "the first kernel follows nothing";
+      EXPECT_EQ(mock.launch_programmatic(before + 1), on ? 1 : 0) << "the second follows the first";
+      EXPECT_EQ(mock.launch_programmatic(before + 2), 0) << "the third follows a copy";
+      std::vector<float> got(1000);
+      dev->download(*x, got.data(), 4000);
+      auto step = [&](double v) { return v * 2.5 + float(c); };
+      for (size_t i = 0; i < got.size(); ++i) {
+        const double want = step(step(step(double(i))));
+        ASSERT_NEAR(got[i], want, 1e-6 * std::abs(want)) << i;
+      }
+    }
+}
 
 TEST_F(CudaMock, StreamReplaysAsLaunchListWhenGraphsAreOff) {
   ::setenv("SPIRE_CUDA_GRAPHS", "0", 1);

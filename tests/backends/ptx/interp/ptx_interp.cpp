@@ -617,6 +617,13 @@ struct Module::Impl {
         code.push_back(std::move(ins));
         continue;
       }
+      if (opcode == "griddepcontrol.launch_dependents" || opcode == "griddepcontrol.wait") {
+        // Launches run one after another here: the next kernel starts after this one ends whatever it says.
+        if (!trim(rest).empty()) fail(line, ins.text, "takes no operands");
+        ins.op = Op::Nop;
+        code.push_back(std::move(ins));
+        continue;
+      }
       if (name == "fence" || name == "setmaxnreg") {
         // The interpreter runs every access in program order on one memory, so the proxy and barrier-init fences order
         // nothing more; setmaxnreg only moves the register budget between warpgroups.

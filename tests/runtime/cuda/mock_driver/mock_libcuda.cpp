@@ -71,6 +71,7 @@ struct LaunchRecord {
   std::string name;
   unsigned grid[3], block[3];
   std::vector<uint64_t> args;  // each parameter's first 8 bytes (a scalar or pointer: its value)
+  bool programmatic = false;   // launched by cuLaunchKernelEx with programmatic stream serialization
 };
 
 struct State {
@@ -421,8 +422,45 @@ CUresult cuEventElapsedTime(float* ms, void* a, void* b) {
   return OK;
 }
 
+CUresult launch_kernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shared, void* s, void** params, void** extra, bool programmatic);
+
 CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shared, void* s, void** params, void** extra) {
+  return launch_kernel(f, gx, gy, gz, bx, by, bz, shared, s, params, extra, false);
+}
+
+// cuda.h's CUlaunchConfig and CUlaunchAttribute (a 64-byte value union after an 8-byte id).
+struct MockLaunchAttribute {
+  int id;
+  char pad[4];
+  union {
+    char bytes[64];
+    int value;
+  } value;
+};
+struct MockLaunchConfig {
+  unsigned grid[3], block[3], shared;
+  void* stream;
+  MockLaunchAttribute* attrs;
+  unsigned count;
+};
+
+// Only the attribute spire sets, programmatic stream serialization (id 6). Launches run one after another here, so
+// it changes nothing but the record.
+CUresult cuLaunchKernelEx(const MockLaunchConfig* c, void* f, void** params, void** extra) {
+  if (!c || (c->count && !c->attrs)) return INVALID_VALUE;
+  bool programmatic = false;
+  for (unsigned i = 0; i < c->count; ++i) {
+    if (c->attrs[i].id != 6) return INVALID_VALUE;
+    programmatic = c->attrs[i].value.value != 0;
+  }
+  return launch_kernel(f, c->grid[0], c->grid[1], c->grid[2], c->block[0], c->block[1], c->block[2], c->shared,
+                       c->stream, params, extra, programmatic);
+}
+
+CUresult launch_kernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                       unsigned shared, void* s, void** params, void** extra, bool programmatic) {
   NEED_CONTEXT();
   auto* e = static_cast<Entry*>(f);
   if (!gx || !gy || !gz || gy > 65535 || gz > 65535 || extra) return INVALID_VALUE;
@@ -431,7 +469,7 @@ CUresult cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned
   if (int(shared) > e->max_dynamic_shared) return INVALID_VALUE;  // past 48 KiB only after the opt-in
   // The driver copies the parameter values at launch (or capture) time; so does the mock. A parameter may be wider
   // than a pointer (a 128-byte tensor map passed by value).
-  LaunchRecord rec{e->name, {gx, gy, gz}, {bx, by, bz}, {}};
+  LaunchRecord rec{e->name, {gx, gy, gz}, {bx, by, bz}, {}, programmatic};
   auto values = std::make_shared<std::vector<std::vector<uint8_t>>>();
   for (size_t i = 0; i < e->param_sizes.size(); ++i) {
     const auto* bytes = static_cast<const uint8_t*>(params[i]);
@@ -573,6 +611,7 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, uint64_
       {"cuEventElapsedTime", (void*)&cuEventElapsedTime},
       {"cuStreamWaitEvent", (void*)&cuStreamWaitEvent},
       {"cuLaunchKernel", (void*)&cuLaunchKernel},
+      {"cuLaunchKernelEx", (void*)&cuLaunchKernelEx},
       {"cuStreamBeginCapture", (void*)&cuStreamBeginCapture_v2},
       {"cuStreamEndCapture", (void*)&cuStreamEndCapture},
       {"cuGraphInstantiateWithFlags", (void*)&cuGraphInstantiateWithFlags},
@@ -612,6 +651,12 @@ int mock_cuda_launch(int i, char* name, int name_len, unsigned* grid, unsigned* 
   for (int d = 0; d < 3; ++d) grid[d] = r.grid[d], block[d] = r.block[d];
   for (size_t a = 0; a < r.args.size() && int(a) < max_args; ++a) args[a] = r.args[a];
   return int(r.args.size());
+}
+// Whether launch i was programmatic (cuLaunchKernelEx's programmatic stream serialization): 1 or 0, -1 when none.
+int mock_cuda_launch_programmatic(int i) {
+  std::lock_guard lock(st().m);
+  if (i < 0 || size_t(i) >= st().launches.size()) return -1;
+  return st().launches[size_t(i)].programmatic ? 1 : 0;
 }
 void mock_cuda_clear_sticky_error() { st().sticky = OK; }
 const char* mock_cuda_last_fault() { return st().last_fault.c_str(); }
