@@ -145,15 +145,14 @@ std::string Translator::module() {
   init_arrival_barriers();
   for (uint32_t v = 0; v < k_.vars.size(); ++v) vars_[v] = w_.reg(k_.vars[v].type);
   declare_fragments();
-  // Hopper's programmatic dependent launch (runtime/cuda launches with it, cuda_command_stream.cpp): the next kernel of
-  // a stream may launch once every workgroup of this one has started, and waits here, before reading anything, until
-  // the kernel before it has finished and its writes are visible. A chain of small kernels (a decoder's step) then
-  // overlaps each launch with the kernel before it. Both are no-ops in a kernel launched without it.
-  if (target_sm >= 90) {
-    w_.ins("griddepcontrol.launch_dependents;");
-    w_.ins("griddepcontrol.wait;");
-  }
+  // Hopper's programmatic dependent launch (runtime/cuda launches with it, cuda_command_stream.cpp): a kernel waits
+  // here, before reading anything, until the kernel before it has finished and its writes are visible; and once every
+  // workgroup of it has done its work, the next may launch, overlapping its launch with this kernel's exit. Both are
+  // no-ops in a kernel launched without it. (Letting the next launch at this kernel's start instead slowed GPT-2's
+  // decoding on an H200: its workgroups then waited on the cores the running kernels use.)
+  if (target_sm >= 90) w_.ins("griddepcontrol.wait;");
   block(k_.body);
+  if (target_sm >= 90) w_.ins("griddepcontrol.launch_dependents;");
   w_.ins("ret;");
 
   std::string out;
