@@ -36,6 +36,8 @@ std::string DecodeAttentionShape::text() const {
   std::string t = fmt::format("b{}_r{}_l{}_d{}_dv{}", batches, rows, keys, depth, value_depth);
   for (const auto& [name, half] : {std::pair{"q", q_half}, std::pair{"k", k_half}, std::pair{"v", v_half}})
     if (half) t += fmt::format("_{}{}", name, dtype_name(*half));
+  if (key_group != 1) t += fmt::format("_kg{}", key_group);
+  if (value_group != 1) t += fmt::format("_vg{}", value_group);
   return t;
 }
 
@@ -46,7 +48,8 @@ uint64_t decode_attention_shared_bytes(const DecodeAttentionShape& s, Type t, ui
 
 bool decode_attention_fits(const DecodeAttentionShape& s, Type t) {
   return s.rows >= 1 && s.rows <= kDecodeAttentionMostRows && s.batches >= 1 && s.keys >= 1 && s.depth >= 1 &&
-         s.value_depth >= 1 &&
+         s.value_depth >= 1 && s.key_group >= 1 && s.batches % s.key_group == 0 && s.value_group >= 1 &&
+         s.batches % s.value_group == 0 &&
          decode_attention_shared_bytes(s, t, kDecodeAttentionWorkgroup) <= kDecodeAttentionSharedBytes;
 }
 
@@ -82,6 +85,7 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
   const uint32_t Dv = uint32_t(s.value_depth), C = columns, slices = wg / C, blocks = (Dv + C - 1) / C;
   const uint32_t lanes = key_lanes(s, t);
   const Type k_type = s.k_half.value_or(t), v_type = s.v_half.value_or(t);
+  const uint32_t Gk = uint32_t(s.key_group), Gv = uint32_t(s.value_group);
 
   KernelBuilder kb(name, wg);
   Buf q = kb.buffer("q", s.q_half.value_or(t), Access::Read);
@@ -105,6 +109,10 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
   auto to_t = [&](Val x) { return x.type() == t ? x : cast(x, t); };
   kb.if_(kb.group_id() < B * blocks, [&] {  // uniform: a folded grid's extra workgroups skip everything
     Val b = kb.group_id() / blocks, block = kb.group_id() % blocks, lid = kb.local_id(), e = reduce.element();
+    // The batches of k and v this one reads (one each per group of query heads), and whether it is its group's first,
+    // which alone writes the group's new rows.
+    Val kbatch = b / Gk, vbatch = b / Gv;
+    Val key_writer = b % Gk == 0u, value_writer = b % Gv == 0u;
     // Where the new rows go (-1: nowhere). A workgroup writes the part of them it reads (the first block the key, each
     // block its value columns); everyone reads them from their buffers, so no write need land before another's read.
     auto slot_of = [&](const std::optional<Buf>& slot) {
@@ -114,9 +122,9 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     };
     Val new_key = slot_of(key_slot), new_value = slot_of(value_slot);
     if (writes.key)
-      kb.if_((block == 0u) & (new_key >= 0), [&] {
-        Val base = (b * L + cast(new_key, Type::U32)) * D;
-        kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) { k[base + d] = (*key_row)[b * D + d].load(); });
+      kb.if_((block == 0u) & key_writer & (new_key >= 0), [&] {
+        Val base = (kbatch * L + cast(new_key, Type::U32)) * D;
+        kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) { k[base + d] = (*key_row)[kbatch * D + d].load(); });
       });
     kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
     kb.barrier();
@@ -145,10 +153,10 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
         }
       };
       if (writes.key)
-        kb.if_else(cast(j, Type::I32) == new_key, [&] { dots_from(*key_row, b * D); },
-                   [&] { dots_from(k, (b * L + j) * D); });
+        kb.if_else(cast(j, Type::I32) == new_key, [&] { dots_from(*key_row, kbatch * D); },
+                   [&] { dots_from(k, (kbatch * L + j) * D); });
       else
-        dots_from(k, (b * L + j) * D);
+        dots_from(k, (kbatch * L + j) * D);
       for (uint32_t r = 0; r < R; ++r) {
         Val at = (b * R + r) * L + j;
         scores[r * L + j] = score ? score(kb, at, dot[r].get()) : dot[r].get();
@@ -178,20 +186,20 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     // 3. The block's weighted values: C neighbouring columns a slice, the slices' sums added in slice order.
     Val slice = lid / C, column = lid % C, col = block * C + column;
     if (writes.value)
-      kb.if_((slice == 0u) & (col < Dv) & (new_value >= 0), [&] {
-        v[(b * L + cast(new_value, Type::U32)) * Dv + col] = (*value_row)[b * Dv + col].load();
+      kb.if_((slice == 0u) & (col < Dv) & value_writer & (new_value >= 0), [&] {
+        v[(vbatch * L + cast(new_value, Type::U32)) * Dv + col] = (*value_row)[vbatch * Dv + col].load();
       });
     std::vector<Var> acc;
     for (uint32_t r = 0; r < R; ++r) acc.push_back(kb.var(fmt::format("acc{}", r), kb.constant(t, 0)));
     kb.if_(col < Dv, [&] {
-      Val fresh = writes.value ? to_t((*value_row)[b * Dv + col].load()) : Val();
+      Val fresh = writes.value ? to_t((*value_row)[vbatch * Dv + col].load()) : Val();
       // kValueReads keys an iteration, their values read before the multiply-adds wait on them (a key past the end
       // reads the last one's and adds nothing).
       kb.for_(slice, kb.u32(L), kb.u32(slices * kValueReads), [&](Val first) {
         std::vector<Val> key, value;
         for (uint32_t u = 0; u < kValueReads; ++u) {
           key.push_back(min(first + u * slices, L - 1));
-          value.push_back(to_t(v[(b * L + key[u]) * Dv + col].load()));
+          value.push_back(to_t(v[(vbatch * L + key[u]) * Dv + col].load()));
         }
         for (uint32_t u = 0; u < kValueReads; ++u) {
           if (writes.value) value[u] = select(cast(key[u], Type::I32) == new_value, fresh, value[u]);

@@ -37,7 +37,11 @@ struct DecodeAttentionShape {
   int64_t value_depth = 1;  // of a value (Dv)
   // Operands stored in f16 or bf16 (a half policy's activations and cache), widened to the sums' type as read.
   std::optional<kir::Type> q_half, k_half, v_half;
-  // "b12_r1_l256_d64_dv64" (+ "_kbf16" ... for half operands): what kernel names carry.
+  // Grouped-query attention: `key_group` consecutive batches (query heads) share one batch of k, and `value_group`
+  // one of v, which then hold batches / group batches (Llama's 32 query heads over 8 key-value heads: 4), read in place
+  // of a copy broadcast to every head.
+  int64_t key_group = 1, value_group = 1;
+  // "b12_r1_l256_d64_dv64" (+ "_kbf16" ... for half operands, "_kg4" ... for groups): what kernel names carry.
   std::string text() const;
 };
 

@@ -200,6 +200,7 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
   a.k = in_place_operand(g, m.inputs[1]);
   a.v = in_place_operand(g, n.inputs[1]);
   if (a.q.transposed || a.q.norm.valid() || !a.k.transposed || a.v.transposed || a.v.norm.valid()) return std::nullopt;
+  // The keys and values as the products read them (a copy broadcast to every query head, where grouped).
   const graph::Shape &qs = g.type(a.q.source).shape, &ks = g.type(a.k.source).shape, &vs = g.type(a.v.source).shape;
   const size_t rank = qs.size();
   if (rank < 3 || ks.size() != rank || vs.size() != rank || !std::equal(qs.begin(), qs.end() - 2, ks.begin()) ||
@@ -219,14 +220,43 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
   s.q_half = half(a.q);
   s.k_half = half(a.k);
   s.v_half = half(a.v);
+  // Grouped-query attention: a key or value copied to every query head of its group (reshape [.., H, 1, L, D],
+  // broadcast_to [.., H, G, L, D], reshape [.., H * G, L, D]), read by nothing else, is read from the cache itself.
+  const Value k_read = m.inputs[1], k_cast = g.node(k_read).inputs[0];
+  auto grouped = [&](InPlaceOperand& o, const std::vector<Value>& readers, int64_t& group, std::vector<Value>& chain) {
+    const Value x = o.source;
+    if (g.node(x).op != OpKind::Reshape) return;
+    const Value copy = g.node(x).inputs[0];
+    if (g.node(copy).op != OpKind::BroadcastTo || g.node(g.node(copy).inputs[0]).op != OpKind::Reshape) return;
+    const Value lifted = g.node(copy).inputs[0], cache = g.node(lifted).inputs[0];
+    const graph::Shape &xs = g.type(x).shape, &bs = g.type(copy).shape, &ls = g.type(lifted).shape,
+                       &cs = g.type(cache).shape;
+    if (cs.size() != rank || ls.size() != rank + 1 || bs.size() != rank + 1) return;
+    const size_t h = rank - 3;  // the heads' axis
+    if (ls[h + 1] != 1 || bs[h + 1] < 1 || xs[h] != bs[h] * bs[h + 1] || cs[h] != bs[h]) return;
+    for (size_t d = 0; d < rank; ++d) {
+      if (d != h && xs[d] != cs[d]) return;
+      const size_t bd = d < h + 1 ? d : d + 1;  // the broadcast's axes around its group axis
+      if (ls[bd] != cs[d] || bs[bd] != cs[d]) return;
+    }
+    auto only = [&](Value w, const std::vector<Value>& by) {
+      return read_in_place_only(g, w, [&](Value u) { return std::find(by.begin(), by.end(), u) != by.end(); });
+    };
+    if (!only(lifted, {copy}) || !only(copy, {x}) || !only(x, readers)) return;
+    group = bs[h + 1];
+    chain = {lifted, copy, x};
+    o.source = cache;
+  };
+  grouped(a.k, {k_read, k_cast}, s.key_group, a.key_chain);
+  grouped(a.v, {v, n.inputs[1]}, s.value_group, a.value_chain);
   if (!heavy::decode_attention_fits(s, device_type(t))) return std::nullopt;
   // A cache write the launch can do: one new row [batch..., 1, depth] along the keys' axis, in place, the written cache
   // read only through `readers` (the absorbed transpose and cast up in front of the product).
   auto cache_write = [&](Value source, const std::vector<Value>& readers) -> Value {
     const graph::Node& w = g.node(source);
     if (graph::op_name(w.op) != "write_at" || w.attrs.get_int("axis") + 2 != int64_t(rank)) return {};
-    const graph::Shape& row = g.type(w.inputs[1]).shape;
-    if (row.size() != rank || row[rank - 2] != 1 || !std::equal(qs.begin(), qs.end() - 2, row.begin()) ||
+    const graph::Shape &row = g.type(w.inputs[1]).shape, &cache = g.type(source).shape;
+    if (row.size() != rank || row[rank - 2] != 1 || !std::equal(cache.begin(), cache.end() - 2, row.begin()) ||
         absorbed_slice(g, w.inputs[1]) || !writes_state_in_place(g, source))
       return {};
     // (It is its state's update, which writes_state_in_place requires, and no output: that too it checks.)
@@ -237,10 +267,12 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
     }
     return source;
   };
-  // The values between a cache and the products: K's transpose (and its cast up), V's cast up.
-  const Value k_read = m.inputs[1], k_cast = g.node(k_read).inputs[0];
-  a.key_write = cache_write(a.k.source, {k_read, k_cast});
-  a.value_write = cache_write(a.v.source, {n.inputs[1], v});
+  // The values between a cache and the products: K's transpose (and its cast up), V's cast up, a group's copy.
+  std::vector<Value> k_readers{k_read, k_cast}, v_readers{n.inputs[1], v};
+  if (!a.key_chain.empty()) k_readers = {a.key_chain.front()};
+  if (!a.value_chain.empty()) v_readers = {a.value_chain.front()};
+  a.key_write = cache_write(a.k.source, k_readers);
+  a.value_write = cache_write(a.v.source, v_readers);
   return a;
 }
 
@@ -438,6 +470,8 @@ class Planner {
       for (Value w : {a->scores, a->score, g_.node(id).inputs[0]}) f_.fused[size_t(w.id)] = true;
       for (Value w : {a->key_write, a->value_write})
         if (w.valid()) f_.is_side_output[size_t(w.id)] = true;
+      for (const auto* chain : {&a->key_chain, &a->value_chain})
+        for (Value w : *chain) f_.fused[size_t(w.id)] = true;
     }
   }
 

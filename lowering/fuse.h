@@ -114,13 +114,18 @@ InPlaceOperand in_place_operand(const graph::Graph& g, graph::Value v);
 // memory. The scores' product, S and P then have no launch: v's computes them. Nothing where v is not such an attention.
 // Where K or V is a write_at of the step's new row into a cache state in place (writes_state_in_place: a decoder's
 // cache, passes/cache_in_place.h) along the keys' axis, read by nothing but this attention and not from a slice it
-// reads in place, the launch writes the row too, and the write_at is its side output (no launch of its own).
+// reads in place, the launch writes the row too, and the write_at is its side output (no launch of its own). Keys
+// and values broadcast from fewer heads (grouped-query attention) are read from the caches themselves.
 struct AbsorbedAttention {
   graph::Value scores;  // the product matmul(Q, K^T)
   graph::Value score;   // S: the scores' product or the root of the tree over it
   InPlaceOperand q, k, v;
   heavy::DecodeAttentionShape shape;
   graph::Value key_write, value_write;  // the write_at nodes the launch computes, where it does
+  // Grouped-query attention: the copies of k and v broadcast to every query head (the reshape to [.., H, 1, L, D], the
+  // broadcast_to and the reshape to [.., H * G, L, D]), which the launch reads through from the caches (k.source,
+  // v.source): none of them has a launch.
+  std::vector<graph::Value> key_chain, value_chain;
 };
 std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, graph::Value v);
 

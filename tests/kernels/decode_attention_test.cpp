@@ -2,8 +2,9 @@
 // computed in float64 here: one to four queries, keys fewer than, equal to and more than the workgroup (with a ragged
 // last round), depths read four elements at a time and one at a time, value depths narrower than the workgroup, equal
 // to it and wider (two passes), f16 and bf16 operands widened as read, a score function that scales and masks (a
-// decoder's), a small workgroup, f64 sums, and the step's new key and value rows written into the caches first (the
-// caches read back whole afterwards); the output poisoned before the launch.
+// decoder's), a small workgroup, f64 sums, the step's new key and value rows written into the caches (the caches read
+// back whole afterwards), and grouped-query attention (several query heads reading one key-value head); the output
+// poisoned before the launch.
 //
 // Tolerance: an output is sum_j p_j v_j with p_j = e_j / sum e: the f32 dot products (D terms), the exponentials and
 // the L-term sums each round by a few ulp relative to sum_j p_j |v_j| (the scale passed to compare): 2e-5 relative
@@ -35,6 +36,7 @@ struct AttentionCase {
   bool f64 = false;
   bool writes = false;  // new rows written at slot keys / 2 of k and v (whose rows there hold other values before)
   uint32_t columns = 0;  // value columns a workgroup (0: all, up to the workgroup)
+  int64_t group = 1;     // query heads (batches) sharing one batch of k and v (grouped-query attention)
 };
 
 constexpr double kLowest = -3.4028234663852886e38;  // the f32 minimum, as a decoder's mask writes it
@@ -53,7 +55,7 @@ std::pair<graph::Tensor, graph::Tensor> reference(const AttentionCase& c, const 
       double most = -std::numeric_limits<double>::infinity();
       for (int64_t j = 0; j < L; ++j) {
         double dot = 0;
-        for (int64_t d = 0; d < D; ++d) dot += q[(b * R + r) * D + d] * k[(b * L + j) * D + d];
+        for (int64_t d = 0; d < D; ++d) dot += q[(b * R + r) * D + d] * k[(b / c.group * L + j) * D + d];
         s[size_t(j)] = masked_out(c, j) ? kLowest : dot * factor;
         most = std::max(most, s[size_t(j)]);
       }
@@ -61,7 +63,7 @@ std::pair<graph::Tensor, graph::Tensor> reference(const AttentionCase& c, const 
       for (double& x : s) sum += (x = std::exp(x - most));
       for (int64_t j = 0; j < L; ++j)
         for (int64_t e = 0; e < Dv; ++e) {
-          const double p = s[size_t(j)] / sum, value = v[(b * L + j) * Dv + e];
+          const double p = s[size_t(j)] / sum, value = v[(b / c.group * L + j) * Dv + e];
           out.data[size_t((b * R + r) * Dv + e)] += p * value;
           scale.data[size_t((b * R + r) * Dv + e)] += p * std::abs(value);
         }
@@ -87,15 +89,16 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
   const graph::DType sums = c.f64 ? graph::DType::F64 : graph::DType::F32;
   const graph::DType q_type = c.half_q ? c.half : sums, kv_type = c.half == graph::DType::F32 ? sums : c.half;
   const graph::Tensor q = random_tensor(q_type, {c.batches, c.rows, c.depth}, 71, -2, 2);
-  const graph::Tensor k = random_tensor(kv_type, {c.batches, c.keys, c.depth}, 72, -2, 2);
-  const graph::Tensor v = random_tensor(kv_type, {c.batches, c.keys, c.value_depth}, 73);
+  const int64_t kv_batches = c.batches / c.group;
+  const graph::Tensor k = random_tensor(kv_type, {kv_batches, c.keys, c.depth}, 72, -2, 2);
+  const graph::Tensor v = random_tensor(kv_type, {kv_batches, c.keys, c.value_depth}, 73);
   // With writes, the caches after the step: k and v with their rows at the slot replaced by the new ones.
   const int64_t slot = c.keys / 2;
-  const graph::Tensor key_row = random_tensor(kv_type, {c.batches, 1, c.depth}, 74, -2, 2);
-  const graph::Tensor value_row = random_tensor(kv_type, {c.batches, 1, c.value_depth}, 75);
+  const graph::Tensor key_row = random_tensor(kv_type, {kv_batches, 1, c.depth}, 74, -2, 2);
+  const graph::Tensor value_row = random_tensor(kv_type, {kv_batches, 1, c.value_depth}, 75);
   graph::Tensor k_after = k, v_after = v;
   if (c.writes)
-    for (int64_t b = 0; b < c.batches; ++b) {
+    for (int64_t b = 0; b < kv_batches; ++b) {
       for (int64_t d = 0; d < c.depth; ++d) k_after.data[size_t((b * c.keys + slot) * c.depth + d)] = key_row[b * c.depth + d];
       for (int64_t d = 0; d < c.value_depth; ++d)
         v_after.data[size_t((b * c.keys + slot) * c.value_depth + d)] = value_row[b * c.value_depth + d];
@@ -103,6 +106,7 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
   const auto [want, scale] = reference(c, q, k_after, v_after);
 
   heavy::DecodeAttentionShape s{c.batches, c.rows, c.keys, c.depth, c.value_depth};
+  s.key_group = s.value_group = c.group;
   if (c.half != graph::DType::F32) s.k_half = s.v_half = kir_type(c.half);
   if (c.half_q) s.q_half = kir_type(c.half);
   const kir::Type t = kir_type(sums);
@@ -167,6 +171,9 @@ std::vector<AttentionCase> attention_cases() {
       {2, 2, 100, 24, 40, DType::F32, false, true, wg, true, false, 8},     // f64 sums
       {12, 1, 96, 64, 64, DType::F32, false, true, wg, false, true, 8},     // the new rows written, read from their buffers
       {4, 1, 300, 64, 300, DType::BF16, false, true, 64, false, true, 64},  // ... bf16, a small workgroup, five blocks
+      // grouped-query attention: 8 query heads over 2 key-value heads, the rows written by each group's first
+      {8, 1, 100, 64, 64, DType::F32, false, true, wg, false, true, 16, 4},
+      {6, 2, 50, 32, 32, DType::BF16, false, true, wg, false, false, 8, 3},
   };
 }
 
@@ -174,10 +181,10 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, DecodeAttentionOnDevice,
                          testing::Combine(testing::ValuesIn(device_ids()), testing::ValuesIn(attention_cases())),
                          [](const testing::TestParamInfo<std::tuple<std::string, AttentionCase>>& p) {
                            const AttentionCase& c = std::get<1>(p.param);
-                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}_c{}{}{}", test_name_of(std::get<0>(p.param)),
+                           return fmt::format("{}_b{}_r{}_l{}_d{}_dv{}_{}{}{}_wg{}_c{}_g{}{}{}", test_name_of(std::get<0>(p.param)),
                                               c.batches, c.rows, c.keys, c.depth, c.value_depth,
                                               graph::dtype_name(c.half), c.half_q ? "_q" : "",
-                                              c.masked ? "_masked" : "", c.wg, c.columns, c.f64 ? "_f64" : "",
+                                              c.masked ? "_masked" : "", c.wg, c.columns, c.group, c.f64 ? "_f64" : "",
                                               c.writes ? "_writes" : "");
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionOnDevice);

@@ -132,6 +132,8 @@ struct CacheForm {
   const char* name;
   DType cache = DType::F32;
   bool cache_output = false;  // the written key cache is also an output: its write keeps a launch of its own
+  int64_t group = 1;          // grouped-query attention: kHeads query heads over kHeads / group cached ones, each
+                              // broadcast to its group's heads (reshape, broadcast_to, reshape) as Llama's export does
 };
 
 graph::Graph cache_graph_of(const CacheForm& f) {
@@ -141,12 +143,18 @@ graph::Graph cache_graph_of(const CacheForm& f) {
   const Value allowed = g.input("allowed", DType::Bool, {1, 1, 1, kSlots});
   Value cached[2];
   const char* names[2] = {"k", "v"};
+  const int64_t cached_heads = kHeads / f.group;
   for (int i = 0; i < 2; ++i) {
-    const Value state = g.state(names[i], f.cache, {1, kHeads, kSlots, kDepth});
-    const Value fresh = g.input(std::string(names[i]) + "_new", f.cache, {1, kHeads, 1, kDepth});
+    const Value state = g.state(names[i], f.cache, {1, cached_heads, kSlots, kDepth});
+    const Value fresh = g.input(std::string(names[i]) + "_new", f.cache, {1, cached_heads, 1, kDepth});
     const Value written = g.op("write_at", {state, fresh, slot}, {{"axis", int64_t(2)}});
     g.state_update(state, written);
-    cached[i] = f.cache == DType::F32 ? written : g.cast(written, DType::F32);
+    Value heads = written;
+    if (f.group > 1) {
+      const Value lifted = g.reshape(written, {1, cached_heads, 1, kSlots, kDepth});
+      heads = g.reshape(g.broadcast_to(lifted, {1, cached_heads, f.group, kSlots, kDepth}), {1, kHeads, kSlots, kDepth});
+    }
+    cached[i] = f.cache == DType::F32 ? heads : g.cast(heads, DType::F32);
   }
   const Value scores = g.where(allowed, g.div(g.matmul(q, g.transpose(cached[0])), std::sqrt(double(kDepth))),
                                g.scalar(-3.4028234663852886e38, DType::F32));
@@ -155,19 +163,28 @@ graph::Graph cache_graph_of(const CacheForm& f) {
   return g;
 }
 
-std::vector<CacheForm> cache_forms() { return {{"f32 caches"}, {"bf16 caches", DType::BF16}, {"the key cache an output", DType::F32, true}}; }
+std::vector<CacheForm> cache_forms() {
+  return {{"f32 caches"},
+          {"bf16 caches", DType::BF16},
+          {"the key cache an output", DType::F32, true},
+          {"grouped-query: 4 heads over 2", DType::F32, false, 2},
+          {"grouped-query: 4 heads over 1, bf16", DType::BF16, false, 4}};
+}
 
 TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
   for (const CacheForm& f : cache_forms()) {
     SCOPED_TRACE(f.name);
     const lowering::Plan plan = lowering::lower(cache_graph_of(f), testing_support::h100_like_target());
-    int attention = 0, writes = 0;
+    int attention = 0, writes = 0, copies = 0;
     for (const std::string& k : lowering::testing_support::kernels_of(plan)) {
       attention += k.rfind("decode_attention_", 0) == 0;
       writes += k.rfind("write_at_", 0) == 0;
+      copies += k.rfind("broadcast", 0) == 0;
     }
     EXPECT_EQ(attention, 1) << lowering::plan_text(plan);
     EXPECT_EQ(writes, f.cache_output ? 1 : 0) << lowering::plan_text(plan);
+    EXPECT_EQ(copies, 0) << "a group's heads read the cache itself: " << lowering::plan_text(plan);
+    if (!f.cache_output) EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
     EXPECT_TRUE(plan.copies.empty() || f.cache_output) << "the caches are written in place: " << lowering::plan_text(plan);
   }
 }
@@ -178,8 +195,9 @@ TEST_P(DecodeAttentionFusionOnDevice, CacheWritesMatchTheReferenceStepAfterStep)
     if (f.cache == DType::BF16 && !dev_->info().features.has(kir::Feature::BFloat16)) continue;
     const graph::Graph g = cache_graph_of(f);
     auto exe = lowering::compile(g, *dev_);
-    std::map<std::string, Tensor> feeds{{"k", Tensor(f.cache, {1, kHeads, kSlots, kDepth}, 0.0)},
-                                        {"v", Tensor(f.cache, {1, kHeads, kSlots, kDepth}, 0.0)}};
+    const int64_t cached_heads = kHeads / f.group;
+    std::map<std::string, Tensor> feeds{{"k", Tensor(f.cache, {1, cached_heads, kSlots, kDepth}, 0.0)},
+                                        {"v", Tensor(f.cache, {1, cached_heads, kSlots, kDepth}, 0.0)}};
     uint32_t seed = 140;
     int64_t step = 0;
     for (int64_t slot : {0, 1, 2, 7, 3}) {
