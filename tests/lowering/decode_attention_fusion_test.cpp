@@ -16,6 +16,7 @@
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
 #include "lowering/plan.h"
+#include "lowering/tunable_ops.h"
 #include "tests/lowering/device_list.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
@@ -85,6 +86,21 @@ TEST(DecodeAttentionFusionPlan, OneLaunchWhereItFits) {
     EXPECT_EQ(count_prefix(kernels, "matvec_") + count_prefix(kernels, "matmul"), f.absorbed() ? 0 : 2)
         << lowering::plan_text(plan);
     if (f.absorbed()) EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+  }
+}
+
+// The tuner times what runs: the absorbed attention's products and softmax have no launch to time (and its one kernel
+// has no configs), where the unabsorbed forms keep both products and the softmax.
+TEST(DecodeAttentionFusionPlan, TheTunerTimesOnlyWhatRuns) {
+  for (const Form& f : forms()) {
+    SCOPED_TRACE(f.name);
+    int products = 0, softmaxes = 0;
+    for (const lowering::TunableOp& op : lowering::tunable_ops(graph_of(f), testing_support::h100_like_target())) {
+      products += op.key.op == "matmul";
+      softmaxes += op.key.op == "softmax";
+    }
+    EXPECT_EQ(products, f.absorbed() ? 0 : 2);
+    EXPECT_EQ(softmaxes, f.absorbed() ? 0 : 1);
   }
 }
 
