@@ -141,7 +141,8 @@ struct Fusion {
   std::vector<bool> result_unread;        // index = conv2d value id: read only by its side outputs (not stored)
   std::vector<int32_t> side_bias;         // index = conv2d_grad_weight, max_pool2d_grad_argmax or matmul value id: the
                                           // bias sum its launch also stores, or -1
-  std::vector<bool> is_side_output;       // index = value id: a pooling, positions or bias sum stored by another launch
+  std::vector<bool> is_side_output;       // index = value id: a pooling, positions, bias sum or cache write stored by
+                                          // another launch
   std::vector<int32_t> attention;         // index = matmul value id: the scores' product of the attention it computes
                                           // in one launch (absorbed_attention), or -1
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
