@@ -9,6 +9,7 @@
 #include "kernels/pool2d_kernels.h"
 #include "lowering/lowering_context.h"
 #include "lowering/op_lowering.h"
+#include "lowering/pointwise_tree.h"
 #include "lowering/tunable_ops.h"
 #include "lowering/schedule.h"
 
@@ -319,7 +320,31 @@ class Planner {
     return out;
   }
 
+  // Slices (unit steps) and concats of two pieces read once by a pointwise op of their shape, or a slice by such a
+  // concat, are computed in that op's tree (pointwise_tree.h's computes_by_index): a rotary embedding's
+  // x * cos + concat(-x[h:], x[:h]) * sin is one launch, not five. A fused concat reads every piece at each element
+  // and keeps one, so only two: densenet's concats of up to 32 feature maps stay copies. Walked from the last value
+  // back, so that a concat's fusion is known when its slices are reached.
+  static constexpr size_t kMostFusedPieces = 2;
+  void fuse_index_maps() {
+    for (int32_t id = g_.size(); id-- > 0;) {
+      const Value v{id};
+      if (must_store_[size_t(id)] || !computes_by_index(g_, v)) continue;
+      if (g_.node(v).inputs.size() > kMostFusedPieces) continue;
+      const std::optional<Value> u = sole_user(v);
+      if (!u) continue;
+      const bool into_pointwise = is_pointwise(g_.node(*u).op) && g_.type(*u).shape == g_.type(v).shape;
+      const bool into_concat = graph::op_name(g_.node(v).op) == "slice" && f_.fused[size_t(u->id)] &&
+                               graph::op_name(g_.node(*u).op) == "concat";
+      if (into_pointwise || into_concat) f_.fused[size_t(id)] = true;
+    }
+  }
+
+  // A fused concat computes its pieces in place (at each element's index in the piece), whatever their shape.
+  bool fused_concat(Value u) const { return f_.fused[size_t(u.id)] && graph::op_name(g_.node(u).op) == "concat"; }
+
   void fuse_chains() {
+    fuse_index_maps();
     for (int32_t id = 0; id < g_.size(); ++id) {
       const graph::Node& n = g_.node(id);
       if ((n.op == OpKind::Permute && absorbed_transpose(g_, Value{id})) ||
@@ -334,7 +359,8 @@ class Planner {
         continue;
       }
       const std::optional<Value> u = sole_user(Value{id});
-      if (u && computes_its_inputs(*u) && g_.type(*u).shape == n.type.shape) f_.fused[size_t(id)] = true;
+      if (u && ((computes_its_inputs(*u) && g_.type(*u).shape == n.type.shape) || fused_concat(*u)))
+        f_.fused[size_t(id)] = true;
     }
     fuse_shared_values();
   }
@@ -385,7 +411,8 @@ class Planner {
         all.erase(std::unique(all.begin(), all.end()), all.end());
         Value widest{-1};
         for (Value in : n.inputs)
-          if (f_.fused[size_t(in.id)] && loads[size_t(in.id)].size() > 1 &&
+          // (Only a pointwise value can take a launch of its own here: a fused slice or concat reads other elements.)
+          if (f_.fused[size_t(in.id)] && is_pointwise(g_.node(in).op) && loads[size_t(in.id)].size() > 1 &&
               (widest.id < 0 || loads[size_t(in.id)].size() > loads[size_t(widest.id)].size()))
             widest = in;
         // (The reshapes of a cast read through a broadcast are fused too, and only pass their loads on.)

@@ -36,7 +36,39 @@ Val pointwise_body(kir::KernelBuilder& kb, const graph::Graph& g, graph::Value v
   return info.formula({kb, n, in_dtypes, a, device_type(n.type.dtype)});
 }
 
+// The flat index in shape `to` of element `index` of shape `from` (same rank) moved by `offset` along each dimension:
+// where a fused slice reads its input (offset: its starts) or a concat one of its pieces (offset: minus the piece's
+// start along the axis, the coordinate there clamped into the piece by the caller's select).
+Val moved_index(kir::KernelBuilder& kb, Val index, const graph::Shape& from, const graph::Shape& to,
+                const std::vector<int64_t>& offset, size_t clamp_axis = SIZE_MAX) {
+  Val out = kb.u32(0);
+  int64_t from_stride = 1, to_stride = 1;
+  for (size_t d = from.size(); d-- > 0;) {
+    Val coordinate = from[d] == 1 ? kb.u32(0) : (index / uint32_t(from_stride)) % uint32_t(from[d]);
+    if (d == clamp_axis) {
+      // The piece's own coordinate, clamped into it (from `-offset` to `-offset + to[d] - 1` in `from`'s coordinates).
+      const uint32_t first = uint32_t(-offset[d]);
+      coordinate = kir::min(kir::max(coordinate, kb.u32(first)), kb.u32(first + uint32_t(to[d]) - 1)) - first;
+    } else if (offset[d] != 0) {
+      coordinate = coordinate + uint32_t(offset[d]);
+    }
+    if (to[d] != 1) out = out + coordinate * uint32_t(to_stride);
+    from_stride *= from[d];
+    to_stride *= to[d];
+  }
+  return out;
+}
+
 }  // namespace
+
+bool computes_by_index(const graph::Graph& g, graph::Value v) {
+  const std::string_view op = graph::op_name(g.node(v).op);
+  if (op == "concat") return true;
+  if (op != "slice") return false;
+  for (int64_t step : g.node(v).attrs.get_ints("steps"))
+    if (step != 1) return false;
+  return true;
+}
 
 Val PointwiseTree::value(graph::Value v, Val index, bool at_root_element) {
   const graph::Node& n = g_.node(v);
@@ -59,6 +91,34 @@ Val PointwiseTree::compute(graph::Value v, Val index, bool at_root_element) {
   const graph::Node& n = g_.node(v);
   // A fused reshape (fuse.h: a cast read through a broadcast) keeps every element's linear index: its input there.
   if (n.op == graph::OpKind::Reshape || n.op == graph::OpKind::Flatten) return value(n.inputs[0], index, at_root_element);
+  // A fused slice reads its input at the element its starts move to; a fused concat reads each piece where the element
+  // falls in it and selects by the coordinate along its axis (fuse.h: a rotary embedding's rotate_half).
+  if (computes_by_index(g_, v)) {
+    ops_.push_back(std::string(graph::op_name(n.op)));
+    if (graph::op_name(n.op) == "slice") {
+      const graph::Value in = n.inputs[0];
+      return value(in, moved_index(kb_, index, n.type.shape, g_.type(in).shape, n.attrs.get_ints("starts")), false);
+    }
+    const size_t axis = size_t(n.attrs.get_int("axis"));
+    int64_t inner = 1;
+    for (size_t d = axis + 1; d < n.type.shape.size(); ++d) inner *= n.type.shape[d];
+    Val coordinate = (index / uint32_t(inner)) % uint32_t(n.type.shape[axis]);
+    // (bf16 values are only loaded, stored and converted: they are chosen between as f32, which holds them exactly.)
+    const kir::Type type = device_type(n.type.dtype);
+    const bool via_f32 = type == kir::Type::BF16;
+    Val r;
+    int64_t start = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const graph::Value in = n.inputs[k];
+      std::vector<int64_t> offset(n.type.shape.size(), 0);
+      offset[axis] = -start;
+      Val piece = value(in, moved_index(kb_, index, n.type.shape, g_.type(in).shape, offset, axis), false);
+      if (via_f32) piece = kir::cast(piece, kir::Type::F32);
+      r = k == 0 ? piece : kir::select(coordinate < uint32_t(start), r, piece);
+      start += g_.type(in).shape[axis];
+    }
+    return via_f32 ? kir::cast(r, type) : r;
+  }
   ops_.push_back(std::string(graph::op_name(n.op)));
   std::vector<Val> args;
   for (graph::Value in : n.inputs) {

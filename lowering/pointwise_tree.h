@@ -16,6 +16,10 @@
 
 namespace spire::lowering {
 
+// A slice with unit steps or a concat, which a tree computes element by element where fuse.h fuses it (the element's
+// index moved into its input, or into the piece it falls in).
+bool computes_by_index(const graph::Graph& g, graph::Value v);
+
 class PointwiseTree {
  public:
   PointwiseTree(LoweringContext& ctx, kir::KernelBuilder& kb) : ctx_(ctx), g_(ctx.graph()), kb_(kb) {}
