@@ -8,6 +8,9 @@
 //    cast up and reshaped to [1, C, 1, 1]) is computed by that op's kernel too, one conversion per element read.
 //    A value read by several pointwise ops that all end in one tree (GELU's x, read four times by its tanh form) is
 //    computed in that tree too: a tree computes each value once per element.
+//    A slice (unit steps) or a concat of two pieces read once by a pointwise op of its shape (or a slice read by such a
+//    concat) is computed in the tree too, at the element's index moved into its input or piece (pointwise_tree.h's
+//    computes_by_index): a rotary embedding's x * cos + concat(-x[h:], x[:h]) * sin is one launch.
 //  * Absorbed transposes: a 2D transpose every user of which is a matrix product reads its input in place.
 //  * Absorbed casts up: a cast from f16/bf16 to f32 read only as matrix-product or convolution operands (directly or
 //    through an absorbed transpose): the products load the half values and widen them (compute_in_f32.h makes these

@@ -45,8 +45,10 @@ Projection projection(int64_t rows, int64_t width, bool q_is_output = false, boo
   p.q = slice(g, p.qkv, {0, 0, 0}, {1, rows, width});
   p.k = slice(g, p.qkv, {0, 0, width}, {1, rows, width});
   p.v = slice(g, p.qkv, {0, 0, 2 * width}, {1, rows, width});
-  g.output("qk", g.mul(g.relu(p.q), p.k));
-  g.output("v2", g.mul(p.v, 2.0));
+  // Read by a product and a reduction, which read their operands from buffers (a pointwise op would compute a slice of
+  // its own shape in its tree instead: fuse.h).
+  g.output("qk", g.matmul(p.q, g.transpose(p.k)));
+  g.output("v2", g.sum(p.v, {2}));
   if (q_is_output) g.output("q", p.q);
   if (qkv_is_output) g.output("qkv", p.qkv);
   return p;
