@@ -18,6 +18,7 @@
 #include "lowering/plan.h"
 #include "lowering/tunable_ops.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/float64_step_check.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -124,16 +125,7 @@ TEST_P(DecodeAttentionFusionOnDevice, EveryFormMatchesTheReference) {
       for (int64_t j = 0; j < f.keys; j += 3) allowed.data[size_t(j)] = 0;  // every third key masked
       in["allowed"] = allowed;
     }
-    auto exe = lowering::compile(g, *dev_);
-    for (const auto& [name, t] : in) exe->set(name, t);
-    exe->step();
-    const auto want = graph::evaluate(g, in, DType::F64);
-    for (const auto& o : g.outputs()) {
-      const Tensor got = exe->get(o.name);
-      ASSERT_EQ(got.numel(), want.at(o.name).numel()) << o.name;
-      for (int64_t i = 0; i < got.numel(); ++i)
-        EXPECT_NEAR(got[i], want.at(o.name)[i], 2e-5 * (1 + std::abs(want.at(o.name)[i]))) << o.name << " " << i;
-    }
+    lowering::testing_support::expect_step_matches_float64(*dev_, g, in, 2e-5);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "lowering/executable.h"
 #include "lowering/plan.h"
 #include "tests/lowering/device_list.h"
+#include "tests/lowering/float64_step_check.h"
 #include "tests/lowering/plan_queries.h"
 #include "tests/support/h100_like_target.h"
 #include "tests/support/on_device.h"
@@ -106,16 +107,7 @@ TEST_P(NormPrologueOnDevice, EveryFormMatchesTheReference) {
     // Rows off centre and scaled, so that the mean and the variance matter.
     // A bf16 input form gets bf16 values: the float64 evaluator rounds only its outputs, so the cast must be exact.
     for (double& e : in["x"].data) e = graph::round_to(f.half_input ? DType::BF16 : DType::F32, 3 * e + 0.5);
-    auto exe = lowering::compile(g, *dev_);
-    for (const auto& [name, t] : in) exe->set(name, t);
-    exe->step();
-    const auto want = graph::evaluate(g, in, DType::F64);
-    for (const auto& o : g.outputs()) {
-      const Tensor got = exe->get(o.name);
-      ASSERT_EQ(got.numel(), want.at(o.name).numel()) << o.name;
-      for (int64_t i = 0; i < got.numel(); ++i)
-        EXPECT_NEAR(got[i], want.at(o.name)[i], 1e-4 * (1 + std::abs(want.at(o.name)[i]))) << o.name << " " << i;
-    }
+    lowering::testing_support::expect_step_matches_float64(*dev_, g, in, 1e-4);
   }
 }
 
