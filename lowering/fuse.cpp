@@ -27,23 +27,28 @@ bool takes_epilogue(OpKind op) {
 
 namespace {
 
-// True when v is no graph output or state update, has at least one user, and every user passes `reads_in_place`:
-// a value the products read through, with no buffer of its own. Users come after v (the graph is topological);
+// How many values read v, or -1 where one of them fails `passes`. Users come after v (the graph is topological);
 // scanned directly, since lowering asks once per matmul operand and building the whole users table each time
 // would be quadratic in allocations.
+int readers_passing(const graph::Graph& g, Value v, const std::function<bool(Value)>& passes) {
+  int readers = 0;
+  for (int32_t id = v.id + 1; id < g.size(); ++id) {
+    const graph::Node& u = g.node(id);
+    if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
+    if (!passes(Value{id})) return -1;
+    ++readers;
+  }
+  return readers;
+}
+
+// True when v is no graph output or state update, has at least one user, and every user passes `reads_in_place`:
+// a value the products read through, with no buffer of its own.
 bool read_in_place_only(const graph::Graph& g, Value v, const std::function<bool(Value)>& reads_in_place) {
   for (const auto& o : g.outputs())
     if (o.value == v) return false;
   for (const auto& u : g.state_updates())
     if (u.value == v) return false;
-  bool used = false;
-  for (int32_t id = v.id + 1; id < g.size(); ++id) {
-    const graph::Node& u = g.node(id);
-    if (std::find(u.inputs.begin(), u.inputs.end(), v) == u.inputs.end()) continue;
-    if (!reads_in_place(Value{id})) return false;
-    used = true;
-  }
-  return used;
+  return readers_passing(g, v, reads_in_place) > 0;
 }
 
 }  // namespace
@@ -261,12 +266,10 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
         absorbed_slice(g, w.inputs[1]) || !writes_state_in_place(g, source))
       return {};
     // (It is its state's update, which writes_state_in_place requires, and no output: that too it checks.)
-    for (int32_t id = source.id + 1; id < g.size(); ++id) {
-      const graph::Node& u = g.node(id);
-      const bool reads = std::find(u.inputs.begin(), u.inputs.end(), source) != u.inputs.end();
-      if (reads && std::find(readers.begin(), readers.end(), Value{id}) == readers.end()) return {};
-    }
-    return source;
+    const bool only_readers = readers_passing(g, source, [&](Value u) {
+      return std::find(readers.begin(), readers.end(), u) != readers.end();
+    }) >= 0;
+    return only_readers ? source : Value{};
   };
   // The values between a cache and the products: K's transpose (and its cast up), V's cast up, a group's copy.
   std::vector<Value> k_readers{k_read, k_cast}, v_readers{n.inputs[1], v};
@@ -295,7 +298,7 @@ class Planner {
     f_.result_unread.assign(size_t(g.size()), false);
     f_.side_bias.assign(size_t(g.size()), -1);
     f_.is_side_output.assign(size_t(g.size()), false);
-    f_.attention.assign(size_t(g.size()), -1);
+    f_.attention.assign(size_t(g.size()), std::nullopt);
   }
 
   Fusion run() {
@@ -491,14 +494,14 @@ class Planner {
   void find_attention() {
     for (int32_t id = 0; id < g_.size(); ++id) {
       if (!needed_[size_t(id)] || g_.node(id).op != OpKind::Matmul) continue;
-      const std::optional<AbsorbedAttention> a = absorbed_attention(g_, Value{id});
+      std::optional<AbsorbedAttention> a = absorbed_attention(g_, Value{id});
       if (!a) continue;
-      f_.attention[size_t(id)] = a->scores.id;
       for (Value w : {a->scores, a->score, g_.node(id).inputs[0]}) f_.fused[size_t(w.id)] = true;
       for (Value w : {a->key_write, a->value_write})
         if (w.valid()) f_.is_side_output[size_t(w.id)] = true;
       for (const auto* chain : {&a->key_chain, &a->value_chain})
         for (Value w : *chain) f_.fused[size_t(w.id)] = true;
+      f_.attention[size_t(id)] = std::move(a);
     }
   }
 

@@ -146,8 +146,8 @@ struct Fusion {
                                           // bias sum its launch also stores, or -1
   std::vector<bool> is_side_output;       // index = value id: a pooling, positions, bias sum or cache write stored by
                                           // another launch
-  std::vector<int32_t> attention;         // index = matmul value id: the scores' product of the attention it computes
-                                          // in one launch (absorbed_attention), or -1
+  std::vector<std::optional<AbsorbedAttention>> attention;  // index = matmul value id: the attention its launch
+                                                           // computes (absorbed_attention), or nothing
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)
 
   bool in_final_group(graph::Value v) const;

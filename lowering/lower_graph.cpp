@@ -304,7 +304,7 @@ Plan lower_prepared(const graph::Graph& g, const rt::DeviceInfo& info, const Tun
     if (fusion.is_epilogue[size_t(v.id)] && ctx.epilogue_applied(v)) continue;  // stored by the heavy kernel under it
     if (fusion.is_side_output[size_t(v.id)]) continue;  // stored by the convolution's launch
     ctx.set_current(g.node(v).name, v);
-    if (fusion.attention[size_t(v.id)] >= 0) lower_decode_attention(ctx, v, *absorbed_attention(g, v));
+    if (const auto& attention = fusion.attention[size_t(v.id)]) lower_decode_attention(ctx, v, *attention);
     else lower_node(ctx, v);
   }
   if (!fusion.final_group.empty()) {

@@ -32,7 +32,7 @@ std::vector<TunableOp> tunable_ops(const graph::Graph& original, const rt::Devic
   for (graph::Value v : schedule(g)) {
     if (fusion.is_side_output[size_t(v.id)]) continue;  // another node's launch stores it (a bias sum, a pooling)
     if (fusion.fused[size_t(v.id)]) continue;           // computed in another node's launch (an attention's scores)
-    if (fusion.attention[size_t(v.id)] >= 0) continue;  // an attention's one launch: a single kernel, nothing to tune
+    if (fusion.attention[size_t(v.id)]) continue;       // an attention's one launch: a single kernel, nothing to tune
     std::optional<TunableOp> op;
     try {
       if (graph::is_user_op(g.node(v).op)) op = tunable_custom(g, v, info);

@@ -13,17 +13,11 @@ namespace spire::rt::cuda {
 
 namespace {
 
-// SPIRE_CUDA_GRAPHS=0 replays launch lists instead of CUDA graphs (to compare the two, or to rule graphs out
-// when hunting a bug).
-bool graphs_enabled() {
-  const char* env = std::getenv("SPIRE_CUDA_GRAPHS");
-  return !(env && std::strcmp(env, "0") == 0);
-}
-
-// SPIRE_CUDA_PDL=0 launches every kernel after the one before it has finished, as on GPUs before Hopper (to measure
-// what programmatic dependent launch gains, or to rule it out).
-bool programmatic_launches_enabled() {
-  const char* env = std::getenv("SPIRE_CUDA_PDL");
+// Whether environment variable `name` is anything but "0". SPIRE_CUDA_GRAPHS=0 replays launch lists instead of CUDA
+// graphs (to compare the two, or to rule graphs out when hunting a bug); SPIRE_CUDA_PDL=0 launches every kernel after
+// the one before it has finished, as on GPUs before Hopper (to measure what programmatic dependent launch gains).
+bool enabled(const char* name) {
+  const char* env = std::getenv(name);
   return !(env && std::strcmp(env, "0") == 0);
 }
 
@@ -217,7 +211,11 @@ void CudaCommandStream::finish() {
     }
   }
   if (commands_.empty()) return;
-  if (!graphs_enabled()) {
+  // Programmatic dependent launch (compute capability 9.0 on): a kernel that follows a kernel may launch while that one
+  // still runs, and waits for it in its own first instructions (the PTX backend's griddepcontrol.wait), so the launch's
+  // latency hides behind the kernel before: a decoder's step is a chain of dozens of few-microsecond kernels.
+  programmatic_ = ctx_->api().cuLaunchKernelEx && ctx_->info().compute_capability >= 90 && enabled("SPIRE_CUDA_PDL");
+  if (!enabled("SPIRE_CUDA_GRAPHS")) {
     graph_fallback_reason_ = "SPIRE_CUDA_GRAPHS=0";
   } else if (!ctx_->api().has_graphs()) {
     graph_fallback_reason_ = "the CUDA driver lacks the graph entry points";
@@ -270,17 +268,12 @@ void CudaCommandStream::try_capture() {
 
 void CudaCommandStream::replay(CUstream stream, bool capturing) {
   const DriverApi& a = ctx_->api();
-  // Programmatic dependent launch (compute capability 9.0 on): a kernel that follows a kernel may launch while that one
-  // still runs, and waits for it in its own first instructions (the PTX backend's griddepcontrol.wait), so the launch's
-  // latency hides behind the kernel before: a decoder's step is a chain of dozens of few-microsecond kernels.
-  const bool programmatic =
-      a.cuLaunchKernelEx && ctx_->info().compute_capability >= 90 && programmatic_launches_enabled();
   bool after_kernel = false;
   for (Command& c : commands_) {
     const bool follows_kernel = std::exchange(after_kernel, std::holds_alternative<Launch>(c));
     if (auto* l = std::get_if<Launch>(&c)) {
       CUresult r;
-      if (programmatic && follows_kernel && l->waits_for_previous) {
+      if (programmatic_ && follows_kernel && l->waits_for_previous) {
         CUlaunchAttribute attribute{};
         attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attribute.value.programmatic_stream_serialization_allowed = 1;

@@ -66,6 +66,7 @@ class CudaCommandStream final : public CommandStream {
   std::vector<Command> commands_;
   std::vector<CUevent> timestamps_;
   bool finished_ = false;
+  bool programmatic_ = false;  // kernels that follow a kernel launch programmatically (decided by finish())
   bool submitted_ = false;
   CUgraph graph_ = nullptr;
   CUgraphExec exec_ = nullptr;
