@@ -88,6 +88,9 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
   const uint32_t Gk = uint32_t(s.key_group), Gv = uint32_t(s.value_group);
 
   KernelBuilder kb(name, wg);
+  // The caches are read and written, but no invocation reads what another wrote: the new rows are read from their
+  // own buffers.
+  kb.barriers_order_workgroup_memory_only();
   Buf q = kb.buffer("q", s.q_half.value_or(t), Access::Read);
   Buf k = kb.buffer("k", k_type, writes.key ? Access::ReadWrite : Access::Read);
   Buf v = kb.buffer("v", v_type, writes.value ? Access::ReadWrite : Access::Read);

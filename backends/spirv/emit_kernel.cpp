@@ -30,9 +30,10 @@ class WriteInto {
 
 KernelEmitter::KernelEmitter(const kir::Kernel& k)
     : k_(k), values_(k.value_types.size(), 0), vulkan_memory_model_(!k.fragments.empty()),
-      barriers_order_buffers_(std::any_of(k.buffers.begin(), k.buffers.end(), [](const kir::BufferParam& b) {
-        return b.access == kir::Access::ReadWrite;
-      })) {}
+      barriers_order_buffers_(k.barriers_order_buffers &&
+                              std::any_of(k.buffers.begin(), k.buffers.end(), [](const kir::BufferParam& b) {
+                                return b.access == kir::Access::ReadWrite;
+                              })) {}
 
 Words KernelEmitter::emit() {
   plan_copies();  // which shared arrays hold 16-byte vectors, which capabilities then need

@@ -180,6 +180,8 @@ class KernelBuilder {
   void require(Features f) { k_.features |= f; }
   // kernel.h's Kernel::min_workgroups_per_core.
   void request_workgroups_per_core(uint32_t n) { k_.min_workgroups_per_core = n; }
+  // kernel.h's Kernel::barriers_order_buffers = false.
+  void barriers_order_workgroup_memory_only() { k_.barriers_order_buffers = false; }
 
   // Cooperative matrices (kernel.h; each declares Feature::CooperativeMatrix). Every invocation of the subgroup
   // runs these together, with the same index.

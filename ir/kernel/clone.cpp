@@ -49,6 +49,7 @@ Kernel signature(const Kernel& k) {
   out.name = k.name;
   out.workgroup_size = k.workgroup_size;
   out.min_workgroups_per_core = k.min_workgroups_per_core;
+  out.barriers_order_buffers = k.barriers_order_buffers;
   out.features = k.features;
   out.buffers = k.buffers;
   out.scalars = k.scalars;

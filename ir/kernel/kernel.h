@@ -316,6 +316,11 @@ struct Kernel {
   // workgroups. 0: no request. A kernel whose workgroups wait at barriers often asks for 2, so that one workgroup
   // computes while the other waits.
   uint32_t min_workgroups_per_core = 0;
+  // Whether a barrier must also order storage buffers: true unless the kernel's author knows that no invocation reads
+  // a buffer element another invocation of its workgroup wrote in the same launch (a kernel that writes a cache row and
+  // reads the row from where it came). SPIR-V then orders workgroup memory only: ordering buffers costs NVIDIA's
+  // Vulkan compiler a memory fence at every barrier. Only a kernel with a buffer it both reads and writes is affected.
+  bool barriers_order_buffers = true;
   Features features;  // declared device needs (the builder adds those its types and ops imply)
   std::vector<BufferParam> buffers;
   std::vector<ScalarParam> scalars;

@@ -152,9 +152,10 @@ struct Printer {
 std::string print(const Kernel& k) {
   Printer p{k, {}};
   const auto& wg = k.workgroup_size;
-  p.line(0, fmt::format("kernel {} workgroup({}, {}, {}) features({}){}", k.name, wg[0], wg[1], wg[2],
+  p.line(0, fmt::format("kernel {} workgroup({}, {}, {}) features({}){}{}", k.name, wg[0], wg[1], wg[2],
                         features_to_string(k.features),
-                        k.min_workgroups_per_core ? fmt::format(" min_workgroups_per_core({})", k.min_workgroups_per_core) : ""));
+                        k.min_workgroups_per_core ? fmt::format(" min_workgroups_per_core({})", k.min_workgroups_per_core) : "",
+                        k.barriers_order_buffers ? "" : " barriers_order_workgroup_memory_only"));
   for (size_t i = 0; i < k.buffers.size(); ++i)
     p.line(1, fmt::format("buffer {}: {}[] {}  // binding {}", k.buffers[i].name, dtype_name(k.buffers[i].elem), access_name(k.buffers[i].access), i));
   auto offs = k.scalar_offsets();

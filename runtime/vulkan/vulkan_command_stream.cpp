@@ -1,6 +1,8 @@
 #include "runtime/vulkan/vulkan_command_stream.h"
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -18,6 +20,22 @@ void global_barrier(const DeviceFunctions& fn, VkCommandBuffer cmd) {
   mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
                      VK_ACCESS_TRANSFER_WRITE_BIT;
   fn.vkCmdPipelineBarrier(cmd, kWorkStages, kWorkStages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
+// Between two runs of dispatches alone, a barrier orders the compute stage and shader accesses only: one that names
+// the transfer stage too makes NVIDIA's driver wait for more than the dispatches before it.
+// SPIRE_VULKAN_BARRIERS=full gives every barrier both stages (to compare).
+void compute_barrier(const DeviceFunctions& fn, VkCommandBuffer cmd) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT;
+  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0,
+                          nullptr, 0, nullptr);
+}
+
+bool full_barriers_forced() {
+  const char* v = std::getenv("SPIRE_VULKAN_BARRIERS");
+  return v && std::strcmp(v, "full") == 0;
 }
 
 // Device writes reach the host only through a barrier to the host stage; the fence wait then orders them.
@@ -248,8 +266,27 @@ void VulkanCommandStream::encode() {
   if (query_pool_ && !ctx_->host_query_reset) ctx_->fn.vkCmdResetQueryPool(cmd_, query_pool_, 0, timestamps_);
   // Work from earlier submissions (other streams, earlier replays of this one) is visible to this one.
   global_barrier(ctx_->fn, cmd_);
+  // Which barriers stand between dispatches alone: every command since the barrier before and until the next one
+  // is a dispatch (or a timestamp). The barrier at the start orders other submissions' work, whatever it was.
+  std::vector<bool> between_dispatches(commands_.size(), false);
+  if (!full_barriers_forced()) {
+    auto is_transfer = [](const Command& c) {
+      return std::holds_alternative<CopyCmd>(c) || std::holds_alternative<FillCmd>(c);
+    };
+    size_t segment_start = 0;
+    bool previous_has_transfer = true;  // the work before the stream is unknown
+    for (size_t i = 0; i <= commands_.size(); ++i) {
+      if (i < commands_.size() && !std::holds_alternative<BarrierCmd>(commands_[i])) continue;
+      bool has_transfer = std::any_of(commands_.begin() + ptrdiff_t(segment_start), commands_.begin() + ptrdiff_t(i), is_transfer);
+      // The barrier that opened this segment (at segment_start - 1) sees this segment after it.
+      if (segment_start > 0) between_dispatches[segment_start - 1] = !previous_has_transfer && !has_transfer;
+      previous_has_transfer = has_transfer;
+      segment_start = i + 1;
+    }
+  }
   const Pipeline* bound = nullptr;
-  for (const Command& c : commands_) {
+  for (size_t i = 0; i < commands_.size(); ++i) {
+    const Command& c = commands_[i];
     std::visit(
         [&](const auto& op) {
           using T = std::decay_t<decltype(op)>;
@@ -264,7 +301,10 @@ void VulkanCommandStream::encode() {
               ctx_->fn.vkCmdPushConstants(cmd_, p.layout, VK_SHADER_STAGE_COMPUTE_BIT, 0, uint32_t(op.push.size()), op.push.data());
             ctx_->fn.vkCmdDispatch(cmd_, op.groups[0], op.groups[1], op.groups[2]);
           } else if constexpr (std::is_same_v<T, BarrierCmd>) {
-            global_barrier(ctx_->fn, cmd_);
+            if (between_dispatches[i])
+              compute_barrier(ctx_->fn, cmd_);
+            else
+              global_barrier(ctx_->fn, cmd_);
           } else if constexpr (std::is_same_v<T, CopyCmd>) {
             ctx_->fn.vkCmdCopyBuffer(cmd_, op.src, op.dst, 1, &op.region);
           } else if constexpr (std::is_same_v<T, FillCmd>) {

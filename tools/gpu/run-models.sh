@@ -12,7 +12,8 @@
 #   decoders   alone (PARTS=decoders, or PARTS=generate): a decoder LLM of tests/tools/decoders/decoder_models.py
 #              (CONFIG, default gpt2-124m, random weights, exported there by its torch) through `spire generate` on
 #              cuda:0 and vulkan:0, a 32-token prompt and NEW new tokens (default 256), in each of VARIANTS (default
-#              "f32 bf16 int8": --precision f32|bf16, --int8), its tokens against PyTorch's greedy ones (CPU, f32);
+#              "f32 bf16 int8": --precision f32|bf16, --int8), after --warm-up's 0.5 s of untimed steps (PyTorch's
+#              bench generates twice and times the second), its tokens against PyTorch's greedy ones (CPU, f32);
 #              then PyTorch on the same GPU and model with a static cache (decoder_models.py bench) in TORCH_DTYPES
 #              (default "f32 bf16") and TORCH_MODES (default "eager reduce-overhead": torch.compile's mode), and a
 #              table of tokens/s and GB/s side by side; the pack needs the CLI only, and .gl libonnx1 and libprotobuf32.
@@ -57,14 +58,14 @@ PY
   }
   for d in ${DEVICES:-cuda:0 vulkan:0}; do
     if [ "${PROFILE:-0}" = 1 ]; then
-      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens 64 --device $d --profile > $OUT/profile_${d/:/_}.txt 2>&1
+      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens 64 --device $d --profile --warm-up > $OUT/profile_${d/:/_}.txt 2>&1
       grep -E "tokens/s|decode step|total" $OUT/profile_${d/:/_}.txt
     fi
     for v in ${VARIANTS:-f32 bf16 int8}; do
       flags="--precision $v"
       [ $v = int8 ] && flags=--int8
       echo "== $config on $d, $v"
-      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d $flags 2>&1 | tee $OUT/spire_${d/:/_}_$v.txt
+      $B/spire generate $M/$config.onnx --prompt-ids $prompt --max-new-tokens $new --device $d $flags --warm-up 2>&1 | tee $OUT/spire_${d/:/_}_$v.txt
       same_tokens $OUT/spire_${d/:/_}_$v.txt
     done
   done

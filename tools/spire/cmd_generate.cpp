@@ -136,6 +136,10 @@ void register_generate_commands(CLI::App& app) {
                 "Also print every launch of the decode step with its median device time over the steps after the first "
                 "(a device timestamp after each launch, so a profiled step runs a little slower), and the step's device "
                 "time beside its wall time a token");
+  cmd->add_flag("--warm-up", c->opt.warm_up,
+                "Before the timed decode steps, run the first one again and again, untimed, for at least 0.5 s on a GPU "
+                "(5 steps on a CPU device), as benchmarks warm up: a GPU left idle by the compiles runs its first work "
+                "at idle clocks. The tokens are the same");
   cmd->add_option("--logits-out", c->logits_out,
                   "Write the prefill's logits ([1, prompt length, vocabulary], f32) to this .safetensors file, as "
                   "'logits'");

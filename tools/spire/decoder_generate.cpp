@@ -22,6 +22,7 @@
 #include "tools/spire/next_token.h"
 #include "tuning/copy_bandwidth.h"
 #include "tuning/median.h"
+#include "tuning/warm_up.h"
 
 namespace spire::cli {
 namespace {
@@ -444,12 +445,15 @@ GenerateResult generate(const GenerateOptions& o) {
   const bool reference = o.device == "reference";
   if (reference && o.profile)
     throw std::invalid_argument("--profile times a device's launches; the reference is the float64 evaluator");
+  if (reference && o.warm_up)
+    throw std::invalid_argument("--warm-up warms a device up; the reference is the float64 evaluator");
   if (reference && o.precision != Precision::Fp32)
     throw std::invalid_argument(fmt::format("--precision {} applies to a device; the reference is the float64 evaluator",
                                             precision_name(o.precision)));
   std::unique_ptr<rt::Device> device = reference ? nullptr : rt::open_device(o.device);
   if (d.plain) {
     if (o.profile) throw std::invalid_argument("--profile times a decode step, which a model without a cache has not");
+    if (o.warm_up) throw std::invalid_argument("--warm-up repeats a decode step, which a model without a cache has not");
     return generate_plain(o, d, device.get());
   }
   const DType cache_dtype = cache_dtype_under(device.get(), o.precision);
@@ -507,11 +511,10 @@ GenerateResult generate(const GenerateOptions& o) {
   const double cache_row_bytes = double(2 * d.layers * d.kv_heads * d.head_dim * graph::dtype_bytes(cache_dtype));
   std::vector<double> step_ms;
   std::vector<std::vector<double>> launch_ms;
-  t0 = std::chrono::steady_clock::now();
   // Each step feeds the last token (or the one to follow) at position `pos` and writes its key and value into slot
   // `pos`. The mask keeps the cache's slots 0..pos-1 and the step's own key and value: in slot `pos` with the cache
   // written in place, else the last of the C positions of the concat.
-  for (int64_t pos = P; int64_t(r.tokens.size()) < o.max_new_tokens; ++pos) {
+  auto feed_step = [&](int64_t pos) {
     Tensor mask(DType::I64, {1, C}, 0);
     for (int64_t s = 0; s < pos; ++s) mask[s] = 1;
     mask[dg.in_place ? pos : C - 1] = 1;
@@ -521,6 +524,15 @@ GenerateResult generate(const GenerateOptions& o) {
     decode->set(dg.positions, Tensor(DType::I64, {1, 1}, double(pos)));
     decode->set(dg.mask, mask);
     decode->set(kCacheSlot, slot);
+  };
+  if (o.warm_up) {
+    feed_step(P);
+    const bool cpu = device->info().type == rt::DeviceType::Cpu;  // (lavapipe: no clocks to raise)
+    tuning::warm_up(5, cpu ? 0 : tuning::kGpuWarmupMs, [&] { decode->step(); });
+  }
+  t0 = std::chrono::steady_clock::now();
+  for (int64_t pos = P; int64_t(r.tokens.size()) < o.max_new_tokens; ++pos) {
+    feed_step(pos);
     decode->step();
     const double next = decode->get(kNextToken)[0];
     if (!(next >= 0 && next < double(d.vocab)))  // NaN logits match no maximum

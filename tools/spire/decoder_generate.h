@@ -46,6 +46,12 @@ struct GenerateOptions {
   // Time every launch of the decode steps after the first with the device's timestamps (a barrier after each launch,
   // so the step runs a little slower than unprofiled): where a token's time goes.
   bool profile = false;
+  // Before the timed steps, run the first decode step over and over, untimed, for at least tuning::kGpuWarmupMs and
+  // 5 steps, as a benchmark warms up (PyTorch's bench in decoder_models.py generates twice and times the second): a
+  // GPU left idle by the compiles runs its first work at idle clocks (vulkan:0 on the H200: every kernel 2.5x slower
+  // over a step's first few hundred milliseconds; cuda:0 is not). The steps write the first step's cache slot, which
+  // the first timed step writes again, so the tokens do not change.
+  bool warm_up = false;
 };
 
 struct GenerateResult {

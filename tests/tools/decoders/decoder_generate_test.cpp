@@ -41,6 +41,15 @@ TEST(DecoderGenerate, LongerContextGivesTheSameTokens) {
   for (const auto& info : rt::list_devices()) expect_greedy_matches_pytorch("llama-tiny", info.id, " --max-context 100");
 }
 
+// Warm-up steps write the first step's cache slot, which the first timed step writes again: the same tokens.
+TEST(DecoderGenerate, WarmUpStepsLeaveTheTokensAsTheyWere) {
+  for (const auto& info : rt::list_devices()) expect_greedy_matches_pytorch("gpt2-tiny", info.id, " --warm-up");
+  const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids 1,2 --max-new-tokens 2 --device reference "
+                       "--warm-up");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.out.find("--warm-up warms a device up"), std::string::npos) << r.out;
+}
+
 TEST(DecoderGenerate, RefusesTokenIdsOutsideTheVocabulary) {
   const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids 1,97 --max-new-tokens 2 --device reference");
   EXPECT_EQ(r.exit_code, 1) << r.out;
