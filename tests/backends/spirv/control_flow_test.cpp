@@ -146,8 +146,9 @@ TEST(SpirvControlFlow, LoopWithNothingInside) {
 // other's buffer writes: its barriers order storage buffers too (UniformMemory). The others' barriers order only
 // workgroup memory, which spares NVIDIA's compiler a full memory fence at each one (emit_kernel.cpp).
 TEST(SpirvSharedMemory, BarriersOrderBuffersOnlyWhereAKernelReadsAndWritesOne) {
-  auto build = [](Access counter_access) {
+  auto build = [](Access counter_access, bool declared_private = false) {
     KernelBuilder kb("count", 64);
+    if (declared_private) kb.barriers_order_workgroup_memory_only();
     auto counts = kb.buffer("counts", Type::U32, counter_access);
     auto out = kb.buffer("out", Type::U32, Access::Write);
     auto tile = kb.shared("tile", Type::U32, 64);
@@ -166,6 +167,10 @@ TEST(SpirvSharedMemory, BarriersOrderBuffersOnlyWhereAKernelReadsAndWritesOne) {
       << "AcquireRelease|UniformMemory|WorkgroupMemory\n" << with_atomics;
   EXPECT_EQ(count_lines(plain, R"(OpControlBarrier %uint_2 %uint_2 %uint_264$)"), 1)
       << "AcquireRelease|WorkgroupMemory\n" << plain;
+  // Its author may declare that no invocation reads another's buffer writes (the decode attention's cache rows).
+  const std::string declared = build(Access::ReadWrite, true);
+  EXPECT_EQ(count_lines(declared, R"(OpControlBarrier %uint_2 %uint_2 %uint_264$)"), 1)
+      << "AcquireRelease|WorkgroupMemory\n" << declared;
 }
 
 TEST(SpirvSharedMemory, TreeReductionWithBarriers) {
