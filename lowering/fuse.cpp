@@ -323,9 +323,10 @@ class Planner {
     return out;
   }
 
-  // Slices (unit steps) and concats of two pieces read once by a pointwise op of their shape, or a slice by such a
-  // concat, are computed in that op's tree (pointwise_tree.h's computes_by_index): a rotary embedding's
-  // x * cos + concat(-x[h:], x[:h]) * sin is one launch, not five. A fused concat reads every piece at each element
+  // Slices (unit steps), concats of two pieces and gathers read once by a pointwise op of their shape, or a slice by
+  // such a concat, are computed in that op's tree (pointwise_tree.h's computes_by_index): a rotary embedding's
+  // x * cos + concat(-x[h:], x[:h]) * sin is one launch, not five, and a decoder's token and position embeddings and
+  // their sum one, not three. A fused concat reads every piece at each element
   // and keeps one, so only two: densenet's concats of up to 32 feature maps stay copies. Walked from the last value
   // back, so that a concat's fusion is known when its slices are reached.
   static constexpr size_t kMostFusedPieces = 2;
@@ -334,6 +335,8 @@ class Planner {
       const Value v{id};
       if (must_store_[size_t(id)] || !computes_by_index(g_, v)) continue;
       if (g_.node(v).inputs.size() > kMostFusedPieces) continue;
+      // (A tree's index arithmetic is 32-bit.)
+      if (graph::op_name(g_.node(v).op) == "gather" && g_.type(g_.node(v).inputs[0]).numel() >= (int64_t(1) << 31)) continue;
       const std::optional<Value> u = sole_user(v);
       if (!u) continue;
       const bool into_pointwise = is_pointwise(g_.node(*u).op) && g_.type(*u).shape == g_.type(v).shape;

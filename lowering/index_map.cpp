@@ -68,6 +68,21 @@ IndexMap IndexMap::permuted(const graph::Shape& input, const std::vector<int64_t
   return strided(out, strides);
 }
 
+GatherDims gather_dims(const graph::Shape& data, int64_t axis, int64_t count) {
+  GatherDims d;
+  for (int64_t k = 0; k < axis; ++k) d.outer *= data[size_t(k)];
+  for (size_t k = size_t(axis) + 1; k < data.size(); ++k) d.inner *= data[k];
+  d.rows = data[size_t(axis)];
+  d.count = count;
+  return d;
+}
+
+kir::Val wrapped_row(kir::Val index, int64_t rows, kir::Val* ok) {
+  kir::Val row = kir::select(index < 0, index + int32_t(rows), index);
+  *ok = (row >= 0) & (row < int32_t(rows));
+  return kir::select(*ok, row, kir::like(row, 0));
+}
+
 kir::Val IndexMap::emit(kir::KernelBuilder& kb, kir::Val linear) const {
   using kir::Type;
   if (terms.empty()) return kb.u32(0);

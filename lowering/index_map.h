@@ -17,6 +17,14 @@
 
 namespace spire::lowering {
 
+// A gather's data as [outer, rows, inner] around its axis, and its `count` indices.
+struct GatherDims {
+  int64_t outer = 1, rows = 1, count = 1, inner = 1;
+};
+GatherDims gather_dims(const graph::Shape& data, int64_t axis, int64_t count);
+// The row an index names: negative indices count from the end; `ok` is false outside the axis (the row is then 0).
+kir::Val wrapped_row(kir::Val index, int64_t rows, kir::Val* ok);
+
 struct IndexTerm {
   int64_t divisor = 1;  // 1: no division
   int64_t modulus = 0;  // 0: no modulus (the outermost term, where linear < total already bounds it)

@@ -195,25 +195,6 @@ void lower_concat(LoweringContext& ctx, graph::Value v) {
 }
 
 
-struct GatherDims {
-  int64_t outer = 1, rows = 1, count = 1, inner = 1;  // data [outer, rows, inner], indices of `count` elements
-};
-
-GatherDims gather_dims(const graph::Shape& data, int64_t axis, int64_t count) {
-  GatherDims d;
-  for (int64_t k = 0; k < axis; ++k) d.outer *= data[size_t(k)];
-  for (size_t k = size_t(axis) + 1; k < data.size(); ++k) d.inner *= data[k];
-  d.rows = data[size_t(axis)];
-  d.count = count;
-  return d;
-}
-
-// The row an index names: negative indices count from the end; `ok` is false outside the axis.
-Val wrapped_row(Val index, int64_t rows, Val* ok) {
-  Val row = kir::select(index < 0, index + int32_t(rows), index);
-  *ok = (row >= 0) & (row < int32_t(rows));
-  return kir::select(*ok, row, kir::like(row, 0));
-}
 
 // A kernel of one invocation per element of v's `total` elements that reads input 0 (bound as `in_name`) and the
 // i32 indices of input 1 and writes v; `element` emits invocation i's work.

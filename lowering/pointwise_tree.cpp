@@ -63,7 +63,7 @@ Val moved_index(kir::KernelBuilder& kb, Val index, const graph::Shape& from, con
 
 bool computes_by_index(const graph::Graph& g, graph::Value v) {
   const std::string_view op = graph::op_name(g.node(v).op);
-  if (op == "concat") return true;
+  if (op == "concat" || op == "gather") return true;
   if (op != "slice") return false;
   for (int64_t step : g.node(v).attrs.get_ints("steps"))
     if (step != 1) return false;
@@ -99,6 +99,7 @@ Val PointwiseTree::compute(graph::Value v, Val index, bool at_root_element) {
       const graph::Value in = n.inputs[0];
       return value(in, moved_index(kb_, index, n.type.shape, g_.type(in).shape, n.attrs.get_ints("starts")), false);
     }
+    if (graph::op_name(n.op) == "gather") return gathered(v, index);
     const size_t axis = size_t(n.attrs.get_int("axis"));
     int64_t inner = 1;
     for (size_t d = axis + 1; d < n.type.shape.size(); ++d) inner *= n.type.shape[d];
@@ -132,6 +133,23 @@ Val PointwiseTree::compute(graph::Value v, Val index, bool at_root_element) {
   Val r = pointwise_body(kb_, g_, v, args);
   if (at_root_element) computed_[v.id] = r;
   return r;
+}
+
+// A fused gather's element: the data row its index names (0 outside the axis, as lower_indexing.cpp's gather).
+Val PointwiseTree::gathered(graph::Value v, Val index) {
+  const graph::Node& n = g_.node(v);
+  const graph::Value data = n.inputs[0], indices = n.inputs[1];
+  const GatherDims d = gather_dims(g_.type(data).shape, n.attrs.get_int("axis"), g_.type(indices).numel());
+  Val outer = index / uint32_t(d.count * d.inner);
+  Val k = (index / uint32_t(d.inner)) % uint32_t(d.count);
+  Val rest = index % uint32_t(d.inner);
+  Val ok;
+  Val row = kir::cast(wrapped_row(value(indices, k, false), d.rows, &ok), kir::Type::U32);
+  Val x = value(data, (outer * uint32_t(d.rows) + row) * uint32_t(d.inner) + rest, false);
+  // (Half values are only converted in kernels: chosen between as f32, which holds them exactly.)
+  if (x.type() == kir::Type::BF16 || x.type() == kir::Type::F16)
+    return kir::cast(kir::select(ok, kir::cast(x, kir::Type::F32), kb_.f32(0.0f)), x.type());
+  return kir::select(ok, x, kb_.constant(x.type(), 0));
 }
 
 kir::Buf PointwiseTree::buffer(graph::Value v) {

@@ -16,8 +16,8 @@
 
 namespace spire::lowering {
 
-// A slice with unit steps or a concat, which a tree computes element by element where fuse.h fuses it (the element's
-// index moved into its input, or into the piece it falls in).
+// A slice with unit steps, a concat or a gather, which a tree computes element by element where fuse.h fuses it (the
+// element's index moved into its input, into the piece it falls in, or into the row its index names).
 bool computes_by_index(const graph::Graph& g, graph::Value v);
 
 class PointwiseTree {
@@ -47,6 +47,7 @@ class PointwiseTree {
  private:
   kir::Val value(graph::Value v, kir::Val index, bool at_root_element);
   kir::Val compute(graph::Value v, kir::Val index, bool at_root_element);
+  kir::Val gathered(graph::Value v, kir::Val index);
   kir::Buf buffer(graph::Value v);
 
   LoweringContext& ctx_;

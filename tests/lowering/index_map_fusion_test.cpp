@@ -1,13 +1,15 @@
-// Slices and concats computed inside a pointwise tree (fuse.h's fuse_index_maps, pointwise_tree.h's
-// computes_by_index): a rotary embedding's x * cos + concat(-x[h:], x[:h]) * sin is one launch. The plan on an
+// Slices, concats and gathers computed inside a pointwise tree (fuse.h's fuse_index_maps, pointwise_tree.h's
+// computes_by_index): a rotary embedding's x * cos + concat(-x[h:], x[:h]) * sin is one launch, and so are a decoder's
+// two embedding gathers and their sum. The plan on an
 // H100-like target and the results on every device present against the float64 evaluator (outputs poisoned by the
 // executor): the rotary form in f32 and with a bf16 input (the concat of bf16 pieces), two pieces of different lengths
-// along a middle axis, and the forms that keep their launches (three pieces, a concat that is an output, a strided
-// slice, a slice read twice).
+// along a middle axis, gathers (i32 and i64 indices, negative ones, bf16 data), and the forms that keep their launches
+// (three pieces, a concat that is an output, a strided slice, a slice or a gather read twice).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <map>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -90,6 +92,30 @@ std::vector<Form> forms() {
          g.output("y", g.add(slice(g, a, {0, 0}, {4, 4}, 2), 1.0));
          return g;
        }},
+      {"embeddings: two gathers and their sum", 1,
+       [] {
+         graph::Graph g;
+         const Value tokens = g.input("tokens", DType::F32, {10, 6}), places = g.input("places", DType::F32, {8, 6});
+         const Value ids = g.input("ids", DType::I32, {1, 3}), positions = g.input("positions", DType::I64, {1, 3});
+         g.output("y", g.add(g.op("gather", {tokens, ids}, {{"axis", int64_t(0)}}),
+                             g.op("gather", {places, positions}, {{"axis", int64_t(0)}})));
+         return g;
+       }},
+      {"a gather of bf16 data along a middle axis", 1,
+       [] {
+         graph::Graph g;
+         const Value data = g.input("data", DType::BF16, {2, 5, 3}), ids = g.input("ids", DType::I32, {4});
+         g.output("y", g.mul(g.cast(g.op("gather", {data, ids}, {{"axis", int64_t(1)}}), DType::F32), 2.0));
+         return g;
+       }},
+      {"a gather read twice", 2,
+       [] {
+         graph::Graph g;
+         const Value data = g.input("data", DType::F32, {6, 4}), ids = g.input("ids", DType::I32, {3});
+         const Value rows = g.op("gather", {data, ids}, {{"axis", int64_t(0)}});
+         g.output("y", g.mul(rows, rows));
+         return g;
+       }},
       {"a slice read twice", 2,
        [] {
          graph::Graph g;
@@ -123,6 +149,10 @@ TEST_P(IndexMapFusionOnDevice, EveryFormMatchesTheReference) {
       if (n.op != graph::OpKind::Input) continue;
       half |= n.type.dtype == DType::BF16;
       in[n.name] = testing_support::uniform_tensor(n.type.shape, seed++, n.type.dtype);
+      if (is_int(n.type.dtype)) {  // gather indices: every table has at least 4 rows; negative ones wrap
+        std::mt19937 rng(seed++);
+        for (double& x : in[n.name].data) x = double(std::uniform_int_distribution<int>(-4, 3)(rng));
+      }
     }
     if (half && !dev_->info().features.has(kir::Feature::BFloat16)) continue;
     lowering::testing_support::expect_step_matches_float64(*dev_, g, in, 1e-6);
