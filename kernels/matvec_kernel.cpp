@@ -185,19 +185,6 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     Val slice = s.b_transposed ? lid % slices : lid / (T / slices);
     Val column = s.b_transposed ? group * C + lid / slices : group * C + (lid % (T / slices)) * L;
     Val read_column = min(column, N - (s.b_transposed ? 1 : L));
-    // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
-    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / unroll * unroll;
-    // Where the kernel follows another that is still finishing (Hopper's programmatic launch), B's lines this
-    // invocation reads are fetched toward L2 before it waits for that kernel: weights depend on nothing before, and a
-    // prefetch holds no value, so whatever wrote B, nothing stale is read. Only where B fits L2 with room to spare and
-    // an invocation has few units (the head of a decoder would spend longer prefetching than waiting).
-    auto b_index = [&](Val unit) { return b_base + (s.b_transposed ? read_column * K + unit * L : unit * N + read_column); };
-    const uint64_t b_bytes = uint64_t(K) * N * dtype_bytes(b_type) * (per_batch(s) ? products_of(s) : 1);
-    if (whole + (extra > 0 ? 1 : 0) <= kMatvecMostPrefetches && b_bytes <= kMatvecPrefetchBytes) {
-      for (uint32_t i = 0; i < whole; ++i) B.prefetch(b_index(slice + i * slices));
-      if (extra > 0) kb.if_(slice < extra, [&] { B.prefetch(b_index(slice + whole * slices)); });
-    }
-    kb.await_previous();
     // Partial sums: B^T, one a row (the L elements of a unit lie along K, in one sum); B, one a row and column.
     const uint32_t per_row = s.b_transposed ? 1 : L;
     std::vector<Var> acc;
@@ -318,6 +305,8 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
         }
       }
     };
+    // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
+    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / unroll * unroll;
     if (unrolled > 0)
       kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(unroll), [&](Val i) {
         for (uint32_t u = 0; u < unroll; ++u) step((i + u) * slices + slice);

@@ -44,10 +44,6 @@ inline constexpr int64_t kMatvecMostRows = 4;
 // before the multiply-adds that wait on them, so each invocation keeps that many reads in flight. The tuner also tries
 // 8 and 16 (kMatvecUnrolls): a product bound by memory latency wants more reads in flight than a wide one.
 inline constexpr uint32_t kMatvecUnroll = 4;
-// Prefetching B toward L2 before waiting for the kernel before (matvec_kernel.cpp): at most this many units an
-// invocation, and a B of at most this many bytes (a fraction of a Hopper's 50 MB L2).
-inline constexpr uint32_t kMatvecMostPrefetches = 32;
-inline constexpr uint64_t kMatvecPrefetchBytes = 16ull << 20;
 inline constexpr uint32_t kMatvecUnrolls[] = {4, 8, 16};
 
 // Whether matvec_kernel computes `s`: B one matrix shared by every batch (broadcast) and at most kMatvecMostRows rows

@@ -95,7 +95,7 @@ std::string Translator::module() {
   if (k_.features.has(kir::Feature::WorkgroupMatrix))
     fail("workgroup matrices (workgroup-matrix) are a Vulkan feature (VK_NV_cooperative_matrix2): no PTX form");
 
-  const uint32_t target_sm = target_sm_ = ptx_target_for(target_.sm);  // throws below the baseline
+  uint32_t target_sm = ptx_target_for(target_.sm);  // throws below the baseline
   std::string version = ptx_version_for(target_.sm);
   std::string target_suffix;
   if (k_.features.has(kir::Feature::WarpgroupMatrix)) {
@@ -150,8 +150,7 @@ std::string Translator::module() {
   // workgroup of it has done its work, the next may launch, overlapping its launch with this kernel's exit. Both are
   // no-ops in a kernel launched without it. (Letting the next launch at this kernel's start instead slowed GPT-2's
   // decoding on an H200: its workgroups then waited on the cores the running kernels use.)
-  // A kernel that prefetches its weights first waits where it says (kir::AwaitPrevious).
-  if (target_sm >= 90 && !kir::awaits_previous(k_)) w_.ins("griddepcontrol.wait;");
+  if (target_sm >= 90) w_.ins("griddepcontrol.wait;");
   block(k_.body);
   if (target_sm >= 90) w_.ins("griddepcontrol.launch_dependents;");
   w_.ins("ret;");
@@ -396,16 +395,6 @@ void Translator::stmt(const kir::Barrier&) {
   // operands (the async proxy): each writing thread fences its shared-memory writes for them before the barrier.
   if (k_.features.has(kir::Feature::WarpgroupMatrix)) w_.ins("fence.proxy.async.shared::cta;");
   w_.ins("bar.sync 0;");
-}
-
-void Translator::stmt(const kir::AwaitPrevious&) {
-  if (target_sm_ >= 90) w_.ins("griddepcontrol.wait;");
-}
-
-// Only where the kernel can be launched before the one it follows has finished (sm_90's programmatic launch) is a
-// prefetch worth its instruction: it overlaps that kernel's end.
-void Translator::stmt(const kir::PrefetchBuffer& s) {
-  if (target_sm_ >= 90) w_.ins(fmt::format("prefetch.global.L2 [{}];", buffer_operand(s.buffer, s.index)));
 }
 
 void Translator::stmt(const kir::If& s) {

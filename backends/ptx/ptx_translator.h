@@ -33,8 +33,6 @@ class Translator {
   void stmt(const kir::LoadBufferVector& s);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
-  void stmt(const kir::AwaitPrevious& s);
-  void stmt(const kir::PrefetchBuffer& s);
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
   // ptx_matrix.cpp: cooperative matrices as wmma m16n16k16 fragments.
@@ -93,7 +91,6 @@ class Translator {
   PtxWriter w_;
   std::vector<std::string> values_;   // register of each ValueId
   std::vector<std::string> vars_;     // register of each variable
-  uint32_t target_sm_ = 0;            // the PTX target's sm (set as the translation starts)
   std::vector<std::string> buffers_;  // global base address of each buffer (.b64)
   std::vector<std::string> shared_;   // shared-window base address of each array (.b32)
   std::vector<std::string> barriers_;  // shared-window base address of each kir::ArrivalBarriers (.b32)

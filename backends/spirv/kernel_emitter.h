@@ -59,9 +59,6 @@ class KernelEmitter {
   void widen_words(const kir::LoadBufferVector& s, Id loaded);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
-  // Programmatic dependent launch and L2 prefetches have no SPIR-V form: nothing to emit.
-  void stmt(const kir::AwaitPrevious&) {}
-  void stmt(const kir::PrefetchBuffer&) {}
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
   // Cooperative matrices (emit_matrix.cpp): SPV_KHR_cooperative_matrix, each fragment a Function variable.

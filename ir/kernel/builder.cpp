@@ -358,7 +358,6 @@ void KernelBuilder::for_(Val begin, Val end, const std::function<void(Val)>& bod
 }
 
 void KernelBuilder::barrier() { current()->stmts.emplace_back(Barrier{}); }
-void KernelBuilder::await_previous() { current()->stmts.emplace_back(AwaitPrevious{}); }
 
 Fragment KernelBuilder::fragment(std::string name, MatrixUse use, Type elem, bool column_major) {
   k_.fragments.push_back({std::move(name), use, elem, column_major});
@@ -546,8 +545,6 @@ const ElemRef& ElemRef::operator=(Val v) const {
 }
 
 const ElemRef& ElemRef::operator+=(Val v) const { return *this = load() + v; }
-
-void Buf::prefetch(Val i) const { b_->prefetch(*this, i); }
 
 Val Buf::atomic_add(Val i, Val v) const {
   b_->require(elem_ == Type::F32 ? Feature::AtomicAddF32 : Feature::AtomicAddInt);

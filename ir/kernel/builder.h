@@ -78,8 +78,6 @@ class Buf {
   template <Number T> ElemRef operator[](T i) const;
   // Atomically adds v to element i and returns the old value.
   Val atomic_add(Val i, Val v) const;
-  // kernel.h's PrefetchBuffer: element i's cache line toward the last-level cache (a hint).
-  void prefetch(Val i) const;
   // `lanes` (2 or 4) consecutive elements from element i on, i a multiple of lanes (kernel.h's LoadBufferVector).
   std::vector<Val> load_vector(Val i, uint32_t lanes) const;
   // The same of an f16 or bf16 buffer, each element converted to f32 (kernel.h's LoadBufferVector::widen).
@@ -265,10 +263,6 @@ class KernelBuilder {
   void for_(Val begin, Val end, Val step, const std::function<void(Val)>& body);
   void for_(Val begin, Val end, const std::function<void(Val)>& body);
   void barrier();
-  // kernel.h's AwaitPrevious.
-  void await_previous();
-  // kernel.h's PrefetchBuffer (Buf::prefetch).
-  void prefetch(const Buf& b, Val i) { current()->stmts.emplace_back(PrefetchBuffer{b.index(), i.id()}); }
 
   // Low level: appends a value-defining instruction to the current block.
   Val emit(Op op, Type type, std::initializer_list<Val> operands, uint32_t index = 0);

@@ -309,11 +309,6 @@ struct Verifier {
     return true;
   }
   bool stmt(const Barrier&) { return true; }
-  bool stmt(const AwaitPrevious&) { return true; }
-  bool stmt(const PrefetchBuffer& s) {
-    if (s.buffer >= k.buffers.size()) return fail("prefetch: buffer index out of range");
-    return index_ok(s.index, "prefetch");
-  }
   bool fragment_ok(uint32_t f, const char* what) {
     if (f >= k.fragments.size()) return fail(fmt::format("{}: fragment {} does not exist", what, f));
     return true;
@@ -535,10 +530,6 @@ bool moves_packed_fragments(const Kernel& k) {
   return any_stmt(k.body, [](const Stmt& s) {
     return std::holds_alternative<MatrixLoadPacked>(s) || std::holds_alternative<MatrixStorePacked>(s);
   });
-}
-
-bool awaits_previous(const Kernel& k) {
-  return any_stmt(k.body, [](const Stmt& s) { return std::holds_alternative<AwaitPrevious>(s); });
 }
 
 bool writes_buffer(const Kernel& k, uint32_t buffer) {

@@ -295,14 +295,6 @@ struct Arrive { uint32_t barriers; ValueId barrier; uint32_t expect_bytes; };
 // Waits until barrier `barrier` of `barriers` has completed its latest phase of parity `parity` (u32, 0 or 1); what
 // the copies and arrivals of that phase wrote is then visible to this invocation.
 struct AwaitPhase { uint32_t barriers; ValueId barrier; ValueId parity; };
-// Programmatic dependent launch (Hopper): where the kernel waits for the kernel launched before it to finish and its
-// writes to be visible. Before it the kernel may read only buffers that no kernel of its stream writes (weights) and
-// write nothing; a kernel without one waits before its first statement. A backend without such launches ignores it.
-struct AwaitPrevious {};
-// A hint: the cache line of a buffer's element fetched toward the device's last-level cache (PTX prefetch.global.L2),
-// with no value and no effect on results; an L2 prefetch cannot hold a stale value, so it may come before
-// AwaitPrevious whatever wrote the buffer. A backend without it ignores it.
-struct PrefetchBuffer { uint32_t buffer; ValueId index; };
 struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Block> else_body; };
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
@@ -310,7 +302,7 @@ struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_pt
 using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, LoadBufferVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
                           WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase, MatrixLoadTensor,
-                          MatrixStoreTensor, MatrixLoadPacked, MatrixStorePacked, AwaitPrevious, PrefetchBuffer>;
+                          MatrixStoreTensor, MatrixLoadPacked, MatrixStorePacked>;
 
 struct Block {
   std::vector<Stmt> stmts;
@@ -373,8 +365,6 @@ bool taps_epilogue_of(const Kernel& k, uint32_t buffer);
 bool writes_buffer(const Kernel& k, uint32_t buffer);
 // True when the kernel loads or stores packed operand shares (MatrixLoadPacked, MatrixStorePacked).
 bool moves_packed_fragments(const Kernel& k);
-// True when the kernel says where it waits for the kernel before it (AwaitPrevious).
-bool awaits_previous(const Kernel& k);
 
 // Structural checks every backend relies on: operand ids defined and visible, types consistent,
 // indices in range, no Bool in memory. Returns an empty string when the kernel is well-formed, else a

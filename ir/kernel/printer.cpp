@@ -130,10 +130,6 @@ struct Printer {
                                 v(st->parity)));
       } else if (std::holds_alternative<Barrier>(s)) {
         line(depth, "barrier");
-      } else if (std::holds_alternative<AwaitPrevious>(s)) {
-        line(depth, "await_previous");
-      } else if (auto* st = std::get_if<PrefetchBuffer>(&s)) {
-        line(depth, fmt::format("prefetch {}[{}]", k.buffers[st->buffer].name, v(st->index)));
       } else if (auto* st = std::get_if<If>(&s)) {
         line(depth, fmt::format("if {} {{", v(st->cond)));
         block(*st->then_body, depth + 1);

@@ -13,8 +13,6 @@
 #include "kernels/matvec_kernel.h"
 #include "lowering/plan.h"
 #include "lowering/tunable.h"
-#include "backends/ptx/ptx_backend.h"
-#include "tests/backends/ptx/ptxas_runner.h"
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
 #include "tests/kernels/matmul_reference.h"
@@ -135,37 +133,6 @@ TEST(MatvecKernel, SliceHeuristic) {
   EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, cpu).unroll,
             heavy::kMatvecUnroll);
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, cpu), 2u);
-}
-
-// On Hopper the product fetches the B lines it will read toward L2 before waiting for the kernel before it (weights
-// depend on nothing earlier), then reads A and B after the wait; a head too large for L2 and other GPUs skip it.
-TEST(MatvecKernel, HopperPrefetchesItsWeightsBeforeWaitingForTheKernelBefore) {
-  auto ptxas = ptx::testing::find_ptxas();
-  auto count = [](const std::string& text, const std::string& what) {
-    size_t n = 0;
-    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-    return n;
-  };
-  for (bool transposed : {false, true}) {
-    SCOPED_TRACE(transposed ? "B^T" : "B");
-    const heavy::HeavyKernel k = heavy::matvec_kernel(shape_of({1, 1, 768, 768, transposed}), kir::Type::F32, 32);
-    const std::string hopper = ptx::compile(k.kernel, {90});
-    const size_t wait = hopper.find("griddepcontrol.wait;");
-    ASSERT_NE(wait, std::string::npos) << hopper;
-    EXPECT_EQ(count(hopper, "griddepcontrol.wait;"), 1u) << hopper;
-    EXPECT_GT(count(hopper, "prefetch.global.L2"), 0u) << hopper;
-    EXPECT_LT(hopper.rfind("prefetch.global.L2", wait), wait) << "prefetches before the wait\n" << hopper;
-    EXPECT_EQ(hopper.find("prefetch.global.L2", wait), std::string::npos) << "none after it\n" << hopper;
-    EXPECT_GT(hopper.find("ld.global"), wait) << "every read after the wait\n" << hopper;
-    EXPECT_EQ(count(ptx::compile(k.kernel, {80}), "prefetch"), 0u);
-    if (ptxas) {
-      auto r = ptx::testing::assemble(*ptxas, hopper, 90);
-      EXPECT_TRUE(r.ok) << r.log;
-    }
-  }
-  // A tied head's [768, 50257] (154 MB, 384 rows a slice) is not prefetched.
-  const heavy::HeavyKernel head = heavy::matvec_kernel(shape_of({1, 1, 768, 50257, false}), kir::Type::F32, 2);
-  EXPECT_EQ(count(ptx::compile(head.kernel, {90}), "prefetch"), 0u);
 }
 
 TEST(MatvecKernel, FitsAFewRowsByOneMatrix) {

@@ -624,13 +624,6 @@ struct Module::Impl {
         code.push_back(std::move(ins));
         continue;
       }
-      if (opcode == "prefetch.global.L2") {
-        // A cache hint: one memory here, nothing to fetch. Its operand is still an address in brackets.
-        if (trim(rest).empty() || trim(rest).front() != '[') fail(line, ins.text, "takes one [address]");
-        ins.op = Op::Nop;
-        code.push_back(std::move(ins));
-        continue;
-      }
       if (name == "fence" || name == "setmaxnreg") {
         // The interpreter runs every access in program order on one memory, so the proxy and barrier-init fences order
         // nothing more; setmaxnreg only moves the register budget between warpgroups.
