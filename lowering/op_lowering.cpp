@@ -14,7 +14,7 @@ namespace {
 std::vector<OpLowering> gather() {
   std::vector<OpLowering> all;
   for (auto family : {layout_lowerings, reduce_lowerings, indexing_lowerings, matmul_lowerings, conv2d_lowerings,
-                      pool2d_lowerings, softmax_lowerings, cross_entropy_lowerings, int8_matmul_lowerings, norm_lowerings})
+                      pool2d_lowerings, softmax_lowerings, argmax_lowerings, cross_entropy_lowerings, int8_matmul_lowerings, norm_lowerings})
     for (OpLowering& e : family()) all.push_back(e);
   return all;
 }

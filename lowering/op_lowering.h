@@ -57,6 +57,7 @@ std::vector<OpLowering> indexing_lowerings();       // lower_indexing.cpp: slice
 std::vector<OpLowering> matmul_lowerings();         // lower_matmul.cpp
 std::vector<OpLowering> conv2d_lowerings();         // lower_conv2d.cpp: conv2d and its gradients
 std::vector<OpLowering> pool2d_lowerings();         // lower_pool2d.cpp: the poolings and their gradients
+std::vector<OpLowering> argmax_lowerings();         // lower_argmax.cpp: positions of rows' largest elements
 std::vector<OpLowering> softmax_lowerings();        // lower_softmax.cpp: the row-normalizing ops
 std::vector<OpLowering> norm_lowerings();           // lower_norm.cpp: layer_norm, rms_norm
 std::vector<OpLowering> int8_matmul_lowerings();     // lower_int8_matmul.cpp: matmul_int8_weight

@@ -30,6 +30,7 @@ void indexing_cases(CaseList& cl);             // cases_indexing.cpp
 void matmul_cases(CaseList& cl);               // cases_matmul.cpp
 void conv2d_cases(CaseList& cl);               // cases_conv2d.cpp: conv2d and its gradients
 void pool2d_cases(CaseList& cl);               // cases_pool2d.cpp: the poolings and their gradients
+void argmax_cases(CaseList& cl);               // cases_argmax.cpp
 void softmax_cases(CaseList& cl);              // cases_softmax.cpp
 void norm_cases(CaseList& cl);                 // cases_norm.cpp
 void cross_entropy_cases(CaseList& cl);        // cases_cross_entropy.cpp: the loss and its gradient

@@ -69,9 +69,10 @@ void reduce(NodeContext& c, Kind kind, int64_t axes_input_opset) {
   c.set_output(0, y);
 }
 
-// ArgMax / ArgMin: the first index of the extreme along `axis` (the last with select_last_index), as int64. The
-// indices where the input equals its extreme keep their position, the others a sentinel past the ends, and a min (a
-// max for the last) over the axis picks one. Positions are float32 values, exact up to 2^24.
+// ArgMax / ArgMin: the first index of the extreme along `axis` (the last with select_last_index), as int64. Of a float
+// tensor, the graph op argmax (one launch; ArgMin: argmax of the negation, exact). Of an integer tensor, the indices
+// where the input equals its extreme keep their position, the others a sentinel past the ends, and a min (a max for
+// the last) over the axis picks one. Positions are float32 values there, exact up to 2^24.
 void arg_extreme(NodeContext& c, bool largest) {
   auto& g = c.g();
   const graph::TensorType type = c.type(0);
@@ -83,6 +84,11 @@ void arg_extreme(NodeContext& c, bool largest) {
   if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (spire's positions are exact to 2^24)", n));
   const bool keep = c.attr_int("keepdims", 1) != 0, last = c.attr_int("select_last_index", 0) != 0;
   const Value x = c.value(0);
+  if (graph::is_float(type.dtype) && n > 0) {
+    c.set_output(0, g.op("argmax", {largest ? x : g.neg(x)},
+                         {{"axis", axis}, {"keepdim", keep}, {"select_last_index", last}}));
+    return;
+  }
   const Value extreme = largest ? g.max(x, {axis}, true) : g.neg(g.max(g.neg(x), {axis}, true));
   graph::Tensor positions;
   positions.dtype = graph::DType::F32;

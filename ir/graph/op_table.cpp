@@ -32,7 +32,7 @@ std::vector<OpInfo> build_table() {
   std::vector<bool> placed(static_cast<size_t>(kNumNamedOps), false);
   std::vector<OpInfo> unnamed;
   for (auto family : {ops::leaves, ops::binary, ops::unary, ops::activations, ops::select_cast, ops::reductions, ops::layout, ops::indexing,
-                      ops::matmul_ops, ops::conv2d_ops, ops::pool2d_ops, ops::softmax_ops, ops::cross_entropy_ops, ops::int8_matmul_ops,
+                      ops::matmul_ops, ops::conv2d_ops, ops::pool2d_ops, ops::softmax_ops, ops::argmax_ops, ops::cross_entropy_ops, ops::int8_matmul_ops,
                       ops::backward_only, ops::norm_ops}) {
     for (OpInfo& e : family()) {
       check_entry(e);

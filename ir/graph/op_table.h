@@ -233,6 +233,7 @@ std::vector<OpInfo> matmul_ops();
 std::vector<OpInfo> conv2d_ops();
 std::vector<OpInfo> pool2d_ops();
 std::vector<OpInfo> softmax_ops();
+std::vector<OpInfo> argmax_ops();
 std::vector<OpInfo> cross_entropy_ops();
 std::vector<OpInfo> int8_matmul_ops();
 std::vector<OpInfo> norm_ops();  // layer_norm, rms_norm

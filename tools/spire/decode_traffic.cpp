@@ -2,13 +2,11 @@
 
 namespace spire::cli {
 
-double weight_bytes_per_step(const graph::Graph& g, const std::function<double(graph::DType)>& stored_bytes,
-                             const std::function<bool(const std::string&)>& skip) {
+double weight_bytes_per_step(const graph::Graph& g, const std::function<double(graph::DType)>& stored_bytes) {
   const auto users = g.users();
   double bytes = 0;
   for (graph::Value p : g.parameters()) {
     const graph::Node& n = g.node(p);
-    if (skip(n.name)) continue;
     if (users[size_t(p.id)].empty()) continue;  // held, never read
     const double element = stored_bytes(n.type.dtype);
     bool gathered_only = true;

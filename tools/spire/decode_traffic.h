@@ -13,10 +13,8 @@ namespace spire::cli {
 // The bytes of `g`'s parameters one step reads, each element counted as `stored_bytes(dtype)` (what the device
 // holds it in: 2 for an f32 weight stored in half under a half precision policy). A parameter read only by gathers
 // (a token or position table) counts the rows gathered, not the table: a step reads one row of GPT-2's 154 MB token
-// embedding; one nothing reads counts nothing. `skip(name)`: parameters that are no model weights (spire's own helper
-// constants).
-double weight_bytes_per_step(const graph::Graph& g, const std::function<double(graph::DType)>& stored_bytes,
-                             const std::function<bool(const std::string&)>& skip);
+// embedding; one nothing reads counts nothing.
+double weight_bytes_per_step(const graph::Graph& g, const std::function<double(graph::DType)>& stored_bytes);
 
 // The key/value cache's bytes a step at position `pos` reads and writes at the least: the `pos` positions before it
 // read and its own written, `row_bytes` each (one position of every layer's key and value). spire moves more today

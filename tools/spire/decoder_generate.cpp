@@ -304,7 +304,7 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
         g.state_update(cache, g.op("write_at", {cache, stored_row, slot}, {{"axis", int64_t(2)}}));
       }
   }
-  add_next_token(m.graph, m.weights, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
+  add_next_token(m.graph, g.find_output(graph_name(m.outputs, "logits")).value(), d.vocab);
   // A step reads only the next token: the logits and presents stay on the device as values, not outputs, so nothing
   // stores them for a reader there is not (under a half policy the logits' cast back to f32 went with them).
   std::vector<std::string> unread;
@@ -384,8 +384,7 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
     if (o.int8) use_int8_weights(m);
     if (r.tokens.empty()) {
       const DType half = cache_dtype_under(device, o.precision);  // (the half copies' type a device reads, or f32)
-      r.weight_bytes_per_step = weight_bytes_per_step(m.graph, [&](DType t) { return stored_weight_bytes(t, half); },
-                                                      [](const std::string&) { return false; });
+      r.weight_bytes_per_step = weight_bytes_per_step(m.graph, [&](DType t) { return stored_weight_bytes(t, half); });
     }
     std::unique_ptr<Runner> run = make_runner(m, device, o.precision);
     const double compile_s = seconds_since(t0);
@@ -476,8 +475,7 @@ GenerateResult generate(const GenerateOptions& o) {
     dg = import_decode(o.model, d, C, cache_dtype);
     if (o.int8) use_int8_weights(dg.model);
     r.weight_bytes_per_step =
-        weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); },
-                              [](const std::string& name) { return name == "spire.token_ids"; });
+        weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); });
     decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken},
                          o.profile);
   }

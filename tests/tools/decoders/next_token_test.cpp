@@ -1,8 +1,9 @@
 // The argmax that ends a decode step on the device (tools/spire/next_token.h): over a GPT-2-sized vocabulary, under every
-// precision policy on every device present, the id of the largest logit, the first of equal ones, exactly. Under bf16
+// precision policy on every device present, the id of the largest logit, the first of equal ones (or of NaNs), exactly. Under bf16
 // the ids must not be stored in half: bf16 rounds 50001 to 49920.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 
 #include "base/precision.h"
@@ -17,8 +18,7 @@ constexpr int64_t kVocab = 50257;
 
 TEST(NextToken, TheLargestLogitsIdExactlyUnderEveryPolicy) {
   graph::Graph g;
-  std::vector<std::pair<std::string, graph::Tensor>> weights;
-  cli::add_next_token(g, weights, g.input("logits", graph::DType::F32, {1, 1, kVocab}), kVocab);
+  cli::add_next_token(g, g.input("logits", graph::DType::F32, {1, 1, kVocab}), kVocab);
   std::mt19937 rng(5);
   std::uniform_real_distribution<double> u(-1, 1);
   graph::Tensor logits(graph::DType::F32, {1, 1, kVocab}, 0.0);
@@ -28,7 +28,6 @@ TEST(NextToken, TheLargestLogitsIdExactlyUnderEveryPolicy) {
     for (const Precision p : {Precision::Fp32, Precision::Bf16, Precision::F16}) {
       SCOPED_TRACE(info.id + " " + std::string(precision_name(p)));
       auto exe = lowering::compile(g, *device, {.precision = p});
-      for (const auto& [name, t] : weights) exe->set(name, t);
       // One largest logit at an id bf16 cannot hold; then a tie, which the first of goes to.
       for (const auto& [first, second] : {std::pair<int64_t, int64_t>{50001, -1}, {30001, 40003}}) {
         graph::Tensor l = logits;
@@ -38,6 +37,14 @@ TEST(NextToken, TheLargestLogitsIdExactlyUnderEveryPolicy) {
         exe->step();
         EXPECT_EQ(exe->get(cli::kNextToken)[0], double(first));
       }
+      // A NaN counts as the largest (torch.argmax): the first NaN's position, whatever else the row holds.
+      graph::Tensor l = logits;
+      l[50001] = 8;
+      l[777] = std::numeric_limits<double>::quiet_NaN();
+      l[40000] = std::numeric_limits<double>::quiet_NaN();
+      exe->set("logits", l);
+      exe->step();
+      EXPECT_EQ(exe->get(cli::kNextToken)[0], 777.0);
     }
   }
 }

@@ -1,0 +1,87 @@
+#include "kernels/argmax_kernel.h"
+
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "kernels/workgroup_reduce.h"
+
+namespace spire::lowering::heavy {
+
+using kir::Access;
+using kir::Buf;
+using kir::KernelBuilder;
+using kir::Shared;
+using kir::Type;
+using kir::Val;
+
+std::string ArgmaxShape::text() const { return fmt::format("o{}_l{}_i{}", outer, axis, inner); }
+
+ArgmaxShape argmax_shape(const std::vector<int64_t>& shape, int64_t axis) {
+  if (axis < 0 || axis >= int64_t(shape.size()))
+    throw std::invalid_argument(fmt::format("argmax: axis {} is out of range for a rank-{} shape", axis, shape.size()));
+  ArgmaxShape s;
+  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[size_t(d)];
+  s.axis = shape[size_t(axis)];
+  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  return s;
+}
+
+uint32_t argmax_workgroup(const ArgmaxShape& s, uint32_t max_invocations) {
+  uint32_t wg = 32;
+  while (wg < kArgmaxWorkgroup && wg * 2 <= max_invocations && int64_t(wg) < s.axis) wg *= 2;
+  return wg;
+}
+
+HeavyKernel argmax_kernel(const ArgmaxShape& s, Type x_type, Type t, bool select_last_index, uint32_t wg,
+                          uint32_t subgroup) {
+  const std::string name = fmt::format("argmax_{}_{}{}{}", s.text(), dtype_name(x_type),
+                                       select_last_index ? "_last" : "", wg == kArgmaxWorkgroup ? "" : fmt::format("_wg{}", wg));
+  if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
+    throw std::invalid_argument(fmt::format("{}: a workgroup of {} invocations (a power of two, 32 to 1024)", name, wg));
+  if (t != Type::F32 && t != Type::F64) throw std::invalid_argument(name + ": compares in f32 or f64");
+  const uint32_t rows = index_u32(s.outer * s.inner, "argmax rows"), L = index_u32(s.axis, "argmax axis");
+  const uint32_t inner = index_u32(s.inner, "argmax inner");
+  index_u32(s.outer * s.axis * s.inner, "argmax elements");
+  KernelBuilder kb(name, wg);
+  Buf x = kb.buffer("x", x_type, Access::Read);
+  Buf y = kb.buffer("y", Type::I32, Access::Write);
+  Shared values = kb.shared("values", t, wg), flags = kb.shared("flags", Type::I32, wg);
+  WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
+  // (The integer reductions use the same order; their subgroup size is the one f32 gets: both are 32-bit.)
+  WorkgroupReduce reduce_i32(kb, wg, reduce_subgroup_size(subgroup, wg, Type::I32));
+  kb.if_(kb.group_id() < rows, [&] {  // uniform: a folded grid's extra workgroups skip everything
+    Val row = kb.group_id(), e = reduce.element();
+    Val base = (row / inner) * (L * inner) + row % inner;
+    auto is_nan = [](Val v) { return v != v; };
+    kir::Var best = kb.var("best", kb.constant(t, 0)), at = kb.var("at", kb.i32(-1));
+    kb.for_(e, kb.u32(L), kb.u32(wg), [&](Val k) {
+      Val v = x[base + k * inner].load();
+      if (v.type() != t) v = kir::cast(v, t);
+      Val b = best.get();
+      Val first = at.get() < 0;
+      Val better = select_last_index ? (first | (v >= b) | is_nan(v)) : (first | (v > b) | (is_nan(v) & !is_nan(b)));
+      kb.if_(better, [&] {
+        best = v;
+        at = kir::cast(k, Type::I32);
+      });
+    });
+    Val seen = at.get() >= 0, b = best.get();
+    reduce_i32.reduce(flags, kir::select(seen & is_nan(b), kb.i32(1), kb.i32(0)), TreeOp::Max);
+    Val any_nan = flags[0u].load() > 0;
+    kb.barrier();  // every invocation has read the flag before the positions' reduction writes the scratch again
+    reduce.reduce(values, kir::select(seen & !is_nan(b), b, kb.constant(t, -std::numeric_limits<double>::infinity())),
+                  TreeOp::Max);
+    Val largest = values[0u].load();
+    Val candidate = seen & kir::select(any_nan, is_nan(b), b == largest);
+    // The first position: the largest of the negated ones; the last: the largest.
+    Val key = select_last_index ? at.get() : kb.i32(0) - at.get();
+    reduce_i32.reduce(flags, kir::select(candidate, key, kb.i32(std::numeric_limits<int32_t>::min())), TreeOp::Max);
+    Val chosen = flags[0u].load();
+    kb.if_(kb.local_id() == 0u, [&] { y[row] = select_last_index ? chosen : kb.i32(0) - chosen; });
+  });
+  return {kb.finish(), rows};
+}
+
+}  // namespace spire::lowering::heavy

@@ -1,0 +1,33 @@
+// The position of each row's largest element along one axis (argmax), in one launch: a workgroup per row (every
+// index combination of the other dims), its invocations striding along the axis. Each keeps the best element it saw
+// (the first of equals, or the last with select_last_index); then three workgroup reductions in a fixed order: whether
+// any invocation saw a NaN (a NaN counts as the largest value, as torch.argmax has it), the largest value that is not
+// NaN, and the smallest (or largest) position whose value is that one. A decoder's next token over a vocabulary of
+// 50257 is one launch this way, not five. Buffers: x (read, f32/f64 or half widened to f32), y (write, i32).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kernels/heavy_kernel.h"
+
+namespace spire::lowering::heavy {
+
+struct ArgmaxShape {
+  int64_t outer = 1, axis = 1, inner = 1;  // [outer, axis, inner] around the reduced axis
+  std::string text() const;
+};
+
+// From a shape and the (non-negative) axis; throws std::invalid_argument if the axis is out of range.
+ArgmaxShape argmax_shape(const std::vector<int64_t>& shape, int64_t axis);
+
+// Invocations of a row's workgroup: a power of two up to kArgmaxWorkgroup, no more than the axis needs.
+inline constexpr uint32_t kArgmaxWorkgroup = 1024;
+uint32_t argmax_workgroup(const ArgmaxShape& s, uint32_t max_invocations);
+
+// x's elements of type `x_type` (f32, f64, f16 or bf16), compared in `t` (f32 or f64).
+HeavyKernel argmax_kernel(const ArgmaxShape& s, kir::Type x_type, kir::Type t, bool select_last_index, uint32_t wg,
+                          uint32_t subgroup = 0);
+
+}  // namespace spire::lowering::heavy
