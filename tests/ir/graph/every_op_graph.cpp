@@ -36,6 +36,7 @@ Graph every_op_graph() {
   Value red = g.add(g.mean(g.max(logits, {1}, true)), g.sum(g.sum_to(g.broadcast_to(flat, {3, 2, 16}), {2, 16})));
   Value total = g.add(loss, g.cast(g.cast(red, DType::F64), f));
   g.output("loss", total);
+  g.output("positions", g.op("argmax", {logits}, {{"axis", int64_t(1)}, {"keepdim", false}, {"select_last_index", true}}));
 
   // Ops without an enumerator: every generated pointwise op (one input, or two same-shape ones) on `flat`, and
   // the indexing ops, so that new op table entries reach the text form's round trip without edits here.
