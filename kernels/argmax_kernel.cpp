@@ -16,18 +16,6 @@ using kir::Shared;
 using kir::Type;
 using kir::Val;
 
-std::string ArgmaxShape::text() const { return fmt::format("o{}_l{}_i{}", outer, axis, inner); }
-
-ArgmaxShape argmax_shape(const std::vector<int64_t>& shape, int64_t axis) {
-  if (axis < 0 || axis >= int64_t(shape.size()))
-    throw std::invalid_argument(fmt::format("argmax: axis {} is out of range for a rank-{} shape", axis, shape.size()));
-  ArgmaxShape s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[size_t(d)];
-  s.axis = shape[size_t(axis)];
-  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
-}
-
 uint32_t argmax_workgroup(const ArgmaxShape& s, uint32_t max_invocations) {
   uint32_t wg = 32;
   while (wg < kArgmaxWorkgroup && wg * 2 <= max_invocations && int64_t(wg) < s.axis) wg *= 2;
@@ -36,7 +24,7 @@ uint32_t argmax_workgroup(const ArgmaxShape& s, uint32_t max_invocations) {
 
 HeavyKernel argmax_kernel(const ArgmaxShape& s, Type x_type, Type t, bool select_last_index, uint32_t wg,
                           uint32_t subgroup) {
-  const std::string name = fmt::format("argmax_{}_{}{}{}", s.text(), dtype_name(x_type),
+  const std::string name = fmt::format("argmax_o{}_l{}_i{}_{}{}{}", s.outer, s.axis, s.inner, dtype_name(x_type),
                                        select_last_index ? "_last" : "", wg == kArgmaxWorkgroup ? "" : fmt::format("_wg{}", wg));
   if (wg < 32 || wg > 1024 || (wg & (wg - 1)) != 0)
     throw std::invalid_argument(fmt::format("{}: a workgroup of {} invocations (a power of two, 32 to 1024)", name, wg));

@@ -14,13 +14,10 @@
 
 namespace spire::lowering::heavy {
 
-struct ArgmaxShape {
-  int64_t outer = 1, axis = 1, inner = 1;  // [outer, axis, inner] around the reduced axis
-  std::string text() const;
-};
+using ArgmaxShape = AxisRows;  // [outer, axis, inner] around the reduced axis
 
 // From a shape and the (non-negative) axis; throws std::invalid_argument if the axis is out of range.
-ArgmaxShape argmax_shape(const std::vector<int64_t>& shape, int64_t axis);
+inline ArgmaxShape argmax_shape(const std::vector<int64_t>& shape, int64_t axis) { return axis_rows(shape, axis, "argmax"); }
 
 // Invocations of a row's workgroup: a power of two up to kArgmaxWorkgroup, no more than the axis needs.
 inline constexpr uint32_t kArgmaxWorkgroup = 1024;

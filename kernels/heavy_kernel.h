@@ -30,6 +30,13 @@ std::string float_suffix(kir::Type t, const std::string& op);
 // "2x3" for {2, 3}; "" for {}.
 std::string dims_text(const std::vector<int64_t>& dims);
 
+// A shape seen as rows along one axis, the dims before it and after it merged: [outer, axis, inner] (the row-wise
+// templates: softmax, argmax). Throws std::invalid_argument naming `op` if the (non-negative) axis is out of range.
+struct AxisRows {
+  int64_t outer = 1, axis = 1, inner = 1;
+};
+AxisRows axis_rows(const std::vector<int64_t>& shape, int64_t axis, const std::string& op);
+
 // A kernel that does nothing, for results with no elements (returned with groups = 0: launch nothing).
 HeavyKernel empty_result(const std::string& name);
 

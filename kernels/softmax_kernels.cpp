@@ -12,16 +12,6 @@ namespace spire::lowering::heavy {
 
 using namespace kir;
 
-SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis) {
-  if (axis < 0 || axis >= int64_t(shape.size()))
-    throw std::invalid_argument(fmt::format("softmax: axis {} is out of range for [{}]", axis, dims_text(shape)));
-  SoftmaxShape s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[size_t(d)];
-  s.axis = shape[size_t(axis)];
-  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
-}
-
 namespace {
 
 Val neg_inf(KernelBuilder& kb, Type t) { return kb.constant(t, -std::numeric_limits<double>::infinity()); }

@@ -23,12 +23,12 @@
 
 namespace spire::lowering::heavy {
 
-struct SoftmaxShape {
-  int64_t outer = 1, axis = 1, inner = 1;  // [outer, axis, inner] after merging the dims around the axis
-};
+using SoftmaxShape = AxisRows;
 
 // From a shape and the (non-negative) axis; throws std::invalid_argument if the axis is out of range.
-SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis);
+inline SoftmaxShape softmax_shape(const std::vector<int64_t>& shape, int64_t axis) {
+  return axis_rows(shape, axis, "softmax");
+}
 
 // A workgroup per row from this axis length (or class count) on; one invocation per row (or element) below.
 inline constexpr int64_t kSoftmaxWorkgroupRowFrom = 256;
