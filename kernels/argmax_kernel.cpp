@@ -37,7 +37,8 @@ HeavyKernel argmax_kernel(const ArgmaxShape& s, Type x_type, Type t, bool select
   Buf y = kb.buffer("y", Type::I32, Access::Write);
   Shared values = kb.shared("values", t, wg), flags = kb.shared("flags", Type::I32, wg);
   WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
-  // (The integer reductions use the same order; their subgroup size is the one f32 gets: both are 32-bit.)
+  // (f64 values reduce by the tree, the integers by subgroups where the device has them: the two orders differ, which
+  // a maximum, exact in any order, does not see.)
   WorkgroupReduce reduce_i32(kb, wg, reduce_subgroup_size(subgroup, wg, Type::I32));
   kb.if_(kb.group_id() < rows, [&] {  // uniform: a folded grid's extra workgroups skip everything
     Val row = kb.group_id(), e = reduce.element();

@@ -81,7 +81,6 @@ void arg_extreme(NodeContext& c, bool largest) {
   if (rank == 0) c.refuse("the input is a scalar; ArgMax / ArgMin need an axis");
   const int64_t axis = normalize_axis(c, c.attr_int("axis", 0), rank);
   const int64_t n = type.shape[size_t(axis)];
-  if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (spire's positions are exact to 2^24)", n));
   const bool keep = c.attr_int("keepdims", 1) != 0, last = c.attr_int("select_last_index", 0) != 0;
   const Value x = c.value(0);
   if (graph::is_float(type.dtype) && n > 0) {
@@ -89,6 +88,7 @@ void arg_extreme(NodeContext& c, bool largest) {
                          {{"axis", axis}, {"keepdim", keep}, {"select_last_index", last}}));
     return;
   }
+  if (n > (int64_t(1) << 24)) c.refuse(fmt::format("an axis of {} elements (spire's positions are exact to 2^24)", n));
   const Value extreme = largest ? g.max(x, {axis}, true) : g.neg(g.max(g.neg(x), {axis}, true));
   graph::Tensor positions;
   positions.dtype = graph::DType::F32;

@@ -21,6 +21,11 @@ void require_same_dtype(const ShapeContext& c, size_t i, size_t j) {
                        c.describe_input(j)));
 }
 
+void require_axis(const ShapeContext& c, size_t i, int64_t axis) {
+  if (axis < 0 || axis >= c.inputs[i].rank())
+    c.fail(fmt::format("axis {} is out of range for {}", axis, c.describe_input(i)));
+}
+
 void require_rank(const ShapeContext& c, size_t i, int64_t rank, const char* layout) {
   if (c.inputs[i].rank() != rank)
     c.fail(fmt::format("{} must have rank {} ({})", c.describe_input(i), rank, layout));

@@ -18,6 +18,7 @@ void require_same_dtype(const ShapeContext& c, size_t i, size_t j);  // no impli
 void require_rank(const ShapeContext& c, size_t i, int64_t rank, const char* layout);
 void require_shape(const ShapeContext& c, size_t i, const Shape& expected, const char* why);
 void require_int(const ShapeContext& c, size_t i, const char* what);   // i32 or i64 (labels, indices)
+void require_axis(const ShapeContext& c, size_t i, int64_t axis);     // 0 <= axis < input i's rank
 
 // An ints attribute of exactly `n` entries, each >= `min`.
 const std::vector<int64_t>& ints_attr(const ShapeContext& c, const char* name, size_t n, int64_t min);

@@ -87,8 +87,7 @@ TensorType reduce(const ShapeContext& c) {
   bool keepdim = c.attrs.get_bool("keepdim");
   const Shape& in = c.inputs[0].shape;
   for (size_t i = 0; i < axes.size(); ++i) {
-    if (axes[i] < 0 || axes[i] >= int64_t(in.size()))
-      c.fail(fmt::format("axis {} is out of range for {}", axes[i], c.describe_input(0)));
+    require_axis(c, 0, axes[i]);
     if (i > 0 && axes[i] <= axes[i - 1])
       c.fail(fmt::format("attribute axes must be sorted and unique, got {}", shape_to_string(axes)));
     if (c.op == OpKind::Max && in[size_t(axes[i])] == 0)

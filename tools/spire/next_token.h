@@ -3,12 +3,8 @@
 #pragma once
 
 #include <cstdint>
-#include <string>
-#include <utility>
-#include <vector>
 
 #include "ir/graph/graph.h"
-#include "ir/graph/tensor.h"
 
 namespace spire::cli {
 

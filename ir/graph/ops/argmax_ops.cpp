@@ -17,8 +17,7 @@ namespace {
 TensorType argmax_shape(const ShapeContext& c) {
   shape_checks::require_float(c, 0);
   const int64_t axis = c.attrs.get_int("axis");
-  if (axis < 0 || axis >= c.inputs[0].rank())
-    c.fail(fmt::format("axis {} is out of range for {}", axis, c.describe_input(0)));
+  shape_checks::require_axis(c, 0, axis);
   Shape out;
   for (int64_t d = 0; d < c.inputs[0].rank(); ++d) {
     if (d != axis) out.push_back(c.inputs[0].shape[size_t(d)]);

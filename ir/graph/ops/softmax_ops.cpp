@@ -17,9 +17,7 @@ namespace {
 
 TensorType softmax_shape(const ShapeContext& c) {
   shape_checks::require_float(c, 0);
-  const int64_t axis = c.attrs.get_int("axis");
-  if (axis < 0 || axis >= c.inputs[0].rank())
-    c.fail(fmt::format("axis {} is out of range for {}", axis, c.describe_input(0)));
+  shape_checks::require_axis(c, 0, c.attrs.get_int("axis"));
   return c.inputs[0];
 }
 
