@@ -26,6 +26,18 @@ bool conv2d_fits_tensor_cores(const Conv2dShape& s) {
 
 int64_t conv2d_channels_last_depth(const Conv2dShape& s) { return (s.cin + 7) / 8 * 8; }
 
+bool conv2d_copies_input_rows(const Conv2dShape& s, Type half) {
+  const int64_t piece = 16 / (half == Type::F32 ? 4 : 2);
+  return s.kh == 1 && s.kw == 1 && s.stride_h == 1 && s.stride_w == 1 && s.pad_h == 0 && s.pad_w == 0 &&
+         (s.ho * s.wo) % piece == 0;
+}
+
+MmaStaging conv2d_mma_staging(const Conv2dShape& s, Type half, const MatmulTiling& tiling, bool async_copies,
+                              bool channels_last) {
+  const bool gathered = !channels_last && !conv2d_copies_input_rows(s, half);
+  return mma_staging(conv2d_mma_gemm_shape(s, half, channels_last), tiling, async_copies, gathered);
+}
+
 namespace {
 
 MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
@@ -38,8 +50,7 @@ MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint3
 
 bool fits(const Conv2dShape& s, Type half, const MatmulTiling& tl, const Limits& limits, bool channels_last = false) {
   return tl.invocations() <= limits.max_invocations &&
-         mma_staging(conv2d_mma_gemm_shape(s, half, channels_last), tl, limits.async_copy, !channels_last).shared_bytes <=
-             limits.shared_bytes;
+         conv2d_mma_staging(s, half, tl, limits.async_copy, channels_last).shared_bytes <= limits.shared_bytes;
 }
 
 // The block's channels: 128, or 64 or 32 where there are fewer.
@@ -60,6 +71,12 @@ MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, Type half, const Lim
   MatmulTiling t = !wide                      ? mma_tiling(m, 64, 32, 2, 2)
                    : m == 128 && small_shared ? mma_tiling(128, 64, 32, 4, 2)
                                               : mma_tiling(m, 128, 32, 2, 4);
+  // Input rows copied as the weights are (conv2d_copies_input_rows): both operands pipeline, 3 stages where they fit.
+  if (conv2d_copies_input_rows(s, half) && limits.async_copy) {
+    t.stages = 3;
+    if (fits(s, half, t, limits)) return t;
+    t.stages = 2;
+  }
   if (fits(s, half, t, limits)) return t;
   return mma_tiling(32, 32, 16, 2, 2);
 }
@@ -69,13 +86,18 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, Type half,
   const uint32_t shapes[][4] = {{32, 64, 2, 2},   {32, 128, 2, 4},  {64, 64, 2, 2},  {64, 128, 2, 2},
                                 {64, 128, 2, 4},  {64, 256, 2, 4},  {128, 64, 4, 2}, {128, 128, 2, 2},
                                 {128, 128, 2, 4}, {128, 128, 4, 2}, {128, 256, 2, 4}};
+  // Copied input rows pipeline: their depths are the tuner's to try too.
+  const std::vector<uint32_t> depths =
+      conv2d_copies_input_rows(s, half) && limits.async_copy ? std::vector<uint32_t>{2, 3, 4} : std::vector<uint32_t>{2};
   for (const auto& sh : shapes)
-    for (uint32_t k : {16u, 32u, 64u}) {
-      const MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
-      // A block more than twice the (rounded up) channels only adds masked work.
-      if (!fits(s, half, tl, limits) || tl.tile_m > 2 * std::max<int64_t>(s.cout, 16)) continue;
-      if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
-    }
+    for (uint32_t k : {16u, 32u, 64u})
+      for (uint32_t stages : depths) {
+        MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+        tl.stages = stages;
+        // A block more than twice the (rounded up) channels only adds masked work.
+        if (!fits(s, half, tl, limits) || tl.tile_m > 2 * std::max<int64_t>(s.cout, 16)) continue;
+        if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);
+      }
   return out;
 }
 
@@ -119,7 +141,8 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
     throw std::invalid_argument(fmt::format("conv2d on tensor cores {}: ungrouped convolutions only", s.text()));
   check_mma_tiling(tl);
   const MatmulShape g = conv2d_mma_gemm_shape(s, half, channels_last);
-  const MmaStaging plan = mma_staging(g, tl, async_copies, !channels_last);
+  const bool rows = !channels_last && conv2d_copies_input_rows(s, half);
+  const MmaStaging plan = conv2d_mma_staging(s, half, tl, async_copies, channels_last);
   index_u32(s.n * (channels_last ? conv2d_channels_last_depth(s) : s.cin) * s.h * s.w, "conv2d input elements");
   index_u32(s.n * s.cout * s.ho * s.wo, "conv2d output elements");
   const std::string name = fmt::format("conv2d_{}_{}{}", s.text(), half == Type::F32 ? "tf32" : dtype_name(half),
@@ -156,10 +179,22 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
       return std::pair<Val, Val>{valid, (at[1] + min(ih, H - 1) * W + min(iw, W - 1)) * depth + ci};
     };
   }
+  if (rows) {
+    // k = ci: a piece of a slice is 8 consecutive positions (4 for TF32's f32) of channel k of one image (the images'
+    // positions come in whole pieces, so a piece never straddles two), contiguous in the NCHW input.
+    io.b = x;
+    io.b_prepare = [&](Val col) -> std::vector<Val> {
+      Val c = min(col, N - 1);
+      return {col < N, (c / P) * (cin * P) + c % P};
+    };
+    io.b_locate = [&](const std::vector<Val>& at, Val k) {
+      return std::pair<Val, Val>{at[0] & (k < K), at[1] + min(k, K - 1) * P};
+    };
+  }
   // Each element moves as its 16-bit word (no conversion: bf16's are integer sequences, and a gathered slice is
   // thousands of them), zero where the window hangs over the padding or past the product.
   const Val zero = half == Type::F32 ? kb.f32(0) : cast(kb.f32(0), half);
-  if (!channels_last) io.b_gather = [&](Shared tile, Val to, const std::vector<Val>& at, Val k) {
+  if (!channels_last && !rows) io.b_gather = [&](Shared tile, Val to, const std::vector<Val>& at, Val k) {
     Val kc = min(k, K - 1);
     Val ci = kc / taps, tap = kc % taps;
     Val ih = at[2] + (tap / kw) * dh - ph;

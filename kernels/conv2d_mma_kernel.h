@@ -12,6 +12,9 @@
 // 8 consecutive k of one column are 16 contiguous bytes of one input pixel: B is staged like A, by 16-byte copies
 // (zeros over the padding), and the two operands' copies pipeline as the matmul's do, instead of one element, its
 // divisions and its branch at a time.
+// A 1x1 window at stride 1 without padding, over images whose positions come in whole 16-byte pieces
+// (conv2d_copies_input_rows), reads the NCHW input as stored by 16-byte copies too: each piece of a slice of X' is 8
+// consecutive positions (4 in f32) of one channel of one image, so both operands pipeline as the matmul's do.
 // TF32 (the tf32 precision policy): `half` F32 names f32 operands that the same kernel stages as f32 and multiplies as
 // TF32 on PTX's tensor cores (matmul_mma_kernel.h).
 // Buffers: x (read, half), w (read, half), y (write, f32).
@@ -34,9 +37,17 @@ bool conv2d_fits_tensor_cores(const Conv2dShape& s);
 // two pixels), the added ones zero.
 int64_t conv2d_channels_last_depth(const Conv2dShape& s);
 
+// Whether the kernel copies the input's rows (above): a 1x1 window at stride 1 without padding, and Ho * Wo a multiple
+// of 8 (16-bit operands) or of 4 (f32, TF32).
+bool conv2d_copies_input_rows(const Conv2dShape& s, kir::Type half);
+// How the kernel stages its operands: mma_staging for its product, the input gathered unless channels last or its rows
+// copied.
+MmaStaging conv2d_mma_staging(const Conv2dShape& s, kir::Type half, const MatmulTiling& tiling, bool async_copies,
+                              bool channels_last = false);
+
 // The tiling: blocks of 128 output channels (64 or 32 where there are fewer) by 128 positions, or by 64 where workgroup
 // memory is under 64 KiB (NVIDIA's Vulkan), 8 subgroups, K slices of 32; the gathered operand is staged in one stage,
-// so other workgroups on the core hide its loads.
+// so other workgroups on the core hide its loads; copied input rows pipeline 3 stages deep where they fit, else 2.
 MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 // The tuner's candidates: the choice above first, then other blocks, subgroup grids and slice depths that fit `limits`.
 std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);

@@ -218,8 +218,8 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   // Without a pipeline (an operand staged element by element) there is nothing to unroll for.
   const bool unrolled = tl.unroll > 1 && plan.stages > 1;
   const bool gathered = bool(io.b_gather), located = bool(io.b_locate);
-  if (located && (!io.b || !s.b_transposed || gathered))
-    throw std::invalid_argument("matmul on tensor cores: a located B needs its buffer, [column][k] tiles and no gather");
+  if (located && (!io.b || gathered))
+    throw std::invalid_argument("matmul on tensor cores: a located B needs its buffer and no gather");
   const Type h = mma_operand_type(s);
   // Padding and 16-byte copies in elements of the staged type.
   const uint32_t pad = kPadBytes / dtype_bytes(h), chunk = kCopyBytes / dtype_bytes(h);
@@ -290,9 +290,12 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     }
     Staging b_st{gathered ? nullptr : &*io.b, b_tile, 0, 0, b_ld, !gathered && !located && (N % tl.tile_n || K % tl.tile_k),
                  plan.b_copies, s.b_transposed, 0, {}, {}, io.b_prepare, io.b_gather, io.b_locate};
-    if (located) {
+    if (located && s.b_transposed) {
       // Piece (o = column, i = k) of each slice, wherever b_locate places it.
       b_st.outer = tl.tile_n, b_st.inner = tl.tile_k, b_st.k_stride = 0;
+    } else if (located) {
+      // Piece (o = k, i = column) of each slice, likewise.
+      b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = 0;
     } else if (gathered) {
       // Element (o = k, i = column) of each slice, gathered; rows of the slice are K, columns the block's.
       b_st.outer = tl.tile_k, b_st.inner = tl.tile_n, b_st.k_stride = 0;
@@ -316,7 +319,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
         Val o = idx / per_row, i = (idx % per_row) * step;
         StagingItem it{o * st.ld + i, {}, st.k_inner ? i : o, std::nullopt, std::nullopt, {}};
         if (st.gather) it.prepared = st.prepare(col0 + i);
-        else if (st.locate) it.prepared = st.prepare(col0 + o);
+        else if (st.locate) it.prepared = st.prepare(col0 + (st.k_inner ? o : i));
         else it.offset = st.offset(o, i);
         if (st.edges) it.in_range = st.in_range(o, i);
         if (base + count > items) it.present = idx < items;

@@ -77,9 +77,10 @@ struct MmaGemmIo {
   std::function<std::vector<kir::Val>(kir::Val col)> b_prepare;
   // A gathered B: for each element of a slice, stores B[k, col] (zero where k >= K or col >= N) into tile[to].
   std::function<void(kir::Shared tile, kir::Val to, const std::vector<kir::Val>& prepared, kir::Val k)> b_gather;
-  // A located B (with `b` set and s.b_transposed: its tiles are [column][k]): for the piece of a slice that starts at
-  // k (8 consecutive k of one column where B copies 16 bytes at a time, else one element), whether it lies in the
-  // product and its first element in `b`. The caller keeps a piece's elements contiguous and 16-byte aligned in `b`.
+  // A located B (with `b` set): for the piece of a slice that starts at k (with s.b_transposed, tiles [column][k]: 8
+  // consecutive k of one column where B copies 16 bytes at a time, else one element; otherwise, tiles [k][column]: that
+  // many consecutive columns at k, b_prepare's column their first), whether it lies in the product and its first
+  // element in `b`. The caller keeps a piece's elements contiguous and 16-byte aligned in `b`.
   std::function<std::pair<kir::Val, kir::Val>(const std::vector<kir::Val>& prepared, kir::Val k)> b_locate;
   // Stores one result of batch `batch`: row < M, col < N.
   std::function<void(kir::Val batch, kir::Val row, kir::Val col, kir::Val value)> store;

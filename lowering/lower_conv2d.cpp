@@ -445,31 +445,46 @@ KernelProgram channels_last_program(const heavy::Conv2dShape& s, kir::Type half,
 }
 
 // Where the tensor-core kernel reads channels-last copies of its operands: where it can (Cin % 8 == 0) and the window
-// has more than one tap. On the H100 at batch 64 in bf16 (docs/PERFORMANCE.md) that took resnet18's 3x3 layers from
-// 0.136-0.144 ms to 0.073-0.078 (strided, cuda:0) and 0.108-0.120 to 0.064-0.090 (vulkan:0); its 1x1 stride-2 layers,
-// which read a quarter of the input the move passes over whole, went from 0.018-0.028 to 0.021-0.049. Channels padded
-// to a multiple of 8 are the tuner's to try: resnet18's first layer (3 channels padded to 8, 2.7x the products) took
-// 0.482 / 0.550 ms channels last against 0.503 / 0.547 as stored (vulkan:0 / cuda:0).
-bool channels_last_pays(const heavy::Conv2dShape& s) { return s.cin % 8 == 0 && s.kh * s.kw > 1; }
+// has more than one tap, or is 1x1 and gathers (below). On the H100 at batch 64 in bf16 (docs/PERFORMANCE.md) that took
+// resnet18's 3x3 layers from 0.136-0.144 ms to 0.073-0.078 (strided, cuda:0) and 0.108-0.120 to 0.064-0.090 (vulkan:0);
+// its 1x1 stride-2 layers, which read a quarter of the input the move passes over whole, went from 0.018-0.028 to
+// 0.021-0.049. Channels padded to a multiple of 8 are the tuner's to try: resnet18's first layer (3 channels padded to
+// 8, 2.7x the products) took 0.482 / 0.550 ms channels last against 0.503 / 0.547 as stored (vulkan:0 / cuda:0).
+// A 1x1 window whose input rows cannot be copied (conv2d_copies_input_rows: a stride, or images of ragged 16-byte
+// pieces) gathers each element of X' once per block row of output channels, while the move passes over the input once:
+// channels last pays with 256 or more output channels at stride 1 (2 block rows), 1024 strided (the move passing over
+// 4x what the window reads). On the H200 at batch 32 in bf16: resnet50's 14x14 layers 0.050 ms (move and convolution)
+// against 0.059-0.062 gathered, its 7x7 ones 0.025-0.030 against 0.091-0.115, its 1024-channel strided one 0.119 against
+// 0.155, and its 512-channel strided one even (0.193 against 0.198); resnet18's strided 1x1 layers (128-512 channels)
+// at batch 64 took 0.053-0.093 moved, where the H100 ran them gathered in 0.018-0.028.
+bool channels_last_pays(const heavy::Conv2dShape& s, kir::Type half) {
+  if (s.cin % 8 != 0) return false;
+  if (s.kh * s.kw > 1) return true;
+  const bool strided = s.stride_h * s.stride_w > 1;
+  return !heavy::conv2d_copies_input_rows(s, half) && s.cout >= (strided ? 1024 : 256);
+}
 
 // Where the tensor-core kernel beats widening the operands and running the f32 kernels (the H100, both backends,
-// docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling: resnet18's layers at batch 64 and its
-// first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks, 1.2-7x), and not a 3x3
-// window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at batch 64 on both
-// backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there as stored).
-// TF32 (`half` f32) multiplies at half bf16's rate, through wmma: Winograd's f32 layers win there where they have 64
-// or more output channels (resnet18 at batch 32 on the H200: 0.072 ms a 3x3 layer against the TF32 implicit GEMM's
-// 0.12-0.14; the model 2.55 -> 2.33 ms, resnet50 7.69 -> 7.47), but not densenet121's 3x3 layers of 32 output channels
-// (the model 10.27 -> 11.87 ms with Winograd), whose batched products are too narrow.
+// docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling, or 32 of long windows: resnet18's
+// layers at batch 64 and its first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks,
+// 1.2-7x), and not a 3x3 window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at
+// batch 64 on both backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there
+// as stored). TF32 (`half` f32) multiplies at half bf16's rate, through wmma: Winograd's f32 layers win there where
+// they have 64 or more output channels (resnet18 at batch 32 on the H200: 0.072 ms a 3x3 layer against the TF32
+// implicit GEMM's 0.12-0.14; the model 2.55 -> 2.33 ms, resnet50 7.69 -> 7.47), but not densenet121's 3x3 layers of 32
+// output channels (the model 10.27 -> 11.87 ms with Winograd), whose batched products are too narrow.
 bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
-  const bool last = channels_last_pays(s);
+  const bool last = channels_last_pays(s, half);
   const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
   if (winograd && half == kir::Type::F32 && s.cout >= 64) return false;
   if (winograd && !last && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
   const heavy::MatmulTiling t = last ? heavy::choose_conv2d_channels_last_tiling(s, half, limits)
                                      : heavy::choose_conv2d_mma_tiling(s, half, limits);
   const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, half, last);
-  return ((g.m + t.tile_m - 1) / t.tile_m) * ((g.n + t.tile_n - 1) / t.tile_n) >= 64;
+  // Half as many blocks where each has a long window (1024 or more terms) to sum: resnet50's layer4 1x1 layers of 2048
+  // input channels at batch 32 (52 blocks) took 0.15 ms each on the f32 GEMM in bf16 on the H200.
+  const int64_t blocks = ((g.m + t.tile_m - 1) / t.tile_m) * ((g.n + t.tile_n - 1) / t.tile_n);
+  return blocks >= 64 || (blocks >= 32 && g.k >= 1024);
 }
 
 }  // namespace
@@ -511,7 +526,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   if (on_tensor_cores) {
     // Both layouts, channels last first where it pays (its heuristic tiling then leads the list, else as stored).
-    const bool last_first = channels_last_pays(s);
+    const bool last_first = channels_last_pays(s, mma_type);
     std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, mma_type, limits));
     std::vector<heavy::Config> last;
     for (const heavy::MatmulTiling& tl : heavy::conv2d_channels_last_candidates(s, mma_type, limits))

@@ -46,6 +46,8 @@ std::vector<ConvMmaCase> geometries() {
       // 7x7 at stride 2 over 3 channels: 147-term windows, so the weights' rows do not start on 16 bytes.
       {"stem", {1, 3, 17, 15}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}},
       {"pointwise", {3, 32, 5, 7}, {20, 32, 1, 1}, O{}},
+      // 24 positions an image: the input's rows copied 16 bytes at a time (3 images, so pieces meet image edges).
+      {"pointwise_rows", {3, 32, 4, 6}, {40, 32, 1, 1}, O{}},
       {"mixed_axes", {2, 8, 10, 7}, {12, 8, 3, 2}, O{.stride = {2, 1}, .padding = {1, 0}, .dilation = {1, 2}}},
       // 40 output channels by 2 x 8 x 8 positions with 64-term windows: whole 16-deep slices, partial blocks.
       {"whole_slices", {2, 16, 8, 8}, {40, 16, 2, 2}, O{.padding = {0, 0}, .dilation = {2, 2}}},
@@ -107,8 +109,7 @@ void check_tilings(rt::Device& dev, const heavy::Conv2dShape& s, graph::DType ha
       if (copies && !dev.info().features.has(kir::Feature::AsyncCopy)) continue;
       if (tl.invocations() > dev.info().max_workgroup_invocations) continue;
       // A deeper pipeline than the device's workgroup memory holds (3 stages of 64x128x32 on NVIDIA's Vulkan).
-      const heavy::MmaStaging plan =
-          heavy::mma_staging(heavy::conv2d_mma_gemm_shape(s, h, channels_last), tl, copies, !channels_last);
+      const heavy::MmaStaging plan = heavy::conv2d_mma_staging(s, h, tl, copies, channels_last);
       if (plan.shared_bytes > lowering::limits_of(dev.info()).shared_bytes) continue;
       graph::Graph none;
       DeviceRun run(dev, none);
@@ -144,6 +145,7 @@ TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64Convolution) {
   const heavy::Conv2dShape s = heavy::conv2d_shape(c.x, c.w, c.opt.stride, c.opt.padding, c.opt.dilation, 1);
   const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
   std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
+  tilings.push_back(staged(mma(64, 128, 32, 2, 4), 3));  // copied input rows pipeline (the others stage in one)
   tilings.push_back(heavy::choose_conv2d_mma_tiling(s, h, lowering::limits_of(dev.info())));
   check_tilings(dev, s, half, false, tilings);
 }
@@ -209,6 +211,36 @@ TEST(Conv2dMmaKernel, GathersTheInputAndCopiesWeightsWhereTheirRowsAllow) {
       EXPECT_LE(heavy::mma_staging(heavy::conv2d_mma_gemm_shape(shape, kir::Type::BF16), c, true, true).shared_bytes,
                 vulkan.shared_bytes);
   }
+}
+
+// A 1x1 window at stride 1 over images of whole 16-byte pieces copies its input's rows as the weights' (both operands
+// pipeline, 3 stages deep where they fit); 14x14 images (196 positions) only in f32 (TF32), 4 to a piece; a stride or
+// padding gathers.
+TEST(Conv2dMmaKernel, PointwiseLayersCopyTheirInputRows) {
+  const heavy::Conv2dShape s = heavy::conv2d_shape({32, 256, 56, 56}, {64, 256, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1);
+  EXPECT_TRUE(heavy::conv2d_copies_input_rows(s, kir::Type::BF16));
+  heavy::Limits cuda;
+  cuda.shared_bytes = 227 * 1024;
+  cuda.max_invocations = 1024;
+  cuda.cooperative_matrix = cuda.async_copy = true;
+  const heavy::MatmulTiling chosen = heavy::choose_conv2d_mma_tiling(s, kir::Type::BF16, cuda);
+  EXPECT_EQ(chosen, staged(mma(64, 128, 32, 2, 4), 3));
+  const heavy::MmaStaging p = heavy::conv2d_mma_staging(s, kir::Type::BF16, chosen, true);
+  EXPECT_TRUE(p.a_copies);
+  EXPECT_TRUE(p.b_copies);
+  EXPECT_EQ(p.stages, 3u);
+  EXPECT_FALSE(heavy::conv2d_mma_staging(s, kir::Type::BF16, chosen, false).b_copies);  // no asynchronous copies
+  const heavy::Conv2dShape small = heavy::conv2d_shape({32, 1024, 14, 14}, {256, 1024, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1);
+  EXPECT_FALSE(heavy::conv2d_copies_input_rows(small, kir::Type::BF16));
+  EXPECT_TRUE(heavy::conv2d_copies_input_rows(small, kir::Type::F32));
+  const heavy::Conv2dShape strided = heavy::conv2d_shape({32, 256, 56, 56}, {512, 256, 1, 1}, {2, 2}, {0, 0}, {1, 1}, 1);
+  EXPECT_FALSE(heavy::conv2d_copies_input_rows(strided, kir::Type::BF16));
+  const heavy::Conv2dShape padded = heavy::conv2d_shape({32, 256, 56, 56}, {64, 256, 1, 1}, {1, 1}, {1, 1}, {1, 1}, 1);
+  EXPECT_FALSE(heavy::conv2d_copies_input_rows(padded, kir::Type::BF16));
+  heavy::Limits vulkan = cuda;
+  vulkan.shared_bytes = 49152;
+  for (const heavy::MatmulTiling& c : heavy::conv2d_mma_candidates(s, kir::Type::BF16, vulkan))
+    EXPECT_LE(heavy::conv2d_mma_staging(s, kir::Type::BF16, c, true).shared_bytes, vulkan.shared_bytes);
 }
 
 // Channels last, the input copies too (16 bytes: 8 channels of one pixel), so both operands pipeline, and the heuristic
@@ -290,7 +322,9 @@ TEST(Conv2dMmaKernel, EveryCandidateBuildsSpirvAndAssemblesForAmpereAndHopper) {
   int assembled = 0;
   for (const auto& [s, half] :
        {std::pair{heavy::conv2d_shape({2, 3, 30, 30}, {64, 3, 7, 7}, {2, 2}, {3, 3}, {1, 1}, 1), kir::Type::F16},
-        std::pair{heavy::conv2d_shape({2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), kir::Type::BF16}}) {
+        std::pair{heavy::conv2d_shape({2, 64, 14, 14}, {128, 64, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1), kir::Type::BF16},
+        // a 1x1 layer copying its input's rows (conv2d_copies_input_rows)
+        std::pair{heavy::conv2d_shape({2, 64, 16, 16}, {128, 64, 1, 1}, {1, 1}, {0, 0}, {1, 1}, 1), kir::Type::BF16}}) {
     limits.async_copy = half == kir::Type::BF16;
     const heavy::MatmulTiling heuristic = heavy::choose_conv2d_mma_tiling(s, half, limits);
     std::vector<std::pair<heavy::MatmulTiling, bool>> offered;

@@ -166,7 +166,9 @@ std::vector<ConvCase> conv_cases() {
           // 147-term windows over 3 channels (padded to 8 channels last)
           {"stem", {1, 3, 17, 15}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}},
           {"stem_nhwc", {1, 3, 17, 15}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}, true},
-          {"pointwise", {3, 32, 5, 7}, {20, 32, 1, 1}, O{}}};
+          {"pointwise", {3, 32, 5, 7}, {20, 32, 1, 1}, O{}},
+          // 12 positions an image: the input's rows copied 4 f32 at a time (conv2d_copies_input_rows)
+          {"pointwise_rows", {3, 32, 3, 4}, {20, 32, 1, 1}, O{}}};
 }
 
 using ConvParam = std::tuple<std::string, ConvCase>;
@@ -186,7 +188,7 @@ TEST_P(Conv2dTf32OnDevice, IsWithinTheTf32BoundOfTheFloat64Convolution) {
   const graph::Tensor magnitude = graph::evaluate(g, abs_of(in), graph::DType::F64).at("y");
   const heavy::Limits limits = lowering::limits_of(dev.info());
   const std::vector<heavy::MatmulTiling> tilings = {
-      mma(32, 32, 16, 2, 2), mma(64, 128, 32, 2, 4),
+      mma(32, 32, 16, 2, 2), mma(64, 128, 32, 2, 4), mma(32, 64, 32, 2, 2, 3),
       c.channels_last ? heavy::choose_conv2d_channels_last_tiling(s, kir::Type::F32, limits)
                       : heavy::choose_conv2d_mma_tiling(s, kir::Type::F32, limits)};
   for (const heavy::MatmulTiling& tl : tilings)

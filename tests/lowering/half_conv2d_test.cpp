@@ -90,6 +90,12 @@ TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
   const auto pointwise = kernels_of(lowering::lower(
       half_conv_layer(DType::BF16, {16, 64, 56, 56}, {128, 64, 1, 1}, {.stride = {2, 2}}), tc_target));
   EXPECT_EQ(lowering::testing_support::count_prefix(pointwise, "channels_last_"), 0) << ::testing::PrintToString(pointwise);
+  // At stride 1 a 1x1 layer over 56x56 images copies its input's rows as stored (conv2d_mma_kernel.h), 2 stages deep
+  // in this target's 48 KiB: one launch with the bias, ReLU and rounding in its stores.
+  const auto pr = kernels_of(lowering::lower(half_conv_layer(DType::BF16, {16, 64, 56, 56}, {128, 64, 1, 1}, {}), tc_target));
+  ASSERT_EQ(pr.size(), 1u) << ::testing::PrintToString(pr);
+  EXPECT_EQ(pr[0].rfind("conv2d_n16_c64_h56_w56_k128_r1x1_s1x1_p0x0_d1x1_g1_bf16_t", 0), 0u) << pr[0];
+  EXPECT_NE(pr[0].find("_c2_mma_f32_cast_relu"), std::string::npos) << pr[0];
   // With them, but where they do not pay: layer2.0.conv1 at batch 1 (7 blocks) widens and runs f32 too.
   auto on_tensor_cores = [](const Graph& g, const rt::DeviceInfo& target) {
     const auto names = kernels_of(lowering::lower(g, target));
@@ -123,6 +129,44 @@ TEST(HalfConv2d, ReadsItsOperandsInPlaceOnTensorCoresAndWidensThemElsewhere) {
   EXPECT_EQ(lowering::testing_support::count_prefix(m, "widen_") + operands_read_in_place(m, "f16"), 1)
       << ::testing::PrintToString(m);
   for (const std::string& k : m) EXPECT_EQ(k.find("_mma"), std::string::npos) << k;
+}
+
+// How a 1x1 layer on tensor cores reads its input (lower_conv2d.cpp's channels_last_pays): copying its rows where
+// the images come in whole 16-byte pieces; else moved to channels last first where the gather would be repeated for 2
+// or more block rows of output channels (8 strided); else gathered. Shapes of resnet50 at batch 32.
+TEST(HalfConv2d, PointwiseLayersReadTheirInputAsItPays) {
+  using lowering::testing_support::kernels_of;
+  rt::DeviceInfo cuda = with_tensor_cores(testing_support::h100_like_target());
+  cuda.shared_memory_bytes = 232448;
+  auto kernels = [&](const graph::Shape& x, const graph::Shape& w, graph::Conv2dOptions o) {
+    return kernels_of(lowering::lower(half_conv_layer(DType::BF16, x, w, o), cuda));
+  };
+  // 56x56 images: rows copied, one launch.
+  const auto rows = kernels({32, 64, 56, 56}, {256, 64, 1, 1}, {});
+  ASSERT_EQ(rows.size(), 1u) << ::testing::PrintToString(rows);
+  EXPECT_EQ(rows[0].find("_c1_"), std::string::npos) << rows[0];
+  // 14x14 (196 positions, not whole pieces of 8) into 1024 channels: the input moved (1x1 weights with channels in 8s
+  // need no move), then the convolution channels last.
+  const auto moved = kernels({32, 256, 14, 14}, {1024, 256, 1, 1}, {});
+  ASSERT_EQ(moved.size(), 2u) << ::testing::PrintToString(moved);
+  EXPECT_EQ(moved[0], "channels_last_bf16_b32_c256_p196");
+  EXPECT_NE(moved[1].find("_nhwc_"), std::string::npos) << moved[1];
+  // Into 128 channels (one block row; at batch 64, for 64 blocks): gathered as stored.
+  const auto gathered = kernels({64, 256, 14, 14}, {128, 256, 1, 1}, {});
+  ASSERT_EQ(gathered.size(), 1u) << ::testing::PrintToString(gathered);
+  EXPECT_NE(gathered[0].find("_c1_mma"), std::string::npos) << gathered[0];
+  // Strided: moved into 1024 channels, gathered into 512.
+  EXPECT_EQ(lowering::testing_support::count_prefix(kernels({32, 512, 28, 28}, {1024, 512, 1, 1}, {.stride = {2, 2}}),
+                                                    "channels_last_"), 1);
+  EXPECT_EQ(lowering::testing_support::count_prefix(kernels({32, 256, 56, 56}, {512, 256, 1, 1}, {.stride = {2, 2}}),
+                                                    "channels_last_"), 0);
+  // 2048 -> 512 channels over 7x7 images: 52 blocks, each summing 2048 terms, on tensor cores (fewer than the 64 blocks
+  // shorter windows need); at batch 1 (4 blocks) the f32 kernels.
+  auto on_tensor_cores = [](const std::vector<std::string>& names) {
+    return std::any_of(names.begin(), names.end(), [](const std::string& k) { return k.find("_mma") != k.npos; });
+  };
+  EXPECT_TRUE(on_tensor_cores(kernels({32, 2048, 7, 7}, {512, 2048, 1, 1}, {})));
+  EXPECT_FALSE(on_tensor_cores(kernels({1, 2048, 7, 7}, {512, 2048, 1, 1}, {})));
 }
 
 // A residual block's convolution: its input is also read by the block's add. The convolution still reads it as stored
@@ -179,6 +223,9 @@ std::vector<HalfConvCase> half_conv_cases() {
       {"pad1_wide", {2, 8, 64, 64}, {16, 8, 3, 3}, O{.padding = {1, 1}}, true},
       {"stem_wide", {3, 3, 112, 112}, {16, 3, 7, 7}, O{.stride = {2, 2}, .padding = {3, 3}}, true},
       {"dilated_wide", {2, 8, 64, 66}, {8, 8, 3, 3}, O{.padding = {2, 2}, .dilation = {2, 2}}, true},
+      // 1x1 at stride 1: the product per image (rows of 4096 positions, and of 2745: B's rows not on 16 bytes).
+      {"pointwise_wide", {2, 16, 64, 64}, {128, 16, 1, 1}, O{}, true},
+      {"pointwise_ragged_rows", {3, 16, 45, 61}, {128, 16, 1, 1}, O{}, true},
   };
 }
 
@@ -202,18 +249,28 @@ TEST_P(HalfConv2dOnDevice, MatchesTheFloat64Evaluator) {
   const lowering::Plan plan = lowering::lower(g, dev->info());
   const auto names = lowering::testing_support::kernels_of(plan);
   const bool tensor_cores = dev->info().features.has(kir::Feature::CooperativeMatrix) && c.tensor_cores_pay;
-  // Without tensor cores each operand is widened or read as stored by the f32 kernels (on lavapipe, whose kernels read
-  // element by element, always as stored).
+  // Without tensor cores each operand is widened or read as stored by the f32 kernels (on lavapipe, whose direct
+  // kernels read element by element, as stored; the implicit GEMM, which the wide 1x1 layers take there, reads the
+  // weights in vectors, widened once).
   const int widened = lowering::testing_support::count_prefix(names, "widen_");
   const int in_place = operands_read_in_place(names, graph::dtype_name(h));
   EXPECT_EQ(widened + in_place, tensor_cores ? 0 : 2) << ::testing::PrintToString(names);
-  if (dev->info().type == rt::DeviceType::Cpu) {
+  const bool gemm = std::any_of(names.begin(), names.end(), [](const std::string& k) { return k.find("_gemm_") != k.npos; });
+  if (dev->info().type == rt::DeviceType::Cpu && !gemm) {
     EXPECT_EQ(widened, 0) << ::testing::PrintToString(names);
   }
   // On tensor cores, channels last where the input channels come in multiples of 8 and the window has more than one
   // tap (input and weights moved first).
   const int moves = tensor_cores && c.x[1] % 8 == 0 && c.w[2] * c.w[3] > 1 ? 2 : 0;
   EXPECT_EQ(lowering::testing_support::count_prefix(names, "channels_last_"), moves) << ::testing::PrintToString(names);
+  // On tensor cores a 1x1 window at stride 1 over images of whole 16-byte pieces copies its input's rows (a pipeline,
+  // "_c2"/"_c3"); other layers read as stored gather their input ("_c1": the weights alone copy).
+  if (tensor_cores && c.w[2] * c.w[3] == 1) {
+    const auto conv = std::find_if(names.begin(), names.end(), [](const std::string& k) { return k.rfind("conv2d_", 0) == 0; });
+    ASSERT_NE(conv, names.end()) << ::testing::PrintToString(names);
+    const bool rows = c.x[2] * c.x[3] % 8 == 0 && dev->info().features.has(kir::Feature::AsyncCopy);
+    EXPECT_EQ(conv->find("_c1_mma") == std::string::npos, rows) << *conv;
+  }
   auto exe = lowering::compile(g, *dev);
   for (const auto& [name, t] : in) exe->set(name, t);
   exe->step();

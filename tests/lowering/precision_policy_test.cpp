@@ -174,6 +174,55 @@ TEST_P(PrecisionPolicyOnDevice, SmallCnnUnderTf32IsWithinItsBoundOfFloat64) {
   EXPECT_EQ(fp32_plan.find("tf32"), std::string::npos) << fp32_plan;
 }
 
+// A 1x1 layer at stride 1 (16 -> 128 channels over two 64x64 images: 64 blocks, so tensor cores pay) under tf32: the
+// tensor-core convolution copying its input's rows (conv2d_mma_kernel.h), as TF32. Against the float64 evaluator: each
+// output within precision_dot_bound(tf32, 16) of its sum |x w|, and not fp32's bits; on a device without TF32
+// matrices, fp32's bits.
+TEST_P(PrecisionPolicyOnDevice, PointwiseConvolutionUnderTf32IsWithinItsBound) {
+  auto dev = rt::open_device(GetParam());
+  graph::Graph g;
+  const graph::Shape xs{2, 16, 64, 64}, ws{128, 16, 1, 1};
+  g.output("y", g.conv2d(g.input("x", graph::DType::F32, xs), g.input("w", graph::DType::F32, ws)));
+  std::map<std::string, graph::Tensor> in;
+  uint32_t state = 4242;
+  auto uniform = [&] {  // a fixed LCG: inputs the same everywhere
+    state = state * 1664525u + 1013904223u;
+    return double(state >> 8) / double(1u << 24) * 2 - 1;
+  };
+  for (const auto& [name, shape] : std::map<std::string, graph::Shape>{{"x", xs}, {"w", ws}}) {
+    graph::Tensor t(graph::DType::F32, shape);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = float(uniform());
+    in[name] = t;
+  }
+  const graph::Tensor want = graph::evaluate(g, in, graph::DType::F64).at("y");
+  auto run_under = [&](Precision p, std::string* plan) {
+    auto exe = lowering::compile(g, *dev, {.precision = p});
+    for (const auto& [name, t] : in) exe->set(name, t);
+    exe->step();
+    *plan = exe->plan_text();
+    return exe->get("y");
+  };
+  std::string fp32_plan, tf32_plan;
+  const graph::Tensor fp32 = run_under(Precision::Fp32, &fp32_plan);
+  const graph::Tensor tf32 = run_under(Precision::Tf32, &tf32_plan);
+  if (!lowering::has_tf32_matrices(dev->info())) {
+    EXPECT_EQ(tf32.data, fp32.data);
+    return;
+  }
+  // Each output's bound from its own window: sum over the 16 channels of |x w|.
+  const int64_t positions = xs[2] * xs[3];
+  for (int64_t i = 0; i < want.numel(); ++i) {
+    const int64_t n = i / (ws[0] * positions), co = i / positions % ws[0], p = i % positions;
+    double magnitude = 0;
+    for (int64_t ci = 0; ci < xs[1]; ++ci)
+      magnitude += std::abs(double(in.at("x")[(n * xs[1] + ci) * positions + p]) * double(in.at("w")[co * xs[1] + ci]));
+    ASSERT_LE(std::abs(tf32[i] - want[i]), precision_dot_bound(Precision::Tf32, xs[1]) * magnitude) << "element " << i;
+  }
+  EXPECT_NE(tf32.data, fp32.data) << "tf32 gave fp32's bits: were its operands rounded?";
+  EXPECT_NE(tf32_plan.find("conv2d_n2_c16_h64_w64_k128_r1x1_s1x1_p0x0_d1x1_g1_tf32_t"), std::string::npos) << tf32_plan;
+  EXPECT_EQ(fp32_plan.find("tf32"), std::string::npos) << fp32_plan;
+}
+
 // The small CNN above with a softmax after its linear layer (torch.autocast's f32 op), under bf16 and f16 against the
 // float64 evaluator. The documented bound of a network (docs/PRECISION.md): its L product layers each within the dot
 // product's bound precision_dot_bound(p, K) of their sum |a b|, ReLUs and means adding nothing, so the logits within
