@@ -19,12 +19,14 @@
 #              table of tokens/s and GB/s side by side; the pack needs the CLI only, and .gl libonnx1 and libprotobuf32.
 #              DEVICES narrows the devices (default "cuda:0 vulkan:0"); PROFILE=1 adds an f32 run of 64 tokens with
 #              --profile on each (every launch of the decode step, its device time) into profile_<device>.txt (cuda_0, vulkan_0)
-#   precision  alone (PARTS=precision): the precision policies of issue 53 (docs/PRECISION.md): resnet18 and resnet50
-#              (torchvision, random weights from seed 0, exported here by its torch; MODELS to change) at batch BATCH
+#   precision  alone (PARTS=precision): the precision policies of issue 53 (docs/PRECISION.md): resnet18, resnet50,
+#              efficientnet_b0, densenet121, mobilenet_v3_small and squeezenet1_1 (torchvision, random weights from seed 0,
+#              exported here by its torch; MODELS to change) at batch BATCH
 #              (default 32) through `spire run --bench 30 --precision P` for each P of POLICIES (default
 #              "fp32 tf32 bf16") on cuda:0 and vulkan:0 (which runs tf32 as fp32 and says so), each output's max-norm error against PyTorch's strict fp32 (float64 for the
 #              reference) next to PyTorch eager in strict fp32 and in its TF32 default, and torch.compile (default mode,
-#              PyTorch's default TF32; COMPILE=0 leaves it out); about 5 minutes for the two default models
+#              PyTorch's default TF32; COMPILE=0 leaves it out), then the table of docs/PERFORMANCE.md with each device's
+#              best policy over torch.compile; about 4 minutes for the first four models
 #   memory     alone (PARTS=memory): issue 53 §5's table: resnet50 (random weights) at batch BATCHES (default "256
 #              1024") and a GPT-3-sized MLP product (16384 tokens x 12288 -> 49152, f32 and bf16) through
 #              `spire run --stats --bench 3` on cuda:0 and vulkan:0: the plan's device memory (weights, inputs and
@@ -177,7 +179,8 @@ if [ "${PARTS:-}" = precision ]; then
   mkdir -p $P
   # Exports each model and its input, writes PyTorch's float64 output (the reference) and times eager strict fp32 and
   # eager TF32 (PyTorch's default for convolutions).
-  python3 - $P $batch ${MODELS:-resnet18 resnet50} <<'PY' 2>&1 | grep -v Warn
+  models=${MODELS:-resnet18 resnet50 efficientnet_b0 densenet121 mobilenet_v3_small squeezenet1_1}
+  python3 - $P $batch $models <<'PY' 2>&1 | grep -v Warn | tee $P/lines.txt
 import os, sys, time, torch, torchvision, numpy as np
 sys.path.insert(0, "tools/gpu")
 from safetensors_io import write_safetensors
@@ -213,7 +216,7 @@ for name in names:
             err = np.abs(y - ref).max() / max(1.0, np.abs(ref).max())
             print(f"torch {name} b{batch} {label} {timed(lambda: f(xg)):.3f} ms, error {err:.2e}", flush=True)
 PY
-  for name in ${MODELS:-resnet18 resnet50}; do
+  for name in $models; do
     for d in cuda:0 vulkan:0; do
       for p in ${POLICIES:-fp32 tf32 bf16}; do
         o=$P/$name.$d.$p.safetensors
@@ -224,10 +227,38 @@ PY
 from safetensors_io import read_safetensors
 y = read_safetensors('$o')['y'].astype(np.float64); r = np.load('$P/$name.ref.npy')
 print(f'{np.abs(y - r).max() / max(1.0, np.abs(r).max()):.2e}')" 2>&1 | tail -1)
-        echo "spire $name b$batch $d --precision $p: ${ms:-?} ms (median device time), error $err ${note:+($note)}"
+        echo "spire $name b$batch $d --precision $p: ${ms:-?} ms (median device time), error $err ${note:+($note)}" |
+          tee -a $P/lines.txt
       done
     done
   done
+  # Issue 53's table: each model's times side by side, and spire's best on each device over torch.compile's.
+  python3 - $P/lines.txt <<'PY'
+import re, sys
+ms, torch_labels, spire_labels, models = {}, ["eager_fp32", "eager_tf32", "compile_default"], [], []
+for line in open(sys.argv[1]):
+    t = re.match(r"torch (\S+) b\d+ (\S+) ([\d.]+) ms", line)
+    s = re.match(r"spire (\S+) b\d+ (\S+) --precision (\S+): ([\d.]+) ms", line)
+    name, label, value = (t[1], t[2], t[3]) if t else (s[1], f"{s[2]} {s[3]}", s[4]) if s else (None, None, None)
+    if not name:
+        continue
+    if name not in models:
+        models.append(name)
+    if s and label not in spire_labels:
+        spire_labels.append(label)
+    ms[(name, label)] = float(value)
+labels = torch_labels + spire_labels
+print("| model | " + " | ".join(l.replace("_", " ") for l in labels) + " | best cuda:0 / torch.compile | best vulkan:0 / torch.compile |")
+print("|---|" + "---:|" * (len(labels) + 2))
+for m in models:
+    row = [f"{ms[(m, l)]:.2f}" if (m, l) in ms else "-" for l in labels]
+    ratios = []
+    for dev in ("cuda:0", "vulkan:0"):
+        best = min((v for (n, l), v in ms.items() if n == m and l.startswith(dev + " ")), default=None)
+        tc = ms.get((m, "compile_default"))
+        ratios.append(f"{best / tc:.2f}" if best and tc else "-")
+    print(f"| {m} | " + " | ".join(row + ratios) + " |")
+PY
   exit 0
 fi
 M=/tmp/models
