@@ -53,6 +53,20 @@ bool fits(const Conv2dShape& s, Type half, const MatmulTiling& tl, const Limits&
          conv2d_mma_staging(s, half, tl, limits.async_copy, channels_last).shared_bytes <= limits.shared_bytes;
 }
 
+// Accumulators leave 4 at a time (MatmulTiling::results), else 2, where a subgroup's count divides by it and the
+// staging still fits: a convolution's epilogue (bias, residual, rounding) loads as it stores, and one accumulator a
+// round left those loads one round at a time between workgroup barriers (resnet50's 1x1 layers with residual epilogues
+// ran 2.4x as long as without on the H200).
+MatmulTiling with_result_rounds(MatmulTiling t, const Conv2dShape& s, Type half, const Limits& limits, bool channels_last) {
+  const uint32_t frags = (t.tile_m / t.warps_m / 16) * (t.tile_n / t.warps_n / 16);
+  for (uint32_t results : {4u, 2u}) {
+    MatmulTiling r = t;
+    r.results = results;
+    if (frags % results == 0 && fits(s, half, r, limits, channels_last)) return r;
+  }
+  return t;
+}
+
 // The block's channels: 128, or 64 or 32 where there are fewer.
 uint32_t block_channels(const Conv2dShape& s) { return s.cout >= 128 ? 128 : s.cout >= 64 ? 64 : 32; }
 
@@ -74,10 +88,10 @@ MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, Type half, const Lim
   // Input rows copied as the weights are (conv2d_copies_input_rows): both operands pipeline, 3 stages where they fit.
   if (conv2d_copies_input_rows(s, half) && limits.async_copy) {
     t.stages = 3;
-    if (fits(s, half, t, limits)) return t;
+    if (fits(s, half, t, limits)) return with_result_rounds(t, s, half, limits, false);
     t.stages = 2;
   }
-  if (fits(s, half, t, limits)) return t;
+  if (fits(s, half, t, limits)) return with_result_rounds(t, s, half, limits, false);
   return mma_tiling(32, 32, 16, 2, 2);
 }
 
@@ -109,11 +123,11 @@ MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, Type half,
   // the 32-deep 3-stage pipeline; on vulkan:0 its 48 KiB keep the heuristic above the tuner's pick).
   if (t.tile_m == 128 && limits.shared_bytes >= 64 * 1024 && conv2d_channels_last_depth(s) * s.kh * s.kw >= 2048) {
     t.tile_k = 64;
-    if (fits(s, half, t, limits, true)) return t;
+    if (fits(s, half, t, limits, true)) return with_result_rounds(t, s, half, limits, true);
     t.tile_k = 32;
   }
   for (t.stages = 3; t.stages >= 2; --t.stages)
-    if (fits(s, half, t, limits, true)) return t;
+    if (fits(s, half, t, limits, true)) return with_result_rounds(t, s, half, limits, true);
   return mma_tiling(32, 32, 16, 2, 2);
 }
 
@@ -156,6 +170,11 @@ HeavyKernel conv2d_mma_kernel(const Conv2dShape& s, Type half, const MatmulTilin
   const uint32_t dh = uint32_t(s.dil_h), dw = uint32_t(s.dil_w);
 
   KernelBuilder kb(name, tl.invocations());
+  // Two workgroups a core (ptxas then keeps to 128 registers an invocation) where accumulators leave in rounds: NVIDIA's
+  // JIT took 168-190 registers for rounds of 4, one workgroup a core, and resnet50's 1x1 layers at 56x56 in bf16 on the
+  // H200 ran no faster than one at a time (0.054 and 0.17 ms, without and with a residual epilogue); asking for two took
+  // them to 0.041 and 0.115, the model 4.14 -> 3.59 ms (profiled). Not for TF32's f32 operands (5.74 -> 5.81 ms).
+  if (tl.results > 1 && half != Type::F32) kb.request_workgroups_per_core(2);
   Buf x = kb.buffer("x", half, Access::Read);
   MmaGemmIo io{kb.buffer("w", half, Access::Read), std::nullopt, {}, {}, {}, {}};
   Buf y = kb.buffer("y", Type::F32, Access::Write);

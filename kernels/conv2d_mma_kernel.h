@@ -48,6 +48,7 @@ MmaStaging conv2d_mma_staging(const Conv2dShape& s, kir::Type half, const Matmul
 // The tiling: blocks of 128 output channels (64 or 32 where there are fewer) by 128 positions, or by 64 where workgroup
 // memory is under 64 KiB (NVIDIA's Vulkan), 8 subgroups, K slices of 32; the gathered operand is staged in one stage,
 // so other workgroups on the core hide its loads; copied input rows pipeline 3 stages deep where they fit, else 2.
+// Both layouts: accumulators leave 4 at a time (MatmulTiling::results), else 2, where that fits.
 MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, kir::Type half, const Limits& limits);
 // The tuner's candidates: the choice above first, then other blocks, subgroup grids and slice depths that fit `limits`.
 std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, kir::Type half, const Limits& limits);

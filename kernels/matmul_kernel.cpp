@@ -142,6 +142,7 @@ Config MatmulTiling::config() const {
     if (unroll > 1) c.set("unroll", unroll);  // rolled configs keep the text tuning caches already hold
     if (producers > 0) c.set("producers", producers);
     if (b_unpadded) c.set("b_unpadded", 1);
+    if (results > 1) c.set("results", results);
     if (packed()) c.set("lookahead", lookahead);
     return c;
   }
@@ -184,6 +185,7 @@ MatmulTiling MatmulTiling::from(const Config& c) {
     if (c.has("unroll")) t.unroll = u("unroll");
     if (c.has("producers")) t.producers = u("producers");
     if (c.has("lookahead")) t.lookahead = u("lookahead");
+    if (c.has("results")) t.results = u("results");
     if (c.has("b_unpadded")) {
       if (c.get("b_unpadded") != 1)
         throw std::invalid_argument(fmt::format("matmul config '{}': b_unpadded must be 1", c.text()));

@@ -71,6 +71,10 @@ struct MatmulTiling {
   // slices, so that the multiplying subgroups issue no copies and hold no copy in their registers. 0: the
   // multiplying subgroups copy too.
   uint32_t producers = 0;
+  // Tensor cores: accumulators each subgroup stages at once on their way out (the result path below, matmul_mma_kernel.h):
+  // a round of `results` costs two workgroup barriers and lets each invocation issue its stores, and the epilogue's loads,
+  // for all of them together, for `results` x 1 KiB of workgroup memory a subgroup. 1: one at a time.
+  uint32_t results = 1;
   // Tensor cores, B read as [column][k] (transposed: a Linear layer's weight): B's tile rows without the 16 bytes of
   // padding the other tiles get. Rows of a 16-deep slice are then 32 bytes and B's fragment loads meet 2-way bank
   // conflicts, but the slice takes a third less workgroup memory: where that is 48 KiB (NVIDIA's Vulkan driver), 3
@@ -96,7 +100,7 @@ struct MatmulTiling {
   }
   // "tile_m=64,tile_n=64,tile_k=16,reg_m=4,reg_n=4" (",splits=4" when split; "tile_m=128,tile_n=128,tile_k=32,
   // warps_m=2,warps_n=4,stages=3" for tensor cores (",unroll=3" when unrolled, ",producers=4" with copying
-  // subgroups, ",b_unpadded=1"), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for warpgroup MMA,
+  // subgroups, ",b_unpadded=1", ",results=4"), "tile_m=128,tile_n=256,tile_k=64,warpgroups=2,stages=4" for warpgroup MMA,
   // "tile_m=128,tile_n=256,tile_k=64,workgroup_matrix=1,unroll=4" for workgroup matrices, ",lookahead=4" after a
   // tensor-core config for packed fragments, "matvec_slices=16" for the few-rows kernel) and back (throws
   // std::invalid_argument for a missing value; a missing splits is 1, a missing stages 2).

@@ -48,7 +48,7 @@ MmaStaging mma_staging(const MatmulShape& s, const MatmulTiling& tl, bool async_
   p.b_pad = tl.b_unpadded && s.b_transposed && !b_gathered ? 0 : pad;
   const uint64_t a = uint64_t(s.a_transposed ? tl.tile_k : tl.tile_m) * ((s.a_transposed ? tl.tile_m : tl.tile_k) + pad);
   const uint64_t b = uint64_t(s.b_transposed ? tl.tile_n : tl.tile_k) * ((s.b_transposed ? tl.tile_k : tl.tile_n) + p.b_pad);
-  p.shared_bytes = p.stages * (a + b) * bytes + uint64_t(p.result_tiles) * kStage * 4;
+  p.shared_bytes = p.stages * (a + b) * bytes + uint64_t(p.result_tiles) * tl.results * kStage * 4;
   return p;
 }
 
@@ -200,6 +200,10 @@ void check_mma_tiling(const MatmulTiling& tl) {
   if (tl.producers > 8)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' has {} copying subgroups (at most 8)",
                                             tl.config().text(), tl.producers));
+  const uint32_t frags = (tl.tile_m / tl.warps_m / kFrag) * (tl.tile_n / tl.warps_n / kFrag);
+  if (tl.results == 0 || frags % tl.results)
+    throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' stages {} accumulators at once, not a "
+                                            "divisor of a subgroup's {}", tl.config().text(), tl.results, frags));
   if (tl.unroll != 1 && tl.unroll != tl.stages)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' unrolls the K loop {} deep; it unrolls "
                                             "by the pipeline's stage count or not at all",
@@ -208,9 +212,10 @@ void check_mma_tiling(const MatmulTiling& tl) {
 
 std::string mma_name_suffix(const MatmulTiling& tl, const MmaStaging& plan) {
   const bool unrolled = tl.unroll > 1 && plan.stages > 1;
-  return fmt::format("_t{}x{}x{}_w{}x{}{}{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
+  return fmt::format("_t{}x{}x{}_w{}x{}{}{}{}{}{}_mma_f32", tl.tile_m, tl.tile_n, tl.tile_k, tl.warps_m, tl.warps_n,
                      plan.a_copies || plan.b_copies ? fmt::format("_c{}", plan.stages) : "", unrolled ? "_u" : "",
-                     tl.producers > 0 ? fmt::format("_p{}", tl.producers) : "", plan.b_pad == 0 ? "_bu" : "");
+                     tl.producers > 0 ? fmt::format("_p{}", tl.producers) : "", plan.b_pad == 0 ? "_bu" : "",
+                     tl.results > 1 ? fmt::format("_r{}", tl.results) : "");
 }
 
 uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTiling& tl, const MmaStaging& plan,
@@ -243,7 +248,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   const uint32_t b_elems = (s.b_transposed ? tl.tile_n : tl.tile_k) * b_ld;
   Shared a_tile = kb.shared("a_tile", h, plan.stages * a_elems);
   Shared b_tile = kb.shared("b_tile", h, plan.stages * b_elems);
-  Shared c_stage = kb.shared("c_stage", Type::F32, plan.result_tiles * kStage);
+  Shared c_stage = kb.shared("c_stage", Type::F32, plan.result_tiles * tl.results * kStage);
   std::vector<Fragment> acc, a_frag, b_frag;
   for (uint32_t i = 0; i < frags_m * frags_n; ++i) acc.push_back(kb.fragment(fmt::format("acc{}", i), MatrixUse::Accumulator, Type::F32));
   for (uint32_t i = 0; i < frags_m; ++i) a_frag.push_back(kb.fragment(fmt::format("a{}", i), MatrixUse::A, h, s.a_transposed));
@@ -493,8 +498,9 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     // Each accumulator leaves through a staging tile of the subgroup's own: lane l takes elements l, l + 32, ...
     // (two rows of 16 per step), so each half-subgroup stores 16 consecutive columns. With fewer tiles than
     // subgroups, the subgroups take turns (the barriers stay outside the turns: every invocation reaches them).
+    // tl.results accumulators go through their tiles in one round, between two barriers.
     const uint32_t turns = warps / plan.result_tiles;
-    Val stage_at = (warp % plan.result_tiles) * kStage;
+    Val stage_at = (warp % plan.result_tiles) * (tl.results * kStage);
     auto in_turn = [&](uint32_t turn, const std::function<void()>& body) {
       std::optional<Val> condition = multiplying;
       if (turns > 1) {
@@ -504,22 +510,27 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       only_where(condition, body);
     };
     for (uint32_t turn = 0; turn < turns; ++turn)
-      for (uint32_t i = 0; i < frags_m; ++i)
-        for (uint32_t j = 0; j < frags_n; ++j) {
-          in_turn(turn, [&] { kb.matrix_store(c_stage, stage_at, kFrag, acc[i * frags_n + j]); });
-          kb.barrier();
-          in_turn(turn, [&] {
+      for (uint32_t first = 0; first < frags_m * frags_n; first += tl.results) {
+        in_turn(turn, [&] {
+          for (uint32_t f = 0; f < tl.results; ++f)
+            kb.matrix_store(c_stage, stage_at + f * kStage, kFrag, acc[first + f]);
+        });
+        kb.barrier();
+        in_turn(turn, [&] {
+          for (uint32_t f = 0; f < tl.results; ++f) {
+            const uint32_t i = (first + f) / frags_n, j = (first + f) % frags_n;
             Val r0 = row0 + warp_row * warp_m + i * kFrag, c0 = col0 + warp_col * warp_n + j * kFrag;
             for (uint32_t e = 0; e < kStage / kWarp; ++e) {
               Val idx = lane + e * kWarp;
               Val r = r0 + idx / kFrag, c = c0 + idx % kFrag;
-              auto store = [&] { io.store(batch, r, c, c_stage[stage_at + idx]); };
+              auto store = [&] { io.store(batch, r, c, c_stage[stage_at + (f * kStage + idx)]); };
               if (M % tl.tile_m || N % tl.tile_n) kb.if_((r < M) & (c < N), store);
               else store();
             }
-          });
-          kb.barrier();  // the next accumulator reuses the staging tile
-        }
+          }
+        });
+        kb.barrier();  // the next round reuses the staging tiles
+      }
   });
   return uint64_t(batches) * tiles_m * tiles_n;
 }

@@ -5,9 +5,9 @@
 // One workgroup computes one tile_m x tile_n block of one batch's output with warps_m x warps_n subgroups, each
 // owning a (tile_m / warps_m) x (tile_n / warps_n) part of it as 16x16 accumulators. The operands are staged
 // tile_k deep through workgroup memory in their stored form (rows padded by 16 bytes, so the fragment loads of
-// neighbouring rows fall in different banks); the result leaves through a per-subgroup 16x16 f32 staging tile,
-// so every element is stored by one invocation with an ordinary store (masked edges; epilogues fused into the
-// stores work as for the SIMT kernel). Same buffers as matmul_kernel: a (read), b (read), c (write, f32).
+// neighbouring rows fall in different banks); the result leaves through per-subgroup 16x16 f32 staging tiles
+// (MatmulTiling::results of them a round, between two workgroup barriers), so every element is stored by one
+// invocation with an ordinary store (masked edges; epilogues fused into the stores work as for the SIMT kernel). Same buffers as matmul_kernel: a (read), b (read), c (write, f32).
 //
 // A tiling with unroll = stages unrolls the pipelined K loop by its depth: each slice's stage is a constant, and
 // each round's copies are distinct statements, which is what lets the SPIR-V backend (copies staged through

@@ -146,6 +146,9 @@ TEST_P(Conv2dMmaOnDevice, MatchesTheFloat64Convolution) {
   const kir::Type h = half == graph::DType::BF16 ? kir::Type::BF16 : kir::Type::F16;
   std::vector<heavy::MatmulTiling> tilings(std::begin(kTilings), std::end(kTilings));
   tilings.push_back(staged(mma(64, 128, 32, 2, 4), 3));  // copied input rows pipeline (the others stage in one)
+  // Accumulators leaving 4 and 2 at a time (a subgroup's 4 and 8 of them).
+  tilings.push_back(rounds(mma(64, 128, 32, 2, 4), 4));
+  tilings.push_back(rounds(mma(128, 64, 32, 2, 2), 2));
   tilings.push_back(heavy::choose_conv2d_mma_tiling(s, h, lowering::limits_of(dev.info())));
   check_tilings(dev, s, half, false, tilings);
 }
@@ -183,6 +186,11 @@ TEST(Conv2dMmaKernel, RefusesWhatItCannotCompute) {
   EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, heavy::MatmulTiling{64, 64, 16, 4, 4}, true),
                std::invalid_argument);  // a SIMT tiling
   EXPECT_NO_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, mma(32, 32, 16, 2, 2), true));
+  // Accumulators leave in rounds that divide a subgroup's count (4 here); the config text keeps the round.
+  EXPECT_THROW(heavy::conv2d_mma_kernel(s, kir::Type::F16, rounds(mma(64, 64, 32, 2, 2), 3), true), std::invalid_argument);
+  const heavy::MatmulTiling four = rounds(mma(64, 64, 32, 2, 2), 4);
+  EXPECT_EQ(heavy::MatmulTiling::from(four.config()), four);
+  EXPECT_NE(heavy::conv2d_mma_kernel(s, kir::Type::F16, four, true).kernel.name.find("_r4_mma"), std::string::npos);
 }
 
 // The gathered operand never copies (its elements are not rows of a buffer); the weights copy where their rows (Cin x
@@ -201,11 +209,11 @@ TEST(Conv2dMmaKernel, GathersTheInputAndCopiesWeightsWhereTheirRowsAllow) {
   vulkan.max_invocations = 1024;
   vulkan.cooperative_matrix = vulkan.async_copy = true;
   const heavy::Conv2dShape wide = heavy::conv2d_shape({64, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
-  EXPECT_EQ(heavy::choose_conv2d_mma_tiling(wide, kir::Type::BF16, vulkan), mma(128, 64, 32, 4, 2));
+  EXPECT_EQ(heavy::choose_conv2d_mma_tiling(wide, kir::Type::BF16, vulkan), rounds(mma(128, 64, 32, 4, 2), 4));
   for (const heavy::Conv2dShape& shape : {s, stem, wide}) {
     const heavy::MatmulTiling chosen = heavy::choose_conv2d_mma_tiling(shape, kir::Type::BF16, vulkan);
     if (shape.cout == 64) {
-      EXPECT_EQ(chosen, tl);
+      EXPECT_EQ(chosen, rounds(tl, 4));
     }
     for (const heavy::MatmulTiling& c : heavy::conv2d_mma_candidates(shape, kir::Type::BF16, vulkan))
       EXPECT_LE(heavy::mma_staging(heavy::conv2d_mma_gemm_shape(shape, kir::Type::BF16), c, true, true).shared_bytes,
@@ -224,7 +232,7 @@ TEST(Conv2dMmaKernel, PointwiseLayersCopyTheirInputRows) {
   cuda.max_invocations = 1024;
   cuda.cooperative_matrix = cuda.async_copy = true;
   const heavy::MatmulTiling chosen = heavy::choose_conv2d_mma_tiling(s, kir::Type::BF16, cuda);
-  EXPECT_EQ(chosen, staged(mma(64, 128, 32, 2, 4), 3));
+  EXPECT_EQ(chosen, rounds(staged(mma(64, 128, 32, 2, 4), 3), 4));
   const heavy::MmaStaging p = heavy::conv2d_mma_staging(s, kir::Type::BF16, chosen, true);
   EXPECT_TRUE(p.a_copies);
   EXPECT_TRUE(p.b_copies);
@@ -261,10 +269,10 @@ TEST(Conv2dMmaKernel, ChannelsLastCopiesBothOperandsInAPipeline) {
   EXPECT_EQ(p.stages, 2u);
   heavy::Limits cuda = vulkan;
   cuda.shared_bytes = 227 * 1024;
-  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(s, kir::Type::BF16, cuda), staged(mma(128, 128, 32, 2, 4), 3));
+  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(s, kir::Type::BF16, cuda), rounds(staged(mma(128, 128, 32, 2, 4), 3), 4));
   // 2304-term windows: 64-deep slices where workgroup memory is large, not in 48 KiB.
   const heavy::Conv2dShape deep = heavy::conv2d_shape({64, 256, 14, 14}, {256, 256, 3, 3}, {1, 1}, {1, 1}, {1, 1}, 1);
-  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(deep, kir::Type::BF16, cuda), staged(mma(128, 128, 64, 2, 4), 2));
+  EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(deep, kir::Type::BF16, cuda), rounds(staged(mma(128, 128, 64, 2, 4), 2), 4));
   EXPECT_EQ(heavy::choose_conv2d_channels_last_tiling(deep, kir::Type::BF16, vulkan), staged(mma(128, 128, 32, 2, 4), 2));
   for (const heavy::MatmulTiling& c : heavy::conv2d_channels_last_candidates(s, kir::Type::BF16, vulkan))
     EXPECT_LE(heavy::mma_staging(g, c, true).shared_bytes, vulkan.shared_bytes);

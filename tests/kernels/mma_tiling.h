@@ -17,4 +17,10 @@ inline lowering::heavy::MatmulTiling mma(uint32_t tm, uint32_t tn, uint32_t tk, 
   return t;
 }
 
+// The same tiling with its accumulators leaving `results` at a time (MatmulTiling::results).
+inline lowering::heavy::MatmulTiling rounds(lowering::heavy::MatmulTiling t, uint32_t results) {
+  t.results = results;
+  return t;
+}
+
 }  // namespace spire::heavy_test
