@@ -143,13 +143,7 @@ class HalfRewriter {
   std::vector<std::optional<Value>> rounded_;  // parameters as products computed in f32 read them (rounded())
 };
 
-bool autocast_f32_op(OpKind op) {
-  static const std::set<std::string_view> names = {"softmax", "log_softmax", "cross_entropy", "cross_entropy_grad",
-                                                   "sum",     "mean",        "sum_to",        "exp",
-                                                   "log",     "pow",         "sqrt",          "reciprocal",
-                                                   "softplus", "layer_norm",  "rms_norm"};
-  return names.contains(graph::op_name(op));
-}
+bool autocast_f32_op(OpKind op) { return graph::op_info(op).autocast_f32; }
 
 }  // namespace
 

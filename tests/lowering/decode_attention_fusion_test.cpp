@@ -86,7 +86,9 @@ TEST(DecodeAttentionFusionPlan, OneLaunchWhereItFits) {
     EXPECT_EQ(count_prefix(kernels, "softmax"), f.absorbed() ? 0 : 1) << lowering::plan_text(plan);
     EXPECT_EQ(count_prefix(kernels, "matvec_") + count_prefix(kernels, "matmul"), f.absorbed() ? 0 : 2)
         << lowering::plan_text(plan);
-    if (f.absorbed()) EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+    if (f.absorbed()) {
+      EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+    }
   }
 }
 
@@ -185,7 +187,9 @@ TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
     EXPECT_EQ(count_prefix(kernels, "decode_attention_"), 1) << lowering::plan_text(plan);
     EXPECT_EQ(count_prefix(kernels, "write_at_"), f.cache_output ? 1 : 0) << lowering::plan_text(plan);
     EXPECT_EQ(count_prefix(kernels, "broadcast"), 0) << "a group's heads read the cache itself: " << lowering::plan_text(plan);
-    if (!f.cache_output) EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+    if (!f.cache_output) {
+      EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+    }
     EXPECT_TRUE(plan.copies.empty() || f.cache_output) << "the caches are written in place: " << lowering::plan_text(plan);
   }
 }

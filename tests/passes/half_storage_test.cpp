@@ -4,7 +4,11 @@
 // rewrite computes on devices, against float64, is tests/lowering/precision_policy_test.cpp's.)
 #include <gtest/gtest.h>
 
+#include <set>
+#include <string>
+
 #include "ir/graph/graph.h"
+#include "ir/graph/op_table.h"
 #include "ir/graph/verify.h"
 #include "passes/half_storage.h"
 
@@ -69,6 +73,24 @@ TEST(StoreInHalf, KeepsTheInterfaceInF32AndStoresTheRestInHalf) {
   ASSERT_EQ(h.state_updates().size(), 1u);
   EXPECT_EQ(h.node(h.state_updates()[0].target).name, "w");
   EXPECT_EQ(h.node(h.state_updates()[0].value).name, "w_new");
+}
+
+// The ops kept in f32 are their entries' (OpInfo::autocast_f32): torch.autocast's f32 list as far as spire has its ops
+// (its softmax, log_softmax, the losses, sum, mean, exp, log, pow, sqrt, reciprocal, softplus, layer_norm and rms_norm).
+TEST(StoreInHalf, TheOpsKeptInF32AreAutocastsF32List) {
+  const std::set<std::string> want = {"softmax", "log_softmax", "cross_entropy", "cross_entropy_grad", "sum",
+                                      "mean",    "sum_to",      "exp",           "log",                "pow",
+                                      "sqrt",    "reciprocal",  "softplus",      "layer_norm",         "rms_norm"};
+  std::set<std::string> marked;
+  for (const graph::OpInfo& op : graph::op_table())
+    if (op.autocast_f32) marked.insert(std::string(op.name));
+  EXPECT_EQ(marked, want);
+  // And the rewrite keeps each: exp of a half value is computed and stored in f32.
+  graph::Graph g;
+  auto e = g.name(g.exp(g.relu(g.input("x", DType::F32, {3}))), "e");
+  g.output("y", g.mul(e, e));
+  const graph::Graph h = store_in_half(g, DType::BF16);
+  EXPECT_EQ(h.type(h.at("e")).dtype, DType::F32);
 }
 
 TEST(StoreInHalf, ANodeReadingAKeptValueComputesInF32AndRoundsOnlyItsResult) {

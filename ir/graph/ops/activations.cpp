@@ -91,7 +91,7 @@ std::vector<OpInfo> activations() {
        .forward = kExact, .backward = kExact, .test = {.generate = true, .attrs = {{"alpha", 0.01}}}},
       // log(1 + exp(x)), computed as max(x, 0) + log(1 + exp(-|x|)) so that large |x| neither overflows nor
       // loses x.
-      {.name = "softplus", .arity = 1, .category = P, .shape = S::unary_float,
+      {.name = "softplus", .arity = 1, .category = P, .autocast_f32 = true, .shape = S::unary_float,
        .vjp = [](VjpContext& c) -> std::vector<Value> { return {c.g.mul(c.grad_out, c.g.sigmoid(input_of(c)))}; },
        .scalar = [](const Node&, std::span<const double> x) {
          return std::max(x[0], 0.0) + std::log1p(std::exp(-std::abs(x[0])));

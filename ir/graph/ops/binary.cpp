@@ -60,7 +60,8 @@ std::vector<OpInfo> binary() {
        .backward = {2e-5, 1e-13, "a / b^2 and sums over broadcast dims, each division 2.5 ulp"},
        // Divisors stay away from zero.
        .test = {.generate = true, .inputs = {{-1, 1}, {0.5, 2, true}}}},
-      {.kind = OpKind::Pow, .name = "pow", .arity = 2, .category = OpCategory::Pointwise, .shape = S::binary_float,
+      {.kind = OpKind::Pow, .name = "pow", .arity = 2, .category = OpCategory::Pointwise, .autocast_f32 = true,
+       .shape = S::binary_float,
        .vjp = V::pow, .scalar = [](const Node&, std::span<const double> x) { return std::pow(x[0], x[1]); },
        .formula = [](const PointwiseEmit& e) { return kir::pow(e.x[0], e.x[1]); },
        .forward = {1e-5, 1e-12, "pow = exp(b log a) on GPUs: the error of log is multiplied by |b log a|"},

@@ -107,11 +107,11 @@ OpCost cross_entropy_grad_cost(const Node& n, std::span<const TensorType> in) {
 std::vector<OpInfo> cross_entropy_ops() {
   const OpCategory H = OpCategory::Heavy;
   return {
-      {.name = "cross_entropy", .arity = 2, .category = H, .shape = cross_entropy_shape, .vjp = cross_entropy_vjp,
+      {.name = "cross_entropy", .arity = 2, .category = H, .autocast_f32 = true, .shape = cross_entropy_shape, .vjp = cross_entropy_vjp,
        .reference = cross_entropy_reference, .forward = kLogSumExp, .backward = kLogSumExp,
        .cost = cross_entropy_cost},
       // Backward-only: not differentiable itself (no double backward).
-      {.name = "cross_entropy_grad", .arity = 3, .category = H, .shape = cross_entropy_grad_shape,
+      {.name = "cross_entropy_grad", .arity = 3, .category = H, .autocast_f32 = true, .shape = cross_entropy_grad_shape,
        .reference = cross_entropy_grad_reference, .forward = kLogSumExp, .backward = kLogSumExp,
        .cost = cross_entropy_grad_cost},
   };

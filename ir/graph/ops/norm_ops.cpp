@@ -98,10 +98,10 @@ constexpr Tolerance kNormBackward{5e-5, 1e-11,
 std::vector<OpInfo> norm_ops() {
   return {
       {.name = "layer_norm", .arity = 3, .attrs = {{"epsilon", K::Float}}, .category = OpCategory::Heavy,
-       .shape = norm_shape, .vjp = norm_vjp, .reference = norm_reference, .forward = kNormForward,
+       .autocast_f32 = true, .shape = norm_shape, .vjp = norm_vjp, .reference = norm_reference, .forward = kNormForward,
        .backward = kNormBackward, .cost = norm_cost},
       {.name = "rms_norm", .arity = 2, .attrs = {{"epsilon", K::Float}}, .category = OpCategory::Heavy,
-       .shape = norm_shape, .vjp = norm_vjp, .reference = norm_reference, .forward = kNormForward,
+       .autocast_f32 = true, .shape = norm_shape, .vjp = norm_vjp, .reference = norm_reference, .forward = kNormForward,
        .backward = kNormBackward, .cost = norm_cost},
   };
 }

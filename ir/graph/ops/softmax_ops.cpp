@@ -75,11 +75,11 @@ OpCost softmax_cost(const Node& n, std::span<const TensorType> in) { return {5 *
 std::vector<OpInfo> softmax_ops() {
   return {
       {.name = "softmax", .arity = 1, .attrs = {{"axis", K::Int}}, .category = OpCategory::Heavy,
-       .shape = softmax_shape, .vjp = softmax_vjp, .reference = softmax_reference, .forward = kLogSumExp,
+       .autocast_f32 = true, .shape = softmax_shape, .vjp = softmax_vjp, .reference = softmax_reference, .forward = kLogSumExp,
        .backward = {2e-5, 1e-12, "softmax, then y * (g - sum(g * y)): a row sum and products"},
        .cost = softmax_cost},
       {.name = "log_softmax", .arity = 1, .attrs = {{"axis", K::Int}}, .category = OpCategory::Heavy,
-       .shape = softmax_shape, .vjp = log_softmax_vjp, .reference = log_softmax_reference, .forward = kLogSumExp,
+       .autocast_f32 = true, .shape = softmax_shape, .vjp = log_softmax_vjp, .reference = log_softmax_reference, .forward = kLogSumExp,
        .backward = {2e-5, 1e-12, "exp of log_softmax and a row sum of the gradient"}, .cost = softmax_cost},
   };
 }

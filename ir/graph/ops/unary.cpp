@@ -106,16 +106,16 @@ std::vector<OpInfo> unary() {
        .scalar = [](const Node&, std::span<const double> x) { return -x[0]; },
        .formula = [](const PointwiseEmit& e) { return -e.x[0]; },
        .forward = kExact, .backward = kExact, .test = {.generate = true, .integers = true}},
-      {.kind = OpKind::Exp, .name = "exp", .arity = 1, .category = P, .shape = S::unary_float, .vjp = V::exp,
+      {.kind = OpKind::Exp, .name = "exp", .arity = 1, .category = P, .autocast_f32 = true, .shape = S::unary_float, .vjp = V::exp,
        .scalar = [](const Node&, std::span<const double> x) { return std::exp(x[0]); },
        .formula = [](const PointwiseEmit& e) { return kir::exp(e.x[0]); },
        .forward = kTranscendental, .backward = kTranscendental, .test = on(-3, 3)},
-      {.kind = OpKind::Log, .name = "log", .arity = 1, .category = P, .shape = S::unary_float, .vjp = V::log,
+      {.kind = OpKind::Log, .name = "log", .arity = 1, .category = P, .autocast_f32 = true, .shape = S::unary_float, .vjp = V::log,
        .scalar = [](const Node&, std::span<const double> x) { return std::log(x[0]); },
        .formula = [](const PointwiseEmit& e) { return kir::log(e.x[0]); },
        .forward = {1e-5, 1e-12, "log is 3 ulp, or 2^-21 absolute for arguments near 1"},
        .backward = kTranscendental, .test = on(0.1, 3)},
-      {.kind = OpKind::Sqrt, .name = "sqrt", .arity = 1, .category = P, .shape = S::unary_float, .vjp = V::sqrt,
+      {.kind = OpKind::Sqrt, .name = "sqrt", .arity = 1, .category = P, .autocast_f32 = true, .shape = S::unary_float, .vjp = V::sqrt,
        .scalar = [](const Node&, std::span<const double> x) { return std::sqrt(x[0]); },
        .formula = [](const PointwiseEmit& e) { return kir::sqrt(e.x[0]); },
        .forward = {2e-6, 1e-14, "sqrt is 3 ulp on Vulkan (an inverse square root and a multiply)"},
@@ -197,7 +197,7 @@ std::vector<OpInfo> unary() {
          return kir::select(x != x, x, s);  // NaN is the only value unequal to itself
        },
        .forward = kCopy, .backward = kCopy, .test = {.generate = true, .integers = true}},
-      {.name = "reciprocal", .arity = 1, .category = P, .shape = S::unary_float,
+      {.name = "reciprocal", .arity = 1, .category = P, .autocast_f32 = true, .shape = S::unary_float,
        .vjp = [](VjpContext& c) -> std::vector<Value> {  // d(1/x) = -g / x^2 = -g y^2
          return {c.g.neg(c.g.mul(c.grad_out, c.g.mul(c.out, c.out)))};
        },

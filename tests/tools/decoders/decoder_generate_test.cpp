@@ -149,6 +149,14 @@ TEST(DecoderGenerate, AModelWithoutACacheRunsAsAPlainModel) {
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(printed(r.out, "tokens: "), first_ids(along, 12)) << device << "\n" << r.out;
   }
+  // --warm-up repeats a decode step and --profile times one, which a plain model has not: refused on a device, saying so.
+  ASSERT_GE(devices.size(), 2u) << "no device present";
+  for (const char* flag : {" --warm-up", " --profile"}) {
+    const auto r = spire("generate " + model("gpt2-tiny.no_cache.onnx") + " --prompt-ids " + kPrompt +
+                         " --max-new-tokens 2 --device " + devices[1] + flag);
+    EXPECT_EQ(r.exit_code, 1) << flag << "\n" << r.out;
+    EXPECT_NE(r.out.find("which a model without a cache has not"), std::string::npos) << flag << "\n" << r.out;
+  }
 }
 
 // A decoder whose cache inputs are named otherwise (past_key_{i} / past_value_{i}) cannot keep its cache on the
