@@ -66,25 +66,28 @@ TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableO
   return row;
 }
 
-std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt,
-                                Precision precision) {
-  const std::vector<lowering::TunableOp> ops = lowering::tunable_ops(g, device.info(), precision);
+std::vector<TunedOp> tune_ops(const std::vector<lowering::TunableOp>& ops, rt::Device& device, TuningCache& cache,
+                              const TuneOptions& opt) {
   std::vector<TunedOp> rows;
-  bool tuned = false;
+  bool warned = false;
   for (size_t i = 0; i < ops.size(); ++i) {
     TuneOptions o = opt;
     o.label = fmt::format("[{}/{}] {}", i + 1, ops.size(), ops[i].key.text());
     rows.push_back(tune_op(device, cache, ops[i], o));
-    tuned = tuned || !rows.back().cached;
-  }
-  if (tuned) {
+    if (rows.back().cached) continue;
     try {
       cache.save();
     } catch (const std::exception& e) {
-      std::fprintf(stderr, "spire: warning: %s (this run uses the results anyway)\n", e.what());
+      if (!warned) std::fprintf(stderr, "spire: warning: %s (this run uses the results anyway)\n", e.what());
+      warned = true;
     }
   }
   return rows;
+}
+
+std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt,
+                                Precision precision) {
+  return tune_ops(lowering::tunable_ops(g, device.info(), precision), device, cache, opt);
 }
 
 std::string tuning_table(const std::vector<TunedOp>& rows) {

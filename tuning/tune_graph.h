@@ -27,10 +27,15 @@ struct TunedOp {
 // the cache (not saved: the caller saves once).
 TunedOp tune_op(rt::Device& device, TuningCache& cache, const lowering::TunableOp& op, const TuneOptions& opt = {});
 
-// Every tunable node of `g` (lowering::tunable_ops) through tune_op, then the cache saved when anything
-// was tuned (a failure to write it is a warning on stderr: this run still uses the results). Returns one
-// row per distinct key, in schedule order. `precision`: the policy the graph will be compiled under (its TF32 products
-// have keys and candidates of their own).
+// Each of `ops` through tune_op, in order, the cache saved after each one timed: a run cut short (an op no candidate of
+// which runs, a kill; a whole model's convolutions take minutes) keeps what it has timed, and the next run resumes
+// there. A failure to write the cache is one warning on stderr: this run still uses the results.
+std::vector<TunedOp> tune_ops(const std::vector<lowering::TunableOp>& ops, rt::Device& device, TuningCache& cache,
+                              const TuneOptions& opt = {});
+
+// Every tunable node of `g` (lowering::tunable_ops) through tune_ops. Returns one row per distinct key, in schedule
+// order. `precision`: the policy the graph will be compiled under (its TF32 products have keys and candidates of their
+// own).
 std::vector<TunedOp> tune_graph(const graph::Graph& g, rt::Device& device, TuningCache& cache, const TuneOptions& opt = {},
                                 Precision precision = Precision::Fp32);
 

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -106,6 +107,30 @@ TEST_P(TuneFlow, AnEntryOfAnotherDriverIsNotReused) {
   EXPECT_FALSE(row.cached);
   EXPECT_EQ(tuning::timed_candidates() - before, ops[0].candidates.size());
   EXPECT_NE(cache.find(tuning::DeviceKey::of(dev_->info()), ops[0].key), nullptr);
+}
+
+// The cache is saved after each op timed: a run stopped by an op that cannot run at all keeps the ops before it, which
+// the next run finds in the file without timing them.
+TEST_P(TuneFlow, ARunCutShortKeepsWhatItTimed) {
+  const graph::Graph g = small_graph();
+  const std::string path = (tuning_test::scratch_dir() / "tuning.txt").string();
+  std::vector<lowering::TunableOp> ops = lowering::tunable_ops(g, dev_->info());
+  ASSERT_EQ(ops.size(), 2u);
+  // The second op's every config is refused: no candidate runs, and tuning it throws.
+  ops[1].build = [](const lowering::heavy::Config& c) -> lowering::KernelProgram {
+    throw std::invalid_argument("refused: " + c.text());
+  };
+  tuning::TuneOptions opt;
+  opt.progress = nullptr;
+  opt.runs = 1;
+  {
+    tuning::TuningCache cache(path);
+    EXPECT_THROW(tuning::tune_ops(ops, *dev_, cache, opt), std::exception);
+  }
+  tuning::TuningCache again(path);
+  const tuning::DeviceKey dk = tuning::DeviceKey::of(dev_->info());
+  EXPECT_NE(again.find(dk, ops[0].key), nullptr) << "the first op's result was not saved";
+  EXPECT_EQ(again.find(dk, ops[1].key), nullptr);
 }
 
 // SPIRE_TUNING_LOG: one line per candidate of the op, with the device, its config's text and a time, appended.

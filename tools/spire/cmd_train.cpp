@@ -43,7 +43,8 @@ void register_train_commands(CLI::App& app) {
   lenet->add_flag("--tune", t->tune,
                   "Before compiling, time every candidate config of each tunable kernel of the training step and the "
                   "test pass (matmul, conv2d and its gradients, the reductions, softmax, cross-entropy) that the "
-                  "tuning cache has no result for on this device and driver, keep the fastest in the cache and print "
+                  "tuning cache has no result for on this device and driver, keep the fastest in the cache (saved after "
+                  "each kernel: a run cut short keeps what it timed) and print "
                   "a table of heuristic and tuned times. Without --tune the results already in the cache are used, "
                   "with no timing");
   lenet->add_option("--tuning-cache", t->tuning_cache,

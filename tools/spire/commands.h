@@ -38,7 +38,8 @@ inline void add_tuning_options(CLI::App* cmd, tuning::TuningFlags& flags) {
   cmd->add_flag("--tune", flags.tune,
                 "Before compiling, time every candidate config of each tunable kernel (matmul, conv2d and its "
                 "gradients, the reductions, softmax, cross-entropy) that the tuning cache has no result for on this "
-                "device and driver, keep the fastest in the cache and print a table of heuristic and tuned times. "
+                "device and driver, keep the fastest in the cache (saved after each kernel: a run cut short keeps what it "
+                "timed, and the next --tune goes on from there) and print a table of heuristic and tuned times. "
                 "Without --tune the results already in the cache are used, with no timing");
   cmd->add_option("--tuning-cache", flags.cache_file,
                   "The tuning cache file (default: $SPIRE_CACHE_DIR/tuning.txt, else $XDG_CACHE_HOME/spire/tuning.txt, "
