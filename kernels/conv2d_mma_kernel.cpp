@@ -55,8 +55,8 @@ bool fits(const Conv2dShape& s, Type half, const MatmulTiling& tl, const Limits&
 
 // Accumulators leave 4 at a time (MatmulTiling::results), else 2, where a subgroup's count divides by it and the
 // staging still fits: a convolution's epilogue (bias, residual, rounding) loads as it stores, and one accumulator a
-// round left those loads one round at a time between workgroup barriers (resnet50's 1x1 layers with residual epilogues
-// ran 2.4x as long as without on the H200).
+// round issued those loads a round at a time between workgroup barriers. On its own this gained nothing on the H200
+// (the rounds' registers left one workgroup a core); with two workgroups a core (conv2d_mma_kernel) it did.
 MatmulTiling with_result_rounds(MatmulTiling t, const Conv2dShape& s, Type half, const Limits& limits, bool channels_last) {
   const uint32_t frags = (t.tile_m / t.warps_m / 16) * (t.tile_n / t.warps_n / 16);
   for (uint32_t results : {4u, 2u}) {
