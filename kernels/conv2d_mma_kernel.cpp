@@ -58,7 +58,7 @@ bool fits(const Conv2dShape& s, Type half, const MatmulTiling& tl, const Limits&
 // round issued those loads a round at a time between workgroup barriers. On its own this gained nothing on the H200
 // (the rounds' registers left one workgroup a core); with two workgroups a core (conv2d_mma_kernel) it did.
 MatmulTiling with_result_rounds(MatmulTiling t, const Conv2dShape& s, Type half, const Limits& limits, bool channels_last) {
-  const uint32_t frags = (t.tile_m / t.warps_m / 16) * (t.tile_n / t.warps_n / 16);
+  const uint32_t frags = mma_subgroup_accumulators(t);
   for (uint32_t results : {4u, 2u}) {
     MatmulTiling r = t;
     r.results = results;

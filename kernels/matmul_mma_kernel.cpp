@@ -191,6 +191,10 @@ struct StagingItem {
 
 }  // namespace
 
+uint32_t mma_subgroup_accumulators(const MatmulTiling& tl) {
+  return (tl.tile_m / tl.warps_m / kFrag) * (tl.tile_n / tl.warps_n / kFrag);
+}
+
 void check_mma_tiling(const MatmulTiling& tl) {
   if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kFrag) || tl.tile_n % (tl.warps_n * kFrag) ||
       tl.tile_k % kFrag || tl.tile_k == 0)
@@ -200,7 +204,7 @@ void check_mma_tiling(const MatmulTiling& tl) {
   if (tl.producers > 8)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' has {} copying subgroups (at most 8)",
                                             tl.config().text(), tl.producers));
-  const uint32_t frags = (tl.tile_m / tl.warps_m / kFrag) * (tl.tile_n / tl.warps_n / kFrag);
+  const uint32_t frags = mma_subgroup_accumulators(tl);
   if (tl.results == 0 || frags % tl.results)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' stages {} accumulators at once, not a "
                                             "divisor of a subgroup's {}", tl.config().text(), tl.results, frags));

@@ -85,10 +85,12 @@ struct MmaGemmIo {
   // Stores one result of batch `batch`: row < M, col < N.
   std::function<void(kir::Val batch, kir::Val row, kir::Val col, kir::Val value)> store;
 };
-// Throws std::invalid_argument for a tiling whose subgroups do not own whole fragments or whose stages or unrolling
-// the body cannot run.
+// The 16x16 accumulators each multiplying subgroup of a tensor-core tiling owns.
+uint32_t mma_subgroup_accumulators(const MatmulTiling& tiling);
+// Throws std::invalid_argument for a tiling whose subgroups do not own whole fragments, whose stages or unrolling the
+// body cannot run, or whose result rounds (MatmulTiling::results) do not divide a subgroup's accumulators.
 void check_mma_tiling(const MatmulTiling& tiling);
-// "_t<block>_w<subgroups>[_c<stages>][_u]_mma_f32": what a kernel's name says of its tiling and staging.
+// "_t<block>_w<subgroups>[_c<stages>][_u][_p<copiers>][_bu][_r<rounds>]_mma_f32": what a kernel's name says of its tiling and staging.
 std::string mma_name_suffix(const MatmulTiling& tiling, const MmaStaging& plan);
 // Emits the body into `kb` (its workgroup of tiling.invocations(), the caller's buffers declared); `plan` is
 // mma_staging's for the same product. M, N and the batch count must be nonzero. Returns the workgroup count.

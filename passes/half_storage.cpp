@@ -143,8 +143,6 @@ class HalfRewriter {
   std::vector<std::optional<Value>> rounded_;  // parameters as products computed in f32 read them (rounded())
 };
 
-bool autocast_f32_op(OpKind op) { return graph::op_info(op).autocast_f32; }
-
 }  // namespace
 
 Graph to_half(const Graph& g, DType half, const HalfOptions& options) { return HalfRewriter(g, half, options).run(); }
@@ -162,7 +160,7 @@ std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::
 std::set<std::string> autocast_f32_nodes(const Graph& g) {
   std::set<std::string> keep;
   for (const graph::Node& n : g.nodes())
-    if (n.type.dtype == DType::F32 && autocast_f32_op(n.op)) keep.insert(n.name);
+    if (n.type.dtype == DType::F32 && graph::op_info(n.op).autocast_f32) keep.insert(n.name);
   // The optimizer's arithmetic: walk back from each state update's new value through pointwise nodes.
   std::vector<Value> stack;
   for (const auto& u : g.state_updates()) stack.push_back(u.value);
