@@ -9,7 +9,7 @@ rt::KernelInterface kernel_interface(const kir::Kernel& k, rt::BinaryFormat form
   i.name = k.name;
   i.workgroup_size = k.workgroup_size;
   i.features = k.features;
-  for (const kir::BufferParam& b : k.buffers) i.buffers.push_back({b.name, b.elem, b.access});
+  for (const kir::BufferParam& b : k.buffers) i.buffers.push_back({b.name, b.elem, b.access, b.read_before_wait});
   for (const kir::ScalarParam& s : k.scalars) i.scalars.push_back({s.name, s.type});
   for (const kir::TensorMap& m : k.tensor_maps)
     i.tensor_maps.push_back({m.name, m.buffer, m.extents, m.strides, m.box, m.swizzle_128});

@@ -29,6 +29,7 @@ void write_interface(ByteWriter& w, const rt::KernelInterface& k) {
     w.str(b.name);
     w.u8(uint8_t(b.elem));
     w.u8(uint8_t(b.access));
+    w.u8(b.read_before_wait ? 1 : 0);
   }
   w.u64(k.scalars.size());
   for (const auto& s : k.scalars) {
@@ -118,7 +119,7 @@ E read_enum(ByteReader& r, uint8_t last, const char* what) {
 
 DType read_type(ByteReader& r) { return read_enum<DType>(r, uint8_t(DType::BF16), "element type"); }
 
-rt::KernelInterface read_interface(ByteReader& r) {
+rt::KernelInterface read_interface(ByteReader& r, uint32_t version) {
   rt::KernelInterface k;
   k.name = r.str();
   for (uint32_t& d : k.workgroup_size) d = r.u32();
@@ -128,6 +129,11 @@ rt::KernelInterface read_interface(ByteReader& r) {
     b.name = r.str();
     b.elem = read_type(r);
     b.access = read_enum<Access>(r, uint8_t(Access::ReadWrite), "buffer access");
+    if (version >= 8) {
+      const uint8_t early = r.u8();
+      if (early > 1) r.fail(fmt::format("buffer {}: read-before-wait flag {}", b.name, early));
+      b.read_before_wait = early != 0;
+    }
     k.buffers.push_back(std::move(b));
   }
   for (uint64_t n = r.count(9, "kernel scalars"), i = 0; i < n; ++i) {
@@ -152,9 +158,9 @@ rt::KernelInterface read_interface(ByteReader& r) {
   return k;
 }
 
-rt::KernelBinary read_binary(ByteReader& r) {
+rt::KernelBinary read_binary(ByteReader& r, uint32_t version) {
   rt::KernelBinary b;
-  b.interface = read_interface(r);
+  b.interface = read_interface(r, version);
   b.format = read_enum<rt::BinaryFormat>(r, uint8_t(rt::BinaryFormat::Ptx), "binary format");
   const uint64_t words = r.count(4, "SPIR-V words");
   b.spirv.resize(size_t(words));
@@ -174,7 +180,7 @@ TensorSpec read_tensor_spec(ByteReader& r) {
   return t;
 }
 
-DevicePlan read_plan(ByteReader& r) {
+DevicePlan read_plan(ByteReader& r, uint32_t version) {
   DevicePlan p;
   p.format = read_enum<rt::BinaryFormat>(r, uint8_t(rt::BinaryFormat::Ptx), "plan format");
   p.ptx_sm = r.u32();
@@ -196,7 +202,7 @@ DevicePlan read_plan(ByteReader& r) {
     b.weight = int32_t(weight);
     p.buffers.push_back(std::move(b));
   }
-  for (uint64_t n = r.count(40, "kernels"), i = 0; i < n; ++i) p.kernels.push_back(read_binary(r));
+  for (uint64_t n = r.count(40, "kernels"), i = 0; i < n; ++i) p.kernels.push_back(read_binary(r, version));
   for (uint64_t n = r.count(37, "launches"), i = 0; i < n; ++i) {
     LaunchSpec l;
     l.kernel = r.u32();
@@ -334,7 +340,7 @@ Bundle parse_bundle(std::span<const uint8_t> bytes, const std::string& source, s
       wt.bytes = r.bytes();
     b.weights.push_back(std::move(wt));
   }
-  for (uint64_t n = r.count(64, "plans"), i = 0; i < n; ++i) b.plans.push_back(read_plan(r));
+  for (uint64_t n = r.count(64, "plans"), i = 0; i < n; ++i) b.plans.push_back(read_plan(r, version));
   if (version >= 7) {
     b.source_graph = r.str();
     for (auto* names : {&b.input_graph_names, &b.output_graph_names})

@@ -29,7 +29,9 @@ namespace spire::bundle {
 // 5: the precision policy it was compiled under (a u8 after max_batch and dynamic_batch). Version 4 bundles are still
 //    read: every one of them was compiled under fp32, the only policy there was.
 // 6: the header's checksum is payload_checksum's wide one; the payload is as in 5.
-inline constexpr uint32_t kBundleFormatVersion = 7;
+// 8: a kernel's buffers say whether it reads them before it waits for the kernel before it (a u8 after the access).
+//    Older bundles' kernels wait first: every buffer reads as not read before the wait.
+inline constexpr uint32_t kBundleFormatVersion = 8;
 inline constexpr uint32_t kOldestBundleFormatVersion = 4;
 inline constexpr size_t kBundleHeaderBytes = 32;
 

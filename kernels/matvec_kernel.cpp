@@ -191,6 +191,40 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     for (uint32_t i = 0; i < R * per_row; ++i) acc.push_back(kb.var(fmt::format("acc{}", i), kb.constant(t, 0)));
     auto to_t = [&](Val v) { return v.type() == t ? v : cast(v, t); };
     auto raw_a = [&](Val at) { return s.a_half ? cast(A[a_base + at].load(), t) : A[a_base + at].load(); };
+    // L consecutive elements of a buffer or workgroup array from `at` on (a multiple of L): one read of up to 4, two
+    // of 4 for 8 16-bit ones; a half buffer's widened to f32 as they are loaded (kernel.h's LoadBufferVector::widen).
+    auto read_lanes = [&](const auto& buf, Val at) {
+      if (L == 1) return std::vector<Val>{buf[at].load()};
+      auto load = [&](Val from, uint32_t n) {
+        if constexpr (std::is_same_v<std::decay_t<decltype(buf)>, Buf>)
+          if (buf.elem() == Type::F16 || buf.elem() == Type::BF16) return buf.load_vector_widened(from, n);
+        return buf.load_vector(from, n);
+      };
+      std::vector<Val> v = load(at, std::min(L, 4u));
+      if (L == 8)
+        for (Val e : load(at + 4u, 4)) v.push_back(e);
+      return v;
+    };
+    auto read_b = [&](Val at) {
+      std::vector<Val> v = read_lanes(B, b_base + at);
+      for (Val& e : v) e = to_t(e);
+      return v;
+    };
+    // B's elements at one unit of K (an invocation's lanes).
+    auto b_at = [&](Val unit) { return read_b(s.b_transposed ? read_column * K + unit * L : unit * N + read_column); };
+    // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
+    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / unroll * unroll;
+    // One B for every row (a layer's weights, which no kernel of a decoder's step writes) and a slice's whole share in
+    // straight-line code: its reads are issued before the kernel waits for the kernel before it (PTX's
+    // griddepcontrol.wait, kir::WaitForPriorKernels), so their latency hides behind that kernel's end. (Were B written
+    // by the launch before, the runtime launches this one only after it: rt::KernelInterface's read_before_wait.)
+    const bool early_b = !batched && unrolled == 0 && whole > 0;
+    std::vector<std::vector<Val>> early;  // [i]: B at unit slice + i * slices
+    if (early_b) {
+      kb.read_before_wait(B);
+      for (uint32_t i = 0; i < whole; ++i) early.push_back(b_at(slice + i * slices));
+      kb.wait_for_prior_kernels();
+    }
     // The norm's statistics of each row (mean 0 for rms_norm), every invocation holding them.
     std::vector<Val> mean(R, kb.constant(t, 0)), rstd(R);
     // Where a row's elements are few enough a thread (rows staged normalized, at most kNormHeld an invocation), each
@@ -264,29 +298,9 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     auto read_a = [&](Val k, uint32_t r) {
       return staged ? (*staged)[k + r * K].load() : normalized(raw_a(k + r * K), r, k);
     };
-    // L consecutive elements of a buffer or workgroup array from `at` on (a multiple of L): one read of up to 4, two
-    // of 4 for 8 16-bit ones; a half buffer's widened to f32 as they are loaded (kernel.h's LoadBufferVector::widen).
-    auto read_lanes = [&](const auto& buf, Val at) {
-      if (L == 1) return std::vector<Val>{buf[at].load()};
-      auto load = [&](Val from, uint32_t n) {
-        if constexpr (std::is_same_v<std::decay_t<decltype(buf)>, Buf>)
-          if (buf.elem() == Type::F16 || buf.elem() == Type::BF16) return buf.load_vector_widened(from, n);
-        return buf.load_vector(from, n);
-      };
-      std::vector<Val> v = load(at, std::min(L, 4u));
-      if (L == 8)
-        for (Val e : load(at + 4u, 4)) v.push_back(e);
-      return v;
-    };
-    auto read_b = [&](Val at) {
-      std::vector<Val> v = read_lanes(B, b_base + at);
-      for (Val& e : v) e = to_t(e);
-      return v;
-    };
-    // One unit of K: its B elements read once, multiplied into every row's sums.
-    auto step = [&](Val unit) {
+    // One unit of K: its B elements (b, read once) multiplied into every row's sums.
+    auto multiply = [&](Val unit, const std::vector<Val>& b) {
       if (s.b_transposed) {
-        const std::vector<Val> b = read_b(read_column * K + unit * L);
         for (uint32_t r = 0; r < R; ++r) {
           std::vector<Val> x = L == 1  ? std::vector<Val>{read_a(unit, r)}
                                : staged ? read_lanes(*staged, r * K + unit * L)
@@ -298,20 +312,21 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
           acc[r] = sum;
         }
       } else {
-        const std::vector<Val> b = read_b(unit * N + read_column);
         for (uint32_t r = 0; r < R; ++r) {
           Val x = read_a(unit, r);
           for (uint32_t j = 0; j < L; ++j) acc[r * L + j] = fma(x, b[j], acc[r * L + j].get());
         }
       }
     };
-    // Units slice, slice + slices, ...: every slice has `whole` of them, the first `extra` slices one more.
-    const uint32_t whole = units / slices, extra = units % slices, unrolled = whole / unroll * unroll;
+    auto step = [&](Val unit) { multiply(unit, b_at(unit)); };
     if (unrolled > 0)
       kb.for_(kb.u32(0), kb.u32(unrolled), kb.u32(unroll), [&](Val i) {
         for (uint32_t u = 0; u < unroll; ++u) step((i + u) * slices + slice);
       });
-    for (uint32_t i = unrolled; i < whole; ++i) step(slice + i * slices);
+    for (uint32_t i = unrolled; i < whole; ++i) {
+      Val unit = slice + i * slices;
+      multiply(unit, early_b ? early[i] : b_at(unit));
+    }
     if (extra > 0) kb.if_(slice < extra, [&] { step(slice + whole * slices); });
     // Partial sums in workgroup memory, then each output's added up.
     for (uint32_t r = 0; r < R; ++r)

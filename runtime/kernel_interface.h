@@ -19,6 +19,10 @@ struct KernelInterface {
     std::string name;
     DType elem = DType::F32;
     Access access = Access::ReadWrite;
+    // Read before the kernel waits for the kernel launched before it (kir::WaitForPriorKernels): a runtime that
+    // overlaps a launch with the one before (CUDA's programmatic dependent launch) may do so only where that one
+    // writes none of these buffers.
+    bool read_before_wait = false;
   };
   struct Scalar {
     std::string name;

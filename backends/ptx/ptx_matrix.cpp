@@ -118,7 +118,8 @@ std::string Translator::packed_share(uint32_t fragment) {
 }
 
 void Translator::stmt(const kir::MatrixLoadPacked& s) {
-  w_.ins(fmt::format("ld.global.nc.v4.b32 {}, [{}];", packed_share(s.fragment), buffer_operand(s.buffer, s.index)));
+  w_.ins(fmt::format("ld.global{}.v4.b32 {}, [{}];", non_coherent(s.buffer) ? ".nc" : "", packed_share(s.fragment),
+                     buffer_operand(s.buffer, s.index)));
 }
 
 void Translator::stmt(const kir::MatrixStorePacked& s) {

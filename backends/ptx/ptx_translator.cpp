@@ -150,7 +150,9 @@ std::string Translator::module() {
   // workgroup of it has done its work, the next may launch, overlapping its launch with this kernel's exit. Both are
   // no-ops in a kernel launched without it. (Letting the next launch at this kernel's start instead slowed GPT-2's
   // decoding on an H200: its workgroups then waited on the cores the running kernels use.)
-  if (target_sm >= 90) w_.ins("griddepcontrol.wait;");
+  // A kernel that places its wait (kir::WaitForPriorKernels: a few-rows product reading its weights first) waits there.
+  hopper_ = target_sm >= 90;
+  if (hopper_ && !kir::places_wait(k_)) w_.ins("griddepcontrol.wait;");
   block(k_.body);
   if (target_sm >= 90) w_.ins("griddepcontrol.launch_dependents;");
   w_.ins("ret;");
@@ -326,11 +328,7 @@ void Translator::memory_op(const kir::Instr& in, const std::string& dst) {
   switch (in.op) {
     case kir::Op::LoadBuffer: {
       auto addr = buffer_operand(in.index, in.operands[0]);
-      // A buffer the kernel only reads goes through the non-coherent (read-only) cache path. Bindings never
-      // alias (the contract the SPIR-V side states too: its storage buffers are not decorated Aliased, and
-      // read-only ones NonWritable), so nothing this kernel writes can be read through it.
-      const bool read_only = k_.buffers[in.index].access == kir::Access::Read;
-      w_.ins(fmt::format("ld.global{}.{} {}, [{}];", read_only ? ".nc" : "", memory_type(in.type), dst, addr));
+      w_.ins(fmt::format("ld.global{}.{} {}, [{}];", non_coherent(in.index) ? ".nc" : "", memory_type(in.type), dst, addr));
       break;
     }
     case kir::Op::LoadShared: {
@@ -377,8 +375,7 @@ void Translator::stmt(const kir::LoadBufferVector& s) {
   auto addr = buffer_operand(s.buffer, s.index);
   std::vector<std::string> regs;
   for (kir::ValueId r : s.results) regs.push_back(s.widen ? w_.reg(t) : (values_[r] = w_.reg(t)));
-  const bool read_only = k_.buffers[s.buffer].access == kir::Access::Read;
-  w_.ins(fmt::format("ld.global{}.v{}.{} {{{}}}, [{}];", read_only ? ".nc" : "", regs.size(), memory_type(t),
+  w_.ins(fmt::format("ld.global{}.v{}.{} {{{}}}, [{}];", non_coherent(s.buffer) ? ".nc" : "", regs.size(), memory_type(t),
                      fmt::join(regs, ", "), addr));
   if (s.widen)
     for (size_t i = 0; i < regs.size(); ++i) convert(t, kir::Type::F32, values_[s.results[i]] = w_.reg(kir::Type::F32), regs[i]);
@@ -395,6 +392,23 @@ void Translator::stmt(const kir::Barrier&) {
   // operands (the async proxy): each writing thread fences its shared-memory writes for them before the barrier.
   if (k_.features.has(kir::Feature::WarpgroupMatrix)) w_.ins("fence.proxy.async.shared::cta;");
   w_.ins("bar.sync 0;");
+}
+
+bool Translator::non_coherent(uint32_t buffer) const {
+  // A buffer the kernel only reads may go through the non-coherent (read-only) cache path, which promises the data
+  // does not change while the kernel runs. Bindings never alias (the contract the SPIR-V side states too: its storage
+  // buffers are not decorated Aliased, and read-only ones NonWritable), so nothing this kernel writes is read so. But
+  // from sm_90 on a kernel may start while the kernel before it still writes (programmatic dependent launch), so only
+  // a buffer read before the wait qualifies there, one the launch before never writes (the runtime's rule): the
+  // compiler may move a non-coherent load above griddepcontrol.wait. On an H200, resnet18's first convolution's weight
+  // gradient (read through .nc from the launch before) came out NaN in the first step of fresh processes whose
+  // kernels were linked by cuLinkComplete (the disk cache's path); with none read so, never.
+  const kir::BufferParam& b = k_.buffers[buffer];
+  return b.access == kir::Access::Read && (!hopper_ || b.read_before_wait);
+}
+
+void Translator::stmt(const kir::WaitForPriorKernels&) {
+  if (hopper_) w_.ins("griddepcontrol.wait;");
 }
 
 void Translator::stmt(const kir::If& s) {

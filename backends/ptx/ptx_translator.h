@@ -33,6 +33,8 @@ class Translator {
   void stmt(const kir::LoadBufferVector& s);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
+  void stmt(const kir::WaitForPriorKernels& s);  // griddepcontrol.wait where the kernel places it (sm_90 on)
+  bool non_coherent(uint32_t buffer) const;      // whether loads of the buffer may take the read-only path (.nc)
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
   // ptx_matrix.cpp: cooperative matrices as wmma m16n16k16 fragments.
@@ -88,6 +90,7 @@ class Translator {
   const kir::Kernel& k_;
   Target target_;
   std::string entry_;
+  bool hopper_ = false;  // sm_90 on: programmatic dependent launch (griddepcontrol)
   PtxWriter w_;
   std::vector<std::string> values_;   // register of each ValueId
   std::vector<std::string> vars_;     // register of each variable

@@ -59,6 +59,8 @@ class KernelEmitter {
   void widen_words(const kir::LoadBufferVector& s, Id loaded);
   void stmt(const kir::StoreVar& s);
   void stmt(const kir::Barrier& s);
+  // Vulkan's barriers between dispatches wait before a dispatch starts: nothing to wait for inside it.
+  void stmt(const kir::WaitForPriorKernels&) {}
   void stmt(const kir::If& s);
   void stmt(const kir::For& s);
   // Cooperative matrices (emit_matrix.cpp): SPV_KHR_cooperative_matrix, each fragment a Function variable.

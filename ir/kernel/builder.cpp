@@ -358,6 +358,8 @@ void KernelBuilder::for_(Val begin, Val end, const std::function<void(Val)>& bod
 }
 
 void KernelBuilder::barrier() { current()->stmts.emplace_back(Barrier{}); }
+void KernelBuilder::read_before_wait(const Buf& buffer) { k_.buffers.at(buffer.index()).read_before_wait = true; }
+void KernelBuilder::wait_for_prior_kernels() { current()->stmts.emplace_back(WaitForPriorKernels{}); }
 
 Fragment KernelBuilder::fragment(std::string name, MatrixUse use, Type elem, bool column_major) {
   k_.fragments.push_back({std::move(name), use, elem, column_major});

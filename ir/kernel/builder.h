@@ -263,6 +263,9 @@ class KernelBuilder {
   void for_(Val begin, Val end, Val step, const std::function<void(Val)>& body);
   void for_(Val begin, Val end, const std::function<void(Val)>& body);
   void barrier();
+  // kernel.h's WaitForPriorKernels; the buffers read before it are marked first (read_before_wait).
+  void read_before_wait(const Buf& buffer);
+  void wait_for_prior_kernels();
 
   // Low level: appends a value-defining instruction to the current block.
   Val emit(Op op, Type type, std::initializer_list<Val> operands, uint32_t index = 0);

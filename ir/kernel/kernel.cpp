@@ -1,6 +1,7 @@
 #include "ir/kernel/kernel.h"
 
 #include <functional>
+#include <optional>
 #include <unordered_set>
 
 #include <fmt/format.h>
@@ -309,6 +310,7 @@ struct Verifier {
     return true;
   }
   bool stmt(const Barrier&) { return true; }
+  bool stmt(const WaitForPriorKernels&) { return true; }  // (its place: verify_wait)
   bool fragment_ok(uint32_t f, const char* what) {
     if (f >= k.fragments.size()) return fail(fmt::format("{}: fragment {} does not exist", what, f));
     return true;
@@ -532,6 +534,10 @@ bool moves_packed_fragments(const Kernel& k) {
   });
 }
 
+bool places_wait(const Kernel& k) {
+  return any_stmt(k.body, [](const Stmt& s) { return std::holds_alternative<WaitForPriorKernels>(s); });
+}
+
 bool writes_buffer(const Kernel& k, uint32_t buffer) {
   return any_stmt(k.body, [&](const Stmt& s) {
     if (const auto* st = std::get_if<StoreBuffer>(&s)) return st->buffer == buffer;
@@ -541,6 +547,66 @@ bool writes_buffer(const Kernel& k, uint32_t buffer) {
     return in && in->op == Op::AtomicAdd && in->index == buffer;
   });
 }
+
+namespace {
+
+// The buffer a statement reads or writes directly (not through nested blocks), if any.
+struct BufferUse {
+  uint32_t buffer;
+  bool write;
+};
+std::optional<BufferUse> buffer_use(const Kernel& k, const Stmt& s) {
+  if (const auto* in = std::get_if<Instr>(&s)) {
+    if (in->op == Op::LoadBuffer) return BufferUse{in->index, false};
+    if (in->op == Op::AtomicAdd || in->op == Op::EpilogueTap) return BufferUse{in->index, true};
+  }
+  if (const auto* l = std::get_if<LoadBufferVector>(&s)) return BufferUse{l->buffer, false};
+  if (const auto* c = std::get_if<CopyToShared>(&s)) return BufferUse{c->buffer, false};
+  if (const auto* t = std::get_if<TensorCopy>(&s); t && t->map < k.tensor_maps.size())
+    return BufferUse{k.tensor_maps[t->map].buffer, false};
+  if (const auto* l = std::get_if<MatrixLoadTensor>(&s)) return BufferUse{l->buffer, false};
+  if (const auto* l = std::get_if<MatrixLoadPacked>(&s)) return BufferUse{l->buffer, false};
+  if (const auto* st = std::get_if<StoreBuffer>(&s)) return BufferUse{st->buffer, true};
+  if (const auto* st = std::get_if<MatrixStoreTensor>(&s)) return BufferUse{st->buffer, true};
+  if (const auto* st = std::get_if<MatrixStorePacked>(&s)) return BufferUse{st->buffer, true};
+  return std::nullopt;
+}
+
+// kernel.h's WaitForPriorKernels: at most one, outside loops; before it, in program order, no store and no read of a
+// buffer not marked read_before_wait; a buffer so marked is read-only.
+std::string verify_wait(const Kernel& k) {
+  for (const auto& b : k.buffers)
+    if (b.read_before_wait && b.access != Access::Read)
+      return "buffer " + b.name + " is read before the kernel's wait but is not read-only";
+  bool waited = !places_wait(k);
+  int waits = 0;
+  std::string error;
+  std::function<void(const Block&, bool)> walk = [&](const Block& b, bool in_loop) {
+    for (const Stmt& s : b.stmts) {
+      if (!error.empty()) return;
+      if (std::holds_alternative<WaitForPriorKernels>(s)) {
+        if (in_loop) error = "wait_for_prior_kernels inside a loop";
+        if (++waits > 1) error = "more than one wait_for_prior_kernels";
+        waited = true;
+      } else if (auto use = buffer_use(k, s); use && !waited && use->buffer < k.buffers.size()) {
+        const BufferParam& buf = k.buffers[use->buffer];
+        if (use->write) error = "buffer " + buf.name + " is written before the kernel's wait_for_prior_kernels";
+        else if (!buf.read_before_wait)
+          error = "buffer " + buf.name + " is read before the kernel's wait_for_prior_kernels but is not marked "
+                  "read_before_wait";
+      } else if (const auto* i = std::get_if<If>(&s)) {
+        walk(*i->then_body, in_loop);
+        if (i->else_body) walk(*i->else_body, in_loop);
+      } else if (const auto* f = std::get_if<For>(&s)) {
+        walk(*f->body, true);
+      }
+    }
+  };
+  walk(k.body, false);
+  return error;
+}
+
+}  // namespace
 
 std::string verify(const Kernel& k) {
   if (k.name.empty()) return "kernel has no name";
@@ -632,7 +698,8 @@ std::string verify(const Kernel& k) {
   if (!missing.empty()) return "kernel uses types needing undeclared features: " + features_to_string(missing);
   Verifier v{k, {}, {}, {}};
   v.block(k.body);
-  return v.error;
+  if (!v.error.empty()) return v.error;
+  return verify_wait(k);
 }
 
 }  // namespace spire::kir

@@ -38,6 +38,9 @@ struct BufferParam {
   std::string name;
   Type elem;
   Access access;
+  // Read before the kernel's WaitForPriorKernels (a read-only buffer the kernel before it may still be running
+  // beside): a runtime that overlaps launches does so only where the launch before writes none of these.
+  bool read_before_wait = false;
 };
 
 struct ScalarParam {
@@ -210,6 +213,12 @@ struct LoadSharedVector { uint32_t array; ValueId index; std::vector<ValueId> re
 struct LoadBufferVector { uint32_t buffer; ValueId index; std::vector<ValueId> results; bool widen = false; };
 struct StoreVar { VarId var; ValueId value; };
 struct Barrier {};  // workgroup execution + workgroup/storage memory barrier
+// Where the kernel waits for the kernel launched before it to finish and its writes to be visible (PTX's
+// griddepcontrol.wait; nothing on Vulkan, whose barriers between dispatches wait before the launch). A kernel without
+// one waits before its first instruction. Before it a kernel stores nothing and reads only its buffers marked
+// read_before_wait: a few-rows product reads its weights there, whose latency then hides behind the kernel before.
+// At most one, outside loops.
+struct WaitForPriorKernels {};
 // Cooperative matrix statements. Every invocation of a subgroup executes them together (uniform control flow
 // across the subgroup, whole subgroups of 32: PTX's warp), and every
 // invocation passes the same index. A fragment's element (r, c) lives at shared[index + r * stride + c] (or
@@ -299,7 +308,7 @@ struct If { ValueId cond; std::unique_ptr<Block> then_body; std::unique_ptr<Bloc
 // for (var = begin; var < end; var += step) body. Compare is signed/unsigned by the var's type; step > 0.
 struct For { VarId var; ValueId begin; ValueId end; ValueId step; std::unique_ptr<Block> body; };
 
-using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, LoadBufferVector, StoreVar, Barrier, If, For, MatrixFill, MatrixLoad,
+using Stmt = std::variant<Instr, StoreBuffer, StoreShared, LoadSharedVector, LoadBufferVector, StoreVar, Barrier, WaitForPriorKernels, If, For, MatrixFill, MatrixLoad,
                           MatrixStore, MatrixMulAdd, CopyToShared, CopyCommit, CopyWait, WarpgroupMulAdd,
                           WarpgroupCommit, WarpgroupWait, TensorCopy, Arrive, AwaitPhase, MatrixLoadTensor,
                           MatrixStoreTensor, MatrixLoadPacked, MatrixStorePacked>;
@@ -363,6 +372,8 @@ bool taps_epilogue_of(const Kernel& k, uint32_t buffer);
 // True when the kernel writes `buffer` (stores, workgroup-matrix stores, atomic adds): a pooled side output's kernel
 // whose result nothing else reads taps its epilogue and stores nothing there (lowering binds it no real buffer).
 bool writes_buffer(const Kernel& k, uint32_t buffer);
+// True when the kernel places its wait for the kernel before it (WaitForPriorKernels) rather than waiting first.
+bool places_wait(const Kernel& k);
 // True when the kernel loads or stores packed operand shares (MatrixLoadPacked, MatrixStorePacked).
 bool moves_packed_fragments(const Kernel& k);
 

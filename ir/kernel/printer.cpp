@@ -130,6 +130,8 @@ struct Printer {
                                 v(st->parity)));
       } else if (std::holds_alternative<Barrier>(s)) {
         line(depth, "barrier");
+      } else if (std::holds_alternative<WaitForPriorKernels>(s)) {
+        line(depth, "wait_for_prior_kernels");
       } else if (auto* st = std::get_if<If>(&s)) {
         line(depth, fmt::format("if {} {{", v(st->cond)));
         block(*st->then_body, depth + 1);

@@ -1,7 +1,6 @@
 #include "runtime/cuda/cuda_command_stream.h"
 
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -14,11 +13,20 @@ namespace spire::rt::cuda {
 namespace {
 
 // Whether environment variable `name` is anything but "0". SPIRE_CUDA_GRAPHS=0 replays launch lists instead of CUDA
-// graphs (to compare the two, or to rule graphs out when hunting a bug); SPIRE_CUDA_PDL=0 launches every kernel after
-// the one before it has finished, as on GPUs before Hopper (to measure what programmatic dependent launch gains).
+// graphs (to compare the two, or to rule graphs out when hunting a bug).
 bool enabled(const char* name) {
   const char* env = std::getenv(name);
   return !(env && std::strcmp(env, "0") == 0);
+}
+
+// Programmatic dependent launch is opt-in (SPIRE_CUDA_PDL=1) until it is shown correct again: on an H200 (2026-11-30)
+// resnet18's first convolution's weight gradient came out NaN in the first step of fresh processes with it (17 of 17
+// with the disk cache's cuLinkComplete'd kernels), never without it (0 of 48). The likely cause, now removed from the
+// PTX (ptx_translator.cpp's non_coherent), was loads through the read-only path of what the launch before wrote;
+// the check is tools/gpu's run-torch.sh PARTS=pdl.
+bool programmatic_launch_asked() {
+  const char* env = std::getenv("SPIRE_CUDA_PDL");
+  return env && std::strcmp(env, "1") == 0;
 }
 
 std::string binding_list(const KernelInterface& k) {
@@ -126,6 +134,8 @@ void CudaCommandStream::dispatch(const Kernel& kernel, std::span<const BufferVie
       throw Error(fmt::format("{}: {}: view offset {} is not a multiple of the device's {}-byte offset alignment",
                               ctx_->id(), where, buffers[i].offset, align));
     l.pointers.push_back(view_pointer(buffers[i], "binding", where));
+    if (ir.buffers[i].read_before_wait) l.read_early.emplace_back(l.pointers.back(), buffers[i].bytes());
+    if (ir.buffers[i].access != Access::Read) l.written.emplace_back(l.pointers.back(), buffers[i].bytes());
   }
   for (const KernelInterface::TensorMap& m : ir.tensor_maps) l.tensor_maps.push_back(encode_tensor_map(ir, m, buffers[m.buffer], l.pointers[m.buffer]));
   l.scalar_bytes = scalars.bytes();
@@ -214,7 +224,7 @@ void CudaCommandStream::finish() {
   // Programmatic dependent launch (compute capability 9.0 on): a kernel that follows a kernel may launch while that one
   // still runs, and waits for it in its own first instructions (the PTX backend's griddepcontrol.wait), so the launch's
   // latency hides behind the kernel before: a decoder's step is a chain of dozens of few-microsecond kernels.
-  programmatic_ = ctx_->api().cuLaunchKernelEx && ctx_->info().compute_capability >= 90 && enabled("SPIRE_CUDA_PDL");
+  programmatic_ = ctx_->api().cuLaunchKernelEx && ctx_->info().compute_capability >= 90 && programmatic_launch_asked();
   if (!enabled("SPIRE_CUDA_GRAPHS")) {
     graph_fallback_reason_ = "SPIRE_CUDA_GRAPHS=0";
   } else if (!ctx_->api().has_graphs()) {
@@ -266,14 +276,24 @@ void CudaCommandStream::try_capture() {
                ctx_->id().c_str(), failure.c_str());
 }
 
+namespace {
+// Whether `next` reads, before its wait, bytes that `before` writes: then it must not start before `before` ends.
+bool reads_early_what_wrote(const auto& next, const auto& before) {
+  for (const auto& [p, n] : next.read_early)
+    for (const auto& [q, m] : before.written)
+      if (p < q + m && q < p + n) return true;
+  return false;
+}
+}  // namespace
+
 void CudaCommandStream::replay(CUstream stream, bool capturing) {
   const DriverApi& a = ctx_->api();
-  bool after_kernel = false;
+  const Launch* previous = nullptr;  // the command before, where it is a launch
   for (Command& c : commands_) {
-    const bool follows_kernel = std::exchange(after_kernel, std::holds_alternative<Launch>(c));
+    const Launch* before = std::exchange(previous, std::get_if<Launch>(&c));
     if (auto* l = std::get_if<Launch>(&c)) {
       CUresult r;
-      if (programmatic_ && follows_kernel && l->waits_for_previous) {
+      if (programmatic_ && before && l->waits_for_previous && !reads_early_what_wrote(*l, *before)) {
         CUlaunchAttribute attribute{};
         attribute.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
         attribute.value.programmatic_stream_serialization_allowed = 1;

@@ -49,6 +49,9 @@ class CudaCommandStream final : public CommandStream {
     std::vector<TensorMapBytes> tensor_maps;  // encoded at dispatch, passed by value after the scalars
     std::vector<void*> params;          // cuLaunchKernel's kernelParams, built by finish()
     bool waits_for_previous = false;    // CudaKernel::waits_for_previous
+    // Byte ranges of the buffers it reads before its wait (KernelInterface::Buffer::read_before_wait) and of those it
+    // writes: a launch overlaps the one before only where that one writes none of the first.
+    std::vector<std::pair<CUdeviceptr, uint64_t>> read_early, written;
   };
   struct Copy { CUdeviceptr src, dst; uint64_t bytes; };
   struct Fill { CUdeviceptr dst; uint64_t words; uint32_t tail_bytes; uint32_t pattern; };  // tail: a cut-off last word

@@ -33,11 +33,28 @@ void reseal(std::vector<uint8_t>& bytes) {
   std::memcpy(bytes.data() + 24, &sum, 8);
 }
 
-// A bundle written now as an older format `version` writes it: the source graph's section (format 7: an empty
-// string and two empty name lists, 24 bytes, in the sample) dropped from its end, the header's version and length set.
-std::vector<uint8_t> as_older_version(std::vector<uint8_t> bytes, uint32_t version) {
-  EXPECT_TRUE(std::all_of(bytes.end() - 24, bytes.end(), [](uint8_t c) { return c == 0; })) << "not an empty section";
-  bytes.resize(bytes.size() - 24);
+// The bytes of `b` as an older format `version` writes them: before 8 without the kernels' read-before-wait flags
+// (found as the bytes that change when every flag is set), before 7 also without the source graph's section at the
+// end (an empty string and two empty name lists, 24 bytes, in the sample); the header's version and length set.
+std::vector<uint8_t> as_older_version(const Bundle& b, uint32_t version) {
+  std::vector<uint8_t> bytes = serialize(b);
+  if (version < 8) {
+    auto with_flags = [&](bool on) {
+      Bundle flagged = b;
+      for (DevicePlan& p : flagged.plans)
+        for (rt::KernelBinary& k : p.kernels)
+          for (rt::KernelInterface::Buffer& buf : k.interface.buffers) buf.read_before_wait = on;
+      return serialize(flagged);
+    };
+    const std::vector<uint8_t> set = with_flags(true), unset = with_flags(false);
+    EXPECT_EQ(set.size(), bytes.size());
+    for (size_t i = bytes.size(); i-- > kBundleHeaderBytes;)
+      if (set[i] != unset[i]) bytes.erase(bytes.begin() + ptrdiff_t(i));
+  }
+  if (version < 7) {
+    EXPECT_TRUE(std::all_of(bytes.end() - 24, bytes.end(), [](uint8_t c) { return c == 0; })) << "not an empty section";
+    bytes.resize(bytes.size() - 24);
+  }
   const uint64_t length = bytes.size() - kBundleHeaderBytes;
   std::memcpy(bytes.data() + 8, &version, 4);
   std::memcpy(bytes.data() + 16, &length, 8);
@@ -70,6 +87,32 @@ TEST(BundleFormat, RoundTripsEveryField) {
   EXPECT_FALSE(p.launches[1].parameters_only);
   EXPECT_EQ(r.plans[0].kernels[0].spirv, (std::vector<uint32_t>{0x07230203u, 0x00010300u, 0, 10, 0}));
   EXPECT_EQ(serialize(r), serialize(b));
+}
+
+// Format 8: a kernel's buffers say whether it reads them before its wait for the kernel before it; a version 7
+// bundle (without the flags) reads as none read early, and a flag other than 0 or 1 is refused.
+TEST(BundleFormat, KeepsWhichBuffersAKernelReadsBeforeItsWait) {
+  Bundle b = testing_support::sample_bundle();
+  b.plans[3].kernels[0].interface.buffers[1].read_before_wait = true;
+  const std::vector<uint8_t> bytes = serialize(b);
+  const Bundle r = parse_bundle(bytes, "m.spire");
+  EXPECT_FALSE(r.plans[3].kernels[0].interface.buffers[0].read_before_wait);
+  EXPECT_TRUE(r.plans[3].kernels[0].interface.buffers[1].read_before_wait);
+
+  std::vector<uint8_t> v7 = as_older_version(b, 7);
+  reseal(v7);
+  const Bundle old = parse_bundle(v7, "m.spire");
+  for (const DevicePlan& p : old.plans)
+    for (const rt::KernelBinary& k : p.kernels)
+      for (const auto& buf : k.interface.buffers) EXPECT_FALSE(buf.read_before_wait) << buf.name;
+  EXPECT_EQ(old.model, "sample.onnx");
+
+  const std::vector<uint8_t> unflagged = serialize(testing_support::sample_bundle());
+  std::vector<uint8_t> bad = bytes;
+  for (size_t i = kBundleHeaderBytes; i < bad.size(); ++i)
+    if (bad[i] != unflagged[i]) bad[i] = 7;
+  reseal(bad);
+  EXPECT_NE(error_of(bad).find("read-before-wait flag 7"), std::string::npos) << error_of(bad);
 }
 
 // Format 7 keeps the source graph and its names for the inputs and outputs; names that do not match the inputs and
@@ -132,9 +175,10 @@ TEST(BundleFormat, RecordsThePrecisionPolicyAndReadsVersion4AsFp32) {
     if (fp32[i] != tf32[i]) differ.push_back(i);
   ASSERT_EQ(differ.size(), 1u);
 
-  std::vector<uint8_t> v4 = fp32;
-  v4.erase(v4.begin() + ptrdiff_t(differ[0]));
-  v4 = as_older_version(v4, 4);
+  std::vector<uint8_t> v4 = as_older_version(testing_support::sample_bundle(), 4);
+  v4.erase(v4.begin() + ptrdiff_t(differ[0]));  // (the flags come after the policy's byte)
+  const uint64_t v4_length = v4.size() - kBundleHeaderBytes;
+  std::memcpy(v4.data() + 16, &v4_length, 8);
   reseal(v4);
   const Bundle r = parse_bundle(v4, "m.spire");
   EXPECT_EQ(r.precision, Precision::Fp32);
@@ -152,7 +196,7 @@ TEST(BundleFormat, ReadsVersion5WithItsByteSerialChecksum) {
   std::vector<uint8_t> bytes = serialize(testing_support::sample_bundle());
   const auto payload = std::span<const uint8_t>(bytes).subspan(kBundleHeaderBytes);
   EXPECT_NE(payload_checksum(payload, 6), fnv1a64(payload));
-  bytes = as_older_version(bytes, 5);
+  bytes = as_older_version(testing_support::sample_bundle(), 5);
   EXPECT_NE(error_of(bytes).find("checksum"), std::string::npos) << error_of(bytes);
   reseal(bytes);
   EXPECT_EQ(error_of(bytes), "");

@@ -22,6 +22,13 @@
 # `spire train lenet` (built here too) in the same run; Fashion-MNIST's four .gz files must be carried in
 # .data/fashion-mnist/ (ignored by git: cp /usr/share/datasets/fashion-mnist/*.gz .data/fashion-mnist/), and when they
 # are, the Python suite's Fashion-MNIST tests run too.
+# (e) with PARTS containing "ddp": benchmarks/torch_ddp.py, resnet18 training under DistributedDataParallel with NCCL on
+# 1 and 2 GPUs (the nvidia-h200-x2 machine), spire.torch.compile and Dynamo's backend="spire" next to eager DDP, with
+# the losses of 2 GPUs compared with 1's (DDP_ARGS: more arguments for it, e.g. "--batch 128 --steps 40").
+# (f) with PARTS containing "pdl": the Python suite again with CUDA's programmatic dependent launch on (SPIRE_CUDA_PDL=1,
+# off by default since it gave NaN weight gradients in a fresh process's first step: tests/python/test_first_step.py),
+# the check that must pass before it is turned back on; the decoders' tokens/s with it: SPIRE_CUDA_PDL=1 PARTS=decoders
+# bash tools/gpu/run-models.sh.
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
 # INLINE_NN_MODULES=0 (Dynamo's inline_inbuilt_nn_modules off: weights reach spire as module attributes, not as
 # inputs that Dynamo's frame gathers from the module at every call),
@@ -120,6 +127,23 @@ if [[ " $PARTS " == *" lenet "* ]]; then
       timeout 240 $py examples/torch/train_lenet.py --how step --device "$d" --data "$data" 2>&1 | sed 's/^/    /'
     fi
   done 2>&1 | tee "$OUT/torch_lenet.txt"
+fi
+
+# ---- (f) programmatic dependent launch on
+if [[ " $PARTS " == *" pdl "* ]]; then
+  t0=$(date +%s)
+  SPIRE_CUDA_PDL=1 SPIRE_TEST_DEVICES=cuda:0 timeout 400 $py -m pytest -q -p no:cacheprovider -rs -n 4 \
+    ${TESTS:-tests/python} > "$OUT/pytest_pdl.log" 2>&1
+  echo "pytest with SPIRE_CUDA_PDL=1 on cuda:0: exit $? in $(( $(date +%s) - t0 )) s"
+  grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_pdl.log" | tail -25
+fi
+
+# ---- (e) DDP over the GPUs with NCCL
+if [[ " $PARTS " == *" ddp "* ]]; then
+  echo "(e) DistributedDataParallel, NCCL, $(nvidia-smi -L | wc -l) GPU(s)"
+  nvidia-smi topo -m 2>&1 | head -5 | tee "$OUT/topology.txt"
+  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+    timeout 500 $py benchmarks/torch_ddp.py --how compile,dynamo,eager ${DDP_ARGS:-} 2>&1 | tee "$OUT/torch_ddp.txt"
 fi
 
 # ---- (b) and (c)

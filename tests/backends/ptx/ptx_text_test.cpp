@@ -9,6 +9,7 @@
 #include "backends/ptx/ptx_shared_layout.h"
 #include "ir/kernel/builder.h"
 #include "tests/backends/ptx/test_kernels.h"
+#include "tests/support/early_read_kernel.h"
 
 namespace spire::ptx::testing {
 namespace {
@@ -155,6 +156,20 @@ TEST(PtxText, HopperKernelsWaitForTheKernelBeforeFirst) {
   EXPECT_EQ(count_of(compile(k, Target{80}), "griddepcontrol"), 0u);
 }
 
+// A kernel that places its wait (kir::WaitForPriorKernels) reads the buffers marked read_before_wait first and waits
+// there, once, not at its start; before Hopper there is still no wait.
+TEST(PtxText, APlacedWaitComesAfterTheEarlyReads) {
+  const Kernel k = spire::testing::early_read_kernel();
+  ASSERT_EQ(verify(k), "");
+  const std::string hopper = compile(k, Target{90});
+  const size_t first_load = hopper.find("ld.global"), wait = hopper.find("griddepcontrol.wait;");
+  ASSERT_NE(wait, std::string::npos) << hopper;
+  EXPECT_LT(first_load, wait) << "the weight is read before the wait\n" << hopper;
+  EXPECT_NE(hopper.find("ld.global", wait), std::string::npos) << "x is read after it\n" << hopper;
+  EXPECT_EQ(count_of(hopper, "griddepcontrol.wait"), 1u) << hopper;
+  EXPECT_EQ(count_of(compile(k, Target{80}), "griddepcontrol"), 0u);
+}
+
 TEST(PtxText, OnlyReadOnlyBuffersLoadThroughTheNonCoherentPath) {
   KernelBuilder kb("read_write", 64);
   auto in = kb.buffer("in", Type::F32, Access::Read);
@@ -164,6 +179,17 @@ TEST(PtxText, OnlyReadOnlyBuffersLoadThroughTheNonCoherentPath) {
   std::string text = compile(kb.finish());
   EXPECT_EQ(count_of(text, "ld.global.nc.f32"), 1u) << text;
   EXPECT_EQ(count_of(text, "ld.global.f32"), 1u) << text;
+}
+
+// From sm_90 on a kernel may start while the launch before it still writes (programmatic dependent launch), so the
+// read-only path, which promises data that does not change while the kernel runs, takes only buffers read before the
+// kernel's wait (which the runtime keeps the launch before from writing); every other read is coherent.
+TEST(PtxText, OnHopperOnlyBuffersReadBeforeTheWaitTakeTheNonCoherentPath) {
+  const Kernel k = spire::testing::early_read_kernel();
+  const std::string hopper = compile(k, Target{90}), ampere = compile(k, Target{80});
+  EXPECT_EQ(count_of(hopper, "ld.global.nc.f32"), 1u) << hopper;
+  EXPECT_EQ(count_of(hopper, "ld.global.f32"), 1u) << hopper;
+  EXPECT_EQ(count_of(ampere, "ld.global.nc.f32"), 2u) << ampere;
 }
 
 // An index that is another value plus or minus a constant (chains of them too) addresses through the value's address

@@ -1,4 +1,5 @@
 #include "tests/backends/ptx/test_kernels.h"
+#include "tests/support/early_read_kernel.h"
 
 #include <fmt/format.h>
 
@@ -232,6 +233,7 @@ std::vector<NamedKernel> coverage_kernels() {
   ks.push_back({"subgroup", subgroup_kernel});
   ks.push_back({"bool_logic", bool_logic_kernel});
   ks.push_back({"scalars", scalars_kernel});
+  ks.push_back({"early_read", spire::testing::early_read_kernel});  // a placed wait (sm_90: griddepcontrol.wait)
   return ks;
 }
 

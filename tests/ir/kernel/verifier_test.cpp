@@ -320,4 +320,47 @@ TEST(KernelVerifier, ChecksWidenedVectorLoads) {
   EXPECT_NE(problem(Type::BF16, 8).find("8 lanes"), std::string::npos) << problem(Type::BF16, 8);
 }
 
+// kernel.h's WaitForPriorKernels: before it a kernel reads only buffers marked read_before_wait (read-only ones) and
+// stores nothing; at most one, outside loops.
+TEST(KernelVerifier, ChecksWhatComesBeforeAPlacedWait) {
+  // what: 0 a good kernel, 1 an unmarked read first, 2 a store first, 3 two waits, 4 a wait in a loop, 5 a marked
+  // buffer that is written.
+  auto make = [](int what) {
+    KernelBuilder kb("early", 64);
+    auto w = kb.buffer("w", Type::F32, what == 5 ? Access::ReadWrite : Access::Read);
+    auto x = kb.buffer("x", Type::F32, Access::Read);
+    auto out = kb.buffer("out", Type::F32, Access::Write);
+    kb.read_before_wait(w);
+    Val early = (what == 1 ? x : w)[kb.global_id()].load();
+    if (what == 2) out[kb.global_id()] = early;
+    if (what == 4)
+      kb.for_(kb.u32(0), kb.u32(2), kb.u32(1), [&](Val) { kb.wait_for_prior_kernels(); });
+    else
+      kb.wait_for_prior_kernels();
+    if (what == 3) kb.wait_for_prior_kernels();
+    out[kb.global_id()] = early * x[kb.global_id()].load();
+    return kb.finish();
+  };
+  // (finish() verifies: a malformed kernel throws the verifier's message.)
+  auto problem = [&](int what) {
+    try {
+      make(what);
+      return std::string();
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+  };
+  EXPECT_EQ(verify(make(0)), "");
+  EXPECT_TRUE(places_wait(make(0)));
+  EXPECT_FALSE(places_wait(minimal()));
+  const std::pair<int, const char*> bad[] = {{1, "buffer x is read before the kernel's wait_for_prior_kernels but is "
+                                                 "not marked read_before_wait"},
+                                             {2, "buffer out is written before"},
+                                             {3, "more than one wait_for_prior_kernels"},
+                                             {4, "wait_for_prior_kernels inside a loop"},
+                                             {5, "buffer w is read before the kernel's wait but is not read-only"}};
+  for (const auto& [what, message] : bad)
+    EXPECT_NE(problem(what).find(message), std::string::npos) << what << ": " << problem(what);
+}
+
 }  // namespace

@@ -4,6 +4,7 @@
 // keeps is tests/runtime/conformance's, which also runs on this mock (spire_runtime_conformance_mock_tests). ctest runs this binary with LD_LIBRARY_PATH pointing at the mock's
 // libcuda.so.1; run by hand without it, every test skips and says so.
 #include "backends/compile_kernel.h"
+#include "tests/support/early_read_kernel.h"
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
@@ -266,20 +267,23 @@ void record_and_replay(Device& dev, MockApi& mock, const std::string& kernel, bo
 
 TEST_F(CudaMock, StreamReplaysAsGraph) { record_and_replay(*dev, mock, "scale", true, ""); }
 
-// On compute capability 9.0 (the mock's) a kernel that follows a kernel is launched programmatically (it waits for the
-// one before in its first instructions, griddepcontrol.wait, which the PTX for sm_90 holds); the first, and one after a
-// copy, are plain. The chain's result is the same (y = x * 2.5 + c twice), in a graph and in a launch list; with
-// SPIRE_CUDA_PDL=0 nothing is programmatic.
+// With SPIRE_CUDA_PDL=1 on compute capability 9.0 (the mock's) a kernel that follows a kernel is launched
+// programmatically (it waits for the one before in its first instructions, griddepcontrol.wait, which the PTX for
+// sm_90 holds); the first, and one after a copy, are plain. The chain's result is the same (y = x * 2.5 + c twice), in
+// a graph and in a launch list. Unset (the default: opt-in, cuda_command_stream.cpp says why) or 0, nothing is.
 TEST_F(CudaMock, ChainedKernelsLaunchProgrammatically) {
   ASSERT_NE(mock.launch_programmatic, nullptr);
   auto k = spire::backends::compile_and_load(*dev, scale_kernel());
   ASSERT_TRUE(dynamic_cast<const CudaKernel&>(*k).waits_for_previous());
   const double c = double(-(int64_t(1) << 40)) + 0.125;
   for (const char* graphs : {"1", "0"})
-    for (const char* pdl : {"1", "0"}) {
+    for (const char* pdl : {"1", "0", "unset"}) {
       SCOPED_TRACE(fmt::format("SPIRE_CUDA_GRAPHS={} SPIRE_CUDA_PDL={}", graphs, pdl));
       ::setenv("SPIRE_CUDA_GRAPHS", graphs, 1);
-      ::setenv("SPIRE_CUDA_PDL", pdl, 1);
+      if (std::string(pdl) == "unset")
+        ::unsetenv("SPIRE_CUDA_PDL");
+      else
+        ::setenv("SPIRE_CUDA_PDL", pdl, 1);
       auto x = dev->alloc(4096), y = dev->alloc(4096), z = dev->alloc(4096), w = dev->alloc(4096);
       std::vector<float> in(1000);
       for (size_t i = 0; i < in.size(); ++i) in[i] = float(i);
@@ -308,6 +312,43 @@ TEST_F(CudaMock, ChainedKernelsLaunchProgrammatically) {
         ASSERT_NEAR(got[i], want, 1e-6 * std::abs(want)) << i;
       }
     }
+}
+
+// A kernel that reads a buffer before its wait (kir::WaitForPriorKernels: a few-rows product's weights) is launched
+// programmatically only where the launch before it writes none of what it reads early: after a launch that wrote its
+// early buffer it starts only once that one has ended. Results as without overlap, in a graph and a launch list.
+TEST_F(CudaMock, AnEarlyReadOfWhatTheLaunchBeforeWroteIsNotOverlapped) {
+  auto k = spire::backends::compile_and_load(*dev, spire::testing::early_read_kernel());
+  ASSERT_TRUE(dynamic_cast<const CudaKernel&>(*k).interface().buffers[0].read_before_wait);
+  ::setenv("SPIRE_CUDA_PDL", "1", 1);
+  for (const char* graphs : {"1", "0"}) {
+    SCOPED_TRACE(fmt::format("SPIRE_CUDA_GRAPHS={}", graphs));
+    ::setenv("SPIRE_CUDA_GRAPHS", graphs, 1);
+    auto a = dev->alloc(1024), zero = dev->alloc(1024), b = dev->alloc(1024), c = dev->alloc(1024), d = dev->alloc(1024);
+    std::vector<float> in(256), zeros(256, 0.0f);
+    for (size_t j = 0; j < in.size(); ++j) in[j] = float(j) + 0.5f;
+    dev->upload(*a, in.data(), 1024);
+    dev->upload(*zero, zeros.data(), 1024);
+    auto s = dev->record();
+    BufferView writes_b[] = {*a, *zero, *b}, reads_b_early[] = {*b, *a, *c}, reads_a_early[] = {*a, *b, *d};
+    s->dispatch(*k, writes_b, ScalarArgs(), Grid{4});  // b = a
+    s->barrier();
+    s->dispatch(*k, reads_b_early, ScalarArgs(), Grid{4});  // c = b + a: b written by the launch before
+    s->barrier();
+    s->dispatch(*k, reads_a_early, ScalarArgs(), Grid{4});  // d = a + b: a written by no launch
+    const int before = mock.launch_count();
+    dev->run(*s);
+    ASSERT_EQ(mock.launch_count(), before + 3);
+    EXPECT_EQ(mock.launch_programmatic(before + 1), 0) << "reads early what the launch before wrote";
+    EXPECT_EQ(mock.launch_programmatic(before + 2), 1) << "reads early only what no launch wrote";
+    std::vector<float> got_c(256), got_d(256);
+    dev->download(*c, got_c.data(), 1024);
+    dev->download(*d, got_d.data(), 1024);
+    for (size_t j = 0; j < in.size(); ++j) {
+      ASSERT_EQ(got_c[j], 2 * in[j]) << j;
+      ASSERT_EQ(got_d[j], 2 * in[j]) << j;
+    }
+  }
 }
 
 TEST_F(CudaMock, StreamReplaysAsLaunchListWhenGraphsAreOff) {
