@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -68,6 +69,16 @@ rt::ExecutorOptions executor_options(const Plan& plan, const CompileOptions& opt
   rt::ExecutorOptions o;
   o.steps_in_flight = opt.steps_in_flight;
   o.profile = opt.profile;
+  if (opt.parameter_buffer) {
+    // The executor names a buffer by its slot; the caller by the parameter's graph name.
+    std::map<std::string, std::string> graph_name;
+    for (const auto& [name, nv] : plan.leaves)
+      if (nv.kind == graph::OpKind::Parameter && nv.buffer >= 0) graph_name[plan.buffers[size_t(nv.buffer)].slot.name] = name;
+    o.parameter_buffer = [graph_name = std::move(graph_name), hook = opt.parameter_buffer](const rt::BufferSpec& b) {
+      const auto it = graph_name.find(b.name);
+      return it == graph_name.end() ? nullptr : hook(it->second, b.bytes());
+    };
+  }
   for (const auto& name : opt.streamed_inputs) {
     if (std::string why = not_streamable_input(plan, name); !why.empty())
       throw graph::GraphError(

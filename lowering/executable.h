@@ -7,6 +7,7 @@
 // streamed_outputs), so that a whole step, feeding and reading included, is one submit and one wait.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct CompileOptions {
   // Launches that compute only from parameters the graph never updates (a weight widened, transformed or moved) run
   // in the first step and after set() of a parameter, their results kept (lower()'s parameters_once); false: every
   // launch runs every step, for less device memory.
+  // The device buffer of a parameter, by its graph name and size in bytes, where the caller holds it (weights two
+  // plans share: a decoder's prefill and decode graphs); null, or no function: the plan allocates its own. set() of
+  // such a parameter writes the caller's buffer.
+  std::function<std::shared_ptr<rt::Buffer>(const std::string& name, uint64_t bytes)> parameter_buffer{};
   bool parameters_once = true;
   // Device memory the plan may take, in bytes (0: no limit): over it, parameters-only launches run every step instead
   // of keeping their results; still over, compile() throws MemoryBudgetError with the least it needs

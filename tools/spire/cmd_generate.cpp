@@ -53,6 +53,9 @@ void run_generate(GenerateCmd& c) {
   if (!c.logits_out.empty()) io::save_tensors(c.logits_out, io::NamedTensors{{"logits", r.prefill_logits}});
   fmt::print("tokens: {}\n", fmt::join(r.tokens, ","));
   fmt::print("import and compile: prefill {:.2f} s, decode {:.2f} s\n", r.prefill_compile_s, r.decode_compile_s);
+  if (r.shared_weight_bytes > 0)
+    fmt::print("weights held once on the device: the decode graph reads {:.3f} MB of the prefill graph's\n",
+               r.shared_weight_bytes / 1e6);
   fmt::print("time to first token: {:.2f} ms\n", r.first_token_ms);
   if (r.tokens.size() > 1) fmt::print("first decode step: {:.2f} ms\n", r.first_step_ms);
   if (r.tokens.size() <= 2) return;

@@ -1,5 +1,6 @@
 #include "tools/spire/decoder_generate.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <map>
@@ -133,16 +134,72 @@ class Runner {
   virtual std::vector<lowering::LaunchTime> last_launch_times() const { return {}; }
 };
 
+// The weights the prefill and decode graphs both hold (the same ONNX initializers): one device buffer each, uploaded
+// once, where each graph had its own copy (twice the weights' memory: 1 GB of GPT-2 124M's f32, 10 GB of a 1B Llama's).
+// A weight is shared only where the later graph's value equals the earlier's (same name, type, shape and values), so a
+// graph whose import changed a weight keeps its own. The models registered must outlive this object.
+class SharedWeights {
+ public:
+  // Before `m` compiles: which of its weights an earlier model already put on the device.
+  void offer(const onnx_import::ImportedModel& m) {
+    model_ = &m;
+    reused_.clear();
+    for (const auto& [name, t] : m.weights)
+      if (auto it = entries_.find(name); it != entries_.end() && it->second.host->dtype == t.dtype &&
+                                         it->second.host->shape == t.shape && it->second.host->data == t.data)
+        reused_.insert(name);
+  }
+  // CompileOptions::parameter_buffer for the model offered last.
+  std::shared_ptr<rt::Buffer> buffer(rt::Device& device, const std::string& name, uint64_t bytes) {
+    if (reused_.count(name)) {
+      const std::shared_ptr<rt::Buffer>& b = entries_.at(name).buffer;
+      if (b->size() >= bytes) return b;
+      reused_.erase(name);
+    }
+    const auto w = std::find_if(model_->weights.begin(), model_->weights.end(),
+                                [&](const auto& named) { return named.first == name; });
+    if (w == model_->weights.end()) return nullptr;
+    std::shared_ptr<rt::Buffer> b = device.alloc(bytes);
+    entries_[name] = {&w->second, b};
+    return b;
+  }
+  bool on_device(const std::string& name) const { return reused_.count(name) > 0; }
+  // Bytes of the offered model's weights that an earlier model's buffers hold.
+  uint64_t reused_bytes() const {
+    uint64_t n = 0;
+    for (const auto& name : reused_) n += entries_.at(name).buffer->size();
+    return n;
+  }
+
+ private:
+  struct Entry {
+    const Tensor* host;
+    std::shared_ptr<rt::Buffer> buffer;
+  };
+  std::map<std::string, Entry> entries_;
+  std::set<std::string> reused_;
+  const onnx_import::ImportedModel* model_ = nullptr;
+};
+
 class DeviceRunner : public Runner {
  public:
   DeviceRunner(const onnx_import::ImportedModel& m, rt::Device& device, Precision precision,
-               std::vector<std::string> streamed_in, std::vector<std::string> streamed_out, bool profile) {
-    exe_ = lowering::compile(m.graph, device,
-                             {.profile = profile,
-                              .streamed_inputs = std::move(streamed_in),
-                              .streamed_outputs = std::move(streamed_out),
-                              .precision = precision});
-    for (const auto& [name, t] : m.weights) exe_->set(name, t);
+               std::vector<std::string> streamed_in, std::vector<std::string> streamed_out, bool profile,
+               SharedWeights* shared) {
+    if (shared) shared->offer(m);
+    exe_ = lowering::compile(
+        m.graph, device,
+        {.profile = profile,
+         .streamed_inputs = std::move(streamed_in),
+         .streamed_outputs = std::move(streamed_out),
+         .parameter_buffer = shared ? std::function<std::shared_ptr<rt::Buffer>(const std::string&, uint64_t)>(
+                                          [shared, &device](const std::string& name, uint64_t bytes) {
+                                            return shared->buffer(device, name, bytes);
+                                          })
+                                    : nullptr,
+         .precision = precision});
+    for (const auto& [name, t] : m.weights)
+      if (!shared || !shared->on_device(name)) exe_->set(name, t);
   }
   void set(const std::string& name, const Tensor& t) override { exe_->set(name, t); }
   void step() override { exe_->step(); }
@@ -328,9 +385,10 @@ void use_int8_weights(onnx_import::ImportedModel& m) {
 // On the float64 evaluator when `device` is null.
 std::unique_ptr<Runner> make_runner(onnx_import::ImportedModel& m, rt::Device* device, Precision precision,
                                     std::vector<std::string> streamed_in = {}, std::vector<std::string> streamed_out = {},
-                                    bool profile = false) {
+                                    bool profile = false, SharedWeights* shared = nullptr) {
   if (!device) return std::make_unique<ReferenceRunner>(m);
-  return std::make_unique<DeviceRunner>(m, *device, precision, std::move(streamed_in), std::move(streamed_out), profile);
+  return std::make_unique<DeviceRunner>(m, *device, precision, std::move(streamed_in), std::move(streamed_out), profile,
+                                        shared);
 }
 
 // The dtype the device stores the cache in under `p`: the policy's half type where the device has it, else f32 (as
@@ -464,7 +522,8 @@ GenerateResult generate(const GenerateOptions& o) {
   check_position_table(pg.model.graph, pg.positions, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
                        fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
   if (o.int8) use_int8_weights(pg.model);
-  std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get(), o.precision);
+  SharedWeights shared;
+  std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get(), o.precision, {}, {}, false, &shared);
   r.precision_note = prefill->precision_note();
   r.prefill_compile_s = seconds_since(t0);
 
@@ -477,7 +536,8 @@ GenerateResult generate(const GenerateOptions& o) {
     r.weight_bytes_per_step =
         weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); });
     decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken},
-                         o.profile);
+                         o.profile, &shared);
+    r.shared_weight_bytes = double(shared.reused_bytes());
   }
   r.decode_compile_s = seconds_since(t0);
 

@@ -67,6 +67,8 @@ struct GenerateResult {
   // What the decode steps after the first must move at the least (decode_traffic.h): each step's weights, and
   // the cache's bytes over all of those steps; and the device's copy bandwidth (0 on the float64 evaluator).
   double weight_bytes_per_step = 0, cache_bytes = 0, copy_gbs = 0;
+  // Device bytes of weights the decode graph reads from the prefill graph's buffers rather than a copy of its own.
+  double shared_weight_bytes = 0;
   // With GenerateOptions::profile: the decode step's launches in plan order, each its median device time over the
   // steps after the first, and the median of the whole step's device time (the rest of a step's wall time is the
   // host's: its submit, wait and copies).

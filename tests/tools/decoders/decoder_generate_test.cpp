@@ -3,6 +3,7 @@
 // device present; and its refusals of bad prompts, a too-short context and a model off the convention.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -33,6 +34,31 @@ TEST(DecoderGenerate, Gpt2GreedyTokensMatchPyTorch) {
 TEST(DecoderGenerate, LlamaGreedyTokensMatchPyTorch) {
   expect_greedy_matches_pytorch("llama-tiny", "reference");
   for (const auto& info : rt::list_devices()) expect_greedy_matches_pytorch("llama-tiny", info.id);
+}
+
+// The prefill and decode graphs hold the same weights (the ONNX file's initializers): the decode graph reads the
+// prefill graph's device buffers, every one of them, and its tokens are still PyTorch's (Gpt2GreedyTokensMatchPyTorch
+// runs the same path). gpt2-tiny's f32 weights worked out by hand (width 32, 2 layers, MLP 128, vocabulary 97, 128
+// positions): a layer's two norms, QKV, projection and MLP, the final norm, wte, wpe and the head's transposed copy of
+// wte that torch 1.13's export writes. Under bf16 the same f32 weights are shared (their half copies are each plan's).
+TEST(DecoderGenerate, TheDecodeGraphReadsThePrefillGraphsWeights) {
+  const double layer = 2 * 32 + (32 * 96 + 96) + (32 * 32 + 32) + 2 * 32 + (32 * 128 + 128) + (128 * 32 + 32);
+  const double floats = 2 * layer + 2 * 32 + 97 * 32 + 128 * 32 + 32 * 97;
+  for (const auto& info : rt::list_devices())
+    for (const char* precision : {"f32", "bf16"}) {
+      const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids " + kPrompt +
+                           " --max-new-tokens 8 --device " + info.id + " --precision " + precision);
+      ASSERT_EQ(r.exit_code, 0) << r.out;
+      double mb = 0;
+      ASSERT_EQ(std::sscanf(printed(r.out, "weights held once on the device: ").c_str(),
+                            "the decode graph reads %lf MB", &mb), 1) << r.out;
+      EXPECT_NEAR(mb, floats * 4 / 1e6, 5e-4) << precision << " on " << info.id << "\n" << r.out;
+    }
+  // The float64 evaluator holds no device buffers: no such line.
+  const auto r = spire("generate " + model("gpt2-tiny.onnx") + " --prompt-ids " + kPrompt +
+                       " --max-new-tokens 8 --device reference");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(r.out.find("weights held once"), std::string::npos) << r.out;
 }
 
 // A cache longer than needed: the unused slots are masked out, so the tokens are the same.
