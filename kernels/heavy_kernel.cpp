@@ -19,16 +19,6 @@ std::string float_suffix(kir::Type t, const std::string& op) {
   throw std::invalid_argument(fmt::format("{}: element type {} is not supported (f32 or f64 only)", op, dtype_name(t)));
 }
 
-AxisRows axis_rows(const std::vector<int64_t>& shape, int64_t axis, const std::string& op) {
-  if (axis < 0 || axis >= int64_t(shape.size()))
-    throw std::invalid_argument(fmt::format("{}: axis {} is out of range for [{}]", op, axis, dims_text(shape)));
-  AxisRows s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[size_t(d)];
-  s.axis = shape[size_t(axis)];
-  for (size_t d = size_t(axis) + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
-}
-
 std::string dims_text(const std::vector<int64_t>& dims) {
   std::string s;
   for (size_t i = 0; i < dims.size(); ++i) s += (i ? "x" : "") + std::to_string(dims[i]);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "base/axis_rows.h"
 #include "ir/kernel/builder.h"
 
 namespace spire::lowering::heavy {
@@ -30,12 +31,9 @@ std::string float_suffix(kir::Type t, const std::string& op);
 // "2x3" for {2, 3}; "" for {}.
 std::string dims_text(const std::vector<int64_t>& dims);
 
-// A shape seen as rows along one axis, the dims before it and after it merged: [outer, axis, inner] (the row-wise
-// templates: softmax, argmax). Throws std::invalid_argument naming `op` if the (non-negative) axis is out of range.
-struct AxisRows {
-  int64_t outer = 1, axis = 1, inner = 1;
-};
-AxisRows axis_rows(const std::vector<int64_t>& shape, int64_t axis, const std::string& op);
+// (A shape as rows along an axis, for the row-wise templates: base/axis_rows.h.)
+using spire::AxisRows;
+using spire::axis_rows;
 
 // A kernel that does nothing, for results with no elements (returned with groups = 0: launch nothing).
 HeavyKernel empty_result(const std::string& name);

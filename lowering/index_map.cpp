@@ -1,4 +1,5 @@
 #include "lowering/index_map.h"
+#include "base/axis_rows.h"
 
 #include <stdexcept>
 
@@ -69,10 +70,11 @@ IndexMap IndexMap::permuted(const graph::Shape& input, const std::vector<int64_t
 }
 
 GatherDims gather_dims(const graph::Shape& data, int64_t axis, int64_t count) {
+  const AxisRows rows = axis_rows(data, axis, "gather");
   GatherDims d;
-  for (int64_t k = 0; k < axis; ++k) d.outer *= data[size_t(k)];
-  for (size_t k = size_t(axis) + 1; k < data.size(); ++k) d.inner *= data[k];
-  d.rows = data[size_t(axis)];
+  d.outer = rows.outer;
+  d.rows = rows.axis;
+  d.inner = rows.inner;
   d.count = count;
   return d;
 }

@@ -1,4 +1,5 @@
 #include "frontend/onnx/host_tensor.h"
+#include "base/axis_rows.h"
 
 #include <cmath>
 #include <limits>
@@ -166,9 +167,7 @@ Tensor host_concat(const std::vector<const Tensor*>& xs, int64_t axis) {
     shape[size_t(axis)] += x->shape[size_t(axis)];
   }
   Tensor r = make(xs[0]->dtype, shape);
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < size_t(axis); ++d) outer *= shape[d];
-  for (size_t d = size_t(axis) + 1; d < rank; ++d) inner *= shape[d];
+  const auto [outer, joined, inner] = axis_rows(shape, axis, "concat");
   size_t o = 0;
   for (int64_t i = 0; i < outer; ++i)
     for (const Tensor* x : xs) {
@@ -185,10 +184,7 @@ Tensor host_gather(const Tensor& x, const Tensor& indices, int64_t axis) {
   shape.insert(shape.end(), indices.shape.begin(), indices.shape.end());
   shape.insert(shape.end(), x.shape.begin() + axis + 1, x.shape.end());
   Tensor r = make(x.dtype, shape);
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < size_t(axis); ++d) outer *= x.shape[d];
-  for (size_t d = size_t(axis) + 1; d < rank; ++d) inner *= x.shape[d];
-  const int64_t dim = x.shape[size_t(axis)];
+  const auto [outer, dim, inner] = axis_rows(x.shape, axis, "gather");
   size_t o = 0;
   for (int64_t i = 0; i < outer; ++i)
     for (double ind : indices.data) {

@@ -9,6 +9,7 @@
 // differentiable: positions have no gradient.
 #include "ir/graph/ops/common.h"
 #include "ir/graph/shape_checks.h"
+#include "base/axis_rows.h"
 
 namespace spire::graph::ops {
 
@@ -31,10 +32,7 @@ Tensor argmax_reference(const Node& n, eval::Inputs in) {
   const Tensor& x = *in[0];
   const int64_t axis = n.attrs.get_int("axis");
   const bool last = n.attrs.get_bool("select_last_index");
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
-  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape[size_t(d)];
-  const int64_t length = x.shape[size_t(axis)];
+  const auto [outer, length, inner] = axis_rows(x.shape, axis, "argmax");
   Tensor y = eval::result_of(n);
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) {

@@ -9,6 +9,7 @@
 //   gather_grad(grad, indices; axis, shape)  the adjoint of gather: grad summed into the rows indices name
 //   write_at(data, row, index; axis)      data with its slice index[0] along axis replaced by row
 #include "ir/graph/ops/common.h"
+#include "base/axis_rows.h"
 
 namespace spire::graph::ops {
 
@@ -225,11 +226,8 @@ Tensor concat_ref(const Node& n, std::span<const Tensor* const> in) {
 // index names (negative indices count from the end; an index outside the axis is an error, as in ONNX).
 template <class F>
 void walk_gather(const Node& n, const Shape& data, const Tensor& indices, F&& f) {
-  const size_t axis = size_t(n.attrs.get_int("axis"));
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= data[d];
-  for (size_t d = axis + 1; d < data.size(); ++d) inner *= data[d];
-  const int64_t rows = data[axis], count = indices.numel();
+  const auto [outer, rows, inner] = axis_rows(data, n.attrs.get_int("axis"), "gather");
+  const int64_t count = indices.numel();
   for (int64_t k = 0; k < count; ++k) {
     int64_t row = int64_t(indices.data[size_t(k)]);
     if (row < 0) row += rows;
@@ -263,13 +261,10 @@ std::vector<Value> write_at_vjp(VjpContext& c) {
 
 Tensor write_at_ref(const Node& n, std::span<const Tensor* const> in) {
   const Tensor& data = *in[0];
-  const size_t axis = size_t(n.attrs.get_int("axis"));
-  const int64_t rows = data.shape[axis], index = int64_t(in[2]->data[0]);
+  const auto [outer, rows, inner] = axis_rows(data.shape, n.attrs.get_int("axis"), graph::op_name(n.op));
+  const int64_t index = int64_t(in[2]->data[0]);
   if (index < 0 || index >= rows)
     eval::fail(n, fmt::format("index {} is outside an axis of size {}", in[2]->data[0], rows));
-  int64_t outer = 1, inner = 1;
-  for (size_t d = 0; d < axis; ++d) outer *= data.shape[d];
-  for (size_t d = axis + 1; d < data.shape.size(); ++d) inner *= data.shape[d];
   Tensor out = data;
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t i = 0; i < inner; ++i) out.data[size_t((o * rows + index) * inner + i)] = in[1]->data[size_t(o * inner + i)];

@@ -10,6 +10,7 @@
 // g.op("softmax", {x}, {{"axis", 1}}).
 #include "ir/graph/ops/common.h"
 #include "ir/graph/shape_checks.h"
+#include "base/axis_rows.h"
 
 namespace spire::graph::ops {
 
@@ -44,10 +45,7 @@ Tensor normalize_rows(const Node& n, eval::Inputs in, bool log_form) {
   const int64_t axis = n.attrs.get_int("axis");
   if (axis < 0 || axis >= x.rank())
     eval::fail(n, fmt::format("axis {} out of range for {}", axis, x.type().to_string()));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < axis; ++d) outer *= x.shape[size_t(d)];
-  for (int64_t d = axis + 1; d < x.rank(); ++d) inner *= x.shape[size_t(d)];
-  const int64_t length = x.shape[size_t(axis)];
+  const auto [outer, length, inner] = axis_rows(x.shape, axis, graph::op_name(n.op));
 
   Tensor y = eval::result_of(n);
   for (int64_t o = 0; o < outer; ++o)
