@@ -154,7 +154,7 @@ std::string Translator::module() {
   hopper_ = target_sm >= 90;
   if (hopper_ && !kir::places_wait(k_)) w_.ins("griddepcontrol.wait;");
   block(k_.body);
-  if (target_sm >= 90) w_.ins("griddepcontrol.launch_dependents;");
+  if (hopper_) w_.ins("griddepcontrol.launch_dependents;");
   w_.ins("ret;");
 
   std::string out;
@@ -400,9 +400,8 @@ bool Translator::non_coherent(uint32_t buffer) const {
   // buffers are not decorated Aliased, and read-only ones NonWritable), so nothing this kernel writes is read so. But
   // from sm_90 on a kernel may start while the kernel before it still writes (programmatic dependent launch), so only
   // a buffer read before the wait qualifies there, one the launch before never writes (the runtime's rule): the
-  // compiler may move a non-coherent load above griddepcontrol.wait. On an H200, resnet18's first convolution's weight
-  // gradient (read through .nc from the launch before) came out NaN in the first step of fresh processes whose
-  // kernels were linked by cuLinkComplete (the disk cache's path); with none read so, never.
+  // compiler may move a non-coherent load above griddepcontrol.wait. (The likely cause of the NaN weight gradients
+  // programmatic launch gave on an H200, runtime/cuda/cuda_command_stream.cpp; not yet checked on the GPU.)
   const kir::BufferParam& b = k_.buffers[buffer];
   return b.access == kir::Access::Read && (!hopper_ || b.read_before_wait);
 }

@@ -1,6 +1,7 @@
 #include "runtime/cuda/cuda_command_stream.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 

@@ -135,7 +135,7 @@ class Runner {
 };
 
 // The weights the prefill and decode graphs both hold (the same ONNX initializers): one device buffer each, uploaded
-// once, where each graph had its own copy (twice the weights' memory: 1 GB of GPT-2 124M's f32, 10 GB of a 1B Llama's).
+// once, where each graph had its own copy (GPT-2 124M's 652 MB of f32 weights were held twice).
 // A weight is shared only where the later graph's value equals the earlier's (same name, type, shape and values), so a
 // graph whose import changed a weight keeps its own. The models registered must outlive this object.
 class SharedWeights {
