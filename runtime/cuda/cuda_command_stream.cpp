@@ -20,15 +20,12 @@ bool enabled(const char* name) {
   return !(env && std::strcmp(env, "0") == 0);
 }
 
-// Programmatic dependent launch is opt-in (SPIRE_CUDA_PDL=1) until it is shown correct again: on an H200 (2026-11-30)
-// resnet18's first convolution's weight gradient came out NaN in the first step of fresh processes with it (17 of 17
-// with the disk cache's cuLinkComplete'd kernels), never without it (0 of 48). The likely cause, now removed from the
-// PTX (ptx_translator.cpp's non_coherent), was loads through the read-only path of what the launch before wrote;
-// the check is tools/gpu's run-torch.sh PARTS=pdl.
-bool programmatic_launch_asked() {
-  const char* env = std::getenv("SPIRE_CUDA_PDL");
-  return env && std::strcmp(env, "1") == 0;
-}
+// Programmatic dependent launch is on unless SPIRE_CUDA_PDL=0. On an H200 it once gave NaN weight gradients in the first
+// step of fresh processes (resnet18's first convolution, kernels linked from the disk cache): loads through the
+// read-only path (ld.global.nc) of what the launch before was still writing. The PTX now reads through that path only
+// the buffers a kernel reads before its wait (ptx_translator.cpp's non_coherent); with that, 8 fresh processes of the
+// same step were all exact (tools/gpu's run-torch.sh PARTS=pdl, tests/python/test_first_step.py).
+bool programmatic_launch_asked() { return enabled("SPIRE_CUDA_PDL"); }
 
 std::string binding_list(const KernelInterface& k) {
   std::string s;

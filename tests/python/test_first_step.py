@@ -1,5 +1,5 @@
 """The first step of a fresh process: a convolution's weight gradient, computed in the process's first backward, equals
-eager's. On an H200 with CUDA's programmatic dependent launch (SPIRE_CUDA_PDL=1) it came out NaN there in every fresh
+eager's. On an H200 with CUDA's programmatic dependent launch (on by default) it once came out NaN there in every fresh
 process (runtime/cuda/cuda_command_stream.cpp), while later steps, whose memory still held the same values from
 before, hid the race. Each case runs in its own process, so nothing warm (kernels, memory) carries over."""
 import os

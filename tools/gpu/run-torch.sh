@@ -25,10 +25,9 @@
 # (e) with PARTS containing "ddp": benchmarks/torch_ddp.py, resnet18 training under DistributedDataParallel with NCCL on
 # 1 and 2 GPUs (the nvidia-h200-x2 machine), spire.torch.compile and Dynamo's backend="spire" next to eager DDP, with
 # the losses of 2 GPUs compared with 1's (DDP_ARGS: more arguments for it, e.g. "--batch 128 --steps 40").
-# (f) with PARTS containing "pdl": the Python suite again with CUDA's programmatic dependent launch on (SPIRE_CUDA_PDL=1,
-# off by default since it gave NaN weight gradients in a fresh process's first step: tests/python/test_first_step.py),
-# the check that must pass before it is turned back on; the decoders' tokens/s with it: SPIRE_CUDA_PDL=1 PARTS=decoders
-# bash tools/gpu/run-models.sh.
+# (f) with PARTS containing "pdl": the Python suite on cuda:0 with CUDA's programmatic dependent launch asked for
+# explicitly (SPIRE_CUDA_PDL=1, the default; it once gave NaN weight gradients in a fresh process's first step:
+# tests/python/test_first_step.py), whatever the environment says.
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
 # INLINE_NN_MODULES=0 (Dynamo's inline_inbuilt_nn_modules off: weights reach spire as module attributes, not as
 # inputs that Dynamo's frame gathers from the module at every call),

@@ -267,10 +267,10 @@ void record_and_replay(Device& dev, MockApi& mock, const std::string& kernel, bo
 
 TEST_F(CudaMock, StreamReplaysAsGraph) { record_and_replay(*dev, mock, "scale", true, ""); }
 
-// With SPIRE_CUDA_PDL=1 on compute capability 9.0 (the mock's) a kernel that follows a kernel is launched
-// programmatically (it waits for the one before in its first instructions, griddepcontrol.wait, which the PTX for
-// sm_90 holds); the first, and one after a copy, are plain. The chain's result is the same (y = x * 2.5 + c twice), in
-// a graph and in a launch list. Unset (the default: opt-in, cuda_command_stream.cpp says why) or 0, nothing is.
+// On compute capability 9.0 (the mock's) a kernel that follows a kernel is launched programmatically (it waits for the
+// one before in its first instructions, griddepcontrol.wait, which the PTX for sm_90 holds); the first, and one after
+// a copy, are plain. The chain's result is the same (y = x * 2.5 + c twice), in a graph and in a launch list. That is
+// the default (SPIRE_CUDA_PDL unset) and SPIRE_CUDA_PDL=1; with SPIRE_CUDA_PDL=0 nothing is.
 TEST_F(CudaMock, ChainedKernelsLaunchProgrammatically) {
   ASSERT_NE(mock.launch_programmatic, nullptr);
   auto k = spire::backends::compile_and_load(*dev, scale_kernel());
@@ -300,7 +300,7 @@ TEST_F(CudaMock, ChainedKernelsLaunchProgrammatically) {
       const int before = mock.launch_count();
       dev->run(*s);
       ASSERT_EQ(mock.launch_count(), before + 3);
-      const bool on = std::string(pdl) == "1";
+      const bool on = std::string(pdl) != "0";
       EXPECT_EQ(mock.launch_programmatic(before), 0) << "the first kernel follows nothing";
       EXPECT_EQ(mock.launch_programmatic(before + 1), on ? 1 : 0) << "the second follows the first";
       EXPECT_EQ(mock.launch_programmatic(before + 2), 0) << "the third follows a copy";
