@@ -3,11 +3,15 @@
 its "100% tests passed" counts skipped tests as passed and never shows why they were skipped. This prints
 the real counts, then every test that did not run with its reason: for GoogleTest, the message given to
 GTEST_SKIP() (the lines between "file:line: Skipped" and "[  SKIPPED ]"); otherwise ctest's own reason.
-    ctest-summary.py JUNIT.xml [--report REGEX]
+A ctest test "TARGET[i/n]" is one shard of a GoogleTest executable (tests/CMakeLists.txt's spire_gtest_shards): its
+cases are counted and named one by one from GoogleTest's XML report, build/gtest-results/TARGET.i.xml, next to the
+JUnit file's folder (or the folder given by --gtest-results DIR).
+    ctest-summary.py JUNIT.xml [--report REGEX] [--gtest-results DIR]
 With --report, the tests whose name matches REGEX also have their results printed: the lines of their output
 that hold a measurement (the ONNX node-test pass counts, the cross-device table, gradient errors).
 Exit status: 0, whatever the tests did (ctest's status is the one to act on); 2 if the file cannot be read.
 Standard library only."""
+import os
 import re
 import sys
 import xml.etree.ElementTree as ET
@@ -25,6 +29,26 @@ def gtest_skip_reason(output):
                 reason.append(following)
             return "\n".join(reason).strip()
     return None
+
+
+SHARD = re.compile(r"^(?P<target>.+)\[(?P<number>\d+)/(?P<count>\d+)\]$")
+
+
+def gtest_report_cases(path):
+    """(name, 'passed' | 'failed' | 'skipped', skip reason) for each case of a GoogleTest XML report."""
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = f"{case.get('classname', '?')}.{case.get('name', '?')}"
+        skip = case.find("skipped")
+        if case.find("failure") is not None:
+            yield name, "failed", ""
+        elif skip is not None or case.get("result") == "skipped" or case.get("status") == "notrun":
+            text = (skip.text or skip.get("message", "")) if skip is not None else "(disabled)"
+            lines = text.splitlines()
+            if lines and re.search(r":\d+$", lines[0]):  # GoogleTest's "file:line" before the message
+                lines = lines[1:]
+            yield name, "skipped", "\n".join(lines).strip()
+        else:
+            yield name, "passed", ""
 
 
 def measurement_lines(output):
@@ -47,6 +71,14 @@ def main(argv):
             return 2
         report = re.compile(argv[i + 1])
         argv = argv[:i] + argv[i + 2:]
+    results = None
+    if "--gtest-results" in argv:
+        i = argv.index("--gtest-results")
+        if i + 1 >= len(argv):
+            print(__doc__, file=sys.stderr)
+            return 2
+        results = argv[i + 1]
+        argv = argv[:i] + argv[i + 2:]
     if len(argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -55,10 +87,26 @@ def main(argv):
     except (OSError, ET.ParseError) as e:
         print(f"ctest-summary: cannot read {argv[1]}: {e}", file=sys.stderr)
         return 2
+    if results is None:
+        results = os.path.join(os.path.dirname(os.path.abspath(argv[1])), "gtest-results")
     passed, failed, skipped, reports = [], [], [], []
     for case in suite.iter("testcase"):
         name = case.get("name", "?")
         status = case.get("status", "")
+        shard = SHARD.match(name)
+        shard_failed = status == "fail" or case.find("failure") is not None
+        report_file = shard and os.path.join(results, f"{shard['target']}.{shard['number']}.xml")
+        if report_file and os.path.exists(report_file):
+            failed_before = len(failed)
+            for case_name, result, reason in gtest_report_cases(report_file):
+                full = f"{shard['target']}: {case_name}"
+                if result == "skipped":
+                    skipped.append((full, reason or "(GTEST_SKIP() gave no message)"))
+                else:
+                    (failed if result == "failed" else passed).append(full)
+            if shard_failed and len(failed) == failed_before:  # no case failed, yet the process did (after its cases)
+                failed.append(f"{name} (its cases passed; run `ctest -R '^{re.escape(name)}$' -V` for its output)")
+            continue
         if report is not None and report.search(name):
             reports.append((name, measurement_lines(case.findtext("system-out") or "")))
         if status == "notrun" or case.find("skipped") is not None:

@@ -3,7 +3,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git lld
   libvulkan-dev libvulkan-volk-dev vulkan-validationlayers vulkan-tools mesa-vulkan-drivers
   spirv-headers spirv-tools glslang-dev glslc libshaderc-dev
   libfmt-dev nlohmann-json3-dev libcli11-dev libgtest-dev zlib1g-dev
