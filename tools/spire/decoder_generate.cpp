@@ -18,6 +18,7 @@
 #include "lowering/precision_policy.h"
 #include "passes/cache_in_place.h"
 #include "passes/int8_weights.h"
+#include "passes/transposed_weights.h"
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
 #include "tools/spire/next_token.h"
@@ -373,13 +374,20 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
   return dg;
 }
 
-// `m` with its matmuls' weights in int8 (passes/int8_weights.h): the graph rewritten, the f32 weights it no longer
-// reads dropped, the int8 ones and their scales added.
-void use_int8_weights(onnx_import::ImportedModel& m) {
-  passes::Int8Graph q = passes::quantize_matmul_weights(m.graph, m.weights);
-  m.graph = std::move(q.graph);
+// `m` with its matmuls' weights as the products read them fastest, the graph rewritten, the weights it no longer reads
+// dropped and their new forms added: in int8 with --int8 (passes/int8_weights.h), else transposed to [N, K]
+// (passes/transposed_weights.h). Both graphs of a model get the same weights, which SharedWeights then holds once.
+void store_product_weights(onnx_import::ImportedModel& m, bool int8) {
+  std::vector<std::pair<std::string, graph::Tensor>> added;
+  if (int8) {
+    passes::Int8Graph q = passes::quantize_matmul_weights(m.graph, m.weights);
+    m.graph = std::move(q.graph);
+    added = std::move(q.weights);
+  } else {
+    m.graph = passes::transpose_matmul_weights(m.graph, m.weights).graph;
+  }
   std::erase_if(m.weights, [&](const auto& w) { return !m.graph.find(w.first); });
-  for (auto& w : q.weights) m.weights.push_back(std::move(w));
+  for (auto& w : added) m.weights.push_back(std::move(w));
 }
 
 // On the float64 evaluator when `device` is null.
@@ -439,7 +447,7 @@ GenerateResult generate_plain(const GenerateOptions& o, const DecoderShape& d, r
     if (has_positions && r.tokens.empty())  // the last position fed: the prompt's and every new token's but the last
       check_position_table(m.graph, graph_name(m.inputs, "position_ids"), P + o.max_new_tokens - 2,
                            fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
-    if (o.int8) use_int8_weights(m);
+    store_product_weights(m, o.int8);
     if (r.tokens.empty()) {
       const DType half = cache_dtype_under(device, o.precision);  // (the half copies' type a device reads, or f32)
       r.weight_bytes_per_step = weight_bytes_per_step(m.graph, [&](DType t) { return stored_weight_bytes(t, half); });
@@ -521,7 +529,7 @@ GenerateResult generate(const GenerateOptions& o) {
   // Positions 0..P-1 in the prefill, P..P+N-2 in the decode steps.
   check_position_table(pg.model.graph, pg.positions, o.max_new_tokens > 1 ? P + o.max_new_tokens - 2 : P - 1,
                        fmt::format("the prompt's {} tokens and --max-new-tokens {}", P, o.max_new_tokens));
-  if (o.int8) use_int8_weights(pg.model);
+  store_product_weights(pg.model, o.int8);
   SharedWeights shared;
   std::unique_ptr<Runner> prefill = make_runner(pg.model, device.get(), o.precision, {}, {}, false, &shared);
   r.precision_note = prefill->precision_note();
@@ -532,7 +540,7 @@ GenerateResult generate(const GenerateOptions& o) {
   DecodeGraph dg;
   if (o.max_new_tokens > 1) {
     dg = import_decode(o.model, d, C, cache_dtype);
-    if (o.int8) use_int8_weights(dg.model);
+    store_product_weights(dg.model, o.int8);
     r.weight_bytes_per_step =
         weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); });
     decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken},

@@ -1,0 +1,129 @@
+// passes/transposed_weights.h: a graph's matmuls by parameters read them through the transpose of a [N, K] parameter
+// holding the transposed values (checked element by element), a parameter also read otherwise stays; the rewritten
+// graph computes what the original does on the float64 evaluator, and on every device present, where the product
+// reads the transposed weight in place (no launch of its own).
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+#include "ir/graph/evaluator.h"
+#include "ir/graph/graph.h"
+#include "ir/graph/verify.h"
+#include "lowering/executable.h"
+#include "passes/transposed_weights.h"
+#include "runtime/device.h"
+#include "runtime/vulkan/vulkan_validation.h"
+#include "tests/lowering/device_list.h"
+
+namespace spire::passes {
+namespace {
+
+using graph::DType;
+using graph::Tensor;
+
+Tensor random_tensor(DType t, graph::Shape shape, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor x(t, std::move(shape));
+  for (double& v : x.data) v = u(rng);
+  return x.round_to_dtype();
+}
+
+// y = x w + x e (x: one row, as a decoder's step; a second product by w at three rows), with e also added to itself;
+// z = x u, u of w's size (the second weight of a size is transposed into the memory the first one left).
+struct Model {
+  graph::Graph g;
+  std::map<std::string, Tensor> feeds;
+  Model() {
+    auto x = g.input("x", DType::F32, {1, 5});
+    auto x3 = g.input("x3", DType::F32, {3, 5});
+    auto w = g.parameter("w", DType::F32, {5, 7});
+    auto e = g.parameter("e", DType::F32, {5, 7});
+    auto u = g.parameter("u", DType::F32, {5, 7});
+    g.output("z", g.name(g.matmul(x, u), "z"));
+    g.output("y", g.name(g.add(g.matmul(x, w), g.matmul(x, e)), "y"));
+    g.output("y3", g.name(g.matmul(x3, w), "y3"));
+    g.output("e2", g.add(e, e));
+    feeds = {{"x", random_tensor(DType::F32, {1, 5}, 1)}, {"x3", random_tensor(DType::F32, {3, 5}, 2)},
+             {"w", random_tensor(DType::F32, {5, 7}, 3)}, {"e", random_tensor(DType::F32, {5, 7}, 4)},
+             {"u", random_tensor(DType::F32, {5, 7}, 5)}};
+  }
+  std::vector<std::pair<std::string, Tensor>> weights() const {
+    return {{"e", feeds.at("e")}, {"w", feeds.at("w")}, {"u", feeds.at("u")}};
+  }
+};
+
+TEST(TransposedWeights, MatmulsReadTheTransposeOfATransposedParameter) {
+  const Model m;
+  auto weights = m.weights();
+  const TransposedWeights r = transpose_matmul_weights(m.g, weights);
+  EXPECT_EQ(graph::verify(r.graph), "");
+  EXPECT_EQ(r.transposed, 2);
+  EXPECT_FALSE(r.graph.find("w")) << "the [K, N] weight is dropped";
+  ASSERT_TRUE(r.graph.find("w.t"));
+  EXPECT_EQ(r.graph.type(*r.graph.find("w.t")).shape, (graph::Shape{7, 5}));
+  EXPECT_TRUE(r.graph.find("e")) << "a weight also read by an add stays";
+  ASSERT_EQ(weights.size(), 3u);
+  EXPECT_EQ(weights[0].first, "e");
+  EXPECT_EQ(weights[0].second.shape, (graph::Shape{5, 7})) << "e is as it was";
+  ASSERT_EQ(weights[1].first, "w.t") << "w's value renamed where it was";
+  ASSERT_EQ(weights[2].first, "u.t");
+  for (int i : {1, 2}) {
+    const Tensor& t = weights[size_t(i)].second;
+    ASSERT_EQ(t.shape, (graph::Shape{7, 5}));
+    const Tensor& w = m.feeds.at(i == 1 ? "w" : "u");
+    for (int64_t k = 0; k < 5; ++k)
+      for (int64_t n = 0; n < 7; ++n) EXPECT_EQ(t[n * 5 + k], w[k * 7 + n]) << weights[size_t(i)].first << " " << k << "," << n;
+  }
+
+  std::map<std::string, Tensor> feeds = {{"x", m.feeds.at("x")}, {"x3", m.feeds.at("x3")}};
+  for (const auto& [name, t] : weights) feeds[name] = t;
+  const auto want = graph::evaluate(m.g, m.feeds, DType::F64), got = graph::evaluate(r.graph, feeds, DType::F64);
+  for (const char* out : {"y", "y3", "e2", "z"})
+    for (int64_t i = 0; i < want.at(out).numel(); ++i) EXPECT_EQ(got.at(out)[i], want.at(out)[i]) << out << " " << i;
+}
+
+TEST(TransposedWeights, RefusesAMissingOrMismatchedValue) {
+  const Model m;
+  std::vector<std::pair<std::string, Tensor>> missing = {{"e", m.feeds.at("e")}};
+  EXPECT_THROW(transpose_matmul_weights(m.g, missing), graph::GraphError);
+  std::vector<std::pair<std::string, Tensor>> mismatched = {{"w", Tensor(DType::F32, {7, 5})}};
+  EXPECT_THROW(transpose_matmul_weights(m.g, mismatched), graph::GraphError);
+}
+
+class TransposedWeightsOnDevice : public testing::TestWithParam<std::string> {};
+
+// On a device, y and y3 of the rewritten graph equal the original graph's on the same device within f32 rounding,
+// and the plan launches no transpose.
+TEST_P(TransposedWeightsOnDevice, GiveTheOriginalResultsWithoutATransposeLaunch) {
+  const Model m;
+  auto weights = m.weights();
+  const TransposedWeights r = transpose_matmul_weights(m.g, weights);
+  auto dev = rt::open_device(GetParam());
+  const uint64_t messages = rt::vulkan::validation_message_count();
+  auto run = [&](const graph::Graph& g, const std::map<std::string, Tensor>& feeds, std::string* plan) {
+    auto exe = lowering::compile(g, *dev);
+    for (const auto& [name, t] : feeds) exe->set(name, t);
+    exe->step();
+    *plan = exe->plan_text();
+    return std::make_pair(exe->get("y"), exe->get("y3"));
+  };
+  std::map<std::string, Tensor> feeds = {{"x", m.feeds.at("x")}, {"x3", m.feeds.at("x3")}};
+  for (const auto& [name, t] : weights) feeds[name] = t;
+  std::string plan_before, plan_after;
+  const auto want = run(m.g, m.feeds, &plan_before), got = run(r.graph, feeds, &plan_after);
+  for (int64_t i = 0; i < want.first.numel(); ++i) EXPECT_NEAR(got.first[i], want.first[i], 1e-5) << i;
+  for (int64_t i = 0; i < want.second.numel(); ++i) EXPECT_NEAR(got.second[i], want.second[i], 1e-5) << i;
+  EXPECT_EQ(plan_after.find("permute"), std::string::npos) << plan_after;
+  EXPECT_EQ(plan_after.find("transpose"), std::string::npos) << plan_after;
+  EXPECT_EQ(rt::vulkan::validation_message_count(), messages) << "the Vulkan validation layer reported messages";
+}
+
+INSTANTIATE_TEST_SUITE_P(AllDevices, TransposedWeightsOnDevice,
+                         testing::ValuesIn(lowering::testing_support::device_ids()),
+                         [](const auto& p) { return lowering::testing_support::test_name(p.param); });
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TransposedWeightsOnDevice);
+
+}  // namespace
+}  // namespace spire::passes
