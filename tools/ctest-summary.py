@@ -11,6 +11,7 @@ With --report, the tests whose name matches REGEX also have their results printe
 that hold a measurement (the ONNX node-test pass counts, the cross-device table, gradient errors).
 Exit status: 0, whatever the tests did (ctest's status is the one to act on); 2 if the file cannot be read.
 Standard library only."""
+import argparse
 import os
 import re
 import sys
@@ -63,25 +64,12 @@ def measurement_lines(output):
 
 
 def main(argv):
-    report = None
-    if "--report" in argv:
-        i = argv.index("--report")
-        if i + 1 >= len(argv):
-            print(__doc__, file=sys.stderr)
-            return 2
-        report = re.compile(argv[i + 1])
-        argv = argv[:i] + argv[i + 2:]
-    results = None
-    if "--gtest-results" in argv:
-        i = argv.index("--gtest-results")
-        if i + 1 >= len(argv):
-            print(__doc__, file=sys.stderr)
-            return 2
-        results = argv[i + 1]
-        argv = argv[:i] + argv[i + 2:]
-    if len(argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], usage=__doc__.split("\n    ")[1].split("\n")[0])
+    parser.add_argument("junit")
+    parser.add_argument("--report", type=re.compile)
+    parser.add_argument("--gtest-results")
+    args = parser.parse_args(argv[1:])
+    report, results, argv = args.report, args.gtest_results, [argv[0], args.junit]
     try:
         suite = ET.parse(argv[1]).getroot()
     except (OSError, ET.ParseError) as e:
