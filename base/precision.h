@@ -24,6 +24,8 @@ enum class Precision : uint8_t { Fp32, Tf32, Bf16, F16 };
 std::string_view precision_name(Precision p);  // "fp32", "tf32", "bf16", "f16"
 // The spellings above, as the --precision flags list them: "fp32|tf32|bf16|f16".
 std::string_view precision_choices();
+// What each policy does, in one paragraph: what the CLI's --help and the Python API's help say of them.
+std::string_view precision_policies_help();
 // A policy by its name ("f32" is fp32 too); throws std::invalid_argument naming `text` and the valid choices.
 Precision parse_precision(std::string_view text);
 

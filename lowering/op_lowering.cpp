@@ -45,6 +45,13 @@ const std::vector<OpLowering>& op_lowerings() {
   return entries;
 }
 
+std::string tunable_op_names() {
+  std::string names;
+  for (const OpLowering& e : op_lowerings())
+    if (e.tunable) names += (names.empty() ? "" : ", ") + std::string(e.op);
+  return names;
+}
+
 const OpLowering* op_lowering(graph::OpKind op) {
   const auto& t = table();
   // Custom ops are registered after the table was built: their kinds lie beyond it.

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct OpLowering {
 const OpLowering* op_lowering(graph::OpKind op);
 // Every entry, in the order the family functions below give them.
 const std::vector<OpLowering>& op_lowerings();
+// The ops whose entries have a config space (`tunable`), comma-separated in that order: what --tune times.
+std::string tunable_op_names();
 
 // Lowers node v through its entry (custom ops through lower_custom, pointwise ops through
 // lower_elementwise); throws graph::GraphError for an op nothing lowers.

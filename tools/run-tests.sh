@@ -6,19 +6,6 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 "$root/tools/install-deps.sh"
 "$root/tools/build.sh"
-# The parsers that read untrusted files (safetensors, IDX, ONNX models) and the graph text parser run again under
-# AddressSanitizer + UBSan (any report fails: -fno-sanitize-recover), in a separate Debug build. That build runs beside
-# ctest at the lowest priority: it takes the cycles ctest leaves (its tail, when one long test runs alone) and, on 2
-# cores, ends about when ctest does rather than four minutes after it.
-asan_build=""
-if [ "${SPIRE_SKIP_ASAN:-0}" != "1" ]; then
-  # -g1 (line tables): a report still names every file and line, and the build takes about a quarter less time.
-  cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
-    -DCMAKE_C_FLAGS_DEBUG=-g1 -DSPIRE_ASAN=ON >/dev/null
-  nice -n 19 cmake --build "$root/build-asan" -j "$(nproc)" \
-    --target test_io test_io_tensor_file spire_graph_tests test_onnx_import > "$root/build-asan/build.log" 2>&1 &
-  asan_build=$!
-fi
 cd "$root/build"
 # ctest's "100% tests passed" counts skipped tests as passed and never says why they skipped: its JUnit file
 # has each test's output, from which tools/ctest-summary.py prints the real counts and every skip's reason.
@@ -31,11 +18,14 @@ ctest --output-on-failure -j "$(nproc)" --timeout 900 -LE full --output-junit "$
 # The measurements the ONNX issue asks the test command to show: node-test pass rates, resnet18 on every device
 # against float64, imported models' gradients.
 python3 "$root/tools/ctest-summary.py" "$junit" --report 'onnx_node_tests|OnEveryDeviceAgainstFloat64|TrainImported|lavapipe_lenet_step' || true
-if [ -n "$asan_build" ]; then
-  wait "$asan_build" || { echo "the AddressSanitizer build failed:"; tail -30 "$root/build-asan/build.log"; exit 1; }
-fi
 [ "$status" -eq 0 ] || exit "$status"
-if [ -n "$asan_build" ]; then
+# The parsers that read untrusted files (safetensors, IDX, ONNX models) and the graph text parser run again under
+# AddressSanitizer + UBSan (any report fails: -fno-sanitize-recover), in a separate Debug build.
+if [ "${SPIRE_SKIP_ASAN:-0}" != "1" ]; then
+  # -g1 (line tables): a report still names every file and line, and the build takes about a quarter less time.
+  cmake -S "$root" -B "$root/build-asan" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG=-g1 \
+    -DCMAKE_C_FLAGS_DEBUG=-g1 -DSPIRE_ASAN=ON >/dev/null
+  cmake --build "$root/build-asan" -j "$(nproc)" --target test_io test_io_tensor_file spire_graph_tests test_onnx_import
   "$root/build-asan/tests/io/test_io" --gtest_brief=1
   "$root/build-asan/tests/io/test_io_tensor_file" --gtest_brief=1
   "$root/build-asan/tests/ir/graph/spire_graph_tests" --gtest_brief=1

@@ -92,15 +92,15 @@ void bind_executable(py::module_& m) {
         py::arg("name"),
         "The precision policy's canonical name ('fp32', 'tf32', 'bf16', 'f16'; 'f32' is 'fp32'), or a ValueError that "
         "lists them");
+  static const std::string compile_doc =
+      "Compiles a graph for a device (a spire.Device, a name such as 'vulkan:0', or None for the best present). "
+      "stream: every input and output goes through host-visible copies inside the step (one submit per step). "
+      "steps_in_flight: how many start_step() calls may precede a finish_step() (1 to 4). "
+      "precision: the policy, 'fp32', 'tf32', 'bf16' or 'f16' (another name is a ValueError listing these): " +
+      std::string(precision_policies_help());
   m.def("compile", &compile, py::arg("graph"), py::arg("device") = py::none(), py::arg("stream") = true,
         py::arg("profile") = false, py::arg("parameters_once") = true, py::arg("steps_in_flight") = 1,
-        py::arg("precision") = "fp32",
-        "Compiles a graph for a device (a spire.Device, a name such as 'vulkan:0', or None for the best present). "
-        "stream: every input and output goes through host-visible copies inside the step (one submit per step). "
-        "steps_in_flight: how many start_step() calls may precede a finish_step() (1 to 4). "
-        "precision: the policy (docs/PRECISION.md): 'fp32' (strict, the default), 'tf32' (products' operands rounded "
-        "to TF32 on cuda:N's tensor cores), 'bf16' or 'f16' (values stored in half, f32 sums; softmax, norms and losses "
-        "f32, as torch.autocast); another name is a ValueError listing these.");
+        py::arg("precision") = "fp32", compile_doc.c_str());
 }
 
 }  // namespace spire::python

@@ -1,6 +1,7 @@
 // Lowering's op table (lowering/op_lowering.h) against the graph's (ir/graph/op_table.h): every op that is not
 // pointwise, custom or a fed leaf has exactly one entry, with the parts its category needs, and each entry's
 // harness cases test its op.
+#include <algorithm>
 #include <set>
 #include <string>
 
@@ -79,6 +80,19 @@ TEST(OpLoweringTable, TunableOpsHaveTheirTemplatesConfigSpace) {
     EXPECT_NE(op_lowering(*graph::op_from_name(name))->tunable, nullptr) << name;
   for (const char* name : {"max_pool2d", "avg_pool2d_grad", "reshape", "gather"})
     EXPECT_EQ(op_lowering(*graph::op_from_name(name))->tunable, nullptr) << name;
+}
+
+// --tune's help names the tunable ops from the table: each tunable entry once, no other op.
+TEST(OpLoweringTable, TunableOpNamesListEachTunableEntry) {
+  const std::string names = ", " + tunable_op_names() + ",";
+  size_t tunable = 0;
+  for (const OpLowering& e : op_lowerings()) {
+    const bool listed = names.find(", " + std::string(e.op) + ",") != std::string::npos;
+    EXPECT_EQ(listed, e.tunable != nullptr) << e.op;
+    tunable += e.tunable != nullptr;
+  }
+  EXPECT_EQ(size_t(std::count(names.begin(), names.end(), ',')), tunable + 1) << names;
+  EXPECT_NE(names.find(", softmax,"), std::string::npos) << names;
 }
 
 }  // namespace

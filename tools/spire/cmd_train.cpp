@@ -42,11 +42,11 @@ void register_train_commands(CLI::App& app) {
   lenet->add_flag("--quiet", [t](int64_t) { t->progress = false; }, "No progress bar, only the per-epoch lines");
   lenet->add_flag("--tune", t->tune,
                   "Before compiling, time every candidate config of each tunable kernel of the training step and the "
-                  "test pass (matmul, conv2d and its gradients, the reductions, softmax, cross-entropy) that the "
-                  "tuning cache has no result for on this device and driver, keep the fastest in the cache (saved after "
-                  "each kernel: a run cut short keeps what it timed) and print "
-                  "a table of heuristic and tuned times. Without --tune the results already in the cache are used, "
-                  "with no timing");
+                  "test pass (of the ops " + lowering::tunable_op_names() +
+                      ") that the tuning cache has no result for on this device and driver, keep the fastest in the "
+                      "cache (saved after each kernel: a run cut short keeps what it timed) and print a table of "
+                      "heuristic and tuned times. Without --tune the results already in the cache are used, with no "
+                      "timing");
   lenet->add_option("--tuning-cache", t->tuning_cache,
                     "The tuning cache file (default: $SPIRE_CACHE_DIR/tuning.txt, else "
                     "$XDG_CACHE_HOME/spire/tuning.txt, else ~/.cache/spire/tuning.txt); a file that does not exist "

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "lowering/op_lowering.h"
 #include "tuning/tuning_setup.h"
 
 namespace spire::cli {
@@ -36,11 +37,12 @@ void add_ops_option(CLI::App* cmd);
 // --tune and --tuning-cache FILE (tuning/tuning_setup.h) on a command that compiles for a device.
 inline void add_tuning_options(CLI::App* cmd, tuning::TuningFlags& flags) {
   cmd->add_flag("--tune", flags.tune,
-                "Before compiling, time every candidate config of each tunable kernel (matmul, conv2d and its "
-                "gradients, the reductions, softmax, cross-entropy) that the tuning cache has no result for on this "
-                "device and driver, keep the fastest in the cache (saved after each kernel: a run cut short keeps what it "
-                "timed, and the next --tune goes on from there) and print a table of heuristic and tuned times. "
-                "Without --tune the results already in the cache are used, with no timing");
+                "Before compiling, time every candidate config of each tunable kernel (of the ops " +
+                    lowering::tunable_op_names() +
+                    ") that the tuning cache has no result for on this device and driver, keep the fastest in the "
+                    "cache (saved after each kernel: a run cut short keeps what it timed, and the next --tune goes on "
+                    "from there) and print a table of heuristic and tuned times. Without --tune the results already in "
+                    "the cache are used, with no timing");
   cmd->add_option("--tuning-cache", flags.cache_file,
                   "The tuning cache file (default: $SPIRE_CACHE_DIR/tuning.txt, else $XDG_CACHE_HOME/spire/tuning.txt, "
                   "else ~/.cache/spire/tuning.txt); a file that does not exist holds no results (every kernel's "
