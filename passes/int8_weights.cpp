@@ -53,37 +53,31 @@ Int8Graph quantize_matmul_weights(const graph::Graph& g, const std::vector<std::
   for (const auto& [name, t] : weights) by_name[name] = &t;
 
   Int8Graph r;
-  graph::Graph& out = r.graph;
-  std::vector<Value> map(size_t(g.size()));
-  std::map<int32_t, std::pair<Value, Value>> int8_of;  // a replaced weight -> its words and scale in `out`
-  for (Value v : g.values()) {
+  std::map<int32_t, std::pair<Value, Value>> int8_of;  // a replaced weight -> its words and scale in the new graph
+  // A weight to replace is dropped for its int8 form as two parameters; the leaf stands for nothing then (no reader
+  // of it is left: every one becomes a matmul_int8_weight reading the two).
+  auto copy_leaf = [&](graph::Graph& out, Value v) {
     const graph::Node& n = g.node(v);
-    if (graph::is_leaf(n.op) && !quantizable(v)) {
-      map[size_t(v.id)] = out.add_leaf(n.op, n.name, n.type, n.attrs);
-      continue;
-    }
-    if (graph::is_leaf(n.op)) {  // a weight to replace: its int8 form as two parameters
-      const auto found = by_name.find(n.name);
-      if (found == by_name.end()) throw graph::GraphError(fmt::format("int8 weights: no value for parameter '{}'", n.name));
-      Int8Columns q = quantize_columns(*found->second);
-      const std::string words = fresh_name(g, out, n.name + ".int8"), scale = fresh_name(g, out, n.name + ".scale");
-      int8_of[v.id] = {out.parameter(words, DType::I32, q.words.shape), out.parameter(scale, DType::F32, q.scale.shape)};
-      r.weights.emplace_back(words, std::move(q.words));
-      r.weights.emplace_back(scale, std::move(q.scale));
-      ++r.quantized;
-      continue;
-    }
-    std::vector<Value> inputs;
-    for (Value in : n.inputs) inputs.push_back(map[size_t(in.id)]);
-    // Under the node's own name, which outputs, state updates and the text form refer to.
+    if (!quantizable(v)) return out.add_leaf(n.op, n.name, n.type, n.attrs);
+    const auto found = by_name.find(n.name);
+    if (found == by_name.end()) throw graph::GraphError(fmt::format("int8 weights: no value for parameter '{}'", n.name));
+    Int8Columns q = quantize_columns(*found->second);
+    const std::string words = fresh_name(g, out, n.name + ".int8"), scale = fresh_name(g, out, n.name + ".scale");
+    int8_of[v.id] = {out.parameter(words, DType::I32, q.words.shape), out.parameter(scale, DType::F32, q.scale.shape)};
+    r.weights.emplace_back(words, std::move(q.words));
+    r.weights.emplace_back(scale, std::move(q.scale));
+    ++r.quantized;
+    return Value{};
+  };
+  // Under the node's own name, which outputs, state updates and the text form refer to.
+  auto copy = [&](graph::Graph& out, Value v, std::vector<Value> inputs, const std::vector<Value>&) {
+    const graph::Node& n = g.node(v);
     if (const auto q = n.inputs.size() == 2 ? int8_of.find(n.inputs[1].id) : int8_of.end(); q != int8_of.end())
-      map[size_t(v.id)] = out.add_node(*graph::op_from_name("matmul_int8_weight"),
-                                       {inputs[0], q->second.first, q->second.second}, {}, n.name);
-    else
-      map[size_t(v.id)] = out.add_node(n.op, std::move(inputs), n.attrs, n.name);
-  }
-  for (const graph::NamedOutput& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
-  for (const graph::StateUpdate& u : g.state_updates()) out.state_update(map[size_t(u.target.id)], map[size_t(u.value.id)]);
+      return out.add_node(*graph::op_from_name("matmul_int8_weight"), {inputs[0], q->second.first, q->second.second},
+                          {}, n.name);
+    return out.add_node(n.op, std::move(inputs), n.attrs, n.name);
+  };
+  r.graph = rebuild(g, copy, copy_leaf);
   return r;
 }
 

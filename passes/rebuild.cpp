@@ -10,13 +10,13 @@ std::string fresh_name(const graph::Graph& original, const graph::Graph& out, co
   return n;
 }
 
-graph::Graph rebuild(const graph::Graph& g, const NodeCopy& copy) {
+graph::Graph rebuild(const graph::Graph& g, const NodeCopy& copy, const LeafCopy& copy_leaf) {
   graph::Graph out;
   std::vector<graph::Value> map(size_t(g.size()));
   for (graph::Value v : g.values()) {
     const graph::Node& n = g.node(v);
     if (graph::is_leaf(n.op)) {
-      map[size_t(v.id)] = out.add_leaf(n.op, n.name, n.type, n.attrs);
+      map[size_t(v.id)] = copy_leaf ? copy_leaf(out, v) : out.add_leaf(n.op, n.name, n.type, n.attrs);
       continue;
     }
     std::vector<graph::Value> inputs;

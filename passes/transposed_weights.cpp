@@ -52,39 +52,32 @@ TransposedWeights transpose_matmul_weights(const graph::Graph& g,
   std::map<size_t, std::vector<double>> spare;  // by element count: what the last weight of that size held
 
   TransposedWeights r;
-  graph::Graph& out = r.graph;
-  std::vector<Value> map(size_t(g.size()));
-  for (Value v : g.values()) {
+  auto copy_leaf = [&](graph::Graph& out, Value v) {
     const graph::Node& n = g.node(v);
-    if (graph::is_leaf(n.op) && !replaced(v)) {
-      map[size_t(v.id)] = out.add_leaf(n.op, n.name, n.type, n.attrs);
-      continue;
-    }
-    if (graph::is_leaf(n.op)) {  // w as the transpose of w.t: every reader is a matmul, which reads it in place
-      const auto found = by_name.find(n.name);
-      if (found == by_name.end())
-        throw graph::GraphError(fmt::format("transposed weights: no value for parameter '{}'", n.name));
-      auto& [name, value] = *found->second;
-      if (!(value.type() == n.type))
-        throw graph::GraphError(fmt::format("transposed weights: parameter '{}' is {}, its value {}", n.name,
-                                            n.type.to_string(), value.type().to_string()));
-      name = fresh_name(g, out, n.name + ".t");
-      map[size_t(v.id)] = out.transpose(out.parameter(name, n.type.dtype, {n.type.shape[1], n.type.shape[0]}));
-      std::vector<double>& buffer = spare[value.data.size()];
-      buffer.resize(value.data.size());
-      transpose_into(value, buffer);
-      std::swap(value.data, buffer);
-      value.shape = {n.type.shape[1], n.type.shape[0]};
-      ++r.transposed;
-      continue;
-    }
-    std::vector<Value> inputs;
-    for (Value in : n.inputs) inputs.push_back(map[size_t(in.id)]);
-    // Under the node's own name, which outputs, state updates and the text form refer to.
-    map[size_t(v.id)] = out.add_node(n.op, std::move(inputs), n.attrs, n.name);
-  }
-  for (const graph::NamedOutput& o : g.outputs()) out.output(o.name, map[size_t(o.value.id)]);
-  for (const graph::StateUpdate& u : g.state_updates()) out.state_update(map[size_t(u.target.id)], map[size_t(u.value.id)]);
+    if (!replaced(v)) return out.add_leaf(n.op, n.name, n.type, n.attrs);
+    // w as the transpose of w.t: every reader is a matmul, which reads it in place.
+    const auto found = by_name.find(n.name);
+    if (found == by_name.end())
+      throw graph::GraphError(fmt::format("transposed weights: no value for parameter '{}'", n.name));
+    auto& [name, value] = *found->second;
+    if (!(value.type() == n.type))
+      throw graph::GraphError(fmt::format("transposed weights: parameter '{}' is {}, its value {}", n.name,
+                                          n.type.to_string(), value.type().to_string()));
+    name = fresh_name(g, out, n.name + ".t");
+    std::vector<double>& buffer = spare[value.data.size()];
+    buffer.resize(value.data.size());
+    transpose_into(value, buffer);
+    std::swap(value.data, buffer);
+    value.shape = {n.type.shape[1], n.type.shape[0]};
+    ++r.transposed;
+    return out.transpose(out.parameter(name, n.type.dtype, value.shape));
+  };
+  // Every other node as it was, under its own name (which outputs, state updates and the text form refer to).
+  auto copy = [&](graph::Graph& out, Value v, std::vector<Value> inputs, const std::vector<Value>&) {
+    const graph::Node& n = g.node(v);
+    return out.add_node(n.op, std::move(inputs), n.attrs, n.name);
+  };
+  r.graph = rebuild(g, copy, copy_leaf);
   return r;
 }
 

@@ -3,7 +3,7 @@
 // host at load time. A decoder step's products are few-rows products (kernels/matvec_kernel.h), each bound by reading
 // its weight once, and they read B^T faster than B as a model stores it ([K, N]: ONNX exports of Linear and Conv1D
 // layers): on an H200 in bf16, 4.3-5.1 us against 5.3-7.3 for GPT-2's layers and 9.6 against 14.5 us for Llama 1B's
-// MLP down product (docs/PERFORMANCE.md), since a workgroup then reads whole rows of K along memory. The device holds
+// MLP down product (docs/DECODERS.md), since a workgroup then reads whole rows of K along memory. The device holds
 // only the transposed weights, so this costs no memory; the product's transpose (a permute read in place,
 // lowering/fuse.cpp's absorbed_transpose) costs no launch.
 #pragma once
