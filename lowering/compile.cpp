@@ -185,6 +185,9 @@ class CompiledStep final : public Executable {
     if (bytes) dev_.copy_to_address(owned(name, nv, "get_device"), address, bytes);
   }
 
+  uint64_t value_bytes(const std::string& name) const override {
+    return plan_.buffers[size_t(readable(name).buffer)].bytes();
+  }
   std::string plan_text() const override { return lowering::plan_text(plan_); }
   std::string precision_note() const override { return plan_.precision_note; }
   MemoryReport memory() const override { return memory_report(plan_, dev_.info().max_allocation_bytes); }

@@ -14,7 +14,9 @@ std::vector<uint8_t> to_device_bytes(const graph::Tensor& t, kir::Type type, con
   const uint32_t n = dtype_bytes(type);
   std::vector<uint8_t> out(size_t(t.numel()) * n);
   for (int64_t i = 0; i < t.numel(); ++i) {
-    const double v = t.data[size_t(i)];
+    // An f32 value stored in half (a parameter under the bf16/f16 policies) is rounded as the f32 it is, then to half,
+    // as a device's cast of the f32 value would round it.
+    const double v = t.dtype == graph::DType::F32 ? double(float(t.data[size_t(i)])) : t.data[size_t(i)];
     // An i64 value is stored as i32 on devices: refused rather than wrapped where it does not fit.
     if (type == kir::Type::I32 && !(v >= std::numeric_limits<int32_t>::min() && v <= std::numeric_limits<int32_t>::max()))
       throw graph::GraphError(fmt::format("'{}': element {} = {} is outside the 32-bit range {} values are stored "

@@ -123,6 +123,11 @@ class Executable {
   // way. rt::InvalidUse on devices without such addresses (Vulkan).
   virtual void set_device(const std::string& name, uint64_t address, size_t bytes) = 0;
   virtual void get_device(const std::string& name, uint64_t address, size_t bytes) = 0;
+  // The bytes set_raw(), get_raw(), set_device() and get_device() take for a value (an input, parameter, state or
+  // output by name): its elements in the device's type, which is not always its declared dtype's (an i64 value is
+  // stored as i32; an f32 parameter the bf16/f16 policies store in half takes 2 bytes a value, and set() rounds it).
+  // graph::GraphError for a name the graph does not have.
+  virtual uint64_t value_bytes(const std::string& name) const = 0;
   // The plan as text: buffers, kernels, launches in order.
   virtual std::string plan_text() const = 0;
   // What the device runs in place of CompileOptions::precision where it cannot honour it (one line: "vulkan:0 has no

@@ -345,6 +345,14 @@ Plan lower_prepared(const graph::Graph& g, const rt::DeviceInfo& info, const Tun
   return std::move(plan);
 }
 
+// The leaves as the caller declared them in `original`: a parameter the precision policy stores in half
+// (passes/half_storage.h's parameters_in_half) keeps its f32 type, which set() and get() take and return, while its
+// buffer holds half (the device type, PlannedBuffer::slot), as an i64 input's holds i32.
+void keep_declared_types(Plan& plan, const graph::Graph& original) {
+  for (auto& [name, nv] : plan.leaves)
+    if (const auto v = original.find(name); v && graph::is_leaf(original.node(*v).op)) nv.type = original.type(*v);
+}
+
 }  // namespace
 
 Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passes::PassPipeline* passes,
@@ -360,7 +368,10 @@ Plan lower(const graph::Graph& original, const rt::DeviceInfo& info, const passe
     for (const PlannedBuffer& b : plan.buffers)
       if (b.view_of >= 0 && (b.persistent() || plan.buffers[size_t(b.view_of)].persistent()))
         no_views.insert(b.values.front());
-    if (no_views.size() == before) return plan;
+    if (no_views.size() == before) {
+      keep_declared_types(plan, original);
+      return plan;
+    }
   }
 }
 

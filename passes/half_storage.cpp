@@ -1,5 +1,6 @@
 #include "passes/half_storage.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -19,6 +20,37 @@ namespace {
 // of 1e-12, a scale of 1/768) half would round or flush before the f32 ops that read them; a half reader gets a cast.
 bool kept_leaf(OpKind op) {
   return op == OpKind::Input || op == OpKind::Parameter || op == OpKind::State || op == OpKind::Constant;
+}
+
+// `g` with every f32 parameter that only its cast to `half` reads (no state update writes it, it is no output) declared
+// `half` under its own name, the cast gone: its readers read the parameter.
+Graph half_parameters(const Graph& g, DType half) {
+  const auto users = g.users();
+  std::vector<bool> written(size_t(g.size()), false);
+  for (const auto& u : g.state_updates()) written[size_t(u.target.id)] = true;
+  for (const auto& o : g.outputs()) written[size_t(o.value.id)] = true;  // (read by the caller as f32)
+  auto is_half_cast = [&](Value u) {
+    const graph::Node& n = g.node(u);
+    return n.op == OpKind::Cast && n.type.dtype == half;
+  };
+  auto narrowed = [&](Value p) {
+    const graph::Node& n = g.node(p);
+    const auto& readers = users[size_t(p.id)];
+    return n.op == OpKind::Parameter && n.type.dtype == DType::F32 && !written[size_t(p.id)] && !readers.empty() &&
+           std::all_of(readers.begin(), readers.end(), is_half_cast);
+  };
+  auto copy_leaf = [&](Graph& out, Value v) {
+    const graph::Node& n = g.node(v);
+    graph::TensorType t = n.type;
+    if (narrowed(v)) t.dtype = half;
+    return out.add_leaf(n.op, n.name, t, n.attrs);
+  };
+  auto copy = [&](Graph& out, Value v, std::vector<Value> inputs, const std::vector<Value>&) {
+    const graph::Node& n = g.node(v);
+    if (n.op == OpKind::Cast && narrowed(n.inputs[0])) return inputs[0];  // the parameter, already half
+    return out.add_node(n.op, std::move(inputs), n.attrs, n.name);
+  };
+  return rebuild(g, copy, copy_leaf);
 }
 
 class HalfRewriter {
@@ -60,7 +92,7 @@ class HalfRewriter {
       const Value target = out_.at(g_.node(u.target).name);  // the leaf itself, under its name (not its cast)
       out_.state_update(target, as(u.value, out_.type(target).dtype));
     }
-    return std::move(out_);
+    return o_.keep_interface && o_.parameters_in_half ? half_parameters(out_, half_) : std::move(out_);
   }
 
  private:
@@ -179,7 +211,7 @@ std::set<std::string> autocast_f32_nodes(const Graph& g) {
 }
 
 Graph store_in_half(const Graph& g, DType half) {
-  return to_half(g, half, {.keep_f32 = autocast_f32_nodes(g), .keep_interface = true});
+  return to_half(g, half, {.keep_f32 = autocast_f32_nodes(g), .keep_interface = true, .parameters_in_half = true});
 }
 
 }  // namespace spire::passes

@@ -24,6 +24,12 @@ struct HalfOptions {
   // so callers feed and read f32 as before; an f32 leaf (constants too, so f32 ops read them unrounded) is cast to half
   // right after it, an output cast back up.
   bool keep_interface = false;
+  // With keep_interface: a parameter that no state update writes, that is not an output and that only half readers
+  // read (through its cast to half, or a product's rounded copy) is declared half itself, in place of the f32 leaf and
+  // its cast, so a device stores only the half copy (a model's weights under the policies: half f32's memory, not 1.5
+  // times). Its callers still set f32 values: lower() keeps the original graph's f32 type as the leaf's interface, and
+  // the upload rounds each value to half (lowering/device_bytes.h), the rounding the cast it replaces did.
+  bool parameters_in_half = false;
 };
 
 // `g` with every f32 value stored in `half` (f16 or bf16), except what `options` keeps in f32. Every other node is
@@ -48,7 +54,7 @@ std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::
 //     a heavy op or a reduction), so parameters and optimizer states stay f32 master copies that small updates reach.
 std::set<std::string> autocast_f32_nodes(const graph::Graph& g);
 
-// The policy's rewrite: to_half(g, half, {autocast_f32_nodes(g), keep_interface = true}).
+// The policy's rewrite: to_half(g, half, {autocast_f32_nodes(g), keep_interface = true, parameters_in_half = true}).
 graph::Graph store_in_half(const graph::Graph& g, graph::DType half);
 
 }  // namespace spire::passes

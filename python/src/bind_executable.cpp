@@ -57,6 +57,10 @@ void bind_executable(py::module_& m) {
            "device to device, not waited for; the tensor's writes must be complete (synchronize torch's stream)")
       .def("get_device", &PyExecutable::get_device, py::arg("name"), py::arg("address"), py::arg("bytes"),
            "Copies an output, parameter or state to a device address after the last step, not waited for")
+      .def("stores_f32", &PyExecutable::stores_f32, py::arg("name"),
+           "Whether a value is float32 on the device too, so set_from / set_device / get_into / get_device take its "
+           "bytes raw; False for other dtypes and for a float32 weight the bf16/f16 policies store in half (set() "
+           "rounds it on upload)")
       .def("wait_device", &PyExecutable::wait_device, "Waits until every copy and step enqueued on the device is done")
       .def_property_readonly("parameter_uploads", &PyExecutable::parameter_uploads,
                              "How many times a parameter or state was set (a debug counter: tests hold spire.torch to "

@@ -46,7 +46,7 @@ PyExecutable::PyExecutable(const graph::Graph& g, std::shared_ptr<rt::Device> de
 
 void PyExecutable::set(const std::string& name, const py::array& array) {
   const graph::TensorType& type = leaf(name);
-  if (type.dtype == graph::DType::F32 && array.dtype().is(py::dtype("float32"))) {
+  if (type.dtype == graph::DType::F32 && array.dtype().is(py::dtype("float32")) && stores_f32(name)) {
     check_shape(array, type.shape, name);
     auto c = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(array);
     exe_->set_raw(name, c.data(), size_t(c.size()) * sizeof(float));
@@ -65,6 +65,14 @@ py::array PyExecutable::get(const std::string& name) {
   if (out == outputs_.end() && !leaves_.contains(name))
     throw py::key_error(fmt::format("the graph has no output, input, parameter or state '{}'", name));
   return to_numpy(exe_->get(name));
+}
+
+bool PyExecutable::stores_f32(const std::string& name) const {
+  const auto leaf_type = leaves_.find(name);
+  const auto output_type = outputs_.find(name);
+  const graph::TensorType* type = leaf_type != leaves_.end() ? &leaf_type->second
+                                  : output_type != outputs_.end() ? &output_type->second : nullptr;
+  return type && type->dtype == graph::DType::F32 && exe_->value_bytes(name) == uint64_t(type->numel()) * 4;
 }
 
 void PyExecutable::set_from(const std::string& name, uintptr_t address, size_t bytes) {

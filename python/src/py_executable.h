@@ -26,6 +26,9 @@ class PyExecutable {
   // Raw float32 host memory at `address` (a CPU torch tensor's data_ptr(), contiguous): one memcpy, no numpy.
   void set_from(const std::string& name, uintptr_t address, size_t bytes);
   void get_into(const std::string& name, uintptr_t address, size_t bytes);
+  // Whether value `name` is float32 on the device too, so set_from / set_device / get_into / get_device take its
+  // bytes raw: false for other dtypes and for an f32 parameter the bf16/f16 policies store in half (set() rounds it).
+  bool stores_f32(const std::string& name) const;
   // Device addresses (lowering::Executable::set_device / get_device): not waited for; wait_device() waits.
   void set_device(const std::string& name, uint64_t address, size_t bytes);
   void get_device(const std::string& name, uint64_t address, size_t bytes);

@@ -117,6 +117,60 @@ TEST_P(PrecisionPolicyOnDevice, HalfPoliciesStoreInHalfAndSumInF32) {
   }
 }
 
+// Under bf16 and f16 a weight only the product reads is stored in half alone (passes/half_storage.h's
+// parameters_in_half): the plan's weights take half f32's bytes, set() still takes f32 and rounds each value to half
+// on upload (get() shows the rounded values), raw f32 bytes are refused by their size, and the product equals float64
+// on the rounded weights within f32 sums' error.
+TEST_P(PrecisionPolicyOnDevice, HalfPoliciesStoreAWeightInHalfOnly) {
+  auto dev = rt::open_device(GetParam());
+  graph::Graph g;
+  g.output("c", g.matmul(g.input("a", graph::DType::F32, {kM, kK}), g.parameter("w", graph::DType::F32, {kK, kN})));
+  graph::Tensor a(graph::DType::F32, {kM, kK}), w(graph::DType::F32, {kK, kN});
+  for (int64_t i = 0; i < a.numel(); ++i) a[i] = double(i % 7) - 3;  // exact in half
+  uint32_t state = 99;
+  for (int64_t i = 0; i < w.numel(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    w[i] = float(double(state >> 8) / double(1u << 24) - 0.5);  // f32 values half must round
+  }
+  EXPECT_EQ(lowering::compile(g, *dev)->memory().weights, uint64_t(kK * kN * 4));
+  for (Precision p : {Precision::Bf16, Precision::F16}) {
+    SCOPED_TRACE(precision_name(p));
+    if (!lowering::has_half_storage(dev->info(), p)) continue;  // runs as fp32 (HalfPoliciesStoreInHalfAndSumInF32)
+    const graph::DType half = p == Precision::Bf16 ? graph::DType::BF16 : graph::DType::F16;
+    auto exe = lowering::compile(g, *dev, {.precision = p});
+    EXPECT_EQ(exe->memory().weights, uint64_t(kK * kN * 2)) << "an f32 copy beside the half one?";
+    exe->set("a", a);
+    exe->set("w", w);
+    const graph::Tensor stored = exe->get("w");
+    EXPECT_EQ(stored.dtype, graph::DType::F32);
+    graph::Tensor rounded = w;
+    rounded.dtype = half;
+    rounded.round_to_dtype();
+    rounded.dtype = graph::DType::F32;
+    int64_t changed = 0;
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      ASSERT_EQ(stored[i], rounded[i]) << "element " << i;
+      changed += rounded[i] != w[i];
+    }
+    EXPECT_GT(changed, w.numel() / 2) << "the weights were exact in half: the test shows nothing";
+    try {
+      std::vector<float> raw(size_t(w.numel()));
+      exe->set_raw("w", raw.data(), raw.size() * sizeof(float));
+      ADD_FAILURE() << "f32 bytes taken for a half weight";
+    } catch (const graph::GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("bytes"), std::string::npos) << e.what();
+    }
+    exe->step();
+    const graph::Tensor c = exe->get("c");
+    const graph::Tensor want = graph::evaluate(g, {{"a", a}, {"w", rounded}}, graph::DType::F64).at("c");
+    // c itself is stored in half: its rounding (half an ulp, at most 2^-8 of it in bf16, 2^-11 in f16) plus f32 sums'
+    // error.
+    const double ulp = std::ldexp(1.0, p == Precision::Bf16 ? -7 : -10);
+    for (int64_t i = 0; i < c.numel(); ++i)
+      ASSERT_NEAR(c[i], want[i], 0.5 * ulp * std::abs(want[i]) + 1e-5 * kK) << "element " << i;
+  }
+}
+
 // A small CNN (two 3x3 convolutions over 8 and 16 channels of a 96x96 image, ReLUs, a global mean, a linear layer):
 // enough output positions that the tensor-core convolution is the heuristic (channels last, 72 blocks), so under tf32
 // on cuda:0 both convolutions and the product run as TF32. Against the float64 evaluator: within 2e-3 of the largest

@@ -125,14 +125,40 @@ TEST(StoreInHalf, AProductReadingAKeptValueReadsItsWeightRoundedToHalf) {
   const graph::Node& up = h.node(mm.inputs[1]);
   ASSERT_EQ(up.op, graph::OpKind::Cast);
   EXPECT_EQ(h.type(mm.inputs[1]).dtype, DType::F32);
-  const graph::Value half_w = up.inputs[0];
-  EXPECT_EQ(h.type(half_w).dtype, DType::BF16);
-  ASSERT_EQ(h.node(half_w).op, graph::OpKind::Cast);
-  EXPECT_EQ(h.node(h.node(half_w).inputs[0]).name, "w");
+  // w itself, stored in half: nothing else reads it (parameters_in_half).
+  const graph::Node& half_w = h.node(up.inputs[0]);
+  EXPECT_EQ(half_w.op, graph::OpKind::Parameter);
+  EXPECT_EQ(half_w.name, "w");
+  EXPECT_EQ(half_w.type.dtype, DType::BF16);
   // The norm's own parameters (not a product's) stay unrounded.
   const graph::Node& n = h.node(h.at("norm"));
   EXPECT_EQ(h.node(n.inputs[1]).name, "scale");
   EXPECT_EQ(h.node(n.inputs[2]).name, "bias");
+}
+
+// Under the policies a parameter only half readers read is declared half (the device keeps no f32 copy of it); one an
+// update writes, one an f32 op reads and one that is an output stay f32, as without the option.
+TEST(StoreInHalf, AParameterOnlyHalfReadersReadIsStoredInHalf) {
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {2, 8});
+  auto w = g.parameter("w", DType::F32, {8, 8});            // read by the product only
+  auto both = g.parameter("both", DType::F32, {8});         // read by a half op and by an f32 one (exp)
+  auto shown = g.parameter("shown", DType::F32, {8});       // read by a half op and an output itself
+  auto trained = g.parameter("trained", DType::F32, {8});   // read by a half op and updated
+  auto mm = g.name(g.matmul(x, w), "mm");
+  auto a = g.name(g.add(g.add(mm, both), g.add(shown, trained)), "a");
+  g.output("y", a);
+  g.output("e", g.exp(both));
+  g.output("shown_out", shown);
+  g.state_update(trained, g.name(g.mul(trained, g.constant(0.5, DType::F32, {8})), "decayed"));
+  const graph::Graph h = store_in_half(g, DType::F16);
+  EXPECT_EQ(graph::verify(h), "");
+  EXPECT_EQ(h.type(h.at("w")).dtype, DType::F16);
+  EXPECT_EQ(h.node(h.node(h.at("mm")).inputs[1]).name, "w") << "the product reads the half parameter, no cast";
+  for (const char* f32 : {"x", "both", "shown", "trained"}) EXPECT_EQ(h.type(h.at(f32)).dtype, DType::F32) << f32;
+  // Without the option (as `spire diff` calls to_half) w keeps its f32 leaf and a cast.
+  const graph::Graph kept = to_half(g, DType::F16, {.keep_f32 = autocast_f32_nodes(g), .keep_interface = true});
+  EXPECT_EQ(kept.type(kept.at("w")).dtype, DType::F32);
 }
 
 }  // namespace

@@ -60,3 +60,30 @@ def test_bf16_training_step_follows_f32(device):
     for a, b in zip(f32, bf16):
         assert abs(a - b) <= 3e-2 * abs(a) + 1e-3
     assert f32 != bf16, "the policy changed nothing: f32 ran"
+
+
+@pytest.mark.parametrize("policy", ["bf16", "f16"])
+def test_half_inference_stores_weights_in_half_and_takes_their_changes(device, policy):
+    """Under bf16/f16 the weights only products read are stored in half alone (no f32 copy on the device): they are not
+    raw float32 values any more, so spire.torch uploads them rounded, also after the module's weights change."""
+    torch.manual_seed(7)
+    model = seeded(SiluMLP).eval()
+    x = torch.randn(8, 128)
+    bound = {"bf16": 3e-2, "f16": 4e-3}[policy]
+    with torch.no_grad():
+        compiled = spire.torch.compile(model, (x,), device=device, precision=policy)
+        assert rel_err(compiled(x), model(x)) <= bound
+        model.linear1.weight.mul_(-2)  # in place: the same tensor, a new _version
+        got, want = compiled(x), model(x)
+    assert rel_err(got, want) <= bound, "the changed weights were not uploaded"
+
+    g = spire.Graph()
+    a = g.input("a", "f32", [4, 16])
+    w = g.parameter("w", "f32", [16, 8])
+    g.output("c", g.op("matmul", [a, w], {}))
+    exe = spire.compile(g, device, precision=policy)
+    if exe.precision_note:  # the device has no such half type: fp32, raw f32 as always
+        assert exe.stores_f32("w")
+        return
+    assert not exe.stores_f32("w")
+    assert exe.stores_f32("a") and exe.stores_f32("c")  # inputs and outputs keep float32

@@ -154,7 +154,9 @@ class SharedWeights {
   std::shared_ptr<rt::Buffer> buffer(rt::Device& device, const std::string& name, uint64_t bytes) {
     if (reused_.count(name)) {
       const std::shared_ptr<rt::Buffer>& b = entries_.at(name).buffer;
-      if (b->size() >= bytes) return b;
+      // The same size only: under a half policy one graph may store a weight in half (its only readers round it)
+      // where the other keeps it f32, and f32 bytes read as half would be wrong values.
+      if (b->size() == bytes) return b;
       reused_.erase(name);
     }
     const auto w = std::find_if(model_->weights.begin(), model_->weights.end(),
@@ -406,8 +408,8 @@ DType cache_dtype_under(const rt::Device* device, Precision p) {
   return p == Precision::Bf16 ? DType::BF16 : DType::F16;
 }
 
-// The bytes a device holds one element of a weight of `dtype` in, under the cache's storage: an f32 weight has a
-// half copy under a half policy (passes/half_storage.h), which the kernels read.
+// The bytes the kernels read one element of a weight of `dtype` in, under the cache's storage: an f32 weight is stored
+// in half under a half policy (passes/half_storage.h's parameters_in_half).
 double stored_weight_bytes(DType dtype, DType half_storage) {
   if (dtype == DType::F32 && half_storage != DType::F32) return double(graph::dtype_bytes(half_storage));
   return double(graph::dtype_bytes(dtype));

@@ -49,7 +49,8 @@ class _Plan(InFlightPlan):
         self.uploaded = {}  # spire name -> (_version, data_ptr, shape) of the tensor uploaded (SegmentCall too)
         g = conv.graph
         self.input_f32 = [g.type(g.find(n))[0] == "f32" for n in conv.inputs]
-        self.param_f32 = {n: g.type(g.find(n))[0] == "f32" for n in conv.params}
+        # (an f32 weight the bf16/f16 policies store in half is not: set() rounds it on upload)
+        self.param_f32 = {n: exe.stores_f32(n) for n in conv.params}
 
     def raw_weight(self, name, t):
         """Whether weight t goes in as raw float32 memory: device to device on cuda:N, else a memcpy from the host."""
