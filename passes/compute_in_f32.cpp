@@ -86,6 +86,10 @@ class Rewriter {
     if (n.op == OpKind::Cast) {
       const DType from = g_.type(n.inputs[0]).dtype, to = n.type.dtype;
       if (from == to) return inputs[0];  // (a cast to f32 that half storage made a cast from half to half)
+      // A half parameter's move (a weight's transpose) cast up: moved after the cast, as in_f32 moves it, so that a
+      // product reads the transpose of the half words in place (fuse.h: a permute of an upcast) rather than a moved
+      // copy that the plan would keep beside the weight.
+      if (to == DType::F32 && moves_parameter(n.inputs[0])) return in_f32(n.inputs[0]);
       if (from == DType::F32 || to == DType::F32) return out_.add_node(n.op, inputs, n.attrs, n.name);
       return out_.add_node(OpKind::Cast, {in_f32(n.inputs[0])}, n.attrs, n.name);
     }
@@ -95,6 +99,11 @@ class Rewriter {
     if (!graph::is_half(n.type.dtype)) return out_.add_node(n.op, inputs, n.attrs, n.name);
     const Value wide = out_.add_node(n.op, inputs, n.attrs, fresh_name(g_, out_, n.name + ".f32"));
     return out_.add_node(OpKind::Cast, {wide}, {{"to", std::string(graph::dtype_name(n.type.dtype))}}, n.name);
+  }
+
+  bool moves_parameter(Value v) const {
+    const graph::Node& n = g_.node(v);
+    return moves_elements_only(n.op) && n.inputs.size() == 1 && g_.node(n.inputs[0]).op == OpKind::Parameter;
   }
 
   // Whether an op reading the half value `v` gets a cast up of its own rather than the one every other reader shares:

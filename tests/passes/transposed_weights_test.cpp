@@ -4,6 +4,8 @@
 // reads the transposed weight in place (no launch of its own).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <random>
 
@@ -11,6 +13,7 @@
 #include "ir/graph/graph.h"
 #include "ir/graph/verify.h"
 #include "lowering/executable.h"
+#include "lowering/precision_policy.h"
 #include "passes/transposed_weights.h"
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_validation.h"
@@ -118,6 +121,46 @@ TEST_P(TransposedWeightsOnDevice, GiveTheOriginalResultsWithoutATransposeLaunch)
   EXPECT_EQ(plan_after.find("permute"), std::string::npos) << plan_after;
   EXPECT_EQ(plan_after.find("transpose"), std::string::npos) << plan_after;
   EXPECT_EQ(rt::vulkan::validation_message_count(), messages) << "the Vulkan validation layer reported messages";
+}
+
+// Under bf16 a product after a layer norm computes in f32 on the norm's result and reads its weight rounded to half
+// (passes/half_storage.h): the transposed weight, stored in half, is still read in place, with no launch that moves a
+// copy of it (which the plan would keep beside the weight, doubling a decoder's memory), and the result is within
+// bf16's rounding of the f32 one.
+TEST_P(TransposedWeightsOnDevice, UnderBf16AProductAfterANormReadsTheHalfWeightInPlace) {
+  auto dev = rt::open_device(GetParam());
+  if (!lowering::has_half_storage(dev->info(), Precision::Bf16)) GTEST_SKIP() << GetParam() << " has no bf16 storage";
+  constexpr int64_t K = 64, N = 48;
+  graph::Graph g;
+  auto x = g.input("x", DType::F32, {1, K});
+  auto norm = g.op("layer_norm", {x, g.parameter("scale", DType::F32, {K}), g.parameter("shift", DType::F32, {K})},
+                   {{"epsilon", 1e-5}});
+  g.output("y", g.matmul(norm, g.parameter("w", DType::F32, {K, N})));
+  std::vector<std::pair<std::string, Tensor>> weights = {{"w", random_tensor(DType::F32, {K, N}, 7)}};
+  const TransposedWeights r = transpose_matmul_weights(g, weights);
+  ASSERT_EQ(r.transposed, 1);
+  std::map<std::string, Tensor> feeds = {{"x", random_tensor(DType::F32, {1, K}, 8)},
+                                         {"scale", random_tensor(DType::F32, {K}, 9)},
+                                         {"shift", random_tensor(DType::F32, {K}, 10)}};
+  for (const auto& [name, t] : weights) feeds[name] = t;
+  auto run = [&](Precision p, std::string* plan, lowering::MemoryReport* memory) {
+    auto exe = lowering::compile(r.graph, *dev, {.precision = p});
+    for (const auto& [name, t] : feeds) exe->set(name, t);
+    exe->step();
+    *plan = exe->plan_text();
+    *memory = exe->memory();
+    return exe->get("y");
+  };
+  std::string plan;
+  lowering::MemoryReport memory;
+  const Tensor f32 = run(Precision::Fp32, &plan, &memory);
+  const Tensor bf16 = run(Precision::Bf16, &plan, &memory);
+  EXPECT_EQ(plan.find("parameters only"), std::string::npos) << plan;
+  EXPECT_EQ(memory.kept, 0u) << plan;
+  EXPECT_EQ(memory.weights, uint64_t(K * N * 2 + 2 * K * 4)) << "w in half, the norm's scale and shift in f32\n" << plan;
+  double scale = 0;
+  for (double v : f32.data) scale = std::max(scale, std::abs(v));
+  for (int64_t i = 0; i < N; ++i) EXPECT_NEAR(bf16[i], f32[i], 2e-2 * scale) << i;
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDevices, TransposedWeightsOnDevice,

@@ -133,6 +133,8 @@ class Runner {
   // The last step's device time and its launches' (profiled devices only).
   virtual double last_step_ms() const { return 0; }
   virtual std::vector<lowering::LaunchTime> last_launch_times() const { return {}; }
+  // The device memory its plan takes (nothing on the evaluator).
+  virtual lowering::MemoryReport memory() const { return {}; }
 };
 
 // The weights the prefill and decode graphs both hold (the same ONNX initializers): one device buffer each, uploaded
@@ -210,6 +212,7 @@ class DeviceRunner : public Runner {
   std::string precision_note() const override { return exe_->precision_note(); }
   double last_step_ms() const override { return exe_->last_step_ms(); }
   std::vector<lowering::LaunchTime> last_launch_times() const override { return exe_->last_launch_times(); }
+  lowering::MemoryReport memory() const override { return exe_->memory(); }
 
  private:
   std::unique_ptr<lowering::Executable> exe_;
@@ -550,6 +553,11 @@ GenerateResult generate(const GenerateOptions& o) {
     r.shared_weight_bytes = double(shared.reused_bytes());
   }
   r.decode_compile_s = seconds_since(t0);
+  // Each plan counts the weights it reads; those the decode graph reads from the prefill graph's buffers, once.
+  const lowering::MemoryReport pm = prefill->memory(), dm = decode ? decode->memory() : lowering::MemoryReport{};
+  r.memory = {.weights = double(pm.weights + dm.weights) - r.shared_weight_bytes,
+              .arenas = double(pm.arena + dm.arena),
+              .inputs_outputs = double(pm.inputs_outputs + dm.inputs_outputs)};
 
   // The first token: the prefill's logits at the prompt's last position.
   t0 = std::chrono::steady_clock::now();
