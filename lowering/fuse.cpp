@@ -222,10 +222,6 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
   s.keys = ks[rank - 2];
   s.value_depth = vs[rank - 1];
   if (ks[rank - 1] != s.depth || vs[rank - 2] != s.keys) return std::nullopt;
-  auto half = [](const InPlaceOperand& o) { return o.half ? std::optional(device_type(*o.half)) : std::nullopt; };
-  s.q_half = half(a.q);
-  s.k_half = half(a.k);
-  s.v_half = half(a.v);
   // Grouped-query attention: a key or value copied to every query head of its group (reshape [.., H, 1, L, D],
   // broadcast_to [.., H, G, L, D], reshape [.., H * G, L, D]), read by nothing else, is read from the cache itself.
   const Value k_read = m.inputs[1], k_cast = g.node(k_read).inputs[0];
@@ -234,7 +230,15 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
     if (g.node(x).op != OpKind::Reshape) return;
     const Value copy = g.node(x).inputs[0];
     if (g.node(copy).op != OpKind::BroadcastTo || g.node(g.node(copy).inputs[0]).op != OpKind::Reshape) return;
-    const Value lifted = g.node(copy).inputs[0], cache = g.node(lifted).inputs[0];
+    const Value lifted = g.node(copy).inputs[0];
+    Value cache = g.node(lifted).inputs[0];
+    // A half cache cast up below the copy (compute_in_f32 moves a half value's moves after its cast) is read as half.
+    std::optional<Value> upcast;
+    if (!o.half && g.node(cache).op == OpKind::Cast && g.type(cache).dtype == graph::DType::F32 &&
+        graph::is_half(g.type(g.node(cache).inputs[0]).dtype)) {
+      upcast = cache;
+      cache = g.node(cache).inputs[0];
+    }
     const graph::Shape &xs = g.type(x).shape, &bs = g.type(copy).shape, &ls = g.type(lifted).shape,
                        &cs = g.type(cache).shape;
     if (cs.size() != rank || ls.size() != rank + 1 || bs.size() != rank + 1) return;
@@ -248,13 +252,21 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
     auto only = [&](Value w, const std::vector<Value>& by) {
       return read_in_place_only(g, w, [&](Value u) { return std::find(by.begin(), by.end(), u) != by.end(); });
     };
-    if (!only(lifted, {copy}) || !only(copy, {x}) || !only(x, readers)) return;
+    if (!only(lifted, {copy}) || !only(copy, {x}) || !only(x, readers) || (upcast && !only(*upcast, {lifted}))) return;
     group = bs[h + 1];
     chain = {lifted, copy, x};
+    if (upcast) {
+      chain.insert(chain.begin(), *upcast);
+      o.half = g.type(cache).dtype;
+    }
     o.source = cache;
   };
   grouped(a.k, {k_read, k_cast}, s.key_group, a.key_chain);
   grouped(a.v, {v, n.inputs[1]}, s.value_group, a.value_chain);
+  auto half = [](const InPlaceOperand& o) { return o.half ? std::optional(device_type(*o.half)) : std::nullopt; };
+  s.q_half = half(a.q);
+  s.k_half = half(a.k);
+  s.v_half = half(a.v);
   if (!heavy::decode_attention_fits(s, device_type(t))) return std::nullopt;
   // A cache write the launch can do: one new row [batch..., 1, depth] along the keys' axis, in place, the written cache
   // read only through `readers` (the absorbed transpose and cast up in front of the product).

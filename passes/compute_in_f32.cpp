@@ -1,5 +1,6 @@
 #include "passes/compute_in_f32.h"
 #include "passes/rebuild.h"
+#include "passes/rewrite.h"
 
 #include <optional>
 #include <vector>
@@ -174,7 +175,9 @@ class Rewriter {
 
 graph::Graph compute_in_f32(const graph::Graph& g) {
   for (Value v : g.values())
-    if (graph::is_half(g.type(v).dtype)) return Rewriter(g).run();
+    // Without the half moves that in_f32 moved after their casts: a dead reader would still count as a reader of what
+    // it read (a decode step's key cache, whose write the attention's launch then could not take, fuse.h).
+    if (graph::is_half(g.type(v).dtype)) return remove_dead_nodes(Rewriter(g).run());
   return g;
 }
 

@@ -194,6 +194,29 @@ TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
   }
 }
 
+// Under the bf16 policy (passes/half_storage.h, then compute_in_f32, which moves a half value's moves after its cast
+// up) the step is still one launch: the key's write too (no dead half move left reading the written cache), a group's
+// heads read from the half cache itself (the cast up below the group's copy read as half), nothing cast up in a launch
+// of its own.
+TEST(DecodeAttentionFusionPlan, UnderTheBf16PolicyTheStepIsStillOneLaunch) {
+  for (const CacheForm& f : cache_forms()) {
+    if (f.cache_output) continue;
+    SCOPED_TRACE(f.name);
+    const lowering::Plan plan =
+        lowering::lower(cache_graph_of(f), testing_support::h100_like_target(), nullptr, nullptr, true, Precision::Bf16);
+    const std::vector<std::string> kernels = lowering::testing_support::kernels_of(plan);
+    using lowering::testing_support::count_prefix;
+    size_t per_step = 0;
+    for (const lowering::Launch& l : plan.launches) per_step += !l.parameters_only;
+    EXPECT_EQ(per_step, 1u) << lowering::plan_text(plan);
+    EXPECT_EQ(count_prefix(kernels, "write_at_"), 0) << lowering::plan_text(plan);
+    ASSERT_EQ(count_prefix(kernels, "decode_attention_"), 1) << lowering::plan_text(plan);
+    for (const std::string& k : kernels)  // (an f32 state stays f32 under the policy: the caller's interface)
+      if (k.rfind("decode_attention_", 0) == 0 && f.cache == DType::BF16)
+        EXPECT_NE(k.find("_kbf16_vbf16"), std::string::npos) << k;
+  }
+}
+
 TEST_P(DecodeAttentionFusionOnDevice, CacheWritesMatchTheReferenceStepAfterStep) {
   for (const CacheForm& f : cache_forms()) {
     SCOPED_TRACE(f.name);

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -199,6 +200,38 @@ TEST(DecoderPrecision, TheReferenceRefusesAPrecisionPolicy) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.out.find("--precision bf16 applies to a device; the reference is the float64 evaluator"),
             std::string::npos) << r.out;
+}
+
+// The launches of a decode step (--profile lists them, one line each): under bf16 the attention still writes the key and
+// the value into their half caches in its own launch, and the head's result is read by the argmax in place, so
+// gpt2-tiny's step is f32's 14 launches (2 before the layers, 5 a layer, the head and the argmax); llama-tiny's takes
+// f32's and 2 casts up a layer more (its rotary embedding reads the half projections of q and k through an f32 copy).
+TEST(DecoderPrecision, UnderBf16ADecodeStepTakesF32sLaunches) {
+  auto launches = [](const std::string& m, const std::string& device, const char* p, bool* half) {
+    const auto r = spire("generate " + model(m + ".onnx") + " --prompt-ids " + kPrompt + " --max-new-tokens 4 --profile "
+                         "--device " + device + " --precision " + p);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    *half = r.out.find("runs as fp32") == std::string::npos;
+    const size_t table = r.out.find("launches on ");
+    EXPECT_NE(table, std::string::npos) << r.out;
+    int n = 0;
+    for (size_t at = r.out.find('\n', table); at != std::string::npos && at + 1 < r.out.size();
+         at = r.out.find('\n', at + 1)) {
+      int index = -1;
+      if (std::sscanf(r.out.c_str() + at + 1, " %d ", &index) == 1 && index == n) ++n;
+    }
+    return n;
+  };
+  for (const auto& device : devices()) {
+    bool half = false;
+    EXPECT_EQ(launches("gpt2-tiny", device, "f32", &half), 14) << device;
+    const int gpt2 = launches("gpt2-tiny", device, "bf16", &half);
+    if (half) EXPECT_EQ(gpt2, 14) << device;
+    const int llama = launches("llama-tiny", device, "f32", &half);
+    EXPECT_EQ(llama, 28) << device;
+    const int llama_bf16 = launches("llama-tiny", device, "bf16", &half);
+    if (half) EXPECT_EQ(llama_bf16, llama + 2 * 2 + 1) << device << ": one more, the rotary table's cast up";
+  }
 }
 
 // The bandwidth line's bytes, from gpt2-tiny's sizes (decoder_models.py: width 32, 2 layers, MLP 128, vocabulary 97,
