@@ -26,9 +26,11 @@ bool kept_leaf(OpKind op) {
 // `half` under its own name, the cast gone: its readers read the parameter.
 Graph half_parameters(const Graph& g, DType half) {
   const auto users = g.users();
-  std::vector<bool> written(size_t(g.size()), false);
-  for (const auto& u : g.state_updates()) written[size_t(u.target.id)] = true;
-  for (const auto& o : g.outputs()) written[size_t(o.value.id)] = true;  // (read by the caller as f32)
+  // Parameters that stay f32 leaves whatever reads them: an update's target (the f32 master), an output (the caller
+  // reads it as f32).
+  std::vector<bool> kept(size_t(g.size()), false);
+  for (const auto& u : g.state_updates()) kept[size_t(u.target.id)] = true;
+  for (const auto& o : g.outputs()) kept[size_t(o.value.id)] = true;
   auto is_half_cast = [&](Value u) {
     const graph::Node& n = g.node(u);
     return n.op == OpKind::Cast && n.type.dtype == half;
@@ -36,7 +38,7 @@ Graph half_parameters(const Graph& g, DType half) {
   auto narrowed = [&](Value p) {
     const graph::Node& n = g.node(p);
     const auto& readers = users[size_t(p.id)];
-    return n.op == OpKind::Parameter && n.type.dtype == DType::F32 && !written[size_t(p.id)] && !readers.empty() &&
+    return n.op == OpKind::Parameter && n.type.dtype == DType::F32 && !kept[size_t(p.id)] && !readers.empty() &&
            std::all_of(readers.begin(), readers.end(), is_half_cast);
   };
   auto copy_leaf = [&](Graph& out, Value v) {

@@ -69,14 +69,14 @@ def main(argv):
     parser.add_argument("--report", type=re.compile)
     parser.add_argument("--gtest-results")
     args = parser.parse_args(argv[1:])
-    report, results, argv = args.report, args.gtest_results, [argv[0], args.junit]
+    report, results = args.report, args.gtest_results
     try:
-        suite = ET.parse(argv[1]).getroot()
+        suite = ET.parse(args.junit).getroot()
     except (OSError, ET.ParseError) as e:
-        print(f"ctest-summary: cannot read {argv[1]}: {e}", file=sys.stderr)
+        print(f"ctest-summary: cannot read {args.junit}: {e}", file=sys.stderr)
         return 2
     if results is None:
-        results = os.path.join(os.path.dirname(os.path.abspath(argv[1])), "gtest-results")
+        results = os.path.join(os.path.dirname(os.path.abspath(args.junit)), "gtest-results")
     passed, failed, skipped, reports = [], [], [], []
     for case in suite.iter("testcase"):
         name = case.get("name", "?")

@@ -59,7 +59,7 @@ void run_generate(GenerateCmd& c) {
   if (const auto& m = r.memory; m.weights > 0)
     fmt::print("device memory: {:.1f} MB: weights and cache {:.1f} MB, the two plans' arenas {:.1f} MB, inputs and "
                "outputs {:.1f} MB\n",
-               (m.weights + m.arenas + m.inputs_outputs) / 1e6, m.weights / 1e6, m.arenas / 1e6, m.inputs_outputs / 1e6);
+               double(m.total()) / 1e6, double(m.weights) / 1e6, double(m.arena) / 1e6, double(m.inputs_outputs) / 1e6);
   fmt::print("time to first token: {:.2f} ms\n", r.first_token_ms);
   if (r.tokens.size() > 1) fmt::print("first decode step: {:.2f} ms\n", r.first_step_ms);
   if (r.tokens.size() <= 2) return;

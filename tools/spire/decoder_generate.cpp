@@ -412,7 +412,8 @@ DType cache_dtype_under(const rt::Device* device, Precision p) {
 }
 
 // The bytes the kernels read one element of a weight of `dtype` in, under the cache's storage: an f32 weight is stored
-// in half under a half policy (passes/half_storage.h's parameters_in_half).
+// in half under a half policy (passes/half_storage.h's parameters_in_half; but the norms' scales and shifts, which stay
+// f32: a few thousandths of a percent of a decoder's weights, counted as half here).
 double stored_weight_bytes(DType dtype, DType half_storage) {
   if (dtype == DType::F32 && half_storage != DType::F32) return double(graph::dtype_bytes(half_storage));
   return double(graph::dtype_bytes(dtype));
@@ -543,6 +544,7 @@ GenerateResult generate(const GenerateOptions& o) {
   t0 = std::chrono::steady_clock::now();
   std::unique_ptr<Runner> decode;
   DecodeGraph dg;
+  uint64_t shared_bytes = 0;
   if (o.max_new_tokens > 1) {
     dg = import_decode(o.model, d, C, cache_dtype);
     store_product_weights(dg.model, o.int8);
@@ -550,14 +552,15 @@ GenerateResult generate(const GenerateOptions& o) {
         weight_bytes_per_step(dg.model.graph, [&](DType t) { return stored_weight_bytes(t, cache_dtype); });
     decode = make_runner(dg.model, device.get(), o.precision, {dg.ids, dg.mask, dg.positions, kCacheSlot}, {kNextToken},
                          o.profile, &shared);
-    r.shared_weight_bytes = double(shared.reused_bytes());
+    shared_bytes = shared.reused_bytes();
+    r.shared_weight_bytes = double(shared_bytes);
   }
   r.decode_compile_s = seconds_since(t0);
   // Each plan counts the weights it reads; those the decode graph reads from the prefill graph's buffers, once.
   const lowering::MemoryReport pm = prefill->memory(), dm = decode ? decode->memory() : lowering::MemoryReport{};
-  r.memory = {.weights = double(pm.weights + dm.weights) - r.shared_weight_bytes,
-              .arenas = double(pm.arena + dm.arena),
-              .inputs_outputs = double(pm.inputs_outputs + dm.inputs_outputs)};
+  r.memory = {.weights = pm.weights + dm.weights - shared_bytes,
+              .inputs_outputs = pm.inputs_outputs + dm.inputs_outputs,
+              .arena = pm.arena + dm.arena};
 
   // The first token: the prefill's logits at the prompt's last position.
   t0 = std::chrono::steady_clock::now();

@@ -69,11 +69,10 @@ struct GenerateResult {
   double weight_bytes_per_step = 0, cache_bytes = 0, copy_gbs = 0;
   // Device bytes of weights the decode graph reads from the prefill graph's buffers rather than a copy of its own.
   double shared_weight_bytes = 0;
-  // The device memory both plans take (lowering/memory_report.h; zero on the evaluator): weights, the cache and other
-  // states once; the two transient arenas; the inputs' and outputs' own buffers.
-  struct {
-    double weights = 0, arenas = 0, inputs_outputs = 0;
-  } memory;
+  // The device memory both plans take together (zero on the evaluator): weights, the cache and other states once (the
+  // decode graph's shared weights not counted again), the two transient arenas summed, the inputs' and outputs' own
+  // buffers.
+  lowering::MemoryReport memory;
   // With GenerateOptions::profile: the decode step's launches in plan order, each its median device time over the
   // steps after the first, and the median of the whole step's device time (the rest of a step's wall time is the
   // host's: its submit, wait and copies).
