@@ -172,26 +172,30 @@ void KernelEmitter::declare_buffers() {
     m_.name(var, b.name);
     buffer_vars_.push_back(var);
   }
-  // A read-only buffer with vector loads gets a second declaration at the same binding, as an array of vectors:
-  // variables sharing a binding alias one buffer (Vulkan's shader resource interface), and neither is written, so the
-  // two views need no Aliased decoration. Views start on 16 bytes (kir::LoadBufferVector), so vectors are aligned.
+  // A buffer with vector loads gets a second declaration at the same binding, as an array of vectors, read only:
+  // variables sharing a binding alias one buffer (Vulkan's shader resource interface). Where neither is written the two
+  // need no Aliased decoration; a read-write buffer's (a cache that decode attention reads and writes a row of) are
+  // both decorated Aliased, so the driver keeps an invocation's store before its later loads through the view. Views
+  // start on 16 bytes (kir::LoadBufferVector), so vectors are aligned.
   buffer_vector_vars_.assign(k_.buffers.size(), 0);
   buffer_lanes_.assign(k_.buffers.size(), 1);
   note_buffer_vector_loads(k_, k_.body, buffer_lanes_);
   for (uint32_t i = 0; i < k_.buffers.size(); ++i) {
     const kir::BufferParam& b = k_.buffers[i];
     const uint32_t lanes = buffer_lanes_[i];
-    if (lanes == 1 || b.access != kir::Access::Read) continue;
+    if (lanes == 1 || b.access == kir::Access::Write) continue;
+    if (b.access == kir::Access::ReadWrite) m_.decorate(buffer_vars_[i], SpvDecorationAliased);
     if (dtype_bytes(b.elem) == 2) {
       // Widened 16-bit loads read 32-bit words, two elements each: without the Int16 capability SPIR-V cannot take a
       // 16-bit vector apart, but a word's halves convert to f32 with 32-bit instructions.
       const Id u32 = type(kir::Type::U32);
       buffer_vector_vars_[i] =
           declare_read_only_view(i, lanes == 2 ? u32 : m_.type_vector(u32, lanes / 2), 2 * lanes, b.name + "_words");
-      continue;
+    } else {
+      buffer_vector_vars_[i] = declare_read_only_view(i, m_.type_vector(type(b.elem), lanes),
+                                                      dtype_bytes(b.elem) * lanes, b.name + "_vectors");
     }
-    buffer_vector_vars_[i] =
-        declare_read_only_view(i, m_.type_vector(type(b.elem), lanes), dtype_bytes(b.elem) * lanes, b.name + "_vectors");
+    if (b.access == kir::Access::ReadWrite) m_.decorate(buffer_vector_vars_[i], SpvDecorationAliased);
   }
 }
 
@@ -395,8 +399,8 @@ void KernelEmitter::stmt(const kir::LoadSharedVector& s) {
   }
 }
 
-// Through the buffer's array-of-vectors declaration where it has one (read-only buffers whose vector loads all have
-// this width; a 16-bit buffer's view holds 32-bit words, for its widened loads); else element by element. Widened
+// Through the buffer's array-of-vectors declaration where it has one (buffers not write-only whose vector loads all
+// have this width; a 16-bit buffer's view holds 32-bit words, for its widened loads); else element by element. Widened
 // (f16/bf16 to f32), each element as a cast converts it, or a word's halves split (widen_words).
 void KernelEmitter::stmt(const kir::LoadBufferVector& s) {
   const kir::Type t = k_.buffers.at(s.buffer).elem;

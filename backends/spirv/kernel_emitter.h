@@ -39,7 +39,7 @@ class KernelEmitter {
   void declare_shared_arrays();
   void declare_local_variables();
   // A second declaration of buffer `binding` as a read-only runtime array of `element` (`stride` bytes apart): variables
-  // sharing a binding alias one buffer, and neither view is written, so they need no Aliased decoration.
+  // sharing a binding alias one buffer; where the buffer is also written, the caller decorates both Aliased.
   Id declare_read_only_view(uint32_t binding, Id element, uint32_t stride, const std::string& name);
   // The same for a buffer written only through the view (packed fragment stores): the buffer's own declaration is
   // then never accessed (stmt(StoreBuffer) refuses it), so the two still overlap in no access.

@@ -35,8 +35,9 @@ struct Options {
 //  * capabilities follow the types used: Float64, Int64, Float16 (any f16 value), StorageBuffer16BitAccess
 //    (f16 buffers), StoragePushConstant16 (f16 scalars), AtomicFloat32AddEXT (f32 atomic_add, extension
 //    SPV_EXT_shader_atomic_float_add); enable the matching device features;
-//  * buffers are declared without the Aliased decoration, so SPIR-V lets the driver assume two bindings
-//    never overlap: do not bind overlapping ranges to one dispatch where either binding is written;
+//  * buffers are declared without the Aliased decoration (but a read-write buffer with vector loads, whose own and
+//    vector declarations alias each other), so SPIR-V lets the driver assume two bindings never overlap: do not bind
+//    overlapping ranges to one dispatch where either binding is written;
 //  * kernels with cooperative matrices (kir::Feature::CooperativeMatrix) use SPV_KHR_cooperative_matrix 16x16x16
 //    with subgroup scope, the Vulkan memory model (SPV_KHR_vulkan_memory_model), Int16 where bf16 operands are staged
 //    in workgroup memory, and SPV_KHR_bfloat16 for bf16 fragments: enable cooperativeMatrix, vulkanMemoryModel,
