@@ -459,14 +459,19 @@ class Planner {
     return us[0];
   }
 
-  // A cast of a value that is not fused itself, read by one pointwise op through a broadcast, maybe through reshapes:
-  // a layer's bias cast up by compute_in_f32.h and reshaped to [1, C, 1, 1] for the add in a convolution's epilogue.
+  // A cast of a value that is not fused itself (or of casts of one), read by one pointwise op through a broadcast, maybe
+  // through reshapes: a layer's bias cast up by compute_in_f32.h and reshaped to [1, C, 1, 1] for the add in a
+  // convolution's epilogue.
   // The reader converts each element it loads, which costs it a conversion per element and saves the cast a launch
   // of its own (21 per inference of a half-precision resnet18; a constant bias, as the ONNX importer makes of one
   // whose elements are all equal, is then folded into the reader). Returns the cast and the reshapes, or nothing.
+  // The cast may read other casts fused into it (a half policy's position, cast to f32, to bf16 and back up, in a
+  // rotary embedding's table): each converts in the reader too.
   std::optional<std::vector<Value>> cast_read_through_broadcast(Value v) const {
     const graph::Node& n = g_.node(v);
-    if (n.op != OpKind::Cast || lowered_as_alias(n) || f_.fused[size_t(n.inputs[0].id)]) return std::nullopt;
+    if (n.op != OpKind::Cast || lowered_as_alias(n)) return std::nullopt;
+    for (Value in = n.inputs[0]; f_.fused[size_t(in.id)]; in = g_.node(in).inputs[0])
+      if (g_.node(in).op != OpKind::Cast || lowered_as_alias(g_.node(in))) return std::nullopt;
     std::vector<Value> chain{v};
     std::optional<Value> u = sole_user(v);
     while (u && (g_.node(*u).op == OpKind::Reshape || g_.node(*u).op == OpKind::Flatten)) {

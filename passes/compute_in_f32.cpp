@@ -1,6 +1,7 @@
 #include "passes/compute_in_f32.h"
 #include "passes/rebuild.h"
 #include "passes/rewrite.h"
+#include "ir/graph/op_table.h"
 
 #include <optional>
 #include <vector>
@@ -153,15 +154,45 @@ class Rewriter {
   // A value that only moves the elements of another half value is moved again after the cast instead: the
   // cast reads the source, and the move stays next to its reader, where matmul reads a transpose in place
   // (fuse.h, absorbed_transpose) and pointwise kernels fold reshapes into their indexing.
+  //
+  // But a computed value's alias (a reshape, or a permute that keeps the order) that one pointwise op reads in f32 is
+  // cast after it: the alias costs nothing, and the cast then sits in its reader's pointwise tree, which reads the half
+  // words through the alias (a decoder's query [1, 1, heads * d] seen as [1, heads, 1, d] by the rotary embedding),
+  // where a cast below the alias would be a launch of its own.
   Value in_f32(Value v) {
     std::optional<Value>& up = up_[size_t(v.id)];
     if (up) return *up;
     const graph::Node& n = g_.node(v);
-    if (moves_elements_only(n.op) && n.inputs.size() == 1 && graph::is_half(g_.type(n.inputs[0]).dtype))
+    if (moves_elements_only(n.op) && n.inputs.size() == 1 && graph::is_half(g_.type(n.inputs[0]).dtype) &&
+        !(aliases_computed_value(n) && one_pointwise_reader_in_f32(v)))
       up = out_.add_node(n.op, {in_f32(n.inputs[0])}, n.attrs, fresh_name(g_, out_, n.name + ".to_f32"));
     else
       up = cast_up(v);
     return *up;
+  }
+
+  bool aliases_computed_value(const graph::Node& n) const {
+    const bool alias = n.op == OpKind::Reshape || n.op == OpKind::Flatten || keeps_order(n);
+    return alias && !graph::is_leaf(g_.node(n.inputs[0]).op);
+  }
+
+  // Whether exactly one op reads `v` through its shared cast up, and that op is pointwise (its tree then computes the
+  // cast). Several readers would each convert in a launch of their own, and a heavy op (an argmax after the head) reads
+  // a producer's cast up in place only where the cast is the producer's epilogue, not after an alias. A move that
+  // reads v in f32 may share v's cast, so it counts as not pointwise; slices and concats cast their own results.
+  bool one_pointwise_reader_in_f32(Value v) const {
+    int readers = 0;
+    for (Value u : users_[size_t(v.id)]) {
+      const graph::Node& user = g_.node(u);
+      if (user.op == OpKind::Cast || own_cast(user.op, v)) continue;
+      if (stays_half(g_, user)) {
+        if (moves_elements_only(user.op) && read_in_f32(u)) return false;
+        continue;
+      }
+      if (graph::op_category(user.op) != graph::OpCategory::Pointwise) return false;
+      ++readers;
+    }
+    return readers == 1;
   }
 
   const graph::Graph& g_;

@@ -172,6 +172,46 @@ TEST(ComputeInF32, ProductsReadReshapedHalfOperandsInPlace) {
   EXPECT_EQ(graph::evaluate(g, in, DType::F64).at("y").data, graph::evaluate(g0, in, DType::F64).at("y").data);
 }
 
+// A decoder's query under a half policy: its projection [1, 32] in bf16, seen as [1, 1, 4, 8] and as [1, 4, 1, 8] (a
+// permute of size-1 dimensions only), read in f32 by the rotary embedding's product with cos. The cast up goes after
+// those aliases, into the product's tree, which reads the half words in place: no launch of its own (below the aliases
+// it would be one, the tree reading its f32 copy through them). Where two pointwise ops read the alias (cos and sin of
+// one table) or a heavy op does (an argmax after the head's reshape), the cast stays below it: one cast for all, and a
+// product's epilogue there.
+TEST(ComputeInF32, OnePointwiseReaderOfAComputedValuesAliasCastsAfterIt) {
+  Graph g0;
+  auto x = g0.input("x", DType::BF16, {1, 32});
+  auto q = g0.matmul(x, g0.parameter("w", DType::BF16, {32, 32}));
+  auto heads = g0.name(g0.permute(g0.reshape(q, {1, 1, 4, 8}), {0, 2, 1, 3}), "heads");
+  g0.output("y", g0.name(g0.mul(heads, g0.input("cos", DType::BF16, {1, 1, 1, 8})), "y"));
+  auto table = g0.name(g0.reshape(g0.add(x, x), {1, 1, 4, 8}), "table");
+  g0.output("c", g0.op("cos", {table}));
+  g0.output("s", g0.op("sin", {table}));
+  g0.output("i", g0.op("argmax", {g0.name(g0.reshape(q, {32}), "flat")},
+                       {{"axis", int64_t(0)}, {"keepdim", false}, {"select_last_index", false}}));
+  const Graph g = passes::compute_in_f32(g0);
+  const graph::Node& up = node(g, "heads.to_f32");
+  ASSERT_EQ(up.op, OpKind::Cast);
+  EXPECT_EQ(g.node(up.inputs[0]).name, "heads");
+  EXPECT_EQ(g.type(up.inputs[0]).dtype, DType::BF16);
+  const std::vector<bool> fused = lowering::fuse_pointwise(g);
+  EXPECT_TRUE(fused[size_t(g.find("heads.to_f32")->id)]) << "the query's cast up has a launch";
+  EXPECT_EQ(node(g, "table.to_f32").op, OpKind::Reshape) << "the table's two readers cast it up once, below the alias";
+  EXPECT_EQ(node(g, "flat.to_f32").op, OpKind::Reshape) << "the argmax reads the product's epilogue";
+  auto random = [](DType dt, const graph::Shape& shape, uint32_t seed) {
+    graph::Tensor t(dt, shape);
+    std::mt19937 gen(seed);
+    std::uniform_real_distribution<double> u(-1, 1);
+    for (int64_t i = 0; i < t.numel(); ++i) t[i] = u(gen);
+    return t.round_to_dtype();
+  };
+  const std::map<std::string, graph::Tensor> in{{"x", random(DType::BF16, {1, 32}, 1)},
+                                                {"w", random(DType::BF16, {32, 32}, 2)},
+                                                {"cos", random(DType::BF16, {1, 1, 1, 8}, 3)}};
+  const auto want = graph::evaluate(g0, in, DType::F64), got = graph::evaluate(g, in, DType::F64);
+  for (const char* out : {"y", "c", "s", "i"}) EXPECT_EQ(got.at(out).data, want.at(out).data) << out;
+}
+
 // A residual block's input, read by a convolution and by the block's add: the convolution reads it through a cast up of
 // its own, which fusion absorbs (the convolution reads x as stored), and the add through the cast every other reader
 // shares; so does a matmul beside a pointwise reader. With one cast for all, the convolution would read an f32 copy.
