@@ -22,10 +22,12 @@ using namespace kir;
 namespace {
 
 constexpr uint32_t T = kMatvecWorkgroup;
-// The heuristic's aims (choose_matvec_slices), fitted to the tuner's times of every candidate on GPT-2's and Llama
-// 3.2 1B's products in f32 and bf16, B stored and transposed, on the H200 through CUDA and Vulkan (docs/DECODERS.md).
-constexpr uint64_t kLeastWorkgroups = 64, kManyWorkgroups = 256;
-constexpr int64_t kMostUnitsPerSlice = 64;
+// The heuristic's aim (choose_matvec_slices): at least this many workgroups. Fitted to the device times of every
+// product in a decode step, where each weight is read once from memory, of Llama 3.2 1B and GPT-2 in bf16 on the H200
+// (docs/DECODERS.md): 64 workgroups had given Llama's 2048 x 2048 and 8192 x 2048 products 8 and 16 slices, 256 give
+// them 32 (9.0 -> 8.0 us, 14.8 -> 13.2), and more slices than 256 workgroups need were slower (the 2048 x 8192
+// products 14.0 us with 8 slices, 16.7 with 16, 17.7 with 32).
+constexpr uint64_t kLeastWorkgroups = 256;
 constexpr uint32_t kGpuUnroll = 16;
 
 // A B with a batch stride of its own: one product per batch (rows = M), each workgroup in one batch; else one product
@@ -107,15 +109,12 @@ std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, Type t) {
 
 uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits) {
   const std::vector<uint32_t> c = matvec_slice_candidates(s, t);
-  const int64_t units = units_of(s, t);
   // A CPU device runs workgroups on a few cores: more of them buys nothing, and each slice's partial sums cost.
   if (limits.cpu) return c[0];
   // Few slices keep a workgroup's reads of a row of B long (sectors and DRAM pages used whole) and its partial sums
   // few, but leave each invocation a long chain of reads and the GPU few workgroups.
-  for (uint32_t slices : c) {
-    const uint64_t groups = groups_of(s, t, slices);
-    if (groups >= kLeastWorkgroups && (units / slices <= kMostUnitsPerSlice || groups >= kManyWorkgroups)) return slices;
-  }
+  for (uint32_t slices : c)
+    if (groups_of(s, t, slices) >= kLeastWorkgroups) return slices;
   return c.back();
 }
 

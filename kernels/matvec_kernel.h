@@ -53,8 +53,8 @@ bool matmul_fits_matvec(const MatmulShape& s, kir::Type t, const Limits& limits)
 
 // The slice counts the tuner tries (powers of two a unit of K each at least).
 std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, kir::Type t);
-// The heuristic's on a GPU: the fewest slices that give at least 64 workgroups and at most 64 units of K a slice (or
-// any number of units where the columns alone give 256 workgroups); on a CPU device the fewest.
+// The heuristic's on a GPU: the fewest slices that give at least 256 workgroups (else the most); on a CPU device the
+// fewest.
 uint32_t choose_matvec_slices(const MatmulShape& s, kir::Type t, const Limits& limits);
 // The heuristic's tiling (matvec_slices and unroll: 16 on a GPU, kMatvecUnroll on a CPU device), and the tuner's
 // candidates: that first, then every slice count with every unroll of kMatvecUnrolls.

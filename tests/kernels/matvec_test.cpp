@@ -105,26 +105,28 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, MatvecOnDevice,
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatvecOnDevice);
 
-// The heuristic's slice counts, worked out by hand from its rule (the fewest slices giving 64 workgroups with at most
-// 64 units of K a slice, or 256 workgroups with any).
+// The heuristic's slice counts, worked out by hand from its rule (the fewest slices giving 256 workgroups, else the
+// most).
 TEST(MatvecKernel, SliceHeuristic) {
   const heavy::Limits gpu{};
-  // [768, 2304], 16-byte reads: 1024 / S columns a workgroup; 16 slices give 36 workgroups, 32 give 72 (24 rows of K
+  // [768, 2304], 16-byte reads: 1024 / S columns a workgroup; 64 slices give 144 workgroups, 128 give 288 (6 rows of K
   // each).
-  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu), 32u);
-  // [3072, 768]: 64 slices give 48 workgroups, 128 give 96 (24 rows each).
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu), 128u);
+  // [3072, 768]: 128 slices (the most) give 96 workgroups.
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 3072, 768, false}), kir::Type::F32, gpu), 128u);
-  // B^T [2304, 768]: 256 / S columns a workgroup; 8 slices (the fewest) give 72 workgroups of 24 units of 4 a slice.
-  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, true}), kir::Type::F32, gpu), 8u);
-  // B^T [2048, 8192] (Llama's down projection), 2048 units of 4: 8 slices give 64 workgroups of 256 units a slice, 16
-  // give 128 of 128 units, 32 give 256.
+  // B^T [2304, 768]: 256 / S columns a workgroup, so 9 S workgroups: 32 slices give 288, of 6 units of 4 a slice.
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 2304, true}), kir::Type::F32, gpu), 32u);
+  // B^T [2048, 8192] (Llama's down projection): 8 S workgroups, so 32 slices.
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 8192, 2048, true}), kir::Type::F32, gpu), 32u);
-  // A tied head [768, 50257] (element reads): 2 slices already give 393 workgroups, of 384 rows a slice.
+  // A tied head [768, 50257] (element reads): 2 slices (the fewest) already give 393 workgroups.
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 768, 50257, false}), kir::Type::F32, gpu), 2u);
-  // [2048, 8192] in bf16, 8 lanes: 2048 / S columns a workgroup; 16 slices give 64 workgroups but 128 rows a slice,
-  // 32 give 128 with 64 rows.
+  // [2048, 8192] in bf16, 8 lanes: 2048 / S columns a workgroup, so 4 S workgroups: 64 slices.
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 2048, 8192, false, graph::DType::BF16}), kir::Type::F32, gpu),
-            32u);
+            64u);
+  // B^T [8192, 2048] in bf16 (Llama's gate and up projections as a decode step reads them), 8 lanes: 32 S workgroups,
+  // so 8 slices (the fewest).
+  EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 2048, 8192, true, graph::DType::BF16}), kir::Type::F32, gpu),
+            8u);
   // K = 64 in units of 4 along B^T: one workgroup whatever the slices, so the most the candidates hold (16).
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 64, 10, true}), kir::Type::F32, gpu), 16u);
   EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu).unroll, 16u);
