@@ -27,8 +27,10 @@ std::vector<uint8_t> read_file_bytes(const std::filesystem::path& path) {
   File f(std::fopen(path.c_str(), "rb"));
   if (!f) throw_format_error(name, fmt::format("cannot open: {}", std::strerror(errno)));
   std::vector<uint8_t> bytes;
-  // Read in chunks rather than trusting a size reported up front (pipes, files that change).
+  // Read in chunks rather than trusting a size reported up front (pipes, files that change), but into room for the
+  // size reported: a model of hundreds of megabytes then takes no copies as the vector grows.
   constexpr size_t kChunk = 1 << 20;
+  if (const auto size = std::filesystem::file_size(path, ec); !ec) bytes.reserve(size_t(size) + kChunk);
   for (;;) {
     const size_t old = bytes.size();
     bytes.resize(old + kChunk);

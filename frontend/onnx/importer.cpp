@@ -1,9 +1,7 @@
 // import_model: read and check the model, bind inputs, walk the nodes through the op table, bind outputs.
 #include <algorithm>
-#include <fstream>
 #include <optional>
 #include <set>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -12,6 +10,7 @@
 #include <onnx/shape_inference/implementation.h>
 
 #include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/model_file.h"
 #include "frontend/onnx/node_context.h"
 #include "frontend/onnx/onnx_import.h"
 #include "frontend/onnx/tensor_proto.h"
@@ -79,9 +78,22 @@ class Importer {
     } else {
       const std::string name = unique_name(onnx_name);
       e.value = model_.graph.parameter(name, t.dtype, t.shape);
-      model_.weights.emplace_back(name, t);
+      // A model's initializer (its entry stays as it is to the end: names are unique outside subgraphs) is moved into
+      // the weights when the import ends, not copied now: a decoder's weights are gigabytes.
+      if (e.initializer && inlined_bodies_ == 0) {
+        model_.weights.emplace_back(name, graph::Tensor{});
+        initializers_to_move_.emplace_back(model_.weights.size() - 1, onnx_name);
+      } else {
+        model_.weights.emplace_back(name, t);
+      }
     }
     return e.value;
+  }
+
+  // The initializers materialize() left in env_, moved into the weights.
+  void move_initializers_into_weights() {
+    for (const auto& [index, onnx_name] : initializers_to_move_)
+      model_.weights[index].second = std::move(*env_.at(onnx_name).constant);
   }
 
   [[noreturn]] void refuse_node(const onnx::NodeProto& n, int64_t opset, const std::string& reason) const {
@@ -109,24 +121,16 @@ class Importer {
   std::map<std::string, Entry, std::less<>> env_;
   std::set<std::string> used_;
   std::map<std::string, const onnx::TypeProto*> inferred_;
+  int inlined_bodies_ = 0;  // the depth of inline_body
+  std::vector<std::pair<size_t, std::string>> initializers_to_move_;  // (index in model_.weights, ONNX name)
 };
 
 void Importer::load(onnx::ModelProto& m) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path_, ec)) throw ImportError(fmt::format("{}: no such file", path_.string()));
-  std::ifstream in(path_, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  if (!in) throw ImportError(fmt::format("{}: cannot read", path_.string()));
-  const std::string bytes = s.str();
-  if (bytes.empty() || !m.ParseFromString(bytes))
-    throw ImportError(fmt::format("{}: not an ONNX model (the file does not parse as an ONNX ModelProto; "
-                                  "truncated or not ONNX)", path_.string()));
+  parse_file(path_, m, "not an ONNX model (the file does not parse as an ONNX ModelProto; truncated or not ONNX)");
   if (!m.has_graph() || m.ir_version() <= 0)
     throw ImportError(fmt::format("{}: not an ONNX model (no ir_version or no graph)", path_.string()));
   try {
-    // The path form: it knows the model's folder, where external data files are looked up.
-    onnx::checker::check_model(path_.string());
+    check_model_read_from(m, path_);
   } catch (const std::exception& e) {
     throw ImportError(fmt::format("{}: the ONNX checker rejects the model: {}", path_.string(), e.what()));
   }
@@ -322,6 +326,11 @@ std::vector<Entry> Importer::inline_body(const onnx::GraphProto& body, const std
     refuse_node(owner, opset, fmt::format("its body '{}' takes {} inputs, the op gives it {}", body.name(),
                                           body.input_size(), inputs.size()));
   if (body.sparse_initializer_size() > 0) refuse_node(owner, opset, "its body has sparse initializers");
+  struct Depth {
+    int& n;
+    explicit Depth(int& d) : n(++d) {}
+    ~Depth() { --n; }
+  } depth(inlined_bodies_);
   // The outer entries of the names the body defines, put back after it (none, in a model whose names are unique).
   std::map<std::string, std::optional<Entry>> outer;
   auto define = [&](const std::string& name) {
@@ -402,6 +411,7 @@ ImportedModel Importer::run() {
   for (const auto& vi : m.graph().value_info()) inferred_[vi.name()] = &vi.type();
   for (const auto& vi : m.graph().output()) inferred_[vi.name()] = &vi.type();
   for (const auto& n : m.graph().node()) check_inferred(n);
+  move_initializers_into_weights();
   return std::move(model_);
 }
 

@@ -1,14 +1,15 @@
 #include "frontend/onnx/tensor_proto.h"
 
+#include <algorithm>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "base/half_bits.h"
 
 #include "frontend/onnx/host_tensor.h"
+#include "frontend/onnx/model_file.h"
 #include "frontend/onnx/onnx_import.h"
 
 namespace spire::onnx_import {
@@ -17,25 +18,38 @@ using graph::DType;
 
 namespace {
 
-// Little-endian bytes of `count` elements of the ONNX type -> doubles.
-void decode(const uint8_t* p, int64_t count, DType dtype, std::vector<double>& out) {
-  out.resize(size_t(count));
-  for (int64_t i = 0; i < count; ++i) {
-    switch (dtype) {
-      case DType::F32: { float v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
-      case DType::F64: { double v; std::memcpy(&v, p + 8 * i, 8); out[size_t(i)] = v; break; }
-      case DType::I32: { int32_t v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
-      case DType::U32: { uint32_t v; std::memcpy(&v, p + 4 * i, 4); out[size_t(i)] = v; break; }
-      case DType::I64: { int64_t v; std::memcpy(&v, p + 8 * i, 8); out[size_t(i)] = double(v); break; }
-      case DType::Bool: out[size_t(i)] = p[i] != 0 ? 1 : 0; break;
-      case DType::F16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[size_t(i)] = spire::f16_bits_to_f32(v); break; }
-      case DType::BF16: { uint16_t v; std::memcpy(&v, p + 2 * i, 2); out[size_t(i)] = spire::bf16_bits_to_f32(v); break; }
-    }
+// Little-endian bytes of `count` elements of the ONNX type -> doubles, appended to `out` (whose room the caller
+// reserves: resizing first would write every element twice, and a decoder's weights are gigabytes of doubles).
+void decode_append(const uint8_t* p, int64_t count, DType dtype, std::vector<double>& out) {
+  auto each = [&](auto convert) {
+    for (int64_t i = 0; i < count; ++i) out.push_back(convert(i));
+  };
+  switch (dtype) {
+    case DType::F32: each([&](int64_t i) { float v; std::memcpy(&v, p + 4 * i, 4); return double(v); }); break;
+    case DType::F64: each([&](int64_t i) { double v; std::memcpy(&v, p + 8 * i, 8); return v; }); break;
+    case DType::I32: each([&](int64_t i) { int32_t v; std::memcpy(&v, p + 4 * i, 4); return double(v); }); break;
+    case DType::U32: each([&](int64_t i) { uint32_t v; std::memcpy(&v, p + 4 * i, 4); return double(v); }); break;
+    case DType::I64: each([&](int64_t i) { int64_t v; std::memcpy(&v, p + 8 * i, 8); return double(v); }); break;
+    case DType::Bool: each([&](int64_t i) { return p[i] != 0 ? 1.0 : 0.0; }); break;
+    case DType::F16:
+      each([&](int64_t i) { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return double(spire::f16_bits_to_f32(v)); });
+      break;
+    case DType::BF16:
+      each([&](int64_t i) { uint16_t v; std::memcpy(&v, p + 2 * i, 2); return double(spire::bf16_bits_to_f32(v)); });
+      break;
   }
 }
 
-std::string read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what,
-                          uint64_t expected) {
+void decode(const uint8_t* p, int64_t count, DType dtype, std::vector<double>& out) {
+  out.clear();
+  out.reserve(size_t(count));
+  decode_append(p, count, dtype, out);
+}
+
+// The external data of `count` elements of `dtype` (`expected` bytes), decoded into `out` a piece at a time: a
+// gigabyte-sized weight is never held as bytes whole.
+void read_external(const onnx::TensorProto& t, const fs::path& model_dir, const std::string& what, uint64_t expected,
+                   int64_t count, DType dtype, std::vector<double>& out) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -69,11 +83,20 @@ std::string read_external(const onnx::TensorProto& t, const fs::path& model_dir,
     throw ImportError(fmt::format("tensor '{}': external data offset {} + length {} exceeds the size {} of '{}'",
                                   what, offset, len, size, file.string()));
   std::ifstream in(file, std::ios::binary);
-  std::string bytes(size_t(len), '\0');
   in.seekg(std::streamoff(offset));
-  in.read(bytes.data(), std::streamsize(len));
+  out.clear();
+  out.reserve(size_t(count));
+  const uint64_t element = expected / uint64_t(std::max<int64_t>(count, 1));
+  const int64_t per_piece = int64_t(std::max<uint64_t>(1, (uint64_t(1) << 22) / std::max<uint64_t>(element, 1)));
+  std::vector<uint8_t> piece;
+  for (int64_t done = 0; done < count && in;) {
+    const int64_t n = std::min(per_piece, count - done);
+    piece.resize(size_t(uint64_t(n) * element));
+    in.read(reinterpret_cast<char*>(piece.data()), std::streamsize(piece.size()));
+    if (in) decode_append(piece.data(), n, dtype, out);
+    done += n;
+  }
   if (!in) throw ImportError(fmt::format("tensor '{}': cannot read external data from '{}'", what, file.string()));
-  return bytes;
 }
 
 }  // namespace
@@ -101,8 +124,7 @@ graph::Tensor read_tensor_proto(const onnx::TensorProto& t, const fs::path& mode
                                     graph::shape_to_string(r.shape), have, n));
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    const std::string raw = read_external(t, model_dir, what, bytes);
-    decode(reinterpret_cast<const uint8_t*>(raw.data()), n, dtype, r.data);
+    read_external(t, model_dir, what, bytes, n, dtype, r.data);
   } else if (t.has_raw_data()) {
     if (t.raw_data().size() != bytes)
       throw ImportError(fmt::format("tensor '{}' of type {} and shape {} has {} bytes of raw data instead of {}", what,
@@ -138,13 +160,8 @@ graph::Tensor read_tensor_proto(const onnx::TensorProto& t, const fs::path& mode
 }
 
 graph::Tensor read_tensor_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ImportError(fmt::format("{}: cannot open", path.string()));
-  std::ostringstream s;
-  s << in.rdbuf();
-  const std::string bytes = s.str();
   onnx::TensorProto t;
-  if (!t.ParseFromString(bytes)) throw ImportError(fmt::format("{}: not a serialized ONNX TensorProto", path.string()));
+  parse_file(path, t, "not a serialized ONNX TensorProto");
   return read_tensor_proto(t, path.parent_path(), path.filename().string());
 }
 

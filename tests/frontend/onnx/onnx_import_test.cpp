@@ -9,6 +9,7 @@
 #include <fstream>
 #include <map>
 
+#include "frontend/onnx/model_signature.h"
 #include "frontend/onnx/onnx_import.h"
 #include "ir/graph/evaluator.h"
 #include "ir/graph/text_form.h"
@@ -172,6 +173,85 @@ TEST_F(OnnxImport, ExternalDataIsReadAndChecked) {
 
   onnx_test::write_model(external_mlp("../w.bin", 0), path("outside.onnx"));
   EXPECT_NE(import_error(path("outside.onnx"), o), "");
+}
+
+// A weight of external data larger than the piece the importer reads and decodes at a time (4 MiB): every element,
+// at both sides of the pieces' boundaries, is the file's. Its raw-data twin in the model file itself reads the same.
+TEST_F(OnnxImport, ALargeWeightReadsWholeFromExternalAndRawData) {
+  const int64_t rows = 1100, cols = 1000;  // 4.4 MB of f32
+  std::vector<float> w(size_t(rows * cols));
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(int64_t(i % 4099) - 2049) * 0.25f;
+  {
+    std::ofstream f(path("big.bin"), std::ios::binary);
+    f.write(reinterpret_cast<const char*>(w.data()), std::streamsize(w.size() * 4));
+  }
+  for (const bool external : {true, false}) {
+    onnx::GraphProto g;
+    *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"1", std::to_string(rows)});
+    *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {"1", std::to_string(cols)});
+    onnx::TensorProto* t = g.add_initializer();
+    t->set_name("W");
+    t->set_data_type(onnx::TensorProto::FLOAT);
+    t->add_dims(rows);
+    t->add_dims(cols);
+    if (external) {
+      t->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto* e = t->add_external_data();
+      e->set_key("location");
+      e->set_value("big.bin");
+    } else {
+      t->set_raw_data(std::string(reinterpret_cast<const char*>(w.data()), w.size() * 4));
+    }
+    *g.add_node() = onnx_test::node("MatMul", {"x", "W"}, {"y"});
+    onnx_test::write_model(onnx_test::model(g), path("big.onnx"));
+    const auto m = import_model(path("big.onnx"), {});
+    ASSERT_EQ(m.weights.size(), 1u) << external;
+    const graph::Tensor& got = m.weights[0].second;
+    ASSERT_EQ(got.data.size(), w.size()) << external;
+    size_t wrong = 0;
+    for (size_t i = 0; i < w.size(); ++i) wrong += got.data[i] != double(w[i]);
+    EXPECT_EQ(wrong, 0u) << external;
+  }
+}
+
+// read_signature streams the model's fields: the graph's inputs (but initializers listed among them, as older
+// exporters list them), its outputs with their declared dims, whatever sits around them; malformed files refused.
+TEST_F(OnnxImport, TheSignatureIsTheGraphsInputsAndOutputs) {
+  onnx::ModelProto m = onnx_test::small_mlp();
+  *m.mutable_graph()->add_input() = onnx_test::value_info("W", onnx::TensorProto::FLOAT, {"3", "4"});
+  m.set_doc_string(std::string(1000, 'd'));  // a field beside the graph, skipped
+  onnx_test::write_model(m, path("sig.onnx"));
+  const onnx_import::ModelSignature sig = onnx_import::read_signature(path("sig.onnx"));
+  ASSERT_EQ(sig.inputs.size(), 1u);
+  EXPECT_EQ(sig.inputs[0].name, "x");
+  EXPECT_EQ(sig.inputs[0].elem_type, onnx::TensorProto::FLOAT);
+  ASSERT_TRUE(sig.inputs[0].has_shape);
+  ASSERT_EQ(sig.inputs[0].dims.size(), 2u);
+  EXPECT_EQ(sig.inputs[0].dims[0].value, -1);
+  EXPECT_EQ(sig.inputs[0].dims[0].symbol, "batch");
+  EXPECT_EQ(sig.inputs[0].dims[1].value, 4);
+  ASSERT_EQ(sig.outputs.size(), 1u);
+  EXPECT_EQ(sig.outputs[0].name, "y");
+  EXPECT_EQ(sig.input("W"), nullptr);
+  EXPECT_NE(sig.output("y"), nullptr);
+
+  auto refusal = [&](const std::string& file) {
+    try {
+      onnx_import::read_signature(path(file));
+    } catch (const onnx_import::ImportError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::ofstream(path("g.onnx")) << "definitely not a protobuf \xff\xff\xff\xff";
+  EXPECT_NE(refusal("g.onnx").find("not an ONNX model"), std::string::npos);
+  std::string bytes;
+  m.SerializeToString(&bytes);
+  std::ofstream(path("t.onnx"), std::ios::binary) << bytes.substr(0, bytes.size() / 2);
+  EXPECT_NE(refusal("t.onnx").find("not an ONNX model"), std::string::npos);
+  std::ofstream(path("empty.onnx")).close();
+  EXPECT_NE(refusal("empty.onnx").find("not an ONNX model"), std::string::npos);
+  EXPECT_NE(refusal("missing.onnx").find("no such file"), std::string::npos);
 }
 
 // Einsum against a direct sum over every assignment of the labels (computed here, independent of the importer's
