@@ -9,6 +9,7 @@
 #include "ir/graph/evaluator.h"
 #include "passes/compute_in_f32.h"
 #include "lowering/fuse.h"
+#include "tests/support/random_tensor.h"
 
 using namespace spire;
 using graph::DType;
@@ -21,6 +22,11 @@ const graph::Node& node(const Graph& g, const std::string& name) {
   auto v = g.find(name);
   if (!v) throw std::runtime_error("no value named " + name);
   return g.node(*v);
+}
+
+// uniform(-1, 1) values from a fixed seed, rounded to the half dtype they are stored in.
+graph::Tensor random_half(DType dt, const graph::Shape& shape, uint32_t seed) {
+  return testing_support::uniform_tensor(shape, seed, dt).round_to_dtype();
 }
 
 Graph half_mlp() {
@@ -198,16 +204,9 @@ TEST(ComputeInF32, OnePointwiseReaderOfAComputedValuesAliasCastsAfterIt) {
   EXPECT_TRUE(fused[size_t(g.find("heads.to_f32")->id)]) << "the query's cast up has a launch";
   EXPECT_EQ(node(g, "table.to_f32").op, OpKind::Reshape) << "the table's two readers cast it up once, below the alias";
   EXPECT_EQ(node(g, "flat.to_f32").op, OpKind::Reshape) << "the argmax reads the product's epilogue";
-  auto random = [](DType dt, const graph::Shape& shape, uint32_t seed) {
-    graph::Tensor t(dt, shape);
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<double> u(-1, 1);
-    for (int64_t i = 0; i < t.numel(); ++i) t[i] = u(gen);
-    return t.round_to_dtype();
-  };
-  const std::map<std::string, graph::Tensor> in{{"x", random(DType::BF16, {1, 32}, 1)},
-                                                {"w", random(DType::BF16, {32, 32}, 2)},
-                                                {"cos", random(DType::BF16, {1, 1, 1, 8}, 3)}};
+  const std::map<std::string, graph::Tensor> in{{"x", random_half(DType::BF16, {1, 32}, 1)},
+                                                {"w", random_half(DType::BF16, {32, 32}, 2)},
+                                                {"cos", random_half(DType::BF16, {1, 1, 1, 8}, 3)}};
   const auto want = graph::evaluate(g0, in, DType::F64), got = graph::evaluate(g, in, DType::F64);
   for (const char* out : {"y", "c", "s", "i"}) EXPECT_EQ(got.at(out).data, want.at(out).data) << out;
 }
@@ -238,16 +237,9 @@ TEST(ComputeInF32, ProductsReadHalfOperandsInPlaceWhateverElseReadsThem) {
   for (const graph::Node& n : g.nodes())
     casts_of_x_up += n.op == OpKind::Cast && !n.inputs.empty() && g.node(n.inputs[0]).name == "x";
   EXPECT_EQ(casts_of_x_up, 2);  // the convolution's own, and the add's
-  auto random = [](DType dt, const graph::Shape& shape, uint32_t seed) {
-    graph::Tensor t(dt, shape);
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<double> u(-1, 1);
-    for (int64_t i = 0; i < t.numel(); ++i) t[i] = u(gen);
-    return t.round_to_dtype();
-  };
-  const std::map<std::string, graph::Tensor> in{{"x", random(DType::F16, {2, 8, 6, 6}, 1)},
-                                                {"w", random(DType::F16, {8, 8, 3, 3}, 2)},
-                                                {"m", random(DType::BF16, {4, 4}, 3)}};
+  const std::map<std::string, graph::Tensor> in{{"x", random_half(DType::F16, {2, 8, 6, 6}, 1)},
+                                                {"w", random_half(DType::F16, {8, 8, 3, 3}, 2)},
+                                                {"m", random_half(DType::BF16, {4, 4}, 3)}};
   const auto want = graph::evaluate(g0, in, DType::F64), got = graph::evaluate(g, in, DType::F64);
   for (const char* out : {"y", "z"}) EXPECT_EQ(got.at(out).data, want.at(out).data) << out;
 }
