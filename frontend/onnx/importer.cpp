@@ -208,12 +208,29 @@ graph::Shape Importer::bind_shape(const onnx::ValueInfoProto& in, const std::str
 
 void Importer::import_inputs(const onnx::GraphProto& gp) {
   const fs::path dir = path_.parent_path();
+  // The bytes each initializer holds as stored, for the caller's progress.
+  auto stored_bytes = [](const onnx::TensorProto& t) {
+    uint64_t n = 1;
+    for (int64_t d : t.dims()) n *= uint64_t(std::max<int64_t>(d, 0));
+    switch (t.data_type()) {
+      case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: return 8 * n;
+      case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2 * n;
+      case onnx::TensorProto::BOOL: case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: return n;
+      default: return 4 * n;
+    }
+  };
+  uint64_t total = 0, done = 0;
+  if (opt_.progress) {
+    for (const auto& init : gp.initializer()) total += stored_bytes(init);
+    opt_.progress(0, total);
+  }
   for (const auto& init : gp.initializer()) {
     Entry e;
     e.constant = read_tensor_proto(init, dir, init.name());
     e.type = e.constant->type();
     e.initializer = true;
     env_[init.name()] = std::move(e);
+    if (opt_.progress) opt_.progress(done += stored_bytes(init), total);
   }
   if (gp.sparse_initializer_size() > 0)
     throw ImportError(fmt::format("{}: sparse initializers are not supported", path_.string()));

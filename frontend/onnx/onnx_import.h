@@ -8,7 +8,9 @@
 // comes out has static shapes only. Symbolic dimensions are bound from the shapes the caller gives.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <stdexcept>
@@ -50,6 +52,9 @@ struct ImportOptions {
   // to f32 where the model reads it; ImportedModel::states lists it with this dtype, and whoever updates the state
   // casts the new value to it.
   graph::DType f32_state_storage = graph::DType::F32;
+  // Called after each initializer is read, with the bytes of initializers read so far and in all (as stored in the
+  // model): a caller's progress bar over a decoder's gigabytes.
+  std::function<void(uint64_t done, uint64_t total)> progress;
 };
 
 // One ONNX graph input or output: its ONNX name, the graph's name for it (ONNX names may hold characters

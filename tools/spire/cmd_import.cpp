@@ -10,6 +10,7 @@
 #include "io/tensor_file.h"
 #include "ir/graph/text_form.h"
 #include "tools/spire/commands.h"
+#include "tools/spire/weights_progress.h"
 
 namespace spire::cli {
 namespace {
@@ -41,6 +42,7 @@ std::pair<std::string, graph::Shape> parse_shape_arg(const std::string& s) {
 void run_import(const ImportCmd& o) {
   onnx_import::ImportOptions opt;
   for (const auto& s : o.shapes) opt.input_shapes.insert(parse_shape_arg(s));
+  opt.progress = weights_progress("reading the weights");
   const auto m = onnx_import::import_model(o.model, opt);
   const std::string weights =
       o.weights.empty() ? std::filesystem::path(o.output).replace_extension(".safetensors").string() : o.weights;

@@ -22,6 +22,7 @@
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
 #include "tools/spire/next_token.h"
+#include "tools/spire/weights_progress.h"
 #include "tuning/copy_bandwidth.h"
 #include "tuning/median.h"
 #include "tuning/warm_up.h"
@@ -299,6 +300,7 @@ PrefillGraph import_prefill(const std::string& path, const DecoderShape& d, int6
   opt.input_shapes = {{"input_ids", {1, P}}, {"attention_mask", {1, P}}, {"position_ids", {1, P}}};
   for (int i = 0; i < d.layers; ++i)
     for (const char* kv : {"key", "value"}) opt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, 0, d.head_dim};
+  opt.progress = weights_progress("reading the weights (prefill graph)");
   PrefillGraph p;
   p.model = onnx_import::import_model(path, opt);
   const auto& m = p.model;
@@ -336,6 +338,7 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
       opt.input_shapes[past_name(i, kv)] = {1, d.kv_heads, C - 1, d.head_dim};
       opt.state_inputs.insert(past_name(i, kv));
     }
+  opt.progress = weights_progress("reading the weights (decode graph)");
   DecodeGraph dg;
   dg.model = onnx_import::import_model(path, opt);
   auto& m = dg.model;

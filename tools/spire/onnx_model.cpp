@@ -15,6 +15,7 @@
 #include "ir/graph/text_form.h"
 #include "lowering/device_bytes.h"
 #include "lowering/executable.h"
+#include "tools/spire/weights_progress.h"
 
 namespace spire::cli {
 
@@ -29,6 +30,7 @@ LoadedModel load_onnx(const std::string& path, const std::map<std::string, graph
     if (graph::is_int(t.dtype) || (known_scalars && small))
       opt.known_inputs[name] = t;
   }
+  opt.progress = weights_progress("reading the weights");
   onnx_import::ImportedModel im = onnx_import::import_model(path, opt);
   LoadedModel m{std::move(im.graph), {}, std::move(im.inputs), std::move(im.outputs)};
   for (auto& [name, t] : im.weights) m.weights.emplace(name, std::move(t));

@@ -254,6 +254,22 @@ TEST_F(OnnxImport, TheSignatureIsTheGraphsInputsAndOutputs) {
   EXPECT_NE(refusal("missing.onnx").find("no such file"), std::string::npos);
 }
 
+// ImportOptions::progress: the bytes of initializers read so far, from 0 to all of them, after each initializer. The
+// small MLP's: W 3x4 and B 3 in f32 (48 + 12), three int64 tensors of one element (8 each).
+TEST_F(OnnxImport, ProgressCountsTheInitializersBytes) {
+  onnx_test::write_model(onnx_test::small_mlp(), path("p.onnx"));
+  std::vector<std::pair<uint64_t, uint64_t>> calls;
+  onnx_import::ImportOptions o;
+  o.input_shapes["x"] = {1, 4};
+  o.progress = [&](uint64_t done, uint64_t total) { calls.emplace_back(done, total); };
+  import_model(path("p.onnx"), o);
+  ASSERT_EQ(calls.size(), 6u);  // the start, and one per initializer
+  EXPECT_EQ(calls.front(), (std::pair<uint64_t, uint64_t>{0, 84}));
+  EXPECT_EQ(calls[1], (std::pair<uint64_t, uint64_t>{48, 84}));
+  EXPECT_EQ(calls.back(), (std::pair<uint64_t, uint64_t>{84, 84}));
+  for (size_t i = 1; i < calls.size(); ++i) EXPECT_GT(calls[i].first, calls[i - 1].first);
+}
+
 // Einsum against a direct sum over every assignment of the labels (computed here, independent of the importer's
 // diagonals, early sums and matmuls): products, batches, diagonals, outer products, three operands, implicit outputs
 // and ellipses.
