@@ -177,9 +177,11 @@ class Rewriter {
   }
 
   // Whether exactly one op reads `v` through its shared cast up, and that op is pointwise (its tree then computes the
-  // cast). Several readers would each convert in a launch of their own, and a heavy op (an argmax after the head) reads
-  // a producer's cast up in place only where the cast is the producer's epilogue, not after an alias. A move that
-  // reads v in f32 may share v's cast, so it counts as not pointwise; slices and concats cast their own results.
+  // cast). With several readers the shared cast after the alias would be a launch of its own, where below the alias the
+  // launch computing the value computes the cast too (a rotary table's concat, read by cos and sin); and a heavy op (an
+  // argmax after the head) reads a producer's cast up in place only where the cast is the producer's epilogue, not
+  // after an alias. A move that reads v in f32 may share v's cast, so it counts as not pointwise; slices and concats
+  // cast their own results.
   bool one_pointwise_reader_in_f32(Value v) const {
     int readers = 0;
     for (Value u : users_[size_t(v.id)]) {
