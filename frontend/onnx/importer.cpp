@@ -208,16 +208,12 @@ graph::Shape Importer::bind_shape(const onnx::ValueInfoProto& in, const std::str
 
 void Importer::import_inputs(const onnx::GraphProto& gp) {
   const fs::path dir = path_.parent_path();
-  // The bytes each initializer holds as stored, for the caller's progress.
+  // The bytes each initializer holds as stored, for the caller's progress (a type spire lacks is refused here as
+  // read_tensor_proto would refuse it).
   auto stored_bytes = [](const onnx::TensorProto& t) {
-    uint64_t n = 1;
+    uint64_t n = graph::dtype_bytes(dtype_of_onnx(t.data_type(), fmt::format("tensor '{}'", t.name())));
     for (int64_t d : t.dims()) n *= uint64_t(std::max<int64_t>(d, 0));
-    switch (t.data_type()) {
-      case onnx::TensorProto::DOUBLE: case onnx::TensorProto::INT64: case onnx::TensorProto::UINT64: return 8 * n;
-      case onnx::TensorProto::FLOAT16: case onnx::TensorProto::BFLOAT16: return 2 * n;
-      case onnx::TensorProto::BOOL: case onnx::TensorProto::INT8: case onnx::TensorProto::UINT8: return n;
-      default: return 4 * n;
-    }
+    return n;
   };
   uint64_t total = 0, done = 0;
   if (opt_.progress) {
