@@ -56,7 +56,9 @@ std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, kir::Type t)
 // The heuristic's on a GPU: the fewest slices that give at least 256 workgroups (else the most); on a CPU device the
 // fewest.
 uint32_t choose_matvec_slices(const MatmulShape& s, kir::Type t, const Limits& limits);
-// The heuristic's tiling (matvec_slices and unroll: 16 on a GPU, kMatvecUnroll on a CPU device), and the tuner's
+// The heuristic's tiling (matvec_slices and unroll: kMatvecUnroll on a CPU device; on a GPU 16 up to 256 workgroups,
+// past them the fewest of kMatvecUnrolls that take an invocation's share of K in one iteration, else 4), and the
+// tuner's
 // candidates: that first, then every slice count with every unroll of kMatvecUnrolls.
 MatmulTiling choose_matvec_tiling(const MatmulShape& s, kir::Type t, const Limits& limits);
 std::vector<MatmulTiling> matvec_candidates(const MatmulShape& s, kir::Type t, const Limits& limits);

@@ -105,8 +105,9 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, MatvecOnDevice,
                          });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MatvecOnDevice);
 
-// The heuristic's slice counts, worked out by hand from its rule (the fewest slices giving 256 workgroups, else the
-// most).
+// The heuristic's slice counts and unrolls, worked out by hand from its rules (the fewest slices giving 256 workgroups,
+// else the most; on a GPU 16 units an iteration up to 256 workgroups, past them the fewest of 4, 8 and 16 that take a
+// slice's share of K in one iteration, else 4; 4 on a CPU device).
 TEST(MatvecKernel, SliceHeuristic) {
   const heavy::Limits gpu{};
   // [768, 2304], 16-byte reads: 1024 / S columns a workgroup; 64 slices give 144 workgroups, 128 give 288 (6 rows of K
@@ -129,7 +130,15 @@ TEST(MatvecKernel, SliceHeuristic) {
             8u);
   // K = 64 in units of 4 along B^T: one workgroup whatever the slices, so the most the candidates hold (16).
   EXPECT_EQ(heavy::choose_matvec_slices(shape_of({1, 1, 64, 10, true}), kir::Type::F32, gpu), 16u);
-  EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu).unroll, 16u);
+  // [768, 2304] at 128 slices: 288 workgroups, each slice 6 of the 768 rows of K, so 8 units; B^T [2304, 768] at 32:
+  // 288, each slice 6 of 192 units of 4, so 8; B^T [2048, 8192] at 32: 256, so 16; the bf16 B^T [16384, 2048] (Llama's
+  // gate and up projections merged) at 8 slices (the fewest): 512, each slice 32 of 256 units of 8, so 4.
+  EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, gpu).unroll, 8u);
+  EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, true}), kir::Type::F32, gpu).unroll, 8u);
+  EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 8192, 2048, true}), kir::Type::F32, gpu).unroll, 16u);
+  const auto merged = shape_of({1, 1, 2048, 16384, true, graph::DType::BF16});
+  EXPECT_EQ(heavy::choose_matvec_slices(merged, kir::Type::F32, gpu), 8u);
+  EXPECT_EQ(heavy::choose_matvec_tiling(merged, kir::Type::F32, gpu).unroll, 4u);
   heavy::Limits cpu;
   cpu.cpu = true;
   EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, cpu).unroll,

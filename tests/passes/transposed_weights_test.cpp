@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <random>
 
 #include "ir/graph/evaluator.h"
 #include "ir/graph/graph.h"
@@ -18,20 +17,14 @@
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_validation.h"
 #include "tests/lowering/device_list.h"
+#include "tests/support/random_tensor.h"
 
 namespace spire::passes {
 namespace {
 
 using graph::DType;
 using graph::Tensor;
-
-Tensor random_tensor(DType t, graph::Shape shape, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Tensor x(t, std::move(shape));
-  for (double& v : x.data) v = u(rng);
-  return x.round_to_dtype();
-}
+using testing_support::uniform_tensor;
 
 // y = x w + x e (x: one row, as a decoder's step; a second product by w at three rows), with e also added to itself;
 // z = x u, u of w's size (the second weight of a size is transposed into the memory the first one left).
@@ -48,9 +41,9 @@ struct Model {
     g.output("y", g.name(g.add(g.matmul(x, w), g.matmul(x, e)), "y"));
     g.output("y3", g.name(g.matmul(x3, w), "y3"));
     g.output("e2", g.add(e, e));
-    feeds = {{"x", random_tensor(DType::F32, {1, 5}, 1)}, {"x3", random_tensor(DType::F32, {3, 5}, 2)},
-             {"w", random_tensor(DType::F32, {5, 7}, 3)}, {"e", random_tensor(DType::F32, {5, 7}, 4)},
-             {"u", random_tensor(DType::F32, {5, 7}, 5)}};
+    feeds = {{"x", uniform_tensor({1, 5}, 1, DType::F32)}, {"x3", uniform_tensor({3, 5}, 2, DType::F32)},
+             {"w", uniform_tensor({5, 7}, 3, DType::F32)}, {"e", uniform_tensor({5, 7}, 4, DType::F32)},
+             {"u", uniform_tensor({5, 7}, 5, DType::F32)}};
   }
   std::vector<std::pair<std::string, Tensor>> weights() const {
     return {{"e", feeds.at("e")}, {"w", feeds.at("w")}, {"u", feeds.at("u")}};
@@ -136,12 +129,12 @@ TEST_P(TransposedWeightsOnDevice, UnderBf16AProductAfterANormReadsTheHalfWeightI
   auto norm = g.op("layer_norm", {x, g.parameter("scale", DType::F32, {K}), g.parameter("shift", DType::F32, {K})},
                    {{"epsilon", 1e-5}});
   g.output("y", g.matmul(norm, g.parameter("w", DType::F32, {K, N})));
-  std::vector<std::pair<std::string, Tensor>> weights = {{"w", random_tensor(DType::F32, {K, N}, 7)}};
+  std::vector<std::pair<std::string, Tensor>> weights = {{"w", uniform_tensor({K, N}, 7, DType::F32)}};
   const TransposedWeights r = transpose_matmul_weights(g, weights);
   ASSERT_EQ(r.transposed, 1);
-  std::map<std::string, Tensor> feeds = {{"x", random_tensor(DType::F32, {1, K}, 8)},
-                                         {"scale", random_tensor(DType::F32, {K}, 9)},
-                                         {"shift", random_tensor(DType::F32, {K}, 10)}};
+  std::map<std::string, Tensor> feeds = {{"x", uniform_tensor({1, K}, 8, DType::F32)},
+                                         {"scale", uniform_tensor({K}, 9, DType::F32)},
+                                         {"shift", uniform_tensor({K}, 10, DType::F32)}};
   for (const auto& [name, t] : weights) feeds[name] = t;
   auto run = [&](Precision p, std::string* plan, lowering::MemoryReport* memory) {
     auto exe = lowering::compile(r.graph, *dev, {.precision = p});

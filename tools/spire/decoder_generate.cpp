@@ -18,6 +18,7 @@
 #include "lowering/precision_policy.h"
 #include "passes/cache_in_place.h"
 #include "passes/int8_weights.h"
+#include "passes/merged_products.h"
 #include "passes/transposed_weights.h"
 #include "runtime/device.h"
 #include "tools/spire/decode_traffic.h"
@@ -383,9 +384,11 @@ DecodeGraph import_decode(const std::string& path, const DecoderShape& d, int64_
 }
 
 // `m` with its matmuls' weights as the products read them fastest, the graph rewritten, the weights it no longer reads
-// dropped and their new forms added: in int8 with --int8 (passes/int8_weights.h), else transposed to [N, K]
+// dropped and their new forms added: the products of one x by several weights merged into one
+// (passes/merged_products.h), then the weights in int8 with --int8 (passes/int8_weights.h), else transposed to [N, K]
 // (passes/transposed_weights.h). Both graphs of a model get the same weights, which SharedWeights then holds once.
 void store_product_weights(onnx_import::ImportedModel& m, bool int8) {
+  m.graph = passes::merge_products_sharing_a(m.graph, m.weights).graph;
   std::vector<std::pair<std::string, graph::Tensor>> added;
   if (int8) {
     passes::Int8Graph q = passes::quantize_matmul_weights(m.graph, m.weights);
