@@ -16,15 +16,17 @@ using graph::Value;
 
 namespace {
 
-// One merged product: its members (matmuls in g's order) and their weights, and what the rebuilt graph holds of it.
+// One merged product: its members (matmuls in g's order), their weights and, where every member's one reader is the
+// add of a bias of its own, those adds and biases; and what the rebuilt graph holds of it.
 struct Group {
-  std::vector<Value> products, weights;
+  std::vector<Value> products, weights, sums, biases;
   std::vector<int64_t> offsets;  // each member's first column in the merged weight
   int64_t columns = 0;
-  Value merged_weight, merged_product;  // in the rebuilt graph, once made
+  Value merged_weight, merged_bias, merged_product, merged_sum;  // in the rebuilt graph, once made
+  bool biased() const { return !sums.empty(); }
 };
 
-// The weights side by side: row k of the result is row k of each member's, in order. Each member's memory is released
+// The weights (or biases: one row) side by side: row k of the result is row k of each member's, in order. Each member's memory is released
 // once copied, so the host holds one group's weights twice at most. The copy is bound by memory, so every core takes
 // a share even of a small weight (each element counted as 64 of parallel_for's multiply-adds, as
 // passes/transposed_weights.cpp does).
@@ -32,7 +34,7 @@ void place_side_by_side(const std::vector<Tensor*>& members, int64_t K, int64_t 
   out.data.assign(size_t(K * columns), 0.0);
   int64_t offset = 0;
   for (Tensor* w : members) {
-    const int64_t N = w->shape[1];
+    const int64_t N = w->shape.back();
     const double* from = w->data.data();
     double* to = out.data.data();
     parallel_for(K, N * 64, [&](int64_t first, int64_t last) {
@@ -54,13 +56,14 @@ std::string merged_name(const std::vector<std::string>& members) {
 MergedProducts merge_products_sharing_a(const graph::Graph& g,
                                         std::vector<std::pair<std::string, Tensor>>& weights) {
   const auto users = g.users();
+  auto read_once = [&](Value v) { return users[size_t(v.id)].size() == 1; };
   // A float [K, N] parameter read by this one matmul alone, as its right operand.
   auto merges = [&](Value product) {
     const graph::Node& m = g.node(product);
     if (m.op != graph::OpKind::Matmul) return false;
     const graph::Node& w = g.node(m.inputs[1]);
     return m.inputs[0] != m.inputs[1] && w.op == graph::OpKind::Parameter && graph::is_float(w.type.dtype) &&
-           w.type.shape.size() == 2 && users[size_t(m.inputs[1].id)].size() == 1;
+           w.type.shape.size() == 2 && read_once(m.inputs[1]);
   };
   // Groups by left operand and weight dtype, members in g's order.
   std::map<std::pair<int64_t, graph::DType>, Group> by_a;
@@ -73,13 +76,35 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
       group.offsets.push_back(group.columns);
       group.columns += g.node(m.inputs[1]).type.shape[1];
     }
-  std::map<int64_t, Group*> group_of;  // by a member's product or weight id
-  for (auto& [key, group] : by_a)
-    if (group.products.size() >= 2)
-      for (size_t i = 0; i < group.products.size(); ++i) {
-        group_of[group.products[i].id] = &group;
-        group_of[group.weights[i].id] = &group;
-      }
+  // A member's bias: its product's one reader an add of a parameter [N] of the weight's dtype that nothing else reads
+  // (a Linear layer's bias, a Qwen layer's q, k and v). Where every member has one, the biases are merged too and the
+  // slices taken after their add, which stays the merged product's epilogue.
+  auto bias_of = [&](Value product) -> std::pair<Value, Value> {
+    if (!read_once(product)) return {};
+    const Value sum = users[size_t(product.id)].front();
+    const graph::Node& add = g.node(sum);
+    if (add.op != graph::OpKind::Add || add.inputs[0] == add.inputs[1]) return {};
+    const Value bias = add.inputs[0] == product ? add.inputs[1] : add.inputs[0];
+    const graph::Node& b = g.node(bias);
+    const graph::TensorType& w = g.node(g.node(product).inputs[1]).type;
+    if (b.op != graph::OpKind::Parameter || b.type.dtype != w.dtype || b.type.shape != graph::Shape{w.shape[1]} ||
+        !read_once(bias) || !(add.type == g.node(product).type))
+      return {};
+    return {sum, bias};
+  };
+  std::map<int64_t, Group*> group_of;  // by a member's product, weight, add or bias id
+  for (auto& [key, group] : by_a) {
+    if (group.products.size() < 2) continue;
+    for (Value product : group.products) {
+      const auto [sum, bias] = bias_of(product);
+      if (!sum.valid()) break;
+      group.sums.push_back(sum);
+      group.biases.push_back(bias);
+    }
+    if (group.sums.size() != group.products.size()) group.sums.clear(), group.biases.clear();
+    for (const auto* members : {&group.products, &group.weights, &group.sums, &group.biases})
+      for (Value v : *members) group_of[v.id] = &group;
+  }
 
   std::map<std::string, size_t> by_name;
   for (size_t i = 0; i < weights.size(); ++i) by_name[weights[i].first] = i;
@@ -94,54 +119,76 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
                                           n.type.to_string(), t.type().to_string()));
     return t;
   };
+  // The merged weight (or bias) in `out`, made when first needed: its value in `weights` under the first member's
+  // entry; the members' own entries are dropped at the end.
+  auto merged_parameter = [&](graph::Graph& out, const std::vector<Value>& members, Value& made, bool bias) {
+    if (made.valid()) return made;
+    std::vector<std::string> names;
+    std::vector<Tensor*> values;
+    for (Value m : members) {
+      names.push_back(g.node(m).name);
+      values.push_back(&value_of(m));
+    }
+    const graph::TensorType& first = g.node(members.front()).type;
+    int64_t columns = 0;
+    for (const Tensor* t : values) columns += t->shape.back();
+    const int64_t K = bias ? 1 : first.shape[0];
+    Tensor merged;
+    merged.dtype = first.dtype;
+    merged.shape = bias ? graph::Shape{columns} : graph::Shape{K, columns};
+    place_side_by_side(values, K, columns, merged);
+    const std::string name = fresh_name(g, out, merged_name(names));
+    weights[by_name.at(names.front())] = {name, std::move(merged)};
+    made = out.parameter(name, first.dtype, bias ? graph::Shape{columns} : graph::Shape{K, columns});
+    return made;
+  };
+  auto node_names = [&](const std::vector<Value>& members) {
+    std::vector<std::string> names;
+    for (Value m : members) names.push_back(g.node(m).name);
+    return names;
+  };
 
   MergedProducts r;
-  // The first member weight met makes the merged one (its value in `weights` under the first member's entry); every
-  // member weight then stands for it, read by nothing but the merged product.
   auto copy_leaf = [&](graph::Graph& out, Value v) {
     const graph::Node& n = g.node(v);
     const auto found = group_of.find(v.id);
     if (found == group_of.end()) return out.add_leaf(n.op, n.name, n.type, n.attrs);
     Group& group = *found->second;
-    if (group.merged_weight.valid()) return group.merged_weight;
-    std::vector<std::string> names;
-    std::vector<Tensor*> members;
-    for (Value w : group.weights) {
-      names.push_back(g.node(w).name);
-      members.push_back(&value_of(w));
-    }
-    const int64_t K = n.type.shape[0];
-    Tensor merged;
-    merged.dtype = n.type.dtype;
-    merged.shape = {K, group.columns};
-    place_side_by_side(members, K, group.columns, merged);
-    const std::string name = fresh_name(g, out, merged_name(names));
-    auto& entry = weights[by_name.at(names.front())];
-    entry = {name, std::move(merged)};
-    group.merged_weight = out.parameter(name, n.type.dtype, {K, group.columns});
-    return group.merged_weight;
+    const bool bias = std::find(group.biases.begin(), group.biases.end(), v) != group.biases.end();
+    return bias ? merged_parameter(out, group.biases, group.merged_bias, true)
+                : merged_parameter(out, group.weights, group.merged_weight, false);
   };
+  // A member's product (or, where biased, its add) becomes its slice of the merged result; a biased member's product
+  // stands for the merged product, read by nothing but its add, which is replaced.
   auto copy = [&](graph::Graph& out, Value v, std::vector<Value> inputs, const std::vector<Value>&) {
     const graph::Node& n = g.node(v);
     const auto found = group_of.find(v.id);
     if (found == group_of.end()) return out.add_node(n.op, std::move(inputs), n.attrs, n.name);
     Group& group = *found->second;
-    if (!group.merged_product.valid()) {
-      std::vector<std::string> names;
-      for (Value p : group.products) names.push_back(g.node(p).name);
-      group.merged_product = out.add_node(graph::OpKind::Matmul, {inputs[0], group.merged_weight}, {},
-                                          fresh_name(g, out, merged_name(names)));
+    if (!group.merged_product.valid())
+      group.merged_product =
+          out.add_node(graph::OpKind::Matmul, {inputs[0], merged_parameter(out, group.weights, group.merged_weight, false)},
+                       {}, fresh_name(g, out, merged_name(node_names(group.products))));
+    const std::vector<Value>& members = group.biased() ? group.sums : group.products;
+    const auto at = std::find(members.begin(), members.end(), v);
+    if (at == members.end()) return group.merged_product;  // a biased member's product
+    Value merged = group.merged_product;
+    if (group.biased()) {
+      if (!group.merged_sum.valid())
+        group.merged_sum = out.add_node(graph::OpKind::Add,
+                                        {group.merged_product, merged_parameter(out, group.biases, group.merged_bias, true)},
+                                        {}, fresh_name(g, out, merged_name(node_names(group.sums))));
+      merged = group.merged_sum;
     }
-    const size_t i = size_t(std::find(group.products.begin(), group.products.end(), v) - group.products.begin());
     const graph::Shape& shape = n.type.shape;
     std::vector<int64_t> starts(shape.size(), 0), steps(shape.size(), 1);
-    starts.back() = group.offsets[i];
+    starts.back() = group.offsets[size_t(at - members.begin())];
     ++r.merged;
-    return out.add_node(graph::op_from_name("slice").value(), {group.merged_product},
+    return out.add_node(graph::op_from_name("slice").value(), {merged},
                         {{"starts", starts}, {"steps", steps}, {"shape", std::vector<int64_t>(shape)}}, n.name);
   };
   r.graph = rebuild(g, copy, copy_leaf);
-  // The members' entries but the first (now the merged weight's) go.
+  // The members' entries but the first of each kind (now the merged weight's and bias's) go.
   std::erase_if(weights, [&](const auto& w) {
     const auto member = g.find(w.first);
     return member && group_of.count(member->id) && w.second.data.empty() && !r.graph.find(w.first);

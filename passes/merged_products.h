@@ -5,6 +5,8 @@
 // small launches, each paying its latency and, where a norm is computed in the product's reads of x (RowNorm), the
 // norm's statistics again; one product of the summed width pays them once and gives the GPU more workgroups. At one
 // row of x the slices are windows of the result's buffer (no launch); at more rows (a prefill) each is a strided read.
+// Where every product's one reader adds a bias of its own (a Qwen layer's q, k and v), the biases are merged too and
+// the slices taken after their one add, which stays the merged product's epilogue.
 // GPT-2's exports already have one fused QKV weight, so this finds nothing to merge there but the MLP it cannot
 // (its two products read different x).
 #pragma once
@@ -26,7 +28,8 @@ struct MergedProducts {
 // `g` with every group of two or more matmuls that read one left operand x and, each, a float parameter [K, N_i] of
 // one dtype that nothing else reads, replaced by one matmul of x by a new parameter (the weights side by side along N,
 // in the group's order in g; named after them, so that two graphs of one model name it alike) and each old result by
-// a slice of the new one's last axis, under the old node's name. Every other node, leaf, output and state update is
+// a slice of the new one's last axis, under the old node's name; with biases [N_i] of that dtype read by nothing but
+// each member's one reader, an add, the add of the biases side by side, sliced in place of each member's add. Every other node, leaf, output and state update is
 // as it was. `weights` holds the parameters' values by name (those merged must be there): each group's are replaced
 // by the merged one's (in the first member's place), their memory released as each is copied (a decoder's weights are
 // most of the host's memory).
