@@ -1,6 +1,6 @@
 // A shape seen as rows along one axis, the dims before it and after it merged: [outer, axis, inner]. Element
-// (o, k, i) sits at (o * axis + k) * inner + i of the row-major data. The row-wise kernels (softmax, argmax), their
-// float64 references, gathers and concatenations all walk a tensor so.
+// (o, k, i) sits at (o * axis + k) * inner + i of the row-major data. The row-wise kernels (normalizations along an
+// axis, argmax), their float64 references, gathers and concatenations all walk a tensor so.
 #pragma once
 
 #include <cstdint>

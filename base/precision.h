@@ -6,9 +6,9 @@
 //         PyTorch's default for convolutions (torch.backends.cudnn.allow_tf32). A device without TF32 matrices runs it
 //         as fp32 and says so (Vulkan's cooperative matrices have no TF32 type).
 //   bf16, f16  every f32 value of the model stored in half (bf16: 8 significant bits, f32's range; f16: 11 bits,
-//         range 6.1e-5 .. 65504) with f32 sums, softmax, norms' statistics, losses and optimizer updates in f32, as
-//         PyTorch's autocast keeps them (passes/half_storage.h); inputs and outputs stay f32. A device without the half
-//         type runs it as fp32 and says so.
+//         range 6.1e-5 .. 65504) with f32 sums, the ops PyTorch's autocast runs in f32 kept in f32
+//         (passes/half_storage.h lists them; the --precision help text names them for users); inputs and outputs stay
+//         f32. A device without the half type runs it as fp32 and says so.
 //
 // The policy is decided once per compile, recorded in the plan and in a bundle, never changed silently.
 #pragma once

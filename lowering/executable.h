@@ -68,8 +68,8 @@ struct CompileOptions {
   // The precision policy (base/precision.h): fp32, strict, unless asked. tf32 rounds the f32 operands of products and
   // convolutions to TF32 on devices with TF32 tensor cores (cuda:N) and runs as fp32 elsewhere, which the plan records
   // (Plan::precision_note, Executable::precision_note). bf16 and f16 store the graph's f32 values in half with f32
-  // sums, keeping softmax, norms' statistics, losses and optimizer updates in f32 (passes/half_storage.h); inputs,
-  // parameters and outputs stay f32. A device without the half type runs fp32 and says so.
+  // sums, the ops torch.autocast runs in f32 kept in f32 (passes/half_storage.h lists them); inputs, parameters and
+  // outputs stay f32. A device without the half type runs fp32 and says so.
   Precision precision = Precision::Fp32;
 };
 

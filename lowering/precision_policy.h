@@ -21,8 +21,8 @@ bool has_tf32_matrices(const rt::DeviceInfo& info);
 bool has_half_storage(const rt::DeviceInfo& info, Precision p);
 
 // The graph lower() runs for `g` under `p` on `info`: under bf16 and f16, where the device has the half type,
-// passes::store_in_half (half storage, f32 sums, softmax, norms' statistics, losses and optimizer updates in f32; the
-// inputs, parameters and outputs keep their dtypes); otherwise `g` as it is.
+// passes::store_in_half (half storage with f32 sums, autocast's f32 ops in f32, as passes/half_storage.h lists them;
+// the inputs, parameters and outputs keep their dtypes); otherwise `g` as it is.
 graph::Graph graph_under(const graph::Graph& g, const rt::DeviceInfo& info, Precision p);
 
 // `limits` (limits_of(info)) under `p`: tf32 turns Limits::tf32 on where the device has TF32 matrices. (bf16 and f16

@@ -85,8 +85,8 @@ std::vector<heavy::Config> configs_of(const std::vector<TypedConfig>& typed) {
 }
 
 // A TunableOp of one kernel over the node's inputs and result (`io`): the heuristic first among `candidates`, each
-// config's kernel from `kernel(typed config)` (a heavy::HeavyKernel). What the row templates (softmax, cross-entropy's
-// gradient) are.
+// config's kernel from `kernel(typed config)` (a heavy::HeavyKernel). What the row templates (the row-wise
+// reductions and cross-entropy's gradient) are.
 template <class TypedConfig, class MakeKernel>
 TunableOp one_kernel_op(TuningKey key, const TypedConfig& heuristic, const std::vector<TypedConfig>& candidates,
                         std::vector<ProgramBuffer> io, MakeKernel kernel) {

@@ -158,7 +158,7 @@ struct OpInfo {
   std::vector<AttrSpec> attrs;    // in printing order
   OpCategory category = OpCategory::Heavy;
   // Under a half precision policy (bf16, f16: passes/half_storage.h) the op reads f32 values and computes and stores
-  // its result in f32, as torch.autocast's f32 ops (softmax, norms, losses, sums, exp and log) do.
+  // its result in f32, as torch.autocast's f32 ops do (passes/half_storage.h lists which).
   bool autocast_f32 = false;
   ShapeRule shape = nullptr;      // nullptr for leaves (their type is declared)
   VjpRule vjp = nullptr;          // nullptr: not differentiable (its inputs receive no gradient)
