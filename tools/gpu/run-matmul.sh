@@ -19,6 +19,11 @@
 #   STATS=1   with CONFIGS on vulkan:0: the product's registers (SPIRE_VULKAN_PIPELINE_STATS); SASS=1 also its
 #             machine code's instruction mix from the driver's pipeline cache (tools/gpu/vulkan_cache_sass.py and
 #             nvdisasm: HMMA, 128-bit loads, register moves, spill stores; needs zstd)
+#   NCU=1     alone: each of SHAPES (default the few-rows products of a Llama 1B decode step: 1x2048x16384,
+#             1x8192x2048, 1x2048x2048, 1x2048x8192) in the first of DTYPES (default bf16), BT=1 BP=1 implied, its
+#             tuning candidates (--tune) under Nsight Compute with the caches flushed before each replay, so that the
+#             weights come from DRAM as in a decode step (timed alone they stay in the H200's 50 MB L2): each
+#             config's median duration, share of DRAM peak, registers and active warps (docs/DECODERS.md's figures)
 # With a BEFORE build in the pack (prepare.sh BEFORE=...), spire_bench_matmul_before runs beside it.
 # Here: bash tools/gpu/prepare.sh. There, carrying .gpu and .gl, e.g.
 #   bash tools/gpu/run-matmul.sh                                      fp32 and bf16, both backends, the default shapes
@@ -39,6 +44,37 @@ bench() {  # binary dtype shapes [args...]
   local bin=$1 dt=$2 shapes=$3; shift 3
   timeout 300 $B/$bin --device $device $flags --dtype $dt ${shapes:+--shapes $shapes} "$@" 2>&1
 }
+if on NCU; then
+  dt=$(echo ${DTYPES:-bf16} | cut -d' ' -f1)
+  for shape in $(echo ${SHAPES:-1x2048x16384,1x8192x2048,1x2048x2048,1x2048x8192} | tr , ' '); do
+    timeout 150 /usr/local/cuda/bin/ncu --clock-control none --kernel-name regex:matvec --launch-count 120 \
+      --metrics gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,sm__warps_active.avg.pct_of_peak_sustained_active \
+      $B/spire_bench_matmul --device cuda:0 --dtype $dt --b-parameter --b-transposed --shapes $shape --tune --runs 3 \
+      --warmup 1 --warmup-ms 0 --tuning-cache /tmp/ncu_tuning.tsv > $OUT/ncu_$shape.txt 2>&1
+    python3 - $OUT/ncu_$shape.txt <<'PY'
+import re, statistics, sys
+text = open(sys.argv[1]).read()
+to_us = {"ns": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+runs = {}
+for name, body in re.findall(r"\n  (matvec_\S+) \(.*?\n(.*?)(?=\n  matvec_|\Z)", text, re.S):
+    m = {}
+    for line in body.splitlines():
+        f = line.split()
+        if len(f) in (2, 3) and "__" in f[0]:
+            v = float(f[-1].replace(",", ""))
+            m[f[0]] = v * to_us.get(f[1], 1.0) if f[0] == "gpu__time_duration.sum" and len(f) == 3 else v
+    runs.setdefault(name, []).append(m)
+print(f"== {sys.argv[1].split('ncu_')[-1][:-4]}: config, median us, % of DRAM peak, registers, % warps active")
+for name, ms in runs.items():
+    med = lambda k: statistics.median(m.get(k, 0) for m in ms)
+    c = re.search(r"_s(\d+)(?:_u(\d+))?_\w+$", name)
+    print(f"{'slices ' + c[1] + ' unroll ' + (c[2] or '4'):<20} {med('gpu__time_duration.sum'):7.2f}"
+          f" {med('dram__throughput.avg.pct_of_peak_sustained_elapsed'):6.1f} {med('launch__registers_per_thread'):5.0f}"
+          f" {med('sm__warps_active.avg.pct_of_peak_sustained_active'):6.1f}  (n={len(ms)})")
+PY
+  done | tee $OUT/ncu_matvec.txt
+  exit 0
+fi
 if [ -z "${CONFIGS:-}" ]; then
   bins=spire_bench_matmul
   [ -x $B/spire_bench_matmul_before ] && bins="spire_bench_matmul_before spire_bench_matmul"
