@@ -26,8 +26,8 @@ struct Group {
   bool biased() const { return !sums.empty(); }
 };
 
-// The weights (or biases: one row) side by side: row k of the result is row k of each member's, in order. Each member's memory is released
-// once copied, so the host holds one group's weights twice at most. The copy is bound by memory, so every core takes
+// The weights (or biases: one row) side by side: row k of the result is row k of each member's, in order. Each
+// member's memory is released once copied, so the host holds one group's weights twice at most. The copy is bound by memory, so every core takes
 // a share even of a small weight (each element counted as 64 of parallel_for's multiply-adds, as
 // passes/transposed_weights.cpp does).
 void place_side_by_side(const std::vector<Tensor*>& members, int64_t K, int64_t columns, Tensor& out) {
@@ -160,14 +160,16 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
   };
   // A member's product (or, where biased, its add) becomes its slice of the merged result; a biased member's product
   // stands for the merged product, read by nothing but its add, which is replaced.
-  auto copy = [&](graph::Graph& out, Value v, std::vector<Value> inputs, const std::vector<Value>&) {
+  auto copy = [&](graph::Graph& out, Value v, std::vector<Value> inputs, const std::vector<Value>& map) {
     const graph::Node& n = g.node(v);
     const auto found = group_of.find(v.id);
     if (found == group_of.end()) return out.add_node(n.op, std::move(inputs), n.attrs, n.name);
     Group& group = *found->second;
     if (!group.merged_product.valid())
       group.merged_product =
-          out.add_node(graph::OpKind::Matmul, {inputs[0], merged_parameter(out, group.weights, group.merged_weight, false)},
+          out.add_node(graph::OpKind::Matmul,
+                       {map[size_t(g.node(group.products.front()).inputs[0].id)],
+                        merged_parameter(out, group.weights, group.merged_weight, false)},
                        {}, fresh_name(g, out, merged_name(node_names(group.products))));
     const std::vector<Value>& members = group.biased() ? group.sums : group.products;
     const auto at = std::find(members.begin(), members.end(), v);
