@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -27,9 +28,9 @@ struct Group {
 };
 
 // The weights (or biases: one row) side by side: row k of the result is row k of each member's, in order. Each
-// member's memory is released once copied, so the host holds one group's weights twice at most. The copy is bound by memory, so every core takes
-// a share even of a small weight (each element counted as 64 of parallel_for's multiply-adds, as
-// passes/transposed_weights.cpp does).
+// member's memory is released once copied, so the host holds one group's weights twice at most. The copy is bound by
+// memory, so every core takes a share even of a small weight (each element counted as 64 of parallel_for's
+// multiply-adds, as passes/transposed_weights.cpp does).
 void place_side_by_side(const std::vector<Tensor*>& members, int64_t K, int64_t columns, Tensor& out) {
   out.data.assign(size_t(K * columns), 0.0);
   int64_t offset = 0;
@@ -56,7 +57,12 @@ std::string merged_name(const std::vector<std::string>& members) {
 MergedProducts merge_products_sharing_a(const graph::Graph& g,
                                         std::vector<std::pair<std::string, Tensor>>& weights) {
   const auto users = g.users();
-  auto read_once = [&](Value v) { return users[size_t(v.id)].size() == 1; };
+  // Values the graph hands out as they are (outputs, state updates): one that a merge replaced would hand out the
+  // merged value instead, so none is merged.
+  std::set<int32_t> handed_out;
+  for (const graph::NamedOutput& o : g.outputs()) handed_out.insert(o.value.id);
+  for (const graph::StateUpdate& u : g.state_updates()) handed_out.insert(u.target.id), handed_out.insert(u.value.id);
+  auto read_once = [&](Value v) { return users[size_t(v.id)].size() == 1 && !handed_out.count(v.id); };
   // A float [K, N] parameter read by this one matmul alone, as its right operand.
   auto merges = [&](Value product) {
     const graph::Node& m = g.node(product);
@@ -120,7 +126,8 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
     return t;
   };
   // The merged weight (or bias) in `out`, made when first needed: its value in `weights` under the first member's
-  // entry; the members' own entries are dropped at the end.
+  // entry; the other members' entries are dropped at the end.
+  std::set<std::string> dropped;
   auto merged_parameter = [&](graph::Graph& out, const std::vector<Value>& members, Value& made, bool bias) {
     if (made.valid()) return made;
     std::vector<std::string> names;
@@ -139,6 +146,7 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
     place_side_by_side(values, K, columns, merged);
     const std::string name = fresh_name(g, out, merged_name(names));
     weights[by_name.at(names.front())] = {name, std::move(merged)};
+    dropped.insert(names.begin() + 1, names.end());
     made = out.parameter(name, first.dtype, bias ? graph::Shape{columns} : graph::Shape{K, columns});
     return made;
   };
@@ -177,9 +185,10 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
     Value merged = group.merged_product;
     if (group.biased()) {
       if (!group.merged_sum.valid())
-        group.merged_sum = out.add_node(graph::OpKind::Add,
-                                        {group.merged_product, merged_parameter(out, group.biases, group.merged_bias, true)},
-                                        {}, fresh_name(g, out, merged_name(node_names(group.sums))));
+        group.merged_sum =
+            out.add_node(graph::OpKind::Add,
+                         {group.merged_product, merged_parameter(out, group.biases, group.merged_bias, true)}, {},
+                         fresh_name(g, out, merged_name(node_names(group.sums))));
       merged = group.merged_sum;
     }
     const graph::Shape& shape = n.type.shape;
@@ -190,11 +199,7 @@ MergedProducts merge_products_sharing_a(const graph::Graph& g,
                         {{"starts", starts}, {"steps", steps}, {"shape", std::vector<int64_t>(shape)}}, n.name);
   };
   r.graph = rebuild(g, copy, copy_leaf);
-  // The members' entries but the first of each kind (now the merged weight's and bias's) go.
-  std::erase_if(weights, [&](const auto& w) {
-    const auto member = g.find(w.first);
-    return member && group_of.count(member->id) && w.second.data.empty() && !r.graph.find(w.first);
-  });
+  std::erase_if(weights, [&](const auto& w) { return dropped.count(w.first) > 0; });
   return r;
 }
 

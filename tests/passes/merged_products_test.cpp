@@ -97,54 +97,68 @@ TEST(MergedProducts, ProductsOfOneXByWeightsReadOnceBecomeOneProductAndItsSlices
 
 // q = x wq + bq and k = bk + x wk (a Qwen layer's biased projections, the add's operands either way round): the biases
 // are merged too and the slices taken after their one add; where only one product of a group has a bias (z1 = y w1 +
-// b1, z2 = y w2), the products are merged and the bias's add reads its slice.
+// b1, z2 = y w2), the products are merged and the bias's add reads its slice; and where one biased product is also an
+// output (p1 of u1 = u wu1 + bu1, u2 = u wu2 + bu2), the biases are not merged, so the output stays p1 itself.
 TEST(MergedProducts, BiasesOfEveryMemberAreMergedAndAddedBeforeTheSlices) {
   graph::Graph g;
   auto x = g.input("x", DType::F32, {1, 1, 4});
   auto y = g.input("y", DType::F32, {1, 4});
-  g.output("q", g.name(g.add(g.matmul(x, g.parameter("wq", DType::F32, {4, 3})), g.parameter("bq", DType::F32, {3})), "q"));
-  g.output("k", g.name(g.add(g.parameter("bk", DType::F32, {2}), g.matmul(x, g.parameter("wk", DType::F32, {4, 2}))), "k"));
+  auto xq = g.matmul(x, g.parameter("wq", DType::F32, {4, 3})), xk = g.matmul(x, g.parameter("wk", DType::F32, {4, 2}));
+  g.output("q", g.name(g.add(xq, g.parameter("bq", DType::F32, {3})), "q"));
+  g.output("k", g.name(g.add(g.parameter("bk", DType::F32, {2}), xk), "k"));
   g.output("z1", g.add(g.matmul(y, g.parameter("w1", DType::F32, {4, 2})), g.parameter("b1", DType::F32, {2})));
   g.output("z2", g.matmul(y, g.parameter("w2", DType::F32, {4, 3})));
+  auto u = g.input("u", DType::F32, {1, 4});
+  auto p1 = g.matmul(u, g.parameter("wu1", DType::F32, {4, 2}));
+  g.output("p1", p1);
+  g.output("u1", g.add(p1, g.parameter("bu1", DType::F32, {2})));
+  g.output("u2", g.add(g.matmul(u, g.parameter("wu2", DType::F32, {4, 2})), g.parameter("bu2", DType::F32, {2})));
   std::map<std::string, Tensor> feeds = {{"x", uniform_tensor({1, 1, 4}, 21, DType::F32)},
                                          {"y", uniform_tensor({1, 4}, 22, DType::F32)},
+                                         {"u", uniform_tensor({1, 4}, 30, DType::F32)},
                                          {"bq", Tensor::from(DType::F32, {3}, {1, 2, 3})},
                                          {"bk", Tensor::from(DType::F32, {2}, {4, 5})}};
   uint32_t seed = 23;
   for (const auto& [name, shape] : std::vector<std::pair<std::string, graph::Shape>>{
-           {"wq", {4, 3}}, {"wk", {4, 2}}, {"w1", {4, 2}}, {"b1", {2}}, {"w2", {4, 3}}})
+           {"wq", {4, 3}}, {"wk", {4, 2}}, {"w1", {4, 2}}, {"b1", {2}}, {"w2", {4, 3}}, {"wu1", {4, 2}},
+           {"bu1", {2}}, {"wu2", {4, 2}}, {"bu2", {2}}})
     feeds[name] = uniform_tensor(shape, seed++, DType::F32);
   std::vector<std::pair<std::string, Tensor>> weights;
-  for (const char* name : {"wq", "bq", "wk", "bk", "w1", "b1", "w2"}) weights.emplace_back(name, feeds.at(name));
+  for (const char* name : {"wq", "bq", "wk", "bk", "w1", "b1", "w2", "wu1", "bu1", "wu2", "bu2"})
+    weights.emplace_back(name, feeds.at(name));
 
   const MergedProducts r = merge_products_sharing_a(g, weights);
   EXPECT_EQ(graph::verify(r.graph), "");
-  EXPECT_EQ(r.merged, 4);
+  EXPECT_EQ(r.merged, 6);
   int products = 0, adds = 0;
   for (graph::Value v : r.graph.values()) {
     products += r.graph.node(v).op == graph::OpKind::Matmul;
     adds += r.graph.node(v).op == graph::OpKind::Add;
   }
-  EXPECT_EQ(products, 2) << "x's and y's merged products";
-  EXPECT_EQ(adds, 2) << "the merged biases' add and b1's";
+  EXPECT_EQ(products, 3) << "x's, y's and u's merged products";
+  EXPECT_EQ(adds, 4) << "the merged biases' add, b1's, bu1's and bu2's";
   for (const char* gone : {"wq", "wk", "bq", "bk", "w1", "w2"}) EXPECT_FALSE(r.graph.find(gone)) << gone;
   EXPECT_TRUE(r.graph.find("b1")) << "a bias of one member alone stays";
+  EXPECT_TRUE(r.graph.find("bu1") && r.graph.find("bu2")) << "biases of a product that is an output stay";
   for (const char* slice : {"q", "k"}) {
     ASSERT_TRUE(r.graph.find(slice)) << slice;
     const graph::Node& n = r.graph.node(*r.graph.find(slice));
     EXPECT_EQ(graph::op_name(n.op), "slice") << slice;
     EXPECT_EQ(r.graph.node(n.inputs[0]).op, graph::OpKind::Add) << slice << " is sliced after the bias";
   }
-  std::map<std::string, Tensor> merged_feeds = {{"x", feeds.at("x")}, {"y", feeds.at("y")}};
+  std::map<std::string, Tensor> merged_feeds = {{"x", feeds.at("x")}, {"y", feeds.at("y")}, {"u", feeds.at("u")}};
   for (const auto& [name, t] : weights) merged_feeds[name] = t;
-  ASSERT_EQ(weights.size(), 4u) << "wq's, bq's, w1's places hold the merged values; b1 stays";
+  ASSERT_EQ(weights.size(), 7u) << "wq's, bq's, w1's and wu1's places hold the merged values; b1, bu1, bu2 stay";
   EXPECT_EQ(weights[0].first, "wq_and_1_more");
   EXPECT_EQ(weights[1].first, "bq_and_1_more");
   EXPECT_EQ(weights[1].second.data, (std::vector<double>{1, 2, 3, 4, 5}));
   EXPECT_EQ(weights[2].first, "w1_and_1_more");
   EXPECT_EQ(weights[3].first, "b1");
+  EXPECT_EQ(weights[4].first, "wu1_and_1_more");
+  EXPECT_EQ(weights[5].first, "bu1");
+  EXPECT_EQ(weights[6].first, "bu2");
   const auto want = graph::evaluate(g, feeds, DType::F64), got = graph::evaluate(r.graph, merged_feeds, DType::F64);
-  for (const char* out : {"q", "k", "z1", "z2"}) {
+  for (const char* out : {"q", "k", "z1", "z2", "p1", "u1", "u2"}) {
     ASSERT_EQ(got.at(out).shape, want.at(out).shape) << out;
     for (int64_t i = 0; i < want.at(out).numel(); ++i) EXPECT_EQ(got.at(out)[i], want.at(out)[i]) << out << " " << i;
   }
@@ -164,9 +178,10 @@ class MergedProductsOnDevice : public testing::TestWithParam<std::string> {};
 void check_merged_products_on(const std::string& device, bool biased);
 
 // A decoder-like layer (x [1, 1, 64] by three weights of 48, 16 and 16 columns, with a bias each or none, each result
-// read by a reduction, as a decoder's attention reads its q, k and v) on a device: the results equal the original graph's on that device within
-// f32 rounding, and the plan has one product where it had three and no launch for the slices. (A pointwise reader of
-// one slice is a launch of its own, where it was its product's epilogue: what a decoder's q, k and v do not have.)
+// read by a reduction, as a decoder's attention reads its q, k and v) on a device: the results equal the original
+// graph's on that device within f32 rounding, and the plan has one product where it had three and no launch for the
+// slices. (A pointwise reader of one slice is a launch of its own, where it was its product's epilogue: what a
+// decoder's q, k and v do not have.)
 TEST_P(MergedProductsOnDevice, GiveTheOriginalResultsInOneProductLaunch) {
   for (const bool biased : {false, true}) {
     SCOPED_TRACE(biased ? "with biases (the merged one the product's epilogue)" : "without biases");
