@@ -42,8 +42,9 @@ std::string DecodeAttentionShape::text() const {
 }
 
 uint64_t decode_attention_shared_bytes(const DecodeAttentionShape& s, Type t, uint32_t wg) {
-  // The queries, the scores, and one partial sum per row and invocation (which the reductions use as their scratch).
-  return uint64_t(s.rows) * (uint64_t(s.depth) + uint64_t(s.keys) + wg) * type_bytes(t);
+  // The queries, the scores, and one partial sum per row and invocation (which the reductions use as their scratch);
+  // the new key row where the launch writes it.
+  return (uint64_t(s.rows) * (uint64_t(s.depth) + uint64_t(s.keys) + wg) + uint64_t(s.depth)) * type_bytes(t);
 }
 
 bool decode_attention_fits(const DecodeAttentionShape& s, Type t) {
@@ -106,6 +107,10 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     value_slot = kb.buffer("value_slot", Type::I32, Access::Read);
   }
   Shared queries = kb.shared("queries", t, R * D);
+  // The new key row, read once from its buffer (element by element, so that lowering may compute it there instead: a
+  // rotary embedding, lowering/fuse.h) and from here by the scores.
+  std::optional<Shared> new_key_row;
+  if (writes.key) new_key_row = kb.shared("new_key_row", t, D);
   Shared scores = kb.shared("scores", t, R * L);
   Shared partial = kb.shared("partial", t, R * wg);
   WorkgroupReduce reduce(kb, wg, reduce_subgroup_size(subgroup, wg, t));
@@ -124,11 +129,15 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
       return select((at >= 0) & (at < int32_t(L)), at, kb.i32(-1));
     };
     Val new_key = slot_of(key_slot), new_value = slot_of(value_slot);
-    if (writes.key)
-      kb.if_((block == 0u) & key_writer & (new_key >= 0), [&] {
-        Val base = (kbatch * L + cast(new_key, Type::U32)) * D;
-        kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) { k[base + d] = (*key_row)[kbatch * D + d].load(); });
+    if (writes.key) {
+      Val writer = (block == 0u) & key_writer & (new_key >= 0);
+      Val base = (kbatch * L + cast(max(new_key, kb.i32(0)), Type::U32)) * D;
+      kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) {
+        Val element = (*key_row)[kbatch * D + d].load();
+        (*new_key_row)[d] = to_t(element);
+        kb.if_(writer, [&] { k[base + d] = element; });
       });
+    }
     kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
     kb.barrier();
 
@@ -138,11 +147,8 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
       for (uint32_t r = 0; r < R; ++r) dot.push_back(kb.var(fmt::format("dot{}", r), kb.constant(t, 0)));
       // The key's row in reads of `lanes`, all issued before the multiply-adds that wait on them (unrolled here: a loop
       // would wait for each read in turn) where they are at most kUnrolledReads, else a loop.
-      auto dots_from = [&](const Buf& keys, Val row) {
-        auto read = [&](Val d) {
-          if (lanes == 1) return std::vector<Val>{keys[row + d].load()};
-          return s.k_half ? keys.load_vector_widened(row + d, lanes) : keys.load_vector(row + d, lanes);
-        };
+      // `read(d)`: the key's elements d .. d + lanes - 1.
+      auto dots_from = [&](const std::function<std::vector<Val>(Val)>& read) {
         auto accumulate = [&](Val d, const std::vector<Val>& key) {
           for (uint32_t l = 0; l < lanes; ++l)
             for (uint32_t r = 0; r < R; ++r) dot[r] += queries[r * D + d + l].load() * to_t(key[l]);
@@ -155,11 +161,23 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
           kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) { accumulate(d, read(d)); });
         }
       };
+      auto cached = [&](Val d) {  // the key's row in the cache
+        Val at = (kbatch * L + j) * D + d;
+        if (lanes == 1) return std::vector<Val>{k[at].load()};
+        return s.k_half ? k.load_vector_widened(at, lanes) : k.load_vector(at, lanes);
+      };
       if (writes.key)
-        kb.if_else(cast(j, Type::I32) == new_key, [&] { dots_from(*key_row, kbatch * D); },
-                   [&] { dots_from(k, (kbatch * L + j) * D); });
+        kb.if_else(cast(j, Type::I32) == new_key,
+                   [&] {
+                     dots_from([&](Val d) {
+                       std::vector<Val> key;
+                       for (uint32_t l = 0; l < lanes; ++l) key.push_back((*new_key_row)[d + l].load());
+                       return key;
+                     });
+                   },
+                   [&] { dots_from(cached); });
       else
-        dots_from(k, (kbatch * L + j) * D);
+        dots_from(cached);
       for (uint32_t r = 0; r < R; ++r) {
         Val at = (b * R + r) * L + j;
         scores[r * L + j] = score ? score(kb, at, dot[r].get()) : dot[r].get();

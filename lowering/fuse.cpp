@@ -517,12 +517,31 @@ class Planner {
       std::optional<AbsorbedAttention> a = absorbed_attention(g_, Value{id});
       if (!a) continue;
       for (Value w : {a->scores, a->score, g_.node(id).inputs[0]}) f_.fused[size_t(w.id)] = true;
+      a->q_tree = computed_by_attention(a->q.source, g_.node(a->scores).inputs[0], a->scores);
+      if (a->key_write.valid()) {
+        const Value row = g_.node(a->key_write).inputs[1];
+        a->key_row_tree = computed_by_attention(row, row, a->key_write);
+      }
+      for (Value w : {a->q_tree, a->key_row_tree})
+        if (w.valid()) f_.fused[size_t(w.id)] = true;
       for (Value w : {a->key_write, a->value_write})
         if (w.valid()) f_.is_side_output[size_t(w.id)] = true;
       for (const auto* chain : {&a->key_chain, &a->value_chain})
         for (Value w : *chain) f_.fused[size_t(w.id)] = true;
       f_.attention[size_t(id)] = std::move(a);
     }
+  }
+
+  // `source` where it is a pointwise root that the attention's launch can compute as it reads it: nothing else reads it
+  // (but `reader`, the cast up the launch reads in place, where it is not `source` itself) and nothing stores it, and
+  // `consumer` (the scores' product, or the cache's write_at) alone reads `reader`. Else invalid.
+  Value computed_by_attention(Value source, Value reader, Value consumer) const {
+    const graph::Node& n = g_.node(source);
+    if (!is_pointwise(n.op) || f_.fused[size_t(source.id)] || must_store_[size_t(source.id)] || lowered_as_alias(n))
+      return {};
+    if (live_users(reader) != std::vector<Value>{consumer}) return {};
+    if (reader != source && live_users(source) != std::vector<Value>{reader}) return {};
+    return source;
   }
 
   void find_epilogue(Value v) {
@@ -536,6 +555,7 @@ class Planner {
       if (!is_pointwise(g_.node(u).op) || g_.type(u).shape != n.type.shape || root_of(u) != root_of(us[0])) return;
     const Value r = root_of(us[0]);
     const graph::Node& root = g_.node(r);
+    if (!is_pointwise(root.op)) return;  // (a tree an attention's launch computes leads to that launch, fuse.h)
     // The epilogue writes the root's elements through the heavy kernel's stores: the same type, or a half one (the
     // result rounded to f16/bf16, as compute_in_f32.h leaves every half op), and not a cast lowered as an alias.
     if ((root.type.dtype != n.type.dtype && !graph::is_half(root.type.dtype)) || f_.is_epilogue[size_t(r.id)]) return;

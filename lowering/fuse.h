@@ -50,7 +50,9 @@
 //    [1, M], or sum over axis 0) and nothing reads the sum before the product (LeNet's three fully connected layers).
 //  * Attention at a few queries. The softmax of a product's scores (maybe scaled and masked by a pointwise tree), read
 //    only by a product with the values, is computed by that product's launch, scores and all (absorbed_attention): a
-//    decoder's step runs a layer's attention as one launch instead of three.
+//    decoder's step runs a layer's attention as one launch instead of three. The queries and the new key row it writes
+//    into the cache, where each is a pointwise tree read by nothing else (a rotary embedding), are computed by that
+//    launch too, as it reads them (AbsorbedAttention::q_tree, key_row_tree).
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -125,6 +127,10 @@ struct AbsorbedAttention {
   InPlaceOperand q, k, v;
   heavy::DecodeAttentionShape shape;
   graph::Value key_write, value_write;  // the write_at nodes the launch computes, where it does
+  // Pointwise roots the launch computes where it reads them (plan_fusion's, not absorbed_attention's: they depend on
+  // what else is fused), each read by nothing else and not stored: the queries (q.source; a rotary embedding of the
+  // query), and the new key row key_write writes (a rotary embedding of the key). Invalid where it loads them.
+  graph::Value q_tree, key_row_tree;
   // Grouped-query attention: the copies of k and v broadcast to every query head (the reshape to [.., H, 1, L, D], the
   // broadcast_to and the reshape to [.., H * G, L, D]), which the launch reads through from the caches (k.source,
   // v.source): none of them has a launch.

@@ -39,16 +39,41 @@ void lower_decode_attention(LoweringContext& ctx, graph::Value v, const Absorbed
   } catch (const std::invalid_argument& e) {
     throw graph::GraphError(fmt::format("matmul '{}' (attention): {}", node.name, e.what()));
   }
-  std::vector<int32_t> buffers{ctx.buffer_of(a.q.source), ctx.buffer_of(a.k.source), ctx.buffer_of(a.v.source),
-                               ctx.buffer_of(v)};
+  // The queries and the new key row, where the launch computes them (fuse.h's q_tree, key_row_tree), have no buffer:
+  // each of the kernel's loads from theirs (one element at a time) becomes the tree's value there.
+  constexpr int32_t kComputed = -1;
+  std::vector<int32_t> buffers{a.q_tree.valid() ? kComputed : ctx.buffer_of(a.q.source), ctx.buffer_of(a.k.source),
+                               ctx.buffer_of(a.v.source), ctx.buffer_of(v)};
   for (graph::Value w : {a.key_write, a.value_write})
     if (w.valid()) {
-      buffers.push_back(ctx.buffer_of(g.node(w).inputs[1]));  // the row
+      const graph::Value row = g.node(w).inputs[1];
+      buffers.push_back(w == a.key_write && a.key_row_tree.valid() ? kComputed : ctx.buffer_of(row));
       buffers.push_back(ctx.buffer_of(g.node(w).inputs[2]));  // its position
     }
   if (tree) {
     for (int32_t b : tree->bindings()) buffers.push_back(b);
     for (const std::string& op : tree->ops()) k.kernel.name += "_" + op;
+  }
+  if (a.q_tree.valid() || a.key_row_tree.valid()) {
+    kir::KernelBuilder kb(std::move(k.kernel));
+    PointwiseTree rows(ctx, kb);
+    std::vector<std::string> ops;
+    auto compute = [&](uint32_t index, graph::Value root) {
+      kb.rewrite_loads(index, [&](kir::Val at) {
+        rows.forget_computed();  // each load is another element
+        kir::Val value = rows.root(root, at);
+        if (ops.empty()) ops = rows.ops();
+        return value;
+      });
+    };
+    if (a.q_tree.valid()) compute(0, a.q_tree);
+    if (a.key_row_tree.valid()) compute(4, a.key_row_tree);  // (q, k, v, o, then the key row)
+    k.kernel = kb.finish();
+    for (const std::string& op : ops) k.kernel.name += "_" + op;
+    for (int32_t b : rows.bindings()) buffers.push_back(b);
+    // A computed operand's buffer stays declared, unread: a one-element scratch of its type.
+    for (size_t i = 0; i < buffers.size(); ++i)
+      if (buffers[i] == kComputed) buffers[i] = ctx.scratch(k.kernel.buffers[i].elem, 1);
   }
   ctx.launch(std::move(k.kernel), std::move(buffers), {}, k.groups);
 }

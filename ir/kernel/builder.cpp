@@ -159,7 +159,28 @@ void KernelBuilder::replace_values(Block& block, const std::function<bool(const 
         const Val value = value_of(std::get<Instr>(s));
         if (value.builder() != this) throw std::invalid_argument("kernel builder: a rewrite given a Val of another kernel");
         // The instruction's result keeps its id (later instructions use it), now a select of the value with itself
-        // under a constant true: the same bits, whatever the type, which every backend's compiler folds away.
+        // under a constant true: the same bits, whatever the type, which every backend's compiler folds away. A bf16
+        // value has no select (it is only loaded, stored and converted): it is then a second conversion of the f32
+        // value that the new one converts (a tree rounded to bf16 computed where a kernel loads it: a rotary embedding of
+        // the query in an attention's launch, lowering/fuse.h).
+        if (value.type() == Type::BF16) {
+          std::optional<Instr> conversion;  // (in the statements just emitted for it, or earlier ones)
+          for (const Block* b : {static_cast<const Block*>(blocks_.back()), static_cast<const Block*>(&k_.body)})
+            any_statement(*b, [&](const Stmt& d) {
+              const auto* in = std::get_if<Instr>(&d);
+              if (in && in->result == value.id() && in->op == Op::Convert && !conversion) conversion = *in;
+              return conversion.has_value();
+            });
+          if (!conversion)
+            throw std::invalid_argument(fmt::format("kernel '{}': a rewrite's bf16 value is not a conversion from f32",
+                                                    k_.name));
+          return [from = conversion->operands[0]](Stmt& now) {
+            Instr& in = std::get<Instr>(now);
+            in.op = Op::Convert;
+            in.index = 0;
+            in.operands = {from, kNoValue, kNoValue};
+          };
+        }
         const Val always = boolean(true);
         return [always, value](Stmt& now) {
           Instr& in = std::get<Instr>(now);

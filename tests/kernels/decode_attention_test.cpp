@@ -192,11 +192,12 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionOnDevice);
 TEST(DecodeAttentionKernel, TakesFewQueriesWhoseScoresFitSixteenKiB) {
   const kir::Type f32 = kir::Type::F32;
   EXPECT_TRUE(heavy::decode_attention_fits({12, 1, 1024, 64, 64}, f32));
-  // (64 + 3520 + 256) * 4 bytes = 15360: fits; 4096 keys do not.
+  // (64 + 3520 + 256 + 64) * 4 bytes = 15616 (the query, the scores, the partial sums, the new key row): fits; 4096
+  // keys do not.
   EXPECT_TRUE(heavy::decode_attention_fits({1, 1, 3520, 64, 64}, f32));
   EXPECT_FALSE(heavy::decode_attention_fits({1, 1, 4096, 64, 64}, f32));
   EXPECT_FALSE(heavy::decode_attention_fits({1, 5, 16, 64, 64}, f32));  // five queries: a prefill
-  EXPECT_EQ(heavy::decode_attention_shared_bytes({12, 2, 100, 64, 64}, f32, 256), uint64_t(2 * (64 + 100 + 256) * 4));
+  EXPECT_EQ(heavy::decode_attention_shared_bytes({12, 2, 100, 64, 64}, f32, 256), uint64_t((2 * (64 + 100 + 256) + 64) * 4));
   EXPECT_THROW(heavy::decode_attention_kernel({1, 5, 16, 64, 64}, f32, 256, 64, 0), std::invalid_argument);
   EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 96, 64, 0), std::invalid_argument);
   EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 256, 24, 0), std::invalid_argument);

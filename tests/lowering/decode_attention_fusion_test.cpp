@@ -5,7 +5,8 @@
 // cache cast up, two queries, and the forms that keep their three launches (the softmax or the scores read elsewhere,
 // eight queries, too many keys for the kernel's workgroup memory). And the step's cache writes in the same launch: key
 // and value caches as states written in place at a slot (passes/cache_in_place.h's form), f32 and bf16, over several
-// steps, the caches after each against the evaluator's; a cache that is also an output keeps its write's launch.
+// steps, the caches after each against the evaluator's; a cache that is also an output keeps its write's launch; the
+// query and the new key rotated (a rotary embedding) in the same launch, unless the rotated query is also an output.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,11 +142,35 @@ struct CacheForm {
   bool cache_output = false;  // the written key cache is also an output: its write keeps a launch of its own
   int64_t group = 1;          // grouped-query attention: kHeads query heads over kHeads / group cached ones, each
                               // broadcast to its group's heads (reshape, broadcast_to, reshape) as Llama's export does
+  bool rotary = false;        // the query and the new key rotated (x cos + concat(-x[h:], x[:h]) sin, Llama's export),
+                              // computed by the attention's launch
+  bool rotated_query_output = false;  // the rotated query is also an output: stored, so a launch of its own
 };
+
+// A rotary embedding's form: x * cos + concat(-x[..., h:], x[..., :h]) * sin along the last axis (of kDepth).
+Value rotated(graph::Graph& g, Value x, Value cos, Value sin) {
+  const graph::Shape& shape = g.type(x).shape;
+  graph::Shape half = shape;
+  half.back() = kDepth / 2;
+  auto piece = [&](int64_t start) {
+    std::vector<int64_t> starts(shape.size(), 0);
+    starts.back() = start;
+    return g.op("slice", {x}, {{"starts", starts}, {"steps", std::vector<int64_t>(shape.size(), 1)}, {"shape", half}});
+  };
+  const Value turned = g.op("concat", {g.neg(piece(kDepth / 2)), piece(0)}, {{"axis", int64_t(shape.size() - 1)}});
+  return g.add(g.mul(x, cos), g.mul(turned, sin));
+}
 
 graph::Graph cache_graph_of(const CacheForm& f) {
   graph::Graph g;
-  const Value q = g.input("q", DType::F32, {1, kHeads, 1, kDepth});
+  Value q = g.input("q", DType::F32, {1, kHeads, 1, kDepth});
+  Value cos, sin;
+  if (f.rotary) {
+    cos = g.input("cos", DType::F32, {1, 1, 1, kDepth});
+    sin = g.input("sin", DType::F32, {1, 1, 1, kDepth});
+    q = rotated(g, q, cos, sin);
+    if (f.rotated_query_output) g.output("q_rotated", q);
+  }
   const Value slot = g.input("slot", DType::I64, {1});
   const Value allowed = g.input("allowed", DType::Bool, {1, 1, 1, kSlots});
   Value cached[2];
@@ -153,7 +178,11 @@ graph::Graph cache_graph_of(const CacheForm& f) {
   const int64_t cached_heads = kHeads / f.group;
   for (int i = 0; i < 2; ++i) {
     const Value state = g.state(names[i], f.cache, {1, cached_heads, kSlots, kDepth});
-    const Value fresh = g.input(std::string(names[i]) + "_new", f.cache, {1, cached_heads, 1, kDepth});
+    // (A rotated key is computed in f32 and rounded to the cache's type.)
+    const bool rotate = f.rotary && i == 0;
+    Value fresh = g.input(std::string(names[i]) + "_new", rotate ? DType::F32 : f.cache, {1, cached_heads, 1, kDepth});
+    if (rotate) fresh = rotated(g, fresh, cos, sin);
+    if (rotate && f.cache != DType::F32) fresh = g.cast(fresh, f.cache);
     const Value written = g.op("write_at", {state, fresh, slot}, {{"axis", int64_t(2)}});
     g.state_update(state, written);
     Value heads = written;
@@ -175,7 +204,10 @@ std::vector<CacheForm> cache_forms() {
           {"bf16 caches", DType::BF16},
           {"the key cache an output", DType::F32, true},
           {"grouped-query: 4 heads over 2", DType::F32, false, 2},
-          {"grouped-query: 4 heads over 1, bf16", DType::BF16, false, 4}};
+          {"grouped-query: 4 heads over 1, bf16", DType::BF16, false, 4},
+          {"rotary query and key", DType::F32, false, 1, true},
+          {"rotary query and key, bf16, grouped-query: 4 heads over 2", DType::BF16, false, 2, true},
+          {"rotary, the rotated query an output", DType::F32, false, 1, true, true}};
 }
 
 TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
@@ -187,8 +219,10 @@ TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
     EXPECT_EQ(count_prefix(kernels, "decode_attention_"), 1) << lowering::plan_text(plan);
     EXPECT_EQ(count_prefix(kernels, "write_at_"), f.cache_output ? 1 : 0) << lowering::plan_text(plan);
     EXPECT_EQ(count_prefix(kernels, "broadcast"), 0) << "a group's heads read the cache itself: " << lowering::plan_text(plan);
+    // (The rotated query stored as an output is a launch of its own, named for its root, the add.)
+    EXPECT_EQ(count_prefix(kernels, "add_"), f.rotated_query_output ? 1 : 0) << lowering::plan_text(plan);
     if (!f.cache_output) {
-      EXPECT_EQ(plan.launches.size(), 1u) << lowering::plan_text(plan);
+      EXPECT_EQ(plan.launches.size(), f.rotated_query_output ? 2u : 1u) << lowering::plan_text(plan);
     }
     EXPECT_TRUE(plan.copies.empty() || f.cache_output) << "the caches are written in place: " << lowering::plan_text(plan);
   }
@@ -200,7 +234,7 @@ TEST(DecodeAttentionFusionPlan, TheStepsCacheWritesAreInTheSameLaunch) {
 // of its own.
 TEST(DecodeAttentionFusionPlan, UnderTheBf16PolicyTheStepIsStillOneLaunch) {
   for (const CacheForm& f : cache_forms()) {
-    if (f.cache_output) continue;
+    if (f.cache_output || f.rotated_query_output) continue;
     SCOPED_TRACE(f.name);
     const lowering::Plan plan =
         lowering::lower(cache_graph_of(f), testing_support::h100_like_target(), nullptr, nullptr, true, Precision::Bf16);
@@ -229,10 +263,22 @@ TEST_P(DecodeAttentionFusionOnDevice, CacheWritesMatchTheReferenceStepAfterStep)
     uint32_t seed = 140;
     int64_t step = 0;
     for (int64_t slot : {0, 1, 2, 7, 3}) {
-      for (const char* name : {"q", "k_new", "v_new"}) {
+      for (const char* name : {"q", "k_new", "v_new", "cos", "sin"}) {
+        if (!g.find(name)) continue;
         const graph::Node& n = g.node(g.at(name));
         feeds[name] = testing_support::uniform_tensor(n.type.shape, seed++, n.type.dtype);
         for (double& e : feeds[name].data) e = graph::round_to(n.type.dtype, 3 * e);
+        // Rotating a bf16 cache's key: the float64 evaluator rounds only outputs and states, where the device rounds
+        // the rotated key to bf16 before the scores read it; so each element keeps one term, +-x[d] or +-x[d +- h]
+        // (cos and sin 0 or +-1 by turns), with k_new's values bf16 ones: the rotation is exact in bf16.
+        if (f.rotary && f.cache == DType::BF16) {
+          const bool is_cos = std::string(name) == "cos", is_sin = std::string(name) == "sin";
+          for (size_t i = 0; i < feeds[name].data.size(); ++i) {
+            double& e = feeds[name].data[i];
+            if (is_cos || is_sin) e = (i % 2 == (is_cos ? 0u : 1u)) ? (i % 4 < 2 ? 1 : -1) : 0;
+            else if (std::string(name) == "k_new") e = graph::round_to(DType::BF16, e);
+          }
+        }
         exe->set(name, feeds[name]);
       }
       // The slots written so far (and the new one) are allowed, as a decoder's mask allows its past.
@@ -253,7 +299,16 @@ TEST_P(DecodeAttentionFusionOnDevice, CacheWritesMatchTheReferenceStepAfterStep)
       }
       for (const char* name : {"k", "v"}) {
         feeds[name] = want.at(name);  // the state's new value
-        EXPECT_EQ(exe->get(name).data, feeds[name].data) << name << " after writing slot " << slot;
+        if (!f.rotary) {
+          EXPECT_EQ(exe->get(name).data, feeds[name].data) << name << " after writing slot " << slot;
+          continue;
+        }
+        // A rotated key is computed in f32 on the device and in float64 by the reference, then rounded to the cache's
+        // type: within f32's rounding of its two terms (each up to 9), or one step of bf16's.
+        const Tensor got = exe->get(name);
+        const double step = f.cache == DType::F32 ? 0 : 1.0 / 128;
+        for (int64_t i = 0; i < got.numel(); ++i)
+          EXPECT_NEAR(got[i], feeds[name][i], step * std::abs(feeds[name][i]) + 4e-6) << name << " " << i;
       }
     }
   }

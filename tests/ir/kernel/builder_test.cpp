@@ -154,6 +154,37 @@ TEST(KernelBuilder, RewriteLoadsComputesEachLoadedElement) {
   EXPECT_THROW(typed.rewrite_loads(0, [](Val i) { return i; }), std::invalid_argument);  // u32 for an f32 buffer
 }
 
+// A bf16 load rewritten into a value computed in f32 and rounded to bf16 (an attention's launch computing its query's
+// rotary embedding where it loads it, lowering/fuse.h): bf16 has no select, so the former load becomes a second
+// conversion of the same f32 value, and the kernel verifies. A bf16 value that is no such conversion is refused.
+TEST(KernelBuilder, RewritingABf16LoadConvertsTheSameF32Value) {
+  auto make = [] {
+    KernelBuilder b("widen", 64);
+    auto a = b.buffer("a", Type::BF16, Access::Read);
+    auto c = b.buffer("c", Type::F32, Access::Write);
+    c[b.global_id()] = cast(a[b.global_id()].load(), Type::F32);
+    return b.finish();
+  };
+  KernelBuilder rw(make());
+  auto x = rw.buffer("x", Type::F32, Access::Read);
+  rw.rewrite_loads(0, [&](Val index) { return cast(x[index].load() * 2.0f, Type::BF16); });
+  const Kernel k = rw.finish();
+  EXPECT_EQ(verify(k), "");
+  size_t loads_of_a = 0, to_bf16 = 0, selects = 0;
+  for (const Stmt& s : k.body.stmts)
+    if (const auto* in = std::get_if<Instr>(&s)) {
+      loads_of_a += in->op == Op::LoadBuffer && in->index == 0;
+      to_bf16 += in->op == Op::Convert && in->type == Type::BF16;
+      selects += in->op == Op::Select;
+    }
+  EXPECT_EQ(loads_of_a, 0u) << print(k);
+  EXPECT_EQ(to_bf16, 2u) << print(k);  // the new value's, and the former load's
+  EXPECT_EQ(selects, 0u) << print(k);
+  KernelBuilder loaded(make());
+  auto y = loaded.buffer("y", Type::BF16, Access::Read);
+  EXPECT_THROW(loaded.rewrite_loads(0, [&](Val index) { return y[index].load(); }), std::invalid_argument);
+}
+
 // An epilogue tap stands for what y's epilogue makes of a value: the value itself until rewrite_taps gives it the
 // epilogue's (here +1), and the kernel's other uses of the tap (a second buffer) see the rewritten value too.
 TEST(KernelBuilder, RewriteTapsGivesEveryTapOfOneBufferItsEpilogue) {
