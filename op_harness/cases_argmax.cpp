@@ -19,8 +19,13 @@ void argmax_cases(CaseList& cl) {
     add(in(DType::F32, {6, 40}, Draw::Integers, -3, 3), 1, false, last);
     add(in(DType::F32, {2, 2500}, Draw::Integers, -3, 3), 1, false, last);
   }
+  // Rows of more than two parts (kernels/argmax_kernel.h: a GPU chooses in each part, then among the parts), ties
+  // across parts included (integers from -3 to 3), the last part shorter.
+  for (bool last : {false, true}) add(in(DType::F32, {2, 9001}, Draw::Integers, -3, 3), 1, false, last);
+  add(f32({3, 12289}, -5, 5), 1);
   add(f64({7, 33}, -5, 5), 1);
   for (DType t : kHalfTypes) add(in(t, {7, 300}, Draw::Uniform, -5, 5), 1);
+  for (DType t : kHalfTypes) add(in(t, {1, 8200}, Draw::Uniform, -5, 5), 1);
 }
 
 }  // namespace spire::harness
