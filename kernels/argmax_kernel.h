@@ -4,7 +4,7 @@
 // (the first of equals, or the last with select_last_index); then three workgroup reductions in a fixed order: whether
 // any invocation saw a NaN (a NaN counts as the largest value, as torch.argmax has it), the largest value that is not
 // NaN, and the smallest (or largest) position whose value is that one. A decoder's next token over a vocabulary of
-// 50257 is one launch this way, not five. Buffers: x (read, f32/f64 or half widened to f32), y (write, i32).
+// 50257 takes one launch this way (two on a GPU), where max, compare and max took five. Buffers: x (read, f32/f64 or half widened to f32), y (write, i32).
 #pragma once
 
 #include <cstdint>

@@ -54,23 +54,11 @@ void lower_decode_attention(LoweringContext& ctx, graph::Value v, const Absorbed
     for (int32_t b : tree->bindings()) buffers.push_back(b);
     for (const std::string& op : tree->ops()) k.kernel.name += "_" + op;
   }
-  if (a.q_tree.valid() || a.key_row_tree.valid()) {
-    kir::KernelBuilder kb(std::move(k.kernel));
-    PointwiseTree rows(ctx, kb);
-    std::vector<std::string> ops;
-    auto compute = [&](uint32_t index, graph::Value root) {
-      kb.rewrite_loads(index, [&](kir::Val at) {
-        rows.forget_computed();  // each load is another element
-        kir::Val value = rows.root(root, at);
-        if (ops.empty()) ops = rows.ops();
-        return value;
-      });
-    };
-    if (a.q_tree.valid()) compute(0, a.q_tree);
-    if (a.key_row_tree.valid()) compute(4, a.key_row_tree);  // (q, k, v, o, then the key row)
-    k.kernel = kb.finish();
-    for (const std::string& op : ops) k.kernel.name += "_" + op;
-    for (int32_t b : rows.bindings()) buffers.push_back(b);
+  std::vector<std::pair<uint32_t, graph::Value>> computed;
+  if (a.q_tree.valid()) computed.emplace_back(0, a.q_tree);
+  if (a.key_row_tree.valid()) computed.emplace_back(4, a.key_row_tree);  // (q, k, v, o, then the key row)
+  if (!computed.empty()) {
+    for (int32_t b : compute_loads_in_place(ctx, k.kernel, computed)) buffers.push_back(b);
     // A computed operand's buffer stays declared, unread: a one-element scratch of its type.
     for (size_t i = 0; i < buffers.size(); ++i)
       if (buffers[i] == kComputed) buffers[i] = ctx.scratch(k.kernel.buffers[i].elem, 1);

@@ -223,27 +223,18 @@ class PlanBuilder final : public LoweringContext {
       throw std::logic_error(fmt::format("lowering of '{}': kernel '{}' binds a fused input, but the node has no "
                                          "prologue", current_node_, kernel.name));
     const uint32_t index = uint32_t(slot - buffers.begin());
-    kir::KernelBuilder kb(std::move(kernel));
-    PointwiseTree tree(*this, kb);
-    std::vector<std::string> ops;
+    std::vector<int32_t> leaves;
     try {
-      kb.rewrite_loads(index, [&](kir::Val at) {
-        tree.forget_computed();  // each load is another element
-        kir::Val v = tree.root(graph::Value{root_id}, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
-        if (ops.empty()) ops = tree.ops();
-        return v;
-      });
+      leaves = compute_loads_in_place(*this, kernel, {{index, graph::Value{root_id}}});
     } catch (const std::invalid_argument& e) {
       throw std::logic_error(fmt::format("lowering of '{}': {} (fuse.h's prologues are for reductions' element loads)",
                                          current_node_, e.what()));
     }
-    kernel = kb.finish();
-    for (const std::string& op : ops) kernel.name += "_" + op;
     const kir::Type elem = kernel.buffers[index].elem;
-    auto same_type = std::find_if(tree.bindings().begin(), tree.bindings().end(),
+    auto same_type = std::find_if(leaves.begin(), leaves.end(),
                                   [&](int32_t b) { return plan_.buffers.at(size_t(b)).slot.type == elem; });
-    buffers[index] = same_type != tree.bindings().end() ? *same_type : scratch(elem, 1);
-    for (int32_t b : tree.bindings()) buffers.push_back(b);
+    buffers[index] = same_type != leaves.end() ? *same_type : scratch(elem, 1);
+    for (int32_t b : leaves) buffers.push_back(b);
   }
 
   // The node being lowered (its launches may take its epilogue); an invalid value for launches of no node.

@@ -162,4 +162,21 @@ kir::Buf PointwiseTree::buffer(graph::Value v) {
   return b;
 }
 
+std::vector<int32_t> compute_loads_in_place(LoweringContext& ctx, kir::Kernel& kernel,
+                                            const std::vector<std::pair<uint32_t, graph::Value>>& loads) {
+  kir::KernelBuilder kb(std::move(kernel));
+  PointwiseTree tree(ctx, kb);
+  std::vector<std::string> ops;
+  for (const auto& [index, root] : loads)
+    kb.rewrite_loads(index, [&, root = root](kir::Val at) {
+      tree.forget_computed();  // each load is another element
+      kir::Val v = tree.root(root, at.type() == kir::Type::U32 ? at : kir::cast(at, kir::Type::U32));
+      if (ops.empty()) ops = tree.ops();
+      return v;
+    });
+  kernel = kb.finish();
+  for (const std::string& op : ops) kernel.name += "_" + op;
+  return tree.bindings();
+}
+
 }  // namespace spire::lowering

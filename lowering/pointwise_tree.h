@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ir/kernel/builder.h"
@@ -61,5 +62,14 @@ class PointwiseTree {
   std::vector<graph::Value> loaded_;
   std::vector<std::string> ops_;
 };
+
+// Rewrites each load of `kernel`'s buffer `index` into `root`'s element at the loaded index, for each (index, root) of
+// `loads` (every load another element), computed by one tree: the kernel computes those values where it reads them
+// (fuse.h's prologues: a reduction's input, an attention's rotary embeddings). Their buffers stay declared, unread, for
+// the caller to bind; the kernel's name takes the ops computed. Returns the slots of the buffers the trees load, to bind
+// after the kernel's own. Throws std::invalid_argument where such a buffer is written or read other than element by
+// element.
+std::vector<int32_t> compute_loads_in_place(LoweringContext& ctx, kir::Kernel& kernel,
+                                            const std::vector<std::pair<uint32_t, graph::Value>>& loads);
 
 }  // namespace spire::lowering
