@@ -203,20 +203,66 @@ TEST(BundleFormat, ReadsVersion5WithItsByteSerialChecksum) {
   EXPECT_EQ(parse_bundle(bytes, "m.spire").model, "sample.onnx");
 }
 
-// The wide checksum sees a change in any byte: in each lane's words, in the bytes after the last group of words, and
+// The wide checksum (versions 6 to 8, and each chunk's from 9) sees a change in any byte: in each lane's words, in the bytes after the last group of words, and
 // two changes that would cancel in a plain sum of words.
 TEST(BundleFormat, WideChecksumSeesEveryByte) {
   std::vector<uint8_t> payload(64 * 3 + 13);
   for (size_t i = 0; i < payload.size(); ++i) payload[i] = uint8_t(i * 7 + 1);
-  const uint64_t sum = payload_checksum(payload, kBundleFormatVersion);
+  const uint64_t sum = payload_checksum(payload, 8);
   for (size_t at = 0; at < payload.size(); ++at) {
     std::vector<uint8_t> changed = payload;
     changed[at] ^= 0x01;
-    EXPECT_NE(payload_checksum(changed, kBundleFormatVersion), sum) << at;
+    EXPECT_NE(payload_checksum(changed, 8), sum) << at;
   }
   std::vector<uint8_t> swapped = payload;  // words 0 and 1 (lanes 0 and 1) exchanged
   std::swap_ranges(swapped.begin(), swapped.begin() + 8, swapped.begin() + 8);
-  EXPECT_NE(payload_checksum(swapped, kBundleFormatVersion), sum);
+  EXPECT_NE(payload_checksum(swapped, 8), sum);
+}
+
+// Version 8 bundles carry the one-core wide checksum over the whole payload and are still read; a version 9 header
+// over it is refused.
+TEST(BundleFormat, ReadsVersion8WithItsOneCoreChecksum) {
+  std::vector<uint8_t> bytes = as_older_version(testing_support::sample_bundle(), 8);
+  EXPECT_NE(error_of(bytes).find("checksum"), std::string::npos) << error_of(bytes);
+  reseal(bytes);
+  EXPECT_EQ(error_of(bytes), "");
+  EXPECT_EQ(parse_bundle(bytes, "m.spire").model, "sample.onnx");
+}
+
+// Version 9's checksum is version 8's of each 1 MiB chunk, folded in order, whatever threads computed them: over 9 MiB
+// and a tail (parallel_for then takes two threads or more), a changed byte anywhere, at either end of a chunk or in the
+// short last one, and two chunks swapped, change it.
+TEST(BundleFormat, ChunkedChecksumSeesEveryChunkInOrder) {
+  const size_t chunk = kChecksumChunkBytes;
+  std::vector<uint8_t> payload(9 * chunk + 77);
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (uint8_t& b : payload) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    b = uint8_t(x >> 24);
+  }
+  const std::span<const uint8_t> all(payload);
+  std::vector<uint8_t> fold;
+  for (size_t at = 0; at < payload.size(); at += chunk) {
+    const uint64_t sum = payload_checksum(all.subspan(at, std::min(chunk, payload.size() - at)), 8);
+    for (int i = 0; i < 8; ++i) fold.push_back(uint8_t(sum >> (8 * i)));
+  }
+  const uint64_t sum = payload_checksum(payload, 9);
+  EXPECT_EQ(sum, fnv1a64(fold));
+  EXPECT_NE(sum, payload_checksum(payload, 8));
+  for (size_t at : {size_t(0), chunk - 1, chunk, 4 * chunk + 12345, 9 * chunk - 1, 9 * chunk, payload.size() - 1}) {
+    std::vector<uint8_t> changed = payload;
+    changed[at] ^= 0x10;
+    EXPECT_NE(payload_checksum(changed, 9), sum) << at;
+  }
+  std::vector<uint8_t> swapped = payload;
+  std::swap_ranges(swapped.begin(), swapped.begin() + ptrdiff_t(chunk), swapped.begin() + ptrdiff_t(chunk));
+  EXPECT_NE(payload_checksum(swapped, 9), sum);
+  // A payload of one chunk or none: one wide checksum folded.
+  const std::vector<uint8_t> empty;
+  const uint64_t empty_sum = payload_checksum(empty, 8);
+  std::vector<uint8_t> one(8);
+  for (int i = 0; i < 8; ++i) one[size_t(i)] = uint8_t(empty_sum >> (8 * i));
+  EXPECT_EQ(payload_checksum(empty, 9), fnv1a64(one));
 }
 
 TEST(BundleFormat, RefusesABadChecksum) {
