@@ -4,6 +4,7 @@
 // transform around a batched matmul (conv2d_winograd_kernels.h), a third.
 #include "lowering/fuse.h"
 #include "kernels/channels_last_kernel.h"
+#include "kernels/conv2d_forms.h"
 #include "kernels/conv2d_gemm_kernels.h"
 #include "kernels/conv2d_grad_weight_images_kernel.h"
 #include "kernels/conv2d_mma_kernel.h"
@@ -35,64 +36,6 @@ heavy::Conv2dShape shape_of(const graph::Node& node, const graph::Shape& x, cons
   return heavy::conv2d_shape(x, w, o.stride, o.padding, o.dilation, o.groups);
 }
 
-// A config of the GEMM family carries a tiling (tile_m, ...); the direct family's carry rows, wg, c_block.
-bool is_gemm_config(const heavy::Config& c) { return c.has("tile_m"); }
-
-// The GEMM form where the tiled GEMM would use its large blocks (64x64 or more: many channels and positions);
-// elsewhere the direct kernels, which have no staging overhead and spread small problems wider.
-std::optional<heavy::MatmulTiling> gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm, kir::Type t) {
-  if (s.groups != 1) return std::nullopt;
-  const heavy::MatmulTiling g = heavy::choose_matmul_tiling(gemm, t);
-  if (g.tile_m < 64) return std::nullopt;
-  return g;
-}
-
-// Where few positions give the GEMM few blocks (a strided layer of many channels at batch 1), small blocks still beat
-// the direct kernels on a GPU: those spread each output row's long window sums over few invocations (resnet18's strided
-// layers at batch 1 on the H100: rows 0.094-0.27 ms, the tuner's GEMM picks 0.020-0.047 ms for the 3x3 ones and
-// 0.006-0.009 ms for the 1x1 ones on both backends, docs/PERFORMANCE.md). 32x32 blocks where they give 64 or more
-// workgroups, else 16x16; 32-deep slices. Windows of at least 64 terms and 32 output channels: LeNet's keep theirs.
-std::optional<heavy::MatmulTiling> small_gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm,
-                                                   kir::Type t, const heavy::Limits& limits) {
-  if (limits.cpu || s.groups != 1 || gemm.k < 64 || gemm.m < 32) return std::nullopt;
-  const uint32_t k = t == kir::Type::F64 ? 16 : 32;
-  const int64_t blocks32 = gemm.batch_count() * ((gemm.m + 31) / 32) * ((gemm.n + 31) / 32);
-  if (blocks32 >= 64) return heavy::MatmulTiling{32, 32, k, 2, 2};
-  return heavy::MatmulTiling{16, 16, k, 1, 1};
-}
-
-// The heuristic first, then the direct family's candidates, then the GEMM tilings (ungrouped convolutions).
-std::vector<heavy::Config> with_gemm_candidates(heavy::Config heuristic, std::vector<heavy::Config> direct,
-                                                const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm, kir::Type t,
-                                                const heavy::Limits& limits,
-                                                const std::function<heavy::Config(const heavy::MatmulTiling&)>& config) {
-  std::vector<heavy::Config> out{heuristic};
-  auto add = [&](const heavy::Config& c) {
-    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
-  };
-  for (const heavy::Config& c : direct) add(c);
-  if (s.groups == 1)
-    for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(gemm, t, limits)) add(config(tl));
-  return out;
-}
-
-// The weight gradient's result is small and its K long: its blocks come from splitting K, so the GEMM pays
-// wherever a 64x64 block of the result is full, whatever the count of blocks. With few positions (K < 256: a small
-// batch's late layers) the blocks are all there is: 64x64 where they are 64 or more, else 32x32. On the H100 at batch 1
-// (docs/PERFORMANCE.md) resnet18's strided layers' weight gradients took 0.017-0.019 ms that way (layer3's and layer4's
-// 3x3) and 0.006-0.013 ms (their 1x1 downsamples), against 0.026-0.135 ms on the direct kernels before.
-std::optional<heavy::MatmulTiling> grad_weight_gemm_pays(const heavy::Conv2dShape& s, const heavy::MatmulShape& gemm,
-                                                         kir::Type t) {
-  if (s.groups != 1 || gemm.m < 64 || gemm.n < 64) return std::nullopt;
-  const bool f64 = t == kir::Type::F64;
-  if (gemm.k < 256) {
-    if ((gemm.m / 64) * (gemm.n / 64) >= 64) return heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
-    return heavy::MatmulTiling{32, 32, f64 ? 8u : 16u, 2, 2};
-  }
-  if (gemm.m >= 128 && gemm.n >= 128) return heavy::MatmulTiling{128, 128, f64 ? 4u : 8u, 8, 8};
-  return heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
-}
-
 heavy::Config plain_tiling(const heavy::MatmulTiling& tl) { return tl.config(); }
 // For the GEMM kernels that do not split K (the forward's, the unphased input gradient's): a split candidate would
 // only time the same kernel again.
@@ -102,85 +45,6 @@ heavy::Config unsplit_tiling(const heavy::MatmulTiling& tl) {
   return unsplit.config();
 }
 
-// The input gradient of a strided layer at a small batch (resnet18's at batch 1): the phases' GEMMs (M = Cin) have
-// too few positions for 64x64 blocks to fill the GPU, and the direct kernels spread each element's long window sum
-// over few invocations. The K range (Cout * taps of a phase) is then split (split-K; a second launch adds the splits,
-// 3-4 us). A long window (2048 or more terms) over 64 or more channels keeps 64x64 blocks of 4x4 per invocation, split
-// until 128 workgroups; otherwise, as the forward's small blocks (small_gemm_pays), 32x32 where the phases a tap
-// reaches give 64 or more of them, else 16x16, split until 512 workgroups; every split keeps 8 or more slices. On the
-// H100 at batch 1 (docs/PERFORMANCE.md), vulkan:0 / cuda:0, kernel and adding launch: layer4's 3x3 (K = 2048) 0.027 /
-// 0.022 ms in 64x64 blocks split 8 ways against 0.036 / 0.033 in 32x32 split 4 and 0.059 / 0.051 in 16x16 unsplit;
-// layer3's (K = 1024) 0.030 ms on cuda:0 in 32x32 split 4, 0.033 unsplit. GPUs only, windows of 64 or more terms and
-// 32 or more input channels (LeNet's keep the direct kernels). `longest`: the largest phase's K and N.
-std::optional<heavy::MatmulTiling> small_grad_input_tiling(const heavy::Conv2dShape& s, const heavy::MatmulShape& longest,
-                                                           kir::Type t, const heavy::Limits& limits) {
-  if (limits.cpu || s.groups != 1 || longest.k < 64 || longest.m < 32) return std::nullopt;
-  // The blocks of a size over the phases a tap reaches.
-  auto blocks_of = [&](int64_t size) {
-    int64_t blocks = 0;
-    for (const heavy::GradInputPhase& phase : heavy::conv2d_grad_input_phases(s)) {
-      const heavy::MatmulShape p = heavy::conv2d_grad_input_phase_gemm_shape(s, phase);
-      if (p.k > 0) blocks += ((p.m + size - 1) / size) * ((p.n + size - 1) / size);
-    }
-    return blocks;
-  };
-  const bool f64 = t == kir::Type::F64;
-  heavy::MatmulTiling tl{16, 16, f64 ? 8u : 16u, 1, 1};
-  int64_t wanted = 512;
-  if (longest.k >= 2048 && longest.m >= 64) {
-    tl = heavy::MatmulTiling{64, 64, f64 ? 8u : 16u, 4, 4};
-    wanted = 128;
-  } else if (blocks_of(32) >= 64) {
-    tl = heavy::MatmulTiling{32, 32, f64 ? 16u : 32u, 2, 2};
-  }
-  const int64_t blocks = blocks_of(tl.tile_m);
-  const int64_t slices = (longest.k + tl.tile_k - 1) / tl.tile_k;
-  while (tl.splits < 64 && blocks * tl.splits * 2 <= wanted && slices >= 8 * int64_t(tl.splits) * 2) tl.splits *= 2;
-  return tl;
-}
-
-// Winograd (conv2d_winograd_kernels.h): the batched product's tiling, marked "winograd=<the output tile's side>" (2:
-// F(2x2, 3x3), 4: F(4x4, 3x3)).
-heavy::Config winograd_config(const heavy::MatmulTiling& tl, uint32_t tile) { return tl.config().set("winograd", tile); }
-bool is_winograd_config(const heavy::Config& c) { return c.has("winograd"); }
-uint32_t winograd_tile_of(const heavy::Config& c) { return uint32_t(c.get("winograd")); }
-
-// The transformed input or product, the larger scratch buffer, in bytes.
-int64_t winograd_scratch_bytes(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile) {
-  return heavy::conv2d_winograd_planes(tile) * std::max(s.cin, s.cout) * heavy::conv2d_winograd_tiles(s, tile) *
-         int64_t(dtype_bytes(t));
-}
-
-// Where the transforms' passes over memory are small next to the product they save: channels enough for the product
-// to be the time (resnet18's 3x3 layers of 64 to 512 channels on the H100: docs/PERFORMANCE.md); and where the
-// scratch buffers, 4x the input and output, stay within 1 GiB each (a large image takes the implicit GEMM instead).
-bool winograd_pays(const heavy::Conv2dShape& s, kir::Type t) {
-  return s.cin >= 32 && s.cout >= 32 && winograd_scratch_bytes(s, t, 2) <= (int64_t(1) << 30);
-}
-
-// F(4x4, 3x3) for float32 (f16 and bf16 convolutions compute in it too) where its products have 256 tiles or more and
-// it multiplies less than F(2x2, 3x3) over the tiles it covers (36 products per 16 outputs against 16 per 4; a plane of
-// odd size wastes more of the larger tiles), its scratch fitting as F(2x2, 3x3)'s must. On the H100 (docs/PERFORMANCE.md)
-// resnet18's 3x3 layers at batch 64 (256 to 12544 tiles) ran 1.1-1.5x faster with it on both backends, forward and both
-// gradients, but at batch 1 (4 to 196 tiles: products of few columns) up to 2.4x slower. Its constants (up to 8, and
-// 1/3, 1/15) cost precision: 1-3x the implicit GEMM's error in float32 (tests/tuning/winograd_precision_test.cpp); not
-// measured against float64's much tighter tolerance, which keeps F(2x2, 3x3).
-uint32_t winograd_tile(const heavy::Conv2dShape& s, kir::Type t) {
-  const int64_t tiles = heavy::conv2d_winograd_tiles(s, 4);
-  const bool fewer = 36 * tiles < 16 * heavy::conv2d_winograd_tiles(s, 2);
-  return t == kir::Type::F32 && tiles >= 256 && fewer && winograd_scratch_bytes(s, t, 4) <= (int64_t(1) << 30) ? 4 : 2;
-}
-
-// The batched product's tiling: the matmul heuristic's, but where it takes 64x64 blocks (64 output channels), 8x8
-// outputs per invocation rather than 4x4 (resnet18's 64-channel layers at batch 64 on the H100: 0.467 -> 0.400 ms).
-heavy::MatmulTiling winograd_tiling_64(kir::Type t) {
-  return t == kir::Type::F32 ? heavy::MatmulTiling{64, 64, 16, 8, 8} : heavy::MatmulTiling{64, 64, 8, 4, 4};
-}
-heavy::MatmulTiling winograd_tiling(const heavy::MatmulShape& product, kir::Type t) {
-  heavy::MatmulTiling tl = heavy::choose_matmul_tiling(product, t);
-  if (t == kir::Type::F32 && tl == heavy::MatmulTiling{64, 64, 16, 4, 4}) tl = winograd_tiling_64(t);
-  return tl;
-}
 
 // Each config once, at its first place.
 std::vector<heavy::Config> unique_configs(const std::vector<heavy::Config>& configs) {
@@ -195,7 +59,7 @@ std::vector<heavy::Config> unique_configs(const std::vector<heavy::Config>& conf
 // flipped), then U [planes][Cout][Cin], V [planes][Cin][tiles] and M [planes][Cout][tiles] as scratch.
 KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
                                const heavy::Config& c, bool flipped = false) {
-  const uint32_t tile = winograd_tile_of(c);
+  const uint32_t tile = heavy::conv2d_winograd_tile_of(c);
   const int64_t tiles = heavy::conv2d_winograd_tiles(s, tile), planes = heavy::conv2d_winograd_planes(tile);
   heavy::HeavyKernel weights = heavy::conv2d_winograd_weight_kernel(s, t, tile, flipped);
   heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t, tile);
@@ -220,7 +84,7 @@ KernelProgram winograd_program(const heavy::Conv2dShape& s, kir::Type t, std::ve
 // [splits][planes][Cin][Cout] as scratch.
 KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Type t, std::vector<ProgramBuffer> io,
                                            const heavy::Config& c) {
-  const uint32_t tile = winograd_tile_of(c);
+  const uint32_t tile = heavy::conv2d_winograd_tile_of(c);
   const heavy::MatmulTiling tl = heavy::MatmulTiling::from(c);
   const int64_t tiles = heavy::conv2d_winograd_tiles(s, tile), planes = heavy::conv2d_winograd_planes(tile);
   heavy::HeavyKernel input = heavy::conv2d_winograd_input_kernel(s, t, tile);
@@ -246,8 +110,8 @@ KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Typ
 // layers at batch 64 (docs/PERFORMANCE.md): 32, 8, 2 and 1 splits for 64 to 512 channels (the rule before, 256
 // workgroups: 16, 4, 1, 1 splits, 1.22-1.37x slower on cuda:0 where they differ; on vulkan:0 1.22x for 128 channels).
 heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& product, kir::Type t) {
-  heavy::MatmulTiling tl = winograd_tiling(product, t);
-  if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = winograd_tiling_64(t);
+  heavy::MatmulTiling tl = heavy::conv2d_winograd_tiling(product, t);
+  if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = heavy::conv2d_winograd_tiling_64(t);
   const int64_t blocks = product.batch[0] * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
   const int64_t slices = (product.k + tl.tile_k - 1) / tl.tile_k;
   const int64_t wanted = tl.tile_m * tl.tile_n >= 128 * 128 ? 256 : 512;
@@ -262,12 +126,12 @@ heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& produc
 // Whether a Winograd program's scratch and partial sums are addressable with 32-bit indices.
 bool winograd_addressable(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile, uint32_t max_splits) {
   const int64_t planes = heavy::conv2d_winograd_planes(tile);
-  return winograd_scratch_bytes(s, t, tile) / dtype_bytes(t) < (int64_t(1) << 31) &&
+  return heavy::conv2d_winograd_scratch_bytes(s, t, tile) / dtype_bytes(t) < (int64_t(1) << 31) &&
          planes * max_splits * s.cin * s.cout < (int64_t(1) << 31) && heavy::conv2d_winograd_tiles(s, tile) < (int64_t(1) << 31);
 }
 
 // The tiles a Winograd program is offered with (F(2x2, 3x3), and for float32 F(4x4, 3x3)), those whose scratch and
-// partial sums (`max_splits` of them) are addressable; and the heuristic's among them (winograd_tile's where offered).
+// partial sums (`max_splits` of them) are addressable; and the heuristic's among them (heavy::conv2d_winograd_tile's where offered).
 struct WinogradTiles {
   std::vector<uint32_t> offered;
   uint32_t chosen = 0;  // 0: none offered
@@ -276,7 +140,7 @@ WinogradTiles winograd_tiles(const heavy::Conv2dShape& s, kir::Type t, uint32_t 
   WinogradTiles out;
   for (uint32_t tile : {2u, 4u})
     if ((tile == 2 || t == kir::Type::F32) && winograd_addressable(s, t, tile, max_splits)) out.offered.push_back(tile);
-  const uint32_t best = winograd_tile(s, t);
+  const uint32_t best = heavy::conv2d_winograd_tile(s, t);
   if (std::find(out.offered.begin(), out.offered.end(), best) != out.offered.end()) out.chosen = best;
   else if (!out.offered.empty()) out.chosen = out.offered.front();
   return out;
@@ -297,16 +161,16 @@ void add_winograd_grad_weight(TunableOp& op, const heavy::Conv2dShape& s, kir::T
   for (uint32_t tile : tiles.offered) {
     const heavy::MatmulShape product = heavy::conv2d_winograd_grad_weight_gemm_shape(s, tile);
     const heavy::MatmulTiling best = winograd_grad_weight_tiling(product, t);
-    if (winograd_pays(s, t) && tile == tiles.chosen) op.heuristic = winograd_config(best, tile);
-    offered.push_back(winograd_config(best, tile));
+    if (heavy::conv2d_winograd_pays(s, t) && tile == tiles.chosen) op.heuristic = heavy::conv2d_winograd_config(best, tile);
+    offered.push_back(heavy::conv2d_winograd_config(best, tile));
     for (uint32_t splits : {best.splits / 2, best.splits * 2}) {
       heavy::MatmulTiling tl = best;
       tl.splits = splits;
       if (splits >= 1 && splits <= 64 && (product.k + tl.tile_k - 1) / tl.tile_k >= 8 * int64_t(splits))
-        offered.push_back(winograd_config(tl, tile));
+        offered.push_back(heavy::conv2d_winograd_config(tl, tile));
     }
     for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
-      offered.push_back(winograd_config(tl, tile));
+      offered.push_back(heavy::conv2d_winograd_config(tl, tile));
   }
   add_offered(op, offered);
 }
@@ -325,10 +189,10 @@ void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const
   std::vector<heavy::Config> offered;
   for (uint32_t tile : tiles.offered) {
     const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(e, tile);
-    if (winograd_pays(e, t) && tile == tiles.chosen) op.heuristic = winograd_config(winograd_tiling(product, t), tile);
-    offered.push_back(winograd_config(winograd_tiling(product, t), tile));
+    if (heavy::conv2d_winograd_pays(e, t) && tile == tiles.chosen) op.heuristic = heavy::conv2d_winograd_config(heavy::conv2d_winograd_tiling(product, t), tile);
+    offered.push_back(heavy::conv2d_winograd_config(heavy::conv2d_winograd_tiling(product, t), tile));
     for (const heavy::MatmulTiling& tl : heavy::matmul_candidates(product, t, limits))
-      offered.push_back(winograd_config(tl, tile));
+      offered.push_back(heavy::conv2d_winograd_config(tl, tile));
   }
   add_offered(op, offered);
 }
@@ -475,7 +339,7 @@ bool channels_last_pays(const heavy::Conv2dShape& s, kir::Type half) {
 // output channels (the model 10.27 -> 11.87 ms with Winograd), whose batched products are too narrow.
 bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
   const bool last = channels_last_pays(s, half);
-  const bool winograd = heavy::conv2d_winograd_applies(s) && winograd_pays(s, kir::Type::F32);
+  const bool winograd = heavy::conv2d_winograd_applies(s) && heavy::conv2d_winograd_pays(s, kir::Type::F32);
   if (winograd && half == kir::Type::F32 && s.cout >= 64) return false;
   if (winograd && !last && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
   const heavy::MatmulTiling t = last ? heavy::choose_conv2d_channels_last_tiling(s, half, limits)
@@ -516,12 +380,12 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
                                 pooled->suffix().substr(std::string("_pooled").size()));
   }
   const heavy::MatmulShape gemm = heavy::conv2d_gemm_shape(s);
-  const auto tiling = gemm_pays(s, gemm, t);
-  const auto few_positions = tiling ? std::nullopt : small_gemm_pays(s, gemm, t, limits);
+  const auto tiling = heavy::conv2d_gemm_pays(s, gemm, t);
+  const auto few_positions = tiling ? std::nullopt : heavy::conv2d_small_gemm_pays(s, gemm, t, limits);
   op.heuristic = tiling          ? tiling->config()
                  : few_positions ? few_positions->config()
                                  : heavy::conv2d_heuristic(s, limits).config();
-  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
+  op.candidates = heavy::conv2d_with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_candidates(s, limits, t)), s, gemm, t, limits,
                                        unsplit_tiling);
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   if (on_tensor_cores) {
@@ -554,8 +418,8 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
       p.launches.push_back({std::move(k.kernel), {0, 1, 2}, k.groups, {}});
       return p;
     }
-    if (is_winograd_config(c)) return widened(winograd_program(s, t, std::move(io), c), halves);
-    heavy::HeavyKernel k = is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
+    if (heavy::conv2d_is_winograd_config(c)) return widened(winograd_program(s, t, std::move(io), c), halves);
+    heavy::HeavyKernel k = heavy::conv2d_is_gemm_config(c) ? heavy::conv2d_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                              : heavy::conv2d_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     KernelProgram p;
     p.buffers = std::move(io);
@@ -579,7 +443,7 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
     io.push_back({ProgramBuffer::Use::Value, -1, kir::Type::I32, g.type(side.argmax).numel(), side.argmax.id});
   op.build = [s, t, limits, io, program, out = *pooled, halves](const heavy::Config& c) {
     const int32_t pooled = 3, input = 4, argmax = 5;
-    if (!is_gemm_config(c) && !is_winograd_config(c)) {
+    if (!heavy::conv2d_is_gemm_config(c) && !heavy::conv2d_is_winograd_config(c)) {
       const heavy::Conv2dConfig cfg = heavy::Conv2dConfig::from(c);
       if (heavy::conv2d_pools_in_kernel(s, cfg, out.pool, limits)) {
         heavy::HeavyKernel k = heavy::conv2d_kernel(s, t, cfg, limits, out);
@@ -624,12 +488,12 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
     }
   }
   const bool dense = phased || (s.stride_h == 1 && s.stride_w == 1) || (s.kh == 1 && s.kw == 1);
-  const auto tiling = dense ? gemm_pays(s, gemm, t) : std::nullopt;
-  const auto small = phased && !tiling ? small_grad_input_tiling(s, gemm, t, limits) : std::nullopt;
+  const auto tiling = dense ? heavy::conv2d_gemm_pays(s, gemm, t) : std::nullopt;
+  const auto small = phased && !tiling ? heavy::conv2d_small_grad_input_tiling(s, gemm, t, limits) : std::nullopt;
   op.heuristic = tiling  ? tiling->config()
                  : small ? small->config()
                          : heavy::conv2d_grad_input_heuristic(s, limits).config();
-  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits, t)), s, gemm,
+  op.candidates = heavy::conv2d_with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_input_candidates(s, limits, t)), s, gemm,
                                        t, limits, phased ? plain_tiling : unsplit_tiling);
   // The phases' split-K forms of the small blocks, for the tuner.
   if (phased && s.groups == 1) {
@@ -646,9 +510,9 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
   // A 3x3 window at stride 1: the input gradient is a forward convolution of grad_y (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_grad_input_applies(s)) add_winograd(op, heavy::conv2d_winograd_grad_input_shape(s), t, limits);
   op.build = [s, t, limits, phased, io = io_buffers(g, v)](const heavy::Config& c) {
-    if (is_winograd_config(c))
+    if (heavy::conv2d_is_winograd_config(c))
       return winograd_program(heavy::conv2d_winograd_grad_input_shape(s), t, io, c, true);
-    if (phased && is_gemm_config(c)) {
+    if (phased && heavy::conv2d_is_gemm_config(c)) {
       const heavy::MatmulTiling tl = heavy::MatmulTiling::from(c);
       // Unsplit with phases no tap reaches (a window smaller than the stride: resnet's 1x1 downsamples): a zero fill
       // of grad_x, then the reached phases' GEMMs alone.
@@ -678,7 +542,7 @@ TunableOp tunable_conv2d_grad_input(const graph::Graph& g, graph::Value v, const
       p.launches.push_back({std::move(sum.kernel), {3, 2}, sum.groups, {}});
       return p;
     }
-    heavy::HeavyKernel k = is_gemm_config(c)
+    heavy::HeavyKernel k = heavy::conv2d_is_gemm_config(c)
                                ? heavy::conv2d_grad_input_gemm_kernel(s, t, heavy::MatmulTiling::from(c))
                                : heavy::conv2d_grad_input_kernel(s, t, heavy::Conv2dConfig::from(c), limits);
     return single_kernel_program(io, std::move(k.kernel), k.groups);
@@ -801,7 +665,7 @@ bool conv2d_grad_weight_direct(const graph::Graph& g, graph::Value v) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   const heavy::Conv2dShape s = shape_of(node, g.type(node.inputs[1]).shape, node.type.shape);
-  return !grad_weight_gemm_pays(s, heavy::conv2d_grad_weight_gemm_shape(s), t);
+  return !heavy::conv2d_grad_weight_gemm_pays(s, heavy::conv2d_grad_weight_gemm_shape(s), t);
 }
 
 namespace {
@@ -871,9 +735,9 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   TunableOp op;
   op.key = {"conv2d_grad_weight", s.text(), heavy::float_suffix(t, "conv2d_grad_weight")};
   const heavy::MatmulShape gemm = heavy::conv2d_grad_weight_gemm_shape(s);
-  const auto tiling = grad_weight_gemm_pays(s, gemm, t);
+  const auto tiling = heavy::conv2d_grad_weight_gemm_pays(s, gemm, t);
   op.heuristic = tiling ? split_tiling(s, *tiling) : heavy::conv2d_grad_weight_heuristic(s, t, limits).config();
-  op.candidates = with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits)), s,
+  op.candidates = heavy::conv2d_with_gemm_candidates(op.heuristic, configs_of(heavy::conv2d_grad_weight_candidates(s, t, limits)), s,
                                        gemm, t, limits, [&](const heavy::MatmulTiling& tl) { return split_tiling(s, tl); });
   // The GEMM's heuristic tiling at half, twice and four times its splits and at 64 to 512 (each split at least 4 slices
   // deep): how far to split a few blocks over a long K is the device's to say (resnet18's first layer at batch 64: 3
@@ -891,10 +755,10 @@ TunableOp tunable_conv2d_grad_weight(const graph::Graph& g, graph::Value v, cons
   // A 3x3 window at stride 1: Winograd (conv2d_winograd_kernels.h).
   if (heavy::conv2d_winograd_applies(s)) add_winograd_grad_weight(op, s, t, limits);
   op.build = [s, t, limits, io = io_buffers(g, v)](const heavy::Config& c) {
-    if (is_winograd_config(c)) return winograd_grad_weight_program(s, t, io, c);
+    if (heavy::conv2d_is_winograd_config(c)) return winograd_grad_weight_program(s, t, io, c);
     uint32_t splits = 1;
     heavy::HeavyKernel partials;
-    if (is_gemm_config(c)) {
+    if (heavy::conv2d_is_gemm_config(c)) {
       splits = uint32_t(c.get("splits"));
       partials = heavy::conv2d_grad_weight_gemm_kernel(s, t, heavy::MatmulTiling::from(c), splits);
     } else {
