@@ -29,6 +29,11 @@ bool pow2(uint32_t n) { return n != 0 && (n & (n - 1)) == 0; }
 // and the values of this many keys in the weighted sum.
 constexpr uint32_t kUnrolledReads = 32;
 constexpr uint32_t kValueReads = 8;
+// Rounds of keys (a key an invocation each) whose rows are all read at once; more take a loop, a round at a time.
+constexpr uint32_t kUnrolledKeyRounds = 2;
+// A slice's values read at once, before the softmax, where it takes at most this many keys; more take a loop of
+// kValueReads keys an iteration after it.
+constexpr uint32_t kPrefetchedValues = 16;
 
 }  // namespace
 
@@ -139,50 +144,96 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
       });
     }
     kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
+    // This invocation's value column and slice of keys for step 3; where a slice takes at most kPrefetchedValues keys,
+    // their values are read now, their latency hidden behind the scores and the softmax (a key past the end reads the
+    // last one's and adds nothing; the slot this launch writes is read too, and replaced by the new row in step 3).
+    Val slice = lid / C, column = lid % C, col = block * C + column;
+    const uint32_t per_slice = (L + slices - 1) / slices;
+    const bool prefetch = per_slice <= kPrefetchedValues;
+    std::vector<Val> prefetched;  // [u]: the value of key slice + u * slices
+    if (prefetch)
+      for (uint32_t u = 0; u < per_slice; ++u)
+        prefetched.push_back(to_t(v[(vbatch * L + min(slice + u * slices, L - 1)) * Dv + min(col, Dv - 1)].load()));
     kb.barrier();
 
     // 1. Scores: this invocation's keys, every row's dot product with each.
-    kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) {
-      std::vector<Var> dot;
-      for (uint32_t r = 0; r < R; ++r) dot.push_back(kb.var(fmt::format("dot{}", r), kb.constant(t, 0)));
-      // The key's row in reads of `lanes`, all issued before the multiply-adds that wait on them (unrolled here: a loop
-      // would wait for each read in turn) where they are at most kUnrolledReads, else a loop.
-      // `read(d)`: the key's elements d .. d + lanes - 1.
-      auto dots_from = [&](const std::function<std::vector<Val>(Val)>& read) {
-        auto accumulate = [&](Val d, const std::vector<Val>& key) {
-          for (uint32_t l = 0; l < lanes; ++l)
-            for (uint32_t r = 0; r < R; ++r) dot[r] += queries[r * D + d + l].load() * to_t(key[l]);
-        };
-        if (D / lanes <= kUnrolledReads) {
-          std::vector<std::vector<Val>> key;
-          for (uint32_t d = 0; d < D; d += lanes) key.push_back(read(kb.u32(d)));
-          for (uint32_t d = 0; d < D; d += lanes) accumulate(kb.u32(d), key[d / lanes]);
-        } else {
-          kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) { accumulate(d, read(d)); });
-        }
-      };
-      auto cached = [&](Val d) {  // the key's row in the cache
-        Val at = (kbatch * L + j) * D + d;
-        if (lanes == 1) return std::vector<Val>{k[at].load()};
-        return s.k_half ? k.load_vector_widened(at, lanes) : k.load_vector(at, lanes);
-      };
-      if (writes.key)
-        kb.if_else(cast(j, Type::I32) == new_key,
-                   [&] {
-                     dots_from([&](Val d) {
-                       std::vector<Val> key;
-                       for (uint32_t l = 0; l < lanes; ++l) key.push_back((*new_key_row)[d + l].load());
-                       return key;
-                     });
-                   },
-                   [&] { dots_from(cached); });
-      else
-        dots_from(cached);
+    auto cached = [&](Val j, Val d) {  // key j's elements d .. d + lanes - 1 in the cache
+      Val at = (kbatch * L + j) * D + d;
+      if (lanes == 1) return std::vector<Val>{k[at].load()};
+      return s.k_half ? k.load_vector_widened(at, lanes) : k.load_vector(at, lanes);
+    };
+    auto fresh_key = [&](Val d) {  // the new key's elements d .. d + lanes - 1, staged above
+      std::vector<Val> key;
+      for (uint32_t l = 0; l < lanes; ++l) key.push_back((*new_key_row)[d + l].load());
+      return key;
+    };
+    // Every row's score against key j from its elements ([read][lane]: elements read * lanes + lane).
+    auto score_key = [&](Val j, const std::vector<std::vector<Val>>& key) {
       for (uint32_t r = 0; r < R; ++r) {
-        Val at = (b * R + r) * L + j;
-        scores[r * L + j] = score ? score(kb, at, dot[r].get()) : dot[r].get();
+        Val dot = kb.constant(t, 0);
+        for (uint32_t d = 0; d < D; d += lanes)
+          for (uint32_t l = 0; l < lanes; ++l) dot = dot + queries[r * D + d + l].load() * to_t(key[d / lanes][l]);
+        scores[r * L + j] = score ? score(kb, (b * R + r) * L + j, dot) : dot;
       }
-    });
+    };
+    const uint32_t rounds = (L + wg - 1) / wg;
+    if (D / lanes <= kUnrolledReads && rounds <= kUnrolledKeyRounds && !(writes.key && L == 1)) {
+      // Every round's key rows read at once, then their scores: a second round of keys (GPT-2's 288 positions over
+      // 256 invocations) would otherwise wait for its reads after the first round's arithmetic. The new key's slot
+      // reads another row of the cache instead (the slot after it: this launch writes that slot) and takes the staged
+      // row's elements.
+      std::vector<Val> keys;
+      std::vector<std::vector<std::vector<Val>>> rows;  // [round][read][lane]
+      for (uint32_t u = 0; u < rounds; ++u) {
+        Val j = min(lid + u * wg, L - 1);
+        keys.push_back(j);
+        Val read_row = writes.key ? select(cast(j, Type::I32) == new_key, (j + 1u) % L, j) : j;
+        std::vector<std::vector<Val>> row;
+        for (uint32_t d = 0; d < D; d += lanes) row.push_back(cached(read_row, kb.u32(d)));
+        rows.push_back(std::move(row));
+      }
+      for (uint32_t u = 0; u < rounds; ++u) {
+        if (writes.key) {
+          Val is_new = cast(keys[u], Type::I32) == new_key;
+          for (uint32_t d = 0; d < D; d += lanes) {
+            const std::vector<Val> staged = fresh_key(kb.u32(d));
+            for (uint32_t l = 0; l < lanes; ++l)
+              rows[u][d / lanes][l] = select(is_new, staged[l], to_t(rows[u][d / lanes][l]));
+          }
+        }
+        kb.if_(lid + u * wg < L, [&] { score_key(keys[u], rows[u]); });
+      }
+    } else {
+      kb.for_(lid, kb.u32(L), kb.u32(wg), [&](Val j) {
+        std::vector<Var> dot;
+        for (uint32_t r = 0; r < R; ++r) dot.push_back(kb.var(fmt::format("dot{}", r), kb.constant(t, 0)));
+        // The key's row in reads of `lanes`, all issued before the multiply-adds that wait on them (unrolled here: a
+        // loop would wait for each read in turn) where they are at most kUnrolledReads, else a loop.
+        // `read(d)`: the key's elements d .. d + lanes - 1.
+        auto dots_from = [&](const std::function<std::vector<Val>(Val)>& read) {
+          auto accumulate = [&](Val d, const std::vector<Val>& key) {
+            for (uint32_t l = 0; l < lanes; ++l)
+              for (uint32_t r = 0; r < R; ++r) dot[r] += queries[r * D + d + l].load() * to_t(key[l]);
+          };
+          if (D / lanes <= kUnrolledReads) {
+            std::vector<std::vector<Val>> key;
+            for (uint32_t d = 0; d < D; d += lanes) key.push_back(read(kb.u32(d)));
+            for (uint32_t d = 0; d < D; d += lanes) accumulate(kb.u32(d), key[d / lanes]);
+          } else {
+            kb.for_(kb.u32(0), kb.u32(D), kb.u32(lanes), [&](Val d) { accumulate(d, read(d)); });
+          }
+        };
+        auto from_cache = [&](Val d) { return cached(j, d); };
+        if (writes.key)
+          kb.if_else(cast(j, Type::I32) == new_key, [&] { dots_from(fresh_key); }, [&] { dots_from(from_cache); });
+        else
+          dots_from(from_cache);
+        for (uint32_t r = 0; r < R; ++r) {
+          Val at = (b * R + r) * L + j;
+          scores[r * L + j] = score ? score(kb, at, dot[r].get()) : dot[r].get();
+        }
+      });
+    }
     kb.barrier();
 
     // 2. Each row's maximum and sum of exponentials; the exponentials replace the scores.
@@ -205,7 +256,6 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     }
 
     // 3. The block's weighted values: C neighbouring columns a slice, the slices' sums added in slice order.
-    Val slice = lid / C, column = lid % C, col = block * C + column;
     if (writes.value)
       kb.if_((slice == 0u) & (col < Dv) & value_writer & (new_value >= 0), [&] {
         v[(vbatch * L + cast(new_value, Type::U32)) * Dv + col] = (*value_row)[vbatch * Dv + col].load();
@@ -214,21 +264,27 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     for (uint32_t r = 0; r < R; ++r) acc.push_back(kb.var(fmt::format("acc{}", r), kb.constant(t, 0)));
     kb.if_(col < Dv, [&] {
       Val fresh = writes.value ? to_t((*value_row)[vbatch * Dv + col].load()) : Val();
-      // kValueReads keys an iteration, their values read before the multiply-adds wait on them (a key past the end
-      // reads the last one's and adds nothing).
-      kb.for_(slice, kb.u32(L), kb.u32(slices * kValueReads), [&](Val first) {
-        std::vector<Val> key, value;
-        for (uint32_t u = 0; u < kValueReads; ++u) {
-          key.push_back(min(first + u * slices, L - 1));
-          value.push_back(to_t(v[(vbatch * L + key[u]) * Dv + col].load()));
-        }
-        for (uint32_t u = 0; u < kValueReads; ++u) {
-          if (writes.value) value[u] = select(cast(key[u], Type::I32) == new_value, fresh, value[u]);
+      // Keys first, first + slices, ... with their values (a key past the end adds nothing).
+      auto add = [&](Val first, const std::vector<Val>& values) {
+        for (uint32_t u = 0; u < values.size(); ++u) {
+          Val key = min(first + u * slices, L - 1), value = values[u];
+          if (writes.value) value = select(cast(key, Type::I32) == new_value, fresh, value);
           Val inside = first + u * slices < L;
           for (uint32_t r = 0; r < R; ++r)
-            acc[r] += select(inside, scores[r * L + key[u]].load() * value[u], kb.constant(t, 0));
+            acc[r] += select(inside, scores[r * L + key].load() * value, kb.constant(t, 0));
         }
-      });
+      };
+      if (prefetch) {
+        add(slice, prefetched);
+      } else {
+        // kValueReads keys an iteration, their values read before the multiply-adds wait on them.
+        kb.for_(slice, kb.u32(L), kb.u32(slices * kValueReads), [&](Val first) {
+          std::vector<Val> values;
+          for (uint32_t u = 0; u < kValueReads; ++u)
+            values.push_back(to_t(v[(vbatch * L + min(first + u * slices, L - 1)) * Dv + col].load()));
+          add(first, values);
+        });
+      }
     });
     for (uint32_t r = 0; r < R; ++r) partial[(slice * R + r) * C + column] = acc[r].get();
     kb.barrier();

@@ -12,12 +12,14 @@
 //   1. the queries (and the new key row, where the launch writes it) staged, each element read once, one at a time
 //      (so that lowering may compute them there: a rotary embedding, lowering/fuse.h); each invocation takes keys
 //      j = lid, lid + wg, ... and computes all rows' scores for its key (its row of K read once, four elements a read
-//      where the depth allows, f16/bf16 widened as read);
+//      where the depth allows, f16/bf16 widened as read; up to two keys an invocation, all their rows' reads issued
+//      before the arithmetic, so that a second round of keys does not wait for the first);
 //   2. each row's maximum and sum of exponentials by WorkgroupReduce (one fixed order on every device), the
 //      exponentials kept in place of the scores;
 //   3. the weighted sum of the block's values: invocations split into wg / columns slices of neighbouring columns
 //      (coalesced reads of a row of V), slice s taking keys s, s + slices, ...; the slices' partial sums added in slice
-//      order and divided by the row's sum.
+//      order and divided by the row's sum. Where a slice takes at most 16 keys, its values are read at the start,
+//      before step 1, their latency hidden behind the scores and the softmax.
 // Workgroup memory holds the queries, the new key row, the scores and one partial sum per row and invocation; a shape whose scores do
 // not fit kDecodeAttentionSharedBytes (every Vulkan device has 16 KiB) is not taken (the three launches run instead).
 #pragma once

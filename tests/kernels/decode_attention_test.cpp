@@ -171,6 +171,12 @@ std::vector<AttentionCase> attention_cases() {
       {2, 2, 100, 24, 40, DType::F32, false, true, wg, true, false, 8},     // f64 sums
       {12, 1, 96, 64, 64, DType::F32, false, true, wg, false, true, 8},     // the new rows written, read from their buffers
       {4, 1, 300, 64, 300, DType::BF16, false, true, 64, false, true, 64},  // ... bf16, a small workgroup, five blocks
+      // GPT-2's 288 positions of a bf16 cache: two rounds of keys read at once, a slice's 9 values read before the
+      // scores; then the new key's slot in the second round (lid 0), 16 values a slice
+      {12, 1, 288, 64, 64, DType::BF16, false, true, wg, false, true, 8},
+      {3, 1, 128, 32, 32, DType::BF16, false, true, 64, false, true, 8},
+      {2, 1, 128, 64, 64, DType::F32, false, true, 64, false, true, 16},    // 32 values a slice: read in the loop
+      {2, 1, 1, 64, 64, DType::F32, false, true, wg, false, true, 64},      // one key, the new one
       // grouped-query attention: 8 query heads over 2 key-value heads, the rows written by each group's first
       {8, 1, 100, 64, 64, DType::F32, false, true, wg, false, true, 16, 4},
       {6, 2, 50, 32, 32, DType::BF16, false, true, wg, false, false, 8, 3},
