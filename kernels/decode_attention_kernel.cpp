@@ -134,16 +134,28 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
       return select((at >= 0) & (at < int32_t(L)), at, kb.i32(-1));
     };
     Val new_key = slot_of(key_slot), new_value = slot_of(value_slot);
-    if (writes.key) {
-      Val writer = (block == 0u) & key_writer & (new_key >= 0);
-      Val base = (kbatch * L + cast(max(new_key, kb.i32(0)), Type::U32)) * D;
-      kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) {
-        Val element = (*key_row)[kbatch * D + d].load();
-        (*new_key_row)[d] = to_t(element);
-        kb.if_(writer, [&] { k[base + d] = element; });
-      });
-    }
-    kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
+    // Step 1's key rows, where an invocation takes at most kUnrolledKeyRounds keys: all read first, before the staging
+    // below (a rotary embedding computed there, for one) and its barrier, so that their latency hides behind it, and a
+    // second round of keys (GPT-2's 288 positions over 256 invocations) does not wait for the first round's arithmetic.
+    // The reads' addresses wait for nothing: the new key's slot, which this launch writes (maybe in another workgroup
+    // meanwhile), is read too, and its elements replaced by the staged row's in step 1, as step 3 does with the values.
+    auto cached = [&](Val j, Val d) {  // key j's elements d .. d + lanes - 1 in the cache
+      Val at = (kbatch * L + j) * D + d;
+      if (lanes == 1) return std::vector<Val>{k[at].load()};
+      return s.k_half ? k.load_vector_widened(at, lanes) : k.load_vector(at, lanes);
+    };
+    const uint32_t rounds = (L + wg - 1) / wg;
+    const bool unrolled_keys = D / lanes <= kUnrolledReads && rounds <= kUnrolledKeyRounds;
+    std::vector<Val> keys;                            // [round]: the key read (the last one past the end)
+    std::vector<std::vector<std::vector<Val>>> rows;  // [round][read][lane]
+    if (unrolled_keys)
+      for (uint32_t u = 0; u < rounds; ++u) {
+        Val j = min(lid + u * wg, L - 1);
+        keys.push_back(j);
+        std::vector<std::vector<Val>> row;
+        for (uint32_t d = 0; d < D; d += lanes) row.push_back(cached(j, kb.u32(d)));
+        rows.push_back(std::move(row));
+      }
     // This invocation's value column and slice of keys for step 3; where a slice takes at most kPrefetchedValues keys,
     // their values are read now, their latency hidden behind the scores and the softmax (a key past the end reads the
     // last one's and adds nothing; the slot this launch writes is read too, and replaced by the new row in step 3).
@@ -154,14 +166,19 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
     if (prefetch)
       for (uint32_t u = 0; u < per_slice; ++u)
         prefetched.push_back(to_t(v[(vbatch * L + min(slice + u * slices, L - 1)) * Dv + min(col, Dv - 1)].load()));
+    if (writes.key) {
+      Val writer = (block == 0u) & key_writer & (new_key >= 0);
+      Val base = (kbatch * L + cast(max(new_key, kb.i32(0)), Type::U32)) * D;
+      kb.for_(lid, kb.u32(D), kb.u32(wg), [&](Val d) {
+        Val element = (*key_row)[kbatch * D + d].load();
+        (*new_key_row)[d] = to_t(element);
+        kb.if_(writer, [&] { k[base + d] = element; });
+      });
+    }
+    kb.for_(lid, kb.u32(R * D), kb.u32(wg), [&](Val i) { queries[i] = to_t(q[b * (R * D) + i].load()); });
     kb.barrier();
 
     // 1. Scores: this invocation's keys, every row's dot product with each.
-    auto cached = [&](Val j, Val d) {  // key j's elements d .. d + lanes - 1 in the cache
-      Val at = (kbatch * L + j) * D + d;
-      if (lanes == 1) return std::vector<Val>{k[at].load()};
-      return s.k_half ? k.load_vector_widened(at, lanes) : k.load_vector(at, lanes);
-    };
     auto fresh_key = [&](Val d) {  // the new key's elements d .. d + lanes - 1, staged above
       std::vector<Val> key;
       for (uint32_t l = 0; l < lanes; ++l) key.push_back((*new_key_row)[d + l].load());
@@ -176,22 +193,7 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
         scores[r * L + j] = score ? score(kb, (b * R + r) * L + j, dot) : dot;
       }
     };
-    const uint32_t rounds = (L + wg - 1) / wg;
-    if (D / lanes <= kUnrolledReads && rounds <= kUnrolledKeyRounds && !(writes.key && L == 1)) {
-      // Every round's key rows read at once, then their scores: a second round of keys (GPT-2's 288 positions over
-      // 256 invocations) would otherwise wait for its reads after the first round's arithmetic. The new key's slot
-      // reads another row of the cache instead (the slot after it: this launch writes that slot) and takes the staged
-      // row's elements.
-      std::vector<Val> keys;
-      std::vector<std::vector<std::vector<Val>>> rows;  // [round][read][lane]
-      for (uint32_t u = 0; u < rounds; ++u) {
-        Val j = min(lid + u * wg, L - 1);
-        keys.push_back(j);
-        Val read_row = writes.key ? select(cast(j, Type::I32) == new_key, (j + 1u) % L, j) : j;
-        std::vector<std::vector<Val>> row;
-        for (uint32_t d = 0; d < D; d += lanes) row.push_back(cached(read_row, kb.u32(d)));
-        rows.push_back(std::move(row));
-      }
+    if (unrolled_keys) {
       for (uint32_t u = 0; u < rounds; ++u) {
         if (writes.key) {
           Val is_new = cast(keys[u], Type::I32) == new_key;

@@ -12,8 +12,8 @@
 //   1. the queries (and the new key row, where the launch writes it) staged, each element read once, one at a time
 //      (so that lowering may compute them there: a rotary embedding, lowering/fuse.h); each invocation takes keys
 //      j = lid, lid + wg, ... and computes all rows' scores for its key (its row of K read once, four elements a read
-//      where the depth allows, f16/bf16 widened as read; up to two keys an invocation, all their rows' reads issued
-//      before the arithmetic, so that a second round of keys does not wait for the first);
+//      where the depth allows, f16/bf16 widened as read; up to two keys an invocation, their rows read at the start,
+//      before the staging, so that their latency hides behind it and a second round does not wait for the first);
 //   2. each row's maximum and sum of exponentials by WorkgroupReduce (one fixed order on every device), the
 //      exponentials kept in place of the scores;
 //   3. the weighted sum of the block's values: invocations split into wg / columns slices of neighbouring columns
