@@ -158,13 +158,18 @@ std::vector<MatmulTiling> matvec_candidates(const MatmulShape& s, Type t, const 
   return out;
 }
 
+bool matvec_pairs(const MatmulShape& s, uint32_t slices) {
+  return s.b_transposed && s.n % 2 == 0 && slices >= 1 && slices <= T / 2 && !per_batch(s);
+}
+
 HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const std::optional<RowNorm>& norm,
-                          uint32_t subgroup, uint32_t unroll) {
+                          uint32_t subgroup, uint32_t unroll, const MatvecPair* pair) {
   // (matmul_checked_name's checks but one: this kernel reads a batched B transposed too.)
   for (int64_t extent : {s.m, s.k, s.n, s.batch_count(), s.batch_count() * s.m * s.n, s.batch_count() * s.k * s.n})
     index_u32(extent, "matvec extents");
-  const std::string name = fmt::format("matvec_{}{}_s{}{}_{}", s.text(), norm ? norm->tag() : "", slices,
-                                       unroll == kMatvecUnroll ? "" : fmt::format("_u{}", unroll), float_suffix(t, "matmul"));
+  const std::string name = fmt::format("matvec_{}{}_s{}{}_{}{}", s.text(), norm ? norm->tag() : "", slices,
+                                       unroll == kMatvecUnroll ? "" : fmt::format("_u{}", unroll), float_suffix(t, "matmul"),
+                                       pair ? "_paired" : "");
   if (!matmul_fits_matvec(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
     throw std::invalid_argument(fmt::format("{}: not a product of at most {} rows by one matrix", name, kMatvecMostRows));
   if (norm && !matvec_takes_row_norm(s, t, Limits{.shared_bytes = 1u << 30, .max_invocations = T}))
@@ -172,23 +177,30 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
   if (slices < 1 || slices > T || T % slices != 0)
     throw std::invalid_argument(fmt::format("{}: {} slices do not divide a workgroup of {}", name, slices, T));
   if (unroll < 1 || unroll > 32) throw std::invalid_argument(fmt::format("{}: unroll {} is not 1 to 32", name, unroll));
+  if (pair && (!matvec_pairs(s, slices) || uint64_t(pair->half) * 2 != uint64_t(s.n)))
+    throw std::invalid_argument(fmt::format("{}: pairs columns n and {} + n of B^T [{}, K] with at most {} slices", name,
+                                            pair->half, s.n, T / 2));
   const uint32_t R = uint32_t(rows_of(s)), K = uint32_t(s.k), N = uint32_t(s.n);
   if (uint64_t(R) * N * products_of(s) == 0) return empty_result(name);
-  const uint32_t column_groups_of_product = uint32_t(column_groups(s, t, slices));
   const uint32_t L = lanes_of(s, t), units = uint32_t(units_of(s, t)), C = columns_per_group(s, t, slices);
+  // Paired: a workgroup's first C / 2 columns are n = group * C / 2 + i < H, its others H + n.
+  const uint32_t H = pair ? pair->half : 0, P = C / 2;
+  const uint32_t column_groups_of_product = pair ? (H + P - 1) / P : uint32_t(column_groups(s, t, slices));
   const Type b_type = s.b_half.value_or(t);
 
   KernelBuilder kb(name, T);
   Buf A = kb.buffer("a", s.a_half.value_or(t), Access::Read);
   Buf B = kb.buffer("b", b_type, Access::Read);
-  Buf Y = kb.buffer("c", t, Access::Write);
+  Buf Y = kb.buffer("c", pair && pair->combine ? pair->out : t, Access::Write);
   std::optional<Buf> scale, bias;
   if (norm) scale = kb.buffer("scale", norm->scale, Access::Read);
   if (norm && norm->center) bias = kb.buffer("bias", norm->bias, Access::Read);
   Shared partial = kb.shared("partial", t, R * T * (s.b_transposed ? 1 : L));
   std::optional<Shared> staged;  // the normalized rows (stages_norm)
   if (norm && stages_norm(s, t)) staged = kb.shared("normalized", t, R * K);
-  const uint64_t groups = groups_of(s, t, slices);
+  const uint64_t groups = uint64_t(products_of(s)) * column_groups_of_product;
+  std::optional<Shared> pair_sums;  // [row][column of the group]: the sums, read in pairs
+  if (pair) pair_sums = kb.shared("pair_sums", t, R * C);
   kb.if_(kb.group_id() < uint32_t(groups), [&] {  // uniform: a folded grid's extra workgroups skip everything
     Val lid = kb.local_id();
     // The product (batch) this workgroup computes and its block of columns there; the products' offsets into A, B and
@@ -201,7 +213,10 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     // This invocation's slice, and its column (B^T) or first of L columns (B), clamped to a real one for reading: a
     // column past N is read but never stored.
     Val slice = s.b_transposed ? lid % slices : lid / (T / slices);
-    Val column = s.b_transposed ? group * C + lid / slices : group * C + (lid % (T / slices)) * L;
+    Val local = lid / slices;
+    Val column = pair                ? select(local < P, group * P + local, H + group * P + (local - P))
+                 : s.b_transposed ? group * C + local
+                                  : group * C + (lid % (T / slices)) * L;
     Val read_column = min(column, N - (s.b_transposed ? 1 : L));
     // Partial sums: B^T, one a row (the L elements of a unit lie along K, in one sum); B, one a row and column.
     const uint32_t per_row = s.b_transposed ? 1 : L;
@@ -359,6 +374,10 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
       return s.b_transposed ? partial[r * T + c * slices + sl].load() : partial[r * (slices * C) + sl * C + c].load();
     };
     auto store = [&](Val r, Val c, Val sum) {
+      if (pair) {
+        (*pair_sums)[r * C + c] = sum;
+        return;
+      }
       Val n = group * C + c;
       kb.if_(n < N, [&] { Y[y_base + r * N + n] = sum; });
     };
@@ -389,6 +408,22 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
         kb.if_(helper < half, [&] { partial[lid] = partial[lid].load() + partial[lid + half].load(); });
       }
       kb.if_((helper == 0u) & (o < outputs), [&] { store(r, c, partial[lid].load()); });
+    }
+    if (pair) {
+      // Each pair's two sums, from the invocations that added them up.
+      kb.barrier();
+      kb.if_(lid < R * P, [&] {
+        Val r = lid / P, i = lid % P, n = group * P + i;
+        Val first = (*pair_sums)[r * C + i].load(), second = (*pair_sums)[r * C + P + i].load();
+        kb.if_(n < H, [&] {
+          if (pair->combine) {
+            Y[r * H + n] = pair->combine(kb, r * H + n, first, second);
+          } else {
+            Y[r * N + n] = first;
+            Y[r * N + H + n] = second;
+          }
+        });
+      });
     }
   });
   return {kb.finish(), groups};

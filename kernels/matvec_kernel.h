@@ -28,6 +28,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -77,7 +78,20 @@ bool matvec_takes_row_norm(const MatmulShape& s, kir::Type t, const Limits& limi
 
 // `subgroup`: the device's Limits::subgroup_size, which a RowNorm's sums shuffle across (the same bits either way).
 // `unroll`: K units a loop iteration (kMatvecUnrolls' values; any of 1 to 32 builds).
+// Paired columns: each workgroup computes columns n and `half` + n for its block of n < half (N = 2 half), so that one
+// invocation holds both results of a pair (SwiGLU's gate and up over one merged product, lowering/fuse.h's paired
+// epilogue). With `combine`, output c [R, half] (of type `out`) holds combine(index r * half + n, y[r, n],
+// y[r, half + n]) and y itself is not stored; without it, c is y [R, N] as unpaired (the columns' other mapping alone).
+// B^T only (s.b_transposed), an even N, and at least two columns a workgroup (slices <= kMatvecWorkgroup / 2).
+struct MatvecPair {
+  uint32_t half = 0;
+  kir::Type out = kir::Type::F32;
+  std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val first, kir::Val second)> combine;
+};
+// Whether matvec_kernel pairs `s`'s columns with `slices` slices.
+bool matvec_pairs(const MatmulShape& s, uint32_t slices);
+
 HeavyKernel matvec_kernel(const MatmulShape& s, kir::Type t, uint32_t slices, const std::optional<RowNorm>& norm = {},
-                          uint32_t subgroup = 0, uint32_t unroll = kMatvecUnroll);
+                          uint32_t subgroup = 0, uint32_t unroll = kMatvecUnroll, const MatvecPair* pair = nullptr);
 
 }  // namespace spire::lowering::heavy

@@ -1,6 +1,7 @@
 #include "lowering/fuse.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
 #include <set>
 
@@ -309,6 +310,7 @@ class Planner {
     f_.side_argmax.assign(size_t(g.size()), -1);
     f_.result_unread.assign(size_t(g.size()), false);
     f_.side_bias.assign(size_t(g.size()), -1);
+    f_.pair_root.assign(size_t(g.size()), -1);
     f_.is_side_output.assign(size_t(g.size()), false);
     f_.attention.assign(size_t(g.size()), std::nullopt);
   }
@@ -318,6 +320,7 @@ class Planner {
     limit_tree_inputs();
     find_attention();
     for (int32_t id = 0; id < g_.size(); ++id) find_epilogue(Value{id});
+    for (int32_t id = 0; id < g_.size(); ++id) find_paired_epilogue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_prologue(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_pool(Value{id});
     for (int32_t id = 0; id < g_.size(); ++id) find_side_argmax(Value{id});
@@ -544,6 +547,64 @@ class Planner {
     return source;
   }
 
+  // Paired epilogues (fuse.h): v a product of at most kMatvecMostRows rows by one B read transposed, its result (or
+  // its epilogue's root e) read only by two slices along the last axis, [0, H) and [H, 2H), read only within one
+  // pointwise tree of their shape whose root r's other leaves are ready before v. e and the slices then are computed in
+  // v's launch too, and r is stored by it (a side output). SPIRE_NO_PAIRED_EPILOGUE=1 keeps the tree's launch (to time
+  // the two against each other: on the H200 they were within a run's spread, docs/DECODERS.md).
+  void find_paired_epilogue(Value v) {
+    const graph::Node& n = g_.node(v);
+    if (!needed_[size_t(v.id)] || n.op != OpKind::Matmul || must_store_[size_t(v.id)] || f_.fused[size_t(v.id)] ||
+        f_.attention[size_t(v.id)] || std::getenv("SPIRE_NO_PAIRED_EPILOGUE"))
+      return;
+    const graph::Shape& shape = n.type.shape;
+    if (shape.empty() || shape.back() % 2 != 0 || n.type.numel() / shape.back() > heavy::kMatvecMostRows) return;
+    const InPlaceOperand b = in_place_operand(g_, n.inputs[1]);
+    if (!b.transposed || g_.type(b.source).shape.size() != 2) return;
+    const Value e = f_.epilogue[size_t(v.id)] >= 0 ? Value{f_.epilogue[size_t(v.id)]} : v;
+    if (must_store_[size_t(e.id)]) return;
+    const std::vector<Value> halves = live_users(e);
+    const int64_t half = shape.back() / 2;
+    auto slice_from = [&](Value s) -> int64_t {  // the slice's first column, or -1 where it is no half
+      const graph::Node& sn = g_.node(s);
+      if (graph::op_name(sn.op) != "slice" || must_store_[size_t(s.id)] || sn.type.shape.back() != half) return -1;
+      const std::vector<int64_t> starts = sn.attrs.get_ints("starts"), steps = sn.attrs.get_ints("steps");
+      for (size_t a = 0; a + 1 < starts.size(); ++a)
+        if (starts[a] != 0 || sn.type.shape[a] != shape[a]) return -1;
+      if (std::any_of(steps.begin(), steps.end(), [](int64_t st) { return st != 1; })) return -1;
+      return starts.back();
+    };
+    if (halves.size() != 2) return;
+    const int64_t a = slice_from(halves[0]), c = slice_from(halves[1]);
+    if (!((a == 0 && c == half) || (a == half && c == 0))) return;
+    // The root of the tree a half is computed in (fused), or that all its readers are in (a slice read twice, as
+    // SiLU's gate is, is a window of the product's buffer), or invalid.
+    auto tree_of = [&](Value s) -> Value {
+      if (f_.fused[size_t(s.id)]) return root_of(s);
+      const std::vector<Value> us = live_users(s);
+      if (us.empty()) return {};
+      for (Value u : us)
+        if (!is_pointwise(g_.node(u).op) || g_.type(u).shape != g_.type(s).shape || root_of(u) != root_of(us[0])) return {};
+      return root_of(us[0]);
+    };
+    const Value r = tree_of(halves[0]);
+    if (!r.valid() || tree_of(halves[1]) != r || !is_pointwise(g_.node(r).op) || f_.is_epilogue[size_t(r.id)] ||
+        f_.is_side_output[size_t(r.id)] || g_.type(r).shape != g_.type(halves[0]).shape || lowered_as_alias(g_.node(r)))
+      return;
+    std::vector<Value> leaves;
+    loaded_leaves(r, e, leaves);
+    for (Value l : leaves)
+      if (l != halves[0] && l != halves[1] && !ready_before(l, v)) return;
+    for (Value h : halves) f_.fused[size_t(h.id)] = true;  // (a window no more: the launch substitutes its value)
+    if (e != v) {
+      f_.epilogue[size_t(v.id)] = -1;
+      f_.is_epilogue[size_t(e.id)] = false;
+      f_.fused[size_t(e.id)] = true;
+    }
+    f_.pair_root[size_t(v.id)] = r.id;
+    f_.is_side_output[size_t(r.id)] = true;
+  }
+
   void find_epilogue(Value v) {
     const graph::Node& n = g_.node(v);
     if (!needed_[size_t(v.id)] || !takes_epilogue(n.op) || must_store_[size_t(v.id)] || f_.fused[size_t(v.id)]) return;
@@ -578,7 +639,8 @@ class Planner {
       return;
     const Value x = n.inputs[0];
     const graph::Node& root = g_.node(x);
-    if (!is_pointwise(root.op) || f_.fused[size_t(x.id)] || f_.is_epilogue[size_t(x.id)] || must_store_[size_t(x.id)])
+    if (!is_pointwise(root.op) || f_.fused[size_t(x.id)] || f_.is_epilogue[size_t(x.id)] || must_store_[size_t(x.id)] ||
+        f_.is_side_output[size_t(x.id)])
       return;
     if (lowered_as_alias(root)) return;
     const std::vector<Value> us = live_users(x);
@@ -805,7 +867,7 @@ bool Fusion::in_final_group(Value v) const {
 
 SideOutputs Fusion::side_outputs(Value v) const {
   return {Value{side_pool.at(size_t(v.id))}, Value{side_argmax.at(size_t(v.id))}, result_unread.at(size_t(v.id)),
-          Value{side_bias.at(size_t(v.id))}};
+          Value{side_bias.at(size_t(v.id))}, Value{pair_root.at(size_t(v.id))}};
 }
 
 Fusion plan_fusion(const graph::Graph& g) { return Planner(g).run(); }

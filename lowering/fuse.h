@@ -53,6 +53,11 @@
 //    decoder's step runs a layer's attention as one launch instead of three. The queries and the new key row it writes
 //    into the cache, where each is a pointwise tree read by nothing else (a rotary embedding), are computed by that
 //    launch too, as it reads them (AbsorbedAttention::q_tree, key_row_tree).
+//  * Paired epilogues. A few-rows product (matvec_kernel.h) by B^T whose result, or its epilogue's root, is read only
+//    as its two halves along the last axis, each a slice computed in one pointwise tree of a half's shape (SwiGLU's
+//    silu(gate) * up over the merged gate and up product, passes/merged_products.h): the product's launch computes
+//    that tree from each pair of its columns n and N / 2 + n (one workgroup holds both) and stores the tree alone. The
+//    halves, the epilogue and the tree get no launch; the product's result is never stored.
 //  * The final group. Pointwise roots whose results only become state updates (an optimizer's update of every
 //    parameter and its momentum) run last, all in one launch.
 #pragma once
@@ -152,6 +157,8 @@ struct Fusion {
                                           // bias sum its launch also stores, or -1
   std::vector<bool> is_side_output;       // index = value id: a pooling, positions, bias sum or cache write stored by
                                           // another launch
+  std::vector<int32_t> pair_root;         // index = matmul value id: the tree over its result's two halves its launch
+                                          // stores instead of the result (a paired epilogue), or -1
   std::vector<std::optional<AbsorbedAttention>> attention;  // index = matmul value id: the attention its launch
                                                            // computes (absorbed_attention), or nothing
   std::vector<graph::Value> final_group;  // roots that run last, in one launch (empty unless there are two or more)

@@ -1,6 +1,7 @@
 // matmul -> one tiled kernel (kernels/matmul_kernel.h), its tiling tunable; a 2D transpose or a
 // cast up from f16/bf16 feeding it is read in place (lowering/fuse.h, in_place_operand). A linear layer's weight
 // gradient may also store the layer's bias gradient, the row sums of its A (fuse.h's bias sums).
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -14,12 +15,14 @@
 #include "kernels/matmul_workgroup_mma_kernel.h"
 #include "kernels/matvec_kernel.h"
 #include "lowering/op_lowering.h"
+#include "lowering/pointwise_tree.h"
 #include "lowering/tunable_ops.h"
 #include "op_harness/cases.h"
 
 namespace spire::lowering {
 
-TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value bias) {
+TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value bias,
+                         const PairedStore* paired) {
   const graph::Node& node = g.node(v);
   const kir::Type t = heavy::float_type_of(node, node.type.dtype);
   heavy::MatmulShape s = heavy::matmul_shape(g.type(node.inputs[0]).shape, g.type(node.inputs[1]).shape);
@@ -46,7 +49,7 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   // (Not where A's row sums are stored beside the product, a linear layer's bias gradient: only the SIMT kernel does.)
   s.tf32 = limits.tf32 && t == kir::Type::F32 && !s.a_half && !s.b_half && !bias.valid();
   TunableOp op;
-  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : "") + (norm ? norm->tag() : ""),
+  op.key = {"matmul", s.text() + (bias.valid() ? "_rowsums" : "") + (norm ? norm->tag() : "") + (paired ? "_paired" : ""),
             heavy::float_suffix(t, "matmul")};
   // 16-bit operands (or TF32 ones) on a device with tensor cores: the tensor-core (wmma) kernel, whatever the shape; on
   // Hopper the warpgroup (wgmma) kernel fed by tensor copies where its tensor maps can describe the operands (it reaches
@@ -69,10 +72,44 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
   const bool matvec = !bias.valid() && heavy::matmul_fits_matvec(s, t, limits);
   // A batched B read transposed (fuse.h's absorbed_transpose: attention's keys) only the few-rows kernel reads.
   // So does a norm's result.
-  const bool only_matvec = (s.b_transposed && !s.b_batch.empty()) || norm;
+  // So does a paired epilogue, which the kernel's pairs of columns compute.
+  const bool only_matvec = (s.b_transposed && !s.b_batch.empty()) || norm || paired;
   if (only_matvec && !matvec)
     throw std::logic_error(fmt::format("matmul '{}': {}, which only the few-rows kernel reads, but it does not fit on "
-                                       "this device", node.name, norm ? "A a norm's result" : "a batched B read transposed"));
+                                       "this device", node.name,
+                                       norm ? "A a norm's result" : paired ? "a paired epilogue" : "a batched B read transposed"));
+  if (paired) {
+    // The heuristic's tiling with at most kMatvecWorkgroup / 2 slices (two columns a workgroup at least), and the
+    // candidates that pair.
+    heavy::MatmulTiling h = heavy::choose_matvec_tiling(s, t, limits);
+    h.matvec_slices = std::min<uint32_t>(h.matvec_slices, heavy::kMatvecWorkgroup / 2);
+    if (!heavy::matvec_pairs(s, h.matvec_slices))
+      throw std::logic_error(fmt::format("matmul '{}': a paired epilogue, but the few-rows kernel cannot pair {}",
+                                         node.name, s.text()));
+    op.heuristic = h.config();
+    op.candidates.push_back(op.heuristic);
+    for (const heavy::MatmulTiling& c : heavy::matvec_candidates(s, t, limits))
+      if (heavy::matvec_pairs(s, c.matvec_slices) && !(c.config() == op.heuristic)) op.candidates.push_back(c.config());
+    std::vector<ProgramBuffer> io = io_buffers(g, v);
+    const graph::TensorType& root = g.type(paired->root);
+    io.back() = {ProgramBuffer::Use::Value, -1, device_type(root.dtype), root.numel(), paired->root.id};
+    for (graph::Value vector : norm_vectors)
+      io.push_back({ProgramBuffer::Use::Value, -1, device_type(g.type(vector).dtype), g.type(vector).numel(), vector.id});
+    op.build = [s, t, io, norm, subgroup = limits.subgroup_size, combine = paired->combine,
+                out = device_type(root.dtype)](const heavy::Config& c) {
+      const heavy::MatmulTiling tiling = heavy::MatmulTiling::from(c);
+      std::vector<ProgramBuffer> loaded;
+      const heavy::MatvecPair pair{uint32_t(s.n / 2), out, [&](kir::KernelBuilder& kb, kir::Val index, kir::Val first,
+                                                               kir::Val second) {
+                                     return combine(kb, index, first, second, loaded);
+                                   }};
+      heavy::HeavyKernel k = heavy::matvec_kernel(s, t, tiling.matvec_slices, norm, subgroup, tiling.unroll, &pair);
+      std::vector<ProgramBuffer> bound = io;
+      bound.insert(bound.end(), loaded.begin(), loaded.end());
+      return single_kernel_program(std::move(bound), std::move(k.kernel), k.groups);
+    };
+    return op;
+  }
   op.heuristic = (matvec           ? heavy::choose_matvec_tiling(s, t, limits)
                   : warpgroups     ? heavy::choose_matmul_wgmma_tiling(s, limits)
                   : !packed.empty() ? packed.front()
@@ -155,9 +192,56 @@ TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Lim
 
 namespace {
 
+// A paired epilogue's combine (fuse.h): root's tree over the two halves of v's result (or of its epilogue's root e,
+// computed here from each sum first), each half a slice the tree reads at the root's own element.
+PairedStore paired_store(LoweringContext& ctx, graph::Value v, graph::Value root) {
+  const graph::Graph& g = ctx.graph();
+  const std::vector<std::vector<graph::Value>> users = g.users();
+  auto slices_of = [&](graph::Value x) {
+    std::vector<graph::Value> out;
+    for (graph::Value u : users[size_t(x.id)])
+      if (graph::op_name(g.node(u).op) == "slice" && std::find(out.begin(), out.end(), u) == out.end()) out.push_back(u);
+    return out;
+  };
+  graph::Value e = v;
+  if (slices_of(v).size() != 2) e = users[size_t(v.id)].at(0);  // the epilogue's root, computed in the launch
+  std::vector<graph::Value> halves = slices_of(e);
+  if (halves.size() != 2) throw std::logic_error(fmt::format("matmul '{}': a paired epilogue without its two halves",
+                                                             g.node(v).name));
+  if (g.node(halves[0]).attrs.get_ints("starts").back() != 0) std::swap(halves[0], halves[1]);
+  const uint32_t n = uint32_t(g.type(v).shape.back()), half = n / 2;
+  return {root, [&ctx, v, e, halves, n, half, root](kir::KernelBuilder& kb, kir::Val index, kir::Val first,
+                                                    kir::Val second, std::vector<ProgramBuffer>& loaded) {
+            PointwiseTree tree(ctx, kb);
+            const kir::Val row = index / half, column = index % half;
+            auto through_epilogue = [&](kir::Val sum, kir::Val at) {  // e's element `at` from v's there
+              if (e == v) return sum;
+              tree.forget_computed();
+              tree.substitute(v, sum);
+              return tree.root(e, at);
+            };
+            const kir::Val a = through_epilogue(first, row * n + column);
+            const kir::Val b = through_epilogue(second, row * n + half + column);
+            tree.forget_computed();
+            tree.substitute(halves[0], a);
+            tree.substitute(halves[1], b);
+            const kir::Val out = tree.root(root, index);
+            for (graph::Value l : tree.loaded())
+              loaded.push_back({ProgramBuffer::Use::Value, -1, device_type(ctx.graph().type(l).dtype),
+                                ctx.graph().type(l).numel(), l.id});
+            return out;
+          }};
+}
+
 void lower_matmul(LoweringContext& ctx, graph::Value v) {
-  const graph::Value bias = ctx.side_outputs(v).bias;  // a linear layer's bias gradient, where it is stored too (fuse.h)
-  lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits(), bias); });
+  const SideOutputs side = ctx.side_outputs(v);
+  if (side.pair_root.valid()) {
+    const PairedStore paired = paired_store(ctx, v, side.pair_root);
+    lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits(), {}, &paired); });
+    return;
+  }
+  // A linear layer's bias gradient, where it is stored too (fuse.h).
+  lower_tunable(ctx, v, [&] { return tunable_matmul(ctx.graph(), v, ctx.limits(), side.bias); });
 }
 
 // What the tuner times for a matmul node on its own (a bias sum stored beside it is tuned by tunable_ops()).

@@ -51,6 +51,9 @@ struct SideOutputs {
   // (the layer's bias gradient, a sum_to or sum over images and positions); a linear layer's weight gradient's: the
   // sum of grad_y over the batch.
   graph::Value bias;
+  // A few-rows product's: the pointwise tree over its result's two halves (columns n and N / 2 + n) that its launch
+  // stores instead of the result (fuse.h's paired epilogues).
+  graph::Value pair_root;
 };
 
 class LoweringContext {

@@ -8,6 +8,7 @@
 // they return holds no reference to the graph.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -19,8 +20,19 @@
 
 namespace spire::lowering {
 
-// bias: a linear layer's bias gradient its launches also store (fuse.h's bias sums), or none.
-TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value bias = {});
+// A few-rows product's paired epilogue (fuse.h): `root`, stored instead of the result, from each pair of its columns n
+// and N / 2 + n; `combine` builds the root's element `index` in kernel `kb` from the pair's sums, appending the buffers
+// its tree loads (bound after the kernel's own) to `loaded`.
+struct PairedStore {
+  graph::Value root;
+  std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val first, kir::Val second,
+                         std::vector<ProgramBuffer>& loaded)>
+      combine;
+};
+// bias: a linear layer's bias gradient its launches also store (fuse.h's bias sums), or none. paired: the few-rows
+// kernel with paired columns, its key's shape ending in "_paired".
+TunableOp tunable_matmul(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, graph::Value bias = {},
+                         const PairedStore* paired = nullptr);
 // side: a max_pool2d value of v's result (or of its epilogue's root) that v's launch also stores, maybe with its
 // positions, maybe instead of the result (fuse.h's side outputs), tuned under keys of their own.
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, const SideOutputs& side = {});

@@ -1,7 +1,8 @@
 // The few-rows product (kernels/matvec_kernel.h) on every device against the float64 product, for every slice count
 // and unroll its candidates hold (a sample of five in the test command): B read as [K, N] and as B^T [N, K], 16-byte
 // reads (8 half elements in two reads where N or K allows and rows are at most 2), 8-byte and element ones, one to four rows (over batches too), K shorter than the slices, f16 and bf16 operands widened as they
-// are read, a product per batch of B; and where the lowering takes it.
+// are read, a product per batch of B, B^T's columns n and N / 2 + n paired in one workgroup; and where the lowering takes
+// it.
 //
 // Tolerance: the f32 sums may differ from the float64 product by a K-term dot product's rounding, within
 // 1e-5 * sum_k |a_k b_k| for K <= 770 here (K * 2^-24 < 5e-5 is the worst case; random signs keep it far below).
@@ -68,6 +69,14 @@ TEST_P(MatvecOnDevice, EverySliceCountMatchesTheFloat64Product) {
     EXPECT_EQ(run_product(dev, heavy::matvec_kernel(s, kir::Type::F32, tiling.matvec_slices, {}, 0, tiling.unroll), a, b,
                           c.batch, c.m, c.n, want),
               "");
+    // Columns n and N / 2 + n in one workgroup (MatvecPair without a combine: the same product, stored whole).
+    if (heavy::matvec_pairs(s, tiling.matvec_slices)) {
+      const heavy::MatvecPair pair{.half = uint32_t(c.n / 2)};
+      EXPECT_EQ(run_product(dev, heavy::matvec_kernel(s, kir::Type::F32, tiling.matvec_slices, {}, 0, tiling.unroll, &pair),
+                            a, b, c.batch, c.m, c.n, want),
+                "")
+          << "paired";
+    }
   }
 }
 
@@ -75,7 +84,8 @@ std::vector<MatvecCase> matvec_cases() {
   return {
       {1, 1, 768, 2304, false},  // a decoder's attention input at batch 1: 16-byte reads, every slice whole
       {1, 1, 770, 301, false},   // N not a multiple of 4: element reads; K not a multiple of any slice count
-      {1, 1, 768, 300, true},    // B^T with 16-byte reads along K
+      {1, 1, 768, 300, true},    // B^T with 16-byte reads along K (and paired columns: 150 pairs)
+      {1, 2, 64, 42, true, graph::DType::BF16, true},  // paired columns of bf16 B^T, two rows, a ragged last group
       {1, 1, 130, 37, true},     // B^T, K not a multiple of 4
       {2, 2, 64, 100, false},    // four rows over two batches
       {1, 3, 96, 50, true},      // three rows, B^T

@@ -11,8 +11,21 @@
 
 #include "ir/graph/evaluator.h"
 #include "lowering/executable.h"
+#include "tests/support/random_tensor.h"
 
 namespace spire::lowering::testing_support {
+
+// Uniform f32 values for every input and parameter of `g`, seeds counting up from `seed` (which the caller's next
+// graph continues from).
+inline std::map<std::string, graph::Tensor> uniform_inputs(const graph::Graph& g, uint32_t& seed) {
+  std::map<std::string, graph::Tensor> in;
+  for (graph::Value v : g.values()) {
+    const graph::Node& n = g.node(v);
+    if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter)
+      in[n.name] = spire::testing_support::uniform_tensor(n.type.shape, seed++, graph::DType::F32);
+  }
+  return in;
+}
 
 inline void expect_step_matches_float64(rt::Device& device, const graph::Graph& g,
                                         const std::map<std::string, graph::Tensor>& inputs, double tolerance) {

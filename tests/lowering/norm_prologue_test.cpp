@@ -98,12 +98,7 @@ TEST_P(NormPrologueOnDevice, EveryFormMatchesTheReference) {
   for (const Form& f : forms()) {
     SCOPED_TRACE(f.name);
     const graph::Graph g = graph_of(f);
-    std::map<std::string, Tensor> in;
-    for (Value v : g.values()) {
-      const graph::Node& n = g.node(v);
-      if (n.op == graph::OpKind::Input || n.op == graph::OpKind::Parameter)
-        in[n.name] = testing_support::uniform_tensor(n.type.shape, seed++, DType::F32);
-    }
+    std::map<std::string, Tensor> in = lowering::testing_support::uniform_inputs(g, seed);
     // Rows off centre and scaled, so that the mean and the variance matter.
     // A bf16 input form gets bf16 values: the float64 evaluator rounds only its outputs, so the cast must be exact.
     for (double& e : in["x"].data) e = graph::round_to(f.half_input ? DType::BF16 : DType::F32, 3 * e + 0.5);
