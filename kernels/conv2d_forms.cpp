@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "kernels/conv2d_gemm_kernels.h"
+#include "kernels/conv2d_mma_kernel.h"
 #include "kernels/conv2d_winograd_kernels.h"
 
 namespace spire::lowering::heavy {
@@ -107,6 +108,57 @@ MatmulTiling conv2d_winograd_tiling(const MatmulShape& product, kir::Type t) {
   MatmulTiling tl = choose_matmul_tiling(product, t);
   if (t == kir::Type::F32 && tl == MatmulTiling{64, 64, 16, 4, 4}) tl = conv2d_winograd_tiling_64(t);
   return tl;
+}
+
+MatmulTiling conv2d_winograd_grad_weight_tiling(const MatmulShape& product, kir::Type t) {
+  MatmulTiling tl = conv2d_winograd_tiling(product, t);
+  if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = conv2d_winograd_tiling_64(t);
+  const int64_t blocks = product.batch[0] * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
+  const int64_t slices = (product.k + tl.tile_k - 1) / tl.tile_k;
+  const int64_t wanted = tl.tile_m * tl.tile_n >= 128 * 128 ? 256 : 512;
+  while (blocks * tl.splits < wanted && slices >= 8 * int64_t(tl.splits) * 2 && tl.splits < 64) tl.splits *= 2;
+  // Still fewer: a small batch's few tiles. 4x4 outputs per invocation then, 4x the invocations of 8x8 for the same
+  // blocks (batch 1 on the H100: 64 channels at 56x56 in 16 x 4 blocks took 0.034 / 0.028 ms on vulkan:0 / cuda:0 with
+  // 8x8, against 0.026 / 0.024 for the implicit GEMM it replaced).
+  if (tl.tile_m == 64 && tl.tile_n == 64 && tl.reg_m == 8 && blocks * tl.splits < wanted) tl.reg_m = tl.reg_n = 4;
+  return tl;
+}
+
+bool conv2d_winograd_addressable(const Conv2dShape& s, kir::Type t, uint32_t tile, uint32_t max_splits) {
+  const int64_t planes = conv2d_winograd_planes(tile);
+  return conv2d_winograd_scratch_bytes(s, t, tile) / dtype_bytes(t) < (int64_t(1) << 31) &&
+         planes * max_splits * s.cin * s.cout < (int64_t(1) << 31) && conv2d_winograd_tiles(s, tile) < (int64_t(1) << 31);
+}
+
+Conv2dWinogradTiles conv2d_winograd_tiles_offered(const Conv2dShape& s, kir::Type t, uint32_t max_splits) {
+  Conv2dWinogradTiles out;
+  for (uint32_t tile : {2u, 4u})
+    if ((tile == 2 || t == kir::Type::F32) && conv2d_winograd_addressable(s, t, tile, max_splits)) out.offered.push_back(tile);
+  const uint32_t best = conv2d_winograd_tile(s, t);
+  if (std::find(out.offered.begin(), out.offered.end(), best) != out.offered.end()) out.chosen = best;
+  else if (!out.offered.empty()) out.chosen = out.offered.front();
+  return out;
+}
+
+bool conv2d_channels_last_pays(const Conv2dShape& s, kir::Type half) {
+  if (s.cin % 8 != 0) return false;
+  if (s.kh * s.kw > 1) return true;
+  const bool strided = s.stride_h * s.stride_w > 1;
+  return !conv2d_copies_input_rows(s, half) && s.cout >= (strided ? 1024 : 256);
+}
+
+bool conv2d_tensor_cores_pay(const Conv2dShape& s, kir::Type half, const Limits& limits) {
+  const bool last = conv2d_channels_last_pays(s, half);
+  const bool winograd = conv2d_winograd_applies(s) && conv2d_winograd_pays(s, kir::Type::F32);
+  if (winograd && half == kir::Type::F32 && s.cout >= 64) return false;
+  if (winograd && !last && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
+  const MatmulTiling t = last ? choose_conv2d_channels_last_tiling(s, half, limits)
+                                     : choose_conv2d_mma_tiling(s, half, limits);
+  const MatmulShape g = conv2d_mma_gemm_shape(s, half, last);
+  // Half as many blocks where each has a long window (1024 or more terms) to sum: resnet50's layer4 1x1 layers of 2048
+  // input channels at batch 32 (52 blocks) took 0.15 ms each on the f32 GEMM in bf16 on the H200.
+  const int64_t blocks = ((g.m + t.tile_m - 1) / t.tile_m) * ((g.n + t.tile_n - 1) / t.tile_n);
+  return blocks >= 64 || (blocks >= 32 && g.k >= 1024);
 }
 
 }  // namespace spire::lowering::heavy

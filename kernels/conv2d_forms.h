@@ -1,6 +1,6 @@
 // Which form of kernel a convolution (or one of its gradients) takes for its shape, and that form's tiling: the direct
-// kernels (conv2d_kernels.h), an implicit GEMM (conv2d_gemm_kernels.h) or a Winograd transform around a batched product
-// (conv2d_winograd_kernels.h). The heuristics a lowering starts from (lowering/lower_conv2d.cpp), as
+// kernels (conv2d_kernels.h), an implicit GEMM (conv2d_gemm_kernels.h), a Winograd transform around a batched product
+// (conv2d_winograd_kernels.h), or tensor cores (conv2d_mma_kernel.h) on operands as stored or moved channels last. The heuristics a lowering starts from (lowering/lower_conv2d.cpp), as
 // choose_matvec_tiling is the few-rows product's; the tuner times the other candidates.
 #pragma once
 
@@ -84,5 +84,50 @@ uint32_t conv2d_winograd_tile(const Conv2dShape& s, kir::Type t);
 // outputs per invocation rather than 4x4 (resnet18's 64-channel layers at batch 64 on the H100: 0.467 -> 0.400 ms).
 MatmulTiling conv2d_winograd_tiling_64(kir::Type t);
 MatmulTiling conv2d_winograd_tiling(const MatmulShape& product, kir::Type t);
+
+// The weight gradient's product has few blocks (planes x Cin x Cout) and a long K (every tile of the batch): the
+// forward product's tiling, then K split in two until about 4 workgroups of 64x64 per core of a 132-core GPU (512 in
+// all; 256 of 128x128), each split keeping at least 8 slices of K. The tuner's picks on the H100 for resnet18's 3x3
+// layers at batch 64 (docs/PERFORMANCE.md): 32, 8, 2 and 1 splits for 64 to 512 channels (the rule before, 256
+// workgroups: 16, 4, 1, 1 splits, 1.22-1.37x slower on cuda:0 where they differ; on vulkan:0 1.22x for 128 channels).
+MatmulTiling conv2d_winograd_grad_weight_tiling(const MatmulShape& product, kir::Type t);
+
+// Whether a Winograd program's scratch and partial sums are addressable with 32-bit indices.
+bool conv2d_winograd_addressable(const Conv2dShape& s, kir::Type t, uint32_t tile, uint32_t max_splits);
+
+// The tiles a Winograd program is offered with (F(2x2, 3x3), and for float32 F(4x4, 3x3)), those whose scratch and
+// partial sums (`max_splits` of them) are addressable; and the heuristic's among them (conv2d_winograd_tile's where offered).
+struct Conv2dWinogradTiles {
+  std::vector<uint32_t> offered;
+  uint32_t chosen = 0;  // 0: none offered
+};
+
+Conv2dWinogradTiles conv2d_winograd_tiles_offered(const Conv2dShape& s, kir::Type t, uint32_t max_splits);
+
+// Where the tensor-core kernel reads channels-last copies of its operands: where it can (Cin % 8 == 0) and the window
+// has more than one tap, or is 1x1 and gathers (below). On the H100 at batch 64 in bf16 (docs/PERFORMANCE.md) that took
+// resnet18's 3x3 layers from 0.136-0.144 ms to 0.073-0.078 (strided, cuda:0) and 0.108-0.120 to 0.064-0.090 (vulkan:0);
+// its 1x1 stride-2 layers, which read a quarter of the input the move passes over whole, went from 0.018-0.028 to
+// 0.021-0.049. Channels padded to a multiple of 8 are the tuner's to try: resnet18's first layer (3 channels padded to
+// 8, 2.7x the products) took 0.482 / 0.550 ms channels last against 0.503 / 0.547 as stored (vulkan:0 / cuda:0).
+// A 1x1 window whose input rows cannot be copied (conv2d_copies_input_rows: a stride, or images of ragged 16-byte
+// pieces) gathers each element of X' once per block row of output channels, while the move passes over the input once:
+// channels last pays with 256 or more output channels at stride 1 (2 block rows), 1024 strided (the move passing over
+// 4x what the window reads). On the H200 at batch 32 in bf16: resnet50's 14x14 layers 0.050 ms (move and convolution)
+// against 0.059-0.062 gathered, its 7x7 ones 0.025-0.030 against 0.091-0.115, its 1024-channel strided one 0.119 against
+// 0.155, and its 512-channel strided one even (0.193 against 0.198); resnet18's strided 1x1 layers (128-512 channels)
+// at batch 64 took 0.053-0.093 moved, where the H100 ran them gathered in 0.018-0.028.
+bool conv2d_channels_last_pays(const Conv2dShape& s, kir::Type half);
+
+// Where the tensor-core kernel beats widening the operands and running the f32 kernels (the H100, both backends,
+// docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling, or 32 of long windows: resnet18's
+// layers at batch 64 and its first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks,
+// 1.2-7x), and not a 3x3 window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at
+// batch 64 on both backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there
+// as stored). TF32 (`half` f32) multiplies at half bf16's rate, through wmma: Winograd's f32 layers win there where
+// they have 64 or more output channels (resnet18 at batch 32 on the H200: 0.072 ms a 3x3 layer against the TF32
+// implicit GEMM's 0.12-0.14; the model 2.55 -> 2.33 ms, resnet50 7.69 -> 7.47), but not densenet121's 3x3 layers of 32
+// output channels (the model 10.27 -> 11.87 ms with Winograd), whose batched products are too narrow.
+bool conv2d_tensor_cores_pay(const Conv2dShape& s, kir::Type half, const Limits& limits);
 
 }  // namespace spire::lowering::heavy

@@ -104,48 +104,6 @@ KernelProgram winograd_grad_weight_program(const heavy::Conv2dShape& s, kir::Typ
   return p;
 }
 
-// The weight gradient's product has few blocks (planes x Cin x Cout) and a long K (every tile of the batch): the
-// forward product's tiling, then K split in two until about 4 workgroups of 64x64 per core of a 132-core GPU (512 in
-// all; 256 of 128x128), each split keeping at least 8 slices of K. The tuner's picks on the H100 for resnet18's 3x3
-// layers at batch 64 (docs/PERFORMANCE.md): 32, 8, 2 and 1 splits for 64 to 512 channels (the rule before, 256
-// workgroups: 16, 4, 1, 1 splits, 1.22-1.37x slower on cuda:0 where they differ; on vulkan:0 1.22x for 128 channels).
-heavy::MatmulTiling winograd_grad_weight_tiling(const heavy::MatmulShape& product, kir::Type t) {
-  heavy::MatmulTiling tl = heavy::conv2d_winograd_tiling(product, t);
-  if (tl.tile_m < 64 && product.m >= 64 && product.n >= 64) tl = heavy::conv2d_winograd_tiling_64(t);
-  const int64_t blocks = product.batch[0] * ((product.m + tl.tile_m - 1) / tl.tile_m) * ((product.n + tl.tile_n - 1) / tl.tile_n);
-  const int64_t slices = (product.k + tl.tile_k - 1) / tl.tile_k;
-  const int64_t wanted = tl.tile_m * tl.tile_n >= 128 * 128 ? 256 : 512;
-  while (blocks * tl.splits < wanted && slices >= 8 * int64_t(tl.splits) * 2 && tl.splits < 64) tl.splits *= 2;
-  // Still fewer: a small batch's few tiles. 4x4 outputs per invocation then, 4x the invocations of 8x8 for the same
-  // blocks (batch 1 on the H100: 64 channels at 56x56 in 16 x 4 blocks took 0.034 / 0.028 ms on vulkan:0 / cuda:0 with
-  // 8x8, against 0.026 / 0.024 for the implicit GEMM it replaced).
-  if (tl.tile_m == 64 && tl.tile_n == 64 && tl.reg_m == 8 && blocks * tl.splits < wanted) tl.reg_m = tl.reg_n = 4;
-  return tl;
-}
-
-// Whether a Winograd program's scratch and partial sums are addressable with 32-bit indices.
-bool winograd_addressable(const heavy::Conv2dShape& s, kir::Type t, uint32_t tile, uint32_t max_splits) {
-  const int64_t planes = heavy::conv2d_winograd_planes(tile);
-  return heavy::conv2d_winograd_scratch_bytes(s, t, tile) / dtype_bytes(t) < (int64_t(1) << 31) &&
-         planes * max_splits * s.cin * s.cout < (int64_t(1) << 31) && heavy::conv2d_winograd_tiles(s, tile) < (int64_t(1) << 31);
-}
-
-// The tiles a Winograd program is offered with (F(2x2, 3x3), and for float32 F(4x4, 3x3)), those whose scratch and
-// partial sums (`max_splits` of them) are addressable; and the heuristic's among them (heavy::conv2d_winograd_tile's where offered).
-struct WinogradTiles {
-  std::vector<uint32_t> offered;
-  uint32_t chosen = 0;  // 0: none offered
-};
-WinogradTiles winograd_tiles(const heavy::Conv2dShape& s, kir::Type t, uint32_t max_splits) {
-  WinogradTiles out;
-  for (uint32_t tile : {2u, 4u})
-    if ((tile == 2 || t == kir::Type::F32) && winograd_addressable(s, t, tile, max_splits)) out.offered.push_back(tile);
-  const uint32_t best = heavy::conv2d_winograd_tile(s, t);
-  if (std::find(out.offered.begin(), out.offered.end(), best) != out.offered.end()) out.chosen = best;
-  else if (!out.offered.empty()) out.chosen = out.offered.front();
-  return out;
-}
-
 // The heuristic first, then the offered configs, each once.
 void add_offered(TunableOp& op, const std::vector<heavy::Config>& offered) {
   op.candidates.insert(op.candidates.begin(), op.heuristic);
@@ -156,11 +114,11 @@ void add_offered(TunableOp& op, const std::vector<heavy::Config>& offered) {
 // Offers the weight gradient by Winograd with the heuristic product tiling at several splits and every other product
 // tiling, and makes it the heuristic where it pays (the forward's rules).
 void add_winograd_grad_weight(TunableOp& op, const heavy::Conv2dShape& s, kir::Type t, const heavy::Limits& limits) {
-  const WinogradTiles tiles = winograd_tiles(s, t, 64);
+  const heavy::Conv2dWinogradTiles tiles = heavy::conv2d_winograd_tiles_offered(s, t, 64);
   std::vector<heavy::Config> offered;
   for (uint32_t tile : tiles.offered) {
     const heavy::MatmulShape product = heavy::conv2d_winograd_grad_weight_gemm_shape(s, tile);
-    const heavy::MatmulTiling best = winograd_grad_weight_tiling(product, t);
+    const heavy::MatmulTiling best = heavy::conv2d_winograd_grad_weight_tiling(product, t);
     if (heavy::conv2d_winograd_pays(s, t) && tile == tiles.chosen) op.heuristic = heavy::conv2d_winograd_config(best, tile);
     offered.push_back(heavy::conv2d_winograd_config(best, tile));
     for (uint32_t splits : {best.splits / 2, best.splits * 2}) {
@@ -185,7 +143,7 @@ heavy::Config split_tiling(const heavy::Conv2dShape& s, const heavy::MatmulTilin
 // Offers Winograd (of the forward convolution `e`) with every product tiling, where its scratch is addressable with
 // 32-bit indices, and makes it the heuristic where it pays.
 void add_winograd(TunableOp& op, const heavy::Conv2dShape& e, kir::Type t, const heavy::Limits& limits) {
-  const WinogradTiles tiles = winograd_tiles(e, t, 1);
+  const heavy::Conv2dWinogradTiles tiles = heavy::conv2d_winograd_tiles_offered(e, t, 1);
   std::vector<heavy::Config> offered;
   for (uint32_t tile : tiles.offered) {
     const heavy::MatmulShape product = heavy::conv2d_winograd_gemm_shape(e, tile);
@@ -308,49 +266,6 @@ KernelProgram channels_last_program(const heavy::Conv2dShape& s, kir::Type half,
   return p;
 }
 
-// Where the tensor-core kernel reads channels-last copies of its operands: where it can (Cin % 8 == 0) and the window
-// has more than one tap, or is 1x1 and gathers (below). On the H100 at batch 64 in bf16 (docs/PERFORMANCE.md) that took
-// resnet18's 3x3 layers from 0.136-0.144 ms to 0.073-0.078 (strided, cuda:0) and 0.108-0.120 to 0.064-0.090 (vulkan:0);
-// its 1x1 stride-2 layers, which read a quarter of the input the move passes over whole, went from 0.018-0.028 to
-// 0.021-0.049. Channels padded to a multiple of 8 are the tuner's to try: resnet18's first layer (3 channels padded to
-// 8, 2.7x the products) took 0.482 / 0.550 ms channels last against 0.503 / 0.547 as stored (vulkan:0 / cuda:0).
-// A 1x1 window whose input rows cannot be copied (conv2d_copies_input_rows: a stride, or images of ragged 16-byte
-// pieces) gathers each element of X' once per block row of output channels, while the move passes over the input once:
-// channels last pays with 256 or more output channels at stride 1 (2 block rows), 1024 strided (the move passing over
-// 4x what the window reads). On the H200 at batch 32 in bf16: resnet50's 14x14 layers 0.050 ms (move and convolution)
-// against 0.059-0.062 gathered, its 7x7 ones 0.025-0.030 against 0.091-0.115, its 1024-channel strided one 0.119 against
-// 0.155, and its 512-channel strided one even (0.193 against 0.198); resnet18's strided 1x1 layers (128-512 channels)
-// at batch 64 took 0.053-0.093 moved, where the H100 ran them gathered in 0.018-0.028.
-bool channels_last_pays(const heavy::Conv2dShape& s, kir::Type half) {
-  if (s.cin % 8 != 0) return false;
-  if (s.kh * s.kw > 1) return true;
-  const bool strided = s.stride_h * s.stride_w > 1;
-  return !heavy::conv2d_copies_input_rows(s, half) && s.cout >= (strided ? 1024 : 256);
-}
-
-// Where the tensor-core kernel beats widening the operands and running the f32 kernels (the H100, both backends,
-// docs/PERFORMANCE.md): enough blocks to fill the GPU (64 or more of its tiling, or 32 of long windows: resnet18's
-// layers at batch 64 and its first layer at batch 1 took 0.4-0.7x the f32 time; its layers at batch 1, 4 to 25 blocks,
-// 1.2-7x), and not a 3x3 window at stride 1 that Winograd takes unless channels last (0.47-0.58x Winograd's f32 time at
-// batch 64 on both backends) or with 128 or more channels where workgroup memory is small (vulkan:0: 0.60-0.92x there
-// as stored). TF32 (`half` f32) multiplies at half bf16's rate, through wmma: Winograd's f32 layers win there where
-// they have 64 or more output channels (resnet18 at batch 32 on the H200: 0.072 ms a 3x3 layer against the TF32
-// implicit GEMM's 0.12-0.14; the model 2.55 -> 2.33 ms, resnet50 7.69 -> 7.47), but not densenet121's 3x3 layers of 32
-// output channels (the model 10.27 -> 11.87 ms with Winograd), whose batched products are too narrow.
-bool tensor_cores_pay(const heavy::Conv2dShape& s, kir::Type half, const heavy::Limits& limits) {
-  const bool last = channels_last_pays(s, half);
-  const bool winograd = heavy::conv2d_winograd_applies(s) && heavy::conv2d_winograd_pays(s, kir::Type::F32);
-  if (winograd && half == kir::Type::F32 && s.cout >= 64) return false;
-  if (winograd && !last && !(limits.shared_bytes < 64 * 1024 && s.cout >= 128)) return false;
-  const heavy::MatmulTiling t = last ? heavy::choose_conv2d_channels_last_tiling(s, half, limits)
-                                     : heavy::choose_conv2d_mma_tiling(s, half, limits);
-  const heavy::MatmulShape g = heavy::conv2d_mma_gemm_shape(s, half, last);
-  // Half as many blocks where each has a long window (1024 or more terms) to sum: resnet50's layer4 1x1 layers of 2048
-  // input channels at batch 32 (52 blocks) took 0.15 ms each on the f32 GEMM in bf16 on the H200.
-  const int64_t blocks = ((g.m + t.tile_m - 1) / t.tile_m) * ((g.n + t.tile_n - 1) / t.tile_n);
-  return blocks >= 64 || (blocks >= 32 && g.k >= 1024);
-}
-
 }  // namespace
 
 TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Limits& limits, const SideOutputs& side) {
@@ -390,13 +305,13 @@ TunableOp tunable_conv2d(const graph::Graph& g, graph::Value v, const heavy::Lim
   if (heavy::conv2d_winograd_applies(s)) add_winograd(op, s, t, limits);
   if (on_tensor_cores) {
     // Both layouts, channels last first where it pays (its heuristic tiling then leads the list, else as stored).
-    const bool last_first = channels_last_pays(s, mma_type);
+    const bool last_first = heavy::conv2d_channels_last_pays(s, mma_type);
     std::vector<heavy::Config> offered = configs_of(heavy::conv2d_mma_candidates(s, mma_type, limits));
     std::vector<heavy::Config> last;
     for (const heavy::MatmulTiling& tl : heavy::conv2d_channels_last_candidates(s, mma_type, limits))
       last.push_back(channels_last_config(tl));
     offered.insert(last_first ? offered.begin() : offered.end(), last.begin(), last.end());
-    if (tensor_cores_pay(s, mma_type, limits)) {
+    if (heavy::conv2d_tensor_cores_pay(s, mma_type, limits)) {
       op.candidates.insert(op.candidates.begin(), offered.begin(), offered.end());
       op.heuristic = offered.front();
     } else {
