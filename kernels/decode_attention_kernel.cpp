@@ -31,7 +31,7 @@ constexpr uint32_t kUnrolledReads = 32;
 constexpr uint32_t kValueReads = 8;
 // Rounds of keys (a key an invocation each) whose rows are all read at once; more take a loop, a round at a time.
 constexpr uint32_t kUnrolledKeyRounds = 2;
-// A slice's values read at once, before the softmax, where it takes at most this many keys; more take a loop of
+// A slice's values read at once, before steps 1 and 2, where it takes at most this many keys; more take a loop of
 // kValueReads keys an iteration after it.
 constexpr uint32_t kPrefetchedValues = 16;
 
@@ -157,7 +157,7 @@ HeavyKernel decode_attention_kernel(const DecodeAttentionShape& s, Type t, uint3
         rows.push_back(std::move(row));
       }
     // This invocation's value column and slice of keys for step 3; where a slice takes at most kPrefetchedValues keys,
-    // their values are read now, their latency hidden behind the scores and the softmax (a key past the end reads the
+    // their values are read now, their latency hidden behind steps 1 and 2 (a key past the end reads the
     // last one's and adds nothing; the slot this launch writes is read too, and replaced by the new row in step 3).
     Val slice = lid / C, column = lid % C, col = block * C + column;
     const uint32_t per_slice = (L + slices - 1) / slices;

@@ -412,18 +412,21 @@ HeavyKernel matvec_kernel(const MatmulShape& s, Type t, uint32_t slices, const s
     if (pair) {
       // Each pair's two sums, from the invocations that added them up.
       kb.barrier();
-      kb.if_(lid < R * P, [&] {
-        Val r = lid / P, i = lid % P, n = group * P + i;
-        Val first = (*pair_sums)[r * C + i].load(), second = (*pair_sums)[r * C + P + i].load();
-        kb.if_(n < H, [&] {
-          if (pair->combine) {
-            Y[r * H + n] = pair->combine(kb, r * H + n, first, second);
-          } else {
-            Y[r * N + n] = first;
-            Y[r * N + H + n] = second;
-          }
+      for (uint32_t q = 0; q < (R * P + T - 1) / T; ++q) {
+        Val o = lid + q * T;
+        kb.if_(o < R * P, [&] {
+          Val r = o / P, i = o % P, n = group * P + i;
+          Val first = (*pair_sums)[r * C + i].load(), second = (*pair_sums)[r * C + P + i].load();
+          kb.if_(n < H, [&] {
+            if (pair->combine) {
+              Y[r * H + n] = pair->combine(kb, r * H + n, first, second);
+            } else {
+              Y[r * N + n] = first;
+              Y[r * N + H + n] = second;
+            }
+          });
         });
-      });
+      }
     }
   });
   return {kb.finish(), groups};
