@@ -841,7 +841,7 @@ class Planner {
       const Value v{id};
       const graph::Node& n = g_.node(id);
       if (!needed_[size_t(id)] || !is_pointwise(n.op) || f_.fused[size_t(id)] || f_.is_epilogue[size_t(id)] ||
-          n.op == OpKind::Cast || output[size_t(id)])
+          f_.is_side_output[size_t(id)] || n.op == OpKind::Cast || output[size_t(id)])
         continue;
       const std::vector<Value> us = live_users(v);
       if (us.empty() && !must_store_[size_t(id)]) continue;
