@@ -22,7 +22,8 @@ namespace spire::lowering {
 
 // A few-rows product's paired epilogue (fuse.h): `root`, stored instead of the result, from each pair of its columns n
 // and N / 2 + n; `combine` builds the root's element `index` in kernel `kb` from the pair's sums, appending the buffers
-// its tree loads (bound after the kernel's own) to `loaded`.
+// its tree loads (bound after the kernel's own) to `loaded`. It refers to the lowering's context, so a TunableOp made
+// with it lives only while that lowers (the tuner's never pair: tunable_ops() times the product alone).
 struct PairedStore {
   graph::Value root;
   std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val first, kir::Val second,
