@@ -29,7 +29,7 @@ std::string_view precision_policies_help() {
   return "fp32 (the default: strict f32, what spire's cross-vendor checks promise), tf32 (f32 convolutions and matrix "
          "products with their operands rounded to TF32, f32 sums, on cuda:N's tensor cores; a Vulkan device has no TF32 "
          "matrices, runs fp32 and says so on stderr), bf16 or f16 (every f32 value stored in half with f32 sums; "
-         "softmax, norms' statistics, losses and optimizer updates stay f32, as torch.autocast; inputs and outputs stay "
+         "probabilities, norms' statistics, losses and optimizer updates stay f32, as torch.autocast; inputs and outputs stay "
          "f32; a device without the half type runs fp32 and says so). Bounds: docs/PRECISION.md";
 }
 

@@ -1,8 +1,9 @@
 // Attention at a few queries in one launch (a decoder's step: one query a head):
-// o[b, r, :] = sum_j p[b, r, j] v[b, j, :], where p[b, r, :] = softmax_j(score(q[b, r, :] . k[b, j, :])).
-// `score` is what the graph does to the dot products before its softmax (a scale, a mask), given to the kernel as a
+// o[b, r, :] = sum_j p[b, r, j] v[b, j, :], where p[b, r, j] = exp(s_j - max) / sum_j' exp(s_j' - max)
+// of the scores s_j = score(q[b, r, :] . k[b, j, :]).
+// `score` is what the graph does to the dot products before its weights (a scale, a mask), given to the kernel as a
 // function of the element: the lowering computes the graph's pointwise tree there (lowering/fuse.h's absorbed
-// attention). Run as three launches (the scores' product, the softmax, the values' product), a GPT-2 layer's attention
+// attention). Run as three launches (the scores' product, the weights, the values' product), a GPT-2 layer's attention
 // cost three launch floors, which at batch 1 are most of its time.
 //
 // A workgroup computes one batch's (batch x heads) attention for a block of `columns` value columns: a decode step has
@@ -19,7 +20,7 @@
 //   3. the weighted sum of the block's values: invocations split into wg / columns slices of neighbouring columns
 //      (coalesced reads of a row of V), slice s taking keys s, s + slices, ...; the slices' partial sums added in slice
 //      order and divided by the row's sum. Where a slice takes at most 16 keys, its values are read at the start,
-//      before step 1, their latency hidden behind the scores and the softmax.
+//      before step 1, their latency hidden behind the scores and the weights.
 // Workgroup memory holds the queries, the new key row, the scores and one partial sum per row and invocation; a shape whose scores do
 // not fit kDecodeAttentionSharedBytes (every Vulkan device has 16 KiB) is not taken (the three launches run instead).
 #pragma once
@@ -59,7 +60,7 @@ uint64_t decode_attention_shared_bytes(const DecodeAttentionShape& s, kir::Type 
 // kDecodeAttentionSharedBytes at kDecodeAttentionWorkgroup invocations.
 bool decode_attention_fits(const DecodeAttentionShape& s, kir::Type t);
 
-// The score of query row r against key j before the softmax, from their dot product `dot` (in the sums' type) and the
+// The score of query row r against key j before the weights, from their dot product `dot` (in the sums' type) and the
 // element index (b * R + r) * L + j of the scores [batches, R, L]; it must return the sums' type.
 using AttentionScore = std::function<kir::Val(kir::KernelBuilder& kb, kir::Val index, kir::Val dot)>;
 

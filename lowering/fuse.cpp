@@ -168,7 +168,8 @@ std::optional<AbsorbedAttention> absorbed_attention(const graph::Graph& g, Value
   if (n.op != OpKind::Matmul || n.inputs[0] == n.inputs[1]) return std::nullopt;
   const Value p = n.inputs[0];
   const graph::Node& pn = g.node(p);
-  if (graph::op_name(pn.op) != "softmax" || pn.attrs.get_int("axis") + 1 != int64_t(pn.type.shape.size()))
+  const OpLowering* weights = op_lowering(pn.op);
+  if (!weights || !weights->attention_weights || pn.attrs.get_int("axis") + 1 != int64_t(pn.type.shape.size()))
     return std::nullopt;
   if (!read_in_place_only(g, p, [&](Value u) { return u == v; })) return std::nullopt;
   AbsorbedAttention a;
@@ -512,7 +513,7 @@ class Planner {
     return n.op == OpKind::Cast && device_type(n.type.dtype) == device_type(g_.type(n.inputs[0]).dtype);
   }
 
-  // An attention's scores' product, the tree over it and its softmax are computed by the launch of its product with the
+  // An attention's scores' product, the tree over it and its weights are computed by the launch of its product with the
   // values (absorbed_attention): none of them has a launch.
   void find_attention() {
     for (int32_t id = 0; id < g_.size(); ++id) {

@@ -48,7 +48,7 @@
 //    And a linear layer's weight gradient, grad_y^T x read in place from grad_y (f32): its launch adds grad_y's
 //    columns as it stages them, where the graph sums grad_y over the batch (the layer's bias gradient: sum_to [M] or
 //    [1, M], or sum over axis 0) and nothing reads the sum before the product (LeNet's three fully connected layers).
-//  * Attention at a few queries. The softmax of a product's scores (maybe scaled and masked by a pointwise tree), read
+//  * Attention at a few queries. The attention weights of a product's scores (maybe scaled and masked by a pointwise tree), read
 //    only by a product with the values, is computed by that product's launch, scores and all (absorbed_attention): a
 //    decoder's step runs a layer's attention as one launch instead of three. The queries and the new key row it writes
 //    into the cache, where each is a pointwise tree read by nothing else (a rotary embedding), are computed by that
@@ -117,7 +117,7 @@ struct InPlaceOperand {
 InPlaceOperand in_place_operand(const graph::Graph& g, graph::Value v);
 
 // Attention at a few queries (a decoder's step) in one launch (kernels/decode_attention_kernel.h): v = matmul(P, V)
-// where P = softmax(S) over the last axis and S is the scores' product matmul(Q, K^T) (K^T an absorbed transpose), or
+// where P = the attention weights of S over the last axis (an op whose lowering entry sets attention_weights) and S is the scores' product matmul(Q, K^T) (K^T an absorbed transpose), or
 // a pointwise tree over it of its shape (a scale, a mask) whose values nothing outside the tree reads. P, S and the
 // product are read by nothing else and stored nowhere; Q, K and V share one batch shape, are read as stored (K
 // through its transpose) and hold at most kDecodeAttentionMostRows queries whose scores fit the kernel's workgroup

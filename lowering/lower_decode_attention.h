@@ -1,6 +1,6 @@
 // The launch of an attention at a few queries (fuse.h's absorbed attention, kernels/decode_attention_kernel.h): the
-// product of the softmax with the values computes its scores' product, the pointwise tree over the scores (a scale, a
-// mask, its leaves loaded through their broadcasts as an epilogue's are) and the softmax in the same launch.
+// product of the attention weights with the values computes its scores' product, the pointwise tree over the scores (a
+// scale, a mask, its leaves loaded through their broadcasts as an epilogue's are) and the weights in the same launch.
 #pragma once
 
 #include "ir/graph/graph.h"

@@ -36,7 +36,7 @@ void lower_softmax(LoweringContext& ctx, graph::Value v) {
 // The kernel normalizes each row as it stores it, so a pointwise epilogue can apply there.
 std::vector<OpLowering> softmax_lowerings() {
   return {
-      {.op = "softmax", .lower = lower_softmax, .tunable = tunable_softmax, .takes_epilogue = true,
+      {.op = "softmax", .lower = lower_softmax, .tunable = tunable_softmax, .takes_epilogue = true, .attention_weights = true,
        .cases = harness::softmax_cases},
       {.op = "log_softmax", .lower = lower_softmax, .tunable = tunable_softmax, .takes_epilogue = true,
        .cases = harness::softmax_cases},

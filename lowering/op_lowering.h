@@ -6,6 +6,8 @@
 //   lower            appends the launches that compute a node of the op (every entry has one);
 //   tunable          its template's config space as the tuner times it (tunable.h), when it has one;
 //   takes_epilogue   whether its kernel can apply a pointwise chain to each element it stores (fuse.h);
+//   attention_weights  whether it turns a row of scores into attention weights (exp(s - max) / sum over its `axis`),
+//                    so that a product of its last-axis rows with values is one decode-attention launch (fuse.h);
 //   cases            the op harness's cases that reach every path of its kernel (op_harness/op_case.h).
 // Each family's lowering file (lower_matmul.cpp, lower_pool2d.cpp, ...) defines its entries beside the code
 // they point at, in a function listed below; op_lowering.cpp gathers them and indexes them by OpKind, so no
@@ -39,6 +41,7 @@ struct OpLowering {
   LowerFn lower = nullptr;
   TunableFn tunable = nullptr;     // nullptr: no config space (the template has one fixed shape)
   bool takes_epilogue = false;     // its stores can apply a pointwise epilogue (fuse.h); heavy ops only
+  bool attention_weights = false;  // its rows are attention weights that decode attention computes itself (fuse.h)
   harness::CaseFn cases = nullptr; // entries sharing a kernel may share one case list (it is run once)
 };
 

@@ -42,7 +42,7 @@ graph::Graph to_half(const graph::Graph& g, graph::DType half, const HalfOptions
 std::map<std::string, graph::Tensor> to_half(const std::map<std::string, graph::Tensor>& feeds, graph::DType half);
 
 // The nodes of `g` that the precision policies keep in f32, as torch.autocast keeps its "fp32" ops (docs/PRECISION.md):
-//   - softmax, log_softmax, cross_entropy and its gradient: their outputs are probabilities and losses whose small
+//   - the row normalizations and cross_entropy and its gradient (autocast_f32 in their entries): their outputs are probabilities and losses whose small
 //     values half storage would flush or round coarsely;
 //   - sum, mean, sum_to: the statistics of norms (means, variances), losses and bias gradients, whose magnitude grows
 //     with their length (f16 overflows at 65504);

@@ -1,6 +1,8 @@
 """Handlers for ATen ops, what functorch's make_fx / aot_module record (torch.ops.aten.*), keyed by the overload's
 name ("aten.convolution.default"). Same contract as torch_ops: converted arguments in, a spire value out, or
 Unsupported with the reason."""
+from spire import _spire
+
 from . import nn_blocks as nb
 from .builder import SpireValue, Unsupported
 from .torch_ops import arg
@@ -152,16 +154,6 @@ for _op, _dims, _input_of in (("mean", "aten.mean.dim", nb.float_tensor), ("sum"
     aten(f"aten.{_op}.default")(_over_all)
 
 
-@aten("aten._softmax.default")
-def _softmax(b, args, kwargs):
-    return nb.softmax(b, "softmax", args[0], args[1])
-
-
-@aten("aten._log_softmax.default")
-def _log_softmax(b, args, kwargs):
-    return nb.softmax(b, "log_softmax", args[0], args[1])
-
-
 @aten("aten.cat.default")
 def _cat(b, args, kwargs):
     return nb.concat(b, list(args[0]), arg(args, kwargs, 1, "dim", 0))
@@ -257,3 +249,12 @@ def _sdpa_flash_cpu(b, args, kwargs):
                                           arg(args, kwargs, 3, "dropout_p", 0.0), arg(args, kwargs, 4, "is_causal", False),
                                           kwargs.get("scale"))
     return (out, None)
+
+
+# Ops along one axis (torch_ops.py's rule): ATen records f(input, dim, half_to_float) as aten._f.default.
+def _along_axis(op):
+    return lambda b, args, kwargs: nb.along_axis(b, op, args[0], args[1])
+
+
+for _op in _spire.ops_along_one_axis():
+    aten(f"aten._{_op}.default")(_along_axis(_op))

@@ -172,7 +172,8 @@ def gelu(b, x, approximate):
     return b.op("mul", [half_x, b.op("add", [e, b.const(1.0, x.dtype)], rows="pointwise")], rows="pointwise")
 
 
-def softmax(b, op, x, dim):
+def along_axis(b, op, x, dim):
+    """An op of one tensor along one axis (torch_ops.py's rule): dim normalized to the op's non-negative axis."""
     float_tensor(x, f"{op}'s input")
     axis = b.normalize_dim(x, dim)
     if x.batched and axis == 0:
@@ -271,7 +272,7 @@ def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
     scores = b.binary("mul", matmul(b, q, transpose(b, k, -2, -1)), float(scale))
     if mask is not None:
         scores = b.binary("add", scores, mask)
-    return matmul(b, softmax(b, "softmax", scores, -1), v)
+    return matmul(b, along_axis(b, "softmax", scores, -1), v)
 
 
 ENCODER_LAYER_ARGS = ("src", "embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",

@@ -9,6 +9,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from spire import _spire
+
 from . import nn_blocks as nb
 from .builder import SpireValue, Unsupported
 
@@ -124,20 +126,6 @@ def _hardsigmoid(b, m, path, args, kwargs):
 @module(nn.Hardswish)
 def _hardswish(b, m, path, args, kwargs):
     return nb.unary(b, "hard_swish", args[0])
-
-
-@module(nn.Softmax)
-def _softmax(b, m, path, args, kwargs):
-    if m.dim is None:
-        raise Unsupported("Softmax without dim")
-    return nb.softmax(b, "softmax", args[0], m.dim)
-
-
-@module(nn.LogSoftmax)
-def _log_softmax(b, m, path, args, kwargs):
-    if m.dim is None:
-        raise Unsupported("LogSoftmax without dim")
-    return nb.softmax(b, "log_softmax", args[0], m.dim)
 
 
 @module(nn.Identity)
@@ -327,20 +315,6 @@ def _f_dropout(b, args, kwargs):
     if arg(args, kwargs, 2, "training", True) and arg(args, kwargs, 1, "p", 0.5) > 0:
         raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
     return args[0]
-
-
-@function(F.softmax, torch.softmax)
-def _f_softmax(b, args, kwargs):
-    if kwargs.get("dtype") is not None:
-        raise Unsupported("softmax with dtype")
-    return nb.softmax(b, "softmax", args[0], arg(args, kwargs, 1, "dim"))
-
-
-@function(F.log_softmax, torch.log_softmax)
-def _f_log_softmax(b, args, kwargs):
-    if kwargs.get("dtype") is not None:
-        raise Unsupported("log_softmax with dtype")
-    return nb.softmax(b, "log_softmax", args[0], arg(args, kwargs, 1, "dim"))
 
 
 @function(torch.matmul, operator.matmul, torch.mm, torch.bmm)
@@ -605,11 +579,6 @@ def _m_sum(b, args, kwargs):
     return _f_sum(b, args, kwargs)
 
 
-@method("softmax")
-def _m_softmax(b, args, kwargs):
-    return _f_softmax(b, args, kwargs)
-
-
 @method("add", "add_")
 def _m_add(b, args, kwargs):
     return _binary("add")(b, args, kwargs)
@@ -648,3 +617,34 @@ def _m_select(b, args, kwargs):
 @method("matmul")
 def _m_matmul(b, args, kwargs):
     return nb.matmul(b, args[0], args[1])
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Ops along one axis: spire's built-in ops of one tensor and an integer `axis` (_spire.ops_along_one_axis()) are what
+# PyTorch spells nn.CamelCase(dim), torch.f / F.f(input, dim, dtype=None) and Tensor.f(dim) under the same name, so
+# this rule registers them all and such an op needs no handler of its own here.
+
+def _along_axis_module(op):
+    def handler(b, m, path, args, kwargs):
+        if m.dim is None:
+            raise Unsupported(f"{type(m).__name__} without dim")
+        return nb.along_axis(b, op, args[0], m.dim)
+    return handler
+
+
+def _along_axis_function(op):
+    def handler(b, args, kwargs):
+        if kwargs.get("dtype") is not None:
+            raise Unsupported(f"{op} with dtype")
+        return nb.along_axis(b, op, args[0], arg(args, kwargs, 1, "dim"))
+    return handler
+
+
+for _op in _spire.ops_along_one_axis():
+    _module_type = getattr(nn, "".join(word.capitalize() for word in _op.split("_")), None)
+    if _module_type is not None:
+        module(_module_type)(_along_axis_module(_op))
+    function(*(f for f in (getattr(F, _op, None), getattr(torch, _op, None)) if f is not None))(
+        _along_axis_function(_op))
+    if hasattr(torch.Tensor, _op):
+        method(_op)(_along_axis_function(_op))

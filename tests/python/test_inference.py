@@ -74,6 +74,33 @@ def test_aten_graphs_from_make_fx(device, name):
     assert "eager" not in compiled.explain(x)
 
 
+class AlongAxisSpellings(torch.nn.Module):
+    # Every PyTorch spelling of the ops along one axis that the converter maps by rule (torch_ops.py, aten_ops.py).
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+        self.rows = torch.nn.Softmax(dim=1)
+        self.log_rows = torch.nn.LogSoftmax(dim=-1)
+
+    def forward(self, x):
+        h = self.fc(x)
+        a = self.rows(h) + torch.nn.functional.softmax(h, dim=0) + torch.softmax(h, 1) + h.softmax(-1)
+        b = self.log_rows(h) + torch.nn.functional.log_softmax(h, 1) + torch.log_softmax(h, dim=0) + h.log_softmax(1)
+        return a * b
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_ops_along_one_axis_in_every_spelling(device, trace):
+    from functorch import make_fx
+    torch.manual_seed(8)
+    model, x = seeded(AlongAxisSpellings).eval(), torch.randn(6, 16)
+    if trace == "make_fx":
+        model = make_fx(model)(x)
+        assert any("_softmax" in str(n.target) for n in model.graph.nodes)
+    compiled = check(model, x, device)
+    assert "eager" not in compiled.explain(x)
+
+
 def test_transformer_encoder_layer(device):
     # symbolic_trace cannot follow its fast-path checks: the graph comes from make_fx. Traced under no_grad in eval
     # mode it is one fused ATen op; traced with grad enabled it is plain ATen ops.

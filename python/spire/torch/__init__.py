@@ -13,7 +13,7 @@ On torch >= 2 importing this module also registers the torch.compile backend "sp
     torch.compile(model, backend="spire", options={"device": "vulkan:0"})
 
 precision= picks the policy (docs/PRECISION.md): "fp32" (strict, the default), "tf32", "bf16" or "f16" (values stored
-in half with f32 sums, softmax, norms and losses in f32, as torch.autocast keeps them; inputs and outputs keep their
+in half with f32 sums, probabilities, norms and losses in f32, as torch.autocast keeps them; inputs and outputs keep their
 dtypes).
 """
 from spire.torch.compiled_module import SpireModule
