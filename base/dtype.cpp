@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "base/half_bits.h"
+#include "base/named_values.h"
 
 namespace spire {
 
@@ -21,11 +22,7 @@ std::string_view dtype_name(DType t) {
   return "?";
 }
 
-std::optional<DType> dtype_from_name(std::string_view name) {
-  for (DType t : kAllDTypes)
-    if (dtype_name(t) == name) return t;
-  return std::nullopt;
-}
+std::optional<DType> dtype_from_name(std::string_view name) { return value_named(kAllDTypes, dtype_name, name); }
 
 uint32_t dtype_bytes(DType t) {
   switch (t) {

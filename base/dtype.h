@@ -38,5 +38,12 @@ void convert_elements(const void* src, DType from, void* dst, DType to, uint64_t
 // CUDA's parameter space): each one's byte offset, and the block's size rounded up to whole 32-bit words.
 std::vector<uint32_t> packed_offsets(const std::vector<DType>& types);
 uint32_t packed_block_bytes(const std::vector<DType>& types);
+// The types of a list of parameters that each have a `type` (a kernel's scalars, kir's or the runtime's).
+template <class Params>
+std::vector<DType> types_of(const Params& params) {
+  std::vector<DType> t;
+  for (const auto& p : params) t.push_back(p.type);
+  return t;
+}
 
 }  // namespace spire

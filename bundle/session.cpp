@@ -42,6 +42,15 @@ std::string plan_names(const Bundle& b) {
   return s.empty() ? "none" : s;
 }
 
+// The index of the tensor named `name` in `specs` (the bundle's inputs or outputs: `what`); out_of_range naming them.
+size_t index_of(const std::vector<TensorSpec>& specs, const std::string& name, std::string_view what) {
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].name == name) return i;
+  std::string names;
+  for (const auto& t : specs) names += (names.empty() ? "" : ", ") + t.name;
+  throw std::out_of_range(fmt::format("the model has no {} '{}' (its {}s: {})", what, name, what, names));
+}
+
 }  // namespace
 
 // One plan made real on the device by the runtime's executor (runtime/plan_executor.h): every input and output is a
@@ -177,21 +186,8 @@ uint64_t Session::checked_host_elements(const TensorSpec& spec, const char* what
   return n;
 }
 
-size_t Session::input_index(const std::string& name) const {
-  for (size_t i = 0; i < bundle_->inputs.size(); ++i)
-    if (bundle_->inputs[i].name == name) return i;
-  std::string names;
-  for (const auto& t : bundle_->inputs) names += (names.empty() ? "" : ", ") + t.name;
-  throw std::out_of_range(fmt::format("the model has no input '{}' (its inputs: {})", name, names));
-}
-
-size_t Session::output_index(const std::string& name) const {
-  for (size_t i = 0; i < bundle_->outputs.size(); ++i)
-    if (bundle_->outputs[i].name == name) return i;
-  std::string names;
-  for (const auto& t : bundle_->outputs) names += (names.empty() ? "" : ", ") + t.name;
-  throw std::out_of_range(fmt::format("the model has no output '{}' (its outputs: {})", name, names));
-}
+size_t Session::input_index(const std::string& name) const { return index_of(bundle_->inputs, name, "input"); }
+size_t Session::output_index(const std::string& name) const { return index_of(bundle_->outputs, name, "output"); }
 
 const TensorSpec& Session::input(const std::string& name) const { return bundle_->inputs[input_index(name)]; }
 const TensorSpec& Session::output(const std::string& name) const { return bundle_->outputs[output_index(name)]; }

@@ -1,12 +1,14 @@
 #include "diff/reduce.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
 
 #include <fmt/format.h>
 
+#include "base/named_values.h"
 #include "diff/capture.h"
 
 namespace spire::diff {
@@ -15,10 +17,8 @@ using graph::Graph;
 using graph::Value;
 
 std::optional<Until> until_from_name(std::string_view name) {
-  if (name == "first-divergence") return Until::FirstDivergence;
-  if (name == "nan") return Until::Nan;
-  if (name == "exit") return Until::Exit;
-  return std::nullopt;
+  constexpr std::array kUntils{Until::FirstDivergence, Until::Nan, Until::Exit};
+  return value_named(kUntils, until_name, name);
 }
 
 std::string_view until_name(Until u) {

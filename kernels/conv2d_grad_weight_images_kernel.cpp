@@ -70,7 +70,7 @@ void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConf
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d_grad_weight: config '{}' {}", c.config().text(), why));
   };
-  if (s.stride_h != 1 || s.stride_w != 1 || s.dil_h != 1 || s.dil_w != 1 || s.groups != 1)
+  if (!s.dense_unit_stride())
     fail("keeps every weight in one workgroup, which needs stride 1, dilation 1 and one group");
   if (s.wo > kMaxRowCols) fail(fmt::format("slides along output rows, which must be at most {} wide", kMaxRowCols));
   if (!c.row_mode || c.staged || c.block_rows != s.kh || c.block_cols != s.kw)

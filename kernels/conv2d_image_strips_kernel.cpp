@@ -61,7 +61,7 @@ void check_conv2d_image_strips(const Conv2dShape& s, Type t, const Conv2dConfig&
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d: config '{}' {}", c.config().text(), why));
   };
-  if (s.stride_h != 1 || s.stride_w != 1 || s.dil_h != 1 || s.dil_w != 1 || s.groups != 1)
+  if (!s.dense_unit_stride())
     fail("stages whole images, which needs stride 1, dilation 1 and one group");
   if (c.rows || c.shared_w || c.row_loop) fail("stages whole images in strips of elements: rows=0, without shared_w");
   if (c.c_block != s.cout || s.cout * c.pixels > kMaxSums)

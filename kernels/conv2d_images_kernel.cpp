@@ -38,7 +38,7 @@ void check_conv2d_images(const Conv2dShape& s, Type t, const Conv2dConfig& c, co
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d: config '{}' {}", c.config().text(), why));
   };
-  if (s.stride_h != 1 || s.stride_w != 1 || s.dil_h != 1 || s.dil_w != 1 || s.groups != 1)
+  if (!s.dense_unit_stride())
     fail("stages whole images, which needs stride 1, dilation 1 and one group");
   if (s.wo > kMaxRowCols) fail(fmt::format("takes output rows, which must be at most {} wide", kMaxRowCols));
   if (!c.rows || c.shared_w || c.pixels != 1) fail("stages whole images: rows=1, without shared_w or pixels");
@@ -168,8 +168,7 @@ Conv2dShape grad_input_as_forward(const Conv2dShape& s) {
 }
 
 void check_grad_input(const Conv2dShape& s, const Conv2dConfig& c) {
-  if (s.stride_h != 1 || s.stride_w != 1 || s.dil_h != 1 || s.dil_w != 1 || s.groups != 1 || s.pad_h >= s.kh ||
-      s.pad_w >= s.kw)
+  if (!s.dense_unit_stride() || s.pad_h >= s.kh || s.pad_w >= s.kw)
     throw std::invalid_argument(fmt::format("conv2d_grad_input: config '{}' stages whole images, which needs stride 1, "
                                             "dilation 1, one group and padding within the window",
                                             c.config().text()));

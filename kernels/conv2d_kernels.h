@@ -35,6 +35,10 @@ struct Conv2dShape {
   int64_t stride_h = 1, stride_w = 1, pad_h = 0, pad_w = 0, dil_h = 1, dil_w = 1, groups = 1;
 
   int64_t cin_per_group() const { return cin / groups; }
+  // Stride 1, dilation 1 and one group: the geometry the kernels that stage whole images take.
+  bool dense_unit_stride() const {
+    return stride_h == 1 && stride_w == 1 && dil_h == 1 && dil_w == 1 && groups == 1;
+  }
   int64_t cout_per_group() const { return cout / groups; }
   // "n8_c1_h28_w28_k6_r5x5_s1x1_p2x2_d1x1_g1": what kernel names carry.
   std::string text() const;

@@ -132,6 +132,21 @@ void remove_earlier_dump(const fs::path& dir) {
   for (const fs::path& p : stale) fs::remove(p);  // after the walk: removing during it is unspecified
 }
 
+// Each scheduled kernel that computes a pointwise root of `roots` (Fusion::epilogue or ::prologue: index = the
+// kernel's value id, -1 for none), the kernel's line and, under it, what it does with the root (`verb`).
+std::string fused_roots(const graph::Graph& g, const std::vector<graph::Value>& scheduled,
+                        const std::vector<int32_t>& roots, std::string_view verb) {
+  std::string s;
+  for (graph::Value v : scheduled)
+    if (roots[size_t(v.id)] >= 0) {
+      const graph::Node& host = g.node(v);
+      const graph::Node& root = g.node(roots[size_t(v.id)]);
+      s += fmt::format("{} = {} {}\n    {} {} = {} {}\n", host.name, graph::op_name(host.op), host.type.to_string(),
+                       verb, root.name, graph::op_name(root.op), root.type.to_string());
+    }
+  return s;
+}
+
 }  // namespace
 
 std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
@@ -167,25 +182,11 @@ std::string fusion_text(const graph::Graph& g, const Fusion& fusion) {
                        g.node(users[size_t(f.id)].front()).name);
     }
   }
-  std::string epilogues;
-  for (graph::Value v : scheduled)
-    if (fusion.epilogue[size_t(v.id)] >= 0) {
-      const graph::Node& host = g.node(v);
-      const graph::Node& root = g.node(fusion.epilogue[size_t(v.id)]);
-      epilogues += fmt::format("{} = {} {}\n    stores {} = {} {}\n", host.name, graph::op_name(host.op),
-                               host.type.to_string(), root.name, graph::op_name(root.op), root.type.to_string());
-    }
+  const std::string epilogues = fused_roots(g, scheduled, fusion.epilogue, "stores");
   if (!epilogues.empty())
     s += "# Epilogues: each heavy kernel computes the pointwise root above it from its results before storing them\n"
          "# (unless it turns out to launch nothing, an alias; then the root has its own launch).\n" + epilogues;
-  std::string prologues;
-  for (graph::Value v : scheduled)
-    if (fusion.prologue[size_t(v.id)] >= 0) {
-      const graph::Node& host = g.node(v);
-      const graph::Node& root = g.node(fusion.prologue[size_t(v.id)]);
-      prologues += fmt::format("{} = {} {}\n    loads {} = {} {}\n", host.name, graph::op_name(host.op),
-                               host.type.to_string(), root.name, graph::op_name(root.op), root.type.to_string());
-    }
+  const std::string prologues = fused_roots(g, scheduled, fusion.prologue, "loads");
   if (!prologues.empty())
     s += "# Prologues: each reduction computes the pointwise root it reads at every element it folds, each convolution's\n"
          "# weight gradient its pooling gradient from the pooled gradient and the pooling's input (never stored).\n" +

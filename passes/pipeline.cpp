@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "base/named_values.h"
 #include "ir/graph/verify.h"
 #include "passes/interface.h"
 
@@ -21,9 +22,7 @@ std::string_view pass_point_name(PassPoint p) {
 }
 
 std::optional<PassPoint> pass_point_from_name(std::string_view name) {
-  for (PassPoint p : kPassPoints)
-    if (pass_point_name(p) == name) return p;
-  return std::nullopt;
+  return value_named(kPassPoints, pass_point_name, name);
 }
 
 Pass rewrite_pass(std::string name, std::vector<Rule> rules, RewriteOptions opt) {

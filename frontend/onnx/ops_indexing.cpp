@@ -5,6 +5,7 @@
 // indices x axis-length work: exact, and fine for the loss and detection heads that use it; an indexing kernel of its
 // own is the way to large axes.
 #include <algorithm>
+#include <array>
 #include <map>
 
 #include <fmt/format.h>
@@ -96,16 +97,24 @@ void one_hot(NodeContext& c) {
   c.set_output(0, g.where(hit, pick(1), pick(0)));
 }
 
+// A scatter's data, indices and updates, refused where spire cannot scatter them: indices other than int32 or int64,
+// bool data.
+std::array<graph::TensorType, 3> scatter_operands(NodeContext& c) {
+  const graph::TensorType data = c.type(0), indices = c.type(1), updates = c.type(2);
+  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
+    c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
+  if (data.dtype == DType::Bool) c.refuse("scattering bool tensors is not supported");
+  return {data, indices, updates};
+}
+
 // ScatterElements (and the older Scatter): data with updates[q] written at q's position, its `axis` coordinate replaced
 // by indices[q]; reduction add sums them into data instead. Along the axis, a one-hot of the indices [.., n, m] picks,
 // for each of the axis's n positions, the sum of the m updates aimed at it, and whether any is. The indices must span
 // the data on every other axis (what detection and loss code scatter); repeated indices are only defined for add.
 void scatter_elements(NodeContext& c) {
   auto& g = c.g();
-  const graph::TensorType data = c.type(0), indices = c.type(1), updates = c.type(2);
-  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
-    c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
-  if (data.dtype == DType::Bool) c.refuse("scattering bool tensors is not supported");
+  const std::array<graph::TensorType, 3> operands = scatter_operands(c);
+  const graph::TensorType &data = operands[0], &indices = operands[1], &updates = operands[2];
   if (updates.dtype != data.dtype || updates.shape != indices.shape)
     c.refuse("the updates must have the data's type and the indices' shape");
   const int64_t rank = data.rank();
@@ -267,10 +276,8 @@ Value flat_rows(NodeContext& c, int input, const Shape& data, int64_t rows) {
 // know each row's updates), and undefined without a reduction, as in ONNX. A tuple outside the data aims at no row.
 void scatter_nd(NodeContext& c) {
   auto& g = c.g();
-  const graph::TensorType data = c.type(0), indices = c.type(1), updates = c.type(2);
-  if (indices.dtype != DType::I64 && indices.dtype != DType::I32)
-    c.refuse(fmt::format("the indices are {}; they must be int32 or int64", graph::dtype_name(indices.dtype)));
-  if (data.dtype == DType::Bool) c.refuse("scattering bool tensors is not supported");
+  const std::array<graph::TensorType, 3> operands = scatter_operands(c);
+  const graph::TensorType &data = operands[0], &indices = operands[1], &updates = operands[2];
   if (indices.rank() < 1) c.refuse("the indices must have rank 1 or more");
   const int64_t k = indices.shape.back(), rank = data.rank();
   if (k < 1 || k > rank) c.refuse(fmt::format("index tuples of {} for rank-{} data", k, rank));

@@ -4,18 +4,13 @@ Unsupported with the reason."""
 from spire import _spire
 
 from . import nn_blocks as nb
-from .builder import SpireValue, Unsupported
-from .torch_ops import arg
+from .builder import SpireValue, Unsupported, registrar
+from .torch_ops import METHODS, arg
 
 ATEN = {}
 
 
-def aten(*names):
-    def register(fn):
-        for n in names:
-            ATEN[n] = fn
-        return fn
-    return register
+aten = registrar(ATEN)
 
 
 @aten("aten.convolution.default")
@@ -39,15 +34,9 @@ def _mm(b, args, kwargs):
     return nb.matmul(b, args[0], args[1])
 
 
-@aten("aten.t.default")
-def _t(b, args, kwargs):
-    x = nb.tensor(args[0], "t's input")
-    return x if x.rank < 2 else nb.transpose(b, x, 0, 1)
-
-
-@aten("aten.transpose.int")
-def _transpose(b, args, kwargs):
-    return nb.transpose(b, args[0], args[1], args[2])
+# ATen's t and transpose take the tensor methods' arguments.
+aten("aten.t.default")(METHODS["t"])
+aten("aten.transpose.int")(METHODS["transpose"])
 
 
 @aten("aten.permute.default")

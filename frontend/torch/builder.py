@@ -17,6 +17,17 @@ class Unsupported(Exception):
     """The converter cannot map this node onto spire ops; the node runs in eager PyTorch instead."""
 
 
+def registrar(table):
+    """A decorator factory for a table of handlers: @registrar(T)(k1, k2) puts the function under each key."""
+    def keys(*names):
+        def register(fn):
+            for name in names:
+                table[name] = fn
+            return fn
+        return register
+    return keys
+
+
 TORCH_TO_SPIRE = {
     torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
     torch.int32: "i32", torch.int64: "i64", torch.bool: "bool",

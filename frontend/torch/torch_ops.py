@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from spire import _spire
 
 from . import nn_blocks as nb
-from .builder import SpireValue, Unsupported
+from .builder import SpireValue, Unsupported, registrar
 
 _REQUIRED = object()
 
@@ -33,12 +33,7 @@ def arg(args, kwargs, i, name, default=_REQUIRED):
 MODULES = {}
 
 
-def module(*types):
-    def register(fn):
-        for t in types:
-            MODULES[t] = fn
-        return fn
-    return register
+module = registrar(MODULES)
 
 
 def _param(b, mod, path, name):
@@ -169,12 +164,7 @@ def _adaptive_avg_pool2d(b, m, path, args, kwargs):
 FUNCTIONS = {}
 
 
-def function(*fns):
-    def register(fn):
-        for f in fns:
-            FUNCTIONS[f] = fn
-        return fn
-    return register
+function = registrar(FUNCTIONS)
 
 
 def _binary(op, reverse=False):
@@ -490,12 +480,7 @@ def _f_select(b, args, kwargs):
 METHODS = {}
 
 
-def method(*names):
-    def register(fn):
-        for n in names:
-            METHODS[n] = fn
-        return fn
-    return register
+method = registrar(METHODS)
 
 
 def _sizes(args, start):

@@ -1,6 +1,9 @@
 // DType, Shape and TensorType helpers, and op / compare-mode names.
+#include <array>
+
 #include <fmt/format.h>
 
+#include "base/named_values.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/op_table.h"
 
@@ -54,10 +57,9 @@ std::string_view compare_mode_name(CompareMode m) {
 }
 
 std::optional<CompareMode> compare_mode_from_name(std::string_view name) {
-  for (CompareMode m : {CompareMode::Lt, CompareMode::Le, CompareMode::Gt, CompareMode::Ge, CompareMode::Eq,
-                        CompareMode::Ne})
-    if (compare_mode_name(m) == name) return m;
-  return std::nullopt;
+  constexpr std::array kModes{CompareMode::Lt, CompareMode::Le, CompareMode::Gt,
+                              CompareMode::Ge, CompareMode::Eq, CompareMode::Ne};
+  return value_named(kModes, compare_mode_name, name);
 }
 
 }  // namespace spire::graph

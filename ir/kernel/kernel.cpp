@@ -102,17 +102,9 @@ uint32_t Kernel::shared_bytes() const {
   return total;
 }
 
-namespace {
-std::vector<DType> scalar_types(const Kernel& k) {
-  std::vector<DType> t;
-  for (const auto& s : k.scalars) t.push_back(s.type);
-  return t;
-}
-}  // namespace
-
 // The packing runtimes use too (base/dtype.h's packed_offsets: rt::KernelInterface::scalar_offsets).
-std::vector<uint32_t> Kernel::scalar_offsets() const { return packed_offsets(scalar_types(*this)); }
-uint32_t Kernel::scalar_block_bytes() const { return packed_block_bytes(scalar_types(*this)); }
+std::vector<uint32_t> Kernel::scalar_offsets() const { return packed_offsets(types_of(scalars)); }
+uint32_t Kernel::scalar_block_bytes() const { return packed_block_bytes(types_of(scalars)); }
 
 namespace {
 

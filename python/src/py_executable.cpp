@@ -103,26 +103,18 @@ void PyExecutable::wait_device() {
   device_->wait_idle();
 }
 
-void PyExecutable::step() {
+// One of the executable's step calls, timed into step_seconds_, without the GIL (unless skip_steps).
+template <class Call>
+void PyExecutable::timed_step(Call call) {
   if (skip_steps) return;
   StepTimer timer(step_seconds_);
   py::gil_scoped_release release;
-  exe_->step();
+  call(*exe_);
 }
 
-void PyExecutable::start_step() {
-  if (skip_steps) return;
-  StepTimer timer(step_seconds_);
-  py::gil_scoped_release release;
-  exe_->start_step();
-}
-
-void PyExecutable::finish_step() {
-  if (skip_steps) return;
-  StepTimer timer(step_seconds_);
-  py::gil_scoped_release release;
-  exe_->finish_step();
-}
+void PyExecutable::step() { timed_step([](auto& exe) { exe.step(); }); }
+void PyExecutable::start_step() { timed_step([](auto& exe) { exe.start_step(); }); }
+void PyExecutable::finish_step() { timed_step([](auto& exe) { exe.finish_step(); }); }
 
 void PyExecutable::submit() {
   if (in_flight_ == steps_in_flight_) {

@@ -19,7 +19,7 @@ Context::~Context() {
   // Destructors never throw; failures here only leak what the context release frees anyway.
   api().cuCtxSetCurrent(ctx_);
   api().cuStreamSynchronize(stream_);
-  for (CUevent e : free_events_) api().cuEventDestroy(e);
+  for (CUevent e : fence_events_.drain()) api().cuEventDestroy(e);
   api().cuStreamDestroy(stream_);
   api().cuDevicePrimaryCtxRelease(device_);
 }
@@ -32,22 +32,12 @@ void Context::synchronize(std::string_view what) {
 }
 
 CUevent Context::take_fence_event() {
-  {
-    std::lock_guard lock(pool_mutex_);
-    if (!free_events_.empty()) {
-      CUevent e = free_events_.back();
-      free_events_.pop_back();
-      return e;
-    }
-  }
+  if (std::optional<CUevent> kept = fence_events_.take()) return *kept;
   CUevent e = nullptr;
   check(api().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate", "(fence)");
   return e;
 }
 
-void Context::return_fence_event(CUevent e) {
-  std::lock_guard lock(pool_mutex_);
-  free_events_.push_back(e);
-}
+void Context::return_fence_event(CUevent e) { fence_events_.give(e); }
 
 }  // namespace spire::rt::cuda

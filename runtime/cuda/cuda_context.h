@@ -11,6 +11,7 @@
 
 #include "runtime/cuda/cuda_driver.h"
 #include "runtime/device.h"
+#include "runtime/handle_pool.h"
 
 namespace spire::rt::cuda {
 
@@ -51,8 +52,7 @@ class Context {
   CUdevice device_ = 0;
   CUcontext ctx_ = nullptr;
   CUstream stream_ = nullptr;
-  std::mutex pool_mutex_;
-  std::vector<CUevent> free_events_;
+  HandlePool<CUevent> fence_events_;
   std::atomic<uint64_t> submits_{0}, waits_{0};
 };
 

@@ -90,6 +90,14 @@ const CudaBuffer& CudaDevice::own(const Buffer& b, const char* what) const {
   return *cb;
 }
 
+const CudaBuffer& CudaDevice::own_range(const Buffer& b, uint64_t bytes, uint64_t offset, const char* what) const {
+  const CudaBuffer& cb = own(b, what);
+  if (offset > cb.size() || bytes > cb.size() - offset)
+    throw Error(fmt::format("{}: {} of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), what, bytes,
+                            offset, cb.size()));
+  return cb;
+}
+
 std::shared_ptr<Buffer> CudaDevice::alloc(uint64_t bytes, Memory memory) {
   const DeviceInfo& d = info();
   if (memory == Memory::DeviceMapped) memory = Memory::DeviceLocal;  // the host cannot map device memory here
@@ -127,10 +135,7 @@ std::shared_ptr<Buffer> CudaDevice::alloc_host_visible(uint64_t bytes) {
 }
 
 void CudaDevice::upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset) {
-  const CudaBuffer& b = own(dst, "upload");
-  if (offset > b.size() || bytes > b.size() - offset)
-    throw Error(fmt::format("{}: upload of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), bytes,
-                            offset, b.size()));
+  const CudaBuffer& b = own_range(dst, bytes, offset, "upload");
   if (!bytes) return;
   ctx_->make_current();
   if (b.mapped()) {  // host memory: once the work that may use it is done, the host writes it itself
@@ -144,10 +149,7 @@ void CudaDevice::upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t o
 }
 
 void CudaDevice::download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset) {
-  const CudaBuffer& b = own(src, "download");
-  if (offset > b.size() || bytes > b.size() - offset)
-    throw Error(fmt::format("{}: download of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), bytes,
-                            offset, b.size()));
+  const CudaBuffer& b = own_range(src, bytes, offset, "download");
   if (!bytes) return;
   ctx_->make_current();
   if (b.mapped()) {
@@ -192,10 +194,7 @@ void CudaDevice::copy_to_address(const Buffer& src, uint64_t address, uint64_t b
 void CudaDevice::copy_with_address(const Buffer& buffer, uint64_t address, uint64_t bytes, uint64_t offset,
                                    bool into_buffer) {
   const char* what = into_buffer ? "copy_from_address" : "copy_to_address";
-  const CudaBuffer& b = own(buffer, what);
-  if (offset > b.size() || bytes > b.size() - offset)
-    throw Error(fmt::format("{}: {} of {} bytes at offset {} exceeds the buffer's {} bytes", ctx_->id(), what, bytes,
-                            offset, b.size()));
+  const CudaBuffer& b = own_range(buffer, bytes, offset, what);
   if (!bytes) return;
   ctx_->make_current();
   ctx_->count_submit();

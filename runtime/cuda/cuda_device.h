@@ -53,6 +53,8 @@ class CudaDevice final : public Device {
 
  private:
   const CudaBuffer& own(const Buffer& b, const char* what) const;
+  // own(b), with `bytes` at `offset` checked to lie inside it.
+  const CudaBuffer& own_range(const Buffer& b, uint64_t bytes, uint64_t offset, const char* what) const;
   // copy_from_address (into_buffer) and copy_to_address: the range checked, then one copy on the device's stream.
   void copy_with_address(const Buffer& buffer, uint64_t address, uint64_t bytes, uint64_t offset, bool into_buffer);
   std::shared_ptr<Buffer> alloc_host_visible(uint64_t bytes);

@@ -199,7 +199,7 @@ Context::~Context() {
   pipeline_cache_.reset();  // saves it to disk while the device is still alive
   release(*this, staging_);
   if (transfer_fence_) fn.vkDestroyFence(device, transfer_fence_, nullptr);
-  for (VkFence f : free_fences_) fn.vkDestroyFence(device, f, nullptr);
+  for (VkFence f : fences_.drain()) fn.vkDestroyFence(device, f, nullptr);
   if (transfer_pool_) fn.vkDestroyCommandPool(device, transfer_pool_, nullptr);
   if (owns_device_) fn.vkDestroyDevice(device, nullptr);
 }
@@ -232,14 +232,7 @@ VkResult Context::wait_for_fence(VkFence fence) {
 }
 
 VkFence Context::acquire_fence() {
-  {
-    std::lock_guard lock(fence_mutex_);
-    if (!free_fences_.empty()) {
-      VkFence f = free_fences_.back();
-      free_fences_.pop_back();
-      return f;
-    }
-  }
+  if (std::optional<VkFence> kept = fences_.take()) return *kept;
   VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
   VkFence f = VK_NULL_HANDLE;
   check(fn.vkCreateFence(device, &fi, nullptr, &f), "vkCreateFence", id());
@@ -251,8 +244,7 @@ void Context::recycle_fence(VkFence f) {
     fn.vkDestroyFence(device, f, nullptr);
     return;
   }
-  std::lock_guard lock(fence_mutex_);
-  free_fences_.push_back(f);
+  fences_.give(f);
 }
 
 void Context::run_now(const std::function<void(VkCommandBuffer)>& record) {

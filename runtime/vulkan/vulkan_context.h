@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/handle_pool.h"
 #include "runtime/vulkan/vulkan_api.h"
 #include "runtime/vulkan/vulkan_device_info.h"
 #include "runtime/vulkan/vulkan_functions.h"
@@ -104,8 +105,7 @@ struct Context {
   bool owns_device_ = true;
   QueueLock host_queue_lock_;
   std::mutex queue_mutex_;
-  std::mutex fence_mutex_;
-  std::vector<VkFence> free_fences_;
+  HandlePool<VkFence> fences_;
   std::atomic<uint64_t> submits_{0}, waits_{0};
   VkCommandPool transfer_pool_ = VK_NULL_HANDLE;
   VkCommandBuffer transfer_cmd_ = VK_NULL_HANDLE;

@@ -8,15 +8,19 @@
 
 namespace spire::rt::vulkan {
 
+// Loads each function of a SPIRE_VULKAN_*_FUNCTIONS list into f through `get` (vkGet*ProcAddr) on `handle`, adding
+// the name of each one the driver lacks to `missing`.
+#define SPIRE_VULKAN_LOAD(name)                                                 \
+  f.name = reinterpret_cast<PFN_##name>(get(handle, #name));                    \
+  if (!f.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+
 InstanceFunctions InstanceFunctions::load(PFN_vkGetInstanceProcAddr get_instance_proc_addr, VkInstance instance) {
   if (!get_instance_proc_addr) throw Error("no vkGetInstanceProcAddr was given to load the Vulkan instance's functions");
   InstanceFunctions f;
   std::string missing;
-#define SPIRE_VULKAN_LOAD(name)                                                               \
-  f.name = reinterpret_cast<PFN_##name>(get_instance_proc_addr(instance, #name));              \
-  if (!f.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  const auto get = get_instance_proc_addr;
+  const VkInstance handle = instance;
   SPIRE_VULKAN_INSTANCE_FUNCTIONS(SPIRE_VULKAN_LOAD)
-#undef SPIRE_VULKAN_LOAD
   if (!missing.empty())
     throw Error(fmt::format("the Vulkan instance lacks {} (spire needs an instance created for Vulkan 1.1 or newer)",
                             missing));
@@ -32,11 +36,9 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
                                       std::string_view device_id) {
   DeviceFunctions f;
   std::string missing;
-#define SPIRE_VULKAN_LOAD(name)                                                   \
-  f.name = reinterpret_cast<PFN_##name>(get_device_proc_addr(device, #name));     \
-  if (!f.name) missing += (missing.empty() ? "" : ", ") + std::string(#name);
+  const auto get = get_device_proc_addr;
+  const VkDevice handle = device;
   SPIRE_VULKAN_DEVICE_FUNCTIONS(SPIRE_VULKAN_LOAD)
-#undef SPIRE_VULKAN_LOAD
   if (!missing.empty()) throw Error(fmt::format("{}: vkGetDeviceProcAddr found no {}", device_id, missing));
   f.vkGetPipelineExecutablePropertiesKHR = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
       get_device_proc_addr(device, "vkGetPipelineExecutablePropertiesKHR"));
@@ -48,5 +50,7 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
   f.vkResetQueryPool = reinterpret_cast<PFN_vkResetQueryPool>(get_device_proc_addr(device, "vkResetQueryPool"));
   return f;
 }
+
+#undef SPIRE_VULKAN_LOAD
 
 }  // namespace spire::rt::vulkan

@@ -29,33 +29,54 @@ std::string statistic_value(const VkPipelineExecutableStatisticKHR& s) {
   }
 }
 
+// Vulkan's two-call enumeration: `query(&count, nullptr)` for the count, then `query(&count, items)` into `count`
+// items made from `blank` (their sType set), each call checked under `what`.
+template <class T, class Query>
+std::vector<T> enumerate(const Context& ctx, const char* what, T blank, Query query) {
+  uint32_t count = 0;
+  check(query(&count, nullptr), what, ctx.id());
+  std::vector<T> items(count, blank);
+  check(query(&count, items.data()), what, ctx.id());
+  items.resize(count);
+  return items;
+}
+
+// The pipeline's executables (one a shader stage, or more where the driver splits one).
+std::vector<VkPipelineExecutablePropertiesKHR> executables_of(const Context& ctx, VkPipeline pipeline) {
+  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+  info.pipeline = pipeline;
+  return enumerate(ctx, "vkGetPipelineExecutablePropertiesKHR",
+                   VkPipelineExecutablePropertiesKHR{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR},
+                   [&](uint32_t* n, VkPipelineExecutablePropertiesKHR* out) {
+                     return ctx.fn.vkGetPipelineExecutablePropertiesKHR(ctx.device, &info, n, out);
+                   });
+}
+
+VkPipelineExecutableInfoKHR executable_info(VkPipeline pipeline, uint32_t index) {
+  VkPipelineExecutableInfoKHR which{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+  which.pipeline = pipeline;
+  which.executableIndex = index;
+  return which;
+}
+
 }  // namespace
 
 std::vector<std::string> pipeline_statistics(const Context& ctx, VkPipeline pipeline) {
   const DeviceFunctions& fn = ctx.fn;
   if (!fn.vkGetPipelineExecutablePropertiesKHR || !fn.vkGetPipelineExecutableStatisticsKHR)
     throw Error(fmt::format("{}: pipeline statistics were not enabled at device creation", ctx.id()));
-  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
-  info.pipeline = pipeline;
-  uint32_t count = 0;
-  check(fn.vkGetPipelineExecutablePropertiesKHR(ctx.device, &info, &count, nullptr), "vkGetPipelineExecutablePropertiesKHR",
-        ctx.id());
-  std::vector<VkPipelineExecutablePropertiesKHR> executables(count, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_PROPERTIES_KHR});
-  check(fn.vkGetPipelineExecutablePropertiesKHR(ctx.device, &info, &count, executables.data()),
-        "vkGetPipelineExecutablePropertiesKHR", ctx.id());
+  const auto executables = executables_of(ctx, pipeline);
   std::vector<std::string> lines;
-  for (uint32_t e = 0; e < count; ++e) {
-    VkPipelineExecutableInfoKHR which{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-    which.pipeline = pipeline;
-    which.executableIndex = e;
-    uint32_t n = 0;
-    check(fn.vkGetPipelineExecutableStatisticsKHR(ctx.device, &which, &n, nullptr), "vkGetPipelineExecutableStatisticsKHR",
-          ctx.id());
-    std::vector<VkPipelineExecutableStatisticKHR> stats(n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
-    check(fn.vkGetPipelineExecutableStatisticsKHR(ctx.device, &which, &n, stats.data()),
-          "vkGetPipelineExecutableStatisticsKHR", ctx.id());
+  for (uint32_t e = 0; e < executables.size(); ++e) {
+    const VkPipelineExecutableInfoKHR which = executable_info(pipeline, e);
+    const auto stats = enumerate(
+        ctx, "vkGetPipelineExecutableStatisticsKHR",
+        VkPipelineExecutableStatisticKHR{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR},
+        [&](uint32_t* n, VkPipelineExecutableStatisticKHR* out) {
+          return fn.vkGetPipelineExecutableStatisticsKHR(ctx.device, &which, n, out);
+        });
     std::string line = std::string(executables[e].name) + ":";
-    for (uint32_t i = 0; i < n; ++i)
+    for (uint32_t i = 0; i < stats.size(); ++i)
       line += fmt::format("{} {} = {}", i == 0 ? "" : ",", stats[i].name, statistic_value(stats[i]));
     lines.push_back(std::move(line));
   }
@@ -86,24 +107,18 @@ std::vector<std::string> write_pipeline_representations(const Context& ctx, VkPi
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) throw Error(fmt::format("SPIRE_VULKAN_PIPELINE_IR: cannot create '{}': {}", dir, ec.message()));
-  VkPipelineInfoKHR info{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
-  info.pipeline = pipeline;
-  uint32_t count = 0;
-  check(fn.vkGetPipelineExecutablePropertiesKHR(ctx.device, &info, &count, nullptr), "vkGetPipelineExecutablePropertiesKHR",
-        ctx.id());
+  const size_t count = executables_of(ctx, pipeline).size();
   std::vector<std::string> written;
   for (uint32_t e = 0; e < count; ++e) {
-    VkPipelineExecutableInfoKHR which{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
-    which.pipeline = pipeline;
-    which.executableIndex = e;
-    uint32_t n = 0;
-    check(fn.vkGetPipelineExecutableInternalRepresentationsKHR(ctx.device, &which, &n, nullptr),
-          "vkGetPipelineExecutableInternalRepresentationsKHR", ctx.id());
-    std::vector<VkPipelineExecutableInternalRepresentationKHR> reps(
-        n, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR});
-    // The first call gives each representation's size; the second fills the buffers.
-    check(fn.vkGetPipelineExecutableInternalRepresentationsKHR(ctx.device, &which, &n, reps.data()),
-          "vkGetPipelineExecutableInternalRepresentationsKHR", ctx.id());
+    const VkPipelineExecutableInfoKHR which = executable_info(pipeline, e);
+    // The enumeration gives each representation's size; the call after it fills the buffers.
+    std::vector<VkPipelineExecutableInternalRepresentationKHR> reps = enumerate(
+        ctx, "vkGetPipelineExecutableInternalRepresentationsKHR",
+        VkPipelineExecutableInternalRepresentationKHR{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INTERNAL_REPRESENTATION_KHR},
+        [&](uint32_t* n, VkPipelineExecutableInternalRepresentationKHR* out) {
+          return fn.vkGetPipelineExecutableInternalRepresentationsKHR(ctx.device, &which, n, out);
+        });
+    uint32_t n = uint32_t(reps.size());
     std::vector<std::vector<char>> data(n);
     for (uint32_t i = 0; i < n; ++i) {
       data[i].resize(reps[i].dataSize);

@@ -49,6 +49,12 @@ inline std::vector<AttrSpec> plus(std::vector<AttrSpec> attrs, AttrSpec more) {
   return attrs;
 }
 
+// A product's cost: K multiply-adds per result element (K: the first input's last size, 2MKN per matrix); the bytes
+// are its inputs' (an int8 weight's a quarter of an f32 one's) and its result's.
+inline OpCost product_cost(const Node& n, std::span<const TensorType> in) {
+  return {2 * n.type.numel() * in[0].shape.back(), io_bytes(n, in)};
+}
+
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline double sigmoid_of(double x) { return 1.0 / (1.0 + std::exp(-x)); }

@@ -57,10 +57,6 @@ Tensor int8_matmul_reference(const Node& n, eval::Inputs in) {
   return out;
 }
 
-// K multiply-adds per result element; the bytes are the inputs' (a quarter of an f32 weight's) and the result.
-OpCost int8_matmul_cost(const Node& n, std::span<const TensorType> in) {
-  return {2 * n.type.numel() * in[0].shape.back(), io_bytes(n, in)};
-}
 
 }  // namespace
 
@@ -70,7 +66,7 @@ std::vector<OpInfo> int8_matmul_ops() {
        .reference = int8_matmul_reference,
        .forward = {1e-5, 1e-13, "a dot product of up to a few thousand terms (the integers exact in the float type) "
                                 "summed in the device's precision, times the scale"},
-       .backward = {0, 0, "inference only: no VJP, so no gradient to check"}, .cost = int8_matmul_cost},
+       .backward = {0, 0, "inference only: no VJP, so no gradient to check"}, .cost = product_cost},
   };
 }
 

@@ -87,17 +87,13 @@ Tensor matmul_reference(const Node& n, eval::Inputs in) {
   return out;
 }
 
-// K multiply-adds per result element, 2MKN per matrix.
-OpCost matmul_cost(const Node& n, std::span<const TensorType> in) {
-  return {2 * n.type.numel() * in[0].shape.back(), io_bytes(n, in)};
-}
 
 }  // namespace
 
 std::vector<OpInfo> matmul_ops() {
   return {
       {.kind = OpKind::Matmul, .name = "matmul", .arity = 2, .category = OpCategory::Heavy, .shape = matmul_shape,
-       .vjp = matmul_vjp, .reference = matmul_reference, .forward = kHeavy, .backward = kHeavy, .cost = matmul_cost},
+       .vjp = matmul_vjp, .reference = matmul_reference, .forward = kHeavy, .backward = kHeavy, .cost = product_cost},
   };
 }
 
