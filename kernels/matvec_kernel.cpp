@@ -118,6 +118,9 @@ uint32_t choose_matvec_slices(const MatmulShape& s, Type t, const Limits& limits
   return c.back();
 }
 
+// Past 256 workgroups, the most units of K an invocation reads in one iteration (choose_matvec_tiling).
+constexpr uint32_t kMostUnitsInOneRound = 8;
+
 MatmulTiling choose_matvec_tiling(const MatmulShape& s, Type t, const Limits& limits) {
   MatmulTiling tiling;
   tiling.matvec_slices = choose_matvec_slices(s, t, limits);
@@ -126,19 +129,23 @@ MatmulTiling choose_matvec_tiling(const MatmulShape& s, Type t, const Limits& li
   tiling.unroll = limits.cpu ? kMatvecUnroll : kGpuUnroll;
   // Past 256 workgroups the grid takes more than one round of the GPU's workgroup slots, and registers then cost more
   // than reads in flight gain: an invocation's share of K is read in the fewest units an iteration that still take it
-  // in one (4, 8 or 16), and a share longer than 16 units 4 at a time (4 units take 56 registers where 16 take 80 on
+  // in one (4 or 8), and a share longer than 8 units 4 at a time (4 units take 56 registers where 16 take 80 on
   // ptxas for the H200: 4 workgroups of 256 a multiprocessor, not 3). With caches flushed before each run (Nsight
   // Compute, H200), the bf16 B^T [16384, 2048] product (Llama 1B's gate and up projections merged, 512 workgroups, 32
   // units a share) took 18.1 us with 4 units against 22.2 with 16, while the 256-workgroup [8192, 2048] one was faster
   // with 16 (10.75 us against 11.62). Decode steps on the H200, builds alternating in one run: Llama 1B bf16 930 ->
   // 1055-1065 tokens/s with this and its products merged (passes/merged_products.h; 929 with the rule alone, 923 with
   // the merge alone); GPT-2 unchanged (f32 2627-2668 -> 2626-2653, bf16 2785-2815 -> 2793-2805), where 4 units past
-  // 256 workgroups whatever the share cost cuda:0 2-6% in f32 (shares of 6 units then took two rounds of reads).
+  // 256 workgroups whatever the share cost cuda:0 2-6% in f32 (shares of 6 units then took two rounds of reads). A
+  // share of 9 to 16 units read in one iteration of 16 holds up to 128 widened values an invocation: GPT-2's bf16 head
+  // (B^T [50257, 768], 1571 workgroups, 12 units a share) took 39.7 us of a decode step in one iteration and 25.1 in
+  // three of 4 (profiled, H200), and GPT-2 bf16 decoded 2830-2884 -> 3000-3046 tokens/s on cuda:0 by turns in one
+  // run (2026-12-01; vulkan:0 2496 -> 2484, the same tokens).
   if (!limits.cpu && groups_of(s, t, tiling.matvec_slices) > kLeastWorkgroups) {
     const int64_t share = (units_of(s, t) + tiling.matvec_slices - 1) / tiling.matvec_slices;
     tiling.unroll = kMatvecUnroll;
     for (uint32_t u : kMatvecUnrolls)
-      if (share <= int64_t(u)) {
+      if (share <= int64_t(u) && u <= kMostUnitsInOneRound) {
         tiling.unroll = u;
         break;
       }

@@ -58,7 +58,7 @@ std::vector<uint32_t> matvec_slice_candidates(const MatmulShape& s, kir::Type t)
 // fewest.
 uint32_t choose_matvec_slices(const MatmulShape& s, kir::Type t, const Limits& limits);
 // The heuristic's tiling (matvec_slices and unroll: kMatvecUnroll on a CPU device; on a GPU 16 up to 256 workgroups,
-// past them the fewest of kMatvecUnrolls that take an invocation's share of K in one iteration, else 4), and the
+// past them 4 or 8 where that takes an invocation's share of K in one iteration, else 4), and the
 // tuner's
 // candidates: that first, then every slice count with every unroll of kMatvecUnrolls.
 MatmulTiling choose_matvec_tiling(const MatmulShape& s, kir::Type t, const Limits& limits);

@@ -149,6 +149,11 @@ TEST(MatvecKernel, SliceHeuristic) {
   const auto merged = shape_of({1, 1, 2048, 16384, true, graph::DType::BF16});
   EXPECT_EQ(heavy::choose_matvec_slices(merged, kir::Type::F32, gpu), 8u);
   EXPECT_EQ(heavy::choose_matvec_tiling(merged, kir::Type::F32, gpu).unroll, 4u);
+  // GPT-2's bf16 head, B^T [50257, 768] at 8 slices: 1571 workgroups, each slice 12 of 96 units of 8: more than 8, so
+  // 4 at a time (16 in one iteration held too many registers).
+  const auto head = shape_of({1, 1, 768, 50257, true, graph::DType::BF16});
+  EXPECT_EQ(heavy::choose_matvec_slices(head, kir::Type::F32, gpu), 8u);
+  EXPECT_EQ(heavy::choose_matvec_tiling(head, kir::Type::F32, gpu).unroll, 4u);
   heavy::Limits cpu;
   cpu.cpu = true;
   EXPECT_EQ(heavy::choose_matvec_tiling(shape_of({1, 1, 768, 2304, false}), kir::Type::F32, cpu).unroll,
