@@ -8,6 +8,27 @@
 
 namespace spire::rt::cuda {
 
+// The driver's entry points, each resolved into the DriverApi member of its name: those spire cannot run without,
+// then the optional ones (cuLaunchKernelEx: programmatic dependent launch; the event record with flags, stream capture
+// and graphs: graph replay, else the recorded launch list is replayed; the linker: the module disk cache, else modules
+// are JIT-compiled at every start; the tensor-map encoder: Feature::TensorCopy).
+#define SPIRE_CUDA_REQUIRED_FUNCTIONS(X) \
+  X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
+  X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) \
+  X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) \
+  X(cuModuleLoadDataEx) X(cuModuleGetFunction) X(cuModuleUnload) X(cuFuncGetAttribute) \
+  X(cuFuncSetAttribute) X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoDAsync) \
+  X(cuMemcpyDtoHAsync) X(cuMemcpyDtoDAsync) X(cuMemcpyAsync) X(cuMemHostAlloc) \
+  X(cuMemFreeHost) X(cuMemHostGetDevicePointer) X(cuMemsetD32Async) X(cuMemsetD8Async) \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuEventCreate) \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventQuery) \
+  X(cuEventElapsedTime) X(cuStreamWaitEvent) X(cuLaunchKernel)
+#define SPIRE_CUDA_OPTIONAL_FUNCTIONS(X) \
+  X(cuLaunchKernelEx) X(cuEventRecordWithFlags) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
+  X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
+  X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy) \
+  X(cuTensorMapEncodeTiled)
+
 namespace {
 
 // cuGetProcAddress_v2 (CUDA 12.0+) and its CUDA 11.3 predecessor without the status argument.
@@ -50,65 +71,16 @@ Driver load() {
   auto need = [&](const char* name, auto& fn) {
     if (!res.get(name, fn)) missing += (missing.empty() ? "" : ", ") + std::string(name);
   };
-  need("cuInit", a.cuInit);
-  need("cuDriverGetVersion", a.cuDriverGetVersion);
-  need("cuGetErrorName", a.cuGetErrorName);
-  need("cuGetErrorString", a.cuGetErrorString);
-  need("cuDeviceGetCount", a.cuDeviceGetCount);
-  need("cuDeviceGet", a.cuDeviceGet);
-  need("cuDeviceGetName", a.cuDeviceGetName);
-  need("cuDeviceGetAttribute", a.cuDeviceGetAttribute);
-  need("cuDeviceTotalMem", a.cuDeviceTotalMem);
-  need("cuDevicePrimaryCtxRetain", a.cuDevicePrimaryCtxRetain);
-  need("cuDevicePrimaryCtxRelease", a.cuDevicePrimaryCtxRelease);
-  need("cuCtxSetCurrent", a.cuCtxSetCurrent);
-  need("cuModuleLoadDataEx", a.cuModuleLoadDataEx);
-  need("cuModuleGetFunction", a.cuModuleGetFunction);
-  need("cuModuleUnload", a.cuModuleUnload);
-  need("cuFuncGetAttribute", a.cuFuncGetAttribute);
-  need("cuFuncSetAttribute", a.cuFuncSetAttribute);
-  need("cuMemAlloc", a.cuMemAlloc);
-  need("cuMemFree", a.cuMemFree);
-  need("cuMemcpyHtoDAsync", a.cuMemcpyHtoDAsync);
-  need("cuMemcpyDtoHAsync", a.cuMemcpyDtoHAsync);
-  need("cuMemcpyDtoDAsync", a.cuMemcpyDtoDAsync);
-  need("cuMemcpyAsync", a.cuMemcpyAsync);
-  need("cuMemHostAlloc", a.cuMemHostAlloc);
-  need("cuMemFreeHost", a.cuMemFreeHost);
-  need("cuMemHostGetDevicePointer", a.cuMemHostGetDevicePointer);
-  need("cuMemsetD32Async", a.cuMemsetD32Async);
-  need("cuMemsetD8Async", a.cuMemsetD8Async);
-  need("cuStreamCreate", a.cuStreamCreate);
-  need("cuStreamDestroy", a.cuStreamDestroy);
-  need("cuStreamSynchronize", a.cuStreamSynchronize);
-  need("cuEventCreate", a.cuEventCreate);
-  need("cuEventDestroy", a.cuEventDestroy);
-  need("cuEventRecord", a.cuEventRecord);
-  need("cuEventSynchronize", a.cuEventSynchronize);
-  need("cuEventQuery", a.cuEventQuery);
-  need("cuEventElapsedTime", a.cuEventElapsedTime);
-  need("cuStreamWaitEvent", a.cuStreamWaitEvent);
-  need("cuLaunchKernel", a.cuLaunchKernel);
+#define SPIRE_CUDA_NEED(name) need(#name, a.name);
+  SPIRE_CUDA_REQUIRED_FUNCTIONS(SPIRE_CUDA_NEED)
+#undef SPIRE_CUDA_NEED
   if (!missing.empty()) {
     d.problem = "the CUDA driver lacks entry points spire needs: " + missing;
     return d;
   }
-  res.get("cuLaunchKernelEx", a.cuLaunchKernelEx);
-  // Graph replay is optional: without these the recorded launch list is replayed instead.
-  res.get("cuEventRecordWithFlags", a.cuEventRecordWithFlags);
-  res.get("cuStreamBeginCapture", a.cuStreamBeginCapture);
-  res.get("cuStreamEndCapture", a.cuStreamEndCapture);
-  res.get("cuGraphInstantiateWithFlags", a.cuGraphInstantiateWithFlags);
-  res.get("cuGraphLaunch", a.cuGraphLaunch);
-  res.get("cuGraphExecDestroy", a.cuGraphExecDestroy);
-  res.get("cuGraphDestroy", a.cuGraphDestroy);
-  // The linker is optional too: without it, modules are JIT-compiled at every start (no disk cache).
-  res.get("cuLinkCreate", a.cuLinkCreate);
-  res.get("cuLinkAddData", a.cuLinkAddData);
-  res.get("cuLinkComplete", a.cuLinkComplete);
-  res.get("cuLinkDestroy", a.cuLinkDestroy);
-  // Tensor copies are optional: without the encoder no device reports Feature::TensorCopy.
-  res.get("cuTensorMapEncodeTiled", a.cuTensorMapEncodeTiled);
+#define SPIRE_CUDA_TRY(name) res.get(#name, a.name);
+  SPIRE_CUDA_OPTIONAL_FUNCTIONS(SPIRE_CUDA_TRY)
+#undef SPIRE_CUDA_TRY
 
   a.cuDriverGetVersion(&d.version);
   CUresult r = a.cuInit(0);
