@@ -9,7 +9,7 @@
 
 #include "frontend/lenet.h"
 #include "io/tensor_file.h"
-#include "lowering/dump.h"
+#include "dump/dump.h"
 #include "lowering/executable.h"
 #include "runtime/device.h"
 #include "training/batches.h"
@@ -112,9 +112,9 @@ std::vector<EpochReport> train_lenet(const TrainOptions& opt, std::FILE* log) {
     // 01-graph: the forward pass and the loss as built; 02-joint: with autograd's backward and the SGD update.
     nn::LeNetGraphOptions forward_only = gopt;
     forward_only.backward = false;
-    const auto report = lowering::dump_pipeline(opt.dump_dir, nn::build_lenet_graph(forward_only), &step_graph,
+    const auto report = dump::dump_pipeline(opt.dump_dir, nn::build_lenet_graph(forward_only), &step_graph,
                                                 {.target = device->info(), .tuning = &choices});
-    fmt::print(log, "{}", lowering::dump_summary(report, opt.dump_dir));
+    fmt::print(log, "{}", dump::dump_summary(report, opt.dump_dir));
   }
   auto t0 = Clock::now();
   lowering::CompileOptions step_options = lenet_step_compile_options(&choices, opt.steps_in_flight);

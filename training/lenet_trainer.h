@@ -31,7 +31,7 @@ struct TrainOptions {
   // device runs the epoch's steps back to back. Same results with any value.
   int steps_in_flight = 2;
   bool progress = true;
-  std::string dump_dir;         // non-empty: write every stage of the training step there (lowering/dump.h)
+  std::string dump_dir;         // non-empty: write every stage of the training step there (dump/dump.h)
   std::string relu_op = "relu"; // the op of LeNet's ReLUs: a custom op's name trains with it (--relu)
   bool tune = false;            // tune the step's and the test pass's kernels first (tuning/tuning_setup.h)
   std::string tuning_cache;     // the tuning cache file ("": the default, tuning/tuning_cache.h)

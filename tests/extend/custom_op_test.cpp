@@ -14,7 +14,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/op_table.h"
 #include "ir/graph/text_form.h"
-#include "lowering/dump.h"
+#include "dump/dump.h"
 #include "lowering/plan.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 #include "tests/support/h100_like_target.h"
@@ -212,14 +212,14 @@ TEST(CustomOp, DumpWritesItsSpirvAndSaysWhyThereIsNoPtx) {
   const std::string relu = examples::register_seed_relu_glsl();
   const auto dir = std::filesystem::temp_directory_path() / "spire_custom_dump";
   std::filesystem::remove_all(dir);
-  auto report = lowering::dump_pipeline(dir, bias_then(relu), nullptr, {.target = vulkan_target()});
+  auto report = dump::dump_pipeline(dir, bias_then(relu), nullptr, {.target = vulkan_target()});
   bool spv = false, refused = false;
   for (const auto& f : report.files)
     if (f.filename().string().find("seed_relu") != std::string::npos && f.extension() == ".spv") spv = true;
   for (const auto& e : report.errors)
     if (e.find("seed_relu") != std::string::npos && e.find("exists only as a SPIR-V module") != std::string::npos) refused = true;
-  EXPECT_TRUE(spv) << lowering::dump_summary(report, dir);
-  EXPECT_TRUE(refused) << lowering::dump_summary(report, dir);
+  EXPECT_TRUE(spv) << dump::dump_summary(report, dir);
+  EXPECT_TRUE(refused) << dump::dump_summary(report, dir);
   std::filesystem::remove_all(dir);
 }
 

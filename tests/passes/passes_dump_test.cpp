@@ -11,12 +11,12 @@
 #include "autograd/grad.h"
 #include "autograd/optimizers.h"
 #include "ir/graph/text_form.h"
-#include "lowering/dump.h"
+#include "dump/dump.h"
 #include "lowering/plan.h"
 #include "passes/canonical.h"
 #include "lowering/stats.h"
 #include "passes/builtin.h"
-#include "tests/tools/dump/dump_files.h"
+#include "tests/dump/dump_files.h"
 #include "tests/support/h100_like_target.h"
 
 namespace spire::passes {
@@ -65,7 +65,7 @@ TEST(PassesDump, EachPassIsAFileInPipelineOrder) {
 
   const fs::path dir = fs::temp_directory_path() / fmt::format("spire_passes_dump_{}", ::getpid());
   fs::remove_all(dir);
-  const auto report = lowering::dump_pipeline(dir, built, &joint,
+  const auto report = dump::dump_pipeline(dir, built, &joint,
                                               {.target = testing_support::h100_like_target(), .passes = &pipeline});
   EXPECT_TRUE(report.errors.empty());
   check_dump_folder(dir, /*joint=*/true);
@@ -87,7 +87,7 @@ TEST(PassesDump, EachPassIsAFileInPipelineOrder) {
 
   // A dump without passes into the same folder: no pass file of the earlier one stays, the user's files do.
   std::ofstream(dir / "01.01-notes.md") << "the user's own";
-  lowering::dump_pipeline(dir, built, nullptr, {.target = testing_support::h100_like_target()});
+  dump::dump_pipeline(dir, built, nullptr, {.target = testing_support::h100_like_target()});
   EXPECT_EQ(pass_files(dir), std::vector<std::string>{"01.01-notes.md"});
   fs::remove_all(dir);
 }

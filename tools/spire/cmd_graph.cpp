@@ -19,7 +19,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/text_form.h"
-#include "lowering/dump.h"
+#include "dump/dump.h"
 #include "lowering/executable.h"
 #include "lowering/stats.h"
 #include "runtime/device.h"
@@ -86,7 +86,7 @@ struct EvalOptions {
   std::string outputs;
   std::string dtype;  // empty: compute in f64, write each output in its graph dtype
   std::string device; // empty: the reference evaluator; else compile for that device (lowering/) and run there
-  std::string dump;   // with device: write every compilation stage here (lowering/dump.h)
+  std::string dump;   // with device: write every compilation stage here (dump/dump.h)
   bool stats = false; // print flops and bytes per op kind (lowering/stats.h)
   std::string passes; // --passes: built-in rewrite passes (passes_option.h)
   int bench = 0;      // with device: replay the step N more times and print its median device time
@@ -150,8 +150,8 @@ void run_eval(const EvalOptions& o) {
     flags.precision = o.precision;
     const lowering::MapTuningChoices choices = tuning::prepare_tuning(flags, *dev, {&g}, stdout);
     if (!o.dump.empty())
-      fmt::print("{}", lowering::dump_summary(
-                           lowering::dump_pipeline(o.dump, parsed, nullptr,
+      fmt::print("{}", dump::dump_summary(
+                           dump::dump_pipeline(o.dump, parsed, nullptr,
                                                    {.target = dev->info(),
                                                     .passes = &pipeline,
                                                     .tuning = &choices,

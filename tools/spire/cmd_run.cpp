@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "io/tensor_file.h"
-#include "lowering/dump.h"
+#include "dump/dump.h"
 #include "lowering/stats.h"
 #include "tools/spire/commands.h"
 #include "tools/spire/onnx_model.h"
@@ -22,7 +22,7 @@ namespace {
 struct RunCmd {
   std::string model, inputs, outputs, device, weights;
   int bench = 0;
-  std::string dump;    // write every compilation stage here (lowering/dump.h)
+  std::string dump;    // write every compilation stage here (dump/dump.h)
   bool stats = false;  // print flops and bytes per op kind (lowering/stats.h)
   std::string passes;  // --passes: built-in rewrite passes (passes_option.h)
   bool profile = false;  // print every launch's device time
@@ -102,7 +102,7 @@ void run_run(const RunCmd& o) {
     std::filesystem::path dir = o.dump;
     if (several) dir /= std::string(info.id).replace(info.id.find(':'), 1, "_");
     const graph::Graph& built = pipeline.empty(passes::PassPoint::AfterImport) ? m.graph : imported;
-    fmt::print("{}", lowering::dump_summary(lowering::dump_pipeline(dir, built, nullptr,
+    fmt::print("{}", dump::dump_summary(dump::dump_pipeline(dir, built, nullptr,
                                                                     {.target = info,
                                                                      .passes = &pipeline,
                                                                      .tuning = &choices,

@@ -31,7 +31,7 @@
 #include "lowering/tuning_choices.h"
 #include "runtime/device.h"
 
-namespace spire::lowering {
+namespace spire::dump {
 
 struct DumpOptions {
   rt::DeviceInfo target;  // the limits the plan is made for: the device that will run it
@@ -39,7 +39,7 @@ struct DumpOptions {
   // The rewrite passes the command compiles with (not owned; may be null). The dump runs them itself, at
   // their points, and writes the graph after each.
   const passes::PassPipeline* passes = nullptr;
-  const TuningChoices* tuning = nullptr;  // the tuner's choices for `target` (lower()), null: heuristics
+  const lowering::TuningChoices* tuning = nullptr;  // the tuner's choices for `target` (lower()), null: heuristics
   bool parameters_once = true;            // lower()'s
   Precision precision = Precision::Fp32;  // lower()'s: the plan file says which, and what the target ran instead
 };
@@ -64,6 +64,6 @@ std::string dump_summary(const DumpReport& report, const std::filesystem::path& 
 
 // The contents of 04-fused.txt: for each kernel root, the pointwise values folded into it; then the heavy kernels
 // that store a pointwise root (epilogues) and the final group (fuse.h).
-std::string fusion_text(const graph::Graph& decomposed, const Fusion& fusion);
+std::string fusion_text(const graph::Graph& decomposed, const lowering::Fusion& fusion);
 
-}  // namespace spire::lowering
+}  // namespace spire::dump

@@ -4,10 +4,10 @@
 #include "autograd/grad.h"
 #include "autograd/optimizers.h"
 #include "ir/graph/text_form.h"
-#include "lowering/dump.h"
+#include "dump/dump.h"
 #include "lowering/fuse.h"
 #include "passes/decompose.h"
-#include "tests/tools/dump/dump_files.h"
+#include "tests/dump/dump_files.h"
 
 #include <unistd.h>
 
@@ -41,7 +41,7 @@ TEST(DumpPipeline, TrainingStepForACompileOnlyTarget) {
   fs::create_directories(dir / "kernels");
   std::ofstream(dir / "kernels" / "999-stale.kir") << "from an earlier, bigger dump";
   std::ofstream(dir / "kernels" / "notes.txt") << "the user's own";
-  const auto report = lowering::dump_pipeline(dir, built, &joint, {.target = h100_like()});
+  const auto report = dump::dump_pipeline(dir, built, &joint, {.target = h100_like()});
   EXPECT_TRUE(report.errors.empty()) << report.errors.front();
   EXPECT_FALSE(fs::exists(dir / "kernels" / "999-stale.kir"));
   EXPECT_TRUE(fs::exists(dir / "kernels" / "notes.txt"));
@@ -50,14 +50,14 @@ TEST(DumpPipeline, TrainingStepForACompileOnlyTarget) {
   EXPECT_EQ(slurp(dir / "01-graph.txt"), graph::print(built));
   EXPECT_EQ(slurp(dir / "02-joint.txt"), graph::print(joint));
   EXPECT_NE(slurp(dir / "05-plan.txt").find("state updates"), std::string::npos);
-  EXPECT_NE(lowering::dump_summary(report, dir).find("dump: wrote"), std::string::npos);
+  EXPECT_NE(dump::dump_summary(report, dir).find("dump: wrote"), std::string::npos);
   check_modules_with_tools(dir);
   fs::remove_all(dir);
 }
 
 TEST(DumpPipeline, FusionTextNamesRootsAndWhatTheyFold) {
   const graph::Graph g = passes::decompose(forward());
-  const std::string text = lowering::fusion_text(g, lowering::plan_fusion(g));
+  const std::string text = dump::fusion_text(g, lowering::plan_fusion(g));
   // linear's bias add is folded into the ReLU.
   EXPECT_NE(text.find("= relu f32[4,3]\n    folds "), std::string::npos) << text;
   EXPECT_NE(text.find("= add f32[4,3]"), std::string::npos) << text;

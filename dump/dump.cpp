@@ -1,6 +1,6 @@
 // dump_pipeline(): each stage written by the same functions compile() runs (decompose, fuse_pointwise, lower,
 // the two backends), so the files show what a device gets, not a re-creation of it.
-#include "lowering/dump.h"
+#include "dump/dump.h"
 
 #include <cctype>
 #include <cerrno>
@@ -23,7 +23,10 @@
 #include "lowering/schedule.h"
 #include "lowering/stats.h"
 
-namespace spire::lowering {
+namespace spire::dump {
+
+// The stages are lowering's own functions (fuse, schedule, lower), run as compile() runs them.
+using namespace lowering;
 
 namespace fs = std::filesystem;
 
@@ -263,4 +266,4 @@ DumpReport dump_pipeline(const fs::path& dir, const graph::Graph& built, const g
   return report;
 }
 
-}  // namespace spire::lowering
+}  // namespace spire::dump

@@ -6,7 +6,7 @@
 
 #include "frontend/lenet.h"
 #include "io/tensor_file.h"
-#include "tests/tools/dump/dump_files.h"
+#include "tests/dump/dump_files.h"
 #include "tests/support/spire_cli.h"
 
 namespace spire {
