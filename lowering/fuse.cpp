@@ -1,7 +1,6 @@
 #include "lowering/fuse.h"
 
 #include <algorithm>
-#include <cstdlib>
 #include <functional>
 #include <set>
 
@@ -551,12 +550,11 @@ class Planner {
   // Paired epilogues (fuse.h): v a product of at most kMatvecMostRows rows by one B read transposed, its result (or
   // its epilogue's root e) read only by two slices along the last axis, [0, H) and [H, 2H), read only within one
   // pointwise tree of their shape whose root r's other leaves are ready before v. e and the slices then are computed in
-  // v's launch too, and r is stored by it (a side output). SPIRE_NO_PAIRED_EPILOGUE=1 keeps the tree's launch (to time
-  // the two against each other: on the H200 they were within a run's spread, docs/DECODERS.md).
+  // v's launch too, and r is stored by it (a side output).
   void find_paired_epilogue(Value v) {
     const graph::Node& n = g_.node(v);
     if (!needed_[size_t(v.id)] || n.op != OpKind::Matmul || must_store_[size_t(v.id)] || f_.fused[size_t(v.id)] ||
-        f_.attention[size_t(v.id)] || std::getenv("SPIRE_NO_PAIRED_EPILOGUE"))
+        f_.attention[size_t(v.id)])
       return;
     const graph::Shape& shape = n.type.shape;
     if (shape.empty() || shape.back() % 2 != 0 || n.type.numel() / shape.back() > heavy::kMatvecMostRows) return;

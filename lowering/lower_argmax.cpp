@@ -1,6 +1,5 @@
 // argmax (ir/graph/ops/argmax_ops.cpp) -> one launch, a workgroup per row along the axis (kernels/argmax_kernel.h); a
 // long row on a GPU, two: a workgroup per part of it, then one per row among the parts' choices.
-#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -27,9 +26,7 @@ void lower_argmax(LoweringContext& ctx, graph::Value v) {
   } catch (const std::invalid_argument& e) {
     throw graph::GraphError(fmt::format("argmax '{}': {}", n.name, e.what()));
   }
-  // SPIRE_ARGMAX_ONE_PART=1 keeps one launch for every row, as before the parts (to time the two against each other:
-  // docs/DECODERS.md).
-  const uint32_t parts = std::getenv("SPIRE_ARGMAX_ONE_PART") ? 1 : heavy::argmax_parts(s, limits.cpu);
+  const uint32_t parts = heavy::argmax_parts(s, limits.cpu);
   if (parts == 1) {
     heavy::launch_heavy(ctx, v, [&] {
       return heavy::argmax_kernel(s, device_type(x_dtype), t, last, heavy::argmax_workgroup(s, limits.max_invocations),

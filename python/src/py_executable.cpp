@@ -103,7 +103,6 @@ void PyExecutable::wait_device() {
   device_->wait_idle();
 }
 
-// One of the executable's step calls, timed into step_seconds_, without the GIL (unless skip_steps).
 template <class Call>
 void PyExecutable::timed_step(Call call) {
   if (skip_steps) return;

@@ -60,6 +60,9 @@ class PyExecutable {
  private:
   // The type of an input, parameter or state (KeyError for another name); counts the parameter uploads.
   const graph::TensorType& leaf(const std::string& name);
+  // One of the executable's step calls, timed into step_seconds_ and run without the GIL; nothing under skip_steps.
+  template <class Call>
+  void timed_step(Call call);
 
   std::shared_ptr<rt::Device> device_;  // outlives exe_: members are destroyed in reverse order
   std::unique_ptr<lowering::Executable> exe_;
@@ -67,9 +70,6 @@ class PyExecutable {
   std::map<std::string, graph::TensorType> outputs_;
   std::set<std::string> inputs_;  // the graph's inputs; every other leaf set counts as a parameter upload
   uint64_t parameter_uploads_ = 0;
-  template <class Call>
-  void timed_step(Call call);
-
   double step_seconds_ = 0;  // wall time spent in step(), start_step() and finish_step()
   int steps_in_flight_ = 1;  // the compile option: how many start_step() calls may precede a finish_step()
   int in_flight_ = 0;        // steps submit() started that settle() or a later submit() has not waited for
