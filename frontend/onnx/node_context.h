@@ -127,6 +127,8 @@ void register_grid_sample_ops(OpTable& t);
 void register_einsum_ops(OpTable& t);
 void register_roi_align_ops(OpTable& t);
 void register_control_flow_ops(OpTable& t);
+// Last: the graph's ops along one axis, by rule, where no family maps the ONNX name (ops_along_one_axis.cpp).
+void register_ops_along_one_axis(OpTable& t);
 
 const OpTable& op_table();  // every family's rows (op_table.cpp)
 

@@ -26,6 +26,7 @@ const OpTable& op_table() {
     register_einsum_ops(t);
     register_roi_align_ops(t);
     register_control_flow_ops(t);
+    register_ops_along_one_axis(t);
     return t;
   }();
   return table;

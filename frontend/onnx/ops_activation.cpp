@@ -1,5 +1,4 @@
-// Activations and the softmax family: Relu Sigmoid Tanh LeakyRelu PRelu Elu Selu HardSigmoid HardSwish
-// Softplus Softsign Clip Erf Softmax LogSoftmax.
+// Activations: Relu Sigmoid Tanh LeakyRelu PRelu Elu Selu HardSigmoid HardSwish Softplus Softsign Clip Erf.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -13,26 +12,6 @@ namespace {
 Value where_nonneg(NodeContext& c, Value x, Value pos, Value neg) {
   auto& g = c.g();
   return g.where(g.compare(x, g.scalar(0.0, g.type(x).dtype), CompareMode::Ge), pos, neg);
-}
-
-// The softmax family. Opset >= 13: along one axis. Before: the input is seen as 2-D [prod(dims < axis),
-// prod(dims >= axis)] and normalised along the second dim.
-void softmax_like(NodeContext& c, bool log) {
-  auto& g = c.g();
-  const Value x = c.float_value(0);
-  const graph::Shape shape = c.type(0).shape;
-  const int64_t rank = int64_t(shape.size());
-  if (c.opset() >= 13) {
-    const int64_t axis = normalize_axis(c, c.attr_int("axis", -1), std::max<int64_t>(rank, 1));
-    c.set_output(0, g.op(log ? "log_softmax" : "softmax", {x}, {{"axis", axis}}));
-    return;
-  }
-  const int64_t axis = normalize_axis(c, c.attr_int("axis", 1), std::max<int64_t>(rank, 1));
-  int64_t outer = 1, inner = 1;
-  for (int64_t d = 0; d < rank; ++d) (d < axis ? outer : inner) *= shape[size_t(d)];
-  const Value flat = g.reshape(x, {outer, inner});
-  const Value y = g.op(log ? "log_softmax" : "softmax", {flat}, {{"axis", int64_t(1)}});
-  c.set_output(0, g.reshape(y, shape));
 }
 
 }  // namespace
@@ -135,8 +114,6 @@ void register_activation_ops(OpTable& t) {
                    c.set_output(0, g.where(lo, g.add(x, bias), g.where(hi, g.sub(x, bias), g.scalar(0.0, dt))));
                  },
                  {}};
-  t["Softmax"] = {[](NodeContext& c) { softmax_like(c, false); }, {}};
-  t["LogSoftmax"] = {[](NodeContext& c) { softmax_like(c, true); }, {}};
 }
 
 }  // namespace spire::onnx_import

@@ -1,6 +1,7 @@
 // The op table: gathers the entries of every op family (ir/graph/ops/*.cpp), places the named ops at their
 // OpKind and numbers the others after them, and checks the table once, at first use.
 #include "ir/graph/op_table.h"
+#include "ir/graph/ops_along_one_axis.h"
 
 #include <cctype>
 #include <mutex>
@@ -150,6 +151,15 @@ std::string_view op_category_name(OpCategory c) {
     case OpCategory::Custom: return "custom";
   }
   return "?";
+}
+
+std::vector<std::string_view> ops_along_one_axis() {
+  std::vector<std::string_view> names;
+  for (const OpInfo& info : op_table())
+    if (info.category == OpCategory::Heavy && info.arity == 1 && info.attrs.size() == 1 && info.attrs[0].name == "axis" &&
+        info.attrs[0].kind == AttrKind::Int)
+      names.push_back(info.name);
+  return names;
 }
 
 }  // namespace spire::graph

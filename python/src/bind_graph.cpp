@@ -8,6 +8,7 @@
 #include "ir/graph/evaluator.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/op_table.h"
+#include "ir/graph/ops_along_one_axis.h"
 #include "ir/graph/text_form.h"
 #include "python/src/bindings.h"
 #include "python/src/numpy_tensor.h"
@@ -66,10 +67,7 @@ void bind_graph(py::module_& m) {
   // takes one tensor and an integer `axis` as f(input, dim) (frontend/torch/torch_ops.py).
   m.def("ops_along_one_axis", [] {
     std::vector<std::string> names;
-    for (const graph::OpInfo& info : graph::op_table())
-      if (info.category == graph::OpCategory::Heavy && info.arity == 1 && info.attrs.size() == 1 &&
-          info.attrs[0].name == "axis" && info.attrs[0].kind == graph::AttrKind::Int)
-        names.emplace_back(info.name);
+    for (std::string_view name : graph::ops_along_one_axis()) names.emplace_back(name);
     return names;
   }, "The built-in ops of one tensor input and one integer attribute `axis`, as the graph's op table names them");
   py::class_<Graph>(m, "Graph", "spire's graph IR: SSA values (ints) made by ops, with static shapes and dtypes")

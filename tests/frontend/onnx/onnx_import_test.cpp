@@ -372,6 +372,47 @@ TEST_F(OnnxImport, EinsumMatchesADirectSumOverTheLabels) {
   }
 }
 
+// Softmax and LogSoftmax come by the rule for the graph's ops along one axis (ops_along_one_axis.cpp), in both of
+// ONNX's conventions: from opset 13 along `axis`; before, over everything from `axis` on, the input seen as 2-D.
+// The expected rows are worked out here from the definition, on x [2, 3, 4].
+TEST_F(OnnxImport, SoftmaxFamilyFollowsBothOpsetConventions) {
+  struct Case {
+    std::string op;
+    int64_t opset, axis;
+    int64_t row;  // elements normalized together, consecutive in memory for these axes (the last, or 1 before 13)
+    int64_t stride;
+  };
+  const std::vector<Case> cases = {{"Softmax", 13, 2, 4, 1},   {"LogSoftmax", 13, 2, 4, 1},
+                                   {"Softmax", 11, 1, 12, 1},  {"LogSoftmax", 11, 1, 12, 1},
+                                   {"Softmax", 13, 1, 3, 4}};
+  Tensor x(DType::F32, {2, 3, 4});
+  for (size_t i = 0; i < x.data.size(); ++i) x.data[i] = double(int(i * 7 % 11) - 5) / 4.0;
+  for (const Case& k : cases) {
+    onnx::GraphProto g;
+    *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"2", "3", "4"});
+    *g.add_output() = onnx_test::value_info("y", onnx::TensorProto::FLOAT, {"2", "3", "4"});
+    auto n = onnx_test::node(k.op, {"x"}, {"y"});
+    onnx_test::add_int_attr(n, "axis", k.axis);
+    *g.add_node() = n;
+    onnx_test::write_model(onnx_test::model(g, k.opset), path("m.onnx"));
+    const auto m = import_model(path("m.onnx"));
+    const Tensor y = graph::evaluate(m.graph, {{m.inputs[0].graph_name, x}}).at(m.outputs[0].graph_name);
+    const std::string label = k.op + " opset " + std::to_string(k.opset) + " axis " + std::to_string(k.axis);
+    ASSERT_EQ(y.shape, x.shape) << label;
+    // Each group: `row` elements `stride` apart, starting where no earlier group covers.
+    for (int64_t start = 0; start < 24; ++start) {
+      if ((start / k.stride) % k.row != 0) continue;  // not the first element of its group
+      double sum = 0;
+      for (int64_t j = 0; j < k.row; ++j) sum += std::exp(x.data[size_t(start + j * k.stride)]);
+      for (int64_t j = 0; j < k.row; ++j) {
+        const size_t at = size_t(start + j * k.stride);
+        const double p = std::exp(x.data[at]) / sum;
+        EXPECT_NEAR(y.data[at], k.op == "Softmax" ? p : std::log(p), 1e-6) << label << " element " << at;
+      }
+    }
+  }
+}
+
 // Opset 8's Scan: a batch axis first on every input and output, each batch element scanned on its own. Two batch
 // elements, a state s [2] and two scan inputs x, w [batch, 3, 2], w read backwards (directions = [0, 1]):
 // s_t = s_{t-1} + x_t * w_{2-t}, the scan output each step's s. Worked out here by loops; sequence_lens of the whole
