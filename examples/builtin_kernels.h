@@ -21,7 +21,7 @@ const std::vector<BuiltinKernel>& builtin_kernels();
 // nullptr when no built-in kernel has that name.
 const BuiltinKernel* find_builtin_kernel(std::string_view name);
 
-// The kernels themselves (one per file in examples/kernels/).
+// The kernels themselves (examples/kernels/).
 kir::Kernel vector_add_kernel();
 // ReLU as the LeNet article writes it: each workgroup owns a block of 1024 elements (256 invocations x 4,
 // strided so neighbouring invocations touch neighbouring elements), the tail is masked, and the grid is

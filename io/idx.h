@@ -17,9 +17,7 @@ namespace spire::io {
 
 // N images of rows x cols unsigned bytes, row-major: pixel (i, r, c) is pixels[(i * rows + r) * cols + c].
 struct IdxImages {
-  int64_t count = 0;
-  int64_t rows = 0;
-  int64_t cols = 0;
+  int64_t count = 0, rows = 0, cols = 0;
   std::vector<uint8_t> pixels;
 };
 

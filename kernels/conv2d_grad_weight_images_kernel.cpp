@@ -13,15 +13,6 @@ namespace spire::lowering::heavy {
 
 using namespace kir;
 
-namespace {
-
-constexpr uint32_t kMaxRowCols = 32;
-constexpr uint32_t kMaxSums = 64;
-constexpr uint32_t kMaxSplits = 512;
-constexpr uint64_t kSharedBytes = 16384;  // what every Vulkan device offers
-
-}  // namespace
-
 uint32_t grad_weight_images_owners(const Conv2dShape& s, uint32_t co_block) {
   return uint32_t(s.cout / std::max<uint32_t>(co_block, 1) * s.cin * s.kh);
 }
@@ -70,9 +61,8 @@ void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConf
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d_grad_weight: config '{}' {}", c.config().text(), why));
   };
-  if (!s.dense_unit_stride())
-    fail("keeps every weight in one workgroup, which needs stride 1, dilation 1 and one group");
-  if (s.wo > kMaxRowCols) fail(fmt::format("slides along output rows, which must be at most {} wide", kMaxRowCols));
+  if (const std::string why = staged_rows_refusal(s); !why.empty())
+    fail("keeps every weight in one workgroup and stages whole images, which " + why);
   if (!c.row_mode || c.staged || c.block_rows != s.kh || c.block_cols != s.kw)
     fail("keeps every weight in one workgroup: row_mode=1, the whole window as the block, not staged");
   if (c.co_block < 1 || s.cout % c.co_block != 0 || c.co_block * s.kw > kMaxSums)
@@ -87,10 +77,10 @@ void check_grad_weight_images(const Conv2dShape& s, Type t, const GradWeightConf
     fail(fmt::format("needs a workgroup of at least its {} invocations that own sums times {} row groups", owners,
                      c.row_split));
   if (c.wg > limits.max_invocations) fail(fmt::format("needs {} invocations, beyond the device's {}", c.wg, limits.max_invocations));
-  if (c.splits < 1 || c.splits > kMaxSplits || c.splits > std::max<int64_t>(s.n, 1))
-    fail(fmt::format("has {} splits of the {} images (1..{})", c.splits, s.n, kMaxSplits));
+  if (c.splits < 1 || c.splits > kMaxStagedSplits || c.splits > std::max<int64_t>(s.n, 1))
+    fail(fmt::format("has {} splits of the {} images (1..{})", c.splits, s.n, kMaxStagedSplits));
   const uint64_t bytes = grad_weight_images_elements(s, c) * dtype_bytes(t);
-  if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
+  if (bytes > std::max<uint64_t>(limits.shared_bytes, kMinSharedBytes))
     fail(fmt::format("stages {} bytes of an image in workgroup memory, more than the device has", bytes));
 }
 

@@ -14,9 +14,6 @@ using namespace kir;
 
 namespace {
 
-constexpr uint32_t kMaxSums = 64;
-constexpr uint32_t kSharedBytes = 16384;  // what every Vulkan device offers
-
 uint32_t channels_in_fours(int64_t cout) { return uint32_t((cout + 3) / 4 * 4); }
 
 // The geometry of one workgroup's staged images.
@@ -72,7 +69,7 @@ void check_conv2d_image_strips(const Conv2dShape& s, Type t, const Conv2dConfig&
     fail(fmt::format("needs a workgroup of at least an image's {} invocations, within the device's {}", owners,
                      std::min<uint32_t>(1024, limits.max_invocations)));
   const uint64_t bytes = conv2d_image_strips_elements(s, c) * dtype_bytes(t);
-  if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
+  if (bytes > std::max<uint64_t>(limits.shared_bytes, kMinSharedBytes))
     fail(fmt::format("stages {} bytes of weights and images in workgroup memory, more than the device has", bytes));
 }
 

@@ -15,10 +15,6 @@ using namespace kir;
 
 namespace {
 
-constexpr uint32_t kMaxRowCols = 32;
-constexpr uint32_t kMaxSums = 64;
-constexpr uint64_t kSharedBytes = 16384;  // what every Vulkan device offers
-
 uint32_t images_per_workgroup(const Conv2dShape& s, const Conv2dConfig& c) {
   return c.wg / std::max<uint32_t>(1, conv2d_images_owners(s, c.c_block));
 }
@@ -38,9 +34,7 @@ void check_conv2d_images(const Conv2dShape& s, Type t, const Conv2dConfig& c, co
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d: config '{}' {}", c.config().text(), why));
   };
-  if (!s.dense_unit_stride())
-    fail("stages whole images, which needs stride 1, dilation 1 and one group");
-  if (s.wo > kMaxRowCols) fail(fmt::format("takes output rows, which must be at most {} wide", kMaxRowCols));
+  if (const std::string why = staged_rows_refusal(s); !why.empty()) fail("stages whole images, which " + why);
   if (!c.rows || c.shared_w || c.pixels != 1) fail("stages whole images: rows=1, without shared_w or pixels");
   if (c.c_block < 1 || s.cout % c.c_block != 0 || c.c_block * s.wo > kMaxSums)
     fail(fmt::format("needs a c_block dividing the {} output channels with at most {} sums per invocation", s.cout,
@@ -50,7 +44,7 @@ void check_conv2d_images(const Conv2dShape& s, Type t, const Conv2dConfig& c, co
     fail(fmt::format("needs a workgroup of at least an image's {} invocations, within the device's {}", owners,
                      std::min<uint32_t>(1024, limits.max_invocations)));
   const uint64_t bytes = conv2d_images_elements(s, images_per_workgroup(s, c)) * dtype_bytes(t);
-  if (bytes > std::max<uint64_t>(limits.shared_bytes, kSharedBytes))
+  if (bytes > std::max<uint64_t>(limits.shared_bytes, kMinSharedBytes))
     fail(fmt::format("stages {} bytes of weights and images in workgroup memory, more than the device has", bytes));
 }
 

@@ -155,7 +155,6 @@ void check_sizes(const Conv2dShape& s) {
 // kMaxRowCols columns, each a constant in the kernel). Which source column feeds result column j through
 // tap column k is then known while generating the kernel, so the column bounds/stride checks vanish, each
 // source element of a row is loaded once for every (j, k) it feeds, and each weight once for the whole row.
-constexpr int64_t kMaxRowCols = 32;
 // Rows of the window are unrolled (their offsets computed once, outside the channel loop) up to this many
 // multiply-adds per window.
 constexpr int64_t kMaxUnrolledRowFmas = 2048;
@@ -891,11 +890,6 @@ struct GradWeightTiling {
 // At most this many per-tap sums live in registers per invocation (and this many with several output channels).
 constexpr uint32_t kMaxBlockTaps = 32;
 constexpr uint32_t kMaxBlockSums = 64;
-// Every Vulkan device offers 16 KiB of workgroup memory; the per-tap reduction arrays must fit in it.
-constexpr uint32_t kSharedBytes = 16384;
-// Partial sums per weight: plain configs stay within 64; staged configs, whose splits divide whole images, may take up
-// to this many (layers of few weights over long sums need them to fill a GPU).
-constexpr uint32_t kMaxSplits = 512;
 
 // The staged row mode's layout in workgroup memory, per step of `images` images: their grad_y planes of the
 // workgroup's co_block output channels, then their input planes of its input channel, each as in memory.
@@ -923,7 +917,7 @@ uint32_t staged_splits(const Conv2dShape& s, uint32_t co_block, uint32_t wg) {
   const uint64_t images_per_step = std::max<uint32_t>(1, staged_layout(s, wg, co_block).images);
   uint64_t want = (1320 + pairs - 1) / pairs;
   want = std::min<uint64_t>(want, std::max<uint64_t>(1, uint64_t(s.n) / (2 * images_per_step)));
-  return uint32_t(std::clamp<uint64_t>(want, 1, kMaxSplits));
+  return uint32_t(std::clamp<uint64_t>(want, 1, kMaxStagedSplits));
 }
 
 GradWeightTiling grad_weight_tiling(const Conv2dShape& s, Type t) {
@@ -940,7 +934,7 @@ GradWeightTiling grad_weight_tiling(const Conv2dShape& s, Type t) {
   const uint32_t block_taps = g.rows * g.cols;
   const uint32_t elem = t == Type::F64 ? 8 : 4;
   uint32_t wg = g.row_mode ? 64 : 256;
-  while (wg > 32 && block_taps * wg * elem > kSharedBytes) wg /= 2;
+  while (wg > 32 && block_taps * wg * elem > kMinSharedBytes) wg /= 2;
   g.wg = std::min(wg, pow2_clamped(std::max<uint32_t>(g.terms, 1), 32, 256));
   // Enough workgroups to fill a large GPU (~132: one per SM of an H100) where the sum is long enough to keep
   // each invocation busy (>= 8 terms, or 2 rows); one split per 32 terms (8 rows) per invocation at least, so
@@ -962,7 +956,7 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
   auto fail = [&](const std::string& why) {
     throw std::invalid_argument(fmt::format("conv2d_grad_weight: config '{}' {}", c.config().text(), why));
   };
-  const uint32_t max_splits = c.staged ? kMaxSplits : 64;
+  const uint32_t max_splits = c.staged ? kMaxStagedSplits : 64;
   if (c.splits < 1 || c.splits > max_splits) fail(fmt::format("has {} splits (1..{})", c.splits, max_splits));
   if (c.block_rows < 1 || c.block_rows > s.kh || c.block_cols < 1 || c.block_cols > s.kw ||
       c.block_rows * c.block_cols > kMaxBlockTaps)
@@ -972,7 +966,7 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
     fail(fmt::format("needs a co_block dividing the {} output channels per group, at most {} sums per invocation",
                      s.cout_per_group(), kMaxBlockSums));
   const uint32_t elem = t == Type::F64 ? 8 : 4;
-  if (uint64_t(c.block_rows) * c.block_cols * c.co_block * c.wg * elem > std::max(limits.shared_bytes, kSharedBytes))
+  if (uint64_t(c.block_rows) * c.block_cols * c.co_block * c.wg * elem > std::max(limits.shared_bytes, kMinSharedBytes))
     fail("needs more workgroup memory than the device has");
   if (c.row_mode && !row_mode_fits(s, c.block_cols)) fail("takes whole output rows, which this shape does not allow");
   if (c.staged) {
@@ -980,7 +974,7 @@ GradWeightTiling tiling_of(const Conv2dShape& s, Type t, const GradWeightConfig&
     if (s.ho > c.wg) fail(fmt::format("stages whole images, which needs a workgroup of at least their {} output rows", s.ho));
     const StagedLayout l = staged_layout(s, c.wg, c.co_block);
     const uint64_t bytes = uint64_t(std::max(l.elements, c.block_rows * c.block_cols * c.co_block * c.wg)) * elem;
-    if (bytes > std::max(limits.shared_bytes, kSharedBytes))
+    if (bytes > std::max(limits.shared_bytes, kMinSharedBytes))
       fail(fmt::format("stages {} bytes of images in workgroup memory, more than the device has", bytes));
   }
   GradWeightTiling g;
@@ -1074,7 +1068,7 @@ GradWeightConfig GradWeightConfig::from(const Config& c) {
     if (v < 0 || v > hi) throw std::invalid_argument(fmt::format("conv2d_grad_weight config '{}': {} must be 0..{}", c.text(), name, hi));
     return uint32_t(v);
   };
-  GradWeightConfig g{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", kMaxSplits), u("row_mode", 1) == 1};
+  GradWeightConfig g{u("block_rows", 1024), u("block_cols", 1024), u("wg", 1024), u("splits", kMaxStagedSplits), u("row_mode", 1) == 1};
   if (c.has("co_block")) g.co_block = u("co_block", 64);
   if (c.has("staged")) g.staged = u("staged", 1) == 1;
   if (c.has("per_core")) g.per_core = u("per_core", 32);
@@ -1194,7 +1188,7 @@ std::vector<GradWeightConfig> conv2d_grad_weight_candidates(const Conv2dShape& s
       for (uint32_t wg : {32u, 64u, 128u}) {
         const uint32_t base = staged_splits(s, cob, wg);
         for (uint32_t sp : {base / 2, base, 2 * base})
-          if (sp >= 1 && sp <= kMaxSplits) add({h.block_rows, h.block_cols, wg, sp, true, cob, true});
+          if (sp >= 1 && sp <= kMaxStagedSplits) add({h.block_rows, h.block_cols, wg, sp, true, cob, true});
       }
   // Every weight in one workgroup, images staged one per step (small convolutions over many images).
   for (uint32_t cob : {1u, 2u, 4u, 8u}) {
@@ -1436,6 +1430,12 @@ HeavyKernel conv2d_grad_weight_sum_kernel(const Conv2dShape& s, Type t, uint32_t
   const uint32_t weights = uint32_t(s.cout * s.cin_per_group() * s.kh * s.kw);
   if (!bias) return split_sum_kernel(name, t, weights, splits);
   return split_sum_kernel(name, t, weights + uint32_t(s.cout), splits, weights);
+}
+
+std::string staged_rows_refusal(const Conv2dShape& s) {
+  if (!s.dense_unit_stride()) return "needs stride 1, dilation 1 and one group";
+  if (s.wo > kMaxRowCols) return fmt::format("takes output rows whole, which must be at most {} wide", kMaxRowCols);
+  return "";
 }
 
 }  // namespace spire::lowering::heavy

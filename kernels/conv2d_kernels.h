@@ -44,6 +44,18 @@ struct Conv2dShape {
   std::string text() const;
 };
 
+// The longest row, in columns, that a kernel computes whole in one invocation (rows=1, row mode, staged images): each
+// column is a constant of the kernel, unrolled.
+inline constexpr int64_t kMaxRowCols = 32;
+// The most register sums one invocation of the staging kernels keeps (results, or weight-gradient taps).
+inline constexpr int64_t kMaxSums = 64;
+// The most parts a weight gradient's sum is split into: plain configs stay within 64; staged ones, whose splits divide
+// whole images, may take this many (layers of few weights over long sums need them to fill a GPU).
+inline constexpr uint32_t kMaxStagedSplits = 512;
+// Why the kernels that stage whole images and take output rows whole cannot serve shape `s` ("" when they can): they
+// need stride 1, dilation 1, one group, and output rows of at most kMaxRowCols columns.
+std::string staged_rows_refusal(const Conv2dShape& s);
+
 // Validates the geometry (ranks 4, channels divisible by groups, window fits) and computes Ho, Wo; throws
 // std::invalid_argument naming the problem. stride, padding and dilation are (height, width) pairs.
 Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_t>& w,

@@ -40,11 +40,14 @@ class Config {
   std::vector<std::pair<std::string, int64_t>> values_;
 };
 
+// The workgroup memory every Vulkan device offers (the spec's least maxComputeSharedMemorySize).
+inline constexpr uint32_t kMinSharedBytes = 16384;
+
 // What a device allows a workgroup: candidates must fit, so every config in a candidate list runs there.
-// The defaults are what every Vulkan device offers (16 KiB of workgroup memory) and what the templates'
-// heuristics already assume (256 invocations).
+// The defaults are what every Vulkan device offers (kMinSharedBytes) and what the templates' heuristics already
+// assume (256 invocations).
 struct Limits {
-  uint32_t shared_bytes = 16384;
+  uint32_t shared_bytes = kMinSharedBytes;
   uint32_t max_invocations = 256;
   // The subgroup size workgroup reductions may shuffle across (workgroup_reduce.h): the device's, where it has
   // Feature::SubgroupShuffle and reports a power of two; 0 = none (the shared-memory tree alone).

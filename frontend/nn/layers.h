@@ -12,11 +12,8 @@
 
 namespace spire::nn {
 
-struct Conv2dOptions {
-  int64_t stride = 1;
-  int64_t padding = 0;
-  int64_t dilation = 1;
-  int64_t groups = 1;
+struct Conv2dOptions {  // torch.nn.Conv2d's keyword arguments, in its order
+  int64_t stride = 1, padding = 0, dilation = 1, groups = 1;
   bool bias = true;
 };
 

@@ -244,28 +244,32 @@ void KernelBuilder::rewrite_each(Block& block, const std::function<bool(const St
   }
 }
 
+namespace {
+
+// Appends a declaration to one of kernel k's lists, noting the features its type needs; returns its index.
+template <class Declaration>
+uint32_t declare(Kernel& k, std::vector<Declaration>& list, Declaration d, Type type) {
+  list.push_back(std::move(d));
+  k.features |= features_for_type(type);
+  return uint32_t(list.size() - 1);
+}
+
+}  // namespace
+
 Buf KernelBuilder::buffer(std::string name, Type elem, Access access) {
-  k_.buffers.push_back({std::move(name), elem, access});
-  k_.features |= features_for_type(elem);
-  return Buf(this, uint32_t(k_.buffers.size() - 1), elem);
+  return Buf(this, declare(k_, k_.buffers, {std::move(name), elem, access}, elem), elem);
 }
 
 Val KernelBuilder::scalar(std::string name, Type type) {
-  k_.scalars.push_back({std::move(name), type});
-  k_.features |= features_for_type(type);
-  return emit(Op::ReadScalar, type, {}, uint32_t(k_.scalars.size() - 1));
+  return emit(Op::ReadScalar, type, {}, declare(k_, k_.scalars, {std::move(name), type}, type));
 }
 
 Shared KernelBuilder::shared(std::string name, Type elem, uint32_t count) {
-  k_.shared.push_back({std::move(name), elem, count});
-  k_.features |= features_for_type(elem);
-  return Shared(this, uint32_t(k_.shared.size() - 1), elem);
+  return Shared(this, declare(k_, k_.shared, {std::move(name), elem, count}, elem), elem);
 }
 
 Var KernelBuilder::var(std::string name, Type type) {
-  k_.vars.push_back({std::move(name), type});
-  k_.features |= features_for_type(type);
-  return Var(this, VarId(k_.vars.size() - 1), type);
+  return Var(this, VarId(declare(k_, k_.vars, {std::move(name), type}, type)), type);
 }
 
 Var KernelBuilder::var(std::string name, Val init) {

@@ -70,10 +70,24 @@ class ElemRef {
   Val elem_;
 };
 
-class Buf {
+// What a buffer's or a shared array's handle holds: its builder, its index among the kernel's buffers or shared arrays,
+// and its element type.
+class ArrayHandle {
  public:
-  Buf() = default;
-  Buf(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
+  ArrayHandle() = default;
+  ArrayHandle(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
+  uint32_t index() const { return index_; }
+  Type elem() const { return elem_; }
+
+ protected:
+  KernelBuilder* b_ = nullptr;
+  uint32_t index_ = 0;
+  Type elem_ = Type::F32;
+};
+
+class Buf : public ArrayHandle {
+ public:
+  using ArrayHandle::ArrayHandle;
   ElemRef operator[](Val i) const { return ElemRef(b_, false, index_, i); }
   template <Number T> ElemRef operator[](T i) const;
   // Atomically adds v to element i and returns the old value.
@@ -82,30 +96,15 @@ class Buf {
   std::vector<Val> load_vector(Val i, uint32_t lanes) const;
   // The same of an f16 or bf16 buffer, each element converted to f32 (kernel.h's LoadBufferVector::widen).
   std::vector<Val> load_vector_widened(Val i, uint32_t lanes) const;
-  uint32_t index() const { return index_; }
-  Type elem() const { return elem_; }
-
- private:
-  KernelBuilder* b_ = nullptr;
-  uint32_t index_ = 0;
-  Type elem_ = Type::F32;
 };
 
-class Shared {
+class Shared : public ArrayHandle {
  public:
-  Shared() = default;
-  Shared(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
+  using ArrayHandle::ArrayHandle;
   ElemRef operator[](Val i) const { return ElemRef(b_, true, index_, i); }
   template <Number T> ElemRef operator[](T i) const;
   // `lanes` (2 or 4) consecutive elements from element i on, i a multiple of lanes (kernel.h's LoadSharedVector).
   std::vector<Val> load_vector(Val i, uint32_t lanes) const;
-  Type elem() const { return elem_; }
-  uint32_t index() const { return index_; }
-
- private:
-  KernelBuilder* b_ = nullptr;
-  uint32_t index_ = 0;
-  Type elem_ = Type::F32;
 };
 
 // A cooperative matrix fragment (kernel.h's MatrixFragment), named by its index.

@@ -44,14 +44,28 @@ size_t float_bytes(const py::handle& shape) {
   return n;
 }
 
-// One segment input as the call was described: a tensor (fed by name) or any other value (compared with ==).
-struct Input {
+// What an input's and an output's description both say: a tensor exchanged by its spire name, or another value.
+struct Described {
   bool tensor = false;
-  std::string name;
-  py::object type, dtype, shape, device;  // a tensor's
-  py::object value;                       // another value's
-  size_t bytes = 0;
+  std::string name;   // a tensor's
+  py::object value;   // another value's: an input is compared with ==, an output returned as it is
+  size_t bytes = 0;   // a tensor's
 };
+
+struct Input : Described {
+  py::object type, dtype, shape, device;  // a tensor's
+};
+
+// Reads the part of description h that `out` has of Described; returns the tuple for the rest.
+py::tuple describe(py::handle h, const char* what, Described& out) {
+  auto d = h.cast<py::tuple>();
+  out.tensor = describes_tensor(d, what);
+  if (out.tensor)
+    out.name = d[1].cast<std::string>();
+  else
+    out.value = d[1];
+  return d;
+}
 
 // One weight: where the module holds it, what the plan holds of it (its spire name; empty: the plan reads none of it,
 // only its shape is part of the plan's key), and the stamp of the tensor uploaded.
@@ -65,12 +79,8 @@ struct Weight {
   size_t bytes = 0;
 };
 
-struct Output {
-  bool tensor = false;
-  std::string name;
+struct Output : Described {
   py::tuple empty_args;  // (shape,)
-  py::object value;      // a value the segment returns as it is
-  size_t bytes = 0;
 };
 
 class SegmentCall {
@@ -89,15 +99,11 @@ class SegmentCall {
     if (device_io_ && current_stream_.is_none())
       throw py::value_error("SegmentCall: a plan exchanging device memory needs current_stream (torch's stream)");
     for (py::handle h : inputs) {
-      auto d = h.cast<py::tuple>();
       Input in;
-      in.tensor = describes_tensor(d, "input");
+      const py::tuple d = describe(h, "input", in);
       if (in.tensor) {
-        in.name = d[1].cast<std::string>();
         in.type = d[2], in.dtype = d[3], in.shape = d[4], in.device = d[5];
         in.bytes = float_bytes(in.shape);
-      } else {
-        in.value = d[1];
       }
       inputs_.push_back(std::move(in));
     }
@@ -111,15 +117,11 @@ class SegmentCall {
       weights_.push_back(std::move(w));
     }
     for (py::handle h : outputs) {
-      auto d = h.cast<py::tuple>();
       Output out;
-      out.tensor = describes_tensor(d, "output");
+      const py::tuple d = describe(h, "output", out);
       if (out.tensor) {
-        out.name = d[1].cast<std::string>();
         out.empty_args = py::make_tuple(d[2]);
         out.bytes = float_bytes(d[2]);
-      } else {
-        out.value = d[1];
       }
       outputs_.push_back(std::move(out));
     }

@@ -42,7 +42,7 @@ std::string error_of(const std::function<void()>& f) {
   return "no error";
 }
 
-// A two-input op written with expressions, its kernel from the kernel builder (examples/kernels/add_relu.cpp).
+// A two-input op written with expressions, its kernel from the kernel builder (examples/kernels/one_element_each.cpp).
 graph::OpKind fused_add_relu() {
   static const graph::OpKind kind = [] {
     ext::CustomOp op{.name = "t_add_relu", .inputs = {"a", "b"}};
