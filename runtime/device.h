@@ -207,8 +207,9 @@ class Device {
   // `bytes` between that address and a buffer (at `offset`) on the device's own queue, behind everything submitted
   // before and ahead of what is submitted after, and return without waiting: wait_idle(), or the fence of a later
   // submit(), covers them. The caller orders the other library's work: its writes of `address` are complete before
-  // copy_from_address() is called, and it reads what copy_to_address() wrote only after that wait. Devices without
-  // such addresses (Vulkan) throw InvalidUse.
+  // copy_from_address() is called, and it reads what copy_to_address() wrote only after that wait. A Vulkan device
+  // takes the CUDA addresses of its own GPU where both drivers share memory (rt::cuda_peer, runtime/cuda_peer.h),
+  // through the host's ordering of the two (runtime/vulkan/vulkan_cuda_bridge.h); other devices throw InvalidUse.
   virtual void copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset = 0);
   virtual void copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset = 0);
   // Ordering against another library's queue on this device (on CUDA a CUstream of the primary context, as
@@ -216,7 +217,7 @@ class Device {
   // after wait_for_stream(), work enqueued on this device starts only once everything enqueued on `stream` so far is
   // done; after signal_stream(), work enqueued on `stream` starts only once everything enqueued on this device so far
   // (submitted steps, address copies) is done. So a caller hands values over without blocking: wait_for_stream,
-  // copy_from_address, submit, copy_to_address, signal_stream. Devices without such queues (Vulkan) throw InvalidUse.
+  // copy_from_address, submit, copy_to_address, signal_stream. Devices without such queues throw InvalidUse.
   virtual void wait_for_stream(uint64_t stream);
   virtual void signal_stream(uint64_t stream);
 

@@ -5,6 +5,7 @@
 
 #include "python/src/bindings.h"
 #include "python/src/device_handle.h"
+#include "runtime/cuda_peer.h"
 #include "runtime/device.h"
 
 namespace py = pybind11;
@@ -61,6 +62,9 @@ void bind_devices(py::module_& m) {
   py::class_<rt::Device, std::shared_ptr<rt::Device>>(m, "Device", "An open device; compile() builds for it")
       .def_property_readonly("info", [](const rt::Device& d) { return d.info(); })
       .def_property_readonly("id", [](const rt::Device& d) { return d.info().id; })
+      .def_property_readonly("cuda_peer", [](const rt::Device& d) { return rt::cuda_peer(d); },
+                             "The CUDA ordinal (torch's cuda:N) whose memory this device reads and writes in place: a "
+                             "CUDA device's own, a Vulkan device's GPU where the drivers share memory; else None")
       .def("__repr__", [](const rt::Device& d) { return fmt::format("<spire.Device {}>", d.info().id); });
   m.def("open_device", &open_device_checked, py::arg("name") = "",
         "Opens a device by name ('vulkan:0', 'cuda:0'), or the best present for '' or 'default'. A name not present "

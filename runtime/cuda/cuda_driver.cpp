@@ -11,7 +11,8 @@ namespace spire::rt::cuda {
 // The driver's entry points, each resolved into the DriverApi member of its name: those spire cannot run without,
 // then the optional ones (cuLaunchKernelEx: programmatic dependent launch; the event record with flags, stream capture
 // and graphs: graph replay, else the recorded launch list is replayed; the linker: the module disk cache, else modules
-// are JIT-compiled at every start; the tensor-map encoder: Feature::TensorCopy).
+// are JIT-compiled at every start; the tensor-map encoder: Feature::TensorCopy; external memory: a Vulkan device
+// exchanging values with CUDA memory).
 #define SPIRE_CUDA_REQUIRED_FUNCTIONS(X) \
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) \
   X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) \
@@ -27,7 +28,8 @@ namespace spire::rt::cuda {
   X(cuLaunchKernelEx) X(cuEventRecordWithFlags) X(cuStreamBeginCapture) X(cuStreamEndCapture) \
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
   X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy) \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled) \
+  X(cuDeviceGetUuid) X(cuImportExternalMemory) X(cuExternalMemoryGetMappedBuffer) X(cuDestroyExternalMemory)
 
 namespace {
 

@@ -32,6 +32,7 @@ using CUjit_option = int;
 using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUstreamCaptureMode = int;
+using CUexternalMemory = struct CUextMemory_st*;
 
 // CUresult values we act on (others are reported by cuGetErrorName/cuGetErrorString).
 inline constexpr CUresult CUDA_SUCCESS = 0;
@@ -99,6 +100,36 @@ struct CUlaunchConfig {
   CUstream hStream;
   CUlaunchAttribute* attrs;
   unsigned numAttrs;
+};
+
+// Memory another API allocated and exported, imported by a file descriptor (cuda.h's CUDA_EXTERNAL_MEMORY_HANDLE_DESC
+// and CUDA_EXTERNAL_MEMORY_BUFFER_DESC): runtime/vulkan/vulkan_cuda_bridge.h imports Vulkan buffers this way.
+inline constexpr int CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1;
+inline constexpr unsigned CUDA_EXTERNAL_MEMORY_DEDICATED = 0x1;
+struct CudaExternalMemoryHandleDesc {
+  int type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nv_sci_buf_object;
+  } handle;
+  unsigned long long size;
+  unsigned flags;
+  unsigned reserved[16];
+};
+struct CudaExternalMemoryBufferDesc {
+  unsigned long long offset;
+  unsigned long long size;
+  unsigned flags;
+  unsigned reserved[16];
+};
+static_assert(sizeof(CudaExternalMemoryHandleDesc) == 104 && sizeof(CudaExternalMemoryBufferDesc) == 88,
+              "the layouts of cuda.h's CUDA_EXTERNAL_MEMORY_HANDLE_DESC and CUDA_EXTERNAL_MEMORY_BUFFER_DESC");
+struct CUuuid {
+  char bytes[16];
 };
 
 // Flags
@@ -180,7 +211,17 @@ struct DriverApi {
                                      const unsigned* box_dims, const unsigned* element_strides, int interleave,
                                      int swizzle, int l2_promotion, int oob_fill) = nullptr;
 
+  // Optional (external memory: a Vulkan device exchanging values with CUDA memory, vulkan_cuda_bridge.h).
+  CUresult (*cuDeviceGetUuid)(CUuuid* uuid, CUdevice dev) = nullptr;
+  CUresult (*cuImportExternalMemory)(CUexternalMemory* memory, const CudaExternalMemoryHandleDesc* desc) = nullptr;
+  CUresult (*cuExternalMemoryGetMappedBuffer)(CUdeviceptr* ptr, CUexternalMemory memory,
+                                              const CudaExternalMemoryBufferDesc* desc) = nullptr;
+  CUresult (*cuDestroyExternalMemory)(CUexternalMemory memory) = nullptr;
+
   bool has_linker() const { return cuLinkCreate && cuLinkAddData && cuLinkComplete && cuLinkDestroy; }
+  bool has_external_memory() const {
+    return cuDeviceGetUuid && cuImportExternalMemory && cuExternalMemoryGetMappedBuffer && cuDestroyExternalMemory;
+  }
   bool has_graphs() const {
     return cuEventRecordWithFlags && cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&
            cuGraphLaunch && cuGraphExecDestroy && cuGraphDestroy;

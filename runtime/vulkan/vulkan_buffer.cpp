@@ -10,6 +10,12 @@ namespace spire::rt::vulkan {
 VulkanBuffer::VulkanBuffer(std::shared_ptr<Context> ctx, uint64_t bytes, Memory memory)
     : ctx_(std::move(ctx)), bytes_(bytes), memory_(memory), alloc_(allocate(*ctx_, bytes, memory)) {}
 
+VulkanBuffer::VulkanBuffer(std::shared_ptr<Context> ctx, uint64_t bytes, Exportable)
+    : ctx_(std::move(ctx)),
+      bytes_(bytes),
+      memory_(Memory::DeviceLocal),
+      alloc_(allocate(*ctx_, bytes, Memory::DeviceLocal, /*exportable=*/true)) {}
+
 VulkanBuffer::VulkanBuffer(std::shared_ptr<Context> ctx, VkBuffer host_buffer, uint64_t bytes, Adopted)
     : ctx_(std::move(ctx)), bytes_(bytes), memory_(Memory::DeviceLocal), adopted_(true) {
   alloc_.buffer = host_buffer;

@@ -17,6 +17,10 @@ class VulkanBuffer final : public Buffer {
   // mapped (spire does not know its memory), so transfers go through the staging buffer and memory() says
   // DeviceLocal.
   struct Adopted {};
+  // A buffer of device-local memory that another API imports (vulkan_cuda_bridge.h): allocation() gives export_fd
+  // what it needs.
+  struct Exportable {};
+  VulkanBuffer(std::shared_ptr<Context> ctx, uint64_t bytes, Exportable);
   VulkanBuffer(std::shared_ptr<Context> ctx, VkBuffer host_buffer, uint64_t bytes, Adopted);
   ~VulkanBuffer() override;
   uint64_t size() const override { return bytes_; }
@@ -28,6 +32,7 @@ class VulkanBuffer final : public Buffer {
   void* mapped() const override { return alloc_.mapped; }
   const Context& context() const { return *ctx_; }
   bool adopted() const { return adopted_; }
+  const Allocation& allocation() const { return alloc_; }
 
  private:
   std::shared_ptr<Context> ctx_;

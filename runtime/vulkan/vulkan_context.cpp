@@ -117,6 +117,8 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     ctx->unchecked_buffers = true;
   }
   if (f.has_portability_subset) extensions.push_back("VK_KHR_portability_subset");
+  // Memory another API imports (vulkan_cuda_bridge.h); VK_KHR_external_memory itself is core in 1.1.
+  if (f.has_external_memory_fd) extensions.push_back(VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
   VkPhysicalDeviceHostQueryResetFeatures host_reset{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
   if (f.has_host_query_reset) {  // core in 1.2: no extension
     host_reset.hostQueryReset = VK_TRUE;

@@ -3,10 +3,15 @@
 #include <fmt/format.h>
 
 #include "runtime/vulkan/vulkan_buffer.h"
+#include "runtime/cuda_peer.h"
 #include "runtime/vulkan/vulkan_command_stream.h"
+#include "runtime/vulkan/vulkan_cuda_bridge.h"
 #include "runtime/vulkan/vulkan_kernel.h"
 
 namespace spire::rt::vulkan {
+
+VulkanDevice::VulkanDevice(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+VulkanDevice::~VulkanDevice() = default;
 
 std::shared_ptr<Buffer> VulkanDevice::alloc(uint64_t bytes, Memory memory) {
   if (memory == Memory::DeviceMapped) {
@@ -24,14 +29,19 @@ std::shared_ptr<Buffer> VulkanDevice::alloc(uint64_t bytes, Memory memory) {
 }
 
 void VulkanDevice::upload(Buffer& dst, const void* src, uint64_t bytes, uint64_t offset) {
+  if (CudaBridge* b = open_bridge()) b->flush_in();
   vulkan::upload(*ctx_, vulkan_buffer(&dst, *ctx_, "upload"), src, bytes, offset);
 }
 
 void VulkanDevice::download(const Buffer& src, void* dst, uint64_t bytes, uint64_t offset) {
+  if (CudaBridge* b = open_bridge()) b->flush_in();
   vulkan::download(*ctx_, vulkan_buffer(&src, *ctx_, "download"), dst, bytes, offset);
 }
 
-void VulkanDevice::fill(Buffer& dst, uint32_t pattern) { vulkan::fill(*ctx_, vulkan_buffer(&dst, *ctx_, "fill"), pattern); }
+void VulkanDevice::fill(Buffer& dst, uint32_t pattern) {
+  if (CudaBridge* b = open_bridge()) b->flush_in();
+  vulkan::fill(*ctx_, vulkan_buffer(&dst, *ctx_, "fill"), pattern);
+}
 
 std::shared_ptr<Kernel> VulkanDevice::load(const KernelBinary& binary) { return load_kernel(ctx_, binary); }
 
@@ -52,9 +62,56 @@ std::unique_ptr<Fence> VulkanDevice::submit(CommandStream& s) {
   if (!vs) throw Error(fmt::format("submit on {}: the stream was not recorded by a Vulkan device", ctx_->id()));
   if (&vs->context() != ctx_.get())
     throw Error(fmt::format("submit on {}: the stream was recorded on {}", ctx_->id(), vs->context().id()));
+  if (CudaBridge* b = open_bridge()) b->flush_in();  // copies from CUDA addresses queued for this submission
   return std::make_unique<VulkanFence>(vs->submit());
 }
 
-void VulkanDevice::wait_idle() { ctx_->wait_idle(); }
+void VulkanDevice::wait_idle() {
+  if (CudaBridge* b = open_bridge()) b->finish();
+  ctx_->wait_idle();
+}
+
+CudaBridge& VulkanDevice::bridge() {
+  std::lock_guard lock(bridge_mutex_);
+  if (!bridge_) bridge_ = std::make_unique<CudaBridge>(ctx_);
+  return *bridge_;
+}
+
+CudaBridge* VulkanDevice::open_bridge() {
+  std::lock_guard lock(bridge_mutex_);
+  return bridge_.get();
+}
+
+void VulkanDevice::copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset) {
+  const VulkanBuffer& b = vulkan_buffer(&dst, *ctx_, "copy_from_address");
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw InvalidUse(fmt::format("{}: copy_from_address of {} bytes at offset {} overruns a buffer of {} bytes", ctx_->id(),
+                                 bytes, offset, b.size()));
+  bridge().copy_from_address(b, address, bytes, offset);
+}
+
+void VulkanDevice::copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset) {
+  const VulkanBuffer& b = vulkan_buffer(&src, *ctx_, "copy_to_address");
+  if (offset > b.size() || bytes > b.size() - offset)
+    throw InvalidUse(fmt::format("{}: copy_to_address of {} bytes at offset {} overruns a buffer of {} bytes", ctx_->id(),
+                                 bytes, offset, b.size()));
+  bridge().copy_to_address(b, address, bytes, offset);
+}
+
+void VulkanDevice::wait_for_stream(uint64_t stream) { bridge().wait_for_stream(stream); }
+
+void VulkanDevice::signal_stream(uint64_t stream) { bridge().signal_stream(stream); }
+
+std::optional<int> VulkanDevice::cuda_peer() const { return find_cuda_peer(*ctx_).ordinal; }
 
 }  // namespace spire::rt::vulkan
+
+namespace spire::rt {
+
+std::optional<int> cuda_peer(const Device& device) {
+  if (device.info().backend == Backend::Cuda) return device.info().index;
+  if (auto* v = dynamic_cast<const vulkan::VulkanDevice*>(&device)) return v->cuda_peer();
+  return std::nullopt;
+}
+
+}  // namespace spire::rt

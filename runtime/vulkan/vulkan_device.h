@@ -16,15 +16,20 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
+#include <optional>
 
 #include "runtime/device.h"
 #include "runtime/vulkan/vulkan_context.h"
 
 namespace spire::rt::vulkan {
 
+class CudaBridge;
+
 class VulkanDevice final : public Device {
  public:
-  explicit VulkanDevice(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {}
+  explicit VulkanDevice(std::shared_ptr<Context> ctx);
+  ~VulkanDevice() override;
   const DeviceInfo& info() const override { return ctx_->info(); }
   SyncCounts sync_counts() const override { return ctx_->sync_counts(); }
 
@@ -36,6 +41,14 @@ class VulkanDevice final : public Device {
   std::unique_ptr<CommandStream> record() override;
   std::unique_ptr<Fence> submit(CommandStream& s) override;
   void wait_idle() override;
+  // Through CUDA memory on the same GPU (vulkan_cuda_bridge.h), opened at the first use; InvalidUse where there is
+  // none. Copies in land before the next submission (or transfer) runs; copies out by signal_stream or wait_idle.
+  void copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset) override;
+  void copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset) override;
+  void wait_for_stream(uint64_t stream) override;
+  void signal_stream(uint64_t stream) override;
+  // The CUDA ordinal of this GPU where values can be exchanged with CUDA memory (rt::cuda_peer).
+  std::optional<int> cuda_peer() const;
 
   const std::shared_ptr<Context>& context() const { return ctx_; }
   // What the on-disk pipeline cache did (loaded from disk, pipelines created), for tests and diagnostics.
@@ -43,7 +56,13 @@ class VulkanDevice final : public Device {
   std::string kernel_cache_summary() const override;
 
  private:
+  CudaBridge& bridge();
+  // The bridge where one is open (copies may be queued in it), else null.
+  CudaBridge* open_bridge();
+
   std::shared_ptr<Context> ctx_;
+  std::mutex bridge_mutex_;
+  std::unique_ptr<CudaBridge> bridge_;
 };
 
 }  // namespace spire::rt::vulkan

@@ -161,10 +161,12 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   VkPhysicalDeviceSubgroupProperties subgroup{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
   VkPhysicalDeviceMaintenance3Properties maint3{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_MAINTENANCE_3_PROPERTIES};
   VkPhysicalDeviceDriverProperties driver{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES};
+  VkPhysicalDeviceIDProperties ids{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES};
   props.pNext = &subgroup;
   subgroup.pNext = &maint3;
+  maint3.pNext = &ids;
   bool has_driver_props = v12 || has_extension(exts, VK_KHR_DRIVER_PROPERTIES_EXTENSION_NAME);
-  if (has_driver_props) maint3.pNext = &driver;
+  if (has_driver_props) ids.pNext = &driver;
   vki.vkGetPhysicalDeviceProperties2(pd, &props);
 
   // Features: 16-bit storage is core in 1.1; float16 arithmetic in 1.2 or by extension; atomic float by extension.
@@ -244,6 +246,8 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
   f.max_storage_buffers_per_stage = base.limits.maxPerStageDescriptorStorageBuffers;
   f.has_portability_subset = has_extension(exts, "VK_KHR_portability_subset");
   f.has_pipeline_executable_properties = has_extension(exts, VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
+  f.has_external_memory_fd = has_extension(exts, VK_KHR_EXTERNAL_MEMORY_FD_EXTENSION_NAME);
+  std::copy(std::begin(ids.deviceUUID), std::end(ids.deviceUUID), f.device_uuid);
   f.max_allocation_bytes = apply_allocation_cap(maint3.maxMemoryAllocationSize);
 
   DeviceInfo& d = f.info;

@@ -62,6 +62,10 @@ struct PhysicalDeviceFacts {
   // Vulkan 1.2's hostQueryReset: a timestamp query pool may be reset from the host, not by a command that costs the
   // GPU microseconds at the start of every submission (vulkan_command_stream.cpp).
   bool has_host_query_reset = false;
+  // VK_KHR_external_memory_fd: buffers whose memory another API on the same GPU imports by a file descriptor
+  // (vulkan_cuda_bridge.h), and the UUID that API names the GPU by (VkPhysicalDeviceIDProperties::deviceUUID).
+  bool has_external_memory_fd = false;
+  uint8_t device_uuid[VK_UUID_SIZE] = {};
 };
 
 // Queries one physical device through `instance_functions`; N is its index in vkEnumeratePhysicalDevices order.

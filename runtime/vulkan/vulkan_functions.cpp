@@ -48,6 +48,7 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
       reinterpret_cast<PFN_vkGetPipelineExecutableInternalRepresentationsKHR>(
           get_device_proc_addr(device, "vkGetPipelineExecutableInternalRepresentationsKHR"));
   f.vkResetQueryPool = reinterpret_cast<PFN_vkResetQueryPool>(get_device_proc_addr(device, "vkResetQueryPool"));
+  f.vkGetMemoryFdKHR = reinterpret_cast<PFN_vkGetMemoryFdKHR>(get_device_proc_addr(device, "vkGetMemoryFdKHR"));
   return f;
 }
 

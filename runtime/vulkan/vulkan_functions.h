@@ -106,6 +106,8 @@ struct DeviceFunctions {
   PFN_vkGetPipelineExecutableInternalRepresentationsKHR vkGetPipelineExecutableInternalRepresentationsKHR = nullptr;
   // Optional (Vulkan 1.2, used only where hostQueryReset was enabled): null where the device has no 1.2.
   PFN_vkResetQueryPool vkResetQueryPool = nullptr;
+  // Optional (VK_KHR_external_memory_fd, enabled where the device has it): null otherwise.
+  PFN_vkGetMemoryFdKHR vkGetMemoryFdKHR = nullptr;
 
   // Every function above through `get_device_proc_addr` for `device`; throws rt::Error naming the ones missing.
   static DeviceFunctions load(PFN_vkGetDeviceProcAddr get_device_proc_addr, VkDevice device, std::string_view device_id);

@@ -30,7 +30,7 @@ std::string human_bytes(uint64_t b) {
 
 }  // namespace
 
-Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
+Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind, bool exportable) {
   const std::string& id = ctx.id();
   const char* kind_name = kind == Memory::DeviceLocal    ? "device-local"
                           : kind == Memory::DeviceMapped ? "host-mapped device-local"
@@ -48,6 +48,12 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
   bi.size = a.vk_bytes;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  if (exportable && !ctx.fn.vkGetMemoryFdKHR)
+    throw Error(fmt::format("{} ({}) cannot export memory: VK_KHR_external_memory_fd is not enabled", id, ctx.info().name));
+  constexpr auto kOpaqueFd = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  VkExternalMemoryBufferCreateInfo external{VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO};
+  external.handleTypes = kOpaqueFd;
+  if (exportable) bi.pNext = &external;
 
   // Check the heaps before creating anything: a request beyond them can never succeed.
   const auto& mp = ctx.facts.memory;
@@ -82,6 +88,15 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
   VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = uint32_t(type);
+  // An exported buffer has its memory to itself: the importer maps the whole allocation as that buffer.
+  VkExportMemoryAllocateInfo export_info{VK_STRUCTURE_TYPE_EXPORT_MEMORY_ALLOCATE_INFO};
+  VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+  if (exportable) {
+    export_info.handleTypes = kOpaqueFd;
+    dedicated.buffer = a.buffer;
+    ai.pNext = &export_info;
+    export_info.pNext = &dedicated;
+  }
   VkResult r = ctx.fn.vkAllocateMemory(ctx.device, &ai, nullptr, &a.memory);
   if (r == VK_ERROR_OUT_OF_DEVICE_MEMORY || r == VK_ERROR_OUT_OF_HOST_MEMORY) {
     ctx.fn.vkDestroyBuffer(ctx.device, a.buffer, nullptr);
@@ -102,6 +117,15 @@ Allocation allocate(const Context& ctx, uint64_t bytes, Memory kind) {
     throw;
   }
   return a;
+}
+
+int export_fd(const Context& ctx, const Allocation& a) {
+  VkMemoryGetFdInfoKHR gi{VK_STRUCTURE_TYPE_MEMORY_GET_FD_INFO_KHR};
+  gi.memory = a.memory;
+  gi.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD_BIT;
+  int fd = -1;
+  check(ctx.fn.vkGetMemoryFdKHR(ctx.device, &gi, &fd), "vkGetMemoryFdKHR", ctx.id());
+  return fd;
 }
 
 void release(const Context& ctx, Allocation& a) {

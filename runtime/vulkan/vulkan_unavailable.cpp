@@ -1,6 +1,7 @@
 // Built instead of the Vulkan runtime when volk or the Vulkan headers were missing at configure time: the
 // registry then sees no Vulkan devices, as it would on a machine without a Vulkan loader.
 #include "runtime/backend_registry.h"
+#include "runtime/cuda_peer.h"
 #include "runtime/vulkan/vulkan_validation.h"
 
 namespace spire::rt::vulkan {
@@ -13,3 +14,12 @@ uint64_t validation_message_count() { return 0; }
 bool validation_enabled() { return false; }
 
 }  // namespace spire::rt::vulkan
+
+namespace spire::rt {
+
+std::optional<int> cuda_peer(const Device& device) {
+  if (device.info().backend == Backend::Cuda) return device.info().index;
+  return std::nullopt;
+}
+
+}  // namespace spire::rt

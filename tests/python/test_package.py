@@ -21,6 +21,17 @@ def test_devices_listed():
         assert d.id in d.describe() and d.name in d.describe()
 
 
+def test_cuda_peer_is_a_cuda_devices_own_ordinal_or_a_shared_gpus():
+    """Device.cuda_peer: which torch cuda:N a device reads in place. A CUDA device's own index; a Vulkan device's only
+    where a CUDA driver has the same GPU (none beside lavapipe: the C++ bridge test covers that with the mock driver)."""
+    for d in spire.devices():
+        peer = spire.open_device(d.id).cuda_peer
+        if d.backend == "cuda":
+            assert peer == int(d.id.split(":")[1])
+        elif "llvmpipe" in d.name:
+            assert peer is None
+
+
 def test_bad_device_name_names_the_devices_present():
     with pytest.raises(ValueError) as e:
         spire.open_device("vulkan:99")

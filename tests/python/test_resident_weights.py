@@ -57,12 +57,14 @@ def test_results_are_fresh_tensors_each_call(device):
 
 
 def test_cuda_tensors_stay_on_the_device(device):
-    # spire's cuda:N with torch tensors on cuda:N: inputs, weights and outputs are copied device to device (the plan
-    # streams nothing through the host); results equal eager's and land on torch's device.
-    if not device.startswith("cuda:") or not torch.cuda.is_available():
+    # spire's cuda:N (or a vulkan:M that shares the GPU's memory) with torch tensors on cuda:N: inputs, weights and
+    # outputs are copied device to device (the plan streams nothing through the host); results equal eager's and land
+    # on torch's device.
+    peer = spire.open_device(device).cuda_peer if torch.cuda.is_available() else None
+    if peer is None:
         import pytest
-        pytest.skip("needs spire's cuda:N and torch's CUDA")
-    dev = torch.device("cuda", int(device.split(":")[1]))
+        pytest.skip("needs torch's CUDA and a spire device that reads its memory in place")
+    dev = torch.device("cuda", peer)
     model = seeded(SiluMLP, seed=44).eval().to(dev)
     compiled = spire.torch.compile(model, device=device)
     with torch.no_grad():

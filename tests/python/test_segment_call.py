@@ -3,7 +3,8 @@ them (not the Python path), see every change PyTorch makes to a weight (in place
 Parameter, new storage through .data, the old tensor put back, a buffer), upload only what changed (counted by
 Executable.parameter_uploads), and hand the Python path whatever it cannot take (another shape, a non-contiguous
 weight), so results always equal eager's. On spire's cuda:N with torch's CUDA present, model and inputs are torch CUDA
-tensors on cuda:N: the C++ call's device-to-device path, ordered against torch's stream."""
+tensors on cuda:N: the C++ call's device-to-device path, ordered against torch's stream; likewise on a vulkan:M that
+shares memory with torch's cuda:N (runtime/vulkan/vulkan_cuda_bridge.h)."""
 import pytest
 import torch
 import torch.nn as nn
@@ -26,10 +27,10 @@ class ConvBN(nn.Module):
 
 
 def _torch_device(device):
-    """Where the test's tensors live: torch's cuda:N for spire's cuda:N where torch has CUDA, else the CPU."""
-    if device.startswith("cuda:") and torch.cuda.is_available():
-        return torch.device("cuda", int(device.split(":")[1]))
-    return torch.device("cpu")
+    """Where the test's tensors live: torch's cuda:N where torch has CUDA and spire's device reads cuda:N's memory in
+    place (its own for spire's cuda:N, the same GPU's for a vulkan:M whose driver shares memory), else the CPU."""
+    peer = spire.open_device(device).cuda_peer if torch.cuda.is_available() else None
+    return torch.device("cuda", peer) if peer is not None else torch.device("cpu")
 
 
 def _setup(cls, seed, device, *shape):

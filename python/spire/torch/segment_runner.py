@@ -10,9 +10,10 @@ one C++ call: weights checked in a C++ loop, float32 tensors copied straight fro
 the outputs. On spire's cuda:N with torch tensors on cuda:N the plan streams nothing through the host and the host
 never waits: spire's queue waits on the device for torch's current stream, copies the inputs device to device
 (set_device), submits the step, queues the outputs' copies behind it (get_device), and torch's stream then waits on
-the device for spire's queue. Such a plan keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py). Calls no
-SegmentCall describes (padded batches, other dtypes, CUDA tensors for Vulkan) run the Python path below, with the same
-semantics."""
+the device for spire's queue. Such a plan keeps up to STEPS_IN_FLIGHT steps submitted (in_flight.py). On spire's
+vulkan:N with torch tensors on the same GPU's cuda:M the same calls exchange them device to device through memory both
+drivers map, the host ordering the two queues (runtime/vulkan/vulkan_cuda_bridge.h). Calls no SegmentCall describes
+(padded batches, other dtypes, CUDA tensors of another GPU) run the Python path below, with the same semantics."""
 import operator
 
 import torch
@@ -88,9 +89,11 @@ class SegmentRunner:
         # plan's weights are uploaded only by its own SegmentCall or by the Python path, which then replaces (or drops)
         # that SegmentCall, so the stamps each holds are always what its plan holds.
         self._calls = {}
-        info = owner.spire_device.info
-        # torch's device whose CUDA tensors spire's device can read in place (same device, same primary context).
-        self._cuda = torch.device("cuda", int(info.id.split(":")[1])) if info.backend == "cuda" else None
+        # torch's device whose CUDA tensors spire's device reads and writes in place: spire's cuda:N itself (the same
+        # primary context), or the GPU of spire's vulkan:N where the drivers share memory (the host orders the two
+        # queues there: runtime/vulkan/vulkan_cuda_bridge.h).
+        peer = owner.spire_device.cuda_peer if torch.cuda.is_available() else None
+        self._cuda = torch.device("cuda", peer) if peer is not None else None
 
     # ---- keys
     def _signature(self, inputs, batch):

@@ -8,7 +8,11 @@
 // access faults with CUDA_ERROR_ILLEGAL_ADDRESS as on a GPU). Launches are checked against the entry's
 // signature and .reqntid and logged for the tests to inspect (mock_cuda_* functions at the end). Tensor maps
 // (cuTensorMapEncodeTiled) are written in the mock's own format (mock_tensor_map.h), which the interpreter's tensor
-// copies read.
+// copies read. External memory (cuImportExternalMemory of an opaque file descriptor, as a Vulkan driver exports it) is
+// the descriptor's pages mapped into the process. An opaque descriptor means what its exporter says; this mock takes
+// lavapipe's (Mesa's os_memory_fd: a file that starts with its own size and the offset of the memory's first byte), so
+// the Vulkan-CUDA bridge (runtime/vulkan/vulkan_cuda_bridge.h) runs for real between lavapipe and this mock. The device's UUID is
+// SPIRE_MOCK_CUDA_UUID (32 hex digits, as a Vulkan deviceUUID printed without dashes), zeros without it.
 //
 // Misbehaviour on purpose, keyed by the entry name: "mock_reject" modules fail to load with a JIT log,
 // "mock_fault" launches leave a sticky CUDA_ERROR_ILLEGAL_ADDRESS, "mock_no_capture" launches cannot be
@@ -20,6 +24,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -81,6 +89,11 @@ struct State {
   CUresult sticky = OK;
   std::map<uint64_t, uint64_t> allocations;  // base -> bytes, of device and pinned host memory alike
   std::map<uint64_t, bool> pinned;            // the bases of cuMemHostAlloc's allocations
+  struct Imported {
+    void* mapping;
+    uint64_t mapped_bytes, bytes;  // the whole file's, and the memory's from its first byte
+  };
+  std::map<void*, Imported> imported;  // cuImportExternalMemory's, by the memory's first byte
   int module_loads = 0;
   int stream_waits = 0;  // cuStreamWaitEvent calls outside capture
   std::vector<LaunchRecord> launches;
@@ -167,6 +180,14 @@ CUresult cuDeviceGetCount(int* n) {
 CUresult cuDeviceGet(int* d, int ordinal) {
   if (ordinal != 0) return INVALID_DEVICE;
   *d = 0;
+  return OK;
+}
+CUresult cuDeviceGetUuid(char* uuid, int dev) {
+  if (dev != 0) return INVALID_DEVICE;
+  std::memset(uuid, 0, 16);
+  const char* hex = std::getenv("SPIRE_MOCK_CUDA_UUID");
+  for (int i = 0; hex && i < 16 && std::strlen(hex) >= size_t(2 * i + 2); ++i)
+    uuid[i] = char(std::stoi(std::string(hex + 2 * i, 2), nullptr, 16));
   return OK;
 }
 CUresult cuDeviceGetName(char* name, int len, int dev) {
@@ -326,6 +347,66 @@ CUresult cuMemHostGetDevicePointer_v2(uint64_t* ptr, void* host, unsigned flags)
   std::lock_guard lock(st().m);
   if (flags != 0 || !st().pinned.count(reinterpret_cast<uint64_t>(host))) return INVALID_VALUE;
   *ptr = reinterpret_cast<uint64_t>(host);
+  return OK;
+}
+// cuda.h's CUDA_EXTERNAL_MEMORY_HANDLE_DESC and CUDA_EXTERNAL_MEMORY_BUFFER_DESC (opaque descriptors only).
+struct ExternalMemoryDesc {
+  int type;
+  union {
+    int fd;
+    void* win32[2];
+  } handle;
+  unsigned long long size;
+  unsigned flags;
+  unsigned reserved[16];
+};
+struct ExternalBufferDesc {
+  unsigned long long offset, size;
+  unsigned flags;
+  unsigned reserved[16];
+};
+CUresult cuImportExternalMemory(void** memory, const ExternalMemoryDesc* desc) {
+  NEED_CONTEXT();
+  if (desc->type != 1 || desc->size == 0) return INVALID_VALUE;  // CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD
+  struct stat file{};
+  if (::fstat(desc->handle.fd, &file) != 0 || file.st_size < 16) return INVALID_VALUE;
+  const uint64_t mapped_bytes = uint64_t(file.st_size);
+  void* mapping = ::mmap(nullptr, mapped_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, desc->handle.fd, 0);
+  if (mapping == MAP_FAILED) return INVALID_VALUE;
+  const auto* header = static_cast<const uint64_t*>(mapping);  // Mesa's: the file's size, the memory's offset
+  if (header[0] != mapped_bytes || header[1] + desc->size > mapped_bytes) {
+    ::munmap(mapping, mapped_bytes);
+    return INVALID_VALUE;
+  }
+  ::close(desc->handle.fd);  // the driver owns the descriptor once the import succeeds
+  void* base = static_cast<char*>(mapping) + header[1];
+  std::lock_guard lock(st().m);
+  st().imported[base] = {mapping, mapped_bytes, desc->size};
+  *memory = base;
+  return OK;
+}
+CUresult cuExternalMemoryGetMappedBuffer(uint64_t* ptr, void* memory, const ExternalBufferDesc* desc) {
+  NEED_CONTEXT();
+  std::lock_guard lock(st().m);
+  auto it = st().imported.find(memory);
+  if (it == st().imported.end() || desc->offset + desc->size > it->second.bytes) return INVALID_VALUE;
+  *ptr = reinterpret_cast<uint64_t>(memory) + desc->offset;
+  st().allocations[*ptr] = desc->size;
+  st().pinned[*ptr] = true;  // not cuMemFree's to free
+  return OK;
+}
+CUresult cuDestroyExternalMemory(void* memory) {
+  if (!has_context()) return INVALID_CONTEXT;
+  std::lock_guard lock(st().m);
+  auto it = st().imported.find(memory);
+  if (it == st().imported.end()) return INVALID_HANDLE;
+  const uint64_t base = reinterpret_cast<uint64_t>(memory);
+  for (auto a = st().allocations.lower_bound(base); a != st().allocations.end() && a->first < base + it->second.bytes;) {
+    st().pinned.erase(a->first);
+    a = st().allocations.erase(a);
+  }
+  ::munmap(it->second.mapping, it->second.mapped_bytes);
+  st().imported.erase(it);
   return OK;
 }
 CUresult cuMemcpyHtoDAsync_v2(uint64_t dst, const void* src, size_t bytes, void* s) {
@@ -619,6 +700,10 @@ CUresult cuGetProcAddress_v2(const char* symbol, void** fn, int version, uint64_
       {"cuGraphExecDestroy", (void*)&cuGraphExecDestroy},
       {"cuGraphDestroy", (void*)&cuGraphDestroy},
       {"cuTensorMapEncodeTiled", (void*)&cuTensorMapEncodeTiled},
+      {"cuDeviceGetUuid", (void*)&cuDeviceGetUuid},
+      {"cuImportExternalMemory", (void*)&cuImportExternalMemory},
+      {"cuExternalMemoryGetMappedBuffer", (void*)&cuExternalMemoryGetMappedBuffer},
+      {"cuDestroyExternalMemory", (void*)&cuDestroyExternalMemory},
   };
   if (version != 12000) return INVALID_VALUE;  // runtime/cuda's ABI declarations are for 12.0 variants
   auto it = table.find(symbol);
