@@ -16,11 +16,8 @@ namespace {
 // Every access of the Vulkan work before the copies, and of the copies before the work after them: the submissions
 // around the bridge's copies are ordered by these barriers (a barrier's scopes reach across submissions on one queue).
 void full_barrier(const DeviceFunctions& fn, VkCommandBuffer cmd) {
-  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
-  mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
-  mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
-  fn.vkCmdPipelineBarrier(cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0,
-                          nullptr, 0, nullptr);
+  memory_barrier(fn, cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_WRITE_BIT,
+                 VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT);
 }
 
 constexpr uint64_t kAlignment = 256;               // each queued copy's place in a shared buffer

@@ -54,4 +54,12 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
 
 #undef SPIRE_VULKAN_LOAD
 
+void memory_barrier(const DeviceFunctions& fn, VkCommandBuffer cmd, VkPipelineStageFlags src_stages, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stages, VkAccessFlags dst) {
+  VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  mb.srcAccessMask = src;
+  mb.dstAccessMask = dst;
+  fn.vkCmdPipelineBarrier(cmd, src_stages, dst_stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+}
+
 }  // namespace spire::rt::vulkan

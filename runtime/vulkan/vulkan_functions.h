@@ -113,4 +113,9 @@ struct DeviceFunctions {
   static DeviceFunctions load(PFN_vkGetDeviceProcAddr get_device_proc_addr, VkDevice device, std::string_view device_id);
 };
 
+// One global memory barrier: the accesses `src` of the stages `src_stages` recorded or submitted before it happen
+// before, and are visible to, the accesses `dst` of the stages `dst_stages` after it (across submissions on a queue).
+void memory_barrier(const DeviceFunctions& fn, VkCommandBuffer cmd, VkPipelineStageFlags src_stages, VkAccessFlags src,
+                    VkPipelineStageFlags dst_stages, VkAccessFlags dst);
+
 }  // namespace spire::rt::vulkan
