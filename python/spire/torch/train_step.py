@@ -53,8 +53,8 @@ def _optimizer_options(opt):
 
 
 class _StepPlan(InFlightPlan):
-    """device_io: compiled for torch CUDA tensors on spire's own cuda:N, whose batch, target and loss are exchanged
-    device to device with no host wait (steps in flight); else batch, target and loss are streamed through the host."""
+    """device_io: compiled for torch CUDA tensors on the GPU spire's device reads in place, whose batch, target and loss
+    are exchanged device to device (steps in flight; on cuda:N with no host wait); else they stream through the host."""
 
     def __init__(self, conv, exe, param_names, device_io):
         super().__init__(exe)
@@ -79,9 +79,10 @@ class CompiledStep:
         self._plans = {}
         self._active = None
         self._versions = {}  # path -> the _version of the torch tensor the device copy was made from or written to
-        info = self.spire_device.info
-        # torch's device whose CUDA tensors spire's device exchanges in place (same device, same primary context).
-        self._cuda = torch.device("cuda", int(info.id.split(":")[1])) if info.backend == "cuda" else None
+        # torch's device whose CUDA tensors spire's device exchanges in place: spire's cuda:N itself (the same primary
+        # context), or the GPU of a vulkan:N whose driver shares memory with CUDA's (runtime/vulkan/vulkan_cuda_bridge.h).
+        peer = self.spire_device.cuda_peer if torch.cuda.is_available() else None
+        self._cuda = torch.device("cuda", peer) if peer is not None else None
 
     # ---- building
     def _build(self, inputs, target):
