@@ -80,3 +80,28 @@ def test_cuda_tensors_stay_on_the_device(device):
         x = torch.randn(3, 128, device=dev)
         assert rel_err(compiled(x), model(x)) <= 1e-4
         assert _uploads(compiled) == uploads + 1
+
+
+def test_a_replaced_submodule_is_traced_again(device):
+    # model.linear1 = a new module: symbolic_trace's graph called the old one. The call after a replacement runs the
+    # module as it is now (a new Linear of the same shape, then a Sequential of another structure), saying so once.
+    import warnings
+
+    import pytest
+    model = seeded(SiluMLP, seed=45).eval()
+    x = torch.randn(3, 128)
+    compiled = spire.torch.compile(model, device=device, dynamic=False)
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) <= 1e-4
+        torch.manual_seed(7)
+        model.linear1 = torch.nn.Linear(128, 64)
+        with pytest.warns(UserWarning, match="was replaced; traced and compiled again"):
+            y = compiled(x)
+        assert rel_err(y, model(x)) <= 1e-4
+        model.linear2 = torch.nn.Sequential(torch.nn.Linear(64, 32), torch.nn.ReLU(), torch.nn.Linear(32, 128))
+        with pytest.warns(UserWarning, match="was replaced"):
+            y = compiled(x)
+        assert rel_err(y, model(x)) <= 1e-4
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # nothing replaced since: no tracing, no compiling
+            assert rel_err(compiled(x), model(x)) <= 1e-4

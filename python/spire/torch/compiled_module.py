@@ -108,6 +108,21 @@ def _restore(gm, state):
     torch.set_rng_state(rng)
 
 
+class _ModuleTree:
+    """Every (parent, attribute name, submodule) link of a module tree as traced. symbolic_trace's graph calls the
+    submodules it found, so a submodule the user replaces since (model.fc = nn.Linear(...)) leaves that graph stale:
+    intact() tells, in C-level calls only (tens of nanoseconds a link)."""
+
+    def __init__(self, module):
+        links = [(parent._modules, name, child) for parent in module.modules() for name, child in parent._modules.items()]
+        self.dicts = [d for d, _, _ in links]
+        self.names = [n for _, n, _ in links]
+        self.children = [c for _, _, c in links]
+
+    def intact(self):
+        return all(map(operator.is_, map(dict.get, self.dicts, self.names), self.children))
+
+
 def _batch_of(args):
     for a in args:
         if isinstance(a, torch.Tensor):
@@ -128,6 +143,9 @@ class SpireModule(torch.nn.Module):
         self.compilations = 0           # forward plans compiled, over every segment
         self.backward_compilations = 0  # gradient graphs compiled
         self._gm = trace(module) if graph is None else graph
+        # Where spire traced the module symbolically: its submodules as traced (a graph given, Dynamo's, has Dynamo's own
+        # guards; make_fx traces at every new key).
+        self._tree = _ModuleTree(module) if graph is None and self._gm is not None else None
         self._partitions = {}
         self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
@@ -198,7 +216,19 @@ class SpireModule(torch.nn.Module):
         return part
 
     def forward(self, *args):
+        if self._tree is not None and not self._tree.intact():
+            self._trace_again()
         return self.partition(args).run(args)
+
+    def _trace_again(self):
+        """A submodule was replaced since the module was traced: its graph and every plan made from it are dropped,
+        and the module as it is now traced and compiled again (as torch.compile recompiles when its guards fail)."""
+        warnings.warn(f"spire: a submodule of {type(self.module).__name__} was replaced; traced and compiled again",
+                      stacklevel=3)
+        self._gm = trace(self.module)
+        self._tree = _ModuleTree(self.module) if self._gm is not None else None
+        self._partitions = {}
+        self._modules_list = None
 
     def explain(self, *args):
         return self.partition(args).explain()
