@@ -105,3 +105,19 @@ def test_a_replaced_submodule_is_traced_again(device):
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # nothing replaced since: no tracing, no compiling
             assert rel_err(compiled(x), model(x)) <= 1e-4
+
+
+def test_a_replaced_submodule_is_seen_where_make_fx_traces(device):
+    # nn.TransformerEncoderLayer's fast-path checks defeat symbolic tracing (make_fx traces it per call key): a replaced
+    # submodule drops those traces too.
+    import pytest
+    torch.manual_seed(46)
+    layer = torch.nn.TransformerEncoderLayer(32, 4, 64, batch_first=True).eval()
+    x = torch.randn(2, 8, 32)
+    compiled = spire.torch.compile(layer, device=device, dynamic=False)
+    with torch.no_grad():
+        assert rel_err(compiled(x), layer(x)) <= 1e-4
+        layer.linear2 = torch.nn.Linear(64, 32)
+        with pytest.warns(UserWarning, match="was replaced"):
+            y = compiled(x)
+        assert rel_err(y, layer(x)) <= 1e-4

@@ -143,9 +143,8 @@ class SpireModule(torch.nn.Module):
         self.compilations = 0           # forward plans compiled, over every segment
         self.backward_compilations = 0  # gradient graphs compiled
         self._gm = trace(module) if graph is None else graph
-        # Where spire traced the module symbolically: its submodules as traced (a graph given, Dynamo's, has Dynamo's own
-        # guards; make_fx traces at every new key).
-        self._tree = _ModuleTree(module) if graph is None and self._gm is not None else None
+        # The module's submodules as traced (a graph given, Dynamo's, has Dynamo's own guards).
+        self._tree = _ModuleTree(module) if graph is None else None
         self._partitions = {}
         self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
@@ -191,7 +190,7 @@ class SpireModule(torch.nn.Module):
         return self._gm
 
     def partition(self, args):
-        if self._modules_list is None or self._gm is None:  # make_fx traces the module as it is now
+        if self._modules_list is None:  # listed again only when a submodule is replaced (forward's _trace_again)
             self._modules_list = list(self.module.modules())
         key = (tuple(map(_TRAINING, self._modules_list)),
                tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else type(a) for a in args),
@@ -225,8 +224,8 @@ class SpireModule(torch.nn.Module):
         and the module as it is now traced and compiled again (as torch.compile recompiles when its guards fail)."""
         warnings.warn(f"spire: a submodule of {type(self.module).__name__} was replaced; traced and compiled again",
                       stacklevel=3)
-        self._gm = trace(self.module)
-        self._tree = _ModuleTree(self.module) if self._gm is not None else None
+        self._gm = trace(self.module)  # None again where symbolic tracing failed: make_fx then traces per key
+        self._tree = _ModuleTree(self.module)
         self._partitions = {}
         self._modules_list = None
 
