@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
-#include "runtime/vulkan/vulkan_buffer.h"
 #include "runtime/cuda_peer.h"
+#include "runtime/vulkan/vulkan_buffer.h"
 #include "runtime/vulkan/vulkan_command_stream.h"
 #include "runtime/vulkan/vulkan_cuda_bridge.h"
 #include "runtime/vulkan/vulkan_kernel.h"
@@ -82,20 +82,26 @@ CudaBridge* VulkanDevice::open_bridge() {
   return bridge_.get();
 }
 
+namespace {
+
+// The Vulkan buffer behind `b`, whose `bytes` from `offset` on a copy to or from a CUDA address (`what`) touches.
+const VulkanBuffer& address_copy_range(const Buffer& b, const Context& ctx, uint64_t bytes, uint64_t offset,
+                                       const char* what) {
+  const VulkanBuffer& v = vulkan_buffer(&b, ctx, what);
+  if (offset > v.size() || bytes > v.size() - offset)
+    throw InvalidUse(fmt::format("{}: {} of {} bytes at offset {} overruns a buffer of {} bytes", ctx.id(), what, bytes,
+                                 offset, v.size()));
+  return v;
+}
+
+}  // namespace
+
 void VulkanDevice::copy_from_address(Buffer& dst, uint64_t address, uint64_t bytes, uint64_t offset) {
-  const VulkanBuffer& b = vulkan_buffer(&dst, *ctx_, "copy_from_address");
-  if (offset > b.size() || bytes > b.size() - offset)
-    throw InvalidUse(fmt::format("{}: copy_from_address of {} bytes at offset {} overruns a buffer of {} bytes", ctx_->id(),
-                                 bytes, offset, b.size()));
-  bridge().copy_from_address(b, address, bytes, offset);
+  bridge().copy_from_address(address_copy_range(dst, *ctx_, bytes, offset, "copy_from_address"), address, bytes, offset);
 }
 
 void VulkanDevice::copy_to_address(const Buffer& src, uint64_t address, uint64_t bytes, uint64_t offset) {
-  const VulkanBuffer& b = vulkan_buffer(&src, *ctx_, "copy_to_address");
-  if (offset > b.size() || bytes > b.size() - offset)
-    throw InvalidUse(fmt::format("{}: copy_to_address of {} bytes at offset {} overruns a buffer of {} bytes", ctx_->id(),
-                                 bytes, offset, b.size()));
-  bridge().copy_to_address(b, address, bytes, offset);
+  bridge().copy_to_address(address_copy_range(src, *ctx_, bytes, offset, "copy_to_address"), address, bytes, offset);
 }
 
 void VulkanDevice::wait_for_stream(uint64_t stream) { bridge().wait_for_stream(stream); }
