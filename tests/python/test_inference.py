@@ -116,3 +116,31 @@ def test_transformer_encoder_layer(device):
         # torch 1.13's make_fx records the fast path's fused op (torch._transformer_encoder_layer_fwd, which spire
         # maps onto its ops); torch 2.11's does not take the fast path under make_fx. Either way all runs on spire.
         assert "eager" not in compiled.explain(x)
+
+
+class WithOptionalArguments(torch.nn.Module):
+    """A forward with keyword and optional arguments, branching on one being None as a decoder does on its mask."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x, bias=None, scale: float = 1.0):
+        y = self.fc(x) * scale
+        return y if bias is None else y + bias
+
+
+def test_keyword_and_optional_arguments(device):
+    # A call binds to the forward's parameters (keywords, defaults); arguments that are not tensors are constants of
+    # the trace, so the branch on `bias is None` follows each call (one trace per value).
+    model = seeded(WithOptionalArguments, seed=47).eval()
+    x, b = torch.randn(4, 16), torch.randn(16)
+    compiled = spire.torch.compile(model, device=device, dynamic=False)
+    calls = [((x,), {}), ((x, b), {}), ((), {"x": x}), ((x,), {"bias": b}), ((x,), {"scale": 2.0}), ((x, b, 0.5), {})]
+    with torch.no_grad():
+        for args, kwargs in calls:
+            assert rel_err(compiled(*args, **kwargs), model(*args, **kwargs)) <= TOL, (len(args), kwargs)
+        with pytest.raises(TypeError, match="unexpected keyword argument 'bogus'"):
+            compiled(x, bogus=1)
+        with pytest.raises(TypeError, match="missing a required argument: 'x'"):
+            compiled()

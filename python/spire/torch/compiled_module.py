@@ -5,6 +5,7 @@ Per kind of call (each submodule's train/eval mode, the inputs' dtypes and ranks
 graph is probed once (one eager run recording types) and cut into segments; each segment compiles its own plans.
 Parameters stay where they are, in the wrapped module: its .parameters(), .state_dict() and optimizers see the same
 tensors, and .grad is filled by backward."""
+import inspect
 import operator
 import os
 import warnings
@@ -25,13 +26,30 @@ from spire.torch.tensors import SUPPORTED_DTYPES
 _TRAINING = operator.attrgetter("training")
 
 
-def trace(module):
-    """The module's FX graph from torch.fx.symbolic_trace (spire custom ops kept as nodes); None when symbolic tracing cannot follow its Python
-    control flow (then each call traces with real tensors through functorch's make_fx)."""
+def trace(module, concrete_args=None):
+    """The module's FX graph from torch.fx.symbolic_trace (spire custom ops kept as nodes), its non-tensor arguments
+    `concrete_args` taken as constants; None when symbolic tracing cannot follow its Python control flow (then each
+    call traces with real tensors through functorch's make_fx)."""
     try:
-        return symbolic_trace(module)
+        return symbolic_trace(module, concrete_args)
     except Exception:  # torch.fx.proxy.TraceError and whatever the module's Python raises on proxies
         return None
+
+
+# Values of non-tensor arguments a trace is specialized to (a forward may branch on them: `if mask is None`).
+_CONSTANT_TYPES = (type(None), bool, int, float, str)
+
+
+def _parameters_of(module):
+    """The forward's parameters by name, in order, where a call can be bound to them (no *args, **kwargs or
+    keyword-only parameters); None else (calls then pass positional arguments only)."""
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in params):
+        return None
+    return params
 
 
 class _Partition:
@@ -143,6 +161,14 @@ class SpireModule(torch.nn.Module):
         self.compilations = 0           # forward plans compiled, over every segment
         self.backward_compilations = 0  # gradient graphs compiled
         self._gm = trace(module) if graph is None else graph
+        # Calls bound to the forward's parameters (keywords, defaults), and symbolic traces by the values of the
+        # arguments that are not tensors (a graph given, Dynamo's, is called as Dynamo calls it).
+        self._params = _parameters_of(module) if graph is None else None
+        self._sig = inspect.Signature(self._params) if self._params is not None else None
+        # The defaults, and how many leading parameters have none (a call passes at least those).
+        self._defaults = tuple(p.default for p in self._params or ())
+        self._required = sum(1 for p in self._params or () if p.default is p.empty)
+        self._traces = {}
         # The module's submodules as traced (a graph given, Dynamo's, has Dynamo's own guards).
         self._tree = _ModuleTree(module) if graph is None else None
         self._partitions = {}
@@ -187,13 +213,36 @@ class SpireModule(torch.nn.Module):
         if self._gm is None:
             from functorch import make_fx
             return make_fx(self.module)(*args)
-        return self._gm
+        constants = {p.name: a for p, a in zip(self._params or (), args) if isinstance(a, _CONSTANT_TYPES)}
+        if not constants:
+            return self._gm
+        key = tuple(constants.items())
+        if key not in self._traces:
+            self._traces[key] = trace(self.module, constants) or self._gm
+        return self._traces[key]
+
+    def _bind(self, args, kwargs):
+        """The call's arguments in the forward's order, defaults filled in (the traces' placeholders)."""
+        if self._params is None:
+            if kwargs:
+                raise TypeError(f"spire: {type(self.module).__name__}.forward takes *args, **kwargs or keyword-only "
+                                "parameters, so its compiled module takes positional arguments only")
+            return args
+        if not kwargs and len(args) == len(self._params):
+            return args
+        if not kwargs and self._required <= len(args) < len(self._params):  # the rest by default: no binding machinery
+            return args + self._defaults[len(args):]
+        bound = self._sig.bind(*args, **kwargs)
+        bound.apply_defaults()
+        return tuple(bound.arguments.values())
 
     def partition(self, args):
         if self._modules_list is None:  # listed again only when a submodule is replaced (forward's _trace_again)
             self._modules_list = list(self.module.modules())
         key = (tuple(map(_TRAINING, self._modules_list)),
-               tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else type(a) for a in args),
+               # A value that is not a tensor is a constant of the trace (None, a number, a flag), else its type.
+               tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else
+                     a if isinstance(a, _CONSTANT_TYPES) else type(a) for a in args),
                # make_fx traces with real tensors: its graph holds for these shapes and this grad mode only.
                self._gm is None and (torch.is_grad_enabled(),
                                      tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))))
@@ -214,7 +263,8 @@ class SpireModule(torch.nn.Module):
                     f.write(part.explain() + "\n")
         return part
 
-    def forward(self, *args):
+    def forward(self, *args, **kwargs):
+        args = self._bind(args, kwargs)
         if self._tree is not None and not self._tree.intact():
             self._trace_again()
         return self.partition(args).run(args)
@@ -226,8 +276,9 @@ class SpireModule(torch.nn.Module):
                       stacklevel=3)
         self._gm = trace(self.module)  # None again where symbolic tracing failed: make_fx then traces per key
         self._tree = _ModuleTree(self.module)
+        self._traces = {}
         self._partitions = {}
         self._modules_list = None
 
-    def explain(self, *args):
-        return self.partition(args).explain()
+    def explain(self, *args, **kwargs):
+        return self.partition(self._bind(args, kwargs)).explain()

@@ -82,10 +82,24 @@ class Tracer(torch.fx.Tracer):
         return isinstance(m, CustomOp) or super().is_leaf_module(m, qualname)
 
 
-def symbolic_trace(module):
-    graph = Tracer().trace(module)
+# The checks torch.fx puts in a graph traced with concrete_args, that a call passes the values it was specialized to.
+_SPECIALIZATION_CHECKS = (torch._assert, torch.fx._symbolic_trace._assert_is_none)
+
+
+def symbolic_trace(module, concrete_args=None):
+    """torch.fx.symbolic_trace with spire's custom ops as leaves. concrete_args: {parameter name: value} of arguments
+    that are not tensors (None, numbers, flags), taken as constants so that the forward's Python branches on them;
+    the graph keeps their placeholders but not fx's checks of them (the caller keys its traces by those values)."""
+    graph = Tracer().trace(module, concrete_args)
     name = module.__class__.__name__ if isinstance(module, torch.nn.Module) else module.__name__
-    return torch.fx.GraphModule(module, graph, name)
+    gm = torch.fx.GraphModule(module, graph, name)
+    if concrete_args:
+        for n in list(gm.graph.nodes):
+            if n.op == "call_function" and n.target in _SPECIALIZATION_CHECKS:
+                gm.graph.erase_node(n)
+        gm.graph.eliminate_dead_code()
+        gm.recompile()
+    return gm
 
 
 __all__ = ["CustomOp", "Tracer", "symbolic_trace"]
