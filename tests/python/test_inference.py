@@ -144,3 +144,27 @@ def test_keyword_and_optional_arguments(device):
             compiled(x, bogus=1)
         with pytest.raises(TypeError, match="missing a required argument: 'x'"):
             compiled()
+
+
+class WithDictOutput(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return {"hidden": h, "pooled": [h.mean(0), h.amax(0)]}
+
+
+def test_containers_come_back_as_the_forward_returns_them(device):
+    # A dict of a tensor and a list, as eager returns it: plain, mutable containers (not FX's read-only ones).
+    model = seeded(WithDictOutput, seed=48).eval()
+    x = torch.randn(4, 16)
+    compiled = spire.torch.compile(model, device=device, dynamic=False)
+    with torch.no_grad():
+        got, want = compiled(x), model(x)
+    assert type(got) is dict and type(got["pooled"]) is list
+    assert rel_err(got["hidden"], want["hidden"]) <= TOL
+    for g, w in zip(got["pooled"], want["pooled"]):
+        assert rel_err(g, w) <= TOL
+    got["extra"] = 1  # mutable, as eager's is

@@ -93,7 +93,7 @@ class _Partition:
             if n.op == "placeholder":
                 env[n] = next(placeholders)
             elif n.op == "output":
-                return torch.fx.node.map_arg(n.args[0], lambda a: env[a])
+                return _plain(torch.fx.node.map_arg(n.args[0], lambda a: env[a]))
             else:
                 self.interp.env = env
                 env[n] = self.interp.run_node(n)
@@ -139,6 +139,17 @@ class _ModuleTree:
 
     def intact(self):
         return all(map(operator.is_, map(dict.get, self.dicts, self.names), self.children))
+
+
+def _plain(v):
+    """FX's read-only containers of a graph's output as the dicts and lists the module's forward returns."""
+    if isinstance(v, torch.fx.immutable_collections.immutable_dict):
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, torch.fx.immutable_collections.immutable_list):
+        return [_plain(x) for x in v]
+    if type(v) is tuple:
+        return tuple(_plain(x) for x in v)
+    return v
 
 
 def _batch_of(args):
