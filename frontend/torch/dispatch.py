@@ -111,6 +111,20 @@ def _feeds_strided_view(node):
     return False
 
 
+# A module's own hooks: called by nn.Module.__call__, so only where PyTorch calls the module (eager), never inside a
+# spire segment. Backward pre-hooks exist from torch 2.0.
+_HOOK_DICTS = ("_forward_pre_hooks", "_forward_hooks", "_backward_hooks", "_backward_pre_hooks")
+
+
+def hook_dicts(module):
+    """The module's hook dictionaries (those this torch has)."""
+    return [d for d in (getattr(module, name, None) for name in _HOOK_DICTS) if d is not None]
+
+
+def has_hooks(module):
+    return any(hook_dicts(module))
+
+
 def convert_node(b, node, gm, args, kwargs):
     """Converted arguments in; a SpireValue, a tuple of them, or a Python value out; Unsupported if spire cannot."""
     if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and _is_view(node.target) and \
@@ -118,6 +132,8 @@ def convert_node(b, node, gm, args, kwargs):
         raise Unsupported("its result feeds a strided view (as_strided, _reshape_alias) that stays in eager PyTorch")
     if node.op == "call_module":
         mod = fetch_attr(gm, node.target)
+        if has_hooks(mod):
+            raise Unsupported(f"nn.{type(mod).__name__} has hooks, which PyTorch calls only where it runs the module")
         handler = torch_ops.MODULES.get(type(mod))
         if handler is None:
             raise Unsupported(f"no spire mapping for nn.{type(mod).__name__}")

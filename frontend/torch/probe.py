@@ -8,7 +8,7 @@ import torch.fx
 from spire import _spire
 
 from .builder import Builder, TORCH_TO_SPIRE, SpireValue, Unsupported
-from .dispatch import convert_node, fetch_attr
+from .dispatch import convert_node, fetch_attr, has_hooks
 
 
 class TensorInfo:
@@ -52,6 +52,14 @@ class _Recorder(torch.fx.Interpreter):
         r = super().run_node(n)
         self.results[n] = summarize(r)
         return r
+
+    def call_module(self, target, args, kwargs):
+        # A module's hooks run once a call, where the module runs for real: this dry run calls its forward alone
+        # (a hook that changes the result's type or shape would mislead it; one that looks or scales does not).
+        module = self.fetch_attr(target)
+        if has_hooks(module):
+            return module.forward(*args, **kwargs)
+        return super().call_module(target, args, kwargs)
 
 
 def leaf(b, info, name):

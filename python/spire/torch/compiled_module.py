@@ -16,7 +16,7 @@ import torch.fx
 import spire
 from spire.torch.autograd_function import run_with_grad
 from spire.torch.custom_ops import symbolic_trace
-from spire.torch.frontend.dispatch import describe
+from spire.torch.frontend.dispatch import describe, hook_dicts
 from spire.torch.frontend.probe import probe
 from spire.torch.frontend.segments import split_segments
 from spire.torch.segment_runner import SegmentRunner
@@ -136,9 +136,14 @@ class _ModuleTree:
         self.dicts = [d for d, _, _ in links]
         self.names = [n for _, n, _ in links]
         self.children = [c for _, _, c in links]
+        # And every module's hooks: the trace keeps a module with hooks as one node that runs in eager PyTorch, so a
+        # hook added or removed since calls for another trace.
+        self.hooks = [d for m in module.modules() for d in hook_dicts(m)]
+        self.hook_counts = list(map(len, self.hooks))
 
     def intact(self):
-        return all(map(operator.is_, map(dict.get, self.dicts, self.names), self.children))
+        return (all(map(operator.is_, map(dict.get, self.dicts, self.names), self.children)) and
+                list(map(len, self.hooks)) == self.hook_counts)
 
 
 def _plain(v):
@@ -281,10 +286,11 @@ class SpireModule(torch.nn.Module):
         return self.partition(args).run(args)
 
     def _trace_again(self):
-        """A submodule was replaced since the module was traced: its graph and every plan made from it are dropped,
-        and the module as it is now traced and compiled again (as torch.compile recompiles when its guards fail)."""
-        warnings.warn(f"spire: a submodule of {type(self.module).__name__} was replaced; traced and compiled again",
-                      stacklevel=3)
+        """A submodule was replaced, or a hook added or removed, since the module was traced: its graph and every plan
+        made from it are dropped, and the module as it is now traced and compiled again (as torch.compile recompiles
+        when its guards fail)."""
+        warnings.warn(f"spire: a submodule or a hook of {type(self.module).__name__} was replaced, added or removed; "
+                      "traced and compiled again", stacklevel=3)
         self._gm = trace(self.module)  # None again where symbolic tracing failed: make_fx then traces per key
         self._tree = _ModuleTree(self.module)
         self._traces = {}

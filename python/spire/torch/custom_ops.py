@@ -13,6 +13,7 @@ import torch.fx
 import spire
 from spire.torch.frontend import torch_ops
 from spire.torch.frontend.builder import TORCH_TO_SPIRE, Unsupported
+from spire.torch.frontend.dispatch import has_hooks
 from spire.torch.tensors import to_numpy
 
 
@@ -78,8 +79,10 @@ torch_ops.MODULES[CustomOp] = _convert
 
 
 class Tracer(torch.fx.Tracer):
+    # A module with hooks is one node too: its hooks run only where PyTorch calls it, so it stays in eager PyTorch
+    # (dispatch.py refuses it) instead of being traced through, hooks lost.
     def is_leaf_module(self, m, qualname):
-        return isinstance(m, CustomOp) or super().is_leaf_module(m, qualname)
+        return isinstance(m, CustomOp) or has_hooks(m) or super().is_leaf_module(m, qualname)
 
 
 # The checks torch.fx puts in a graph traced with concrete_args, that a call passes the values it was specialized to.
