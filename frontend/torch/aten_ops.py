@@ -1,16 +1,43 @@
 """Handlers for ATen ops, what functorch's make_fx / aot_module record (torch.ops.aten.*), keyed by the overload's
 name ("aten.convolution.default"). Same contract as torch_ops: converted arguments in, a spire value out, or
 Unsupported with the reason."""
+import torch
+import torch.nn.functional as F
+
 from spire import _spire
 
 from . import nn_blocks as nb
 from .builder import SpireValue, Unsupported, registrar
-from .torch_ops import METHODS, arg
+from .torch_ops import FUNCTIONS, METHODS, arg
 
 ATEN = {}
 
 
 aten = registrar(ATEN)
+
+
+# ATen overloads that take the arguments of a torch function or tensor method, in its order and under its names: that
+# function's handler serves them.
+for _overload, _handler in (
+        ("aten.view.default", METHODS["view"]), ("aten._unsafe_view.default", METHODS["view"]),
+        ("aten.reshape.default", METHODS["reshape"]), ("aten.permute.default", METHODS["permute"]),
+        ("aten.expand.default", METHODS["expand"]), ("aten.flatten.using_ints", FUNCTIONS[torch.flatten]),
+        ("aten.unsqueeze.default", FUNCTIONS[torch.unsqueeze]), ("aten.squeeze.dim", FUNCTIONS[torch.squeeze]),
+        ("aten.select.int", METHODS["select"]), ("aten.split.Tensor", FUNCTIONS[torch.split]),
+        ("aten.split_with_sizes.default", FUNCTIONS[torch.split]), ("aten.cat.default", FUNCTIONS[torch.cat]),
+        ("aten.clone.default", METHODS["clone"]), ("aten.detach.default", METHODS["detach"]),
+        ("aten.alias.default", METHODS["clone"]), ("aten.contiguous.default", METHODS["contiguous"]),
+        ("aten.clamp.default", FUNCTIONS[torch.clamp]), ("aten.hardtanh.default", FUNCTIONS[F.hardtanh]),
+        ("aten.gelu.default", FUNCTIONS[F.gelu]), ("aten.dropout.default", FUNCTIONS.get(torch.dropout)),
+        ("aten.max_pool2d.default", FUNCTIONS[F.max_pool2d]), ("aten.avg_pool2d.default", FUNCTIONS[F.avg_pool2d]),
+        ("aten._adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
+        ("aten.adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
+        # Functions a torch may lack (no handler registered then).
+        ("aten.scaled_dot_product_attention.default", FUNCTIONS.get(getattr(F, "scaled_dot_product_attention", 0))),
+        ("aten._transformer_encoder_layer_fwd.default",
+         FUNCTIONS.get(getattr(torch, "_transformer_encoder_layer_fwd", 0)))):
+    if _handler is not None:
+        ATEN[_overload] = _handler
 
 
 @aten("aten.convolution.default")
@@ -39,16 +66,6 @@ aten("aten.t.default")(METHODS["t"])
 aten("aten.transpose.int")(METHODS["transpose"])
 
 
-@aten("aten.permute.default")
-def _permute(b, args, kwargs):
-    return b.permute(args[0], args[1])
-
-
-@aten("aten.view.default", "aten._unsafe_view.default", "aten.reshape.default")
-def _view(b, args, kwargs):
-    return b.reshape(nb.tensor(args[0], "view's input"), args[1])
-
-
 @aten("aten._reshape_alias.default")
 def _reshape_alias(b, args, kwargs):
     x, size, stride = args[0], list(args[1]), list(args[2])
@@ -61,50 +78,10 @@ def _reshape_alias(b, args, kwargs):
     return b.reshape(nb.tensor(x, "the input"), size)
 
 
-@aten("aten.flatten.using_ints")
-def _flatten(b, args, kwargs):
-    return b.flatten(args[0], arg(args, kwargs, 1, "start_dim", 0), arg(args, kwargs, 2, "end_dim", -1))
-
-
-@aten("aten.unsqueeze.default")
-def _unsqueeze(b, args, kwargs):
-    return nb.unsqueeze(b, args[0], args[1])
-
-
-@aten("aten.squeeze.dim")
-def _squeeze(b, args, kwargs):
-    return nb.squeeze(b, args[0], args[1])
-
-
-@aten("aten.expand.default")
-def _expand(b, args, kwargs):
-    return nb.expand(b, args[0], args[1])
-
-
-@aten("aten.clone.default", "aten.detach.default", "aten.alias.default", "aten.contiguous.default")
-def _identity(b, args, kwargs):
-    return nb.tensor(args[0], "the input")
-
-
 for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"), ("log", "log"),
                    ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs"), ("silu", "silu"), ("erf", "erf"),
                    ("reciprocal", "reciprocal"), ("hardswish", "hard_swish")):
     aten(f"aten.{_name}.default")(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
-
-
-@aten("aten.hardtanh.default")
-def _hardtanh(b, args, kwargs):
-    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min_val", -1.0), arg(args, kwargs, 2, "max_val", 1.0))
-
-
-@aten("aten.clamp.default")
-def _clamp(b, args, kwargs):
-    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min", None), arg(args, kwargs, 2, "max", None))
-
-
-@aten("aten.gelu.default")
-def _gelu(b, args, kwargs):
-    return nb.gelu(b, args[0], kwargs.get("approximate", "none"))
 
 
 def _binary(op):
@@ -143,11 +120,6 @@ for _op, _dims, _input_of in (("mean", "aten.mean.dim", nb.float_tensor), ("sum"
     aten(f"aten.{_op}.default")(_over_all)
 
 
-@aten("aten.cat.default")
-def _cat(b, args, kwargs):
-    return nb.concat(b, list(args[0]), arg(args, kwargs, 1, "dim", 0))
-
-
 # Ops with several results: the handler returns a tuple whose other entries are None; a getitem of one of those
 # raises Unsupported (the indices of a max pooling, the saved statistics of a batch norm).
 @aten("aten.max_pool2d_with_indices.default")
@@ -156,24 +128,6 @@ def _max_pool2d_with_indices(b, args, kwargs):
     y = nb.max_pool2d(b, x, kernel, arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
                       arg(args, kwargs, 4, "dilation", 1), arg(args, kwargs, 5, "ceil_mode", False))
     return (y, None)
-
-
-@aten("aten.max_pool2d.default")
-def _max_pool2d(b, args, kwargs):
-    return nb.max_pool2d(b, args[0], args[1], arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
-                         arg(args, kwargs, 4, "dilation", 1), arg(args, kwargs, 5, "ceil_mode", False))
-
-
-@aten("aten.avg_pool2d.default")
-def _avg_pool2d(b, args, kwargs):
-    return nb.avg_pool2d(b, args[0], args[1], arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
-                         arg(args, kwargs, 4, "ceil_mode", False), arg(args, kwargs, 5, "count_include_pad", True),
-                         arg(args, kwargs, 6, "divisor_override", None))
-
-
-@aten("aten._adaptive_avg_pool2d.default", "aten.adaptive_avg_pool2d.default")
-def _adaptive_avg_pool2d(b, args, kwargs):
-    return nb.adaptive_avg_pool2d(b, args[0], args[1])
 
 
 @aten("aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
@@ -188,27 +142,10 @@ def _native_batch_norm(b, args, kwargs):
     return (nb.batch_norm_eval(b, x, w, bias, mean, var, eps), None, None)
 
 
-@aten("aten.split.Tensor", "aten.split_with_sizes.default")
-def _split(b, args, kwargs):
-    return nb.split(b, args[0], args[1], arg(args, kwargs, 2, "dim", 0))
-
-
 @aten("aten.native_layer_norm.default")
 def _native_layer_norm(b, args, kwargs):
     x, shape, w, bias, eps = args[:5]
     return (nb.layer_norm(b, x, list(shape), w, bias, eps), None, None)
-
-
-@aten("aten.dropout.default")
-def _dropout(b, args, kwargs):
-    if arg(args, kwargs, 2, "train", True) and args[1] > 0:
-        raise Unsupported("dropout in training mode (random masks stay in PyTorch)")
-    return args[0]
-
-
-@aten("aten.select.int")
-def _select(b, args, kwargs):
-    return nb.select(b, args[0], args[1], args[2])
 
 
 @aten("aten.unbind.int")
@@ -216,19 +153,6 @@ def _unbind(b, args, kwargs):
     x = nb.tensor(args[0], "unbind's input")
     dim = arg(args, kwargs, 1, "dim", 0)
     return tuple(nb.select(b, x, dim, i) for i in range(x.shape[dim]))
-
-
-@aten("aten._transformer_encoder_layer_fwd.default")
-def _encoder_layer(b, args, kwargs):
-    return nb.transformer_encoder_layer(b, {name: arg(args, kwargs, i, name, None)
-                                            for i, name in enumerate(nb.ENCODER_LAYER_ARGS)})
-
-
-@aten("aten.scaled_dot_product_attention.default")
-def _sdpa(b, args, kwargs):
-    return nb.scaled_dot_product_attention(b, args[0], args[1], args[2], arg(args, kwargs, 3, "attn_mask", None),
-                                           arg(args, kwargs, 4, "dropout_p", 0.0), arg(args, kwargs, 5, "is_causal", False),
-                                           kwargs.get("scale"))
 
 
 @aten("aten._scaled_dot_product_flash_attention_for_cpu.default")

@@ -167,6 +167,31 @@ FUNCTIONS = {}
 function = registrar(FUNCTIONS)
 
 
+# Tensor methods, fn(builder, args, kwargs) with args[0] the tensor: a method that takes its function's arguments
+# shares its handler (@function(torch.f) @method("f")).
+METHODS = {}
+
+
+method = registrar(METHODS)
+
+
+# What Dynamo records on torch >= 2, where it inlines nn modules and torch.nn.functional's Python: the functions
+# those call (torch.batch_norm, torch._C._nn.*, the in-place forms of inplace=True). Looked up by name, so a torch
+# without one of them simply has no entry.
+def _torch_fn(path):
+    obj = torch
+    for atom in path.split("."):
+        obj = getattr(obj, atom, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _functions(*paths):
+    fns = [f for f in (_torch_fn(p) for p in paths) if f is not None]
+    return function(*fns) if fns else (lambda fn: fn)
+
+
 def _binary(op, reverse=False):
     def handler(b, args, kwargs):
         a, c = arg(args, kwargs, 0, "input"), arg(args, kwargs, 1, "other")
@@ -185,6 +210,12 @@ for _fns, _op in (((operator.add, operator.iadd, torch.add), "add"), ((operator.
                   ((operator.truediv, operator.itruediv, torch.div, torch.true_divide), "div")):
     function(*_fns)(_binary(_op))
 function(torch.rsub)(_binary("sub", reverse=True))
+
+
+# The binary methods (x.add(y), x.add_(y)) take the functions' arguments, x first.
+def _binary_methods():
+    for names, op in ((("add", "add_"), "add"), (("mul", "mul_"), "mul"), (("sub",), "sub"), (("div",), "div")):
+        method(*names)(_binary(op))
 
 
 @function(operator.getitem)
@@ -216,21 +247,25 @@ def _python_arith(b, args, kwargs):
 
 
 @function(torch.relu, F.relu)
+@_functions("relu_")
 def _f_relu(b, args, kwargs):
     return nb.unary(b, "relu", args[0])
 
 
 @function(F.relu6)
+@_functions("_C._nn.relu6")
 def _f_relu6(b, args, kwargs):
     return nb.clamp(b, args[0], 0.0, 6.0)
 
 
 @function(F.hardtanh)
+@_functions("_C._nn.hardtanh", "_C._nn.hardtanh_")
 def _f_hardtanh(b, args, kwargs):
     return nb.clamp(b, args[0], arg(args, kwargs, 1, "min_val", -1.0), arg(args, kwargs, 2, "max_val", 1.0))
 
 
 @function(torch.clamp, torch.clip)
+@method("clamp", "clip")
 def _f_clamp(b, args, kwargs):
     lo, hi = arg(args, kwargs, 1, "min", None), arg(args, kwargs, 2, "max", None)
     if isinstance(lo, SpireValue) or isinstance(hi, SpireValue):
@@ -251,12 +286,14 @@ def _f_gelu(b, args, kwargs):
 
 
 @function(F.leaky_relu)
+@_functions("_C._nn.leaky_relu", "_C._nn.leaky_relu_")
 def _f_leaky_relu(b, args, kwargs):
     x = nb.float_tensor(args[0], "leaky_relu's input")
     return b.op("leaky_relu", [x], {"alpha": float(arg(args, kwargs, 1, "negative_slope", 0.01))}, rows="pointwise")
 
 
 @function(torch.flatten)
+@method("flatten")
 def _f_flatten(b, args, kwargs):
     return b.flatten(nb.tensor(args[0], "flatten's input"), arg(args, kwargs, 1, "start_dim", 0),
                      arg(args, kwargs, 2, "end_dim", -1))
@@ -296,6 +333,7 @@ def _f_avg_pool2d(b, args, kwargs):
 
 
 @function(F.adaptive_avg_pool2d)
+@_functions("_C._nn.adaptive_avg_pool2d", "adaptive_avg_pool2d")
 def _f_adaptive_avg_pool2d(b, args, kwargs):
     return nb.adaptive_avg_pool2d(b, args[0], arg(args, kwargs, 1, "output_size"))
 
@@ -308,6 +346,7 @@ def _f_dropout(b, args, kwargs):
 
 
 @function(torch.matmul, operator.matmul, torch.mm, torch.bmm)
+@method("matmul")
 def _f_matmul(b, args, kwargs):
     return nb.matmul(b, args[0], args[1])
 
@@ -318,18 +357,21 @@ def _f_cat(b, args, kwargs):
 
 
 @function(torch.mean)
+@method("mean")
 def _f_mean(b, args, kwargs):
     return b.reduce("mean", nb.float_tensor(args[0], "mean's input"), arg(args, kwargs, 1, "dim", None),
                     arg(args, kwargs, 2, "keepdim", False))
 
 
 @function(torch.sum)
+@method("sum")
 def _f_sum(b, args, kwargs):
     return b.reduce("sum", nb.tensor(args[0], "sum's input"), arg(args, kwargs, 1, "dim", None),
                     arg(args, kwargs, 2, "keepdim", False))
 
 
 @function(torch.transpose)
+@method("transpose")
 def _f_transpose(b, args, kwargs):
     return nb.transpose(b, args[0], args[1], args[2])
 
@@ -340,11 +382,13 @@ def _f_permute(b, args, kwargs):
 
 
 @function(torch.unsqueeze)
+@method("unsqueeze")
 def _f_unsqueeze(b, args, kwargs):
     return nb.unsqueeze(b, args[0], arg(args, kwargs, 1, "dim"))
 
 
 @function(torch.squeeze)
+@method("squeeze")
 def _f_squeeze(b, args, kwargs):
     return nb.squeeze(b, args[0], arg(args, kwargs, 1, "dim", None))
 
@@ -358,23 +402,6 @@ def _f_split(b, args, kwargs):
 def _f_layer_norm(b, args, kwargs):
     return nb.layer_norm(b, args[0], arg(args, kwargs, 1, "normalized_shape"), arg(args, kwargs, 2, "weight", None),
                          arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
-
-
-# What Dynamo records on torch >= 2, where it inlines nn modules and torch.nn.functional's Python: the functions
-# those call (torch.batch_norm, torch._C._nn.*, the in-place forms of inplace=True). Looked up by name, so a torch
-# without one of them simply has no entry.
-def _torch_fn(path):
-    obj = torch
-    for atom in path.split("."):
-        obj = getattr(obj, atom, None)
-        if obj is None:
-            return None
-    return obj
-
-
-def _functions(*paths):
-    fns = [f for f in (_torch_fn(p) for p in paths) if f is not None]
-    return function(*fns) if fns else (lambda fn: fn)
 
 
 # In-place functions: converted as their functional forms, which dispatch allows only where nothing reads the
@@ -412,21 +439,6 @@ def _torch_layer_norm(b, args, kwargs):
                          arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
 
 
-@_functions("relu_")
-def _torch_relu_(b, args, kwargs):
-    return nb.unary(b, "relu", args[0])
-
-
-@_functions("_C._nn.hardtanh", "_C._nn.hardtanh_")
-def _torch_hardtanh(b, args, kwargs):
-    return nb.clamp(b, args[0], arg(args, kwargs, 1, "min_val", -1.0), arg(args, kwargs, 2, "max_val", 1.0))
-
-
-@_functions("_C._nn.relu6")
-def _torch_relu6(b, args, kwargs):
-    return nb.clamp(b, args[0], 0.0, 6.0)
-
-
 for _path, _op in (("_C._nn.silu", "silu"), ("_C._nn.silu_", "silu"), ("_C._nn.hardswish", "hard_swish"),
                    ("_C._nn.hardswish_", "hard_swish"), ("sigmoid_", "sigmoid"), ("tanh_", "tanh")):
     _functions(_path)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
@@ -436,16 +448,6 @@ for _path, _op in (("_C._nn.silu", "silu"), ("_C._nn.silu_", "silu"), ("_C._nn.h
 def _torch_hardsigmoid(b, args, kwargs):
     return b.op("hard_sigmoid", [nb.float_tensor(args[0], "hardsigmoid's input")], {"alpha": 1 / 6, "beta": 0.5},
                 rows="pointwise")
-
-
-@_functions("_C._nn.leaky_relu", "_C._nn.leaky_relu_")
-def _torch_leaky_relu(b, args, kwargs):
-    return _f_leaky_relu(b, args, kwargs)
-
-
-@_functions("_C._nn.adaptive_avg_pool2d", "adaptive_avg_pool2d")
-def _torch_adaptive_avg_pool2d(b, args, kwargs):
-    return nb.adaptive_avg_pool2d(b, args[0], arg(args, kwargs, 1, "output_size"))
 
 
 @_functions("dropout")
@@ -470,18 +472,13 @@ def _f_encoder_layer(b, args, kwargs):
 
 
 @_functions("select")
+@method("select")
 def _f_select(b, args, kwargs):
     return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# tensor methods: fn(builder, args, kwargs), args[0] the tensor
-
-METHODS = {}
-
-
-method = registrar(METHODS)
-
+# tensor methods with arguments of their own
 
 def _sizes(args, start):
     rest = args[start:]
@@ -507,12 +504,6 @@ def _m_dim(b, args, kwargs):
     return nb.tensor(args[0], "dim's input").rank
 
 
-@method("flatten")
-def _m_flatten(b, args, kwargs):
-    return b.flatten(nb.tensor(args[0], "flatten's input"), arg(args, kwargs, 1, "start_dim", 0),
-                     arg(args, kwargs, 2, "end_dim", -1))
-
-
 @method("contiguous", "clone", "detach")
 def _m_identity(b, args, kwargs):
     return nb.tensor(args[0], "the input")
@@ -523,25 +514,10 @@ def _m_permute(b, args, kwargs):
     return b.permute(args[0], _sizes(args, 1))
 
 
-@method("transpose")
-def _m_transpose(b, args, kwargs):
-    return nb.transpose(b, args[0], args[1], args[2])
-
-
 @method("t")
 def _m_t(b, args, kwargs):
     x = nb.tensor(args[0], "t's input")
     return x if x.rank < 2 else nb.transpose(b, x, 0, 1)
-
-
-@method("unsqueeze")
-def _m_unsqueeze(b, args, kwargs):
-    return nb.unsqueeze(b, args[0], arg(args, kwargs, 1, "dim"))
-
-
-@method("squeeze")
-def _m_squeeze(b, args, kwargs):
-    return nb.squeeze(b, args[0], arg(args, kwargs, 1, "dim", None))
 
 
 @method("split")
@@ -554,54 +530,9 @@ def _m_expand(b, args, kwargs):
     return nb.expand(b, args[0], _sizes(args, 1))
 
 
-@method("mean")
-def _m_mean(b, args, kwargs):
-    return _f_mean(b, args, kwargs)
-
-
-@method("sum")
-def _m_sum(b, args, kwargs):
-    return _f_sum(b, args, kwargs)
-
-
-@method("add", "add_")
-def _m_add(b, args, kwargs):
-    return _binary("add")(b, args, kwargs)
-
-
-@method("mul", "mul_")
-def _m_mul(b, args, kwargs):
-    return _binary("mul")(b, args, kwargs)
-
-
-@method("sub")
-def _m_sub(b, args, kwargs):
-    return _binary("sub")(b, args, kwargs)
-
-
-@method("div")
-def _m_div(b, args, kwargs):
-    return _binary("div")(b, args, kwargs)
-
-
 for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"), ("log", "log"),
                    ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs")):
     method(_name)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
-
-
-@method("clamp", "clip")
-def _m_clamp(b, args, kwargs):
-    return _f_clamp(b, args, kwargs)
-
-
-@method("select")
-def _m_select(b, args, kwargs):
-    return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))
-
-
-@method("matmul")
-def _m_matmul(b, args, kwargs):
-    return nb.matmul(b, args[0], args[1])
 
 
 # ---------------------------------------------------------------------------------------------------------------
