@@ -12,31 +12,32 @@
 
 namespace spire::capi {
 
+// True when e is of one of the classes.
+template <class... Classes>
+bool is_one_of(const std::exception& e) {
+  return (... || (dynamic_cast<const Classes*>(&e) != nullptr));
+}
+
+// The status code of an exception, by its class: a derived class is asked about before its base.
+inline spire_status_code code_of(const std::exception& e) {
+  if (is_one_of<spire::bundle::BundleNotFound, std::out_of_range>(e)) return SPIRE_STATUS_NOT_FOUND;
+  if (is_one_of<spire::bundle::BundleError>(e)) return SPIRE_STATUS_BAD_BUNDLE;
+  if (is_one_of<spire::rt::MissingFeature>(e)) return SPIRE_STATUS_UNSUPPORTED;
+  if (is_one_of<spire::rt::OutOfMemory>(e)) return SPIRE_STATUS_OUT_OF_MEMORY;
+  if (is_one_of<spire::rt::InvalidUse, std::invalid_argument>(e)) return SPIRE_STATUS_INVALID_ARGUMENT;
+  if (is_one_of<spire::rt::Error>(e)) return SPIRE_STATUS_DEVICE_ERROR;
+  return SPIRE_STATUS_INTERNAL;
+}
+
 template <typename F>
 spire_status guarded(F&& f) {
   try {
     f();
     return nullptr;
-  } catch (const spire::bundle::BundleNotFound& e) {
-    return make_status(SPIRE_STATUS_NOT_FOUND, e.what());
-  } catch (const spire::bundle::BundleError& e) {
-    return make_status(SPIRE_STATUS_BAD_BUNDLE, e.what());
-  } catch (const spire::rt::MissingFeature& e) {
-    return make_status(SPIRE_STATUS_UNSUPPORTED, e.what());
-  } catch (const spire::rt::OutOfMemory& e) {
-    return make_status(SPIRE_STATUS_OUT_OF_MEMORY, e.what());
-  } catch (const spire::rt::InvalidUse& e) {
-    return make_status(SPIRE_STATUS_INVALID_ARGUMENT, e.what());
-  } catch (const spire::rt::Error& e) {
-    return make_status(SPIRE_STATUS_DEVICE_ERROR, e.what());
-  } catch (const std::out_of_range& e) {
-    return make_status(SPIRE_STATUS_NOT_FOUND, e.what());
-  } catch (const std::invalid_argument& e) {
-    return make_status(SPIRE_STATUS_INVALID_ARGUMENT, e.what());
   } catch (const std::bad_alloc&) {
     return make_status(SPIRE_STATUS_OUT_OF_MEMORY, "out of host memory");
   } catch (const std::exception& e) {
-    return make_status(SPIRE_STATUS_INTERNAL, e.what());
+    return make_status(code_of(e), e.what());
   } catch (...) {
     return make_status(SPIRE_STATUS_INTERNAL, "an unknown error");
   }

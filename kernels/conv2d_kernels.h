@@ -69,8 +69,7 @@ Conv2dShape conv2d_shape(const std::vector<int64_t>& x, const std::vector<int64_
 // element it loads serves all of them (rows: at most 64 sums per invocation). wg is the workgroup size.
 struct Conv2dConfig {
   bool rows = false;
-  uint32_t wg = 256;
-  uint32_t c_block = 1;
+  uint32_t wg = 256, c_block = 1;
   // conv2d only, elements of every output channel (c_block = Cout, no groups): each workgroup first copies all the
   // weights into workgroup memory, channel-fastest in fours, so an invocation reads 4 channels' weights of a tap per
   // load, instead of loading every weight from memory itself (at most 16 KiB of weights).

@@ -31,20 +31,24 @@ void conv2d_cases(CaseList& cl) {
     half({2, 3, 9, 9}, {4, 3, 3, 3}, {.stride = {2, 2}, .padding = {1, 1}});
   }
 
-  // The gradients: backward-only, so no gradient of their own to check.
-  graph::Conv2dOptions s2{.stride = {2, 2}, .padding = {1, 1}};
-  cl.add(OpKind::Conv2dGradInput, {f32({2, 4, 7, 7}), f32({4, 3, 3, 3})},
-         [](Graph& g, const std::vector<Value>& v) { return g.conv2d_grad_input(v[0], v[1], {}, {2, 3, 9, 9}); },
-         "input_shape=[2,3,9,9]", false);
-  cl.add(OpKind::Conv2dGradInput, {f32({2, 4, 5, 5}), f32({4, 3, 3, 3})},
-         [s2](Graph& g, const std::vector<Value>& v) { return g.conv2d_grad_input(v[0], v[1], s2, {2, 3, 9, 9}); },
-         "stride=[2,2] padding=[1,1] input_shape=[2,3,9,9]", false);
-  cl.add(OpKind::Conv2dGradWeight, {f32({2, 4, 7, 7}), f32({2, 3, 9, 9})},
-         [](Graph& g, const std::vector<Value>& v) { return g.conv2d_grad_weight(v[0], v[1], {}, {4, 3, 3, 3}); },
-         "weight_shape=[4,3,3,3]", false);
-  cl.add(OpKind::Conv2dGradWeight, {f32({2, 4, 5, 5}), f32({2, 3, 9, 9})},
-         [s2](Graph& g, const std::vector<Value>& v) { return g.conv2d_grad_weight(v[0], v[1], s2, {4, 3, 3, 3}); },
-         "stride=[2,2] padding=[1,1] weight_shape=[4,3,3,3]", false);
+  // The gradients: backward-only, so no gradient of their own to check. Each at stride 1 and at stride 2 with
+  // padding 1, from an output gradient of the forward's output shape.
+  const Shape x{2, 3, 9, 9}, w{4, 3, 3, 3};
+  struct GradCase {
+    graph::Conv2dOptions options;
+    Shape grad_out;
+    const char* described;
+  };
+  for (const GradCase& c : {GradCase{{}, {2, 4, 7, 7}, ""},
+                            GradCase{{.stride = {2, 2}, .padding = {1, 1}}, {2, 4, 5, 5}, "stride=[2,2] padding=[1,1] "}}) {
+    const graph::Conv2dOptions o = c.options;
+    cl.add(OpKind::Conv2dGradInput, {f32(c.grad_out), f32(w)},
+           [o, x](Graph& g, const std::vector<Value>& v) { return g.conv2d_grad_input(v[0], v[1], o, x); },
+           fmt::format("{}input_shape=[2,3,9,9]", c.described), false);
+    cl.add(OpKind::Conv2dGradWeight, {f32(c.grad_out), f32(x)},
+           [o, w](Graph& g, const std::vector<Value>& v) { return g.conv2d_grad_weight(v[0], v[1], o, w); },
+           fmt::format("{}weight_shape=[4,3,3,3]", c.described), false);
+  }
 }
 
 }  // namespace spire::harness

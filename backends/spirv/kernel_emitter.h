@@ -51,27 +51,27 @@ class KernelEmitter {
 
   // --- statements and control flow (emit_kernel.cpp)
   void block(const kir::Block& b);
-  void stmt(const kir::Instr& s);
-  void stmt(const kir::StoreBuffer& s);
-  void stmt(const kir::StoreShared& s);
-  void stmt(const kir::LoadSharedVector& s);
-  void stmt(const kir::LoadBufferVector& s);
+  void stmt(const kir::Instr&);
+  void stmt(const kir::StoreBuffer&);
+  void stmt(const kir::StoreShared&);
+  void stmt(const kir::LoadSharedVector&);
+  void stmt(const kir::LoadBufferVector&);
   void widen_words(const kir::LoadBufferVector& s, Id loaded);
-  void stmt(const kir::StoreVar& s);
-  void stmt(const kir::Barrier& s);
+  void stmt(const kir::StoreVar&);
+  void stmt(const kir::Barrier&);
   // Vulkan's barriers between dispatches wait before a dispatch starts: nothing to wait for inside it.
   void stmt(const kir::WaitForPriorKernels&) {}
-  void stmt(const kir::If& s);
-  void stmt(const kir::For& s);
+  void stmt(const kir::If&);
+  void stmt(const kir::For&);
   // Cooperative matrices (emit_matrix.cpp): SPV_KHR_cooperative_matrix, each fragment a Function variable.
   void declare_fragments();
   Id fragment_type(const kir::MatrixFragment& f);
   Id fragment_component_type(const kir::MatrixFragment& f);
   std::pair<Id, Id> matrix_memory(uint32_t array, kir::ValueId index, uint32_t stride);  // pointer, stride
-  void stmt(const kir::MatrixFill& s);
-  void stmt(const kir::MatrixLoad& s);
-  void stmt(const kir::MatrixStore& s);
-  void stmt(const kir::MatrixMulAdd& s);
+  void stmt(const kir::MatrixFill&);
+  void stmt(const kir::MatrixLoad&);
+  void stmt(const kir::MatrixStore&);
+  void stmt(const kir::MatrixMulAdd&);
   // Workgroup matrices' tensor loads and stores (emit_matrix.cpp): SPV_NV_cooperative_matrix2.
   struct TensorAccess {
     Id pointer, layout;
@@ -79,11 +79,11 @@ class KernelEmitter {
   };
   TensorAccess tensor_access(const kir::MatrixFragment& f, uint32_t buffer, kir::ValueId base, kir::ValueId row,
                              kir::ValueId column, kir::ValueId rows, kir::ValueId columns);
-  void stmt(const kir::MatrixLoadTensor& s);
-  void stmt(const kir::MatrixStoreTensor& s);
+  void stmt(const kir::MatrixLoadTensor&);
+  void stmt(const kir::MatrixStoreTensor&);
   // Packed operand shares (emit_matrix.cpp): the fragment's components, in the driver's order, as 16 bytes.
-  void stmt(const kir::MatrixLoadPacked& s);
-  void stmt(const kir::MatrixStorePacked& s);
+  void stmt(const kir::MatrixLoadPacked&);
+  void stmt(const kir::MatrixStorePacked&);
   Id packed_share_pointer(Id view, const kir::MatrixFragment& f, kir::ValueId index);
   // Copies into workgroup memory (emit_copies.cpp): a 16-byte load into registers where the kernel issues the copy,
   // its store deferred to the wait that covers it, so the load flies while the kernel computes in between.
@@ -96,9 +96,9 @@ class KernelEmitter {
   Id copy_destination(uint32_t array, Id element_index);  // pointer to the 16-byte vector holding that element
   // One element (u32 index) of a copy destination, read out of its 16-byte vector.
   Id load_from_vectors(uint32_t array, Id element_index);
-  void stmt(const kir::CopyToShared& s);
+  void stmt(const kir::CopyToShared&);
   void stmt(const kir::CopyCommit&) {}  // batches matter only to waits, whose landings copy_plan.h worked out
-  void stmt(const kir::CopyWait& s);
+  void stmt(const kir::CopyWait&);
   // Refused before emission (compile.cpp): no Vulkan path for warpgroup matrices or tensor copies.
   [[noreturn]] void stmt(const kir::WarpgroupMulAdd&) { unsupported(); }
   [[noreturn]] void stmt(const kir::WarpgroupCommit&) { unsupported(); }

@@ -4,9 +4,11 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <onnx/onnx_pb.h>
@@ -101,6 +103,8 @@ struct OpHandlers {
   Handler fold;
 };
 using OpTable = std::map<std::string, OpHandlers, std::less<>>;
+// Adds rows for ops that are always emitted as graph ops (no folder): {name, emit} pairs.
+void add_graph_ops(OpTable& t, std::initializer_list<std::pair<const char*, Handler>> rows);
 
 // Ops of a domain other than ai.onnx are rows keyed "<domain>:<op>"; the importer maps this one beside ai.onnx.
 inline constexpr const char* kTrainingDomain = "ai.onnx.preview.training";

@@ -3,6 +3,10 @@
 
 namespace spire::onnx_import {
 
+void add_graph_ops(OpTable& t, std::initializer_list<std::pair<const char*, Handler>> rows) {
+  for (const auto& [name, emit] : rows) t[name] = {emit, {}};
+}
+
 const OpTable& op_table() {
   static const OpTable table = [] {
     OpTable t;

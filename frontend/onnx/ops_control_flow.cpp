@@ -279,9 +279,7 @@ void import_scan(NodeContext& c) {
 }  // namespace
 
 void register_control_flow_ops(OpTable& t) {
-  t["If"] = {import_if, {}};
-  t["Loop"] = {import_loop, {}};
-  t["Scan"] = {import_scan, {}};
+  add_graph_ops(t, {{"If", import_if}, {"Loop", import_loop}, {"Scan", import_scan}});
 }
 
 }  // namespace spire::onnx_import

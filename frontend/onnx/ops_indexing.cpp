@@ -383,14 +383,9 @@ void reverse_sequence(NodeContext& c) {
 }  // namespace
 
 void register_indexing_ops(OpTable& t) {
-  t["GatherND"] = {gather_nd, {}};
-  t["GatherElements"] = {gather_elements, {}};
-  t["ScatterElements"] = {scatter_elements, {}};
-  t["Scatter"] = {scatter_elements, {}};
-  t["OneHot"] = {one_hot, {}};
-  t["Compress"] = {compress, {}};
-  t["ScatterND"] = {scatter_nd, {}};
-  t["ReverseSequence"] = {reverse_sequence, {}};
+  add_graph_ops(t, {{"GatherND", gather_nd}, {"GatherElements", gather_elements}, {"ScatterElements", scatter_elements},
+                    {"Scatter", scatter_elements}, {"OneHot", one_hot}, {"Compress", compress},
+                    {"ScatterND", scatter_nd}, {"ReverseSequence", reverse_sequence}});
 }
 
 }  // namespace spire::onnx_import

@@ -586,17 +586,13 @@ void matmul(NodeContext& c) {
 }  // namespace
 
 void register_nn_ops(OpTable& t) {
-  t["Conv"] = {conv, {}};
-  t["ConvTranspose"] = {conv_transpose, {}};
+  add_graph_ops(t, {{"Conv", conv}, {"ConvTranspose", conv_transpose}, {"MaxUnpool", max_unpool},
+                    {"BatchNormalization", batch_norm}, {"LayerNormalization", layer_norm}, {"Gemm", gemm},
+                    {"MatMul", matmul}});
   t["MaxPool"] = {[](NodeContext& c) { pool(c, true); }, {}};
   t["AveragePool"] = {[](NodeContext& c) { pool(c, false); }, {}};
-  t["MaxUnpool"] = {max_unpool, {}};
   t["GlobalAveragePool"] = {[](NodeContext& c) { global_pool(c, false); }, {}};
   t["GlobalMaxPool"] = {[](NodeContext& c) { global_pool(c, true); }, {}};
-  t["BatchNormalization"] = {batch_norm, {}};
-  t["LayerNormalization"] = {layer_norm, {}};
-  t["Gemm"] = {gemm, {}};
-  t["MatMul"] = {matmul, {}};
 }
 
 }  // namespace spire::onnx_import

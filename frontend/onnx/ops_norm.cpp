@@ -75,9 +75,8 @@ void lrn(NodeContext& c) {
 }  // namespace
 
 void register_norm_ops(OpTable& t) {
-  t["InstanceNormalization"] = {instance_norm, {}};
-  t["MeanVarianceNormalization"] = {mean_variance_norm, {}};
-  t["LRN"] = {lrn, {}};
+  add_graph_ops(t, {{"InstanceNormalization", instance_norm}, {"MeanVarianceNormalization", mean_variance_norm},
+                    {"LRN", lrn}});
 }
 
 }  // namespace spire::onnx_import

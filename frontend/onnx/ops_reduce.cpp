@@ -167,8 +167,7 @@ void cumsum(NodeContext& c) {
 }  // namespace
 
 void register_reduce_ops(OpTable& t) {
-  t["Hardmax"] = {hardmax, {}};
-  t["CumSum"] = {cumsum, {}};
+  add_graph_ops(t, {{"Hardmax", hardmax}, {"CumSum", cumsum}});
   t["ArgMax"] = {[](NodeContext& c) { arg_extreme(c, true); }, {}};
   t["ArgMin"] = {[](NodeContext& c) { arg_extreme(c, false); }, {}};
   auto row = [&](const char* op, Kind k, int64_t axes_input_opset) {

@@ -214,8 +214,7 @@ void mel_weight_matrix(NodeContext& c) {
 }  // namespace
 
 void register_signal_ops(OpTable& t) {
-  t["DFT"] = {dft, {}};
-  t["STFT"] = {stft, {}};
+  add_graph_ops(t, {{"DFT", dft}, {"STFT", stft}});
   t["MelWeightMatrix"] = {mel_weight_matrix, mel_weight_matrix};
 }
 

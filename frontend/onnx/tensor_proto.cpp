@@ -131,21 +131,19 @@ graph::Tensor read_tensor_proto(const onnx::TensorProto& t, const fs::path& mode
                                     graph::dtype_name(dtype), graph::shape_to_string(r.shape), t.raw_data().size(), bytes));
     decode(reinterpret_cast<const uint8_t*>(t.raw_data().data()), n, dtype, r.data);
   } else {
+    auto widen = [&](const auto& values) {  // one of the typed repeated fields, each value as a double
+      check_count(values.size());
+      for (auto v : values) r.data.push_back(double(v));
+    };
     switch (dtype) {
-      case DType::F32: check_count(t.float_data_size()); r.data.assign(t.float_data().begin(), t.float_data().end()); break;
-      case DType::F64: check_count(t.double_data_size()); r.data.assign(t.double_data().begin(), t.double_data().end()); break;
-      case DType::I64:
-        check_count(t.int64_data_size());
-        for (int64_t v : t.int64_data()) r.data.push_back(double(v));
-        break;
-      case DType::I32:
+      case DType::F32: widen(t.float_data()); break;
+      case DType::F64: widen(t.double_data()); break;
+      case DType::I64: widen(t.int64_data()); break;
+      case DType::I32: widen(t.int32_data()); break;
+      case DType::U32: widen(t.uint64_data()); break;  // ONNX's UINT32 keeps its values in uint64_data
       case DType::Bool:
         check_count(t.int32_data_size());
-        for (int32_t v : t.int32_data()) r.data.push_back(dtype == DType::Bool ? (v != 0) : v);
-        break;
-      case DType::U32:  // ONNX's UINT32 keeps its values in uint64_data
-        check_count(t.uint64_data_size());
-        for (uint64_t v : t.uint64_data()) r.data.push_back(double(v));
+        for (int32_t v : t.int32_data()) r.data.push_back(v != 0);
         break;
       case DType::F16:
       case DType::BF16:

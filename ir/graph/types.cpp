@@ -44,22 +44,15 @@ bool is_leaf(OpKind op) {
   return op == OpKind::Input || op == OpKind::Parameter || op == OpKind::State || op == OpKind::Constant;
 }
 
-std::string_view compare_mode_name(CompareMode m) {
-  switch (m) {
-    case CompareMode::Lt: return "lt";
-    case CompareMode::Le: return "le";
-    case CompareMode::Gt: return "gt";
-    case CompareMode::Ge: return "ge";
-    case CompareMode::Eq: return "eq";
-    case CompareMode::Ne: return "ne";
-  }
-  return "?";
-}
+constexpr NamedValue<CompareMode> kCompareModeNames[] = {
+    {CompareMode::Lt, "lt"}, {CompareMode::Le, "le"}, {CompareMode::Gt, "gt"},
+    {CompareMode::Ge, "ge"}, {CompareMode::Eq, "eq"}, {CompareMode::Ne, "ne"},
+};
+
+std::string_view compare_mode_name(CompareMode m) { return name_in(kCompareModeNames, m); }
 
 std::optional<CompareMode> compare_mode_from_name(std::string_view name) {
-  constexpr std::array kModes{CompareMode::Lt, CompareMode::Le, CompareMode::Gt,
-                              CompareMode::Ge, CompareMode::Eq, CompareMode::Ne};
-  return value_named(kModes, compare_mode_name, name);
+  return value_named_in(kCompareModeNames, name);
 }
 
 }  // namespace spire::graph

@@ -312,7 +312,7 @@ Val KernelBuilder::constant(Type t, double v) {
     case Type::F64: in.imm.f = v; break;
     case Type::BF16: break;  // made from an f32 constant below
   }
-  current()->stmts.emplace_back(in);
+  emit_stmt(in);
   return Val(this, id, t);
 }
 
@@ -337,16 +337,20 @@ Val KernelBuilder::emit(Op op, Type type, std::initializer_list<Val> operands, u
   }
   k_.value_types.push_back(type);
   k_.features |= features_for_type(type);
-  current()->stmts.emplace_back(in);
+  emit_stmt(in);
   return Val(this, in.result, type);
 }
 
 void KernelBuilder::emit_stmt(Stmt s) { current()->stmts.push_back(std::move(s)); }
+void KernelBuilder::emit_stmt(Feature needs, Stmt s) {
+  require(needs);
+  emit_stmt(std::move(s));
+}
 
 void KernelBuilder::if_(Val cond, const std::function<void()>& then_body) {
   If s{cond.id(), std::make_unique<Block>(), nullptr};
   Block* then_block = s.then_body.get();
-  current()->stmts.emplace_back(std::move(s));
+  emit_stmt(std::move(s));
   blocks_.push_back(then_block);
   then_body();
   blocks_.pop_back();
@@ -356,7 +360,7 @@ void KernelBuilder::if_else(Val cond, const std::function<void()>& then_body, co
   If s{cond.id(), std::make_unique<Block>(), std::make_unique<Block>()};
   Block* then_block = s.then_body.get();
   Block* else_block = s.else_body.get();
-  current()->stmts.emplace_back(std::move(s));
+  emit_stmt(std::move(s));
   blocks_.push_back(then_block);
   then_body();
   blocks_.pop_back();
@@ -372,7 +376,7 @@ void KernelBuilder::for_(Val begin, Val end, Val step, const std::function<void(
   Var v = var(fmt::format("i{}", k_.vars.size()), begin.type());
   For s{v.id(), begin.id(), end.id(), step.id(), std::make_unique<Block>()};
   Block* body_block = s.body.get();
-  current()->stmts.emplace_back(std::move(s));
+  emit_stmt(std::move(s));
   blocks_.push_back(body_block);
   body(v.get());
   blocks_.pop_back();
@@ -382,9 +386,9 @@ void KernelBuilder::for_(Val begin, Val end, const std::function<void(Val)>& bod
   for_(begin, end, like(begin, 1), body);
 }
 
-void KernelBuilder::barrier() { current()->stmts.emplace_back(Barrier{}); }
+void KernelBuilder::barrier() { emit_stmt(Barrier{}); }
 void KernelBuilder::read_before_wait(const Buf& buffer) { k_.buffers.at(buffer.index()).read_before_wait = true; }
-void KernelBuilder::wait_for_prior_kernels() { current()->stmts.emplace_back(WaitForPriorKernels{}); }
+void KernelBuilder::wait_for_prior_kernels() { emit_stmt(WaitForPriorKernels{}); }
 
 Fragment KernelBuilder::fragment(std::string name, MatrixUse use, Type elem, bool column_major) {
   k_.fragments.push_back({std::move(name), use, elem, column_major});
@@ -392,33 +396,25 @@ Fragment KernelBuilder::fragment(std::string name, MatrixUse use, Type elem, boo
   return Fragment{uint32_t(k_.fragments.size() - 1)};
 }
 
-void KernelBuilder::matrix_fill(Fragment f, Val value) { current()->stmts.emplace_back(MatrixFill{f.index, value.id()}); }
+void KernelBuilder::matrix_fill(Fragment f, Val value) { emit_stmt(MatrixFill{f.index, value.id()}); }
 
 void KernelBuilder::matrix_load(Fragment f, const Shared& array, Val index, uint32_t stride) {
-  current()->stmts.emplace_back(MatrixLoad{f.index, array.index(), index.id(), stride});
+  emit_stmt(MatrixLoad{f.index, array.index(), index.id(), stride});
 }
 
 void KernelBuilder::matrix_store(const Shared& array, Val index, uint32_t stride, Fragment f) {
-  current()->stmts.emplace_back(MatrixStore{f.index, array.index(), index.id(), stride});
+  emit_stmt(MatrixStore{f.index, array.index(), index.id(), stride});
 }
 
 void KernelBuilder::copy_to_shared(const Shared& to, Val dst, const Buf& from, Val src, Val valid) {
-  require(Feature::AsyncCopy);
-  current()->stmts.emplace_back(CopyToShared{to.index(), dst.id(), from.index(), src.id(), valid.id()});
+  emit_stmt(Feature::AsyncCopy, CopyToShared{to.index(), dst.id(), from.index(), src.id(), valid.id()});
 }
 
-void KernelBuilder::copy_commit() {
-  require(Feature::AsyncCopy);
-  current()->stmts.emplace_back(CopyCommit{});
-}
-
-void KernelBuilder::copy_wait(uint32_t pending) {
-  require(Feature::AsyncCopy);
-  current()->stmts.emplace_back(CopyWait{pending});
-}
+void KernelBuilder::copy_commit() { emit_stmt(Feature::AsyncCopy, CopyCommit{}); }
+void KernelBuilder::copy_wait(uint32_t pending) { emit_stmt(Feature::AsyncCopy, CopyWait{pending}); }
 
 void KernelBuilder::matrix_mul_add(Fragment d, Fragment a, Fragment b, Fragment c) {
-  current()->stmts.emplace_back(MatrixMulAdd{d.index, a.index, b.index, c.index});
+  emit_stmt(MatrixMulAdd{d.index, a.index, b.index, c.index});
 }
 
 Fragment KernelBuilder::workgroup_matrix(std::string name, MatrixUse use, Type elem, uint32_t rows, uint32_t columns,
@@ -434,22 +430,22 @@ Fragment KernelBuilder::workgroup_matrix(std::string name, MatrixUse use, Type e
 
 void KernelBuilder::matrix_load_tensor(Fragment f, const Buf& buffer, Val base, Val row, Val column, Val rows,
                                        Val columns) {
-  current()->stmts.emplace_back(
+  emit_stmt(
       MatrixLoadTensor{f.index, buffer.index(), base.id(), row.id(), column.id(), rows.id(), columns.id()});
 }
 
 void KernelBuilder::matrix_store_tensor(const Buf& buffer, Val base, Val row, Val column, Val rows, Val columns,
                                         Fragment f) {
-  current()->stmts.emplace_back(
+  emit_stmt(
       MatrixStoreTensor{f.index, buffer.index(), base.id(), row.id(), column.id(), rows.id(), columns.id()});
 }
 
 void KernelBuilder::matrix_load_packed(Fragment f, const Buf& buffer, Val index) {
-  current()->stmts.emplace_back(MatrixLoadPacked{f.index, buffer.index(), index.id()});
+  emit_stmt(MatrixLoadPacked{f.index, buffer.index(), index.id()});
 }
 
 void KernelBuilder::matrix_store_packed(const Buf& buffer, Val index, Fragment f) {
-  current()->stmts.emplace_back(MatrixStorePacked{f.index, buffer.index(), index.id()});
+  emit_stmt(MatrixStorePacked{f.index, buffer.index(), index.id()});
 }
 
 Fragment KernelBuilder::warpgroup_accumulator(std::string name, uint32_t columns) {
@@ -465,7 +461,7 @@ void KernelBuilder::warpgroup_mul_add(Fragment acc, const WarpgroupTile& a, cons
   auto operand = [](const WarpgroupTile& t) {
     return WarpgroupOperand{t.array.index(), t.index.id(), t.k_block_stride, t.mn_block_stride, t.mn_major, t.swizzled};
   };
-  current()->stmts.emplace_back(WarpgroupMulAdd{acc.index, operand(a), operand(b)});
+  emit_stmt(WarpgroupMulAdd{acc.index, operand(a), operand(b)});
 }
 
 uint32_t KernelBuilder::tensor_map(std::string name, const Buf& buffer, std::vector<uint64_t> extents,
@@ -486,28 +482,19 @@ void KernelBuilder::tensor_copy(const Shared& to, Val index, uint32_t map, const
   require(Feature::TensorCopy);
   std::vector<ValueId> ids;
   for (const Val& c : coords) ids.push_back(c.id());
-  current()->stmts.emplace_back(TensorCopy{map, to.index(), index.id(), std::move(ids), barriers, barrier.id()});
+  emit_stmt(TensorCopy{map, to.index(), index.id(), std::move(ids), barriers, barrier.id()});
 }
 
 void KernelBuilder::arrive(uint32_t barriers, Val barrier, uint32_t expect_bytes) {
-  require(Feature::TensorCopy);
-  current()->stmts.emplace_back(Arrive{barriers, barrier.id(), expect_bytes});
+  emit_stmt(Feature::TensorCopy, Arrive{barriers, barrier.id(), expect_bytes});
 }
 
 void KernelBuilder::await_phase(uint32_t barriers, Val barrier, Val parity) {
-  require(Feature::TensorCopy);
-  current()->stmts.emplace_back(AwaitPhase{barriers, barrier.id(), parity.id()});
+  emit_stmt(Feature::TensorCopy, AwaitPhase{barriers, barrier.id(), parity.id()});
 }
 
-void KernelBuilder::warpgroup_commit() {
-  require(Feature::WarpgroupMatrix);
-  current()->stmts.emplace_back(WarpgroupCommit{});
-}
-
-void KernelBuilder::warpgroup_wait(uint32_t pending) {
-  require(Feature::WarpgroupMatrix);
-  current()->stmts.emplace_back(WarpgroupWait{pending});
-}
+void KernelBuilder::warpgroup_commit() { emit_stmt(Feature::WarpgroupMatrix, WarpgroupCommit{}); }
+void KernelBuilder::warpgroup_wait(uint32_t pending) { emit_stmt(Feature::WarpgroupMatrix, WarpgroupWait{pending}); }
 
 Val KernelBuilder::matrix_element(Fragment acc, uint32_t element) {
   Val v = emit(Op::MatrixElement, Type::F32, {}, acc.index);
@@ -574,8 +561,8 @@ const ElemRef& ElemRef::operator=(Val v) const {
 const ElemRef& ElemRef::operator+=(Val v) const { return *this = load() + v; }
 
 Val Buf::atomic_add(Val i, Val v) const {
-  b_->require(elem_ == Type::F32 ? Feature::AtomicAddF32 : Feature::AtomicAddInt);
-  return b_->emit(Op::AtomicAdd, elem_, {i, v}, index_);
+  b_->require(type_ == Type::F32 ? Feature::AtomicAddF32 : Feature::AtomicAddInt);
+  return b_->emit(Op::AtomicAdd, type_, {i, v}, id_);
 }
 
 Val Var::get() const { return b_->emit(Op::LoadVar, type_, {}, id_); }

@@ -30,20 +30,28 @@ namespace spire::kir {
 
 class KernelBuilder;
 
-// An SSA value under construction.
-class Val {
+// What each of the builder's handles (a value, a buffer or shared array, a variable) holds: the builder it belongs
+// to, its number there and its type.
+template <class Id, Id kNone, Type kDefaultType>
+class BuilderHandle {
  public:
-  Val() = default;
-  Val(KernelBuilder* b, ValueId id, Type t) : b_(b), id_(id), type_(t) {}
+  BuilderHandle() = default;
+  BuilderHandle(KernelBuilder* b, Id id, Type t) : b_(b), id_(id), type_(t) {}
+  KernelBuilder* builder() const { return b_; }
+
+ protected:
+  KernelBuilder* b_ = nullptr;
+  Id id_ = kNone;
+  Type type_ = kDefaultType;
+};
+
+// An SSA value under construction.
+class Val : public BuilderHandle<ValueId, kNoValue, Type::U32> {
+ public:
+  using BuilderHandle::BuilderHandle;
   ValueId id() const { return id_; }
   Type type() const { return type_; }
-  KernelBuilder* builder() const { return b_; }
   bool valid() const { return b_ != nullptr; }
-
- private:
-  KernelBuilder* b_ = nullptr;
-  ValueId id_ = kNoValue;
-  Type type_ = Type::U32;
 };
 
 template <class T>
@@ -70,25 +78,18 @@ class ElemRef {
   Val elem_;
 };
 
-// What a buffer's or a shared array's handle holds: its builder, its index among the kernel's buffers or shared arrays,
-// and its element type.
-class ArrayHandle {
+// A buffer's or a shared array's handle: its index among the kernel's buffers or shared arrays, and its element type.
+class ArrayHandle : public BuilderHandle<uint32_t, 0, Type::F32> {
  public:
-  ArrayHandle() = default;
-  ArrayHandle(KernelBuilder* b, uint32_t index, Type elem) : b_(b), index_(index), elem_(elem) {}
-  uint32_t index() const { return index_; }
-  Type elem() const { return elem_; }
-
- protected:
-  KernelBuilder* b_ = nullptr;
-  uint32_t index_ = 0;
-  Type elem_ = Type::F32;
+  using BuilderHandle::BuilderHandle;
+  uint32_t index() const { return id_; }
+  Type elem() const { return type_; }
 };
 
 class Buf : public ArrayHandle {
  public:
   using ArrayHandle::ArrayHandle;
-  ElemRef operator[](Val i) const { return ElemRef(b_, false, index_, i); }
+  ElemRef operator[](Val i) const { return ElemRef(b_, false, id_, i); }
   template <Number T> ElemRef operator[](T i) const;
   // Atomically adds v to element i and returns the old value.
   Val atomic_add(Val i, Val v) const;
@@ -101,7 +102,7 @@ class Buf : public ArrayHandle {
 class Shared : public ArrayHandle {
  public:
   using ArrayHandle::ArrayHandle;
-  ElemRef operator[](Val i) const { return ElemRef(b_, true, index_, i); }
+  ElemRef operator[](Val i) const { return ElemRef(b_, true, id_, i); }
   template <Number T> ElemRef operator[](T i) const;
   // `lanes` (2 or 4) consecutive elements from element i on, i a multiple of lanes (kernel.h's LoadSharedVector).
   std::vector<Val> load_vector(Val i, uint32_t lanes) const;
@@ -113,27 +114,23 @@ struct Fragment {
 };
 
 // A mutable local variable.
-class Var {
+class Var : public BuilderHandle<VarId, 0, Type::F32> {
  public:
+  using BuilderHandle::BuilderHandle;
   Var() = default;
-  Var(KernelBuilder* b, VarId id, Type t) : b_(b), id_(id), type_(t) {}
+  VarId id() const { return id_; }
+  Type type() const { return type_; }
   Val get() const;
   operator Val() const { return get(); }
+  // Stores: of a value, a constant, or the sum of the variable and either.
   const Var& operator=(Val v) const;
+  template <Number T> const Var& operator=(T c) const;
+  const Var& operator+=(Val v) const;
+  template <Number T> const Var& operator+=(T c) const;
   // Assigning a Var stores its value (never rebinds): `acc = other` is a store into acc.
   const Var& operator=(const Var& other) const { return *this = other.get(); }
   const Var& operator=(const Var& other) { return std::as_const(*this) = other.get(); }
   Var(const Var&) = default;
-  template <Number T> const Var& operator=(T c) const;
-  const Var& operator+=(Val v) const;
-  template <Number T> const Var& operator+=(T c) const;
-  VarId id() const { return id_; }
-  Type type() const { return type_; }
-
- private:
-  KernelBuilder* b_ = nullptr;
-  VarId id_ = 0;
-  Type type_ = Type::F32;
 };
 
 class KernelBuilder {
@@ -269,6 +266,7 @@ class KernelBuilder {
   // Low level: appends a value-defining instruction to the current block.
   Val emit(Op op, Type type, std::initializer_list<Val> operands, uint32_t index = 0);
   void emit_stmt(Stmt s);
+  void emit_stmt(Feature needs, Stmt s);  // a statement only devices with that feature run
 
   // Verifies and returns the kernel; throws std::invalid_argument with the verifier's message on error.
   Kernel finish();

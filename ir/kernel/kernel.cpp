@@ -6,35 +6,29 @@
 
 #include <fmt/format.h>
 
+#include "base/named_values.h"
+
 namespace spire::kir {
 
-std::string_view matrix_use_name(MatrixUse u) {
-  switch (u) {
-    case MatrixUse::A: return "a";
-    case MatrixUse::B: return "b";
-    case MatrixUse::Accumulator: return "accumulator";
-    case MatrixUse::WarpgroupAccumulator: return "warpgroup_accumulator";
-  }
-  return "?";
-}
+// The names the printer and the SPIR-V debug names use. The size checks catch a new enumerator left unnamed.
+constexpr NamedValue<MatrixUse> kMatrixUseNames[] = {
+    {MatrixUse::A, "a"}, {MatrixUse::B, "b"}, {MatrixUse::Accumulator, "accumulator"},
+    {MatrixUse::WarpgroupAccumulator, "warpgroup_accumulator"},
+};
+static_assert(std::size(kMatrixUseNames) == size_t(MatrixUse::WarpgroupAccumulator) + 1);
 
-std::string_view builtin_name(Builtin b) {
-  switch (b) {
-    case Builtin::GlobalId: return "global_id";
-    case Builtin::LocalId: return "local_id";
-    case Builtin::GroupId: return "group_id";
-    case Builtin::NumGroups: return "num_groups";
-    case Builtin::WorkgroupSize: return "workgroup_size";
-    case Builtin::GlobalSize: return "global_size";
-    case Builtin::LocalIdX: return "local_id.x";
-    case Builtin::LocalIdY: return "local_id.y";
-    case Builtin::LocalIdZ: return "local_id.z";
-    case Builtin::SubgroupSize: return "subgroup_size";
-    case Builtin::SubgroupId: return "subgroup_id";
-    case Builtin::SubgroupLocalId: return "subgroup_local_id";
-  }
-  return "?";
-}
+constexpr NamedValue<Builtin> kBuiltinNames[] = {
+    {Builtin::GlobalId, "global_id"}, {Builtin::LocalId, "local_id"}, {Builtin::GroupId, "group_id"},
+    {Builtin::NumGroups, "num_groups"}, {Builtin::WorkgroupSize, "workgroup_size"},
+    {Builtin::GlobalSize, "global_size"},
+    {Builtin::LocalIdX, "local_id.x"}, {Builtin::LocalIdY, "local_id.y"}, {Builtin::LocalIdZ, "local_id.z"},
+    {Builtin::SubgroupSize, "subgroup_size"}, {Builtin::SubgroupId, "subgroup_id"},
+    {Builtin::SubgroupLocalId, "subgroup_local_id"},
+};
+static_assert(std::size(kBuiltinNames) == size_t(Builtin::SubgroupLocalId) + 1);
+
+std::string_view matrix_use_name(MatrixUse u) { return name_in(kMatrixUseNames, u); }
+std::string_view builtin_name(Builtin b) { return name_in(kBuiltinNames, b); }
 
 std::string_view op_name(Op op) {
   switch (op) {

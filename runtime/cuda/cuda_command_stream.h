@@ -17,18 +17,23 @@ namespace spire::rt::cuda {
 class CudaCommandStream final : public CommandStream {
  public:
   explicit CudaCommandStream(std::shared_ptr<Context> ctx);
+  // It owns its graph and events, destroyed with it: never copied.
+  CudaCommandStream(const CudaCommandStream&) = delete;
+  CudaCommandStream& operator=(const CudaCommandStream&) = delete;
   ~CudaCommandStream() override;
 
+  // Recording: each call validated and its launch prepared at once.
   void dispatch(const Kernel& k, std::span<const BufferView> buffers, const ScalarArgs& scalars, Grid grid) override;
-  void barrier() override;
   void copy(BufferView src, BufferView dst) override;
   void fill(BufferView dst, uint32_t pattern) override;
+  // Launches on one stream run in order: a barrier records nothing.
+  void barrier() override;
   uint32_t timestamp() override;
-  double elapsed_ms(uint32_t from, uint32_t to) const override;
+  // Capture into a graph.
   void finish() override;
-
   // Enqueues the recorded work on `stream` (finishing the recording first). Used by CudaDevice::submit.
   void enqueue(CUstream stream);
+  double elapsed_ms(uint32_t from, uint32_t to) const override;
 
   const Context* context() const { return ctx_.get(); }
   bool uses_graph() const { return exec_ != nullptr; }

@@ -25,6 +25,11 @@ struct EnabledFeatures {
 
 EnabledFeatures read_enabled_features(const VkPhysicalDeviceFeatures2* chain) {
   EnabledFeatures e;
+  // Vulkan 1.1's feature structure and the older 16-bit storage one carry the same two fields.
+  auto read_16bit_storage = [&e](const auto* f) {
+    e.storage_buffer_16bit |= bool(f->storageBuffer16BitAccess);
+    e.push_constant_16bit |= bool(f->storagePushConstant16);
+  };
   for (auto* s = reinterpret_cast<const VkBaseInStructure*>(chain); s; s = s->pNext) {
     switch (s->sType) {
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2: {
@@ -33,21 +38,15 @@ EnabledFeatures read_enabled_features(const VkPhysicalDeviceFeatures2* chain) {
         e.int64 |= bool(f->features.shaderInt64);
         break;
       }
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES: {
-        auto* f = reinterpret_cast<const VkPhysicalDeviceVulkan11Features*>(s);
-        e.storage_buffer_16bit |= bool(f->storageBuffer16BitAccess);
-        e.push_constant_16bit |= bool(f->storagePushConstant16);
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES:
+        read_16bit_storage(reinterpret_cast<const VkPhysicalDeviceVulkan11Features*>(s));
         break;
-      }
+      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES:
+        read_16bit_storage(reinterpret_cast<const VkPhysicalDevice16BitStorageFeatures*>(s));
+        break;
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES:
         e.float16_arith |= bool(reinterpret_cast<const VkPhysicalDeviceVulkan12Features*>(s)->shaderFloat16);
         break;
-      case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES: {
-        auto* f = reinterpret_cast<const VkPhysicalDevice16BitStorageFeatures*>(s);
-        e.storage_buffer_16bit |= bool(f->storageBuffer16BitAccess);
-        e.push_constant_16bit |= bool(f->storagePushConstant16);
-        break;
-      }
       case VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES:
         e.float16_arith |= bool(reinterpret_cast<const VkPhysicalDeviceShaderFloat16Int8Features*>(s)->shaderFloat16);
         break;

@@ -1,6 +1,6 @@
 // Vulkan declarations of VK_KHR_cooperative_matrix and VK_KHR_shader_bfloat16, which Debian 12's Vulkan headers
-// (1.3.239) predate. Values and layouts from the Vulkan registry (vk.xml); where newer headers already declare
-// them, theirs are used.
+// (1.3.239) predate. Values and layouts from the Vulkan registry (vk.xml), fields of one type declared together;
+// where newer headers already declare them, theirs are used.
 #pragma once
 
 #include "runtime/vulkan/vulkan_api.h"
@@ -54,15 +54,15 @@ typedef VkResult(VKAPI_PTR* PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKH
 #define VK_KHR_shader_bfloat16 1
 #define VK_KHR_SHADER_BFLOAT16_EXTENSION_NAME "VK_KHR_shader_bfloat16"
 inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_BFLOAT16_FEATURES_KHR = VkStructureType(1000141000);
-inline constexpr VkComponentTypeKHR VK_COMPONENT_TYPE_BFLOAT16_KHR = VkComponentTypeKHR(1000141000);
 
 typedef struct VkPhysicalDeviceShaderBfloat16FeaturesKHR {
   VkStructureType sType;
   void* pNext;
-  VkBool32 shaderBFloat16Type;
-  VkBool32 shaderBFloat16DotProduct;
-  VkBool32 shaderBFloat16CooperativeMatrix;
+  VkBool32 shaderBFloat16Type, shaderBFloat16DotProduct, shaderBFloat16CooperativeMatrix;
 } VkPhysicalDeviceShaderBfloat16FeaturesKHR;
+
+// bf16 as a cooperative matrix's component type.
+inline constexpr VkComponentTypeKHR VK_COMPONENT_TYPE_BFLOAT16_KHR = VkComponentTypeKHR(1000141000);
 #endif
 
 // VK_NV_cooperative_matrix2 (workgroup-scope matrices of flexible sizes, tensor addressing), likewise.
@@ -76,13 +76,8 @@ inline constexpr VkStructureType VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_M
 typedef struct VkCooperativeMatrixFlexibleDimensionsPropertiesNV {
   VkStructureType sType;
   void* pNext;
-  uint32_t MGranularity;
-  uint32_t NGranularity;
-  uint32_t KGranularity;
-  VkComponentTypeKHR AType;
-  VkComponentTypeKHR BType;
-  VkComponentTypeKHR CType;
-  VkComponentTypeKHR ResultType;
+  uint32_t MGranularity, NGranularity, KGranularity;
+  VkComponentTypeKHR AType, BType, CType, ResultType;
   VkBool32 saturatingAccumulation;
   VkScopeKHR scope;
   uint32_t workgroupInvocations;
@@ -91,12 +86,8 @@ typedef struct VkCooperativeMatrixFlexibleDimensionsPropertiesNV {
 typedef struct VkPhysicalDeviceCooperativeMatrix2FeaturesNV {
   VkStructureType sType;
   void* pNext;
-  VkBool32 cooperativeMatrixWorkgroupScope;
-  VkBool32 cooperativeMatrixFlexibleDimensions;
-  VkBool32 cooperativeMatrixReductions;
-  VkBool32 cooperativeMatrixConversions;
-  VkBool32 cooperativeMatrixPerElementOperations;
-  VkBool32 cooperativeMatrixTensorAddressing;
+  VkBool32 cooperativeMatrixWorkgroupScope, cooperativeMatrixFlexibleDimensions, cooperativeMatrixReductions;
+  VkBool32 cooperativeMatrixConversions, cooperativeMatrixPerElementOperations, cooperativeMatrixTensorAddressing;
   VkBool32 cooperativeMatrixBlockLoads;
 } VkPhysicalDeviceCooperativeMatrix2FeaturesNV;
 

@@ -239,7 +239,9 @@ void check_merged_products_on(const std::string& device, bool biased) {
   EXPECT_EQ(launches(plan_after), 4) << "one product, three sums\n" << plan_after;
   EXPECT_EQ(count(plan_after, "matvec_"), 1) << plan_after;
   EXPECT_EQ(count(plan_after, "slice"), 0) << "no copy of a slice\n" << plan_after;
-  if (biased) EXPECT_EQ(count(plan_after, "_f32_add "), 1) << "the merged bias, the product's epilogue\n" << plan_after;
+  if (biased) {
+    EXPECT_EQ(count(plan_after, "_f32_add "), 1) << "the merged bias, the product's epilogue\n" << plan_after;
+  }
   EXPECT_EQ(rt::vulkan::validation_message_count(), messages) << "the Vulkan validation layer reported messages";
 }
 

@@ -17,6 +17,7 @@
 //
 // All three keep their OpKind and builder method (g.conv2d, ...): the passes, fusion and the nn layers name them.
 #include <algorithm>
+#include <array>
 
 #include "base/parallel_for.h"
 #include "ir/graph/ops/common.h"
@@ -207,50 +208,53 @@ void walk_by_image(const ConvGeometry& g, Row&& row) {
   });
 }
 
+// Which of a convolution's three tensors a reference computes: the output (the forward), or from the output's
+// gradient the input's or the weight's gradient.
+enum class ConvComputes { output, input, weight };
+
+// Calls body(g, x, w, y, result) with the convolution's three tensors as flat arrays in (input, weight, output)
+// order, the output's gradient standing for y in the gradients: two are the node's inputs and the third its
+// zeroed result, which `result` points at for writing.
+template <class Body>
+Tensor conv_reference(const Node& n, eval::Inputs in, ConvComputes computes, Body&& body) {
+  Tensor out = eval::result_of(n);
+  std::array<const Tensor*, 3> xwy = {in[0], in[1], &out};             // x, w -> y
+  if (computes == ConvComputes::input) xwy = {&out, in[1], in[0]};   // gy, w -> gx
+  if (computes == ConvComputes::weight) xwy = {in[1], &out, in[0]};  // gy, x -> gw
+  const ConvGeometry g = geometry(n, xwy[0]->shape, xwy[1]->shape, xwy[2]->shape);
+  body(g, xwy[0]->data.data(), xwy[1]->data.data(), xwy[2]->data.data(), out.data.data());
+  return out;
+}
+
 Tensor conv2d_reference(const Node& n, eval::Inputs in) {
-  const Tensor& x = *in[0];
-  const Tensor& w = *in[1];
-  Tensor y = eval::result_of(n);
-  const ConvGeometry g = geometry(n, x.shape, w.shape, y.shape);
-  const double* px = x.data.data();
-  const double* pw = w.data.data();
-  double* py = y.data.data();
-  walk_by_output_channel(g, [&](const TapRow& t) {
-    const double* xr = px + t.x_row;
-    for (int64_t ow = t.lo; ow < t.hi; ++ow) py[t.y_row + ow] += pw[t.w] * xr[ow * g.sw + t.shift];
-  });
-  return y;
+  auto body = [](const ConvGeometry& g, const double* x, const double* w, const double*, double* y) {
+    walk_by_output_channel(g, [&](const TapRow& t) {
+      const double* xr = x + t.x_row;
+      for (int64_t ow = t.lo; ow < t.hi; ++ow) y[t.y_row + ow] += w[t.w] * xr[ow * g.sw + t.shift];
+    });
+  };
+  return conv_reference(n, in, ConvComputes::output, body);
 }
 
 Tensor conv2d_grad_input_reference(const Node& n, eval::Inputs in) {
-  const Tensor& gy = *in[0];
-  const Tensor& w = *in[1];
-  Tensor gx = eval::result_of(n);
-  const ConvGeometry g = geometry(n, gx.shape, w.shape, gy.shape);
-  const double* pgy = gy.data.data();
-  const double* pw = w.data.data();
-  double* pgx = gx.data.data();
-  walk_by_image(g, [&](const TapRow& t) {
-    double* xr = pgx + t.x_row;
-    for (int64_t ow = t.lo; ow < t.hi; ++ow) xr[ow * g.sw + t.shift] += pw[t.w] * pgy[t.y_row + ow];
-  });
-  return gx;
+  auto body = [](const ConvGeometry& g, const double*, const double* w, const double* gy, double* gx) {
+    walk_by_image(g, [&](const TapRow& t) {
+      double* xr = gx + t.x_row;
+      for (int64_t ow = t.lo; ow < t.hi; ++ow) xr[ow * g.sw + t.shift] += w[t.w] * gy[t.y_row + ow];
+    });
+  };
+  return conv_reference(n, in, ConvComputes::input, body);
 }
 
 Tensor conv2d_grad_weight_reference(const Node& n, eval::Inputs in) {
-  const Tensor& gy = *in[0];
-  const Tensor& x = *in[1];
-  Tensor gw = eval::result_of(n);
-  const ConvGeometry g = geometry(n, x.shape, gw.shape, gy.shape);
-  const double* pgy = gy.data.data();
-  const double* px = x.data.data();
-  double* pgw = gw.data.data();
-  walk_by_output_channel(g, [&](const TapRow& t) {
-    double acc = 0;
-    for (int64_t ow = t.lo; ow < t.hi; ++ow) acc += pgy[t.y_row + ow] * px[t.x_row + ow * g.sw + t.shift];
-    pgw[t.w] += acc;
-  });
-  return gw;
+  auto body = [](const ConvGeometry& g, const double* x, const double*, const double* gy, double* gw) {
+    walk_by_output_channel(g, [&](const TapRow& t) {
+      double acc = 0;
+      for (int64_t ow = t.lo; ow < t.hi; ++ow) acc += gy[t.y_row + ow] * x[t.x_row + ow * g.sw + t.shift];
+      gw[t.w] += acc;
+    });
+  };
+  return conv_reference(n, in, ConvComputes::weight, body);
 }
 
 // ---- VJP
