@@ -8,7 +8,7 @@ from spire import _spire
 
 from . import nn_blocks as nb
 from .builder import SpireValue, Unsupported, registrar
-from .torch_ops import FUNCTIONS, METHODS, arg
+from .torch_ops import COMPARISONS, FUNCTIONS, METHODS, arg
 
 ATEN = {}
 
@@ -32,12 +32,42 @@ for _overload, _handler in (
         ("aten.max_pool2d.default", FUNCTIONS[F.max_pool2d]), ("aten.avg_pool2d.default", FUNCTIONS[F.avg_pool2d]),
         ("aten._adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
         ("aten.adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
+        ("aten.rsqrt.default", FUNCTIONS[torch.rsqrt]), ("aten.pow.Tensor_Scalar", FUNCTIONS[torch.pow]),
+        ("aten.where.self", FUNCTIONS[torch.where]), ("aten.where.ScalarSelf", FUNCTIONS[torch.where]),
+        ("aten.where.ScalarOther", FUNCTIONS[torch.where]), ("aten.where.Scalar", FUNCTIONS[torch.where]),
+        ("aten.bitwise_and.Tensor", FUNCTIONS[torch.bitwise_and]),
+        ("aten.bitwise_or.Tensor", FUNCTIONS[torch.bitwise_or]),
+        ("aten.logical_and.default", FUNCTIONS[torch.logical_and]),
+        ("aten.logical_or.default", FUNCTIONS[torch.logical_or]),
+        ("aten.zeros.default", FUNCTIONS[torch.zeros]), ("aten.ones.default", FUNCTIONS[torch.ones]),
+        ("aten.full.default", FUNCTIONS[torch.full]), ("aten.scalar_tensor.default", FUNCTIONS[torch.scalar_tensor]),
+        ("aten.arange.default", FUNCTIONS[torch.arange]), ("aten.arange.start", FUNCTIONS[torch.arange]),
+        ("aten.arange.start_step", FUNCTIONS[torch.arange]), ("aten.embedding.default", FUNCTIONS[torch.embedding]),
+        # A copy of a constant tensor (make_fx's record of torch.tensor(...) in forward): the value itself.
+        ("aten.lift_fresh_copy.default", METHODS["clone"]),
         # Functions a torch may lack (no handler registered then).
         ("aten.scaled_dot_product_attention.default", FUNCTIONS.get(getattr(F, "scaled_dot_product_attention", 0))),
         ("aten._transformer_encoder_layer_fwd.default",
          FUNCTIONS.get(getattr(torch, "_transformer_encoder_layer_fwd", 0)))):
     if _handler is not None:
         ATEN[_overload] = _handler
+for _mode in COMPARISONS:
+    aten(f"aten.{_mode}.Tensor", f"aten.{_mode}.Scalar")(FUNCTIONS[getattr(torch, _mode)])
+
+
+@aten("aten.slice.Tensor")
+def _slice(b, args, kwargs):
+    return nb.slice_dim(b, args[0], arg(args, kwargs, 1, "dim", 0), arg(args, kwargs, 2, "start", None),
+                        arg(args, kwargs, 3, "end", None), arg(args, kwargs, 4, "step", 1))
+
+
+@aten("aten._to_copy.default")
+def _to_copy(b, args, kwargs):
+    # What .to(dtype) / .float() record; a move to a device stays in PyTorch.
+    if kwargs.get("device") is not None:
+        raise Unsupported("a copy to a device")
+    x = nb.tensor(args[0], "the copied value")
+    return x if kwargs.get("dtype") is None else nb.cast(b, x, kwargs["dtype"])
 
 
 @aten("aten.convolution.default")
@@ -68,19 +98,16 @@ aten("aten.transpose.int")(METHODS["transpose"])
 
 @aten("aten._reshape_alias.default")
 def _reshape_alias(b, args, kwargs):
-    x, size, stride = args[0], list(args[1]), list(args[2])
-    expected, step = [], 1
-    for s in reversed(size):
-        expected.insert(0, step)
-        step *= max(int(s), 1)
-    if any(st != e for st, e, s in zip(stride, expected, size) if s != 1):
-        raise Unsupported(f"_reshape_alias with strides {stride} (not a contiguous view)")
-    return b.reshape(nb.tensor(x, "the input"), size)
+    # What aten.reshape(x, size) records where the reshape can be a view: the strides are those ATen computed from
+    # x's own layout for that view, so on x the result is x.reshape(size) whatever they are (non-contiguous ones,
+    # [40, 1, 8] for a transposed and expanded x, would address other elements of a contiguous copy of x; checked
+    # with torch 1.13). spire values are logical tensors, without strides: a reshape, exactly.
+    return b.reshape(nb.tensor(args[0], "the input"), list(args[1]))
 
 
 for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"), ("log", "log"),
                    ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs"), ("silu", "silu"), ("erf", "erf"),
-                   ("reciprocal", "reciprocal"), ("hardswish", "hard_swish")):
+                   ("reciprocal", "reciprocal"), ("hardswish", "hard_swish"), ("cos", "cos"), ("sin", "sin")):
     aten(f"aten.{_name}.default")(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
 
 

@@ -114,7 +114,8 @@ class Builder:
     def op(self, op, inputs, attrs=None, rows="first"):
         """Appends an op. rows: 'pointwise' (inputs broadcast together: a batched result, and an unbatched operand
         that varies along dim 0 mixes rows), 'first' (the result's rows follow inputs[0]'s, as for conv2d, pooling
-        or a layout op the caller checked), or 'mixes' (the result's rows depend on other rows)."""
+        or a layout op the caller checked), an input's index i (the result's rows follow inputs[i]'s, as gather's
+        follow its indices' when it reads an unbatched table), or 'mixes' (the result's rows depend on other rows)."""
         for v in inputs:
             if not isinstance(v, SpireValue):
                 raise Unsupported(f"{op}: an operand is {type(v).__name__}, not a tensor")
@@ -128,6 +129,8 @@ class Builder:
                         self.mixes_rows(f"{op} broadcasts an unbatched {list(v.shape)} along the batch")
         elif rows == "first":
             batched = inputs[0].batched
+        elif isinstance(rows, int):
+            batched = inputs[rows].batched
         else:
             batched = any(v.batched for v in inputs)
             if batched:
@@ -140,17 +143,22 @@ class Builder:
             raise Unsupported(f"a float scalar {value} with an integer tensor (PyTorch promotes; spire does not)")
         return self.const(value, x.dtype)
 
-    def binary(self, op, a, b):
-        """A pointwise binary op; a Python number becomes a scalar constant of the tensor's dtype."""
+    def operands(self, op, a, b):
+        """Two operands of one dtype for a pointwise op: a Python number becomes a scalar constant of the other's
+        dtype; two numbers or two dtypes are refused (PyTorch would promote)."""
         if not isinstance(a, SpireValue) and not isinstance(b, SpireValue):
-            raise Unsupported(f"{op} of two Python numbers")
+            raise Unsupported(f"{op} of two Python numbers stays in Python")
         if not isinstance(a, SpireValue):
             a = self.scalar_like(b, a)
         if not isinstance(b, SpireValue):
             b = self.scalar_like(a, b)
         if a.dtype != b.dtype:
             raise Unsupported(f"{op} of {a.dtype} and {b.dtype} (PyTorch promotes; spire does not)")
-        return self.op(op, [a, b], rows="pointwise")
+        return a, b
+
+    def binary(self, op, a, b):
+        """A pointwise binary op; a Python number becomes a scalar constant of the tensor's dtype."""
+        return self.op(op, list(self.operands(op, a, b)), rows="pointwise")
 
     def reshape(self, x, shape):
         shape = [int(s) for s in shape]

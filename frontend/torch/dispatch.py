@@ -77,15 +77,6 @@ def _check_in_place(node):
         raise Unsupported(f"{target_name(node)} overwrites a tensor that is read again after it")
 
 
-def _contiguous(size, stride):
-    step = 1
-    for s, st in zip(reversed(list(size)), reversed(list(stride))):
-        if s != 1 and st != step:
-            return False
-        step *= max(int(s), 1)
-    return True
-
-
 def _is_view(op):
     schema = getattr(op, "_schema", None)
     alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
@@ -93,18 +84,17 @@ def _is_view(op):
 
 
 def _feeds_strided_view(node):
-    """Whether an ATen view that reads its input's memory layout (as_strided, a non-contiguous _reshape_alias, which
-    make_fx records on torch 1.x) takes this node's result, directly or through other views (select, expand, ...):
-    such a view stays in eager PyTorch, and a spire result (contiguous, at offset 0) would not have the layout it
-    addresses, so the whole chain of views stays there too."""
+    """Whether an ATen view that reads its input's memory layout (as_strided) takes this node's result, directly or
+    through other views (select, expand, ...): such a view stays in eager PyTorch, and a spire result (contiguous, at
+    offset 0) would not have the layout it addresses, so the whole chain of views stays there too. (_reshape_alias,
+    which make_fx records for reshape on torch 1.x, also carries strides, but spire maps every one as the reshape it
+    stands for: aten_ops._reshape_alias.)"""
     for u in node.users:
         if u.op != "call_function" or not u.args or u.args[0] is not node or \
                 not isinstance(u.target, torch._ops.OpOverload):
             continue
         name = str(u.target)
         if name.startswith("aten.as_strided"):
-            return True
-        if name == "aten._reshape_alias.default" and not _contiguous(u.args[1], u.args[2]):
             return True
         if _is_view(u.target) and _feeds_strided_view(u):
             return True

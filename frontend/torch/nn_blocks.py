@@ -2,7 +2,9 @@
 graph ops (the same ones frontend/onnx maps ONNX nodes onto) or raises Unsupported saying why not."""
 import math
 
-from .builder import FLOATS, SpireValue, Unsupported
+import torch
+
+from .builder import FLOATS, SpireValue, Unsupported, spire_dtype
 
 
 def tensor(x, what):
@@ -188,6 +190,13 @@ def unary(b, op, x):
 
 def concat(b, xs, dim):
     xs = [tensor(x, "a concatenated value") for x in xs]
+    if len({x.dtype for x in xs}) > 1:
+        raise Unsupported(f"cat of {sorted({x.dtype for x in xs})} (PyTorch promotes; spire does not)")
+    # A zero-size input adds nothing (a decoder's empty cache [B, heads, 0, d] before its first keys): dropped, so
+    # no kernel sees an empty tensor.
+    xs = [x for x in xs if 0 not in x.shape] or xs[:1]
+    if len(xs) == 1:
+        return xs[0]
     axis = b.normalize_dim(xs[0], dim)
     if any(x.batched for x in xs) and (axis == 0 or not all(x.batched for x in xs)):
         b.mixes_rows("concat along or across the batch")
@@ -231,32 +240,86 @@ def split(b, x, sizes, dim):
         sizes = [min(sizes, n - s) for s in range(0, n, sizes)] if sizes > 0 else []
     if sum(sizes) != n:
         raise Unsupported(f"split sizes {list(sizes)} do not add up to {n}")
-    if x.batched and dim == 0:
-        b.mixes_rows("split along the batch dimension")
     parts, start = [], 0
     for size in sizes:
-        starts = [0] * x.rank
-        starts[dim] = start
-        shape = list(x.shape)
-        shape[dim] = size
-        parts.append(b.op("slice", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape}))
+        parts.append(slice_run(b, x, dim, start, size))
         start += size
     return parts
+
+
+def slice_run(b, x, dim, start, size, step=1):
+    """The `size` elements of x along dim from start, step apart (spire's slice op; dim and start non-negative): what
+    split, select, aten.slice and tensor indexing all take."""
+    if x.batched and dim == 0:
+        b.mixes_rows("a slice along the batch dimension")
+    starts, steps, shape = [0] * x.rank, [1] * x.rank, list(x.shape)
+    starts[dim], steps[dim], shape[dim] = start, step, size
+    return b.op("slice", [x], {"starts": starts, "steps": steps, "shape": shape}, rows="first")
+
+
+def slice_dim(b, x, dim, start, end, step):
+    """x[..., start:end:step, ...] along dim (aten.slice.Tensor): Python's clamping of start and end, a positive step.
+    The whole dimension is x itself (make_fx records x[:, None] as such slices)."""
+    tensor(x, "a sliced value")
+    dim = b.normalize_dim(x, dim)
+    if step is None:
+        step = 1
+    if not isinstance(step, int) or step <= 0:
+        raise Unsupported(f"a slice with step {step} (PyTorch takes positive steps only)")
+    start, end, step = slice(start, end, step).indices(x.shape[dim])
+    size = len(range(start, end, step))
+    if size == x.shape[dim]:
+        return x
+    if size == 0:
+        raise Unsupported("an empty slice (spire keeps zero-size tensors out of its kernels)")
+    return slice_run(b, x, dim, start, size, step)
+
+
+def element(b, x, dim, index):
+    """The slice of size 1 at index (negative: from the end) along dim, which stays."""
+    n = x.shape[dim]
+    if not -n <= index < n:
+        raise Unsupported(f"index {index} is out of range for a dimension of size {n}")
+    return x if n == 1 else slice_run(b, x, dim, index % n, 1)
 
 
 def select(b, x, dim, index):
     """x.select(dim, index): the slice of size 1 at index, without that dimension."""
     tensor(x, "select's input")
     dim = b.normalize_dim(x, dim)
-    index = index % x.shape[dim]
-    if x.batched and dim == 0:
-        b.mixes_rows("select along the batch dimension")
-    starts = [0] * x.rank
-    starts[dim] = index
-    shape = list(x.shape)
-    shape[dim] = 1
-    part = b.op("slice", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape})
-    return b.reshape(part, shape[:dim] + shape[dim + 1:])
+    return b.reshape(element(b, x, dim, index), x.shape[:dim] + x.shape[dim + 1:])
+
+
+def index(b, x, key):
+    """x[key] for basic indexing: ints, slices, None and one Ellipsis (a tensor index, advanced indexing, refused). Each
+    int and slice narrows its dimension (slice_dim), then one reshape drops the ints' dimensions and inserts the
+    Nones'."""
+    tensor(x, "an indexed value")
+    items = list(key) if isinstance(key, tuple) else [key]
+    for item in items:
+        if isinstance(item, bool) or not (isinstance(item, (int, slice)) or item is None or item is Ellipsis):
+            raise Unsupported(f"indexing with {type(item).__name__} (spire maps ints, slices, None and ...)")
+    consumed = sum(1 for item in items if item is not None and item is not Ellipsis)
+    if items.count(Ellipsis) > 1 or consumed > x.rank:
+        raise Unsupported(f"index {key!r} for a rank-{x.rank} tensor")
+    rest = [slice(None)] * (x.rank - consumed)
+    if Ellipsis in items:
+        at = items.index(Ellipsis)
+        items[at:at + 1] = rest
+    else:
+        items += rest
+    y, dim, shape = x, 0, []
+    for item in items:
+        if item is None:
+            shape.append(1)
+            continue
+        if isinstance(item, slice):
+            y = slice_dim(b, y, dim, item.start, item.stop, item.step)
+            shape.append(y.shape[dim])
+        else:  # the final reshape drops its dimension
+            y = element(b, y, dim, item)
+        dim += 1
+    return b.reshape(y, shape)
 
 
 def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
@@ -316,3 +379,121 @@ def transformer_encoder_layer(b, a):
         return add(x, feed_forward(norm(x, 2)))
     x = norm(add(x, attention(x)), 1)
     return norm(add(x, feed_forward(x)), 2)
+
+
+# ---- values made from nothing, dtypes, comparisons, logic
+
+def full(b, shape, value, dtype):
+    """torch.full / zeros / ones: a constant (dtype None: PyTorch's default for the value)."""
+    if dtype is None:
+        dtype = torch.bool if isinstance(value, bool) else torch.int64 if isinstance(value, int) else \
+            torch.get_default_dtype()
+    return b.const(value, spire_dtype(dtype), [int(s) for s in shape])
+
+
+# The largest magnitude up to which a dtype holds every integer.
+EXACT_INTEGERS = {"f32": 2 ** 24, "f64": 2 ** 53, "f16": 2 ** 11, "bf16": 2 ** 8, "i32": 2 ** 31 - 1,
+                  "i64": 2 ** 63 - 1}
+
+
+def arange(b, start, end, step, dtype):
+    """torch.arange, exactly: spire has no such op and its constants are scalar fills, so [0] is doubled as
+    concat(a, a + len(a)) until it covers the length, then sliced, scaled by step and moved by start. Integer start,
+    end and step only, each value on the way exact in the dtype."""
+    values = (start, end, step)
+    if not all(isinstance(v, int) or isinstance(v, float) and v.is_integer() for v in values):
+        raise Unsupported(f"arange({start}, {end}, {step}) with fractional values (spire builds integer ones exactly)")
+    start, end, step = (int(v) for v in values)
+    if dtype is None:
+        dtype = torch.int64 if all(isinstance(v, int) for v in values) else torch.get_default_dtype()
+    dtype = spire_dtype(dtype)
+    n = len(range(start, end, step)) if step else 0
+    if n == 0 or dtype == "bool":
+        raise Unsupported(f"arange({start}, {end}, {step}) of {dtype} (empty, or not numbers)")
+    largest = max(2 * n, abs((n - 1) * step), abs(start), abs(start + (n - 1) * step))
+    if largest > EXACT_INTEGERS[dtype]:
+        raise Unsupported(f"arange up to {largest} in {dtype} (not exact)")
+    a = b.const(0, dtype, [1])
+    while a.shape[0] < n:
+        a = concat(b, [a, b.binary("add", a, a.shape[0])], 0)
+    if a.shape[0] > n:
+        a = slice_run(b, a, 0, 0, n)
+    if step != 1:
+        a = b.binary("mul", a, step)
+    return a if start == 0 else b.binary("add", a, start)
+
+
+def cast(b, x, dtype):
+    """x.to(dtype): spire's cast (to int truncates, to bool is x != 0, as in PyTorch); the same dtype is x itself."""
+    tensor(x, "a cast value")
+    to = spire_dtype(dtype)
+    return x if to == x.dtype else b.op("cast", [x], {"to": to}, rows="pointwise")
+
+
+def compare(b, mode, x, y):
+    """x < y and the like (mode lt le gt ge eq ne): a bool tensor, the operands of one dtype."""
+    return b.op("compare", list(b.operands("a comparison", x, y)), {"mode": mode}, rows="pointwise")
+
+
+def where(b, cond, x, y):
+    """torch.where(cond, x, y): a Python number takes the other operand's dtype."""
+    tensor(cond, "where's condition")
+    if cond.dtype != "bool":
+        raise Unsupported(f"where with a {cond.dtype} condition")
+    return b.op("where", [cond, *b.operands("where", x, y)], rows="pointwise")
+
+
+def logical(b, op, x, y):
+    """x & y, x | y of bool tensors, as where (spire has no logical ops): x & y = where(x, y, false), x | y =
+    where(x, true, y). Integer bitwise ops are refused."""
+    for v in (x, y):
+        if not isinstance(v, SpireValue) or v.dtype != "bool":
+            raise Unsupported(f"bitwise {op} of a non-bool operand (spire maps it on bool tensors only)")
+    if op == "and":
+        return b.op("where", [x, y, b.const(0, "bool")], rows="pointwise")
+    return b.op("where", [x, b.const(1, "bool"), y], rows="pointwise")
+
+
+def pow_scalar(b, x, exponent):
+    """x ** exponent for a Python number. spire's pow is exp(e log x), NaN for a negative base, where PyTorch's is
+    real for an integer exponent: those PyTorch itself computes by products (1, 2, 3, and their reciprocals) and
+    0.5 / -0.5 (square roots) map as such; any other integer exponent is refused, a fractional one (NaN for a
+    negative base in both) takes pow."""
+    tensor(x, "pow's base")
+    if isinstance(exponent, bool) or not isinstance(exponent, (int, float)):
+        raise Unsupported("pow with a tensor exponent")
+    if isinstance(exponent, float) and x.dtype not in FLOATS:
+        raise Unsupported(f"pow of {x.dtype} by a float (PyTorch promotes; spire does not)")
+    e = float(exponent)
+    if e in (1.0, 2.0, 3.0):
+        y = x
+        for _ in range(int(e) - 1):
+            y = b.op("mul", [y, x], rows="pointwise")
+        return y
+    float_tensor(x, f"pow's base (exponent {exponent})")
+    if e in (-1.0, -2.0, -3.0):
+        return unary(b, "reciprocal", pow_scalar(b, x, -e))
+    if e == 0.5:
+        return unary(b, "sqrt", x)
+    if e == -0.5:
+        return rsqrt(b, x)
+    if e.is_integer():
+        raise Unsupported(f"pow with exponent {exponent} (spire's pow is NaN for a negative base; PyTorch's is not)")
+    return b.binary("pow", x, e)
+
+
+def rsqrt(b, x):
+    """1 / sqrt(x): spire has no rsqrt."""
+    return unary(b, "reciprocal", unary(b, "sqrt", float_tensor(x, "rsqrt's input")))
+
+
+def embedding(b, weight, indices):
+    """weight[indices] (F.embedding, aten.embedding): a gather along the table's rows, whose result's rows follow
+    the indices' (the table is unbatched)."""
+    tensor(weight, "the embedding table")
+    tensor(indices, "the embedding indices")
+    if indices.dtype not in ("i32", "i64"):
+        raise Unsupported(f"embedding indices of {indices.dtype}")
+    if weight.batched:
+        b.mixes_rows("an embedding of a batched table")
+    return b.op("gather", [weight, indices], {"axis": 0}, rows=1)

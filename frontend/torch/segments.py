@@ -55,7 +55,8 @@ def split_segments(gm, support, results):
         idle = None
         if not any(_has_tensor(results.get(n)) for n in seg.nodes):
             idle = "Python arithmetic on sizes (no tensor work)"
-        elif all(n.op == "call_function" and n.target is operator.getitem for n in seg.nodes):
+        elif all(n.op == "call_function" and n.target is operator.getitem and
+                 not isinstance(results.get(n.args[0]), TensorInfo) for n in seg.nodes):
             idle = "only picks results of a multi-result op (no tensor work)"
         if idle:  # nothing for a device to do
             for n in seg.nodes:

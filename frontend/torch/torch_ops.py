@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from spire import _spire
 
 from . import nn_blocks as nb
-from .builder import SpireValue, Unsupported, registrar
+from .builder import SPIRE_TO_TORCH, SpireValue, Unsupported, registrar
 
 _REQUIRED = object()
 
@@ -104,6 +104,13 @@ def _tanh(b, m, path, args, kwargs):
 @module(nn.GELU)
 def _gelu(b, m, path, args, kwargs):
     return nb.gelu(b, args[0], getattr(m, "approximate", "none"))
+
+
+@module(nn.Embedding)
+def _embedding(b, m, path, args, kwargs):
+    if m.max_norm is not None:
+        raise Unsupported("Embedding with max_norm (renormalizes the table in place)")
+    return nb.embedding(b, _param(b, m, path, "weight"), args[0])
 
 
 @module(nn.LeakyReLU)
@@ -218,11 +225,14 @@ def _binary_methods():
         method(*names)(_binary(op))
 
 
+_binary_methods()
+
+
 @function(operator.getitem)
 def _getitem(b, args, kwargs):
     container, index = args
     if isinstance(container, SpireValue):
-        raise Unsupported("tensor indexing")
+        return nb.index(b, container, index)
     result = container[index]
     if result is None and isinstance(container, tuple) and any(isinstance(c, SpireValue) for c in container):
         raise Unsupported("this result of a multi-result op (pooling indices, saved statistics) has no spire mapping")
@@ -276,8 +286,94 @@ def _f_clamp(b, args, kwargs):
 for _f, _op in ((F.silu, "silu"), (torch.sigmoid, "sigmoid"), (F.sigmoid, "sigmoid"), (torch.tanh, "tanh"),
                 (F.tanh, "tanh"), (torch.exp, "exp"), (torch.log, "log"), (torch.sqrt, "sqrt"), (torch.neg, "neg"),
                 (operator.neg, "neg"), (torch.abs, "abs"), (torch.erf, "erf"), (torch.reciprocal, "reciprocal"),
-                (F.hardswish, "hard_swish")):
+                (F.hardswish, "hard_swish"), (torch.cos, "cos"), (torch.sin, "sin")):
     function(_f)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
+
+
+@function(torch.rsqrt)
+@method("rsqrt")
+def _f_rsqrt(b, args, kwargs):
+    return nb.rsqrt(b, args[0])
+
+
+@function(torch.pow, operator.pow)
+@method("pow")
+def _f_pow(b, args, kwargs):
+    return nb.pow_scalar(b, nb.tensor(args[0], "pow's base"), arg(args, kwargs, 1, "exponent"))
+
+
+# Comparisons: torch.lt(input, other), operator.lt, Tensor.lt take the same arguments (ATen's lt.Tensor / lt.Scalar
+# too); symbolic_trace records `constant_tensor < proxy` as the method __lt__, likewise & and | below.
+COMPARISONS = {"lt": operator.lt, "le": operator.le, "gt": operator.gt, "ge": operator.ge, "eq": operator.eq,
+               "ne": operator.ne}
+for _mode, _operator in COMPARISONS.items():
+    function(_operator, getattr(torch, _mode))(
+        lambda b, args, kwargs, _mode=_mode: nb.compare(b, _mode, args[0], arg(args, kwargs, 1, "other")))
+    method(_mode, f"__{_mode}__")(FUNCTIONS[_operator])
+
+
+@function(operator.and_, torch.logical_and, torch.bitwise_and)
+@method("logical_and", "bitwise_and", "__and__")
+def _f_and(b, args, kwargs):
+    return nb.logical(b, "and", args[0], arg(args, kwargs, 1, "other"))
+
+
+@function(operator.or_, torch.logical_or, torch.bitwise_or)
+@method("logical_or", "bitwise_or", "__or__")
+def _f_or(b, args, kwargs):
+    return nb.logical(b, "or", args[0], arg(args, kwargs, 1, "other"))
+
+
+@function(torch.where)
+def _f_where(b, args, kwargs):
+    if len(args) + len(kwargs) == 1:
+        raise Unsupported("torch.where(condition) (nonzero: a data-dependent shape)")
+    return nb.where(b, arg(args, kwargs, 0, "condition"), arg(args, kwargs, 1, "input"), arg(args, kwargs, 2, "other"))
+
+
+# Factories: torch.zeros(*size) / torch.zeros(size), ones, full(size, fill_value) and arange(end) / (start, end[,
+# step]) take ATen's arguments too (their ATen overloads share these handlers). The device is spire's.
+# zeros and ones are of the default float dtype (full's follows its value).
+@function(torch.zeros)
+def _f_zeros(b, args, kwargs):
+    return nb.full(b, _sizes(args, 0), 0.0, kwargs.get("dtype") or torch.get_default_dtype())
+
+
+@function(torch.ones)
+def _f_ones(b, args, kwargs):
+    return nb.full(b, _sizes(args, 0), 1.0, kwargs.get("dtype") or torch.get_default_dtype())
+
+
+@function(torch.full)
+def _f_full(b, args, kwargs):
+    return nb.full(b, arg(args, kwargs, 0, "size"), arg(args, kwargs, 1, "fill_value"), kwargs.get("dtype"))
+
+
+@function(torch.scalar_tensor)
+def _f_scalar_tensor(b, args, kwargs):
+    return nb.full(b, [], args[0], kwargs.get("dtype") or torch.get_default_dtype())
+
+
+@function(torch.arange)
+def _f_arange(b, args, kwargs):
+    if len(args) == 1 and "end" not in kwargs:
+        start, end, step = 0, args[0], 1
+    else:
+        start, end, step = arg(args, kwargs, 0, "start"), arg(args, kwargs, 1, "end"), arg(args, kwargs, 2, "step", 1)
+    return nb.arange(b, start, end, step, kwargs.get("dtype"))
+
+
+@function(F.embedding)
+def _f_embedding(b, args, kwargs):
+    if arg(args, kwargs, 3, "max_norm", None) is not None:
+        raise Unsupported("embedding with max_norm (renormalizes the table in place)")
+    return nb.embedding(b, arg(args, kwargs, 1, "weight"), args[0])
+
+
+@function(torch.embedding)
+def _torch_embedding(b, args, kwargs):
+    # torch.embedding(weight, indices, padding_idx, scale_grad_by_freq, sparse): the options act on the gradient only.
+    return nb.embedding(b, args[0], args[1])
 
 
 @function(F.gelu)
@@ -530,8 +626,29 @@ def _m_expand(b, args, kwargs):
     return nb.expand(b, args[0], _sizes(args, 1))
 
 
+@method("to")
+def _m_to(b, args, kwargs):
+    """x.to(dtype), x.to(other) (other's dtype); a device (a move) stays in PyTorch."""
+    rest = list(args[1:]) + [v for k, v in kwargs.items() if k in ("dtype", "device", "other")]
+    dtypes = [v for v in rest if isinstance(v, torch.dtype)] + \
+        [SPIRE_TO_TORCH[v.dtype] for v in rest if isinstance(v, SpireValue)]
+    if len(dtypes) != 1 or len(rest) != 1:
+        raise Unsupported(f".to{tuple(rest)} (spire maps .to(dtype) and .to(tensor))")
+    return nb.cast(b, args[0], dtypes[0])
+
+
+for _name, _dtype in (("float", torch.float32), ("double", torch.float64), ("half", torch.float16),
+                      ("bfloat16", torch.bfloat16), ("int", torch.int32), ("long", torch.int64), ("bool", torch.bool)):
+    method(_name)(lambda b, args, kwargs, _dtype=_dtype: nb.cast(b, args[0], _dtype))
+
+
+@method("type_as")
+def _m_type_as(b, args, kwargs):
+    return nb.cast(b, args[0], SPIRE_TO_TORCH[nb.tensor(args[1], "type_as's other").dtype])
+
+
 for _name, _op in (("relu", "relu"), ("sigmoid", "sigmoid"), ("tanh", "tanh"), ("exp", "exp"), ("log", "log"),
-                   ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs")):
+                   ("sqrt", "sqrt"), ("neg", "neg"), ("abs", "abs"), ("cos", "cos"), ("sin", "sin")):
     method(_name)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
 
 
