@@ -354,6 +354,17 @@ def _f_scalar_tensor(b, args, kwargs):
     return nb.full(b, [], args[0], kwargs.get("dtype") or torch.get_default_dtype())
 
 
+@function(torch.tensor)
+def _f_tensor(b, args, kwargs):
+    # torch.tensor of one Python number (Dynamo records a model's torch.tensor(torch.finfo(t).min, dtype=t.dtype), a
+    # masked score's fill): a constant of that dtype, PyTorch's default for the number without one. Data of several
+    # values stays in PyTorch.
+    data = arg(args, kwargs, 0, "data")
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise Unsupported(f"torch.tensor of {type(data).__name__} (spire maps one Python number)")
+    return nb.full(b, [], data, kwargs.get("dtype"))
+
+
 @function(torch.arange)
 def _f_arange(b, args, kwargs):
     if len(args) == 1 and "end" not in kwargs:
@@ -492,6 +503,17 @@ def _f_squeeze(b, args, kwargs):
 @function(torch.split)
 def _f_split(b, args, kwargs):
     return nb.split(b, args[0], arg(args, kwargs, 1, "split_size_or_sections"), arg(args, kwargs, 2, "dim", 0))
+
+
+@function(torch.chunk)
+@method("chunk")
+def _f_chunk(b, args, kwargs):
+    # PyTorch's chunks are ceil(n / chunks) long, the last shorter (and fewer chunks where they run out): a split.
+    x, chunks = nb.tensor(args[0], "chunk's input"), arg(args, kwargs, 1, "chunks")
+    dim = b.normalize_dim(x, arg(args, kwargs, 2, "dim", 0))
+    if not isinstance(chunks, int) or chunks <= 0:
+        raise Unsupported(f"chunk into {chunks} parts")
+    return nb.split(b, x, -(-x.shape[dim] // chunks), dim)
 
 
 @function(F.layer_norm)

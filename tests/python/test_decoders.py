@@ -154,6 +154,39 @@ def test_embedding_and_empty_cache(device, trace):
     assert eager_lines(text) == [], text
 
 
+class RotateHalf(nn.Module):
+    """Llama's rotate_half by chunk, and torch.chunk where the parts are uneven or run out (5 in 2: 3 + 2; 5 in 4:
+    three parts of 2, 2 and 1). The parts are indexed: this torch's symbolic_trace cannot unpack a traced tuple.
+    """
+
+    def forward(self, x):
+        halves = x.chunk(2, dim=-1)
+        two = torch.chunk(x[:, :5], 2, 1)
+        three = x[:, :5].chunk(4, dim=1)
+        return torch.cat((-halves[1], halves[0]), dim=-1), two[0] * 2, two[1] + 1, three[0], three[1], three[2] - 1
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_rotate_half_by_chunk(device, trace):
+    torch.manual_seed(34)
+    want, got, text = compiled_both_ways(RotateHalf(), (torch.randn(3, 8),), trace, device)
+    assert_close(got, want)
+    assert eager_lines(text) == [], text
+
+
+def test_torch_tensor_of_one_number():
+    # What Dynamo records for a masked score's fill (torch.tensor(torch.finfo(t).min, dtype=t.dtype)); symbolic_trace
+    # and make_fx take such a tensor as a constant, so the handler is called as Dynamo's graph would.
+    from spire.torch.frontend.builder import Builder, Unsupported
+    from spire.torch.frontend.torch_ops import FUNCTIONS
+    b = Builder()
+    lowest = FUNCTIONS[torch.tensor](b, (torch.finfo(torch.float32).min,), {"dtype": torch.float32})
+    assert (lowest.dtype, lowest.shape) == ("f32", ())
+    assert FUNCTIONS[torch.tensor](b, (3,), {}).dtype == "i64"  # PyTorch's default for an int
+    with pytest.raises(Unsupported):
+        FUNCTIONS[torch.tensor](b, ([1.0, 2.0],), {})
+
+
 class Refused(nn.Module):
     def forward(self, x, ids):
         return x ** 4 + 1, (ids & 3) + 1

@@ -28,6 +28,8 @@
 # (f) with PARTS containing "pdl": the Python suite on cuda:0 with CUDA's programmatic dependent launch asked for
 # explicitly (SPIRE_CUDA_PDL=1, the default; it once gave NaN weight gradients in a fresh process's first step:
 # tests/python/test_first_step.py), whatever the environment says.
+# (g) with PARTS containing "decoders": GPT-2 124M and llama-tiny (DECODERS, TOKENS: 32) written in PyTorch, the
+# whole prompt a call, through spire.torch.compile and backend="spire" next to eager and Inductor.
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
 # INLINE_NN_MODULES=0 (Dynamo's inline_inbuilt_nn_modules off: weights reach spire as module attributes, not as
 # inputs that Dynamo's frame gathers from the module at every call),
@@ -135,6 +137,13 @@ if [[ " $PARTS " == *" pdl "* ]]; then
     ${TESTS:-tests/python} > "$OUT/pytest_pdl.log" 2>&1
   echo "pytest with SPIRE_CUDA_PDL=1 on cuda:0: exit $? in $(( $(date +%s) - t0 )) s"
   grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/pytest_pdl.log" | tail -25
+fi
+
+# ---- (g) decoder LLMs written in PyTorch, their whole prompt a call (benchmarks/torch_decoder_prefill.py)
+if [[ " $PARTS " == *" decoders "* ]]; then
+  for d in ${DEVICES//,/ }; do for config in ${DECODERS:-llama-tiny gpt2-124m}; do
+    timeout 200 $py benchmarks/torch_decoder_prefill.py $config ${TOKENS:-32} $d 2>&1 | grep -v -i warn
+  done; done | tee "$OUT/torch_decoders.txt"
 fi
 
 # ---- (e) DDP over the GPUs with NCCL
