@@ -40,7 +40,7 @@ for _overload, _handler in (
         ("aten.bitwise_or.Tensor", FUNCTIONS[torch.bitwise_or]),
         ("aten.logical_and.default", FUNCTIONS[torch.logical_and]),
         ("aten.logical_or.default", FUNCTIONS[torch.logical_or]),
-        ("aten.zeros.default", FUNCTIONS[torch.zeros]), ("aten.ones.default", FUNCTIONS[torch.ones]),
+        ("aten.zeros.default", FUNCTIONS[torch.zeros]), ("aten.empty.memory_format", FUNCTIONS[torch.empty]), ("aten.ones.default", FUNCTIONS[torch.ones]),
         ("aten.full.default", FUNCTIONS[torch.full]), ("aten.scalar_tensor.default", FUNCTIONS[torch.scalar_tensor]),
         ("aten.arange.default", FUNCTIONS[torch.arange]), ("aten.arange.start", FUNCTIONS[torch.arange]),
         ("aten.arange.start_step", FUNCTIONS[torch.arange]), ("aten.embedding.default", FUNCTIONS[torch.embedding]),

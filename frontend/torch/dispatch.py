@@ -140,6 +140,8 @@ def convert_node(b, node, gm, args, kwargs):
                 handler = torch_ops.FUNCTIONS.get(t)
             except TypeError:  # an unhashable callable
                 handler = None
+            if handler is None:
+                handler = torch_ops.FUNCTIONS_BY_NAME.get(f"{getattr(t, '__module__', '')}.{getattr(t, '__name__', '')}")
         if handler is None:
             raise Unsupported(f"no spire mapping for {target_name(node)}")
         return handler(b, args, kwargs)

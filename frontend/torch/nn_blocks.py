@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from .builder import FLOATS, SpireValue, Unsupported, spire_dtype
+from .builder import FLOATS, SPIRE_TO_TORCH, SpireValue, Unsupported, spire_dtype
 
 
 def tensor(x, what):
@@ -134,7 +134,32 @@ def max_pool2d(b, x, kernel, stride, padding, dilation, ceil_mode):
     float_tensor(x, "max_pool2d's input")
     if x.rank != 4:
         raise Unsupported(f"max_pool2d of a rank-{x.rank} input")
-    return b.op("max_pool2d", [x], pool_options(kernel, stride, padding, dilation, ceil_mode, "max_pool2d"))
+    o = pool_options(kernel, stride, padding, dilation, False, "max_pool2d")
+    extra = ceil_mode_extra(x.shape[2:], o) if ceil_mode else [0, 0]
+    if extra == [0, 0]:
+        return b.op("max_pool2d", [x], o)
+    # The ceil mode's last, partial windows: the input padded explicitly with the lowest finite value (it never wins
+    # over a real element), by the padding before and the padding plus what those windows need after, then pooled
+    # without padding.
+    pad = o["padding"]
+    shape = list(x.shape[:2]) + [x.shape[2 + d] + 2 * pad[d] + extra[d] for d in range(2)]
+    lowest = torch.finfo(SPIRE_TO_TORCH[x.dtype]).min
+    padded = b.op("pad", [x], {"starts": [0, 0] + pad, "steps": [1] * 4, "shape": shape, "value": float(lowest)})
+    return b.op("max_pool2d", [padded], {**o, "padding": [0, 0]})
+
+
+def ceil_mode_extra(spatial, o):
+    """Per spatial dim, what ceil_mode=True adds after the padded input: room for the last window when it starts
+    inside the input or its padding before (PyTorch's output-size rule: a window starting in the padding after is
+    dropped)."""
+    extra = []
+    for size, k, s, p in zip(spatial, o["kernel"], o["stride"], o["padding"]):
+        padded = size + 2 * p
+        out = (padded - k + s - 1) // s + 1
+        if (out - 1) * s >= size + p:
+            out -= 1
+        extra.append(max(0, (out - 1) * s + k - padded))
+    return extra
 
 
 def avg_pool2d(b, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):

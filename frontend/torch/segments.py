@@ -36,6 +36,12 @@ def split_segments(gm, support, results):
             items.append(("node", node))
             continue
         ok, reason = support[node]
+        if not ok and not node.users and not node.is_impure():
+            # A value nothing reads (make_fx keeps batch norm's unused buffers, aten.empty of uint8): it runs eagerly
+            # after the run around it, which it does not cut in two (it reads only what came before).
+            reasons[node] = reason
+            items.append(("node", node))
+            continue
         if ok:
             if run is None:
                 run = Segment(len(runs))

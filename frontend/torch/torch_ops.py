@@ -174,6 +174,14 @@ FUNCTIONS = {}
 function = registrar(FUNCTIONS)
 
 
+# Functions of libraries spire does not import (torchvision's ops, which symbolic_trace keeps as calls), by their
+# qualified names "module.name": a model using one has imported it already.
+FUNCTIONS_BY_NAME = {}
+
+
+function_named = registrar(FUNCTIONS_BY_NAME)
+
+
 # Tensor methods, fn(builder, args, kwargs) with args[0] the tensor: a method that takes its function's arguments
 # shares its handler (@function(torch.f) @method("f")).
 METHODS = {}
@@ -336,6 +344,13 @@ def _f_where(b, args, kwargs):
 # zeros and ones are of the default float dtype (full's follows its value).
 @function(torch.zeros)
 def _f_zeros(b, args, kwargs):
+    return nb.full(b, _sizes(args, 0), 0.0, kwargs.get("dtype") or torch.get_default_dtype())
+
+
+@function(torch.empty)
+def _f_empty(b, args, kwargs):
+    # Memory PyTorch leaves unwritten: any contents are right, and zeros are the ones spire makes (make_fx records
+    # batch norm's unused saved-statistics buffers so).
     return nb.full(b, _sizes(args, 0), 0.0, kwargs.get("dtype") or torch.get_default_dtype())
 
 
@@ -503,6 +518,15 @@ def _f_squeeze(b, args, kwargs):
 @function(torch.split)
 def _f_split(b, args, kwargs):
     return nb.split(b, args[0], arg(args, kwargs, 1, "split_size_or_sections"), arg(args, kwargs, 2, "dim", 0))
+
+
+@function_named("torchvision.ops.stochastic_depth.stochastic_depth")
+def _stochastic_depth(b, args, kwargs):
+    # stochastic_depth(input, p, mode, training): the input itself in evaluation (and with p = 0); in training it
+    # zeroes random rows, which stays in PyTorch.
+    if arg(args, kwargs, 3, "training", True) and arg(args, kwargs, 1, "p") > 0:
+        raise Unsupported("stochastic_depth in training mode (random rows stay in PyTorch)")
+    return nb.tensor(args[0], "stochastic_depth's input")
 
 
 @function(torch.chunk)
