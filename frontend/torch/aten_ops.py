@@ -26,6 +26,12 @@ for _overload, _handler in (
         ("aten.select.int", METHODS["select"]), ("aten.split.Tensor", FUNCTIONS[torch.split]),
         ("aten.split_with_sizes.default", FUNCTIONS[torch.split]),
         ("aten.chunk.default", FUNCTIONS[torch.chunk]), ("aten.cat.default", FUNCTIONS[torch.cat]),
+        ("aten.unsafe_split.Tensor", FUNCTIONS[torch.split]),
+        ("aten.unsafe_split_with_sizes.default", FUNCTIONS[torch.split]),
+        ("aten.stack.default", FUNCTIONS[torch.stack]), ("aten.repeat.default", METHODS["repeat"]),
+        ("aten.softplus.default", FUNCTIONS[F.softplus]),
+        ("aten.mish.default", FUNCTIONS[F.mish]), ("aten.prelu.default", FUNCTIONS[F.prelu]),
+        ("aten.pixel_shuffle.default", FUNCTIONS[F.pixel_shuffle]),
         ("aten.clone.default", METHODS["clone"]), ("aten.detach.default", METHODS["detach"]),
         ("aten.alias.default", METHODS["clone"]), ("aten.contiguous.default", METHODS["contiguous"]),
         ("aten.clamp.default", FUNCTIONS[torch.clamp]), ("aten.hardtanh.default", FUNCTIONS[F.hardtanh]),
@@ -75,8 +81,29 @@ def _to_copy(b, args, kwargs):
 def _convolution(b, args, kwargs):
     x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args[:9]
     if transposed:
-        raise Unsupported("transposed convolution")
+        return nb.conv_transpose2d(b, x, w, bias, stride, padding, output_padding, groups, dilation)
     return nb.conv2d(b, x, w, bias, stride, padding, dilation, groups)
+
+
+@aten("aten.elu.default")
+def _elu(b, args, kwargs):
+    # (self, alpha, scale, input_scale): F.elu's alpha, and the scales SELU and CELU decompose to.
+    return nb.elu(b, args[0], arg(args, kwargs, 1, "alpha", 1.0), arg(args, kwargs, 2, "scale", 1.0),
+                  arg(args, kwargs, 3, "input_scale", 1.0))
+
+
+@aten("aten.native_group_norm.default")
+def _native_group_norm(b, args, kwargs):
+    # (input, weight, bias, N, C, HxW, group, eps) -> (output, mean, rstd)
+    x, w, bias, group, eps = args[0], args[1], args[2], args[6], args[7]
+    return (nb.group_norm(b, x, group, w, bias, eps), None, None)
+
+
+@aten("aten.upsample_nearest1d.vec", "aten.upsample_nearest2d.vec", "aten.upsample_nearest3d.vec")
+def _upsample_nearest_vec(b, args, kwargs):
+    # (input, output_size, scale_factors): PyTorch's own op decides the pattern on the probe (nb.upsample_nearest).
+    op = getattr(torch.ops.aten, f"upsample_nearest{len(args[0].shape) - 2}d").vec
+    return nb.upsample_nearest(b, args[0], lambda t: op(t, args[1], args[2]))
 
 
 @aten("aten.addmm.default")
@@ -92,9 +119,10 @@ def _mm(b, args, kwargs):
     return nb.matmul(b, args[0], args[1])
 
 
-# ATen's t and transpose take the tensor methods' arguments.
+# ATen's t and transpose take the tensor methods' arguments; aten.transpose.default is dispatch's functional name for
+# the in-place aten.transpose_.default (allowed where nothing reads the transposed tensor after it).
 aten("aten.t.default")(METHODS["t"])
-aten("aten.transpose.int")(METHODS["transpose"])
+aten("aten.transpose.int", "aten.transpose.default")(METHODS["transpose"])
 
 
 @aten("aten._reshape_alias.default")
@@ -165,8 +193,10 @@ def _native_batch_norm(b, args, kwargs):
         training, eps = args[5], args[7]
     else:               # _native_batch_norm_legit_no_training(input, weight, bias, running_mean, running_var, momentum, eps)
         training, eps = False, args[6]
+    if training and mean is None and var is None:
+        return (nb.batch_stats_norm(b, x, w, bias, eps), None, None)  # instance norm's record: no stats to update
     if training:
-        raise Unsupported("batch norm in training mode (batch statistics)")
+        raise Unsupported("batch norm in training mode (batch statistics, running-stat updates)")
     return (nb.batch_norm_eval(b, x, w, bias, mean, var, eps), None, None)
 
 

@@ -45,9 +45,7 @@ def conv2d(b, x, w, bias, stride, padding, dilation, groups):
             raise Unsupported(f"padding='{padding}' with an even kernel")
     padding = pair(padding, "padding")
     y = b.op("conv2d", [x, w], {"stride": stride, "padding": padding, "dilation": dilation, "groups": int(groups)})
-    if bias is not None:
-        y = b.op("add", [y, b.reshape(bias, [1, bias.shape[0], 1, 1])], rows="pointwise")
-    return y
+    return channel_affine(b, y, None, bias)
 
 
 def linear(b, x, w, bias):
@@ -102,14 +100,47 @@ def batch_norm_eval(b, x, weight, bias, mean, var, eps):
     return y
 
 
-def layer_norm(b, x, shape, weight, bias, eps):
-    float_tensor(x, "layer_norm's input")
-    dims = list(range(x.rank - len(shape), x.rank))
+def standardize(b, x, dims, eps):
+    """(x - mean) / sqrt(var + eps), mean and (biased) variance over dims: the statistics of every norm layer."""
     mean = b.reduce("mean", x, dims, True)
     centered = b.op("sub", [x, mean], rows="pointwise")
     var = b.reduce("mean", b.op("mul", [centered, centered], rows="pointwise"), dims, True)
     std = b.op("sqrt", [b.op("add", [var, b.const(eps, x.dtype)], rows="pointwise")])
-    y = b.op("div", [centered, std], rows="pointwise")
+    return b.op("div", [centered, std], rows="pointwise")
+
+
+def channel_affine(b, y, weight, bias):
+    """y * weight + bias with weight and bias [C] per channel (dim 1); either may be None."""
+    per_channel = [y.shape[1]] + [1] * (y.rank - 2)
+    if weight is not None:
+        y = b.op("mul", [y, b.reshape(weight, per_channel)], rows="pointwise")
+    if bias is not None:
+        y = b.op("add", [y, b.reshape(bias, per_channel)], rows="pointwise")
+    return y
+
+
+def group_norm(b, x, groups, weight, bias, eps):
+    """F.group_norm: each sample's channels in `groups` groups, each group standardized over its channels and all
+    spatial positions ([N, G, rest], statistics per sample: rows stay independent), then the per-channel affine.
+    Instance norm is the case groups = C."""
+    float_tensor(x, "group_norm's input")
+    if x.rank < 2 or x.shape[1] % groups:
+        raise Unsupported(f"group_norm of {list(x.shape)} in {groups} groups")
+    y = standardize(b, b.reshape(x, [x.shape[0], groups, -1]), [2], eps)
+    return channel_affine(b, b.reshape(y, x.shape), weight, bias)
+
+
+def batch_stats_norm(b, x, weight, bias, eps):
+    """Batch norm with the batch's statistics and no running ones to update (make_fx's record of instance norm:
+    native_batch_norm(training=True, running stats None) on [1, N*C, ...]): standardized over every dim but 1."""
+    float_tensor(x, "batch_norm's input")
+    y = standardize(b, x, [d for d in range(x.rank) if d != 1], eps)
+    return channel_affine(b, y, weight, bias)
+
+
+def layer_norm(b, x, shape, weight, bias, eps):
+    float_tensor(x, "layer_norm's input")
+    y = standardize(b, x, list(range(x.rank - len(shape), x.rank)), eps)
     if weight is not None:
         y = b.op("mul", [y, weight], rows="pointwise")
     if bias is not None:
@@ -363,6 +394,19 @@ def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
     return matmul(b, along_axis(b, "softmax", scores, -1), v)
 
 
+def attend_heads(b, q, k, v, heads):
+    """Multi-head attention of projected [batch, tokens, embed] queries, keys and values: each split into `heads`
+    heads ([batch, heads, tokens, embed / heads]), attended, and the heads joined again."""
+    def per_head(t):
+        batch, tokens, embed = t.shape
+        if embed % heads:
+            raise Unsupported(f"{embed} features in {heads} heads")
+        return b.permute(b.reshape(t, [batch, tokens, heads, embed // heads]), [0, 2, 1, 3])
+    out = b.permute(scaled_dot_product_attention(b, per_head(q), per_head(k), per_head(v), None, 0.0, False, None),
+                    [0, 2, 1, 3])
+    return b.reshape(out, list(q.shape))
+
+
 ENCODER_LAYER_ARGS = ("src", "embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
                       "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
                       "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask", "mask_type")
@@ -379,17 +423,13 @@ def transformer_encoder_layer(b, a):
     if a.get("mask") is not None:
         raise Unsupported("the fused encoder layer with a mask")
     embed, heads = int(a["embed_dim"]), int(a["num_heads"])
-    batch, tokens = x.shape[0], x.shape[1]
-    head = embed // heads
 
     def norm(v, i):
         return layer_norm(b, v, [embed], a[f"norm_weight_{i}"], a[f"norm_bias_{i}"], float(a["eps"]))
 
     def attention(v):
         q, k, w = split(b, linear(b, v, a["qkv_weight"], a["qkv_bias"]), embed, -1)
-        q, k, w = (b.permute(b.reshape(t, [batch, tokens, heads, head]), [0, 2, 1, 3]) for t in (q, k, w))
-        out = b.permute(scaled_dot_product_attention(b, q, k, w, None, 0.0, False, None), [0, 2, 1, 3])
-        return linear(b, b.reshape(out, [batch, tokens, embed]), a["proj_weight"], a["proj_bias"])
+        return linear(b, attend_heads(b, q, k, w, heads), a["proj_weight"], a["proj_bias"])
 
     def feed_forward(v):
         h = linear(b, v, a["ffn_weight_1"], a["ffn_bias_1"])
@@ -522,3 +562,134 @@ def embedding(b, weight, indices):
     if weight.batched:
         b.mixes_rows("an embedding of a batched table")
     return b.op("gather", [weight, indices], {"axis": 0}, rows=1)
+
+
+# ---- activations composed of spire's pointwise ops
+
+def elu(b, x, alpha, scale=1.0, input_scale=1.0):
+    """F.elu (aten.elu's scale and input_scale too): scale * (x if x > 0 else alpha (exp(input_scale x) - 1)). spire
+    has no expm1: exp(x) - 1, whose error near 0 is an ulp of 1 (absolute), not relative."""
+    float_tensor(x, "elu's input")
+    neg = b.binary("sub", unary(b, "exp", b.binary("mul", x, float(input_scale)) if input_scale != 1 else x), 1.0)
+    y = where(b, compare(b, "gt", x, 0.0), x, b.binary("mul", neg, float(alpha)))
+    return y if scale == 1 else b.binary("mul", y, float(scale))
+
+
+def softplus(b, x, beta=1.0, threshold=20.0):
+    """F.softplus: x where beta x > threshold, else log(1 + exp(beta x)) / beta (spire's softplus is the stable
+    log(1 + exp(x)))."""
+    float_tensor(x, "softplus's input")
+    bx = x if beta == 1 else b.binary("mul", x, float(beta))
+    y = unary(b, "softplus", bx)
+    if beta != 1:
+        y = b.binary("div", y, float(beta))
+    return where(b, compare(b, "gt", bx, float(threshold)), x, y)
+
+
+def mish(b, x):
+    """F.mish: x tanh(softplus(x))."""
+    return b.op("mul", [x, unary(b, "tanh", softplus(b, x))], rows="pointwise")
+
+
+def prelu(b, x, weight):
+    """F.prelu: x where x > 0, else weight x, the weight one value or one per channel (dim 1)."""
+    float_tensor(x, "prelu's input")
+    tensor(weight, "prelu's weight")
+    n = 1
+    for s in weight.shape:
+        n *= s
+    if n == 1:
+        w = b.reshape(weight, [1] * x.rank)
+    elif x.rank >= 2 and n == x.shape[1]:
+        w = b.reshape(weight, [n] + [1] * (x.rank - 2))
+    else:
+        raise Unsupported(f"prelu of {list(x.shape)} with {n} weights")
+    return where(b, compare(b, "gt", x, 0.0), x, b.op("mul", [x, w], rows="pointwise"))
+
+
+# ---- layout: pixel shuffle, nearest upsampling, stacking
+
+def pixel_shuffle(b, x, r):
+    """F.pixel_shuffle: [N, C r r, H, W] -> [N, C, H r, W r], out[n, c, h r + i, w r + j] = x[n, c r r + i r + j, h, w]."""
+    tensor(x, "pixel_shuffle's input")
+    r = int(r)
+    if x.rank != 4 or x.shape[1] % (r * r):
+        raise Unsupported(f"pixel_shuffle of {list(x.shape)} by {r}")
+    n, c, h, w = x.shape
+    y = b.permute(b.reshape(x, [n, c // (r * r), r, r, h, w]), [0, 1, 4, 2, 5, 3])
+    return b.reshape(y, [n, c // (r * r), h * r, w * r])
+
+
+def upsample_nearest(b, x, resize):
+    """Nearest upsampling by whole factors: each element repeated f times along each spatial dim, as reshape +
+    broadcast_to + reshape. resize(t) is PyTorch's own call on a tensor: it runs once on the indices of x's spatial
+    shape, and the mapping holds only where PyTorch's result is that repetition (its float scale rounding decides
+    which source index each output takes; any other pattern, a fractional factor, is refused)."""
+    float_tensor(x, "the upsampled input")
+    spatial = list(x.shape[2:])
+    if not spatial:
+        raise Unsupported("nearest upsampling of a rank-2 input")
+    count = 1
+    for s in spatial:
+        count *= s
+    probe = torch.arange(count, dtype=torch.float64).reshape([1, 1] + spatial)
+    got = resize(probe)
+    out = list(got.shape[2:])
+    if len(out) != len(spatial) or any(o % s for o, s in zip(out, spatial)):
+        raise Unsupported(f"nearest resize of {spatial} to {out} (not whole factors)")
+    factors = [o // s for o, s in zip(out, spatial)]
+    want = probe
+    for d, f in enumerate(factors):
+        want = want.repeat_interleave(f, dim=2 + d)
+    if not torch.equal(got, want):
+        raise Unsupported(f"nearest resize of {spatial} to {out} does not repeat each element (PyTorch's rounding)")
+    lead = list(x.shape[:2])
+    interleaved = lead + [v for s in spatial for v in (s, 1)]
+    widened = lead + [v for s, f in zip(spatial, factors) for v in (s, f)]
+    y = expand(b, b.reshape(x, interleaved), widened)
+    return b.reshape(y, lead + out)
+
+
+def stack(b, xs, dim):
+    """torch.stack: each tensor with a new axis at dim, concatenated along it."""
+    xs = [tensor(x, "a stacked value") for x in xs]
+    if not xs:
+        raise Unsupported("stack of nothing")
+    dim = dim % (xs[0].rank + 1)
+    return concat(b, [unsqueeze(b, x, dim) for x in xs], dim)
+
+
+def repeat(b, x, repeats):
+    """x.repeat(*repeats): the tensor tiled, as reshape to [1, s] pairs + broadcast_to [r, s] + reshape."""
+    tensor(x, "the repeated value")
+    repeats = [int(r) for r in repeats]
+    if len(repeats) < x.rank or any(r < 1 for r in repeats):
+        raise Unsupported(f"repeat {repeats} of a rank-{x.rank} tensor")
+    shape = [1] * (len(repeats) - x.rank) + list(x.shape)
+    y = b.reshape(x, [v for s in shape for v in (1, s)])
+    y = expand(b, y, [v for r, s in zip(repeats, shape) for v in (r, s)])
+    return b.reshape(y, [r * s for r, s in zip(repeats, shape)])
+
+
+def conv_transpose2d(b, x, w, bias, stride, padding, output_padding, groups, dilation):
+    """F.conv_transpose2d: the adjoint of conv2d with respect to its input (spire's conv2d_grad_input, as the ONNX
+    importer maps ConvTranspose), the transposed convolution's weight [Cin, Cout / groups, kh, kw] being that
+    conv2d's. Its result is the conv2d input of extent (in - 1) stride - 2 padding + dilation (k - 1) + 1 +
+    output_padding, whose conv2d result has x's extent while output_padding < stride (the extra rows, reached by no
+    tap, are zeros, as in PyTorch); a larger output_padding is refused."""
+    float_tensor(x, "conv_transpose2d's input")
+    if x.rank != 4:
+        raise Unsupported(f"conv_transpose2d of a rank-{x.rank} input")
+    stride, padding, dilation = pair(stride, "stride"), pair(padding, "padding"), pair(dilation, "dilation")
+    output_padding = pair(output_padding, "output_padding")
+    if any(op >= s for op, s in zip(output_padding, stride)):
+        raise Unsupported(f"output_padding {output_padding} not below the stride {stride}")
+    k = w.shape[2:]
+    out = [(x.shape[2 + d] - 1) * stride[d] - 2 * padding[d] + dilation[d] * (k[d] - 1) + 1 + output_padding[d]
+           for d in range(2)]
+    if any(o < 1 for o in out):
+        raise Unsupported(f"conv_transpose2d with an empty result {out}")
+    shape = [x.shape[0], w.shape[1] * int(groups)] + out
+    y = b.op("conv2d_grad_input", [x, w], {"stride": stride, "padding": padding, "dilation": dilation,
+                                            "groups": int(groups), "input_shape": shape})
+    return channel_affine(b, y, None, bias)

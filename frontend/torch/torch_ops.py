@@ -165,6 +165,113 @@ def _adaptive_avg_pool2d(b, m, path, args, kwargs):
     return nb.adaptive_avg_pool2d(b, args[0], m.output_size)
 
 
+@module(nn.GroupNorm)
+def _group_norm(b, m, path, args, kwargs):
+    return nb.group_norm(b, args[0], m.num_groups, _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.eps)
+
+
+def _instance_norm(b, x, mean, var, weight, bias, use_input_stats, eps):
+    """F.instance_norm: each sample's channels standardized over their spatial positions (group norm with a group per
+    channel); with use_input_stats=False (eval with running statistics) batch norm's inference form."""
+    if not use_input_stats:
+        return nb.batch_norm_eval(b, x, weight, bias, mean, var, eps)
+    nb.float_tensor(x, "instance_norm's input")
+    return nb.group_norm(b, x, x.shape[1] if x.rank >= 2 else 1, weight, bias, eps)
+
+
+@module(nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
+def _instance_norm_module(b, m, path, args, kwargs):
+    use_input_stats = m.training or not m.track_running_stats
+    if use_input_stats and m.track_running_stats:
+        raise Unsupported(f"{type(m).__name__} in training mode with running statistics (updates them)")
+    x = nb.tensor(args[0], "instance_norm's input")
+    if x.rank != m._get_no_batch_dim() + 1:
+        raise Unsupported(f"{type(m).__name__} of an unbatched rank-{x.rank} input")
+    return _instance_norm(b, x, _param(b, m, path, "running_mean"), _param(b, m, path, "running_var"),
+                          _param(b, m, path, "weight"), _param(b, m, path, "bias"), use_input_stats, m.eps)
+
+
+@module(nn.ELU)
+def _elu(b, m, path, args, kwargs):
+    return nb.elu(b, args[0], m.alpha)
+
+
+@module(nn.Softplus)
+def _softplus(b, m, path, args, kwargs):
+    return nb.softplus(b, args[0], m.beta, m.threshold)
+
+
+@module(nn.Mish)
+def _mish(b, m, path, args, kwargs):
+    return nb.mish(b, args[0])
+
+
+@module(nn.PReLU)
+def _prelu(b, m, path, args, kwargs):
+    return nb.prelu(b, args[0], _param(b, m, path, "weight"))
+
+
+@module(nn.PixelShuffle)
+def _pixel_shuffle(b, m, path, args, kwargs):
+    return nb.pixel_shuffle(b, args[0], m.upscale_factor)
+
+
+def _interpolate(b, x, size, scale_factor, mode, align_corners, recompute_scale_factor):
+    if mode != "nearest":
+        raise Unsupported(f"interpolate with mode='{mode}' (spire maps nearest upsampling by whole factors)")
+    return nb.upsample_nearest(b, x, lambda t: F.interpolate(t, size, scale_factor, mode, align_corners,
+                                                             recompute_scale_factor))
+
+
+@module(nn.Upsample)
+def _upsample(b, m, path, args, kwargs):
+    return _interpolate(b, args[0], m.size, m.scale_factor, m.mode, m.align_corners, m.recompute_scale_factor)
+
+
+@module(nn.ConvTranspose2d)
+def _conv_transpose2d(b, m, path, args, kwargs):
+    if m.padding_mode != "zeros":
+        raise Unsupported(f"ConvTranspose2d with padding_mode='{m.padding_mode}'")
+    if arg(args, kwargs, 1, "output_size", None) is not None:
+        raise Unsupported("ConvTranspose2d with output_size")
+    return nb.conv_transpose2d(b, args[0], _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.stride,
+                               m.padding, m.output_padding, m.groups, m.dilation)
+
+
+@module(nn.MultiheadAttention)
+def _multihead_attention(b, m, path, args, kwargs):
+    """nn.MultiheadAttention without masks, dropout (eval), bias_k / bias_v or add_zero_attn, and need_weights=False
+    (what nn.Transformer*Layer pass): the projections, attend_heads, the output projection. The result is (output,
+    None), the weights not computed."""
+    query, key, value = (nb.float_tensor(arg(args, kwargs, i, n), f"attention's {n}")
+                         for i, n in enumerate(("query", "key", "value")))
+    if arg(args, kwargs, 3, "key_padding_mask", None) is not None or arg(args, kwargs, 5, "attn_mask", None) is not None:
+        raise Unsupported("MultiheadAttention with a mask")
+    if arg(args, kwargs, 4, "need_weights", True):
+        raise Unsupported("MultiheadAttention with need_weights=True (spire does not compute the weights)")
+    if kwargs.get("is_causal"):
+        raise Unsupported("MultiheadAttention with is_causal")
+    if m.training and m.dropout > 0:
+        raise Unsupported("MultiheadAttention with dropout in training mode")
+    if m.bias_k is not None or m.bias_v is not None or m.add_zero_attn:
+        raise Unsupported("MultiheadAttention with bias_k, bias_v or add_zero_attn")
+    if query.rank != 3:
+        raise Unsupported(f"MultiheadAttention of an unbatched rank-{query.rank} query")
+    embed = m.embed_dim
+    if m._qkv_same_embed_dim:
+        w = _param(b, m, path, "in_proj_weight")
+        weights = [nb.slice_run(b, w, 0, i * embed, embed) for i in range(3)]
+    else:
+        weights = [_param(b, m, path, f"{n}_proj_weight") for n in "qkv"]
+    bias = _param(b, m, path, "in_proj_bias")
+    biases = [None] * 3 if bias is None else [nb.slice_run(b, bias, 0, i * embed, embed) for i in range(3)]
+    inputs = [query, key, value] if m.batch_first else [b.permute(t, [1, 0, 2]) for t in (query, key, value)]
+    q, k, v = (nb.linear(b, t, w, bb) for t, w, bb in zip(inputs, weights, biases))
+    out = nb.linear(b, nb.attend_heads(b, q, k, v, m.num_heads), _param(b, m.out_proj, f"{path}.out_proj", "weight"),
+                    _param(b, m.out_proj, f"{path}.out_proj", "bias"))
+    return (out if m.batch_first else b.permute(out, [1, 0, 2]), None)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # torch functions and Python operators: fn(builder, args, kwargs)
 
@@ -546,6 +653,67 @@ def _f_layer_norm(b, args, kwargs):
                          arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
 
 
+@function(F.group_norm)
+def _f_group_norm(b, args, kwargs):
+    return nb.group_norm(b, args[0], arg(args, kwargs, 1, "num_groups"), arg(args, kwargs, 2, "weight", None),
+                         arg(args, kwargs, 3, "bias", None), arg(args, kwargs, 4, "eps", 1e-5))
+
+
+@function(F.instance_norm)
+def _f_instance_norm(b, args, kwargs):
+    return _instance_norm(b, args[0], arg(args, kwargs, 1, "running_mean", None),
+                          arg(args, kwargs, 2, "running_var", None), arg(args, kwargs, 3, "weight", None),
+                          arg(args, kwargs, 4, "bias", None), arg(args, kwargs, 5, "use_input_stats", True),
+                          arg(args, kwargs, 7, "eps", 1e-5))
+
+
+@function(F.elu)
+def _f_elu(b, args, kwargs):
+    return nb.elu(b, args[0], arg(args, kwargs, 1, "alpha", 1.0))
+
+
+@function(F.softplus)
+def _f_softplus(b, args, kwargs):
+    return nb.softplus(b, args[0], arg(args, kwargs, 1, "beta", 1.0), arg(args, kwargs, 2, "threshold", 20.0))
+
+
+@function(F.mish)
+def _f_mish(b, args, kwargs):
+    return nb.mish(b, args[0])
+
+
+@function(F.prelu, torch.prelu)
+def _f_prelu(b, args, kwargs):
+    return nb.prelu(b, args[0], arg(args, kwargs, 1, "weight"))
+
+
+@function(F.pixel_shuffle, torch.pixel_shuffle)
+def _f_pixel_shuffle(b, args, kwargs):
+    return nb.pixel_shuffle(b, args[0], arg(args, kwargs, 1, "upscale_factor"))
+
+
+@function(F.interpolate)
+def _f_interpolate(b, args, kwargs):
+    if arg(args, kwargs, 6, "antialias", False):
+        raise Unsupported("interpolate with antialias")
+    return _interpolate(b, args[0], arg(args, kwargs, 1, "size", None), arg(args, kwargs, 2, "scale_factor", None),
+                        arg(args, kwargs, 3, "mode", "nearest"), arg(args, kwargs, 4, "align_corners", None),
+                        arg(args, kwargs, 5, "recompute_scale_factor", None))
+
+
+@function(F.conv_transpose2d, torch.conv_transpose2d)
+def _f_conv_transpose2d(b, args, kwargs):
+    return nb.conv_transpose2d(b, args[0], arg(args, kwargs, 1, "weight"), arg(args, kwargs, 2, "bias", None),
+                               arg(args, kwargs, 3, "stride", 1), arg(args, kwargs, 4, "padding", 0),
+                               arg(args, kwargs, 5, "output_padding", 0), arg(args, kwargs, 6, "groups", 1),
+                               arg(args, kwargs, 7, "dilation", 1))
+
+
+@function(torch.stack)
+def _f_stack(b, args, kwargs):
+    return nb.stack(b, list(arg(args, kwargs, 0, "tensors")), arg(args, kwargs, 1, "dim", 0))
+
+
 # In-place functions: converted as their functional forms, which dispatch allows only where nothing reads the
 # overwritten tensor afterwards and it is not a graph input or a weight (whose change the caller would see).
 INPLACE_FUNCTIONS = {f for f in (operator.iadd, operator.isub, operator.imul, operator.itruediv) +
@@ -670,6 +838,11 @@ def _m_split(b, args, kwargs):
 @method("expand")
 def _m_expand(b, args, kwargs):
     return nb.expand(b, args[0], _sizes(args, 1))
+
+
+@method("repeat")
+def _m_repeat(b, args, kwargs):
+    return nb.repeat(b, args[0], _sizes(args, 1))
 
 
 @method("to")
