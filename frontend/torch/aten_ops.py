@@ -31,6 +31,7 @@ for _overload, _handler in (
         ("aten.stack.default", FUNCTIONS[torch.stack]), ("aten.repeat.default", METHODS["repeat"]),
         ("aten.softplus.default", FUNCTIONS[F.softplus]),
         ("aten.mish.default", FUNCTIONS[F.mish]), ("aten.prelu.default", FUNCTIONS[F.prelu]),
+        ("aten._prelu_kernel.default", FUNCTIONS[F.prelu]),
         ("aten.pixel_shuffle.default", FUNCTIONS[F.pixel_shuffle]),
         ("aten.clone.default", METHODS["clone"]), ("aten.detach.default", METHODS["detach"]),
         ("aten.alias.default", METHODS["clone"]), ("aten.contiguous.default", METHODS["contiguous"]),
@@ -99,11 +100,19 @@ def _native_group_norm(b, args, kwargs):
     return (nb.group_norm(b, x, group, w, bias, eps), None, None)
 
 
-@aten("aten.upsample_nearest1d.vec", "aten.upsample_nearest2d.vec", "aten.upsample_nearest3d.vec")
-def _upsample_nearest_vec(b, args, kwargs):
-    # (input, output_size, scale_factors): PyTorch's own op decides the pattern on the probe (nb.upsample_nearest).
-    op = getattr(torch.ops.aten, f"upsample_nearest{len(args[0].shape) - 2}d").vec
-    return nb.upsample_nearest(b, args[0], lambda t: op(t, args[1], args[2]))
+def _upsample_nearest(overload):
+    """aten.upsample_nearest{1,2,3}d: .vec (input, output_size, scale_factors) as torch 1.13 records it, .default
+    (input, output_size, *scales) as torch 2 does. PyTorch's own overload decides the pattern on the probe
+    (nb.upsample_nearest)."""
+    def handler(b, args, kwargs):
+        op = getattr(getattr(torch.ops.aten, f"upsample_nearest{len(args[0].shape) - 2}d"), overload)
+        return nb.upsample_nearest(b, args[0], lambda t: op(t, *args[1:], **kwargs))
+    return handler
+
+
+for _dims in (1, 2, 3):
+    for _overload in ("vec", "default"):
+        aten(f"aten.upsample_nearest{_dims}d.{_overload}")(_upsample_nearest(_overload))
 
 
 @aten("aten.addmm.default")
