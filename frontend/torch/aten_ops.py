@@ -8,7 +8,7 @@ from spire import _spire
 
 from . import nn_blocks as nb
 from .builder import SpireValue, Unsupported, registrar
-from .torch_ops import COMPARISONS, FUNCTIONS, METHODS, arg
+from .torch_ops import COMPARISONS, FUNCTIONS, METHODS, arg, upsample_op_names, upsample_overload
 
 ATEN = {}
 
@@ -93,6 +93,12 @@ def _elu(b, args, kwargs):
                   arg(args, kwargs, 3, "input_scale", 1.0))
 
 
+@aten("aten.celu.default")
+def _celu(b, args, kwargs):
+    alpha = arg(args, kwargs, 1, "alpha", 1.0)
+    return nb.elu(b, args[0], alpha, 1.0, 1.0 / alpha)
+
+
 @aten("aten.native_group_norm.default")
 def _native_group_norm(b, args, kwargs):
     # (input, weight, bias, N, C, HxW, group, eps) -> (output, mean, rstd)
@@ -100,19 +106,11 @@ def _native_group_norm(b, args, kwargs):
     return (nb.group_norm(b, x, group, w, bias, eps), None, None)
 
 
-def _upsample_nearest(overload):
-    """aten.upsample_nearest{1,2,3}d: .vec (input, output_size, scale_factors) as torch 1.13 records it, .default
-    (input, output_size, *scales) as torch 2 does. PyTorch's own overload decides the pattern on the probe
-    (nb.upsample_nearest)."""
-    def handler(b, args, kwargs):
-        op = getattr(getattr(torch.ops.aten, f"upsample_nearest{len(args[0].shape) - 2}d"), overload)
-        return nb.upsample_nearest(b, args[0], lambda t: op(t, *args[1:], **kwargs))
-    return handler
-
-
-for _dims in (1, 2, 3):
+for _name, _aligns in upsample_op_names():
+    _packet = getattr(torch.ops.aten, _name, None)
     for _overload in ("vec", "default"):
-        aten(f"aten.upsample_nearest{_dims}d.{_overload}")(_upsample_nearest(_overload))
+        if _packet is not None and hasattr(_packet, _overload):
+            aten(f"aten.{_name}.{_overload}")(upsample_overload(getattr(_packet, _overload), _overload, _aligns))
 
 
 @aten("aten.addmm.default")

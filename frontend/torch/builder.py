@@ -66,6 +66,7 @@ class Builder:
         self.rows_independent = True
         self.row_reasons = []     # why rows_independent went False
         self.params = {}          # spire parameter name -> attribute path in the GraphModule
+        self.constants = {}       # spire parameter name -> the tensor the converter computed for it (set once a plan)
         self._param_values = {}   # attribute path -> SpireValue
         self._names = set()
 
@@ -99,6 +100,15 @@ class Builder:
 
     def const(self, value, dtype, shape=()):
         return self._wrap(self.g.constant(float(value), dtype, list(shape)), False)
+
+    def const_tensor(self, hint, tensor):
+        """A tensor the converter computed (a resize's coefficients, a causal mask): the graph holds no literal
+        tensors, so it is a parameter of its own that each plan is given once (segment_runner's upload_constants),
+        never a weight of the module."""
+        name = self.unique_name(f"const.{hint}")
+        v = self._wrap(self.g.parameter(name, spire_dtype(tensor.dtype), list(tensor.shape)), False)
+        self.constants[name] = tensor.detach().cpu().contiguous()
+        return v
 
     def _wrap(self, vid, batched):
         dtype, shape = self.g.type(vid)

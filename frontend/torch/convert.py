@@ -19,6 +19,7 @@ class ConvertedSegment:
         self.inputs = []        # per flattened tensor input: spire input name
         self.outputs = []       # per segment output: a structure of ("tensor", name, batched) / ("value", v)
         self.params = builder.params  # spire parameter name -> attribute path in the GraphModule
+        self.constants = builder.constants  # spire parameter name -> tensor computed by the converter
         self.output_values = {}  # spire output name -> SpireValue
         self.grad_inputs = []   # with grad: spire input names of the incoming gradients, per float tensor output
         self.grad_outputs = {}  # with grad: spire output name -> ("input", flat index) or ("param", spire name)

@@ -194,15 +194,40 @@ def ceil_mode_extra(spatial, o):
 
 
 def avg_pool2d(b, x, kernel, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    """F.avg_pool2d. spire's avg_pool2d divides each window by kernel's area, padding included, which is PyTorch's
+    rule wherever every window lies within the padded input. Elsewhere (ceil_mode's partial last windows,
+    count_include_pad=False over padding, divisor_override) the input is padded with zeros explicitly, pooled without
+    padding, and each result scaled by area / PyTorch's divisor for its window, a constant."""
     float_tensor(x, "avg_pool2d's input")
     if x.rank != 4:
         raise Unsupported(f"avg_pool2d of a rank-{x.rank} input")
-    o = pool_options(kernel, stride, padding, None, ceil_mode, "avg_pool2d")
+    o = pool_options(kernel, stride, padding, None, False, "avg_pool2d")
+    extra = ceil_mode_extra(x.shape[2:], o) if ceil_mode else [0, 0]
+    (kh, kw), (sh, sw), (ph, pw) = o["kernel"], o["stride"], o["padding"]
+    (h, w) = x.shape[2:]
+    out = [(h + 2 * ph + extra[0] - kh) // sh + 1, (w + 2 * pw + extra[1] - kw) // sw + 1]
+
+    def divisor(i, size, k, s, p):
+        start = i * s - p
+        if divisor_override:
+            return None
+        if count_include_pad:
+            return min(start + k, size + p) - start
+        return min(start + k, size) - max(start, 0)
+    rows = [divisor(i, h, kh, sh, ph) for i in range(out[0])]
+    cols = [divisor(j, w, kw, sw, pw) for j in range(out[1])]
     if divisor_override:
-        raise Unsupported("avg_pool2d with divisor_override")
-    if not count_include_pad and o["padding"] != [0, 0]:
-        raise Unsupported("avg_pool2d with count_include_pad=False and padding")
-    return b.op("avg_pool2d", [x], o)
+        scale = torch.full(out, kh * kw / float(divisor_override), dtype=torch.float64)
+    else:
+        if 0 in rows or 0 in cols:
+            raise Unsupported("avg_pool2d with a window over padding alone")
+        scale = torch.tensor([[kh * kw / float(r * c) for c in cols] for r in rows], dtype=torch.float64)
+    if extra == [0, 0] and bool((scale == 1).all()):
+        return b.op("avg_pool2d", [x], o)
+    shape = list(x.shape[:2]) + [h + 2 * ph + extra[0], w + 2 * pw + extra[1]]
+    padded = b.op("pad", [x], {"starts": [0, 0, ph, pw], "steps": [1] * 4, "shape": shape, "value": 0.0})
+    y = b.op("avg_pool2d", [padded], {**o, "padding": [0, 0]})
+    return b.op("mul", [y, b.const_tensor("avg_pool_divisors", scale.to(SPIRE_TO_TORCH[x.dtype]))], rows="pointwise")
 
 
 def adaptive_avg_pool2d(b, x, output_size):
@@ -215,7 +240,8 @@ def adaptive_avg_pool2d(b, x, output_size):
     if (oh, ow) == (1, 1):
         return b.reduce("mean", x, [2, 3], True)
     if h % oh or w % ow:
-        raise Unsupported(f"adaptive_avg_pool2d from {h}x{w} to {oh}x{ow} (windows of unequal sizes)")
+        # Windows of unequal sizes: the average over a window is one per axis, so the pooling maps each axis linearly.
+        return resize(b, x, lambda probe, d: torch.nn.functional.adaptive_avg_pool2d(probe, [oh, 1] if d == 0 else [1, ow]))
     k = [h // oh, w // ow]
     return b.op("avg_pool2d", [x], {"kernel": k, "stride": k, "padding": [0, 0]})
 
@@ -378,33 +404,64 @@ def index(b, x, key):
     return b.reshape(y, shape)
 
 
-def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
-    """softmax(q k^T * scale + mask) v over the last two dimensions (scale: 1/sqrt(q's last size) unless given)."""
-    q, k, v = (float_tensor(t, "attention's input") for t in (q, k, v))
-    if dropout_p:
-        raise Unsupported("attention with dropout (random masks stay in PyTorch)")
-    if is_causal:
-        raise Unsupported("causal attention")
-    if mask is not None and (not isinstance(mask, SpireValue) or mask.dtype == "bool"):
-        raise Unsupported("attention with a boolean or non-tensor mask")
+def additive_mask(b, mask, dtype, true_masks):
+    """An attention mask as a term added to the scores: a float mask as it is; a bool one as 0 or -inf, where True
+    means "attend" (scaled_dot_product_attention) or, with true_masks, "masked out" (nn.MultiheadAttention)."""
+    tensor(mask, "an attention mask")
+    if mask.dtype != "bool":
+        if mask.dtype != dtype:
+            raise Unsupported(f"a {mask.dtype} attention mask on {dtype} scores")
+        return mask
+    inf, zero = b.const(float("-inf"), dtype), b.const(0.0, dtype)
+    return b.op("where", [mask, inf, zero] if true_masks else [mask, zero, inf], rows="pointwise")
+
+
+def causal_mask(b, rows, cols, dtype):
+    """The scores' causal mask of scaled_dot_product_attention(is_causal=True): 0 where column <= row (aligned at the
+    top left, as PyTorch's), else -inf."""
+    keep = torch.ones(rows, cols, dtype=torch.bool).tril()
+    return b.const_tensor("causal_mask", torch.zeros(rows, cols, dtype=SPIRE_TO_TORCH[dtype]).masked_fill(~keep, float("-inf")))
+
+
+def attention_probabilities(b, q, k, mask, scale):
+    """softmax(q k^T * scale + mask) over the last axis (scale: 1/sqrt(q's last size) unless given)."""
     scale = scale if scale is not None else q.shape[-1] ** -0.5
     scores = b.binary("mul", matmul(b, q, transpose(b, k, -2, -1)), float(scale))
     if mask is not None:
-        scores = b.binary("add", scores, mask)
-    return matmul(b, along_axis(b, "softmax", scores, -1), v)
+        scores = b.op("add", [scores, mask], rows="pointwise")
+    return along_axis(b, "softmax", scores, -1)
 
 
-def attend_heads(b, q, k, v, heads):
+def scaled_dot_product_attention(b, q, k, v, mask, dropout_p, is_causal, scale):
+    """F.scaled_dot_product_attention: a bool mask keeps where True, a float one is added; is_causal masks the
+    columns past each row."""
+    q, k, v = (float_tensor(t, "attention's input") for t in (q, k, v))
+    if dropout_p:
+        raise Unsupported("attention with dropout (random masks stay in PyTorch)")
+    if mask is not None and not isinstance(mask, SpireValue):
+        raise Unsupported(f"attention with a {type(mask).__name__} mask")
+    if is_causal and mask is not None:
+        raise Unsupported("attention with both a mask and is_causal (PyTorch refuses it)")
+    if is_causal:
+        mask = causal_mask(b, q.shape[-2], k.shape[-2], q.dtype)
+    elif mask is not None:
+        mask = additive_mask(b, mask, q.dtype, true_masks=False)
+    return matmul(b, attention_probabilities(b, q, k, mask, scale), v)
+
+
+def attend_heads(b, q, k, v, heads, mask=None):
     """Multi-head attention of projected [batch, tokens, embed] queries, keys and values: each split into `heads`
-    heads ([batch, heads, tokens, embed / heads]), attended, and the heads joined again."""
+    heads ([batch, heads, tokens, embed / heads]), attended, and the heads joined again. `mask`: None, or an additive
+    mask broadcast to [batch, heads, queries, keys]. Returns the joined result and the attention probabilities
+    [batch, heads, queries, keys] that it multiplied the values by (for a caller that returns them)."""
     def per_head(t):
         batch, tokens, embed = t.shape
         if embed % heads:
             raise Unsupported(f"{embed} features in {heads} heads")
         return b.permute(b.reshape(t, [batch, tokens, heads, embed // heads]), [0, 2, 1, 3])
-    out = b.permute(scaled_dot_product_attention(b, per_head(q), per_head(k), per_head(v), None, 0.0, False, None),
-                    [0, 2, 1, 3])
-    return b.reshape(out, list(q.shape))
+    probs = attention_probabilities(b, per_head(q), per_head(k), mask, None)
+    out = b.permute(matmul(b, probs, per_head(v)), [0, 2, 1, 3])
+    return b.reshape(out, list(q.shape[:2]) + [v.shape[2]]), probs
 
 
 ENCODER_LAYER_ARGS = ("src", "embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
@@ -429,7 +486,7 @@ def transformer_encoder_layer(b, a):
 
     def attention(v):
         q, k, w = split(b, linear(b, v, a["qkv_weight"], a["qkv_bias"]), embed, -1)
-        return linear(b, attend_heads(b, q, k, w, heads), a["proj_weight"], a["proj_bias"])
+        return linear(b, attend_heads(b, q, k, w, heads)[0], a["proj_weight"], a["proj_bias"])
 
     def feed_forward(v):
         h = linear(b, v, a["ffn_weight_1"], a["ffn_bias_1"])
@@ -607,7 +664,7 @@ def prelu(b, x, weight):
     return where(b, compare(b, "gt", x, 0.0), x, b.op("mul", [x, w], rows="pointwise"))
 
 
-# ---- layout: pixel shuffle, nearest upsampling, stacking
+# ---- layout: pixel shuffle, resizing, stacking
 
 def pixel_shuffle(b, x, r):
     """F.pixel_shuffle: [N, C r r, H, W] -> [N, C, H r, W r], out[n, c, h r + i, w r + j] = x[n, c r r + i r + j, h, w]."""
@@ -620,34 +677,69 @@ def pixel_shuffle(b, x, r):
     return b.reshape(y, [n, c // (r * r), h * r, w * r])
 
 
-def upsample_nearest(b, x, resize):
-    """Nearest upsampling by whole factors: each element repeated f times along each spatial dim, as reshape +
-    broadcast_to + reshape. resize(t) is PyTorch's own call on a tensor: it runs once on the indices of x's spatial
-    shape, and the mapping holds only where PyTorch's result is that repetition (its float scale rounding decides
-    which source index each output takes; any other pattern, a fractional factor, is refused)."""
-    float_tensor(x, "the upsampled input")
+def resize(b, x, axis_call):
+    """Every interpolation PyTorch has (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area, with
+    align_corners, scales or antialias) maps each spatial axis of the input linearly onto the same axis of the output,
+    one axis independently of the others: out = W_d in along axis d, W_d [out, in]. W_d is what PyTorch's own op
+    computes: axis_call(probe, d) is the caller's op (F.interpolate, an ATen upsample overload) with axis d resized as
+    the call resizes it and the other axes left at 1, run on the basis of axis d (a float64 identity), so its
+    coefficients, its coordinate rule and its rounding of the output size are PyTorch's. Each axis W_d changes is then
+    a product with W_d^T, a constant (as the ONNX importer maps Resize); where every W_d repeats each element a whole
+    number of times (nearest upsampling by whole factors), the repetition is a broadcast instead."""
+    float_tensor(x, "the resized input")
     spatial = list(x.shape[2:])
     if not spatial:
-        raise Unsupported("nearest upsampling of a rank-2 input")
-    count = 1
-    for s in spatial:
-        count *= s
-    probe = torch.arange(count, dtype=torch.float64).reshape([1, 1] + spatial)
-    got = resize(probe)
-    out = list(got.shape[2:])
-    if len(out) != len(spatial) or any(o % s for o, s in zip(out, spatial)):
-        raise Unsupported(f"nearest resize of {spatial} to {out} (not whole factors)")
-    factors = [o // s for o, s in zip(out, spatial)]
-    want = probe
-    for d, f in enumerate(factors):
-        want = want.repeat_interleave(f, dim=2 + d)
-    if not torch.equal(got, want):
-        raise Unsupported(f"nearest resize of {spatial} to {out} does not repeat each element (PyTorch's rounding)")
-    lead = list(x.shape[:2])
-    interleaved = lead + [v for s in spatial for v in (s, 1)]
-    widened = lead + [v for s, f in zip(spatial, factors) for v in (s, f)]
-    y = expand(b, b.reshape(x, interleaved), widened)
-    return b.reshape(y, lead + out)
+        raise Unsupported("resizing a rank-2 input")
+    maps = []
+    for d, size in enumerate(spatial):
+        probe = torch.eye(size, dtype=torch.float64).reshape([1, size] + [size if i == d else 1 for i in range(len(spatial))])
+        try:
+            got = axis_call(probe, d)
+        except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
+            raise Unsupported(f"PyTorch's resize of spatial axis {d} alone failed: {e}")
+        if tuple(got.shape[:2]) != (1, size) or any(got.shape[2 + i] != 1 for i in range(len(spatial)) if i != d):
+            raise Unsupported(f"resizing axis {d} alone gave {list(got.shape)}")
+        out = got.shape[2 + d]
+        if out * size > (1 << 24):
+            raise Unsupported(f"resizing an axis from {size} to {out} takes a {out}x{size} matrix, past 2^24 elements")
+        maps.append(got.reshape(size, out))  # W_d^T: row j is where input element j goes
+    factors = [m.shape[1] // m.shape[0] for m in maps]
+    if all(m.shape[1] == f * m.shape[0] and torch.equal(m, torch.eye(m.shape[0], dtype=m.dtype).repeat_interleave(f, 1))
+           for m, f in zip(maps, factors)):
+        lead = list(x.shape[:2])
+        interleaved = lead + [v for s in spatial for v in (s, 1)]
+        widened = lead + [v for s, f in zip(spatial, factors) for v in (s, f)]
+        y = expand(b, b.reshape(x, interleaved), widened)
+        return b.reshape(y, lead + [s * f for s, f in zip(spatial, factors)])
+    y = x
+    for d in reversed(range(len(spatial))):
+        m = maps[d]
+        if m.shape[0] == m.shape[1] and torch.equal(m, torch.eye(m.shape[0], dtype=m.dtype)):
+            continue
+        axis = 2 + d
+        swap = list(range(x.rank))
+        swap[axis], swap[-1] = swap[-1], swap[axis]
+        w = b.const_tensor("resize", m.to(SPIRE_TO_TORCH[x.dtype]))
+        y = b.permute(b.op("matmul", [b.permute(y, swap), w], rows="first"), swap)
+    return y
+
+
+def interpolate_axes(spatial, size, scale_factor, recompute_scale_factor):
+    """F.interpolate's (and nn.Upsample's) size or scale_factor as (size, scale) per spatial axis: the size to make
+    and the scale PyTorch's kernel maps coordinates by (None: in / out), as F.interpolate computes them."""
+    n = len(spatial)
+    if (size is None) == (scale_factor is None):
+        raise Unsupported("interpolate needs exactly one of size and scale_factor")
+    if size is not None:
+        sizes = [int(size)] * n if isinstance(size, int) else [int(s) for s in size]
+        if len(sizes) != n:
+            raise Unsupported(f"{len(sizes)} sizes for {n} spatial axes")
+        return [(s, None) for s in sizes]
+    scales = [float(scale_factor)] * n if isinstance(scale_factor, (int, float)) else [float(s) for s in scale_factor]
+    if len(scales) != n:
+        raise Unsupported(f"{len(scales)} scale factors for {n} spatial axes")
+    sizes = [math.floor(float(i) * s) for i, s in zip(spatial, scales)]
+    return [(o, None if recompute_scale_factor else s) for o, s in zip(sizes, scales)]
 
 
 def stack(b, xs, dim):

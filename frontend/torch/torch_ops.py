@@ -196,6 +196,20 @@ def _elu(b, m, path, args, kwargs):
     return nb.elu(b, args[0], m.alpha)
 
 
+# SELU's fixed constants, as PyTorch's (aten/src/ATen/native/Activation.cpp).
+SELU_ALPHA, SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+@module(nn.SELU)
+def _selu(b, m, path, args, kwargs):
+    return nb.elu(b, args[0], SELU_ALPHA, SELU_SCALE)
+
+
+@module(nn.CELU)
+def _celu(b, m, path, args, kwargs):
+    return nb.elu(b, args[0], m.alpha, 1.0, 1.0 / m.alpha)
+
+
 @module(nn.Softplus)
 def _softplus(b, m, path, args, kwargs):
     return nb.softplus(b, args[0], m.beta, m.threshold)
@@ -216,11 +230,60 @@ def _pixel_shuffle(b, m, path, args, kwargs):
     return nb.pixel_shuffle(b, args[0], m.upscale_factor)
 
 
-def _interpolate(b, x, size, scale_factor, mode, align_corners, recompute_scale_factor):
-    if mode != "nearest":
-        raise Unsupported(f"interpolate with mode='{mode}' (spire maps nearest upsampling by whole factors)")
-    return nb.upsample_nearest(b, x, lambda t: F.interpolate(t, size, scale_factor, mode, align_corners,
-                                                             recompute_scale_factor))
+def _interpolate(b, x, size, scale_factor, mode, align_corners, recompute_scale_factor, antialias=False):
+    """F.interpolate / nn.Upsample, every mode: nb.resize, each axis's coefficients from F.interpolate itself."""
+    x = nb.float_tensor(x, "the interpolated input")
+    axes = nb.interpolate_axes(x.shape[2:], size, scale_factor, recompute_scale_factor)
+    extra = {"antialias": True} if antialias else {}
+
+    def axis_call(probe, d):
+        size_d, scale_d = axes[d]
+        if scale_d is None:
+            return F.interpolate(probe, size=[size_d if i == d else 1 for i in range(len(axes))], mode=mode,
+                                 align_corners=align_corners, **extra)
+        return F.interpolate(probe, scale_factor=[scale_d if i == d else 1.0 for i in range(len(axes))], mode=mode,
+                             align_corners=align_corners, recompute_scale_factor=False, **extra)
+    return nb.resize(b, x, axis_call)
+
+
+def upsample_overload(op, overload, aligns):
+    """A handler for PyTorch's upsample ops (aten.upsample_bilinear2d and the like, and the torch._C._nn functions
+    F.interpolate calls, which Dynamo records): .vec (input, output_size, [align_corners,] scale_factors), .default
+    (input, output_size, [align_corners,] *scales). `aligns`: the op takes align_corners (the interpolating modes).
+    Each axis's coefficients come from `op` itself (nb.resize)."""
+    def handler(b, args, kwargs):
+        if kwargs:
+            raise Unsupported(f"an upsample op with keyword arguments {sorted(kwargs)}")
+        x = nb.float_tensor(args[0], "the upsampled input")
+        n = x.rank - 2
+        output_size = args[1]
+        corners = list(args[2:3]) if aligns else []
+        rest = list(args[3:] if aligns else args[2:])
+
+        def axis_call(probe, d):
+            if overload == "default":
+                scales = (rest + [None] * n)[:n]
+                return op(probe, [int(output_size[i]) if i == d else 1 for i in range(n)], *corners,
+                          *[scales[i] if i == d else None for i in range(n)])
+            factors = rest[0] if rest else None
+            if output_size is not None:
+                return op(probe, [int(output_size[i]) if i == d else 1 for i in range(n)], *corners, None)
+            return op(probe, None, *corners, [float(factors[i]) if i == d else 1.0 for i in range(n)])
+        return nb.resize(b, x, axis_call)
+    return handler
+
+
+# Each upsample op: (name, aligns), spatial dims 1-3 where PyTorch has them.
+UPSAMPLE_OPS = (("upsample_nearest{}d", False), ("_upsample_nearest_exact{}d", False), ("upsample_linear1d", True),
+                ("upsample_bilinear2d", True), ("upsample_bicubic2d", True), ("upsample_trilinear3d", True),
+                ("_upsample_bilinear2d_aa", True), ("_upsample_bicubic2d_aa", True))
+
+
+def upsample_op_names():
+    """(name, aligns) of every upsample op, the nearest ones per spatial rank."""
+    for name, aligns in UPSAMPLE_OPS:
+        for dims in ((1, 2, 3) if "{}" in name else (None,)):
+            yield (name.format(dims) if dims else name), aligns
 
 
 @module(nn.Upsample)
@@ -240,24 +303,23 @@ def _conv_transpose2d(b, m, path, args, kwargs):
 
 @module(nn.MultiheadAttention)
 def _multihead_attention(b, m, path, args, kwargs):
-    """nn.MultiheadAttention without masks, dropout (eval), bias_k / bias_v or add_zero_attn, and need_weights=False
-    (what nn.Transformer*Layer pass): the projections, attend_heads, the output projection. The result is (output,
-    None), the weights not computed."""
+    """nn.MultiheadAttention in evaluation (or without dropout), batched: the projections, attend_heads, the output
+    projection. Masks as PyTorch's: attn_mask [queries, keys] or [batch * heads, queries, keys] and key_padding_mask
+    [batch, keys], each bool (True: masked out) or float (added to the scores). need_weights returns the attention
+    probabilities averaged over the heads ([batch, queries, keys]) or, with average_attn_weights=False, per head."""
     query, key, value = (nb.float_tensor(arg(args, kwargs, i, n), f"attention's {n}")
                          for i, n in enumerate(("query", "key", "value")))
-    if arg(args, kwargs, 3, "key_padding_mask", None) is not None or arg(args, kwargs, 5, "attn_mask", None) is not None:
-        raise Unsupported("MultiheadAttention with a mask")
-    if arg(args, kwargs, 4, "need_weights", True):
-        raise Unsupported("MultiheadAttention with need_weights=True (spire does not compute the weights)")
-    if kwargs.get("is_causal"):
-        raise Unsupported("MultiheadAttention with is_causal")
+    padding, need_weights = arg(args, kwargs, 3, "key_padding_mask", None), arg(args, kwargs, 4, "need_weights", True)
+    attn_mask, average = arg(args, kwargs, 5, "attn_mask", None), arg(args, kwargs, 6, "average_attn_weights", True)
+    if arg(args, kwargs, 7, "is_causal", False):
+        raise Unsupported("MultiheadAttention with is_causal (a hint PyTorch may take instead of attn_mask)")
     if m.training and m.dropout > 0:
         raise Unsupported("MultiheadAttention with dropout in training mode")
     if m.bias_k is not None or m.bias_v is not None or m.add_zero_attn:
         raise Unsupported("MultiheadAttention with bias_k, bias_v or add_zero_attn")
     if query.rank != 3:
         raise Unsupported(f"MultiheadAttention of an unbatched rank-{query.rank} query")
-    embed = m.embed_dim
+    embed, heads = m.embed_dim, m.num_heads
     if m._qkv_same_embed_dim:
         w = _param(b, m, path, "in_proj_weight")
         weights = [nb.slice_run(b, w, 0, i * embed, embed) for i in range(3)]
@@ -267,9 +329,27 @@ def _multihead_attention(b, m, path, args, kwargs):
     biases = [None] * 3 if bias is None else [nb.slice_run(b, bias, 0, i * embed, embed) for i in range(3)]
     inputs = [query, key, value] if m.batch_first else [b.permute(t, [1, 0, 2]) for t in (query, key, value)]
     q, k, v = (nb.linear(b, t, w, bb) for t, w, bb in zip(inputs, weights, biases))
-    out = nb.linear(b, nb.attend_heads(b, q, k, v, m.num_heads), _param(b, m.out_proj, f"{path}.out_proj", "weight"),
+    batch, queries, keys = q.shape[0], q.shape[1], k.shape[1]
+    mask = None
+    if attn_mask is not None:
+        mask = nb.additive_mask(b, attn_mask, q.dtype, true_masks=True)
+        if mask.shape == (batch * heads, queries, keys):
+            mask = b.reshape(mask, [batch, heads, queries, keys])
+        elif mask.shape != (queries, keys):
+            raise Unsupported(f"MultiheadAttention's attn_mask of shape {list(mask.shape)}")
+    if padding is not None:
+        pad = nb.additive_mask(b, padding, q.dtype, true_masks=True)
+        if pad.shape != (batch, keys):
+            raise Unsupported(f"MultiheadAttention's key_padding_mask of shape {list(pad.shape)}")
+        pad = b.reshape(pad, [batch, 1, 1, keys])
+        mask = pad if mask is None else b.op("add", [mask, pad], rows="pointwise")
+    joined, probs = nb.attend_heads(b, q, k, v, heads, mask)
+    out = nb.linear(b, joined, _param(b, m.out_proj, f"{path}.out_proj", "weight"),
                     _param(b, m.out_proj, f"{path}.out_proj", "bias"))
-    return (out if m.batch_first else b.permute(out, [1, 0, 2]), None)
+    out = out if m.batch_first else b.permute(out, [1, 0, 2])
+    if not need_weights:
+        return (out, None)
+    return (out, b.reduce("mean", probs, [1], False) if average else probs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -312,6 +392,12 @@ def _torch_fn(path):
 def _functions(*paths):
     fns = [f for f in (_torch_fn(p) for p in paths) if f is not None]
     return function(*fns) if fns else (lambda fn: fn)
+
+
+for _name, _aligns in upsample_op_names():
+    _fn = _torch_fn(f"_C._nn.{_name}")
+    if _fn is not None:
+        function(_fn)(upsample_overload(_fn, "vec", _aligns))
 
 
 def _binary(op, reverse=False):
@@ -672,6 +758,17 @@ def _f_elu(b, args, kwargs):
     return nb.elu(b, args[0], arg(args, kwargs, 1, "alpha", 1.0))
 
 
+@function(F.selu, torch.selu)
+def _f_selu(b, args, kwargs):
+    return nb.elu(b, args[0], SELU_ALPHA, SELU_SCALE)
+
+
+@function(F.celu, torch.celu)
+def _f_celu(b, args, kwargs):
+    alpha = arg(args, kwargs, 1, "alpha", 1.0)
+    return nb.elu(b, args[0], alpha, 1.0, 1.0 / alpha)
+
+
 @function(F.softplus)
 def _f_softplus(b, args, kwargs):
     return nb.softplus(b, args[0], arg(args, kwargs, 1, "beta", 1.0), arg(args, kwargs, 2, "threshold", 20.0))
@@ -692,13 +789,11 @@ def _f_pixel_shuffle(b, args, kwargs):
     return nb.pixel_shuffle(b, args[0], arg(args, kwargs, 1, "upscale_factor"))
 
 
-@function(F.interpolate)
+@function(F.interpolate, F.upsample)
 def _f_interpolate(b, args, kwargs):
-    if arg(args, kwargs, 6, "antialias", False):
-        raise Unsupported("interpolate with antialias")
     return _interpolate(b, args[0], arg(args, kwargs, 1, "size", None), arg(args, kwargs, 2, "scale_factor", None),
                         arg(args, kwargs, 3, "mode", "nearest"), arg(args, kwargs, 4, "align_corners", None),
-                        arg(args, kwargs, 5, "recompute_scale_factor", None))
+                        arg(args, kwargs, 5, "recompute_scale_factor", None), arg(args, kwargs, 6, "antialias", False))
 
 
 @function(F.conv_transpose2d, torch.conv_transpose2d)

@@ -69,3 +69,25 @@ def test_module_hooks_run_as_in_eager(device):
         with pytest.warns(UserWarning, match="traced and compiled again"):
             assert rel_err(compiled(x), plain) <= 1e-4
     assert len(seen) == 6  # once a call: 4 compiled, 2 eager
+
+
+class UnpacksATuple(torch.nn.Module):
+    def forward(self, x, pair):
+        a, b = pair  # symbolic_trace cannot unpack a proxy: make_fx traces it, its placeholders the tuple's tensors
+        return {"sum": torch.zeros(x.shape[0]) + (x * a + b).sum(1), "pair": (a * 2, [b])}
+
+
+def test_nested_arguments_where_make_fx_traces(device):
+    # make_fx's graph takes a nested argument's tensors flattened and returns its results flattened: the call's
+    # arguments are flattened for it and the results rebuilt, and a new shape inside the tuple traces again.
+    model = UnpacksATuple()
+    compiled = spire.torch.compile(model, device=device)
+    torch.manual_seed(22)
+    for rows, a_rows in ((2, 2), (2, 1), (4, 4)):
+        x, pair = torch.randn(rows, 3), (torch.randn(a_rows, 3), torch.randn(rows, 3))
+        got, want = compiled(x, pair), model(x, pair)
+        assert set(got) == {"sum", "pair"} and isinstance(got["pair"], tuple) and isinstance(got["pair"][1], list)
+        assert rel_err(got["sum"], want["sum"]) <= 1e-6
+        assert torch.equal(got["pair"][0], want["pair"][0]) and torch.equal(got["pair"][1][0], want["pair"][1][0])
+    text = compiled.explain(x, pair)
+    assert "aten." in text and not [line for line in text.splitlines() if line.startswith("eager")], text

@@ -52,6 +52,14 @@ def _parameters_of(module):
     return params
 
 
+def _leaf_shapes(args):
+    """What a make_fx trace of `args` holds for: their nesting, and each tensor's shape anywhere in it (make_fx's
+    graph takes the tensors of tuples, lists and dicts as placeholders of their own)."""
+    leaves, spec = torch.utils._pytree.tree_flatten(args)
+    return str(spec), tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else
+                            a if isinstance(a, _CONSTANT_TYPES) else type(a) for a in leaves)
+
+
 class _Partition:
     """One probe's result: the items to run in order and the runner of each segment."""
 
@@ -65,6 +73,9 @@ class _Partition:
         self.items, self.reasons = split_segments(gm, self.support, self.results)
         self.runners = {seg.index: SegmentRunner(seg, gm, owner) for kind, seg in self.items if kind == "segment"}
         self.interp = torch.fx.Interpreter(gm)
+        # make_fx's graph of a call with nested arguments returns its results flattened, and its code rebuilds them.
+        info = getattr(gm.graph._codegen, "pytree_info", None)
+        self.out_spec = info.out_spec if info is not None else None
         # What a call runs: a get_attr node (a weight) only where eager PyTorch or the output reads it. Segments read
         # their weights themselves, and through Dynamo every weight is one (hundreds in a CNN, each a run_node).
         in_segments = {n for kind, x in self.items if kind == "segment" for n in x.nodes}
@@ -93,7 +104,8 @@ class _Partition:
             if n.op == "placeholder":
                 env[n] = next(placeholders)
             elif n.op == "output":
-                return _plain(torch.fx.node.map_arg(n.args[0], lambda a: env[a]))
+                out = torch.fx.node.map_arg(n.args[0], lambda a: env[a])
+                return _plain(out if self.out_spec is None else torch.utils._pytree.tree_unflatten(out, self.out_spec))
             else:
                 self.interp.env = env
                 env[n] = self.interp.run_node(n)
@@ -252,6 +264,13 @@ class SpireModule(torch.nn.Module):
         bound.apply_defaults()
         return tuple(bound.arguments.values())
 
+    def _graph_args(self, args):
+        """The call's arguments as its graph's placeholders take them: make_fx's graph takes the tensors of nested
+        tuples and lists flattened, symbolic_trace's the forward's own arguments."""
+        if self._gm is not None or not any(isinstance(a, (tuple, list, dict)) for a in args):
+            return args
+        return tuple(torch.utils._pytree.tree_flatten(args)[0])
+
     def partition(self, args):
         if self._modules_list is None:  # listed again only when a submodule is replaced (forward's _trace_again)
             self._modules_list = list(self.module.modules())
@@ -260,8 +279,7 @@ class SpireModule(torch.nn.Module):
                tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else
                      a if isinstance(a, _CONSTANT_TYPES) else type(a) for a in args),
                # make_fx traces with real tensors: its graph holds for these shapes and this grad mode only.
-               self._gm is None and (torch.is_grad_enabled(),
-                                     tuple(tuple(a.shape) for a in args if isinstance(a, torch.Tensor))))
+               self._gm is None and (torch.is_grad_enabled(), _leaf_shapes(args)))
         part = self._partitions.get(key)
         if part is None:
             # The key holds the inputs' dtypes: a partition found was made for supported ones, so only a new one checks.
@@ -270,7 +288,7 @@ class SpireModule(torch.nn.Module):
                     names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
                     raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
             gm = self._graph_module(args)
-            part = _Partition(self, gm, args)
+            part = _Partition(self, gm, self._graph_args(args))
             self._partitions[key] = part
             if self.dump:
                 with open(os.path.join(self.dump, f"fx_graph.{len(self._partitions)}.txt"), "w") as f:
@@ -283,7 +301,7 @@ class SpireModule(torch.nn.Module):
         args = self._bind(args, kwargs)
         if self._tree is not None and not self._tree.intact():
             self._trace_again()
-        return self.partition(args).run(args)
+        return self.partition(args).run(self._graph_args(args))
 
     def _trace_again(self):
         """A submodule was replaced, or a hook added or removed, since the module was traced: its graph and every plan

@@ -24,7 +24,7 @@ from spire.torch.frontend.convert import convert_segment, flatten_values
 from spire.torch.frontend.dispatch import fetch_attr
 from spire._spire import SegmentCall
 from spire.torch.in_flight import STEPS_IN_FLIGHT, InFlightPlan, current_stream, current_stream_getter
-from spire.torch.tensors import from_numpy, to_numpy
+from spire.torch.tensors import from_numpy, to_numpy, upload_constants
 
 DYNAMIC_BATCH = 64  # the batch of the second plan: every batch up to it runs in one plan
 
@@ -52,6 +52,7 @@ class _Plan(InFlightPlan):
         self.input_f32 = [g.type(g.find(n))[0] == "f32" for n in conv.inputs]
         # (an f32 weight the bf16/f16 policies store in half is not: set() rounds it on upload)
         self.param_f32 = {n: exe.stores_f32(n) for n in conv.params}
+        upload_constants(exe, conv)
 
     def raw_weight(self, name, t):
         """Whether weight t goes in as raw float32 memory: device to device on cuda:N, else a memcpy from the host."""

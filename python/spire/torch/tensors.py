@@ -29,3 +29,9 @@ def from_numpy(a, spire_dtype, rows=None):
         t = t[:rows].clone()
     want = SPIRE_TO_TORCH[spire_dtype]
     return t.to(want) if t.dtype != want else t
+
+
+def upload_constants(exe, conv):
+    """Gives a new executable the tensors its conversion computed (Builder.const_tensor): once, as they never change."""
+    for name, t in conv.constants.items():
+        exe.set(name, to_numpy(t))

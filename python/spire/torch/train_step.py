@@ -19,7 +19,7 @@ from spire.torch.frontend.dispatch import describe, fetch_attr
 from spire.torch.frontend.probe import probe
 from spire.torch.frontend.segments import split_segments
 from spire.torch.in_flight import STEPS_IN_FLIGHT, InFlightPlan, current_stream
-from spire.torch.tensors import from_numpy, to_numpy
+from spire.torch.tensors import from_numpy, to_numpy, upload_constants
 
 
 def _loss_kind(loss_fn):
@@ -139,6 +139,7 @@ class CompiledStep:
                 f.write(g.text())
             with open(os.path.join(self.dump, f"step.{self.compilations}.plan.txt"), "w") as f:
                 f.write(exe.plan_text())
+        upload_constants(exe, conv)
         return _StepPlan(conv, exe, dict(conv.params), device_io)
 
     def _key(self, inputs, target):
