@@ -532,6 +532,65 @@ def _f_where(b, args, kwargs):
     return nb.where(b, arg(args, kwargs, 0, "condition"), arg(args, kwargs, 1, "input"), arg(args, kwargs, 2, "other"))
 
 
+@function(torch.logical_not, torch.bitwise_not, operator.invert)
+@method("logical_not", "bitwise_not", "__invert__")
+def _f_not(b, args, kwargs):
+    x = nb.tensor(args[0], "a negated value")
+    if x.dtype != "bool":
+        raise Unsupported(f"logical or bitwise not of {x.dtype} (spire maps it on bool tensors only)")
+    return b.op("where", [x, b.const(0, "bool"), b.const(1, "bool")], rows="pointwise")
+
+
+@function(torch.masked_fill)
+@method("masked_fill", "masked_fill_")
+def _f_masked_fill(b, args, kwargs):
+    # x.masked_fill(mask, value): where(mask, value, x), the value a number or a 0-d tensor of x's dtype
+    # (F.multi_head_attention_forward's bool masks become -inf this way).
+    value = arg(args, kwargs, 2, "value")
+    if isinstance(value, SpireValue) and value.rank:
+        raise Unsupported("masked_fill with a value that is not a scalar")
+    return nb.where(b, arg(args, kwargs, 1, "mask"), value, nb.tensor(args[0], "masked_fill's input"))
+
+
+@function(torch.baddbmm)
+@method("baddbmm")
+def _f_baddbmm(b, args, kwargs):
+    # beta * input + alpha * (batch1 @ batch2)
+    beta, alpha = kwargs.get("beta", 1), kwargs.get("alpha", 1)
+    product = nb.matmul(b, arg(args, kwargs, 1, "batch1"), arg(args, kwargs, 2, "batch2"))
+    if alpha != 1:
+        product = b.binary("mul", product, alpha)
+    if beta == 0:
+        return product
+    base = nb.tensor(args[0], "baddbmm's input")
+    return b.op("add", [base if beta == 1 else b.binary("mul", base, beta), product], rows="pointwise")
+
+
+@method("unflatten")
+def _m_unflatten(b, args, kwargs):
+    x = nb.tensor(args[0], "unflatten's input")
+    dim, sizes = b.normalize_dim(x, arg(args, kwargs, 1, "dim")), list(arg(args, kwargs, 2, "sizes"))
+    return b.reshape(x, list(x.shape[:dim]) + sizes + list(x.shape[dim + 1:]))
+
+
+if hasattr(torch, "unflatten"):
+    function(torch.unflatten)(METHODS["unflatten"])
+
+
+def _like(fill):
+    """zeros_like / ones_like / empty_like (fill a number), full_like (fill None: the argument): x's shape, its dtype
+    unless one is given."""
+    def handler(b, args, kwargs):
+        x = nb.tensor(args[0], "a *_like factory's input")
+        value = arg(args, kwargs, 1, "fill_value") if fill is None else fill
+        return nb.full(b, list(x.shape), value, kwargs.get("dtype") or SPIRE_TO_TORCH[x.dtype])
+    return handler
+
+
+for _fn, _fill in ((torch.zeros_like, 0.0), (torch.empty_like, 0.0), (torch.ones_like, 1.0), (torch.full_like, None)):
+    function(_fn)(_like(_fill))
+
+
 # Factories: torch.zeros(*size) / torch.zeros(size), ones, full(size, fill_value) and arange(end) / (start, end[,
 # step]) take ATen's arguments too (their ATen overloads share these handlers). The device is spire's.
 # zeros and ones are of the default float dtype (full's follows its value).

@@ -65,6 +65,40 @@ def test_inference_matches_eager(device, name):
         assert eager_nodes(pieces) == []
 
 
+class ResizesAndMasks(nn.Module):
+    """What Dynamo records of interpolation (torch._C._nn.upsample_*), masked attention with returned weights (its
+    inlining of F.multi_head_attention_forward) and scaled_dot_product_attention's masks."""
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(16, 4, batch_first=True)
+
+    def forward(self, x, tokens, causal, padding):
+        up = (F.interpolate(x, scale_factor=1.7, mode="bilinear"), F.interpolate(x, size=(9, 4), mode="bicubic",
+                                                                                  align_corners=True),
+              F.interpolate(x, scale_factor=2, mode="nearest"), F.adaptive_avg_pool2d(x, (2, 3)))
+        a, w = self.mha(tokens, tokens, tokens, attn_mask=causal, key_padding_mask=padding)
+        q = tokens.reshape(2, 5, 4, 4).transpose(1, 2)
+        s = (F.scaled_dot_product_attention(q, q, q, is_causal=True),
+             F.scaled_dot_product_attention(q, q, q, attn_mask=~causal))
+        return up + (a, w) + s
+
+
+def test_resizes_and_masked_attention(device):
+    torch.manual_seed(23)
+    model = ResizesAndMasks().eval()
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[1, 3:] = True
+    inputs = (torch.randn(2, 3, 5, 7), torch.randn(2, 5, 16), causal, padding)
+    before = pieces_made()
+    with torch.no_grad():
+        want = model(*inputs)
+        got = torch.compile(model, backend="spire", options={"device": device})(*inputs)
+    for g, w in zip(got, want):
+        assert g.shape == w.shape and rel_err(g, w) <= TOL
+    assert eager_nodes(new_pieces(before)) == []
+
+
 def test_graph_break_gives_two_spire_pieces(device):
     class Broken(nn.Module):
         def __init__(self):

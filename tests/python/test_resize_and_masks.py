@@ -91,8 +91,11 @@ class Attention(nn.Module):
         return a[0], a[1], b[0], b[1], c[0], c[1], d[0]
 
 
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
 @pytest.mark.parametrize("batch_first", [True, False])
-def test_multihead_attention_masks_and_weights(device, batch_first):
+def test_multihead_attention_masks_and_weights(device, trace, batch_first):
+    # symbolic_trace keeps the module (its handler); make_fx records F.multi_head_attention_forward's ATen ops
+    # (masked_fill, baddbmm, bmm, the head average), as Dynamo records its torch functions on torch 2.
     model = seeded(Attention, batch_first, seed=63)
     torch.manual_seed(64)
     batch, tokens, keys = 2, 5, 5
@@ -104,7 +107,7 @@ def test_multihead_attention_masks_and_weights(device, batch_first):
     scores = torch.randn(batch * 4, tokens, keys)
     padding = torch.zeros(batch, keys, dtype=torch.bool)
     padding[1, 3:] = True                                                # the second sample's last two keys
-    want, got, text = compiled_both_ways(model, (x, *memory, causal, scores, padding), "symbolic", device)
+    want, got, text = compiled_both_ways(model, (x, *memory, causal, scores, padding), trace, device)
     assert_close(got, want, tol=1e-5)
     assert eager_lines(text) == [], text
 
@@ -132,6 +135,26 @@ def test_attention_masks_of_the_block(device):
         scores = (q.double() @ k.double().transpose(-2, -1)) / 8 ** 0.5
         want = scores.masked_fill(~allowed, float("-inf")).softmax(-1) @ v.double()
         assert rel_err(got, want) <= 1e-6
+
+
+class MaskOps(nn.Module):
+    """The tensor ops masked attention is written in (F.multi_head_attention_forward's, a decoder's)."""
+    def forward(self, scores, keep, a, b):
+        filled = scores.masked_fill(~keep, float("-inf"))
+        base = torch.zeros_like(scores).masked_fill_(keep.logical_not(), -1e4) + torch.ones_like(scores)
+        return (filled.softmax(-1), torch.baddbmm(base, a, b), torch.baddbmm(base, a, b, beta=0.5, alpha=2.0),
+                torch.full_like(scores, 3.0) * scores, scores.unflatten(1, (2, 2)), torch.masked_fill(scores, keep, 0.5))
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_mask_ops(device, trace):
+    torch.manual_seed(68)
+    keep = torch.rand(3, 4, 5) > 0.4
+    keep[..., 0] = True
+    inputs = (torch.randn(3, 4, 5), keep, torch.randn(3, 4, 6), torch.randn(3, 6, 5))
+    want, got, text = compiled_both_ways(MaskOps(), inputs, trace, device)
+    assert_close(got, want, tol=1e-6)
+    assert eager_lines(text) == [], text
 
 
 class Pools(nn.Module):
