@@ -241,9 +241,15 @@ def adaptive_avg_pool2d(b, x, output_size):
         return b.reduce("mean", x, [2, 3], True)
     if h % oh or w % ow:
         # Windows of unequal sizes: the average over a window is one per axis, so the pooling maps each axis linearly.
-        return resize(b, x, lambda probe, d: torch.nn.functional.adaptive_avg_pool2d(probe, [oh, 1] if d == 0 else [1, ow]))
+        return resize(b, x, lambda probe, d: torch.nn.functional.adaptive_avg_pool2d(
+            probe, [oh, PROBE_OTHER] if d == 0 else [PROBE_OTHER, ow]))
     k = [h // oh, w // ow]
     return b.op("avg_pool2d", [x], {"kernel": k, "stride": k, "padding": [0, 0]})
+
+
+def hardsigmoid(b, x):
+    """F.hardsigmoid: relu6(x + 3) / 6, spire's hard_sigmoid with alpha 1/6 and beta 1/2."""
+    return b.op("hard_sigmoid", [float_tensor(x, "hardsigmoid's input")], {"alpha": 1 / 6, "beta": 0.5}, rows="pointwise")
 
 
 def gelu(b, x, approximate):
@@ -464,6 +470,38 @@ def attend_heads(b, q, k, v, heads, mask=None):
     return b.reshape(out, list(q.shape[:2]) + [v.shape[2]]), probs
 
 
+def multi_head_attention(b, query, key, value, heads, weights, biases, out_weight, out_bias, attn_mask, padding,
+                         need_weights, average):
+    """nn.MultiheadAttention's computation on batch-first [batch, tokens, features] inputs: the q / k / v projections
+    (weights and biases, three each), attend_heads, the output projection. Masks as PyTorch's: attn_mask [queries,
+    keys] or [batch * heads, queries, keys] and key_padding_mask [batch, keys], each bool (True: masked out) or float
+    (added to the scores). Returns (output, weights): the attention probabilities averaged over the heads ([batch,
+    queries, keys]), per head with average False, or None without need_weights."""
+    for what, t in (("query", query), ("key", key), ("value", value)):
+        if float_tensor(t, f"attention's {what}").rank != 3:
+            raise Unsupported(f"multi-head attention of an unbatched rank-{t.rank} {what}")
+    q, k, v = (linear(b, t, w, bias) for t, w, bias in zip((query, key, value), weights, biases))
+    batch, queries, keys = q.shape[0], q.shape[1], k.shape[1]
+    mask = None
+    if attn_mask is not None:
+        mask = additive_mask(b, attn_mask, q.dtype, true_masks=True)
+        if mask.shape == (batch * heads, queries, keys):
+            mask = b.reshape(mask, [batch, heads, queries, keys])
+        elif mask.shape != (queries, keys):
+            raise Unsupported(f"multi-head attention's attn_mask of shape {list(mask.shape)}")
+    if padding is not None:
+        pad = additive_mask(b, padding, q.dtype, true_masks=True)
+        if pad.shape != (batch, keys):
+            raise Unsupported(f"multi-head attention's key_padding_mask of shape {list(pad.shape)}")
+        pad = b.reshape(pad, [batch, 1, 1, keys])
+        mask = pad if mask is None else b.op("add", [mask, pad], rows="pointwise")
+    joined, probs = attend_heads(b, q, k, v, heads, mask)
+    out = linear(b, joined, out_weight, out_bias)
+    if not need_weights:
+        return out, None
+    return out, (b.reduce("mean", probs, [1], False) if average else probs)
+
+
 ENCODER_LAYER_ARGS = ("src", "embed_dim", "num_heads", "qkv_weight", "qkv_bias", "proj_weight", "proj_bias", "use_gelu",
                       "norm_first", "eps", "norm_weight_1", "norm_bias_1", "norm_weight_2", "norm_bias_2",
                       "ffn_weight_1", "ffn_bias_1", "ffn_weight_2", "ffn_bias_2", "mask", "mask_type")
@@ -677,32 +715,41 @@ def pixel_shuffle(b, x, r):
     return b.reshape(y, [n, c // (r * r), h * r, w * r])
 
 
+# The length of a probe's other spatial axes (resize): 2, not 1, since some of PyTorch's kernels treat an axis of
+# length 1 as a special case: on torch 2.11 an antialiased bilinear resize of 5x7 to 3x4 composed from probes with
+# other axes of length 1 was off by 0.95 (of values near 1), and right (1e-16) with length 2 (torch 1.13: right both ways).
+PROBE_OTHER = 2
+
+
 def resize(b, x, axis_call):
     """Every interpolation PyTorch has (nearest, nearest-exact, linear, bilinear, bicubic, trilinear, area, with
     align_corners, scales or antialias) maps each spatial axis of the input linearly onto the same axis of the output,
     one axis independently of the others: out = W_d in along axis d, W_d [out, in]. W_d is what PyTorch's own op
     computes: axis_call(probe, d) is the caller's op (F.interpolate, an ATen upsample overload) with axis d resized as
-    the call resizes it and the other axes left at 1, run on the basis of axis d (a float64 identity), so its
-    coefficients, its coordinate rule and its rounding of the output size are PyTorch's. Each axis W_d changes is then
-    a product with W_d^T, a constant (as the ONNX importer maps Resize); where every W_d repeats each element a whole
-    number of times (nearest upsampling by whole factors), the repetition is a broadcast instead."""
+    the call resizes it and each other axis, PROBE_OTHER long, kept as it is, run on the basis of axis d (a float64
+    identity, the same along the other axes), so its coefficients, its coordinate rule and its rounding of the output
+    size are PyTorch's. Each axis W_d changes is then a product with W_d^T, a constant (as the ONNX importer maps
+    Resize); where every W_d repeats each element a whole number of times (nearest upsampling by whole factors), the
+    repetition is a broadcast instead."""
     float_tensor(x, "the resized input")
     spatial = list(x.shape[2:])
     if not spatial:
         raise Unsupported("resizing a rank-2 input")
     maps = []
     for d, size in enumerate(spatial):
-        probe = torch.eye(size, dtype=torch.float64).reshape([1, size] + [size if i == d else 1 for i in range(len(spatial))])
+        others = [size if i == d else PROBE_OTHER for i in range(len(spatial))]
+        basis = torch.eye(size, dtype=torch.float64).reshape([1, size] + [size if i == d else 1 for i in range(len(spatial))])
         try:
-            got = axis_call(probe, d)
+            got = axis_call(basis.expand([1, size] + others).contiguous(), d)
         except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
             raise Unsupported(f"PyTorch's resize of spatial axis {d} alone failed: {e}")
-        if tuple(got.shape[:2]) != (1, size) or any(got.shape[2 + i] != 1 for i in range(len(spatial)) if i != d):
+        if tuple(got.shape[:2]) != (1, size) or any(got.shape[2 + i] != PROBE_OTHER for i in range(len(spatial)) if i != d):
             raise Unsupported(f"resizing axis {d} alone gave {list(got.shape)}")
         out = got.shape[2 + d]
         if out * size > (1 << 24):
             raise Unsupported(f"resizing an axis from {size} to {out} takes a {out}x{size} matrix, past 2^24 elements")
-        maps.append(got.reshape(size, out))  # W_d^T: row j is where input element j goes
+        # W_d^T: row j is where input element j goes (read at the other axes' first element)
+        maps.append(got[(0, slice(None)) + tuple(slice(None) if i == d else 0 for i in range(len(spatial)))])
     factors = [m.shape[1] // m.shape[0] for m in maps]
     if all(m.shape[1] == f * m.shape[0] and torch.equal(m, torch.eye(m.shape[0], dtype=m.dtype).repeat_interleave(f, 1))
            for m, f in zip(maps, factors)):

@@ -121,8 +121,7 @@ def _leaky_relu(b, m, path, args, kwargs):
 
 @module(nn.Hardsigmoid)
 def _hardsigmoid(b, m, path, args, kwargs):
-    return b.op("hard_sigmoid", [nb.float_tensor(args[0], "hardsigmoid's input")], {"alpha": 1 / 6, "beta": 0.5},
-                rows="pointwise")
+    return nb.hardsigmoid(b, args[0])
 
 
 @module(nn.Hardswish)
@@ -239,8 +238,8 @@ def _interpolate(b, x, size, scale_factor, mode, align_corners, recompute_scale_
     def axis_call(probe, d):
         size_d, scale_d = axes[d]
         if scale_d is None:
-            return F.interpolate(probe, size=[size_d if i == d else 1 for i in range(len(axes))], mode=mode,
-                                 align_corners=align_corners, **extra)
+            return F.interpolate(probe, size=[size_d if i == d else nb.PROBE_OTHER for i in range(len(axes))],
+                                 mode=mode, align_corners=align_corners, **extra)
         return F.interpolate(probe, scale_factor=[scale_d if i == d else 1.0 for i in range(len(axes))], mode=mode,
                              align_corners=align_corners, recompute_scale_factor=False, **extra)
     return nb.resize(b, x, axis_call)
@@ -261,13 +260,13 @@ def upsample_overload(op, overload, aligns):
         rest = list(args[3:] if aligns else args[2:])
 
         def axis_call(probe, d):
+            sizes = [int(output_size[i]) if i == d else nb.PROBE_OTHER for i in range(n)] if output_size else None
             if overload == "default":
                 scales = (rest + [None] * n)[:n]
-                return op(probe, [int(output_size[i]) if i == d else 1 for i in range(n)], *corners,
-                          *[scales[i] if i == d else None for i in range(n)])
+                return op(probe, sizes, *corners, *[scales[i] if i == d else None for i in range(n)])
             factors = rest[0] if rest else None
             if output_size is not None:
-                return op(probe, [int(output_size[i]) if i == d else 1 for i in range(n)], *corners, None)
+                return op(probe, sizes, *corners, None)
             return op(probe, None, *corners, [float(factors[i]) if i == d else 1.0 for i in range(n)])
         return nb.resize(b, x, axis_call)
     return handler
@@ -303,23 +302,17 @@ def _conv_transpose2d(b, m, path, args, kwargs):
 
 @module(nn.MultiheadAttention)
 def _multihead_attention(b, m, path, args, kwargs):
-    """nn.MultiheadAttention in evaluation (or without dropout), batched: the projections, attend_heads, the output
-    projection. Masks as PyTorch's: attn_mask [queries, keys] or [batch * heads, queries, keys] and key_padding_mask
-    [batch, keys], each bool (True: masked out) or float (added to the scores). need_weights returns the attention
-    probabilities averaged over the heads ([batch, queries, keys]) or, with average_attn_weights=False, per head."""
+    """nn.MultiheadAttention in evaluation (or without dropout), batched: nb.multi_head_attention with the module's
+    projections."""
     query, key, value = (nb.float_tensor(arg(args, kwargs, i, n), f"attention's {n}")
                          for i, n in enumerate(("query", "key", "value")))
-    padding, need_weights = arg(args, kwargs, 3, "key_padding_mask", None), arg(args, kwargs, 4, "need_weights", True)
-    attn_mask, average = arg(args, kwargs, 5, "attn_mask", None), arg(args, kwargs, 6, "average_attn_weights", True)
     if arg(args, kwargs, 7, "is_causal", False):
         raise Unsupported("MultiheadAttention with is_causal (a hint PyTorch may take instead of attn_mask)")
     if m.training and m.dropout > 0:
         raise Unsupported("MultiheadAttention with dropout in training mode")
     if m.bias_k is not None or m.bias_v is not None or m.add_zero_attn:
         raise Unsupported("MultiheadAttention with bias_k, bias_v or add_zero_attn")
-    if query.rank != 3:
-        raise Unsupported(f"MultiheadAttention of an unbatched rank-{query.rank} query")
-    embed, heads = m.embed_dim, m.num_heads
+    embed = m.embed_dim
     if m._qkv_same_embed_dim:
         w = _param(b, m, path, "in_proj_weight")
         weights = [nb.slice_run(b, w, 0, i * embed, embed) for i in range(3)]
@@ -327,29 +320,14 @@ def _multihead_attention(b, m, path, args, kwargs):
         weights = [_param(b, m, path, f"{n}_proj_weight") for n in "qkv"]
     bias = _param(b, m, path, "in_proj_bias")
     biases = [None] * 3 if bias is None else [nb.slice_run(b, bias, 0, i * embed, embed) for i in range(3)]
-    inputs = [query, key, value] if m.batch_first else [b.permute(t, [1, 0, 2]) for t in (query, key, value)]
-    q, k, v = (nb.linear(b, t, w, bb) for t, w, bb in zip(inputs, weights, biases))
-    batch, queries, keys = q.shape[0], q.shape[1], k.shape[1]
-    mask = None
-    if attn_mask is not None:
-        mask = nb.additive_mask(b, attn_mask, q.dtype, true_masks=True)
-        if mask.shape == (batch * heads, queries, keys):
-            mask = b.reshape(mask, [batch, heads, queries, keys])
-        elif mask.shape != (queries, keys):
-            raise Unsupported(f"MultiheadAttention's attn_mask of shape {list(mask.shape)}")
-    if padding is not None:
-        pad = nb.additive_mask(b, padding, q.dtype, true_masks=True)
-        if pad.shape != (batch, keys):
-            raise Unsupported(f"MultiheadAttention's key_padding_mask of shape {list(pad.shape)}")
-        pad = b.reshape(pad, [batch, 1, 1, keys])
-        mask = pad if mask is None else b.op("add", [mask, pad], rows="pointwise")
-    joined, probs = nb.attend_heads(b, q, k, v, heads, mask)
-    out = nb.linear(b, joined, _param(b, m.out_proj, f"{path}.out_proj", "weight"),
-                    _param(b, m.out_proj, f"{path}.out_proj", "bias"))
-    out = out if m.batch_first else b.permute(out, [1, 0, 2])
-    if not need_weights:
-        return (out, None)
-    return (out, b.reduce("mean", probs, [1], False) if average else probs)
+    if not m.batch_first:
+        query, key, value = (b.permute(t, [1, 0, 2]) if t.rank == 3 else t for t in (query, key, value))
+    out, probs = nb.multi_head_attention(
+        b, query, key, value, m.num_heads, weights, biases, _param(b, m.out_proj, f"{path}.out_proj", "weight"),
+        _param(b, m.out_proj, f"{path}.out_proj", "bias"), arg(args, kwargs, 5, "attn_mask", None),
+        arg(args, kwargs, 3, "key_padding_mask", None), arg(args, kwargs, 4, "need_weights", True),
+        arg(args, kwargs, 6, "average_attn_weights", True))
+    return (out if m.batch_first else b.permute(out, [1, 0, 2]), probs)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -530,6 +508,42 @@ def _f_where(b, args, kwargs):
     if len(args) + len(kwargs) == 1:
         raise Unsupported("torch.where(condition) (nonzero: a data-dependent shape)")
     return nb.where(b, arg(args, kwargs, 0, "condition"), arg(args, kwargs, 1, "input"), arg(args, kwargs, 2, "other"))
+
+
+MHA_FORWARD_ARGS = (("query", None), ("key", None), ("value", None), ("embed_dim_to_check", None), ("num_heads", None),
+                    ("in_proj_weight", None), ("in_proj_bias", None), ("bias_k", None), ("bias_v", None),
+                    ("add_zero_attn", None), ("dropout_p", None), ("out_proj_weight", None), ("out_proj_bias", None),
+                    ("training", True), ("key_padding_mask", None), ("need_weights", True), ("attn_mask", None),
+                    ("use_separate_proj_weight", False), ("q_proj_weight", None), ("k_proj_weight", None),
+                    ("v_proj_weight", None), ("static_k", None), ("static_v", None), ("average_attn_weights", True),
+                    ("is_causal", False))
+
+
+@function(F.multi_head_attention_forward)
+def _f_multi_head_attention_forward(b, args, kwargs):
+    """F.multi_head_attention_forward, what Dynamo records of nn.MultiheadAttention (its inputs [tokens, batch,
+    embed], batch_first's transposes around it): nb.multi_head_attention."""
+    a = {name: arg(args, kwargs, i, name, default) for i, (name, default) in enumerate(MHA_FORWARD_ARGS)}
+    if a["is_causal"]:
+        raise Unsupported("multi_head_attention_forward with is_causal (a hint PyTorch may take instead of attn_mask)")
+    if a["training"] and a["dropout_p"] > 0:
+        raise Unsupported("multi_head_attention_forward with dropout in training mode")
+    if any(a[n] is not None for n in ("bias_k", "bias_v", "static_k", "static_v")) or a["add_zero_attn"]:
+        raise Unsupported("multi_head_attention_forward with bias_k, bias_v, static_k, static_v or add_zero_attn")
+    embed = int(a["embed_dim_to_check"])
+    if a["use_separate_proj_weight"]:
+        weights = [a[f"{n}_proj_weight"] for n in "qkv"]
+    else:
+        weights = [nb.slice_run(b, nb.tensor(a["in_proj_weight"], "in_proj_weight"), 0, i * embed, embed)
+                   for i in range(3)]
+    bias = a["in_proj_bias"]
+    biases = [None] * 3 if bias is None else [nb.slice_run(b, bias, 0, i * embed, embed) for i in range(3)]
+    query, key, value = (b.permute(nb.float_tensor(a[n], f"attention's {n}"), [1, 0, 2])
+                         if isinstance(a[n], SpireValue) and a[n].rank == 3 else a[n] for n in ("query", "key", "value"))
+    out, probs = nb.multi_head_attention(b, query, key, value, int(a["num_heads"]), weights, biases,
+                                         a["out_proj_weight"], a["out_proj_bias"], a["attn_mask"],
+                                         a["key_padding_mask"], a["need_weights"], a["average_attn_weights"])
+    return (b.permute(out, [1, 0, 2]), probs)
 
 
 @function(torch.logical_not, torch.bitwise_not, operator.invert)
@@ -908,10 +922,10 @@ for _path, _op in (("_C._nn.silu", "silu"), ("_C._nn.silu_", "silu"), ("_C._nn.h
     _functions(_path)(lambda b, args, kwargs, _op=_op: nb.unary(b, _op, args[0]))
 
 
+@function(F.hardsigmoid)
 @_functions("_C._nn.hardsigmoid", "_C._nn.hardsigmoid_")
 def _torch_hardsigmoid(b, args, kwargs):
-    return b.op("hard_sigmoid", [nb.float_tensor(args[0], "hardsigmoid's input")], {"alpha": 1 / 6, "beta": 0.5},
-                rows="pointwise")
+    return nb.hardsigmoid(b, args[0])
 
 
 @_functions("dropout")

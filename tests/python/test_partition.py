@@ -73,7 +73,9 @@ def test_module_hooks_run_as_in_eager(device):
 
 class UnpacksATuple(torch.nn.Module):
     def forward(self, x, pair):
-        a, b = pair  # symbolic_trace cannot unpack a proxy: make_fx traces it, its placeholders the tuple's tensors
+        a, b = pair
+        if x.shape[0] > 0:  # a branch on a size: symbolic_trace cannot follow it, make_fx traces (with real tensors)
+            a = a + 0
         return {"sum": torch.zeros(x.shape[0]) + (x * a + b).sum(1), "pair": (a * 2, [b])}
 
 

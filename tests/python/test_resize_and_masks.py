@@ -112,6 +112,40 @@ def test_multihead_attention_masks_and_weights(device, trace, batch_first):
     assert eager_lines(text) == [], text
 
 
+class AttentionFunction(nn.Module):
+    """F.multi_head_attention_forward called directly, as Dynamo records nn.MultiheadAttention on torch 2 (inputs
+    [tokens, batch, embed])."""
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(16, 4)
+
+    def forward(self, x, causal, padding):
+        m = self.mha
+        r = F.multi_head_attention_forward(
+            x, x, x, 16, 4, m.in_proj_weight, m.in_proj_bias, None, None, False, 0.0, m.out_proj.weight,
+            m.out_proj.bias, training=False, key_padding_mask=padding, attn_mask=causal)
+        return r[0], r[1]
+
+
+def test_multi_head_attention_forward(device):
+    model = seeded(AttentionFunction, seed=69).eval()
+    # torch 1.13's symbolic_trace would trace into the function: a tracer that keeps it a call, as Dynamo does.
+    tracer = torch.fx.Tracer(autowrap_functions=(F.multi_head_attention_forward,))
+    traced = torch.fx.GraphModule(model, tracer.trace(model))
+    torch.manual_seed(70)
+    x = torch.randn(5, 2, 16)
+    causal = torch.ones(5, 5, dtype=torch.bool).triu(1)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[0, 4] = True
+    with torch.no_grad():
+        want = model(x, causal, padding)
+        compiled = spire.torch.compile(traced, device=device)
+        got = compiled(x, causal, padding)
+    assert_close(got, want, tol=1e-5)
+    text = compiled.explain(x, causal, padding)
+    assert "multi_head_attention_forward" in text and eager_lines(text) == [], text
+
+
 def test_attention_masks_of_the_block(device):
     # nb.scaled_dot_product_attention (F.scaled_dot_product_attention's mapping, which torch 1.13 lacks) against
     # attention written out in float64: a bool mask (True: attend) and is_causal (a mask the converter makes).
