@@ -50,6 +50,7 @@ for _overload, _handler in (
         ("aten.logical_not.default", FUNCTIONS[torch.logical_not]), ("aten.bitwise_not.default", FUNCTIONS[torch.bitwise_not]),
         ("aten.masked_fill.Scalar", FUNCTIONS[torch.masked_fill]), ("aten.masked_fill.Tensor", FUNCTIONS[torch.masked_fill]),
         ("aten.baddbmm.default", FUNCTIONS[torch.baddbmm]),
+        ("aten.constant_pad_nd.default", FUNCTIONS[torch.constant_pad_nd]), ("aten.roll.default", FUNCTIONS[torch.roll]),
         ("aten.zeros_like.default", FUNCTIONS[torch.zeros_like]), ("aten.ones_like.default", FUNCTIONS[torch.ones_like]),
         ("aten.empty_like.default", FUNCTIONS[torch.empty_like]), ("aten.full_like.default", FUNCTIONS[torch.full_like]),
         ("aten.zeros.default", FUNCTIONS[torch.zeros]), ("aten.empty.memory_format", FUNCTIONS[torch.empty]), ("aten.ones.default", FUNCTIONS[torch.ones]),

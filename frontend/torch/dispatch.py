@@ -3,7 +3,7 @@ import operator
 
 import torch
 
-from . import aten_ops, torch_ops
+from . import aten_ops, library_ops, torch_ops  # noqa: F401 (library_ops registers its handlers)
 from .builder import SpireValue, Unsupported
 
 

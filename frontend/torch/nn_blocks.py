@@ -345,6 +345,46 @@ def slice_run(b, x, dim, start, size, step=1):
     return b.op("slice", [x], {"starts": starts, "steps": steps, "shape": shape}, rows="first")
 
 
+def pad_constant(b, x, pads, value=0.0):
+    """F.pad(x, pads, value=value) in constant mode: pads lists (before, after) pairs from the last axis backwards,
+    the new elements `value`. Negative pads (crops) are refused."""
+    tensor(x, "the padded value")
+    pads = [int(p) for p in pads]
+    if len(pads) % 2 or len(pads) // 2 > x.rank:
+        raise Unsupported(f"F.pad with {len(pads)} pads of a rank-{x.rank} tensor")
+    if any(p < 0 for p in pads):
+        raise Unsupported("F.pad with a negative pad (a crop)")
+    if not any(pads):
+        return x
+    starts, shape = [0] * x.rank, list(x.shape)
+    for i in range(len(pads) // 2):
+        axis = x.rank - 1 - i
+        starts[axis] = pads[2 * i]
+        shape[axis] += pads[2 * i] + pads[2 * i + 1]
+    if x.batched and shape[0] != x.shape[0]:
+        b.mixes_rows("F.pad along the batch dimension")
+    return b.op("pad", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape, "value": float(value)})
+
+
+def roll(b, x, shifts, dims):
+    """torch.roll along the given dims (each element moved `shift` places, wrapping around): two slices and a concat
+    per dim. Without dims (a roll of the flattened tensor) it is refused."""
+    tensor(x, "the rolled value")
+    if dims is None or (isinstance(dims, (list, tuple)) and not dims):
+        raise Unsupported("torch.roll without dims (of the flattened tensor)")
+    shifts = [shifts] if isinstance(shifts, int) else list(shifts)
+    dims = [dims] if isinstance(dims, int) else list(dims)
+    if len(shifts) != len(dims):
+        raise Unsupported(f"torch.roll with {len(shifts)} shifts for {len(dims)} dims")
+    for shift, dim in zip(shifts, dims):
+        dim = b.normalize_dim(x, dim)
+        n = x.shape[dim]
+        s = int(shift) % n if n else 0
+        if s:
+            x = concat(b, [slice_run(b, x, dim, n - s, s), slice_run(b, x, dim, 0, n - s)], dim)
+    return x
+
+
 def slice_dim(b, x, dim, start, end, step):
     """x[..., start:end:step, ...] along dim (aten.slice.Tensor): Python's clamping of start and end, a positive step.
     The whole dimension is x itself (make_fx records x[:, None] as such slices)."""

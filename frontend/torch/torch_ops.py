@@ -786,13 +786,25 @@ def _f_split(b, args, kwargs):
     return nb.split(b, args[0], arg(args, kwargs, 1, "split_size_or_sections"), arg(args, kwargs, 2, "dim", 0))
 
 
-@function_named("torchvision.ops.stochastic_depth.stochastic_depth")
-def _stochastic_depth(b, args, kwargs):
-    # stochastic_depth(input, p, mode, training): the input itself in evaluation (and with p = 0); in training it
-    # zeroes random rows, which stays in PyTorch.
-    if arg(args, kwargs, 3, "training", True) and arg(args, kwargs, 1, "p") > 0:
-        raise Unsupported("stochastic_depth in training mode (random rows stay in PyTorch)")
-    return nb.tensor(args[0], "stochastic_depth's input")
+@function(F.pad)
+@_functions("_C._nn.pad")
+def _f_pad(b, args, kwargs):
+    mode = arg(args, kwargs, 2, "mode", "constant")
+    if mode != "constant":
+        raise Unsupported(f"F.pad with mode='{mode}' (spire maps constant padding)")
+    value = arg(args, kwargs, 3, "value", None)
+    return nb.pad_constant(b, args[0], arg(args, kwargs, 1, "pad"), 0.0 if value is None else value)
+
+
+@function(torch.constant_pad_nd)
+def _f_constant_pad_nd(b, args, kwargs):
+    return nb.pad_constant(b, args[0], arg(args, kwargs, 1, "pad"), arg(args, kwargs, 2, "value", 0.0))
+
+
+@function(torch.roll)
+@method("roll")
+def _f_roll(b, args, kwargs):
+    return nb.roll(b, args[0], arg(args, kwargs, 1, "shifts"), arg(args, kwargs, 2, "dims", None))
 
 
 @function(torch.chunk)

@@ -1,0 +1,51 @@
+"""Swin Transformer through spire.torch.compile: torchvision's window attention, relative position bias and patch
+merging (helpers symbolic_trace keeps as calls, library_ops.py's handlers), and the constant padding and roll they are
+made of, each against eager PyTorch with fixed seeds, nothing left in eager."""
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torchvision.models.swin_transformer import SwinTransformer
+
+import spire.torch
+from models import seeded
+from test_decoders import compiled_both_ways, eager_lines
+from test_more_ops import assert_close
+
+
+class PadsAndRolls(nn.Module):
+    def forward(self, x):
+        return (F.pad(x, (1, 2)), F.pad(x, (0, 0, 3, 0, 1, 1), value=-2.5), torch.constant_pad_nd(x, (2, 1, 1, 2), 0.5),
+                torch.roll(x, 2, 1), torch.roll(x, (-1, 3), (2, 3)), x.roll(-7, -1))
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_pad_and_roll(device, trace):
+    torch.manual_seed(71)
+    want, got, text = compiled_both_ways(PadsAndRolls(), (torch.randn(2, 3, 4, 5),), trace, device)
+    assert_close(got, want, tol=0)  # data movement only
+    assert eager_lines(text) == [], text
+
+
+def small_swin():
+    # Two stages of two blocks (every other block's windows shifted), 4x4 windows over 9x9 patches of a 36x36 image:
+    # the windows need padding (9 -> 12), the shift a mask, and patch merging an odd size padded (9 -> 10).
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
+                           num_classes=7)
+
+
+def test_swin_transformer(device):
+    model = seeded(small_swin, seed=72).eval()
+    with torch.no_grad():
+        for p in model.parameters():  # a relative position bias away from its zero-ish start, so that it takes part
+            p.add_(torch.randn_like(p) * 0.05)
+    compiled = spire.torch.compile(model, device=device)
+    torch.manual_seed(73)
+    for batch in (2, 1):
+        x = torch.randn(batch, 3, 36, 36)
+        with torch.no_grad():
+            want, got = model(x), compiled(x)
+        assert_close(got, want, tol=1e-5)
+    text = compiled.explain(x)
+    assert eager_lines(text) == [] and text.count("spire segment") == 1, text
+    assert "shifted_window_attention" in text and "_patch_merging_pad" in text, text
