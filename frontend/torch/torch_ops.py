@@ -786,6 +786,12 @@ def _f_split(b, args, kwargs):
     return nb.split(b, args[0], arg(args, kwargs, 1, "split_size_or_sections"), arg(args, kwargs, 2, "dim", 0))
 
 
+@function(torch.roll)
+@method("roll")
+def _f_roll(b, args, kwargs):
+    return nb.roll(b, args[0], arg(args, kwargs, 1, "shifts"), arg(args, kwargs, 2, "dims", None))
+
+
 @function(F.pad)
 @_functions("_C._nn.pad")
 def _f_pad(b, args, kwargs):
@@ -799,12 +805,6 @@ def _f_pad(b, args, kwargs):
 @function(torch.constant_pad_nd)
 def _f_constant_pad_nd(b, args, kwargs):
     return nb.pad_constant(b, args[0], arg(args, kwargs, 1, "pad"), arg(args, kwargs, 2, "value", 0.0))
-
-
-@function(torch.roll)
-@method("roll")
-def _f_roll(b, args, kwargs):
-    return nb.roll(b, args[0], arg(args, kwargs, 1, "shifts"), arg(args, kwargs, 2, "dims", None))
 
 
 @function(torch.chunk)
