@@ -8,7 +8,7 @@ from spire import _spire
 
 from . import nn_blocks as nb
 from .builder import SpireValue, Unsupported, registrar
-from .torch_ops import COMPARISONS, FUNCTIONS, METHODS, arg, upsample_op_names, upsample_overload
+from .torch_ops import COMPARISONS, FUNCTIONS, METHODS, PADDING_OPS, padding_op, arg, upsample_op_names, upsample_overload
 
 ATEN = {}
 
@@ -51,6 +51,7 @@ for _overload, _handler in (
         ("aten.masked_fill.Scalar", FUNCTIONS[torch.masked_fill]), ("aten.masked_fill.Tensor", FUNCTIONS[torch.masked_fill]),
         ("aten.baddbmm.default", FUNCTIONS[torch.baddbmm]),
         ("aten.constant_pad_nd.default", FUNCTIONS[torch.constant_pad_nd]), ("aten.roll.default", FUNCTIONS[torch.roll]),
+        ("aten.flip.default", FUNCTIONS[torch.flip]),
         ("aten.zeros_like.default", FUNCTIONS[torch.zeros_like]), ("aten.ones_like.default", FUNCTIONS[torch.ones_like]),
         ("aten.empty_like.default", FUNCTIONS[torch.empty_like]), ("aten.full_like.default", FUNCTIONS[torch.full_like]),
         ("aten.zeros.default", FUNCTIONS[torch.zeros]), ("aten.empty.memory_format", FUNCTIONS[torch.empty]), ("aten.ones.default", FUNCTIONS[torch.ones]),
@@ -110,6 +111,10 @@ def _native_group_norm(b, args, kwargs):
     # (input, weight, bias, N, C, HxW, group, eps) -> (output, mean, rstd)
     x, w, bias, group, eps = args[0], args[1], args[2], args[6], args[7]
     return (nb.group_norm(b, x, group, w, bias, eps), None, None)
+
+
+for _name, _mode in PADDING_OPS:
+    aten(f"aten.{_name}.default")(padding_op(_mode))
 
 
 for _name, _aligns in upsample_op_names():

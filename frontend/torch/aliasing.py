@@ -1,0 +1,85 @@
+"""In-place changes the partition must leave to PyTorch.
+
+spire computes every value anew: a view (a slice, a transpose, a reshape) is a copy on spire, and an in-place op (add_,
+copy_, setitem, masked_fill_) a new value. That is PyTorch's meaning only where nothing observes the difference, which
+an FX graph does not promise: make_fx records F.pad(mode="circular") as copies into slices of one new_empty tensor
+(the slices are views, the copies change the tensor through them), and any graph may read a tensor again after an
+in-place op changed it. So where an in-place op changes a tensor that has views, or that some node reads after the
+change, the views and the in-place op run in PyTorch (on real tensors that alias as PyTorch's do), and what reads the
+tensor afterwards reads it from there. An in-place op whose result is the only way the changed tensor is read again
+(`out += identity`, `relu_(x)`) stays on spire."""
+import operator
+
+import torch
+
+# Torch-level ops that may return a view of their first argument (symbolic_trace and Dynamo record these).
+VIEW_METHODS = frozenset({
+    "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "swapaxes", "permute", "expand",
+    "expand_as", "unsqueeze", "squeeze", "t", "narrow", "select", "split", "chunk", "unbind", "contiguous", "detach",
+    "as_strided", "diagonal", "unfold", "movedim", "__getitem__", "real", "imag"})
+VIEW_FUNCTIONS = frozenset(f for f in (
+    torch.reshape, torch.flatten, torch.transpose, torch.swapaxes, torch.permute, torch.unsqueeze,
+    torch.squeeze, torch.t, torch.narrow, torch.select, torch.split, torch.chunk, torch.unbind, torch.detach,
+    torch.as_strided, torch.diagonal, torch.movedim, getattr(torch, "unflatten", None)) if f is not None)
+IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv})
+
+
+def _schema(node):
+    t = node.target
+    return t._schema if node.op == "call_function" and isinstance(t, torch._ops.OpOverload) else None
+
+
+def is_view(node, tensors):
+    """Whether the node's result may share memory with its first argument. tensors(n): whether node n's result is a
+    tensor; picking an element of a tuple (operator.getitem) is a view only of a tuple of views (split's, chunk's),
+    not of an op's several results (batch norm's), nor is tensor indexing anything but a view."""
+    if node.op == "call_function" and node.target is operator.getitem:
+        container = node.args[0] if node.args else None
+        return isinstance(container, torch.fx.Node) and (tensors(container) or is_view(container, tensors))
+    schema = _schema(node)
+    if schema is not None:
+        return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    if node.op == "call_method":
+        return node.target in VIEW_METHODS
+    return node.op == "call_function" and node.target in VIEW_FUNCTIONS
+
+
+def mutated(node):
+    """The argument nodes the node changes in place."""
+    schema = _schema(node)
+    if schema is not None:
+        return [a for a, s in zip(node.args, schema.arguments)
+                if isinstance(a, torch.fx.Node) and s.alias_info is not None and s.alias_info.is_write]
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    in_place = node.op == "call_function" and node.target in IN_PLACE_OPERATORS or (
+        node.op in ("call_method", "call_function") and isinstance(name, str) and name.endswith("_") and
+        not name.startswith("__"))
+    first = node.args[0] if node.args else None
+    return [first] if in_place and isinstance(first, torch.fx.Node) else []
+
+
+def in_place_hazards(gm, tensors):
+    """{node: reason} for every node that must run in PyTorch because of an in-place change (the module comment).
+    tensors(n): whether node n's result is a tensor (the probe's record)."""
+    order = {n: i for i, n in enumerate(gm.graph.nodes)}
+    hazards = {}
+    for node in gm.graph.nodes:
+        for target in mutated(node):
+            base = target
+            while is_view(base, tensors) and base.args and isinstance(base.args[0], torch.fx.Node):
+                base = base.args[0]
+            family, todo = {base}, [base]  # the base and every view of it, views of views included
+            while todo:
+                for user in todo.pop().users:
+                    if user not in family and is_view(user, tensors) and user.args and user.args[0] in family:
+                        family.add(user)
+                        todo.append(user)
+            views = family - {base}
+            read_after = any(order[u] > order[node] for f in family for u in f.users if u is not node)
+            if not views and not read_after:
+                continue  # only the in-place op's own result is read again: a new value is the same
+            what = f"{node.name} changes {'a view of ' if target is not base else ''}{base.name} in place"
+            hazards.setdefault(node, what)
+            for v in views:
+                hazards.setdefault(v, f"a view of {base.name}, which {node.name} changes in place")
+    return hazards
