@@ -54,6 +54,8 @@ for _overload, _handler in (
         ("aten.flip.default", FUNCTIONS[torch.flip]),
         ("aten.zeros_like.default", FUNCTIONS[torch.zeros_like]), ("aten.ones_like.default", FUNCTIONS[torch.ones_like]),
         ("aten.empty_like.default", FUNCTIONS[torch.empty_like]), ("aten.full_like.default", FUNCTIONS[torch.full_like]),
+        ("aten.new_zeros.default", METHODS["new_zeros"]), ("aten.new_ones.default", METHODS["new_ones"]),
+        ("aten.new_empty.default", METHODS["new_empty"]), ("aten.new_full.default", METHODS["new_full"]),
         ("aten.zeros.default", FUNCTIONS[torch.zeros]), ("aten.empty.memory_format", FUNCTIONS[torch.empty]), ("aten.ones.default", FUNCTIONS[torch.ones]),
         ("aten.full.default", FUNCTIONS[torch.full]), ("aten.scalar_tensor.default", FUNCTIONS[torch.scalar_tensor]),
         ("aten.arange.default", FUNCTIONS[torch.arange]), ("aten.arange.start", FUNCTIONS[torch.arange]),
@@ -247,3 +249,12 @@ def _along_axis(op):
 
 for _op in _spire.ops_along_one_axis():
     aten(f"aten._{_op}.default")(_along_axis(_op))
+
+
+@aten("aten.index.Tensor")
+def _index_tensor(b, args, kwargs):
+    # (self, indices: one optional tensor per leading dimension): one integer tensor for dim 0, as x[indices] records.
+    indices = list(args[1])
+    if len(indices) != 1 or indices[0] is None:
+        raise Unsupported("advanced indexing other than x[one index tensor]")
+    return nb.index(b, args[0], indices[0])

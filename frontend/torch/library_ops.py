@@ -18,6 +18,12 @@ def _stochastic_depth(b, args, kwargs):
     return nb.tensor(args[0], "stochastic_depth's input")
 
 
+@function_named("torchvision.utils._log_api_usage_once")
+def _log_api_usage(b, args, kwargs):
+    # torchvision's usage logging, which Dynamo records in forward passes (Swin's blocks): no tensor work.
+    return None
+
+
 @function_named("torchvision.models.swin_transformer._patch_merging_pad")
 def _patch_merging_pad(b, args, kwargs):
     # x [..., H, W, C] padded to even H and W, then its four interleaved quarters side by side along C.

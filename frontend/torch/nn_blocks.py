@@ -471,6 +471,13 @@ def index(b, x, key):
     int and slice narrows its dimension (slice_dim), then one reshape drops the ints' dimensions and inserts the
     Nones'."""
     tensor(x, "an indexed value")
+    if isinstance(key, SpireValue):
+        # x[indices] with one integer tensor: the rows of x it names (a relative position bias table's lookup).
+        if key.dtype not in ("i32", "i64"):
+            raise Unsupported(f"indexing with a {key.dtype} tensor (spire maps integer index tensors)")
+        if x.batched:
+            b.mixes_rows("rows of a batched value picked by an index tensor")
+        return b.op("gather", [x, key], {"axis": 0}, rows=1)
     items = list(key) if isinstance(key, tuple) else [key]
     for item in items:
         if isinstance(item, bool) or not (isinstance(item, (int, slice)) or item is None or item is Ellipsis):

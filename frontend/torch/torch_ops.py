@@ -615,6 +615,23 @@ for _fn, _fill in ((torch.zeros_like, 0.0), (torch.empty_like, 0.0), (torch.ones
     function(_fn)(_like(_fill))
 
 
+def _new_filled(fill):
+    """x.new_zeros(size) / new_ones / new_empty (fill a number), new_full(size, fill_value): x's dtype unless one is
+    given."""
+    def handler(b, args, kwargs):
+        x = nb.tensor(args[0], "a new_* factory's tensor")
+        if fill is None:
+            sizes, value = list(arg(args, kwargs, 1, "size")), arg(args, kwargs, 2, "fill_value")
+        else:
+            sizes, value = _sizes(args, 1), fill
+        return nb.full(b, sizes, value, kwargs.get("dtype") or SPIRE_TO_TORCH[x.dtype])
+    return handler
+
+
+for _name, _fill in (("new_zeros", 0.0), ("new_empty", 0.0), ("new_ones", 1.0), ("new_full", None)):
+    method(_name)(_new_filled(_fill))
+
+
 # Factories: torch.zeros(*size) / torch.zeros(size), ones, full(size, fill_value) and arange(end) / (start, end[,
 # step]) take ATen's arguments too (their ATen overloads share these handlers). The device is spire's.
 # zeros and ones are of the default float dtype (full's follows its value).

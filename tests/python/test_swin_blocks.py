@@ -65,6 +65,29 @@ def test_convolutions_with_padding_modes(device, trace):
     assert_only_circular_copies_in_eager(text, trace)
 
 
+class Lookups(nn.Module):
+    """What Swin's helpers become where they are traced into (Dynamo): a table's rows picked by an index buffer, and
+    tensors made with new_*."""
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Parameter(torch.randn(10, 3))
+        self.register_buffer("index", torch.tensor([3, 0, 9, 3, 5, 5]))
+
+    def forward(self, x):
+        rows = self.table[self.index]
+        return (rows * x[:, :1], x.new_zeros((2, 3)) + 1, x.new_ones(4), x.new_full((2, 2), 7.5),
+                x.new_zeros(x.shape[0], 3) + x[:, :3])
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_lookups_and_new_tensors(device, trace):
+    torch.manual_seed(76)
+    model = seeded(Lookups, seed=77)
+    want, got, text = compiled_both_ways(model, (torch.randn(6, 4),), trace, device)
+    assert_close(got, want, tol=1e-6)
+    assert eager_lines(text) == [], text
+
+
 def small_swin():
     # Two stages of two blocks (every other block's windows shifted), 4x4 windows over 9x9 patches of a 36x36 image:
     # the windows need padding (9 -> 12), the shift a mask, and patch merging an odd size padded (9 -> 10).
