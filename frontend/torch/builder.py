@@ -76,7 +76,8 @@ class Builder:
         if not (name[0].isalpha() or name[0] == "_"):
             name = "v_" + name
         base, n = name, 1
-        while name in self._names:
+        # (the graph names the ops' values itself, permute_26 and the like, which an FX node's name can equal)
+        while name in self._names or self.g.find(name) is not None:
             name = f"{base}_{n}"
             n += 1
         self._names.add(name)

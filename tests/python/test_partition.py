@@ -123,3 +123,13 @@ def test_in_place_changes_through_views_run_as_in_eager(device):
     pad = make_fx(lambda t: torch.nn.functional.pad(t, (2, 1, 1, 0), mode="circular"))(x[None, None])
     assert torch.equal(spire.torch.compile(pad, device=device)(x[None, None]),
                        torch.nn.functional.pad(x[None, None], (2, 1, 1, 0), mode="circular"))
+
+
+def test_leaf_names_never_clash_with_the_graphs_own():
+    # The graph names op values itself (permute_0, ...); an FX node of the same name that becomes a leaf (an input,
+    # or an eager node's value in the probe) once raised GraphError (duplicate value name) from Swin under Dynamo.
+    from spire.torch.frontend import Builder
+    b = Builder()
+    y = b.permute(b.input("x", "f32", [2, 3], False), [1, 0])
+    leaf = b.input(b.g.name(y.id), "f32", [3, 2], False)
+    assert b.g.name(leaf.id) != b.g.name(y.id)
