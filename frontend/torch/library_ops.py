@@ -6,7 +6,7 @@ import torch
 
 from . import nn_blocks as nb
 from .builder import SPIRE_TO_TORCH, Unsupported
-from .torch_ops import arg, function_named
+from .torch_ops import arg, function, function_named
 
 
 @function_named("torchvision.ops.stochastic_depth.stochastic_depth")
@@ -20,8 +20,13 @@ def _stochastic_depth(b, args, kwargs):
 
 @function_named("torchvision.utils._log_api_usage_once")
 def _log_api_usage(b, args, kwargs):
-    # torchvision's usage logging, which Dynamo records in forward passes (Swin's blocks): no tensor work.
+    # torchvision's usage logging (Swin's blocks call it in forward): no tensor work. Dynamo inlines it and records
+    # the torch._C function it calls, below.
     return None
+
+
+if hasattr(torch._C, "_log_api_usage_once"):
+    function(torch._C._log_api_usage_once)(_log_api_usage)
 
 
 @function_named("torchvision.models.swin_transformer._patch_merging_pad")
