@@ -5,9 +5,9 @@ copy_, setitem, masked_fill_) a new value. That is PyTorch's meaning only where 
 an FX graph does not promise: make_fx records F.pad(mode="circular") as copies into slices of one new_empty tensor
 (the slices are views, the copies change the tensor through them), and any graph may read a tensor again after an
 in-place op changed it. So where an in-place op changes a tensor that has views, or that some node reads after the
-change, the views and the in-place op run in PyTorch (on real tensors that alias as PyTorch's do), and what reads the
-tensor afterwards reads it from there. An in-place op whose result is the only way the changed tensor is read again
-(`out += identity`, `relu_(x)`) stays on spire."""
+change, or that is the caller's (a graph input, a weight), the views and the in-place op run in PyTorch (on real
+tensors that alias as PyTorch's do), and what reads the tensor afterwards reads it from there. An in-place op whose
+result is the only way the changed tensor is read again (`out += identity`, `relu_(x)`) stays on spire."""
 import operator
 
 import torch
@@ -21,7 +21,16 @@ VIEW_FUNCTIONS = frozenset(f for f in (
     torch.reshape, torch.flatten, torch.transpose, torch.swapaxes, torch.permute, torch.unsqueeze,
     torch.squeeze, torch.t, torch.narrow, torch.select, torch.split, torch.chunk, torch.unbind, torch.detach,
     torch.as_strided, torch.diagonal, torch.movedim, getattr(torch, "unflatten", None)) if f is not None)
-IN_PLACE_OPERATORS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv})
+# In-place functions whose names do not end in "_" (the rest are found by name: torch.relu_, torch._C._nn.hardtanh_).
+IN_PLACE_FUNCTIONS = frozenset({operator.setitem, operator.iadd, operator.isub, operator.imul, operator.itruediv,
+                                operator.iand, operator.ior, operator.ixor})
+
+
+def _in(target, functions):
+    try:
+        return target in functions
+    except TypeError:  # an unhashable callable
+        return False
 
 
 def _schema(node):
@@ -41,7 +50,7 @@ def is_view(node, tensors):
         return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
     if node.op == "call_method":
         return node.target in VIEW_METHODS
-    return node.op == "call_function" and node.target in VIEW_FUNCTIONS
+    return node.op == "call_function" and _in(node.target, VIEW_FUNCTIONS)
 
 
 def mutated(node):
@@ -51,11 +60,18 @@ def mutated(node):
         return [a for a, s in zip(node.args, schema.arguments)
                 if isinstance(a, torch.fx.Node) and s.alias_info is not None and s.alias_info.is_write]
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
-    in_place = node.op == "call_function" and node.target in IN_PLACE_OPERATORS or (
-        node.op in ("call_method", "call_function") and isinstance(name, str) and name.endswith("_") and
-        not name.startswith("__"))
+    # By name: a tensor method, or a torch function (operator.and_ is no in-place op).
+    by_name = node.op == "call_method" or str(getattr(node.target, "__module__", "") or "").startswith("torch")
+    in_place = node.op == "call_function" and _in(node.target, IN_PLACE_FUNCTIONS) or (
+        by_name and isinstance(name, str) and name.endswith("_") and not name.startswith("__"))
     first = node.args[0] if node.args else None
     return [first] if in_place and isinstance(first, torch.fx.Node) else []
+
+
+def _writes_only_in_training(node):
+    """Batch norm's ATen ops declare the running statistics written, which they are only in training mode."""
+    name = str(node.target) if _schema(node) is not None else ""
+    return name.startswith("aten.native_batch_norm") and len(node.args) > 5 and node.args[5] is False
 
 
 def in_place_hazards(gm, tensors):
@@ -76,9 +92,11 @@ def in_place_hazards(gm, tensors):
                         todo.append(user)
             views = family - {base}
             read_after = any(order[u] > order[node] for f in family for u in f.users if u is not node)
-            if not views and not read_after:
+            callers = base.op in ("placeholder", "get_attr") and not _writes_only_in_training(node)
+            if not views and not read_after and not callers:
                 continue  # only the in-place op's own result is read again: a new value is the same
-            what = f"{node.name} changes {'a view of ' if target is not base else ''}{base.name} in place"
+            whose = "a graph input or weight, " if callers else ""
+            what = f"{node.name} changes {'a view of ' if target is not base else ''}{whose}{base.name} in place"
             hazards.setdefault(node, what)
             for v in views:
                 hazards.setdefault(v, f"a view of {base.name}, which {node.name} changes in place")

@@ -38,43 +38,12 @@ def _writes_first_argument(op):
 
 def _functional_name(node):
     """An in-place ATen op (aten.relu_.default, what make_fx records for inplace=True modules) maps as its functional
-    form where that is the same: when nothing reads the overwritten input after it and the input is not the caller's
-    (a graph input), whose change the caller would see. Otherwise the op keeps its own name, which has no handler."""
+    form: the partition has already left in PyTorch every in-place op where the two differ (aliasing.py)."""
     name = str(node.target)
     if not _writes_first_argument(node.target):
         return name
     packet, _, overload = name.rpartition(".")
-    if not packet.endswith("_"):
-        return name
-    source = node.args[0] if node.args else None
-    if not isinstance(source, torch.fx.Node) or source.op == "placeholder":
-        return name
-    order = {n: i for i, n in enumerate(node.graph.nodes)}
-    if any(order[u] > order[node] for u in source.users if u is not node):
-        return name
-    return f"{packet[:-1]}.{overload}"
-
-
-def _check_in_place(node):
-    """A torch function or tensor method that overwrites its first argument (torch.relu_, operator.iadd, .add_: what
-    inplace=True modules, `x += y` and batch norm's counter give under Dynamo or symbolic_trace) converts as its
-    functional form only when that is the same: when the overwritten tensor is not the caller's (a graph input, a
-    weight) and nothing reads it after this node."""
-    if node.op == "call_method":
-        in_place = node.target.endswith("_") and not node.target.endswith("__")
-    else:
-        try:
-            in_place = node.target in torch_ops.INPLACE_FUNCTIONS
-        except TypeError:  # an unhashable callable
-            return
-    source = node.args[0] if node.args else None
-    if not in_place or not isinstance(source, torch.fx.Node):
-        return
-    if source.op in ("placeholder", "get_attr"):
-        raise Unsupported(f"{target_name(node)} overwrites a graph input or weight in place")
-    order = {n: i for i, n in enumerate(node.graph.nodes)}
-    if any(order[u] > order[node] for u in source.users if u is not node):
-        raise Unsupported(f"{target_name(node)} overwrites a tensor that is read again after it")
+    return f"{packet[:-1]}.{overload}" if packet.endswith("_") else name
 
 
 def _is_view(op):
@@ -135,7 +104,6 @@ def convert_node(b, node, gm, args, kwargs):
         if isinstance(t, torch._ops.OpOverload):
             handler = aten_ops.ATEN.get(_functional_name(node))
         else:
-            _check_in_place(node)
             try:
                 handler = torch_ops.FUNCTIONS.get(t)
             except TypeError:  # an unhashable callable
@@ -151,6 +119,5 @@ def convert_node(b, node, gm, args, kwargs):
             raise Unsupported(f"no spire mapping for the tensor method .{node.target}()")
         if not args or not isinstance(args[0], SpireValue):
             raise Unsupported(f".{node.target}() of a non-tensor")
-        _check_in_place(node)
         return handler(b, args, kwargs)
     raise Unsupported(f"{node.op} nodes run in Python")

@@ -936,14 +936,6 @@ def _f_stack(b, args, kwargs):
     return nb.stack(b, list(arg(args, kwargs, 0, "tensors")), arg(args, kwargs, 1, "dim", 0))
 
 
-# In-place functions: converted as their functional forms, which dispatch allows only where nothing reads the
-# overwritten tensor afterwards and it is not a graph input or a weight (whose change the caller would see).
-INPLACE_FUNCTIONS = {f for f in (operator.iadd, operator.isub, operator.imul, operator.itruediv) +
-                     tuple(_torch_fn(p) for p in ("relu_", "_C._nn.hardtanh_", "_C._nn.silu_", "_C._nn.hardswish_",
-                                                  "_C._nn.hardsigmoid_", "_C._nn.leaky_relu_", "sigmoid_", "tanh_"))
-                     if f is not None}
-
-
 def _batch_norm_call(b, x, mean, var, weight, bias, training, eps):
     if training:
         raise Unsupported("batch norm in training mode (batch statistics, running-stat updates)")
