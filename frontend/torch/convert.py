@@ -9,6 +9,7 @@ the segment, by spire's autograd (every op's VJP rule, the same ones `spire grap
 import torch
 
 from .builder import FLOATS, TORCH_TO_SPIRE, Builder, SpireValue, Unsupported
+from .constant_regions import dummy_for_metadata, evaluate
 from .dispatch import convert_node, fetch_attr
 
 
@@ -64,8 +65,32 @@ def convert_segment(seg, gm, input_values, batch=None, batch_to=None, grad=None)
         batched = isinstance(v, torch.Tensor) and batch is not None and v.dim() > 0 and v.shape[0] == batch
         values[node] = _make_input(b, v, f"in.{node.name}", batched, batch_to, conv.inputs)
     members = set(seg.nodes)
+    real, constants = {}, {}  # folded nodes' values in PyTorch; (node, tensor version) -> the constant spire reads
+
+    def spire_of(n):
+        """A folded node's value as spire reads it at this point of the graph (a later in-place change of it, folded
+        too, makes another constant)."""
+        def one(v):
+            if not isinstance(v, torch.Tensor):
+                return v
+            key = (n, id(v), v._version)
+            if key not in constants:
+                constants[key] = b.const_tensor(f"folded.{n.name}", v.detach().clone())
+            return constants[key]
+        v = real[n]
+        return type(v)(one(x) for x in v) if isinstance(v, (tuple, list)) else one(v)
+
     for node in seg.nodes:
+        if node in seg.folded:
+            a, kw = torch.fx.node.map_arg(
+                (node.args, node.kwargs), lambda n: real[n] if n in real else fetch_attr(gm, n.target)
+                if n.op == "get_attr" else dummy_for_metadata(values.get(n)))
+            real[node] = evaluate(node, a, kw)
+            continue
+
         def lookup(n):
+            if n in real:
+                return spire_of(n)
             if n in values:
                 return values[n]
             if n.op == "get_attr":
@@ -74,6 +99,9 @@ def convert_segment(seg, gm, input_values, batch=None, batch_to=None, grad=None)
             raise Unsupported(f"{n.name} is read before it is computed")
         a, kw = torch.fx.node.map_arg((node.args, node.kwargs), lookup)
         values[node] = convert_node(b, node, gm, a, kw)
+    for n in seg.outputs:
+        if n in real:
+            values[n] = spire_of(n)
     outputs_flat = []
 
     def export(v):

@@ -7,8 +7,9 @@ import torch.fx
 
 from spire import _spire
 
-from .aliasing import in_place_hazards
+from .aliasing import in_place_hazards, mutated
 from .builder import Builder, TORCH_TO_SPIRE, SpireValue, Unsupported
+from .constant_regions import Support, folded_regions, input_free
 from .dispatch import convert_node, fetch_attr, has_hooks
 
 
@@ -88,8 +89,12 @@ def probe(gm, args):
     rec = _Recorder(gm)
     with torch.no_grad():
         rec.run(*args)
-    results, support, values = rec.results, {}, {}
-    hazards = in_place_hazards(gm, lambda n: isinstance(results.get(n), TensorInfo))
+    results, support, values = rec.results, Support(), {}
+    tensors = lambda n: isinstance(results.get(n), TensorInfo)  # noqa: E731
+    free = input_free(gm, tensors)
+    all_hazards = in_place_hazards(gm, tensors)
+    hazards = {n: why for n, why in all_hazards.items() if n not in free}
+    in_place_nodes = {n for n in free if mutated(n)}
     b = Builder()
     for node in gm.graph.nodes:
         if node.op == "placeholder":
@@ -119,4 +124,12 @@ def probe(gm, args):
             support[node] = (False, f"spire refused it: {type(e).__name__}: {e}")
         if not support[node][0]:
             values[node] = leaf(b, results.get(node), node.name)
+    # Input-free values spire cannot take as they are (or their in-place changes, which a free region keeps in
+    # PyTorch's meaning) come from PyTorch as constants (constant_regions.py).
+    for region in folded_regions(gm, free, lambda n: not support[n][0] or n in in_place_nodes):
+        # Why each node would run in PyTorch were the region not folded (split_segments may unfold it).
+        support.regions.append((region, {n: support[n][1] if not support[n][0] else all_hazards[n]
+                                         for n in region if not support[n][0] or n in all_hazards}))
+        for n in region:
+            support[n] = (True, "")
     return results, support

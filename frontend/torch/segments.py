@@ -14,6 +14,7 @@ class Segment:
         self.nodes = []     # in topological order
         self.inputs = []    # nodes outside the segment (not get_attr) whose values it reads
         self.outputs = []   # nodes of the segment whose values are read outside it (or returned)
+        self.folded = set()  # its nodes PyTorch computes from shapes when it is converted (constant_regions.py)
 
     def __repr__(self):
         return f"Segment({self.index}: {[n.name for n in self.nodes]})"
@@ -27,9 +28,7 @@ def _has_tensor(info):
     return False
 
 
-def split_segments(gm, support, results):
-    """Returns (items, reasons): items in execution order, each ("node", fx_node) or ("segment", Segment);
-    reasons[node] says why a call node runs eagerly (absent for nodes in a segment)."""
+def _runs(gm, support):
     items, reasons, runs, run = [], {}, [], None
     for node in gm.graph.nodes:
         if node.op in ("placeholder", "output", "get_attr"):
@@ -52,6 +51,28 @@ def split_segments(gm, support, results):
             run = None
             reasons[node] = reason
             items.append(("node", node))
+    return items, reasons, runs
+
+
+def split_segments(gm, support, results):
+    """Returns (items, reasons): items in execution order, each ("node", fx_node) or ("segment", Segment);
+    reasons[node] says why a call node runs eagerly (absent for nodes in a segment). A region of values PyTorch
+    computes from shapes (support.regions, constant_regions.py) must lie within one segment, whose conversion computes
+    it: one that does not (an eager node between its nodes) is unfolded, and the runs are cut again."""
+    verdict, regions = dict(support), list(getattr(support, "regions", []))
+    while True:
+        items, reasons, runs = _runs(gm, verdict)
+        run_of = {n: r for r in runs for n in r.nodes}
+        split = [(region, why) for region, why in regions
+                 if any(n not in run_of for n in region) or len({id(run_of[n]) for n in region}) != 1]
+        if not split:
+            break
+        for region, why in split:
+            regions.remove((region, why))
+            for n in region:
+                verdict[n] = (False, why[n]) if n in why else (True, "")
+    for region, _ in regions:
+        run_of[next(iter(region))].folded |= region
     final, kept = [], 0
     for kind, x in items:
         if kind == "node":

@@ -133,3 +133,29 @@ def test_leaf_names_never_clash_with_the_graphs_own():
     y = b.permute(b.input("x", "f32", [2, 3], False), [1, 0])
     leaf = b.input(b.g.name(y.id), "f32", [3, 2], False)
     assert b.g.name(leaf.id) != b.g.name(y.id)
+
+
+class MaskFromShapes(torch.nn.Module):
+    """A mask built in place from sizes alone, as Swin's shifted windows build theirs."""
+    def forward(self, x):
+        n = x.shape[-1]
+        mask = x.new_zeros((n, n))
+        mask[: n // 2, n // 2:] = 1.0
+        mask[n // 2:, : n // 2] = 2.0
+        flat = mask.view(n * n).view(n, n)
+        return x @ x.transpose(-1, -2) + flat.masked_fill(flat != 0, -100.0)
+
+
+def test_values_from_shapes_are_constants(device):
+    # Without constant_regions.py the in-place writes and their views stay in PyTorch and cut the graph in two.
+    from functorch import make_fx
+    torch.manual_seed(24)
+    model = MaskFromShapes()
+    for trace in ("symbolic", "make_fx"):
+        for n in (6, 5):
+            x = torch.randn(2, n, n)
+            compiled = spire.torch.compile(make_fx(model)(x) if trace == "make_fx" else model, device=device)
+            assert torch.allclose(compiled(x), model(x), rtol=1e-6, atol=1e-5), (trace, n)
+            text = compiled.explain(x)
+            assert text.count("spire segment") == 1 and "eager" not in text, text
+            assert "a constant: PyTorch computes it from the shapes" in text, text

@@ -118,7 +118,8 @@ class _Partition:
                 lines.append(f"spire segment {x.index}: {len(x.nodes)} nodes, inputs "
                              f"{[n.name for n in x.inputs]}, outputs {[n.name for n in x.outputs]}")
                 for n in x.nodes:
-                    lines.append(f"    spire  {n.name}: {describe(n, self.gm)}")
+                    folded = " (a constant: PyTorch computes it from the shapes)" if n in x.folded else ""
+                    lines.append(f"    spire  {n.name}: {describe(n, self.gm)}{folded}")
             elif x.op not in ("placeholder", "output", "get_attr"):
                 lines.append(f"eager  {x.name}: {describe(x, self.gm)}: {self.reasons.get(x, '')}")
         return "\n".join(lines)
