@@ -63,7 +63,8 @@ def mutated(node):
     # By name: a tensor method, or a torch function (operator.and_ is no in-place op).
     by_name = node.op == "call_method" or str(getattr(node.target, "__module__", "") or "").startswith("torch")
     in_place = node.op == "call_function" and _in(node.target, IN_PLACE_FUNCTIONS) or (
-        by_name and isinstance(name, str) and name.endswith("_") and not name.startswith("__"))
+        by_name and isinstance(name, str) and name.endswith("_") and not name.startswith("__")) or (
+        node.kwargs.get("inplace") is True)  # F.relu(x, inplace=True) and the like
     first = node.args[0] if node.args else None
     return [first] if in_place and isinstance(first, torch.fx.Node) else []
 

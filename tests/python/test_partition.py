@@ -99,6 +99,7 @@ class ChangesAView(torch.nn.Module):
     def forward(self, x):
         y = x * 2
         y[:, 0].add_(1)           # changes y through a view
+        torch.nn.functional.relu(y[:, 1], inplace=True)  # and again, through a keyword
         z = y + 0                 # reads y after the change
         w = x + 1
         w += x                    # in place, and only its result read again: stays on spire
