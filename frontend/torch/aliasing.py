@@ -55,6 +55,12 @@ def is_view(node, tensors):
 
 def mutated(node):
     """The argument nodes the node changes in place."""
+    first = node.args[0] if node.args else None
+    if node.op == "call_module":  # nn.ReLU(inplace=True) and the like; dropout in evaluation changes nothing
+        module = node.graph.owning_module.get_submodule(node.target) if node.graph.owning_module else None
+        writes = getattr(module, "inplace", False) is True and not (
+            isinstance(module, torch.nn.modules.dropout._DropoutNd) and not module.training)
+        return [first] if writes and isinstance(first, torch.fx.Node) else []
     schema = _schema(node)
     if schema is not None:
         return [a for a, s in zip(node.args, schema.arguments)
@@ -64,8 +70,10 @@ def mutated(node):
     by_name = node.op == "call_method" or str(getattr(node.target, "__module__", "") or "").startswith("torch")
     in_place = node.op == "call_function" and _in(node.target, IN_PLACE_FUNCTIONS) or (
         by_name and isinstance(name, str) and name.endswith("_") and not name.startswith("__")) or (
-        node.kwargs.get("inplace") is True)  # F.relu(x, inplace=True) and the like
-    first = node.args[0] if node.args else None
+        node.kwargs.get("inplace") is True and node.kwargs.get("training") is not False)  # F.relu(x, inplace=True)
+    if in_place and "dropout" in str(name):  # torch.dropout_(x, p, train): no change outside training
+        train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", node.kwargs.get("training", True))
+        in_place = train is not False
     return [first] if in_place and isinstance(first, torch.fx.Node) else []
 
 

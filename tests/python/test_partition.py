@@ -96,14 +96,19 @@ def test_nested_arguments_where_make_fx_traces(device):
 
 
 class ChangesAView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.relu = torch.nn.ReLU(inplace=True)
+
     def forward(self, x):
         y = x * 2
         y[:, 0].add_(1)           # changes y through a view
         torch.nn.functional.relu(y[:, 1], inplace=True)  # and again, through a keyword
+        self.relu(y[:, 2])        # and through an in-place module
         z = y + 0                 # reads y after the change
         w = x + 1
         w += x                    # in place, and only its result read again: stays on spire
-        return y, z, torch.relu(w)
+        return y, z, self.relu(w)
 
 
 def test_in_place_changes_through_views_run_as_in_eager(device):
@@ -119,6 +124,7 @@ def test_in_place_changes_through_views_run_as_in_eager(device):
     text = compiled.explain(x)
     eager = [line for line in text.splitlines() if line.startswith("eager")]
     assert eager and all("in place" in line for line in eager) and not any("iadd" in line for line in eager), text
+    assert "relu_2" not in "".join(eager), text  # the module's last call, on w, stays on spire
     # make_fx records circular padding as copies into slices of one new tensor (without the rule, the slices were
     # spire's copies, the copies landed in them, and the padded tensor came back unwritten).
     pad = make_fx(lambda t: torch.nn.functional.pad(t, (2, 1, 1, 0), mode="circular"))(x[None, None])
@@ -160,3 +166,22 @@ def test_values_from_shapes_are_constants(device):
             text = compiled.explain(x)
             assert text.count("spire segment") == 1 and "eager" not in text, text
             assert "a constant: PyTorch computes it from the shapes" in text, text
+
+
+class DropoutOnAView(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.drop, self.fc = torch.nn.Dropout(0.3, inplace=True), torch.nn.Linear(12, 5)
+
+    def forward(self, x):
+        return self.fc(self.drop(x.flatten(1)))  # EfficientNet's classifier: in-place dropout on a view
+
+
+def test_dropout_in_evaluation_changes_nothing_in_place(device):
+    model = seeded(DropoutOnAView, seed=25).eval()
+    x = torch.randn(2, 3, 4)
+    compiled = spire.torch.compile(model, device=device)
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) <= 1e-6
+    text = compiled.explain(x)
+    assert "eager" not in text and text.count("spire segment") == 1, text
