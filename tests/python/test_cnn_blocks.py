@@ -8,21 +8,7 @@ from torchvision.ops import StochasticDepth
 
 import spire.torch
 from models import rel_err, seeded
-
-
-def compiled_both_ways(model, x, trace, device):
-    from functorch import make_fx
-    model.eval()
-    with torch.no_grad():
-        want = model(x)
-        traced = make_fx(model)(x) if trace == "make_fx" else model
-        compiled = spire.torch.compile(traced, device=device)
-        got = compiled(x)
-    return want, got, compiled.explain(x)
-
-
-def eager_lines(text):
-    return [line for line in text.splitlines() if line.startswith("eager")]
+from test_decoders import compiled_both_ways, eager_lines
 
 
 class CeilPools(nn.Module):
@@ -40,7 +26,7 @@ class CeilPools(nn.Module):
 def test_max_pool_ceil_mode(device, trace):
     torch.manual_seed(40)
     x = -torch.rand(2, 3, 14, 14) - 1  # all negative: a padded element that won a window would show
-    want, got, text = compiled_both_ways(CeilPools(), x, trace, device)
+    want, got, text = compiled_both_ways(CeilPools(), (x,), trace, device)
     assert eager_lines(text) == [], text
     assert [w.shape for w in want] == [g.shape for g in got]
     assert all(torch.equal(w, g) for w, g in zip(want, got))  # a max is exact
@@ -62,7 +48,7 @@ def test_stochastic_depth_and_batch_norm_in_one_segment(device, trace):
     model = seeded(ResidualWithStochasticDepth, seed=41)
     model.bn.running_mean.uniform_(-0.5, 0.5)
     model.bn.running_var.uniform_(0.5, 2.0)
-    want, got, text = compiled_both_ways(model, torch.randn(2, 4, 9, 9), trace, device)
+    want, got, text = compiled_both_ways(model, (torch.randn(2, 4, 9, 9),), trace, device)
     assert rel_err(got, want) <= 1e-5
     assert eager_lines(text) == [], text  # stochastic depth is the identity in evaluation
 
