@@ -185,3 +185,35 @@ def test_dropout_in_evaluation_changes_nothing_in_place(device):
         assert rel_err(compiled(x), model(x)) <= 1e-6
     text = compiled.explain(x)
     assert "eager" not in text and text.count("spire segment") == 1, text
+
+
+class WideLayer(torch.nn.Module):
+    def __init__(self, features):
+        super().__init__()
+        self.fc = torch.nn.Linear(features, 2)
+
+    def forward(self, x):
+        return torch.relu(self.fc(x)) + 1
+
+
+def test_a_segment_the_device_refuses_runs_eagerly(device):
+    # A weight past the largest buffer the device binds (lavapipe's 128 MiB; AlexNet's 151 MB classifier) raised
+    # DeviceError from the call. Now that segment runs in PyTorch, said once as a warning and by explain.
+    limit = next(d for d in spire.devices() if d.id == device).max_buffer_bytes
+    features = limit // 8 + 1  # a [2, features] f32 weight of just over the limit
+    if features * 8 > (1 << 31):
+        import pytest
+        pytest.skip(f"{device} binds {limit} bytes at once: a weight past that is too large to test here")
+    model = seeded(WideLayer, features, seed=26).eval()
+    x = torch.randn(3, features)
+    compiled = spire.torch.compile(model, device=device)
+    import pytest
+    with torch.no_grad(), pytest.warns(UserWarning, match="does not compile"):
+        assert torch.equal(compiled(x), model(x))
+    import warnings
+    with torch.no_grad(), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert torch.equal(compiled(x), model(x))  # the second call neither warns nor tries again
+    assert not [w for w in caught if "does not compile" in str(w.message)]
+    text = compiled.explain(x)
+    assert "spire segment" not in text and "does not compile" in text, text

@@ -19,7 +19,7 @@ from spire.torch.custom_ops import symbolic_trace
 from spire.torch.frontend.dispatch import describe, hook_dicts
 from spire.torch.frontend.probe import probe
 from spire.torch.frontend.segments import split_segments
-from spire.torch.segment_runner import SegmentRunner
+from spire.torch.segment_runner import SegmentRefused, SegmentRunner
 from spire.torch.tensors import SUPPORTED_DTYPES
 
 
@@ -64,7 +64,7 @@ class _Partition:
     """One probe's result: the items to run in order and the runner of each segment."""
 
     def __init__(self, owner, gm, args):
-        self.gm = gm
+        self.gm, self.owner = gm, owner
         state = _snapshot(gm)
         try:
             self.results, self.support = probe(gm, args)
@@ -90,15 +90,16 @@ class _Partition:
         for kind, x in self.run_items:
             if kind == "segment":
                 runner, x = x, x.seg
-                inputs = [env[n] for n in x.inputs]
-                params = torch.is_grad_enabled() and list(zip(runner._param_paths(), runner.weights()))
-                if params is not False and (any(t.requires_grad for _, t in params) or
-                                            any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs)):
-                    outs = run_with_grad(runner, inputs, batch, params)
-                else:
-                    outs = runner.forward(inputs, batch)
-                for n, v in zip(x.outputs, outs):
-                    env[n] = v
+                if runner.refused is None:
+                    try:
+                        outs = self._run_segment(runner, [env[n] for n in x.inputs], batch)
+                        for n, v in zip(x.outputs, outs):
+                            env[n] = v
+                        continue
+                    except SegmentRefused as e:
+                        runner.refused = f"segment {x.index} does not compile on {self.owner.spire_device.id}: {e}"
+                        warnings.warn(f"spire: {runner.refused}; it runs in eager PyTorch", stacklevel=4)
+                self._run_eagerly(x, env)
                 continue
             n = x
             if n.op == "placeholder":
@@ -111,10 +112,30 @@ class _Partition:
                 env[n] = self.interp.run_node(n)
         raise RuntimeError("the graph has no output node")
 
+    @staticmethod
+    def _run_segment(runner, inputs, batch):
+        params = torch.is_grad_enabled() and list(zip(runner._param_paths(), runner.weights()))
+        if params is not False and (any(t.requires_grad for _, t in params) or
+                                    any(isinstance(v, torch.Tensor) and v.requires_grad for v in inputs)):
+            return run_with_grad(runner, inputs, batch, params)
+        return runner.forward(inputs, batch)
+
+    def _run_eagerly(self, seg, env):
+        """A segment the device refused, node by node in PyTorch (its weights read here: run_items skips them)."""
+        self.interp.env = env
+        for n in seg.nodes:
+            for a in n.all_input_nodes:
+                if a.op == "get_attr" and a not in env:
+                    env[a] = self.interp.run_node(a)
+            env[n] = self.interp.run_node(n)
+
     def explain(self):
         lines = []
         for kind, x in self.items:
-            if kind == "segment":
+            if kind == "segment" and self.runners[x.index].refused:
+                lines.extend(f"eager  {n.name}: {describe(n, self.gm)}: {self.runners[x.index].refused}"
+                             for n in x.nodes)
+            elif kind == "segment":
                 lines.append(f"spire segment {x.index}: {len(x.nodes)} nodes, inputs "
                              f"{[n.name for n in x.inputs]}, outputs {[n.name for n in x.outputs]}")
                 for n in x.nodes:

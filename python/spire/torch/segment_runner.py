@@ -76,9 +76,15 @@ class _Plan(InFlightPlan):
                 self.uploaded[name] = stamp
 
 
+class SegmentRefused(RuntimeError):
+    """The device cannot take this segment's plan (a weight larger than the largest buffer it binds, say): the
+    segment runs in eager PyTorch instead (compiled_module's _Partition)."""
+
+
 class SegmentRunner:
     def __init__(self, seg, gm, owner):
         self.seg, self.gm, self.owner = seg, gm, owner
+        self.refused = None      # why the device could not take the segment: it then runs in eager PyTorch
         self.plans = {}          # exact key -> _Plan
         self.families = {}       # key without the batch -> [(batch_to, _Plan)]
         self.rows_ok = {}        # key without the batch -> bool
@@ -166,8 +172,11 @@ class SegmentRunner:
         except spire.GraphError as e:
             raise ValueError(f"spire cannot build segment {self.seg.index} at these inputs: {e}") from e
         device_io = self._device_io(flatten_values(inputs))
-        exe = self.owner.compile_graph(conv.graph, stream=not device_io,
-                                       steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
+        try:
+            exe = self.owner.compile_graph(conv.graph, stream=not device_io,
+                                           steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
+        except spire.DeviceError as e:
+            raise SegmentRefused(str(e)) from e
         self.owner.note_compilation(self.seg.index, why)
         plan = _Plan(conv, exe, batch_to, device_io)
         self.owner.dump_plan(self.seg.index, plan)
