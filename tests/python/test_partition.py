@@ -187,25 +187,26 @@ def test_dropout_in_evaluation_changes_nothing_in_place(device):
     assert "eager" not in text and text.count("spire segment") == 1, text
 
 
-class WideLayer(torch.nn.Module):
-    def __init__(self, features):
+class LargeTable(torch.nn.Module):
+    def __init__(self, rows):
         super().__init__()
-        self.fc = torch.nn.Linear(features, 2)
+        self.table, self.fc = torch.nn.Embedding(rows, 2), torch.nn.Linear(2, 3)
 
-    def forward(self, x):
-        return torch.relu(self.fc(x)) + 1
+    def forward(self, ids):
+        return self.fc(torch.relu(self.table(ids)) + 1)
 
 
 def test_a_segment_the_device_refuses_runs_eagerly(device):
     # A weight past the largest buffer the device binds (lavapipe's 128 MiB; AlexNet's 151 MB classifier) raised
-    # DeviceError from the call. Now that segment runs in PyTorch, said once as a warning and by explain.
+    # DeviceError from the call. Now that call runs the segment in PyTorch, said once as a warning, and later calls
+    # keep only the layer reading that weight there.
     limit = next(d for d in spire.devices() if d.id == device).max_buffer_bytes
-    features = limit // 8 + 1  # a [2, features] f32 weight of just over the limit
-    if features * 8 > (1 << 31):
+    rows = limit // 8 + 1  # a [rows, 2] f32 table of just over the limit
+    if rows * 8 > (1 << 31):
         import pytest
         pytest.skip(f"{device} binds {limit} bytes at once: a weight past that is too large to test here")
-    model = seeded(WideLayer, features, seed=26).eval()
-    x = torch.randn(3, features)
+    model = seeded(LargeTable, rows, seed=26).eval()
+    x = torch.tensor([[0, rows - 1, 7]])
     compiled = spire.torch.compile(model, device=device)
     import pytest
     with torch.no_grad(), pytest.warns(UserWarning, match="does not compile"):
@@ -215,5 +216,9 @@ def test_a_segment_the_device_refuses_runs_eagerly(device):
         warnings.simplefilter("always")
         assert torch.equal(compiled(x), model(x))  # the second call neither warns nor tries again
     assert not [w for w in caught if "does not compile" in str(w.message)]
+    # From the second call on, only the layer whose weight does not fit runs in PyTorch; the rest is spire's again.
     text = compiled.explain(x)
-    assert "spire segment" not in text and "does not compile" in text, text
+    eager = [line for line in text.splitlines() if line.startswith("eager")]
+    assert len(eager) == 1 and "table" in eager[0] and "does not fit" in eager[0] and "spire segment" in text, text
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) <= 1e-6

@@ -63,13 +63,17 @@ def _leaf_shapes(args):
 class _Partition:
     """One probe's result: the items to run in order and the runner of each segment."""
 
-    def __init__(self, owner, gm, args):
+    def __init__(self, owner, gm, args, forced=None):
         self.gm, self.owner = gm, owner
+        self.forced = dict(forced or {})  # nodes kept in PyTorch whatever the probe says: node -> why
+        self.recut = {}                   # nodes a refused segment found for the next partition to keep there
         state = _snapshot(gm)
         try:
             self.results, self.support = probe(gm, args)
         finally:
             _restore(gm, state)
+        for n, why in self.forced.items():
+            self.support[n] = (False, why)
         self.items, self.reasons = split_segments(gm, self.support, self.results)
         self.runners = {seg.index: SegmentRunner(seg, gm, owner) for kind, seg in self.items if kind == "segment"}
         self.interp = torch.fx.Interpreter(gm)
@@ -98,6 +102,10 @@ class _Partition:
                         continue
                     except SegmentRefused as e:
                         runner.refused = f"segment {x.index} does not compile on {self.owner.spire_device.id}: {e}"
+                        # This call runs the segment in PyTorch; later calls cut it again with only the nodes that
+                        # read the weights the device named in PyTorch (SpireModule.forward).
+                        self.recut.update({n: f"its weight does not fit {self.owner.spire_device.id}: {e}"
+                                           for n in x.nodes if _reads_weight(n, e.weights)})
                         warnings.warn(f"spire: {runner.refused}; it runs in eager PyTorch", stacklevel=4)
                 self._run_eagerly(x, env)
                 continue
@@ -144,6 +152,13 @@ class _Partition:
             elif x.op not in ("placeholder", "output", "get_attr"):
                 lines.append(f"eager  {x.name}: {describe(x, self.gm)}: {self.reasons.get(x, '')}")
         return "\n".join(lines)
+
+
+def _reads_weight(node, paths):
+    """Whether the node reads a weight at one of these attribute paths (a module call owning it, or a get_attr)."""
+    if node.op == "call_module" and any(p.rpartition(".")[0] == node.target for p in paths):
+        return True
+    return any(a.op == "get_attr" and a.target in paths for a in node.all_input_nodes)
 
 
 def _snapshot(gm):
@@ -323,7 +338,15 @@ class SpireModule(torch.nn.Module):
         args = self._bind(args, kwargs)
         if self._tree is not None and not self._tree.intact():
             self._trace_again()
-        return self.partition(args).run(self._graph_args(args))
+        part = self.partition(args)
+        graph_args = self._graph_args(args)
+        out = part.run(graph_args)
+        if part.recut and len(part.recut) < sum(1 for n in part.gm.graph.nodes if n.op.startswith("call")):
+            # A segment the device refused for a weight: partitioned again with only that weight's readers in
+            # PyTorch, the rest on spire, from the next call on.
+            key = next(k for k, v in self._partitions.items() if v is part)
+            self._partitions[key] = _Partition(self, part.gm, graph_args, {**part.forced, **part.recut})
+        return out
 
     def _trace_again(self):
         """A submodule was replaced, or a hook added or removed, since the module was traced: its graph and every plan

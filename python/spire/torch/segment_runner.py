@@ -78,7 +78,12 @@ class _Plan(InFlightPlan):
 
 class SegmentRefused(RuntimeError):
     """The device cannot take this segment's plan (a weight larger than the largest buffer it binds, say): the
-    segment runs in eager PyTorch instead (compiled_module's _Partition)."""
+    segment runs in eager PyTorch instead (compiled_module's _Partition). `weights`: the attribute paths of the
+    weights the device's message names, whose readers alone then stay in PyTorch."""
+
+    def __init__(self, message, weights=()):
+        super().__init__(message)
+        self.weights = tuple(weights)
 
 
 class SegmentRunner:
@@ -176,7 +181,7 @@ class SegmentRunner:
             exe = self.owner.compile_graph(conv.graph, stream=not device_io,
                                            steps_in_flight=STEPS_IN_FLIGHT if device_io else 1)
         except spire.DeviceError as e:
-            raise SegmentRefused(str(e)) from e
+            raise SegmentRefused(str(e), [path for name, path in conv.params.items() if f"'{name}'" in str(e)]) from e
         self.owner.note_compilation(self.seg.index, why)
         plan = _Plan(conv, exe, batch_to, device_io)
         self.owner.dump_plan(self.seg.index, plan)
