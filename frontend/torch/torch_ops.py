@@ -813,18 +813,23 @@ def _f_split(b, args, kwargs):
     return nb.split(b, args[0], arg(args, kwargs, 1, "split_size_or_sections"), arg(args, kwargs, 2, "dim", 0))
 
 
-@function(torch.roll)
-@method("roll")
-def _f_roll(b, args, kwargs):
-    return nb.roll(b, args[0], arg(args, kwargs, 1, "shifts"), arg(args, kwargs, 2, "dims", None))
-
-
 @function(F.pad)
 @_functions("_C._nn.pad")
 def _f_pad(b, args, kwargs):
     value = arg(args, kwargs, 3, "value", None)
     return nb.pad(b, args[0], arg(args, kwargs, 1, "pad"), arg(args, kwargs, 2, "mode", "constant"),
                   0.0 if value is None else value)
+
+
+# torch.constant_pad_nd(input, pad, value): F.pad's constant mode, its value third.
+function(torch.constant_pad_nd)(
+    lambda b, args, kwargs: nb.pad_constant(b, args[0], arg(args, kwargs, 1, "pad"), arg(args, kwargs, 2, "value", 0.0)))
+
+
+@function(torch.roll)
+@method("roll")
+def _f_roll(b, args, kwargs):
+    return nb.roll(b, args[0], arg(args, kwargs, 1, "shifts"), arg(args, kwargs, 2, "dims", None))
 
 
 @function(torch.flip)
@@ -842,11 +847,6 @@ PADDING_OPS = tuple((f"{kind}_pad{d}d", mode) for kind, mode in (("reflection", 
                     for d in (1, 2, 3))
 for _name, _mode in PADDING_OPS:
     _functions(f"_C._nn.{_name}")(padding_op(_mode))
-
-
-@function(torch.constant_pad_nd)
-def _f_constant_pad_nd(b, args, kwargs):
-    return nb.pad_constant(b, args[0], arg(args, kwargs, 1, "pad"), arg(args, kwargs, 2, "value", 0.0))
 
 
 @function(torch.chunk)
