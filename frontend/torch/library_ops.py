@@ -2,6 +2,8 @@
 FUNCTIONS_BY_NAME): torchvision's helpers that torch.fx.wrap keeps as calls under symbolic_trace, so that a model
 using them (Swin, the EfficientNets' stochastic depth) runs as one spire segment. Each is written with nn_blocks, as
 the library computes it in evaluation."""
+import math
+
 import torch
 
 from . import nn_blocks as nb
@@ -78,10 +80,8 @@ SWIN_ARGS = (("input", None), ("qkv_weight", None), ("proj_weight", None), ("rel
 def _shifted_window_attention(b, args, kwargs):
     """Swin's (v1) window attention over [B, H, W, C]: the input padded to whole windows and rolled by the shift, cut
     into windows, multi-head attention within each (plus the relative position bias, and the shift's mask), and put
-    back. Swin v2's cosine attention (logit_scale) and dropout stay in PyTorch."""
+    back; Swin v2's cosine attention with logit_scale. Dropout stays in PyTorch."""
     a = {name: arg(args, kwargs, i, name, default) for i, (name, default) in enumerate(SWIN_ARGS)}
-    if a["logit_scale"] is not None:
-        raise Unsupported("Swin v2's cosine window attention (logit_scale)")
     if a["attention_dropout"] or a["dropout"]:
         raise Unsupported("window attention with dropout (torchvision applies it whatever the mode)")
     x = nb.float_tensor(a["input"], "window attention's input")
@@ -99,10 +99,21 @@ def _shifted_window_attention(b, args, kwargs):
     windows, n = grid[0] * grid[1], window[0] * window[1]
     x = b.reshape(b.permute(b.reshape(x, [batch, grid[0], window[0], grid[1], window[1], c]), [0, 1, 3, 2, 4, 5]),
                   [batch * windows, n, c])
-    qkv = nb.linear(b, x, a["qkv_weight"], a["qkv_bias"])
+    qkv_bias, cosine = a["qkv_bias"], a["logit_scale"] is not None
+    if cosine and qkv_bias is not None:  # v2: the keys have no bias
+        third = qkv_bias.shape[0] // 3
+        qkv_bias = nb.concat(b, [nb.slice_run(b, qkv_bias, 0, 0, third), b.const(0.0, qkv_bias.dtype, [third]),
+                                 nb.slice_run(b, qkv_bias, 0, 2 * third, third)], 0)
+    qkv = nb.linear(b, x, a["qkv_weight"], qkv_bias)
     qkv = b.permute(b.reshape(qkv, [batch * windows, n, 3, heads, c // heads]), [2, 0, 3, 1, 4])
     q, k, v = (nb.select(b, qkv, 0, i) for i in range(3))
-    attn = nb.matmul(b, b.binary("mul", q, float((c // heads) ** -0.5)), nb.transpose(b, k, -2, -1))
+    if cosine:
+        # Swin v2: cosine similarity of the heads' queries and keys, scaled by exp(min(logit_scale, log 100)).
+        attn = nb.matmul(b, nb.normalize(b, q, -1), nb.transpose(b, nb.normalize(b, k, -1), -2, -1))
+        scale = nb.unary(b, "exp", nb.clamp(b, nb.tensor(a["logit_scale"], "logit_scale"), None, math.log(100.0)))
+        attn = b.op("mul", [attn, scale], rows="pointwise")
+    else:
+        attn = nb.matmul(b, b.binary("mul", q, float((c // heads) ** -0.5)), nb.transpose(b, k, -2, -1))
     attn = b.op("add", [attn, nb.tensor(a["relative_position_bias"], "the relative position bias")], rows="pointwise")
     if shifted:
         mask = b.const_tensor("swin_mask", shifted_window_mask(padded, window, shift, attn.dtype))

@@ -81,6 +81,15 @@ def clamp(b, x, lo, hi):
     return x
 
 
+def normalize(b, x, dim, p=2.0, eps=1e-12):
+    """F.normalize: x / max(||x||_2 along dim, eps)."""
+    float_tensor(x, "normalize's input")
+    if p != 2:
+        raise Unsupported(f"F.normalize with p={p} (spire maps the 2-norm)")
+    norm = unary(b, "sqrt", b.reduce("sum", b.op("mul", [x, x], rows="pointwise"), [dim], True))
+    return b.op("div", [x, clamp(b, norm, float(eps), None)], rows="pointwise")
+
+
 def batch_norm_eval(b, x, weight, bias, mean, var, eps):
     """Inference-mode batch norm: (x - mean) * (weight / sqrt(var + eps)) + bias, per channel (dim 1)."""
     float_tensor(x, "batch_norm's input")

@@ -832,6 +832,12 @@ def _f_roll(b, args, kwargs):
     return nb.roll(b, args[0], arg(args, kwargs, 1, "shifts"), arg(args, kwargs, 2, "dims", None))
 
 
+@function(F.normalize)
+def _f_normalize(b, args, kwargs):
+    return nb.normalize(b, args[0], arg(args, kwargs, 2, "dim", 1), arg(args, kwargs, 1, "p", 2.0),
+                        arg(args, kwargs, 3, "eps", 1e-12))
+
+
 @function(torch.flip)
 @method("flip")
 def _f_flip(b, args, kwargs):

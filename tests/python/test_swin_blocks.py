@@ -6,7 +6,7 @@ import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-from torchvision.models.swin_transformer import SwinTransformer
+from torchvision.models.swin_transformer import PatchMergingV2, SwinTransformer, SwinTransformerBlockV2
 
 import spire.torch
 from models import seeded
@@ -88,15 +88,18 @@ def test_lookups_and_new_tensors(device, trace):
     assert eager_lines(text) == [], text
 
 
-def small_swin():
+def small_swin(version):
     # Two stages of two blocks (every other block's windows shifted), 4x4 windows over 9x9 patches of a 36x36 image:
-    # the windows need padding (9 -> 12), the shift a mask, and patch merging an odd size padded (9 -> 10).
+    # the windows need padding (9 -> 12), the shift a mask, and patch merging an odd size padded (9 -> 10). Version 2:
+    # cosine attention with a learned logit scale, and a continuous position bias.
+    v2 = {"block": SwinTransformerBlockV2, "downsample_layer": PatchMergingV2} if version == 2 else {}
     return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[2, 2], num_heads=[2, 4], window_size=[4, 4],
-                           num_classes=7)
+                           num_classes=7, **v2)
 
 
-def test_swin_transformer(device):
-    model = seeded(small_swin, seed=72).eval()
+@pytest.mark.parametrize("version", [1, 2])
+def test_swin_transformer(device, version):
+    model = seeded(small_swin, version, seed=72).eval()
     with torch.no_grad():
         for p in model.parameters():  # a relative position bias away from its zero-ish start, so that it takes part
             p.add_(torch.randn_like(p) * 0.05)
