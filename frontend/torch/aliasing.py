@@ -26,7 +26,8 @@ IN_PLACE_FUNCTIONS = frozenset({operator.setitem, operator.iadd, operator.isub, 
                                 operator.iand, operator.ior, operator.ixor})
 
 
-def _in(target, functions):
+def contains(functions, target):
+    """target in functions, False for an unhashable callable."""
     try:
         return target in functions
     except TypeError:  # an unhashable callable
@@ -38,6 +39,12 @@ def _schema(node):
     return t._schema if node.op == "call_function" and isinstance(t, torch._ops.OpOverload) else None
 
 
+def returns_view(op):
+    """Whether an ATen overload's schema says its result may alias an argument (a view)."""
+    schema = getattr(op, "_schema", None)
+    return schema is not None and any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+
+
 def is_view(node, tensors):
     """Whether the node's result may share memory with its first argument. tensors(n): whether node n's result is a
     tensor; picking an element of a tuple (operator.getitem) is a view only of a tuple of views (split's, chunk's),
@@ -45,12 +52,11 @@ def is_view(node, tensors):
     if node.op == "call_function" and node.target is operator.getitem:
         container = node.args[0] if node.args else None
         return isinstance(container, torch.fx.Node) and (tensors(container) or is_view(container, tensors))
-    schema = _schema(node)
-    if schema is not None:
-        return any(r.alias_info is not None and not r.alias_info.is_write for r in schema.returns)
+    if _schema(node) is not None:
+        return returns_view(node.target)
     if node.op == "call_method":
         return node.target in VIEW_METHODS
-    return node.op == "call_function" and _in(node.target, VIEW_FUNCTIONS)
+    return node.op == "call_function" and contains(VIEW_FUNCTIONS, node.target)
 
 
 def mutated(node):
@@ -68,13 +74,20 @@ def mutated(node):
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
     # By name: a tensor method, or a torch function (operator.and_ is no in-place op).
     by_name = node.op == "call_method" or str(getattr(node.target, "__module__", "") or "").startswith("torch")
-    in_place = node.op == "call_function" and _in(node.target, IN_PLACE_FUNCTIONS) or (
+    in_place = node.op == "call_function" and contains(IN_PLACE_FUNCTIONS, node.target) or (
         by_name and isinstance(name, str) and name.endswith("_") and not name.startswith("__")) or (
         node.kwargs.get("inplace") is True and node.kwargs.get("training") is not False)  # F.relu(x, inplace=True)
     if in_place and "dropout" in str(name):  # torch.dropout_(x, p, train): no change outside training
         train = node.args[2] if len(node.args) > 2 else node.kwargs.get("train", node.kwargs.get("training", True))
         in_place = train is not False
     return [first] if in_place and isinstance(first, torch.fx.Node) else []
+
+
+def base_of(node, tensors):
+    """The tensor a node's result is a view of (through views of views), or the node itself."""
+    while is_view(node, tensors) and node.args and isinstance(node.args[0], torch.fx.Node):
+        node = node.args[0]
+    return node
 
 
 def _writes_only_in_training(node):
@@ -90,9 +103,7 @@ def in_place_hazards(gm, tensors):
     hazards = {}
     for node in gm.graph.nodes:
         for target in mutated(node):
-            base = target
-            while is_view(base, tensors) and base.args and isinstance(base.args[0], torch.fx.Node):
-                base = base.args[0]
+            base = base_of(target, tensors)
             family, todo = {base}, [base]  # the base and every view of it, views of views included
             while todo:
                 for user in todo.pop().users:

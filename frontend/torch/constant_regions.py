@@ -15,7 +15,7 @@ node spire cannot take, or an in-place change of it, needs is folded: the input-
 (its whole region, so that PyTorch computes each value the region reads)."""
 import torch
 
-from .aliasing import is_view, mutated
+from .aliasing import base_of, contains, mutated
 
 # Ops that read only their tensor argument's dtype, shape and device (its first argument), not its values.
 METADATA_METHODS = frozenset({"new_zeros", "new_ones", "new_full", "size", "dim"})
@@ -38,16 +38,7 @@ def _reads_only_metadata(node):
         return node.target in METADATA_METHODS
     if isinstance(node.target, torch._ops.OpOverload):
         return str(node.target).startswith(METADATA_ATEN)
-    try:
-        return node.target in METADATA_FUNCTIONS
-    except TypeError:
-        return False
-
-
-def _node_args(node):
-    found = []
-    torch.fx.node.map_arg((node.args, node.kwargs), found.append)
-    return found
+    return contains(METADATA_FUNCTIONS, node.target)
 
 
 def input_free(gm, tensors):
@@ -59,10 +50,8 @@ def input_free(gm, tensors):
             continue
         if node.op not in ("call_function", "call_method") or any(r in _name(node) for r in RANDOM_NAMES):
             continue
-        deps = _node_args(node)
-        if _reads_only_metadata(node) and deps and deps[0] is (node.args[0] if node.args else None):
-            deps = deps[1:]
-        if all(d in free for d in deps):
+        metadata_of = node.args[0] if node.args and _reads_only_metadata(node) else None
+        if all(d in free for d in node.all_input_nodes if d is not metadata_of):
             free.add(node)
     # A tensor changed in place by a node that is not input-free (input data copied into it) is not input-free, nor
     # is any view of it or anything computed from them.
@@ -73,10 +62,7 @@ def input_free(gm, tensors):
             if node in free:
                 continue
             for target in mutated(node):
-                base = target
-                while is_view(base, tensors) and base.args and isinstance(base.args[0], torch.fx.Node):
-                    base = base.args[0]
-                tainted, todo = set(), [base]
+                tainted, todo = set(), [base_of(target, tensors)]
                 while todo:
                     n = todo.pop()
                     if n in free and n not in tainted:
@@ -102,7 +88,7 @@ def folded_regions(gm, free, needs_folding):
             if n in region:
                 continue
             region.add(n)
-            todo.extend(m for m in list(_node_args(n)) + list(n.users)
+            todo.extend(m for m in n.all_input_nodes + list(n.users)
                         if m in free and m not in region and m.op != "get_attr")
         folded |= region
         regions.append(region)

@@ -4,6 +4,7 @@ import operator
 import torch
 
 from . import aten_ops, library_ops, torch_ops  # noqa: F401 (library_ops registers its handlers)
+from .aliasing import returns_view
 from .builder import SpireValue, Unsupported
 
 
@@ -46,12 +47,6 @@ def _functional_name(node):
     return f"{packet[:-1]}.{overload}" if packet.endswith("_") else name
 
 
-def _is_view(op):
-    schema = getattr(op, "_schema", None)
-    alias = schema.returns[0].alias_info if schema is not None and schema.returns else None
-    return alias is not None and not alias.is_write
-
-
 def _feeds_strided_view(node):
     """Whether an ATen view that reads its input's memory layout (as_strided) takes this node's result, directly or
     through other views (select, expand, ...): such a view stays in eager PyTorch, and a spire result (contiguous, at
@@ -65,7 +60,7 @@ def _feeds_strided_view(node):
         name = str(u.target)
         if name.startswith("aten.as_strided"):
             return True
-        if _is_view(u.target) and _feeds_strided_view(u):
+        if returns_view(u.target) and _feeds_strided_view(u):
             return True
     return False
 
@@ -86,7 +81,7 @@ def has_hooks(module):
 
 def convert_node(b, node, gm, args, kwargs):
     """Converted arguments in; a SpireValue, a tuple of them, or a Python value out; Unsupported if spire cannot."""
-    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and _is_view(node.target) and \
+    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload) and returns_view(node.target) and \
             _feeds_strided_view(node):
         raise Unsupported("its result feeds a strided view (as_strided, _reshape_alias) that stays in eager PyTorch")
     if node.op == "call_module":

@@ -481,12 +481,7 @@ def index(b, x, key):
     Nones'."""
     tensor(x, "an indexed value")
     if isinstance(key, SpireValue):
-        # x[indices] with one integer tensor: the rows of x it names (a relative position bias table's lookup).
-        if key.dtype not in ("i32", "i64"):
-            raise Unsupported(f"indexing with a {key.dtype} tensor (spire maps integer index tensors)")
-        if x.batched:
-            b.mixes_rows("rows of a batched value picked by an index tensor")
-        return b.op("gather", [x, key], {"axis": 0}, rows=1)
+        return embedding(b, x, key)  # x[indices] with one integer tensor: the rows of x it names
     items = list(key) if isinstance(key, tuple) else [key]
     for item in items:
         if isinstance(item, bool) or not (isinstance(item, (int, slice)) or item is None or item is Ellipsis):
