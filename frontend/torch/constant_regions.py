@@ -18,10 +18,10 @@ import torch
 from .aliasing import base_of, contains, mutated
 
 # Ops that read only their tensor argument's dtype, shape and device (its first argument), not its values.
-METADATA_METHODS = frozenset({"new_zeros", "new_ones", "new_full", "size", "dim"})
-METADATA_FUNCTIONS = frozenset({torch.zeros_like, torch.ones_like, torch.full_like})
+METADATA_METHODS = frozenset({"new_zeros", "new_ones", "new_full", "size", "dim", "numel"})
+METADATA_FUNCTIONS = frozenset({torch.zeros_like, torch.ones_like, torch.full_like, torch.numel})
 METADATA_ATEN = ("aten.new_zeros.", "aten.new_ones.", "aten.new_full.", "aten.zeros_like.", "aten.ones_like.",
-                 "aten.full_like.", "aten.sym_size")
+                 "aten.full_like.", "aten.sym_size", "aten.sym_numel", "aten.numel")
 # Never constants: values that differ from call to call, or memory left unwritten.
 RANDOM_NAMES = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "exponential", "poisson", "empty")
 

@@ -475,6 +475,46 @@ def select(b, x, dim, index):
     return b.reshape(element(b, x, dim, index), x.shape[:dim] + x.shape[dim + 1:])
 
 
+def slice_scatter(b, x, src, dim, start, end, step):
+    """torch.slice_scatter: x with its slice start:end:step along dim replaced by src (of that slice's shape), what an
+    in-place write into a slice of a tensor the graph made becomes (functionalize.py): src placed at its positions
+    (pad) and chosen there by a constant mask (where)."""
+    tensor(x, "slice_scatter's input")
+    tensor(src, "slice_scatter's source")
+    dim = b.normalize_dim(x, dim)
+    step = 1 if step is None else step
+    if not isinstance(step, int) or step <= 0:
+        raise Unsupported(f"a slice with step {step} (PyTorch takes positive steps only)")
+    start, end, step = slice(start, end, step).indices(x.shape[dim])
+    positions = range(start, end, step)
+    want = x.shape[:dim] + (len(positions),) + x.shape[dim + 1:]
+    if tuple(src.shape) != want or src.dtype != x.dtype:
+        raise Unsupported(f"slice_scatter of a {src.dtype}{list(src.shape)} source into a {x.dtype}{list(want)} slice")
+    if len(positions) == 0:
+        return x
+    if len(positions) == x.shape[dim]:
+        return src
+    if dim == 0 and (x.batched or src.batched):
+        b.mixes_rows("a slice_scatter along the batch dimension")
+    starts, steps = [0] * x.rank, [1] * x.rank
+    starts[dim], steps[dim] = start, step
+    placed = b.op("pad", [src], {"starts": starts, "steps": steps, "shape": list(x.shape), "value": 0.0})
+    chosen = torch.zeros(x.shape[dim], dtype=torch.bool)
+    chosen[start:end:step] = True
+    mask = b.const_tensor("slice_scatter_mask", chosen.reshape([-1 if i == dim else 1 for i in range(x.rank)]))
+    return b.op("where", [mask, placed, x], rows="pointwise")
+
+
+def select_scatter(b, x, src, dim, index):
+    """torch.select_scatter: x with x.select(dim, index) replaced by src."""
+    tensor(x, "select_scatter's input")
+    dim = b.normalize_dim(x, dim)
+    n = x.shape[dim]
+    if not isinstance(index, int) or not -n <= index < n:
+        raise Unsupported(f"select_scatter at index {index} of a dimension of size {n}")
+    index %= n
+    return slice_scatter(b, x, unsqueeze(b, tensor(src, "select_scatter's source"), dim), dim, index, index + 1, 1)
+
 def index(b, x, key):
     """x[key] for basic indexing: ints, slices, None and one Ellipsis (a tensor index, advanced indexing, refused). Each
     int and slice narrows its dimension (slice_dim), then one reshape drops the ints' dimensions and inserts the

@@ -83,13 +83,18 @@ def _acceptable(r):
     return False
 
 
-def probe(gm, args):
-    """Runs gm on args eagerly; returns (results, support): results[node] is the recorded result summary,
-    support[node] = (True, "") or (False, reason) for every call node."""
+def record(gm, args):
+    """{node: summary of its result} from one eager run of gm on args."""
     rec = _Recorder(gm)
     with torch.no_grad():
         rec.run(*args)
-    results, support, values = rec.results, Support(), {}
+    return rec.results
+
+
+def probe(gm, args):
+    """Runs gm on args eagerly; returns (results, support): results[node] is the recorded result summary,
+    support[node] = (True, "") or (False, reason) for every call node."""
+    results, support, values = record(gm, args), Support(), {}
     tensors = lambda n: isinstance(results.get(n), TensorInfo)  # noqa: E731
     free = input_free(gm, tensors)
     all_hazards = in_place_hazards(gm, tensors)

@@ -1007,6 +1007,21 @@ def _f_select(b, args, kwargs):
     return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))
 
 
+
+@_functions("slice_scatter")
+@method("slice_scatter")
+def _f_slice_scatter(b, args, kwargs):
+    return nb.slice_scatter(b, args[0], arg(args, kwargs, 1, "src"), arg(args, kwargs, 2, "dim", 0),
+                            arg(args, kwargs, 3, "start", None), arg(args, kwargs, 4, "end", None),
+                            arg(args, kwargs, 5, "step", 1))
+
+
+@_functions("select_scatter")
+@method("select_scatter")
+def _f_select_scatter(b, args, kwargs):
+    return nb.select_scatter(b, args[0], arg(args, kwargs, 1, "src"), arg(args, kwargs, 2, "dim"),
+                             arg(args, kwargs, 3, "index"))
+
 # ---------------------------------------------------------------------------------------------------------------
 # tensor methods with arguments of their own
 
@@ -1058,6 +1073,11 @@ def _m_split(b, args, kwargs):
 @method("expand")
 def _m_expand(b, args, kwargs):
     return nb.expand(b, args[0], _sizes(args, 1))
+
+
+@method("expand_as")
+def _m_expand_as(b, args, kwargs):
+    return nb.expand(b, args[0], nb.tensor(args[1], "expand_as's other").shape)
 
 
 @method("repeat")

@@ -17,7 +17,8 @@ import spire
 from spire.torch.autograd_function import run_with_grad
 from spire.torch.custom_ops import symbolic_trace
 from spire.torch.frontend.dispatch import describe, hook_dicts
-from spire.torch.frontend.probe import probe
+from spire.torch.frontend.functionalize import functionalized
+from spire.torch.frontend.probe import probe, record
 from spire.torch.frontend.segments import split_segments
 from spire.torch.segment_runner import SegmentRefused, SegmentRunner
 from spire.torch.tensors import SUPPORTED_DTYPES
@@ -64,11 +65,13 @@ class _Partition:
     """One probe's result: the items to run in order and the runner of each segment."""
 
     def __init__(self, owner, gm, args, forced=None):
-        self.gm, self.owner = gm, owner
+        self.owner = owner
         self.forced = dict(forced or {})  # nodes kept in PyTorch whatever the probe says: node -> why
         self.recut = {}                   # nodes a refused segment found for the next partition to keep there
         state = _snapshot(gm)
         try:
+            # In-place writes into tensors the graph made become new values, in a copy of the graph (functionalize.py)
+            self.gm = gm = functionalized(gm, lambda g: record(g, args))
             self.results, self.support = probe(gm, args)
         finally:
             _restore(gm, state)
@@ -330,6 +333,9 @@ class SpireModule(torch.nn.Module):
             if self.dump:
                 with open(os.path.join(self.dump, f"fx_graph.{len(self._partitions)}.txt"), "w") as f:
                     f.write(str(gm.graph) + "\n\n" + gm.code)
+                if part.gm is not gm:  # in-place writes rewritten as new values (functionalize.py): what runs
+                    with open(os.path.join(self.dump, f"fx_graph.{len(self._partitions)}.functional.txt"), "w") as f:
+                        f.write(str(part.gm.graph) + "\n\n" + part.gm.code)
                 with open(os.path.join(self.dump, f"explain.{len(self._partitions)}.txt"), "w") as f:
                     f.write(part.explain() + "\n")
         return part

@@ -1,0 +1,117 @@
+"""In-place writes into tensors a graph made itself, rewritten as new values (frontend/torch/functionalize.py): each
+model runs on spire with nothing in eager PyTorch, through both traces, and gives eager's results; writes whose
+change the caller or an earlier view would see stay in PyTorch, with eager's results too."""
+import operator
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from models import seeded
+from test_decoders import compiled_both_ways, eager_lines
+from test_more_ops import assert_close
+
+
+class BiasWithZeroedThird(nn.Module):
+    """Swin v2's attention: a copy of the q/k/v bias with its key third zeroed, the length from the tensor's size."""
+
+    def __init__(self):
+        super().__init__()
+        self.qkv = nn.Linear(8, 24)
+
+    def forward(self, x):
+        bias = self.qkv.bias.clone()
+        n = bias.numel() // 3
+        bias[n:2 * n].zero_()
+        return F.linear(x, self.qkv.weight, bias)
+
+
+class SlicesWritten(nn.Module):
+    """Writes into a tensor the graph made, through views: copy_ into strided slices, fill_ at an int and at ..., add_
+    through a view, and an augmented assignment and relu_ read afterwards."""
+
+    def forward(self, x):
+        y = x.new_zeros(x.shape[0], 6, 8)
+        y[:, 0::2].copy_(torch.sin(x[:, :3]))
+        y[:, 1::2].copy_(torch.cos(x[:, 3:]))
+        y[:, :, 1].fill_(5.0)
+        y[..., -1].fill_(-2.0)
+        y[:, 2:4, 3:7].copy_(x[:, :2, :4] * 3)
+        y[:, 4].add_(x[:, 0])
+        z = x * 2
+        z += y
+        z.relu_()
+        return y, z + x
+
+
+class ReadAfterInPlace(nn.Module):
+    """A tensor read again after an in-place op changed it (the op's result unused)."""
+
+    def forward(self, x):
+        y = x * 2
+        y.add_(1)
+        y.mul_(x)
+        return y + x, y.sum(-1)
+
+
+class CircularPad(nn.Module):
+    def forward(self, x):
+        return F.pad(x, (2, 1, 1, 3), mode="circular") * 2
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+@pytest.mark.parametrize("model, shape", [(BiasWithZeroedThird, (3, 8)), (SlicesWritten, (2, 6, 8)),
+                                          (ReadAfterInPlace, (2, 5)), (CircularPad, (2, 3, 4, 5))])
+def test_writes_become_new_values(device, trace, model, shape):
+    torch.manual_seed(5)
+    want, got, text = compiled_both_ways(seeded(model), (torch.randn(*shape),), trace, device)
+    assert_close(got, want)
+    assert eager_lines(text) == [], text
+    assert text.count("spire segment") == 1, text
+
+
+class CallersTensorWritten(nn.Module):
+    """Writes the caller sees (into its input), and through a view made before the write and read after it: both
+    stay in PyTorch."""
+
+    def forward(self, x):
+        x[:, 0].fill_(1.0)
+        y = x * 2
+        early = y[:, 1:3]
+        y[:, 2:4].zero_()
+        return x + 1, early * 3, y
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_writes_others_see_stay_in_eager(device, trace):
+    torch.manual_seed(6)
+    x = torch.randn(2, 5)
+    want, got, text = compiled_both_ways(CallersTensorWritten(), (x.clone(),), trace, device)
+    assert_close(got, want)
+    eager = eager_lines(text)
+    assert any("in place" in line for line in eager), text
+
+
+def test_setitem_as_dynamo_records_it(device):
+    """Dynamo records `y[:, 0::2] = t`, `y[1] = 2.5` and `y[:, 0::2, 5:7] = t` as operator.setitem nodes (symbolic_trace cannot): a graph
+    written so, given to spire as the backend's pieces are."""
+    from spire.torch.compiled_module import SpireModule
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    y = g.call_method("new_zeros", (x, (2, 6, 8)))
+    g.call_function(operator.setitem, (y, (slice(None), slice(0, None, 2)), g.call_function(torch.sin, (x,))))
+    g.call_function(operator.setitem, (y, 1, 2.5))
+    head = g.call_function(operator.getitem, (x, (Ellipsis, slice(0, 2))))
+    g.call_function(operator.setitem, (y, (slice(None), slice(0, None, 2), slice(5, 7)), g.call_method("exp", (head,))))
+    g.output((g.call_function(operator.mul, (y, 3.0)),))
+    gm = torch.fx.GraphModule(nn.Module(), g)
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, 8)
+    with torch.no_grad():
+        want = gm(x)
+        compiled = SpireModule(gm, device=device, graph=gm)
+        got = compiled(x)
+    assert_close(got, want)
+    text = compiled.explain(x)
+    assert eager_lines(text) == [] and text.count("spire segment") == 1, text
