@@ -36,16 +36,20 @@ class _Clock:
 
     def patch(self):
         clock = self
-        forward, self._forward = SegmentRunner.forward, SegmentRunner.forward
+        # A segment's two paths (the C++ call, which a backend's piece may call directly, and the Python path).
+        self._forwards = [(name, getattr(SegmentRunner, name)) for name in ("forward_described", "_forward_python")]
 
-        def timed_forward(runner, *args):
-            t = clock.now()
-            try:
-                return forward(runner, *args)
-            finally:
-                clock.segments += clock.now() - t
+        def timed(forward):
+            def timed_forward(runner, *args):
+                t = clock.now()
+                try:
+                    return forward(runner, *args)
+                finally:
+                    clock.segments += clock.now() - t
+            return timed_forward
 
-        SegmentRunner.forward = timed_forward
+        for name, forward in self._forwards:
+            setattr(SegmentRunner, name, timed(forward))
         self._piece = None
         try:
             from spire.torch.dynamo_backend import _Piece
@@ -64,7 +68,8 @@ class _Clock:
         _Piece.__call__ = timed_call
 
     def unpatch(self):
-        SegmentRunner.forward = self._forward
+        for name, forward in self._forwards:
+            setattr(SegmentRunner, name, forward)
         if self._piece is not None:
             self._piece[0].__call__ = self._piece[1]
 

@@ -123,6 +123,32 @@ class _Partition:
                 env[n] = self.interp.run_node(n)
         raise RuntimeError("the graph has no output node")
 
+    def direct_call(self):
+        """For a graph that is one spire segment taking the graph's inputs as they are (what Dynamo hands a backend
+        for a CNN): a function running an inference call straight through the segment's C++ call, or returning None
+        where that does not describe the call (another shape or dtype, a weight changed in a way it does not
+        upload, gradients wanted), for the full path to run. None when the graph is anything else."""
+        segments = [x for kind, x in self.run_items if kind == "segment"]
+        placeholders = [x for kind, x in self.run_items if kind != "segment" and x.op == "placeholder"]
+        if len(segments) != 1 or len(self.run_items) != len(placeholders) + 2 or self.out_spec is not None:
+            return None
+        runner = segments[0]
+        if runner.refused is not None or list(runner.seg.inputs) != placeholders:
+            return None
+        output = self.run_items[-1][1]
+        names = {n: i for i, n in enumerate(runner.seg.outputs)}
+        if not all(n in names for n in output.all_input_nodes):
+            return None
+        spec = torch.fx.node.map_arg(output.args[0], lambda n: names[n])  # the output with result indices
+
+        def call(args):
+            if torch.is_grad_enabled():
+                return None
+            outs = runner.forward_described(args, _batch_of(args))
+            return None if outs is None else _plain(torch.fx.node.map_aggregate(spec, outs.__getitem__)
+                                                    if not isinstance(spec, int) else outs[spec])
+        return call
+
     @staticmethod
     def _run_segment(runner, inputs, batch):
         params = torch.is_grad_enabled() and list(zip(runner._param_paths(), runner.weights()))
@@ -353,6 +379,18 @@ class SpireModule(torch.nn.Module):
             key = next(k for k, v in self._partitions.items() if v is part)
             self._partitions[key] = _Partition(self, part.gm, graph_args, {**part.forced, **part.recut})
         return out
+
+    def direct_call(self):
+        """For a module given as a graph (a backend's piece) that has one partition: its direct call
+        (_Partition.direct_call), which also returns None where the modules' training flags are no longer those of
+        the partition. None otherwise."""
+        if len(self._partitions) != 1 or self._tree is not None:
+            return None
+        (key, part), = self._partitions.items()
+        call, flags, modules = part.direct_call(), key[0], self._modules_list
+        if call is None:
+            return None
+        return lambda args: call(args) if tuple(map(_TRAINING, modules)) == flags else None
 
     def _trace_again(self):
         """A submodule was replaced, or a hook added or removed, since the module was traced: its graph and every plan

@@ -299,15 +299,20 @@ class SegmentRunner:
         return outs
 
     def forward(self, inputs, batch):
-        # The latest first; another description is told apart on the inputs alone, before any weight is read, so
-        # calls alternating between plans (two input shapes) stay in C++ too.
+        outs = self.forward_described(inputs, batch)
+        return outs if outs is not None else self._forward_python(inputs, batch)
+
+    def forward_described(self, inputs, batch):
+        """The call through the C++ call (SegmentCall) that describes it, or None where none does (no result was
+        made). The latest first; another description is told apart on the inputs alone, before any weight is read,
+        so calls alternating between plans (two input shapes) stay in C++ too."""
         for call in reversed(self._calls.values()):
             outs = call.run(inputs, batch)
             if outs is not None:
                 # The C++ call may have uploaded weights: the Python path's own shortcut (_last) no longer holds.
                 self._last = None
                 return outs
-        return self._forward_python(inputs, batch)
+        return None
 
     def _forward_python(self, inputs, batch):
         flat = flatten_values(inputs)
