@@ -41,6 +41,8 @@ for _overload, _handler in (
         ("aten.max_pool2d.default", FUNCTIONS[F.max_pool2d]), ("aten.avg_pool2d.default", FUNCTIONS[F.avg_pool2d]),
         ("aten._adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
         ("aten.adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
+        ("aten._adaptive_avg_pool3d.default", FUNCTIONS[F.adaptive_avg_pool3d]),
+        ("aten.adaptive_avg_pool3d.default", FUNCTIONS[F.adaptive_avg_pool3d]),
         ("aten.rsqrt.default", FUNCTIONS[torch.rsqrt]), ("aten.pow.Tensor_Scalar", FUNCTIONS[torch.pow]),
         ("aten.where.self", FUNCTIONS[torch.where]), ("aten.where.ScalarSelf", FUNCTIONS[torch.where]),
         ("aten.where.ScalarOther", FUNCTIONS[torch.where]), ("aten.where.Scalar", FUNCTIONS[torch.where]),
@@ -93,7 +95,8 @@ def _convolution(b, args, kwargs):
     x, w, bias, stride, padding, dilation, transposed, output_padding, groups = args[:9]
     if transposed:
         return nb.conv_transpose2d(b, x, w, bias, stride, padding, output_padding, groups, dilation)
-    return nb.conv2d(b, x, w, bias, stride, padding, dilation, groups)
+    conv = nb.conv3d if isinstance(w, SpireValue) and w.rank == 5 else nb.conv2d
+    return conv(b, x, w, bias, stride, padding, dilation, groups)
 
 
 @aten("aten.elu.default")

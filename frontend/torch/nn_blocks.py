@@ -48,6 +48,67 @@ def conv2d(b, x, w, bias, stride, padding, dilation, groups):
     return channel_affine(b, y, None, bias)
 
 
+def triple(v, what):
+    """An int or 1 / 3 ints as three (a 3-D window's depth, height, width)."""
+    if isinstance(v, int):
+        return [v, v, v]
+    if isinstance(v, (list, tuple)) and len(v) in (1, 3):
+        return [int(t) for t in v] * (3 // len(v))
+    raise Unsupported(f"{what} {v!r} is not an int or three ints")
+
+
+def conv3d(b, x, w, bias, stride, padding, dilation, groups):
+    """A 3-D convolution as 2-D ones: for each depth tap kd, the input's depth slices that tap reads (every output
+    depth's, strided), folded into the batch, convolved with the weight's slice kd; the taps' results summed. The
+    work is the 3-D convolution's own (no slice is convolved that no output reads). Folding depths into the batch mixes
+    the batch's rows for spire's dynamic batch, so such a segment compiles per batch."""
+    float_tensor(x, "conv3d's input")
+    if x.rank != 5:
+        raise Unsupported(f"conv3d of a rank-{x.rank} input")
+    k = list(w.shape[2:])
+    stride, dilation = triple(stride, "stride"), triple(dilation, "dilation")
+    if isinstance(padding, str):
+        if padding == "valid":
+            padding = [0, 0, 0]
+        elif padding == "same" and all(d * (kk - 1) % 2 == 0 for d, kk in zip(dilation, k)):
+            padding = [d * (kk - 1) // 2 for d, kk in zip(dilation, k)]
+        else:
+            raise Unsupported(f"padding='{padding}' with an even kernel")
+    padding = triple(padding, "padding")
+    n, c, depth, h, wd = x.shape
+    x = pad_constant(b, x, [0, 0, 0, 0, padding[0], padding[0]])
+    out_depth = (depth + 2 * padding[0] - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
+    if out_depth <= 0:
+        raise Unsupported(f"conv3d of depth {depth} with a {k[0]}-deep kernel")
+    by_depth = b.permute(x, [0, 2, 1, 3, 4])  # [N, D, C, H, W]: a depth slice is an image
+    total = None
+    for kd in range(k[0]):
+        taps = slice_run(b, by_depth, 1, kd * dilation[0], out_depth, stride[0])
+        images = b.reshape(taps, [n * out_depth, c, h, wd])
+        wk = b.reshape(slice_run(b, w, 2, kd, 1), [w.shape[0], w.shape[1], k[1], k[2]])
+        y = b.op("conv2d", [images, wk], {"stride": stride[1:], "padding": padding[1:], "dilation": dilation[1:],
+                                          "groups": int(groups)})
+        total = y if total is None else b.op("add", [total, y], rows="pointwise")
+    y = b.permute(b.reshape(total, [n, out_depth] + list(total.shape[1:])), [0, 2, 1, 3, 4])
+    return channel_affine(b, y, None, bias)
+
+
+def adaptive_avg_pool3d(b, x, output_size):
+    """Windows that divide the input evenly: each output the mean of its block (a reshape splitting every axis into
+    output x window, then a mean over the windows' axes)."""
+    float_tensor(x, "adaptive_avg_pool3d's input")
+    if x.rank != 5:
+        raise Unsupported(f"adaptive_avg_pool3d of a rank-{x.rank} input")
+    size = triple(output_size, "output_size") if not isinstance(output_size, (list, tuple)) or \
+        None not in output_size else [o if o is not None else s for o, s in zip(output_size, x.shape[2:])]
+    if list(size) == [1, 1, 1]:
+        return b.reduce("mean", x, [2, 3, 4], True)
+    if any(s % o for s, o in zip(x.shape[2:], size)):
+        raise Unsupported(f"adaptive_avg_pool3d of {list(x.shape[2:])} to {list(size)} (unequal windows)")
+    split = list(x.shape[:2]) + [t for s, o in zip(x.shape[2:], size) for t in (o, s // o)]
+    return b.reshape(b.reduce("mean", b.reshape(x, split), [3, 5, 7], False), list(x.shape[:2]) + list(size))
+
+
 def linear(b, x, w, bias):
     """y = x W^T + b with W [out, in], as the ONNX importer's Gemm does."""
     float_tensor(x, "linear's input")

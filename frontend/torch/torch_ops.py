@@ -41,14 +41,15 @@ def _param(b, mod, path, name):
     return None if t is None else b.param(f"{path}.{name}", t)
 
 
-@module(nn.Conv2d)
+@module(nn.Conv2d, nn.Conv3d)
 def _conv2d(b, m, path, args, kwargs):
     x, padding = args[0], m.padding
     if m.padding_mode != "zeros":
         # reflect, replicate, circular: the input padded first (as Conv2d does), the convolution without padding
         x, padding = nb.pad(b, x, m._reversed_padding_repeated_twice, m.padding_mode), 0
-    return nb.conv2d(b, x, _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.stride, padding, m.dilation,
-                     m.groups)
+    conv = nb.conv3d if isinstance(m, nn.Conv3d) else nb.conv2d
+    return conv(b, x, _param(b, m, path, "weight"), _param(b, m, path, "bias"), m.stride, padding, m.dilation,
+                m.groups)
 
 
 @module(nn.ReflectionPad1d, nn.ReflectionPad2d, nn.ReplicationPad1d, nn.ReplicationPad2d, nn.ReplicationPad3d,
@@ -64,7 +65,7 @@ def _linear(b, m, path, args, kwargs):
     return nb.linear(b, args[0], _param(b, m, path, "weight"), _param(b, m, path, "bias"))
 
 
-@module(nn.BatchNorm1d, nn.BatchNorm2d)
+@module(nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 def _batch_norm(b, m, path, args, kwargs):
     if m.training and m.track_running_stats or m.running_mean is None:
         raise Unsupported(f"{type(m).__name__} in training mode (batch statistics, running-stat updates)")
@@ -172,6 +173,11 @@ def _avg_pool2d(b, m, path, args, kwargs):
 @module(nn.AdaptiveAvgPool2d)
 def _adaptive_avg_pool2d(b, m, path, args, kwargs):
     return nb.adaptive_avg_pool2d(b, args[0], m.output_size)
+
+
+@module(nn.AdaptiveAvgPool3d)
+def _adaptive_avg_pool3d(b, m, path, args, kwargs):
+    return nb.adaptive_avg_pool3d(b, args[0], m.output_size)
 
 
 @module(nn.GroupNorm)
@@ -731,6 +737,13 @@ def _f_conv2d(b, args, kwargs):
                      arg(args, kwargs, 5, "dilation", 1), arg(args, kwargs, 6, "groups", 1))
 
 
+@function(F.conv3d, torch.conv3d)
+def _f_conv3d(b, args, kwargs):
+    return nb.conv3d(b, args[0], arg(args, kwargs, 1, "weight"), arg(args, kwargs, 2, "bias", None),
+                     arg(args, kwargs, 3, "stride", 1), arg(args, kwargs, 4, "padding", 0),
+                     arg(args, kwargs, 5, "dilation", 1), arg(args, kwargs, 6, "groups", 1))
+
+
 @function(F.max_pool2d, torch.max_pool2d)
 def _f_max_pool2d(b, args, kwargs):
     if arg(args, kwargs, 6, "return_indices", False):
@@ -745,6 +758,12 @@ def _f_avg_pool2d(b, args, kwargs):
     return nb.avg_pool2d(b, args[0], arg(args, kwargs, 1, "kernel_size"), arg(args, kwargs, 2, "stride", None),
                          arg(args, kwargs, 3, "padding", 0), arg(args, kwargs, 4, "ceil_mode", False),
                          arg(args, kwargs, 5, "count_include_pad", True), arg(args, kwargs, 6, "divisor_override", None))
+
+
+@function(F.adaptive_avg_pool3d)
+@_functions("_C._nn.adaptive_avg_pool3d", "adaptive_avg_pool3d")
+def _f_adaptive_avg_pool3d(b, args, kwargs):
+    return nb.adaptive_avg_pool3d(b, args[0], arg(args, kwargs, 1, "output_size"))
 
 
 @function(F.adaptive_avg_pool2d)
