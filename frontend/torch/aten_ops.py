@@ -42,6 +42,7 @@ for _overload, _handler in (
         ("aten._adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
         ("aten.adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
         ("aten._adaptive_avg_pool3d.default", FUNCTIONS[F.adaptive_avg_pool3d]),
+        ("aten.avg_pool3d.default", FUNCTIONS[F.avg_pool3d]),
         ("aten.adaptive_avg_pool3d.default", FUNCTIONS[F.adaptive_avg_pool3d]),
         ("aten.rsqrt.default", FUNCTIONS[torch.rsqrt]), ("aten.pow.Tensor_Scalar", FUNCTIONS[torch.pow]),
         ("aten.where.self", FUNCTIONS[torch.where]), ("aten.where.ScalarSelf", FUNCTIONS[torch.where]),
@@ -207,6 +208,13 @@ def _max_pool2d_with_indices(b, args, kwargs):
     x, kernel = args[0], args[1]
     y = nb.max_pool2d(b, x, kernel, arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
                       arg(args, kwargs, 4, "dilation", 1), arg(args, kwargs, 5, "ceil_mode", False))
+    return (y, None)
+
+
+@aten("aten.max_pool3d_with_indices.default")
+def _max_pool3d_with_indices(b, args, kwargs):
+    y = nb.pool3d(b, "max", args[0], args[1], arg(args, kwargs, 2, "stride", None), arg(args, kwargs, 3, "padding", 0),
+                  arg(args, kwargs, 4, "dilation", 1), arg(args, kwargs, 5, "ceil_mode", False))
     return (y, None)
 
 

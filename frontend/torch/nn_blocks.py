@@ -57,11 +57,30 @@ def triple(v, what):
     raise Unsupported(f"{what} {v!r} is not an int or three ints")
 
 
+def over_depth_taps(b, x, depth_window, fill, per_tap, combine):
+    """A 3-D window op as 2-D ones: for each depth tap kd of the window (kernel, stride, padding, dilation along
+    depth), the input's depth slices that tap reads (every output depth's, strided; the depth padded with `fill`)
+    folded into the batch, per_tap(images [N * out_depth, C, H, W], kd) its 2-D op; the taps' results combined
+    pairwise by the pointwise op `combine`. The work is the 3-D op's own (no slice is taken that no output reads).
+    Folding depths into the batch mixes the batch's rows for spire's dynamic batch, so such a segment compiles per
+    batch."""
+    k, stride, padding, dilation = depth_window
+    n, c, depth, h, w = x.shape
+    x = pad_constant(b, x, [0, 0, 0, 0, padding, padding], fill)
+    out_depth = (depth + 2 * padding - dilation * (k - 1) - 1) // stride + 1
+    if out_depth <= 0:
+        raise Unsupported(f"a 3-D window {k} deep over a depth of {depth}")
+    by_depth = b.permute(x, [0, 2, 1, 3, 4])  # [N, D, C, H, W]: a depth slice is an image
+    total = None
+    for kd in range(k):
+        taps = slice_run(b, by_depth, 1, kd * dilation, out_depth, stride)
+        y = per_tap(b.reshape(taps, [n * out_depth, c, h, w]), kd)
+        total = y if total is None else b.op(combine, [total, y], rows="pointwise")
+    return b.permute(b.reshape(total, [n, out_depth] + list(total.shape[1:])), [0, 2, 1, 3, 4])
+
+
 def conv3d(b, x, w, bias, stride, padding, dilation, groups):
-    """A 3-D convolution as 2-D ones: for each depth tap kd, the input's depth slices that tap reads (every output
-    depth's, strided), folded into the batch, convolved with the weight's slice kd; the taps' results summed. The
-    work is the 3-D convolution's own (no slice is convolved that no output reads). Folding depths into the batch mixes
-    the batch's rows for spire's dynamic batch, so such a segment compiles per batch."""
+    """A 3-D convolution: 2-D convolutions over its depth taps (over_depth_taps), each with the weight's slice kd."""
     float_tensor(x, "conv3d's input")
     if x.rank != 5:
         raise Unsupported(f"conv3d of a rank-{x.rank} input")
@@ -75,22 +94,37 @@ def conv3d(b, x, w, bias, stride, padding, dilation, groups):
         else:
             raise Unsupported(f"padding='{padding}' with an even kernel")
     padding = triple(padding, "padding")
-    n, c, depth, h, wd = x.shape
-    x = pad_constant(b, x, [0, 0, 0, 0, padding[0], padding[0]])
-    out_depth = (depth + 2 * padding[0] - dilation[0] * (k[0] - 1) - 1) // stride[0] + 1
-    if out_depth <= 0:
-        raise Unsupported(f"conv3d of depth {depth} with a {k[0]}-deep kernel")
-    by_depth = b.permute(x, [0, 2, 1, 3, 4])  # [N, D, C, H, W]: a depth slice is an image
-    total = None
-    for kd in range(k[0]):
-        taps = slice_run(b, by_depth, 1, kd * dilation[0], out_depth, stride[0])
-        images = b.reshape(taps, [n * out_depth, c, h, wd])
+
+    def tap(images, kd):
         wk = b.reshape(slice_run(b, w, 2, kd, 1), [w.shape[0], w.shape[1], k[1], k[2]])
-        y = b.op("conv2d", [images, wk], {"stride": stride[1:], "padding": padding[1:], "dilation": dilation[1:],
-                                          "groups": int(groups)})
-        total = y if total is None else b.op("add", [total, y], rows="pointwise")
-    y = b.permute(b.reshape(total, [n, out_depth] + list(total.shape[1:])), [0, 2, 1, 3, 4])
+        return b.op("conv2d", [images, wk], {"stride": stride[1:], "padding": padding[1:], "dilation": dilation[1:],
+                                             "groups": int(groups)})
+    y = over_depth_taps(b, x, (k[0], stride[0], padding[0], dilation[0]), 0.0, tap, "add")
     return channel_affine(b, y, None, bias)
+
+
+def pool3d(b, kind, x, kernel, stride, padding, dilation=1, ceil_mode=False, count_include_pad=True,
+           divisor_override=None):
+    """MaxPool3d ("max") and AvgPool3d ("avg"): 2-D pools over the window's depth taps (over_depth_taps), the maximum
+    of the taps' maxima (depth padded with -inf), or the mean of their means (depth padded with zeros: PyTorch's
+    count_include_pad divisor kD kH kW). ceil_mode, count_include_pad=False and divisor_override are refused."""
+    float_tensor(x, f"{kind}_pool3d's input")
+    if x.rank != 5:
+        raise Unsupported(f"{kind}_pool3d of a rank-{x.rank} input")
+    if ceil_mode or not count_include_pad or divisor_override:
+        raise Unsupported(f"{kind}_pool3d with ceil_mode, count_include_pad=False or divisor_override")
+    k = triple(kernel, "kernel_size")
+    stride = triple(stride, "stride") if stride not in (None, [], ()) else k
+    padding, dilation = triple(padding, "padding"), triple(dilation, "dilation")
+    if kind == "max":
+        y = over_depth_taps(b, x, (k[0], stride[0], padding[0], dilation[0]), float("-inf"),
+                            lambda images, kd: max_pool2d(b, images, k[1:], stride[1:], padding[1:], dilation[1:],
+                                                          False), "maximum")
+        return y
+    y = over_depth_taps(b, x, (k[0], stride[0], padding[0], 1), 0.0,
+                        lambda images, kd: avg_pool2d(b, images, k[1:], stride[1:], padding[1:], False, True, None),
+                        "add")
+    return b.binary("mul", y, 1.0 / k[0])
 
 
 def adaptive_avg_pool3d(b, x, output_size):

@@ -164,6 +164,16 @@ def _max_pool2d(b, m, path, args, kwargs):
     return nb.max_pool2d(b, args[0], m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode)
 
 
+@module(nn.MaxPool3d, nn.AvgPool3d)
+def _pool3d(b, m, path, args, kwargs):
+    if isinstance(m, nn.MaxPool3d):
+        if m.return_indices:
+            raise Unsupported("MaxPool3d with return_indices")
+        return nb.pool3d(b, "max", args[0], m.kernel_size, m.stride, m.padding, m.dilation, m.ceil_mode)
+    return nb.pool3d(b, "avg", args[0], m.kernel_size, m.stride, m.padding, 1, m.ceil_mode, m.count_include_pad,
+                     m.divisor_override)
+
+
 @module(nn.AvgPool2d)
 def _avg_pool2d(b, m, path, args, kwargs):
     return nb.avg_pool2d(b, args[0], m.kernel_size, m.stride, m.padding, m.ceil_mode, m.count_include_pad,
@@ -758,6 +768,23 @@ def _f_avg_pool2d(b, args, kwargs):
     return nb.avg_pool2d(b, args[0], arg(args, kwargs, 1, "kernel_size"), arg(args, kwargs, 2, "stride", None),
                          arg(args, kwargs, 3, "padding", 0), arg(args, kwargs, 4, "ceil_mode", False),
                          arg(args, kwargs, 5, "count_include_pad", True), arg(args, kwargs, 6, "divisor_override", None))
+
+
+@function(F.max_pool3d, torch.max_pool3d)
+def _f_max_pool3d(b, args, kwargs):
+    if arg(args, kwargs, 6, "return_indices", False):
+        raise Unsupported("max_pool3d with return_indices")
+    return nb.pool3d(b, "max", args[0], arg(args, kwargs, 1, "kernel_size"), arg(args, kwargs, 2, "stride", None),
+                     arg(args, kwargs, 3, "padding", 0), arg(args, kwargs, 4, "dilation", 1),
+                     arg(args, kwargs, 5, "ceil_mode", False))
+
+
+@function(F.avg_pool3d)
+@_functions("_C._nn.avg_pool3d")
+def _f_avg_pool3d(b, args, kwargs):
+    return nb.pool3d(b, "avg", args[0], arg(args, kwargs, 1, "kernel_size"), arg(args, kwargs, 2, "stride", None),
+                     arg(args, kwargs, 3, "padding", 0), 1, arg(args, kwargs, 4, "ceil_mode", False),
+                     arg(args, kwargs, 5, "count_include_pad", True), arg(args, kwargs, 6, "divisor_override", None))
 
 
 @function(F.adaptive_avg_pool3d)

@@ -1,6 +1,6 @@
 """Video models' 3-D blocks through spire.torch.compile (torchvision's r3d_18 / mc3_18 / r2plus1d_18 are made of
 them): Conv3d as 2-D convolutions over depth taps (strides, padding, dilation, groups, a bias, padding modes),
-BatchNorm3d, adaptive 3-D average pooling; each through both traces against eager PyTorch with fixed seeds, nothing
+BatchNorm3d, 3-D max and average pooling (2-D pools over the same taps), adaptive 3-D average pooling; each through both traces against eager PyTorch with fixed seeds, nothing
 left in eager."""
 import pytest
 import torch
@@ -22,13 +22,17 @@ class VideoStem(nn.Module):
         self.grouped = nn.Conv3d(8, 8, 3, padding=2, dilation=2, groups=4)
         self.reflect = nn.Conv3d(8, 4, 3, padding=1, padding_mode="replicate")
         self.pool, self.pool2 = nn.AdaptiveAvgPool3d(1), nn.AdaptiveAvgPool3d((1, 2, 3))
+        self.max_spatial, self.max_all = nn.MaxPool3d((1, 3, 3), (1, 2, 2), (0, 1, 1)), nn.MaxPool3d(3, 2, 1)
+        self.avg = nn.AvgPool3d((2, 3, 3), stride=1)
 
     def forward(self, x):
         y = torch.relu(self.bn(self.stem(x)))
         y = self.temporal(torch.relu(self.spatial(y)))
         y = self.reflect(self.grouped(y) + y)
         z = F.conv3d(y, torch.ones(2, 4, 2, 1, 1) * 0.25, stride=(1, 2, 1))
-        return self.pool(y).flatten(1), self.pool2(y), F.adaptive_avg_pool3d(z, (1, 1, 1))
+        pools = (self.max_spatial(y), self.max_all(y), self.avg(y), F.avg_pool3d(y, 3, (1, 2, 2), 1),
+                 F.max_pool3d(y, (2, 2, 3), dilation=(2, 1, 1)))
+        return (self.pool(y).flatten(1), self.pool2(y), F.adaptive_avg_pool3d(z, (1, 1, 1))) + pools
 
 
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
