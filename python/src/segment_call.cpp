@@ -7,12 +7,13 @@
 //     (and noted in the plan's `uploaded` stamps, which Python's own upload path reads), nothing else is;
 //   - sets the inputs from the tensors' memory (host memcpy; on cuda:N, device to device after spire's queue waits on
 //     the device for torch's current stream);
-//   - runs the step (cuda:N: submitted, up to the plan's steps in flight, never waited for);
+//   - runs the step (cuda:N: submitted, up to the plan's steps in flight, never waited for; while the last call found
+//     no weight changed, before the weights are checked, and again after uploading any found changed since);
 //   - makes the outputs (torch.empty) and copies the results into them (cuda:N: then torch's stream waits on the
 //     device for spire's queue).
 // Whatever it cannot do exactly as the Python path would (another input description, a weight now of another shape,
-// dtype or device, a value not exchanged as raw float32) it leaves untouched and returns None: the caller then runs
-// the Python path, which handles every case.
+// dtype or device, a value not exchanged as raw float32) it leaves to the Python path, which handles every case: it
+// returns None, having made no result (at most a step launched first, whose results nothing reads).
 #include <string>
 #include <vector>
 
@@ -127,7 +128,8 @@ class SegmentCall {
     }
   }
 
-  // The segment's outputs (a list), or None where this call is not the one described (nothing was done then).
+  // The segment's outputs (a list), or None where this call is not the one described (no result was made; at most a
+  // step launched first whose results nothing reads).
   py::object run(const py::sequence& inputs, const py::object& batch) {
     if (!tt::equal(batch.ptr(), batch_.ptr()) || size_t(py::len(inputs)) != inputs_.size()) return py::none();
     std::vector<uint64_t> addresses(inputs_.size());
@@ -145,21 +147,16 @@ class SegmentCall {
         return py::none();
       addresses[i] = tt::data_ptr(t);
     }
+    // Where the last call found every weight as described, a call on the device launches the step before reading
+    // the weights (the host's reading of hundreds of them then overlaps the step instead of delaying it); a weight
+    // found changed since is uploaded and the step launched again, ordered after the first on spire's queue, whose
+    // results nothing reads. A call that found changes reads the weights first, as every call of a training loop
+    // does. On the host path the step runs where it is called, so the weights are always read first.
+    const bool launch_first = device_io_ && !weights_changed_last_;
     std::vector<std::pair<Weight*, py::object>> changed;
-    for (Weight& w : weights_) {
-      PyObject* found = PyDict_GetItemWithError(w.dict.ptr(), w.key.ptr());  // borrowed
-      if (!found) {
-        if (PyErr_Occurred()) throw py::error_already_set();
-        return py::none();  // moved to another dictionary (a buffer made a parameter): Python finds it again
-      }
-      auto t = py::reinterpret_borrow<py::object>(found);  // held: reading it may run Python code
-      if (found != w.tensor.ptr() || tt::version(found) != w.version || tt::data_ptr(found) != w.address) {
-        if (!still_fits(w, found)) return py::none();
-        changed.emplace_back(&w, std::move(t));
-      }
-    }
+    if (!launch_first && !read_weights(changed)) return py::none();
 
-    // The call is the one described: from here on it runs to the end.
+    // The call is the one described (or, launching first, its inputs are): from here on it runs to the end.
     uint64_t stream = 0;
     if (device_io_) {
       stream = current_stream_().cast<uint64_t>();
@@ -169,17 +166,22 @@ class SegmentCall {
     }
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (inputs_[i].tensor) copy_in(inputs_[i].name, addresses[i], inputs_[i].bytes);
-    for (auto& [w, t] : changed) {
-      if (w->raw) copy_in(w->name, tt::data_ptr(t.ptr()), w->bytes);
-      stamp(*w, t);
-      if (w->raw)
-        uploaded_[py::str(w->name)] =
-            py::make_tuple(w->version, w->address, py::tuple(py::reinterpret_borrow<py::object>(w->shape)));
-    }
+    upload(changed);
     if (device_io_)
       exe_.submit();
     else
       exe_.step();
+    if (launch_first) {
+      if (!read_weights(changed)) {
+        weights_changed_last_ = true;
+        return py::none();  // a weight the C++ call cannot take: the Python path runs the call (and its own step)
+      }
+      if (!changed.empty()) {
+        upload(changed);
+        exe_.submit();
+      }
+    }
+    weights_changed_last_ = !changed.empty();
     py::list results(outputs_.size());
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const Output& out = outputs_[i];
@@ -204,6 +206,35 @@ class SegmentCall {
   }
 
  private:
+  // The weights changed since their stamps, into `changed`; false where one is gone from its dictionary or cannot be
+  // taken here (still_fits), for the Python path to take.
+  bool read_weights(std::vector<std::pair<Weight*, py::object>>& changed) {
+    for (Weight& w : weights_) {
+      PyObject* found = PyDict_GetItemWithError(w.dict.ptr(), w.key.ptr());  // borrowed
+      if (!found) {
+        if (PyErr_Occurred()) throw py::error_already_set();
+        return false;  // moved to another dictionary (a buffer made a parameter): Python finds it again
+      }
+      auto t = py::reinterpret_borrow<py::object>(found);  // held: reading it may run Python code
+      if (found != w.tensor.ptr() || tt::version(found) != w.version || tt::data_ptr(found) != w.address) {
+        if (!still_fits(w, found)) return false;
+        changed.emplace_back(&w, std::move(t));
+      }
+    }
+    return true;
+  }
+
+  // Copies the changed weights the plan holds as raw float32 in, and stamps them all.
+  void upload(std::vector<std::pair<Weight*, py::object>>& changed) {
+    for (auto& [w, t] : changed) {
+      if (w->raw) copy_in(w->name, tt::data_ptr(t.ptr()), w->bytes);
+      stamp(*w, t);
+      if (w->raw)
+        uploaded_[py::str(w->name)] =
+            py::make_tuple(w->version, w->address, py::tuple(py::reinterpret_borrow<py::object>(w->shape)));
+    }
+  }
+
   // Whether a changed weight can be taken here: one the plan reads must keep its dtype, shape and device (the plan's
   // key) and be raw float32 memory; one it does not read only its shape and device.
   bool still_fits(const Weight& w, PyObject* t) const {
@@ -234,6 +265,7 @@ class SegmentCall {
   py::object owner_;  // keeps exe_ alive
   PyExecutable& exe_;
   bool device_io_;
+  bool weights_changed_last_ = true;  // the first call reads the weights first
   py::object current_stream_;  // () -> torch's current stream on the plan's device, as the driver's handle
   py::object batch_;
   py::dict uploaded_;  // the plan's stamps of what it holds: spire name -> (version, data_ptr, shape)
