@@ -223,3 +223,25 @@ def test_backend_piece_calls_the_segment_directly(device, python_path_calls, mon
     x.requires_grad_(True)
     assert rel_err(piece(x), model(x)) <= 1e-4
     assert len(loops) == before[0] + 2, "a call wanting gradients did not go through the partition"
+
+
+def test_compiled_module_calls_the_segment_directly(device, monkeypatch):
+    """spire.torch.compile's module runs an inference call of its one segment straight through the C++ call too, and
+    through its partitions again where that would miss a change: training mode, a replaced submodule."""
+    from spire.torch.compiled_module import _Partition
+    model, x, compiled = _setup(ConvBN, 54, device, 2, 3, 8, 8)
+    loops = []
+    partition_run = _Partition.run
+    monkeypatch.setattr(_Partition, "run", lambda part, args: loops.append(1) or partition_run(part, args))
+    with torch.no_grad():  # _setup's call ran the full path, which made the direct call
+        for _ in range(3):
+            x = torch.randn_like(x)
+            assert rel_err(compiled(x), model(x)) <= 1e-4
+        assert len(loops) == 0, "inference calls went through the partition loop"
+        model.train()
+        assert rel_err(compiled(x), model(x)) <= 1e-4
+        assert len(loops) == 1, "a call in training mode did not go through the partitions"
+        model.eval()
+        model.bn = nn.BatchNorm2d(8).eval().to(x.device)
+        assert rel_err(compiled(x), model(x)) <= 1e-4
+        assert len(loops) == 2, "a call after a submodule was replaced did not trace again"

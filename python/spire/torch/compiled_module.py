@@ -266,6 +266,7 @@ class SpireModule(torch.nn.Module):
         # The module's submodules as traced (a graph given, Dynamo's, has Dynamo's own guards).
         self._tree = _ModuleTree(module) if graph is None else None
         self._partitions = {}
+        self._direct = None  # run_direct's call, made after a call of the full path
         self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
         if dump:
@@ -367,6 +368,10 @@ class SpireModule(torch.nn.Module):
         return part
 
     def forward(self, *args, **kwargs):
+        if not kwargs:
+            out = self.run_direct(args)
+            if out is not None:
+                return out
         args = self._bind(args, kwargs)
         if self._tree is not None and not self._tree.intact():
             self._trace_again()
@@ -378,13 +383,22 @@ class SpireModule(torch.nn.Module):
             # PyTorch, the rest on spire, from the next call on.
             key = next(k for k, v in self._partitions.items() if v is part)
             self._partitions[key] = _Partition(self, part.gm, graph_args, {**part.forced, **part.recut})
+        self._direct = self._direct_call()
         return out
 
-    def direct_call(self):
-        """For a module given as a graph (a backend's piece) that has one partition: its direct call
-        (_Partition.direct_call), which also returns None where the modules' training flags are no longer those of
-        the partition. None otherwise."""
-        if len(self._partitions) != 1 or self._tree is not None:
+    def run_direct(self, args):
+        """An inference call of a module that is one spire segment, straight to the segment's C++ call (skipping the
+        binding, the partition's lookup and its item loop: tens of microseconds a call, before the step is launched),
+        with positional arguments as the graph takes them; None where that does not describe the call (the module
+        changed, another shape or dtype, gradients wanted, ...): forward's full path then runs it."""
+        if self._direct is None or (self._tree is not None and not self._tree.intact()):
+            return None
+        return self._direct(args)
+
+    def _direct_call(self):
+        """The direct call of the module's one partition (_Partition.direct_call), which also returns None where the
+        modules' training flags are no longer the partition's; None where there are several partitions."""
+        if len(self._partitions) != 1:
             return None
         (key, part), = self._partitions.items()
         call, flags, modules = part.direct_call(), key[0], self._modules_list
@@ -402,6 +416,7 @@ class SpireModule(torch.nn.Module):
         self._tree = _ModuleTree(self.module)
         self._traces = {}
         self._partitions = {}
+        self._direct = None
         self._modules_list = None
 
     def explain(self, *args, **kwargs):

@@ -103,7 +103,6 @@ class _Piece:
         # ones the dictionaries hold, putting them in place again (a hundred dictionary writes in a CNN) is skipped.
         self._weight_args = operator.itemgetter(*[i for i, _ in self.weights]) if self.weights else None
         self._placed = ()
-        self._direct = None  # SpireModule.direct_call, once a call has made it
         self.dtypes_ok = set()
         self.spire = SpireModule(self.gm, device=device, dynamic=dynamic, dump=dump, graph=self.gm, precision=precision)
         _pieces.append(weakref.ref(self.spire))
@@ -129,21 +128,16 @@ class _Piece:
     def __call__(self, *args):
         self._set_weights(args)
         data = [args[i] for i in self.data]
-        if self._direct is not None:
-            # An inference call of a one-segment graph: straight to the segment's C++ call, skipping the module's
-            # partition lookup and item loop (tens of microseconds a call, before the step is launched).
-            outs = self._direct(data)
-            if outs is not None:
-                return outs
+        out = self.spire.run_direct(data)  # an inference call of a one-segment graph, straight to its C++ call
+        if out is not None:
+            return out
         dtypes = tuple(a.dtype for a in data if isinstance(a, torch.Tensor))
         if dtypes not in self.dtypes_ok:
             if any(d not in SUPPORTED_DTYPES for d in dtypes):
                 return self.gm(*data)  # a dtype spire has no tensors of: this graph stays eager PyTorch
             self.dtypes_ok.add(dtypes)
         # forward, not __call__: nobody hooks this inner module, and nn.Module's hook dispatch costs microseconds.
-        out = self.spire.forward(*data)
-        self._direct = self.spire.direct_call()
-        return out
+        return self.spire.forward(*data)
 
 
 def _default_device(example_inputs):
