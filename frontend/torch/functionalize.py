@@ -253,8 +253,8 @@ class _Rewriter:
 def functionalized(gm, record):
     """gm, or a copy of it with the writes of the module comment rewritten when there are any. record(gm): the eager
     run's {node: summary} (probe.record), whose tensors have a .shape."""
-    if not any(map(mutated, gm.graph.nodes)):
-        return gm
+    if not any(mutated(n) and n.op != "call_module" for n in gm.graph.nodes):
+        return gm  # nothing to rewrite (an in-place module, ReLU(inplace=True), keeps its own rule): no copy, no run
     graph = copy.deepcopy(gm.graph)
     copied = torch.fx.GraphModule(gm, graph)
     results = record(copied)
