@@ -37,7 +37,7 @@ for _overload, _handler in (
         ("aten.clone.default", METHODS["clone"]), ("aten.detach.default", METHODS["detach"]),
         ("aten.alias.default", METHODS["clone"]), ("aten.contiguous.default", METHODS["contiguous"]),
         ("aten.clamp.default", FUNCTIONS[torch.clamp]), ("aten.hardtanh.default", FUNCTIONS[F.hardtanh]),
-        ("aten.gelu.default", FUNCTIONS[F.gelu]), ("aten.dropout.default", FUNCTIONS.get(torch.dropout)),
+        ("aten.gelu.default", FUNCTIONS[F.gelu]), ("aten.hardsigmoid.default", FUNCTIONS[F.hardsigmoid]), ("aten.dropout.default", FUNCTIONS.get(torch.dropout)),
         ("aten.max_pool2d.default", FUNCTIONS[F.max_pool2d]), ("aten.avg_pool2d.default", FUNCTIONS[F.avg_pool2d]),
         ("aten._adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),
         ("aten.adaptive_avg_pool2d.default", FUNCTIONS[F.adaptive_avg_pool2d]),

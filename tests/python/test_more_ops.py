@@ -50,12 +50,13 @@ class Activations(nn.Module):
     def __init__(self):
         super().__init__()
         self.elu, self.softplus, self.mish = nn.ELU(0.7), nn.Softplus(beta=0.5, threshold=3), nn.Mish()
-        self.prelu, self.prelu_one = nn.PReLU(6), nn.PReLU()
+        self.prelu, self.prelu_one, self.hardsigmoid = nn.PReLU(6), nn.PReLU(), nn.Hardsigmoid()
         self.w = nn.Parameter(torch.full((6,), 0.2))
 
     def forward(self, x):
         return (F.elu(x), F.elu(x, 0.5), self.elu(x), F.softplus(x), F.softplus(x, 2, 5), self.softplus(x),
-                F.mish(x), self.mish(x), self.prelu(x), self.prelu_one(x), F.prelu(x, self.w))
+                F.mish(x), self.mish(x), self.prelu(x), self.prelu_one(x), F.prelu(x, self.w), F.hardsigmoid(x),
+                self.hardsigmoid(x), F.hardswish(x))
 
 
 # The norms on [3, 8, 5, 6] off zero mean and unit variance; the activations on [2, 6, 7] past softplus's thresholds
