@@ -1,4 +1,5 @@
 """An op spire lacks runs in eager PyTorch, the rest on spire: results equal eager's, and explain() says where."""
+import pytest
 import torch
 
 import spire.torch
@@ -222,3 +223,28 @@ def test_a_segment_the_device_refuses_runs_eagerly(device):
     assert len(eager) == 1 and "table" in eager[0] and "does not fit" in eager[0] and "spire segment" in text, text
     with torch.no_grad():
         assert rel_err(compiled(x), model(x)) <= 1e-6
+
+
+class BranchesOnValues(torch.nn.Module):
+    """Python control flow on tensor values, which neither symbolic_trace nor make_fx can follow, with nested
+    arguments and results (as a detection model's list of images and list of dicts)."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(3, 2)
+
+    def forward(self, images):
+        return [{"scores": self.fc(x) * 2 if x.sum() > 0 else self.fc(x) - 1} for x in images]
+
+
+def test_a_module_no_trace_follows_runs_eagerly(device):
+    model = seeded(BranchesOnValues, seed=24)
+    compiled = spire.torch.compile(model, device=device)
+    torch.manual_seed(25)
+    with pytest.warns(UserWarning, match="neither symbolic_trace nor make_fx traces BranchesOnValues"):
+        got = compiled([torch.randn(2, 3), torch.randn(4, 3)])
+    for images in ([torch.randn(2, 3) + 3, torch.randn(4, 3) - 3], [torch.randn(5, 3)]):
+        got, want = compiled(images), model(images)
+        assert len(got) == len(want) and all(torch.equal(g["scores"], w["scores"]) for g, w in zip(got, want))
+    text = compiled.explain(images)
+    assert "eager  untraced" in text and "neither symbolic_trace nor make_fx" in text, text

@@ -37,6 +37,33 @@ def trace(module, concrete_args=None):
         return None
 
 
+class _Untraced(torch.nn.Module):
+    """A module neither trace can follow (control flow on tensor values: `if x.sum() > 0`, detection heads), as the
+    one node of a graph: called with the call's tensors flattened as make_fx's graphs take them, it runs the module
+    on them in eager PyTorch."""
+
+    def __init__(self, module, spec):
+        super().__init__()
+        self.module, self.spec = module, spec
+
+    def forward(self, *leaves):
+        return self.module(*torch.utils._pytree.tree_unflatten(list(leaves), self.spec))
+
+
+def _untraced_graph(module, args, why):
+    """A graph calling the whole module eagerly (_Untraced), its one node kept in PyTorch for `why`."""
+    root = torch.nn.Module()
+    leaves, spec = torch.utils._pytree.tree_flatten(args)
+    root.untraced = _Untraced(module, spec)
+    g = torch.fx.Graph()
+    inputs = [g.placeholder(f"arg{i}") for i in range(len(leaves))]
+    node = g.call_module("untraced", tuple(inputs))
+    g.output(node)
+    gm = torch.fx.GraphModule(root, g)
+    gm.spire_forced = {node: why}
+    return gm
+
+
 # Values of non-tensor arguments a trace is specialized to (a forward may branch on them: `if mask is None`).
 _CONSTANT_TYPES = (type(None), bool, int, float, str)
 
@@ -267,6 +294,7 @@ class SpireModule(torch.nn.Module):
         self._tree = _ModuleTree(module) if graph is None else None
         self._partitions = {}
         self._direct = None  # run_direct's call, made after a call of the full path
+        self._untraced = None  # why make_fx could not trace the module (then every call runs it in eager PyTorch)
         self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
         if dump:
@@ -307,7 +335,14 @@ class SpireModule(torch.nn.Module):
     def _graph_module(self, args):
         if self._gm is None:
             from functorch import make_fx
-            return make_fx(self.module)(*args)
+            if self._untraced is None:
+                try:
+                    return make_fx(self.module)(*args)
+                except Exception as e:  # what make_fx cannot follow either: the module runs in eager PyTorch
+                    self._untraced = f"neither symbolic_trace nor make_fx traces {type(self.module).__name__}: " \
+                                     f"{type(e).__name__}: {e}"
+                    warnings.warn(f"spire: {self._untraced}; it runs in eager PyTorch", stacklevel=5)
+            return _untraced_graph(self.module, args, self._untraced)
         constants = {p.name: a for p, a in zip(self._params or (), args) if isinstance(a, _CONSTANT_TYPES)}
         if not constants:
             return self._gm
@@ -355,7 +390,7 @@ class SpireModule(torch.nn.Module):
                     names = ", ".join(str(d).replace("torch.", "") for d in SUPPORTED_DTYPES)
                     raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
             gm = self._graph_module(args)
-            part = _Partition(self, gm, self._graph_args(args))
+            part = _Partition(self, gm, self._graph_args(args), getattr(gm, "spire_forced", None))
             self._partitions[key] = part
             if self.dump:
                 with open(os.path.join(self.dump, f"fx_graph.{len(self._partitions)}.txt"), "w") as f:
@@ -417,6 +452,7 @@ class SpireModule(torch.nn.Module):
         self._traces = {}
         self._partitions = {}
         self._direct = None
+        self._untraced = None
         self._modules_list = None
 
     def explain(self, *args, **kwargs):
