@@ -5,6 +5,7 @@ place of its first node never reads a value early. get_attr nodes (weights) belo
 become graph parameters, in eager code plain attribute reads."""
 import operator
 
+from .aliasing import is_view
 from .probe import TensorInfo
 
 
@@ -26,6 +27,36 @@ def _has_tensor(info):
     if isinstance(info, (tuple, list)):
         return any(_has_tensor(x) for x in info)
     return False
+
+
+# A segment this small, reading neither the call's inputs nor weights, runs in PyTorch (_small_between_eager).
+SMALL_NODES, SMALL_ELEMENTS = 8, 16384
+
+
+def _elements(info):
+    if isinstance(info, TensorInfo):
+        n = 1
+        for s in info.shape:
+            n *= s
+        return n
+    if isinstance(info, (tuple, list)):
+        return max((_elements(x) for x in info), default=0)
+    return 0
+
+
+def _small_between_eager(seg, results):
+    """Whether a segment is a few ops on small tensors whose every input comes from other nodes, no graph input,
+    weight or module (a detector's per-class selection between its topk, nonzero and nms, which make_fx records 90 times over):
+    PyTorch runs such ops for less than a device call costs, and on spire each would be a plan of its own."""
+    if len(seg.nodes) > SMALL_NODES:
+        return False
+    if any(n.op == "call_module" for n in seg.nodes) or any(
+            a.op == "placeholder" or (a.op == "get_attr" and not str(a.target).startswith("_tensor_constant"))
+            for n in seg.nodes for a in n.all_input_nodes):
+        return False  # a module's weights, or the call's inputs (make_fx's constants, numbers it made tensors, are not)
+    # Views (x[:, k] of a detector's [anchors, classes] scores) cost PyTorch nothing: their sizes do not count.
+    tensors = lambda n: isinstance(results.get(n), TensorInfo)  # noqa: E731
+    return max((_elements(results.get(n)) for n in seg.nodes if not is_view(n, tensors)), default=0) <= SMALL_ELEMENTS
 
 
 def _runs(gm, support):
@@ -73,10 +104,12 @@ def split_segments(gm, support, results):
                 verdict[n] = (False, why[n]) if n in why else (True, "")
     for region, _ in regions:
         run_of[next(iter(region))].folded |= region
-    final, kept = [], 0
+    final, kept, placed = [], 0, set()
     for kind, x in items:
         if kind == "node":
-            final.append((kind, x))
+            if x not in placed:
+                placed.add(x)
+                final.append((kind, x))
             continue
         seg, members = x, set(x.nodes)
         idle = None
@@ -85,8 +118,17 @@ def split_segments(gm, support, results):
         elif all(n.op == "call_function" and n.target is operator.getitem and
                  not isinstance(results.get(n.args[0]), TensorInfo) for n in seg.nodes):
             idle = "only picks results of a multi-result op (no tensor work)"
-        if idle:  # nothing for a device to do
+        elif _small_between_eager(seg, results):
+            idle = (f"at most {SMALL_NODES} ops on at most {SMALL_ELEMENTS} elements between ops that stay in PyTorch: "
+                    "cheaper there than a device call")
+        if idle:  # nothing for a device to do, or too little
             for n in seg.nodes:
+                # A constant the run read may come after the run's first node (get_attr items do not cut runs): now
+                # read in PyTorch, it goes before its reader.
+                for a in n.all_input_nodes:
+                    if a.op == "get_attr" and a not in placed:
+                        placed.add(a)
+                        final.append(("node", a))
                 reasons[n] = idle
                 final.append(("node", n))
             continue

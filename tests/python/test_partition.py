@@ -248,3 +248,47 @@ def test_a_module_no_trace_follows_runs_eagerly(device):
         assert len(got) == len(want) and all(torch.equal(g["scores"], w["scores"]) for g, w in zip(got, want))
     text = compiled.explain(images)
     assert "eager  untraced" in text and "neither symbolic_trace nor make_fx" in text, text
+
+
+class SmallOpsBetweenEagerOps(torch.nn.Module):
+    """A few pointwise ops between two ops spire lacks (cumsum), then a Linear: the small middle runs in PyTorch
+    where its tensors are small, on spire where they are not; the Linear (a module's weights) stays on spire."""
+
+    def __init__(self, width):
+        super().__init__()
+        self.fc = torch.nn.Linear(width, 4)
+
+    def forward(self, x):
+        t = torch.cumsum(x, 1).sigmoid() * 2
+        return self.fc(torch.cumsum(t, 1))
+
+
+@pytest.mark.parametrize("width, small", [(16, True), (20000, False)])
+def test_small_ops_between_eager_ops_stay_there(device, width, small):
+    model = seeded(SmallOpsBetweenEagerOps, width, seed=26).eval()
+    x = torch.randn(2, width)
+    compiled = spire.torch.compile(model, device=device)
+    with torch.no_grad():
+        assert rel_err(compiled(x), model(x)) <= 1e-4
+    text = compiled.explain(x)
+    cheaper = [line for line in text.splitlines() if "cheaper there than a device call" in line]
+    assert len(cheaper) == (2 if small else 0), text
+    assert "spire  fc: call_module fc" in text, text
+
+
+class ConstantBetweenEagerOps(torch.nn.Module):
+    """make_fx records torch.tensor(0.5) as a constant read (get_attr) in the middle of the small run between the
+    cumsums: run in PyTorch, the constant is read before the op that takes it."""
+
+    def forward(self, x):
+        t = torch.cumsum(x, 1).sigmoid()
+        return torch.cumsum(t * torch.tensor(0.5), 1)
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_small_ops_between_eager_ops_read_their_constants(device, trace):
+    from test_decoders import compiled_both_ways
+    torch.manual_seed(27)
+    want, got, text = compiled_both_ways(ConstantBetweenEagerOps(), (torch.randn(2, 6),), trace, device)
+    assert rel_err(got, want) <= 1e-6
+    assert "cheaper there than a device call" in text and "spire segment" not in text, text
