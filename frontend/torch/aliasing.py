@@ -13,11 +13,13 @@ import operator
 
 import torch
 
-# Torch-level ops that may return a view of their first argument (symbolic_trace and Dynamo record these).
+# Torch-level ops that may return a view of their first argument (symbolic_trace and Dynamo record these), or the
+# argument itself: x.float() of a float tensor, x.to(its own dtype), x.cpu() of a CPU tensor.
 VIEW_METHODS = frozenset({
     "view", "view_as", "reshape", "reshape_as", "flatten", "unflatten", "transpose", "swapaxes", "permute", "expand",
     "expand_as", "unsqueeze", "squeeze", "t", "narrow", "select", "split", "chunk", "unbind", "contiguous", "detach",
-    "as_strided", "diagonal", "unfold", "movedim", "__getitem__", "real", "imag"})
+    "as_strided", "diagonal", "unfold", "movedim", "__getitem__", "real", "imag",
+    "to", "type", "type_as", "float", "double", "half", "bfloat16", "int", "long", "bool", "cpu", "cuda"})
 VIEW_FUNCTIONS = frozenset(f for f in (
     torch.reshape, torch.flatten, torch.transpose, torch.swapaxes, torch.permute, torch.unsqueeze,
     torch.squeeze, torch.t, torch.narrow, torch.select, torch.split, torch.chunk, torch.unbind, torch.detach,

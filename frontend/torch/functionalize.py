@@ -178,7 +178,12 @@ class _Rewriter:
         if not isinstance(value, torch.fx.Node) or self.shape_of(value) is None:
             return None
         cast = self.node("call_method", "type_as", value, like, like=value)
-        return self.node("call_method", "expand_as", cast, like, like=like)
+        # clone: type_as and expand_as may return their argument itself, which a later write would change too.
+        return self.fresh(self.node("call_method", "expand_as", cast, like, like=like))
+
+    def fresh(self, value):
+        """value copied (a no-op on spire), so that nothing written later aliases what it was made from."""
+        return self.node("call_method", "clone", value, like=value)
 
     def functional(self, write, target_fn, written, kwargs=None):
         """The write's functional twin on the same arguments, in the written tensor's dtype (an in-place op keeps it,
@@ -188,7 +193,7 @@ class _Rewriter:
         value = self.node(write.op, target_fn, *write.args, like=written,
                           kwargs=write.kwargs if kwargs is None else kwargs)
         if any(isinstance(a, torch.fx.Node) and self.shape_of(a) is not None for a in write.args[1:]):
-            return self.node("call_method", "type_as", value, written, like=written)
+            return self.fresh(self.node("call_method", "type_as", value, written, like=written))
         return value
 
     def write_target(self, write):
@@ -218,6 +223,13 @@ class _Rewriter:
         for view in family - members:
             if order.get(view, -1) < order[write] and any(order.get(u, -1) > order[write] for u in view.users):
                 return False
+        # A view in the chain (or the write's result, a view too where the write went through one) that is changed
+        # again or viewed afterwards still aliases the tensor in PyTorch; its new value here would not: left as is.
+        tensors = lambda n: self.shape_of(n) is not None  # noqa: E731
+        aliases = [n for n, _ in links[1:]] + ([write] if key is None and target is not base else [])
+        if any(order.get(u, -1) > order[write] and (mutated(u) or is_view(u, tensors))
+               for a in aliases for u in a.users):
+            return False
         with self.g.inserting_before(write):
             if key is not None:
                 items = self.index_items(target, key)

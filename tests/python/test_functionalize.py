@@ -8,6 +8,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import spire.torch
 from models import seeded
 from test_decoders import compiled_both_ways, eager_lines
 from test_more_ops import assert_close
@@ -71,6 +72,23 @@ def test_writes_become_new_values(device, trace, model, shape):
     assert text.count("spire segment") == 1, text
 
 
+class ViewWrittenTwice(nn.Module):
+    """A view written, then changed again (directly, through its write's result, through a view of it): each change
+    reaches the tensor in PyTorch, so these stay there."""
+
+    def forward(self, x):
+        y = x * 2
+        v = y[:, 0]
+        v.add_(1)
+        v.mul_(2)
+        z = y[:, 1].add_(1)
+        z.mul_(3)
+        w = y[:, 2]
+        w.sub_(1)
+        w[1:].zero_()
+        return y + 1
+
+
 class CallersTensorWritten(nn.Module):
     """Writes the caller sees (into its input), and through a view made before the write and read after it: both
     stay in PyTorch."""
@@ -81,6 +99,13 @@ class CallersTensorWritten(nn.Module):
         early = y[:, 1:3]
         y[:, 2:4].zero_()
         return x + 1, early * 3, y
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_a_view_written_twice_stays_in_eager(device, trace):
+    torch.manual_seed(8)
+    want, got, text = compiled_both_ways(ViewWrittenTwice(), (torch.randn(2, 5),), trace, device)
+    assert_close(got, want)
 
 
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
@@ -115,3 +140,26 @@ def test_setitem_as_dynamo_records_it(device):
     assert_close(got, want)
     text = compiled.explain(x)
     assert eager_lines(text) == [] and text.count("spire segment") == 1, text
+
+
+class WritesThroughFloat(nn.Module):
+    def forward(self, x):
+        same = x.float()  # x itself (a float tensor): the write changes the caller's tensor in PyTorch
+        same[:, 3].fill_(7.0)
+        return same * 2, x + 1
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_a_write_into_x_float_changes_x(device, trace):
+    from functorch import make_fx
+    torch.manual_seed(9)
+    x = torch.randn(2, 5)
+    want_x, got_x = x.clone(), x.clone()
+    want = WritesThroughFloat()(want_x)
+    traced = make_fx(WritesThroughFloat())(x.clone()) if trace == "make_fx" else WritesThroughFloat()
+    with torch.no_grad():
+        compiled = spire.torch.compile(traced, device=device)
+        compiled(x.clone())  # compiles (its eager probe writes into the tensor it is given)
+        got = compiled(got_x)
+    assert_close(got, want)
+    assert torch.equal(got_x, want_x), "the caller's tensor was not written as in eager"
