@@ -292,3 +292,23 @@ def test_small_ops_between_eager_ops_read_their_constants(device, trace):
     want, got, text = compiled_both_ways(ConstantBetweenEagerOps(), (torch.randn(2, 6),), trace, device)
     assert rel_err(got, want) <= 1e-6
     assert "cheaper there than a device call" in text and "spire segment" not in text, text
+
+
+class AddsToItsInput(torch.nn.Module):
+    def forward(self, x):
+        x.add_(1)
+        return x * 2
+
+
+@pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
+def test_compiling_does_not_write_into_the_callers_tensors(device, trace):
+    """The runs made while compiling (the probe's; make_fx's trace) work on copies: a module that writes into its
+    input changes it once a call, as in eager."""
+    from functorch import make_fx
+    model = make_fx(AddsToItsInput())(torch.zeros(2, 3)) if trace == "make_fx" else AddsToItsInput()
+    compiled = spire.torch.compile(model, device=device)
+    x = torch.zeros(2, 3)
+    with torch.no_grad():
+        for call in (1, 2):
+            y = compiled(x)
+            assert torch.equal(x, torch.full((2, 3), float(call))) and torch.equal(y, 2 * x), (call, x, y)

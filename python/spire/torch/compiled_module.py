@@ -88,6 +88,13 @@ def _leaf_shapes(args):
                             a if isinstance(a, _CONSTANT_TYPES) else type(a) for a in leaves)
 
 
+def _copies(args):
+    """The call's tensors copied, for the runs made while compiling (the probe's, make_fx's): a graph that writes into
+    its inputs (x.add_(1)) would otherwise write into the caller's tensors once per run, before the call itself."""
+    return tuple(torch.utils._pytree.tree_map(lambda a: a.detach().clone() if isinstance(a, torch.Tensor) else a,
+                                              list(args)))
+
+
 class _Partition:
     """One probe's result: the items to run in order and the runner of each segment."""
 
@@ -98,8 +105,8 @@ class _Partition:
         state = _snapshot(gm)
         try:
             # In-place writes into tensors the graph made become new values, in a copy of the graph (functionalize.py)
-            self.gm = gm = functionalized(gm, lambda g: record(g, args))
-            self.results, self.support = probe(gm, args)
+            self.gm = gm = functionalized(gm, lambda g: record(g, _copies(args)))
+            self.results, self.support = probe(gm, _copies(args))
         finally:
             _restore(gm, state)
         for n, why in self.forced.items():
@@ -337,7 +344,7 @@ class SpireModule(torch.nn.Module):
             from functorch import make_fx
             if self._untraced is None:
                 try:
-                    return make_fx(self.module)(*args)
+                    return make_fx(self.module)(*_copies(args))  # make_fx runs the module: not on the caller's tensors
                 except Exception as e:  # what make_fx cannot follow either: the module runs in eager PyTorch
                     self._untraced = f"neither symbolic_trace nor make_fx traces {type(self.module).__name__}: " \
                                      f"{type(e).__name__}: {e}"
