@@ -176,12 +176,10 @@ class SegmentCall {
         weights_changed_last_ = true;
         return py::none();  // a weight the C++ call cannot take: the Python path runs the call (and its own step)
       }
-      if (!changed.empty()) {
-        upload(changed);
-        exe_.submit();
-      }
+      upload(changed);
+      if (reads_any(changed)) exe_.submit();  // a weight the plan reads changed: the step again, with it
     }
-    weights_changed_last_ = !changed.empty();
+    weights_changed_last_ = reads_any(changed);
     py::list results(outputs_.size());
     for (size_t i = 0; i < outputs_.size(); ++i) {
       const Output& out = outputs_[i];
@@ -222,6 +220,13 @@ class SegmentCall {
       }
     }
     return true;
+  }
+
+  // Whether any of the changed weights is one the plan reads (the rest are only stamped).
+  static bool reads_any(const std::vector<std::pair<Weight*, py::object>>& changed) {
+    for (const auto& [w, t] : changed)
+      if (w->raw) return true;
+    return false;
   }
 
   // Copies the changed weights the plan holds as raw float32 in, and stamps them all.
