@@ -15,15 +15,16 @@ functional twin (add_ -> add), at the torch or the ATen level. Every later reade
 chain or of the write's own result reads the new value. The rewritten graph still runs in PyTorch (the probe records
 it), so its meaning is checked there too.
 
-Left as they were (aliasing.py keeps them in PyTorch): writes into the caller's tensors, views of other kinds
-(reshape, transpose, a tensor index), a view of the same tensor made before the write and read after it (which
-PyTorch would see changed), random fills, in-place modules, and input-free writes, which constant_regions.py folds."""
+Left as they were (aliasing.py keeps them in PyTorch): writes into the caller's tensors (x.float() may be x), views
+of other kinds (reshape, transpose, a tensor index), a view of the same tensor made before the write and read after
+it, or a view written that is changed or viewed again afterwards (PyTorch would see those changes on the tensor),
+random fills, in-place modules, and input-free writes, which constant_regions.py folds."""
 import copy
 import operator
 
 import torch
 
-from .aliasing import contains, is_view, mutated
+from .aliasing import is_view, mutated
 from .constant_regions import RANDOM_NAMES, input_free
 
 # Augmented assignments (what symbolic_trace records for `x += y`) and their plain operators.
