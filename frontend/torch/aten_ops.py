@@ -24,7 +24,7 @@ for _overload, _handler in (
         ("aten.expand.default", METHODS["expand"]), ("aten.flatten.using_ints", FUNCTIONS[torch.flatten]),
         ("aten.unsqueeze.default", FUNCTIONS[torch.unsqueeze]), ("aten.squeeze.dim", FUNCTIONS[torch.squeeze]),
         ("aten.select.int", METHODS["select"]), ("aten.slice_scatter.default", METHODS["slice_scatter"]),
-        ("aten.select_scatter.default", METHODS["select_scatter"]), ("aten.split.Tensor", FUNCTIONS[torch.split]),
+        ("aten.select_scatter.default", METHODS["select_scatter"]), ("aten.unbind.int", METHODS["unbind"]), ("aten.split.Tensor", FUNCTIONS[torch.split]),
         ("aten.split_with_sizes.default", FUNCTIONS[torch.split]),
         ("aten.chunk.default", FUNCTIONS[torch.chunk]), ("aten.cat.default", FUNCTIONS[torch.cat]),
         ("aten.unsafe_split.Tensor", FUNCTIONS[torch.split]),

@@ -9,16 +9,16 @@ value, and the graph is rewritten to compute it, as PyTorch's own functionalizat
     ->  bias2 = torch.slice_scatter(bias, torch.zeros_like(bias[n:2 * n]), 0, n, 2 * n, 1); F.linear(x, w2, bias2)
 
 The view written through must be a chain of slices and selections (getitem of ints, slices and ..., aten.slice,
-select, detach): each step is undone by slice_scatter / select_scatter, from the written view up to the tensor. The
-write is zero_, fill_ (a number), copy_, setitem, an augmented assignment or any in-place tensor method with a
-functional twin (add_ -> add), at the torch or the ATen level. Every later reader of the tensor, of a view in the
-chain or of the write's own result reads the new value. The rewritten graph still runs in PyTorch (the probe records
-it), so its meaning is checked there too.
+select, narrow, detach, a part of split's, chunk's or unbind's tuple): each step is undone by slice_scatter /
+select_scatter, from the written view up to the tensor. The write is zero_, fill_ (a number), copy_, setitem, an
+augmented assignment or any in-place tensor method with a functional twin (add_ -> add), at the torch or the ATen
+level. Every later reader of the tensor reads the new value. The rewritten graph still runs in PyTorch (the probe
+records it), so its meaning is checked there too.
 
 Left as they were (aliasing.py keeps them in PyTorch): writes into the caller's tensors (x.float() may be x), views
 of other kinds (reshape, transpose, a tensor index), a view of the same tensor made before the write and read after
-it, or a view written that is changed or viewed again afterwards (PyTorch would see those changes on the tensor),
-random fills, in-place modules, and input-free writes, which constant_regions.py folds."""
+it, a view written (or a write's result through a view) that is used afterwards (PyTorch would show later changes of
+the tensor in it), random fills, in-place modules, and input-free writes, which constant_regions.py folds."""
 import copy
 import operator
 
@@ -44,9 +44,12 @@ def _full_slice(item):
 
 
 class _Rewriter:
-    def __init__(self, gm, recorded):
-        self.gm, self.g, self.recorded = gm, gm.graph, recorded
+    def __init__(self, gm, results):
+        self.gm, self.g, self.results = gm, gm.graph, results
         self.made = {}  # node this rewrite added -> its shape (None for a dimension it does not know)
+
+    def recorded(self, n):
+        return getattr(self.results.get(n), "shape", None)
 
     def shape_of(self, n):
         """A tensor's shape (its rank where the rewrite made it), None for anything else."""
@@ -64,7 +67,11 @@ class _Rewriter:
         parent with the view's elements replaced by src; None for a view of another kind."""
         args, name = view.args, _aten_name(view)
         parent = args[0] if args else None
-        if not isinstance(parent, torch.fx.Node) or self.shape_of(parent) is None:
+        if not isinstance(parent, torch.fx.Node):
+            return None
+        if view.op == "call_function" and view.target is operator.getitem and self.shape_of(parent) is None:
+            return self.chunk_step(parent, args[1])  # one part of split's, chunk's or unbind's tuple
+        if self.shape_of(parent) is None:
             return None
         if view.op == "call_function" and view.target is operator.getitem:
             items = self.index_items(parent, args[1])
@@ -86,6 +93,31 @@ class _Rewriter:
         if name in IDENTITY_VIEWS or (view.op == "call_method" and view.target in IDENTITY_VIEWS):
             return parent, lambda p, src: src
         return None
+
+    def chunk_step(self, parts, i):
+        """(tensor, scatter) for part i of a tuple that split, chunk or unbind made of a tensor (at the torch or the
+        ATen level): its offset along the dimension from the parts' recorded sizes; None for any other tuple."""
+        name = _aten_name(parts) or (parts.target if parts.op == "call_method" else getattr(parts.target, "__name__", ""))
+        kind = {"split": "split", "chunk": "split", "unbind": "unbind", "aten.split.Tensor": "split",
+                "aten.split_with_sizes.default": "split", "aten.unbind.int": "unbind"}.get(name)
+        tensor, sizes = (parts.args[0] if parts.args else None), self.results.get(parts)
+        if kind is None or not isinstance(i, int) or not isinstance(tensor, torch.fx.Node) or \
+                self.shape_of(tensor) is None or not isinstance(sizes, (tuple, list)) or not 0 <= i < len(sizes):
+            return None
+        default_dim = {"split": 2, "chunk": 2, "unbind": 1}
+        at = default_dim.get(name.split(".")[1] if name.startswith("aten.") else name, 2)
+        dim = parts.args[at] if len(parts.args) > at else parts.kwargs.get("dim", 0)
+        if not isinstance(dim, int):
+            return None
+        dim %= len(self.shape_of(tensor))
+        if kind == "unbind":
+            return tensor, lambda p, src: self.node("call_function", torch.select_scatter, p, src, dim, i, like=p)
+        offsets = [0]
+        for part in sizes:
+            offsets.append(offsets[-1] + part.shape[dim])
+        start, end = offsets[i], offsets[i + 1]
+        return tensor, lambda p, src: self.node("call_function", torch.slice_scatter, p, src, dim, start, end, 1,
+                                                like=p)
 
     def index_items(self, parent, key):
         """x[key]'s items, one per dimension indexed (ints and slices, ... expanded), or None for any other index."""
@@ -214,22 +246,24 @@ class _Rewriter:
             return False
         base = links[0][0]
         # A view of the tensor made before the write and read after it would see the change in PyTorch.
+        # The tensor's aliases: its views, and the results of in-place ops on them (x.add_(1) returns x), through
+        # each other.
         members, family, todo = {n for n, _ in links}, {base}, [base]
         while todo:
-            for user in todo.pop().users:
-                if user not in family and is_view(user, lambda n: self.shape_of(n) is not None) and \
-                        user.args and user.args[0] in family:
+            member = todo.pop()
+            for user in member.users:
+                if user not in family and user is not write and (member in mutated(user) or (
+                        is_view(user, lambda n: self.shape_of(n) is not None) and user.args and user.args[0] in family)):
                     family.add(user)
                     todo.append(user)
         for view in family - members:
             if order.get(view, -1) < order[write] and any(order.get(u, -1) > order[write] for u in view.users):
                 return False
-        # A view in the chain (or the write's result, a view too where the write went through one) that is changed
-        # again or viewed afterwards still aliases the tensor in PyTorch; its new value here would not: left as is.
-        tensors = lambda n: self.shape_of(n) is not None  # noqa: E731
+        # A view in the chain (or the write's result, a view too where the write went through one) used afterwards
+        # still aliases the tensor in PyTorch: a later change to the tensor (through another view) or to the view
+        # would show in it, where its new value here would not. Such writes are left as they are.
         aliases = [n for n, _ in links[1:]] + ([write] if key is None and target is not base else [])
-        if any(order.get(u, -1) > order[write] and (mutated(u) or is_view(u, tensors))
-               for a in aliases for u in a.users):
+        if any(order.get(u, -1) > order[write] for a in aliases for u in a.users):
             return False
         with self.g.inserting_before(write):
             if key is not None:
@@ -270,10 +304,8 @@ def functionalized(gm, record):
         return gm  # nothing to rewrite (an in-place module, ReLU(inplace=True), keeps its own rule): no copy, no run
     graph = copy.deepcopy(gm.graph)
     copied = torch.fx.GraphModule(gm, graph)
-    results = record(copied)
-    recorded = lambda n: getattr(results.get(n), "shape", None)  # noqa: E731
-    free = input_free(copied, lambda n: recorded(n) is not None)
-    rewriter = _Rewriter(copied, recorded)
+    rewriter = _Rewriter(copied, record(copied))
+    free = input_free(copied, lambda n: rewriter.recorded(n) is not None)
     order = {n: i for i, n in enumerate(graph.nodes)}
     changed = False
     for node in list(graph.nodes):

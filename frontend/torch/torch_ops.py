@@ -1054,6 +1054,14 @@ def _f_select(b, args, kwargs):
 
 
 
+@_functions("unbind")
+@method("unbind")
+def _f_unbind(b, args, kwargs):
+    x = nb.tensor(args[0], "unbind's input")
+    dim = b.normalize_dim(x, arg(args, kwargs, 1, "dim", 0))
+    return tuple(nb.select(b, x, dim, i) for i in range(x.shape[dim]))
+
+
 @_functions("slice_scatter")
 @method("slice_scatter")
 def _f_slice_scatter(b, args, kwargs):

@@ -56,6 +56,19 @@ class ReadAfterInPlace(nn.Module):
         return y + x, y.sum(-1)
 
 
+class PartsWritten(nn.Module):
+    """Writes into parts of split, chunk and unbind, each part read before its write only."""
+
+    def forward(self, x):
+        y = x * 2
+        parts = torch.split(y, [2, 3], dim=1)
+        a, b = torch.tanh(parts[0]), parts[1]
+        b.relu_()
+        y.chunk(2, -1)[1].mul_(3)
+        y.unbind(0)[0].add_(1)
+        return a, y + 1
+
+
 class CircularPad(nn.Module):
     def forward(self, x):
         return F.pad(x, (2, 1, 1, 3), mode="circular") * 2
@@ -63,7 +76,8 @@ class CircularPad(nn.Module):
 
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
 @pytest.mark.parametrize("model, shape", [(BiasWithZeroedThird, (3, 8)), (SlicesWritten, (2, 6, 8)),
-                                          (ReadAfterInPlace, (2, 5)), (CircularPad, (2, 3, 4, 5))])
+                                          (ReadAfterInPlace, (2, 5)), (CircularPad, (2, 3, 4, 5)),
+                                          (PartsWritten, (2, 5))])
 def test_writes_become_new_values(device, trace, model, shape):
     torch.manual_seed(5)
     want, got, text = compiled_both_ways(seeded(model), (torch.randn(*shape),), trace, device)
@@ -73,8 +87,8 @@ def test_writes_become_new_values(device, trace, model, shape):
 
 
 class ViewWrittenTwice(nn.Module):
-    """A view written, then changed again (directly, through its write's result, through a view of it): each change
-    reaches the tensor in PyTorch, so these stay there."""
+    """A view written, then changed again (directly, through its write's result, through a view of it), or read after
+    the tensor changed through another view: PyTorch shows each change in both, so these stay there."""
 
     def forward(self, x):
         y = x * 2
@@ -86,7 +100,10 @@ class ViewWrittenTwice(nn.Module):
         w = y[:, 2]
         w.sub_(1)
         w[1:].zero_()
-        return y + 1
+        u = y[:, 3]
+        u.add_(1)
+        y[:, 3].mul_(2)  # through another view: u shows it in PyTorch
+        return y + 1, u * 1
 
 
 class CallersTensorWritten(nn.Module):
