@@ -34,38 +34,35 @@ class _Clock:
         self.piece = self.segments = 0.0
         self.piece_calls = 0
 
+    def timed(self, fn, add):
+        """fn, with the time of each call given to add(seconds)."""
+        def timed_fn(*args):
+            t = self.now()
+            try:
+                return fn(*args)
+            finally:
+                add(self.now() - t)
+        return timed_fn
+
     def patch(self):
-        clock = self
         # A segment's two paths (the C++ call, which a backend's piece may call directly, and the Python path).
         self._forwards = [(name, getattr(SegmentRunner, name)) for name in ("forward_described", "_forward_python")]
-
-        def timed(forward):
-            def timed_forward(runner, *args):
-                t = clock.now()
-                try:
-                    return forward(runner, *args)
-                finally:
-                    clock.segments += clock.now() - t
-            return timed_forward
-
         for name, forward in self._forwards:
-            setattr(SegmentRunner, name, timed(forward))
+            setattr(SegmentRunner, name, self.timed(forward, self._add_segment))
         self._piece = None
         try:
             from spire.torch.dynamo_backend import _Piece
         except ImportError:
             return
-        call, self._piece = _Piece.__call__, (_Piece, _Piece.__call__)
+        self._piece = (_Piece, _Piece.__call__)
+        _Piece.__call__ = self.timed(_Piece.__call__, self._add_piece)
 
-        def timed_call(piece, *args):
-            t = clock.now()
-            try:
-                return call(piece, *args)
-            finally:
-                clock.piece += clock.now() - t
-                clock.piece_calls += 1
+    def _add_segment(self, seconds):
+        self.segments += seconds
 
-        _Piece.__call__ = timed_call
+    def _add_piece(self, seconds):
+        self.piece += seconds
+        self.piece_calls += 1
 
     def unpatch(self):
         for name, forward in self._forwards:

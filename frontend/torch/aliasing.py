@@ -4,10 +4,10 @@ spire computes every value anew: a view (a slice, a transpose, a reshape) is a c
 copy_, setitem, masked_fill_) a new value. That is PyTorch's meaning only where nothing observes the difference, which
 an FX graph does not promise: make_fx records F.pad(mode="circular") as copies into slices of one new_empty tensor
 (the slices are views, the copies change the tensor through them), and any graph may read a tensor again after an
-in-place op changed it. functionalize.py rewrites first what it can (writes into tensors the graph made, through
-slices). Where an in-place op changes a tensor that has views, or that some node reads after the
-change, or that is the caller's (a graph input, a weight), the views and the in-place op run in PyTorch (on real
-tensors that alias as PyTorch's do), and what reads the tensor afterwards reads it from there. An in-place op whose
+in-place op changed it. functionalize.py first rewrites what it can (writes into tensors the graph made, through
+slices). Where an in-place op changes a tensor that has views, or that some node reads after the change, or that is
+the caller's (a graph input, a weight), the views and the in-place op run in PyTorch (on real tensors that alias as
+PyTorch's do), and what reads the tensor afterwards reads it from there. An in-place op whose
 result is the only way the changed tensor is read again (`out += identity`, `relu_(x)`) stays on spire."""
 import operator
 

@@ -41,11 +41,16 @@ def _reads_only_metadata(node):
     return contains(METADATA_FUNCTIONS, node.target)
 
 
+def traced_constant(node):
+    """A number the trace made a tensor of (make_fx's _tensor_constant for `mask[...] = 1.0`): a get_attr, no weight."""
+    return node.op == "get_attr" and str(node.target).startswith("_tensor_constant")
+
+
 def input_free(gm, tensors):
     """The input-free call nodes (the module comment). tensors(n): whether node n's result is a tensor."""
     free = set()
     for node in gm.graph.nodes:
-        if node.op == "get_attr" and str(node.target).startswith("_tensor_constant"):
+        if traced_constant(node):
             free.add(node)  # a number make_fx made a tensor of (mask[...] = 1.0): no weight
             continue
         if node.op not in ("call_function", "call_method") or any(r in _name(node) for r in RANDOM_NAMES):

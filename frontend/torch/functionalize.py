@@ -44,16 +44,16 @@ def _full_slice(item):
 
 
 class _Rewriter:
-    def __init__(self, gm, results):
-        self.gm, self.g, self.results = gm, gm.graph, results
+    def __init__(self, graph, results):
+        self.g, self.results = graph, results
         self.made = {}  # node this rewrite added -> its shape (None for a dimension it does not know)
-
-    def recorded(self, n):
-        return getattr(self.results.get(n), "shape", None)
 
     def shape_of(self, n):
         """A tensor's shape (its rank where the rewrite made it), None for anything else."""
-        return self.made[n] if n in self.made else self.recorded(n)
+        return self.made[n] if n in self.made else getattr(self.results.get(n), "shape", None)
+
+    def is_tensor(self, n):
+        return self.shape_of(n) is not None
 
     def node(self, op, target, *args, like=None, kwargs=None):
         """A new node whose result has the shape of node `like` (a tensor)."""
@@ -69,9 +69,9 @@ class _Rewriter:
         parent = args[0] if args else None
         if not isinstance(parent, torch.fx.Node):
             return None
-        if view.op == "call_function" and view.target is operator.getitem and self.shape_of(parent) is None:
+        if view.op == "call_function" and view.target is operator.getitem and not self.is_tensor(parent):
             return self.chunk_step(parent, args[1])  # one part of split's, chunk's or unbind's tuple
-        if self.shape_of(parent) is None:
+        if not self.is_tensor(parent):
             return None
         if view.op == "call_function" and view.target is operator.getitem:
             items = self.index_items(parent, args[1])
@@ -97,15 +97,15 @@ class _Rewriter:
     def chunk_step(self, parts, i):
         """(tensor, scatter) for part i of a tuple that split, chunk or unbind made of a tensor (at the torch or the
         ATen level): its offset along the dimension from the parts' recorded sizes; None for any other tuple."""
-        name = _aten_name(parts) or (parts.target if parts.op == "call_method" else getattr(parts.target, "__name__", ""))
+        name = _aten_name(parts) or (parts.target if parts.op == "call_method" else
+                                     getattr(parts.target, "__name__", ""))
         kind = {"split": "split", "chunk": "split", "unbind": "unbind", "aten.split.Tensor": "split",
                 "aten.split_with_sizes.default": "split", "aten.unbind.int": "unbind"}.get(name)
         tensor, sizes = (parts.args[0] if parts.args else None), self.results.get(parts)
         if kind is None or not isinstance(i, int) or not isinstance(tensor, torch.fx.Node) or \
-                self.shape_of(tensor) is None or not isinstance(sizes, (tuple, list)) or not 0 <= i < len(sizes):
+                not self.is_tensor(tensor) or not isinstance(sizes, (tuple, list)) or not 0 <= i < len(sizes):
             return None
-        default_dim = {"split": 2, "chunk": 2, "unbind": 1}
-        at = default_dim.get(name.split(".")[1] if name.startswith("aten.") else name, 2)
+        at = 1 if kind == "unbind" else 2  # the dimension's place: unbind(x, dim), split / chunk(x, sizes, dim)
         dim = parts.args[at] if len(parts.args) > at else parts.kwargs.get("dim", 0)
         if not isinstance(dim, int):
             return None
@@ -124,7 +124,7 @@ class _Rewriter:
         items = list(key) if isinstance(key, tuple) else [key]
         for item in items:
             if isinstance(item, torch.fx.Node):
-                if self.shape_of(item) is not None:
+                if self.is_tensor(item):
                     return None  # a tensor index: advanced indexing, a copy
             elif isinstance(item, bool) or not (isinstance(item, (int, slice)) or item is Ellipsis):
                 return None  # None (a new axis) and the rest
@@ -151,7 +151,8 @@ class _Rewriter:
         return self.node("call_function", torch.select_scatter, p, inner, dim, item, like=p)
 
     def part(self, p, key):
-        """p[key] (ints and slices, no ...) as a new node; the rank is what the rest of the rewrite needs of its shape."""
+        """p[key] (ints and slices, no ...) as a new node; its rank is what the rest of the rewrite needs of its
+        shape."""
         n = self.g.create_node("call_function", operator.getitem, (p, key))
         items = key if isinstance(key, tuple) else (key,)
         self.made[n] = (None,) * (len(self.shape_of(p)) - sum(1 for i in items if not isinstance(i, slice)))
@@ -161,7 +162,7 @@ class _Rewriter:
         """[(tensor, None), (view, scatter), ...] from the tensor the graph made down to target, or None."""
         links = []
         node = target
-        while is_view(node, lambda n: self.shape_of(n) is not None):
+        while is_view(node, self.is_tensor):
             found = self.step(node)
             if found is None:
                 return None
@@ -208,7 +209,7 @@ class _Rewriter:
 
     def broadcast(self, value, like):
         """Tensor `value` in the dtype and shape of `like` (what copying it into `like` writes), or None."""
-        if not isinstance(value, torch.fx.Node) or self.shape_of(value) is None:
+        if not isinstance(value, torch.fx.Node) or not self.is_tensor(value):
             return None
         cast = self.node("call_method", "type_as", value, like, like=value)
         # clone: type_as and expand_as may return their argument itself, which a later write would change too.
@@ -225,7 +226,7 @@ class _Rewriter:
             return None
         value = self.node(write.op, target_fn, *write.args, like=written,
                           kwargs=write.kwargs if kwargs is None else kwargs)
-        if any(isinstance(a, torch.fx.Node) and self.shape_of(a) is not None for a in write.args[1:]):
+        if any(isinstance(a, torch.fx.Node) and self.is_tensor(a) for a in write.args[1:]):
             return self.fresh(self.node("call_method", "type_as", value, written, like=written))
         return value
 
@@ -239,7 +240,7 @@ class _Rewriter:
     # ---- one write
     def rewrite(self, write, order):
         target, key = self.write_target(write)
-        if target is None or self.shape_of(target) is None:
+        if target is None or not self.is_tensor(target):
             return False
         links = self.chain(target)
         if links is None:
@@ -253,7 +254,7 @@ class _Rewriter:
             member = todo.pop()
             for user in member.users:
                 if user not in family and user is not write and (member in mutated(user) or (
-                        is_view(user, lambda n: self.shape_of(n) is not None) and user.args and user.args[0] in family)):
+                        is_view(user, self.is_tensor) and user.args and user.args[0] in family)):
                     family.add(user)
                     todo.append(user)
         for view in family - members:
@@ -304,8 +305,8 @@ def functionalized(gm, record):
         return gm  # nothing to rewrite (an in-place module, ReLU(inplace=True), keeps its own rule): no copy, no run
     graph = copy.deepcopy(gm.graph)
     copied = torch.fx.GraphModule(gm, graph)
-    rewriter = _Rewriter(copied, record(copied))
-    free = input_free(copied, lambda n: rewriter.recorded(n) is not None)
+    rewriter = _Rewriter(graph, record(copied))
+    free = input_free(copied, rewriter.is_tensor)
     order = {n: i for i, n in enumerate(graph.nodes)}
     changed = False
     for node in list(graph.nodes):

@@ -30,20 +30,23 @@ def float_tensor(x, what):
     return x
 
 
+def named_padding(padding, dilation, kernel):
+    """A convolution's padding='valid' or 'same' (an odd reach per axis) as numbers; any other padding as it is."""
+    if not isinstance(padding, str):
+        return padding
+    if padding == "valid":
+        return [0] * len(kernel)
+    if padding == "same" and all(d * (k - 1) % 2 == 0 for d, k in zip(dilation, kernel)):
+        return [d * (k - 1) // 2 for d, k in zip(dilation, kernel)]
+    raise Unsupported(f"padding='{padding}' with an even kernel")
+
+
 def conv2d(b, x, w, bias, stride, padding, dilation, groups):
     float_tensor(x, "conv2d's input")
     if x.rank != 4:
         raise Unsupported(f"conv2d of a rank-{x.rank} input (spire maps 2-D convolutions)")
-    k = w.shape[2:]
     stride, dilation = pair(stride, "stride"), pair(dilation, "dilation")
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = [0, 0]
-        elif padding == "same" and all(d * (kk - 1) % 2 == 0 for d, kk in zip(dilation, k)):
-            padding = [d * (kk - 1) // 2 for d, kk in zip(dilation, k)]
-        else:
-            raise Unsupported(f"padding='{padding}' with an even kernel")
-    padding = pair(padding, "padding")
+    padding = pair(named_padding(padding, dilation, w.shape[2:]), "padding")
     y = b.op("conv2d", [x, w], {"stride": stride, "padding": padding, "dilation": dilation, "groups": int(groups)})
     return channel_affine(b, y, None, bias)
 
@@ -86,14 +89,7 @@ def conv3d(b, x, w, bias, stride, padding, dilation, groups):
         raise Unsupported(f"conv3d of a rank-{x.rank} input")
     k = list(w.shape[2:])
     stride, dilation = triple(stride, "stride"), triple(dilation, "dilation")
-    if isinstance(padding, str):
-        if padding == "valid":
-            padding = [0, 0, 0]
-        elif padding == "same" and all(d * (kk - 1) % 2 == 0 for d, kk in zip(dilation, k)):
-            padding = [d * (kk - 1) // 2 for d, kk in zip(dilation, k)]
-        else:
-            raise Unsupported(f"padding='{padding}' with an even kernel")
-    padding = triple(padding, "padding")
+    padding = triple(named_padding(padding, dilation, k), "padding")
 
     def tap(images, kd):
         wk = b.reshape(slice_run(b, w, 2, kd, 1), [w.shape[0], w.shape[1], k[1], k[2]])
@@ -117,10 +113,9 @@ def pool3d(b, kind, x, kernel, stride, padding, dilation=1, ceil_mode=False, cou
     stride = triple(stride, "stride") if stride not in (None, [], ()) else k
     padding, dilation = triple(padding, "padding"), triple(dilation, "dilation")
     if kind == "max":
-        y = over_depth_taps(b, x, (k[0], stride[0], padding[0], dilation[0]), float("-inf"),
-                            lambda images, kd: max_pool2d(b, images, k[1:], stride[1:], padding[1:], dilation[1:],
-                                                          False), "maximum")
-        return y
+        return over_depth_taps(b, x, (k[0], stride[0], padding[0], dilation[0]), float("-inf"),
+                               lambda images, kd: max_pool2d(b, images, k[1:], stride[1:], padding[1:], dilation[1:],
+                                                             False), "maximum")
     y = over_depth_taps(b, x, (k[0], stride[0], padding[0], 1), 0.0,
                         lambda images, kd: avg_pool2d(b, images, k[1:], stride[1:], padding[1:], False, True, None),
                         "add")
@@ -133,9 +128,11 @@ def adaptive_avg_pool3d(b, x, output_size):
     float_tensor(x, "adaptive_avg_pool3d's input")
     if x.rank != 5:
         raise Unsupported(f"adaptive_avg_pool3d of a rank-{x.rank} input")
-    size = triple(output_size, "output_size") if not isinstance(output_size, (list, tuple)) or \
-        None not in output_size else [o if o is not None else s for o, s in zip(output_size, x.shape[2:])]
-    if list(size) == [1, 1, 1]:
+    sizes = list(output_size) if isinstance(output_size, (list, tuple)) else [output_size]
+    if len(sizes) not in (1, 3):
+        raise Unsupported(f"adaptive_avg_pool3d to {output_size!r}")
+    size = [s if o is None else int(o) for o, s in zip(sizes * (3 // len(sizes)), x.shape[2:])]  # None: as it is
+    if size == [1, 1, 1]:
         return b.reduce("mean", x, [2, 3, 4], True)
     if any(s % o for s, o in zip(x.shape[2:], size)):
         raise Unsupported(f"adaptive_avg_pool3d of {list(x.shape[2:])} to {list(size)} (unequal windows)")
@@ -609,6 +606,7 @@ def select_scatter(b, x, src, dim, index):
         raise Unsupported(f"select_scatter at index {index} of a dimension of size {n}")
     index %= n
     return slice_scatter(b, x, unsqueeze(b, tensor(src, "select_scatter's source"), dim), dim, index, index + 1, 1)
+
 
 def index(b, x, key):
     """x[key] for basic indexing: ints, slices, None and one Ellipsis (a tensor index, advanced indexing, refused). Each

@@ -3,9 +3,11 @@ become spire segments, every other node runs in eager PyTorch. A run of consecut
 partition: whatever a node of the run reads was computed before the run started, so running the whole run at the
 place of its first node never reads a value early. get_attr nodes (weights) belong to no run: inside a segment they
 become graph parameters, in eager code plain attribute reads."""
+import math
 import operator
 
 from .aliasing import is_view
+from .constant_regions import traced_constant
 from .probe import TensorInfo
 
 
@@ -35,10 +37,7 @@ SMALL_NODES, SMALL_ELEMENTS = 8, 16384
 
 def _elements(info):
     if isinstance(info, TensorInfo):
-        n = 1
-        for s in info.shape:
-            n *= s
-        return n
+        return math.prod(info.shape)
     if isinstance(info, (tuple, list)):
         return max((_elements(x) for x in info), default=0)
     return 0
@@ -46,14 +45,15 @@ def _elements(info):
 
 def _small_between_eager(seg, results):
     """Whether a segment is a few ops on small tensors whose every input comes from other nodes, no graph input,
-    weight or module (a detector's per-class selection between its topk, nonzero and nms, which make_fx records 90 times over):
-    PyTorch runs such ops for less than a device call costs, and on spire each would be a plan of its own."""
+    weight or module (a detector's per-class selection between its topk, nonzero and nms, which make_fx records 90
+    times over): PyTorch runs such ops for less than a device call costs, and on spire each would be a plan of its
+    own."""
     if len(seg.nodes) > SMALL_NODES:
         return False
     if any(n.op == "call_module" for n in seg.nodes) or any(
-            a.op == "placeholder" or (a.op == "get_attr" and not str(a.target).startswith("_tensor_constant"))
+            a.op == "placeholder" or (a.op == "get_attr" and not traced_constant(a))
             for n in seg.nodes for a in n.all_input_nodes):
-        return False  # a module's weights, or the call's inputs (make_fx's constants, numbers it made tensors, are not)
+        return False  # a module's weights, or the call's inputs
     # Views (x[:, k] of a detector's [anchors, classes] scores) cost PyTorch nothing: their sizes do not count.
     tensors = lambda n: isinstance(results.get(n), TensorInfo)  # noqa: E731
     return max((_elements(results.get(n)) for n in seg.nodes if not is_view(n, tensors)), default=0) <= SMALL_ELEMENTS

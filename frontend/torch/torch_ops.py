@@ -1053,7 +1053,6 @@ def _f_select(b, args, kwargs):
     return nb.select(b, args[0], arg(args, kwargs, 1, "dim"), arg(args, kwargs, 2, "index"))
 
 
-
 @_functions("unbind")
 @method("unbind")
 def _f_unbind(b, args, kwargs):
@@ -1075,6 +1074,7 @@ def _f_slice_scatter(b, args, kwargs):
 def _f_select_scatter(b, args, kwargs):
     return nb.select_scatter(b, args[0], arg(args, kwargs, 1, "src"), arg(args, kwargs, 2, "dim"),
                              arg(args, kwargs, 3, "index"))
+
 
 # ---------------------------------------------------------------------------------------------------------------
 # tensor methods with arguments of their own

@@ -63,3 +63,16 @@ def train_side_by_side(compiled, eager, optimizers, seed, steps, tol):
         worst = max(worst, abs(losses[0] - losses[1]) / abs(losses[1]))
         assert worst <= tol, (step, losses)
     return worst, x
+
+
+def step_gradients(model, x, target, params, device):
+    """The gradients of `params` (tensors of model) and of x after one mean-squared-error step, eagerly and through
+    spire.torch.compile on device: (eager's list, spire's list)."""
+    import spire.torch
+    grads = []
+    for run in (model, spire.torch.compile(model, device=device)):
+        model.zero_grad()
+        xi = x.clone().requires_grad_()
+        torch.nn.functional.mse_loss(run(xi), target).backward()
+        grads.append([p.grad.clone() for p in params] + [xi.grad.clone()])
+    return grads

@@ -9,7 +9,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import spire.torch
-from models import seeded
+from models import seeded, step_gradients
 from test_decoders import compiled_both_ways, eager_lines
 from test_more_ops import assert_close
 
@@ -136,8 +136,8 @@ def test_writes_others_see_stay_in_eager(device, trace):
 
 
 def test_setitem_as_dynamo_records_it(device):
-    """Dynamo records `y[:, 0::2] = t`, `y[1] = 2.5` and `y[:, 0::2, 5:7] = t` as operator.setitem nodes (symbolic_trace cannot): a graph
-    written so, given to spire as the backend's pieces are."""
+    """Dynamo records `y[:, 0::2] = t`, `y[1] = 2.5` and `y[:, 0::2, 5:7] = t` as operator.setitem nodes
+    (symbolic_trace cannot): a graph written so, given to spire as the backend's pieces are."""
     from spire.torch.compiled_module import SpireModule
     g = torch.fx.Graph()
     x = g.placeholder("x")
@@ -179,3 +179,15 @@ def test_a_write_into_x_float_changes_x(device, trace):
         got = compiled(got_x)
     assert_close(got, want)
     assert torch.equal(got_x, want_x), "the caller's tensor was not written as in eager"
+
+
+def test_gradients_through_a_rewritten_write(device):
+    # A training step through BiasWithZeroedThird's slice_scatter: the weight's and the bias's gradients (the zeroed
+    # third none) and the input's, against eager.
+    model = seeded(BiasWithZeroedThird)
+    torch.manual_seed(10)
+    x, target = torch.randn(3, 8), torch.randn(3, 24)
+    grads = step_gradients(model, x, target, [model.qkv.weight, model.qkv.bias], device)
+    for want, got in zip(*grads):
+        assert torch.allclose(got, want, rtol=1e-4, atol=1e-6)
+    assert torch.count_nonzero(grads[1][1][8:16]) == 0

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 import spire
 import spire.torch
-from models import rel_err, seeded
+from models import rel_err, seeded, step_gradients
 from test_decoders import compiled_both_ways, eager_lines
 from test_more_ops import assert_close
 
@@ -66,13 +66,7 @@ def test_resize_gradients(device):
     model = seeded(SegmentationHead, seed=61)
     torch.manual_seed(62)
     x, target = torch.randn(2, 3, 6, 5), torch.randn(2, 4, 15, 12)
-    grads = []
-    for run in (model, spire.torch.compile(model, device=device)):
-        model.zero_grad()
-        xi = x.clone().requires_grad_()
-        F.mse_loss(run(xi), target).backward()
-        grads.append([model.conv.weight.grad.clone(), model.conv.bias.grad.clone(), xi.grad.clone()])
-    for want, got in zip(*grads):
+    for want, got in zip(*step_gradients(model, x, target, [model.conv.weight, model.conv.bias], device)):
         assert rel_err(got, want) <= 1e-4
 
 

@@ -1,13 +1,13 @@
-"""Video models' 3-D blocks through spire.torch.compile (torchvision's r3d_18 / mc3_18 / r2plus1d_18 are made of
-them): Conv3d as 2-D convolutions over depth taps (strides, padding, dilation, groups, a bias, padding modes),
-BatchNorm3d, 3-D max and average pooling (2-D pools over the same taps), adaptive 3-D average pooling; each through both traces against eager PyTorch with fixed seeds, nothing
-left in eager."""
+"""Video models' 3-D blocks through spire.torch.compile (torchvision's r3d_18 / mc3_18 / r2plus1d_18 / s3d are made
+of them): Conv3d as 2-D convolutions over depth taps (strides, padding, dilation, groups, a bias, padding modes),
+BatchNorm3d, 3-D max and average pooling (2-D pools over the same taps), adaptive 3-D average pooling; each through
+both traces against eager PyTorch with fixed seeds, nothing left in eager."""
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from models import seeded
+from models import rel_err, seeded, step_gradients
 from test_decoders import compiled_both_ways, eager_lines
 from test_more_ops import assert_close, randomize
 
@@ -42,3 +42,22 @@ def test_video_stem(device, trace):
     want, got, text = compiled_both_ways(model, (torch.randn(2, 3, 5, 12, 18),), trace, device)
     assert_close(got, want)
     assert eager_lines(text) == [], text
+
+
+class VideoHead(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv3d(3, 4, (3, 3, 3), stride=(2, 1, 1), padding=1)
+        self.pool = nn.MaxPool3d((2, 2, 2))
+
+    def forward(self, x):
+        return F.avg_pool3d(self.pool(torch.relu(self.conv(x))), (1, 2, 2))
+
+
+def test_conv3d_and_pool3d_gradients(device):
+    # A training step through the taps: the convolution's weight and bias gradients and the input's, against eager.
+    model = seeded(VideoHead, seed=33)
+    torch.manual_seed(34)
+    x, target = torch.randn(2, 3, 6, 8, 8), torch.randn(2, 4, 1, 2, 2)
+    for want, got in zip(*step_gradients(model, x, target, [model.conv.weight, model.conv.bias], device)):
+        assert rel_err(got, want) <= 1e-4

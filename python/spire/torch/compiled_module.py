@@ -300,7 +300,7 @@ class SpireModule(torch.nn.Module):
         # The module's submodules as traced (a graph given, Dynamo's, has Dynamo's own guards).
         self._tree = _ModuleTree(module) if graph is None else None
         self._partitions = {}
-        self._direct = None  # run_direct's call, made after a call of the full path
+        self._direct = None  # run_direct's call, made when the partitions change
         self._untraced = None  # why make_fx could not trace the module (then every call runs it in eager PyTorch)
         self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
@@ -399,6 +399,7 @@ class SpireModule(torch.nn.Module):
             gm = self._graph_module(args)
             part = _Partition(self, gm, self._graph_args(args), getattr(gm, "spire_forced", None))
             self._partitions[key] = part
+            self._direct = self._direct_call()
             if self.dump:
                 with open(os.path.join(self.dump, f"fx_graph.{len(self._partitions)}.txt"), "w") as f:
                     f.write(str(gm.graph) + "\n\n" + gm.code)
@@ -425,7 +426,7 @@ class SpireModule(torch.nn.Module):
             # PyTorch, the rest on spire, from the next call on.
             key = next(k for k, v in self._partitions.items() if v is part)
             self._partitions[key] = _Partition(self, part.gm, graph_args, {**part.forced, **part.recut})
-        self._direct = self._direct_call()
+            self._direct = self._direct_call()
         return out
 
     def run_direct(self, args):
