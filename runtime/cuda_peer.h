@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 
 #include "runtime/device.h"
 
@@ -13,5 +14,10 @@ namespace spire::rt {
 // device that is the same GPU, where both drivers can share memory (runtime/vulkan/vulkan_cuda_bridge.h); else
 // nullopt, and the device's address calls throw InvalidUse.
 std::optional<int> cuda_peer(const Device& device);
+
+// How a device's exchanges with CUDA memory are ordered against CUDA's streams: on a CUDA device its own stream's
+// order; on a Vulkan device a timeline semaphore both drivers share, or the host (vulkan_cuda_bridge.h says why);
+// "" where cuda_peer is nullopt.
+std::string cuda_ordering(Device& device);
 
 }  // namespace spire::rt

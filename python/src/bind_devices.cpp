@@ -65,6 +65,10 @@ void bind_devices(py::module_& m) {
       .def_property_readonly("cuda_peer", [](const rt::Device& d) { return rt::cuda_peer(d); },
                              "The CUDA ordinal (torch's cuda:N) whose memory this device reads and writes in place: a "
                              "CUDA device's own, a Vulkan device's GPU where the drivers share memory; else None")
+      .def_property_readonly("cuda_ordering", [](rt::Device& d) { return rt::cuda_ordering(d); },
+                             "How values exchanged with CUDA memory are ordered against CUDA's streams: the CUDA "
+                             "device's own streams, a timeline semaphore both drivers share (no host wait), or the "
+                             "host (and why); '' where there is no cuda_peer")
       .def("__repr__", [](const rt::Device& d) { return fmt::format("<spire.Device {}>", d.info().id); });
   m.def("open_device", &open_device_checked, py::arg("name") = "",
         "Opens a device by name ('vulkan:0', 'cuda:0'), or the best present for '' or 'default'. A name not present "

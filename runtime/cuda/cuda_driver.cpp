@@ -29,7 +29,9 @@ namespace spire::rt::cuda {
   X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy) \
   X(cuLinkCreate) X(cuLinkAddData) X(cuLinkComplete) X(cuLinkDestroy) \
   X(cuTensorMapEncodeTiled) \
-  X(cuDeviceGetUuid) X(cuImportExternalMemory) X(cuExternalMemoryGetMappedBuffer) X(cuDestroyExternalMemory)
+  X(cuDeviceGetUuid) X(cuImportExternalMemory) X(cuExternalMemoryGetMappedBuffer) X(cuDestroyExternalMemory) \
+  X(cuImportExternalSemaphore) X(cuSignalExternalSemaphoresAsync) X(cuWaitExternalSemaphoresAsync) \
+  X(cuDestroyExternalSemaphore)
 
 namespace {
 

@@ -33,6 +33,7 @@ using CUdevice_attribute = int;
 using CUfunction_attribute = int;
 using CUstreamCaptureMode = int;
 using CUexternalMemory = struct CUextMemory_st*;
+using CUexternalSemaphore = struct CUextSemaphore_st*;
 
 // CUresult values we act on (others are reported by cuGetErrorName/cuGetErrorString).
 inline constexpr CUresult CUDA_SUCCESS = 0;
@@ -128,6 +129,53 @@ struct CudaExternalMemoryBufferDesc {
 };
 static_assert(sizeof(CudaExternalMemoryHandleDesc) == 104 && sizeof(CudaExternalMemoryBufferDesc) == 88,
               "the layouts of cuda.h's CUDA_EXTERNAL_MEMORY_HANDLE_DESC and CUDA_EXTERNAL_MEMORY_BUFFER_DESC");
+// A Vulkan timeline semaphore imported by a file descriptor, which a stream signals and waits on at given values (cuda.h's
+// CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, _SIGNAL_PARAMS and _WAIT_PARAMS, of which a timeline uses the fence's value):
+// vulkan_cuda_bridge.h orders CUDA's and Vulkan's work on the device this way.
+inline constexpr int CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD = 9;
+struct CudaExternalSemaphoreHandleDesc {
+  int type;
+  union {
+    int fd;
+    struct {
+      void* handle;
+      const void* name;
+    } win32;
+    const void* nv_sci_sync_object;
+  } handle;
+  unsigned flags;
+  unsigned reserved[16];
+};
+struct CudaExternalSemaphoreSignalParams {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    unsigned long long nv_sci_sync;
+    unsigned long long keyed_mutex_key;
+    unsigned reserved[12];
+  } params;
+  unsigned flags;
+  unsigned reserved[16];
+};
+struct CudaExternalSemaphoreWaitParams {
+  struct {
+    struct {
+      unsigned long long value;
+    } fence;
+    unsigned long long nv_sci_sync;
+    struct {
+      unsigned long long key;
+      unsigned timeout_ms;
+    } keyed_mutex;
+    unsigned reserved[10];
+  } params;
+  unsigned flags;
+  unsigned reserved[16];
+};
+static_assert(sizeof(CudaExternalSemaphoreHandleDesc) == 96 && sizeof(CudaExternalSemaphoreSignalParams) == 144 &&
+                  sizeof(CudaExternalSemaphoreWaitParams) == 144,
+              "the layouts of cuda.h's CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, _SIGNAL_PARAMS and _WAIT_PARAMS");
 struct CUuuid {
   char bytes[16];
 };
@@ -217,10 +265,24 @@ struct DriverApi {
   CUresult (*cuExternalMemoryGetMappedBuffer)(CUdeviceptr* ptr, CUexternalMemory memory,
                                               const CudaExternalMemoryBufferDesc* desc) = nullptr;
   CUresult (*cuDestroyExternalMemory)(CUexternalMemory memory) = nullptr;
+  // Optional (external semaphores: the same, ordered on the device instead of by the host).
+  CUresult (*cuImportExternalSemaphore)(CUexternalSemaphore* semaphore,
+                                        const CudaExternalSemaphoreHandleDesc* desc) = nullptr;
+  CUresult (*cuSignalExternalSemaphoresAsync)(const CUexternalSemaphore* semaphores,
+                                              const CudaExternalSemaphoreSignalParams* params, unsigned count,
+                                              CUstream stream) = nullptr;
+  CUresult (*cuWaitExternalSemaphoresAsync)(const CUexternalSemaphore* semaphores,
+                                            const CudaExternalSemaphoreWaitParams* params, unsigned count,
+                                            CUstream stream) = nullptr;
+  CUresult (*cuDestroyExternalSemaphore)(CUexternalSemaphore semaphore) = nullptr;
 
   bool has_linker() const { return cuLinkCreate && cuLinkAddData && cuLinkComplete && cuLinkDestroy; }
   bool has_external_memory() const {
     return cuDeviceGetUuid && cuImportExternalMemory && cuExternalMemoryGetMappedBuffer && cuDestroyExternalMemory;
+  }
+  bool has_external_semaphores() const {
+    return cuImportExternalSemaphore && cuSignalExternalSemaphoresAsync && cuWaitExternalSemaphoresAsync &&
+           cuDestroyExternalSemaphore;
   }
   bool has_graphs() const {
     return cuEventRecordWithFlags && cuStreamBeginCapture && cuStreamEndCapture && cuGraphInstantiateWithFlags &&

@@ -125,6 +125,13 @@ std::shared_ptr<Context> Context::create(PhysicalDeviceFacts facts) {
     *tail = &host_reset;
     tail = &host_reset.pNext;
   }
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
+  if (f.has_shared_timeline) {  // the semaphore CUDA waits on and signals (vulkan_cuda_bridge.h); core in 1.2
+    timeline.timelineSemaphore = VK_TRUE;
+    *tail = &timeline;
+    tail = &timeline.pNext;
+    extensions.push_back(VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
+  }
 
   VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   ci.pNext = &feats;

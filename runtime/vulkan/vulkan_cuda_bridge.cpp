@@ -63,6 +63,15 @@ CudaBridge::CudaBridge(std::shared_ptr<Context> ctx) : ctx_(std::move(ctx)) {
     a.cuDevicePrimaryCtxRelease(device_);
     throw;
   }
+  std::string why_not = SharedTimeline::unavailable(*ctx_);
+  if (why_not.empty()) {
+    try {
+      timeline_ = std::make_unique<SharedTimeline>(ctx_);
+    } catch (const Error& e) {  // the host orders the two sides instead, as where the entry points are missing
+      why_not = e.what();
+    }
+  }
+  ordering_ = timeline_ ? "a shared timeline semaphore" : fmt::format("the host ({})", why_not);
 }
 
 CudaBridge::~CudaBridge() {
@@ -73,6 +82,8 @@ CudaBridge::~CudaBridge() {
   }
   const cuda::DriverApi& a = cuda::driver().api;
   a.cuCtxSetCurrent(cuda_ctx_);
+  a.cuStreamSynchronize(stream_);  // nothing of the bridge's still waits on the semaphore or reads the buffers
+  timeline_.reset();
   release(in_);
   release(out_);
   a.cuEventDestroy(event_);
@@ -122,8 +133,11 @@ uint64_t CudaBridge::reserve(Shared& s, uint64_t bytes, void (CudaBridge::*drain
     return at;
   }
   (this->*drain)();  // nothing queued reads or writes s any more
-  if (!s.buffer || s.buffer->size() < bytes)
+  if (!s.buffer || s.buffer->size() < bytes) {
+    // Nor does anything in flight, before s is freed: the bridge's stream follows Vulkan's last use of the buffers.
+    if (s.buffer) cuda_check(cuda::driver().api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
     import(s, std::max({bytes, kFirstSharedBytes, s.buffer ? 2 * s.buffer->size() : 0}));
+  }
   s.used = bytes;
   return 0;
 }
@@ -150,21 +164,38 @@ void CudaBridge::flush_in() {
   flush_in_locked();
 }
 
+void CudaBridge::record_copies_in(VkCommandBuffer cmd) const {
+  full_barrier(ctx_->fn, cmd);
+  for (const CopyIn& c : copies_in_) {
+    const VkBufferCopy region{c.from, c.to, c.bytes};
+    ctx_->fn.vkCmdCopyBuffer(cmd, in_.buffer->handle(), c.dst, 1, &region);
+  }
+  full_barrier(ctx_->fn, cmd);
+}
+
+void CudaBridge::record_copies_out(VkCommandBuffer cmd) const {
+  full_barrier(ctx_->fn, cmd);
+  for (const CopyOut& c : copies_out_) {
+    const VkBufferCopy region{c.from, c.to, c.bytes};
+    ctx_->fn.vkCmdCopyBuffer(cmd, c.src, out_.buffer->handle(), 1, &region);
+  }
+  full_barrier(ctx_->fn, cmd);
+}
+
 void CudaBridge::flush_in_locked() {
   if (copies_in_.empty()) return;
   make_current();
-  // The hand-over to Vulkan: the CUDA copies (and the caller's work they wait for) done, then Vulkan's.
-  cuda_check(cuda::driver().api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
-  {
+  if (timeline_) {
+    // The hand-over to Vulkan on the device: the CUDA copies (and the caller's work they wait for), then Vulkan's;
+    // the bridge's next CUDA copies into the shared buffer wait for Vulkan's reads of it.
+    timeline_->cuda_signal(stream_);
+    timeline_->vulkan_submit([&](VkCommandBuffer cmd) { record_copies_in(cmd); });
+    timeline_->cuda_wait(stream_);
+  } else {
+    // The hand-over to Vulkan by the host: the CUDA copies (and the caller's work they wait for) done, then Vulkan's.
+    cuda_check(cuda::driver().api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
     std::lock_guard transfer(ctx_->transfer_mutex);
-    ctx_->run_now([&](VkCommandBuffer cmd) {
-      full_barrier(ctx_->fn, cmd);
-      for (const CopyIn& c : copies_in_) {
-        const VkBufferCopy region{c.from, c.to, c.bytes};
-        ctx_->fn.vkCmdCopyBuffer(cmd, in_.buffer->handle(), c.dst, 1, &region);
-      }
-      full_barrier(ctx_->fn, cmd);
-    });
+    ctx_->run_now([&](VkCommandBuffer cmd) { record_copies_in(cmd); });
   }
   copies_in_.clear();
   in_.used = 0;
@@ -181,33 +212,38 @@ void CudaBridge::copy_to_address(const VulkanBuffer& src, uint64_t address, uint
 void CudaBridge::signal_stream(uint64_t stream) {
   std::lock_guard lock(mutex_);
   flush_in_locked();
-  if (copies_out_.empty()) {
-    ctx_->wait_idle();  // the stream's later work follows everything submitted to this device so far
-    return;
+  if (!copies_out_.empty()) {
+    flush_out_locked(reinterpret_cast<cuda::CUstream>(stream), /*to_stream=*/true);
+  } else if (timeline_) {
+    // The stream's later work follows everything submitted to this device so far, on the device.
+    make_current();
+    timeline_->vulkan_submit([](VkCommandBuffer) {});
+    timeline_->cuda_wait(reinterpret_cast<cuda::CUstream>(stream));
+  } else {
+    ctx_->wait_idle();  // the same, by the host
   }
-  flush_out_locked(reinterpret_cast<cuda::CUstream>(stream), /*to_stream=*/true);
 }
 
 void CudaBridge::flush_out_locked(cuda::CUstream stream, bool to_stream) {
   if (copies_out_.empty()) return;
   make_current();
   const cuda::DriverApi& a = cuda::driver().api;
-  // The CUDA copies of the last hand-over are done reading the shared buffer before Vulkan writes it again.
-  cuda_check(a.cuStreamSynchronize(stream_), "cuStreamSynchronize");
-  {
-    // The hand-over to CUDA: Vulkan's copies behind everything submitted before them, waited for by the host.
+  if (timeline_) {
+    // The hand-over to CUDA on the device: Vulkan's copies wait for the bridge's CUDA copies of the last hand-over
+    // to have read the shared buffer (the semaphore's last CUDA value, signalled after them), and the CUDA copies
+    // wait for Vulkan's, which follow every submission before them.
+    timeline_->vulkan_submit([&](VkCommandBuffer cmd) { record_copies_out(cmd); });
+    timeline_->cuda_wait(stream_);
+  } else {
+    // The CUDA copies of the last hand-over are done reading the shared buffer before Vulkan writes it again.
+    cuda_check(a.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    // The hand-over to CUDA by the host: Vulkan's copies behind everything submitted before them, waited for.
     std::lock_guard transfer(ctx_->transfer_mutex);
-    ctx_->run_now([&](VkCommandBuffer cmd) {
-      full_barrier(ctx_->fn, cmd);
-      for (const CopyOut& c : copies_out_) {
-        const VkBufferCopy region{c.from, c.to, c.bytes};
-        ctx_->fn.vkCmdCopyBuffer(cmd, c.src, out_.buffer->handle(), 1, &region);
-      }
-      full_barrier(ctx_->fn, cmd);
-    });
+    ctx_->run_now([&](VkCommandBuffer cmd) { record_copies_out(cmd); });
   }
   for (const CopyOut& c : copies_out_)
     cuda_check(a.cuMemcpyDtoDAsync(c.address, out_.address + c.to, c.bytes, stream_), "cuMemcpyDtoDAsync");
+  if (timeline_) timeline_->cuda_signal(stream_);  // the shared buffer is read: Vulkan may write it again
   copies_out_.clear();
   out_.used = 0;
   if (to_stream) {
@@ -222,6 +258,11 @@ void CudaBridge::finish() {
   std::lock_guard lock(mutex_);
   flush_in_locked();
   flush_out_locked(nullptr, /*to_stream=*/false);
+  if (timeline_) {
+    make_current();
+    cuda_check(cuda::driver().api.cuStreamSynchronize(stream_), "cuStreamSynchronize");
+    timeline_->finish();
+  }
 }
 
 }  // namespace spire::rt::vulkan

@@ -6,12 +6,14 @@
 // (cuImportExternalMemory), so the same bytes have a CUDA address. A copy in is then a CUDA copy from the caller's
 // address into such a buffer and a Vulkan copy from there into the destination; a copy out the reverse.
 //
-// Each hand-over between the two APIs costs: on an H200 the GPU took about 150 us to turn from CUDA's work to Vulkan's
-// on the same memory and as long back (a copy of 32 KB each way: 11 us CUDA alone, 25 us Vulkan alone, 340 us
-// alternating), and the APIs share no semaphore here, so the host orders them. So the bridge hands over twice a call,
-// whatever its number of values: the copies in are queued on the CUDA side (behind the caller's stream, on the device)
-// and carried over to Vulkan together at the next Vulkan submission; the copies out are queued on the Vulkan side and
-// carried over together when the caller's stream is signalled (its stream then waits on the device) or at wait_idle.
+// Each hand-over between the two APIs costs, so the bridge hands over twice a call, whatever its number of values:
+// the copies in are queued on the CUDA side (behind the caller's stream, on the device) and carried over to Vulkan
+// together at the next Vulkan submission; the copies out are queued on the Vulkan side and carried over together when
+// the caller's stream is signalled or at wait_idle. How the two sides are ordered at a hand-over:
+//   - on the device, where both drivers share a timeline semaphore (vulkan_shared_timeline.h): neither the caller
+//     nor the bridge waits on the host, and a call returns with its work queued;
+//   - else by the host: it waits for one side before queueing the other's work. On an H200 a hand-over then took
+//     about 150 us (a copy of 32 KB each way: 11 us CUDA alone, 25 us Vulkan alone, 340 us alternating).
 #pragma once
 
 #include <cstdint>
@@ -24,6 +26,7 @@
 #include "runtime/cuda/cuda_driver_api.h"
 #include "runtime/vulkan/vulkan_buffer.h"
 #include "runtime/vulkan/vulkan_context.h"
+#include "runtime/vulkan/vulkan_shared_timeline.h"
 
 namespace spire::rt::vulkan {
 
@@ -53,12 +56,15 @@ class CudaBridge {
   // Queues `bytes` of src from `offset` to CUDA address `address`, taken after every Vulkan submission before it; they
   // land by signal_stream's or flush_out's end.
   void copy_to_address(const VulkanBuffer& src, uint64_t address, uint64_t bytes, uint64_t offset);
-  // Carries the queued copies in over to Vulkan: the host waits for the CUDA side, then for Vulkan's copies. Called
-  // before every Vulkan submission of the device.
+  // Carries the queued copies in over to Vulkan (ordered by the host: it waits for the CUDA side, then for Vulkan's
+  // copies). Called before every Vulkan submission of the device.
   void flush_in();
-  // Carries the queued copies out over to CUDA and makes `stream` wait for them on the device; with none queued, the
-  // host waits for the Vulkan device to be idle.
+  // Carries the queued copies out over to CUDA and makes `stream` wait for them on the device; with none queued,
+  // `stream` waits for everything submitted to the Vulkan device so far (ordered by the host: it waits for the Vulkan
+  // device to be idle).
   void signal_stream(uint64_t stream);
+  // How the two sides are ordered: "a shared timeline semaphore", or "the host (why the semaphore is not used)".
+  const std::string& ordering() const { return ordering_; }
   // Every queued copy landed: the host waits for both sides (Device::wait_idle).
   void finish();
 
@@ -83,6 +89,10 @@ class CudaBridge {
   // first empties it of queued copies.
   uint64_t reserve(Shared& s, uint64_t bytes, void (CudaBridge::*drain)());
   void flush_in_locked();
+  // Records the copies between the shared buffer and Vulkan buffers, between barriers that order them after every
+  // access submitted before and before every access submitted after.
+  void record_copies_in(VkCommandBuffer cmd) const;
+  void record_copies_out(VkCommandBuffer cmd) const;
   // to_stream: `stream` waits for the CUDA copies on the device; else the host waits for them.
   void flush_out_locked(cuda::CUstream stream, bool to_stream);
   void drain_out() { flush_out_locked(nullptr, /*to_stream=*/false); }
@@ -98,6 +108,8 @@ class CudaBridge {
   cuda::CUstream stream_ = nullptr;  // the bridge's CUDA copies
   cuda::CUevent event_ = nullptr;    // orders streams on the device
   Shared in_, out_;
+  std::unique_ptr<SharedTimeline> timeline_;  // null: the host orders the two sides
+  std::string ordering_;
   std::vector<CopyIn> copies_in_;
   std::vector<CopyOut> copies_out_;
   std::recursive_mutex mutex_;

@@ -108,6 +108,8 @@ void VulkanDevice::wait_for_stream(uint64_t stream) { bridge().wait_for_stream(s
 
 void VulkanDevice::signal_stream(uint64_t stream) { bridge().signal_stream(stream); }
 
+std::string VulkanDevice::cuda_ordering() { return bridge().ordering(); }
+
 std::optional<int> VulkanDevice::cuda_peer() const { return find_cuda_peer(*ctx_).ordinal; }
 
 }  // namespace spire::rt::vulkan
@@ -118,6 +120,12 @@ std::optional<int> cuda_peer(const Device& device) {
   if (device.info().backend == Backend::Cuda) return device.info().index;
   if (auto* v = dynamic_cast<const vulkan::VulkanDevice*>(&device)) return v->cuda_peer();
   return std::nullopt;
+}
+
+std::string cuda_ordering(Device& device) {
+  if (!cuda_peer(device)) return "";
+  if (device.info().backend == Backend::Cuda) return "the CUDA device's own streams";
+  return dynamic_cast<vulkan::VulkanDevice&>(device).cuda_ordering();
 }
 
 }  // namespace spire::rt

@@ -49,6 +49,9 @@ class VulkanDevice final : public Device {
   void signal_stream(uint64_t stream) override;
   // The CUDA ordinal of this GPU where values can be exchanged with CUDA memory (rt::cuda_peer).
   std::optional<int> cuda_peer() const;
+  // How the exchanges with CUDA memory are ordered against CUDA's streams (CudaBridge::ordering); opens the bridge,
+  // so InvalidUse where there is none.
+  std::string cuda_ordering();
 
   const std::shared_ptr<Context>& context() const { return ctx_; }
   // What the on-disk pipeline cache did (loaded from disk, pipelines created), for tests and diagnostics.

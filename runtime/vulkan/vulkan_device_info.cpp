@@ -215,12 +215,16 @@ PhysicalDeviceFacts describe_physical_device(const InstanceFunctions& vki, VkPhy
     tail = &robustness.pNext;
   }
   VkPhysicalDeviceHostQueryResetFeatures host_reset{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_HOST_QUERY_RESET_FEATURES};
+  VkPhysicalDeviceTimelineSemaphoreFeatures timeline{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_TIMELINE_SEMAPHORE_FEATURES};
   if (v12) {
     *tail = &host_reset;
-    tail = &host_reset.pNext;
+    host_reset.pNext = &timeline;
+    tail = &timeline.pNext;
   }
   vki.vkGetPhysicalDeviceFeatures2(pd, &feats);
   f.has_host_query_reset = v12 && host_reset.hostQueryReset;
+  f.has_shared_timeline = v12 && timeline.timelineSemaphore &&
+                          has_extension(exts, VK_KHR_EXTERNAL_SEMAPHORE_FD_EXTENSION_NAME);
   f.has_pipeline_robustness = robustness_extension && robustness.pipelineRobustness;
   f.has_float64 = feats.features.shaderFloat64;
   f.has_int64 = feats.features.shaderInt64;

@@ -65,6 +65,9 @@ struct PhysicalDeviceFacts {
   // VK_KHR_external_memory_fd: buffers whose memory another API on the same GPU imports by a file descriptor
   // (vulkan_cuda_bridge.h), and the UUID that API names the GPU by (VkPhysicalDeviceIDProperties::deviceUUID).
   bool has_external_memory_fd = false;
+  // Vulkan 1.2's timelineSemaphore and VK_KHR_external_semaphore_fd: a timeline semaphore that another API on the same
+  // GPU imports by a file descriptor, so that the two order their work on the device (vulkan_cuda_bridge.h).
+  bool has_shared_timeline = false;
   uint8_t device_uuid[VK_UUID_SIZE] = {};
 };
 

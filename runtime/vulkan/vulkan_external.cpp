@@ -110,6 +110,7 @@ std::unique_ptr<Device> adopt_device(const ExternalVulkan& app) {
   facts.has_cooperative_matrix = false;
   facts.has_workgroup_matrix = false;
   facts.has_external_memory_fd = false;  // nor whether it enabled VK_KHR_external_memory_fd
+  facts.has_shared_timeline = false;     // or timeline semaphores and VK_KHR_external_semaphore_fd
   d.features = offered_features(facts);
 
   QueueLock lock{app.lock_queue, app.unlock_queue, app.queue_lock_user_data};

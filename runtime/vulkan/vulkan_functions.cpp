@@ -49,6 +49,8 @@ DeviceFunctions DeviceFunctions::load(PFN_vkGetDeviceProcAddr get_device_proc_ad
           get_device_proc_addr(device, "vkGetPipelineExecutableInternalRepresentationsKHR"));
   f.vkResetQueryPool = reinterpret_cast<PFN_vkResetQueryPool>(get_device_proc_addr(device, "vkResetQueryPool"));
   f.vkGetMemoryFdKHR = reinterpret_cast<PFN_vkGetMemoryFdKHR>(get_device_proc_addr(device, "vkGetMemoryFdKHR"));
+  f.vkGetSemaphoreFdKHR =
+      reinterpret_cast<PFN_vkGetSemaphoreFdKHR>(get_device_proc_addr(device, "vkGetSemaphoreFdKHR"));
   return f;
 }
 

@@ -63,6 +63,8 @@ namespace spire::rt::vulkan {
   X(vkDestroyDescriptorPool)             \
   X(vkAllocateDescriptorSets)            \
   X(vkUpdateDescriptorSets)              \
+  X(vkCreateSemaphore)                   \
+  X(vkDestroySemaphore)                  \
   X(vkCreateCommandPool)                 \
   X(vkDestroyCommandPool)                \
   X(vkAllocateCommandBuffers)            \
@@ -108,6 +110,8 @@ struct DeviceFunctions {
   PFN_vkResetQueryPool vkResetQueryPool = nullptr;
   // Optional (VK_KHR_external_memory_fd, enabled where the device has it): null otherwise.
   PFN_vkGetMemoryFdKHR vkGetMemoryFdKHR = nullptr;
+  // Optional (VK_KHR_external_semaphore_fd, enabled with has_shared_timeline): null otherwise.
+  PFN_vkGetSemaphoreFdKHR vkGetSemaphoreFdKHR = nullptr;
 
   // Every function above through `get_device_proc_addr` for `device`; throws rt::Error naming the ones missing.
   static DeviceFunctions load(PFN_vkGetDeviceProcAddr get_device_proc_addr, VkDevice device, std::string_view device_id);

@@ -22,4 +22,8 @@ std::optional<int> cuda_peer(const Device& device) {
   return std::nullopt;
 }
 
+std::string cuda_ordering(Device& device) {
+  return device.info().backend == Backend::Cuda ? "the CUDA device's own streams" : "";
+}
+
 }  // namespace spire::rt

@@ -32,6 +32,23 @@ def test_cuda_peer_is_a_cuda_devices_own_ordinal_or_a_shared_gpus():
             assert peer is None
 
 
+def test_cuda_ordering_says_how_a_device_orders_its_exchanges_with_cuda_memory():
+    """Device.cuda_ordering: '' without a cuda_peer; a CUDA device's own streams; on a Vulkan device that shares its
+    GPU with CUDA, a timeline semaphore both drivers share where NVIDIA's driver exports one (the H200's: its calls then
+    never wait on the host), else the host and why."""
+    for d in spire.devices():
+        dev = spire.open_device(d.id)
+        ordering = dev.cuda_ordering
+        if dev.cuda_peer is None:
+            assert ordering == ""
+        elif d.backend == "cuda":
+            assert ordering == "the CUDA device's own streams"
+        elif d.vendor.lower().startswith("nvidia"):
+            assert ordering == "a shared timeline semaphore", ordering
+        else:
+            assert ordering.startswith("the host ("), ordering
+
+
 def test_bad_device_name_names_the_devices_present():
     with pytest.raises(ValueError) as e:
         spire.open_device("vulkan:99")

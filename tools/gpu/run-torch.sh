@@ -159,7 +159,7 @@ fi
 script=$(cat <<'PY'
 import os, statistics, sys, time, warnings
 import torch, torch.nn as nn, torchvision
-import spire.torch  # registers the backend
+import spire, spire.torch  # the latter registers the backend
 from spire.torch.dynamo_backend import compiled_pieces, pieces_made
 sys.path.insert(0, "benchmarks")
 from torch_call_overhead import call_parts, print_table, weight_count
@@ -236,6 +236,9 @@ def device_ms(pieces):
 if "timing" in parts:
     import json
     rows, errors, splits = [], [], {}
+    for d in devices:
+        print(f"  [{label}] {d} orders its exchanges with torch's CUDA memory by "
+              f"{spire.open_device(d).cuda_ordering or 'nothing (no CUDA peer)'}")
     for name in ("resnet18", "mobilenet_v2", "encoder"):
         m, shape = model(name)
         for batch in (1, 32):

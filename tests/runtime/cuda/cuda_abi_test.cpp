@@ -165,6 +165,18 @@ static_assert(mine::kMemHostAllocDeviceMap == CU_MEMHOSTALLOC_DEVICEMAP);
 static_assert(spire::rt::cuda::CUDA_ERROR_OUT_OF_MEMORY == ::CUDA_ERROR_OUT_OF_MEMORY);
 static_assert(spire::rt::cuda::CUDA_ERROR_NOT_READY == ::CUDA_ERROR_NOT_READY);
 static_assert(sizeof(spire::rt::cuda::CUdeviceptr) == sizeof(::CUdeviceptr));
+static_assert(spire::rt::cuda::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD ==
+              ::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
+static_assert(sizeof(spire::rt::cuda::CudaExternalSemaphoreHandleDesc) == sizeof(::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC));
+static_assert(sizeof(spire::rt::cuda::CudaExternalSemaphoreSignalParams) ==
+              sizeof(::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS));
+static_assert(sizeof(spire::rt::cuda::CudaExternalSemaphoreWaitParams) == sizeof(::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS));
+static_assert(offsetof(spire::rt::cuda::CudaExternalSemaphoreHandleDesc, handle) ==
+              offsetof(::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC, handle));
+static_assert(offsetof(spire::rt::cuda::CudaExternalSemaphoreSignalParams, flags) ==
+              offsetof(::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS, flags));
+static_assert(offsetof(spire::rt::cuda::CudaExternalSemaphoreWaitParams, flags) ==
+              offsetof(::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS, flags));
 
 }  // namespace
 
