@@ -20,7 +20,9 @@ from spire.torch.frontend.dispatch import describe, hook_dicts
 from spire.torch.frontend.functionalize import functionalized
 from spire.torch.frontend.probe import probe, record
 from spire.torch.frontend.segments import split_segments
+from spire.torch.frontend.value_sized import value_sized
 from spire.torch.segment_runner import SegmentRefused, SegmentRunner
+from spire.torch.stand_ins import compiled_children, stand_in_parent
 from spire.torch.tensors import SUPPORTED_DTYPES
 
 
@@ -40,7 +42,7 @@ def trace(module, concrete_args=None):
 class _Untraced(torch.nn.Module):
     """A module neither trace can follow (control flow on tensor values: `if x.sum() > 0`, detection heads), as the
     one node of a graph: called with the call's tensors flattened as make_fx's graphs take them, it runs the module
-    on them in eager PyTorch."""
+    on them in eager PyTorch (its stand-in, whose children run on spire: stand_ins.py)."""
 
     def __init__(self, module, spec):
         super().__init__()
@@ -301,7 +303,8 @@ class SpireModule(torch.nn.Module):
         self._tree = _ModuleTree(module) if graph is None else None
         self._partitions = {}
         self._direct = None  # run_direct's call, made when the partitions change
-        self._untraced = None  # why make_fx could not trace the module (then every call runs it in eager PyTorch)
+        self._untraced = None  # why make_fx could not trace the module (then its Python runs in eager PyTorch)
+        self._stand_in = None  # the module's stand-in then, whose children run on spire (stand_ins.py)
         self._modules_list = None  # self.module's modules, listed once: their .training flags are part of a call's key
         self._dumped = 0
         if dump:
@@ -345,11 +348,14 @@ class SpireModule(torch.nn.Module):
             if self._untraced is None:
                 try:
                     return make_fx(self.module)(*_copies(args))  # make_fx runs the module: not on the caller's tensors
-                except Exception as e:  # what make_fx cannot follow either: the module runs in eager PyTorch
+                except Exception as e:  # what make_fx cannot follow either: the module's Python runs eagerly
                     self._untraced = f"neither symbolic_trace nor make_fx traces {type(self.module).__name__}: " \
                                      f"{type(e).__name__}: {e}"
-                    warnings.warn(f"spire: {self._untraced}; it runs in eager PyTorch", stacklevel=5)
-            return _untraced_graph(self.module, args, self._untraced)
+                    warnings.warn(f"spire: {self._untraced}; its own Python runs in eager PyTorch, its submodules "
+                                  "on spire", stacklevel=5)
+            if self._stand_in is None:
+                self._stand_in = stand_in_parent(self.module, self._compile_child)
+            return _untraced_graph(self._stand_in, args, self._untraced)
         constants = {p.name: a for p, a in zip(self._params or (), args) if isinstance(a, _CONSTANT_TYPES)}
         if not constants:
             return self._gm
@@ -357,6 +363,12 @@ class SpireModule(torch.nn.Module):
         if key not in self._traces:
             self._traces[key] = trace(self.module, constants) or self._gm
         return self._traces[key]
+
+    def _compile_child(self, name, child):
+        """The SpireModule a child of an untraceable module runs as (stand_ins.py), with this one's options."""
+        dump = os.path.join(self.dump, name) if self.dump else None
+        return SpireModule(child, device=self.spire_device.id, dynamic=self.dynamic, dump=dump,
+                           precision=self.precision)
 
     def _bind(self, args, kwargs):
         """The call's arguments in the forward's order, defaults filled in (the traces' placeholders)."""
@@ -398,6 +410,15 @@ class SpireModule(torch.nn.Module):
                     raise TypeError(f"spire has no {str(a.dtype).replace('torch.', '')} tensors; it takes {names}")
             gm = self._graph_module(args)
             part = _Partition(self, gm, self._graph_args(args), getattr(gm, "spire_forced", None))
+            if self._gm is None and self._untraced is None:
+                node = value_sized(part.gm, part.results)
+                if node is not None:  # make_fx's graph holds sizes of this call's values: not to be run again
+                    self._untraced = (f"make_fx's trace of {type(self.module).__name__} holds sizes computed from "
+                                      f"one call's values ({node.name}: {describe(node, part.gm)})")
+                    warnings.warn(f"spire: {self._untraced}; its own Python runs in eager PyTorch, its submodules "
+                                  "on spire", stacklevel=3)
+                    gm = self._graph_module(args)
+                    part = _Partition(self, gm, self._graph_args(args), gm.spire_forced)
             self._partitions[key] = part
             self._direct = self._direct_call()
             if self.dump:
@@ -461,7 +482,29 @@ class SpireModule(torch.nn.Module):
         self._partitions = {}
         self._direct = None
         self._untraced = None
+        self._stand_in = None
         self._modules_list = None
 
     def explain(self, *args, **kwargs):
-        return self.partition(self._bind(args, kwargs)).explain()
+        """What runs where for a call of these arguments; for a module neither trace can follow, its submodules' too,
+        after running the call once (on copies of the arguments) so that each has compiled what it runs."""
+        args = self._bind(args, kwargs)
+        text = self.partition(args).explain()
+        if self._stand_in is not None:
+            with torch.no_grad():
+                self.forward(*_copies(args))
+        return text + self._submodules_text()
+
+    def explain_last(self):
+        """explain() of the last kind of call made; '' before any call."""
+        if not self._partitions:
+            return ""
+        return list(self._partitions.values())[-1].explain() + self._submodules_text()
+
+    def _submodules_text(self):
+        """For a module neither trace can follow: what ran where in each submodule spire ran (its last call)."""
+        if self._stand_in is None:
+            return ""
+        return "".join(f"\n  its submodule {name} ({type(c.module).__name__}):\n" +
+                       "\n".join("    " + line for line in c.explain_last().splitlines())
+                       for name, c in compiled_children(self._stand_in).items())
