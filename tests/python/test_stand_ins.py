@@ -1,6 +1,6 @@
 """A module neither trace can follow runs its own Python in eager PyTorch and its submodules on spire (stand_ins.py):
 results and gradients as eager's, the user's module untouched, and what spire could not take exactly (a call with an
-object holding tensors, a hooked submodule) run by the submodule itself."""
+object holding tensors, a hooked submodule) run as such a module in turn."""
 import pytest
 import torch
 
@@ -67,7 +67,7 @@ def test_submodules_of_an_untraceable_module_run_on_spire(device):
     from spire.torch.stand_ins import compiled_children
     children = compiled_children(compiled._stand_in)
     # The backbone, both heads (items of a ModuleList) and the ModuleDict's block ran on spire; Scale's call holds an
-    # object with tensors inside, so Scale ran itself.
+    # object with tensors inside, so Scale's own Python ran in PyTorch (it has no submodules).
     assert sorted(children) == ["backbone", "heads.0", "heads.1", "named.extra"], sorted(children)
     assert all(c.compilations >= 1 for c in children.values())
     text = compiled.explain(x)
@@ -112,7 +112,9 @@ def test_a_hooked_or_replaced_submodule_runs_as_eager_would(device):
     calls.clear()
     with torch.no_grad():
         assert rel_err(compiled(x), model(x)) <= 1e-5
-    assert len(calls) == 2  # once a call: the hooked backbone ran itself, not also inside a trace
+    assert len(calls) == 2  # once a call: the hooked backbone ran its own Python, not also inside a trace
+    from spire.torch.stand_ins import compiled_children
+    assert "backbone.fc" in compiled_children(compiled._stand_in)  # its Linear on spire all the same
     handle.remove()
     model.backbone = seeded(Block, 8, seed=48)  # replaced: the new block is the one that runs
     with torch.no_grad(), pytest.warns(UserWarning):

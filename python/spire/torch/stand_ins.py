@@ -8,7 +8,8 @@ does the same one level down), as Dynamo's graph breaks split such a forward.
 A stand-in is an instance of a subclass of the module's own class that shares the module's state (its __dict__: the
 parameters, the submodules, the training flag, whatever forward sets), so isinstance checks, attributes, other methods
 and mode changes all see the module itself; nothing of the user's module is changed or wrapped. A child's stand-in
-calls its own child, in eager PyTorch, where spire could not take the call exactly:
+runs a call as a parent's (its own Python in PyTorch, its children's stand-ins called) where spire could not take the
+call exactly:
 - an argument that is not a tensor, a plain constant (None, bool, int, float, str) or a tuple, list or dict of those
   (torchvision's ImageList): a trace would take the tensors inside such an object for constants;
 - forward hooks or pre-hooks on the child, which a trace of its forward would leave out."""
@@ -80,30 +81,39 @@ def stand_in_parent(module, make):
 
 
 def stand_in_child(name, child, make):
-    """A child's stand-in: a container's (ModuleList, ModuleDict: no forward of their own) lends its items stand-ins,
-    anything else calls make(name, child), its SpireModule, made on the first call spire takes."""
+    """A child's stand-in: a container's (ModuleList, ModuleDict: no forward of their own) lends its items stand-ins;
+    anything else calls make(name, child), its SpireModule, made on the first call spire takes, and runs the calls
+    spire cannot take as a parent: the child's own Python in PyTorch, its children's stand-ins called."""
+    def make_item(item, module):
+        return make(f"{name}.{item}", module)
+
     if isinstance(child, (torch.nn.ModuleList, torch.nn.ModuleDict)):
-        return stand_in_parent(child, lambda item, module: make(f"{name}.{item}", module))
+        return stand_in_parent(child, make_item)
     cls = type(child)
-    compiled = []
+    compiled, descended = [], []
 
     def __call__(self, *args, **kwargs):
         if _has_hooks(child) or not _plain_call(args, kwargs):
-            return child(*args, **kwargs)
+            if not descended:
+                descended.append(stand_in_parent(child, make_item))
+            return descended[0](*args, **kwargs)
         if not compiled:
             compiled.append(make(name, child))
         return compiled[0](*args, **kwargs)
 
-    attrs = {"__call__": __call__, "_spire_compiled": compiled, "__module__": cls.__module__}
+    attrs = {"__call__": __call__, "_spire_compiled": compiled, "_spire_descended": descended,
+             "__module__": cls.__module__}
     return _share_state(type(f"SpireStandIn{cls.__name__}", (cls,), attrs), child)
 
 
 def compiled_children(stand_in):
-    """The SpireModules a parent's stand-in has made so far, by child name (for explain)."""
+    """The SpireModules a parent's stand-in has made so far, by their path under it (for explain)."""
     found = {}
     for name, (_, s) in type(stand_in)._spire_children.made.items():
-        if hasattr(type(s), "_spire_children"):  # a container: its items' own
-            found.update({f"{name}.{k}": m for k, m in compiled_children(s).items()})
-        elif type(s)._spire_compiled:
-            found[name] = type(s)._spire_compiled[0]
+        kind = type(s)
+        parents = [s] if hasattr(kind, "_spire_children") else kind._spire_descended  # a container, a call run as one
+        for p in parents:
+            found.update({f"{name}.{k}": m for k, m in compiled_children(p).items()})
+        if getattr(kind, "_spire_compiled", None):
+            found[name] = kind._spire_compiled[0]
     return found
