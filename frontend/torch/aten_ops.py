@@ -217,7 +217,8 @@ def _max_pool3d_with_indices(b, args, kwargs):
     return (y, None)
 
 
-@aten("aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default")
+@aten("aten.native_batch_norm.default", "aten._native_batch_norm_legit_no_training.default",
+      "aten.miopen_batch_norm.default")
 def _native_batch_norm(b, args, kwargs):
     x, w, bias, mean, var = args[:5]
     if len(args) == 8:  # native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps)
@@ -229,6 +230,13 @@ def _native_batch_norm(b, args, kwargs):
     if training:
         raise Unsupported("batch norm in training mode (batch statistics, running-stat updates)")
     return (nb.batch_norm_eval(b, x, w, bias, mean, var, eps), None, None)
+
+
+@aten("aten.cudnn_batch_norm.default")
+def _cudnn_batch_norm(b, args, kwargs):
+    """What make_fx records for batch norm on CUDA tensors (MIOpen's on ROCm, above): native_batch_norm's arguments,
+    and a fourth result, cuDNN's workspace, which no later op reads."""
+    return _native_batch_norm(b, args, kwargs) + (None,)
 
 
 @aten("aten.native_layer_norm.default")

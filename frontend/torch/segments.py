@@ -6,6 +6,8 @@ become graph parameters, in eager code plain attribute reads."""
 import math
 import operator
 
+import torch.fx
+
 from .aliasing import is_view
 from .constant_regions import traced_constant
 from .probe import TensorInfo
@@ -91,6 +93,14 @@ def split_segments(gm, support, results):
     computes from shapes (support.regions, constant_regions.py) must lie within one segment, whose conversion computes
     it: one that does not (an eager node between its nodes) is unfolded, and the runs are cut again."""
     verdict, regions = dict(support), list(getattr(support, "regions", []))
+    for node in gm.graph.nodes:
+        # A part of a tuple PyTorch computes (an eager op with several results) is taken in PyTorch too, for nothing:
+        # a segment then reads that tensor alone, not the whole tuple (whose other parts may be of types spire lacks,
+        # cuDNN's uint8 workspace, or tensors the segment would upload for nothing).
+        if node.op == "call_function" and node.target is operator.getitem and verdict.get(node, (False,))[0]:
+            source = node.args[0]
+            if isinstance(source, torch.fx.Node) and source.op.startswith("call") and not verdict[source][0]:
+                verdict[node] = (False, f"a part of {source.name}'s results, which PyTorch computes: taken there")
     while True:
         items, reasons, runs = _runs(gm, verdict)
         run_of = {n: r for r in runs for n in r.nodes}

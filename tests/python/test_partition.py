@@ -315,3 +315,36 @@ def test_compiling_does_not_write_into_the_callers_tensors(device, trace):
         for call in (1, 2):
             y = compiled(x)
             assert torch.equal(x, torch.full((2, 3), float(call))) and torch.equal(y, 2 * x), (call, x, y)
+
+
+_pair_library = torch.library.Library("spire_partition_test", "DEF")
+_pair_library.define("pair(Tensor x) -> (Tensor, Tensor)")
+_pair_library.impl("pair", lambda x: (x * 2, (x > 0).to(torch.uint8)), "CPU")
+
+
+class ReadsPartOfAnEagerTuple(torch.nn.Module):
+    """An op spire lacks returning a float tensor and a uint8 one (as make_fx's cudnn_batch_norm does, with its
+    workspace), the float one read by work large enough for spire."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(256, 256)
+
+    def forward(self, x):
+        t = torch.ops.spire_partition_test.pair(self.fc(x))
+        return torch.relu(t[0]) + 1, t[1]
+
+
+def test_a_segment_reads_one_part_of_an_eager_ops_results(device):
+    # The segment after the op took its whole tuple, uint8 part included, and the call raised; now PyTorch takes the
+    # part and the segment reads that tensor alone.
+    model = seeded(ReadsPartOfAnEagerTuple, seed=51).eval()
+    compiled = spire.torch.compile(model, device=device)
+    torch.manual_seed(52)
+    x = torch.randn(96, 256)
+    with torch.no_grad():
+        (y, mask), (want_y, want_mask) = compiled(x), model(x)
+    assert rel_err(y, want_y) <= 1e-5 and torch.equal(mask, want_mask)
+    text = compiled.explain(x)
+    assert "eager  getitem: call_function getitem: a part of pair's results" in text, text
+    assert "inputs ['getitem'], outputs ['add']" in text, text

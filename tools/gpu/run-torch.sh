@@ -30,6 +30,8 @@
 # tests/python/test_first_step.py), whatever the environment says.
 # (g) with PARTS containing "decoders": GPT-2 124M and llama-tiny (DECODERS, TOKENS: 32) written in PyTorch, the
 # whole prompt a call, through spire.torch.compile and backend="spire" next to eager and Inductor.
+# (h) with PARTS containing "detection": torchvision's detectors (DETECTORS, SIZE: 320) through spire.torch.compile,
+# which splits them where neither trace follows (python/spire/torch/stand_ins.py), next to eager on CUDA tensors.
 # Options (environment): PARTS (default "tests dynamo timing"; the build always runs), RUNS (timed calls per row, 30),
 # INLINE_NN_MODULES=0 (Dynamo's inline_inbuilt_nn_modules off: weights reach spire as module attributes, not as
 # inputs that Dynamo's frame gathers from the module at every call),
@@ -144,6 +146,15 @@ if [[ " $PARTS " == *" decoders "* ]]; then
   for d in ${DEVICES//,/ }; do for config in ${DECODERS:-llama-tiny gpt2-124m}; do
     timeout 200 $py benchmarks/torch_decoder_prefill.py $config ${TOKENS:-32} $d 2>&1 | grep -v -i warn
   done; done | tee "$OUT/torch_decoders.txt"
+fi
+
+# ---- (h) detection models split where neither trace follows them (benchmarks/torch_detection.py)
+if [[ " $PARTS " == *" detection "* ]]; then
+  echo "| model | size | spire device | eager ms | spire ms | speed-up | first call s | detections vs eager | on spire |"
+  echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
+  for d in ${DEVICES//,/ }; do for m in ${DETECTORS:-ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn fcos_resnet50_fpn}; do
+    timeout 300 $py benchmarks/torch_detection.py $m ${SIZE:-320} $d cuda 2>&1 | grep "^|"
+  done; done | tee "$OUT/torch_detection.txt"
 fi
 
 # ---- (e) DDP over the GPUs with NCCL

@@ -77,9 +77,10 @@ class _Plan(InFlightPlan):
 
 
 class SegmentRefused(RuntimeError):
-    """The device cannot take this segment's plan (a weight larger than the largest buffer it binds, say): the
-    segment runs in eager PyTorch instead (compiled_module's _Partition). `weights`: the attribute paths of the
-    weights the device's message names, whose readers alone then stay in PyTorch."""
+    """The device cannot take this segment's plan (a weight larger than the largest buffer it binds, say), or the
+    converter cannot build it at a call's inputs: the segment runs in eager PyTorch instead (compiled_module's
+    _Partition). `weights`: the attribute paths of the weights the device's message names, whose readers alone then
+    stay in PyTorch."""
 
     def __init__(self, message, weights=()):
         super().__init__(message)
@@ -172,10 +173,10 @@ class SegmentRunner:
     def _compile(self, inputs, batch, batch_to, why):
         try:
             conv = convert_segment(self.seg, self.gm, inputs, batch, batch_to)
-        except Unsupported as e:
-            raise ValueError(f"spire cannot convert segment {self.seg.index} at these inputs: {e}") from e
-        except spire.GraphError as e:
-            raise ValueError(f"spire cannot build segment {self.seg.index} at these inputs: {e}") from e
+        except (Unsupported, spire.GraphError) as e:
+            # What the probe let through but these inputs do not allow: never the call's error, the segment runs in
+            # eager PyTorch instead (compiled_module's _Partition), said once as a warning.
+            raise SegmentRefused(f"spire cannot convert it at these inputs: {e}") from e
         device_io = self._device_io(flatten_values(inputs))
         try:
             exe = self.owner.compile_graph(conv.graph, stream=not device_io,
