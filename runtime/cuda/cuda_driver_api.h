@@ -107,16 +107,18 @@ struct CUlaunchConfig {
 // and CUDA_EXTERNAL_MEMORY_BUFFER_DESC): runtime/vulkan/vulkan_cuda_bridge.h imports Vulkan buffers this way.
 inline constexpr int CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1;
 inline constexpr unsigned CUDA_EXTERNAL_MEMORY_DEDICATED = 0x1;
+// The handle of an external memory or semaphore: a file descriptor here.
+union CudaExternalHandle {
+  int fd;
+  struct {
+    void* handle;
+    const void* name;
+  } win32;
+  const void* nv_sci_object;
+};
 struct CudaExternalMemoryHandleDesc {
   int type;
-  union {
-    int fd;
-    struct {
-      void* handle;
-      const void* name;
-    } win32;
-    const void* nv_sci_buf_object;
-  } handle;
+  CudaExternalHandle handle;
   unsigned long long size;
   unsigned flags;
   unsigned reserved[16];
@@ -135,14 +137,7 @@ static_assert(sizeof(CudaExternalMemoryHandleDesc) == 104 && sizeof(CudaExternal
 inline constexpr int CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD = 9;
 struct CudaExternalSemaphoreHandleDesc {
   int type;
-  union {
-    int fd;
-    struct {
-      void* handle;
-      const void* name;
-    } win32;
-    const void* nv_sci_sync_object;
-  } handle;
+  CudaExternalHandle handle;
   unsigned flags;
   unsigned reserved[16];
 };
