@@ -1,8 +1,8 @@
 """torchvision detection models (random weights, a fixed seed) through spire.torch.compile, which splits them where
 neither trace follows their Python (python/spire/torch/stand_ins.py), next to eager PyTorch in the same process:
 the submodules spire runs, compile seconds, wall ms per call (median of RUNS after warm-up; with CUDA tensors synchronized
-after each), and the detections against eager's (both sorted, so that equal scores in another order agree).
-fp32, TF32 off.
+after each), and the detections against eager's (both sorted, so that equal scores in another order agree); on
+torch >= 2 also torch.compile(backend="spire") (ms, and its detections against eager's). fp32, TF32 off.
 
     python3 benchmarks/torch_detection.py MODEL SIZE DEVICE [TORCH_DEVICE]
         e.g. fasterrcnn_mobilenet_v3_large_320_fpn 320 cuda:0 cuda      (TORCH_DEVICE: where the tensors live, cpu)
@@ -82,8 +82,19 @@ def main():
         for name, c in sorted(compiled_children(compiled._stand_in).items())]
     eager = wall_ms(model, images, synchronize)
     spire_ms = wall_ms(compiled, images, synchronize)
+    dynamo = "-"  # torch >= 2: torch.compile(backend="spire"), whose graph breaks split the model instead
+    if hasattr(torch, "compile"):
+        try:
+            torch._dynamo.reset()
+            through = torch.compile(model, backend="spire", options={"device": device})
+            with torch.no_grad():
+                through(images)
+                error = max(difference(through(o), model(o)) for o in (images,))
+            dynamo = f"{wall_ms(through, images, synchronize):.2f} ({error:.1e})"
+        except Exception as e:  # reported in the table, not fatal: the other columns stand
+            dynamo = f"{type(e).__name__}: {str(e).splitlines()[0][:80]}"
     print(f"| {name} | {size} | {device} ({where.type} tensors) | {eager:.2f} | {spire_ms:.2f} | {eager / spire_ms:.2f}x "
-          f"| {compile_s:.1f} | {worst:.1e} | {', '.join(parts)} |", flush=True)
+          f"| {compile_s:.1f} | {worst:.1e} | {dynamo} | {', '.join(parts)} |", flush=True)
 
 
 if __name__ == "__main__":

@@ -381,12 +381,16 @@ def concat(b, xs, dim):
     xs = [tensor(x, "a concatenated value") for x in xs]
     if len({x.dtype for x in xs}) > 1:
         raise Unsupported(f"cat of {sorted({x.dtype for x in xs})} (PyTorch promotes; spire does not)")
-    # A zero-size input adds nothing (a decoder's empty cache [B, heads, 0, d] before its first keys): dropped, so
-    # no kernel sees an empty tensor.
-    xs = [x for x in xs if 0 not in x.shape] or xs[:1]
+    axis = b.normalize_dim(xs[0], dim)
+    shape = list(xs[0].shape)
+    shape[axis] = sum(x.shape[axis] for x in xs)
+    if 0 in shape:  # the result holds nothing (a detector's boxes when none passed): a zero-size value of its shape
+        return b.reshape(xs[0], shape)
+    # An input with nothing along the axis adds nothing (a decoder's empty cache [B, heads, 0, d] before its first
+    # keys): dropped, so no kernel sees an empty tensor.
+    xs = [x for x in xs if x.shape[axis] != 0]
     if len(xs) == 1:
         return xs[0]
-    axis = b.normalize_dim(xs[0], dim)
     if any(x.batched for x in xs) and (axis == 0 or not all(x.batched for x in xs)):
         b.mixes_rows("concat along or across the batch")
     return b.op("concat", xs, {"axis": axis}, rows="first" if xs[0].batched else "mixes")

@@ -161,3 +161,27 @@ def test_attention_with_bias_kv_is_refused(device):
     want, got, text = compiled_both_ways(model, (torch.randn(2, 4, 16), torch.zeros(4, 4)), "symbolic", device)
     assert_close(got, want)
     assert any("bias_k, bias_v or add_zero_attn" in line for line in eager_lines(text)), text
+
+
+class DecodeBoxes(nn.Module):
+    """A detector's box decoding (torchvision's BoxLinearCoder), run on as many boxes as passed: none at times."""
+
+    def forward(self, rel_codes, boxes):
+        ctr_x, ctr_y = 0.5 * (boxes[..., 0] + boxes[..., 2]), 0.5 * (boxes[..., 1] + boxes[..., 3])
+        w, h = boxes[..., 2] - boxes[..., 0], boxes[..., 3] - boxes[..., 1]
+        rel = rel_codes * torch.stack((w, h, w, h), dim=-1)
+        return torch.cat([torch.stack((ctr_x - rel[..., 0], ctr_y - rel[..., 1]), dim=-1),
+                          torch.stack((ctr_x + rel[..., 2], ctr_y + rel[..., 3]), dim=-1)], dim=1)
+
+
+def test_stack_and_cat_of_empty_values_keep_their_shapes(device):
+    # The first call with no boxes compiled a plan whose stack kept one of its empty inputs: [0, 1], not [0, 4].
+    compiled = spire.torch.compile(DecodeBoxes(), device=device)
+    torch.manual_seed(53)
+    for n in (0, 3, 0, 5):
+        rel_codes, boxes = torch.randn(n, 4), torch.rand(n, 4) * 10
+        with torch.no_grad():
+            got, want = compiled(rel_codes, boxes), DecodeBoxes()(rel_codes, boxes)
+        assert got.shape == want.shape == (n, 4)
+        if n:
+            assert rel_err(got, want) <= 1e-6

@@ -150,8 +150,9 @@ fi
 
 # ---- (h) detection models split where neither trace follows them (benchmarks/torch_detection.py)
 if [[ " $PARTS " == *" detection "* ]]; then
-  echo "| model | size | spire device | eager ms | spire ms | speed-up | first call s | detections vs eager | on spire |"
-  echo "|---|---:|---|---:|---:|---:|---:|---:|---|"
+  echo "| model | size | spire device | eager ms | spire ms | speed-up | first call s | detections vs eager |" \
+       "backend=\"spire\" ms (vs eager) | on spire |"
+  echo "|---|---:|---|---:|---:|---:|---:|---:|---:|---|"
   for d in ${DEVICES//,/ }; do for m in ${DETECTORS:-ssdlite320_mobilenet_v3_large fasterrcnn_mobilenet_v3_large_320_fpn fcos_resnet50_fpn}; do
     timeout 300 $py benchmarks/torch_detection.py $m ${SIZE:-320} $d cuda 2>&1 | grep "^|"
   done; done | tee "$OUT/torch_detection.txt"
