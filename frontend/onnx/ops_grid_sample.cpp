@@ -1,108 +1,23 @@
-// GridSample (opset 16, PyTorch's grid_sample): the input [N, C, H, W] read at the grid's points [N, Ho, Wo, (x, y)],
-// normalized to [-1, 1], bilinearly (the four neighbours weighed by distance) or at the nearest pixel, with zeros,
-// border or reflection padding. The grid is data, so the points are computed on the device: each neighbour's
-// position becomes a flat row of the input seen as [N H W, C], which the graph's gather op reads; a neighbour outside
-// the input reads row 0 and is then zeroed, so nothing is read out of bounds. Bicubic mode is refused.
-#include <fmt/format.h>
+// GridSample (opset 16, PyTorch's grid_sample): ir/graph/composites/grid_sample.h builds it, as for the torch
+// converter; here its attributes are read and what it refuses is refused by name. Bicubic mode is refused.
+#include "ir/graph/composites/grid_sample.h"
 
 #include "frontend/onnx/node_context.h"
 
 namespace spire::onnx_import {
 namespace {
 
-// x mod 2, for the whole numbers x holds: x - 2 floor(x / 2).
-Value parity(graph::Graph& g, Value x) { return g.sub(x, g.mul(g.op("floor", {g.mul(x, 0.5)}), 2.0)); }
-
-// PyTorch's reflect_coordinates: x reflected into [lo, hi] (twice the bounds given), as often as it takes.
-Value reflect(graph::Graph& g, Value x, double twice_lo, double twice_hi) {
-  const DType dt = g.type(x).dtype;
-  if (twice_lo == twice_hi) return g.mul(x, 0.0);
-  const double lo = twice_lo / 2, span = (twice_hi - twice_lo) / 2;
-  const Value in = g.op("abs", {g.sub(x, lo)});
-  const Value flips = g.op("floor", {g.div(in, span)});
-  const Value extra = g.sub(in, g.mul(flips, span));
-  return g.where(g.compare(parity(g, flips), g.scalar(0.0, dt), CompareMode::Eq), g.add(extra, lo),
-                 g.add(g.sub(g.scalar(span, dt), extra), lo));
-}
-
-Value clip(graph::Graph& g, Value x, double hi) {
-  const DType dt = g.type(x).dtype;
-  return g.minimum(g.maximum(x, g.scalar(0.0, dt)), g.scalar(hi, dt));
-}
-
-// Round half to even (nearbyint), as PyTorch's nearest mode does.
-Value round_even(graph::Graph& g, Value x) {
-  const DType dt = g.type(x).dtype;
-  const Value f = g.op("floor", {x}), d = g.sub(x, f);
-  const Value half = g.scalar(0.5, dt);
-  return g.where(g.compare(d, half, CompareMode::Gt), g.add(f, 1.0),
-                 g.where(g.compare(d, half, CompareMode::Lt), f, g.add(f, parity(g, f))));
-}
-
 void grid_sample(NodeContext& c) {
-  auto& g = c.g();
   const graph::TensorType x = c.type(0), grid = c.type(1);
-  if (!graph::is_float(x.dtype) || grid.dtype != x.dtype) c.refuse("spire runs GridSample on float tensors of one type");
-  if (x.rank() != 4) c.refuse("spire samples 2-D inputs ([N, C, H, W]) only");
-  const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], w = x.shape[3];
-  if (grid.shape.size() != 4 || grid.shape[0] != n || grid.shape[3] != 2)
-    c.refuse(fmt::format("the grid {} must be [{}, Ho, Wo, 2]", graph::shape_to_string(grid.shape), n));
-  const int64_t ho = grid.shape[1], wo = grid.shape[2];
-  if (n * h * w > (int64_t(1) << 24)) c.refuse("an input of more than 2^24 pixels");
-  const std::string mode = c.attr_string("mode", "bilinear"), padding = c.attr_string("padding_mode", "zeros");
-  if (mode != "bilinear" && mode != "nearest") c.refuse(fmt::format("mode '{}' is not supported (bilinear, nearest)", mode));
-  if (padding != "zeros" && padding != "border" && padding != "reflection")
-    c.refuse(fmt::format("padding_mode '{}'", padding));
-  const bool align = c.attr_int("align_corners", 0) != 0;
-  const DType dt = x.dtype;
-
-  // Pixel coordinates of each point, [N, Ho, Wo], with the padding mode's reflection and clipping.
-  auto coordinate = [&](int64_t which, int64_t size) {
-    Value v = g.reshape(g.op("slice", {c.value(1)}, {{"starts", std::vector<int64_t>{0, 0, 0, which}},
-                                                     {"steps", std::vector<int64_t>(4, 1)}, {"shape", Shape{n, ho, wo, 1}}}),
-                        {n, ho, wo});
-    v = align ? g.mul(g.add(v, 1.0), 0.5 * double(size - 1)) : g.div(g.sub(g.mul(g.add(v, 1.0), double(size)), 1.0), 2.0);
-    if (padding == "border") v = clip(g, v, double(size - 1));
-    if (padding == "reflection") {
-      v = align ? reflect(g, v, 0, 2.0 * double(size - 1)) : reflect(g, v, -1, 2.0 * double(size) - 1);
-      v = clip(g, v, double(size - 1));
-    }
-    return v;
-  };
-  const Value ix = coordinate(0, w), iy = coordinate(1, h);
-  // The input as rows [N H W, C]; each image's rows start at n H W.
-  const Value rows = g.reshape(g.permute(c.value(0), {0, 2, 3, 1}), {n * h * w, ch});
-  Tensor image_start(DType::F32, {n, 1, 1});
-  for (int64_t b = 0; b < n; ++b) image_start.data[size_t(b)] = double(b * h * w);
-  const Value start = c.constant_value(image_start, c.node().output(0) + ".images");
-  // The value at whole-number pixel (px, py) [N, Ho, Wo], zero outside the input: [N, Ho, Wo, C].
-  auto at = [&](Value px, Value py) {
-    const Value zero = g.scalar(0.0, dt);
-    Value inside = g.compare(px, zero, CompareMode::Ge);
-    inside = g.where(inside, g.compare(px, g.scalar(double(w - 1), dt), CompareMode::Le), inside);
-    inside = g.where(inside, g.compare(py, zero, CompareMode::Ge), inside);
-    inside = g.where(inside, g.compare(py, g.scalar(double(h - 1), dt), CompareMode::Le), inside);
-    // Positions as float32 row numbers (exact below 2^24), row 0 where the pixel is outside.
-    Value row = g.add(g.add(g.mul(py, double(w)), px), g.cast(start, dt));
-    row = g.where(inside, row, zero);
-    const Value index = g.cast(row, DType::I64);
-    const Value v = g.op("gather", {rows, index}, {{"axis", int64_t(0)}});  // [N, Ho, Wo, C]
-    return g.where(g.reshape(inside, {n, ho, wo, 1}), v, g.scalar(0.0, dt));
-  };
-  Value y;
-  if (mode == "nearest") {
-    y = at(round_even(g, ix), round_even(g, iy));
-  } else {
-    const Value x0 = g.op("floor", {ix}), y0 = g.op("floor", {iy});
-    const Value x1 = g.add(x0, 1.0), y1 = g.add(y0, 1.0);
-    const Value fx = g.sub(ix, x0), fy = g.sub(iy, y0);
-    const Value one = g.scalar(1.0, dt);
-    auto weight = [&](Value a, Value b) { return g.reshape(g.mul(a, b), {n, ho, wo, 1}); };
-    const Value gx = g.sub(one, fx), gy = g.sub(one, fy);
-    y = g.add(g.add(g.mul(at(x0, y0), weight(gx, gy)), g.mul(at(x1, y0), weight(fx, gy))),
-              g.add(g.mul(at(x0, y1), weight(gx, fy)), g.mul(at(x1, y1), weight(fx, fy))));
-  }
-  c.set_output(0, g.permute(y, {0, 3, 1, 2}));
+  graph::GridSampleOptions o;
+  o.mode = c.attr_string("mode", "bilinear");
+  o.padding = c.attr_string("padding_mode", "zeros");
+  o.align_corners = c.attr_int("align_corners", 0) != 0;
+  const std::string refusal = graph::grid_sample_refusal(x, grid, o);
+  if (!refusal.empty()) c.refuse(refusal);
+  const Value starts = c.constant_value(graph::grid_sample_image_starts(x.shape[0], x.shape[2], x.shape[3]),
+                                        c.node().output(0) + ".images");
+  c.set_output(0, graph::grid_sample(c.g(), c.value(0), c.value(1), starts, o));
 }
 
 }  // namespace

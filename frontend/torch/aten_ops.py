@@ -63,6 +63,9 @@ for _overload, _handler in (
         ("aten.full.default", FUNCTIONS[torch.full]), ("aten.scalar_tensor.default", FUNCTIONS[torch.scalar_tensor]),
         ("aten.arange.default", FUNCTIONS[torch.arange]), ("aten.arange.start", FUNCTIONS[torch.arange]),
         ("aten.arange.start_step", FUNCTIONS[torch.arange]), ("aten.embedding.default", FUNCTIONS[torch.embedding]),
+        ("aten.linspace.default", FUNCTIONS[torch.linspace]),
+        ("aten.grid_sampler_2d.default", FUNCTIONS[torch.grid_sampler]),
+        ("aten.grid_sampler.default", FUNCTIONS[torch.grid_sampler]),
         # A copy of a constant tensor (make_fx's record of torch.tensor(...) in forward): the value itself.
         ("aten.lift_fresh_copy.default", METHODS["clone"]),
         # Functions a torch may lack (no handler registered then).

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from .builder import FLOATS, SPIRE_TO_TORCH, SpireValue, Unsupported, spire_dtype
+from .builder import FLOATS, SPIRE_TO_TORCH, TORCH_TO_SPIRE, SpireValue, Unsupported, spire_dtype
 
 
 def tensor(x, what):
@@ -1068,3 +1068,34 @@ def conv_transpose2d(b, x, w, bias, stride, padding, output_padding, groups, dil
     y = b.op("conv2d_grad_input", [x, w], {"stride": stride, "padding": padding, "dilation": dilation,
                                             "groups": int(groups), "input_shape": shape})
     return channel_affine(b, y, None, bias)
+
+
+# aten.grid_sampler_2d's integer modes, as F.grid_sample's names.
+GRID_SAMPLE_MODES = {0: "bilinear", 1: "nearest", 2: "bicubic"}
+GRID_SAMPLE_PADDINGS = {0: "zeros", 1: "border", 2: "reflection"}
+
+
+def grid_sample(b, x, grid, mode, padding, align_corners):
+    """F.grid_sample, built by ir/graph/composites/grid_sample.h as the ONNX importer's GridSample is. Each image's
+    first row in the input seen as rows is a constant of the call's shape (a zero-padded batch's added images read
+    their own rows): so rows stay independent."""
+    x, grid = tensor(x, "grid_sample's input"), tensor(grid, "grid_sample's grid")
+    if x.rank != 4:
+        raise Unsupported(f"grid_sample of a {x.rank}-D input (spire samples [N, C, H, W])")
+    n, _, h, w = x.shape
+    starts = b.const_tensor("grid_sample.images", (torch.arange(n, dtype=torch.float32) * (h * w)).reshape(n, 1, 1))
+    try:
+        vid = b.g.grid_sample(x.id, grid.id, starts.id, mode, padding, bool(align_corners))
+    except ValueError as e:
+        raise Unsupported(f"grid_sample: {e}")
+    return b._wrap(vid, x.batched or grid.batched)
+
+
+def linspace(b, start, end, steps, dtype):
+    """torch.linspace: a constant of the call (its values are PyTorch's own, computed here)."""
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, end, steps)):
+        raise Unsupported("linspace of values that are not numbers")
+    values = torch.linspace(start, end, steps, dtype=dtype or torch.get_default_dtype())
+    if values.dtype not in TORCH_TO_SPIRE:
+        raise Unsupported(f"linspace of {values.dtype}")
+    return b.const_tensor("linspace", values)

@@ -689,6 +689,26 @@ def _f_tensor(b, args, kwargs):
     return nb.full(b, [], data, kwargs.get("dtype"))
 
 
+@function(torch.linspace)
+def _f_linspace(b, args, kwargs):
+    return nb.linspace(b, arg(args, kwargs, 0, "start"), arg(args, kwargs, 1, "end"), arg(args, kwargs, 2, "steps"),
+                       kwargs.get("dtype"))
+
+
+@function(F.grid_sample)
+def _f_grid_sample(b, args, kwargs):
+    return nb.grid_sample(b, args[0], arg(args, kwargs, 1, "grid"), arg(args, kwargs, 2, "mode", "bilinear"),
+                          arg(args, kwargs, 3, "padding_mode", "zeros"), arg(args, kwargs, 4, "align_corners", None))
+
+
+@function(torch.grid_sampler, torch.grid_sampler_2d)
+def _f_grid_sampler(b, args, kwargs):
+    """What F.grid_sample calls, and make_fx's aten.grid_sampler_2d: the modes as integers."""
+    mode, padding = arg(args, kwargs, 2, "interpolation_mode"), arg(args, kwargs, 3, "padding_mode")
+    return nb.grid_sample(b, args[0], arg(args, kwargs, 1, "grid"), nb.GRID_SAMPLE_MODES.get(mode, str(mode)),
+                          nb.GRID_SAMPLE_PADDINGS.get(padding, str(padding)), arg(args, kwargs, 4, "align_corners"))
+
+
 @function(torch.arange)
 def _f_arange(b, args, kwargs):
     if len(args) == 1 and "end" not in kwargs:

@@ -5,6 +5,7 @@
 
 #include "autograd/grad.h"
 #include "autograd/optimizers.h"
+#include "ir/graph/composites/grid_sample.h"
 #include "ir/graph/evaluator.h"
 #include "ir/graph/graph.h"
 #include "ir/graph/op_table.h"
@@ -98,6 +99,16 @@ void bind_graph(py::module_& m) {
              return g.add_node(*kind, in, a, name).id;
            }, py::arg("op"), py::arg("inputs"), py::arg("attrs") = py::dict(), py::arg("name") = "",
            "Appends an op by its table name; its shape rule runs at once (spire.GraphError when inputs do not fit)")
+      .def("grid_sample", [](Graph& g, int32_t x, int32_t grid, int32_t image_starts, const std::string& mode,
+                             const std::string& padding, bool align_corners) {
+             const graph::GridSampleOptions o{mode, padding, align_corners};
+             const std::string refusal = graph::grid_sample_refusal(g.type(value_of(g, x)), g.type(value_of(g, grid)), o);
+             if (!refusal.empty()) throw py::value_error(refusal);
+             return graph::grid_sample(g, value_of(g, x), value_of(g, grid), value_of(g, image_starts), o).id;
+           }, py::arg("x"), py::arg("grid"), py::arg("image_starts"), py::arg("mode"), py::arg("padding"),
+           py::arg("align_corners"),
+           "PyTorch's grid_sample as graph ops (ir/graph/composites/grid_sample.h); image_starts: a [N, 1, 1] f32 value "
+           "holding b * H * W for image b. ValueError naming what it does not take")
       .def("output", [](Graph& g, const std::string& name, int32_t v) { g.output(name, value_of(g, v)); })
       .def("rename", [](Graph& g, int32_t v, const std::string& name) { return g.name(value_of(g, v), name).id; })
       .def("type", &type_of, py::arg("value"), "(dtype name, shape) of a value")

@@ -1,0 +1,111 @@
+#include "ir/graph/composites/grid_sample.h"
+
+#include <fmt/format.h>
+
+namespace spire::graph {
+namespace {
+
+// x mod 2, for the whole numbers x holds: x - 2 floor(x / 2).
+Value parity(Graph& g, Value x) { return g.sub(x, g.mul(g.op("floor", {g.mul(x, 0.5)}), 2.0)); }
+
+// PyTorch's reflect_coordinates: x reflected into [lo, hi] (twice the bounds given), as often as it takes.
+Value reflect(Graph& g, Value x, double twice_lo, double twice_hi) {
+  const DType dt = g.type(x).dtype;
+  if (twice_lo == twice_hi) return g.mul(x, 0.0);
+  const double lo = twice_lo / 2, span = (twice_hi - twice_lo) / 2;
+  const Value in = g.op("abs", {g.sub(x, lo)});
+  const Value flips = g.op("floor", {g.div(in, span)});
+  const Value extra = g.sub(in, g.mul(flips, span));
+  return g.where(g.compare(parity(g, flips), g.scalar(0.0, dt), CompareMode::Eq), g.add(extra, lo),
+                 g.add(g.sub(g.scalar(span, dt), extra), lo));
+}
+
+Value clip(Graph& g, Value x, double hi) {
+  const DType dt = g.type(x).dtype;
+  return g.minimum(g.maximum(x, g.scalar(0.0, dt)), g.scalar(hi, dt));
+}
+
+// Round half to even (nearbyint), as PyTorch's nearest mode does.
+Value round_even(Graph& g, Value x) {
+  const DType dt = g.type(x).dtype;
+  const Value f = g.op("floor", {x}), d = g.sub(x, f);
+  const Value half = g.scalar(0.5, dt);
+  return g.where(g.compare(d, half, CompareMode::Gt), g.add(f, 1.0),
+                 g.where(g.compare(d, half, CompareMode::Lt), f, g.add(f, parity(g, f))));
+}
+
+}  // namespace
+
+std::string grid_sample_refusal(const TensorType& x, const TensorType& grid, const GridSampleOptions& o) {
+  if (!is_float(x.dtype) || grid.dtype != x.dtype) return "spire runs grid_sample on float tensors of one type";
+  if (x.rank() != 4) return "spire samples 2-D inputs ([N, C, H, W]) only";
+  if (grid.shape.size() != 4 || grid.shape[0] != x.shape[0] || grid.shape[3] != 2)
+    return fmt::format("the grid {} must be [{}, Ho, Wo, 2]", shape_to_string(grid.shape), x.shape[0]);
+  if (x.shape[0] * x.shape[2] * x.shape[3] > (int64_t(1) << 24)) return "an input of more than 2^24 pixels";
+  if (o.mode != "bilinear" && o.mode != "nearest")
+    return fmt::format("mode '{}' is not supported (bilinear, nearest)", o.mode);
+  if (o.padding != "zeros" && o.padding != "border" && o.padding != "reflection")
+    return fmt::format("padding_mode '{}'", o.padding);
+  return "";
+}
+
+Tensor grid_sample_image_starts(int64_t n, int64_t h, int64_t w) {
+  Tensor starts(DType::F32, {n, 1, 1});
+  for (int64_t b = 0; b < n; ++b) starts.data[size_t(b)] = double(b * h * w);
+  return starts;
+}
+
+Value grid_sample(Graph& g, Value x_in, Value grid_in, Value image_starts, const GridSampleOptions& o) {
+  const TensorType x = g.type(x_in), grid = g.type(grid_in);
+  const int64_t n = x.shape[0], ch = x.shape[1], h = x.shape[2], w = x.shape[3];
+  const int64_t ho = grid.shape[1], wo = grid.shape[2];
+  const DType dt = x.dtype;
+  const bool align = o.align_corners;
+
+  // Pixel coordinates of each point, [N, Ho, Wo], with the padding mode's reflection and clipping.
+  auto coordinate = [&](int64_t which, int64_t size) {
+    Value v = g.reshape(g.op("slice", {grid_in}, {{"starts", std::vector<int64_t>{0, 0, 0, which}},
+                                                  {"steps", std::vector<int64_t>(4, 1)}, {"shape", Shape{n, ho, wo, 1}}}),
+                        {n, ho, wo});
+    v = align ? g.mul(g.add(v, 1.0), 0.5 * double(size - 1)) : g.div(g.sub(g.mul(g.add(v, 1.0), double(size)), 1.0), 2.0);
+    if (o.padding == "border") v = clip(g, v, double(size - 1));
+    if (o.padding == "reflection") {
+      v = align ? reflect(g, v, 0, 2.0 * double(size - 1)) : reflect(g, v, -1, 2.0 * double(size) - 1);
+      v = clip(g, v, double(size - 1));
+    }
+    return v;
+  };
+  const Value ix = coordinate(0, w), iy = coordinate(1, h);
+  // The input as rows [N H W, C]; each image's rows start at n H W.
+  const Value rows = g.reshape(g.permute(x_in, {0, 2, 3, 1}), {n * h * w, ch});
+  // The value at whole-number pixel (px, py) [N, Ho, Wo], zero outside the input: [N, Ho, Wo, C].
+  auto at = [&](Value px, Value py) {
+    const Value zero = g.scalar(0.0, dt);
+    Value inside = g.compare(px, zero, CompareMode::Ge);
+    inside = g.where(inside, g.compare(px, g.scalar(double(w - 1), dt), CompareMode::Le), inside);
+    inside = g.where(inside, g.compare(py, zero, CompareMode::Ge), inside);
+    inside = g.where(inside, g.compare(py, g.scalar(double(h - 1), dt), CompareMode::Le), inside);
+    // Positions as float32 row numbers (exact below 2^24), row 0 where the pixel is outside.
+    Value row = g.add(g.add(g.mul(py, double(w)), px), g.cast(image_starts, dt));
+    row = g.where(inside, row, zero);
+    const Value index = g.cast(row, DType::I64);
+    const Value v = g.op("gather", {rows, index}, {{"axis", int64_t(0)}});  // [N, Ho, Wo, C]
+    return g.where(g.reshape(inside, {n, ho, wo, 1}), v, g.scalar(0.0, dt));
+  };
+  Value y;
+  if (o.mode == "nearest") {
+    y = at(round_even(g, ix), round_even(g, iy));
+  } else {
+    const Value x0 = g.op("floor", {ix}), y0 = g.op("floor", {iy});
+    const Value x1 = g.add(x0, 1.0), y1 = g.add(y0, 1.0);
+    const Value fx = g.sub(ix, x0), fy = g.sub(iy, y0);
+    const Value one = g.scalar(1.0, dt);
+    auto weight = [&](Value a, Value b) { return g.reshape(g.mul(a, b), {n, ho, wo, 1}); };
+    const Value gx = g.sub(one, fx), gy = g.sub(one, fy);
+    y = g.add(g.add(g.mul(at(x0, y0), weight(gx, gy)), g.mul(at(x1, y0), weight(fx, gy))),
+              g.add(g.mul(at(x0, y1), weight(gx, fy)), g.mul(at(x1, y1), weight(fx, fy))));
+  }
+  return g.permute(y, {0, 3, 1, 2});
+}
+
+}  // namespace spire::graph
