@@ -9,8 +9,8 @@ value, and the graph is rewritten to compute it, as PyTorch's own functionalizat
     ->  bias2 = torch.slice_scatter(bias, torch.zeros_like(bias[n:2 * n]), 0, n, 2 * n, 1); F.linear(x, w2, bias2)
 
 The view written through must be a chain of slices and selections (getitem of ints, slices and ..., aten.slice,
-select, narrow, detach, a part of split's, chunk's or unbind's tuple): each step is undone by slice_scatter /
-select_scatter, from the written view up to the tensor. The write is zero_, fill_ (a number), copy_, setitem, an
+select, narrow, detach, a part of split's, chunk's or unbind's tuple) and reshaping views (view): each step is undone
+by slice_scatter / select_scatter / reshape, from the written view up to the tensor. The write is zero_, fill_ (a number), copy_, setitem, an
 augmented assignment or any in-place tensor method with a functional twin (add_ -> add), at the torch or the ATen
 level. Every later reader of the tensor reads the new value. The rewritten graph still runs in PyTorch (the probe
 records it), so its meaning is checked there too.
@@ -92,6 +92,13 @@ class _Rewriter:
                                                     like=p)
         if name in IDENTITY_VIEWS or (view.op == "call_method" and view.target in IDENTITY_VIEWS):
             return parent, lambda p, src: src
+        if name in ("aten.view.default", "aten._unsafe_view.default") or (
+                view.op == "call_method" and view.target == "view" and not view.kwargs and
+                not any(isinstance(a, torch.dtype) for a in args[1:])):  # view(dtype) reinterprets the bytes
+            # The same elements in another shape (view keeps their row-major order): the view's new value reshaped
+            # back is the parent's (make_fx's instance norm: batch norm of a reshaped view, viewed back, then relu_).
+            shape = tuple(self.shape_of(parent))
+            return parent, lambda p, src: self.node("call_function", torch.reshape, src, shape, like=p)
         return None
 
     def chunk_step(self, parts, i):
@@ -237,6 +244,21 @@ class _Rewriter:
         targets = mutated(write)
         return (targets[0], None) if len(targets) == 1 else (None, None)
 
+    def changed_later(self, nodes, after, order):
+        """Whether an op after position `after` changes in place any of `nodes` or what aliases them (their views and
+        in-place results, through each other)."""
+        closure, todo = set(nodes), list(nodes)
+        while todo:
+            member = todo.pop()
+            for user in member.users:
+                if order.get(user, -1) > after and member in mutated(user):
+                    return True
+                if user not in closure and (member in mutated(user) or (
+                        is_view(user, self.is_tensor) and user.args and user.args[0] is member)):
+                    closure.add(user)
+                    todo.append(user)
+        return False
+
     # ---- one write
     def rewrite(self, write, order):
         target, key = self.write_target(write)
@@ -262,9 +284,12 @@ class _Rewriter:
                 return False
         # A view in the chain (or the write's result, a view too where the write went through one) used afterwards
         # still aliases the tensor in PyTorch: a later change to the tensor (through another view) or to the view
-        # would show in it, where its new value here would not. Such writes are left as they are.
+        # would show in it, where its new value here would not. Such writes are left as they are, unless nothing
+        # changes any of them in place afterwards (make_fx's instance norm: a view of batch norm's result, relu_ on
+        # it, its result read on): then each reads its new value.
         aliases = [n for n, _ in links[1:]] + ([write] if key is None and target is not base else [])
-        if any(order.get(u, -1) > order[write] for a in aliases for u in a.users):
+        if any(order.get(u, -1) > order[write] for a in aliases for u in a.users) and \
+                self.changed_later(family | set(aliases) | {write}, order[write], order):
             return False
         with self.g.inserting_before(write):
             if key is not None:

@@ -74,10 +74,20 @@ class CircularPad(nn.Module):
         return F.pad(x, (2, 1, 1, 3), mode="circular") * 2
 
 
+class ReluOfAViewReadOn(nn.Module):
+    """make_fx's instance norm then ReLU(inplace=True) (RAFT's encoders): a reshaping view of a tensor the graph made,
+    relu_ on it, and the relu_'s result (the view itself) read on, nothing changing any of them afterwards."""
+
+    def forward(self, x):
+        y = (x * 2 - 1).view(x.shape[0] * x.shape[1], -1)
+        r = y.view(x.shape).relu_()
+        return r * 3 + 1, y.sum(-1)
+
+
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
 @pytest.mark.parametrize("model, shape", [(BiasWithZeroedThird, (3, 8)), (SlicesWritten, (2, 6, 8)),
                                           (ReadAfterInPlace, (2, 5)), (CircularPad, (2, 3, 4, 5)),
-                                          (PartsWritten, (2, 5))])
+                                          (PartsWritten, (2, 5)), (ReluOfAViewReadOn, (2, 3, 4))])
 def test_writes_become_new_values(device, trace, model, shape):
     torch.manual_seed(5)
     want, got, text = compiled_both_ways(seeded(model), (torch.randn(*shape),), trace, device)

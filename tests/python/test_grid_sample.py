@@ -65,3 +65,24 @@ def test_raft_correlation_lookup_runs_on_spire(device, trace):
     want, got, text = compiled_both_ways(CorrelationLookup(), (volume, centroids), trace, device)
     assert rel_err(got, want) <= 1e-5
     assert "grid_sample" in text and not [line for line in eager_lines(text) if "grid_sample" in line], text
+
+
+def test_raft_small_is_one_segment(device):
+    # torchvision's RAFT (random weights, a fixed seed), its correlation pyramid sampled by grid_sample and its
+    # encoders' instance norms followed by in-place ReLUs: one spire segment, PyTorch running only the unused uint8
+    # buffers make_fx records for batch norm. 128x128: at 64x64 the pyramid's last level is 1x1, where RAFT divides
+    # by zero in eager PyTorch too.
+    import torchvision
+    import spire.torch
+    torch.manual_seed(57)
+    model = torchvision.models.optical_flow.raft_small(weights=None).eval()
+    compiled = spire.torch.compile(model, device=device)
+    for seed in (58, 59):
+        g = torch.Generator().manual_seed(seed)
+        a, b = torch.rand(1, 3, 128, 128, generator=g), torch.rand(1, 3, 128, 128, generator=g)
+        with torch.no_grad():
+            got, want = compiled(a, b, num_flow_updates=2), model(a, b, num_flow_updates=2)
+        assert len(got) == len(want) == 2 and all(rel_err(x, y) <= 1e-4 for x, y in zip(got, want))
+    text = compiled.explain(a, b, num_flow_updates=2)
+    assert text.count("spire segment") == 1, text
+    assert all("aten.empty" in line and "uint8" in line for line in eager_lines(text)), text
