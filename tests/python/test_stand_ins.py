@@ -1,6 +1,8 @@
 """A module neither trace can follow runs its own Python in eager PyTorch and its submodules on spire (stand_ins.py):
 results and gradients as eager's, the user's module untouched, and what spire could not take exactly (a call with an
 object holding tensors, a hooked submodule) run as such a module in turn."""
+from contextlib import nullcontext
+
 import pytest
 import torch
 
@@ -147,3 +149,31 @@ def test_a_trace_holding_sizes_of_one_calls_values_is_not_run_again(device):
             got, want = compiled(x), model(x)
         assert got.shape == want.shape and rel_err(got, want) <= 1e-6
     assert "its submodule fc (Linear):\n    spire segment 0" in compiled.explain(x)
+
+
+class Stages(torch.nn.Module):
+    """Indexes and slices its ModuleList, branching on values between them."""
+
+    def __init__(self):
+        super().__init__()
+        self.stages = torch.nn.ModuleList([Block(8) for _ in range(3)])
+
+    def forward(self, x):
+        x = self.stages[0](x)
+        for stage in self.stages[1:] if x.mean() > -10 else self.stages[:1]:
+            x = stage(x)
+        return x
+
+
+def test_a_slice_of_a_module_list_runs_its_items_on_spire(device):
+    model = seeded(Stages, seed=60).eval()
+    compiled = spire.torch.compile(model, device=device)
+    torch.manual_seed(61)
+    for _ in range(2):
+        x = torch.randn(4, 8)
+        with torch.no_grad(), pytest.warns(UserWarning) if _ == 0 else nullcontext():
+            assert rel_err(compiled(x), model(x)) <= 1e-5
+    from spire.torch.stand_ins import compiled_children
+    children = compiled_children(compiled._stand_in)
+    assert sorted(children) == ["stages.0", "stages.1", "stages.2"], sorted(children)
+    assert all(c.compilations == 1 for c in children.values())  # the slice reuses the items' plans

@@ -69,7 +69,7 @@ def stand_in_parent(module, make):
     attrs = {"__getattr__": _child_getattr(cls), "_spire_children": _Children(make), "__module__": cls.__module__}
     if isinstance(module, torch.nn.ModuleList):
         attrs["__getitem__"] = lambda self, i: (
-            type(self)(list(self._modules.values())[i]) if isinstance(i, slice) else
+            torch.nn.ModuleList([getattr(self, k) for k in list(self._modules)[i]]) if isinstance(i, slice) else
             getattr(self, str(torch.nn.ModuleList._get_abs_string_index(self, i))))
         attrs["__iter__"] = lambda self: iter([getattr(self, k) for k in self._modules])
     elif isinstance(module, torch.nn.ModuleDict):
