@@ -12,8 +12,10 @@ runs a call as a parent's (its own Python in PyTorch, its children's stand-ins c
 call exactly:
 - an argument that is not a tensor, a plain constant (None, bool, int, float, str) or a tuple, list or dict of those
   (torchvision's ImageList): a trace would take the tensors inside such an object for constants;
-- forward hooks or pre-hooks on the child, which a trace of its forward would leave out."""
+- hooks on the child, which a trace of its forward would leave out."""
 import torch
+
+from spire.torch.frontend.dispatch import has_hooks
 
 # Values a trace is specialized to (compiled_module's constants), besides tensors.
 _PLAIN = (type(None), bool, int, float, str)
@@ -23,10 +25,6 @@ def _plain_call(args, kwargs):
     """Whether every value in the call is a tensor or a plain constant, nested only in tuples, lists and dicts."""
     leaves, _ = torch.utils._pytree.tree_flatten((args, kwargs))
     return all(isinstance(a, (torch.Tensor,) + _PLAIN) for a in leaves)
-
-
-def _has_hooks(module):
-    return bool(module._forward_hooks or module._forward_pre_hooks)
 
 
 def _share_state(cls, module):
@@ -93,7 +91,7 @@ def stand_in_child(name, child, make):
     compiled, descended = [], []
 
     def __call__(self, *args, **kwargs):
-        if _has_hooks(child) or not _plain_call(args, kwargs):
+        if has_hooks(child) or not _plain_call(args, kwargs):
             if not descended:
                 descended.append(stand_in_parent(child, make_item))
             return descended[0](*args, **kwargs)
