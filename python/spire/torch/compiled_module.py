@@ -23,7 +23,7 @@ from spire.torch.frontend.segments import split_segments
 from spire.torch.frontend.value_sized import value_sized
 from spire.torch.segment_runner import SegmentRefused, SegmentRunner
 from spire.torch.stand_ins import compiled_children, stand_in_parent
-from spire.torch.tensors import SUPPORTED_DTYPES
+from spire.torch.tensors import CONSTANT_TYPES, SUPPORTED_DTYPES
 
 
 _TRAINING = operator.attrgetter("training")
@@ -66,8 +66,6 @@ def _untraced_graph(module, args, why):
     return gm
 
 
-# Values of non-tensor arguments a trace is specialized to (a forward may branch on them: `if mask is None`).
-_CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 
 def _parameters_of(module):
@@ -87,7 +85,7 @@ def _leaf_shapes(args):
     graph takes the tensors of tuples, lists and dicts as placeholders of their own)."""
     leaves, spec = torch.utils._pytree.tree_flatten(args)
     return str(spec), tuple(tuple(a.shape) if isinstance(a, torch.Tensor) else
-                            a if isinstance(a, _CONSTANT_TYPES) else type(a) for a in leaves)
+                            a if isinstance(a, CONSTANT_TYPES) else type(a) for a in leaves)
 
 
 def _copies(args):
@@ -356,7 +354,7 @@ class SpireModule(torch.nn.Module):
             if self._stand_in is None:
                 self._stand_in = stand_in_parent(self.module, self._compile_child)
             return _untraced_graph(self._stand_in, args, self._untraced)
-        constants = {p.name: a for p, a in zip(self._params or (), args) if isinstance(a, _CONSTANT_TYPES)}
+        constants = {p.name: a for p, a in zip(self._params or (), args) if isinstance(a, CONSTANT_TYPES)}
         if not constants:
             return self._gm
         key = tuple(constants.items())
@@ -398,7 +396,7 @@ class SpireModule(torch.nn.Module):
         key = (tuple(map(_TRAINING, self._modules_list)),
                # A value that is not a tensor is a constant of the trace (None, a number, a flag), else its type.
                tuple((a.dtype, a.dim()) if isinstance(a, torch.Tensor) else
-                     a if isinstance(a, _CONSTANT_TYPES) else type(a) for a in args),
+                     a if isinstance(a, CONSTANT_TYPES) else type(a) for a in args),
                # make_fx traces with real tensors: its graph holds for these shapes and this grad mode only.
                self._gm is None and (torch.is_grad_enabled(), _leaf_shapes(args)))
         part = self._partitions.get(key)

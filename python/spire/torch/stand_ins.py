@@ -16,15 +16,13 @@ call exactly:
 import torch
 
 from spire.torch.frontend.dispatch import has_hooks
-
-# Values a trace is specialized to (compiled_module's constants), besides tensors.
-_PLAIN = (type(None), bool, int, float, str)
+from spire.torch.tensors import CONSTANT_TYPES
 
 
 def _plain_call(args, kwargs):
     """Whether every value in the call is a tensor or a plain constant, nested only in tuples, lists and dicts."""
     leaves, _ = torch.utils._pytree.tree_flatten((args, kwargs))
-    return all(isinstance(a, (torch.Tensor,) + _PLAIN) for a in leaves)
+    return all(isinstance(a, (torch.Tensor,) + CONSTANT_TYPES) for a in leaves)
 
 
 def _share_state(cls, module):

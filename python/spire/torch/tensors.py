@@ -6,6 +6,8 @@ from spire.torch.frontend.builder import SPIRE_TO_TORCH, TORCH_TO_SPIRE
 
 # Tensor dtypes spire has; any other input (complex, uint8, ...) is refused with this list.
 SUPPORTED_DTYPES = tuple(TORCH_TO_SPIRE)
+# Values of non-tensor arguments a trace is specialized to (a forward may branch on them: `if mask is None`).
+CONSTANT_TYPES = (type(None), bool, int, float, str)
 
 
 def to_numpy(t, rows=None):
