@@ -9,16 +9,17 @@ value, and the graph is rewritten to compute it, as PyTorch's own functionalizat
     ->  bias2 = torch.slice_scatter(bias, torch.zeros_like(bias[n:2 * n]), 0, n, 2 * n, 1); F.linear(x, w2, bias2)
 
 The view written through must be a chain of slices and selections (getitem of ints, slices and ..., aten.slice,
-select, narrow, detach, a part of split's, chunk's or unbind's tuple) and reshaping views (view): each step is undone
-by slice_scatter / select_scatter / reshape, from the written view up to the tensor. The write is zero_, fill_ (a number), copy_, setitem, an
-augmented assignment or any in-place tensor method with a functional twin (add_ -> add), at the torch or the ATen
-level. Every later reader of the tensor reads the new value. The rewritten graph still runs in PyTorch (the probe
-records it), so its meaning is checked there too.
+select, narrow, detach, a part of split's, chunk's or unbind's tuple) and reshaping views (view): each step is
+undone by slice_scatter / select_scatter / reshape, from the written view up to the tensor. The write is zero_,
+fill_ (a number), copy_, setitem, an augmented assignment or any in-place tensor method with a functional twin (add_
+-> add), at the torch or the ATen level. Every later reader of the tensor reads the new value. The rewritten graph
+still runs in PyTorch (the probe records it), so its meaning is checked there too.
 
 Left as they were (aliasing.py keeps them in PyTorch): writes into the caller's tensors (x.float() may be x), views
-of other kinds (reshape, transpose, a tensor index), a view of the same tensor made before the write and read after
-it, a view written (or a write's result through a view) that is used afterwards (PyTorch would show later changes of
-the tensor in it), random fills, in-place modules, and input-free writes, which constant_regions.py folds."""
+of other kinds (transpose, expand, a tensor index), a view of the same tensor made before the write and read after
+it, a view written (or a write's result through a view) that is used afterwards where something changes the tensor
+or its views in place later (PyTorch would show those changes in it), random fills, in-place modules, and
+input-free writes, which constant_regions.py folds."""
 import copy
 import operator
 

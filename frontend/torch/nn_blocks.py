@@ -1095,7 +1095,7 @@ def linspace(b, start, end, steps, dtype):
     """torch.linspace: a constant of the call (its values are PyTorch's own, computed here)."""
     if not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (start, end, steps)):
         raise Unsupported("linspace of values that are not numbers")
-    values = torch.linspace(start, end, steps, dtype=dtype or torch.get_default_dtype())
+    values = torch.linspace(start, end, steps, dtype=dtype)
     if values.dtype not in TORCH_TO_SPIRE:
         raise Unsupported(f"linspace of {values.dtype}")
     return b.const_tensor("linspace", values)

@@ -99,7 +99,9 @@ def split_segments(gm, support, results):
         # cuDNN's uint8 workspace, or tensors the segment would upload for nothing).
         if node.op == "call_function" and node.target is operator.getitem and verdict.get(node, (False,))[0]:
             source = node.args[0]
-            if isinstance(source, torch.fx.Node) and source.op.startswith("call") and not verdict[source][0]:
+            eager = isinstance(source, torch.fx.Node) and source.op.startswith("call") and \
+                not verdict.get(source, (True,))[0]
+            if eager:
                 verdict[node] = (False, f"a part of {source.name}'s results, which PyTorch computes: taken there")
     while True:
         items, reasons, runs = _runs(gm, verdict)

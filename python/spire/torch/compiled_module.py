@@ -66,8 +66,6 @@ def _untraced_graph(module, args, why):
     return gm
 
 
-
-
 def _parameters_of(module):
     """The forward's parameters by name, in order, where a call can be bound to them (no *args, **kwargs or
     keyword-only parameters); None else (calls then pass positional arguments only)."""
@@ -347,10 +345,8 @@ class SpireModule(torch.nn.Module):
                 try:
                     return make_fx(self.module)(*_copies(args))  # make_fx runs the module: not on the caller's tensors
                 except Exception as e:  # what make_fx cannot follow either: the module's Python runs eagerly
-                    self._untraced = f"neither symbolic_trace nor make_fx traces {type(self.module).__name__}: " \
-                                     f"{type(e).__name__}: {e}"
-                    warnings.warn(f"spire: {self._untraced}; its own Python runs in eager PyTorch, its submodules "
-                                  "on spire", stacklevel=5)
+                    self._split(f"neither symbolic_trace nor make_fx traces {type(self.module).__name__}: "
+                                f"{type(e).__name__}: {e}", stacklevel=6)
             if self._stand_in is None:
                 self._stand_in = stand_in_parent(self.module, self._compile_child)
             return _untraced_graph(self._stand_in, args, self._untraced)
@@ -361,6 +357,12 @@ class SpireModule(torch.nn.Module):
         if key not in self._traces:
             self._traces[key] = trace(self.module, constants) or self._gm
         return self._traces[key]
+
+    def _split(self, why, stacklevel):
+        """From now on the module runs split (stand_ins.py) for `why`, said once as a warning."""
+        self._untraced = why
+        warnings.warn(f"spire: {why}; its own Python runs in eager PyTorch, its submodules on spire",
+                      stacklevel=stacklevel)
 
     def _compile_child(self, name, child):
         """The SpireModule a child of an untraceable module runs as (stand_ins.py), with this one's options."""
@@ -411,10 +413,8 @@ class SpireModule(torch.nn.Module):
             if self._gm is None and self._untraced is None:
                 node = value_sized(part.gm, part.results)
                 if node is not None:  # make_fx's graph holds sizes of this call's values: not to be run again
-                    self._untraced = (f"make_fx's trace of {type(self.module).__name__} holds sizes computed from "
-                                      f"one call's values ({node.name}: {describe(node, part.gm)})")
-                    warnings.warn(f"spire: {self._untraced}; its own Python runs in eager PyTorch, its submodules "
-                                  "on spire", stacklevel=3)
+                    self._split(f"make_fx's trace of {type(self.module).__name__} holds sizes computed from one "
+                                f"call's values ({node.name}: {describe(node, part.gm)})", stacklevel=4)
                     gm = self._graph_module(args)
                     part = _Partition(self, gm, self._graph_args(args), gm.spire_forced)
             self._partitions[key] = part
