@@ -40,7 +40,7 @@ MmaStaging conv2d_mma_staging(const Conv2dShape& s, Type half, const MatmulTilin
 
 namespace {
 
-MatmulTiling mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
+MatmulTiling conv_mma_tiling(uint32_t tile_m, uint32_t tile_n, uint32_t tile_k, uint32_t warps_m, uint32_t warps_n) {
   MatmulTiling t{tile_m, tile_n, tile_k, 1, 1};
   t.warps_m = warps_m;
   t.warps_n = warps_n;
@@ -82,9 +82,9 @@ MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, Type half, const Lim
   // 128 x 128 blocks of 2 x 4 on its strided layers; on cuda:0 those ran up to 20% slower than 128 x 128, which stays
   // (docs/PERFORMANCE.md). Fewer channels: 128 positions.
   const bool small_shared = limits.shared_bytes < 64 * 1024;
-  MatmulTiling t = !wide                      ? mma_tiling(m, 64, 32, 2, 2)
-                   : m == 128 && small_shared ? mma_tiling(128, 64, 32, 4, 2)
-                                              : mma_tiling(m, 128, 32, 2, 4);
+  MatmulTiling t = !wide                      ? conv_mma_tiling(m, 64, 32, 2, 2)
+                   : m == 128 && small_shared ? conv_mma_tiling(128, 64, 32, 4, 2)
+                                              : conv_mma_tiling(m, 128, 32, 2, 4);
   // Input rows copied as the weights are (conv2d_copies_input_rows): both operands pipeline, 3 stages where they fit.
   if (conv2d_copies_input_rows(s, half) && limits.async_copy) {
     t.stages = 3;
@@ -92,7 +92,7 @@ MatmulTiling choose_conv2d_mma_tiling(const Conv2dShape& s, Type half, const Lim
     t.stages = 2;
   }
   if (fits(s, half, t, limits)) return with_result_rounds(t, s, half, limits, false);
-  return mma_tiling(32, 32, 16, 2, 2);
+  return conv_mma_tiling(32, 32, 16, 2, 2);
 }
 
 std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, Type half, const Limits& limits) {
@@ -106,7 +106,7 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, Type half,
   for (const auto& sh : shapes)
     for (uint32_t k : {16u, 32u, 64u})
       for (uint32_t stages : depths) {
-        MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+        MatmulTiling tl = conv_mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
         tl.stages = stages;
         // A block more than twice the (rounded up) channels only adds masked work.
         if (!fits(s, half, tl, limits) || tl.tile_m > 2 * std::max<int64_t>(s.cout, 16)) continue;
@@ -117,7 +117,7 @@ std::vector<MatmulTiling> conv2d_mma_candidates(const Conv2dShape& s, Type half,
 
 MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, Type half, const Limits& limits) {
   const uint32_t m = block_channels(s);
-  MatmulTiling t = limits.max_invocations >= 256 ? mma_tiling(m, 128, 32, 2, 4) : mma_tiling(m, 64, 32, 2, 2);
+  MatmulTiling t = limits.max_invocations >= 256 ? conv_mma_tiling(m, 128, 32, 2, 4) : conv_mma_tiling(m, 64, 32, 2, 2);
   // Long windows (Cin * kh * kw of 2048 or more) take 64-deep slices, 2 stages, where workgroup memory is large: on
   // cuda:0 of the H100 the tuner's picks for resnet18's 256- and 512-channel 3x3 layers at batch 64 in bf16 (1.28-1.49x
   // the 32-deep 3-stage pipeline; on vulkan:0 its 48 KiB keep the heuristic above the tuner's pick).
@@ -128,7 +128,7 @@ MatmulTiling choose_conv2d_channels_last_tiling(const Conv2dShape& s, Type half,
   }
   for (t.stages = 3; t.stages >= 2; --t.stages)
     if (fits(s, half, t, limits, true)) return with_result_rounds(t, s, half, limits, true);
-  return mma_tiling(32, 32, 16, 2, 2);
+  return conv_mma_tiling(32, 32, 16, 2, 2);
 }
 
 std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, Type half, const Limits& limits) {
@@ -138,7 +138,7 @@ std::vector<MatmulTiling> conv2d_channels_last_candidates(const Conv2dShape& s, 
   for (const auto& sh : shapes)
     for (uint32_t k : {32u, 64u})
       for (uint32_t stages : {2u, 3u, 4u}) {
-        MatmulTiling tl = mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
+        MatmulTiling tl = conv_mma_tiling(sh[0], sh[1], k, sh[2], sh[3]);
         tl.stages = stages;
         if (!fits(s, half, tl, limits, true) || tl.tile_m > 2 * std::max<int64_t>(s.cout, 16)) continue;
         if (std::find(out.begin(), out.end(), tl) == out.end()) out.push_back(tl);

@@ -17,8 +17,6 @@ using namespace kir;
 
 namespace {
 
-constexpr uint32_t kWarp = 32;
-constexpr uint32_t kFrag = kMatrixTile;                 // 16
 constexpr uint32_t kPadBytes = 16;                      // one row's padding
 constexpr uint32_t kCopyBytes = 16;                     // one asynchronous copy
 constexpr uint32_t kStage = kMatrixTile * kMatrixTile;  // one subgroup's f32 staging tile
@@ -192,12 +190,12 @@ struct StagingItem {
 }  // namespace
 
 uint32_t mma_subgroup_accumulators(const MatmulTiling& tl) {
-  return (tl.tile_m / tl.warps_m / kFrag) * (tl.tile_n / tl.warps_n / kFrag);
+  return (tl.tile_m / tl.warps_m / kMatrixTile) * (tl.tile_n / tl.warps_n / kMatrixTile);
 }
 
 void check_mma_tiling(const MatmulTiling& tl) {
-  if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kFrag) || tl.tile_n % (tl.warps_n * kFrag) ||
-      tl.tile_k % kFrag || tl.tile_k == 0)
+  if (!tl.tensor_cores() || tl.splits != 1 || tl.tile_m % (tl.warps_m * kMatrixTile) || tl.tile_n % (tl.warps_n * kMatrixTile) ||
+      tl.tile_k % kMatrixTile || tl.tile_k == 0)
     throw std::invalid_argument(fmt::format("matmul on tensor cores: tiling '{}' does not give every subgroup whole "
                                             "16x16 fragments", tl.config().text()));
   if (tl.stages < 2 || tl.stages > 8) throw std::invalid_argument(fmt::format("matmul on tensor cores: {} stages", tl.stages));
@@ -241,7 +239,7 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
   const bool specialized = producers > 0 && plan.stages >= 2;
   const uint32_t threads = (specialized ? warps : warps + producers) * kWarp;
   const uint32_t warp_m = tl.tile_m / tl.warps_m, warp_n = tl.tile_n / tl.warps_n;
-  const uint32_t frags_m = warp_m / kFrag, frags_n = warp_n / kFrag;
+  const uint32_t frags_m = warp_m / kMatrixTile, frags_n = warp_n / kMatrixTile;
 
   const Buf& A = io.a;
   // A's tile is [row][k], or [k][row] for a transposed A (its fragments then column-major); B's is [k][column], or
@@ -372,14 +370,14 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
     };
     // The products of one staged slice.
     auto multiply = [&](Val a_at, Val b_at) {
-      for (uint32_t kk = 0; kk < tl.tile_k; kk += kFrag) {
+      for (uint32_t kk = 0; kk < tl.tile_k; kk += kMatrixTile) {
         for (uint32_t i = 0; i < frags_m; ++i) {
-          const uint32_t r = i * kFrag;
+          const uint32_t r = i * kMatrixTile;
           Val at = s.a_transposed ? a_at + (warp_row * warp_m + (kk * a_ld + r)) : a_at + ((warp_row * warp_m + r) * a_ld + kk);
           kb.matrix_load(a_frag[i], a_tile, at, a_ld);
         }
         for (uint32_t j = 0; j < frags_n; ++j) {
-          const uint32_t c = j * kFrag;
+          const uint32_t c = j * kMatrixTile;
           Val at = s.b_transposed ? b_at + ((warp_col * warp_n + c) * b_ld + kk) : b_at + (warp_col * warp_n + (kk * b_ld + c));
           kb.matrix_load(b_frag[j], b_tile, at, b_ld);
         }
@@ -517,16 +515,16 @@ uint64_t emit_mma_gemm(KernelBuilder& kb, const MatmulShape& s, const MatmulTili
       for (uint32_t first = 0; first < frags_m * frags_n; first += tl.results) {
         in_turn(turn, [&] {
           for (uint32_t f = 0; f < tl.results; ++f)
-            kb.matrix_store(c_stage, stage_at + f * kStage, kFrag, acc[first + f]);
+            kb.matrix_store(c_stage, stage_at + f * kStage, kMatrixTile, acc[first + f]);
         });
         kb.barrier();
         in_turn(turn, [&] {
           for (uint32_t f = 0; f < tl.results; ++f) {
             const uint32_t i = (first + f) / frags_n, j = (first + f) % frags_n;
-            Val r0 = row0 + warp_row * warp_m + i * kFrag, c0 = col0 + warp_col * warp_n + j * kFrag;
+            Val r0 = row0 + warp_row * warp_m + i * kMatrixTile, c0 = col0 + warp_col * warp_n + j * kMatrixTile;
             for (uint32_t e = 0; e < kStage / kWarp; ++e) {
               Val idx = lane + e * kWarp;
-              Val r = r0 + idx / kFrag, c = c0 + idx % kFrag;
+              Val r = r0 + idx / kMatrixTile, c = c0 + idx % kMatrixTile;
               auto store = [&] { io.store(batch, r, c, c_stage[stage_at + (f * kStage + idx)]); };
               if (M % tl.tile_m || N % tl.tile_n) kb.if_((r < M) & (c < N), store);
               else store();

@@ -13,15 +13,13 @@ using namespace kir;
 
 namespace {
 
-constexpr uint32_t kWarp = 32;
-constexpr uint32_t kFrag = kMatrixTile;                // 16
 constexpr uint32_t kTileShare = kWarp * kPackedShare;  // elements of one packed 16x16 tile
 // A packing workgroup: 8 subgroups, a strip of 16 stored rows x 128 stored columns (8 tiles side by side), its rows
 // padded by 16 bytes in workgroup memory (the fragment loads of neighbouring rows then fall in different banks).
-constexpr uint32_t kStripTiles = 8, kStripWidth = kStripTiles * kFrag, kStripLd = kStripWidth + 8;
+constexpr uint32_t kStripTiles = 8, kStripWidth = kStripTiles * kMatrixTile, kStripLd = kStripWidth + 8;
 
 MatmulTiling packed_tiling(uint32_t tm, uint32_t tn, uint32_t wm, uint32_t wn, uint32_t sets, uint32_t lookahead) {
-  MatmulTiling t{tm, tn, kFrag, 1, 1};
+  MatmulTiling t{tm, tn, kMatrixTile, 1, 1};
   t.warps_m = wm;
   t.warps_n = wn;
   t.stages = sets;
@@ -39,8 +37,8 @@ struct PackedForm {
 
 PackedForm packed_form(const MatmulShape& s, const MatmulTiling& tl, bool b) {
   const uint32_t block = b ? tl.tile_n : tl.tile_m;
-  const uint32_t outer_tiles = ceil_div(b ? s.n : s.m, block) * (block / kFrag);
-  const uint32_t k_tiles = ceil_div(ceil_div(s.k, kFrag), tl.stages) * tl.stages;
+  const uint32_t outer_tiles = ceil_div(b ? s.n : s.m, block) * (block / kMatrixTile);
+  const uint32_t k_tiles = ceil_div(ceil_div(s.k, kMatrixTile), tl.stages) * tl.stages;
   return {outer_tiles, k_tiles, k_tiles + tl.lookahead};
 }
 
@@ -48,8 +46,8 @@ void check_packed_tiling(const MatmulShape& s, const MatmulTiling& tl) {
   if (!matmul_fits_packed(s, Type::F32))
     throw std::invalid_argument("matmul from packed operands: both operands must be stored as f16, or both as bf16, "
                                 "in one batch");
-  if (!tl.packed() || !tl.tensor_cores() || tl.tile_k != kFrag || tl.tile_m % (tl.warps_m * kFrag) ||
-      tl.tile_n % (tl.warps_n * kFrag) || tl.stages == 0 || tl.stages > 16 || tl.lookahead >= tl.stages ||
+  if (!tl.packed() || !tl.tensor_cores() || tl.tile_k != kMatrixTile || tl.tile_m % (tl.warps_m * kMatrixTile) ||
+      tl.tile_n % (tl.warps_n * kMatrixTile) || tl.stages == 0 || tl.stages > 16 || tl.lookahead >= tl.stages ||
       tl.producers != 0)
     throw std::invalid_argument(fmt::format("matmul from packed operands: tiling '{}' needs whole 16x16 fragments per "
                                             "subgroup, K slices of 16, no copying subgroups and fewer slices ahead "
@@ -123,7 +121,7 @@ HeavyKernel matmul_pack_kernel(const MatmulShape& s, const MatmulTiling& tl, boo
   KernelBuilder kb(name, kStripTiles * kWarp);
   Buf src = kb.buffer("src", h, Access::Read);
   Buf packed = kb.buffer("packed", h, Access::Write);
-  Shared strip = kb.shared("strip", h, kFrag * kStripLd);
+  Shared strip = kb.shared("strip", h, kMatrixTile * kStripLd);
   // A fragment's element (r, c) is A's (row, k) or B's (k, column): column-major where the stored rows are its
   // columns (A^T's rows are k, B^T's are columns).
   Fragment f = kb.fragment("f", b ? MatrixUse::B : MatrixUse::A, h, b ? k_inner : !k_inner);
@@ -132,7 +130,7 @@ HeavyKernel matmul_pack_kernel(const MatmulShape& s, const MatmulTiling& tl, boo
     Val strip_row = group / strips_across, strip_col = group % strips_across;
     // Each invocation stages 8 consecutive elements of one stored row: zeros outside the operand.
     Val r = lid / (kStripWidth / 8), piece = (lid % (kStripWidth / 8)) * 8;
-    Val row = strip_row * kFrag + r, col = strip_col * kStripWidth + piece;
+    Val row = strip_row * kMatrixTile + r, col = strip_col * kStripWidth + piece;
     if (copies) {
       kb.copy_to_shared(strip, r * kStripLd + piece, src, row * cols + col, (row < rows) & (col < cols));
       kb.copy_commit();
@@ -147,7 +145,7 @@ HeavyKernel matmul_pack_kernel(const MatmulShape& s, const MatmulTiling& tl, boo
     // Subgroup w packs the strip's tile w, where the operand's padded form has one (uniform across the subgroup).
     Val tile_col = strip_col * kStripTiles + warp;
     kb.if_(tile_col < col_tiles, [&] {
-      kb.matrix_load(f, strip, warp * kFrag, kStripLd);
+      kb.matrix_load(f, strip, warp * kMatrixTile, kStripLd);
       Val o = k_inner ? strip_row : tile_col, kt = k_inner ? tile_col : strip_row;
       kb.matrix_store_packed(packed, (o * form.k_stride + kt) * kTileShare + lane * kPackedShare, f);
     });
@@ -160,7 +158,7 @@ HeavyKernel matmul_packed_kernel(const MatmulShape& s, const MatmulTiling& tl) {
   const PackedForm fa = packed_form(s, tl, false), fb = packed_form(s, tl, true);
   const uint32_t M = index_u32(s.m, "matmul rows"), N = index_u32(s.n, "matmul columns");
   const uint32_t tiles_m = ceil_div(M, tl.tile_m), tiles_n = ceil_div(N, tl.tile_n);
-  const uint32_t fm = tl.tile_m / tl.warps_m / kFrag, fn = tl.tile_n / tl.warps_n / kFrag;
+  const uint32_t fm = tl.tile_m / tl.warps_m / kMatrixTile, fn = tl.tile_n / tl.warps_n / kMatrixTile;
   const uint32_t sets = tl.stages, ahead = tl.lookahead;
   const Type h = *s.a_half;
   const std::string name = fmt::format("{}_t{}x{}_w{}x{}_packed_s{}_l{}_mma_f32", matmul_checked_name(s), tl.tile_m,
@@ -170,7 +168,7 @@ HeavyKernel matmul_packed_kernel(const MatmulShape& s, const MatmulTiling& tl) {
   Buf pa = kb.buffer("a_packed", h, Access::Read);
   Buf pb = kb.buffer("b_packed", h, Access::Read);
   Buf C = kb.buffer("c", Type::F32, Access::Write);
-  Shared c_stage = kb.shared("c_stage", Type::F32, tl.warps_m * tl.warps_n * kFrag * kFrag);
+  Shared c_stage = kb.shared("c_stage", Type::F32, tl.warps_m * tl.warps_n * kMatrixTile * kMatrixTile);
   std::vector<Fragment> acc;
   std::vector<std::vector<Fragment>> a(sets), b(sets);
   for (uint32_t i = 0; i < fm * fn; ++i)
@@ -184,8 +182,8 @@ HeavyKernel matmul_packed_kernel(const MatmulShape& s, const MatmulTiling& tl) {
   Val warp_row = warp / tl.warps_n, warp_col = warp % tl.warps_n;
   // Uniform across the workgroup (a folded grid's extra workgroups skip everything, barriers included).
   kb.if_(at.batch < 1, [&] {
-    Val m_tile0 = at.tile_row * (tl.tile_m / kFrag) + warp_row * fm;
-    Val n_tile0 = at.tile_col * (tl.tile_n / kFrag) + warp_col * fn;
+    Val m_tile0 = at.tile_row * (tl.tile_m / kMatrixTile) + warp_row * fm;
+    Val n_tile0 = at.tile_col * (tl.tile_n / kMatrixTile) + warp_col * fn;
     for (Fragment f : acc) kb.matrix_fill(f, kb.f32(0));
     // This lane's share of tile (outer0 + i, kt): base + kt * kTileShare + i * (k_stride * kTileShare). Written as
     // (tile * 32 + lane) * 8, NVIDIA's compiler keeps every load a 32-bit offset from the binding; as tile * 256 +
@@ -211,17 +209,17 @@ HeavyKernel matmul_packed_kernel(const MatmulShape& s, const MatmulTiling& tl) {
       }
     });
     // Each accumulator leaves through the subgroup's own 16x16 f32 tile of workgroup memory.
-    Val row0 = at.tile_row * tl.tile_m + warp_row * (fm * kFrag);
-    Val col0 = at.tile_col * tl.tile_n + warp_col * (fn * kFrag);
-    const uint32_t stage = kFrag * kFrag;
+    Val row0 = at.tile_row * tl.tile_m + warp_row * (fm * kMatrixTile);
+    Val col0 = at.tile_col * tl.tile_n + warp_col * (fn * kMatrixTile);
+    const uint32_t stage = kMatrixTile * kMatrixTile;
     for (uint32_t i = 0; i < fm; ++i)
       for (uint32_t j = 0; j < fn; ++j) {
         kb.barrier();
-        kb.matrix_store(c_stage, warp * stage, kFrag, acc[i * fn + j]);
+        kb.matrix_store(c_stage, warp * stage, kMatrixTile, acc[i * fn + j]);
         kb.barrier();
         for (uint32_t e0 = 0; e0 < stage; e0 += kWarp) {
           Val e = lane + e0;
-          Val row = row0 + i * kFrag + e / kFrag, col = col0 + j * kFrag + e % kFrag;
+          Val row = row0 + i * kMatrixTile + e / kMatrixTile, col = col0 + j * kMatrixTile + e % kMatrixTile;
           kb.if_((row < M) & (col < N), [&] { C[row * N + col] = Val(c_stage[warp * stage + e]); });
         }
       }

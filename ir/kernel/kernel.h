@@ -79,6 +79,7 @@ struct LocalVar {
 enum class MatrixUse : uint8_t { A, B, Accumulator, WarpgroupAccumulator };
 std::string_view matrix_use_name(MatrixUse u);
 inline constexpr uint32_t kMatrixTile = 16;  // rows, columns and depth of every fragment
+inline constexpr uint32_t kWarp = 32;  // invocations of the subgroup a fragment is spread over (NVIDIA's warp)
 inline constexpr uint32_t kWarpgroupRows = 64;  // rows of a warpgroup accumulator and of its A operand
 inline constexpr uint32_t kWarpgroupInvocations = 128;
 inline constexpr uint32_t kWarpgroupMaxColumns = 256;

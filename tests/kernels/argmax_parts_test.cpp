@@ -13,6 +13,8 @@
 #include "kernels/argmax_kernel.h"
 #include "tests/kernels/device_run.h"
 
+namespace argmax_parts_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -110,3 +112,4 @@ TEST(ArgmaxParts, SplitsLongRowsOnAGpu) {
 }
 
 }  // namespace
+}  // namespace argmax_parts_test

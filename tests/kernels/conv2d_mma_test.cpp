@@ -27,6 +27,8 @@
 #include "tests/kernels/mma_tiling.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 
+namespace conv2d_mma_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -360,3 +362,4 @@ TEST(Conv2dMmaKernel, EveryCandidateBuildsSpirvAndAssemblesForAmpereAndHopper) {
 }
 
 }  // namespace
+}  // namespace conv2d_mma_test

@@ -16,6 +16,8 @@
 #include "tests/kernels/device_run.h"
 #include "tests/kernels/op_check.h"
 
+namespace conv2d_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 
@@ -107,3 +109,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, Conv2dOnDevice,
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conv2dOnDevice);
 
 }  // namespace
+}  // namespace conv2d_test

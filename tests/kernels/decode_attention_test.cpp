@@ -21,6 +21,8 @@
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
 
+namespace decode_attention_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -221,3 +223,4 @@ TEST(DecodeAttentionKernel, ColumnsFillTheGpu) {
 }
 
 }  // namespace
+}  // namespace decode_attention_test

@@ -19,6 +19,8 @@
 #include "tests/kernels/compare.h"
 #include "tests/kernels/device_run.h"
 
+namespace lenet_chain_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 
@@ -75,3 +77,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, LeNetOnDevice, testing::ValuesIn(device_ids
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LeNetOnDevice);
 
 }  // namespace
+}  // namespace lenet_chain_test

@@ -26,6 +26,8 @@
 #include "tests/kernels/matmul_reference.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 
+namespace matmul_mma_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -407,3 +409,4 @@ TEST(MatmulMmaKernel, TilingRoundTripsThroughItsConfigText) {
 }
 
 }  // namespace
+}  // namespace matmul_mma_test

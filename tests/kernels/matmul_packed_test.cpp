@@ -20,6 +20,8 @@
 #include "tests/kernels/matmul_reference.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 
+namespace matmul_packed_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -266,3 +268,4 @@ TEST(MatmulPackedKernel, RefusesShapesAndTilingsItCannotCompute) {
 }
 
 }  // namespace
+}  // namespace matmul_packed_test

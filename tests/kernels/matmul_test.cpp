@@ -17,6 +17,8 @@
 #include "tests/kernels/matmul_reference.h"
 #include "tests/kernels/op_check.h"
 
+namespace matmul_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -246,3 +248,4 @@ TEST(MatmulKernel, ReadsWorkgroupMemoryInVectorsWhereOutputsComeInFours) {
 }
 
 }  // namespace
+}  // namespace matmul_test

@@ -22,6 +22,8 @@
 #include "tests/kernels/matmul_reference.h"
 #include "tests/backends/ptx/ptxas_runner.h"
 
+namespace matmul_wgmma_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -265,3 +267,4 @@ TEST(MatmulWarpgroupMmaKernel, TilingRoundTripsThroughItsConfigText) {
 }
 
 }  // namespace
+}  // namespace matmul_wgmma_test

@@ -18,6 +18,8 @@
 #include "tests/kernels/device_run.h"
 #include "tests/kernels/matmul_reference.h"
 
+namespace matmul_workgroup_mma_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -174,3 +176,4 @@ TEST(MatmulWorkgroupMatrixKernel, TilingRoundTripsThroughItsConfigText) {
 }
 
 }  // namespace
+}  // namespace matmul_workgroup_mma_test

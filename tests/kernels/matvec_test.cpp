@@ -21,6 +21,8 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/sweep_sample.h"
 
+namespace matvec_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -208,3 +210,4 @@ TEST(MatvecKernel, TheLoweringTakesItForAFewRowsByAWeight) {
 }
 
 }  // namespace
+}  // namespace matvec_test

@@ -15,6 +15,8 @@
 #include "tests/kernels/device_run.h"
 #include "tests/kernels/op_check.h"
 
+namespace pool2d_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 
@@ -128,3 +130,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, Pool2dOnDevice,
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Pool2dOnDevice);
 
 }  // namespace
+}  // namespace pool2d_test

@@ -21,6 +21,8 @@
 #include "tests/kernels/op_check.h"
 #include "tests/support/named_ops.h"
 
+namespace softmax_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 
@@ -148,3 +150,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, CrossEntropyBadLabel, testing::ValuesIn(dev
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(CrossEntropyBadLabel);
 
 }  // namespace
+}  // namespace softmax_test

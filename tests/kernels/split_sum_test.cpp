@@ -14,6 +14,8 @@
 #include "kernels/split_sum_kernel.h"
 #include "tests/kernels/device_run.h"
 
+namespace split_sum_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 
@@ -99,3 +101,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, SplitSumOnDevice,
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SplitSumOnDevice);
 
 }  // namespace
+}  // namespace split_sum_test

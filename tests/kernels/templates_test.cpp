@@ -23,6 +23,8 @@
 #include "tests/backends/ptx/ptxas_runner.h"
 #include "tests/support/named_ops.h"
 
+namespace templates_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 namespace heavy = spire::lowering::heavy;
 
@@ -325,3 +327,4 @@ TEST(HeavyLowering, RefusalNamesTheNodeAndAllocatesNothing) {
 }
 
 }  // namespace
+}  // namespace templates_test

@@ -31,6 +31,8 @@
 #include "tests/kernels/matmul_reference.h"
 #include "tests/support/sweep_sample.h"
 
+namespace tf32_mma_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 namespace heavy = spire::lowering::heavy;
@@ -309,3 +311,4 @@ TEST(Tf32MmaKernel, StagingCountsFourByteOperands) {
 }
 
 }  // namespace
+}  // namespace tf32_mma_test

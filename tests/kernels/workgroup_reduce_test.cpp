@@ -16,6 +16,8 @@
 #include "lowering/tunable.h"
 #include "tests/kernels/device_run.h"
 
+namespace workgroup_reduce_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using namespace spire::heavy_test;
 using lowering::heavy::TreeOp;
@@ -129,3 +131,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, WorkgroupReduceOnDevice,
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WorkgroupReduceOnDevice);
 
 }  // namespace
+}  // namespace workgroup_reduce_test

@@ -29,6 +29,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace bias_side_output_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -246,3 +248,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, BiasSideOutput, testing::ValuesIn(lowering:
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(BiasSideOutput);
 
 }  // namespace
+}  // namespace bias_side_output_test

@@ -11,6 +11,8 @@
 #include "lowering/fuse.h"
 #include "tests/support/random_tensor.h"
 
+namespace compute_in_f32_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -296,3 +298,4 @@ TEST(ComputeInF32, GraphsWithoutHalfValuesAreUnchanged) {
 }
 
 }  // namespace
+}  // namespace compute_in_f32_test

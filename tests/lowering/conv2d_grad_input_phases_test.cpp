@@ -15,6 +15,8 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/random_tensor.h"
 
+namespace conv2d_grad_input_phases_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -151,3 +153,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, Conv2dGradInputPhasesOnDevice, ::testing::V
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(Conv2dGradInputPhasesOnDevice);
 
 }  // namespace
+}  // namespace conv2d_grad_input_phases_test

@@ -25,6 +25,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace decode_attention_fusion_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Tensor;
@@ -319,3 +321,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, DecodeAttentionFusionOnDevice, testing::Val
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionFusionOnDevice);
 
 }  // namespace
+}  // namespace decode_attention_fusion_test

@@ -22,6 +22,8 @@
 #include "tests/support/random_tensor.h"
 #include "tests/support/named_ops.h"
 
+namespace fusion_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -421,3 +423,4 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(FinalGroup);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TreeInputs);
 
 }  // namespace
+}  // namespace fusion_test

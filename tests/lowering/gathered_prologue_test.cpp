@@ -27,6 +27,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace gathered_prologue_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -208,3 +210,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, GatheredPrologue, testing::ValuesIn(lowerin
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(GatheredPrologue);
 
 }  // namespace
+}  // namespace gathered_prologue_test

@@ -24,6 +24,8 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/random_tensor.h"
 
+namespace half_conv2d_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -292,3 +294,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, HalfConv2dOnDevice,
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(HalfConv2dOnDevice);
 
 }  // namespace
+}  // namespace half_conv2d_test

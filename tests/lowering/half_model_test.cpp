@@ -19,6 +19,8 @@
 #include "runtime/vulkan/vulkan_validation.h"
 #include "tests/lowering/device_list.h"
 
+namespace half_model_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 
@@ -83,3 +85,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, SiluMlpBf16, ::testing::ValuesIn(lowering::
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SiluMlpBf16);
 
 }  // namespace
+}  // namespace half_model_test

@@ -23,6 +23,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace index_map_fusion_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Tensor;
@@ -164,3 +166,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, IndexMapFusionOnDevice, testing::ValuesIn(l
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(IndexMapFusionOnDevice);
 
 }  // namespace
+}  // namespace index_map_fusion_test

@@ -24,6 +24,8 @@
 #include "tests/support/random_tensor.h"
 #include "tests/support/sweep_sample.h"
 
+namespace linear_bias_side_output_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -171,3 +173,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, LinearBiasSideOutput, testing::ValuesIn(low
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(LinearBiasSideOutput);
 
 }  // namespace
+}  // namespace linear_bias_side_output_test

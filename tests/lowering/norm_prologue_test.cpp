@@ -20,6 +20,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace norm_prologue_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Tensor;
@@ -111,3 +113,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, NormPrologueOnDevice, testing::ValuesIn(low
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(NormPrologueOnDevice);
 
 }  // namespace
+}  // namespace norm_prologue_test

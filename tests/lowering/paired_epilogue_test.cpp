@@ -21,6 +21,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace paired_epilogue_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Tensor;
@@ -114,3 +116,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, PairedEpilogueOnDevice, testing::ValuesIn(l
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PairedEpilogueOnDevice);
 
 }  // namespace
+}  // namespace paired_epilogue_test

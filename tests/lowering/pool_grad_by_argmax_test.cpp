@@ -18,6 +18,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace pool_grad_by_argmax_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -195,3 +197,4 @@ TEST(PoolGradByArgmax, LeNetsGradientsReadNoPooledInput) {
 }
 
 }  // namespace
+}  // namespace pool_grad_by_argmax_test

@@ -29,6 +29,8 @@
 #include "tests/support/random_tensor.h"
 #include "tests/support/sweep_sample.h"
 
+namespace pooled_side_output_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -256,3 +258,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, PooledSideOutput, testing::ValuesIn(lowerin
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(PooledSideOutput);
 
 }  // namespace
+}  // namespace pooled_side_output_test

@@ -27,7 +27,7 @@
 #include "tests/lowering/device_list.h"
 
 namespace spire {
-namespace {
+namespace precision_policy_test {  // named, not anonymous: test executables build as unity batches
 
 constexpr int64_t kM = 32, kK = 64, kN = 32;
 
@@ -451,5 +451,5 @@ TEST(PrecisionPolicy, Tf32Keeps3x3ConvolutionsOnWinograd) {
   }
 }
 
-}  // namespace
+}  // namespace precision_policy_test
 }  // namespace spire

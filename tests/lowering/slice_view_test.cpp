@@ -21,6 +21,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace slice_view_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Tensor;
@@ -169,3 +171,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, SliceViewOnDevice, testing::ValuesIn(loweri
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SliceViewOnDevice);
 
 }  // namespace
+}  // namespace slice_view_test

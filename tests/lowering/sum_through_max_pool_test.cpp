@@ -16,6 +16,8 @@
 #include "tests/support/h100_like_target.h"
 #include "tests/support/random_tensor.h"
 
+namespace sum_through_max_pool_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Graph;
@@ -126,3 +128,4 @@ TEST(SumThroughMaxPool, LeNetsBiasGradientsSumThePooledGradients) {
 }
 
 }  // namespace
+}  // namespace sum_through_max_pool_test

@@ -16,6 +16,8 @@
 #include "tests/support/on_device.h"
 #include "tests/support/random_tensor.h"
 
+namespace write_at_test {  // the file's own names: test executables build as unity batches
+
 using namespace spire;
 using graph::DType;
 using graph::Tensor;
@@ -110,3 +112,4 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, WriteAtOnDevice, testing::ValuesIn(lowering
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(WriteAtOnDevice);
 
 }  // namespace
+}  // namespace write_at_test

@@ -15,7 +15,7 @@
 #include "tests/passes/values.h"
 
 namespace spire::passes {
-namespace {
+namespace add_relu_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -133,5 +133,5 @@ TEST(AddReluRewrite, ForwardAndBackwardMatchOnEveryDevice) {
   if (devices == 0) GTEST_SKIP() << "no Vulkan device: the evaluator comparison above ran";
 }
 
-}  // namespace
+}  // namespace add_relu_test
 }  // namespace spire::passes

@@ -13,7 +13,7 @@
 #include "tests/support/random_tensor.h"
 
 namespace spire::passes {
-namespace {
+namespace cache_in_place_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -134,5 +134,5 @@ TEST(CacheInPlace, LeavesAGraphItCannotRewriteAsItIs) {
   EXPECT_NE(r.not_applied.find("first of two inputs of a concat"), std::string::npos) << r.not_applied;
 }
 
-}  // namespace
+}  // namespace cache_in_place_test
 }  // namespace spire::passes

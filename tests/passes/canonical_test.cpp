@@ -16,7 +16,7 @@
 #include "passes/sum_through_max_pool.h"
 
 namespace spire::passes {
-namespace {
+namespace canonical_test {  // named, not anonymous: test executables build as unity batches
 
 TEST(CanonicalPasses, OneListInTheOrderTheyRun) {
   std::vector<std::string> names;
@@ -45,5 +45,5 @@ TEST(CanonicalPasses, CanonicalizeIsThePassesInOrder) {
   EXPECT_NE(graph::print(canonical), graph::print(step)) << "LeNet's step has poolings' gradients to rewrite";
 }
 
-}  // namespace
+}  // namespace canonical_test
 }  // namespace spire::passes

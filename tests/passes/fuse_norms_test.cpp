@@ -12,7 +12,7 @@
 #include "tests/support/random_tensor.h"
 
 namespace spire::passes {
-namespace {
+namespace fuse_norms_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -107,5 +107,5 @@ TEST(FuseNorms, ChainsItCannotReplaceStay) {
   }
 }
 
-}  // namespace
+}  // namespace fuse_norms_test
 }  // namespace spire::passes

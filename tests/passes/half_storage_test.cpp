@@ -13,7 +13,7 @@
 #include "passes/half_storage.h"
 
 namespace spire::passes {
-namespace {
+namespace half_storage_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 
@@ -161,5 +161,5 @@ TEST(StoreInHalf, AParameterOnlyHalfReadersReadIsStoredInHalf) {
   EXPECT_EQ(kept.type(kept.at("w")).dtype, DType::F32);
 }
 
-}  // namespace
+}  // namespace half_storage_test
 }  // namespace spire::passes

@@ -12,7 +12,7 @@
 #include "passes/int8_weights.h"
 
 namespace spire::passes {
-namespace {
+namespace int8_weights_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Tensor;
@@ -100,5 +100,5 @@ TEST(Int8Weights, ResultsAreWithinHalfAStepOfTheF32Product) {
   EXPECT_GT(largest_error, 0) << "the weights are off the grid: quantization must show";
 }
 
-}  // namespace
+}  // namespace int8_weights_test
 }  // namespace spire::passes

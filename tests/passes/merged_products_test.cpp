@@ -18,7 +18,7 @@
 #include "tests/support/random_tensor.h"
 
 namespace spire::passes {
-namespace {
+namespace merged_products_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Tensor;
@@ -249,5 +249,5 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, MergedProductsOnDevice, testing::ValuesIn(l
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MergedProductsOnDevice);
 
-}  // namespace
+}  // namespace merged_products_test
 }  // namespace spire::passes

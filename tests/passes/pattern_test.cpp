@@ -5,7 +5,7 @@
 #include "passes/pattern.h"
 
 namespace spire::passes {
-namespace {
+namespace pattern_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -180,5 +180,5 @@ TEST(Pattern, PrintsForMessages) {
             "mul(x, sigmoid(same(x))){commutative}");
 }
 
-}  // namespace
+}  // namespace pattern_test
 }  // namespace spire::passes

@@ -10,7 +10,7 @@
 #include "tests/support/graph_surgery.h"
 
 namespace spire::passes {
-namespace {
+namespace pipeline_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -170,5 +170,5 @@ TEST(BuiltinPasses, ByNameAndPoint) {
   EXPECT_EQ(message("silu,"), "empty pass name in 'silu,'");
 }
 
-}  // namespace
+}  // namespace pipeline_test
 }  // namespace spire::passes

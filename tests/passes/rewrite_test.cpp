@@ -8,7 +8,7 @@
 #include "passes/rewrite.h"
 
 namespace spire::passes {
-namespace {
+namespace rewrite_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -173,5 +173,5 @@ TEST(Rewrite, MatchGivesCapturedNodesOfTheSourceAndValuesOfTheNewGraph) {
   }, "no capture named 'nope'");
 }
 
-}  // namespace
+}  // namespace rewrite_test
 }  // namespace spire::passes

@@ -15,7 +15,7 @@
 #include "tests/passes/values.h"
 
 namespace spire::passes {
-namespace {
+namespace silu_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Graph;
@@ -173,5 +173,5 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, SiluOnDevice, ::testing::ValuesIn(lowering:
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(SiluOnDevice);
 
-}  // namespace
+}  // namespace silu_test
 }  // namespace spire::passes

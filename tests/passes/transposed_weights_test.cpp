@@ -20,7 +20,7 @@
 #include "tests/support/random_tensor.h"
 
 namespace spire::passes {
-namespace {
+namespace transposed_weights_test {  // named, not anonymous: test executables build as unity batches
 
 using graph::DType;
 using graph::Tensor;
@@ -161,5 +161,5 @@ INSTANTIATE_TEST_SUITE_P(AllDevices, TransposedWeightsOnDevice,
                          [](const auto& p) { return lowering::testing_support::test_name(p.param); });
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(TransposedWeightsOnDevice);
 
-}  // namespace
+}  // namespace transposed_weights_test
 }  // namespace spire::passes

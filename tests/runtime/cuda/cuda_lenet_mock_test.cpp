@@ -15,7 +15,7 @@
 #include "runtime/cuda/cuda_driver.h"
 
 namespace spire::rt::cuda::testing {
-namespace {
+namespace cuda_lenet_mock_test {  // named, not anonymous: test executables build as unity batches
 
 bool mock_loaded() {
   (void)driver();
@@ -81,5 +81,5 @@ TEST(LeNetOnMockCuda, TrainingStepsMatchTheReference) {
   EXPECT_TRUE(std::isfinite(exe->get("loss").data.at(0)));
 }
 
-}  // namespace
+}  // namespace cuda_lenet_mock_test
 }  // namespace spire::rt::cuda::testing

@@ -10,7 +10,7 @@
 #include "runtime/cuda/cuda_driver.h"
 
 namespace spire::rt::cuda::testing {
-namespace {
+namespace cuda_op_harness_mock_test {  // named, not anonymous: test executables build as unity batches
 
 // A harness case's test name: its index and op, letters and digits only.
 std::string case_name(const ::testing::TestParamInfo<size_t>& info) {
@@ -113,5 +113,5 @@ INSTANTIATE_TEST_SUITE_P(DotProductCases, OpHarnessHalfPolicyOnMock, ::testing::
                            return name;
                          });
 
-}  // namespace
+}  // namespace cuda_op_harness_mock_test
 }  // namespace spire::rt::cuda::testing

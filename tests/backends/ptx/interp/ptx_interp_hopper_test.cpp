@@ -17,7 +17,7 @@
 #include "tests/backends/ptx/interp/ptx_interp.h"
 
 namespace spire::ptx::testing {
-namespace {
+namespace ptx_interp_hopper_test {  // named, not anonymous: test executables build as unity batches
 
 using spire::bf16_bits_to_f32;
 using spire::f16_bits_to_f32;
@@ -1066,5 +1066,5 @@ KEPT:
     }
 }
 
-}  // namespace
+}  // namespace ptx_interp_hopper_test
 }  // namespace spire::ptx::testing

@@ -4,7 +4,7 @@
 #include "tests/ir/graph/evaluator/eval_test_util.h"
 
 namespace spire::graph::test {
-namespace {
+namespace conv_test {  // named, not anonymous: test executables build as unity batches
 
 Tensor conv(const Tensor& x, const Tensor& w, const Conv2dOptions& opt) {
   Graph g;
@@ -150,5 +150,5 @@ TEST(EvalConv, GradInputLeavesUnreadPixelsAtZero) {
   expect_values(y, {1, 1, 3, 3}, {10, 0, 20, 0, 0, 0, 30, 0, 40});
 }
 
-}  // namespace
+}  // namespace conv_test
 }  // namespace spire::graph::test

@@ -3,7 +3,7 @@
 #include "tests/ir/graph/evaluator/eval_test_util.h"
 
 namespace spire::graph::test {
-namespace {
+namespace driver_test {  // named, not anonymous: test executables build as unity batches
 
 // Runs `f`, expects a GraphError, and returns its message.
 template <class F>
@@ -175,5 +175,5 @@ TEST(EvalDriver, F32ComputeRoundsInputsOfDtypeF64) {
   EXPECT_EQ(eval_output(g, {{"x", f64({1}, {0.1})}}, "y", DType::F32).data[0], -double(0.1f));
 }
 
-}  // namespace
+}  // namespace driver_test
 }  // namespace spire::graph::test

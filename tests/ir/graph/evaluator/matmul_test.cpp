@@ -3,7 +3,7 @@
 #include "tests/ir/graph/evaluator/eval_test_util.h"
 
 namespace spire::graph::test {
-namespace {
+namespace matmul_test {  // named, not anonymous: test executables build as unity batches
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   Graph g;
@@ -42,5 +42,5 @@ TEST(EvalMatmul, InfinityTimesZeroIsNaNLikeIeee) {
   EXPECT_TRUE(std::isnan(y.data[0]));
 }
 
-}  // namespace
+}  // namespace matmul_test
 }  // namespace spire::graph::test

@@ -6,7 +6,7 @@
 #include "tests/ir/graph/evaluator/eval_test_util.h"
 
 namespace spire::graph::test {
-namespace {
+namespace pointwise_test {  // named, not anonymous: test executables build as unity batches
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 const double kInf = std::numeric_limits<double>::infinity();
@@ -192,5 +192,5 @@ TEST(EvalPointwise, ReluGradPassesWherePositive) {
   expect_values(y, {5}, {0, 0, 3, 4, 5});
 }
 
-}  // namespace
+}  // namespace pointwise_test
 }  // namespace spire::graph::test

@@ -5,7 +5,7 @@
 #include "tests/ir/graph/evaluator/eval_test_util.h"
 
 namespace spire::graph::test {
-namespace {
+namespace pool_test {  // named, not anonymous: test executables build as unity batches
 
 Tensor max_pool(const Tensor& x, const Pool2dOptions& o) {
   Graph g;
@@ -152,5 +152,5 @@ TEST(EvalPool, MaxPoolGradRoutesEachWindowToAnElementHoldingItsMaximum) {
   }
 }
 
-}  // namespace
+}  // namespace pool_test
 }  // namespace spire::graph::test

@@ -6,7 +6,7 @@
 #include "tests/support/named_ops.h"
 
 namespace spire::graph::test {
-namespace {
+namespace precision_test {  // named, not anonymous: test executables build as unity batches
 
 // One output per op family over f32 inputs (positive where the op needs it).
 Graph every_op_graph() {
@@ -107,5 +107,5 @@ TEST(EvalPrecision, LeNetStepAgreesAcrossPrecisions) {
   }
 }
 
-}  // namespace
+}  // namespace precision_test
 }  // namespace spire::graph::test

@@ -6,7 +6,7 @@
 #include "tests/ir/graph/evaluator/eval_test_util.h"
 
 namespace spire::graph::test {
-namespace {
+namespace reduce_shape_test {  // named, not anonymous: test executables build as unity batches
 
 const double kNaN = std::numeric_limits<double>::quiet_NaN();
 
@@ -119,5 +119,5 @@ TEST(EvalShape, BroadcastTo) {
                 {5, 5, 5, 5});
 }
 
-}  // namespace
+}  // namespace reduce_shape_test
 }  // namespace spire::graph::test

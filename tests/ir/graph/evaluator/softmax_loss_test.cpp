@@ -6,7 +6,7 @@
 #include "tests/support/named_ops.h"
 
 namespace spire::graph::test {
-namespace {
+namespace softmax_loss_test {  // named, not anonymous: test executables build as unity batches
 
 const double ln2 = std::log(2.0), ln3 = std::log(3.0), ln6 = std::log(6.0);
 
@@ -125,5 +125,5 @@ TEST(EvalCrossEntropy, LabelOutOfRangeIsAnError) {
   }
 }
 
-}  // namespace
+}  // namespace softmax_loss_test
 }  // namespace spire::graph::test
