@@ -1,5 +1,5 @@
 // GridSample (opset 16, PyTorch's grid_sample): ir/graph/composites/grid_sample.h builds it, as for the torch
-// converter; here its attributes are read and what it refuses is refused by name. Bicubic mode is refused.
+// converter; here its attributes are read and what it refuses is refused by name.
 #include "ir/graph/composites/grid_sample.h"
 
 #include "frontend/onnx/node_context.h"

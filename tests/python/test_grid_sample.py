@@ -1,5 +1,5 @@
 """F.grid_sample (and what make_fx records for it, aten.grid_sampler_2d) on spire, built by the same graph composite as
-the ONNX importer's GridSample (ir/graph/composites/grid_sample.h), in every mode and padding against eager PyTorch
+the ONNX importer's GridSample (ir/graph/composites/grid_sample.h), in every mode (bilinear, nearest, bicubic) and padding against eager PyTorch
 with grid points inside, on the border and outside the input; and RAFT's correlation lookup (linspace offsets around
 each pixel, sampled with align_corners)."""
 import pytest
@@ -49,7 +49,9 @@ def grid_points(n, ho, wo, seed):
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
 @pytest.mark.parametrize("mode,padding,align", [("bilinear", "zeros", False), ("bilinear", "border", True),
                                                 ("bilinear", "reflection", False), ("nearest", "zeros", True),
-                                                ("nearest", "reflection", True), ("bilinear", "zeros", True)])
+                                                ("nearest", "reflection", True), ("bilinear", "zeros", True),
+                                                ("bicubic", "zeros", False), ("bicubic", "border", True),
+                                                ("bicubic", "reflection", False), ("bicubic", "reflection", True)])
 def test_grid_sample_matches_eager(device, trace, mode, padding, align):
     x = torch.randn(2, 3, 7, 9, generator=torch.Generator().manual_seed(54))
     want, got, text = compiled_both_ways(Sample(mode, padding, align), (x, grid_points(2, 5, 6, 55)), trace, device)

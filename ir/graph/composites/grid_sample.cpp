@@ -1,5 +1,7 @@
 #include "ir/graph/composites/grid_sample.h"
 
+#include <array>
+
 #include <fmt/format.h>
 
 namespace spire::graph {
@@ -34,6 +36,16 @@ Value round_even(Graph& g, Value x) {
                  g.where(g.compare(d, half, CompareMode::Lt), f, g.add(f, parity(g, f))));
 }
 
+// PyTorch's cubic convolution (A = -0.75) weights of the neighbours at -1, 0, 1 and 2 from a point t in [0, 1) past
+// the second: |d| <= 1 weighs ((A + 2) |d| - (A + 3)) d^2 + 1, 1 < |d| < 2 weighs ((A |d| - 5A) |d| + 8A) |d| - 4A.
+std::array<Value, 4> cubic_weights(Graph& g, Value t) {
+  constexpr double A = -0.75;
+  const DType dt = g.type(t).dtype;
+  auto near = [&](Value d) { return g.add(g.mul(g.mul(g.sub(g.mul(d, A + 2), A + 3), d), d), 1.0); };
+  auto far = [&](Value d) { return g.sub(g.mul(g.add(g.mul(g.sub(g.mul(d, A), 5 * A), d), 8 * A), d), 4 * A); };
+  return {far(g.add(t, 1.0)), near(t), near(g.sub(g.scalar(1.0, dt), t)), far(g.sub(g.scalar(2.0, dt), t))};
+}
+
 }  // namespace
 
 std::string grid_sample_refusal(const TensorType& x, const TensorType& grid, const GridSampleOptions& o) {
@@ -42,8 +54,8 @@ std::string grid_sample_refusal(const TensorType& x, const TensorType& grid, con
   if (grid.shape.size() != 4 || grid.shape[0] != x.shape[0] || grid.shape[3] != 2)
     return fmt::format("the grid {} must be [{}, Ho, Wo, 2]", shape_to_string(grid.shape), x.shape[0]);
   if (x.shape[0] * x.shape[2] * x.shape[3] > (int64_t(1) << 24)) return "an input of more than 2^24 pixels";
-  if (o.mode != "bilinear" && o.mode != "nearest")
-    return fmt::format("mode '{}' is not supported (bilinear, nearest)", o.mode);
+  if (o.mode != "bilinear" && o.mode != "nearest" && o.mode != "bicubic")
+    return fmt::format("mode '{}' is not supported (bilinear, nearest, bicubic)", o.mode);
   if (o.padding != "zeros" && o.padding != "border" && o.padding != "reflection")
     return fmt::format("padding_mode '{}'", o.padding);
   return "";
@@ -62,12 +74,16 @@ Value grid_sample(Graph& g, Value x_in, Value grid_in, Value image_starts, const
   const DType dt = x.dtype;
   const bool align = o.align_corners;
 
-  // Pixel coordinates of each point, [N, Ho, Wo], with the padding mode's reflection and clipping.
+  // Pixel coordinates of each point, [N, Ho, Wo], as the grid gives them.
   auto coordinate = [&](int64_t which, int64_t size) {
     Value v = g.reshape(g.op("slice", {grid_in}, {{"starts", std::vector<int64_t>{0, 0, 0, which}},
                                                   {"steps", std::vector<int64_t>(4, 1)}, {"shape", Shape{n, ho, wo, 1}}}),
                         {n, ho, wo});
-    v = align ? g.mul(g.add(v, 1.0), 0.5 * double(size - 1)) : g.div(g.sub(g.mul(g.add(v, 1.0), double(size)), 1.0), 2.0);
+    return align ? g.mul(g.add(v, 1.0), 0.5 * double(size - 1)) : g.div(g.sub(g.mul(g.add(v, 1.0), double(size)), 1.0), 2.0);
+  };
+  // A coordinate moved inside the input as the padding mode says (border: clipped; reflection: reflected, then
+  // clipped). Bilinear and nearest move the point itself, bicubic each of its 16 neighbours, as PyTorch does.
+  auto padded = [&](Value v, int64_t size) {
     if (o.padding == "border") v = clip(g, v, double(size - 1));
     if (o.padding == "reflection") {
       v = align ? reflect(g, v, 0, 2.0 * double(size - 1)) : reflect(g, v, -1, 2.0 * double(size) - 1);
@@ -93,14 +109,31 @@ Value grid_sample(Graph& g, Value x_in, Value grid_in, Value image_starts, const
     return g.where(g.reshape(inside, {n, ho, wo, 1}), v, g.scalar(0.0, dt));
   };
   Value y;
+  auto as_weight = [&](Value v) { return g.reshape(v, {n, ho, wo, 1}); };
   if (o.mode == "nearest") {
-    y = at(round_even(g, ix), round_even(g, iy));
-  } else {
+    y = at(round_even(g, padded(ix, w)), round_even(g, padded(iy, h)));
+  } else if (o.mode == "bicubic") {
+    // The 4x4 neighbours from floor - 1 to floor + 2 along each axis, weighed by the cubic convolution of their
+    // distance: along x within each row of four, then along y.
     const Value x0 = g.op("floor", {ix}), y0 = g.op("floor", {iy});
+    const std::array<Value, 4> wx = cubic_weights(g, g.sub(ix, x0)), wy = cubic_weights(g, g.sub(iy, y0));
+    for (int dy = 0; dy < 4; ++dy) {
+      const Value py = padded(g.add(y0, double(dy - 1)), h);
+      Value line;
+      for (int dx = 0; dx < 4; ++dx) {
+        const Value term = g.mul(at(padded(g.add(x0, double(dx - 1)), w), py), as_weight(wx[size_t(dx)]));
+        line = dx == 0 ? term : g.add(line, term);
+      }
+      const Value term = g.mul(line, as_weight(wy[size_t(dy)]));
+      y = dy == 0 ? term : g.add(y, term);
+    }
+  } else {
+    const Value px = padded(ix, w), py = padded(iy, h);
+    const Value x0 = g.op("floor", {px}), y0 = g.op("floor", {py});
     const Value x1 = g.add(x0, 1.0), y1 = g.add(y0, 1.0);
-    const Value fx = g.sub(ix, x0), fy = g.sub(iy, y0);
+    const Value fx = g.sub(px, x0), fy = g.sub(py, y0);
     const Value one = g.scalar(1.0, dt);
-    auto weight = [&](Value a, Value b) { return g.reshape(g.mul(a, b), {n, ho, wo, 1}); };
+    auto weight = [&](Value a, Value b) { return as_weight(g.mul(a, b)); };
     const Value gx = g.sub(one, fx), gy = g.sub(one, fy);
     y = g.add(g.add(g.mul(at(x0, y0), weight(gx, gy)), g.mul(at(x1, y0), weight(fx, gy))),
               g.add(g.mul(at(x0, y1), weight(gx, fy)), g.mul(at(x1, y1), weight(fx, fy))));
