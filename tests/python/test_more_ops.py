@@ -122,11 +122,14 @@ def test_recurrent_layers(device, cls):
         want, got = model(x), compiled(x)
     assert rel_err(got[0], want[0]) <= TOL
     text = compiled.explain(x)
-    # torch >= 2 records a CPU LSTM as one fused oneDNN op (aten.mkldnn_rnn_layer), which stays in eager PyTorch.
+    # torch >= 2 records a CPU LSTM as one fused oneDNN op (aten.mkldnn_rnn_layer), which stays in eager PyTorch, and
+    # so may the few small ops between its calls (the partition's cost rule); nothing else may.
     fused = [line for line in eager_lines(text) if "mkldnn_rnn_layer" in line]
-    assert eager_lines(text) == fused, text
-    if not fused:
-        assert text.count("spire segment") == 1, text
+    rest = [line for line in eager_lines(text) if line not in fused]
+    if fused:
+        assert all("cheaper there than a device call" in line for line in rest), text
+    else:
+        assert rest == [] and text.count("spire segment") == 1, text
 
 
 @pytest.mark.parametrize("trace", ["symbolic", "make_fx"])
