@@ -69,8 +69,12 @@ graph::Tensor own_reference(const Graph& g, Value v, const std::map<std::string,
 }  // namespace
 
 Comparison compare(const Graph& g, const Capture& got, const Capture& want, const CompareOptions& options) {
-  Comparison c{.device = got.device, .against = want.device, .device_name = got.device_name, .driver = got.driver,
-               .notes = got.notes};
+  Comparison c;
+  c.device = got.device;
+  c.against = want.device;
+  c.device_name = got.device_name;
+  c.driver = got.driver;
+  c.notes = got.notes;
   const auto lines = node_lines(g);
   std::map<std::string, bool> off;       // by node name: not within tolerance
   std::map<std::string, double> bound;   // by node name: the bound it was held to (tolerance.h: inherited)

@@ -16,7 +16,7 @@ double round_to(DType dtype, double v) {
     case DType::F32: return double(float(v));
     case DType::F16: return spire::round_to_f16(v);
     case DType::BF16: return spire::round_to_bf16(v);
-    case DType::I32: case DType::I64: return std::trunc(v);
+    case DType::I32: case DType::I64: case DType::U32: return std::trunc(v);
     case DType::Bool: return v != 0.0 ? 1.0 : 0.0;
   }
   return v;

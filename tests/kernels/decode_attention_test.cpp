@@ -29,6 +29,13 @@ namespace heavy = spire::lowering::heavy;
 
 namespace {
 
+// batches x rows queries of depth against keys keys, values of value_depth; f32 operands, no groups.
+heavy::DecodeAttentionShape shape(int64_t batches, int64_t rows, int64_t keys, int64_t depth, int64_t value_depth) {
+  heavy::DecodeAttentionShape s;
+  s.batches = batches, s.rows = rows, s.keys = keys, s.depth = depth, s.value_depth = value_depth;
+  return s;
+}
+
 struct AttentionCase {
   int64_t batches, rows, keys, depth, value_depth;
   graph::DType half = graph::DType::F32;  // k and v stored so (q too with half_q)
@@ -107,7 +114,7 @@ TEST_P(DecodeAttentionOnDevice, MatchesTheFloat64Attention) {
     }
   const auto [want, scale] = reference(c, q, k_after, v_after);
 
-  heavy::DecodeAttentionShape s{c.batches, c.rows, c.keys, c.depth, c.value_depth};
+  heavy::DecodeAttentionShape s = shape(c.batches, c.rows, c.keys, c.depth, c.value_depth);
   s.key_group = s.value_group = c.group;
   if (c.half != graph::DType::F32) s.k_half = s.v_half = kir_type(c.half);
   if (c.half_q) s.q_half = kir_type(c.half);
@@ -199,27 +206,27 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(DecodeAttentionOnDevice);
 
 TEST(DecodeAttentionKernel, TakesFewQueriesWhoseScoresFitSixteenKiB) {
   const kir::Type f32 = kir::Type::F32;
-  EXPECT_TRUE(heavy::decode_attention_fits({12, 1, 1024, 64, 64}, f32));
+  EXPECT_TRUE(heavy::decode_attention_fits(shape(12, 1, 1024, 64, 64), f32));
   // (64 + 3520 + 256 + 64) * 4 bytes = 15616 (the query, the scores, the partial sums, the new key row): fits; 4096
   // keys do not.
-  EXPECT_TRUE(heavy::decode_attention_fits({1, 1, 3520, 64, 64}, f32));
-  EXPECT_FALSE(heavy::decode_attention_fits({1, 1, 4096, 64, 64}, f32));
-  EXPECT_FALSE(heavy::decode_attention_fits({1, 5, 16, 64, 64}, f32));  // five queries: a prefill
-  EXPECT_EQ(heavy::decode_attention_shared_bytes({12, 2, 100, 64, 64}, f32, 256), uint64_t((2 * (64 + 100 + 256) + 64) * 4));
-  EXPECT_THROW(heavy::decode_attention_kernel({1, 5, 16, 64, 64}, f32, 256, 64, 0), std::invalid_argument);
-  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 96, 64, 0), std::invalid_argument);
-  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 256, 24, 0), std::invalid_argument);
-  EXPECT_THROW(heavy::decode_attention_kernel({1, 1, 16, 64, 64}, f32, 64, 128, 0), std::invalid_argument);
+  EXPECT_TRUE(heavy::decode_attention_fits(shape(1, 1, 3520, 64, 64), f32));
+  EXPECT_FALSE(heavy::decode_attention_fits(shape(1, 1, 4096, 64, 64), f32));
+  EXPECT_FALSE(heavy::decode_attention_fits(shape(1, 5, 16, 64, 64), f32));  // five queries: a prefill
+  EXPECT_EQ(heavy::decode_attention_shared_bytes(shape(12, 2, 100, 64, 64), f32, 256), uint64_t((2 * (64 + 100 + 256) + 64) * 4));
+  EXPECT_THROW(heavy::decode_attention_kernel(shape(1, 5, 16, 64, 64), f32, 256, 64, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel(shape(1, 1, 16, 64, 64), f32, 96, 64, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel(shape(1, 1, 16, 64, 64), f32, 256, 24, 0), std::invalid_argument);
+  EXPECT_THROW(heavy::decode_attention_kernel(shape(1, 1, 16, 64, 64), f32, 64, 128, 0), std::invalid_argument);
 }
 
 // The columns a workgroup, worked out by hand from the rule (all, halved on a GPU while under 96 workgroups, to 4).
 TEST(DecodeAttentionKernel, ColumnsFillTheGpu) {
-  EXPECT_EQ(heavy::choose_decode_attention_columns({12, 1, 288, 64, 64}, 256, false), 8u);   // GPT-2: 96 workgroups
-  EXPECT_EQ(heavy::choose_decode_attention_columns({32, 1, 288, 64, 64}, 256, false), 16u);  // Llama 1B: 128
-  EXPECT_EQ(heavy::choose_decode_attention_columns({1, 1, 288, 64, 64}, 256, false), 4u);    // one head: 16, the fewest
-  EXPECT_EQ(heavy::choose_decode_attention_columns({96, 1, 288, 64, 64}, 256, false), 64u);  // 96 heads: one each
-  EXPECT_EQ(heavy::choose_decode_attention_columns({12, 1, 288, 64, 64}, 256, true), 64u);   // a CPU: all
-  EXPECT_EQ(heavy::choose_decode_attention_columns({2, 1, 50, 16, 300}, 256, true), 256u);   // up to the workgroup
+  EXPECT_EQ(heavy::choose_decode_attention_columns(shape(12, 1, 288, 64, 64), 256, false), 8u);   // GPT-2: 96 workgroups
+  EXPECT_EQ(heavy::choose_decode_attention_columns(shape(32, 1, 288, 64, 64), 256, false), 16u);  // Llama 1B: 128
+  EXPECT_EQ(heavy::choose_decode_attention_columns(shape(1, 1, 288, 64, 64), 256, false), 4u);    // one head: 16, the fewest
+  EXPECT_EQ(heavy::choose_decode_attention_columns(shape(96, 1, 288, 64, 64), 256, false), 64u);  // 96 heads: one each
+  EXPECT_EQ(heavy::choose_decode_attention_columns(shape(12, 1, 288, 64, 64), 256, true), 64u);   // a CPU: all
+  EXPECT_EQ(heavy::choose_decode_attention_columns(shape(2, 1, 50, 16, 300), 256, true), 256u);   // up to the workgroup
 }
 
 }  // namespace

@@ -73,7 +73,8 @@ TEST_P(MatvecOnDevice, EverySliceCountMatchesTheFloat64Product) {
               "");
     // Columns n and N / 2 + n in one workgroup (MatvecPair without a combine: the same product, stored whole).
     if (heavy::matvec_pairs(s, tiling.matvec_slices)) {
-      const heavy::MatvecPair pair{.half = uint32_t(c.n / 2)};
+      heavy::MatvecPair pair;
+      pair.half = uint32_t(c.n / 2);
       EXPECT_EQ(run_product(dev, heavy::matvec_kernel(s, kir::Type::F32, tiling.matvec_slices, {}, 0, tiling.unroll, &pair),
                             a, b, c.batch, c.m, c.n, want),
                 "")

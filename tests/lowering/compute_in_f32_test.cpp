@@ -105,8 +105,11 @@ TEST(ComputeInF32, ACastToItsOwnTypeIsDropped) {
   auto x = g0.input("x", DType::BF16, {6});
   g0.output("y", g0.name(g0.relu(g0.cast(x, DType::BF16)), "y"));
   const Graph g = passes::compute_in_f32(g0);
-  for (const graph::Node& n : g.nodes())
-    if (n.op == OpKind::Cast) EXPECT_NE(g.type(n.inputs[0]).dtype, n.type.dtype) << n.name;
+  for (const graph::Node& n : g.nodes()) {
+    if (n.op == OpKind::Cast) {
+      EXPECT_NE(g.type(n.inputs[0]).dtype, n.type.dtype) << n.name;
+    }
+  }
   graph::Tensor xt(DType::BF16, {6});
   for (int64_t i = 0; i < 6; ++i) xt[i] = double(i) / 4 - 0.75;
   EXPECT_EQ(graph::evaluate(g, {{"x", xt}}, DType::F64).at("y").data,

@@ -247,9 +247,11 @@ TEST(DecodeAttentionFusionPlan, UnderTheBf16PolicyTheStepIsStillOneLaunch) {
     EXPECT_EQ(per_step, 1u) << lowering::plan_text(plan);
     EXPECT_EQ(count_prefix(kernels, "write_at_"), 0) << lowering::plan_text(plan);
     ASSERT_EQ(count_prefix(kernels, "decode_attention_"), 1) << lowering::plan_text(plan);
-    for (const std::string& k : kernels)  // (an f32 state stays f32 under the policy: the caller's interface)
-      if (k.rfind("decode_attention_", 0) == 0 && f.cache == DType::BF16)
+    for (const std::string& k : kernels) {  // (an f32 state stays f32 under the policy: the caller's interface)
+      if (k.rfind("decode_attention_", 0) == 0 && f.cache == DType::BF16) {
         EXPECT_NE(k.find("_kbf16_vbf16"), std::string::npos) << k;
+      }
+    }
   }
 }
 

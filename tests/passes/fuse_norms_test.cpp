@@ -81,8 +81,11 @@ TEST(FuseNorms, LayerNormChainsBecomeOneOp) {
     EXPECT_EQ(count_op(fused, "layer_norm"), 1);
     EXPECT_EQ(count_op(fused, "mean"), 0);
     EXPECT_EQ(count_op(fused, "sqrt"), 0);
-    for (const graph::Node& n : fused.nodes())
-      if (graph::op_name(n.op) == "layer_norm") EXPECT_DOUBLE_EQ(n.attrs.get_float("epsilon"), 1e-5);
+    for (const graph::Node& n : fused.nodes()) {
+      if (graph::op_name(n.op) == "layer_norm") {
+        EXPECT_DOUBLE_EQ(n.attrs.get_float("epsilon"), 1e-5);
+      }
+    }
     expect_same_result(chain, fused);
   }
 }

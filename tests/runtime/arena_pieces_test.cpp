@@ -64,7 +64,9 @@ TEST(ArenaPieces, RandomPlansKeepEveryBufferWhole) {
     EXPECT_EQ(p.back().end, end);
     for (size_t i = 0; i < p.size(); ++i) {
       EXPECT_LE(p[i].end - p[i].begin, most);
-      if (i > 0) EXPECT_EQ(p[i].begin, p[i - 1].end);
+      if (i > 0) {
+        EXPECT_EQ(p[i].begin, p[i - 1].end);
+      }
     }
     for (const ArenaRange& r : ranges) {
       int holding = 0;

@@ -158,7 +158,9 @@ TEST(DecoderInt8, ChoicesEqualPyTorchsWithTheSameInt8Weights) {
       std::string out;
       const double agree = agreement_with_f32(name, device, "--int8", &out);
       EXPECT_EQ(printed(out, "tokens: "), int8_choices) << name << " on " << device;
-      if (std::string(name) == "gpt2-tiny") EXPECT_GE(agree, 0.95) << name << " on " << device;
+      if (std::string(name) == "gpt2-tiny") {
+        EXPECT_GE(agree, 0.95) << name << " on " << device;
+      }
       std::printf("%s on %s, int8: %.1f%% of PyTorch's f32 choices along its tokens\n", name, device.c_str(), 100 * agree);
     }
   }
@@ -229,11 +231,15 @@ TEST(DecoderPrecision, UnderBf16ADecodeStepTakesF32sLaunches) {
     bool half = false;
     EXPECT_EQ(launches("gpt2-tiny", device, "f32", &half), 14) << device;
     const int gpt2 = launches("gpt2-tiny", device, "bf16", &half);
-    if (half) EXPECT_EQ(gpt2, 14) << device;
+    if (half) {
+      EXPECT_EQ(gpt2, 14) << device;
+    }
     const int llama = launches("llama-tiny", device, "f32", &half);
     EXPECT_EQ(llama, 18) << device;
     const int llama_bf16 = launches("llama-tiny", device, "bf16", &half);
-    if (half) EXPECT_EQ(llama_bf16, llama) << device;
+    if (half) {
+      EXPECT_EQ(llama_bf16, llama) << device;
+    }
   }
 }
 
