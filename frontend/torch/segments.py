@@ -6,11 +6,19 @@ become graph parameters, in eager code plain attribute reads."""
 import math
 import operator
 
+import torch
 import torch.fx
 
 from .aliasing import is_view
 from .constant_regions import traced_constant
 from .probe import TensorInfo
+
+
+# Ops that only allocate: one nothing reads computes nothing anyone sees (make_fx records batch norm's unused uint8
+# buffers so), so it is not run. Any other unread op still runs: torch 1.13's Node.is_impure does not see in-place
+# writes (setitem, copy_), which are unread nodes too.
+_ALLOCATIONS = {torch.empty, torch.empty_like, torch.ops.aten.empty.memory_format, torch.ops.aten.empty_like.default,
+                torch.ops.aten.new_empty.default, torch.ops.aten.empty_strided.default}
 
 
 class Segment:
@@ -68,9 +76,15 @@ def _runs(gm, support):
             items.append(("node", node))
             continue
         ok, reason = support[node]
+        if not ok and not node.users and node.op == "call_function" and node.target in _ALLOCATIONS:
+            # An allocation nothing reads: not run at all, so it neither cuts the run around it in two nor costs a
+            # call anything.
+            reasons[node] = f"nothing reads it, so it is not run ({reason})"
+            items.append(("unused", node))
+            continue
         if not ok and not node.users and not node.is_impure():
-            # A value nothing reads (make_fx keeps batch norm's unused buffers, aten.empty of uint8): it runs eagerly
-            # after the run around it, which it does not cut in two (it reads only what came before).
+            # A value nothing reads: it runs eagerly after the run around it, which it does not cut in two (it reads
+            # only what came before).
             reasons[node] = reason
             items.append(("node", node))
             continue
@@ -88,7 +102,8 @@ def _runs(gm, support):
 
 
 def split_segments(gm, support, results):
-    """Returns (items, reasons): items in execution order, each ("node", fx_node) or ("segment", Segment);
+    """Returns (items, reasons): items in execution order, each ("node", fx_node) or ("segment", Segment), and
+    ("unused", fx_node) for an allocation nothing reads, which nothing runs;
     reasons[node] says why a call node runs eagerly (absent for nodes in a segment). A region of values PyTorch
     computes from shapes (support.regions, constant_regions.py) must lie within one segment, whose conversion computes
     it: one that does not (an eager node between its nodes) is unfolded, and the runs are cut again."""
@@ -118,6 +133,9 @@ def split_segments(gm, support, results):
         run_of[next(iter(region))].folded |= region
     final, kept, placed = [], 0, set()
     for kind, x in items:
+        if kind == "unused":
+            final.append((kind, x))
+            continue
         if kind == "node":
             if x not in placed:
                 placed.add(x)

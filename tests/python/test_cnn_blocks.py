@@ -64,11 +64,16 @@ class UnreadValue(nn.Module):
         return torch.relu(y) + 1
 
 
-def test_an_unread_value_does_not_cut_a_segment(device):
+def test_an_unread_value_does_not_cut_a_segment_and_is_not_run(device):
     x = torch.randn(3, 5)
     compiled = spire.torch.compile(UnreadValue(), device=device)
     with torch.no_grad():
         assert torch.equal(compiled(x), UnreadValue()(x))
     text = compiled.explain(x)
-    assert "aten.empty" in text, text  # the make_fx path, the value left in eager PyTorch
+    # The make_fx path; the unread value is listed as such, neither on spire nor in eager PyTorch.
+    assert [line for line in text.splitlines() if line.startswith("unused")] == [
+        line for line in text.splitlines() if "aten.empty" in line] != [], text
+    assert not eager_lines(text), text
     assert sum(line.startswith("spire segment") for line in text.splitlines()) == 1, text
+    # One segment and nothing else to run: a call can go straight through the segment (Dynamo's direct call).
+    assert any(part.direct_call() is not None for part in compiled._partitions.values())

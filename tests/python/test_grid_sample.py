@@ -71,9 +71,9 @@ def test_raft_correlation_lookup_runs_on_spire(device, trace):
 
 def test_raft_small_is_one_segment(device):
     # torchvision's RAFT (random weights, a fixed seed), its correlation pyramid sampled by grid_sample and its
-    # encoders' instance norms followed by in-place ReLUs: one spire segment, PyTorch running only the unused uint8
-    # buffers make_fx records for batch norm. 128x128: at 64x64 the pyramid's last level is 1x1, where RAFT divides
-    # by zero in eager PyTorch too.
+    # encoders' instance norms followed by in-place ReLUs: one spire segment and nothing in eager PyTorch (the unread
+    # uint8 buffers make_fx records for batch norm are not run). 128x128: at 64x64 the pyramid's last level is 1x1,
+    # where RAFT divides by zero in eager PyTorch too.
     import torchvision
     import spire.torch
     torch.manual_seed(57)
@@ -87,4 +87,4 @@ def test_raft_small_is_one_segment(device):
         assert len(got) == len(want) == 2 and all(rel_err(x, y) <= 1e-4 for x, y in zip(got, want))
     text = compiled.explain(a, b, num_flow_updates=2)
     assert text.count("spire segment") == 1, text
-    assert all("aten.empty" in line and "uint8" in line for line in eager_lines(text)), text
+    assert not eager_lines(text), text  # (make_fx's unread uint8 buffers of batch norm are listed as unused)

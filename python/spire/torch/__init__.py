@@ -49,8 +49,8 @@ def compile_step(model, loss_fn, optimizer, device=None, dump=None, precision="f
 
 
 def explain(module, example_inputs, device=None):
-    """Text saying, node by node, what runs on spire (by segment) and what stays in eager PyTorch and why; also
-    printed."""
+    """Text saying, node by node, what runs on spire (by segment), what stays in eager PyTorch and why, and which
+    allocations nothing reads are not run ("unused": make_fx's unread buffers); also printed."""
     compiled = module if isinstance(module, SpireModule) else SpireModule(module, device=device)
     text = compiled.explain(*example_inputs)
     print(text)

@@ -120,7 +120,8 @@ class _Partition:
         in_segments = {n for kind, x in self.items if kind == "segment" for n in x.nodes}
         # A segment's item carries its runner, found here once rather than by index each call.
         self.run_items = [(kind, self.runners[x.index] if kind == "segment" else x) for kind, x in self.items
-                          if kind == "segment" or x.op != "get_attr" or any(u not in in_segments for u in x.users)]
+                          if kind == "segment" or (kind == "node" and (x.op != "get_attr" or
+                                                                       any(u not in in_segments for u in x.users)))]
 
     def run(self, args):
         env = {}
@@ -210,6 +211,8 @@ class _Partition:
                 for n in x.nodes:
                     folded = " (a constant: PyTorch computes it from the shapes)" if n in x.folded else ""
                     lines.append(f"    spire  {n.name}: {describe(n, self.gm)}{folded}")
+            elif kind == "unused":
+                lines.append(f"unused {x.name}: {describe(x, self.gm)}: {self.reasons.get(x, '')}")
             elif x.op not in ("placeholder", "output", "get_attr"):
                 lines.append(f"eager  {x.name}: {describe(x, self.gm)}: {self.reasons.get(x, '')}")
         return "\n".join(lines)
