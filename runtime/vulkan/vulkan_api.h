@@ -7,8 +7,10 @@
 #endif
 #include <volk.h>
 
+#include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace spire::rt::vulkan {
 
@@ -19,5 +21,12 @@ std::string_view result_name(VkResult r);
 // device, e.g. "vkCreateBuffer failed with VK_ERROR_OUT_OF_DEVICE_MEMORY on vulkan:0". Success codes
 // (VK_SUCCESS and the positive ones such as VK_NOT_READY) pass.
 void check(VkResult r, const char* call, std::string_view device_id);
+
+// Whether an enumeration of extensions (the instance's, a layer's or a device's) holds `name`.
+inline bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
+  for (const VkExtensionProperties& e : exts)
+    if (std::strcmp(e.extensionName, name) == 0) return true;
+  return false;
+}
 
 }  // namespace spire::rt::vulkan

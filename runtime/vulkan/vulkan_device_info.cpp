@@ -50,10 +50,6 @@ DeviceType device_type(VkPhysicalDeviceType t) {
   }
 }
 
-bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
-  return std::any_of(exts.begin(), exts.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
-}
-
 std::vector<VkExtensionProperties> device_extensions(const InstanceFunctions& vki, VkPhysicalDevice pd) {
   uint32_t n = 0;
   if (vki.vkEnumerateDeviceExtensionProperties(pd, nullptr, &n, nullptr) != VK_SUCCESS) return {};

@@ -33,10 +33,6 @@ bool has_layer(const char* name) {
   return std::any_of(layers.begin(), layers.begin() + n, [&](const auto& l) { return std::strcmp(l.layerName, name) == 0; });
 }
 
-bool has_extension(const std::vector<VkExtensionProperties>& exts, const char* name) {
-  return std::any_of(exts.begin(), exts.end(), [&](const auto& e) { return std::strcmp(e.extensionName, name) == 0; });
-}
-
 std::vector<VkExtensionProperties> instance_extensions(const char* layer) {
   uint32_t n = 0;
   if (vkEnumerateInstanceExtensionProperties(layer, &n, nullptr) != VK_SUCCESS) return {};

@@ -8,8 +8,6 @@ namespace spire::graph::ops {
 
 namespace {
 
-Value input_of(const VjpContext& c) { return c.g.node(c.out).inputs[0]; }
-
 // erfc(|x|) to a relative error below 1.2e-7 everywhere: Chebyshev fit t exp(-x^2 + P(t)), t = 1 / (1 + |x|/2)
 // (Numerical Recipes' erfcc). Written once for both the device formula and no other use: the reference uses
 // std::erf, so the harness checks the fit against the real function.

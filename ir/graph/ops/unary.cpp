@@ -11,7 +11,6 @@ constexpr double kBeta = 0.7978845608028654;
 constexpr double kKappa = 0.044715;
 
 // The input of the node whose gradient is being formed (copied: appending to the graph moves node storage).
-Value input_of(const VjpContext& c) { return c.g.node(c.out).inputs[0]; }
 
 // A zero gradient of the result's type (ceil, floor, sign: PyTorch's gradient is zero almost everywhere).
 std::vector<Value> zero_grad(VjpContext& c) {
