@@ -273,12 +273,15 @@ TEST_F(OnnxIndexFuzz, EdgeAndReflectPadsReadOnlyInsideTheInput) {
 
 // GridSample's grid is data: points far outside the input, at infinities and NaN, in every padding mode, read only
 // inside it (the evaluator refuses a gather index outside its axis, so any unguarded neighbour fails the import's run
-// here); points outside read zeros with zeros padding, and every result stays within the input's range.
+// here); points outside read zeros with zeros padding, and every result stays within the input's range (bilinear,
+// nearest) or within what the cubic convolution's weights can make of it (bicubic: each axis's weights sum to 1, their
+// negative ones to at least -0.1875, so 2-D sums of values in [0, 24] stay in [-0.445, 1.445] x 24).
 TEST_F(OnnxIndexFuzz, GridSamplePointsAnywhereReadOnlyInsideTheInput) {
   const double wild[] = {-3, -1.2, -1, -0.4, 0, 0.7, 1, 1.5, 40, -1e30, 1e30, INFINITY, -INFINITY, NAN};
   for (int iter = 0; iter < 18; ++iter) {
     const char* padding = iter % 3 == 0 ? "zeros" : iter % 3 == 1 ? "border" : "reflection";
-    const char* mode = iter % 2 ? "nearest" : "bilinear";
+    const char* mode = (iter / 3) % 3 == 0 ? "bilinear" : (iter / 3) % 3 == 1 ? "nearest" : "bicubic";
+    const bool cubic = (iter / 3) % 3 == 2;
     onnx::GraphProto g;
     *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"1", "2", "3", "4"});
     *g.add_input() = onnx_test::value_info("grid", onnx::TensorProto::FLOAT, {"1", "5", "5", "2"});
@@ -304,9 +307,9 @@ TEST_F(OnnxIndexFuzz, GridSamplePointsAnywhereReadOnlyInsideTheInput) {
     ASSERT_TRUE(y.has_value()) << padding << " " << mode << ": " << error;
     for (size_t i = 0; i < y->data.size(); ++i) {
       const double v = y->data[i];
-      if (std::isnan(v)) continue;  // a NaN point's weights are NaN in bilinear mode, as in PyTorch
-      EXPECT_GE(v, 0.0) << i;
-      EXPECT_LE(v, 24.0 + 1e-9) << i;
+      if (std::isnan(v)) continue;  // a NaN point's weights are NaN in bilinear and bicubic modes, as in PyTorch
+      EXPECT_GE(v, cubic ? -0.445 * 24 : 0.0) << mode << " " << i;
+      EXPECT_LE(v, (cubic ? 1.445 : 1.0) * 24 + 1e-9) << mode << " " << i;
     }
   }
 }
