@@ -11,6 +11,9 @@ void grid_sample(NodeContext& c) {
   const graph::TensorType x = c.type(0), grid = c.type(1);
   graph::GridSampleOptions o;
   o.mode = c.attr_string("mode", "bilinear");
+  // Opset 20 renamed the modes when it took N-D inputs: its "linear" and "cubic" are 2-D's bilinear and bicubic.
+  if (o.mode == "linear") o.mode = "bilinear";
+  if (o.mode == "cubic") o.mode = "bicubic";
   o.padding = c.attr_string("padding_mode", "zeros");
   o.align_corners = c.attr_int("align_corners", 0) != 0;
   const std::string refusal = graph::grid_sample_refusal(x, grid, o);

@@ -314,6 +314,33 @@ TEST_F(OnnxIndexFuzz, GridSamplePointsAnywhereReadOnlyInsideTheInput) {
   }
 }
 
+// Opset 20's names for the modes ("linear", "cubic") give what opset 16's ("bilinear", "bicubic") give.
+TEST_F(OnnxIndexFuzz, GridSampleTakesOpset20sModeNames) {
+  Tensor grid(DType::F32, {1, 5, 5, 2});
+  for (double& v : grid.data) v = double(uniform(-120, 120)) / 100;
+  const Tensor x = Tensor::from(DType::F32, {1, 2, 3, 4}, std::vector<double>{3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8,
+                                                                              9, 7, 9, 3, 2, 3, 8, 4, 6, 2, 6, 4});
+  auto sample = [&](const char* mode, int64_t opset) {
+    onnx::GraphProto g;
+    *g.add_input() = onnx_test::value_info("x", onnx::TensorProto::FLOAT, {"1", "2", "3", "4"});
+    *g.add_input() = onnx_test::value_info("grid", onnx::TensorProto::FLOAT, {"1", "5", "5", "2"});
+    *g.add_output() = output_of("y", onnx::TensorProto::FLOAT, 4);
+    auto n = onnx_test::node("GridSample", {"x", "grid"}, {"y"}, "sample");
+    auto* a = n.add_attribute();
+    a->set_name("mode");
+    a->set_type(onnx::AttributeProto::STRING);
+    a->set_s(mode);
+    *g.add_node() = n;
+    std::string error;
+    const auto y = run(g, {}, {{"x", x}, {"grid", grid}}, &error, opset);
+    EXPECT_TRUE(y.has_value()) << mode << ": " << error;
+    return y.value_or(Tensor(DType::F32, {0}));
+  };
+  EXPECT_EQ(sample("linear", 20).data, sample("bilinear", 16).data);
+  EXPECT_EQ(sample("cubic", 20).data, sample("bicubic", 16).data);
+  EXPECT_NE(sample("cubic", 20).data, sample("linear", 20).data);
+}
+
 // RoiAlign's regions and image indices are data: regions far outside the image, at infinities and NaN, and image
 // indices outside the batch read only inside the input (the evaluator refuses an unguarded gather); every result is
 // within the input's range.
