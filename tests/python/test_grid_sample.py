@@ -1,7 +1,7 @@
 """F.grid_sample (and what make_fx records for it, aten.grid_sampler_2d) on spire, built by the same graph composite as
-the ONNX importer's GridSample (ir/graph/composites/grid_sample.h), in every mode (bilinear, nearest, bicubic) and padding against eager PyTorch
-with grid points inside, on the border and outside the input; and RAFT's correlation lookup (linspace offsets around
-each pixel, sampled with align_corners)."""
+the ONNX importer's GridSample (ir/graph/composites/grid_sample.h), in every mode (bilinear, nearest, bicubic) and
+padding against eager PyTorch with grid points inside, on the border and outside the input; and RAFT's correlation
+lookup (linspace offsets around each pixel, sampled with align_corners)."""
 import pytest
 import torch
 import torch.nn.functional as F

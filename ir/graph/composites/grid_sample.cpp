@@ -117,11 +117,13 @@ Value grid_sample(Graph& g, Value x_in, Value grid_in, Value image_starts, const
     // distance: along x within each row of four, then along y.
     const Value x0 = g.op("floor", {ix}), y0 = g.op("floor", {iy});
     const std::array<Value, 4> wx = cubic_weights(g, g.sub(ix, x0)), wy = cubic_weights(g, g.sub(iy, y0));
+    std::array<Value, 4> px;
+    for (int dx = 0; dx < 4; ++dx) px[size_t(dx)] = padded(g.add(x0, double(dx - 1)), w);
     for (int dy = 0; dy < 4; ++dy) {
       const Value py = padded(g.add(y0, double(dy - 1)), h);
       Value line;
       for (int dx = 0; dx < 4; ++dx) {
-        const Value term = g.mul(at(padded(g.add(x0, double(dx - 1)), w), py), as_weight(wx[size_t(dx)]));
+        const Value term = g.mul(at(px[size_t(dx)], py), as_weight(wx[size_t(dx)]));
         line = dx == 0 ? term : g.add(line, term);
       }
       const Value term = g.mul(line, as_weight(wy[size_t(dy)]));

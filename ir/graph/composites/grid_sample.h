@@ -1,9 +1,10 @@
 // PyTorch's grid_sample (ONNX's GridSample, opset 16) as graph ops, for every importer (frontend/onnx's GridSample,
 // frontend/torch's F.grid_sample and aten.grid_sampler_2d): the input [N, C, H, W] read at the grid's points
 // [N, Ho, Wo, (x, y)], normalized to [-1, 1], bilinearly (the four neighbours weighed by distance), bicubically (the
-// 16 neighbours weighed by cubic convolution) or at the nearest pixel, with zeros, border or reflection padding. The grid is data, so the points are computed on the device: each
-// neighbour's position becomes a flat row of the input seen as [N H W, C], which the graph's gather op reads; a
-// neighbour outside the input reads row 0 and is then zeroed, so nothing is read out of bounds.
+// 16 neighbours weighed by cubic convolution) or at the nearest pixel, with zeros, border or reflection padding. The
+// grid is data, so the points are computed on the device: each neighbour's position becomes a flat row of the input
+// seen as [N H W, C], which the graph's gather op reads; a neighbour outside the input reads row 0 and is then zeroed,
+// so nothing is read out of bounds.
 #pragma once
 
 #include <cstdint>

@@ -58,10 +58,10 @@ inline OpCost product_cost(const Node& n, std::span<const TensorType> in) {
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 inline double sigmoid_of(double x) { return 1.0 / (1.0 + std::exp(-x)); }
-
-// A unary op's VJP: the op's input, which most of their gradients read.
-inline Value input_of(const VjpContext& c) { return c.g.node(c.out).inputs[0]; }
 inline Val sigmoid_of(Val x) { return 1.0 / (1.0 + kir::exp(-x)); }
+
+// The input of the node whose gradient a unary op's VJP forms (copied: appending to the graph moves node storage).
+inline Value input_of(const VjpContext& c) { return c.g.node(c.out).inputs[0]; }
 
 // A stored bool (u32 0/1) as a register bool, and back.
 inline Val as_bool(Val u) { return u != 0u; }

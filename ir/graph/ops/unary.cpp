@@ -10,8 +10,6 @@ namespace {
 constexpr double kBeta = 0.7978845608028654;
 constexpr double kKappa = 0.044715;
 
-// The input of the node whose gradient is being formed (copied: appending to the graph moves node storage).
-
 // A zero gradient of the result's type (ceil, floor, sign: PyTorch's gradient is zero almost everywhere).
 std::vector<Value> zero_grad(VjpContext& c) {
   const TensorType t = c.g.type(c.out);
